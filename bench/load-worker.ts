@@ -1,0 +1,95 @@
+import autocannon from 'autocannon';
+import { Agent, request } from 'node:http';
+
+/**
+ * The load generator runs in a child process so it does not share an event loop with the servers
+ * it measures. Messages in: a load or sequential job; messages out: its figures.
+ */
+export interface Target {
+  url: string;
+  method: 'GET' | 'POST';
+  headers?: Record<string, string>;
+  body?: string;
+}
+
+export type Job =
+  | { kind: 'load'; target: Target; connections: number; durationS: number }
+  | { kind: 'sequential'; targets: Target[]; rounds: number; perRound: number };
+
+export interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+  requests: number;
+}
+
+export interface SequentialResult {
+  /** Median over rounds of each target's per-round median latency, in ms. */
+  medians: number[];
+}
+
+function median(values: number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+}
+
+async function load(job: Extract<Job, { kind: 'load' }>): Promise<LoadResult> {
+  const result = await autocannon({
+    url: job.target.url,
+    method: job.target.method,
+    headers: job.target.headers ?? {},
+    ...(job.target.body !== undefined ? { body: job.target.body } : {}),
+    connections: job.connections,
+    duration: job.durationS,
+  });
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors,
+    requests: result.requests.total,
+  };
+}
+
+const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+
+function once(t: Target): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const u = new URL(t.url);
+    const start = process.hrtime.bigint();
+    const req = request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method: t.method, headers: t.headers, agent }, (res) => {
+      res.resume();
+      res.on('end', () => {
+        if ((res.statusCode ?? 0) >= 300) reject(new Error(`${t.method} ${t.url} answered ${res.statusCode}`));
+        else resolve(Number(process.hrtime.bigint() - start) / 1e6);
+      });
+    });
+    req.on('error', reject);
+    if (t.body !== undefined) req.end(t.body);
+    else req.end();
+  });
+}
+
+async function sequential(job: Extract<Job, { kind: 'sequential' }>): Promise<SequentialResult> {
+  const perTarget: number[][] = job.targets.map(() => []);
+  for (let round = 0; round < job.rounds; round++) {
+    for (const [i, t] of job.targets.entries()) {
+      const samples: number[] = [];
+      for (let n = 0; n < job.perRound; n++) samples.push(await once(t));
+      perTarget[i]?.push(median(samples));
+    }
+  }
+  return { medians: perTarget.map(median) };
+}
+
+process.on('message', (job: Job) => {
+  const work = job.kind === 'load' ? load(job) : sequential(job);
+  work.then(
+    (res) => process.send?.({ ok: true, res }),
+    (err: unknown) => process.send?.({ ok: false, error: String(err) }),
+  );
+});

@@ -1,0 +1,30 @@
+import type { Service } from '../core/service';
+import type { Target } from './load-worker';
+
+/** One comparison: a service route against the bare route, under the same load. */
+export interface Scenario {
+  name: string;
+  service: Target;
+  bare: Target;
+  /** Include in the sequential (one request at a time) overhead run. */
+  sequential?: boolean;
+}
+
+export interface BenchContext {
+  service: Service;
+  bareUrl: string;
+}
+
+/** Later issues add their routes here; each setup may prepare data (keys, functions) first. */
+export async function buildScenarios(ctx: BenchContext): Promise<Scenario[]> {
+  const svc = ctx.service.url;
+  const scenarios: Scenario[] = [
+    {
+      name: 'GET /healthz (kernel pipeline, public route)',
+      service: { url: `${svc}/healthz`, method: 'GET' },
+      bare: { url: `${ctx.bareUrl}/bare`, method: 'GET' },
+      sequential: true,
+    },
+  ];
+  return scenarios;
+}

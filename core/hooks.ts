@@ -1,0 +1,83 @@
+import type { Request } from 'express';
+import type { Admitter, AdmissionRequest, Reservation } from './admission';
+import { freeReservation } from './admission';
+import type { Authenticator, Principal } from './auth';
+import { ApiError } from './errors';
+import type { RequestContext, Reply, RouteSpec } from './http/route';
+
+/** Checks a principal against a route's requirements (scopes, plan). Throws a 403 ApiError. */
+export interface Authorizer {
+  name: string;
+  authorize(principal: Principal, route: RouteSpec, req: Request): Promise<void> | void;
+}
+
+/** Runs after authentication and before the body is read (rate limits, account status). */
+export interface Guard {
+  name: string;
+  run(ctx: RequestContext): Promise<void> | void;
+}
+
+/** Adds to successful responses without the route knowing who adds what. */
+export interface ResponseDecorator {
+  name: string;
+  appliesTo(route: RouteSpec): boolean;
+  decorate(ctx: RequestContext, reply: Reply): Promise<void> | void;
+}
+
+/** Builds the 401 body when no credential was sent (owned by the identity plugin when enabled). */
+export type UnauthorizedFactory = (route: RouteSpec, reason: 'missing' | 'wrong_kind') => ApiError;
+
+/**
+ * The kernel's hook points. Plugins add to them in `register`; the HTTP pipeline and the compute
+ * path call them in order.
+ */
+export class Hooks {
+  readonly authenticators: Authenticator[] = [];
+  readonly authorizers: Authorizer[] = [];
+  readonly guards: Guard[] = [];
+  readonly admitters: Admitter[] = [];
+  readonly decorators: ResponseDecorator[] = [];
+  unauthorized: UnauthorizedFactory = (route, reason) =>
+    new ApiError('unauthorized', reason === 'missing' ? 'This route needs credentials.' : (route.wrongCredentialMessage ?? 'This route does not accept this kind of credential.'), {
+      fields: { retryable: false },
+      next: [],
+      headers: { 'WWW-Authenticate': 'Bearer realm="pricing-compute"' },
+    });
+
+  addAuthenticator(a: Authenticator): void {
+    this.authenticators.push(a);
+  }
+  addAuthorizer(a: Authorizer): void {
+    this.authorizers.push(a);
+  }
+  addGuard(g: Guard): void {
+    this.guards.push(g);
+  }
+  addAdmitter(a: Admitter): void {
+    this.admitters.push(a);
+  }
+  addDecorator(d: ResponseDecorator): void {
+    this.decorators.push(d);
+  }
+
+  /** First authenticator that recognises a credential wins; null when none was sent. */
+  async authenticate(req: Request): Promise<Principal | null> {
+    for (const a of this.authenticators) {
+      const principal = await a.authenticate(req);
+      if (principal) return principal;
+    }
+    return null;
+  }
+
+  /**
+   * Decides how a compute is paid for. Admitters are asked in registration order; the first that
+   * takes the request holds a reservation; otherwise the call is free.
+   */
+  async admit(request: AdmissionRequest): Promise<Reservation> {
+    for (const a of this.admitters) {
+      const reservation = await a.admit(request);
+      if (reservation) return reservation;
+    }
+    return freeReservation();
+  }
+}

@@ -1,0 +1,74 @@
+import type { NextFunction, Request, Response } from 'express';
+import { newId } from '../ids';
+import type { Logger } from '../logger';
+import type { Metrics } from '../metrics';
+import { ApiError, errorBody, isApiError } from '../errors';
+
+const INCOMING_ID = /^[A-Za-z0-9._:-]{8,128}$/;
+
+/**
+ * First middleware: request id (accepted from `X-Request-Id` when well formed), a child logger, the
+ * duration histogram and one structured access-log line. Never logs headers or bodies.
+ */
+export function requestContext(log: Logger, metrics: Metrics) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const start = process.hrtime.bigint();
+    const incoming = req.headers['x-request-id'];
+    const requestId = typeof incoming === 'string' && INCOMING_ID.test(incoming) ? incoming : newId('req');
+    res.locals.requestId = requestId;
+    res.setHeader('X-Request-Id', requestId);
+    const child = log.child({ req_id: requestId });
+    res.locals.log = child;
+    res.on('finish', () => {
+      const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+      const route = (res.locals.routeTemplate as string | undefined) ?? 'unmatched';
+      metrics.httpDuration.observe({ method: req.method, route, status: String(res.statusCode) }, seconds);
+      if (child.isLevelEnabled('info')) child.info({ method: req.method, route, status: res.statusCode, ms: Math.round(seconds * 1e5) / 100 }, 'request');
+    });
+    next();
+  };
+}
+
+/** While shutting down, new requests are refused so in-flight ones can finish. */
+export function refuseWhileStopping(isStopping: () => boolean) {
+  return (_req: Request, res: Response, next: NextFunction): void => {
+    if (!isStopping()) return next();
+    res.setHeader('Connection', 'close');
+    next(new ApiError('shutting_down', 'The service is shutting down.', { hint: 'Retry in a moment; another instance will answer.', headers: { 'Retry-After': '1' } }));
+  };
+}
+
+export function notFound(req: Request, _res: Response, next: NextFunction): void {
+  next(new ApiError('not_found', `No route matches ${req.method} ${req.path}.`, { hint: 'The OpenAPI description at /api/openapi.json lists every route.' }));
+}
+
+interface BodyParserError {
+  type?: string;
+  status?: number;
+}
+
+/** The one error middleware: SPEC's common error shape, never a stack trace. */
+export function errorHandler(log: Logger) {
+  return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
+    const requestId = res.locals.requestId as string | undefined;
+    let apiErr: ApiError;
+    if (isApiError(err)) apiErr = err;
+    else {
+      const bp = err as BodyParserError;
+      if (bp?.type === 'entity.too.large') apiErr = new ApiError('payload_too_large', 'Request body is too large.', { hint: 'Send a smaller body (see BODY_LIMIT_BYTES).' });
+      else if (bp?.type === 'encoding.unsupported' || bp?.type === 'charset.unsupported') apiErr = new ApiError('unsupported_media_type', 'Request body encoding is not supported.', { hint: 'Send UTF-8 JSON.' });
+      else if (bp?.type === 'request.aborted' || bp?.type === 'request.size.invalid') apiErr = new ApiError('bad_request', 'The request body was cut short.');
+      else {
+        ((res.locals.log as Logger | undefined) ?? log).error({ err, method: req.method, path: req.path }, 'unhandled error');
+        apiErr = new ApiError('internal_error', 'Something went wrong on our side.', { hint: 'Retry later; quote the request_id if you report it.' });
+      }
+    }
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    for (const [k, v] of Object.entries(apiErr.extras.headers ?? {})) res.setHeader(k, v);
+    if (apiErr.extras.retry_after !== undefined && !res.getHeader('Retry-After')) res.setHeader('Retry-After', String(apiErr.extras.retry_after));
+    res.status(apiErr.status).json(errorBody(apiErr, requestId));
+  };
+}

@@ -1,0 +1,169 @@
+import express from 'express';
+import type { NextFunction, Request, RequestHandler, Response, Router } from 'express';
+import { ApiError } from '../errors';
+import type { Hooks } from '../hooks';
+import type { Logger } from '../logger';
+import { validate } from '../validation';
+import { HANDLED } from './route';
+import type { HttpMethod, Reply, RequestContext, RouteSpec } from './route';
+
+export interface RegisteredRoute {
+  plugin: string;
+  spec: RouteSpec;
+}
+
+/** All routes declared by the enabled plugins; the source for mounting, OpenAPI and route tests. */
+export class RouteTable {
+  private readonly routes: RegisteredRoute[] = [];
+
+  add(plugin: string, spec: RouteSpec): void {
+    const clash = this.routes.find((r) => r.spec.method === spec.method && r.spec.path === spec.path);
+    if (clash) throw new Error(`Route ${spec.method.toUpperCase()} ${spec.path} of plugin "${plugin}" is already declared by plugin "${clash.plugin}".`);
+    const sameId = this.routes.find((r) => r.spec.id === spec.id);
+    if (sameId) throw new Error(`Route id "${spec.id}" of plugin "${plugin}" is already used by plugin "${sameId.plugin}".`);
+    this.routes.push({ plugin, spec });
+  }
+
+  all(): readonly RegisteredRoute[] {
+    return this.routes;
+  }
+
+  find(id: string): RouteSpec | undefined {
+    return this.routes.find((r) => r.spec.id === id)?.spec;
+  }
+}
+
+export interface PipelineDeps {
+  hooks: Hooks;
+  log: Logger;
+  bodyLimitBytes: number;
+}
+
+function parseJsonBody(raw: unknown, route: RouteSpec): unknown {
+  if (raw === undefined || raw === null) return {};
+  const text = Buffer.isBuffer(raw) ? raw.toString('utf8') : typeof raw === 'string' ? raw : undefined;
+  if (text === undefined) return raw;
+  if (text.trim() === '') return {};
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw new ApiError('invalid_json', `Request body is not valid JSON (${(err as Error).message}).`, {
+      hint: `Send a JSON object with Content-Type: application/json${route.example !== undefined ? '; example is a body this route accepts' : ''}.`,
+      ...(route.example !== undefined ? { example: route.example } : {}),
+    });
+  }
+}
+
+export function sendReply(res: Response, reply: Reply): void {
+  if (reply.headers) for (const [k, v] of Object.entries(reply.headers)) res.setHeader(k, v);
+  res.status(reply.status);
+  if (reply.body === undefined) res.end();
+  else res.json(reply.body);
+}
+
+function deprecationHeaders(res: Response, route: RouteSpec): void {
+  const d = route.deprecated;
+  if (!d) return;
+  res.setHeader('Deprecation', `@${Math.floor(Date.parse(d.since) / 1000)}`);
+  if (d.sunset) res.setHeader('Sunset', new Date(d.sunset).toUTCString());
+  res.setHeader('Link', `<${d.link}>; rel="deprecation"; type="text/html"`);
+}
+
+/** One Express handler running every stage of the request pipeline for a declared route. */
+function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
+  const { hooks } = deps;
+  const decorators = () => hooks.decorators.filter((d) => d.appliesTo(route));
+  let cachedDecorators: ReturnType<typeof decorators> | null = null;
+  return async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      deprecationHeaders(res, route);
+      const ctx: RequestContext = {
+        req,
+        res,
+        route,
+        requestId: res.locals.requestId as string,
+        principal: null,
+        body: undefined,
+        query: undefined,
+        params: req.params,
+        clientIp: req.ip ?? req.socket.remoteAddress ?? 'unknown',
+        channel: route.channel ?? 'api',
+        log: res.locals.log as Logger,
+        state: {},
+      };
+      const policy = route.auth ?? 'required';
+      if (policy !== 'public') {
+        const principal = await hooks.authenticate(req);
+        if (!principal && policy === 'required') throw hooks.unauthorized(route, 'missing');
+        if (principal && route.accepts && !route.accepts.includes(principal.kind)) throw hooks.unauthorized(route, 'wrong_kind');
+        if (principal) {
+          if (hooks.authorizers.length === 0 && route.scopes?.length) {
+            const granted = principal.scopes;
+            const missing = granted === null ? [] : route.scopes.filter((s) => !granted.includes(s));
+            if (missing.length) throw new ApiError('insufficient_scope', 'The credential lacks a required scope.', { fields: { required_scopes: route.scopes } });
+          }
+          for (const a of hooks.authorizers) await a.authorize(principal, route, req);
+        }
+        ctx.principal = principal;
+      }
+      for (const g of hooks.guards) await g.run(ctx);
+      if (route.params) ctx.params = validate(route.params, req.params, { where: 'params' });
+      if (route.query) ctx.query = validate(route.query, req.query, { where: 'query' });
+      if (route.body) ctx.body = validate(route.body, parseJsonBody(req.body, route), { where: 'body', example: route.example });
+      const result = await route.handler(ctx);
+      if (result === HANDLED) return;
+      cachedDecorators ??= decorators();
+      if (result.status < 400) for (const d of cachedDecorators) await d.decorate(ctx, result);
+      sendReply(res, result);
+    } catch (err) {
+      next(err);
+    }
+  };
+}
+
+/**
+ * Mounts every declared route on `router`; paths with routes answer other methods with 405 and an
+ * `Allow` header.
+ */
+export function mountRoutes(router: Router, table: RouteTable, deps: PipelineDeps): void {
+  const methodsByPath = new Map<string, Set<HttpMethod>>();
+  const rawBody = express.raw({ type: () => true, limit: deps.bodyLimitBytes });
+  for (const { spec } of table.all()) {
+    const stages: RequestHandler[] = [
+      (req, res, next) => {
+        res.locals.routeTemplate = spec.path;
+        next();
+      },
+    ];
+    if (spec.body) stages.push(rawBody);
+    stages.push(routeHandler(spec, deps));
+    router[spec.method](spec.path, ...stages);
+    const set = methodsByPath.get(spec.path) ?? new Set<HttpMethod>();
+    set.add(spec.method);
+    methodsByPath.set(spec.path, set);
+  }
+  for (const [path, methods] of methodsByPath) {
+    router.all(path, methodNotAllowed(path, [...methods]));
+  }
+}
+
+/** The 405 helper: `Allow` header plus a hint naming the methods the path accepts. */
+export function methodNotAllowed(path: string, methods: readonly HttpMethod[]): RequestHandler {
+  const allowed = methods.map((m) => m.toUpperCase());
+  if (allowed.includes('GET')) allowed.push('HEAD');
+  const allow = allowed.join(', ');
+  return (req, res, next) => {
+    res.locals.routeTemplate = path;
+    if (req.method === 'OPTIONS') {
+      res.setHeader('Allow', `${allow}, OPTIONS`);
+      res.status(204).end();
+      return;
+    }
+    next(
+      new ApiError('method_not_allowed', `${req.method} is not supported on ${path}.`, {
+        hint: `Use ${allowed.filter((m) => m !== 'HEAD').join(' or ')} on this path.`,
+        headers: { Allow: allow },
+      }),
+    );
+  };
+}

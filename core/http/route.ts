@@ -1,0 +1,94 @@
+import type { Request, Response } from 'express';
+import type { z } from 'zod';
+import type { Channel, Principal, PrincipalKind } from '../auth';
+import type { Logger } from '../logger';
+
+export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+/**
+ * Who may call a route. Routes need credentials unless their declaration says otherwise:
+ * - `required` (default): a principal of an accepted kind, else 401;
+ * - `optional`: credentials are checked when sent, anonymous callers are let through;
+ * - `public`: no authentication at all.
+ */
+export type AuthPolicy = 'required' | 'optional' | 'public';
+
+export interface Deprecation {
+  /** Date the route was marked retiring (sent as the `Deprecation` header). */
+  since: string;
+  /** Date it stops working, once decided (sent as `Sunset`). */
+  sunset?: string;
+  /** Page describing the change (sent as `Link: <…>; rel="deprecation"`). */
+  link: string;
+}
+
+export interface RequestContext<B = unknown, Q = unknown, P = unknown> {
+  req: Request;
+  res: Response;
+  route: RouteSpec;
+  requestId: string;
+  principal: Principal | null;
+  body: B;
+  query: Q;
+  params: P;
+  clientIp: string;
+  channel: Channel;
+  log: Logger;
+  /** Scratch space for hooks and decorators of this request (e.g. the usage record id). */
+  state: Record<string, unknown>;
+}
+
+export interface Reply {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+/** Returned by handlers that wrote the response themselves (streams). */
+export const HANDLED: unique symbol = Symbol('handled');
+export type HandlerResult = Reply | typeof HANDLED;
+
+export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, P extends z.ZodType = z.ZodType> {
+  /** Stable operation id, e.g. `compute.price`; used by OpenAPI, decorators and tests. */
+  id: string;
+  method: HttpMethod;
+  /** Express path template, e.g. `/api/functions/:id`. */
+  path: string;
+  summary: string;
+  description?: string;
+  tags?: string[];
+  auth?: AuthPolicy;
+  /** Principal kinds the route accepts (default: any). */
+  accepts?: readonly PrincipalKind[];
+  /** 401 text for a credential of a kind the route does not accept. */
+  wrongCredentialMessage?: string;
+  wrongCredentialHint?: string;
+  /** Scopes required (checked by the registered authorizer). */
+  scopes?: readonly string[];
+  /** Channel recorded for usage made through this route (default `api`). */
+  channel?: Channel;
+  /** Which rate-limit class applies; `none` skips the rate-limit guards. */
+  rateLimit?: string;
+  body?: B;
+  query?: Q;
+  params?: P;
+  /** A request body that passes `body`, returned with invalid_json and validation errors. */
+  example?: unknown;
+  /** Response schemas by status, for the OpenAPI document. */
+  responses?: Record<number, { description: string; schema?: z.ZodType }>;
+  deprecated?: Deprecation;
+  /** Content types the route answers with, for OpenAPI (default application/json). */
+  produces?: string[];
+  handler: (ctx: RequestContext<z.output<B>, z.output<Q>, z.output<P>>) => Promise<HandlerResult> | HandlerResult;
+}
+
+export function defineRoute<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, P extends z.ZodType = z.ZodType>(
+  spec: RouteSpec<B, Q, P>,
+): RouteSpec<B, Q, P> {
+  return spec;
+}
+
+export const ok = (body: unknown, headers?: Record<string, string>): Reply => ({ status: 200, body, ...(headers ? { headers } : {}) });
+export const created = (body: unknown, headers?: Record<string, string>): Reply => ({ status: 201, body, ...(headers ? { headers } : {}) });
+export const accepted = (body?: unknown): Reply => ({ status: 202, body });
+export const noContent = (): Reply => ({ status: 204 });

@@ -1,0 +1,104 @@
+import { EventEmitter } from 'node:events';
+import type { Clock } from '../clock';
+import { slidingWindow } from './types';
+import type { KvStore, RateLimitResult, Unsubscribe } from './types';
+
+interface Entry {
+  value: string;
+  expiresAt: number | null;
+}
+
+/** In-process store for a single instance. Expired entries are dropped lazily and by a sweep. */
+export class MemoryKvStore implements KvStore {
+  readonly kind = 'memory' as const;
+  private readonly entries = new Map<string, Entry>();
+  private readonly bus = new EventEmitter();
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(private readonly clock: Clock, sweepIntervalMs = 60_000) {
+    this.bus.setMaxListeners(0);
+    this.sweeper = setInterval(() => this.sweep(), sweepIntervalMs);
+    this.sweeper.unref();
+  }
+
+  private live(key: string): Entry | undefined {
+    const entry = this.entries.get(key);
+    if (!entry) return undefined;
+    if (entry.expiresAt !== null && entry.expiresAt <= this.clock.now()) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return entry;
+  }
+
+  private sweep(): void {
+    const now = this.clock.now();
+    for (const [key, entry] of this.entries) if (entry.expiresAt !== null && entry.expiresAt <= now) this.entries.delete(key);
+  }
+
+  async get(key: string): Promise<string | null> {
+    return this.live(key)?.value ?? null;
+  }
+
+  async set(key: string, value: string, ttlMs?: number): Promise<void> {
+    this.entries.set(key, { value, expiresAt: ttlMs ? this.clock.now() + ttlMs : null });
+  }
+
+  async setIfAbsent(key: string, value: string, ttlMs?: number): Promise<boolean> {
+    if (this.live(key)) return false;
+    await this.set(key, value, ttlMs);
+    return true;
+  }
+
+  async del(key: string): Promise<void> {
+    this.entries.delete(key);
+  }
+
+  async incr(key: string, by = 1, ttlMs?: number): Promise<number> {
+    const entry = this.live(key);
+    const next = (entry ? Number(entry.value) : 0) + by;
+    this.entries.set(key, { value: String(next), expiresAt: entry ? entry.expiresAt : ttlMs ? this.clock.now() + ttlMs : null });
+    return next;
+  }
+
+  private windowCounts(key: string, windowMs: number): { cur: number; prev: number; elapsed: number; curKey: string } {
+    const now = this.clock.now();
+    const idx = Math.floor(now / windowMs);
+    const curKey = `${key}:${idx}`;
+    const cur = Number(this.live(curKey)?.value ?? 0);
+    const prev = Number(this.live(`${key}:${idx - 1}`)?.value ?? 0);
+    return { cur, prev, elapsed: now - idx * windowMs, curKey };
+  }
+
+  async rateLimit(key: string, limit: number, windowMs: number, cost = 1): Promise<RateLimitResult> {
+    const { cur, prev, elapsed, curKey } = this.windowCounts(key, windowMs);
+    const r = slidingWindow(prev, cur, elapsed, windowMs, limit, cost);
+    if (r.allowed) await this.incr(curKey, cost, windowMs * 2);
+    return { allowed: r.allowed, limit, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.retryAfterMs };
+  }
+
+  async peekRateLimit(key: string, limit: number, windowMs: number): Promise<RateLimitResult> {
+    const { cur, prev, elapsed } = this.windowCounts(key, windowMs);
+    const r = slidingWindow(prev, cur, elapsed, windowMs, limit, 0);
+    return { allowed: r.weighted < limit, limit, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.weighted < limit ? 0 : r.resetMs };
+  }
+
+  async publish(channel: string, message: string): Promise<void> {
+    this.bus.emit(channel, message);
+  }
+
+  async subscribe(channel: string, handler: (message: string) => void): Promise<Unsubscribe> {
+    this.bus.on(channel, handler);
+    return async () => {
+      this.bus.off(channel, handler);
+    };
+  }
+
+  async ping(): Promise<void> {}
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+    this.entries.clear();
+    this.bus.removeAllListeners();
+  }
+}

@@ -1,0 +1,73 @@
+export interface RateLimitResult {
+  allowed: boolean;
+  limit: number;
+  /** Requests still allowed in the current window after this one. */
+  remaining: number;
+  /** Milliseconds until the current window ends. */
+  resetMs: number;
+  /** When refused: milliseconds until a request of the same cost would be allowed. */
+  retryAfterMs: number;
+}
+
+export type Unsubscribe = () => Promise<void>;
+
+/**
+ * The key-value store of the kernel. Two implementations: in process (one instance) and Redis
+ * (shared by every instance). Both pass the same contract test suite.
+ */
+export interface KvStore {
+  readonly kind: 'memory' | 'redis';
+  get(key: string): Promise<string | null>;
+  /** Sets a value, optionally expiring after `ttlMs`. */
+  set(key: string, value: string, ttlMs?: number): Promise<void>;
+  /** Sets a value only when the key does not exist; true when this call set it. */
+  setIfAbsent(key: string, value: string, ttlMs?: number): Promise<boolean>;
+  del(key: string): Promise<void>;
+  /** Atomically adds `by` and returns the new value; a new key expires after `ttlMs`. */
+  incr(key: string, by?: number, ttlMs?: number): Promise<number>;
+  /**
+   * Sliding-window counter: counts `cost` against `limit` per `windowMs` unless that would exceed
+   * the limit. Atomic in both implementations.
+   */
+  rateLimit(key: string, limit: number, windowMs: number, cost?: number): Promise<RateLimitResult>;
+  /** Reads a rate-limit window without counting. */
+  peekRateLimit(key: string, limit: number, windowMs: number): Promise<RateLimitResult>;
+  publish(channel: string, message: string): Promise<void>;
+  subscribe(channel: string, handler: (message: string) => void): Promise<Unsubscribe>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Shared arithmetic of the sliding-window counter: the previous window's count weighs in by the
+ * part of it that still overlaps the sliding window.
+ */
+export function slidingWindow(
+  prev: number,
+  cur: number,
+  elapsed: number,
+  windowMs: number,
+  limit: number,
+  cost: number,
+): { allowed: boolean; remaining: number; resetMs: number; retryAfterMs: number; weighted: number } {
+  const weight = (windowMs - elapsed) / windowMs;
+  const weighted = prev * weight + cur;
+  const allowed = weighted + cost <= limit;
+  const after = allowed ? weighted + cost : weighted;
+  const remaining = Math.max(0, Math.floor(limit - after));
+  const resetMs = Math.max(1, windowMs - elapsed);
+  let retryAfterMs = 0;
+  if (!allowed) {
+    if (cost > limit) retryAfterMs = resetMs + windowMs;
+    else if (cur + cost <= limit && prev > 0) {
+      // Same window: wait until enough of the previous window has slid out.
+      const neededWeight = (limit - cur - cost) / prev;
+      retryAfterMs = Math.max(1, Math.ceil(windowMs * (1 - neededWeight) - elapsed));
+    } else {
+      // Next window: the current count becomes the previous one.
+      const neededWeight = cur > 0 ? (limit - cost) / cur : 1;
+      retryAfterMs = Math.max(1, Math.ceil(resetMs + windowMs * (1 - Math.min(1, neededWeight))));
+    }
+  }
+  return { allowed, remaining, resetMs, retryAfterMs, weighted };
+}

@@ -1,0 +1,60 @@
+import 'reflect-metadata';
+import { ConfigError, loadConfig } from '../config';
+import type { Config } from '../config';
+import { builtInPlugins } from '../plugins';
+import { PluginLoadError } from './plugin';
+import { migrateOnly, startService } from './service';
+
+function fail(err: unknown): never {
+  if (err instanceof ConfigError || err instanceof PluginLoadError) process.stderr.write(`${err.message}\n`);
+  else process.stderr.write(`Start-up failed: ${(err as Error)?.stack ?? String(err)}\n`);
+  process.exit(1);
+}
+
+function banner(url: string, config: Config, plugins: readonly string[]): string {
+  const lines = [`Pricing compute service listening on ${url}`, `  health:    ${url}/healthz   readiness: ${url}/readyz   metrics: ${url}/metrics`];
+  if (plugins.includes('identity')) {
+    lines.push(
+      '  get a key: ',
+      `    curl -s -X POST ${url}/api/agents/register -H 'content-type: application/json' -d '{"name":"my-pricing-agent"}'`,
+    );
+  }
+  lines.push(`  database:  ${config.database.url ? 'DATABASE_URL' : `embedded PostgreSQL in ${config.database.dataDir}`}; store: ${config.redis.url ? 'Redis' : 'in process'}`);
+  return lines.join('\n');
+}
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig(process.env);
+  } catch (err) {
+    fail(err);
+  }
+  if (process.argv.includes('--migrate')) {
+    const applied = await migrateOnly(config, builtInPlugins).catch(fail);
+    process.stdout.write(applied.length ? `Applied ${applied.length} migration(s):\n${applied.map((n) => `  ${n}`).join('\n')}\n` : 'Database is up to date.\n');
+    return;
+  }
+  const service = await startService({ config, plugins: builtInPlugins }).catch(fail);
+  process.stdout.write(`${banner(service.publicUrl(), config, service.plugins)}\n`);
+  let signalled = false;
+  const stop = (signal: string) => {
+    if (signalled) {
+      process.stderr.write(`Second ${signal}: exiting now.\n`);
+      process.exit(1);
+    }
+    signalled = true;
+    service.log.info({ signal }, 'shutting down');
+    service.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        service.log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+void main();

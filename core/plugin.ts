@@ -1,0 +1,91 @@
+import type { DependencyContainer } from 'tsyringe';
+import type { Sequelize } from 'sequelize';
+import type { Config } from '../config';
+import type { Clock } from './clock';
+import type { Migration } from './db/migrations';
+import type { EventBus } from './events';
+import type { Hooks } from './hooks';
+import type { RouteSpec } from './http/route';
+import type { KvStore } from './kv';
+import type { Logger } from './logger';
+import type { Metrics } from './metrics';
+
+export type ReadinessCheck = () => Promise<void>;
+
+/** What a plugin receives in `register`. */
+export interface PluginContext {
+  readonly name: string;
+  readonly config: Config;
+  /** The instance's DI container; services are registered and resolved by token. */
+  readonly container: DependencyContainer;
+  readonly log: Logger;
+  readonly sequelize: Sequelize;
+  readonly kv: KvStore;
+  readonly metrics: Metrics;
+  readonly clock: Clock;
+  readonly events: EventBus;
+  readonly hooks: Hooks;
+  /** Declares a route; it needs credentials unless its spec says `auth: 'public'` or `'optional'`. */
+  route(spec: RouteSpec<never, never, never> | RouteSpec): void;
+  /** Adds a readiness check reported by GET /readyz. */
+  readiness(name: string, check: ReadinessCheck): void;
+  /** Base URL of this instance as callers should use it (PUBLIC_URL, else the listen address). */
+  publicUrl(): string;
+  /** Runs once the server listens (background jobs start here). */
+  onStart(fn: () => Promise<void> | void): void;
+  /** Runs at shutdown, in reverse plugin order, after in-flight requests finished. */
+  onClose(fn: () => Promise<void> | void): void;
+}
+
+/** A plugin: one folder under plugins/, one definition exported from its index.ts. */
+export interface PluginDefinition {
+  name: string;
+  description: string;
+  dependsOn?: readonly string[];
+  migrations?: readonly Migration[];
+  register(ctx: PluginContext): Promise<void> | void;
+}
+
+export class PluginLoadError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PluginLoadError';
+  }
+}
+
+/**
+ * Orders the enabled plugins so each comes after its dependencies. Refuses an unknown plugin, a
+ * dependency that is not enabled, and a cycle, each with a message naming the plugins involved.
+ */
+export function resolvePluginOrder(available: readonly PluginDefinition[], enabled: readonly string[]): PluginDefinition[] {
+  const byName = new Map(available.map((p) => [p.name, p]));
+  const wanted = [...new Set(enabled)];
+  const unknown = wanted.filter((n) => !byName.has(n));
+  if (unknown.length > 0) {
+    throw new PluginLoadError(`Unknown plugin${unknown.length > 1 ? 's' : ''} ${unknown.map((n) => `"${n}"`).join(', ')} in PLUGINS. Available: ${[...byName.keys()].join(', ')}.`);
+  }
+  const enabledSet = new Set(wanted);
+  for (const name of wanted) {
+    for (const dep of byName.get(name)?.dependsOn ?? []) {
+      if (!byName.has(dep)) throw new PluginLoadError(`Plugin "${name}" depends on "${dep}", which does not exist.`);
+      if (!enabledSet.has(dep)) throw new PluginLoadError(`Plugin "${name}" depends on "${dep}", which is not enabled. Add "${dep}" to PLUGINS or remove "${name}".`);
+    }
+  }
+  const ordered: PluginDefinition[] = [];
+  const state = new Map<string, 'visiting' | 'done'>();
+  const visit = (name: string, trail: string[]): void => {
+    const s = state.get(name);
+    if (s === 'done') return;
+    if (s === 'visiting') {
+      const cycle = [...trail.slice(trail.indexOf(name)), name];
+      throw new PluginLoadError(`Plugin dependency cycle: ${cycle.join(' -> ')}.`);
+    }
+    state.set(name, 'visiting');
+    const plugin = byName.get(name) as PluginDefinition;
+    for (const dep of plugin.dependsOn ?? []) visit(dep, [...trail, name]);
+    state.set(name, 'done');
+    ordered.push(plugin);
+  };
+  for (const name of wanted) visit(name, []);
+  return ordered;
+}

@@ -1,0 +1,263 @@
+import 'reflect-metadata';
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import type { Express } from 'express';
+import { container as rootContainer } from 'tsyringe';
+import type { DependencyContainer } from 'tsyringe';
+import type { Sequelize } from 'sequelize';
+import type { DestinationStream } from 'pino';
+import type { Config } from '../config';
+import { systemClock } from './clock';
+import type { Clock } from './clock';
+import { createSequelize, pingDatabase } from './db/database';
+import { startEmbeddedPostgres } from './db/embedded';
+import type { EmbeddedDatabase } from './db/embedded';
+import { runMigrations } from './db/migrations';
+import { EventBus } from './events';
+import { Hooks } from './hooks';
+import { errorHandler, notFound, refuseWhileStopping, requestContext } from './http/middleware';
+import { RouteTable, mountRoutes } from './http/pipeline';
+import { createKvStore } from './kv';
+import type { KvStore } from './kv';
+import { createLogger } from './logger';
+import type { Logger } from './logger';
+import { Metrics } from './metrics';
+import { resolvePluginOrder } from './plugin';
+import type { PluginContext, PluginDefinition, ReadinessCheck } from './plugin';
+import { TOKENS } from './tokens';
+
+export interface ServiceOptions {
+  config: Config;
+  /** Every plugin the service knows; `config.plugins.enabled` picks among them. */
+  plugins: readonly PluginDefinition[];
+  clock?: Clock;
+  logDestination?: DestinationStream;
+}
+
+export interface Service {
+  readonly url: string;
+  readonly config: Config;
+  readonly app: Express;
+  readonly server: Server;
+  readonly container: DependencyContainer;
+  readonly sequelize: Sequelize;
+  readonly kv: KvStore;
+  readonly metrics: Metrics;
+  readonly hooks: Hooks;
+  readonly events: EventBus;
+  readonly routes: RouteTable;
+  readonly log: Logger;
+  readonly clock: Clock;
+  readonly plugins: readonly string[];
+  readonly readiness: ReadonlyMap<string, ReadinessCheck>;
+  readonly publicUrl: () => string;
+  /** Graceful shutdown: refuse new requests, finish in-flight ones, close everything. */
+  readonly close: () => Promise<void>;
+}
+
+const PLUGIN_REGISTER_TIMEOUT_MS = 30_000;
+
+async function withTimeout<T>(what: string, ms: number, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      work,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Resolves the database URL, starting the embedded PostgreSQL when none is configured. */
+export async function openDatabase(config: Config, log: Logger): Promise<{ url: string; embedded: EmbeddedDatabase | null }> {
+  if (config.database.url) return { url: config.database.url, embedded: null };
+  const embedded = await startEmbeddedPostgres(config.database.dataDir, config.database.embeddedPort, log);
+  return { url: embedded.url, embedded };
+}
+
+/** Starts one service instance: database, store, plugins, routes, HTTP server. */
+export async function startService(opts: ServiceOptions): Promise<Service> {
+  const { config } = opts;
+  const clock = opts.clock ?? systemClock;
+  const log = createLogger(config.log.level, opts.logDestination);
+  const order = resolvePluginOrder(opts.plugins, config.plugins.enabled);
+
+  const cleanups: Array<() => Promise<void>> = [];
+  const cleanup = async () => {
+    for (const fn of cleanups.reverse()) await fn().catch((err: unknown) => log.error({ err }, 'cleanup failed'));
+  };
+
+  try {
+    const db = await openDatabase(config, log);
+    const embedded = db.embedded;
+    if (embedded) cleanups.push(() => embedded.stop());
+    const sequelize = createSequelize({ url: db.url, poolMax: config.database.poolMax, statementTimeoutMs: config.database.statementTimeoutMs }, log);
+    cleanups.push(() => sequelize.close());
+    await sequelize.authenticate();
+    await runMigrations(
+      sequelize,
+      db.url,
+      order.map((p) => ({ plugin: p.name, migrations: p.migrations ?? [] })),
+      log,
+    );
+
+    const kv = createKvStore(config.redis.url, config.redis.keyPrefix, clock);
+    cleanups.push(() => kv.close());
+    const metrics = new Metrics();
+    const hooks = new Hooks();
+    const events = new EventBus(log);
+    const routes = new RouteTable();
+    const container = rootContainer.createChildContainer();
+    container.register(TOKENS.Config, { useValue: config });
+    container.register(TOKENS.Logger, { useValue: log });
+    container.register(TOKENS.Sequelize, { useValue: sequelize });
+    container.register(TOKENS.Kv, { useValue: kv });
+    container.register(TOKENS.Metrics, { useValue: metrics });
+    container.register(TOKENS.Clock, { useValue: clock });
+    container.register(TOKENS.Events, { useValue: events });
+    container.register(TOKENS.Hooks, { useValue: hooks });
+    container.register(TOKENS.Routes, { useValue: routes });
+
+    const readiness = new Map<string, ReadinessCheck>();
+    readiness.set('database', () => pingDatabase(sequelize));
+    if (kv.kind === 'redis') readiness.set('redis', () => kv.ping());
+    container.register(TOKENS.Readiness, { useValue: readiness });
+    const starters: Array<() => Promise<void> | void> = [];
+    const closers: Array<{ plugin: string; fn: () => Promise<void> | void }> = [];
+    let boundUrl = '';
+    const publicUrl = (): string => (config.server.publicUrl ?? boundUrl).replace(/\/$/, '');
+
+    for (const plugin of order) {
+      const ctx: PluginContext = {
+        name: plugin.name,
+        config,
+        container,
+        log: log.child({ plugin: plugin.name }),
+        sequelize,
+        kv,
+        metrics,
+        clock,
+        events,
+        hooks,
+        route: (spec) => routes.add(plugin.name, spec),
+        readiness: (name, check) => readiness.set(name, check),
+        publicUrl,
+        onStart: (fn) => starters.push(fn),
+        onClose: (fn) => closers.push({ plugin: plugin.name, fn }),
+      };
+      await withTimeout(`Plugin "${plugin.name}" registration`, PLUGIN_REGISTER_TIMEOUT_MS, Promise.resolve(plugin.register(ctx)));
+    }
+    cleanups.push(async () => {
+      for (const { plugin, fn } of [...closers].reverse()) {
+        try {
+          await fn();
+        } catch (err) {
+          log.error({ err, plugin }, 'plugin close failed');
+        }
+      }
+    });
+
+    let stopping = false;
+    const app = express();
+    app.disable('x-powered-by');
+    app.disable('etag');
+    app.set('trust proxy', config.server.trustProxy === 'true' ? true : config.server.trustProxy === 'false' ? false : config.server.trustProxy);
+    app.use(requestContext(log, metrics));
+    app.use(refuseWhileStopping(() => stopping));
+    const router = express.Router();
+    mountRoutes(router, routes, { hooks, log, bodyLimitBytes: config.server.bodyLimitBytes });
+    app.use(router);
+    app.use(notFound);
+    app.use(errorHandler(log));
+
+    let inFlight = 0;
+    const server = createServer((req, res) => {
+      inFlight++;
+      res.on('close', () => {
+        inFlight--;
+      });
+      app(req, res);
+    });
+    server.keepAliveTimeout = 65_000;
+    server.headersTimeout = 66_000;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.server.port, config.server.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    const addr = server.address() as AddressInfo;
+    const host = config.server.host === '0.0.0.0' || config.server.host === '::' ? '127.0.0.1' : config.server.host;
+    boundUrl = `http://${host.includes(':') ? `[${host}]` : host}:${addr.port}`;
+
+    for (const fn of starters) await fn();
+    await events.emit('service.started', { url: boundUrl });
+    log.info({ url: boundUrl, plugins: order.map((p) => p.name), database: db.embedded ? 'embedded' : 'external', kv: kv.kind }, 'service listening');
+
+    let closing: Promise<void> | null = null;
+    const close = (): Promise<void> => {
+      closing ??= (async () => {
+        stopping = true;
+        await events.emit('service.stopping', {});
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        const deadline = Date.now() + config.server.shutdownTimeoutMs;
+        while (inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+        if (inFlight > 0) log.warn({ inFlight }, 'shutdown deadline reached; closing remaining connections');
+        server.closeAllConnections();
+        await closed;
+        await cleanup();
+        log.info('service stopped');
+      })();
+      return closing;
+    };
+
+    return {
+      url: boundUrl,
+      config,
+      app,
+      server,
+      container,
+      sequelize,
+      kv,
+      metrics,
+      hooks,
+      events,
+      routes,
+      log,
+      clock,
+      plugins: order.map((p) => p.name),
+      readiness,
+      publicUrl,
+      close,
+    };
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}
+
+/** Runs the migrations of the enabled plugins and stops (npm run migrate). */
+export async function migrateOnly(config: Config, plugins: readonly PluginDefinition[]): Promise<string[]> {
+  const log = createLogger(config.log.level);
+  const order = resolvePluginOrder(plugins, config.plugins.enabled);
+  const db = await openDatabase(config, log);
+  const sequelize = createSequelize({ url: db.url, poolMax: 2, statementTimeoutMs: 0 }, log);
+  try {
+    return await runMigrations(
+      sequelize,
+      db.url,
+      order.map((p) => ({ plugin: p.name, migrations: p.migrations ?? [] })),
+      log,
+    );
+  } finally {
+    await sequelize.close();
+    await db.embedded?.stop();
+  }
+}

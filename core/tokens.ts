@@ -1,0 +1,14 @@
+/** DI tokens of the kernel's own services. Plugins declare theirs in their tokens.ts. */
+export const TOKENS = {
+  Config: Symbol('Config'),
+  Logger: Symbol('Logger'),
+  Sequelize: Symbol('Sequelize'),
+  Kv: Symbol('KvStore'),
+  Metrics: Symbol('Metrics'),
+  Clock: Symbol('Clock'),
+  Events: Symbol('EventBus'),
+  Hooks: Symbol('Hooks'),
+  Routes: Symbol('RouteTable'),
+  /** ReadonlyMap<string, ReadinessCheck> of every readiness check. */
+  Readiness: Symbol('Readiness'),
+} as const;

@@ -1,0 +1,44 @@
+import type { z } from 'zod';
+import { ApiError } from './errors';
+import type { ErrorIssue } from './errors';
+
+export interface ValidationOptions {
+  /** A body, query or params object that passes the schema, returned with the error. */
+  example?: unknown;
+  hint?: string;
+  /** Which part of the request was checked, used in the default message and hint. */
+  where?: 'body' | 'query' | 'params' | 'headers';
+}
+
+function formatPath(path: readonly PropertyKey[]): string {
+  if (path.length === 0) return '(root)';
+  return path.map((p) => String(p)).join('.');
+}
+
+export function zodIssues(error: z.ZodError): ErrorIssue[] {
+  return error.issues.map((issue) => {
+    if (issue.code === 'unrecognized_keys') {
+      const keys = (issue as { keys?: string[] }).keys ?? [];
+      return { path: formatPath(issue.path), reason: `unknown field${keys.length > 1 ? 's' : ''} ${keys.map((k) => `"${k}"`).join(', ')} not accepted` };
+    }
+    return { path: formatPath(issue.path), reason: issue.message };
+  });
+}
+
+/**
+ * The one validation helper used at every boundary: parses `value` with `schema`, or throws a 400
+ * carrying `issues` (path and reason for each), a `hint` and an `example` that passes.
+ */
+export function validate<S extends z.ZodType>(schema: S, value: unknown, opts: ValidationOptions = {}): z.output<S> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const where = opts.where ?? 'body';
+  const issues = zodIssues(parsed.error);
+  const first = issues[0];
+  const summary = first ? `${first.path}: ${first.reason}` : 'invalid';
+  throw new ApiError('validation_error', `Request ${where} failed validation (${summary}).`, {
+    issues,
+    hint: opts.hint ?? `Fix the fields listed in issues${opts.example !== undefined ? '; example shows a request ' + where + ' that passes' : ''}.`,
+    ...(opts.example !== undefined ? { example: opts.example } : {}),
+  });
+}

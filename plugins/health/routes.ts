@@ -1,0 +1,86 @@
+import { z } from 'zod';
+import { defineRoute, ok, HANDLED } from '../../core/http/route';
+import type { HandlerResult, RouteSpec } from '../../core/http/route';
+import type { PluginContext, ReadinessCheck } from '../../core/plugin';
+import { TOKENS } from '../../core/tokens';
+
+const READINESS_TIMEOUT_MS = 2000;
+
+const healthBody = z.object({ status: z.literal('ok'), uptime_s: z.number() });
+const readyBody = z.object({
+  status: z.enum(['ready', 'not_ready']),
+  checks: z.record(z.string(), z.object({ status: z.enum(['up', 'down']), ms: z.number(), error: z.string().optional() })),
+  failing: z.array(z.string()).optional(),
+});
+
+async function runCheck(check: () => Promise<void>): Promise<{ status: 'up' | 'down'; ms: number; error?: string }> {
+  const start = performance.now();
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      check(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${READINESS_TIMEOUT_MS} ms`)), READINESS_TIMEOUT_MS);
+      }),
+    ]);
+    return { status: 'up', ms: Math.round(performance.now() - start) };
+  } catch (err) {
+    return { status: 'down', ms: Math.round(performance.now() - start), error: (err as Error).message || String(err) };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export function healthRoutes(ctx: PluginContext): RouteSpec[] {
+  const started = Date.now();
+  return [
+    defineRoute({
+      id: 'health.live',
+      method: 'get',
+      path: '/healthz',
+      summary: 'Liveness: the process is up.',
+      tags: ['Operations'],
+      auth: 'public',
+      rateLimit: 'none',
+      responses: { 200: { description: 'The process is up.', schema: healthBody } },
+      handler: () => ok({ status: 'ok', uptime_s: Math.round((Date.now() - started) / 1000) }),
+    }),
+    defineRoute({
+      id: 'health.ready',
+      method: 'get',
+      path: '/readyz',
+      summary: 'Readiness: the database and Redis (when configured) answer.',
+      tags: ['Operations'],
+      auth: 'public',
+      rateLimit: 'none',
+      responses: {
+        200: { description: 'Every dependency answers.', schema: readyBody },
+        503: { description: 'A dependency does not answer; `failing` names it.', schema: readyBody },
+      },
+      handler: async () => {
+        const checks: Record<string, Awaited<ReturnType<typeof runCheck>>> = {};
+        const entries = [...ctx.container.resolve<ReadonlyMap<string, ReadinessCheck>>(TOKENS.Readiness)];
+        await Promise.all(entries.map(async ([name, check]) => (checks[name] = await runCheck(check))));
+        const failing = Object.keys(checks).filter((k) => checks[k]?.status === 'down');
+        if (failing.length === 0) return ok({ status: 'ready', checks });
+        return { status: 503, body: { status: 'not_ready', checks, failing, error: `Not ready: ${failing.join(', ')} not reachable.`, code: 'not_ready' } };
+      },
+    }),
+    defineRoute({
+      id: 'health.metrics',
+      method: 'get',
+      path: '/metrics',
+      summary: 'Prometheus metrics in text exposition format.',
+      tags: ['Operations'],
+      auth: 'public',
+      rateLimit: 'none',
+      produces: ['text/plain'],
+      responses: { 200: { description: 'Prometheus text format.' } },
+      handler: async ({ res }): Promise<HandlerResult> => {
+        res.setHeader('Content-Type', ctx.metrics.registry.contentType);
+        res.status(200).end(await ctx.metrics.registry.metrics());
+        return HANDLED;
+      },
+    }),
+  ];
+}

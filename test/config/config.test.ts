@@ -1,0 +1,93 @@
+import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { ConfigError, loadConfig, renderConfigTable } from '../../config';
+
+const root = path.resolve(__dirname, '../../..');
+
+describe('configuration', () => {
+  it('defaults every limit of SPEC\'s Limits table to SPEC\'s value', () => {
+    const c = loadConfig({});
+    expect(c.server.port).to.equal(3000);
+    expect(c.limits.sandbox.computeCallsPerDay).to.equal(25);
+    expect(c.limits.sandbox.keyLifetimeDays).to.equal(30);
+    expect(c.limits.registrations).to.deep.equal({ perAddressPerDay: 5, overallPerDay: 200 });
+    expect(c.limits.claimedAgentsPerWorkspace).to.equal(50);
+    expect(c.limits.dayPass).to.deep.equal({ calls: 500, validHours: 24 });
+    expect(c.limits.topUp.minimumUsdc).to.equal('10');
+    expect(c.limits.topUp.bonusTier1Usdc).to.equal('100');
+    expect(c.limits.topUp.bonusTier1Pct).to.equal(10);
+    expect(c.limits.topUp.bonusTier2Usdc).to.equal('500');
+    expect(c.limits.topUp.bonusTier2Pct).to.equal(20);
+    expect(c.limits.perCallPremiumPct).to.equal(20);
+    expect(c.limits.paymentSettleAttempts).to.equal(3);
+    expect(c.limits.batchMaxItems).to.equal(100);
+    expect(c.limits.mcp).to.deep.equal({ toolTimeoutMs: 30000, sessionTtlHours: 24 });
+    expect(c.limits.notices.perResponse).to.equal(3);
+    expect(c.limits.notices.windowDays).to.equal(30);
+    expect(c.limits.nextActionsMax).to.equal(3);
+    expect(c.limits.leaderboard.minDistinctConsumers).to.equal(3);
+    expect(c.limits.leaderboard.confidenceRounding).to.equal(0.05);
+    expect(c.limits.marketplaceCommissionPct).to.equal(30);
+    expect(c.limits.minUserAge).to.equal(18);
+  });
+
+  it('takes the usual environment names', () => {
+    const c = loadConfig({ PORT: '8080', HOST: '127.0.0.1', DATABASE_URL: 'postgres://u:p@db:5432/x', REDIS_URL: 'redis://r:6379', DATA_DIR: '/var/lib/pcs', LOG_LEVEL: 'warn' });
+    expect(c.server.port).to.equal(8080);
+    expect(c.server.host).to.equal('127.0.0.1');
+    expect(c.database.url).to.equal('postgres://u:p@db:5432/x');
+    expect(c.redis.url).to.equal('redis://r:6379');
+    expect(c.database.dataDir).to.equal('/var/lib/pcs');
+    expect(c.log.level).to.equal('warn');
+  });
+
+  it('lets programmatic overrides win over the environment', () => {
+    const c = loadConfig({ SANDBOX_COMPUTE_CALLS_PER_DAY: '40' }, { limits: { sandbox: { computeCallsPerDay: 3 } } });
+    expect(c.limits.sandbox.computeCallsPerDay).to.equal(3);
+    expect(loadConfig({ SANDBOX_COMPUTE_CALLS_PER_DAY: '40' }).limits.sandbox.computeCallsPerDay).to.equal(40);
+  });
+
+  it('refuses bad values, naming each setting and its environment variable', () => {
+    let err: unknown;
+    try {
+      loadConfig({ PORT: 'eighty', LOG_LEVEL: 'chatty', TOP_UP_MINIMUM_USDC: '1e3' });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).to.be.instanceOf(ConfigError);
+    const message = (err as ConfigError).message;
+    expect(message).to.contain('PORT (server.port)');
+    expect(message).to.contain('LOG_LEVEL (log.level)');
+    expect(message).to.contain('TOP_UP_MINIMUM_USDC');
+    expect((err as ConfigError).problems).to.have.length(3);
+  });
+
+  it('hides secret values in the refusal', () => {
+    expect(() => loadConfig({ DATABASE_URL: 'not a url at all' })).not.to.throw();
+    expect(() => loadConfig({ REDIS_URL: '' })).not.to.throw();
+  });
+
+  it('stops the process at start with a message naming the bad setting', function () {
+    this.timeout(20_000);
+    const res = spawnSync(process.execPath, [path.join(root, 'dist/core/main.js')], { env: { ...process.env, PORT: 'abc', DATABASE_URL: '' }, encoding: 'utf8', timeout: 15_000 });
+    expect(res.status).to.equal(1);
+    expect(res.stderr).to.contain('PORT (server.port)');
+  });
+
+  it('stops the process at start when PLUGINS names an unknown plugin', function () {
+    this.timeout(20_000);
+    const res = spawnSync(process.execPath, [path.join(root, 'dist/core/main.js')], { env: { ...process.env, PLUGINS: 'health,warp-drive' }, encoding: 'utf8', timeout: 15_000 });
+    expect(res.status).to.equal(1);
+    expect(res.stderr).to.contain('Unknown plugin "warp-drive"');
+  });
+
+  it('keeps the README configuration table identical to the settings declarations', () => {
+    const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
+    const start = readme.indexOf('<!-- config-table:start -->');
+    const end = readme.indexOf('<!-- config-table:end -->');
+    expect(start, 'README has the config-table markers').to.be.greaterThan(-1);
+    expect(readme.slice(start + '<!-- config-table:start -->'.length, end).trim()).to.equal(renderConfigTable());
+  });
+});

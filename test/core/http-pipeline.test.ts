@@ -1,0 +1,113 @@
+import { expect } from 'chai';
+import { probePlugin } from '../support/probe-plugin';
+import { startTestService } from '../support/service';
+import type { TestService } from '../support/service';
+import { client } from '../support/http';
+
+describe('kernel HTTP pipeline', () => {
+  let svc: TestService;
+  let api: ReturnType<typeof client>;
+
+  before(async () => {
+    svc = await startTestService({ extraPlugins: [probePlugin()], enabled: ['health', 'probe'] });
+    api = client(svc.url);
+  });
+  after(() => svc.close());
+
+  it('answers a body that is not JSON with 400 invalid_json, a hint and the route example', async () => {
+    const res = await api.raw('POST', '/probe/items', { rawBody: '{"label": "widget",', headers: { 'content-type': 'application/json' } });
+    expect(res.status).to.equal(400);
+    expect(res.body.code).to.equal('invalid_json');
+    expect(res.body.error).to.be.a('string').and.match(/not valid JSON/);
+    expect(res.body.hint).to.be.a('string').and.match(/JSON/);
+    expect(res.body.example).to.deep.equal({ label: 'widget', quantity: 2 });
+    expect(res.body.request_id).to.equal(res.headers.get('x-request-id'));
+  });
+
+  it('treats a non-JSON body sent as text/plain as invalid_json too', async () => {
+    const res = await api.raw('POST', '/probe/items', { rawBody: 'label=widget', headers: { 'content-type': 'text/plain' } });
+    expect(res.status).to.equal(400);
+    expect(res.body.code).to.equal('invalid_json');
+  });
+
+  it('answers a body failing validation with issues (path and reason), a hint and a passing example', async () => {
+    const res = await api.post('/probe/items', { label: '', quantity: -1, extra: true });
+    expect(res.status).to.equal(400);
+    expect(res.body.code).to.equal('validation_error');
+    const issues = res.body.issues as Array<{ path: string; reason: string }>;
+    expect(issues.map((i) => i.path)).to.include.members(['label', 'quantity']);
+    expect(issues.every((i) => typeof i.reason === 'string' && i.reason.length > 0)).to.equal(true);
+    expect(issues.some((i) => /extra/.test(i.reason))).to.equal(true, 'unknown fields are refused');
+    expect(res.body.hint).to.be.a('string');
+    expect(res.body.example).to.deep.equal({ label: 'widget', quantity: 2 });
+    const ok = await api.post('/probe/items', res.body.example);
+    expect(ok.status).to.equal(200);
+  });
+
+  it('validates params and query with the same issue shape', async () => {
+    const bad = await api.get('/probe/items/NOT-OK?verbose=maybe');
+    expect(bad.status).to.equal(400);
+    expect((bad.body.issues as Array<{ path: string }>)[0]?.path).to.equal('id');
+    const good = await api.get('/probe/items/abc123?verbose=true');
+    expect(good.status).to.equal(200);
+    expect(good.body).to.deep.equal({ id: 'abc123', verbose: true });
+  });
+
+  it('answers unknown routes with a JSON 404', async () => {
+    const res = await api.get('/no/such/route');
+    expect(res.status).to.equal(404);
+    expect(res.headers.get('content-type')).to.match(/application\/json/);
+    expect(res.body.code).to.equal('not_found');
+    expect(res.body.error).to.be.a('string');
+    expect(res.body.hint).to.be.a('string');
+  });
+
+  it('answers a wrong method with 405, an Allow header and a hint', async () => {
+    const res = await api.delete('/probe/items');
+    expect(res.status).to.equal(405);
+    expect(res.headers.get('allow')).to.equal('POST');
+    expect(res.body.code).to.equal('method_not_allowed');
+    expect(res.body.hint).to.match(/POST/);
+  });
+
+  it('writes domain errors in the common shape with every recovery field and header', async () => {
+    const res = await api.get('/probe/fail/api');
+    expect(res.status).to.equal(429);
+    expect(res.body).to.include({ error: 'Slow down.', code: 'rate_limited', hint: 'wait', retry_after: 7 });
+    expect(res.body.limit).to.deep.equal({ per_minute: 10 });
+    expect(res.body.next).to.deep.equal([{ action: 'wait' }]);
+    expect(res.headers.get('retry-after')).to.equal('7');
+  });
+
+  it('hides unexpected errors behind a generic 500 without a stack trace', async () => {
+    const res = await api.get('/probe/fail/boom');
+    expect(res.status).to.equal(500);
+    expect(res.body.code).to.equal('internal_error');
+    expect(res.text).not.to.contain('secret internal detail');
+    expect(res.text).not.to.match(/at .*\.js:\d+/);
+  });
+
+  it('puts a request id on every response and echoes a well-formed incoming one', async () => {
+    for (const path of ['/healthz', '/no/such', '/probe/fail/api']) {
+      const res = await api.get(path);
+      expect(res.headers.get('x-request-id')).to.match(/^req_/);
+    }
+    const echoed = await api.get('/healthz', { 'x-request-id': 'trace-1234567890' });
+    expect(echoed.headers.get('x-request-id')).to.equal('trace-1234567890');
+    const refused = await api.get('/healthz', { 'x-request-id': 'bad id with spaces' });
+    expect(refused.headers.get('x-request-id')).to.match(/^req_/);
+  });
+
+  it('refuses a body over the configured limit with 413', async () => {
+    const res = await api.raw('POST', '/probe/items', { rawBody: JSON.stringify({ label: 'x'.repeat(2_000_000) }), headers: { 'content-type': 'application/json' } });
+    expect(res.status).to.equal(413);
+    expect(res.body.code).to.equal('payload_too_large');
+  });
+
+  it('needs credentials on routes that do not declare themselves public', async () => {
+    const res = await api.get('/probe/private');
+    expect(res.status).to.equal(401);
+    expect(res.body.code).to.equal('unauthorized');
+    expect(res.headers.get('www-authenticate')).to.match(/^Bearer/);
+  });
+});

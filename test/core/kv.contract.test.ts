@@ -1,0 +1,123 @@
+import { expect } from 'chai';
+import { ManualClock } from '../../core/clock';
+import { MemoryKvStore, RedisKvStore } from '../../core/kv';
+import type { KvStore } from '../../core/kv';
+import { randomToken } from '../../core/ids';
+
+/**
+ * One contract, two implementations. The Redis run needs REDIS_URL; CI always sets it (.ci/run
+ * starts redis-server), and under CI a missing REDIS_URL fails instead of skipping.
+ */
+function kvContract(name: string, make: (clock: ManualClock) => KvStore | null) {
+  describe(`key-value store contract: ${name}`, function () {
+    let clock: ManualClock;
+    let kv: KvStore;
+    let ns: string;
+
+    before(function () {
+      clock = new ManualClock(Date.parse('2026-03-01T00:00:00Z'));
+      const made = make(clock);
+      if (!made) {
+        if (process.env.CI) throw new Error('REDIS_URL is not set: CI must run the Redis contract suite.');
+        this.skip();
+      }
+      kv = made;
+    });
+    beforeEach(() => {
+      ns = `t:${randomToken(8)}:`;
+    });
+    after(async () => {
+      await kv?.close();
+    });
+
+    it('gets what it sets, and null for a missing key', async () => {
+      await kv.set(`${ns}a`, 'one');
+      expect(await kv.get(`${ns}a`)).to.equal('one');
+      expect(await kv.get(`${ns}missing`)).to.equal(null);
+    });
+
+    it('deletes keys', async () => {
+      await kv.set(`${ns}d`, 'x');
+      await kv.del(`${ns}d`);
+      expect(await kv.get(`${ns}d`)).to.equal(null);
+    });
+
+    it('expires a value after its TTL', async function () {
+      await kv.set(`${ns}ttl`, 'v', 150);
+      expect(await kv.get(`${ns}ttl`)).to.equal('v');
+      clock.advance(200);
+      await new Promise((r) => setTimeout(r, kv.kind === 'redis' ? 250 : 0));
+      expect(await kv.get(`${ns}ttl`)).to.equal(null);
+    });
+
+    it('sets only when absent', async () => {
+      expect(await kv.setIfAbsent(`${ns}nx`, 'first', 10_000)).to.equal(true);
+      expect(await kv.setIfAbsent(`${ns}nx`, 'second', 10_000)).to.equal(false);
+      expect(await kv.get(`${ns}nx`)).to.equal('first');
+    });
+
+    it('increments atomically under concurrency, keeping the first expiry', async () => {
+      const results = await Promise.all(Array.from({ length: 50 }, () => kv.incr(`${ns}n`, 1, 60_000)));
+      expect(new Set(results).size).to.equal(50);
+      expect(Math.max(...results)).to.equal(50);
+      expect(await kv.incr(`${ns}n`, 5)).to.equal(55);
+    });
+
+    it('expires a counter after its TTL', async () => {
+      await kv.incr(`${ns}c`, 1, 150);
+      clock.advance(200);
+      await new Promise((r) => setTimeout(r, kv.kind === 'redis' ? 250 : 0));
+      expect(await kv.incr(`${ns}c`, 1, 150)).to.equal(1);
+    });
+
+    it('rate-limits with a sliding window: allows the limit, refuses the next with a retry time', async () => {
+      clock.set(Math.floor(clock.now() / 60_000) * 60_000 + 1_000);
+      const results = await Promise.all(Array.from({ length: 12 }, () => kv.rateLimit(`${ns}rl`, 10, 60_000)));
+      expect(results.filter((r) => r.allowed)).to.have.length(10);
+      const refused = results.filter((r) => !r.allowed);
+      expect(refused).to.have.length(2);
+      for (const r of refused) {
+        expect(r.remaining).to.equal(0);
+        expect(r.retryAfterMs).to.be.greaterThan(0);
+        expect(r.limit).to.equal(10);
+      }
+      const peek = await kv.peekRateLimit(`${ns}rl`, 10, 60_000);
+      expect(peek.remaining).to.equal(0);
+    });
+
+    it('slides: the previous window weighs in proportionally, then fades out', async () => {
+      const start = Math.floor(clock.now() / 60_000) * 60_000 + 60_000;
+      clock.set(start + 59_000);
+      for (let i = 0; i < 10; i++) expect((await kv.rateLimit(`${ns}sl`, 10, 60_000)).allowed).to.equal(true);
+      clock.set(start + 60_000 + 30_000); // half of the previous window still counts: 5 of 10 used
+      const mid = await Promise.all(Array.from({ length: 7 }, () => kv.rateLimit(`${ns}sl`, 10, 60_000)));
+      expect(mid.filter((r) => r.allowed)).to.have.length(5);
+      clock.set(start + 180_000);
+      expect((await kv.rateLimit(`${ns}sl`, 10, 60_000)).allowed).to.equal(true);
+    });
+
+    it('reports remaining and reset time', async () => {
+      clock.set(Math.floor(clock.now() / 60_000) * 60_000 + 60_000 + 15_000);
+      const r = await kv.rateLimit(`${ns}rem`, 5, 60_000);
+      expect(r.allowed).to.equal(true);
+      expect(r.remaining).to.equal(4);
+      expect(r.resetMs).to.equal(45_000);
+    });
+
+    it('delivers published messages to subscribers', async () => {
+      const got: string[] = [];
+      const unsubscribe = await kv.subscribe(`${ns}ch`, (m) => got.push(m));
+      await kv.publish(`${ns}ch`, 'hello');
+      for (let i = 0; i < 50 && got.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(got).to.deep.equal(['hello']);
+      await unsubscribe();
+    });
+
+    it('answers ping', async () => {
+      await kv.ping();
+    });
+  });
+}
+
+kvContract('in-process', (clock) => new MemoryKvStore(clock));
+kvContract('redis', (clock) => (process.env.REDIS_URL ? new RedisKvStore(process.env.REDIS_URL, `pcs-test-${randomToken(6)}:`, clock) : null));

@@ -1,0 +1,53 @@
+import { expect } from 'chai';
+import { Writable } from 'node:stream';
+import { loadConfig } from '../../config';
+import { startService } from '../../core/service';
+import { scrubSecrets } from '../../core/logger';
+import { builtInPlugins } from '../../plugins';
+import { createTestDatabase } from '../support/db';
+import { probePlugin } from '../support/probe-plugin';
+import { client } from '../support/http';
+
+describe('metrics and structured logs', () => {
+  it('GET /metrics exposes default process metrics and the request histogram by route template', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        lines.push(chunk.toString());
+        cb();
+      },
+    });
+    const config = loadConfig(
+      { HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info' },
+      { database: { url: await createTestDatabase() }, plugins: { enabled: ['health', 'probe'] } },
+    );
+    const svc = await startService({ config, plugins: [...builtInPlugins, probePlugin()], logDestination: sink });
+    try {
+      const api = client(svc.url);
+      const secret = 'sk_live_ABCDEFGHIJKLMNOPQRSTUVWX';
+      await api.get('/probe/items/abc123', { 'x-api-key': secret, authorization: `Bearer ${secret}`, 'payment-signature': 'eyJzZWNyZXQiOiJwYXkifQ==' });
+      await api.get('/probe/items/zzz999');
+      const res = await api.get('/metrics');
+      expect(res.status).to.equal(200);
+      expect(res.headers.get('content-type')).to.match(/text\/plain/);
+      expect(res.text).to.contain('process_cpu_user_seconds_total');
+      expect(res.text).to.contain('# TYPE http_request_duration_seconds histogram');
+      expect(res.text).to.match(/http_request_duration_seconds_count\{method="GET",route="\/probe\/items\/:id",status="200"\} 2/);
+      expect(res.text).not.to.contain('abc123');
+
+      const log = lines.join('');
+      const entries = lines.flatMap((l) => l.split('\n')).filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+      const access = entries.filter((e) => e.msg === 'request');
+      expect(access.length).to.be.greaterThan(1);
+      expect(access[0]).to.have.property('req_id').that.matches(/^req_/);
+      expect(log).not.to.contain(secret);
+      expect(log).not.to.contain('eyJzZWNyZXQiOiJwYXkifQ');
+    } finally {
+      await svc.close();
+    }
+  });
+
+  it('scrubs our secret shapes from free-text log messages', () => {
+    expect(scrubSecrets('key sk_live_ABCDEFGHIJKLMNOPQRSTUVWX used')).to.equal('key [redacted] used');
+  });
+});

@@ -1,0 +1,32 @@
+import { expect } from 'chai';
+import { probePlugin } from '../support/probe-plugin';
+import { startTestService } from '../support/service';
+
+describe('graceful shutdown', () => {
+  it('finishes an in-flight request, then refuses new connections and closes', async () => {
+    const svc = await startTestService({ extraPlugins: [probePlugin({ slowMs: 400 })], enabled: ['health', 'probe'] });
+    const inFlight = fetch(`${svc.url}/probe/slow`).then(async (r) => ({ status: r.status, body: (await r.json()) }));
+    await new Promise((r) => setTimeout(r, 100));
+    const started = Date.now();
+    await svc.close();
+    const res = await inFlight;
+    expect(res.status).to.equal(200);
+    expect(res.body).to.deep.equal({ slow: true });
+    expect(Date.now() - started).to.be.greaterThan(200);
+    let refused = false;
+    await fetch(`${svc.url}/healthz`).catch(() => {
+      refused = true;
+    });
+    expect(refused).to.equal(true);
+  });
+
+  it('does not wait past the configured deadline', async () => {
+    const svc = await startTestService({ extraPlugins: [probePlugin({ slowMs: 5000 })], enabled: ['health', 'probe'], config: { server: { shutdownTimeoutMs: 200 } } });
+    const inFlight = fetch(`${svc.url}/probe/slow`).catch(() => 'cut');
+    await new Promise((r) => setTimeout(r, 100));
+    const started = Date.now();
+    await svc.close();
+    expect(Date.now() - started).to.be.lessThan(2000);
+    expect(await inFlight).to.equal('cut');
+  });
+});

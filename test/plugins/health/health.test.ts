@@ -1,0 +1,62 @@
+import { expect } from 'chai';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { startEmbeddedPostgres } from '../../../core/db/embedded';
+import { createLogger } from '../../../core/logger';
+import { startTestService } from '../../support/service';
+import { client } from '../../support/http';
+
+describe('health plugin', () => {
+  it('GET /healthz answers while the process is up', async () => {
+    const svc = await startTestService({ enabled: ['health'] });
+    try {
+      const res = await client(svc.url).get('/healthz');
+      expect(res.status).to.equal(200);
+      expect(res.body.status).to.equal('ok');
+    } finally {
+      await svc.close();
+    }
+  });
+
+  it('GET /readyz is 200 when the database answers and 503 naming the database when it is stopped', async function () {
+    this.timeout(60_000);
+    const dir = mkdtempSync(path.join(tmpdir(), 'pcs-ready-'));
+    const pg = await startEmbeddedPostgres(dir, 0, createLogger('silent'));
+    const svc = await startTestService({ enabled: ['health'], databaseUrl: pg.url });
+    try {
+      const api = client(svc.url);
+      const up = await api.get('/readyz');
+      expect(up.status).to.equal(200);
+      expect(up.body.status).to.equal('ready');
+      expect((up.body.checks as Record<string, { status: string }>).database?.status).to.equal('up');
+
+      await pg.stop();
+      const down = await api.get('/readyz');
+      expect(down.status).to.equal(503);
+      expect(down.body.status).to.equal('not_ready');
+      expect(down.body.failing).to.deep.equal(['database']);
+      expect((down.body.checks as Record<string, { status: string }>).database?.status).to.equal('down');
+      const live = await api.get('/healthz');
+      expect(live.status).to.equal(200);
+    } finally {
+      await svc.close().catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('GET /readyz checks Redis when it is configured', async function () {
+    if (!process.env.REDIS_URL) {
+      if (process.env.CI) throw new Error('REDIS_URL must be set in CI');
+      this.skip();
+    }
+    const svc = await startTestService({ enabled: ['health'], env: { REDIS_URL: process.env.REDIS_URL } });
+    try {
+      const res = await client(svc.url).get('/readyz');
+      expect(res.status).to.equal(200);
+      expect((res.body.checks as Record<string, { status: string }>).redis?.status).to.equal('up');
+    } finally {
+      await svc.close();
+    }
+  });
+});
