@@ -1,4 +1,4 @@
-import { decimal, int, list, num, oneOf, optStr, str } from './settings';
+import { bool, decimal, int, list, num, oneOf, optStr, str } from './settings';
 import type { ConfigOf, ConfigOverrides } from './settings';
 
 /**
@@ -29,7 +29,20 @@ export const settingsTree = {
     keyPrefix: str('REDIS_KEY_PREFIX', 'pcs:', 'Prefix of every Redis key written by the service.'),
   },
   plugins: {
-    enabled: list('PLUGINS', ['health'], 'Comma-separated list of enabled plugins; their dependencies must be listed too.'),
+    enabled: list('PLUGINS', ['health', 'identity', 'accounts', 'team'], 'Comma-separated list of enabled plugins; their dependencies must be listed too.'),
+  },
+  identity: {
+    apiKeyPepper: optStr('API_KEY_PEPPER', 'Server-side pepper mixed into API key hashes. When unset, one is generated once and kept in the database (set it explicitly in production).', { secret: true }),
+    tokenSecret: optStr('AUTH_TOKEN_SECRET', 'Secret signing access tokens and person tokens (HS256). When unset, one is generated once and kept in the database.', { secret: true }),
+    selfRegistrationOpen: bool('SELF_REGISTRATION_OPEN', true, 'Whether agent self-registration and OAuth client registration are open; when false they answer 503 self_registration_closed.'),
+    selfRegistrationRetryAfterS: int('SELF_REGISTRATION_RETRY_AFTER_S', 3600, 'Retry-After sent while self-registration is closed, in seconds.', { min: 1 }),
+    accessTokenTtlS: int('ACCESS_TOKEN_TTL_S', 3600, 'Lifetime of OAuth access tokens, in seconds.', { min: 60, max: 86400 }),
+    personTokenTtlS: int('PERSON_TOKEN_TTL_S', 3600, 'Lifetime of person bearer tokens (JWT), in seconds.', { min: 60, max: 86400 }),
+    sessionTtlHours: int('SESSION_TTL_HOURS', 168, 'Lifetime of a person\'s browser session, in hours.', { min: 1 }),
+    claimLinkTtlDays: int('CLAIM_LINK_TTL_DAYS', 30, 'Days a sandbox claim link stays usable (it is also one-time).', { min: 1 }),
+    invitationTtlDays: int('INVITATION_TTL_DAYS', 7, 'Days a team invitation stays acceptable.', { min: 1 }),
+    keyCacheTtlMs: int('KEY_CACHE_TTL_MS', 30000, 'How long a verified key stays in the in-process cache (revocations invalidate it at once).', { min: 0 }),
+    secureCookies: bool('SECURE_COOKIES', false, 'Mark session cookies Secure (set true behind HTTPS).'),
   },
   limits: {
     sandbox: {

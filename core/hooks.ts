@@ -24,8 +24,12 @@ export interface ResponseDecorator {
   decorate(ctx: RequestContext, reply: Reply): Promise<void> | void;
 }
 
-/** Builds the 401 body when no credential was sent (owned by the identity plugin when enabled). */
-export type UnauthorizedFactory = (route: RouteSpec, reason: 'missing' | 'wrong_kind') => ApiError;
+/**
+ * Builds the error for a request without an accepted credential: none recognised (`missing`), or a
+ * principal of a kind the route does not take (`wrong_kind`). Owned by the identity plugin when
+ * enabled.
+ */
+export type UnauthorizedFactory = (route: RouteSpec, reason: 'missing' | 'wrong_kind', ctx: { req: Request; principal: Principal | null }) => ApiError;
 
 /**
  * The kernel's hook points. Plugins add to them in `register`; the HTTP pipeline and the compute

@@ -3,6 +3,7 @@ import type { Sequelize } from 'sequelize';
 import type { Config } from '../config';
 import type { Clock } from './clock';
 import type { Migration } from './db/migrations';
+import type { Sql } from './db/sql';
 import type { EventBus } from './events';
 import type { Hooks } from './hooks';
 import type { RouteSpec } from './http/route';
@@ -20,6 +21,7 @@ export interface PluginContext {
   readonly container: DependencyContainer;
   readonly log: Logger;
   readonly sequelize: Sequelize;
+  readonly sql: Sql;
   readonly kv: KvStore;
   readonly metrics: Metrics;
   readonly clock: Clock;

@@ -15,6 +15,7 @@ import { createSequelize, pingDatabase } from './db/database';
 import { startEmbeddedPostgres } from './db/embedded';
 import type { EmbeddedDatabase } from './db/embedded';
 import { runMigrations } from './db/migrations';
+import { Sql } from './db/sql';
 import { EventBus } from './events';
 import { Hooks } from './hooks';
 import { errorHandler, notFound, refuseWhileStopping, requestContext } from './http/middleware';
@@ -116,6 +117,8 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     container.register(TOKENS.Config, { useValue: config });
     container.register(TOKENS.Logger, { useValue: log });
     container.register(TOKENS.Sequelize, { useValue: sequelize });
+    const sql = new Sql(sequelize);
+    container.register(TOKENS.Sql, { useValue: sql });
     container.register(TOKENS.Kv, { useValue: kv });
     container.register(TOKENS.Metrics, { useValue: metrics });
     container.register(TOKENS.Clock, { useValue: clock });
@@ -139,6 +142,7 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
         container,
         log: log.child({ plugin: plugin.name }),
         sequelize,
+        sql,
         kv,
         metrics,
         clock,

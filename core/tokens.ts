@@ -3,6 +3,8 @@ export const TOKENS = {
   Config: Symbol('Config'),
   Logger: Symbol('Logger'),
   Sequelize: Symbol('Sequelize'),
+  /** Sql: typed bound-parameter queries over the Sequelize instance. */
+  Sql: Symbol('Sql'),
   Kv: Symbol('KvStore'),
   Metrics: Symbol('Metrics'),
   Clock: Symbol('Clock'),

@@ -94,8 +94,8 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
       const policy = route.auth ?? 'required';
       if (policy !== 'public') {
         const principal = await hooks.authenticate(req);
-        if (!principal && policy === 'required') throw hooks.unauthorized(route, 'missing');
-        if (principal && route.accepts && !route.accepts.includes(principal.kind)) throw hooks.unauthorized(route, 'wrong_kind');
+        if (!principal && policy === 'required') throw hooks.unauthorized(route, 'missing', { req, principal });
+        if (principal && route.accepts && !route.accepts.includes(principal.kind)) throw hooks.unauthorized(route, 'wrong_kind', { req, principal });
         if (principal) {
           if (hooks.authorizers.length === 0 && route.scopes?.length) {
             const granted = principal.scopes;
@@ -135,7 +135,7 @@ export function mountRoutes(router: Router, table: RouteTable, deps: PipelineDep
         next();
       },
     ];
-    if (spec.body) stages.push(rawBody);
+    if (spec.body || spec.rawBody) stages.push(rawBody);
     stages.push(routeHandler(spec, deps));
     router[spec.method](spec.path, ...stages);
     const set = methodsByPath.get(spec.path) ?? new Set<HttpMethod>();

@@ -63,6 +63,10 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
   /** 401 text for a credential of a kind the route does not accept. */
   wrongCredentialMessage?: string;
   wrongCredentialHint?: string;
+  /** The route manages API keys (an agent token there answers 403 agent_cannot_manage_keys). */
+  keyManagement?: boolean;
+  /** Whether an unclaimed agent sandbox (Agent Starter plan) may call the route (default: no). */
+  sandbox?: boolean;
   /** Scopes required (checked by the registered authorizer). */
   scopes?: readonly string[];
   /** Channel recorded for usage made through this route (default `api`). */
@@ -72,6 +76,8 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
   body?: B;
   query?: Q;
   params?: P;
+  /** Hand the handler the unparsed body (`req.body` is a Buffer) instead of parsing JSON. */
+  rawBody?: boolean;
   /** A request body that passes `body`, returned with invalid_json and validation errors. */
   example?: unknown;
   /** Response schemas by status, for the OpenAPI document. */

@@ -1,0 +1,137 @@
+import type { Request } from 'express';
+import { decodeJwt, jwtVerify } from 'jose';
+import type { Authenticator, Principal } from '../../../core/auth';
+import type { Clock } from '../../../core/clock';
+import { effectiveScopes } from '../scopes';
+import type { IdentityAttributes } from '../domain';
+import { invalidCredentials } from '../errors';
+import type { KeyService } from '../services/key-service';
+import type { CachedKey } from '../services/key-cache';
+import type { FailedAuthGuard } from './failed-auth';
+import { principalFromKey } from './principal';
+
+export const ACCESS_TOKEN_AUDIENCE = 'pcs:access';
+
+/** The credential a request carries: x-api-key, or the Authorization bearer value. */
+export function credentialOf(req: Request): { source: 'x-api-key' | 'bearer'; value: string } | null {
+  const key = req.headers['x-api-key'];
+  if (typeof key === 'string' && key !== '') return { source: 'x-api-key', value: key.trim() };
+  const auth = req.headers.authorization;
+  if (typeof auth === 'string' && /^bearer\s+/i.test(auth)) return { source: 'bearer', value: auth.replace(/^bearer\s+/i, '').trim() };
+  return null;
+}
+
+export function looksLikeJwt(value: string): boolean {
+  return /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(value);
+}
+
+function clientIp(req: Request): string {
+  return req.ip ?? req.socket.remoteAddress ?? 'unknown';
+}
+
+/** Checks that a key found by hash may be used now. */
+export function assertKeyUsable(found: CachedKey, now: number): void {
+  const { key } = found;
+  if (key.revoked_at) throw invalidCredentials('This API key has been revoked.', 'Use a current key; a rotated key stops working at once. People can create keys at POST /api/api-keys.');
+  if (key.expires_at && key.expires_at.getTime() <= now) {
+    throw invalidCredentials(
+      `This API key expired at ${key.expires_at.toISOString()}.`,
+      'Sandbox keys expire 30 days after registration unless a person claims the workspace. Register again (POST /api/agents/register) or ask a person to claim the workspace.',
+    );
+  }
+}
+
+/** API keys in `x-api-key` (or as a bearer value shaped like a key). */
+export class ApiKeyAuthenticator implements Authenticator {
+  readonly name = 'api-key';
+
+  constructor(
+    private readonly keys: KeyService,
+    private readonly failures: FailedAuthGuard,
+    private readonly clock: Clock,
+  ) {}
+
+  async authenticate(req: Request): Promise<Principal | null> {
+    const cred = credentialOf(req);
+    if (!cred) return null;
+    if (cred.source === 'bearer' && !this.keys.looksLikeKey(cred.value)) return null;
+    const ip = clientIp(req);
+    if (!this.keys.isWellFormed(cred.value)) {
+      await this.failures.check(ip);
+      await this.failures.fail(ip);
+      throw invalidCredentials('The API key is malformed.', 'Keys look like pcs_sbx_… , pcs_agt_… , pcs_usr_… or pcs_oac_… followed by 32 characters; send the whole key as returned when it was created.');
+    }
+    const record = await this.keys.lookup(cred.value);
+    if (!record) {
+      await this.failures.check(ip);
+      await this.failures.fail(ip);
+      throw invalidCredentials('The API key is not recognised.');
+    }
+    try {
+      assertKeyUsable(record, this.clock.now());
+    } catch (err) {
+      await this.failures.fail(ip);
+      throw err;
+    }
+    this.keys.touch(record.key.id);
+    return principalFromKey(record);
+  }
+}
+
+/** OAuth access tokens (`Authorization: Bearer <jwt>` with our access audience). */
+export class AccessTokenAuthenticator implements Authenticator {
+  readonly name = 'access-token';
+
+  constructor(
+    private readonly keys: KeyService,
+    private readonly failures: FailedAuthGuard,
+    private readonly clock: Clock,
+    private readonly secret: Uint8Array,
+  ) {}
+
+  async authenticate(req: Request): Promise<Principal | null> {
+    const cred = credentialOf(req);
+    if (!cred || cred.source !== 'bearer' || !looksLikeJwt(cred.value)) return null;
+    let audience: unknown;
+    try {
+      audience = decodeJwt(cred.value).aud;
+    } catch {
+      return null;
+    }
+    if (audience !== ACCESS_TOKEN_AUDIENCE) return null;
+    const ip = clientIp(req);
+    let payload: { sub?: string; scope?: unknown; exp?: number };
+    try {
+      ({ payload } = await jwtVerify(cred.value, this.secret, {
+        audience: ACCESS_TOKEN_AUDIENCE,
+        algorithms: ['HS256'],
+        currentDate: new Date(this.clock.now()),
+      }));
+    } catch (err) {
+      await this.failures.check(ip);
+      await this.failures.fail(ip);
+      const expired = (err as { code?: string }).code === 'ERR_JWT_EXPIRED';
+      throw invalidCredentials(expired ? 'The access token has expired.' : 'The access token is not valid.', 'Get a new token at POST /api/oauth/token with your client credentials or agent key.');
+    }
+    const record = payload.sub ? await this.keys.lookupById(payload.sub) : null;
+    if (!record) throw invalidCredentials('The key behind this access token no longer exists.');
+    assertKeyUsable(record, this.clock.now());
+    const keyPrincipal = principalFromKey(record);
+    const tokenScopes = typeof payload.scope === 'string' ? payload.scope.split(' ').filter(Boolean) : [];
+    const keyScopes = effectiveScopes(record.key.scopes);
+    const attributes: IdentityAttributes = {
+      ...(keyPrincipal.attributes as unknown as IdentityAttributes),
+      authMethod: 'access_token',
+      tokenOfKeyId: record.key.id,
+      tokenExpiresAt: payload.exp ? new Date(payload.exp * 1000).toISOString() : '',
+    };
+    this.keys.touch(record.key.id);
+    return {
+      ...keyPrincipal,
+      kind: 'access_token',
+      // A token never carries more than its key, and never the name-only permissions.
+      scopes: tokenScopes.filter((s) => (keyScopes as string[]).includes(s)),
+      attributes: attributes as unknown as Record<string, unknown>,
+    };
+  }
+}

@@ -1,0 +1,64 @@
+import type { Request } from 'express';
+import type { Principal } from '../../../core/auth';
+import type { Sql } from '../../../core/db/sql';
+import { ApiError } from '../../../core/errors';
+import type { Authorizer } from '../../../core/hooks';
+import type { RouteSpec } from '../../../core/http/route';
+import { NAME_ONLY_SCOPES } from '../scopes';
+import type { Scope } from '../scopes';
+import { insufficientScope, sandboxRefusal } from '../errors';
+import { identityOf } from './principal';
+
+const READ_METHODS = new Set(['get', 'head']);
+
+/**
+ * SPEC's "Scopes", "Permissions granted by name only", the sandbox capabilities and account
+ * status, checked for every authenticated request before the handler runs.
+ */
+export class IdentityAuthorizer implements Authorizer {
+  readonly name = 'identity';
+
+  constructor(private readonly sql: Sql) {}
+
+  async authorize(principal: Principal, route: RouteSpec, _req: Request): Promise<void> {
+    const id = identityOf(principal);
+    if ((id.workspaceStatus === 'suspended' || id.workspaceStatus === 'rejected') && !READ_METHODS.has(route.method)) {
+      throw new ApiError('account_restricted', `This workspace is ${id.workspaceStatus}; it can only read.`, {
+        hint: 'Contact support to have the account reviewed.',
+        fields: { reason: `workspace ${id.workspaceStatus}` },
+      });
+    }
+    if (id.sandbox && !route.sandbox) throw sandboxRefusal(route.summary.replace(/\.$/, '').replace(/^./, (c) => c.toLowerCase()));
+
+    const required = route.scopes ?? [];
+    if (required.length === 0) return;
+    const nameOnly = required.filter((s) => NAME_ONLY_SCOPES.includes(s as Scope));
+    const ordinary = required.filter((s) => !NAME_ONLY_SCOPES.includes(s as Scope));
+
+    const missing = ordinary.filter((s) => !(principal.scopes ?? []).includes(s));
+    if (missing.length > 0) {
+      throw insufficientScope(
+        missing,
+        principal.kind === 'access_token'
+          ? 'Access tokens carry the scopes they were minted with (never more than their key); request a token with the scope, from a key that has it.'
+          : 'Create a key with this scope (POST /api/api-keys), or use a key created with no scopes.',
+      );
+    }
+    // People act by their role; the handler checks it. Keys must name the permission themselves.
+    if (principal.kind === 'person' || nameOnly.length === 0) return;
+    if (principal.kind !== 'api_key') {
+      throw insufficientScope(nameOnly, `${nameOnly.join(' and ')} must be used with the key itself; a token made from the key is refused.`);
+    }
+    if (id.sandbox) throw insufficientScope(nameOnly, 'An unclaimed agent workspace never holds this permission.');
+    const notNamed = nameOnly.filter((s) => !(id.namedScopes ?? []).includes(s));
+    if (notNamed.length > 0) {
+      throw insufficientScope(notNamed, `${notNamed.join(' and ')} is granted by name only: a key with no scopes, a wildcard or a legacy choice does not carry it. A workspace owner or admin can create a key naming it.`);
+    }
+    const role = id.creatorPersonId
+      ? await this.sql.one<{ role: string }>('SELECT role FROM memberships WHERE workspace_id = $1 AND person_id = $2', [principal.workspaceId, id.creatorPersonId])
+      : null;
+    if (!role || (role.role !== 'owner' && role.role !== 'admin')) {
+      throw insufficientScope(nameOnly, `${nameOnly.join(' and ')} holds only while the key's creator is an owner or admin of this workspace, which is no longer the case.`);
+    }
+  }
+}

@@ -1,0 +1,64 @@
+import { ApiError } from '../../core/errors';
+import type { NextStep } from '../../core/errors';
+
+export const ACCEPTED_CREDENTIALS_HINT =
+  'Send an API key in the x-api-key header (or as Authorization: Bearer <key>), or an OAuth access token as Authorization: Bearer <token>; people use their session or person token.';
+
+/** Where a caller without a credential can get one. */
+export const WHERE_TO_GET_A_CREDENTIAL: NextStep[] = [
+  { action: 'register_agent', method: 'POST', path: '/api/agents/register', body: { name: 'my-pricing-agent' }, description: 'Free sandbox workspace and key, no human needed.' },
+  { action: 'register_oauth_client', method: 'POST', path: '/api/oauth/register', body: { client_name: 'my-agent-framework' }, description: 'Client credentials for OAuth frameworks; exchange them at POST /api/oauth/token.' },
+  { action: 'sign_in', method: 'POST', path: '/api/auth/signin', description: 'People sign in (or sign up at POST /api/auth/signup) and create keys at POST /api/api-keys.' },
+  { action: 'try_demo', method: 'POST', path: '/api/public/compute/demo', description: 'Keyless demo pricing, rate limited per address.' },
+];
+
+function challenge(error: 'invalid_token' | 'invalid_request' | null, description: string): string {
+  const parts = ['Bearer realm="pricing-compute"'];
+  if (error) parts.push(`error="${error}"`, `error_description="${description.replace(/"/g, "'")}"`);
+  return parts.join(', ');
+}
+
+/** 401 for a credential that was sent and rejected. */
+export function invalidCredentials(message: string, hint = ACCEPTED_CREDENTIALS_HINT): ApiError {
+  return new ApiError('invalid_credentials', message, {
+    hint,
+    next: WHERE_TO_GET_A_CREDENTIAL,
+    fields: { retryable: false },
+    headers: { 'WWW-Authenticate': challenge('invalid_token', message) },
+  });
+}
+
+/** 401 when no credential was sent. */
+export function missingCredentials(message = 'This route needs a credential and none was sent.'): ApiError {
+  return new ApiError('unauthorized', message, {
+    hint: ACCEPTED_CREDENTIALS_HINT,
+    next: WHERE_TO_GET_A_CREDENTIAL,
+    fields: { retryable: false },
+    headers: { 'WWW-Authenticate': challenge(null, message) },
+  });
+}
+
+/** 401 for a valid credential of a kind the route does not take (person-only routes and API keys). */
+export function wrongKindOfCredential(message: string, hint: string): ApiError {
+  return new ApiError('unauthorized', message, {
+    hint,
+    next: [],
+    fields: { retryable: false },
+    headers: { 'WWW-Authenticate': challenge('invalid_request', message) },
+  });
+}
+
+export function insufficientScope(required: readonly string[], hint: string): ApiError {
+  return new ApiError('insufficient_scope', `This request needs the scope${required.length > 1 ? 's' : ''} ${required.join(', ')}.`, {
+    hint,
+    fields: { required_scopes: required },
+  });
+}
+
+export function sandboxRefusal(what: string): ApiError {
+  return new ApiError('plan_restricted', `The Agent Starter sandbox cannot ${what}.`, {
+    hint: 'Sandbox keys compute with built-in functions, read functions and routing policies, rotate themselves and work as OAuth client credentials. Have a person claim the workspace (the claim link from registration) to lift the limits.',
+    fields: { plan: 'agent_starter', reason: `Agent Starter sandboxes cannot ${what}.` },
+    next: [{ action: 'claim', description: 'A person opens the claim link returned at registration, or a trusted agent calls POST /api/agents/claim with a workspace:claim key.', method: 'POST', path: '/api/agents/claim' }],
+  });
+}

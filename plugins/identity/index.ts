@@ -1,0 +1,77 @@
+import type { PluginDefinition } from '../../core/plugin';
+import { AccessTokenAuthenticator, ApiKeyAuthenticator } from './auth/authenticators';
+import { IdentityAuthorizer } from './auth/authorizer';
+import { FailedAuthGuard } from './auth/failed-auth';
+import { RateLimitGuard } from './auth/rate-limit-guard';
+import { identitySchema } from './migrations/0001-identity-schema';
+import { meRoutes } from './routes/me';
+import { oauthRoutes } from './routes/oauth';
+import { onboardingRoutes } from './routes/onboarding';
+import { AuditLog } from './services/audit';
+import { KeyCache } from './services/key-cache';
+import { KeyService } from './services/key-service';
+import { OAuthService } from './services/oauth';
+import { Onboarding } from './services/onboarding';
+import { loadOrCreateSecret } from './services/secrets';
+import { Workspaces } from './services/workspaces';
+import { IDENTITY } from './tokens';
+import { identityUnauthorized } from './unauthorized';
+
+export { IDENTITY } from './tokens';
+export { identityOf, personPrincipal, workspaceAttributes } from './auth/principal';
+export { credentialOf, looksLikeJwt } from './auth/authenticators';
+export { invalidCredentials, missingCredentials, wrongKindOfCredential, insufficientScope, sandboxRefusal, WHERE_TO_GET_A_CREDENTIAL } from './errors';
+export { NAMED_SCOPES, NAME_ONLY_SCOPES, LEGACY_SCOPES, FULL_ACCESS, effectiveScopes, unknownScopes, isLegacyReadOnly } from './scopes';
+export { sandboxLimits, registrationLimits, AGENT_STARTER_PLAN, changelogFeedUrl } from './limits';
+export { keyView } from './services/key-service';
+export { workspaceView } from './services/workspaces';
+export type { KeyService, NewKey } from './services/key-service';
+export type { Workspaces } from './services/workspaces';
+export type { AuditLog, AuditEntry } from './services/audit';
+export type { Onboarding } from './services/onboarding';
+export type { IdentityAttributes, Role, Plan, KeyKind, WorkspaceRow, ApiKeyRow, AuthMethod } from './domain';
+export { ROLE_RANK } from './domain';
+
+/**
+ * Workspaces, API keys and scopes, agent self-registration, claims, OAuth client credentials,
+ * /api/me, and the authentication, authorization and rate-limit hooks every other plugin relies on.
+ */
+export const identityPlugin: PluginDefinition = {
+  name: 'identity',
+  description: 'Workspaces, API keys, scopes, agent sandboxes and claims, OAuth client credentials, rate limits.',
+  migrations: [identitySchema],
+  async register(ctx) {
+    const { config, sql, kv, clock, events, hooks, container } = ctx;
+    const pepper = await loadOrCreateSecret(sql, 'api_key_pepper', config.identity.apiKeyPepper);
+    const tokenSecret = new TextEncoder().encode(await loadOrCreateSecret(sql, 'token_secret', config.identity.tokenSecret));
+
+    const cache = new KeyCache(kv, clock, config.identity.keyCacheTtlMs);
+    await cache.start();
+    const keys = new KeyService(sql, cache, clock, ctx.log, pepper);
+    keys.start();
+    const workspaces = new Workspaces(sql);
+    const audit = new AuditLog(sql);
+    const onboarding = new Onboarding(sql, kv, clock, config, keys, workspaces, audit, events);
+    const oauth = new OAuthService(sql, keys, onboarding, clock, config, tokenSecret);
+    ctx.onClose(async () => {
+      await keys.stop();
+      await cache.stop();
+    });
+
+    container.register(IDENTITY.Keys, { useValue: keys });
+    container.register(IDENTITY.Workspaces, { useValue: workspaces });
+    container.register(IDENTITY.Onboarding, { useValue: onboarding });
+    container.register(IDENTITY.Audit, { useValue: audit });
+    container.register(IDENTITY.TokenSecret, { useValue: tokenSecret });
+
+    const failures = new FailedAuthGuard(kv, config.limits.rateLimit.failedAuthPerAddressPer15Min);
+    hooks.addAuthenticator(new ApiKeyAuthenticator(keys, failures, clock));
+    hooks.addAuthenticator(new AccessTokenAuthenticator(keys, failures, clock, tokenSecret));
+    hooks.addAuthorizer(new IdentityAuthorizer(sql));
+    hooks.addGuard(new RateLimitGuard(kv, config.limits.rateLimit));
+    hooks.unauthorized = identityUnauthorized;
+
+    const deps = { config, sql, keys, workspaces, onboarding, oauth, audit, publicUrl: ctx.publicUrl };
+    for (const route of [...onboardingRoutes(deps), ...meRoutes(deps), ...oauthRoutes(deps)]) ctx.route(route);
+  },
+};

@@ -1,0 +1,31 @@
+import type { Config } from '../../config';
+
+/** The Agent Starter limits in force, as stated in registration responses and discovery documents. */
+export function sandboxLimits(config: Config): Record<string, unknown> {
+  const l = config.limits;
+  return {
+    compute_calls_per_day: l.sandbox.computeCallsPerDay,
+    key_lifetime_days: l.sandbox.keyLifetimeDays,
+    key_rotations_per_day: l.sandbox.keyRotationsPerDay,
+    requests_per_minute: l.rateLimit.perWorkspacePerMinute,
+    batch_pricing: false,
+    functions: 'built-in only',
+    test_workspace: false,
+  };
+}
+
+export function registrationLimits(config: Config): { per_address_per_day: number; overall_per_day: number } {
+  return { per_address_per_day: config.limits.registrations.perAddressPerDay, overall_per_day: config.limits.registrations.overallPerDay };
+}
+
+export const AGENT_STARTER_PLAN = {
+  id: 'agent_starter',
+  name: 'Agent Starter',
+  capabilities: ['compute prices with built-in functions', 'read functions and routing policies', 'rotate its own key', 'use its key as OAuth client credentials'],
+  not_included: ['batch pricing', 'workspace or marketplace functions', 'a test workspace (until claimed)', 'key, team and billing management'],
+};
+
+/** Where the changelog feeds live (served by the discovery plugin). */
+export function changelogFeedUrl(base: string): string {
+  return `${base}/api/changelog/feed.json`;
+}

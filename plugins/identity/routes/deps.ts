@@ -1,0 +1,18 @@
+import type { Config } from '../../../config';
+import type { Sql } from '../../../core/db/sql';
+import type { AuditLog } from '../services/audit';
+import type { KeyService } from '../services/key-service';
+import type { OAuthService } from '../services/oauth';
+import type { Onboarding } from '../services/onboarding';
+import type { Workspaces } from '../services/workspaces';
+
+export interface IdentityDeps {
+  config: Config;
+  sql: Sql;
+  keys: KeyService;
+  workspaces: Workspaces;
+  onboarding: Onboarding;
+  oauth: OAuthService;
+  audit: AuditLog;
+  publicUrl: () => string;
+}

@@ -1,0 +1,78 @@
+import { ApiError } from '../../../core/errors';
+import { defineRoute, ok } from '../../../core/http/route';
+import type { RouteSpec } from '../../../core/http/route';
+import { identityOf } from '../auth/principal';
+import { invalidCredentials } from '../errors';
+import { AGENT_STARTER_PLAN, sandboxLimits } from '../limits';
+import * as s from '../schemas';
+import type { IdentityDeps } from './deps';
+
+export function meRoutes(d: IdentityDeps): RouteSpec[] {
+  return [
+    defineRoute({
+      id: 'me.read',
+      method: 'get',
+      path: '/api/me',
+      summary: 'Who the credential belongs to: tenant, auth method, scopes (and origin for claimed workspaces).',
+      tags: ['Identity'],
+      sandbox: true,
+      responses: { 200: { description: 'The caller.', schema: s.meResponse } },
+      handler: ({ principal }) => {
+        if (!principal) throw new ApiError('unauthorized', 'Send a credential.');
+        const id = identityOf(principal);
+        const body: Record<string, unknown> = {
+          tenant_id: principal.workspaceId,
+          auth_method: id.authMethod,
+          scopes: [...(principal.scopes ?? [])],
+          workspace: { id: principal.workspaceId, name: id.workspaceName, plan: id.plan, status: id.workspaceStatus, sandbox: id.sandbox, is_test: id.isTest },
+        };
+        if (principal.keyId) {
+          body.key = { id: principal.keyId, name: id.keyName, kind: id.keyKind, expires_at: id.keyExpiresAt ?? null, legacy: id.legacy };
+          if (id.namedScopes) body.named_scopes = id.namedScopes;
+        }
+        if (principal.agentId) body.agent = { id: principal.agentId, name: id.agentName ?? null };
+        if (principal.personId) body.person = { id: principal.personId, role: id.role ?? null, email: id.email ?? null };
+        if (id.authMethod === 'access_token') body.token = { expires_at: id.tokenExpiresAt, key_id: id.tokenOfKeyId };
+        if (id.sandbox) {
+          body.plan = AGENT_STARTER_PLAN;
+          body.limits = sandboxLimits(d.config);
+        }
+        if (id.claimedAt) {
+          body.origin = id.origin;
+          body.created_by_agent = id.createdByAgent;
+          body.former_sandbox = id.formerSandbox;
+          body.claimed_at = id.claimedAt;
+        }
+        return ok(body);
+      },
+    }),
+    defineRoute({
+      id: 'agents.capabilities',
+      method: 'get',
+      path: '/api/agents/:id/capabilities',
+      summary: 'What an agent may do; only that agent (its key or token) or a person of its workspace may ask.',
+      tags: ['Identity'],
+      sandbox: true,
+      params: s.agentIdParams,
+      handler: async ({ params, principal }) => {
+        if (!principal) throw new ApiError('unauthorized', 'Send a credential.');
+        if (principal.kind !== 'person' && principal.agentId !== params.id) {
+          throw invalidCredentials("This credential belongs to another agent and cannot reach this agent's capabilities.", "Use the agent's own key or token.");
+        }
+        const agent = await d.sql.one<{ id: string; name: string; status: string; workspace_id: string }>('SELECT id, name, status, workspace_id FROM agents WHERE id = $1 AND workspace_id = $2', [
+          params.id,
+          principal.workspaceId,
+        ]);
+        if (!agent) throw new ApiError('not_found', 'No such agent in this workspace.');
+        const id = identityOf(principal);
+        return ok({
+          agent: { id: agent.id, name: agent.name, status: agent.status },
+          workspace_id: agent.workspace_id,
+          plan: id.plan,
+          scopes: [...(principal.scopes ?? [])],
+          ...(id.sandbox ? { limits: sandboxLimits(d.config), capabilities: AGENT_STARTER_PLAN.capabilities } : {}),
+        });
+      },
+    }),
+  ];
+}

@@ -1,0 +1,109 @@
+import { ApiError, isApiError } from '../../../core/errors';
+import { defineRoute } from '../../../core/http/route';
+import type { Reply, RouteSpec } from '../../../core/http/route';
+import { NAMED_SCOPES, NAME_ONLY_SCOPES } from '../scopes';
+import { AGENT_STARTER_PLAN, changelogFeedUrl, registrationLimits, sandboxLimits } from '../limits';
+import * as s from '../schemas';
+import { OAuthError } from '../services/oauth';
+import type { IdentityDeps } from './deps';
+
+const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
+
+function oauthError(err: OAuthError): Reply {
+  return { status: err.status, headers: { ...NO_STORE, ...err.headers }, body: { error: err.error, error_description: err.description } };
+}
+
+export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
+  return [
+    defineRoute({
+      id: 'oauth.register',
+      method: 'post',
+      path: '/api/oauth/register',
+      summary: 'Dynamic client registration (RFC 7591 style): client credentials for a new sandbox workspace.',
+      tags: ['OAuth'],
+      auth: 'public',
+      rateLimit: 'none',
+      body: s.oauthRegisterBody,
+      example: s.oauthRegisterExample,
+      handler: async ({ body, clientIp, req }): Promise<Reply> => {
+        const grants = body.grant_types ?? ['client_credentials'];
+        if (grants.some((g) => g !== 'client_credentials')) {
+          return { status: 400, body: { error: 'invalid_client_metadata', error_description: 'Only the client_credentials grant exists here; no authorization-code flow.' } };
+        }
+        const clientName = body.client_name ?? 'oauth-client';
+        const r = await d.oauth.registerClient({ clientName, ip: clientIp, userAgent: req.headers['user-agent'], metadata: { software_id: body.software_id, software_version: body.software_version } });
+        const { registration: reg } = r;
+        const base = d.publicUrl();
+        return {
+          status: 201,
+          headers: NO_STORE,
+          body: {
+            client_id: r.clientId,
+            client_secret: reg.secret,
+            client_id_issued_at: Math.floor(new Date(reg.key.created_at).getTime() / 1000),
+            client_secret_expires_at: reg.key.expires_at ? Math.floor(reg.key.expires_at.getTime() / 1000) : 0,
+            client_name: clientName,
+            grant_types: ['client_credentials'],
+            token_endpoint_auth_method: body.token_endpoint_auth_method ?? 'client_secret_basic',
+            token_endpoint: `${base}/api/oauth/token`,
+            workspace_id: reg.workspace.id,
+            api_key_note: 'client_secret is also an API key: send it in x-api-key.',
+            claim: { url: `${base}/api/agents/claim/${reg.claimToken}`, token: reg.claimToken, expires_at: reg.claimExpiresAt.toISOString(), one_time: true },
+            plan: AGENT_STARTER_PLAN,
+            limits: { ...sandboxLimits(d.config), registrations: { ...registrationLimits(d.config), remaining_for_this_address_today: reg.remainingForAddress } },
+            changelog: changelogFeedUrl(base),
+          },
+        };
+      },
+    }),
+    defineRoute({
+      id: 'oauth.token',
+      method: 'post',
+      path: '/api/oauth/token',
+      summary: 'Client-credentials grant: exchanges a client secret or an agent key for a short-lived access token.',
+      description: 'Form-encoded or JSON body with grant_type=client_credentials; client authentication by HTTP Basic, client_id/client_secret in the body, or an agent key in x-api-key. Errors follow RFC 6749 §5.2.',
+      tags: ['OAuth'],
+      auth: 'public',
+      rateLimit: 'none',
+      rawBody: true,
+      handler: async ({ req }): Promise<Reply> => {
+        try {
+          const token = await d.oauth.token(req, d.publicUrl());
+          return { status: 200, headers: NO_STORE, body: token };
+        } catch (err) {
+          if (err instanceof OAuthError) return oauthError(err);
+          if (isApiError(err) && err.code === 'rate_limited') throw err;
+          if (err instanceof ApiError) return oauthError(new OAuthError('invalid_request', err.message));
+          throw err;
+        }
+      },
+    }),
+    defineRoute({
+      id: 'oauth.metadata',
+      method: 'get',
+      path: '/.well-known/oauth-authorization-server',
+      summary: 'OAuth 2.0 authorization server metadata (RFC 8414).',
+      tags: ['OAuth'],
+      auth: 'public',
+      rateLimit: 'none',
+      handler: (): Reply => {
+        const base = d.publicUrl();
+        return {
+          status: 200,
+          headers: { 'Cache-Control': 'public, max-age=300' },
+          body: {
+            issuer: base,
+            token_endpoint: `${base}/api/oauth/token`,
+            registration_endpoint: `${base}/api/oauth/register`,
+            grant_types_supported: ['client_credentials'],
+            token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+            response_types_supported: [],
+            scopes_supported: NAMED_SCOPES.filter((x) => !NAME_ONLY_SCOPES.includes(x)),
+            service_documentation: `${base}/llms.txt`,
+            op_policy_uri: `${base}/.well-known/agents.json`,
+          },
+        };
+      },
+    }),
+  ];
+}

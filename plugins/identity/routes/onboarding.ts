@@ -1,0 +1,140 @@
+import { ApiError } from '../../../core/errors';
+import { created, defineRoute, ok } from '../../../core/http/route';
+import type { RouteSpec } from '../../../core/http/route';
+import { identityOf } from '../auth/principal';
+import { AGENT_STARTER_PLAN, changelogFeedUrl, registrationLimits, sandboxLimits } from '../limits';
+import * as s from '../schemas';
+import { keyView } from '../services/key-service';
+import { workspaceView } from '../services/workspaces';
+import type { IdentityDeps } from './deps';
+
+export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
+  const claimUrl = (token: string) => `${d.publicUrl()}/api/agents/claim/${token}`;
+  return [
+    defineRoute({
+      id: 'agents.register',
+      method: 'post',
+      path: '/api/agents/register',
+      summary: 'Create an Agent Starter sandbox workspace and key, with no credential.',
+      tags: ['Agent onboarding'],
+      auth: 'public',
+      rateLimit: 'none',
+      body: s.registerBody,
+      example: s.registerExample,
+      responses: { 201: { description: 'The sandbox, its key (shown once), a one-time claim link, plan, limits and changelog pointer.' } },
+      handler: async ({ body, clientIp, req }) => {
+        const r = await d.onboarding.registerSandbox({ name: body.name, ip: clientIp, userAgent: req.headers['user-agent'], origin: 'agent_self_registration', keyKind: 'sandbox' });
+        const base = d.publicUrl();
+        return created({
+          workspace: workspaceView(r.workspace),
+          agent: { id: r.agentId, name: r.agentName },
+          api_key: { ...keyView(r.key), key: r.secret, shown_once: true },
+          claim: {
+            url: claimUrl(r.claimToken),
+            token: r.claimToken,
+            expires_at: r.claimExpiresAt.toISOString(),
+            one_time: true,
+            how: 'Give the url to a person: signed in, they open it and confirm (POST to the same url). A trusted agent with a workspace:claim key can instead POST /api/agents/claim with {"token": …}.',
+          },
+          plan: AGENT_STARTER_PLAN,
+          limits: { ...sandboxLimits(d.config), registrations: { ...registrationLimits(d.config), remaining_for_this_address_today: r.remainingForAddress } },
+          changelog: changelogFeedUrl(base),
+          next: [
+            { action: 'compute_price', method: 'POST', path: '/api/compute/price', headers: { 'x-api-key': '<API_KEY>' }, body: { context: { product_type: 'coffee', current_price: 4.5, currency: 'USD' } } },
+            { action: 'check_identity', method: 'GET', path: '/api/me', headers: { 'x-api-key': '<API_KEY>' } },
+            { action: 'rotate_key', method: 'POST', path: '/api/api-keys/rotate', headers: { 'x-api-key': '<API_KEY>' } },
+          ],
+        });
+      },
+    }),
+    defineRoute({
+      id: 'agents.claim',
+      method: 'post',
+      path: '/api/agents/claim',
+      summary: 'Claim an agent sandbox into this key\'s workspace (key with workspace:claim).',
+      tags: ['Agent onboarding'],
+      scopes: ['workspace:claim'],
+      body: s.claimBody,
+      example: s.claimExample,
+      handler: async ({ body, principal }) => {
+        if (!principal?.keyId) throw new ApiError('unauthorized', 'A workspace:claim key is required.');
+        const r = await d.onboarding.claim({
+          token: body.token,
+          targetWorkspaceId: principal.workspaceId,
+          claimer: { type: 'api_key', keyId: principal.keyId, workspaceId: principal.workspaceId },
+          keepKey: body.keep_key ?? false,
+        });
+        return ok({ claimed: true, workspace: workspaceView(r.workspace), test_workspace: workspaceView(r.testWorkspace), agent_key: r.keptKeys.length ? 'kept' : 'revoked' });
+      },
+    }),
+    defineRoute({
+      id: 'agents.claimLink.read',
+      method: 'get',
+      path: '/api/agents/claim/:token',
+      summary: 'What a claim link would claim (no credential needed to look).',
+      tags: ['Agent onboarding'],
+      auth: 'public',
+      params: s.claimTokenParams,
+      handler: async ({ params }) => {
+        const found = await d.onboarding.findClaimable(params.token);
+        if (!found) throw new ApiError('not_found', 'This claim link is unknown, already used or expired.', { hint: 'Claim links are one-time and expire; the agent can register again for a new one.' });
+        return ok({
+          sandbox: { id: found.workspace.id, name: found.workspace.name, plan: found.workspace.plan, created_at: new Date(found.workspace.created_at).toISOString() },
+          expires_at: found.expiresAt.toISOString(),
+          confirm: {
+            method: 'POST',
+            url: claimUrl(params.token),
+            body: s.claimConfirmExample,
+            who: 'A signed-in person who owns or administers the target workspace (session cookie or person token).',
+          },
+        });
+      },
+    }),
+    defineRoute({
+      id: 'agents.claimLink.confirm',
+      method: 'post',
+      path: '/api/agents/claim/:token',
+      summary: 'A signed-in person confirms a claim link.',
+      tags: ['Agent onboarding'],
+      accepts: ['person'],
+      wrongCredentialMessage: 'A claim link is confirmed by a signed-in person, not by an API key.',
+      wrongCredentialHint: 'Sign in (POST /api/auth/signin) and send the session cookie or person token; a trusted agent uses POST /api/agents/claim with a workspace:claim key instead.',
+      params: s.claimTokenParams,
+      body: s.claimConfirmBody,
+      example: s.claimConfirmExample,
+      handler: async ({ params, body, principal }) => {
+        if (!principal?.personId) throw new ApiError('unauthorized', 'Sign in first.');
+        const r = await d.onboarding.claim({
+          token: params.token,
+          targetWorkspaceId: body.workspace_id ?? principal.workspaceId,
+          claimer: { type: 'person', personId: principal.personId },
+          keepKey: body.keep_key ?? false,
+        });
+        return ok({ claimed: true, workspace: workspaceView(r.workspace), test_workspace: workspaceView(r.testWorkspace), agent_key: r.keptKeys.length ? 'kept' : 'revoked' });
+      },
+    }),
+    defineRoute({
+      id: 'apiKeys.rotate',
+      method: 'post',
+      path: '/api/api-keys/rotate',
+      summary: 'Rotate the sandbox or agent key sent in x-api-key.',
+      tags: ['Agent onboarding'],
+      accepts: ['api_key'],
+      wrongCredentialMessage: 'Rotation needs the key itself in x-api-key.',
+      wrongCredentialHint: 'Send the sandbox or agent key to rotate in x-api-key.',
+      sandbox: true,
+      body: s.rotateBody,
+      example: {},
+      handler: async ({ principal }) => {
+        if (!principal?.keyId) throw new ApiError('unauthorized', 'Send the key to rotate in x-api-key.');
+        const r = await d.onboarding.rotate(principal.keyId, principal.workspaceId);
+        return created({
+          api_key: { ...keyView(r.row), key: r.secret, shown_once: true },
+          previous_key: { id: principal.keyId, status: 'revoked' },
+          rotations_left_today: r.rotationsLeftToday,
+          plan: identityOf(principal).plan,
+        });
+      },
+    }),
+  ];
+}

@@ -1,0 +1,54 @@
+import { z } from 'zod';
+
+export const agentName = z
+  .string()
+  .trim()
+  .min(2)
+  .max(80)
+  .regex(/^[A-Za-z0-9][A-Za-z0-9 ._:/@()-]*$/, 'use letters, digits, spaces and . _ : / @ ( ) -, starting with a letter or digit');
+
+export const registerBody = z.strictObject({
+  name: agentName.describe('A system/role style label for the agent, e.g. "pricing-agent/checkout".'),
+});
+export const registerExample = { name: 'pricing-agent/checkout' };
+
+export const claimBody = z.strictObject({
+  token: z.string().min(10).max(200).describe('The claim token taken from the claim link.'),
+  keep_key: z.boolean().optional().describe('Keep the agent key working after the claim (default false: the claim revokes it).'),
+});
+export const claimExample = { token: 'pcs_clm_<CLAIM_TOKEN>' };
+
+export const claimConfirmBody = z.strictObject({
+  workspace_id: z.string().min(3).max(64).optional().describe('Workspace to claim into; default: your default workspace.'),
+  keep_key: z.boolean().optional(),
+});
+export const claimConfirmExample = { workspace_id: 'ws_<workspace_id>', keep_key: false };
+
+export const claimTokenParams = z.object({ token: z.string().min(10).max(200) });
+export const agentIdParams = z.object({ id: z.string().min(3).max(64) });
+
+export const rotateBody = z.strictObject({});
+
+export const oauthRegisterBody = z
+  .object({
+    client_name: agentName.optional(),
+    grant_types: z.array(z.string()).optional(),
+    token_endpoint_auth_method: z.enum(['client_secret_basic', 'client_secret_post']).optional(),
+    scope: z.string().max(500).optional(),
+    software_id: z.string().max(200).optional(),
+    software_version: z.string().max(100).optional(),
+    redirect_uris: z.array(z.string()).max(0, 'no authorization-code flow exists, so no redirect URIs are accepted').optional(),
+  })
+  .passthrough();
+export const oauthRegisterExample = { client_name: 'my-agent-framework', grant_types: ['client_credentials'], token_endpoint_auth_method: 'client_secret_basic' };
+
+export const meResponse = z.object({
+  tenant_id: z.string(),
+  auth_method: z.enum(['api_key', 'access_token', 'session', 'person_token']),
+  scopes: z.array(z.string()),
+  workspace: z.object({ id: z.string(), name: z.string(), plan: z.string(), status: z.string(), sandbox: z.boolean(), is_test: z.boolean() }),
+  origin: z.string().optional(),
+  created_by_agent: z.boolean().optional(),
+  former_sandbox: z.boolean().optional(),
+  claimed_at: z.string().optional(),
+});

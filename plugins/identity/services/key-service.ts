@@ -1,0 +1,215 @@
+import { createHmac } from 'node:crypto';
+import type { Transaction } from 'sequelize';
+import type { Clock } from '../../../core/clock';
+import type { Sql } from '../../../core/db/sql';
+import { newId, randomToken } from '../../../core/ids';
+import type { Logger } from '../../../core/logger';
+import type { ApiKeyRow, KeyKind, WorkspaceRow } from '../domain';
+import type { CachedKey, KeyCache } from './key-cache';
+
+const KIND_TAG: Record<KeyKind, string> = { sandbox: 'sbx', agent: 'agt', person: 'usr', oauth_client: 'oac' };
+export const API_KEY_PATTERN = /^pcs_(sbx|agt|usr|oac)_[1-9A-HJ-NP-Za-km-z0]{32}$/;
+const LAST_USED_FLUSH_MS = 15_000;
+
+export interface NewKey {
+  workspaceId: string;
+  name: string;
+  kind: KeyKind;
+  /** Named scopes (and legacy names); null = created with no scopes. */
+  scopes: string[] | null;
+  legacy?: boolean;
+  createdByPersonId?: string | null;
+  agentId?: string | null;
+  expiresAt?: Date | null;
+  rotatedFromId?: string | null;
+}
+
+export interface CreatedKey {
+  row: ApiKeyRow;
+  /** The secret, shown once. */
+  secret: string;
+}
+
+function toDate(v: unknown): Date | null {
+  return v === null || v === undefined ? null : new Date(v as string);
+}
+
+function keyFromJson(k: Record<string, unknown>): ApiKeyRow {
+  return {
+    ...(k as unknown as ApiKeyRow),
+    expires_at: toDate(k.expires_at),
+    revoked_at: toDate(k.revoked_at),
+    last_used_at: toDate(k.last_used_at),
+    created_at: toDate(k.created_at) as Date,
+  };
+}
+
+function workspaceFromJson(w: Record<string, unknown>): WorkspaceRow {
+  return { ...(w as unknown as WorkspaceRow), claimed_at: toDate(w.claimed_at), created_at: toDate(w.created_at) as Date };
+}
+
+/**
+ * API keys: random secrets with a readable prefix, stored only as a peppered SHA-256 (HMAC),
+ * looked up by that digest on a unique index, cached in process with cross-instance invalidation.
+ */
+export class KeyService {
+  private readonly touched = new Map<string, Date>();
+  private flusher: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly cache: KeyCache,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    private readonly pepper: string,
+  ) {}
+
+  start(): void {
+    this.flusher = setInterval(() => void this.flushLastUsed(), LAST_USED_FLUSH_MS);
+    this.flusher.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.flusher) clearInterval(this.flusher);
+    await this.flushLastUsed();
+  }
+
+  hash(secret: string): string {
+    return createHmac('sha256', this.pepper).update(secret).digest('hex');
+  }
+
+  looksLikeKey(value: string): boolean {
+    return value.startsWith('pcs_');
+  }
+
+  isWellFormed(value: string): boolean {
+    return API_KEY_PATTERN.test(value);
+  }
+
+  async create(input: NewKey, tx?: Transaction): Promise<CreatedKey> {
+    const secret = `pcs_${KIND_TAG[input.kind]}_${randomToken(32)}`;
+    const row = await this.sql.one<ApiKeyRow>(
+      `INSERT INTO api_keys (id, workspace_id, key_hash, display_prefix, last4, name, kind, scopes, legacy, created_by_person_id, agent_id, expires_at, rotated_from_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING *`,
+      [
+        newId('key'),
+        input.workspaceId,
+        this.hash(secret),
+        secret.slice(0, 12),
+        secret.slice(-4),
+        input.name,
+        input.kind,
+        input.scopes,
+        input.legacy ?? false,
+        input.createdByPersonId ?? null,
+        input.agentId ?? null,
+        input.expiresAt ?? null,
+        input.rotatedFromId ?? null,
+      ],
+      tx,
+    );
+    if (!row) throw new Error('key insert returned nothing');
+    return { row, secret };
+  }
+
+  /** Hot path: the key and its workspace, from the cache when possible. Null when unknown. */
+  async lookup(secret: string): Promise<CachedKey | null> {
+    const hash = this.hash(secret);
+    const cached = this.cache.get(hash);
+    if (cached !== undefined) return cached;
+    const found = await this.lookupByHash(hash);
+    this.cache.set(hash, found);
+    return found;
+  }
+
+  async lookupByHash(hash: string): Promise<CachedKey | null> {
+    const row = await this.sql.one<{ k: Record<string, unknown>; w: Record<string, unknown>; agent_name: string | null }>(
+      `SELECT to_jsonb(k) AS k, to_jsonb(w) AS w, a.name AS agent_name
+         FROM api_keys k JOIN workspaces w ON w.id = k.workspace_id LEFT JOIN agents a ON a.id = k.agent_id
+        WHERE k.key_hash = $1`,
+      [hash],
+    );
+    if (!row) return null;
+    return { key: keyFromJson(row.k), workspace: workspaceFromJson(row.w), agentName: row.agent_name };
+  }
+
+  /** The key record behind an access token (tokens stop when their key is revoked). */
+  async lookupById(keyId: string): Promise<CachedKey | null> {
+    const cacheKey = `id:${keyId}`;
+    const cached = this.cache.get(cacheKey);
+    if (cached !== undefined) return cached;
+    const row = await this.sql.one<{ key_hash: string }>('SELECT key_hash FROM api_keys WHERE id = $1', [keyId]);
+    const found = row ? await this.lookupByHash(row.key_hash) : null;
+    this.cache.set(cacheKey, found);
+    return found;
+  }
+
+  /** Remembers the use; written to the database in batches, never on the request path. */
+  touch(keyId: string): void {
+    this.touched.set(keyId, new Date(this.clock.now()));
+  }
+
+  async flushLastUsed(): Promise<void> {
+    if (this.touched.size === 0) return;
+    const ids = [...this.touched.keys()];
+    const times = ids.map((id) => (this.touched.get(id) as Date).toISOString());
+    this.touched.clear();
+    try {
+      await this.sql.exec(
+        `UPDATE api_keys SET last_used_at = v.t FROM (SELECT unnest($1::text[]) AS id, unnest($2::timestamptz[]) AS t) v
+          WHERE api_keys.id = v.id AND (api_keys.last_used_at IS NULL OR api_keys.last_used_at < v.t)`,
+        [ids, times],
+      );
+    } catch (err) {
+      this.log.warn({ err }, 'could not record key last use');
+    }
+  }
+
+  async revoke(keyId: string, reason: string, tx?: Transaction): Promise<boolean> {
+    const n = await this.sql.exec('UPDATE api_keys SET revoked_at = now(), revoked_reason = $2 WHERE id = $1 AND revoked_at IS NULL', [keyId, reason], tx);
+    await this.invalidateKey(keyId);
+    return n > 0;
+  }
+
+  async invalidateKey(keyId: string): Promise<void> {
+    await this.cache.invalidate({ keyId });
+    await this.cache.invalidate({ hash: `id:${keyId}` });
+  }
+
+  async invalidateWorkspace(workspaceId: string): Promise<void> {
+    await this.cache.invalidate({ workspaceId });
+  }
+
+  async get(workspaceId: string, keyId: string): Promise<ApiKeyRow | null> {
+    return this.sql.one<ApiKeyRow>('SELECT * FROM api_keys WHERE id = $1 AND workspace_id = $2', [keyId, workspaceId]);
+  }
+
+  async list(workspaceId: string, limit: number, after?: { sort: string | number; id: string }): Promise<ApiKeyRow[]> {
+    if (after) {
+      return this.sql.many<ApiKeyRow>(
+        `SELECT * FROM api_keys WHERE workspace_id = $1 AND (created_at, id) < ($2::timestamptz, $3) ORDER BY created_at DESC, id DESC LIMIT $4`,
+        [workspaceId, new Date(Number(after.sort)).toISOString(), after.id, limit + 1],
+      );
+    }
+    return this.sql.many<ApiKeyRow>('SELECT * FROM api_keys WHERE workspace_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2', [workspaceId, limit + 1]);
+  }
+}
+
+/** The public view of a key record: never the hash. */
+export function keyView(row: ApiKeyRow): Record<string, unknown> {
+  return {
+    id: row.id,
+    name: row.name,
+    kind: row.kind,
+    prefix: row.display_prefix,
+    last4: row.last4,
+    scopes: row.scopes ?? [],
+    legacy: row.legacy,
+    agent_id: row.agent_id,
+    created_by: row.created_by_person_id,
+    expires_at: row.expires_at?.toISOString() ?? null,
+    revoked_at: row.revoked_at?.toISOString() ?? null,
+    last_used_at: row.last_used_at?.toISOString() ?? null,
+    created_at: row.created_at.toISOString(),
+  };
+}

@@ -1,0 +1,139 @@
+import { SignJWT } from 'jose';
+import type { Request } from 'express';
+import type { Config } from '../../../config';
+import type { Clock } from '../../../core/clock';
+import type { Sql } from '../../../core/db/sql';
+import { newId } from '../../../core/ids';
+import { effectiveScopes, NAME_ONLY_SCOPES } from '../scopes';
+import type { Scope } from '../scopes';
+import { ACCESS_TOKEN_AUDIENCE, credentialOf } from '../auth/authenticators';
+import type { KeyService } from './key-service';
+import type { CachedKey } from './key-cache';
+import type { Onboarding, Registration } from './onboarding';
+
+/** An RFC 6749 §5.2 error: the token endpoint speaks OAuth, not SPEC's common error shape. */
+export class OAuthError extends Error {
+  constructor(
+    readonly error: 'invalid_request' | 'invalid_client' | 'invalid_grant' | 'unauthorized_client' | 'unsupported_grant_type' | 'invalid_scope' | 'invalid_client_metadata' | 'temporarily_unavailable',
+    readonly description: string,
+    readonly status = error === 'invalid_client' ? 401 : 400,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(description);
+  }
+}
+
+export interface IssuedToken {
+  access_token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+  scope: string;
+}
+
+const EXCHANGEABLE = new Set(['sandbox', 'agent', 'oauth_client']);
+
+function parseBody(req: Request): Record<string, string> {
+  const raw = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
+  if (raw.trim() === '') return {};
+  const type = String(req.headers['content-type'] ?? '');
+  if (type.includes('application/json')) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw);
+    } catch {
+      throw new OAuthError('invalid_request', 'The request body is not valid JSON; send application/x-www-form-urlencoded or JSON.');
+    }
+    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new OAuthError('invalid_request', 'The request body must be an object.');
+    return Object.fromEntries(Object.entries(parsed).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)]));
+  }
+  return Object.fromEntries(new URLSearchParams(raw));
+}
+
+function basicCredentials(req: Request): { id: string; secret: string } | null {
+  const auth = req.headers.authorization;
+  if (typeof auth !== 'string' || !/^basic\s+/i.test(auth)) return null;
+  const decoded = Buffer.from(auth.replace(/^basic\s+/i, ''), 'base64').toString('utf8');
+  const i = decoded.indexOf(':');
+  if (i < 0) throw new OAuthError('invalid_client', 'Malformed Basic credentials.', 401, { 'WWW-Authenticate': 'Basic realm="pricing-compute"' });
+  return { id: decodeURIComponent(decoded.slice(0, i)), secret: decodeURIComponent(decoded.slice(i + 1)) };
+}
+
+/** OAuth dynamic client registration (RFC 7591 style) and the client-credentials token endpoint. */
+export class OAuthService {
+  constructor(
+    private readonly sql: Sql,
+    private readonly keys: KeyService,
+    private readonly onboarding: Onboarding,
+    private readonly clock: Clock,
+    private readonly config: Config,
+    private readonly secret: Uint8Array,
+  ) {}
+
+  async registerClient(input: { clientName: string; ip: string; userAgent?: string | undefined; metadata: Record<string, unknown> }): Promise<{ clientId: string; registration: Registration }> {
+    const registration = await this.onboarding.registerSandbox({ name: input.clientName, ip: input.ip, userAgent: input.userAgent, origin: 'oauth_registration', keyKind: 'oauth_client' });
+    const clientId = newId('oac');
+    await this.sql.exec('INSERT INTO oauth_clients (client_id, workspace_id, agent_id, key_id, client_name, metadata) VALUES ($1, $2, $3, $4, $5, $6)', [
+      clientId,
+      registration.workspace.id,
+      registration.agentId,
+      registration.key.id,
+      input.clientName,
+      JSON.stringify(input.metadata),
+    ]);
+    return { clientId, registration };
+  }
+
+  /** Authenticates the client (secret or agent key) and issues a short-lived access token. */
+  async token(req: Request, issuer: string): Promise<IssuedToken> {
+    const body = parseBody(req);
+    const grant = body.grant_type;
+    if (!grant) throw new OAuthError('invalid_request', 'grant_type is required; this server supports client_credentials only.');
+    if (grant !== 'client_credentials') throw new OAuthError('unsupported_grant_type', `grant_type ${grant} is not supported; use client_credentials (no authorization-code flow exists).`);
+
+    const basic = basicCredentials(req);
+    const header = credentialOf(req);
+    let secret: string | undefined;
+    let clientId: string | undefined;
+    if (basic) ({ id: clientId, secret } = basic);
+    else if (body.client_secret) ({ client_id: clientId, client_secret: secret } = body);
+    else if (header?.source === 'x-api-key') secret = header.value;
+    if (!secret) throw new OAuthError('invalid_client', 'Client authentication is required: HTTP Basic with client_id and client_secret, client_secret in the body, or an agent key in x-api-key.', 401, { 'WWW-Authenticate': 'Basic realm="pricing-compute"' });
+
+    const bad = () => new OAuthError('invalid_client', 'Client authentication failed.', 401, basic ? { 'WWW-Authenticate': 'Basic realm="pricing-compute"' } : {});
+    if (!this.keys.isWellFormed(secret)) throw bad();
+    const found: CachedKey | null = await this.keys.lookup(secret);
+    if (!found || found.key.revoked_at || (found.key.expires_at && found.key.expires_at.getTime() <= this.clock.now())) throw bad();
+    if (clientId) {
+      const client = await this.sql.one<{ key_id: string }>('SELECT key_id FROM oauth_clients WHERE client_id = $1', [clientId]);
+      if (!client || client.key_id !== found.key.id) throw bad();
+    }
+    if (!EXCHANGEABLE.has(found.key.kind)) {
+      throw new OAuthError('unauthorized_client', 'Only OAuth client secrets and agent keys are exchanged for access tokens; person keys are used directly.');
+    }
+
+    // A token carries its key's scopes, never the name-only permissions (the key itself must be sent for those).
+    const allowed = effectiveScopes(found.key.scopes).filter((s) => !NAME_ONLY_SCOPES.includes(s));
+    let granted: Scope[] = allowed;
+    if (body.scope) {
+      const asked = body.scope.split(/\s+/).filter(Boolean);
+      const beyond = asked.filter((s) => !(allowed as string[]).includes(s));
+      if (beyond.length > 0) throw new OAuthError('invalid_scope', `The key cannot grant: ${beyond.join(', ')}. Grantable: ${allowed.join(' ') || '(none)'}.`);
+      granted = asked as Scope[];
+    }
+    const ttl = this.config.identity.accessTokenTtlS;
+    const now = Math.floor(this.clock.now() / 1000);
+    const keyExpiry = found.key.expires_at ? Math.floor(found.key.expires_at.getTime() / 1000) : Infinity;
+    const exp = Math.min(now + ttl, keyExpiry);
+    const token = await new SignJWT({ scope: granted.join(' '), wid: found.workspace.id, ...(found.key.agent_id ? { agt: found.key.agent_id } : {}) })
+      .setProtectedHeader({ alg: 'HS256', typ: 'at+jwt' })
+      .setSubject(found.key.id)
+      .setAudience(ACCESS_TOKEN_AUDIENCE)
+      .setIssuer(issuer)
+      .setIssuedAt(now)
+      .setExpirationTime(exp)
+      .setJti(newId('tok'))
+      .sign(this.secret);
+    this.keys.touch(found.key.id);
+    return { access_token: token, token_type: 'Bearer', expires_in: exp - now, scope: granted.join(' ') };
+  }
+}

@@ -1,0 +1,284 @@
+import { createHash } from 'node:crypto';
+import type { Config } from '../../../config';
+import type { Clock } from '../../../core/clock';
+import type { Sql } from '../../../core/db/sql';
+import { ApiError } from '../../../core/errors';
+import type { EventBus } from '../../../core/events';
+import { newId, randomToken } from '../../../core/ids';
+import type { KvStore } from '../../../core/kv';
+import type { ApiKeyRow, KeyKind, WorkspaceOrigin, WorkspaceRow } from '../domain';
+import type { AuditLog } from './audit';
+import type { KeyService } from './key-service';
+import type { Workspaces } from './workspaces';
+
+declare module '../../../core/events' {
+  interface DomainEvents {
+    /** A sandbox became an ordinary workspace under `targetWorkspaceId`. */
+    'workspace.claimed': { workspaceId: string; targetWorkspaceId: string; claimedBy: { type: 'person' | 'api_key'; id: string }; keptKey: boolean; at: string };
+    'workspace.registered': { workspaceId: string; agentId: string; origin: WorkspaceOrigin };
+    'api_key.revoked': { workspaceId: string; keyId: string; reason: string };
+  }
+}
+
+export const SANDBOX_SCOPES = ['price:compute'];
+const DAY_MS = 86_400_000;
+
+export interface Registration {
+  workspace: WorkspaceRow;
+  agentId: string;
+  agentName: string;
+  key: ApiKeyRow;
+  secret: string;
+  claimToken: string;
+  claimExpiresAt: Date;
+  remainingForAddress: number;
+}
+
+export type Claimer = { type: 'person'; personId: string } | { type: 'api_key'; keyId: string; workspaceId: string };
+
+function utcDay(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
+}
+
+export function secondsUntilUtcMidnight(ms: number): number {
+  return Math.max(1, Math.ceil((Math.floor(ms / DAY_MS + 1) * DAY_MS - ms) / 1000));
+}
+
+export function hashClaimToken(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
+}
+
+/** Agent self-registration, sandbox key rotation and claims (SPEC: Agent onboarding, state table). */
+export class Onboarding {
+  constructor(
+    private readonly sql: Sql,
+    private readonly kv: KvStore,
+    private readonly clock: Clock,
+    private readonly config: Config,
+    private readonly keys: KeyService,
+    private readonly workspaces: Workspaces,
+    private readonly audit: AuditLog,
+    private readonly events: EventBus,
+  ) {}
+
+  assertRegistrationOpen(): void {
+    const { selfRegistrationOpen, selfRegistrationRetryAfterS } = this.config.identity;
+    if (selfRegistrationOpen) return;
+    throw new ApiError('self_registration_closed', 'Self-registration is paused.', {
+      retry_after: selfRegistrationRetryAfterS,
+      hint: `Try again in ${selfRegistrationRetryAfterS} s. Meanwhile the keyless demo (POST /api/public/compute/demo) still answers.`,
+      headers: { 'Retry-After': String(selfRegistrationRetryAfterS) },
+    });
+  }
+
+  /** Counts a registration against the per-address and overall daily limits, or refuses it. */
+  private async countRegistration(ip: string): Promise<number> {
+    const { perAddressPerDay, overallPerDay } = this.config.limits.registrations;
+    const now = this.clock.now();
+    const day = utcDay(now);
+    const retryAfter = secondsUntilUtcMidnight(now);
+    const limit = { per_address_per_day: perAddressPerDay, overall_per_day: overallPerDay };
+    const byAddress = await this.kv.incr(`reg:ip:${ip}:${day}`, 1, 2 * DAY_MS);
+    if (byAddress > perAddressPerDay) {
+      throw new ApiError('daily_quota_exceeded', `Daily registration quota reached for this network address (${perAddressPerDay} per day).`, {
+        retry_after: retryAfter,
+        limit,
+        hint: `The quota resets at 00:00 UTC, in ${retryAfter} s. Reuse the key you already have, or rotate it (POST /api/api-keys/rotate).`,
+        headers: { 'Retry-After': String(retryAfter) },
+      });
+    }
+    const overall = await this.kv.incr(`reg:all:${day}`, 1, 2 * DAY_MS);
+    if (overall > overallPerDay) {
+      await this.kv.incr(`reg:ip:${ip}:${day}`, -1);
+      throw new ApiError('daily_quota_exceeded', `Daily registration quota of the service reached (${overallPerDay} per day).`, {
+        retry_after: retryAfter,
+        limit,
+        hint: `The quota resets at 00:00 UTC, in ${retryAfter} s. The keyless demo still answers meanwhile.`,
+        headers: { 'Retry-After': String(retryAfter) },
+      });
+    }
+    return perAddressPerDay - byAddress;
+  }
+
+  /** Creates an Agent Starter sandbox: workspace, agent, key shown once, one-time claim link. */
+  async registerSandbox(input: { name: string; ip: string; userAgent?: string | undefined; origin: WorkspaceOrigin; keyKind: KeyKind }): Promise<Registration> {
+    this.assertRegistrationOpen();
+    const remainingForAddress = await this.countRegistration(input.ip);
+    const claimToken = `pcs_clm_${randomToken(32)}`;
+    const claimExpiresAt = new Date(this.clock.now() + this.config.identity.claimLinkTtlDays * DAY_MS);
+    const keyExpiresAt = new Date(this.clock.now() + this.config.limits.sandbox.keyLifetimeDays * DAY_MS);
+    const result = await this.sql.tx(async (tx) => {
+      const workspace = await this.workspaces.create({ name: input.name, plan: 'agent_starter', origin: input.origin, isSandbox: true, createdByAgent: true }, tx);
+      const agentId = newId('agt');
+      await this.sql.exec('INSERT INTO agents (id, workspace_id, name, user_agent) VALUES ($1, $2, $3, $4)', [agentId, workspace.id, input.name, input.userAgent?.slice(0, 300) ?? null], tx);
+      const { row, secret } = await this.keys.create(
+        { workspaceId: workspace.id, name: `${input.name} sandbox key`, kind: input.keyKind, scopes: SANDBOX_SCOPES, agentId, expiresAt: keyExpiresAt },
+        tx,
+      );
+      await this.sql.exec('INSERT INTO claim_tokens (token_hash, workspace_id, expires_at) VALUES ($1, $2, $3)', [hashClaimToken(claimToken), workspace.id, claimExpiresAt], tx);
+      return { workspace, agentId, key: row, secret };
+    });
+    await this.events.emit('workspace.registered', { workspaceId: result.workspace.id, agentId: result.agentId, origin: input.origin });
+    return { ...result, agentName: input.name, claimToken, claimExpiresAt, remainingForAddress };
+  }
+
+  /** New key with identical workspace, scopes, agent and expiry; the old key stops at once. */
+  async rotate(keyId: string, workspaceId: string): Promise<{ row: ApiKeyRow; secret: string; rotationsLeftToday: number }> {
+    const old = await this.keys.get(workspaceId, keyId);
+    if (!old || old.revoked_at) throw new ApiError('invalid_credentials', 'This key can no longer be rotated.');
+    if (old.kind !== 'sandbox' && old.kind !== 'agent' && old.kind !== 'oauth_client') {
+      throw new ApiError('forbidden', 'Only sandbox and agent keys rotate themselves.', { hint: 'People replace their keys in Settings: create a new key (POST /api/api-keys), then delete the old one.' });
+    }
+    const perDay = this.config.limits.sandbox.keyRotationsPerDay;
+    const now = this.clock.now();
+    const used = await this.kv.incr(`rot:${workspaceId}:${utcDay(now)}`, 1, 2 * DAY_MS);
+    if (used > perDay) {
+      const retryAfter = secondsUntilUtcMidnight(now);
+      throw new ApiError('daily_quota_exceeded', `Daily key rotation quota reached (${perDay} per day).`, {
+        retry_after: retryAfter,
+        limit: { key_rotations_per_day: perDay },
+        hint: `Keep using the current key; rotations reset at 00:00 UTC, in ${retryAfter} s.`,
+        headers: { 'Retry-After': String(retryAfter) },
+      });
+    }
+    const created = await this.sql.tx(async (tx) => {
+      const locked = await this.sql.one<ApiKeyRow>('SELECT * FROM api_keys WHERE id = $1 AND revoked_at IS NULL FOR UPDATE', [keyId], tx);
+      if (!locked) throw new ApiError('invalid_credentials', 'This key was revoked while rotating.');
+      const fresh = await this.keys.create(
+        {
+          workspaceId,
+          name: locked.name,
+          kind: locked.kind,
+          scopes: locked.scopes,
+          legacy: locked.legacy,
+          createdByPersonId: locked.created_by_person_id,
+          agentId: locked.agent_id,
+          expiresAt: locked.expires_at,
+          rotatedFromId: locked.id,
+        },
+        tx,
+      );
+      await this.sql.exec(`UPDATE api_keys SET revoked_at = now(), revoked_reason = 'rotated' WHERE id = $1`, [keyId], tx);
+      await this.sql.exec('UPDATE oauth_clients SET key_id = $2 WHERE key_id = $1', [keyId, fresh.row.id], tx);
+      return fresh;
+    });
+    await this.keys.invalidateKey(keyId);
+    await this.events.emit('api_key.revoked', { workspaceId, keyId, reason: 'rotated' });
+    return { ...created, rotationsLeftToday: Math.max(0, perDay - used) };
+  }
+
+  /** The sandbox a claim token points at, if the token is still usable. */
+  async findClaimable(token: string): Promise<{ workspace: WorkspaceRow; expiresAt: Date } | null> {
+    const row = await this.sql.one<{ workspace_id: string; expires_at: Date; used_at: Date | null }>('SELECT workspace_id, expires_at, used_at FROM claim_tokens WHERE token_hash = $1', [
+      hashClaimToken(token),
+    ]);
+    if (!row || row.used_at || new Date(row.expires_at).getTime() <= this.clock.now()) return null;
+    const workspace = await this.workspaces.get(row.workspace_id);
+    if (!workspace?.is_sandbox) return null;
+    return { workspace, expiresAt: new Date(row.expires_at) };
+  }
+
+  /**
+   * SPEC's claim transition: conditions (claimer owns or administers the target; the target is not
+   * a test workspace or an unclaimed agent workspace; the target holds fewer than the claimed-agent
+   * limit) and effects (moves under the target, free plan, limits lift, test workspace, agent key
+   * revoked unless kept, event for other plugins), atomically.
+   */
+  async claim(input: { token: string; targetWorkspaceId: string; claimer: Claimer; keepKey: boolean }): Promise<{ workspace: WorkspaceRow; testWorkspace: WorkspaceRow; revokedKeys: string[]; keptKeys: string[] }> {
+    const notFound = () =>
+      new ApiError('not_found', 'This claim link is unknown, already used or expired.', {
+        hint: 'Claim links are one-time and expire; the agent can register again for a new one.',
+      });
+    const result = await this.sql.tx(async (tx) => {
+      const tokenRow = await this.sql.one<{ workspace_id: string; expires_at: Date; used_at: Date | null }>(
+        'SELECT workspace_id, expires_at, used_at FROM claim_tokens WHERE token_hash = $1 FOR UPDATE',
+        [hashClaimToken(input.token)],
+        tx,
+      );
+      if (!tokenRow || tokenRow.used_at || new Date(tokenRow.expires_at).getTime() <= this.clock.now()) throw notFound();
+      const sandbox = await this.workspaces.get(tokenRow.workspace_id, tx, true);
+      if (!sandbox?.is_sandbox) throw notFound();
+      const target = await this.workspaces.get(input.targetWorkspaceId, tx, true);
+      const refuse = (reason: string, hint: string) => ({ refused: { reason, hint, targetId: target?.id ?? null, sandboxId: sandbox.id } }) as const;
+      if (!target) return refuse('target workspace not found', 'Claim into a workspace you own or administer.');
+      if (target.id === sandbox.id) return refuse('a sandbox cannot claim itself', 'Claim into a workspace you own or administer.');
+      if (input.claimer.type === 'person') {
+        const role = await this.workspaces.roleOf(target.id, input.claimer.personId, tx);
+        if (role !== 'owner' && role !== 'admin') return refuse('the claimer does not own or administer the target workspace', 'Choose a workspace where you are owner or admin.');
+      } else if (input.claimer.workspaceId !== target.id) {
+        return refuse('a workspace:claim key claims into its own workspace only', 'Use a key of the target workspace.');
+      }
+      if (target.is_test) return refuse('the target is a test workspace', 'Claim into the production workspace, not its test workspace.');
+      if (target.is_sandbox) return refuse('the target is an unclaimed agent workspace', 'An unclaimed sandbox cannot hold other agents; claim it first.');
+      const limit = this.config.limits.claimedAgentsPerWorkspace;
+      if ((await this.workspaces.countClaimedAgents(target.id, tx)) >= limit) {
+        return refuse(`the target already holds ${limit} claimed agents`, `A workspace holds at most ${limit} claimed agents.`);
+      }
+
+      await this.sql.exec(
+        `UPDATE workspaces SET plan = 'free', is_sandbox = false, former_sandbox = true, created_by_agent = true, parent_id = $2, claimed_at = now(), updated_at = now() WHERE id = $1`,
+        [sandbox.id, target.id],
+        tx,
+      );
+      await this.sql.exec('UPDATE claim_tokens SET used_at = now() WHERE workspace_id = $1 AND used_at IS NULL', [sandbox.id], tx);
+      const claimed = (await this.workspaces.get(sandbox.id, tx)) as WorkspaceRow;
+      const testWorkspace = await this.workspaces.createTestWorkspace(claimed, tx);
+      const ownerId = await this.workspaces.ownerOf(target.id, tx);
+      if (ownerId) await this.workspaces.addMember(sandbox.id, ownerId, 'owner', tx);
+      if (input.claimer.type === 'person' && input.claimer.personId !== ownerId) await this.workspaces.addMember(sandbox.id, input.claimer.personId, 'admin', tx);
+
+      const agentKeys = await this.sql.many<{ id: string }>(
+        `SELECT id FROM api_keys WHERE workspace_id = $1 AND revoked_at IS NULL AND kind IN ('sandbox', 'oauth_client')`,
+        [sandbox.id],
+        tx,
+      );
+      const ids = agentKeys.map((k) => k.id);
+      if (input.keepKey) {
+        // A kept key has the full access of an API key in the workspace until revoked.
+        await this.sql.exec(`UPDATE api_keys SET expires_at = NULL, scopes = NULL WHERE id = ANY($1::text[])`, [ids], tx);
+      } else {
+        await this.sql.exec(`UPDATE api_keys SET revoked_at = now(), revoked_reason = 'claimed' WHERE id = ANY($1::text[])`, [ids], tx);
+      }
+      await this.audit.record(
+        {
+          workspaceId: target.id,
+          actorType: input.claimer.type,
+          actorId: input.claimer.type === 'person' ? input.claimer.personId : input.claimer.keyId,
+          ...(input.claimer.type === 'api_key' ? { viaKeyId: input.claimer.keyId } : {}),
+          action: 'agent.claim',
+          target: sandbox.id,
+          outcome: 'done',
+          details: { kept_key: input.keepKey, test_workspace_id: testWorkspace.id },
+        },
+        tx,
+      );
+      return { workspace: { ...claimed, test_workspace_id: testWorkspace.id }, testWorkspace, revokedKeys: input.keepKey ? [] : ids, keptKeys: input.keepKey ? ids : [] };
+    });
+    if ('refused' in result) {
+      // Recorded outside the transaction, which had nothing to keep.
+      const { reason, hint, targetId, sandboxId } = result.refused;
+      if (targetId) {
+        await this.audit.record({
+          workspaceId: targetId,
+          actorType: input.claimer.type,
+          actorId: input.claimer.type === 'person' ? input.claimer.personId : input.claimer.keyId,
+          action: 'agent.claim',
+          target: sandboxId,
+          outcome: 'refused',
+          reason,
+        });
+      }
+      throw new ApiError('forbidden', `Claim refused: ${reason}.`, { hint, fields: { reason } });
+    }
+    const outcome = result;
+    await this.keys.invalidateWorkspace(outcome.workspace.id);
+    await this.events.emit('workspace.claimed', {
+      workspaceId: outcome.workspace.id,
+      targetWorkspaceId: input.targetWorkspaceId,
+      claimedBy: { type: input.claimer.type, id: input.claimer.type === 'person' ? input.claimer.personId : input.claimer.keyId },
+      keptKey: input.keepKey,
+      at: new Date(this.clock.now()).toISOString(),
+    });
+    return outcome;
+  }
+}

@@ -1,0 +1,35 @@
+import type { Request } from 'express';
+import { ApiError } from '../../core/errors';
+import type { Principal } from '../../core/auth';
+import type { RouteSpec } from '../../core/http/route';
+import { credentialOf } from './auth/authenticators';
+import { invalidCredentials, missingCredentials, wrongKindOfCredential } from './errors';
+
+/**
+ * SPEC's 401 shapes for requests without an accepted credential, and the 403s for agent tokens
+ * on person-only routes.
+ */
+export function identityUnauthorized(route: RouteSpec, reason: 'missing' | 'wrong_kind', ctx: { req: Request; principal: Principal | null }): ApiError {
+  if (reason === 'missing') {
+    if (credentialOf(ctx.req)) return invalidCredentials('The credential sent is not one this service recognises.');
+    return missingCredentials();
+  }
+  const principal = ctx.principal;
+  const personOnly = route.accepts?.length === 1 && route.accepts[0] === 'person';
+  if (principal?.kind === 'access_token' && personOnly) {
+    if (route.keyManagement) {
+      return new ApiError('agent_cannot_manage_keys', 'Agent tokens cannot manage API keys.', {
+        hint: 'A person manages keys in Settings (session or person token); an agent rotates its own key with POST /api/api-keys/rotate.',
+      });
+    }
+    return new ApiError('forbidden', 'Agent tokens cannot use this route; it accepts person credentials only.', {
+      hint: 'Agent management, agent keys, the agent inbox and approval decisions are for people signed in to the workspace.',
+      fields: { reason: 'person credentials only' },
+    });
+  }
+  const message = route.wrongCredentialMessage ?? (personOnly ? 'This route accepts a person\'s session or person token only; API keys are not accepted here.' : 'This route does not accept this kind of credential.');
+  const hint =
+    route.wrongCredentialHint ??
+    (personOnly ? 'Sign in (POST /api/auth/signin) and send the session cookie or Authorization: Bearer <person token>.' : 'See the route description in /api/openapi.json for the credentials it takes.');
+  return wrongKindOfCredential(message, hint);
+}
