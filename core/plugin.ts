@@ -28,15 +28,15 @@ export interface PluginContext {
   readonly events: EventBus;
   readonly hooks: Hooks;
   /** Declares a route; it needs credentials unless its spec says `auth: 'public'` or `'optional'`. */
-  route(spec: RouteSpec<never, never, never> | RouteSpec): void;
+  readonly route: (spec: RouteSpec<never, never, never> | RouteSpec) => void;
   /** Adds a readiness check reported by GET /readyz. */
-  readiness(name: string, check: ReadinessCheck): void;
+  readonly readiness: (name: string, check: ReadinessCheck) => void;
   /** Base URL of this instance as callers should use it (PUBLIC_URL, else the listen address). */
-  publicUrl(): string;
+  readonly publicUrl: () => string;
   /** Runs once the server listens (background jobs start here). */
-  onStart(fn: () => Promise<void> | void): void;
+  readonly onStart: (fn: () => Promise<void> | void) => void;
   /** Runs at shutdown, in reverse plugin order, after in-flight requests finished. */
-  onClose(fn: () => Promise<void> | void): void;
+  readonly onClose: (fn: () => Promise<void> | void) => void;
 }
 
 /** A plugin: one folder under plugins/, one definition exported from its index.ts. */

@@ -18,6 +18,7 @@ import { IDENTITY } from './tokens';
 import { identityUnauthorized } from './unauthorized';
 
 export { IDENTITY } from './tokens';
+export { FailedAuthGuard } from './auth/failed-auth';
 export { identityOf, personPrincipal, workspaceAttributes } from './auth/principal';
 export { credentialOf, looksLikeJwt } from './auth/authenticators';
 export { invalidCredentials, missingCredentials, wrongKindOfCredential, insufficientScope, sandboxRefusal, WHERE_TO_GET_A_CREDENTIAL } from './errors';

@@ -1,0 +1,157 @@
+import type { Principal } from '../../../core/auth';
+import type { EventBus } from '../../../core/events';
+import { ApiError } from '../../../core/errors';
+import { newId } from '../../../core/ids';
+import { created, defineRoute, ok } from '../../../core/http/route';
+import type { RouteSpec } from '../../../core/http/route';
+import { decodeCursor, listEnvelope, listQuery } from '../../../core/pagination';
+import { z } from 'zod';
+import { keyView } from '../../identity';
+import * as s from '../schemas';
+import type { AccountsDeps } from './deps';
+import { checkRequestedScopes } from './keys';
+
+interface AgentRow {
+  id: string;
+  workspace_id: string;
+  name: string;
+  status: 'active' | 'disabled';
+  created_by_person_id: string | null;
+  created_at: Date;
+}
+
+const PERSON_ONLY = {
+  accepts: ['person'] as const,
+  wrongCredentialMessage: 'Agent management accepts person credentials only, not API keys.',
+  wrongCredentialHint: 'Sign in (POST /api/auth/signin) and use the session cookie or Authorization: Bearer <person token>.',
+};
+
+function agentView(a: AgentRow): Record<string, unknown> {
+  return { id: a.id, name: a.name, status: a.status, created_by: a.created_by_person_id, created_at: new Date(a.created_at).toISOString() };
+}
+
+export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
+  const find = async (p: Principal, id: string): Promise<AgentRow> => {
+    const a = await d.sql.one<AgentRow>('SELECT * FROM agents WHERE id = $1 AND workspace_id = $2', [id, p.workspaceId]);
+    if (!a) throw new ApiError('not_found', 'No agent with this id in the workspace.');
+    return a;
+  };
+  return [
+    defineRoute({
+      id: 'agents.list',
+      method: 'get',
+      path: '/api/agents',
+      summary: 'Agents of the workspace.',
+      tags: ['Agents'],
+      ...PERSON_ONLY,
+      query: z.object(listQuery),
+      handler: async ({ principal, query }) => {
+        const p = principal as Principal;
+        const after = query.cursor ? decodeCursor(query.cursor) : null;
+        const rows = after
+          ? await d.sql.many<AgentRow>('SELECT * FROM agents WHERE workspace_id = $1 AND (created_at, id) < ($2::timestamptz, $3) ORDER BY created_at DESC, id DESC LIMIT $4', [
+              p.workspaceId,
+              new Date(Number(after.sort)).toISOString(),
+              after.id,
+              query.limit + 1,
+            ])
+          : await d.sql.many<AgentRow>('SELECT * FROM agents WHERE workspace_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2', [p.workspaceId, query.limit + 1]);
+        return ok(listEnvelope(rows, query.limit, agentView, (r) => ({ sort: new Date(r.created_at).getTime(), id: r.id })));
+      },
+    }),
+    defineRoute({
+      id: 'agents.create',
+      method: 'post',
+      path: '/api/agents',
+      summary: 'Create an agent in the workspace (then mint its keys with POST /api/agents/{id}/keys).',
+      tags: ['Agents'],
+      ...PERSON_ONLY,
+      body: s.createAgentBody,
+      example: s.createAgentExample,
+      handler: async ({ principal, body }) => {
+        const p = principal as Principal;
+        const row = await d.sql.one<AgentRow>('INSERT INTO agents (id, workspace_id, name, created_by_person_id) VALUES ($1, $2, $3, $4) RETURNING *', [newId('agt'), p.workspaceId, body.name, p.personId ?? null]);
+        return created({ agent: agentView(row as AgentRow) });
+      },
+    }),
+    defineRoute({
+      id: 'agents.read',
+      method: 'get',
+      path: '/api/agents/:id',
+      summary: 'One agent of the workspace.',
+      tags: ['Agents'],
+      ...PERSON_ONLY,
+      params: s.agentIdParams,
+      handler: async ({ principal, params }) => ok({ agent: agentView(await find(principal as Principal, params.id)) }),
+    }),
+    defineRoute({
+      id: 'agents.update',
+      method: 'patch',
+      path: '/api/agents/:id',
+      summary: 'Rename, disable or re-enable an agent (disabling revokes its keys).',
+      tags: ['Agents'],
+      ...PERSON_ONLY,
+      params: s.agentIdParams,
+      body: s.updateAgentBody,
+      example: s.updateAgentExample,
+      handler: async ({ principal, params, body }) => {
+        const p = principal as Principal;
+        const a = await find(p, params.id);
+        const row = await d.sql.one<AgentRow>('UPDATE agents SET name = COALESCE($3, name), status = COALESCE($4, status), updated_at = now() WHERE id = $1 AND workspace_id = $2 RETURNING *', [
+          a.id,
+          p.workspaceId,
+          body.name ?? null,
+          body.status ?? null,
+        ]);
+        if (body.status === 'disabled') await revokeAgentKeys(d, events, p.workspaceId, a.id);
+        return ok({ agent: agentView(row as AgentRow) });
+      },
+    }),
+    defineRoute({
+      id: 'agents.delete',
+      method: 'delete',
+      path: '/api/agents/:id',
+      summary: 'Disable an agent and revoke its keys (its usage history stays).',
+      tags: ['Agents'],
+      ...PERSON_ONLY,
+      params: s.agentIdParams,
+      handler: async ({ principal, params }) => {
+        const p = principal as Principal;
+        const a = await find(p, params.id);
+        await d.sql.exec(`UPDATE agents SET status = 'disabled', updated_at = now() WHERE id = $1`, [a.id]);
+        const revoked = await revokeAgentKeys(d, events, p.workspaceId, a.id);
+        return ok({ id: a.id, status: 'disabled', revoked_keys: revoked });
+      },
+    }),
+    defineRoute({
+      id: 'agents.keys.create',
+      method: 'post',
+      path: '/api/agents/:id/keys',
+      summary: 'Mint an agent-bound key (shown once).',
+      tags: ['Agents'],
+      ...PERSON_ONLY,
+      keyManagement: true,
+      params: s.agentIdParams,
+      body: s.agentKeyBody,
+      example: s.agentKeyExample,
+      handler: async ({ principal, params, body }) => {
+        const p = principal as Principal;
+        const a = await find(p, params.id);
+        if (a.status !== 'active') throw new ApiError('conflict', 'The agent is disabled; enable it first (PATCH /api/agents/{id} {"status":"active"}).');
+        const { scopes, legacy } = checkRequestedScopes(p, body.scopes);
+        const expiresAt = body.expires_at ? new Date(body.expires_at) : null;
+        const { row, secret } = await d.keys.create({ workspaceId: p.workspaceId, name: body.name ?? `${a.name} key`, kind: 'agent', scopes, legacy, createdByPersonId: p.personId ?? null, agentId: a.id, expiresAt });
+        return created({ api_key: { ...keyView(row), key: secret, shown_once: true }, agent: agentView(a) });
+      },
+    }),
+  ];
+}
+
+async function revokeAgentKeys(d: AccountsDeps, events: EventBus, workspaceId: string, agentId: string): Promise<number> {
+  const keys = await d.sql.many<{ id: string }>('SELECT id FROM api_keys WHERE agent_id = $1 AND workspace_id = $2 AND revoked_at IS NULL', [agentId, workspaceId]);
+  for (const k of keys) {
+    await d.keys.revoke(k.id, 'agent disabled');
+    await events.emit('api_key.revoked', { workspaceId, keyId: k.id, reason: 'agent disabled' });
+  }
+  return keys.length;
+}

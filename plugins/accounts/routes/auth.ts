@@ -1,0 +1,147 @@
+import { ApiError } from '../../../core/errors';
+import { created, defineRoute, ok } from '../../../core/http/route';
+import type { Reply, RouteSpec } from '../../../core/http/route';
+import { invalidCredentials, workspaceView } from '../../identity';
+import * as s from '../schemas';
+import { personView } from '../services/people';
+import type { PersonRow } from '../services/people';
+import { SESSION_COOKIE } from '../services/sessions';
+import type { NewSession } from '../services/sessions';
+import type { AccountsDeps } from './deps';
+
+export function sessionCookie(value: string, maxAgeS: number, secure: boolean): string {
+  return `${SESSION_COOKIE}=${encodeURIComponent(value)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeS}${secure ? '; Secure' : ''}`;
+}
+
+export function signedInReply(d: AccountsDeps, person: PersonRow, session: NewSession, status: 200 | 201, extra: Record<string, unknown> = {}): Reply {
+  return {
+    status,
+    headers: { 'Set-Cookie': sessionCookie(session.cookie, d.config.identity.sessionTtlHours * 3600, d.config.identity.secureCookies), 'Cache-Control': 'no-store' },
+    body: {
+      person: personView(person),
+      session: { id: session.session.id, expires_at: new Date(session.session.expires_at).toISOString() },
+      token: { access_token: session.token, token_type: 'Bearer', expires_in: session.tokenExpiresIn, use: 'Authorization: Bearer <access_token> (person token); browsers use the pcs_session cookie.' },
+      ...extra,
+    },
+  };
+}
+
+export function authRoutes(d: AccountsDeps): RouteSpec[] {
+  return [
+    defineRoute({
+      id: 'auth.signup',
+      method: 'post',
+      path: '/api/auth/signup',
+      summary: 'Sign up with email and password; creates your workspace (and its test workspace).',
+      tags: ['People'],
+      auth: 'public',
+      body: s.signupBody,
+      example: s.signupExample,
+      handler: async ({ body, clientIp, req }) => {
+        const { person, workspace } = await d.people.create({
+          email: body.email,
+          password: body.password,
+          displayName: body.display_name ?? body.email.split('@')[0] ?? 'person',
+          dateOfBirth: body.date_of_birth,
+          workspaceName: body.workspace_name,
+        });
+        const session = await d.sessions.create(person.id, 'password', { ip: clientIp, userAgent: req.headers['user-agent'] });
+        return signedInReply(d, person, session, 201, { workspace: workspaceView(workspace) });
+      },
+    }),
+    defineRoute({
+      id: 'auth.signin',
+      method: 'post',
+      path: '/api/auth/signin',
+      summary: 'Sign in with email and password: a session cookie and a person token.',
+      tags: ['People'],
+      auth: 'public',
+      body: s.signinBody,
+      example: s.signinExample,
+      handler: async ({ body, clientIp, req }) => {
+        await d.failures.check(clientIp);
+        const person = await d.people.checkPassword(body.email, body.password);
+        if (!person) {
+          await d.failures.fail(clientIp);
+          throw invalidCredentials('Email or password is wrong.', 'Check both, or sign up at POST /api/auth/signup.');
+        }
+        const session = await d.sessions.create(person.id, 'password', { ip: clientIp, userAgent: req.headers['user-agent'] });
+        return signedInReply(d, person, session, 200);
+      },
+    }),
+    defineRoute({
+      id: 'auth.signout',
+      method: 'post',
+      path: '/api/auth/signout',
+      summary: 'End the current session.',
+      tags: ['People'],
+      accepts: ['person'],
+      handler: async ({ principal }): Promise<Reply> => {
+        if (principal?.personId && principal.sessionId) await d.sessions.revoke(principal.personId, principal.sessionId);
+        return { status: 200, headers: { 'Set-Cookie': sessionCookie('', 0, d.config.identity.secureCookies) }, body: { signed_out: true } };
+      },
+    }),
+    defineRoute({
+      id: 'auth.wallet.nonce',
+      method: 'post',
+      path: '/api/auth/wallet/nonce',
+      summary: 'Sign-In with Ethereum: a one-time message naming the service, to sign with the wallet.',
+      tags: ['People'],
+      auth: 'public',
+      body: s.walletNonceBody,
+      example: s.walletNonceExample,
+      handler: async ({ body }) => ok(await d.wallets.challenge(body.address, body.chain_id ?? 1)),
+    }),
+    defineRoute({
+      id: 'auth.wallet.signin',
+      method: 'post',
+      path: '/api/auth/wallet/signin',
+      summary: 'Sign in with a signed Sign-In with Ethereum message (nothing on chain); the first sign-in creates the account.',
+      tags: ['People'],
+      auth: 'public',
+      body: s.walletSigninBody,
+      example: s.walletSigninExample,
+      handler: async ({ body, clientIp, req }) => {
+        await d.failures.check(clientIp);
+        let address: string;
+        try {
+          address = await d.wallets.verify(body.message, body.signature);
+        } catch (err) {
+          await d.failures.fail(clientIp);
+          throw err;
+        }
+        let person = await d.people.byWallet(address);
+        let status: 200 | 201 = 200;
+        if (!person) {
+          if (!body.date_of_birth) {
+            throw new ApiError('validation_error', 'A new wallet account needs date_of_birth.', {
+              issues: [{ path: 'date_of_birth', reason: 'required the first time a wallet signs in' }],
+              hint: 'Ask for a new message (the nonce was used) and send date_of_birth (YYYY-MM-DD) with the signature.',
+            });
+          }
+          ({ person } = await d.people.create({ displayName: `${address.slice(0, 6)}…${address.slice(-4)}`, dateOfBirth: body.date_of_birth }));
+          await d.people.linkWallet(person.id, address);
+          status = 201;
+        }
+        const session = await d.sessions.create(person.id, 'wallet', { ip: clientIp, userAgent: req.headers['user-agent'] });
+        return signedInReply(d, person, session, status, { wallet: address });
+      },
+    }),
+    defineRoute({
+      id: 'user.wallets.link',
+      method: 'post',
+      path: '/api/user/wallets',
+      summary: 'Link another wallet to your account with a signed Sign-In with Ethereum message.',
+      tags: ['People'],
+      accepts: ['person'],
+      body: s.walletLinkBody,
+      example: { message: '<the message from POST /api/auth/wallet/nonce>', signature: '0x<signature>' },
+      handler: async ({ body, principal }) => {
+        if (!principal?.personId) throw new ApiError('unauthorized', 'Sign in first.');
+        const address = await d.wallets.verify(body.message, body.signature);
+        await d.people.linkWallet(principal.personId, address);
+        return created({ address: address.toLowerCase(), linked: true });
+      },
+    }),
+  ];
+}

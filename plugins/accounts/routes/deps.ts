@@ -1,0 +1,18 @@
+import type { Config } from '../../../config';
+import type { Sql } from '../../../core/db/sql';
+import type { AuditLog, FailedAuthGuard, KeyService, Workspaces } from '../../identity';
+import type { People } from '../services/people';
+import type { Sessions } from '../services/sessions';
+import type { WalletSignIn } from '../services/wallet-signin';
+
+export interface AccountsDeps {
+  config: Config;
+  sql: Sql;
+  people: People;
+  sessions: Sessions;
+  wallets: WalletSignIn;
+  keys: KeyService;
+  workspaces: Workspaces;
+  audit: AuditLog;
+  failures: FailedAuthGuard;
+}

@@ -1,0 +1,109 @@
+import type { Principal } from '../../../core/auth';
+import type { EventBus } from '../../../core/events';
+import { ApiError } from '../../../core/errors';
+import { created, defineRoute, ok } from '../../../core/http/route';
+import type { RouteSpec } from '../../../core/http/route';
+import { decodeCursor, listEnvelope, listQuery } from '../../../core/pagination';
+import { z } from 'zod';
+import { effectiveScopes, identityOf, insufficientScope, keyView, LEGACY_SCOPES, NAME_ONLY_SCOPES, NAMED_SCOPES, unknownScopes } from '../../identity';
+import * as s from '../schemas';
+import type { AccountsDeps } from './deps';
+
+const PERSON_ONLY = {
+  accepts: ['person'] as const,
+  keyManagement: true,
+  wrongCredentialMessage: 'API keys are managed by people: this route accepts a person\'s session or person token only, not an API key.',
+  wrongCredentialHint: 'Sign in (POST /api/auth/signin) and use the session cookie or Authorization: Bearer <person token>. An agent rotates its own key with POST /api/api-keys/rotate.',
+};
+
+/**
+ * Checks the scopes a person asks for on a new key: known names only; permissions granted by name
+ * only need an owner or admin; a scoped person token may only grant scopes it holds.
+ */
+export function checkRequestedScopes(principal: Principal, requested: string[] | undefined): { scopes: string[] | null; legacy: boolean } {
+  const names = requested && requested.length > 0 ? [...new Set(requested)] : null;
+  if (names) {
+    const unknown = unknownScopes(names);
+    if (unknown.length > 0) {
+      throw new ApiError('validation_error', `Unknown scope${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}.`, {
+        issues: unknown.map((u) => ({ path: `scopes.${names.indexOf(u)}`, reason: `"${u}" is not a scope` })),
+        hint: `Valid scopes: ${NAMED_SCOPES.join(', ')} (legacy choices ${LEGACY_SCOPES.join(', ')} are still accepted). Omit scopes for full access.`,
+        fields: { valid_scopes: NAMED_SCOPES, legacy_scopes: LEGACY_SCOPES },
+        example: { name: 'checkout service', scopes: ['price:compute'] },
+      });
+    }
+    const nameOnly = names.filter((n) => (NAME_ONLY_SCOPES as readonly string[]).includes(n));
+    const role = identityOf(principal).role;
+    if (nameOnly.length > 0 && role !== 'owner' && role !== 'admin') {
+      throw new ApiError('forbidden', `Only workspace owners and admins can create keys with ${nameOnly.join(', ')}.`, { fields: { reason: 'role too low', role } });
+    }
+  }
+  const held = principal.scopes ?? [];
+  const fullAccess = identityOf(principal).authMethod === 'session' || held.length >= effectiveScopes(null).length;
+  if (!fullAccess) {
+    const wanted = names ? effectiveScopes(names) : effectiveScopes(null);
+    const beyond = wanted.filter((w) => !held.includes(w) && !(NAME_ONLY_SCOPES as readonly string[]).includes(w));
+    if (beyond.length > 0) throw insufficientScope(beyond, 'A key cannot be wider than the credential creating it: your person token does not hold these scopes.');
+  }
+  return { scopes: names, legacy: names ? names.some((n) => (LEGACY_SCOPES as readonly string[]).includes(n)) : false };
+}
+
+export function keyRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
+  return [
+    defineRoute({
+      id: 'apiKeys.list',
+      method: 'get',
+      path: '/api/api-keys',
+      summary: 'API keys of the workspace (never their secrets).',
+      tags: ['API keys'],
+      ...PERSON_ONLY,
+      query: z.object(listQuery),
+      handler: async ({ principal, query }) => {
+        const ws = (principal as Principal).workspaceId;
+        const rows = await d.keys.list(ws, query.limit, query.cursor ? decodeCursor(query.cursor) : undefined);
+        return ok(listEnvelope(rows, query.limit, keyView, (r) => ({ sort: new Date(r.created_at).getTime(), id: r.id })));
+      },
+    }),
+    defineRoute({
+      id: 'apiKeys.create',
+      method: 'post',
+      path: '/api/api-keys',
+      summary: 'Create an API key (shown once); a scoped creator may only grant scopes it holds.',
+      tags: ['API keys'],
+      ...PERSON_ONLY,
+      body: s.createKeyBody,
+      example: s.createKeyExample,
+      handler: async ({ principal, body }) => {
+        const p = principal as Principal;
+        const { scopes, legacy } = checkRequestedScopes(p, body.scopes);
+        let agentId: string | null = null;
+        if (body.agent_id) {
+          const agent = await d.sql.one<{ id: string }>(`SELECT id FROM agents WHERE id = $1 AND workspace_id = $2 AND status = 'active'`, [body.agent_id, p.workspaceId]);
+          if (!agent) throw new ApiError('not_found', 'No active agent with this id in the workspace.');
+          agentId = agent.id;
+        }
+        const expiresAt = body.expires_at ? new Date(body.expires_at) : null;
+        if (expiresAt && expiresAt.getTime() <= Date.now()) throw new ApiError('validation_error', 'expires_at must be in the future.', { issues: [{ path: 'expires_at', reason: 'in the past' }] });
+        const { row, secret } = await d.keys.create({ workspaceId: p.workspaceId, name: body.name, kind: agentId ? 'agent' : 'person', scopes, legacy, createdByPersonId: p.personId ?? null, agentId, expiresAt });
+        return created({ api_key: { ...keyView(row), key: secret, shown_once: true } });
+      },
+    }),
+    defineRoute({
+      id: 'apiKeys.delete',
+      method: 'delete',
+      path: '/api/api-keys/:keyId',
+      summary: 'Revoke an API key of the workspace; it stops at once (and its team invitations are cancelled).',
+      tags: ['API keys'],
+      ...PERSON_ONLY,
+      params: s.keyIdParams,
+      handler: async ({ principal, params }) => {
+        const p = principal as Principal;
+        const key = await d.keys.get(p.workspaceId, params.keyId);
+        if (!key) throw new ApiError('not_found', 'No API key with this id in the workspace.');
+        const revoked = await d.keys.revoke(key.id, 'revoked by a person');
+        if (revoked) await events.emit('api_key.revoked', { workspaceId: p.workspaceId, keyId: key.id, reason: 'revoked' });
+        return ok({ id: key.id, revoked: true });
+      },
+    }),
+  ];
+}

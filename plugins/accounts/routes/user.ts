@@ -1,0 +1,100 @@
+import { ApiError } from '../../../core/errors';
+import { defineRoute, ok } from '../../../core/http/route';
+import type { RouteSpec } from '../../../core/http/route';
+import * as s from '../schemas';
+import { personView } from '../services/people';
+import type { AccountsDeps } from './deps';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+
+function assertUuid(value: string, path: string): void {
+  if (!UUID.test(value)) {
+    throw new ApiError('invalid_session_id', 'Invalid session ID format', { issues: [{ path, reason: 'must be a UUID' }], hint: 'Session ids are UUIDs as listed by GET /api/user/sessions.' });
+  }
+}
+
+export function userRoutes(d: AccountsDeps): RouteSpec[] {
+  const personOf = (p: { personId?: string } | null): string => {
+    if (!p?.personId) throw new ApiError('unauthorized', 'Sign in first.');
+    return p.personId;
+  };
+  return [
+    defineRoute({
+      id: 'user.read',
+      method: 'get',
+      path: '/api/user',
+      summary: 'Your account, your workspaces and roles, and linked wallets.',
+      tags: ['People'],
+      accepts: ['person'],
+      handler: async ({ principal }) => {
+        const id = personOf(principal);
+        const person = await d.people.get(id);
+        if (!person) throw new ApiError('not_found', 'Account not found.');
+        return ok({ person: personView(person), workspaces: await d.people.memberships(id), wallets: await d.people.wallets(id), current_workspace_id: principal?.workspaceId });
+      },
+    }),
+    defineRoute({
+      id: 'user.wallets.list',
+      method: 'get',
+      path: '/api/user/wallets',
+      summary: 'Wallets linked to your account.',
+      tags: ['People'],
+      accepts: ['person'],
+      handler: async ({ principal }) => ok({ data: await d.people.wallets(personOf(principal)) }),
+    }),
+    defineRoute({
+      id: 'user.sessions.list',
+      method: 'get',
+      path: '/api/user/sessions',
+      summary: 'Your open sessions.',
+      tags: ['People'],
+      accepts: ['person'],
+      handler: async ({ principal }) => {
+        const rows = await d.sessions.list(personOf(principal));
+        return ok({
+          object: 'list',
+          data: rows.map((r) => ({
+            id: r.id,
+            method: r.method,
+            user_agent: r.user_agent,
+            created_at: new Date(r.created_at).toISOString(),
+            expires_at: new Date(r.expires_at).toISOString(),
+            current: r.id === principal?.sessionId,
+          })),
+          has_more: false,
+          next_cursor: null,
+        });
+      },
+    }),
+    defineRoute({
+      id: 'user.sessions.revokeAll',
+      method: 'delete',
+      path: '/api/user/sessions',
+      summary: 'End all your sessions, except currentSessionId when given (query parameter, a UUID).',
+      tags: ['People'],
+      accepts: ['person'],
+      query: s.revokeAllQuery,
+      handler: async ({ principal, query }) => {
+        const keep = query.currentSessionId;
+        if (keep !== undefined) assertUuid(keep, 'currentSessionId');
+        const ended = await d.sessions.revokeAll(personOf(principal), keep);
+        return ok({ revoked: ended, kept: keep ?? null });
+      },
+    }),
+    defineRoute({
+      id: 'user.sessions.revoke',
+      method: 'delete',
+      path: '/api/user/sessions/:sessionId',
+      summary: 'End one of your sessions.',
+      tags: ['People'],
+      accepts: ['person'],
+      params: s.uuidParam,
+      handler: async ({ principal, params }) => {
+        assertUuid(params.sessionId, 'sessionId');
+        const done = await d.sessions.revoke(personOf(principal), params.sessionId);
+        if (!done) throw new ApiError('not_found', 'No open session of yours has this id.');
+        return ok({ revoked: params.sessionId });
+      },
+    }),
+  ];
+}

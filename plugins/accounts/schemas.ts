@@ -1,0 +1,56 @@
+import { z } from 'zod';
+
+const dateOfBirth = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'use YYYY-MM-DD').refine((s) => !Number.isNaN(Date.parse(`${s}T00:00:00Z`)), 'not a real date');
+const password = z.string().min(10, 'use at least 10 characters').max(200);
+const email = z.string().trim().toLowerCase().email().max(254);
+const hexSignature = z.string().regex(/^0x[0-9a-fA-F]+$/, 'a 0x-prefixed hex signature') as unknown as z.ZodType<`0x${string}`>;
+
+export const signupBody = z.strictObject({
+  email,
+  password,
+  display_name: z.string().trim().min(1).max(80).optional(),
+  date_of_birth: dateOfBirth.describe('Accounts are for people aged 18 or over.'),
+  workspace_name: z.string().trim().min(1).max(80).optional(),
+});
+export const signupExample = { email: 'ada@example.com', password: 'correct horse battery', display_name: 'Ada', date_of_birth: '1990-12-10' };
+
+export const signinBody = z.strictObject({ email, password: z.string().min(1).max(200) });
+export const signinExample = { email: 'ada@example.com', password: 'correct horse battery' };
+
+export const walletNonceBody = z.strictObject({ address: z.string().min(42).max(42), chain_id: z.number().int().positive().optional() });
+export const walletNonceExample = { address: '0x0000000000000000000000000000000000000001', chain_id: 8453 };
+
+export const walletSigninBody = z.strictObject({
+  message: z.string().min(20).max(4000),
+  signature: hexSignature,
+  date_of_birth: dateOfBirth.optional().describe('Needed the first time a wallet signs in (a new account).'),
+});
+export const walletSigninExample = { message: '<the message from POST /api/auth/wallet/nonce>', signature: '0x<signature>' };
+
+export const walletLinkBody = z.strictObject({ message: z.string().min(20).max(4000), signature: hexSignature });
+
+export const uuidParam = z.object({ sessionId: z.string() });
+export const revokeAllQuery = z.object({ currentSessionId: z.string().optional() });
+
+export const createKeyBody = z.strictObject({
+  name: z.string().trim().min(1).max(80),
+  scopes: z.array(z.string().min(1).max(64)).max(20).optional().describe('Named scopes; omit or [] for full access (except permissions granted by name only).'),
+  agent_id: z.string().min(3).max(64).optional(),
+  expires_at: z.string().datetime().optional(),
+});
+export const createKeyExample = { name: 'checkout service', scopes: ['price:compute'] };
+
+export const keyIdParams = z.object({ keyId: z.string().min(3).max(64) });
+export const agentIdParams = z.object({ id: z.string().min(3).max(64) });
+
+export const createAgentBody = z.strictObject({ name: z.string().trim().min(2).max(80) });
+export const createAgentExample = { name: 'pricing-agent/returns' };
+export const updateAgentBody = z.strictObject({ name: z.string().trim().min(2).max(80).optional(), status: z.enum(['active', 'disabled']).optional() });
+export const updateAgentExample = { status: 'disabled' };
+
+export const agentKeyBody = z.strictObject({
+  name: z.string().trim().min(1).max(80).optional(),
+  scopes: z.array(z.string().min(1).max(64)).max(20).optional(),
+  expires_at: z.string().datetime().optional(),
+});
+export const agentKeyExample = { name: 'returns agent key', scopes: ['price:compute'] };

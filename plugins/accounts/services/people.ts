@@ -1,0 +1,120 @@
+import type { Config } from '../../../config';
+import type { Clock } from '../../../core/clock';
+import type { Sql } from '../../../core/db/sql';
+import { ApiError } from '../../../core/errors';
+import { newId } from '../../../core/ids';
+import type { Workspaces, WorkspaceRow } from '../../identity';
+import { DUMMY_HASH, hashPassword, verifyPassword } from './passwords';
+
+export interface PersonRow {
+  id: string;
+  email: string | null;
+  email_verified: boolean;
+  password_hash: string | null;
+  display_name: string;
+  date_of_birth: string | null;
+  status: 'active' | 'suspended' | 'rejected' | 'restricted';
+  default_workspace_id: string | null;
+  created_at: Date;
+}
+
+export interface MembershipView {
+  workspace_id: string;
+  name: string;
+  role: 'owner' | 'admin' | 'member';
+  plan: string;
+  is_test: boolean;
+}
+
+/** Whole years between a date of birth (YYYY-MM-DD) and now. */
+export function ageOn(dateOfBirth: string, now: number): number {
+  const dob = new Date(`${dateOfBirth}T00:00:00Z`);
+  const today = new Date(now);
+  let age = today.getUTCFullYear() - dob.getUTCFullYear();
+  const m = today.getUTCMonth() - dob.getUTCMonth();
+  if (m < 0 || (m === 0 && today.getUTCDate() < dob.getUTCDate())) age--;
+  return age;
+}
+
+/** People: sign-up, password sign-in, wallet accounts, memberships. */
+export class People {
+  constructor(
+    private readonly sql: Sql,
+    private readonly workspaces: Workspaces,
+    private readonly clock: Clock,
+    private readonly config: Config,
+  ) {}
+
+  assertOldEnough(dateOfBirth: string): void {
+    const min = this.config.limits.minUserAge;
+    if (ageOn(dateOfBirth, this.clock.now()) < min) {
+      throw new ApiError('forbidden', `Accounts are for people aged ${min} or over.`, { fields: { reason: 'minimum age' }, hint: `The service is only available to people aged ${min} or over.` });
+    }
+  }
+
+  /** A person with their own workspace (owner) and its test workspace. */
+  async create(input: { email?: string | null; password?: string | null; displayName: string; dateOfBirth: string; workspaceName?: string | undefined }): Promise<{ person: PersonRow; workspace: WorkspaceRow }> {
+    this.assertOldEnough(input.dateOfBirth);
+    const passwordHash = input.password ? await hashPassword(input.password) : null;
+    return this.sql.tx(async (tx) => {
+      if (input.email) {
+        const taken = await this.sql.one<{ id: string }>('SELECT id FROM people WHERE lower(email) = lower($1)', [input.email], tx);
+        if (taken) throw new ApiError('conflict', 'An account with this email already exists.', { hint: 'Sign in at POST /api/auth/signin.' });
+      }
+      const workspace = await this.workspaces.create({ name: input.workspaceName ?? `${input.displayName}'s workspace`, plan: 'free', origin: 'person_signup' }, tx);
+      await this.workspaces.createTestWorkspace(workspace, tx);
+      const person = await this.sql.one<PersonRow>(
+        `INSERT INTO people (id, email, password_hash, display_name, date_of_birth, default_workspace_id) VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
+        [newId('per'), input.email ?? null, passwordHash, input.displayName, input.dateOfBirth, workspace.id],
+        tx,
+      );
+      if (!person) throw new Error('person insert returned nothing');
+      await this.workspaces.addMember(workspace.id, person.id, 'owner', tx);
+      return { person, workspace: (await this.workspaces.get(workspace.id, tx)) as WorkspaceRow };
+    });
+  }
+
+  /** Checks email and password in constant time whether or not the account exists. */
+  async checkPassword(email: string, password: string): Promise<PersonRow | null> {
+    const person = await this.sql.one<PersonRow>('SELECT * FROM people WHERE lower(email) = lower($1)', [email]);
+    const ok = await verifyPassword(password, person?.password_hash ?? DUMMY_HASH);
+    return person && person.password_hash && ok ? person : null;
+  }
+
+  async get(id: string): Promise<PersonRow | null> {
+    return this.sql.one<PersonRow>('SELECT * FROM people WHERE id = $1', [id]);
+  }
+
+  async byWallet(address: string): Promise<PersonRow | null> {
+    return this.sql.one<PersonRow>('SELECT p.* FROM people p JOIN wallet_links w ON w.person_id = p.id WHERE w.address = $1', [address.toLowerCase()]);
+  }
+
+  async linkWallet(personId: string, address: string): Promise<void> {
+    const owner = await this.sql.one<{ person_id: string }>('SELECT person_id FROM wallet_links WHERE address = $1', [address.toLowerCase()]);
+    if (owner && owner.person_id !== personId) throw new ApiError('conflict', 'This wallet is linked to another account.');
+    await this.sql.exec('INSERT INTO wallet_links (address, person_id) VALUES ($1, $2) ON CONFLICT (address) DO NOTHING', [address.toLowerCase(), personId]);
+  }
+
+  async wallets(personId: string): Promise<Array<{ address: string; created_at: Date }>> {
+    return this.sql.many('SELECT address, created_at FROM wallet_links WHERE person_id = $1 ORDER BY created_at', [personId]);
+  }
+
+  async memberships(personId: string): Promise<MembershipView[]> {
+    return this.sql.many<MembershipView>(
+      'SELECT m.workspace_id, w.name, m.role, w.plan, w.is_test FROM memberships m JOIN workspaces w ON w.id = m.workspace_id WHERE m.person_id = $1 ORDER BY m.created_at',
+      [personId],
+    );
+  }
+}
+
+export function personView(p: PersonRow): Record<string, unknown> {
+  return {
+    id: p.id,
+    email: p.email,
+    email_verified: p.email_verified,
+    display_name: p.display_name,
+    status: p.status,
+    default_workspace_id: p.default_workspace_id,
+    created_at: new Date(p.created_at).toISOString(),
+  };
+}

@@ -1,0 +1,94 @@
+import type { Request } from 'express';
+import { decodeJwt, jwtVerify } from 'jose';
+import type { Authenticator, Principal } from '../../../core/auth';
+import type { Clock } from '../../../core/clock';
+import type { Sql } from '../../../core/db/sql';
+import { ApiError } from '../../../core/errors';
+import { credentialOf, FULL_ACCESS, invalidCredentials, looksLikeJwt, personPrincipal } from '../../identity';
+import type { Role, WorkspaceRow } from '../../identity';
+import type { People } from './people';
+import { PERSON_TOKEN_AUDIENCE, SESSION_COOKIE } from './sessions';
+import type { Sessions } from './sessions';
+
+export function readCookie(req: Request, name: string): string | null {
+  const header = req.headers.cookie;
+  if (!header) return null;
+  for (const part of header.split(';')) {
+    const [k, ...v] = part.trim().split('=');
+    if (k === name) return decodeURIComponent(v.join('='));
+  }
+  return null;
+}
+
+const STATUS_RANK = { active: 0, restricted: 1, suspended: 2, rejected: 3 } as const;
+
+/**
+ * People: the session cookie, or a person token (JWT bound to a session) as a bearer value. The
+ * workspace acted in is `x-workspace-id` when sent (must be a membership), else the default one.
+ */
+export class PersonAuthenticator implements Authenticator {
+  readonly name = 'person';
+
+  constructor(
+    private readonly sessions: Sessions,
+    private readonly people: People,
+    private readonly sql: Sql,
+    private readonly clock: Clock,
+    private readonly secret: Uint8Array,
+  ) {}
+
+  async authenticate(req: Request): Promise<Principal | null> {
+    const cred = credentialOf(req);
+    let personId: string;
+    let sessionId: string;
+    let scopes: readonly string[] = FULL_ACCESS;
+    let method: 'session' | 'person_token';
+    if (cred?.source === 'bearer' && looksLikeJwt(cred.value)) {
+      let aud: unknown;
+      try {
+        aud = decodeJwt(cred.value).aud;
+      } catch {
+        return null;
+      }
+      if (aud !== PERSON_TOKEN_AUDIENCE) return null;
+      let payload: { sub?: string; sid?: unknown; scope?: unknown };
+      try {
+        ({ payload } = await jwtVerify(cred.value, this.secret, { audience: PERSON_TOKEN_AUDIENCE, algorithms: ['HS256'], currentDate: new Date(this.clock.now()) }));
+      } catch (err) {
+        const expired = (err as { code?: string }).code === 'ERR_JWT_EXPIRED';
+        throw invalidCredentials(expired ? 'The person token has expired.' : 'The person token is not valid.', 'Sign in again (POST /api/auth/signin) for a fresh token.');
+      }
+      const session = typeof payload.sid === 'string' ? await this.sessions.byId(payload.sid) : null;
+      if (!session || session.person_id !== payload.sub) throw invalidCredentials('The session behind this person token has ended.', 'Sign in again (POST /api/auth/signin).');
+      personId = session.person_id;
+      sessionId = session.id;
+      method = 'person_token';
+      if (typeof payload.scope === 'string') scopes = payload.scope.split(' ').filter((s) => (FULL_ACCESS as readonly string[]).includes(s));
+    } else if (!cred) {
+      const cookie = readCookie(req, SESSION_COOKIE);
+      if (!cookie) return null;
+      const session = await this.sessions.byCookie(cookie);
+      if (!session) throw invalidCredentials('The session has ended.', 'Sign in again (POST /api/auth/signin).');
+      personId = session.person_id;
+      sessionId = session.id;
+      method = 'session';
+    } else return null;
+
+    const person = await this.people.get(personId);
+    if (!person) throw invalidCredentials('This account no longer exists.');
+    const asked = req.headers['x-workspace-id'];
+    const workspaceId = typeof asked === 'string' && asked !== '' ? asked : person.default_workspace_id;
+    const row = workspaceId
+      ? await this.sql.one<WorkspaceRow & { role: Role }>('SELECT w.*, m.role FROM workspaces w JOIN memberships m ON m.workspace_id = w.id WHERE w.id = $1 AND m.person_id = $2', [
+          workspaceId,
+          personId,
+        ])
+      : null;
+    if (!row) {
+      throw new ApiError('not_found', 'You are not a member of that workspace.', { hint: 'Send x-workspace-id with one of the workspaces listed at GET /api/user, or omit it for your default workspace.' });
+    }
+    // A suspended or rejected person acts as restricted as their account is.
+    const status = STATUS_RANK[person.status] > STATUS_RANK[row.status] ? person.status : row.status;
+    return personPrincipal({ personId, sessionId, workspace: { ...row, status }, role: row.role, authMethod: method, scopes, email: person.email });
+  }
+}

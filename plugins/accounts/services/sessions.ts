@@ -1,0 +1,133 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { SignJWT } from 'jose';
+import type { Clock } from '../../../core/clock';
+import type { Sql } from '../../../core/db/sql';
+import { randomToken } from '../../../core/ids';
+import type { KvStore, Unsubscribe } from '../../../core/kv';
+
+export const PERSON_TOKEN_AUDIENCE = 'pcs:person';
+export const SESSION_COOKIE = 'pcs_session';
+const CHANNEL = 'accounts:session-invalidation';
+const CACHE_TTL_MS = 30_000;
+
+export interface SessionRow {
+  id: string;
+  person_id: string;
+  method: string;
+  user_agent: string | null;
+  ip: string | null;
+  created_at: Date;
+  last_seen_at: Date;
+  expires_at: Date;
+  revoked_at: Date | null;
+}
+
+export interface NewSession {
+  session: SessionRow;
+  /** Opaque cookie value, shown once. */
+  cookie: string;
+  /** Person bearer token (JWT) bound to the session. */
+  token: string;
+  tokenExpiresIn: number;
+}
+
+export function hashSessionToken(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
+}
+
+/** Person sessions: an http-only cookie and a JWT bound to the same revocable session. */
+export class Sessions {
+  private readonly cache = new Map<string, { row: SessionRow | null; until: number }>();
+  private unsubscribe: Unsubscribe | null = null;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly kv: KvStore,
+    private readonly clock: Clock,
+    private readonly secret: Uint8Array,
+    private readonly ttlHours: number,
+    private readonly tokenTtlS: number,
+  ) {}
+
+  async start(): Promise<void> {
+    this.unsubscribe = await this.kv.subscribe(CHANNEL, (id) => this.dropCached(id));
+  }
+
+  async stop(): Promise<void> {
+    await this.unsubscribe?.();
+  }
+
+  private dropCached(sessionId: string): void {
+    for (const [k, v] of this.cache) if (k === sessionId || v.row?.id === sessionId) this.cache.delete(k);
+  }
+
+  async create(personId: string, method: string, meta: { ip: string; userAgent?: string | undefined }): Promise<NewSession> {
+    const cookie = `pcs_ses_${randomToken(32)}`;
+    const expires = new Date(this.clock.now() + this.ttlHours * 3_600_000);
+    const session = await this.sql.one<SessionRow>(
+      `INSERT INTO person_sessions (id, person_id, token_hash, method, user_agent, ip, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
+      [randomUUID(), personId, hashSessionToken(cookie), method, meta.userAgent?.slice(0, 300) ?? null, meta.ip, expires],
+    );
+    if (!session) throw new Error('session insert returned nothing');
+    const token = await this.mintToken(personId, session.id, null);
+    return { session, cookie, token, tokenExpiresIn: this.tokenTtlS };
+  }
+
+  async mintToken(personId: string, sessionId: string, scopes: readonly string[] | null): Promise<string> {
+    const now = Math.floor(this.clock.now() / 1000);
+    return new SignJWT({ sid: sessionId, ...(scopes ? { scope: scopes.join(' ') } : {}) })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setSubject(personId)
+      .setAudience(PERSON_TOKEN_AUDIENCE)
+      .setIssuedAt(now)
+      .setExpirationTime(now + this.tokenTtlS)
+      .sign(this.secret);
+  }
+
+  private usable(row: SessionRow | null): SessionRow | null {
+    if (!row || row.revoked_at || new Date(row.expires_at).getTime() <= this.clock.now()) return null;
+    return row;
+  }
+
+  async byCookie(cookie: string): Promise<SessionRow | null> {
+    const key = `c:${hashSessionToken(cookie)}`;
+    const hit = this.cache.get(key);
+    if (hit && hit.until > this.clock.now()) return this.usable(hit.row);
+    const row = await this.sql.one<SessionRow>('SELECT * FROM person_sessions WHERE token_hash = $1', [hashSessionToken(cookie)]);
+    this.cache.set(key, { row, until: this.clock.now() + CACHE_TTL_MS });
+    return this.usable(row);
+  }
+
+  async byId(id: string): Promise<SessionRow | null> {
+    const hit = this.cache.get(id);
+    if (hit && hit.until > this.clock.now()) return this.usable(hit.row);
+    const row = await this.sql.one<SessionRow>('SELECT * FROM person_sessions WHERE id = $1', [id]);
+    this.cache.set(id, { row, until: this.clock.now() + CACHE_TTL_MS });
+    return this.usable(row);
+  }
+
+  async list(personId: string): Promise<SessionRow[]> {
+    return this.sql.many<SessionRow>('SELECT * FROM person_sessions WHERE person_id = $1 AND revoked_at IS NULL AND expires_at > now() ORDER BY created_at DESC', [personId]);
+  }
+
+  /** Revokes one session of the person; false when it is not theirs or already gone. */
+  async revoke(personId: string, sessionId: string): Promise<boolean> {
+    const n = await this.sql.exec('UPDATE person_sessions SET revoked_at = now() WHERE id = $1 AND person_id = $2 AND revoked_at IS NULL', [sessionId, personId]);
+    this.dropCached(sessionId);
+    await this.kv.publish(CHANNEL, sessionId);
+    return n > 0;
+  }
+
+  /** Revokes every session of the person except `keep`; returns how many ended. */
+  async revokeAll(personId: string, keep?: string): Promise<number> {
+    const ended = await this.sql.many<{ id: string }>(
+      'UPDATE person_sessions SET revoked_at = now() WHERE person_id = $1 AND revoked_at IS NULL AND ($2::uuid IS NULL OR id <> $2::uuid) RETURNING id',
+      [personId, keep ?? null],
+    );
+    for (const { id } of ended) {
+      this.dropCached(id);
+      await this.kv.publish(CHANNEL, id);
+    }
+    return ended.length;
+  }
+}

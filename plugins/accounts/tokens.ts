@@ -1,0 +1,4 @@
+export const ACCOUNTS = {
+  People: Symbol('accounts.People'),
+  Sessions: Symbol('accounts.Sessions'),
+} as const;
