@@ -1,0 +1,78 @@
+import { client } from '../support/http';
+import type { SecurityCase } from '../support/security';
+import { createKey, registerSandbox, signUp } from '../support/world';
+
+/**
+ * The security suite of every authenticated route, by route id. A route without an entry here
+ * fails the coverage test in route-security.test.ts.
+ */
+export const securityCases: Record<string, SecurityCase> = {
+  'agents.claim': {
+    as: 'key',
+    request: async (w, svc) => {
+      const claimer = await createKey(svc, w.a.owner, { name: 'claimer', scopes: ['workspace:claim'] });
+      const sandbox = await registerSandbox(svc, 'claimable');
+      return { path: '/api/agents/claim', body: { token: sandbox.claimToken }, headers: { 'x-api-key': claimer.key } };
+    },
+  },
+  'agents.claimLink.confirm': {
+    as: 'person',
+    request: async (_w, svc) => ({ path: `/api/agents/claim/${(await registerSandbox(svc, 'claim-link')).claimToken}`, body: {} }),
+    cross: async (w, svc) => ({ path: `/api/agents/claim/${(await registerSandbox(svc, 'claim-cross')).claimToken}`, body: { workspace_id: w.b.owner.workspaceId } }),
+  },
+  'apiKeys.rotate': {
+    as: 'sandboxKey',
+    request: async (_w, svc) => ({ path: '/api/api-keys/rotate', body: {}, headers: { 'x-api-key': (await registerSandbox(svc, 'rotating')).key } }),
+  },
+  'me.read': { as: 'key', request: () => ({ path: '/api/me' }) },
+  'agents.capabilities': {
+    as: 'agentKey',
+    request: (w) => ({ path: `/api/agents/${w.a.agentId}/capabilities` }),
+    cross: (w) => ({ path: `/api/agents/${w.b.agentId}/capabilities`, headers: { cookie: w.a.owner.cookie } }),
+  },
+  'auth.signout': {
+    as: 'person',
+    request: async (_w, svc) => ({ path: '/api/auth/signout', body: {}, headers: { cookie: (await signUp(svc, 'leaver')).cookie } }),
+  },
+  'user.wallets.link': { as: 'person', request: () => ({ path: '/api/user/wallets', body: { message: 'x'.repeat(30), signature: '0x00' } }), okStatuses: [401] },
+  'user.read': { as: 'person', request: () => ({ path: '/api/user' }) },
+  'user.wallets.list': { as: 'person', request: () => ({ path: '/api/user/wallets' }) },
+  'user.sessions.list': { as: 'person', request: () => ({ path: '/api/user/sessions' }) },
+  'user.sessions.revokeAll': { as: 'person', request: (w) => ({ path: `/api/user/sessions?currentSessionId=${w.a.owner.sessionId}` }) },
+  'user.sessions.revoke': {
+    as: 'person',
+    request: async (w, svc) => {
+      const res = await client(svc.url).post<Record<string, any>>('/api/auth/signin', { email: w.a.owner.email, password: 'correct horse battery' });
+      return { path: `/api/user/sessions/${res.body.session.id}` };
+    },
+    cross: (w) => ({ path: `/api/user/sessions/${w.b.owner.sessionId}` }),
+  },
+  'apiKeys.list': { as: 'person', request: () => ({ path: '/api/api-keys' }) },
+  'apiKeys.create': { as: 'person', request: () => ({ path: '/api/api-keys', body: { name: 'security suite key' } }) },
+  'apiKeys.delete': {
+    as: 'person',
+    request: async (w, svc) => ({ path: `/api/api-keys/${(await createKey(svc, w.a.owner, { name: 'to delete' })).id}` }),
+    cross: (w) => ({ path: `/api/api-keys/${w.b.keyId}` }),
+  },
+  'agents.list': { as: 'person', request: () => ({ path: '/api/agents' }) },
+  'agents.create': { as: 'person', request: () => ({ path: '/api/agents', body: { name: 'security-agent' } }) },
+  'agents.read': { as: 'person', request: (w) => ({ path: `/api/agents/${w.a.agentId}` }), cross: (w) => ({ path: `/api/agents/${w.b.agentId}` }) },
+  'agents.update': {
+    as: 'person',
+    request: (w) => ({ path: `/api/agents/${w.a.agentId}`, body: { name: 'renamed-agent' } }),
+    cross: (w) => ({ path: `/api/agents/${w.b.agentId}`, body: { status: 'disabled' } }),
+  },
+  'agents.delete': {
+    as: 'person',
+    request: async (w, svc) => {
+      const res = await client(svc.url, { cookie: w.a.owner.cookie }).post<Record<string, any>>('/api/agents', { name: 'doomed-agent' });
+      return { path: `/api/agents/${res.body.agent.id}` };
+    },
+    cross: (w) => ({ path: `/api/agents/${w.b.agentId}` }),
+  },
+  'agents.keys.create': {
+    as: 'person',
+    request: (w) => ({ path: `/api/agents/${w.a.agentId}/keys`, body: { name: 'minted' } }),
+    cross: (w) => ({ path: `/api/agents/${w.b.agentId}/keys`, body: { name: 'stolen' } }),
+  },
+};

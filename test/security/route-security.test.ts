@@ -1,0 +1,55 @@
+import { expect } from 'chai';
+import type { RouteSpec } from '../../core/http/route';
+import { routeSecuritySuite } from '../support/security';
+import { startTestService } from '../support/service';
+import type { TestService } from '../support/service';
+import { buildWorld } from '../support/world';
+import type { World } from '../support/world';
+import { securityCases } from './cases';
+
+/**
+ * Routes need credentials by default. One service with every built-in plugin; the coverage test
+ * fails when a route that is not declared public has no security suite in cases.ts.
+ */
+describe('route security', function () {
+  this.timeout(120_000);
+  let svc: TestService;
+  let world: World;
+  const specs = new Map<string, RouteSpec>();
+
+  before(async () => {
+    svc = await startTestService({
+      config: {
+        limits: {
+          registrations: { perAddressPerDay: 10_000, overallPerDay: 100_000 },
+          sandbox: { keyRotationsPerDay: 10_000 },
+          rateLimit: { perWorkspacePerMinute: 1_000_000, perAddressPerMinute: 1_000_000, failedAuthPerAddressPer15Min: 1_000_000 },
+        },
+      },
+    });
+    for (const { spec } of svc.routes.all()) specs.set(spec.id, spec);
+    world = await buildWorld(svc);
+  });
+  after(() => svc?.close());
+
+  it('has a security suite for every mounted route that is not declared public', () => {
+    const missing = [...specs.values()].filter((r) => (r.auth ?? 'required') !== 'public' && !securityCases[r.id]).map((r) => `${r.method.toUpperCase()} ${r.path} (${r.id})`);
+    expect(missing, `routes without a security suite:\n${missing.join('\n')}`).to.deep.equal([]);
+  });
+
+  it('has no security suite for a route that is not mounted or is public', () => {
+    const stale = Object.keys(securityCases).filter((id) => !specs.has(id) || specs.get(id)?.auth === 'public');
+    expect(stale).to.deep.equal([]);
+  });
+
+  const ctx = {
+    svc: () => svc,
+    world: () => world,
+    spec: (id: string) => {
+      const s = specs.get(id);
+      if (!s) throw new Error(`route ${id} is not mounted`);
+      return s;
+    },
+  };
+  for (const [id, c] of Object.entries(securityCases)) routeSecuritySuite(ctx, id, c);
+});
