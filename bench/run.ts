@@ -44,7 +44,11 @@ const fmt = (n: number, d = 2) => n.toFixed(d);
 
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'pcs-bench-'));
-  const config = loadConfig({ ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', DATA_DIR: dataDir });
+  // Limits are raised so the benchmark measures the rate-limit guard's cost, not its refusals.
+  const config = loadConfig(
+    { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', DATA_DIR: dataDir },
+    { limits: { rateLimit: { perWorkspacePerMinute: 100_000_000, perAddressPerMinute: 100_000_000 } } },
+  );
   const service = await startService({ config, plugins: builtInPlugins });
   const bare = await startBare();
   const worker = fork(path.join(__dirname, 'load-worker.js'), [], { stdio: 'inherit' });
@@ -55,16 +59,23 @@ async function main(): Promise<void> {
   try {
     const scenarios = await buildScenarios({ service, bareUrl: bare.url });
     console.log(`Benchmark: ${CONNECTIONS} connections, ${DURATION_S}s per run, Node ${process.version}, ${config.redis.url ? 'Redis' : 'in-process store'}`);
-    console.log('| scenario | service req/s | bare req/s | ratio | service p50/p99 ms | bare p50/p99 ms | p99 ratio | non-2xx |');
-    console.log('|---|---|---|---|---|---|---|---|');
+    console.log('| scenario | service req/s | bare req/s | ratio | service p50/p99 ms | bare p50/p99 ms | p99 ratio | non-2xx | DB queries/req |');
+    console.log('|---|---|---|---|---|---|---|---|---|');
+    let queries = 0;
+    const query = service.sequelize.query.bind(service.sequelize);
+    service.sequelize.query = ((...args: Parameters<typeof query>) => {
+      queries++;
+      return query(...args);
+    }) as typeof query;
     for (const s of scenarios) {
       // Warm both paths up, then measure bare and service back to back.
       await ask<LoadResult>(worker, { kind: 'load', target: s.bare, connections: CONNECTIONS, durationS: 2 });
       await ask<LoadResult>(worker, { kind: 'load', target: s.service, connections: CONNECTIONS, durationS: 2 });
       const b = await ask<LoadResult>(worker, { kind: 'load', target: s.bare, connections: CONNECTIONS, durationS: DURATION_S });
+      queries = 0;
       const v = await ask<LoadResult>(worker, { kind: 'load', target: s.service, connections: CONNECTIONS, durationS: DURATION_S });
       console.log(
-        `| ${s.name} | ${fmt(v.rps, 0)} | ${fmt(b.rps, 0)} | ${fmt(v.rps / b.rps)} | ${v.p50}/${v.p99} | ${b.p50}/${b.p99} | ${fmt(v.p99 / Math.max(1, b.p99))} | ${v.non2xx + v.errors} |`,
+        `| ${s.name} | ${fmt(v.rps, 0)} | ${fmt(b.rps, 0)} | ${fmt(v.rps / b.rps)} | ${v.p50}/${v.p99} | ${b.p50}/${b.p99} | ${fmt(v.p99 / Math.max(1, b.p99))} | ${v.non2xx + v.errors} | ${fmt(queries / Math.max(1, v.requests), 3)} |`,
       );
     }
     console.log(`\nResident memory of the benchmark process (service + bare app), peak under load: ${fmt(peakRss / 1024 / 1024, 0)} MB`);

@@ -26,5 +26,15 @@ export async function buildScenarios(ctx: BenchContext): Promise<Scenario[]> {
       sequential: true,
     },
   ];
+  if (ctx.service.plugins.includes('identity')) {
+    const reg = await fetch(`${svc}/api/agents/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench-agent' }) });
+    const key = ((await reg.json()) as { api_key: { key: string } }).api_key.key;
+    scenarios.push({
+      name: 'GET /api/me (API key verified, rate limits counted)',
+      service: { url: `${svc}/api/me`, method: 'GET', headers: { 'x-api-key': key } },
+      bare: { url: `${ctx.bareUrl}/bare`, method: 'GET' },
+      sequential: true,
+    });
+  }
   return scenarios;
 }
