@@ -1,4 +1,4 @@
-import { bool, decimal, int, list, num, oneOf, optStr, str } from './settings';
+import { bool, decimal, int, list, num, oneOf, optInt, optStr, str } from './settings';
 import type { ConfigOf, ConfigOverrides } from './settings';
 
 /**
@@ -43,6 +43,28 @@ export const settingsTree = {
     invitationTtlDays: int('INVITATION_TTL_DAYS', 7, 'Days a team invitation stays acceptable.', { min: 1 }),
     keyCacheTtlMs: int('KEY_CACHE_TTL_MS', 30000, 'How long a verified key stays in the in-process cache (revocations invalidate it at once).', { min: 0 }),
     secureCookies: bool('SECURE_COOKIES', false, 'Mark session cookies Secure (set true behind HTTPS).'),
+  },
+  engine: {
+    threads: int('ENGINE_THREADS', 0, 'Worker threads of the pricing pool (0 = the number of cores).', { min: 0, max: 256 }),
+    maxQueue: int('ENGINE_MAX_QUEUE', 2000, 'Pricing tasks that may wait for a worker before new ones are refused.', { min: 1 }),
+    functionTimeoutMs: int('ENGINE_FUNCTION_TIMEOUT_MS', 2000, 'Time limit of one pricing function call (built-in or external) unless the function sets its own.', { min: 1 }),
+    workerHeapMb: int('ENGINE_WORKER_HEAP_MB', 64, 'Heap limit of each pricing worker thread; a function exceeding it fails alone.', { min: 8 }),
+    cacheTtlMs: int('ENGINE_CACHE_TTL_MS', 30000, 'How long a computed result is reused for the same function and context (0 disables the cache).', { min: 0 }),
+    latencyWindowMs: int('LATENCY_WINDOW_MS', 300000, 'Window of the latency statistics used by `fastest` and the catalogue.', { min: 1000 }),
+    latencyMaxSamples: int('LATENCY_MAX_SAMPLES', 256, 'Most latency samples kept per function inside the window.', { min: 8 }),
+    latencyColdBelow: int('LATENCY_COLD_BELOW', 3, 'A function with fewer samples in the window is cold and explored first by `fastest`.', { min: 1 }),
+    breakerWindowMs: int('BREAKER_WINDOW_MS', 60000, 'Window over which a function\'s failures are counted by its circuit breaker.', { min: 1000 }),
+    breakerMinCalls: int('BREAKER_MIN_CALLS', 5, 'Calls in the window before a breaker may open.', { min: 1 }),
+    breakerFailureRatio: num('BREAKER_FAILURE_RATIO', 0.5, 'Failure share in the window that opens a breaker.', { min: 0.01, max: 1 }),
+    breakerCooldownMs: int('BREAKER_COOLDOWN_MS', 30000, 'How long an open breaker skips its function before one trial call.', { min: 100 }),
+    randomSeed: optInt('ENGINE_RANDOM_SEED', 'Seed of the random source of weighted and tie-band choices (tests); unset = cryptographic randomness.'),
+    extraWorkerModules: list('ENGINE_EXTRA_WORKER_MODULES', [], 'Absolute paths of extra modules loaded in pricing workers (each exports `functions`), for operators adding in-process methods and for tests.'),
+  },
+  outbound: {
+    allowList: list('OUTBOUND_ALLOW_LIST', [], 'Addresses or CIDRs that owner-registered URLs may reach although private or loopback (tests, on-premises upstreams).'),
+    httpsOnly: bool('OUTBOUND_HTTPS_ONLY', false, 'Refuse plain-http function endpoints and webhooks.'),
+    timeoutMs: int('OUTBOUND_TIMEOUT_MS', 5000, 'Default time limit of outbound requests.', { min: 1 }),
+    maxBodyBytes: int('OUTBOUND_MAX_BODY_BYTES', 65536, 'Largest response body accepted from an outbound request.', { min: 1024 }),
   },
   limits: {
     sandbox: {

@@ -60,6 +60,10 @@ export function optStr(env: string, doc: string, opts: Options & { url?: boolean
   return def<string | undefined>(env, base.optional(), undefined, doc, (raw) => (raw.trim() === '' ? undefined : raw.trim()), opts);
 }
 
+export function optInt(env: string, doc: string): SettingDef<number | undefined> {
+  return def<number | undefined>(env, z.number().int().optional(), undefined, doc, (raw) => (raw.trim() === '' ? undefined : /^-?\d+$/.test(raw.trim()) ? Number(raw) : raw));
+}
+
 export function oneOf<const T extends readonly [string, ...string[]]>(env: string, values: T, dflt: T[number], doc: string): SettingDef<T[number]> {
   return def(env, z.enum(values) as unknown as z.ZodType<T[number]>, dflt, doc, trimmed);
 }

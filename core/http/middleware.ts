@@ -13,6 +13,7 @@ const INCOMING_ID = /^[A-Za-z0-9._:-]{8,128}$/;
 export function requestContext(log: Logger, metrics: Metrics) {
   return (req: Request, res: Response, next: NextFunction): void => {
     const start = process.hrtime.bigint();
+    res.locals.startedAt = performance.now();
     const incoming = req.headers['x-request-id'];
     const requestId = typeof incoming === 'string' && INCOMING_ID.test(incoming) ? incoming : newId('req');
     res.locals.requestId = requestId;

@@ -1,0 +1,182 @@
+import { lookup as dnsLookup } from 'node:dns';
+import type { LookupAddress } from 'node:dns';
+import { request as httpRequest } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { isIP } from 'node:net';
+import { AddressPolicy } from './address-policy';
+
+export type Resolver = (hostname: string) => Promise<string[]>;
+
+export class OutboundBlockedError extends Error {
+  readonly kind = 'blocked';
+  constructor(
+    readonly target: string,
+    readonly range: string,
+  ) {
+    super(`Outbound request refused: ${target} is a ${range} address.`);
+    this.name = 'OutboundBlockedError';
+  }
+}
+
+export class OutboundError extends Error {
+  constructor(
+    readonly kind: 'timeout' | 'redirect' | 'too_large' | 'status' | 'invalid_json' | 'network' | 'protocol',
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+    this.name = 'OutboundError';
+  }
+}
+
+export interface SafeHttpClientOptions {
+  /** CIDRs or addresses exempt from the private-address refusal (tests, on-premises upstreams). */
+  allowList?: readonly string[];
+  /** Name resolution; defaults to the system resolver. Tests substitute a stub. */
+  resolver?: Resolver;
+  maxBodyBytes?: number;
+  defaultTimeoutMs?: number;
+  /** Refuse plain http: (production); tests talk to loopback servers over http. */
+  httpsOnly?: boolean;
+}
+
+export interface JsonResponse {
+  status: number;
+  body: unknown;
+}
+
+const systemResolver: Resolver = (hostname) =>
+  new Promise((resolve, reject) =>
+    dnsLookup(hostname, { all: true, verbatim: true }, (err, addresses: LookupAddress[]) => (err ? reject(err) : resolve(addresses.map((a) => a.address)))),
+  );
+
+/**
+ * The one outbound HTTP client of the service (plugins and the engine may not open connections
+ * themselves; a lint rule enforces it). The address is checked at connection time — literal IPs
+ * before connecting, names on the addresses the connection will use, so a resolver that changes
+ * its answer (DNS rebinding) cannot slip through — redirects are never followed, and time and body
+ * size are capped.
+ */
+export class SafeHttpClient {
+  private readonly policy: AddressPolicy;
+  private readonly resolver: Resolver;
+  private readonly maxBodyBytes: number;
+  private readonly defaultTimeoutMs: number;
+  private readonly httpsOnly: boolean;
+
+  constructor(opts: SafeHttpClientOptions = {}) {
+    this.policy = new AddressPolicy(opts.allowList ?? []);
+    this.resolver = opts.resolver ?? systemResolver;
+    this.maxBodyBytes = opts.maxBodyBytes ?? 256 * 1024;
+    this.defaultTimeoutMs = opts.defaultTimeoutMs ?? 10_000;
+    this.httpsOnly = opts.httpsOnly ?? false;
+  }
+
+  /** Throws OutboundBlockedError when the address may not be reached. */
+  assertAddress(address: string, target: string): void {
+    const verdict = this.policy.check(address);
+    if (!verdict.allowed) throw new OutboundBlockedError(target, verdict.range);
+  }
+
+  /** Checks a URL's scheme and, for literal IPs, its address, without connecting. */
+  checkUrl(raw: string): URL {
+    let url: URL;
+    try {
+      url = new URL(raw);
+    } catch {
+      throw new OutboundError('protocol', `Not a URL: ${raw}`);
+    }
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new OutboundError('protocol', `Only http and https URLs are allowed, not ${url.protocol}`);
+    if (this.httpsOnly && url.protocol !== 'https:') throw new OutboundError('protocol', 'Only https URLs are allowed.');
+    if (url.username || url.password) throw new OutboundError('protocol', 'URLs with credentials are not allowed.');
+    const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+    // WHATWG URL has already normalised decimal, hex, octal and short IPv4 forms to dotted quads.
+    if (isIP(host)) this.assertAddress(host, url.host);
+    return url;
+  }
+
+  async postJson(raw: string, payload: unknown, opts: { timeoutMs?: number; headers?: Record<string, string>; signal?: AbortSignal } = {}): Promise<JsonResponse> {
+    const url = this.checkUrl(raw);
+    const body = Buffer.from(JSON.stringify(payload), 'utf8');
+    const timeoutMs = opts.timeoutMs ?? this.defaultTimeoutMs;
+    const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+    const lookup = (hostname: string, options: { all?: boolean }, cb: (err: Error | null, address?: string | LookupAddress[], family?: number) => void): void => {
+      this.resolver(hostname).then(
+        (addresses) => {
+          try {
+            if (addresses.length === 0) throw new OutboundError('network', `${hostname} has no address`);
+            // Every answer must be allowed: a mixed answer is how rebinding tries its luck.
+            for (const a of addresses) this.assertAddress(a, hostname);
+            const entries = addresses.map((a) => ({ address: a, family: isIP(a) }));
+            if (options.all) cb(null, entries);
+            else cb(null, entries[0]?.address, entries[0]?.family);
+          } catch (err) {
+            cb(err as Error);
+          }
+        },
+        (err: unknown) => cb(err as Error),
+      );
+    };
+    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    return new Promise<JsonResponse>((resolve, reject) => {
+      let settled = false;
+      const finish = (err: Error | null, value?: JsonResponse) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        if (err) reject(err);
+        else resolve(value as JsonResponse);
+      };
+      const req = send(
+        {
+          protocol: url.protocol,
+          hostname: host,
+          port: url.port || undefined,
+          path: `${url.pathname}${url.search}`,
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/json', 'content-length': String(body.length), 'user-agent': 'pricing-compute/1', ...opts.headers },
+          lookup: isIP(host) ? undefined : (lookup as never),
+          agent: false,
+          ...(opts.signal ? { signal: opts.signal } : {}),
+        },
+        (res: IncomingMessage) => {
+          const status = res.statusCode ?? 0;
+          if (status >= 300 && status < 400) {
+            res.resume();
+            finish(new OutboundError('redirect', `Redirects are not followed (${status} to ${String(res.headers.location ?? '?')}).`, status));
+            req.destroy();
+            return;
+          }
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on('data', (chunk: Buffer) => {
+            size += chunk.length;
+            if (size > this.maxBodyBytes) {
+              finish(new OutboundError('too_large', `Response larger than ${this.maxBodyBytes} bytes.`));
+              req.destroy();
+              return;
+            }
+            chunks.push(chunk);
+          });
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            if (status < 200 || status >= 300) return finish(new OutboundError('status', `Upstream answered ${status}.`, status));
+            try {
+              finish(null, { status, body: JSON.parse(text) as unknown });
+            } catch {
+              finish(new OutboundError('invalid_json', 'Upstream answer is not JSON.', status));
+            }
+          });
+          res.on('error', (err) => finish(new OutboundError('network', err.message)));
+        },
+      );
+      const timer = setTimeout(() => {
+        finish(new OutboundError('timeout', `No answer within ${timeoutMs} ms.`));
+        req.destroy();
+      }, timeoutMs);
+      req.on('error', (err) => finish(err instanceof OutboundBlockedError || err instanceof OutboundError ? err : new OutboundError('network', err.message)));
+      req.end(body);
+    });
+  }
+}

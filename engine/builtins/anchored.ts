@@ -1,0 +1,84 @@
+import { D, clamp01, currencyOf, num, positiveMoney, round3, toPrice } from './inputs';
+import type { Dec } from './inputs';
+import { MethodNotApplicable } from './types';
+import type { Context, MethodResult } from './types';
+
+const DEFAULT_MAX_STEP = 0.1;
+const DEAD_BAND = 0.01;
+const PACE_TOLERANCE = 0.1;
+
+/**
+ * Anchored adjustment of `current_price`: towards `target_price`, or by sell-through pacing
+ * (units sold against a linear plan over the season), never more than `max_step_pct` (default 10%)
+ * per call and not at all inside a 1% dead band. With only a current price it echoes it, honestly
+ * labelled, at confidence 0.15.
+ */
+export function anchored(ctx: Context): MethodResult {
+  const currency = currencyOf(ctx);
+  const current = positiveMoney(ctx, 'current_price');
+  if (!current) throw new MethodNotApplicable('anchored adjustment needs current_price.', ['current_price']);
+  const step = num(ctx, 'max_step_pct') ?? DEFAULT_MAX_STEP;
+  if (step <= 0 || step >= 1) throw new MethodNotApplicable('max_step_pct is a fraction in (0, 1).', ['max_step_pct']);
+  const lower = current.times(1 - step);
+  const upper = current.times(1 + step);
+  const notes: string[] = [];
+  let target: Dec | undefined = positiveMoney(ctx, 'target_price');
+  let used = ['current_price'];
+  let factors: Record<string, number>;
+
+  if (target) {
+    used.push('target_price');
+    factors = { target_supplied: 0.4 };
+  } else {
+    const sold = num(ctx, 'units_sold');
+    const received = num(ctx, 'units_received') ?? num(ctx, 'inventory_start');
+    const elapsed = num(ctx, 'season_elapsed');
+    if (sold !== undefined && received !== undefined && received > 0 && elapsed !== undefined && elapsed > 0 && elapsed <= 1) {
+      used = [...used, 'units_sold', ctx.units_received !== undefined ? 'units_received' : 'inventory_start', 'season_elapsed'];
+      const pace = sold / received / elapsed;
+      const elasticity = num(ctx, 'elasticity');
+      if (elapsed < 0.1) {
+        target = current;
+        notes.push('too early in the season to judge the pace: hold');
+      } else if (pace < 1 - PACE_TOLERANCE) {
+        target = elasticity && Math.abs(elasticity) > 0 ? current.times(Math.pow(pace, 1 / Math.abs(elasticity))) : lower;
+        notes.push(`selling behind plan (pace ${round3(pace)}): mark down`);
+      } else if (pace > 1 + PACE_TOLERANCE) {
+        target = elasticity && Math.abs(elasticity) > 0 ? current.times(Math.pow(pace, 1 / Math.abs(elasticity))) : upper;
+        notes.push(`selling ahead of plan (pace ${round3(pace)}): mark up`);
+      } else {
+        target = current;
+        notes.push(`on plan (pace ${round3(pace)}): hold`);
+      }
+      factors = { elapsed: round3(Math.min(1, elapsed / 0.25)), volume: round3(sold / (sold + 20)), method: 0.6 };
+    } else {
+      target = current;
+      factors = { current_price_echoed: 0.15 };
+      notes.push('current price echoed: no target_price and no sell-through signal (units_sold, units_received, season_elapsed)');
+    }
+  }
+
+  let price = target;
+  if (price.lt(lower)) {
+    price = lower;
+    notes.push(`step limited to -${step * 100}%`);
+  } else if (price.gt(upper)) {
+    price = upper;
+    notes.push(`step limited to +${step * 100}%`);
+  }
+  if (price.minus(current).abs().div(current).lt(DEAD_BAND) && !price.eq(current)) {
+    price = current;
+    notes.push('change under 1%: held');
+  }
+  const confidence = Object.values(factors).reduce((acc, f) => acc * f, 1);
+  return {
+    price: toPrice(price, currency),
+    currency,
+    confidence: round3(clamp01(confidence)),
+    confidence_factors: factors,
+    inputs_used: used,
+    notes,
+    details: { current_price: toPrice(current, currency), change_pct: round3(price.div(current).minus(1).times(100).toNumber()), bounds: [toPrice(lower, currency), toPrice(upper, currency)] },
+  };
+}
+

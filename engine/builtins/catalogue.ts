@@ -1,0 +1,75 @@
+import { anchored } from './anchored';
+import { charm } from './charm';
+import { competitive } from './competitive';
+import { costPlus } from './cost-plus';
+import { elasticityOptimum } from './elasticity';
+import type { PricingMethod } from './types';
+
+export interface BuiltinSpec {
+  id: string;
+  name: string;
+  description: string;
+  tags: string[];
+  /** USDC per call, decimal string. */
+  costPerUnit: string;
+  costMultiplier: string;
+  /** Context keys the method reads (documented in docs/functions.md). */
+  inputs: string[];
+  method: PricingMethod;
+}
+
+/** The built-in pricing methods. Their names are reserved across the network. */
+export const BUILTINS: readonly BuiltinSpec[] = [
+  {
+    id: 'fn_builtin_cost_plus',
+    name: 'cost-plus',
+    description: 'Cost-plus pricing with a target margin or markup; spreads fixed costs over expected volume.',
+    tags: ['cost', 'margin', 'cold-start'],
+    costPerUnit: '0.001',
+    costMultiplier: '1',
+    inputs: ['unit_cost', 'target_margin', 'markup', 'fixed_costs', 'expected_volume', 'min_price', 'currency'],
+    method: costPlus,
+  },
+  {
+    id: 'fn_builtin_competitive',
+    name: 'competitive-position',
+    description: 'Positions the price against observed competitor prices: match, undercut, premium or lowest, within floors and ceilings.',
+    tags: ['market', 'competitors'],
+    costPerUnit: '0.0015',
+    costMultiplier: '1',
+    inputs: ['competitor_prices', 'position', 'undercut_pct', 'premium_pct', 'min_price', 'max_price', 'unit_cost', 'min_markup', 'currency'],
+    method: competitive,
+  },
+  {
+    id: 'fn_builtin_elasticity',
+    name: 'elasticity-optimum',
+    description: 'Profit-maximising price from demand elasticity (given or estimated from price history) or a linear demand curve.',
+    tags: ['demand', 'elasticity', 'optimisation'],
+    costPerUnit: '0.002',
+    costMultiplier: '1',
+    inputs: ['unit_cost', 'elasticity', 'price_history', 'demand_intercept', 'demand_slope', 'max_markup_multiple', 'currency'],
+    method: elasticityOptimum,
+  },
+  {
+    id: 'fn_builtin_charm',
+    name: 'charm-pricing',
+    description: 'Psychological (charm) rounding of a target, current or cost-plus price, within a tolerance and the bounds.',
+    tags: ['presentation', 'rounding'],
+    costPerUnit: '0.0008',
+    costMultiplier: '1',
+    inputs: ['target_price', 'current_price', 'unit_cost', 'charm_tolerance', 'min_price', 'max_price', 'currency'],
+    method: charm,
+  },
+  {
+    id: 'fn_builtin_anchored',
+    name: 'anchored-adjustment',
+    description: 'Moves current_price towards a target or by sell-through pace, in bounded steps; echoes it when nothing else is known.',
+    tags: ['current-price', 'inventory', 'cold-start'],
+    costPerUnit: '0.001',
+    costMultiplier: '1',
+    inputs: ['current_price', 'target_price', 'max_step_pct', 'units_sold', 'units_received', 'inventory_start', 'season_elapsed', 'elasticity', 'currency'],
+    method: anchored,
+  },
+];
+
+export const BUILTIN_METHODS: Readonly<Record<string, PricingMethod>> = Object.fromEntries(BUILTINS.map((b) => [b.name, b.method]));

@@ -1,0 +1,67 @@
+import { D, clamp01, currencyOf, mad, median, num, observations, positiveMoney, round3, toPrice } from './inputs';
+import { MethodNotApplicable } from './types';
+import type { Context, MethodResult } from './types';
+
+const DEFAULT_STEP = 0.05;
+
+/**
+ * Competitive positioning: a robust reference (median of per-source medians, so one seller listing
+ * many times counts once) then match, undercut by x or premium by x, within floors and ceilings.
+ * Confidence = n/(n + 3) × 1/(1 + rCV) × independence, where rCV = 1.4826·MAD/median.
+ */
+export function competitive(ctx: Context): MethodResult {
+  const currency = currencyOf(ctx);
+  const { usable, dropped } = observations(ctx, 'competitor_prices');
+  if (usable.length === 0) throw new MethodNotApplicable('competitive positioning needs competitor_prices (positive numbers or {price, source}).', ['competitor_prices']);
+  const notes: string[] = [];
+  if (dropped > 0) notes.push(`${dropped} competitor price(s) were not positive numbers and were dropped`);
+  const groups = new Map<string, number[]>();
+  usable.forEach((o, i) => {
+    const key = o.source ?? `unlabelled-${i}`;
+    groups.set(key, [...(groups.get(key) ?? []), o.price]);
+  });
+  const perSource = [...groups.values()].map(median);
+  const n = perSource.length;
+  const ref = median(perSource);
+  const labelled = new Set(usable.filter((o) => o.source !== null).map((o) => o.source));
+  const independence = labelled.size === 1 && usable.every((o) => o.source !== null) ? 0.5 : 1;
+  if (independence < 1) notes.push('every competitor price comes from one source: evidence is not independent');
+
+  const position = typeof ctx.position === 'string' ? ctx.position : 'match';
+  if (!['match', 'undercut', 'premium', 'lowest'].includes(position)) throw new MethodNotApplicable('position must be match, undercut, premium or lowest.', ['position']);
+  const step = num(ctx, position === 'premium' ? 'premium_pct' : 'undercut_pct') ?? DEFAULT_STEP;
+  if (step < 0 || step >= 1) throw new MethodNotApplicable('undercut_pct and premium_pct are fractions in [0, 1).', [position === 'premium' ? 'premium_pct' : 'undercut_pct']);
+  let price = new D(ref);
+  if (position === 'undercut') price = price.times(1 - step);
+  else if (position === 'premium') price = price.times(1 + step);
+  else if (position === 'lowest') price = new D(Math.min(...perSource)).times(1 - step);
+
+  const unitCost = positiveMoney(ctx, 'unit_cost');
+  const minMarkup = num(ctx, 'min_markup') ?? 0;
+  const floors = [positiveMoney(ctx, 'min_price'), unitCost?.times(1 + minMarkup)].filter((x): x is InstanceType<typeof D> => x !== undefined);
+  const floor = floors.length ? floors.reduce((a, b) => (a.gt(b) ? a : b)) : undefined;
+  const ceiling = positiveMoney(ctx, 'max_price');
+  if (floor && ceiling && floor.gt(ceiling)) throw new MethodNotApplicable('The floor (min_price or unit_cost with min_markup) is above max_price: no price satisfies both.', ['min_price', 'max_price']);
+  let bound = 1;
+  if (floor && price.lt(floor)) {
+    price = floor;
+    bound = 0.8;
+    notes.push(`${position} not possible above the floor: the floor binds`);
+  }
+  if (ceiling && price.gt(ceiling)) {
+    price = ceiling;
+    bound = 0.8;
+    notes.push('max_price caps the price');
+  }
+  const rcv = ref > 0 ? (1.4826 * mad(perSource)) / ref : 1;
+  const factors = { amount: round3(n / (n + 3)), agreement: round3(1 / (1 + rcv)), independence, bounds: bound };
+  return {
+    price: toPrice(price, currency),
+    currency,
+    confidence: round3(clamp01(factors.amount * factors.agreement * factors.independence * factors.bounds)),
+    confidence_factors: factors,
+    inputs_used: ['competitor_prices', ...(ctx.position ? ['position'] : []), ...(floor ? ['floor'] : []), ...(ceiling ? ['max_price'] : [])],
+    notes,
+    details: { reference_price: toPrice(new D(ref), currency), sources: n, price_index: round3((price.toNumber() / ref) * 100), position },
+  };
+}

@@ -1,0 +1,65 @@
+import { D, currencyOf, fraction, num, positiveMoney, round3, toPrice } from './inputs';
+import type { Dec } from './inputs';
+import { MethodNotApplicable } from './types';
+import type { Context, MethodResult } from './types';
+
+export const DEFAULT_TARGET_MARGIN = 0.3;
+
+/**
+ * Cost-plus with a target margin: p = c / (1 − g), or with a markup: p = c · (1 + m). Fixed costs
+ * are spread over the expected volume. Confidence reflects input quality only (the method ignores
+ * demand and competitors): 0.5 when the caller gives the margin, 0.35 on the default margin.
+ */
+export function costPlus(ctx: Context): MethodResult {
+  const currency = currencyOf(ctx);
+  const unitCost = positiveMoney(ctx, 'unit_cost');
+  if (!unitCost) throw new MethodNotApplicable('cost-plus needs unit_cost (a positive amount).', ['unit_cost']);
+  const used = ['unit_cost'];
+  const notes: string[] = [];
+  let cost: Dec = unitCost;
+  const fixed = positiveMoney(ctx, 'fixed_costs');
+  const volume = num(ctx, 'expected_volume');
+  if (fixed && volume !== undefined && volume > 0) {
+    cost = cost.plus(fixed.div(volume));
+    used.push('fixed_costs', 'expected_volume');
+  } else if (fixed) notes.push('fixed_costs ignored: expected_volume is missing or not positive');
+
+  const margin = fraction(ctx, 'target_margin', { allowNegative: true });
+  const markup = num(ctx, 'markup');
+  if (markup !== undefined && (markup <= -1 || markup > 10)) throw new MethodNotApplicable(`markup must be a fraction above -1 and at most 10 (0.3 means 30%), got ${markup}.`, ['markup']);
+  let price: Dec;
+  let inputQuality: number;
+  if (margin !== undefined) {
+    price = cost.div(new D(1).minus(margin));
+    used.push('target_margin');
+    inputQuality = 0.5;
+    if (markup !== undefined && Math.abs(margin / (1 - margin) - markup) > 1e-6) notes.push(`target_margin ${margin} and markup ${markup} disagree; target_margin wins`);
+  } else if (markup !== undefined) {
+    price = cost.times(new D(1).plus(markup));
+    used.push('markup');
+    inputQuality = 0.5;
+  } else {
+    price = cost.div(1 - DEFAULT_TARGET_MARGIN);
+    inputQuality = 0.35;
+    notes.push(`no target_margin or markup given: default target margin ${DEFAULT_TARGET_MARGIN * 100}%`);
+  }
+  if ((margin !== undefined && margin < 0) || (markup !== undefined && markup < 0)) notes.push('negative margin: the price is below cost, as requested');
+  const minPrice = positiveMoney(ctx, 'min_price');
+  let boundFactor = 1;
+  if (minPrice && price.lt(minPrice)) {
+    price = minPrice;
+    used.push('min_price');
+    boundFactor = 0.9;
+    notes.push('min_price raised the price');
+  }
+  const factors = { input_quality: inputQuality, bounds: boundFactor };
+  return {
+    price: toPrice(price, currency),
+    currency,
+    confidence: round3(inputQuality * boundFactor),
+    confidence_factors: factors,
+    inputs_used: used,
+    notes,
+    details: { unit_cost_with_fixed: toPrice(cost, currency), markup_applied: round3(price.div(cost).minus(1).toNumber()) },
+  };
+}

@@ -1,0 +1,105 @@
+import Decimal from 'decimal.js';
+import type { Context } from './types';
+import { MethodNotApplicable } from './types';
+
+const D = Decimal.clone({ precision: 40, rounding: Decimal.ROUND_HALF_UP });
+export type Dec = InstanceType<typeof D>;
+export { D };
+
+/** Minor-unit digits of currencies that do not use two. */
+const MINOR_UNITS: Record<string, number> = { JPY: 0, KRW: 0, VND: 0, CLP: 0, ISK: 0, HUF: 2, KWD: 3, BHD: 3, OMR: 3, JOD: 3, TND: 3, USDC: 6 };
+
+export function minorUnits(currency: string): number {
+  return MINOR_UNITS[currency.toUpperCase()] ?? 2;
+}
+
+export function currencyOf(ctx: Context): string {
+  const c = ctx.currency;
+  return typeof c === 'string' && /^[A-Za-z]{3,5}$/.test(c) ? c.toUpperCase() : 'USD';
+}
+
+/** A money amount from the context (JSON number or decimal string); undefined when absent or unusable. */
+export function money(ctx: Context, key: string): Dec | undefined {
+  const v = ctx[key];
+  if (typeof v === 'number' && Number.isFinite(v)) return new D(v);
+  if (typeof v === 'string' && /^-?\d+(\.\d+)?$/.test(v.trim())) return new D(v.trim());
+  return undefined;
+}
+
+export function positiveMoney(ctx: Context, key: string): Dec | undefined {
+  const m = money(ctx, key);
+  return m && m.gt(0) ? m : undefined;
+}
+
+export function num(ctx: Context, key: string): number | undefined {
+  const v = ctx[key];
+  if (typeof v === 'number' && Number.isFinite(v)) return v;
+  if (typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v))) return Number(v);
+  return undefined;
+}
+
+/** A rate given as a fraction (0.3 = 30%). Values above 1 are refused rather than guessed. */
+export function fraction(ctx: Context, key: string, opts: { allowNegative?: boolean; maxExclusive?: number } = {}): number | undefined {
+  const v = num(ctx, key);
+  if (v === undefined) return undefined;
+  const max = opts.maxExclusive ?? 1;
+  if (v >= max || (!opts.allowNegative && v < 0)) {
+    throw new MethodNotApplicable(`${key} must be a fraction below ${max} (0.3 means 30%), got ${v}.`, [key]);
+  }
+  return v;
+}
+
+/** Rounds to the currency's minor units and returns the decimal string. */
+export function toPrice(value: Dec, currency: string): string {
+  return value.toDecimalPlaces(minorUnits(currency), Decimal.ROUND_HALF_UP).toFixed(minorUnits(currency));
+}
+
+export function clamp01(x: number): number {
+  return Math.max(0, Math.min(1, Number.isFinite(x) ? x : 0));
+}
+
+export function round3(x: number): number {
+  return Math.round(x * 1000) / 1000;
+}
+
+export interface Observation {
+  price: number;
+  source: string | null;
+  observedAt: number | null;
+}
+
+/** Competitor or reference prices: numbers, decimal strings, or {price, source?, observed_at?}. */
+export function observations(ctx: Context, key: string): { usable: Observation[]; dropped: number } {
+  const raw = ctx[key];
+  if (!Array.isArray(raw)) return { usable: [], dropped: 0 };
+  const usable: Observation[] = [];
+  let dropped = 0;
+  for (const item of raw) {
+    let price: number | undefined;
+    let source: string | null = null;
+    let observedAt: number | null = null;
+    if (typeof item === 'number') price = item;
+    else if (typeof item === 'string' && /^\d+(\.\d+)?$/.test(item)) price = Number(item);
+    else if (item && typeof item === 'object') {
+      const o = item as Record<string, unknown>;
+      price = typeof o.price === 'number' ? o.price : typeof o.price === 'string' ? Number(o.price) : undefined;
+      source = typeof o.source === 'string' ? o.source : typeof o.seller === 'string' ? o.seller : null;
+      observedAt = typeof o.observed_at === 'string' && !Number.isNaN(Date.parse(o.observed_at)) ? Date.parse(o.observed_at) : null;
+    }
+    if (price !== undefined && Number.isFinite(price) && price > 0) usable.push({ price, source, observedAt });
+    else dropped++;
+  }
+  return { usable, dropped };
+}
+
+export function median(values: number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+}
+
+/** Median absolute deviation (unscaled). */
+export function mad(values: number[]): number {
+  const m = median(values);
+  return median(values.map((v) => Math.abs(v - m)));
+}

@@ -1,0 +1,33 @@
+/**
+ * The contract of a pricing method running inside a worker thread. Everything crossing the worker
+ * boundary is plain JSON: money as decimal strings, never objects that cannot be cloned.
+ */
+export type Context = Record<string, unknown>;
+
+export interface MethodResult {
+  /** Decimal string in the currency's minor units, e.g. "19.99". */
+  price: string;
+  currency: string;
+  /** 0 to 1: how much the evidence supports this price. */
+  confidence: number;
+  /** Named factors whose product (or combination) gave the confidence, so a low number can be explained. */
+  confidence_factors: Record<string, number>;
+  /** The context inputs the method used. */
+  inputs_used: string[];
+  /** Human-readable notes: defaults applied, bounds that bound, conflicts resolved. */
+  notes: string[];
+  details?: Record<string, unknown>;
+}
+
+/** Thrown when a method cannot price this context; the message names the missing inputs. */
+export class MethodNotApplicable extends Error {
+  constructor(
+    message: string,
+    readonly missing: string[],
+  ) {
+    super(message);
+    this.name = 'MethodNotApplicable';
+  }
+}
+
+export type PricingMethod = (context: Context) => MethodResult | Promise<MethodResult>;

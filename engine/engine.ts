@@ -1,0 +1,283 @@
+import type { Counter, Histogram } from 'prom-client';
+import type { Metrics } from '../core/metrics';
+import { dec, formatMoney } from '../core/money';
+import type { MethodResult } from './builtins/types';
+import type { ResultCache } from './cache';
+import type { AttemptReport } from './errors';
+import { EngineError } from './errors';
+import { ExternalFunctionError } from './external';
+import type { ExternalExecutor } from './external';
+import { effectiveCost } from './functions';
+import type { CallerScope, FunctionDescriptor } from './functions';
+import { PoolTimeoutError } from './pool';
+import type { PricingPool } from './pool';
+import type { FunctionRegistry } from './registry';
+import type { RoutingPolicy, Preference, Strategy, PolicyConfig } from './routing/policy';
+import type { RouteDecision, Router } from './routing/router';
+import type { CircuitBreakers } from './stats/breaker';
+import type { LatencyStats } from './stats/latency';
+
+export interface PriceRequest {
+  context: Record<string, unknown>;
+  scope: CallerScope;
+  /** The workspace's default routing policy, when it has one. */
+  policy: RoutingPolicy | null;
+  preference?: Preference | undefined;
+  /** Explicit routing: a function by id or by name. */
+  pin?: { id?: string | undefined; name?: string | undefined };
+}
+
+export interface TraceStage {
+  stage: string;
+  ms: number;
+  [detail: string]: unknown;
+}
+
+export interface Savings {
+  amount: string;
+  currency: 'USDC';
+  compared_with: { function: string; cost_per_unit: string };
+  chosen_cost_per_unit: string;
+}
+
+export interface PriceOutcome {
+  result: MethodResult;
+  fn: FunctionDescriptor;
+  strategy: Strategy | 'explicit';
+  decision: RouteDecision | null;
+  attempts: AttemptReport[];
+  fallbackUsed: boolean;
+  cached: boolean;
+  savings: Savings | null;
+  /** Cost of the call: the answering function's cost per unit × multiplier (USDC). */
+  cost: string;
+  stages: TraceStage[];
+}
+
+export interface EngineOptions {
+  functionTimeoutMs: number;
+}
+
+type AttemptResult = { ok: true; result: MethodResult } | { ok: false; notApplicable?: { message: string; missing: string[] }; error: string };
+
+const since = (t: number) => Math.round((performance.now() - t) * 1000) / 1000;
+
+/** A result is usable when its price is a positive decimal and its confidence is a number in [0, 1]. */
+export function usableResult(r: unknown): r is MethodResult {
+  if (!r || typeof r !== 'object') return false;
+  const x = r as Partial<MethodResult>;
+  return typeof x.price === 'string' && /^\d+(\.\d+)?$/.test(x.price) && dec(x.price).gt(0) && typeof x.confidence === 'number' && Number.isFinite(x.confidence) && x.confidence >= 0 && x.confidence <= 1;
+}
+
+/**
+ * The compute path without HTTP: resolve or route, check the cache, run the function in the pool
+ * (or call its endpoint), walk the fallbacks on failure, keep latency and breaker statistics.
+ * REST, batch, MCP and the demo all call `price`.
+ */
+export class PricingEngine {
+  private readonly calls: Counter<'function' | 'outcome'>;
+  private readonly requests: Counter<'function' | 'outcome'>;
+  private readonly duration: Histogram<'function'>;
+  private readonly fallbacks: Counter<'function'>;
+  private readonly cacheHits: Counter<'function'>;
+
+  constructor(
+    private readonly registry: FunctionRegistry,
+    private readonly router: Router,
+    private readonly pool: PricingPool,
+    private readonly external: ExternalExecutor,
+    private readonly latency: LatencyStats,
+    private readonly breakers: CircuitBreakers,
+    private readonly cache: ResultCache,
+    metrics: Metrics,
+    private readonly opts: EngineOptions,
+  ) {
+    this.calls = metrics.counter({ name: 'pricing_function_calls_total', help: 'Attempts to run a pricing function, by function and outcome.', labelNames: ['function', 'outcome'] });
+    this.requests = metrics.counter({ name: 'pricing_compute_requests_total', help: 'Compute requests by answering function and outcome.', labelNames: ['function', 'outcome'] });
+    this.duration = metrics.histogram({
+      name: 'pricing_function_duration_seconds',
+      help: 'Time a pricing function took, by function (timeouts count at the timeout).',
+      labelNames: ['function'],
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    });
+    this.fallbacks = metrics.counter({ name: 'pricing_fallbacks_total', help: 'Compute requests answered by a fallback, by the function that answered.', labelNames: ['function'] });
+    this.cacheHits = metrics.counter({ name: 'pricing_cache_hits_total', help: 'Compute requests answered from the result cache, by function.', labelNames: ['function'] });
+  }
+
+  /** Resolves an explicitly named function, with SPEC's refusals for missing, draft and inactive ones. */
+  resolvePinned(ref: { id?: string | undefined; name?: string | undefined }, scope: CallerScope): FunctionDescriptor {
+    const key = ref.id ?? ref.name ?? '';
+    const fn = this.registry.resolve(key, scope, ref.id ? 'id' : 'name');
+    if (!fn) throw new EngineError('function_not_found', 'No pricing function with this id or name is available to you.', { functionId: key });
+    if (fn.status === 'draft') {
+      throw new EngineError('function_draft', `Function "${fn.name}" is a draft. Activate it with PATCH /api/functions/${fn.id} {"status":"active"} before routing to it.`, { functionId: fn.id });
+    }
+    if (fn.status === 'inactive') throw new EngineError('function_inactive', `Function "${fn.name}" was deactivated by its owner.`, { functionId: fn.id });
+    if (fn.executionType === 'pipeline') throw new EngineError('pipeline_execution_unavailable', 'Pipeline execution is not available.', { functionId: fn.id });
+    return fn;
+  }
+
+  private async attempt(fn: FunctionDescriptor, context: Record<string, unknown>): Promise<AttemptResult> {
+    const started = performance.now();
+    let outcome: 'ok' | 'failed' | 'timeout' | 'not_applicable' = 'failed';
+    try {
+      let result: unknown;
+      if (fn.executionType === 'builtin') {
+        const answer = await this.pool.run(fn.name, context, this.opts.functionTimeoutMs);
+        if (!answer.ok) {
+          outcome = 'not_applicable';
+          return { ok: false, notApplicable: { message: answer.message, missing: answer.missing }, error: answer.message };
+        }
+        result = answer.result;
+      } else if (fn.executionType === 'external_api') {
+        result = await this.external.run(fn, context, fn.timeoutMs ?? this.opts.functionTimeoutMs);
+      } else {
+        return { ok: false, error: 'pipeline execution is not available' };
+      }
+      if (!usableResult(result)) return { ok: false, error: 'the function returned no usable price or confidence' };
+      outcome = 'ok';
+      return { ok: true, result };
+    } catch (err) {
+      if (err instanceof PoolTimeoutError || (err instanceof ExternalFunctionError && err.kind === 'timeout')) outcome = 'timeout';
+      return { ok: false, error: err instanceof Error ? err.message || err.name : String(err) };
+    } finally {
+      const ms = performance.now() - started;
+      const timedOut = outcome === 'timeout';
+      const recorded = timedOut ? Math.max(ms, fn.timeoutMs ?? this.opts.functionTimeoutMs) : ms;
+      if (outcome !== 'not_applicable') {
+        this.latency.record(fn.id, recorded);
+        this.breakers.record(fn.id, outcome === 'ok');
+        this.duration.observe({ function: fn.name }, recorded / 1000);
+      }
+      this.calls.inc({ function: fn.name, outcome });
+    }
+  }
+
+  private fallbackOrder(policy: RoutingPolicy | null, decision: RouteDecision | null, first: FunctionDescriptor, scope: CallerScope): Array<{ fn: FunctionDescriptor | null; ref: string; role: AttemptReport['role'] }> {
+    const out: Array<{ fn: FunctionDescriptor | null; ref: string; role: AttemptReport['role'] }> = [{ fn: first, ref: first.id, role: 'chosen' }];
+    // Priority and default routing fall through their own order before the policy's chain.
+    for (const alt of decision?.alternates ?? []) out.push({ fn: alt, ref: alt.id, role: 'alternate' });
+    const chain = [...(policy?.fallback_chain ?? [])];
+    for (const ref of chain) out.push({ fn: this.registry.resolve(ref, scope) ?? null, ref, role: 'fallback_chain' });
+    if (policy?.fallback_function) out.push({ fn: this.registry.resolve(policy.fallback_function, scope) ?? null, ref: policy.fallback_function, role: 'fallback_function' });
+    return out;
+  }
+
+  async price(req: PriceRequest): Promise<PriceOutcome> {
+    const stages: TraceStage[] = [];
+    let t = performance.now();
+    let decision: RouteDecision | null = null;
+    let first: FunctionDescriptor;
+    let strategy: Strategy | 'explicit';
+    const pinned = req.pin?.id ?? req.pin?.name;
+    if (req.preference === 'explicit' && !pinned) throw new EngineError('explicit_without_function', 'routing_preference "explicit" needs function_id (or function_name on the price router).');
+    try {
+      if (pinned) {
+        first = this.resolvePinned(req.pin ?? {}, req.scope);
+        strategy = 'explicit';
+        stages.push({ stage: 'resolve', ms: since(t), function: first.name, function_id: first.id, explicit: true });
+      } else {
+        const policy = req.policy;
+        const config: PolicyConfig = policy?.config ?? {};
+        strategy = req.preference && req.preference !== 'explicit' ? req.preference : (policy?.strategy ?? 'default');
+        const routeConfig: PolicyConfig = strategy === 'weighted' && !config.weights ? { ...config, weights: Object.fromEntries(this.registry.reachable(req.scope).filter((f) => f.builtIn || f.workspaceId === req.scope.workspaceId).map((f) => [f.id, 1])) } : config;
+        decision = await this.router.decide({ context: req.context, scope: req.scope, strategy, config: routeConfig, policyId: policy?.id ?? null });
+        first = decision.chosen;
+        stages.push({
+          stage: 'route',
+          ms: since(t),
+          strategy,
+          policy_id: policy?.id ?? null,
+          chosen: first.name,
+          chosen_id: first.id,
+          candidates: decision.candidates,
+          ...(decision.statistic ? { statistic: decision.statistic } : {}),
+          ...(decision.rule ? { rule: decision.rule } : {}),
+        });
+      }
+    } catch (err) {
+      this.requests.inc({ function: 'none', outcome: err instanceof EngineError ? err.code : 'error' });
+      throw err;
+    }
+
+    const attempts: AttemptReport[] = [];
+    const missing = new Set<string>();
+    const notApplicable: string[] = [];
+    const tried = new Set<string>();
+    for (const step of this.fallbackOrder(req.policy, decision, first, req.scope)) {
+      t = performance.now();
+      if (!step.fn) {
+        attempts.push({ function: step.ref, id: step.ref, role: step.role, outcome: 'skipped', error: 'out of reach', ms: 0 });
+        continue;
+      }
+      const fn = step.fn;
+      if (tried.has(fn.id)) continue;
+      tried.add(fn.id);
+      if (step.role !== 'chosen' && (fn.status !== 'active' || fn.executionType === 'pipeline')) {
+        attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: fn.executionType === 'pipeline' ? 'pipeline unavailable' : `not active (${fn.status})`, ms: 0 });
+        continue;
+      }
+      if (step.role === 'chosen') {
+        const hit = await this.cache.get(fn.id, req.context);
+        stages.push({ stage: 'cache', ms: since(t), hit: !!hit, ...(this.cache.enabled ? {} : { disabled: true }) });
+        if (hit) {
+          this.cacheHits.inc({ function: fn.name });
+          this.requests.inc({ function: fn.name, outcome: 'ok' });
+          return { result: hit, fn, strategy, decision, attempts, fallbackUsed: false, cached: true, savings: null, cost: effectiveCost(fn), stages };
+        }
+        t = performance.now();
+      }
+      if (!this.breakers.allow(fn.id)) {
+        attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'breaker open', ms: 0 });
+        continue;
+      }
+      const r = await this.attempt(fn, req.context);
+      const ms = since(t);
+      if (r.ok) {
+        attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'ok', ms });
+        stages.push({ stage: 'execute', ms, function: fn.name, function_id: fn.id, role: step.role, execution: fn.executionType });
+        // A fallback is used when an earlier attempt failed; moving past a function that could not price the context is routing, not failure.
+        const fallbackUsed = attempts.some((a) => a.outcome === 'failed' || (a.outcome === 'skipped' && a.role === 'chosen'));
+        if (fallbackUsed) {
+          this.fallbacks.inc({ function: fn.name });
+          stages.push({ stage: 'fallback', ms: 0, used: true, from: first.name, to: fn.name, after: attempts.filter((a) => a.outcome !== 'ok').map((a) => `${a.function}: ${a.error ?? a.outcome}`) });
+        }
+        await this.cache.set(fn.id, req.context, r.result);
+        this.requests.inc({ function: fn.name, outcome: 'ok' });
+        return { result: r.result, fn, strategy, decision, attempts, fallbackUsed, cached: false, savings: fallbackUsed ? null : this.savings(decision, fn), cost: effectiveCost(fn), stages };
+      }
+      attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: r.notApplicable ? 'not_applicable' : 'failed', error: r.error, ms });
+      if (r.notApplicable) {
+        notApplicable.push(fn.name);
+        for (const m of r.notApplicable.missing) missing.add(m);
+      }
+    }
+    stages.push({ stage: 'execute', ms: 0, attempts });
+    const failedForReal = attempts.filter((a) => a.outcome === 'failed' || a.outcome === 'skipped');
+    if (failedForReal.length === 0 && notApplicable.length > 0) {
+      this.requests.inc({ function: first.name, outcome: 'insufficient_context' });
+      throw new EngineError('insufficient_context', `Not enough in the context to price with ${notApplicable.join(', ')}: ${attempts.map((a) => a.error).filter(Boolean).join(' ')}`, { attempts, missing: [...missing] });
+    }
+    this.requests.inc({ function: first.name, outcome: 'functions_failed' });
+    throw new EngineError('functions_failed', 'Every function tried failed (chosen function, fallback chain, fallback function).', { attempts, ...(missing.size ? { missing: [...missing] } : {}) });
+  }
+
+  /** Savings against the most expensive eligible function, only when the router chose among several. */
+  private savings(decision: RouteDecision | null, fn: FunctionDescriptor): Savings | null {
+    if (!decision || decision.eligible.length < 2) return null;
+    const priciest = [...decision.eligible].sort((a, b) => dec(effectiveCost(b)).comparedTo(dec(effectiveCost(a))))[0] as FunctionDescriptor;
+    return {
+      amount: formatMoney(dec(effectiveCost(priciest)).minus(dec(effectiveCost(fn))), 8, 2),
+      currency: 'USDC',
+      compared_with: { function: priciest.name, cost_per_unit: effectiveCost(priciest) },
+      chosen_cost_per_unit: effectiveCost(fn),
+    };
+  }
+
+  /** Runs one function directly (POST /api/functions/{id}/test): no routing, fallback or cache. */
+  async test(fn: FunctionDescriptor, context: Record<string, unknown>): Promise<{ ok: true; result: MethodResult; ms: number } | { ok: false; error: string; missing?: string[]; ms: number }> {
+    const t = performance.now();
+    const r = await this.attempt(fn, context);
+    return r.ok ? { ok: true, result: r.result, ms: since(t) } : { ok: false, error: r.error, ...(r.notApplicable ? { missing: r.notApplicable.missing } : {}), ms: since(t) };
+  }
+}

@@ -1,0 +1,40 @@
+/** Typed outcomes of the engine that the HTTP layer maps onto SPEC's errors. */
+export interface CandidateReport {
+  function: string;
+  id: string | null;
+  kept: boolean;
+  reason?: 'cost ceiling' | 'latency ceiling' | 'breaker open' | 'rule miss' | 'unreachable' | 'not active' | 'no weight' | 'pipeline unavailable';
+  detail?: string;
+  cost_per_unit?: string;
+  latency_p50_ms?: number | 'no data';
+}
+
+export interface AttemptReport {
+  function: string;
+  id: string;
+  role: 'chosen' | 'alternate' | 'fallback_chain' | 'fallback_function';
+  outcome: 'ok' | 'failed' | 'skipped' | 'not_applicable';
+  error?: string;
+  ms: number;
+}
+
+export type EngineErrorCode =
+  | 'function_not_found'
+  | 'function_draft'
+  | 'function_inactive'
+  | 'no_eligible_function'
+  | 'functions_failed'
+  | 'insufficient_context'
+  | 'pipeline_execution_unavailable'
+  | 'explicit_without_function';
+
+export class EngineError extends Error {
+  constructor(
+    readonly code: EngineErrorCode,
+    message: string,
+    readonly details: { candidates?: CandidateReport[]; attempts?: AttemptReport[]; missing?: string[]; functionId?: string; strategy?: string } = {},
+  ) {
+    super(message);
+    this.name = 'EngineError';
+  }
+}

@@ -1,0 +1,57 @@
+import { z } from 'zod';
+import { OutboundBlockedError, OutboundError } from '../core/outbound/safe-http-client';
+import type { SafeHttpClient } from '../core/outbound/safe-http-client';
+import { D, currencyOf, toPrice } from './builtins/inputs';
+import type { Context, MethodResult } from './builtins/types';
+import type { FunctionDescriptor } from './functions';
+
+/** What an owner's endpoint must answer: a positive price and a confidence in [0, 1]. */
+export const externalAnswer = z.object({
+  price: z.union([z.number().positive().finite(), z.string().regex(/^\d+(\.\d+)?$/)]),
+  currency: z.string().regex(/^[A-Za-z]{3,5}$/).optional(),
+  confidence: z.number().min(0).max(1),
+  notes: z.array(z.string().max(500)).max(20).optional(),
+  details: z.record(z.string(), z.unknown()).optional(),
+});
+
+export class ExternalFunctionError extends Error {
+  constructor(
+    readonly kind: 'blocked' | 'timeout' | 'upstream' | 'invalid_response',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ExternalFunctionError';
+  }
+}
+
+/**
+ * Calls the address a function's owner registered: JSON in (`{context, function}`), JSON out,
+ * through the guarded client, with a timeout and a validated answer.
+ */
+export class ExternalExecutor {
+  constructor(private readonly client: SafeHttpClient) {}
+
+  async run(fn: FunctionDescriptor, context: Context, timeoutMs: number): Promise<MethodResult> {
+    if (!fn.endpointUrl) throw new ExternalFunctionError('upstream', 'The function has no endpoint.');
+    let body: unknown;
+    try {
+      ({ body } = await this.client.postJson(fn.endpointUrl, { context, function: { id: fn.id, name: fn.name } }, { timeoutMs }));
+    } catch (err) {
+      if (err instanceof OutboundBlockedError) throw new ExternalFunctionError('blocked', err.message);
+      if (err instanceof OutboundError && err.kind === 'timeout') throw new ExternalFunctionError('timeout', err.message);
+      throw new ExternalFunctionError('upstream', (err as Error).message);
+    }
+    const parsed = externalAnswer.safeParse(body);
+    if (!parsed.success) throw new ExternalFunctionError('invalid_response', `The endpoint's answer is not a price: ${parsed.error.issues[0]?.message ?? 'invalid'}.`);
+    const currency = parsed.data.currency?.toUpperCase() ?? currencyOf(context);
+    return {
+      price: toPrice(new D(parsed.data.price), currency),
+      currency,
+      confidence: parsed.data.confidence,
+      confidence_factors: { reported_by_function: parsed.data.confidence },
+      inputs_used: [],
+      notes: parsed.data.notes ?? [],
+      ...(parsed.data.details ? { details: parsed.data.details } : {}),
+    };
+  }
+}

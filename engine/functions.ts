@@ -1,0 +1,46 @@
+import { dec, formatMoney } from '../core/money';
+
+export type ExecutionType = 'builtin' | 'external_api' | 'pipeline';
+export type FunctionStatus = 'draft' | 'active' | 'inactive';
+
+/** What the engine knows of a pricing function, built-in or owned by a workspace. */
+export interface FunctionDescriptor {
+  id: string;
+  name: string;
+  /** Owning workspace; null for built-ins. */
+  workspaceId: string | null;
+  builtIn: boolean;
+  executionType: ExecutionType;
+  status: FunctionStatus;
+  isPublic: boolean;
+  /** USDC per call, decimal string. */
+  costPerUnit: string;
+  costMultiplier: string;
+  description: string;
+  tags: string[];
+  endpointUrl?: string | null;
+  timeoutMs?: number | null;
+}
+
+/** Who is asking, for reachability. */
+export interface CallerScope {
+  workspaceId: string;
+  /** Unclaimed agent sandboxes reach built-in functions only. */
+  builtInsOnly: boolean;
+}
+
+/** Cost of one call: cost per unit × cost multiplier. */
+export function effectiveCost(fn: FunctionDescriptor): string {
+  return formatMoney(dec(fn.costPerUnit).times(dec(fn.costMultiplier)), 8, 2);
+}
+
+/**
+ * SPEC's reachability: built-in, owned by the caller's workspace, or listed publicly (and active)
+ * on the marketplace. Sandboxes reach built-ins only.
+ */
+export function isReachable(fn: FunctionDescriptor, scope: CallerScope): boolean {
+  if (fn.builtIn) return true;
+  if (scope.builtInsOnly) return false;
+  if (fn.workspaceId === scope.workspaceId) return true;
+  return fn.isPublic && fn.status === 'active';
+}

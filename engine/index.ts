@@ -1,0 +1,82 @@
+import { availableParallelism } from 'node:os';
+import type { Config } from '../config';
+import type { Clock } from '../core/clock';
+import type { KvStore } from '../core/kv';
+import type { Metrics } from '../core/metrics';
+import { SafeHttpClient } from '../core/outbound/safe-http-client';
+import { ResultCache } from './cache';
+import { PricingEngine } from './engine';
+import { ExternalExecutor } from './external';
+import { PricingPool } from './pool';
+import { FunctionRegistry } from './registry';
+import type { FunctionSource } from './registry';
+import { createRng } from './rng';
+import { Router } from './routing/router';
+import { CircuitBreakers } from './stats/breaker';
+import type { BreakerState } from './stats/breaker';
+import { LatencyStats } from './stats/latency';
+
+export { PricingEngine, usableResult } from './engine';
+export type { PriceOutcome, PriceRequest, Savings, TraceStage } from './engine';
+export { EngineError } from './errors';
+export type { AttemptReport, CandidateReport, EngineErrorCode } from './errors';
+export { FunctionRegistry, BUILTIN_DESCRIPTORS } from './registry';
+export type { FunctionSource } from './registry';
+export { effectiveCost, isReachable } from './functions';
+export type { CallerScope, ExecutionType, FunctionDescriptor, FunctionStatus } from './functions';
+export { BUILTINS } from './builtins/catalogue';
+export type { MethodResult } from './builtins/types';
+export { policySchema, policyConfigSchema, STRATEGIES, PREFERENCES } from './routing/policy';
+export type { PolicyConfig, PolicyShape, Preference, RoutingPolicy, Strategy } from './routing/policy';
+export { OPERATORS } from './routing/rules';
+export type { CircuitBreakers, BreakerView } from './stats/breaker';
+export type { LatencyStats, LatencySnapshot } from './stats/latency';
+export { externalAnswer } from './external';
+
+export interface EngineParts {
+  engine: PricingEngine;
+  registry: FunctionRegistry;
+  pool: PricingPool;
+  latency: LatencyStats;
+  breakers: CircuitBreakers;
+  outbound: SafeHttpClient;
+  start(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const BREAKER_LEVEL: Record<BreakerState, number> = { closed: 0, half_open: 1, open: 2 };
+
+/** Builds the engine of one service instance from configuration. */
+export function createEngine(deps: { config: Config; kv: KvStore; clock: Clock; metrics: Metrics; source: FunctionSource }): EngineParts {
+  const { config, kv, clock, metrics } = deps;
+  const e = config.engine;
+  const pool = new PricingPool(
+    { threads: e.threads || availableParallelism(), maxQueue: e.maxQueue, maxOldGenerationSizeMb: e.workerHeapMb, extraModules: e.extraWorkerModules },
+    metrics,
+  );
+  const registry = new FunctionRegistry(deps.source, kv);
+  const latency = new LatencyStats(clock, { windowMs: e.latencyWindowMs, maxSamples: e.latencyMaxSamples, coldBelow: e.latencyColdBelow, ewmaAlpha: 0.3 });
+  const breakerGauge = metrics.gauge({ name: 'pricing_breaker_state', help: 'Circuit breaker per function: 0 closed, 1 half-open, 2 open.', labelNames: ['function'] });
+  const breakers = new CircuitBreakers(
+    clock,
+    { windowMs: e.breakerWindowMs, minCalls: e.breakerMinCalls, failureRatio: e.breakerFailureRatio, cooldownMs: e.breakerCooldownMs },
+    (fnId, state) => breakerGauge.set({ function: registry.get(fnId)?.name ?? fnId }, BREAKER_LEVEL[state]),
+  );
+  const outbound = new SafeHttpClient({ allowList: config.outbound.allowList, httpsOnly: config.outbound.httpsOnly, defaultTimeoutMs: config.outbound.timeoutMs, maxBodyBytes: config.outbound.maxBodyBytes });
+  const router = new Router(registry, latency, breakers, kv, createRng(e.randomSeed));
+  const cache = new ResultCache(kv, e.cacheTtlMs);
+  const engine = new PricingEngine(registry, router, pool, new ExternalExecutor(outbound), latency, breakers, cache, metrics, { functionTimeoutMs: e.functionTimeoutMs });
+  return {
+    engine,
+    registry,
+    pool,
+    latency,
+    breakers,
+    outbound,
+    start: () => registry.start(),
+    close: async () => {
+      await registry.stop();
+      await pool.close();
+    },
+  };
+}

@@ -1,0 +1,105 @@
+import type { KvStore, Unsubscribe } from '../core/kv';
+import { BUILTINS } from './builtins/catalogue';
+import type { CallerScope, FunctionDescriptor } from './functions';
+import { isReachable } from './functions';
+
+/** Where workspace functions come from (the pricing plugin's table). */
+export interface FunctionSource {
+  loadAll(): Promise<FunctionDescriptor[]>;
+  loadOne(id: string): Promise<FunctionDescriptor | null>;
+}
+
+const CHANNEL = 'engine:function-changed';
+
+export const BUILTIN_DESCRIPTORS: readonly FunctionDescriptor[] = BUILTINS.map((b) => ({
+  id: b.id,
+  name: b.name,
+  workspaceId: null,
+  builtIn: true,
+  executionType: 'builtin',
+  status: 'active',
+  isPublic: true,
+  costPerUnit: b.costPerUnit,
+  costMultiplier: b.costMultiplier,
+  description: b.description,
+  tags: b.tags,
+}));
+
+/**
+ * Every function the engine can route to, in memory, so routing never waits on the database.
+ * Changes are applied here and announced on the store; other instances reload the function.
+ */
+export class FunctionRegistry {
+  private readonly byIdMap = new Map<string, FunctionDescriptor>();
+  private readonly byNameMap = new Map<string, string>();
+  private unsubscribe: Unsubscribe | null = null;
+
+  constructor(
+    private readonly source: FunctionSource,
+    private readonly kv: KvStore,
+  ) {
+    for (const b of BUILTIN_DESCRIPTORS) this.put(b);
+  }
+
+  async start(): Promise<void> {
+    for (const fn of await this.source.loadAll()) this.put(fn);
+    this.unsubscribe = await this.kv.subscribe(CHANNEL, (id) => void this.reload(id));
+  }
+
+  async stop(): Promise<void> {
+    await this.unsubscribe?.();
+  }
+
+  private put(fn: FunctionDescriptor): void {
+    const old = this.byIdMap.get(fn.id);
+    if (old) this.byNameMap.delete(old.name.toLowerCase());
+    this.byIdMap.set(fn.id, fn);
+    this.byNameMap.set(fn.name.toLowerCase(), fn.id);
+  }
+
+  private async reload(id: string): Promise<void> {
+    const fn = await this.source.loadOne(id);
+    if (fn) this.put(fn);
+    else {
+      const old = this.byIdMap.get(id);
+      if (old && !old.builtIn) {
+        this.byIdMap.delete(id);
+        this.byNameMap.delete(old.name.toLowerCase());
+      }
+    }
+  }
+
+  /** Applies a change made on this instance and tells the others. */
+  async changed(id: string): Promise<void> {
+    await this.reload(id);
+    await this.kv.publish(CHANNEL, id);
+  }
+
+  get(id: string): FunctionDescriptor | undefined {
+    return this.byIdMap.get(id);
+  }
+
+  /** By id or by name (names are unique across the network, case-insensitively). */
+  find(ref: string): FunctionDescriptor | undefined {
+    return this.byIdMap.get(ref) ?? this.getByName(ref);
+  }
+
+  getByName(name: string): FunctionDescriptor | undefined {
+    const id = this.byNameMap.get(name.toLowerCase());
+    return id ? this.byIdMap.get(id) : undefined;
+  }
+
+  /** A function the caller may use, by id or name; undefined when missing or out of reach alike. */
+  resolve(ref: string, scope: CallerScope, by: 'id' | 'name' | 'either' = 'either'): FunctionDescriptor | undefined {
+    const fn = by === 'id' ? this.byIdMap.get(ref) : by === 'name' ? this.getByName(ref) : this.find(ref);
+    return fn && isReachable(fn, scope) ? fn : undefined;
+  }
+
+  all(): FunctionDescriptor[] {
+    return [...this.byIdMap.values()];
+  }
+
+  reachable(scope: CallerScope): FunctionDescriptor[] {
+    return this.all().filter((f) => isReachable(f, scope));
+  }
+}

@@ -1,0 +1,205 @@
+import { dec } from '../../core/money';
+import type { KvStore } from '../../core/kv';
+import type { CandidateReport } from '../errors';
+import { EngineError } from '../errors';
+import { effectiveCost } from '../functions';
+import type { CallerScope, FunctionDescriptor } from '../functions';
+import type { FunctionRegistry } from '../registry';
+import type { Rng } from '../rng';
+import type { CircuitBreakers } from '../stats/breaker';
+import type { LatencySnapshot, LatencyStats } from '../stats/latency';
+import type { PolicyConfig, Strategy } from './policy';
+import { firstMatchingRule } from './rules';
+import type { Rule } from './rules';
+
+export interface RouteInput {
+  context: Record<string, unknown>;
+  scope: CallerScope;
+  strategy: Strategy;
+  config: PolicyConfig;
+  /** Round-robin counters are kept per policy. */
+  policyId: string | null;
+}
+
+export interface RouteDecision {
+  strategy: Strategy;
+  chosen: FunctionDescriptor;
+  /** Candidates still eligible after exclusions (savings compare against these). */
+  eligible: FunctionDescriptor[];
+  candidates: CandidateReport[];
+  statistic?: Record<string, unknown>;
+  rule?: { index: number; name?: string; when: Rule['when']; use: string } | { index: -1; default_function: string };
+  /** For `default` and `priority`: the other eligible functions in order, tried when the choice cannot price the context or fails. */
+  alternates?: FunctionDescriptor[];
+}
+
+const DEFAULT_TIE_BAND_PCT = 10;
+
+/** The order `default` prefers, by what the context carries. */
+function defaultPreference(ctx: Record<string, unknown>): string[] {
+  const has = (k: string) => ctx[k] !== undefined && ctx[k] !== null;
+  const order: string[] = [];
+  if (has('competitor_prices')) order.push('competitive-position');
+  if (has('unit_cost') && (has('elasticity') || has('price_history') || (has('demand_intercept') && has('demand_slope')))) order.push('elasticity-optimum');
+  if (has('current_price') && (has('target_price') || has('units_sold'))) order.push('anchored-adjustment');
+  if (has('unit_cost')) order.push('cost-plus');
+  if (has('target_price')) order.push('charm-pricing');
+  if (has('current_price')) order.push('anchored-adjustment');
+  order.push('cost-plus', 'anchored-adjustment', 'competitive-position', 'elasticity-optimum', 'charm-pricing');
+  return [...new Set(order)];
+}
+
+/**
+ * Chooses one function among candidates by strategy, after removing those out of reach, not
+ * active, above the cost or latency ceiling, or with an open circuit breaker. Every candidate is
+ * reported with why it was kept or excluded; when none is left the answer is a typed error, never
+ * a pick that ignores a ceiling.
+ */
+export class Router {
+  constructor(
+    private readonly registry: FunctionRegistry,
+    private readonly latency: LatencyStats,
+    private readonly breakers: CircuitBreakers,
+    private readonly kv: KvStore,
+    private readonly rng: Rng,
+  ) {}
+
+  private latencyLabel(s: LatencySnapshot): number | 'no data' {
+    return s.p50_ms ?? 'no data';
+  }
+
+  /** The candidate refs a strategy chooses among. */
+  private candidateRefs(input: RouteInput): string[] {
+    const c = input.config;
+    switch (input.strategy) {
+      case 'weighted':
+        return Object.keys(c.weights ?? {});
+      case 'priority':
+        return c.order ?? [];
+      case 'policy':
+        return [...new Set([...(c.rules ?? []).map((r) => r.use), ...(c.default_function ? [c.default_function] : [])])];
+      default:
+        if (c.candidates) return c.candidates;
+        // Built-ins and the caller's own active functions; marketplace functions only when named.
+        return this.registry
+          .reachable(input.scope)
+          .filter((f) => f.builtIn || f.workspaceId === input.scope.workspaceId)
+          .map((f) => f.id);
+    }
+  }
+
+  async decide(input: RouteInput): Promise<RouteDecision> {
+    const reports: CandidateReport[] = [];
+    const eligible: FunctionDescriptor[] = [];
+    const ceilingCost = input.config.max_cost_per_unit;
+    const ceilingLatency = input.config.max_latency_ms;
+    const seen = new Set<string>();
+    for (const ref of this.candidateRefs(input)) {
+      const fn = this.registry.resolve(ref, input.scope);
+      if (!fn) {
+        reports.push({ function: ref, id: null, kept: false, reason: 'unreachable' });
+        continue;
+      }
+      if (seen.has(fn.id)) continue;
+      seen.add(fn.id);
+      const lat = this.latency.snapshot(fn.id);
+      const base: CandidateReport = { function: fn.name, id: fn.id, kept: false, cost_per_unit: effectiveCost(fn), latency_p50_ms: this.latencyLabel(lat) };
+      if (fn.status !== 'active') reports.push({ ...base, reason: 'not active', detail: fn.status });
+      else if (fn.executionType === 'pipeline') reports.push({ ...base, reason: 'pipeline unavailable' });
+      else if (ceilingCost !== undefined && dec(effectiveCost(fn)).gt(dec(ceilingCost))) reports.push({ ...base, reason: 'cost ceiling', detail: `${effectiveCost(fn)} > ${ceilingCost}` });
+      else if (ceilingLatency !== undefined && lat.p50_ms !== null && lat.p50_ms > ceilingLatency) reports.push({ ...base, reason: 'latency ceiling', detail: `p50 ${lat.p50_ms} ms > ${ceilingLatency} ms` });
+      else if (this.breakers.state(fn.id) === 'open') reports.push({ ...base, reason: 'breaker open', detail: this.breakers.view(fn.id).retry_at ?? undefined });
+      else if (input.strategy === 'weighted' && !((input.config.weights ?? {})[ref] && (input.config.weights ?? {})[ref] as number > 0)) reports.push({ ...base, reason: 'no weight' });
+      else {
+        reports.push({ ...base, kept: true });
+        eligible.push(fn);
+      }
+    }
+    const fail = (message: string): never => {
+      throw new EngineError('no_eligible_function', message, { candidates: reports, strategy: input.strategy });
+    };
+    if (eligible.length === 0) fail(`No candidate function is eligible under strategy ${input.strategy}.`);
+
+    const pick = (fn: FunctionDescriptor, extra: Partial<RouteDecision> = {}): RouteDecision => ({ strategy: input.strategy, chosen: fn, eligible, candidates: reports, ...extra });
+
+    switch (input.strategy) {
+      case 'policy': {
+        const rules = input.config.rules ?? [];
+        const index = firstMatchingRule(rules, input.context);
+        const target = index >= 0 ? (rules[index] as Rule).use : input.config.default_function;
+        const chosen = target ? eligible.find((f) => f.id === target || f.name.toLowerCase() === target.toLowerCase()) : undefined;
+        for (const r of reports) {
+          if (r.kept && chosen && r.id !== chosen.id) {
+            r.kept = false;
+            r.reason = 'rule miss';
+          }
+        }
+        if (!chosen) {
+          for (const r of reports) if (r.kept) Object.assign(r, { kept: false, reason: 'rule miss' });
+          fail(index >= 0 ? `Rule ${index} matched but its function is not eligible.` : 'No rule matched the context and the policy has no eligible default_function.');
+        }
+        const rule = index >= 0 ? { index, ...((rules[index] as Rule).name ? { name: (rules[index] as Rule).name } : {}), when: (rules[index] as Rule).when, use: (rules[index] as Rule).use } : { index: -1 as const, default_function: target as string };
+        return pick(chosen as FunctionDescriptor, { rule, eligible: [chosen as FunctionDescriptor] });
+      }
+      case 'cheapest': {
+        const sorted = [...eligible].sort(
+          (a, b) =>
+            dec(effectiveCost(a)).comparedTo(dec(effectiveCost(b))) ||
+            (this.latency.snapshot(a.id).p50_ms ?? Infinity) - (this.latency.snapshot(b.id).p50_ms ?? Infinity) ||
+            a.id.localeCompare(b.id),
+        );
+        const chosen = sorted[0] as FunctionDescriptor;
+        return pick(chosen, { statistic: { cost_per_unit: effectiveCost(chosen), tie_break: 'latency p50, then id' } });
+      }
+      case 'fastest': {
+        const cold = eligible.filter((f) => this.latency.snapshot(f.id).cold);
+        if (cold.length > 0) {
+          const chosen = cold[Math.floor(this.rng() * cold.length)] as FunctionDescriptor;
+          return pick(chosen, { statistic: { name: 'exploring cold function', samples: this.latency.snapshot(chosen.id).samples } });
+        }
+        const withP50 = eligible.map((f) => ({ f, s: this.latency.snapshot(f.id) })).sort((a, b) => (a.s.p50_ms as number) - (b.s.p50_ms as number) || a.f.id.localeCompare(b.f.id));
+        const best = (withP50[0] as { s: LatencySnapshot }).s.p50_ms as number;
+        const band = input.config.tie_band_pct ?? DEFAULT_TIE_BAND_PCT;
+        const inBand = withP50.filter((x) => (x.s.p50_ms as number) <= best * (1 + band / 100));
+        const choice = inBand[Math.floor(this.rng() * inBand.length)] as { f: FunctionDescriptor; s: LatencySnapshot };
+        return pick(choice.f, {
+          statistic: { name: 'windowed p50 latency', p50_ms: choice.s.p50_ms, p95_ms: choice.s.p95_ms, samples: choice.s.samples, window_ms: choice.s.window_ms, tie_band_pct: band, in_band: inBand.map((x) => x.f.name) },
+        });
+      }
+      case 'round_robin': {
+        const sorted = [...eligible].sort((a, b) => a.id.localeCompare(b.id));
+        const n = await this.kv.incr(`rr:${input.policyId ?? `ws:${input.scope.workspaceId}`}`, 1, 7 * 86_400_000);
+        const chosen = sorted[(n - 1) % sorted.length] as FunctionDescriptor;
+        return pick(chosen, { statistic: { counter: n, of: sorted.length } });
+      }
+      case 'weighted': {
+        const weights = input.config.weights ?? {};
+        const weightOf = (f: FunctionDescriptor) => weights[f.id] ?? weights[f.name] ?? Object.entries(weights).find(([k]) => k.toLowerCase() === f.name.toLowerCase())?.[1] ?? 0;
+        const total = eligible.reduce((s, f) => s + weightOf(f), 0);
+        let r = this.rng() * total;
+        let chosen = eligible[eligible.length - 1] as FunctionDescriptor;
+        for (const f of eligible) {
+          r -= weightOf(f);
+          if (r < 0) {
+            chosen = f;
+            break;
+          }
+        }
+        return pick(chosen, { statistic: { weight: weightOf(chosen), total_weight: total } });
+      }
+      case 'priority': {
+        const order = input.config.order ?? [];
+        const ranked = order.map((ref) => eligible.find((f) => f.id === ref || f.name.toLowerCase() === ref.toLowerCase())).filter((f): f is FunctionDescriptor => !!f);
+        const chosen = ranked[0] as FunctionDescriptor;
+        return pick(chosen, { statistic: { rank: order.findIndex((r) => r === chosen.id || r.toLowerCase() === chosen.name.toLowerCase()) }, alternates: ranked.slice(1) });
+      }
+      case 'default':
+      default: {
+        const prefs = defaultPreference(input.context);
+        const ranked = [...prefs.map((name) => eligible.find((f) => f.name === name)).filter((f): f is FunctionDescriptor => !!f), ...eligible.filter((f) => !prefs.includes(f.name))];
+        const chosen = ranked[0] as FunctionDescriptor;
+        return pick(chosen, { statistic: { name: 'context-based choice', order: ranked.slice(0, 3).map((f) => f.name) }, alternates: ranked.slice(1) });
+      }
+    }
+  }
+}

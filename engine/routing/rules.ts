@@ -1,0 +1,85 @@
+import { z } from 'zod';
+
+/**
+ * Policy rules: `{when: {<context path>: <condition>, …}, use: <function id or name>}`. Every key of
+ * `when` must hold (conjunction, no early return); rules are tried in order, the first that holds
+ * wins. Paths are dotted and may go deep (`customer.tier`, `items.0.sku`; a leading `context.` is
+ * optional). A condition is a scalar (equality) or an object of operators, all of which must hold.
+ * Comparisons are typed: `gt` on a string never matches, `eq: 10` never matches "10".
+ */
+const scalar = z.union([z.string().max(500), z.number(), z.boolean(), z.null()]);
+export const OPERATORS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'nin', 'exists', 'contains', 'starts_with'] as const;
+
+export const conditionSchema = z.union([
+  scalar,
+  z
+    .strictObject({
+      eq: scalar.optional(),
+      ne: scalar.optional(),
+      gt: z.number().optional(),
+      gte: z.number().optional(),
+      lt: z.number().optional(),
+      lte: z.number().optional(),
+      in: z.array(scalar).min(1).max(100).optional(),
+      nin: z.array(scalar).min(1).max(100).optional(),
+      exists: z.boolean().optional(),
+      contains: z.string().min(1).max(200).optional(),
+      starts_with: z.string().min(1).max(200).optional(),
+    })
+    .refine((c) => Object.keys(c).length > 0, `a condition needs at least one operator (${OPERATORS.join(', ')})`),
+]);
+export type Condition = z.infer<typeof conditionSchema>;
+
+export const PATH_PATTERN = /^(context\.)?[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+){0,7}$/;
+
+export const ruleSchema = z.strictObject({
+  when: z
+    .record(z.string().regex(PATH_PATTERN, 'a dotted context path such as customer.tier or items.0.sku (at most 8 levels)'), conditionSchema)
+    .refine((w) => Object.keys(w).length > 0 && Object.keys(w).length <= 20, 'when needs 1 to 20 conditions'),
+  use: z.string().min(1).max(100),
+  name: z.string().max(80).optional(),
+});
+export type Rule = z.infer<typeof ruleSchema>;
+
+export function readPath(context: Record<string, unknown>, path: string): { found: boolean; value: unknown } {
+  let node: unknown = context;
+  for (const part of path.replace(/^context\./, '').split('.')) {
+    if (Array.isArray(node) && /^\d+$/.test(part)) node = node[Number(part)];
+    else if (node !== null && typeof node === 'object' && Object.prototype.hasOwnProperty.call(node, part)) node = (node as Record<string, unknown>)[part];
+    else return { found: false, value: undefined };
+    if (node === undefined) return { found: false, value: undefined };
+  }
+  return { found: true, value: node };
+}
+
+const sameScalar = (a: unknown, b: unknown) => typeof a === typeof b && a === b;
+
+export function conditionHolds(cond: Condition, found: boolean, value: unknown): boolean {
+  if (cond === null || typeof cond !== 'object') return found && sameScalar(value, cond);
+  const checks: boolean[] = [];
+  if (cond.exists !== undefined) checks.push(found === cond.exists);
+  if (cond.eq !== undefined) checks.push(found && sameScalar(value, cond.eq));
+  if (cond.ne !== undefined) checks.push(!found || !sameScalar(value, cond.ne));
+  const n = typeof value === 'number' ? value : undefined;
+  if (cond.gt !== undefined) checks.push(n !== undefined && n > cond.gt);
+  if (cond.gte !== undefined) checks.push(n !== undefined && n >= cond.gte);
+  if (cond.lt !== undefined) checks.push(n !== undefined && n < cond.lt);
+  if (cond.lte !== undefined) checks.push(n !== undefined && n <= cond.lte);
+  if (cond.in !== undefined) checks.push(found && cond.in.some((x) => sameScalar(value, x)));
+  if (cond.nin !== undefined) checks.push(!found || !cond.nin.some((x) => sameScalar(value, x)));
+  if (cond.contains !== undefined) checks.push(typeof value === 'string' ? value.includes(cond.contains) : Array.isArray(value) && value.some((x) => sameScalar(x, cond.contains)));
+  if (cond.starts_with !== undefined) checks.push(typeof value === 'string' && value.startsWith(cond.starts_with));
+  return checks.every(Boolean);
+}
+
+export function ruleHolds(rule: Rule, context: Record<string, unknown>): boolean {
+  return Object.entries(rule.when).every(([path, cond]) => {
+    const { found, value } = readPath(context, path);
+    return conditionHolds(cond, found, value);
+  });
+}
+
+/** Index of the first rule that holds, or -1. */
+export function firstMatchingRule(rules: readonly Rule[], context: Record<string, unknown>): number {
+  return rules.findIndex((r) => ruleHolds(r, context));
+}

@@ -1,0 +1,93 @@
+import type { Clock } from '../../core/clock';
+
+export interface LatencySnapshot {
+  /** Samples inside the window. */
+  samples: number;
+  p50_ms: number | null;
+  p95_ms: number | null;
+  ewma_ms: number | null;
+  window_ms: number;
+  /** Fewer samples than the cold threshold: `fastest` explores it first. */
+  cold: boolean;
+}
+
+export interface LatencyOptions {
+  windowMs: number;
+  maxSamples: number;
+  coldBelow: number;
+  ewmaAlpha: number;
+}
+
+interface Series {
+  t: number[];
+  ms: number[];
+  ewma: number | null;
+  cached: LatencySnapshot | null;
+}
+
+function quantile(sorted: number[], q: number): number {
+  const i = (sorted.length - 1) * q;
+  const lo = Math.floor(i);
+  const hi = Math.ceil(i);
+  return (sorted[lo] as number) + ((sorted[hi] as number) - (sorted[lo] as number)) * (i - lo);
+}
+
+/**
+ * Rolling latency per function: samples from the last `windowMs` (at most `maxSamples`, oldest
+ * dropped first), their p50 and p95, and an EWMA. Timeouts are recorded at the timeout value, so a
+ * hanging function looks slow rather than unknown. Kept per instance.
+ */
+export class LatencyStats {
+  private readonly series = new Map<string, Series>();
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly opts: LatencyOptions,
+  ) {}
+
+  record(fnId: string, ms: number): void {
+    const s = this.series.get(fnId) ?? { t: [], ms: [], ewma: null, cached: null };
+    s.t.push(this.clock.now());
+    s.ms.push(ms);
+    if (s.t.length > this.opts.maxSamples) {
+      s.t.shift();
+      s.ms.shift();
+    }
+    s.ewma = s.ewma === null ? ms : this.opts.ewmaAlpha * ms + (1 - this.opts.ewmaAlpha) * s.ewma;
+    s.cached = null;
+    this.series.set(fnId, s);
+  }
+
+  snapshot(fnId: string): LatencySnapshot {
+    const s = this.series.get(fnId);
+    const empty: LatencySnapshot = { samples: 0, p50_ms: null, p95_ms: null, ewma_ms: null, window_ms: this.opts.windowMs, cold: true };
+    if (!s) return empty;
+    const horizon = this.clock.now() - this.opts.windowMs;
+    let drop = 0;
+    while (drop < s.t.length && (s.t[drop] as number) < horizon) drop++;
+    if (drop > 0) {
+      s.t.splice(0, drop);
+      s.ms.splice(0, drop);
+      s.cached = null;
+    }
+    if (s.cached) return s.cached;
+    if (s.ms.length === 0) return empty;
+    const sorted = [...s.ms].sort((a, b) => a - b);
+    s.cached = {
+      samples: sorted.length,
+      p50_ms: Math.round(quantile(sorted, 0.5) * 1000) / 1000,
+      p95_ms: Math.round(quantile(sorted, 0.95) * 1000) / 1000,
+      ewma_ms: s.ewma === null ? null : Math.round(s.ewma * 1000) / 1000,
+      window_ms: this.opts.windowMs,
+      cold: sorted.length < this.opts.coldBelow,
+    };
+    return s.cached;
+  }
+
+  /** Average latency for the catalogue: the windowed mean, or null ("no data") when never timed. */
+  average(fnId: string): number | null {
+    const s = this.series.get(fnId);
+    if (!s || s.ms.length === 0) return null;
+    return Math.round((s.ms.reduce((a, b) => a + b, 0) / s.ms.length) * 1000) / 1000;
+  }
+}

@@ -1,0 +1,129 @@
+import { ApiError, errorBody, isApiError } from '../../../core/errors';
+import { defineRoute, ok } from '../../../core/http/route';
+import type { RequestContext, RouteSpec } from '../../../core/http/route';
+import type { RateLimitResult } from '../../../core/kv';
+import * as s from '../schemas';
+import type { ComputeService } from '../services/compute';
+
+const startedAt = (ctx: RequestContext): number | undefined => ctx.res.locals.startedAt as number | undefined;
+const rateOf = (ctx: RequestContext) => ctx.state.rateLimit as { workspace: RateLimitResult; address: RateLimitResult } | undefined;
+
+export function computeRoutes(compute: ComputeService, batchMax: number): RouteSpec[] {
+  return [
+    defineRoute({
+      id: 'compute.price',
+      method: 'post',
+      path: '/api/compute/price',
+      summary: 'Compute a price for a context; the default routing policy picks the function unless one is pinned.',
+      tags: ['Pricing'],
+      scopes: ['price:compute'],
+      sandbox: true,
+      body: s.computeBody,
+      example: s.computeExample,
+      handler: async (ctx) => {
+        const r = await compute.compute({
+          principal: ctx.principal,
+          channel: ctx.channel,
+          operation: 'compute',
+          context: ctx.body.context,
+          functionId: ctx.body.function_id,
+          preference: ctx.body.routing_preference,
+          req: ctx.req,
+          requestId: ctx.requestId,
+          startedAt: startedAt(ctx),
+          rateLimit: rateOf(ctx),
+        });
+        return ok({ ...r.body, request_id: ctx.requestId }, r.headers);
+      },
+    }),
+    defineRoute({
+      id: 'router.price',
+      method: 'post',
+      path: '/api/price-router',
+      summary: 'The price router: as compute, and also resolves function_name among built-ins, your functions and public functions.',
+      tags: ['Pricing'],
+      scopes: ['price:compute'],
+      sandbox: true,
+      body: s.routerBody,
+      example: s.routerExample,
+      handler: async (ctx) => {
+        const r = await compute.compute({
+          principal: ctx.principal,
+          channel: ctx.channel,
+          operation: 'router',
+          context: ctx.body.context,
+          functionId: ctx.body.function_id,
+          functionName: ctx.body.function_name,
+          preference: ctx.body.routing_preference,
+          req: ctx.req,
+          requestId: ctx.requestId,
+          startedAt: startedAt(ctx),
+          rateLimit: rateOf(ctx),
+        });
+        return ok({ ...r.body, request_id: ctx.requestId }, r.headers);
+      },
+    }),
+    defineRoute({
+      id: 'compute.batch',
+      method: 'post',
+      path: '/api/compute/batch',
+      summary: 'Price up to 100 items, each as one call; a failing item answers its own error inside a 200.',
+      tags: ['Pricing'],
+      scopes: ['price:compute'],
+      body: s.batchBody(batchMax),
+      example: s.batchExample,
+      handler: async (ctx) => {
+        const results = await Promise.all(
+          ctx.body.items.map(async (item, index) => {
+            try {
+              const r = await compute.compute({
+                principal: ctx.principal,
+                channel: ctx.channel,
+                operation: 'batch_item',
+                context: item.context,
+                functionId: item.function_id,
+                preference: item.routing_preference,
+                req: ctx.req,
+                requestId: ctx.requestId,
+                rateLimit: rateOf(ctx),
+              });
+              return { index, status: 200, result: r.body };
+            } catch (err) {
+              const apiErr = isApiError(err) ? err : new ApiError('internal_error', 'This item could not be priced.');
+              if (!isApiError(err)) ctx.log.error({ err, index }, 'batch item failed');
+              return { index, status: apiErr.status, error: errorBody(apiErr) };
+            }
+          }),
+        );
+        const succeeded = results.filter((r) => r.status === 200).length;
+        return ok({ object: 'batch', items: results, summary: { total: results.length, succeeded, failed: results.length - succeeded }, request_id: ctx.requestId });
+      },
+    }),
+    defineRoute({
+      id: 'demo.compute',
+      method: 'post',
+      path: '/api/public/compute/demo',
+      summary: 'Keyless demo pricing with built-in functions, on the demo tenant, within an hourly budget per caller address.',
+      tags: ['Public demo'],
+      auth: 'public',
+      channel: 'demo',
+      rateLimit: 'demo',
+      body: s.demoBody,
+      example: s.demoExample,
+      handler: async (ctx) => {
+        const r = await compute.compute({
+          principal: null,
+          channel: 'demo',
+          operation: 'demo',
+          context: ctx.body.context,
+          functionId: ctx.body.function_id,
+          preference: ctx.body.routing_preference,
+          req: ctx.req,
+          requestId: ctx.requestId,
+          startedAt: startedAt(ctx),
+        });
+        return ok({ ...r.body, demo: true, budget: ctx.state.demoBudget, request_id: ctx.requestId }, r.headers);
+      },
+    }),
+  ];
+}

@@ -1,0 +1,209 @@
+import type { Principal } from '../../../core/auth';
+import { ApiError } from '../../../core/errors';
+import { created, defineRoute, ok } from '../../../core/http/route';
+import type { RouteSpec } from '../../../core/http/route';
+import { decodeCursor, encodeCursor } from '../../../core/pagination';
+import type { SafeHttpClient } from '../../../core/outbound/safe-http-client';
+import { OutboundBlockedError, OutboundError } from '../../../core/outbound/safe-http-client';
+import { EngineError, effectiveCost, isReachable } from '../../../engine';
+import type { CircuitBreakers, FunctionDescriptor, FunctionRegistry, LatencyStats, PricingEngine } from '../../../engine';
+import { identityOf } from '../../identity';
+import * as s from '../schemas';
+import { toApiError } from '../services/engine-errors';
+import type { FunctionStore } from '../services/function-store';
+
+export interface FunctionRouteDeps {
+  store: FunctionStore;
+  registry: FunctionRegistry;
+  engine: PricingEngine;
+  latency: LatencyStats;
+  breakers: CircuitBreakers;
+  outbound: SafeHttpClient;
+  commissionPct: () => number;
+}
+
+const scopeOf = (p: Principal) => ({ workspaceId: p.workspaceId, builtInsOnly: identityOf(p).sandbox });
+
+export function functionView(fn: FunctionDescriptor, d: Pick<FunctionRouteDeps, 'latency' | 'breakers'>, viewer: string): Record<string, unknown> {
+  const lat = d.latency.snapshot(fn.id);
+  const own = fn.workspaceId === viewer;
+  return {
+    id: fn.id,
+    name: fn.name,
+    built_in: fn.builtIn,
+    label: fn.builtIn ? 'built-in' : own ? 'yours' : 'marketplace',
+    status: fn.status,
+    execution_type: fn.executionType,
+    is_public: fn.isPublic,
+    description: fn.description,
+    tags: fn.tags,
+    cost_per_unit: fn.costPerUnit,
+    cost_multiplier: fn.costMultiplier,
+    effective_cost_per_call: effectiveCost(fn),
+    average_latency_ms: d.latency.average(fn.id) ?? 'no data',
+    latency: { p50_ms: lat.p50_ms ?? 'no data', p95_ms: lat.p95_ms ?? 'no data', samples: lat.samples, window_ms: lat.window_ms },
+    breaker: d.breakers.state(fn.id),
+    ...(own && fn.endpointUrl ? { endpoint_url: fn.endpointUrl, timeout_ms: fn.timeoutMs ?? null } : {}),
+  };
+}
+
+/** Checks an owner-registered address at registration: scheme, and literal private addresses. */
+function checkEndpoint(outbound: SafeHttpClient, url: string): void {
+  try {
+    outbound.checkUrl(url);
+  } catch (err) {
+    if (err instanceof OutboundBlockedError || err instanceof OutboundError) {
+      throw new ApiError('validation_error', `endpoint_url is refused: ${err.message}`, {
+        issues: [{ path: 'endpoint_url', reason: err.message }],
+        hint: 'Register a public https address; loopback, private, link-local and metadata addresses are never called.',
+      });
+    }
+    throw err;
+  }
+}
+
+export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
+  const owned = async (p: Principal, id: string) => {
+    const fn = await d.store.get(id);
+    if (!fn || fn.workspaceId !== p.workspaceId) throw notFound();
+    return fn;
+  };
+  return [
+    defineRoute({
+      id: 'functions.list',
+      method: 'get',
+      path: '/api/functions',
+      summary: 'Functions you can use: built-ins, your own (any status) and active public ones.',
+      tags: ['Functions'],
+      sandbox: true,
+      query: s.functionsQuery,
+      handler: ({ principal, query }) => {
+        const p = principal as Principal;
+        let fns = d.registry
+          .all()
+          .filter((f) => isReachable(f, scopeOf(p)))
+          .filter((f) => (query.built_in === undefined ? true : query.built_in === 'true' ? f.builtIn : !f.builtIn))
+          .sort((a, b) => Number(b.builtIn) - Number(a.builtIn) || a.name.localeCompare(b.name));
+        if (query.cursor) {
+          const after = decodeCursor(query.cursor);
+          fns = fns.filter((f) => `${Number(!f.builtIn)}${f.name}` > String(after.sort));
+        }
+        const page = fns.slice(0, query.limit);
+        const last = page[page.length - 1];
+        const more = fns.length > query.limit;
+        return ok({
+          object: 'list',
+          data: page.map((f) => functionView(f, d, p.workspaceId)),
+          has_more: more,
+          next_cursor: more && last ? encodeCursor({ sort: `${Number(!last.builtIn)}${last.name}`, id: last.id }) : null,
+          limit: query.limit,
+        });
+      },
+    }),
+    defineRoute({
+      id: 'functions.read',
+      method: 'get',
+      path: '/api/functions/:id',
+      summary: 'One function you can use, with its latency statistics and breaker state.',
+      tags: ['Functions'],
+      sandbox: true,
+      params: s.idParams,
+      handler: ({ principal, params }) => {
+        const p = principal as Principal;
+        const fn = d.registry.resolve(params.id, scopeOf(p));
+        if (!fn) throw notFound();
+        return ok({ function: functionView(fn, d, p.workspaceId), breaker: d.breakers.view(fn.id) });
+      },
+    }),
+    defineRoute({
+      id: 'functions.create',
+      method: 'post',
+      path: '/api/functions',
+      summary: 'Register a workspace function (created as draft; activate it with PATCH).',
+      tags: ['Functions'],
+      body: s.registerFunctionBody,
+      example: s.registerFunctionExample,
+      handler: async ({ principal, body }) => {
+        const p = principal as Principal;
+        if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url);
+        const fn = await d.store.create({
+          workspaceId: p.workspaceId,
+          name: body.name,
+          description: body.description,
+          tags: body.tags,
+          executionType: body.execution_type,
+          isPublic: body.is_public,
+          costPerUnit: body.cost_per_unit,
+          costMultiplier: body.cost_multiplier,
+          endpointUrl: body.endpoint_url ?? null,
+          timeoutMs: body.timeout_ms ?? null,
+          commissionPct: d.commissionPct(),
+        });
+        await d.registry.changed(fn.id);
+        return created({
+          function: { ...functionView(fn, d, p.workspaceId), commission_pct: fn.commissionPct },
+          next: [{ action: 'activate', method: 'PATCH', path: `/api/functions/${fn.id}`, body: { status: 'active' } }],
+        });
+      },
+    }),
+    defineRoute({
+      id: 'functions.update',
+      method: 'patch',
+      path: '/api/functions/:id',
+      summary: 'Owner only: activate, deactivate, list publicly, or change description, tags, cost or endpoint.',
+      tags: ['Functions'],
+      params: s.idParams,
+      body: s.patchFunctionBody,
+      example: s.patchFunctionExample,
+      handler: async ({ principal, params, body }) => {
+        const p = principal as Principal;
+        const before = await owned(p, params.id);
+        if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url);
+        if (body.status === 'active' && before.executionType === 'external_api' && !(body.endpoint_url ?? before.endpointUrl)) {
+          throw new ApiError('validation_error', 'An external_api function needs endpoint_url before activation.', { issues: [{ path: 'endpoint_url', reason: 'required to activate' }] });
+        }
+        const fn = await d.store.update(
+          before.id,
+          p.workspaceId,
+          {
+            status: body.status,
+            description: body.description,
+            tags: body.tags,
+            isPublic: body.is_public,
+            costPerUnit: body.cost_per_unit,
+            costMultiplier: body.cost_multiplier,
+            endpointUrl: body.endpoint_url,
+            timeoutMs: body.timeout_ms,
+          },
+          d.commissionPct(),
+        );
+        if (!fn) throw notFound();
+        await d.registry.changed(fn.id);
+        return ok({ function: { ...functionView(fn, d, p.workspaceId), commission_pct: fn.commissionPct } });
+      },
+    }),
+    defineRoute({
+      id: 'functions.test',
+      method: 'post',
+      path: '/api/functions/:id/test',
+      summary: 'Run one function on a context (no routing, fallback or cache); another workspace\'s private function answers 403.',
+      tags: ['Functions'],
+      params: s.idParams,
+      body: s.testFunctionBody,
+      example: s.testFunctionExample,
+      handler: async ({ principal, params, body }) => {
+        const p = principal as Principal;
+        const fn = d.registry.find(params.id);
+        if (!fn) throw notFound();
+        if (!isReachable(fn, scopeOf(p))) {
+          throw new ApiError('forbidden', "This is another workspace's private function; only its owner can test it.", { fields: { reason: 'private function of another workspace' }, hint: 'Built-in and public functions can be tested by anyone.' });
+        }
+        if (fn.executionType === 'pipeline') throw toApiError(new EngineError('pipeline_execution_unavailable', ''));
+        const r = await d.engine.test(fn, body.context);
+        return ok({ function: { id: fn.id, name: fn.name, status: fn.status }, ...(r.ok ? { ok: true, result: r.result } : { ok: false, error: r.error, ...(r.missing ? { missing: r.missing } : {}) }), ms: r.ms });
+      },
+    }),
+  ];
+}
+
+const notFound = (): unknown => toApiError(new EngineError('function_not_found', ''));

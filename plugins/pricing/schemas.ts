@@ -1,0 +1,124 @@
+import { z } from 'zod';
+import { moneyString } from '../../core/money';
+import { PREFERENCES, policyConfigSchema, STRATEGIES } from '../../engine';
+
+const MAX_CONTEXT_BYTES = 32 * 1024;
+
+/** The compute context: any object; the three keys SPEC names are type-checked. */
+export const contextSchema = z
+  .record(z.string(), z.unknown())
+  .superRefine((ctx, issue) => {
+    if (ctx.product_type !== undefined && typeof ctx.product_type !== 'string') issue.addIssue({ code: 'custom', path: ['product_type'], message: 'product_type must be a string' });
+    if (ctx.current_price !== undefined && (typeof ctx.current_price !== 'number' || !Number.isFinite(ctx.current_price) || ctx.current_price < 0)) {
+      issue.addIssue({ code: 'custom', path: ['current_price'], message: 'current_price must be a non-negative number' });
+    }
+    if (ctx.currency !== undefined && (typeof ctx.currency !== 'string' || !/^[A-Za-z]{3,5}$/.test(ctx.currency))) issue.addIssue({ code: 'custom', path: ['currency'], message: 'currency must be a code such as USD' });
+    if (JSON.stringify(ctx).length > MAX_CONTEXT_BYTES) issue.addIssue({ code: 'custom', path: [], message: `context must be at most ${MAX_CONTEXT_BYTES} bytes of JSON` });
+  })
+  .describe('Describes the work to price: product_type, current_price, currency, and method inputs such as unit_cost, competitor_prices, elasticity.');
+
+const functionRef = z.string().min(1).max(100);
+
+const computeFields = {
+  context: contextSchema,
+  function_id: functionRef.optional().describe('Pins one function (explicit routing).'),
+  routing_preference: z.enum(PREFERENCES).optional().describe('explicit, cheapest, fastest, round_robin or weighted; absent: the default policy decides.'),
+};
+
+function pinRule(b: { function_id?: string | undefined; function_name?: string | undefined; routing_preference?: string | undefined }, ctx: z.RefinementCtx): void {
+  if ((b.function_id || b.function_name) && b.routing_preference && b.routing_preference !== 'explicit') {
+    ctx.addIssue({ code: 'custom', path: ['routing_preference'], message: 'a pinned function (function_id or function_name) routes explicitly; leave routing_preference out or set it to "explicit"' });
+  }
+  if (b.function_id && b.function_name) ctx.addIssue({ code: 'custom', path: ['function_name'], message: 'send function_id or function_name, not both' });
+}
+
+export const computeBody = z.strictObject(computeFields).superRefine(pinRule);
+export const computeExample = { context: { product_type: 'coffee', currency: 'USD', current_price: 4.5, unit_cost: 1.2, target_margin: 0.65 } };
+
+export const routerBody = z.strictObject({ ...computeFields, function_name: functionRef.optional().describe('Resolved among built-ins, your functions and public functions.') }).superRefine(pinRule);
+export const routerExample = { context: { product_type: 'coffee', currency: 'USD', unit_cost: 1.2 }, function_name: 'cost-plus' };
+
+export function batchBody(maxItems: number) {
+  return z.strictObject({ items: z.array(z.strictObject(computeFields).superRefine(pinRule)).min(1).max(maxItems).describe(`1 to ${maxItems} items, each priced as one call.`) });
+}
+export const batchExample = { items: [{ context: { product_type: 'coffee', current_price: 4.5, currency: 'USD' } }, { context: { product_type: 'tea', unit_cost: 0.8, currency: 'USD' } }] };
+
+export const demoBody = z.strictObject({ context: contextSchema, function_id: functionRef.optional(), routing_preference: z.enum(PREFERENCES).optional() }).superRefine(pinRule);
+export const demoExample = { context: { product_type: 'coffee', currency: 'USD', current_price: 4.5 } };
+
+export const functionsQuery = z.object({
+  built_in: z.enum(['true', 'false']).optional().describe('true: built-ins only; false: workspace and marketplace functions only.'),
+  limit: z.coerce.number().int().min(1).max(100).default(50),
+  cursor: z.string().max(200).optional(),
+});
+
+export const registerFunctionBody = z
+  .strictObject({
+    name: z.string().trim().min(3).max(64).regex(/^[a-z0-9][a-z0-9._-]*$/, 'lowercase letters, digits, ".", "_" and "-", starting with a letter or digit'),
+    description: z.string().max(1000).default(''),
+    tags: z.array(z.string().trim().min(1).max(40)).max(20).default([]),
+    execution_type: z.enum(['external_api', 'pipeline']),
+    endpoint_url: z.string().url().max(2000).optional().describe('external_api: where the service POSTs {context, function} and expects {price, confidence, currency?}.'),
+    timeout_ms: z.number().int().min(50).max(30_000).optional(),
+    cost_per_unit: moneyString.describe('USDC per call, decimal string.'),
+    cost_multiplier: moneyString.default('1'),
+    is_public: z.boolean().default(false).describe('List on the marketplace (reachable by every workspace once active).'),
+  })
+  .superRefine((b, ctx) => {
+    if (b.execution_type === 'external_api' && !b.endpoint_url) ctx.addIssue({ code: 'custom', path: ['endpoint_url'], message: 'external_api functions need endpoint_url' });
+  });
+export const registerFunctionExample = {
+  name: 'acme-dynamic-pricer',
+  description: 'Our pricing service',
+  tags: ['retail'],
+  execution_type: 'external_api',
+  endpoint_url: 'https://pricing.acme.example/price',
+  timeout_ms: 2000,
+  cost_per_unit: '0.002',
+  cost_multiplier: '1',
+  is_public: false,
+};
+
+export const patchFunctionBody = z.strictObject({
+  status: z.enum(['active', 'inactive']).optional(),
+  description: z.string().max(1000).optional(),
+  tags: z.array(z.string().trim().min(1).max(40)).max(20).optional(),
+  is_public: z.boolean().optional(),
+  cost_per_unit: moneyString.optional(),
+  cost_multiplier: moneyString.optional(),
+  endpoint_url: z.string().url().max(2000).optional(),
+  timeout_ms: z.number().int().min(50).max(30_000).optional(),
+});
+export const patchFunctionExample = { status: 'active' };
+
+export const idParams = z.object({ id: z.string().min(3).max(100) });
+
+export const testFunctionBody = z.strictObject({ context: contextSchema });
+export const testFunctionExample = { context: { current_price: 10, currency: 'USD' } };
+
+export const createPolicyBody = z.strictObject({
+  name: z.string().trim().min(1).max(80),
+  strategy: z.enum(STRATEGIES),
+  is_default: z.boolean().default(false),
+  fallback_chain: z.array(functionRef).max(20).default([]),
+  fallback_function: functionRef.nullable().default(null),
+  config: policyConfigSchema.default({}),
+});
+export const createPolicyExample = {
+  name: 'coffee by rules',
+  strategy: 'policy',
+  is_default: true,
+  fallback_chain: ['anchored-adjustment'],
+  fallback_function: 'cost-plus',
+  config: { rules: [{ when: { product_type: 'coffee', 'customer.tier': { in: ['gold', 'platinum'] } }, use: 'charm-pricing' }], default_function: 'cost-plus', max_cost_per_unit: '0.002' },
+};
+
+export const patchPolicyBody = z.strictObject({
+  name: z.string().trim().min(1).max(80).optional(),
+  strategy: z.enum(STRATEGIES).optional(),
+  is_default: z.boolean().optional(),
+  fallback_chain: z.array(functionRef).max(20).optional(),
+  fallback_function: functionRef.nullable().optional().describe('null clears it.'),
+  config: policyConfigSchema.optional().describe('Replaces the whole config.'),
+});
+export const patchPolicyExample = { strategy: 'weighted', config: { weights: { 'cost-plus': 3, 'anchored-adjustment': 1 } } };

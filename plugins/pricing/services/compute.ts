@@ -1,0 +1,180 @@
+import { createHash } from 'node:crypto';
+import type { Request } from 'express';
+import type { Config } from '../../../config';
+import type { Reservation } from '../../../core/admission';
+import type { Channel, Principal } from '../../../core/auth';
+import type { Hooks } from '../../../core/hooks';
+import type { RouteTable } from '../../../core/http/pipeline';
+import type { RateLimitResult } from '../../../core/kv';
+import type { PricingEngine, PriceOutcome, Preference, TraceStage } from '../../../engine';
+import { EngineError } from '../../../engine';
+import { identityOf } from '../../identity';
+import type { UsageEventInput, UsageRecorder } from '../../usage';
+import { DEMO_WORKSPACE_ID } from '../migrations/0001-pricing-schema';
+import { toApiError } from './engine-errors';
+import { nextActions } from './next-actions';
+import type { PolicyStore } from './policy-store';
+
+export interface ComputeCall {
+  principal: Principal | null;
+  channel: Channel;
+  operation: 'compute' | 'router' | 'demo' | 'batch_item';
+  context: Record<string, unknown>;
+  functionId?: string | undefined;
+  functionName?: string | undefined;
+  preference?: Preference | undefined;
+  req: Request;
+  requestId: string;
+  /** performance.now() when the request arrived, for the trace's own overhead. */
+  startedAt?: number;
+  rateLimit?: { workspace: RateLimitResult; address: RateLimitResult } | undefined;
+  /** A batch admits all its items at once. */
+  reservation?: Reservation;
+}
+
+export interface ComputeResult {
+  body: Record<string, unknown>;
+  headers: Record<string, string>;
+  usageEventId: string;
+}
+
+const ms = (from: number) => Math.round((performance.now() - from) * 1000) / 1000;
+
+function contextKeys(context: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of ['product_type', 'currency', 'category', 'product_id']) if (typeof context[k] === 'string') out[k] = (context[k] as string).slice(0, 100);
+  return out;
+}
+
+export function addressHash(ip: string): string {
+  return createHash('sha256').update(`pcs-address:${ip}`).digest('hex').slice(0, 32);
+}
+
+/**
+ * One priced call, the same for REST, batch items, the price router, the demo and MCP:
+ * admission (reserve) → engine → commit or release → usage event written → response body with
+ * trace, savings, next actions, remaining allowance and receipt.
+ */
+export class ComputeService {
+  constructor(
+    private readonly engine: PricingEngine,
+    private readonly policies: PolicyStore,
+    private readonly hooks: Hooks,
+    private readonly recorder: UsageRecorder,
+    private readonly routes: RouteTable,
+    private readonly config: Config,
+    private readonly publicUrl: () => string,
+  ) {}
+
+  private usageBase(call: ComputeCall): Omit<UsageEventInput, 'status' | 'cost' | 'billable' | 'paidVia'> {
+    const p = call.principal;
+    const ua = call.req.headers['user-agent'];
+    return {
+      workspaceId: p?.workspaceId ?? DEMO_WORKSPACE_ID,
+      requestId: call.requestId,
+      operation: call.operation,
+      channel: call.channel,
+      callerKeyId: p?.keyId ?? null,
+      callerAgentId: p?.agentId ?? null,
+      callerPersonId: p?.personId ?? null,
+      callerUserAgent: typeof ua === 'string' ? ua : null,
+      callerVerified: p !== null,
+      callerAddressHash: addressHash(call.req.ip ?? 'unknown'),
+      classification: p ? 'mine' : 'others',
+      contextKeys: contextKeys(call.context),
+    };
+  }
+
+  async compute(call: ComputeCall): Promise<ComputeResult> {
+    const t0 = performance.now();
+    const stages: TraceStage[] = [];
+    if (call.startedAt !== undefined) stages.push({ stage: 'authenticate_and_validate', ms: Math.round((t0 - call.startedAt) * 1000) / 1000 });
+    const p = call.principal;
+    const demo = p === null;
+    const scope = p ? { workspaceId: p.workspaceId, builtInsOnly: identityOf(p).sandbox } : { workspaceId: DEMO_WORKSPACE_ID, builtInsOnly: true };
+
+    let t = performance.now();
+    const reservation = call.reservation ?? (await this.hooks.admit({ operation: call.operation === 'batch_item' ? 'batch' : call.operation, principal: p, units: 1, req: call.req }));
+    if (!call.reservation) stages.push({ stage: 'admission', ms: ms(t), admitter: reservation.admitter, paid_via: reservation.paidVia });
+
+    let outcome: PriceOutcome;
+    try {
+      const policy = p ? await this.policies.defaultFor(p.workspaceId) : null;
+      outcome = await this.engine.price({
+        context: call.context,
+        scope,
+        policy,
+        preference: call.preference,
+        ...(call.functionId || call.functionName ? { pin: { id: call.functionId, name: call.functionName } } : {}),
+      });
+    } catch (err) {
+      if (!call.reservation) await reservation.release();
+      const mapped = toApiError(err);
+      if (err instanceof EngineError) {
+        await this.recorder.record({ ...this.usageBase(call), status: 'error', errorCode: err.code, cost: '0', billable: false, paidVia: null, latencyMs: ms(t0) });
+      }
+      throw mapped;
+    }
+    if (!call.reservation) await reservation.commit();
+    stages.push(...outcome.stages);
+
+    const charged = { amount: demo ? '0.00' : outcome.cost, currency: 'USDC', paid_via: reservation.paidVia, billable: !demo && reservation.paidVia === null };
+    stages.push({ stage: 'charge', ms: 0, ...charged });
+    t = performance.now();
+    const usageEventId = await this.recorder.record({
+      ...this.usageBase(call),
+      status: 'ok',
+      functionId: outcome.fn.id,
+      functionName: outcome.fn.name,
+      strategy: outcome.strategy,
+      price: outcome.result.price,
+      currency: outcome.result.currency,
+      confidence: outcome.result.confidence,
+      cost: charged.amount,
+      billable: charged.billable,
+      paidVia: reservation.paidVia,
+      cached: outcome.cached,
+      fallbackUsed: outcome.fallbackUsed,
+      latencyMs: ms(t0),
+    });
+    stages.push({ stage: 'record_usage', ms: ms(t), usage_event_id: usageEventId });
+
+    const total = call.startedAt !== undefined ? ms(call.startedAt) : ms(t0);
+    const functionMs = stages.filter((s) => s.stage === 'execute').reduce((sum, s) => sum + s.ms, 0);
+    const base = this.publicUrl();
+    const body: Record<string, unknown> = {
+      price: outcome.result.price,
+      currency: outcome.result.currency,
+      confidence: outcome.result.confidence,
+      function: { id: outcome.fn.id, name: outcome.fn.name, built_in: outcome.fn.builtIn, execution_type: outcome.fn.executionType },
+      strategy: outcome.strategy,
+      method: {
+        confidence_factors: outcome.result.confidence_factors,
+        inputs_used: outcome.result.inputs_used,
+        notes: outcome.result.notes,
+        ...(outcome.result.details ? { details: outcome.result.details } : {}),
+      },
+      trace: {
+        stages,
+        chosen_function: { id: outcome.fn.id, name: outcome.fn.name },
+        fallback_used: outcome.fallbackUsed,
+        cache: outcome.cached ? 'hit' : outcome.stages.some((s) => s.stage === 'cache' && s.disabled) ? 'disabled' : 'miss',
+        charged,
+        attempts: outcome.attempts,
+        overhead_ms: Math.max(0, Math.round((total - functionMs) * 1000) / 1000),
+        total_ms: total,
+      },
+      ...(outcome.savings ? { savings: outcome.savings } : {}),
+      next_actions: nextActions(p, this.routes, this.config.limits.nextActionsMax, { usageEventId, price: outcome.result.price, context: call.context }),
+      receipt: { usage_event_id: usageEventId, url: `${base}/api/usage/events/${usageEventId}`, recorded_at: new Date().toISOString() },
+    };
+    if (p && identityOf(p).sandbox) {
+      const rate = call.rateLimit?.workspace;
+      body.remaining = {
+        ...(reservation.remaining ?? {}),
+        ...(rate ? { request_rate: { limit_per_minute: rate.limit, remaining: rate.remaining, resets_at: new Date(Date.now() + rate.resetMs).toISOString() } } : {}),
+      };
+    } else if (reservation.remaining) body.remaining = reservation.remaining;
+    return { body, headers: reservation.headers ?? {}, usageEventId };
+  }
+}

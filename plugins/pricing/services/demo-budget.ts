@@ -1,0 +1,40 @@
+import { ApiError } from '../../../core/errors';
+import type { Guard } from '../../../core/hooks';
+import type { RequestContext } from '../../../core/http/route';
+import type { KvStore } from '../../../core/kv';
+
+const HOUR_MS = 3_600_000;
+
+/**
+ * The keyless demo's hourly budget per caller address (routes declaring `rateLimit: 'demo'`).
+ * Budget headers go on every answer of those routes, validation errors included.
+ */
+export class DemoBudgetGuard implements Guard {
+  readonly name = 'demo-budget';
+
+  constructor(
+    private readonly kv: KvStore,
+    private readonly perHour: () => number,
+    private readonly now: () => number,
+  ) {}
+
+  async run(ctx: RequestContext): Promise<void> {
+    if (ctx.route.rateLimit !== 'demo') return;
+    const limit = this.perHour();
+    const r = await this.kv.rateLimit(`demo:${ctx.clientIp}`, limit, HOUR_MS);
+    const resetsAt = new Date(this.now() + r.resetMs).toISOString();
+    ctx.res.setHeader('X-Demo-Budget-Limit', String(limit));
+    ctx.res.setHeader('X-Demo-Budget-Remaining', String(r.remaining));
+    ctx.res.setHeader('X-Demo-Budget-Reset', resetsAt);
+    ctx.state.demoBudget = { limit_per_hour: limit, remaining: r.remaining, resets_at: resetsAt };
+    if (r.allowed) return;
+    const retryAfter = Math.max(1, Math.ceil(r.retryAfterMs / 1000));
+    throw new ApiError('rate_limited', `The demo budget of this address is used up (${limit} calls per hour).`, {
+      retry_after: retryAfter,
+      limit: { demo_calls_per_hour: limit, resets_at: resetsAt },
+      hint: `Wait ${retryAfter} s, or get a free sandbox key (no human needed) for your own daily allowance.`,
+      next: [{ action: 'register_agent', method: 'POST', path: '/api/agents/register', body: { name: 'my-pricing-agent' } }],
+      headers: { 'Retry-After': String(retryAfter) },
+    });
+  }
+}

@@ -1,0 +1,44 @@
+import { ApiError } from '../../../core/errors';
+import { BUILTINS, EngineError } from '../../../engine';
+
+const INPUT_MENU = Object.fromEntries(BUILTINS.map((b) => [b.name, b.inputs.filter((i) => i !== 'currency').slice(0, 4)]));
+
+/** The engine's typed outcomes as SPEC's error bodies. */
+export function toApiError(err: unknown): unknown {
+  if (!(err instanceof EngineError)) return err;
+  const d = err.details;
+  switch (err.code) {
+    case 'function_not_found':
+      // Identical for a missing function and one out of reach, so existence does not leak.
+      return new ApiError('function_not_found', 'No pricing function with this id or name is available to you.', {
+        hint: 'GET /api/functions lists the functions you can use: built-ins, your own, and public marketplace functions.',
+      });
+    case 'function_draft':
+      return new ApiError('function_draft', err.message, { hint: 'Only active functions can be routed to explicitly.', fields: { function_id: d.functionId, status: 'draft' } });
+    case 'function_inactive':
+      return new ApiError('function_inactive', err.message, { hint: 'Pick another function, or let the router choose (omit function_id).', fields: { function_id: d.functionId, status: 'inactive' } });
+    case 'no_eligible_function':
+      return new ApiError('no_eligible_function', err.message, {
+        hint: 'Every candidate was excluded; candidates lists each one and why (cost or latency ceiling, open breaker, rule miss, unreachable). Loosen the policy or add candidates.',
+        fields: { strategy: d.strategy, candidates: d.candidates ?? [] },
+      });
+    case 'functions_failed':
+      return new ApiError('functions_failed', err.message, {
+        hint: 'Nothing was charged. Retry later, or add a fallback_chain or fallback_function to your routing policy.',
+        fields: { retryable: true, attempts: d.attempts ?? [] },
+      });
+    case 'insufficient_context':
+      return new ApiError('insufficient_context', err.message, {
+        hint: 'Add the inputs a method needs; with no price history a current_price alone still gets a (low-confidence) price.',
+        fields: { missing: d.missing ?? [], inputs_by_function: INPUT_MENU, attempts: d.attempts ?? [] },
+        example: { context: { product_type: 'coffee', currency: 'USD', current_price: 4.5, unit_cost: 1.2 } },
+      });
+    case 'pipeline_execution_unavailable':
+      return new ApiError('pipeline_execution_unavailable', 'Pipeline execution is not available.', { hint: 'Reference pipelines and their stages can be listed at GET /api/pipelines.' });
+    case 'explicit_without_function':
+      return new ApiError('validation_error', err.message, {
+        issues: [{ path: 'function_id', reason: 'required when routing_preference is "explicit"' }],
+        example: { context: { current_price: 10 }, function_id: 'fn_builtin_anchored', routing_preference: 'explicit' },
+      });
+  }
+}

@@ -1,0 +1,164 @@
+import type { Sql } from '../../../core/db/sql';
+import { ApiError } from '../../../core/errors';
+import { newId } from '../../../core/ids';
+import { formatMoney } from '../../../core/money';
+import { BUILTINS } from '../../../engine';
+import type { FunctionDescriptor, FunctionSource, FunctionStatus } from '../../../engine';
+
+interface FunctionRow {
+  id: string;
+  workspace_id: string;
+  name: string;
+  description: string;
+  tags: string[];
+  execution_type: 'external_api' | 'pipeline';
+  status: FunctionStatus;
+  is_public: boolean;
+  cost_per_unit: string;
+  cost_multiplier: string;
+  endpoint_url: string | null;
+  timeout_ms: number | null;
+  commission_pct: string | null;
+  listed_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface FunctionRecord extends FunctionDescriptor {
+  commissionPct: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+function toRecord(r: FunctionRow): FunctionRecord {
+  return {
+    id: r.id,
+    name: r.name,
+    workspaceId: r.workspace_id,
+    builtIn: false,
+    executionType: r.execution_type,
+    status: r.status,
+    isPublic: r.is_public,
+    costPerUnit: formatMoney(r.cost_per_unit, 8, 2),
+    costMultiplier: formatMoney(r.cost_multiplier, 6, 1),
+    description: r.description,
+    tags: r.tags,
+    endpointUrl: r.endpoint_url,
+    timeoutMs: r.timeout_ms,
+    commissionPct: r.commission_pct === null ? null : formatMoney(r.commission_pct, 2, 0),
+    createdAt: new Date(r.created_at).toISOString(),
+    updatedAt: new Date(r.updated_at).toISOString(),
+  };
+}
+
+export interface NewFunction {
+  workspaceId: string;
+  name: string;
+  description: string;
+  tags: string[];
+  executionType: 'external_api' | 'pipeline';
+  isPublic: boolean;
+  costPerUnit: string;
+  costMultiplier: string;
+  endpointUrl: string | null;
+  timeoutMs: number | null;
+  commissionPct: number;
+}
+
+export interface FunctionPatch {
+  status?: FunctionStatus | undefined;
+  description?: string | undefined;
+  tags?: string[] | undefined;
+  isPublic?: boolean | undefined;
+  costPerUnit?: string | undefined;
+  costMultiplier?: string | undefined;
+  endpointUrl?: string | undefined;
+  timeoutMs?: number | undefined;
+}
+
+const RESERVED = new Set(BUILTINS.map((b) => b.name.toLowerCase()));
+
+/** Workspace functions in PostgreSQL; the engine's registry loads them through `FunctionSource`. */
+export class FunctionStore implements FunctionSource {
+  constructor(private readonly sql: Sql) {}
+
+  async loadAll(): Promise<FunctionDescriptor[]> {
+    return (await this.sql.many<FunctionRow>('SELECT * FROM pricing_functions')).map(toRecord);
+  }
+
+  async loadOne(id: string): Promise<FunctionDescriptor | null> {
+    const row = await this.sql.one<FunctionRow>('SELECT * FROM pricing_functions WHERE id = $1', [id]);
+    return row ? toRecord(row) : null;
+  }
+
+  async get(id: string): Promise<FunctionRecord | null> {
+    const row = await this.sql.one<FunctionRow>('SELECT * FROM pricing_functions WHERE id = $1', [id]);
+    return row ? toRecord(row) : null;
+  }
+
+  async create(f: NewFunction): Promise<FunctionRecord> {
+    if (RESERVED.has(f.name.toLowerCase())) throw nameTaken(f.name);
+    try {
+      const row = await this.sql.one<FunctionRow>(
+        `INSERT INTO pricing_functions (id, workspace_id, name, description, tags, execution_type, is_public, cost_per_unit, cost_multiplier, endpoint_url, timeout_ms, commission_pct, listed_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING *`,
+        [
+          newId('fn'),
+          f.workspaceId,
+          f.name,
+          f.description,
+          f.tags,
+          f.executionType,
+          f.isPublic,
+          f.costPerUnit,
+          f.costMultiplier,
+          f.endpointUrl,
+          f.timeoutMs,
+          f.isPublic ? f.commissionPct : null,
+          f.isPublic ? new Date() : null,
+        ],
+      );
+      return toRecord(row as FunctionRow);
+    } catch (err) {
+      if ((err as { name?: string }).name === 'SequelizeUniqueConstraintError' || /duplicate key/.test(String((err as Error).message))) throw nameTaken(f.name);
+      throw err;
+    }
+  }
+
+  /** Applies a patch of the owner; a first public listing fixes its commission rate for good. */
+  async update(id: string, workspaceId: string, patch: FunctionPatch, commissionPct: number): Promise<FunctionRecord | null> {
+    const row = await this.sql.one<FunctionRow>(
+      `UPDATE pricing_functions SET
+         status = COALESCE($3, status),
+         description = COALESCE($4, description),
+         tags = COALESCE($5, tags),
+         is_public = COALESCE($6, is_public),
+         cost_per_unit = COALESCE($7, cost_per_unit),
+         cost_multiplier = COALESCE($8, cost_multiplier),
+         endpoint_url = COALESCE($9, endpoint_url),
+         timeout_ms = COALESCE($10, timeout_ms),
+         commission_pct = CASE WHEN COALESCE($6, is_public) AND commission_pct IS NULL THEN $11 ELSE commission_pct END,
+         listed_at = CASE WHEN COALESCE($6, is_public) AND listed_at IS NULL THEN now() ELSE listed_at END,
+         updated_at = now()
+       WHERE id = $1 AND workspace_id = $2 RETURNING *`,
+      [
+        id,
+        workspaceId,
+        patch.status ?? null,
+        patch.description ?? null,
+        patch.tags ?? null,
+        patch.isPublic ?? null,
+        patch.costPerUnit ?? null,
+        patch.costMultiplier ?? null,
+        patch.endpointUrl ?? null,
+        patch.timeoutMs ?? null,
+        commissionPct,
+      ],
+    );
+    return row ? toRecord(row) : null;
+  }
+}
+
+function nameTaken(name: string): ApiError {
+  return new ApiError('conflict', `The function name "${name}" is taken; names are unique across the network.`, { hint: 'Choose another name, for example prefixed with your company or product.' });
+}

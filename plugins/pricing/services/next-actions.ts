@@ -1,0 +1,103 @@
+import type { Principal } from '../../../core/auth';
+import type { RouteTable } from '../../../core/http/pipeline';
+import type { RouteSpec } from '../../../core/http/route';
+import { identityOf } from '../../identity';
+
+export interface NextAction {
+  action: string;
+  method: string;
+  path: string;
+  reason: string;
+  example?: unknown;
+}
+
+interface Candidate extends NextAction {
+  route: string;
+  when?: (p: Principal | null) => boolean;
+}
+
+/** Whether a principal may make a request to a route, as the authorizer would judge it. */
+export function mayCall(principal: Principal | null, route: RouteSpec | undefined): boolean {
+  if (!route) return false;
+  if ((route.auth ?? 'required') === 'public') return true;
+  if (!principal) return false;
+  if (route.accepts && !route.accepts.includes(principal.kind)) return false;
+  const id = identityOf(principal);
+  if (id.sandbox && !route.sandbox) return false;
+  return (route.scopes ?? []).every((s) => (principal.scopes ?? []).includes(s) && s !== 'workspace:claim' && s !== 'team:admin');
+}
+
+/**
+ * At most `max` requests the caller may make next, each with a reason and an example body; only
+ * routes the caller's credential is allowed to call are offered.
+ */
+export function nextActions(principal: Principal | null, routes: RouteTable, max: number, ctx: { usageEventId: string | null; price: string; context: Record<string, unknown> }): NextAction[] {
+  const candidates: Candidate[] = [
+    {
+      route: 'usage.outcome',
+      action: 'report_outcome',
+      method: 'PATCH',
+      path: ctx.usageEventId ? `/api/usage/events/${ctx.usageEventId}/outcome` : '/api/usage/events/{id}/outcome',
+      reason: 'Tell us whether you used this price; accepted prices improve verification evidence.',
+      example: { outcome: 'accepted', quality_score: 0.9 },
+    },
+    {
+      route: 'verify.price',
+      action: 'verify_price',
+      method: 'POST',
+      path: '/api/price-router/verify',
+      reason: 'Check a proposed price against observed market evidence before publishing it.',
+      example: { context: ctx.context, proposed_price: Number(ctx.price) },
+    },
+    {
+      route: 'compute.batch',
+      action: 'price_in_batch',
+      method: 'POST',
+      path: '/api/compute/batch',
+      reason: 'Price up to 100 items in one request.',
+      example: { items: [{ context: ctx.context }] },
+    },
+    {
+      route: 'policies.create',
+      action: 'set_routing_policy',
+      method: 'POST',
+      path: '/api/routing-policies',
+      reason: 'Choose how functions are picked for you: cheapest, fastest, rules on the context, with ceilings and fallbacks.',
+      example: { name: 'cheapest under a ceiling', strategy: 'cheapest', is_default: true, config: { max_cost_per_unit: '0.0015' } },
+    },
+    {
+      route: 'functions.list',
+      action: 'list_functions',
+      method: 'GET',
+      path: '/api/functions',
+      reason: 'See the functions you can route to and their cost and latency.',
+    },
+    {
+      route: 'demo.verify',
+      action: 'verify_price_demo',
+      method: 'POST',
+      path: '/api/public/price-router/verify',
+      reason: 'Check a proposed price against market evidence (keyless demo).',
+      example: { context: ctx.context, proposed_price: Number(ctx.price) },
+    },
+    {
+      route: 'agents.register',
+      action: 'get_a_free_key',
+      method: 'POST',
+      path: '/api/agents/register',
+      reason: 'A free sandbox key: 25 priced calls a day, your own usage records.',
+      example: { name: 'my-pricing-agent' },
+      when: (p) => p === null,
+    },
+  ];
+  const out: NextAction[] = [];
+  for (const c of candidates) {
+    if (out.length >= max) break;
+    if (c.when && !c.when(principal)) continue;
+    if (!mayCall(principal, routes.find(c.route))) continue;
+    if (principal === null && (routes.find(c.route)?.auth ?? 'required') !== 'public') continue;
+    const { route: _route, when: _when, ...action } = c;
+    out.push(action);
+  }
+  return out;
+}

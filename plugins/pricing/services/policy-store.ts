@@ -1,0 +1,138 @@
+import type { Clock } from '../../../core/clock';
+import type { Sql } from '../../../core/db/sql';
+import { newId } from '../../../core/ids';
+import type { KvStore, Unsubscribe } from '../../../core/kv';
+import type { PolicyShape, RoutingPolicy } from '../../../engine';
+
+interface PolicyRow {
+  id: string;
+  workspace_id: string;
+  name: string;
+  strategy: RoutingPolicy['strategy'];
+  is_default: boolean;
+  fallback_chain: string[];
+  fallback_function: string | null;
+  config: RoutingPolicy['config'];
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface PolicyRecord extends RoutingPolicy {
+  created_at: string;
+  updated_at: string;
+}
+
+function toRecord(r: PolicyRow): PolicyRecord {
+  return {
+    id: r.id,
+    workspace_id: r.workspace_id,
+    name: r.name,
+    strategy: r.strategy,
+    is_default: r.is_default,
+    fallback_chain: r.fallback_chain,
+    fallback_function: r.fallback_function,
+    config: r.config,
+    created_at: new Date(r.created_at).toISOString(),
+    updated_at: new Date(r.updated_at).toISOString(),
+  };
+}
+
+const CHANNEL = 'pricing:policy-changed';
+const CACHE_TTL_MS = 60_000;
+
+/**
+ * Routing policies. The default policy of a workspace is read on every compute, so it is cached in
+ * process; changes invalidate it on every instance through the store.
+ */
+export class PolicyStore {
+  private readonly defaults = new Map<string, { policy: RoutingPolicy | null; until: number }>();
+  private unsubscribe: Unsubscribe | null = null;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly kv: KvStore,
+    private readonly clock: Clock,
+  ) {}
+
+  async start(): Promise<void> {
+    this.unsubscribe = await this.kv.subscribe(CHANNEL, (ws) => this.defaults.delete(ws));
+  }
+
+  async stop(): Promise<void> {
+    await this.unsubscribe?.();
+  }
+
+  private async changed(workspaceId: string): Promise<void> {
+    this.defaults.delete(workspaceId);
+    await this.kv.publish(CHANNEL, workspaceId);
+  }
+
+  async defaultFor(workspaceId: string): Promise<RoutingPolicy | null> {
+    const hit = this.defaults.get(workspaceId);
+    if (hit && hit.until > this.clock.now()) return hit.policy;
+    const row = await this.sql.one<PolicyRow>('SELECT * FROM routing_policies WHERE workspace_id = $1 AND is_default', [workspaceId]);
+    const policy = row ? toRecord(row) : null;
+    this.defaults.set(workspaceId, { policy, until: this.clock.now() + CACHE_TTL_MS });
+    return policy;
+  }
+
+  async get(workspaceId: string, id: string): Promise<PolicyRecord | null> {
+    const row = await this.sql.one<PolicyRow>('SELECT * FROM routing_policies WHERE id = $1 AND workspace_id = $2', [id, workspaceId]);
+    return row ? toRecord(row) : null;
+  }
+
+  async list(workspaceId: string, limit: number, after?: { sort: string | number; id: string }): Promise<PolicyRecord[]> {
+    const rows = after
+      ? await this.sql.many<PolicyRow>('SELECT * FROM routing_policies WHERE workspace_id = $1 AND (created_at, id) < ($2::timestamptz, $3) ORDER BY created_at DESC, id DESC LIMIT $4', [
+          workspaceId,
+          new Date(Number(after.sort)).toISOString(),
+          after.id,
+          limit + 1,
+        ])
+      : await this.sql.many<PolicyRow>('SELECT * FROM routing_policies WHERE workspace_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2', [workspaceId, limit + 1]);
+    return rows.map(toRecord);
+  }
+
+  /** Saves a validated policy (new when `id` is null); making it the default unsets the previous one. */
+  async save(workspaceId: string, id: string | null, p: PolicyShape): Promise<PolicyRecord> {
+    const saved = await this.sql.tx(async (tx) => {
+      if (p.is_default) await this.sql.exec('UPDATE routing_policies SET is_default = false, updated_at = now() WHERE workspace_id = $1 AND is_default AND id <> COALESCE($2, \'\')', [workspaceId, id], tx);
+      const row = id
+        ? await this.sql.one<PolicyRow>(
+            `UPDATE routing_policies SET name = $3, strategy = $4, is_default = $5, fallback_chain = $6, fallback_function = $7, config = $8, updated_at = now()
+             WHERE id = $1 AND workspace_id = $2 RETURNING *`,
+            [id, workspaceId, p.name, p.strategy, p.is_default, p.fallback_chain, p.fallback_function, JSON.stringify(p.config)],
+            tx,
+          )
+        : await this.sql.one<PolicyRow>(
+            `INSERT INTO routing_policies (id, workspace_id, name, strategy, is_default, fallback_chain, fallback_function, config) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
+            [newId('rp'), workspaceId, p.name, p.strategy, p.is_default, p.fallback_chain, p.fallback_function, JSON.stringify(p.config)],
+            tx,
+          );
+      return row;
+    });
+    await this.changed(workspaceId);
+    if (!saved) throw new Error('policy not saved');
+    return toRecord(saved);
+  }
+
+  async remove(workspaceId: string, id: string): Promise<boolean> {
+    const n = await this.sql.exec('DELETE FROM routing_policies WHERE id = $1 AND workspace_id = $2', [id, workspaceId]);
+    await this.changed(workspaceId);
+    return n > 0;
+  }
+}
+
+export function policyView(p: PolicyRecord): Record<string, unknown> {
+  return {
+    id: p.id,
+    name: p.name,
+    strategy: p.strategy,
+    is_default: p.is_default,
+    fallback_chain: p.fallback_chain,
+    fallback_function: p.fallback_function,
+    config: p.config,
+    created_at: p.created_at,
+    updated_at: p.updated_at,
+  };
+}

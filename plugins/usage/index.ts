@@ -1,0 +1,26 @@
+import type { PluginDefinition } from '../../core/plugin';
+import { usageEvents } from './migrations/0001-usage-events';
+import { SandboxAllowance } from './services/allowance';
+import { UsageRecorder } from './services/recorder';
+import { USAGE } from './tokens';
+
+export { USAGE } from './tokens';
+export type { UsageRecorder, UsageEventInput } from './services/recorder';
+export { quotaNextSteps } from './services/allowance';
+
+/**
+ * Usage records of every priced call (written before the response, grouped across requests) and
+ * the sandbox daily allowance. The usage API over the records is added by the usage API issue.
+ */
+export const usagePlugin: PluginDefinition = {
+  name: 'usage',
+  description: 'Usage events and the sandbox daily allowance.',
+  dependsOn: ['identity'],
+  migrations: [usageEvents],
+  register(ctx) {
+    const recorder = new UsageRecorder(ctx.sql, ctx.log);
+    ctx.container.register(USAGE.Recorder, { useValue: recorder });
+    ctx.hooks.addAdmitter(new SandboxAllowance(ctx.kv, ctx.clock, ctx.config));
+    ctx.onClose(() => recorder.drainAll());
+  },
+};

@@ -1,0 +1,78 @@
+import type { Config } from '../../../config';
+import type { Admitter, AdmissionRequest, Reservation } from '../../../core/admission';
+import type { Clock } from '../../../core/clock';
+import { ApiError } from '../../../core/errors';
+import type { NextStep } from '../../../core/errors';
+import type { KvStore } from '../../../core/kv';
+import { identityOf } from '../../identity';
+
+const DAY_MS = 86_400_000;
+
+/** Where a sandbox at its daily limit can go next (payment endpoints arrive with the payments plugin). */
+export function quotaNextSteps(payable: boolean): NextStep[] {
+  const steps: NextStep[] = [];
+  if (payable) {
+    steps.push({
+      action: 'pay_per_call',
+      description: 'Repeat this request with an x402 payment in X-PAYMENT (or PAYMENT-SIGNATURE); it runs without counting against the daily limit.',
+      method: 'POST',
+      header: 'X-PAYMENT',
+    });
+  }
+  steps.push(
+    { action: 'day_pass', description: 'Buy a day pass (500 calls for 24 hours) with one USDC payment and your key.', method: 'POST', path: '/api/payments/day-pass' },
+    { action: 'top_up', description: 'Top up a prepaid USDC balance; calls past the daily limit draw from it.', method: 'POST', path: '/api/balance/top-up' },
+    { action: 'claim', description: 'Have a person claim this workspace (the claim link from registration): limits lift.', method: 'POST', path: '/api/agents/claim' },
+  );
+  return steps;
+}
+
+/**
+ * The free daily allowance of sandbox workspaces (SPEC: 25 compute calls per day). A call reserves
+ * one unit; a failed call releases it, so failures are never counted.
+ */
+export class SandboxAllowance implements Admitter {
+  readonly name = 'sandbox-daily-allowance';
+
+  constructor(
+    private readonly kv: KvStore,
+    private readonly clock: Clock,
+    private readonly config: Config,
+  ) {}
+
+  async admit(request: AdmissionRequest): Promise<Reservation | null> {
+    const p = request.principal;
+    if (!p || !identityOf(p).sandbox || request.operation === 'verify') return null;
+    const limit = this.config.limits.sandbox.computeCallsPerDay;
+    const now = this.clock.now();
+    const dayStart = Math.floor(now / DAY_MS) * DAY_MS;
+    const resetsAt = new Date(dayStart + DAY_MS).toISOString();
+    const key = `allowance:${p.workspaceId}:${new Date(dayStart).toISOString().slice(0, 10)}`;
+    const used = await this.kv.incr(key, request.units, 2 * DAY_MS);
+    if (used > limit) {
+      await this.kv.incr(key, -request.units);
+      const retryAfter = Math.max(1, Math.ceil((dayStart + DAY_MS - now) / 1000));
+      throw new ApiError('daily_quota_exceeded', `Daily quota reached: this sandbox workspace may make ${limit} compute calls per day.`, {
+        retry_after: retryAfter,
+        limit: { compute_calls_per_day: limit, scope: 'workspace', resets_at: resetsAt },
+        hint: `The daily quota resets at 00:00 UTC (in ${retryAfter} s). To continue now, see next.`,
+        next: quotaNextSteps(request.operation === 'compute' || request.operation === 'router'),
+        headers: { 'Retry-After': String(retryAfter) },
+      });
+    }
+    let settled = false;
+    return {
+      admitter: this.name,
+      paidVia: null,
+      remaining: { daily_compute_calls: { limit, remaining: Math.max(0, limit - used), resets_at: resetsAt } },
+      commit: async () => {
+        settled = true;
+      },
+      release: async () => {
+        if (settled) return;
+        settled = true;
+        await this.kv.incr(key, -request.units);
+      },
+    };
+  }
+}

@@ -1,0 +1,3 @@
+export const USAGE = {
+  Recorder: Symbol('usage.Recorder'),
+} as const;
