@@ -37,6 +37,7 @@ describe('identity: agent self-registration (POST /api/agents/register)', () => 
     expect(b.workspace.sandbox).to.equal(true);
     expect(b.workspace.plan).to.equal('agent_starter');
     expect(b.workspace.created_by_agent).to.equal(true);
+    expect(b.workspace.test_workspace_id, 'no test workspace until claimed').to.equal(null);
     const me = await api.get('/api/me', { 'x-api-key': b.api_key.key });
     expect(me.status).to.equal(200);
   });

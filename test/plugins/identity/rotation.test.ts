@@ -114,7 +114,8 @@ describe('identity: key rotation (POST /api/api-keys/rotate)', () => {
     const res = await api.post<ErrorBody>('/api/api-keys/rotate', {}, { authorization: `Bearer ${token}` });
     expect(res.status).to.equal(401);
     expect(res.body.code).to.equal('unauthorized');
-    expect(res.body.next).to.deep.equal([]);
+    expect(res.body.hint).to.match(/x-api-key/);
+    expect(res.headers.get('www-authenticate')).to.match(/^Bearer/);
     expect((await api.get('/api/me', { 'x-api-key': reg.api_key.key })).status).to.equal(200);
   });
 });

@@ -99,6 +99,27 @@ describe('identity: sandbox key lifetime', () => {
     expect(res.headers.get('www-authenticate')).to.match(/^Bearer/);
   });
 
+  it('issues access tokens that expire, and never outlive the sandbox key', async () => {
+    const reg = await register(svc.url);
+    const token = await api.raw<TokenBody>('POST', '/api/oauth/token', {
+      rawBody: 'grant_type=client_credentials',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-api-key': reg.api_key.key },
+    });
+    expect(token.body.expires_in).to.equal(svc.config.identity.accessTokenTtlS);
+    clock.advance(svc.config.identity.accessTokenTtlS * 1000 + 1000);
+    const expired = await api.get<ErrorBody>('/api/me', { authorization: `Bearer ${token.body.access_token}` });
+    expect(expired.status).to.equal(401);
+    expect(expired.body.code).to.equal('invalid_credentials');
+    expect(expired.body.error).to.match(/expired/);
+    clock.advance(30 * DAY_MS - 10 * 60_000 - svc.config.identity.accessTokenTtlS * 1000);
+    const late = await api.raw<TokenBody>('POST', '/api/oauth/token', {
+      rawBody: 'grant_type=client_credentials',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-api-key': reg.api_key.key },
+    });
+    expect(late.status, late.text).to.equal(200);
+    expect(late.body.expires_in).to.be.within(1, 600);
+  });
+
   it('does not expire once the workspace is claimed with the key kept', async () => {
     const reg: RegistrationBody = await register(svc.url);
     const person = await signUp(svc.url);

@@ -147,6 +147,23 @@ describe('identity: 401 and 403 answers for credentials', () => {
     expect(res.text).not.to.contain(agentId);
   });
 
+  it('answers agent management sent an agent access token with 403', async () => {
+    const token = await accessToken(svc.url, agentKey.key);
+    const auth = { authorization: `Bearer ${token}` };
+    const answers = [
+      await api.post<ErrorBody>('/api/agents', { name: 'made-by-agent' }, auth),
+      await api.get<ErrorBody>(`/api/agents/${agentId}`, auth),
+      await api.patch<ErrorBody>(`/api/agents/${agentId}`, { status: 'disabled' }, auth),
+      await api.delete<ErrorBody>(`/api/agents/${agentId}`, auth),
+    ];
+    for (const res of answers) {
+      expect(res.status, res.text).to.equal(403);
+      expect(res.body.reason).to.be.a('string').and.not.be.empty;
+    }
+    const still = await api.get<{ agent: { status: string } }>(`/api/agents/${agentId}`, asPerson(owner));
+    expect(still.body.agent.status).to.equal('active');
+  });
+
   it("answers an agent token on another agent's capabilities with 401, and its own with 200", async () => {
     const otherAgent = await createAgent(svc.url, asPerson(owner), 'pricing-agent/other');
     const token = await accessToken(svc.url, agentKey.key);
