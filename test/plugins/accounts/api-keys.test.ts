@@ -52,6 +52,12 @@ describe('accounts: API keys and scopes (POST /api/api-keys)', () => {
     expect(res.body.issues?.[0]?.path).to.equal('scopes.1');
   });
 
+  it('refuses a name that is not a scope on agent keys too', async () => {
+    const agentId = await createAgent(svc.url, asPerson(owner));
+    const res = await api.post<ErrorBody>(`/api/agents/${agentId}/keys`, { scopes: ['compute'] }, asPerson(owner));
+    expectScopeRefusal(res, 'compute');
+  });
+
   it("refuses the wildcard '*' with 400 listing the valid scopes", async () => {
     const res = await api.post<ErrorBody>('/api/api-keys', { name: 'everything', scopes: ['*'] }, asPerson(owner));
     expectScopeRefusal(res, '*');

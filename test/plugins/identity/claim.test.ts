@@ -297,6 +297,14 @@ describe('identity: claiming an agent sandbox', () => {
       expect(audit).to.deep.equal([{ actor_type: 'api_key', via_key_id: key.id, outcome: 'done' }]);
     });
 
+    it('answers an unknown claim token with 404', async () => {
+      const owner = await signUp(svc.url);
+      const key = await createKey(svc.url, asPerson(owner), { name: 'claimer', scopes: ['workspace:claim'] });
+      const res = await api.post<ErrorBody>('/api/agents/claim', { token: unknownKey().replace('pcs_usr_', 'pcs_clm_') }, { 'x-api-key': key.key });
+      expect(res.status, res.text).to.equal(404);
+      expect(res.body.code).to.equal('not_found');
+    });
+
     function expectInsufficientScope(res: { status: number; text: string; body: ErrorBody }): void {
       expect(res.status, res.text).to.equal(403);
       expect(res.body.code).to.equal('insufficient_scope');
