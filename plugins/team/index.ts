@@ -29,7 +29,7 @@ export const teamPlugin: PluginDefinition = {
     const trail = new TeamTrail(audit, sql, ctx.log);
     const actors = new ActorResolver(sql);
     const invitations = new Invitations(sql, clock, config, actors, trail);
-    const members = new Members(sql, actors, trail);
+    const members = new Members(sql, actors, trail, invitations);
     container.register(TEAM.Invitations, { useValue: invitations });
     container.register(TEAM.Members, { useValue: members });
 

@@ -241,6 +241,26 @@ export class Invitations {
     return null;
   }
 
+  /**
+   * After a person's role changed (or they left or were removed: `role` null), cancels the pending
+   * invitations their keys made that they can no longer make. Accepting checks the same again.
+   */
+  async cancelForCreator(workspaceId: string, personId: string, role: Role | null, tx: Transaction): Promise<number> {
+    const lost = (['member', 'admin'] as const).filter((r) => !canInviteAt(role, r));
+    if (lost.length === 0) return 0;
+    const rows = await this.sql.many<{ id: string; email: string; role: Role; via_key_id: string }>(
+      `UPDATE invitations i SET status = 'cancelled' FROM api_keys k
+        WHERE i.via_key_id = k.id AND k.created_by_person_id = $2 AND i.workspace_id = $1 AND i.status = 'pending' AND i.role = ANY($3::text[])
+        RETURNING i.id, i.email, i.role, i.via_key_id`,
+      [workspaceId, personId, lost],
+      tx,
+    );
+    for (const r of rows) {
+      await this.trail.system(workspaceId, 'team.invitations.cancel', r.id, `the key's creator can no longer invite at role ${r.role}`, { email: r.email, invited_role: r.role }, r.via_key_id, tx);
+    }
+    return rows.length;
+  }
+
   /** Revoking a key cancels its pending invitations (subscribed to `api_key.revoked`). */
   async cancelForKey(keyId: string, why: string): Promise<number> {
     return this.sql.tx(async (tx) => {

@@ -8,6 +8,7 @@ import type { Role } from '../../identity';
 import { assertOwnWorkspace } from './actors';
 import type { ActorResolver } from './actors';
 import { lockWorkspace } from './invitations';
+import type { Invitations } from './invitations';
 import { assertCanChangeRole, assertCanRemove, assertCanReadAudit, refuse } from './policy';
 import type { TeamTrail } from './trail';
 
@@ -48,6 +49,7 @@ export class Members {
     private readonly sql: Sql,
     private readonly actors: ActorResolver,
     private readonly trail: TeamTrail,
+    private readonly invitations: Invitations,
   ) {}
 
   private async member(workspaceId: string, personId: string, tx?: Transaction): Promise<MemberRow | null> {
@@ -81,6 +83,7 @@ export class Members {
         if (target.role === role) return target;
         await this.sql.exec('UPDATE memberships SET role = $3, updated_at = now() WHERE workspace_id = $1 AND person_id = $2', [workspaceId, personId, role], tx);
         await this.trail.done(actor, 'team.members.update', personId, { from_role: target.role, to_role: role }, tx);
+        await this.invitations.cancelForCreator(workspaceId, personId, role, tx);
         return (await this.member(workspaceId, personId, tx)) as MemberRow;
       });
     });
@@ -125,9 +128,13 @@ export class Members {
     });
   }
 
-  /** Removes a membership; a person whose default workspace it was falls back to another of theirs. */
+  /**
+   * Removes a membership; the invitations the person's keys made are cancelled, and a person whose
+   * default workspace it was falls back to another of theirs.
+   */
   private async drop(workspaceId: string, personId: string, tx: Transaction): Promise<void> {
     await this.sql.exec('DELETE FROM memberships WHERE workspace_id = $1 AND person_id = $2', [workspaceId, personId], tx);
+    await this.invitations.cancelForCreator(workspaceId, personId, null, tx);
     await this.sql.exec(
       `UPDATE people SET default_workspace_id = (SELECT workspace_id FROM memberships WHERE person_id = $1 ORDER BY created_at LIMIT 1), updated_at = now()
         WHERE id = $1 AND default_workspace_id = $2`,

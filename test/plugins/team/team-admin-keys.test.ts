@@ -198,20 +198,27 @@ describe('team plugin: team:admin keys', () => {
     expect(refusedEntry(log, 'team.invitations.accept', 'invitation cancelled')?.actor.id).to.equal(p.id);
   });
 
-  it("a key's invitation becomes unacceptable (and is cancelled) when its creator can no longer invite at that role", async () => {
+  it("demoting a key's creator cancels the key's pending invitations at once; they cannot be accepted", async () => {
     const { owner, admin, ws } = await team(api);
-    const { key } = await createKey(api, admin, ws, ['team:admin']);
+    const { key, id } = await createKey(api, admin, ws, ['team:admin']);
     const p = await signup(api, 'p');
     const inv = await invite(api, withKey(key), ws, p.email);
     expect(inv.status).to.equal(201);
+    const byPerson = await invite(api, as(admin, ws), ws, uniqueEmail('person-made'));
     expect((await api.patch(`/api/workspaces/${ws}/members/${admin.id}`, { role: 'member' }, as(owner))).status).to.equal(200);
+
+    const list = await api.get<{ data: Array<{ id: string; status: string }> }>(`/api/workspaces/${ws}/invitations`, as(owner));
+    expect(list.body.data.find((i) => i.id === inv.body.invitation.id)?.status).to.equal('cancelled');
+    expect(list.body.data.find((i) => i.id === byPerson.body.invitation.id)?.status).to.equal('pending');
     const res = await accept(api, p, inv.body.accept.token);
     expect(res.status, res.text).to.equal(410);
     expect(res.body.code).to.equal('gone');
-    expect(res.body.reason).to.equal("the key's creator can no longer invite at role member");
+    expect(res.body.reason).to.equal('invitation cancelled');
     expect(res.body.invitation_status).to.equal('cancelled');
-    const rows = await svc.sequelize.query<{ status: string }>('SELECT status FROM invitations WHERE id = $1', { bind: [inv.body.invitation.id], type: QueryTypes.SELECT });
-    expect(rows[0]?.status).to.equal('cancelled');
+    const cancel = (await auditLog(api, owner)).find((e) => e.action === 'team.invitations.cancel');
+    expect(cancel?.reason).to.equal("the key's creator can no longer invite at role member");
+    expect(cancel?.via_key_id).to.equal(id);
+
     // Restoring the creator's role does not revive a cancelled invitation.
     expect((await api.patch(`/api/workspaces/${ws}/members/${admin.id}`, { role: 'admin' }, as(owner))).status).to.equal(200);
     const again = await accept(api, p, inv.body.accept.token);
@@ -219,6 +226,44 @@ describe('team plugin: team:admin keys', () => {
     expect(again.body.reason).to.equal('invitation cancelled');
     const members = await api.get<{ data: Array<{ person_id: string }> }>(`/api/workspaces/${ws}/members`, as(owner));
     expect(members.body.data.map((m) => m.person_id)).to.not.include(p.id);
+  });
+
+  it("removing a key's creator cancels the key's pending invitations", async () => {
+    const { owner, admin, ws } = await team(api);
+    const { key } = await createKey(api, admin, ws, ['team:admin']);
+    const inv = await invite(api, withKey(key), ws, uniqueEmail('gone'));
+    expect((await api.delete(`/api/workspaces/${ws}/members/${admin.id}`, as(owner))).status).to.equal(200);
+    const list = await api.get<{ data: Array<{ id: string; status: string }> }>(`/api/workspaces/${ws}/invitations`, as(owner));
+    expect(list.body.data.find((i) => i.id === inv.body.invitation.id)?.status).to.equal('cancelled');
+  });
+
+  it("accepting checks the creator again: a role lost outside the team routes makes the key's invitation unacceptable and cancels it", async () => {
+    const { owner, admin, ws } = await team(api);
+    const { key } = await createKey(api, admin, ws, ['team:admin']);
+    const p = await signup(api, 'p');
+    const inv = await invite(api, withKey(key), ws, p.email);
+    await svc.sequelize.query(`UPDATE memberships SET role = 'member' WHERE workspace_id = $1 AND person_id = $2`, { bind: [ws, admin.id] });
+    const res = await accept(api, p, inv.body.accept.token);
+    expect(res.status, res.text).to.equal(410);
+    expect(res.body.code).to.equal('gone');
+    expect(res.body.reason).to.equal("the key's creator can no longer invite at role member");
+    expect(res.body.invitation_status).to.equal('cancelled');
+    expect(res.body.hint).to.be.a('string');
+    const rows = await svc.sequelize.query<{ status: string }>('SELECT status FROM invitations WHERE id = $1', { bind: [inv.body.invitation.id], type: QueryTypes.SELECT });
+    expect(rows[0]?.status).to.equal('cancelled');
+    expect(refusedEntry(await auditLog(api, owner), 'team.invitations.accept', "the key's creator can no longer invite at role member")?.actor.id).to.equal(p.id);
+  });
+
+  it('an invitation made by a key that has since expired cannot be accepted', async () => {
+    const owner = await signup(api, 'owner');
+    const { key, id } = await createKey(api, owner, owner.workspaceId, ['team:admin']);
+    const p = await signup(api, 'p');
+    const inv = await invite(api, withKey(key), owner.workspaceId, p.email);
+    await svc.sequelize.query(`UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1`, { bind: [id] });
+    const res = await accept(api, p, inv.body.accept.token);
+    expect(res.status, res.text).to.equal(410);
+    expect(res.body.reason).to.equal('the key that made the invitation has expired');
+    expect(res.body.invitation_status).to.equal('cancelled');
   });
 
   it("an admin invitation made by an owner's key stops being acceptable once the creator is no longer an owner", async () => {
