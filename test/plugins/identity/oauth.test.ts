@@ -201,3 +201,26 @@ describe('identity: OAuth client credentials', () => {
     expect(res.body.response_types_supported).to.deep.equal([]);
   });
 });
+
+describe('OAuth token endpoint brute-force guard', () => {
+  it('slows down an address that keeps sending wrong client secrets', async () => {
+    const svc = await startTestService({ config: { limits: { rateLimit: { failedAuthPerAddressPer15Min: 2 } } } });
+    try {
+      const send = () =>
+        fetch(`${svc.url}/api/oauth/token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('oac_x:pcs_oac_wrongwrongwrongwrongwrongwrongwrong').toString('base64')}` },
+          body: 'grant_type=client_credentials',
+        });
+      expect((await send()).status).to.equal(401);
+      expect((await send()).status).to.equal(401);
+      const third = await send();
+      expect(third.status).to.equal(429);
+      const body = (await third.json()) as Record<string, unknown>;
+      expect(body.code).to.equal('rate_limited');
+      expect(body.retry_after).to.equal(Number(third.headers.get('retry-after')));
+    } finally {
+      await svc.close();
+    }
+  });
+});
