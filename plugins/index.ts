@@ -2,6 +2,7 @@ import type { PluginDefinition } from '../core/plugin';
 import { healthPlugin } from './health';
 import { identityPlugin } from './identity';
 import { accountsPlugin } from './accounts';
+import { teamPlugin } from './team';
 
 /** Every plugin shipped with the service; configuration (PLUGINS) decides which are enabled. */
-export const builtInPlugins: readonly PluginDefinition[] = [healthPlugin, identityPlugin, accountsPlugin];
+export const builtInPlugins: readonly PluginDefinition[] = [healthPlugin, identityPlugin, accountsPlugin, teamPlugin];

@@ -18,10 +18,13 @@ function challenge(error: 'invalid_token' | 'invalid_request' | null, descriptio
   return parts.join(', ');
 }
 
-/** 401 for a credential that was sent and rejected. */
-export function invalidCredentials(message: string, hint = ACCEPTED_CREDENTIALS_HINT): ApiError {
+/**
+ * 401 for a credential that was sent and rejected. SPEC: the hint names the accepted credentials,
+ * so `advice` specific to the failure is put in front of that list, never in its place.
+ */
+export function invalidCredentials(message: string, advice?: string): ApiError {
   return new ApiError('invalid_credentials', message, {
-    hint,
+    hint: advice ? `${advice} ${ACCEPTED_CREDENTIALS_HINT}` : ACCEPTED_CREDENTIALS_HINT,
     next: WHERE_TO_GET_A_CREDENTIAL,
     fields: { retryable: false },
     headers: { 'WWW-Authenticate': challenge('invalid_token', message) },

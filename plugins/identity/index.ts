@@ -53,7 +53,8 @@ export const identityPlugin: PluginDefinition = {
     const workspaces = new Workspaces(sql);
     const audit = new AuditLog(sql);
     const onboarding = new Onboarding(sql, kv, clock, config, keys, workspaces, audit, events);
-    const oauth = new OAuthService(sql, keys, onboarding, clock, config, tokenSecret);
+    const failures = new FailedAuthGuard(kv, config.limits.rateLimit.failedAuthPerAddressPer15Min);
+    const oauth = new OAuthService(sql, keys, onboarding, clock, config, tokenSecret, failures);
     ctx.onClose(async () => {
       await keys.stop();
       await cache.stop();
@@ -65,7 +66,6 @@ export const identityPlugin: PluginDefinition = {
     container.register(IDENTITY.Audit, { useValue: audit });
     container.register(IDENTITY.TokenSecret, { useValue: tokenSecret });
 
-    const failures = new FailedAuthGuard(kv, config.limits.rateLimit.failedAuthPerAddressPer15Min);
     hooks.addAuthenticator(new ApiKeyAuthenticator(keys, failures, clock));
     hooks.addAuthenticator(new AccessTokenAuthenticator(keys, failures, clock, tokenSecret));
     hooks.addAuthorizer(new IdentityAuthorizer(sql));

@@ -1,6 +1,8 @@
 import { client } from '../support/http';
 import type { SecurityCase } from '../support/security';
 import { createKey, registerSandbox, signUp } from '../support/world';
+import type { Person } from '../support/world';
+import type { TestService } from '../support/service';
 
 /**
  * The security suite of every authenticated route, by route id. A route without an entry here
@@ -75,4 +77,69 @@ export const securityCases: Record<string, SecurityCase> = {
     request: (w) => ({ path: `/api/agents/${w.a.agentId}/keys`, body: { name: 'minted' } }),
     cross: (w) => ({ path: `/api/agents/${w.b.agentId}/keys`, body: { name: 'stolen' } }),
   },
+  'team.invitations.create': {
+    as: 'person',
+    request: (w) => ({ path: `/api/workspaces/${w.a.owner.workspaceId}/invitations`, body: { email: `invitee-${Date.now()}-${Math.random()}@example.com`, role: 'member' } }),
+    cross: (w) => ({ path: `/api/workspaces/${w.b.owner.workspaceId}/invitations`, body: { email: 'intruder@example.com', role: 'member' } }),
+  },
+  'team.invitations.list': {
+    as: 'person',
+    request: (w) => ({ path: `/api/workspaces/${w.a.owner.workspaceId}/invitations` }),
+    cross: (w) => ({ path: `/api/workspaces/${w.b.owner.workspaceId}/invitations` }),
+  },
+  'team.invitations.revoke': {
+    as: 'person',
+    request: async (w, svc) => {
+      const res = await client(svc.url, { cookie: w.a.owner.cookie }).post<Record<string, any>>(`/api/workspaces/${w.a.owner.workspaceId}/invitations`, { email: `revokee-${Date.now()}-${Math.random()}@example.com` });
+      return { path: `/api/workspaces/${w.a.owner.workspaceId}/invitations/${res.body.invitation.id}` };
+    },
+    cross: async (w, svc) => {
+      const res = await client(svc.url, { cookie: w.b.owner.cookie }).post<Record<string, any>>(`/api/workspaces/${w.b.owner.workspaceId}/invitations`, { email: `b-invitee-${Date.now()}-${Math.random()}@example.com` });
+      return { path: `/api/workspaces/${w.b.owner.workspaceId}/invitations/${res.body.invitation.id}` };
+    },
+  },
+  'team.invitations.accept': {
+    as: 'person',
+    request: async (w, svc) => {
+      const invitee = await signUp(svc, 'invitee');
+      const res = await client(svc.url, { cookie: w.a.owner.cookie }).post<Record<string, any>>(`/api/workspaces/${w.a.owner.workspaceId}/invitations`, { email: invitee.email });
+      return { path: '/api/invitations/accept', body: { token: res.body.accept.token }, headers: { cookie: invitee.cookie } };
+    },
+  },
+  'team.members.list': {
+    as: 'person',
+    request: (w) => ({ path: `/api/workspaces/${w.a.owner.workspaceId}/members` }),
+    cross: (w) => ({ path: `/api/workspaces/${w.b.owner.workspaceId}/members` }),
+  },
+  'team.members.update': {
+    as: 'person',
+    request: async (w, svc) => ({ path: `/api/workspaces/${w.a.owner.workspaceId}/members/${(await addMember(svc, w.a.owner)).id}`, body: { role: 'admin' } }),
+    cross: (w) => ({ path: `/api/workspaces/${w.b.owner.workspaceId}/members/${w.b.owner.id}`, body: { role: 'member' } }),
+  },
+  'team.members.remove': {
+    as: 'person',
+    request: async (w, svc) => ({ path: `/api/workspaces/${w.a.owner.workspaceId}/members/${(await addMember(svc, w.a.owner)).id}` }),
+    cross: (w) => ({ path: `/api/workspaces/${w.b.owner.workspaceId}/members/${w.b.owner.id}` }),
+  },
+  'team.members.leave': {
+    as: 'person',
+    request: async (w, svc) => {
+      const member = await addMember(svc, w.a.owner);
+      return { path: `/api/workspaces/${w.a.owner.workspaceId}/leave`, body: {}, headers: { cookie: member.cookie, 'x-workspace-id': w.a.owner.workspaceId } };
+    },
+    cross: (w) => ({ path: `/api/workspaces/${w.b.owner.workspaceId}/leave`, body: {} }),
+  },
+  'team.audit.list': {
+    as: 'person',
+    request: (w) => ({ path: `/api/workspaces/${w.a.owner.workspaceId}/audit-log` }),
+    cross: (w) => ({ path: `/api/workspaces/${w.b.owner.workspaceId}/audit-log` }),
+  },
 };
+
+/** Signs a new person up and has them join `owner`'s workspace as a member. */
+async function addMember(svc: TestService, owner: Person): Promise<Person> {
+  const member = await signUp(svc, 'member');
+  const inv = await client(svc.url, { cookie: owner.cookie }).post<Record<string, any>>(`/api/workspaces/${owner.workspaceId}/invitations`, { email: member.email });
+  await client(svc.url, { cookie: member.cookie }).post('/api/invitations/accept', { token: inv.body.accept.token });
+  return member;
+}

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { RouteSpec } from '../../core/http/route';
-import { routeSecuritySuite } from '../support/security';
+import { applicableChecks, routeSecuritySuite } from '../support/security';
 import { startTestService } from '../support/service';
 import type { TestService } from '../support/service';
 import { buildWorld } from '../support/world';
@@ -17,7 +17,7 @@ describe('route security', function () {
   let world: World;
   const specs = new Map<string, RouteSpec>();
 
-  before(async () => {
+  before(async function () {
     svc = await startTestService({
       config: {
         limits: {
@@ -29,6 +29,14 @@ describe('route security', function () {
     });
     for (const { spec } of svc.routes.all()) specs.set(spec.id, spec);
     world = await buildWorld(svc);
+    // The suites depend on each route's declaration (scopes, accepted credentials), known only once
+    // the service runs; Mocha runs tests added to a suite by its before hook.
+    const parent = this.test?.parent;
+    if (!parent) throw new Error('no parent suite');
+    for (const [id, c] of Object.entries(securityCases)) {
+      const spec = specs.get(id);
+      if (spec) routeSecuritySuite(parent, ctx, id, c, applicableChecks(spec, c));
+    }
   });
   after(() => svc?.close());
 
@@ -51,5 +59,4 @@ describe('route security', function () {
       return s;
     },
   };
-  for (const [id, c] of Object.entries(securityCases)) routeSecuritySuite(ctx, id, c);
 });

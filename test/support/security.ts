@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import Mocha from 'mocha';
 import type { RouteSpec } from '../../core/http/route';
 import type { TestService } from './service';
 import { call } from './http';
@@ -18,11 +19,28 @@ export interface SecurityCase {
   /** Which valid credential of tenant A the route takes. */
   as: CredentialKind;
   /** A valid request for A's own data (may create what it needs first). */
-  request(w: World, svc: TestService): Promise<PreparedRequest> | PreparedRequest;
+  request: (w: World, svc: TestService) => Promise<PreparedRequest> | PreparedRequest;
   /** The same request aimed at a record of workspace B, sent with A's credential. */
-  cross?(w: World, svc: TestService): Promise<PreparedRequest> | PreparedRequest;
+  cross?: (w: World, svc: TestService) => Promise<PreparedRequest> | PreparedRequest;
   /** Statuses the positive control may answer besides 2xx/3xx (e.g. a route that validates a signature). */
   okStatuses?: number[];
+}
+
+/** Which conditional checks apply to a route, derived from its declaration. */
+export interface ApplicableChecks {
+  tokenRefused: boolean;
+  scoped: boolean;
+  personOnly: boolean;
+  cross: boolean;
+}
+
+export function applicableChecks(spec: RouteSpec, c: SecurityCase): ApplicableChecks {
+  return {
+    tokenRefused: !!spec.accepts && !spec.accepts.includes('access_token'),
+    scoped: !!spec.scopes?.length,
+    personOnly: spec.accepts?.length === 1 && spec.accepts[0] === 'person',
+    cross: !!c.cross,
+  };
 }
 
 export function credentialHeaders(w: World, as: CredentialKind): Record<string, string> {
@@ -66,14 +84,15 @@ export interface SuiteContext {
  * route sent a key, another workspace's record — plus a positive control so the refusals are not
  * vacuous. Checks that do not apply to the route (no scopes, accepts tokens) are skipped.
  */
-export function routeSecuritySuite(ctx: SuiteContext, id: string, c: SecurityCase): void {
+export function routeSecuritySuite(parent: Mocha.Suite, ctx: SuiteContext, id: string, c: SecurityCase, applies: ApplicableChecks): void {
+  const suite = Mocha.Suite.create(parent, `security of route ${id}`);
+  const it = (title: string, fn: () => Promise<void>) => suite.addTest(new Mocha.Test(title, fn));
   const send = async (req: PreparedRequest, headers: Record<string, string>) => {
     const spec = ctx.spec(id);
     return call(ctx.svc().url, spec.method.toUpperCase(), req.path, { ...(req.body !== undefined ? { body: req.body } : {}), headers });
   };
   const prepare = () => c.request(ctx.world(), ctx.svc());
 
-  describe(`security of route ${id}`, () => {
     it('refuses a request without credentials with 401 unauthorized', async () => {
       expect401(await send(await prepare(), {}), 'unauthorized');
     });
@@ -86,33 +105,27 @@ export function routeSecuritySuite(ctx: SuiteContext, id: string, c: SecurityCas
     it('refuses an expired key with 401 invalid_credentials', async () => {
       expect401(await send(await prepare(), { 'x-api-key': ctx.world().a.expiredKey }), 'invalid_credentials');
     });
-    it('refuses an access token where the route accepts only other credentials', async function () {
-      const spec = ctx.spec(id);
-      if (!spec.accepts || spec.accepts.includes('access_token')) this.skip();
+    if (applies.tokenRefused) it('refuses an access token where the route accepts only other credentials', async () => {
       const res = await send(await prepare(), { authorization: `Bearer ${ctx.world().a.agentToken}` });
       expect([401, 403], JSON.stringify(res.body)).to.include(res.status);
     });
-    it('refuses a key without the required scopes with 403 insufficient_scope', async function () {
-      const spec = ctx.spec(id);
-      if (!spec.scopes?.length) this.skip();
+    if (applies.scoped) it('refuses a key without the required scopes with 403 insufficient_scope', async () => {
       const res = await send(await prepare(), { 'x-api-key': ctx.world().a.narrowKey });
       expect(res.status, JSON.stringify(res.body)).to.equal(403);
       expect(res.body.code).to.equal('insufficient_scope');
       expect(res.body.required_scopes).to.be.an('array').that.is.not.empty;
     });
-    it('refuses a valid API key on a person-only route with 401, a hint and an empty next', async function () {
-      const spec = ctx.spec(id);
-      if (!(spec.accepts?.length === 1 && spec.accepts[0] === 'person')) this.skip();
+    if (applies.personOnly) it('refuses a valid API key on a person-only route with 401, a hint and an empty next', async () => {
       const res = await send(await prepare(), { 'x-api-key': ctx.world().a.key });
       expect(res.status).to.equal(401);
       expect(res.body.code).to.equal('unauthorized');
       expect(res.body.next).to.deep.equal([]);
       expect(res.body.hint).to.be.a('string');
     });
-    it("answers another workspace's record with 404 or 403, never its data", async function () {
-      if (!c.cross) this.skip();
+    const cross = c.cross;
+    if (applies.cross && cross) it("answers another workspace's record with 404 or 403, never its data", async () => {
       const w = ctx.world();
-      const req = await c.cross(w, ctx.svc());
+      const req = await cross(w, ctx.svc());
       const res = await send(req, req.headers ?? credentialHeaders(w, c.as));
       expect([403, 404], JSON.stringify(res.body)).to.include(res.status);
       for (const secret of [w.b.keyId, w.b.agentId, w.b.owner.id, w.b.owner.sessionId, w.b.owner.email]) {
@@ -124,5 +137,4 @@ export function routeSecuritySuite(ctx: SuiteContext, id: string, c: SecurityCas
       const res = await send(req, req.headers ?? credentialHeaders(ctx.world(), c.as));
       expect(res.status < 400 || (c.okStatuses ?? []).includes(res.status), `${res.status} ${JSON.stringify(res.body)}`).to.equal(true);
     });
-  });
 }

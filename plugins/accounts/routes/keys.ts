@@ -41,8 +41,9 @@ export function checkRequestedScopes(principal: Principal, requested: string[] |
   const held = principal.scopes ?? [];
   const fullAccess = identityOf(principal).authMethod === 'session' || held.length >= effectiveScopes(null).length;
   if (!fullAccess) {
+    // A scoped token never holds the permissions granted by name only, so a key naming them is wider.
     const wanted = names ? effectiveScopes(names) : effectiveScopes(null);
-    const beyond = wanted.filter((w) => !held.includes(w) && !(NAME_ONLY_SCOPES as readonly string[]).includes(w));
+    const beyond = wanted.filter((w) => !held.includes(w));
     if (beyond.length > 0) throw insufficientScope(beyond, 'A key cannot be wider than the credential creating it: your person token does not hold these scopes.');
   }
   return { scopes: names, legacy: names ? names.some((n) => (LEGACY_SCOPES as readonly string[]).includes(n)) : false };

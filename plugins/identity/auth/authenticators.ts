@@ -56,14 +56,14 @@ export class ApiKeyAuthenticator implements Authenticator {
     if (!cred) return null;
     if (cred.source === 'bearer' && !this.keys.looksLikeKey(cred.value)) return null;
     const ip = clientIp(req);
+    // An address that sent too many rejected credentials is slowed down for every key, valid or not.
+    await this.failures.check(ip);
     if (!this.keys.isWellFormed(cred.value)) {
-      await this.failures.check(ip);
       await this.failures.fail(ip);
       throw invalidCredentials('The API key is malformed.', 'Keys look like pcs_sbx_… , pcs_agt_… , pcs_usr_… or pcs_oac_… followed by 32 characters; send the whole key as returned when it was created.');
     }
     const record = await this.keys.lookup(cred.value);
     if (!record) {
-      await this.failures.check(ip);
       await this.failures.fail(ip);
       throw invalidCredentials('The API key is not recognised.');
     }

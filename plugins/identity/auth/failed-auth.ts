@@ -13,7 +13,9 @@ export class FailedAuthGuard {
   async check(ip: string): Promise<void> {
     const r = await this.kv.peekRateLimit(`authfail:${ip}`, this.limit, WINDOW_MS);
     if (r.remaining > 0) return;
-    const retryAfter = Math.max(1, Math.ceil(r.resetMs / 1000));
+    // The window slides: rejections of this window still weigh in after it ends, so only the end of
+    // this window plus one whole window is sure to let the address in again.
+    const retryAfter = Math.max(1, Math.ceil((r.resetMs + WINDOW_MS) / 1000));
     throw new ApiError('rate_limited', 'Too many rejected credentials from this address; slow down.', {
       retry_after: retryAfter,
       limit: { rejected_credentials_per_15_minutes: this.limit },

@@ -9,6 +9,7 @@ import type { Scope } from '../scopes';
 import { ACCESS_TOKEN_AUDIENCE, credentialOf } from '../auth/authenticators';
 import type { KeyService } from './key-service';
 import type { CachedKey } from './key-cache';
+import type { FailedAuthGuard } from '../auth/failed-auth';
 import type { Onboarding, Registration } from './onboarding';
 
 /** An RFC 6749 §5.2 error: the token endpoint speaks OAuth, not SPEC's common error shape. */
@@ -67,6 +68,7 @@ export class OAuthService {
     private readonly clock: Clock,
     private readonly config: Config,
     private readonly secret: Uint8Array,
+    private readonly failures: FailedAuthGuard,
   ) {}
 
   async registerClient(input: { clientName: string; ip: string; userAgent?: string | undefined; metadata: Record<string, unknown> }): Promise<{ clientId: string; registration: Registration }> {
@@ -99,13 +101,19 @@ export class OAuthService {
     else if (header?.source === 'x-api-key') secret = header.value;
     if (!secret) throw new OAuthError('invalid_client', 'Client authentication is required: HTTP Basic with client_id and client_secret, client_secret in the body, or an agent key in x-api-key.', 401, { 'WWW-Authenticate': 'Basic realm="pricing-compute"' });
 
-    const bad = () => new OAuthError('invalid_client', 'Client authentication failed.', 401, basic ? { 'WWW-Authenticate': 'Basic realm="pricing-compute"' } : {});
-    if (!this.keys.isWellFormed(secret)) throw bad();
+    const ip = req.ip ?? req.socket.remoteAddress ?? 'unknown';
+    // Guessing secrets here is slowed down exactly like guessing keys anywhere else.
+    await this.failures.check(ip);
+    const bad = async () => {
+      await this.failures.fail(ip);
+      return new OAuthError('invalid_client', 'Client authentication failed.', 401, basic ? { 'WWW-Authenticate': 'Basic realm="pricing-compute"' } : {});
+    };
+    if (!this.keys.isWellFormed(secret)) throw await bad();
     const found: CachedKey | null = await this.keys.lookup(secret);
-    if (!found || found.key.revoked_at || (found.key.expires_at && found.key.expires_at.getTime() <= this.clock.now())) throw bad();
+    if (!found || found.key.revoked_at || (found.key.expires_at && found.key.expires_at.getTime() <= this.clock.now())) throw await bad();
     if (clientId) {
       const client = await this.sql.one<{ key_id: string }>('SELECT key_id FROM oauth_clients WHERE client_id = $1', [clientId]);
-      if (!client || client.key_id !== found.key.id) throw bad();
+      if (!client || client.key_id !== found.key.id) throw await bad();
     }
     if (!EXCHANGEABLE.has(found.key.kind)) {
       throw new OAuthError('unauthorized_client', 'Only OAuth client secrets and agent keys are exchanged for access tokens; person keys are used directly.');

@@ -1,0 +1,16 @@
+import type { Principal } from '../../../core/auth';
+import { ApiError } from '../../../core/errors';
+
+/** Team routes take persons (by role) and API keys naming team:admin; the services decide. */
+export const TEAM_TAGS = ['Team'];
+
+export function principalOf(p: Principal | null): Principal {
+  if (!p) throw new ApiError('unauthorized', 'Send a credential.');
+  return p;
+}
+
+export const PERSON_ONLY = {
+  accepts: ['person'] as const,
+  wrongCredentialMessage: 'This route accepts a person\'s session or person token only, not an API key.',
+  wrongCredentialHint: 'Sign in (POST /api/auth/signin) and use the session cookie or Authorization: Bearer <person token>.',
+};

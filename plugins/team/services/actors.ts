@@ -1,0 +1,85 @@
+import type { Transaction } from 'sequelize';
+import type { Principal } from '../../../core/auth';
+import type { Sql } from '../../../core/db/sql';
+import { ApiError } from '../../../core/errors';
+import { identityOf, insufficientScope } from '../../identity';
+import type { AuditEntry, Role } from '../../identity';
+import type { Actor } from './policy';
+
+export const TEAM_ADMIN = 'team:admin';
+
+const NOT_FOUND_HINT = 'Use your own workspace id (tenant_id from GET /api/me); people choose among their workspaces with the x-workspace-id header.';
+
+/** Any workspace id other than the caller's own answers 404, whether or not it exists. */
+export function assertOwnWorkspace(principal: Principal, workspaceId: string): void {
+  if (principal.workspaceId !== workspaceId) throw new ApiError('not_found', 'No workspace with this id.', { hint: NOT_FOUND_HINT, fields: { reason: 'not your workspace' } });
+}
+
+/** The person a credential speaks for: the signed-in person, or the creator of an API key. */
+export function personBehind(principal: Principal): string | null {
+  if (principal.kind === 'person') return principal.personId ?? null;
+  if (principal.kind === 'api_key') return identityOf(principal).creatorPersonId ?? null;
+  return null;
+}
+
+/** Who the audit log names for a principal (the key itself for keys, with the person it acted as). */
+export function auditActor(principal: Principal): Pick<AuditEntry, 'actorType' | 'actorId' | 'viaKeyId'> {
+  switch (principal.kind) {
+    case 'person':
+      return { actorType: 'person', actorId: principal.personId ?? 'unknown' };
+    case 'api_key':
+      return { actorType: 'api_key', actorId: principal.keyId ?? 'unknown', viaKeyId: principal.keyId ?? null };
+    case 'access_token': {
+      const keyId = identityOf(principal).tokenOfKeyId ?? principal.keyId ?? null;
+      return { actorType: 'access_token', actorId: keyId ?? 'unknown', viaKeyId: keyId };
+    }
+    default:
+      return { actorType: 'system', actorId: principal.kind };
+  }
+}
+
+/**
+ * Turns a principal into the actor of a team operation, or refuses it with 403
+ * `insufficient_scope` naming `team:admin`:
+ * - a person acts by their current membership role;
+ * - an API key acts only when it names `team:admin` itself, and then as its creator with the
+ *   creator's current role, which must be owner or admin;
+ * - anything else (access tokens, unnamed or legacy keys, sandbox keys, other credentials) is refused.
+ */
+export class ActorResolver {
+  constructor(private readonly sql: Sql) {}
+
+  async roleOf(workspaceId: string, personId: string, tx?: Transaction): Promise<Role | null> {
+    const row = await this.sql.one<{ role: Role }>('SELECT role FROM memberships WHERE workspace_id = $1 AND person_id = $2', [workspaceId, personId], tx);
+    return row?.role ?? null;
+  }
+
+  async resolve(principal: Principal, tx?: Transaction): Promise<Actor> {
+    const id = identityOf(principal);
+    if (principal.kind === 'person') {
+      const personId = principal.personId;
+      const role = personId ? await this.roleOf(principal.workspaceId, personId, tx) : null;
+      if (!personId || !role) throw new ApiError('forbidden', 'You are not a member of this workspace.', { hint: 'Choose one of your workspaces with x-workspace-id.', fields: { reason: 'not a member' } });
+      return { kind: 'person', workspaceId: principal.workspaceId, personId, role, keyId: null };
+    }
+    if (principal.kind === 'access_token') {
+      throw insufficientScope([TEAM_ADMIN], 'team:admin must be used with the key itself; a token made from the key is refused. Send the key in x-api-key.');
+    }
+    if (principal.kind !== 'api_key' || !principal.keyId) {
+      throw insufficientScope([TEAM_ADMIN], 'The team is managed by people (session or person token) or by an API key that names team:admin.');
+    }
+    if (id.sandbox) throw insufficientScope([TEAM_ADMIN], 'An unclaimed agent workspace never holds team:admin.');
+    if (!(id.namedScopes ?? []).includes(TEAM_ADMIN)) {
+      throw insufficientScope(
+        [TEAM_ADMIN],
+        'team:admin is granted by name only: a key with no scopes, a wildcard or a legacy choice does not carry it. A workspace owner or admin can create a key naming it (POST /api/api-keys {"name": "…", "scopes": ["team:admin"]}).',
+      );
+    }
+    const creator = id.creatorPersonId ?? null;
+    const role = creator ? await this.roleOf(principal.workspaceId, creator, tx) : null;
+    if (!creator || (role !== 'owner' && role !== 'admin')) {
+      throw insufficientScope([TEAM_ADMIN], "team:admin holds only while the key's creator is an owner or admin of this workspace, which is no longer the case.");
+    }
+    return { kind: 'api_key', workspaceId: principal.workspaceId, personId: creator, role, keyId: principal.keyId };
+  }
+}

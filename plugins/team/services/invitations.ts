@@ -1,0 +1,278 @@
+import { createHash } from 'node:crypto';
+import type { Transaction } from 'sequelize';
+import type { Config } from '../../../config';
+import type { Principal } from '../../../core/auth';
+import type { Clock } from '../../../core/clock';
+import type { Sql } from '../../../core/db/sql';
+import { ApiError } from '../../../core/errors';
+import { newId, randomToken } from '../../../core/ids';
+import { decodeCursor, listEnvelope } from '../../../core/pagination';
+import type { ListEnvelope } from '../../../core/pagination';
+import type { Role } from '../../identity';
+import { assertOwnWorkspace } from './actors';
+import type { ActorResolver } from './actors';
+import { assertCanInvite, assertCanManage, assertCanRevokeInvitation, canInviteAt } from './policy';
+import { accountRestricted, restrictionOf } from './restrictions';
+import type { TeamTrail } from './trail';
+
+export type InvitationStatus = 'pending' | 'accepted' | 'revoked' | 'cancelled' | 'expired';
+
+export interface InvitationRow {
+  id: string;
+  workspace_id: string;
+  email: string;
+  role: Exclude<Role, 'owner'>;
+  token_hash: string;
+  invited_by_person_id: string | null;
+  via_key_id: string | null;
+  status: InvitationStatus;
+  expires_at: Date;
+  accepted_by_person_id: string | null;
+  accepted_at: Date | null;
+  created_at: Date;
+}
+
+type ListedInvitation = InvitationRow & { sort_key: string };
+
+const DAY_MS = 86_400_000;
+
+export function hashInvitationToken(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
+}
+
+/** The public view of an invitation: never its token or hash. A pending one past its time shows as expired. */
+export function invitationView(r: InvitationRow, now: number): Record<string, unknown> {
+  const expired = r.status === 'pending' && new Date(r.expires_at).getTime() <= now;
+  return {
+    id: r.id,
+    object: 'invitation',
+    workspace_id: r.workspace_id,
+    email: r.email,
+    role: r.role,
+    status: expired ? 'expired' : r.status,
+    invited_by: r.invited_by_person_id,
+    via_key_id: r.via_key_id,
+    expires_at: new Date(r.expires_at).toISOString(),
+    accepted_by: r.accepted_by_person_id,
+    accepted_at: r.accepted_at ? new Date(r.accepted_at).toISOString() : null,
+    created_at: new Date(r.created_at).toISOString(),
+  };
+}
+
+function notAcceptable(reason: string, status: InvitationStatus): ApiError {
+  return new ApiError('gone', 'This invitation can no longer be accepted.', {
+    hint: 'Ask a workspace owner or admin for a new invitation.',
+    fields: { reason, invitation_status: status },
+  });
+}
+
+/** Serialises team changes of one workspace (without blocking rows that merely reference it). */
+export async function lockWorkspace(sql: Sql, workspaceId: string, tx: Transaction): Promise<void> {
+  await sql.one('SELECT id FROM workspaces WHERE id = $1 FOR NO KEY UPDATE', [workspaceId], tx);
+}
+
+/**
+ * Team invitations: made by owners and admins (or a team:admin key acting as its creator), accepted
+ * once by the person the email names, with a one-time token stored only as a hash.
+ */
+export class Invitations {
+  constructor(
+    private readonly sql: Sql,
+    private readonly clock: Clock,
+    private readonly config: Config,
+    private readonly actors: ActorResolver,
+    private readonly trail: TeamTrail,
+  ) {}
+
+  async create(principal: Principal, workspaceId: string, email: string, role: Role): Promise<{ invitation: InvitationRow; token: string }> {
+    return this.trail.attempt(principal, 'team.invitations.create', email, async () => {
+      assertOwnWorkspace(principal, workspaceId);
+      return this.sql.tx(async (tx) => {
+        await lockWorkspace(this.sql, workspaceId, tx);
+        const actor = await this.actors.resolve(principal, tx);
+        assertCanInvite(actor, role);
+        const member = await this.sql.one<{ person_id: string }>(
+          'SELECT m.person_id FROM memberships m JOIN people p ON p.id = m.person_id WHERE m.workspace_id = $1 AND lower(p.email) = lower($2)',
+          [workspaceId, email],
+          tx,
+        );
+        if (member) {
+          throw new ApiError('conflict', 'This person is already a member of the workspace.', {
+            hint: 'Change their role with PATCH /api/workspaces/{workspace_id}/members/{person_id} instead.',
+            fields: { reason: 'already a member', person_id: member.person_id },
+          });
+        }
+        const pending = await this.sql.one<{ id: string }>(`SELECT id FROM invitations WHERE workspace_id = $1 AND lower(email) = lower($2) AND status = 'pending' AND expires_at > $3`, [
+          workspaceId,
+          email,
+          new Date(this.clock.now()),
+        ], tx);
+        if (pending) {
+          throw new ApiError('conflict', 'A pending invitation for this email already exists.', {
+            hint: 'Revoke it (DELETE /api/workspaces/{workspace_id}/invitations/{invitation_id}) before inviting again.',
+            fields: { reason: 'pending invitation exists', invitation_id: pending.id },
+          });
+        }
+        const token = `pcs_inv_${randomToken(32)}`;
+        const expiresAt = new Date(this.clock.now() + this.config.identity.invitationTtlDays * DAY_MS);
+        const invitation = (await this.sql.one<InvitationRow>(
+          `INSERT INTO invitations (id, workspace_id, email, role, token_hash, invited_by_person_id, via_key_id, expires_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
+          [newId('inv'), workspaceId, email, role, hashInvitationToken(token), actor.personId, actor.keyId, expiresAt],
+          tx,
+        )) as InvitationRow;
+        await this.trail.done(actor, 'team.invitations.create', invitation.id, { email, invited_role: role, expires_at: expiresAt.toISOString() }, tx);
+        return { invitation, token };
+      });
+    });
+  }
+
+  async list(principal: Principal, workspaceId: string, limit: number, cursor: string | undefined): Promise<ListEnvelope<Record<string, unknown>>> {
+    return this.trail.attempt(principal, 'team.invitations.list', null, async () => {
+      assertOwnWorkspace(principal, workspaceId);
+      assertCanManage(await this.actors.resolve(principal));
+      const after = cursor ? decodeCursor(cursor) : null;
+      const rows = await this.sql.many<ListedInvitation>(
+        `SELECT *, created_at::text AS sort_key FROM invitations
+          WHERE workspace_id = $1 AND ($2::timestamptz IS NULL OR (created_at, id) < ($2::timestamptz, $3::text))
+          ORDER BY created_at DESC, id DESC LIMIT $4`,
+        [workspaceId, after ? String(after.sort) : null, after?.id ?? null, limit + 1],
+      );
+      const now = this.clock.now();
+      return listEnvelope(rows, limit, (r) => invitationView(r, now), (r) => ({ sort: r.sort_key, id: r.id }));
+    });
+  }
+
+  async revoke(principal: Principal, workspaceId: string, invitationId: string): Promise<InvitationRow> {
+    return this.trail.attempt(principal, 'team.invitations.revoke', invitationId, async () => {
+      assertOwnWorkspace(principal, workspaceId);
+      return this.sql.tx(async (tx) => {
+        await lockWorkspace(this.sql, workspaceId, tx);
+        const actor = await this.actors.resolve(principal, tx);
+        assertCanManage(actor);
+        const inv = await this.sql.one<InvitationRow>('SELECT * FROM invitations WHERE id = $1 AND workspace_id = $2 FOR UPDATE', [invitationId, workspaceId], tx);
+        if (!inv) throw new ApiError('not_found', 'No invitation with this id in the workspace.', { fields: { reason: 'invitation not found' } });
+        assertCanRevokeInvitation(actor, inv.role);
+        if (inv.status !== 'pending') {
+          throw new ApiError('conflict', `The invitation is already ${inv.status}.`, { hint: 'Only pending invitations can be revoked.', fields: { reason: `invitation ${inv.status}` } });
+        }
+        const row = (await this.sql.one<InvitationRow>(`UPDATE invitations SET status = 'revoked' WHERE id = $1 RETURNING *`, [inv.id], tx)) as InvitationRow;
+        await this.trail.done(actor, 'team.invitations.revoke', inv.id, { email: inv.email, invited_role: inv.role }, tx);
+        return row;
+      });
+    });
+  }
+
+  /**
+   * The signed-in person accepts with the one-time token. Refused when the invitation is not
+   * pending or has expired, when the person's email differs, when either account is restricted,
+   * and (cancelling it) when it came from a key that has been revoked or has expired, or whose
+   * creator can no longer invite at that role.
+   */
+  async accept(principal: Principal, token: string): Promise<{ invitation: InvitationRow; workspace: { id: string; name: string } }> {
+    return this.trail.attempt(principal, 'team.invitations.accept', null, async (scope) => {
+      const personId = principal.personId;
+      if (principal.kind !== 'person' || !personId) throw new ApiError('unauthorized', 'Sign in to accept an invitation.');
+      const found = await this.sql.one<{ id: string; workspace_id: string }>('SELECT id, workspace_id FROM invitations WHERE token_hash = $1', [hashInvitationToken(token)]);
+      if (!found) {
+        throw new ApiError('not_found', 'This invitation token is unknown.', { hint: 'Use the token exactly as it was given; ask for a new invitation if it is lost.', fields: { reason: 'unknown invitation token' } });
+      }
+      scope.workspaceId = found.workspace_id;
+      scope.target = found.id;
+
+      const outcome = await this.sql.tx(async (tx) => {
+        await lockWorkspace(this.sql, found.workspace_id, tx);
+        const inv = (await this.sql.one<InvitationRow>('SELECT * FROM invitations WHERE id = $1 FOR UPDATE', [found.id], tx)) as InvitationRow;
+        const restriction = await restrictionOf(this.sql, inv.workspace_id, personId, 'your', tx);
+        if (restriction) return { refused: accountRestricted(restriction) };
+        if (inv.status !== 'pending') return { refused: notAcceptable(`invitation ${inv.status}`, inv.status) };
+        if (new Date(inv.expires_at).getTime() <= this.clock.now()) {
+          await this.sql.exec(`UPDATE invitations SET status = 'expired' WHERE id = $1`, [inv.id], tx);
+          return { refused: notAcceptable('invitation expired', 'expired') };
+        }
+        const person = await this.sql.one<{ email: string | null }>('SELECT email FROM people WHERE id = $1', [personId], tx);
+        if (!person?.email || person.email.toLowerCase() !== inv.email.toLowerCase()) {
+          return {
+            refused: new ApiError('forbidden', 'This invitation is for another email address.', {
+              hint: 'Sign in with the account whose email the invitation names.',
+              fields: { reason: 'email does not match the invitation' },
+            }),
+          };
+        }
+        const keyProblem = inv.via_key_id ? await this.keyProblem(inv, tx) : null;
+        if (keyProblem) {
+          await this.sql.exec(`UPDATE invitations SET status = 'cancelled' WHERE id = $1`, [inv.id], tx);
+          await this.trail.system(inv.workspace_id, 'team.invitations.cancel', inv.id, keyProblem, { email: inv.email, invited_role: inv.role }, inv.via_key_id, tx);
+          return { refused: notAcceptable(keyProblem, 'cancelled') };
+        }
+        const already = await this.actors.roleOf(inv.workspace_id, personId, tx);
+        if (already) {
+          return { refused: new ApiError('conflict', 'You are already a member of this workspace.', { hint: 'Ask an owner or admin to change your role instead.', fields: { reason: 'already a member', role: already } }) };
+        }
+        await this.sql.exec('INSERT INTO memberships (workspace_id, person_id, role) VALUES ($1, $2, $3)', [inv.workspace_id, personId, inv.role], tx);
+        const accepted = (await this.sql.one<InvitationRow>(
+          `UPDATE invitations SET status = 'accepted', accepted_by_person_id = $2, accepted_at = now() WHERE id = $1 RETURNING *`,
+          [inv.id, personId],
+          tx,
+        )) as InvitationRow;
+        await this.trail.done({ kind: 'person', workspaceId: inv.workspace_id, personId, role: inv.role, keyId: null }, 'team.invitations.accept', inv.id, { email: inv.email, invited_role: inv.role, via_key_id: inv.via_key_id }, tx);
+        const ws = (await this.sql.one<{ id: string; name: string }>('SELECT id, name FROM workspaces WHERE id = $1', [inv.workspace_id], tx)) as { id: string; name: string };
+        return { invitation: accepted, workspace: ws };
+      });
+      // Refusals are thrown after the transaction committed what must stay (expired, cancelled).
+      if ('refused' in outcome) throw outcome.refused;
+      return outcome;
+    });
+  }
+
+  /** Why an invitation made through a key is no longer acceptable, or null when it still is. */
+  private async keyProblem(inv: InvitationRow, tx: Transaction): Promise<string | null> {
+    const key = await this.sql.one<{ revoked_at: Date | null; expires_at: Date | null; created_by_person_id: string | null }>(
+      'SELECT revoked_at, expires_at, created_by_person_id FROM api_keys WHERE id = $1',
+      [inv.via_key_id],
+      tx,
+    );
+    if (!key || key.revoked_at) return 'the key that made the invitation was revoked';
+    if (key.expires_at && new Date(key.expires_at).getTime() <= this.clock.now()) return 'the key that made the invitation has expired';
+    const creator = key.created_by_person_id;
+    const role = creator ? await this.actors.roleOf(inv.workspace_id, creator, tx) : null;
+    if (!canInviteAt(role, inv.role)) return `the key's creator can no longer invite at role ${inv.role}`;
+    if (creator && (await restrictionOf(this.sql, inv.workspace_id, creator, "the key creator's", tx))) return `the key's creator can no longer invite at role ${inv.role} (account restricted)`;
+    return null;
+  }
+
+  /**
+   * After a person's role changed (or they left or were removed: `role` null), cancels the pending
+   * invitations their keys made that they can no longer make. Accepting checks the same again.
+   */
+  async cancelForCreator(workspaceId: string, personId: string, role: Role | null, tx: Transaction): Promise<number> {
+    const lost = (['member', 'admin'] as const).filter((r) => !canInviteAt(role, r));
+    if (lost.length === 0) return 0;
+    const rows = await this.sql.many<{ id: string; email: string; role: Role; via_key_id: string }>(
+      `UPDATE invitations i SET status = 'cancelled' FROM api_keys k
+        WHERE i.via_key_id = k.id AND k.created_by_person_id = $2 AND i.workspace_id = $1 AND i.status = 'pending' AND i.role = ANY($3::text[])
+        RETURNING i.id, i.email, i.role, i.via_key_id`,
+      [workspaceId, personId, lost],
+      tx,
+    );
+    for (const r of rows) {
+      await this.trail.system(workspaceId, 'team.invitations.cancel', r.id, `the key's creator can no longer invite at role ${r.role}`, { email: r.email, invited_role: r.role }, r.via_key_id, tx);
+    }
+    return rows.length;
+  }
+
+  /** Revoking a key cancels its pending invitations (subscribed to `api_key.revoked`). */
+  async cancelForKey(keyId: string, why: string): Promise<number> {
+    return this.sql.tx(async (tx) => {
+      const rows = await this.sql.many<{ id: string; workspace_id: string; email: string; role: string }>(
+        `UPDATE invitations SET status = 'cancelled' WHERE via_key_id = $1 AND status = 'pending' RETURNING id, workspace_id, email, role`,
+        [keyId],
+        tx,
+      );
+      for (const r of rows) {
+        await this.trail.system(r.workspace_id, 'team.invitations.cancel', r.id, `the key that made the invitation was revoked (${why})`, { email: r.email, invited_role: r.role }, keyId, tx);
+      }
+      return rows.length;
+    });
+  }
+}

@@ -1,0 +1,154 @@
+import type { Transaction } from 'sequelize';
+import type { Principal } from '../../../core/auth';
+import type { Sql } from '../../../core/db/sql';
+import { ApiError } from '../../../core/errors';
+import { decodeCursor, listEnvelope } from '../../../core/pagination';
+import type { ListEnvelope } from '../../../core/pagination';
+import type { Role } from '../../identity';
+import { assertOwnWorkspace } from './actors';
+import type { ActorResolver } from './actors';
+import { lockWorkspace } from './invitations';
+import type { Invitations } from './invitations';
+import { assertCanChangeRole, assertCanRemove, assertCanReadAudit, refuse } from './policy';
+import type { TeamTrail } from './trail';
+
+export interface MemberRow {
+  person_id: string;
+  role: Role;
+  email: string | null;
+  display_name: string;
+  status: string;
+  created_at: Date;
+  updated_at: Date;
+  sort_key: string;
+}
+
+export function memberView(m: MemberRow): Record<string, unknown> {
+  return {
+    object: 'member',
+    person_id: m.person_id,
+    email: m.email,
+    display_name: m.display_name,
+    role: m.role,
+    status: m.status,
+    joined_at: new Date(m.created_at).toISOString(),
+    updated_at: new Date(m.updated_at).toISOString(),
+  };
+}
+
+const MEMBER_SELECT = `SELECT m.person_id, m.role, m.created_at, m.updated_at, m.created_at::text AS sort_key, p.email, p.display_name, p.status
+  FROM memberships m JOIN people p ON p.id = m.person_id`;
+
+function memberNotFound(): ApiError {
+  return new ApiError('not_found', 'No member with this id in the workspace.', { hint: 'List members with GET /api/workspaces/{workspace_id}/members.', fields: { reason: 'member not found' } });
+}
+
+/** Members of a workspace: listing, role changes, removal and leaving, under the team rules. */
+export class Members {
+  constructor(
+    private readonly sql: Sql,
+    private readonly actors: ActorResolver,
+    private readonly trail: TeamTrail,
+    private readonly invitations: Invitations,
+  ) {}
+
+  private async member(workspaceId: string, personId: string, tx?: Transaction): Promise<MemberRow | null> {
+    return this.sql.one<MemberRow>(`${MEMBER_SELECT} WHERE m.workspace_id = $1 AND m.person_id = $2`, [workspaceId, personId], tx);
+  }
+
+  /** Every member may read the team; a key needs team:admin. */
+  async list(principal: Principal, workspaceId: string, limit: number, cursor: string | undefined): Promise<ListEnvelope<Record<string, unknown>>> {
+    return this.trail.attempt(principal, 'team.members.list', null, async () => {
+      assertOwnWorkspace(principal, workspaceId);
+      await this.actors.resolve(principal);
+      const after = cursor ? decodeCursor(cursor) : null;
+      const rows = await this.sql.many<MemberRow>(
+        `${MEMBER_SELECT} WHERE m.workspace_id = $1 AND ($2::timestamptz IS NULL OR (m.created_at, m.person_id) > ($2::timestamptz, $3::text))
+          ORDER BY m.created_at, m.person_id LIMIT $4`,
+        [workspaceId, after ? String(after.sort) : null, after?.id ?? null, limit + 1],
+      );
+      return listEnvelope(rows, limit, memberView, (r) => ({ sort: r.sort_key, id: r.person_id }));
+    });
+  }
+
+  async changeRole(principal: Principal, workspaceId: string, personId: string, role: Role): Promise<MemberRow> {
+    return this.trail.attempt(principal, 'team.members.update', personId, async () => {
+      assertOwnWorkspace(principal, workspaceId);
+      return this.sql.tx(async (tx) => {
+        await lockWorkspace(this.sql, workspaceId, tx);
+        const actor = await this.actors.resolve(principal, tx);
+        const target = await this.member(workspaceId, personId, tx);
+        if (!target) throw memberNotFound();
+        assertCanChangeRole(actor, { personId: target.person_id, role: target.role }, role);
+        if (target.role === role) return target;
+        await this.sql.exec('UPDATE memberships SET role = $3, updated_at = now() WHERE workspace_id = $1 AND person_id = $2', [workspaceId, personId, role], tx);
+        await this.trail.done(actor, 'team.members.update', personId, { from_role: target.role, to_role: role }, tx);
+        await this.invitations.cancelForCreator(workspaceId, personId, role, tx);
+        return (await this.member(workspaceId, personId, tx)) as MemberRow;
+      });
+    });
+  }
+
+  async remove(principal: Principal, workspaceId: string, personId: string): Promise<MemberRow> {
+    return this.trail.attempt(principal, 'team.members.remove', personId, async () => {
+      assertOwnWorkspace(principal, workspaceId);
+      return this.sql.tx(async (tx) => {
+        await lockWorkspace(this.sql, workspaceId, tx);
+        const actor = await this.actors.resolve(principal, tx);
+        const target = await this.member(workspaceId, personId, tx);
+        if (!target) throw memberNotFound();
+        assertCanRemove(actor, { personId: target.person_id, role: target.role });
+        await this.drop(workspaceId, personId, tx);
+        await this.trail.done(actor, 'team.members.remove', personId, { removed_role: target.role }, tx);
+        return target;
+      });
+    });
+  }
+
+  /** The signed-in person leaves the workspace; the last owner cannot. */
+  async leave(principal: Principal, workspaceId: string): Promise<MemberRow> {
+    return this.trail.attempt(principal, 'team.members.leave', principal.personId ?? null, async () => {
+      assertOwnWorkspace(principal, workspaceId);
+      const personId = principal.personId;
+      if (principal.kind !== 'person' || !personId) throw new ApiError('unauthorized', 'Sign in to leave a workspace.');
+      return this.sql.tx(async (tx) => {
+        await lockWorkspace(this.sql, workspaceId, tx);
+        const actor = await this.actors.resolve(principal, tx);
+        const me = (await this.member(workspaceId, personId, tx)) as MemberRow;
+        if (me.role === 'owner') {
+          const owners = await this.sql.one<{ n: string }>(`SELECT count(*) AS n FROM memberships WHERE workspace_id = $1 AND role = 'owner'`, [workspaceId], tx);
+          if (Number(owners?.n ?? 0) <= 1) {
+            throw refuse('the last owner cannot leave', 'A workspace always keeps an owner; the last owner stays.', 'The last owner of a workspace cannot leave it.');
+          }
+        }
+        await this.drop(workspaceId, personId, tx);
+        await this.trail.done(actor, 'team.members.leave', personId, { left_role: me.role }, tx);
+        return me;
+      });
+    });
+  }
+
+  /**
+   * Removes a membership; the invitations the person's keys made are cancelled, and a person whose
+   * default workspace it was falls back to another of theirs.
+   */
+  private async drop(workspaceId: string, personId: string, tx: Transaction): Promise<void> {
+    await this.sql.exec('DELETE FROM memberships WHERE workspace_id = $1 AND person_id = $2', [workspaceId, personId], tx);
+    await this.invitations.cancelForCreator(workspaceId, personId, null, tx);
+    await this.sql.exec(
+      `UPDATE people SET default_workspace_id = (SELECT workspace_id FROM memberships WHERE person_id = $1 ORDER BY created_at LIMIT 1), updated_at = now()
+        WHERE id = $1 AND default_workspace_id = $2`,
+      [personId, workspaceId],
+      tx,
+    );
+  }
+
+  /** The audit log, for owners and admins (people, or team:admin keys whose creator is one). */
+  async auditLog(principal: Principal, workspaceId: string, limit: number, cursor: string | undefined, outcome: 'done' | 'refused' | undefined): Promise<ListEnvelope<Record<string, unknown>>> {
+    return this.trail.attempt(principal, 'team.audit.list', null, async () => {
+      assertOwnWorkspace(principal, workspaceId);
+      assertCanReadAudit(await this.actors.resolve(principal));
+      return this.trail.list(workspaceId, limit, cursor, outcome);
+    });
+  }
+}

@@ -1,0 +1,61 @@
+import type { Request } from 'express';
+import type { Transaction } from 'sequelize';
+import type { Principal } from '../../../core/auth';
+import type { Sql } from '../../../core/db/sql';
+import { ApiError } from '../../../core/errors';
+import type { Authorizer } from '../../../core/hooks';
+import type { RouteSpec } from '../../../core/http/route';
+import { personBehind } from './actors';
+import type { TeamTrail } from './trail';
+
+type Status = 'active' | 'suspended' | 'rejected' | 'restricted';
+
+export function accountRestricted(reason: string): ApiError {
+  return new ApiError('account_restricted', `Team membership cannot change: ${reason}.`, {
+    hint: 'Restricted, suspended and rejected accounts cannot change team membership, including leaving. Contact support to have the account reviewed.',
+    fields: { reason },
+  });
+}
+
+/**
+ * Why team membership cannot change for `personId` in `workspaceId` (the workspace's status, or the
+ * person's), read fresh from the database; null when both are active.
+ */
+export async function restrictionOf(sql: Sql, workspaceId: string, personId: string | null, who: 'your' | "the key creator's" | "the invited person's", tx?: Transaction): Promise<string | null> {
+  const row = await sql.one<{ workspace_status: Status; person_status: Status | null }>(
+    'SELECT w.status AS workspace_status, p.status AS person_status FROM workspaces w LEFT JOIN people p ON p.id = $2 WHERE w.id = $1',
+    [workspaceId, personId],
+    tx,
+  );
+  if (!row) return null;
+  if (row.workspace_status !== 'active') return `the workspace is ${row.workspace_status}`;
+  if (row.person_status && row.person_status !== 'active') return `${who} account is ${row.person_status}`;
+  return null;
+}
+
+/**
+ * Runs before the identity authorizer on the team's changing routes, so that an account that may
+ * not change team membership gets 403 `account_restricted` with a reason and the attempt is
+ * recorded (the identity authorizer alone would refuse suspended and rejected workspaces without a
+ * record, and lets `restricted` through).
+ */
+export class TeamStatusAuthorizer implements Authorizer {
+  readonly name = 'team-status';
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly trail: TeamTrail,
+    private readonly changingRoutes: ReadonlySet<string>,
+  ) {}
+
+  async authorize(principal: Principal, route: RouteSpec, req: Request): Promise<void> {
+    if (!this.changingRoutes.has(route.id)) return;
+    const personId = personBehind(principal);
+    const reason = await restrictionOf(this.sql, principal.workspaceId, personId, principal.kind === 'api_key' ? "the key creator's" : 'your');
+    if (!reason) return;
+    const err = accountRestricted(reason);
+    const params = req.params as Record<string, string | undefined>;
+    await this.trail.refused(principal, { workspaceId: principal.workspaceId, target: params.person_id ?? params.invitation_id ?? null }, route.id, err);
+    throw err;
+  }
+}

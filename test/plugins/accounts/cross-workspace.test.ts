@@ -1,0 +1,113 @@
+import { expect } from 'chai';
+import { client } from '../../support/http';
+import type { HttpResult } from '../../support/http';
+import { accessToken, asPerson, claimPath, createAgent, createAgentKey, createKey, identityConfig, register, signUp } from '../../support/identity';
+import type { ErrorBody, KeyView, Person } from '../../support/identity';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+
+const B_AGENT_NAME = 'workspace-b/secret-agent';
+
+describe('accounts: one workspace never reaches another’s records', () => {
+  let svc: TestService;
+  let api: ReturnType<typeof client>;
+  let a: Person;
+  let b: Person;
+  let bKey: KeyView & { key: string };
+  let bAgent: string;
+  let bAgentKey: KeyView & { key: string };
+  let aAgentKey: KeyView & { key: string };
+
+  before(async () => {
+    svc = await startTestService({ config: identityConfig() });
+    api = client(svc.url);
+    a = await signUp(svc.url);
+    b = await signUp(svc.url);
+    bKey = await createKey(svc.url, asPerson(b), { name: 'b key' });
+    bAgent = await createAgent(svc.url, asPerson(b), B_AGENT_NAME);
+    bAgentKey = await createAgentKey(svc.url, asPerson(b), bAgent, { scopes: ['price:compute'] });
+    const aAgent = await createAgent(svc.url, asPerson(a), 'workspace-a/agent');
+    aAgentKey = await createAgentKey(svc.url, asPerson(a), aAgent, { scopes: ['price:compute'] });
+  });
+  after(() => svc.close());
+
+  /** 404 (or 403), and nothing of B's in the answer. */
+  function expectNoData(res: HttpResult<ErrorBody>, what: string, allowed: number[] = [404]): void {
+    expect(allowed, `${what}: ${res.status} ${res.text}`).to.include(res.status);
+    expect(res.text, what).not.to.contain(B_AGENT_NAME);
+    expect(res.text, what).not.to.contain(bKey.key);
+    expect(res.text, what).not.to.contain(bKey.prefix);
+  }
+
+  async function bStillIntact(): Promise<void> {
+    const agent = await api.get<{ agent: { name: string; status: string } }>(`/api/agents/${bAgent}`, asPerson(b));
+    expect(agent.status).to.equal(200);
+    expect(agent.body.agent).to.deep.include({ name: B_AGENT_NAME, status: 'active' });
+    expect((await api.get('/api/me', { 'x-api-key': bKey.key })).status).to.equal(200);
+    expect((await api.get('/api/me', { 'x-api-key': bAgentKey.key })).status).to.equal(200);
+  }
+
+  it("answers a person reading, changing or deleting another workspace's agent with 404", async () => {
+    expectNoData(await api.get<ErrorBody>(`/api/agents/${bAgent}`, asPerson(a)), 'read');
+    expectNoData(await api.patch<ErrorBody>(`/api/agents/${bAgent}`, { name: 'hijacked', status: 'disabled' }, asPerson(a)), 'change');
+    expectNoData(await api.delete<ErrorBody>(`/api/agents/${bAgent}`, asPerson(a)), 'delete');
+    await bStillIntact();
+  });
+
+  it("answers a person minting a key for another workspace's agent with 404", async () => {
+    expectNoData(await api.post<ErrorBody>(`/api/agents/${bAgent}/keys`, { name: 'stolen' }, asPerson(a)), 'agent key');
+    expectNoData(await api.post<ErrorBody>('/api/api-keys', { name: 'stolen', agent_id: bAgent }, asPerson(a)), 'key bound to the agent');
+    const keys = await api.get<{ data: KeyView[] }>('/api/api-keys', asPerson(b));
+    expect(keys.body.data.filter((k) => k.agent_id === bAgent).map((k) => k.id)).to.deep.equal([bAgentKey.id]);
+  });
+
+  it("answers a person deleting another workspace's key with 404, and the key keeps working", async () => {
+    expectNoData(await api.delete<ErrorBody>(`/api/api-keys/${bKey.id}`, asPerson(a)), 'delete key');
+    expectNoData(await api.delete<ErrorBody>(`/api/api-keys/${bAgentKey.id}`, { authorization: `Bearer ${a.token}` }), 'delete agent key by person token');
+    await bStillIntact();
+  });
+
+  it("never lists another workspace's keys or agents", async () => {
+    const keys = await api.get<{ data: KeyView[] }>('/api/api-keys', asPerson(a));
+    expect(keys.status).to.equal(200);
+    const ids = keys.body.data.map((k) => k.id);
+    expect(ids).not.to.include(bKey.id);
+    expect(ids).not.to.include(bAgentKey.id);
+    const agents = await api.get<{ data: Array<{ id: string }> }>('/api/agents', asPerson(a));
+    expect(agents.body.data.map((x) => x.id)).not.to.include(bAgent);
+    expect(agents.text).not.to.contain(B_AGENT_NAME);
+  });
+
+  it("answers a person naming another workspace in x-workspace-id with 404 and no data", async () => {
+    for (const path of ['/api/me', '/api/api-keys', '/api/agents', `/api/agents/${bAgent}`]) {
+      expectNoData(await api.get<ErrorBody>(path, asPerson(a, b.workspaceId)), path);
+    }
+    expectNoData(await api.post<ErrorBody>('/api/api-keys', { name: 'planted' }, asPerson(a, b.workspaceId)), 'create key in B');
+    const keys = await api.get<{ data: KeyView[] }>('/api/api-keys', asPerson(b));
+    expect(keys.body.data.map((k) => k.name)).not.to.include('planted');
+  });
+
+  it("keeps another workspace's agent capabilities out of reach: 404 for a person, 401 for another agent's key or token", async () => {
+    expectNoData(await api.get<ErrorBody>(`/api/agents/${bAgent}/capabilities`, asPerson(a)), 'person');
+    expectNoData(await api.get<ErrorBody>(`/api/agents/${bAgent}/capabilities`, { 'x-api-key': aAgentKey.key }), 'agent key', [401]);
+    const token = await accessToken(svc.url, aAgentKey.key);
+    expectNoData(await api.get<ErrorBody>(`/api/agents/${bAgent}/capabilities`, { authorization: `Bearer ${token}` }), 'agent token', [401]);
+    const own = await api.get(`/api/agents/${bAgent}/capabilities`, { 'x-api-key': bAgentKey.key });
+    expect(own.status).to.equal(200);
+  });
+
+  it("answers a person ending another person's session with 404, and that session keeps working", async () => {
+    const res = await api.delete<ErrorBody>(`/api/user/sessions/${b.sessionId}`, asPerson(a));
+    expect(res.status).to.equal(404);
+    expect((await api.get('/api/me', asPerson(b))).status).to.equal(200);
+    expect((await api.get('/api/me', { authorization: `Bearer ${b.token}` })).status).to.equal(200);
+  });
+
+  it("refuses a person claiming an agent into a workspace they do not belong to, with 403 and a reason", async () => {
+    const reg = await register(svc.url);
+    const res = await api.post<ErrorBody>(claimPath(reg), { workspace_id: b.workspaceId }, asPerson(a));
+    expect(res.status).to.equal(403);
+    expect(res.body.reason).to.be.a('string').and.match(/own or administer/);
+    expect((await api.get(claimPath(reg))).status, 'the sandbox stays claimable').to.equal(200);
+  });
+});

@@ -1,0 +1,215 @@
+import { expect } from 'chai';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import type { PrivateKeyAccount } from 'viem/accounts';
+import { client } from '../../support/http';
+import { identityConfig, sessionCookieOf, signUp, uniqueEmail } from '../../support/identity';
+import type { ErrorBody, MeBody } from '../../support/identity';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+
+interface SignedIn {
+  person: { id: string; email: string | null };
+  session: { id: string };
+  token: { access_token: string; token_type: string };
+  wallet?: string;
+}
+
+/** The date `years` years before today (UTC), shifted by `days`, as YYYY-MM-DD. */
+function yearsAgo(years: number, days = 0): string {
+  const d = new Date();
+  d.setUTCHours(12, 0, 0, 0);
+  d.setUTCFullYear(d.getUTCFullYear() - years);
+  d.setUTCDate(d.getUTCDate() + days);
+  return d.toISOString().slice(0, 10);
+}
+
+describe('accounts: people, sign-up, sign-in and sessions', () => {
+  let svc: TestService;
+  let api: ReturnType<typeof client>;
+
+  before(async () => {
+    svc = await startTestService({ config: identityConfig() });
+    api = client(svc.url);
+  });
+  after(() => svc.close());
+
+  it('refuses a sign-up under 18 with 403 and a reason', async () => {
+    const email = uniqueEmail();
+    const res = await api.post<ErrorBody>('/api/auth/signup', { email, password: 'correct horse battery', date_of_birth: yearsAgo(18, 1) });
+    expect(res.status, res.text).to.equal(403);
+    expect(res.body.reason).to.equal('minimum age');
+    expect(res.body.error).to.match(/18/);
+    const young = await api.post<ErrorBody>('/api/auth/signup', { email: uniqueEmail(), password: 'correct horse battery', date_of_birth: yearsAgo(12) });
+    expect(young.status).to.equal(403);
+    const count = await svc.sequelize.query('SELECT count(*)::int AS n FROM people WHERE email = $1', { bind: [email], plain: true });
+    expect((count as { n: number } | null)?.n).to.equal(0);
+  });
+
+  it('accepts a sign-up on the 18th birthday', async () => {
+    const res = await api.post<SignedIn>('/api/auth/signup', { email: uniqueEmail(), password: 'correct horse battery', date_of_birth: yearsAgo(18) });
+    expect(res.status, res.text).to.equal(201);
+  });
+
+  it('refuses a password shorter than 10 characters with 400 validation_error', async () => {
+    const res = await api.post<ErrorBody>('/api/auth/signup', { email: uniqueEmail(), password: 'short', date_of_birth: '1990-01-01' });
+    expect(res.status).to.equal(400);
+    expect(res.body.code).to.equal('validation_error');
+    expect(res.body.issues?.map((i) => i.path)).to.include('password');
+  });
+
+  it('answers a duplicate email with 409, whatever its case', async () => {
+    const email = uniqueEmail();
+    await signUp(svc.url, { email });
+    for (const again of [email, email.toUpperCase()]) {
+      const res = await api.post<ErrorBody>('/api/auth/signup', { email: again, password: 'another long password', date_of_birth: '1985-05-05' });
+      expect(res.status, res.text).to.equal(409);
+      expect(res.body.code).to.equal('conflict');
+      expect(res.body.hint).to.match(/signin/);
+    }
+  });
+
+  it('sets the session cookie HttpOnly (SameSite=Lax, Path=/) at sign-up and sign-in', async () => {
+    const email = uniqueEmail();
+    const up = await api.post('/api/auth/signup', { email, password: 'correct horse battery', date_of_birth: '1990-01-01' });
+    const signin = await api.post('/api/auth/signin', { email, password: 'correct horse battery' });
+    expect(signin.status).to.equal(200);
+    for (const res of [up, signin]) {
+      const cookie = res.headers.get('set-cookie') ?? '';
+      expect(cookie).to.match(/^pcs_session=[^;]+;/);
+      expect(cookie).to.match(/;\s*HttpOnly(;|$)/);
+      expect(cookie).to.match(/;\s*SameSite=Lax/);
+      expect(cookie).to.match(/;\s*Path=\//);
+      expect(res.headers.get('cache-control')).to.match(/no-store/);
+    }
+  });
+
+  it('answers a wrong password, or an unknown email, with the same 401 invalid_credentials', async () => {
+    const person = await signUp(svc.url);
+    const wrong = await api.post<ErrorBody>('/api/auth/signin', { email: person.email, password: 'not the password' });
+    expect(wrong.status).to.equal(401);
+    expect(wrong.body.code).to.equal('invalid_credentials');
+    expect(wrong.body.retryable).to.equal(false);
+    expect(wrong.headers.get('set-cookie')).to.equal(null);
+    const unknown = await api.post<ErrorBody>('/api/auth/signin', { email: uniqueEmail(), password: 'not the password' });
+    expect(unknown.status).to.equal(401);
+    expect(unknown.body.error).to.equal(wrong.body.error);
+    const right = await api.post<SignedIn>('/api/auth/signin', { email: person.email.toUpperCase(), password: person.password });
+    expect(right.status).to.equal(200);
+    expect(right.body.person.id).to.equal(person.id);
+  });
+
+  it('does not take a browser session as an API key', async () => {
+    const person = await signUp(svc.url);
+    const value = person.cookie.replace(/^pcs_session=/, '');
+    const res = await api.get<ErrorBody>('/api/me', { 'x-api-key': decodeURIComponent(value) });
+    expect(res.status).to.equal(401);
+    expect(res.body.code).to.equal('invalid_credentials');
+  });
+
+  it("answers DELETE /api/user/sessions?currentSessionId=not-a-uuid with 400 'Invalid session ID format'", async () => {
+    const person = await signUp(svc.url);
+    const res = await api.delete<ErrorBody>('/api/user/sessions?currentSessionId=not-a-uuid', { cookie: person.cookie });
+    expect(res.status).to.equal(400);
+    expect(res.body.error).to.equal('Invalid session ID format');
+    expect((await api.get('/api/user', { cookie: person.cookie })).status, 'no session was ended').to.equal(200);
+  });
+
+  it("answers DELETE /api/user/sessions/not-a-uuid with 400 'Invalid session ID format'", async () => {
+    const person = await signUp(svc.url);
+    const res = await api.delete<ErrorBody>('/api/user/sessions/not-a-uuid', { cookie: person.cookie });
+    expect(res.status).to.equal(400);
+    expect(res.body.error).to.equal('Invalid session ID format');
+  });
+
+  it('ends a session and its person token at once', async () => {
+    const person = await signUp(svc.url);
+    const second = await api.post<SignedIn>('/api/auth/signin', { email: person.email, password: person.password });
+    const secondCookie = sessionCookieOf(second);
+    const secondToken = second.body.token.access_token;
+    expect((await api.get('/api/me', { authorization: `Bearer ${secondToken}` })).status).to.equal(200);
+    expect((await api.get('/api/me', { cookie: secondCookie })).status).to.equal(200);
+    const res = await api.delete(`/api/user/sessions/${second.body.session.id}`, { cookie: person.cookie });
+    expect(res.status, res.text).to.equal(200);
+    const token = await api.get<ErrorBody>('/api/me', { authorization: `Bearer ${secondToken}` });
+    expect(token.status).to.equal(401);
+    expect(token.body.code).to.equal('invalid_credentials');
+    expect((await api.get('/api/me', { cookie: secondCookie })).status).to.equal(401);
+    expect((await api.get('/api/me', { authorization: `Bearer ${person.token}` })).status, 'the other session is untouched').to.equal(200);
+  });
+
+  it('ends every other session with DELETE /api/user/sessions?currentSessionId=<current>', async () => {
+    const person = await signUp(svc.url);
+    const other = await api.post<SignedIn>('/api/auth/signin', { email: person.email, password: person.password });
+    const res = await api.delete<{ revoked: number; kept: string }>(`/api/user/sessions?currentSessionId=${person.sessionId}`, { cookie: person.cookie });
+    expect(res.status, res.text).to.equal(200);
+    expect(res.body).to.deep.equal({ revoked: 1, kept: person.sessionId });
+    expect((await api.get('/api/me', { authorization: `Bearer ${other.body.token.access_token}` })).status).to.equal(401);
+    expect((await api.get('/api/me', { cookie: person.cookie })).status).to.equal(200);
+  });
+
+  describe('wallet sign-in (Sign-In with Ethereum)', () => {
+    const account: PrivateKeyAccount = privateKeyToAccount(generatePrivateKey());
+
+    async function challenge(address: string): Promise<string> {
+      const res = await api.post<{ nonce: string; message: string }>('/api/auth/wallet/nonce', { address });
+      expect(res.status, res.text).to.equal(200);
+      expect(res.body.message).to.contain(address);
+      expect(res.body.message).to.contain(res.body.nonce);
+      return res.body.message;
+    }
+
+    let first: { message: string; signature: `0x${string}`; personId: string } | null = null;
+
+    it('creates the account on the first signed message (201) and signs in on the next (200)', async () => {
+      const message = await challenge(account.address);
+      const signature = await account.signMessage({ message });
+      const created = await api.post<SignedIn>('/api/auth/wallet/signin', { message, signature, date_of_birth: '1990-12-10' });
+      expect(created.status, created.text).to.equal(201);
+      expect(created.body.wallet).to.equal(account.address);
+      sessionCookieOf(created);
+      first = { message, signature, personId: created.body.person.id };
+      const nextMessage = await challenge(account.address);
+      const again = await api.post<SignedIn>('/api/auth/wallet/signin', { message: nextMessage, signature: await account.signMessage({ message: nextMessage }) });
+      expect(again.status, again.text).to.equal(200);
+      expect(again.body.person.id).to.equal(created.body.person.id);
+      const me = await api.get<MeBody>('/api/me', { authorization: `Bearer ${again.body.token.access_token}` });
+      expect(me.body.auth_method).to.equal('person_token');
+    });
+
+    it('refuses a reused nonce with 401', async () => {
+      expect(first, 'the first sign-in ran').not.to.equal(null);
+      const replay = await api.post<ErrorBody>('/api/auth/wallet/signin', { message: first?.message, signature: first?.signature });
+      expect(replay.status).to.equal(401);
+      expect(replay.body.code).to.equal('invalid_credentials');
+    });
+
+    it('refuses a tampered message with 401', async () => {
+      const message = await challenge(account.address);
+      const signature = await account.signMessage({ message });
+      const tampered = message.replace(/Chain ID: \d+/, 'Chain ID: 8453');
+      expect(tampered).not.to.equal(message);
+      const res = await api.post<ErrorBody>('/api/auth/wallet/signin', { message: tampered, signature });
+      expect(res.status, res.text).to.equal(401);
+      expect(res.body.code).to.equal('invalid_credentials');
+      const honest = await api.post('/api/auth/wallet/signin', { message, signature });
+      expect(honest.status, 'a refused attempt does not use the nonce up').to.equal(200);
+    });
+
+    it('refuses a message signed by another wallet with 401', async () => {
+      const intruder = privateKeyToAccount(generatePrivateKey());
+      const message = await challenge(account.address);
+      const res = await api.post<ErrorBody>('/api/auth/wallet/signin', { message, signature: await intruder.signMessage({ message }) });
+      expect(res.status, res.text).to.equal(401);
+      expect(res.body.code).to.equal('invalid_credentials');
+      expect(res.body.error).to.match(/signature/);
+    });
+
+    it('refuses a new wallet account under 18', async () => {
+      const young = privateKeyToAccount(generatePrivateKey());
+      const message = await challenge(young.address);
+      const res = await api.post<ErrorBody>('/api/auth/wallet/signin', { message, signature: await young.signMessage({ message }), date_of_birth: yearsAgo(17) });
+      expect(res.status, res.text).to.equal(403);
+      expect(res.body.reason).to.equal('minimum age');
+    });
+  });
+});

@@ -1,0 +1,360 @@
+import { expect } from 'chai';
+import type { DomainEvents } from '../../../core/events';
+import { client } from '../../support/http';
+import {
+  accessToken,
+  asPerson,
+  claimPath,
+  createAgent,
+  createAgentKey,
+  createKey,
+  exec,
+  identityConfig,
+  register,
+  rows,
+  setRole,
+  signUp,
+  unknownKey,
+} from '../../support/identity';
+import type { ClaimBody, ErrorBody, KeyView, MeBody, Person, RegistrationBody } from '../../support/identity';
+import { probePlugin } from '../../support/probe-plugin';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+
+const FULL_ACCESS = ['price:compute', 'billing:read', 'billing:write', 'commerce:configure', 'commerce:proposal:approve', 'commerce:execute'];
+
+describe('identity: claiming an agent sandbox', () => {
+  let svc: TestService;
+  let api: ReturnType<typeof client>;
+
+  before(async () => {
+    // One claimed agent per workspace makes the claimed-agent limit reachable; every test that
+    // claims successfully signs up its own person.
+    svc = await startTestService({ config: identityConfig({ claimedAgentsPerWorkspace: 1 }), extraPlugins: [probePlugin()], enabled: ['health', 'identity', 'accounts', 'probe'] });
+    api = client(svc.url);
+  });
+  after(() => svc.close());
+
+  async function expectStillUnclaimed(reg: RegistrationBody): Promise<void> {
+    const link = await api.get(claimPath(reg));
+    expect(link.status, 'the claim link is still usable').to.equal(200);
+    const me = await api.get<MeBody>('/api/me', { 'x-api-key': reg.api_key.key });
+    expect(me.status).to.equal(200);
+    expect(me.body.workspace.sandbox).to.equal(true);
+  }
+
+  function expectRefusal(res: { status: number; text: string; body: ErrorBody }, reason: RegExp): void {
+    expect(res.status, res.text).to.equal(403);
+    expect(res.body.code).to.equal('forbidden');
+    expect(res.body.reason).to.be.a('string').and.match(reason);
+    expect(res.body.error).to.match(/Claim refused/);
+    expect(res.body.hint).to.be.a('string');
+  }
+
+  describe('effects of a claim link confirmed by the owner', () => {
+    let owner: Person;
+    let reg: RegistrationBody;
+    let res: { status: number; text: string; body: ClaimBody };
+    let tokenBefore: string;
+    const events: Array<DomainEvents['workspace.claimed']> = [];
+    let unsubscribe: () => void = () => undefined;
+
+    before(async () => {
+      owner = await signUp(svc.url);
+      reg = await register(svc.url, 'pricing-agent/claimed');
+      tokenBefore = await accessToken(svc.url, reg.api_key.key);
+      unsubscribe = svc.events.on('workspace.claimed', 'claim-test', (e) => {
+        events.push(e);
+      });
+      res = await api.post<ClaimBody>(claimPath(reg), {}, asPerson(owner));
+    });
+    after(() => unsubscribe());
+
+    it('answers 200 with the claimed workspace, its test workspace and the agent key revoked', () => {
+      expect(res.status, res.text).to.equal(200);
+      expect(res.body.claimed).to.equal(true);
+      expect(res.body.agent_key).to.equal('revoked');
+    });
+
+    it('keeps the workspace id and moves it under the target workspace (parent_id)', async () => {
+      expect(res.body.workspace.id).to.equal(reg.workspace.id);
+      expect(res.body.workspace.parent_id).to.equal(owner.workspaceId);
+      const [row] = await rows<{ parent_id: string }>(svc, 'SELECT parent_id FROM workspaces WHERE id = $1', [reg.workspace.id]);
+      expect(row?.parent_id).to.equal(owner.workspaceId);
+    });
+
+    it('puts the workspace on the free plan and ends its sandbox state', async () => {
+      expect(res.body.workspace.plan).to.equal('free');
+      expect(res.body.workspace.sandbox).to.equal(false);
+      const me = await api.get<MeBody & { limits?: unknown }>('/api/me', asPerson(owner, reg.workspace.id));
+      expect(me.status, me.text).to.equal(200);
+      expect(me.body.workspace.plan).to.equal('free');
+      expect(me.body.workspace.sandbox).to.equal(false);
+      expect(me.body).not.to.have.property('limits');
+    });
+
+    it('keeps it marked as started by an agent and as a former agent sandbox', () => {
+      expect(res.body.workspace.former_sandbox).to.equal(true);
+      expect(res.body.workspace.created_by_agent).to.equal(true);
+      expect(res.body.workspace.origin).to.equal('agent_self_registration');
+    });
+
+    it('sets claimed_at', () => {
+      const at = Date.parse(res.body.workspace.claimed_at ?? '');
+      expect(at).to.be.a('number').and.not.be.NaN;
+      expect(Math.abs(Date.now() - at)).to.be.lessThan(60_000);
+    });
+
+    it('creates the workspace its own test workspace', async () => {
+      const test = res.body.test_workspace;
+      expect(test.is_test).to.equal(true);
+      expect(test.parent_id).to.equal(reg.workspace.id);
+      expect(test.id).not.to.equal(reg.workspace.id);
+      expect(res.body.workspace.test_workspace_id).to.equal(test.id);
+      const [row] = await rows<{ is_test: boolean; parent_id: string }>(svc, 'SELECT is_test, parent_id FROM workspaces WHERE id = $1', [test.id]);
+      expect(row).to.deep.equal({ is_test: true, parent_id: reg.workspace.id });
+    });
+
+    it('revokes the agent key by default, and tokens minted from it', async () => {
+      const key = await api.get<ErrorBody>('/api/me', { 'x-api-key': reg.api_key.key });
+      expect(key.status).to.equal(401);
+      expect(key.body.code).to.equal('invalid_credentials');
+      const token = await api.get<ErrorBody>('/api/me', { authorization: `Bearer ${tokenBefore}` });
+      expect(token.status).to.equal(401);
+      const [row] = await rows<{ revoked_reason: string }>(svc, 'SELECT revoked_reason FROM api_keys WHERE id = $1', [reg.api_key.id]);
+      expect(row?.revoked_reason).to.equal('claimed');
+    });
+
+    it("emits 'workspace.claimed' naming the workspace, the target and the claimer", () => {
+      const mine = events.filter((e) => e.workspaceId === reg.workspace.id);
+      expect(mine).to.have.length(1);
+      expect(mine[0]).to.deep.include({ workspaceId: reg.workspace.id, targetWorkspaceId: owner.workspaceId, keptKey: false });
+      expect(mine[0]?.claimedBy).to.deep.equal({ type: 'person', id: owner.id });
+      expect(Date.parse(mine[0]?.at ?? '')).not.to.be.NaN;
+    });
+
+    it('makes the owner of the target workspace owner of the claimed workspace', async () => {
+      const members = await rows<{ person_id: string; role: string }>(svc, 'SELECT person_id, role FROM memberships WHERE workspace_id = $1', [reg.workspace.id]);
+      expect(members).to.deep.equal([{ person_id: owner.id, role: 'owner' }]);
+      const me = await api.get<MeBody>('/api/me', asPerson(owner, reg.workspace.id));
+      expect(me.body.person?.role).to.equal('owner');
+    });
+
+    it('uses the claim link once: a second confirmation and a look both answer 404', async () => {
+      const again = await api.post<ErrorBody>(claimPath(reg), {}, asPerson(owner));
+      expect(again.status).to.equal(404);
+      expect(again.body.code).to.equal('not_found');
+      expect(again.body.hint).to.be.a('string');
+      const look = await api.get(claimPath(reg));
+      expect(look.status).to.equal(404);
+    });
+  });
+
+  it('makes the target owner the owner when an admin of the target confirms (the admin joins as admin)', async () => {
+    const owner = await signUp(svc.url);
+    const admin = await signUp(svc.url);
+    await setRole(svc, owner.workspaceId, admin.id, 'admin');
+    const reg = await register(svc.url);
+    const res = await api.post<ClaimBody>(claimPath(reg), { workspace_id: owner.workspaceId }, asPerson(admin));
+    expect(res.status, res.text).to.equal(200);
+    expect(res.body.workspace.parent_id).to.equal(owner.workspaceId);
+    const members = await rows<{ person_id: string; role: string }>(svc, 'SELECT person_id, role FROM memberships WHERE workspace_id = $1 ORDER BY role DESC', [reg.workspace.id]);
+    expect(members).to.deep.include.members([
+      { person_id: owner.id, role: 'owner' },
+      { person_id: admin.id, role: 'admin' },
+    ]);
+    expect(members.filter((m) => m.role === 'owner')).to.have.length(1);
+  });
+
+  it('keeps the agent key with keep_key true: full access of an API key, no expiry, secret never listed', async () => {
+    const owner = await signUp(svc.url);
+    const reg = await register(svc.url);
+    const before = await api.get<ErrorBody>('/probe/private', { 'x-api-key': reg.api_key.key });
+    expect(before.status).to.equal(403);
+    const res = await api.post<ClaimBody>(claimPath(reg), { keep_key: true }, asPerson(owner));
+    expect(res.status, res.text).to.equal(200);
+    expect(res.body.agent_key).to.equal('kept');
+    const me = await api.get<MeBody>('/api/me', { 'x-api-key': reg.api_key.key });
+    expect(me.status).to.equal(200);
+    expect(me.body.scopes).to.have.members(FULL_ACCESS);
+    expect(me.body.key?.expires_at).to.equal(null);
+    expect(me.body.workspace.sandbox).to.equal(false);
+    const after = await api.get('/probe/private', { 'x-api-key': reg.api_key.key });
+    expect(after.status, after.text).to.equal(200);
+    const list = await api.get<{ data: KeyView[] }>('/api/api-keys', asPerson(owner, reg.workspace.id));
+    expect(list.status).to.equal(200);
+    expect(list.body.data.map((k) => k.id)).to.include(reg.api_key.id);
+    expect(list.text).not.to.contain(reg.api_key.key);
+  });
+
+  describe('refusals (403 with a reason; nothing changes)', () => {
+    it('refuses a claimer who is only a member of the target workspace', async () => {
+      const owner = await signUp(svc.url);
+      const member = await signUp(svc.url);
+      await setRole(svc, owner.workspaceId, member.id, 'member');
+      const reg = await register(svc.url);
+      const res = await api.post<ErrorBody>(claimPath(reg), { workspace_id: owner.workspaceId }, asPerson(member));
+      expectRefusal(res, /own or administer/);
+      await expectStillUnclaimed(reg);
+    });
+
+    it('records a refused attempt in the audit log of the target workspace', async () => {
+      const owner = await signUp(svc.url);
+      const member = await signUp(svc.url);
+      await setRole(svc, owner.workspaceId, member.id, 'member');
+      const reg = await register(svc.url);
+      const res = await api.post<ErrorBody>(claimPath(reg), { workspace_id: owner.workspaceId }, asPerson(member));
+      expect(res.status).to.equal(403);
+      const audit = await rows<{ actor_type: string; actor_id: string; action: string; target: string; outcome: string; reason: string }>(
+        svc,
+        'SELECT actor_type, actor_id, action, target, outcome, reason FROM audit_log WHERE workspace_id = $1',
+        [owner.workspaceId],
+      );
+      expect(audit).to.have.length(1);
+      expect(audit[0]).to.deep.include({ actor_type: 'person', actor_id: member.id, action: 'agent.claim', target: reg.workspace.id, outcome: 'refused' });
+      expect(audit[0]?.reason).to.equal(res.body.reason);
+    });
+
+    it('refuses a target that is a test workspace', async () => {
+      const owner = await signUp(svc.url);
+      expect(owner.testWorkspaceId).to.match(/^ws_/);
+      // The owner also administers the test workspace, so only the test-workspace rule can refuse.
+      await setRole(svc, owner.testWorkspaceId, owner.id, 'owner');
+      const reg = await register(svc.url);
+      const res = await api.post<ErrorBody>(claimPath(reg), { workspace_id: owner.testWorkspaceId }, asPerson(owner));
+      expectRefusal(res, /test workspace/);
+      await expectStillUnclaimed(reg);
+    });
+
+    it('refuses a target that is an unclaimed agent sandbox', async () => {
+      const person = await signUp(svc.url);
+      const target = await register(svc.url, 'target-sandbox');
+      await setRole(svc, target.workspace.id, person.id, 'owner');
+      const reg = await register(svc.url);
+      const res = await api.post<ErrorBody>(claimPath(reg), { workspace_id: target.workspace.id }, asPerson(person));
+      expectRefusal(res, /unclaimed agent workspace/);
+      await expectStillUnclaimed(reg);
+      await expectStillUnclaimed(target);
+    });
+
+    it('refuses a target that already holds the claimed-agent limit (limits.claimedAgentsPerWorkspace)', async () => {
+      const owner = await signUp(svc.url);
+      const first = await register(svc.url, 'first');
+      const ok = await api.post(claimPath(first), {}, asPerson(owner));
+      expect(ok.status, ok.text).to.equal(200);
+      const second = await register(svc.url, 'second');
+      const res = await api.post<ErrorBody>(claimPath(second), {}, asPerson(owner));
+      expectRefusal(res, /already holds 1 claimed agents/);
+      await expectStillUnclaimed(second);
+    });
+
+    it('answers 404 for an unknown claim token', async () => {
+      const owner = await signUp(svc.url);
+      const res = await api.post<ErrorBody>(`/api/agents/claim/${unknownKey().replace('pcs_usr_', 'pcs_clm_')}`, {}, asPerson(owner));
+      expect(res.status).to.equal(404);
+      expect(res.body.code).to.equal('not_found');
+      expect(res.body.hint).to.be.a('string');
+    });
+
+    it('answers 404 for an expired claim token', async () => {
+      const owner = await signUp(svc.url);
+      const reg = await register(svc.url);
+      await exec(svc, `UPDATE claim_tokens SET expires_at = now() - interval '1 minute' WHERE workspace_id = $1`, [reg.workspace.id]);
+      const res = await api.post<ErrorBody>(claimPath(reg), {}, asPerson(owner));
+      expect(res.status).to.equal(404);
+      expect(res.body.code).to.equal('not_found');
+      const [row] = await rows<{ is_sandbox: boolean }>(svc, 'SELECT is_sandbox FROM workspaces WHERE id = $1', [reg.workspace.id]);
+      expect(row?.is_sandbox).to.equal(true);
+    });
+
+    it('answers a claim link confirmed with an API key with 401 and its own message', async () => {
+      const owner = await signUp(svc.url);
+      const key = await createKey(svc.url, asPerson(owner), { name: 'not a person', scopes: ['workspace:claim'] });
+      const reg = await register(svc.url);
+      const res = await api.post<ErrorBody>(claimPath(reg), {}, { 'x-api-key': key.key });
+      expect(res.status).to.equal(401);
+      expect(res.body.code).to.equal('unauthorized');
+      expect(res.body.error).to.match(/signed-in person/);
+      expect(res.body.hint).to.match(/\/api\/agents\/claim/);
+      expect(res.body.next).to.deep.equal([]);
+      await expectStillUnclaimed(reg);
+    });
+  });
+
+  describe('claim by key (POST /api/agents/claim)', () => {
+    it('claims into the key’s own workspace with a workspace:claim key created by an owner; the owner owns the claimed workspace', async () => {
+      const owner = await signUp(svc.url);
+      const key = await createKey(svc.url, asPerson(owner), { name: 'claimer', scopes: ['workspace:claim'] });
+      const reg = await register(svc.url);
+      const res = await api.post<ClaimBody>('/api/agents/claim', { token: reg.claim.token }, { 'x-api-key': key.key });
+      expect(res.status, res.text).to.equal(200);
+      expect(res.body.workspace.parent_id).to.equal(owner.workspaceId);
+      expect(res.body.workspace.plan).to.equal('free');
+      expect(res.body.agent_key).to.equal('revoked');
+      const members = await rows<{ person_id: string; role: string }>(svc, 'SELECT person_id, role FROM memberships WHERE workspace_id = $1', [reg.workspace.id]);
+      expect(members).to.deep.equal([{ person_id: owner.id, role: 'owner' }]);
+      const audit = await rows<{ actor_type: string; via_key_id: string; outcome: string }>(svc, `SELECT actor_type, via_key_id, outcome FROM audit_log WHERE workspace_id = $1`, [owner.workspaceId]);
+      expect(audit).to.deep.equal([{ actor_type: 'api_key', via_key_id: key.id, outcome: 'done' }]);
+    });
+
+    it('answers an unknown claim token with 404', async () => {
+      const owner = await signUp(svc.url);
+      const key = await createKey(svc.url, asPerson(owner), { name: 'claimer', scopes: ['workspace:claim'] });
+      const res = await api.post<ErrorBody>('/api/agents/claim', { token: unknownKey().replace('pcs_usr_', 'pcs_clm_') }, { 'x-api-key': key.key });
+      expect(res.status, res.text).to.equal(404);
+      expect(res.body.code).to.equal('not_found');
+    });
+
+    function expectInsufficientScope(res: { status: number; text: string; body: ErrorBody }): void {
+      expect(res.status, res.text).to.equal(403);
+      expect(res.body.code).to.equal('insufficient_scope');
+      expect(res.body.required_scopes).to.deep.equal(['workspace:claim']);
+      expect(res.body.hint).to.be.a('string').and.not.be.empty;
+    }
+
+    it('refuses a key created with no scopes: 403 insufficient_scope', async () => {
+      const owner = await signUp(svc.url);
+      const key = await createKey(svc.url, asPerson(owner), { name: 'full access' });
+      const reg = await register(svc.url);
+      const res = await api.post<ErrorBody>('/api/agents/claim', { token: reg.claim.token }, { 'x-api-key': key.key });
+      expectInsufficientScope(res);
+      expect(res.body.hint).to.match(/by name only/);
+      await expectStillUnclaimed(reg);
+    });
+
+    it("refuses a legacy 'admin' key: 403 insufficient_scope", async () => {
+      const owner = await signUp(svc.url);
+      const key = await createKey(svc.url, asPerson(owner), { name: 'legacy', scopes: ['admin'] });
+      expect(key.legacy).to.equal(true);
+      const reg = await register(svc.url);
+      const res = await api.post<ErrorBody>('/api/agents/claim', { token: reg.claim.token }, { 'x-api-key': key.key });
+      expectInsufficientScope(res);
+      await expectStillUnclaimed(reg);
+    });
+
+    it('refuses an access token, even one minted from an agent key naming workspace:claim: 403 insufficient_scope', async () => {
+      const owner = await signUp(svc.url);
+      const agentId = await createAgent(svc.url, asPerson(owner));
+      const key = await createAgentKey(svc.url, asPerson(owner), agentId, { scopes: ['workspace:claim', 'price:compute'] });
+      const token = await accessToken(svc.url, key.key);
+      const reg = await register(svc.url);
+      const res = await api.post<ErrorBody>('/api/agents/claim', { token: reg.claim.token }, { authorization: `Bearer ${token}` });
+      expectInsufficientScope(res);
+      expect(res.body.hint).to.match(/key itself/);
+      await expectStillUnclaimed(reg);
+    });
+
+    it('refuses a workspace:claim key whose creator is no longer owner or admin; it works again once they are', async () => {
+      const owner = await signUp(svc.url);
+      const key = await createKey(svc.url, asPerson(owner), { name: 'claimer', scopes: ['workspace:claim'] });
+      await setRole(svc, owner.workspaceId, owner.id, 'member');
+      const reg = await register(svc.url);
+      const res = await api.post<ErrorBody>('/api/agents/claim', { token: reg.claim.token }, { 'x-api-key': key.key });
+      expectInsufficientScope(res);
+      await expectStillUnclaimed(reg);
+      await setRole(svc, owner.workspaceId, owner.id, 'admin');
+      const ok = await api.post('/api/agents/claim', { token: reg.claim.token }, { 'x-api-key': key.key });
+      expect(ok.status, ok.text).to.equal(200);
+    });
+  });
+});

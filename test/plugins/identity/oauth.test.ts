@@ -1,0 +1,226 @@
+import { expect } from 'chai';
+import { client } from '../../support/http';
+import type { HttpResult } from '../../support/http';
+import { asPerson, createAgent, createAgentKey, createKey, identityConfig, register, signUp, unknownKey } from '../../support/identity';
+import type { MeBody, RegistrationBody, TokenBody } from '../../support/identity';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+
+interface ClientBody {
+  client_id: string;
+  client_secret: string;
+  token_endpoint: string;
+  grant_types: string[];
+  workspace_id: string;
+  claim: RegistrationBody['claim'];
+  plan: RegistrationBody['plan'];
+  limits: RegistrationBody['limits'];
+  changelog: string;
+}
+
+interface OAuthErrorBody {
+  error: string;
+  error_description: string;
+}
+
+const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
+
+function basic(id: string, secret: string): string {
+  return `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`;
+}
+
+describe('identity: OAuth client credentials', () => {
+  let svc: TestService;
+  let api: ReturnType<typeof client>;
+  let oauthClient: ClientBody;
+
+  before(async () => {
+    svc = await startTestService({ config: identityConfig() });
+    api = client(svc.url);
+    const res = await api.post<ClientBody>('/api/oauth/register', { client_name: 'my-agent-framework', grant_types: ['client_credentials'] });
+    expect(res.status, res.text).to.equal(201);
+    oauthClient = res.body;
+  });
+  after(() => svc.close());
+
+  const token = (body: string, headers: Record<string, string> = {}): Promise<HttpResult<TokenBody & OAuthErrorBody>> =>
+    api.raw<TokenBody & OAuthErrorBody>('POST', '/api/oauth/token', { rawBody: body, headers: { ...FORM, ...headers } });
+
+  function expectToken(res: HttpResult<TokenBody>): void {
+    expect(res.status, res.text).to.equal(200);
+    expect(res.body.access_token).to.be.a('string').and.match(/^[\w-]+\.[\w-]+\.[\w-]+$/);
+    expect(res.body.token_type).to.equal('Bearer');
+    expect(res.body.expires_in).to.be.a('number').and.to.be.within(1, svc.config.identity.accessTokenTtlS);
+    expect(res.headers.get('cache-control')).to.match(/no-store/);
+  }
+
+  it('registers a client for a new sandbox: client_id, client_secret, claim link, plan and limits', () => {
+    expect(oauthClient.client_id).to.match(/^oac_/);
+    expect(oauthClient.client_secret).to.match(/^pcs_oac_/);
+    expect(oauthClient.grant_types).to.deep.equal(['client_credentials']);
+    expect(oauthClient.token_endpoint).to.match(/\/api\/oauth\/token$/);
+    expect(oauthClient.claim.url).to.match(/\/api\/agents\/claim\/pcs_clm_/);
+    expect(oauthClient.claim.one_time).to.equal(true);
+    expect(oauthClient.plan.name).to.equal('Agent Starter');
+    expect(oauthClient.limits.compute_calls_per_day).to.equal(25);
+    expect(oauthClient.limits.registrations.per_address_per_day).to.be.a('number');
+    expect(oauthClient.changelog).to.be.a('string');
+  });
+
+  it('lets the client secret work as an API key in x-api-key', async () => {
+    const res = await api.get<MeBody>('/api/me', { 'x-api-key': oauthClient.client_secret });
+    expect(res.status).to.equal(200);
+    expect(res.body.tenant_id).to.equal(oauthClient.workspace_id);
+    expect(res.body.auth_method).to.equal('api_key');
+    expect(res.body.workspace.sandbox).to.equal(true);
+  });
+
+  it('refuses client metadata asking for another grant or for redirect URIs', async () => {
+    const grant = await api.post<OAuthErrorBody>('/api/oauth/register', { grant_types: ['authorization_code'] });
+    expect(grant.status).to.equal(400);
+    expect(grant.body.error).to.equal('invalid_client_metadata');
+    const redirect = await api.post('/api/oauth/register', { redirect_uris: ['https://example.com/cb'] });
+    expect(redirect.status).to.equal(400);
+  });
+
+  it('issues an access token to HTTP Basic client authentication', async () => {
+    const res = await token('grant_type=client_credentials', { authorization: basic(oauthClient.client_id, oauthClient.client_secret) });
+    expectToken(res);
+    expect(res.body.scope).to.equal('price:compute');
+  });
+
+  it('issues an access token to client_id and client_secret in a form body', async () => {
+    const body = new URLSearchParams({ grant_type: 'client_credentials', client_id: oauthClient.client_id, client_secret: oauthClient.client_secret });
+    expectToken(await token(body.toString()));
+  });
+
+  it('issues an access token to a JSON body too', async () => {
+    const res = await api.post<TokenBody>('/api/oauth/token', { grant_type: 'client_credentials', client_secret: oauthClient.client_secret });
+    expectToken(res);
+  });
+
+  it('issues an access token to an agent key in x-api-key', async () => {
+    const person = await signUp(svc.url);
+    const agentId = await createAgent(svc.url, asPerson(person));
+    const key = await createAgentKey(svc.url, asPerson(person), agentId, { scopes: ['price:compute', 'billing:read'] });
+    const res = await token('grant_type=client_credentials', { 'x-api-key': key.key });
+    expectToken(res);
+    expect(res.body.scope.split(' ')).to.have.members(['price:compute', 'billing:read']);
+    const me = await api.get<MeBody>('/api/me', { authorization: `Bearer ${res.body.access_token}` });
+    expect(me.body.agent?.id).to.equal(agentId);
+  });
+
+  it('answers another grant type with 400 unsupported_grant_type', async () => {
+    const res = await token('grant_type=authorization_code&code=abc', { authorization: basic(oauthClient.client_id, oauthClient.client_secret) });
+    expect(res.status).to.equal(400);
+    expect(res.body.error).to.equal('unsupported_grant_type');
+    expect(res.body.error_description).to.match(/client_credentials/);
+  });
+
+  it('answers a missing grant type with 400 invalid_request', async () => {
+    const res = await token('', { authorization: basic(oauthClient.client_id, oauthClient.client_secret) });
+    expect(res.status).to.equal(400);
+    expect(res.body.error).to.equal('invalid_request');
+  });
+
+  it('answers a wrong client secret with 401 invalid_client', async () => {
+    const viaBasic = await token('grant_type=client_credentials', { authorization: basic(oauthClient.client_id, unknownKey('oac')) });
+    expect(viaBasic.status).to.equal(401);
+    expect(viaBasic.body.error).to.equal('invalid_client');
+    expect(viaBasic.headers.get('www-authenticate')).to.match(/^Basic/);
+    const viaForm = await token(new URLSearchParams({ grant_type: 'client_credentials', client_secret: 'wrong' }).toString());
+    expect(viaForm.status).to.equal(401);
+    expect(viaForm.body.error).to.equal('invalid_client');
+    const none = await token('grant_type=client_credentials');
+    expect(none.status).to.equal(401);
+    expect(none.body.error).to.equal('invalid_client');
+    expect(viaBasic.text + viaForm.text).not.to.match(/access_token/);
+  });
+
+  it("answers a client_id that does not match the secret with 401 invalid_client", async () => {
+    const other = await api.post<ClientBody>('/api/oauth/register', { client_name: 'other-framework' });
+    const res = await token('grant_type=client_credentials', { authorization: basic(other.body.client_id, oauthClient.client_secret) });
+    expect(res.status).to.equal(401);
+    expect(res.body.error).to.equal('invalid_client');
+  });
+
+  it('answers a scope beyond the key with 400 invalid_scope', async () => {
+    const res = await token('grant_type=client_credentials&scope=price:compute%20billing:read', { authorization: basic(oauthClient.client_id, oauthClient.client_secret) });
+    expect(res.status).to.equal(400);
+    expect(res.body.error).to.equal('invalid_scope');
+    expect(res.body.error_description).to.match(/billing:read/);
+    const ok = await token('grant_type=client_credentials&scope=price:compute', { authorization: basic(oauthClient.client_id, oauthClient.client_secret) });
+    expectToken(ok);
+  });
+
+  it('does not exchange a person key (tokens come from agent and client keys only)', async () => {
+    const person = await signUp(svc.url);
+    const key = await createKey(svc.url, asPerson(person));
+    const res = await token('grant_type=client_credentials', { 'x-api-key': key.key });
+    expect(res.status).to.equal(400);
+    expect(res.body.error).to.equal('unauthorized_client');
+  });
+
+  it('lets the access token work as Authorization: Bearer on GET /api/me', async () => {
+    const sandbox = await register(svc.url);
+    const res = await token('grant_type=client_credentials', { 'x-api-key': sandbox.api_key.key });
+    expectToken(res);
+    const me = await api.get<MeBody>('/api/me', { authorization: `Bearer ${res.body.access_token}` });
+    expect(me.status).to.equal(200);
+    expect(me.body.auth_method).to.equal('access_token');
+    expect(me.body.tenant_id).to.equal(sandbox.workspace.id);
+    expect(me.body.scopes).to.deep.equal(['price:compute']);
+  });
+
+  it('pairs the client_id with the new secret after the client secret rotates; the old secret stops', async () => {
+    const reg = await api.post<ClientBody>('/api/oauth/register', { client_name: 'rotating-framework' });
+    const rotated = await api.post<{ api_key: { key: string } }>('/api/api-keys/rotate', {}, { 'x-api-key': reg.body.client_secret });
+    expect(rotated.status, rotated.text).to.equal(201);
+    expect(rotated.body.api_key.key).to.match(/^pcs_oac_/);
+    expectToken(await token('grant_type=client_credentials', { authorization: basic(reg.body.client_id, rotated.body.api_key.key) }));
+    const old = await token('grant_type=client_credentials', { authorization: basic(reg.body.client_id, reg.body.client_secret) });
+    expect(old.status).to.equal(401);
+    expect(old.body.error).to.equal('invalid_client');
+  });
+
+  it('publishes RFC 8414 authorization server metadata at /.well-known/oauth-authorization-server', async () => {
+    const res = await api.get<{
+      issuer: string;
+      token_endpoint: string;
+      registration_endpoint: string;
+      grant_types_supported: string[];
+      token_endpoint_auth_methods_supported: string[];
+      response_types_supported: string[];
+    }>('/.well-known/oauth-authorization-server');
+    expect(res.status).to.equal(200);
+    expect(res.body.issuer).to.equal(svc.publicUrl());
+    expect(res.body.token_endpoint).to.equal(`${svc.publicUrl()}/api/oauth/token`);
+    expect(res.body.registration_endpoint).to.equal(`${svc.publicUrl()}/api/oauth/register`);
+    expect(res.body.grant_types_supported).to.deep.equal(['client_credentials']);
+    expect(res.body.token_endpoint_auth_methods_supported).to.include.members(['client_secret_basic', 'client_secret_post']);
+    expect(res.body.response_types_supported).to.deep.equal([]);
+  });
+});
+
+describe('OAuth token endpoint brute-force guard', () => {
+  it('slows down an address that keeps sending wrong client secrets', async () => {
+    const svc = await startTestService({ config: { limits: { rateLimit: { failedAuthPerAddressPer15Min: 2 } } } });
+    try {
+      const send = () =>
+        fetch(`${svc.url}/api/oauth/token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('oac_x:pcs_oac_wrongwrongwrongwrongwrongwrongwrong').toString('base64')}` },
+          body: 'grant_type=client_credentials',
+        });
+      expect((await send()).status).to.equal(401);
+      expect((await send()).status).to.equal(401);
+      const third = await send();
+      expect(third.status).to.equal(429);
+      const body = (await third.json()) as Record<string, unknown>;
+      expect(body.code).to.equal('rate_limited');
+      expect(body.retry_after).to.equal(Number(third.headers.get('retry-after')));
+    } finally {
+      await svc.close();
+    }
+  });
+});

@@ -1,0 +1,149 @@
+import { expect } from 'chai';
+import { ManualClock } from '../../../core/clock';
+import { client } from '../../support/http';
+import type { HttpResult } from '../../support/http';
+import { accessToken, asPerson, expectRetryAfter, register, signUp, unknownKey } from '../../support/identity';
+import type { ErrorBody } from '../../support/identity';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+
+function expectRateLimitHeaders(res: HttpResult<unknown>, what: string): { limit: number; remaining: number; reset: number } {
+  const limit = res.headers.get('x-ratelimit-limit');
+  const remaining = res.headers.get('x-ratelimit-remaining');
+  const reset = res.headers.get('x-ratelimit-reset');
+  expect(limit, `${what}: X-RateLimit-Limit`).to.match(/^\d+$/);
+  expect(remaining, `${what}: X-RateLimit-Remaining`).to.match(/^\d+$/);
+  expect(reset, `${what}: X-RateLimit-Reset`).to.match(/^\d+$/);
+  const out = { limit: Number(limit), remaining: Number(remaining), reset: Number(reset) };
+  expect(out.remaining).to.be.at.most(out.limit);
+  expect(out.reset).to.be.within(1, 60);
+  return out;
+}
+
+describe('identity: request rate limits and the failed-credential guard', () => {
+  let svc: TestService;
+  let api: ReturnType<typeof client>;
+  // A fixed clock keeps every request of a test in one rate-limit window.
+  const clock = new ManualClock(Math.floor(Date.now() / 3_600_000) * 3_600_000 + 1000);
+
+  before(async () => {
+    svc = await startTestService({
+      clock,
+      config: {
+        limits: {
+          registrations: { perAddressPerDay: 1000, overallPerDay: 1000 },
+          rateLimit: { perWorkspacePerMinute: 5, perAddressPerMinute: 8, failedAuthPerAddressPer15Min: 3 },
+        },
+      },
+    });
+    api = client(svc.url);
+  });
+  after(() => svc.close());
+
+  const from = (address: string, headers: Record<string, string> = {}) => ({ 'x-forwarded-for': address, ...headers });
+
+  it('puts X-RateLimit-Limit, -Remaining and -Reset on every authenticated response', async () => {
+    const ip = '192.0.2.1';
+    const sandbox = await register(svc.url);
+    const token = await accessToken(svc.url, sandbox.api_key.key);
+    const person = await signUp(svc.url);
+    const first = expectRateLimitHeaders(await api.get('/api/me', from(ip, { 'x-api-key': sandbox.api_key.key })), 'key');
+    const second = expectRateLimitHeaders(await api.get('/api/me', from(ip, { authorization: `Bearer ${token}` })), 'access token');
+    expect(second.remaining).to.equal(first.remaining - 1);
+    expect(first.limit).to.equal(5);
+    expectRateLimitHeaders(await api.get('/api/me', from(ip, asPerson(person))), 'session');
+    expectRateLimitHeaders(await api.get('/api/me', from(ip, { authorization: `Bearer ${person.token}` })), 'person token');
+    const created = await api.post('/api/api-keys', { name: 'k' }, from(ip, asPerson(person)));
+    expect(created.status).to.equal(201);
+    expectRateLimitHeaders(created, 'created key');
+    const notFound = await api.delete('/api/api-keys/key_doesnotexist', from(ip, asPerson(person)));
+    expect(notFound.status).to.equal(404);
+    expectRateLimitHeaders(notFound, 'error after authentication');
+  });
+
+  it('answers requests over the per-workspace limit with 429 rate_limited, retry_after equal to Retry-After, and limit', async () => {
+    const ip = '192.0.2.2';
+    const sandbox = await register(svc.url);
+    for (let i = 0; i < 5; i++) {
+      const ok = await api.get('/api/me', from(ip, { 'x-api-key': sandbox.api_key.key }));
+      expect(ok.status, `request ${i + 1}`).to.equal(200);
+      expect(Number(ok.headers.get('x-ratelimit-remaining'))).to.equal(4 - i);
+    }
+    const res = await api.get<ErrorBody>('/api/me', from(ip, { 'x-api-key': sandbox.api_key.key }));
+    expectRetryAfter(res);
+    expect(res.body.code).to.equal('rate_limited');
+    expect(res.body.limit).to.deep.equal({ scope: 'workspace', requests_per_minute: 5 });
+    expect(res.body.retry_after).to.be.at.most(120);
+    expect(res.body.hint).to.be.a('string');
+    expect(res.headers.get('x-ratelimit-remaining')).to.equal('0');
+    const other = await register(svc.url);
+    expect((await api.get('/api/me', from(ip, { 'x-api-key': other.api_key.key }))).status, 'another workspace is not limited').to.equal(200);
+  });
+
+  it('answers requests over the per-address limit with 429 rate_limited naming the address limit', async () => {
+    const ip = '192.0.2.3';
+    const keys = [await register(svc.url), await register(svc.url), await register(svc.url)].map((r) => r.api_key.key);
+    for (let i = 0; i < 8; i++) {
+      const ok = await api.get('/api/me', from(ip, { 'x-api-key': keys[i % 3] ?? '' }));
+      expect(ok.status, `request ${i + 1}`).to.equal(200);
+    }
+    const res = await api.get<ErrorBody>('/api/me', from(ip, { 'x-api-key': keys[2] ?? '' }));
+    expectRetryAfter(res);
+    expect(res.body.code).to.equal('rate_limited');
+    expect(res.body.limit).to.deep.equal({ scope: 'address', requests_per_minute: 8 });
+    expect((await api.get('/api/me', from('192.0.2.33', { 'x-api-key': keys[2] ?? '' }))).status, 'another address is not limited').to.equal(200);
+  });
+
+  it('lets a caller that waits retry_after seconds after a rate-limit 429 through again', async () => {
+    const ip = '192.0.2.8';
+    const sandbox = await register(svc.url);
+    let res = await api.get<ErrorBody>('/api/me', from(ip, { 'x-api-key': sandbox.api_key.key }));
+    while (res.status === 200) res = await api.get<ErrorBody>('/api/me', from(ip, { 'x-api-key': sandbox.api_key.key }));
+    expectRetryAfter(res);
+    clock.advance((res.body.retry_after ?? 0) * 1000);
+    const again = await api.get('/api/me', from(ip, { 'x-api-key': sandbox.api_key.key }));
+    expect(again.status, again.text).to.equal(200);
+  });
+
+  it('slows down an address after the configured number of rejected keys: 429 with retry_after even for a valid key', async () => {
+    const ip = '192.0.2.4';
+    const sandbox = await register(svc.url);
+    for (let i = 0; i < 3; i++) {
+      const bad = await api.get<ErrorBody>('/api/me', from(ip, { 'x-api-key': unknownKey('sbx') }));
+      expect(bad.status, `rejected key ${i + 1}`).to.equal(401);
+    }
+    const res = await api.get<ErrorBody>('/api/me', from(ip, { 'x-api-key': sandbox.api_key.key }));
+    expectRetryAfter(res);
+    expect(res.body.code).to.equal('rate_limited');
+    expect(res.body.limit).to.deep.equal({ rejected_credentials_per_15_minutes: 3 });
+    expect(res.body.retry_after).to.be.at.most(2 * 15 * 60);
+    const another = await api.get<ErrorBody>('/api/me', from(ip, { 'x-api-key': unknownKey('sbx') }));
+    expect(another.status, 'further guesses are not even checked').to.equal(429);
+    const elsewhere = await api.get('/api/me', from('192.0.2.44', { 'x-api-key': sandbox.api_key.key }));
+    expect(elsewhere.status, 'another address is not slowed down').to.equal(200);
+  });
+
+  it('counts wrong passwords as rejected credentials too', async () => {
+    const ip = '192.0.2.5';
+    const person = await signUp(svc.url);
+    for (let i = 0; i < 3; i++) {
+      const bad = await api.post<ErrorBody>('/api/auth/signin', { email: person.email, password: 'wrong password!' }, from(ip));
+      expect(bad.status).to.equal(401);
+    }
+    const res = await api.post<ErrorBody>('/api/auth/signin', { email: person.email, password: person.password }, from(ip));
+    expectRetryAfter(res);
+    expect(res.body.code).to.equal('rate_limited');
+  });
+
+  it('lets the address in again after waiting retry_after seconds', async () => {
+    const ip = '192.0.2.6';
+    const sandbox = await register(svc.url);
+    for (let i = 0; i < 3; i++) await api.get('/api/me', from(ip, { 'x-api-key': unknownKey('sbx') }));
+    const blocked = await api.get<ErrorBody>('/api/me', from(ip, { 'x-api-key': sandbox.api_key.key }));
+    expectRetryAfter(blocked);
+    clock.advance((blocked.body.retry_after ?? 0) * 1000);
+    const res = await api.get('/api/me', from(ip, { 'x-api-key': sandbox.api_key.key }));
+    expect(res.status, `after waiting retry_after (${blocked.body.retry_after} s): ${res.text}`).to.equal(200);
+  });
+
+});

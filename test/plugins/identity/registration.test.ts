@@ -1,0 +1,180 @@
+import { expect } from 'chai';
+import { client } from '../../support/http';
+import type { HttpResult } from '../../support/http';
+import { expectRetryAfter, identityConfig, register, signUp, createKey, asPerson } from '../../support/identity';
+import type { ErrorBody, KeyView, RegistrationBody } from '../../support/identity';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+
+describe('identity: agent self-registration (POST /api/agents/register)', () => {
+  let svc: TestService;
+  let api: ReturnType<typeof client>;
+
+  before(async () => {
+    svc = await startTestService({ config: identityConfig() });
+    api = client(svc.url);
+  });
+  after(() => svc.close());
+
+  it('answers 201 with the key shown once, a one-time claim link, the plan, the limits in force and a changelog pointer', async () => {
+    const res = await api.post<RegistrationBody>('/api/agents/register', { name: 'pricing-agent/checkout' });
+    expect(res.status).to.equal(201);
+    const b = res.body;
+    expect(b.api_key.key).to.be.a('string').and.match(/^pcs_sbx_[1-9A-HJ-NP-Za-km-z0]{32}$/);
+    expect(b.api_key.shown_once).to.equal(true);
+    expect(b.api_key.scopes).to.deep.equal(['price:compute']);
+    expect(b.api_key.expires_at).to.be.a('string');
+    expect(b.claim.url).to.be.a('string').and.match(/^https?:\/\/.+\/api\/agents\/claim\/pcs_clm_/);
+    expect(b.claim.one_time).to.equal(true);
+    expect(b.plan.name).to.equal('Agent Starter');
+    expect(b.limits.compute_calls_per_day).to.equal(25);
+    expect(b.limits.key_lifetime_days).to.equal(30);
+    expect(b.limits.key_rotations_per_day).to.be.a('number');
+    expect(b.limits.registrations.per_address_per_day).to.equal(svc.config.limits.registrations.perAddressPerDay);
+    expect(b.limits.registrations.overall_per_day).to.equal(svc.config.limits.registrations.overallPerDay);
+    expect(b.limits.registrations.remaining_for_this_address_today).to.be.a('number').and.to.be.lessThan(b.limits.registrations.per_address_per_day);
+    expect(b.changelog).to.be.a('string').and.match(/^https?:\/\//);
+    expect(b.workspace.sandbox).to.equal(true);
+    expect(b.workspace.plan).to.equal('agent_starter');
+    expect(b.workspace.created_by_agent).to.equal(true);
+    expect(b.workspace.test_workspace_id, 'no test workspace until claimed').to.equal(null);
+    const me = await api.get('/api/me', { 'x-api-key': b.api_key.key });
+    expect(me.status).to.equal(200);
+  });
+
+  it('states the default limits of SPEC (5 per address, 200 overall per day) in a service left at defaults', async () => {
+    const plain = await startTestService({});
+    try {
+      const b = await register(plain.url);
+      expect(b.limits.registrations.per_address_per_day).to.equal(5);
+      expect(b.limits.registrations.overall_per_day).to.equal(200);
+      expect(b.limits.registrations.remaining_for_this_address_today).to.equal(4);
+      expect(b.limits.compute_calls_per_day).to.equal(25);
+    } finally {
+      await plain.close();
+    }
+  });
+
+  it('never returns a key secret again: a person listing keys sees prefixes, not secrets', async () => {
+    const person = await signUp(svc.url);
+    const made = await createKey(svc.url, asPerson(person), { name: 'listing check' });
+    const list = await api.get<{ data: KeyView[] }>('/api/api-keys', asPerson(person));
+    expect(list.status).to.equal(200);
+    const listed = list.body.data.find((k) => k.id === made.id);
+    expect(listed, 'the key is listed').to.be.an('object');
+    expect(listed).not.to.have.property('key');
+    expect(listed?.prefix).to.equal(made.key.slice(0, 12));
+    expect(listed?.last4).to.equal(made.key.slice(-4));
+    expect(list.text).not.to.contain(made.key);
+    expect(list.text).not.to.match(/key_hash/);
+  });
+
+  it('answers a bad body with 400 validation_error, issues and an example that passes when re-sent', async () => {
+    const res = await api.post<ErrorBody>('/api/agents/register', { nom: 'x' });
+    expect(res.status).to.equal(400);
+    expect(res.body.code).to.equal('validation_error');
+    expect(res.body.error).to.be.a('string');
+    expect(res.body.hint).to.be.a('string');
+    expect(res.body.issues).to.be.an('array').that.is.not.empty;
+    expect(res.body.issues?.map((i) => i.path)).to.include('name');
+    expect(res.body.example).to.be.an('object');
+    const again = await api.post<RegistrationBody>('/api/agents/register', res.body.example);
+    expect(again.status, again.text).to.equal(201);
+    expect(again.body.api_key.key).to.match(/^pcs_sbx_/);
+  });
+
+  it('answers a name that is not a label with 400 validation_error naming the field', async () => {
+    const res = await api.post<ErrorBody>('/api/agents/register', { name: '' });
+    expect(res.status).to.equal(400);
+    expect(res.body.code).to.equal('validation_error');
+    expect(res.body.issues?.[0]?.path).to.equal('name');
+    expect(res.body.example).to.deep.equal({ name: 'pricing-agent/checkout' });
+  });
+
+  it('answers a body that is not JSON with 400 invalid_json, a hint and an example body', async () => {
+    const res = await api.raw<ErrorBody>('POST', '/api/agents/register', { rawBody: '{"name": "pricing', headers: { 'content-type': 'application/json' } });
+    expect(res.status).to.equal(400);
+    expect(res.body.code).to.equal('invalid_json');
+    expect(res.body.hint).to.be.a('string');
+    expect(res.body.example).to.deep.equal({ name: 'pricing-agent/checkout' });
+    const again = await api.post('/api/agents/register', res.body.example);
+    expect(again.status).to.equal(201);
+  });
+});
+
+describe('identity: registration limits', () => {
+  let svc: TestService;
+  let api: ReturnType<typeof client>;
+
+  before(async () => {
+    svc = await startTestService({ config: identityConfig({ registrations: { perAddressPerDay: 2, overallPerDay: 3 } }) });
+    api = client(svc.url);
+  });
+  after(() => svc.close());
+
+  it('refuses the registration over the per-address daily limit with 429 daily_quota_exceeded, retry_after equal to Retry-After, and limit', async () => {
+    const from = { 'x-forwarded-for': '198.51.100.10' };
+    const first = await register(svc.url, 'agent-a', '198.51.100.10');
+    expect(first.limits.registrations.remaining_for_this_address_today).to.equal(1);
+    await register(svc.url, 'agent-b', '198.51.100.10');
+    const res = await api.post<ErrorBody>('/api/agents/register', { name: 'agent-c' }, from);
+    expectRetryAfter(res);
+    expect(res.body.code).to.equal('daily_quota_exceeded');
+    expect(res.body.error).to.match(/daily/i);
+    expect(res.body.error).to.match(/address/i);
+    expect(res.body.limit).to.deep.include({ per_address_per_day: 2 });
+    expect(res.body.retry_after).to.be.at.most(86_400);
+    expect(res.body.hint).to.be.a('string');
+    // Another address still registers.
+    await register(svc.url, 'agent-d', '198.51.100.11');
+  });
+
+  it('refuses registrations over the overall daily limit with 429 daily_quota_exceeded, retry_after equal to Retry-After, and limit', async () => {
+    let refused: HttpResult<ErrorBody> | null = null;
+    let attempts = 0;
+    for (let i = 0; i < 5 && !refused; i++) {
+      attempts++;
+      const res = await api.post<ErrorBody>('/api/agents/register', { name: `agent-overall-${i}` }, { 'x-forwarded-for': `203.0.113.${20 + i}` });
+      if (res.status !== 201) refused = res;
+    }
+    expect(refused, 'a registration from a fresh address is refused once the overall limit is reached').not.to.equal(null);
+    expect(attempts).to.be.at.most(4);
+    if (!refused) return;
+    expectRetryAfter(refused);
+    expect(refused.body.code).to.equal('daily_quota_exceeded');
+    expect(refused.body.error).to.match(/daily/i);
+    expect(refused.body.error).to.match(/service/i);
+    expect(refused.body.limit).to.deep.include({ overall_per_day: 3 });
+    const count = await svc.sequelize.query(`SELECT count(*)::int AS n FROM workspaces WHERE is_sandbox`, { plain: true });
+    expect((count as { n: number } | null)?.n).to.equal(3);
+  });
+});
+
+describe('identity: self-registration paused (SELF_REGISTRATION_OPEN=false)', () => {
+  let svc: TestService;
+  let api: ReturnType<typeof client>;
+
+  before(async () => {
+    svc = await startTestService({ config: identityConfig({}, { selfRegistrationOpen: false, selfRegistrationRetryAfterS: 900 }) });
+    api = client(svc.url);
+  });
+  after(() => svc.close());
+
+  it('answers POST /api/agents/register with 503 self_registration_closed and Retry-After', async () => {
+    const res = await api.post<ErrorBody>('/api/agents/register', { name: 'pricing-agent/checkout' });
+    expect(res.status).to.equal(503);
+    expect(res.body.code).to.equal('self_registration_closed');
+    expect(res.body.error).to.be.a('string');
+    expect(res.headers.get('retry-after')).to.equal('900');
+    expect(res.body.retry_after).to.equal(900);
+    const count = await svc.sequelize.query(`SELECT count(*)::int AS n FROM workspaces`, { plain: true });
+    expect((count as { n: number } | null)?.n).to.equal(0);
+  });
+
+  it('answers POST /api/oauth/register with 503 self_registration_closed too', async () => {
+    const res = await api.post<ErrorBody>('/api/oauth/register', { client_name: 'my-agent-framework' });
+    expect(res.status).to.equal(503);
+    expect(res.body.code).to.equal('self_registration_closed');
+    expect(res.headers.get('retry-after')).to.equal('900');
+  });
+});

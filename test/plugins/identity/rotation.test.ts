@@ -1,0 +1,121 @@
+import { expect } from 'chai';
+import { client } from '../../support/http';
+import { accessToken, asPerson, createAgent, createAgentKey, createKey, expectRetryAfter, identityConfig, register, signUp } from '../../support/identity';
+import type { ErrorBody, KeyView, MeBody } from '../../support/identity';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+
+interface RotateBody {
+  api_key: KeyView & { key: string };
+  previous_key: { id: string; status: string };
+  rotations_left_today: number;
+}
+
+describe('identity: key rotation (POST /api/api-keys/rotate)', () => {
+  let svc: TestService;
+  let api: ReturnType<typeof client>;
+
+  before(async () => {
+    svc = await startTestService({ config: identityConfig({ sandbox: { keyRotationsPerDay: 2 } }) });
+    api = client(svc.url);
+  });
+  after(() => svc.close());
+
+  it('returns a new key that works at once while the old key answers 401 at once', async () => {
+    const reg = await register(svc.url);
+    const warm = await api.get('/api/me', { 'x-api-key': reg.api_key.key });
+    expect(warm.status).to.equal(200);
+    const res = await api.post<RotateBody>('/api/api-keys/rotate', {}, { 'x-api-key': reg.api_key.key });
+    expect(res.status, res.text).to.equal(201);
+    expect(res.body.api_key.key).to.match(/^pcs_sbx_/).and.not.equal(reg.api_key.key);
+    expect(res.body.previous_key).to.deep.equal({ id: reg.api_key.id, status: 'revoked' });
+    const fresh = await api.get('/api/me', { 'x-api-key': res.body.api_key.key });
+    expect(fresh.status).to.equal(200);
+    const old = await api.get<ErrorBody>('/api/me', { 'x-api-key': reg.api_key.key });
+    expect(old.status).to.equal(401);
+    expect(old.body.code).to.equal('invalid_credentials');
+    expect(old.body.retryable).to.equal(false);
+    expect(old.headers.get('www-authenticate')).to.match(/^Bearer/);
+  });
+
+  it('keeps the workspace, scopes, agent and expiry of the old key', async () => {
+    const reg = await register(svc.url);
+    const before = await api.get<MeBody>('/api/me', { 'x-api-key': reg.api_key.key });
+    const res = await api.post<RotateBody>('/api/api-keys/rotate', {}, { 'x-api-key': reg.api_key.key });
+    expect(res.status).to.equal(201);
+    const k = res.body.api_key;
+    expect(k.scopes).to.deep.equal(reg.api_key.scopes);
+    expect(k.agent_id).to.equal(reg.agent.id);
+    expect(k.expires_at).to.equal(reg.api_key.expires_at);
+    expect(k.kind).to.equal('sandbox');
+    const after = await api.get<MeBody>('/api/me', { 'x-api-key': k.key });
+    expect(after.body.tenant_id).to.equal(before.body.tenant_id);
+    expect(after.body.scopes).to.deep.equal(before.body.scopes);
+    expect(after.body.agent?.id).to.equal(reg.agent.id);
+    expect(after.body.key?.expires_at).to.equal(before.body.key?.expires_at);
+  });
+
+  it('rotates an agent key a person minted, keeping its agent and scopes', async () => {
+    const person = await signUp(svc.url);
+    const agentId = await createAgent(svc.url, asPerson(person));
+    const key = await createAgentKey(svc.url, asPerson(person), agentId, { scopes: ['price:compute', 'billing:read'] });
+    const res = await api.post<RotateBody>('/api/api-keys/rotate', {}, { 'x-api-key': key.key });
+    expect(res.status, res.text).to.equal(201);
+    expect(res.body.api_key.agent_id).to.equal(agentId);
+    expect(res.body.api_key.scopes).to.deep.equal(['price:compute', 'billing:read']);
+    expect((await api.get('/api/me', { 'x-api-key': key.key })).status).to.equal(401);
+  });
+
+  it('refuses a person key: people replace keys by creating and deleting them', async () => {
+    const person = await signUp(svc.url);
+    const key = await createKey(svc.url, asPerson(person));
+    const res = await api.post<ErrorBody>('/api/api-keys/rotate', {}, { 'x-api-key': key.key });
+    expect(res.status).to.equal(403);
+    expect(res.body.hint).to.match(/POST \/api\/api-keys/);
+    expect((await api.get('/api/me', { 'x-api-key': key.key })).status).to.equal(200);
+  });
+
+  it('refuses rotations over the daily limit with 429 daily_quota_exceeded and retry_after equal to Retry-After', async () => {
+    const reg = await register(svc.url);
+    let key = reg.api_key.key;
+    for (let i = 0; i < 2; i++) {
+      const res = await api.post<RotateBody>('/api/api-keys/rotate', {}, { 'x-api-key': key });
+      expect(res.status, res.text).to.equal(201);
+      expect(res.body.rotations_left_today).to.equal(1 - i);
+      key = res.body.api_key.key;
+    }
+    const res = await api.post<ErrorBody>('/api/api-keys/rotate', {}, { 'x-api-key': key });
+    expectRetryAfter(res);
+    expect(res.body.code).to.equal('daily_quota_exceeded');
+    expect(res.body.error).to.match(/daily/i);
+    expect(res.body.limit).to.deep.equal({ key_rotations_per_day: 2 });
+    const stillWorks = await api.get('/api/me', { 'x-api-key': key });
+    expect(stillWorks.status, 'the refused rotation leaves the current key working').to.equal(200);
+  });
+
+  it('stops access tokens minted from the old key', async () => {
+    const reg = await register(svc.url);
+    const token = await accessToken(svc.url, reg.api_key.key);
+    const ok = await api.get<MeBody>('/api/me', { authorization: `Bearer ${token}` });
+    expect(ok.status).to.equal(200);
+    expect(ok.body.auth_method).to.equal('access_token');
+    const res = await api.post<RotateBody>('/api/api-keys/rotate', {}, { 'x-api-key': reg.api_key.key });
+    expect(res.status).to.equal(201);
+    const after = await api.get<ErrorBody>('/api/me', { authorization: `Bearer ${token}` });
+    expect(after.status).to.equal(401);
+    expect(after.body.code).to.equal('invalid_credentials');
+    const fresh = await accessToken(svc.url, res.body.api_key.key);
+    expect((await api.get('/api/me', { authorization: `Bearer ${fresh}` })).status).to.equal(200);
+  });
+
+  it('needs the key itself: an access token cannot rotate', async () => {
+    const reg = await register(svc.url);
+    const token = await accessToken(svc.url, reg.api_key.key);
+    const res = await api.post<ErrorBody>('/api/api-keys/rotate', {}, { authorization: `Bearer ${token}` });
+    expect(res.status).to.equal(401);
+    expect(res.body.code).to.equal('unauthorized');
+    expect(res.body.hint).to.match(/x-api-key/);
+    expect(res.headers.get('www-authenticate')).to.match(/^Bearer/);
+    expect((await api.get('/api/me', { 'x-api-key': reg.api_key.key })).status).to.equal(200);
+  });
+});

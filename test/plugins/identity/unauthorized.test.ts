@@ -1,0 +1,178 @@
+import { expect } from 'chai';
+import { client } from '../../support/http';
+import type { HttpResult } from '../../support/http';
+import { accessToken, asPerson, createAgent, createAgentKey, createKey, exec, identityConfig, register, signUp, unknownKey } from '../../support/identity';
+import type { ErrorBody, Person } from '../../support/identity';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+
+/** SPEC's 401 fields: top-level code and message, retryable false, a Bearer challenge, a hint naming accepted credentials. */
+function expect401(res: HttpResult<ErrorBody>, code: 'unauthorized' | 'invalid_credentials'): void {
+  expect(res.status, res.text).to.equal(401);
+  expect(res.body.code).to.equal(code);
+  expect(res.body.message).to.be.a('string').and.not.be.empty;
+  expect(res.body.error).to.equal(res.body.message);
+  expect(res.body.retryable).to.equal(false);
+  expect(res.headers.get('www-authenticate')).to.match(/^Bearer realm="[^"]+"/);
+  expect(res.body.hint).to.be.a('string').and.not.be.empty;
+}
+
+function expectWhereToGetOne(res: HttpResult<ErrorBody>): void {
+  expect(res.body.hint).to.match(/x-api-key/).and.match(/Bearer/);
+  expect(res.body.next).to.be.an('array').that.is.not.empty;
+  for (const step of res.body.next ?? []) expect(step.path, JSON.stringify(step)).to.be.a('string').and.match(/^\/api\//);
+  expect(res.body.next?.map((s) => s.path)).to.include.members(['/api/agents/register', '/api/oauth/register']);
+}
+
+const PERSON_ONLY: Array<{ method: string; path: (ids: { keyId: string; agentId: string }) => string; body?: unknown; keyManagement: boolean }> = [
+  { method: 'GET', path: () => '/api/api-keys', keyManagement: true },
+  { method: 'POST', path: () => '/api/api-keys', body: { name: 'from a key' }, keyManagement: true },
+  { method: 'DELETE', path: ({ keyId }) => `/api/api-keys/${keyId}`, keyManagement: true },
+  { method: 'POST', path: ({ agentId }) => `/api/agents/${agentId}/keys`, body: {}, keyManagement: true },
+  { method: 'GET', path: () => '/api/agents', keyManagement: false },
+];
+
+describe('identity: 401 and 403 answers for credentials', () => {
+  let svc: TestService;
+  let api: ReturnType<typeof client>;
+  let owner: Person;
+  let personKey: { id: string; key: string };
+  let agentId: string;
+  let agentKey: { id: string; key: string };
+
+  before(async () => {
+    svc = await startTestService({ config: identityConfig() });
+    api = client(svc.url);
+    owner = await signUp(svc.url);
+    personKey = await createKey(svc.url, asPerson(owner), { name: 'automation' });
+    agentId = await createAgent(svc.url, asPerson(owner));
+    agentKey = await createAgentKey(svc.url, asPerson(owner), agentId, { scopes: ['price:compute'] });
+  });
+  after(() => svc.close());
+
+  it('answers a request without a credential with 401 unauthorized, a Bearer challenge, a hint and where to get a credential', async () => {
+    for (const [method, path] of [
+      ['GET', '/api/me'],
+      ['POST', '/api/api-keys/rotate'],
+      ['POST', '/api/agents/claim'],
+      ['GET', '/api/api-keys'],
+      ['GET', '/api/agents'],
+    ] as const) {
+      const res = await api.raw<ErrorBody>(method, path, method === 'POST' ? { body: {} } : {});
+      expect401(res, 'unauthorized');
+      expectWhereToGetOne(res);
+    }
+  });
+
+  it('answers a malformed key with 401 invalid_credentials and the same fields', async () => {
+    for (const bad of ['pcs_sbx_short', 'not-a-key-at-all']) {
+      const res = await api.get<ErrorBody>('/api/me', { 'x-api-key': bad });
+      expect401(res, 'invalid_credentials');
+      expectWhereToGetOne(res);
+      expect(res.body.error).to.match(/malformed/);
+      expect(res.headers.get('www-authenticate')).to.match(/error="invalid_token"/);
+    }
+  });
+
+  it('answers an unknown key with 401 invalid_credentials and the same fields', async () => {
+    const res = await api.get<ErrorBody>('/api/me', { 'x-api-key': unknownKey('sbx') });
+    expect401(res, 'invalid_credentials');
+    expectWhereToGetOne(res);
+    expect(res.body.error).to.match(/not recognised/);
+  });
+
+  it('answers an unknown bearer value with 401 invalid_credentials and the same fields', async () => {
+    for (const bearer of ['opaque-token', 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl', unknownKey('agt')]) {
+      const res = await api.get<ErrorBody>('/api/me', { authorization: `Bearer ${bearer}` });
+      expect401(res, 'invalid_credentials');
+      expectWhereToGetOne(res);
+    }
+  });
+
+  it('answers a revoked key with 401 invalid_credentials at once', async () => {
+    const key = await createKey(svc.url, asPerson(owner), { name: 'to revoke' });
+    expect((await api.get('/api/me', { 'x-api-key': key.key })).status).to.equal(200);
+    const del = await api.delete(`/api/api-keys/${key.id}`, asPerson(owner));
+    expect(del.status).to.equal(200);
+    const res = await api.get<ErrorBody>('/api/me', { 'x-api-key': key.key });
+    expect401(res, 'invalid_credentials');
+    expectWhereToGetOne(res);
+    expect(res.body.error).to.match(/revoked/);
+  });
+
+  it('answers an expired key with 401 invalid_credentials', async () => {
+    const key = await createKey(svc.url, asPerson(owner), { name: 'short lived', expires_at: new Date(Date.now() + 3_600_000).toISOString() });
+    await exec(svc, `UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1`, [key.id]);
+    const res = await api.get<ErrorBody>('/api/me', { 'x-api-key': key.key });
+    expect401(res, 'invalid_credentials');
+    expectWhereToGetOne(res);
+    expect(res.body.error).to.match(/expired/);
+  });
+
+  it('answers person-only routes sent a valid API key with 401, their own message, a hint and next: []', async () => {
+    const sandbox = await register(svc.url);
+    const missing = await api.get<ErrorBody>('/api/api-keys');
+    for (const key of [personKey.key, sandbox.api_key.key]) {
+      for (const route of PERSON_ONLY) {
+        const path = route.path({ keyId: personKey.id, agentId });
+        const res = await api.raw<ErrorBody>(route.method, path, { ...(route.body !== undefined ? { body: route.body } : {}), headers: { 'x-api-key': key } });
+        expect401(res, 'unauthorized');
+        expect(res.body.next, `${route.method} ${path}`).to.deep.equal([]);
+        expect(res.body.error).not.to.equal(missing.body.error);
+        expect(res.body.error).to.match(/person|people/i);
+        expect(res.body.hint).to.match(/sign in/i);
+      }
+    }
+    expect((await api.get('/api/me', { 'x-api-key': personKey.key })).status, 'the key was not revoked').to.equal(200);
+  });
+
+  it('answers key-management routes sent an agent access token with 403 agent_cannot_manage_keys', async () => {
+    const token = await accessToken(svc.url, agentKey.key);
+    for (const route of PERSON_ONLY.filter((r) => r.keyManagement)) {
+      const path = route.path({ keyId: personKey.id, agentId });
+      const res = await api.raw<ErrorBody>(route.method, path, { ...(route.body !== undefined ? { body: route.body } : {}), headers: { authorization: `Bearer ${token}` } });
+      expect(res.status, `${route.method} ${path}: ${res.text}`).to.equal(403);
+      expect(res.body.code).to.equal('agent_cannot_manage_keys');
+      expect(res.body.hint).to.be.a('string');
+    }
+    expect((await api.get('/api/me', { 'x-api-key': personKey.key })).status, 'the key was not revoked').to.equal(200);
+  });
+
+  it('answers agent listing sent an agent access token with 403 and a reason', async () => {
+    const token = await accessToken(svc.url, agentKey.key);
+    const res = await api.get<ErrorBody>('/api/agents', { authorization: `Bearer ${token}` });
+    expect(res.status).to.equal(403);
+    expect(res.body.code).to.equal('forbidden');
+    expect(res.body.reason).to.be.a('string').and.not.be.empty;
+    expect(res.text).not.to.contain(agentId);
+  });
+
+  it('answers agent management sent an agent access token with 403', async () => {
+    const token = await accessToken(svc.url, agentKey.key);
+    const auth = { authorization: `Bearer ${token}` };
+    const answers = [
+      await api.post<ErrorBody>('/api/agents', { name: 'made-by-agent' }, auth),
+      await api.get<ErrorBody>(`/api/agents/${agentId}`, auth),
+      await api.patch<ErrorBody>(`/api/agents/${agentId}`, { status: 'disabled' }, auth),
+      await api.delete<ErrorBody>(`/api/agents/${agentId}`, auth),
+    ];
+    for (const res of answers) {
+      expect(res.status, res.text).to.equal(403);
+      expect(res.body.reason).to.be.a('string').and.not.be.empty;
+    }
+    const still = await api.get<{ agent: { status: string } }>(`/api/agents/${agentId}`, asPerson(owner));
+    expect(still.body.agent.status).to.equal('active');
+  });
+
+  it("answers an agent token on another agent's capabilities with 401, and its own with 200", async () => {
+    const otherAgent = await createAgent(svc.url, asPerson(owner), 'pricing-agent/other');
+    const token = await accessToken(svc.url, agentKey.key);
+    const other = await api.get<ErrorBody>(`/api/agents/${otherAgent}/capabilities`, { authorization: `Bearer ${token}` });
+    expect(other.status).to.equal(401);
+    expect(other.body.code).to.equal('invalid_credentials');
+    expect(other.text).not.to.contain('pricing-agent/other');
+    const own = await api.get<{ agent: { id: string } }>(`/api/agents/${agentId}/capabilities`, { authorization: `Bearer ${token}` });
+    expect(own.status, own.text).to.equal(200);
+    expect(own.body.agent.id).to.equal(agentId);
+  });
+});

@@ -1,0 +1,182 @@
+import { expect } from 'chai';
+import { client } from '../../support/http';
+import type { TestService } from '../../support/service';
+import type { Api } from './helpers';
+import { as, auditLog, createKey, expectForbidden, expectNotFound, invite, join, refusedEntry, signup, startTeamService, team, uniqueEmail, withKey } from './helpers';
+
+type MemberBody = { member: { person_id: string; role: string } } & Record<string, unknown>;
+
+describe('team plugin: members, roles and leaving', () => {
+  let svc: TestService;
+  let api: Api;
+
+  before(async () => {
+    svc = await startTeamService();
+    api = client(svc.url);
+  });
+  after(async () => {
+    await svc.close();
+  });
+
+  const patch = (headers: Record<string, string>, ws: string, personId: string, role: string) => api.patch<MemberBody>(`/api/workspaces/${ws}/members/${personId}`, { role }, headers);
+  const remove = (headers: Record<string, string>, ws: string, personId: string) => api.delete(`/api/workspaces/${ws}/members/${personId}`, headers);
+
+  it('lists members in joining order with roles, for every member', async () => {
+    const { owner, admin, member, ws } = await team(api);
+    const res = await api.get<{ object: string; data: Array<{ person_id: string; role: string; email: string }>; has_more: boolean }>(`/api/workspaces/${ws}/members`, as(member, ws));
+    expect(res.status, res.text).to.equal(200);
+    expect(res.body.object).to.equal('list');
+    expect(res.body.has_more).to.equal(false);
+    expect(res.body.data.map((m) => [m.person_id, m.role, m.email])).to.deep.equal([
+      [owner.id, 'owner', owner.email],
+      [admin.id, 'admin', admin.email],
+      [member.id, 'member', member.email],
+    ]);
+    const page = await api.get<{ data: Array<{ person_id: string }>; next_cursor: string }>(`/api/workspaces/${ws}/members?limit=2`, as(owner));
+    const rest = await api.get<{ data: Array<{ person_id: string }> }>(`/api/workspaces/${ws}/members?limit=2&cursor=${page.body.next_cursor}`, as(owner));
+    expect(rest.body.data.map((m) => m.person_id)).to.deep.equal([member.id]);
+  });
+
+  it('an owner promotes a member to admin and demotes an admin to member; each change is recorded', async () => {
+    const { owner, admin, member, ws } = await team(api);
+    const up = await patch(as(owner), ws, member.id, 'admin');
+    expect(up.status, up.text).to.equal(200);
+    expect(up.body.member).to.deep.include({ person_id: member.id, role: 'admin' });
+    const down = await patch(as(owner), ws, admin.id, 'member');
+    expect(down.status, down.text).to.equal(200);
+    expect(down.body.member.role).to.equal('member');
+    const log = await auditLog(api, owner);
+    const changes = log.filter((e) => e.action === 'team.members.update' && e.outcome === 'done');
+    expect(changes.map((e) => [e.target, e.details.from_role, e.details.to_role])).to.deep.equal([
+      [admin.id, 'admin', 'member'],
+      [member.id, 'member', 'admin'],
+    ]);
+  });
+
+  it('nobody is made an owner, and the owner is never changed or removed, even by an owner', async () => {
+    const { owner, admin, member, ws } = await team(api);
+    expectForbidden(await patch(as(owner), ws, member.id, 'owner'), 'nobody can be made an owner through the team routes');
+    expectForbidden(await patch(as(admin, ws), ws, owner.id, 'member'), 'the workspace owner cannot be changed');
+    expectForbidden(await remove(as(admin, ws), ws, owner.id), 'the workspace owner cannot be removed');
+    expectForbidden(await patch(as(owner), ws, owner.id, 'admin'), 'you cannot change your own role');
+    const second = await signup(api, 'co-owner');
+    await join(api, owner, second);
+    await svc.sequelize.query(`UPDATE memberships SET role = 'owner' WHERE workspace_id = $1 AND person_id = $2`, { bind: [ws, second.id] });
+    expectForbidden(await remove(as(owner), ws, second.id), 'the workspace owner cannot be removed');
+    expectForbidden(await patch(as(owner), ws, second.id, 'member'), 'the workspace owner cannot be changed');
+
+    const roles = await api.get<{ data: Array<{ person_id: string; role: string }> }>(`/api/workspaces/${ws}/members`, as(owner));
+    expect(roles.body.data.find((m) => m.person_id === member.id)?.role).to.equal('member');
+    const log = await auditLog(api, owner);
+    expect(refusedEntry(log, 'team.members.update', 'nobody can be made an owner through the team routes')?.target).to.equal(member.id);
+    expect(refusedEntry(log, 'team.members.remove', 'the workspace owner cannot be removed')).to.exist;
+  });
+
+  it('admins manage members but may not demote, promote to or remove admins; owners may', async () => {
+    const { owner, admin, member, ws } = await team(api);
+    const admin2 = await signup(api, 'admin2');
+    await join(api, owner, admin2, 'admin');
+    expectForbidden(await patch(as(admin, ws), ws, admin2.id, 'member'), 'only owners may demote an admin');
+    expectForbidden(await remove(as(admin, ws), ws, admin2.id), 'only owners may remove an admin');
+    expectForbidden(await patch(as(admin, ws), ws, member.id, 'admin'), 'only owners may make someone an admin');
+    expectForbidden(await patch(as(admin, ws), ws, admin.id, 'member'), 'you cannot change your own role');
+    expectForbidden(await remove(as(admin, ws), ws, admin.id), 'you cannot remove yourself');
+
+    const removed = await remove(as(admin, ws), ws, member.id);
+    expect(removed.status, removed.text).to.equal(200);
+    expect(removed.body.removed).to.equal(true);
+    expect((removed.body.member as { person_id: string }).person_id).to.equal(member.id);
+    expect((await remove(as(owner), ws, admin2.id)).status).to.equal(200);
+
+    const log = await auditLog(api, owner);
+    expect(refusedEntry(log, 'team.members.update', 'only owners may demote an admin')?.actor.id).to.equal(admin.id);
+    expect(log.find((e) => e.action === 'team.members.remove' && e.outcome === 'done' && e.target === member.id)?.actor.id).to.equal(admin.id);
+  });
+
+  it('members cannot manage the team', async () => {
+    const { owner, admin, member, ws } = await team(api);
+    const other = await signup(api, 'other');
+    await join(api, owner, other);
+    expectForbidden(await patch(as(member, ws), ws, other.id, 'admin'), 'members cannot manage the team');
+    expectForbidden(await remove(as(member, ws), ws, other.id), 'members cannot manage the team');
+    expectForbidden(await remove(as(member, ws), ws, admin.id), 'members cannot manage the team');
+    expect(refusedEntry(await auditLog(api, owner), 'team.members.remove', 'members cannot manage the team')?.actor.id).to.equal(member.id);
+  });
+
+  it('an unknown member id answers 404 (and is recorded)', async () => {
+    const owner = await signup(api, 'owner');
+    const res = await patch(as(owner), owner.workspaceId, 'per_doesnotexist', 'member');
+    expect(res.status).to.equal(404);
+    expect(res.body.code).to.equal('not_found');
+    expect(res.body.reason).to.equal('member not found');
+    expect(refusedEntry(await auditLog(api, owner), 'team.members.update', 'member not found')).to.exist;
+  });
+
+  it('a member leaves; afterwards they cannot act in that workspace', async () => {
+    const { owner, member, ws } = await team(api);
+    const res = await api.post(`/api/workspaces/${ws}/leave`, {}, as(member, ws));
+    expect(res.status, res.text).to.equal(200);
+    expect(res.body).to.deep.include({ left: true, workspace_id: ws, role: 'member' });
+    const after = await api.get(`/api/workspaces/${ws}/members`, as(member, ws));
+    expect(after.status).to.equal(404);
+    const list = await api.get<{ data: Array<{ person_id: string }> }>(`/api/workspaces/${ws}/members`, as(owner));
+    expect(list.body.data.map((m) => m.person_id)).to.not.include(member.id);
+    expect((await auditLog(api, owner)).find((e) => e.action === 'team.members.leave' && e.outcome === 'done')?.actor.id).to.equal(member.id);
+  });
+
+  it('the last owner cannot leave (403, recorded); an owner may leave while another owner remains', async () => {
+    const owner = await signup(api, 'owner');
+    const res = await api.post(`/api/workspaces/${owner.workspaceId}/leave`, {}, as(owner));
+    expectForbidden(res, 'the last owner cannot leave');
+    expect(refusedEntry(await auditLog(api, owner), 'team.members.leave', 'the last owner cannot leave')?.actor.id).to.equal(owner.id);
+
+    const co = await signup(api, 'co');
+    await join(api, owner, co);
+    await svc.sequelize.query(`UPDATE memberships SET role = 'owner' WHERE workspace_id = $1 AND person_id = $2`, { bind: [owner.workspaceId, co.id] });
+    const left = await api.post(`/api/workspaces/${owner.workspaceId}/leave`, {}, as(co, owner.workspaceId));
+    expect(left.status, left.text).to.equal(200);
+    expect(left.body.role).to.equal('owner');
+  });
+
+  it('leaving takes person credentials only', async () => {
+    const owner = await signup(api, 'owner');
+    const { key } = await createKey(api, owner, owner.workspaceId, ['team:admin']);
+    const res = await api.post(`/api/workspaces/${owner.workspaceId}/leave`, {}, withKey(key));
+    expect(res.status).to.equal(401);
+    expect(res.body.code).to.equal('unauthorized');
+    expect(res.body.hint).to.match(/session|person token/);
+  });
+
+  it("another workspace's id answers 404 on every team route, whether it exists or not, and the attempt is recorded", async () => {
+    const { owner, admin, member, ws } = await team(api);
+    const stranger = await signup(api, 'stranger');
+    const { key } = await createKey(api, owner, ws, ['team:admin']);
+    for (const target of [stranger.workspaceId, 'ws_doesnotexist0000000000']) {
+      for (const headers of [as(owner), as(admin, ws), withKey(key)]) {
+        expectNotFound(await api.get(`/api/workspaces/${target}/members`, headers));
+        expectNotFound(await api.get(`/api/workspaces/${target}/invitations`, headers));
+        expectNotFound(await api.get(`/api/workspaces/${target}/audit-log`, headers));
+        expectNotFound(await invite(api, headers, target, uniqueEmail('x')));
+        expectNotFound(await api.delete(`/api/workspaces/${target}/invitations/inv_x00`, headers));
+        expectNotFound(await patch(headers, target, stranger.id, 'member'));
+        expectNotFound(await remove(headers, target, stranger.id));
+      }
+      expectNotFound(await api.post(`/api/workspaces/${target}/leave`, {}, as(member, ws)));
+    }
+    const theirs = await api.get<{ data: Array<{ person_id: string }> }>(`/api/workspaces/${stranger.workspaceId}/members`, as(stranger));
+    expect(theirs.body.data.map((m) => m.person_id)).to.deep.equal([stranger.id]);
+    const mine = await auditLog(api, owner);
+    const refusal = refusedEntry(mine, 'team.members.remove', 'not your workspace');
+    expect(refusal).to.exist;
+    expect((await auditLog(api, stranger)).filter((e) => e.outcome === 'refused')).to.have.length(0);
+  });
+
+  it('a person acts by their role in the workspace chosen with x-workspace-id', async () => {
+    const { owner, member, ws } = await team(api);
+    // In their own workspace the member is the owner and may invite there …
+    expect((await invite(api, as(member), member.workspaceId, uniqueEmail('own'))).status).to.equal(201);
+    // … but in the team workspace they are a member.
+    expectForbidden(await invite(api, as(member, ws), ws, uniqueEmail('nope')), 'members cannot manage the team');
+    expect(owner.workspaceId).to.equal(ws);
+  });
+});

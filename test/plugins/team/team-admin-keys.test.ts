@@ -1,0 +1,286 @@
+import { expect } from 'chai';
+import { QueryTypes } from 'sequelize';
+import { client } from '../../support/http';
+import type { TestService } from '../../support/service';
+import type { Api } from './helpers';
+import { accept, as, auditLog, createKey, expectForbidden, expectInsufficientScope, expectNotFound, invite, join, refusedEntry, signup, startTeamService, team, uniqueEmail, withKey } from './helpers';
+
+describe('team plugin: team:admin keys', () => {
+  let svc: TestService;
+  let api: Api;
+
+  before(async () => {
+    svc = await startTeamService();
+    api = client(svc.url);
+  });
+  after(async () => {
+    await svc.close();
+  });
+
+  const patch = (key: string, ws: string, personId: string, role: string) => api.patch<{ member: { role: string } }>(`/api/workspaces/${ws}/members/${personId}`, { role }, withKey(key));
+  const remove = (key: string, ws: string, personId: string) => api.delete(`/api/workspaces/${ws}/members/${personId}`, withKey(key));
+
+  it('a key acts only when it names team:admin: unscoped, other-scoped and legacy admin keys get 403 insufficient_scope (recorded)', async () => {
+    const owner = await signup(api, 'owner');
+    const ws = owner.workspaceId;
+    for (const scopes of [undefined, ['price:compute'], ['admin'], ['price:compute', 'billing:write']]) {
+      const { key, id } = await createKey(api, owner, ws, scopes);
+      expectInsufficientScope(await api.get(`/api/workspaces/${ws}/members`, withKey(key)), /granted by name only/);
+      expectInsufficientScope(await invite(api, withKey(key), ws, uniqueEmail('x')), /granted by name only/);
+      const entry = (await auditLog(api, owner)).find((e) => e.outcome === 'refused' && e.actor.id === id && e.action === 'team.invitations.create');
+      expect(entry?.actor.type).to.equal('api_key');
+      expect(entry?.reason).to.match(/team:admin/);
+    }
+  });
+
+  it('a token made from a team:admin key is refused: the key itself must be sent', async () => {
+    const owner = await signup(api, 'owner');
+    const agent = await api.post<{ agent: { id: string } }>('/api/agents', { name: 'team-bot' }, as(owner));
+    expect(agent.status, agent.text).to.equal(201);
+    const agentKey = await api.post<{ api_key: { key: string } }>(`/api/agents/${agent.body.agent.id}/keys`, { scopes: ['team:admin'] }, as(owner));
+    expect(agentKey.status, agentKey.text).to.equal(201);
+    const key = agentKey.body.api_key.key;
+    const tok = await api.post<{ access_token: string }>('/api/oauth/token', { grant_type: 'client_credentials' }, withKey(key));
+    expect(tok.status, tok.text).to.equal(200);
+    const res = await api.get(`/api/workspaces/${owner.workspaceId}/members`, { authorization: `Bearer ${tok.body.access_token}` });
+    expectInsufficientScope(res, /key itself/);
+    // The agent key itself, naming team:admin, acts as its creator.
+    expect((await api.get(`/api/workspaces/${owner.workspaceId}/members`, withKey(key))).status).to.equal(200);
+    expect(refusedEntry(await auditLog(api, owner), 'team.members.list')?.actor.type).to.equal('access_token');
+  });
+
+  it("a key created by an owner lists the team, lists and revokes invitations, invites members and admins as its creator, and reads the audit log", async () => {
+    const { owner, member, ws } = await team(api);
+    const { key, id } = await createKey(api, owner, ws, ['team:admin']);
+    const members = await api.get<{ data: unknown[] }>(`/api/workspaces/${ws}/members`, withKey(key));
+    expect(members.status).to.equal(200);
+    expect(members.body.data).to.have.length(3);
+    const inv = await invite(api, withKey(key), ws, uniqueEmail('viakey'));
+    expect(inv.status, inv.text).to.equal(201);
+    expect(inv.body.invitation.via_key_id).to.equal(id);
+    expect(inv.body.invitation.invited_by).to.equal(owner.id);
+    const adminInv = await invite(api, withKey(key), ws, uniqueEmail('adm'), 'admin');
+    expect(adminInv.status, adminInv.text).to.equal(201);
+    expect((await api.get(`/api/workspaces/${ws}/invitations`, withKey(key))).status).to.equal(200);
+    expect((await api.delete(`/api/workspaces/${ws}/invitations/${adminInv.body.invitation.id}`, withKey(key))).status).to.equal(200);
+    const promoted = await patch(key, ws, member.id, 'admin');
+    expect(promoted.status, promoted.text).to.equal(200);
+    expect(promoted.body.member.role).to.equal('admin');
+
+    const log = await api.get<{ data: Array<{ action: string; outcome: string; actor: { type: string; id: string }; via_key_id: string; details: Record<string, unknown> }> }>(
+      `/api/workspaces/${ws}/audit-log`,
+      withKey(key),
+    );
+    expect(log.status).to.equal(200);
+    const made = log.body.data.find((e) => e.action === 'team.invitations.create' && e.outcome === 'done');
+    expect(made?.actor).to.deep.equal({ type: 'api_key', id });
+    expect(made?.via_key_id).to.equal(id);
+    expect(made?.details.acting_as).to.equal(owner.id);
+    expect(made?.details.acting_role).to.equal('owner');
+  });
+
+  it('an invitation made by a key is accepted while the key is valid and its creator can still invite', async () => {
+    const owner = await signup(api, 'owner');
+    const { key } = await createKey(api, owner, owner.workspaceId, ['team:admin']);
+    const p = await signup(api, 'p');
+    const inv = await invite(api, withKey(key), owner.workspaceId, p.email);
+    const res = await accept(api, p, inv.body.accept.token);
+    expect(res.status, res.text).to.equal(200);
+    expect(res.body.membership).to.deep.include({ workspace_id: owner.workspaceId, role: 'member' });
+  });
+
+  it('never makes anyone an owner', async () => {
+    const { owner, member, ws } = await team(api);
+    const { key } = await createKey(api, owner, ws, ['team:admin']);
+    expectForbidden(await patch(key, ws, member.id, 'owner'), 'nobody can be made an owner through the team routes');
+    expectForbidden(await invite(api, withKey(key), ws, uniqueEmail('o'), 'owner'), 'nobody can be made an owner through the team routes');
+    const entry = refusedEntry(await auditLog(api, owner), 'team.members.update', 'nobody can be made an owner through the team routes');
+    expect(entry?.actor.type).to.equal('api_key');
+  });
+
+  it("a key created by an admin grants nothing above member: no admin invitations, no promotions to admin", async () => {
+    const { owner, admin, member, ws } = await team(api);
+    const { key } = await createKey(api, admin, ws, ['team:admin']);
+    expectForbidden(await invite(api, withKey(key), ws, uniqueEmail('a'), 'admin'), "the key's creator (admin) cannot invite at role admin");
+    expectForbidden(await patch(key, ws, member.id, 'admin'), 'only a key created by an owner may make someone an admin');
+    const ok = await invite(api, withKey(key), ws, uniqueEmail('m'));
+    expect(ok.status, ok.text).to.equal(201);
+    expect(ok.body.invitation.invited_by).to.equal(admin.id);
+    expect(refusedEntry(await auditLog(api, owner), 'team.invitations.create', "the key's creator (admin) cannot invite at role admin")).to.exist;
+  });
+
+  it('only a key created by an owner may demote or remove an admin', async () => {
+    const { owner, admin, member, ws } = await team(api);
+    const admin2 = await signup(api, 'admin2');
+    await join(api, owner, admin2, 'admin');
+    const byAdmin = (await createKey(api, admin, ws, ['team:admin'])).key;
+    const byOwner = (await createKey(api, owner, ws, ['team:admin'])).key;
+    expectForbidden(await patch(byAdmin, ws, admin2.id, 'member'), 'only a key created by an owner may demote an admin');
+    expectForbidden(await remove(byAdmin, ws, admin2.id), 'only a key created by an owner may remove an admin');
+    // The admin's key still manages members.
+    expect((await remove(byAdmin, ws, member.id)).status).to.equal(200);
+    const demoted = await patch(byOwner, ws, admin2.id, 'member');
+    expect(demoted.status, demoted.text).to.equal(200);
+    expect(demoted.body.member.role).to.equal('member');
+    await patch(byOwner, ws, admin2.id, 'admin');
+    const removed = await remove(byOwner, ws, admin2.id);
+    expect(removed.status, removed.text).to.equal(200);
+    const log = await auditLog(api, owner);
+    expect(refusedEntry(log, 'team.members.remove', 'only a key created by an owner may remove an admin')?.actor.type).to.equal('api_key');
+  });
+
+  it('never changes or removes the workspace owner or its own creator', async () => {
+    const { owner, admin, ws } = await team(api);
+    const byAdmin = (await createKey(api, admin, ws, ['team:admin'])).key;
+    const byOwner = (await createKey(api, owner, ws, ['team:admin'])).key;
+    expectForbidden(await patch(byAdmin, ws, owner.id, 'member'), 'the workspace owner cannot be changed');
+    expectForbidden(await remove(byAdmin, ws, owner.id), 'the workspace owner cannot be removed');
+    expectForbidden(await patch(byAdmin, ws, admin.id, 'member'), 'a team:admin key never changes its creator');
+    expectForbidden(await remove(byAdmin, ws, admin.id), 'a team:admin key never removes its creator');
+    expectForbidden(await patch(byOwner, ws, owner.id, 'admin'), 'a team:admin key never changes its creator');
+    expectForbidden(await remove(byOwner, ws, owner.id), 'a team:admin key never removes its creator');
+    const roles = await api.get<{ data: Array<{ person_id: string; role: string }> }>(`/api/workspaces/${ws}/members`, as(owner));
+    expect(roles.body.data.map((m) => m.role)).to.deep.equal(['owner', 'admin', 'member']);
+    expect(refusedEntry(await auditLog(api, owner), 'team.members.remove', 'a team:admin key never removes its creator')).to.exist;
+  });
+
+  it("acts with its creator's current role: once the creator is demoted or removed the key is refused", async () => {
+    const { owner, admin, member, ws } = await team(api);
+    const { key, id } = await createKey(api, admin, ws, ['team:admin']);
+    expect((await api.get(`/api/workspaces/${ws}/audit-log`, withKey(key))).status).to.equal(200);
+    expect((await api.patch(`/api/workspaces/${ws}/members/${admin.id}`, { role: 'member' }, as(owner))).status).to.equal(200);
+    expectInsufficientScope(await api.get(`/api/workspaces/${ws}/audit-log`, withKey(key)), /no longer the case/);
+    expectInsufficientScope(await remove(key, ws, member.id), /no longer the case/);
+    expect(refusedEntry(await auditLog(api, owner), 'team.members.remove')?.actor.id).to.equal(id);
+
+    const admin3 = await signup(api, 'admin3');
+    await join(api, owner, admin3, 'admin');
+    const k3 = (await createKey(api, admin3, ws, ['team:admin'])).key;
+    expect((await invite(api, withKey(k3), ws, uniqueEmail('ok'))).status).to.equal(201);
+    expect((await api.delete(`/api/workspaces/${ws}/members/${admin3.id}`, as(owner))).status).to.equal(200);
+    expectInsufficientScope(await invite(api, withKey(k3), ws, uniqueEmail('no')), /no longer the case/);
+  });
+
+  it('acts in its own workspace only', async () => {
+    const owner = await signup(api, 'owner');
+    const other = await signup(api, 'other');
+    const { key } = await createKey(api, owner, owner.workspaceId, ['team:admin']);
+    expectNotFound(await api.get(`/api/workspaces/${other.workspaceId}/members`, withKey(key)));
+    expectNotFound(await invite(api, withKey(key), other.workspaceId, uniqueEmail('x')));
+    expectNotFound(await remove(key, other.workspaceId, other.id));
+    const theirs = await api.get<{ data: unknown[] }>(`/api/workspaces/${other.workspaceId}/members`, as(other));
+    expect(theirs.body.data).to.have.length(1);
+  });
+
+  it("revoking the key cancels its pending invitations; they can no longer be accepted", async () => {
+    const owner = await signup(api, 'owner');
+    const ws = owner.workspaceId;
+    const { key, id } = await createKey(api, owner, ws, ['team:admin']);
+    const p = await signup(api, 'p');
+    const inv = await invite(api, withKey(key), ws, p.email);
+    const personInv = await invite(api, as(owner), ws, uniqueEmail('kept'));
+    const revoked = await api.delete(`/api/api-keys/${id}`, as(owner));
+    expect(revoked.status, revoked.text).to.equal(200);
+
+    const list = await api.get<{ data: Array<{ id: string; status: string }> }>(`/api/workspaces/${ws}/invitations`, as(owner));
+    expect(list.body.data.find((i) => i.id === inv.body.invitation.id)?.status).to.equal('cancelled');
+    expect(list.body.data.find((i) => i.id === personInv.body.invitation.id)?.status).to.equal('pending');
+    const res = await accept(api, p, inv.body.accept.token);
+    expect(res.status).to.equal(410);
+    expect(res.body.code).to.equal('gone');
+    expect(res.body.reason).to.equal('invitation cancelled');
+    expect(res.body.hint).to.be.a('string');
+    const log = await auditLog(api, owner);
+    const cancel = log.find((e) => e.action === 'team.invitations.cancel');
+    expect(cancel?.actor.type).to.equal('system');
+    expect(cancel?.via_key_id).to.equal(id);
+    expect(cancel?.target).to.equal(inv.body.invitation.id);
+    expect(refusedEntry(log, 'team.invitations.accept', 'invitation cancelled')?.actor.id).to.equal(p.id);
+  });
+
+  it("demoting a key's creator cancels the key's pending invitations at once; they cannot be accepted", async () => {
+    const { owner, admin, ws } = await team(api);
+    const { key, id } = await createKey(api, admin, ws, ['team:admin']);
+    const p = await signup(api, 'p');
+    const inv = await invite(api, withKey(key), ws, p.email);
+    expect(inv.status).to.equal(201);
+    const byPerson = await invite(api, as(admin, ws), ws, uniqueEmail('person-made'));
+    expect((await api.patch(`/api/workspaces/${ws}/members/${admin.id}`, { role: 'member' }, as(owner))).status).to.equal(200);
+
+    const list = await api.get<{ data: Array<{ id: string; status: string }> }>(`/api/workspaces/${ws}/invitations`, as(owner));
+    expect(list.body.data.find((i) => i.id === inv.body.invitation.id)?.status).to.equal('cancelled');
+    expect(list.body.data.find((i) => i.id === byPerson.body.invitation.id)?.status).to.equal('pending');
+    const res = await accept(api, p, inv.body.accept.token);
+    expect(res.status, res.text).to.equal(410);
+    expect(res.body.code).to.equal('gone');
+    expect(res.body.reason).to.equal('invitation cancelled');
+    expect(res.body.invitation_status).to.equal('cancelled');
+    const cancel = (await auditLog(api, owner)).find((e) => e.action === 'team.invitations.cancel');
+    expect(cancel?.reason).to.equal("the key's creator can no longer invite at role member");
+    expect(cancel?.via_key_id).to.equal(id);
+
+    // Restoring the creator's role does not revive a cancelled invitation.
+    expect((await api.patch(`/api/workspaces/${ws}/members/${admin.id}`, { role: 'admin' }, as(owner))).status).to.equal(200);
+    const again = await accept(api, p, inv.body.accept.token);
+    expect(again.status).to.equal(410);
+    expect(again.body.reason).to.equal('invitation cancelled');
+    const members = await api.get<{ data: Array<{ person_id: string }> }>(`/api/workspaces/${ws}/members`, as(owner));
+    expect(members.body.data.map((m) => m.person_id)).to.not.include(p.id);
+  });
+
+  it("removing a key's creator cancels the key's pending invitations", async () => {
+    const { owner, admin, ws } = await team(api);
+    const { key } = await createKey(api, admin, ws, ['team:admin']);
+    const inv = await invite(api, withKey(key), ws, uniqueEmail('gone'));
+    expect((await api.delete(`/api/workspaces/${ws}/members/${admin.id}`, as(owner))).status).to.equal(200);
+    const list = await api.get<{ data: Array<{ id: string; status: string }> }>(`/api/workspaces/${ws}/invitations`, as(owner));
+    expect(list.body.data.find((i) => i.id === inv.body.invitation.id)?.status).to.equal('cancelled');
+  });
+
+  it("accepting checks the creator again: a role lost outside the team routes makes the key's invitation unacceptable and cancels it", async () => {
+    const { owner, admin, ws } = await team(api);
+    const { key } = await createKey(api, admin, ws, ['team:admin']);
+    const p = await signup(api, 'p');
+    const inv = await invite(api, withKey(key), ws, p.email);
+    await svc.sequelize.query(`UPDATE memberships SET role = 'member' WHERE workspace_id = $1 AND person_id = $2`, { bind: [ws, admin.id] });
+    const res = await accept(api, p, inv.body.accept.token);
+    expect(res.status, res.text).to.equal(410);
+    expect(res.body.code).to.equal('gone');
+    expect(res.body.reason).to.equal("the key's creator can no longer invite at role member");
+    expect(res.body.invitation_status).to.equal('cancelled');
+    expect(res.body.hint).to.be.a('string');
+    const rows = await svc.sequelize.query<{ status: string }>('SELECT status FROM invitations WHERE id = $1', { bind: [inv.body.invitation.id], type: QueryTypes.SELECT });
+    expect(rows[0]?.status).to.equal('cancelled');
+    expect(refusedEntry(await auditLog(api, owner), 'team.invitations.accept', "the key's creator can no longer invite at role member")?.actor.id).to.equal(p.id);
+  });
+
+  it('an invitation made by a key that has since expired cannot be accepted', async () => {
+    const owner = await signup(api, 'owner');
+    const { key, id } = await createKey(api, owner, owner.workspaceId, ['team:admin']);
+    const p = await signup(api, 'p');
+    const inv = await invite(api, withKey(key), owner.workspaceId, p.email);
+    await svc.sequelize.query(`UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1`, { bind: [id] });
+    const res = await accept(api, p, inv.body.accept.token);
+    expect(res.status, res.text).to.equal(410);
+    expect(res.body.reason).to.equal('the key that made the invitation has expired');
+    expect(res.body.invitation_status).to.equal('cancelled');
+  });
+
+  it("an admin invitation made by an owner's key stops being acceptable once the creator is no longer an owner", async () => {
+    const owner = await signup(api, 'owner');
+    const ws = owner.workspaceId;
+    const { key } = await createKey(api, owner, ws, ['team:admin']);
+    const p = await signup(api, 'p');
+    const inv = await invite(api, withKey(key), ws, p.email, 'admin');
+    expect(inv.status, inv.text).to.equal(201);
+    // Ownership changes outside the team routes (no route demotes an owner).
+    const heir = await signup(api, 'heir');
+    await join(api, owner, heir);
+    await svc.sequelize.query(`UPDATE memberships SET role = CASE WHEN person_id = $2 THEN 'admin' ELSE 'owner' END WHERE workspace_id = $1 AND person_id IN ($2, $3)`, {
+      bind: [ws, owner.id, heir.id],
+    });
+    const res = await accept(api, p, inv.body.accept.token);
+    expect(res.status, res.text).to.equal(410);
+    expect(res.body.reason).to.equal("the key's creator can no longer invite at role admin");
+  });
+});
