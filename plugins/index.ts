@@ -2,7 +2,9 @@ import type { PluginDefinition } from '../core/plugin';
 import { healthPlugin } from './health';
 import { identityPlugin } from './identity';
 import { accountsPlugin } from './accounts';
+import { usagePlugin } from './usage';
+import { pricingPlugin } from './pricing';
 import { teamPlugin } from './team';
 
 /** Every plugin shipped with the service; configuration (PLUGINS) decides which are enabled. */
-export const builtInPlugins: readonly PluginDefinition[] = [healthPlugin, identityPlugin, accountsPlugin, teamPlugin];
+export const builtInPlugins: readonly PluginDefinition[] = [healthPlugin, identityPlugin, accountsPlugin, usagePlugin, pricingPlugin, teamPlugin];

@@ -1,5 +1,7 @@
 import { D, clamp01, currencyOf, num, positiveMoney, round3, toPrice } from './inputs';
 import type { Dec } from './inputs';
+import { competitive } from './competitive';
+import { costPlus } from './cost-plus';
 import { MethodNotApplicable } from './types';
 import type { Context, MethodResult } from './types';
 
@@ -8,9 +10,10 @@ const DEAD_BAND = 0.01;
 const PACE_TOLERANCE = 0.1;
 
 /**
- * Anchored adjustment of `current_price`: towards `target_price`, or by sell-through pacing
- * (units sold against a linear plan over the season), never more than `max_step_pct` (default 10%)
- * per call and not at all inside a 1% dead band. With only a current price it echoes it, honestly
+ * Anchored adjustment of `current_price`: towards a target — `target_price`, else the competitive
+ * position of `competitor_prices`, else cost-plus on `unit_cost` — or by sell-through pacing (units
+ * sold against a linear plan over the season), never more than `max_step_pct` (default 10%) per
+ * call and not at all inside a 1% dead band. With only a current price it echoes it, honestly
  * labelled, at confidence 0.15.
  */
 export function anchored(ctx: Context): MethodResult {
@@ -29,6 +32,13 @@ export function anchored(ctx: Context): MethodResult {
   if (target) {
     used.push('target_price');
     factors = { target_supplied: 0.4 };
+  } else if (ctx.competitor_prices !== undefined || positiveMoney(ctx, 'unit_cost')) {
+    // Another method proposes the target; the anchor keeps the move small.
+    const inner = ctx.competitor_prices !== undefined ? competitive(ctx) : costPlus(ctx);
+    target = new D(inner.price);
+    used = [...used, ...inner.inputs_used];
+    factors = { ...inner.confidence_factors, anchored: 1 };
+    notes.push(`target ${inner.price} from ${ctx.competitor_prices !== undefined ? 'competitive positioning' : 'cost-plus'}`, ...inner.notes);
   } else {
     const sold = num(ctx, 'units_sold');
     const received = num(ctx, 'units_received') ?? num(ctx, 'inventory_start');

@@ -39,12 +39,12 @@ const DEFAULT_TIE_BAND_PCT = 10;
 function defaultPreference(ctx: Record<string, unknown>): string[] {
   const has = (k: string) => ctx[k] !== undefined && ctx[k] !== null;
   const order: string[] = [];
+  // A live price is an anchor: other methods become its target and the move stays bounded.
+  if (has('current_price')) order.push('anchored-adjustment');
   if (has('competitor_prices')) order.push('competitive-position');
   if (has('unit_cost') && (has('elasticity') || has('price_history') || (has('demand_intercept') && has('demand_slope')))) order.push('elasticity-optimum');
-  if (has('current_price') && (has('target_price') || has('units_sold'))) order.push('anchored-adjustment');
   if (has('unit_cost')) order.push('cost-plus');
   if (has('target_price')) order.push('charm-pricing');
-  if (has('current_price')) order.push('anchored-adjustment');
   order.push('cost-plus', 'anchored-adjustment', 'competitive-position', 'elasticity-optimum', 'charm-pricing');
   return [...new Set(order)];
 }

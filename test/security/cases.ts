@@ -134,6 +134,47 @@ export const securityCases: Record<string, SecurityCase> = {
     request: (w) => ({ path: `/api/workspaces/${w.a.owner.workspaceId}/audit-log` }),
     cross: (w) => ({ path: `/api/workspaces/${w.b.owner.workspaceId}/audit-log` }),
   },
+  'compute.price': { as: 'key', request: () => ({ path: '/api/compute/price', body: { context: { current_price: 10, currency: 'USD' } } }) },
+  'router.price': { as: 'key', request: () => ({ path: '/api/price-router', body: { context: { unit_cost: 4 }, function_name: 'cost-plus' } }) },
+  'compute.batch': { as: 'key', request: () => ({ path: '/api/compute/batch', body: { items: [{ context: { current_price: 10 } }] } }) },
+  'functions.list': { as: 'key', request: () => ({ path: '/api/functions' }) },
+  'functions.read': {
+    as: 'key',
+    request: () => ({ path: '/api/functions/fn_builtin_cost_plus' }),
+    cross: async (w, svc) => ({ path: `/api/functions/${await privateFunction(svc, w.b.key)}` }),
+  },
+  'functions.create': { as: 'key', request: () => ({ path: '/api/functions', body: { name: `sec-fn-${Date.now()}-${Math.floor(Math.random() * 1e6)}`, execution_type: 'pipeline', cost_per_unit: '0.001' } }) },
+  'functions.update': {
+    as: 'key',
+    request: async (w, svc) => ({ path: `/api/functions/${await privateFunction(svc, w.a.key)}`, body: { description: 'changed' } }),
+    cross: async (w, svc) => ({ path: `/api/functions/${await privateFunction(svc, w.b.key)}`, body: { status: 'inactive' } }),
+  },
+  'functions.test': {
+    as: 'key',
+    request: () => ({ path: '/api/functions/fn_builtin_anchored/test', body: { context: { current_price: 10 } } }),
+    cross: async (w, svc) => ({ path: `/api/functions/${await privateFunction(svc, w.b.key)}/test`, body: { context: { current_price: 10 } } }),
+  },
+  'policies.list': { as: 'key', request: () => ({ path: '/api/routing-policies' }) },
+  'policies.create': { as: 'key', request: () => ({ path: '/api/routing-policies', body: { name: 'security', strategy: 'cheapest' } }) },
+  'policies.read': {
+    as: 'key',
+    request: async (w, svc) => ({ path: `/api/routing-policies/${await policy(svc, w.a.key)}` }),
+    cross: async (w, svc) => ({ path: `/api/routing-policies/${await policy(svc, w.b.key)}` }),
+  },
+  'policies.update': {
+    as: 'key',
+    request: async (w, svc) => ({ path: `/api/routing-policies/${await policy(svc, w.a.key)}`, body: { name: 'renamed' } }),
+    cross: async (w, svc) => ({ path: `/api/routing-policies/${await policy(svc, w.b.key)}`, body: { name: 'stolen' } }),
+  },
+  'policies.delete': {
+    as: 'key',
+    request: async (w, svc) => ({ path: `/api/routing-policies/${await policy(svc, w.a.key)}` }),
+    cross: async (w, svc) => ({ path: `/api/routing-policies/${await policy(svc, w.b.key)}` }),
+  },
+  'pipelines.list': { as: 'key', request: () => ({ path: '/api/pipelines' }) },
+  'pipelines.stages': { as: 'key', request: () => ({ path: '/api/pipelines/stages' }) },
+  'pipelines.run': { as: 'key', request: () => ({ path: '/api/pipelines/pl_cost_to_shelf/run', body: {} }), okStatuses: [501] },
+  'routing.health': { as: 'key', request: () => ({ path: '/api/routing/health' }) },
 };
 
 /** Signs a new person up and has them join `owner`'s workspace as a member. */
@@ -142,4 +183,16 @@ async function addMember(svc: TestService, owner: Person): Promise<Person> {
   const inv = await client(svc.url, { cookie: owner.cookie }).post<Record<string, any>>(`/api/workspaces/${owner.workspaceId}/invitations`, { email: member.email });
   await client(svc.url, { cookie: member.cookie }).post('/api/invitations/accept', { token: inv.body.accept.token });
   return member;
+}
+
+/** A private draft function of the key's workspace; returns its id. */
+async function privateFunction(svc: TestService, key: string): Promise<string> {
+  const res = await client(svc.url, { 'x-api-key': key }).post<Record<string, any>>('/api/functions', { name: `sec-private-${Date.now()}-${Math.floor(Math.random() * 1e6)}`, execution_type: 'pipeline', cost_per_unit: '0.001' });
+  return res.body.function.id as string;
+}
+
+/** A routing policy of the key's workspace; returns its id. */
+async function policy(svc: TestService, key: string): Promise<string> {
+  const res = await client(svc.url, { 'x-api-key': key }).post<Record<string, any>>('/api/routing-policies', { name: 'sec policy', strategy: 'cheapest' });
+  return res.body.policy.id as string;
 }

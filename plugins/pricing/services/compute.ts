@@ -42,7 +42,7 @@ const ms = (from: number) => Math.round((performance.now() - from) * 1000) / 100
 
 function contextKeys(context: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const k of ['product_type', 'currency', 'category', 'product_id']) if (typeof context[k] === 'string') out[k] = (context[k] as string).slice(0, 100);
+  for (const k of ['product_type', 'currency', 'category', 'product_id']) if (typeof context[k] === 'string') out[k] = (context[k]).slice(0, 100);
   return out;
 }
 

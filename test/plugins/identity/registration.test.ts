@@ -145,7 +145,7 @@ describe('identity: registration limits', () => {
     expect(refused.body.error).to.match(/daily/i);
     expect(refused.body.error).to.match(/service/i);
     expect(refused.body.limit).to.deep.include({ overall_per_day: 3 });
-    const count = await svc.sequelize.query(`SELECT count(*)::int AS n FROM workspaces WHERE is_sandbox`, { plain: true });
+    const count = await svc.sequelize.query(`SELECT count(*)::int AS n FROM workspaces WHERE is_sandbox AND id <> 'ws_public_demo'`, { plain: true });
     expect((count as { n: number } | null)?.n).to.equal(3);
   });
 });
@@ -167,7 +167,7 @@ describe('identity: self-registration paused (SELF_REGISTRATION_OPEN=false)', ()
     expect(res.body.error).to.be.a('string');
     expect(res.headers.get('retry-after')).to.equal('900');
     expect(res.body.retry_after).to.equal(900);
-    const count = await svc.sequelize.query(`SELECT count(*)::int AS n FROM workspaces`, { plain: true });
+    const count = await svc.sequelize.query(`SELECT count(*)::int AS n FROM workspaces WHERE id <> 'ws_public_demo'`, { plain: true });
     expect((count as { n: number } | null)?.n).to.equal(0);
   });
 

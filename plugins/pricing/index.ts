@@ -1,0 +1,67 @@
+import type { PluginDefinition } from '../../core/plugin';
+import { TOKENS } from '../../core/tokens';
+import type { RouteTable } from '../../core/http/pipeline';
+import { createEngine } from '../../engine';
+import { USAGE } from '../usage';
+import type { UsageRecorder } from '../usage';
+import { pricingSchema } from './migrations/0001-pricing-schema';
+import { computeRoutes } from './routes/compute';
+import { functionRoutes } from './routes/functions';
+import { operationRoutes } from './routes/operations';
+import { policyRoutes } from './routes/policies';
+import { ComputeService } from './services/compute';
+import { DemoBudgetGuard } from './services/demo-budget';
+import { FunctionStore } from './services/function-store';
+import { PolicyStore } from './services/policy-store';
+import { PRICING } from './tokens';
+
+export { PRICING } from './tokens';
+export type { ComputeService, ComputeCall, ComputeResult } from './services/compute';
+export { DEMO_WORKSPACE_ID } from './migrations/0001-pricing-schema';
+export { DemoBudgetGuard } from './services/demo-budget';
+export { contextSchema, computeBody, computeExample } from './schemas';
+export { functionView } from './routes/functions';
+
+/**
+ * HTTP over the pricing engine: compute, batch, the price router, the keyless demo, workspace
+ * functions, routing policies, pipelines (listed, not executed) and breaker health.
+ */
+export const pricingPlugin: PluginDefinition = {
+  name: 'pricing',
+  description: 'Compute API, functions, routing policies.',
+  dependsOn: ['identity', 'usage'],
+  migrations: [pricingSchema],
+  async register(ctx) {
+    const { config, sql, kv, clock, metrics, container, hooks } = ctx;
+    const store = new FunctionStore(sql);
+    const parts = createEngine({ config, kv, clock, metrics, source: store });
+    await parts.start();
+    const policies = new PolicyStore(sql, kv, clock);
+    await policies.start();
+    ctx.onClose(async () => {
+      await policies.stop();
+      await parts.close();
+    });
+    ctx.readiness('pricing_pool', async () => {
+      if (parts.pool.queueSize > config.engine.maxQueue * 0.9) throw new Error(`pool queue at ${parts.pool.queueSize}`);
+    });
+    const recorder = container.resolve<UsageRecorder>(USAGE.Recorder);
+    const routes = container.resolve<RouteTable>(TOKENS.Routes);
+    const compute = new ComputeService(parts.engine, policies, hooks, recorder, routes, config, ctx.publicUrl);
+    container.register(PRICING.Engine, { useValue: parts.engine });
+    container.register(PRICING.Registry, { useValue: parts.registry });
+    container.register(PRICING.Latency, { useValue: parts.latency });
+    container.register(PRICING.Breakers, { useValue: parts.breakers });
+    container.register(PRICING.Compute, { useValue: compute });
+    container.register(PRICING.Outbound, { useValue: parts.outbound });
+
+    hooks.addGuard(new DemoBudgetGuard(kv, () => config.limits.demo.callsPerHour, () => clock.now()));
+    const routeSpecs = [
+      ...computeRoutes(compute, config.limits.batchMaxItems),
+      ...functionRoutes({ store, registry: parts.registry, engine: parts.engine, latency: parts.latency, breakers: parts.breakers, outbound: parts.outbound, commissionPct: () => config.limits.marketplaceCommissionPct }),
+      ...policyRoutes(policies, parts.registry),
+      ...operationRoutes(parts.registry, parts.breakers, parts.latency),
+    ];
+    for (const r of routeSpecs) ctx.route(r);
+  },
+};

@@ -1,0 +1,97 @@
+import type { Principal } from '../../../core/auth';
+import { ApiError } from '../../../core/errors';
+import { defineRoute, ok } from '../../../core/http/route';
+import type { RouteSpec } from '../../../core/http/route';
+import type { CircuitBreakers, FunctionRegistry, LatencyStats } from '../../../engine';
+import { identityOf } from '../../identity';
+import * as s from '../schemas';
+
+/** Reference pipelines that can be listed (execution is not available: 501). */
+export const REFERENCE_PIPELINES = [
+  {
+    id: 'pl_cost_to_shelf',
+    name: 'cost-to-shelf',
+    description: 'Cost-plus price, bounded step from the current price, then charm rounding.',
+    stages: ['cost-plus', 'anchored-adjustment', 'charm-pricing'],
+  },
+  {
+    id: 'pl_market_position',
+    name: 'market-position',
+    description: 'Competitive position against observed prices, then charm rounding.',
+    stages: ['competitive-position', 'charm-pricing'],
+  },
+];
+
+export const PIPELINE_STAGES = [
+  { name: 'cost-plus', kind: 'price' },
+  { name: 'competitive-position', kind: 'price' },
+  { name: 'elasticity-optimum', kind: 'price' },
+  { name: 'anchored-adjustment', kind: 'adjust' },
+  { name: 'charm-pricing', kind: 'present' },
+];
+
+const unavailable = () =>
+  new ApiError('pipeline_execution_unavailable', 'Pipeline execution is not available.', {
+    hint: 'Reference pipelines and their stages can be listed (GET /api/pipelines, GET /api/pipelines/stages); price with the stages one at a time through POST /api/compute/price.',
+  });
+
+export function operationRoutes(registry: FunctionRegistry, breakers: CircuitBreakers, latency: LatencyStats): RouteSpec[] {
+  return [
+    defineRoute({
+      id: 'pipelines.list',
+      method: 'get',
+      path: '/api/pipelines',
+      summary: 'Reference pipelines (listing works; execution answers 501).',
+      tags: ['Pipelines'],
+      sandbox: true,
+      handler: () => ok({ object: 'list', data: REFERENCE_PIPELINES, has_more: false, next_cursor: null, limit: REFERENCE_PIPELINES.length }),
+    }),
+    defineRoute({
+      id: 'pipelines.stages',
+      method: 'get',
+      path: '/api/pipelines/stages',
+      summary: 'Stages reference pipelines are made of.',
+      tags: ['Pipelines'],
+      sandbox: true,
+      handler: () => ok({ object: 'list', data: PIPELINE_STAGES, has_more: false, next_cursor: null, limit: PIPELINE_STAGES.length }),
+    }),
+    defineRoute({
+      id: 'pipelines.run',
+      method: 'post',
+      path: '/api/pipelines/:id/run',
+      summary: 'Run a pipeline: always 501 pipeline_execution_unavailable (credentials are checked first).',
+      tags: ['Pipelines'],
+      sandbox: true,
+      params: s.idParams,
+      handler: () => {
+        throw unavailable();
+      },
+    }),
+    defineRoute({
+      id: 'pipelines.runPublic',
+      method: 'post',
+      path: '/api/public/pipelines/:id/run',
+      summary: 'Run a pipeline without a key: always 501 pipeline_execution_unavailable.',
+      tags: ['Pipelines'],
+      auth: 'public',
+      params: s.idParams,
+      handler: () => {
+        throw unavailable();
+      },
+    }),
+    defineRoute({
+      id: 'routing.health',
+      method: 'get',
+      path: '/api/routing/health',
+      summary: 'Circuit breaker state and latency statistics of the functions you can use.',
+      tags: ['Routing policies'],
+      sandbox: true,
+      handler: ({ principal }) => {
+        const p = principal as Principal;
+        const scope = { workspaceId: p.workspaceId, builtInsOnly: identityOf(p).sandbox };
+        const data = registry.reachable(scope).map((f) => ({ function: { id: f.id, name: f.name }, breaker: breakers.view(f.id), latency: latency.snapshot(f.id) }));
+        return ok({ object: 'list', data, has_more: false, next_cursor: null, limit: data.length });
+      },
+    }),
+  ];
+}

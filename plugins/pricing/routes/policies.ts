@@ -1,0 +1,122 @@
+import { z } from 'zod';
+import type { Principal } from '../../../core/auth';
+import { ApiError } from '../../../core/errors';
+import { created, defineRoute, ok } from '../../../core/http/route';
+import type { RouteSpec } from '../../../core/http/route';
+import { decodeCursor, listEnvelope, listQuery } from '../../../core/pagination';
+import { validate } from '../../../core/validation';
+import { policySchema } from '../../../engine';
+import type { FunctionRegistry, PolicyShape } from '../../../engine';
+import { identityOf } from '../../identity';
+import * as s from '../schemas';
+import { policyView } from '../services/policy-store';
+import type { PolicyRecord, PolicyStore } from '../services/policy-store';
+
+/** References a policy names that the workspace cannot reach now (kept, skipped at routing time). */
+function unreachableRefs(p: PolicyShape, registry: FunctionRegistry, principal: Principal): string[] {
+  const scope = { workspaceId: principal.workspaceId, builtInsOnly: identityOf(principal).sandbox };
+  const refs = [
+    ...p.fallback_chain,
+    ...(p.fallback_function ? [p.fallback_function] : []),
+    ...(p.config.rules ?? []).map((r) => r.use),
+    ...(p.config.default_function ? [p.config.default_function] : []),
+    ...Object.keys(p.config.weights ?? {}),
+    ...(p.config.order ?? []),
+    ...(p.config.candidates ?? []),
+  ];
+  return [...new Set(refs.filter((r) => !registry.resolve(r, scope)))];
+}
+
+function withWarnings(view: Record<string, unknown>, missing: string[]): Record<string, unknown> {
+  return missing.length ? { ...view, warnings: [`These functions are out of reach and will be skipped: ${missing.join(', ')}.`] } : view;
+}
+
+export function policyRoutes(store: PolicyStore, registry: FunctionRegistry): RouteSpec[] {
+  const find = async (p: Principal, id: string): Promise<PolicyRecord> => {
+    const found = await store.get(p.workspaceId, id);
+    if (!found) throw new ApiError('not_found', 'No routing policy with this id in the workspace.');
+    return found;
+  };
+  return [
+    defineRoute({
+      id: 'policies.list',
+      method: 'get',
+      path: '/api/routing-policies',
+      summary: 'Routing policies of the workspace (newest first).',
+      tags: ['Routing policies'],
+      sandbox: true,
+      query: z.object(listQuery),
+      handler: async ({ principal, query }) => {
+        const rows = await store.list((principal as Principal).workspaceId, query.limit, query.cursor ? decodeCursor(query.cursor) : undefined);
+        return ok(listEnvelope(rows, query.limit, policyView, (r) => ({ sort: Date.parse(r.created_at), id: r.id })));
+      },
+    }),
+    defineRoute({
+      id: 'policies.create',
+      method: 'post',
+      path: '/api/routing-policies',
+      summary: 'Create a routing policy; is_default true makes it the workspace default (one per workspace).',
+      tags: ['Routing policies'],
+      body: s.createPolicyBody,
+      example: s.createPolicyExample,
+      handler: async ({ principal, body }) => {
+        const p = principal as Principal;
+        const shape = validate(policySchema, body, { example: s.createPolicyExample });
+        const saved = await store.save(p.workspaceId, null, shape);
+        return created({ policy: withWarnings(policyView(saved), unreachableRefs(shape, registry, p)) });
+      },
+    }),
+    defineRoute({
+      id: 'policies.read',
+      method: 'get',
+      path: '/api/routing-policies/:id',
+      summary: 'One routing policy.',
+      tags: ['Routing policies'],
+      sandbox: true,
+      params: s.idParams,
+      handler: async ({ principal, params }) => ok({ policy: policyView(await find(principal as Principal, params.id)) }),
+    }),
+    defineRoute({
+      id: 'policies.update',
+      method: 'patch',
+      path: '/api/routing-policies/:id',
+      summary: 'Change a routing policy; the policy the patch produces is validated as a whole (400 when invalid).',
+      tags: ['Routing policies'],
+      params: s.idParams,
+      body: s.patchPolicyBody,
+      example: s.patchPolicyExample,
+      handler: async ({ principal, params, body }) => {
+        const p = principal as Principal;
+        const current = await find(p, params.id);
+        const merged = {
+          name: body.name ?? current.name,
+          strategy: body.strategy ?? current.strategy,
+          is_default: body.is_default ?? current.is_default,
+          fallback_chain: body.fallback_chain ?? current.fallback_chain,
+          fallback_function: body.fallback_function === undefined ? current.fallback_function : body.fallback_function,
+          config: body.config ?? current.config,
+        };
+        const shape = validate(policySchema, merged, {
+          hint: 'The patch is applied to the stored policy and the result must be a valid policy (e.g. "weighted" needs config.weights, "policy" needs config.rules).',
+          example: s.patchPolicyExample,
+        });
+        const saved = await store.save(p.workspaceId, current.id, shape);
+        return ok({ policy: withWarnings(policyView(saved), unreachableRefs(shape, registry, p)) });
+      },
+    }),
+    defineRoute({
+      id: 'policies.delete',
+      method: 'delete',
+      path: '/api/routing-policies/:id',
+      summary: 'Delete a routing policy (deleting the default one leaves the built-in default choice).',
+      tags: ['Routing policies'],
+      params: s.idParams,
+      handler: async ({ principal, params }) => {
+        const p = principal as Principal;
+        await find(p, params.id);
+        await store.remove(p.workspaceId, params.id);
+        return ok({ id: params.id, deleted: true });
+      },
+    }),
+  ];
+}

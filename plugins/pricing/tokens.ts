@@ -1,0 +1,8 @@
+export const PRICING = {
+  Engine: Symbol('pricing.Engine'),
+  Registry: Symbol('pricing.FunctionRegistry'),
+  Latency: Symbol('pricing.LatencyStats'),
+  Breakers: Symbol('pricing.CircuitBreakers'),
+  Compute: Symbol('pricing.ComputeService'),
+  Outbound: Symbol('pricing.SafeHttpClient'),
+} as const;
