@@ -1,0 +1,325 @@
+import { expect } from 'chai';
+import { Client } from 'pg';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+import { client } from '../../support/http';
+import { createKey, registerSandbox, signUp } from '../../support/world';
+
+const lenient = {
+  limits: {
+    registrations: { perAddressPerDay: 10_000, overallPerDay: 100_000 },
+    rateLimit: { perWorkspacePerMinute: 100_000, perAddressPerMinute: 100_000, failedAuthPerAddressPer15Min: 100_000 },
+  },
+};
+
+/** Fields a compute response has carried since it was first published; they may only be added to. */
+const COMPUTE_RESPONSE_FIELDS = ['price', 'currency', 'confidence', 'function', 'strategy', 'method', 'trace', 'next_actions', 'receipt', 'request_id'];
+
+describe('compute API', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  let key: string;
+  let personCookie: string;
+
+  before(async () => {
+    svc = await startTestService({ config: lenient });
+    const person = await signUp(svc, 'pricer');
+    personCookie = person.cookie;
+    key = (await createKey(svc, person, { name: 'compute' })).key;
+  });
+  after(() => svc.close());
+
+  it('prices a context with a current price only, with an honest low confidence and an ordered trace', async () => {
+    const res = await client(svc.url).post<Record<string, any>>('/api/compute/price', { context: { current_price: 12.5, currency: 'EUR' } }, { 'x-api-key': key });
+    expect(res.status).to.equal(200);
+    expect(res.body.price).to.equal('12.50');
+    expect(res.body.currency).to.equal('EUR');
+    expect(res.body.confidence).to.be.at.most(0.2);
+    const stages = (res.body.trace.stages as Array<{ stage: string; ms: number }>).map((s) => s.stage);
+    expect(stages).to.deep.equal(['authenticate_and_validate', 'admission', 'route', 'cache', 'execute', 'charge', 'record_usage']);
+    for (const s of res.body.trace.stages as Array<{ ms: number }>) expect(s.ms).to.be.a('number');
+    expect(res.body.trace.chosen_function.name).to.equal('anchored-adjustment');
+    expect(res.body.trace.fallback_used).to.equal(false);
+    expect(res.body.trace.cache).to.equal('miss');
+    expect(res.body.trace.charged).to.deep.equal({ amount: '0.001', currency: 'USDC', paid_via: null, billable: true });
+    expect(res.body.trace.overhead_ms).to.be.a('number');
+    expect(res.body.receipt.url).to.match(new RegExp(`/api/usage/events/${res.body.receipt.usage_event_id}$`));
+    expect(res.body.next_actions.length).to.be.at.most(3);
+    for (const a of res.body.next_actions as Array<Record<string, unknown>>) expect(a).to.include.keys('action', 'method', 'path', 'reason');
+  });
+
+  it('keeps every field it ever published (response compatibility)', async () => {
+    const res = await client(svc.url).post<Record<string, any>>('/api/compute/price', { context: { unit_cost: 3 } }, { 'x-api-key': key });
+    expect(res.status).to.equal(200);
+    expect(Object.keys(res.body)).to.include.members(COMPUTE_RESPONSE_FIELDS);
+  });
+
+  it('answers savings only when the router chose among functions', async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const routed = await api.post<Record<string, any>>('/api/compute/price', { context: { unit_cost: 7, current_price: 12 }, routing_preference: 'cheapest' });
+    expect(routed.status).to.equal(200);
+    expect(routed.body.savings).to.include({ currency: 'USDC' });
+    expect(routed.body.savings.amount).to.match(/^\d+\.\d+$/);
+    const pinned = await api.post<Record<string, any>>('/api/compute/price', { context: { unit_cost: 7 }, function_id: 'fn_builtin_cost_plus' });
+    expect(pinned.status).to.equal(200);
+    expect(pinned.body).not.to.have.property('savings');
+    const again = await api.post<Record<string, any>>('/api/compute/price', { context: { unit_cost: 7, current_price: 12 }, routing_preference: 'cheapest' });
+    expect(again.body.trace.cache).to.equal('hit');
+    expect(again.body).not.to.have.property('savings');
+  });
+
+  it('answers a missing function and another workspace\'s private function with the identical 404', async () => {
+    const other = await signUp(svc, 'other');
+    const otherKey = (await createKey(svc, other, { name: 'other' })).key;
+    const fn = await client(svc.url, { 'x-api-key': otherKey }).post<Record<string, any>>('/api/functions', { name: `private-${Date.now()}`, execution_type: 'pipeline', cost_per_unit: '0.001' });
+    const api = client(svc.url, { 'x-api-key': key });
+    const hidden = await api.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 }, function_id: fn.body.function.id });
+    const missing = await api.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 }, function_id: 'fn_doesnotexist12345678' });
+    expect(hidden.status).to.equal(404);
+    expect(missing.status).to.equal(404);
+    const strip = (b: Record<string, unknown>) => ({ ...b, request_id: undefined });
+    expect(strip(hidden.body)).to.deep.equal(strip(missing.body));
+    const byName = await client(svc.url, { 'x-api-key': key }).post<Record<string, any>>('/api/price-router', { context: { current_price: 1 }, function_name: fn.body.function.name });
+    expect(byName.status).to.equal(404);
+    expect(strip(byName.body)).to.deep.equal(strip(missing.body));
+  });
+
+  it('refuses a draft named explicitly with the activating PATCH, and a deactivated one without it', async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const fn = await api.post<Record<string, any>>('/api/functions', { name: `mine-${Date.now()}`, execution_type: 'external_api', endpoint_url: 'https://pricing.example.com/p', cost_per_unit: '0.001' });
+    expect(fn.status).to.equal(201);
+    expect(fn.body.function.status).to.equal('draft');
+    const id = fn.body.function.id as string;
+    const draft = await api.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 }, function_id: id });
+    expect(draft.status).to.equal(409);
+    expect(draft.body.code).to.equal('function_draft');
+    expect(draft.body.error).to.contain(`PATCH /api/functions/${id}`);
+    expect((await api.patch(`/api/functions/${id}`, { status: 'active' })).status).to.equal(200);
+    expect((await api.patch(`/api/functions/${id}`, { status: 'inactive' })).status).to.equal(200);
+    const inactive = await api.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 }, function_id: id });
+    expect(inactive.status).to.equal(409);
+    expect(inactive.body.code).to.equal('function_inactive');
+    expect(inactive.body.error).not.to.contain('PATCH');
+  });
+
+  it('only lets the owner change a function (others get 404)', async () => {
+    const other = await signUp(svc, 'intruder');
+    const otherKey = (await createKey(svc, other, { name: 'x' })).key;
+    const fn = await client(svc.url, { 'x-api-key': key }).post<Record<string, any>>('/api/functions', { name: `owned-${Date.now()}`, execution_type: 'pipeline', cost_per_unit: '0.001', is_public: true });
+    const res = await client(svc.url, { 'x-api-key': otherKey }).patch(`/api/functions/${fn.body.function.id}`, { status: 'active' });
+    expect(res.status).to.equal(404);
+  });
+
+  it('keeps function names unique across the network, built-ins included', async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const name = `unique-${Date.now()}`;
+    expect((await api.post('/api/functions', { name, execution_type: 'pipeline', cost_per_unit: '0.001' })).status).to.equal(201);
+    const dup = await api.post<Record<string, any>>('/api/functions', { name: name.toUpperCase().toLowerCase(), execution_type: 'pipeline', cost_per_unit: '0.001' });
+    expect(dup.status).to.equal(409);
+    expect((await api.post('/api/functions', { name: 'cost-plus', execution_type: 'pipeline', cost_per_unit: '0.001' })).status).to.equal(409);
+  });
+
+  it('prices batches: per-item errors inside a 200, at most 100 items', async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const res = await api.post<Record<string, any>>('/api/compute/batch', { items: [{ context: { current_price: 10 } }, { context: { product_type: 'tea' } }, { context: { unit_cost: 2 }, function_id: 'fn_missing_function_x' }] });
+    expect(res.status).to.equal(200);
+    expect(res.body.summary).to.deep.equal({ total: 3, succeeded: 1, failed: 2 });
+    expect(res.body.items[0]).to.include({ index: 0, status: 200 });
+    expect(res.body.items[0].result.price).to.equal('10.00');
+    expect(res.body.items[1]).to.include({ index: 1, status: 422 });
+    expect(res.body.items[1].error.code).to.equal('insufficient_context');
+    expect(res.body.items[2].status).to.equal(404);
+    const hundred = await api.post<Record<string, any>>('/api/compute/batch', { items: Array.from({ length: 100 }, (_, i) => ({ context: { current_price: i + 1 } })) });
+    expect(hundred.status).to.equal(200);
+    expect(hundred.body.summary.succeeded).to.equal(100);
+    const tooMany = await api.post<Record<string, any>>('/api/compute/batch', { items: Array.from({ length: 101 }, () => ({ context: { current_price: 1 } })) });
+    expect(tooMany.status).to.equal(400);
+    expect(tooMany.body.issues[0].path).to.equal('items');
+    expect(tooMany.body.example).to.have.property('items');
+  });
+
+  it('refuses batch pricing to an unclaimed agent workspace with 403 and a reason', async () => {
+    const sandbox = await registerSandbox(svc, 'batcher');
+    const res = await client(svc.url).post<Record<string, any>>('/api/compute/batch', { items: [{ context: { current_price: 1 } }] }, { 'x-api-key': sandbox.key });
+    expect(res.status).to.equal(403);
+    expect(res.body.code).to.equal('plan_restricted');
+    expect(res.body.reason).to.be.a('string');
+  });
+
+  it('resolves function_name on the price router and answers invalid JSON with invalid_json', async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const ok = await api.post<Record<string, any>>('/api/price-router', { context: { unit_cost: 10, target_margin: 0.5 }, function_name: 'cost-plus' });
+    expect(ok.status).to.equal(200);
+    expect(ok.body.price).to.equal('20.00');
+    expect(ok.body.strategy).to.equal('explicit');
+    const bad = await api.raw<Record<string, any>>('POST', '/api/price-router', { rawBody: '{"context":', headers: { 'content-type': 'application/json' } });
+    expect(bad.status).to.equal(400);
+    expect(bad.body.code).to.equal('invalid_json');
+    expect(bad.body.example).to.have.property('context');
+  });
+
+  it('lists functions with a built-in filter and rejects an unknown filter value', async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const builtIns = await api.get<Record<string, any>>('/api/functions?built_in=true');
+    expect(builtIns.status).to.equal(200);
+    expect(builtIns.body.data.length).to.be.at.least(5);
+    expect((builtIns.body.data as Array<{ built_in: boolean; label: string }>).every((f) => f.built_in && f.label === 'built-in')).to.equal(true);
+    const own = await api.get<Record<string, any>>('/api/functions?built_in=false');
+    expect((own.body.data as Array<{ built_in: boolean }>).every((f) => !f.built_in)).to.equal(true);
+    const bad = await api.get<Record<string, any>>('/api/functions?built_in=maybe');
+    expect(bad.status).to.equal(400);
+    expect(bad.body.issues[0].path).to.equal('built_in');
+  });
+
+  it('tests built-in and own functions, and refuses another workspace\'s private function with 403', async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const builtIn = await api.post<Record<string, any>>('/api/functions/fn_builtin_charm/test', { context: { target_price: 20.2 } });
+    expect(builtIn.status).to.equal(200);
+    expect(builtIn.body.result.price).to.equal('19.99');
+    const other = await signUp(svc, 'secretive');
+    const otherKey = (await createKey(svc, other, { name: 'x' })).key;
+    const fn = await client(svc.url, { 'x-api-key': otherKey }).post<Record<string, any>>('/api/functions', { name: `secret-${Date.now()}`, execution_type: 'pipeline', cost_per_unit: '0.001' });
+    const refused = await api.post<Record<string, any>>(`/api/functions/${fn.body.function.id}/test`, { context: { current_price: 1 } });
+    expect(refused.status).to.equal(403);
+    expect(refused.body.reason).to.be.a('string');
+    expect((await api.post(`/api/functions/fn_nope_nope_nope/test`, { context: {} })).status).to.equal(404);
+  });
+
+  it('lists reference pipelines but answers 501 to running one, after checking credentials', async () => {
+    const api = client(svc.url);
+    const list = await api.get<Record<string, any>>('/api/pipelines', { 'x-api-key': key });
+    expect(list.status).to.equal(200);
+    expect(list.body.data.length).to.be.greaterThan(0);
+    expect((await api.get('/api/pipelines/stages', { 'x-api-key': key })).status).to.equal(200);
+    const run = await api.post<Record<string, any>>('/api/pipelines/pl_cost_to_shelf/run', {}, { 'x-api-key': key });
+    expect(run.status).to.equal(501);
+    expect(run.body.code).to.equal('pipeline_execution_unavailable');
+    expect((await api.post('/api/pipelines/pl_cost_to_shelf/run', {})).status).to.equal(401);
+    const pub = await api.post<Record<string, any>>('/api/public/pipelines/pl_cost_to_shelf/run', {});
+    expect(pub.status).to.equal(501);
+    expect(pub.body.code).to.equal('pipeline_execution_unavailable');
+  });
+
+  it('records a usage event for every successful call, with the receipt id', async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const r = await api.post<Record<string, any>>('/api/compute/price', { context: { current_price: 100 + i } });
+      ids.push(r.body.receipt.usage_event_id as string);
+    }
+    const [rows] = await svc.sequelize.query(`SELECT id, status, channel, classification, cost, billable, paid_via FROM usage_events WHERE id = ANY($1::text[])`, { bind: [ids] });
+    expect(rows).to.have.length(5);
+    for (const r of rows as Array<Record<string, unknown>>) expect(r).to.include({ status: 'ok', channel: 'api', classification: 'mine', billable: true, paid_via: null });
+    void personCookie;
+  });
+});
+
+describe('sandbox daily compute allowance', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  before(async () => {
+    svc = await startTestService({ config: lenient });
+  });
+  after(() => svc.close());
+
+  it('answers the 26th call of the day with 429, the daily quota, retry_after, limit and the next steps', async () => {
+    const sandbox = await registerSandbox(svc, 'daily');
+    const api = client(svc.url, { 'x-api-key': sandbox.key });
+    const failed = await api.post<Record<string, any>>('/api/compute/price', { context: { product_type: 'nothing-to-price' } });
+    expect(failed.status).to.equal(422);
+    for (let i = 1; i <= 25; i++) {
+      const r = await api.post<Record<string, any>>('/api/compute/price', { context: { current_price: i } });
+      expect(r.status, `call ${i}`).to.equal(200);
+      expect(r.body.remaining.daily_compute_calls).to.include({ limit: 25, remaining: 25 - i });
+      expect(r.body.remaining.request_rate).to.include.keys('limit_per_minute', 'remaining', 'resets_at');
+    }
+    const over = await api.post<Record<string, any>>('/api/compute/price', { context: { current_price: 26 } });
+    expect(over.status).to.equal(429);
+    expect(over.body.code).to.equal('daily_quota_exceeded');
+    expect(over.body.error).to.match(/daily quota/i);
+    expect(over.body.retry_after).to.equal(Number(over.headers.get('retry-after')));
+    expect(over.body.limit).to.include({ compute_calls_per_day: 25 });
+    const actions = (over.body.next as Array<{ action: string }>).map((n) => n.action);
+    expect(actions).to.include.members(['claim', 'day_pass', 'top_up', 'pay_per_call']);
+  });
+
+  it('reaches built-in functions only from a sandbox', async () => {
+    const person = await signUp(svc, 'publisher');
+    const key = (await createKey(svc, person, { name: 'p' })).key;
+    const api = client(svc.url, { 'x-api-key': key });
+    const fn = await api.post<Record<string, any>>('/api/functions', { name: `public-${Date.now()}`, execution_type: 'external_api', endpoint_url: 'https://pricing.example.com/x', cost_per_unit: '0.001', is_public: true });
+    await api.patch(`/api/functions/${fn.body.function.id}`, { status: 'active' });
+    const sandbox = await registerSandbox(svc, 'curious');
+    const res = await client(svc.url, { 'x-api-key': sandbox.key }).post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 }, function_id: fn.body.function.id });
+    expect(res.status).to.equal(404);
+    const listed = await client(svc.url, { 'x-api-key': sandbox.key }).get<Record<string, any>>('/api/functions');
+    expect((listed.body.data as Array<{ built_in: boolean }>).every((f) => f.built_in)).to.equal(true);
+  });
+});
+
+describe('keyless demo', function () {
+  this.timeout(30_000);
+  let svc: TestService;
+  before(async () => {
+    svc = await startTestService({ config: { limits: { demo: { callsPerHour: 3 } } } });
+  });
+  after(() => svc.close());
+
+  it('prices without a key on the demo tenant, with budget headers, and refuses over budget', async () => {
+    const api = client(svc.url);
+    const ok = await api.post<Record<string, any>>('/api/public/compute/demo', { context: { current_price: 9.99 } });
+    expect(ok.status).to.equal(200);
+    expect(ok.body.demo).to.equal(true);
+    expect(ok.body.trace.charged.amount).to.equal('0.00');
+    expect(ok.headers.get('x-demo-budget-limit')).to.equal('3');
+    expect(ok.headers.get('x-demo-budget-remaining')).to.equal('2');
+    expect(Date.parse(ok.headers.get('x-demo-budget-reset') ?? '')).to.be.greaterThan(Date.now());
+    expect(ok.body.budget).to.include({ limit_per_hour: 3, remaining: 2 });
+    const invalid = await api.post<Record<string, any>>('/api/public/compute/demo', { context: 'nope' });
+    expect(invalid.status).to.equal(400);
+    expect(invalid.headers.get('x-demo-budget-remaining')).to.equal('1');
+    await api.post('/api/public/compute/demo', { context: { current_price: 1 } });
+    const over = await api.post<Record<string, any>>('/api/public/compute/demo', { context: { current_price: 1 } });
+    expect(over.status).to.equal(429);
+    expect(over.body.retry_after).to.equal(Number(over.headers.get('retry-after')));
+    expect(over.headers.get('x-demo-budget-remaining')).to.equal('0');
+    const [rows] = await svc.sequelize.query(`SELECT channel, workspace_id FROM usage_events WHERE channel = 'demo'`);
+    expect(rows).to.have.length(2);
+  });
+
+  it('answers GET with 405, Allow: POST and a hint', async () => {
+    const res = await client(svc.url).get<Record<string, any>>('/api/public/compute/demo');
+    expect(res.status).to.equal(405);
+    expect(res.headers.get('allow')).to.equal('POST');
+    expect(res.body.hint).to.match(/POST/);
+  });
+});
+
+describe('usage events under shutdown', function () {
+  this.timeout(60_000);
+
+  it('loses no usage event when the service stops under load: every 200 has its event', async () => {
+    const svc = await startTestService({ config: lenient });
+    const person = await signUp(svc, 'loaded');
+    const key = (await createKey(svc, person, { name: 'load' })).key;
+    const calls = Array.from({ length: 200 }, (_, i) =>
+      fetch(`${svc.url}/api/compute/price`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ context: { current_price: i + 1 } }) })
+        .then(async (r) => ({ status: r.status, body: (await r.json().catch(() => ({}))) as Record<string, any> }))
+        .catch(() => ({ status: 0, body: {} as Record<string, any> })),
+    );
+    await new Promise((r) => setTimeout(r, 30));
+    await svc.close();
+    const results = await Promise.all(calls);
+    const ok = results.filter((r) => r.status === 200);
+    expect(ok.length).to.be.greaterThan(0);
+    const db = new Client({ connectionString: svc.databaseUrl });
+    await db.connect();
+    try {
+      const ids = ok.map((r) => r.body.receipt.usage_event_id as string);
+      const found = await db.query('SELECT count(*)::int AS n FROM usage_events WHERE id = ANY($1::text[])', [ids]);
+      expect(found.rows[0].n).to.equal(ok.length);
+    } finally {
+      await db.end();
+    }
+  });
+});
