@@ -47,7 +47,11 @@ async function main(): Promise<void> {
   // Limits are raised so the benchmark measures the rate-limit guard's cost, not its refusals.
   const config = loadConfig(
     { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', DATA_DIR: dataDir },
-    { limits: { rateLimit: { perWorkspacePerMinute: 100_000_000, perAddressPerMinute: 100_000_000 } } },
+    {
+      limits: { rateLimit: { perWorkspacePerMinute: 100_000_000, perAddressPerMinute: 100_000_000 } },
+      // The result cache would answer every repeated request; the benchmark measures the real path.
+      engine: { cacheTtlMs: 0 },
+    },
   );
   const service = await startService({ config, plugins: builtInPlugins });
   const bare = await startBare();

@@ -36,5 +36,22 @@ export async function buildScenarios(ctx: BenchContext): Promise<Scenario[]> {
       sequential: true,
     });
   }
+  if (ctx.service.plugins.includes('pricing') && ctx.service.plugins.includes('accounts')) {
+    const signup = await fetch(`${svc}/api/auth/signup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: `bench-${Date.now()}@example.com`, password: 'correct horse battery', date_of_birth: '1990-01-01' }),
+    });
+    const cookie = (signup.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+    const created = await fetch(`${svc}/api/api-keys`, { method: 'POST', headers: { 'content-type': 'application/json', cookie }, body: JSON.stringify({ name: 'bench' }) });
+    const key = ((await created.json()) as { api_key: { key: string } }).api_key.key;
+    const body = JSON.stringify({ context: { product_type: 'coffee', currency: 'USD', unit_cost: 1.2, target_margin: 0.6 }, function_id: 'fn_builtin_cost_plus' });
+    scenarios.push({
+      name: 'POST /api/compute/price (key, built-in cost-plus in the worker pool, usage event written, cache off)',
+      service: { url: `${svc}/api/compute/price`, method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body },
+      bare: { url: `${ctx.bareUrl}/bare`, method: 'POST', headers: { 'content-type': 'application/json' }, body },
+      sequential: true,
+    });
+  }
   return scenarios;
 }

@@ -16,6 +16,7 @@ import { startEmbeddedPostgres } from './db/embedded';
 import type { EmbeddedDatabase } from './db/embedded';
 import { runMigrations } from './db/migrations';
 import { Sql } from './db/sql';
+import { Pool as PgPool } from 'pg';
 import { EventBus } from './events';
 import { Hooks } from './hooks';
 import { errorHandler, notFound, refuseWhileStopping, requestContext } from './http/middleware';
@@ -119,6 +120,10 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     container.register(TOKENS.Sequelize, { useValue: sequelize });
     const sql = new Sql(sequelize);
     container.register(TOKENS.Sql, { useValue: sql });
+    const pgPool = new PgPool({ connectionString: db.url, max: Math.max(2, Math.ceil(config.database.poolMax / 2)), application_name: 'pricing-compute-hot' });
+    pgPool.on('error', (err) => log.warn({ err }, 'idle database connection failed'));
+    cleanups.push(() => pgPool.end());
+    container.register(TOKENS.PgPool, { useValue: pgPool });
     container.register(TOKENS.Kv, { useValue: kv });
     container.register(TOKENS.Metrics, { useValue: metrics });
     container.register(TOKENS.Clock, { useValue: clock });

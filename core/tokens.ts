@@ -5,6 +5,8 @@ export const TOKENS = {
   Sequelize: Symbol('Sequelize'),
   /** Sql: typed bound-parameter queries over the Sequelize instance. */
   Sql: Symbol('Sql'),
+  /** pg.Pool for hot-path statements that skip Sequelize's per-query work (usage events). */
+  PgPool: Symbol('PgPool'),
   Kv: Symbol('KvStore'),
   Metrics: Symbol('Metrics'),
   Clock: Symbol('Clock'),

@@ -1,4 +1,6 @@
+import type { Pool } from 'pg';
 import type { PluginDefinition } from '../../core/plugin';
+import { TOKENS } from '../../core/tokens';
 import { usageEvents } from './migrations/0001-usage-events';
 import { SandboxAllowance } from './services/allowance';
 import { UsageRecorder } from './services/recorder';
@@ -18,7 +20,7 @@ export const usagePlugin: PluginDefinition = {
   dependsOn: ['identity'],
   migrations: [usageEvents],
   register(ctx) {
-    const recorder = new UsageRecorder(ctx.sql, ctx.log);
+    const recorder = new UsageRecorder(ctx.container.resolve<Pool>(TOKENS.PgPool), ctx.log);
     ctx.container.register(USAGE.Recorder, { useValue: recorder });
     ctx.hooks.addAdmitter(new SandboxAllowance(ctx.kv, ctx.clock, ctx.config));
     ctx.onClose(() => recorder.drainAll());

@@ -1,4 +1,4 @@
-import type { Sql } from '../../../core/db/sql';
+import type { Pool } from 'pg';
 import { newId } from '../../../core/ids';
 import type { Logger } from '../../../core/logger';
 
@@ -112,9 +112,9 @@ export class UsageRecorder {
   private flushing: Promise<void> | null = null;
 
   constructor(
-    private readonly sql: Sql,
+    private readonly pool: Pool,
     private readonly log: Logger,
-    private readonly maxBatch = 500,
+    private readonly maxBatch = 200,
   ) {}
 
   /** Resolves with the event id once the event is committed. */
@@ -142,7 +142,8 @@ export class UsageRecorder {
           return `(${COLUMNS.map((_, j) => `$${i * COLUMNS.length + j + 1}`).join(', ')})`;
         });
         try {
-          await this.sql.exec(`INSERT INTO usage_events (${COLUMNS.join(', ')}) VALUES ${tuples.join(', ')}`, values);
+          // Straight to node-postgres, with the statement prepared once per batch size and connection.
+          await this.pool.query({ name: `usage_insert_${batch.length}`, text: `INSERT INTO usage_events (${COLUMNS.join(', ')}) VALUES ${tuples.join(', ')}`, values });
           for (const p of batch) p.resolve();
         } catch (err) {
           this.log.error({ err, events: batch.length }, 'usage events could not be written');
