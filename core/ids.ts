@@ -2,16 +2,27 @@ import { randomBytes } from 'node:crypto';
 
 const ALPHABET = '0123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'; // base58, no 0/O/I/l confusion beyond '0'
 
+// Random bytes are drawn from the CSPRNG in blocks: one system call serves many ids.
+const POOL_SIZE = 4096;
+let pool = randomBytes(POOL_SIZE);
+let offset = 0;
+
+function nextByte(): number {
+  if (offset >= POOL_SIZE) {
+    pool = randomBytes(POOL_SIZE);
+    offset = 0;
+  }
+  return pool[offset++] as number;
+}
+
 /** Unbiased random string over the base58 alphabet (rejection sampling on bytes). */
 export function randomToken(length: number): string {
   let out = '';
   const limit = 256 - (256 % ALPHABET.length);
   while (out.length < length) {
-    for (const byte of randomBytes(length * 2)) {
-      if (byte >= limit) continue;
-      out += ALPHABET[byte % ALPHABET.length];
-      if (out.length === length) break;
-    }
+    const byte = nextByte();
+    if (byte >= limit) continue;
+    out += ALPHABET[byte % ALPHABET.length];
   }
   return out;
 }
