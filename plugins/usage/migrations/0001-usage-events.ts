@@ -6,7 +6,8 @@ export const usageEvents: Migration = {
     await sequelize.query(`
       CREATE TABLE usage_events (
         id text PRIMARY KEY,
-        workspace_id text NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        -- No foreign key: usage is history and outlives what it refers to; the insert stays cheap on the hot path.
+        workspace_id text NOT NULL,
         created_at timestamptz NOT NULL DEFAULT now(),
         request_id text,
         operation text NOT NULL CHECK (operation IN ('compute', 'batch_item', 'router', 'demo', 'verify', 'test')),
@@ -38,7 +39,6 @@ export const usageEvents: Migration = {
         context_keys jsonb NOT NULL DEFAULT '{}'::jsonb
       );
       CREATE INDEX usage_events_workspace_idx ON usage_events (workspace_id, created_at DESC, id DESC);
-      CREATE INDEX usage_events_function_idx ON usage_events (function_id, created_at DESC);
     `);
   },
   async down({ sequelize }) {
