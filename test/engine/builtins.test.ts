@@ -8,17 +8,17 @@ import { MethodNotApplicable } from '../../engine/builtins/types';
 import type { Context, MethodResult, PricingMethod } from '../../engine/builtins/types';
 import { harness } from './harness';
 
+const run = (method: PricingMethod, ctx: Context) => method(ctx) as MethodResult;
+
 function notApplicable(method: PricingMethod, ctx: Context): MethodNotApplicable {
   try {
-    method(ctx);
+    run(method, ctx);
   } catch (err) {
     expect(err).to.be.instanceOf(MethodNotApplicable);
     return err as MethodNotApplicable;
   }
   expect.fail('expected MethodNotApplicable');
 }
-
-const run = (method: PricingMethod, ctx: Context) => method(ctx) as MethodResult;
 
 describe('engine: built-in pricing methods', () => {
   describe('cost-plus', () => {
