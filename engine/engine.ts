@@ -232,6 +232,8 @@ export class PricingEngine {
         continue;
       }
       const r = await this.attempt(fn, req.context);
+      // Not being able to price this context says nothing about the function's health: a half-open trial slot is freed.
+      if (!r.ok && r.notApplicable) this.breakers.release(fn.id);
       const ms = since(t);
       if (r.ok) {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'ok', ms });

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { CandidateReport } from '../../engine';
-import { breakerGauge, fixture, harness, policy, stage } from './harness';
+import { breakerGauge, engineError, fixture, harness, policy, stage } from './harness';
 import type { Harness } from './harness';
 
 const COOLDOWN_MS = 10_000;
@@ -90,6 +90,18 @@ describe('engine: circuit breaker', function () {
     expect(h.parts.breakers.view('fn_test_flaky').retry_at).to.equal(new Date(h.clock.now() + COOLDOWN_MS).toISOString());
     h.clock.advance(COOLDOWN_MS - 1);
     expect(state()).to.equal('open');
+  });
+
+  it('a trial that cannot price its context releases the half-open slot; the next call is the trial', async () => {
+    for (let i = 0; i < 4; i++) h.parts.breakers.record('fn_builtin_cost_plus', false);
+    h.clock.advance(COOLDOWN_MS);
+    const fallback = policy('default', {}, { fallback_function: 'test-ok' });
+    // No unit_cost: cost-plus is not applicable, which says nothing about its health.
+    await engineError(h.price({ pin: { name: 'cost-plus' }, context: { current_price: 5 } }), 'insufficient_context');
+    expect(h.parts.breakers.state('fn_builtin_cost_plus')).to.equal('half_open');
+    const trial = await h.price({ pin: { name: 'cost-plus' }, context: { unit_cost: 10 }, policy: fallback });
+    expect(trial.fn.name).to.equal('cost-plus');
+    expect(h.parts.breakers.state('fn_builtin_cost_plus')).to.equal('closed');
   });
 
   it('failures older than the window no longer count', async () => {
