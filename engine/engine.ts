@@ -238,8 +238,9 @@ export class PricingEngine {
       if (r.ok) {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'ok', ms });
         stages.push({ stage: 'execute', ms, function: fn.name, function_id: fn.id, role: step.role, execution: fn.executionType });
-        // A fallback is used when an earlier attempt failed; moving past a function that could not price the context is routing, not failure.
-        const fallbackUsed = attempts.some((a) => a.outcome === 'failed' || (a.outcome === 'skipped' && a.role === 'chosen'));
+        // A fallback is used when an earlier attempt failed or the policy's fallbacks answered; moving to an alternate past a
+        // function that could not price the context is routing, not failure.
+        const fallbackUsed = step.role === 'fallback_chain' || step.role === 'fallback_function' || attempts.some((a) => a.outcome === 'failed' || (a.outcome === 'skipped' && a.role === 'chosen'));
         if (fallbackUsed) {
           this.fallbacks.inc({ function: fn.name });
           stages.push({ stage: 'fallback', ms: 0, used: true, from: first.name, to: fn.name, after: attempts.filter((a) => a.outcome !== 'ok').map((a) => `${a.function}: ${a.error ?? a.outcome}`) });

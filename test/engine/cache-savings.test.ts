@@ -115,6 +115,15 @@ describe('engine: savings', function () {
     expect(out.savings).to.equal(null);
   });
 
+  it('is absent when the fallback chain answered because the chosen function could not price the context', async () => {
+    const p = policy('cheapest', { candidates: ['cost-plus', 'elasticity-optimum'] }, { fallback_chain: ['anchored-adjustment'] });
+    const out = await h.price({ policy: p, context: { current_price: 10 } });
+    expect(out.fn.name).to.equal('anchored-adjustment');
+    expect(out.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}`)).to.deep.equal(['cost-plus:chosen:not_applicable', 'anchored-adjustment:fallback_chain:ok']);
+    expect(out.fallbackUsed).to.equal(true);
+    expect(out.savings).to.equal(null);
+  });
+
   it('is absent for a cached answer', async () => {
     const p = cheapest(['test-alpha', 'test-beta']);
     expect((await h.price({ policy: p })).savings).to.not.equal(null);
