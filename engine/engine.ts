@@ -256,7 +256,8 @@ export class PricingEngine {
       }
     }
     stages.push({ stage: 'execute', ms: 0, attempts });
-    const failedForReal = attempts.filter((a) => a.outcome === 'failed' || a.outcome === 'skipped');
+    // A function out of reach or not active was never a candidate to run; an open breaker stands for real failures.
+    const failedForReal = attempts.filter((a) => a.outcome === 'failed' || (a.outcome === 'skipped' && a.error === 'breaker open'));
     if (failedForReal.length === 0 && notApplicable.length > 0) {
       this.requests.inc({ function: first.name, outcome: 'insufficient_context' });
       throw new EngineError('insufficient_context', `Not enough in the context to price with ${notApplicable.join(', ')}: ${attempts.map((a) => a.error).filter(Boolean).join(' ')}`, { attempts, missing: [...missing] });

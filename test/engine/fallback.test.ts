@@ -101,6 +101,12 @@ describe('engine: fallback order and failing functions', function () {
     expect(next.fn.name).to.equal('test-ok');
   });
 
+  it('when no function could price the context it is insufficient_context, even past an out-of-reach fallback', async () => {
+    const err = await engineError(h.price({ policy: single('cost-plus', ['nowhere'], 'elasticity-optimum'), context: { current_price: 5 } }), 'insufficient_context');
+    expect(err.details.missing).to.include('unit_cost');
+    expect((err.details.attempts ?? []).map((a) => `${a.function}:${a.outcome}`)).to.deep.equal(['cost-plus:not_applicable', 'nowhere:skipped', 'elasticity-optimum:not_applicable']);
+  });
+
   it('priority: the rest of config.order is tried before the fallback chain', async () => {
     const out = await h.price({ policy: policy('priority', { order: ['test-throw', 'test-beta', 'test-alpha'] }, { fallback_function: 'test-ok' }) });
     expect(out.strategy).to.equal('priority');
