@@ -232,12 +232,15 @@ export class PricingEngine {
         continue;
       }
       const r = await this.attempt(fn, req.context);
+      // Not being able to price this context says nothing about the function's health: a half-open trial slot is freed.
+      if (!r.ok && r.notApplicable) this.breakers.release(fn.id);
       const ms = since(t);
       if (r.ok) {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'ok', ms });
         stages.push({ stage: 'execute', ms, function: fn.name, function_id: fn.id, role: step.role, execution: fn.executionType });
-        // A fallback is used when an earlier attempt failed; moving past a function that could not price the context is routing, not failure.
-        const fallbackUsed = attempts.some((a) => a.outcome === 'failed' || (a.outcome === 'skipped' && a.role === 'chosen'));
+        // A fallback is used when an earlier attempt failed or the policy's fallbacks answered; moving to an alternate past a
+        // function that could not price the context is routing, not failure.
+        const fallbackUsed = step.role === 'fallback_chain' || step.role === 'fallback_function' || attempts.some((a) => a.outcome === 'failed' || (a.outcome === 'skipped' && a.role === 'chosen'));
         if (fallbackUsed) {
           this.fallbacks.inc({ function: fn.name });
           stages.push({ stage: 'fallback', ms: 0, used: true, from: first.name, to: fn.name, after: attempts.filter((a) => a.outcome !== 'ok').map((a) => `${a.function}: ${a.error ?? a.outcome}`) });
@@ -253,7 +256,8 @@ export class PricingEngine {
       }
     }
     stages.push({ stage: 'execute', ms: 0, attempts });
-    const failedForReal = attempts.filter((a) => a.outcome === 'failed' || a.outcome === 'skipped');
+    // A function out of reach or not active was never a candidate to run; an open breaker stands for real failures.
+    const failedForReal = attempts.filter((a) => a.outcome === 'failed' || (a.outcome === 'skipped' && a.error === 'breaker open'));
     if (failedForReal.length === 0 && notApplicable.length > 0) {
       this.requests.inc({ function: first.name, outcome: 'insufficient_context' });
       throw new EngineError('insufficient_context', `Not enough in the context to price with ${notApplicable.join(', ')}: ${attempts.map((a) => a.error).filter(Boolean).join(' ')}`, { attempts, missing: [...missing] });

@@ -56,7 +56,15 @@ export function createEngine(deps: { config: Config; kv: KvStore; clock: Clock; 
   );
   const registry = new FunctionRegistry(deps.source, kv);
   const latency = new LatencyStats(clock, { windowMs: e.latencyWindowMs, maxSamples: e.latencyMaxSamples, coldBelow: e.latencyColdBelow, ewmaAlpha: 0.3 });
-  const breakerGauge = metrics.gauge({ name: 'pricing_breaker_state', help: 'Circuit breaker per function: 0 closed, 1 half-open, 2 open.', labelNames: ['function'] });
+  const breakerGauge = metrics.gauge({
+    name: 'pricing_breaker_state',
+    help: 'Circuit breaker per function: 0 closed, 1 half-open, 2 open.',
+    labelNames: ['function'],
+    // An open breaker turns half-open by the clock alone, with no call to announce it: read the state at scrape time.
+    collect() {
+      for (const id of breakers.known()) this.set({ function: registry.get(id)?.name ?? id }, BREAKER_LEVEL[breakers.state(id)]);
+    },
+  });
   const breakers = new CircuitBreakers(
     clock,
     { windowMs: e.breakerWindowMs, minCalls: e.breakerMinCalls, failureRatio: e.breakerFailureRatio, cooldownMs: e.breakerCooldownMs },

@@ -75,6 +75,15 @@ export class CircuitBreakers {
     return true;
   }
 
+  /**
+   * Ends a call admitted by `allow` that says nothing about the function's health (it could not
+   * price the context): a half-open trial slot is freed, so the next call becomes the trial.
+   */
+  release(fnId: string): void {
+    const e = this.entries.get(fnId);
+    if (e) e.trialInFlight = false;
+  }
+
   record(fnId: string, ok: boolean): void {
     const e = this.entry(fnId);
     const now = this.clock.now();

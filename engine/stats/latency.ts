@@ -58,10 +58,10 @@ export class LatencyStats {
     this.series.set(fnId, s);
   }
 
-  snapshot(fnId: string): LatencySnapshot {
+  /** The function's series with samples older than the window dropped. */
+  private inWindow(fnId: string): Series | undefined {
     const s = this.series.get(fnId);
-    const empty: LatencySnapshot = { samples: 0, p50_ms: null, p95_ms: null, ewma_ms: null, window_ms: this.opts.windowMs, cold: true };
-    if (!s) return empty;
+    if (!s) return undefined;
     const horizon = this.clock.now() - this.opts.windowMs;
     let drop = 0;
     while (drop < s.t.length && (s.t[drop] as number) < horizon) drop++;
@@ -70,6 +70,13 @@ export class LatencyStats {
       s.ms.splice(0, drop);
       s.cached = null;
     }
+    return s;
+  }
+
+  snapshot(fnId: string): LatencySnapshot {
+    const s = this.inWindow(fnId);
+    const empty: LatencySnapshot = { samples: 0, p50_ms: null, p95_ms: null, ewma_ms: null, window_ms: this.opts.windowMs, cold: true };
+    if (!s) return empty;
     if (s.cached) return s.cached;
     if (s.ms.length === 0) return empty;
     const sorted = [...s.ms].sort((a, b) => a - b);
@@ -86,7 +93,7 @@ export class LatencyStats {
 
   /** Average latency for the catalogue: the windowed mean, or null ("no data") when never timed. */
   average(fnId: string): number | null {
-    const s = this.series.get(fnId);
+    const s = this.inWindow(fnId);
     if (!s || s.ms.length === 0) return null;
     return Math.round((s.ms.reduce((a, b) => a + b, 0) / s.ms.length) * 1000) / 1000;
   }

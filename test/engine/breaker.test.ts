@@ -1,0 +1,114 @@
+import { expect } from 'chai';
+import type { CandidateReport } from '../../engine';
+import { breakerGauge, engineError, fixture, harness, policy, stage } from './harness';
+import type { Harness } from './harness';
+
+const COOLDOWN_MS = 10_000;
+const FAIL = { fail: true };
+
+describe('engine: circuit breaker', function () {
+  this.timeout(20_000);
+  let h: Harness;
+
+  beforeEach(async () => {
+    h = await harness({
+      functions: [fixture('test-flaky', { costPerUnit: '0.001' }), fixture('test-ok', { costPerUnit: '0.002' }), fixture('test-slow')],
+      engine: { breakerMinCalls: 4, breakerFailureRatio: 0.5, breakerCooldownMs: COOLDOWN_MS, breakerWindowMs: 60_000, cacheTtlMs: 0 },
+    });
+  });
+  afterEach(() => h.close());
+
+  /** Pinned to test-flaky with test-ok as the policy's fallback function. */
+  const callFlaky = (context: Record<string, unknown>) => h.price({ pin: { name: 'test-flaky' }, context, policy: policy('default', {}, { fallback_function: 'test-ok' }) });
+  const state = () => h.parts.breakers.state('fn_test_flaky');
+
+  async function open(): Promise<void> {
+    for (let i = 0; i < 4; i++) await callFlaky(FAIL);
+    expect(state()).to.equal('open');
+  }
+
+  it('stays closed below minCalls, then opens once the failure ratio is reached', async () => {
+    for (let i = 0; i < 3; i++) await callFlaky(FAIL);
+    expect(state()).to.equal('closed');
+    expect(await breakerGauge(h.metrics, 'test-flaky')).to.not.equal(2);
+    await callFlaky(FAIL);
+    expect(state()).to.equal('open');
+    expect(await breakerGauge(h.metrics, 'test-flaky')).to.equal(2);
+    expect(h.parts.breakers.view('fn_test_flaky')).to.include({ state: 'open', calls: 4, failures: 4 });
+  });
+
+  it('does not open while the failure share stays below the ratio', async () => {
+    await callFlaky(FAIL);
+    for (let i = 0; i < 4; i++) await callFlaky({});
+    await callFlaky(FAIL);
+    expect(state()).to.equal('closed');
+  });
+
+  it('an open breaker removes its function from routing, with reason "breaker open"', async () => {
+    await open();
+    const out = await h.price({ policy: policy('cheapest', { candidates: ['test-flaky', 'test-ok'] }) });
+    expect(out.fn.name).to.equal('test-ok');
+    const reports = stage(out, 'route').candidates as CandidateReport[];
+    expect(reports.find((c) => c.function === 'test-flaky')).to.include({ kept: false, reason: 'breaker open' });
+  });
+
+  it('an open breaker skips a pinned function without calling it; the fallback answers', async () => {
+    await open();
+    const calls = async () => (await h.metrics.registry.getSingleMetric('pricing_function_calls_total')?.get())?.values.filter((v) => v.labels.function === 'test-flaky').reduce((s, v) => s + v.value, 0);
+    const before = await calls();
+    const out = await callFlaky({});
+    expect(out.fn.name).to.equal('test-ok');
+    expect(out.attempts[0]).to.include({ function: 'test-flaky', outcome: 'skipped', error: 'breaker open' });
+    expect(await calls()).to.equal(before);
+  });
+
+  it('half-opens after the cooldown and lets one trial through; its success closes the breaker', async () => {
+    await open();
+    h.clock.advance(COOLDOWN_MS - 1);
+    expect(state()).to.equal('open');
+    h.clock.advance(1);
+    expect(state()).to.equal('half_open');
+    expect(await breakerGauge(h.metrics, 'test-flaky'), 'the gauge reads half-open too').to.equal(1);
+    // Two calls at once: the first is the trial, the second is still kept away.
+    const [trial, second] = await Promise.all([callFlaky({}), callFlaky({})]);
+    expect(trial.fn.name).to.equal('test-flaky');
+    expect(second.fn.name).to.equal('test-ok');
+    expect(second.attempts[0]).to.include({ outcome: 'skipped', error: 'breaker open' });
+    expect(state()).to.equal('closed');
+    expect(await breakerGauge(h.metrics, 'test-flaky')).to.equal(0);
+    expect(h.parts.breakers.view('fn_test_flaky')).to.include({ state: 'closed', retry_at: null });
+    expect((await callFlaky({})).fn.name).to.equal('test-flaky');
+  });
+
+  it('a failed trial opens the breaker again for another cooldown', async () => {
+    await open();
+    h.clock.advance(COOLDOWN_MS);
+    const out = await callFlaky(FAIL);
+    expect(out.attempts[0]).to.include({ function: 'test-flaky', outcome: 'failed' });
+    expect(state()).to.equal('open');
+    expect(await breakerGauge(h.metrics, 'test-flaky')).to.equal(2);
+    expect(h.parts.breakers.view('fn_test_flaky').retry_at).to.equal(new Date(h.clock.now() + COOLDOWN_MS).toISOString());
+    h.clock.advance(COOLDOWN_MS - 1);
+    expect(state()).to.equal('open');
+  });
+
+  it('a trial that cannot price its context releases the half-open slot; the next call is the trial', async () => {
+    for (let i = 0; i < 4; i++) h.parts.breakers.record('fn_builtin_cost_plus', false);
+    h.clock.advance(COOLDOWN_MS);
+    const fallback = policy('default', {}, { fallback_function: 'test-ok' });
+    // No unit_cost: cost-plus is not applicable, which says nothing about its health.
+    await engineError(h.price({ pin: { name: 'cost-plus' }, context: { current_price: 5 } }), 'insufficient_context');
+    expect(h.parts.breakers.state('fn_builtin_cost_plus')).to.equal('half_open');
+    const trial = await h.price({ pin: { name: 'cost-plus' }, context: { unit_cost: 10 }, policy: fallback });
+    expect(trial.fn.name).to.equal('cost-plus');
+    expect(h.parts.breakers.state('fn_builtin_cost_plus')).to.equal('closed');
+  });
+
+  it('failures older than the window no longer count', async () => {
+    for (let i = 0; i < 3; i++) await callFlaky(FAIL);
+    h.clock.advance(60_001);
+    await callFlaky(FAIL);
+    expect(state()).to.equal('closed');
+    expect(h.parts.breakers.view('fn_test_flaky')).to.include({ calls: 1, failures: 1 });
+  });
+});

@@ -1,0 +1,181 @@
+import { expect } from 'chai';
+import { anchored } from '../../engine/builtins/anchored';
+import { charm } from '../../engine/builtins/charm';
+import { competitive } from '../../engine/builtins/competitive';
+import { costPlus } from '../../engine/builtins/cost-plus';
+import { elasticityOptimum } from '../../engine/builtins/elasticity';
+import { MethodNotApplicable } from '../../engine/builtins/types';
+import type { Context, MethodResult, PricingMethod } from '../../engine/builtins/types';
+import { harness } from './harness';
+
+const run = (method: PricingMethod, ctx: Context) => method(ctx) as MethodResult;
+
+function notApplicable(method: PricingMethod, ctx: Context): MethodNotApplicable {
+  try {
+    run(method, ctx);
+  } catch (err) {
+    expect(err).to.be.instanceOf(MethodNotApplicable);
+    return err as MethodNotApplicable;
+  }
+  expect.fail('expected MethodNotApplicable');
+}
+
+describe('engine: built-in pricing methods', () => {
+  describe('cost-plus', () => {
+    it('margin is profit over price: cost 100 at a 30% margin is 142.86', () => {
+      const r = run(costPlus, { unit_cost: 100, target_margin: 0.3 });
+      expect(r.price).to.equal('142.86');
+      expect(r.confidence).to.equal(0.5);
+    });
+
+    it('markup is profit over cost: cost 100 at a 30% markup is 130.00', () => {
+      expect(run(costPlus, { unit_cost: 100, markup: 0.3 }).price).to.equal('130.00');
+    });
+
+    it('spreads fixed costs over the expected volume', () => {
+      // (10 + 1000/100) / (1 − 0.5) = 40
+      expect(run(costPlus, { unit_cost: 10, fixed_costs: 1000, expected_volume: 100, target_margin: 0.5 }).price).to.equal('40.00');
+    });
+
+    it('a default margin gives lower confidence, and an ambiguous "30" margin is refused', () => {
+      const r = run(costPlus, { unit_cost: 100 });
+      expect(r.price).to.equal('142.86');
+      expect(r.confidence).to.equal(0.35);
+      expect(notApplicable(costPlus, { unit_cost: 100, target_margin: 30 }).missing).to.deep.equal(['target_margin']);
+      expect(notApplicable(costPlus, { unit_cost: 100, target_margin: 1 }).missing).to.deep.equal(['target_margin']);
+      expect(notApplicable(costPlus, { current_price: 5 }).missing).to.deep.equal(['unit_cost']);
+    });
+  });
+
+  describe('elasticity-optimum', () => {
+    it('Lerner: ε = 2 gives twice the cost, whatever the sign', () => {
+      expect(run(elasticityOptimum, { unit_cost: 10, elasticity: 2 }).price).to.equal('20.00');
+      expect(run(elasticityOptimum, { unit_cost: 10, elasticity: -3 }).price).to.equal('15.00');
+    });
+
+    it('caps the multiple when ε is close to 1, and refuses inelastic demand', () => {
+      const capped = run(elasticityOptimum, { unit_cost: 10, elasticity: 1.1 });
+      expect(capped.price).to.equal('50.00');
+      expect(capped.confidence_factors).to.have.property('capped');
+      expect(notApplicable(elasticityOptimum, { unit_cost: 10, elasticity: 0.8 }).missing).to.deep.equal(['elasticity']);
+    });
+
+    it('linear demand q = a − b·p: the optimum is (a/b + c)/2', () => {
+      // a = 100, b = 2, c = 10 → (50 + 10)/2 = 30
+      const r = run(elasticityOptimum, { unit_cost: 10, demand_intercept: 100, demand_slope: 2 });
+      expect(r.price).to.equal('30.00');
+      expect(r.details).to.deep.include({ expected_quantity: 40 });
+      expect(notApplicable(elasticityOptimum, { unit_cost: 60, demand_intercept: 100, demand_slope: 2 }).missing).to.include('demand_intercept');
+    });
+
+    it('estimates ε from price history (log-log least squares)', () => {
+      const history = [5, 6, 7, 8, 9, 10].map((p) => ({ price: p, quantity: 1000 / (p * p) }));
+      const r = run(elasticityOptimum, { unit_cost: 10, price_history: history });
+      expect(r.details).to.deep.include({ elasticity: 2 });
+      expect(r.price).to.equal('20.00');
+      expect(r.inputs_used).to.deep.equal(['unit_cost', 'price_history']);
+    });
+  });
+
+  describe('competitive-position', () => {
+    // Source a lists three times: per-source medians a = 11, b = 20, c = 30; reference = 20 (not 12).
+    const prices = [
+      { price: 10, source: 'a' },
+      { price: 11, source: 'a' },
+      { price: 12, source: 'a' },
+      { price: 20, source: 'b' },
+      { price: 30, source: 'c' },
+    ];
+
+    it('matches the median of per-source medians', () => {
+      const r = run(competitive, { competitor_prices: prices });
+      expect(r.price).to.equal('20.00');
+      expect(r.details).to.deep.include({ reference_price: '20.00', sources: 3 });
+      // amount 3/(3+3) = 0.5 × agreement 1/(1 + 1.4826·9/20) ≈ 0.6
+      expect(r.confidence).to.equal(0.3);
+    });
+
+    it('undercuts and adds a premium by the given fraction', () => {
+      expect(run(competitive, { competitor_prices: prices, position: 'undercut', undercut_pct: 0.1 }).price).to.equal('18.00');
+      expect(run(competitive, { competitor_prices: prices, position: 'premium', premium_pct: 0.1 }).price).to.equal('22.00');
+    });
+
+    it('keeps the floor and says so when the undercut would cross it', () => {
+      const r = run(competitive, { competitor_prices: prices, position: 'undercut', undercut_pct: 0.1, unit_cost: 19.5 });
+      expect(r.price).to.equal('19.50');
+      expect(r.notes.join(' ')).to.match(/not possible above the floor/);
+      expect(notApplicable(competitive, { competitor_prices: prices, min_price: 30, max_price: 25 }).missing).to.deep.equal(['min_price', 'max_price']);
+    });
+
+    it('halves confidence when every price comes from one source', () => {
+      const r = run(competitive, { competitor_prices: [{ price: 10, source: 'x' }, { price: 10, source: 'x' }] });
+      expect(r.confidence_factors).to.deep.include({ independence: 0.5 });
+    });
+  });
+
+  describe('charm-pricing', () => {
+    it('moves to the nearest .99/.95 ending within the 2% tolerance', () => {
+      expect(run(charm, { target_price: 20.1 }).price).to.equal('19.99');
+      expect(run(charm, { target_price: 152 }).price).to.equal('149.00');
+      expect(run(charm, { target_price: 1210 }).price).to.equal('1199.00');
+    });
+
+    it('keeps the base price when no ending lies within the tolerance', () => {
+      const r = run(charm, { target_price: 20.5 });
+      expect(r.price).to.equal('20.50');
+      expect(r.notes.join(' ')).to.match(/no charm ending within 2%/);
+      expect(run(charm, { target_price: 20.5, charm_tolerance: 0.03 }).price).to.equal('20.95');
+    });
+
+    it('never crosses a floor, and keeps the base confidence', () => {
+      expect(run(charm, { target_price: 20.1, min_price: 20 }).price).to.equal('20.10');
+      expect(run(charm, { current_price: 20.1 }).confidence).to.equal(0.3);
+    });
+  });
+
+  describe('anchored-adjustment', () => {
+    it('bounds the step from current_price (default 10%)', () => {
+      const r = run(anchored, { current_price: 100, target_price: 150 });
+      expect(r.price).to.equal('110.00');
+      expect(r.notes).to.include('step limited to +10%');
+      expect(run(anchored, { current_price: 100, target_price: 150, max_step_pct: 0.2 }).price).to.equal('120.00');
+      expect(run(anchored, { current_price: 100, target_price: 50 }).price).to.equal('90.00');
+    });
+
+    it('holds inside the 1% dead band', () => {
+      const r = run(anchored, { current_price: 100, target_price: 100.8 });
+      expect(r.price).to.equal('100.00');
+      expect(r.notes).to.include('change under 1%: held');
+      expect(run(anchored, { current_price: 100, target_price: 101.5 }).price).to.equal('101.50');
+    });
+
+    it('marks down when selling behind a linear plan', () => {
+      // 10 of 100 sold at mid-season: pace 0.2 → one step down.
+      expect(run(anchored, { current_price: 100, units_sold: 10, units_received: 100, season_elapsed: 0.5 }).price).to.equal('90.00');
+    });
+
+    it('with only current_price it echoes it, labelled, at confidence 0.15', () => {
+      const r = run(anchored, { current_price: 42.5 });
+      expect(r.price).to.equal('42.50');
+      expect(r.confidence).to.equal(0.15);
+      expect(r.notes.join(' ')).to.match(/current price echoed/);
+    });
+  });
+
+  describe('cold start through the engine', function () {
+    this.timeout(10_000);
+
+    it('a context with no history, only current_price, still gets a price, with lower confidence', async () => {
+      const h = await harness();
+      try {
+        const cold = await h.price({ context: { product_type: 'coffee', currency: 'USD', current_price: 4.5 } });
+        expect(cold.result.price).to.equal('4.50');
+        expect(cold.result.confidence).to.equal(0.15);
+        const informed = await h.price({ context: { product_type: 'coffee', currency: 'USD', unit_cost: 1.2, target_margin: 0.6 } });
+        expect(cold.result.confidence).to.be.below(informed.result.confidence);
+      } finally {
+        await h.close();
+      }
+    });
+  });
+});

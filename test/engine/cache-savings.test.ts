@@ -1,0 +1,134 @@
+import { expect } from 'chai';
+import { fixture, harness, policy, recordLatency, stage } from './harness';
+import type { Harness } from './harness';
+
+const TTL_MS = 5_000;
+
+const FUNCTIONS = [
+  fixture('test-alpha', { costPerUnit: '0.001' }),
+  fixture('test-beta', { costPerUnit: '0.002', costMultiplier: '2' }),
+  fixture('test-gamma', { costPerUnit: '0.0025' }),
+  fixture('test-ok', { costPerUnit: '0.01' }),
+  fixture('test-throw', { costPerUnit: '0.0001' }),
+];
+
+describe('engine: result cache', function () {
+  this.timeout(20_000);
+  let h: Harness;
+  beforeEach(async () => {
+    h = await harness({ functions: FUNCTIONS, engine: { cacheTtlMs: TTL_MS } });
+  });
+  afterEach(() => h.close());
+
+  const ctx = { product_type: 'tea', test_price: '12.00', customer: { tier: 'gold', region: 'eu' } };
+  const reordered = { customer: { region: 'eu', tier: 'gold' }, test_price: '12.00', product_type: 'tea' };
+  const samples = () => h.parts.latency.snapshot('fn_test_alpha').samples;
+
+  it('answers the same function and context (keys in another order) from the cache within the TTL', async () => {
+    const first = await h.price({ pin: { name: 'test-alpha' }, context: ctx });
+    expect(first.cached).to.equal(false);
+    expect(stage(first, 'cache')).to.include({ hit: false });
+    h.clock.advance(TTL_MS - 1);
+    const second = await h.price({ pin: { name: 'test-alpha' }, context: reordered });
+    expect(second.cached).to.equal(true);
+    expect(stage(second, 'cache')).to.include({ hit: true });
+    expect(second.result).to.deep.equal(first.result);
+    expect(second.attempts).to.deep.equal([]);
+    expect(samples(), 'the function did not run again').to.equal(1);
+  });
+
+  it('runs the function again once the TTL has passed', async () => {
+    await h.price({ pin: { name: 'test-alpha' }, context: ctx });
+    h.clock.advance(TTL_MS);
+    const again = await h.price({ pin: { name: 'test-alpha' }, context: reordered });
+    expect(again.cached).to.equal(false);
+    expect(samples()).to.equal(2);
+  });
+
+  it('misses for a different context, and for another function with the same context', async () => {
+    await h.price({ pin: { name: 'test-alpha' }, context: ctx });
+    const other = await h.price({ pin: { name: 'test-alpha' }, context: { ...ctx, customer: { tier: 'silver', region: 'eu' } } });
+    expect(other.cached).to.equal(false);
+    const otherFn = await h.price({ pin: { name: 'test-beta' }, context: ctx });
+    expect(otherFn.cached).to.equal(false);
+    expect(otherFn.fn.name).to.equal('test-beta');
+  });
+
+  it('is reported as disabled when the TTL is 0', async () => {
+    const off = await harness({ functions: FUNCTIONS, engine: { cacheTtlMs: 0 } });
+    try {
+      await off.price({ pin: { name: 'test-alpha' }, context: ctx });
+      const out = await off.price({ pin: { name: 'test-alpha' }, context: ctx });
+      expect(out.cached).to.equal(false);
+      expect(stage(out, 'cache')).to.include({ hit: false, disabled: true });
+    } finally {
+      await off.close();
+    }
+  });
+});
+
+describe('engine: savings', function () {
+  this.timeout(20_000);
+  let h: Harness;
+  beforeEach(async () => {
+    h = await harness({ functions: FUNCTIONS, engine: { cacheTtlMs: TTL_MS } });
+  });
+  afterEach(() => h.close());
+
+  const cheapest = (candidates: string[], extra: Record<string, unknown> = {}) => policy('cheapest', { candidates, ...extra });
+
+  it('when the router chose among several eligible functions: most expensive eligible cost − chosen cost', async () => {
+    const out = await h.price({ policy: cheapest(['test-alpha', 'test-beta', 'test-gamma']) });
+    expect(out.fn.name).to.equal('test-alpha');
+    expect(out.savings).to.deep.equal({ amount: '0.003', currency: 'USDC', compared_with: { function: 'test-beta', cost_per_unit: '0.004' }, chosen_cost_per_unit: '0.001' });
+  });
+
+  it('compares only with eligible functions (a function above the ceiling does not count)', async () => {
+    const out = await h.price({ policy: cheapest(['test-alpha', 'test-beta', 'test-gamma', 'test-ok'], { max_cost_per_unit: '0.003' }) });
+    expect(out.savings).to.deep.include({ amount: '0.0015', compared_with: { function: 'test-gamma', cost_per_unit: '0.0025' } });
+  });
+
+  it('is measured against the chosen function under other strategies too (fastest picks a dearer one: zero saved)', async () => {
+    recordLatency(h, 'fn_test_alpha', 30);
+    recordLatency(h, 'fn_test_beta', 5);
+    const out = await h.price({ policy: policy('fastest', { candidates: ['test-alpha', 'test-beta'], tie_band_pct: 0 }) });
+    expect(out.fn.name).to.equal('test-beta');
+    expect(out.savings).to.deep.include({ amount: '0.00', chosen_cost_per_unit: '0.004' });
+  });
+
+  it('is absent when only one function was eligible', async () => {
+    const out = await h.price({ policy: cheapest(['test-alpha', 'test-ok'], { max_cost_per_unit: '0.002' }) });
+    expect(out.fn.name).to.equal('test-alpha');
+    expect(out.savings).to.equal(null);
+  });
+
+  it('is absent for a pinned function', async () => {
+    const out = await h.price({ pin: { name: 'test-alpha' }, policy: cheapest(['test-alpha', 'test-beta']) });
+    expect(out.savings).to.equal(null);
+  });
+
+  it('is absent when a fallback answered', async () => {
+    const p = policy('cheapest', { candidates: ['test-throw', 'test-alpha', 'test-beta'] }, { fallback_function: 'test-ok' });
+    const out = await h.price({ policy: p });
+    expect(out.fn.name).to.equal('test-ok');
+    expect(out.fallbackUsed).to.equal(true);
+    expect(out.savings).to.equal(null);
+  });
+
+  it('is absent when the fallback chain answered because the chosen function could not price the context', async () => {
+    const p = policy('cheapest', { candidates: ['cost-plus', 'elasticity-optimum'] }, { fallback_chain: ['anchored-adjustment'] });
+    const out = await h.price({ policy: p, context: { current_price: 10 } });
+    expect(out.fn.name).to.equal('anchored-adjustment');
+    expect(out.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}`)).to.deep.equal(['cost-plus:chosen:not_applicable', 'anchored-adjustment:fallback_chain:ok']);
+    expect(out.fallbackUsed).to.equal(true);
+    expect(out.savings).to.equal(null);
+  });
+
+  it('is absent for a cached answer', async () => {
+    const p = cheapest(['test-alpha', 'test-beta']);
+    expect((await h.price({ policy: p })).savings).to.not.equal(null);
+    const cached = await h.price({ policy: p });
+    expect(cached.cached).to.equal(true);
+    expect(cached.savings).to.equal(null);
+  });
+});

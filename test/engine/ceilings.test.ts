@@ -1,0 +1,90 @@
+import { expect } from 'chai';
+import type { CandidateReport, PriceOutcome } from '../../engine';
+import { CALLER_WS, engineError, fixture, harness, policy, recordLatency, stage } from './harness';
+import type { Harness } from './harness';
+
+const candidatesOf = (out: PriceOutcome) => stage(out, 'route').candidates as CandidateReport[];
+
+describe('engine: cost and latency ceilings', function () {
+  this.timeout(20_000);
+  let h: Harness;
+
+  beforeEach(async () => {
+    h = await harness({
+      functions: [
+        fixture('test-alpha', { costPerUnit: '0.001' }),
+        fixture('test-beta', { costPerUnit: '0.002', costMultiplier: '3' }),
+        fixture('test-gamma', { costPerUnit: '0.004' }),
+        fixture('test-ok', { costPerUnit: '0.05' }),
+        fixture('test-flaky'),
+        fixture('test-throw', { status: 'draft', workspaceId: CALLER_WS }),
+      ],
+      engine: { breakerMinCalls: 2 },
+    });
+  });
+  afterEach(() => h.close());
+
+  it('config.max_cost_per_unit removes functions whose cost per call (× multiplier) is above it', async () => {
+    recordLatency(h, 'fn_test_alpha', 50);
+    recordLatency(h, 'fn_test_beta', 1);
+    recordLatency(h, 'fn_test_gamma', 20);
+    // beta is fastest but costs 0.002 × 3 = 0.006.
+    const out = await h.price({ policy: policy('fastest', { candidates: ['test-alpha', 'test-beta', 'test-gamma'], max_cost_per_unit: '0.005', tie_band_pct: 0 }) });
+    expect(out.fn.name).to.equal('test-gamma');
+    expect(candidatesOf(out).find((c) => c.function === 'test-beta')).to.include({ kept: false, reason: 'cost ceiling', detail: '0.006 > 0.005' });
+    expect(out.decision?.eligible.map((f) => f.name)).to.deep.equal(['test-alpha', 'test-gamma']);
+  });
+
+  it('config.max_latency_ms removes functions whose windowed p50 is above it; an untimed function stays', async () => {
+    recordLatency(h, 'fn_test_alpha', 500);
+    recordLatency(h, 'fn_test_gamma', 20);
+    // alpha is the cheapest but too slow; beta has no data and is not excluded; gamma (0.004) beats beta (0.006).
+    const out = await h.price({ policy: policy('cheapest', { candidates: ['test-alpha', 'test-beta', 'test-gamma'], max_latency_ms: 100 }) });
+    expect(out.fn.name).to.equal('test-gamma');
+    const reports = candidatesOf(out);
+    expect(reports.find((c) => c.function === 'test-alpha')).to.include({ kept: false, reason: 'latency ceiling', detail: 'p50 500 ms > 100 ms' });
+    expect(reports.find((c) => c.function === 'test-beta')).to.include({ kept: true, latency_p50_ms: 'no data' });
+  });
+
+  it('when the ceilings exclude every candidate it throws no_eligible_function and runs nothing', async () => {
+    const err = await engineError(h.price({ policy: policy('cheapest', { candidates: ['test-beta', 'test-ok'], max_cost_per_unit: '0.001' }) }), 'no_eligible_function');
+    expect(err.details.strategy).to.equal('cheapest');
+    expect((err.details.candidates ?? []).map((c) => [c.function, c.kept, c.reason])).to.deep.equal([
+      ['test-beta', false, 'cost ceiling'],
+      ['test-ok', false, 'cost ceiling'],
+    ]);
+    const calls = await h.metrics.registry.getSingleMetric('pricing_function_calls_total')?.get();
+    expect(calls?.values ?? []).to.deep.equal([]);
+  });
+
+  it('lists each excluded candidate with its reason: cost ceiling, latency ceiling, breaker open, rule miss, unreachable, not active', async () => {
+    recordLatency(h, 'fn_test_gamma', 900);
+    h.parts.breakers.record('fn_test_flaky', false);
+    h.parts.breakers.record('fn_test_flaky', false);
+    const p = policy('policy', {
+      rules: [
+        { when: { x: 1 }, use: 'test-ok' },
+        { when: { x: 2 }, use: 'test-gamma' },
+        { when: { x: 3 }, use: 'test-flaky' },
+        { when: { x: 4 }, use: 'nowhere' },
+        { when: { x: 5 }, use: 'test-throw' },
+      ],
+      default_function: 'test-alpha',
+      max_cost_per_unit: '0.01',
+      max_latency_ms: 100,
+    });
+    // Rule 0 holds but its function is above the cost ceiling: no silent pick of another function.
+    const err = await engineError(h.price({ policy: p, context: { x: 1 } }), 'no_eligible_function');
+    expect(err.message).to.match(/Rule 0 matched/);
+    const byName = Object.fromEntries((err.details.candidates ?? []).map((c) => [c.function, c.reason]));
+    expect(byName).to.deep.equal({
+      'test-ok': 'cost ceiling',
+      'test-gamma': 'latency ceiling',
+      'test-flaky': 'breaker open',
+      nowhere: 'unreachable',
+      'test-throw': 'not active',
+      'test-alpha': 'rule miss',
+    });
+    expect((err.details.candidates ?? []).every((c) => !c.kept)).to.equal(true);
+  });
+});

@@ -1,0 +1,139 @@
+import { expect } from 'chai';
+import { usableResult } from '../../engine';
+import { CALLER_WS, engineError, fixture, harness, policy, stage } from './harness';
+import type { Harness } from './harness';
+
+const FUNCTIONS = [
+  fixture('test-throw'),
+  fixture('test-hang'),
+  fixture('test-oom'),
+  fixture('test-bad-result'),
+  fixture('test-ok'),
+  fixture('test-alpha'),
+  fixture('test-beta'),
+  fixture('test-slow'),
+  // Another workspace's private function: out of reach for the caller.
+  fixture('test-gamma', { isPublic: false, workspaceId: 'ws_someone_else' }),
+  // The caller's own function, deactivated.
+  fixture('test-flaky', { status: 'inactive', workspaceId: CALLER_WS }),
+];
+
+/** The chosen function is the single candidate; the policy's fallbacks follow it. */
+const single = (fn: string, fallbackChain: string[] = [], fallbackFunction: string | null = null) =>
+  policy('cheapest', { candidates: [fn] }, { fallback_chain: fallbackChain, fallback_function: fallbackFunction });
+
+describe('engine: fallback order and failing functions', function () {
+  this.timeout(20_000);
+  let h: Harness;
+
+  before(async () => {
+    h = await harness({ functions: FUNCTIONS, engine: { functionTimeoutMs: 150, workerHeapMb: 16, cacheTtlMs: 0, breakerMinCalls: 1000 } });
+  });
+  after(() => h.close());
+
+  it('walks chosen → fallback_chain (out-of-reach entries skipped) → fallback_function when the chosen function throws', async () => {
+    const out = await h.price({ policy: single('test-throw', ['no-such-function', 'test-gamma'], 'test-ok') });
+    expect(out.fn.name).to.equal('test-ok');
+    expect(out.fallbackUsed).to.equal(true);
+    expect(out.savings).to.equal(null);
+    expect(out.attempts.map((a) => [a.function, a.role, a.outcome])).to.deep.equal([
+      ['test-throw', 'chosen', 'failed'],
+      ['no-such-function', 'fallback_chain', 'skipped'],
+      ['test-gamma', 'fallback_chain', 'skipped'],
+      ['test-ok', 'fallback_function', 'ok'],
+    ]);
+    expect(out.attempts[0]?.error).to.match(/test-throw failed on purpose/);
+    expect(out.attempts[1]?.error).to.equal('out of reach');
+    const fb = stage(out, 'fallback');
+    expect(fb).to.include({ used: true, from: 'test-throw', to: 'test-ok' });
+  });
+
+  it('uses the first fallback_chain entry that answers, before fallback_function', async () => {
+    const out = await h.price({ policy: single('test-throw', ['test-bad-result', 'test-alpha', 'test-beta'], 'test-ok') });
+    expect(out.fn.name).to.equal('test-alpha');
+    expect(out.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}`)).to.deep.equal([
+      'test-throw:chosen:failed',
+      'test-bad-result:fallback_chain:failed',
+      'test-alpha:fallback_chain:ok',
+    ]);
+  });
+
+  it('skips an inactive fallback entry and says why', async () => {
+    const out = await h.price({ policy: single('test-throw', ['test-flaky'], 'test-ok') });
+    expect(out.fn.name).to.equal('test-ok');
+    expect(out.attempts[1]).to.include({ function: 'test-flaky', outcome: 'skipped', error: 'not active (inactive)' });
+  });
+
+  it('a hanging function times out, counts as a slow sample, its worker is replaced and the next call works', async () => {
+    const started = performance.now();
+    const out = await h.price({ policy: single('test-hang', [], 'test-ok') });
+    expect(performance.now() - started).to.be.below(1500);
+    expect(out.fn.name).to.equal('test-ok');
+    expect(out.attempts[0]).to.include({ function: 'test-hang', outcome: 'failed' });
+    expect(out.attempts[0]?.error).to.match(/did not answer within 150 ms/);
+    const lat = h.parts.latency.snapshot('fn_test_hang');
+    expect(lat.samples).to.equal(1);
+    expect(lat.p50_ms).to.be.at.least(150);
+    // The single worker was busy-looping; it has been replaced, so a pinned call answers.
+    const next = await h.price({ pin: { name: 'test-alpha' } });
+    expect(next.fn.name).to.equal('test-alpha');
+    expect(next.result.price).to.equal('10.00');
+  });
+
+  it('a function exhausting the worker heap fails alone; the service keeps pricing', async () => {
+    const out = await h.price({ policy: single('test-oom', [], 'test-ok') });
+    expect(out.fn.name).to.equal('test-ok');
+    expect(out.attempts[0]).to.include({ function: 'test-oom', role: 'chosen', outcome: 'failed' });
+    expect(out.attempts[0]?.error).to.match(/memory limit/);
+    const next = await h.price({ pin: { id: 'fn_test_beta' } });
+    expect(next.fn.name).to.equal('test-beta');
+  });
+
+  it('when every function fails the engine throws functions_failed listing every attempt', async () => {
+    const err = await engineError(h.price({ policy: single('test-throw', ['test-bad-result', 'nowhere'], 'test-hang') }), 'functions_failed');
+    expect((err.details.attempts ?? []).map((a) => `${a.function}:${a.outcome}`)).to.deep.equal([
+      'test-throw:failed',
+      'test-bad-result:failed',
+      'nowhere:skipped',
+      'test-hang:failed',
+    ]);
+    const next = await h.price({ pin: { name: 'test-ok' } });
+    expect(next.fn.name).to.equal('test-ok');
+  });
+
+  it('when no function could price the context it is insufficient_context, even past an out-of-reach fallback', async () => {
+    const err = await engineError(h.price({ policy: single('cost-plus', ['nowhere'], 'elasticity-optimum'), context: { current_price: 5 } }), 'insufficient_context');
+    expect(err.details.missing).to.include('unit_cost');
+    expect((err.details.attempts ?? []).map((a) => `${a.function}:${a.outcome}`)).to.deep.equal(['cost-plus:not_applicable', 'nowhere:skipped', 'elasticity-optimum:not_applicable']);
+  });
+
+  it('priority: the rest of config.order is tried before the fallback chain', async () => {
+    const out = await h.price({ policy: policy('priority', { order: ['test-throw', 'test-beta', 'test-alpha'] }, { fallback_function: 'test-ok' }) });
+    expect(out.strategy).to.equal('priority');
+    expect(out.fn.name).to.equal('test-beta');
+    expect(out.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}`)).to.deep.equal(['test-throw:chosen:failed', 'test-beta:alternate:ok']);
+    expect(out.fallbackUsed).to.equal(true);
+  });
+
+  describe('a function returning no usable price or confidence is a failed attempt', () => {
+    for (const bad of ['price', 'zero', 'confidence', 'nan-confidence']) {
+      it(`bad ${bad}: failed attempt, then the fallback answers`, async () => {
+        const out = await h.price({ context: { test_bad: bad }, policy: single('test-bad-result', [], 'test-ok') });
+        expect(out.fn.name).to.equal('test-ok');
+        expect(out.attempts[0]).to.include({ function: 'test-bad-result', outcome: 'failed', error: 'the function returned no usable price or confidence' });
+      });
+    }
+
+    it('usableResult accepts a positive decimal price with a confidence in [0, 1] only', () => {
+      const good = { price: '1.50', currency: 'USD', confidence: 0.4, confidence_factors: {}, inputs_used: [], notes: [] };
+      expect(usableResult(good)).to.equal(true);
+      expect(usableResult({ ...good, price: 1.5 })).to.equal(false);
+      expect(usableResult({ ...good, price: '-1' })).to.equal(false);
+      expect(usableResult({ ...good, price: '0' })).to.equal(false);
+      expect(usableResult({ ...good, confidence: undefined })).to.equal(false);
+      expect(usableResult({ ...good, confidence: -0.1 })).to.equal(false);
+      expect(usableResult({ ...good, confidence: Number.POSITIVE_INFINITY })).to.equal(false);
+      expect(usableResult(null)).to.equal(false);
+    });
+  });
+});

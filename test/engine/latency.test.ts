@@ -1,0 +1,67 @@
+import { expect } from 'chai';
+import { fixture, harness } from './harness';
+import type { Harness } from './harness';
+
+describe('engine: rolling latency statistics', function () {
+  this.timeout(20_000);
+  let h: Harness;
+  beforeEach(async () => {
+    h = await harness({ functions: [fixture('test-ok')], engine: { latencyWindowMs: 10_000, latencyMaxSamples: 8, latencyColdBelow: 3 } });
+  });
+  afterEach(() => h.close());
+
+  const lat = () => h.parts.latency;
+
+  it('a function never timed has no data and is cold', () => {
+    expect(lat().snapshot('fn_test_ok')).to.deep.equal({ samples: 0, p50_ms: null, p95_ms: null, ewma_ms: null, window_ms: 10_000, cold: true });
+    expect(lat().average('fn_test_ok')).to.equal(null);
+  });
+
+  it('p50 and p95 over the samples in the window; warm from coldBelow samples on', () => {
+    lat().record('f', 10);
+    lat().record('f', 30);
+    expect(lat().snapshot('f')).to.include({ samples: 2, cold: true });
+    lat().record('f', 20);
+    lat().record('f', 40);
+    expect(lat().snapshot('f')).to.include({ samples: 4, p50_ms: 25, p95_ms: 38.5, cold: false });
+  });
+
+  it('keeps at most maxSamples, dropping the oldest first', () => {
+    for (let i = 1; i <= 10; i++) lat().record('f', i * 100);
+    // 100 and 200 dropped: 300..1000 remain.
+    expect(lat().snapshot('f')).to.include({ samples: 8, p50_ms: 650 });
+  });
+
+  it('rolls: samples older than the window stop counting, and the function turns cold again', () => {
+    lat().record('f', 500);
+    lat().record('f', 500);
+    lat().record('f', 500);
+    h.clock.advance(6_000);
+    lat().record('f', 10);
+    lat().record('f', 10);
+    lat().record('f', 10);
+    expect(lat().snapshot('f')).to.include({ samples: 6, p50_ms: 255 });
+    h.clock.advance(4_001);
+    expect(lat().snapshot('f')).to.include({ samples: 3, p50_ms: 10 });
+    h.clock.advance(6_000);
+    expect(lat().snapshot('f')).to.include({ samples: 0, p50_ms: null, cold: true });
+  });
+
+  it('the catalogue average is the mean over the same window', () => {
+    lat().record('f', 900);
+    h.clock.advance(6_000);
+    lat().record('f', 100);
+    expect(lat().average('f')).to.equal(500);
+    h.clock.advance(4_001);
+    expect(lat().average('f')).to.equal(100);
+    h.clock.advance(10_000);
+    expect(lat().average('f'), 'no data once every sample left the window').to.equal(null);
+  });
+
+  it('a real call is recorded as one sample of the function', async () => {
+    await h.price({ pin: { name: 'test-ok' } });
+    const s = lat().snapshot('fn_test_ok');
+    expect(s.samples).to.equal(1);
+    expect(s.p50_ms).to.be.a('number').and.be.above(0);
+  });
+});

@@ -1,0 +1,353 @@
+import { expect } from 'chai';
+import type { CandidateReport, FunctionDescriptor, PriceOutcome } from '../../engine';
+import { BUILTINS } from '../../engine';
+import { CALLER_WS, engineError, fixture, harness, policy, recordLatency, stage } from './harness';
+import type { Harness } from './harness';
+
+const ALPHA = fixture('test-alpha', { costPerUnit: '0.002' });
+const BETA = fixture('test-beta', { costPerUnit: '0.002' });
+const GAMMA = fixture('test-gamma', { costPerUnit: '0.002' });
+const OK = fixture('test-ok', { costPerUnit: '0.005' });
+
+const routeOf = (out: PriceOutcome) => stage(out, 'route');
+const candidatesOf = (out: PriceOutcome) => routeOf(out).candidates as CandidateReport[];
+const report = (out: PriceOutcome, name: string) => candidatesOf(out).find((c) => c.function === name);
+
+describe('engine: routing strategies', function () {
+  this.timeout(20_000);
+
+  describe('default: a context-based choice among built-ins and own functions', () => {
+    let h: Harness;
+    before(async () => {
+      h = await harness({ functions: [ALPHA, fixture('test-beta', { workspaceId: CALLER_WS })] });
+    });
+    after(() => h.close());
+
+    it('with only current_price it anchors on the live price', async () => {
+      const out = await h.price({ context: { current_price: 20 } });
+      expect(out.strategy).to.equal('default');
+      expect(out.fn.name).to.equal('anchored-adjustment');
+      expect(routeOf(out).statistic).to.deep.include({ name: 'context-based choice' });
+    });
+
+    it('with unit_cost only it prices cost-plus', async () => {
+      const out = await h.price({ context: { unit_cost: 10 } });
+      expect(out.fn.name).to.equal('cost-plus');
+      expect(out.result.price).to.equal('14.29');
+    });
+
+    it('with competitor prices it positions against them', async () => {
+      const out = await h.price({ context: { competitor_prices: [10, 12, 14] } });
+      expect(out.fn.name).to.equal('competitive-position');
+    });
+
+    it('with unit_cost and elasticity it takes the elasticity optimum', async () => {
+      const out = await h.price({ context: { unit_cost: 10, elasticity: -2 } });
+      expect(out.fn.name).to.equal('elasticity-optimum');
+      expect(out.result.price).to.equal('20.00');
+    });
+
+    it('chooses among built-ins and the caller\'s own functions; marketplace functions only when named', async () => {
+      const out = await h.price({ context: { current_price: 20 } });
+      const names = candidatesOf(out).map((c) => c.function);
+      expect(names).to.include.members([...BUILTINS.map((b) => b.name), 'test-beta']);
+      expect(names).to.not.include('test-alpha');
+    });
+  });
+
+  describe('policy: ordered rules over the context', () => {
+    let h: Harness;
+    before(async () => {
+      h = await harness({ functions: [ALPHA, BETA, GAMMA, OK] });
+    });
+    after(() => h.close());
+
+    const rules = policy('policy', {
+      rules: [
+        { name: 'gold sku', when: { 'customer.tier': 'gold', 'items.0.sku': { starts_with: 'SKU-' } }, use: 'test-alpha' },
+        { when: { quantity: { gt: 5 } }, use: 'test-beta' },
+        { when: { 'context.quantity': { eq: 3 } }, use: 'test-gamma' },
+        { when: { 'customer.tier': 'gold' }, use: 'test-beta' },
+      ],
+      default_function: 'test-ok',
+    });
+
+    it('reads deep paths (customer.tier, items.0.sku) and names the matched rule in the trace', async () => {
+      const out = await h.price({ policy: rules, context: { customer: { tier: 'gold' }, items: [{ sku: 'SKU-1' }, { sku: 'X' }] } });
+      expect(out.strategy).to.equal('policy');
+      expect(out.fn.name).to.equal('test-alpha');
+      expect(routeOf(out).rule).to.deep.include({ index: 0, name: 'gold sku', use: 'test-alpha' });
+      expect(routeOf(out).policy_id).to.equal('rp_test');
+    });
+
+    it('every key of a rule must hold: a rule with one failing key does not match', async () => {
+      const out = await h.price({ policy: rules, context: { customer: { tier: 'gold' }, items: [{ sku: 'OTHER' }] } });
+      expect(out.fn.name).to.equal('test-beta');
+      expect(routeOf(out).rule).to.deep.include({ index: 3 });
+    });
+
+    it('comparisons are typed: gt on a string never matches, eq 3 never matches "3"', async () => {
+      const out = await h.price({ policy: rules, context: { quantity: '10', customer: { tier: 'silver' } } });
+      expect(out.fn.name).to.equal('test-ok');
+      expect(routeOf(out).rule).to.deep.equal({ index: -1, default_function: 'test-ok' });
+      const asString = await h.price({ policy: rules, context: { quantity: '3' } });
+      expect(asString.fn.name).to.equal('test-ok');
+      const asNumber = await h.price({ policy: rules, context: { quantity: 3 } });
+      expect(asNumber.fn.name).to.equal('test-gamma');
+      expect(routeOf(asNumber).rule).to.deep.include({ index: 2 });
+    });
+
+    it('the first matching rule wins', async () => {
+      // Rules 1 and 3 both hold; rule 1 comes first.
+      const out = await h.price({ policy: rules, context: { quantity: 9, customer: { tier: 'gold' } } });
+      expect(out.fn.name).to.equal('test-beta');
+      expect(routeOf(out).rule).to.deep.include({ index: 1 });
+    });
+
+    it('falls back to default_function when no rule holds', async () => {
+      const out = await h.price({ policy: rules, context: { product_type: 'tea' } });
+      expect(out.fn.name).to.equal('test-ok');
+      expect(routeOf(out).rule).to.deep.equal({ index: -1, default_function: 'test-ok' });
+    });
+
+    it('reports every candidate the rules did not pick as a rule miss', async () => {
+      const out = await h.price({ policy: rules, context: { quantity: 3 } });
+      expect(report(out, 'test-gamma')).to.include({ kept: true });
+      for (const name of ['test-alpha', 'test-beta', 'test-ok']) expect(report(out, name), name).to.include({ kept: false, reason: 'rule miss' });
+    });
+
+    it('with no rule holding and no default_function it refuses: no_eligible_function, every candidate a rule miss', async () => {
+      const noDefault = policy('policy', { rules: [{ when: { quantity: { gte: 100 } }, use: 'test-alpha' }, { when: { vip: true }, use: 'test-beta' }] });
+      const err = await engineError(h.price({ policy: noDefault, context: { quantity: 1 } }), 'no_eligible_function');
+      expect((err.details.candidates ?? []).map((c) => [c.function, c.reason])).to.deep.equal([
+        ['test-alpha', 'rule miss'],
+        ['test-beta', 'rule miss'],
+      ]);
+    });
+  });
+
+  describe('cheapest', () => {
+    let h: Harness;
+    beforeEach(async () => {
+      h = await harness({
+        functions: [fixture('test-alpha', { costPerUnit: '0.002' }), fixture('test-beta', { costPerUnit: '0.001', costMultiplier: '3' }), fixture('test-gamma', { costPerUnit: '0.0015' })],
+      });
+    });
+    afterEach(() => h.close());
+    const cheapest = policy('cheapest', { candidates: ['test-alpha', 'test-beta', 'test-gamma'] });
+
+    it('picks the lowest cost per call (cost per unit × multiplier)', async () => {
+      const out = await h.price({ policy: cheapest });
+      expect(out.fn.name).to.equal('test-gamma');
+      expect(report(out, 'test-beta')).to.include({ cost_per_unit: '0.003', kept: true });
+    });
+
+    it('breaks a cost tie by p50 latency, then by id', async () => {
+      h.source.put(fixture('test-gamma', { costPerUnit: '0.002' }));
+      await h.parts.registry.changed('fn_test_gamma');
+      // alpha and gamma cost 0.002, beta 0.003. Neither timed: the lower id wins.
+      expect((await h.price({ policy: cheapest, context: { n: 1 } })).fn.name).to.equal('test-alpha');
+      recordLatency(h, 'fn_test_alpha', 40);
+      recordLatency(h, 'fn_test_gamma', 5);
+      expect((await h.price({ policy: cheapest, context: { n: 2 } })).fn.name).to.equal('test-gamma');
+    });
+  });
+
+  describe('fastest', () => {
+    let h: Harness;
+    const fastest = (cfg: Record<string, unknown> = {}) => policy('fastest', { candidates: ['test-alpha', 'test-beta', 'test-gamma'], ...cfg });
+    beforeEach(async () => {
+      h = await harness({ functions: [ALPHA, BETA, GAMMA], engine: { latencyColdBelow: 3, latencyWindowMs: 60_000, latencyMaxSamples: 1000 } });
+    });
+    afterEach(() => h.close());
+
+    it('explores cold functions first, and reports never-timed ones as "no data"', async () => {
+      recordLatency(h, 'fn_test_alpha', 1);
+      recordLatency(h, 'fn_test_gamma', 2);
+      const out = await h.price({ policy: fastest() });
+      expect(out.fn.name).to.equal('test-beta');
+      expect(routeOf(out).statistic).to.deep.include({ name: 'exploring cold function', samples: 0 });
+      expect(report(out, 'test-beta')?.latency_p50_ms).to.equal('no data');
+      expect(report(out, 'test-alpha')?.latency_p50_ms).to.equal(1);
+    });
+
+    it('picks the lowest windowed p50 when every function is warm', async () => {
+      recordLatency(h, 'fn_test_alpha', 30, 20);
+      recordLatency(h, 'fn_test_beta', 10, 20);
+      recordLatency(h, 'fn_test_gamma', 20, 20);
+      const out = await h.price({ policy: fastest({ tie_band_pct: 0 }) });
+      expect(out.fn.name).to.equal('test-beta');
+      expect(routeOf(out).statistic).to.deep.include({ name: 'windowed p50 latency', p50_ms: 10, samples: 20, window_ms: 60_000 });
+    });
+
+    it('shares traffic among functions within the tie band, never beyond it', async () => {
+      recordLatency(h, 'fn_test_alpha', 10, 20);
+      recordLatency(h, 'fn_test_beta', 10.5, 20);
+      recordLatency(h, 'fn_test_gamma', 30, 20);
+      const counts: Record<string, number> = {};
+      for (let i = 0; i < 60; i++) {
+        // Same context: after the first answer of each function the cache answers, so no new samples move the p50.
+        const out = await h.price({ policy: fastest() });
+        counts[out.fn.name] = (counts[out.fn.name] ?? 0) + 1;
+        if (i === 0) expect(routeOf(out).statistic).to.deep.include({ tie_band_pct: 10, in_band: ['test-alpha', 'test-beta'] });
+      }
+      expect(counts['test-alpha'] ?? 0).to.be.at.least(10);
+      expect(counts['test-beta'] ?? 0).to.be.at.least(10);
+      expect(counts['test-gamma'] ?? 0).to.equal(0);
+    });
+
+    it('uses a window that rolls: samples older than the window stop counting', async () => {
+      recordLatency(h, 'fn_test_alpha', 50);
+      h.clock.advance(30_000);
+      recordLatency(h, 'fn_test_alpha', 5);
+      recordLatency(h, 'fn_test_beta', 20);
+      recordLatency(h, 'fn_test_gamma', 40);
+      // alpha: five samples at 50 ms and five at 5 ms, p50 27.5: beta is faster.
+      expect(h.parts.latency.snapshot('fn_test_alpha')).to.include({ samples: 10, p50_ms: 27.5 });
+      expect((await h.price({ policy: fastest({ tie_band_pct: 0 }), context: { n: 1 } })).fn.name).to.equal('test-beta');
+      h.clock.advance(30_001);
+      // The 50 ms samples left the window; the 5 ms ones remain.
+      expect(h.parts.latency.snapshot('fn_test_alpha')).to.include({ samples: 5, p50_ms: 5 });
+      expect((await h.price({ policy: fastest({ tie_band_pct: 0 }), context: { n: 2 } })).fn.name).to.equal('test-alpha');
+    });
+  });
+
+  describe('round_robin', () => {
+    const rr = (id = 'rp_test') => policy('round_robin', { candidates: ['test-gamma', 'test-alpha', 'test-beta'] }, { id });
+
+    async function cycle(h: Harness, n: number, id?: string): Promise<string[]> {
+      const names: string[] = [];
+      for (let i = 0; i < n; i++) names.push((await h.price({ policy: rr(id) })).fn.name);
+      return names;
+    }
+
+    it('cycles through the eligible functions in id order, with a counter per policy on the store', async () => {
+      const h = await harness({ functions: [ALPHA, BETA, GAMMA] });
+      try {
+        expect(await cycle(h, 6)).to.deep.equal(['test-alpha', 'test-beta', 'test-gamma', 'test-alpha', 'test-beta', 'test-gamma']);
+        expect(await h.kv.get('rr:rp_test')).to.equal('6');
+        // Another policy keeps its own counter.
+        expect(await cycle(h, 2, 'rp_other')).to.deep.equal(['test-alpha', 'test-beta']);
+        expect(await h.kv.get('rr:rp_other')).to.equal('2');
+        const out = await h.price({ policy: rr() });
+        expect(routeOf(out).statistic).to.deep.equal({ counter: 7, of: 3 });
+      } finally {
+        await h.close();
+      }
+    });
+
+    it('is reproducible: a fresh store gives the same cycle', async () => {
+      const first = await harness({ functions: [ALPHA, BETA, GAMMA] });
+      const second = await harness({ functions: [ALPHA, BETA, GAMMA] });
+      try {
+        expect(await cycle(first, 5)).to.deep.equal(await cycle(second, 5));
+      } finally {
+        await first.close();
+        await second.close();
+      }
+    });
+  });
+
+  describe('weighted', () => {
+    const weighted = (weights: Record<string, number>) => policy('weighted', { weights });
+
+    async function draws(h: Harness, n: number, weights: Record<string, number>): Promise<string[]> {
+      const names: string[] = [];
+      for (let i = 0; i < n; i++) names.push((await h.price({ policy: weighted(weights) })).fn.name);
+      return names;
+    }
+
+    it('is reproducible with a seed', async () => {
+      const weights = { 'test-alpha': 1, 'test-beta': 1, 'test-gamma': 1 };
+      const a = await harness({ functions: [ALPHA, BETA, GAMMA], engine: { randomSeed: 7 } });
+      const b = await harness({ functions: [ALPHA, BETA, GAMMA], engine: { randomSeed: 7 } });
+      try {
+        const first = await draws(a, 30, weights);
+        expect(first).to.deep.equal(await draws(b, 30, weights));
+        expect(new Set(first).size).to.equal(3);
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    });
+
+    it('follows the weights over many draws; a zero weight is never chosen', async () => {
+      const h = await harness({ functions: [ALPHA, BETA, GAMMA], engine: { randomSeed: 1234 } });
+      try {
+        const names = await draws(h, 400, { 'test-alpha': 3, fn_test_beta: 1, 'test-gamma': 0 });
+        const share = names.filter((n) => n === 'test-alpha').length / names.length;
+        expect(share).to.be.within(0.68, 0.82);
+        expect(names).to.not.include('test-gamma');
+        const out = await h.price({ policy: weighted({ 'test-alpha': 3, fn_test_beta: 1, 'test-gamma': 0 }) });
+        expect(report(out, 'test-gamma')).to.include({ kept: false, reason: 'no weight' });
+        expect(routeOf(out).statistic).to.have.property('total_weight', 4);
+      } finally {
+        await h.close();
+      }
+    });
+  });
+
+  describe('priority (the seventh strategy)', () => {
+    let h: Harness;
+    before(async () => {
+      h = await harness({ functions: [ALPHA, BETA, fixture('test-gamma', { costPerUnit: '0.5' })] });
+    });
+    after(() => h.close());
+
+    it('takes the first eligible function of config.order', async () => {
+      const out = await h.price({ policy: policy('priority', { order: ['nowhere', 'test-gamma', 'test-beta', 'test-alpha'], max_cost_per_unit: '0.01' }) });
+      expect(out.strategy).to.equal('priority');
+      expect(out.fn.name).to.equal('test-beta');
+      expect(report(out, 'nowhere')).to.include({ reason: 'unreachable' });
+      expect(report(out, 'test-gamma')).to.include({ reason: 'cost ceiling' });
+      expect(routeOf(out).statistic).to.deep.equal({ rank: 2 });
+    });
+  });
+
+  describe('explicit pin and routing_preference', () => {
+    let h: Harness;
+    const draft: FunctionDescriptor = fixture('test-throw', { status: 'draft', workspaceId: CALLER_WS });
+    const inactive: FunctionDescriptor = fixture('test-hang', { status: 'inactive', workspaceId: CALLER_WS });
+    before(async () => {
+      h = await harness({ functions: [ALPHA, BETA, GAMMA, draft, inactive, fixture('test-ok', { isPublic: false, workspaceId: 'ws_other' })] });
+    });
+    after(() => h.close());
+
+    it('pins by id over the default policy: strategy explicit, no routing decision', async () => {
+      const out = await h.price({ pin: { id: 'fn_test_beta' }, policy: policy('cheapest', { candidates: ['test-alpha'] }) });
+      expect(out.strategy).to.equal('explicit');
+      expect(out.fn.name).to.equal('test-beta');
+      expect(out.decision).to.equal(null);
+      expect(stage(out, 'resolve')).to.include({ explicit: true, function_id: 'fn_test_beta' });
+    });
+
+    it('pins by name, case-insensitively', async () => {
+      const out = await h.price({ pin: { name: 'TEST-Gamma' } });
+      expect(out.fn.id).to.equal('fn_test_gamma');
+    });
+
+    it('refuses drafts (naming the PATCH that activates), inactive, missing and out-of-reach functions', async () => {
+      const d = await engineError(h.price({ pin: { id: draft.id } }), 'function_draft');
+      expect(d.message).to.include(`PATCH /api/functions/${draft.id}`);
+      const i = await engineError(h.price({ pin: { id: inactive.id } }), 'function_inactive');
+      expect(i.message).to.not.include('PATCH');
+      await engineError(h.price({ pin: { id: 'fn_missing' } }), 'function_not_found');
+      await engineError(h.price({ pin: { name: 'test-ok' } }), 'function_not_found');
+    });
+
+    it('routing_preference explicit without a function is refused', async () => {
+      await engineError(h.price({ preference: 'explicit' }), 'explicit_without_function');
+    });
+
+    it('routing_preference replaces the policy strategy but keeps its candidates and ceilings', async () => {
+      const p = policy('round_robin', { candidates: ['test-alpha', 'test-beta'], max_cost_per_unit: '0.01' });
+      recordLatency(h, 'fn_test_alpha', 9);
+      recordLatency(h, 'fn_test_beta', 3);
+      const out = await h.price({ policy: p, preference: 'fastest' });
+      expect(out.strategy).to.equal('fastest');
+      expect(out.fn.name).to.equal('test-beta');
+      expect(routeOf(out)).to.include({ strategy: 'fastest', policy_id: 'rp_test' });
+      expect(candidatesOf(out).map((c) => c.function)).to.deep.equal(['test-alpha', 'test-beta']);
+    });
+  });
+});

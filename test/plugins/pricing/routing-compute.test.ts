@@ -1,0 +1,139 @@
+import { expect } from 'chai';
+import type { CircuitBreakers } from '../../../engine';
+import { PRICING } from '../../../plugins/pricing';
+import { client } from '../../support/http';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+import { buildWorld } from '../../support/world';
+import type { World } from '../../support/world';
+
+type Api = ReturnType<typeof client>;
+type Body = Record<string, any>;
+
+const COOLDOWN_MS = 100;
+
+describe('pricing: compute routed by the default policy (HTTP)', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  let world: World;
+  let a: Api;
+
+  before(async () => {
+    svc = await startTestService({ config: { engine: { threads: 1, breakerCooldownMs: COOLDOWN_MS, breakerMinCalls: 3 } } });
+    world = await buildWorld(svc);
+    a = client(svc.url, { 'x-api-key': world.a.key });
+  });
+  after(() => svc.close());
+
+  const compute = async (body: Body, api: Api = a) => {
+    const res = await api.post<Body>('/api/compute/price', body);
+    return res;
+  };
+  const ok = async (body: Body, api: Api = a) => {
+    const res = await compute(body, api);
+    expect(res.status, res.text).to.equal(200);
+    return res.body;
+  };
+  const route = (body: Body) => (body.trace.stages as Body[]).find((s) => s.stage === 'route') as Body;
+  const makeDefault = async (policy: Body, api: Api = a) => {
+    const res = await api.post<Body>('/api/routing-policies', { is_default: true, ...policy });
+    expect(res.status, res.text).to.equal(201);
+    return res.body.policy.id as string;
+  };
+
+  it('without a policy a context with only current_price gets a price (echoed, low confidence)', async () => {
+    const body = await ok({ context: { product_type: 'coffee', currency: 'USD', current_price: 4.5 } }, client(svc.url, { 'x-api-key': world.b.key }));
+    expect(body).to.include({ price: '4.50', confidence: 0.15, strategy: 'default' });
+    expect(body.function.name).to.equal('anchored-adjustment');
+    expect(route(body)).to.include({ strategy: 'default', policy_id: null });
+  });
+
+  it('the default policy routes by its rules: the trace names the strategy, the policy, the rule and every candidate', async () => {
+    const id = await makeDefault({
+      name: 'tiers',
+      strategy: 'policy',
+      config: { rules: [{ when: { 'customer.tier': 'gold', 'items.0.sku': { starts_with: 'C-' } }, use: 'charm-pricing' }], default_function: 'cost-plus' },
+    });
+    const gold = await ok({ context: { unit_cost: 10, target_price: 20.1, customer: { tier: 'gold' }, items: [{ sku: 'C-1' }] } });
+    expect(gold.function.name).to.equal('charm-pricing');
+    expect(gold.price).to.equal('19.99');
+    expect(gold.strategy).to.equal('policy');
+    expect(route(gold)).to.deep.include({ strategy: 'policy', policy_id: id });
+    expect(route(gold).rule).to.deep.include({ index: 0, use: 'charm-pricing' });
+    expect(route(gold).candidates.map((c: Body) => [c.function, c.kept, c.reason ?? null])).to.deep.equal([
+      ['charm-pricing', true, null],
+      ['cost-plus', false, 'rule miss'],
+    ]);
+    expect(gold.savings).to.equal(undefined);
+
+    const silver = await ok({ context: { unit_cost: 10, target_price: 20.1, customer: { tier: 'silver' }, items: [{ sku: 'C-1' }] } });
+    expect(silver.function.name).to.equal('cost-plus');
+    expect(route(silver).rule).to.deep.equal({ index: -1, default_function: 'cost-plus' });
+  });
+
+  it('a cheapest default policy: savings against the dearest eligible function; a cached answer has none', async () => {
+    await makeDefault({ name: 'cheap', strategy: 'cheapest', config: { candidates: ['cost-plus', 'elasticity-optimum'] } });
+    const context = { unit_cost: 10, elasticity: 2, note: 'savings' };
+    const first = await ok({ context });
+    expect(first.function.name).to.equal('cost-plus');
+    expect(first.trace.cache).to.equal('miss');
+    expect(first.savings).to.deep.equal({ amount: '0.001', currency: 'USDC', compared_with: { function: 'elasticity-optimum', cost_per_unit: '0.002' }, chosen_cost_per_unit: '0.001' });
+    const again = await ok({ context: { note: 'savings', elasticity: 2, unit_cost: 10 } });
+    expect(again.trace.cache).to.equal('hit');
+    expect(again.savings).to.equal(undefined);
+    const pinned = await ok({ context, function_id: 'fn_builtin_elasticity' });
+    expect(pinned.strategy).to.equal('explicit');
+    expect(pinned.savings).to.equal(undefined);
+  });
+
+  it('routing_preference replaces the strategy and keeps the policy: round_robin cycles over its candidates', async () => {
+    const id = await makeDefault({ name: 'rr', strategy: 'cheapest', config: { candidates: ['cost-plus', 'elasticity-optimum'] } });
+    const names: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const body = await ok({ context: { unit_cost: 10, elasticity: 2 }, routing_preference: 'round_robin' });
+      expect(route(body)).to.include({ strategy: 'round_robin', policy_id: id });
+      names.push(body.function.name);
+    }
+    // The cycle follows function ids: fn_builtin_cost_plus, then fn_builtin_elasticity.
+    expect(names).to.deep.equal(['cost-plus', 'elasticity-optimum', 'cost-plus', 'elasticity-optimum']);
+  });
+
+  it('ceilings that exclude every candidate: 422 no_eligible_function listing each candidate and its reason', async () => {
+    await makeDefault({ name: 'too tight', strategy: 'cheapest', fallback_function: 'cost-plus', config: { candidates: ['cost-plus', 'elasticity-optimum', 'nowhere'], max_cost_per_unit: '0.0005' } });
+    const res = await compute({ context: { unit_cost: 10, elasticity: 2 } });
+    expect(res.status).to.equal(422);
+    expect(res.body.code).to.equal('no_eligible_function');
+    expect(res.body.candidates.map((c: Body) => [c.function, c.reason])).to.deep.equal([
+      ['cost-plus', 'cost ceiling'],
+      ['elasticity-optimum', 'cost ceiling'],
+      ['nowhere', 'unreachable'],
+    ]);
+  });
+
+  it('breaker state shows at GET /api/routing/health and in /metrics, and routing skips the open function', async () => {
+    const breakers = svc.container.resolve<CircuitBreakers>(PRICING.Breakers);
+    for (let i = 0; i < 3; i++) breakers.record('fn_builtin_charm', false);
+    const health = await a.get<Body>('/api/routing/health');
+    expect(health.status).to.equal(200);
+    const charm = (health.body.data as Body[]).find((d) => d.function.name === 'charm-pricing') as Body;
+    expect(charm.breaker).to.include({ state: 'open', failures: 3 });
+    expect(charm.breaker.retry_at).to.be.a('string');
+    const metrics = await client(svc.url).get('/metrics');
+    expect(metrics.text).to.match(/pricing_breaker_state\{function="charm-pricing"\} 2/);
+
+    await makeDefault({ name: 'with charm', strategy: 'cheapest', config: { candidates: ['charm-pricing', 'cost-plus'] } });
+    const body = await ok({ context: { unit_cost: 10, target_price: 20.1 } });
+    expect(body.function.name).to.equal('cost-plus');
+    expect(route(body).candidates.find((c: Body) => c.function === 'charm-pricing')).to.include({ kept: false, reason: 'breaker open' });
+
+    await new Promise((resolve) => setTimeout(resolve, COOLDOWN_MS + 20));
+    const later = await a.get<Body>('/api/routing/health');
+    expect((later.body.data as Body[]).find((d) => d.function.name === 'charm-pricing')?.breaker.state).to.equal('half_open');
+    expect((await client(svc.url).get('/metrics')).text).to.match(/pricing_breaker_state\{function="charm-pricing"\} 1/);
+    // The trial call succeeds and closes the breaker.
+    const trial = await ok({ context: { target_price: 20.1, trial: true }, function_id: 'fn_builtin_charm' });
+    expect(trial.function.name).to.equal('charm-pricing');
+    const closed = await a.get<Body>('/api/routing/health');
+    expect((closed.body.data as Body[]).find((d) => d.function.name === 'charm-pricing')?.breaker.state).to.equal('closed');
+  });
+});

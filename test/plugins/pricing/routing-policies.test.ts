@@ -1,0 +1,151 @@
+import { expect } from 'chai';
+import { client } from '../../support/http';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+import { buildWorld } from '../../support/world';
+import type { World } from '../../support/world';
+
+type Api = ReturnType<typeof client>;
+type Issue = { path: string; reason: string };
+
+const PATH = '/api/routing-policies';
+
+describe('pricing: routing policies over HTTP', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  let world: World;
+  let a: Api;
+  let b: Api;
+
+  before(async () => {
+    svc = await startTestService({ config: { engine: { threads: 1 } } });
+    world = await buildWorld(svc);
+    a = client(svc.url, { 'x-api-key': world.a.key });
+    b = client(svc.url, { 'x-api-key': world.b.key });
+  });
+  after(() => svc.close());
+
+  const create = async (api: Api, body: Record<string, unknown>) => {
+    const res = await api.post<Record<string, any>>(PATH, body);
+    expect(res.status, res.text).to.equal(201);
+    return res.body.policy as Record<string, any>;
+  };
+  const paths = (body: Record<string, any>) => (body.issues as Issue[]).map((i) => i.path);
+
+  describe('POST validation', () => {
+    it('strategy policy without config.rules: 400 naming config.rules', async () => {
+      const res = await a.post<Record<string, any>>(PATH, { name: 'rules missing', strategy: 'policy', config: { default_function: 'cost-plus' } });
+      expect(res.status).to.equal(400);
+      expect(res.body.code).to.equal('validation_error');
+      expect(paths(res.body)).to.deep.equal(['config.rules']);
+      expect(res.body.example).to.be.an('object');
+    });
+
+    it('strategy weighted without a positive weight: 400 naming config.weights', async () => {
+      for (const config of [{}, { weights: { 'cost-plus': 0, 'charm-pricing': 0 } }]) {
+        const res = await a.post<Record<string, any>>(PATH, { name: 'weights', strategy: 'weighted', config });
+        expect(res.status, JSON.stringify(config)).to.equal(400);
+        expect(paths(res.body)).to.deep.equal(['config.weights']);
+      }
+    });
+
+    it('an unknown rule operator: 400 pointing into the rule', async () => {
+      const res = await a.post<Record<string, any>>(PATH, { name: 'regex', strategy: 'policy', config: { rules: [{ when: { product_type: { regex: '^cof' } }, use: 'cost-plus' }] } });
+      expect(res.status).to.equal(400);
+      expect(paths(res.body).some((p) => p.startsWith('config.rules.0.when'))).to.equal(true);
+    });
+
+    it('a rule path deeper than 8 levels: 400', async () => {
+      const res = await a.post<Record<string, any>>(PATH, { name: 'deep', strategy: 'policy', config: { rules: [{ when: { 'a.b.c.d.e.f.g.h.i': 1 }, use: 'cost-plus' }] } });
+      expect(res.status).to.equal(400);
+      expect(paths(res.body).some((p) => p.startsWith('config.rules.0.when'))).to.equal(true);
+      const ok = await a.post<Record<string, any>>(PATH, { name: 'deep ok', strategy: 'policy', config: { rules: [{ when: { 'a.b.c.d.e.f.g.h': 1 }, use: 'cost-plus' }] } });
+      expect(ok.status, ok.text).to.equal(201);
+    });
+
+    it('a body that is not JSON: 400 invalid_json', async () => {
+      const res = await a.raw<Record<string, any>>('POST', PATH, { rawBody: '{"name": ', headers: { 'content-type': 'application/json' } });
+      expect(res.status).to.equal(400);
+      expect(res.body.code).to.equal('invalid_json');
+    });
+  });
+
+  it('creates, reads and lists a policy; an unreachable reference is kept with a warning', async () => {
+    const p = await create(a, {
+      name: 'by tier',
+      strategy: 'policy',
+      fallback_chain: ['anchored-adjustment', 'fn_not_mine'],
+      fallback_function: 'cost-plus',
+      config: { rules: [{ when: { 'customer.tier': 'gold' }, use: 'charm-pricing' }], default_function: 'cost-plus', max_cost_per_unit: '0.002' },
+    });
+    expect(p).to.include({ name: 'by tier', strategy: 'policy', is_default: false, fallback_function: 'cost-plus' });
+    expect(p.id).to.match(/^rp_/);
+    expect(p.warnings?.[0]).to.include('fn_not_mine');
+    const read = await a.get<Record<string, any>>(`${PATH}/${p.id}`);
+    expect(read.status).to.equal(200);
+    expect(read.body.policy.config).to.deep.equal(p.config);
+    const list = await a.get<Record<string, any>>(PATH);
+    expect(list.body.data.map((x: { id: string }) => x.id)).to.include(p.id);
+    expect((await b.get(`${PATH}/${p.id}`)).status, "another workspace's policy").to.equal(404);
+  });
+
+  it('keeps one default per workspace: a second default unsets the first (and only in that workspace)', async () => {
+    const inB = await create(b, { name: 'b default', strategy: 'cheapest', is_default: true });
+    const first = await create(a, { name: 'first default', strategy: 'cheapest', is_default: true });
+    const second = await create(a, { name: 'second default', strategy: 'fastest', is_default: true });
+    expect((await a.get<Record<string, any>>(`${PATH}/${first.id}`)).body.policy.is_default).to.equal(false);
+    expect((await a.get<Record<string, any>>(`${PATH}/${second.id}`)).body.policy.is_default).to.equal(true);
+    const defaults = (await a.get<Record<string, any>>(`${PATH}?limit=100`)).body.data.filter((x: { is_default: boolean }) => x.is_default);
+    expect(defaults.map((x: { id: string }) => x.id)).to.deep.equal([second.id]);
+    expect((await b.get<Record<string, any>>(`${PATH}/${inB.id}`)).body.policy.is_default).to.equal(true);
+    // Making the first one default again by PATCH unsets the second.
+    expect((await a.patch(`${PATH}/${first.id}`, { is_default: true })).status).to.equal(200);
+    expect((await a.get<Record<string, any>>(`${PATH}/${second.id}`)).body.policy.is_default).to.equal(false);
+    await a.delete(`${PATH}/${first.id}`);
+  });
+
+  describe('PATCH is validated against the policy it produces', () => {
+    it('switching to weighted without weights: 400 naming config.weights, nothing changed', async () => {
+      const p = await create(a, { name: 'to weighted', strategy: 'cheapest' });
+      const res = await a.patch<Record<string, any>>(`${PATH}/${p.id}`, { strategy: 'weighted' });
+      expect(res.status).to.equal(400);
+      expect(paths(res.body)).to.deep.equal(['config.weights']);
+      expect((await a.get<Record<string, any>>(`${PATH}/${p.id}`)).body.policy.strategy).to.equal('cheapest');
+      const ok = await a.patch<Record<string, any>>(`${PATH}/${p.id}`, { strategy: 'weighted', config: { weights: { 'cost-plus': 3, 'anchored-adjustment': 1 } } });
+      expect(ok.status, ok.text).to.equal(200);
+      expect(ok.body.policy).to.deep.include({ strategy: 'weighted', config: { weights: { 'cost-plus': 3, 'anchored-adjustment': 1 } } });
+    });
+
+    it('switching to policy without rules: 400 naming config.rules', async () => {
+      const p = await create(a, { name: 'to policy', strategy: 'cheapest' });
+      const res = await a.patch<Record<string, any>>(`${PATH}/${p.id}`, { strategy: 'policy' });
+      expect(res.status).to.equal(400);
+      expect(paths(res.body)).to.deep.equal(['config.rules']);
+    });
+
+    it('fallback_function: null clears it; other fields are kept', async () => {
+      const p = await create(a, { name: 'clear fb', strategy: 'cheapest', fallback_chain: ['cost-plus'], fallback_function: 'anchored-adjustment' });
+      const res = await a.patch<Record<string, any>>(`${PATH}/${p.id}`, { fallback_function: null });
+      expect(res.status, res.text).to.equal(200);
+      expect(res.body.policy).to.include({ fallback_function: null, name: 'clear fb', strategy: 'cheapest' });
+      expect(res.body.policy.fallback_chain).to.deep.equal(['cost-plus']);
+      expect((await a.get<Record<string, any>>(`${PATH}/${p.id}`)).body.policy.fallback_function).to.equal(null);
+    });
+
+    it("another workspace's policy: 404", async () => {
+      const p = await create(a, { name: 'mine', strategy: 'cheapest' });
+      expect((await b.patch(`${PATH}/${p.id}`, { name: 'theirs' })).status).to.equal(404);
+      expect((await b.delete(`${PATH}/${p.id}`)).status).to.equal(404);
+      expect((await a.get<Record<string, any>>(`${PATH}/${p.id}`)).body.policy.name).to.equal('mine');
+    });
+  });
+
+  it('DELETE removes the policy; reading or deleting it again answers 404', async () => {
+    const p = await create(a, { name: 'to delete', strategy: 'fastest' });
+    const res = await a.delete<Record<string, any>>(`${PATH}/${p.id}`);
+    expect(res.status).to.equal(200);
+    expect(res.body).to.deep.equal({ id: p.id, deleted: true });
+    expect((await a.get(`${PATH}/${p.id}`)).status).to.equal(404);
+    expect((await a.delete(`${PATH}/${p.id}`)).status).to.equal(404);
+  });
+});
