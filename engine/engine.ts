@@ -180,7 +180,9 @@ export class PricingEngine {
         const policy = req.policy;
         const config: PolicyConfig = policy?.config ?? {};
         strategy = req.preference && req.preference !== 'explicit' ? req.preference : (policy?.strategy ?? 'default');
-        const routeConfig: PolicyConfig = strategy === 'weighted' && !config.weights ? { ...config, weights: Object.fromEntries(this.registry.reachable(req.scope).filter((f) => f.builtIn || f.workspaceId === req.scope.workspaceId).map((f) => [f.id, 1])) } : config;
+        // A weighted preference on a policy without weights spreads evenly over the policy's candidates.
+        const evenOver = config.candidates ?? this.registry.reachable(req.scope).filter((f) => f.builtIn || f.workspaceId === req.scope.workspaceId).map((f) => f.id);
+        const routeConfig: PolicyConfig = strategy === 'weighted' && !config.weights ? { ...config, weights: Object.fromEntries(evenOver.map((id) => [id, 1])) } : config;
         decision = await this.router.decide({ context: req.context, scope: req.scope, strategy, config: routeConfig, policyId: policy?.id ?? null });
         first = decision.chosen;
         stages.push({
@@ -215,6 +217,12 @@ export class PricingEngine {
       tried.add(fn.id);
       if (step.role !== 'chosen' && (fn.status !== 'active' || fn.executionType === 'pipeline')) {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: fn.executionType === 'pipeline' ? 'pipeline unavailable' : `not active (${fn.status})`, ms: 0 });
+        continue;
+      }
+      // The cost ceiling is a budget: a fallback above it is skipped too, never silently paid for.
+      const ceiling = req.policy?.config.max_cost_per_unit;
+      if (step.role !== 'chosen' && ceiling !== undefined && dec(effectiveCost(fn)).gt(dec(ceiling))) {
+        attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: `cost ceiling (${effectiveCost(fn)} > ${ceiling})`, ms: 0 });
         continue;
       }
       if (step.role === 'chosen') {
