@@ -30,6 +30,9 @@ const pluginBoundaries = {
 };
 
 const outboundMessage = 'Outbound HTTP goes through the guarded client in core/outbound (SafeHttpClient); plugins and the engine may not open connections themselves.';
+const outboundBuiltins = ['http', 'https', 'http2', 'net', 'tls', 'dgram'];
+const outboundModules = [...outboundBuiltins.flatMap((m) => [m, `node:${m}`]), 'undici', 'axios', 'node-fetch', 'got'];
+const outboundModulePattern = `/^(node:)?(${[...outboundBuiltins, 'undici', 'axios', 'node-fetch', 'got'].join('|')})$/`;
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'data/**', 'coverage/**', '**/*.js', '**/*.cjs', '**/*.mjs'] },
@@ -57,7 +60,7 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         {
-          paths: ['http', 'https', 'node:http', 'node:https', 'http2', 'node:http2', 'net', 'node:net', 'undici', 'axios', 'node-fetch', 'got'].map((name) => ({
+          paths: outboundModules.map((name) => ({
             name,
             message: outboundMessage,
             allowTypeImports: true,
@@ -65,6 +68,13 @@ export default tseslint.config(
         },
       ],
       'no-restricted-globals': ['error', { name: 'fetch', message: outboundMessage }],
+      'no-restricted-properties': ['error', ...['globalThis', 'global'].map((object) => ({ object, property: 'fetch', message: outboundMessage }))],
+      // Dynamic import() and require() escape no-restricted-imports.
+      'no-restricted-syntax': [
+        'error',
+        { selector: `ImportExpression[source.value=${outboundModulePattern}]`, message: outboundMessage },
+        { selector: `CallExpression[callee.name='require'][arguments.0.value=${outboundModulePattern}]`, message: outboundMessage },
+      ],
     },
   },
   {

@@ -1,10 +1,16 @@
 import ipaddr from 'ipaddr.js';
 
+/** IPv6 global unicast (RFC 4291); ipaddr.js calls anything it has no name for 'unicast', e.g. ::/96. */
+const GLOBAL_UNICAST_V6 = ipaddr.IPv6.parseCIDR('2000::/3');
+/** Deprecated IPv4-compatible IPv6 (::a.b.c.d, RFC 4291 2.5.5.1). */
+const IPV4_COMPATIBLE = ipaddr.IPv6.parseCIDR('::/96');
+
 /**
  * Which addresses an owner-registered URL may reach. Only globally routable unicast addresses are
  * allowed: loopback, private, CGNAT, link-local (cloud metadata), multicast, unspecified, reserved,
  * benchmarking and documentation ranges are refused, and IPv6 forms that embed an IPv4 address
- * (IPv4-mapped, NAT64, 6to4, Teredo) are refused too. An allow-list (for tests and on-premises
+ * (IPv4-mapped, IPv4-compatible, NAT64, 6to4, Teredo) are refused too, as is any IPv6 address
+ * outside global unicast 2000::/3. An allow-list (for tests and on-premises
  * deployments) can open specific ranges.
  */
 export class AddressPolicy {
@@ -21,7 +27,7 @@ export class AddressPolicy {
   check(address: string): { allowed: boolean; range: string } {
     let parsed: ipaddr.IPv4 | ipaddr.IPv6;
     try {
-      parsed = ipaddr.parse(address);
+      parsed = ipaddr.parse(address.includes(':') ? canonicalV6(address) : address);
     } catch {
       return { allowed: false, range: 'unparseable' };
     }
@@ -31,7 +37,24 @@ export class AddressPolicy {
       if (net.kind() === parsed.kind() && parsed.match(net, bits)) return { allowed: true, range: 'allow-listed' };
     }
     const range = parsed.range();
+    // Outside 2000::/3 an IPv6 address is never globally routable, whatever ipaddr.js names it.
+    if (range === 'unicast' && parsed.kind() === 'ipv6' && !parsed.match(GLOBAL_UNICAST_V6)) {
+      return { allowed: false, range: parsed.match(IPV4_COMPATIBLE) ? 'ipv4Compatible' : 'reserved' };
+    }
     return { allowed: range === 'unicast', range };
+  }
+}
+
+/**
+ * WHATWG's serialisation of an IPv6 address. ipaddr.js reads `::a.b.c.d` as IPv4-mapped
+ * (::ffff:a.b.c.d), but the network stack connects to the IPv4-compatible ::a.b.c.d — and resolvers
+ * print IPv4-compatible answers in that dotted form — so judge the address the socket will use.
+ */
+function canonicalV6(address: string): string {
+  try {
+    return new URL(`http://[${address}]/`).hostname.slice(1, -1);
+  } catch {
+    return address;
   }
 }
 

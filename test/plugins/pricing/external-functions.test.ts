@@ -1,0 +1,234 @@
+import { expect } from 'chai';
+import { client } from '../../support/http';
+import { sendJson, startCanary, startUpstream } from '../../support/outbound';
+import type { Canary, Upstream } from '../../support/outbound';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+import { createKey, signUp } from '../../support/world';
+
+/**
+ * external_api pricing functions end to end: registration, draft → active, the call to the owner's
+ * endpoint through the guarded client, validation of its answer, and the SSRF refusals at
+ * registration time (literal addresses) and call time (names).
+ */
+
+interface Attempt {
+  function: string;
+  id: string;
+  role: string;
+  outcome: string;
+  error?: string;
+}
+
+interface UsageRow {
+  status: string;
+  error_code: string | null;
+  cost: string;
+  billable: boolean;
+}
+
+let seq = 0;
+const uniqueName = (label: string) => `ext-${label}-${process.pid}-${Date.now().toString(36)}-${seq++}`;
+
+const CONTEXT = { product_type: 'coffee', currency: 'USD', current_price: 4.5 };
+
+async function usageOf(svc: TestService, requestId: string): Promise<UsageRow[]> {
+  const [rows] = await svc.sequelize.query('SELECT status, error_code, cost::text AS cost, billable FROM usage_events WHERE request_id = $1', { bind: [requestId] });
+  return rows as UsageRow[];
+}
+
+describe('pricing: external_api functions over HTTP (allow-listed loopback upstream)', () => {
+  let svc: TestService;
+  let upstream: Upstream;
+  let api: ReturnType<typeof client>;
+
+  before(async () => {
+    upstream = await startUpstream((req, res) => {
+      switch (req.path) {
+        case '/ok':
+          return sendJson(res, 200, { price: 42.5, confidence: 0.7, currency: 'USD', notes: ['from the owner endpoint'] });
+        case '/negative':
+          return sendJson(res, 200, { price: -1, confidence: 0.5 });
+        case '/no-confidence':
+          return sendJson(res, 200, { price: 10 });
+        case '/zero':
+          return sendJson(res, 200, { price: '0', confidence: 0.9 });
+        case '/server-error':
+          return sendJson(res, 500, { error: 'boom' });
+        case '/redirect':
+          res.writeHead(302, { location: upstream.url('/ok?followed=1') });
+          return void res.end();
+        case '/never':
+          return; // never answers
+        default:
+          return sendJson(res, 404, { error: 'unknown path' });
+      }
+    });
+    svc = await startTestService({ config: { outbound: { allowList: ['127.0.0.1'] }, engine: { cacheTtlMs: 0 } } });
+    const owner = await signUp(svc, 'ext-owner');
+    const { key } = await createKey(svc, owner, { name: 'external functions' });
+    api = client(svc.url, { 'x-api-key': key });
+  });
+  after(async () => {
+    await svc.close();
+    await upstream.close();
+  });
+
+  const register = async (path: string, extra: Record<string, unknown> = {}) => {
+    const name = uniqueName(path.replace(/\W/g, '') || 'root');
+    const res = await api.post<Record<string, any>>('/api/functions', { name, execution_type: 'external_api', endpoint_url: upstream.url(path), cost_per_unit: '0.002', ...extra });
+    expect(res.status, res.text).to.equal(201);
+    return { id: res.body.function.id as string, name, res };
+  };
+  const activate = async (id: string) => {
+    const res = await api.patch<Record<string, any>>(`/api/functions/${id}`, { status: 'active' });
+    expect(res.status, res.text).to.equal(200);
+    expect(res.body.function.status).to.equal('active');
+  };
+  const requestsTo = (path: string) => upstream.requests.filter((r) => r.path === path);
+
+  it('registers as draft, refuses routing to the draft naming the PATCH, then prices through the endpoint once active', async () => {
+    const fn = await register('/ok');
+    expect(fn.res.body.function).to.include({ status: 'draft', execution_type: 'external_api', endpoint_url: upstream.url('/ok'), cost_per_unit: '0.002' });
+    expect(fn.res.body.next).to.deep.equal([{ action: 'activate', method: 'PATCH', path: `/api/functions/${fn.id}`, body: { status: 'active' } }]);
+
+    const draft = await api.post<Record<string, any>>('/api/compute/price', { context: CONTEXT, function_id: fn.id });
+    expect(draft.status, draft.text).to.equal(409);
+    expect(draft.body.code).to.equal('function_draft');
+    expect(draft.body.error).to.include(`PATCH /api/functions/${fn.id}`);
+    expect(requestsTo('/ok')).to.have.length(0);
+
+    await activate(fn.id);
+    const res = await api.post<Record<string, any>>('/api/compute/price', { context: CONTEXT, function_id: fn.id });
+    expect(res.status, res.text).to.equal(200);
+    expect(res.body.price).to.equal('42.50');
+    expect(res.body.currency).to.equal('USD');
+    expect(res.body.confidence).to.equal(0.7);
+    expect(res.body.function).to.deep.equal({ id: fn.id, name: fn.name, built_in: false, execution_type: 'external_api' });
+    expect(res.body.method.notes).to.deep.equal(['from the owner endpoint']);
+
+    const received = requestsTo('/ok');
+    expect(received).to.have.length(1);
+    expect(received[0]?.method).to.equal('POST');
+    expect(received[0]?.headers['content-type']).to.equal('application/json');
+    expect(JSON.parse(received[0]?.body ?? 'null')).to.deep.equal({ context: CONTEXT, function: { id: fn.id, name: fn.name } });
+
+    const usage = await usageOf(svc, res.body.request_id);
+    expect(usage).to.have.length(1);
+    expect(usage[0]?.status).to.equal('ok');
+    expect(Number(usage[0]?.cost)).to.be.greaterThan(0);
+  });
+
+  for (const [path, what] of [
+    ['/negative', 'a negative price'],
+    ['/no-confidence', 'no confidence'],
+    ['/zero', 'a zero price'],
+    ['/server-error', 'a 500'],
+    ['/redirect', 'a redirect (not followed)'],
+  ] as const) {
+    it(`an endpoint answering ${what} fails the compute with 502 functions_failed and charges nothing`, async () => {
+      const fn = await register(path);
+      await activate(fn.id);
+      const okBefore = requestsTo('/ok?followed=1').length;
+
+      const res = await api.post<Record<string, any>>('/api/compute/price', { context: CONTEXT, function_id: fn.id });
+      expect(res.status, res.text).to.equal(502);
+      expect(res.body.code).to.equal('functions_failed');
+      expect(res.body.retryable).to.equal(true);
+      expect(res.body.hint).to.include('Nothing was charged');
+      const attempts = res.body.attempts as Attempt[];
+      expect(attempts).to.have.length(1);
+      expect(attempts[0]).to.include({ id: fn.id, function: fn.name, role: 'chosen', outcome: 'failed' });
+      expect(attempts[0]?.error).to.be.a('string').and.not.equal('');
+      // The endpoint was called (exactly once), so the failure is the answer's, not the address's.
+      expect(requestsTo(path)).to.have.length(1);
+      expect(requestsTo('/ok?followed=1')).to.have.length(okBefore);
+
+      const usage = await usageOf(svc, res.body.request_id);
+      expect(usage).to.deep.equal([{ status: 'error', error_code: 'functions_failed', cost: '0.00000000', billable: false }]);
+    });
+  }
+
+  it('an endpoint that does not answer within the function timeout fails the compute (502) naming the time limit', async () => {
+    const fn = await register('/never', { timeout_ms: 100 });
+    await activate(fn.id);
+    const res = await api.post<Record<string, any>>('/api/compute/price', { context: CONTEXT, function_id: fn.id });
+    expect(res.status, res.text).to.equal(502);
+    expect(res.body.code).to.equal('functions_failed');
+    expect((res.body.attempts as Attempt[])[0]?.error).to.include('100 ms');
+  });
+
+  for (const endpoint of ['http://169.254.169.254/latest/meta-data/', 'http://[::ffff:a9fe:a9fe]/', 'http://0xa9fea9fe/', 'https://169.254.169.254/', 'http://[fd00:ec2::254]/']) {
+    it(`refuses registration of ${endpoint} with 400 validation_error naming endpoint_url`, async () => {
+      const res = await api.post<Record<string, any>>('/api/functions', { name: uniqueName('metadata'), execution_type: 'external_api', endpoint_url: endpoint, cost_per_unit: '0.002' });
+      expect(res.status, res.text).to.equal(400);
+      expect(res.body.code).to.equal('validation_error');
+      expect(res.body.error).to.include('endpoint_url');
+      expect(res.body.issues).to.be.an('array').that.is.not.empty;
+      expect((res.body.issues as Array<{ path: string }>).map((i) => i.path)).to.include('endpoint_url');
+    });
+  }
+
+  it('refuses a PATCH moving an endpoint to the metadata address, and keeps the old one', async () => {
+    const fn = await register('/ok');
+    const res = await api.patch<Record<string, any>>(`/api/functions/${fn.id}`, { endpoint_url: 'http://169.254.169.254/' });
+    expect(res.status, res.text).to.equal(400);
+    expect(res.body.code).to.equal('validation_error');
+    expect((res.body.issues as Array<{ path: string }>).map((i) => i.path)).to.include('endpoint_url');
+    const read = await api.get<Record<string, any>>(`/api/functions/${fn.id}`);
+    expect(read.body.function.endpoint_url).to.equal(upstream.url('/ok'));
+  });
+});
+
+describe('pricing: external_api functions without the allow-list (loopback refused at call time)', () => {
+  let svc: TestService;
+  let upstream: Upstream;
+  let canary: Canary;
+  let api: ReturnType<typeof client>;
+
+  before(async () => {
+    upstream = await startUpstream((_req, res) => sendJson(res, 200, { price: 1, confidence: 0.9 }));
+    // 'localhost' may resolve to ::1 too: listen there at the same port.
+    canary = await startCanary({ hosts: ['127.0.0.2', '::1'], port: upstream.port });
+    svc = await startTestService({ config: { engine: { cacheTtlMs: 0 } } });
+    const owner = await signUp(svc, 'ext-loopback');
+    const { key } = await createKey(svc, owner, { name: 'external functions' });
+    api = client(svc.url, { 'x-api-key': key });
+  });
+  after(async () => {
+    await svc.close();
+    await upstream.close();
+    await canary.close();
+  });
+
+  it('refuses a literal loopback endpoint at registration (the literal check runs without the allow-list)', async () => {
+    const res = await api.post<Record<string, any>>('/api/functions', { name: uniqueName('literal'), execution_type: 'external_api', endpoint_url: upstream.url('/'), cost_per_unit: '0.002' });
+    expect(res.status, res.text).to.equal(400);
+    expect(res.body.code).to.equal('validation_error');
+    expect((res.body.issues as Array<{ path: string }>).map((i) => i.path)).to.include('endpoint_url');
+  });
+
+  it('accepts http://localhost at registration (a name), but the call is refused and the upstream sees no connection', async () => {
+    const name = uniqueName('localhost');
+    const created = await api.post<Record<string, any>>('/api/functions', { name, execution_type: 'external_api', endpoint_url: `http://localhost:${upstream.port}/price`, cost_per_unit: '0.002' });
+    expect(created.status, created.text).to.equal(201);
+    const id = created.body.function.id as string;
+    const patched = await api.patch(`/api/functions/${id}`, { status: 'active' });
+    expect(patched.status, patched.text).to.equal(200);
+
+    const res = await api.post<Record<string, any>>('/api/compute/price', { context: CONTEXT, function_id: id });
+    expect(res.status, res.text).to.equal(502);
+    expect(res.body.code).to.equal('functions_failed');
+    const attempts = res.body.attempts as Attempt[];
+    expect(attempts).to.have.length(1);
+    expect(attempts[0]).to.include({ id, outcome: 'failed' });
+    expect(attempts[0]?.error).to.match(/refused: localhost is a loopback address/);
+
+    const [rows] = await svc.sequelize.query('SELECT status, cost::text AS cost, billable FROM usage_events WHERE request_id = $1', { bind: [res.body.request_id] });
+    expect(rows).to.deep.equal([{ status: 'error', cost: '0.00000000', billable: false }]);
+
+    expect(upstream.connections()).to.equal(0);
+    expect(upstream.requests).to.have.length(0);
+    expect(canary.connections(), canary.seen.join(', ')).to.equal(0);
+  });
+});
