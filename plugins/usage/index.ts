@@ -26,3 +26,21 @@ export const usagePlugin: PluginDefinition = {
     ctx.onClose(() => recorder.drainAll());
   },
 };
+
+declare module '../../core/events' {
+  interface DomainEvents {
+    /** A caller reported what became of a priced call (PATCH /api/usage/events/{id}/outcome). */
+    'usage.outcome_recorded': {
+      eventId: string;
+      workspaceId: string;
+      outcome: 'accepted' | 'rejected';
+      qualityScore: number | null;
+      functionId: string | null;
+      functionName: string | null;
+      price: string | null;
+      currency: string | null;
+      contextKeys: Record<string, unknown>;
+      at: string;
+    };
+  }
+}

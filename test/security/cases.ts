@@ -8,7 +8,9 @@ import type { TestService } from '../support/service';
  * The security suite of every authenticated route, by route id. A route without an entry here
  * fails the coverage test in route-security.test.ts.
  */
+// Plugins added later keep their cases in cases-<plugin>.ts and spread them in here.
 export const securityCases: Record<string, SecurityCase> = {
+  // <plugin security cases>
   'agents.claim': {
     as: 'key',
     request: async (w, svc) => {
