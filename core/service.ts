@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import type { Express } from 'express';
+import type { Express, Router } from 'express';
 import { container as rootContainer } from 'tsyringe';
 import type { DependencyContainer } from 'tsyringe';
 import type { Sequelize } from 'sequelize';
@@ -42,6 +42,8 @@ export interface Service {
   readonly url: string;
   readonly config: Config;
   readonly app: Express;
+  /** The router holding every declared route (walked by the OpenAPI coverage test). */
+  readonly router: Router;
   readonly server: Server;
   readonly container: DependencyContainer;
   readonly sequelize: Sequelize;
@@ -231,6 +233,7 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
       url: boundUrl,
       config,
       app,
+      router,
       server,
       container,
       sequelize,

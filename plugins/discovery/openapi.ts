@@ -1,0 +1,97 @@
+import { OpenAPIRegistry, OpenApiGeneratorV31, extendZodWithOpenApi } from '@asteasolutions/zod-to-openapi';
+import { z } from 'zod';
+
+// Adds .openapi() to zod schemas; idempotent, needed before the registry reads them.
+extendZodWithOpenApi(z);
+import type { RegisteredRoute } from '../../core/http/pipeline';
+import type { RouteSpec } from '../../core/http/route';
+
+/** Express path template → OpenAPI path template (`/a/:id` → `/a/{id}`). */
+export function openApiPath(path: string): string {
+  return path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+}
+
+const errorBody = z
+  .object({
+    error: z.string().describe('What went wrong, for people.'),
+    code: z.string().describe('Stable machine-readable code.'),
+    message: z.string(),
+    hint: z.string().optional(),
+    next: z.array(z.record(z.string(), z.unknown())).optional(),
+    example: z.unknown().optional(),
+    issues: z.array(z.object({ path: z.string(), reason: z.string() })).optional(),
+    retry_after: z.number().optional(),
+    limit: z.unknown().optional(),
+    request_id: z.string().optional(),
+  })
+  .passthrough();
+
+function security(route: RouteSpec): Array<Record<string, string[]>> | undefined {
+  const policy = route.auth ?? 'required';
+  if (policy === 'public') return [];
+  const accepts = route.accepts ?? ['api_key', 'access_token', 'person'];
+  const schemes: Array<Record<string, string[]>> = [];
+  if (accepts.includes('api_key')) schemes.push({ ApiKey: [] });
+  if (accepts.includes('access_token') || accepts.includes('api_key')) schemes.push({ Bearer: [] });
+  if (accepts.includes('person')) schemes.push({ Session: [] }, { Bearer: [] });
+  const unique = schemes.filter((s, i) => schemes.findIndex((t) => Object.keys(t)[0] === Object.keys(s)[0]) === i);
+  return policy === 'optional' ? [{}, ...unique] : unique;
+}
+
+/**
+ * The OpenAPI 3.1 description, generated from the route declarations (their zod schemas), so code
+ * and document cannot drift. Lists the production server only.
+ */
+export function buildOpenApi(routes: readonly RegisteredRoute[], info: { version: string; serverUrl: string }): Record<string, unknown> {
+  const registry = new OpenAPIRegistry();
+  registry.registerComponent('securitySchemes', 'ApiKey', { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'An API key (pcs_…).' });
+  registry.registerComponent('securitySchemes', 'Bearer', { type: 'http', scheme: 'bearer', description: 'An OAuth access token, a person token, or an API key.' });
+  registry.registerComponent('securitySchemes', 'Session', { type: 'apiKey', in: 'cookie', name: 'pcs_session', description: 'A person\'s browser session.' });
+  const ErrorBody = registry.register('Error', errorBody);
+
+  for (const { plugin, spec } of routes) {
+    const responses: Record<string, { description: string; content?: Record<string, { schema: z.ZodType }> }> = {};
+    const produces = spec.produces?.[0] ?? 'application/json';
+    for (const [status, r] of Object.entries(spec.responses ?? {})) {
+      responses[status] = { description: r.description, ...(r.schema ? { content: { [produces]: { schema: r.schema } } } : {}) };
+    }
+    if (!Object.keys(responses).some((s) => s.startsWith('2'))) {
+      responses[spec.method === 'post' && /create|register/i.test(spec.id) ? '201' : '200'] = { description: 'Success.', content: { [produces]: { schema: z.record(z.string(), z.unknown()) } } };
+    }
+    responses['4XX'] = { description: 'Refused: the common error shape (see SPEC "Errors").', content: { 'application/json': { schema: ErrorBody } } };
+    responses['5XX'] = { description: 'Failed on our side or upstream: the common error shape.', content: { 'application/json': { schema: ErrorBody } } };
+    const sec = security(spec);
+    registry.registerPath({
+      method: spec.method,
+      path: openApiPath(spec.path),
+      operationId: spec.id,
+      summary: spec.summary,
+      ...(spec.description ? { description: spec.description } : {}),
+      tags: [...(spec.tags ?? [plugin])],
+      ...(sec ? { security: sec } : {}),
+      ...(spec.deprecated ? { deprecated: true } : {}),
+      request: {
+        ...(spec.params ? { params: spec.params as z.ZodObject } : {}),
+        ...(spec.query ? { query: spec.query as z.ZodObject } : {}),
+        ...(spec.body
+          ? { body: { required: true, content: { 'application/json': { schema: spec.body, ...(spec.example !== undefined ? { example: spec.example } : {}) } } } }
+          : spec.rawBody
+            ? { body: { content: { 'application/x-www-form-urlencoded': { schema: z.record(z.string(), z.string()) }, 'application/json': { schema: z.record(z.string(), z.unknown()) } } } }
+            : {}),
+      },
+      responses,
+    });
+  }
+  const doc = new OpenApiGeneratorV31(registry.definitions).generateDocument({
+    openapi: '3.1.0',
+    info: {
+      title: 'Pricing Compute Service',
+      version: info.version,
+      description: 'A network that computes prices: routing among pricing functions, price verification, agent onboarding, usage records.',
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
+    },
+    servers: [{ url: info.serverUrl, description: 'Production' }],
+  });
+  const tags = [...new Set(routes.flatMap(({ plugin, spec }) => spec.tags ?? [plugin]))].sort();
+  return { ...(doc as unknown as Record<string, unknown>), tags: tags.map((name) => ({ name, description: `${name} operations.` })) };
+}

@@ -1,0 +1,112 @@
+import { z } from 'zod';
+import { HANDLED, defineRoute, ok } from '../../../core/http/route';
+import type { HandlerResult, RouteSpec } from '../../../core/http/route';
+import type { Changelog, ChangelogEntry } from '../services/changelog';
+
+const audienceQuery = z.object({ audience: z.enum(['agents', 'people']).optional() });
+
+const escapeXml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&apos;');
+
+export function changelogRoutes(changelog: Changelog, publicUrl: () => string): RouteSpec[] {
+  const pick = (audience?: 'agents' | 'people'): ChangelogEntry[] => changelog.all().filter((e) => !audience || e.audience.includes(audience));
+  return [
+    defineRoute({
+      id: 'changelog.jsonFeed',
+      method: 'get',
+      path: '/api/changelog/feed.json',
+      summary: 'The changelog as JSON Feed 1.1; items[]._service.audience says who an entry is for (agents, people).',
+      tags: ['Changelog'],
+      auth: 'public',
+      rateLimit: 'none',
+      query: audienceQuery,
+      produces: ['application/feed+json'],
+      handler: ({ query, res }): HandlerResult => {
+        const base = publicUrl();
+        res.setHeader('Content-Type', 'application/feed+json; charset=utf-8');
+        res.setHeader('Cache-Control', 'public, max-age=300');
+        res.status(200).end(
+          JSON.stringify({
+            version: 'https://jsonfeed.org/version/1.1',
+            title: 'Pricing Compute Service changelog',
+            home_page_url: `${base}/changelog`,
+            feed_url: `${base}/api/changelog/feed.json`,
+            description: 'Changes to the pricing compute service. Entries for agents have _service.audience including "agents".',
+            language: 'en',
+            items: pick(query.audience).map((e) => ({
+              id: e.id,
+              url: e.link,
+              title: e.title,
+              summary: e.summary,
+              content_text: e.summary,
+              date_published: e.date,
+              _service: { audience: e.audience },
+            })),
+          }),
+        );
+        return HANDLED;
+      },
+    }),
+    defineRoute({
+      id: 'changelog.rss',
+      method: 'get',
+      path: '/api/changelog/rss.xml',
+      summary: 'The changelog as RSS 2.0.',
+      tags: ['Changelog'],
+      auth: 'public',
+      rateLimit: 'none',
+      query: audienceQuery,
+      produces: ['application/rss+xml'],
+      handler: ({ query, res }): HandlerResult => {
+        const base = publicUrl();
+        const items = pick(query.audience)
+          .map(
+            (e) =>
+              `    <item>\n      <guid isPermaLink="false">${escapeXml(e.id)}</guid>\n      <title>${escapeXml(e.title)}</title>\n      <link>${escapeXml(e.link)}</link>\n      <description>${escapeXml(e.summary)}</description>\n      <pubDate>${new Date(e.date).toUTCString()}</pubDate>\n${e.audience.map((a) => `      <category>${escapeXml(a)}</category>`).join('\n')}\n    </item>`,
+          )
+          .join('\n');
+        res.setHeader('Content-Type', 'application/rss+xml; charset=utf-8');
+        res.setHeader('Cache-Control', 'public, max-age=300');
+        res.status(200).end(
+          `<?xml version="1.0" encoding="UTF-8"?>\n<rss version="2.0" xmlns:atom="http://www.w3.org/2005/Atom">\n  <channel>\n    <title>Pricing Compute Service changelog</title>\n    <link>${escapeXml(`${base}/changelog`)}</link>\n    <description>Changes to the pricing compute service.</description>\n    <atom:link href="${escapeXml(`${base}/api/changelog/rss.xml`)}" rel="self" type="application/rss+xml"/>\n${items}\n  </channel>\n</rss>\n`,
+        );
+        return HANDLED;
+      },
+    }),
+    defineRoute({
+      id: 'changelog.page',
+      method: 'get',
+      path: '/changelog',
+      summary: 'The changelog as a web page.',
+      tags: ['Changelog'],
+      auth: 'public',
+      rateLimit: 'none',
+      produces: ['text/html'],
+      handler: ({ res }): HandlerResult => {
+        const base = publicUrl();
+        const body = changelog
+          .all()
+          .map((e) => `<article id="${escapeXml(e.id)}"><h2>${escapeXml(e.title)}</h2><p><time datetime="${e.date}">${e.date.slice(0, 10)}</time> · for ${escapeXml(e.audience.join(', '))}</p><p>${escapeXml(e.summary)}</p></article>`)
+          .join('\n');
+        res.setHeader('Content-Type', 'text/html; charset=utf-8');
+        res.status(200).end(
+          `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Changelog · Pricing Compute Service</title><link rel="alternate" type="application/feed+json" href="${base}/api/changelog/feed.json"><link rel="alternate" type="application/rss+xml" href="${base}/api/changelog/rss.xml"></head><body><h1>Changelog</h1>\n${body}\n</body></html>`,
+        );
+        return HANDLED;
+      },
+    }),
+    defineRoute({
+      id: 'changelog.list',
+      method: 'get',
+      path: '/api/changelog',
+      summary: 'Changelog entries as a plain list envelope (newest first).',
+      tags: ['Changelog'],
+      auth: 'public',
+      rateLimit: 'none',
+      query: audienceQuery,
+      handler: ({ query }) => {
+        const data = pick(query.audience);
+        return ok({ object: 'list', data, has_more: false, next_cursor: null, limit: data.length });
+      },
+    }),
+  ];
+}

@@ -1,0 +1,90 @@
+import type { Response } from 'express';
+import { z } from 'zod';
+import { stringify } from 'yaml';
+import type { Config } from '../../../config';
+import type { RouteTable } from '../../../core/http/pipeline';
+import { HANDLED, defineRoute, ok } from '../../../core/http/route';
+import type { HandlerResult, RouteSpec } from '../../../core/http/route';
+import { agentsDocument, llmsText, mcpDocument } from '../documents';
+import type { ToolDescriptor } from '../documents';
+import { buildOpenApi } from '../openapi';
+import type { Changelog } from '../services/changelog';
+
+export interface DocumentDeps {
+  config: Config;
+  routes: RouteTable;
+  changelog: Changelog;
+  publicUrl: () => string;
+  tools: () => readonly ToolDescriptor[];
+  version: string;
+}
+
+const publicDoc = { auth: 'public' as const, rateLimit: 'none', tags: ['Discovery'] };
+
+export function documentRoutes(d: DocumentDeps): RouteSpec[] {
+  let openapiCache: { json: string; yaml: string } | null = null;
+  const openapi = () => {
+    openapiCache ??= (() => {
+      const doc = buildOpenApi(d.routes.all(), { version: d.version, serverUrl: d.config.server.publicUrl ?? d.publicUrl() });
+      return { json: JSON.stringify(doc), yaml: stringify(doc, { aliasDuplicateObjects: false }) };
+    })();
+    return openapiCache;
+  };
+  const text = (body: string, type: string): ((ctx: { res: Response }) => HandlerResult) => ({ res }) => {
+    res.setHeader('Content-Type', type);
+    res.setHeader('Cache-Control', 'public, max-age=60');
+    res.status(200).end(body);
+    return HANDLED;
+  };
+  return [
+    defineRoute({
+      id: 'discovery.openapi',
+      method: 'get',
+      path: '/api/openapi.json',
+      summary: 'OpenAPI 3.1 description of this service: YAML by default, JSON with format=json or Accept: application/json.',
+      ...publicDoc,
+      query: z.object({ format: z.enum(['json', 'yaml']).optional() }),
+      produces: ['application/yaml', 'application/json'],
+      handler: (ctx): HandlerResult => {
+        const doc = openapi();
+        const accept = String(ctx.req.headers.accept ?? '');
+        const asJson = ctx.query.format === 'json' || (ctx.query.format !== 'yaml' && /application\/json/.test(accept));
+        return text(asJson ? doc.json : doc.yaml, asJson ? 'application/json; charset=utf-8' : 'application/yaml; charset=utf-8')(ctx);
+      },
+    }),
+    defineRoute({
+      id: 'discovery.agents',
+      method: 'get',
+      path: '/.well-known/agents.json',
+      summary: 'How agents get in: ways in, self-registration with the limits in force, MCP, OpenAPI, changelog.',
+      ...publicDoc,
+      handler: () => ok(agentsDocument(d.config, d.publicUrl(), d.changelog, d.tools()), { 'Cache-Control': 'public, max-age=60' }),
+    }),
+    defineRoute({
+      id: 'discovery.mcp',
+      method: 'get',
+      path: '/.well-known/mcp.json',
+      summary: 'The MCP endpoint: transport, session rules, tools, changelog.',
+      ...publicDoc,
+      handler: () => ok(mcpDocument(d.config, d.publicUrl(), d.changelog, d.tools()), { 'Cache-Control': 'public, max-age=60' }),
+    }),
+    defineRoute({
+      id: 'discovery.llms',
+      method: 'get',
+      path: '/llms.txt',
+      summary: 'A plain-text guide for language models, from the live configuration.',
+      ...publicDoc,
+      produces: ['text/plain'],
+      handler: (ctx) => text(llmsText(d.config, d.publicUrl(), d.changelog, d.tools()), 'text/plain; charset=utf-8')(ctx),
+    }),
+    defineRoute({
+      id: 'discovery.llmsWellKnown',
+      method: 'get',
+      path: '/.well-known/llms.txt',
+      summary: 'The same text as /llms.txt.',
+      ...publicDoc,
+      produces: ['text/plain'],
+      handler: (ctx) => text(llmsText(d.config, d.publicUrl(), d.changelog, d.tools()), 'text/plain; charset=utf-8')(ctx),
+    }),
+  ];
+}

@@ -1,0 +1,100 @@
+import type { Clock } from '../../../core/clock';
+import type { Sql } from '../../../core/db/sql';
+import type { EventBus } from '../../../core/events';
+import type { KvStore, Unsubscribe } from '../../../core/kv';
+import seed from '../changelog.json';
+
+declare module '../../../core/events' {
+  interface DomainEvents {
+    'changelog.published': { entries: Array<{ id: string; title: string; link: string; audience: string[] }> };
+  }
+}
+
+export interface ChangelogEntry {
+  id: string;
+  date: string;
+  title: string;
+  summary: string;
+  /** Absolute link (relative links in the seed are resolved against the public URL). */
+  link: string;
+  audience: string[];
+}
+
+interface Row {
+  id: string;
+  published_at: Date;
+  title: string;
+  summary: string;
+  link: string;
+  audience: string[];
+}
+
+const CHANNEL = 'discovery:changelog-changed';
+
+/**
+ * Changelog entries, kept in the database and seeded from plugins/discovery/changelog.json at
+ * start (new ids are inserted, existing ones updated). Read from an in-process copy refreshed on
+ * change, so feeds and notices never query per request.
+ */
+export class Changelog {
+  private entries: ChangelogEntry[] = [];
+  private unsubscribe: Unsubscribe | null = null;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly kv: KvStore,
+    private readonly events: EventBus,
+    private readonly clock: Clock,
+    private readonly publicUrl: () => string,
+  ) {}
+
+  async start(): Promise<void> {
+    const inserted: ChangelogEntry[] = [];
+    for (const e of seed as Array<Omit<ChangelogEntry, 'date'> & { date: string }>) {
+      const row = await this.sql.one<{ inserted: boolean }>(
+        `INSERT INTO changelog_entries (id, published_at, title, summary, link, audience) VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (id) DO UPDATE SET published_at = EXCLUDED.published_at, title = EXCLUDED.title, summary = EXCLUDED.summary, link = EXCLUDED.link, audience = EXCLUDED.audience
+         RETURNING (xmax = 0) AS inserted`,
+        [e.id, e.date, e.title, e.summary, e.link, e.audience],
+      );
+      if (row?.inserted) inserted.push(e);
+    }
+    await this.reload();
+    this.unsubscribe = await this.kv.subscribe(CHANNEL, () => void this.reload());
+    if (inserted.length > 0) await this.events.emit('changelog.published', { entries: inserted.map((e) => ({ id: e.id, title: e.title, link: this.absolute(e.link), audience: e.audience })) });
+  }
+
+  async stop(): Promise<void> {
+    await this.unsubscribe?.();
+  }
+
+  private absolute(link: string): string {
+    return link.startsWith('/') ? `${this.publicUrl()}${link}` : link;
+  }
+
+  async reload(): Promise<void> {
+    const rows = await this.sql.many<Row>('SELECT * FROM changelog_entries ORDER BY published_at DESC, id DESC');
+    this.entries = rows.map((r) => ({ id: r.id, date: new Date(r.published_at).toISOString(), title: r.title, summary: r.summary, link: r.link, audience: r.audience }));
+  }
+
+  /** Publishes a new entry (operators and tests); every instance reloads. */
+  async publish(e: ChangelogEntry): Promise<void> {
+    await this.sql.exec('INSERT INTO changelog_entries (id, published_at, title, summary, link, audience) VALUES ($1, $2, $3, $4, $5, $6)', [e.id, e.date, e.title, e.summary, e.link, e.audience]);
+    await this.reload();
+    await this.kv.publish(CHANNEL, e.id);
+    await this.events.emit('changelog.published', { entries: [{ id: e.id, title: e.title, link: this.absolute(e.link), audience: e.audience }] });
+  }
+
+  /** Newest first; links made absolute. */
+  all(): ChangelogEntry[] {
+    return this.entries.filter((e) => Date.parse(e.date) <= this.clock.now()).map((e) => ({ ...e, link: this.absolute(e.link) }));
+  }
+
+  forAgents(): ChangelogEntry[] {
+    return this.all().filter((e) => e.audience.includes('agents'));
+  }
+
+  newestAgentEntryDate(): string | null {
+    return this.forAgents()[0]?.date ?? null;
+  }
+}

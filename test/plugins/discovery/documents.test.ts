@@ -1,0 +1,134 @@
+import { expect } from 'chai';
+import { parse as parseYaml } from 'yaml';
+import { XMLParser, XMLValidator } from 'fast-xml-parser';
+import type { Router } from 'express';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+import { client } from '../../support/http';
+
+/** Every method+path the Express router serves from declared routes (405 fallbacks excluded). */
+function mountedOperations(router: Router): string[] {
+  const out: string[] = [];
+  for (const layer of router.stack as Array<{ route?: { path: string; methods: Record<string, boolean>; stack: unknown[] } }>) {
+    if (!layer.route) continue;
+    const methods = Object.keys(layer.route.methods).filter((m) => m !== '_all');
+    for (const m of methods) out.push(`${m.toUpperCase()} ${layer.route.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`);
+  }
+  return out.sort();
+}
+
+describe('discovery documents and OpenAPI', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  before(async () => {
+    svc = await startTestService({ config: { server: { publicUrl: 'https://pricing.example.com' }, limits: { registrations: { perAddressPerDay: 7, overallPerDay: 321 }, sandbox: { computeCallsPerDay: 17 } } } });
+  });
+  after(() => svc.close());
+
+  it('serves OpenAPI as YAML by default and as JSON with format=json or Accept: application/json', async () => {
+    const api = client(svc.url);
+    const yaml = await api.get('/api/openapi.json');
+    expect(yaml.status).to.equal(200);
+    expect(yaml.headers.get('content-type')).to.match(/yaml/);
+    const fromYaml = parseYaml(yaml.text) as Record<string, any>;
+    expect(fromYaml.openapi).to.match(/^3\.1/);
+    const json = await api.get<Record<string, any>>('/api/openapi.json?format=json');
+    expect(json.headers.get('content-type')).to.match(/application\/json/);
+    expect(json.body.openapi).to.equal(fromYaml.openapi);
+    const accept = await api.get<Record<string, any>>('/api/openapi.json', { accept: 'application/json' });
+    expect(accept.headers.get('content-type')).to.match(/application\/json/);
+    expect(accept.body).to.deep.equal(json.body);
+  });
+
+  it('lists the production server only', async () => {
+    const doc = (await client(svc.url).get<Record<string, any>>('/api/openapi.json?format=json')).body;
+    expect(doc.servers).to.deep.equal([{ url: 'https://pricing.example.com', description: 'Production' }]);
+  });
+
+  it('describes every mounted route, and nothing that is not mounted', async () => {
+    const doc = (await client(svc.url).get<Record<string, any>>('/api/openapi.json?format=json')).body;
+    const documented = Object.entries(doc.paths as Record<string, Record<string, unknown>>)
+      .flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`))
+      .sort();
+    expect(documented).to.deep.equal(mountedOperations(svc.router));
+  });
+
+  it('passes the OpenAPI linter (Redocly recommended rules) without errors', async () => {
+    const text = (await client(svc.url).get('/api/openapi.json?format=json')).text;
+    const oc = await import('@redocly/openapi-core');
+    const config = await oc.createConfig({ extends: ['recommended'] });
+    const problems = await oc.lintDocument({ document: oc.makeDocumentFromString(text, '/openapi.json'), config: config, externalRefResolver: new oc.BaseResolver() });
+    const errors = problems.filter((p) => p.severity === 'error').map((p) => `${p.ruleId}: ${p.message}`);
+    expect(errors).to.deep.equal([]);
+  });
+
+  it('agents.json states ways in, self-registration with the limits in force, MCP, OpenAPI and the changelog object', async () => {
+    const doc = (await client(svc.url).get<Record<string, any>>('/.well-known/agents.json')).body;
+    expect(doc.ways_in.map((w: { id: string }) => w.id)).to.include.members(['keyless_demo', 'self_registration', 'oauth_client_credentials', 'pay_per_call', 'person_account']);
+    expect(doc.self_registration.limits).to.deep.include({ per_address_per_day: 7, overall_per_day: 321 });
+    expect(doc.self_registration.limits.sandbox.compute_calls_per_day).to.equal(17);
+    expect(doc.mcp.endpoint).to.equal('https://pricing.example.com/api/mcp/rpc');
+    expect(doc.openapi).to.equal('https://pricing.example.com/api/openapi.json');
+    expect(doc.changelog).to.include.keys('json_feed', 'rss', 'page', 'agent_filter', 'check', 'newest_agent_entry');
+    expect(doc.changelog.json_feed).to.equal('https://pricing.example.com/api/changelog/feed.json');
+  });
+
+  it('mcp.json advertises streamable-http, also http+jsonrpc, stateless sessions and their rules', async () => {
+    const doc = (await client(svc.url).get<Record<string, any>>('/.well-known/mcp.json')).body;
+    expect(doc.transport).to.equal('streamable-http');
+    expect(doc.transports).to.include('http+jsonrpc');
+    expect(doc.sessions).to.equal('stateless');
+    expect(doc.session_rules).to.include({ header: 'Mcp-Session-Id', required: false, valid_hours: 24 });
+    expect(doc.changelog).to.include.keys('json_feed', 'rss', 'page', 'agent_filter', 'newest_agent_entry');
+  });
+
+  it('llms.txt is served at both addresses, identical, with the limits in force', async () => {
+    const a = await client(svc.url).get('/llms.txt');
+    const b = await client(svc.url).get('/.well-known/llms.txt');
+    expect(a.status).to.equal(200);
+    expect(a.headers.get('content-type')).to.match(/text\/plain/);
+    expect(a.text).to.equal(b.text);
+    expect(a.text).to.contain('7 per day per network address, 321 per day overall');
+    expect(a.text).to.contain('17 compute calls per day');
+  });
+});
+
+describe('changelog feeds', function () {
+  this.timeout(30_000);
+  let svc: TestService;
+  before(async () => {
+    svc = await startTestService();
+  });
+  after(() => svc.close());
+
+  it('publishes a JSON Feed 1.1 with items[]._service.audience, and an agent filter', async () => {
+    const res = await client(svc.url).get('/api/changelog/feed.json');
+    expect(res.headers.get('content-type')).to.match(/application\/feed\+json/);
+    const feed = JSON.parse(res.text) as Record<string, any>;
+    expect(feed.version).to.equal('https://jsonfeed.org/version/1.1');
+    expect(feed.items.length).to.be.greaterThan(0);
+    for (const item of feed.items) {
+      expect(item).to.include.keys('id', 'url', 'title', 'date_published');
+      expect(item._service.audience).to.be.an('array');
+    }
+    const agents = JSON.parse((await client(svc.url).get('/api/changelog/feed.json?audience=agents')).text) as Record<string, any>;
+    expect(agents.items.every((i: { _service: { audience: string[] } }) => i._service.audience.includes('agents'))).to.equal(true);
+    expect(agents.items.length).to.be.lessThan(feed.items.length);
+  });
+
+  it('publishes RSS 2.0 that parses as XML', async () => {
+    const res = await client(svc.url).get('/api/changelog/rss.xml');
+    expect(res.headers.get('content-type')).to.match(/application\/rss\+xml/);
+    expect(XMLValidator.validate(res.text)).to.equal(true);
+    const rss = new XMLParser({ ignoreAttributes: false }).parse(res.text) as Record<string, any>;
+    expect(rss.rss['@_version']).to.equal('2.0');
+    expect(rss.rss.channel.item.length).to.be.greaterThan(0);
+  });
+
+  it('has a page', async () => {
+    const res = await client(svc.url).get('/changelog');
+    expect(res.status).to.equal(200);
+    expect(res.headers.get('content-type')).to.match(/text\/html/);
+    expect(res.text).to.contain('<h1>Changelog</h1>');
+  });
+});
