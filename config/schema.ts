@@ -29,7 +29,7 @@ export const settingsTree = {
     keyPrefix: str('REDIS_KEY_PREFIX', 'pcs:', 'Prefix of every Redis key written by the service.'),
   },
   plugins: {
-    enabled: list('PLUGINS', ['health', 'identity', 'accounts', 'team', 'usage', 'pricing', 'discovery'], 'Comma-separated list of enabled plugins; their dependencies must be listed too.'),
+    enabled: list('PLUGINS', ['health', 'identity', 'accounts', 'team', 'usage', 'pricing', 'discovery', 'mcp'], 'Comma-separated list of enabled plugins; their dependencies must be listed too.'),
   },
   identity: {
     apiKeyPepper: optStr('API_KEY_PEPPER', 'Server-side pepper mixed into API key hashes. When unset, one is generated once and kept in the database (set it explicitly in production).', { secret: true }),
@@ -65,6 +65,9 @@ export const settingsTree = {
     httpsOnly: bool('OUTBOUND_HTTPS_ONLY', false, 'Refuse plain-http function endpoints and webhooks.'),
     timeoutMs: int('OUTBOUND_TIMEOUT_MS', 5000, 'Default time limit of outbound requests.', { min: 1 }),
     maxBodyBytes: int('OUTBOUND_MAX_BODY_BYTES', 65536, 'Largest response body accepted from an outbound request.', { min: 1024 }),
+  },
+  mcp: {
+    allowedOrigins: list('MCP_ALLOWED_ORIGINS', [], 'Web origins (scheme://host[:port]) allowed to call the MCP endpoint from a browser; others get 403. The service\'s own origin is always allowed.'),
   },
   limits: {
     sandbox: {

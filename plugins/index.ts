@@ -6,6 +6,7 @@ import { usagePlugin } from './usage';
 import { pricingPlugin } from './pricing';
 import { teamPlugin } from './team';
 import { discoveryPlugin } from './discovery';
+import { mcpPlugin } from './mcp';
 
 /** Every plugin shipped with the service; configuration (PLUGINS) decides which are enabled. */
-export const builtInPlugins: readonly PluginDefinition[] = [healthPlugin, identityPlugin, accountsPlugin, usagePlugin, pricingPlugin, teamPlugin, discoveryPlugin];
+export const builtInPlugins: readonly PluginDefinition[] = [healthPlugin, identityPlugin, accountsPlugin, usagePlugin, pricingPlugin, teamPlugin, discoveryPlugin, mcpPlugin];

@@ -21,6 +21,8 @@ export { DEMO_WORKSPACE_ID } from './migrations/0001-pricing-schema';
 export { DemoBudgetGuard } from './services/demo-budget';
 export { contextSchema, computeBody, computeExample } from './schemas';
 export { functionView } from './routes/functions';
+export { mayCall } from './services/next-actions';
+export { addressHash } from './services/compute';
 
 /**
  * HTTP over the pricing engine: compute, batch, the price router, the keyless demo, workspace
@@ -55,7 +57,9 @@ export const pricingPlugin: PluginDefinition = {
     container.register(PRICING.Compute, { useValue: compute });
     container.register(PRICING.Outbound, { useValue: parts.outbound });
 
-    hooks.addGuard(new DemoBudgetGuard(kv, () => config.limits.demo.callsPerHour, () => clock.now()));
+    const demoBudget = new DemoBudgetGuard(kv, () => config.limits.demo.callsPerHour, () => clock.now());
+    container.register(PRICING.DemoBudget, { useValue: demoBudget });
+    hooks.addGuard(demoBudget);
     const routeSpecs = [
       ...computeRoutes(compute, config.limits.batchMaxItems),
       ...functionRoutes({ store, registry: parts.registry, engine: parts.engine, latency: parts.latency, breakers: parts.breakers, outbound: parts.outbound, commissionPct: () => config.limits.marketplaceCommissionPct }),

@@ -5,4 +5,5 @@ export const PRICING = {
   Breakers: Symbol('pricing.CircuitBreakers'),
   Compute: Symbol('pricing.ComputeService'),
   Outbound: Symbol('pricing.SafeHttpClient'),
+  DemoBudget: Symbol('pricing.DemoBudgetGuard'),
 } as const;

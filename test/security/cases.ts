@@ -1,5 +1,6 @@
 import { client } from '../support/http';
 import type { SecurityCase } from '../support/security';
+import { mcpSecurityCases } from './cases-mcp';
 import { createKey, registerSandbox, signUp } from '../support/world';
 import type { Person } from '../support/world';
 import type { TestService } from '../support/service';
@@ -11,6 +12,7 @@ import type { TestService } from '../support/service';
 // Plugins added later keep their cases in cases-<plugin>.ts and spread them in here.
 export const securityCases: Record<string, SecurityCase> = {
   // <plugin security cases>
+  ...mcpSecurityCases,
   'agents.claim': {
     as: 'key',
     request: async (w, svc) => {

@@ -28,6 +28,8 @@ export interface SecurityCase {
 
 /** Which conditional checks apply to a route, derived from its declaration. */
 export interface ApplicableChecks {
+  /** Routes declared `auth: 'optional'` serve anonymous callers: only sent credentials are checked. */
+  anonymousRefused: boolean;
   tokenRefused: boolean;
   scoped: boolean;
   personOnly: boolean;
@@ -36,6 +38,7 @@ export interface ApplicableChecks {
 
 export function applicableChecks(spec: RouteSpec, c: SecurityCase): ApplicableChecks {
   return {
+    anonymousRefused: (spec.auth ?? 'required') === 'required',
     tokenRefused: !!spec.accepts && !spec.accepts.includes('access_token'),
     scoped: !!spec.scopes?.length,
     personOnly: spec.accepts?.length === 1 && spec.accepts[0] === 'person',
@@ -93,7 +96,7 @@ export function routeSecuritySuite(parent: Mocha.Suite, ctx: SuiteContext, id: s
   };
   const prepare = () => c.request(ctx.world(), ctx.svc());
 
-    it('refuses a request without credentials with 401 unauthorized', async () => {
+    if (applies.anonymousRefused) it('refuses a request without credentials with 401 unauthorized', async () => {
       expect401(await send(await prepare(), {}), 'unauthorized');
     });
     it('refuses a malformed key with 401 invalid_credentials', async () => {

@@ -18,18 +18,27 @@ export class DemoBudgetGuard implements Guard {
     private readonly now: () => number,
   ) {}
 
+  /** Counts one keyless call of an address; the MCP endpoint calls it per keyless tool call. */
+  async consume(ip: string): Promise<{ allowed: boolean; limit: number; remaining: number; resetsAt: string; error: ApiError | null }> {
+    const limit = this.perHour();
+    const r = await this.kv.rateLimit(`demo:${ip}`, limit, HOUR_MS);
+    const resetsAt = new Date(this.now() + r.resetMs).toISOString();
+    return { allowed: r.allowed, limit, remaining: r.remaining, resetsAt, error: r.allowed ? null : this.refusal(limit, resetsAt, r.retryAfterMs) };
+  }
+
   async run(ctx: RequestContext): Promise<void> {
     if (ctx.route.rateLimit !== 'demo') return;
-    const limit = this.perHour();
-    const r = await this.kv.rateLimit(`demo:${ctx.clientIp}`, limit, HOUR_MS);
-    const resetsAt = new Date(this.now() + r.resetMs).toISOString();
-    ctx.res.setHeader('X-Demo-Budget-Limit', String(limit));
-    ctx.res.setHeader('X-Demo-Budget-Remaining', String(r.remaining));
-    ctx.res.setHeader('X-Demo-Budget-Reset', resetsAt);
-    ctx.state.demoBudget = { limit_per_hour: limit, remaining: r.remaining, resets_at: resetsAt };
-    if (r.allowed) return;
-    const retryAfter = Math.max(1, Math.ceil(r.retryAfterMs / 1000));
-    throw new ApiError('rate_limited', `The demo budget of this address is used up (${limit} calls per hour).`, {
+    const b = await this.consume(ctx.clientIp);
+    ctx.res.setHeader('X-Demo-Budget-Limit', String(b.limit));
+    ctx.res.setHeader('X-Demo-Budget-Remaining', String(b.remaining));
+    ctx.res.setHeader('X-Demo-Budget-Reset', b.resetsAt);
+    ctx.state.demoBudget = { limit_per_hour: b.limit, remaining: b.remaining, resets_at: b.resetsAt };
+    if (b.error) throw b.error;
+  }
+
+  private refusal(limit: number, resetsAt: string, retryAfterMs: number): ApiError {
+    const retryAfter = Math.max(1, Math.ceil(retryAfterMs / 1000));
+    return new ApiError('rate_limited', `The demo budget of this address is used up (${limit} calls per hour).`, {
       retry_after: retryAfter,
       limit: { demo_calls_per_hour: limit, resets_at: resetsAt },
       hint: `Wait ${retryAfter} s, or get a free sandbox key (no human needed) for your own daily allowance.`,

@@ -302,12 +302,21 @@ describe('usage events under shutdown', function () {
     const svc = await startTestService({ config: lenient });
     const person = await signUp(svc, 'loaded');
     const key = (await createKey(svc, person, { name: 'load' })).key;
+    let firstDone: () => void = () => undefined;
+    const first = new Promise<void>((r) => {
+      firstDone = r;
+    });
     const calls = Array.from({ length: 200 }, (_, i) =>
       fetch(`${svc.url}/api/compute/price`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ context: { current_price: i + 1 } }) })
-        .then(async (r) => ({ status: r.status, body: (await r.json().catch(() => ({}))) as Record<string, any> }))
+        .then(async (r) => {
+          const out = { status: r.status, body: (await r.json().catch(() => ({}))) as Record<string, any> };
+          if (r.status === 200) firstDone();
+          return out;
+        })
         .catch(() => ({ status: 0, body: {} as Record<string, any> })),
     );
-    await new Promise((r) => setTimeout(r, 30));
+    // Stop while the rest are still in flight.
+    await first;
     await svc.close();
     const results = await Promise.all(calls);
     const ok = results.filter((r) => r.status === 200);

@@ -1,0 +1,39 @@
+import type { PluginDefinition } from '../../core/plugin';
+import type { RouteTable } from '../../core/http/pipeline';
+import { TOKENS } from '../../core/tokens';
+import type { CircuitBreakers, FunctionRegistry, LatencyStats } from '../../engine';
+import { DISCOVERY } from '../discovery';
+import type { Changelog } from '../discovery';
+import { IDENTITY } from '../identity';
+import { PRICING } from '../pricing';
+import type { ComputeService, DemoBudgetGuard } from '../pricing';
+import { mcpRoutes } from './routes';
+import { McpSessions } from './services/sessions';
+import { catalogueTools } from './tools/catalogue-tools';
+import { computeTool } from './tools/compute-tool';
+import type { McpTool } from './tools/types';
+
+export type { McpTool, ToolContext } from './tools/types';
+export { jsonSchema } from './tools/json-schema';
+
+/**
+ * The Model Context Protocol endpoint (Streamable HTTP 2025-11-25) at /api/mcp/rpc, with the tools
+ * compute_price, verify_price, list_functions and browse_catalog running through the same services
+ * as REST (channel MCP).
+ */
+export const mcpPlugin: PluginDefinition = {
+  name: 'mcp',
+  description: 'MCP endpoint and tools.',
+  dependsOn: ['identity', 'pricing', 'discovery'],
+  register(ctx) {
+    const { container, config, clock } = ctx;
+    const routes = container.resolve<RouteTable>(TOKENS.Routes);
+    const tools: McpTool[] = [
+      computeTool(container.resolve<ComputeService>(PRICING.Compute), container.resolve<DemoBudgetGuard>(PRICING.DemoBudget), routes),
+      ...catalogueTools(container.resolve<FunctionRegistry>(PRICING.Registry), container.resolve<LatencyStats>(PRICING.Latency), container.resolve<CircuitBreakers>(PRICING.Breakers)),
+    ];
+    container.register(DISCOVERY.McpTools, { useValue: tools.map((t) => t.descriptor) });
+    const sessions = new McpSessions(container.resolve<Uint8Array>(IDENTITY.TokenSecret), config.limits.mcp.sessionTtlHours * 3_600_000, () => clock.now());
+    for (const r of mcpRoutes({ config, tools, sessions, changelog: container.resolve<Changelog>(DISCOVERY.Changelog), publicUrl: ctx.publicUrl, log: ctx.log })) ctx.route(r);
+  },
+};

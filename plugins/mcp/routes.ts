@@ -1,0 +1,227 @@
+import JsonRpc from 'jsonrpc-lite';
+import type { Request, Response } from 'express';
+import type { Config } from '../../config';
+import { isApiError, errorBody } from '../../core/errors';
+import type { Logger } from '../../core/logger';
+import { HANDLED, defineRoute } from '../../core/http/route';
+import type { HandlerResult, RequestContext, RouteSpec } from '../../core/http/route';
+import type { Changelog } from '../discovery';
+import { openSse, originRefused, prefersSse, sseEvent, LATEST_VERSION, SUPPORTED_VERSIONS } from './services/transport';
+import type { McpSessions } from './services/sessions';
+import type { McpTool } from './tools/types';
+
+export interface McpDeps {
+  config: Config;
+  tools: readonly McpTool[];
+  sessions: McpSessions;
+  changelog: Changelog;
+  publicUrl: () => string;
+  log: Logger;
+}
+
+type Id = string | number | null;
+
+const INSTRUCTIONS =
+  'Pricing tools: compute_price (a price for a context), verify_price (a verdict on a proposed price), list_functions, browse_catalog. Without a key you get the demo tenant and built-in functions within an hourly budget; send your API key (x-api-key or Authorization: Bearer) to price as your workspace. Sending Mcp-Session-Id back is optional.';
+
+function ownerOf(ctx: RequestContext): string {
+  const p = ctx.principal;
+  return p ? `${p.kind}:${p.keyId ?? p.personId ?? p.workspaceId}` : 'anonymous';
+}
+
+function send(res: Response, status: number, body: unknown, headers: Record<string, string> = {}): HandlerResult {
+  for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
+  if (body === undefined) res.status(status).end();
+  else res.status(status).json(body);
+  return HANDLED;
+}
+
+const rpcError = (id: Id, code: number, message: string, data?: unknown) => ({ jsonrpc: '2.0', id, error: { code, message, ...(data !== undefined ? { data } : {}) } });
+
+export function mcpRoutes(d: McpDeps): RouteSpec[] {
+  const byName = new Map(d.tools.map((t) => [t.descriptor.name, t]));
+  const ownOrigin = () => new URL(d.publicUrl()).origin;
+
+  /** Origin, protocol version and session checks shared by every method. Returns true when it answered. */
+  const precheck = (ctx: RequestContext, res: Response, isInitialize: boolean): boolean => {
+    if (originRefused(ctx.req, d.config.mcp.allowedOrigins, ownOrigin())) {
+      send(res, 403, rpcError(null, -32000, 'Forbidden: requests from pages of other origins are refused.', { hint: 'Call the MCP endpoint from your server or agent, or ask for your origin to be allowed (MCP_ALLOWED_ORIGINS).' }));
+      return true;
+    }
+    const version = ctx.req.headers['mcp-protocol-version'];
+    if (!isInitialize && typeof version === 'string' && !SUPPORTED_VERSIONS.includes(version)) {
+      send(res, 400, rpcError(null, -32000, `Bad Request: Unsupported protocol version: ${version}`, { supported: SUPPORTED_VERSIONS }));
+      return true;
+    }
+    const session = ctx.req.headers['mcp-session-id'];
+    if (!isInitialize && typeof session === 'string' && session !== '') {
+      const verdict = d.sessions.check(session, ownerOf(ctx));
+      if (verdict !== 'ok') {
+        send(res, 404, rpcError(null, -32001, `Session not found (${verdict}): send initialize again, or continue without Mcp-Session-Id.`));
+        return true;
+      }
+    }
+    return false;
+  };
+
+  const callTool = async (ctx: RequestContext, res: Response, id: Id, params: Record<string, unknown>): Promise<HandlerResult> => {
+    const name = typeof params.name === 'string' ? params.name : '';
+    const tool = byName.get(name);
+    if (!tool) return send(res, 200, rpcError(id, -32602, `Unknown tool: ${name}`, { tools: [...byName.keys()] }));
+    const meta = (params._meta ?? {}) as Record<string, unknown>;
+    const progressToken = meta.progressToken;
+    const streaming = prefersSse(ctx.req) || progressToken !== undefined;
+    if (streaming) openSse(res);
+    let done = false;
+    let sent = -1;
+    // Progress must increase: a report that does not is dropped.
+    const progress = (value: number, total: number, message: string) => {
+      if (!streaming || progressToken === undefined || done || value <= sent) return;
+      sent = value;
+      sseEvent(res, { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken, progress: value, total, message } });
+    };
+    if (progressToken !== undefined) progress(0, 1, `started ${name}`);
+    const reply = (message: unknown) => {
+      done = true;
+      if (streaming) {
+        sseEvent(res, message);
+        res.end();
+        return HANDLED;
+      }
+      return send(res, 200, message);
+    };
+    const parsed = tool.input.safeParse(params.arguments ?? {});
+    if (!parsed.success) {
+      const issues = parsed.error.issues.map((i) => ({ path: i.path.join('.') || '(root)', reason: i.message }));
+      return reply({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: JSON.stringify({ error: 'Invalid arguments.', code: 'validation_error', issues }) }], isError: true } });
+    }
+    const timeoutMs = d.config.limits.mcp.toolTimeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), timeoutMs);
+    });
+    try {
+      const work = tool.run(parsed.data, { principal: ctx.principal, req: ctx.req, requestId: ctx.requestId, clientIp: ctx.clientIp, progress });
+      work.catch(() => undefined);
+      const outcome = await Promise.race([work, timeout]);
+      if (outcome === 'timeout') {
+        return reply(
+          rpcError(id, -32001, `Tool ${name} timed out after ${timeoutMs} ms.`, {
+            code: 'upstream_timeout',
+            retryable: true,
+            timeout_ms: timeoutMs,
+            tool: name,
+            hint: 'Retry once, then wait a minute; work in progress may still finish and be counted.',
+            next: [],
+          }),
+        );
+      }
+      if (progressToken !== undefined) progress(1, 1, 'done');
+      return reply({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: JSON.stringify(outcome) }], structuredContent: outcome, isError: false } });
+    } catch (err) {
+      const body = isApiError(err) ? errorBody(err, ctx.requestId) : { error: 'The tool failed on our side.', code: 'internal_error', request_id: ctx.requestId };
+      if (!isApiError(err)) d.log.error({ err, tool: name }, 'MCP tool failed');
+      return reply({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: JSON.stringify(body) }], isError: true } });
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
+  const post = async (ctx: RequestContext): Promise<HandlerResult> => {
+    const { req, res } = ctx;
+    const raw = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
+    let message: unknown;
+    try {
+      message = JSON.parse(raw) as unknown;
+    } catch {
+      if (precheck(ctx, res, false)) return HANDLED;
+      return send(res, 400, rpcError(null, -32700, 'Parse error: the body is not JSON.'));
+    }
+    if (Array.isArray(message)) {
+      if (precheck(ctx, res, false)) return HANDLED;
+      return send(res, 400, rpcError(null, -32600, 'Invalid Request: batches are not supported (one JSON-RPC message per POST).'));
+    }
+    const parsed = JsonRpc.parseObject(message);
+    const isInitialize = parsed.type === 'request' && (parsed.payload as { method: string }).method === 'initialize';
+    if (precheck(ctx, res, isInitialize)) return HANDLED;
+    if (parsed.type === 'notification' || parsed.type === 'success' || parsed.type === 'error') return send(res, 202, undefined);
+    if (parsed.type !== 'request') return send(res, 400, rpcError(null, -32600, 'Invalid Request: not a JSON-RPC 2.0 message.'));
+    const { id, method, params } = parsed.payload as { id: Id; method: string; params?: unknown };
+    const p = (params && typeof params === 'object' ? params : {}) as Record<string, unknown>;
+    switch (method) {
+      case 'initialize': {
+        const asked = typeof p.protocolVersion === 'string' ? p.protocolVersion : LATEST_VERSION;
+        const result = {
+          protocolVersion: SUPPORTED_VERSIONS.includes(asked) ? asked : LATEST_VERSION,
+          capabilities: { tools: { listChanged: false } },
+          serverInfo: { name: 'pricing-compute', title: 'Pricing Compute Service', version: process.env.npm_package_version ?? '0.1.0' },
+          instructions: INSTRUCTIONS,
+        };
+        return send(res, 200, { jsonrpc: '2.0', id, result }, { 'Mcp-Session-Id': d.sessions.issue(ownerOf(ctx)) });
+      }
+      case 'ping':
+        return send(res, 200, { jsonrpc: '2.0', id, result: {} });
+      case 'tools/list':
+        return send(res, 200, {
+          jsonrpc: '2.0',
+          id,
+          result: { tools: d.tools.map((t) => ({ name: t.descriptor.name, title: t.descriptor.title, description: t.descriptor.description, inputSchema: t.descriptor.inputSchema, ...(t.descriptor.outputSchema ? { outputSchema: t.descriptor.outputSchema } : {}), annotations: { readOnlyHint: t.descriptor.name !== 'compute_price' && t.descriptor.name !== 'verify_price', openWorldHint: false } })) },
+        });
+      case 'tools/call':
+        return callTool(ctx, res, id, p);
+      default:
+        return send(res, 200, rpcError(id, -32601, `Method not found: ${method}`));
+    }
+  };
+
+  const get = (ctx: RequestContext): HandlerResult => {
+    const { req, res } = ctx;
+    if (precheck(ctx, res, false)) return HANDLED;
+    if (!String(req.headers.accept ?? '').includes('text/event-stream')) {
+      return send(res, 406, rpcError(null, -32000, 'Not Acceptable: GET needs Accept: text/event-stream.'));
+    }
+    const entries = d.changelog
+      .forAgents()
+      .slice(0, 3)
+      .map((e) => ({ id: e.id, date: e.date, title: e.title, summary: e.summary, link: e.link }));
+    openSse(res);
+    // Reconnect no sooner than five minutes: there is nothing else on this stream.
+    res.write('retry: 300000\n\n');
+    sseEvent(res, { jsonrpc: '2.0', method: 'notifications/service/changelog', params: { entries, hint: 'No other messages come on this stream; come back in five minutes for new entries.' } }, `changelog-${entries[0]?.id ?? 'none'}`);
+    res.end();
+    return HANDLED;
+  };
+
+  const common = { tags: ['MCP'], auth: 'optional' as const, channel: 'mcp' as const, sandbox: true };
+  return [
+    defineRoute({
+      id: 'mcp.post',
+      method: 'post',
+      path: '/api/mcp/rpc',
+      summary: 'MCP (Streamable HTTP 2025-11-25): one JSON-RPC message per POST; JSON reply, or SSE when asked or when a tool call carries a progress token.',
+      ...common,
+      rawBody: true,
+      produces: ['application/json', 'text/event-stream'],
+      handler: post,
+    }),
+    defineRoute({
+      id: 'mcp.get',
+      method: 'get',
+      path: '/api/mcp/rpc',
+      summary: 'MCP GET stream (Accept: text/event-stream): up to three newest agent changelog entries, then the stream closes.',
+      ...common,
+      produces: ['text/event-stream'],
+      handler: get,
+    }),
+    defineRoute({
+      id: 'mcp.delete',
+      method: 'delete',
+      path: '/api/mcp/rpc',
+      summary: 'Ending a session: 405 (sessions are stateless and simply expire).',
+      ...common,
+      handler: ({ res }) => send(res, 405, rpcError(null, -32000, 'Method not allowed: sessions are stateless; just stop sending the id.'), { Allow: 'GET, POST' }),
+    }),
+  ];
+}
+
+export type { Request };

@@ -1,0 +1,41 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { randomToken } from '../../../core/ids';
+
+/**
+ * Stateless MCP sessions: the id is a signed token carrying its issue time and owner, so any
+ * instance can check it without shared state. An altered, expired or foreign id is refused (404).
+ */
+export class McpSessions {
+  constructor(
+    private readonly secret: Uint8Array,
+    private readonly ttlMs: number,
+    private readonly now: () => number,
+  ) {}
+
+  private sign(payload: string): string {
+    return createHmac('sha256', this.secret).update(`mcp-session:${payload}`).digest('base64url');
+  }
+
+  issue(owner: string): string {
+    const payload = Buffer.from(JSON.stringify({ t: this.now(), o: owner, n: randomToken(8) })).toString('base64url');
+    return `${payload}.${this.sign(payload)}`;
+  }
+
+  /** 'ok', or why the id is refused. */
+  check(id: string, owner: string): 'ok' | 'altered' | 'expired' | 'foreign' {
+    const [payload, mac] = id.split('.');
+    if (!payload || !mac || !/^[A-Za-z0-9_-]+$/.test(payload) || !/^[A-Za-z0-9_-]+$/.test(mac)) return 'altered';
+    const expected = Buffer.from(this.sign(payload));
+    const given = Buffer.from(mac);
+    if (expected.length !== given.length || !timingSafeEqual(expected, given)) return 'altered';
+    let data: { t?: unknown; o?: unknown };
+    try {
+      data = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { t?: unknown; o?: unknown };
+    } catch {
+      return 'altered';
+    }
+    if (typeof data.t !== 'number' || this.now() - data.t > this.ttlMs) return 'expired';
+    if (data.o !== owner) return 'foreign';
+    return 'ok';
+  }
+}

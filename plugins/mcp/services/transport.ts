@@ -1,0 +1,39 @@
+import type { Request, Response } from 'express';
+
+export const SUPPORTED_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'];
+export const LATEST_VERSION = '2025-11-25';
+
+/** Writes one SSE event carrying a JSON-RPC message. */
+export function sseEvent(res: Response, message: unknown, id?: string): void {
+  res.write(`${id ? `id: ${id}\n` : ''}event: message\ndata: ${JSON.stringify(message)}\n\n`);
+}
+
+export function openSse(res: Response, status = 200, headers: Record<string, string> = {}): void {
+  res.status(status);
+  for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
+  res.setHeader('Content-Type', 'text/event-stream');
+  res.setHeader('Cache-Control', 'no-cache, no-transform');
+  res.setHeader('Connection', 'keep-alive');
+  res.setHeader('X-Accel-Buffering', 'no');
+  res.flushHeaders();
+}
+
+/** JSON unless Accept lists text/event-stream without JSON. */
+export function prefersSse(req: Request): boolean {
+  const accept = String(req.headers.accept ?? '').toLowerCase();
+  return accept.includes('text/event-stream') && !accept.includes('application/json');
+}
+
+/** A request from a page of another site: Origin present and not allowed. */
+export function originRefused(req: Request, allowed: readonly string[], ownOrigin: string): boolean {
+  const origin = req.headers.origin;
+  if (origin === undefined || origin === '') return false;
+  if (origin === ownOrigin || allowed.includes('*') || allowed.includes(origin)) return false;
+  // The page is on this very host (whatever the port the browser used).
+  try {
+    const o = new URL(origin);
+    return !(o.host === req.headers.host);
+  } catch {
+    return true;
+  }
+}

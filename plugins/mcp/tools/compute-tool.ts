@@ -1,0 +1,47 @@
+import { z } from 'zod';
+import type { RouteTable } from '../../../core/http/pipeline';
+import { ApiError } from '../../../core/errors';
+import { computeBody, mayCall } from '../../pricing';
+import type { ComputeService, DemoBudgetGuard } from '../../pricing';
+import type { McpTool } from './types';
+import { jsonSchema } from './json-schema';
+
+export const priceOutput = z.looseObject({ price: z.string(), currency: z.string(), confidence: z.number(), receipt: z.looseObject({ usage_event_id: z.string() }) });
+
+/** compute_price: the same engine call and usage recording as POST /api/compute/price, channel MCP. */
+export function computeTool(compute: ComputeService, demo: DemoBudgetGuard, routes: RouteTable): McpTool {
+  return {
+    descriptor: {
+      name: 'compute_price',
+      title: 'Compute a price',
+      description:
+        'Computes a price for a context (product_type, current_price, currency, unit_cost, competitor_prices…). Without a key it runs on the demo tenant with built-in functions and an hourly budget per address; with a key it prices as your workspace under your routing policy.',
+      inputSchema: jsonSchema(computeBody),
+      outputSchema: jsonSchema(priceOutput, 'output'),
+      requiresKey: false,
+    },
+    input: computeBody,
+    run: async (args, ctx) => {
+      const a = args as z.output<typeof computeBody>;
+      const p = ctx.principal;
+      if (!p) {
+        const budget = await demo.consume(ctx.clientIp);
+        if (budget.error) throw budget.error;
+      } else if (!mayCall(p, routes.find('compute.price'))) {
+        throw new ApiError('insufficient_scope', 'This credential may not compute prices.', { fields: { required_scopes: ['price:compute'] }, hint: 'Use a key with price:compute (or created with no scopes).' });
+      }
+      ctx.progress(0.5, 1, 'pricing');
+      const r = await compute.compute({
+        principal: p,
+        channel: 'mcp',
+        operation: p ? 'compute' : 'demo',
+        context: a.context,
+        functionId: a.function_id,
+        preference: a.routing_preference,
+        req: ctx.req,
+        requestId: ctx.requestId,
+      });
+      return { ...r.body, request_id: ctx.requestId };
+    },
+  };
+}

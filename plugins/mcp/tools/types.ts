@@ -1,0 +1,20 @@
+import type { Request } from 'express';
+import type { z } from 'zod';
+import type { Principal } from '../../../core/auth';
+import type { ToolDescriptor } from '../../discovery';
+
+export interface ToolContext {
+  principal: Principal | null;
+  req: Request;
+  requestId: string;
+  clientIp: string;
+  /** Reports progress when the caller asked for it (a progress token); a no-op otherwise. */
+  progress: (progress: number, total: number, message: string) => void;
+}
+
+/** One MCP tool: its published description, its input schema (shared with REST) and its work. */
+export interface McpTool {
+  descriptor: ToolDescriptor;
+  input: z.ZodType;
+  run(args: unknown, ctx: ToolContext): Promise<Record<string, unknown>>;
+}
