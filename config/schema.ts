@@ -77,7 +77,7 @@ export const settingsTree = {
   },
   limits: {
     sandbox: {
-      computeCallsPerDay: int('SANDBOX_COMPUTE_CALLS_PER_DAY', 25, 'Compute calls a sandbox workspace may make per day (SPEC: 25).', { min: 0 }),
+      computeCallsPerDay: int('SANDBOX_COMPUTE_CALLS_PER_DAY', 25, 'Compute calls a sandbox workspace may make per day, price verifications included (SPEC: 25).', { min: 0 }),
       keyLifetimeDays: int('SANDBOX_KEY_LIFETIME_DAYS', 30, 'Days a sandbox key stays valid unless the workspace is claimed (SPEC: 30).', { min: 1 }),
       keyRotationsPerDay: int('SANDBOX_KEY_ROTATIONS_PER_DAY', 5, 'Key rotations a sandbox or agent key may make per day (sandbox.limits.key_rotations_per_day).', { min: 0 }),
     },

@@ -20,6 +20,11 @@ const currency = z
   .regex(CURRENCY, 'currency must be a three-letter code such as USD')
   .transform((c) => c.toUpperCase());
 
+const contextKey = z
+  .string()
+  .regex(CONTEXT_KEY, 'context keys are lowercase letters, digits and "_", starting with a letter (at most 40)')
+  .refine((k) => !RESERVED_CONTEXT_KEYS.includes(k), { message: 'this key belongs at the top level of the observation, not in context' });
+
 /** observed_at: an ISO 8601 date-time with a time zone, not in the future. */
 function observedAt(now: () => number) {
   return z.iso
@@ -37,15 +42,10 @@ export function observationItem(now: () => number) {
     observed_at: observedAt(now),
     source: z.string().trim().min(1, 'source must not be empty').max(100).regex(NO_CONTROL_CHARS, 'source must not contain control characters').describe('A label for where the price was seen, such as "shelf-scan" or "competitor-site".'),
     context: z
-      .record(z.string(), z.string().max(200, 'context values must be at most 200 characters'))
-      .superRefine((ctx, issue) => {
-        const keys = Object.keys(ctx);
-        if (keys.length > 20) issue.addIssue({ code: 'custom', path: [], message: 'context may hold at most 20 keys' });
-        for (const k of keys) {
-          if (!CONTEXT_KEY.test(k)) issue.addIssue({ code: 'custom', path: [k], message: 'context keys are lowercase letters, digits and "_", starting with a letter (at most 40)' });
-          else if (RESERVED_CONTEXT_KEYS.includes(k)) issue.addIssue({ code: 'custom', path: [k], message: `${k} belongs at the top level of the observation, not in context` });
-        }
+      .record(contextKey, z.string({ message: 'context values must be strings' }).max(200, 'context values must be at most 200 characters'), {
+        error: (iss) => (iss.code === 'invalid_key' ? (iss.issues?.[0]?.message ?? 'invalid context key') : undefined),
       })
+      .refine((ctx) => Object.keys(ctx).length <= 20, { message: 'context may hold at most 20 keys' })
       .optional()
       .describe('Other string keys such as category or region.'),
   });

@@ -366,7 +366,9 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
     duplicates_removed: duplicates,
   };
 
-  const sufficient = used.length > 0 && nEff >= t.minEffectiveObservations - 1e-9 && sourceCount >= t.minSources;
+  // The effective n is compared as reported (two decimals), so five fresh observations a few
+  // minutes apart count as 5, not 4.9999.
+  const sufficient = used.length > 0 && round(nEff, 2) >= t.minEffectiveObservations && sourceCount >= t.minSources;
   const evidence = { matched: input.observations.length + (input.olderIgnored ?? 0), used: used.length, ignored_older_than_max_age: tooOld, sufficient };
   const constraints = { floor: input.floor ?? null, ceiling: input.ceiling ?? null };
   const base = { proposed_price: formatMoney(p, 18), reference, constraints, independence, evidence, thresholds };
@@ -375,7 +377,7 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
     if (used.length === 0 && tooOld > 0) reasons.push(`all ${tooOld} matching observation(s) are older than ${t.maxAgeDays} days and were ignored`);
     else if (used.length === 0) reasons.push('no stored observation matches this product type and currency');
     else {
-      if (nEff < t.minEffectiveObservations) reasons.push(`effective number of observations ${round(nEff, 2)} is below the minimum ${t.minEffectiveObservations}`);
+      if (round(nEff, 2) < t.minEffectiveObservations) reasons.push(`effective number of observations ${round(nEff, 2)} is below the minimum ${t.minEffectiveObservations}`);
       if (sourceCount < t.minSources) reasons.push(`${sourceCount} distinct source(s), below the minimum ${t.minSources}`);
     }
   }
