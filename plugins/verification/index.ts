@@ -1,4 +1,6 @@
+import type { Pool } from 'pg';
 import type { PluginDefinition } from '../../core/plugin';
+import { TOKENS } from '../../core/tokens';
 import { USAGE } from '../usage';
 import type { UsageRecorder } from '../usage';
 import { verificationSchema } from './migrations/0001-verification-schema';
@@ -28,7 +30,7 @@ export const verificationPlugin: PluginDefinition = {
   migrations: [verificationSchema],
   register(ctx) {
     const { config, sql, clock, container, hooks, events } = ctx;
-    const store = new ObservationStore(sql);
+    const store = new ObservationStore(sql, container.resolve<Pool>(TOKENS.PgPool), config.verification.evidenceCacheTtlMs, () => clock.now());
     const recorder = container.resolve<UsageRecorder>(USAGE.Recorder);
     const service = new VerificationService(store, hooks, recorder, config, clock, ctx.publicUrl);
     container.register(VERIFICATION.Service, { useValue: service });

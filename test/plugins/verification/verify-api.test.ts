@@ -221,6 +221,18 @@ describe('price verification API', function () {
     });
   });
 
+  it('sees new contributions at once although evidence is cached between verifications', async () => {
+    const first = await contributor(svc, 'fresh-a');
+    await contribute(svc, first.key, 'thingamajig', 'a', ['7.00', '7.10']);
+    const before = await verify({ context: { product_type: 'thingamajig' }, proposed_price: '7' });
+    expect(before.body.reference.observations).to.equal(2);
+    expect((await verify({ context: { product_type: 'thingamajig' }, proposed_price: '7' })).body.reference.observations).to.equal(2);
+    await contribute(svc, (await contributor(svc, 'fresh-b')).key, 'THINGAMAJIG', 'b', ['7.20', '6.90', '7.05']);
+    const after = await verify({ context: { product_type: 'thingamajig' }, proposed_price: '7' });
+    expect(after.body.reference.observations).to.equal(5);
+    expect(after.body.verdict).to.equal('reasonable');
+  });
+
   it('makes an accepted compute outcome an observation, once per usage event, and withdraws it when rejected', async () => {
     const api = client(svc.url, { 'x-api-key': caller.key });
     const computed = await api.post<Record<string, any>>('/api/compute/price', { context: { product_type: 'sprocket', category: 'parts', unit_cost: 4, target_margin: 0.5 }, function_id: 'fn_builtin_cost_plus' });
