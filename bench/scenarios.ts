@@ -53,5 +53,32 @@ export async function buildScenarios(ctx: BenchContext): Promise<Scenario[]> {
       sequential: true,
     });
   }
+  if (ctx.service.plugins.includes('verification') && ctx.service.plugins.includes('accounts')) {
+    // Seed a few observations from two workspaces through the API, so the verdict is two-sided.
+    const now = Date.now();
+    for (const [label, source, amounts] of [
+      ['a', 'shelf-scan', ['4.40', '4.55', '4.60']],
+      ['b', 'competitor-site', ['4.45', '4.50', '4.70']],
+    ] as const) {
+      const signup = await fetch(`${svc}/api/auth/signup`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: `bench-obs-${label}-${now}@example.com`, password: 'correct horse battery', date_of_birth: '1990-01-01' }),
+      });
+      const cookie = (signup.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+      const created = await fetch(`${svc}/api/api-keys`, { method: 'POST', headers: { 'content-type': 'application/json', cookie }, body: JSON.stringify({ name: 'bench observations' }) });
+      const key = ((await created.json()) as { api_key: { key: string } }).api_key.key;
+      const observations = amounts.map((amount, i) => ({ product_type: 'coffee', currency: 'USD', amount, observed_at: new Date(now - (i + 1) * 3_600_000).toISOString(), source }));
+      const res = await fetch(`${svc}/api/data/observations`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ observations }) });
+      if (res.status !== 201) throw new Error(`seeding observations failed: ${res.status} ${await res.text()}`);
+    }
+    const body = JSON.stringify({ context: { product_type: 'coffee', currency: 'USD', unit_cost: 1.2 }, proposed_price: '4.50' });
+    scenarios.push({
+      name: 'POST /api/public/price-router/verify (keyless demo budget, observations read, verdict, usage event written)',
+      service: { url: `${svc}/api/public/price-router/verify`, method: 'POST', headers: { 'content-type': 'application/json' }, body },
+      bare: { url: `${ctx.bareUrl}/bare`, method: 'POST', headers: { 'content-type': 'application/json' }, body },
+      sequential: true,
+    });
+  }
   return scenarios;
 }

@@ -29,7 +29,7 @@ export const settingsTree = {
     keyPrefix: str('REDIS_KEY_PREFIX', 'pcs:', 'Prefix of every Redis key written by the service.'),
   },
   plugins: {
-    enabled: list('PLUGINS', ['health', 'identity', 'accounts', 'team', 'usage', 'pricing', 'discovery', 'mcp'], 'Comma-separated list of enabled plugins; their dependencies must be listed too.'),
+    enabled: list('PLUGINS', ['health', 'identity', 'accounts', 'team', 'usage', 'pricing', 'discovery', 'mcp', 'verification'], 'Comma-separated list of enabled plugins; their dependencies must be listed too.'),
   },
   identity: {
     apiKeyPepper: optStr('API_KEY_PEPPER', 'Server-side pepper mixed into API key hashes. When unset, one is generated once and kept in the database (set it explicitly in production).', { secret: true }),
@@ -69,9 +69,19 @@ export const settingsTree = {
   mcp: {
     allowedOrigins: list('MCP_ALLOWED_ORIGINS', [], 'Web origins (scheme://host[:port]) allowed to call the MCP endpoint from a browser; others get 403. The service\'s own origin is always allowed.'),
   },
+  verification: {
+    minEffectiveObservations: num('VERIFY_MIN_EFFECTIVE_OBSERVATIONS', 5, 'Smallest Kish effective number of time-weighted observations that supports a two-sided verdict; below it the verdict is unknown (or one-sided on a floor or ceiling).', { min: 1 }),
+    minSources: int('VERIFY_MIN_SOURCES', 2, 'Smallest number of distinct sources (workspace and source label) behind a two-sided verdict.', { min: 1 }),
+    halfLifeDays: num('VERIFY_HALF_LIFE_DAYS', 30, 'Half-life of an observation\'s weight, in days (weight 0.5^(age/half-life)).', { min: 0.01 }),
+    maxAgeDays: num('VERIFY_MAX_AGE_DAYS', 120, 'Observations older than this many days are ignored (default four half-lives, where the weight is about 6%).', { min: 0.01 }),
+    bandK: num('VERIFY_BAND_K', 3, 'Half-width of the band in robust standard deviations (1.4826 x MAD of log prices).', { min: 0.1, max: 10 }),
+    minRelativeHalfWidth: num('VERIFY_MIN_RELATIVE_HALF_WIDTH', 0.05, 'Smallest half-width of the band relative to the reference (0.05 = the band is at least reference / 1.05 to reference x 1.05).', { min: 0, max: 1 }),
+    maxObservationsRead: int('VERIFY_MAX_OBSERVATIONS_READ', 2000, 'Newest matching observations read for one verification.', { min: 10, max: 100000 }),
+    evidenceCacheTtlMs: int('VERIFY_EVIDENCE_CACHE_TTL_MS', 5000, 'How long the observations read for one product type and currency are reused by later verifications on this instance (its own writes refresh them at once; 0 disables).', { min: 0 }),
+  },
   limits: {
     sandbox: {
-      computeCallsPerDay: int('SANDBOX_COMPUTE_CALLS_PER_DAY', 25, 'Compute calls a sandbox workspace may make per day (SPEC: 25).', { min: 0 }),
+      computeCallsPerDay: int('SANDBOX_COMPUTE_CALLS_PER_DAY', 25, 'Compute calls a sandbox workspace may make per day, price verifications included (SPEC: 25).', { min: 0 }),
       keyLifetimeDays: int('SANDBOX_KEY_LIFETIME_DAYS', 30, 'Days a sandbox key stays valid unless the workspace is claimed (SPEC: 30).', { min: 1 }),
       keyRotationsPerDay: int('SANDBOX_KEY_ROTATIONS_PER_DAY', 5, 'Key rotations a sandbox or agent key may make per day (sandbox.limits.key_rotations_per_day).', { min: 0 }),
     },

@@ -7,6 +7,7 @@ import { pricingPlugin } from './pricing';
 import { teamPlugin } from './team';
 import { discoveryPlugin } from './discovery';
 import { mcpPlugin } from './mcp';
+import { verificationPlugin } from './verification';
 
 /** Every plugin shipped with the service; configuration (PLUGINS) decides which are enabled. */
-export const builtInPlugins: readonly PluginDefinition[] = [healthPlugin, identityPlugin, accountsPlugin, usagePlugin, pricingPlugin, teamPlugin, discoveryPlugin, mcpPlugin];
+export const builtInPlugins: readonly PluginDefinition[] = [healthPlugin, identityPlugin, accountsPlugin, usagePlugin, pricingPlugin, teamPlugin, discoveryPlugin, mcpPlugin, verificationPlugin];

@@ -17,12 +17,12 @@ import { PRICING } from './tokens';
 
 export { PRICING } from './tokens';
 export type { ComputeService, ComputeCall, ComputeResult } from './services/compute';
+export { addressHash } from './services/compute';
 export { DEMO_WORKSPACE_ID } from './migrations/0001-pricing-schema';
 export { DemoBudgetGuard } from './services/demo-budget';
 export { contextSchema, computeBody, computeExample } from './schemas';
 export { functionView } from './routes/functions';
 export { mayCall } from './services/next-actions';
-export { addressHash } from './services/compute';
 
 /**
  * HTTP over the pricing engine: compute, batch, the price router, the keyless demo, workspace

@@ -2,6 +2,7 @@ import { client } from '../support/http';
 import type { SecurityCase } from '../support/security';
 import { mcpSecurityCases } from './cases-mcp';
 import { createKey, registerSandbox, signUp } from '../support/world';
+import { verificationSecurityCases } from './cases-verification';
 import type { Person } from '../support/world';
 import type { TestService } from '../support/service';
 
@@ -13,6 +14,7 @@ import type { TestService } from '../support/service';
 export const securityCases: Record<string, SecurityCase> = {
   // <plugin security cases>
   ...mcpSecurityCases,
+  ...verificationSecurityCases,
   'agents.claim': {
     as: 'key',
     request: async (w, svc) => {

@@ -29,7 +29,9 @@ export function quotaNextSteps(payable: boolean): NextStep[] {
 
 /**
  * The free daily allowance of sandbox workspaces (SPEC: 25 compute calls per day). A call reserves
- * one unit; a failed call releases it, so failures are never counted.
+ * one unit; a failed call releases it, so failures are never counted. Price verification counts
+ * against the same limit (SPEC, Paying for calls: "price verification still counts against the
+ * limit"), but is not payable per call, so its 429 offers no pay_per_call step.
  */
 export class SandboxAllowance implements Admitter {
   readonly name = 'sandbox-daily-allowance';
@@ -42,7 +44,7 @@ export class SandboxAllowance implements Admitter {
 
   async admit(request: AdmissionRequest): Promise<Reservation | null> {
     const p = request.principal;
-    if (!p || !identityOf(p).sandbox || request.operation === 'verify') return null;
+    if (!p || !identityOf(p).sandbox) return null;
     const limit = this.config.limits.sandbox.computeCallsPerDay;
     const now = this.clock.now();
     const dayStart = Math.floor(now / DAY_MS) * DAY_MS;
@@ -52,7 +54,7 @@ export class SandboxAllowance implements Admitter {
     if (used > limit) {
       await this.kv.incr(key, -request.units);
       const retryAfter = Math.max(1, Math.ceil((dayStart + DAY_MS - now) / 1000));
-      throw new ApiError('daily_quota_exceeded', `Daily quota reached: this sandbox workspace may make ${limit} compute calls per day.`, {
+      throw new ApiError('daily_quota_exceeded', `Daily quota reached: this sandbox workspace may make ${limit} compute calls per day (price verifications included).`, {
         retry_after: retryAfter,
         limit: { compute_calls_per_day: limit, scope: 'workspace', resets_at: resetsAt },
         hint: `The daily quota resets at 00:00 UTC (in ${retryAfter} s). To continue now, see next.`,

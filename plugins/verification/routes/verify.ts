@@ -1,0 +1,64 @@
+import { defineRoute, ok } from '../../../core/http/route';
+import type { RequestContext, RouteSpec } from '../../../core/http/route';
+import type { RateLimitResult } from '../../../core/kv';
+import * as s from '../schemas';
+import type { VerificationService } from '../services/verification';
+
+const rateOf = (ctx: RequestContext) => ctx.state.rateLimit as { workspace: RateLimitResult; address: RateLimitResult } | undefined;
+const proposedOf = (b: s.VerifyBody): string | number => b.proposed_price ?? b.price ?? 0;
+
+const DESCRIPTION =
+  'Body: the context plus proposed_price (price is accepted as an alias only when proposed_price is absent). Answers a verdict (reasonable, high, low or unknown) with its evidence: the reference (time-weighted median of per-source medians of stored observations), the band and its bounds, whether the evidence is independent, the confidence and the thresholds used.';
+
+export function verifyRoutes(service: VerificationService): RouteSpec[] {
+  return [
+    defineRoute({
+      id: 'verify.price',
+      method: 'post',
+      path: '/api/price-router/verify',
+      summary: 'Verify a proposed price against stored observations and the context\'s floor and ceiling.',
+      description: DESCRIPTION,
+      tags: ['Verification'],
+      scopes: ['price:compute'],
+      sandbox: true,
+      body: s.verifyBody,
+      example: s.verifyExample,
+      handler: async (ctx) => {
+        const r = await service.verify({
+          principal: ctx.principal,
+          channel: ctx.channel,
+          context: ctx.body.context,
+          proposedPrice: proposedOf(ctx.body),
+          req: ctx.req,
+          requestId: ctx.requestId,
+          rateLimit: rateOf(ctx),
+        });
+        return ok({ ...r.body, request_id: ctx.requestId }, r.headers);
+      },
+    }),
+    defineRoute({
+      id: 'demo.verify',
+      method: 'post',
+      path: '/api/public/price-router/verify',
+      summary: 'Keyless price verification on the demo tenant, within the demo\'s hourly budget per caller address.',
+      description: DESCRIPTION,
+      tags: ['Public demo'],
+      auth: 'public',
+      channel: 'demo',
+      rateLimit: 'demo',
+      body: s.verifyBody,
+      example: s.verifyExample,
+      handler: async (ctx) => {
+        const r = await service.verify({
+          principal: null,
+          channel: 'demo',
+          context: ctx.body.context,
+          proposedPrice: proposedOf(ctx.body),
+          req: ctx.req,
+          requestId: ctx.requestId,
+        });
+        return ok({ ...r.body, demo: true, budget: ctx.state.demoBudget, request_id: ctx.requestId }, r.headers);
+      },
+    }),
+  ];
+}

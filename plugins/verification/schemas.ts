@@ -1,0 +1,119 @@
+import { z } from 'zod';
+import { listQuery } from '../../core/pagination';
+import { contextSchema } from '../pricing';
+
+export const MAX_OBSERVATIONS_PER_REQUEST = 500;
+/** observed_at may lead the server clock by this much (client clock skew), never more. */
+export const OBSERVED_AT_SKEW_MS = 5 * 60_000;
+
+/** A positive decimal string: up to 18 integer and 18 fractional digits, greater than zero. */
+const POSITIVE_DECIMAL = /^(0|[1-9]\d{0,17})(\.\d{1,18})?$/;
+const isPositiveDecimal = (s: string): boolean => POSITIVE_DECIMAL.test(s) && /[1-9]/.test(s);
+const CURRENCY = /^[A-Za-z]{3}$/;
+const CONTEXT_KEY = /^[a-z][a-z0-9_]{0,39}$/;
+const RESERVED_CONTEXT_KEYS = ['product_type', 'currency', 'amount', 'price', 'observed_at', 'source'];
+const NO_CONTROL_CHARS = /^[^\p{Cc}]+$/u;
+
+const productType = z.string().trim().min(1, 'product_type must not be empty').max(100).regex(NO_CONTROL_CHARS, 'product_type must not contain control characters');
+const currency = z
+  .string()
+  .regex(CURRENCY, 'currency must be a three-letter code such as USD')
+  .transform((c) => c.toUpperCase());
+
+const contextKey = z
+  .string()
+  .regex(CONTEXT_KEY, 'context keys are lowercase letters, digits and "_", starting with a letter (at most 40)')
+  .refine((k) => !RESERVED_CONTEXT_KEYS.includes(k), { message: 'this key belongs at the top level of the observation, not in context' });
+
+/** observed_at: an ISO 8601 date-time with a time zone, not in the future. */
+function observedAt(now: () => number) {
+  return z.iso
+    .datetime({ offset: true, message: 'observed_at must be an ISO 8601 date-time with a time zone, such as 2026-03-01T12:00:00Z' })
+    .refine((s) => !(Date.parse(s) > now() + OBSERVED_AT_SKEW_MS), { message: 'observed_at must not be in the future' });
+}
+
+export function observationItem(now: () => number) {
+  return z.strictObject({
+    product_type: productType,
+    currency,
+    amount: z
+      .string({ message: 'amount must be a decimal string such as "12.50"' })
+      .refine(isPositiveDecimal, { message: 'amount must be a decimal string greater than 0, such as "12.50" (at most 18 digits before and after the point)' }),
+    observed_at: observedAt(now),
+    source: z.string().trim().min(1, 'source must not be empty').max(100).regex(NO_CONTROL_CHARS, 'source must not contain control characters').describe('A label for where the price was seen, such as "shelf-scan" or "competitor-site".'),
+    context: z
+      .record(contextKey, z.string({ message: 'context values must be strings' }).max(200, 'context values must be at most 200 characters'), {
+        error: (iss) => (iss.code === 'invalid_key' ? (iss.issues?.[0]?.message ?? 'invalid context key') : undefined),
+      })
+      .refine((ctx) => Object.keys(ctx).length <= 20, { message: 'context may hold at most 20 keys' })
+      .optional()
+      .describe('Other string keys such as category or region.'),
+  });
+}
+
+export function observationsBody(now: () => number) {
+  return z.strictObject({
+    observations: z
+      .array(observationItem(now))
+      .min(1, 'send at least one observation')
+      .max(MAX_OBSERVATIONS_PER_REQUEST, `send at most ${MAX_OBSERVATIONS_PER_REQUEST} observations per request`),
+  });
+}
+export type ObservationInput = z.output<ReturnType<typeof observationItem>>;
+
+export const observationsExample = {
+  observations: [
+    { product_type: 'coffee', currency: 'USD', amount: '4.50', observed_at: '2026-03-01T09:30:00Z', source: 'shelf-scan', context: { category: 'beverages', region: 'us-east' } },
+    { product_type: 'coffee', currency: 'USD', amount: '4.75', observed_at: '2026-03-02T09:30:00Z', source: 'competitor-site' },
+  ],
+};
+
+export const observationsQuery = z.object({
+  ...listQuery,
+  product_type: z.string().trim().min(1).max(100).optional().describe('Case-insensitive match.'),
+  currency: currency.optional(),
+  origin: z.enum(['contribution', 'accepted_outcome']).optional(),
+});
+
+/** A proposed price: a positive number or a positive decimal string. */
+const PRICE_MESSAGE = 'must be a positive number or a decimal string greater than 0, such as 12.5 or "12.50"';
+const priceValue = z.union([z.number().positive({ error: PRICE_MESSAGE }).max(1e17, { error: PRICE_MESSAGE }), z.string().refine(isPositiveDecimal, { error: PRICE_MESSAGE })], { error: PRICE_MESSAGE });
+
+const positiveBound = (key: string) => (v: unknown): string | null => {
+  if (v === undefined) return null;
+  if (typeof v === 'number' && Number.isFinite(v) && v > 0) return null;
+  if (typeof v === 'string' && isPositiveDecimal(v)) return null;
+  return `${key} must be a positive number or decimal string`;
+};
+
+/** The verify context: the compute context, with the floor and ceiling keys type-checked. */
+export const verifyContextSchema = contextSchema.superRefine((ctx, issue) => {
+  for (const key of ['unit_cost', 'min_price', 'max_price']) {
+    const problem = positiveBound(key)(ctx[key]);
+    if (problem) issue.addIssue({ code: 'custom', path: [key], message: problem });
+  }
+});
+
+export const ALIAS_MISSING_MESSAGE = 'proposed_price is required: a positive number or decimal string (the alias price is accepted when proposed_price is absent)';
+
+const isObject = (payload: { value: unknown }): boolean => typeof payload.value === 'object' && payload.value !== null && !Array.isArray(payload.value);
+
+/**
+ * `{context, proposed_price}`; `price` is an alias accepted only when proposed_price is absent. The
+ * alias rules run even when other fields fail, so every problem is reported at once.
+ */
+export const verifyBody = z
+  .strictObject({
+    context: verifyContextSchema,
+    proposed_price: priceValue.optional().describe('The price to judge.'),
+    price: priceValue.optional().describe('Alias of proposed_price, accepted only when proposed_price is absent.'),
+  })
+  .refine((b) => !(b.proposed_price === undefined && b.price === undefined), { path: ['proposed_price'], message: ALIAS_MISSING_MESSAGE, when: isObject })
+  .refine((b) => !(b.proposed_price !== undefined && b.price !== undefined), {
+    path: ['price'],
+    message: 'send proposed_price or its alias price, not both: price is accepted only when proposed_price is absent',
+    when: isObject,
+  });
+export type VerifyBody = z.output<typeof verifyBody>;
+
+export const verifyExample = { context: { product_type: 'coffee', currency: 'USD', unit_cost: 1.2 }, proposed_price: '4.50' };

@@ -1,0 +1,206 @@
+import type { Pool } from 'pg';
+import type { Sql } from '../../../core/db/sql';
+import { newId } from '../../../core/ids';
+import { decodeCursor, listEnvelope } from '../../../core/pagination';
+import type { ListEnvelope } from '../../../core/pagination';
+import type { ObservationInput } from '../schemas';
+import type { Observation } from './verdict';
+
+export type ObservationOrigin = 'contribution' | 'accepted_outcome';
+
+export interface ObservationRow {
+  id: string;
+  workspace_id: string;
+  product_type: string;
+  currency: string;
+  amount: string;
+  observed_at: Date;
+  source: string;
+  origin: ObservationOrigin;
+  usage_event_id: string | null;
+  context: Record<string, string>;
+  created_at: Date;
+}
+
+export interface ObservationView {
+  id: string;
+  object: 'price_observation';
+  product_type: string;
+  currency: string;
+  amount: string;
+  observed_at: string;
+  source: string;
+  origin: ObservationOrigin;
+  usage_event_id: string | null;
+  context: Record<string, string>;
+  created_at: string;
+}
+
+export function observationView(r: ObservationRow): ObservationView {
+  return {
+    id: r.id,
+    object: 'price_observation',
+    product_type: r.product_type,
+    currency: r.currency,
+    amount: r.amount,
+    observed_at: r.observed_at.toISOString(),
+    source: r.source,
+    origin: r.origin,
+    usage_event_id: r.usage_event_id,
+    context: r.context,
+    created_at: r.created_at.toISOString(),
+  };
+}
+
+export interface AcceptedOutcome {
+  usageEventId: string;
+  workspaceId: string;
+  productType: string;
+  currency: string;
+  amount: string;
+  functionName: string;
+  observedAt: Date;
+  context: Record<string, string>;
+}
+
+const COLUMNS = 'id, workspace_id, product_type, currency, amount::text AS amount, observed_at, source, origin, usage_event_id, context, created_at';
+const INSERT_COLUMNS = ['id', 'workspace_id', 'product_type', 'currency', 'amount', 'observed_at', 'source', 'origin', 'context'] as const;
+
+export interface Evidence {
+  observations: Observation[];
+  /** Matching observations older than the cut-off (counted only when none is newer). */
+  older: number;
+}
+
+const MAX_CACHED_KEYS = 1000;
+const evidenceKey = (productType: string, currency: string): string => `${productType.toLowerCase()}\u0000${currency}`;
+
+/**
+ * Stored price observations: contributions, accepted compute outcomes, and the reads verification
+ * makes. Those reads are kept for a few seconds per product type and currency (the verify hot path
+ * then needs no round trip); this instance's own writes drop the entry at once, other instances'
+ * writes show within the TTL.
+ */
+export class ObservationStore {
+  private readonly cache = new Map<string, { at: number; evidence: Evidence }>();
+  /** Bumped by every local write, so a read that raced a write is not cached. */
+  private writes = 0;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly pool: Pool,
+    private readonly cacheTtlMs: number,
+    private readonly now: () => number,
+  ) {}
+
+  private invalidate(productType: string, currency: string): void {
+    this.writes++;
+    this.cache.delete(evidenceKey(productType, currency));
+  }
+
+  /** Stores a workspace's contribution in one statement; all or nothing. */
+  async contribute(workspaceId: string, items: readonly ObservationInput[]): Promise<ObservationView[]> {
+    const values: unknown[] = [];
+    const tuples = items.map((o, i) => {
+      values.push(newId('obs'), workspaceId, o.product_type, o.currency, o.amount, o.observed_at, o.source, 'contribution', JSON.stringify(o.context ?? {}));
+      const base = i * INSERT_COLUMNS.length;
+      return `(${INSERT_COLUMNS.map((_, j) => `$${base + j + 1}`).join(', ')})`;
+    });
+    const rows = await this.sql.many<ObservationRow>(`INSERT INTO price_observations (${INSERT_COLUMNS.join(', ')}) VALUES ${tuples.join(', ')} RETURNING ${COLUMNS}`, values);
+    for (const o of items) this.invalidate(o.product_type, o.currency);
+    return rows.map(observationView);
+  }
+
+  /** Records the price of an accepted compute outcome once per usage event; true when stored now. */
+  async recordAcceptedOutcome(o: AcceptedOutcome): Promise<boolean> {
+    const n = await this.sql.exec(
+      `INSERT INTO price_observations (id, workspace_id, product_type, currency, amount, observed_at, source, origin, usage_event_id, context)
+       SELECT $1, $2, $3, $4, $5, $6, $7, 'accepted_outcome', $8, $9
+       WHERE EXISTS (SELECT 1 FROM workspaces WHERE id = $2)
+       ON CONFLICT (usage_event_id) DO NOTHING`,
+      [newId('obs'), o.workspaceId, o.productType, o.currency, o.amount, o.observedAt, `accepted:${o.functionName}`, o.usageEventId, JSON.stringify(o.context)],
+    );
+    this.invalidate(o.productType, o.currency);
+    return n > 0;
+  }
+
+  /** An outcome changed to rejected no longer counts as evidence. */
+  async withdrawOutcome(usageEventId: string): Promise<boolean> {
+    const gone = await this.sql.many<{ product_type: string; currency: string }>(
+      `DELETE FROM price_observations WHERE usage_event_id = $1 AND origin = 'accepted_outcome' RETURNING product_type, currency`,
+      [usageEventId],
+    );
+    for (const g of gone) this.invalidate(g.product_type, g.currency);
+    return gone.length > 0;
+  }
+
+  async list(workspaceId: string, q: { limit: number; cursor?: string | undefined; product_type?: string | undefined; currency?: string | undefined; origin?: ObservationOrigin | undefined }): Promise<ListEnvelope<ObservationView>> {
+    const where = ['workspace_id = $1'];
+    const bind: unknown[] = [workspaceId];
+    if (q.product_type) {
+      bind.push(q.product_type);
+      where.push(`lower(product_type) = lower($${bind.length})`);
+    }
+    if (q.currency) {
+      bind.push(q.currency);
+      where.push(`currency = $${bind.length}`);
+    }
+    if (q.origin) {
+      bind.push(q.origin);
+      where.push(`origin = $${bind.length}`);
+    }
+    if (q.cursor) {
+      const pos = decodeCursor(q.cursor);
+      bind.push(String(pos.sort), pos.id);
+      where.push(`(created_at, id) < ($${bind.length - 1}::timestamptz, $${bind.length}::text)`);
+    }
+    bind.push(q.limit + 1);
+    const rows = await this.sql.many<ObservationRow & { sort_key: string }>(
+      `SELECT ${COLUMNS}, created_at::text AS sort_key FROM price_observations WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $${bind.length}`,
+      bind,
+    );
+    return listEnvelope(rows, q.limit, observationView, (r) => ({ sort: r.sort_key, id: r.id }));
+  }
+
+  /**
+   * The newest observations of a product type (case-insensitive) and currency observed since
+   * `since`, at most `limit`; plus how many matching ones are older (reported, not used). Straight
+   * to node-postgres with a prepared statement: this is the verify hot path.
+   */
+  async forVerification(productType: string, currency: string, since: Date, limit: number): Promise<Evidence> {
+    const key = evidenceKey(productType, currency);
+    const now = this.now();
+    const hit = this.cache.get(key);
+    if (hit && now - hit.at < this.cacheTtlMs) return hit.evidence;
+    const writesBefore = this.writes;
+    const res = await this.pool.query<{ id: string; workspace_id: string; source: string; amount: string; observed_at: Date }>({
+      name: 'verification_evidence',
+      text: `SELECT id, workspace_id, source, amount::text AS amount, observed_at FROM price_observations
+             WHERE lower(product_type) = lower($1) AND currency = $2 AND observed_at >= $3
+             ORDER BY observed_at DESC LIMIT $4`,
+      values: [productType, currency, since, limit],
+    });
+    let older = 0;
+    if (res.rows.length === 0) {
+      const r = await this.pool.query<{ n: number }>({
+        name: 'verification_evidence_older',
+        text: 'SELECT count(*)::int AS n FROM price_observations WHERE lower(product_type) = lower($1) AND currency = $2 AND observed_at < $3',
+        values: [productType, currency, since],
+      });
+      older = r.rows[0]?.n ?? 0;
+    }
+    const evidence: Evidence = {
+      observations: res.rows.map((r) => ({ id: r.id, workspaceId: r.workspace_id, source: r.source, amount: r.amount, observedAt: r.observed_at.getTime() })),
+      older,
+    };
+    if (this.cacheTtlMs > 0 && this.writes === writesBefore) {
+      this.cache.delete(key);
+      this.cache.set(key, { at: now, evidence });
+      if (this.cache.size > MAX_CACHED_KEYS) {
+        const oldest = this.cache.keys().next();
+        if (!oldest.done) this.cache.delete(oldest.value);
+      }
+    }
+    return evidence;
+  }
+}

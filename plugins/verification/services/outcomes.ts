@@ -1,0 +1,49 @@
+import type { DomainEvents } from '../../../core/events';
+import type { Logger } from '../../../core/logger';
+import { DECIMAL_PATTERN, dec, formatMoney } from '../../../core/money';
+import type { ObservationStore } from './observations';
+
+type OutcomeEvent = DomainEvents['usage.outcome_recorded'];
+
+const CONTEXT_KEY = /^[a-z][a-z0-9_]{0,39}$/;
+
+/**
+ * Accepted compute outcomes are price evidence too: an accepted outcome with a price, a currency,
+ * a product type and the function that priced it becomes an observation (origin
+ * `accepted_outcome`, source `accepted:<function name>`), once per usage event. An outcome later
+ * changed to rejected withdraws it.
+ */
+export class OutcomeObserver {
+  constructor(
+    private readonly store: ObservationStore,
+    private readonly log: Logger,
+  ) {}
+
+  async handle(e: OutcomeEvent): Promise<void> {
+    if (e.outcome === 'rejected') {
+      if (await this.store.withdrawOutcome(e.eventId)) this.log.info({ usageEventId: e.eventId }, 'accepted-outcome observation withdrawn');
+      return;
+    }
+    const productType = typeof e.contextKeys.product_type === 'string' ? e.contextKeys.product_type.trim().slice(0, 100) : '';
+    const currency = (e.currency ?? '').trim().toUpperCase();
+    const price = (e.price ?? '').trim();
+    if (!productType || !/^[A-Z]{3}$/.test(currency) || !e.functionName || !DECIMAL_PATTERN.test(price) || !dec(price).greaterThan(0)) return;
+    const context: Record<string, string> = {};
+    for (const [k, v] of Object.entries(e.contextKeys)) {
+      if (k === 'product_type' || k === 'currency' || typeof v !== 'string' || !CONTEXT_KEY.test(k)) continue;
+      context[k] = v.slice(0, 200);
+    }
+    const at = Date.parse(e.at);
+    const stored = await this.store.recordAcceptedOutcome({
+      usageEventId: e.eventId,
+      workspaceId: e.workspaceId,
+      productType,
+      currency,
+      amount: formatMoney(dec(price), 18),
+      functionName: e.functionName,
+      observedAt: Number.isFinite(at) ? new Date(at) : new Date(),
+      context,
+    });
+    if (stored) this.log.debug({ usageEventId: e.eventId }, 'accepted outcome recorded as a price observation');
+  }
+}

@@ -1,0 +1,464 @@
+import { dec, formatMoney } from '../../../core/money';
+import type { Dec } from '../../../core/money';
+
+/**
+ * The price verdict as a pure function of stored observations, the proposed price, the caller's
+ * constraints and a fixed "now": no HTTP, no database, no clock. See docs/verification.md for the
+ * rules and shared/notes/pricing-methods.md sections 7 and 8 for where they come from.
+ */
+
+const DAY_MS = 86_400_000;
+/** 1 / Φ⁻¹(0.75): scales a MAD to a normal standard deviation. */
+const MAD_TO_SIGMA = 1.4826;
+/** IQR / 1.349 estimates a normal standard deviation. */
+const IQR_TO_SIGMA = 1 / 1.349;
+/** 1.2533 × mean absolute deviation estimates a normal standard deviation. */
+const MEAN_AD_TO_SIGMA = 1.2533;
+/** Weight share above which one source dominates the evidence. */
+const DOMINANT_SHARE = 0.5;
+/** Prior count in the amount-of-evidence factor n/(n + k). */
+const AMOUNT_K = 5;
+/** Caller-supplied constraints (unit cost, minimum or maximum price) are trusted this much. */
+const CONSTRAINT_CONFIDENCE = 0.5;
+/** Most sources listed in the reference (the count is always complete). */
+const MAX_SOURCES_LISTED = 20;
+
+export type VerdictValue = 'reasonable' | 'high' | 'low' | 'unknown';
+
+/** One stored observation, as the verdict needs it. */
+export interface Observation {
+  id: string;
+  workspaceId: string;
+  source: string;
+  /** Decimal string, > 0. */
+  amount: string;
+  /** Epoch milliseconds. */
+  observedAt: number;
+}
+
+export interface VerdictThresholds {
+  /** Smallest Kish effective n of the time-weighted observations for a two-sided verdict. */
+  minEffectiveObservations: number;
+  /** Smallest number of distinct sources for a two-sided verdict. */
+  minSources: number;
+  halfLifeDays: number;
+  maxAgeDays: number;
+  /** Band half-width in robust standard deviations of log prices. */
+  bandK: number;
+  /** Smallest band half-width relative to the reference (0.05 = 5 %). */
+  minRelativeHalfWidth: number;
+}
+
+/** A hard bound the caller stated in the context, with the keys it came from. */
+export interface Constraint {
+  value: string;
+  from: string[];
+}
+
+export interface VerdictInput {
+  /** Decimal string, > 0. */
+  proposedPrice: string;
+  /** Matching observations (same product type and currency); older ones are ignored here too. */
+  observations: readonly Observation[];
+  now: number;
+  /** The caller's workspace, or null for the keyless demo. */
+  callerWorkspaceId: string | null;
+  /** The caller's own current price (context.current_price), a decimal string. */
+  currentPrice?: string | null;
+  /** Lowest acceptable price (max of unit_cost and min_price). */
+  floor?: Constraint | null;
+  /** Highest acceptable price (max_price). */
+  ceiling?: Constraint | null;
+  /** Matching observations older than the max age that were not read (reported only). */
+  olderIgnored?: number;
+  thresholds: VerdictThresholds;
+}
+
+export interface SourceSummary {
+  label: string;
+  observations: number;
+  median: string;
+  weight_share: number;
+  own_workspace: boolean;
+}
+
+export interface Reference {
+  price: string;
+  statistic: 'time_weighted_median_of_source_medians';
+  observations: number;
+  effective_n: number;
+  sources: number;
+  source_labels: SourceSummary[];
+  sources_listed_truncated: boolean;
+  newest_age_days: number;
+  oldest_age_days: number;
+  median_age_days: number;
+  half_life_days: number;
+  total_weight: number;
+}
+
+export interface Band {
+  lower: string | null;
+  upper: string | null;
+  lower_open: boolean;
+  upper_open: boolean;
+  method: string;
+  /** Two-sided bands: how the bounds follow from the reference. */
+  formula?: string;
+  /** Two-sided bands: the robust standard deviation of log prices and how it was estimated. */
+  scale?: { sigma_log: number; estimator: 'mad' | 'iqr' | 'mean_absolute_deviation' | 'none'; half_width_log: number; min_half_width_applied: boolean };
+}
+
+export interface Independence {
+  independent: boolean;
+  reasons: string[];
+  sources: number;
+  largest_source_share: number | null;
+  own_workspace_share: number;
+  own_workspace_observations: number;
+  excluded_circular: number;
+  duplicates_removed: number;
+}
+
+export interface VerdictResult {
+  verdict: VerdictValue;
+  proposed_price: string;
+  /** What decided the verdict: the observation band, a caller constraint, or nothing. */
+  basis: 'observations' | 'floor' | 'ceiling' | 'none';
+  reasons: string[];
+  reference: Reference | null;
+  band: Band;
+  constraints: { floor: Constraint | null; ceiling: Constraint | null };
+  independence: Independence;
+  evidence: { matched: number; used: number; ignored_older_than_max_age: number; sufficient: boolean };
+  confidence: number;
+  confidence_factors: Record<string, number>;
+  thresholds: {
+    min_effective_observations: number;
+    min_sources: number;
+    half_life_days: number;
+    max_age_days: number;
+    band_k: number;
+    min_relative_half_width: number;
+  };
+}
+
+interface Weighted<T> {
+  value: T;
+  weight: number;
+}
+
+const round = (x: number, digits = 3): number => {
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
+};
+
+const pct = (share: number): string => `${Math.round(share * 100)}%`;
+
+/**
+ * The weighted median: the value where the cumulative weight reaches half the total; when it lands
+ * exactly on half, the mean of that value and the next (so equal weights give the usual median).
+ */
+function weightedMedianDec(items: readonly Weighted<Dec>[]): Dec {
+  const sorted = [...items].sort((a, b) => a.value.comparedTo(b.value));
+  const total = sorted.reduce((s, i) => s + i.weight, 0);
+  const half = total / 2;
+  const eps = total * 1e-12;
+  let cum = 0;
+  for (let i = 0; i < sorted.length; i++) {
+    const item = sorted[i] as Weighted<Dec>;
+    cum += item.weight;
+    if (cum >= half - eps) {
+      const next = sorted[i + 1];
+      if (Math.abs(cum - half) <= eps && next) return item.value.plus(next.value).dividedBy(2);
+      return item.value;
+    }
+  }
+  const last = sorted[sorted.length - 1];
+  if (!last) throw new RangeError('weighted median of nothing');
+  return last.value;
+}
+
+/** The weighted q-quantile of numbers (first value whose cumulative weight reaches q of the total). */
+function weightedQuantile(items: readonly Weighted<number>[], q: number): number {
+  const sorted = [...items].sort((a, b) => a.value - b.value);
+  const total = sorted.reduce((s, i) => s + i.weight, 0);
+  const target = total * q;
+  const eps = total * 1e-12;
+  let cum = 0;
+  for (let i = 0; i < sorted.length; i++) {
+    const item = sorted[i] as Weighted<number>;
+    cum += item.weight;
+    if (cum >= target - eps) {
+      const next = sorted[i + 1];
+      if (q === 0.5 && Math.abs(cum - target) <= eps && next) return (item.value + next.value) / 2;
+      return item.value;
+    }
+  }
+  return sorted[sorted.length - 1]?.value ?? 0;
+}
+
+/** A positive float as a decimal string with at least 6 significant digits (2 to 12 decimals). */
+export function priceString(raw: number): string {
+  const x = Math.min(9.99e17, Math.max(1e-12, Number.isFinite(raw) ? raw : 9.99e17));
+  const magnitude = Math.floor(Math.log10(Math.abs(x)));
+  const decimals = Math.min(12, Math.max(2, 5 - magnitude));
+  return formatMoney(dec(x.toFixed(decimals)), decimals);
+}
+
+/** Robust spread of log prices around the centre: MAD, then IQR, then mean absolute deviation. */
+function robustSigma(logs: readonly Weighted<number>[], centre: number): { sigma: number; estimator: 'mad' | 'iqr' | 'mean_absolute_deviation' | 'none' } {
+  const deviations = logs.map((l) => ({ value: Math.abs(l.value - centre), weight: l.weight }));
+  const mad = weightedQuantile(deviations, 0.5);
+  if (mad > 1e-12) return { sigma: MAD_TO_SIGMA * mad, estimator: 'mad' };
+  const iqr = weightedQuantile(logs, 0.75) - weightedQuantile(logs, 0.25);
+  if (iqr > 1e-12) return { sigma: iqr * IQR_TO_SIGMA, estimator: 'iqr' };
+  const total = deviations.reduce((s, d) => s + d.weight, 0);
+  const meanAd = total > 0 ? deviations.reduce((s, d) => s + d.value * d.weight, 0) / total : 0;
+  if (meanAd > 1e-12) return { sigma: MEAN_AD_TO_SIGMA * meanAd, estimator: 'mean_absolute_deviation' };
+  return { sigma: 0, estimator: 'none' };
+}
+
+function constraintDistance(p: Dec, bound: Dec, minRel: number): number {
+  const d = Math.abs(Math.log(p.toNumber()) - Math.log(bound.toNumber()));
+  const unit = Math.log(1 + Math.max(minRel, 0.01));
+  return round(0.5 + 0.5 * Math.min(1, d / unit));
+}
+
+/** Judges a proposed price against observations and the caller's floor and ceiling. */
+export function evaluateVerdict(input: VerdictInput): VerdictResult {
+  const t = input.thresholds;
+  const p = dec(input.proposedPrice);
+  const halfLifeMs = t.halfLifeDays * DAY_MS;
+  const maxAgeMs = t.maxAgeDays * DAY_MS;
+  const reasons: string[] = [];
+
+  // 1. Recency: observations past the max age do not count at all.
+  let tooOld = input.olderIgnored ?? 0;
+  const fresh: Array<Observation & { age: number; value: Dec }> = [];
+  for (const o of input.observations) {
+    const age = Math.max(0, input.now - o.observedAt);
+    if (age > maxAgeMs) {
+      tooOld++;
+      continue;
+    }
+    fresh.push({ ...o, age, value: dec(o.amount) });
+  }
+  const matched = fresh.length;
+
+  // 2. Exact copies (same workspace, source, amount and time) count once.
+  const seen = new Set<string>();
+  const unique = fresh.filter((o) => {
+    const k = `${o.workspaceId}\u0000${o.source}\u0000${o.value.toString()}\u0000${o.observedAt}`;
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+  const duplicates = matched - unique.length;
+
+  // 3. Circular evidence: the caller's own echo of the proposed price or its current price.
+  const current = input.currentPrice ? dec(input.currentPrice) : null;
+  const used = unique.filter((o) => !(input.callerWorkspaceId !== null && o.workspaceId === input.callerWorkspaceId && (o.value.eq(p) || (current !== null && o.value.eq(current)))));
+  const circular = unique.length - used.length;
+
+  const floor = input.floor ? dec(input.floor.value) : null;
+  const ceiling = input.ceiling ? dec(input.ceiling.value) : null;
+  const thresholds = {
+    min_effective_observations: t.minEffectiveObservations,
+    min_sources: t.minSources,
+    half_life_days: t.halfLifeDays,
+    max_age_days: t.maxAgeDays,
+    band_k: t.bandK,
+    min_relative_half_width: t.minRelativeHalfWidth,
+  };
+
+  // 4. Per-source medians (time-weighted), their weights, and the reference across sources.
+  let reference: Reference | null = null;
+  let nEff = 0;
+  let sourceCount = 0;
+  let largestShare: number | null = null;
+  let ownShare = 0;
+  let ownCount = 0;
+  let largestLabel = '';
+  let observationBand: { lower: Dec; upper: Dec; sigma: number; estimator: 'mad' | 'iqr' | 'mean_absolute_deviation' | 'none'; hw: number; minApplied: boolean } | null = null;
+  let freshness = 0;
+  if (used.length > 0) {
+    const weighted = used.map((o) => ({ ...o, weight: 0.5 ** (o.age / halfLifeMs) }));
+    const groups = new Map<string, { label: string; own: boolean; items: typeof weighted }>();
+    for (const o of weighted) {
+      const k = `${o.workspaceId}\u0000${o.source}`;
+      const g = groups.get(k) ?? { label: o.source, own: o.workspaceId === input.callerWorkspaceId, items: [] };
+      g.items.push(o);
+      groups.set(k, g);
+    }
+    const totalWeight = weighted.reduce((s, o) => s + o.weight, 0);
+    const sumSq = weighted.reduce((s, o) => s + o.weight * o.weight, 0);
+    nEff = (totalWeight * totalWeight) / sumSq;
+    freshness = Math.sqrt(totalWeight / weighted.length);
+    sourceCount = groups.size;
+    const sources = [...groups.values()].map((g) => {
+      const weight = g.items.reduce((s, o) => s + o.weight, 0);
+      return { label: g.label, own: g.own, count: g.items.length, weight, median: weightedMedianDec(g.items.map((o) => ({ value: o.value, weight: o.weight }))) };
+    });
+    sources.sort((a, b) => b.weight - a.weight || a.label.localeCompare(b.label));
+    const ref = weightedMedianDec(sources.map((s) => ({ value: s.median, weight: s.weight })));
+    const top = sources[0];
+    largestShare = top ? top.weight / totalWeight : null;
+    largestLabel = top?.label ?? '';
+    ownShare = sources.filter((s) => s.own).reduce((s, g) => s + g.weight, 0) / totalWeight;
+    ownCount = sources.filter((s) => s.own).reduce((s, g) => s + g.count, 0);
+    const ages = weighted.map((o) => o.age / DAY_MS).sort((a, b) => a - b);
+    const mid = Math.floor(ages.length / 2);
+    const medianAge = ages.length % 2 === 1 ? (ages[mid] ?? 0) : ((ages[mid - 1] ?? 0) + (ages[mid] ?? 0)) / 2;
+    reference = {
+      price: formatMoney(ref, 12),
+      statistic: 'time_weighted_median_of_source_medians',
+      observations: weighted.length,
+      effective_n: round(nEff, 2),
+      sources: sourceCount,
+      source_labels: sources.slice(0, MAX_SOURCES_LISTED).map((s) => ({
+        label: s.label,
+        observations: s.count,
+        median: formatMoney(s.median, 12),
+        weight_share: round(s.weight / totalWeight),
+        own_workspace: s.own,
+      })),
+      sources_listed_truncated: sources.length > MAX_SOURCES_LISTED,
+      newest_age_days: round(ages[0] ?? 0, 2),
+      oldest_age_days: round(ages[ages.length - 1] ?? 0, 2),
+      median_age_days: round(medianAge, 2),
+      half_life_days: t.halfLifeDays,
+      total_weight: round(totalWeight),
+    };
+
+    // 5. The band: centre ± k robust standard deviations of log prices, never narrower than the minimum.
+    const centre = Math.log(ref.toNumber());
+    const { sigma, estimator } = robustSigma(
+      weighted.map((o) => ({ value: Math.log(o.value.toNumber()), weight: o.weight })),
+      centre,
+    );
+    const minHw = Math.log(1 + t.minRelativeHalfWidth);
+    const hw = Math.max(t.bandK * sigma, minHw);
+    observationBand = {
+      lower: dec(priceString(Math.exp(centre - hw))),
+      upper: dec(priceString(Math.exp(centre + hw))),
+      sigma,
+      estimator,
+      hw,
+      minApplied: t.bandK * sigma < minHw,
+    };
+  }
+
+  // 6. Independence disclosure.
+  const independenceReasons: string[] = [];
+  if (used.length > 0 && sourceCount < 2) independenceReasons.push(`fewer than 2 distinct sources: all ${used.length} observation(s) come from one source ("${largestLabel}")`);
+  if (sourceCount >= 2 && largestShare !== null && largestShare > DOMINANT_SHARE) independenceReasons.push(`one source ("${largestLabel}") carries ${pct(largestShare)} of the weight, over half`);
+  if (ownCount > 0) independenceReasons.push(`${ownCount} observation(s) (${pct(ownShare)} of the weight) come from your own workspace`);
+  if (circular > 0) independenceReasons.push(`${circular} observation(s) of your own workspace equal to the proposed price or your current price were excluded as circular evidence`);
+  const independence: Independence = {
+    independent: independenceReasons.length === 0 && used.length > 0,
+    reasons: used.length === 0 && circular === 0 ? ['no observations: there is no evidence to be independent'] : independenceReasons,
+    sources: sourceCount,
+    largest_source_share: largestShare === null ? null : round(largestShare),
+    own_workspace_share: round(ownShare),
+    own_workspace_observations: ownCount,
+    excluded_circular: circular,
+    duplicates_removed: duplicates,
+  };
+
+  // The effective n is compared as reported (two decimals), so five fresh observations a few
+  // minutes apart count as 5, not 4.9999.
+  const sufficient = used.length > 0 && round(nEff, 2) >= t.minEffectiveObservations && sourceCount >= t.minSources;
+  const evidence = { matched: input.observations.length + (input.olderIgnored ?? 0), used: used.length, ignored_older_than_max_age: tooOld, sufficient };
+  const constraints = { floor: input.floor ?? null, ceiling: input.ceiling ?? null };
+  const base = { proposed_price: formatMoney(p, 18), reference, constraints, independence, evidence, thresholds };
+
+  if (!sufficient) {
+    if (used.length === 0 && tooOld > 0) reasons.push(`all ${tooOld} matching observation(s) are older than ${t.maxAgeDays} days and were ignored`);
+    else if (used.length === 0) reasons.push('no stored observation matches this product type and currency');
+    else {
+      if (round(nEff, 2) < t.minEffectiveObservations) reasons.push(`effective number of observations ${round(nEff, 2)} is below the minimum ${t.minEffectiveObservations}`);
+      if (sourceCount < t.minSources) reasons.push(`${sourceCount} distinct source(s), below the minimum ${t.minSources}`);
+    }
+  }
+
+  // Conflicting constraints: no judgement can honour both.
+  if (floor && ceiling && floor.greaterThan(ceiling)) {
+    reasons.push(`the floor ${formatMoney(floor, 18)} (${constraints.floor?.from.join(', ')}) is above the ceiling ${formatMoney(ceiling, 18)} (max_price): the constraints conflict`);
+    return { ...base, verdict: 'unknown', basis: 'none', reasons, band: { lower: null, upper: null, lower_open: true, upper_open: true, method: 'conflicting_constraints' }, evidence, confidence: 0, confidence_factors: {} };
+  }
+
+  // A caller's hard constraint decides first: below the floor is low, above the ceiling is high.
+  if (floor && p.lessThan(floor)) {
+    reasons.push(`the proposed price is below the floor ${formatMoney(floor, 18)} (${input.floor?.from.join(', ')})`);
+    const band = sufficient && observationBand ? twoSidedBand(observationBand, t) : oneSidedBand(floor, ceiling);
+    const distance = constraintDistance(p, floor, t.minRelativeHalfWidth);
+    return { ...base, verdict: 'low', basis: 'floor', reasons, band, confidence: round(CONSTRAINT_CONFIDENCE * distance), confidence_factors: { caller_constraint: CONSTRAINT_CONFIDENCE, distance } };
+  }
+  if (ceiling && p.greaterThan(ceiling)) {
+    reasons.push(`the proposed price is above the ceiling ${formatMoney(ceiling, 18)} (max_price)`);
+    const band = sufficient && observationBand ? twoSidedBand(observationBand, t) : oneSidedBand(floor, ceiling);
+    const distance = constraintDistance(p, ceiling, t.minRelativeHalfWidth);
+    return { ...base, verdict: 'high', basis: 'ceiling', reasons, band, confidence: round(CONSTRAINT_CONFIDENCE * distance), confidence_factors: { caller_constraint: CONSTRAINT_CONFIDENCE, distance } };
+  }
+
+  if (!sufficient || !observationBand || !reference) {
+    const band = oneSidedBand(floor, ceiling);
+    if (floor && !ceiling) reasons.push(`only a floor is known: the price is not below ${formatMoney(floor, 18)}, and a floor alone never makes a price high`);
+    else if (ceiling && !floor) reasons.push(`only a ceiling is known: the price is not above ${formatMoney(ceiling, 18)}, and a ceiling alone never makes a price low`);
+    else if (floor && ceiling) reasons.push('the price lies between the floor and the ceiling, which alone do not make it reasonable');
+    return { ...base, verdict: 'unknown', basis: 'none', reasons, band, confidence: 0, confidence_factors: {} };
+  }
+
+  const { lower, upper, sigma, hw } = observationBand;
+  let verdict: VerdictValue;
+  let nearest: Dec;
+  if (p.lessThan(lower)) {
+    verdict = 'low';
+    nearest = lower;
+    reasons.push(`the proposed price is below the band's lower bound ${formatMoney(lower, 12)} (reference ${reference.price})`);
+  } else if (p.greaterThan(upper)) {
+    verdict = 'high';
+    nearest = upper;
+    reasons.push(`the proposed price is above the band's upper bound ${formatMoney(upper, 12)} (reference ${reference.price})`);
+  } else {
+    verdict = 'reasonable';
+    const lp = Math.log(p.toNumber());
+    nearest = Math.abs(lp - Math.log(lower.toNumber())) < Math.abs(Math.log(upper.toNumber()) - lp) ? lower : upper;
+    reasons.push(`the proposed price lies within the band [${formatMoney(lower, 12)}, ${formatMoney(upper, 12)}] around the reference ${reference.price}`);
+  }
+  const unit = hw / t.bandK;
+  const dist = Math.abs(Math.log(p.toNumber()) - Math.log(nearest.toNumber())) / (unit > 0 ? unit : 1);
+  let independenceFactor = 1;
+  if (sourceCount < 2) independenceFactor *= 0.5;
+  if (largestShare !== null && sourceCount >= 2 && largestShare > DOMINANT_SHARE) independenceFactor *= 1 - (largestShare - DOMINANT_SHARE);
+  independenceFactor *= 1 - 0.5 * ownShare;
+  const factors = {
+    amount: round(nEff / (nEff + AMOUNT_K)),
+    independence: round(independenceFactor),
+    agreement: round(1 / (1 + sigma)),
+    freshness: round(freshness),
+    distance: round(0.5 + 0.5 * Math.min(1, dist)),
+  };
+  const confidence = round(Math.min(1, Math.max(0, factors.amount * factors.independence * factors.agreement * factors.freshness * factors.distance)));
+  return { ...base, verdict, basis: 'observations', reasons, band: twoSidedBand(observationBand, t), confidence, confidence_factors: factors };
+}
+
+function twoSidedBand(b: { lower: Dec; upper: Dec; sigma: number; estimator: 'mad' | 'iqr' | 'mean_absolute_deviation' | 'none'; hw: number; minApplied: boolean }, t: VerdictThresholds): Band {
+  return {
+    lower: formatMoney(b.lower, 12),
+    upper: formatMoney(b.upper, 12),
+    lower_open: false,
+    upper_open: false,
+    method: 'log_median_k_mad',
+    formula: `reference × exp(±max(${t.bandK}·σ, ln(1 + ${t.minRelativeHalfWidth}))), σ = robust standard deviation of the time-weighted log prices`,
+    scale: { sigma_log: round(b.sigma, 6), estimator: b.estimator, half_width_log: round(b.hw, 6), min_half_width_applied: b.minApplied },
+  };
+}
+
+function oneSidedBand(floor: Dec | null, ceiling: Dec | null): Band {
+  if (floor && ceiling) return { lower: formatMoney(floor, 18), upper: formatMoney(ceiling, 18), lower_open: false, upper_open: false, method: 'floor_and_ceiling' };
+  if (floor) return { lower: formatMoney(floor, 18), upper: null, lower_open: false, upper_open: true, method: 'floor_only' };
+  if (ceiling) return { lower: null, upper: formatMoney(ceiling, 18), lower_open: true, upper_open: false, method: 'ceiling_only' };
+  return { lower: null, upper: null, lower_open: true, upper_open: true, method: 'none' };
+}

@@ -1,0 +1,183 @@
+import type { Request } from 'express';
+import type { Config } from '../../../config';
+import type { Channel, Principal } from '../../../core/auth';
+import type { Clock } from '../../../core/clock';
+import type { Hooks } from '../../../core/hooks';
+import type { RateLimitResult } from '../../../core/kv';
+import { dec, formatMoney } from '../../../core/money';
+import { identityOf } from '../../identity';
+import { addressHash, DEMO_WORKSPACE_ID } from '../../pricing';
+import type { UsageRecorder } from '../../usage';
+import type { ObservationStore } from './observations';
+import { evaluateVerdict } from './verdict';
+import type { Constraint, VerdictResult, VerdictThresholds } from './verdict';
+
+const DAY_MS = 86_400_000;
+
+export interface VerifyCall {
+  /** The caller, or null for the keyless demo (demo tenant). */
+  principal: Principal | null;
+  channel: Channel;
+  context: Record<string, unknown>;
+  /** Positive number or decimal string (already validated). */
+  proposedPrice: string | number;
+  req: Request;
+  requestId: string;
+  /** The request-rate counters of this request, reported in `remaining` for sandboxes. */
+  rateLimit?: { workspace: RateLimitResult; address: RateLimitResult } | undefined;
+}
+
+export interface VerifyResult {
+  body: Record<string, unknown>;
+  headers: Record<string, string>;
+  usageEventId: string;
+  verdict: VerdictResult;
+}
+
+function positive(v: unknown): string | null {
+  if (typeof v === 'number' && Number.isFinite(v) && v > 0) return dec(v).toFixed();
+  if (typeof v === 'string' && v.trim() !== '') {
+    try {
+      const d = dec(v.trim());
+      return d.greaterThan(0) ? d.toFixed() : null;
+    } catch {
+      return null;
+    }
+  }
+  return null;
+}
+
+/** The caller's hard lower bound: the larger of unit_cost and min_price (SPEC notes §7, §8). */
+export function floorOf(context: Record<string, unknown>): Constraint | null {
+  const found = (['unit_cost', 'min_price'] as const).map((k) => ({ k, v: positive(context[k]) })).filter((x): x is { k: 'unit_cost' | 'min_price'; v: string } => x.v !== null);
+  if (found.length === 0) return null;
+  const max = found.reduce((m, x) => (dec(x.v).greaterThan(dec(m)) ? x.v : m), found[0]?.v ?? '0');
+  return { value: formatMoney(dec(max), 18), from: found.filter((x) => dec(x.v).eq(dec(max))).map((x) => x.k) };
+}
+
+export function ceilingOf(context: Record<string, unknown>): Constraint | null {
+  const v = positive(context.max_price);
+  return v === null ? null : { value: formatMoney(dec(v), 18), from: ['max_price'] };
+}
+
+function contextKeys(context: Record<string, unknown>, currency: string): Record<string, unknown> {
+  const out: Record<string, unknown> = { currency };
+  for (const k of ['product_type', 'category', 'product_id']) if (typeof context[k] === 'string') out[k] = context[k].slice(0, 100);
+  return out;
+}
+
+/**
+ * One price verification, the same for REST, the keyless demo and MCP: admission (verification
+ * counts against a sandbox's daily limit) → matching observations → the pure verdict → commit →
+ * usage event written → response body with the receipt.
+ */
+export class VerificationService {
+  constructor(
+    private readonly store: ObservationStore,
+    private readonly hooks: Hooks,
+    private readonly recorder: UsageRecorder,
+    private readonly config: Config,
+    private readonly clock: Clock,
+    private readonly publicUrl: () => string,
+  ) {}
+
+  thresholds(): VerdictThresholds {
+    const v = this.config.verification;
+    return {
+      minEffectiveObservations: v.minEffectiveObservations,
+      minSources: v.minSources,
+      halfLifeDays: v.halfLifeDays,
+      maxAgeDays: v.maxAgeDays,
+      bandK: v.bandK,
+      minRelativeHalfWidth: v.minRelativeHalfWidth,
+    };
+  }
+
+  async verify(call: VerifyCall): Promise<VerifyResult> {
+    const t0 = performance.now();
+    const p = call.principal;
+    const proposed = formatMoney(dec(call.proposedPrice), 18);
+    const rawType = call.context.product_type;
+    const productType = typeof rawType === 'string' && rawType.trim() !== '' ? rawType.trim() : null;
+    const rawCurrency = call.context.currency;
+    const currency = typeof rawCurrency === 'string' && rawCurrency.trim() !== '' ? rawCurrency.trim().toUpperCase() : 'USD';
+    const thresholds = this.thresholds();
+
+    const reservation = await this.hooks.admit({ operation: 'verify', principal: p, units: 1, req: call.req });
+    let verdict: VerdictResult;
+    try {
+      const now = this.clock.now();
+      const since = new Date(now - thresholds.maxAgeDays * DAY_MS);
+      const found = productType ? await this.store.forVerification(productType, currency, since, this.config.verification.maxObservationsRead) : { observations: [], older: 0 };
+      const current = positive(call.context.current_price);
+      verdict = evaluateVerdict({
+        proposedPrice: proposed,
+        observations: found.observations,
+        olderIgnored: found.older,
+        now,
+        callerWorkspaceId: p?.workspaceId ?? null,
+        currentPrice: current,
+        floor: floorOf(call.context),
+        ceiling: ceilingOf(call.context),
+        thresholds,
+      });
+      if (!productType) verdict.reasons.unshift('the context has no product_type, so no stored observation can be matched');
+    } catch (err) {
+      await reservation.release();
+      throw err;
+    }
+    await reservation.commit();
+
+    const demo = p === null;
+    const ua = call.req.headers['user-agent'];
+    const usageEventId = await this.recorder.record({
+      workspaceId: p?.workspaceId ?? DEMO_WORKSPACE_ID,
+      requestId: call.requestId,
+      operation: 'verify',
+      channel: call.channel,
+      status: 'ok',
+      price: proposed,
+      currency,
+      confidence: verdict.confidence,
+      cost: '0',
+      billable: !demo && reservation.paidVia === null,
+      paidVia: reservation.paidVia,
+      callerKeyId: p?.keyId ?? null,
+      callerAgentId: p?.agentId ?? null,
+      callerPersonId: p?.personId ?? null,
+      callerUserAgent: typeof ua === 'string' ? ua : null,
+      callerVerified: p !== null,
+      callerAddressHash: addressHash(call.req.ip ?? 'unknown'),
+      classification: p ? 'mine' : 'others',
+      latencyMs: Math.round((performance.now() - t0) * 1000) / 1000,
+      contextKeys: contextKeys(call.context, currency),
+    });
+
+    const body: Record<string, unknown> = {
+      object: 'price_verification',
+      verdict: verdict.verdict,
+      proposed_price: verdict.proposed_price,
+      currency,
+      product_type: productType,
+      basis: verdict.basis,
+      reasons: verdict.reasons,
+      reference: verdict.reference,
+      band: verdict.band,
+      independence: verdict.independence,
+      confidence: verdict.confidence,
+      confidence_factors: verdict.confidence_factors,
+      constraints: verdict.constraints,
+      evidence: verdict.evidence,
+      thresholds: verdict.thresholds,
+      receipt: { usage_event_id: usageEventId, url: `${this.publicUrl()}/api/usage/events/${usageEventId}`, recorded_at: new Date().toISOString() },
+    };
+    if (p && identityOf(p).sandbox) {
+      const rate = call.rateLimit?.workspace;
+      body.remaining = {
+        ...(reservation.remaining ?? {}),
+        ...(rate ? { request_rate: { limit_per_minute: rate.limit, remaining: rate.remaining, resets_at: new Date(Date.now() + rate.resetMs).toISOString() } } : {}),
+      };
+    } else if (reservation.remaining) body.remaining = reservation.remaining;
+    return { body, headers: reservation.headers ?? {}, usageEventId, verdict };
+  }
+}

@@ -1,0 +1,234 @@
+import { expect } from 'chai';
+import { evaluateVerdict } from '../../../plugins/verification';
+import type { Observation, VerdictInput, VerdictThresholds } from '../../../plugins/verification';
+
+const NOW = Date.parse('2026-03-01T00:00:00Z');
+const DAY = 86_400_000;
+const THRESHOLDS: VerdictThresholds = { minEffectiveObservations: 5, minSources: 2, halfLifeDays: 30, maxAgeDays: 120, bandK: 3, minRelativeHalfWidth: 0.05 };
+
+let seq = 0;
+function obs(workspaceId: string, source: string, amount: string, daysAgo = 1): Observation {
+  return { id: `obs_${seq++}`, workspaceId, source, amount, observedAt: NOW - daysAgo * DAY };
+}
+
+/** Three independent sources around 10, two observations each, a day old. */
+const market = (): Observation[] => [
+  obs('ws_a', 'shelf-scan', '9.80'),
+  obs('ws_a', 'shelf-scan', '10.20'),
+  obs('ws_b', 'competitor-site', '10.00'),
+  obs('ws_b', 'competitor-site', '10.10'),
+  obs('ws_c', 'marketplace', '9.90'),
+  obs('ws_c', 'marketplace', '10.30'),
+];
+
+function verdict(proposedPrice: string, observations: Observation[], extra: Partial<VerdictInput> = {}) {
+  return evaluateVerdict({ proposedPrice, observations, now: NOW, callerWorkspaceId: 'ws_caller', thresholds: THRESHOLDS, ...extra });
+}
+
+describe('verification verdict (pure)', () => {
+  describe('two-sided verdicts from observations', () => {
+    it('calls a price inside the band reasonable, with a real reference and stated bounds', () => {
+      const v = verdict('10.05', market());
+      expect(v.verdict).to.equal('reasonable');
+      expect(v.basis).to.equal('observations');
+      // Per-source medians 10.00, 10.05, 10.10 with equal weights: the reference is 10.05.
+      expect(v.reference?.price).to.equal('10.05');
+      expect(v.reference).to.include({ statistic: 'time_weighted_median_of_source_medians', observations: 6, sources: 3, half_life_days: 30 });
+      expect(v.reference?.effective_n).to.equal(6);
+      expect(v.reference?.source_labels.map((s) => s.label).sort()).to.deep.equal(['competitor-site', 'marketplace', 'shelf-scan']);
+      expect(v.reference?.newest_age_days).to.equal(1);
+      expect(v.reference?.oldest_age_days).to.equal(1);
+      expect(v.reference?.median_age_days).to.equal(1);
+      expect(v.band).to.include({ lower_open: false, upper_open: false, method: 'log_median_k_mad' });
+      expect(Number(v.band.lower)).to.be.lessThan(10.05);
+      expect(Number(v.band.upper)).to.be.greaterThan(10.05);
+      expect(v.independence.independent).to.equal(true);
+      expect(v.independence.reasons).to.deep.equal([]);
+      expect(v.confidence).to.be.greaterThan(0).and.at.most(1);
+      expect(v.confidence_factors).to.have.keys('amount', 'independence', 'agreement', 'freshness', 'distance');
+      expect(v.thresholds).to.deep.equal({ min_effective_observations: 5, min_sources: 2, half_life_days: 30, max_age_days: 120, band_k: 3, min_relative_half_width: 0.05 });
+    });
+
+    it('calls a price above the band high and one below it low', () => {
+      const high = verdict('15', market());
+      expect(high.verdict).to.equal('high');
+      expect(high.reasons[0]).to.match(/above the band's upper bound/);
+      const low = verdict('5', market());
+      expect(low.verdict).to.equal('low');
+      expect(low.reasons[0]).to.match(/below the band's lower bound/);
+      expect(high.band).to.deep.equal(low.band);
+    });
+
+    it('keeps a minimum relative half-width when every reference is identical (MAD = 0)', () => {
+      const same = ['a', 'b', 'c', 'd', 'e'].map((s) => obs(`ws_${s}`, s, '10.00'));
+      const v = verdict('10.40', same);
+      expect(v.verdict).to.equal('reasonable');
+      expect(v.band.lower).to.equal('9.52381');
+      expect(v.band.upper).to.equal('10.50');
+      expect(v.band.scale).to.include({ estimator: 'none', min_half_width_applied: true });
+      expect(verdict('10.60', same).verdict).to.equal('high');
+      expect(verdict('9.50', same).verdict).to.equal('low');
+    });
+
+    it('lets a stated floor decide first: below unit cost is low even inside the band', () => {
+      const v = verdict('10.00', market(), { floor: { value: '10.50', from: ['unit_cost'] } });
+      expect(v.verdict).to.equal('low');
+      expect(v.basis).to.equal('floor');
+      expect(v.reasons[0]).to.match(/below the floor 10.50 \(unit_cost\)/);
+    });
+  });
+
+  describe('time decay', () => {
+    // Old: three sources at 10, 90 days old (three half-lives). New: two sources at 20, today.
+    const mixed = (): Observation[] => [
+      ...['a', 'b', 'c'].flatMap((s) => [obs(`ws_${s}`, `old-${s}`, '9.90', 90), obs(`ws_${s}`, `old-${s}`, '10.10', 90)]),
+      obs('ws_d', 'new-d', '20.00', 0),
+      obs('ws_e', 'new-e', '20.00', 0),
+    ];
+
+    it('moves the reference towards recent observations', () => {
+      const decayed = verdict('20', mixed());
+      const flat = verdict('20', mixed(), { thresholds: { ...THRESHOLDS, halfLifeDays: 1e9 } });
+      expect(flat.reference?.price).to.equal('10.00');
+      expect(decayed.reference?.price).to.equal('20.00');
+      expect(decayed.reference?.newest_age_days).to.equal(0);
+      expect(decayed.reference?.oldest_age_days).to.equal(90);
+      expect(decayed.reference?.total_weight).to.equal(2.75);
+    });
+
+    it('counts evidence with the Kish effective n, not the raw count', () => {
+      const v = verdict('20', mixed());
+      // weights: six of 0.125 and two of 1 → (2.75)² / (6·0.015625 + 2) = 3.61
+      expect(v.reference?.observations).to.equal(8);
+      expect(v.reference?.effective_n).to.equal(3.61);
+      expect(v.verdict).to.equal('unknown');
+      expect(v.reasons.join(' ')).to.match(/effective number of observations 3.61 is below the minimum 5/);
+    });
+  });
+
+  describe('unknown', () => {
+    it('on thin evidence: two observations cannot support a judgement', () => {
+      const v = verdict('10', [obs('ws_a', 'a', '10.00'), obs('ws_b', 'b', '10.50')]);
+      expect(v.verdict).to.equal('unknown');
+      expect(v.confidence).to.equal(0);
+      expect(v.evidence.sufficient).to.equal(false);
+      expect(v.reference?.price).to.equal('10.25');
+      expect(v.band).to.deep.equal({ lower: null, upper: null, lower_open: true, upper_open: true, method: 'none' });
+      expect(v.reasons.join(' ')).to.match(/below the minimum 5/);
+    });
+
+    it('on old evidence: observations past the max age are ignored', () => {
+      const old = market().map((o) => ({ ...o, observedAt: NOW - 200 * DAY }));
+      const v = verdict('10', old);
+      expect(v.verdict).to.equal('unknown');
+      expect(v.reference).to.equal(null);
+      expect(v.evidence).to.include({ matched: 6, used: 0, ignored_older_than_max_age: 6, sufficient: false });
+      expect(v.reasons[0]).to.match(/all 6 matching observation\(s\) are older than 120 days/);
+    });
+
+    it('with no observations and no floor or ceiling', () => {
+      const v = verdict('10', []);
+      expect(v.verdict).to.equal('unknown');
+      expect(v.reference).to.equal(null);
+      expect(v.reasons[0]).to.match(/no stored observation matches/);
+      expect(v.independence.independent).to.equal(false);
+    });
+
+    it('when the floor is above the ceiling', () => {
+      const v = verdict('10', market(), { floor: { value: '12', from: ['min_price'] }, ceiling: { value: '11', from: ['max_price'] } });
+      expect(v.verdict).to.equal('unknown');
+      expect(v.band.method).to.equal('conflicting_constraints');
+    });
+  });
+
+  describe('one-sided bands', () => {
+    it('floor only: low below it, otherwise unknown with the band [floor, open)', () => {
+      const floor = { value: '5.00', from: ['unit_cost'] };
+      const low = verdict('4', [], { floor });
+      expect(low.verdict).to.equal('low');
+      expect(low.basis).to.equal('floor');
+      expect(low.band).to.deep.equal({ lower: '5.00', upper: null, lower_open: false, upper_open: true, method: 'floor_only' });
+      expect(low.confidence).to.be.greaterThan(0);
+      const above = verdict('600', [], { floor });
+      expect(above.verdict).to.equal('unknown');
+      expect(above.band).to.deep.equal({ lower: '5.00', upper: null, lower_open: false, upper_open: true, method: 'floor_only' });
+      expect(above.reasons.join(' ')).to.match(/never makes a price high/);
+    });
+
+    it('floor with too few observations is still one-sided', () => {
+      const v = verdict('4', [obs('ws_a', 'a', '10.00')], { floor: { value: '5', from: ['min_price'] } });
+      expect(v.verdict).to.equal('low');
+      expect(v.band.upper_open).to.equal(true);
+      expect(v.band.upper).to.equal(null);
+    });
+
+    it('ceiling only: high above it, otherwise unknown with the band (open, ceiling]', () => {
+      const ceiling = { value: '10', from: ['max_price'] };
+      const high = verdict('12', [], { ceiling });
+      expect(high.verdict).to.equal('high');
+      expect(high.basis).to.equal('ceiling');
+      expect(high.band).to.deep.equal({ lower: null, upper: '10.00', lower_open: true, upper_open: false, method: 'ceiling_only' });
+      const below = verdict('0.01', [], { ceiling });
+      expect(below.verdict).to.equal('unknown');
+      expect(below.band.lower_open).to.equal(true);
+      expect(below.reasons.join(' ')).to.match(/never makes a price low/);
+    });
+  });
+
+  describe('independence', () => {
+    it('discloses evidence from the caller\'s own workspace', () => {
+      const v = verdict('10.05', [...market(), obs('ws_caller', 'my-shop', '10.00'), obs('ws_caller', 'my-shop', '10.10')]);
+      expect(v.verdict).to.equal('reasonable');
+      expect(v.independence.independent).to.equal(false);
+      expect(v.independence.own_workspace_observations).to.equal(2);
+      expect(v.independence.own_workspace_share).to.equal(0.25);
+      expect(v.independence.reasons.join(' ')).to.match(/2 observation\(s\) \(25% of the weight\) come from your own workspace/);
+      expect(v.reference?.source_labels.find((s) => s.label === 'my-shop')?.own_workspace).to.equal(true);
+      expect(v.confidence_factors.independence).to.be.lessThan(1);
+    });
+
+    it('discloses single-source evidence (and does not judge on it by default)', () => {
+      const single = Array.from({ length: 8 }, (_, i) => obs('ws_a', 'one-feed', (10 + i / 10).toFixed(2)));
+      const v = verdict('10.3', single);
+      expect(v.verdict).to.equal('unknown');
+      expect(v.independence.independent).to.equal(false);
+      expect(v.independence.reasons[0]).to.match(/fewer than 2 distinct sources: all 8 observation\(s\) come from one source \("one-feed"\)/);
+      expect(v.reasons.join(' ')).to.match(/1 distinct source\(s\), below the minimum 2/);
+      const allowed = verdict('10.3', single, { thresholds: { ...THRESHOLDS, minSources: 1 } });
+      expect(allowed.verdict).to.equal('reasonable');
+      expect(allowed.independence.independent).to.equal(false);
+      expect(allowed.confidence_factors.independence).to.equal(0.5);
+    });
+
+    it('discloses one source carrying over half the weight', () => {
+      const v = verdict('10', [...Array.from({ length: 6 }, (_, i) => obs('ws_a', 'bulk', '10.00', i + 1)), obs('ws_b', 'b', '10.20'), obs('ws_c', 'c', '9.90')]);
+      expect(v.independence.independent).to.equal(false);
+      expect(v.independence.reasons.join(' ')).to.match(/one source \("bulk"\) carries \d+% of the weight, over half/);
+      expect(v.independence.largest_source_share).to.be.greaterThan(0.5);
+    });
+
+    it('excludes the caller\'s own echo of the proposed or current price as circular', () => {
+      const echo = [obs('ws_caller', 'mine', '12.00'), obs('ws_caller', 'mine', '11.00'), obs('ws_other', 'theirs', '12.00')];
+      const v = verdict('12.00', [...market(), ...echo], { currentPrice: '11' });
+      expect(v.independence.excluded_circular).to.equal(2);
+      expect(v.evidence.used).to.equal(7);
+      expect(v.independence.independent).to.equal(false);
+      expect(v.independence.reasons.join(' ')).to.match(/2 observation\(s\) of your own workspace equal to the proposed price or your current price were excluded as circular evidence/);
+      // Another workspace's equal price is evidence, not an echo.
+      expect(v.reference?.source_labels.map((s) => s.label)).to.include('theirs');
+    });
+
+    it('counts exact copies once', () => {
+      const o = obs('ws_d', 'copy', '10.00');
+      const v = verdict('10', [...market(), o, { ...o, id: 'obs_copy' }]);
+      expect(v.independence.duplicates_removed).to.equal(1);
+      expect(v.evidence.used).to.equal(7);
+    });
+
+    it('treats the keyless demo as having no own workspace', () => {
+      const v = verdict('10.05', market(), { callerWorkspaceId: null });
+      expect(v.independence.own_workspace_observations).to.equal(0);
+      expect(v.independence.independent).to.equal(true);
+    });
+  });
+});

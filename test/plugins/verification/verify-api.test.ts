@@ -1,0 +1,360 @@
+import { expect } from 'chai';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+import { client } from '../../support/http';
+import { createKey, registerSandbox, signUp } from '../../support/world';
+
+const lenient = {
+  limits: {
+    registrations: { perAddressPerDay: 10_000, overallPerDay: 100_000 },
+    rateLimit: { perWorkspacePerMinute: 100_000, perAddressPerMinute: 100_000, failedAuthPerAddressPer15Min: 100_000 },
+  },
+};
+
+const hoursAgo = (h: number) => new Date(Date.now() - h * 3_600_000).toISOString();
+const daysAgo = (d: number) => hoursAgo(d * 24);
+
+async function contributor(svc: TestService, label: string): Promise<{ key: string; workspaceId: string }> {
+  const person = await signUp(svc, label);
+  return { key: (await createKey(svc, person, { name: label })).key, workspaceId: person.workspaceId };
+}
+
+async function contribute(svc: TestService, key: string, productType: string, source: string, amounts: string[], ageHours = 2): Promise<void> {
+  const res = await client(svc.url, { 'x-api-key': key }).post('/api/data/observations', {
+    observations: amounts.map((amount, i) => ({ product_type: productType, currency: 'USD', amount, observed_at: hoursAgo(ageHours + i), source })),
+  });
+  expect(res.status, res.text).to.equal(201);
+}
+
+describe('price verification API', function () {
+  this.timeout(90_000);
+  let svc: TestService;
+  let caller: { key: string; workspaceId: string };
+
+  before(async () => {
+    svc = await startTestService({ config: lenient });
+    caller = await contributor(svc, 'verifier');
+    // Three other workspaces observed "widget" prices around 20 USD.
+    await contribute(svc, (await contributor(svc, 'shop-a')).key, 'widget', 'shelf-scan', ['19.50', '20.50']);
+    await contribute(svc, (await contributor(svc, 'shop-b')).key, 'widget', 'competitor-site', ['20.00', '20.20']);
+    await contribute(svc, (await contributor(svc, 'shop-c')).key, 'widget', 'marketplace', ['19.80', '20.40']);
+  });
+  after(() => svc.close());
+
+  const verify = (body: unknown, key = caller.key) => client(svc.url, { 'x-api-key': key }).post<Record<string, any>>('/api/price-router/verify', body);
+
+  it('answers reasonable, high and low with the evidence (reference, band, independence, confidence, thresholds)', async () => {
+    const ok = await verify({ context: { product_type: 'Widget', currency: 'usd' }, proposed_price: '20.10' });
+    expect(ok.status, ok.text).to.equal(200);
+    expect(ok.body).to.include({ object: 'price_verification', verdict: 'reasonable', proposed_price: '20.10', currency: 'USD', product_type: 'Widget', basis: 'observations' });
+    expect(ok.body.reference).to.include({ price: '19.80', statistic: 'time_weighted_median_of_source_medians', observations: 6, sources: 3, half_life_days: 30 });
+    expect(ok.body.reference.source_labels.map((s: any) => s.label).sort()).to.deep.equal(['competitor-site', 'marketplace', 'shelf-scan']);
+    expect(ok.body.reference).to.include.keys('newest_age_days', 'oldest_age_days', 'median_age_days', 'effective_n');
+    expect(ok.body.band).to.include({ lower_open: false, upper_open: false });
+    expect(ok.body.band.lower).to.match(/^\d+\.\d+$/);
+    expect(ok.body.band.upper).to.match(/^\d+\.\d+$/);
+    expect(ok.body.independence).to.include({ independent: true });
+    expect(ok.body.confidence).to.be.a('number').greaterThan(0);
+    expect(ok.body.thresholds).to.deep.equal({ min_effective_observations: 5, min_sources: 2, half_life_days: 30, max_age_days: 120, band_k: 3, min_relative_half_width: 0.05 });
+    expect(ok.body.receipt.usage_event_id).to.match(/^use_/);
+    expect(ok.body.request_id).to.be.a('string');
+
+    const high = await verify({ context: { product_type: 'widget' }, proposed_price: 45 });
+    expect(high.body.verdict).to.equal('high');
+    expect(high.body.currency).to.equal('USD');
+    const low = await verify({ context: { product_type: 'widget', currency: 'USD' }, proposed_price: '9.99' });
+    expect(low.body.verdict).to.equal('low');
+  });
+
+  it('does not match another currency or product type', async () => {
+    const eur = await verify({ context: { product_type: 'widget', currency: 'EUR' }, proposed_price: '20' });
+    expect(eur.body.verdict).to.equal('unknown');
+    expect(eur.body.reference).to.equal(null);
+    const gadget = await verify({ context: { product_type: 'gadget' }, proposed_price: '20' });
+    expect(gadget.body.verdict).to.equal('unknown');
+    const none = await verify({ context: { current_price: 20 }, proposed_price: '20' });
+    expect(none.body.verdict).to.equal('unknown');
+    expect(none.body.reasons[0]).to.match(/no product_type/);
+  });
+
+  it('records every verification as a usage event (operation verify, channel api)', async () => {
+    const res = await verify({ context: { product_type: 'widget', category: 'tools' }, proposed_price: '20' });
+    const [rows] = await svc.sequelize.query(`SELECT workspace_id, operation, channel, status, price::text AS price, currency, classification, cost::text AS cost, context_keys FROM usage_events WHERE id = $1`, {
+      bind: [res.body.receipt.usage_event_id],
+    });
+    expect(rows[0]).to.deep.include({ workspace_id: caller.workspaceId, operation: 'verify', channel: 'api', status: 'ok', currency: 'USD', classification: 'mine' });
+    expect(Number((rows[0] as any).price)).to.equal(20);
+    expect((rows[0] as any).context_keys).to.include({ product_type: 'widget', category: 'tools' });
+  });
+
+  describe('proposed_price and its alias price', () => {
+    it('accepts price when proposed_price is absent', async () => {
+      const res = await verify({ context: { product_type: 'widget' }, price: 20.1 });
+      expect(res.status, res.text).to.equal(200);
+      expect(res.body.proposed_price).to.equal('20.10');
+      expect(res.body.verdict).to.equal('reasonable');
+    });
+
+    it('refuses both with 400 naming price', async () => {
+      const res = await verify({ context: { product_type: 'widget' }, proposed_price: '20', price: '20' });
+      expect(res.status).to.equal(400);
+      expect(res.body.code).to.equal('validation_error');
+      expect(res.body.issues.map((i: any) => i.path)).to.deep.equal(['price']);
+      expect(res.body.issues[0].reason).to.match(/only when proposed_price is absent/);
+    });
+
+    it('answers both missing with an issue naming proposed_price whose message mentions the price alias', async () => {
+      const res = await verify({ context: { product_type: 'widget' } });
+      expect(res.status).to.equal(400);
+      expect(res.body.issues).to.deep.equal([{ path: 'proposed_price', reason: 'proposed_price is required: a positive number or decimal string (the alias price is accepted when proposed_price is absent)' }]);
+      expect(res.body.message).to.contain('proposed_price');
+      expect(res.body.message).to.match(/alias price/);
+      expect(res.body.example).to.deep.equal({ context: { product_type: 'coffee', currency: 'USD', unit_cost: 1.2 }, proposed_price: '4.50' });
+    });
+
+    it('reports the missing price together with other problems', async () => {
+      const res = await verify({ context: 'nope' });
+      expect(res.status).to.equal(400);
+      expect(res.body.issues.map((i: any) => i.path)).to.include.members(['context', 'proposed_price']);
+    });
+
+    it('refuses a price that is not positive', async () => {
+      for (const bad of [0, -1, '0.00', 'abc', '1e3', true]) {
+        const res = await verify({ context: { product_type: 'widget' }, proposed_price: bad });
+        expect(res.status, `${JSON.stringify(bad)}: ${res.text}`).to.equal(400);
+        expect(res.body.issues[0].path).to.equal('proposed_price');
+        expect(res.body.issues[0].reason).to.match(/positive number or a decimal string/);
+      }
+      const alias = await verify({ context: { product_type: 'widget' }, price: -2 });
+      expect(alias.body.issues[0].path).to.equal('price');
+    });
+
+    it('refuses a malformed floor or ceiling in the context and unknown body fields', async () => {
+      const res = await verify({ context: { product_type: 'widget', unit_cost: -1, max_price: 'lots' }, proposed_price: '20', extra: 1 });
+      expect(res.status).to.equal(400);
+      expect(res.body.issues.map((i: any) => i.path)).to.include.members(['context.unit_cost', 'context.max_price', '(root)']);
+    });
+
+    it('answers a body that is not JSON with 400 invalid_json and an example', async () => {
+      const res = await client(svc.url, { 'x-api-key': caller.key }).raw<Record<string, any>>('POST', '/api/price-router/verify', { rawBody: 'proposed_price=5', headers: { 'content-type': 'application/json' } });
+      expect(res.status).to.equal(400);
+      expect(res.body.code).to.equal('invalid_json');
+      expect(res.body.example).to.have.property('proposed_price');
+    });
+  });
+
+  describe('one-sided judgements', () => {
+    it('floor only: low below unit cost; otherwise unknown with the band [floor, open)', async () => {
+      const low = await verify({ context: { product_type: 'no-history', unit_cost: 5 }, proposed_price: '4' });
+      expect(low.body.verdict).to.equal('low');
+      expect(low.body.band).to.deep.equal({ lower: '5.00', upper: null, lower_open: false, upper_open: true, method: 'floor_only' });
+      expect(low.body.constraints.floor).to.deep.equal({ value: '5.00', from: ['unit_cost'] });
+      const fine = await verify({ context: { product_type: 'no-history', unit_cost: 5, min_price: '6.5' }, proposed_price: '7' });
+      expect(fine.body.verdict).to.equal('unknown');
+      expect(fine.body.band).to.deep.equal({ lower: '6.50', upper: null, lower_open: false, upper_open: true, method: 'floor_only' });
+    });
+
+    it('ceiling only: high above max_price', async () => {
+      const res = await verify({ context: { product_type: 'no-history', max_price: '10' }, proposed_price: '12' });
+      expect(res.body.verdict).to.equal('high');
+      expect(res.body.band).to.deep.equal({ lower: null, upper: '10.00', lower_open: true, upper_open: false, method: 'ceiling_only' });
+    });
+  });
+
+  describe('independence disclosure', () => {
+    it('flags evidence from the caller\'s own workspace and excludes its echo of the proposed price', async () => {
+      const own = await contributor(svc, 'self-citer');
+      await contribute(svc, own.key, 'gizmo', 'my-shop', ['31.00', '30.00', '30.50']);
+      await contribute(svc, (await contributor(svc, 'gizmo-a')).key, 'gizmo', 'a', ['30.20', '29.90']);
+      await contribute(svc, (await contributor(svc, 'gizmo-b')).key, 'gizmo', 'b', ['30.40', '30.10']);
+      const res = await verify({ context: { product_type: 'gizmo', current_price: 30.5 }, proposed_price: '31.00' }, own.key);
+      expect(res.status, res.text).to.equal(200);
+      expect(res.body.independence.independent).to.equal(false);
+      expect(res.body.independence.excluded_circular).to.equal(2);
+      expect(res.body.independence.own_workspace_observations).to.equal(1);
+      expect(res.body.independence.reasons.join(' ')).to.match(/come from your own workspace/);
+      expect(res.body.independence.reasons.join(' ')).to.match(/excluded as circular/);
+      // Seen from another workspace, the same evidence is independent and nothing is excluded.
+      const outsider = await verify({ context: { product_type: 'gizmo' }, proposed_price: '31.00' });
+      expect(outsider.body.independence.independent).to.equal(true);
+      expect(outsider.body.independence.excluded_circular).to.equal(0);
+      expect(outsider.body.reference.observations).to.equal(7);
+    });
+
+    it('flags single-source evidence and answers unknown on it', async () => {
+      const feed = await contributor(svc, 'feed');
+      await contribute(svc, feed.key, 'doohickey', 'one-feed', ['5.00', '5.10', '5.20', '5.30', '5.40', '5.50', '5.60']);
+      const res = await verify({ context: { product_type: 'doohickey' }, proposed_price: '5.25' });
+      expect(res.body.verdict).to.equal('unknown');
+      expect(res.body.independence.independent).to.equal(false);
+      expect(res.body.independence.reasons[0]).to.match(/fewer than 2 distinct sources/);
+    });
+  });
+
+  describe('unknown on thin or old evidence', () => {
+    it('thin: two observations', async () => {
+      const at = hoursAgo(1);
+      const api = client(svc.url, { 'x-api-key': (await contributor(svc, 'thin')).key });
+      const observations = [
+        { product_type: 'rarity', currency: 'USD', amount: '100.00', observed_at: at, source: 'auction-a' },
+        { product_type: 'rarity', currency: 'USD', amount: '110.00', observed_at: at, source: 'auction-b' },
+      ];
+      expect((await api.post('/api/data/observations', { observations })).status).to.equal(201);
+      const res = await verify({ context: { product_type: 'rarity' }, proposed_price: '500' });
+      expect(res.body.verdict).to.equal('unknown');
+      expect(res.body.confidence).to.equal(0);
+      // Equal weights: the reference is the median of the two source medians, a real statistic.
+      expect(res.body.reference.price).to.equal('105.00');
+      expect(res.body.band).to.include({ lower: null, upper: null, lower_open: true, upper_open: true });
+      expect(res.body.reasons.join(' ')).to.match(/effective number of observations 2 is below the minimum 5/);
+    });
+
+    it('old: everything observed before the max age', async () => {
+      const api = client(svc.url, { 'x-api-key': (await contributor(svc, 'archivist')).key });
+      const observations = ['a', 'b', 'c', 'd', 'e', 'f'].map((source, i) => ({ product_type: 'antique', currency: 'USD', amount: `${50 + i}.00`, observed_at: daysAgo(200 + i), source }));
+      expect((await api.post('/api/data/observations', { observations })).status).to.equal(201);
+      const res = await verify({ context: { product_type: 'antique' }, proposed_price: '52' });
+      expect(res.body.verdict).to.equal('unknown');
+      expect(res.body.reference).to.equal(null);
+      expect(res.body.evidence).to.include({ ignored_older_than_max_age: 6, used: 0 });
+      expect(res.body.reasons[0]).to.match(/older than 120 days/);
+    });
+  });
+
+  it('sees new contributions at once although evidence is cached between verifications', async () => {
+    const first = await contributor(svc, 'fresh-a');
+    await contribute(svc, first.key, 'thingamajig', 'a', ['7.00', '7.10']);
+    const before = await verify({ context: { product_type: 'thingamajig' }, proposed_price: '7' });
+    expect(before.body.reference.observations).to.equal(2);
+    expect((await verify({ context: { product_type: 'thingamajig' }, proposed_price: '7' })).body.reference.observations).to.equal(2);
+    await contribute(svc, (await contributor(svc, 'fresh-b')).key, 'THINGAMAJIG', 'b', ['7.20', '6.90', '7.05']);
+    const after = await verify({ context: { product_type: 'thingamajig' }, proposed_price: '7' });
+    expect(after.body.reference.observations).to.equal(5);
+    expect(after.body.verdict).to.equal('reasonable');
+  });
+
+  it('makes an accepted compute outcome an observation, once per usage event, and withdraws it when rejected', async () => {
+    const api = client(svc.url, { 'x-api-key': caller.key });
+    const computed = await api.post<Record<string, any>>('/api/compute/price', { context: { product_type: 'sprocket', category: 'parts', unit_cost: 4, target_margin: 0.5 }, function_id: 'fn_builtin_cost_plus' });
+    expect(computed.status, computed.text).to.equal(200);
+    const eventId = computed.body.receipt.usage_event_id as string;
+    const [events] = await svc.sequelize.query(`SELECT price::text AS price, currency, function_name, context_keys FROM usage_events WHERE id = $1`, { bind: [eventId] });
+    const ev = events[0] as { price: string; currency: string; function_name: string; context_keys: Record<string, unknown> };
+    const payload = {
+      eventId,
+      workspaceId: caller.workspaceId,
+      outcome: 'accepted' as const,
+      qualityScore: 0.9,
+      functionId: 'fn_builtin_cost_plus',
+      functionName: ev.function_name,
+      price: ev.price,
+      currency: ev.currency,
+      contextKeys: ev.context_keys,
+      at: new Date().toISOString(),
+    };
+    await svc.events.emit('usage.outcome_recorded', payload);
+    await svc.events.emit('usage.outcome_recorded', payload);
+    const listed = await api.get<Record<string, any>>('/api/data/observations?origin=accepted_outcome&product_type=sprocket');
+    expect(listed.body.data).to.have.length(1);
+    expect(listed.body.data[0]).to.include({ origin: 'accepted_outcome', source: 'accepted:cost-plus', usage_event_id: eventId, product_type: 'sprocket', currency: 'USD', amount: '8.00' });
+    expect(listed.body.data[0].context).to.deep.equal({ category: 'parts' });
+
+    // Without a product type, a price or a function there is nothing to record.
+    await svc.events.emit('usage.outcome_recorded', { ...payload, eventId: 'use_no_product_type_x', contextKeys: {} });
+    await svc.events.emit('usage.outcome_recorded', { ...payload, eventId: 'use_no_price_xxxxxxxx', price: null });
+    const [counts] = await svc.sequelize.query(`SELECT count(*)::int AS n FROM price_observations WHERE usage_event_id IN ('use_no_product_type_x', 'use_no_price_xxxxxxxx')`);
+    expect((counts[0] as { n: number }).n).to.equal(0);
+
+    await svc.events.emit('usage.outcome_recorded', { ...payload, outcome: 'rejected' });
+    const after = await api.get<Record<string, any>>('/api/data/observations?origin=accepted_outcome&product_type=sprocket');
+    expect(after.body.data).to.have.length(0);
+  });
+});
+
+describe('verification against the sandbox daily limit', function () {
+  this.timeout(90_000);
+  let svc: TestService;
+  before(async () => {
+    svc = await startTestService({ config: lenient });
+  });
+  after(() => svc.close());
+
+  it('counts verifications: the 26th call of the day answers 429, whether compute or verify', async () => {
+    const sandbox = await registerSandbox(svc, 'verifying-agent');
+    const api = client(svc.url, { 'x-api-key': sandbox.key });
+    for (let i = 1; i <= 20; i++) {
+      const r = await api.post<Record<string, any>>('/api/compute/price', { context: { current_price: i } });
+      expect(r.status, `compute ${i}`).to.equal(200);
+    }
+    for (let i = 21; i <= 25; i++) {
+      const r = await api.post<Record<string, any>>('/api/price-router/verify', { context: { product_type: 'widget' }, proposed_price: i });
+      expect(r.status, `verify ${i}: ${r.text}`).to.equal(200);
+      expect(r.body.remaining.daily_compute_calls).to.include({ limit: 25, remaining: 25 - i });
+    }
+    const compute = await api.post<Record<string, any>>('/api/compute/price', { context: { current_price: 26 } });
+    expect(compute.status).to.equal(429);
+    expect(compute.body.code).to.equal('daily_quota_exceeded');
+    const verifyOver = await api.post<Record<string, any>>('/api/price-router/verify', { context: { product_type: 'widget' }, proposed_price: 26 });
+    expect(verifyOver.status).to.equal(429);
+    expect(verifyOver.body.code).to.equal('daily_quota_exceeded');
+    expect(verifyOver.body.retry_after).to.equal(Number(verifyOver.headers.get('retry-after')));
+    expect(verifyOver.body.limit).to.include({ compute_calls_per_day: 25 });
+    const actions = (verifyOver.body.next as Array<{ action: string }>).map((n) => n.action);
+    expect(actions).to.include.members(['claim', 'day_pass', 'top_up']);
+    expect(actions).not.to.include('pay_per_call');
+    const [rows] = await svc.sequelize.query(`SELECT operation, count(*)::int AS n FROM usage_events WHERE workspace_id = $1 GROUP BY operation ORDER BY operation`, { bind: [sandbox.workspaceId] });
+    expect(rows).to.deep.equal([
+      { operation: 'compute', n: 20 },
+      { operation: 'verify', n: 5 },
+    ]);
+  });
+
+  it('does not count a verification that fails validation', async () => {
+    const sandbox = await registerSandbox(svc, 'careless-agent');
+    const api = client(svc.url, { 'x-api-key': sandbox.key });
+    expect((await api.post('/api/price-router/verify', { context: {} })).status).to.equal(400);
+    const ok = await api.post<Record<string, any>>('/api/price-router/verify', { context: {}, price: 1 });
+    expect(ok.body.remaining.daily_compute_calls).to.include({ limit: 25, remaining: 24 });
+  });
+});
+
+describe('keyless demo verification', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  before(async () => {
+    svc = await startTestService({ config: { limits: { demo: { callsPerHour: 3 } } } });
+  });
+  after(() => svc.close());
+
+  it('verifies on the demo tenant with budget headers, counts validation errors, and refuses over budget', async () => {
+    const api = client(svc.url);
+    const ok = await api.post<Record<string, any>>('/api/public/price-router/verify', { context: { product_type: 'widget', unit_cost: 3 }, proposed_price: '2.50' });
+    expect(ok.status, ok.text).to.equal(200);
+    expect(ok.body).to.include({ demo: true, verdict: 'low' });
+    expect(ok.headers.get('x-demo-budget-limit')).to.equal('3');
+    expect(ok.headers.get('x-demo-budget-remaining')).to.equal('2');
+    expect(Date.parse(ok.headers.get('x-demo-budget-reset') ?? '')).to.be.greaterThan(Date.now());
+    expect(ok.body.budget).to.include({ limit_per_hour: 3, remaining: 2 });
+    const [rows] = await svc.sequelize.query(`SELECT workspace_id, operation, channel, classification, billable FROM usage_events WHERE id = $1`, { bind: [ok.body.receipt.usage_event_id] });
+    expect(rows[0]).to.deep.equal({ workspace_id: 'ws_public_demo', operation: 'verify', channel: 'demo', classification: 'others', billable: false });
+
+    const invalid = await api.post<Record<string, any>>('/api/public/price-router/verify', { context: { product_type: 'widget' } });
+    expect(invalid.status).to.equal(400);
+    expect(invalid.body.issues[0].path).to.equal('proposed_price');
+    expect(invalid.headers.get('x-demo-budget-remaining')).to.equal('1');
+    const notJson = await api.raw<Record<string, any>>('POST', '/api/public/price-router/verify', { rawBody: '{', headers: { 'content-type': 'application/json' } });
+    expect(notJson.status).to.equal(400);
+    expect(notJson.body.code).to.equal('invalid_json');
+    expect(notJson.headers.get('x-demo-budget-remaining')).to.equal('0');
+    const over = await api.post<Record<string, any>>('/api/public/price-router/verify', { context: { product_type: 'widget' }, price: 1 });
+    expect(over.status).to.equal(429);
+    expect(over.body.retry_after).to.equal(Number(over.headers.get('retry-after')));
+    expect(over.headers.get('x-demo-budget-remaining')).to.equal('0');
+  });
+
+  it('answers GET with 405 and Allow: POST', async () => {
+    const res = await client(svc.url).get<Record<string, any>>('/api/public/price-router/verify');
+    expect(res.status).to.equal(405);
+    expect(res.headers.get('allow')).to.equal('POST');
+  });
+});
