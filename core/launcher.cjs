@@ -20,7 +20,7 @@ function newestSource(dir) {
   return newest;
 }
 
-const sources = Math.max(...['core', 'plugins', 'engine', 'config'].map((d) => newestSource(path.join(root, d))), statSync(path.join(root, 'tsconfig.json')).mtimeMs);
+const sources = Math.max(...['core', 'plugins', 'engine', 'config', 'bin'].map((d) => newestSource(path.join(root, d))), statSync(path.join(root, 'tsconfig.json')).mtimeMs);
 const built = existsSync(stamp) ? statSync(stamp).mtimeMs : 0;
 if (sources > built || !existsSync(path.join(root, 'dist', 'core', 'main.js'))) {
   process.stdout.write('Building the service (tsc)…\n');

@@ -12,6 +12,9 @@ import { McpSessions } from './services/sessions';
 import { catalogueTools } from './tools/catalogue-tools';
 import { computeTool } from './tools/compute-tool';
 import type { McpTool } from './tools/types';
+import { verifyTool } from './tools/verify-tool';
+import { VERIFICATION } from '../verification';
+import type { VerificationService } from '../verification';
 
 export type { McpTool, ToolContext } from './tools/types';
 export { jsonSchema } from './tools/json-schema';
@@ -30,6 +33,10 @@ export const mcpPlugin: PluginDefinition = {
     const routes = container.resolve<RouteTable>(TOKENS.Routes);
     const tools: McpTool[] = [
       computeTool(container.resolve<ComputeService>(PRICING.Compute), container.resolve<DemoBudgetGuard>(PRICING.DemoBudget), routes),
+      // Resolved at call time: the verification plugin may register after this one.
+      ...(config.plugins.enabled.includes('verification')
+        ? [verifyTool(() => container.resolve<VerificationService>(VERIFICATION.Service), container.resolve<DemoBudgetGuard>(PRICING.DemoBudget), routes)]
+        : []),
       ...catalogueTools(container.resolve<FunctionRegistry>(PRICING.Registry), container.resolve<LatencyStats>(PRICING.Latency), container.resolve<CircuitBreakers>(PRICING.Breakers)),
     ];
     container.register(DISCOVERY.McpTools, { useValue: tools.map((t) => t.descriptor) });

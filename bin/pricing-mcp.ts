@@ -1,0 +1,101 @@
+#!/usr/bin/env node
+/**
+ * pricing-mcp: a local MCP server over stdio that forwards the service's four tools
+ * (compute_price, verify_price, list_functions, browse_catalog) to a running instance.
+ *
+ * Environment: PRICING_SERVICE_URL (default http://localhost:3000), PRICING_API_KEY (optional; without
+ * it the demo tenant answers), SERVICE_TIMEOUT_MS (default 30000).
+ */
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { createParser } from 'eventsource-parser';
+
+const base = (process.env.PRICING_SERVICE_URL ?? 'http://localhost:3000').replace(/\/$/, '');
+const apiKey = process.env.PRICING_API_KEY;
+const timeoutMs = Number(process.env.SERVICE_TIMEOUT_MS ?? 30_000);
+
+type Rpc = { jsonrpc: '2.0'; id?: number | string | null; method?: string; params?: Record<string, unknown>; result?: unknown; error?: { code: number; message: string; data?: unknown } };
+
+let nextId = 1;
+
+/** One JSON-RPC request to the service; SSE replies are read with eventsource-parser. */
+async function forward(method: string, params: Record<string, unknown>, onNotification: (n: Rpc) => void, signal: AbortSignal): Promise<Rpc> {
+  const id = nextId++;
+  const res = await fetch(`${base}/api/mcp/rpc`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25', ...(apiKey ? { 'x-api-key': apiKey } : {}) },
+    body: JSON.stringify({ jsonrpc: '2.0', id, method, params }),
+    signal,
+  });
+  const type = res.headers.get('content-type') ?? '';
+  if (!type.includes('text/event-stream')) {
+    const body = (await res.json().catch(() => null)) as Rpc | null;
+    if (!body) throw new McpError(-32603, `The service answered ${res.status} without JSON-RPC.`);
+    return body;
+  }
+  let response: Rpc | null = null;
+  const parser = createParser({
+    onEvent: (event) => {
+      const message = JSON.parse(event.data) as Rpc;
+      if (message.id === id && (message.result !== undefined || message.error !== undefined)) response = message;
+      else if (message.method) onNotification(message);
+    },
+  });
+  const reader = res.body?.getReader();
+  const decoder = new TextDecoder();
+  while (reader) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    parser.feed(decoder.decode(value, { stream: true }));
+  }
+  if (!response) throw new McpError(-32603, 'The service closed the stream without a response.');
+  return response;
+}
+
+async function call(method: string, params: Record<string, unknown>, tool: string | null, onNotification: (n: Rpc) => void): Promise<Rpc> {
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), timeoutMs);
+  try {
+    return await forward(method, params, onNotification, abort.signal);
+  } catch (err) {
+    if (abort.signal.aborted) {
+      throw new McpError(-32001, `The pricing service did not answer within ${timeoutMs} ms.`, {
+        code: 'upstream_timeout',
+        retryable: true,
+        timeout_ms: timeoutMs,
+        tool,
+        hint: 'Retry once, then wait a minute; work in progress may still finish and be counted.',
+        next: [],
+      });
+    }
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function main(): Promise<void> {
+  const server = new Server({ name: 'pricing-mcp', version: '0.1.0' }, { capabilities: { tools: { listChanged: false } }, instructions: `Forwards pricing tools to ${base}.` });
+  server.setRequestHandler(ListToolsRequestSchema, async () => {
+    const r = await call('tools/list', {}, null, () => undefined);
+    if (r.error) throw new McpError(r.error.code, r.error.message, r.error.data);
+    return r.result as { tools: [] };
+  });
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const progressToken = request.params._meta?.progressToken;
+    const r = await call('tools/call', { name: request.params.name, arguments: request.params.arguments ?? {}, ...(progressToken !== undefined ? { _meta: { progressToken } } : {}) }, request.params.name, (n) => {
+      if (n.method === 'notifications/progress' && progressToken !== undefined) {
+        void extra.sendNotification({ method: 'notifications/progress', params: { ...(n.params as Record<string, unknown>), progressToken } as never });
+      }
+    });
+    if (r.error) throw new McpError(r.error.code, r.error.message, r.error.data);
+    return r.result as never;
+  });
+  await server.connect(new StdioServerTransport());
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`pricing-mcp: ${String(err)}\n`);
+  process.exit(1);
+});

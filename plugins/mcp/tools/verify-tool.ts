@@ -1,0 +1,42 @@
+import { z } from 'zod';
+import type { RouteTable } from '../../../core/http/pipeline';
+import { ApiError } from '../../../core/errors';
+import { mayCall } from '../../pricing';
+import type { DemoBudgetGuard } from '../../pricing';
+import { verifyBody } from '../../verification';
+import type { VerificationService } from '../../verification';
+import type { McpTool } from './types';
+import { jsonSchema } from './json-schema';
+
+const verdictOutput = z.looseObject({ verdict: z.enum(['reasonable', 'high', 'low', 'unknown']), receipt: z.looseObject({ usage_event_id: z.string() }) });
+
+/** verify_price: the same verification and usage recording as the REST verify routes, channel MCP. */
+export function verifyTool(verification: () => VerificationService, demo: DemoBudgetGuard, routes: RouteTable): McpTool {
+  return {
+    descriptor: {
+      name: 'verify_price',
+      title: 'Verify a proposed price',
+      description:
+        'Judges a proposed price for a context against stored market observations: reasonable, high, low or unknown, with the reference price, the band and whether the evidence is independent. Without a key it runs on the demo tenant within an hourly budget.',
+      inputSchema: jsonSchema(verifyBody),
+      outputSchema: jsonSchema(verdictOutput, 'output'),
+      requiresKey: false,
+    },
+    input: verifyBody,
+    run: async (args, ctx) => {
+      const a = args as z.output<typeof verifyBody>;
+      const p = ctx.principal;
+      if (!p) {
+        const budget = await demo.consume(ctx.clientIp);
+        if (budget.error) throw budget.error;
+      } else if (!mayCall(p, routes.find('verify.price'))) {
+        throw new ApiError('insufficient_scope', 'This credential may not verify prices.', { fields: { required_scopes: ['price:compute'] }, hint: 'Use a key with price:compute (or created with no scopes).' });
+      }
+      ctx.progress(0.5, 1, 'verifying');
+      const proposed = a.proposed_price ?? a.price;
+      if (proposed === undefined) throw new ApiError('validation_error', 'proposed_price is required.', { issues: [{ path: 'proposed_price', reason: 'required (alias: price)' }] });
+      const r = await verification().verify({ principal: p, channel: 'mcp', context: a.context, proposedPrice: proposed, req: ctx.req, requestId: ctx.requestId });
+      return { ...r.body, request_id: ctx.requestId };
+    },
+  };
+}

@@ -1,0 +1,294 @@
+import { expect } from 'chai';
+import path from 'node:path';
+import { ManualClock } from '../../../core/clock';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+import { createKey, signUp } from '../../support/world';
+
+// The SDK ships ESM and CJS; dynamic import keeps the test independent of the module format.
+async function sdk() {
+  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+  const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+  const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
+  const { McpError } = await import('@modelcontextprotocol/sdk/types.js');
+  return { Client, StreamableHTTPClientTransport, StdioClientTransport, McpError };
+}
+
+const lenient = { limits: { registrations: { perAddressPerDay: 1000, overallPerDay: 10_000 } } };
+
+async function connect(svc: TestService, headers: Record<string, string> = {}) {
+  const { Client, StreamableHTTPClientTransport } = await sdk();
+  const client = new Client({ name: 'test-harness', version: '0.0.1' });
+  const transport = new StreamableHTTPClientTransport(new URL(`${svc.url}/api/mcp/rpc`), { requestInit: { headers } });
+  await client.connect(transport);
+  return { client, transport };
+}
+
+const rpc = (svc: TestService, body: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${svc.url}/api/mcp/rpc`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+
+describe('MCP endpoint with the official SDK client', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  let key: string;
+  before(async () => {
+    svc = await startTestService({ config: lenient });
+    const person = await signUp(svc, 'mcp');
+    key = (await createKey(svc, person, { name: 'mcp' })).key;
+    // Evidence for verify_price.
+    const res = await fetch(`${svc.url}/api/data/observations`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
+      body: JSON.stringify({
+        observations: ['a', 'b', 'c', 'd', 'e', 'f'].map((s, i) => ({ product_type: 'mcp-widget', currency: 'USD', amount: (10 + i * 0.1).toFixed(2), observed_at: new Date().toISOString(), source: `shop-${s}` })),
+      }),
+    });
+    expect(res.status).to.equal(201);
+  });
+  after(() => svc.close());
+
+  it('initializes with a session id and the 2025-11-25 protocol, and lists the four tools with schemas', async () => {
+    const { client, transport } = await connect(svc);
+    expect(transport.sessionId).to.be.a('string');
+    expect(client.getServerVersion()?.name).to.equal('pricing-compute');
+    expect(client.getInstructions()).to.match(/compute_price/);
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name).sort()).to.deep.equal(['browse_catalog', 'compute_price', 'list_functions', 'verify_price']);
+    for (const t of tools) {
+      expect(t.title).to.be.a('string');
+      expect(t.description).to.be.a('string');
+      expect(t.inputSchema.type).to.equal('object');
+      expect(t.outputSchema?.type).to.equal('object');
+    }
+    await client.close();
+  });
+
+  for (const keyed of [false, true]) {
+    it(`calls every tool ${keyed ? 'with a key (as the workspace)' : 'without a key (demo tenant)'}`, async () => {
+      const { client } = await connect(svc, keyed ? { 'x-api-key': key } : {});
+      await client.listTools();
+      const price = await client.callTool({ name: 'compute_price', arguments: { context: { current_price: 12 } } });
+      expect(price.isError).to.equal(false);
+      expect((price.structuredContent as Record<string, any>).price).to.equal('12.00');
+      const verdict = await client.callTool({ name: 'verify_price', arguments: { context: { product_type: 'mcp-widget', currency: 'USD' }, proposed_price: 10.2 } });
+      expect(verdict.isError).to.equal(false);
+      expect((verdict.structuredContent as Record<string, any>).verdict).to.equal('reasonable');
+      const fns = await client.callTool({ name: 'list_functions', arguments: { built_in: true } });
+      expect(((fns.structuredContent as Record<string, any>).functions as unknown[]).length).to.be.at.least(5);
+      const cat = await client.callTool({ name: 'browse_catalog', arguments: { search: 'charm' } });
+      expect((cat.structuredContent as Record<string, any>).entries[0].name).to.equal('charm-pricing');
+      const [rows] = await svc.sequelize.query(`SELECT channel, workspace_id FROM usage_events WHERE request_id IS NOT NULL AND channel = 'mcp' ORDER BY created_at DESC LIMIT 2`);
+      expect(rows).to.have.length(2);
+      await client.close();
+    });
+  }
+
+  it('sends a progress notification before the result when the call carries a progress token', async () => {
+    const { client } = await connect(svc, { 'x-api-key': key });
+    await client.listTools();
+    const seen: Array<{ progress: number; message?: string }> = [];
+    const result = await client.callTool({ name: 'compute_price', arguments: { context: { unit_cost: 4 } } }, undefined, { onprogress: (p) => seen.push(p) });
+    expect(seen.length).to.be.greaterThan(0);
+    expect(seen.map((p) => p.progress)).to.deep.equal([...seen.map((p) => p.progress)].sort((a, b) => a - b));
+    expect(result.isError).to.equal(false);
+    await client.close();
+  });
+
+  it('answers a tool failure as a result with isError true', async () => {
+    const { client } = await connect(svc, { 'x-api-key': key });
+    await client.listTools();
+    const bad = await client.callTool({ name: 'compute_price', arguments: { context: { product_type: 'nothing to price' } } });
+    expect(bad.isError).to.equal(true);
+    expect(JSON.parse((bad.content as Array<{ text: string }>)[0]?.text ?? '{}').code).to.equal('insufficient_context');
+    await client.close();
+  });
+});
+
+describe('MCP tool timeout', function () {
+  this.timeout(30_000);
+  it('answers JSON-RPC -32001 with error.data {code: upstream_timeout, retryable, timeout_ms, tool, hint, next: []}', async () => {
+    const svc = await startTestService({ config: { limits: { mcp: { toolTimeoutMs: 1 } } } });
+    try {
+      const { McpError } = await sdk();
+      const { client } = await connect(svc);
+      await client.listTools();
+      let caught: unknown;
+      try {
+        await client.callTool({ name: 'compute_price', arguments: { context: { current_price: 3 } } });
+      } catch (err) {
+        caught = err;
+      }
+      expect(caught).to.be.instanceOf(McpError);
+      const e = caught as { code: number; data: Record<string, unknown> };
+      expect(e.code).to.equal(-32001);
+      expect(e.data).to.deep.include({ code: 'upstream_timeout', retryable: true, timeout_ms: 1, tool: 'compute_price', next: [] });
+      expect(e.data.hint).to.be.a('string');
+      await client.close();
+      const raw = await rpc(svc, { jsonrpc: '2.0', id: 41, method: 'tools/call', params: { name: 'compute_price', arguments: { context: { current_price: 3 } }, _meta: { progressToken: 'p' } } });
+      expect(raw.headers.get('content-type')).to.match(/text\/event-stream/);
+      const events = (await raw.text()).split('\n\n').filter((b) => b.includes('data:'));
+      const last = JSON.parse((events[events.length - 1] ?? '').replace(/^[\s\S]*data: /, '')) as Record<string, any>;
+      expect(last.id).to.equal(41);
+      expect(last.error.code).to.equal(-32001);
+    } finally {
+      await svc.close();
+    }
+  });
+});
+
+describe('MCP endpoint over raw HTTP', function () {
+  this.timeout(30_000);
+  const clock = new ManualClock(Date.now());
+  let svc: TestService;
+  before(async () => {
+    svc = await startTestService({ clock, config: { ...lenient, mcp: { allowedOrigins: ['https://agent-console.example'] } } });
+  });
+  after(() => svc.close());
+
+  it('works as plain JSON-RPC without a session, answering JSON', async () => {
+    const res = await rpc(svc, { jsonrpc: '2.0', id: 7, method: 'tools/list' }, { accept: 'application/json' });
+    expect(res.status).to.equal(200);
+    expect(res.headers.get('content-type')).to.match(/application\/json/);
+    const body = (await res.json()) as Record<string, any>;
+    expect(body.id).to.equal(7);
+    expect(body.result.tools).to.have.length(4);
+  });
+
+  it('answers with SSE when Accept lists text/event-stream without JSON', async () => {
+    const res = await rpc(svc, { jsonrpc: '2.0', id: 8, method: 'tools/call', params: { name: 'list_functions', arguments: {} } }, { accept: 'text/event-stream' });
+    expect(res.headers.get('content-type')).to.match(/text\/event-stream/);
+    expect(await res.text()).to.match(/"id":8/);
+  });
+
+  it('does not require MCP-Protocol-Version on initialize, and answers 400 to an unsupported one', async () => {
+    const init = await rpc(svc, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }, { 'mcp-protocol-version': '1999-01-01' });
+    expect(init.status).to.equal(200);
+    expect(init.headers.get('mcp-session-id')).to.be.a('string');
+    const bad = await rpc(svc, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, { 'mcp-protocol-version': '1999-01-01' });
+    expect(bad.status).to.equal(400);
+  });
+
+  it('answers 403 to a page of another origin, and serves allowed origins', async () => {
+    const refused = await rpc(svc, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, { origin: 'https://evil.example' });
+    expect(refused.status).to.equal(403);
+    const allowed = await rpc(svc, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, { origin: 'https://agent-console.example' });
+    expect(allowed.status).to.equal(200);
+  });
+
+  it('answers 404 to an altered, a foreign and an expired session id', async () => {
+    const init = await rpc(svc, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+    const session = init.headers.get('mcp-session-id') as string;
+    expect((await rpc(svc, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, { 'mcp-session-id': session })).status).to.equal(200);
+    const altered = `${session.slice(0, -2)}${session.endsWith('AA') ? 'BB' : 'AA'}`;
+    expect((await rpc(svc, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, { 'mcp-session-id': altered })).status).to.equal(404);
+    const person = await signUp(svc, 'foreign');
+    const key = (await createKey(svc, person, { name: 'f' })).key;
+    expect((await rpc(svc, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, { 'mcp-session-id': session, 'x-api-key': key })).status).to.equal(404);
+    clock.advance(24 * 3_600_000 + 1000);
+    const expired = await rpc(svc, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, { 'mcp-session-id': session });
+    expect(expired.status).to.equal(404);
+    expect(((await expired.json()) as Record<string, any>).error.message).to.match(/initialize/);
+  });
+
+  it('answers 202 with no body to notifications and client responses', async () => {
+    const n = await rpc(svc, { jsonrpc: '2.0', method: 'notifications/initialized' });
+    expect(n.status).to.equal(202);
+    expect(await n.text()).to.equal('');
+    const r = await rpc(svc, { jsonrpc: '2.0', id: 99, result: {} });
+    expect(r.status).to.equal(202);
+  });
+
+  it('answers malformed JSON-RPC with the standard errors', async () => {
+    const parse = (await (await rpc(svc, '{not json')).json()) as Record<string, any>;
+    expect(parse.error.code).to.equal(-32700);
+    const invalid = (await (await rpc(svc, { hello: 'world' })).json()) as Record<string, any>;
+    expect(invalid.error.code).to.equal(-32600);
+    const method = (await (await rpc(svc, { jsonrpc: '2.0', id: 5, method: 'nope/nope' })).json()) as Record<string, any>;
+    expect(method.error.code).to.equal(-32601);
+    const tool = (await (await rpc(svc, { jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'nope', arguments: {} } })).json()) as Record<string, any>;
+    expect(tool.error.code).to.equal(-32602);
+  });
+
+  it('answers DELETE with 405', async () => {
+    const res = await fetch(`${svc.url}/api/mcp/rpc`, { method: 'DELETE' });
+    expect(res.status).to.equal(405);
+    expect(res.headers.get('allow')).to.contain('POST');
+  });
+
+  it('GET with Accept: text/event-stream sends up to three newest agent changelog entries, no response, then closes with a retry of five minutes', async () => {
+    const res = await fetch(`${svc.url}/api/mcp/rpc`, { headers: { accept: 'text/event-stream' } });
+    expect(res.status).to.equal(200);
+    expect(res.headers.get('content-type')).to.match(/text\/event-stream/);
+    const text = await res.text();
+    expect(text).to.contain('retry: 300000');
+    const messages = text
+      .split('\n')
+      .filter((l) => l.startsWith('data: '))
+      .map((l) => JSON.parse(l.slice(6)) as Record<string, any>);
+    expect(messages).to.have.length(1);
+    expect(messages[0]?.method).to.equal('notifications/service/changelog');
+    expect(messages[0]).not.to.have.property('id');
+    expect(messages[0]?.params.entries.length).to.be.within(1, 3);
+    for (const e of messages[0]?.params.entries ?? []) expect(e).to.include.keys('date', 'title', 'summary', 'link');
+    expect(messages[0]?.params.hint).to.match(/five minutes/);
+  });
+});
+
+describe('local MCP server (pricing-mcp over stdio)', function () {
+  this.timeout(60_000);
+  it('forwards the four tools to a running service, end to end through the SDK stdio client', async () => {
+    const svc = await startTestService({ config: lenient });
+    try {
+      const { Client, StdioClientTransport } = await sdk();
+      const transport = new StdioClientTransport({
+        command: process.execPath,
+        args: [path.resolve(__dirname, '../../../bin/pricing-mcp.js')],
+        env: { ...process.env, PRICING_SERVICE_URL: svc.url, SERVICE_TIMEOUT_MS: '10000' } as Record<string, string>,
+        stderr: 'pipe',
+      });
+      const client = new Client({ name: 'stdio-harness', version: '0.0.1' });
+      await client.connect(transport);
+      const { tools } = await client.listTools();
+      expect(tools.map((t) => t.name).sort()).to.deep.equal(['browse_catalog', 'compute_price', 'list_functions', 'verify_price']);
+      const seen: unknown[] = [];
+      const price = await client.callTool({ name: 'compute_price', arguments: { context: { current_price: 7 } } }, undefined, { onprogress: (p) => seen.push(p) });
+      expect((price.structuredContent as Record<string, any>).price).to.equal('7.00');
+      expect(seen.length).to.be.greaterThan(0);
+      const fns = await client.callTool({ name: 'list_functions', arguments: {} });
+      expect(fns.isError).to.equal(false);
+      await client.close();
+    } finally {
+      await svc.close();
+    }
+  });
+
+  it('answers the timeout error shape when the service does not answer within SERVICE_TIMEOUT_MS', async () => {
+    const { createServer } = await import('node:net');
+    const blackhole = createServer(() => undefined);
+    await new Promise<void>((r) => blackhole.listen(0, '127.0.0.1', () => r()));
+    const port = (blackhole.address() as { port: number }).port;
+    try {
+      const { Client, StdioClientTransport, McpError } = await sdk();
+      const transport = new StdioClientTransport({
+        command: process.execPath,
+        args: [path.resolve(__dirname, '../../../bin/pricing-mcp.js')],
+        env: { ...process.env, PRICING_SERVICE_URL: `http://127.0.0.1:${port}`, SERVICE_TIMEOUT_MS: '300' } as Record<string, string>,
+        stderr: 'pipe',
+      });
+      const client = new Client({ name: 'stdio-harness', version: '0.0.1' });
+      await client.connect(transport);
+      let caught: unknown;
+      try {
+        await client.callTool({ name: 'compute_price', arguments: { context: { current_price: 1 } } });
+      } catch (err) {
+        caught = err;
+      }
+      expect(caught).to.be.instanceOf(McpError);
+      expect((caught as { code: number }).code).to.equal(-32001);
+      expect((caught as { data: Record<string, unknown> }).data).to.deep.include({ code: 'upstream_timeout', retryable: true, timeout_ms: 300, tool: 'compute_price', next: [] });
+      await client.close();
+    } finally {
+      blackhole.close();
+    }
+  });
+});
