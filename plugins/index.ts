@@ -5,6 +5,7 @@ import { accountsPlugin } from './accounts';
 import { usagePlugin } from './usage';
 import { pricingPlugin } from './pricing';
 import { teamPlugin } from './team';
+import { catalogPlugin } from './catalog';
 
 /** Every plugin shipped with the service; configuration (PLUGINS) decides which are enabled. */
-export const builtInPlugins: readonly PluginDefinition[] = [healthPlugin, identityPlugin, accountsPlugin, usagePlugin, pricingPlugin, teamPlugin];
+export const builtInPlugins: readonly PluginDefinition[] = [healthPlugin, identityPlugin, accountsPlugin, usagePlugin, pricingPlugin, teamPlugin, catalogPlugin];
