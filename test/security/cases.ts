@@ -3,6 +3,7 @@ import type { SecurityCase } from '../support/security';
 import { createKey, registerSandbox, signUp } from '../support/world';
 import type { Person } from '../support/world';
 import type { TestService } from '../support/service';
+import { catalogSecurityCases } from './cases-catalog';
 
 /**
  * The security suite of every authenticated route, by route id. A route without an entry here
@@ -11,6 +12,7 @@ import type { TestService } from '../support/service';
 // Plugins added later keep their cases in cases-<plugin>.ts and spread them in here.
 export const securityCases: Record<string, SecurityCase> = {
   // <plugin security cases>
+  ...catalogSecurityCases,
   'agents.claim': {
     as: 'key',
     request: async (w, svc) => {
