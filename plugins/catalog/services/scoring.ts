@@ -84,7 +84,8 @@ function decimalsOf(step: number): number {
 
 /** Rounds to the nearest multiple of `step` (0.05: 0.87 → 0.85, 0.875 → 0.9), without float noise. */
 export function roundToStep(x: number, step: number): number {
-  return round(Math.round(x / step) * step, decimalsOf(step));
+  // The quotient is cut to 9 decimals first, so 0.975 / 0.05 (19.4999…96 in binary) counts as 19.5.
+  return round(Math.round(Number((x / step).toFixed(9))) * step, decimalsOf(step));
 }
 
 const smoothed = (sum: number, n: number, prior: { mean: number; weight: number }): number => (sum + prior.mean * prior.weight) / (n + prior.weight);
