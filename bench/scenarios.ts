@@ -80,5 +80,13 @@ export async function buildScenarios(ctx: BenchContext): Promise<Scenario[]> {
       sequential: true,
     });
   }
+  if (ctx.service.plugins.includes('catalog')) {
+    scenarios.push({
+      name: 'GET /api/public/leaderboard (public, ranking from the aggregate in memory)',
+      service: { url: `${svc}/api/public/leaderboard`, method: 'GET' },
+      bare: { url: `${ctx.bareUrl}/bare`, method: 'GET' },
+      sequential: true,
+    });
+  }
   return scenarios;
 }

@@ -42,13 +42,8 @@ async function forward(method: string, params: Record<string, unknown>, onNotifi
       else if (message.method) onNotification(message);
     },
   });
-  const reader = res.body?.getReader();
   const decoder = new TextDecoder();
-  while (reader) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    parser.feed(decoder.decode(value, { stream: true }));
-  }
+  if (res.body) for await (const chunk of res.body as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }));
   if (!response) throw new McpError(-32603, 'The service closed the stream without a response.');
   return response;
 }

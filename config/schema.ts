@@ -29,7 +29,7 @@ export const settingsTree = {
     keyPrefix: str('REDIS_KEY_PREFIX', 'pcs:', 'Prefix of every Redis key written by the service.'),
   },
   plugins: {
-    enabled: list('PLUGINS', ['health', 'identity', 'accounts', 'team', 'usage', 'pricing', 'discovery', 'mcp', 'verification'], 'Comma-separated list of enabled plugins; their dependencies must be listed too.'),
+    enabled: list('PLUGINS', ['health', 'identity', 'accounts', 'team', 'usage', 'pricing', 'discovery', 'mcp', 'verification', 'catalog'], 'Comma-separated list of enabled plugins; their dependencies must be listed too.'),
   },
   identity: {
     apiKeyPepper: optStr('API_KEY_PEPPER', 'Server-side pepper mixed into API key hashes. When unset, one is generated once and kept in the database (set it explicitly in production).', { secret: true }),
@@ -59,6 +59,10 @@ export const settingsTree = {
     breakerCooldownMs: int('BREAKER_COOLDOWN_MS', 30000, 'How long an open breaker skips its function before one trial call.', { min: 100 }),
     randomSeed: optInt('ENGINE_RANDOM_SEED', 'Seed of the random source of weighted and tie-band choices (tests); unset = cryptographic randomness.'),
     extraWorkerModules: list('ENGINE_EXTRA_WORKER_MODULES', [], 'Absolute paths of extra modules loaded in pricing workers (each exports `functions`), for operators adding in-process methods and for tests.'),
+  },
+  catalog: {
+    leaderboardRefreshMs: int('LEADERBOARD_REFRESH_MS', 300000, 'How often the public leaderboard aggregate is recomputed in the background, in ms (also once at start; requests never scan usage).', { min: 1000 }),
+    leaderboardWindowDays: int('LEADERBOARD_WINDOW_DAYS', 30, 'Days of usage the leaderboard aggregate covers.', { min: 1, max: 3650 }),
   },
   outbound: {
     allowList: list('OUTBOUND_ALLOW_LIST', [], 'Addresses or CIDRs that owner-registered URLs may reach although private or loopback (tests, on-premises upstreams).'),

@@ -5,6 +5,7 @@ import { createKey, registerSandbox, signUp } from '../support/world';
 import { verificationSecurityCases } from './cases-verification';
 import type { Person } from '../support/world';
 import type { TestService } from '../support/service';
+import { catalogSecurityCases } from './cases-catalog';
 
 /**
  * The security suite of every authenticated route, by route id. A route without an entry here
@@ -15,6 +16,7 @@ export const securityCases: Record<string, SecurityCase> = {
   // <plugin security cases>
   ...mcpSecurityCases,
   ...verificationSecurityCases,
+  ...catalogSecurityCases,
   'agents.claim': {
     as: 'key',
     request: async (w, svc) => {

@@ -28,8 +28,8 @@ export interface SecurityCase {
 
 /** Which conditional checks apply to a route, derived from its declaration. */
 export interface ApplicableChecks {
-  /** Routes declared `auth: 'optional'` serve anonymous callers: only sent credentials are checked. */
-  anonymousRefused: boolean;
+  /** `auth: 'optional'`: anonymous callers are served (credentials are still checked when sent). */
+  anonymousAllowed: boolean;
   tokenRefused: boolean;
   scoped: boolean;
   personOnly: boolean;
@@ -38,7 +38,7 @@ export interface ApplicableChecks {
 
 export function applicableChecks(spec: RouteSpec, c: SecurityCase): ApplicableChecks {
   return {
-    anonymousRefused: (spec.auth ?? 'required') === 'required',
+    anonymousAllowed: spec.auth === 'optional',
     tokenRefused: !!spec.accepts && !spec.accepts.includes('access_token'),
     scoped: !!spec.scopes?.length,
     personOnly: spec.accepts?.length === 1 && spec.accepts[0] === 'person',
@@ -96,7 +96,13 @@ export function routeSecuritySuite(parent: Mocha.Suite, ctx: SuiteContext, id: s
   };
   const prepare = () => c.request(ctx.world(), ctx.svc());
 
-    if (applies.anonymousRefused) it('refuses a request without credentials with 401 unauthorized', async () => {
+    if (applies.anonymousAllowed) it('serves a request without credentials as anonymous (auth optional), with none of its data', async () => {
+      const res = await send(await prepare(), {});
+      expect(res.status < 400 || res.status === 404 || (c.okStatuses ?? []).includes(res.status), `${res.status} ${JSON.stringify(res.body)}`).to.equal(true);
+      const w = ctx.world();
+      for (const secret of [w.a.keyId, w.a.agentId, w.a.owner.id, w.a.owner.workspaceId, w.a.owner.email]) expect(JSON.stringify(res.body)).not.to.contain(secret);
+    });
+    else it('refuses a request without credentials with 401 unauthorized', async () => {
       expect401(await send(await prepare(), {}), 'unauthorized');
     });
     it('refuses a malformed key with 401 invalid_credentials', async () => {

@@ -111,7 +111,10 @@ export class ComputeService {
       if (!call.reservation) await reservation.release();
       const mapped = toApiError(err);
       if (err instanceof EngineError) {
-        await this.recorder.record({ ...this.usageBase(call), status: 'error', errorCode: err.code, cost: '0', billable: false, paidVia: null, latencyMs: ms(t0) });
+        // A call where every function failed names the chosen one, so its failure counts against it (leaderboard reliability).
+        const chosen = err.code === 'functions_failed' ? err.details.attempts?.find((a) => a.role === 'chosen' && a.outcome === 'failed') : undefined;
+        const named = chosen ? { functionId: chosen.id, functionName: chosen.function } : {};
+        await this.recorder.record({ ...this.usageBase(call), ...named, status: 'error', errorCode: err.code, cost: '0', billable: false, paidVia: null, latencyMs: ms(t0) });
       }
       throw mapped;
     }

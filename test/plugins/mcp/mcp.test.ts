@@ -243,7 +243,7 @@ describe('local MCP server (pricing-mcp over stdio)', function () {
       const transport = new StdioClientTransport({
         command: process.execPath,
         args: [path.resolve(__dirname, '../../../bin/pricing-mcp.js')],
-        env: { ...process.env, PRICING_SERVICE_URL: svc.url, SERVICE_TIMEOUT_MS: '10000' } as Record<string, string>,
+        env: { ...process.env, PRICING_SERVICE_URL: svc.url, SERVICE_TIMEOUT_MS: '10000' },
         stderr: 'pipe',
       });
       const client = new Client({ name: 'stdio-harness', version: '0.0.1' });
@@ -272,7 +272,7 @@ describe('local MCP server (pricing-mcp over stdio)', function () {
       const transport = new StdioClientTransport({
         command: process.execPath,
         args: [path.resolve(__dirname, '../../../bin/pricing-mcp.js')],
-        env: { ...process.env, PRICING_SERVICE_URL: `http://127.0.0.1:${port}`, SERVICE_TIMEOUT_MS: '300' } as Record<string, string>,
+        env: { ...process.env, PRICING_SERVICE_URL: `http://127.0.0.1:${port}`, SERVICE_TIMEOUT_MS: '300' },
         stderr: 'pipe',
       });
       const client = new Client({ name: 'stdio-harness', version: '0.0.1' });

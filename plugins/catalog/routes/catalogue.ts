@@ -1,0 +1,53 @@
+import { ApiError } from '../../../core/errors';
+import { defineRoute, ok } from '../../../core/http/route';
+import type { RouteSpec } from '../../../core/http/route';
+import * as s from '../schemas';
+import { parseTags } from '../services/catalogue';
+import type { Catalogue } from '../services/catalogue';
+
+const MAX_TAGS = 20;
+
+/** Identical for a missing function and one out of the caller's sight, so existence does not leak. */
+export const catalogueNotFound = (): ApiError =>
+  new ApiError('function_not_found', 'No pricing function with this id or name is available to you.', {
+    hint: 'GET /api/catalog lists the functions you can see: built-ins, your own, and public marketplace functions.',
+  });
+
+export function catalogueRoutes(catalogue: Catalogue): RouteSpec[] {
+  return [
+    defineRoute({
+      id: 'catalog.list',
+      method: 'get',
+      path: '/api/catalog',
+      summary: 'Browse pricing functions: without a credential the built-ins and public marketplace functions; with one, what that caller can reach.',
+      description:
+        'Each entry shows name, description, tags, cost per unit, cost multiplier and average latency ("no data" when never timed), labelled built-in, yours or marketplace. Filters: search (name, description, tags; case-insensitive) and tag (repeatable or a comma list; every tag must match).',
+      tags: ['Catalogue'],
+      auth: 'optional',
+      sandbox: true,
+      query: s.catalogueQuery,
+      handler: ({ principal, query }) => {
+        const tags = parseTags(query.tag);
+        if (tags.length > MAX_TAGS) {
+          throw new ApiError('validation_error', `At most ${MAX_TAGS} tags can be filtered on.`, { issues: [{ path: 'tag', reason: `at most ${MAX_TAGS} tags` }], hint: 'Narrow the tag list, or use search.' });
+        }
+        return ok(catalogue.browse(principal, { search: query.search, tags, limit: query.limit, cursor: query.cursor }));
+      },
+    }),
+    defineRoute({
+      id: 'catalog.read',
+      method: 'get',
+      path: '/api/catalog/:id',
+      summary: 'One catalogue entry by function id or name; a function out of your reach answers the same 404 as a missing one.',
+      tags: ['Catalogue'],
+      auth: 'optional',
+      sandbox: true,
+      params: s.catalogueParams,
+      handler: ({ principal, params }) => {
+        const entry = catalogue.entry(params.id, principal);
+        if (!entry) throw catalogueNotFound();
+        return ok({ function: entry });
+      },
+    }),
+  ];
+}

@@ -1,0 +1,94 @@
+import { defineRoute, ok } from '../../../core/http/route';
+import type { RouteSpec } from '../../../core/http/route';
+import { decodeCursor, encodeCursor } from '../../../core/pagination';
+import * as s from '../schemas';
+import type { Leaderboard } from '../services/leaderboard';
+import { PRIORS, SCORING_DESCRIPTION, SCORING_METHOD_VERSION, WEIGHTS } from '../services/scoring';
+
+export interface LeaderboardRouteDeps {
+  leaderboard: Leaderboard;
+  publicUrl: () => string;
+  refreshMs: number;
+  windowDays: number;
+}
+
+const SCORING_PATH = '/api/public/leaderboard/scoring';
+
+const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
+
+export function leaderboardRoutes(d: LeaderboardRouteDeps): RouteSpec[] {
+  const rules = d.leaderboard.rules;
+  const scoring = () => ({ method_version: SCORING_METHOD_VERSION, description: SCORING_DESCRIPTION, documentation: `${d.publicUrl()}${SCORING_PATH}` });
+  const maxAge = Math.max(1, Math.min(60, Math.floor(d.refreshMs / 1000)));
+  return [
+    defineRoute({
+      id: 'leaderboard.read',
+      method: 'get',
+      path: '/api/public/leaderboard',
+      summary: 'Public ranking of pricing functions (built-ins and active public marketplace functions), scored by method version 3.',
+      description:
+        'Served from an aggregate refreshed in the background (computed_at says when). Usage is published only with enough distinct consumers (a person counts once across their workspaces); average confidence has its own customer floor and is rounded.',
+      tags: ['Leaderboard'],
+      auth: 'public',
+      query: s.leaderboardQuery,
+      handler: async ({ query }) => {
+        const { snapshot, entries } = await d.leaderboard.ranking();
+        const start = query.cursor ? Math.max(0, Math.floor(Number(decodeCursor(query.cursor).sort)) || 0) : 0;
+        const page = entries.slice(start, start + query.limit);
+        const last = page[page.length - 1];
+        const more = start + query.limit < entries.length;
+        return ok(
+          {
+            object: 'list',
+            scoring: scoring(),
+            computed_at: iso(snapshot?.computedAt),
+            aggregate_status: snapshot ? 'ready' : 'pending',
+            refresh_interval_ms: d.refreshMs,
+            window: { days: snapshot?.windowDays ?? d.windowDays, from: iso(snapshot?.windowFrom), to: iso(snapshot?.computedAt) },
+            thresholds: { min_distinct_consumers: rules.minDistinctConsumers, confidence_min_customers: rules.confidenceMinCustomers, confidence_rounding: rules.confidenceRounding },
+            data: page,
+            has_more: more,
+            next_cursor: more && last ? encodeCursor({ sort: start + page.length, id: last.function.id }) : null,
+            limit: query.limit,
+          },
+          { 'Cache-Control': `public, max-age=${maxAge}` },
+        );
+      },
+    }),
+    defineRoute({
+      id: 'leaderboard.scoring',
+      method: 'get',
+      path: SCORING_PATH,
+      summary: 'How the leaderboard scores and what it publishes: scoring method version 3, its formula, priors, weights and thresholds.',
+      tags: ['Leaderboard'],
+      auth: 'public',
+      handler: () =>
+        ok({
+          method_version: SCORING_METHOD_VERSION,
+          description: SCORING_DESCRIPTION,
+          formula: {
+            score: '100 × (0.5 × A + 0.3 × Q + 0.2 × R), rounded to 2 decimals',
+            acceptance: 'A = (accepted + 2) / (accepted + rejected + 4)',
+            quality: 'Q = (sum of quality scores + 0.5 × 4) / (number of quality scores + 4)',
+            reliability: 'R = (successful calls + 9) / (calls + 10)',
+            below_threshold: 'components at their prior means: A = 0.5, Q = 0.5, R = 0.9, score 58.00',
+            order: 'score descending, then name',
+          },
+          priors: PRIORS,
+          weights: WEIGHTS,
+          counted_calls:
+            'compute, batch items and price-router calls (API and MCP) that name the function: answered by it, or failed with it as the chosen function. Keyless demo calls (demo tenant), function test runs and price verifications are not counted.',
+          consumers:
+            'a person counts once across all their workspaces: the owner of the calling workspace, or of its parent for claimed agent and test workspaces; a workspace no person owns (an unclaimed agent sandbox) counts as itself.',
+          publication: {
+            min_distinct_consumers: rules.minDistinctConsumers,
+            below_threshold: 'total_invocations, distinct_consumers and the usage-derived stats are null, stats.usage_status is below_threshold, and the score uses the priors only',
+            confidence_min_customers: rules.confidenceMinCustomers,
+            confidence_rounding: rules.confidenceRounding,
+          },
+          aggregate: { refresh_interval_ms: d.refreshMs, window_days: d.windowDays },
+          source: 'docs/leaderboard.md',
+        }),
+    }),
+  ];
+}

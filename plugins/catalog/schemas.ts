@@ -1,0 +1,22 @@
+import { z } from 'zod';
+
+const tagValue = z.string().max(400);
+
+export const catalogueQuery = z.object({
+  search: z.string().max(100).optional().describe('Case-insensitive text searched in the name, the description and the tags.'),
+  tag: z
+    .union([tagValue, z.array(tagValue).max(20)])
+    .optional()
+    .describe('Tag filter: repeat it (tag=a&tag=b) or give a comma list (tag=a,b); a function must carry every tag listed (case-insensitive).'),
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  cursor: z.string().max(200).optional(),
+});
+
+export const catalogueParams = z.object({
+  id: z.string().min(1).max(100).describe('Function id (or its name).'),
+});
+
+export const leaderboardQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(100).default(50),
+  cursor: z.string().max(200).optional(),
+});

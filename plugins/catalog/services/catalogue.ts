@@ -1,0 +1,84 @@
+import type { Principal } from '../../../core/auth';
+import { decodeCursor, encodeCursor } from '../../../core/pagination';
+import type { ListEnvelope } from '../../../core/pagination';
+import { isReachable } from '../../../engine';
+import type { CircuitBreakers, FunctionDescriptor, FunctionRegistry, LatencyStats } from '../../../engine';
+import { identityOf } from '../../identity';
+import { functionView } from '../../pricing';
+
+export interface BrowseQuery {
+  /** Case-insensitive substring of the name, the description or a tag. */
+  search?: string | undefined;
+  /** Every one of these tags (case-insensitive) must be on the function. */
+  tags: readonly string[];
+  limit: number;
+  cursor?: string | undefined;
+}
+
+export type CatalogueEntry = Record<string, unknown>;
+
+/** Splits `tag` query values (repeated and/or comma lists) into distinct lower-case tags. */
+export function parseTags(raw: string | readonly string[] | undefined): string[] {
+  if (raw === undefined) return [];
+  const values = typeof raw === 'string' ? [raw] : raw;
+  const tags = values.flatMap((v) => v.split(',')).map((t) => t.trim().toLowerCase()).filter((t) => t !== '');
+  return [...new Set(tags)];
+}
+
+/** Built-ins first, then by name; names are unique case-insensitively, so the key is too. */
+const sortKey = (fn: FunctionDescriptor): string => `${fn.builtIn ? 0 : 1}:${fn.name.toLowerCase()}`;
+
+/**
+ * The function catalogue over the in-memory registry (no database work per request): what a caller
+ * can reach, or for an anonymous caller the built-ins and the active public marketplace functions.
+ */
+export class Catalogue {
+  constructor(
+    private readonly registry: FunctionRegistry,
+    private readonly latency: LatencyStats,
+    private readonly breakers: CircuitBreakers,
+  ) {}
+
+  /** Whether the caller sees the function: reachability for a credential, the public listing otherwise. */
+  visible(fn: FunctionDescriptor, principal: Principal | null): boolean {
+    if (!principal) return fn.builtIn || (fn.isPublic && fn.status === 'active');
+    return isReachable(fn, { workspaceId: principal.workspaceId, builtInsOnly: identityOf(principal).sandbox });
+  }
+
+  view(fn: FunctionDescriptor, principal: Principal | null): CatalogueEntry {
+    return functionView(fn, { latency: this.latency, breakers: this.breakers }, principal?.workspaceId ?? '');
+  }
+
+  browse(principal: Principal | null, q: BrowseQuery): ListEnvelope<CatalogueEntry> {
+    const needle = q.search?.trim().toLowerCase() ?? '';
+    const after = q.cursor ? String(decodeCursor(q.cursor).sort) : null;
+    const matches = this.registry
+      .all()
+      .filter((f) => this.visible(f, principal))
+      .filter((f) => needle === '' || f.name.toLowerCase().includes(needle) || f.description.toLowerCase().includes(needle) || f.tags.some((t) => t.toLowerCase().includes(needle)))
+      .filter((f) => {
+        if (q.tags.length === 0) return true;
+        const own = new Set(f.tags.map((t) => t.toLowerCase()));
+        return q.tags.every((t) => own.has(t));
+      })
+      .map((f) => ({ f, key: sortKey(f) }))
+      .filter((x) => after === null || x.key > after)
+      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    const page = matches.slice(0, q.limit);
+    const last = page[page.length - 1];
+    const more = matches.length > q.limit;
+    return {
+      object: 'list',
+      data: page.map((x) => this.view(x.f, principal)),
+      has_more: more,
+      next_cursor: more && last ? encodeCursor({ sort: last.key, id: last.f.id }) : null,
+      limit: q.limit,
+    };
+  }
+
+  /** One entry by id or name; undefined when missing and when out of the caller's sight alike. */
+  entry(ref: string, principal: Principal | null): CatalogueEntry | undefined {
+    const fn = this.registry.find(ref);
+    return fn && this.visible(fn, principal) ? this.view(fn, principal) : undefined;
+  }
+}

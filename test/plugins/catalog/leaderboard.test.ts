@@ -1,0 +1,323 @@
+import { expect } from 'chai';
+import type { Pool } from 'pg';
+import { TOKENS } from '../../../core/tokens';
+import { CATALOG, SCORING_METHOD_VERSION } from '../../../plugins/catalog';
+import type { LeaderboardAggregator } from '../../../plugins/catalog';
+import { DEMO_WORKSPACE_ID } from '../../../plugins/pricing';
+import { client } from '../../support/http';
+import { sendJson, startUpstream } from '../../support/outbound';
+import type { Upstream } from '../../support/outbound';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+import { createKey, registerSandbox, signUp } from '../../support/world';
+import type { Person } from '../../support/world';
+import { countQueries, createFunction, insertEvents, lenient } from './helpers';
+import type { EventSpec } from './helpers';
+
+interface Entry {
+  rank: number;
+  function: { id: string; name: string; label: string; built_in: boolean };
+  score: number;
+  total_invocations: number | null;
+  distinct_consumers: number | null;
+  stats: {
+    usage_status: 'published' | 'below_threshold';
+    score_basis: string;
+    components: { acceptance: number; quality: number; reliability: number };
+    reported_outcomes: number | null;
+    acceptance_rate: number | null;
+    mean_quality_score: number | null;
+    success_rate: number | null;
+    average_confidence: number | null;
+    confidence_status: string;
+  };
+}
+
+interface Board {
+  object: string;
+  scoring: { method_version: number; description: string; documentation: string };
+  computed_at: string | null;
+  aggregate_status: string;
+  window: { days: number; from: string | null; to: string | null };
+  thresholds: { min_distinct_consumers: number; confidence_min_customers: number; confidence_rounding: number };
+  data: Entry[];
+  has_more: boolean;
+  next_cursor: string | null;
+  limit: number;
+}
+
+/** Score of method 3 computed independently of the implementation. */
+function expectedScore(c: { calls: number; ok: number; accepted: number; rejected: number; qualities: number[] }): number {
+  const a = (c.accepted + 2) / (c.accepted + c.rejected + 4);
+  const q = (c.qualities.reduce((s, x) => s + x, 0) + 2) / (c.qualities.length + 4);
+  const r = (c.ok + 9) / (c.calls + 10);
+  return Math.round(100 * (0.5 * a + 0.3 * q + 0.2 * r) * 100) / 100;
+}
+
+describe('catalog: public leaderboard', function () {
+  this.timeout(120_000);
+  let svc: TestService;
+  let aggregator: LeaderboardAggregator;
+  let upstream: Upstream;
+  let failNext = false;
+  /** Five people, each with their own workspace and key. */
+  const people: Array<{ person: Person; key: string }> = [];
+  let publisherKey: string;
+
+  before(async () => {
+    upstream = await startUpstream((req, res) => {
+      if (req.path === '/flaky' && failNext) return sendJson(res, 500, { error: 'down' });
+      return sendJson(res, 200, { price: 21, confidence: 0.66 });
+    });
+    // A long refresh interval: only the start-up computation and the forced refreshes below run.
+    svc = await startTestService({ config: { ...lenient, engine: { cacheTtlMs: 0 }, outbound: { allowList: ['127.0.0.1'] }, catalog: { leaderboardRefreshMs: 3_600_000 } } });
+    aggregator = svc.container.resolve<LeaderboardAggregator>(CATALOG.Aggregator);
+    for (let i = 0; i < 5; i++) {
+      const person = await signUp(svc, `lb-${i}`);
+      people.push({ person, key: (await createKey(svc, person, { name: 'leaderboard' })).key });
+    }
+    const publisher = await signUp(svc, 'lb-publisher');
+    publisherKey = (await createKey(svc, publisher, { name: 'publisher' })).key;
+  });
+  after(async () => {
+    await svc.close();
+    await upstream.close();
+  });
+
+  const board = async (query = '?limit=100'): Promise<Board> => {
+    const res = await client(svc.url).get<Board>(`/api/public/leaderboard${query}`);
+    expect(res.status, res.text).to.equal(200);
+    return res.body;
+  };
+  const entryOf = (b: Board, id: string): Entry => {
+    const e = b.data.find((x) => x.function.id === id);
+    if (!e) throw new Error(`${id} is not on the leaderboard`);
+    return e;
+  };
+  const publicFunction = (label: string) => createFunction(svc, publisherKey, { label, isPublic: true });
+  const ws = (i: number): string => {
+    const p = people[i];
+    if (!p) throw new Error(`no person ${i}`);
+    return p.person.workspaceId;
+  };
+
+  it('states scoring method version 3 with a description and a documentation link that answers', async () => {
+    const b = await board();
+    expect(b.object).to.equal('list');
+    expect(b.scoring.method_version).to.equal(3);
+    expect(SCORING_METHOD_VERSION).to.equal(3);
+    expect(b.scoring.description).to.contain('Bayesian');
+    expect(b.scoring.documentation).to.equal(`${svc.publicUrl()}/api/public/leaderboard/scoring`);
+    const doc = await client(svc.url).get<Record<string, any>>(new URL(b.scoring.documentation).pathname);
+    expect(doc.status).to.equal(200);
+    expect(doc.body.method_version).to.equal(3);
+    expect(doc.body.priors).to.deep.equal({ acceptance: { mean: 0.5, weight: 4 }, quality: { mean: 0.5, weight: 4 }, reliability: { mean: 0.9, weight: 10 } });
+    expect(doc.body.weights).to.deep.equal({ acceptance: 0.5, quality: 0.3, reliability: 0.2 });
+    expect(b.thresholds).to.deep.equal({ min_distinct_consumers: 3, confidence_min_customers: 5, confidence_rounding: 0.05 });
+    expect(b.computed_at).to.be.a('string');
+    expect(b.aggregate_status).to.equal('ready');
+    expect(b.window.days).to.equal(30);
+  });
+
+  it('ranks the built-ins and the active public functions only, without a credential', async () => {
+    const listed = await publicFunction('lb-listed');
+    const draft = await createFunction(svc, publisherKey, { label: 'lb-draft', isPublic: true, status: 'draft' });
+    const retired = await createFunction(svc, publisherKey, { label: 'lb-retired', isPublic: true, status: 'inactive' });
+    const secret = await createFunction(svc, publisherKey, { label: 'lb-private' });
+    const b = await board();
+    const got = b.data.map((e) => e.function.id);
+    expect(got).to.include.members(['fn_builtin_cost_plus', 'fn_builtin_competitive', 'fn_builtin_elasticity', 'fn_builtin_charm', 'fn_builtin_anchored', listed.id]);
+    for (const hidden of [draft.id, retired.id, secret.id]) expect(got).not.to.include(hidden);
+    expect(entryOf(b, 'fn_builtin_cost_plus').function).to.include({ label: 'built-in', built_in: true });
+    expect(entryOf(b, listed.id).function).to.include({ label: 'marketplace', built_in: false });
+    expect(b.data.map((e) => e.rank)).to.deep.equal(b.data.map((_, i) => i + 1));
+    for (let i = 1; i < b.data.length; i++) expect((b.data[i - 1] as Entry).score).to.be.at.least((b.data[i] as Entry).score);
+  });
+
+  it('publishes no usage below 3 distinct consumers (nulls, below_threshold), and publishes it at 3', async () => {
+    const fn = await publicFunction('lb-threshold');
+    const evs = (i: number, n: number): EventSpec[] => Array.from({ length: n }, () => ({ functionId: fn.id, workspaceId: ws(i), outcome: 'accepted', quality: 0.9 }));
+    await insertEvents(svc, [...evs(0, 4), ...evs(1, 3)]);
+    await aggregator.refresh();
+    const two = entryOf(await board(), fn.id);
+    expect(two.total_invocations).to.equal(null);
+    expect(two.distinct_consumers).to.equal(null);
+    expect(two.stats.usage_status).to.equal('below_threshold');
+    expect(two.stats.score_basis).to.equal('priors_only');
+    expect(two.stats).to.include({ reported_outcomes: null, acceptance_rate: null, mean_quality_score: null, success_rate: null, average_confidence: null });
+    expect(two.score).to.equal(58);
+
+    await insertEvents(svc, evs(2, 1));
+    await aggregator.refresh();
+    const three = entryOf(await board(), fn.id);
+    expect(three.total_invocations).to.equal(8);
+    expect(three.distinct_consumers).to.equal(3);
+    expect(three.stats.usage_status).to.equal('published');
+    expect(three.stats.score_basis).to.equal('usage');
+    expect(three.stats).to.include({ reported_outcomes: 8, acceptance_rate: 1, mean_quality_score: 0.9, success_rate: 1 });
+    expect(three.score).to.equal(expectedScore({ calls: 8, ok: 8, accepted: 8, rejected: 0, qualities: Array<number>(8).fill(0.9) }));
+    expect(three.score).to.be.greaterThan(58);
+  });
+
+  it('counts a person once across their own workspace, a claimed agent workspace and test workspaces', async () => {
+    const fn = await createFunction(svc, publisherKey, { label: 'lb-person', isPublic: true, endpointUrl: upstream.url('/ok') });
+    const owner = people[3];
+    if (!owner) throw new Error('no person 3');
+    // The person claims an agent sandbox into their workspace and keeps its key.
+    const sandbox = await registerSandbox(svc, 'lb-claimed-agent');
+    const claimKey = (await createKey(svc, owner.person, { name: 'claimer', scopes: ['workspace:claim'] })).key;
+    const claim = await client(svc.url, { 'x-api-key': claimKey }).post<Record<string, any>>('/api/agents/claim', { token: sandbox.claimToken, keep_key: true });
+    expect(claim.status, claim.text).to.equal(200);
+    const claimedTestWs = claim.body.test_workspace.id as string;
+
+    // Real calls from the person's own workspace and from the claimed agent's workspace...
+    for (const key of [owner.key, owner.key, sandbox.key]) {
+      const res = await client(svc.url, { 'x-api-key': key }).post<Record<string, any>>('/api/compute/price', { context: { current_price: 20 }, function_id: fn.id });
+      expect(res.status, res.text).to.equal(200);
+    }
+    // ...and recorded calls from the person's test workspace and the claimed agent's test workspace.
+    await insertEvents(svc, [
+      { functionId: fn.id, workspaceId: owner.person.testWorkspaceId },
+      { functionId: fn.id, workspaceId: claimedTestWs },
+    ]);
+    // Another person with two calls: still two consumers in all.
+    await insertEvents(svc, [
+      { functionId: fn.id, workspaceId: ws(4) },
+      { functionId: fn.id, workspaceId: ws(4) },
+    ]);
+    await aggregator.refresh();
+    const two = entryOf(await board(), fn.id);
+    expect(two.stats.usage_status).to.equal('below_threshold');
+    expect(two.distinct_consumers).to.equal(null);
+
+    // An unclaimed sandbox belongs to no person: it counts as itself, the third consumer.
+    const stray = await registerSandbox(svc, 'lb-stray-agent');
+    await insertEvents(svc, [{ functionId: fn.id, workspaceId: stray.workspaceId }]);
+    await aggregator.refresh();
+    const three = entryOf(await board(), fn.id);
+    expect(three.stats.usage_status).to.equal('published');
+    expect(three.distinct_consumers).to.equal(3);
+    expect(three.total_invocations).to.equal(8);
+  });
+
+  it('leaves keyless demo calls (demo tenant) out of the counts', async () => {
+    const fn = await publicFunction('lb-demo');
+    await insertEvents(svc, [
+      { functionId: fn.id, workspaceId: ws(0) },
+      { functionId: fn.id, workspaceId: ws(1) },
+      ...Array.from({ length: 5 }, (): EventSpec => ({ functionId: fn.id, workspaceId: DEMO_WORKSPACE_ID, channel: 'demo', operation: 'demo' })),
+      // a demo-channel event outside the demo tenant is not counted either
+      { functionId: fn.id, workspaceId: ws(2), channel: 'demo', operation: 'demo' },
+    ]);
+    const demo = await client(svc.url).post('/api/public/compute/demo', { context: { current_price: 3 } });
+    expect(demo.status, demo.text).to.equal(200);
+    await aggregator.refresh();
+    const e = entryOf(await board(), fn.id);
+    expect(e.stats.usage_status).to.equal('below_threshold');
+    expect(e.total_invocations).to.equal(null);
+  });
+
+  it('publishes average confidence only from its own customer floor (5), rounded to the nearest 0.05', async () => {
+    const fn = await publicFunction('lb-confidence');
+    // 0.81, 0.82, 0.84, 0.86, 0.84 → mean 0.834 → 0.85; four consumers first.
+    const values = [0.81, 0.82, 0.84, 0.86, 0.84];
+    await insertEvents(svc, values.slice(0, 4).map((confidence, i) => ({ functionId: fn.id, workspaceId: ws(i), confidence })));
+    await aggregator.refresh();
+    const four = entryOf(await board(), fn.id);
+    expect(four.stats.usage_status).to.equal('published');
+    expect(four.distinct_consumers).to.equal(4);
+    expect(four.stats.average_confidence).to.equal(null);
+    expect(four.stats.confidence_status).to.equal('below_threshold');
+
+    await insertEvents(svc, [{ functionId: fn.id, workspaceId: ws(4), confidence: values[4] }]);
+    await aggregator.refresh();
+    const five = entryOf(await board(), fn.id);
+    expect(five.distinct_consumers).to.equal(5);
+    expect(five.stats.confidence_status).to.equal('published');
+    expect(five.stats.average_confidence).to.equal(0.85);
+
+    // Failed calls carry no confidence and do not pull the mean down; 0.812 → 0.8.
+    const other = await publicFunction('lb-confidence-down');
+    await insertEvents(svc, [
+      ...[0.8, 0.8, 0.8, 0.82, 0.84].map((confidence, i): EventSpec => ({ functionId: other.id, workspaceId: ws(i), confidence })),
+      { functionId: other.id, workspaceId: ws(0), status: 'error', confidence: null },
+    ]);
+    await aggregator.refresh();
+    const down = entryOf(await board(), other.id);
+    expect(down.stats.average_confidence).to.equal(0.8);
+    expect(down.stats.success_rate).to.equal(0.8333);
+  });
+
+  it('scores by method 3: outcomes, quality and failures (a failed call names its chosen function) move the score', async () => {
+    const good = await publicFunction('lb-good');
+    const poor = await createFunction(svc, publisherKey, { label: 'lb-poor', isPublic: true, endpointUrl: upstream.url('/flaky') });
+    await insertEvents(svc, [
+      { functionId: good.id, workspaceId: ws(0), outcome: 'accepted', quality: 1 },
+      { functionId: good.id, workspaceId: ws(1), outcome: 'accepted', quality: 0.8 },
+      { functionId: good.id, workspaceId: ws(2), outcome: 'accepted', quality: 0.9 },
+      { functionId: good.id, workspaceId: ws(2), outcome: 'rejected' },
+    ]);
+    // Real calls to the flaky endpoint: two answered, one failed (502 functions_failed).
+    for (const [i, fail] of [[0, false], [1, false], [2, true]] as const) {
+      failNext = fail;
+      const res = await client(svc.url, { 'x-api-key': people[i]?.key ?? '' }).post<Record<string, any>>('/api/compute/price', { context: { current_price: 20 }, function_id: poor.id });
+      expect(res.status, res.text).to.equal(fail ? 502 : 200);
+    }
+    failNext = false;
+    const [rows] = await svc.sequelize.query(`SELECT status, function_id FROM usage_events WHERE function_id = $1 ORDER BY status`, { bind: [poor.id] });
+    expect(rows).to.deep.equal([
+      { status: 'error', function_id: poor.id },
+      { status: 'ok', function_id: poor.id },
+      { status: 'ok', function_id: poor.id },
+    ]);
+    await insertEvents(svc, [{ functionId: poor.id, workspaceId: ws(0), outcome: 'rejected', quality: 0.1 }]);
+    await aggregator.refresh();
+    const b = await board();
+    const g = entryOf(b, good.id);
+    const p = entryOf(b, poor.id);
+    expect(g.score).to.equal(expectedScore({ calls: 4, ok: 4, accepted: 3, rejected: 1, qualities: [1, 0.8, 0.9] }));
+    expect(g.stats.components.acceptance).to.equal(0.625);
+    expect(p.score).to.equal(expectedScore({ calls: 4, ok: 3, accepted: 0, rejected: 1, qualities: [0.1] }));
+    expect(p.stats.success_rate).to.equal(0.75);
+    expect(p.total_invocations).to.equal(4);
+    expect(g.rank).to.be.lessThan(p.rank);
+    expect(p.score).to.be.lessThan(58);
+  });
+
+  it('serves every request from the aggregate in memory: no query of usage_events (or anything else) per request', async () => {
+    await board(); // warm
+    const pool = svc.container.resolve<Pool>(TOKENS.PgPool);
+    const during = await countQueries(svc, pool, async () => {
+      for (let i = 0; i < 30; i++) await board(i % 2 ? '?limit=3' : '?limit=100');
+    });
+    expect(during).to.deep.equal([]);
+    // Positive control: the refresh is what reads usage_events.
+    const refreshing = await countQueries(svc, pool, async () => {
+      await aggregator.refresh();
+    });
+    expect(refreshing.some((q) => q.includes('usage_events'))).to.equal(true);
+  });
+
+  it('says when the aggregate was computed, and a refresh moves that time forward', async () => {
+    const before = await board();
+    await new Promise((r) => setTimeout(r, 5));
+    const snap = await aggregator.refresh();
+    const after = await board();
+    expect(Date.parse(after.computed_at ?? '')).to.equal(snap.computedAt);
+    expect(Date.parse(after.computed_at ?? '')).to.be.greaterThan(Date.parse(before.computed_at ?? ''));
+    expect(after.window.to).to.equal(after.computed_at);
+    expect(Date.parse(after.window.to ?? '') - Date.parse(after.window.from ?? '')).to.equal(30 * 86_400_000);
+  });
+
+  it('pages through the ranking with the cursor', async () => {
+    const all = (await board()).data.map((e) => e.function.id);
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: Board = await board(`?limit=4${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      seen.push(...page.data.map((e) => e.function.id));
+      cursor = page.next_cursor;
+    } while (cursor);
+    expect(seen).to.deep.equal(all);
+  });
+});
