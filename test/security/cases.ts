@@ -1,6 +1,7 @@
 import { client } from '../support/http';
 import type { SecurityCase } from '../support/security';
 import { createKey, registerSandbox, signUp } from '../support/world';
+import { usageSecurityCases } from './cases-usage';
 import type { Person } from '../support/world';
 import type { TestService } from '../support/service';
 
@@ -11,6 +12,7 @@ import type { TestService } from '../support/service';
 // Plugins added later keep their cases in cases-<plugin>.ts and spread them in here.
 export const securityCases: Record<string, SecurityCase> = {
   // <plugin security cases>
+  ...usageSecurityCases,
   'agents.claim': {
     as: 'key',
     request: async (w, svc) => {

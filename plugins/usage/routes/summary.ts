@@ -16,7 +16,6 @@ export function summaryRoutes(d: { summary: UsageSummary; clock: Clock }): Route
       summary: 'Your usage over a period (default: this calendar month): requests, prepaid and billable cost, this month\'s billable cost, AI-feature usage.',
       tags: USAGE_TAGS,
       accepts: USAGE_CREDENTIALS,
-      scopes: ['billing:read'],
       query: s.summaryQuery,
       handler: async ({ principal, query }) => {
         const now = d.clock.now();
