@@ -2,28 +2,49 @@ import type { Pool } from 'pg';
 import type { PluginDefinition } from '../../core/plugin';
 import { TOKENS } from '../../core/tokens';
 import { usageEvents } from './migrations/0001-usage-events';
+import { usageApi } from './migrations/0002-usage-api';
+import { eventRoutes } from './routes/events';
+import { summaryRoutes } from './routes/summary';
+import { testerTagRoutes } from './routes/tester-tags';
 import { SandboxAllowance } from './services/allowance';
+import { UsageEvents } from './services/events';
 import { UsageRecorder } from './services/recorder';
+import { UsageSummary } from './services/summary';
+import { TesterTags } from './services/tester-tags';
 import { USAGE } from './tokens';
 
 export { USAGE } from './tokens';
 export type { UsageRecorder, UsageEventInput } from './services/recorder';
+export type { UsageEvents } from './services/events';
 export { quotaNextSteps } from './services/allowance';
+export { addressHash } from './services/address';
 
 /**
- * Usage records of every priced call (written before the response, grouped across requests) and
- * the sandbox daily allowance. The usage API over the records is added by the usage API issue.
+ * Usage records of every priced call (written before the response, grouped across requests), the
+ * sandbox daily allowance, and the usage API: events classified relative to the viewer (mine,
+ * testers, others), outcomes, the summary, and the tester tags of Settings.
  */
 export const usagePlugin: PluginDefinition = {
   name: 'usage',
-  description: 'Usage events and the sandbox daily allowance.',
+  description: 'Usage events, outcomes, summary, tester tags and the sandbox daily allowance.',
   dependsOn: ['identity'],
-  migrations: [usageEvents],
-  register(ctx) {
+  migrations: [usageEvents, usageApi],
+  async register(ctx) {
     const recorder = new UsageRecorder(ctx.container.resolve<Pool>(TOKENS.PgPool), ctx.log);
     ctx.container.register(USAGE.Recorder, { useValue: recorder });
     ctx.hooks.addAdmitter(new SandboxAllowance(ctx.kv, ctx.clock, ctx.config));
     ctx.onClose(() => recorder.drainAll());
+
+    // Others are calls to a workspace's own functions; they exist only where the pricing plugin's table does.
+    const functions = await ctx.sql.one<{ present: boolean }>("SELECT to_regclass('pricing_functions') IS NOT NULL AS present");
+    const events = new UsageEvents(ctx.sql, functions?.present === true);
+    ctx.container.register(USAGE.Events, { useValue: events });
+    const routes = [
+      ...eventRoutes({ events, bus: ctx.events, clock: ctx.clock }),
+      ...summaryRoutes({ summary: new UsageSummary(ctx.sql), clock: ctx.clock }),
+      ...testerTagRoutes({ tags: new TesterTags(ctx.sql) }),
+    ];
+    for (const r of routes) ctx.route(r);
   },
 };
 

@@ -1,3 +1,4 @@
 export const USAGE = {
   Recorder: Symbol('usage.Recorder'),
+  Events: Symbol('usage.Events'),
 } as const;

@@ -3,6 +3,7 @@ import type { SecurityCase } from '../support/security';
 import { mcpSecurityCases } from './cases-mcp';
 import { createKey, registerSandbox, signUp } from '../support/world';
 import { verificationSecurityCases } from './cases-verification';
+import { usageSecurityCases } from './cases-usage';
 import type { Person } from '../support/world';
 import type { TestService } from '../support/service';
 import { catalogSecurityCases } from './cases-catalog';
@@ -17,6 +18,7 @@ export const securityCases: Record<string, SecurityCase> = {
   ...mcpSecurityCases,
   ...verificationSecurityCases,
   ...catalogSecurityCases,
+  ...usageSecurityCases,
   'agents.claim': {
     as: 'key',
     request: async (w, svc) => {

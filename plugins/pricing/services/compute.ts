@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { Request } from 'express';
 import type { Config } from '../../../config';
 import type { Reservation } from '../../../core/admission';
@@ -9,6 +8,7 @@ import type { RateLimitResult } from '../../../core/kv';
 import type { PricingEngine, PriceOutcome, Preference, TraceStage } from '../../../engine';
 import { EngineError } from '../../../engine';
 import { identityOf } from '../../identity';
+import { addressHash } from '../../usage';
 import type { UsageEventInput, UsageRecorder } from '../../usage';
 import { DEMO_WORKSPACE_ID } from '../migrations/0001-pricing-schema';
 import { toApiError } from './engine-errors';
@@ -44,10 +44,6 @@ function contextKeys(context: Record<string, unknown>): Record<string, unknown> 
   const out: Record<string, unknown> = {};
   for (const k of ['product_type', 'currency', 'category', 'product_id']) if (typeof context[k] === 'string') out[k] = (context[k]).slice(0, 100);
   return out;
-}
-
-export function addressHash(ip: string): string {
-  return createHash('sha256').update(`pcs-address:${ip}`).digest('hex').slice(0, 32);
 }
 
 /**

@@ -1,0 +1,82 @@
+import type { Principal } from '../../../core/auth';
+import type { Clock } from '../../../core/clock';
+import { ApiError } from '../../../core/errors';
+import type { EventBus } from '../../../core/events';
+import { defineRoute, ok } from '../../../core/http/route';
+import type { RouteSpec } from '../../../core/http/route';
+import * as s from '../schemas';
+import { decimalText, eventView } from '../services/event-view';
+import type { UsageEvents } from '../services/events';
+
+/** Usage is read and reported with the workspace's keys, tokens and people (not embed tokens or payments). */
+export const USAGE_CREDENTIALS = ['api_key', 'access_token', 'person'] as const;
+export const USAGE_TAGS = ['Usage'];
+
+export const principalOf = (p: Principal | null): Principal => {
+  if (!p) throw new ApiError('unauthorized', 'Send a credential.');
+  return p;
+};
+
+const notFound = () =>
+  new ApiError('not_found', 'No usage event with this id in your workspace.', { hint: 'List your usage events with GET /api/usage/events; receipts of compute responses link to their event.' });
+
+export function eventRoutes(d: { events: UsageEvents; bus: EventBus; clock: Clock }): RouteSpec[] {
+  return [
+    defineRoute({
+      id: 'usage.events.list',
+      method: 'get',
+      path: '/api/usage/events',
+      summary: 'Usage events you can see, newest first: yours (mine), keyless callers you tagged (testers), and calls to your functions (others).',
+      tags: USAGE_TAGS,
+      accepts: USAGE_CREDENTIALS,
+      query: s.eventsQuery,
+      handler: async ({ principal, query }) => ok(await d.events.list(principalOf(principal).workspaceId, query)),
+    }),
+    defineRoute({
+      id: 'usage.events.read',
+      method: 'get',
+      path: '/api/usage/events/:id',
+      summary: 'One usage event of your workspace (the receipt link of compute responses).',
+      tags: USAGE_TAGS,
+      accepts: USAGE_CREDENTIALS,
+      params: s.eventParams,
+      handler: async ({ principal, params }) => {
+        const row = await d.events.own(principalOf(principal).workspaceId, params.id);
+        if (!row) throw notFound();
+        return ok({ usage_event: eventView(row) });
+      },
+    }),
+    defineRoute({
+      id: 'usage.outcome',
+      method: 'patch',
+      path: '/api/usage/events/:id/outcome',
+      summary: 'Report what became of a priced call: accepted or rejected, with an optional quality score from 0 to 1; the last report wins.',
+      tags: USAGE_TAGS,
+      accepts: USAGE_CREDENTIALS,
+      scopes: ['price:compute'],
+      params: s.eventParams,
+      body: s.outcomeBody,
+      example: s.outcomeExample,
+      handler: async ({ principal, params, body }) => {
+        const p = principalOf(principal);
+        const at = new Date(d.clock.now());
+        const change = await d.events.recordOutcome(p.workspaceId, params.id, body.outcome, body.quality_score ?? null, at);
+        if (!change) throw notFound();
+        const e = change.event;
+        await d.bus.emit('usage.outcome_recorded', {
+          eventId: e.id,
+          workspaceId: e.workspace_id,
+          outcome: body.outcome,
+          qualityScore: body.quality_score ?? null,
+          functionId: e.function_id,
+          functionName: e.function_name,
+          price: decimalText(e.price),
+          currency: e.currency,
+          contextKeys: e.context_keys,
+          at: at.toISOString(),
+        });
+        return ok({ usage_event: eventView(e), previous: change.previous });
+      },
+    }),
+  ];
+}

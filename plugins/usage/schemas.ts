@@ -1,0 +1,79 @@
+import { z } from 'zod';
+import { listQuery } from '../../core/pagination';
+
+export const CHANNELS = ['api', 'mcp', 'demo'] as const;
+export const CLASSIFICATIONS = ['mine', 'testers', 'others'] as const;
+export const OUTCOMES = ['accepted', 'rejected'] as const;
+export const PAID_VIA = ['x402', 'day_pass', 'balance'] as const;
+export const AI_FEATURES = ['agent_generation', 'task_estimation'] as const;
+export const KEY_SOURCES = ['own_provider_key', 'platform_key'] as const;
+
+export type Channel = (typeof CHANNELS)[number];
+export type Classification = (typeof CLASSIFICATIONS)[number];
+export type Outcome = (typeof OUTCOMES)[number];
+export type PaidVia = (typeof PAID_VIA)[number];
+
+/** A usage event id as the recorder issues it; anything else simply matches nothing (404). */
+export const eventParams = z.strictObject({ id: z.string().min(1).max(100) });
+
+/** An instant: a full ISO 8601 date-time with offset, or a date (midnight UTC). */
+const instant = z
+  .union([z.iso.datetime({ offset: true }), z.iso.date()], { error: 'must be an ISO 8601 date-time such as 2026-01-31T00:00:00Z, or a date such as 2026-01-31' })
+  .transform((v) => new Date(v.length === 10 ? `${v}T00:00:00Z` : v));
+
+function orderedRange(q: { from?: Date | undefined; to?: Date | undefined }, ctx: z.RefinementCtx): void {
+  if (q.from && q.to && q.from.getTime() >= q.to.getTime()) ctx.addIssue({ code: 'custom', path: ['to'], message: 'to must be later than from' });
+}
+
+export const eventsQuery = z
+  .strictObject({
+    ...listQuery,
+    from: instant.optional().describe('Events at or after this instant.'),
+    to: instant.optional().describe('Events before this instant.'),
+    channel: z.enum(CHANNELS).optional(),
+    classification: z.enum(CLASSIFICATIONS).optional().describe('Relative to your workspace: mine, testers or others.'),
+    function: z.string().min(1).max(100).optional().describe('A function id or name.'),
+    outcome: z.enum([...OUTCOMES, 'none']).optional().describe('accepted, rejected, or none (no outcome reported).'),
+    paid_via: z.enum([...PAID_VIA, 'none']).optional().describe('x402, day_pass, balance, or none (not paid at call time).'),
+  })
+  .superRefine(orderedRange);
+export type EventsQuery = z.output<typeof eventsQuery>;
+
+export const summaryQuery = z
+  .strictObject({
+    from: instant.optional().describe('Default: the start of the current calendar month (UTC).'),
+    to: instant.optional().describe('Default: now.'),
+  })
+  .superRefine(orderedRange);
+
+export const outcomeBody = z.strictObject({
+  outcome: z.enum(OUTCOMES).describe('accepted or rejected'),
+  quality_score: z.number().min(0).max(1).optional().describe('0 to 1'),
+});
+export const outcomeExample = { outcome: 'accepted', quality_score: 0.9 };
+
+export const MAX_TESTER_TAGS = 50;
+
+const ipAddress = z.union([z.ipv4(), z.ipv6()], { error: 'must be an IPv4 or IPv6 address' });
+
+const testerTag = z
+  .strictObject({
+    id: z.string().min(1).max(100).optional().describe('A tag returned by GET; with it, its masked address may be sent back unchanged to keep the address.'),
+    label: z.string().trim().min(1).max(80),
+    user_agent_contains: z.string().trim().min(4).max(200).nullable().optional().describe('Case-insensitive part of the User-Agent (at least 4 characters).'),
+    address: z.string().trim().min(1).max(64).nullable().optional().describe('The caller address (IPv4 or IPv6); only a hash of it is kept.'),
+  })
+  .superRefine((t, ctx) => {
+    if (!t.user_agent_contains && !t.address) ctx.addIssue({ code: 'custom', path: ['user_agent_contains'], message: 'a tag needs user_agent_contains or address (or both)' });
+  });
+
+export const testerTagsBody = z.strictObject({
+  tags: z.array(testerTag).max(MAX_TESTER_TAGS).describe(`Replaces every tag; at most ${MAX_TESTER_TAGS}.`),
+});
+export type TesterTagsBody = z.output<typeof testerTagsBody>;
+export const testerTagsExample = { tags: [{ label: 'QA bot', user_agent_contains: 'acme-qa-bot' }, { label: 'office', address: '203.0.113.7' }] };
+
+/** Whether a string is an IP address as the tag schema accepts it. */
+export function isIpAddress(value: string): boolean {
+  return ipAddress.safeParse(value).success;
+}

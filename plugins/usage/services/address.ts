@@ -1,0 +1,34 @@
+import { createHash } from 'node:crypto';
+import ipaddr from 'ipaddr.js';
+
+/**
+ * The caller address as usage events keep it: a salted SHA-256 digest, never the address itself.
+ * Compute writes `caller_address_hash` with it; tester tags match through it.
+ */
+export function addressHash(ip: string): string {
+  return createHash('sha256').update(`pcs-address:${ip}`).digest('hex').slice(0, 32);
+}
+
+/**
+ * Every digest a caller at `ip` may have been recorded under: Express reports an IPv4 caller as
+ * `203.0.113.7` or, on a dual-stack socket, `::ffff:203.0.113.7`; IPv6 in its compressed form.
+ */
+export function addressHashes(ip: string): string[] {
+  const parsed = ipaddr.process(ip);
+  if (parsed.kind() === 'ipv4') {
+    const v4 = parsed.toString();
+    return [addressHash(v4), addressHash(`::ffff:${v4}`)];
+  }
+  return [addressHash(parsed.toString())];
+}
+
+/** What Settings shows of a tester address: enough to recognise it, not enough to recover it. */
+export function maskAddress(ip: string): string {
+  const parsed = ipaddr.process(ip);
+  if (parsed.kind() === 'ipv4') {
+    const [a, b] = parsed.toString().split('.');
+    return `${a ?? '*'}.${b ?? '*'}.*.*`;
+  }
+  const groups = (parsed as ipaddr.IPv6).toNormalizedString().split(':');
+  return `${groups.slice(0, 2).join(':')}:*`;
+}

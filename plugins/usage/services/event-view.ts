@@ -1,0 +1,108 @@
+import { formatMoney, isDecimalString } from '../../../core/money';
+import type { Channel, Classification, Outcome, PaidVia } from '../schemas';
+
+/** The columns the usage API reads from usage_events, plus the viewer-relative classification. */
+export interface EventRow {
+  id: string;
+  workspace_id: string;
+  created_at: Date;
+  /** created_at with microseconds (ISO, UTC): the cursor position, exact where a Date is not. */
+  created_key: string;
+  request_id: string | null;
+  operation: string;
+  channel: Channel;
+  status: 'ok' | 'error';
+  error_code: string | null;
+  function_id: string | null;
+  function_name: string | null;
+  strategy: string | null;
+  price: string | null;
+  currency: string | null;
+  confidence: number | null;
+  cost: string;
+  billable: boolean;
+  paid_via: PaidVia | null;
+  outcome: Outcome | null;
+  quality_score: number | null;
+  outcome_at: Date | null;
+  caller_key_id: string | null;
+  caller_agent_id: string | null;
+  caller_person_id: string | null;
+  caller_user_agent: string | null;
+  caller_verified: boolean;
+  cached: boolean;
+  fallback_used: boolean;
+  latency_ms: number | null;
+  context_keys: Record<string, unknown>;
+  viewer_class: Classification;
+  tester_label: string | null;
+}
+
+/** The select list shared by every query of the usage API (alias `e`). */
+export const EVENT_COLUMNS = `e.id, e.workspace_id, e.created_at,
+  to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_key,
+  e.request_id, e.operation, e.channel, e.status, e.error_code, e.function_id, e.function_name, e.strategy,
+  e.price::text AS price, e.currency, e.confidence, e.cost::text AS cost, e.billable, e.paid_via,
+  e.outcome, e.quality_score, e.outcome_at, e.caller_key_id, e.caller_agent_id, e.caller_person_id,
+  e.caller_user_agent, e.caller_verified, e.cached, e.fallback_used, e.latency_ms, e.context_keys`;
+
+export type CallerType = 'agent' | 'api_key' | 'person' | 'anonymous';
+
+function callerType(r: EventRow): CallerType {
+  if (r.caller_agent_id) return 'agent';
+  if (r.caller_key_id) return 'api_key';
+  if (r.caller_person_id) return 'person';
+  return 'anonymous';
+}
+
+/** NUMERIC text as a decimal string without float rounding (values beyond decimal.js's pattern pass unchanged). */
+export const decimalText = (v: string | null): string | null => (v === null ? null : isDecimalString(v) ? formatMoney(v, 8) : v);
+
+/**
+ * One usage event as a workspace sees it. Key, agent and person ids and the request id are shown
+ * only for Mine; for Testers and Others the caller is what it sent (its User-Agent), unverified.
+ */
+export function eventView(r: EventRow): Record<string, unknown> {
+  const mine = r.viewer_class === 'mine';
+  return {
+    object: 'usage_event',
+    id: r.id,
+    created_at: r.created_at.toISOString(),
+    classification: r.viewer_class,
+    ...(r.viewer_class === 'testers' ? { tester_tag: r.tester_label } : {}),
+    channel: r.channel,
+    operation: r.operation,
+    status: r.status,
+    error_code: r.error_code,
+    caller: {
+      type: callerType(r),
+      agent_id: mine ? r.caller_agent_id : null,
+      key_id: mine ? r.caller_key_id : null,
+      person_id: mine ? r.caller_person_id : null,
+      user_agent: r.caller_user_agent,
+      verified: mine && r.caller_verified,
+    },
+    function: r.function_id || r.function_name ? { id: r.function_id, name: r.function_name } : null,
+    strategy: r.strategy,
+    price: decimalText(r.price),
+    currency: r.currency,
+    confidence: r.confidence,
+    cost: decimalText(r.cost),
+    cost_currency: 'USDC',
+    billable: r.billable,
+    paid_via: r.paid_via,
+    outcome: r.outcome,
+    quality_score: r.quality_score,
+    outcome_at: r.outcome_at ? r.outcome_at.toISOString() : null,
+    cached: r.cached,
+    fallback_used: r.fallback_used,
+    latency_ms: r.latency_ms,
+    ...(mine
+      ? {
+          request_id: r.request_id,
+          context: r.context_keys,
+          links: { self: `/api/usage/events/${r.id}`, outcome: `/api/usage/events/${r.id}/outcome` },
+        }
+      : {}),
+  };
+}

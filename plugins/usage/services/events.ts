@@ -1,0 +1,126 @@
+import type { Sql } from '../../../core/db/sql';
+import { ApiError } from '../../../core/errors';
+import { decodeCursor, listEnvelope } from '../../../core/pagination';
+import type { ListEnvelope } from '../../../core/pagination';
+import type { Classification, EventsQuery, Outcome } from '../schemas';
+import { EVENT_COLUMNS, eventView } from './event-view';
+import type { EventRow } from './event-view';
+
+const CURSOR_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+
+/** Collects bound parameters; `add` returns the placeholder ($n) of the value. */
+class Binds {
+  readonly values: unknown[] = [];
+  add(value: unknown): string {
+    this.values.push(value);
+    return `$${this.values.length}`;
+  }
+}
+
+/**
+ * A call with no credential: the keyless demo, or MCP without a key (compute records these with no
+ * key, agent or person and as unverified). Only these can be a workspace's Testers.
+ */
+const KEYLESS = `(NOT e.caller_verified AND e.caller_key_id IS NULL AND e.caller_person_id IS NULL AND e.channel IN ('demo', 'mcp'))`;
+
+/** The viewer's tester tags that label event `e` (viewer bound as `ws`). */
+const matchingTags = (ws: string) => `SELECT t.label FROM usage_tester_tags t
+  WHERE t.workspace_id = ${ws}
+    AND ((t.user_agent_contains IS NOT NULL AND strpos(lower(e.caller_user_agent), lower(t.user_agent_contains)) > 0)
+      OR e.caller_address_hash = ANY (t.address_hashes))`;
+
+export interface OutcomeChange {
+  event: EventRow;
+  previous: { outcome: Outcome; quality_score: number | null; recorded_at: string } | null;
+}
+
+/**
+ * Reads of usage events relative to a viewing workspace W, classified at read time:
+ * - Mine: events of W (made with W's keys, agent keys, tokens or people);
+ * - Testers: keyless calls whose User-Agent or address matches one of W's tester tags;
+ * - Others: calls by anyone else to W's own functions.
+ * Anything else is invisible to W.
+ */
+export class UsageEvents {
+  constructor(
+    private readonly sql: Sql,
+    /** Whether pricing_functions exists (the pricing plugin is enabled); without it nobody has Others. */
+    private readonly functionsTable: boolean,
+  ) {}
+
+  async list(viewer: string, q: EventsQuery): Promise<ListEnvelope<Record<string, unknown>>> {
+    const b = new Binds();
+    const ws = b.add(viewer);
+    const filters: string[] = [];
+    if (q.from) filters.push(`e.created_at >= ${b.add(q.from)}`);
+    if (q.to) filters.push(`e.created_at < ${b.add(q.to)}`);
+    if (q.channel) filters.push(`e.channel = ${b.add(q.channel)}`);
+    if (q.function) {
+      const f = b.add(q.function);
+      filters.push(`(e.function_id = ${f} OR lower(e.function_name) = lower(${f}))`);
+    }
+    if (q.outcome) filters.push(q.outcome === 'none' ? 'e.outcome IS NULL' : `e.outcome = ${b.add(q.outcome)}`);
+    if (q.paid_via) filters.push(q.paid_via === 'none' ? 'e.paid_via IS NULL' : `e.paid_via = ${b.add(q.paid_via)}`);
+    if (q.cursor) {
+      const pos = decodeCursor(q.cursor);
+      if (typeof pos.sort !== 'string' || !CURSOR_TIME.test(pos.sort)) {
+        throw new ApiError('validation_error', 'The cursor is not one this service issued.', {
+          issues: [{ path: 'cursor', reason: 'not a valid cursor' }],
+          hint: 'Pass the next_cursor value of the previous page unchanged, or omit cursor for the first page.',
+        });
+      }
+      filters.push(`(e.created_at, e.id) < (${b.add(String(pos.sort))}::timestamptz, ${b.add(pos.id)})`);
+    }
+    const where = filters.map((f) => ` AND ${f}`).join('');
+    const limit = b.add(q.limit + 1);
+    const order = `ORDER BY e.created_at DESC, e.id DESC LIMIT ${limit}`;
+
+    const wanted = (c: Classification) => q.classification === undefined || q.classification === c;
+    const branches: string[] = [];
+    if (wanted('mine')) {
+      branches.push(`SELECT ${EVENT_COLUMNS}, 'mine'::text AS viewer_class, NULL::text AS tester_label
+        FROM usage_events e WHERE e.workspace_id = ${ws}${where} ${order}`);
+    }
+    if (wanted('testers')) {
+      branches.push(`SELECT ${EVENT_COLUMNS}, 'testers'::text AS viewer_class, tag.label AS tester_label
+        FROM usage_events e CROSS JOIN LATERAL (${matchingTags(ws)} ORDER BY t.position LIMIT 1) tag
+        WHERE e.workspace_id <> ${ws} AND ${KEYLESS}${where} ${order}`);
+    }
+    if (wanted('others') && this.functionsTable) {
+      branches.push(`SELECT ${EVENT_COLUMNS}, 'others'::text AS viewer_class, NULL::text AS tester_label
+        FROM usage_events e
+        WHERE e.function_id IN (SELECT f.id FROM pricing_functions f WHERE f.workspace_id = ${ws})
+          AND e.workspace_id <> ${ws}
+          AND NOT (${KEYLESS} AND EXISTS (${matchingTags(ws)}))${where} ${order}`);
+    }
+    const text = `SELECT * FROM (${branches.map((s) => `(${s})`).join(' UNION ALL ')}) u ORDER BY u.created_at DESC, u.id DESC LIMIT ${limit}`;
+    const rows = branches.length === 0 ? [] : await this.sql.many<EventRow>(text, b.values);
+    return listEnvelope(rows, q.limit, eventView, (r) => ({ sort: r.created_key, id: r.id }));
+  }
+
+  /** An event of the viewer's own workspace (the receipt); null for anything else. */
+  async own(viewer: string, id: string): Promise<EventRow | null> {
+    return this.sql.one<EventRow>(`SELECT ${EVENT_COLUMNS}, 'mine'::text AS viewer_class, NULL::text AS tester_label FROM usage_events e WHERE e.id = $1 AND e.workspace_id = $2`, [id, viewer]);
+  }
+
+  /**
+   * Records what became of a call; only the workspace that made it may. The last report wins:
+   * outcome, quality score (absent → none) and the time are replaced, and the replaced report is
+   * returned.
+   */
+  async recordOutcome(viewer: string, id: string, outcome: Outcome, qualityScore: number | null, at: Date): Promise<OutcomeChange | null> {
+    return this.sql.tx(async (t) => {
+      const before = await this.sql.one<{ outcome: Outcome | null; quality_score: number | null; outcome_at: Date | null }>(
+        'SELECT outcome, quality_score, outcome_at FROM usage_events WHERE id = $1 AND workspace_id = $2 FOR UPDATE',
+        [id, viewer],
+        t,
+      );
+      if (!before) return null;
+      await this.sql.exec('UPDATE usage_events SET outcome = $3, quality_score = $4, outcome_at = $5 WHERE id = $1 AND workspace_id = $2', [id, viewer, outcome, qualityScore, at], t);
+      const event = await this.sql.one<EventRow>(`SELECT ${EVENT_COLUMNS}, 'mine'::text AS viewer_class, NULL::text AS tester_label FROM usage_events e WHERE e.id = $1`, [id], t);
+      if (!event) return null;
+      const previous = before.outcome && before.outcome_at ? { outcome: before.outcome, quality_score: before.quality_score, recorded_at: before.outcome_at.toISOString() } : null;
+      return { event, previous };
+    });
+  }
+}

@@ -1,0 +1,270 @@
+import { expect } from 'chai';
+import { client } from '../../support/http';
+import { sendJson, startUpstream } from '../../support/outbound';
+import type { Upstream } from '../../support/outbound';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+import { createKey, signUp } from '../../support/world';
+import type { Person } from '../../support/world';
+import { demo, ids, insertEvent, listAll, price, unique, usageConfig } from './helpers';
+import type { ListBody } from './helpers';
+
+/**
+ * GET /api/usage/events and /api/usage/events/{id}: which events a workspace W sees and how each
+ * is classified relative to W (mine, testers, others), caller details, filters and pagination.
+ * Events come from real compute and demo calls over HTTP; paid ones are inserted (no payments yet).
+ */
+describe('usage: events list and receipt', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  let upstream: Upstream;
+  let w: { owner: Person; key: string; keyId: string; agentId: string; agentKey: string; agentKeyId: string };
+  let x: { owner: Person; key: string; keyId: string };
+  let fn: { id: string; name: string };
+  let wApi: ReturnType<typeof client>;
+
+  const ev = {} as Record<'wKey' | 'wAgent' | 'wPerson' | 'uaTester' | 'addrTester' | 'stranger' | 'xBuiltin' | 'xCallsW' | 'paidX402' | 'paidPass' | 'march', string>;
+  const uaPart = unique('acme-qa-bot');
+  const strangerUa = unique('stranger-browser');
+  const testerAddress = '198.51.100.23';
+
+  before(async () => {
+    upstream = await startUpstream((_req, res) => sendJson(res, 200, { price: 42.5, confidence: 0.8, currency: 'USD' }));
+    svc = await startTestService({ config: usageConfig });
+    const wOwner = await signUp(svc, 'usage-w');
+    const wKey = await createKey(svc, wOwner, { name: 'w full' });
+    const agent = await client(svc.url, { cookie: wOwner.cookie }).post<Record<string, any>>('/api/agents', { name: 'w-pricer' });
+    const agentKey = await client(svc.url, { cookie: wOwner.cookie }).post<Record<string, any>>(`/api/agents/${agent.body.agent.id}/keys`, { name: 'w agent key' });
+    w = { owner: wOwner, key: wKey.key, keyId: wKey.id, agentId: agent.body.agent.id, agentKey: agentKey.body.api_key.key, agentKeyId: agentKey.body.api_key.id };
+    const xOwner = await signUp(svc, 'usage-x');
+    const xKey = await createKey(svc, xOwner, { name: 'x full' });
+    x = { owner: xOwner, key: xKey.key, keyId: xKey.id };
+    wApi = client(svc.url, { 'x-api-key': w.key });
+
+    // W's public function, reachable by every workspace once active.
+    const name = unique('w-public');
+    const created = await wApi.post<Record<string, any>>('/api/functions', { name, execution_type: 'external_api', endpoint_url: upstream.url('/price'), cost_per_unit: '0.002', is_public: true });
+    expect(created.status, created.text).to.equal(201);
+    fn = { id: created.body.function.id, name };
+    expect((await wApi.patch(`/api/functions/${fn.id}`, { status: 'active' })).status).to.equal(200);
+
+    const tags = await client(svc.url, { cookie: w.owner.cookie }).put('/api/settings/tester-tags', {
+      tags: [
+        { label: 'QA bot', user_agent_contains: uaPart.toUpperCase() },
+        { label: 'office', address: testerAddress },
+      ],
+    });
+    expect(tags.status, tags.text).to.equal(200);
+
+    ev.wKey = (await price(svc, { 'x-api-key': w.key, 'user-agent': 'w-backend/1.0' })).eventId;
+    ev.wAgent = (await price(svc, { 'x-api-key': w.agentKey, 'user-agent': 'w-agent/2.0' })).eventId;
+    ev.wPerson = (await price(svc, { cookie: w.owner.cookie })).eventId;
+    ev.uaTester = await demo(svc, `Mozilla/5.0 (${uaPart}; test run)`);
+    ev.addrTester = await demo(svc, unique('curl'), testerAddress);
+    ev.stranger = await demo(svc, strangerUa, '203.0.113.99');
+    ev.xBuiltin = (await price(svc, { 'x-api-key': x.key, 'user-agent': 'x-internal/1.0' })).eventId;
+    ev.xCallsW = (await price(svc, { 'x-api-key': x.key, 'user-agent': 'x-shop-bot/3.1' }, { context: { current_price: 40, currency: 'USD' }, function_id: fn.id })).eventId;
+    ev.paidX402 = await insertEvent(svc, { workspaceId: w.owner.workspaceId, paidVia: 'x402', cost: '0.0012', keyId: w.keyId });
+    ev.paidPass = await insertEvent(svc, { workspaceId: w.owner.workspaceId, paidVia: 'day_pass', cost: '0.001', keyId: w.keyId, channel: 'mcp' });
+    ev.march = await insertEvent(svc, { workspaceId: w.owner.workspaceId, createdAt: '2025-03-15T12:00:00Z', keyId: w.keyId });
+  });
+  after(async () => {
+    await svc?.close();
+    await upstream?.close();
+  });
+
+  const byId = (items: Array<Record<string, any>>, id: string) => {
+    const found = items.find((i) => i.id === id);
+    expect(found, `event ${id} listed`).to.not.equal(undefined);
+    return found as Record<string, any>;
+  };
+
+  describe('classification relative to the viewer', () => {
+    let items: Array<Record<string, any>>;
+    before(async () => {
+      items = await listAll(svc, { 'x-api-key': w.key });
+    });
+
+    it("shows W's own calls as mine, with the key, agent or person that made them, verified", () => {
+      const key = byId(items, ev.wKey);
+      expect(key.classification).to.equal('mine');
+      expect(key.caller).to.deep.equal({ type: 'api_key', agent_id: null, key_id: w.keyId, person_id: null, user_agent: 'w-backend/1.0', verified: true });
+      expect(key.channel).to.equal('api');
+      expect(key.links.self).to.equal(`/api/usage/events/${ev.wKey}`);
+      const agent = byId(items, ev.wAgent);
+      expect(agent.classification).to.equal('mine');
+      expect(agent.caller).to.include({ type: 'agent', agent_id: w.agentId, key_id: w.agentKeyId, verified: true });
+      const person = byId(items, ev.wPerson);
+      expect(person.caller).to.include({ type: 'person', person_id: w.owner.id, key_id: null, verified: true });
+    });
+
+    it('shows a keyless demo caller matching a User-Agent tag (case-insensitively) as testers, labelled, unverified', () => {
+      const item = byId(items, ev.uaTester);
+      expect(item.classification).to.equal('testers');
+      expect(item.tester_tag).to.equal('QA bot');
+      expect(item.channel).to.equal('demo');
+      expect(item.caller).to.deep.equal({ type: 'anonymous', agent_id: null, key_id: null, person_id: null, user_agent: `Mozilla/5.0 (${uaPart}; test run)`, verified: false });
+      expect(item).not.to.have.property('links');
+      expect(item).not.to.have.property('request_id');
+    });
+
+    it('shows a keyless demo caller from a tagged address as testers', () => {
+      const item = byId(items, ev.addrTester);
+      expect(item.classification).to.equal('testers');
+      expect(item.tester_tag).to.equal('office');
+    });
+
+    it("shows another workspace's call to W's public function as others, User-Agent shown and unverified, no ids of theirs", () => {
+      const item = byId(items, ev.xCallsW);
+      expect(item.classification).to.equal('others');
+      expect(item.function).to.deep.equal({ id: fn.id, name: fn.name });
+      expect(item.price).to.equal('42.50');
+      expect(item.caller).to.deep.equal({ type: 'api_key', agent_id: null, key_id: null, person_id: null, user_agent: 'x-shop-bot/3.1', verified: false });
+      const text = JSON.stringify(item);
+      for (const secret of [x.keyId, x.owner.id, x.owner.workspaceId, x.owner.email]) expect(text).not.to.contain(secret);
+    });
+
+    it('never shows W keyless callers matching no tag, nor other workspaces calling anything but W\'s functions', () => {
+      expect(ids(items)).not.to.include(ev.stranger);
+      expect(ids(items)).not.to.include(ev.xBuiltin);
+      expect(JSON.stringify(items)).not.to.contain(strangerUa);
+    });
+
+    it('classifies for the viewer: X sees its call to W\'s function as mine and none of W\'s events', async () => {
+      const xs = await listAll(svc, { 'x-api-key': x.key });
+      expect(byId(xs, ev.xCallsW).classification).to.equal('mine');
+      expect(byId(xs, ev.xCallsW).caller).to.include({ key_id: x.keyId, verified: true });
+      expect(ids(xs)).to.include(ev.xBuiltin);
+      for (const id of [ev.wKey, ev.wAgent, ev.uaTester, ev.addrTester, ev.paidX402]) expect(ids(xs)).not.to.include(id);
+    });
+
+    it('lists newest first, each page at most limit items, without repeats', async () => {
+      const seen: string[] = [];
+      const stamps: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const q: string = cursor ? `?limit=2&cursor=${encodeURIComponent(cursor)}` : '?limit=2';
+        const res = await wApi.get<ListBody>(`/api/usage/events${q}`);
+        expect(res.status, res.text).to.equal(200);
+        expect(res.body.object).to.equal('list');
+        expect(res.body.limit).to.equal(2);
+        expect(res.body.data.length).to.be.at.most(2);
+        seen.push(...ids(res.body.data));
+        stamps.push(...res.body.data.map((i) => i.created_at as string));
+        cursor = res.body.next_cursor;
+        expect(res.body.has_more).to.equal(cursor !== null);
+      } while (cursor);
+      expect(new Set(seen).size).to.equal(seen.length);
+      expect(seen).to.have.members(ids(items));
+      expect([...stamps].sort().reverse()).to.deep.equal(stamps);
+    });
+  });
+
+  describe('filters', () => {
+    const list = async (query: string) => ids(await listAll(svc, { 'x-api-key': w.key }, query));
+
+    it('classification', async () => {
+      expect(await list('classification=mine')).to.have.members([ev.wKey, ev.wAgent, ev.wPerson, ev.paidX402, ev.paidPass, ev.march]);
+      expect(await list('classification=testers')).to.have.members([ev.uaTester, ev.addrTester]);
+      expect(await list('classification=others')).to.have.members([ev.xCallsW]);
+    });
+
+    it('channel', async () => {
+      expect(await list('channel=demo')).to.have.members([ev.uaTester, ev.addrTester]);
+      expect(await list('channel=mcp')).to.have.members([ev.paidPass]);
+      expect(await list('channel=api')).to.include.members([ev.wKey, ev.xCallsW]).and.not.include(ev.uaTester);
+    });
+
+    it('function, by id or by name', async () => {
+      expect(await list(`function=${fn.id}`)).to.have.members([ev.xCallsW]);
+      expect(await list(`function=${fn.name.toUpperCase()}`)).to.have.members([ev.xCallsW]);
+      const anchored = await list('function=anchored-adjustment');
+      expect(anchored).to.include.members([ev.wKey, ev.paidX402]).and.not.include(ev.xCallsW);
+      expect(await list('function=fn_builtin_anchored')).to.have.members(anchored);
+    });
+
+    it('outcome: accepted, rejected, none', async () => {
+      expect((await wApi.patch(`/api/usage/events/${ev.wKey}/outcome`, { outcome: 'accepted', quality_score: 0.8 })).status).to.equal(200);
+      expect((await wApi.patch(`/api/usage/events/${ev.wAgent}/outcome`, { outcome: 'rejected' })).status).to.equal(200);
+      expect(await list('outcome=accepted')).to.have.members([ev.wKey]);
+      expect(await list('outcome=rejected')).to.have.members([ev.wAgent]);
+      const none = await list('outcome=none');
+      expect(none).to.include.members([ev.wPerson, ev.uaTester, ev.xCallsW]).and.not.include.members([ev.wKey, ev.wAgent]);
+    });
+
+    it('paid_via: x402, day_pass, balance, none', async () => {
+      expect(await list('paid_via=x402')).to.have.members([ev.paidX402]);
+      expect(await list('paid_via=day_pass')).to.have.members([ev.paidPass]);
+      expect(await list('paid_via=balance')).to.deep.equal([]);
+      const none = await list('paid_via=none');
+      expect(none).to.include.members([ev.wKey, ev.march, ev.xCallsW]).and.not.include.members([ev.paidX402, ev.paidPass]);
+    });
+
+    it('date range: from inclusive, to exclusive, dates or date-times', async () => {
+      expect(await list('from=2025-03-01&to=2025-04-01')).to.deep.equal([ev.march]);
+      expect(await list('from=2025-03-15T12:00:00Z&to=2025-03-15T12:00:00.001Z')).to.deep.equal([ev.march]);
+      expect(await list('from=2025-03-15T12:00:00.001%2B00:00&to=2025-04-01')).to.deep.equal([]);
+      const recent = await list(`from=${encodeURIComponent(new Date(Date.now() - 3_600_000).toISOString())}`);
+      expect(recent).to.include(ev.wKey).and.not.include(ev.march);
+    });
+
+    it('combines filters', async () => {
+      expect(await list(`classification=mine&paid_via=none&from=2025-01-01&to=2025-12-31`)).to.deep.equal([ev.march]);
+    });
+
+    for (const [query, path] of [
+      ['channel=email', 'channel'],
+      ['classification=friends', 'classification'],
+      ['outcome=maybe', 'outcome'],
+      ['paid_via=card', 'paid_via'],
+      ['from=yesterday', 'from'],
+      ['to=2025-13-45', 'to'],
+      ['from=2025-04-01&to=2025-03-01', 'to'],
+      ['limit=0', 'limit'],
+      ['status=ok', '(root)'],
+      ['cursor=bm90LWEtY3Vyc29y', 'cursor'],
+    ] as const) {
+      it(`refuses ${query} with 400 and issues naming ${path}`, async () => {
+        const res = await wApi.get<Record<string, any>>(`/api/usage/events?${query}`);
+        expect(res.status, res.text).to.equal(400);
+        expect(res.body.code).to.equal('validation_error');
+        expect(res.body.issues.map((i: { path: string }) => i.path)).to.include(path);
+      });
+    }
+  });
+
+  describe('one event (the receipt link)', () => {
+    it('opens the receipt URL of a compute response for the workspace that made the call', async () => {
+      const priced = await price(svc, { 'x-api-key': w.agentKey });
+      const res = await client(svc.url, { 'x-api-key': w.key }).get<Record<string, any>>(new URL(priced.receiptUrl).pathname);
+      expect(res.status, res.text).to.equal(200);
+      const e = res.body.usage_event;
+      expect(e.id).to.equal(priced.eventId);
+      expect(e.classification).to.equal('mine');
+      expect(e.price).to.equal(priced.body.price);
+      expect(e.cost).to.equal(priced.cost);
+      expect(e.billable).to.equal(true);
+      expect(e.paid_via).to.equal(null);
+      expect(e.outcome).to.equal(null);
+      expect(e.function).to.deep.equal({ id: priced.body.function.id, name: priced.body.function.name });
+      expect(e.caller).to.include({ type: 'agent', agent_id: w.agentId, key_id: w.agentKeyId });
+      expect(e.context).to.deep.equal({ currency: 'USD' });
+      // Also through the person's session.
+      expect((await client(svc.url, { cookie: w.owner.cookie }).get(`/api/usage/events/${priced.eventId}`)).status).to.equal(200);
+    });
+
+    it("answers another workspace's event, and an unknown id, with the same 404 and none of its data", async () => {
+      const theirs = await client(svc.url, { 'x-api-key': x.key }).get<Record<string, any>>(`/api/usage/events/${ev.wKey}`);
+      const missing = await client(svc.url, { 'x-api-key': x.key }).get<Record<string, any>>('/api/usage/events/use_doesnotexist00000000');
+      expect(theirs.status).to.equal(404);
+      expect(missing.status).to.equal(404);
+      expect({ ...theirs.body, request_id: null }).to.deep.equal({ ...missing.body, request_id: null });
+      expect(theirs.text).not.to.contain(w.keyId);
+    });
+
+    it('does not open events W only sees as others or testers (they are not its receipts)', async () => {
+      expect((await wApi.get(`/api/usage/events/${ev.xCallsW}`)).status).to.equal(404);
+      expect((await wApi.get(`/api/usage/events/${ev.uaTester}`)).status).to.equal(404);
+    });
+  });
+});
