@@ -28,7 +28,7 @@ export class IdentityAuthorizer implements Authorizer {
         fields: { reason: `workspace ${id.workspaceStatus}` },
       });
     }
-    if (id.sandbox && !route.sandbox) throw sandboxRefusal(route.summary.replace(/\.$/, '').replace(/^./, (c) => c.toLowerCase()));
+    if (id.sandbox && !route.sandbox) throw sandboxRefusal(`use ${route.method.toUpperCase()} ${route.path} (${route.summary.replace(/\.$/, '')})`);
 
     const required = route.scopes ?? [];
     if (required.length === 0) return;

@@ -90,6 +90,9 @@ export function nextActions(principal: Principal | null, routes: RouteTable, max
       when: (p) => p === null,
     },
   ];
+  // The keyless demo verification is only worth offering to callers who cannot verify with a credential.
+  const demo = candidates.find((c) => c.route === 'demo.verify');
+  if (demo) demo.when = (p) => !mayCall(p, routes.find('verify.price'));
   const out: NextAction[] = [];
   for (const c of candidates) {
     if (out.length >= max) break;
