@@ -46,6 +46,7 @@ export const settingsTree = {
   },
   engine: {
     threads: int('ENGINE_THREADS', 0, 'Worker threads of the pricing pool (0 = the number of cores).', { min: 0, max: 256 }),
+    tasksPerWorker: int('ENGINE_TASKS_PER_WORKER', 1, 'Pricing tasks handed to one worker thread at a time (Piscina concurrentTasksPerWorker); above 1 a worker starts its next task without waiting for the main thread, and a worker terminated for a timeout hands its unstarted tasks back to the pool.', { min: 1, max: 64 }),
     maxQueue: int('ENGINE_MAX_QUEUE', 2000, 'Pricing tasks that may wait for a worker before new ones are refused.', { min: 1 }),
     functionTimeoutMs: int('ENGINE_FUNCTION_TIMEOUT_MS', 2000, 'Time limit of one pricing function call (built-in or external) unless the function sets its own.', { min: 1 }),
     workerHeapMb: int('ENGINE_WORKER_HEAP_MB', 64, 'Heap limit of each pricing worker thread; a function exceeding it fails alone.', { min: 8 }),

@@ -2,7 +2,8 @@ import path from 'node:path';
 import { Piscina } from 'piscina';
 import type { Metrics } from '../core/metrics';
 import type { Context } from './builtins/types';
-import type { WorkerAnswer, WorkerTask } from './worker/pricing-worker';
+import { RING_QUEUED, RING_RUNNING, RING_CANCELLED, ringSlot, ringTag } from './worker/task-ring';
+import type { TaskOutcome, WorkerAnswer, WorkerTask } from './worker/pricing-worker';
 
 export interface PoolOptions {
   threads: number;
@@ -10,6 +11,8 @@ export interface PoolOptions {
   /** Heap cap of each worker; a method exhausting it kills only its worker. */
   maxOldGenerationSizeMb: number;
   extraModules?: readonly string[];
+  /** Tasks handed to one worker before it answers (Piscina `concurrentTasksPerWorker`), default 1. */
+  tasksPerWorker?: number;
 }
 
 export class PoolTimeoutError extends Error {
@@ -26,26 +29,48 @@ export class PoolSaturatedError extends Error {
   }
 }
 
+/** Sequence numbers stay below 2^29 so `seq * 4 + state` fits an Int32 slot of the task ring. */
+const SEQ_LIMIT = 2 ** 29;
+
 /**
  * The Piscina worker pool running pricing methods. A call that throws, hangs past its timeout
  * (the worker is terminated and replaced) or exhausts its heap is a failed attempt, never a crash.
+ *
+ * Timeouts are kept here rather than with an AbortSignal per task: Piscina runs an abortable task
+ * alone on its worker and an AbortController per call costs main-thread time on every request.
+ * Each task instead has a slot in a shared ring (engine/worker/task-ring.ts) that the worker marks
+ * when it starts and clears when it ends. When the timer fires, a task still queued is cancelled in
+ * its slot (its worker skips it) and a task still running has its worker terminated, which Piscina
+ * replaces. Tasks that were only queued on that worker never ran and are submitted again.
  */
 export class PricingPool {
   private readonly piscina: Piscina;
+  private readonly ring: Int32Array;
+  private readonly ringSize: number;
+  private seq = 0;
+  private closing = false;
 
   constructor(
     private readonly opts: PoolOptions,
     metrics: Metrics,
   ) {
+    const tasksPerWorker = opts.tasksPerWorker ?? 1;
+    // Room for every task that can be queued or running at once, twice over, as a power of two.
+    let size = 1024;
+    while (size < 2 * (opts.maxQueue + opts.threads * tasksPerWorker)) size *= 2;
+    this.ringSize = size;
+    const shared = new SharedArrayBuffer(size * 2 * Int32Array.BYTES_PER_ELEMENT);
+    this.ring = new Int32Array(shared);
     this.piscina = new Piscina({
       filename: path.join(__dirname, 'worker', 'pricing-worker.js'),
       name: 'runTask',
       minThreads: opts.threads,
       maxThreads: opts.threads,
       maxQueue: opts.maxQueue,
+      concurrentTasksPerWorker: tasksPerWorker,
       idleTimeout: 60_000,
       resourceLimits: { maxOldGenerationSizeMb: opts.maxOldGenerationSizeMb, maxYoungGenerationSizeMb: 16 },
-      workerData: { extraModules: opts.extraModules ?? [] },
+      workerData: { extraModules: opts.extraModules ?? [], ring: shared, ringSize: size },
     });
     // A worker that dies is replaced by Piscina; the error must not reach the process.
     this.piscina.on('error', () => undefined);
@@ -73,18 +98,54 @@ export class PricingPool {
     });
   }
 
-  async run(fn: string, context: Context, timeoutMs: number): Promise<WorkerAnswer> {
-    const abort = new AbortController();
-    const timer = setTimeout(() => abort.abort(), timeoutMs);
-    try {
-      return (await this.piscina.run({ fn, context } satisfies WorkerTask, { signal: abort.signal })) as WorkerAnswer;
-    } catch (err) {
-      if (abort.signal.aborted) throw new PoolTimeoutError(timeoutMs);
-      if ((err as Error)?.message?.includes('queue is full')) throw new PoolSaturatedError();
-      throw err;
-    } finally {
-      clearTimeout(timer);
-    }
+  run(fn: string, context: Context, timeoutMs: number): Promise<WorkerAnswer> {
+    this.seq = this.seq + 1 >= SEQ_LIMIT ? 1 : this.seq + 1;
+    const seq = this.seq;
+    const slot = ringSlot(seq, this.ringSize);
+    Atomics.store(this.ring, slot + 1, 0);
+    Atomics.store(this.ring, slot, ringTag(seq, RING_QUEUED));
+    const task: WorkerTask = { fn, context, seq };
+    return new Promise<WorkerAnswer>((resolve, reject) => {
+      let settled = false;
+      const timer = setTimeout(() => {
+        settled = true;
+        this.expire(seq, slot);
+        reject(new PoolTimeoutError(timeoutMs));
+      }, timeoutMs);
+      const submit = (): void => {
+        this.piscina.run(task).then(
+          (answer: TaskOutcome) => {
+            if (settled) return;
+            settled = true;
+            clearTimeout(timer);
+            // Only a task whose time was up is cancelled; its timer has normally answered already.
+            if (!answer.ok && answer.kind === 'cancelled') reject(new PoolTimeoutError(timeoutMs));
+            else resolve(answer);
+          },
+          (err: unknown) => {
+            if (settled) return;
+            // Its worker was terminated for another task before this one started: run it elsewhere.
+            if (Atomics.load(this.ring, slot) === ringTag(seq, RING_QUEUED) && !this.closing && /worker exited/i.test((err as Error)?.message ?? '')) {
+              submit();
+              return;
+            }
+            settled = true;
+            clearTimeout(timer);
+            reject(err instanceof Error ? (err.message.includes('queue is full') ? new PoolSaturatedError() : err) : new Error(String(err)));
+          },
+        );
+      };
+      submit();
+    });
+  }
+
+  /** The task's time is up: cancel it if it has not started, or terminate the worker running it. */
+  private expire(seq: number, slot: number): void {
+    if (Atomics.compareExchange(this.ring, slot, ringTag(seq, RING_QUEUED), ringTag(seq, RING_CANCELLED)) === ringTag(seq, RING_QUEUED)) return;
+    if (Atomics.load(this.ring, slot) !== ringTag(seq, RING_RUNNING)) return;
+    const threadId = Atomics.load(this.ring, slot + 1);
+    const worker = this.piscina.threads.find((w) => w.threadId === threadId);
+    void worker?.terminate();
   }
 
   get queueSize(): number {
@@ -96,6 +157,7 @@ export class PricingPool {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     await this.piscina.destroy();
   }
 }
