@@ -179,7 +179,7 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     app.use(requestContext(log, metrics));
     app.use(refuseWhileStopping(() => stopping));
     const router = express.Router();
-    mountRoutes(router, routes, { hooks, log, bodyLimitBytes: config.server.bodyLimitBytes });
+    app.use(mountRoutes(router, routes, { hooks, log, bodyLimitBytes: config.server.bodyLimitBytes }));
     app.use(router);
     app.use(notFound);
     app.use(errorHandler(log));

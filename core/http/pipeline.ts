@@ -15,6 +15,7 @@ export interface RegisteredRoute {
 /** All routes declared by the enabled plugins; the source for mounting, OpenAPI and route tests. */
 export class RouteTable {
   private readonly routes: RegisteredRoute[] = [];
+  private readonly byId = new Map<string, RouteSpec>();
 
   add(plugin: string, spec: RouteSpec): void {
     const clash = this.routes.find((r) => r.spec.method === spec.method && r.spec.path === spec.path);
@@ -22,6 +23,7 @@ export class RouteTable {
     const sameId = this.routes.find((r) => r.spec.id === spec.id);
     if (sameId) throw new Error(`Route id "${spec.id}" of plugin "${plugin}" is already used by plugin "${sameId.plugin}".`);
     this.routes.push({ plugin, spec });
+    this.byId.set(spec.id, spec);
   }
 
   all(): readonly RegisteredRoute[] {
@@ -29,7 +31,7 @@ export class RouteTable {
   }
 
   find(id: string): RouteSpec | undefined {
-    return this.routes.find((r) => r.spec.id === id)?.spec;
+    return this.byId.get(id);
   }
 }
 
@@ -58,7 +60,19 @@ export function sendReply(res: Response, reply: Reply): void {
   if (reply.headers) for (const [k, v] of Object.entries(reply.headers)) res.setHeader(k, v);
   res.status(reply.status);
   if (reply.body === undefined) res.end();
-  else res.json(reply.body);
+  else if (reply.status >= 200 && reply.status < 300 && reply.status !== 204 && reply.status !== 205 && !res.hasHeader('Content-Type') && !res.hasHeader('ETag') && !res.hasHeader('Last-Modified') && !res.hasHeader('Transfer-Encoding')) {
+    // What res.json writes for a plain JSON reply (no ETag: the app disables them), without its
+    // content-type parsing and formatting: same headers, same bytes.
+    const json = JSON.stringify(reply.body);
+    if (json === undefined) {
+      res.json(reply.body);
+      return;
+    }
+    res.setHeader('Content-Type', 'application/json; charset=utf-8');
+    res.setHeader('Content-Length', Buffer.byteLength(json));
+    if (res.req.method === 'HEAD') res.end();
+    else res.end(json);
+  } else res.json(reply.body);
 }
 
 function deprecationHeaders(res: Response, route: RouteSpec): void {
@@ -121,13 +135,30 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
   };
 }
 
+/** A path without parameters or patterns, which only the same literal path can match. */
+const isStaticPath = (p: string): boolean => !/[:*?()[\]{}+]/.test(p);
+
+/** Turns an Express path template into a regexp good enough to tell whether it could match a literal path. */
+function templateMatcher(template: string): RegExp {
+  const escaped = template
+    .split('/')
+    .map((seg) => (seg.startsWith(':') ? '[^/]+' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('/');
+  return new RegExp(`^${escaped}/?$`, 'i');
+}
+
 /**
  * Mounts every declared route on `router`; paths with routes answer other methods with 405 and an
- * `Allow` header.
+ * `Allow` header. Returns a middleware to mount before `router` that dispatches requests for
+ * parameterless paths by a map lookup (exact method and path) instead of Express's walk over every
+ * route; anything else (other spellings, HEAD, OPTIONS, parameters, a static path that an earlier
+ * parameterised route would catch) goes on to `router`, which behaves as before.
  */
-export function mountRoutes(router: Router, table: RouteTable, deps: PipelineDeps): void {
+export function mountRoutes(router: Router, table: RouteTable, deps: PipelineDeps): RequestHandler {
   const methodsByPath = new Map<string, Set<HttpMethod>>();
   const rawBody = express.raw({ type: () => true, limit: deps.bodyLimitBytes });
+  const direct = new Map<string, Map<string, RequestHandler[]>>();
+  const earlier: Array<{ method: HttpMethod; matcher: RegExp }> = [];
   for (const { spec } of table.all()) {
     const stages: RequestHandler[] = [
       (req, res, next) => {
@@ -141,10 +172,35 @@ export function mountRoutes(router: Router, table: RouteTable, deps: PipelineDep
     const set = methodsByPath.get(spec.path) ?? new Set<HttpMethod>();
     set.add(spec.method);
     methodsByPath.set(spec.path, set);
+    if (isStaticPath(spec.path) && !earlier.some((e) => e.method === spec.method && e.matcher.test(spec.path))) {
+      const method = spec.method.toUpperCase();
+      const paths = direct.get(method) ?? new Map<string, RequestHandler[]>();
+      paths.set(spec.path, stages);
+      direct.set(method, paths);
+    }
+    earlier.push({ method: spec.method, matcher: templateMatcher(spec.path) });
   }
   for (const [path, methods] of methodsByPath) {
     router.all(path, methodNotAllowed(path, [...methods]));
   }
+  return (req, res, next) => {
+    const stages = direct.get(req.method)?.get(req.path);
+    if (!stages) {
+      next();
+      return;
+    }
+    let i = 0;
+    const step = (err?: unknown): void => {
+      if (err !== undefined && err !== null) {
+        next(err);
+        return;
+      }
+      const stage = stages[i++];
+      if (stage) void stage(req, res, step);
+      else next();
+    };
+    step();
+  };
 }
 
 /** The 405 helper: `Allow` header plus a hint naming the methods the path accepts. */

@@ -46,8 +46,17 @@ function contextKeys(context: Record<string, unknown>): Record<string, unknown> 
   return out;
 }
 
+const addressHashes = new Map<string, string>();
+
+/** The stored form of a caller address (a truncated SHA-256), remembered for the last few thousand addresses. */
 export function addressHash(ip: string): string {
-  return createHash('sha256').update(`pcs-address:${ip}`).digest('hex').slice(0, 32);
+  let hash = addressHashes.get(ip);
+  if (hash === undefined) {
+    hash = createHash('sha256').update(`pcs-address:${ip}`).digest('hex').slice(0, 32);
+    if (addressHashes.size >= 4096) addressHashes.clear();
+    addressHashes.set(ip, hash);
+  }
+  return hash;
 }
 
 /**

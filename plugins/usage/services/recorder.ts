@@ -94,6 +94,19 @@ function row(id: string, e: UsageEventInput): unknown[] {
   ];
 }
 
+/** The INSERT statement for `rows` events, built once per batch size. */
+const statements = new Map<number, string>();
+function insertStatement(rows: number): string {
+  let text = statements.get(rows);
+  if (text === undefined) {
+    const tuples: string[] = [];
+    for (let i = 0; i < rows; i++) tuples.push(`(${COLUMNS.map((_, j) => `$${i * COLUMNS.length + j + 1}`).join(', ')})`);
+    text = `INSERT INTO usage_events (${COLUMNS.join(', ')}) VALUES ${tuples.join(', ')}`;
+    statements.set(rows, text);
+  }
+  return text;
+}
+
 interface Pending {
   id: string;
   event: UsageEventInput;
@@ -137,13 +150,10 @@ export class UsageRecorder {
       while (this.queue.length > 0) {
         const batch = this.queue.splice(0, this.maxBatch);
         const values: unknown[] = [];
-        const tuples = batch.map((p, i) => {
-          values.push(...row(p.id, p.event));
-          return `(${COLUMNS.map((_, j) => `$${i * COLUMNS.length + j + 1}`).join(', ')})`;
-        });
+        for (const p of batch) values.push(...row(p.id, p.event));
         try {
           // Straight to node-postgres, with the statement prepared once per batch size and connection.
-          await this.pool.query({ name: `usage_insert_${batch.length}`, text: `INSERT INTO usage_events (${COLUMNS.join(', ')}) VALUES ${tuples.join(', ')}`, values });
+          await this.pool.query({ name: `usage_insert_${batch.length}`, text: insertStatement(batch.length), values });
           for (const p of batch) p.resolve();
         } catch (err) {
           this.log.error({ err, events: batch.length }, 'usage events could not be written');
