@@ -102,7 +102,10 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
         params: req.params,
         clientIp: req.ip ?? req.socket.remoteAddress ?? 'unknown',
         channel: route.channel ?? 'api',
-        log: res.locals.log as Logger,
+        // Read on use: the request's child logger is only made when something logs.
+        get log() {
+          return res.locals.log as Logger;
+        },
         state: {},
       };
       const policy = route.auth ?? 'required';
