@@ -1,3 +1,4 @@
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { expect } from 'chai';
@@ -5,14 +6,14 @@ import express from 'express';
 import { z } from 'zod';
 import { Hooks } from '../../core/hooks';
 import { errorHandler, notFound, requestContext } from '../../core/http/middleware';
-import { RouteTable, mountRoutes } from '../../core/http/pipeline';
+import { RouteTable, dispatchDirect, mountRoutes, targetPath } from '../../core/http/pipeline';
 import { defineRoute, ok } from '../../core/http/route';
 import { ApiError } from '../../core/errors';
 import { createLogger } from '../../core/logger';
 import { Metrics } from '../../core/metrics';
 
 /** The map lookup in front of the Express router must answer exactly as the router would. */
-describe('kernel HTTP pipeline: direct dispatch of parameterless routes', () => {
+for (const mode of ['middleware before the router', 'server-level dispatch without the application router'] as const) describe(`kernel HTTP pipeline: direct dispatch of parameterless routes (${mode})`, () => {
   let server: Server;
   let base: string;
 
@@ -29,13 +30,24 @@ describe('kernel HTTP pipeline: direct dispatch of parameterless routes', () => 
     const app = express();
     app.disable('x-powered-by');
     app.disable('etag');
-    app.use(requestContext(log, new Metrics({ defaultMetrics: false })));
+    const leading = [requestContext(log, new Metrics({ defaultMetrics: false }))];
+    app.use(leading);
     const router = express.Router();
-    app.use(mountRoutes(router, table, { hooks: new Hooks(), log, bodyLimitBytes: 10_000 }));
+    const direct = mountRoutes(router, table, { hooks: new Hooks(), log, bodyLimitBytes: 10_000 });
+    app.use(direct.middleware);
     app.use(router);
     app.use(notFound);
-    app.use(errorHandler(log));
-    server = app.listen(0, '127.0.0.1');
+    const onError = errorHandler(log);
+    app.use(onError);
+    server =
+      mode === 'middleware before the router'
+        ? createServer(app)
+        : createServer((req, res) => {
+            const stages = direct.lookup(req.method, targetPath(req.url));
+            if (stages) dispatchDirect(app, req, res, leading, stages, onError);
+            else app(req, res);
+          });
+    server.listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
