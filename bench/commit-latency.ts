@@ -10,11 +10,13 @@ import { newId } from '../core/ids';
 /**
  * The floor under the compute route's sequential latency: what one durable PostgreSQL commit of a
  * usage row costs on this machine's disk, next to a bare round trip, the same insert with
- * synchronous_commit off, and a raw fdatasync of the filesystem holding the cluster.
+ * synchronous_commit off, and a raw fdatasync of the filesystem holding the cluster; back to back,
+ * and after a 2 ms pause as between the statements of sequential requests.
  *
  * `npm run bench:floor` (DATABASE_URL to measure another server; BENCH_FLOOR_N samples, 1000).
  */
 const N = Number(process.env.BENCH_FLOOR_N ?? 1000);
+const IDLE_MS = 2;
 
 function summary(samples: number[]): string {
   const s = [...samples].sort((a, b) => a - b);
@@ -22,10 +24,12 @@ function summary(samples: number[]): string {
   return `${q(0.5)} | ${q(0.9)} | ${q(0.99)}`;
 }
 
-async function timed(n: number, fn: () => unknown): Promise<number[]> {
+/** Times `fn` n times; with `idleMs`, after that long a pause each time, as between sequential requests. */
+async function timed(n: number, fn: () => unknown, idleMs = 0): Promise<number[]> {
   for (let i = 0; i < Math.min(100, n); i++) await fn();
   const out: number[] = [];
   for (let i = 0; i < n; i++) {
+    if (idleMs > 0) await new Promise((r) => setTimeout(r, idleMs));
     const t = process.hrtime.bigint();
     await fn();
     out.push(Number(process.hrtime.bigint() - t) / 1e6);
@@ -65,12 +69,20 @@ async function main(): Promise<void> {
     const info = await db.query<{ version: string; wal_sync_method: string; fsync: string }>("SELECT version() AS version, current_setting('wal_sync_method') AS wal_sync_method, current_setting('fsync') AS fsync");
 
     const rows: Array<[string, number[]]> = [];
-    rows.push(['round trip, SELECT 1 (prepared)', await timed(N, () => db.query({ name: 'one', text: 'SELECT 1' }))]);
+    const select1 = () => db.query({ name: 'one', text: 'SELECT 1' });
+    const insertOne = () => db.query({ name: 'ins', text: insert, values: usageRow() });
+    rows.push(['round trip, SELECT 1 (prepared)', await timed(N, select1)]);
     await db.query('SET synchronous_commit = on');
-    rows.push(['INSERT one usage row, synchronous_commit on (durable)', await timed(N, () => db.query({ name: 'ins', text: insert, values: usageRow() }))]);
+    rows.push(['INSERT one usage row, synchronous_commit on (durable)', await timed(N, insertOne)]);
     rows.push(['INSERT 20 usage rows in one statement, synchronous_commit on', await timed(Math.ceil(N / 4), () => db.query({ name: 'ins20', text: batch20, values: Array.from({ length: 20 }, usageRow).flat() }))]);
     await db.query('SET synchronous_commit = off');
-    rows.push(['INSERT one usage row, synchronous_commit off', await timed(N, () => db.query({ name: 'ins', text: insert, values: usageRow() }))]);
+    rows.push(['INSERT one usage row, synchronous_commit off', await timed(N, insertOne)]);
+    // Sequential requests leave PostgreSQL idle between statements; waking it up is part of the floor.
+    rows.push([`round trip, SELECT 1, after ${IDLE_MS} ms idle`, await timed(N, select1, IDLE_MS)]);
+    await db.query('SET synchronous_commit = on');
+    rows.push([`INSERT one usage row, synchronous_commit on, after ${IDLE_MS} ms idle`, await timed(N, insertOne, IDLE_MS)]);
+    await db.query('SET synchronous_commit = off');
+    rows.push([`INSERT one usage row, synchronous_commit off, after ${IDLE_MS} ms idle`, await timed(N, insertOne, IDLE_MS)]);
     await db.query('DROP TABLE bench_commit_floor');
     await db.end();
 
@@ -85,6 +97,17 @@ async function main(): Promise<void> {
         writeSync(fd, page, 0, page.length, (i++ % 64) * 8192);
         fdatasyncSync(fd);
       }),
+    ]);
+    rows.push([
+      `raw 8 KB write + fdatasync, after ${IDLE_MS} ms idle`,
+      await timed(
+        N,
+        () => {
+          writeSync(fd, page, 0, page.length, (i++ % 64) * 8192);
+          fdatasyncSync(fd);
+        },
+        IDLE_MS,
+      ),
     ]);
     closeSync(fd);
 

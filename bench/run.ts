@@ -86,11 +86,11 @@ async function main(): Promise<void> {
   const worker = fork(path.join(__dirname, 'load-worker.js'), [], { stdio: 'inherit' });
   try {
     const bareUrl = await ask<string>(bare, 'url');
-    const info = await ask<{ scenarios: Scenario[]; kv: string }>(service, 'scenarios', bareUrl);
+    const info = await ask<{ scenarios: Scenario[]; kv: string; synchronousCommit: boolean }>(service, 'scenarios', bareUrl);
     const scenarios = info.scenarios.filter((s) => !ONLY || s.name.includes(ONLY));
     console.log(
       `Benchmark: ${CONNECTIONS} connections, ${REPEATS} x ${DURATION_S}s per route (bare and service alternating), Node ${process.version}, ${info.kv}, ` +
-        `USAGE_SYNCHRONOUS_COMMIT=${process.env.USAGE_SYNCHRONOUS_COMMIT ?? 'on'}, ${new Date().toISOString().slice(0, 10)}`,
+        `USAGE_SYNCHRONOUS_COMMIT=${info.synchronousCommit ? 'on' : 'off'}, ${new Date().toISOString().slice(0, 10)}`,
     );
     console.log('Medians over the repeats; the ratio is the median of the ratios of adjacent bare/service runs.\n');
     console.log('| scenario | service req/s | bare req/s | ratio | service p50/p99 ms | bare p50/p99 ms | p99 ratio | non-2xx | DB queries/req | usage inserts/req |');

@@ -53,7 +53,7 @@ async function main(): Promise<void> {
       const scenarios = await buildScenarios({ service, bareUrl: String(payload) });
       counts.queries = 0;
       counts.usageInserts = 0;
-      return { scenarios, kv: config.redis.url ? 'Redis' : 'in-process store' };
+      return { scenarios, kv: config.redis.url ? 'Redis' : 'in-process store', synchronousCommit: config.usage.synchronousCommit };
     },
     counts: () => {
       const out = { ...counts };

@@ -61,6 +61,13 @@ export const settingsTree = {
     randomSeed: optInt('ENGINE_RANDOM_SEED', 'Seed of the random source of weighted and tie-band choices (tests); unset = cryptographic randomness.'),
     extraWorkerModules: list('ENGINE_EXTRA_WORKER_MODULES', [], 'Absolute paths of extra modules loaded in pricing workers (each exports `functions`), for operators adding in-process methods and for tests.'),
   },
+  usage: {
+    synchronousCommit: bool(
+      'USAGE_SYNCHRONOUS_COMMIT',
+      true,
+      'Whether a usage event waits for its WAL record on disk before the response (PostgreSQL synchronous_commit on the usage writer\'s sessions). off answers sooner but a PostgreSQL or host crash can lose events committed in its last few hundred ms (3 x wal_writer_delay), whose responses and receipts were already sent; never corrupts. Default on.',
+    ),
+  },
   outbound: {
     allowList: list('OUTBOUND_ALLOW_LIST', [], 'Addresses or CIDRs that owner-registered URLs may reach although private or loopback (tests, on-premises upstreams).'),
     httpsOnly: bool('OUTBOUND_HTTPS_ONLY', false, 'Refuse plain-http function endpoints and webhooks.'),

@@ -105,6 +105,12 @@ const INSERT = `INSERT INTO usage_events (${COLUMNS.map(([name]) => name).join('
 ).join(', ')} FROM jsonb_array_elements($1::jsonb) AS r`;
 
 /**
+ * The same with synchronous_commit off for this statement's own transaction only (set_config with
+ * is_local, the SET LOCAL of a single statement): its commit does not wait for the WAL flush.
+ */
+const INSERT_ASYNC_COMMIT = `${INSERT} CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit`;
+
+/**
  * PostgreSQL refuses NUL and unpaired surrogates in JSON text. Unpaired surrogates become U+FFFD,
  * as they did when sent as text parameters; NUL, which PostgreSQL stores in no text, too (it used
  * to fail the whole batch).
@@ -138,17 +144,22 @@ interface Pending {
  * Writes usage events durably before the response, grouped across concurrent requests: while one
  * insert is in flight, new events wait and go together in the next one (group commit), so a
  * request alone pays one round trip and a crowd shares them. Nothing is acknowledged before the
- * database has committed it.
+ * database has committed it; by default (USAGE_SYNCHRONOUS_COMMIT on) that commit is durable.
  */
 export class UsageRecorder {
   private queue: Pending[] = [];
   private flushing: Promise<void> | null = null;
+  private readonly statement: { name: string; text: string };
+  private readonly maxBatch: number;
 
   constructor(
     private readonly pool: Pool,
     private readonly log: Logger,
-    private readonly maxBatch = 200,
-  ) {}
+    opts: { maxBatch?: number; synchronousCommit?: boolean } = {},
+  ) {
+    this.maxBatch = opts.maxBatch ?? 200;
+    this.statement = opts.synchronousCommit === false ? { name: 'usage_insert_async', text: INSERT_ASYNC_COMMIT } : { name: 'usage_insert', text: INSERT };
+  }
 
   /** Resolves with the event id once the event is committed. */
   record(event: UsageEventInput): Promise<string> {
@@ -171,7 +182,7 @@ export class UsageRecorder {
         const batch = this.queue.splice(0, this.maxBatch);
         try {
           // Straight to node-postgres, with the statement prepared once per connection.
-          await this.pool.query({ name: 'usage_insert_json', text: INSERT, values: [batchJson(batch.map((p) => row(p.id, p.event)))] });
+          await this.pool.query({ ...this.statement, values: [batchJson(batch.map((p) => row(p.id, p.event)))] });
           for (const p of batch) p.resolve();
         } catch (err) {
           this.log.error({ err, events: batch.length }, 'usage events could not be written');

@@ -1,7 +1,10 @@
 import { expect } from 'chai';
-import type { UsageEventInput, UsageRecorder } from '../../../plugins/usage';
+import { Pool } from 'pg';
+import { createLogger } from '../../../core/logger';
+import type { UsageEventInput } from '../../../plugins/usage';
 import { USAGE } from '../../../plugins/usage';
-import { startTestService } from '../../support/service';
+import { UsageRecorder } from '../../../plugins/usage/services/recorder';
+import { startTestService, testConfig } from '../../support/service';
 import type { TestService } from '../../support/service';
 
 const event = (over: Partial<UsageEventInput> = {}): UsageEventInput => ({
@@ -90,5 +93,47 @@ describe('usage recorder: grouped inserts', function () {
     expect((await stored(odd)).currency).to.equal('U\ufffdD');
     expect((await stored(odd)).context_keys).to.deep.equal({ product_type: 'a\ufffdb' });
     expect((await stored(fine)).currency).to.equal('USD');
+  });
+
+  describe('USAGE_SYNCHRONOUS_COMMIT', () => {
+    let pool: Pool;
+    beforeEach(() => {
+      pool = new Pool({ connectionString: svc.databaseUrl, max: 1 });
+    });
+    afterEach(() => pool.end());
+
+    /** WAL fsyncs made by client backends so far (PostgreSQL's own I/O statistics). */
+    async function walSyncs(): Promise<number> {
+      await pool.query('SELECT pg_stat_force_next_flush()');
+      const r = await pool.query<{ n: number }>("SELECT coalesce(sum(fsyncs), 0)::int AS n FROM pg_stat_io WHERE object = 'wal' AND backend_type = 'client backend'");
+      return r.rows[0]?.n ?? 0;
+    }
+
+    async function recordOneByOne(rec: UsageRecorder, n: number): Promise<string[]> {
+      const ids: string[] = [];
+      for (let i = 0; i < n; i++) ids.push(await rec.record(event()));
+      return ids;
+    }
+
+    it('on (default): each commit waits for its WAL flush', async () => {
+      const before = await walSyncs();
+      await recordOneByOne(new UsageRecorder(pool, createLogger('silent')), 10);
+      expect((await walSyncs()) - before).to.be.at.least(10);
+    });
+
+    it('off: the writer commits without waiting for the WAL flush, only for its own statements, and every event is stored', async () => {
+      const before = await walSyncs();
+      const ids = await recordOneByOne(new UsageRecorder(pool, createLogger('silent'), { synchronousCommit: false }), 10);
+      expect((await walSyncs()) - before).to.be.below(3);
+      const [rows] = await svc.sequelize.query('SELECT count(*)::int AS n FROM usage_events WHERE id = ANY($1)', { bind: [ids] });
+      expect((rows as Array<{ n: number }>)[0]?.n).to.equal(10);
+      // The setting was local to each insert's transaction: the session is as it was.
+      expect((await pool.query<{ synchronous_commit: string }>('SHOW synchronous_commit')).rows[0]?.synchronous_commit).to.equal('on');
+    });
+
+    it('is read from the environment, on by default', () => {
+      expect(svc.config.usage.synchronousCommit).to.equal(true);
+      expect(testConfig({}, { USAGE_SYNCHRONOUS_COMMIT: 'off' }).usage.synchronousCommit).to.equal(false);
+    });
   });
 });
