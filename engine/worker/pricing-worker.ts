@@ -12,8 +12,8 @@ import { RING_QUEUED, RING_RUNNING, ringSlot, ringTag } from './task-ring';
  */
 export type WorkerAnswer = { ok: true; result: MethodResult } | { ok: false; kind: 'not_applicable'; message: string; missing: string[] };
 
-/** What a worker sends back: an answer, or word that the task was cancelled before it started. */
-export type TaskOutcome = WorkerAnswer | { ok: false; kind: 'cancelled' };
+/** What a worker sends back for one call: an answer, the error it threw, or word that it was cancelled before it started. */
+export type TaskOutcome = WorkerAnswer | { ok: false; kind: 'cancelled' } | { ok: false; kind: 'error'; message: string; name: string };
 
 export interface WorkerTask {
   fn: string;
@@ -38,11 +38,11 @@ for (const file of data.extraModules ?? []) {
 const ring = data.ring ? new Int32Array(data.ring) : null;
 const ringSize = data.ringSize ?? 1;
 
-export async function runTask(task: WorkerTask): Promise<TaskOutcome> {
+async function runOne(task: WorkerTask): Promise<TaskOutcome> {
   const slot = ringSlot(task.seq, ringSize);
   if (ring) {
     Atomics.store(ring, slot + 1, threadId);
-    // The pool cancelled the task while it waited (its time is up): do not run it.
+    // The pool cancelled the call while it waited (its time is up): do not run it.
     if (Atomics.compareExchange(ring, slot, ringTag(task.seq, RING_QUEUED), ringTag(task.seq, RING_RUNNING)) !== ringTag(task.seq, RING_QUEUED)) return { ok: false, kind: 'cancelled' };
   }
   try {
@@ -51,8 +51,13 @@ export async function runTask(task: WorkerTask): Promise<TaskOutcome> {
     return { ok: true, result: await method(task.context) };
   } catch (err) {
     if (err instanceof MethodNotApplicable) return { ok: false, kind: 'not_applicable', message: err.message, missing: err.missing };
-    throw err;
+    return err instanceof Error ? { ok: false, kind: 'error', message: err.message, name: err.name } : { ok: false, kind: 'error', message: String(err), name: 'Error' };
   } finally {
     if (ring) Atomics.compareExchange(ring, slot, ringTag(task.seq, RING_RUNNING), 0);
   }
+}
+
+/** One Piscina task: a batch of calls, each answered on its own (a call that throws fails alone). */
+export function runBatch(tasks: WorkerTask[]): Promise<TaskOutcome[]> {
+  return Promise.all(tasks.map(runOne));
 }

@@ -39,4 +39,35 @@ describe('engine: pricing pool timeouts', function () {
     const answers = await Promise.all(others);
     expect(answers.map((a) => (a.ok ? a.result.price : a.kind))).to.deep.equal(['1.00', '2.00', '3.00']);
   });
+
+  it('calls batched with a hanging one are run again on the replacement worker and answer', async () => {
+    pool = make(1);
+    // The slow call holds the only worker, so the next four leave together in one batch behind it.
+    const slow = pool.run('test-slow', { sleep_ms: 100 }, 5000);
+    const hang = pool.run('test-hang', {}, 400).catch((e: unknown) => e);
+    const others = Array.from({ length: 3 }, (_, i) => pool.run('test-ok', { test_price: `${i + 1}.00` }, 600));
+    expect((await slow).ok).to.equal(true);
+    expect(await hang).to.be.instanceOf(PoolTimeoutError);
+    const answers = await Promise.all(others);
+    expect(answers.map((a) => (a.ok ? a.result.price : a.kind))).to.deep.equal(['1.00', '2.00', '3.00']);
+  });
+
+  it('a call that exhausts its worker\'s heap fails alone; the calls batched with it answer', async () => {
+    pool = make(1);
+    const slow = pool.run('test-slow', { sleep_ms: 100 }, 5000);
+    const oom = pool.run('test-oom', {}, 10_000).catch((e: unknown) => e);
+    const other = pool.run('test-ok', {}, 10_000);
+    await slow;
+    const err = await oom;
+    expect(err).to.be.instanceOf(Error);
+    expect(err).to.not.be.instanceOf(PoolTimeoutError);
+    expect((await other).ok).to.equal(true);
+  });
+
+  it('a method that throws fails alone with its message', async () => {
+    pool = make(1);
+    const [thrown, fine] = await Promise.all([pool.run('test-throw', {}, 2000).catch((e: unknown) => e), pool.run('test-ok', {}, 2000)]);
+    expect((thrown as Error).message).to.equal('test-throw failed on purpose');
+    expect(fine.ok).to.equal(true);
+  });
 });
