@@ -13,6 +13,12 @@ export const settingsTree = {
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10000, 'How long a graceful shutdown waits for in-flight requests before closing connections.', { min: 0 }),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 1048576, 'Largest request body accepted, in bytes.', { min: 1024 }),
     trustProxy: str('TRUST_PROXY', 'loopback', 'Express trust-proxy setting deciding which X-Forwarded-For hops give the caller address.'),
+    heapGrowingPercent: int(
+      'HEAP_GROWING_PERCENT',
+      100,
+      'How far the JavaScript heap may grow past its live size before a full garbage collection, in percent (V8 --heap-growing-percent, set at start for the process and its worker threads). Under load, short-lived request objects reach the old generation; with 0 (V8\'s own policy) a host with much memory lets them pile up to several times the live heap (about 300 MB resident instead of about 230 MB under the benchmark). Lower saves memory for a little more collector CPU.',
+      { min: 0, max: 1000 },
+    ),
   },
   log: {
     level: oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info', 'Log level of the structured JSON log.'),

@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { createServer } from 'node:http';
+import { setFlagsFromString } from 'node:v8';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
@@ -85,6 +86,8 @@ export async function openDatabase(config: Config, log: Logger): Promise<{ url: 
 /** Starts one service instance: database, store, plugins, routes, HTTP server. */
 export async function startService(opts: ServiceOptions): Promise<Service> {
   const { config } = opts;
+  // V8 reads this flag at each full collection, so setting it now still bounds the heap's growth.
+  if (config.server.heapGrowingPercent > 0) setFlagsFromString(`--heap-growing-percent=${config.server.heapGrowingPercent}`);
   const clock = opts.clock ?? systemClock;
   const log = createLogger(config.log.level, opts.logDestination);
   const order = resolvePluginOrder(opts.plugins, config.plugins.enabled);
