@@ -1,107 +1,159 @@
-import 'reflect-metadata';
 import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
-import express from 'express';
-import { loadConfig } from '../config';
-import { startService } from '../core/service';
-import { builtInPlugins } from '../plugins';
-import { buildScenarios } from './scenarios';
+import { ask } from './ipc';
 import type { Job, LoadResult, SequentialResult } from './load-worker';
+import { cpuDelta, cpuSnapshot, descendantsRss } from './proc-stats';
+import type { CpuSnapshot } from './proc-stats';
+import type { Scenario } from './scenarios';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
+const REPEATS = Number(process.env.BENCH_REPEATS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
 const PER_ROUND = Number(process.env.BENCH_PER_ROUND ?? 200);
+const ONLY = process.env.BENCH_ONLY;
 
-function ask<T>(worker: ChildProcess, job: Job): Promise<T> {
+function askLoad<T>(worker: ChildProcess, job: Job): Promise<T> {
   return new Promise((resolve, reject) => {
     worker.once('message', (msg: { ok: boolean; res?: T; error?: string }) => (msg.ok ? resolve(msg.res as T) : reject(new Error(msg.error))));
     worker.send(job);
   });
 }
 
-async function startBare(): Promise<{ url: string; close: () => Promise<void> }> {
-  const app = express();
-  app.disable('x-powered-by');
-  app.use(express.json());
-  app.get('/bare', (_req, res) => {
-    res.json({ ok: true });
+/** Forks a benchmark child and waits for its `ready`. */
+function start(file: string): Promise<ChildProcess> {
+  const child = fork(path.join(__dirname, file), [], { stdio: 'inherit' });
+  return new Promise((resolve, reject) => {
+    const onReady = (msg: { ready?: boolean }) => {
+      if (!msg.ready) return;
+      child.off('message', onReady);
+      resolve(child);
+    };
+    child.on('message', onReady);
+    child.once('exit', (code) => reject(new Error(`${file} exited with code ${code}`)));
   });
-  app.post('/bare', (req, res) => {
-    res.json({ ok: true, echo: req.body as unknown });
-  });
-  const server = app.listen(0, '127.0.0.1');
-  await new Promise((r) => server.once('listening', r));
-  const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}`, close: () => new Promise((r) => server.close(() => r())) };
 }
 
-const fmt = (n: number, d = 2) => n.toFixed(d);
+/** Asks a child to close (the service stops its PostgreSQL) and waits for it to exit. */
+function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once('exit', () => resolve());
+    child.send({ id: 0, kind: 'close' });
+  });
+}
+
+function median(values: number[]): number {
+  if (values.length === 0) return Number.NaN;
+  const s = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+}
+
+const fmt = (n: number, d = 2) => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
+const mb = (bytes: number | null) => (bytes === null ? 'n/a' : `${fmt(bytes / 1024 / 1024, 0)} MB`);
+
+interface Measured {
+  load: LoadResult;
+  /** CPU ms of the measured server (main thread, other threads, children) and of the load generator during the run. */
+  server: CpuSnapshot | null;
+  generator: number | null;
+}
+
+async function measure(worker: ChildProcess, server: ChildProcess, target: Scenario['service'], durationS: number): Promise<Measured> {
+  const pid = server.pid ?? 0;
+  const s0 = cpuSnapshot(pid);
+  const g0 = cpuSnapshot(worker.pid ?? 0);
+  const load = await askLoad<LoadResult>(worker, { kind: 'load', target, connections: CONNECTIONS, durationS });
+  const s = cpuDelta(s0, cpuSnapshot(pid));
+  const g = cpuDelta(g0, cpuSnapshot(worker.pid ?? 0));
+  return { load, server: s, generator: g ? g.main + g.threads : null };
+}
+
+/** CPU microseconds per request of one part, median over the repeats. */
+function perRequest(runs: Measured[], pick: (m: Measured) => number | null): string {
+  const values = runs.map((m) => {
+    const v = pick(m);
+    return v === null || m.load.requests === 0 ? Number.NaN : (v * 1000) / m.load.requests;
+  });
+  return values.some((v) => Number.isNaN(v)) ? 'n/a' : fmt(median(values), 0);
+}
 
 async function main(): Promise<void> {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'pcs-bench-'));
-  // Limits are raised so the benchmark measures the rate-limit guard's cost, not its refusals.
-  const config = loadConfig(
-    { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', DATA_DIR: dataDir },
-    {
-      // The keyless demo's hourly budget too, so the demo verify scenario measures the route, not 429s.
-      limits: { rateLimit: { perWorkspacePerMinute: 100_000_000, perAddressPerMinute: 100_000_000 }, demo: { callsPerHour: 100_000_000 } },
-      // The result cache would answer every repeated request; the benchmark measures the real path.
-      engine: { cacheTtlMs: 0 },
-    },
-  );
-  const service = await startService({ config, plugins: builtInPlugins });
-  const bare = await startBare();
+  const bare = await start('bare-process.js');
+  const service = await start('service-process.js');
   const worker = fork(path.join(__dirname, 'load-worker.js'), [], { stdio: 'inherit' });
-  let peakRss = 0;
-  const sampler = setInterval(() => {
-    peakRss = Math.max(peakRss, process.memoryUsage().rss);
-  }, 200);
   try {
-    const scenarios = await buildScenarios({ service, bareUrl: bare.url });
-    console.log(`Benchmark: ${CONNECTIONS} connections, ${DURATION_S}s per run, Node ${process.version}, ${config.redis.url ? 'Redis' : 'in-process store'}`);
-    console.log('| scenario | service req/s | bare req/s | ratio | service p50/p99 ms | bare p50/p99 ms | p99 ratio | non-2xx | DB queries/req |');
-    console.log('|---|---|---|---|---|---|---|---|---|');
-    let queries = 0;
-    const query = service.sequelize.query.bind(service.sequelize);
-    service.sequelize.query = ((...args: Parameters<typeof query>) => {
-      queries++;
-      return query(...args);
-    }) as typeof query;
+    const bareUrl = await ask<string>(bare, 'url');
+    const info = await ask<{ scenarios: Scenario[]; kv: string; synchronousCommit: boolean }>(service, 'scenarios', bareUrl);
+    const scenarios = info.scenarios.filter((s) => !ONLY || s.name.includes(ONLY));
+    console.log(
+      `Benchmark: ${CONNECTIONS} connections, ${REPEATS} x ${DURATION_S}s per route (bare and service alternating), Node ${process.version}, ${info.kv}, ` +
+        `USAGE_SYNCHRONOUS_COMMIT=${info.synchronousCommit ? 'on' : 'off'}, ${new Date().toISOString().slice(0, 10)}`,
+    );
+    console.log('Medians over the repeats; the ratio is the median of the ratios of adjacent bare/service runs.\n');
+    console.log('| scenario | service req/s | bare req/s | ratio | service p50/p99 ms | bare p50/p99 ms | p99 ratio | non-2xx | DB queries/req | usage inserts/req |');
+    console.log('|---|---|---|---|---|---|---|---|---|---|');
+    const cpuRows: string[] = [];
+    let servicePeak = 0;
+    let barePeak = 0;
+    let pgRss = 0;
     for (const s of scenarios) {
-      // Warm both paths up, then measure bare and service back to back.
-      await ask<LoadResult>(worker, { kind: 'load', target: s.bare, connections: CONNECTIONS, durationS: 2 });
-      await ask<LoadResult>(worker, { kind: 'load', target: s.service, connections: CONNECTIONS, durationS: 2 });
-      const b = await ask<LoadResult>(worker, { kind: 'load', target: s.bare, connections: CONNECTIONS, durationS: DURATION_S });
-      queries = 0;
-      const v = await ask<LoadResult>(worker, { kind: 'load', target: s.service, connections: CONNECTIONS, durationS: DURATION_S });
+      // Warm both paths up, then alternate bare and service runs.
+      await askLoad<LoadResult>(worker, { kind: 'load', target: s.bare, connections: CONNECTIONS, durationS: 2 });
+      await askLoad<LoadResult>(worker, { kind: 'load', target: s.service, connections: CONNECTIONS, durationS: 2 });
+      await ask(service, 'memory');
+      await ask(service, 'counts');
+      const b: Measured[] = [];
+      const v: Measured[] = [];
+      const counts = { queries: 0, usageInserts: 0 };
+      for (let r = 0; r < REPEATS; r++) {
+        b.push(await measure(worker, bare, s.bare, DURATION_S));
+        await ask(service, 'counts');
+        v.push(await measure(worker, service, s.service, DURATION_S));
+        const c = await ask<{ queries: number; usageInserts: number }>(service, 'counts');
+        counts.queries += c.queries;
+        counts.usageInserts += c.usageInserts;
+        pgRss = Math.max(pgRss, descendantsRss(service.pid ?? 0) ?? 0);
+      }
+      servicePeak = Math.max(servicePeak, (await ask<{ peak: number }>(service, 'memory')).peak);
+      barePeak = Math.max(barePeak, (await ask<{ peak: number }>(bare, 'memory')).peak);
+      const rps = median(v.map((m) => m.load.rps));
+      const bareRps = median(b.map((m) => m.load.rps));
+      const ratio = median(v.map((m, i) => m.load.rps / (b[i] as Measured).load.rps));
+      const p99Ratio = median(v.map((m, i) => m.load.p99 / Math.max(1, (b[i] as Measured).load.p99)));
+      const requests = v.reduce((sum, m) => sum + m.load.requests, 0);
+      const bad = v.reduce((sum, m) => sum + m.load.non2xx + m.load.errors, 0);
       console.log(
-        `| ${s.name} | ${fmt(v.rps, 0)} | ${fmt(b.rps, 0)} | ${fmt(v.rps / b.rps)} | ${v.p50}/${v.p99} | ${b.p50}/${b.p99} | ${fmt(v.p99 / Math.max(1, b.p99))} | ${v.non2xx + v.errors} | ${fmt(queries / Math.max(1, v.requests), 3)} |`,
+        `| ${s.name} | ${fmt(rps, 0)} | ${fmt(bareRps, 0)} | ${fmt(ratio)} | ${median(v.map((m) => m.load.p50))}/${median(v.map((m) => m.load.p99))} | ` +
+          `${median(b.map((m) => m.load.p50))}/${median(b.map((m) => m.load.p99))} | ${fmt(p99Ratio)} | ${bad} | ${fmt(counts.queries / Math.max(1, requests), 3)} | ${fmt(counts.usageInserts / Math.max(1, requests), 3)} |`,
+      );
+      cpuRows.push(
+        `| ${s.name} | ${perRequest(v, (m) => m.server?.main ?? null)} | ${perRequest(v, (m) => m.server?.threads ?? null)} | ${perRequest(v, (m) => m.server?.children ?? null)} | ` +
+          `${perRequest(v, (m) => m.generator)} | ${perRequest(b, (m) => m.server?.main ?? null)} | ${perRequest(b, (m) => m.generator)} |`,
       );
     }
-    console.log(`\nResident memory of the benchmark process (service + bare app), peak under load: ${fmt(peakRss / 1024 / 1024, 0)} MB`);
+    console.log('\nCPU per request under load (us, from /proc; Linux only):');
+    console.log('| scenario | service main thread | service other threads (workers, GC, libuv) | PostgreSQL | load generator | bare main thread | load generator (bare) |');
+    console.log('|---|---|---|---|---|---|---|');
+    for (const row of cpuRows) console.log(row);
+    console.log(`\nResident memory, peak under load: service process ${mb(servicePeak)} (main and worker threads; PostgreSQL not included), PostgreSQL processes ${mb(pgRss || null)} (sum of RSS, shared buffers counted in each), bare app ${mb(barePeak)}.`);
 
     const seq = scenarios.filter((s) => s.sequential);
-    if (seq.length > 0) {
+    if (seq.length > 0 && ROUNDS > 0) {
       console.log(`\nSequential overhead (one request at a time, ${ROUNDS} interleaved rounds of ${PER_ROUND}, median of round medians):`);
       console.log('| scenario | service ms | bare ms | added ms |');
       console.log('|---|---|---|---|');
       for (const s of seq) {
-        const r = await ask<SequentialResult>(worker, { kind: 'sequential', targets: [s.bare, s.service], rounds: ROUNDS, perRound: PER_ROUND });
+        const r = await askLoad<SequentialResult>(worker, { kind: 'sequential', targets: [s.bare, s.service], rounds: ROUNDS, perRound: PER_ROUND });
         const [bareMs = 0, svcMs = 0] = r.medians;
         console.log(`| ${s.name} | ${fmt(svcMs, 3)} | ${fmt(bareMs, 3)} | ${fmt(svcMs - bareMs, 3)} |`);
       }
     }
   } finally {
-    clearInterval(sampler);
     worker.kill();
-    await bare.close();
-    await service.close();
-    rmSync(dataDir, { recursive: true, force: true });
+    await Promise.all([stop(bare), stop(service)]);
   }
 }
 

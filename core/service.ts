@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { createServer } from 'node:http';
+import { setFlagsFromString } from 'node:v8';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
@@ -20,7 +21,7 @@ import { Pool as PgPool } from 'pg';
 import { EventBus } from './events';
 import { Hooks } from './hooks';
 import { errorHandler, notFound, refuseWhileStopping, requestContext } from './http/middleware';
-import { RouteTable, mountRoutes } from './http/pipeline';
+import { RouteTable, dispatchDirect, mountRoutes, targetPath } from './http/pipeline';
 import { createKvStore } from './kv';
 import type { KvStore } from './kv';
 import { createLogger } from './logger';
@@ -87,6 +88,8 @@ export async function openDatabase(config: Config, log: Logger): Promise<{ url: 
 /** Starts one service instance: database, store, plugins, routes, HTTP server. */
 export async function startService(opts: ServiceOptions): Promise<Service> {
   const { config } = opts;
+  // V8 reads this flag at each full collection, so setting it now still bounds the heap's growth.
+  if (config.server.heapGrowingPercent > 0) setFlagsFromString(`--heap-growing-percent=${config.server.heapGrowingPercent}`);
   const clock = opts.clock ?? systemClock;
   const log = createLogger(config.log.level, opts.logDestination);
   const order = resolvePluginOrder(opts.plugins, config.plugins.enabled);
@@ -178,13 +181,15 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     app.disable('x-powered-by');
     app.disable('etag');
     app.set('trust proxy', config.server.trustProxy === 'true' ? true : config.server.trustProxy === 'false' ? false : config.server.trustProxy);
-    app.use(requestContext(log, metrics));
-    app.use(refuseWhileStopping(() => stopping));
+    const leading = [requestContext(log, metrics), refuseWhileStopping(() => stopping)];
+    for (const m of leading) app.use(m);
     const router = express.Router();
-    mountRoutes(router, routes, { hooks, log, bodyLimitBytes: config.server.bodyLimitBytes });
+    const direct = mountRoutes(router, routes, { hooks, log, bodyLimitBytes: config.server.bodyLimitBytes });
+    app.use(direct.middleware);
     app.use(router);
     app.use(notFound);
-    app.use(errorHandler(log));
+    const onError = errorHandler(log);
+    app.use(onError);
 
     let inFlight = 0;
     const server = createServer((req, res) => {
@@ -192,7 +197,10 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
       res.on('close', () => {
         inFlight--;
       });
-      app(req, res);
+      // The common routes skip the application router's walk; everything else goes through Express.
+      const stages = direct.lookup(req.method, targetPath(req.url));
+      if (stages) dispatchDirect(app, req, res, leading, stages, onError);
+      else app(req, res);
     });
     server.keepAliveTimeout = 65_000;
     server.headersTimeout = 66_000;

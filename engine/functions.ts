@@ -29,9 +29,18 @@ export interface CallerScope {
   builtInsOnly: boolean;
 }
 
-/** Cost of one call: cost per unit × cost multiplier. */
+const costs = new Map<string, string>();
+
+/** Cost of one call: cost per unit × cost multiplier (remembered per pair of decimal strings). */
 export function effectiveCost(fn: FunctionDescriptor): string {
-  return formatMoney(dec(fn.costPerUnit).times(dec(fn.costMultiplier)), 8, 2);
+  const key = `${fn.costPerUnit}*${fn.costMultiplier}`;
+  let cost = costs.get(key);
+  if (cost === undefined) {
+    cost = formatMoney(dec(fn.costPerUnit).times(dec(fn.costMultiplier)), 8, 2);
+    if (costs.size >= 10_000) costs.clear();
+    costs.set(key, cost);
+  }
+  return cost;
 }
 
 /**

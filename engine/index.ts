@@ -51,7 +51,7 @@ export function createEngine(deps: { config: Config; kv: KvStore; clock: Clock; 
   const { config, kv, clock, metrics } = deps;
   const e = config.engine;
   const pool = new PricingPool(
-    { threads: e.threads || availableParallelism(), maxQueue: e.maxQueue, maxOldGenerationSizeMb: e.workerHeapMb, extraModules: e.extraWorkerModules },
+    { threads: e.threads || availableParallelism(), tasksPerWorker: e.tasksPerWorker, maxQueue: e.maxQueue, maxOldGenerationSizeMb: e.workerHeapMb, extraModules: e.extraWorkerModules },
     metrics,
   );
   const registry = new FunctionRegistry(deps.source, kv);

@@ -2,7 +2,8 @@ import path from 'node:path';
 import { Piscina } from 'piscina';
 import type { Metrics } from '../core/metrics';
 import type { Context } from './builtins/types';
-import type { WorkerAnswer, WorkerTask } from './worker/pricing-worker';
+import { RING_QUEUED, RING_RUNNING, RING_CANCELLED, ringSlot, ringTag } from './worker/task-ring';
+import type { TaskOutcome, WorkerAnswer, WorkerTask } from './worker/pricing-worker';
 
 export interface PoolOptions {
   threads: number;
@@ -10,6 +11,8 @@ export interface PoolOptions {
   /** Heap cap of each worker; a method exhausting it kills only its worker. */
   maxOldGenerationSizeMb: number;
   extraModules?: readonly string[];
+  /** Tasks handed to one worker before it answers (Piscina `concurrentTasksPerWorker`), default 1. */
+  tasksPerWorker?: number;
 }
 
 export class PoolTimeoutError extends Error {
@@ -26,35 +29,78 @@ export class PoolSaturatedError extends Error {
   }
 }
 
+/** Sequence numbers stay below 2^29 so `seq * 4 + state` fits an Int32 slot of the task ring. */
+const SEQ_LIMIT = 2 ** 29;
+/** Most pricing calls one Piscina task carries. */
+const MAX_BATCH = 32;
+
+interface Call {
+  task: WorkerTask;
+  slot: number;
+  timeoutMs: number;
+  timer: NodeJS.Timeout;
+  settled: boolean;
+  resolve: (answer: WorkerAnswer) => void;
+  reject: (err: Error) => void;
+}
+
 /**
  * The Piscina worker pool running pricing methods. A call that throws, hangs past its timeout
  * (the worker is terminated and replaced) or exhausts its heap is a failed attempt, never a crash.
+ *
+ * Calls are handed to Piscina in batches: while every worker has a batch, new calls wait here and
+ * leave together when a worker is free (a lone call leaves at once), so under load the message
+ * round trip, the thread wake-up and Piscina's bookkeeping are paid per batch, not per call.
+ *
+ * Timeouts are kept here rather than with an AbortSignal per task (Piscina runs an abortable task
+ * alone on its worker, and an AbortController per call costs main-thread time). Each call has a
+ * slot in a shared ring (engine/worker/task-ring.ts) that the worker marks when the call starts and
+ * clears when it ends. When a call's timer fires, a call not yet started is cancelled in its slot
+ * (the worker skips it) and a running one has its worker terminated, which Piscina replaces. The
+ * other calls of a batch lost with its worker are run again, except the one running when the
+ * worker died of something else (out of memory), which fails with that error.
  */
 export class PricingPool {
   private readonly piscina: Piscina;
+  private readonly ring: Int32Array;
+  private readonly ringSize: number;
+  private readonly capacity: number;
+  private readonly waiting: Call[] = [];
+  private inFlight = 0;
+  private seq = 0;
+  private closing = false;
 
   constructor(
     private readonly opts: PoolOptions,
     metrics: Metrics,
   ) {
+    const tasksPerWorker = opts.tasksPerWorker ?? 1;
+    this.capacity = opts.threads * tasksPerWorker;
+    // Room for every call that can be waiting or in a batch at once, twice over, as a power of two.
+    let size = 1024;
+    while (size < 2 * (opts.maxQueue + this.capacity * MAX_BATCH)) size *= 2;
+    this.ringSize = size;
+    const shared = new SharedArrayBuffer(size * 2 * Int32Array.BYTES_PER_ELEMENT);
+    this.ring = new Int32Array(shared);
     this.piscina = new Piscina({
       filename: path.join(__dirname, 'worker', 'pricing-worker.js'),
-      name: 'runTask',
+      name: 'runBatch',
       minThreads: opts.threads,
       maxThreads: opts.threads,
-      maxQueue: opts.maxQueue,
+      concurrentTasksPerWorker: tasksPerWorker,
       idleTimeout: 60_000,
       resourceLimits: { maxOldGenerationSizeMb: opts.maxOldGenerationSizeMb, maxYoungGenerationSizeMb: 16 },
-      workerData: { extraModules: opts.extraModules ?? [] },
+      workerData: { extraModules: opts.extraModules ?? [], ring: shared, ringSize: size },
     });
     // A worker that dies is replaced by Piscina; the error must not reach the process.
     this.piscina.on('error', () => undefined);
     const pool = this.piscina;
+    const waiting = this.waiting;
     metrics.gauge({
       name: 'pricing_pool_queue_length',
       help: 'Pricing tasks waiting for a worker.',
       collect() {
-        this.set(pool.queueSize);
+        this.set(waiting.length + pool.queueSize);
       },
     });
     metrics.gauge({
@@ -73,22 +119,92 @@ export class PricingPool {
     });
   }
 
-  async run(fn: string, context: Context, timeoutMs: number): Promise<WorkerAnswer> {
-    const abort = new AbortController();
-    const timer = setTimeout(() => abort.abort(), timeoutMs);
-    try {
-      return (await this.piscina.run({ fn, context } satisfies WorkerTask, { signal: abort.signal })) as WorkerAnswer;
-    } catch (err) {
-      if (abort.signal.aborted) throw new PoolTimeoutError(timeoutMs);
-      if ((err as Error)?.message?.includes('queue is full')) throw new PoolSaturatedError();
-      throw err;
-    } finally {
-      clearTimeout(timer);
+  run(fn: string, context: Context, timeoutMs: number): Promise<WorkerAnswer> {
+    // Same refusal as Piscina's own queue limit gave.
+    if (this.waiting.length >= this.opts.maxQueue) return Promise.reject(new Error('Task queue is at limit'));
+    this.seq = this.seq + 1 >= SEQ_LIMIT ? 1 : this.seq + 1;
+    const seq = this.seq;
+    const slot = ringSlot(seq, this.ringSize);
+    Atomics.store(this.ring, slot + 1, 0);
+    Atomics.store(this.ring, slot, ringTag(seq, RING_QUEUED));
+    return new Promise<WorkerAnswer>((resolve, reject) => {
+      const call: Call = { task: { fn, context, seq }, slot, timeoutMs, settled: false, resolve, reject, timer: setTimeout(() => this.expire(call), timeoutMs) };
+      this.waiting.push(call);
+      this.dispatch();
+    });
+  }
+
+  /** Hands the waiting calls to Piscina while a worker can take a batch. */
+  private dispatch(): void {
+    while (this.inFlight < this.capacity && this.waiting.length > 0 && !this.closing) {
+      const batch = this.waiting.splice(0, MAX_BATCH).filter((c) => !c.settled);
+      if (batch.length === 0) continue;
+      this.inFlight++;
+      this.piscina.run(batch.map((c) => c.task)).then(
+        (outcomes: TaskOutcome[]) => {
+          this.inFlight--;
+          batch.forEach((call, i) => this.answer(call, outcomes[i]));
+          this.dispatch();
+        },
+        (err: unknown) => {
+          this.inFlight--;
+          this.lost(batch, err instanceof Error ? err : new Error(String(err)));
+          this.dispatch();
+        },
+      );
     }
   }
 
+  private settle(call: Call): boolean {
+    if (call.settled) return false;
+    call.settled = true;
+    clearTimeout(call.timer);
+    return true;
+  }
+
+  private answer(call: Call, outcome: TaskOutcome | undefined): void {
+    if (!this.settle(call)) return;
+    if (!outcome) call.reject(new Error('the pricing worker gave no answer'));
+    else if (outcome.ok || outcome.kind === 'not_applicable') call.resolve(outcome);
+    // Only a call whose time was up is cancelled; its timer has normally answered already.
+    else if (outcome.kind === 'cancelled') call.reject(new PoolTimeoutError(call.timeoutMs));
+    else call.reject(Object.assign(new Error(outcome.message), { name: outcome.name }));
+  }
+
+  /** The batch's worker died (terminated for a timeout, out of memory, or the pool closing). */
+  private lost(batch: Call[], err: Error): void {
+    for (const call of batch) {
+      if (call.settled) continue;
+      const running = Atomics.load(this.ring, call.slot) === ringTag(call.task.seq, RING_RUNNING);
+      if (running || this.closing) {
+        this.settle(call);
+        call.reject(err);
+        continue;
+      }
+      // Not started, or finished with its answer lost with the worker: pricing methods are pure, run
+      // it again, with its full time again: it should not pay for the call that took its worker down.
+      Atomics.store(this.ring, call.slot + 1, 0);
+      Atomics.store(this.ring, call.slot, ringTag(call.task.seq, RING_QUEUED));
+      clearTimeout(call.timer);
+      call.timer = setTimeout(() => this.expire(call), call.timeoutMs);
+      this.waiting.unshift(call);
+    }
+  }
+
+  /** The call's time is up: cancel it if it has not started, or terminate the worker running it. */
+  private expire(call: Call): void {
+    if (!this.settle(call)) return;
+    call.reject(new PoolTimeoutError(call.timeoutMs));
+    const { seq } = call.task;
+    if (Atomics.compareExchange(this.ring, call.slot, ringTag(seq, RING_QUEUED), ringTag(seq, RING_CANCELLED)) === ringTag(seq, RING_QUEUED)) return;
+    if (Atomics.load(this.ring, call.slot) !== ringTag(seq, RING_RUNNING)) return;
+    const threadId = Atomics.load(this.ring, call.slot + 1);
+    const worker = this.piscina.threads.find((w) => w.threadId === threadId);
+    void worker?.terminate();
+  }
+
   get queueSize(): number {
-    return this.piscina.queueSize;
+    return this.waiting.length + this.piscina.queueSize;
   }
 
   get utilization(): number {
@@ -96,6 +212,7 @@ export class PricingPool {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     await this.piscina.destroy();
   }
 }

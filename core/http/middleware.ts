@@ -18,13 +18,15 @@ export function requestContext(log: Logger, metrics: Metrics) {
     const requestId = typeof incoming === 'string' && INCOMING_ID.test(incoming) ? incoming : newId('req');
     res.locals.requestId = requestId;
     res.setHeader('X-Request-Id', requestId);
-    const child = log.child({ req_id: requestId });
-    res.locals.log = child;
+    // The child logger is made on first use: most requests never log (the access line is at info).
+    let child: Logger | undefined;
+    const childLog = (): Logger => (child ??= log.child({ req_id: requestId }));
+    Object.defineProperty(res.locals, 'log', { get: childLog, enumerable: true, configurable: true });
     res.on('finish', () => {
       const seconds = Number(process.hrtime.bigint() - start) / 1e9;
       const route = (res.locals.routeTemplate as string | undefined) ?? 'unmatched';
       metrics.httpDuration.observe({ method: req.method, route, status: String(res.statusCode) }, seconds);
-      if (child.isLevelEnabled('info')) child.info({ method: req.method, route, status: res.statusCode, ms: Math.round(seconds * 1e5) / 100 }, 'request');
+      if (log.isLevelEnabled('info')) childLog().info({ method: req.method, route, status: res.statusCode, ms: Math.round(seconds * 1e5) / 100 }, 'request');
     });
     next();
   };

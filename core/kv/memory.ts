@@ -57,7 +57,8 @@ export class MemoryKvStore implements KvStore {
   async incr(key: string, by = 1, ttlMs?: number): Promise<number> {
     const entry = this.live(key);
     const next = (entry ? Number(entry.value) : 0) + by;
-    this.entries.set(key, { value: String(next), expiresAt: entry ? entry.expiresAt : ttlMs ? this.clock.now() + ttlMs : null });
+    if (entry) entry.value = String(next);
+    else this.entries.set(key, { value: String(next), expiresAt: ttlMs ? this.clock.now() + ttlMs : null });
     return next;
   }
 

@@ -19,8 +19,62 @@ export interface BreakerView {
   retry_at: string | null;
 }
 
+/**
+ * The outcomes of the last window, oldest first, with a running failure count: recording and
+ * expiring are O(1) amortised, so a busy function does not rescan its whole window on every call.
+ */
+class OutcomeWindow {
+  private times: number[] = [];
+  private oks: boolean[] = [];
+  private head = 0;
+  failures = 0;
+
+  get size(): number {
+    return this.times.length - this.head;
+  }
+
+  push(t: number, ok: boolean): void {
+    this.times.push(t);
+    this.oks.push(ok);
+    if (!ok) this.failures++;
+  }
+
+  /** Drops outcomes older than `horizon`. */
+  expire(horizon: number): void {
+    while (this.head < this.times.length && (this.times[this.head] as number) < horizon) {
+      if (!this.oks[this.head]) this.failures--;
+      this.head++;
+    }
+    // Compact once the dropped prefix is large, so memory stays proportional to the window.
+    if (this.head > 1024 && this.head * 2 > this.times.length) {
+      this.times = this.times.slice(this.head);
+      this.oks = this.oks.slice(this.head);
+      this.head = 0;
+    }
+  }
+
+  clear(): void {
+    this.times = [];
+    this.oks = [];
+    this.head = 0;
+    this.failures = 0;
+  }
+
+  /** Calls and failures at or after `horizon`, without dropping anything. */
+  countSince(horizon: number): { calls: number; failures: number } {
+    let calls = 0;
+    let failures = 0;
+    for (let i = this.head; i < this.times.length; i++) {
+      if ((this.times[i] as number) < horizon) continue;
+      calls++;
+      if (!this.oks[i]) failures++;
+    }
+    return { calls, failures };
+  }
+}
+
 interface Entry {
-  outcomes: Array<{ t: number; ok: boolean }>;
+  outcomes: OutcomeWindow;
   state: BreakerState;
   openedAt: number | null;
   trialInFlight: boolean;
@@ -43,7 +97,7 @@ export class CircuitBreakers {
   private entry(fnId: string): Entry {
     let e = this.entries.get(fnId);
     if (!e) {
-      e = { outcomes: [], state: 'closed', openedAt: null, trialInFlight: false };
+      e = { outcomes: new OutcomeWindow(), state: 'closed', openedAt: null, trialInFlight: false };
       this.entries.set(fnId, e);
     }
     return e;
@@ -90,7 +144,7 @@ export class CircuitBreakers {
     if (e.state === 'half_open' || (e.state === 'open' && this.state(fnId) === 'half_open')) {
       e.trialInFlight = false;
       if (ok) {
-        e.outcomes = [];
+        e.outcomes.clear();
         e.openedAt = null;
         this.set(fnId, e, 'closed');
       } else {
@@ -99,11 +153,10 @@ export class CircuitBreakers {
       }
       return;
     }
-    e.outcomes.push({ t: now, ok });
-    const horizon = now - this.opts.windowMs;
-    while (e.outcomes.length > 0 && (e.outcomes[0] as { t: number }).t < horizon) e.outcomes.shift();
-    const failures = e.outcomes.filter((o) => !o.ok).length;
-    if (e.state === 'closed' && e.outcomes.length >= this.opts.minCalls && failures / e.outcomes.length >= this.opts.failureRatio) {
+    e.outcomes.push(now, ok);
+    e.outcomes.expire(now - this.opts.windowMs);
+    const calls = e.outcomes.size;
+    if (e.state === 'closed' && calls >= this.opts.minCalls && e.outcomes.failures / calls >= this.opts.failureRatio) {
       e.openedAt = now;
       this.set(fnId, e, 'open');
     }
@@ -113,12 +166,12 @@ export class CircuitBreakers {
     const e = this.entries.get(fnId);
     const state = this.state(fnId);
     const horizon = this.clock.now() - this.opts.windowMs;
-    const recent = (e?.outcomes ?? []).filter((o) => o.t >= horizon);
+    const recent = e ? e.outcomes.countSince(horizon) : { calls: 0, failures: 0 };
     return {
       function_id: fnId,
       state,
-      calls: recent.length,
-      failures: recent.filter((o) => !o.ok).length,
+      calls: recent.calls,
+      failures: recent.failures,
       opened_at: e?.openedAt ? new Date(e.openedAt).toISOString() : null,
       retry_at: e?.openedAt && state !== 'closed' ? new Date(e.openedAt + this.opts.cooldownMs).toISOString() : null,
     };

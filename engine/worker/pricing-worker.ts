@@ -1,7 +1,8 @@
-import { workerData } from 'node:worker_threads';
+import { threadId, workerData } from 'node:worker_threads';
 import { BUILTIN_METHODS } from '../builtins/catalogue';
 import { MethodNotApplicable } from '../builtins/types';
 import type { Context, MethodResult, PricingMethod } from '../builtins/types';
+import { RING_QUEUED, RING_RUNNING, ringSlot, ringTag } from './task-ring';
 
 /**
  * Worker-thread entry of the pricing pool. Methods are the built-ins plus those of modules listed in
@@ -11,26 +12,52 @@ import type { Context, MethodResult, PricingMethod } from '../builtins/types';
  */
 export type WorkerAnswer = { ok: true; result: MethodResult } | { ok: false; kind: 'not_applicable'; message: string; missing: string[] };
 
+/** What a worker sends back for one call: an answer, the error it threw, or word that it was cancelled before it started. */
+export type TaskOutcome = WorkerAnswer | { ok: false; kind: 'cancelled' } | { ok: false; kind: 'error'; message: string; name: string };
+
 export interface WorkerTask {
   fn: string;
   context: Context;
+  /** The task's number in the pool's task ring (engine/worker/task-ring.ts). */
+  seq: number;
 }
 
+interface PoolWorkerData {
+  extraModules?: string[];
+  ring?: SharedArrayBuffer;
+  ringSize?: number;
+}
+
+const data = (workerData ?? {}) as PoolWorkerData;
 const methods: Record<string, PricingMethod> = { ...BUILTIN_METHODS };
-const extra = (workerData as { extraModules?: string[] } | undefined)?.extraModules ?? [];
-for (const file of extra) {
+for (const file of data.extraModules ?? []) {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const mod = require(file) as { functions?: Record<string, PricingMethod> };
   Object.assign(methods, mod.functions ?? {});
 }
+const ring = data.ring ? new Int32Array(data.ring) : null;
+const ringSize = data.ringSize ?? 1;
 
-export async function runTask(task: WorkerTask): Promise<WorkerAnswer> {
-  const method = methods[task.fn];
-  if (!method) throw new Error(`unknown pricing method ${task.fn}`);
+async function runOne(task: WorkerTask): Promise<TaskOutcome> {
+  const slot = ringSlot(task.seq, ringSize);
+  if (ring) {
+    Atomics.store(ring, slot + 1, threadId);
+    // The pool cancelled the call while it waited (its time is up): do not run it.
+    if (Atomics.compareExchange(ring, slot, ringTag(task.seq, RING_QUEUED), ringTag(task.seq, RING_RUNNING)) !== ringTag(task.seq, RING_QUEUED)) return { ok: false, kind: 'cancelled' };
+  }
   try {
+    const method = methods[task.fn];
+    if (!method) throw new Error(`unknown pricing method ${task.fn}`);
     return { ok: true, result: await method(task.context) };
   } catch (err) {
     if (err instanceof MethodNotApplicable) return { ok: false, kind: 'not_applicable', message: err.message, missing: err.missing };
-    throw err;
+    return err instanceof Error ? { ok: false, kind: 'error', message: err.message, name: err.name } : { ok: false, kind: 'error', message: String(err), name: 'Error' };
+  } finally {
+    if (ring) Atomics.compareExchange(ring, slot, ringTag(task.seq, RING_RUNNING), 0);
   }
+}
+
+/** One Piscina task: a batch of calls, each answered on its own (a call that throws fails alone). */
+export function runBatch(tasks: WorkerTask[]): Promise<TaskOutcome[]> {
+  return Promise.all(tasks.map(runOne));
 }

@@ -38,6 +38,10 @@ export interface ComputeResult {
   usageEventId: string;
 }
 
+/** What differs between the usage events of one call's outcomes. */
+type UsageOutcome = Pick<UsageEventInput, 'status' | 'cost' | 'billable' | 'paidVia'> &
+  Partial<Pick<UsageEventInput, 'errorCode' | 'functionId' | 'functionName' | 'strategy' | 'price' | 'currency' | 'confidence' | 'cached' | 'fallbackUsed'>> & { latencyMs: number };
+
 const ms = (from: number) => Math.round((performance.now() - from) * 1000) / 1000;
 
 function contextKeys(context: Record<string, unknown>): Record<string, unknown> {
@@ -62,7 +66,8 @@ export class ComputeService {
     private readonly publicUrl: () => string,
   ) {}
 
-  private usageBase(call: ComputeCall): Omit<UsageEventInput, 'status' | 'cost' | 'billable' | 'paidVia'> {
+  /** The usage event of a call, as one literal (no spreads: this runs for every priced request). */
+  private usageEvent(call: ComputeCall, r: UsageOutcome): UsageEventInput {
     const p = call.principal;
     const ua = call.req.headers['user-agent'];
     return {
@@ -70,6 +75,17 @@ export class ComputeService {
       requestId: call.requestId,
       operation: call.operation,
       channel: call.channel,
+      status: r.status,
+      errorCode: r.errorCode ?? null,
+      functionId: r.functionId ?? null,
+      functionName: r.functionName ?? null,
+      strategy: r.strategy ?? null,
+      price: r.price ?? null,
+      currency: r.currency ?? null,
+      confidence: r.confidence ?? null,
+      cost: r.cost,
+      billable: r.billable,
+      paidVia: r.paidVia,
       callerKeyId: p?.keyId ?? null,
       callerAgentId: p?.agentId ?? null,
       callerPersonId: p?.personId ?? null,
@@ -77,6 +93,9 @@ export class ComputeService {
       callerVerified: p !== null,
       callerAddressHash: addressHash(call.req.ip ?? 'unknown'),
       classification: p ? 'mine' : 'others',
+      cached: r.cached ?? false,
+      fallbackUsed: r.fallbackUsed ?? false,
+      latencyMs: r.latencyMs,
       contextKeys: contextKeys(call.context),
     };
   }
@@ -110,7 +129,7 @@ export class ComputeService {
         // A call where every function failed names the chosen one, so its failure counts against it (leaderboard reliability).
         const chosen = err.code === 'functions_failed' ? err.details.attempts?.find((a) => a.role === 'chosen' && a.outcome === 'failed') : undefined;
         const named = chosen ? { functionId: chosen.id, functionName: chosen.function } : {};
-        await this.recorder.record({ ...this.usageBase(call), ...named, status: 'error', errorCode: err.code, cost: '0', billable: false, paidVia: null, latencyMs: ms(t0) });
+        await this.recorder.record(this.usageEvent(call, { ...named, status: 'error', errorCode: err.code, cost: '0', billable: false, paidVia: null, latencyMs: ms(t0) }));
       }
       throw mapped;
     }
@@ -120,22 +139,23 @@ export class ComputeService {
     const charged = { amount: demo ? '0.00' : outcome.cost, currency: 'USDC', paid_via: reservation.paidVia, billable: !demo && reservation.paidVia === null };
     stages.push({ stage: 'charge', ms: 0, ...charged });
     t = performance.now();
-    const usageEventId = await this.recorder.record({
-      ...this.usageBase(call),
-      status: 'ok',
-      functionId: outcome.fn.id,
-      functionName: outcome.fn.name,
-      strategy: outcome.strategy,
-      price: outcome.result.price,
-      currency: outcome.result.currency,
-      confidence: outcome.result.confidence,
-      cost: charged.amount,
-      billable: charged.billable,
-      paidVia: reservation.paidVia,
-      cached: outcome.cached,
-      fallbackUsed: outcome.fallbackUsed,
-      latencyMs: ms(t0),
-    });
+    const usageEventId = await this.recorder.record(
+      this.usageEvent(call, {
+        status: 'ok',
+        functionId: outcome.fn.id,
+        functionName: outcome.fn.name,
+        strategy: outcome.strategy,
+        price: outcome.result.price,
+        currency: outcome.result.currency,
+        confidence: outcome.result.confidence,
+        cost: charged.amount,
+        billable: charged.billable,
+        paidVia: reservation.paidVia,
+        cached: outcome.cached,
+        fallbackUsed: outcome.fallbackUsed,
+        latencyMs: ms(t0),
+      }),
+    );
     stages.push({ stage: 'record_usage', ms: ms(t), usage_event_id: usageEventId });
 
     const total = call.startedAt !== undefined ? ms(call.startedAt) : ms(t0);

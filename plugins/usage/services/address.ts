@@ -5,8 +5,17 @@ import ipaddr from 'ipaddr.js';
  * The caller address as usage events keep it: a salted SHA-256 digest, never the address itself.
  * Compute writes `caller_address_hash` with it; tester tags match through it.
  */
+const recentHashes = new Map<string, string>();
+
 export function addressHash(ip: string): string {
-  return createHash('sha256').update(`pcs-address:${ip}`).digest('hex').slice(0, 32);
+  // Remembered for the last few thousand addresses: a digest per priced request is measurable CPU.
+  let hash = recentHashes.get(ip);
+  if (hash === undefined) {
+    hash = createHash('sha256').update(`pcs-address:${ip}`).digest('hex').slice(0, 32);
+    if (recentHashes.size >= 4096) recentHashes.clear();
+    recentHashes.set(ip, hash);
+  }
+  return hash;
 }
 
 /**

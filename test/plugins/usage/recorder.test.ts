@@ -1,0 +1,139 @@
+import { expect } from 'chai';
+import { Pool } from 'pg';
+import { createLogger } from '../../../core/logger';
+import type { UsageEventInput } from '../../../plugins/usage';
+import { USAGE } from '../../../plugins/usage';
+import { UsageRecorder } from '../../../plugins/usage/services/recorder';
+import { startTestService, testConfig } from '../../support/service';
+import type { TestService } from '../../support/service';
+
+const event = (over: Partial<UsageEventInput> = {}): UsageEventInput => ({
+  workspaceId: 'ws_recorder_test',
+  requestId: 'req_recorder_test',
+  operation: 'compute',
+  channel: 'api',
+  status: 'ok',
+  functionId: 'fn_builtin_cost_plus',
+  functionName: 'cost-plus',
+  strategy: 'explicit',
+  price: '19.99',
+  currency: 'USD',
+  confidence: 0.8125,
+  cost: '0.001',
+  billable: true,
+  paidVia: null,
+  callerKeyId: 'key_1',
+  callerVerified: true,
+  callerAddressHash: 'a'.repeat(32),
+  classification: 'mine',
+  cached: false,
+  fallbackUsed: true,
+  latencyMs: 1.234,
+  contextKeys: { product_type: 'coffee', currency: 'USD' },
+  ...over,
+});
+
+describe('usage recorder: grouped inserts', function () {
+  this.timeout(30_000);
+  let svc: TestService;
+  let recorder: UsageRecorder;
+
+  before(async () => {
+    svc = await startTestService({ enabled: ['identity', 'usage'] });
+    recorder = svc.container.resolve<UsageRecorder>(USAGE.Recorder);
+  });
+  after(() => svc.close());
+
+  async function stored(id: string): Promise<Record<string, unknown>> {
+    const [rows] = await svc.sequelize.query('SELECT * FROM usage_events WHERE id = $1', { bind: [id] });
+    return (rows as Array<Record<string, unknown>>)[0] ?? {};
+  }
+
+  it('stores every field with its column type', async () => {
+    const id = await recorder.record(event({ callerUserAgent: 'agent/1.0', errorCode: null }));
+    const row = await stored(id);
+    expect(row).to.include({
+      workspace_id: 'ws_recorder_test',
+      request_id: 'req_recorder_test',
+      operation: 'compute',
+      channel: 'api',
+      status: 'ok',
+      error_code: null,
+      function_id: 'fn_builtin_cost_plus',
+      function_name: 'cost-plus',
+      strategy: 'explicit',
+      price: '19.99000000',
+      currency: 'USD',
+      confidence: 0.8125,
+      cost: '0.00100000',
+      billable: true,
+      paid_via: null,
+      caller_key_id: 'key_1',
+      caller_agent_id: null,
+      caller_user_agent: 'agent/1.0',
+      caller_verified: true,
+      classification: 'mine',
+      cached: false,
+      fallback_used: true,
+      latency_ms: 1.234,
+    });
+    expect(row.context_keys).to.deep.equal({ product_type: 'coffee', currency: 'USD' });
+    expect(row.created_at).to.be.instanceOf(Date);
+  });
+
+  it('groups concurrent events into few statements and commits each one', async () => {
+    const ids = await Promise.all(Array.from({ length: 250 }, (_, i) => recorder.record(event({ price: `${i + 1}.50`, confidence: i / 250 }))));
+    expect(new Set(ids).size).to.equal(250);
+    const [rows] = await svc.sequelize.query('SELECT count(*)::int AS n, sum(price)::text AS total FROM usage_events WHERE id = ANY($1)', { bind: [ids] });
+    expect((rows as Array<{ n: number; total: string }>)[0]).to.deep.equal({ n: 250, total: String(Array.from({ length: 250 }, (_, i) => i + 1.5).reduce((a, b) => a + b, 0).toFixed(8)) });
+  });
+
+  it('stores unpaired surrogates and NUL as U+FFFD instead of failing the batch', async () => {
+    const [odd, fine] = await Promise.all([recorder.record(event({ currency: 'U\ud800D', contextKeys: { product_type: `a${String.fromCharCode(0)}b` } })), recorder.record(event())]);
+    expect((await stored(odd)).currency).to.equal('U\ufffdD');
+    expect((await stored(odd)).context_keys).to.deep.equal({ product_type: 'a\ufffdb' });
+    expect((await stored(fine)).currency).to.equal('USD');
+  });
+
+  describe('USAGE_SYNCHRONOUS_COMMIT', () => {
+    let pool: Pool;
+    beforeEach(() => {
+      pool = new Pool({ connectionString: svc.databaseUrl, max: 1 });
+    });
+    afterEach(() => pool.end());
+
+    /** WAL fsyncs made by client backends so far (PostgreSQL's own I/O statistics). */
+    async function walSyncs(): Promise<number> {
+      await pool.query('SELECT pg_stat_force_next_flush()');
+      const r = await pool.query<{ n: number }>("SELECT coalesce(sum(fsyncs), 0)::int AS n FROM pg_stat_io WHERE object = 'wal' AND backend_type = 'client backend'");
+      return r.rows[0]?.n ?? 0;
+    }
+
+    async function recordOneByOne(rec: UsageRecorder, n: number): Promise<string[]> {
+      const ids: string[] = [];
+      for (let i = 0; i < n; i++) ids.push(await rec.record(event()));
+      return ids;
+    }
+
+    it('on (default): each commit waits for its WAL flush', async () => {
+      const before = await walSyncs();
+      await recordOneByOne(new UsageRecorder(pool, createLogger('silent')), 10);
+      expect((await walSyncs()) - before).to.be.at.least(10);
+    });
+
+    it('off: the writer commits without waiting for the WAL flush, only for its own statements, and every event is stored', async () => {
+      const before = await walSyncs();
+      const ids = await recordOneByOne(new UsageRecorder(pool, createLogger('silent'), { synchronousCommit: false }), 10);
+      expect((await walSyncs()) - before).to.be.below(3);
+      const [rows] = await svc.sequelize.query('SELECT count(*)::int AS n FROM usage_events WHERE id = ANY($1)', { bind: [ids] });
+      expect((rows as Array<{ n: number }>)[0]?.n).to.equal(10);
+      // The setting was local to each insert's transaction: the session is as it was.
+      expect((await pool.query<{ synchronous_commit: string }>('SHOW synchronous_commit')).rows[0]?.synchronous_commit).to.equal('on');
+    });
+
+    it('is read from the environment, on by default', () => {
+      expect(svc.config.usage.synchronousCommit).to.equal(true);
+      expect(testConfig({}, { USAGE_SYNCHRONOUS_COMMIT: 'off' }).usage.synchronousCommit).to.equal(false);
+    });
+  });
+});
