@@ -10,6 +10,8 @@ export interface Target {
   method: 'GET' | 'POST';
   headers?: Record<string, string>;
   body?: string;
+  /** The response body carries the service's trace: its stage times are collected (sequential runs). */
+  traced?: boolean;
 }
 
 export type Job =
@@ -28,6 +30,23 @@ export interface LoadResult {
 export interface SequentialResult {
   /** Median over rounds of each target's per-round median latency, in ms. */
   medians: number[];
+  /** For traced targets: the median of each trace stage's time and of the service's total, in ms. */
+  stages: Array<Record<string, number> | null>;
+}
+
+interface Sample {
+  ms: number;
+  /** Stage name → ms, and `total` (the trace's total_ms), when the target is traced. */
+  trace: Record<string, number> | null;
+}
+
+function traceOf(body: string): Record<string, number> | null {
+  const parsed = JSON.parse(body) as { trace?: { stages?: Array<{ stage: string; ms: number }>; total_ms?: number } };
+  if (!parsed.trace?.stages) return null;
+  const out: Record<string, number> = {};
+  for (const st of parsed.trace.stages) out[st.stage] = (out[st.stage] ?? 0) + st.ms;
+  if (typeof parsed.trace.total_ms === 'number') out.total = parsed.trace.total_ms;
+  return out;
 }
 
 function median(values: number[]): number {
@@ -57,15 +76,19 @@ async function load(job: Extract<Job, { kind: 'load' }>): Promise<LoadResult> {
 
 const agent = new Agent({ keepAlive: true, maxSockets: 1 });
 
-function once(t: Target): Promise<number> {
+function once(t: Target): Promise<Sample> {
   return new Promise((resolve, reject) => {
     const u = new URL(t.url);
     const start = process.hrtime.bigint();
     const req = request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method: t.method, headers: t.headers, agent }, (res) => {
-      res.resume();
+      const chunks: Buffer[] = [];
+      if (t.traced) res.on('data', (c: Buffer) => chunks.push(c));
+      else res.resume();
       res.on('end', () => {
+        const ms = Number(process.hrtime.bigint() - start) / 1e6;
         if ((res.statusCode ?? 0) >= 300) reject(new Error(`${t.method} ${t.url} answered ${res.statusCode}`));
-        else resolve(Number(process.hrtime.bigint() - start) / 1e6);
+        // Parsed after the clock stopped, so reading the trace costs the measurement nothing.
+        else resolve({ ms, trace: t.traced ? traceOf(Buffer.concat(chunks).toString('utf8')) : null });
       });
     });
     req.on('error', reject);
@@ -76,14 +99,24 @@ function once(t: Target): Promise<number> {
 
 async function sequential(job: Extract<Job, { kind: 'sequential' }>): Promise<SequentialResult> {
   const perTarget: number[][] = job.targets.map(() => []);
+  const traces: Array<Array<Record<string, number>>> = job.targets.map(() => []);
   for (let round = 0; round < job.rounds; round++) {
     for (const [i, t] of job.targets.entries()) {
       const samples: number[] = [];
-      for (let n = 0; n < job.perRound; n++) samples.push(await once(t));
+      for (let n = 0; n < job.perRound; n++) {
+        const s = await once(t);
+        samples.push(s.ms);
+        if (s.trace) traces[i]?.push(s.trace);
+      }
       perTarget[i]?.push(median(samples));
     }
   }
-  return { medians: perTarget.map(median) };
+  const stages = traces.map((list) => {
+    if (list.length === 0) return null;
+    const names = [...new Set(list.flatMap((tr) => Object.keys(tr)))];
+    return Object.fromEntries(names.map((name) => [name, median(list.map((tr) => tr[name] ?? 0))]));
+  });
+  return { medians: perTarget.map(median), stages };
 }
 
 process.on('message', (job: Job) => {

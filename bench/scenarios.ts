@@ -8,6 +8,8 @@ export interface Scenario {
   bare: Target;
   /** Include in the sequential (one request at a time) overhead run. */
   sequential?: boolean;
+  /** The bare route plus the durable usage-event write the service route must also make (sequential run). */
+  floor?: Target;
 }
 
 export interface BenchContext {
@@ -48,8 +50,9 @@ export async function buildScenarios(ctx: BenchContext): Promise<Scenario[]> {
     const body = JSON.stringify({ context: { product_type: 'coffee', currency: 'USD', unit_cost: 1.2, target_margin: 0.6 }, function_id: 'fn_builtin_cost_plus' });
     scenarios.push({
       name: 'POST /api/compute/price (key, built-in cost-plus in the worker pool, usage event written, cache off)',
-      service: { url: `${svc}/api/compute/price`, method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body },
+      service: { url: `${svc}/api/compute/price`, method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body, traced: true },
       bare: { url: `${ctx.bareUrl}/bare`, method: 'POST', headers: { 'content-type': 'application/json' }, body },
+      floor: { url: `${ctx.bareUrl}/bare-commit`, method: 'POST', headers: { 'content-type': 'application/json' }, body },
       sequential: true,
     });
   }
@@ -75,7 +78,7 @@ export async function buildScenarios(ctx: BenchContext): Promise<Scenario[]> {
     const body = JSON.stringify({ context: { product_type: 'coffee', currency: 'USD', unit_cost: 1.2 }, proposed_price: '4.50' });
     scenarios.push({
       name: 'POST /api/public/price-router/verify (keyless demo budget, observations read, verdict, usage event written)',
-      service: { url: `${svc}/api/public/price-router/verify`, method: 'POST', headers: { 'content-type': 'application/json' }, body },
+      service: { url: `${svc}/api/public/price-router/verify`, method: 'POST', headers: { 'content-type': 'application/json' }, body, traced: true },
       bare: { url: `${ctx.bareUrl}/bare`, method: 'POST', headers: { 'content-type': 'application/json' }, body },
       sequential: true,
     });

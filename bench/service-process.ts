@@ -62,6 +62,8 @@ async function main(): Promise<void> {
       counts.usageInserts = 0;
       return out;
     },
+    // Where the bare app writes its comparison usage events: the service's own database.
+    databaseUrl: () => (pg as unknown as { options: { connectionString: string } }).options.connectionString,
     memory: () => rss.read(),
     close,
   });
