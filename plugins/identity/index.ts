@@ -30,7 +30,7 @@ export type { KeyService, NewKey } from './services/key-service';
 export type { Workspaces } from './services/workspaces';
 export type { AuditLog, AuditEntry } from './services/audit';
 export type { Onboarding } from './services/onboarding';
-export type { IdentityAttributes, Role, Plan, KeyKind, WorkspaceRow, ApiKeyRow, AuthMethod } from './domain';
+export type { IdentityAttributes, Role, Plan, KeyKind, WorkspaceRow, ApiKeyRow, AuthMethod, AgentRow } from './domain';
 export { ROLE_RANK } from './domain';
 
 /**

@@ -18,6 +18,7 @@ export type { UsageRecorder, UsageEventInput } from './services/recorder';
 export type { UsageEvents } from './services/events';
 export { quotaNextSteps } from './services/allowance';
 export { addressHash } from './services/address';
+export { callerFields } from './services/caller';
 
 /**
  * Usage records of every priced call (written before the response, grouped across requests), the

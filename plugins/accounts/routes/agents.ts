@@ -7,18 +7,10 @@ import type { RouteSpec } from '../../../core/http/route';
 import { decodeCursor, listEnvelope, listQuery } from '../../../core/pagination';
 import { z } from 'zod';
 import { keyView } from '../../identity';
+import type { AgentRow } from '../../identity';
 import * as s from '../schemas';
 import type { AccountsDeps } from './deps';
 import { checkRequestedScopes } from './keys';
-
-interface AgentRow {
-  id: string;
-  workspace_id: string;
-  name: string;
-  status: 'active' | 'disabled';
-  created_by_person_id: string | null;
-  created_at: Date;
-}
 
 const PERSON_ONLY = {
   accepts: ['person'] as const,

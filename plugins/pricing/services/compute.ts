@@ -8,7 +8,7 @@ import type { RateLimitResult } from '../../../core/kv';
 import type { PricingEngine, PriceOutcome, Preference, TraceStage } from '../../../engine';
 import { EngineError } from '../../../engine';
 import { identityOf } from '../../identity';
-import { addressHash } from '../../usage';
+import { callerFields } from '../../usage';
 import type { UsageEventInput, UsageRecorder } from '../../usage';
 import { DEMO_WORKSPACE_ID } from '../migrations/0001-pricing-schema';
 import { toApiError } from './engine-errors';
@@ -66,10 +66,9 @@ export class ComputeService {
     private readonly publicUrl: () => string,
   ) {}
 
-  /** The usage event of a call, as one literal (no spreads: this runs for every priced request). */
+  /** The usage event of a call: its outcome and who made it. */
   private usageEvent(call: ComputeCall, r: UsageOutcome): UsageEventInput {
     const p = call.principal;
-    const ua = call.req.headers['user-agent'];
     return {
       workspaceId: p?.workspaceId ?? DEMO_WORKSPACE_ID,
       requestId: call.requestId,
@@ -86,13 +85,7 @@ export class ComputeService {
       cost: r.cost,
       billable: r.billable,
       paidVia: r.paidVia,
-      callerKeyId: p?.keyId ?? null,
-      callerAgentId: p?.agentId ?? null,
-      callerPersonId: p?.personId ?? null,
-      callerUserAgent: typeof ua === 'string' ? ua : null,
-      callerVerified: p !== null,
-      callerAddressHash: addressHash(call.req.ip ?? 'unknown'),
-      classification: p ? 'mine' : 'others',
+      ...callerFields(p, call.req),
       cached: r.cached ?? false,
       fallbackUsed: r.fallbackUsed ?? false,
       latencyMs: r.latencyMs,

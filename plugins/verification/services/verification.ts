@@ -7,7 +7,7 @@ import type { RateLimitResult } from '../../../core/kv';
 import { dec, formatMoney } from '../../../core/money';
 import { identityOf } from '../../identity';
 import { DEMO_WORKSPACE_ID } from '../../pricing';
-import { addressHash } from '../../usage';
+import { callerFields } from '../../usage';
 import type { UsageRecorder } from '../../usage';
 import type { ObservationStore } from './observations';
 import { evaluateVerdict } from './verdict';
@@ -130,7 +130,6 @@ export class VerificationService {
     await reservation.commit();
 
     const demo = p === null;
-    const ua = call.req.headers['user-agent'];
     const usageEventId = await this.recorder.record({
       workspaceId: p?.workspaceId ?? DEMO_WORKSPACE_ID,
       requestId: call.requestId,
@@ -143,13 +142,7 @@ export class VerificationService {
       cost: '0',
       billable: !demo && reservation.paidVia === null,
       paidVia: reservation.paidVia,
-      callerKeyId: p?.keyId ?? null,
-      callerAgentId: p?.agentId ?? null,
-      callerPersonId: p?.personId ?? null,
-      callerUserAgent: typeof ua === 'string' ? ua : null,
-      callerVerified: p !== null,
-      callerAddressHash: addressHash(call.req.ip ?? 'unknown'),
-      classification: p ? 'mine' : 'others',
+      ...callerFields(p, call.req),
       latencyMs: Math.round((performance.now() - t0) * 1000) / 1000,
       contextKeys: contextKeys(call.context, currency),
     });
