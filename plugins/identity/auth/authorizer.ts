@@ -28,7 +28,7 @@ export class IdentityAuthorizer implements Authorizer {
         fields: { reason: `workspace ${id.workspaceStatus}` },
       });
     }
-    if (id.sandbox && !route.sandbox) throw sandboxRefusal(`use ${route.method.toUpperCase()} ${route.path} (${route.summary.replace(/\.$/, '')})`);
+    if (id.sandbox && !route.sandbox) throw sandboxRefusal(`use ${route.method.toUpperCase()} ${route.path} — ${sentenceTail(route.summary)}`);
 
     const required = route.scopes ?? [];
     if (required.length === 0) return;
@@ -61,4 +61,10 @@ export class IdentityAuthorizer implements Authorizer {
       throw insufficientScope(nameOnly, `${nameOnly.join(' and ')} holds only while the key's creator is an owner or admin of this workspace, which is no longer the case.`);
     }
   }
+}
+
+/** A route summary as the end of a sentence: first letter lowered (unless an acronym), no final period. */
+function sentenceTail(summary: string): string {
+  const text = summary.replace(/\.$/, '');
+  return /^[A-Z][a-z]/.test(text) ? text.charAt(0).toLowerCase() + text.slice(1) : text;
 }

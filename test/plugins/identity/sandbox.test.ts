@@ -70,6 +70,8 @@ describe('identity: what a sandbox key may do', () => {
       expect(res.status, `${route.method} ${route.path}: ${res.text}`).to.equal(403);
       expect(res.body.code).to.equal('plan_restricted');
       expect(res.body.reason, route.id).to.be.a('string').and.not.be.empty;
+      // The refusal names the route in one plain sentence (no nested parentheses).
+      expect(res.body.error, route.id).to.match(new RegExp(`^The Agent Starter sandbox cannot use ${route.method.toUpperCase()} ${route.path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} — (?:[^()]|\\([^()]*\\))+\\.$`));
     }
   });
 });
