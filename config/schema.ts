@@ -15,8 +15,8 @@ export const settingsTree = {
     trustProxy: str('TRUST_PROXY', 'loopback', 'Express trust-proxy setting deciding which X-Forwarded-For hops give the caller address.'),
     heapGrowingPercent: int(
       'HEAP_GROWING_PERCENT',
-      100,
-      'How far the JavaScript heap may grow past its live size before a full garbage collection, in percent (V8 --heap-growing-percent, set at start for the process and its worker threads). Under load, short-lived request objects reach the old generation; with 0 (V8\'s own policy) a host with much memory lets them pile up to several times the live heap (about 300 MB resident instead of about 230 MB under the benchmark). Lower saves memory for a little more collector CPU.',
+      60,
+      'How far the JavaScript heap may grow past its live size before a full garbage collection, in percent (V8 --heap-growing-percent, set at start for the process and its worker threads). Under load, short-lived request objects reach the old generation; with 0 (V8\'s own policy) a host with much memory lets them pile up to several times the live heap. Peak resident memory of the service under the compute benchmark: about 300 MB with 0, 265 MB with 100, 250 MB with 60, at the same throughput. Lower saves memory for a little more collector CPU.',
       { min: 0, max: 1000 },
     ),
   },
