@@ -46,6 +46,11 @@ export function closedFolderOnPath(file: string): string | null {
   return null;
 }
 
+/** The environment keeps the embedded PostgreSQL from starting; the message says what to change. */
+export class EmbeddedPostgresAccessError extends Error {
+  override name = 'EmbeddedPostgresAccessError';
+}
+
 export interface EmbeddedDatabase {
   url: string;
   stop(): Promise<void>;
@@ -65,7 +70,7 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
     ] as const) {
       const closed = closedFolderOnPath(file);
       if (closed) {
-        throw new Error(
+        throw new EmbeddedPostgresAccessError(
           `The embedded PostgreSQL runs as the OS user postgres, which cannot reach ${what} because ${closed} is closed to other users (mode ${(statSync(closed).mode & 0o777).toString(8)}). ` +
             `Allow passing through it (chmod o+x ${closed}), move the checkout or DATA_DIR elsewhere, or set DATABASE_URL to a PostgreSQL of your own.`,
         );

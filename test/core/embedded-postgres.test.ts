@@ -1,8 +1,9 @@
 import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { closedFolderOnPath, startEmbeddedPostgres } from '../../core/db/embedded';
+import { EmbeddedPostgresAccessError, closedFolderOnPath, startEmbeddedPostgres } from '../../core/db/embedded';
 import { createLogger } from '../../core/logger';
 
 describe('embedded PostgreSQL: folders the postgres OS user must pass through', () => {
@@ -40,9 +41,26 @@ describe('embedded PostgreSQL: folders the postgres OS user must pass through', 
       () => null,
       (e: unknown) => e as Error,
     );
-    expect(err).to.be.instanceOf(Error);
+    expect(err).to.be.instanceOf(EmbeddedPostgresAccessError);
     expect(err?.message).to.include(`because ${closed} is closed to other users (mode 700)`);
     expect(err?.message).to.include(`chmod o+x ${closed}`);
     expect(err?.message).to.include('DATABASE_URL');
+  });
+
+  it('npm start stops with that message alone, no stack trace, and exit code 1', function () {
+    this.timeout(20_000);
+    if (process.getuid?.() !== 0) this.skip();
+    const closed = path.join(base, 'private');
+    mkdirSync(closed);
+    chmodSync(closed, 0o700);
+    const main = path.join(__dirname, '..', '..', 'core', 'main.js');
+    const res = spawnSync(process.execPath, [main], {
+      env: { ...process.env, PORT: '0', DATABASE_URL: '', DATA_DIR: path.join(closed, 'data'), LOG_LEVEL: 'silent' },
+      encoding: 'utf8',
+      timeout: 15_000,
+    });
+    expect(res.status).to.equal(1);
+    expect(res.stderr).to.match(/^The embedded PostgreSQL runs as the OS user postgres, which cannot reach the data folder because /);
+    expect(res.stderr).not.to.include('    at ');
   });
 });
