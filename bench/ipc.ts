@@ -1,4 +1,7 @@
+import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import type { Job } from './load-worker';
 
 /** One request to a benchmark child process and its answer, matched by id. */
 export interface IpcRequest {
@@ -62,4 +65,40 @@ export function rssSampler(): { read: () => { peak: number; now: number } } {
       return out;
     },
   };
+}
+
+/** Forks a benchmark child (a file of this folder, as built) and waits for its `ready`. */
+export function startChild(file: string, execArgv: string[] = []): Promise<ChildProcess> {
+  const child = fork(path.join(__dirname, file), [], { stdio: 'inherit', execArgv });
+  return new Promise((resolve, reject) => {
+    const onReady = (msg: { ready?: boolean }) => {
+      if (!msg.ready) return;
+      child.off('message', onReady);
+      resolve(child);
+    };
+    child.on('message', onReady);
+    child.once('exit', (code) => reject(new Error(`${file} exited with code ${code}`)));
+  });
+}
+
+/** Asks a child to close (the service stops its PostgreSQL) and waits for it to exit. */
+export function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once('exit', () => resolve());
+    child.send({ id: 0, kind: 'close' } satisfies IpcRequest);
+  });
+}
+
+/** Gives the load generator one job and resolves with its figures. */
+export function askLoad<T>(worker: ChildProcess, job: Job): Promise<T> {
+  return new Promise((resolve, reject) => {
+    worker.once('message', (msg: { ok: boolean; res?: T; error?: string }) => (msg.ok ? resolve(msg.res as T) : reject(new Error(msg.error))));
+    worker.send(job);
+  });
+}
+
+/** The load generator's process (it needs no `ready`: it answers jobs as they come). */
+export function startLoadWorker(): ChildProcess {
+  return fork(path.join(__dirname, 'load-worker.js'), [], { stdio: 'inherit' });
 }

@@ -1,10 +1,8 @@
-import { fork } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { ask } from './ipc';
-import type { Job, LoadResult } from './load-worker';
+import { ask, askLoad, startChild, startLoadWorker, stopChild } from './ipc';
+import type { LoadResult } from './load-worker';
 import type { Scenario } from './scenarios';
 
 /**
@@ -33,26 +31,6 @@ interface CpuProfile {
 }
 
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
-
-function child(file: string, execArgv: string[] = []): Promise<ChildProcess> {
-  const c = fork(path.join(__dirname, file), [], { stdio: 'inherit', execArgv });
-  return new Promise((resolve, reject) => {
-    const onReady = (msg: { ready?: boolean }) => {
-      if (!msg.ready) return;
-      c.off('message', onReady);
-      resolve(c);
-    };
-    c.on('message', onReady);
-    c.once('exit', (code) => reject(new Error(`${file} exited with code ${code}`)));
-  });
-}
-
-function runLoad(worker: ChildProcess, job: Job): Promise<LoadResult> {
-  return new Promise((resolve, reject) => {
-    worker.once('message', (msg: { ok: boolean; res?: LoadResult; error?: string }) => (msg.ok ? resolve(msg.res as LoadResult) : reject(new Error(msg.error))));
-    worker.send(job);
-  });
-}
 
 /** Where a frame lives: a package name, a project file (as built under dist/), or a V8 pseudo-frame. */
 function placeOf(url: string, functionName: string): string {
@@ -120,8 +98,8 @@ function summarise(profile: CpuProfile, requests: number, fromUs: number, toUs: 
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'pcs-profile-'));
-  const service = await child('service-process.js', ['--cpu-prof', '--cpu-prof-dir', dir]);
-  const worker = fork(path.join(__dirname, 'load-worker.js'), [], { stdio: 'inherit' });
+  const service = await startChild('service-process.js', ['--cpu-prof', '--cpu-prof-dir', dir]);
+  const worker = startLoadWorker();
   let requests = 0;
   let fromUs = 0;
   let toUs = 0;
@@ -131,18 +109,15 @@ async function main(): Promise<void> {
     const scenario = info.scenarios.find((s) => s.name.includes(ONLY));
     if (!scenario) throw new Error(`no scenario matches BENCH_ONLY=${ONLY}`);
     console.log(`Profiling ${scenario.name}: ${CONNECTIONS} connections, 2 s warm-up then ${DURATION_S} s.`);
-    await runLoad(worker, { kind: 'load', target: scenario.service, connections: CONNECTIONS, durationS: 2 });
+    await askLoad<LoadResult>(worker, { kind: 'load', target: scenario.service, connections: CONNECTIONS, durationS: 2 });
     fromUs = nowUs();
-    const load = await runLoad(worker, { kind: 'load', target: scenario.service, connections: CONNECTIONS, durationS: DURATION_S });
+    const load = await askLoad<LoadResult>(worker, { kind: 'load', target: scenario.service, connections: CONNECTIONS, durationS: DURATION_S });
     toUs = nowUs();
     console.log(`${load.rps.toFixed(0)} req/s, p50/p99 ${load.p50}/${load.p99} ms under the profiler.`);
     requests = load.requests;
   } finally {
     worker.kill();
-    await new Promise<void>((resolve) => {
-      service.once('exit', () => resolve());
-      service.send({ id: 0, kind: 'close' });
-    });
+    await stopChild(service);
   }
   // CPU.<date>.<time>.<pid>.<thread id>.<seq>.cpuprofile: the main thread is thread 0 (workers write their own).
   const files = readdirSync(dir)

@@ -1,8 +1,6 @@
-import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import path from 'node:path';
-import { ask } from './ipc';
-import type { Job, LoadResult, SequentialResult } from './load-worker';
+import { ask, askLoad, startChild, startLoadWorker, stopChild } from './ipc';
+import type { LoadResult, SequentialResult } from './load-worker';
 import { cpuDelta, cpuSnapshot, descendantsRss } from './proc-stats';
 import type { CpuSnapshot } from './proc-stats';
 import type { Scenario } from './scenarios';
@@ -13,36 +11,6 @@ const REPEATS = Number(process.env.BENCH_REPEATS ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
 const PER_ROUND = Number(process.env.BENCH_PER_ROUND ?? 200);
 const ONLY = process.env.BENCH_ONLY;
-
-function askLoad<T>(worker: ChildProcess, job: Job): Promise<T> {
-  return new Promise((resolve, reject) => {
-    worker.once('message', (msg: { ok: boolean; res?: T; error?: string }) => (msg.ok ? resolve(msg.res as T) : reject(new Error(msg.error))));
-    worker.send(job);
-  });
-}
-
-/** Forks a benchmark child and waits for its `ready`. */
-function start(file: string): Promise<ChildProcess> {
-  const child = fork(path.join(__dirname, file), [], { stdio: 'inherit' });
-  return new Promise((resolve, reject) => {
-    const onReady = (msg: { ready?: boolean }) => {
-      if (!msg.ready) return;
-      child.off('message', onReady);
-      resolve(child);
-    };
-    child.on('message', onReady);
-    child.once('exit', (code) => reject(new Error(`${file} exited with code ${code}`)));
-  });
-}
-
-/** Asks a child to close (the service stops its PostgreSQL) and waits for it to exit. */
-function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    child.once('exit', () => resolve());
-    child.send({ id: 0, kind: 'close' });
-  });
-}
 
 function median(values: number[]): number {
   if (values.length === 0) return Number.NaN;
@@ -81,9 +49,9 @@ function perRequest(runs: Measured[], pick: (m: Measured) => number | null): str
 }
 
 async function main(): Promise<void> {
-  const bare = await start('bare-process.js');
-  const service = await start('service-process.js');
-  const worker = fork(path.join(__dirname, 'load-worker.js'), [], { stdio: 'inherit' });
+  const bare = await startChild('bare-process.js');
+  const service = await startChild('service-process.js');
+  const worker = startLoadWorker();
   try {
     const bareUrl = await ask<string>(bare, 'url');
     await ask(bare, 'floor', await ask<string>(service, 'databaseUrl'));
@@ -169,7 +137,7 @@ async function main(): Promise<void> {
     }
   } finally {
     worker.kill();
-    await Promise.all([stop(bare), stop(service)]);
+    await Promise.all([stopChild(bare), stopChild(service)]);
   }
 }
 

@@ -19,6 +19,7 @@ export type { UsageEvents } from './services/events';
 export { quotaNextSteps } from './services/allowance';
 export { addressHash } from './services/address';
 export { callerFields } from './services/caller';
+export { receipt, remaining } from './services/reply';
 
 /**
  * Usage records of every priced call (written before the response, grouped across requests), the

@@ -20,6 +20,11 @@ export interface ChangelogEntry {
   audience: string[];
 }
 
+/** An entry as held in process: its link as stored, its publication time parsed once. */
+interface Held extends ChangelogEntry {
+  publishedMs: number;
+}
+
 interface Row {
   id: string;
   published_at: Date;
@@ -37,7 +42,7 @@ const CHANNEL = 'discovery:changelog-changed';
  * change, so feeds and notices never query per request.
  */
 export class Changelog {
-  private entries: ChangelogEntry[] = [];
+  private entries: Held[] = [];
   private unsubscribe: Unsubscribe | null = null;
 
   constructor(
@@ -74,7 +79,10 @@ export class Changelog {
 
   async reload(): Promise<void> {
     const rows = await this.sql.many<Row>('SELECT * FROM changelog_entries ORDER BY published_at DESC, id DESC');
-    this.entries = rows.map((r) => ({ id: r.id, date: new Date(r.published_at).toISOString(), title: r.title, summary: r.summary, link: r.link, audience: r.audience }));
+    this.entries = rows.map((r) => {
+      const publishedMs = new Date(r.published_at).getTime();
+      return { id: r.id, date: new Date(publishedMs).toISOString(), publishedMs, title: r.title, summary: r.summary, link: r.link, audience: r.audience };
+    });
   }
 
   /** Publishes a new entry (operators and tests); every instance reloads. */
@@ -85,13 +93,34 @@ export class Changelog {
     await this.events.emit('changelog.published', { entries: [{ id: e.id, title: e.title, link: this.absolute(e.link), audience: e.audience }] });
   }
 
+  private view(e: Held): ChangelogEntry {
+    return { id: e.id, date: e.date, title: e.title, summary: e.summary, link: this.absolute(e.link), audience: e.audience };
+  }
+
+  /** Published entries (not future-dated) from `sinceMs` on, newest first, optionally for one audience. */
+  private published(sinceMs: number, audience?: string): ChangelogEntry[] {
+    const now = this.clock.now();
+    const out: ChangelogEntry[] = [];
+    for (const e of this.entries) {
+      if (e.publishedMs > now) continue;
+      if (e.publishedMs < sinceMs) break; // newest first: the rest are older
+      if (!audience || e.audience.includes(audience)) out.push(this.view(e));
+    }
+    return out;
+  }
+
   /** Newest first; links made absolute. */
   all(): ChangelogEntry[] {
-    return this.entries.filter((e) => Date.parse(e.date) <= this.clock.now()).map((e) => ({ ...e, link: this.absolute(e.link) }));
+    return this.published(-Infinity);
   }
 
   forAgents(): ChangelogEntry[] {
-    return this.all().filter((e) => e.audience.includes('agents'));
+    return this.published(-Infinity, 'agents');
+  }
+
+  /** Agent entries published since `sinceMs` (response notices, on the hot path: only those are built). */
+  agentEntriesSince(sinceMs: number): ChangelogEntry[] {
+    return this.published(sinceMs, 'agents');
   }
 
   newestAgentEntryDate(): string | null {

@@ -52,7 +52,7 @@ export class Notices implements ResponseDecorator {
   async forKey(keyId: string): Promise<Notice[]> {
     const { perResponse, windowDays, firstContactMaxAgeDays } = this.config.limits.notices;
     const now = this.clock.now();
-    const recent = this.changelog.forAgents().filter((e) => now - Date.parse(e.date) <= windowDays * DAY_MS);
+    const recent = this.changelog.agentEntriesSince(now - windowDays * DAY_MS);
     if (recent.length === 0 || perResponse === 0) return [];
     const known = this.seen.get(keyId);
     if (known && recent.every((e) => known.has(e.id))) return [];

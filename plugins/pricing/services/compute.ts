@@ -8,7 +8,7 @@ import type { RateLimitResult } from '../../../core/kv';
 import type { PricingEngine, PriceOutcome, Preference, TraceStage } from '../../../engine';
 import { EngineError } from '../../../engine';
 import { identityOf } from '../../identity';
-import { callerFields } from '../../usage';
+import { callerFields, receipt, remaining } from '../../usage';
 import type { UsageEventInput, UsageRecorder } from '../../usage';
 import { DEMO_WORKSPACE_ID } from '../migrations/0001-pricing-schema';
 import { toApiError } from './engine-errors';
@@ -178,15 +178,10 @@ export class ComputeService {
       },
       ...(outcome.savings ? { savings: outcome.savings } : {}),
       next_actions: nextActions(p, this.routes, this.config.limits.nextActionsMax, { usageEventId, price: outcome.result.price, context: call.context }),
-      receipt: { usage_event_id: usageEventId, url: `${base}/api/usage/events/${usageEventId}`, recorded_at: new Date().toISOString() },
+      receipt: receipt(base, usageEventId),
     };
-    if (p && identityOf(p).sandbox) {
-      const rate = call.rateLimit?.workspace;
-      body.remaining = {
-        ...(reservation.remaining ?? {}),
-        ...(rate ? { request_rate: { limit_per_minute: rate.limit, remaining: rate.remaining, resets_at: new Date(Date.now() + rate.resetMs).toISOString() } } : {}),
-      };
-    } else if (reservation.remaining) body.remaining = reservation.remaining;
+    const left = remaining(p, reservation, call.rateLimit?.workspace);
+    if (left) body.remaining = left;
     return { body, headers: reservation.headers ?? {}, usageEventId };
   }
 }

@@ -5,9 +5,8 @@ import type { Clock } from '../../../core/clock';
 import type { Hooks } from '../../../core/hooks';
 import type { RateLimitResult } from '../../../core/kv';
 import { dec, formatMoney } from '../../../core/money';
-import { identityOf } from '../../identity';
 import { DEMO_WORKSPACE_ID } from '../../pricing';
-import { callerFields } from '../../usage';
+import { callerFields, receipt, remaining } from '../../usage';
 import type { UsageRecorder } from '../../usage';
 import type { ObservationStore } from './observations';
 import { evaluateVerdict } from './verdict';
@@ -163,15 +162,10 @@ export class VerificationService {
       constraints: verdict.constraints,
       evidence: verdict.evidence,
       thresholds: verdict.thresholds,
-      receipt: { usage_event_id: usageEventId, url: `${this.publicUrl()}/api/usage/events/${usageEventId}`, recorded_at: new Date().toISOString() },
+      receipt: receipt(this.publicUrl(), usageEventId),
     };
-    if (p && identityOf(p).sandbox) {
-      const rate = call.rateLimit?.workspace;
-      body.remaining = {
-        ...(reservation.remaining ?? {}),
-        ...(rate ? { request_rate: { limit_per_minute: rate.limit, remaining: rate.remaining, resets_at: new Date(Date.now() + rate.resetMs).toISOString() } } : {}),
-      };
-    } else if (reservation.remaining) body.remaining = reservation.remaining;
+    const left = remaining(p, reservation, call.rateLimit?.workspace);
+    if (left) body.remaining = left;
     return { body, headers: reservation.headers ?? {}, usageEventId, verdict };
   }
 }
