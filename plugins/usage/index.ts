@@ -18,7 +18,7 @@ export type { UsageRecorder, UsageEventInput } from './services/recorder';
 export type { UsageEvents } from './services/events';
 export { quotaNextSteps } from './services/allowance';
 export { addressHash } from './services/address';
-export { callerFields } from './services/caller';
+export { callerFields, contextKeys } from './services/caller';
 export { receipt, remaining } from './services/reply';
 
 /**

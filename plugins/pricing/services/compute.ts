@@ -8,7 +8,7 @@ import type { RateLimitResult } from '../../../core/kv';
 import type { PricingEngine, PriceOutcome, Preference, TraceStage } from '../../../engine';
 import { EngineError } from '../../../engine';
 import { identityOf } from '../../identity';
-import { callerFields, receipt, remaining } from '../../usage';
+import { callerFields, contextKeys, receipt, remaining } from '../../usage';
 import type { UsageEventInput, UsageRecorder } from '../../usage';
 import { DEMO_WORKSPACE_ID } from '../migrations/0001-pricing-schema';
 import { toApiError } from './engine-errors';
@@ -43,12 +43,6 @@ type UsageOutcome = Pick<UsageEventInput, 'status' | 'cost' | 'billable' | 'paid
   Partial<Pick<UsageEventInput, 'errorCode' | 'functionId' | 'functionName' | 'strategy' | 'price' | 'currency' | 'confidence' | 'cached' | 'fallbackUsed'>> & { latencyMs: number };
 
 const ms = (from: number) => Math.round((performance.now() - from) * 1000) / 1000;
-
-function contextKeys(context: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const k of ['product_type', 'currency', 'category', 'product_id']) if (typeof context[k] === 'string') out[k] = (context[k]).slice(0, 100);
-  return out;
-}
 
 /**
  * One priced call, the same for REST, batch items, the price router, the demo and MCP:

@@ -25,3 +25,15 @@ export function callerFields(p: Principal | null, req: IncomingMessage & { ip?: 
     classification: p ? 'mine' : 'others',
   };
 }
+
+const CONTEXT_KEYS = ['product_type', 'currency', 'category', 'product_id'] as const;
+
+/** What a usage event keeps of a call's context: its identifying strings, each cut to 100 characters; `fixed` wins (a normalised currency). */
+export function contextKeys(context: Record<string, unknown>, fixed: Record<string, unknown> = {}): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of CONTEXT_KEYS) {
+    const v = context[k];
+    if (typeof v === 'string') out[k] = v.slice(0, 100);
+  }
+  return Object.assign(out, fixed);
+}

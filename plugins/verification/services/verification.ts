@@ -6,7 +6,7 @@ import type { Hooks } from '../../../core/hooks';
 import type { RateLimitResult } from '../../../core/kv';
 import { dec, formatMoney } from '../../../core/money';
 import { DEMO_WORKSPACE_ID } from '../../pricing';
-import { callerFields, receipt, remaining } from '../../usage';
+import { callerFields, contextKeys, receipt, remaining } from '../../usage';
 import type { UsageRecorder } from '../../usage';
 import type { ObservationStore } from './observations';
 import { evaluateVerdict } from './verdict';
@@ -58,12 +58,6 @@ export function floorOf(context: Record<string, unknown>): Constraint | null {
 export function ceilingOf(context: Record<string, unknown>): Constraint | null {
   const v = positive(context.max_price);
   return v === null ? null : { value: formatMoney(dec(v), 18), from: ['max_price'] };
-}
-
-function contextKeys(context: Record<string, unknown>, currency: string): Record<string, unknown> {
-  const out: Record<string, unknown> = { currency };
-  for (const k of ['product_type', 'category', 'product_id']) if (typeof context[k] === 'string') out[k] = context[k].slice(0, 100);
-  return out;
 }
 
 /**
@@ -143,7 +137,7 @@ export class VerificationService {
       paidVia: reservation.paidVia,
       ...callerFields(p, call.req),
       latencyMs: Math.round((performance.now() - t0) * 1000) / 1000,
-      contextKeys: contextKeys(call.context, currency),
+      contextKeys: contextKeys(call.context, { currency }),
     });
 
     const body: Record<string, unknown> = {
