@@ -50,7 +50,8 @@ function perRequest(runs: Measured[], pick: (m: Measured) => number | null): str
 
 async function main(): Promise<void> {
   const bare = await startChild('bare-process.js');
-  const service = await startChild('service-process.js');
+  // Node options for the service alone, to try V8 flags in an A/B (e.g. --trace-gc, --max-semi-space-size=32).
+  const service = await startChild('service-process.js', (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean));
   const worker = startLoadWorker();
   try {
     const bareUrl = await ask<string>(bare, 'url');

@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { Session } from 'node:inspector';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Pool } from 'pg';
@@ -44,6 +45,10 @@ async function main(): Promise<void> {
     return pgQuery(...args);
   };
 
+  const inspector = new Session();
+  const post = (method: string, params?: object) =>
+    new Promise<unknown>((resolve, reject) => inspector.post(method, params ?? {}, (err, res) => (err ? reject(err) : resolve(res))));
+
   const close = async (): Promise<void> => {
     await service.close();
     rmSync(dataDir, { recursive: true, force: true });
@@ -65,6 +70,18 @@ async function main(): Promise<void> {
     // Where the bare app writes its comparison usage events: the service's own database.
     databaseUrl: () => (pg as unknown as { options: { connectionString: string } }).options.connectionString,
     memory: () => rss.read(),
+    // V8's sampling heap profiler (bench/heap.ts): samples of objects still alive when read, plus those collected by a young (minor) or full (major) collection since if asked.
+    heapStart: (payload) => {
+      const { minor = false, major = false } = (payload ?? {}) as { minor?: boolean; major?: boolean };
+      inspector.connect();
+      return post('HeapProfiler.startSampling', { samplingInterval: 8192, includeObjectsCollectedByMajorGC: major, includeObjectsCollectedByMinorGC: minor });
+    },
+    heapStop: async () => {
+      const { profile } = (await post('HeapProfiler.getSamplingProfile')) as { profile: unknown };
+      await post('HeapProfiler.stopSampling');
+      inspector.disconnect();
+      return profile;
+    },
     close,
   });
   process.send?.({ ready: true });

@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { newId } from '../../../core/ids';
+import { newSortableId } from '../../../core/ids';
 import type { Logger } from '../../../core/logger';
 
 export interface UsageEventInput {
@@ -163,7 +163,8 @@ export class UsageRecorder {
 
   /** Resolves with the event id once the event is committed. */
   record(event: UsageEventInput): Promise<string> {
-    const id = newId('use');
+    // Time-ordered: the primary-key index grows at its right edge (see newSortableId).
+    const id = newSortableId('use');
     return new Promise<string>((resolve, reject) => {
       this.queue.push({ id, event, resolve: () => resolve(id), reject });
       this.flushing ??= this.drain();
