@@ -77,6 +77,12 @@ export const settingsTree = {
       true,
       'Whether a usage event waits for its WAL record on disk before the response (PostgreSQL synchronous_commit on the usage writer\'s sessions). off answers sooner but a PostgreSQL or host crash can lose events committed in its last few hundred ms (3 x wal_writer_delay), whose responses and receipts were already sent; never corrupts. Default on.',
     ),
+    concurrentInserts: int(
+      'USAGE_CONCURRENT_INSERTS',
+      1,
+      'Usage inserts the writer keeps in flight at once, each a group of the events that arrived meanwhile, on its own connection of the hot pool (which has max(2, DB_POOL_MAX / 2) connections). More lets an event wait for a free writer instead of for the insert ahead of it.',
+      { min: 1, max: 8 },
+    ),
   },
   outbound: {
     allowList: list('OUTBOUND_ALLOW_LIST', [], 'Addresses or CIDRs that owner-registered URLs may reach although private or loopback (tests, on-premises upstreams).'),

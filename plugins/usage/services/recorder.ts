@@ -141,23 +141,32 @@ interface Pending {
 }
 
 /**
- * Writes usage events durably before the response, grouped across concurrent requests: while one
+ * Writes usage events durably before the response, grouped across concurrent requests: while an
  * insert is in flight, new events wait and go together in the next one (group commit), so a
- * request alone pays one round trip and a crowd shares them. Nothing is acknowledged before the
- * database has committed it; by default (USAGE_SYNCHRONOUS_COMMIT on) that commit is durable.
+ * request alone pays one round trip and a crowd shares them. Up to `concurrentInserts` inserts may
+ * be in flight at once (each on its own connection of the pool): under load a new event then waits
+ * for a free writer rather than for the whole insert ahead of it, and PostgreSQL flushes the
+ * overlapping commits together. Nothing is acknowledged before the database has committed it; by
+ * default (USAGE_SYNCHRONOUS_COMMIT on) that commit is durable.
  */
 export class UsageRecorder {
   private queue: Pending[] = [];
-  private flushing: Promise<void> | null = null;
+  /** Inserts in flight. */
+  private active = 0;
+  /** A writer is about to take the queue (after the current tick, so its events join). */
+  private scheduled = false;
+  private readonly idle: Array<() => void> = [];
   private readonly statement: { name: string; text: string };
   private readonly maxBatch: number;
+  private readonly concurrentInserts: number;
 
   constructor(
     private readonly pool: Pool,
     private readonly log: Logger,
-    opts: { maxBatch?: number; synchronousCommit?: boolean } = {},
+    opts: { maxBatch?: number; synchronousCommit?: boolean; concurrentInserts?: number } = {},
   ) {
     this.maxBatch = opts.maxBatch ?? 200;
+    this.concurrentInserts = Math.max(1, opts.concurrentInserts ?? 1);
     this.statement = opts.synchronousCommit === false ? { name: 'usage_insert_async', text: INSERT_ASYNC_COMMIT } : { name: 'usage_insert', text: INSERT };
   }
 
@@ -167,7 +176,7 @@ export class UsageRecorder {
     const id = newSortableId('use');
     return new Promise<string>((resolve, reject) => {
       this.queue.push({ id, event, resolve: () => resolve(id), reject });
-      this.flushing ??= this.drain();
+      this.schedule();
     });
   }
 
@@ -175,28 +184,44 @@ export class UsageRecorder {
     return Promise.all(events.map((e) => this.record(e)));
   }
 
-  private async drain(): Promise<void> {
-    // Let the current tick's events join the first batch.
-    await Promise.resolve();
+  private schedule(): void {
+    if (this.scheduled || this.active >= this.concurrentInserts || this.queue.length === 0) return;
+    this.scheduled = true;
+    // Let the current tick's events join the batch.
+    queueMicrotask(() => {
+      this.scheduled = false;
+      void this.write();
+    });
+  }
+
+  private async write(): Promise<void> {
+    if (this.active >= this.concurrentInserts || this.queue.length === 0) return this.settleIdle();
+    const batch = this.queue.splice(0, this.maxBatch);
+    this.active++;
+    // Events beyond one batch, or arriving now, may start another writer while this one waits.
+    this.schedule();
     try {
-      while (this.queue.length > 0) {
-        const batch = this.queue.splice(0, this.maxBatch);
-        try {
-          // Straight to node-postgres, with the statement prepared once per connection.
-          await this.pool.query({ ...this.statement, values: [batchJson(batch.map((p) => row(p.id, p.event)))] });
-          for (const p of batch) p.resolve();
-        } catch (err) {
-          this.log.error({ err, events: batch.length }, 'usage events could not be written');
-          for (const p of batch) p.reject(err);
-        }
-      }
+      // Straight to node-postgres, with the statement prepared once per connection.
+      await this.pool.query({ ...this.statement, values: [batchJson(batch.map((p) => row(p.id, p.event)))] });
+      for (const p of batch) p.resolve();
+    } catch (err) {
+      this.log.error({ err, events: batch.length }, 'usage events could not be written');
+      for (const p of batch) p.reject(err);
     } finally {
-      this.flushing = null;
+      this.active--;
+      this.schedule();
+      this.settleIdle();
     }
   }
 
+  private settleIdle(): void {
+    if (this.active > 0 || this.scheduled || this.queue.length > 0) return;
+    for (const resolve of this.idle.splice(0)) resolve();
+  }
+
   /** Waits until every queued event is written (shutdown). */
-  async drainAll(): Promise<void> {
-    while (this.flushing) await this.flushing;
+  drainAll(): Promise<void> {
+    if (this.active === 0 && !this.scheduled && this.queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idle.push(resolve));
   }
 }

@@ -95,6 +95,91 @@ describe('usage recorder: grouped inserts', function () {
     expect((await stored(fine)).currency).to.equal('USD');
   });
 
+  describe('USAGE_CONCURRENT_INSERTS', () => {
+    let pool: Pool;
+    let inFlight: number;
+    let most: number;
+    let statements: number;
+    beforeEach(() => {
+      pool = new Pool({ connectionString: svc.databaseUrl, max: 4 });
+      inFlight = 0;
+      most = 0;
+      statements = 0;
+      const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>;
+      (pool as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = async (...args: unknown[]) => {
+        statements++;
+        most = Math.max(most, ++inFlight);
+        try {
+          return await query(...args);
+        } finally {
+          inFlight--;
+        }
+      };
+    });
+    afterEach(() => pool.end());
+
+    /** Events arriving over many ticks, as from concurrent requests, while earlier inserts are in flight. */
+    async function waves(rec: UsageRecorder, ticks: number, perTick: number): Promise<string[]> {
+      const pending: Array<Promise<string>> = [];
+      for (let t = 0; t < ticks; t++) {
+        for (let i = 0; i < perTick; i++) pending.push(rec.record(event({ requestId: `req_wave_${t}_${i}` })));
+        await new Promise((r) => setImmediate(r));
+      }
+      return Promise.all(pending);
+    }
+
+    async function count(ids: string[]): Promise<number> {
+      const [rows] = await svc.sequelize.query('SELECT count(*)::int AS n FROM usage_events WHERE id = ANY($1)', { bind: [ids] });
+      return (rows as Array<{ n: number }>)[0]?.n ?? 0;
+    }
+
+    it('1 (default): one insert in flight at a time, the events meanwhile grouped into the next', async () => {
+      const ids = await waves(new UsageRecorder(pool, createLogger('silent')), 40, 5);
+      expect(most).to.equal(1);
+      expect(statements).to.be.below(200);
+      expect(await count(ids)).to.equal(200);
+    });
+
+    it('2: up to two inserts in flight, never more, every event committed once', async () => {
+      const ids = await waves(new UsageRecorder(pool, createLogger('silent'), { concurrentInserts: 2 }), 40, 5);
+      expect(most).to.equal(2);
+      expect(statements).to.be.below(200);
+      expect(new Set(ids).size).to.equal(200);
+      expect(await count(ids)).to.equal(200);
+    });
+
+    it('drainAll waits for the inserts in flight and the events still queued', async () => {
+      const rec = new UsageRecorder(pool, createLogger('silent'), { concurrentInserts: 2, maxBatch: 3 });
+      const ids: string[] = [];
+      const recorded = Array.from({ length: 20 }, () => rec.record(event()).then((id) => ids.push(id)));
+      await rec.drainAll();
+      expect(ids).to.have.length(20);
+      expect(await count(ids)).to.equal(20);
+      await Promise.all(recorded);
+      await rec.drainAll();
+    });
+
+    it('a failed insert rejects its own events only; the writer goes on', async () => {
+      const rec = new UsageRecorder(pool, createLogger('silent'), { concurrentInserts: 2 });
+      // A price beyond numeric(30, 8) fails the statement it travels in.
+      const bad = rec.record(event({ price: '1'.repeat(40) })).then(
+        () => null,
+        (err: unknown) => err,
+      );
+      await new Promise((r) => setImmediate(r));
+      const good = await Promise.all(Array.from({ length: 5 }, () => rec.record(event())));
+      expect(await bad).to.be.instanceOf(Error);
+      expect(await count(good)).to.equal(5);
+    });
+
+    it('is read from the environment, 1 by default, refused outside 1 to 8', () => {
+      expect(svc.config.usage.concurrentInserts).to.equal(1);
+      expect(testConfig({}, { USAGE_CONCURRENT_INSERTS: '3' }).usage.concurrentInserts).to.equal(3);
+      expect(() => testConfig({}, { USAGE_CONCURRENT_INSERTS: '0' })).to.throw(/USAGE_CONCURRENT_INSERTS/);
+      expect(() => testConfig({}, { USAGE_CONCURRENT_INSERTS: '9' })).to.throw(/USAGE_CONCURRENT_INSERTS/);
+    });
+  });
+
   describe('USAGE_SYNCHRONOUS_COMMIT', () => {
     let pool: Pool;
     beforeEach(() => {
