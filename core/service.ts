@@ -21,7 +21,7 @@ import { Pool as PgPool } from 'pg';
 import { EventBus } from './events';
 import { Hooks } from './hooks';
 import { errorHandler, notFound, refuseWhileStopping, requestContext } from './http/middleware';
-import { RouteTable, dispatchDirect, mountRoutes, targetPath } from './http/pipeline';
+import { RouteTable, appMessageClasses, dispatchDirect, mountRoutes, targetPath } from './http/pipeline';
 import { createKvStore } from './kv';
 import type { KvStore } from './kv';
 import { createLogger } from './logger';
@@ -192,7 +192,7 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     app.use(onError);
 
     let inFlight = 0;
-    const server = createServer((req, res) => {
+    const server = createServer(appMessageClasses(app), (req, res) => {
       inFlight++;
       res.on('close', () => {
         inFlight--;

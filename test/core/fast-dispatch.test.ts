@@ -1,19 +1,20 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { expect } from 'chai';
 import express from 'express';
 import { z } from 'zod';
 import { Hooks } from '../../core/hooks';
 import { errorHandler, notFound, requestContext } from '../../core/http/middleware';
-import { RouteTable, dispatchDirect, mountRoutes, targetPath } from '../../core/http/pipeline';
+import { RouteTable, appMessageClasses, dispatchDirect, mountRoutes, targetPath } from '../../core/http/pipeline';
 import { defineRoute, ok } from '../../core/http/route';
 import { ApiError } from '../../core/errors';
 import { createLogger } from '../../core/logger';
 import { Metrics } from '../../core/metrics';
 
 /** The map lookup in front of the Express router must answer exactly as the router would. */
-for (const mode of ['middleware before the router', 'server-level dispatch without the application router'] as const) describe(`kernel HTTP pipeline: direct dispatch of parameterless routes (${mode})`, () => {
+const MODES = ['middleware before the router', 'server-level dispatch without the application router', 'server-level dispatch, messages born with the application prototypes'] as const;
+for (const mode of MODES) describe(`kernel HTTP pipeline: direct dispatch of parameterless routes (${mode})`, () => {
   let server: Server;
   let base: string;
 
@@ -39,19 +40,35 @@ for (const mode of ['middleware before the router', 'server-level dispatch witho
     app.use(notFound);
     const onError = errorHandler(log);
     app.use(onError);
-    server =
-      mode === 'middleware before the router'
-        ? createServer(app)
-        : createServer((req, res) => {
-            const stages = direct.lookup(req.method, targetPath(req.url));
-            if (stages) dispatchDirect(app, req, res, leading, stages, onError);
-            else app(req, res);
-          });
+    const serve = (req: IncomingMessage, res: ServerResponse) => {
+      const stages = direct.lookup(req.method, targetPath(req.url));
+      if (stages) dispatchDirect(app, req, res, leading, stages, onError);
+      else app(req, res);
+    };
+    server = mode === MODES[0] ? createServer(app) : mode === MODES[1] ? createServer(serve) : createServer(appMessageClasses(app), serve);
     server.listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
   after(() => new Promise<void>((r) => server.close(() => r())));
+
+  it('gives a request its Express prototypes per request only when the server does not make them so', async () => {
+    const original = Object.setPrototypeOf;
+    let calls = 0;
+    Object.setPrototypeOf = ((o: object, proto: object | null) => {
+      calls++;
+      return original(o, proto);
+    }) as typeof Object.setPrototypeOf;
+    try {
+      const res = await fetch(`${base}/hello`);
+      expect(res.status).to.equal(200);
+      expect(await res.json()).to.deep.equal({ hello: 'wörld' });
+    } finally {
+      Object.setPrototypeOf = original;
+    }
+    // Express's own app.handle sets both; direct dispatch only when the messages lack them.
+    expect(calls).to.equal(mode === MODES[2] ? 0 : 2);
+  });
 
   it('answers JSON with the headers res.json would send', async () => {
     const res = await fetch(`${base}/hello`);
