@@ -250,14 +250,20 @@ const inChain = (proto: object, obj: object): boolean => Object.prototype.isProt
 /**
  * Request and response classes for `http.createServer` whose instances are born with the
  * application's Express prototypes (`app.request`, `app.response`) in their chain. Express gives
- * each request its prototypes with Object.setPrototypeOf, a map change V8 makes slowly (about 3 % of
- * the main thread under the compute benchmark); here the change happens once, on the classes.
+ * each request its prototypes with Object.setPrototypeOf; the map change leaves every request and
+ * response object with a shape of its own, so the property accesses of Node's HTTP code, Express and
+ * ours on them stay slow and the objects larger (on the compute benchmark, main-thread CPU per
+ * request fell by about a third without it). Here the change happens once, on the classes.
  */
 export function appMessageClasses(app: Express): { IncomingMessage: typeof IncomingMessage; ServerResponse: typeof ServerResponse } {
   class AppRequest extends IncomingMessage {}
   class AppResponse extends ServerResponse {}
   Object.setPrototypeOf(AppRequest.prototype, app.request as object);
   Object.setPrototypeOf(AppResponse.prototype, app.response as object);
+  // Requests Express routes itself (paths with parameters) get the same: its app.handle sets these
+  // prototypes, and setting the prototype an object already has changes nothing.
+  app.request = AppRequest.prototype as unknown as Express['request'];
+  app.response = AppResponse.prototype as unknown as Express['response'];
   return { IncomingMessage: AppRequest, ServerResponse: AppResponse as typeof ServerResponse };
 }
 

@@ -17,12 +17,15 @@ const MODES = ['middleware before the router', 'server-level dispatch without th
 for (const mode of MODES) describe(`kernel HTTP pipeline: direct dispatch of parameterless routes (${mode})`, () => {
   let server: Server;
   let base: string;
+  let bornRequestProto: object | null = null;
 
   before(async () => {
     const table = new RouteTable();
     table.add('t', defineRoute({ id: 't.param', method: 'get', path: '/things/:id', summary: 'by id', auth: 'public', handler: ({ req }) => ok({ by: 'param', id: req.params.id }) }));
     // Declared after /things/:id, so Express serves /things/latest with the parameterised route.
     table.add('t', defineRoute({ id: 't.latest', method: 'get', path: '/things/latest', summary: 'latest', auth: 'public', handler: () => ok({ by: 'static' }) }));
+    // Parameterised: always routed by Express itself.
+    table.add('t', defineRoute({ id: 't.proto', method: 'get', path: '/protos/:id', summary: 'prototype', auth: 'public', handler: ({ req }) => ok({ born: Object.getPrototypeOf(req) === bornRequestProto, express: typeof req.get === 'function' }) }));
     table.add('t', defineRoute({ id: 't.hello', method: 'get', path: '/hello', summary: 'hello', auth: 'public', handler: () => ok({ hello: 'wörld' }) }));
     table.add('t', defineRoute({ id: 't.echo', method: 'post', path: '/echo', summary: 'echo', auth: 'public', body: z.object({ n: z.number() }), handler: ({ body }) => ok({ n: body.n }, { 'X-Extra': 'yes' }) }));
     table.add('t', defineRoute({ id: 't.boom', method: 'get', path: '/boom', summary: 'fails', auth: 'public', handler: () => { throw new ApiError('rate_limited', 'Slow down.'); } }));
@@ -45,7 +48,9 @@ for (const mode of MODES) describe(`kernel HTTP pipeline: direct dispatch of par
       if (stages) dispatchDirect(app, req, res, leading, stages, onError);
       else app(req, res);
     };
-    server = mode === MODES[0] ? createServer(app) : mode === MODES[1] ? createServer(serve) : createServer(appMessageClasses(app), serve);
+    const born = mode === MODES[2] ? appMessageClasses(app) : null;
+    bornRequestProto = born?.IncomingMessage.prototype ?? null;
+    server = mode === MODES[0] ? createServer(app) : mode === MODES[1] ? createServer(serve) : createServer(born ?? {}, serve);
     server.listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -68,6 +73,12 @@ for (const mode of MODES) describe(`kernel HTTP pipeline: direct dispatch of par
     }
     // Express's own app.handle sets both; direct dispatch only when the messages lack them.
     expect(calls).to.equal(mode === MODES[2] ? 0 : 2);
+  });
+
+  it('requests Express routes itself keep the prototype they were born with, and have Express methods', async () => {
+    const res = await fetch(`${base}/protos/1`);
+    expect(res.status).to.equal(200);
+    expect(await res.json()).to.deep.equal({ born: mode === MODES[2], express: true });
   });
 
   it('answers JSON with the headers res.json would send', async () => {
