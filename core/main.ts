@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { ConfigError, loadConfig } from '../config';
 import type { Config } from '../config';
 import { builtInPlugins } from '../plugins';
-import { EmbeddedPostgresAccessError } from './db/embedded';
+import { EmbeddedPostgresAccessError, takeOverShutdownSignals } from './db/embedded';
 import { PluginLoadError } from './plugin';
 import { migrateOnly, startService } from './service';
 
@@ -54,6 +54,8 @@ async function main(): Promise<void> {
       },
     );
   };
+  // This process stops the embedded PostgreSQL itself, after the requests in flight (see takeOverShutdownSignals).
+  takeOverShutdownSignals();
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
 }

