@@ -5,9 +5,9 @@ import type { Scenario } from './scenarios';
 /**
  * What the service allocates under load, and what of it outlives a young-generation collection:
  * runs one scenario (compute by default) at 50 connections twice with V8's sampling heap profiler,
- * once counting every sampled allocation, once only what is still alive at the end of the run
- * (objects in flight and those kept for longer, which the scavenger copies and then promotes), and
- * prints both per request, by allocating function.
+ * once counting every sampled allocation, once only what no young collection freed (promoted to the
+ * old generation, whether still alive or freed by a full collection since), and prints both per
+ * request, by allocating function.
  *
  * `npm run bench:heap` (BENCH_PROFILE_S, 10; BENCH_ONLY, 'compute/price'; BENCH_CONNECTIONS, 50).
  */

@@ -244,9 +244,6 @@ export function targetPath(url: string | undefined): string {
   return q < 0 ? url : url.slice(0, q);
 }
 
-/** Whether `proto` is in the prototype chain of `obj` (Object.prototype.isPrototypeOf, lint-safe). */
-const inChain = (proto: object, obj: object): boolean => Object.prototype.isPrototypeOf.call(proto, obj);
-
 /**
  * Request and response classes for `http.createServer` whose instances are born with the
  * application's Express prototypes (`app.request`, `app.response`) in their chain. Express gives
@@ -275,8 +272,8 @@ export function appMessageClasses(app: Express): { IncomingMessage: typeof Incom
  */
 export function dispatchDirect(app: Express, request: IncomingMessage, response: ServerResponse, leading: readonly RequestHandler[], stages: readonly RequestHandler[], onError: ErrorRequestHandler): void {
   // Born with the application's prototypes when the server uses appMessageClasses; otherwise set here.
-  const req = (inChain(app.request as object, request) ? request : Object.setPrototypeOf(request, app.request as object)) as Request;
-  const res = (inChain(app.response as object, response) ? response : Object.setPrototypeOf(response, app.response as object)) as Response;
+  const req = (Object.getPrototypeOf(request) === app.request ? request : Object.setPrototypeOf(request, app.request as object)) as Request;
+  const res = (Object.getPrototypeOf(response) === app.response ? response : Object.setPrototypeOf(response, app.response as object)) as Response;
   req.res = res;
   res.req = req;
   res.locals = Object.create(null) as Response['locals'];

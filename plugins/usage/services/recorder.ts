@@ -195,7 +195,7 @@ export class UsageRecorder {
   }
 
   private async write(): Promise<void> {
-    if (this.active >= this.concurrentInserts || this.queue.length === 0) return this.settleIdle();
+    if (this.queue.length === 0) return this.settleIdle();
     const batch = this.queue.splice(0, this.maxBatch);
     this.active++;
     // Events beyond one batch, or arriving now, may start another writer while this one waits.
@@ -214,14 +214,17 @@ export class UsageRecorder {
     }
   }
 
+  /** Nothing queued, scheduled or in flight. */
+  private get isIdle(): boolean {
+    return this.active === 0 && !this.scheduled && this.queue.length === 0;
+  }
+
   private settleIdle(): void {
-    if (this.active > 0 || this.scheduled || this.queue.length > 0) return;
-    for (const resolve of this.idle.splice(0)) resolve();
+    if (this.isIdle) for (const resolve of this.idle.splice(0)) resolve();
   }
 
   /** Waits until every queued event is written (shutdown). */
   drainAll(): Promise<void> {
-    if (this.active === 0 && !this.scheduled && this.queue.length === 0) return Promise.resolve();
-    return new Promise((resolve) => this.idle.push(resolve));
+    return this.isIdle ? Promise.resolve() : new Promise((resolve) => this.idle.push(resolve));
   }
 }
