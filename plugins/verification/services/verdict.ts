@@ -1,5 +1,6 @@
 import { dec, formatMoney } from '../../../core/money';
 import type { Dec } from '../../../core/money';
+import { robustSigma, weightedMedianDec } from './weighted-stats';
 
 /**
  * The price verdict as a pure function of stored observations, the proposed price, the caller's
@@ -8,12 +9,6 @@ import type { Dec } from '../../../core/money';
  */
 
 const DAY_MS = 86_400_000;
-/** 1 / Φ⁻¹(0.75): scales a MAD to a normal standard deviation. */
-const MAD_TO_SIGMA = 1.4826;
-/** IQR / 1.349 estimates a normal standard deviation. */
-const IQR_TO_SIGMA = 1 / 1.349;
-/** 1.2533 × mean absolute deviation estimates a normal standard deviation. */
-const MEAN_AD_TO_SIGMA = 1.2533;
 /** Weight share above which one source dominates the evidence. */
 const DOMINANT_SHARE = 0.5;
 /** Prior count in the amount-of-evidence factor n/(n + k). */
@@ -143,11 +138,6 @@ export interface VerdictResult {
   };
 }
 
-interface Weighted<T> {
-  value: T;
-  weight: number;
-}
-
 const round = (x: number, digits = 3): number => {
   const f = 10 ** digits;
   return Math.round(x * f) / f;
@@ -155,68 +145,12 @@ const round = (x: number, digits = 3): number => {
 
 const pct = (share: number): string => `${Math.round(share * 100)}%`;
 
-/**
- * The weighted median: the value where the cumulative weight reaches half the total; when it lands
- * exactly on half, the mean of that value and the next (so equal weights give the usual median).
- */
-function weightedMedianDec(items: readonly Weighted<Dec>[]): Dec {
-  const sorted = [...items].sort((a, b) => a.value.comparedTo(b.value));
-  const total = sorted.reduce((s, i) => s + i.weight, 0);
-  const half = total / 2;
-  const eps = total * 1e-12;
-  let cum = 0;
-  for (let i = 0; i < sorted.length; i++) {
-    const item = sorted[i] as Weighted<Dec>;
-    cum += item.weight;
-    if (cum >= half - eps) {
-      const next = sorted[i + 1];
-      if (Math.abs(cum - half) <= eps && next) return item.value.plus(next.value).dividedBy(2);
-      return item.value;
-    }
-  }
-  const last = sorted[sorted.length - 1];
-  if (!last) throw new RangeError('weighted median of nothing');
-  return last.value;
-}
-
-/** The weighted q-quantile of numbers (first value whose cumulative weight reaches q of the total). */
-function weightedQuantile(items: readonly Weighted<number>[], q: number): number {
-  const sorted = [...items].sort((a, b) => a.value - b.value);
-  const total = sorted.reduce((s, i) => s + i.weight, 0);
-  const target = total * q;
-  const eps = total * 1e-12;
-  let cum = 0;
-  for (let i = 0; i < sorted.length; i++) {
-    const item = sorted[i] as Weighted<number>;
-    cum += item.weight;
-    if (cum >= target - eps) {
-      const next = sorted[i + 1];
-      if (q === 0.5 && Math.abs(cum - target) <= eps && next) return (item.value + next.value) / 2;
-      return item.value;
-    }
-  }
-  return sorted[sorted.length - 1]?.value ?? 0;
-}
-
 /** A positive float as a decimal string with at least 6 significant digits (2 to 12 decimals). */
 export function priceString(raw: number): string {
   const x = Math.min(9.99e17, Math.max(1e-12, Number.isFinite(raw) ? raw : 9.99e17));
   const magnitude = Math.floor(Math.log10(Math.abs(x)));
   const decimals = Math.min(12, Math.max(2, 5 - magnitude));
   return formatMoney(dec(x.toFixed(decimals)), decimals);
-}
-
-/** Robust spread of log prices around the centre: MAD, then IQR, then mean absolute deviation. */
-function robustSigma(logs: readonly Weighted<number>[], centre: number): { sigma: number; estimator: 'mad' | 'iqr' | 'mean_absolute_deviation' | 'none' } {
-  const deviations = logs.map((l) => ({ value: Math.abs(l.value - centre), weight: l.weight }));
-  const mad = weightedQuantile(deviations, 0.5);
-  if (mad > 1e-12) return { sigma: MAD_TO_SIGMA * mad, estimator: 'mad' };
-  const iqr = weightedQuantile(logs, 0.75) - weightedQuantile(logs, 0.25);
-  if (iqr > 1e-12) return { sigma: iqr * IQR_TO_SIGMA, estimator: 'iqr' };
-  const total = deviations.reduce((s, d) => s + d.weight, 0);
-  const meanAd = total > 0 ? deviations.reduce((s, d) => s + d.value * d.weight, 0) / total : 0;
-  if (meanAd > 1e-12) return { sigma: MEAN_AD_TO_SIGMA * meanAd, estimator: 'mean_absolute_deviation' };
-  return { sigma: 0, estimator: 'none' };
 }
 
 function constraintDistance(p: Dec, bound: Dec, minRel: number): number {
