@@ -1,4 +1,4 @@
-import { D, clamp01, currencyOf, num, positiveMoney, round3, toPrice } from './inputs';
+import { D, confidenceOf, currencyOf, num, positiveMoney, round3, toPrice } from './inputs';
 import type { Dec } from './inputs';
 import { competitive } from './competitive';
 import { costPlus } from './cost-plus';
@@ -80,11 +80,10 @@ export function anchored(ctx: Context): MethodResult {
     price = current;
     notes.push('change under 1%: held');
   }
-  const confidence = Object.values(factors).reduce((acc, f) => acc * f, 1);
   return {
     price: toPrice(price, currency),
     currency,
-    confidence: round3(clamp01(confidence)),
+    confidence: confidenceOf(factors),
     confidence_factors: factors,
     inputs_used: used,
     notes,

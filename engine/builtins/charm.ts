@@ -1,4 +1,4 @@
-import { D, currencyOf, minorUnits, num, positiveMoney, round3, toPrice } from './inputs';
+import { D, confidenceOf, currencyOf, minorUnits, num, positiveMoney, toPrice } from './inputs';
 import type { Dec } from './inputs';
 import { costPlus } from './cost-plus';
 import { MethodNotApplicable } from './types';
@@ -52,18 +52,16 @@ export function charm(ctx: Context): MethodResult {
     .sort((x, y) => Math.abs(x - p) - Math.abs(y - p) || y - x);
   const best = candidates[0];
   let price: Dec = base;
-  let penalty = 1;
   if (best !== undefined && Math.abs(best - p) / p <= tolerance) {
     price = new D(best);
     if (Math.abs(best - p) < 1e-9) notes.push('already charm-ended');
   } else {
     notes.push(`no charm ending within ${tolerance * 100}% (or inside the bounds): base price kept`);
-    penalty = 1;
   }
   return {
     price: toPrice(price, currency),
     currency,
-    confidence: round3(baseConfidence * penalty),
+    confidence: confidenceOf({ base: baseConfidence }),
     confidence_factors: { base: baseConfidence },
     inputs_used: used,
     notes,

@@ -1,4 +1,4 @@
-import { D, clamp01, currencyOf, mad, median, num, observations, positiveMoney, round3, toPrice } from './inputs';
+import { D, confidenceOf, currencyOf, mad, median, num, observations, positiveMoney, round3, toPrice } from './inputs';
 import { MethodNotApplicable } from './types';
 import type { Context, MethodResult } from './types';
 
@@ -58,7 +58,7 @@ export function competitive(ctx: Context): MethodResult {
   return {
     price: toPrice(price, currency),
     currency,
-    confidence: round3(clamp01(factors.amount * factors.agreement * factors.independence * factors.bounds)),
+    confidence: confidenceOf(factors),
     confidence_factors: factors,
     inputs_used: ['competitor_prices', ...(ctx.position ? ['position'] : []), ...(floor ? ['floor'] : []), ...(ceiling ? ['max_price'] : [])],
     notes,

@@ -1,4 +1,4 @@
-import { D, currencyOf, fraction, num, positiveMoney, round3, toPrice } from './inputs';
+import { D, confidenceOf, currencyOf, fraction, num, positiveMoney, round3, toPrice } from './inputs';
 import type { Dec } from './inputs';
 import { MethodNotApplicable } from './types';
 import type { Context, MethodResult } from './types';
@@ -56,7 +56,7 @@ export function costPlus(ctx: Context): MethodResult {
   return {
     price: toPrice(price, currency),
     currency,
-    confidence: round3(inputQuality * boundFactor),
+    confidence: confidenceOf(factors),
     confidence_factors: factors,
     inputs_used: used,
     notes,

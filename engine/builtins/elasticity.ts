@@ -1,4 +1,4 @@
-import { D, clamp01, currencyOf, num, positiveMoney, round3, toPrice } from './inputs';
+import { D, confidenceOf, clamp01, currencyOf, num, positiveMoney, round3, toPrice } from './inputs';
 import type { Dec } from './inputs';
 import { MethodNotApplicable } from './types';
 import type { Context, MethodResult } from './types';
@@ -106,11 +106,10 @@ export function elasticityOptimum(ctx: Context): MethodResult {
     factors.capped = 0.6;
   }
   const price: Dec = cost.times(multiple);
-  const confidence = Object.values(factors).reduce((acc, f) => acc * f, 1);
   return {
     price: toPrice(price, currency),
     currency,
-    confidence: round3(clamp01(confidence)),
+    confidence: confidenceOf(factors),
     confidence_factors: factors,
     inputs_used: used,
     notes,

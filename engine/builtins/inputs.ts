@@ -62,6 +62,11 @@ export function round3(x: number): number {
   return Math.round(x * 1000) / 1000;
 }
 
+/** A method's confidence: the product of its factors (each in [0, 1]), clamped and rounded (docs/functions.md). */
+export function confidenceOf(factors: Readonly<Record<string, number>>): number {
+  return round3(clamp01(Object.values(factors).reduce((acc, f) => acc * f, 1)));
+}
+
 export interface Observation {
   price: number;
   source: string | null;

@@ -162,6 +162,31 @@ describe('engine: built-in pricing methods', () => {
     });
   });
 
+  describe('confidence', () => {
+    const cases: Array<[string, PricingMethod, Context]> = [
+      ['cost-plus with a margin', costPlus, { unit_cost: 100, target_margin: 0.3 }],
+      ['cost-plus raised by min_price', costPlus, { unit_cost: 1, min_price: 5 }],
+      ['competitive with two sources', competitive, { competitor_prices: [{ price: 10, source: 'a' }, { price: 12, source: 'b' }, 11] }],
+      ['competitive under a ceiling', competitive, { competitor_prices: [10, 11, 12], max_price: 9 }],
+      ['elasticity capped near 1', elasticityOptimum, { unit_cost: 10, elasticity: -1.05 }],
+      ['elasticity from history', elasticityOptimum, { unit_cost: 2, price_history: [5, 6, 7, 8, 9].map((price) => ({ price, quantity: Math.round(1000 * price ** -2.2) })) }],
+      ['charm of a target price', charm, { target_price: 10.03 }],
+      ['charm over cost-plus', charm, { unit_cost: 2, target_margin: 0.5 }],
+      ['anchored behind plan', anchored, { current_price: 100, units_sold: 10, units_received: 100, season_elapsed: 0.5 }],
+      ['anchored echo', anchored, { current_price: 42.5 }],
+    ];
+    for (const [name, method, ctx] of cases) {
+      it(`is the product of the confidence factors the method reports (${name})`, () => {
+        const r = run(method, ctx);
+        const factors = Object.values(r.confidence_factors);
+        expect(factors.length).to.be.above(0);
+        for (const f of factors) expect(f).to.be.within(0, 1);
+        expect(r.confidence).to.be.above(0);
+        expect(r.confidence).to.be.closeTo(factors.reduce((a, f) => a * f, 1), 0.0005);
+      });
+    }
+  });
+
   describe('cold start through the engine', function () {
     this.timeout(10_000);
 
