@@ -3,10 +3,34 @@ import { defineRoute, ok } from '../../../core/http/route';
 import type { RequestContext, RouteSpec } from '../../../core/http/route';
 import type { RateLimitResult } from '../../../core/kv';
 import * as s from '../schemas';
-import type { ComputeService } from '../services/compute';
+import type { ComputeCall, ComputeService } from '../services/compute';
 
-const startedAt = (ctx: RequestContext): number | undefined => ctx.res.locals.startedAt as number | undefined;
-const rateOf = (ctx: RequestContext) => ctx.state.rateLimit as { workspace: RateLimitResult; address: RateLimitResult } | undefined;
+interface PricedItem {
+  context: Record<string, unknown>;
+  function_id?: string | undefined;
+  function_name?: string | undefined;
+  routing_preference?: ComputeCall['preference'];
+}
+
+/**
+ * The compute call of one request or batch item: who asks, on which channel, what. A batch item
+ * has no arrival time of its own (its trace has no authenticate stage).
+ */
+function callOf(ctx: RequestContext, operation: ComputeCall['operation'], item: PricedItem, opts: { timed: boolean } = { timed: true }): ComputeCall {
+  return {
+    principal: ctx.principal,
+    channel: ctx.channel,
+    operation,
+    context: item.context,
+    functionId: item.function_id,
+    functionName: item.function_name,
+    preference: item.routing_preference,
+    req: ctx.req,
+    requestId: ctx.requestId,
+    ...(opts.timed ? { startedAt: ctx.res.locals.startedAt as number | undefined } : {}),
+    rateLimit: ctx.state.rateLimit as { workspace: RateLimitResult; address: RateLimitResult } | undefined,
+  };
+}
 
 export function computeRoutes(compute: ComputeService, batchMax: number): RouteSpec[] {
   return [
@@ -21,18 +45,7 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       body: s.computeBody,
       example: s.computeExample,
       handler: async (ctx) => {
-        const r = await compute.compute({
-          principal: ctx.principal,
-          channel: ctx.channel,
-          operation: 'compute',
-          context: ctx.body.context,
-          functionId: ctx.body.function_id,
-          preference: ctx.body.routing_preference,
-          req: ctx.req,
-          requestId: ctx.requestId,
-          startedAt: startedAt(ctx),
-          rateLimit: rateOf(ctx),
-        });
+        const r = await compute.compute(callOf(ctx, 'compute', ctx.body));
         return ok({ ...r.body, request_id: ctx.requestId }, r.headers);
       },
     }),
@@ -47,19 +60,7 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       body: s.routerBody,
       example: s.routerExample,
       handler: async (ctx) => {
-        const r = await compute.compute({
-          principal: ctx.principal,
-          channel: ctx.channel,
-          operation: 'router',
-          context: ctx.body.context,
-          functionId: ctx.body.function_id,
-          functionName: ctx.body.function_name,
-          preference: ctx.body.routing_preference,
-          req: ctx.req,
-          requestId: ctx.requestId,
-          startedAt: startedAt(ctx),
-          rateLimit: rateOf(ctx),
-        });
+        const r = await compute.compute(callOf(ctx, 'router', ctx.body));
         return ok({ ...r.body, request_id: ctx.requestId }, r.headers);
       },
     }),
@@ -76,17 +77,7 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
         const results = await Promise.all(
           ctx.body.items.map(async (item, index) => {
             try {
-              const r = await compute.compute({
-                principal: ctx.principal,
-                channel: ctx.channel,
-                operation: 'batch_item',
-                context: item.context,
-                functionId: item.function_id,
-                preference: item.routing_preference,
-                req: ctx.req,
-                requestId: ctx.requestId,
-                rateLimit: rateOf(ctx),
-              });
+              const r = await compute.compute(callOf(ctx, 'batch_item', item, { timed: false }));
               return { index, status: 200, result: r.body };
             } catch (err) {
               const apiErr = isApiError(err) ? err : new ApiError('internal_error', 'This item could not be priced.');
@@ -111,17 +102,8 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       body: s.demoBody,
       example: s.demoExample,
       handler: async (ctx) => {
-        const r = await compute.compute({
-          principal: null,
-          channel: 'demo',
-          operation: 'demo',
-          context: ctx.body.context,
-          functionId: ctx.body.function_id,
-          preference: ctx.body.routing_preference,
-          req: ctx.req,
-          requestId: ctx.requestId,
-          startedAt: startedAt(ctx),
-        });
+        // Always the demo tenant, whatever credential comes along (public routes resolve none).
+        const r = await compute.compute({ ...callOf(ctx, 'demo', ctx.body), principal: null });
         return ok({ ...r.body, demo: true, budget: ctx.state.demoBudget, request_id: ctx.requestId }, r.headers);
       },
     }),

@@ -287,6 +287,29 @@ describe('keyless demo', function () {
     expect(rows).to.have.length(2);
   });
 
+  it('stays on the demo tenant when the caller also sends a key: nothing counts against its workspace', async () => {
+    // Its own service: the budget of the one above is spent.
+    const fresh = await startTestService();
+    try {
+      await demoWithKey(fresh);
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  async function demoWithKey(svc: TestService): Promise<void> {
+    const sandbox = await registerSandbox(svc);
+    const res = await client(svc.url, { 'x-api-key': sandbox.key }).post<Record<string, any>>('/api/public/compute/demo', { context: { current_price: 2 } });
+    expect(res.status).to.equal(200);
+    expect(res.body.demo).to.equal(true);
+    expect(res.body.trace.charged).to.include({ amount: '0.00', billable: false });
+    expect(res.body).to.not.have.property('remaining');
+    const [rows] = await svc.sequelize.query(`SELECT workspace_id, caller_key_id FROM usage_events WHERE id = $1`, { bind: [res.body.receipt.usage_event_id] });
+    expect(rows).to.deep.equal([{ workspace_id: 'ws_public_demo', caller_key_id: null }]);
+    const [own] = await svc.sequelize.query(`SELECT count(*)::int AS n FROM usage_events WHERE workspace_id = $1`, { bind: [sandbox.workspaceId] });
+    expect(own).to.deep.equal([{ n: 0 }]);
+  }
+
   it('answers GET with 405, Allow: POST and a hint', async () => {
     const res = await client(svc.url).get<Record<string, any>>('/api/public/compute/demo');
     expect(res.status).to.equal(405);
