@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import type { RouteTable } from '../../../core/http/pipeline';
-import { ApiError } from '../../../core/errors';
-import { computeBody, mayCall } from '../../pricing';
+import { computeBody } from '../../pricing';
 import type { ComputeService, DemoBudgetGuard } from '../../pricing';
+import { admitToolCall } from './admission';
 import type { McpTool } from './types';
 import { jsonSchema } from './json-schema';
 
@@ -24,12 +24,7 @@ export function computeTool(compute: ComputeService, demo: DemoBudgetGuard, rout
     run: async (args, ctx) => {
       const a = args as z.output<typeof computeBody>;
       const p = ctx.principal;
-      if (!p) {
-        const budget = await demo.consume(ctx.clientIp);
-        if (budget.error) throw budget.error;
-      } else if (!mayCall(p, routes.find('compute.price'))) {
-        throw new ApiError('insufficient_scope', 'This credential may not compute prices.', { fields: { required_scopes: ['price:compute'] }, hint: 'Use a key with price:compute (or created with no scopes).' });
-      }
+      await admitToolCall(ctx, demo, routes, 'compute.price', 'compute prices');
       ctx.progress(0.5, 1, 'pricing');
       const r = await compute.compute({
         principal: p,

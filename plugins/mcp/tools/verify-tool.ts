@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import type { RouteTable } from '../../../core/http/pipeline';
 import { ApiError } from '../../../core/errors';
-import { mayCall } from '../../pricing';
 import type { DemoBudgetGuard } from '../../pricing';
 import { verifyBody } from '../../verification';
 import type { VerificationService } from '../../verification';
+import { admitToolCall } from './admission';
 import type { McpTool } from './types';
 import { jsonSchema } from './json-schema';
 
@@ -25,17 +25,11 @@ export function verifyTool(verification: () => VerificationService, demo: DemoBu
     input: verifyBody,
     run: async (args, ctx) => {
       const a = args as z.output<typeof verifyBody>;
-      const p = ctx.principal;
-      if (!p) {
-        const budget = await demo.consume(ctx.clientIp);
-        if (budget.error) throw budget.error;
-      } else if (!mayCall(p, routes.find('verify.price'))) {
-        throw new ApiError('insufficient_scope', 'This credential may not verify prices.', { fields: { required_scopes: ['price:compute'] }, hint: 'Use a key with price:compute (or created with no scopes).' });
-      }
+      await admitToolCall(ctx, demo, routes, 'verify.price', 'verify prices');
       ctx.progress(0.5, 1, 'verifying');
       const proposed = a.proposed_price ?? a.price;
       if (proposed === undefined) throw new ApiError('validation_error', 'proposed_price is required.', { issues: [{ path: 'proposed_price', reason: 'required (alias: price)' }] });
-      const r = await verification().verify({ principal: p, channel: 'mcp', context: a.context, proposedPrice: proposed, req: ctx.req, requestId: ctx.requestId });
+      const r = await verification().verify({ principal: ctx.principal, channel: 'mcp', context: a.context, proposedPrice: proposed, req: ctx.req, requestId: ctx.requestId });
       return { ...r.body, request_id: ctx.requestId };
     },
   };

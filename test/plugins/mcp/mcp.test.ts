@@ -94,6 +94,25 @@ describe('MCP endpoint with the official SDK client', function () {
     await client.close();
   });
 
+  it('refuses compute_price and verify_price to a key without price:compute, and records nothing for it', async () => {
+    const person = await signUp(svc, 'mcp-billing');
+    const billing = await createKey(svc, person, { name: 'billing only', scopes: ['billing:read'] });
+    const { client } = await connect(svc, { 'x-api-key': billing.key });
+    await client.listTools();
+    const price = await client.callTool({ name: 'compute_price', arguments: { context: { current_price: 12 } } });
+    const verdict = await client.callTool({ name: 'verify_price', arguments: { context: { product_type: 'mcp-widget', currency: 'USD' }, proposed_price: 10.2 } });
+    for (const [result, verb] of [[price, 'compute'], [verdict, 'verify']] as const) {
+      expect(result.isError).to.equal(true);
+      const body = JSON.parse((result.content as Array<{ text: string }>)[0]?.text ?? '{}') as Record<string, any>;
+      expect(body.code).to.equal('insufficient_scope');
+      expect(body.error).to.equal(`This credential may not ${verb} prices.`);
+      expect(body.required_scopes).to.deep.equal(['price:compute']);
+    }
+    const [rows] = await svc.sequelize.query(`SELECT count(*)::int AS n FROM usage_events WHERE caller_key_id = $1`, { bind: [billing.id] });
+    expect(rows).to.deep.equal([{ n: 0 }]);
+    await client.close();
+  });
+
   it('answers a tool failure as a result with isError true', async () => {
     const { client } = await connect(svc, { 'x-api-key': key });
     await client.listTools();

@@ -1,0 +1,20 @@
+import { ApiError } from '../../../core/errors';
+import type { RouteTable } from '../../../core/http/pipeline';
+import { mayCall } from '../../pricing';
+import type { DemoBudgetGuard } from '../../pricing';
+import type { ToolContext } from './types';
+
+/**
+ * Who may run a priced tool: without a key the call spends the demo budget of the caller's address
+ * (as the keyless REST routes do); with one, the credential needs the scopes of the REST route the
+ * tool mirrors (`routeId`). `refused` completes "This credential may not …".
+ */
+export async function admitToolCall(ctx: ToolContext, demo: DemoBudgetGuard, routes: RouteTable, routeId: string, refused: string): Promise<void> {
+  const p = ctx.principal;
+  if (!p) {
+    const budget = await demo.consume(ctx.clientIp);
+    if (budget.error) throw budget.error;
+  } else if (!mayCall(p, routes.find(routeId))) {
+    throw new ApiError('insufficient_scope', `This credential may not ${refused}.`, { fields: { required_scopes: ['price:compute'] }, hint: 'Use a key with price:compute (or created with no scopes).' });
+  }
+}
