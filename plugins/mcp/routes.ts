@@ -6,6 +6,7 @@ import type { Logger } from '../../core/logger';
 import { HANDLED, defineRoute } from '../../core/http/route';
 import type { HandlerResult, RequestContext, RouteSpec } from '../../core/http/route';
 import type { Changelog } from '../discovery';
+import { requestRateOf } from '../identity';
 import { openSse, originRefused, prefersSse, sseEvent, LATEST_VERSION, SUPPORTED_VERSIONS } from './services/transport';
 import type { McpSessions } from './services/sessions';
 import type { McpTool } from './tools/types';
@@ -101,7 +102,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       timer = setTimeout(() => resolve('timeout'), timeoutMs);
     });
     try {
-      const work = tool.run(parsed.data, { principal: ctx.principal, req: ctx.req, requestId: ctx.requestId, clientIp: ctx.clientIp, progress });
+      const work = tool.run(parsed.data, { principal: ctx.principal, req: ctx.req, requestId: ctx.requestId, clientIp: ctx.clientIp, rateLimit: requestRateOf(ctx), progress });
       work.catch(() => undefined);
       const outcome = await Promise.race([work, timeout]);
       if (outcome === 'timeout') {

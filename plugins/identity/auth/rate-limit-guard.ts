@@ -5,6 +5,16 @@ import type { KvStore, RateLimitResult } from '../../../core/kv';
 
 const WINDOW_MS = 60_000;
 
+/** The request-rate counts of one request, as the guard left them (absent on keyless routes). */
+export interface RequestRate {
+  workspace: RateLimitResult;
+  address: RateLimitResult;
+}
+
+export function requestRateOf(ctx: Pick<RequestContext, 'state'>): RequestRate | undefined {
+  return ctx.state.rateLimit as RequestRate | undefined;
+}
+
 export interface RateLimits {
   perWorkspacePerMinute: number;
   perAddressPerMinute: number;
@@ -29,7 +39,7 @@ export class RateLimitGuard implements Guard {
       this.kv.rateLimit(`rl:ip:${ctx.clientIp}`, this.limits.perAddressPerMinute, WINDOW_MS),
     ]);
     const tighter: RateLimitResult = !ws.allowed ? ws : !ip.allowed ? ip : ws.remaining <= ip.remaining ? ws : ip;
-    ctx.state.rateLimit = { workspace: ws, address: ip };
+    ctx.state.rateLimit = { workspace: ws, address: ip } satisfies RequestRate;
     ctx.res.setHeader('X-RateLimit-Limit', String(tighter.limit));
     ctx.res.setHeader('X-RateLimit-Remaining', String(tighter.remaining));
     ctx.res.setHeader('X-RateLimit-Reset', String(Math.ceil(tighter.resetMs / 1000)));

@@ -35,6 +35,7 @@ export function computeTool(compute: ComputeService, demo: DemoBudgetGuard, rout
         preference: a.routing_preference,
         req: ctx.req,
         requestId: ctx.requestId,
+        rateLimit: ctx.rateLimit,
       });
       return { ...r.body, request_id: ctx.requestId };
     },

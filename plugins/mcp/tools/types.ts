@@ -1,6 +1,7 @@
 import type { Request } from 'express';
 import type { z } from 'zod';
 import type { Principal } from '../../../core/auth';
+import type { RequestRate } from '../../identity';
 import type { ToolDescriptor } from '../../discovery';
 
 export interface ToolContext {
@@ -8,6 +9,8 @@ export interface ToolContext {
   req: Request;
   requestId: string;
   clientIp: string;
+  /** The request-rate counts of the MCP request (a keyed call), for the sandbox's `remaining`. */
+  rateLimit: RequestRate | undefined;
   /** Reports progress when the caller asked for it (a progress token); a no-op otherwise. */
   progress: (progress: number, total: number, message: string) => void;
 }

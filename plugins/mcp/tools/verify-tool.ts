@@ -29,7 +29,7 @@ export function verifyTool(verification: () => VerificationService, demo: DemoBu
       ctx.progress(0.5, 1, 'verifying');
       const proposed = a.proposed_price ?? a.price;
       if (proposed === undefined) throw new ApiError('validation_error', 'proposed_price is required.', { issues: [{ path: 'proposed_price', reason: 'required (alias: price)' }] });
-      const r = await verification().verify({ principal: ctx.principal, channel: 'mcp', context: a.context, proposedPrice: proposed, req: ctx.req, requestId: ctx.requestId });
+      const r = await verification().verify({ principal: ctx.principal, channel: 'mcp', context: a.context, proposedPrice: proposed, req: ctx.req, requestId: ctx.requestId, rateLimit: ctx.rateLimit });
       return { ...r.body, request_id: ctx.requestId };
     },
   };

@@ -1,7 +1,7 @@
 import { ApiError, errorBody, isApiError } from '../../../core/errors';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RequestContext, RouteSpec } from '../../../core/http/route';
-import type { RateLimitResult } from '../../../core/kv';
+import { requestRateOf } from '../../identity';
 import * as s from '../schemas';
 import type { ComputeCall, ComputeService } from '../services/compute';
 
@@ -28,7 +28,7 @@ function callOf(ctx: RequestContext, operation: ComputeCall['operation'], item: 
     req: ctx.req,
     requestId: ctx.requestId,
     ...(opts.timed ? { startedAt: ctx.res.locals.startedAt as number | undefined } : {}),
-    rateLimit: ctx.state.rateLimit as { workspace: RateLimitResult; address: RateLimitResult } | undefined,
+    rateLimit: requestRateOf(ctx),
   };
 }
 

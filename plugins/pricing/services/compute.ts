@@ -4,7 +4,7 @@ import type { Reservation } from '../../../core/admission';
 import type { Channel, Principal } from '../../../core/auth';
 import type { Hooks } from '../../../core/hooks';
 import type { RouteTable } from '../../../core/http/pipeline';
-import type { RateLimitResult } from '../../../core/kv';
+import type { RequestRate } from '../../identity';
 import type { PricingEngine, PriceOutcome, Preference, TraceStage } from '../../../engine';
 import { EngineError } from '../../../engine';
 import { identityOf } from '../../identity';
@@ -27,7 +27,7 @@ export interface ComputeCall {
   requestId: string;
   /** performance.now() when the request arrived, for the trace's own overhead. */
   startedAt?: number;
-  rateLimit?: { workspace: RateLimitResult; address: RateLimitResult } | undefined;
+  rateLimit?: RequestRate | undefined;
   /** A batch admits all its items at once. */
   reservation?: Reservation;
 }

@@ -1,10 +1,9 @@
 import { defineRoute, ok } from '../../../core/http/route';
-import type { RequestContext, RouteSpec } from '../../../core/http/route';
-import type { RateLimitResult } from '../../../core/kv';
+import type { RouteSpec } from '../../../core/http/route';
+import { requestRateOf } from '../../identity';
 import * as s from '../schemas';
 import type { VerificationService } from '../services/verification';
 
-const rateOf = (ctx: RequestContext) => ctx.state.rateLimit as { workspace: RateLimitResult; address: RateLimitResult } | undefined;
 const proposedOf = (b: s.VerifyBody): string | number => b.proposed_price ?? b.price ?? 0;
 
 const DESCRIPTION =
@@ -31,7 +30,7 @@ export function verifyRoutes(service: VerificationService): RouteSpec[] {
           proposedPrice: proposedOf(ctx.body),
           req: ctx.req,
           requestId: ctx.requestId,
-          rateLimit: rateOf(ctx),
+          rateLimit: requestRateOf(ctx),
         });
         return ok({ ...r.body, request_id: ctx.requestId }, r.headers);
       },

@@ -3,7 +3,7 @@ import type { Config } from '../../../config';
 import type { Channel, Principal } from '../../../core/auth';
 import type { Clock } from '../../../core/clock';
 import type { Hooks } from '../../../core/hooks';
-import type { RateLimitResult } from '../../../core/kv';
+import type { RequestRate } from '../../identity';
 import { dec, formatMoney } from '../../../core/money';
 import { DEMO_WORKSPACE_ID } from '../../pricing';
 import { callerFields, contextKeys, receipt, remaining } from '../../usage';
@@ -24,7 +24,7 @@ export interface VerifyCall {
   req: Request;
   requestId: string;
   /** The request-rate counters of this request, reported in `remaining` for sandboxes. */
-  rateLimit?: { workspace: RateLimitResult; address: RateLimitResult } | undefined;
+  rateLimit?: RequestRate | undefined;
 }
 
 export interface VerifyResult {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { ManualClock } from '../../../core/clock';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
-import { createKey, signUp } from '../../support/world';
+import { createKey, registerSandbox, signUp } from '../../support/world';
 
 // The SDK ships ESM and CJS; dynamic import keeps the test independent of the module format.
 async function sdk() {
@@ -110,6 +110,22 @@ describe('MCP endpoint with the official SDK client', function () {
     }
     const [rows] = await svc.sequelize.query(`SELECT count(*)::int AS n FROM usage_events WHERE caller_key_id = $1`, { bind: [billing.id] });
     expect(rows).to.deep.equal([{ n: 0 }]);
+    await client.close();
+  });
+
+  it('gives a sandbox key the same remaining as REST: daily calls and the request-rate allowance, each with its reset', async () => {
+    const sandbox = await registerSandbox(svc, 'mcp-sandbox');
+    const { client } = await connect(svc, { 'x-api-key': sandbox.key });
+    await client.listTools();
+    const price = await client.callTool({ name: 'compute_price', arguments: { context: { current_price: 5 } } });
+    expect(price.isError).to.equal(false);
+    const left = (price.structuredContent as Record<string, any>).remaining;
+    expect(left.daily_compute_calls).to.include({ limit: 25, remaining: 24 });
+    expect(left.request_rate).to.include.keys('limit_per_minute', 'remaining', 'resets_at');
+    expect(left.request_rate.remaining).to.be.below(left.request_rate.limit_per_minute);
+    expect(Date.parse(left.request_rate.resets_at)).to.be.greaterThan(Date.now());
+    const verdict = await client.callTool({ name: 'verify_price', arguments: { context: { product_type: 'mcp-widget', currency: 'USD' }, proposed_price: 10.2 } });
+    expect((verdict.structuredContent as Record<string, any>).remaining.request_rate).to.include.keys('limit_per_minute', 'remaining', 'resets_at');
     await client.close();
   });
 
