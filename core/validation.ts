@@ -7,7 +7,7 @@ export interface ValidationOptions {
   example?: unknown;
   hint?: string;
   /** Which part of the request was checked, used in the default message and hint. */
-  where?: 'body' | 'query' | 'params' | 'headers';
+  where?: 'body' | 'query' | 'params' | 'headers' | 'arguments';
 }
 
 function formatPath(path: readonly PropertyKey[]): string {

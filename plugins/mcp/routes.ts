@@ -2,6 +2,8 @@ import JsonRpc from 'jsonrpc-lite';
 import type { Request, Response } from 'express';
 import type { Config } from '../../config';
 import { isApiError, errorBody } from '../../core/errors';
+import type { ApiError } from '../../core/errors';
+import { validate } from '../../core/validation';
 import type { Logger } from '../../core/logger';
 import { HANDLED, defineRoute } from '../../core/http/route';
 import type { HandlerResult, RequestContext, RouteSpec } from '../../core/http/route';
@@ -91,10 +93,11 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       }
       return send(res, 200, message);
     };
-    const parsed = tool.input.safeParse(params.arguments ?? {});
-    if (!parsed.success) {
-      const issues = parsed.error.issues.map((i) => ({ path: i.path.join('.') || '(root)', reason: i.message }));
-      return reply({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: JSON.stringify({ error: 'Invalid arguments.', code: 'validation_error', issues }) }], isError: true } });
+    let args: unknown;
+    try {
+      args = validate(tool.input, params.arguments ?? {}, { where: 'arguments', hint: `Fix the arguments listed in issues; tools/list gives the inputSchema of ${name}.` });
+    } catch (err) {
+      return reply({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: JSON.stringify(errorBody(err as ApiError, ctx.requestId)) }], isError: true } });
     }
     const timeoutMs = d.config.limits.mcp.toolTimeoutMs;
     let timer: NodeJS.Timeout | undefined;
@@ -102,7 +105,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       timer = setTimeout(() => resolve('timeout'), timeoutMs);
     });
     try {
-      const work = tool.run(parsed.data, { principal: ctx.principal, req: ctx.req, requestId: ctx.requestId, clientIp: ctx.clientIp, rateLimit: requestRateOf(ctx), progress });
+      const work = tool.run(args, { principal: ctx.principal, req: ctx.req, requestId: ctx.requestId, clientIp: ctx.clientIp, rateLimit: requestRateOf(ctx), progress });
       work.catch(() => undefined);
       const outcome = await Promise.race([work, timeout]);
       if (outcome === 'timeout') {

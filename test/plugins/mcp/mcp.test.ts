@@ -129,6 +129,21 @@ describe('MCP endpoint with the official SDK client', function () {
     await client.close();
   });
 
+  it('answers invalid arguments with the service error shape: code, error, hint, issues and request_id', async () => {
+    const { client } = await connect(svc, { 'x-api-key': key });
+    await client.listTools();
+    const bad = await client.callTool({ name: 'compute_price', arguments: { context: 'not an object', surplus: 1 } });
+    expect(bad.isError).to.equal(true);
+    const body = JSON.parse((bad.content as Array<{ text: string }>)[0]?.text ?? '{}') as Record<string, any>;
+    expect(body.code).to.equal('validation_error');
+    expect(body.error).to.match(/^Request arguments failed validation/);
+    expect(body.hint).to.match(/tools\/list/);
+    expect(body.issues).to.deep.include({ path: 'context', reason: 'Invalid input: expected record, received string' });
+    expect(body.issues.map((i: { path: string }) => i.path)).to.include('(root)');
+    expect(body.request_id).to.match(/^req_/);
+    await client.close();
+  });
+
   it('answers a tool failure as a result with isError true', async () => {
     const { client } = await connect(svc, { 'x-api-key': key });
     await client.listTools();
