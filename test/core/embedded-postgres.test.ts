@@ -1,10 +1,12 @@
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
+import { Writable } from 'node:stream';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { EmbeddedPostgresAccessError, closedFolderOnPath, startEmbeddedPostgres } from '../../core/db/embedded';
 import { createLogger } from '../../core/logger';
+import { Client } from 'pg';
 
 describe('embedded PostgreSQL: folders the postgres OS user must pass through', () => {
   let base: string;
@@ -62,5 +64,54 @@ describe('embedded PostgreSQL: folders the postgres OS user must pass through', 
     expect(res.status).to.equal(1);
     expect(res.stderr).to.match(/^The embedded PostgreSQL runs as the OS user postgres, which cannot reach the data folder because /);
     expect(res.stderr).not.to.include('    at ');
+  });
+});
+
+describe('embedded PostgreSQL: stop modes', function () {
+  this.timeout(60_000);
+  let base: string;
+
+  before(() => {
+    base = mkdtempSync(path.join(tmpdir(), 'pcs-stop-'));
+    chmodSync(base, 0o755);
+  });
+  after(() => rmSync(base, { recursive: true, force: true }));
+
+  /** A debug logger whose lines (the server's own log included) land in `lines`. */
+  function capture(lines: string[]) {
+    return createLogger('debug', new Writable({ write: (chunk: Buffer, _enc, done) => (lines.push(chunk.toString()), done()) }));
+  }
+
+  async function query(url: string, sql: string): Promise<unknown[]> {
+    const c = new Client({ connectionString: url });
+    await c.connect();
+    try {
+      return (await c.query(sql)).rows;
+    } finally {
+      await c.end();
+    }
+  }
+
+  it('immediate skips the shutdown checkpoint; the next start recovers every committed row from the WAL', async () => {
+    const dir = path.join(base, 'data');
+    const first = await startEmbeddedPostgres(dir, 0, createLogger('silent'));
+    await query(first.url, 'CREATE TABLE kept (n int); INSERT INTO kept SELECT generate_series(1, 1000)');
+    await first.stop('immediate');
+
+    const lines: string[] = [];
+    const second = await startEmbeddedPostgres(dir, 0, capture(lines));
+    try {
+      expect(await query(second.url, 'SELECT count(*)::int AS n FROM kept')).to.deep.equal([{ n: 1000 }]);
+      // A cluster stopped without its checkpoint replays the WAL at start.
+      expect(lines.join('')).to.match(/not properly shut down|automatic recovery in progress/);
+    } finally {
+      await second.stop();
+    }
+
+    const after: string[] = [];
+    const third = await startEmbeddedPostgres(dir, 0, capture(after));
+    await third.stop();
+    expect(after.join('')).to.match(/database system was shut down at/);
+    expect(after.join('')).not.to.match(/automatic recovery in progress/);
   });
 });

@@ -28,7 +28,8 @@ export async function stopTestDatabaseServer(): Promise<void> {
   if (!server) return;
   const s = await server;
   server = null;
-  await s.embedded?.stop();
+  // The cluster is deleted next: no shutdown checkpoint (about 13 s for the suite's databases).
+  await s.embedded?.stop('immediate');
   if (s.dir) rmSync(s.dir, { recursive: true, force: true });
 }
 
