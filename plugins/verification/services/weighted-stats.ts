@@ -18,47 +18,40 @@ export interface Weighted<T> {
 }
 
 /**
- * The weighted median: the value where the cumulative weight reaches half the total; when it lands
- * exactly on half, the mean of that value and the next (so equal weights give the usual median).
+ * Where the weighted q-quantile of items sorted ascending lies: the first index whose cumulative
+ * weight reaches q of the total, and whether it lands exactly on it with an item after it (the
+ * median then takes the mean of the two, so equal weights give the usual median).
  */
-export function weightedMedianDec(items: readonly Weighted<Dec>[]): Dec {
-  const sorted = [...items].sort((a, b) => a.value.comparedTo(b.value));
-  const total = sorted.reduce((s, i) => s + i.weight, 0);
-  const half = total / 2;
-  const eps = total * 1e-12;
-  let cum = 0;
-  for (let i = 0; i < sorted.length; i++) {
-    const item = sorted[i] as Weighted<Dec>;
-    cum += item.weight;
-    if (cum >= half - eps) {
-      const next = sorted[i + 1];
-      if (Math.abs(cum - half) <= eps && next) return item.value.plus(next.value).dividedBy(2);
-      return item.value;
-    }
-  }
-  const last = sorted[sorted.length - 1];
-  if (!last) throw new RangeError('weighted median of nothing');
-  return last.value;
-}
-
-/** The weighted q-quantile of numbers (first value whose cumulative weight reaches q of the total). */
-function weightedQuantile(items: readonly Weighted<number>[], q: number): number {
-  const sorted = [...items].sort((a, b) => a.value - b.value);
+function quantilePosition(sorted: readonly Weighted<unknown>[], q: number): { index: number; between: boolean } {
   const total = sorted.reduce((s, i) => s + i.weight, 0);
   const target = total * q;
   const eps = total * 1e-12;
   let cum = 0;
   for (let i = 0; i < sorted.length; i++) {
-    const item = sorted[i] as Weighted<number>;
-    cum += item.weight;
-    if (cum >= target - eps) {
-      const next = sorted[i + 1];
-      if (q === 0.5 && Math.abs(cum - target) <= eps && next) return (item.value + next.value) / 2;
-      return item.value;
-    }
+    cum += (sorted[i] as Weighted<unknown>).weight;
+    if (cum >= target - eps) return { index: i, between: Math.abs(cum - target) <= eps && i + 1 < sorted.length };
   }
-  return sorted[sorted.length - 1]?.value ?? 0;
+  return { index: sorted.length - 1, between: false };
 }
+
+/** The weighted median of decimals (see quantilePosition for the tie at exactly half). */
+export function weightedMedianDec(items: readonly Weighted<Dec>[]): Dec {
+  if (items.length === 0) throw new RangeError('weighted median of nothing');
+  const sorted = [...items].sort((a, b) => a.value.comparedTo(b.value));
+  const { index, between } = quantilePosition(sorted, 0.5);
+  const value = (sorted[index] as Weighted<Dec>).value;
+  return between ? value.plus((sorted[index + 1] as Weighted<Dec>).value).dividedBy(2) : value;
+}
+
+/** The weighted q-quantile of numbers; the median (q = 0.5) takes the mean at an exact tie. */
+function weightedQuantile(items: readonly Weighted<number>[], q: number): number {
+  if (items.length === 0) return 0;
+  const sorted = [...items].sort((a, b) => a.value - b.value);
+  const { index, between } = quantilePosition(sorted, q);
+  const value = (sorted[index] as Weighted<number>).value;
+  return q === 0.5 && between ? (value + (sorted[index + 1] as Weighted<number>).value) / 2 : value;
+}
+
 /** Robust spread of log prices around the centre: MAD, then IQR, then mean absolute deviation. */
 export function robustSigma(logs: readonly Weighted<number>[], centre: number): { sigma: number; estimator: 'mad' | 'iqr' | 'mean_absolute_deviation' | 'none' } {
   const deviations = logs.map((l) => ({ value: Math.abs(l.value - centre), weight: l.weight }));

@@ -1,0 +1,38 @@
+import { expect } from 'chai';
+import { dec } from '../../../core/money';
+import { robustSigma, weightedMedianDec } from '../../../plugins/verification/services/weighted-stats';
+
+const w = (value: string, weight = 1) => ({ value: dec(value), weight });
+const n = (value: number, weight = 1) => ({ value, weight });
+
+describe('verification: weighted order statistics', () => {
+  it('the weighted median of equal weights is the usual median (mean of the middle two for an even count)', () => {
+    expect(weightedMedianDec([w('10.10'), w('9.90'), w('10.00')]).toString()).to.equal('10');
+    expect(weightedMedianDec([w('10.10'), w('9.90'), w('10.00'), w('10.40')]).toString()).to.equal('10.05');
+  });
+
+  it('a heavy item pulls the weighted median onto itself, and a weight landing exactly on half takes the mean', () => {
+    expect(weightedMedianDec([w('1', 1), w('2', 1), w('9', 3)]).toString()).to.equal('9');
+    expect(weightedMedianDec([w('1', 3), w('2', 1), w('9', 2)]).toString()).to.equal('1.5');
+    expect(weightedMedianDec([w('7.25', 0.4)]).toString()).to.equal('7.25');
+  });
+
+  it('refuses the median of nothing', () => {
+    expect(() => weightedMedianDec([])).to.throw(RangeError, /nothing/);
+  });
+
+  it('robust spread: MAD first, then IQR when more than half sit on the centre, then mean absolute deviation, else none', () => {
+    const mad = robustSigma([n(0), n(1), n(2), n(3), n(4)], 2);
+    expect(mad.estimator).to.equal('mad');
+    expect(mad.sigma).to.be.closeTo(1.4826, 1e-9);
+    // Four of six on the centre: the MAD is 0, the quartiles are 0 and 1.
+    const iqr = robustSigma([n(0), n(0), n(0), n(0), n(1), n(2)], 0);
+    expect(iqr.estimator).to.equal('iqr');
+    expect(iqr.sigma).to.be.closeTo(1 / 1.349, 1e-9);
+    // Nearly all weight on the centre: MAD and IQR are 0, the weighted mean deviation is not.
+    const meanAd = robustSigma([n(0, 98), n(1, 1), n(-1, 1)], 0);
+    expect(meanAd.estimator).to.equal('mean_absolute_deviation');
+    expect(meanAd.sigma).to.be.closeTo(1.2533 * 0.02, 1e-9);
+    expect(robustSigma([n(5), n(5)], 5)).to.deep.equal({ sigma: 0, estimator: 'none' });
+  });
+});
