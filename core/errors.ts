@@ -40,6 +40,7 @@ export const errorStatus = {
   bad_gateway: 502,
   functions_failed: 502,
   service_unavailable: 503,
+  service_busy: 503,
   self_registration_closed: 503,
   not_ready: 503,
   shutting_down: 503,

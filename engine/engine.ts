@@ -9,7 +9,7 @@ import { ExternalFunctionError } from './external';
 import type { ExternalExecutor } from './external';
 import { effectiveCost } from './functions';
 import type { CallerScope, FunctionDescriptor } from './functions';
-import { PoolTimeoutError } from './pool';
+import { PoolBusyError, PoolTimeoutError } from './pool';
 import type { PricingPool } from './pool';
 import type { FunctionRegistry } from './registry';
 import type { RoutingPolicy, Preference, Strategy, PolicyConfig } from './routing/policy';
@@ -58,7 +58,7 @@ export interface EngineOptions {
   functionTimeoutMs: number;
 }
 
-type AttemptResult = { ok: true; result: MethodResult } | { ok: false; notApplicable?: { message: string; missing: string[] }; error: string };
+type AttemptResult = { ok: true; result: MethodResult } | { ok: false; notApplicable?: { message: string; missing: string[] }; busy?: boolean; error: string };
 
 const since = (t: number) => Math.round((performance.now() - t) * 1000) / 1000;
 
@@ -119,7 +119,7 @@ export class PricingEngine {
 
   private async attempt(fn: FunctionDescriptor, context: Record<string, unknown>): Promise<AttemptResult> {
     const started = performance.now();
-    let outcome: 'ok' | 'failed' | 'timeout' | 'not_applicable' = 'failed';
+    let outcome: 'ok' | 'failed' | 'timeout' | 'not_applicable' | 'pool_busy' = 'failed';
     try {
       let result: unknown;
       if (fn.executionType === 'builtin') {
@@ -138,13 +138,18 @@ export class PricingEngine {
       outcome = 'ok';
       return { ok: true, result };
     } catch (err) {
+      if (err instanceof PoolBusyError) {
+        outcome = 'pool_busy';
+        return { ok: false, busy: true, error: err.message };
+      }
       if (err instanceof PoolTimeoutError || (err instanceof ExternalFunctionError && err.kind === 'timeout')) outcome = 'timeout';
       return { ok: false, error: err instanceof Error ? err.message || err.name : String(err) };
     } finally {
       const ms = performance.now() - started;
       const timedOut = outcome === 'timeout';
       const recorded = timedOut ? Math.max(ms, fn.timeoutMs ?? this.opts.functionTimeoutMs) : ms;
-      if (outcome !== 'not_applicable') {
+      // A function that could not price the context, or never ran because the pool was busy, has no latency or health to record.
+      if (outcome !== 'not_applicable' && outcome !== 'pool_busy') {
         this.latency.record(fn.id, recorded);
         this.breakers.record(fn.id, outcome === 'ok');
         this.duration.observe({ function: fn.name }, recorded / 1000);
@@ -206,6 +211,7 @@ export class PricingEngine {
     const missing = new Set<string>();
     const notApplicable: string[] = [];
     const tried = new Set<string>();
+    let poolBusy = false;
     for (const step of this.fallbackOrder(req.policy, decision, first, req.scope)) {
       t = performance.now();
       if (!step.fn) {
@@ -235,20 +241,26 @@ export class PricingEngine {
         }
         t = performance.now();
       }
+      // Built-ins share the pool that just could not run a call: another would wait the same way.
+      if (poolBusy && fn.executionType === 'builtin') {
+        attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'pricing pool busy', ms: 0 });
+        continue;
+      }
       if (!this.breakers.allow(fn.id)) {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'breaker open', ms: 0 });
         continue;
       }
       const r = await this.attempt(fn, req.context);
-      // Not being able to price this context says nothing about the function's health: a half-open trial slot is freed.
-      if (!r.ok && r.notApplicable) this.breakers.release(fn.id);
+      // Not being able to price this context, or not getting a worker, says nothing about the function's health: a
+      // half-open trial slot is freed.
+      if (!r.ok && (r.notApplicable || r.busy)) this.breakers.release(fn.id);
       const ms = since(t);
       if (r.ok) {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'ok', ms });
         stages.push({ stage: 'execute', ms, function: fn.name, function_id: fn.id, role: step.role, execution: fn.executionType });
         // A fallback is used when an earlier attempt failed or the policy's fallbacks answered; moving to an alternate past a
         // function that could not price the context is routing, not failure.
-        const fallbackUsed = step.role === 'fallback_chain' || step.role === 'fallback_function' || attempts.some((a) => a.outcome === 'failed' || (a.outcome === 'skipped' && a.role === 'chosen'));
+        const fallbackUsed = step.role === 'fallback_chain' || step.role === 'fallback_function' || attempts.some((a) => a.outcome === 'failed' || a.outcome === 'pool_busy' || (a.outcome === 'skipped' && a.role === 'chosen'));
         if (fallbackUsed) {
           this.fallbacks.inc({ function: fn.name });
           stages.push({ stage: 'fallback', ms: 0, used: true, from: first.name, to: fn.name, after: attempts.filter((a) => a.outcome !== 'ok').map((a) => `${a.function}: ${a.error ?? a.outcome}`) });
@@ -257,7 +269,8 @@ export class PricingEngine {
         this.requests.inc({ function: fn.name, outcome: 'ok' });
         return { result: r.result, fn, strategy, decision, attempts, fallbackUsed, cached: false, savings: fallbackUsed ? null : this.savings(decision, fn), cost: effectiveCost(fn), stages };
       }
-      attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: r.notApplicable ? 'not_applicable' : 'failed', error: r.error, ms });
+      attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: r.notApplicable ? 'not_applicable' : r.busy ? 'pool_busy' : 'failed', error: r.error, ms });
+      if (r.busy) poolBusy = true;
       if (r.notApplicable) {
         notApplicable.push(fn.name);
         for (const m of r.notApplicable.missing) missing.add(m);
@@ -266,6 +279,11 @@ export class PricingEngine {
     stages.push({ stage: 'execute', ms: 0, attempts });
     // A function out of reach or not active was never a candidate to run; an open breaker stands for real failures.
     const failedForReal = attempts.filter((a) => a.outcome === 'failed' || (a.outcome === 'skipped' && a.error === 'breaker open'));
+    // Functions the pool never ran might have priced it: the service is at fault, and a retry can succeed.
+    if (poolBusy && failedForReal.length === 0) {
+      this.requests.inc({ function: first.name, outcome: 'service_busy' });
+      throw new EngineError('service_busy', 'Every pricing worker was busy: no function could be run in time.', { attempts });
+    }
     if (failedForReal.length === 0 && notApplicable.length > 0) {
       this.requests.inc({ function: first.name, outcome: 'insufficient_context' });
       throw new EngineError('insufficient_context', `Not enough in the context to price with ${notApplicable.join(', ')}: ${attempts.map((a) => a.error).filter(Boolean).join(' ')}`, { attempts, missing: [...missing] });

@@ -13,7 +13,7 @@ export interface AttemptReport {
   function: string;
   id: string;
   role: 'chosen' | 'alternate' | 'fallback_chain' | 'fallback_function';
-  outcome: 'ok' | 'failed' | 'skipped' | 'not_applicable';
+  outcome: 'ok' | 'failed' | 'skipped' | 'not_applicable' | 'pool_busy';
   error?: string;
   ms: number;
 }
@@ -24,6 +24,7 @@ export type EngineErrorCode =
   | 'function_inactive'
   | 'no_eligible_function'
   | 'functions_failed'
+  | 'service_busy'
   | 'insufficient_context'
   | 'pipeline_execution_unavailable'
   | 'explicit_without_function';

@@ -22,10 +22,17 @@ export class PoolTimeoutError extends Error {
   }
 }
 
-export class PoolSaturatedError extends Error {
-  constructor() {
-    super('The pricing pool queue is full.');
-    this.name = 'PoolSaturatedError';
+/**
+ * The pool could not run the call: its queue was full, or no worker was free to start it before its
+ * time ran out. Says nothing about the pricing function, which never ran.
+ */
+export class PoolBusyError extends Error {
+  constructor(
+    readonly reason: 'queue_full' | 'not_started',
+    readonly limit: number,
+  ) {
+    super(reason === 'queue_full' ? `The pricing pool's queue is full (${limit} calls waiting).` : `No pricing worker was free to start the call within ${limit} ms.`);
+    this.name = 'PoolBusyError';
   }
 }
 
@@ -120,8 +127,7 @@ export class PricingPool {
   }
 
   run(fn: string, context: Context, timeoutMs: number): Promise<WorkerAnswer> {
-    // Same refusal as Piscina's own queue limit gave.
-    if (this.waiting.length >= this.opts.maxQueue) return Promise.reject(new Error('Task queue is at limit'));
+    if (this.waiting.length >= this.opts.maxQueue) return Promise.reject(new PoolBusyError('queue_full', this.opts.maxQueue));
     this.seq = this.seq + 1 >= SEQ_LIMIT ? 1 : this.seq + 1;
     const seq = this.seq;
     const slot = ringSlot(seq, this.ringSize);
@@ -166,8 +172,8 @@ export class PricingPool {
     if (!this.settle(call)) return;
     if (!outcome) call.reject(new Error('the pricing worker gave no answer'));
     else if (outcome.ok || outcome.kind === 'not_applicable') call.resolve(outcome);
-    // Only a call whose time was up is cancelled; its timer has normally answered already.
-    else if (outcome.kind === 'cancelled') call.reject(new PoolTimeoutError(call.timeoutMs));
+    // Only a call whose time was up before it started is cancelled; its timer has normally answered already.
+    else if (outcome.kind === 'cancelled') call.reject(new PoolBusyError('not_started', call.timeoutMs));
     else call.reject(Object.assign(new Error(outcome.message), { name: outcome.name }));
   }
 
@@ -191,12 +197,18 @@ export class PricingPool {
     }
   }
 
-  /** The call's time is up: cancel it if it has not started, or terminate the worker running it. */
+  /**
+   * The call's time is up: cancel it if it has not started (the pool was busy, not the function
+   * slow), or terminate the worker running it.
+   */
   private expire(call: Call): void {
     if (!this.settle(call)) return;
-    call.reject(new PoolTimeoutError(call.timeoutMs));
     const { seq } = call.task;
-    if (Atomics.compareExchange(this.ring, call.slot, ringTag(seq, RING_QUEUED), ringTag(seq, RING_CANCELLED)) === ringTag(seq, RING_QUEUED)) return;
+    if (Atomics.compareExchange(this.ring, call.slot, ringTag(seq, RING_QUEUED), ringTag(seq, RING_CANCELLED)) === ringTag(seq, RING_QUEUED)) {
+      call.reject(new PoolBusyError('not_started', call.timeoutMs));
+      return;
+    }
+    call.reject(new PoolTimeoutError(call.timeoutMs));
     if (Atomics.load(this.ring, call.slot) !== ringTag(seq, RING_RUNNING)) return;
     const threadId = Atomics.load(this.ring, call.slot + 1);
     const worker = this.piscina.threads.find((w) => w.threadId === threadId);

@@ -53,6 +53,7 @@ export const pricingPlugin: PluginDefinition = {
     container.register(PRICING.Registry, { useValue: parts.registry });
     container.register(PRICING.Latency, { useValue: parts.latency });
     container.register(PRICING.Breakers, { useValue: parts.breakers });
+    container.register(PRICING.Pool, { useValue: parts.pool });
     container.register(PRICING.Compute, { useValue: compute });
     container.register(PRICING.Outbound, { useValue: parts.outbound });
 

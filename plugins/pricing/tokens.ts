@@ -3,6 +3,7 @@ export const PRICING = {
   Registry: Symbol('pricing.FunctionRegistry'),
   Latency: Symbol('pricing.LatencyStats'),
   Breakers: Symbol('pricing.CircuitBreakers'),
+  Pool: Symbol('pricing.PricingPool'),
   Compute: Symbol('pricing.ComputeService'),
   Outbound: Symbol('pricing.SafeHttpClient'),
   DemoBudget: Symbol('pricing.DemoBudgetGuard'),

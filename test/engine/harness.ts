@@ -67,6 +67,7 @@ export interface Harness {
 export interface HarnessOptions {
   functions?: readonly FunctionDescriptor[];
   engine?: NonNullable<ConfigInput['engine']>;
+  outbound?: NonNullable<ConfigInput['outbound']>;
   clock?: ManualClock;
 }
 
@@ -76,7 +77,7 @@ export async function harness(opts: HarnessOptions = {}): Promise<Harness> {
   const kv = new MemoryKvStore(clock);
   const metrics = new Metrics({ defaultMetrics: false });
   const source = new MemorySource(opts.functions ?? []);
-  const config = loadConfig({ LOG_LEVEL: 'silent' }, { engine: { threads: 1, functionTimeoutMs: 1000, randomSeed: 42, extraWorkerModules: [FIXTURE_MODULE], ...opts.engine } });
+  const config = loadConfig({ LOG_LEVEL: 'silent' }, { engine: { threads: 1, functionTimeoutMs: 1000, randomSeed: 42, extraWorkerModules: [FIXTURE_MODULE], ...opts.engine }, ...(opts.outbound ? { outbound: opts.outbound } : {}) });
   const parts = createEngine({ config, kv, clock, metrics, source });
   await parts.start();
   return {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { Metrics } from '../../core/metrics';
-import { PoolTimeoutError, PricingPool } from '../../engine/pool';
+import { PoolBusyError, PoolTimeoutError, PricingPool } from '../../engine/pool';
 import { FIXTURE_MODULE } from './harness';
 
 describe('engine: pricing pool timeouts', function () {
@@ -8,7 +8,7 @@ describe('engine: pricing pool timeouts', function () {
   let pool: PricingPool;
   afterEach(() => pool.close());
 
-  const make = (tasksPerWorker: number, threads = 1) => new PricingPool({ threads, tasksPerWorker, maxQueue: 100, maxOldGenerationSizeMb: 32, extraModules: [FIXTURE_MODULE] }, new Metrics());
+  const make = (tasksPerWorker: number, threads = 1, maxQueue = 100) => new PricingPool({ threads, tasksPerWorker, maxQueue, maxOldGenerationSizeMb: 32, extraModules: [FIXTURE_MODULE] }, new Metrics());
 
   it('a hanging task times out on time, its worker is replaced, and the pool keeps answering', async () => {
     pool = make(1);
@@ -20,15 +20,29 @@ describe('engine: pricing pool timeouts', function () {
     expect(answer.ok).to.equal(true);
   });
 
-  it('a task whose time runs out while it waits for a worker is never run, and answers a timeout', async () => {
+  it('a task whose time runs out while it waits for a worker is never run, and answers that the pool was busy (not a timeout of the function)', async () => {
     pool = make(1);
     // The slow task holds the only worker; the queued one runs out of time behind it.
     const slow = pool.run('test-slow', { sleep_ms: 300 }, 2000);
     const queued = await pool.run('test-throw', {}, 50).catch((e: unknown) => e);
-    expect(queued).to.be.instanceOf(PoolTimeoutError);
+    expect(queued).to.be.instanceOf(PoolBusyError);
+    expect(queued).to.not.be.instanceOf(PoolTimeoutError);
+    expect(queued).to.include({ reason: 'not_started', limit: 50, message: 'No pricing worker was free to start the call within 50 ms.' });
     expect((await slow).ok).to.equal(true);
     // The worker was not terminated (the slow task answered) and the cancelled task was skipped.
     expect((await pool.run('test-ok', {}, 2000)).ok).to.equal(true);
+  });
+
+  it('a call beyond the queue limit is refused at once as busy; the queued ones still answer', async () => {
+    pool = make(1, 1, 2);
+    // One call holds the worker, two wait: the queue is full.
+    const held = [pool.run('test-slow', { sleep_ms: 200 }, 5000), pool.run('test-ok', {}, 5000), pool.run('test-ok', {}, 5000)];
+    const started = performance.now();
+    const refused = await pool.run('test-ok', {}, 5000).catch((e: unknown) => e);
+    expect(performance.now() - started).to.be.below(50);
+    expect(refused).to.be.instanceOf(PoolBusyError);
+    expect(refused).to.include({ reason: 'queue_full', limit: 2, message: "The pricing pool's queue is full (2 calls waiting)." });
+    expect((await Promise.all(held)).map((a) => a.ok)).to.deep.equal([true, true, true]);
   });
 
   it('with several tasks per worker, tasks queued behind a hanging one on the terminated worker run again elsewhere', async () => {

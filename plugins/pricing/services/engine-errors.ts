@@ -3,6 +3,9 @@ import { BUILTINS, EngineError } from '../../../engine';
 
 const INPUT_MENU = Object.fromEntries(BUILTINS.map((b) => [b.name, b.inputs.filter((i) => i !== 'currency').slice(0, 4)]));
 
+/** Seconds a caller is asked to wait when every pricing worker was busy: long enough for the queue to drain. */
+const BUSY_RETRY_AFTER_S = 1;
+
 /** The engine's typed outcomes as SPEC's error bodies. */
 export function toApiError(err: unknown): unknown {
   if (!(err instanceof EngineError)) return err;
@@ -25,6 +28,13 @@ export function toApiError(err: unknown): unknown {
     case 'functions_failed':
       return new ApiError('functions_failed', err.message, {
         hint: 'Nothing was charged. Retry later, or add a fallback_chain or fallback_function to your routing policy.',
+        fields: { retryable: true, attempts: d.attempts ?? [] },
+      });
+    case 'service_busy':
+      return new ApiError('service_busy', err.message, {
+        hint: `Nothing was charged and no function was at fault. Retry after ${BUSY_RETRY_AFTER_S} s.`,
+        retry_after: BUSY_RETRY_AFTER_S,
+        headers: { 'Retry-After': String(BUSY_RETRY_AFTER_S) },
         fields: { retryable: true, attempts: d.attempts ?? [] },
       });
     case 'insufficient_context':
