@@ -38,16 +38,17 @@ async function main(): Promise<void> {
   }
   const service = await startService({ config, plugins: builtInPlugins }).catch(fail);
   process.stdout.write(`${banner(service.publicUrl(), config, service.plugins)}\n`);
-  let signalled = false;
-  const stop = (signal: string) => {
-    if (signalled) {
+  let stopping = false;
+  const stop = (signal: string | null, exitCode: 0 | 1) => {
+    if (stopping) {
+      if (!signal) return;
       process.stderr.write(`Second ${signal}: exiting now.\n`);
       process.exit(1);
     }
-    signalled = true;
+    stopping = true;
     service.log.info({ signal }, 'shutting down');
     service.close().then(
-      () => process.exit(0),
+      () => process.exit(exitCode),
       (err: unknown) => {
         service.log.error({ err }, 'shutdown failed');
         process.exit(1);
@@ -56,8 +57,12 @@ async function main(): Promise<void> {
   };
   // This process stops the embedded PostgreSQL itself, after the requests in flight (see takeOverShutdownSignals).
   takeOverShutdownSignals();
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM', 0));
+  process.on('SIGINT', () => stop('SIGINT', 0));
+  service.onFatal((err) => {
+    process.stderr.write(`${err.message} Stopping the service.\n`);
+    stop(null, 1);
+  });
 }
 
 void main();

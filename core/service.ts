@@ -60,9 +60,31 @@ export interface Service {
   readonly publicUrl: () => string;
   /** Graceful shutdown: refuse new requests, finish in-flight ones, close everything. */
   readonly close: () => Promise<void>;
+  /**
+   * Calls `listener` once when the service can no longer work and will not recover on its own (its
+   * embedded PostgreSQL died); the entry point shuts down and exits non-zero so a supervisor restarts it.
+   */
+  readonly onFatal: (listener: (err: Error) => void) => void;
 }
 
 const PLUGIN_REGISTER_TIMEOUT_MS = 30_000;
+
+/** The first fatal error, delivered once to each listener, also to one that registers later. */
+class FatalSignal {
+  private err: Error | null = null;
+  private readonly listeners: Array<(err: Error) => void> = [];
+
+  raise(err: Error): void {
+    if (this.err) return;
+    this.err = err;
+    for (const l of this.listeners.splice(0)) l(err);
+  }
+
+  listen(listener: (err: Error) => void): void {
+    if (this.err) listener(this.err);
+    else this.listeners.push(listener);
+  }
+}
 
 async function withTimeout<T>(what: string, ms: number, work: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -102,7 +124,11 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
   try {
     const db = await openDatabase(config, log);
     const embedded = db.embedded;
-    if (embedded) cleanups.push(() => embedded.stop());
+    const fatal = new FatalSignal();
+    if (embedded) {
+      cleanups.push(() => embedded.stop());
+      embedded.onUnexpectedExit((exit) => fatal.raise(new Error(`The embedded PostgreSQL exited unexpectedly (${exit.signal ?? `exit code ${String(exit.code)}`}); nothing restarts it.`)));
+    }
     const sequelize = createSequelize({ url: db.url, poolMax: config.database.poolMax, statementTimeoutMs: config.database.statementTimeoutMs }, log);
     cleanups.push(() => sequelize.close());
     await sequelize.authenticate();
@@ -256,6 +282,7 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
       readiness,
       publicUrl,
       close,
+      onFatal: (listener) => fatal.listen(listener),
     };
   } catch (err) {
     await cleanup();

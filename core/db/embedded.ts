@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
@@ -72,6 +73,16 @@ export interface EmbeddedDatabase {
    * where the checkpoint of a few hundred databases takes seconds.
    */
   stop(mode?: 'fast' | 'immediate'): Promise<void>;
+  /**
+   * Calls `listener` once if PostgreSQL exits without stop() having been called (killed, crashed):
+   * nothing restarts it, so the service cannot go on. Called at once when that already happened.
+   */
+  onUnexpectedExit(listener: (exit: PostgresExit) => void): void;
+}
+
+export interface PostgresExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
 }
 
 /**
@@ -132,9 +143,31 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
   await pg.start();
   const postmasterPid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
   log.info({ port: actualPort, dir: clusterDir }, 'embedded PostgreSQL started');
+
+  // The library keeps the postmaster's ChildProcess privately; its stop() waits for an 'exit' that
+  // has already happened when the server died, so it would never return.
+  const child = (pg as unknown as { process?: ChildProcess }).process;
+  let exited: PostgresExit | null = null;
+  let stopRequested = false;
+  const listeners: Array<(exit: PostgresExit) => void> = [];
+  child?.once('exit', (code, signal) => {
+    exited = { code, signal };
+    if (stopRequested) return;
+    log.error({ code, signal, dir: clusterDir }, 'embedded PostgreSQL exited unexpectedly');
+    for (const l of listeners.splice(0)) l(exited);
+  });
   return {
     url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${actualPort}/postgres`,
+    onUnexpectedExit: (listener) => {
+      if (exited && !stopRequested) listener(exited);
+      else listeners.push(listener);
+    },
     stop: async (mode = 'fast') => {
+      stopRequested = true;
+      if (exited) {
+        log.warn({ ...exited }, 'embedded PostgreSQL had already exited');
+        return;
+      }
       // The library asks for a fast shutdown (SIGINT) and waits for the exit; SIGQUIT on top of it
       // turns it into an immediate one.
       const stopping = pg.stop();

@@ -1,10 +1,11 @@
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
 import { Writable } from 'node:stream';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { EmbeddedPostgresAccessError, closedFolderOnPath, startEmbeddedPostgres } from '../../core/db/embedded';
+import type { PostgresExit } from '../../core/db/embedded';
 import { createLogger } from '../../core/logger';
 import { Client } from 'pg';
 
@@ -67,7 +68,7 @@ describe('embedded PostgreSQL: folders the postgres OS user must pass through', 
   });
 });
 
-describe('embedded PostgreSQL: stop modes', function () {
+describe('embedded PostgreSQL: stopping it, and it dying', function () {
   this.timeout(60_000);
   let base: string;
 
@@ -114,4 +115,33 @@ describe('embedded PostgreSQL: stop modes', function () {
     expect(after.join('')).to.match(/database system was shut down at/);
     expect(after.join('')).not.to.match(/automatic recovery in progress/);
   });
+
+  it('a server that dies is reported once to onUnexpectedExit (also to a listener added later), and stop() then returns at once', async () => {
+    const dir = path.join(base, 'dies');
+    const db = await startEmbeddedPostgres(dir, 0, createLogger('silent'));
+    const seen: PostgresExit[] = [];
+    const reported = new Promise<void>((resolve) => db.onUnexpectedExit((exit) => (seen.push(exit), resolve())));
+    const postmaster = Number(readFileSync(path.join(dir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    process.kill(postmaster, 'SIGKILL');
+    await reported;
+    db.onUnexpectedExit((exit) => seen.push(exit));
+    expect(seen).to.deep.equal([
+      { code: null, signal: 'SIGKILL' },
+      { code: null, signal: 'SIGKILL' },
+    ]);
+    const started = performance.now();
+    await db.stop();
+    expect(performance.now() - started).to.be.below(500);
+  });
+
+  it('a requested stop is not reported as unexpected', async () => {
+    const db = await startEmbeddedPostgres(path.join(base, 'stopped'), 0, createLogger('silent'));
+    const seen: PostgresExit[] = [];
+    db.onUnexpectedExit((exit) => seen.push(exit));
+    await db.stop('immediate');
+    db.onUnexpectedExit((exit) => seen.push(exit));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(seen).to.deep.equal([]);
+  });
 });
+

@@ -1,11 +1,45 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { Client } from 'pg';
 import { startEmbeddedPostgres } from '../../core/db/embedded';
 import { createLogger } from '../../core/logger';
+
+interface EntryPoint {
+  child: ChildProcess;
+  url: string;
+  exited: Promise<number | null>;
+  output: () => string;
+}
+
+/** Runs core/main.js (what `npm start` runs) on its own embedded PostgreSQL in `dataDir`, until it listens. */
+async function startEntryPoint(dataDir: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<EntryPoint> {
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'warn', ...extraEnv };
+  delete env.DATABASE_URL;
+  delete env.REDIS_URL;
+  const child = spawn(process.execPath, [path.join(__dirname, '..', '..', 'core', 'main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setInterval(() => {
+      const m = /listening on (http:\/\/[^\s]+)/.exec(output);
+      if (m?.[1]) {
+        clearInterval(timer);
+        resolve(m[1]);
+      }
+    }, 50);
+    void exited.then(() => {
+      clearInterval(timer);
+      reject(new Error(`the service exited before listening:\n${output}`));
+    });
+  });
+  return { child, url, exited, output: () => output };
+}
 
 interface Result {
   status: number;
@@ -18,7 +52,7 @@ interface Result {
  * while compute calls are in flight: the requests finish or are refused, none fails because the
  * database went first, the process exits 0, and every 200 has its usage event in the cluster.
  */
-describe('SIGTERM under load, through the real entry point and its embedded PostgreSQL', function () {
+describe('the real entry point and its embedded PostgreSQL: SIGTERM under load, and the database dying', function () {
   this.timeout(90_000);
   let base: string;
 
@@ -30,35 +64,7 @@ describe('SIGTERM under load, through the real entry point and its embedded Post
 
   it('finishes or refuses every request, stops PostgreSQL last, exits 0, and every 200 has its event', async () => {
     const dataDir = path.join(base, 'data');
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      PORT: '0',
-      DATA_DIR: dataDir,
-      LOG_LEVEL: 'warn',
-      RATE_LIMIT_PER_WORKSPACE_PER_MINUTE: '1000000',
-      RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '1000000',
-      ENGINE_CACHE_TTL_MS: '0',
-    };
-    delete env.DATABASE_URL;
-    delete env.REDIS_URL;
-    const child = spawn(process.execPath, [path.join(__dirname, '..', '..', 'core', 'main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    const url = await new Promise<string>((resolve, reject) => {
-      const timer = setInterval(() => {
-        const m = /listening on (http:\/\/[^\s]+)/.exec(output);
-        if (m?.[1]) {
-          clearInterval(timer);
-          resolve(m[1]);
-        }
-      }, 50);
-      void exited.then(() => {
-        clearInterval(timer);
-        reject(new Error(`the service exited before listening:\n${output}`));
-      });
-    });
+    const { child, url, exited, output } = await startEntryPoint(dataDir, { RATE_LIMIT_PER_WORKSPACE_PER_MINUTE: '1000000', RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '1000000', ENGINE_CACHE_TTL_MS: '0' });
 
     const signup = await fetch(`${url}/api/auth/signup`, {
       method: 'POST',
@@ -96,12 +102,12 @@ describe('SIGTERM under load, through the real entry point and its embedded Post
     stop = true;
     await Promise.all(loops);
 
-    expect(code, output).to.equal(0);
+    expect(code, output()).to.equal(0);
     expect(before).to.be.greaterThan(0);
     const failed = results.filter((r) => r.status !== 200 && !(r.status === 503 && r.code === 'shutting_down'));
     expect(failed, 'every answer is a price or a shutting_down refusal').to.deep.equal([]);
-    expect(output).not.to.include('idle database connection failed');
-    expect(output).not.to.include('usage events could not be written');
+    expect(output()).not.to.include('idle database connection failed');
+    expect(output()).not.to.include('usage events could not be written');
 
     const ok = results.filter((r) => r.status === 200).map((r) => r.usageEventId as string);
     const db = await startEmbeddedPostgres(dataDir, 0, createLogger('silent'));
@@ -117,5 +123,22 @@ describe('SIGTERM under load, through the real entry point and its embedded Post
     } finally {
       await db.stop();
     }
+  });
+
+  it('stops and exits 1 with a clear message when its embedded PostgreSQL dies, instead of serving without a database', async () => {
+    const dataDir = path.join(base, 'dies');
+    const { exited, output, url } = await startEntryPoint(dataDir);
+    const postmaster = Number(readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const killedAt = performance.now();
+    process.kill(postmaster, 'SIGKILL');
+    const code = await exited;
+    expect(code, output()).to.equal(1);
+    expect(performance.now() - killedAt).to.be.below(5000);
+    expect(output()).to.include('The embedded PostgreSQL exited unexpectedly (SIGKILL); nothing restarts it. Stopping the service.');
+    expect(output()).to.match(/"msg":"embedded PostgreSQL had already exited"/);
+    await fetch(`${url}/healthz`).then(
+      () => expect.fail('the service still answers'),
+      () => undefined,
+    );
   });
 });
