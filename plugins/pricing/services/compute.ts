@@ -120,13 +120,12 @@ export class ComputeService {
       }
       throw mapped;
     }
-    if (!call.reservation) await reservation.commit();
     stages.push(...outcome.stages);
 
     const charged = { amount: demo ? '0.00' : outcome.cost, currency: 'USDC', paid_via: reservation.paidVia, billable: !demo && reservation.paidVia === null };
     stages.push({ stage: 'charge', ms: 0, ...charged });
     t = performance.now();
-    const usageEventId = await this.recorder.record(
+    const usageEventId = await this.recorder.recordAndSettle(
       this.usageEvent(call, {
         status: 'ok',
         functionId: outcome.fn.id,
@@ -142,6 +141,8 @@ export class ComputeService {
         fallbackUsed: outcome.fallbackUsed,
         latencyMs: ms(t0),
       }),
+      // A reservation the caller brought is the caller's to settle.
+      call.reservation ? null : reservation,
     );
     stages.push({ stage: 'record_usage', ms: ms(t), usage_event_id: usageEventId });
 

@@ -1,4 +1,6 @@
 import type { Pool } from 'pg';
+import type { Reservation } from '../../../core/admission';
+import { ApiError } from '../../../core/errors';
 import { newSortableId } from '../../../core/ids';
 import type { Logger } from '../../../core/logger';
 
@@ -133,6 +135,22 @@ export function batchJson(rows: unknown[][]): string {
   return UNSTORABLE.test(json) ? JSON.stringify(storable(rows)) : json;
 }
 
+/** Seconds a caller is asked to wait after a usage event could not be written. */
+const WRITE_FAILED_RETRY_AFTER_S = 5;
+
+/**
+ * What a call whose usage event could not be written answers: no answer without its record, and
+ * the caller (who must release what it reserved) says nothing was charged.
+ */
+export function usageWriteFailed(): ApiError {
+  return new ApiError('service_unavailable', 'The call was not answered: its usage record could not be written.', {
+    hint: `Nothing was charged. The usage store is not reachable; retry in ${WRITE_FAILED_RETRY_AFTER_S} s.`,
+    retry_after: WRITE_FAILED_RETRY_AFTER_S,
+    headers: { 'Retry-After': String(WRITE_FAILED_RETRY_AFTER_S) },
+    fields: { retryable: true },
+  });
+}
+
 interface Pending {
   id: string;
   event: UsageEventInput;
@@ -170,7 +188,7 @@ export class UsageRecorder {
     this.statement = opts.synchronousCommit === false ? { name: 'usage_insert_async', text: INSERT_ASYNC_COMMIT } : { name: 'usage_insert', text: INSERT };
   }
 
-  /** Resolves with the event id once the event is committed. */
+  /** Resolves with the event id once the event is committed; rejects with usageWriteFailed() when it cannot be. */
   record(event: UsageEventInput): Promise<string> {
     // Time-ordered: the primary-key index grows at its right edge (see newSortableId).
     const id = newSortableId('use');
@@ -178,6 +196,22 @@ export class UsageRecorder {
       this.queue.push({ id, event, resolve: () => resolve(id), reject });
       this.schedule();
     });
+  }
+
+  /**
+   * Records a call's event, then settles what the call reserved: committed once the event is
+   * written, released when it cannot be (no answer without its record, no charge without an answer).
+   */
+  async recordAndSettle(event: UsageEventInput, reservation: Reservation | null): Promise<string> {
+    let id: string;
+    try {
+      id = await this.record(event);
+    } catch (err) {
+      await reservation?.release();
+      throw err;
+    }
+    await reservation?.commit();
+    return id;
   }
 
   recordMany(events: UsageEventInput[]): Promise<string[]> {
@@ -206,7 +240,7 @@ export class UsageRecorder {
       for (const p of batch) p.resolve();
     } catch (err) {
       this.log.error({ err, events: batch.length }, 'usage events could not be written');
-      for (const p of batch) p.reject(err);
+      for (const p of batch) p.reject(usageWriteFailed());
     } finally {
       this.active--;
       this.schedule();

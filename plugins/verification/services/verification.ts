@@ -120,10 +120,8 @@ export class VerificationService {
       await reservation.release();
       throw err;
     }
-    await reservation.commit();
-
     const demo = p === null;
-    const usageEventId = await this.recorder.record({
+    const usageEventId = await this.recorder.recordAndSettle({
       workspaceId: p?.workspaceId ?? DEMO_WORKSPACE_ID,
       requestId: call.requestId,
       operation: 'verify',
@@ -138,7 +136,7 @@ export class VerificationService {
       ...callerFields(p, call.req),
       latencyMs: Math.round((performance.now() - t0) * 1000) / 1000,
       contextKeys: contextKeys(call.context, { currency }),
-    });
+    }, reservation);
 
     const body: Record<string, unknown> = {
       object: 'price_verification',

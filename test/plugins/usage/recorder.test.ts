@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { Pool } from 'pg';
+import { ApiError } from '../../../core/errors';
 import { createLogger } from '../../../core/logger';
 import type { UsageEventInput } from '../../../plugins/usage';
 import { USAGE } from '../../../plugins/usage';
@@ -168,7 +169,8 @@ describe('usage recorder: grouped inserts', function () {
       );
       await new Promise((r) => setImmediate(r));
       const good = await Promise.all(Array.from({ length: 5 }, () => rec.record(event())));
-      expect(await bad).to.be.instanceOf(Error);
+      // The caller answers SPEC's error shape from it, not the database's message.
+      expect(await bad).to.be.instanceOf(ApiError).and.include({ code: 'service_unavailable', status: 503 });
       expect(await count(good)).to.equal(5);
     });
 

@@ -1,0 +1,58 @@
+import { expect } from 'chai';
+import { client } from '../../support/http';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+import { registerSandbox } from '../../support/world';
+
+type Body = Record<string, any>;
+
+const COMPUTE = { context: { product_type: 'coffee', currency: 'USD', current_price: 4.5 } };
+const VERIFY = { context: { product_type: 'coffee', currency: 'USD' }, proposed_price: '4.50' };
+
+/**
+ * A usage event that cannot be written (here a constraint refusing every new row, a real database
+ * error) must leave the caller unanswered and uncharged: no price without its record.
+ */
+describe('pricing and verification: a usage event that cannot be written', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  let api: ReturnType<typeof client>;
+
+  const blockWrites = () => svc.sequelize.query('ALTER TABLE usage_events ADD CONSTRAINT test_no_writes CHECK (false) NOT VALID');
+  const allowWrites = () => svc.sequelize.query('ALTER TABLE usage_events DROP CONSTRAINT IF EXISTS test_no_writes');
+  const dailyRemaining = (body: Body) => body.remaining.daily_compute_calls.remaining as number;
+
+  before(async () => {
+    svc = await startTestService();
+    api = client(svc.url, { 'x-api-key': (await registerSandbox(svc, 'unrecorded')).key });
+  });
+  afterEach(allowWrites);
+  after(() => svc.close());
+
+  for (const [name, path, body] of [
+    ['compute', '/api/compute/price', COMPUTE],
+    ['verification', '/api/price-router/verify', VERIFY],
+  ] as const) {
+    it(`${name}: answers 503 service_unavailable with Retry-After, and the sandbox's daily call is given back`, async () => {
+      const before = await api.post<Body>(path, body);
+      expect(before.status, before.text).to.equal(200);
+      const left = dailyRemaining(before.body);
+
+      await blockWrites();
+      const res = await api.post<Body>(path, body);
+      expect(res.status, res.text).to.equal(503);
+      expect(res.headers.get('retry-after')).to.equal('5');
+      expect(res.body).to.include({ code: 'service_unavailable', error: 'The call was not answered: its usage record could not be written.', retryable: true, retry_after: 5 });
+      expect(res.body.hint).to.equal('Nothing was charged. The usage store is not reachable; retry in 5 s.');
+      expect(res.body).to.not.have.property('price');
+      expect(res.body).to.not.have.property('verdict');
+      expect(JSON.stringify(res.body)).to.not.include('test_no_writes');
+
+      await allowWrites();
+      const after = await api.post<Body>(path, body);
+      expect(after.status, after.text).to.equal(200);
+      // One call counted since `before`: the refused one was not.
+      expect(dailyRemaining(after.body)).to.equal(left - 1);
+    });
+  }
+});
