@@ -54,7 +54,7 @@ export const settingsTree = {
     threads: int('ENGINE_THREADS', 0, 'Worker threads of the pricing pool (0 = the number of cores).', { min: 0, max: 256 }),
     tasksPerWorker: int('ENGINE_TASKS_PER_WORKER', 1, 'Pricing tasks handed to one worker thread at a time (Piscina concurrentTasksPerWorker); above 1 a worker starts its next task without waiting for the main thread, and a worker terminated for a timeout hands its unstarted tasks back to the pool.', { min: 1, max: 64 }),
     maxQueue: int('ENGINE_MAX_QUEUE', 2000, 'Pricing tasks that may wait for a worker before new ones are refused.', { min: 1 }),
-    functionTimeoutMs: int('ENGINE_FUNCTION_TIMEOUT_MS', 2000, 'Time limit of one pricing function call (built-in or external) unless the function sets its own.', { min: 1 }),
+    functionTimeoutMs: int('ENGINE_FUNCTION_TIMEOUT_MS', 2000, 'Time limit of one pricing function call (built-in or external) unless the function sets its own. A built-in call\'s time counts from when a worker starts it; waiting for a worker is bounded by the same length (then the attempt is pool_busy).', { min: 1 }),
     workerHeapMb: int('ENGINE_WORKER_HEAP_MB', 64, 'Heap limit of each pricing worker thread; a function exceeding it fails alone.', { min: 8 }),
     cacheTtlMs: int('ENGINE_CACHE_TTL_MS', 30000, 'How long a computed result is reused for the same function and context (0 disables the cache).', { min: 0 }),
     latencyWindowMs: int('LATENCY_WINDOW_MS', 300000, 'Window of the latency statistics used by `fastest` and the catalogue.', { min: 1000 }),

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { Piscina } from 'piscina';
 import type { Metrics } from '../core/metrics';
 import type { Context } from './builtins/types';
-import { RING_QUEUED, RING_RUNNING, RING_CANCELLED, ringSlot, ringTag } from './worker/task-ring';
+import { RING_QUEUED, RING_RUNNING, RING_CANCELLED, RING_STRIDE, ringElapsed, ringSlot, ringTag } from './worker/task-ring';
 import type { TaskOutcome, WorkerAnswer, WorkerTask } from './worker/pricing-worker';
 
 export interface PoolOptions {
@@ -63,8 +63,9 @@ interface Call {
  * alone on its worker, and an AbortController per call costs main-thread time). Each call has a
  * slot in a shared ring (engine/worker/task-ring.ts) that the worker marks when the call starts and
  * clears when it ends. When a call's timer fires, a call not yet started is cancelled in its slot
- * (the worker skips it) and a running one has its worker terminated, which Piscina replaces. The
- * other calls of a batch lost with its worker are run again, except the one running when the
+ * (the worker skips it; the pool was busy), one that started late gets the rest of its time counted
+ * from its start, and one that ran its full time has its worker terminated, which Piscina replaces.
+ * The other calls of a batch lost with its worker are run again, except the one running when the
  * worker died of something else (out of memory), which fails with that error.
  */
 export class PricingPool {
@@ -87,7 +88,7 @@ export class PricingPool {
     let size = 1024;
     while (size < 2 * (opts.maxQueue + this.capacity * MAX_BATCH)) size *= 2;
     this.ringSize = size;
-    const shared = new SharedArrayBuffer(size * 2 * Int32Array.BYTES_PER_ELEMENT);
+    const shared = new SharedArrayBuffer(size * RING_STRIDE * Int32Array.BYTES_PER_ELEMENT);
     this.ring = new Int32Array(shared);
     this.piscina = new Piscina({
       filename: path.join(__dirname, 'worker', 'pricing-worker.js'),
@@ -198,18 +199,29 @@ export class PricingPool {
   }
 
   /**
-   * The call's time is up: cancel it if it has not started (the pool was busy, not the function
-   * slow), or terminate the worker running it.
+   * The call's time is up. Not started: cancel it (the pool was busy, not the function slow).
+   * Started late, after waiting for a worker: it gets the rest of its time, counted from its start.
+   * Running its full time: terminate the worker running it.
    */
   private expire(call: Call): void {
-    if (!this.settle(call)) return;
+    if (call.settled) return;
     const { seq } = call.task;
     if (Atomics.compareExchange(this.ring, call.slot, ringTag(seq, RING_QUEUED), ringTag(seq, RING_CANCELLED)) === ringTag(seq, RING_QUEUED)) {
+      this.settle(call);
       call.reject(new PoolBusyError('not_started', call.timeoutMs));
       return;
     }
+    const running = Atomics.load(this.ring, call.slot) === ringTag(seq, RING_RUNNING);
+    if (running) {
+      const ran = ringElapsed(Atomics.load(this.ring, call.slot + 2));
+      if (ran < call.timeoutMs) {
+        call.timer = setTimeout(() => this.expire(call), call.timeoutMs - ran);
+        return;
+      }
+    }
+    this.settle(call);
     call.reject(new PoolTimeoutError(call.timeoutMs));
-    if (Atomics.load(this.ring, call.slot) !== ringTag(seq, RING_RUNNING)) return;
+    if (!running) return;
     const threadId = Atomics.load(this.ring, call.slot + 1);
     const worker = this.piscina.threads.find((w) => w.threadId === threadId);
     void worker?.terminate();

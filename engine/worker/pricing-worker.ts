@@ -2,7 +2,7 @@ import { threadId, workerData } from 'node:worker_threads';
 import { BUILTIN_METHODS } from '../builtins/catalogue';
 import { MethodNotApplicable } from '../builtins/types';
 import type { Context, MethodResult, PricingMethod } from '../builtins/types';
-import { RING_QUEUED, RING_RUNNING, ringSlot, ringTag } from './task-ring';
+import { RING_QUEUED, RING_RUNNING, ringClock, ringSlot, ringTag } from './task-ring';
 
 /**
  * Worker-thread entry of the pricing pool. Methods are the built-ins plus those of modules listed in
@@ -42,6 +42,7 @@ async function runOne(task: WorkerTask): Promise<TaskOutcome> {
   const slot = ringSlot(task.seq, ringSize);
   if (ring) {
     Atomics.store(ring, slot + 1, threadId);
+    Atomics.store(ring, slot + 2, ringClock());
     // The pool cancelled the call while it waited (its time is up): do not run it.
     if (Atomics.compareExchange(ring, slot, ringTag(task.seq, RING_QUEUED), ringTag(task.seq, RING_RUNNING)) !== ringTag(task.seq, RING_QUEUED)) return { ok: false, kind: 'cancelled' };
   }

@@ -1,15 +1,25 @@
 /**
- * The task ring shared by the pricing pool and its workers (one SharedArrayBuffer of Int32 pairs).
- * Slot `2 * (seq % size)` holds `seq * 4 + state`, the next one the thread id running the task.
+ * The task ring shared by the pricing pool and its workers (one SharedArrayBuffer of Int32 triples).
+ * Slot `3 * (seq % size)` holds `seq * 4 + state`, the next one the thread id running the task, the
+ * third the wall-clock millisecond it started (modulo 2^31, see ringClock).
  *
  * - the pool writes QUEUED when it submits a task;
- * - a worker swaps QUEUED for RUNNING (after writing its thread id) when it starts the task, and
- *   clears the slot when the task ends; if the swap fails the task was cancelled and is skipped;
- * - at the timeout the pool swaps QUEUED for CANCELLED, or finds RUNNING and terminates the thread.
+ * - a worker swaps QUEUED for RUNNING (after writing its thread id and start time) when it starts
+ *   the task, and clears the slot when the task ends; if the swap fails the task was cancelled and
+ *   is skipped;
+ * - at the timeout the pool swaps QUEUED for CANCELLED; finding RUNNING, it gives the task the rest
+ *   of its time counted from its start, then terminates the thread.
  */
 export const RING_QUEUED = 1;
 export const RING_RUNNING = 2;
 export const RING_CANCELLED = 3;
 
 export const ringTag = (seq: number, state: number): number => seq * 4 + state;
-export const ringSlot = (seq: number, size: number): number => (seq % size) * 2;
+export const RING_STRIDE = 3;
+export const ringSlot = (seq: number, size: number): number => (seq % size) * RING_STRIDE;
+
+const CLOCK_MOD = 2 ** 31;
+/** Wall-clock milliseconds modulo 2^31: fits an Int32 slot and means the same in every thread. */
+export const ringClock = (): number => Date.now() % CLOCK_MOD;
+/** Milliseconds since a ringClock() reading (correct across the wrap, for spans under 24 days). */
+export const ringElapsed = (since: number): number => (((ringClock() - since) % CLOCK_MOD) + CLOCK_MOD) % CLOCK_MOD;

@@ -33,6 +33,30 @@ describe('engine: pricing pool timeouts', function () {
     expect((await pool.run('test-ok', {}, 2000)).ok).to.equal(true);
   });
 
+  it('a call that waited for a worker gets its full time from its start: it answers past its timeout counted from the submission', async () => {
+    pool = make(1);
+    const held = pool.run('test-slow', { sleep_ms: 200 }, 5000);
+    const started = performance.now();
+    // Waits about 200 ms, then runs 200 ms: 400 ms after submission, within 300 ms of its own start.
+    const late = await pool.run('test-slow', { sleep_ms: 200, test_price: '7.00' }, 300);
+    expect(performance.now() - started).to.be.above(300);
+    expect(late.ok && late.result.price).to.equal('7.00');
+    await held;
+  });
+
+  it('a call that waited for a worker and then runs over its own time is timed out, its time counted from its start', async () => {
+    pool = make(1);
+    const held = pool.run('test-slow', { sleep_ms: 200 }, 5000);
+    const started = performance.now();
+    const err = await pool.run('test-hang', {}, 300).catch((e: unknown) => e);
+    const took = performance.now() - started;
+    expect(err).to.be.instanceOf(PoolTimeoutError);
+    // About 200 ms of waiting plus its own 300 ms.
+    expect(took).to.be.within(480, 1500);
+    await held;
+    expect((await pool.run('test-ok', {}, 2000)).ok).to.equal(true);
+  });
+
   it('a call beyond the queue limit is refused at once as busy; the queued ones still answer', async () => {
     pool = make(1, 1, 2);
     // One call holds the worker, two wait: the queue is full.
