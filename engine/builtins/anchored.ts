@@ -1,4 +1,4 @@
-import { D, confidenceOf, currencyOf, num, positiveMoney, round3, toPrice } from './inputs';
+import { D, confidenceOf, currencyOf, num, positiveMoney, round3, quote, toPrice } from './inputs';
 import type { Dec } from './inputs';
 import { competitive } from './competitive';
 import { costPlus } from './cost-plus';
@@ -81,7 +81,7 @@ export function anchored(ctx: Context): MethodResult {
     notes.push('change under 1%: held');
   }
   return {
-    price: toPrice(price, currency),
+    price: quote(price, currency),
     currency,
     confidence: confidenceOf(factors),
     confidence_factors: factors,

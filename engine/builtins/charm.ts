@@ -1,4 +1,4 @@
-import { D, confidenceOf, currencyOf, minorUnits, num, positiveMoney, toPrice } from './inputs';
+import { D, confidenceOf, currencyOf, minorUnits, num, positiveMoney, quote, toPrice } from './inputs';
 import type { Dec } from './inputs';
 import { costPlus } from './cost-plus';
 import { MethodNotApplicable } from './types';
@@ -59,7 +59,7 @@ export function charm(ctx: Context): MethodResult {
     notes.push(`no charm ending within ${tolerance * 100}% (or inside the bounds): base price kept`);
   }
   return {
-    price: toPrice(price, currency),
+    price: quote(price, currency),
     currency,
     confidence: confidenceOf({ base: baseConfidence }),
     confidence_factors: { base: baseConfidence },

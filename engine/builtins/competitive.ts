@@ -1,4 +1,4 @@
-import { D, confidenceOf, currencyOf, mad, median, num, observations, positiveMoney, round3, toPrice } from './inputs';
+import { D, confidenceOf, currencyOf, mad, median, num, observations, positiveMoney, round3, quote, toPrice } from './inputs';
 import { MethodNotApplicable } from './types';
 import type { Context, MethodResult } from './types';
 
@@ -56,7 +56,7 @@ export function competitive(ctx: Context): MethodResult {
   const rcv = ref > 0 ? (1.4826 * mad(perSource)) / ref : 1;
   const factors = { amount: round3(n / (n + 3)), agreement: round3(1 / (1 + rcv)), independence, bounds: bound };
   return {
-    price: toPrice(price, currency),
+    price: quote(price, currency),
     currency,
     confidence: confidenceOf(factors),
     confidence_factors: factors,

@@ -1,4 +1,4 @@
-import { D, confidenceOf, currencyOf, fraction, num, positiveMoney, round3, toPrice } from './inputs';
+import { D, confidenceOf, currencyOf, fraction, num, positiveMoney, round3, quote, toPrice } from './inputs';
 import type { Dec } from './inputs';
 import { MethodNotApplicable } from './types';
 import type { Context, MethodResult } from './types';
@@ -54,7 +54,7 @@ export function costPlus(ctx: Context): MethodResult {
   }
   const factors = { input_quality: inputQuality, bounds: boundFactor };
   return {
-    price: toPrice(price, currency),
+    price: quote(price, currency),
     currency,
     confidence: confidenceOf(factors),
     confidence_factors: factors,

@@ -1,4 +1,4 @@
-import { D, confidenceOf, clamp01, currencyOf, num, positiveMoney, round3, toPrice } from './inputs';
+import { D, confidenceOf, clamp01, currencyOf, num, positiveMoney, round3, quote } from './inputs';
 import type { Dec } from './inputs';
 import { MethodNotApplicable } from './types';
 import type { Context, MethodResult } from './types';
@@ -67,7 +67,7 @@ export function elasticityOptimum(ctx: Context): MethodResult {
     if (slope === 0 || a / slope <= cost.toNumber()) throw new MethodNotApplicable('Linear demand: the choke price a/b must be above unit_cost.', ['demand_intercept', 'demand_slope']);
     const price = new D(a).div(slope).plus(cost).div(2);
     return {
-      price: toPrice(price, currency),
+      price: quote(price, currency),
       currency,
       confidence: 0.45,
       confidence_factors: { model_supplied: 0.45 },
@@ -107,7 +107,7 @@ export function elasticityOptimum(ctx: Context): MethodResult {
   }
   const price: Dec = cost.times(multiple);
   return {
-    price: toPrice(price, currency),
+    price: quote(price, currency),
     currency,
     confidence: confidenceOf(factors),
     confidence_factors: factors,

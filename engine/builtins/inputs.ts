@@ -18,12 +18,23 @@ export function currencyOf(ctx: Context): string {
   return typeof c === 'string' && /^[A-Za-z]{3,5}$/.test(c) ? c.toUpperCase() : 'USD';
 }
 
-/** A money amount from the context (JSON number or decimal string); undefined when absent or unusable. */
+/**
+ * The largest amount a built-in reads or quotes (10^15 in any currency). Past it a number is not a
+ * price but a probe, and would round-trip as a decimal string of hundreds of digits.
+ */
+export const MAX_AMOUNT = new D('1e15');
+
+/**
+ * A money amount from the context (JSON number or decimal string); undefined when absent or
+ * unusable. An amount beyond ±MAX_AMOUNT is refused by name rather than priced.
+ */
 export function money(ctx: Context, key: string): Dec | undefined {
   const v = ctx[key];
-  if (typeof v === 'number' && Number.isFinite(v)) return new D(v);
-  if (typeof v === 'string' && /^-?\d+(\.\d+)?$/.test(v.trim())) return new D(v.trim());
-  return undefined;
+  let m: Dec | undefined;
+  if (typeof v === 'number' && Number.isFinite(v)) m = new D(v);
+  else if (typeof v === 'string' && /^-?\d+(\.\d+)?$/.test(v.trim())) m = new D(v.trim());
+  if (m && m.abs().gt(MAX_AMOUNT)) throw new MethodNotApplicable(`${key} must not exceed ${MAX_AMOUNT.toFixed()} in size (got ${String(v)}).`, [key]);
+  return m;
 }
 
 export function positiveMoney(ctx: Context, key: string): Dec | undefined {
@@ -52,6 +63,22 @@ export function fraction(ctx: Context, key: string, opts: { allowNegative?: bool
 /** Rounds to the currency's minor units and returns the decimal string. */
 export function toPrice(value: Dec, currency: string): string {
   return value.toDecimalPlaces(minorUnits(currency), Decimal.ROUND_HALF_UP).toFixed(minorUnits(currency));
+}
+
+/**
+ * The price a method answers: `value` rounded to the currency's minor units, refused (not
+ * applicable: the inputs, not the method, are at fault) when it rounds to nothing or passes
+ * MAX_AMOUNT, so odd inputs never make a built-in fail and count against its breaker.
+ */
+export function quote(value: Dec, currency: string): string {
+  const digits = minorUnits(currency);
+  const rounded = value.toDecimalPlaces(digits, Decimal.ROUND_HALF_UP);
+  if (rounded.lte(0)) {
+    const unit = new D(1).div(new D(10).pow(digits)).toFixed(digits);
+    throw new MethodNotApplicable(`These inputs give a price of ${value.toSignificantDigits(6).toString()} ${currency}, which rounds to nothing in ${currency}'s smallest unit (${unit}); price a larger quantity, or use a currency with finer units (USDC has 6 decimals).`, []);
+  }
+  if (rounded.gt(MAX_AMOUNT)) throw new MethodNotApplicable(`These inputs give a price of ${value.toSignificantDigits(6).toString()} ${currency}, above the largest quotable amount (${MAX_AMOUNT.toFixed()}).`, []);
+  return rounded.toFixed(digits);
 }
 
 export function clamp01(x: number): number {
@@ -91,7 +118,7 @@ export function observations(ctx: Context, key: string): { usable: Observation[]
       source = typeof o.source === 'string' ? o.source : typeof o.seller === 'string' ? o.seller : null;
       observedAt = typeof o.observed_at === 'string' && !Number.isNaN(Date.parse(o.observed_at)) ? Date.parse(o.observed_at) : null;
     }
-    if (price !== undefined && Number.isFinite(price) && price > 0) usable.push({ price, source, observedAt });
+    if (price !== undefined && Number.isFinite(price) && price > 0 && price <= MAX_AMOUNT.toNumber()) usable.push({ price, source, observedAt });
     else dropped++;
   }
   return { usable, dropped };

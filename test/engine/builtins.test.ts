@@ -6,7 +6,7 @@ import { costPlus } from '../../engine/builtins/cost-plus';
 import { elasticityOptimum } from '../../engine/builtins/elasticity';
 import { MethodNotApplicable } from '../../engine/builtins/types';
 import type { Context, MethodResult, PricingMethod } from '../../engine/builtins/types';
-import { harness } from './harness';
+import { engineError, harness } from './harness';
 
 const run = (method: PricingMethod, ctx: Context) => method(ctx) as MethodResult;
 
@@ -185,6 +185,49 @@ describe('engine: built-in pricing methods', () => {
         expect(r.confidence).to.be.closeTo(factors.reduce((a, f) => a * f, 1), 0.0005);
       });
     }
+  });
+
+  describe('amounts out of range', () => {
+    const methods: Array<[string, PricingMethod, Context]> = [
+      ['cost-plus', costPlus, { unit_cost: 1e308, target_margin: 0.3 }],
+      ['competitive-position', competitive, { competitor_prices: [10, 11], unit_cost: '2000000000000000' }],
+      ['elasticity-optimum', elasticityOptimum, { unit_cost: 1.7976931348623157e308, elasticity: -2 }],
+      ['charm-pricing', charm, { current_price: 10, max_price: 1e300 }],
+      ['anchored-adjustment', anchored, { current_price: -1e16 }],
+    ];
+    for (const [name, method, ctx] of methods) {
+      it(`an amount beyond 10^15 is refused by name, not priced (${name})`, () => {
+        const err = notApplicable(method, ctx);
+        expect(err.message).to.match(/^\w+ must not exceed 1000000000000000 in size \(got /);
+        expect(err.missing).to.have.length(1);
+      });
+    }
+
+    it('competitor prices beyond 10^15 are dropped like unusable ones', () => {
+      const r = run(competitive, { competitor_prices: [10, 10.2, 1e300] });
+      expect(r.price).to.equal('10.10');
+    });
+
+    it('a price that rounds to nothing in the currency is not applicable, with the reason; in USDC the same inputs are priced', () => {
+      const err = notApplicable(anchored, { current_price: 0.001 });
+      expect(err.message).to.equal("These inputs give a price of 0.001 USD, which rounds to nothing in USD's smallest unit (0.01); price a larger quantity, or use a currency with finer units (USDC has 6 decimals).");
+      expect(run(anchored, { current_price: 0.001, currency: 'USDC' }).price).to.equal('0.001000');
+      expect(notApplicable(costPlus, { unit_cost: 0.0001, markup: 0.1 }).message).to.match(/rounds to nothing/);
+    });
+
+    it('odd amounts through the engine are insufficient_context and never count against the breaker', async () => {
+      const h = await harness({ engine: { breakerMinCalls: 2, breakerFailureRatio: 0.5 } });
+      try {
+        for (const context of [{ current_price: 1e-9 }, { current_price: 5e-324 }, { current_price: 1e300 }, { current_price: '9999999999999999999' }]) {
+          const err = await engineError(h.price({ context, pin: { name: 'anchored-adjustment' } }), 'insufficient_context');
+          expect(err.details.attempts?.[0]).to.include({ function: 'anchored-adjustment', outcome: 'not_applicable' });
+        }
+        expect(h.parts.breakers.view('fn_builtin_anchored')).to.include({ state: 'closed', calls: 0, failures: 0 });
+        expect((await h.price({ context: { current_price: 4.5 }, pin: { name: 'anchored-adjustment' } })).result.price).to.equal('4.50');
+      } finally {
+        await h.close();
+      }
+    });
   });
 
   describe('cold start through the engine', function () {
