@@ -21,6 +21,11 @@ export function zodIssues(error: z.ZodError): ErrorIssue[] {
       const keys = (issue as { keys?: string[] }).keys ?? [];
       return { path: formatPath(issue.path), reason: `unknown field${keys.length > 1 ? 's' : ''} ${keys.map((k) => `"${k}"`).join(', ')} not accepted` };
     }
+    if (issue.code === 'invalid_key') {
+      // zod reports only "Invalid key in record"; the key schema's own message says what a key must be.
+      const inner = ((issue as { issues?: Array<{ message: string }> }).issues ?? []).map((i) => i.message);
+      return { path: formatPath(issue.path), reason: `key ${JSON.stringify(String(issue.path[issue.path.length - 1]))} not accepted${inner.length ? `: ${inner.join('; ')}` : ''}` };
+    }
     return { path: formatPath(issue.path), reason: issue.message };
   });
 }

@@ -26,7 +26,8 @@ export const conditionSchema = z.union([
       contains: z.string().min(1).max(200).optional(),
       starts_with: z.string().min(1).max(200).optional(),
     })
-    .refine((c) => Object.keys(c).length > 0, `a condition needs at least one operator (${OPERATORS.join(', ')})`),
+    // Only for a truly empty object: an unknown operator is already reported by name.
+    .refine((c) => Object.keys(c).length > 0, { message: `a condition needs at least one operator (${OPERATORS.join(', ')})`, when: (payload) => payload.issues.length === 0 }),
 ]);
 export type Condition = z.infer<typeof conditionSchema>;
 
