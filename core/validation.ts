@@ -15,8 +15,29 @@ function formatPath(path: readonly PropertyKey[]): string {
   return path.map((p) => String(p)).join('.');
 }
 
+/** zod's type names as a reader would say them. */
+const TYPE_WORDS: Record<string, string> = {
+  string: 'a string',
+  number: 'a number',
+  int: 'an integer',
+  boolean: 'true or false',
+  array: 'an array',
+  object: 'an object',
+  record: 'an object',
+  null: 'null',
+  undefined: 'nothing',
+};
+const typeWord = (t: string): string => TYPE_WORDS[t] ?? t;
+
 export function zodIssues(error: z.ZodError): ErrorIssue[] {
   return error.issues.map((issue) => {
+    if (issue.code === 'invalid_type') {
+      // zod says "Invalid input: expected string, received undefined"; say what is wanted instead.
+      const received = /received (\w+)$/.exec(issue.message)?.[1];
+      const wanted = typeWord(String(issue.expected));
+      if (received === 'undefined') return { path: formatPath(issue.path), reason: `required: ${wanted}` };
+      if (received) return { path: formatPath(issue.path), reason: `must be ${wanted}, not ${typeWord(received)}` };
+    }
     if (issue.code === 'unrecognized_keys') {
       const keys = (issue as { keys?: string[] }).keys ?? [];
       return { path: formatPath(issue.path), reason: `unknown field${keys.length > 1 ? 's' : ''} ${keys.map((k) => `"${k}"`).join(', ')} not accepted` };

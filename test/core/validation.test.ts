@@ -26,4 +26,14 @@ describe('core validation: issues say what to fix', () => {
     const err = refusal(z.strictObject({ a: z.number() }), { a: 1, b: 2, c: 3 });
     expect(err.extras.issues).to.deep.equal([{ path: '(root)', reason: 'unknown fields "b", "c" not accepted' }]);
   });
+
+  it('a missing field says it is required and what it takes; a wrong type says what it must be', () => {
+    const err = refusal(z.object({ currency: z.string(), n: z.number(), tags: z.array(z.string()), ctx: z.record(z.string(), z.unknown()) }), { n: 'x', ctx: [] });
+    expect(err.extras.issues).to.deep.equal([
+      { path: 'currency', reason: 'required: a string' },
+      { path: 'n', reason: 'must be a number, not a string' },
+      { path: 'tags', reason: 'required: an array' },
+      { path: 'ctx', reason: 'must be an object, not an array' },
+    ]);
+  });
 });

@@ -138,7 +138,7 @@ describe('MCP endpoint with the official SDK client', function () {
     expect(body.code).to.equal('validation_error');
     expect(body.error).to.match(/^Request arguments failed validation/);
     expect(body.hint).to.match(/tools\/list/);
-    expect(body.issues).to.deep.include({ path: 'context', reason: 'Invalid input: expected record, received string' });
+    expect(body.issues).to.deep.include({ path: 'context', reason: 'must be an object, not a string' });
     expect(body.issues.map((i: { path: string }) => i.path)).to.include('(root)');
     expect(body.request_id).to.match(/^req_/);
     await client.close();
