@@ -286,7 +286,7 @@ export class PricingEngine {
     }
     if (failedForReal.length === 0 && notApplicable.length > 0) {
       this.requests.inc({ function: first.name, outcome: 'insufficient_context' });
-      throw new EngineError('insufficient_context', `Not enough in the context to price with ${notApplicable.join(', ')}: ${attempts.map((a) => a.error).filter(Boolean).join(' ')}`, { attempts, missing: [...missing] });
+      throw new EngineError('insufficient_context', `The context cannot be priced by ${notApplicable.join(', ')}: ${attempts.map((a) => a.error).filter(Boolean).join(' ')}`, { attempts, missing: [...missing] });
     }
     this.requests.inc({ function: first.name, outcome: 'functions_failed' });
     throw new EngineError('functions_failed', 'Every function tried failed (chosen function, fallback chain, fallback function).', { attempts, ...(missing.size ? { missing: [...missing] } : {}) });

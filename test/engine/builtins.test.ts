@@ -222,6 +222,10 @@ describe('engine: built-in pricing methods', () => {
           const err = await engineError(h.price({ context, pin: { name: 'anchored-adjustment' } }), 'insufficient_context');
           expect(err.details.attempts?.[0]).to.include({ function: 'anchored-adjustment', outcome: 'not_applicable' });
         }
+        const tiny = await engineError(h.price({ context: { current_price: 0.001 }, pin: { name: 'anchored-adjustment' } }), 'insufficient_context');
+        expect(tiny.message).to.equal(
+          "The context cannot be priced by anchored-adjustment: These inputs give a price of 0.001 USD, which rounds to nothing in USD's smallest unit (0.01); price a larger quantity, or use a currency with finer units (USDC has 6 decimals).",
+        );
         expect(h.parts.breakers.view('fn_builtin_anchored')).to.include({ state: 'closed', calls: 0, failures: 0 });
         expect((await h.price({ context: { current_price: 4.5 }, pin: { name: 'anchored-adjustment' } })).result.price).to.equal('4.50');
       } finally {
