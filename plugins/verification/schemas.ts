@@ -76,7 +76,7 @@ export const observationsQuery = z.object({
 });
 
 /** A proposed price: a positive number or a positive decimal string. */
-const PRICE_MESSAGE = 'must be a positive number or a decimal string greater than 0, such as 12.5 or "12.50"';
+const PRICE_MESSAGE = 'must be greater than 0: a number up to 10^17, or a decimal string with at most 18 digits before and after the point, such as 12.5 or "12.50"';
 const priceValue = z.union([z.number().positive({ error: PRICE_MESSAGE }).max(1e17, { error: PRICE_MESSAGE }), z.string().refine(isPositiveDecimal, { error: PRICE_MESSAGE })], { error: PRICE_MESSAGE });
 
 const positiveBound = (key: string) => (v: unknown): string | null => {

@@ -118,12 +118,13 @@ describe('price verification API', function () {
       expect(res.body.issues.map((i: any) => i.path)).to.include.members(['context', 'proposed_price']);
     });
 
-    it('refuses a price that is not positive', async () => {
-      for (const bad of [0, -1, '0.00', 'abc', '1e3', true]) {
+    it('refuses a price that is not positive, or too large, saying what it must be', async () => {
+      for (const bad of [0, -1, '0.00', 'abc', '1e3', true, 1e308, '1'.padEnd(30, '0')]) {
         const res = await verify({ context: { product_type: 'widget' }, proposed_price: bad });
         expect(res.status, `${JSON.stringify(bad)}: ${res.text}`).to.equal(400);
-        expect(res.body.issues[0].path).to.equal('proposed_price');
-        expect(res.body.issues[0].reason).to.match(/positive number or a decimal string/);
+        expect(res.body.issues).to.deep.equal([
+          { path: 'proposed_price', reason: 'must be greater than 0: a number up to 10^17, or a decimal string with at most 18 digits before and after the point, such as 12.5 or "12.50"' },
+        ]);
       }
       const alias = await verify({ context: { product_type: 'widget' }, price: -2 });
       expect(alias.body.issues[0].path).to.equal('price');
