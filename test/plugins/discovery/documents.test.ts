@@ -90,6 +90,9 @@ describe('discovery documents and OpenAPI', function () {
     expect(a.text).to.equal(b.text);
     expect(a.text).to.contain('7 per day per network address, 321 per day overall');
     expect(a.text).to.contain('17 compute calls per day');
+    // What an agent may retry, and what it may not.
+    expect(a.text).to.contain('Retry, after Retry-After, on retryable: true: 503 service_busy');
+    expect(a.text).to.contain('422 insufficient_context is not retryable as is');
   });
 });
 
