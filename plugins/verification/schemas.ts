@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { dec } from '../../core/money';
 import { listQuery } from '../../core/pagination';
 import { contextSchema } from '../pricing';
 
@@ -9,6 +10,8 @@ export const OBSERVED_AT_SKEW_MS = 5 * 60_000;
 /** A positive decimal string: up to 18 integer and 18 fractional digits, greater than zero. */
 const POSITIVE_DECIMAL = /^(0|[1-9]\d{0,17})(\.\d{1,18})?$/;
 const isPositiveDecimal = (s: string): boolean => POSITIVE_DECIMAL.test(s) && /[1-9]/.test(s);
+/** A JSON number whose plain decimal form is such a string (1e308 and 5e-324 are not: hundreds of digits). */
+const isPositiveDecimalNumber = (n: number): boolean => Number.isFinite(n) && n > 0 && isPositiveDecimal(dec(n).toFixed());
 const CURRENCY = /^[A-Za-z]{3}$/;
 const CONTEXT_KEY = /^[a-z][a-z0-9_]{0,39}$/;
 const RESERVED_CONTEXT_KEYS = ['product_type', 'currency', 'amount', 'price', 'observed_at', 'source'];
@@ -76,14 +79,14 @@ export const observationsQuery = z.object({
 });
 
 /** A proposed price: a positive number or a positive decimal string. */
-const PRICE_MESSAGE = 'must be greater than 0: a number up to 10^17, or a decimal string with at most 18 digits before and after the point, such as 12.5 or "12.50"';
-const priceValue = z.union([z.number().positive({ error: PRICE_MESSAGE }).max(1e17, { error: PRICE_MESSAGE }), z.string().refine(isPositiveDecimal, { error: PRICE_MESSAGE })], { error: PRICE_MESSAGE });
+const PRICE_MESSAGE = 'must be greater than 0, with at most 18 digits before and after the point: a number or a decimal string, such as 12.5 or "12.50"';
+const priceValue = z.union([z.number().refine(isPositiveDecimalNumber, { error: PRICE_MESSAGE }), z.string().refine(isPositiveDecimal, { error: PRICE_MESSAGE })], { error: PRICE_MESSAGE });
 
 const positiveBound = (key: string) => (v: unknown): string | null => {
   if (v === undefined) return null;
-  if (typeof v === 'number' && Number.isFinite(v) && v > 0) return null;
+  if (typeof v === 'number' && isPositiveDecimalNumber(v)) return null;
   if (typeof v === 'string' && isPositiveDecimal(v)) return null;
-  return `${key} must be a positive number or decimal string`;
+  return `${key} must be greater than 0, with at most 18 digits before and after the point: a number or a decimal string`;
 };
 
 /** The verify context: the compute context, with the floor and ceiling keys type-checked. */

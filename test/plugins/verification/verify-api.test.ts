@@ -119,11 +119,11 @@ describe('price verification API', function () {
     });
 
     it('refuses a price that is not positive, or too large, saying what it must be', async () => {
-      for (const bad of [0, -1, '0.00', 'abc', '1e3', true, 1e308, '1'.padEnd(30, '0')]) {
+      for (const bad of [0, -1, '0.00', 'abc', '1e3', true, 1e308, 5e-324, 1e-19, '1'.padEnd(30, '0')]) {
         const res = await verify({ context: { product_type: 'widget' }, proposed_price: bad });
         expect(res.status, `${JSON.stringify(bad)}: ${res.text}`).to.equal(400);
         expect(res.body.issues).to.deep.equal([
-          { path: 'proposed_price', reason: 'must be greater than 0: a number up to 10^17, or a decimal string with at most 18 digits before and after the point, such as 12.5 or "12.50"' },
+          { path: 'proposed_price', reason: 'must be greater than 0, with at most 18 digits before and after the point: a number or a decimal string, such as 12.5 or "12.50"' },
         ]);
       }
       const alias = await verify({ context: { product_type: 'widget' }, price: -2 });
@@ -134,6 +134,17 @@ describe('price verification API', function () {
       const res = await verify({ context: { product_type: 'widget', unit_cost: -1, max_price: 'lots' }, proposed_price: '20', extra: 1 });
       expect(res.status).to.equal(400);
       expect(res.body.issues.map((i: any) => i.path)).to.include.members(['context.unit_cost', 'context.max_price', '(root)']);
+    });
+
+    it('refuses a floor or ceiling whose decimal form has hundreds of digits (a 500 before), and accepts one at the limits', async () => {
+      for (const [key, bad] of [['unit_cost', 1e308], ['min_price', 5e-324], ['max_price', 1e-19]] as const) {
+        const res = await verify({ context: { product_type: 'widget', [key]: bad }, proposed_price: '20' });
+        expect(res.status, `${key}=${bad}: ${res.text}`).to.equal(400);
+        expect(res.body.issues).to.deep.equal([{ path: `context.${key}`, reason: `${key} must be greater than 0, with at most 18 digits before and after the point: a number or a decimal string` }]);
+      }
+      const edge = await verify({ context: { product_type: 'widget', unit_cost: 1e-18, max_price: 1e17 }, proposed_price: 0.1 + 0.2 });
+      expect(edge.status, edge.text).to.equal(200);
+      expect(edge.body.constraints).to.deep.include({ ceiling: { value: '100000000000000000.00', from: ['max_price'] } });
     });
 
     it('answers a body that is not JSON with 400 invalid_json and an example', async () => {
