@@ -20,7 +20,6 @@ export class FailedAuthGuard {
       retry_after: retryAfter,
       limit: { rejected_credentials_per_15_minutes: this.limit },
       hint: `Wait ${retryAfter} s before trying again, and check the credential you are sending.`,
-      headers: { 'Retry-After': String(retryAfter) },
     });
   }
 

@@ -50,7 +50,6 @@ export class RateLimitGuard implements Guard {
       retry_after: retryAfter,
       limit: { scope: !ws.allowed ? 'workspace' : 'address', requests_per_minute: tighter.limit },
       hint: `Wait ${retryAfter} s, then retry; spread requests out or use batch pricing for many items.`,
-      headers: { 'Retry-After': String(retryAfter) },
     });
   }
 }

@@ -67,7 +67,6 @@ export class Onboarding {
     throw new ApiError('self_registration_closed', 'Self-registration is paused.', {
       retry_after: selfRegistrationRetryAfterS,
       hint: `Try again in ${selfRegistrationRetryAfterS} s. Meanwhile the keyless demo (POST /api/public/compute/demo) still answers.`,
-      headers: { 'Retry-After': String(selfRegistrationRetryAfterS) },
     });
   }
 
@@ -84,7 +83,6 @@ export class Onboarding {
         retry_after: retryAfter,
         limit,
         hint: `The quota resets at 00:00 UTC, in ${retryAfter} s. Reuse the key you already have, or rotate it (POST /api/api-keys/rotate).`,
-        headers: { 'Retry-After': String(retryAfter) },
       });
     }
     const overall = await this.kv.incr(`reg:all:${day}`, 1, 2 * DAY_MS);
@@ -94,7 +92,6 @@ export class Onboarding {
         retry_after: retryAfter,
         limit,
         hint: `The quota resets at 00:00 UTC, in ${retryAfter} s. The keyless demo still answers meanwhile.`,
-        headers: { 'Retry-After': String(retryAfter) },
       });
     }
     return perAddressPerDay - byAddress;
@@ -138,7 +135,6 @@ export class Onboarding {
         retry_after: retryAfter,
         limit: { key_rotations_per_day: perDay },
         hint: `Keep using the current key; rotations reset at 00:00 UTC, in ${retryAfter} s.`,
-        headers: { 'Retry-After': String(retryAfter) },
       });
     }
     const created = await this.sql.tx(async (tx) => {

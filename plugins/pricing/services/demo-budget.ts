@@ -43,7 +43,6 @@ export class DemoBudgetGuard implements Guard {
       limit: { demo_calls_per_hour: limit, resets_at: resetsAt },
       hint: `Wait ${retryAfter} s, or get a free sandbox key (no human needed) for your own daily allowance.`,
       next: [{ action: 'register_agent', method: 'POST', path: '/api/agents/register', body: { name: 'my-pricing-agent' } }],
-      headers: { 'Retry-After': String(retryAfter) },
     });
   }
 }

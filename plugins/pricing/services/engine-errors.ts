@@ -34,7 +34,6 @@ export function toApiError(err: unknown): unknown {
       return new ApiError('service_busy', err.message, {
         hint: `Nothing was charged and no function was at fault. Retry after ${BUSY_RETRY_AFTER_S} s.`,
         retry_after: BUSY_RETRY_AFTER_S,
-        headers: { 'Retry-After': String(BUSY_RETRY_AFTER_S) },
         fields: { retryable: true, attempts: d.attempts ?? [] },
       });
     case 'insufficient_context':

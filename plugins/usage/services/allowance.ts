@@ -59,7 +59,6 @@ export class SandboxAllowance implements Admitter {
         limit: { compute_calls_per_day: limit, scope: 'workspace', resets_at: resetsAt },
         hint: `The daily quota resets at 00:00 UTC (in ${retryAfter} s). To continue now, see next.`,
         next: quotaNextSteps(request.operation === 'compute' || request.operation === 'router'),
-        headers: { 'Retry-After': String(retryAfter) },
       });
     }
     let settled = false;

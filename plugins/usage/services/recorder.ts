@@ -146,7 +146,6 @@ export function usageWriteFailed(): ApiError {
   return new ApiError('service_unavailable', 'The call was not answered: its usage record could not be written.', {
     hint: `Nothing was charged. The usage store is not reachable; retry in ${WRITE_FAILED_RETRY_AFTER_S} s.`,
     retry_after: WRITE_FAILED_RETRY_AFTER_S,
-    headers: { 'Retry-After': String(WRITE_FAILED_RETRY_AFTER_S) },
     fields: { retryable: true },
   });
 }
