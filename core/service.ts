@@ -27,6 +27,7 @@ import type { KvStore } from './kv';
 import { createLogger } from './logger';
 import type { Logger } from './logger';
 import { Metrics } from './metrics';
+import { OnceEvent } from './once';
 import { resolvePluginOrder } from './plugin';
 import type { PluginContext, PluginDefinition, ReadinessCheck } from './plugin';
 import { TOKENS } from './tokens';
@@ -69,23 +70,6 @@ export interface Service {
 
 const PLUGIN_REGISTER_TIMEOUT_MS = 30_000;
 
-/** The first fatal error, delivered once to each listener, also to one that registers later. */
-class FatalSignal {
-  private err: Error | null = null;
-  private readonly listeners: Array<(err: Error) => void> = [];
-
-  raise(err: Error): void {
-    if (this.err) return;
-    this.err = err;
-    for (const l of this.listeners.splice(0)) l(err);
-  }
-
-  listen(listener: (err: Error) => void): void {
-    if (this.err) listener(this.err);
-    else this.listeners.push(listener);
-  }
-}
-
 async function withTimeout<T>(what: string, ms: number, work: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
@@ -124,10 +108,10 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
   try {
     const db = await openDatabase(config, log);
     const embedded = db.embedded;
-    const fatal = new FatalSignal();
+    const fatal = new OnceEvent<Error>();
     if (embedded) {
       cleanups.push(() => embedded.stop());
-      embedded.onUnexpectedExit((exit) => fatal.raise(new Error(`The embedded PostgreSQL exited unexpectedly (${exit.signal ?? `exit code ${String(exit.code)}`}); nothing restarts it.`)));
+      embedded.onUnexpectedExit((exit) => fatal.fire(new Error(`The embedded PostgreSQL exited unexpectedly (${exit.signal ?? `exit code ${String(exit.code)}`}); nothing restarts it.`)));
     }
     const sequelize = createSequelize({ url: db.url, poolMax: config.database.poolMax, statementTimeoutMs: config.database.statementTimeoutMs }, log);
     cleanups.push(() => sequelize.close());
@@ -282,7 +266,7 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
       readiness,
       publicUrl,
       close,
-      onFatal: (listener) => fatal.listen(listener),
+      onFatal: (listener) => fatal.on(listener),
     };
   } catch (err) {
     await cleanup();

