@@ -211,7 +211,7 @@ export class PricingEngine {
     const missing = new Set<string>();
     const notApplicable: string[] = [];
     const tried = new Set<string>();
-    let poolBusy = false;
+    const poolBusy = () => attempts.some((a) => a.outcome === 'pool_busy');
     for (const step of this.fallbackOrder(req.policy, decision, first, req.scope)) {
       t = performance.now();
       if (!step.fn) {
@@ -242,7 +242,7 @@ export class PricingEngine {
         t = performance.now();
       }
       // Built-ins share the pool that just could not run a call: another would wait the same way.
-      if (poolBusy && fn.executionType === 'builtin') {
+      if (fn.executionType === 'builtin' && poolBusy()) {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'pricing pool busy', ms: 0 });
         continue;
       }
@@ -270,7 +270,6 @@ export class PricingEngine {
         return { result: r.result, fn, strategy, decision, attempts, fallbackUsed, cached: false, savings: fallbackUsed ? null : this.savings(decision, fn), cost: effectiveCost(fn), stages };
       }
       attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: r.notApplicable ? 'not_applicable' : r.busy ? 'pool_busy' : 'failed', error: r.error, ms });
-      if (r.busy) poolBusy = true;
       if (r.notApplicable) {
         notApplicable.push(fn.name);
         for (const m of r.notApplicable.missing) missing.add(m);
@@ -280,7 +279,7 @@ export class PricingEngine {
     // A function out of reach or not active was never a candidate to run; an open breaker stands for real failures.
     const failedForReal = attempts.filter((a) => a.outcome === 'failed' || (a.outcome === 'skipped' && a.error === 'breaker open'));
     // Functions the pool never ran might have priced it: the service is at fault, and a retry can succeed.
-    if (poolBusy && failedForReal.length === 0) {
+    if (failedForReal.length === 0 && poolBusy()) {
       this.requests.inc({ function: first.name, outcome: 'service_busy' });
       throw new EngineError('service_busy', 'Every pricing worker was busy: no function could be run in time.', { attempts });
     }

@@ -23,6 +23,7 @@ export function currencyOf(ctx: Context): string {
  * price but a probe, and would round-trip as a decimal string of hundreds of digits.
  */
 export const MAX_AMOUNT = new D('1e15');
+const MAX_AMOUNT_NUMBER = MAX_AMOUNT.toNumber();
 
 /**
  * A money amount from the context (JSON number or decimal string); undefined when absent or
@@ -60,9 +61,12 @@ export function fraction(ctx: Context, key: string, opts: { allowNegative?: bool
   return v;
 }
 
+const roundToMinor = (value: Dec, digits: number): Dec => value.toDecimalPlaces(digits, Decimal.ROUND_HALF_UP);
+
 /** Rounds to the currency's minor units and returns the decimal string. */
 export function toPrice(value: Dec, currency: string): string {
-  return value.toDecimalPlaces(minorUnits(currency), Decimal.ROUND_HALF_UP).toFixed(minorUnits(currency));
+  const digits = minorUnits(currency);
+  return roundToMinor(value, digits).toFixed(digits);
 }
 
 /**
@@ -72,7 +76,7 @@ export function toPrice(value: Dec, currency: string): string {
  */
 export function quote(value: Dec, currency: string): string {
   const digits = minorUnits(currency);
-  const rounded = value.toDecimalPlaces(digits, Decimal.ROUND_HALF_UP);
+  const rounded = roundToMinor(value, digits);
   if (rounded.lte(0)) {
     const unit = new D(1).div(new D(10).pow(digits)).toFixed(digits);
     throw new MethodNotApplicable(`These inputs give a price of ${value.toSignificantDigits(6).toString()} ${currency}, which rounds to nothing in ${currency}'s smallest unit (${unit}); price a larger quantity, or use a currency with finer units (USDC has 6 decimals).`, []);
@@ -118,7 +122,7 @@ export function observations(ctx: Context, key: string): { usable: Observation[]
       source = typeof o.source === 'string' ? o.source : typeof o.seller === 'string' ? o.seller : null;
       observedAt = typeof o.observed_at === 'string' && !Number.isNaN(Date.parse(o.observed_at)) ? Date.parse(o.observed_at) : null;
     }
-    if (price !== undefined && Number.isFinite(price) && price > 0 && price <= MAX_AMOUNT.toNumber()) usable.push({ price, source, observedAt });
+    if (price !== undefined && Number.isFinite(price) && price > 0 && price <= MAX_AMOUNT_NUMBER) usable.push({ price, source, observedAt });
     else dropped++;
   }
   return { usable, dropped };
