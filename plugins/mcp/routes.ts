@@ -2,7 +2,6 @@ import JsonRpc from 'jsonrpc-lite';
 import type { Request, Response } from 'express';
 import type { Config } from '../../config';
 import { isApiError, errorBody } from '../../core/errors';
-import type { ApiError } from '../../core/errors';
 import { validate } from '../../core/validation';
 import type { Logger } from '../../core/logger';
 import { HANDLED, defineRoute } from '../../core/http/route';
@@ -11,7 +10,7 @@ import type { Changelog } from '../discovery';
 import { requestRateOf } from '../identity';
 import { openSse, originRefused, prefersSse, sseEvent, LATEST_VERSION, SUPPORTED_VERSIONS } from './services/transport';
 import type { McpSessions } from './services/sessions';
-import type { McpTool } from './tools/types';
+import type { McpTool, ToolContext } from './tools/types';
 
 export interface McpDeps {
   config: Config;
@@ -93,11 +92,19 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       }
       return send(res, 200, message);
     };
+    const toolCtx: ToolContext = { principal: ctx.principal, req: ctx.req, requestId: ctx.requestId, clientIp: ctx.clientIp, rateLimit: requestRateOf(ctx), progress };
+    const failed = (err: unknown) => {
+      const body = isApiError(err) ? errorBody(err, ctx.requestId) : { error: 'The tool failed on our side.', code: 'internal_error', request_id: ctx.requestId };
+      if (!isApiError(err)) d.log.error({ err, tool: name }, 'MCP tool failed');
+      return reply({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: JSON.stringify(body) }], isError: true } });
+    };
     let args: unknown;
     try {
+      // Admission before validation, as on REST: invalid keyless calls spend the demo budget too.
+      await tool.admit?.(toolCtx);
       args = validate(tool.input, params.arguments ?? {}, { where: 'arguments', hint: `Fix the arguments listed in issues; tools/list gives the inputSchema of ${name}.` });
     } catch (err) {
-      return reply({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: JSON.stringify(errorBody(err as ApiError, ctx.requestId)) }], isError: true } });
+      return failed(err);
     }
     const timeoutMs = d.config.limits.mcp.toolTimeoutMs;
     let timer: NodeJS.Timeout | undefined;
@@ -105,7 +112,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       timer = setTimeout(() => resolve('timeout'), timeoutMs);
     });
     try {
-      const work = tool.run(args, { principal: ctx.principal, req: ctx.req, requestId: ctx.requestId, clientIp: ctx.clientIp, rateLimit: requestRateOf(ctx), progress });
+      const work = tool.run(args, toolCtx);
       work.catch(() => undefined);
       const outcome = await Promise.race([work, timeout]);
       if (outcome === 'timeout') {
@@ -123,9 +130,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       if (progressToken !== undefined) progress(1, 1, 'done');
       return reply({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: JSON.stringify(outcome) }], structuredContent: outcome, isError: false } });
     } catch (err) {
-      const body = isApiError(err) ? errorBody(err, ctx.requestId) : { error: 'The tool failed on our side.', code: 'internal_error', request_id: ctx.requestId };
-      if (!isApiError(err)) d.log.error({ err, tool: name }, 'MCP tool failed');
-      return reply({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: JSON.stringify(body) }], isError: true } });
+      return failed(err);
     } finally {
       clearTimeout(timer);
     }

@@ -20,11 +20,11 @@ export function computeTool(compute: ComputeService, demo: DemoBudgetGuard, rout
       outputSchema: jsonSchema(priceOutput, 'output'),
       requiresKey: false,
     },
+    admit: (ctx) => admitToolCall(ctx, demo, routes, 'compute.price', 'compute prices'),
     input: computeBody,
     run: async (args, ctx) => {
       const a = args as z.output<typeof computeBody>;
       const p = ctx.principal;
-      await admitToolCall(ctx, demo, routes, 'compute.price', 'compute prices');
       ctx.progress(0.5, 1, 'pricing');
       const r = await compute.compute({
         principal: p,

@@ -15,9 +15,11 @@ export interface ToolContext {
   progress: (progress: number, total: number, message: string) => void;
 }
 
-/** One MCP tool: its published description, its input schema (shared with REST) and its work. */
+/** One MCP tool: its published description, its input schema (shared with REST), its admission and its work. */
 export interface McpTool {
   descriptor: ToolDescriptor;
   input: z.ZodType;
+  /** Who may call it (credential scopes, or the demo budget without a key); runs before the arguments are validated. */
+  admit?(ctx: ToolContext): Promise<void>;
   run(args: unknown, ctx: ToolContext): Promise<Record<string, unknown>>;
 }

@@ -22,10 +22,10 @@ export function verifyTool(verification: () => VerificationService, demo: DemoBu
       outputSchema: jsonSchema(verdictOutput, 'output'),
       requiresKey: false,
     },
+    admit: (ctx) => admitToolCall(ctx, demo, routes, 'verify.price', 'verify prices'),
     input: verifyBody,
     run: async (args, ctx) => {
       const a = args as z.output<typeof verifyBody>;
-      await admitToolCall(ctx, demo, routes, 'verify.price', 'verify prices');
       ctx.progress(0.5, 1, 'verifying');
       const proposed = a.proposed_price ?? a.price;
       if (proposed === undefined) throw new ApiError('validation_error', 'proposed_price is required.', { issues: [{ path: 'proposed_price', reason: 'required (alias: price)' }] });

@@ -144,6 +144,17 @@ describe('MCP endpoint with the official SDK client', function () {
     await client.close();
   });
 
+  it('checks the credential before the arguments: a key without price:compute sending invalid arguments is refused for its scope', async () => {
+    const person = await signUp(svc, 'mcp-billing-invalid');
+    const billing = await createKey(svc, person, { name: 'billing only', scopes: ['billing:read'] });
+    const { client } = await connect(svc, { 'x-api-key': billing.key });
+    await client.listTools();
+    const bad = await client.callTool({ name: 'compute_price', arguments: { context: 'not an object' } });
+    expect(bad.isError).to.equal(true);
+    expect(JSON.parse((bad.content as Array<{ text: string }>)[0]?.text ?? '{}').code).to.equal('insufficient_scope');
+    await client.close();
+  });
+
   it('answers a tool failure as a result with isError true', async () => {
     const { client } = await connect(svc, { 'x-api-key': key });
     await client.listTools();
@@ -151,6 +162,27 @@ describe('MCP endpoint with the official SDK client', function () {
     expect(bad.isError).to.equal(true);
     expect(JSON.parse((bad.content as Array<{ text: string }>)[0]?.text ?? '{}').code).to.equal('insufficient_context');
     await client.close();
+  });
+});
+
+describe('MCP keyless demo budget', function () {
+  this.timeout(30_000);
+  it('spends the demo budget on keyless calls with invalid arguments too, as the REST demo route does', async () => {
+    const svc = await startTestService({ config: { limits: { demo: { callsPerHour: 2 } } } });
+    try {
+      const { client } = await connect(svc);
+      await client.listTools();
+      const codes: string[] = [];
+      for (const args of [{ context: 'not an object' }, { context: 42 }, { context: { unit_cost: 4 } }]) {
+        const r = await client.callTool({ name: 'compute_price', arguments: args });
+        expect(r.isError).to.equal(true);
+        codes.push(JSON.parse((r.content as Array<{ text: string }>)[0]?.text ?? '{}').code as string);
+      }
+      expect(codes).to.deep.equal(['validation_error', 'validation_error', 'rate_limited']);
+      await client.close();
+    } finally {
+      await svc.close();
+    }
   });
 });
 
