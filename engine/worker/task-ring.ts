@@ -1,7 +1,7 @@
 /**
  * The task ring shared by the pricing pool and its workers (one SharedArrayBuffer of Int32 triples).
  * Slot `3 * (seq % size)` holds `seq * 4 + state`, the next one the thread id running the task, the
- * third the wall-clock millisecond it started (modulo 2^31, see ringClock).
+ * third the millisecond it started on the monotonic clock (modulo 2^31, see ringClock).
  *
  * - the pool writes QUEUED when it submits a task;
  * - a worker swaps QUEUED for RUNNING (after writing its thread id and start time) when it starts
@@ -19,7 +19,12 @@ export const RING_STRIDE = 3;
 export const ringSlot = (seq: number, size: number): number => (seq % size) * RING_STRIDE;
 
 const CLOCK_MOD = 2 ** 31;
-/** Wall-clock milliseconds modulo 2^31: fits an Int32 slot and means the same in every thread. */
-export const ringClock = (): number => Date.now() % CLOCK_MOD;
+const CLOCK_MOD_BIG = BigInt(CLOCK_MOD);
+/**
+ * Milliseconds of the system's monotonic clock (the same in every thread of the process) modulo 2^31,
+ * to fit an Int32 slot. Monotonic, so a wall-clock step (NTP, a resumed VM) neither stretches nor
+ * shrinks a running call's time.
+ */
+export const ringClock = (): number => Number((process.hrtime.bigint() / 1_000_000n) % CLOCK_MOD_BIG);
 /** Milliseconds since a ringClock() reading (correct across the wrap, for spans under 24 days). */
 export const ringElapsed = (since: number): number => (((ringClock() - since) % CLOCK_MOD) + CLOCK_MOD) % CLOCK_MOD;

@@ -44,6 +44,24 @@ describe('engine: pricing pool timeouts', function () {
     await held;
   });
 
+  it('a wall-clock step while a call waits does not cut its time: the start is read on the monotonic clock', async () => {
+    pool = make(1);
+    const held = pool.run('test-slow', { sleep_ms: 200 }, 5000);
+    const realNow = Date.now;
+    // The wall clock of this thread jumps an hour ahead (NTP, a resumed VM) while the call waits.
+    const stepped = setTimeout(() => {
+      Date.now = () => realNow() + 3_600_000;
+    }, 50);
+    try {
+      const late = await pool.run('test-slow', { sleep_ms: 200, test_price: '7.00' }, 300);
+      expect(late.ok && late.result.price).to.equal('7.00');
+    } finally {
+      clearTimeout(stepped);
+      Date.now = realNow;
+    }
+    await held;
+  });
+
   it('a call that waited for a worker and then runs over its own time is timed out, its time counted from its start', async () => {
     pool = make(1);
     const held = pool.run('test-slow', { sleep_ms: 200 }, 5000);
