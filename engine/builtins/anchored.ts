@@ -1,4 +1,4 @@
-import { D, confidenceOf, currencyOf, num, positiveMoney, round3, quote, toPrice } from './inputs';
+import { D, currencyOf, num, positiveMoney, round3, toPrice, methodResult } from './inputs';
 import type { Dec } from './inputs';
 import { competitive } from './competitive';
 import { costPlus } from './cost-plus';
@@ -80,14 +80,6 @@ export function anchored(ctx: Context): MethodResult {
     price = current;
     notes.push('change under 1%: held');
   }
-  return {
-    price: quote(price, currency),
-    currency,
-    confidence: confidenceOf(factors),
-    confidence_factors: factors,
-    inputs_used: used,
-    notes,
-    details: { current_price: toPrice(current, currency), change_pct: round3(price.div(current).minus(1).times(100).toNumber()), bounds: [toPrice(lower, currency), toPrice(upper, currency)] },
-  };
+  return methodResult(price, currency, factors, used, notes, { current_price: toPrice(current, currency), change_pct: round3(price.div(current).minus(1).times(100).toNumber()), bounds: [toPrice(lower, currency), toPrice(upper, currency)] });
 }
 

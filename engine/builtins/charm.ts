@@ -1,4 +1,4 @@
-import { D, confidenceOf, currencyOf, minorUnits, num, positiveMoney, quote, toPrice } from './inputs';
+import { D, currencyOf, minorUnits, num, positiveMoney, toPrice, methodResult } from './inputs';
 import type { Dec } from './inputs';
 import { costPlus } from './cost-plus';
 import { MethodNotApplicable } from './types';
@@ -58,13 +58,5 @@ export function charm(ctx: Context): MethodResult {
   } else {
     notes.push(`no charm ending within ${tolerance * 100}% (or inside the bounds): base price kept`);
   }
-  return {
-    price: quote(price, currency),
-    currency,
-    confidence: confidenceOf({ base: baseConfidence }),
-    confidence_factors: { base: baseConfidence },
-    inputs_used: used,
-    notes,
-    details: { base_price: toPrice(base, currency) },
-  };
+  return methodResult(price, currency, { base: baseConfidence }, used, notes, { base_price: toPrice(base, currency) });
 }

@@ -1,4 +1,4 @@
-import { D, confidenceOf, currencyOf, mad, median, num, observations, positiveMoney, round3, quote, toPrice } from './inputs';
+import { D, currencyOf, mad, median, num, observations, positiveMoney, round3, toPrice, methodResult } from './inputs';
 import { MethodNotApplicable } from './types';
 import type { Context, MethodResult } from './types';
 
@@ -55,13 +55,5 @@ export function competitive(ctx: Context): MethodResult {
   }
   const rcv = ref > 0 ? (1.4826 * mad(perSource)) / ref : 1;
   const factors = { amount: round3(n / (n + 3)), agreement: round3(1 / (1 + rcv)), independence, bounds: bound };
-  return {
-    price: quote(price, currency),
-    currency,
-    confidence: confidenceOf(factors),
-    confidence_factors: factors,
-    inputs_used: ['competitor_prices', ...(ctx.position ? ['position'] : []), ...(floor ? ['floor'] : []), ...(ceiling ? ['max_price'] : [])],
-    notes,
-    details: { reference_price: toPrice(new D(ref), currency), sources: n, price_index: round3((price.toNumber() / ref) * 100), position },
-  };
+  return methodResult(price, currency, factors, ['competitor_prices', ...(ctx.position ? ['position'] : []), ...(floor ? ['floor'] : []), ...(ceiling ? ['max_price'] : [])], notes, { reference_price: toPrice(new D(ref), currency), sources: n, price_index: round3((price.toNumber() / ref) * 100), position });
 }

@@ -1,4 +1,4 @@
-import { D, confidenceOf, currencyOf, fraction, num, positiveMoney, round3, quote, toPrice } from './inputs';
+import { D, currencyOf, fraction, num, positiveMoney, round3, toPrice, methodResult } from './inputs';
 import type { Dec } from './inputs';
 import { MethodNotApplicable } from './types';
 import type { Context, MethodResult } from './types';
@@ -53,13 +53,5 @@ export function costPlus(ctx: Context): MethodResult {
     notes.push('min_price raised the price');
   }
   const factors = { input_quality: inputQuality, bounds: boundFactor };
-  return {
-    price: quote(price, currency),
-    currency,
-    confidence: confidenceOf(factors),
-    confidence_factors: factors,
-    inputs_used: used,
-    notes,
-    details: { unit_cost_with_fixed: toPrice(cost, currency), markup_applied: round3(price.div(cost).minus(1).toNumber()) },
-  };
+  return methodResult(price, currency, factors, used, notes, { unit_cost_with_fixed: toPrice(cost, currency), markup_applied: round3(price.div(cost).minus(1).toNumber()) });
 }

@@ -1,4 +1,4 @@
-import { D, confidenceOf, clamp01, currencyOf, num, positiveMoney, round3, quote } from './inputs';
+import { D, clamp01, currencyOf, num, positiveMoney, round3, methodResult } from './inputs';
 import type { Dec } from './inputs';
 import { MethodNotApplicable } from './types';
 import type { Context, MethodResult } from './types';
@@ -66,15 +66,7 @@ export function elasticityOptimum(ctx: Context): MethodResult {
     const slope = Math.abs(b);
     if (slope === 0 || a / slope <= cost.toNumber()) throw new MethodNotApplicable('Linear demand: the choke price a/b must be above unit_cost.', ['demand_intercept', 'demand_slope']);
     const price = new D(a).div(slope).plus(cost).div(2);
-    return {
-      price: quote(price, currency),
-      currency,
-      confidence: 0.45,
-      confidence_factors: { model_supplied: 0.45 },
-      inputs_used: ['unit_cost', 'demand_intercept', 'demand_slope'],
-      notes: ['linear demand optimum (a/b + c)/2'],
-      details: { expected_quantity: round3((a - slope * price.toNumber())) },
-    };
+    return methodResult(price, currency, { model_supplied: 0.45 }, ['unit_cost', 'demand_intercept', 'demand_slope'], ['linear demand optimum (a/b + c)/2'], { expected_quantity: round3(a - slope * price.toNumber()) });
   }
   let epsilon: number;
   let factors: Record<string, number>;
@@ -106,13 +98,5 @@ export function elasticityOptimum(ctx: Context): MethodResult {
     factors.capped = 0.6;
   }
   const price: Dec = cost.times(multiple);
-  return {
-    price: quote(price, currency),
-    currency,
-    confidence: confidenceOf(factors),
-    confidence_factors: factors,
-    inputs_used: used,
-    notes,
-    details: { elasticity: round3(epsilon), markup_multiple: round3(multiple) },
-  };
+  return methodResult(price, currency, factors, used, notes, { elasticity: round3(epsilon), markup_multiple: round3(multiple) });
 }

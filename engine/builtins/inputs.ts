@@ -1,5 +1,5 @@
 import Decimal from 'decimal.js';
-import type { Context } from './types';
+import type { Context, MethodResult } from './types';
 import { MethodNotApplicable } from './types';
 
 const D = Decimal.clone({ precision: 40, rounding: Decimal.ROUND_HALF_UP });
@@ -96,6 +96,11 @@ export function round3(x: number): number {
 /** A method's confidence: the product of its factors (each in [0, 1]), clamped and rounded (docs/functions.md). */
 export function confidenceOf(factors: Readonly<Record<string, number>>): number {
   return round3(clamp01(Object.values(factors).reduce((acc, f) => acc * f, 1)));
+}
+
+/** A method's answer: the quoted price, and the confidence as the product of the factors it reports. */
+export function methodResult(price: Dec, currency: string, factors: Record<string, number>, inputsUsed: string[], notes: string[], details: Record<string, unknown>): MethodResult {
+  return { price: quote(price, currency), currency, confidence: confidenceOf(factors), confidence_factors: factors, inputs_used: inputsUsed, notes, details };
 }
 
 export interface Observation {
