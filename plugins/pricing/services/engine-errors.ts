@@ -47,6 +47,7 @@ export function toApiError(err: unknown): unknown {
     case 'explicit_without_function':
       return new ApiError('validation_error', err.message, {
         issues: [{ path: 'function_id', reason: 'required when routing_preference is "explicit"' }],
+        hint: 'Name the function to pin (function_id; GET /api/functions lists those you can use), or leave routing_preference out to let your default routing policy choose.',
         example: { context: { current_price: 10 }, function_id: 'fn_builtin_anchored', routing_preference: 'explicit' },
       });
   }

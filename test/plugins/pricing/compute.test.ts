@@ -158,6 +158,18 @@ describe('compute API', function () {
     expect(bad.body.example).to.have.property('context');
   });
 
+  it('refuses routing_preference explicit without a function as a validation failure with issues, hint and example', async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    for (const path of ['/api/compute/price', '/api/price-router']) {
+      const res = await api.post<Record<string, any>>(path, { context: { current_price: 10 }, routing_preference: 'explicit' });
+      expect(res.status, path).to.equal(400);
+      expect(res.body.code).to.equal('validation_error');
+      expect(res.body.issues).to.deep.equal([{ path: 'function_id', reason: 'required when routing_preference is "explicit"' }]);
+      expect(res.body.hint).to.match(/GET \/api\/functions/);
+      expect(res.body.example).to.include({ routing_preference: 'explicit' });
+    }
+  });
+
   it('lists functions with a built-in filter and rejects an unknown filter value', async () => {
     const api = client(svc.url, { 'x-api-key': key });
     const builtIns = await api.get<Record<string, any>>('/api/functions?built_in=true');
