@@ -56,3 +56,22 @@ export function listEnvelope<R, T>(rows: R[], limit: number, toItem: (row: R) =>
     limit,
   };
 }
+
+/**
+ * One page of an in-memory list, ordered by a string key compared by code point (never
+ * localeCompare: the cursor's "after this key" test must order exactly as the sort does, or a
+ * page boundary skips or repeats rows). Keys must be unique.
+ */
+export function pageByKey<R, T>(rows: R[], keyOf: (row: R) => string, idOf: (row: R) => string, q: { limit: number; cursor?: string | undefined }, toItem: (row: R) => T): ListEnvelope<T> {
+  const after = q.cursor === undefined ? null : String(decodeCursor(q.cursor).sort);
+  const keyed = rows
+    .map((row) => ({ row, key: keyOf(row) }))
+    .filter((x) => after === null || x.key > after)
+    .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return listEnvelope(
+    keyed,
+    q.limit,
+    (x) => toItem(x.row),
+    (x) => ({ sort: x.key, id: idOf(x.row) }),
+  );
+}

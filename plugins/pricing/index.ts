@@ -20,7 +20,7 @@ export type { ComputeService, ComputeCall, ComputeResult } from './services/comp
 export { DEMO_WORKSPACE_ID } from './migrations/0001-pricing-schema';
 export { DemoBudgetGuard } from './services/demo-budget';
 export { contextSchema, computeBody, computeExample } from './schemas';
-export { functionView } from './routes/functions';
+export { functionSortKey, functionView } from './routes/functions';
 export { mayCall } from './services/next-actions';
 
 /**

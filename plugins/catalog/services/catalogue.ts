@@ -1,10 +1,10 @@
 import type { Principal } from '../../../core/auth';
-import { decodeCursor, encodeCursor } from '../../../core/pagination';
+import { pageByKey } from '../../../core/pagination';
 import type { ListEnvelope } from '../../../core/pagination';
 import { isReachable } from '../../../engine';
 import type { CircuitBreakers, FunctionDescriptor, FunctionRegistry, LatencyStats } from '../../../engine';
 import { identityOf } from '../../identity';
-import { functionView } from '../../pricing';
+import { functionSortKey, functionView } from '../../pricing';
 
 export interface BrowseQuery {
   /** Case-insensitive substring of the name, the description or a tag. */
@@ -26,8 +26,6 @@ export function parseTags(raw: string | readonly string[] | undefined): string[]
 }
 
 /** Built-ins first, then by name; names are unique case-insensitively, so the key is too. */
-const sortKey = (fn: FunctionDescriptor): string => `${fn.builtIn ? 0 : 1}:${fn.name.toLowerCase()}`;
-
 /**
  * The function catalogue over the in-memory registry (no database work per request): what a caller
  * can reach, or for an anonymous caller the built-ins and the active public marketplace functions.
@@ -51,7 +49,6 @@ export class Catalogue {
 
   browse(principal: Principal | null, q: BrowseQuery): ListEnvelope<CatalogueEntry> {
     const needle = q.search?.trim().toLowerCase() ?? '';
-    const after = q.cursor ? String(decodeCursor(q.cursor).sort) : null;
     const matches = this.registry
       .all()
       .filter((f) => this.visible(f, principal))
@@ -60,20 +57,8 @@ export class Catalogue {
         if (q.tags.length === 0) return true;
         const own = new Set(f.tags.map((t) => t.toLowerCase()));
         return q.tags.every((t) => own.has(t));
-      })
-      .map((f) => ({ f, key: sortKey(f) }))
-      .filter((x) => after === null || x.key > after)
-      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    const page = matches.slice(0, q.limit);
-    const last = page[page.length - 1];
-    const more = matches.length > q.limit;
-    return {
-      object: 'list',
-      data: page.map((x) => this.view(x.f, principal)),
-      has_more: more,
-      next_cursor: more && last ? encodeCursor({ sort: last.key, id: last.f.id }) : null,
-      limit: q.limit,
-    };
+      });
+    return pageByKey(matches, functionSortKey, (f) => f.id, q, (f) => this.view(f, principal));
   }
 
   /** One entry by id or name; undefined when missing and when out of the caller's sight alike. */

@@ -2,7 +2,7 @@ import type { Principal } from '../../../core/auth';
 import { ApiError } from '../../../core/errors';
 import { created, defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
-import { decodeCursor, encodeCursor } from '../../../core/pagination';
+import { pageByKey } from '../../../core/pagination';
 import type { SafeHttpClient } from '../../../core/outbound/safe-http-client';
 import { OutboundBlockedError, OutboundError } from '../../../core/outbound/safe-http-client';
 import { EngineError, effectiveCost, isReachable } from '../../../engine';
@@ -47,6 +47,9 @@ export function functionView(fn: FunctionDescriptor, d: Pick<FunctionRouteDeps, 
   };
 }
 
+/** Listing order: built-ins first, then by name (names are unique and lowercase). */
+export const functionSortKey = (fn: FunctionDescriptor): string => `${fn.builtIn ? 0 : 1}:${fn.name}`;
+
 /** Checks an owner-registered address at registration: scheme, and literal private addresses. */
 function checkEndpoint(outbound: SafeHttpClient, url: string): void {
   try {
@@ -79,25 +82,11 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       query: s.functionsQuery,
       handler: ({ principal, query }) => {
         const p = principal as Principal;
-        let fns = d.registry
+        const fns = d.registry
           .all()
           .filter((f) => isReachable(f, scopeOf(p)))
-          .filter((f) => (query.built_in === undefined ? true : query.built_in === 'true' ? f.builtIn : !f.builtIn))
-          .sort((a, b) => Number(b.builtIn) - Number(a.builtIn) || a.name.localeCompare(b.name));
-        if (query.cursor) {
-          const after = decodeCursor(query.cursor);
-          fns = fns.filter((f) => `${Number(!f.builtIn)}${f.name}` > String(after.sort));
-        }
-        const page = fns.slice(0, query.limit);
-        const last = page[page.length - 1];
-        const more = fns.length > query.limit;
-        return ok({
-          object: 'list',
-          data: page.map((f) => functionView(f, d, p.workspaceId)),
-          has_more: more,
-          next_cursor: more && last ? encodeCursor({ sort: `${Number(!last.builtIn)}${last.name}`, id: last.id }) : null,
-          limit: query.limit,
-        });
+          .filter((f) => (query.built_in === undefined ? true : query.built_in === 'true' ? f.builtIn : !f.builtIn));
+        return ok(pageByKey(fns, functionSortKey, (f) => f.id, query, (f) => functionView(f, d, p.workspaceId)));
       },
     }),
     defineRoute({

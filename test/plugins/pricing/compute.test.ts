@@ -183,6 +183,26 @@ describe('compute API', function () {
     expect(bad.body.issues[0].path).to.equal('built_in');
   });
 
+  it('pages the function list by cursor without skipping or repeating a function, whatever punctuation the names hold', async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    // Locale order and code-point order disagree on these ("pg_b" sorts first by locale, after "pg1b" by code point).
+    const names = ['pg_b', 'pg-b', 'pg.b', 'pg0', 'pg1b', 'pgb', 'pg_c'];
+    for (const name of names) expect((await api.post('/api/functions', { name, execution_type: 'pipeline', cost_per_unit: '0.001' })).status, name).to.equal(201);
+    const whole = await api.get<Record<string, any>>('/api/functions?limit=100');
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { status: number; body: Record<string, any> } = await api.get<Record<string, any>>(`/api/functions?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(page.status).to.equal(200);
+      expect(page.body.data.length).to.be.at.most(2);
+      seen.push(...(page.body.data as Array<{ name: string }>).map((f) => f.name));
+      cursor = page.body.next_cursor as string | null;
+    } while (cursor);
+    expect(seen).to.deep.equal((whole.body.data as Array<{ name: string }>).map((f) => f.name));
+    expect(seen).to.include.members(names);
+    expect(new Set(seen).size).to.equal(seen.length);
+  });
+
   it('tests built-in and own functions, and refuses another workspace\'s private function with 403', async () => {
     const api = client(svc.url, { 'x-api-key': key });
     const builtIn = await api.post<Record<string, any>>('/api/functions/fn_builtin_charm/test', { context: { target_price: 20.2 } });
