@@ -91,7 +91,7 @@ export const settingsTree = {
     maxBodyBytes: int('OUTBOUND_MAX_BODY_BYTES', 65536, 'Largest response body accepted from an outbound request.', { min: 1024 }),
   },
   mcp: {
-    allowedOrigins: list('MCP_ALLOWED_ORIGINS', [], 'Web origins (scheme://host[:port]) allowed to call the MCP endpoint from a browser; others get 403. The service\'s own origin is always allowed.'),
+    allowedOrigins: list('MCP_ALLOWED_ORIGINS', [], 'Web origins (scheme://host[:port]) allowed to call the MCP endpoint from a browser; others get 403. The service\'s own origin and pages on loopback (localhost, 127.0.0.1, [::1]) are always allowed.'),
   },
   verification: {
     minEffectiveObservations: num('VERIFY_MIN_EFFECTIVE_OBSERVATIONS', 5, 'Smallest Kish effective number of time-weighted observations that supports a two-sided verdict; below it the verdict is unknown (or one-sided on a floor or ceiling).', { min: 1 }),

@@ -48,6 +48,13 @@ export class Hooks {
       headers: { 'WWW-Authenticate': 'Bearer realm="pricing-compute"' },
     });
 
+  /**
+   * Whether a request carries a credential at all, recognised or not. On routes where a credential
+   * is optional, one that no authenticator accepts is refused rather than ignored: a caller whose
+   * key is mistyped must learn so, not be served as anonymous.
+   */
+  credentialSent: (req: Request) => boolean = () => false;
+
   addAuthenticator(a: Authenticator): void {
     this.authenticators.push(a);
   }

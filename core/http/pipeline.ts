@@ -112,7 +112,7 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
       const policy = route.auth ?? 'required';
       if (policy !== 'public') {
         const principal = await hooks.authenticate(req);
-        if (!principal && policy === 'required') throw hooks.unauthorized(route, 'missing', { req, principal });
+        if (!principal && (policy === 'required' || hooks.credentialSent(req))) throw hooks.unauthorized(route, 'missing', { req, principal });
         if (principal && route.accepts && !route.accepts.includes(principal.kind)) throw hooks.unauthorized(route, 'wrong_kind', { req, principal });
         if (principal) {
           if (hooks.authorizers.length === 0 && route.scopes?.length) {

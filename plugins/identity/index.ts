@@ -1,5 +1,5 @@
 import type { PluginDefinition } from '../../core/plugin';
-import { AccessTokenAuthenticator, ApiKeyAuthenticator } from './auth/authenticators';
+import { AccessTokenAuthenticator, ApiKeyAuthenticator, credentialOf } from './auth/authenticators';
 import { IdentityAuthorizer } from './auth/authorizer';
 import { FailedAuthGuard } from './auth/failed-auth';
 import { RateLimitGuard } from './auth/rate-limit-guard';
@@ -73,6 +73,7 @@ export const identityPlugin: PluginDefinition = {
     hooks.addAuthorizer(new IdentityAuthorizer(sql));
     hooks.addGuard(new RateLimitGuard(kv, config.limits.rateLimit));
     hooks.unauthorized = identityUnauthorized;
+    hooks.credentialSent = (req) => credentialOf(req) !== null;
 
     const deps = { config, sql, keys, workspaces, onboarding, oauth, audit, publicUrl: ctx.publicUrl };
     for (const route of [...onboardingRoutes(deps), ...meRoutes(deps), ...oauthRoutes(deps)]) ctx.route(route);

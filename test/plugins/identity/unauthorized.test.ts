@@ -89,6 +89,20 @@ describe('identity: 401 and 403 answers for credentials', () => {
     }
   });
 
+  it('refuses an unrecognised credential on routes where a credential is optional, instead of serving it as anonymous', async () => {
+    const mcpBody = { body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'compute_price', arguments: { context: { current_price: 5 } } } } };
+    for (const headers of [{ authorization: 'Bearer opaque-garbage' } as Record<string, string>, { authorization: `Bearer ${unknownKey('agt')}` }, { 'x-api-key': 'not-a-key-at-all' }]) {
+      const catalog = await api.raw<ErrorBody>('GET', '/api/catalog', { headers });
+      expect401(catalog, 'invalid_credentials');
+      expectWhereToGetOne(catalog);
+      const mcp = await api.raw<ErrorBody>('POST', '/api/mcp/rpc', { ...mcpBody, headers: { ...headers, accept: 'application/json, text/event-stream' } });
+      expect401(mcp, 'invalid_credentials');
+    }
+    // Without any credential the same routes serve the demo tenant.
+    expect((await api.raw('GET', '/api/catalog')).status).to.equal(200);
+    expect((await api.raw('POST', '/api/mcp/rpc', { ...mcpBody, headers: { accept: 'application/json, text/event-stream' } })).status).to.equal(200);
+  });
+
   it('answers a revoked key with 401 invalid_credentials at once', async () => {
     const key = await createKey(svc.url, asPerson(owner), { name: 'to revoke' });
     expect((await api.get('/api/me', { 'x-api-key': key.key })).status).to.equal(200);

@@ -255,6 +255,26 @@ describe('MCP endpoint over raw HTTP', function () {
     expect(refused.status).to.equal(403);
     const allowed = await rpc(svc, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, { origin: 'https://agent-console.example' });
     expect(allowed.status).to.equal(200);
+    for (const origin of [new URL(svc.url).origin, 'http://localhost:6274', 'http://127.0.0.1:5173']) {
+      expect((await rpc(svc, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, { origin })).status, origin).to.equal(200);
+    }
+  });
+
+  it('refuses a DNS-rebinding page whose Origin matches the Host it sent', async () => {
+    // fetch will not forge Host, so a raw request plays the browser whose hostile name now resolves here.
+    const { request } = await import('node:http');
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request(`${svc.url}/api/mcp/rpc`, {
+        method: 'POST',
+        headers: { host: 'rebind.attacker.test', origin: 'http://rebind.attacker.test', 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.end(JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'tools/list' }));
+    });
+    expect(status).to.equal(403);
   });
 
   it('answers 404 to an altered, a foreign and an expired session id', async () => {
