@@ -19,6 +19,22 @@ type Rpc = { jsonrpc: '2.0'; id?: number | string | null; method?: string; param
 
 let nextId = 1;
 
+/**
+ * An HTTP-level refusal from the service (401 for a key it does not recognise, 403, 429, …) as an
+ * MCP error that carries the service's own message, code and hint instead of an empty one. The body
+ * is the service's error shape, or a JSON-RPC error for the transport's own refusals.
+ */
+function refusal(status: number, body: Record<string, unknown> | null): McpError {
+  const rpcError = body && typeof body.error === 'object' && body.error !== null ? (body.error as { code?: unknown; message?: unknown; data?: unknown }) : null;
+  const text = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+  const message = text(rpcError?.message) ?? text(body?.error) ?? text(body?.message) ?? 'no details given';
+  const hint = text(body?.hint) ?? text((rpcError?.data as { hint?: unknown } | undefined)?.hint);
+  const { jsonrpc: _jsonrpc, id: _id, error: _error, ...fields } = body ?? {};
+  const code = typeof rpcError?.code === 'number' ? rpcError.code : -32000;
+  const data = { http_status: status, ...fields, ...(hint ? { hint } : {}), ...(rpcError?.data !== undefined && typeof rpcError.data === 'object' ? (rpcError.data as object) : {}) };
+  return new McpError(code, `The pricing service refused the request (HTTP ${status}): ${message}${hint ? ` ${hint}` : ''}`, data);
+}
+
 /** One JSON-RPC request to the service; SSE replies are read with eventsource-parser. */
 async function forward(method: string, params: Record<string, unknown>, onNotification: (n: Rpc) => void, signal: AbortSignal): Promise<Rpc> {
   const id = nextId++;
@@ -30,9 +46,10 @@ async function forward(method: string, params: Record<string, unknown>, onNotifi
   });
   const type = res.headers.get('content-type') ?? '';
   if (!type.includes('text/event-stream')) {
-    const body = (await res.json().catch(() => null)) as Rpc | null;
-    if (!body) throw new McpError(-32603, `The service answered ${res.status} without JSON-RPC.`);
-    return body;
+    const body = (await res.json().catch(() => null)) as Record<string, unknown> | null;
+    if (!res.ok) throw refusal(res.status, body);
+    if (!body || body.jsonrpc !== '2.0') throw new McpError(-32603, `The service answered ${res.status} without JSON-RPC.`);
+    return body as Rpc;
   }
   let response: Rpc | null = null;
   const parser = createParser({

@@ -364,6 +364,35 @@ describe('local MCP server (pricing-mcp over stdio)', function () {
     }
   });
 
+  it('passes the service\'s refusal through as an MCP error with its message, code and hint (a key the service does not recognise)', async () => {
+    const svc = await startTestService({ config: lenient });
+    try {
+      const { Client, StdioClientTransport, McpError } = await sdk();
+      const transport = new StdioClientTransport({
+        command: process.execPath,
+        args: [path.resolve(__dirname, '../../../bin/pricing-mcp.js')],
+        env: { ...process.env, PRICING_SERVICE_URL: svc.url, PRICING_API_KEY: 'pcs_sbx_0000000000000000000000000000dead', SERVICE_TIMEOUT_MS: '10000' },
+        stderr: 'pipe',
+      });
+      const client = new Client({ name: 'stdio-harness', version: '0.0.1' });
+      await client.connect(transport);
+      let caught: unknown;
+      try {
+        await client.callTool({ name: 'compute_price', arguments: { context: { current_price: 1 } } });
+      } catch (err) {
+        caught = err;
+      }
+      expect(caught).to.be.instanceOf(McpError);
+      const err = caught as { message: string; data: Record<string, unknown> };
+      expect(err.message).to.match(/HTTP 401/).and.not.match(/undefined/);
+      expect(err.data).to.include({ http_status: 401, code: 'invalid_credentials', retryable: false });
+      expect(err.data.hint).to.be.a('string').and.not.be.empty;
+      await client.close();
+    } finally {
+      await svc.close();
+    }
+  });
+
   it('answers the timeout error shape when the service does not answer within SERVICE_TIMEOUT_MS', async () => {
     const { createServer } = await import('node:net');
     const blackhole = createServer(() => undefined);
