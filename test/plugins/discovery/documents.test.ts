@@ -62,6 +62,26 @@ describe('discovery documents and OpenAPI', function () {
     expect(errors).to.deep.equal([]);
   });
 
+  it('gives every pattern as an ECMA-262 regular expression that compiles, without a leaked /flags suffix', async () => {
+    const doc = (await client(svc.url).get<Record<string, any>>('/api/openapi.json?format=json')).body;
+    const patterns: string[] = [];
+    const walk = (node: unknown): void => {
+      if (Array.isArray(node)) node.forEach(walk);
+      else if (node && typeof node === 'object') {
+        for (const [k, v] of Object.entries(node)) {
+          if (k === 'pattern' && typeof v === 'string') patterns.push(v);
+          else walk(v);
+        }
+      }
+    };
+    walk(doc);
+    expect(patterns).not.to.be.empty;
+    for (const p of patterns) {
+      expect(p, p).not.to.match(/\/[a-z]+$/);
+      expect(() => new RegExp(p, 'u'), p).not.to.throw();
+    }
+  });
+
   it('agents.json states ways in, self-registration with the limits in force, MCP, OpenAPI and the changelog object', async () => {
     const doc = (await client(svc.url).get<Record<string, any>>('/.well-known/agents.json')).body;
     expect(doc.ways_in.map((w: { id: string }) => w.id)).to.include.members(['keyless_demo', 'self_registration', 'oauth_client_credentials', 'pay_per_call', 'person_account']);
