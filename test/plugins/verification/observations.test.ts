@@ -114,6 +114,17 @@ describe('price observations (data contributions)', function () {
     expect((rows[0] as { n: number }).n).to.equal(0);
   });
 
+  it('refuses C0 and C1 control characters in product_type and source, and keeps other Unicode', async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const item = (product_type: string, source: string) => ({ product_type, currency: 'USD', amount: '1.00', observed_at: hoursAgo(1), source });
+    const bad = await api.post<Record<string, any>>('/api/data/observations', { observations: [item('bell\u0007', 'ok'), item('ok', 'csi\u009b'), item('del\u007f', 'nul\u0000')] });
+    expect(bad.status, bad.text).to.equal(400);
+    const paths = (bad.body.issues as Array<{ path: string; reason: string }>).map((i) => i.path).sort();
+    expect(paths).to.deep.equal(['observations.0.product_type', 'observations.1.source', 'observations.2.product_type', 'observations.2.source']);
+    const good = await api.post<Record<string, any>>('/api/data/observations', { observations: [item('café crème ☕', 'boutique—nord')] });
+    expect(good.status, good.text).to.equal(201);
+  });
+
   it('takes 1 to 500 observations per request', async () => {
     const api = client(svc.url, { 'x-api-key': key });
     const none = await api.post<Record<string, any>>('/api/data/observations', { observations: [] });
