@@ -8,21 +8,27 @@ import { identityOf } from '../../identity';
 
 const DAY_MS = 86_400_000;
 
-/** Where a sandbox at its daily limit can go next (payment endpoints arrive with the payments plugin). */
-export function quotaNextSteps(payable: boolean): NextStep[] {
+/**
+ * Where a sandbox at its daily limit can go next. The payment steps name the addresses the payments
+ * plugin will serve; until a plugin takes payments (`paymentsOffered`) they say `available: false`,
+ * so an agent does not spend a request on an address that answers 404.
+ */
+export function quotaNextSteps(payable: boolean, paymentsOffered = false): NextStep[] {
   const steps: NextStep[] = [];
+  const pending = paymentsOffered ? '' : ' Not offered by this service yet.';
   if (payable) {
     steps.push({
       action: 'pay_per_call',
-      description: 'Repeat this request with an x402 payment in X-PAYMENT (or PAYMENT-SIGNATURE); it runs without counting against the daily limit.',
+      description: `Repeat this request with an x402 payment in X-PAYMENT (or PAYMENT-SIGNATURE); it runs without counting against the daily limit.${pending}`,
       method: 'POST',
       header: 'X-PAYMENT',
+      available: paymentsOffered,
     });
   }
   steps.push(
-    { action: 'day_pass', description: 'Buy a day pass (500 calls for 24 hours) with one USDC payment and your key.', method: 'POST', path: '/api/payments/day-pass' },
-    { action: 'top_up', description: 'Top up a prepaid USDC balance; calls past the daily limit draw from it.', method: 'POST', path: '/api/balance/top-up' },
-    { action: 'claim', description: 'Have a person claim this workspace (the claim link from registration): limits lift.', method: 'POST', path: '/api/agents/claim' },
+    { action: 'day_pass', description: `Buy a day pass (500 calls for 24 hours) with one USDC payment and your key.${pending}`, method: 'POST', path: '/api/payments/day-pass', available: paymentsOffered },
+    { action: 'top_up', description: `Top up a prepaid USDC balance; calls past the daily limit draw from it.${pending}`, method: 'POST', path: '/api/balance/top-up', available: paymentsOffered },
+    { action: 'claim', description: 'Have a person claim this workspace (the claim link from registration): limits lift.', method: 'POST', path: '/api/agents/claim', available: true },
   );
   return steps;
 }

@@ -271,8 +271,12 @@ describe('sandbox daily compute allowance', function () {
     expect(over.body.error).to.match(/daily quota/i);
     expect(over.body.retry_after).to.equal(Number(over.headers.get('retry-after')));
     expect(over.body.limit).to.include({ compute_calls_per_day: 25 });
-    const actions = (over.body.next as Array<{ action: string }>).map((n) => n.action);
-    expect(actions).to.include.members(['claim', 'day_pass', 'top_up', 'pay_per_call']);
+    const steps = over.body.next as Array<{ action: string; available: boolean; path?: string; header?: string }>;
+    expect(steps.map((n) => n.action)).to.deep.equal(['pay_per_call', 'day_pass', 'top_up', 'claim']);
+    // The payment steps name the addresses the payments plugin will serve, and say they are not offered yet.
+    expect(steps.map((n) => [n.action, n.available])).to.deep.equal([['pay_per_call', false], ['day_pass', false], ['top_up', false], ['claim', true]]);
+    expect(steps.find((n) => n.action === 'claim')?.path).to.equal('/api/agents/claim');
+    expect(steps.find((n) => n.action === 'pay_per_call')?.header).to.equal('X-PAYMENT');
   });
 
   it('reaches built-in functions only from a sandbox', async () => {
