@@ -78,6 +78,8 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
   params?: P;
   /** Hand the handler the unparsed body (`req.body` is a Buffer) instead of parsing JSON. */
   rawBody?: boolean;
+  /** Content types an unparsed body may have, for OpenAPI (default: JSON and form-encoded). */
+  consumes?: string[];
   /** A request body that passes `body`, returned with invalid_json and validation errors. */
   example?: unknown;
   /** Response schemas by status, for the OpenAPI document. */

@@ -38,6 +38,10 @@ function security(route: RouteSpec): Array<Record<string, string[]>> | undefined
   return policy === 'optional' ? [{}, ...unique] : unique;
 }
 
+function rawBodyContent(types: readonly string[]): Record<string, { schema: z.ZodType }> {
+  return Object.fromEntries(types.map((t) => [t, { schema: t === 'application/x-www-form-urlencoded' ? z.record(z.string(), z.string()) : z.record(z.string(), z.unknown()) }]));
+}
+
 /**
  * The OpenAPI 3.1 description, generated from the route declarations (their zod schemas), so code
  * and document cannot drift. Lists the production server only.
@@ -55,7 +59,9 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], info: { version
     for (const [status, r] of Object.entries(spec.responses ?? {})) {
       responses[status] = { description: r.description, ...(r.schema ? { content: { [produces]: { schema: r.schema } } } : {}) };
     }
-    if (!Object.keys(responses).some((s) => s.startsWith('2'))) {
+    // A route that documents only refusals (MCP DELETE always answers 405) has no success to show.
+    const onlyRefuses = Object.keys(responses).length > 0 && Object.keys(responses).every((s) => Number(s) >= 400);
+    if (!onlyRefuses && !Object.keys(responses).some((s) => s.startsWith('2'))) {
       responses[spec.method === 'post' && /create|register/i.test(spec.id) ? '201' : '200'] = { description: 'Success.', content: { [produces]: { schema: z.record(z.string(), z.unknown()) } } };
     }
     responses['4XX'] = { description: 'Refused: the common error shape (see SPEC "Errors").', content: { 'application/json': { schema: ErrorBody } } };
@@ -76,7 +82,7 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], info: { version
         ...(spec.body
           ? { body: { required: true, content: { 'application/json': { schema: spec.body, ...(spec.example !== undefined ? { example: spec.example } : {}) } } } }
           : spec.rawBody
-            ? { body: { content: { 'application/x-www-form-urlencoded': { schema: z.record(z.string(), z.string()) }, 'application/json': { schema: z.record(z.string(), z.unknown()) } } } }
+            ? { body: { content: rawBodyContent(spec.consumes ?? ['application/x-www-form-urlencoded', 'application/json']) } }
             : {}),
       },
       responses,

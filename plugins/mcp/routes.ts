@@ -38,7 +38,26 @@ function send(res: Response, status: number, body: unknown, headers: Record<stri
   return HANDLED;
 }
 
+/** A JSON-RPC response in the form the client's Accept asks for: SSE when it lists text/event-stream without JSON. */
+function answer(ctx: RequestContext, message: unknown, headers: Record<string, string> = {}): HandlerResult {
+  if (!prefersSse(ctx.req)) return send(ctx.res, 200, message, headers);
+  openSse(ctx.res, 200, headers);
+  sseEvent(ctx.res, message);
+  ctx.res.end();
+  return HANDLED;
+}
+
 const rpcError = (id: Id, code: number, message: string, data?: unknown) => ({ jsonrpc: '2.0', id, error: { code, message, ...(data !== undefined ? { data } : {}) } });
+
+/**
+ * An HTTP-level refusal by the transport (origin, protocol version, session, malformed message, method).
+ * The body is a JSON-RPC error, which MCP clients read, with the service's error fields beside it:
+ * `code` (a stable string), `hint` and `request_id`. `error` stays the JSON-RPC object here.
+ */
+function refuse(ctx: RequestContext, status: number, rpcCode: number, code: string, message: string, hint: string, extra: { headers?: Record<string, string>; data?: Record<string, unknown> } = {}): HandlerResult {
+  const body = { ...rpcError(null, rpcCode, message, { code, hint, ...extra.data }), code, hint, request_id: ctx.requestId };
+  return send(ctx.res, status, body, extra.headers);
+}
 
 export function mcpRoutes(d: McpDeps): RouteSpec[] {
   const byName = new Map(d.tools.map((t) => [t.descriptor.name, t]));
@@ -47,19 +66,23 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
   /** Origin, protocol version and session checks shared by every method. Returns true when it answered. */
   const precheck = (ctx: RequestContext, res: Response, isInitialize: boolean): boolean => {
     if (originRefused(ctx.req, d.config.mcp.allowedOrigins, ownOrigin())) {
-      send(res, 403, rpcError(null, -32000, 'Forbidden: requests from pages of other origins are refused.', { hint: 'Call the MCP endpoint from your server or agent, or ask for your origin to be allowed (MCP_ALLOWED_ORIGINS).' }));
+      refuse(ctx, 403, -32000, 'origin_not_allowed', 'Forbidden: requests from pages of other origins are refused.', 'Call the MCP endpoint from your server or agent, or ask for your origin to be allowed (MCP_ALLOWED_ORIGINS).');
       return true;
     }
     const version = ctx.req.headers['mcp-protocol-version'];
     if (!isInitialize && typeof version === 'string' && !SUPPORTED_VERSIONS.includes(version)) {
-      send(res, 400, rpcError(null, -32000, `Bad Request: Unsupported protocol version: ${version}`, { supported: SUPPORTED_VERSIONS }));
+      refuse(ctx, 400, -32000, 'unsupported_protocol_version', `Bad Request: Unsupported protocol version: ${version}`, `Send MCP-Protocol-Version with one of ${SUPPORTED_VERSIONS.join(', ')}, or leave it out.`, {
+        data: { supported: SUPPORTED_VERSIONS },
+      });
       return true;
     }
     const session = ctx.req.headers['mcp-session-id'];
     if (!isInitialize && typeof session === 'string' && session !== '') {
       const verdict = d.sessions.check(session, ownerOf(ctx));
       if (verdict !== 'ok') {
-        send(res, 404, rpcError(null, -32001, `Session not found (${verdict}): send initialize again, or continue without Mcp-Session-Id.`));
+        refuse(ctx, 404, -32001, 'session_not_found', `Session not found (${verdict}): send initialize again, or continue without Mcp-Session-Id.`, 'Send initialize for a new session id, or continue without Mcp-Session-Id: sessions are optional.', {
+          data: { reason: verdict },
+        });
         return true;
       }
     }
@@ -69,7 +92,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
   const callTool = async (ctx: RequestContext, res: Response, id: Id, params: Record<string, unknown>): Promise<HandlerResult> => {
     const name = typeof params.name === 'string' ? params.name : '';
     const tool = byName.get(name);
-    if (!tool) return send(res, 200, rpcError(id, -32602, `Unknown tool: ${name}`, { tools: [...byName.keys()] }));
+    if (!tool) return answer(ctx, rpcError(id, -32602, `Unknown tool: ${name}`, { tools: [...byName.keys()] }));
     const meta = (params._meta ?? {}) as Record<string, unknown>;
     const progressToken = meta.progressToken;
     const streaming = prefersSse(ctx.req) || progressToken !== undefined;
@@ -144,17 +167,19 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       message = JSON.parse(raw) as unknown;
     } catch {
       if (precheck(ctx, res, false)) return HANDLED;
-      return send(res, 400, rpcError(null, -32700, 'Parse error: the body is not JSON.'));
+      return refuse(ctx, 400, -32700, 'invalid_json', 'Parse error: the body is not JSON.', 'Send one JSON-RPC 2.0 message as JSON, e.g. {"jsonrpc":"2.0","id":1,"method":"tools/list"}.');
     }
     if (Array.isArray(message)) {
       if (precheck(ctx, res, false)) return HANDLED;
-      return send(res, 400, rpcError(null, -32600, 'Invalid Request: batches are not supported (one JSON-RPC message per POST).'));
+      return refuse(ctx, 400, -32600, 'invalid_request', 'Invalid Request: batches are not supported (one JSON-RPC message per POST).', 'Send each JSON-RPC message in its own POST.');
     }
     const parsed = JsonRpc.parseObject(message);
     const isInitialize = parsed.type === 'request' && (parsed.payload as { method: string }).method === 'initialize';
     if (precheck(ctx, res, isInitialize)) return HANDLED;
     if (parsed.type === 'notification' || parsed.type === 'success' || parsed.type === 'error') return send(res, 202, undefined);
-    if (parsed.type !== 'request') return send(res, 400, rpcError(null, -32600, 'Invalid Request: not a JSON-RPC 2.0 message.'));
+    if (parsed.type !== 'request') {
+      return refuse(ctx, 400, -32600, 'invalid_request', 'Invalid Request: not a JSON-RPC 2.0 message.', 'A request needs "jsonrpc": "2.0", an id and a method, e.g. {"jsonrpc":"2.0","id":1,"method":"tools/list"}.');
+    }
     const { id, method, params } = parsed.payload as { id: Id; method: string; params?: unknown };
     const p = (params && typeof params === 'object' ? params : {}) as Record<string, unknown>;
     switch (method) {
@@ -166,12 +191,12 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
           serverInfo: { name: 'pricing-compute', title: 'Pricing Compute Service', version: process.env.npm_package_version ?? '0.1.0' },
           instructions: INSTRUCTIONS,
         };
-        return send(res, 200, { jsonrpc: '2.0', id, result }, { 'Mcp-Session-Id': d.sessions.issue(ownerOf(ctx)) });
+        return answer(ctx, { jsonrpc: '2.0', id, result }, { 'Mcp-Session-Id': d.sessions.issue(ownerOf(ctx)) });
       }
       case 'ping':
-        return send(res, 200, { jsonrpc: '2.0', id, result: {} });
+        return answer(ctx, { jsonrpc: '2.0', id, result: {} });
       case 'tools/list':
-        return send(res, 200, {
+        return answer(ctx, {
           jsonrpc: '2.0',
           id,
           result: { tools: d.tools.map((t) => ({ name: t.descriptor.name, title: t.descriptor.title, description: t.descriptor.description, inputSchema: t.descriptor.inputSchema, ...(t.descriptor.outputSchema ? { outputSchema: t.descriptor.outputSchema } : {}), annotations: { readOnlyHint: t.descriptor.name !== 'compute_price' && t.descriptor.name !== 'verify_price', openWorldHint: false } })) },
@@ -179,7 +204,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       case 'tools/call':
         return callTool(ctx, res, id, p);
       default:
-        return send(res, 200, rpcError(id, -32601, `Method not found: ${method}`));
+        return answer(ctx, rpcError(id, -32601, `Method not found: ${method}`));
     }
   };
 
@@ -187,7 +212,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
     const { req, res } = ctx;
     if (precheck(ctx, res, false)) return HANDLED;
     if (!String(req.headers.accept ?? '').includes('text/event-stream')) {
-      return send(res, 406, rpcError(null, -32000, 'Not Acceptable: GET needs Accept: text/event-stream.'));
+      return refuse(ctx, 406, -32000, 'not_acceptable', 'Not Acceptable: GET needs Accept: text/event-stream.', 'GET answers only an SSE stream of changelog notices; send JSON-RPC messages with POST.');
     }
     const entries = d.changelog
       .forAgents()
@@ -210,6 +235,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       summary: 'MCP (Streamable HTTP 2025-11-25): one JSON-RPC message per POST; JSON reply, or SSE when asked or when a tool call carries a progress token.',
       ...common,
       rawBody: true,
+      consumes: ['application/json'],
       produces: ['application/json', 'text/event-stream'],
       handler: post,
     }),
@@ -228,7 +254,11 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       path: '/api/mcp/rpc',
       summary: 'Ending a session: 405 (sessions are stateless and simply expire).',
       ...common,
-      handler: ({ res }) => send(res, 405, rpcError(null, -32000, 'Method not allowed: sessions are stateless; just stop sending the id.'), { Allow: 'GET, POST' }),
+      responses: { 405: { description: 'Always: sessions are stateless and simply expire, so there is nothing to end.' } },
+      handler: (ctx) =>
+        refuse(ctx, 405, -32000, 'method_not_allowed', 'Method not allowed: sessions are stateless; just stop sending the id.', 'Stop sending Mcp-Session-Id to end a session; it also expires by itself.', {
+          headers: { Allow: 'GET, POST' },
+        }),
     }),
   ];
 }

@@ -236,10 +236,25 @@ describe('MCP endpoint over raw HTTP', function () {
     expect(body.result.tools).to.have.length(4);
   });
 
-  it('answers with SSE when Accept lists text/event-stream without JSON', async () => {
-    const res = await rpc(svc, { jsonrpc: '2.0', id: 8, method: 'tools/call', params: { name: 'list_functions', arguments: {} } }, { accept: 'text/event-stream' });
-    expect(res.headers.get('content-type')).to.match(/text\/event-stream/);
-    expect(await res.text()).to.match(/"id":8/);
+  it('answers every request with SSE when Accept lists text/event-stream without JSON', async () => {
+    const requests = [
+      { jsonrpc: '2.0', id: 8, method: 'tools/call', params: { name: 'list_functions', arguments: {} } },
+      { jsonrpc: '2.0', id: 9, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } },
+      { jsonrpc: '2.0', id: 10, method: 'tools/list' },
+      { jsonrpc: '2.0', id: 11, method: 'ping' },
+      { jsonrpc: '2.0', id: 12, method: 'nope/nope' },
+      { jsonrpc: '2.0', id: 13, method: 'tools/call', params: { name: 'nope', arguments: {} } },
+    ];
+    for (const request of requests) {
+      const res = await rpc(svc, request, { accept: 'text/event-stream' });
+      expect(res.status, request.method).to.equal(200);
+      expect(res.headers.get('content-type'), request.method).to.match(/text\/event-stream/);
+      const data = (await res.text()).split('\n').filter((l) => l.startsWith('data: '));
+      expect(data, request.method).to.have.length(1);
+      const message = JSON.parse((data[0] as string).slice(6)) as Record<string, any>;
+      expect(message.id).to.equal(request.id);
+      if (request.method === 'initialize') expect(res.headers.get('mcp-session-id')).to.be.a('string');
+    }
   });
 
   it('does not require MCP-Protocol-Version on initialize, and answers 400 to an unsupported one', async () => {
@@ -248,11 +263,19 @@ describe('MCP endpoint over raw HTTP', function () {
     expect(init.headers.get('mcp-session-id')).to.be.a('string');
     const bad = await rpc(svc, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, { 'mcp-protocol-version': '1999-01-01' });
     expect(bad.status).to.equal(400);
+    const body = (await bad.json()) as Record<string, any>;
+    expect(body.code).to.equal('unsupported_protocol_version');
+    expect(body.error.message).to.contain('1999-01-01');
+    expect(body.error.data.supported).to.include('2025-11-25');
+    expect(body.hint).to.contain('2025-11-25');
   });
 
   it('answers 403 to a page of another origin, and serves allowed origins', async () => {
     const refused = await rpc(svc, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, { origin: 'https://evil.example' });
     expect(refused.status).to.equal(403);
+    const body = (await refused.json()) as Record<string, any>;
+    expect(body).to.include({ jsonrpc: '2.0', id: null, code: 'origin_not_allowed' });
+    expect(body.hint).to.match(/MCP_ALLOWED_ORIGINS/);
     const allowed = await rpc(svc, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, { origin: 'https://agent-console.example' });
     expect(allowed.status).to.equal(200);
     for (const origin of [new URL(svc.url).origin, 'http://localhost:6274', 'http://127.0.0.1:5173']) {
@@ -289,7 +312,11 @@ describe('MCP endpoint over raw HTTP', function () {
     clock.advance(24 * 3_600_000 + 1000);
     const expired = await rpc(svc, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, { 'mcp-session-id': session });
     expect(expired.status).to.equal(404);
-    expect(((await expired.json()) as Record<string, any>).error.message).to.match(/initialize/);
+    const body = (await expired.json()) as Record<string, any>;
+    expect(body.error.message).to.match(/initialize/);
+    expect(body).to.include({ code: 'session_not_found' });
+    expect(body.error.data.reason).to.equal('expired');
+    expect(body.request_id).to.be.a('string');
   });
 
   it('answers 202 with no body to notifications and client responses', async () => {
@@ -301,20 +328,41 @@ describe('MCP endpoint over raw HTTP', function () {
   });
 
   it('answers malformed JSON-RPC with the standard errors', async () => {
-    const parse = (await (await rpc(svc, '{not json')).json()) as Record<string, any>;
+    const parseRes = await rpc(svc, '{not json');
+    expect(parseRes.status).to.equal(400);
+    const parse = (await parseRes.json()) as Record<string, any>;
     expect(parse.error.code).to.equal(-32700);
+    expect(parse).to.include({ code: 'invalid_json' });
+    expect(parse.hint).to.be.a('string').and.not.be.empty;
     const invalid = (await (await rpc(svc, { hello: 'world' })).json()) as Record<string, any>;
     expect(invalid.error.code).to.equal(-32600);
+    expect(invalid).to.include({ code: 'invalid_request' });
     const method = (await (await rpc(svc, { jsonrpc: '2.0', id: 5, method: 'nope/nope' })).json()) as Record<string, any>;
     expect(method.error.code).to.equal(-32601);
     const tool = (await (await rpc(svc, { jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'nope', arguments: {} } })).json()) as Record<string, any>;
     expect(tool.error.code).to.equal(-32602);
   });
 
-  it('answers DELETE with 405', async () => {
+  it('answers DELETE with 405, and OpenAPI documents only that', async () => {
     const res = await fetch(`${svc.url}/api/mcp/rpc`, { method: 'DELETE' });
     expect(res.status).to.equal(405);
     expect(res.headers.get('allow')).to.contain('POST');
+    const body = (await res.json()) as Record<string, any>;
+    expect(body).to.include({ code: 'method_not_allowed' });
+    expect(body.hint).to.be.a('string').and.not.be.empty;
+    const doc = (await (await fetch(`${svc.url}/api/openapi.json?format=json`)).json()) as Record<string, any>;
+    const ops = doc.paths['/api/mcp/rpc'];
+    expect(Object.keys(ops.delete.responses).sort()).to.deep.equal(['405', '4XX', '5XX']);
+    expect(Object.keys(ops.post.requestBody.content)).to.deep.equal(['application/json']);
+  });
+
+  it('answers GET without Accept: text/event-stream with 406, its code and a hint', async () => {
+    const res = await fetch(`${svc.url}/api/mcp/rpc`, { headers: { accept: 'application/json' } });
+    expect(res.status).to.equal(406);
+    const body = (await res.json()) as Record<string, any>;
+    expect(body).to.include({ code: 'not_acceptable' });
+    expect(body.error.code).to.equal(-32000);
+    expect(body.hint).to.match(/POST/);
   });
 
   it('GET with Accept: text/event-stream sends up to three newest agent changelog entries, no response, then closes with a retry of five minutes', async () => {
