@@ -125,7 +125,11 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
     try {
       // Admission before validation, as on REST: invalid keyless calls spend the demo budget too.
       await tool.admit?.(toolCtx);
-      args = validate(tool.input, params.arguments ?? {}, { where: 'arguments', hint: `Fix the arguments listed in issues; tools/list gives the inputSchema of ${name}.` });
+      args = validate(tool.input, params.arguments ?? {}, {
+        where: 'arguments',
+        hint: `Fix the arguments listed in issues; tools/list gives the inputSchema of ${name}${tool.example !== undefined ? ', and example shows arguments that pass' : ''}.`,
+        ...(tool.example !== undefined ? { example: tool.example } : {}),
+      });
     } catch (err) {
       return failed(err);
     }

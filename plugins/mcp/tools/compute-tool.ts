@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { RouteTable } from '../../../core/http/pipeline';
-import { computeBody } from '../../pricing';
+import { computeBody, computeExample } from '../../pricing';
 import type { ComputeService, DemoBudgetGuard } from '../../pricing';
 import { admitToolCall } from './admission';
 import type { McpTool } from './types';
@@ -22,6 +22,7 @@ export function computeTool(compute: ComputeService, demo: DemoBudgetGuard, rout
     },
     admit: (ctx) => admitToolCall(ctx, demo, routes, 'compute.price', 'compute prices'),
     input: computeBody,
+    example: computeExample,
     run: async (args, ctx) => {
       const a = args as z.output<typeof computeBody>;
       const p = ctx.principal;

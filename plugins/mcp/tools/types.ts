@@ -19,6 +19,8 @@ export interface ToolContext {
 export interface McpTool {
   descriptor: ToolDescriptor;
   input: z.ZodType;
+  /** Arguments that pass `input`, returned with validation failures (as REST returns its example body). */
+  example?: unknown;
   /** Who may call it (credential scopes, or the demo budget without a key); runs before the arguments are validated. */
   admit?(ctx: ToolContext): Promise<void>;
   run(args: unknown, ctx: ToolContext): Promise<Record<string, unknown>>;

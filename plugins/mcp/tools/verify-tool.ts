@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { RouteTable } from '../../../core/http/pipeline';
 import { ApiError } from '../../../core/errors';
 import type { DemoBudgetGuard } from '../../pricing';
-import { verifyBody } from '../../verification';
+import { verifyBody, verifyExample } from '../../verification';
 import type { VerificationService } from '../../verification';
 import { admitToolCall } from './admission';
 import type { McpTool } from './types';
@@ -24,6 +24,7 @@ export function verifyTool(verification: () => VerificationService, demo: DemoBu
     },
     admit: (ctx) => admitToolCall(ctx, demo, routes, 'verify.price', 'verify prices'),
     input: verifyBody,
+    example: verifyExample,
     run: async (args, ctx) => {
       const a = args as z.output<typeof verifyBody>;
       ctx.progress(0.5, 1, 'verifying');

@@ -129,7 +129,7 @@ describe('MCP endpoint with the official SDK client', function () {
     await client.close();
   });
 
-  it('answers invalid arguments with the service error shape: code, error, hint, issues and request_id', async () => {
+  it('answers invalid arguments with the service error shape: code, error, hint, issues, an example that passes and request_id', async () => {
     const { client } = await connect(svc, { 'x-api-key': key });
     await client.listTools();
     const bad = await client.callTool({ name: 'compute_price', arguments: { context: 'not an object', surplus: 1 } });
@@ -141,6 +141,14 @@ describe('MCP endpoint with the official SDK client', function () {
     expect(body.issues).to.deep.include({ path: 'context', reason: 'must be an object, not a string' });
     expect(body.issues.map((i: { path: string }) => i.path)).to.include('(root)');
     expect(body.request_id).to.match(/^req_/);
+    // As on REST: an example that passes, here arguments the tool accepts.
+    expect(body.example).to.have.property('context');
+    const passes = await client.callTool({ name: 'compute_price', arguments: body.example });
+    expect(passes.isError).to.equal(false);
+    const verify = await client.callTool({ name: 'verify_price', arguments: { context: {} } });
+    const verifyBody = JSON.parse((verify.content as Array<{ text: string }>)[0]?.text ?? '{}') as Record<string, any>;
+    expect(verifyBody.code).to.equal('validation_error');
+    expect(verifyBody.example).to.have.property('proposed_price');
     await client.close();
   });
 
