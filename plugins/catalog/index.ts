@@ -9,7 +9,8 @@ import { Leaderboard } from './services/leaderboard';
 import { CATALOG } from './tokens';
 
 export { CATALOG } from './tokens';
-export type { Catalogue, BrowseQuery, CatalogueEntry } from './services/catalogue';
+export { Catalogue, parseTags } from './services/catalogue';
+export type { BrowseQuery, CatalogueEntry } from './services/catalogue';
 export type { Leaderboard, LeaderboardEntry, Ranking } from './services/leaderboard';
 export type { LeaderboardAggregator, LeaderboardSnapshot } from './services/aggregate';
 export { SCORING_METHOD_VERSION, roundToStep } from './services/scoring';

@@ -25,7 +25,6 @@ export function parseTags(raw: string | readonly string[] | undefined): string[]
   return [...new Set(tags)];
 }
 
-/** Built-ins first, then by name; names are unique case-insensitively, so the key is too. */
 /**
  * The function catalogue over the in-memory registry (no database work per request): what a caller
  * can reach, or for an anonymous caller the built-ins and the active public marketplace functions.
@@ -47,9 +46,10 @@ export class Catalogue {
     return functionView(fn, { latency: this.latency, breakers: this.breakers }, principal?.workspaceId ?? '');
   }
 
-  browse(principal: Principal | null, q: BrowseQuery): ListEnvelope<CatalogueEntry> {
+  /** Every function the caller sees that matches the search and tags, unordered. */
+  matching(principal: Principal | null, q: Pick<BrowseQuery, 'search' | 'tags'>): FunctionDescriptor[] {
     const needle = q.search?.trim().toLowerCase() ?? '';
-    const matches = this.registry
+    return this.registry
       .all()
       .filter((f) => this.visible(f, principal))
       .filter((f) => needle === '' || f.name.toLowerCase().includes(needle) || f.description.toLowerCase().includes(needle) || f.tags.some((t) => t.toLowerCase().includes(needle)))
@@ -58,6 +58,14 @@ export class Catalogue {
         const own = new Set(f.tags.map((t) => t.toLowerCase()));
         return q.tags.every((t) => own.has(t));
       });
+  }
+
+  /** One page of `matching`, built-ins first and then by name (the order of GET /api/functions). */
+  browse(principal: Principal | null, q: BrowseQuery): ListEnvelope<CatalogueEntry> {
+    return this.page(this.matching(principal, q), principal, q);
+  }
+
+  page(matches: FunctionDescriptor[], principal: Principal | null, q: Pick<BrowseQuery, 'limit' | 'cursor'>): ListEnvelope<CatalogueEntry> {
     return pageByKey(matches, functionSortKey, (f) => f.id, q, (f) => this.view(f, principal));
   }
 

@@ -83,6 +83,29 @@ describe('MCP endpoint with the official SDK client', function () {
     });
   }
 
+  it('browses the catalogue and lists functions in the same order and with the same entries as REST, paging by cursor', async () => {
+    const { client } = await connect(svc, { 'x-api-key': key });
+    const rest = (await (await fetch(`${svc.url}/api/catalog?limit=100`, { headers: { 'x-api-key': key } })).json()) as Record<string, any>;
+    const names = (rest.data as Array<{ name: string }>).map((e) => e.name);
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    for (let i = 0; i < 20; i++) {
+      const page = (await client.callTool({ name: 'browse_catalog', arguments: { limit: 2, ...(cursor ? { cursor } : {}) } })).structuredContent as Record<string, any>;
+      expect(page.total).to.equal(names.length);
+      seen.push(...(page.entries as Array<{ name: string }>).map((e) => e.name));
+      if (!page.has_more) break;
+      cursor = page.next_cursor as string;
+    }
+    expect(seen).to.deep.equal(names);
+    expect(((await client.callTool({ name: 'browse_catalog', arguments: { limit: 100 } })).structuredContent as Record<string, any>).entries).to.deep.equal(rest.data);
+    const fnRest = (await (await fetch(`${svc.url}/api/functions?limit=100`, { headers: { 'x-api-key': key } })).json()) as Record<string, any>;
+    const fns = ((await client.callTool({ name: 'list_functions', arguments: {} })).structuredContent as Record<string, any>).functions as Array<{ name: string }>;
+    expect(fns.map((f) => f.name)).to.deep.equal((fnRest.data as Array<{ name: string }>).map((f) => f.name));
+    const badCursor = await client.callTool({ name: 'browse_catalog', arguments: { cursor: 'not-a-cursor' } });
+    expect(badCursor.isError).to.equal(true);
+    await client.close();
+  });
+
   it('sends a progress notification before the result when the call carries a progress token', async () => {
     const { client } = await connect(svc, { 'x-api-key': key });
     await client.listTools();
