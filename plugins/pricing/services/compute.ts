@@ -173,7 +173,7 @@ export class ComputeService {
       },
       ...(outcome.savings ? { savings: outcome.savings } : {}),
       next_actions: nextActions(p, this.routes, this.config.limits.nextActionsMax, { usageEventId, price: outcome.result.price, context: call.context }),
-      receipt: receipt(base, usageEventId),
+      receipt: receipt(base, usageEventId, p),
     };
     const left = remaining(p, reservation, call.rateLimit?.workspace);
     if (left) body.remaining = left;

@@ -3,9 +3,20 @@ import type { Principal } from '../../../core/auth';
 import type { RateLimitResult } from '../../../core/kv';
 import { identityOf } from '../../identity';
 
-/** The `receipt` of a priced or verified call: its usage event and the link to it. */
-export function receipt(baseUrl: string, usageEventId: string): { usage_event_id: string; url: string; recorded_at: string } {
-  return { usage_event_id: usageEventId, url: `${baseUrl}/api/usage/events/${usageEventId}`, recorded_at: new Date().toISOString() };
+export const DEMO_RECEIPT_HINT =
+  'Keyless demo calls are recorded on the shared demo tenant, whose usage nobody can open; register a sandbox (POST /api/agents/register) for receipts you can read with your key.';
+
+/**
+ * The `receipt` of a priced or verified call: its usage event and the link to it. A keyless demo
+ * call has no workspace of its own to open the link with, so its receipt says so in `hint`.
+ */
+export function receipt(baseUrl: string, usageEventId: string, principal: Principal | null): { usage_event_id: string; url: string; recorded_at: string; hint?: string } {
+  return {
+    usage_event_id: usageEventId,
+    url: `${baseUrl}/api/usage/events/${usageEventId}`,
+    recorded_at: new Date().toISOString(),
+    ...(principal ? {} : { hint: DEMO_RECEIPT_HINT }),
+  };
 }
 
 /**

@@ -154,7 +154,7 @@ export class VerificationService {
       constraints: verdict.constraints,
       evidence: verdict.evidence,
       thresholds: verdict.thresholds,
-      receipt: receipt(this.publicUrl(), usageEventId),
+      receipt: receipt(this.publicUrl(), usageEventId, p),
     };
     const left = remaining(p, reservation, call.rateLimit?.workspace);
     if (left) body.remaining = left;

@@ -44,6 +44,7 @@ describe('compute API', function () {
     expect(res.body.trace.charged).to.deep.equal({ amount: '0.001', currency: 'USDC', paid_via: null, billable: true });
     expect(res.body.trace.overhead_ms).to.be.a('number');
     expect(res.body.receipt.url).to.match(new RegExp(`/api/usage/events/${res.body.receipt.usage_event_id}$`));
+    expect(res.body.receipt).not.to.have.property('hint');
     expect(res.body.next_actions.length).to.be.at.most(3);
     for (const a of res.body.next_actions as Array<Record<string, unknown>>) expect(a).to.include.keys('action', 'method', 'path', 'reason');
   });
@@ -311,6 +312,9 @@ describe('keyless demo', function () {
     expect(ok.headers.get('x-demo-budget-remaining')).to.equal('2');
     expect(Date.parse(ok.headers.get('x-demo-budget-reset') ?? '')).to.be.greaterThan(Date.now());
     expect(ok.body.budget).to.include({ limit_per_hour: 3, remaining: 2 });
+    // Nobody can open the demo tenant's usage: the receipt says so and where to get receipts one can read.
+    expect(ok.body.receipt.hint).to.match(/demo tenant/).and.match(/POST \/api\/agents\/register/);
+    expect((await api.get(new URL(ok.body.receipt.url as string).pathname)).status).to.equal(401);
     const invalid = await api.post<Record<string, any>>('/api/public/compute/demo', { context: 'nope' });
     expect(invalid.status).to.equal(400);
     expect(invalid.headers.get('x-demo-budget-remaining')).to.equal('1');
