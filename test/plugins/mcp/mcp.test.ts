@@ -415,20 +415,36 @@ describe('MCP endpoint over raw HTTP', function () {
   });
 });
 
+/** The local stdio server, started by the SDK's stdio client with the given environment. */
+async function stdioClient(env: Record<string, string>) {
+  const { Client, StdioClientTransport } = await sdk();
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [path.resolve(__dirname, '../../../bin/pricing-mcp.js')],
+    env: { ...(process.env as Record<string, string>), ...env },
+    stderr: 'pipe',
+  });
+  const client = new Client({ name: 'stdio-harness', version: '0.0.1' });
+  await client.connect(transport);
+  return client;
+}
+
+/** The error a tool call throws (the test fails if it does not throw). */
+async function callError(client: Awaited<ReturnType<typeof stdioClient>>, name: string, args: Record<string, unknown>): Promise<unknown> {
+  try {
+    await client.callTool({ name, arguments: args });
+  } catch (err) {
+    return err;
+  }
+  throw new Error(`${name} did not fail`);
+}
+
 describe('local MCP server (pricing-mcp over stdio)', function () {
   this.timeout(60_000);
   it('forwards the four tools to a running service, end to end through the SDK stdio client', async () => {
     const svc = await startTestService({ config: lenient });
     try {
-      const { Client, StdioClientTransport } = await sdk();
-      const transport = new StdioClientTransport({
-        command: process.execPath,
-        args: [path.resolve(__dirname, '../../../bin/pricing-mcp.js')],
-        env: { ...process.env, PRICING_SERVICE_URL: svc.url, SERVICE_TIMEOUT_MS: '10000' },
-        stderr: 'pipe',
-      });
-      const client = new Client({ name: 'stdio-harness', version: '0.0.1' });
-      await client.connect(transport);
+      const client = await stdioClient({ PRICING_SERVICE_URL: svc.url, SERVICE_TIMEOUT_MS: '10000' });
       const { tools } = await client.listTools();
       expect(tools.map((t) => t.name).sort()).to.deep.equal(['browse_catalog', 'compute_price', 'list_functions', 'verify_price']);
       const seen: unknown[] = [];
@@ -446,21 +462,9 @@ describe('local MCP server (pricing-mcp over stdio)', function () {
   it('passes the service\'s refusal through as an MCP error with its message, code and hint (a key the service does not recognise)', async () => {
     const svc = await startTestService({ config: lenient });
     try {
-      const { Client, StdioClientTransport, McpError } = await sdk();
-      const transport = new StdioClientTransport({
-        command: process.execPath,
-        args: [path.resolve(__dirname, '../../../bin/pricing-mcp.js')],
-        env: { ...process.env, PRICING_SERVICE_URL: svc.url, PRICING_API_KEY: 'pcs_sbx_0000000000000000000000000000dead', SERVICE_TIMEOUT_MS: '10000' },
-        stderr: 'pipe',
-      });
-      const client = new Client({ name: 'stdio-harness', version: '0.0.1' });
-      await client.connect(transport);
-      let caught: unknown;
-      try {
-        await client.callTool({ name: 'compute_price', arguments: { context: { current_price: 1 } } });
-      } catch (err) {
-        caught = err;
-      }
+      const { McpError } = await sdk();
+      const client = await stdioClient({ PRICING_SERVICE_URL: svc.url, PRICING_API_KEY: 'pcs_sbx_0000000000000000000000000000dead', SERVICE_TIMEOUT_MS: '10000' });
+      const caught = await callError(client, 'compute_price', { context: { current_price: 1 } });
       expect(caught).to.be.instanceOf(McpError);
       const err = caught as { message: string; data: Record<string, unknown> };
       expect(err.message).to.match(/HTTP 401/).and.not.match(/undefined/);
@@ -478,21 +482,9 @@ describe('local MCP server (pricing-mcp over stdio)', function () {
     await new Promise<void>((r) => blackhole.listen(0, '127.0.0.1', () => r()));
     const port = (blackhole.address() as { port: number }).port;
     try {
-      const { Client, StdioClientTransport, McpError } = await sdk();
-      const transport = new StdioClientTransport({
-        command: process.execPath,
-        args: [path.resolve(__dirname, '../../../bin/pricing-mcp.js')],
-        env: { ...process.env, PRICING_SERVICE_URL: `http://127.0.0.1:${port}`, SERVICE_TIMEOUT_MS: '300' },
-        stderr: 'pipe',
-      });
-      const client = new Client({ name: 'stdio-harness', version: '0.0.1' });
-      await client.connect(transport);
-      let caught: unknown;
-      try {
-        await client.callTool({ name: 'compute_price', arguments: { context: { current_price: 1 } } });
-      } catch (err) {
-        caught = err;
-      }
+      const { McpError } = await sdk();
+      const client = await stdioClient({ PRICING_SERVICE_URL: `http://127.0.0.1:${port}`, SERVICE_TIMEOUT_MS: '300' });
+      const caught = await callError(client, 'compute_price', { context: { current_price: 1 } });
       expect(caught).to.be.instanceOf(McpError);
       expect((caught as { code: number }).code).to.equal(-32001);
       expect((caught as { data: Record<string, unknown> }).data).to.deep.include({ code: 'upstream_timeout', retryable: true, timeout_ms: 300, tool: 'compute_price', next: [] });
