@@ -18,7 +18,7 @@ import { IDENTITY } from './tokens';
 import { identityUnauthorized } from './unauthorized';
 
 export { IDENTITY } from './tokens';
-export { requestRateOf } from './auth/rate-limit-guard';
+export { requestRateOf, bindingRate } from './auth/rate-limit-guard';
 export type { RequestRate } from './auth/rate-limit-guard';
 export { FailedAuthGuard } from './auth/failed-auth';
 export { identityOf, personPrincipal, workspaceAttributes } from './auth/principal';

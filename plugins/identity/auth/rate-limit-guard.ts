@@ -15,6 +15,16 @@ export function requestRateOf(ctx: Pick<RequestContext, 'state'>): RequestRate |
   return ctx.state.rateLimit as RequestRate | undefined;
 }
 
+/**
+ * The count that binds the caller: an exhausted one, else the one with fewer requests left. The
+ * X-RateLimit-* headers and a sandbox's `remaining.request_rate` both report it, so they agree.
+ */
+export function bindingRate(rate: RequestRate): RateLimitResult & { scope: 'workspace' | 'address' } {
+  const { workspace: ws, address: ip } = rate;
+  const addressBinds = ws.allowed && (!ip.allowed || ip.remaining < ws.remaining);
+  return addressBinds ? { ...ip, scope: 'address' } : { ...ws, scope: 'workspace' };
+}
+
 export interface RateLimits {
   perWorkspacePerMinute: number;
   perAddressPerMinute: number;
@@ -38,17 +48,17 @@ export class RateLimitGuard implements Guard {
       this.kv.rateLimit(`rl:ws:${ctx.principal.workspaceId}`, this.limits.perWorkspacePerMinute, WINDOW_MS),
       this.kv.rateLimit(`rl:ip:${ctx.clientIp}`, this.limits.perAddressPerMinute, WINDOW_MS),
     ]);
-    const tighter: RateLimitResult = !ws.allowed ? ws : !ip.allowed ? ip : ws.remaining <= ip.remaining ? ws : ip;
-    ctx.state.rateLimit = { workspace: ws, address: ip } satisfies RequestRate;
+    const rate: RequestRate = { workspace: ws, address: ip };
+    const tighter = bindingRate(rate);
+    ctx.state.rateLimit = rate;
     ctx.res.setHeader('X-RateLimit-Limit', String(tighter.limit));
     ctx.res.setHeader('X-RateLimit-Remaining', String(tighter.remaining));
     ctx.res.setHeader('X-RateLimit-Reset', String(Math.ceil(tighter.resetMs / 1000)));
     if (ws.allowed && ip.allowed) return;
     const retryAfter = Math.max(1, Math.ceil(tighter.retryAfterMs / 1000));
-    const which = !ws.allowed ? 'workspace' : 'network address';
-    throw new ApiError('rate_limited', `Request rate limit reached for this ${which}.`, {
+    throw new ApiError('rate_limited', `Request rate limit reached for this ${tighter.scope === 'workspace' ? 'workspace' : 'network address'}.`, {
       retry_after: retryAfter,
-      limit: { scope: !ws.allowed ? 'workspace' : 'address', requests_per_minute: tighter.limit },
+      limit: { scope: tighter.scope, requests_per_minute: tighter.limit },
       hint: `Wait ${retryAfter} s, then retry; spread requests out or use batch pricing for many items.`,
     });
   }

@@ -175,7 +175,7 @@ export class ComputeService {
       next_actions: nextActions(p, this.routes, this.config.limits.nextActionsMax, { usageEventId, price: outcome.result.price, context: call.context }),
       receipt: receipt(base, usageEventId, p),
     };
-    const left = remaining(p, reservation, call.rateLimit?.workspace);
+    const left = remaining(p, reservation, call.rateLimit);
     if (left) body.remaining = left;
     return { body, headers: reservation.headers ?? {}, usageEventId };
   }

@@ -1,7 +1,7 @@
 import type { Reservation } from '../../../core/admission';
 import type { Principal } from '../../../core/auth';
-import type { RateLimitResult } from '../../../core/kv';
-import { identityOf } from '../../identity';
+import { bindingRate, identityOf } from '../../identity';
+import type { RequestRate } from '../../identity';
 
 export const DEMO_RECEIPT_HINT =
   'Keyless demo calls are recorded on the shared demo tenant, whose usage nobody can open; register a sandbox (POST /api/agents/register) for receipts you can read with your key.';
@@ -21,14 +21,16 @@ export function receipt(baseUrl: string, usageEventId: string, principal: Princi
 
 /**
  * The `remaining` object of a reply: what the payment path reports (the sandbox daily calls, a day
- * pass, a balance) and, for sandboxes, the request-rate allowance with its reset time.
+ * pass, a balance) and, for sandboxes, the request-rate allowance with its reset time: the binding
+ * one of the workspace's and the address's, as the X-RateLimit-* headers report, with its `scope`.
  */
-export function remaining(p: Principal | null, reservation: Reservation, workspaceRate: RateLimitResult | undefined): Record<string, unknown> | undefined {
+export function remaining(p: Principal | null, reservation: Reservation, rate: RequestRate | undefined): Record<string, unknown> | undefined {
   if (!p || !identityOf(p).sandbox) return reservation.remaining;
+  const binding = rate ? bindingRate(rate) : undefined;
   return {
     ...(reservation.remaining ?? {}),
-    ...(workspaceRate
-      ? { request_rate: { limit_per_minute: workspaceRate.limit, remaining: workspaceRate.remaining, resets_at: new Date(Date.now() + workspaceRate.resetMs).toISOString() } }
+    ...(binding
+      ? { request_rate: { limit_per_minute: binding.limit, remaining: binding.remaining, resets_at: new Date(Date.now() + binding.resetMs).toISOString(), scope: binding.scope } }
       : {}),
   };
 }

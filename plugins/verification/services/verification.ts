@@ -156,7 +156,7 @@ export class VerificationService {
       thresholds: verdict.thresholds,
       receipt: receipt(this.publicUrl(), usageEventId, p),
     };
-    const left = remaining(p, reservation, call.rateLimit?.workspace);
+    const left = remaining(p, reservation, call.rateLimit);
     if (left) body.remaining = left;
     return { body, headers: reservation.headers ?? {}, usageEventId, verdict };
   }

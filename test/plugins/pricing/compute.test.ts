@@ -294,6 +294,40 @@ describe('sandbox daily compute allowance', function () {
   });
 });
 
+describe('sandbox request-rate allowance', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  before(async () => {
+    svc = await startTestService({
+      config: { limits: { registrations: { perAddressPerDay: 10_000, overallPerDay: 100_000 }, rateLimit: { perWorkspacePerMinute: 40, perAddressPerMinute: 45, failedAuthPerAddressPer15Min: 100_000 } } },
+    });
+  });
+  after(() => svc.close());
+
+  it('reports in remaining.request_rate the binding count, the same one the X-RateLimit headers report, and whose it is', async () => {
+    const rateOf = (r: { headers: Headers; body: Record<string, any> }) => ({
+      headers: [Number(r.headers.get('x-ratelimit-limit')), Number(r.headers.get('x-ratelimit-remaining'))],
+      body: [r.body.remaining.request_rate.limit_per_minute, r.body.remaining.request_rate.remaining],
+      scope: r.body.remaining.request_rate.scope,
+    });
+    // The first workspace's calls leave it fewer requests than the address has: the workspace binds.
+    const first = client(svc.url, { 'x-api-key': (await registerSandbox(svc, 'rate-a')).key });
+    let last: ReturnType<typeof rateOf> | undefined;
+    for (let i = 1; i <= 6; i++) {
+      const r = await first.post<Record<string, any>>('/api/compute/price', { context: { current_price: i } });
+      expect(r.status).to.equal(200);
+      last = rateOf(r);
+    }
+    expect(last).to.deep.equal({ headers: [40, 34], body: [40, 34], scope: 'workspace' });
+    // A fresh workspace on the same address: the address, 7 requests in, now has fewer left.
+    const second = client(svc.url, { 'x-api-key': (await registerSandbox(svc, 'rate-b')).key });
+    const r = await second.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 } });
+    expect(r.status).to.equal(200);
+    expect(rateOf(r)).to.deep.equal({ headers: [45, 38], body: [45, 38], scope: 'address' });
+    expect(Date.parse(r.body.remaining.request_rate.resets_at)).to.be.greaterThan(Date.now());
+  });
+});
+
 describe('keyless demo', function () {
   this.timeout(30_000);
   let svc: TestService;
