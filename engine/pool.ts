@@ -2,7 +2,7 @@ import path from 'node:path';
 import { Piscina } from 'piscina';
 import type { Metrics } from '../core/metrics';
 import type { Context } from './builtins/types';
-import { RING_QUEUED, RING_RUNNING, RING_CANCELLED, RING_STRIDE, ringElapsed, ringSlot, ringTag } from './worker/task-ring';
+import { RING_DONE, RING_QUEUED, RING_RUNNING, RING_CANCELLED, RING_STRIDE, ringElapsed, ringSlot, ringTag } from './worker/task-ring';
 import type { TaskOutcome, WorkerAnswer, WorkerTask } from './worker/pricing-worker';
 
 export interface PoolOptions {
@@ -22,19 +22,29 @@ export class PoolTimeoutError extends Error {
   }
 }
 
+const BUSY_MESSAGES = {
+  queue_full: (limit: number) => `The pricing pool's queue is full (${limit} calls waiting).`,
+  not_started: (limit: number) => `No pricing worker was free to start the call within ${limit} ms.`,
+  answer_held: (limit: number) => `The pricing function answered, but its answer was held behind a slower call on the same worker past ${limit} ms.`,
+};
+
 /**
- * The pool could not run the call: its queue was full, or no worker was free to start it before its
- * time ran out. Says nothing about the pricing function, which never ran.
+ * The pool could not run the call or bring its answer back in time: its queue was full, no worker
+ * was free to start it before its time ran out, or its answer waited with its batch behind a call
+ * still running. Says nothing against the pricing function, which never ran or answered in time.
  */
 export class PoolBusyError extends Error {
   constructor(
-    readonly reason: 'queue_full' | 'not_started',
+    readonly reason: keyof typeof BUSY_MESSAGES,
     readonly limit: number,
   ) {
-    super(reason === 'queue_full' ? `The pricing pool's queue is full (${limit} calls waiting).` : `No pricing worker was free to start the call within ${limit} ms.`);
+    super(BUSY_MESSAGES[reason](limit));
     this.name = 'PoolBusyError';
   }
 }
+
+/** How long past its timeout a call that has answered waits for its answer to arrive (a message in transit). */
+const ANSWER_GRACE_MS = 25;
 
 /** Sequence numbers stay below 2^29 so `seq * 4 + state` fits an Int32 slot of the task ring. */
 const SEQ_LIMIT = 2 ** 29;
@@ -47,6 +57,8 @@ interface Call {
   timeoutMs: number;
   timer: NodeJS.Timeout;
   settled: boolean;
+  /** Its time ran out after it had answered, and it is waiting for the answer to arrive. */
+  graced?: boolean;
   resolve: (answer: WorkerAnswer) => void;
   reject: (err: Error) => void;
 }
@@ -193,6 +205,7 @@ export class PricingPool {
       Atomics.store(this.ring, call.slot + 1, 0);
       Atomics.store(this.ring, call.slot, ringTag(call.task.seq, RING_QUEUED));
       clearTimeout(call.timer);
+      call.graced = false;
       call.timer = setTimeout(() => this.expire(call), call.timeoutMs);
       this.waiting.unshift(call);
     }
@@ -201,7 +214,8 @@ export class PricingPool {
   /**
    * The call's time is up. Not started: cancel it (the pool was busy, not the function slow).
    * Started late, after waiting for a worker: it gets the rest of its time, counted from its start.
-   * Running its full time: terminate the worker running it.
+   * Running its full time: terminate the worker running it. Answered but the answer not here: a
+   * moment's grace for a message in transit, then the pool was busy (its batch is held up).
    */
   private expire(call: Call): void {
     if (call.settled) return;
@@ -211,7 +225,19 @@ export class PricingPool {
       call.reject(new PoolBusyError('not_started', call.timeoutMs));
       return;
     }
-    const running = Atomics.load(this.ring, call.slot) === ringTag(seq, RING_RUNNING);
+    const state = Atomics.load(this.ring, call.slot);
+    if (state === ringTag(seq, RING_DONE)) {
+      // It answered in time; the answer is in transit or held by its batch behind a slower call.
+      if (!call.graced) {
+        call.graced = true;
+        call.timer = setTimeout(() => this.expire(call), Math.min(call.timeoutMs, ANSWER_GRACE_MS));
+        return;
+      }
+      this.settle(call);
+      call.reject(new PoolBusyError('answer_held', call.timeoutMs));
+      return;
+    }
+    const running = state === ringTag(seq, RING_RUNNING);
     if (running) {
       const ran = ringElapsed(Atomics.load(this.ring, call.slot + 2));
       if (ran < call.timeoutMs) {

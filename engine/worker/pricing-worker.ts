@@ -2,7 +2,7 @@ import { threadId, workerData } from 'node:worker_threads';
 import { BUILTIN_METHODS } from '../builtins/catalogue';
 import { MethodNotApplicable } from '../builtins/types';
 import type { Context, MethodResult, PricingMethod } from '../builtins/types';
-import { RING_QUEUED, RING_RUNNING, ringClock, ringSlot, ringTag } from './task-ring';
+import { RING_DONE, RING_QUEUED, RING_RUNNING, ringClock, ringSlot, ringTag } from './task-ring';
 
 /**
  * Worker-thread entry of the pricing pool. Methods are the built-ins plus those of modules listed in
@@ -38,7 +38,18 @@ for (const file of data.extraModules ?? []) {
 const ring = data.ring ? new Int32Array(data.ring) : null;
 const ringSize = data.ringSize ?? 1;
 
-async function runOne(task: WorkerTask): Promise<TaskOutcome> {
+function failure(err: unknown): TaskOutcome {
+  if (err instanceof MethodNotApplicable) return { ok: false, kind: 'not_applicable', message: err.message, missing: err.missing };
+  return err instanceof Error ? { ok: false, kind: 'error', message: err.message, name: err.name } : { ok: false, kind: 'error', message: String(err), name: 'Error' };
+}
+
+/**
+ * Runs one call. A synchronous method (every built-in) is marked done in the ring the moment it
+ * returns, before the next call of its batch starts: were that mark left to a promise callback, a
+ * batch peer that never yields would keep it RUNNING, and the pool would blame this call's function
+ * for the peer's hang.
+ */
+function runOne(task: WorkerTask): TaskOutcome | Promise<TaskOutcome> {
   const slot = ringSlot(task.seq, ringSize);
   if (ring) {
     Atomics.store(ring, slot + 1, threadId);
@@ -46,16 +57,23 @@ async function runOne(task: WorkerTask): Promise<TaskOutcome> {
     // The pool cancelled the call while it waited (its time is up): do not run it.
     if (Atomics.compareExchange(ring, slot, ringTag(task.seq, RING_QUEUED), ringTag(task.seq, RING_RUNNING)) !== ringTag(task.seq, RING_QUEUED)) return { ok: false, kind: 'cancelled' };
   }
+  const done = (outcome: TaskOutcome): TaskOutcome => {
+    if (ring) Atomics.compareExchange(ring, slot, ringTag(task.seq, RING_RUNNING), ringTag(task.seq, RING_DONE));
+    return outcome;
+  };
+  let value: MethodResult | Promise<MethodResult>;
   try {
     const method = methods[task.fn];
     if (!method) throw new Error(`unknown pricing method ${task.fn}`);
-    return { ok: true, result: await method(task.context) };
+    value = method(task.context);
   } catch (err) {
-    if (err instanceof MethodNotApplicable) return { ok: false, kind: 'not_applicable', message: err.message, missing: err.missing };
-    return err instanceof Error ? { ok: false, kind: 'error', message: err.message, name: err.name } : { ok: false, kind: 'error', message: String(err), name: 'Error' };
-  } finally {
-    if (ring) Atomics.compareExchange(ring, slot, ringTag(task.seq, RING_RUNNING), 0);
+    return done(failure(err));
   }
+  if (!(value instanceof Promise)) return done({ ok: true, result: value });
+  return value.then(
+    (result) => done({ ok: true, result }),
+    (err: unknown) => done(failure(err)),
+  );
 }
 
 /** One Piscina task: a batch of calls, each answered on its own (a call that throws fails alone). */

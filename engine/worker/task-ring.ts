@@ -5,11 +5,13 @@
  *
  * - the pool writes QUEUED when it submits a task;
  * - a worker swaps QUEUED for RUNNING (after writing its thread id and start time) when it starts
- *   the task, and clears the slot when the task ends; if the swap fails the task was cancelled and
- *   is skipped;
+ *   the task, and RUNNING for DONE when the task ends; if the first swap fails the task was
+ *   cancelled and is skipped;
  * - at the timeout the pool swaps QUEUED for CANCELLED; finding RUNNING, it gives the task the rest
- *   of its time counted from its start, then terminates the thread.
+ *   of its time counted from its start, then terminates the thread; finding DONE, it knows the
+ *   answer exists and is on its way back (or held with its batch behind a slower call).
  */
+export const RING_DONE = 0;
 export const RING_QUEUED = 1;
 export const RING_RUNNING = 2;
 export const RING_CANCELLED = 3;

@@ -108,6 +108,21 @@ describe('engine: pricing pool timeouts', function () {
     expect(answers.map((a) => (a.ok ? a.result.price : a.kind))).to.deep.equal(['1.00', '2.00', '3.00']);
   });
 
+  it('a call that answered but whose answer is held by its batch behind a hanging call is refused as busy, not timed out against its function', async () => {
+    pool = make(1);
+    // The slow call holds the only worker, so the next two leave together in one batch: the quick one answers, then the other hangs.
+    const slow = pool.run('test-slow', { sleep_ms: 100 }, 5000);
+    const quick = pool.run('test-ok', {}, 400).catch((e: unknown) => e);
+    const hang = pool.run('test-hang', {}, 400).catch((e: unknown) => e);
+    expect((await slow).ok).to.equal(true);
+    const held = await quick;
+    expect(held).to.be.instanceOf(PoolBusyError);
+    expect(held).to.not.be.instanceOf(PoolTimeoutError);
+    expect(held).to.include({ reason: 'answer_held', limit: 400 });
+    expect(await hang).to.be.instanceOf(PoolTimeoutError);
+    expect((await pool.run('test-ok', {}, 2000)).ok).to.equal(true);
+  });
+
   it('a call that exhausts its worker\'s heap fails alone; the calls batched with it answer', async () => {
     pool = make(1);
     const slow = pool.run('test-slow', { sleep_ms: 100 }, 5000);
