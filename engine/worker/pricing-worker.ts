@@ -78,5 +78,5 @@ function runOne(task: WorkerTask): TaskOutcome | Promise<TaskOutcome> {
 
 /** One Piscina task: a batch of calls, each answered on its own (a call that throws fails alone). */
 export function runBatch(tasks: WorkerTask[]): Promise<TaskOutcome[]> {
-  return Promise.all(tasks.map(runOne));
+  return Promise.all(tasks.map((task) => Promise.resolve(runOne(task))));
 }
