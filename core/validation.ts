@@ -38,6 +38,8 @@ export function zodIssues(error: z.ZodError): ErrorIssue[] {
       if (received === 'undefined') return { path: formatPath(issue.path), reason: `required: ${wanted}` };
       if (received) return { path: formatPath(issue.path), reason: `must be ${wanted}, not ${typeWord(received)}` };
     }
+    // A schema's own wording for its unknown keys (zod's default starts "Unrecognized key") stands.
+    if (issue.code === 'unrecognized_keys' && !issue.message.startsWith('Unrecognized key')) return { path: formatPath(issue.path), reason: issue.message };
     if (issue.code === 'unrecognized_keys') {
       const keys = (issue as { keys?: string[] }).keys ?? [];
       return { path: formatPath(issue.path), reason: `unknown field${keys.length > 1 ? 's' : ''} ${keys.map((k) => `"${k}"`).join(', ')} not accepted` };

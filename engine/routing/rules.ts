@@ -25,6 +25,9 @@ export const conditionSchema = z.union([
       exists: z.boolean().optional(),
       contains: z.string().min(1).max(200).optional(),
       starts_with: z.string().min(1).max(200).optional(),
+    }, {
+      // Said as an operator, with the ones there are: "unknown field" leaves the author guessing.
+      error: (issue) => (issue.code === 'unrecognized_keys' ? `unknown operator${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => JSON.stringify(k)).join(', ')} (operators: ${OPERATORS.join(', ')})` : undefined),
     })
     // Only for a truly empty object: an unknown operator is already reported by name.
     .refine((c) => Object.keys(c).length > 0, { message: `a condition needs at least one operator (${OPERATORS.join(', ')})`, when: (payload) => payload.issues.length === 0 }),
