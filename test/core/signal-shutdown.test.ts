@@ -141,4 +141,35 @@ describe('the real entry point and its embedded PostgreSQL: SIGTERM under load, 
       () => undefined,
     );
   });
+  it('after the service is killed outright, the next start stops the PostgreSQL it left running and serves; a second live instance on the same folder is still refused', async () => {
+    const dataDir = path.join(base, 'orphan');
+    const first = await startEntryPoint(dataDir);
+    const pidFile = path.join(dataDir, 'postgres', 'postmaster.pid');
+    const orphan = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+    first.child.kill('SIGKILL');
+    await first.exited;
+    // The postmaster outlives its service (nothing stops it on SIGKILL).
+    expect(() => process.kill(orphan, 0)).to.not.throw();
+    const second = await startEntryPoint(dataDir);
+    try {
+      expect(second.output()).to.match(/"msg":"stopping the embedded PostgreSQL left running by a service that died"/);
+      expect(() => process.kill(orphan, 0)).to.throw();
+      const health = await fetch(`${second.url}/readyz`);
+      expect(health.status).to.equal(200);
+      const third = spawn(process.execPath, [path.join(__dirname, '..', '..', 'core', 'main.js')], {
+        env: { ...process.env, PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'warn', DATABASE_URL: '', REDIS_URL: '' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      third.stdout.on('data', (d: Buffer) => (output += d.toString()));
+      third.stderr.on('data', (d: Buffer) => (output += d.toString()));
+      const code = await new Promise<number | null>((resolve) => third.once('exit', resolve));
+      expect(code, output).to.equal(1);
+      expect(output).to.include('is already running');
+      expect((await fetch(`${second.url}/readyz`)).status).to.equal(200);
+    } finally {
+      second.child.kill('SIGTERM');
+      await second.exited;
+    }
+  });
 });
