@@ -38,8 +38,21 @@ export const computeExample = { context: { product_type: 'coffee', currency: 'US
 export const routerBody = z.strictObject({ ...computeFields, function_name: functionRef.optional().describe('Resolved among built-ins, your functions and public functions.') }).superRefine(pinRule);
 export const routerExample = { context: { product_type: 'coffee', currency: 'USD', unit_cost: 1.2 }, function_name: 'cost-plus' };
 
+export const batchItem = z.strictObject(computeFields).superRefine(pinRule);
+
+/** A batch item that failed validation: answered with its own 400 inside the batch's 200, not by failing the batch. */
+export class InvalidBatchItem {
+  constructor(readonly raw: unknown) {}
+}
+
 export function batchBody(maxItems: number) {
-  return z.strictObject({ items: z.array(z.strictObject(computeFields).superRefine(pinRule)).min(1).max(maxItems).describe(`1 to ${maxItems} items, each priced as one call.`) });
+  return z.strictObject({
+    items: z
+      .array(z.union([batchItem, z.unknown().transform((raw) => new InvalidBatchItem(raw)).describe('An item that fails validation is answered with its own 400 in its place; the others are priced.')]))
+      .min(1)
+      .max(maxItems)
+      .describe(`1 to ${maxItems} items, each priced as one call.`),
+  });
 }
 export const batchExample = { items: [{ context: { product_type: 'coffee', current_price: 4.5, currency: 'USD' } }, { context: { product_type: 'tea', unit_cost: 0.8, currency: 'USD' } }] };
 

@@ -1,5 +1,6 @@
 import { ApiError, errorBody, isApiError } from '../../../core/errors';
 import { defineRoute, ok } from '../../../core/http/route';
+import { validate } from '../../../core/validation';
 import type { RequestContext, RouteSpec } from '../../../core/http/route';
 import { requestRateOf } from '../../identity';
 import * as s from '../schemas';
@@ -77,7 +78,9 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
         const results = await Promise.all(
           ctx.body.items.map(async (item, index) => {
             try {
-              const r = await compute.compute(callOf(ctx, 'batch_item', item, { timed: false }));
+              // Throws the item's own validation error (issues relative to the item).
+              const valid = item instanceof s.InvalidBatchItem ? validate(s.batchItem, item.raw, { where: 'body', example: s.batchExample.items[0] }) : item;
+              const r = await compute.compute(callOf(ctx, 'batch_item', valid, { timed: false }));
               return { index, status: 200, result: r.body };
             } catch (err) {
               const apiErr = isApiError(err) ? err : new ApiError('internal_error', 'This item could not be priced.');

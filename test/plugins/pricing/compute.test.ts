@@ -130,6 +130,17 @@ describe('compute API', function () {
     expect(res.body.items[1]).to.include({ index: 1, status: 422 });
     expect(res.body.items[1].error.code).to.equal('insufficient_context');
     expect(res.body.items[2].status).to.equal(404);
+    // An item that fails validation gets its own 400 in its place; the others are priced.
+    const mixed = await api.post<Record<string, any>>('/api/compute/batch', { items: [{ context: { current_price: 'x' } }, 'not an item', { context: { current_price: 3 } }, { context: { current_price: 4 }, colour: 'red' }] });
+    expect(mixed.status).to.equal(200);
+    expect(mixed.body.summary).to.deep.equal({ total: 4, succeeded: 1, failed: 3 });
+    expect(mixed.body.items.map((i: { status: number }) => i.status)).to.deep.equal([400, 400, 200, 400]);
+    expect(mixed.body.items[0].error).to.include({ code: 'validation_error' });
+    expect(mixed.body.items[0].error.issues).to.deep.equal([{ path: 'context.current_price', reason: 'current_price must be a non-negative number' }]);
+    expect(mixed.body.items[0].error.example).to.deep.equal({ context: { product_type: 'coffee', current_price: 4.5, currency: 'USD' } });
+    expect(mixed.body.items[1].error.code).to.equal('validation_error');
+    expect(mixed.body.items[2].result.price).to.equal('3.00');
+    expect(mixed.body.items[3].error.issues[0].reason).to.match(/unknown field "colour"/);
     const hundred = await api.post<Record<string, any>>('/api/compute/batch', { items: Array.from({ length: 100 }, (_, i) => ({ context: { current_price: i + 1 } })) });
     expect(hundred.status).to.equal(200);
     expect(hundred.body.summary.succeeded).to.equal(100);
