@@ -67,7 +67,14 @@ export const functionsQuery = z.object({
 
 export const registerFunctionBody = z
   .strictObject({
-    name: z.string().trim().min(3).max(64).regex(/^[a-z0-9][a-z0-9._-]*$/, 'lowercase letters, digits, ".", "_" and "-", starting with a letter or digit'),
+    name: z
+      .string()
+      .trim()
+      .min(3)
+      .max(64)
+      .regex(/^[a-z0-9][a-z0-9._-]*$/, 'lowercase letters, digits, ".", "_" and "-", starting with a letter or digit')
+      // A name shaped like a function id could stand in for a built-in's id where callers name functions.
+      .refine((n) => !n.startsWith('fn_'), 'must not start with "fn_", the prefix of function ids'),
     description: z.string().max(1000).default(''),
     tags: z.array(z.string().trim().min(1).max(40)).max(20).default([]),
     execution_type: z.enum(['external_api', 'pipeline']),

@@ -118,6 +118,10 @@ describe('compute API', function () {
     const dup = await api.post<Record<string, any>>('/api/functions', { name: name.toUpperCase().toLowerCase(), execution_type: 'pipeline', cost_per_unit: '0.001' });
     expect(dup.status).to.equal(409);
     expect((await api.post('/api/functions', { name: 'cost-plus', execution_type: 'pipeline', cost_per_unit: '0.001' })).status).to.equal(409);
+    // A name shaped like an id could stand in for a built-in's id when callers pass function_name.
+    const idLike = await api.post<Record<string, any>>('/api/functions', { name: 'fn_builtin_charm', execution_type: 'pipeline', cost_per_unit: '0.001' });
+    expect(idLike.status).to.equal(400);
+    expect(idLike.body.issues).to.deep.equal([{ path: 'name', reason: 'must not start with "fn_", the prefix of function ids' }]);
   });
 
   it('prices batches: per-item errors inside a 200, at most 100 items', async () => {
