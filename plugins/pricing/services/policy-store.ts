@@ -96,6 +96,9 @@ export class PolicyStore {
   /** Saves a validated policy (new when `id` is null); making it the default unsets the previous one. */
   async save(workspaceId: string, id: string | null, p: PolicyShape): Promise<PolicyRecord> {
     const saved = await this.sql.tx(async (tx) => {
+      // Concurrent saves of a default take turns per workspace: each unsets the one before it, rather
+      // than both finding none and colliding on the one-default index.
+      if (p.is_default) await this.sql.many('SELECT pg_advisory_xact_lock(hashtext($1))', [`routing_policies.default:${workspaceId}`], tx);
       if (p.is_default) await this.sql.exec('UPDATE routing_policies SET is_default = false, updated_at = now() WHERE workspace_id = $1 AND is_default AND id <> COALESCE($2, \'\')', [workspaceId, id], tx);
       const row = id
         ? await this.sql.one<PolicyRow>(

@@ -106,6 +106,14 @@ describe('pricing: routing policies over HTTP', function () {
     await a.delete(`${PATH}/${first.id}`);
   });
 
+  it('concurrent saves of a default all succeed, and one default remains', async () => {
+    const created = await Promise.all(Array.from({ length: 8 }, (_, i) => b.post<Record<string, any>>(PATH, { name: `race ${i}`, strategy: 'cheapest', is_default: true })));
+    expect(created.map((r) => r.status)).to.deep.equal(Array(8).fill(201));
+    const defaults = (await b.get<Record<string, any>>(`${PATH}?limit=100`)).body.data.filter((x: { is_default: boolean }) => x.is_default);
+    expect(defaults).to.have.length(1);
+    for (const r of created) await b.delete(`${PATH}/${r.body.policy.id}`);
+  });
+
   describe('PATCH is validated against the policy it produces', () => {
     it('switching to weighted without weights: 400 naming config.weights, nothing changed', async () => {
       const p = await create(a, { name: 'to weighted', strategy: 'cheapest' });
