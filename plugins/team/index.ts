@@ -1,6 +1,6 @@
 import type { PluginDefinition } from '../../core/plugin';
 import { IDENTITY } from '../identity';
-import type { AuditLog } from '../identity';
+import type { AuditLog, KeyService } from '../identity';
 import { invitationRoutes } from './routes/invitations';
 import { memberRoutes } from './routes/members';
 import { ActorResolver } from './services/actors';
@@ -29,7 +29,7 @@ export const teamPlugin: PluginDefinition = {
     const trail = new TeamTrail(audit, sql, ctx.log);
     const actors = new ActorResolver(sql);
     const invitations = new Invitations(sql, clock, config, actors, trail);
-    const members = new Members(sql, actors, trail, invitations);
+    const members = new Members(sql, actors, trail, invitations, container.resolve<KeyService>(IDENTITY.Keys));
     container.register(TEAM.Invitations, { useValue: invitations });
     container.register(TEAM.Members, { useValue: members });
 

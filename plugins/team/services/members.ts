@@ -4,7 +4,7 @@ import type { Sql } from '../../../core/db/sql';
 import { ApiError } from '../../../core/errors';
 import { decodeCursor, listEnvelope } from '../../../core/pagination';
 import type { ListEnvelope } from '../../../core/pagination';
-import type { Role } from '../../identity';
+import type { KeyService, Role } from '../../identity';
 import { assertOwnWorkspace } from './actors';
 import type { ActorResolver } from './actors';
 import { lockWorkspace } from './invitations';
@@ -50,6 +50,7 @@ export class Members {
     private readonly actors: ActorResolver,
     private readonly trail: TeamTrail,
     private readonly invitations: Invitations,
+    private readonly keys: Pick<KeyService, 'invalidateWorkspace'>,
   ) {}
 
   private async member(workspaceId: string, personId: string, tx?: Transaction): Promise<MemberRow | null> {
@@ -98,10 +99,10 @@ export class Members {
         const target = await this.member(workspaceId, personId, tx);
         if (!target) throw memberNotFound();
         assertCanRemove(actor, { personId: target.person_id, role: target.role });
-        await this.drop(workspaceId, personId, tx);
-        await this.trail.done(actor, 'team.members.remove', personId, { removed_role: target.role }, tx);
+        const revokedKeys = await this.drop(workspaceId, personId, tx);
+        await this.trail.done(actor, 'team.members.remove', personId, { removed_role: target.role, revoked_keys: revokedKeys }, tx);
         return target;
-      });
+      }).finally(() => this.keys.invalidateWorkspace(workspaceId));
     });
   }
 
@@ -121,19 +122,26 @@ export class Members {
             throw refuse('the last owner cannot leave', 'A workspace always keeps an owner; the last owner stays.', 'The last owner of a workspace cannot leave it.');
           }
         }
-        await this.drop(workspaceId, personId, tx);
-        await this.trail.done(actor, 'team.members.leave', personId, { left_role: me.role }, tx);
+        const revokedKeys = await this.drop(workspaceId, personId, tx);
+        await this.trail.done(actor, 'team.members.leave', personId, { left_role: me.role, revoked_keys: revokedKeys }, tx);
         return me;
-      });
+      }).finally(() => this.keys.invalidateWorkspace(workspaceId));
     });
   }
 
   /**
-   * Removes a membership; the invitations the person's keys made are cancelled, and a person whose
-   * default workspace it was falls back to another of theirs.
+   * Removes a membership; the API keys the person made in the workspace are revoked (a key must not
+   * outlive its maker's access; returns how many), the invitations they made are cancelled, and a
+   * person whose default workspace it was falls back to another of theirs. The caller drops the
+   * workspace's cached keys once the transaction is over.
    */
-  private async drop(workspaceId: string, personId: string, tx: Transaction): Promise<void> {
+  private async drop(workspaceId: string, personId: string, tx: Transaction): Promise<number> {
     await this.sql.exec('DELETE FROM memberships WHERE workspace_id = $1 AND person_id = $2', [workspaceId, personId], tx);
+    const revoked = await this.sql.exec(
+      `UPDATE api_keys SET revoked_at = now(), revoked_reason = 'creator left the workspace' WHERE workspace_id = $1 AND created_by_person_id = $2 AND revoked_at IS NULL`,
+      [workspaceId, personId],
+      tx,
+    );
     await this.invitations.cancelForCreator(workspaceId, personId, null, tx);
     await this.sql.exec(
       `UPDATE people SET default_workspace_id = (SELECT workspace_id FROM memberships WHERE person_id = $1 ORDER BY created_at LIMIT 1), updated_at = now()
@@ -141,6 +149,7 @@ export class Members {
       [personId, workspaceId],
       tx,
     );
+    return revoked;
   }
 
   /** The audit log, for owners and admins (people, or team:admin keys whose creator is one). */

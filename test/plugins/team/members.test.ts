@@ -124,6 +124,28 @@ describe('team plugin: members, roles and leaving', () => {
     expect((await auditLog(api, owner)).find((e) => e.action === 'team.members.leave' && e.outcome === 'done')?.actor.id).to.equal(member.id);
   });
 
+  it('a removed member\'s API keys in that workspace are revoked at once; the keys of those who stay keep working', async () => {
+    const { owner, admin, member, ws } = await team(api);
+    const memberKey = await createKey(api, member, ws);
+    const ownerKey = await createKey(api, owner, ws);
+    expect((await api.get('/api/me', withKey(memberKey.key))).status).to.equal(200);
+    expect((await remove(as(admin, ws), ws, member.id)).status).to.equal(200);
+    const refused = await api.get<Record<string, any>>('/api/me', withKey(memberKey.key));
+    expect(refused.status).to.equal(401);
+    expect(refused.body.code).to.equal('invalid_credentials');
+    expect(refused.body.error).to.match(/revoked/);
+    expect((await api.get('/api/me', withKey(ownerKey.key))).status).to.equal(200);
+    const removal = (await auditLog(api, owner)).find((e) => e.action === 'team.members.remove' && e.outcome === 'done' && e.target === member.id);
+    expect(removal?.details).to.deep.include({ removed_role: 'member', revoked_keys: 1 });
+  });
+
+  it('a member who leaves loses the API keys they made in that workspace', async () => {
+    const { member, ws } = await team(api);
+    const memberKey = await createKey(api, member, ws);
+    expect((await api.post(`/api/workspaces/${ws}/leave`, {}, as(member, ws))).status).to.equal(200);
+    expect((await api.get('/api/me', withKey(memberKey.key))).status).to.equal(401);
+  });
+
   it('the last owner cannot leave (403, recorded); an owner may leave while another owner remains', async () => {
     const owner = await signup(api, 'owner');
     const res = await api.post(`/api/workspaces/${owner.workspaceId}/leave`, {}, as(owner));
