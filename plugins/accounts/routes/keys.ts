@@ -93,7 +93,7 @@ export function keyRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       id: 'apiKeys.delete',
       method: 'delete',
       path: '/api/api-keys/:keyId',
-      summary: 'Revoke an API key of the workspace; it stops at once (and its team invitations are cancelled).',
+      summary: 'Revoke an API key of the workspace (members: only keys they created); it stops at once (and its team invitations are cancelled).',
       tags: ['API keys'],
       ...PERSON_ONLY,
       params: s.keyIdParams,
@@ -101,6 +101,13 @@ export function keyRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
         const p = principal as Principal;
         const key = await d.keys.get(p.workspaceId, params.keyId);
         if (!key) throw new ApiError('not_found', 'No API key with this id in the workspace.');
+        // Members revoke their own keys; another person's key (the owner's integration) is for owners and admins.
+        if (identityOf(p).role === 'member' && key.created_by_person_id !== p.personId) {
+          throw new ApiError('forbidden', "Members can revoke only the API keys they created; this key is another person's.", {
+            hint: 'Ask a workspace owner or admin to revoke it.',
+            fields: { reason: 'members revoke only their own keys' },
+          });
+        }
         const revoked = await d.keys.revoke(key.id, 'revoked by a person');
         if (revoked) await events.emit('api_key.revoked', { workspaceId: p.workspaceId, keyId: key.id, reason: 'revoked' });
         return ok({ id: key.id, revoked: true });

@@ -139,6 +139,21 @@ describe('team plugin: members, roles and leaving', () => {
     expect(removal?.details).to.deep.include({ removed_role: 'member', revoked_keys: 1 });
   });
 
+  it('a member revokes only the API keys they created; owners and admins revoke any key of the workspace', async () => {
+    const { owner, admin, member, ws } = await team(api);
+    const ownerKey = await createKey(api, owner, ws);
+    const memberKey = await createKey(api, member, ws);
+    const otherMemberKey = await createKey(api, member, ws);
+    const refused = await api.delete<Record<string, any>>(`/api/api-keys/${ownerKey.id}`, as(member, ws));
+    expect(refused.status).to.equal(403);
+    expect(refused.body).to.include({ code: 'forbidden', reason: 'members revoke only their own keys', hint: 'Ask a workspace owner or admin to revoke it.' });
+    expect((await api.get('/api/me', withKey(ownerKey.key))).status).to.equal(200);
+    expect((await api.delete(`/api/api-keys/${memberKey.id}`, as(member, ws))).status).to.equal(200);
+    expect((await api.delete(`/api/api-keys/${otherMemberKey.id}`, as(admin, ws))).status).to.equal(200);
+    expect((await api.get('/api/me', withKey(otherMemberKey.key))).status).to.equal(401);
+    expect((await api.delete(`/api/api-keys/${ownerKey.id}`, as(owner))).status).to.equal(200);
+  });
+
   it('a member who leaves loses the API keys they made in that workspace', async () => {
     const { member, ws } = await team(api);
     const memberKey = await createKey(api, member, ws);
