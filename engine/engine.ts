@@ -117,7 +117,11 @@ export class PricingEngine {
     return fn;
   }
 
-  private async attempt(fn: FunctionDescriptor, context: Record<string, unknown>): Promise<AttemptResult> {
+  /**
+   * Runs one function once. `health: false` (test runs) leaves the routing statistics alone: anyone
+   * may test a public function for free, and their failures must not open its breaker for everyone.
+   */
+  private async attempt(fn: FunctionDescriptor, context: Record<string, unknown>, opts: { health?: boolean } = {}): Promise<AttemptResult> {
     const started = performance.now();
     let outcome: 'ok' | 'failed' | 'timeout' | 'not_applicable' | 'pool_busy' = 'failed';
     try {
@@ -149,7 +153,7 @@ export class PricingEngine {
       const timedOut = outcome === 'timeout';
       const recorded = timedOut ? Math.max(ms, fn.timeoutMs ?? this.opts.functionTimeoutMs) : ms;
       // A function that could not price the context, or never ran because the pool was busy, has no latency or health to record.
-      if (outcome !== 'not_applicable' && outcome !== 'pool_busy') {
+      if (outcome !== 'not_applicable' && outcome !== 'pool_busy' && opts.health !== false) {
         this.latency.record(fn.id, recorded);
         this.breakers.record(fn.id, outcome === 'ok');
         this.duration.observe({ function: fn.name }, recorded / 1000);
@@ -303,10 +307,10 @@ export class PricingEngine {
     };
   }
 
-  /** Runs one function directly (POST /api/functions/{id}/test): no routing, fallback or cache. */
+  /** Runs one function directly (POST /api/functions/{id}/test): no routing, fallback or cache, and no effect on its breaker or latency statistics. */
   async test(fn: FunctionDescriptor, context: Record<string, unknown>): Promise<{ ok: true; result: MethodResult; ms: number } | { ok: false; error: string; missing?: string[]; ms: number }> {
     const t = performance.now();
-    const r = await this.attempt(fn, context);
+    const r = await this.attempt(fn, context, { health: false });
     return r.ok ? { ok: true, result: r.result, ms: since(t) } : { ok: false, error: r.error, ...(r.notApplicable ? { missing: r.notApplicable.missing } : {}), ms: since(t) };
   }
 }
