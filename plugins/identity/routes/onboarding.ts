@@ -2,6 +2,7 @@ import { ApiError } from '../../../core/errors';
 import { created, defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import { identityOf } from '../auth/principal';
+import { wrongKindOfCredential } from '../errors';
 import { AGENT_STARTER_PLAN, changelogFeedUrl, registrationLimits, sandboxLimits } from '../limits';
 import * as s from '../schemas';
 import { keyView } from '../services/key-service';
@@ -57,7 +58,12 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       body: s.claimBody,
       example: s.claimExample,
       handler: async ({ body, principal }) => {
-        if (!principal?.keyId) throw new ApiError('unauthorized', 'A workspace:claim key is required.');
+        if (!principal?.keyId) {
+          throw wrongKindOfCredential(
+            "A workspace:claim key is required: this route takes an API key naming workspace:claim, not a person's session.",
+            'A signed-in person confirms a claim link with POST /api/agents/claim/{token}; a trusted agent sends a key with workspace:claim in x-api-key.',
+          );
+        }
         const r = await d.onboarding.claim({
           token: body.token,
           targetWorkspaceId: principal.workspaceId,
@@ -103,7 +109,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       body: s.claimConfirmBody,
       example: s.claimConfirmExample,
       handler: async ({ params, body, principal }) => {
-        if (!principal?.personId) throw new ApiError('unauthorized', 'Sign in first.');
+        if (!principal?.personId) throw wrongKindOfCredential('A claim link is confirmed by a signed-in person.', 'Sign in (POST /api/auth/signin) and send the session cookie or person token.');
         const r = await d.onboarding.claim({
           token: params.token,
           targetWorkspaceId: body.workspace_id ?? principal.workspaceId,
@@ -126,7 +132,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       body: s.rotateBody,
       example: {},
       handler: async ({ principal }) => {
-        if (!principal?.keyId) throw new ApiError('unauthorized', 'Send the key to rotate in x-api-key.');
+        if (!principal?.keyId) throw wrongKindOfCredential('Rotation needs the key itself in x-api-key.', 'Send the sandbox or agent key to rotate in x-api-key.');
         const r = await d.onboarding.rotate(principal.keyId, principal.workspaceId);
         return created({
           api_key: { ...keyView(r.row), key: r.secret, shown_once: true },

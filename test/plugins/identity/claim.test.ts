@@ -297,6 +297,20 @@ describe('identity: claiming an agent sandbox', () => {
       expect(audit).to.deep.equal([{ actor_type: 'api_key', via_key_id: key.id, outcome: 'done' }]);
     });
 
+    it('answers a person\'s session with the full 401 of a credential of the wrong kind (hint, next, retryable, WWW-Authenticate)', async () => {
+      const owner = await signUp(svc.url);
+      const reg = await register(svc.url);
+      const res = await api.post<ErrorBody & { next: unknown[]; retryable: boolean }>('/api/agents/claim', { token: reg.claim.token }, asPerson(owner));
+      expect(res.status, res.text).to.equal(401);
+      expect(res.body.code).to.equal('unauthorized');
+      expect(res.body.error).to.match(/workspace:claim key is required/);
+      expect(res.body.hint).to.match(/POST \/api\/agents\/claim\/\{token\}/);
+      expect(res.body.next).to.deep.equal([]);
+      expect(res.body.retryable).to.equal(false);
+      expect(res.headers.get('www-authenticate')).to.match(/^Bearer /);
+      await expectStillUnclaimed(reg);
+    });
+
     it('answers an unknown claim token with 404', async () => {
       const owner = await signUp(svc.url);
       const key = await createKey(svc.url, asPerson(owner), { name: 'claimer', scopes: ['workspace:claim'] });
