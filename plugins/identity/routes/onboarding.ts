@@ -9,6 +9,13 @@ import { keyView } from '../services/key-service';
 import { workspaceView } from '../services/workspaces';
 import type { IdentityDeps } from './deps';
 
+/** What a credential of the wrong kind is told, by the pipeline (the route's `accepts`) and by the handler alike. */
+const CONFIRM_NEEDS_PERSON = {
+  message: 'A claim link is confirmed by a signed-in person, not by an API key.',
+  hint: 'Sign in (POST /api/auth/signin) and send the session cookie or person token; a trusted agent uses POST /api/agents/claim with a workspace:claim key instead.',
+};
+const ROTATE_NEEDS_KEY = { message: 'Rotation needs the key itself in x-api-key.', hint: 'Send the sandbox or agent key to rotate in x-api-key.' };
+
 export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
   const claimUrl = (token: string) => `${d.publicUrl()}/api/agents/claim/${token}`;
   return [
@@ -103,13 +110,13 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       summary: 'A signed-in person confirms a claim link.',
       tags: ['Agent onboarding'],
       accepts: ['person'],
-      wrongCredentialMessage: 'A claim link is confirmed by a signed-in person, not by an API key.',
-      wrongCredentialHint: 'Sign in (POST /api/auth/signin) and send the session cookie or person token; a trusted agent uses POST /api/agents/claim with a workspace:claim key instead.',
+      wrongCredentialMessage: CONFIRM_NEEDS_PERSON.message,
+      wrongCredentialHint: CONFIRM_NEEDS_PERSON.hint,
       params: s.claimTokenParams,
       body: s.claimConfirmBody,
       example: s.claimConfirmExample,
       handler: async ({ params, body, principal }) => {
-        if (!principal?.personId) throw wrongKindOfCredential('A claim link is confirmed by a signed-in person.', 'Sign in (POST /api/auth/signin) and send the session cookie or person token.');
+        if (!principal?.personId) throw wrongKindOfCredential(CONFIRM_NEEDS_PERSON.message, CONFIRM_NEEDS_PERSON.hint);
         const r = await d.onboarding.claim({
           token: params.token,
           targetWorkspaceId: body.workspace_id ?? principal.workspaceId,
@@ -126,13 +133,13 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       summary: 'Rotate the sandbox or agent key sent in x-api-key.',
       tags: ['Agent onboarding'],
       accepts: ['api_key'],
-      wrongCredentialMessage: 'Rotation needs the key itself in x-api-key.',
-      wrongCredentialHint: 'Send the sandbox or agent key to rotate in x-api-key.',
+      wrongCredentialMessage: ROTATE_NEEDS_KEY.message,
+      wrongCredentialHint: ROTATE_NEEDS_KEY.hint,
       sandbox: true,
       body: s.rotateBody,
       example: {},
       handler: async ({ principal }) => {
-        if (!principal?.keyId) throw wrongKindOfCredential('Rotation needs the key itself in x-api-key.', 'Send the sandbox or agent key to rotate in x-api-key.');
+        if (!principal?.keyId) throw wrongKindOfCredential(ROTATE_NEEDS_KEY.message, ROTATE_NEEDS_KEY.hint);
         const r = await d.onboarding.rotate(principal.keyId, principal.workspaceId);
         return created({
           api_key: { ...keyView(r.row), key: r.secret, shown_once: true },

@@ -171,6 +171,14 @@ export class KeyService {
     return n > 0;
   }
 
+  /**
+   * Revokes every live key one person made in a workspace (they left it); returns how many. Inside
+   * the caller's transaction, so the caller drops the workspace's cached keys once it has committed.
+   */
+  async revokeMadeBy(workspaceId: string, personId: string, reason: string, tx: Transaction): Promise<number> {
+    return this.sql.exec('UPDATE api_keys SET revoked_at = now(), revoked_reason = $3 WHERE workspace_id = $1 AND created_by_person_id = $2 AND revoked_at IS NULL', [workspaceId, personId, reason], tx);
+  }
+
   async invalidateKey(keyId: string): Promise<void> {
     await this.cache.invalidate({ keyId });
     await this.cache.invalidate({ hash: `id:${keyId}` });

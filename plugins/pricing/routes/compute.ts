@@ -1,7 +1,7 @@
 import { ApiError, errorBody, isApiError } from '../../../core/errors';
 import { defineRoute, ok } from '../../../core/http/route';
-import { validate } from '../../../core/validation';
 import type { RequestContext, RouteSpec } from '../../../core/http/route';
+import { validate } from '../../../core/validation';
 import { requestRateOf } from '../../identity';
 import * as s from '../schemas';
 import type { ComputeCall, ComputeService } from '../services/compute';

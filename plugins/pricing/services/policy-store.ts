@@ -98,8 +98,10 @@ export class PolicyStore {
     const saved = await this.sql.tx(async (tx) => {
       // Concurrent saves of a default take turns per workspace: each unsets the one before it, rather
       // than both finding none and colliding on the one-default index.
-      if (p.is_default) await this.sql.many('SELECT pg_advisory_xact_lock(hashtext($1))', [`routing_policies.default:${workspaceId}`], tx);
-      if (p.is_default) await this.sql.exec('UPDATE routing_policies SET is_default = false, updated_at = now() WHERE workspace_id = $1 AND is_default AND id <> COALESCE($2, \'\')', [workspaceId, id], tx);
+      if (p.is_default) {
+        await this.sql.many('SELECT pg_advisory_xact_lock(hashtext($1))', [`routing_policies.default:${workspaceId}`], tx);
+        await this.sql.exec('UPDATE routing_policies SET is_default = false, updated_at = now() WHERE workspace_id = $1 AND is_default AND id <> COALESCE($2, \'\')', [workspaceId, id], tx);
+      }
       const row = id
         ? await this.sql.one<PolicyRow>(
             `UPDATE routing_policies SET name = $3, strategy = $4, is_default = $5, fallback_chain = $6, fallback_function = $7, config = $8, updated_at = now()

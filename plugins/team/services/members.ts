@@ -50,7 +50,7 @@ export class Members {
     private readonly actors: ActorResolver,
     private readonly trail: TeamTrail,
     private readonly invitations: Invitations,
-    private readonly keys: Pick<KeyService, 'invalidateWorkspace'>,
+    private readonly keys: Pick<KeyService, 'revokeMadeBy' | 'invalidateWorkspace'>,
   ) {}
 
   private async member(workspaceId: string, personId: string, tx?: Transaction): Promise<MemberRow | null> {
@@ -137,11 +137,7 @@ export class Members {
    */
   private async drop(workspaceId: string, personId: string, tx: Transaction): Promise<number> {
     await this.sql.exec('DELETE FROM memberships WHERE workspace_id = $1 AND person_id = $2', [workspaceId, personId], tx);
-    const revoked = await this.sql.exec(
-      `UPDATE api_keys SET revoked_at = now(), revoked_reason = 'creator left the workspace' WHERE workspace_id = $1 AND created_by_person_id = $2 AND revoked_at IS NULL`,
-      [workspaceId, personId],
-      tx,
-    );
+    const revoked = await this.keys.revokeMadeBy(workspaceId, personId, 'creator left the workspace', tx);
     await this.invitations.cancelForCreator(workspaceId, personId, null, tx);
     await this.sql.exec(
       `UPDATE people SET default_workspace_id = (SELECT workspace_id FROM memberships WHERE person_id = $1 ORDER BY created_at LIMIT 1), updated_at = now()
