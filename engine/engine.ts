@@ -164,7 +164,7 @@ export class PricingEngine {
 
   private fallbackOrder(policy: RoutingPolicy | null, decision: RouteDecision | null, first: FunctionDescriptor, scope: CallerScope): Array<{ fn: FunctionDescriptor | null; ref: string; role: AttemptReport['role'] }> {
     const out: Array<{ fn: FunctionDescriptor | null; ref: string; role: AttemptReport['role'] }> = [{ fn: first, ref: first.id, role: 'chosen' }];
-    // Priority and default routing fall through their own order before the policy's chain.
+    // A strategy's own order comes before the policy's chain (whether after a failure too: RouteDecision.alternatesAfterFailure).
     for (const alt of decision?.alternates ?? []) out.push({ fn: alt, ref: alt.id, role: 'alternate' });
     const chain = [...(policy?.fallback_chain ?? [])];
     for (const ref of chain) out.push({ fn: this.registry.resolve(ref, scope) ?? null, ref, role: 'fallback_chain' });
@@ -222,6 +222,8 @@ export class PricingEngine {
         attempts.push({ function: step.ref, id: step.ref, role: step.role, outcome: 'skipped', error: 'out of reach', ms: 0 });
         continue;
       }
+      // Past a failure, strategies other than default and priority go on to the fallback chain (RouteDecision).
+      if (step.role === 'alternate' && !decision?.alternatesAfterFailure && attempts.some((a) => a.outcome !== 'not_applicable')) continue;
       const fn = step.fn;
       if (tried.has(fn.id)) continue;
       tried.add(fn.id);

@@ -29,8 +29,14 @@ export interface RouteDecision {
   candidates: CandidateReport[];
   statistic?: Record<string, unknown>;
   rule?: { index: number; name?: string; when: Rule['when']; use: string } | { index: -1; default_function: string };
-  /** For `default` and `priority`: the other eligible functions in order, tried when the choice cannot price the context or fails. */
+  /** The other eligible functions in the strategy's own order, tried after the choice (see `alternatesAfterFailure`). */
   alternates?: FunctionDescriptor[];
+  /**
+   * `default` and `priority` try their alternates whether the choice could not price the context or failed. The
+   * other strategies try theirs only while every function tried could not price the context: their choice is the
+   * first function of their order that can price it, and a failure goes on to the fallback chain.
+   */
+  alternatesAfterFailure?: boolean;
 }
 
 const DEFAULT_TIE_BAND_PCT = 10;
@@ -149,28 +155,36 @@ export class Router {
             a.id.localeCompare(b.id),
         );
         const chosen = sorted[0] as FunctionDescriptor;
-        return pick(chosen, { statistic: { cost_per_unit: effectiveCost(chosen), tie_break: 'latency p50, then id' } });
+        return pick(chosen, { statistic: { cost_per_unit: effectiveCost(chosen), tie_break: 'latency p50, then id' }, alternates: sorted.slice(1) });
       }
       case 'fastest': {
-        const cold = eligible.filter((f) => this.latency.snapshot(f.id).cold);
+        const cold = eligible.filter((f) => this.latency.snapshot(f.id).cold).sort((a, b) => a.id.localeCompare(b.id));
+        const withP50 = eligible
+          .filter((f) => !this.latency.snapshot(f.id).cold)
+          .map((f) => ({ f, s: this.latency.snapshot(f.id) }))
+          .sort((a, b) => (a.s.p50_ms as number) - (b.s.p50_ms as number) || a.f.id.localeCompare(b.f.id));
+        // After the choice: the other cold functions, then the warm ones fastest first.
+        const rest = (chosen: FunctionDescriptor) => [...cold, ...withP50.map((x) => x.f)].filter((f) => f !== chosen);
         if (cold.length > 0) {
           const chosen = cold[Math.floor(this.rng() * cold.length)] as FunctionDescriptor;
-          return pick(chosen, { statistic: { name: 'exploring cold function', samples: this.latency.snapshot(chosen.id).samples } });
+          return pick(chosen, { statistic: { name: 'exploring cold function', samples: this.latency.snapshot(chosen.id).samples }, alternates: rest(chosen) });
         }
-        const withP50 = eligible.map((f) => ({ f, s: this.latency.snapshot(f.id) })).sort((a, b) => (a.s.p50_ms as number) - (b.s.p50_ms as number) || a.f.id.localeCompare(b.f.id));
         const best = (withP50[0] as { s: LatencySnapshot }).s.p50_ms as number;
         const band = input.config.tie_band_pct ?? DEFAULT_TIE_BAND_PCT;
         const inBand = withP50.filter((x) => (x.s.p50_ms as number) <= best * (1 + band / 100));
         const choice = inBand[Math.floor(this.rng() * inBand.length)] as { f: FunctionDescriptor; s: LatencySnapshot };
         return pick(choice.f, {
           statistic: { name: 'windowed p50 latency', p50_ms: choice.s.p50_ms, p95_ms: choice.s.p95_ms, samples: choice.s.samples, window_ms: choice.s.window_ms, tie_band_pct: band, in_band: inBand.map((x) => x.f.name) },
+          alternates: rest(choice.f),
         });
       }
       case 'round_robin': {
         const sorted = [...eligible].sort((a, b) => a.id.localeCompare(b.id));
         const n = await this.kv.incr(`rr:${input.policyId ?? `ws:${input.scope.workspaceId}`}`, 1, 7 * 86_400_000);
-        const chosen = sorted[(n - 1) % sorted.length] as FunctionDescriptor;
-        return pick(chosen, { statistic: { counter: n, of: sorted.length } });
+        const at = (n - 1) % sorted.length;
+        const chosen = sorted[at] as FunctionDescriptor;
+        // After the choice: the rest of the cycle from there.
+        return pick(chosen, { statistic: { counter: n, of: sorted.length }, alternates: [...sorted.slice(at + 1), ...sorted.slice(0, at)] });
       }
       case 'weighted': {
         const weights = input.config.weights ?? {};
@@ -185,20 +199,22 @@ export class Router {
             break;
           }
         }
-        return pick(chosen, { statistic: { weight: weightOf(chosen), total_weight: total } });
+        // After the choice: the others heaviest first (then by id), without spending draws of the seeded source.
+        const rest = eligible.filter((f) => f !== chosen).sort((a, b) => weightOf(b) - weightOf(a) || a.id.localeCompare(b.id));
+        return pick(chosen, { statistic: { weight: weightOf(chosen), total_weight: total }, alternates: rest });
       }
       case 'priority': {
         const order = input.config.order ?? [];
         const ranked = order.map((ref) => eligible.find((f) => f.id === ref || f.name.toLowerCase() === ref.toLowerCase())).filter((f): f is FunctionDescriptor => !!f);
         const chosen = ranked[0] as FunctionDescriptor;
-        return pick(chosen, { statistic: { rank: order.findIndex((r) => r === chosen.id || r.toLowerCase() === chosen.name.toLowerCase()) }, alternates: ranked.slice(1) });
+        return pick(chosen, { statistic: { rank: order.findIndex((r) => r === chosen.id || r.toLowerCase() === chosen.name.toLowerCase()) }, alternates: ranked.slice(1), alternatesAfterFailure: true });
       }
       case 'default':
       default: {
         const prefs = defaultPreference(input.context);
         const ranked = [...prefs.map((name) => eligible.find((f) => f.name === name)).filter((f): f is FunctionDescriptor => !!f), ...eligible.filter((f) => !prefs.includes(f.name))];
         const chosen = ranked[0] as FunctionDescriptor;
-        return pick(chosen, { statistic: { name: 'context-based choice', order: ranked.slice(0, 3).map((f) => f.name) }, alternates: ranked.slice(1) });
+        return pick(chosen, { statistic: { name: 'context-based choice', order: ranked.slice(0, 3).map((f) => f.name) }, alternates: ranked.slice(1), alternatesAfterFailure: true });
       }
     }
   }

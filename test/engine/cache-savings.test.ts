@@ -119,9 +119,18 @@ describe('engine: savings', function () {
     const p = policy('cheapest', { candidates: ['cost-plus', 'elasticity-optimum'] }, { fallback_chain: ['anchored-adjustment'] });
     const out = await h.price({ policy: p, context: { current_price: 10 } });
     expect(out.fn.name).to.equal('anchored-adjustment');
-    expect(out.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}`)).to.deep.equal(['cost-plus:chosen:not_applicable', 'anchored-adjustment:fallback_chain:ok']);
+    // Neither candidate can price it (the strategy's alternate is tried first), so the chain answers.
+    expect(out.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}`)).to.deep.equal(['cost-plus:chosen:not_applicable', 'elasticity-optimum:alternate:not_applicable', 'anchored-adjustment:fallback_chain:ok']);
     expect(out.fallbackUsed).to.equal(true);
     expect(out.savings).to.equal(null);
+  });
+
+  it('is present when the strategy\'s next function answered because its first choice could not price the context', async () => {
+    const p = policy('cheapest', { candidates: ['cost-plus', 'competitive-position', 'elasticity-optimum'] });
+    const out = await h.price({ policy: p, context: { competitor_prices: [10, 12, 14] } });
+    expect(out.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}`)).to.deep.equal(['cost-plus:chosen:not_applicable', 'competitive-position:alternate:ok']);
+    expect(out.fallbackUsed).to.equal(false);
+    expect(out.savings).to.deep.include({ amount: '0.0005', chosen_cost_per_unit: '0.0015' });
   });
 
   it('is absent for a cached answer', async () => {

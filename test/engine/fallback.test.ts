@@ -12,6 +12,8 @@ const FUNCTIONS = [
   fixture('test-alpha'),
   fixture('test-beta'),
   fixture('test-slow'),
+  // The cheapest of all, but it can price only a context carrying test_sku.
+  fixture('test-picky', { costPerUnit: '0.0001' }),
   // Another workspace's private function: out of reach for the caller.
   fixture('test-gamma', { isPublic: false, workspaceId: 'ws_someone_else' }),
   // The caller's own function, deactivated.
@@ -119,6 +121,53 @@ describe('engine: fallback order and failing functions', function () {
     expect(out.fn.name).to.equal('test-beta');
     expect(out.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}`)).to.deep.equal(['test-throw:chosen:failed', 'test-beta:alternate:ok']);
     expect(out.fallbackUsed).to.equal(true);
+  });
+
+  describe('cheapest, fastest, round_robin and weighted: the first function of their order that can price the context', () => {
+    const candidates = ['test-picky', 'test-beta'];
+    const strategies = {
+      cheapest: policy('cheapest', { candidates }, { fallback_function: 'test-ok' }),
+      fastest: policy('fastest', { candidates }, { fallback_function: 'test-ok' }),
+      round_robin: policy('round_robin', { candidates }, { id: 'rp_picky_rr', fallback_function: 'test-ok' }),
+      weighted: policy('weighted', { weights: { 'test-picky': 1000, 'test-beta': 1 } }, { fallback_function: 'test-ok' }),
+    };
+    for (const [name, p] of Object.entries(strategies)) {
+      it(`${name}: a choice that cannot price the context gives way to the next eligible function, not to a 422 or the fallback`, async () => {
+        // Several calls, so round_robin and fastest (cold functions first, chosen at random) also start on test-picky.
+        let sawPickyFirst = false;
+        for (let i = 0; i < 4; i++) {
+          const out = await h.price({ policy: p, context: { n: i } });
+          expect(out.fn.name).to.equal('test-beta');
+          expect(out.fallbackUsed).to.equal(false);
+          if (out.attempts.length === 2) {
+            sawPickyFirst = true;
+            expect(out.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}`)).to.deep.equal(['test-picky:chosen:not_applicable', 'test-beta:alternate:ok']);
+            expect(stage(out, 'route').chosen).to.equal('test-picky');
+            expect(stage(out, 'execute')).to.include({ function: 'test-beta', role: 'alternate' });
+          } else {
+            expect(out.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}`)).to.deep.equal(['test-beta:chosen:ok']);
+          }
+        }
+        expect(sawPickyFirst, 'test-picky chosen first at least once').to.equal(true);
+        // With the field it needs, test-picky prices it itself when chosen.
+        const out = await h.price({ policy: strategies.cheapest, context: { test_sku: 'SKU-1' } });
+        expect(out.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}`)).to.deep.equal(['test-picky:chosen:ok']);
+      });
+    }
+
+    it('a failure goes on to the fallback chain, not to the strategy\'s next function (chosen → fallback_chain → fallback_function)', async () => {
+      // test-throw is all but certain to be drawn first; the alternate would be test-beta.
+      const out = await h.price({ policy: policy('weighted', { weights: { 'test-throw': 1e9, 'test-beta': 1 } }, { fallback_function: 'test-ok' }), context: { n: 'fail' } });
+      expect(out.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}`)).to.deep.equal(['test-throw:chosen:failed', 'test-ok:fallback_function:ok']);
+      expect(out.fallbackUsed).to.equal(true);
+    });
+
+    it('once a function failed, the rest of the order is not tried: not applicable, failed, then the fallback', async () => {
+      // Heaviest first: test-picky is drawn, then test-throw and test-beta are its alternates in that order.
+      const out = await h.price({ policy: policy('weighted', { weights: { 'test-picky': 1e9, 'test-throw': 1000, 'test-beta': 1 } }, { fallback_function: 'test-ok' }), context: { n: 'picky-throw' } });
+      expect(out.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}`)).to.deep.equal(['test-picky:chosen:not_applicable', 'test-throw:alternate:failed', 'test-ok:fallback_function:ok']);
+      expect(out.fallbackUsed).to.equal(true);
+    });
   });
 
   describe('a function returning no usable price or confidence is a failed attempt', () => {
