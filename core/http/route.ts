@@ -69,6 +69,11 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
   sandbox?: boolean;
   /** Scopes required (checked by the registered authorizer). */
   scopes?: readonly string[];
+  /**
+   * The route changes workspace configuration that no named scope covers (functions, routing policies): a scoped
+   * credential needs full access, i.e. every ordinary scope (checked by the registered authorizer).
+   */
+  fullAccess?: boolean;
   /** Channel recorded for usage made through this route (default `api`). */
   channel?: Channel;
   /** Which rate-limit class applies; `none` skips the rate-limit guards. */

@@ -58,6 +58,14 @@ export function insufficientScope(required: readonly string[], hint: string): Ap
   });
 }
 
+/** 403 for a scoped credential on a route that needs full access (RouteSpec.fullAccess). */
+export function fullAccessRequired(required: readonly string[], missing: readonly string[], what: string): ApiError {
+  return new ApiError('insufficient_scope', `${what} needs full access; this credential lacks ${missing.join(', ')}.`, {
+    hint: 'Use a key created with no scopes (POST /api/api-keys without a scopes field) or a person\'s session; scoped keys do the work their scopes name.',
+    fields: { required_scopes: required },
+  });
+}
+
 export function sandboxRefusal(what: string): ApiError {
   return new ApiError('plan_restricted', `The Agent Starter sandbox cannot ${what}.`, {
     hint: 'Sandbox keys compute with built-in functions, read functions and routing policies, rotate themselves and work as OAuth client credentials. Have a person claim the workspace (the claim link from registration) to lift the limits.',

@@ -29,6 +29,12 @@ const LEGACY_EXPANSION: Record<LegacyScope, readonly Scope[]> = {
 /** Full access of an unscoped key or a dashboard session: everything except name-only permissions. */
 export const FULL_ACCESS: readonly Scope[] = NAMED_SCOPES.filter((s) => !NAME_ONLY_SCOPES.includes(s));
 
+/**
+ * What a scoped credential needs on a route that changes workspace configuration no named scope covers
+ * (RouteSpec.fullAccess): every ordinary scope except proposal approval, i.e. what a legacy write key holds.
+ */
+export const CONFIGURATION_ACCESS: readonly Scope[] = LEGACY_EXPANSION.write;
+
 export function isKnownScope(name: string): name is Scope {
   return (NAMED_SCOPES as readonly string[]).includes(name);
 }

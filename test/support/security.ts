@@ -40,7 +40,7 @@ export function applicableChecks(spec: RouteSpec, c: SecurityCase): ApplicableCh
   return {
     anonymousAllowed: spec.auth === 'optional',
     tokenRefused: !!spec.accepts && !spec.accepts.includes('access_token'),
-    scoped: !!spec.scopes?.length,
+    scoped: !!spec.scopes?.length || !!spec.fullAccess,
     personOnly: spec.accepts?.length === 1 && spec.accepts[0] === 'person',
     cross: !!c.cross,
   };

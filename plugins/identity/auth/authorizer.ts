@@ -4,9 +4,9 @@ import type { Sql } from '../../../core/db/sql';
 import { ApiError } from '../../../core/errors';
 import type { Authorizer } from '../../../core/hooks';
 import type { RouteSpec } from '../../../core/http/route';
-import { NAME_ONLY_SCOPES } from '../scopes';
+import { CONFIGURATION_ACCESS, NAME_ONLY_SCOPES } from '../scopes';
 import type { Scope } from '../scopes';
-import { insufficientScope, sandboxRefusal } from '../errors';
+import { fullAccessRequired, insufficientScope, sandboxRefusal } from '../errors';
 import { identityOf } from './principal';
 
 const READ_METHODS = new Set(['get', 'head']);
@@ -30,6 +30,11 @@ export class IdentityAuthorizer implements Authorizer {
     }
     if (id.sandbox && !route.sandbox) throw sandboxRefusal(`use ${route.method.toUpperCase()} ${route.path} — ${sentenceTail(route.summary)}`);
 
+    if (route.fullAccess && principal.scopes !== null) {
+      const held = principal.scopes;
+      const lacking = CONFIGURATION_ACCESS.filter((s) => !held.includes(s));
+      if (lacking.length > 0) throw fullAccessRequired(CONFIGURATION_ACCESS, lacking, `${route.method.toUpperCase()} ${route.path}`);
+    }
     const required = route.scopes ?? [];
     if (required.length === 0) return;
     const nameOnly = required.filter((s) => NAME_ONLY_SCOPES.includes(s as Scope));

@@ -110,6 +110,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       path: '/api/functions',
       summary: 'Register a workspace function (created as draft; activate it with PATCH).',
       tags: ['Functions'],
+      fullAccess: true,
       body: s.registerFunctionBody,
       example: s.registerFunctionExample,
       handler: async ({ principal, body }) => {
@@ -141,6 +142,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       path: '/api/functions/:id',
       summary: 'Owner only: activate, deactivate, list publicly, or change description, tags, cost or endpoint.',
       tags: ['Functions'],
+      fullAccess: true,
       params: s.idParams,
       body: s.patchFunctionBody,
       example: s.patchFunctionExample,
@@ -177,6 +179,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       path: '/api/functions/:id/test',
       summary: 'Run one function on a context (no routing, fallback or cache); another workspace\'s private function answers 403.',
       tags: ['Functions'],
+      scopes: ['price:compute'],
       params: s.idParams,
       body: s.testFunctionBody,
       example: s.testFunctionExample,

@@ -57,6 +57,7 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry): Ro
       path: '/api/routing-policies',
       summary: 'Create a routing policy; is_default true makes it the workspace default (one per workspace).',
       tags: ['Routing policies'],
+      fullAccess: true,
       body: s.createPolicyBody,
       example: s.createPolicyExample,
       handler: async ({ principal, body }) => {
@@ -82,6 +83,7 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry): Ro
       path: '/api/routing-policies/:id',
       summary: 'Change a routing policy; the policy the patch produces is validated as a whole (400 when invalid).',
       tags: ['Routing policies'],
+      fullAccess: true,
       params: s.idParams,
       body: s.patchPolicyBody,
       example: s.patchPolicyExample,
@@ -110,6 +112,7 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry): Ro
       path: '/api/routing-policies/:id',
       summary: 'Delete a routing policy (deleting the default one leaves the built-in default choice).',
       tags: ['Routing policies'],
+      fullAccess: true,
       params: s.idParams,
       handler: async ({ principal, params }) => {
         const p = principal as Principal;

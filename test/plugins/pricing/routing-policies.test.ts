@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { client } from '../../support/http';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
-import { buildWorld } from '../../support/world';
+import { buildWorld, createKey } from '../../support/world';
 import type { World } from '../../support/world';
 
 type Api = ReturnType<typeof client>;
@@ -157,5 +157,58 @@ describe('pricing: routing policies over HTTP', function () {
     expect(res.body).to.deep.equal({ id: p.id, deleted: true });
     expect((await a.get(`${PATH}/${p.id}`)).status).to.equal(404);
     expect((await a.delete(`${PATH}/${p.id}`)).status).to.equal(404);
+  });
+
+  describe('scopes: functions and routing policies are workspace configuration', () => {
+    const keyed = async (scopes: string[]) => client(svc.url, { 'x-api-key': (await createKey(svc, world.a.owner, { name: `scoped ${scopes.join(' ')}`, scopes })).key });
+    const fnName = () => `scoped-fn-${Date.now()}-${Math.floor(Math.random() * 1e6)}`;
+
+    it('a scoped key without full access is refused on every write with 403 insufficient_scope, naming what it lacks', async () => {
+      const own = await a.post<Record<string, any>>('/api/functions', { name: fnName(), execution_type: 'pipeline', cost_per_unit: '0.001' });
+      expect(own.status, own.text).to.equal(201);
+      const policy = await create(a, { name: 'scoped target', strategy: 'cheapest' });
+      for (const scopes of [['billing:read'], ['price:compute'], ['read']]) {
+        const api = await keyed(scopes);
+        const writes: Array<[string, () => Promise<{ status: number; body: Record<string, any> }>]> = [
+          ['POST /api/functions', () => api.post('/api/functions', { name: fnName(), execution_type: 'pipeline', cost_per_unit: '0.001' })],
+          ['PATCH /api/functions/:id', () => api.patch(`/api/functions/${own.body.function.id}`, { description: 'changed' })],
+          ['POST /api/routing-policies', () => api.post(PATH, { name: 'scoped', strategy: 'cheapest' })],
+          ['PATCH /api/routing-policies/:id', () => api.patch(`${PATH}/${policy.id}`, { name: 'renamed' })],
+          ['DELETE /api/routing-policies/:id', () => api.delete(`${PATH}/${policy.id}`)],
+        ];
+        for (const [what, send] of writes) {
+          const res = await send();
+          expect(res.status, `${scopes.join(',')} ${what}: ${JSON.stringify(res.body)}`).to.equal(403);
+          expect(res.body.code).to.equal('insufficient_scope');
+          expect(res.body.error).to.equal(`${what} needs full access; this credential lacks ${['price:compute', 'billing:read', 'billing:write', 'commerce:configure', 'commerce:execute'].filter((s) => !(scopes[0] === 'read' ? ['price:compute', 'billing:read'] : scopes).includes(s)).join(', ')}.`);
+          expect(res.body.required_scopes).to.deep.equal(['price:compute', 'billing:read', 'billing:write', 'commerce:configure', 'commerce:execute']);
+          expect(res.body.hint).to.contain('no scopes');
+        }
+        // Reading stays open to it.
+        expect((await api.get(`${PATH}/${policy.id}`)).status).to.equal(200);
+      }
+      // Nothing changed.
+      expect((await a.get<Record<string, any>>(`${PATH}/${policy.id}`)).body.policy.name).to.equal('scoped target');
+    });
+
+    it('an unscoped key, a legacy write key and a person session may write', async () => {
+      for (const api of [a, await keyed(['write']), client(svc.url, { cookie: world.a.owner.cookie })]) {
+        const fn = await api.post<Record<string, any>>('/api/functions', { name: fnName(), execution_type: 'pipeline', cost_per_unit: '0.001' });
+        expect(fn.status, fn.text).to.equal(201);
+        const p = await create(api, { name: 'allowed', strategy: 'cheapest' });
+        expect((await api.delete(`${PATH}/${p.id}`)).status).to.equal(200);
+      }
+    });
+
+    it('testing a function needs price:compute: a billing:read key gets 403, a price:compute key runs it', async () => {
+      const body = { context: { current_price: 10 } };
+      const narrow = await (await keyed(['billing:read'])).post<Record<string, any>>('/api/functions/fn_builtin_anchored/test', body);
+      expect(narrow.status).to.equal(403);
+      expect(narrow.body).to.include({ code: 'insufficient_scope' });
+      expect(narrow.body.required_scopes).to.deep.equal(['price:compute']);
+      const compute = await (await keyed(['price:compute'])).post<Record<string, any>>('/api/functions/fn_builtin_anchored/test', body);
+      expect(compute.status, compute.text).to.equal(200);
+      expect(compute.body.ok).to.equal(true);
+    });
   });
 });
