@@ -16,12 +16,15 @@ export function identityUnauthorized(route: RouteSpec, reason: 'missing' | 'wron
   }
   const principal = ctx.principal;
   const personOnly = route.accepts?.length === 1 && route.accepts[0] === 'person';
+  // SPEC: an agent token on key management is 403 agent_cannot_manage_keys, rotation (which takes the key itself) included.
+  if (principal?.kind === 'access_token' && route.keyManagement) {
+    return new ApiError('agent_cannot_manage_keys', 'Agent tokens cannot manage API keys.', {
+      hint: personOnly
+        ? 'A person manages keys in Settings (session or person token); an agent rotates its own key with POST /api/api-keys/rotate.'
+        : 'Send the sandbox or agent key itself in x-api-key to rotate it; a token made from the key cannot.',
+    });
+  }
   if (principal?.kind === 'access_token' && personOnly) {
-    if (route.keyManagement) {
-      return new ApiError('agent_cannot_manage_keys', 'Agent tokens cannot manage API keys.', {
-        hint: 'A person manages keys in Settings (session or person token); an agent rotates its own key with POST /api/api-keys/rotate.',
-      });
-    }
     return new ApiError('forbidden', 'Agent tokens cannot use this route; it accepts person credentials only.', {
       hint: 'Agent management, agent keys, the agent inbox and approval decisions are for people signed in to the workspace.',
       fields: { reason: 'person credentials only' },

@@ -133,6 +133,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       summary: 'Rotate the sandbox or agent key sent in x-api-key.',
       tags: ['Agent onboarding'],
       accepts: ['api_key'],
+      keyManagement: true,
       wrongCredentialMessage: ROTATE_NEEDS_KEY.message,
       wrongCredentialHint: ROTATE_NEEDS_KEY.hint,
       sandbox: true,

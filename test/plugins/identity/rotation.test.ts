@@ -108,14 +108,14 @@ describe('identity: key rotation (POST /api/api-keys/rotate)', () => {
     expect((await api.get('/api/me', { authorization: `Bearer ${fresh}` })).status).to.equal(200);
   });
 
-  it('needs the key itself: an access token cannot rotate', async () => {
+  it('needs the key itself: an agent access token is refused with 403 agent_cannot_manage_keys, and nothing rotates', async () => {
     const reg = await register(svc.url);
     const token = await accessToken(svc.url, reg.api_key.key);
     const res = await api.post<ErrorBody>('/api/api-keys/rotate', {}, { authorization: `Bearer ${token}` });
-    expect(res.status).to.equal(401);
-    expect(res.body.code).to.equal('unauthorized');
+    expect(res.status).to.equal(403);
+    expect(res.body.code).to.equal('agent_cannot_manage_keys');
     expect(res.body.hint).to.match(/x-api-key/);
-    expect(res.headers.get('www-authenticate')).to.match(/^Bearer/);
+    expect(res.headers.get('www-authenticate')).to.equal(null);
     expect((await api.get('/api/me', { 'x-api-key': reg.api_key.key })).status).to.equal(200);
   });
 });
