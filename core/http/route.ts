@@ -65,6 +65,11 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
   wrongCredentialHint?: string;
   /** The route manages API keys (an agent token there answers 403 agent_cannot_manage_keys). */
   keyManagement?: boolean;
+  /**
+   * The route only gives up access (signing out, ending sessions, revoking a key): a suspended or rejected account,
+   * which can otherwise only read, may still call it.
+   */
+  givesUpAccess?: boolean;
   /** Whether an unclaimed agent sandbox (Agent Starter plan) may call the route (default: no). */
   sandbox?: boolean;
   /** Scopes required (checked by the registered authorizer). */

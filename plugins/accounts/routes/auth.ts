@@ -75,6 +75,7 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       path: '/api/auth/signout',
       summary: 'End the current session.',
       tags: ['People'],
+      givesUpAccess: true,
       accepts: ['person'],
       handler: async ({ principal }): Promise<Reply> => {
         if (principal?.personId && principal.sessionId) await d.sessions.revoke(principal.personId, principal.sessionId);

@@ -96,6 +96,7 @@ export function keyRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       summary: 'Revoke an API key of the workspace (members: only keys they created); it stops at once (and its team invitations are cancelled).',
       tags: ['API keys'],
       ...PERSON_ONLY,
+      givesUpAccess: true,
       params: s.keyIdParams,
       handler: async ({ principal, params }) => {
         const p = principal as Principal;

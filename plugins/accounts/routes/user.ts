@@ -72,6 +72,7 @@ export function userRoutes(d: AccountsDeps): RouteSpec[] {
       path: '/api/user/sessions',
       summary: 'End all your sessions, except currentSessionId when given (query parameter, a UUID).',
       tags: ['People'],
+      givesUpAccess: true,
       accepts: ['person'],
       query: s.revokeAllQuery,
       handler: async ({ principal, query }) => {
@@ -87,6 +88,7 @@ export function userRoutes(d: AccountsDeps): RouteSpec[] {
       path: '/api/user/sessions/:sessionId',
       summary: 'End one of your sessions.',
       tags: ['People'],
+      givesUpAccess: true,
       accepts: ['person'],
       params: s.uuidParam,
       handler: async ({ principal, params }) => {

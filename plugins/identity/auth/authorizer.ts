@@ -22,7 +22,7 @@ export class IdentityAuthorizer implements Authorizer {
 
   async authorize(principal: Principal, route: RouteSpec, _req: Request): Promise<void> {
     const id = identityOf(principal);
-    if ((id.workspaceStatus === 'suspended' || id.workspaceStatus === 'rejected') && !READ_METHODS.has(route.method)) {
+    if ((id.workspaceStatus === 'suspended' || id.workspaceStatus === 'rejected') && !READ_METHODS.has(route.method) && !route.givesUpAccess) {
       throw new ApiError('account_restricted', `This workspace is ${id.workspaceStatus}; it can only read.`, {
         hint: 'Contact support to have the account reviewed.',
         fields: { reason: `workspace ${id.workspaceStatus}` },

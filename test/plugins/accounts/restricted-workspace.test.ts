@@ -1,0 +1,52 @@
+import { expect } from 'chai';
+import { client } from '../../support/http';
+import { asPerson, createKey, identityConfig, signUp } from '../../support/identity';
+import type { ErrorBody } from '../../support/identity';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+
+describe('accounts: a suspended or rejected workspace can only read, but can always give up access', () => {
+  let svc: TestService;
+  let api: ReturnType<typeof client>;
+
+  before(async () => {
+    svc = await startTestService({ config: identityConfig() });
+    api = client(svc.url);
+  });
+  after(() => svc.close());
+
+  const setWorkspaceStatus = (id: string, status: string) => svc.sequelize.query('UPDATE workspaces SET status = $2 WHERE id = $1', { bind: [id, status] });
+
+  for (const status of ['suspended', 'rejected']) {
+    it(`${status}: writes get 403 account_restricted; signing out, ending sessions and revoking keys still work`, async () => {
+      const person = await signUp(svc.url);
+      const key = await createKey(svc.url, asPerson(person), { name: 'leaked integration' });
+      // A second session to end, from another sign-in.
+      const other = await api.post<{ session: { id: string } }>('/api/auth/signin', { email: person.email, password: person.password });
+      expect(other.status, other.text).to.equal(200);
+      await setWorkspaceStatus(person.workspaceId, status);
+
+      const write = await api.post<ErrorBody>('/api/compute/price', { context: { unit_cost: 10 } }, { 'x-api-key': key.key });
+      expect(write.status, write.text).to.equal(403);
+      expect(write.body.code).to.equal('account_restricted');
+      expect((await api.post<ErrorBody>('/api/api-keys', { name: 'more' }, asPerson(person))).body.code).to.equal('account_restricted');
+      expect((await api.get('/api/me', asPerson(person))).status).to.equal(200);
+
+      const revoke = await api.delete<Record<string, unknown>>(`/api/api-keys/${key.id}`, asPerson(person));
+      expect(revoke.status, revoke.text).to.equal(200);
+      const afterRevoke = await api.get<ErrorBody>('/api/me', { 'x-api-key': key.key });
+      expect(afterRevoke.status).to.equal(401);
+      expect(afterRevoke.body.code).to.equal('invalid_credentials');
+
+      const endOne = await api.delete<Record<string, unknown>>(`/api/user/sessions/${other.body.session.id}`, asPerson(person));
+      expect(endOne.status, endOne.text).to.equal(200);
+      const endAll = await api.delete<{ revoked: number }>(`/api/user/sessions?currentSessionId=${person.sessionId}`, asPerson(person));
+      expect(endAll.status, endAll.text).to.equal(200);
+
+      const signout = await api.post<{ signed_out: boolean }>('/api/auth/signout', {}, asPerson(person));
+      expect(signout.status, signout.text).to.equal(200);
+      expect(signout.body.signed_out).to.equal(true);
+      expect((await api.get('/api/me', asPerson(person))).status).to.equal(401);
+    });
+  }
+});
