@@ -23,9 +23,10 @@ export class IdentityAuthorizer implements Authorizer {
   async authorize(principal: Principal, route: RouteSpec, _req: Request): Promise<void> {
     const id = identityOf(principal);
     if ((id.workspaceStatus === 'suspended' || id.workspaceStatus === 'rejected') && !READ_METHODS.has(route.method) && !route.givesUpAccess) {
-      throw new ApiError('account_restricted', `This workspace is ${id.workspaceStatus}; it can only read.`, {
+      // For a person the status is the stricter of theirs and the workspace's (person-authenticator).
+      throw new ApiError('account_restricted', `This account is ${id.workspaceStatus}; it can only read, sign out, end sessions and revoke keys.`, {
         hint: 'Contact support to have the account reviewed.',
-        fields: { reason: `workspace ${id.workspaceStatus}` },
+        fields: { reason: `account ${id.workspaceStatus}` },
       });
     }
     if (id.sandbox && !route.sandbox) throw sandboxRefusal(`use ${route.method.toUpperCase()} ${route.path} — ${sentenceTail(route.summary)}`);

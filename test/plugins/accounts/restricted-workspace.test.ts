@@ -29,6 +29,8 @@ describe('accounts: a suspended or rejected workspace can only read, but can alw
       const write = await api.post<ErrorBody>('/api/compute/price', { context: { unit_cost: 10 } }, { 'x-api-key': key.key });
       expect(write.status, write.text).to.equal(403);
       expect(write.body.code).to.equal('account_restricted');
+      expect(write.body.error).to.equal(`This account is ${status}; it can only read, sign out, end sessions and revoke keys.`);
+      expect(write.body.reason).to.equal(`account ${status}`);
       expect((await api.post<ErrorBody>('/api/api-keys', { name: 'more' }, asPerson(person))).body.code).to.equal('account_restricted');
       expect((await api.get('/api/me', asPerson(person))).status).to.equal(200);
 
@@ -49,4 +51,14 @@ describe('accounts: a suspended or rejected workspace can only read, but can alw
       expect((await api.get('/api/me', asPerson(person))).status).to.equal(401);
     });
   }
+
+  it('a suspended person in an active workspace is as restricted, and can still sign out', async () => {
+    const person = await signUp(svc.url);
+    await svc.sequelize.query('UPDATE people SET status = $2 WHERE id = $1', { bind: [person.id, 'suspended'] });
+    const write = await api.post<ErrorBody>('/api/api-keys', { name: 'more' }, asPerson(person));
+    expect(write.status).to.equal(403);
+    expect(write.body).to.include({ code: 'account_restricted', reason: 'account suspended' });
+    expect((await api.post('/api/auth/signout', {}, asPerson(person))).status).to.equal(200);
+    expect((await api.get('/api/me', asPerson(person))).status).to.equal(401);
+  });
 });
