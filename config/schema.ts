@@ -150,7 +150,7 @@ export const settingsTree = {
     },
     rateLimit: {
       perWorkspacePerMinute: int('RATE_LIMIT_PER_WORKSPACE_PER_MINUTE', 600, 'Requests per minute per workspace on authenticated routes.', { min: 1 }),
-      perAddressPerMinute: int('RATE_LIMIT_PER_ADDRESS_PER_MINUTE', 300, 'Requests per minute per network address on authenticated routes.', { min: 1 }),
+      perAddressPerMinute: int('RATE_LIMIT_PER_ADDRESS_PER_MINUTE', 300, 'Requests per minute per network address, authenticated or anonymous (not the keyless demo routes, which have their own hourly budget).', { min: 1 }),
       failedAuthPerAddressPer15Min: int('RATE_LIMIT_FAILED_AUTH_PER_ADDRESS_PER_15MIN', 20, 'Rejected credentials per address in 15 minutes before the address is slowed down.', { min: 1 }),
     },
   },

@@ -11,7 +11,7 @@ export interface Authorizer {
   authorize(principal: Principal, route: RouteSpec, req: Request): Promise<void> | void;
 }
 
-/** Runs after authentication and before the body is read (rate limits, account status). */
+/** Runs after authentication, before authorization and before the body is read (request rates, budgets). */
 export interface Guard {
   name: string;
   run(ctx: RequestContext): Promise<void> | void;

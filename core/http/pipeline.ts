@@ -114,17 +114,19 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
         const principal = await hooks.authenticate(req);
         if (!principal && (policy === 'required' || hooks.credentialSent(req))) throw hooks.unauthorized(route, 'missing', { req, principal });
         if (principal && route.accepts && !route.accepts.includes(principal.kind)) throw hooks.unauthorized(route, 'wrong_kind', { req, principal });
-        if (principal) {
-          if (hooks.authorizers.length === 0 && route.scopes?.length) {
-            const granted = principal.scopes;
-            const missing = granted === null ? [] : route.scopes.filter((s) => !granted.includes(s));
-            if (missing.length) throw new ApiError('insufficient_scope', 'The credential lacks a required scope.', { fields: { required_scopes: route.scopes } });
-          }
-          for (const a of hooks.authorizers) await a.authorize(principal, route, req);
-        }
         ctx.principal = principal;
       }
+      // Guards (request rates, budgets) before authorization: a refused request counts and carries the rate headers too.
       for (const g of hooks.guards) await g.run(ctx);
+      const principal = ctx.principal;
+      if (principal) {
+        if (hooks.authorizers.length === 0 && route.scopes?.length) {
+          const granted = principal.scopes;
+          const missing = granted === null ? [] : route.scopes.filter((s) => !granted.includes(s));
+          if (missing.length) throw new ApiError('insufficient_scope', 'The credential lacks a required scope.', { fields: { required_scopes: route.scopes } });
+        }
+        for (const a of hooks.authorizers) await a.authorize(principal, route, req);
+      }
       if (route.params) ctx.params = validate(route.params, req.params, { where: 'params' });
       if (route.query) ctx.query = validate(route.query, req.query, { where: 'query' });
       if (route.body) ctx.body = validate(route.body, parseJsonBody(req.body, route), { where: 'body', example: route.example });

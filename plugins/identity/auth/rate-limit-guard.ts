@@ -31,8 +31,10 @@ export interface RateLimits {
 }
 
 /**
- * Default request-rate limits on every authenticated route: per workspace and per network
- * address, counted on the key-value store so instances sharing Redis enforce one limit.
+ * Default request-rate limits: per workspace and per network address on authenticated requests, per
+ * network address alone on anonymous ones (sign-up, sign-in, the public catalogue; the keyless demo
+ * has its own hourly budget), counted on the key-value store so instances sharing Redis enforce one
+ * limit. Runs before authorization, so refused requests count too.
  */
 export class RateLimitGuard implements Guard {
   readonly name = 'rate-limit';
@@ -43,7 +45,8 @@ export class RateLimitGuard implements Guard {
   ) {}
 
   async run(ctx: RequestContext): Promise<void> {
-    if (!ctx.principal || ctx.route.rateLimit === 'none') return;
+    if (ctx.route.rateLimit === 'none') return;
+    if (!ctx.principal) return this.anonymous(ctx);
     const [ws, ip] = await Promise.all([
       this.kv.rateLimit(`rl:ws:${ctx.principal.workspaceId}`, this.limits.perWorkspacePerMinute, WINDOW_MS),
       this.kv.rateLimit(`rl:ip:${ctx.clientIp}`, this.limits.perAddressPerMinute, WINDOW_MS),
@@ -51,15 +54,30 @@ export class RateLimitGuard implements Guard {
     const rate: RequestRate = { workspace: ws, address: ip };
     const tighter = bindingRate(rate);
     ctx.state.rateLimit = rate;
-    ctx.res.setHeader('X-RateLimit-Limit', String(tighter.limit));
-    ctx.res.setHeader('X-RateLimit-Remaining', String(tighter.remaining));
-    ctx.res.setHeader('X-RateLimit-Reset', String(Math.ceil(tighter.resetMs / 1000)));
+    setHeaders(ctx, tighter);
     if (ws.allowed && ip.allowed) return;
-    const retryAfter = Math.max(1, Math.ceil(tighter.retryAfterMs / 1000));
-    throw new ApiError('rate_limited', `Request rate limit reached for this ${tighter.scope === 'workspace' ? 'workspace' : 'network address'}.`, {
-      retry_after: retryAfter,
-      limit: { scope: tighter.scope, requests_per_minute: tighter.limit },
-      hint: `Wait ${retryAfter} s, then retry; spread requests out or use batch pricing for many items.`,
-    });
+    throw rateLimited(tighter);
   }
+
+  private async anonymous(ctx: RequestContext): Promise<void> {
+    if (ctx.route.rateLimit === 'demo') return;
+    const ip = await this.kv.rateLimit(`rl:ip:${ctx.clientIp}`, this.limits.perAddressPerMinute, WINDOW_MS);
+    setHeaders(ctx, ip);
+    if (!ip.allowed) throw rateLimited({ ...ip, scope: 'address' });
+  }
+}
+
+function setHeaders(ctx: RequestContext, r: RateLimitResult): void {
+  ctx.res.setHeader('X-RateLimit-Limit', String(r.limit));
+  ctx.res.setHeader('X-RateLimit-Remaining', String(r.remaining));
+  ctx.res.setHeader('X-RateLimit-Reset', String(Math.ceil(r.resetMs / 1000)));
+}
+
+function rateLimited(r: RateLimitResult & { scope: 'workspace' | 'address' }): ApiError {
+  const retryAfter = Math.max(1, Math.ceil(r.retryAfterMs / 1000));
+  return new ApiError('rate_limited', `Request rate limit reached for this ${r.scope === 'workspace' ? 'workspace' : 'network address'}.`, {
+    retry_after: retryAfter,
+    limit: { scope: r.scope, requests_per_minute: r.limit },
+    hint: `Wait ${retryAfter} s, then retry; spread requests out or use batch pricing for many items.`,
+  });
 }

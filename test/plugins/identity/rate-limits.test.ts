@@ -94,6 +94,43 @@ describe('identity: request rate limits and the failed-credential guard', () => 
     expect((await api.get('/api/me', from('192.0.2.33', { 'x-api-key': keys[2] ?? '' }))).status, 'another address is not limited').to.equal(200);
   });
 
+  it('counts requests refused for their scope or plan, and puts the rate headers on the refusal', async () => {
+    const ip = '192.0.2.9';
+    const sandbox = await register(svc.url);
+    // A sandbox may not create routing policies: 403 plan_restricted, counted all the same.
+    for (let i = 0; i < 5; i++) {
+      const refused = await api.post<ErrorBody>('/api/routing-policies', { name: 'p', strategy: 'cheapest' }, from(ip, { 'x-api-key': sandbox.api_key.key }));
+      expect(refused.status, `refusal ${i + 1}`).to.equal(403);
+      expect(refused.body.code).to.equal('plan_restricted');
+      expect(expectRateLimitHeaders(refused, `refusal ${i + 1}`).remaining).to.equal(4 - i);
+    }
+    const res = await api.post<ErrorBody>('/api/routing-policies', { name: 'p', strategy: 'cheapest' }, from(ip, { 'x-api-key': sandbox.api_key.key }));
+    expectRetryAfter(res);
+    expect(res.body.code).to.equal('rate_limited');
+    expect(res.body.limit).to.deep.equal({ scope: 'workspace', requests_per_minute: 5 });
+  });
+
+  it('limits anonymous requests on public routes per address (sign-up, sign-in), with the rate headers', async () => {
+    const ip = '192.0.2.10';
+    const bodies = (i: number) => ({ email: `flood-${i}-${Date.now()}@example.com`, password: 'correct horse battery', date_of_birth: '1990-01-01' });
+    for (let i = 0; i < 8; i++) {
+      const res = await api.post('/api/auth/signup', bodies(i), from(ip));
+      expect(res.status, `sign-up ${i + 1}: ${res.text}`).to.equal(201);
+      expect(expectRateLimitHeaders(res, `sign-up ${i + 1}`)).to.include({ limit: 8, remaining: 7 - i });
+    }
+    const over = await api.post<ErrorBody>('/api/auth/signup', bodies(9), from(ip));
+    expectRetryAfter(over);
+    expect(over.body.code).to.equal('rate_limited');
+    expect(over.body.limit).to.deep.equal({ scope: 'address', requests_per_minute: 8 });
+    expect((await api.post<ErrorBody>('/api/auth/signin', { email: 'x@example.com', password: 'whatever it is' }, from(ip))).status, 'sign-in from the same address').to.equal(429);
+    // Another address is not limited; the keyless demo keeps its own budget instead.
+    expect((await api.post('/api/auth/signup', bodies(10), from('192.0.2.110'))).status).to.equal(201);
+    const demo = await api.post('/api/public/compute/demo', { context: { unit_cost: 10 } }, from(ip));
+    expect(demo.status, demo.text).to.equal(200);
+    expect(demo.headers.get('x-demo-budget-limit')).to.match(/^\d+$/);
+    expect(demo.headers.get('x-ratelimit-limit')).to.equal(null);
+  });
+
   it('lets a caller that waits retry_after seconds after a rate-limit 429 through again', async () => {
     const ip = '192.0.2.8';
     const sandbox = await register(svc.url);
