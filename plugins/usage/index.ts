@@ -14,7 +14,7 @@ import { TesterTags } from './services/tester-tags';
 import { USAGE } from './tokens';
 
 export { USAGE } from './tokens';
-export type { UsageRecorder, UsageEventInput } from './services/recorder';
+export type { RecordedEvent, UsageRecorder, UsageEventInput } from './services/recorder';
 export type { UsageEvents } from './services/events';
 export { quotaNextSteps } from './services/allowance';
 export { addressHash } from './services/address';

@@ -125,25 +125,24 @@ export class ComputeService {
     const charged = { amount: demo ? '0.00' : outcome.cost, currency: 'USDC', paid_via: reservation.paidVia, billable: !demo && reservation.paidVia === null };
     stages.push({ stage: 'charge', ms: 0, ...charged });
     t = performance.now();
-    const usageEventId = await this.recorder.recordAndSettle(
-      this.usageEvent(call, {
-        status: 'ok',
-        functionId: outcome.fn.id,
-        functionName: outcome.fn.name,
-        strategy: outcome.strategy,
-        price: outcome.result.price,
-        currency: outcome.result.currency,
-        confidence: outcome.result.confidence,
-        cost: charged.amount,
-        billable: charged.billable,
-        paidVia: reservation.paidVia,
-        cached: outcome.cached,
-        fallbackUsed: outcome.fallbackUsed,
-        latencyMs: ms(t0),
-      }),
-      // A reservation the caller brought is the caller's to settle.
-      call.reservation ? null : reservation,
-    );
+    const usageEvent = this.usageEvent(call, {
+      status: 'ok',
+      functionId: outcome.fn.id,
+      functionName: outcome.fn.name,
+      strategy: outcome.strategy,
+      price: outcome.result.price,
+      currency: outcome.result.currency,
+      confidence: outcome.result.confidence,
+      cost: charged.amount,
+      billable: charged.billable,
+      paidVia: reservation.paidVia,
+      cached: outcome.cached,
+      fallbackUsed: outcome.fallbackUsed,
+      latencyMs: ms(t0),
+    });
+    // A reservation the caller brought is the caller's to settle.
+    const recorded = await this.recorder.recordAndSettle(usageEvent, call.reservation ? null : reservation);
+    const usageEventId = recorded.id;
     stages.push({ stage: 'record_usage', ms: ms(t), usage_event_id: usageEventId });
 
     const total = call.startedAt !== undefined ? ms(call.startedAt) : ms(t0);
@@ -173,7 +172,7 @@ export class ComputeService {
       },
       ...(outcome.savings ? { savings: outcome.savings } : {}),
       next_actions: nextActions(p, this.routes, this.config.limits.nextActionsMax, { usageEventId, price: outcome.result.price, context: call.context }),
-      receipt: receipt(base, usageEventId, p),
+      receipt: receipt(base, recorded, usageEvent, p),
     };
     const left = remaining(p, reservation, call.rateLimit);
     if (left) body.remaining = left;

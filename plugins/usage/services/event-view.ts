@@ -1,5 +1,6 @@
 import { formatMoney, isDecimalString } from '../../../core/money';
 import type { Channel, Classification, Outcome, PaidVia } from '../schemas';
+import type { RecordedEvent, UsageEventInput } from './recorder';
 
 /** The columns the usage API reads from usage_events, plus the viewer-relative classification. */
 export interface EventRow {
@@ -104,5 +105,47 @@ export function eventView(r: EventRow): Record<string, unknown> {
           links: { self: `/api/usage/events/${r.id}`, outcome: `/api/usage/events/${r.id}/outcome` },
         }
       : {}),
+  };
+}
+
+/**
+ * The row a just-written event reads back as, without reading it: for the receipt of the call. The
+ * caller sees it as the API shows it to the calling workspace: Mine for its own key; otherwise (the
+ * keyless demo) as Others, so no tester tag of the demo tenant shows.
+ */
+export function recordedEventRow(recorded: RecordedEvent, e: UsageEventInput): EventRow {
+  return {
+    id: recorded.id,
+    workspace_id: e.workspaceId,
+    created_at: recorded.createdAt,
+    created_key: recorded.createdAt.toISOString(),
+    request_id: e.requestId ?? null,
+    operation: e.operation,
+    channel: e.channel,
+    status: e.status,
+    error_code: e.errorCode ?? null,
+    function_id: e.functionId ?? null,
+    function_name: e.functionName ?? null,
+    strategy: e.strategy ?? null,
+    price: e.price ?? null,
+    currency: e.currency ?? null,
+    confidence: e.confidence ?? null,
+    cost: e.cost,
+    billable: e.billable,
+    paid_via: e.paidVia,
+    outcome: null,
+    quality_score: null,
+    outcome_at: null,
+    caller_key_id: e.callerKeyId ?? null,
+    caller_agent_id: e.callerAgentId ?? null,
+    caller_person_id: e.callerPersonId ?? null,
+    caller_user_agent: e.callerUserAgent?.slice(0, 300) ?? null,
+    caller_verified: e.callerVerified,
+    cached: e.cached ?? false,
+    fallback_used: e.fallbackUsed ?? false,
+    latency_ms: e.latencyMs ?? null,
+    context_keys: e.contextKeys ?? {},
+    viewer_class: e.classification === 'mine' ? 'mine' : 'others',
+    tester_label: null,
   };
 }

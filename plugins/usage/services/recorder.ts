@@ -106,11 +106,14 @@ const INSERT = `INSERT INTO usage_events (${COLUMNS.map(([name]) => name).join('
   type === 'jsonb' ? `r->${i}` : type === 'text' ? `r->>${i}` : `(r->>${i})::${type}`,
 ).join(', ')} FROM jsonb_array_elements($1::jsonb) AS r`;
 
+/** The database's own time of each row (the transaction's), so a receipt shows what the usage API will. */
+const RETURNING = ' RETURNING id, created_at';
+
 /**
  * The same with synchronous_commit off for this statement's own transaction only (set_config with
  * is_local, the SET LOCAL of a single statement): its commit does not wait for the WAL flush.
  */
-const INSERT_ASYNC_COMMIT = `${INSERT} CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit`;
+const INSERT_ASYNC_COMMIT = `${INSERT} CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit${RETURNING}`;
 
 /**
  * PostgreSQL refuses NUL and unpaired surrogates in JSON text. Unpaired surrogates become U+FFFD,
@@ -150,10 +153,16 @@ export function usageWriteFailed(): ApiError {
   });
 }
 
+/** A written event: its id and the time the database recorded it. */
+export interface RecordedEvent {
+  id: string;
+  createdAt: Date;
+}
+
 interface Pending {
   id: string;
   event: UsageEventInput;
-  resolve: () => void;
+  resolve: (createdAt: Date) => void;
   reject: (err: unknown) => void;
 }
 
@@ -184,33 +193,45 @@ export class UsageRecorder {
   ) {
     this.maxBatch = opts.maxBatch ?? 200;
     this.concurrentInserts = Math.max(1, opts.concurrentInserts ?? 1);
-    this.statement = opts.synchronousCommit === false ? { name: 'usage_insert_async', text: INSERT_ASYNC_COMMIT } : { name: 'usage_insert', text: INSERT };
+    this.statement = opts.synchronousCommit === false ? { name: 'usage_insert_async', text: INSERT_ASYNC_COMMIT } : { name: 'usage_insert', text: INSERT + RETURNING };
   }
 
   /** Resolves with the event id once the event is committed; rejects with usageWriteFailed() when it cannot be. */
   record(event: UsageEventInput): Promise<string> {
+    return new Promise<string>((resolve, reject) => {
+      const id = this.enqueue(event, () => resolve(id), reject);
+    });
+  }
+
+  /** record(), with the time the database gave the event. */
+  recordEvent(event: UsageEventInput): Promise<RecordedEvent> {
+    return new Promise<RecordedEvent>((resolve, reject) => {
+      const id = this.enqueue(event, (createdAt) => resolve({ id, createdAt }), reject);
+    });
+  }
+
+  private enqueue(event: UsageEventInput, resolve: (createdAt: Date) => void, reject: (err: unknown) => void): string {
     // Time-ordered: the primary-key index grows at its right edge (see newSortableId).
     const id = newSortableId('use');
-    return new Promise<string>((resolve, reject) => {
-      this.queue.push({ id, event, resolve: () => resolve(id), reject });
-      this.schedule();
-    });
+    this.queue.push({ id, event, resolve, reject });
+    this.schedule();
+    return id;
   }
 
   /**
    * Records a call's event, then settles what the call reserved: committed once the event is
    * written, released when it cannot be (no answer without its record, no charge without an answer).
    */
-  async recordAndSettle(event: UsageEventInput, reservation: Reservation | null): Promise<string> {
-    let id: string;
+  async recordAndSettle(event: UsageEventInput, reservation: Reservation | null): Promise<RecordedEvent> {
+    let recorded: RecordedEvent;
     try {
-      id = await this.record(event);
+      recorded = await this.recordEvent(event);
     } catch (err) {
       await reservation?.release();
       throw err;
     }
     await reservation?.commit();
-    return id;
+    return recorded;
   }
 
   recordMany(events: UsageEventInput[]): Promise<string[]> {
@@ -235,8 +256,10 @@ export class UsageRecorder {
     this.schedule();
     try {
       // Straight to node-postgres, with the statement prepared once per connection.
-      await this.pool.query({ ...this.statement, values: [batchJson(batch.map((p) => row(p.id, p.event)))] });
-      for (const p of batch) p.resolve();
+      const res = await this.pool.query<{ id: string; created_at: Date }>({ ...this.statement, values: [batchJson(batch.map((p) => row(p.id, p.event)))] });
+      // One transaction: every row has its time (now()), read by id all the same.
+      const times = new Map(res.rows.map((r) => [r.id, r.created_at]));
+      for (const p of batch) p.resolve(times.get(p.id) ?? new Date());
     } catch (err) {
       this.log.error({ err, events: batch.length }, 'usage events could not be written');
       for (const p of batch) p.reject(usageWriteFailed());

@@ -2,19 +2,28 @@ import type { Reservation } from '../../../core/admission';
 import type { Principal } from '../../../core/auth';
 import { bindingRate, identityOf } from '../../identity';
 import type { RequestRate } from '../../identity';
+import { eventView, recordedEventRow } from './event-view';
+import type { RecordedEvent, UsageEventInput } from './recorder';
 
 export const DEMO_RECEIPT_HINT =
   'Keyless demo calls are recorded on the shared demo tenant, whose usage nobody can open; register a sandbox (POST /api/agents/register) for receipts you can read with your key.';
 
 /**
- * The `receipt` of a priced or verified call: its usage event and the link to it. A keyless demo
- * call has no workspace of its own to open the link with, so its receipt says so in `hint`.
+ * The `receipt` of a priced or verified call: its usage event as the usage API shows it, and the link
+ * to it. A keyless demo call has no workspace of its own to open the link with, so its receipt says so
+ * in `hint`.
  */
-export function receipt(baseUrl: string, usageEventId: string, principal: Principal | null): { usage_event_id: string; url: string; recorded_at: string; hint?: string } {
+export function receipt(
+  baseUrl: string,
+  recorded: RecordedEvent,
+  event: UsageEventInput,
+  principal: Principal | null,
+): { usage_event_id: string; url: string; recorded_at: string; usage_event: Record<string, unknown>; hint?: string } {
   return {
-    usage_event_id: usageEventId,
-    url: `${baseUrl}/api/usage/events/${usageEventId}`,
-    recorded_at: new Date().toISOString(),
+    usage_event_id: recorded.id,
+    url: `${baseUrl}/api/usage/events/${recorded.id}`,
+    recorded_at: recorded.createdAt.toISOString(),
+    usage_event: eventView(recordedEventRow(recorded, event)),
     ...(principal ? {} : { hint: DEMO_RECEIPT_HINT }),
   };
 }

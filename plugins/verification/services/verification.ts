@@ -7,7 +7,7 @@ import type { RequestRate } from '../../identity';
 import { dec, formatMoney } from '../../../core/money';
 import { DEMO_WORKSPACE_ID } from '../../pricing';
 import { callerFields, contextKeys, receipt, remaining } from '../../usage';
-import type { UsageRecorder } from '../../usage';
+import type { UsageEventInput, UsageRecorder } from '../../usage';
 import type { ObservationStore } from './observations';
 import { evaluateVerdict } from './verdict';
 import type { Constraint, VerdictResult, VerdictThresholds } from './verdict';
@@ -121,7 +121,7 @@ export class VerificationService {
       throw err;
     }
     const demo = p === null;
-    const usageEventId = await this.recorder.recordAndSettle({
+    const usageEvent: UsageEventInput = {
       workspaceId: p?.workspaceId ?? DEMO_WORKSPACE_ID,
       requestId: call.requestId,
       operation: 'verify',
@@ -136,7 +136,9 @@ export class VerificationService {
       ...callerFields(p, call.req),
       latencyMs: Math.round((performance.now() - t0) * 1000) / 1000,
       contextKeys: contextKeys(call.context, { currency }),
-    }, reservation);
+    };
+    const recorded = await this.recorder.recordAndSettle(usageEvent, reservation);
+    const usageEventId = recorded.id;
 
     const body: Record<string, unknown> = {
       object: 'price_verification',
@@ -154,7 +156,7 @@ export class VerificationService {
       constraints: verdict.constraints,
       evidence: verdict.evidence,
       thresholds: verdict.thresholds,
-      receipt: receipt(this.publicUrl(), usageEventId, p),
+      receipt: receipt(this.publicUrl(), recorded, usageEvent, p),
     };
     const left = remaining(p, reservation, call.rateLimit);
     if (left) body.remaining = left;

@@ -251,6 +251,20 @@ describe('usage: events list and receipt', function () {
       expect(e.context).to.deep.equal({ currency: 'USD' });
       // Also through the person's session.
       expect((await client(svc.url, { cookie: w.owner.cookie }).get(`/api/usage/events/${priced.eventId}`)).status).to.equal(200);
+      // The receipt carries the record itself, exactly as the link opens it.
+      expect(priced.body.receipt.usage_event).to.deep.equal(e);
+      expect(priced.body.receipt.recorded_at).to.equal(e.created_at);
+    });
+
+    it('gives a keyless demo caller its record in the receipt as the usage API shows Others: no ids, no tester tag', async () => {
+      const res = await client(svc.url, { 'user-agent': `Mozilla/5.0 (${uaPart}; receipt)` }).post<Record<string, any>>('/api/public/compute/demo', { context: { unit_cost: 4 } });
+      expect(res.status, res.text).to.equal(200);
+      const e = res.body.receipt.usage_event;
+      expect(e).to.include({ object: 'usage_event', id: res.body.receipt.usage_event_id, classification: 'others', channel: 'demo', operation: 'demo', status: 'ok', price: res.body.price });
+      expect(e.caller).to.deep.equal({ type: 'anonymous', agent_id: null, key_id: null, person_id: null, user_agent: `Mozilla/5.0 (${uaPart}; receipt)`, verified: false });
+      expect(e).not.to.have.property('tester_tag');
+      expect(e).not.to.have.property('context');
+      expect(res.body.receipt.hint).to.be.a('string');
     });
 
     it("answers another workspace's event, and an unknown id, with the same 404 and none of its data", async () => {
