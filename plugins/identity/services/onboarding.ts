@@ -195,15 +195,18 @@ export class Onboarding {
       const sandbox = await this.workspaces.get(tokenRow.workspace_id, tx, true);
       if (!sandbox?.is_sandbox) throw notFound();
       const target = await this.workspaces.get(input.targetWorkspaceId, tx, true);
-      const refuse = (reason: string, hint: string) => ({ refused: { reason, hint, targetId: target?.id ?? null, sandboxId: sandbox.id } }) as const;
-      if (!target) return refuse('target workspace not found', 'Claim into a workspace you own or administer.');
-      if (target.id === sandbox.id) return refuse('a sandbox cannot claim itself', 'Claim into a workspace you own or administer.');
+      // A refusal is recorded in the target's audit log only when the claimer belongs to it: outsiders neither learn
+      // whether a workspace id exists (one answer for missing and foreign) nor write into its log.
+      let member = input.claimer.type === 'api_key' ? input.claimer.workspaceId === target?.id : false;
+      const refuse = (reason: string, hint: string) => ({ refused: { reason, hint, targetId: member && target ? target.id : null, sandboxId: sandbox.id } }) as const;
       if (input.claimer.type === 'person') {
-        const role = await this.workspaces.roleOf(target.id, input.claimer.personId, tx);
-        if (role !== 'owner' && role !== 'admin') return refuse('the claimer does not own or administer the target workspace', 'Choose a workspace where you are owner or admin.');
-      } else if (input.claimer.workspaceId !== target.id) {
+        const role = target ? await this.workspaces.roleOf(target.id, input.claimer.personId, tx) : null;
+        member = role !== null;
+        if (!target || (role !== 'owner' && role !== 'admin')) return refuse('the claimer does not own or administer the target workspace', 'Choose a workspace where you are owner or admin.');
+      } else if (!target || !member) {
         return refuse('a workspace:claim key claims into its own workspace only', 'Use a key of the target workspace.');
       }
+      if (target.id === sandbox.id) return refuse('a sandbox cannot claim itself', 'Claim into a workspace you own or administer.');
       if (target.is_test) return refuse('the target is a test workspace', 'Claim into the production workspace, not its test workspace.');
       if (target.is_sandbox) return refuse('the target is an unclaimed agent workspace', 'An unclaimed sandbox cannot hold other agents; claim it first.');
       const limit = this.config.limits.claimedAgentsPerWorkspace;

@@ -215,6 +215,20 @@ describe('identity: claiming an agent sandbox', () => {
       expect(audit[0]?.reason).to.equal(res.body.reason);
     });
 
+    it('answers an outsider the same for a missing and a foreign workspace id, and writes nothing into the foreign log', async () => {
+      const owner = await signUp(svc.url);
+      const outsider = await signUp(svc.url);
+      const reg = await register(svc.url);
+      const foreign = await api.post<ErrorBody>(claimPath(reg), { workspace_id: owner.workspaceId }, asPerson(outsider));
+      const missing = await api.post<ErrorBody>(claimPath(reg), { workspace_id: 'ws_doesnotexist000000' }, asPerson(outsider));
+      expectRefusal(foreign, /own or administer/);
+      expect({ ...missing.body, request_id: null }).to.deep.equal({ ...foreign.body, request_id: null });
+      expect(missing.status).to.equal(foreign.status);
+      const audit = await rows<{ id: string }>(svc, "SELECT id FROM audit_log WHERE workspace_id = $1 AND action = 'agent.claim'", [owner.workspaceId]);
+      expect(audit, 'no entry in a log the outsider has no part in').to.have.length(0);
+      await expectStillUnclaimed(reg);
+    });
+
     it('refuses a target that is a test workspace', async () => {
       const owner = await signUp(svc.url);
       expect(owner.testWorkspaceId).to.match(/^ws_/);
