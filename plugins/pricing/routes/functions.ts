@@ -51,7 +51,7 @@ export function functionView(fn: FunctionDescriptor, d: Pick<FunctionRouteDeps, 
 export const functionSortKey = (fn: FunctionDescriptor): string => `${fn.builtIn ? 0 : 1}:${fn.name}`;
 
 /** Checks an owner-registered address at registration: scheme, and literal private addresses. */
-function checkEndpoint(outbound: SafeHttpClient, url: string): void {
+function checkEndpoint(outbound: SafeHttpClient, url: string, example: unknown): void {
   try {
     outbound.checkUrl(url);
   } catch (err) {
@@ -59,6 +59,7 @@ function checkEndpoint(outbound: SafeHttpClient, url: string): void {
       throw new ApiError('validation_error', `endpoint_url is refused: ${err.message}`, {
         issues: [{ path: 'endpoint_url', reason: err.message }],
         hint: 'Register a public https address; loopback, private, link-local and metadata addresses are never called.',
+        example,
       });
     }
     throw err;
@@ -115,7 +116,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       example: s.registerFunctionExample,
       handler: async ({ principal, body }) => {
         const p = principal as Principal;
-        if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url);
+        if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url, s.registerFunctionExample);
         const fn = await d.store.create({
           workspaceId: p.workspaceId,
           name: body.name,
@@ -149,9 +150,13 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       handler: async ({ principal, params, body }) => {
         const p = principal as Principal;
         const before = await owned(p, params.id);
-        if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url);
+        if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url, { endpoint_url: s.registerFunctionExample.endpoint_url });
         if (body.status === 'active' && before.executionType === 'external_api' && !(body.endpoint_url ?? before.endpointUrl)) {
-          throw new ApiError('validation_error', 'An external_api function needs endpoint_url before activation.', { issues: [{ path: 'endpoint_url', reason: 'required to activate' }] });
+          throw new ApiError('validation_error', 'An external_api function needs endpoint_url before activation.', {
+            issues: [{ path: 'endpoint_url', reason: 'required to activate' }],
+            hint: 'Send the public https address the service should call, with the activation or before it.',
+            example: { status: 'active', endpoint_url: s.registerFunctionExample.endpoint_url },
+          });
         }
         const fn = await d.store.update(
           before.id,

@@ -166,6 +166,8 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
       expect(res.body.error).to.include('endpoint_url');
       expect(res.body.issues).to.be.an('array').that.is.not.empty;
       expect((res.body.issues as Array<{ path: string }>).map((i) => i.path)).to.include('endpoint_url');
+      expect(res.body.hint).to.include('public https address');
+      expect(res.body.example).to.include({ execution_type: 'external_api', endpoint_url: 'https://pricing.acme.example/price' });
     });
   }
 
@@ -174,6 +176,7 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
     const res = await api.patch<Record<string, any>>(`/api/functions/${fn.id}`, { endpoint_url: 'http://169.254.169.254/' });
     expect(res.status, res.text).to.equal(400);
     expect(res.body.code).to.equal('validation_error');
+    expect(res.body.example).to.deep.equal({ endpoint_url: 'https://pricing.acme.example/price' });
     expect((res.body.issues as Array<{ path: string }>).map((i) => i.path)).to.include('endpoint_url');
     const read = await api.get<Record<string, any>>(`/api/functions/${fn.id}`);
     expect(read.body.function.endpoint_url).to.equal(upstream.url('/ok'));
