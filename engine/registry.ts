@@ -54,7 +54,9 @@ export class FunctionRegistry {
     const old = this.byIdMap.get(fn.id);
     if (old) this.byNameMap.delete(old.name.toLowerCase());
     this.byIdMap.set(fn.id, fn);
-    this.byNameMap.set(fn.name.toLowerCase(), fn.id);
+    // A name shaped like a function id (saved before such names were refused) is reachable by its id only: by name it
+    // could stand in for a built-in's id wherever callers name functions.
+    if (!fn.name.toLowerCase().startsWith('fn_')) this.byNameMap.set(fn.name.toLowerCase(), fn.id);
   }
 
   private async reload(id: string): Promise<void> {

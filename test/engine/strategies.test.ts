@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { CandidateReport, FunctionDescriptor, PriceOutcome } from '../../engine';
 import { BUILTINS } from '../../engine';
-import { CALLER_WS, engineError, fixture, harness, policy, recordLatency, stage } from './harness';
+import { CALLER_WS, SCOPE, engineError, fixture, harness, policy, recordLatency, stage } from './harness';
 import type { Harness } from './harness';
 
 const ALPHA = fixture('test-alpha', { costPerUnit: '0.002' });
@@ -333,6 +333,17 @@ describe('engine: routing strategies', function () {
       expect(i.message).to.not.include('PATCH');
       await engineError(h.price({ pin: { id: 'fn_missing' } }), 'function_not_found');
       await engineError(h.price({ pin: { name: 'test-ok' } }), 'function_not_found');
+    });
+
+    it('never resolves a name shaped like a function id (a legacy "fn_builtin_charm" of another workspace) by name', async () => {
+      const legacy = fixture('test-ok', { id: 'fn_legacy_lookalike', name: 'fn_builtin_charm', workspaceId: 'ws_other', isPublic: true });
+      h.source.put(legacy);
+      await h.parts.registry.changed(legacy.id);
+      await engineError(h.price({ pin: { name: 'fn_builtin_charm' } }), 'function_not_found');
+      await engineError(h.price({ pin: { name: 'FN_BUILTIN_CHARM' } }), 'function_not_found');
+      // By its own id it stays reachable (public); the built-in keeps its id.
+      expect(h.parts.registry.resolve(legacy.id, SCOPE, 'id')?.name).to.equal('fn_builtin_charm');
+      expect((await h.price({ pin: { id: 'fn_builtin_charm' }, context: { target_price: 10 } })).fn.name).to.equal('charm-pricing');
     });
 
     it('routing_preference explicit without a function is refused', async () => {
