@@ -76,7 +76,8 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
   scopes?: readonly string[];
   /**
    * The route changes workspace configuration that no named scope covers (functions, routing policies): a scoped
-   * credential needs full access, i.e. every ordinary scope (checked by the registered authorizer).
+   * credential needs full access, as the registered authorizer defines it (identity: every ordinary scope but
+   * proposal approval, what a legacy write key holds).
    */
   fullAccess?: boolean;
   /** Channel recorded for usage made through this route (default `api`). */
