@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { KvStore } from '../core/kv';
-import type { MethodResult } from './builtins/types';
+import type { MarketEvidence, MethodResult } from './builtins/types';
 
 /** JSON with object keys sorted at every depth, so equal contexts give equal cache keys. */
 export function stableStringify(value: unknown): string {
@@ -25,18 +25,21 @@ export class ResultCache {
     return this.ttlMs > 0;
   }
 
-  private key(fnId: string, context: Record<string, unknown>): string {
-    return `pcache:${fnId}:${createHash('sha256').update(stableStringify(context)).digest('base64url')}`;
+  /** A result priced with the network's observations is keyed by them too: new observations give a new key. */
+  private key(fnId: string, context: Record<string, unknown>, market?: MarketEvidence): string {
+    const hash = createHash('sha256').update(stableStringify(context));
+    if (market) hash.update(`\u0000${stableStringify(market)}`);
+    return `pcache:${fnId}:${hash.digest('base64url')}`;
   }
 
-  async get(fnId: string, context: Record<string, unknown>): Promise<MethodResult | null> {
+  async get(fnId: string, context: Record<string, unknown>, market?: MarketEvidence): Promise<MethodResult | null> {
     if (!this.enabled) return null;
-    const raw = await this.kv.get(this.key(fnId, context));
+    const raw = await this.kv.get(this.key(fnId, context, market));
     return raw ? (JSON.parse(raw) as MethodResult) : null;
   }
 
-  async set(fnId: string, context: Record<string, unknown>, result: MethodResult): Promise<void> {
+  async set(fnId: string, context: Record<string, unknown>, result: MethodResult, market?: MarketEvidence): Promise<void> {
     if (!this.enabled) return;
-    await this.kv.set(this.key(fnId, context), JSON.stringify(result), this.ttlMs);
+    await this.kv.set(this.key(fnId, context, market), JSON.stringify(result), this.ttlMs);
   }
 }

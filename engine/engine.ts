@@ -1,7 +1,7 @@
 import type { Counter, Histogram } from 'prom-client';
 import type { Metrics } from '../core/metrics';
 import { dec, formatMoney } from '../core/money';
-import type { MethodResult } from './builtins/types';
+import type { MarketEvidence, MethodResult } from './builtins/types';
 import type { ResultCache } from './cache';
 import type { AttemptReport } from './errors';
 import { EngineError } from './errors';
@@ -25,6 +25,8 @@ export interface PriceRequest {
   preference?: Preference | undefined;
   /** Explicit routing: a function by id or by name. */
   pin?: { id?: string | undefined; name?: string | undefined };
+  /** Network price observations of the context's product type, for built-in methods only. */
+  market?: MarketEvidence | null | undefined;
 }
 
 export interface TraceStage {
@@ -121,13 +123,13 @@ export class PricingEngine {
    * Runs one function once. `health: false` (test runs) leaves the routing statistics alone: anyone
    * may test a public function for free, and their failures must not open its breaker for everyone.
    */
-  private async attempt(fn: FunctionDescriptor, context: Record<string, unknown>, opts: { health?: boolean } = {}): Promise<AttemptResult> {
+  private async attempt(fn: FunctionDescriptor, context: Record<string, unknown>, opts: { health?: boolean; market?: MarketEvidence | null | undefined } = {}): Promise<AttemptResult> {
     const started = performance.now();
     let outcome: 'ok' | 'failed' | 'timeout' | 'not_applicable' | 'pool_busy' = 'failed';
     try {
       let result: unknown;
       if (fn.executionType === 'builtin') {
-        const answer = await this.pool.run(fn.name, context, this.opts.functionTimeoutMs);
+        const answer = await this.pool.run(fn.name, context, this.opts.functionTimeoutMs, opts.market ?? undefined);
         if (!answer.ok) {
           outcome = 'not_applicable';
           return { ok: false, notApplicable: { message: answer.message, missing: answer.missing }, error: answer.message };
@@ -216,6 +218,8 @@ export class PricingEngine {
     const notApplicable: string[] = [];
     const tried = new Set<string>();
     const poolBusy = () => attempts.some((a) => a.outcome === 'pool_busy');
+    // Only built-ins read the network's observations (an external function gets the caller's context alone), so only their cached results depend on them.
+    const marketFor = (fn: FunctionDescriptor): MarketEvidence | undefined => (fn.executionType === 'builtin' ? (req.market ?? undefined) : undefined);
     for (const step of this.fallbackOrder(req.policy, decision, first, req.scope)) {
       t = performance.now();
       if (!step.fn) {
@@ -238,7 +242,7 @@ export class PricingEngine {
         continue;
       }
       if (step.role === 'chosen') {
-        const hit = await this.cache.get(fn.id, req.context);
+        const hit = await this.cache.get(fn.id, req.context, marketFor(fn));
         stages.push({ stage: 'cache', ms: since(t), hit: !!hit, ...(this.cache.enabled ? {} : { disabled: true }) });
         if (hit) {
           this.cacheHits.inc({ function: fn.name });
@@ -256,7 +260,7 @@ export class PricingEngine {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'breaker open', ms: 0 });
         continue;
       }
-      const r = await this.attempt(fn, req.context);
+      const r = await this.attempt(fn, req.context, { market: marketFor(fn) });
       // Not being able to price this context, or not getting a worker, says nothing about the function's health: a
       // half-open trial slot is freed.
       if (!r.ok && (r.notApplicable || r.busy)) this.breakers.release(fn.id);
@@ -271,7 +275,7 @@ export class PricingEngine {
           this.fallbacks.inc({ function: fn.name });
           stages.push({ stage: 'fallback', ms: 0, used: true, from: first.name, to: fn.name, after: attempts.filter((a) => a.outcome !== 'ok').map((a) => `${a.function}: ${a.error ?? a.outcome}`) });
         }
-        await this.cache.set(fn.id, req.context, r.result);
+        await this.cache.set(fn.id, req.context, r.result, marketFor(fn));
         this.requests.inc({ function: fn.name, outcome: 'ok' });
         return { result: r.result, fn, strategy, decision, attempts, fallbackUsed, cached: false, savings: fallbackUsed ? null : this.savings(decision, fn), cost: effectiveCost(fn), stages };
       }
@@ -310,9 +314,9 @@ export class PricingEngine {
   }
 
   /** Runs one function directly (POST /api/functions/{id}/test): no routing, fallback or cache, and no effect on its breaker or latency statistics. */
-  async test(fn: FunctionDescriptor, context: Record<string, unknown>): Promise<{ ok: true; result: MethodResult; ms: number } | { ok: false; error: string; missing?: string[]; ms: number }> {
+  async test(fn: FunctionDescriptor, context: Record<string, unknown>, market?: MarketEvidence | null): Promise<{ ok: true; result: MethodResult; ms: number } | { ok: false; error: string; missing?: string[]; ms: number }> {
     const t = performance.now();
-    const r = await this.attempt(fn, context, { health: false });
+    const r = await this.attempt(fn, context, { health: false, market: fn.executionType === 'builtin' ? market : undefined });
     return r.ok ? { ok: true, result: r.result, ms: since(t) } : { ok: false, error: r.error, ...(r.notApplicable ? { missing: r.notApplicable.missing } : {}), ms: since(t) };
   }
 }

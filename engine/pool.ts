@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { Piscina } from 'piscina';
 import type { Metrics } from '../core/metrics';
-import type { Context } from './builtins/types';
+import type { Context, MarketEvidence } from './builtins/types';
 import { RING_DONE, RING_QUEUED, RING_RUNNING, RING_CANCELLED, RING_STRIDE, ringElapsed, ringSlot, ringTag } from './worker/task-ring';
 import type { TaskOutcome, WorkerAnswer, WorkerTask } from './worker/pricing-worker';
 
@@ -139,7 +139,7 @@ export class PricingPool {
     });
   }
 
-  run(fn: string, context: Context, timeoutMs: number): Promise<WorkerAnswer> {
+  run(fn: string, context: Context, timeoutMs: number, market?: MarketEvidence): Promise<WorkerAnswer> {
     if (this.waiting.length >= this.opts.maxQueue) return Promise.reject(new PoolBusyError('queue_full', this.opts.maxQueue));
     this.seq = this.seq + 1 >= SEQ_LIMIT ? 1 : this.seq + 1;
     const seq = this.seq;
@@ -147,7 +147,7 @@ export class PricingPool {
     Atomics.store(this.ring, slot + 1, 0);
     Atomics.store(this.ring, slot, ringTag(seq, RING_QUEUED));
     return new Promise<WorkerAnswer>((resolve, reject) => {
-      const call: Call = { task: { fn, context, seq }, slot, timeoutMs, settled: false, resolve, reject, timer: setTimeout(() => this.expire(call), timeoutMs) };
+      const call: Call = { task: market ? { fn, context, market, seq } : { fn, context, seq }, slot, timeoutMs, settled: false, resolve, reject, timer: setTimeout(() => this.expire(call), timeoutMs) };
       this.waiting.push(call);
       this.dispatch();
     });

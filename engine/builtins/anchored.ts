@@ -1,9 +1,9 @@
 import { D, currencyOf, num, positiveMoney, round3, toPrice, methodResult } from './inputs';
 import type { Dec } from './inputs';
-import { competitive } from './competitive';
+import { competitive, hasNetworkReference } from './competitive';
 import { costPlus } from './cost-plus';
 import { MethodNotApplicable } from './types';
-import type { Context, MethodResult } from './types';
+import type { Context, MarketEvidence, MethodResult } from './types';
 
 const DEFAULT_MAX_STEP = 0.1;
 const DEAD_BAND = 0.01;
@@ -12,11 +12,12 @@ const PACE_TOLERANCE = 0.1;
 /**
  * Anchored adjustment of `current_price`: towards a target — `target_price`, else the competitive
  * position of `competitor_prices`, else cost-plus on `unit_cost` — or by sell-through pacing (units
- * sold against a linear plan over the season), never more than `max_step_pct` (default 10%) per
+ * sold against a linear plan over the season), else towards the competitive position of the
+ * network's observations of the product type, never more than `max_step_pct` (default 10%) per
  * call and not at all inside a 1% dead band. With only a current price it echoes it, honestly
  * labelled, at confidence 0.15.
  */
-export function anchored(ctx: Context): MethodResult {
+export function anchored(ctx: Context, market?: MarketEvidence): MethodResult {
   const currency = currencyOf(ctx);
   const current = positiveMoney(ctx, 'current_price');
   if (!current) throw new MethodNotApplicable('anchored adjustment needs current_price.', ['current_price']);
@@ -61,6 +62,13 @@ export function anchored(ctx: Context): MethodResult {
         notes.push(`on plan (pace ${round3(pace)}): hold`);
       }
       factors = { elapsed: round3(Math.min(1, elapsed / 0.25)), volume: round3(sold / (sold + 20)), method: 0.6 };
+    } else if (hasNetworkReference(ctx, market)) {
+      // The caller's own signals come first; the network's prices of the product type beat an echo.
+      const inner = competitive(ctx, market);
+      target = new D(inner.price);
+      used = [...used, ...inner.inputs_used];
+      factors = { ...inner.confidence_factors, anchored: 1 };
+      notes.push(`target ${inner.price} from competitive positioning on network observations`, ...inner.notes);
     } else {
       target = current;
       factors = { current_price_echoed: 0.15 };

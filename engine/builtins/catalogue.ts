@@ -33,11 +33,11 @@ export const BUILTINS: readonly BuiltinSpec[] = [
   {
     id: 'fn_builtin_competitive',
     name: 'competitive-position',
-    description: 'Positions the price against observed competitor prices: match, undercut, premium or lowest, within floors and ceilings.',
+    description: 'Positions the price against observed competitor prices (the caller\'s, else the network\'s observations of the product type): match, undercut, premium or lowest, within floors and ceilings.',
     tags: ['market', 'competitors'],
     costPerUnit: '0.0015',
     costMultiplier: '1',
-    inputs: ['competitor_prices', 'position', 'undercut_pct', 'premium_pct', 'min_price', 'max_price', 'unit_cost', 'min_markup', 'currency'],
+    inputs: ['competitor_prices', 'product_type', 'position', 'undercut_pct', 'premium_pct', 'min_price', 'max_price', 'unit_cost', 'min_markup', 'currency'],
     method: competitive,
   },
   {
@@ -67,7 +67,7 @@ export const BUILTINS: readonly BuiltinSpec[] = [
     tags: ['current-price', 'inventory', 'cold-start'],
     costPerUnit: '0.001',
     costMultiplier: '1',
-    inputs: ['current_price', 'target_price', 'max_step_pct', 'units_sold', 'units_received', 'inventory_start', 'season_elapsed', 'elasticity', 'currency'],
+    inputs: ['current_price', 'target_price', 'competitor_prices', 'unit_cost', 'max_step_pct', 'units_sold', 'units_received', 'inventory_start', 'season_elapsed', 'elasticity', 'product_type', 'currency'],
     method: anchored,
   },
 ];

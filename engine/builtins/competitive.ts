@@ -1,18 +1,30 @@
 import { D, currencyOf, mad, median, num, observations, positiveMoney, round3, toPrice, methodResult } from './inputs';
 import { MethodNotApplicable } from './types';
-import type { Context, MethodResult } from './types';
+import type { Context, MarketEvidence, MethodResult } from './types';
 
 const DEFAULT_STEP = 0.05;
 
 /**
- * Competitive positioning: a robust reference (median of per-source medians, so one seller listing
- * many times counts once) then match, undercut by x or premium by x, within floors and ceilings.
- * Confidence = n/(n + 3) × 1/(1 + rCV) × independence, where rCV = 1.4826·MAD/median.
+ * Confidence factor of a reference taken from the network's observations rather than the caller's
+ * own competitor list: other sellers' prices of a product type of the same name are weaker evidence
+ * for this product than the competitors its seller chose.
  */
-export function competitive(ctx: Context): MethodResult {
-  const currency = currencyOf(ctx);
+export const NETWORK_PROVENANCE = 0.6;
+
+/** The prices a reference is taken from: one number per source, with where they came from. */
+interface Reference {
+  perSource: number[];
+  independence: number;
+  factors: Record<string, number>;
+  used: string[];
+  notes: string[];
+  details: Record<string, unknown>;
+}
+
+/** The caller's competitor_prices, grouped by source (a seller listed many times counts once). */
+function callerReference(ctx: Context): Reference | null {
   const { usable, dropped } = observations(ctx, 'competitor_prices');
-  if (usable.length === 0) throw new MethodNotApplicable('competitive positioning needs competitor_prices (positive numbers or {price, source}).', ['competitor_prices']);
+  if (usable.length === 0) return null;
   const notes: string[] = [];
   if (dropped > 0) notes.push(`${dropped} competitor price(s) were not positive numbers and were dropped`);
   const groups = new Map<string, number[]>();
@@ -20,12 +32,61 @@ export function competitive(ctx: Context): MethodResult {
     const key = o.source ?? `unlabelled-${i}`;
     groups.set(key, [...(groups.get(key) ?? []), o.price]);
   });
-  const perSource = [...groups.values()].map(median);
-  const n = perSource.length;
-  const ref = median(perSource);
   const labelled = new Set(usable.filter((o) => o.source !== null).map((o) => o.source));
   const independence = labelled.size === 1 && usable.every((o) => o.source !== null) ? 0.5 : 1;
   if (independence < 1) notes.push('every competitor price comes from one source: evidence is not independent');
+  return { perSource: [...groups.values()].map(median), independence, factors: {}, used: ['competitor_prices'], notes, details: {} };
+}
+
+/**
+ * With no competitor_prices, the network's observations of the context's product type in its
+ * currency (already one median per source). Observations all from one workspace are not independent.
+ */
+function networkReference(ctx: Context, market: MarketEvidence | undefined, currency: string): Reference | null {
+  if (ctx.competitor_prices !== undefined || !market || market.currency !== currency) return null;
+  const perSource = market.source_prices.filter((p) => Number.isFinite(p) && p > 0);
+  if (perSource.length === 0) return null;
+  const independence = market.workspaces <= 1 ? 0.5 : 1;
+  const notes = [
+    `no competitor_prices sent: the reference is ${market.observations} price observation(s) of "${market.product_type}" in ${currency} from ${perSource.length} source(s) on the network, not a competitor list of your own`,
+  ];
+  if (independence < 1) notes.push('every observation comes from one workspace: evidence is not independent');
+  return {
+    perSource,
+    independence,
+    factors: { provenance: NETWORK_PROVENANCE },
+    used: ['product_type', 'network_observations'],
+    notes,
+    details: { reference: 'network_observations', observations: market.observations },
+  };
+}
+
+/** Whether competitive positioning would take its reference from the network's observations. */
+export function hasNetworkReference(ctx: Context, market: MarketEvidence | undefined): boolean {
+  return networkReference(ctx, market, currencyOf(ctx)) !== null;
+}
+
+/**
+ * Competitive positioning: a robust reference (median of per-source medians, so one seller listing
+ * many times counts once) then match, undercut by x or premium by x, within floors and ceilings.
+ * The reference comes from the caller's `competitor_prices`, else from the network's observations of
+ * the context's `product_type` (market evidence the service supplies).
+ * Confidence = n/(n + 3) × 1/(1 + rCV) × independence (× provenance 0.6 for network observations),
+ * where rCV = 1.4826·MAD/median.
+ */
+export function competitive(ctx: Context, market?: MarketEvidence): MethodResult {
+  const currency = currencyOf(ctx);
+  const reference = callerReference(ctx) ?? networkReference(ctx, market, currency);
+  if (!reference) {
+    throw new MethodNotApplicable(
+      'competitive positioning needs competitor_prices (positive numbers or {price, source}), or a product_type the network holds price observations of (POST /api/data/observations).',
+      ['competitor_prices'],
+    );
+  }
+  const { perSource, independence } = reference;
+  const notes = [...reference.notes];
+  const n = perSource.length;
+  const ref = median(perSource);
 
   const position = typeof ctx.position === 'string' ? ctx.position : 'match';
   if (!['match', 'undercut', 'premium', 'lowest'].includes(position)) throw new MethodNotApplicable('position must be match, undercut, premium or lowest.', ['position']);
@@ -54,6 +115,12 @@ export function competitive(ctx: Context): MethodResult {
     notes.push('max_price caps the price');
   }
   const rcv = ref > 0 ? (1.4826 * mad(perSource)) / ref : 1;
-  const factors = { amount: round3(n / (n + 3)), agreement: round3(1 / (1 + rcv)), independence, bounds: bound };
-  return methodResult(price, currency, factors, ['competitor_prices', ...(ctx.position ? ['position'] : []), ...(floor ? ['floor'] : []), ...(ceiling ? ['max_price'] : [])], notes, { reference_price: toPrice(new D(ref), currency), sources: n, price_index: round3((price.toNumber() / ref) * 100), position });
+  const factors = { amount: round3(n / (n + 3)), agreement: round3(1 / (1 + rcv)), independence, bounds: bound, ...reference.factors };
+  return methodResult(price, currency, factors, [...reference.used, ...(ctx.position ? ['position'] : []), ...(floor ? ['floor'] : []), ...(ceiling ? ['max_price'] : [])], notes, {
+    reference_price: toPrice(new D(ref), currency),
+    sources: n,
+    price_index: round3((price.toNumber() / ref) * 100),
+    position,
+    ...reference.details,
+  });
 }

@@ -30,4 +30,20 @@ export class MethodNotApplicable extends Error {
   }
 }
 
-export type PricingMethod = (context: Context) => MethodResult | Promise<MethodResult>;
+/**
+ * Price observations of the context's product type stored on the network (contributions and
+ * accepted outcomes), summarised per source. The service supplies it to built-in methods only; it is
+ * never sent to a workspace's external function.
+ */
+export interface MarketEvidence {
+  product_type: string;
+  currency: string;
+  /** Observations behind the summary. */
+  observations: number;
+  /** The median price of each distinct source (workspace and source label), newest sources first. */
+  source_prices: number[];
+  /** Distinct workspaces the observations come from. */
+  workspaces: number;
+}
+
+export type PricingMethod = (context: Context, market?: MarketEvidence) => MethodResult | Promise<MethodResult>;

@@ -1,7 +1,7 @@
 import { threadId, workerData } from 'node:worker_threads';
 import { BUILTIN_METHODS } from '../builtins/catalogue';
 import { MethodNotApplicable } from '../builtins/types';
-import type { Context, MethodResult, PricingMethod } from '../builtins/types';
+import type { Context, MarketEvidence, MethodResult, PricingMethod } from '../builtins/types';
 import { RING_DONE, RING_QUEUED, RING_RUNNING, ringClock, ringSlot, ringTag } from './task-ring';
 
 /**
@@ -18,6 +18,8 @@ export type TaskOutcome = WorkerAnswer | { ok: false; kind: 'cancelled' } | { ok
 export interface WorkerTask {
   fn: string;
   context: Context;
+  /** Network price observations of the context's product type, when the service found any. */
+  market?: MarketEvidence;
   /** The task's number in the pool's task ring (engine/worker/task-ring.ts). */
   seq: number;
 }
@@ -65,7 +67,7 @@ function runOne(task: WorkerTask): TaskOutcome | Promise<TaskOutcome> {
   try {
     const method = methods[task.fn];
     if (!method) throw new Error(`unknown pricing method ${task.fn}`);
-    value = method(task.context);
+    value = method(task.context, task.market);
   } catch (err) {
     return done(failure(err));
   }

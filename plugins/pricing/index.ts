@@ -12,6 +12,7 @@ import { policyRoutes } from './routes/policies';
 import { ComputeService } from './services/compute';
 import { DemoBudgetGuard } from './services/demo-budget';
 import { FunctionStore } from './services/function-store';
+import { MarketEvidenceSlot } from './services/market-evidence';
 import { PolicyStore } from './services/policy-store';
 import { PRICING } from './tokens';
 
@@ -22,6 +23,7 @@ export { DemoBudgetGuard } from './services/demo-budget';
 export { contextSchema, computeBody, computeExample } from './schemas';
 export { functionSortKey, functionView } from './routes/functions';
 export { mayCall } from './services/next-actions';
+export type { MarketEvidenceSlot, MarketEvidenceSource } from './services/market-evidence';
 
 /**
  * HTTP over the pricing engine: compute, batch, the price router, the keyless demo, workspace
@@ -48,7 +50,9 @@ export const pricingPlugin: PluginDefinition = {
     });
     const recorder = container.resolve<UsageRecorder>(USAGE.Recorder);
     const routes = container.resolve<RouteTable>(TOKENS.Routes);
-    const compute = new ComputeService(parts.engine, policies, hooks, recorder, routes, config, ctx.publicUrl);
+    const market = new MarketEvidenceSlot(config.engine.marketEvidence, ctx.log);
+    container.register(PRICING.MarketEvidence, { useValue: market });
+    const compute = new ComputeService(parts.engine, policies, hooks, recorder, routes, config, ctx.publicUrl, market);
     container.register(PRICING.Engine, { useValue: parts.engine });
     container.register(PRICING.Registry, { useValue: parts.registry });
     container.register(PRICING.Latency, { useValue: parts.latency });
@@ -62,7 +66,7 @@ export const pricingPlugin: PluginDefinition = {
     hooks.addGuard(demoBudget);
     const routeSpecs = [
       ...computeRoutes(compute, config.limits.batchMaxItems),
-      ...functionRoutes({ store, registry: parts.registry, engine: parts.engine, latency: parts.latency, breakers: parts.breakers, outbound: parts.outbound, commissionPct: () => config.limits.marketplaceCommissionPct }),
+      ...functionRoutes({ store, registry: parts.registry, engine: parts.engine, market, latency: parts.latency, breakers: parts.breakers, outbound: parts.outbound, commissionPct: () => config.limits.marketplaceCommissionPct }),
       ...policyRoutes(policies, parts.registry),
       ...operationRoutes(parts.registry, parts.breakers, parts.latency),
     ];

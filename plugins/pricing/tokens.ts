@@ -7,4 +7,5 @@ export const PRICING = {
   Compute: Symbol('pricing.ComputeService'),
   Outbound: Symbol('pricing.SafeHttpClient'),
   DemoBudget: Symbol('pricing.DemoBudgetGuard'),
+  MarketEvidence: Symbol('pricing.MarketEvidenceSlot'),
 } as const;

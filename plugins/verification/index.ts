@@ -1,13 +1,17 @@
 import type { Pool } from 'pg';
 import type { PluginDefinition } from '../../core/plugin';
 import { TOKENS } from '../../core/tokens';
+import { PRICING } from '../pricing';
+import type { MarketEvidenceSlot } from '../pricing';
 import { USAGE } from '../usage';
 import type { UsageRecorder } from '../usage';
 import { verificationSchema } from './migrations/0001-verification-schema';
 import { observationRoutes } from './routes/observations';
 import { verifyRoutes } from './routes/verify';
 import { OutcomeObserver } from './services/outcomes';
+import { NetworkMarketEvidence } from './services/market-evidence';
 import { ObservationStore } from './services/observations';
+import { ObservedProductTypes } from './services/product-types';
 import { VerificationService } from './services/verification';
 import { VERIFICATION } from './tokens';
 
@@ -28,13 +32,21 @@ export const verificationPlugin: PluginDefinition = {
   description: 'Price observations (contributions, accepted outcomes) and price verification verdicts.',
   dependsOn: ['identity', 'usage', 'pricing'],
   migrations: [verificationSchema],
-  register(ctx) {
+  async register(ctx) {
     const { config, sql, clock, container, hooks, events } = ctx;
     const store = new ObservationStore(sql, container.resolve<Pool>(TOKENS.PgPool), config.verification.evidenceCacheTtlMs, () => clock.now());
     const recorder = container.resolve<UsageRecorder>(USAGE.Recorder);
     const service = new VerificationService(store, hooks, recorder, config, clock, ctx.publicUrl);
     container.register(VERIFICATION.Service, { useValue: service });
     container.register(VERIFICATION.Observations, { useValue: store });
+    // Compute positions against the same observations a verdict is judged on.
+    if (config.engine.marketEvidence) {
+      const observed = new ObservedProductTypes(container.resolve<Pool>(TOKENS.PgPool), { refreshMs: config.engine.marketIndexRefreshMs, max: config.engine.marketIndexMax, maxAgeDays: config.verification.maxAgeDays }, ctx.log, () => clock.now());
+      store.onWrite((productType, currency) => observed.add(productType, currency));
+      await observed.start();
+      ctx.onClose(() => observed.stop());
+      container.resolve<MarketEvidenceSlot>(PRICING.MarketEvidence).provide(new NetworkMarketEvidence(store, observed, config, () => clock.now()));
+    }
 
     const observer = new OutcomeObserver(store, ctx.log);
     events.on('usage.outcome_recorded', 'verification', (e) => observer.handle(e));

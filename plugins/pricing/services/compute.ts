@@ -12,6 +12,7 @@ import { callerFields, contextKeys, receipt, remaining } from '../../usage';
 import type { UsageEventInput, UsageRecorder } from '../../usage';
 import { DEMO_WORKSPACE_ID } from '../migrations/0001-pricing-schema';
 import { toApiError } from './engine-errors';
+import type { MarketEvidenceSlot } from './market-evidence';
 import { nextActions } from './next-actions';
 import type { PolicyStore } from './policy-store';
 
@@ -58,6 +59,7 @@ export class ComputeService {
     private readonly routes: RouteTable,
     private readonly config: Config,
     private readonly publicUrl: () => string,
+    private readonly market: MarketEvidenceSlot,
   ) {}
 
   /** The usage event of a call: its outcome and who made it. */
@@ -102,10 +104,14 @@ export class ComputeService {
     let outcome: PriceOutcome;
     try {
       const policy = p ? await this.policies.defaultFor(p.workspaceId) : null;
+      t = performance.now();
+      const market = await this.market.forContext(call.context);
+      if (market !== undefined) stages.push({ stage: 'market_evidence', ms: ms(t), found: market !== null, ...(market ? { product_type: market.product_type, currency: market.currency, observations: market.observations, sources: market.source_prices.length } : {}) });
       outcome = await this.engine.price({
         context: call.context,
         scope,
         policy,
+        market,
         preference: call.preference,
         ...(call.functionId || call.functionName ? { pin: { id: call.functionId, name: call.functionName } } : {}),
       });

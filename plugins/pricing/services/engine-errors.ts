@@ -38,7 +38,7 @@ export function toApiError(err: unknown): unknown {
       });
     case 'insufficient_context':
       return new ApiError('insufficient_context', err.message, {
-        hint: 'Add the inputs a method needs; with no price history a current_price alone still gets a (low-confidence) price.',
+        hint: 'Add the inputs a method needs; with no price history a current_price alone still gets a (low-confidence) price, and so does a product_type the network holds price observations of.',
         fields: { missing: d.missing ?? [], inputs_by_function: INPUT_MENU, attempts: d.attempts ?? [] },
         example: { context: { product_type: 'coffee', currency: 'USD', current_price: 4.5, unit_cost: 1.2 } },
       });

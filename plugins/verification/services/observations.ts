@@ -85,6 +85,7 @@ export class ObservationStore {
   private readonly cache = new Map<string, { at: number; evidence: Evidence }>();
   /** Bumped by every local write, so a read that raced a write is not cached. */
   private writes = 0;
+  private readonly writeListeners: Array<(productType: string, currency: string) => void> = [];
 
   constructor(
     private readonly sql: Sql,
@@ -96,6 +97,12 @@ export class ObservationStore {
   private invalidate(productType: string, currency: string): void {
     this.writes++;
     this.cache.delete(evidenceKey(productType, currency));
+    for (const listener of this.writeListeners) listener(productType, currency);
+  }
+
+  /** Told of every product type and currency this instance writes observations of. */
+  onWrite(listener: (productType: string, currency: string) => void): void {
+    this.writeListeners.push(listener);
   }
 
   /** Stores a workspace's contribution in one statement; all or nothing. */

@@ -1,0 +1,75 @@
+import { expect } from 'chai';
+import { anchored } from '../../engine/builtins/anchored';
+import { competitive, NETWORK_PROVENANCE } from '../../engine/builtins/competitive';
+import { MethodNotApplicable } from '../../engine/builtins/types';
+import type { Context, MarketEvidence, MethodResult } from '../../engine/builtins/types';
+
+/** Three sources' medians 10, 12 and 14 from two workspaces: reference 12. */
+const market = (over: Partial<MarketEvidence> = {}): MarketEvidence => ({ product_type: 'coffee', currency: 'USD', observations: 7, source_prices: [10, 12, 14], workspaces: 2, ...over });
+
+function refused(fn: () => unknown): MethodNotApplicable {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).to.be.instanceOf(MethodNotApplicable);
+    return err as MethodNotApplicable;
+  }
+  expect.fail('expected MethodNotApplicable');
+}
+
+const run = (method: (c: Context, m?: MarketEvidence) => unknown, ctx: Context, m?: MarketEvidence) => method(ctx, m) as MethodResult;
+
+describe('engine: built-ins positioned on the network\'s price observations (market evidence)', () => {
+  it('competitive-position with no competitor_prices takes the median of the network\'s per-source prices, labelled, with a provenance factor', () => {
+    const r = run(competitive, { product_type: 'coffee', currency: 'USD' }, market());
+    expect(r.price).to.equal('12.00');
+    expect(r.inputs_used).to.deep.equal(['product_type', 'network_observations']);
+    expect(r.details).to.deep.include({ reference_price: '12.00', sources: 3, reference: 'network_observations', observations: 7 });
+    expect(r.confidence_factors).to.deep.include({ provenance: NETWORK_PROVENANCE, independence: 1 });
+    // amount 3/6 × agreement 1/(1 + 1.4826·2/12) × provenance 0.6 = 0.3 × 0.802 ≈ 0.241
+    expect(r.confidence).to.be.closeTo(0.241, 0.002);
+    expect(r.notes.join(' ')).to.match(/7 price observation\(s\) of "coffee" in USD from 3 source\(s\) on the network/);
+  });
+
+  it('the caller\'s own competitor_prices always win over the network\'s, and an empty list is the caller\'s choice too', () => {
+    const r = run(competitive, { product_type: 'coffee', competitor_prices: [20, 22] }, market());
+    expect(r.price).to.equal('21.00');
+    expect(r.inputs_used).to.deep.equal(['competitor_prices']);
+    expect(r.confidence_factors).to.not.have.property('provenance');
+    expect(refused(() => competitive({ product_type: 'coffee', competitor_prices: [] }, market())).missing).to.deep.equal(['competitor_prices']);
+  });
+
+  it('observations in another currency are not a reference, and with none the refusal names both ways in', () => {
+    const err = refused(() => competitive({ product_type: 'coffee', currency: 'EUR' }, market()));
+    expect(err.message).to.match(/competitor_prices .*or a product_type the network holds price observations of/);
+    refused(() => competitive({ product_type: 'coffee' }));
+  });
+
+  it('observations that all come from one workspace are not independent (factor 0.5), and it says so', () => {
+    const r = run(competitive, { product_type: 'coffee' }, market({ workspaces: 1 }));
+    expect(r.confidence_factors).to.deep.include({ independence: 0.5 });
+    expect(r.notes.join(' ')).to.match(/one workspace: evidence is not independent/);
+  });
+
+  it('positions (undercut) and keeps the caller\'s floor on the network reference', () => {
+    expect(run(competitive, { product_type: 'coffee', position: 'undercut', undercut_pct: 0.1 }, market()).price).to.equal('10.80');
+    const floored = run(competitive, { product_type: 'coffee', position: 'undercut', min_price: 11.5 }, market());
+    expect(floored.price).to.equal('11.50');
+    expect(floored.confidence_factors).to.deep.include({ bounds: 0.8 });
+  });
+
+  it('anchored-adjustment moves current_price towards the network reference within its step instead of echoing it', () => {
+    const moved = run(anchored, { product_type: 'coffee', current_price: 15 }, market());
+    expect(moved.price).to.equal('13.50');
+    expect(moved.inputs_used).to.deep.equal(['current_price', 'product_type', 'network_observations']);
+    expect(moved.notes).to.include('target 12.00 from competitive positioning on network observations');
+    expect(moved.notes).to.include('step limited to -10%');
+    expect(run(anchored, { product_type: 'coffee', current_price: 15 }).notes.join(' ')).to.match(/current price echoed/);
+  });
+
+  it('anchored-adjustment prefers the caller\'s own signals: a target_price or unit_cost beats the network', () => {
+    expect(run(anchored, { product_type: 'coffee', current_price: 15, target_price: 16 }, market()).price).to.equal('16.00');
+    const cost = run(anchored, { product_type: 'coffee', current_price: 15, unit_cost: 10, target_margin: 0.4 }, market());
+    expect(cost.inputs_used).to.not.include('network_observations');
+  });
+});
