@@ -105,6 +105,7 @@ export function llmsText(config: Config, base: string, changelog: Changelog, too
 ## Price
 
 - POST ${base}/api/compute/price with x-api-key: {"context": {...}, "function_id"?: "...", "routing_preference"?: "cheapest|fastest|round_robin|weighted|explicit"}.
+- A context needs one thing to price from: unit_cost, current_price, competitor_prices, or a product_type the network holds price observations of (contribute them with POST ${base}/api/data/observations).
 - POST ${base}/api/compute/batch: up to ${l.batchMaxItems} items (claimed workspaces).
 - POST ${base}/api/price-router: as compute, plus function_name.
 - POST ${base}/api/public/price-router/verify: {"context": {...}, "proposed_price": 4.2}.
