@@ -26,7 +26,7 @@ export { effectiveCost, isReachable } from './functions';
 export type { CallerScope, ExecutionType, FunctionDescriptor, FunctionStatus } from './functions';
 export { BUILTINS } from './builtins/catalogue';
 export type { MarketEvidence, MethodResult } from './builtins/types';
-export { currencyOf, median } from './builtins/inputs';
+export { currencyOf } from './builtins/inputs';
 export { policySchema, policyConfigSchema, STRATEGIES, PREFERENCES } from './routing/policy';
 export type { PolicyConfig, PolicyShape, Preference, RoutingPolicy, Strategy } from './routing/policy';
 export { OPERATORS } from './routing/rules';

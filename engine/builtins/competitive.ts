@@ -14,6 +14,8 @@ export const NETWORK_PROVENANCE = 0.6;
 /** The prices a reference is taken from: one number per source, with where they came from. */
 interface Reference {
   perSource: number[];
+  /** The reference across sources when already computed; else the median of perSource. */
+  ref?: number;
   independence: number;
   factors: Record<string, number>;
   used: string[];
@@ -51,8 +53,10 @@ function networkReference(ctx: Context, market: MarketEvidence | undefined, curr
     `no competitor_prices sent: the reference is ${market.observations} price observation(s) of "${market.product_type}" in ${currency} from ${perSource.length} source(s) on the network, not a competitor list of your own`,
   ];
   if (independence < 1) notes.push('every observation comes from one workspace: evidence is not independent');
+  const ref = market.reference_price;
   return {
     perSource,
+    ...(ref !== undefined && Number.isFinite(ref) && ref > 0 ? { ref } : {}),
     independence,
     factors: { provenance: NETWORK_PROVENANCE },
     used: ['product_type', 'network_observations'],
@@ -86,7 +90,7 @@ export function competitive(ctx: Context, market?: MarketEvidence): MethodResult
   const { perSource, independence } = reference;
   const notes = [...reference.notes];
   const n = perSource.length;
-  const ref = median(perSource);
+  const ref = reference.ref ?? median(perSource);
 
   const position = typeof ctx.position === 'string' ? ctx.position : 'match';
   if (!['match', 'undercut', 'premium', 'lowest'].includes(position)) throw new MethodNotApplicable('position must be match, undercut, premium or lowest.', ['position']);

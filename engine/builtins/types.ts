@@ -42,6 +42,12 @@ export interface MarketEvidence {
   observations: number;
   /** The median price of each distinct source (workspace and source label), newest sources first. */
   source_prices: number[];
+  /**
+   * The reference across sources, when the provider computes it with its own statistic (the
+   * service: verification's time-weighted median of source medians); else the plain median of
+   * source_prices is used.
+   */
+  reference_price?: number;
   /** Distinct workspaces the observations come from. */
   workspaces: number;
 }

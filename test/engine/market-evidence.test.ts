@@ -31,6 +31,12 @@ describe('engine: built-ins positioned on the network\'s price observations (mar
     expect(r.notes.join(' ')).to.match(/7 price observation\(s\) of "coffee" in USD from 3 source\(s\) on the network/);
   });
 
+  it('a reference the provider computed (the service: verification\'s time-weighted statistic) is used as given', () => {
+    const r = run(competitive, { product_type: 'coffee' }, market({ reference_price: 13 }));
+    expect(r.price).to.equal('13.00');
+    expect(r.details).to.deep.include({ reference_price: '13.00', sources: 3 });
+  });
+
   it('the caller\'s own competitor_prices always win over the network\'s, and an empty list is the caller\'s choice too', () => {
     const r = run(competitive, { product_type: 'coffee', competitor_prices: [20, 22] }, market());
     expect(r.price).to.equal('21.00');

@@ -1,20 +1,25 @@
 import type { Config } from '../../../config';
-import { median } from '../../../engine';
+import { dec } from '../../../core/money';
 import type { MarketEvidence } from '../../../engine';
 import type { MarketEvidenceSource } from '../../pricing';
 import type { Evidence, ObservationStore } from './observations';
 import type { ObservedProductTypes } from './product-types';
+import { weightedMedianDec } from './weighted-stats';
 
 const DAY_MS = 86_400_000;
 
+type Summary = Omit<MarketEvidence, 'product_type' | 'currency'>;
+
 /**
- * The network's stored price observations as market evidence for compute: the same rows, window
- * and read limit as verification (so a computed price and a verdict on it rest on the same
- * evidence), summarised as one median per source (workspace and source label), newest sources
- * first. Summaries follow the store's cached reads: a new read gives a new summary.
+ * The network's stored price observations as market evidence for compute: the same rows, window,
+ * read limit and statistic as verification (exact copies counted once, each observation weighted
+ * 0.5^(age / half-life), one weighted median per source, the reference the weighted median of
+ * those), so a computed price and a verdict on it rest on the same reference. Verification's one
+ * caller-dependent step, dropping the caller's own echo of the price it proposes, has no
+ * counterpart here. Summaries follow the store's cached reads: a new read gives a new summary.
  */
 export class NetworkMarketEvidence implements MarketEvidenceSource {
-  private readonly summaries = new WeakMap<Evidence, Omit<MarketEvidence, 'product_type' | 'currency'> | null>();
+  private readonly summaries = new WeakMap<Evidence, Summary | null>();
 
   constructor(
     private readonly store: ObservationStore,
@@ -25,33 +30,43 @@ export class NetworkMarketEvidence implements MarketEvidenceSource {
 
   async lookup(productType: string, currency: string): Promise<MarketEvidence | null> {
     if (!this.observed.mayHave(productType, currency)) return null;
-    const since = new Date(this.now() - this.config.verification.maxAgeDays * DAY_MS);
-    const evidence = await this.store.forVerification(productType, currency, since, this.config.verification.maxObservationsRead);
+    const v = this.config.verification;
+    const now = this.now();
+    const evidence = await this.store.forVerification(productType, currency, new Date(now - v.maxAgeDays * DAY_MS), v.maxObservationsRead);
     let summary = this.summaries.get(evidence);
     if (summary === undefined) {
-      summary = summarise(evidence, this.config.engine.marketMaxSources);
+      summary = summarise(evidence, { now, halfLifeMs: v.halfLifeDays * DAY_MS, maxSources: this.config.engine.marketMaxSources });
       this.summaries.set(evidence, summary);
     }
     return summary ? { product_type: productType, currency, ...summary } : null;
   }
 }
 
-function summarise(evidence: Evidence, maxSources: number): Omit<MarketEvidence, 'product_type' | 'currency'> | null {
+function summarise(evidence: Evidence, opts: { now: number; halfLifeMs: number; maxSources: number }): Summary | null {
+  const seen = new Set<string>();
   // Rows come newest first, so a source's first row places it.
-  const bySource = new Map<string, { workspaceId: string; prices: number[] }>();
+  const bySource = new Map<string, { workspaceId: string; items: Array<{ value: ReturnType<typeof dec>; weight: number }> }>();
   for (const o of evidence.observations) {
-    const price = Number(o.amount);
-    if (!Number.isFinite(price) || price <= 0) continue;
+    const copy = `${o.workspaceId}\u0000${o.source}\u0000${o.amount}\u0000${o.observedAt}`;
+    if (seen.has(copy)) continue;
+    seen.add(copy);
+    const value = dec(o.amount);
+    if (!value.isFinite() || value.lte(0)) continue;
     const key = `${o.workspaceId}\u0000${o.source}`;
-    const entry = bySource.get(key);
-    if (entry) entry.prices.push(price);
-    else if (bySource.size < maxSources) bySource.set(key, { workspaceId: o.workspaceId, prices: [price] });
+    let entry = bySource.get(key);
+    if (!entry) {
+      if (bySource.size >= opts.maxSources) continue;
+      entry = { workspaceId: o.workspaceId, items: [] };
+      bySource.set(key, entry);
+    }
+    entry.items.push({ value, weight: 0.5 ** (Math.max(0, opts.now - o.observedAt) / opts.halfLifeMs) });
   }
   if (bySource.size === 0) return null;
-  const sources = [...bySource.values()];
+  const sources = [...bySource.values()].map((s) => ({ workspaceId: s.workspaceId, count: s.items.length, weight: s.items.reduce((w, i) => w + i.weight, 0), median: weightedMedianDec(s.items) }));
   return {
-    observations: sources.reduce((n, s) => n + s.prices.length, 0),
-    source_prices: sources.map((s) => median(s.prices)),
+    observations: sources.reduce((n, s) => n + s.count, 0),
+    source_prices: sources.map((s) => s.median.toNumber()),
+    reference_price: weightedMedianDec(sources.map((s) => ({ value: s.median, weight: s.weight }))).toNumber(),
     workspaces: new Set(sources.map((s) => s.workspaceId)).size,
   };
 }

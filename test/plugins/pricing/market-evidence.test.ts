@@ -42,20 +42,24 @@ describe('pricing: network price observations as market evidence for compute', f
     expect(res.body.error).to.match(/or a product_type the network holds price observations of/);
   });
 
-  it('once two workspaces contributed observations, the same context is priced by competitive-position on them (any caller, the sandbox included)', async () => {
+  it('once two workspaces contributed observations, the same context is priced by competitive-position on them (any caller, the sandbox included), on the reference a verdict uses', async () => {
     expect((await observe(alice, [['4.00', 'shelf'], ['4.40', 'shelf'], ['5.00', 'web']])).status).to.equal(201);
     expect((await observe(bob, [['4.60', 'cafe']])).status).to.equal(201);
     const res = await agent.post<Record<string, any>>('/api/compute/price', { context: { product_type: product.toUpperCase(), currency: 'USD' } });
     expect(res.status, res.text).to.equal(200);
-    // Per-source medians: alice/shelf 4.20, alice/web 5.00, bob/cafe 4.60 → reference 4.60.
-    expect(res.body.price).to.equal('4.60');
+    // Time-weighted medians of the sources (an hour apart): alice/shelf 4.00 (two observations, the newer one's weight
+    // a little higher), alice/web 5.00, bob/cafe 4.60; shelf carries half the total weight, so the reference is 4.00.
+    expect(res.body.price).to.equal('4.00');
     expect(res.body.function.name).to.equal('competitive-position');
     expect(res.body.method.inputs_used).to.deep.equal(['product_type', 'network_observations']);
-    expect(res.body.method.details).to.deep.include({ reference: 'network_observations', observations: 4, sources: 3 });
+    expect(res.body.method.details).to.deep.include({ reference: 'network_observations', observations: 4, sources: 3, reference_price: '4.00' });
     expect(res.body.method.confidence_factors).to.deep.include({ provenance: 0.6, independence: 1 });
     const stage = (res.body.trace.stages as Array<Record<string, any>>).find((s) => s.stage === 'market_evidence');
     expect(stage).to.deep.include({ found: true, currency: 'USD', observations: 4, sources: 3 });
     expect(stage?.ms).to.be.a('number');
+    const verdict = await bob.post<Record<string, any>>('/api/price-router/verify', { context: { product_type: product, currency: 'USD' }, proposed_price: res.body.price });
+    expect(verdict.status, verdict.text).to.equal(200);
+    expect(verdict.body.reference.price).to.equal(res.body.method.details.reference_price);
   });
 
   it('anchored-adjustment moves a current_price towards them; the caller\'s own competitor_prices are used instead when sent', async () => {
@@ -78,8 +82,9 @@ describe('pricing: network price observations as market evidence for compute', f
     expect((await observe(bob, [['9.00', 'kiosk'], ['9.20', 'airport']])).status).to.equal(201);
     const after = await bob.post<Record<string, any>>('/api/compute/price', ctx);
     expect(after.body.trace.cache).to.equal('miss');
-    // Five sources now: 4.20, 5.00, 4.60, 9.00, 9.20 → 5.00.
-    expect(after.body.price).to.equal('5.00');
+    // Five sources now: 4.00 (weight 2), 4.60, 5.00, 9.00, 9.20 (weight about 1 each); half the weight is reached at 4.60.
+    expect(after.body.price, JSON.stringify(after.body.method)).to.equal('4.60');
+    expect(after.body.method.details).to.deep.include({ sources: 5, observations: 6 });
   });
 
   it('the function test endpoint sees the same evidence a compute does', async () => {
