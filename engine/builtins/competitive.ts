@@ -1,8 +1,9 @@
-import { D, currencyOf, mad, median, num, observations, positiveMoney, round3, toPrice, methodResult } from './inputs';
+import { D, MAX_AMOUNT, currencyOf, mad, median, num, observations, positiveMoney, round3, toPrice, methodResult } from './inputs';
 import { MethodNotApplicable } from './types';
 import type { Context, MarketEvidence, MethodResult } from './types';
 
 const DEFAULT_STEP = 0.05;
+const MAX_AMOUNT_NUMBER = MAX_AMOUNT.toNumber();
 
 /**
  * Confidence factor of a reference taken from the network's observations rather than the caller's
@@ -46,7 +47,9 @@ function callerReference(ctx: Context): Reference | null {
  */
 function networkReference(ctx: Context, market: MarketEvidence | undefined, currency: string): Reference | null {
   if (ctx.competitor_prices !== undefined || !market || market.currency !== currency) return null;
-  const perSource = market.source_prices.filter((p) => Number.isFinite(p) && p > 0);
+  // Like a caller's competitor prices, amounts past the bound are dropped (and a reference computed with them is not used).
+  const usable = (p: number) => Number.isFinite(p) && p > 0 && p <= MAX_AMOUNT_NUMBER;
+  const perSource = market.source_prices.filter(usable);
   if (perSource.length === 0) return null;
   const independence = market.workspaces <= 1 ? 0.5 : 1;
   const notes = [
@@ -56,7 +59,7 @@ function networkReference(ctx: Context, market: MarketEvidence | undefined, curr
   const ref = market.reference_price;
   return {
     perSource,
-    ...(ref !== undefined && Number.isFinite(ref) && ref > 0 ? { ref } : {}),
+    ...(ref !== undefined && usable(ref) && perSource.length === market.source_prices.length ? { ref } : {}),
     independence,
     factors: { provenance: NETWORK_PROVENANCE },
     used: ['product_type', 'network_observations'],

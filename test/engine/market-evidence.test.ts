@@ -37,6 +37,12 @@ describe('engine: built-ins positioned on the network\'s price observations (mar
     expect(r.details).to.deep.include({ reference_price: '13.00', sources: 3 });
   });
 
+  it('network prices past 10^15 are dropped like a caller\'s, and a reference computed with them is not used', () => {
+    const r = run(competitive, { product_type: 'coffee' }, market({ source_prices: [10, 12, 2e18], reference_price: 12 }));
+    expect(r.price).to.equal('11.00');
+    expect(r.details).to.deep.include({ sources: 2 });
+  });
+
   it('the caller\'s own competitor_prices always win over the network\'s, and an empty list is the caller\'s choice too', () => {
     const r = run(competitive, { product_type: 'coffee', competitor_prices: [20, 22] }, market());
     expect(r.price).to.equal('21.00');
