@@ -3,6 +3,7 @@ import type { PluginDefinition } from '../../core/plugin';
 import { TOKENS } from '../../core/tokens';
 import { usageEvents } from './migrations/0001-usage-events';
 import { usageApi } from './migrations/0002-usage-api';
+import { usageNetworkEvidence } from './migrations/0003-network-evidence';
 import { eventRoutes } from './routes/events';
 import { summaryRoutes } from './routes/summary';
 import { testerTagRoutes } from './routes/tester-tags';
@@ -30,7 +31,7 @@ export const usagePlugin: PluginDefinition = {
   name: 'usage',
   description: 'Usage events, outcomes, summary, tester tags and the sandbox daily allowance.',
   dependsOn: ['identity'],
-  migrations: [usageEvents, usageApi],
+  migrations: [usageEvents, usageApi, usageNetworkEvidence],
   async register(ctx) {
     const synchronousCommit = ctx.config.usage.synchronousCommit;
     if (!synchronousCommit) ctx.log.warn('USAGE_SYNCHRONOUS_COMMIT=off: usage events are acknowledged before their WAL record is on disk; a database crash can lose the last few hundred milliseconds of them');
@@ -65,6 +66,8 @@ declare module '../../core/events' {
       price: string | null;
       currency: string | null;
       contextKeys: Record<string, unknown>;
+      /** The price was positioned on the network's price observations. */
+      networkEvidence: boolean;
       at: string;
     };
   }

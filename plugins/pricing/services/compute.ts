@@ -41,7 +41,7 @@ export interface ComputeResult {
 
 /** What differs between the usage events of one call's outcomes. */
 type UsageOutcome = Pick<UsageEventInput, 'status' | 'cost' | 'billable' | 'paidVia'> &
-  Partial<Pick<UsageEventInput, 'errorCode' | 'functionId' | 'functionName' | 'strategy' | 'price' | 'currency' | 'confidence' | 'cached' | 'fallbackUsed'>> & { latencyMs: number };
+  Partial<Pick<UsageEventInput, 'errorCode' | 'functionId' | 'functionName' | 'strategy' | 'price' | 'currency' | 'confidence' | 'cached' | 'fallbackUsed' | 'networkEvidence'>> & { latencyMs: number };
 
 const ms = (from: number) => Math.round((performance.now() - from) * 1000) / 1000;
 
@@ -84,6 +84,7 @@ export class ComputeService {
       ...callerFields(p, call.req),
       cached: r.cached ?? false,
       fallbackUsed: r.fallbackUsed ?? false,
+      networkEvidence: r.networkEvidence ?? false,
       latencyMs: r.latencyMs,
       contextKeys: contextKeys(call.context),
     };
@@ -144,6 +145,7 @@ export class ComputeService {
       paidVia: reservation.paidVia,
       cached: outcome.cached,
       fallbackUsed: outcome.fallbackUsed,
+      networkEvidence: outcome.result.inputs_used.includes('network_observations'),
       latencyMs: ms(t0),
     });
     // A reservation the caller brought is the caller's to settle.

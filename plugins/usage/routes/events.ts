@@ -73,6 +73,7 @@ export function eventRoutes(d: { events: UsageEvents; bus: EventBus; clock: Cloc
           price: decimalText(e.price),
           currency: e.currency,
           contextKeys: e.context_keys,
+          networkEvidence: e.network_evidence,
           at: at.toISOString(),
         });
         return ok({ usage_event: eventView(e), previous: change.previous });

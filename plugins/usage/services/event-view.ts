@@ -33,6 +33,7 @@ export interface EventRow {
   caller_verified: boolean;
   cached: boolean;
   fallback_used: boolean;
+  network_evidence: boolean;
   latency_ms: number | null;
   context_keys: Record<string, unknown>;
   viewer_class: Classification;
@@ -45,7 +46,7 @@ export const EVENT_COLUMNS = `e.id, e.workspace_id, e.created_at,
   e.request_id, e.operation, e.channel, e.status, e.error_code, e.function_id, e.function_name, e.strategy,
   e.price::text AS price, e.currency, e.confidence, e.cost::text AS cost, e.billable, e.paid_via,
   e.outcome, e.quality_score, e.outcome_at, e.caller_key_id, e.caller_agent_id, e.caller_person_id,
-  e.caller_user_agent, e.caller_verified, e.cached, e.fallback_used, e.latency_ms, e.context_keys`;
+  e.caller_user_agent, e.caller_verified, e.cached, e.fallback_used, e.network_evidence, e.latency_ms, e.context_keys`;
 
 export type CallerType = 'agent' | 'api_key' | 'person' | 'anonymous';
 
@@ -97,6 +98,7 @@ export function eventView(r: EventRow): Record<string, unknown> {
     outcome_at: r.outcome_at ? r.outcome_at.toISOString() : null,
     cached: r.cached,
     fallback_used: r.fallback_used,
+    network_evidence: r.network_evidence,
     latency_ms: r.latency_ms,
     ...(mine
       ? {
@@ -143,6 +145,7 @@ export function recordedEventRow(recorded: RecordedEvent, e: UsageEventInput): E
     caller_verified: e.callerVerified,
     cached: e.cached ?? false,
     fallback_used: e.fallbackUsed ?? false,
+    network_evidence: e.networkEvidence ?? false,
     latency_ms: e.latencyMs ?? null,
     context_keys: e.contextKeys ?? {},
     viewer_class: e.classification === 'mine' ? 'mine' : 'others',

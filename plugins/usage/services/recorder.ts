@@ -30,6 +30,8 @@ export interface UsageEventInput {
   classification: 'mine' | 'testers' | 'others';
   cached?: boolean;
   fallbackUsed?: boolean;
+  /** The price was positioned on the network's price observations. */
+  networkEvidence?: boolean;
   latencyMs?: number | null;
   contextKeys?: Record<string, unknown>;
 }
@@ -61,6 +63,7 @@ const COLUMNS: ReadonlyArray<readonly [string, 'text' | 'numeric' | 'double prec
   ['classification', 'text'],
   ['cached', 'boolean'],
   ['fallback_used', 'boolean'],
+  ['network_evidence', 'boolean'],
   ['latency_ms', 'double precision'],
   ['context_keys', 'jsonb'],
 ];
@@ -92,6 +95,7 @@ function row(id: string, e: UsageEventInput): unknown[] {
     e.classification,
     e.cached ?? false,
     e.fallbackUsed ?? false,
+    e.networkEvidence ?? false,
     e.latencyMs ?? null,
     e.contextKeys ?? {},
   ];

@@ -11,7 +11,8 @@ const CONTEXT_KEY = /^[a-z][a-z0-9_]{0,39}$/;
  * Accepted compute outcomes are price evidence too: an accepted outcome with a price, a currency,
  * a product type and the function that priced it becomes an observation (origin
  * `accepted_outcome`, source `accepted:<function name>`), once per usage event. An outcome later
- * changed to rejected withdraws it.
+ * changed to rejected withdraws it. A price that was positioned on the network's own observations
+ * is not stored: accepted, it would echo that evidence back as if it were new.
  */
 export class OutcomeObserver {
   constructor(
@@ -22,6 +23,10 @@ export class OutcomeObserver {
   async handle(e: OutcomeEvent): Promise<void> {
     if (e.outcome === 'rejected') {
       if (await this.store.withdrawOutcome(e.eventId)) this.log.info({ usageEventId: e.eventId }, 'accepted-outcome observation withdrawn');
+      return;
+    }
+    if (e.networkEvidence) {
+      this.log.debug({ usageEventId: e.eventId }, 'accepted outcome priced on network observations: not stored as a new observation');
       return;
     }
     const productType = typeof e.contextKeys.product_type === 'string' ? e.contextKeys.product_type.trim().slice(0, 100) : '';

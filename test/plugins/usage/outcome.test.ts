@@ -57,6 +57,7 @@ describe('usage: reporting an outcome', function () {
       price: priced.body.price,
       currency: 'USD',
       contextKeys: { product_type: 'coffee', currency: 'USD' },
+      networkEvidence: false,
       at: res.body.usage_event.outcome_at,
     });
   });

@@ -262,6 +262,7 @@ describe('price verification API', function () {
       price: ev.price,
       currency: ev.currency,
       contextKeys: ev.context_keys,
+      networkEvidence: false,
       at: new Date().toISOString(),
     };
     await svc.events.emit('usage.outcome_recorded', payload);
@@ -280,6 +281,23 @@ describe('price verification API', function () {
     await svc.events.emit('usage.outcome_recorded', { ...payload, outcome: 'rejected' });
     const after = await api.get<Record<string, any>>('/api/data/observations?origin=accepted_outcome&product_type=sprocket');
     expect(after.body.data).to.have.length(0);
+  });
+
+  it('does not store an accepted price that was positioned on the network\'s own observations (it would echo them back as new evidence)', async () => {
+    const api = client(svc.url, { 'x-api-key': caller.key });
+    const contributed = await api.post('/api/data/observations', { observations: [{ product_type: 'echo-gear', currency: 'USD', amount: '12.00', source: 'shop', observed_at: new Date().toISOString() }] });
+    expect(contributed.status).to.equal(201);
+    const onNetwork = await api.post<Record<string, any>>('/api/compute/price', { context: { product_type: 'echo-gear', currency: 'USD' } });
+    expect(onNetwork.status, onNetwork.text).to.equal(200);
+    expect(onNetwork.body.receipt.usage_event.network_evidence).to.equal(true);
+    const ownCost = await api.post<Record<string, any>>('/api/compute/price', { context: { product_type: 'echo-gear', currency: 'USD', unit_cost: 5, target_margin: 0.5 } });
+    expect(ownCost.body.receipt.usage_event.network_evidence).to.equal(false);
+    for (const r of [onNetwork, ownCost]) {
+      const accepted = await api.patch(`/api/usage/events/${r.body.receipt.usage_event_id as string}/outcome`, { outcome: 'accepted' });
+      expect(accepted.status, accepted.text).to.equal(200);
+    }
+    const listed = await api.get<Record<string, any>>('/api/data/observations?origin=accepted_outcome&product_type=echo-gear');
+    expect((listed.body.data as Array<Record<string, unknown>>).map((o) => o.usage_event_id)).to.deep.equal([ownCost.body.receipt.usage_event_id]);
   });
 });
 
