@@ -4,6 +4,8 @@ import type { Context, MarketEvidence, MethodResult } from './types';
 
 const DEFAULT_STEP = 0.05;
 const MAX_AMOUNT_NUMBER = MAX_AMOUNT.toNumber();
+/** Past this share of the weight one source dominates the reference (as verification judges it). */
+const DOMINANT_SHARE = 0.5;
 
 /**
  * Confidence factor of a reference taken from the network's observations rather than the caller's
@@ -56,12 +58,18 @@ function networkReference(ctx: Context, market: MarketEvidence | undefined, curr
     `no competitor_prices sent: the reference is ${market.observations} price observation(s) of "${market.product_type}" in ${currency} from ${perSource.length} source(s) on the network, not a competitor list of your own`,
   ];
   if (independence < 1) notes.push('every observation comes from one workspace: evidence is not independent');
+  const factors: Record<string, number> = { provenance: NETWORK_PROVENANCE };
+  const share = market.largest_source_share;
+  if (share !== undefined && perSource.length >= 2 && round3(share) > DOMINANT_SHARE) {
+    factors.dominance = round3(1 - (share - DOMINANT_SHARE));
+    notes.push(`one source carries ${Math.round(share * 100)}% of the observations' weight, over half`);
+  }
   const ref = market.reference_price;
   return {
     perSource,
     ...(ref !== undefined && usable(ref) && perSource.length === market.source_prices.length ? { ref } : {}),
     independence,
-    factors: { provenance: NETWORK_PROVENANCE },
+    factors,
     used: ['product_type', 'network_observations'],
     notes,
     details: { reference: 'network_observations', observations: market.observations },

@@ -48,6 +48,8 @@ export interface MarketEvidence {
    * source_prices is used.
    */
   reference_price?: number;
+  /** The largest source's share of the total weight (0 to 1), when the provider weighs sources. */
+  largest_source_share?: number;
   /** Distinct workspaces the observations come from. */
   workspaces: number;
 }

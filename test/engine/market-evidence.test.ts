@@ -43,6 +43,13 @@ describe('engine: built-ins positioned on the network\'s price observations (mar
     expect(r.details).to.deep.include({ sources: 2 });
   });
 
+  it('one source carrying over half the weight lowers confidence as verification does (factor 1 − (share − 0.5)), and it says so', () => {
+    const r = run(competitive, { product_type: 'coffee' }, market({ largest_source_share: 0.8 }));
+    expect(r.confidence_factors).to.deep.include({ dominance: 0.7 });
+    expect(r.notes.join(' ')).to.match(/one source carries 80% of the observations' weight/);
+    expect(run(competitive, { product_type: 'coffee' }, market({ largest_source_share: 0.5 })).confidence_factors).to.not.have.property('dominance');
+  });
+
   it('the caller\'s own competitor_prices always win over the network\'s, and an empty list is the caller\'s choice too', () => {
     const r = run(competitive, { product_type: 'coffee', competitor_prices: [20, 22] }, market());
     expect(r.price).to.equal('21.00');

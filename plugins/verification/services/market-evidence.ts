@@ -63,10 +63,12 @@ function summarise(evidence: Evidence, opts: { now: number; halfLifeMs: number; 
   }
   if (bySource.size === 0) return null;
   const sources = [...bySource.values()].map((s) => ({ workspaceId: s.workspaceId, count: s.items.length, weight: s.items.reduce((w, i) => w + i.weight, 0), median: weightedMedianDec(s.items) }));
+  const total = sources.reduce((w, s) => w + s.weight, 0);
   return {
     observations: sources.reduce((n, s) => n + s.count, 0),
     source_prices: sources.map((s) => s.median.toNumber()),
     reference_price: weightedMedianDec(sources.map((s) => ({ value: s.median, weight: s.weight }))).toNumber(),
+    largest_source_share: total > 0 ? Math.max(...sources.map((s) => s.weight)) / total : 1,
     workspaces: new Set(sources.map((s) => s.workspaceId)).size,
   };
 }
