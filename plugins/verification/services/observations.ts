@@ -83,6 +83,8 @@ const evidenceKey = (productType: string, currency: string): string => `${produc
  */
 export class ObservationStore {
   private readonly cache = new Map<string, { at: number; evidence: Evidence }>();
+  /** Reads in flight: concurrent callers for the same product type and currency share one. */
+  private readonly reading = new Map<string, Promise<Evidence>>();
   /** Bumped by every local write, so a read that raced a write is not cached. */
   private writes = 0;
   private readonly writeListeners: Array<(productType: string, currency: string) => void> = [];
@@ -96,7 +98,10 @@ export class ObservationStore {
 
   private invalidate(productType: string, currency: string): void {
     this.writes++;
-    this.cache.delete(evidenceKey(productType, currency));
+    const key = evidenceKey(productType, currency);
+    this.cache.delete(key);
+    // A read already under way may have missed this write: later callers start a new one.
+    this.reading.delete(key);
     for (const listener of this.writeListeners) listener(productType, currency);
   }
 
@@ -172,13 +177,27 @@ export class ObservationStore {
   /**
    * The newest observations of a product type (case-insensitive) and currency observed since
    * `since`, at most `limit`; plus how many matching ones are older (reported, not used). Straight
-   * to node-postgres with a prepared statement: this is the verify hot path.
+   * to node-postgres with a prepared statement: this is the verify and compute hot path. When the
+   * cached read expires under load, the calls arriving meanwhile share one read instead of each
+   * sending its own (their `since` differs by the milliseconds between them).
    */
   async forVerification(productType: string, currency: string, since: Date, limit: number): Promise<Evidence> {
     const key = evidenceKey(productType, currency);
     const now = this.now();
     const hit = this.cache.get(key);
     if (hit && now - hit.at < this.cacheTtlMs) return hit.evidence;
+    const inFlight = this.reading.get(key);
+    if (inFlight) return inFlight;
+    const read = this.read(key, productType, currency, since, limit, now);
+    this.reading.set(key, read);
+    try {
+      return await read;
+    } finally {
+      if (this.reading.get(key) === read) this.reading.delete(key);
+    }
+  }
+
+  private async read(key: string, productType: string, currency: string, since: Date, limit: number, now: number): Promise<Evidence> {
     const writesBefore = this.writes;
     const res = await this.pool.query<{ id: string; workspace_id: string; source: string; amount: string; observed_at: Date }>({
       name: 'verification_evidence',

@@ -1,0 +1,63 @@
+import { expect } from 'chai';
+import type { Pool } from 'pg';
+import type { Sql } from '../../../core/db/sql';
+import { TOKENS } from '../../../core/tokens';
+import { ObservationStore } from '../../../plugins/verification/services/observations';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+import { signUp } from '../../support/world';
+
+/** A pool that counts the statements sent through it. */
+function countingPool(pool: Pool): { pool: Pool; count: () => number } {
+  let n = 0;
+  const counted = new Proxy(pool, {
+    get(target, prop, receiver) {
+      if (prop === 'query') {
+        return (...args: unknown[]) => {
+          n++;
+          return (target.query as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      }
+      return Reflect.get(target, prop, receiver) as unknown;
+    },
+  });
+  return { pool: counted, count: () => n };
+}
+
+describe('observation store: evidence reads under load', function () {
+  this.timeout(30_000);
+  let svc: TestService;
+  let clock = Date.now();
+  let workspaceId: string;
+  before(async () => {
+    svc = await startTestService();
+    workspaceId = (await signUp(svc, 'evidence-reads')).workspaceId;
+  });
+  after(() => svc.close());
+
+  it('concurrent reads of one product type share a single database read; after the cache expires, one new read', async () => {
+    const { pool, count } = countingPool(svc.container.resolve<Pool>(TOKENS.PgPool));
+    const store = new ObservationStore(svc.container.resolve<Sql>(TOKENS.Sql), pool, 5000, () => clock);
+    await store.contribute(workspaceId, [{ product_type: 'shared-read', currency: 'USD', amount: '3.00', observed_at: new Date().toISOString(), source: 's' }]);
+    const since = new Date(clock - 86_400_000);
+    const reads = await Promise.all(Array.from({ length: 25 }, () => store.forVerification('shared-read', 'USD', since, 100)));
+    expect(count()).to.equal(1);
+    expect(new Set(reads).size).to.equal(1);
+    expect(reads[0]?.observations.map((o) => o.amount)).to.deep.equal(['3.00']);
+    clock += 6000;
+    await Promise.all(Array.from({ length: 10 }, () => store.forVerification('shared-read', 'USD', since, 100)));
+    expect(count()).to.equal(2);
+  });
+
+  it('a write made while a read is under way is seen by the next caller', async () => {
+    const { pool, count } = countingPool(svc.container.resolve<Pool>(TOKENS.PgPool));
+    const store = new ObservationStore(svc.container.resolve<Sql>(TOKENS.Sql), pool, 5000, () => clock);
+    const since = new Date(clock - 86_400_000);
+    const first = store.forVerification('raced-read', 'USD', since, 100);
+    await store.contribute(workspaceId, [{ product_type: 'raced-read', currency: 'USD', amount: '4.00', observed_at: new Date().toISOString(), source: 's' }]);
+    await first;
+    const after = await store.forVerification('raced-read', 'USD', since, 100);
+    expect(after.observations.map((o) => o.amount)).to.deep.equal(['4.00']);
+    expect(count()).to.be.at.least(2);
+  });
+});
