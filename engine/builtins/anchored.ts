@@ -29,17 +29,19 @@ export function anchored(ctx: Context, market?: MarketEvidence): MethodResult {
   let target: Dec | undefined = positiveMoney(ctx, 'target_price');
   let used = ['current_price'];
   let factors: Record<string, number>;
+  /** What the target rests on, when another method proposed it from evidence (shown as that method shows it). */
+  let evidence: Record<string, unknown> = {};
 
   if (target) {
     used.push('target_price');
     factors = { target_supplied: 0.4 };
-  } else if (ctx.competitor_prices !== undefined || positiveMoney(ctx, 'unit_cost')) {
+  } else if (ctx.competitor_prices != null || positiveMoney(ctx, 'unit_cost')) {
     // Another method proposes the target; the anchor keeps the move small.
-    const inner = ctx.competitor_prices !== undefined ? competitive(ctx) : costPlus(ctx);
+    const inner = ctx.competitor_prices != null ? competitive(ctx) : costPlus(ctx);
     target = new D(inner.price);
     used = [...used, ...inner.inputs_used];
     factors = { ...inner.confidence_factors, anchored: 1 };
-    notes.push(`target ${inner.price} from ${ctx.competitor_prices !== undefined ? 'competitive positioning' : 'cost-plus'}`, ...inner.notes);
+    notes.push(`target ${inner.price} from ${ctx.competitor_prices != null ? 'competitive positioning' : 'cost-plus'}`, ...inner.notes);
   } else {
     const sold = num(ctx, 'units_sold');
     const received = num(ctx, 'units_received') ?? num(ctx, 'inventory_start');
@@ -68,6 +70,7 @@ export function anchored(ctx: Context, market?: MarketEvidence): MethodResult {
       target = new D(inner.price);
       used = [...used, ...inner.inputs_used];
       factors = { ...inner.confidence_factors, anchored: 1 };
+      evidence = { reference: inner.details?.reference, observations: inner.details?.observations, reference_price: inner.details?.reference_price, target_price: inner.price };
       notes.push(`target ${inner.price} from competitive positioning on network observations`, ...inner.notes);
     } else {
       target = current;
@@ -88,6 +91,6 @@ export function anchored(ctx: Context, market?: MarketEvidence): MethodResult {
     price = current;
     notes.push('change under 1%: held');
   }
-  return methodResult(price, currency, factors, used, notes, { current_price: toPrice(current, currency), change_pct: round3(price.div(current).minus(1).times(100).toNumber()), bounds: [toPrice(lower, currency), toPrice(upper, currency)] });
+  return methodResult(price, currency, factors, used, notes, { current_price: toPrice(current, currency), change_pct: round3(price.div(current).minus(1).times(100).toNumber()), bounds: [toPrice(lower, currency), toPrice(upper, currency)], ...evidence });
 }
 

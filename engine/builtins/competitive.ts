@@ -48,7 +48,7 @@ function callerReference(ctx: Context): Reference | null {
  * currency (already one median per source). Observations all from one workspace are not independent.
  */
 function networkReference(ctx: Context, market: MarketEvidence | undefined, currency: string): Reference | null {
-  if (ctx.competitor_prices !== undefined || !market || market.currency !== currency) return null;
+  if (ctx.competitor_prices != null || !market || market.currency !== currency) return null;
   // Like a caller's competitor prices, amounts past the bound are dropped (and a reference computed with them is not used).
   const usable = (p: number) => Number.isFinite(p) && p > 0 && p <= MAX_AMOUNT_NUMBER;
   const perSource = market.source_prices.filter(usable);

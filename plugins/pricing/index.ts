@@ -23,7 +23,7 @@ export { DemoBudgetGuard } from './services/demo-budget';
 export { contextSchema, computeBody, computeExample } from './schemas';
 export { functionSortKey, functionView } from './routes/functions';
 export { mayCall } from './services/next-actions';
-export type { MarketEvidenceSlot, MarketEvidenceSource } from './services/market-evidence';
+export type { MarketEvidenceSlot, MarketEvidenceSource, MarketLookup } from './services/market-evidence';
 
 /**
  * HTTP over the pricing engine: compute, batch, the price router, the keyless demo, workspace
@@ -50,7 +50,7 @@ export const pricingPlugin: PluginDefinition = {
     });
     const recorder = container.resolve<UsageRecorder>(USAGE.Recorder);
     const routes = container.resolve<RouteTable>(TOKENS.Routes);
-    const market = new MarketEvidenceSlot(config.engine.marketEvidence, ctx.log);
+    const market = new MarketEvidenceSlot({ enabled: config.engine.marketEvidence, timeoutMs: config.engine.marketLookupTimeoutMs }, ctx.log, metrics);
     container.register(PRICING.MarketEvidence, { useValue: market });
     const compute = new ComputeService(parts.engine, policies, hooks, recorder, routes, config, ctx.publicUrl, market);
     container.register(PRICING.Engine, { useValue: parts.engine });

@@ -43,8 +43,8 @@ export const verificationPlugin: PluginDefinition = {
     if (config.engine.marketEvidence) {
       const observed = new ObservedProductTypes(container.resolve<Pool>(TOKENS.PgPool), { refreshMs: config.engine.marketIndexRefreshMs, max: config.engine.marketIndexMax, maxAgeDays: config.verification.maxAgeDays }, ctx.log, () => clock.now());
       store.onWrite((productType, currency) => observed.add(productType, currency));
-      await observed.start();
       ctx.onClose(() => observed.stop());
+      await observed.start();
       container.resolve<MarketEvidenceSlot>(PRICING.MarketEvidence).provide(new NetworkMarketEvidence(store, observed, config, () => clock.now()));
     }
 

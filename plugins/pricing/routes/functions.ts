@@ -199,7 +199,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
           throw new ApiError('forbidden', "This is another workspace's private function; only its owner can test it.", { fields: { reason: 'private function of another workspace' }, hint: 'Built-in and public functions can be tested by anyone.' });
         }
         if (fn.executionType === 'pipeline') throw toApiError(new EngineError('pipeline_execution_unavailable', ''));
-        const r = await d.engine.test(fn, body.context, await d.market.forContext(body.context));
+        const r = await d.engine.test(fn, body.context, (await d.market.forContext(body.context))?.evidence);
         return ok({ function: { id: fn.id, name: fn.name, status: fn.status }, ...(r.ok ? { ok: true, result: r.result } : { ok: false, error: r.error, ...(r.missing ? { missing: r.missing } : {}) }), ms: r.ms });
       },
     }),

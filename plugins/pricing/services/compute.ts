@@ -106,8 +106,17 @@ export class ComputeService {
     try {
       const policy = p ? await this.policies.defaultFor(p.workspaceId) : null;
       t = performance.now();
-      const market = await this.market.forContext(call.context);
-      if (market !== undefined) stages.push({ stage: 'market_evidence', ms: ms(t), found: market !== null, ...(market ? { product_type: market.product_type, currency: market.currency, observations: market.observations, sources: market.source_prices.length } : {}) });
+      const lookup = await this.market.forContext(call.context);
+      const market = lookup?.evidence ?? null;
+      if (lookup) {
+        stages.push({
+          stage: 'market_evidence',
+          ms: ms(t),
+          found: market !== null,
+          ...(lookup.outcome === 'timeout' || lookup.outcome === 'error' ? { unavailable: lookup.outcome } : {}),
+          ...(market ? { product_type: market.product_type, currency: market.currency, observations: market.observations, sources: market.source_prices.length } : {}),
+        });
+      }
       outcome = await this.engine.price({
         context: call.context,
         scope,

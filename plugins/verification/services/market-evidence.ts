@@ -47,10 +47,11 @@ function summarise(evidence: Evidence, opts: { now: number; halfLifeMs: number; 
   // Rows come newest first, so a source's first row places it.
   const bySource = new Map<string, { workspaceId: string; items: Array<{ value: ReturnType<typeof dec>; weight: number }> }>();
   for (const o of evidence.observations) {
-    const copy = `${o.workspaceId}\u0000${o.source}\u0000${o.amount}\u0000${o.observedAt}`;
+    const value = dec(o.amount);
+    // As verification counts copies: 4.5 and 4.50 are the same amount.
+    const copy = `${o.workspaceId}\u0000${o.source}\u0000${value.toString()}\u0000${o.observedAt}`;
     if (seen.has(copy)) continue;
     seen.add(copy);
-    const value = dec(o.amount);
     if (!value.isFinite() || value.lte(0)) continue;
     const key = `${o.workspaceId}\u0000${o.source}`;
     let entry = bySource.get(key);
@@ -68,7 +69,8 @@ function summarise(evidence: Evidence, opts: { now: number; halfLifeMs: number; 
     observations: sources.reduce((n, s) => n + s.count, 0),
     source_prices: sources.map((s) => s.median.toNumber()),
     reference_price: weightedMedianDec(sources.map((s) => ({ value: s.median, weight: s.weight }))).toNumber(),
-    largest_source_share: total > 0 ? Math.max(...sources.map((s) => s.weight)) / total : 1,
+    // Rounded as the factor reads it, so the cached results keyed by it do not change as the weights age by the second.
+    largest_source_share: total > 0 ? Math.round((Math.max(...sources.map((s) => s.weight)) / total) * 1000) / 1000 : 1,
     workspaces: new Set(sources.map((s) => s.workspaceId)).size,
   };
 }

@@ -2,6 +2,7 @@ import type { Pool } from 'pg';
 import type { Logger } from '../../../core/logger';
 
 const key = (productType: string, currency: string): string => `${productType.toLowerCase()}\u0000${currency}`;
+const ASCII = /^[\x20-\x7e]*$/;
 
 /**
  * Which product types (case-insensitive, per currency) have stored observations, kept in memory so
@@ -9,6 +10,10 @@ const key = (productType: string, currency: string): string => `${productType.to
  * (agents send SKU-like product types by the thousand). Reloaded every `refreshMs`, so other
  * instances' first observations of a product type show within that; this instance's own writes
  * show at once. Above `max` distinct entries the index gives up and every lookup asks the database.
+ *
+ * The database matches with its own lower(), whose folding depends on its locale and can differ
+ * from JavaScript's (Greek final sigma, dotted İ). So each stored name is listed both as
+ * JavaScript folds it and as PostgreSQL does, and a name outside printable ASCII is always looked up.
  */
 export class ObservedProductTypes {
   private known = new Set<string>();
@@ -17,6 +22,8 @@ export class ObservedProductTypes {
   private timer: NodeJS.Timeout | null = null;
   /** Local writes made while a load is reading, added again to what it read. */
   private writtenDuringLoad: string[] | null = null;
+  /** The load under way: one at a time, so an older read never replaces a newer one. */
+  private loading: Promise<void> | null = null;
 
   constructor(
     private readonly pool: Pool,
@@ -26,7 +33,7 @@ export class ObservedProductTypes {
   ) {}
 
   mayHave(productType: string, currency: string): boolean {
-    return !this.complete || this.known.has(key(productType, currency));
+    return !this.complete || !ASCII.test(productType) || this.known.has(key(productType, currency));
   }
 
   /** A local write: known at once. */
@@ -36,14 +43,21 @@ export class ObservedProductTypes {
     if (this.complete) this.known.add(k);
   }
 
-  async load(): Promise<void> {
+  load(): Promise<void> {
+    this.loading ??= this.read().finally(() => {
+      this.loading = null;
+    });
+    return this.loading;
+  }
+
+  private async read(): Promise<void> {
     const since = new Date(this.now() - this.opts.maxAgeDays * 86_400_000);
     const written: string[] = [];
     this.writtenDuringLoad = written;
     try {
-      const res = await this.pool.query<{ p: string; currency: string }>({
+      const res = await this.pool.query<{ p: string; folded: string; currency: string }>({
         name: 'observed_product_types',
-        text: 'SELECT DISTINCT lower(product_type) AS p, currency FROM price_observations WHERE observed_at >= $1 LIMIT $2',
+        text: 'SELECT DISTINCT product_type AS p, lower(product_type) AS folded, currency FROM price_observations WHERE observed_at >= $1 LIMIT $2',
         values: [since, this.opts.max + 1],
       });
       if (res.rows.length > this.opts.max) {
@@ -51,10 +65,10 @@ export class ObservedProductTypes {
         this.known = new Set();
         return;
       }
-      this.known = new Set([...res.rows.map((r) => key(r.p, r.currency)), ...written]);
+      this.known = new Set([...res.rows.flatMap((r) => [key(r.p, r.currency), key(r.folded, r.currency)]), ...written]);
       this.complete = true;
     } finally {
-      if (this.writtenDuringLoad === written) this.writtenDuringLoad = null;
+      this.writtenDuringLoad = null;
     }
   }
 

@@ -67,6 +67,7 @@ describe('pricing: network price observations as market evidence for compute', f
     expect(moved.status, moved.text).to.equal(200);
     expect(moved.body.price).to.equal('5.40');
     expect(moved.body.method.inputs_used).to.include('network_observations');
+    expect(moved.body.method.details).to.deep.include({ reference: 'network_observations', observations: 4, reference_price: '4.00', target_price: '4.00' });
     const own = await alice.post<Record<string, any>>('/api/compute/price', { context: { product_type: product, currency: 'USD', competitor_prices: [7, 7.2] }, function_id: 'fn_builtin_competitive' });
     expect(own.status).to.equal(200);
     expect(own.body.price).to.equal('7.10');

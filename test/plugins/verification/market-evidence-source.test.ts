@@ -1,0 +1,119 @@
+import { expect } from 'chai';
+import type { Pool } from 'pg';
+import { createLogger } from '../../../core/logger';
+import { Metrics } from '../../../core/metrics';
+import { TOKENS } from '../../../core/tokens';
+import type { MarketEvidence } from '../../../engine';
+import { MarketEvidenceSlot } from '../../../plugins/pricing/services/market-evidence';
+import { NetworkMarketEvidence } from '../../../plugins/verification/services/market-evidence';
+import type { Evidence, ObservationStore } from '../../../plugins/verification/services/observations';
+import { ObservedProductTypes } from '../../../plugins/verification/services/product-types';
+import { evaluateVerdict } from '../../../plugins/verification/services/verdict';
+import type { Observation } from '../../../plugins/verification/services/verdict';
+import { startTestService, testConfig } from '../../support/service';
+import type { TestService } from '../../support/service';
+import { client } from '../../support/http';
+import { createKey, signUp } from '../../support/world';
+
+const HOUR = 3_600_000;
+const log = createLogger('silent');
+
+/** The source as the service builds it, over a fixed set of rows. */
+function sourceOver(observations: Observation[], now: number): NetworkMarketEvidence {
+  const evidence: Evidence = { observations, older: 0 };
+  const store = { forVerification: () => Promise.resolve(evidence) } as unknown as ObservationStore;
+  const everything = { mayHave: () => true } as unknown as ObservedProductTypes;
+  return new NetworkMarketEvidence(store, everything, testConfig(), () => now);
+}
+
+describe('verification: the network\'s observations as market evidence for compute', () => {
+  const now = Date.parse('2026-11-25T12:00:00Z');
+  const obs = (id: string, workspaceId: string, source: string, amount: string, hoursAgo: number): Observation => ({ id, workspaceId, source, amount, observedAt: now - hoursAgo * HOUR });
+
+  it('summarises with verification\'s own statistic: its reference equals the verdict\'s on the same rows', async () => {
+    const rows = [obs('1', 'ws_a', 'shelf', '4.00', 1), obs('2', 'ws_a', 'shelf', '4.40', 30), obs('3', 'ws_a', 'web', '5.10', 200), obs('4', 'ws_b', 'cafe', '4.60', 2), obs('5', 'ws_c', 'kiosk', '3.90', 900)];
+    const market = (await sourceOver(rows, now).lookup('tea', 'USD')) as MarketEvidence;
+    const t = testConfig().verification;
+    const verdict = evaluateVerdict({ proposedPrice: '4.20', observations: rows, now, callerWorkspaceId: null, thresholds: { minEffectiveObservations: t.minEffectiveObservations, minSources: t.minSources, halfLifeDays: t.halfLifeDays, maxAgeDays: t.maxAgeDays, bandK: t.bandK, minRelativeHalfWidth: t.minRelativeHalfWidth } });
+    expect(market.reference_price?.toFixed(2)).to.equal(verdict.reference?.price);
+    expect(market).to.deep.include({ observations: 5, workspaces: 3 });
+    expect(market.largest_source_share).to.equal(verdict.independence.largest_source_share);
+  });
+
+  it('counts exact copies once as verification does, whatever the written scale (4.5 and 4.50)', async () => {
+    const rows = [obs('1', 'ws_a', 'shelf', '4.50', 1), obs('2', 'ws_a', 'shelf', '4.5', 1), obs('3', 'ws_b', 'cafe', '5.00', 1)];
+    const market = (await sourceOver(rows, now).lookup('tea', 'USD')) as MarketEvidence;
+    expect(market.observations).to.equal(2);
+    expect(market.reference_price).to.equal(4.75);
+    expect(market.largest_source_share).to.equal(0.5);
+  });
+});
+
+describe('pricing: the market-evidence slot never holds a compute up', () => {
+  const context = { product_type: 'tea', currency: 'USD' };
+
+  it('a lookup slower than ENGINE_MARKET_LOOKUP_TIMEOUT_MS prices without evidence, and a failing one too; each is counted by outcome', async () => {
+    const metrics = new Metrics({ defaultMetrics: false });
+    const slot = new MarketEvidenceSlot({ enabled: true, timeoutMs: 30 }, log, metrics);
+    slot.provide({ lookup: () => new Promise(() => undefined) });
+    const started = Date.now();
+    expect(await slot.forContext(context)).to.deep.equal({ evidence: null, outcome: 'timeout' });
+    expect(Date.now() - started).to.be.below(1000);
+    slot.provide({ lookup: () => Promise.reject(new Error('connection refused')) });
+    expect(await slot.forContext(context)).to.deep.equal({ evidence: null, outcome: 'error' });
+    const text = await metrics.registry.getSingleMetricAsString('pricing_market_evidence_lookups_total');
+    expect(text).to.match(/outcome="timeout"} 1/);
+    expect(text).to.match(/outcome="error"} 1/);
+  });
+
+  it('looks up only for a product_type without competitor_prices of the caller\'s own (null counts as not sent)', async () => {
+    const slot = new MarketEvidenceSlot({ enabled: true, timeoutMs: 1000 }, log, new Metrics({ defaultMetrics: false }));
+    const asked: string[] = [];
+    slot.provide({ lookup: (p, c) => (asked.push(`${p}/${c}`), Promise.resolve(null)) });
+    expect(await slot.forContext({ ...context, competitor_prices: null })).to.deep.equal({ evidence: null, outcome: 'none' });
+    expect(await slot.forContext({ ...context, competitor_prices: [] })).to.equal(undefined);
+    expect(await slot.forContext({ currency: 'USD' })).to.equal(undefined);
+    expect(await slot.forContext({ product_type: 'x'.repeat(101) })).to.equal(undefined);
+    expect(await slot.forContext({ product_type: ' tea ', currency: 'eur' })).to.deep.equal({ evidence: null, outcome: 'none' });
+    expect(asked).to.deep.equal(['tea/USD', 'tea/EUR']);
+  });
+});
+
+describe('verification: the in-memory list of observed product types', function () {
+  this.timeout(30_000);
+  let svc: TestService;
+  let pool: Pool;
+  before(async () => {
+    svc = await startTestService();
+    pool = svc.container.resolve<Pool>(TOKENS.PgPool);
+    const api = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'types'), { name: 't' })).key });
+    const res = await api.post('/api/data/observations', { observations: ['ΚΑΦΕΣ', 'Oolong'].map((p) => ({ product_type: p, currency: 'USD', amount: '3.00', source: 's', observed_at: new Date().toISOString() })) });
+    expect(res.status).to.equal(201);
+  });
+  after(() => svc.close());
+
+  it('knows stored names case-insensitively, and asks the database for any name outside printable ASCII (its lower() may fold differently)', async () => {
+    const types = new ObservedProductTypes(pool, { refreshMs: 60_000, max: 1000, maxAgeDays: 120 }, log, () => Date.now());
+    expect(types.mayHave('never-seen', 'USD')).to.equal(true);
+    await types.load();
+    expect(types.mayHave('OOLONG', 'USD')).to.equal(true);
+    expect(types.mayHave('oolong', 'EUR')).to.equal(false);
+    expect(types.mayHave('never-seen', 'USD')).to.equal(false);
+    for (const greek of ['ΚΑΦΕΣ', 'καφεσ', 'καφες']) expect(types.mayHave(greek, 'USD'), greek).to.equal(true);
+  });
+
+  it('runs one load at a time, and a write made during it is kept', async () => {
+    const types = new ObservedProductTypes(pool, { refreshMs: 60_000, max: 1000, maxAgeDays: 120 }, log, () => Date.now());
+    const first = types.load();
+    expect(types.load()).to.equal(first);
+    types.add('brand-new', 'USD');
+    await first;
+    expect(types.mayHave('brand-new', 'USD')).to.equal(true);
+  });
+
+  it('past its maximum it keeps no list and every name may have observations', async () => {
+    const types = new ObservedProductTypes(pool, { refreshMs: 60_000, max: 1, maxAgeDays: 120 }, log, () => Date.now());
+    await types.load();
+    expect(types.mayHave('never-seen', 'USD')).to.equal(true);
+  });
+});
