@@ -20,6 +20,8 @@ export interface BenchContext {
 /** Later issues add their routes here; each setup may prepare data (keys, functions) first. */
 export async function buildScenarios(ctx: BenchContext): Promise<Scenario[]> {
   const svc = ctx.service.url;
+  /** Keys made by one setup that a later one reuses. */
+  const keyFor: { compute?: string } = {};
   const scenarios: Scenario[] = [
     {
       name: 'GET /healthz (kernel pipeline, public route)',
@@ -47,6 +49,7 @@ export async function buildScenarios(ctx: BenchContext): Promise<Scenario[]> {
     const cookie = (signup.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
     const created = await fetch(`${svc}/api/api-keys`, { method: 'POST', headers: { 'content-type': 'application/json', cookie }, body: JSON.stringify({ name: 'bench' }) });
     const key = ((await created.json()) as { api_key: { key: string } }).api_key.key;
+    keyFor.compute = key;
     const body = JSON.stringify({ context: { product_type: 'coffee', currency: 'USD', unit_cost: 1.2, target_margin: 0.6 }, function_id: 'fn_builtin_cost_plus' });
     scenarios.push({
       name: 'POST /api/compute/price (key, built-in cost-plus in the worker pool, usage event written, cache off)',
@@ -82,6 +85,17 @@ export async function buildScenarios(ctx: BenchContext): Promise<Scenario[]> {
       bare: { url: `${ctx.bareUrl}/bare`, method: 'POST', headers: { 'content-type': 'application/json' }, body },
       sequential: true,
     });
+    // The same observations price a context that carries nothing but its product type.
+    const computeKey = keyFor.compute;
+    if (computeKey) {
+      const networkBody = JSON.stringify({ context: { product_type: 'coffee', currency: 'USD' }, function_id: 'fn_builtin_competitive' });
+      scenarios.push({
+        name: 'POST /api/compute/price (product_type only: competitive-position on the network\'s observations, usage event written, cache off)',
+        service: { url: `${svc}/api/compute/price`, method: 'POST', headers: { 'x-api-key': computeKey, 'content-type': 'application/json' }, body: networkBody, traced: true },
+        bare: { url: `${ctx.bareUrl}/bare`, method: 'POST', headers: { 'content-type': 'application/json' }, body: networkBody },
+        sequential: true,
+      });
+    }
   }
   if (ctx.service.plugins.includes('catalog')) {
     scenarios.push({
