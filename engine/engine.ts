@@ -226,8 +226,9 @@ export class PricingEngine {
         attempts.push({ function: step.ref, id: step.ref, role: step.role, outcome: 'skipped', error: 'out of reach', ms: 0 });
         continue;
       }
-      // Past a failure, strategies other than default and priority go on to the fallback chain (RouteDecision).
-      if (step.role === 'alternate' && !decision?.alternatesAfterFailure && attempts.some((a) => a.outcome !== 'not_applicable')) continue;
+      // Past a failure, strategies other than default and priority go on to the fallback chain (RouteDecision). A function
+      // that could not price the context, or that a busy pool never ran, has not failed: the strategy's order goes on.
+      if (step.role === 'alternate' && !decision?.alternatesAfterFailure && attempts.some((a) => a.outcome === 'failed')) continue;
       const fn = step.fn;
       if (tried.has(fn.id)) continue;
       tried.add(fn.id);

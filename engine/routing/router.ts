@@ -127,13 +127,19 @@ export class Router {
     if (eligible.length === 0) fail(`No candidate function is eligible under strategy ${input.strategy}.`);
 
     const pick = (fn: FunctionDescriptor, extra: Partial<RouteDecision> = {}): RouteDecision => ({ strategy: input.strategy, chosen: fn, eligible, candidates: reports, ...extra });
+    // A reference in a policy means what the registry resolves it to (an fn_… id is never taken as a name), and nothing else.
+    const idOf = (ref: string): string | undefined => this.registry.resolve(ref, input.scope)?.id;
+    const eligibleFor = (ref: string): FunctionDescriptor | undefined => {
+      const id = idOf(ref);
+      return id === undefined ? undefined : eligible.find((f) => f.id === id);
+    };
 
     switch (input.strategy) {
       case 'policy': {
         const rules = input.config.rules ?? [];
         const index = firstMatchingRule(rules, input.context);
         const target = index >= 0 ? (rules[index] as Rule).use : input.config.default_function;
-        const chosen = target ? eligible.find((f) => f.id === target || f.name.toLowerCase() === target.toLowerCase()) : undefined;
+        const chosen = target ? eligibleFor(target) : undefined;
         for (const r of reports) {
           if (r.kept && chosen && r.id !== chosen.id) {
             r.kept = false;
@@ -187,8 +193,12 @@ export class Router {
         return pick(chosen, { statistic: { counter: n, of: sorted.length }, alternates: [...sorted.slice(at + 1), ...sorted.slice(0, at)] });
       }
       case 'weighted': {
-        const weights = input.config.weights ?? {};
-        const weightOf = (f: FunctionDescriptor) => weights[f.id] ?? weights[f.name] ?? Object.entries(weights).find(([k]) => k.toLowerCase() === f.name.toLowerCase())?.[1] ?? 0;
+        const weightById = new Map<string, number>();
+        for (const [ref, w] of Object.entries(input.config.weights ?? {})) {
+          const id = idOf(ref);
+          if (id !== undefined && !weightById.has(id)) weightById.set(id, w);
+        }
+        const weightOf = (f: FunctionDescriptor) => weightById.get(f.id) ?? 0;
         const total = eligible.reduce((s, f) => s + weightOf(f), 0);
         let r = this.rng() * total;
         let chosen = eligible[eligible.length - 1] as FunctionDescriptor;
@@ -205,9 +215,9 @@ export class Router {
       }
       case 'priority': {
         const order = input.config.order ?? [];
-        const ranked = order.map((ref) => eligible.find((f) => f.id === ref || f.name.toLowerCase() === ref.toLowerCase())).filter((f): f is FunctionDescriptor => !!f);
+        const ranked = [...new Set(order.map(eligibleFor).filter((f): f is FunctionDescriptor => !!f))];
         const chosen = ranked[0] as FunctionDescriptor;
-        return pick(chosen, { statistic: { rank: order.findIndex((r) => r === chosen.id || r.toLowerCase() === chosen.name.toLowerCase()) }, alternates: ranked.slice(1), alternatesAfterFailure: true });
+        return pick(chosen, { statistic: { rank: order.findIndex((r) => idOf(r) === chosen.id) }, alternates: ranked.slice(1), alternatesAfterFailure: true });
       }
       case 'default':
       default: {

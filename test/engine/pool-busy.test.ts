@@ -76,4 +76,17 @@ describe('engine: a busy pool is not the function\'s failure', function () {
     expect(h.parts.breakers.view('fn_test_alpha')).to.include({ calls: 0, failures: 0 });
     await held;
   });
+
+  it('a strategy\'s own external alternate answers while the pool is busy (a call the pool never ran is no failure that ends the strategy\'s order)', async () => {
+    const held = holdWorker(TIMEOUT_MS * 4);
+    // Weighted so heavily that the built-in is chosen; the external function is the strategy's alternate.
+    const out = await h.price({ policy: policy('weighted', { weights: { fn_test_alpha: 1_000_000, fn_test_remote: 0.000001 } }) });
+    expect(out.fn.name).to.equal('test-remote');
+    expect(out.attempts.map((a) => [a.function, a.role, a.outcome])).to.deep.equal([
+      ['test-alpha', 'chosen', 'pool_busy'],
+      ['test-remote', 'alternate', 'ok'],
+    ]);
+    expect(out.fallbackUsed).to.equal(true);
+    await held;
+  });
 });

@@ -346,6 +346,23 @@ describe('engine: routing strategies', function () {
       expect((await h.price({ pin: { id: 'fn_builtin_charm' }, context: { target_price: 10 } })).fn.name).to.equal('charm-pricing');
     });
 
+    it('a policy reference to a function id means that function, never an own legacy function named like it (priority order and rules)', async () => {
+      const legacy = fixture('test-ok', { id: 'fn_own_lookalike', name: 'fn_builtin_charm', workspaceId: SCOPE.workspaceId, isPublic: false });
+      h.source.put(legacy);
+      await h.parts.registry.changed(legacy.id);
+      const context = { target_price: 10, tier: 'gold' };
+      // Priority: the legacy function (listed by its id) fails; the next in order is the built-in, not the legacy one again.
+      const ranked = await h.price({ context, policy: policy('priority', { order: [legacy.id, 'fn_builtin_charm'] }) });
+      expect(ranked.fn.id).to.equal('fn_builtin_charm');
+      expect(ranked.attempts.map((a) => [a.id, a.outcome])).to.deep.equal([
+        [legacy.id, 'failed'],
+        ['fn_builtin_charm', 'ok'],
+      ]);
+      // Rules: the rule naming the built-in's id runs the built-in.
+      const ruled = await h.price({ context, policy: policy('policy', { rules: [{ when: { tier: 'silver' }, use: legacy.id }, { when: { tier: 'gold' }, use: 'fn_builtin_charm' }] }) });
+      expect(ruled.fn.id).to.equal('fn_builtin_charm');
+    });
+
     it('routing_preference explicit without a function is refused', async () => {
       await engineError(h.price({ preference: 'explicit' }), 'explicit_without_function');
     });

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Principal } from '../../../core/auth';
 import { addressHash } from './address';
+import { storableText } from './recorder';
 import type { UsageEventInput } from './recorder';
 
 export type CallerFields = Pick<
@@ -28,12 +29,16 @@ export function callerFields(p: Principal | null, req: IncomingMessage & { ip?: 
 
 const CONTEXT_KEYS = ['product_type', 'currency', 'category', 'product_id'] as const;
 
-/** What a usage event keeps of a call's context: its identifying strings, each cut to 100 characters; `fixed` wins (a normalised currency). */
+/**
+ * What a usage event keeps of a call's context: its identifying strings, each cut to 100 characters
+ * and made storable (a character pair cut in half, NUL), so the receipt shows what the row holds;
+ * `fixed` wins (a normalised currency).
+ */
 export function contextKeys(context: Record<string, unknown>, fixed: Record<string, unknown> = {}): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const k of CONTEXT_KEYS) {
     const v = context[k];
-    if (typeof v === 'string') out[k] = v.slice(0, 100);
+    if (typeof v === 'string') out[k] = storableText(v.slice(0, 100));
   }
   return Object.assign(out, fixed);
 }

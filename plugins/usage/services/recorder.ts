@@ -128,8 +128,13 @@ const UNSTORABLE = /\\u0000|\\ud[89a-f][0-9a-f]{2}/i;
 const NUL = String.fromCharCode(0);
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
+/** A string as PostgreSQL will store it (NUL and unpaired surrogates as U+FFFD). */
+export function storableText(value: string): string {
+  return value.replaceAll(NUL, '\ufffd').replace(LONE_SURROGATE, '\ufffd');
+}
+
 function storable(value: unknown): unknown {
-  if (typeof value === 'string') return value.replaceAll(NUL, '\ufffd').replace(LONE_SURROGATE, '\ufffd');
+  if (typeof value === 'string') return storableText(value);
   if (Array.isArray(value)) return value.map(storable);
   if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [storable(k) as string, storable(v)]));
   return value;

@@ -256,6 +256,20 @@ describe('usage: events list and receipt', function () {
       expect(priced.body.receipt.recorded_at).to.equal(e.created_at);
     });
 
+    it('the receipt shows context strings as the row stores them: cut at 100 characters without halving a pair, NUL and lone surrogates as U+FFFD', async () => {
+      const api = client(svc.url, { 'x-api-key': w.key });
+      for (const productType of [`${'a'.repeat(99)}\u{1F600}`, `x${String.fromCharCode(0)}y`, 'lone \ud800 half']) {
+        const priced = await api.post<Record<string, any>>('/api/compute/price', { context: { product_type: productType, unit_cost: 2 } });
+        expect(priced.status, priced.text).to.equal(200);
+        const stored = await api.get<Record<string, any>>(`/api/usage/events/${priced.body.receipt.usage_event_id as string}`);
+        expect(priced.body.receipt.usage_event, JSON.stringify(productType)).to.deep.equal(stored.body.usage_event);
+        const kept = stored.body.usage_event.context.product_type as string;
+        expect(kept.includes(String.fromCharCode(0))).to.equal(false);
+        // Well formed: it survives a UTF-8 round trip unchanged.
+        expect(Buffer.from(kept, 'utf8').toString('utf8')).to.equal(kept);
+      }
+    });
+
     it('gives a keyless demo caller its record in the receipt as the usage API shows Others: no ids, no tester tag', async () => {
       const res = await client(svc.url, { 'user-agent': `Mozilla/5.0 (${uaPart}; receipt)` }).post<Record<string, any>>('/api/public/compute/demo', { context: { unit_cost: 4 } });
       expect(res.status, res.text).to.equal(200);
