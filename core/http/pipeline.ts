@@ -42,6 +42,32 @@ export interface PipelineDeps {
   bodyLimitBytes: number;
 }
 
+/** The invalid_json answer of a route: what was wrong, a hint and, where the route has one, an example body. */
+function invalidJson(route: RouteSpec, what: string): ApiError {
+  return new ApiError('invalid_json', what, {
+    hint: `Send a JSON object with Content-Type: application/json${route.example !== undefined ? '; example is a body this route accepts' : ''}.`,
+    ...(route.example !== undefined ? { example: route.example } : {}),
+  });
+}
+
+/**
+ * Reads a route's body. A body its Content-Encoding cannot decode (a broken gzip, deflate or br
+ * stream; the reader says 400 without a type) is a body that is not JSON on a JSON route, and a
+ * bad request on a raw one; the reader's other refusals (too large, unknown encoding, cut short)
+ * keep theirs.
+ */
+function bodyReader(rawBody: RequestHandler, route: RouteSpec): RequestHandler {
+  return (req, res, next) => {
+    void rawBody(req, res, (err?: unknown) => {
+      const e = err as { type?: string; status?: number; message?: string } | undefined;
+      if (!e || e.type !== undefined || e.status !== 400) return next(err);
+      const encoding = req.headers['content-encoding'] ?? 'identity';
+      const what = `Request body could not be decoded as Content-Encoding ${encoding} (${e.message ?? 'bad stream'}).`;
+      next(route.body ? invalidJson(route, what) : new ApiError('bad_request', what, { hint: 'Send the body uncompressed, or compressed whole with the encoding you name.' }));
+    });
+  };
+}
+
 function parseJsonBody(raw: unknown, route: RouteSpec): unknown {
   if (raw === undefined || raw === null) return {};
   const text = Buffer.isBuffer(raw) ? raw.toString('utf8') : typeof raw === 'string' ? raw : undefined;
@@ -50,10 +76,7 @@ function parseJsonBody(raw: unknown, route: RouteSpec): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {
-    throw new ApiError('invalid_json', `Request body is not valid JSON (${(err as Error).message}).`, {
-      hint: `Send a JSON object with Content-Type: application/json${route.example !== undefined ? '; example is a body this route accepts' : ''}.`,
-      ...(route.example !== undefined ? { example: route.example } : {}),
-    });
+    throw invalidJson(route, `Request body is not valid JSON (${(err as Error).message}).`);
   }
 }
 
@@ -182,7 +205,7 @@ export function mountRoutes(router: Router, table: RouteTable, deps: PipelineDep
         next();
       },
     ];
-    if (spec.body || spec.rawBody) stages.push(rawBody);
+    if (spec.body || spec.rawBody) stages.push(bodyReader(rawBody, spec));
     stages.push(routeHandler(spec, deps));
     router[spec.method](spec.path, ...stages);
     const set = methodsByPath.get(spec.path) ?? new Set<HttpMethod>();

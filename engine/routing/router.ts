@@ -51,6 +51,8 @@ function defaultPreference(ctx: Record<string, unknown>): string[] {
   if (has('unit_cost') && (has('elasticity') || has('price_history') || (has('demand_intercept') && has('demand_slope')))) order.push('elasticity-optimum');
   if (has('unit_cost')) order.push('cost-plus');
   if (has('target_price')) order.push('charm-pricing');
+  // With no number of its own, a context's likeliest evidence is the network's observations of its product type.
+  if (has('product_type') && !has('current_price') && !has('unit_cost') && !has('target_price')) order.push('competitive-position');
   order.push('cost-plus', 'anchored-adjustment', 'competitive-position', 'elasticity-optimum', 'charm-pricing');
   return [...new Set(order)];
 }

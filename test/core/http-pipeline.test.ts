@@ -24,6 +24,16 @@ describe('kernel HTTP pipeline', () => {
     expect(res.body.request_id).to.equal(res.headers.get('x-request-id'));
   });
 
+  for (const encoding of ['gzip', 'deflate', 'br']) {
+    it(`answers a body its Content-Encoding (${encoding}) cannot decode with 400 invalid_json and the route example, not a 500`, async () => {
+      const res = await api.raw('POST', '/probe/items', { rawBody: 'not compressed at all', headers: { 'content-type': 'application/json', 'content-encoding': encoding } });
+      expect(res.status, res.text).to.equal(400);
+      expect(res.body.code).to.equal('invalid_json');
+      expect(res.body.error).to.match(new RegExp(`could not be decoded as Content-Encoding ${encoding}`));
+      expect(res.body.example).to.deep.equal({ label: 'widget', quantity: 2 });
+    });
+  }
+
   it('treats a non-JSON body sent as text/plain as invalid_json too', async () => {
     const res = await api.raw('POST', '/probe/items', { rawBody: 'label=widget', headers: { 'content-type': 'text/plain' } });
     expect(res.status).to.equal(400);

@@ -3,6 +3,8 @@ import { anchored } from '../../engine/builtins/anchored';
 import { competitive, NETWORK_PROVENANCE } from '../../engine/builtins/competitive';
 import { MethodNotApplicable } from '../../engine/builtins/types';
 import type { Context, MarketEvidence, MethodResult } from '../../engine/builtins/types';
+import { harness } from './harness';
+import type { Harness } from './harness';
 
 /** Three sources' medians 10, 12 and 14 from two workspaces: reference 12. */
 const market = (over: Partial<MarketEvidence> = {}): MarketEvidence => ({ product_type: 'coffee', currency: 'USD', observations: 7, source_prices: [10, 12, 14], workspaces: 2, ...over });
@@ -90,5 +92,26 @@ describe('engine: built-ins positioned on the network\'s price observations (mar
     expect(run(anchored, { product_type: 'coffee', current_price: 15, target_price: 16 }, market()).price).to.equal('16.00');
     const cost = run(anchored, { product_type: 'coffee', current_price: 15, unit_cost: 10, target_margin: 0.4 }, market());
     expect(cost.inputs_used).to.not.include('network_observations');
+  });
+});
+
+describe('engine: the default order for a context with nothing but a product type', function () {
+  this.timeout(20_000);
+  let h: Harness;
+  before(async () => {
+    h = await harness({ engine: { cacheTtlMs: 0 } });
+  });
+  after(() => h.close());
+
+  it('tries competitive-position first, so the network\'s observations answer in one attempt', async () => {
+    const out = await h.price({ context: { product_type: 'coffee', currency: 'USD' }, market: market() });
+    expect(out.fn.name).to.equal('competitive-position');
+    expect(out.attempts.map((a) => [a.function, a.outcome])).to.deep.equal([['competitive-position', 'ok']]);
+  });
+
+  it('with a number of the caller\'s own, the order is as before (a current price is the anchor)', async () => {
+    const out = await h.price({ context: { product_type: 'coffee', current_price: 15 }, market: market() });
+    expect(out.fn.name).to.equal('anchored-adjustment');
+    expect(out.attempts).to.have.length(1);
   });
 });
