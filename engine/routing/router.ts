@@ -102,6 +102,14 @@ export class Router {
     const ceilingCost = input.config.max_cost_per_unit;
     const ceilingLatency = input.config.max_latency_ms;
     const seen = new Set<string>();
+    // Weights by the function they name, whichever keys name it ("cost-plus" and its id add up).
+    const weightById = new Map<string, number>();
+    if (input.strategy === 'weighted') {
+      for (const [ref, w] of Object.entries(input.config.weights ?? {})) {
+        const id = this.registry.resolve(ref, input.scope)?.id;
+        if (id !== undefined && Number.isFinite(w) && w > 0) weightById.set(id, (weightById.get(id) ?? 0) + w);
+      }
+    }
     for (const ref of this.candidateRefs(input)) {
       const fn = this.registry.resolve(ref, input.scope);
       if (!fn) {
@@ -117,7 +125,7 @@ export class Router {
       else if (ceilingCost !== undefined && dec(effectiveCost(fn)).gt(dec(ceilingCost))) reports.push({ ...base, reason: 'cost ceiling', detail: `${effectiveCost(fn)} > ${ceilingCost}` });
       else if (ceilingLatency !== undefined && lat.p50_ms !== null && lat.p50_ms > ceilingLatency) reports.push({ ...base, reason: 'latency ceiling', detail: `p50 ${lat.p50_ms} ms > ${ceilingLatency} ms` });
       else if (this.breakers.state(fn.id) === 'open') reports.push({ ...base, reason: 'breaker open', detail: this.breakers.view(fn.id).retry_at ?? undefined });
-      else if (input.strategy === 'weighted' && !((input.config.weights ?? {})[ref] && (input.config.weights ?? {})[ref] as number > 0)) reports.push({ ...base, reason: 'no weight' });
+      else if (input.strategy === 'weighted' && !weightById.has(fn.id)) reports.push({ ...base, reason: 'no weight' });
       else {
         reports.push({ ...base, kept: true });
         eligible.push(fn);
@@ -195,11 +203,6 @@ export class Router {
         return pick(chosen, { statistic: { counter: n, of: sorted.length }, alternates: [...sorted.slice(at + 1), ...sorted.slice(0, at)] });
       }
       case 'weighted': {
-        const weightById = new Map<string, number>();
-        for (const [ref, w] of Object.entries(input.config.weights ?? {})) {
-          const id = idOf(ref);
-          if (id !== undefined && !weightById.has(id)) weightById.set(id, w);
-        }
         const weightOf = (f: FunctionDescriptor) => weightById.get(f.id) ?? 0;
         const total = eligible.reduce((s, f) => s + weightOf(f), 0);
         let r = this.rng() * total;

@@ -36,10 +36,25 @@ export type Condition = z.infer<typeof conditionSchema>;
 
 export const PATH_PATTERN = /^(context\.)?[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+){0,7}$/;
 
+/** Path steps that name an object's machinery, not data: refused (a record parser would drop "__proto__" silently, widening the rule). */
+const RESERVED_STEPS = new Set(['__proto__', 'constructor', 'prototype']);
+
 export const ruleSchema = z.strictObject({
   when: z
-    .record(z.string().regex(PATH_PATTERN, 'a dotted context path such as customer.tier or items.0.sku (at most 8 levels)'), conditionSchema)
-    .refine((w) => Object.keys(w).length > 0 && Object.keys(w).length <= 20, 'when needs 1 to 20 conditions'),
+    .unknown()
+    .superRefine((w, ctx) => {
+      if (w === null || typeof w !== 'object' || Array.isArray(w)) return;
+      for (const path of Object.keys(w)) {
+        if (path.replace(/^context\./, '').split('.').some((step) => RESERVED_STEPS.has(step))) {
+          ctx.addIssue({ code: 'custom', path: [path], message: '__proto__, constructor and prototype are not context fields' });
+        }
+      }
+    })
+    .pipe(
+      z
+        .record(z.string().regex(PATH_PATTERN, 'a dotted context path such as customer.tier or items.0.sku (at most 8 levels)'), conditionSchema)
+        .refine((w) => Object.keys(w).length > 0 && Object.keys(w).length <= 20, 'when needs 1 to 20 conditions'),
+    ),
   use: z.string().min(1).max(100),
   name: z.string().max(80).optional(),
 });
@@ -48,8 +63,11 @@ export type Rule = z.infer<typeof ruleSchema>;
 export function readPath(context: Record<string, unknown>, path: string): { found: boolean; value: unknown } {
   let node: unknown = context;
   for (const part of path.replace(/^context\./, '').split('.')) {
-    if (Array.isArray(node) && /^\d+$/.test(part)) node = node[Number(part)];
-    else if (node !== null && typeof node === 'object' && Object.prototype.hasOwnProperty.call(node, part)) node = (node as Record<string, unknown>)[part];
+    // An array step is an index written plainly (items.0, not items.00 or items.length).
+    if (Array.isArray(node)) {
+      if (!/^(0|[1-9]\d*)$/.test(part)) return { found: false, value: undefined };
+      node = node[Number(part)];
+    } else if (node !== null && typeof node === 'object' && Object.prototype.hasOwnProperty.call(node, part)) node = (node as Record<string, unknown>)[part];
     else return { found: false, value: undefined };
     if (node === undefined) return { found: false, value: undefined };
   }

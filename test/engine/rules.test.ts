@@ -61,6 +61,14 @@ describe('engine: routing policy shape and rules', () => {
       expect(ok({ when: { 'a..b': 1 }, use: 'x' })).to.equal(false);
     });
 
+    it('refuses __proto__, constructor and prototype as path steps, naming the path (a JSON "__proto__" key is not dropped silently)', () => {
+      for (const path of ['__proto__', 'customer.__proto__', 'context.constructor', 'a.prototype.b']) {
+        const parsed = ruleSchema.safeParse(JSON.parse(`{"when": {${JSON.stringify(path)}: {"exists": true}, "product_type": "coffee"}, "use": "x"}`));
+        expect(parsed.success, path).to.equal(false);
+        expect(parsed.error?.issues.map((i) => i.path.join('.'))).to.deep.equal([`when.${path}`]);
+      }
+    });
+
     it('needs at least one condition and a function', () => {
       expect(ok({ when: {}, use: 'x' })).to.equal(false);
       expect(ok({ when: { a: 1 } })).to.equal(false);
@@ -73,6 +81,11 @@ describe('engine: routing policy shape and rules', () => {
 
   describe('evaluation', () => {
     const ctx = { customer: { tier: 'gold', tags: ['b2b', 'eu'] }, items: [{ sku: 'SKU-1', qty: 3 }], qty: 10, note: null };
+
+    it('an array step is a plain index: items.length and items.00 are not found', () => {
+      expect(readPath(ctx, 'items.length')).to.deep.equal({ found: false, value: undefined });
+      expect(readPath(ctx, 'items.00.sku')).to.deep.equal({ found: false, value: undefined });
+    });
 
     it('reads deep paths through objects and array indexes', () => {
       expect(readPath(ctx, 'customer.tier')).to.deep.equal({ found: true, value: 'gold' });

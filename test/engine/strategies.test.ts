@@ -251,6 +251,28 @@ describe('engine: routing strategies', function () {
   describe('weighted', () => {
     const weighted = (weights: Record<string, number>) => policy('weighted', { weights });
 
+    it('weights naming one function by name and by id add up, in any key order', async () => {
+      const h = await harness({ functions: [ALPHA, BETA, GAMMA] });
+      try {
+        for (const weights of [{ 'test-alpha': 0, fn_test_alpha: 5 }, { fn_test_alpha: 5, 'test-alpha': 0 }]) {
+          const out = await h.price({ policy: weighted(weights) });
+          expect(out.fn.id, JSON.stringify(weights)).to.equal('fn_test_alpha');
+        }
+      } finally {
+        await h.close();
+      }
+    });
+
+    it('a weighted preference on a policy whose weights are all zero spreads evenly over its candidates (no 422)', async () => {
+      const h = await harness({ functions: [ALPHA, BETA, GAMMA] });
+      try {
+        const out = await h.price({ policy: policy('cheapest', { candidates: ['fn_test_alpha', 'fn_test_beta'], weights: { 'test-alpha': 0 } }), preference: 'weighted' });
+        expect(['fn_test_alpha', 'fn_test_beta']).to.include(out.fn.id);
+      } finally {
+        await h.close();
+      }
+    });
+
     async function draws(h: Harness, n: number, weights: Record<string, number>): Promise<string[]> {
       const names: string[] = [];
       for (let i = 0; i < n; i++) names.push((await h.price({ policy: weighted(weights) })).fn.name);

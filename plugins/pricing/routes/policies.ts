@@ -31,10 +31,12 @@ function withWarnings(view: Record<string, unknown>, missing: string[]): Record<
   return missing.length ? { ...view, warnings: [`These functions are out of reach and will be skipped: ${missing.join(', ')}.`] } : view;
 }
 
+const notFoundPolicy = (): ApiError => new ApiError('not_found', 'No routing policy with this id in the workspace.');
+
 export function policyRoutes(store: PolicyStore, registry: FunctionRegistry): RouteSpec[] {
   const find = async (p: Principal, id: string): Promise<PolicyRecord> => {
     const found = await store.get(p.workspaceId, id);
-    if (!found) throw new ApiError('not_found', 'No routing policy with this id in the workspace.');
+    if (!found) throw notFoundPolicy();
     return found;
   };
   return [
@@ -63,7 +65,7 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry): Ro
       handler: async ({ principal, body }) => {
         const p = principal as Principal;
         const shape = validate(policySchema, body, { example: s.createPolicyExample });
-        const saved = await store.save(p.workspaceId, null, shape);
+        const saved = await store.create(p.workspaceId, shape);
         return created({ policy: withWarnings(policyView(saved), unreachableRefs(shape, registry, p)) });
       },
     }),
@@ -89,20 +91,24 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry): Ro
       example: s.patchPolicyExample,
       handler: async ({ principal, params, body }) => {
         const p = principal as Principal;
-        const current = await find(p, params.id);
-        const merged = {
-          name: body.name ?? current.name,
-          strategy: body.strategy ?? current.strategy,
-          is_default: body.is_default ?? current.is_default,
-          fallback_chain: body.fallback_chain ?? current.fallback_chain,
-          fallback_function: body.fallback_function === undefined ? current.fallback_function : body.fallback_function,
-          config: body.config ?? current.config,
-        };
-        const shape = validate(policySchema, merged, {
-          hint: 'The patch is applied to the stored policy and the result must be a valid policy (e.g. "weighted" needs config.weights, "policy" needs config.rules).',
-          example: s.patchPolicyExample,
+        let shape: PolicyShape | undefined;
+        // Applied to the row as stored when the change is made, not as read before it.
+        const saved = await store.update(p.workspaceId, params.id, (current) => {
+          const merged = {
+            name: body.name ?? current.name,
+            strategy: body.strategy ?? current.strategy,
+            is_default: body.is_default ?? current.is_default,
+            fallback_chain: body.fallback_chain ?? current.fallback_chain,
+            fallback_function: body.fallback_function === undefined ? current.fallback_function : body.fallback_function,
+            config: body.config ?? current.config,
+          };
+          shape = validate(policySchema, merged, {
+            hint: 'The patch is applied to the stored policy and the result must be a valid policy (e.g. "weighted" needs config.weights, "policy" needs config.rules).',
+            example: s.patchPolicyExample,
+          });
+          return shape;
         });
-        const saved = await store.save(p.workspaceId, current.id, shape);
+        if (!saved || !shape) throw notFoundPolicy();
         return ok({ policy: withWarnings(policyView(saved), unreachableRefs(shape, registry, p)) });
       },
     }),

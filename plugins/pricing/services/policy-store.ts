@@ -46,6 +46,8 @@ const CACHE_TTL_MS = 60_000;
  */
 export class PolicyStore {
   private readonly defaults = new Map<string, { policy: RoutingPolicy | null; until: number }>();
+  /** Bumped by every change seen: a read that a change overtook is not cached (it may hold the policy before it). */
+  private changes = 0;
   private unsubscribe: Unsubscribe | null = null;
 
   constructor(
@@ -55,7 +57,10 @@ export class PolicyStore {
   ) {}
 
   async start(): Promise<void> {
-    this.unsubscribe = await this.kv.subscribe(CHANNEL, (ws) => this.defaults.delete(ws));
+    this.unsubscribe = await this.kv.subscribe(CHANNEL, (ws) => {
+      this.changes++;
+      this.defaults.delete(ws);
+    });
   }
 
   async stop(): Promise<void> {
@@ -63,6 +68,7 @@ export class PolicyStore {
   }
 
   private async changed(workspaceId: string): Promise<void> {
+    this.changes++;
     this.defaults.delete(workspaceId);
     await this.kv.publish(CHANNEL, workspaceId);
   }
@@ -70,9 +76,10 @@ export class PolicyStore {
   async defaultFor(workspaceId: string): Promise<RoutingPolicy | null> {
     const hit = this.defaults.get(workspaceId);
     if (hit && hit.until > this.clock.now()) return hit.policy;
+    const changesBefore = this.changes;
     const row = await this.sql.one<PolicyRow>('SELECT * FROM routing_policies WHERE workspace_id = $1 AND is_default', [workspaceId]);
     const policy = row ? toRecord(row) : null;
-    this.defaults.set(workspaceId, { policy, until: this.clock.now() + CACHE_TTL_MS });
+    if (this.changes === changesBefore) this.defaults.set(workspaceId, { policy, until: this.clock.now() + CACHE_TTL_MS });
     return policy;
   }
 
@@ -93,32 +100,49 @@ export class PolicyStore {
     return rows.map(toRecord);
   }
 
-  /** Saves a validated policy (new when `id` is null); making it the default unsets the previous one. */
-  async save(workspaceId: string, id: string | null, p: PolicyShape): Promise<PolicyRecord> {
+  /** Creates a validated policy; making it the default unsets the previous one. */
+  async create(workspaceId: string, p: PolicyShape): Promise<PolicyRecord> {
     const saved = await this.sql.tx(async (tx) => {
       // Concurrent saves of a default take turns per workspace: each unsets the one before it, rather
       // than both finding none and colliding on the one-default index.
       if (p.is_default) {
         await this.sql.many('SELECT pg_advisory_xact_lock(hashtext($1))', [`routing_policies.default:${workspaceId}`], tx);
-        await this.sql.exec('UPDATE routing_policies SET is_default = false, updated_at = now() WHERE workspace_id = $1 AND is_default AND id <> COALESCE($2, \'\')', [workspaceId, id], tx);
+        await this.sql.exec('UPDATE routing_policies SET is_default = false, updated_at = now() WHERE workspace_id = $1 AND is_default', [workspaceId], tx);
       }
-      const row = id
-        ? await this.sql.one<PolicyRow>(
-            `UPDATE routing_policies SET name = $3, strategy = $4, is_default = $5, fallback_chain = $6, fallback_function = $7, config = $8, updated_at = now()
-             WHERE id = $1 AND workspace_id = $2 RETURNING *`,
-            [id, workspaceId, p.name, p.strategy, p.is_default, p.fallback_chain, p.fallback_function, JSON.stringify(p.config)],
-            tx,
-          )
-        : await this.sql.one<PolicyRow>(
-            `INSERT INTO routing_policies (id, workspace_id, name, strategy, is_default, fallback_chain, fallback_function, config) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
-            [newId('rp'), workspaceId, p.name, p.strategy, p.is_default, p.fallback_chain, p.fallback_function, JSON.stringify(p.config)],
-            tx,
-          );
-      return row;
+      return this.sql.one<PolicyRow>(
+        `INSERT INTO routing_policies (id, workspace_id, name, strategy, is_default, fallback_chain, fallback_function, config) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
+        [newId('rp'), workspaceId, p.name, p.strategy, p.is_default, p.fallback_chain, p.fallback_function, JSON.stringify(p.config)],
+        tx,
+      );
     });
     await this.changed(workspaceId);
     if (!saved) throw new Error('policy not saved');
     return toRecord(saved);
+  }
+
+  /**
+   * Changes a policy as `produce` says, given the stored one, all in one transaction: the row is
+   * locked while the patch is applied (two patches cannot each overwrite the other's fields), and
+   * a policy deleted meanwhile is not saved (null) — nor is the previous default unset for it.
+   * Policy changes of a workspace take turns (the same lock as saving a default), so a change and a
+   * new default cannot wait on each other's rows. `produce` may throw (validation): nothing is saved.
+   */
+  async update(workspaceId: string, id: string, produce: (current: PolicyRecord) => PolicyShape): Promise<PolicyRecord | null> {
+    const saved = await this.sql.tx(async (tx) => {
+      await this.sql.many('SELECT pg_advisory_xact_lock(hashtext($1))', [`routing_policies.default:${workspaceId}`], tx);
+      const current = await this.sql.one<PolicyRow>('SELECT * FROM routing_policies WHERE id = $1 AND workspace_id = $2 FOR UPDATE', [id, workspaceId], tx);
+      if (!current) return null;
+      const p = produce(toRecord(current));
+      if (p.is_default) await this.sql.exec('UPDATE routing_policies SET is_default = false, updated_at = now() WHERE workspace_id = $1 AND is_default AND id <> $2', [workspaceId, id], tx);
+      return this.sql.one<PolicyRow>(
+        `UPDATE routing_policies SET name = $3, strategy = $4, is_default = $5, fallback_chain = $6, fallback_function = $7, config = $8, updated_at = now()
+         WHERE id = $1 AND workspace_id = $2 RETURNING *`,
+        [id, workspaceId, p.name, p.strategy, p.is_default, p.fallback_chain, p.fallback_function, JSON.stringify(p.config)],
+        tx,
+      );
+    });
+    await this.changed(workspaceId);
+    return saved ? toRecord(saved) : null;
   }
 
   async remove(workspaceId: string, id: string): Promise<boolean> {

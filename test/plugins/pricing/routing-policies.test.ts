@@ -211,4 +211,31 @@ describe('pricing: routing policies over HTTP', function () {
       expect(compute.body.ok).to.equal(true);
     });
   });
+
+  describe('concurrent changes', () => {
+    it('two PATCHes of one policy at once keep both changes (each applies to the row as stored)', async () => {
+      for (let i = 0; i < 10; i++) {
+        const p = await create(a, { name: `race ${i}`, strategy: 'cheapest', fallback_function: 'charm-pricing', fallback_chain: ['cost-plus'] });
+        const [cleared, renamed] = await Promise.all([a.patch<Record<string, any>>(`${PATH}/${p.id as string}`, { fallback_function: null }), a.patch<Record<string, any>>(`${PATH}/${p.id as string}`, { name: `renamed ${i}` })]);
+        expect([cleared.status, renamed.status]).to.deep.equal([200, 200]);
+        const stored = (await a.get<Record<string, any>>(`${PATH}/${p.id as string}`)).body.policy;
+        expect(stored).to.include({ name: `renamed ${i}`, fallback_function: null });
+      }
+    });
+
+    it('making a policy the default while it is deleted answers 404 (or 200 before the delete) and never leaves the workspace without its default', async () => {
+      const d = await create(b, { name: 'the default', strategy: 'cheapest', is_default: true });
+      for (let i = 0; i < 8; i++) {
+        const other = await create(b, { name: `doomed ${i}`, strategy: 'cheapest' });
+        const [made, deleted] = await Promise.all([b.patch<Record<string, any>>(`${PATH}/${other.id as string}`, { is_default: true }), b.delete(`${PATH}/${other.id as string}`)]);
+        expect([200, 404], made.text).to.include(made.status);
+        expect(deleted.status).to.equal(200);
+        const defaults = ((await b.get<Record<string, any>>(`${PATH}?limit=100`)).body.data as Array<Record<string, any>>).filter((x) => x.is_default);
+        // The deleted one took the default with it only if its PATCH came first; then the old one is no longer default either.
+        if (made.status === 404) expect(defaults.map((x) => x.id)).to.deep.equal([d.id]);
+        else expect(defaults).to.deep.equal([]);
+        if (made.status === 200) expect((await b.patch(`${PATH}/${d.id as string}`, { is_default: true })).status).to.equal(200);
+      }
+    });
+  });
 });
