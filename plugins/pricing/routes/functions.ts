@@ -196,7 +196,12 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         const fn = d.registry.find(params.id);
         if (!fn) throw notFound();
         if (!isReachable(fn, scopeOf(p))) {
-          throw new ApiError('forbidden', "This is another workspace's private function; only its owner can test it.", { fields: { reason: 'private function of another workspace' }, hint: 'Built-in and public functions can be tested by anyone.' });
+          // A public function its owner has not activated (or has deactivated) is not on the marketplace either.
+          const unlisted = fn.isPublic;
+          throw new ApiError('forbidden', unlisted ? "This is another workspace's function and it is not active on the marketplace; only its owner can test it." : "This is another workspace's private function; only its owner can test it.", {
+            fields: { reason: unlisted ? 'function of another workspace not active on the marketplace' : 'private function of another workspace' },
+            hint: 'Built-in functions and active public functions can be tested by anyone.',
+          });
         }
         if (fn.executionType === 'pipeline') throw toApiError(new EngineError('pipeline_execution_unavailable', ''));
         const r = await d.engine.test(fn, body.context, (await d.market.forContext(body.context))?.evidence);

@@ -229,7 +229,13 @@ describe('compute API', function () {
     const fn = await client(svc.url, { 'x-api-key': otherKey }).post<Record<string, any>>('/api/functions', { name: `secret-${Date.now()}`, execution_type: 'pipeline', cost_per_unit: '0.001' });
     const refused = await api.post<Record<string, any>>(`/api/functions/${fn.body.function.id}/test`, { context: { current_price: 1 } });
     expect(refused.status).to.equal(403);
-    expect(refused.body.reason).to.be.a('string');
+    expect(refused.body.reason).to.equal('private function of another workspace');
+    // A public one its owner has not activated is refused too, without calling it private.
+    const draft = await client(svc.url, { 'x-api-key': otherKey }).post<Record<string, any>>('/api/functions', { name: `public-draft-${Date.now()}`, execution_type: 'pipeline', cost_per_unit: '0.001', is_public: true });
+    const unlisted = await api.post<Record<string, any>>(`/api/functions/${draft.body.function.id}/test`, { context: { current_price: 1 } });
+    expect(unlisted.status).to.equal(403);
+    expect(unlisted.body.reason).to.equal('function of another workspace not active on the marketplace');
+    expect(unlisted.body.error).to.not.match(/private/);
     expect((await api.post(`/api/functions/fn_nope_nope_nope/test`, { context: {} })).status).to.equal(404);
   });
 
