@@ -7,7 +7,9 @@ const HOUR_MS = 3_600_000;
 
 /**
  * The keyless demo's hourly budget per caller address (routes declaring `rateLimit: 'demo'`).
- * Budget headers go on every answer of those routes, validation errors included.
+ * Budget headers go on every answer of those routes, validation errors included. The budget is
+ * per clock hour (UTC), so the reset time it reports is when the whole budget is back; a sliding
+ * window would report a time at which the previous hour's calls still count.
  */
 export class DemoBudgetGuard implements Guard {
   readonly name = 'demo-budget';
@@ -21,9 +23,12 @@ export class DemoBudgetGuard implements Guard {
   /** Counts one keyless call of an address; the MCP endpoint calls it per keyless tool call. */
   async consume(ip: string): Promise<{ allowed: boolean; limit: number; remaining: number; resetsAt: string; error: ApiError | null }> {
     const limit = this.perHour();
-    const r = await this.kv.rateLimit(`demo:${ip}`, limit, HOUR_MS);
-    const resetsAt = new Date(this.now() + r.resetMs).toISOString();
-    return { allowed: r.allowed, limit, remaining: r.remaining, resetsAt, error: r.allowed ? null : this.refusal(limit, resetsAt, r.retryAfterMs) };
+    const now = this.now();
+    const hourStart = Math.floor(now / HOUR_MS) * HOUR_MS;
+    const used = await this.kv.incr(`demo:${ip}:${hourStart}`, 1, 2 * HOUR_MS);
+    const allowed = used <= limit;
+    const resetsAt = new Date(hourStart + HOUR_MS).toISOString();
+    return { allowed, limit, remaining: Math.max(0, limit - used), resetsAt, error: allowed ? null : this.refusal(limit, resetsAt, hourStart + HOUR_MS - now) };
   }
 
   async run(ctx: RequestContext): Promise<void> {

@@ -378,6 +378,12 @@ describe('keyless demo', function () {
     expect(over.status).to.equal(429);
     expect(over.body.retry_after).to.equal(Number(over.headers.get('retry-after')));
     expect(over.headers.get('x-demo-budget-remaining')).to.equal('0');
+    // One reset time, the start of the next clock hour: the header, the body and retry_after agree.
+    const answeredAt = Date.parse(over.headers.get('date') ?? '');
+    const nextHour = new Date(Math.floor(answeredAt / 3_600_000) * 3_600_000 + 3_600_000).toISOString();
+    expect(over.headers.get('x-demo-budget-reset')).to.equal(nextHour);
+    expect(over.body.limit).to.deep.equal({ demo_calls_per_hour: 3, resets_at: nextHour });
+    expect(Math.abs(answeredAt + over.body.retry_after * 1000 - Date.parse(nextHour))).to.be.below(2000);
     const [rows] = await svc.sequelize.query(`SELECT channel, workspace_id FROM usage_events WHERE channel = 'demo'`);
     expect(rows).to.have.length(2);
   });
