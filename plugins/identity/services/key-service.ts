@@ -5,6 +5,7 @@ import type { Sql } from '../../../core/db/sql';
 import { newId, randomToken } from '../../../core/ids';
 import type { Logger } from '../../../core/logger';
 import type { ApiKeyRow, KeyKind, WorkspaceRow } from '../domain';
+import { CREATED_MS } from '../../../core/pagination';
 import type { CachedKey, KeyCache } from './key-cache';
 
 const KIND_TAG: Record<KeyKind, string> = { sandbox: 'sbx', agent: 'agt', person: 'usr', oauth_client: 'oac' };
@@ -195,11 +196,11 @@ export class KeyService {
   async list(workspaceId: string, limit: number, after?: { sort: string | number; id: string }): Promise<ApiKeyRow[]> {
     if (after) {
       return this.sql.many<ApiKeyRow>(
-        `SELECT * FROM api_keys WHERE workspace_id = $1 AND (created_at, id) < ($2::timestamptz, $3) ORDER BY created_at DESC, id DESC LIMIT $4`,
+        `SELECT * FROM api_keys WHERE workspace_id = $1 AND (${CREATED_MS}, id) < ($2::timestamptz, $3) ORDER BY ${CREATED_MS} DESC, id DESC LIMIT $4`,
         [workspaceId, new Date(Number(after.sort)).toISOString(), after.id, limit + 1],
       );
     }
-    return this.sql.many<ApiKeyRow>('SELECT * FROM api_keys WHERE workspace_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2', [workspaceId, limit + 1]);
+    return this.sql.many<ApiKeyRow>(`SELECT * FROM api_keys WHERE workspace_id = $1 ORDER BY ${CREATED_MS} DESC, id DESC LIMIT $2`, [workspaceId, limit + 1]);
   }
 }
 

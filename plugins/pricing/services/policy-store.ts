@@ -1,6 +1,7 @@
 import type { Clock } from '../../../core/clock';
 import type { Sql } from '../../../core/db/sql';
 import { newId } from '../../../core/ids';
+import { CREATED_MS } from '../../../core/pagination';
 import type { KvStore, Unsubscribe } from '../../../core/kv';
 import type { PolicyShape, RoutingPolicy } from '../../../engine';
 
@@ -90,13 +91,13 @@ export class PolicyStore {
 
   async list(workspaceId: string, limit: number, after?: { sort: string | number; id: string }): Promise<PolicyRecord[]> {
     const rows = after
-      ? await this.sql.many<PolicyRow>('SELECT * FROM routing_policies WHERE workspace_id = $1 AND (created_at, id) < ($2::timestamptz, $3) ORDER BY created_at DESC, id DESC LIMIT $4', [
+      ? await this.sql.many<PolicyRow>(`SELECT * FROM routing_policies WHERE workspace_id = $1 AND (${CREATED_MS}, id) < ($2::timestamptz, $3) ORDER BY ${CREATED_MS} DESC, id DESC LIMIT $4`, [
           workspaceId,
           new Date(Number(after.sort)).toISOString(),
           after.id,
           limit + 1,
         ])
-      : await this.sql.many<PolicyRow>('SELECT * FROM routing_policies WHERE workspace_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2', [workspaceId, limit + 1]);
+      : await this.sql.many<PolicyRow>(`SELECT * FROM routing_policies WHERE workspace_id = $1 ORDER BY ${CREATED_MS} DESC, id DESC LIMIT $2`, [workspaceId, limit + 1]);
     return rows.map(toRecord);
   }
 

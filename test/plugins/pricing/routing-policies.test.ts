@@ -212,6 +212,26 @@ describe('pricing: routing policies over HTTP', function () {
     });
   });
 
+  describe('listing', () => {
+    it('pages every policy exactly once, also those created within one millisecond (the cursor holds milliseconds, the column microseconds)', async () => {
+      const api = client(svc.url, { 'x-api-key': world.sandbox.key });
+      const ws = world.sandbox.workspaceId;
+      for (const [id, at] of [['rp_same_ms_a', '2026-01-01T00:00:00.123100Z'], ['rp_same_ms_b', '2026-01-01T00:00:00.123900Z'], ['rp_same_ms_c', '2026-01-01T00:00:00.100000Z']]) {
+        await svc.sequelize.query(`INSERT INTO routing_policies (id, workspace_id, name, strategy, is_default, fallback_chain, fallback_function, config, created_at) VALUES ($1, $2, $1, 'cheapest', false, '{}', NULL, '{}', $3)`, { bind: [id, ws, at] });
+      }
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page: { status: number; body: Record<string, any> } = await api.get<Record<string, any>>(`${PATH}?limit=1${cursor ? `&cursor=${cursor}` : ''}`);
+        expect(page.status).to.equal(200);
+        seen.push(...(page.body.data as Array<{ id: string }>).map((p) => p.id));
+        cursor = page.body.next_cursor as string | null;
+      } while (cursor);
+      expect(seen.filter((id) => id.startsWith('rp_same_ms_')).sort()).to.deep.equal(['rp_same_ms_a', 'rp_same_ms_b', 'rp_same_ms_c']);
+      expect(new Set(seen).size).to.equal(seen.length);
+    });
+  });
+
   describe('concurrent changes', () => {
     it('two PATCHes of one policy at once keep both changes (each applies to the row as stored)', async () => {
       for (let i = 0; i < 10; i++) {
