@@ -1,6 +1,11 @@
 import { z } from 'zod';
 
-const dateOfBirth = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'use YYYY-MM-DD').refine((s) => !Number.isNaN(Date.parse(`${s}T00:00:00Z`)), 'not a real date');
+/** A calendar date that exists: 2000-02-30 parses (as 1 March) but does not round-trip. */
+const isRealDate = (s: string): boolean => {
+  const t = Date.parse(`${s}T00:00:00Z`);
+  return !Number.isNaN(t) && new Date(t).toISOString().slice(0, 10) === s;
+};
+const dateOfBirth = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'use YYYY-MM-DD').refine(isRealDate, 'not a real date');
 const password = z.string().min(10, 'use at least 10 characters').max(200);
 const email = z.string().trim().toLowerCase().email().max(254);
 const hexSignature = z.string().regex(/^0x[0-9a-fA-F]+$/, 'a 0x-prefixed hex signature') as unknown as z.ZodType<`0x${string}`>;

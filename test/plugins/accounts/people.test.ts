@@ -50,6 +50,16 @@ describe('accounts: people, sign-up, sign-in and sessions', () => {
     expect(res.status, res.text).to.equal(201);
   });
 
+  it('refuses a date of birth that does not exist (2000-02-30, 2001-02-29) with 400 naming date_of_birth, and takes a real leap day', async () => {
+    for (const date of ['2000-02-30', '2001-02-29', '1990-04-31', '2000-13-01']) {
+      const res = await api.post<ErrorBody>('/api/auth/signup', { email: uniqueEmail(), password: 'correct horse battery', date_of_birth: date });
+      expect(res.status, `${date}: ${res.text}`).to.equal(400);
+      expect(res.body.code).to.equal('validation_error');
+      expect(res.body.issues?.map((i) => i.path)).to.deep.equal(['date_of_birth']);
+    }
+    expect((await api.post('/api/auth/signup', { email: uniqueEmail(), password: 'correct horse battery', date_of_birth: '2000-02-29' })).status).to.equal(201);
+  });
+
   it('refuses a password shorter than 10 characters with 400 validation_error', async () => {
     const res = await api.post<ErrorBody>('/api/auth/signup', { email: uniqueEmail(), password: 'short', date_of_birth: '1990-01-01' });
     expect(res.status).to.equal(400);
