@@ -3,7 +3,13 @@ import { ApiError } from './errors';
 
 /** Query parameters every list endpoint accepts. */
 export const listQuery = {
-  limit: z.coerce.number().int().min(1).max(100).default(20),
+  // Digits only: a number parser would take 0x10 or 1e1.
+  limit: z
+    .string()
+    .regex(/^[0-9]{1,3}$/, 'a whole number from 1 to 100')
+    .transform(Number)
+    .pipe(z.number().int().min(1, 'a whole number from 1 to 100').max(100, 'a whole number from 1 to 100'))
+    .default(20),
   cursor: z.string().max(200).optional(),
 };
 
@@ -25,6 +31,38 @@ export function encodeCursor(pos: CursorPosition): string {
   return Buffer.from(JSON.stringify([pos.sort, pos.id]), 'utf8').toString('base64url');
 }
 
+const TIME_CURSOR = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}(:?\d{2})?)$/;
+
+/**
+ * A cursor whose sort value is a timestamp the database will compare exactly (text with up to
+ * microseconds). A forged one with a date that does not exist (02-30, 25:00) is refused here as
+ * any bad cursor is, instead of failing the database's cast.
+ */
+export function decodeTimeCursor(cursor: string): { at: string; id: string } {
+  const pos = decodeCursor(cursor);
+  const at = pos.sort;
+  if (typeof at === 'string' && TIME_CURSOR.test(at)) {
+    const t = Date.parse(at.replace(' ', 'T').replace(/([+-]\d{2})$/, '$1:00'));
+    // A real calendar time: what was written survives a round trip to the second.
+    if (!Number.isNaN(t) && new Date(t + offsetMs(at)).toISOString().slice(0, 19) === at.replace(' ', 'T').slice(0, 19)) return { at, id: pos.id };
+  }
+  throw badCursor();
+}
+
+/** The offset written in a timestamp (+02, -05:30, Z), in ms to add to UTC to get its wall time. */
+function offsetMs(at: string): number {
+  const m = /([+-])(\d{2}):?(\d{2})?$/.exec(at);
+  if (!m || at.endsWith('Z')) return 0;
+  return (m[1] === '-' ? -1 : 1) * (Number(m[2]) * 60 + Number(m[3] ?? 0)) * 60_000;
+}
+
+function badCursor(): ApiError {
+  return new ApiError('validation_error', 'The cursor is not one this service issued.', {
+    issues: [{ path: 'cursor', reason: 'not a valid cursor' }],
+    hint: 'Pass the next_cursor value of the previous page unchanged, or omit cursor for the first page.',
+  });
+}
+
 export function decodeCursor(cursor: string): CursorPosition {
   try {
     const parsed: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
@@ -34,10 +72,7 @@ export function decodeCursor(cursor: string): CursorPosition {
   } catch {
     // fall through to the error below
   }
-  throw new ApiError('validation_error', 'The cursor is not one this service issued.', {
-    issues: [{ path: 'cursor', reason: 'not a valid cursor' }],
-    hint: 'Pass the next_cursor value of the previous page unchanged, or omit cursor for the first page.',
-  });
+  throw badCursor();
 }
 
 export interface ListEnvelope<T> {

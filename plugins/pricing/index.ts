@@ -66,7 +66,7 @@ export const pricingPlugin: PluginDefinition = {
     hooks.addGuard(demoBudget);
     const routeSpecs = [
       ...computeRoutes(compute, config.limits.batchMaxItems),
-      ...functionRoutes({ store, registry: parts.registry, engine: parts.engine, market, latency: parts.latency, breakers: parts.breakers, outbound: parts.outbound, commissionPct: () => config.limits.marketplaceCommissionPct }),
+      ...functionRoutes({ store, registry: parts.registry, engine: parts.engine, market, latency: parts.latency, breakers: parts.breakers, outbound: parts.outbound, commissionPct: () => config.limits.marketplaceCommissionPct, maxCallCost: () => config.limits.functionMaxCallCost }),
       ...policyRoutes(policies, parts.registry),
       ...operationRoutes(parts.registry, parts.breakers, parts.latency),
     ];

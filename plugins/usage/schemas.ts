@@ -19,6 +19,8 @@ export const eventParams = z.strictObject({ id: z.string().min(1).max(100) });
 /** An instant: a full ISO 8601 date-time with offset, or a date (midnight UTC). */
 const instant = z
   .union([z.iso.datetime({ offset: true }), z.iso.date()], { error: 'must be an ISO 8601 date-time such as 2026-01-31T00:00:00Z, or a date such as 2026-01-31' })
+  // The bound is compared as a JavaScript time: finer digits would be cut silently (from inclusive no more).
+  .refine((v) => !/\.\d{4,}/.test(v), 'at most 3 decimals on the seconds (milliseconds)')
   .transform((v) => new Date(v.length === 10 ? `${v}T00:00:00Z` : v));
 
 function orderedRange(q: { from?: Date | undefined; to?: Date | undefined }, ctx: z.RefinementCtx): void {

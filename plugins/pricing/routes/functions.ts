@@ -6,6 +6,7 @@ import type { RouteSpec } from '../../../core/http/route';
 import { pageByKey } from '../../../core/pagination';
 import type { SafeHttpClient } from '../../../core/outbound/safe-http-client';
 import { OutboundBlockedError, OutboundError } from '../../../core/outbound/safe-http-client';
+import { dec } from '../../../core/money';
 import { EngineError, effectiveCost, isReachable } from '../../../engine';
 import type { CircuitBreakers, FunctionDescriptor, FunctionRegistry, LatencyStats, PricingEngine } from '../../../engine';
 import { identityOf } from '../../identity';
@@ -23,9 +24,22 @@ export interface FunctionRouteDeps {
   breakers: CircuitBreakers;
   outbound: SafeHttpClient;
   commissionPct: () => number;
+  /** FUNCTION_MAX_CALL_COST. */
+  maxCallCost: () => number;
 }
 
 const scopeOf = (p: Principal) => ({ workspaceId: p.workspaceId, builtInsOnly: identityOf(p).sandbox });
+
+/** Refuses a cost per call (cost_per_unit x cost_multiplier) above FUNCTION_MAX_CALL_COST: such a call could not even be recorded. */
+function checkCallCost(costPerUnit: string, costMultiplier: string, max: number): void {
+  const cost = dec(costPerUnit).times(dec(costMultiplier));
+  if (cost.lte(max)) return;
+  throw new ApiError('validation_error', `A call would cost ${cost.toFixed()} USDC; at most ${max} USDC per call is accepted.`, {
+    issues: [{ path: 'cost_per_unit', reason: `cost_per_unit x cost_multiplier must not exceed ${max}` }],
+    hint: 'Lower cost_per_unit or cost_multiplier (FUNCTION_MAX_CALL_COST sets the limit).',
+    example: { cost_per_unit: s.registerFunctionExample.cost_per_unit, cost_multiplier: s.registerFunctionExample.cost_multiplier },
+  });
+}
 
 export function functionView(fn: FunctionDescriptor, d: Pick<FunctionRouteDeps, 'latency' | 'breakers'>, viewer: string): Record<string, unknown> {
   const lat = d.latency.snapshot(fn.id);
@@ -120,6 +134,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       handler: async ({ principal, body }) => {
         const p = principal as Principal;
         if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url, s.registerFunctionExample);
+        checkCallCost(body.cost_per_unit, body.cost_multiplier, d.maxCallCost());
         const fn = await d.store.create({
           workspaceId: p.workspaceId,
           name: body.name,
@@ -154,6 +169,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         const p = principal as Principal;
         const before = await owned(p, params.id);
         if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url, { endpoint_url: s.registerFunctionExample.endpoint_url });
+        if (body.cost_per_unit !== undefined || body.cost_multiplier !== undefined) checkCallCost(body.cost_per_unit ?? before.costPerUnit, body.cost_multiplier ?? before.costMultiplier, d.maxCallCost());
         if (body.status === 'active' && before.executionType === 'external_api' && !(body.endpoint_url ?? before.endpointUrl)) {
           throw new ApiError('validation_error', 'An external_api function needs endpoint_url before activation.', {
             issues: [{ path: 'endpoint_url', reason: 'required to activate' }],

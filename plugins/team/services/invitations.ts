@@ -6,7 +6,7 @@ import type { Clock } from '../../../core/clock';
 import type { Sql } from '../../../core/db/sql';
 import { ApiError } from '../../../core/errors';
 import { newId, randomToken } from '../../../core/ids';
-import { decodeCursor, listEnvelope } from '../../../core/pagination';
+import { decodeTimeCursor, listEnvelope } from '../../../core/pagination';
 import type { ListEnvelope } from '../../../core/pagination';
 import type { Role } from '../../identity';
 import { assertOwnWorkspace } from './actors';
@@ -131,12 +131,12 @@ export class Invitations {
     return this.trail.attempt(principal, 'team.invitations.list', null, async () => {
       assertOwnWorkspace(principal, workspaceId);
       assertCanManage(await this.actors.resolve(principal));
-      const after = cursor ? decodeCursor(cursor) : null;
+      const after = cursor ? decodeTimeCursor(cursor) : null;
       const rows = await this.sql.many<ListedInvitation>(
         `SELECT *, created_at::text AS sort_key FROM invitations
           WHERE workspace_id = $1 AND ($2::timestamptz IS NULL OR (created_at, id) < ($2::timestamptz, $3::text))
           ORDER BY created_at DESC, id DESC LIMIT $4`,
-        [workspaceId, after ? String(after.sort) : null, after?.id ?? null, limit + 1],
+        [workspaceId, after?.at ?? null, after?.id ?? null, limit + 1],
       );
       const now = this.clock.now();
       return listEnvelope(rows, limit, (r) => invitationView(r, now), (r) => ({ sort: r.sort_key, id: r.id }));

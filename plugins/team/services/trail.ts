@@ -4,7 +4,7 @@ import type { Sql } from '../../../core/db/sql';
 import { isApiError } from '../../../core/errors';
 import type { ApiError } from '../../../core/errors';
 import type { Logger } from '../../../core/logger';
-import { decodeCursor, listEnvelope } from '../../../core/pagination';
+import { decodeTimeCursor, listEnvelope } from '../../../core/pagination';
 import type { ListEnvelope } from '../../../core/pagination';
 import { identityOf } from '../../identity';
 import type { AuditLog } from '../../identity';
@@ -119,13 +119,13 @@ export class TeamTrail {
 
   /** The workspace's audit log, newest first. */
   async list(workspaceId: string, limit: number, cursor: string | undefined, outcome: 'done' | 'refused' | undefined): Promise<ListEnvelope<Record<string, unknown>>> {
-    const after = cursor ? decodeCursor(cursor) : null;
+    const after = cursor ? decodeTimeCursor(cursor) : null;
     const rows = await this.sql.many<AuditRow>(
       `SELECT *, created_at::text AS sort_key FROM audit_log
         WHERE workspace_id = $1 AND ($2::text IS NULL OR outcome = $2)
           AND ($3::timestamptz IS NULL OR (created_at, id) < ($3::timestamptz, $4::text))
         ORDER BY created_at DESC, id DESC LIMIT $5`,
-      [workspaceId, outcome ?? null, after ? String(after.sort) : null, after?.id ?? null, limit + 1],
+      [workspaceId, outcome ?? null, after?.at ?? null, after?.id ?? null, limit + 1],
     );
     return listEnvelope(rows, limit, auditView, (r) => ({ sort: r.sort_key, id: r.id }));
   }

@@ -1,12 +1,9 @@
 import type { Sql } from '../../../core/db/sql';
-import { ApiError } from '../../../core/errors';
-import { decodeCursor, listEnvelope } from '../../../core/pagination';
+import { decodeTimeCursor, listEnvelope } from '../../../core/pagination';
 import type { ListEnvelope } from '../../../core/pagination';
 import type { Classification, EventsQuery, Outcome } from '../schemas';
 import { EVENT_COLUMNS, eventView } from './event-view';
 import type { EventRow } from './event-view';
-
-const CURSOR_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 
 /** Collects bound parameters; `add` returns the placeholder ($n) of the value. */
 class Binds {
@@ -62,14 +59,8 @@ export class UsageEvents {
     if (q.outcome) filters.push(q.outcome === 'none' ? 'e.outcome IS NULL' : `e.outcome = ${b.add(q.outcome)}`);
     if (q.paid_via) filters.push(q.paid_via === 'none' ? 'e.paid_via IS NULL' : `e.paid_via = ${b.add(q.paid_via)}`);
     if (q.cursor) {
-      const pos = decodeCursor(q.cursor);
-      if (typeof pos.sort !== 'string' || !CURSOR_TIME.test(pos.sort)) {
-        throw new ApiError('validation_error', 'The cursor is not one this service issued.', {
-          issues: [{ path: 'cursor', reason: 'not a valid cursor' }],
-          hint: 'Pass the next_cursor value of the previous page unchanged, or omit cursor for the first page.',
-        });
-      }
-      filters.push(`(e.created_at, e.id) < (${b.add(String(pos.sort))}::timestamptz, ${b.add(pos.id)})`);
+      const pos = decodeTimeCursor(q.cursor);
+      filters.push(`(e.created_at, e.id) < (${b.add(pos.at)}::timestamptz, ${b.add(pos.id)})`);
     }
     const where = filters.map((f) => ` AND ${f}`).join('');
     const limit = b.add(q.limit + 1);

@@ -162,6 +162,12 @@ export function usageWriteFailed(): ApiError {
   });
 }
 
+/** The database refused a value of a row (data exception or integrity violation), not the statement or the connection. */
+function isRowRefusal(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^2[23]/.test(code);
+}
+
 /** A written event: its id and the time the database recorded it. */
 export interface RecordedEvent {
   id: string;
@@ -264,18 +270,36 @@ export class UsageRecorder {
     // Events beyond one batch, or arriving now, may start another writer while this one waits.
     this.schedule();
     try {
+      await this.insert(batch);
+    } finally {
+      this.active--;
+      this.schedule();
+      this.settleIdle();
+    }
+  }
+
+  /**
+   * Inserts a group. A row the database refuses (a value out of range: SQLSTATE class 22 or 23)
+   * must not take the other callers' events down with it: the group is split in halves until the
+   * refused row stands alone, and only its call fails. Any other error (the database unreachable)
+   * fails the group at once.
+   */
+  private async insert(batch: Pending[]): Promise<void> {
+    try {
       // Straight to node-postgres, with the statement prepared once per connection.
       const res = await this.pool.query<{ id: string; created_at: Date }>({ ...this.statement, values: [batchJson(batch.map((p) => row(p.id, p.event)))] });
       // One transaction: every row has its time (now()), read by id all the same.
       const times = new Map(res.rows.map((r) => [r.id, r.created_at]));
       for (const p of batch) p.resolve(times.get(p.id) ?? new Date());
     } catch (err) {
+      if (batch.length > 1 && isRowRefusal(err)) {
+        const mid = Math.ceil(batch.length / 2);
+        await this.insert(batch.slice(0, mid));
+        await this.insert(batch.slice(mid));
+        return;
+      }
       this.log.error({ err, events: batch.length }, 'usage events could not be written');
       for (const p of batch) p.reject(usageWriteFailed());
-    } finally {
-      this.active--;
-      this.schedule();
-      this.settleIdle();
     }
   }
 

@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
 import type { Sql } from '../../../core/db/sql';
 import { newId } from '../../../core/ids';
-import { decodeCursor, listEnvelope } from '../../../core/pagination';
+import { decodeTimeCursor, listEnvelope } from '../../../core/pagination';
 import type { ListEnvelope } from '../../../core/pagination';
 import type { ObservationInput } from '../schemas';
 import type { Observation } from './verdict';
@@ -162,8 +162,8 @@ export class ObservationStore {
       where.push(`origin = $${bind.length}`);
     }
     if (q.cursor) {
-      const pos = decodeCursor(q.cursor);
-      bind.push(String(pos.sort), pos.id);
+      const pos = decodeTimeCursor(q.cursor);
+      bind.push(pos.at, pos.id);
       where.push(`(created_at, id) < ($${bind.length - 1}::timestamptz, $${bind.length}::text)`);
     }
     bind.push(q.limit + 1);

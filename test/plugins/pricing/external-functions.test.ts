@@ -87,6 +87,19 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
   };
   const requestsTo = (path: string) => upstream.requests.filter((r) => r.path === path);
 
+  it('refuses a cost per call above FUNCTION_MAX_CALL_COST at registration and on PATCH (such a call could not even be recorded)', async () => {
+    const res = await api.post<Record<string, any>>('/api/functions', { name: uniqueName('pricey'), execution_type: 'external_api', endpoint_url: upstream.url('/ok'), cost_per_unit: '999999999999', cost_multiplier: '2' });
+    expect(res.status, res.text).to.equal(400);
+    expect(res.body.code).to.equal('validation_error');
+    expect(res.body.issues.map((i: { path: string }) => i.path)).to.deep.equal(['cost_per_unit']);
+    expect(res.body.example).to.deep.equal({ cost_per_unit: '0.002', cost_multiplier: '1' });
+    const fn = await register('/ok', { cost_per_unit: '600000' });
+    const patched = await api.patch<Record<string, any>>(`/api/functions/${fn.id}`, { cost_multiplier: '2' });
+    expect(patched.status, patched.text).to.equal(400);
+    expect(patched.body.error).to.match(/1200000 USDC/);
+    expect((await api.patch(`/api/functions/${fn.id}`, { cost_multiplier: '1.5' })).status).to.equal(200);
+  });
+
   it('registers as draft, refuses routing to the draft naming the PATCH, then prices through the endpoint once active', async () => {
     const fn = await register('/ok');
     expect(fn.res.body.function).to.include({ status: 'draft', execution_type: 'external_api', endpoint_url: upstream.url('/ok'), cost_per_unit: '0.002' });

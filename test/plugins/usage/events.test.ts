@@ -223,6 +223,10 @@ describe('usage: events list and receipt', function () {
       ['limit=0', 'limit'],
       ['status=ok', '(root)'],
       ['cursor=bm90LWEtY3Vyc29y', 'cursor'],
+      [`cursor=${Buffer.from(JSON.stringify(['2026-02-30T00:00:00.000000Z', 'use_x'])).toString('base64url')}`, 'cursor'],
+      ['limit=0x10', 'limit'],
+      ['limit=1e1', 'limit'],
+      ['from=2025-03-15T12:00:00.0001Z', 'from'],
     ] as const) {
       it(`refuses ${query} with 400 and issues naming ${path}`, async () => {
         const res = await wApi.get<Record<string, any>>(`/api/usage/events?${query}`);

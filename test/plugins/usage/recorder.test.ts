@@ -174,6 +174,18 @@ describe('usage recorder: grouped inserts', function () {
       expect(await count(good)).to.equal(5);
     });
 
+    it('a row the database refuses inside a group fails only its own call: the others in the same insert are written', async () => {
+      const rec = new UsageRecorder(pool, createLogger('silent'));
+      // Queued in one tick, so one group: the out-of-range one among eight good ones.
+      const calls = Array.from({ length: 9 }, (_, i) => rec.record(event(i === 4 ? { cost: '1'.repeat(15) } : {})).then((id) => ({ id }), (err: unknown) => ({ err })));
+      const outcomes = await Promise.all(calls);
+      const failed = outcomes.filter((o): o is { err: unknown } => 'err' in o);
+      expect(failed).to.have.length(1);
+      expect(failed[0]?.err).to.be.instanceOf(ApiError).and.include({ code: 'service_unavailable' });
+      expect(outcomes.indexOf(failed[0] as { err: unknown })).to.equal(4);
+      expect(await count(outcomes.filter((o): o is { id: string } => 'id' in o).map((o) => o.id))).to.equal(8);
+    });
+
     it('is read from the environment, 1 by default, refused outside 1 to 8', () => {
       expect(svc.config.usage.concurrentInserts).to.equal(1);
       expect(testConfig({}, { USAGE_CONCURRENT_INSERTS: '3' }).usage.concurrentInserts).to.equal(3);
