@@ -9,7 +9,7 @@ import type { HandlerResult, RequestContext, RouteSpec } from '../../core/http/r
 import type { Changelog } from '../discovery';
 import { requestRateOf } from '../identity';
 import { openSse, originRefused, prefersSse, sseEvent, LATEST_VERSION, SUPPORTED_VERSIONS } from './services/transport';
-import type { McpSessions } from './services/sessions';
+import { McpSessions } from './services/sessions';
 import type { McpTool, ToolContext } from './tools/types';
 
 export interface McpDeps {
@@ -78,9 +78,14 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
     }
     const session = ctx.req.headers['mcp-session-id'];
     if (!isInitialize && typeof session === 'string' && session !== '') {
+      // SPEC: a malformed id is a bad request (400); a well-formed one that was altered, expired or issued to someone else is not found (404).
+      if (!McpSessions.wellFormed(session)) {
+        refuse(ctx, 400, -32000, 'invalid_session_id', 'Bad Request: invalid session id format.', 'Send the Mcp-Session-Id the initialize response gave you unchanged, or leave the header out: sessions are optional.');
+        return true;
+      }
       const verdict = d.sessions.check(session, ownerOf(ctx));
       if (verdict !== 'ok') {
-        refuse(ctx, 404, -32001, 'session_not_found', `Session not found (${verdict}): send initialize again, or continue without Mcp-Session-Id.`, 'Send initialize for a new session id, or continue without Mcp-Session-Id: sessions are optional.', {
+        refuse(ctx, 404, -32000, 'session_not_found', `Session not found (${verdict}): send initialize again, or continue without Mcp-Session-Id.`, 'Send initialize for a new session id, or continue without Mcp-Session-Id: sessions are optional.', {
           data: { reason: verdict },
         });
         return true;

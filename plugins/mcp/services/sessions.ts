@@ -21,6 +21,11 @@ export class McpSessions {
     return `${payload}.${this.sign(payload)}`;
   }
 
+  /** Shaped like an id this service issues (payload.mac, base64url); anything else is not a session id at all. */
+  static wellFormed(id: string): boolean {
+    return id.length <= 512 && /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(id);
+  }
+
   /** 'ok', or why the id is refused. */
   check(id: string, owner: string): 'ok' | 'altered' | 'expired' | 'foreign' {
     const [payload, mac] = id.split('.');

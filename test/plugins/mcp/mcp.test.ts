@@ -347,7 +347,19 @@ describe('MCP endpoint over raw HTTP', function () {
     expect(body.error.message).to.match(/initialize/);
     expect(body).to.include({ code: 'session_not_found' });
     expect(body.error.data.reason).to.equal('expired');
+    // A transport refusal, not the tool timeout's -32001.
+    expect(body.error.code).to.equal(-32000);
     expect(body.request_id).to.be.a('string');
+  });
+
+  it('answers 400 invalid_session_id to a session id that is not shaped like one (SPEC: invalid session id format)', async () => {
+    for (const malformed of ['garbage', 'a b', 'x'.repeat(600), 'payload.mac.extra']) {
+      const res = await rpc(svc, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, { 'mcp-session-id': malformed });
+      expect(res.status, malformed).to.equal(400);
+      const body = (await res.json()) as Record<string, any>;
+      expect(body).to.include({ code: 'invalid_session_id' });
+      expect(body.error.code).to.equal(-32000);
+    }
   });
 
   it('answers 202 with no body to notifications and client responses', async () => {
