@@ -91,9 +91,9 @@ const positiveBound = (key: string) => (v: unknown): string | null => {
   return `${key} must be greater than 0, with at most 18 digits before and after the point: a number or a decimal string`;
 };
 
-/** The verify context: the compute context, with the floor and ceiling keys type-checked. */
+/** The verify context: the compute context, with the floor and ceiling keys (and the current price, which marks circular evidence) type-checked. */
 export const verifyContextSchema = contextSchema.superRefine((ctx, issue) => {
-  for (const key of ['unit_cost', 'min_price', 'max_price']) {
+  for (const key of ['unit_cost', 'min_price', 'max_price', 'current_price']) {
     const problem = positiveBound(key)(ctx[key]);
     if (problem) issue.addIssue({ code: 'custom', path: [key], message: problem });
   }

@@ -287,6 +287,10 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   const independenceReasons: string[] = [];
   if (used.length > 0 && sourceCount < 2) independenceReasons.push(`fewer than 2 distinct sources: all ${used.length} observation(s) come from one source ("${largestLabel}")`);
   if (sourceCount >= 2 && largestShare !== null && largestShare > DOMINANT_SHARE) independenceReasons.push(`one source ("${largestLabel}") carries ${pct(largestShare)} of the weight, over half`);
+  // One submitter posting under several labels is one source of evidence, however many labels it uses.
+  const workspaces = new Set(used.map((o) => o.workspaceId)).size;
+  const oneSubmitter = sourceCount >= 2 && workspaces === 1;
+  if (oneSubmitter) independenceReasons.push(`all ${sourceCount} sources come from one workspace`);
   if (ownCount > 0) independenceReasons.push(`${ownCount} observation(s) (${pct(ownShare)} of the weight) come from your own workspace`);
   if (circular > 0) independenceReasons.push(`${circular} observation(s) of your own workspace equal to the proposed price or your current price were excluded as circular evidence`);
   const independence: Independence = {
@@ -308,7 +312,8 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   const base = { proposed_price: formatMoney(p, 18), reference, constraints, independence, evidence, thresholds };
 
   if (!sufficient) {
-    if (used.length === 0 && tooOld > 0) reasons.push(`all ${tooOld} matching observation(s) are older than ${t.maxAgeDays} days and were ignored`);
+    if (used.length === 0 && circular > 0) reasons.push(`all ${circular} usable matching observation(s) are your own workspace's echo of the proposed or current price and were excluded as circular evidence`);
+    else if (used.length === 0 && tooOld > 0) reasons.push(`all ${tooOld} matching observation(s) are older than ${t.maxAgeDays} days and were ignored`);
     else if (used.length === 0) reasons.push('no stored observation matches this product type and currency');
     else {
       if (round(nEff, 2) < t.minEffectiveObservations) reasons.push(`effective number of observations ${round(nEff, 2)} is below the minimum ${t.minEffectiveObservations}`);
@@ -364,7 +369,7 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   const unit = hw / t.bandK;
   const dist = Math.abs(Math.log(p.toNumber()) - Math.log(nearest.toNumber())) / (unit > 0 ? unit : 1);
   let independenceFactor = 1;
-  if (sourceCount < 2) independenceFactor *= 0.5;
+  if (sourceCount < 2 || oneSubmitter) independenceFactor *= 0.5;
   if (largestShare !== null && sourceCount >= 2 && largestShare > DOMINANT_SHARE) independenceFactor *= 1 - (largestShare - DOMINANT_SHARE);
   independenceFactor *= 1 - 0.5 * ownShare;
   const factors = {

@@ -26,6 +26,24 @@ function verdict(proposedPrice: string, observations: Observation[], extra: Part
 }
 
 describe('verification verdict (pure)', () => {
+  describe('one submitter and circular evidence', () => {
+    it('one workspace posting under several labels is disclosed as not independent, with the independence factor halved', () => {
+      const oneWorkspace = ['s1', 's2', 's3'].flatMap((label) => [obs('ws_a', label, '9.90'), obs('ws_a', label, '10.10')]);
+      const v = verdict('10.00', oneWorkspace);
+      expect(v.independence.independent).to.equal(false);
+      expect(v.independence.reasons).to.include('all 3 sources come from one workspace');
+      expect(v.confidence_factors.independence).to.equal(0.5);
+      expect(verdict('10.00', market()).independence.independent).to.equal(true);
+    });
+
+    it('when every usable observation is the caller\'s own echo, the reason says so (not "no stored observation matches")', () => {
+      const own = Array.from({ length: 5 }, () => obs('ws_caller', 'mine', '10.00'));
+      const v = verdict('10.00', own);
+      expect(v.verdict).to.equal('unknown');
+      expect(v.reasons[0]).to.match(/your own workspace's echo .* excluded as circular evidence/);
+    });
+  });
+
   describe('two-sided verdicts from observations', () => {
     it('calls a price inside the band reasonable, with a real reference and stated bounds', () => {
       const v = verdict('10.05', market());

@@ -66,6 +66,17 @@ describe('price verification API', function () {
     expect(low.body.verdict).to.equal('low');
   });
 
+  it('refuses a current_price out of range with 400 naming it (a 1e19 or 1e-20 one failed the verdict with a 500)', async () => {
+    const api = client(svc.url, { 'x-api-key': caller.key });
+    for (const current of [1e19, 1e-20, '0']) {
+      const res = await api.post<Record<string, any>>('/api/price-router/verify', { context: { product_type: 'x', current_price: current }, proposed_price: 5 });
+      expect(res.status, `${current}: ${res.text}`).to.equal(400);
+      expect(res.body.issues.map((i: { path: string }) => i.path)).to.include('context.current_price');
+    }
+    const demo = await client(svc.url).post<Record<string, any>>('/api/public/price-router/verify', { context: { product_type: 'x', current_price: 1e-20 }, proposed_price: 5 });
+    expect(demo.status).to.equal(400);
+  });
+
   it('does not match another currency or product type', async () => {
     const eur = await verify({ context: { product_type: 'widget', currency: 'EUR' }, proposed_price: '20' });
     expect(eur.body.verdict).to.equal('unknown');
