@@ -330,13 +330,13 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   // A caller's hard constraint decides first: below the floor is low, above the ceiling is high.
   if (floor && p.lessThan(floor)) {
     reasons.push(`the proposed price is below the floor ${formatMoney(floor, 18)} (${input.floor?.from.join(', ')})`);
-    const band = sufficient && observationBand ? twoSidedBand(observationBand, t) : oneSidedBand(floor, ceiling);
+    const band = sufficient && observationBand ? constrainedBand(observationBand, floor, ceiling, t) : oneSidedBand(floor, ceiling);
     const distance = constraintDistance(p, floor, t.minRelativeHalfWidth);
     return { ...base, verdict: 'low', basis: 'floor', reasons, band, confidence: round(CONSTRAINT_CONFIDENCE * distance), confidence_factors: { caller_constraint: CONSTRAINT_CONFIDENCE, distance } };
   }
   if (ceiling && p.greaterThan(ceiling)) {
     reasons.push(`the proposed price is above the ceiling ${formatMoney(ceiling, 18)} (max_price)`);
-    const band = sufficient && observationBand ? twoSidedBand(observationBand, t) : oneSidedBand(floor, ceiling);
+    const band = sufficient && observationBand ? constrainedBand(observationBand, floor, ceiling, t) : oneSidedBand(floor, ceiling);
     const distance = constraintDistance(p, ceiling, t.minRelativeHalfWidth);
     return { ...base, verdict: 'high', basis: 'ceiling', reasons, band, confidence: round(CONSTRAINT_CONFIDENCE * distance), confidence_factors: { caller_constraint: CONSTRAINT_CONFIDENCE, distance } };
   }
@@ -393,6 +393,19 @@ function twoSidedBand(b: { lower: Dec; upper: Dec; sigma: number; estimator: 'ma
     formula: `reference × exp(±max(${t.bandK}·σ, ln(1 + ${t.minRelativeHalfWidth}))), σ = robust standard deviation of the time-weighted log prices`,
     scale: { sigma_log: round(b.sigma, 6), estimator: b.estimator, half_width_log: round(b.hw, 6), min_half_width_applied: b.minApplied },
   };
+}
+
+/**
+ * The band a price must lie in when the caller's floor or ceiling decided: the observations' band
+ * cut to the constraints, so the band shown never contains the price judged low or high. When the
+ * constraints leave nothing of it, the constraints alone are the band.
+ */
+function constrainedBand(b: { lower: Dec; upper: Dec; sigma: number; estimator: 'mad' | 'iqr' | 'mean_absolute_deviation' | 'none'; hw: number; minApplied: boolean }, floor: Dec | null, ceiling: Dec | null, t: VerdictThresholds): Band {
+  const lower = floor && floor.greaterThan(b.lower) ? floor : b.lower;
+  const upper = ceiling && ceiling.lessThan(b.upper) ? ceiling : b.upper;
+  if (lower.greaterThan(upper)) return oneSidedBand(floor, ceiling);
+  if (lower === b.lower && upper === b.upper) return twoSidedBand(b, t);
+  return { ...twoSidedBand({ ...b, lower, upper }, t), method: 'log_median_k_mad_within_constraints' };
 }
 
 function oneSidedBand(floor: Dec | null, ceiling: Dec | null): Band {

@@ -94,6 +94,17 @@ describe('verification verdict (pure)', () => {
       expect(v.basis).to.equal('floor');
       expect(v.reasons[0]).to.match(/below the floor 10.50 \(unit_cost\)/);
     });
+
+    it('the band shown with a floor or ceiling verdict is cut to the constraints, so it never contains the price judged', () => {
+      const low = verdict('10.00', market(), { floor: { value: '10.05', from: ['unit_cost'] } });
+      expect(low.band).to.include({ lower: '10.05', method: 'log_median_k_mad_within_constraints' });
+      const high = verdict('10.10', market(), { ceiling: { value: '10.02', from: ['max_price'] } });
+      expect(high.verdict).to.equal('high');
+      expect(high.band).to.include({ upper: '10.02', method: 'log_median_k_mad_within_constraints' });
+      // A floor above the whole band: the constraints alone are the band.
+      const above = verdict('20.00', market(), { floor: { value: '30', from: ['unit_cost'] } });
+      expect(above.band).to.include({ lower: '30.00', upper_open: true });
+    });
   });
 
   describe('time decay', () => {
