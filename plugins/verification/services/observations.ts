@@ -99,9 +99,16 @@ export class ObservationStore {
   private invalidate(productType: string, currency: string): void {
     this.writes++;
     const key = evidenceKey(productType, currency);
-    this.cache.delete(key);
-    // A read already under way may have missed this write: later callers start a new one.
-    this.reading.delete(key);
+    if (!/^[\x20-\x7e]*$/.test(productType)) {
+      // The database's lower() may fold this name differently from JavaScript (final sigma, dotted İ): every name that
+      // could match it is dropped, which for a name outside ASCII is simplest as all of them.
+      this.cache.clear();
+      this.reading.clear();
+    } else {
+      this.cache.delete(key);
+      // A read already under way may have missed this write: later callers start a new one.
+      this.reading.delete(key);
+    }
     for (const listener of this.writeListeners) listener(productType, currency);
   }
 

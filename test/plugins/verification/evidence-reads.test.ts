@@ -49,6 +49,18 @@ describe('observation store: evidence reads under load', function () {
     expect(count()).to.equal(2);
   });
 
+  it('a write of a name outside ASCII refreshes every cached spelling the database would match it to (ΣΑΣ, σασ, σας)', async () => {
+    const store = new ObservationStore(svc.container.resolve<Sql>(TOKENS.Sql), svc.container.resolve<Pool>(TOKENS.PgPool), 5000, () => clock);
+    const since = new Date(clock - 86_400_000);
+    // Cached before the write, under the spelling PostgreSQL's lower() gives.
+    expect((await store.forVerification('σασ', 'USD', since, 100)).observations).to.have.length(0);
+    await store.contribute(workspaceId, [{ product_type: 'ΣΑΣ', currency: 'USD', amount: '2.00', observed_at: new Date().toISOString(), source: 's' }]);
+    const folded = (await store.forVerification('σασ', 'USD', since, 100)).observations.length;
+    const db = await svc.sequelize.query(`SELECT lower('ΣΑΣ') = lower('σασ') AS same`);
+    // Only where the database folds the two alike must the write show under the other spelling.
+    if ((db[0][0] as { same: boolean }).same) expect(folded).to.equal(1);
+  });
+
   it('a write made while a read is under way is seen by the next caller', async () => {
     const { pool, count } = countingPool(svc.container.resolve<Pool>(TOKENS.PgPool));
     const store = new ObservationStore(svc.container.resolve<Sql>(TOKENS.Sql), pool, 5000, () => clock);
