@@ -145,12 +145,22 @@ const round = (x: number, digits = 3): number => {
 
 const pct = (share: number): string => `${Math.round(share * 100)}%`;
 
-/** A positive float as a decimal string with at least 6 significant digits (2 to 12 decimals). */
+/** The largest amount a price can be (18 digits on each side of the point): a bound beyond it is as good as open. */
+const MAX_PRICE = '999999999999999999.999999999999999999';
+
+/**
+ * A positive float as a decimal string with at least 6 significant digits (2 to 18 decimals), and
+ * no more digits than a double holds (15), so a bound of 9.4e17 does not print invented ones. A
+ * bound beyond the largest price is the largest price; one below the smallest is zero.
+ */
 export function priceString(raw: number): string {
-  const x = Math.min(9.99e17, Math.max(1e-12, Number.isFinite(raw) ? raw : 9.99e17));
-  const magnitude = Math.floor(Math.log10(Math.abs(x)));
-  const decimals = Math.min(12, Math.max(2, 5 - magnitude));
-  return formatMoney(dec(x.toFixed(decimals)), decimals);
+  if (!Number.isFinite(raw) || raw >= 1e18) return MAX_PRICE;
+  if (raw <= 0) return '0.00';
+  const x = dec(raw).toSignificantDigits(15);
+  if (x.greaterThanOrEqualTo(1e18)) return MAX_PRICE;
+  const magnitude = Math.floor(Math.log10(raw));
+  const decimals = Math.min(18, Math.max(2, 5 - magnitude));
+  return formatMoney(x, decimals);
 }
 
 function constraintDistance(p: Dec, bound: Dec, minRel: number): number {
@@ -245,7 +255,7 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
     const mid = Math.floor(ages.length / 2);
     const medianAge = ages.length % 2 === 1 ? (ages[mid] ?? 0) : ((ages[mid - 1] ?? 0) + (ages[mid] ?? 0)) / 2;
     reference = {
-      price: formatMoney(ref, 12),
+      price: formatMoney(ref, 18),
       statistic: 'time_weighted_median_of_source_medians',
       observations: weighted.length,
       effective_n: round(nEff, 2),
@@ -253,7 +263,7 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
       source_labels: sources.slice(0, MAX_SOURCES_LISTED).map((s) => ({
         label: s.label,
         observations: s.count,
-        median: formatMoney(s.median, 12),
+        median: formatMoney(s.median, 18),
         weight_share: round(s.weight / totalWeight),
         own_workspace: s.own,
       })),
@@ -355,16 +365,16 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   if (p.lessThan(lower)) {
     verdict = 'low';
     nearest = lower;
-    reasons.push(`the proposed price is below the band's lower bound ${formatMoney(lower, 12)} (reference ${reference.price})`);
+    reasons.push(`the proposed price is below the band's lower bound ${formatMoney(lower, 18)} (reference ${reference.price})`);
   } else if (p.greaterThan(upper)) {
     verdict = 'high';
     nearest = upper;
-    reasons.push(`the proposed price is above the band's upper bound ${formatMoney(upper, 12)} (reference ${reference.price})`);
+    reasons.push(`the proposed price is above the band's upper bound ${formatMoney(upper, 18)} (reference ${reference.price})`);
   } else {
     verdict = 'reasonable';
     const lp = Math.log(p.toNumber());
     nearest = Math.abs(lp - Math.log(lower.toNumber())) < Math.abs(Math.log(upper.toNumber()) - lp) ? lower : upper;
-    reasons.push(`the proposed price lies within the band [${formatMoney(lower, 12)}, ${formatMoney(upper, 12)}] around the reference ${reference.price}`);
+    reasons.push(`the proposed price lies within the band [${formatMoney(lower, 18)}, ${formatMoney(upper, 18)}] around the reference ${reference.price}`);
   }
   const unit = hw / t.bandK;
   const dist = Math.abs(Math.log(p.toNumber()) - Math.log(nearest.toNumber())) / (unit > 0 ? unit : 1);
@@ -385,8 +395,8 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
 
 function twoSidedBand(b: { lower: Dec; upper: Dec; sigma: number; estimator: 'mad' | 'iqr' | 'mean_absolute_deviation' | 'none'; hw: number; minApplied: boolean }, t: VerdictThresholds): Band {
   return {
-    lower: formatMoney(b.lower, 12),
-    upper: formatMoney(b.upper, 12),
+    lower: formatMoney(b.lower, 18),
+    upper: formatMoney(b.upper, 18),
     lower_open: false,
     upper_open: false,
     method: 'log_median_k_mad',

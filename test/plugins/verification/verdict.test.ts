@@ -26,6 +26,27 @@ function verdict(proposedPrice: string, observations: Observation[], extra: Part
 }
 
 describe('verification verdict (pure)', () => {
+  describe('extreme magnitudes', () => {
+    // Six observations, two a day apart from each of three workspaces (exact copies would count once).
+    const three = (amount: string) => ['ws_a', 'ws_b', 'ws_c'].flatMap((w) => [obs(w, 'src', amount, 1), obs(w, 'src', amount, 2)]);
+
+    it('judges a tiny price equal to every observation reasonable, with the reference as observed (0.0000000000014, 1e-18)', () => {
+      for (const amount of ['0.0000000000014', '0.000000000000000001']) {
+        const v = verdict(amount, three(amount));
+        expect(v.verdict, amount).to.equal('reasonable');
+        expect(v.reference?.price).to.equal(amount);
+      }
+    });
+
+    it('does not cap the band below the largest price: near 1e18 a price inside the band is reasonable, and bounds print no invented digits', () => {
+      const v = verdict('999500000000000000', three('990000000000000000'));
+      expect(v.verdict).to.equal('reasonable');
+      expect(v.band.upper).to.equal('999999999999999999.999999999999999999');
+      const w = verdict('900000000000000000', three('900000000000000000'));
+      expect(w.band.lower).to.match(/^\d{15}000\.00$/);
+    });
+  });
+
   describe('one submitter and circular evidence', () => {
     it('one workspace posting under several labels is disclosed as not independent, with the independence factor halved', () => {
       const oneWorkspace = ['s1', 's2', 's3'].flatMap((label) => [obs('ws_a', label, '9.90'), obs('ws_a', label, '10.10')]);
