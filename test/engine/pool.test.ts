@@ -101,7 +101,8 @@ describe('engine: pricing pool timeouts', function () {
     // The slow call holds the only worker, so the next four leave together in one batch behind it.
     const slow = pool.run('test-slow', { sleep_ms: 100 }, 5000);
     const hang = pool.run('test-hang', {}, 400).catch((e: unknown) => e);
-    const others = Array.from({ length: 3 }, (_, i) => pool.run('test-ok', { test_price: `${i + 1}.00` }, 600));
+    // Their own limit covers the hang (400 ms) plus starting a replacement worker, which takes over 200 ms when the cores are busy.
+    const others = Array.from({ length: 3 }, (_, i) => pool.run('test-ok', { test_price: `${i + 1}.00` }, 3000));
     expect((await slow).ok).to.equal(true);
     expect(await hang).to.be.instanceOf(PoolTimeoutError);
     const answers = await Promise.all(others);
