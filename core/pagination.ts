@@ -1,15 +1,19 @@
 import { z } from 'zod';
 import { ApiError } from './errors';
 
-/** Query parameters every list endpoint accepts. */
-export const listQuery = {
-  // Digits only: a number parser would take 0x10 or 1e1.
-  limit: z
+/** A page size from 1 to 100, digits only (a number parser would take 0x10 or 1e1). */
+export function limitParam(dflt: number) {
+  return z
     .string()
     .regex(/^[0-9]{1,3}$/, 'a whole number from 1 to 100')
     .transform(Number)
     .pipe(z.number().int().min(1, 'a whole number from 1 to 100').max(100, 'a whole number from 1 to 100'))
-    .default(20),
+    .default(dflt);
+}
+
+/** Query parameters every list endpoint accepts. */
+export const listQuery = {
+  limit: limitParam(20),
   cursor: z.string().max(200).optional(),
 };
 

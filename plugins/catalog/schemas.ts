@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { limitParam } from '../../core/pagination';
 
 const tagValue = z.string().max(400);
 
@@ -8,7 +9,7 @@ export const catalogueQuery = z.object({
     .union([tagValue, z.array(tagValue).max(20)])
     .optional()
     .describe('Tag filter: repeat it (tag=a&tag=b) or give a comma list (tag=a,b); a function must carry every tag listed (case-insensitive).'),
-  limit: z.coerce.number().int().min(1).max(100).default(20),
+  limit: limitParam(20),
   cursor: z.string().max(200).optional(),
 });
 
@@ -17,6 +18,6 @@ export const catalogueParams = z.object({
 });
 
 export const leaderboardQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(100).default(50),
+  limit: limitParam(50),
   cursor: z.string().max(200).optional(),
 });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { limitParam } from '../../core/pagination';
 import { moneyString } from '../../core/money';
 import { PREFERENCES, policyConfigSchema, STRATEGIES } from '../../engine';
 
@@ -61,7 +62,7 @@ export const demoExample = { context: { product_type: 'coffee', currency: 'USD',
 
 export const functionsQuery = z.object({
   built_in: z.enum(['true', 'false']).optional().describe('true: built-ins only; false: workspace and marketplace functions only.'),
-  limit: z.coerce.number().int().min(1).max(100).default(50),
+  limit: limitParam(50),
   cursor: z.string().max(200).optional(),
 });
 

@@ -46,7 +46,9 @@ interface AggregateRow {
  * One pass over the window's usage events, grouped first per function and workspace, then per
  * function with each workspace mapped to its consumer: the owner of the workspace, else the owner
  * of its parent (claimed agent and test workspaces), else the workspace itself. So a person counts
- * once however many workspaces they call from. Keyless demo calls and test runs are left out.
+ * once however many workspaces they call from. Keyless demo calls and test runs are left out, and
+ * the function's publisher (its workspace mapped the same way) is no consumer of its own function:
+ * its calls count as usage, not towards the consumers that publish it.
  */
 const AGGREGATE_SQL = `
   WITH per_ws AS (
@@ -74,17 +76,23 @@ const AGGREGATE_SQL = `
      ORDER BY m.workspace_id, m.created_at, m.person_id
   ),
   consumers AS (
-    SELECT p.*, coalesce('person:' || o.person_id, 'person:' || po.person_id, 'workspace:' || p.workspace_id) AS consumer
+    SELECT p.*, coalesce('person:' || o.person_id, 'person:' || po.person_id, 'workspace:' || p.workspace_id) AS consumer,
+           CASE WHEN f.workspace_id IS NULL THEN NULL
+                ELSE coalesce('person:' || fo.person_id, 'person:' || fpo.person_id, 'workspace:' || f.workspace_id) END AS publisher
       FROM per_ws p
       LEFT JOIN workspaces w ON w.id = p.workspace_id
       LEFT JOIN owners o ON o.workspace_id = p.workspace_id
       LEFT JOIN owners po ON po.workspace_id = w.parent_id
+      LEFT JOIN pricing_functions f ON f.id = p.function_id
+      LEFT JOIN workspaces fw ON fw.id = f.workspace_id
+      LEFT JOIN owners fo ON fo.workspace_id = f.workspace_id
+      LEFT JOIN owners fpo ON fpo.workspace_id = fw.parent_id
   )
   SELECT function_id,
          sum(calls) AS calls, sum(ok) AS ok, sum(accepted) AS accepted, sum(rejected) AS rejected,
          sum(quality_n) AS quality_n, sum(quality_sum)::float8 AS quality_sum,
          sum(confidence_n) AS confidence_n, sum(confidence_sum)::float8 AS confidence_sum,
-         count(DISTINCT consumer) AS consumers
+         count(DISTINCT consumer) FILTER (WHERE consumer IS DISTINCT FROM publisher) AS consumers
     FROM consumers
    GROUP BY function_id`;
 

@@ -63,6 +63,7 @@ describe('catalog: public leaderboard', function () {
   /** Five people, each with their own workspace and key. */
   const people: Array<{ person: Person; key: string }> = [];
   let publisherKey: string;
+  let publisherWs: string;
 
   before(async () => {
     upstream = await startUpstream((req, res) => {
@@ -78,6 +79,7 @@ describe('catalog: public leaderboard', function () {
     }
     const publisher = await signUp(svc, 'lb-publisher');
     publisherKey = (await createKey(svc, publisher, { name: 'publisher' })).key;
+    publisherWs = publisher.workspaceId;
   });
   after(async () => {
     await svc.close();
@@ -157,6 +159,21 @@ describe('catalog: public leaderboard', function () {
     expect(three.stats).to.include({ reported_outcomes: 8, acceptance_rate: 1, mean_quality_score: 0.9, success_rate: 1 });
     expect(three.score).to.equal(expectedScore({ calls: 8, ok: 8, accepted: 8, rejected: 0, qualities: Array<number>(8).fill(0.9) }));
     expect(three.score).to.be.greaterThan(58);
+  });
+
+  it('does not count the function\'s publisher as one of its consumers (its calls are usage, not a consumer)', async () => {
+    const fn = await publicFunction('lb-publisher-self');
+    const call = (w: string): EventSpec => ({ functionId: fn.id, workspaceId: w, outcome: 'accepted', quality: 0.9 });
+    await insertEvents(svc, [call(publisherWs), call(publisherWs), call(ws(0)), call(ws(1))]);
+    await aggregator.refresh();
+    const two = entryOf(await board(), fn.id);
+    expect(two.distinct_consumers).to.equal(null);
+    expect(two.stats.usage_status).to.equal('below_threshold');
+    await insertEvents(svc, [call(ws(2))]);
+    await aggregator.refresh();
+    const three = entryOf(await board(), fn.id);
+    expect(three.distinct_consumers).to.equal(3);
+    expect(three.total_invocations).to.equal(5);
   });
 
   it('counts a person once across their own workspace, a claimed agent workspace and test workspaces', async () => {
