@@ -59,6 +59,8 @@ function refuse(ctx: RequestContext, status: number, rpcCode: number, code: stri
   return send(ctx.res, status, body, extra.headers);
 }
 
+const EMPTY_ID_STAND_IN = '\u0000empty-id';
+
 export function mcpRoutes(d: McpDeps): RouteSpec[] {
   const byName = new Map(d.tools.map((t) => [t.descriptor.name, t]));
   const ownOrigin = () => new URL(d.publicUrl()).origin;
@@ -182,7 +184,10 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       if (precheck(ctx, res, false)) return HANDLED;
       return refuse(ctx, 400, -32600, 'invalid_request', 'Invalid Request: batches are not supported (one JSON-RPC message per POST).', 'Send each JSON-RPC message in its own POST.');
     }
-    const parsed = JsonRpc.parseObject(message);
+    // JSON-RPC 2.0 allows any string id, "" too, which jsonrpc-lite refuses: it parses a stand-in, and the answer carries "".
+    const emptyId = typeof message === 'object' && message !== null && (message as { id?: unknown }).id === '';
+    const parsed = JsonRpc.parseObject(emptyId ? { ...(message as object), id: EMPTY_ID_STAND_IN } : message);
+    if (emptyId && parsed.type === 'request') (parsed.payload as { id: Id }).id = '';
     const isInitialize = parsed.type === 'request' && (parsed.payload as { method: string }).method === 'initialize';
     if (precheck(ctx, res, isInitialize)) return HANDLED;
     if (parsed.type === 'notification' || parsed.type === 'success' || parsed.type === 'error') return send(res, 202, undefined);

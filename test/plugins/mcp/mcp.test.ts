@@ -352,6 +352,14 @@ describe('MCP endpoint over raw HTTP', function () {
     expect(body.request_id).to.be.a('string');
   });
 
+  it('takes an empty string as a request id (JSON-RPC 2.0 allows any string) and answers with it', async () => {
+    const res = await rpc(svc, { jsonrpc: '2.0', id: '', method: 'ping' });
+    expect(res.status).to.equal(200);
+    const body = (await res.json()) as Record<string, any>;
+    expect(body).to.deep.include({ jsonrpc: '2.0', id: '' });
+    expect(body).to.have.property('result');
+  });
+
   it('answers 400 invalid_session_id to a session id that is not shaped like one (SPEC: invalid session id format)', async () => {
     for (const malformed of ['garbage', 'a b', 'x'.repeat(600), 'payload.mac.extra']) {
       const res = await rpc(svc, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, { 'mcp-session-id': malformed });
