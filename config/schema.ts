@@ -92,6 +92,7 @@ export const settingsTree = {
   outbound: {
     allowList: list('OUTBOUND_ALLOW_LIST', [], 'Addresses or CIDRs that owner-registered URLs may reach although private or loopback (tests, on-premises upstreams).'),
     httpsOnly: bool('OUTBOUND_HTTPS_ONLY', false, 'Refuse plain-http function endpoints and webhooks.'),
+    allowedPorts: list('OUTBOUND_ALLOWED_PORTS', ['443', '80'], 'Ports owner-registered URLs may use (empty: any); an address on OUTBOUND_ALLOW_LIST may use any port.'),
     timeoutMs: int('OUTBOUND_TIMEOUT_MS', 5000, 'Default time limit of outbound requests.', { min: 1 }),
     maxBodyBytes: int('OUTBOUND_MAX_BODY_BYTES', 65536, 'Largest response body accepted from an outbound request.', { min: 1024 }),
   },

@@ -39,6 +39,8 @@ export interface SafeHttpClientOptions {
   defaultTimeoutMs?: number;
   /** Refuse plain http: (production); tests talk to loopback servers over http. */
   httpsOnly?: boolean;
+  /** Ports a request may go to (undefined: any); allow-listed addresses may use any port. */
+  allowedPorts?: readonly number[];
 }
 
 export interface JsonResponse {
@@ -64,6 +66,7 @@ export class SafeHttpClient {
   private readonly maxBodyBytes: number;
   private readonly defaultTimeoutMs: number;
   private readonly httpsOnly: boolean;
+  private readonly allowedPorts: readonly number[] | undefined;
 
   constructor(opts: SafeHttpClientOptions = {}) {
     this.policy = new AddressPolicy(opts.allowList ?? []);
@@ -71,6 +74,14 @@ export class SafeHttpClient {
     this.maxBodyBytes = opts.maxBodyBytes ?? 256 * 1024;
     this.defaultTimeoutMs = opts.defaultTimeoutMs ?? 10_000;
     this.httpsOnly = opts.httpsOnly ?? false;
+    this.allowedPorts = opts.allowedPorts && opts.allowedPorts.length > 0 ? opts.allowedPorts : undefined;
+  }
+
+  /** Refuses a port outside the allowed ones (mail, databases, admin consoles of a public host), unless the address is allow-listed. */
+  private assertPort(address: string, port: number, target: string): void {
+    if (!this.allowedPorts || this.allowedPorts.includes(port)) return;
+    if (this.policy.check(address).range === 'allow-listed') return;
+    throw new OutboundError('protocol', `Port ${port} of ${target} is not allowed for outbound requests (allowed: ${this.allowedPorts.join(', ')}).`);
   }
 
   /** Throws OutboundBlockedError when the address may not be reached. */
@@ -101,13 +112,18 @@ export class SafeHttpClient {
     const body = Buffer.from(JSON.stringify(payload), 'utf8');
     const timeoutMs = opts.timeoutMs ?? this.defaultTimeoutMs;
     const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+    const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+    if (isIP(host)) this.assertPort(host, port, url.host);
     const lookup = (hostname: string, options: { all?: boolean }, cb: (err: Error | null, address?: string | LookupAddress[], family?: number) => void): void => {
       this.resolver(hostname).then(
         (addresses) => {
           try {
             if (addresses.length === 0) throw new OutboundError('network', `${hostname} has no address`);
             // Every answer must be allowed: a mixed answer is how rebinding tries its luck.
-            for (const a of addresses) this.assertAddress(a, hostname);
+            for (const a of addresses) {
+              this.assertAddress(a, hostname);
+              this.assertPort(a, port, hostname);
+            }
             const entries = addresses.map((a) => ({ address: a, family: isIP(a) }));
             if (options.all) cb(null, entries);
             else cb(null, entries[0]?.address, entries[0]?.family);
@@ -135,7 +151,8 @@ export class SafeHttpClient {
           port: url.port || undefined,
           path: `${url.pathname}${url.search}`,
           method: 'POST',
-          headers: { 'content-type': 'application/json', accept: 'application/json', 'content-length': String(body.length), 'user-agent': 'pricing-compute/1', ...opts.headers },
+          // The caller's headers first: the body's length and type are the client's to state.
+          headers: { ...opts.headers, 'content-type': 'application/json', accept: 'application/json', 'content-length': String(body.length), 'user-agent': 'pricing-compute/1' },
           lookup: isIP(host) ? undefined : (lookup as never),
           agent: false,
           ...(opts.signal ? { signal: opts.signal } : {}),

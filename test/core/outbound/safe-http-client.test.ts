@@ -77,6 +77,19 @@ describe('outbound guard: SafeHttpClient against an allow-listed loopback upstre
     expect(resolver.calls.get('upstream.internal.test')).to.equal(1);
   });
 
+  it('refuses a port outside OUTBOUND_ALLOWED_PORTS on a public address before connecting, and lets an allow-listed address use any port', async () => {
+    const resolver = stubResolver({ 'mail.example.test': ['8.8.8.8'] });
+    const err = await refusal(client({ resolver: resolver.resolve, allowedPorts: [443, 80] }).postJson('http://mail.example.test:25/', {}));
+    expect(err).to.be.instanceOf(OutboundError);
+    expect((err as Error).message).to.match(/Port 25 of mail\.example\.test is not allowed/);
+    expect(String((err as Error).message)).to.not.match(/8\.8\.8\.8:25.*ECONN/);
+    const literal = await refusal(client({ allowedPorts: [443] }).postJson('http://8.8.4.4:8080/', {}));
+    expect((literal as Error).message).to.match(/Port 8080 of 8\.8\.4\.4:8080 is not allowed/);
+    // The loopback upstream is allow-listed: its random port is fine.
+    const ok = await client({ allowedPorts: [443, 80] }).postJson(upstream.url('/price'), {});
+    expect(ok.status).to.equal(200);
+  });
+
   it('the same upstream is refused without the allow-list (the controls above are not vacuous)', async () => {
     const err = await refusal(new SafeHttpClient().postJson(upstream.url('/price'), {}));
     expect(err).to.be.instanceOf(OutboundBlockedError);
