@@ -318,7 +318,7 @@ export class PricingEngine {
   /** Runs one function directly (POST /api/functions/{id}/test): no routing, fallback or cache, and no effect on its breaker or latency statistics. */
   async test(fn: FunctionDescriptor, context: Record<string, unknown>, market?: MarketEvidence | null): Promise<{ ok: true; result: MethodResult; ms: number } | { ok: false; error: string; missing?: string[]; ms: number }> {
     const t = performance.now();
-    const r = await this.attempt(fn, context, { health: false, market: fn.executionType === 'builtin' ? market : undefined });
+    const r = await this.attempt(fn, context, { health: false, market });
     return r.ok ? { ok: true, result: r.result, ms: since(t) } : { ok: false, error: r.error, ...(r.notApplicable ? { missing: r.notApplicable.missing } : {}), ms: since(t) };
   }
 }

@@ -40,7 +40,7 @@ export interface MarketEvidence {
   currency: string;
   /** Observations behind the summary. */
   observations: number;
-  /** The median price of each distinct source (workspace and source label), newest sources first. */
+  /** The median price of each distinct source (workspace and source label). */
   source_prices: number[];
   /**
    * The reference across sources, when the provider computes it with its own statistic (the

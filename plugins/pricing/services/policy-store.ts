@@ -1,4 +1,5 @@
 import type { Clock } from '../../../core/clock';
+import type { Transaction } from 'sequelize';
 import type { Sql } from '../../../core/db/sql';
 import { newId } from '../../../core/ids';
 import { CREATED_MS } from '../../../core/pagination';
@@ -101,14 +102,24 @@ export class PolicyStore {
     return rows.map(toRecord);
   }
 
+  /** Policy changes of one workspace that touch its default take turns, for the rest of the transaction. */
+  private async takeTurn(workspaceId: string, tx: Transaction): Promise<void> {
+    await this.sql.many('SELECT pg_advisory_xact_lock(hashtext($1))', [`routing_policies.default:${workspaceId}`], tx);
+  }
+
+  /** The workspace's default policy, other than `except`, is no longer the default. */
+  private async unsetDefault(workspaceId: string, except: string | null, tx: Transaction): Promise<void> {
+    await this.sql.exec("UPDATE routing_policies SET is_default = false, updated_at = now() WHERE workspace_id = $1 AND is_default AND id <> COALESCE($2, '')", [workspaceId, except], tx);
+  }
+
   /** Creates a validated policy; making it the default unsets the previous one. */
   async create(workspaceId: string, p: PolicyShape): Promise<PolicyRecord> {
     const saved = await this.sql.tx(async (tx) => {
       // Concurrent saves of a default take turns per workspace: each unsets the one before it, rather
       // than both finding none and colliding on the one-default index.
       if (p.is_default) {
-        await this.sql.many('SELECT pg_advisory_xact_lock(hashtext($1))', [`routing_policies.default:${workspaceId}`], tx);
-        await this.sql.exec('UPDATE routing_policies SET is_default = false, updated_at = now() WHERE workspace_id = $1 AND is_default', [workspaceId], tx);
+        await this.takeTurn(workspaceId, tx);
+        await this.unsetDefault(workspaceId, null, tx);
       }
       return this.sql.one<PolicyRow>(
         `INSERT INTO routing_policies (id, workspace_id, name, strategy, is_default, fallback_chain, fallback_function, config) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
@@ -130,11 +141,11 @@ export class PolicyStore {
    */
   async update(workspaceId: string, id: string, produce: (current: PolicyRecord) => PolicyShape): Promise<PolicyRecord | null> {
     const saved = await this.sql.tx(async (tx) => {
-      await this.sql.many('SELECT pg_advisory_xact_lock(hashtext($1))', [`routing_policies.default:${workspaceId}`], tx);
+      await this.takeTurn(workspaceId, tx);
       const current = await this.sql.one<PolicyRow>('SELECT * FROM routing_policies WHERE id = $1 AND workspace_id = $2 FOR UPDATE', [id, workspaceId], tx);
       if (!current) return null;
       const p = produce(toRecord(current));
-      if (p.is_default) await this.sql.exec('UPDATE routing_policies SET is_default = false, updated_at = now() WHERE workspace_id = $1 AND is_default AND id <> $2', [workspaceId, id], tx);
+      if (p.is_default) await this.unsetDefault(workspaceId, id, tx);
       return this.sql.one<PolicyRow>(
         `UPDATE routing_policies SET name = $3, strategy = $4, is_default = $5, fallback_chain = $6, fallback_function = $7, config = $8, updated_at = now()
          WHERE id = $1 AND workspace_id = $2 RETURNING *`,

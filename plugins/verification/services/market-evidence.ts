@@ -4,7 +4,7 @@ import type { MarketEvidence } from '../../../engine';
 import type { MarketEvidenceSource } from '../../pricing';
 import type { Evidence, ObservationStore } from './observations';
 import type { ObservedProductTypes } from './product-types';
-import { weightedMedianDec } from './weighted-stats';
+import { sourceMedians, withoutCopies } from './weighted-stats';
 
 const DAY_MS = 86_400_000;
 
@@ -43,34 +43,22 @@ export class NetworkMarketEvidence implements MarketEvidenceSource {
 }
 
 function summarise(evidence: Evidence, opts: { now: number; halfLifeMs: number; maxSources: number }): Summary | null {
-  const seen = new Set<string>();
-  // Rows come newest first, so a source's first row places it.
-  const bySource = new Map<string, { workspaceId: string; items: Array<{ value: ReturnType<typeof dec>; weight: number }> }>();
-  for (const o of evidence.observations) {
-    const value = dec(o.amount);
-    // As verification counts copies: 4.5 and 4.50 are the same amount.
-    const copy = `${o.workspaceId}\u0000${o.source}\u0000${value.toString()}\u0000${o.observedAt}`;
-    if (seen.has(copy)) continue;
-    seen.add(copy);
-    if (!value.isFinite() || value.lte(0)) continue;
+  const aged = withoutCopies(evidence.observations.map((o) => ({ ...o, value: dec(o.amount), age: Math.max(0, opts.now - o.observedAt) })));
+  // Rows come newest first: the newest maxSources sources are kept.
+  const kept = new Set<string>();
+  const recent = aged.filter((o) => {
     const key = `${o.workspaceId}\u0000${o.source}`;
-    let entry = bySource.get(key);
-    if (!entry) {
-      if (bySource.size >= opts.maxSources) continue;
-      entry = { workspaceId: o.workspaceId, items: [] };
-      bySource.set(key, entry);
-    }
-    entry.items.push({ value, weight: 0.5 ** (Math.max(0, opts.now - o.observedAt) / opts.halfLifeMs) });
-  }
-  if (bySource.size === 0) return null;
-  const sources = [...bySource.values()].map((s) => ({ workspaceId: s.workspaceId, count: s.items.length, weight: s.items.reduce((w, i) => w + i.weight, 0), median: weightedMedianDec(s.items) }));
-  const total = sources.reduce((w, s) => w + s.weight, 0);
+    if (!kept.has(key) && kept.size < opts.maxSources) kept.add(key);
+    return kept.has(key);
+  });
+  if (recent.length === 0) return null;
+  const { sources, totalWeight, reference } = sourceMedians(recent, opts.halfLifeMs);
   return {
-    observations: sources.reduce((n, s) => n + s.count, 0),
+    observations: recent.length,
     source_prices: sources.map((s) => s.median.toNumber()),
-    reference_price: weightedMedianDec(sources.map((s) => ({ value: s.median, weight: s.weight }))).toNumber(),
+    reference_price: reference.toNumber(),
     // Rounded as the factor reads it, so the cached results keyed by it do not change as the weights age by the second.
-    largest_source_share: total > 0 ? Math.round((Math.max(...sources.map((s) => s.weight)) / total) * 1000) / 1000 : 1,
+    largest_source_share: totalWeight > 0 ? Math.round(((sources[0]?.weight ?? 0) / totalWeight) * 1000) / 1000 : 1,
     workspaces: new Set(sources.map((s) => s.workspaceId)).size,
   };
 }

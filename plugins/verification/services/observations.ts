@@ -73,7 +73,11 @@ export interface Evidence {
 }
 
 const MAX_CACHED_KEYS = 1000;
-const evidenceKey = (productType: string, currency: string): string => `${productType.toLowerCase()}\u0000${currency}`;
+/** A product type and currency as one key, case folded as JavaScript folds it. */
+export const evidenceKey = (productType: string, currency: string): string => `${productType.toLowerCase()}\u0000${currency}`;
+
+/** Printable ASCII: a name the database's lower() folds as JavaScript does (in the C and UTF-8 locales the service creates). */
+export const foldsAlike = (productType: string): boolean => /^[\x20-\x7e]*$/.test(productType);
 
 /**
  * Stored price observations: contributions, accepted compute outcomes, and the reads verification
@@ -99,7 +103,7 @@ export class ObservationStore {
   private invalidate(productType: string, currency: string): void {
     this.writes++;
     const key = evidenceKey(productType, currency);
-    if (!/^[\x20-\x7e]*$/.test(productType)) {
+    if (!foldsAlike(productType)) {
       // The database's lower() may fold this name differently from JavaScript (final sigma, dotted İ): every name that
       // could match it is dropped, which for a name outside ASCII is simplest as all of them.
       this.cache.clear();

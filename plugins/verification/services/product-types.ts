@@ -1,8 +1,6 @@
 import type { Pool } from 'pg';
 import type { Logger } from '../../../core/logger';
-
-const key = (productType: string, currency: string): string => `${productType.toLowerCase()}\u0000${currency}`;
-const ASCII = /^[\x20-\x7e]*$/;
+import { evidenceKey as key, foldsAlike } from './observations';
 
 /**
  * Which product types (case-insensitive, per currency) have stored observations, kept in memory so
@@ -33,7 +31,7 @@ export class ObservedProductTypes {
   ) {}
 
   mayHave(productType: string, currency: string): boolean {
-    return !this.complete || !ASCII.test(productType) || this.known.has(key(productType, currency));
+    return !this.complete || !foldsAlike(productType) || this.known.has(key(productType, currency));
   }
 
   /** A local write: known at once. */

@@ -1,6 +1,6 @@
 import { dec, formatMoney } from '../../../core/money';
 import type { Dec } from '../../../core/money';
-import { robustSigma, weightedMedianDec } from './weighted-stats';
+import { robustSigma, sourceMedians, withoutCopies } from './weighted-stats';
 
 /**
  * The price verdict as a pure function of stored observations, the proposed price, the caller's
@@ -191,13 +191,7 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   const matched = fresh.length;
 
   // 2. Exact copies (same workspace, source, amount and time) count once.
-  const seen = new Set<string>();
-  const unique = fresh.filter((o) => {
-    const k = `${o.workspaceId}\u0000${o.source}\u0000${o.value.toString()}\u0000${o.observedAt}`;
-    if (seen.has(k)) return false;
-    seen.add(k);
-    return true;
-  });
+  const unique = withoutCopies(fresh);
   const duplicates = matched - unique.length;
 
   // 3. Circular evidence: the caller's own echo of the proposed price or its current price.
@@ -227,25 +221,14 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   let observationBand: { lower: Dec; upper: Dec; sigma: number; estimator: 'mad' | 'iqr' | 'mean_absolute_deviation' | 'none'; hw: number; minApplied: boolean } | null = null;
   let freshness = 0;
   if (used.length > 0) {
-    const weighted = used.map((o) => ({ ...o, weight: 0.5 ** (o.age / halfLifeMs) }));
-    const groups = new Map<string, { label: string; own: boolean; items: typeof weighted }>();
-    for (const o of weighted) {
-      const k = `${o.workspaceId}\u0000${o.source}`;
-      const g = groups.get(k) ?? { label: o.source, own: o.workspaceId === input.callerWorkspaceId, items: [] };
-      g.items.push(o);
-      groups.set(k, g);
-    }
-    const totalWeight = weighted.reduce((s, o) => s + o.weight, 0);
+    const stats = sourceMedians(used, halfLifeMs);
+    const { weighted, totalWeight } = stats;
     const sumSq = weighted.reduce((s, o) => s + o.weight * o.weight, 0);
     nEff = (totalWeight * totalWeight) / sumSq;
     freshness = Math.sqrt(totalWeight / weighted.length);
-    sourceCount = groups.size;
-    const sources = [...groups.values()].map((g) => {
-      const weight = g.items.reduce((s, o) => s + o.weight, 0);
-      return { label: g.label, own: g.own, count: g.items.length, weight, median: weightedMedianDec(g.items.map((o) => ({ value: o.value, weight: o.weight }))) };
-    });
-    sources.sort((a, b) => b.weight - a.weight || a.label.localeCompare(b.label));
-    const ref = weightedMedianDec(sources.map((s) => ({ value: s.median, weight: s.weight })));
+    const sources = stats.sources.map((s) => ({ ...s, own: s.workspaceId === input.callerWorkspaceId, count: s.items.length }));
+    sourceCount = sources.length;
+    const ref = stats.reference;
     const top = sources[0];
     largestShare = top ? top.weight / totalWeight : null;
     largestLabel = top?.label ?? '';

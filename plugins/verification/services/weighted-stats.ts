@@ -64,3 +64,61 @@ export function robustSigma(logs: readonly Weighted<number>[], centre: number): 
   if (meanAd > 1e-12) return { sigma: MEAN_AD_TO_SIGMA * meanAd, estimator: 'mean_absolute_deviation' };
   return { sigma: 0, estimator: 'none' };
 }
+
+/** An observation as the source statistic reads it: who, under which label, what amount, how old. */
+export interface AgedObservation {
+  workspaceId: string;
+  source: string;
+  value: Dec;
+  observedAt: number;
+  /** ms before "now". */
+  age: number;
+}
+
+/** Exact copies (same workspace, source, amount and time; 4.5 and 4.50 alike) count once. */
+export function withoutCopies<T extends AgedObservation>(observations: readonly T[]): T[] {
+  const seen = new Set<string>();
+  return observations.filter((o) => {
+    const k = `${o.workspaceId}\u0000${o.source}\u0000${o.value.toString()}\u0000${o.observedAt}`;
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+}
+
+/** One source (a workspace and its label): its observations, their summed weight and their weighted median. */
+export interface SourceMedian<T> {
+  workspaceId: string;
+  label: string;
+  items: Array<T & { weight: number }>;
+  weight: number;
+  median: Dec;
+}
+
+/**
+ * The time-weighted median of source medians: each observation weighs 0.5^(age / half-life), each
+ * source (workspace and label) its weighted median and the sum of its weights, and the reference is
+ * the weighted median of the source medians. Sources come heaviest first (then by label). The one
+ * statistic behind a verdict's reference and compute's network reference.
+ */
+export function sourceMedians<T extends AgedObservation>(observations: readonly T[], halfLifeMs: number): { weighted: Array<T & { weight: number }>; sources: Array<SourceMedian<T>>; totalWeight: number; reference: Dec } {
+  const weighted = observations.map((o) => ({ ...o, weight: 0.5 ** (o.age / halfLifeMs) }));
+  const groups = new Map<string, Array<T & { weight: number }>>();
+  for (const o of weighted) {
+    const k = `${o.workspaceId}\u0000${o.source}`;
+    const items = groups.get(k);
+    if (items) items.push(o);
+    else groups.set(k, [o]);
+  }
+  const sources = [...groups.values()].map((items) => {
+    const first = items[0] as T & { weight: number };
+    return { workspaceId: first.workspaceId, label: first.source, items, weight: items.reduce((s, o) => s + o.weight, 0), median: weightedMedianDec(items) };
+  });
+  sources.sort((a, b) => b.weight - a.weight || a.label.localeCompare(b.label));
+  return {
+    weighted,
+    sources,
+    totalWeight: weighted.reduce((s, o) => s + o.weight, 0),
+    reference: weightedMedianDec(sources.map((s) => ({ value: s.median, weight: s.weight }))),
+  };
+}
