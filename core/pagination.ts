@@ -23,14 +23,6 @@ export interface CursorPosition {
   id: string;
 }
 
-/**
- * The order of lists paged by creation time with a millisecond cursor. PostgreSQL keeps
- * microseconds; a cursor holding the last row's time cut to milliseconds, compared with the exact
- * column, skipped the rows created later in that same millisecond. Ordering and comparing on the
- * time cut the same way keeps every row on exactly one page.
- */
-export const CREATED_MS = "date_trunc('milliseconds', created_at)";
-
 export function encodeCursor(pos: CursorPosition): string {
   return Buffer.from(JSON.stringify([pos.sort, pos.id]), 'utf8').toString('base64url');
 }

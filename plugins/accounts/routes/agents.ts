@@ -4,7 +4,7 @@ import { ApiError } from '../../../core/errors';
 import { newId } from '../../../core/ids';
 import { created, defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
-import { CREATED_MS, decodeCursor, listEnvelope, listQuery } from '../../../core/pagination';
+import { decodeTimeCursor, listEnvelope, listQuery } from '../../../core/pagination';
 import { z } from 'zod';
 import { keyView } from '../../identity';
 import type { AgentRow } from '../../identity';
@@ -39,16 +39,14 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       query: z.object(listQuery),
       handler: async ({ principal, query }) => {
         const p = principal as Principal;
-        const after = query.cursor ? decodeCursor(query.cursor) : null;
-        const rows = after
-          ? await d.sql.many<AgentRow>(`SELECT * FROM agents WHERE workspace_id = $1 AND (${CREATED_MS}, id) < ($2::timestamptz, $3) ORDER BY ${CREATED_MS} DESC, id DESC LIMIT $4`, [
-              p.workspaceId,
-              new Date(Number(after.sort)).toISOString(),
-              after.id,
-              query.limit + 1,
-            ])
-          : await d.sql.many<AgentRow>(`SELECT * FROM agents WHERE workspace_id = $1 ORDER BY ${CREATED_MS} DESC, id DESC LIMIT $2`, [p.workspaceId, query.limit + 1]);
-        return ok(listEnvelope(rows, query.limit, agentView, (r) => ({ sort: new Date(r.created_at).getTime(), id: r.id })));
+        const after = query.cursor ? decodeTimeCursor(query.cursor) : null;
+        const rows = await d.sql.many<AgentRow & { sort_key: string }>(
+          `SELECT *, created_at::text AS sort_key FROM agents
+            WHERE workspace_id = $1 AND ($2::timestamptz IS NULL OR (created_at, id) < ($2::timestamptz, $3::text))
+            ORDER BY created_at DESC, id DESC LIMIT $4`,
+          [p.workspaceId, after?.at ?? null, after?.id ?? null, query.limit + 1],
+        );
+        return ok(listEnvelope(rows, query.limit, agentView, (r) => ({ sort: r.sort_key, id: r.id })));
       },
     }),
     defineRoute({

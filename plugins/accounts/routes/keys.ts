@@ -3,7 +3,7 @@ import type { EventBus } from '../../../core/events';
 import { ApiError } from '../../../core/errors';
 import { created, defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
-import { decodeCursor, listEnvelope, listQuery } from '../../../core/pagination';
+import { decodeTimeCursor, listEnvelope, listQuery } from '../../../core/pagination';
 import { z } from 'zod';
 import { effectiveScopes, identityOf, insufficientScope, keyView, LEGACY_SCOPES, NAME_ONLY_SCOPES, NAMED_SCOPES, unknownScopes } from '../../identity';
 import * as s from '../schemas';
@@ -61,8 +61,8 @@ export function keyRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       query: z.object(listQuery),
       handler: async ({ principal, query }) => {
         const ws = (principal as Principal).workspaceId;
-        const rows = await d.keys.list(ws, query.limit, query.cursor ? decodeCursor(query.cursor) : undefined);
-        return ok(listEnvelope(rows, query.limit, keyView, (r) => ({ sort: new Date(r.created_at).getTime(), id: r.id })));
+        const rows = await d.keys.list(ws, query.limit, query.cursor ? decodeTimeCursor(query.cursor) : undefined);
+        return ok(listEnvelope(rows, query.limit, keyView, (r) => ({ sort: r.sort_key, id: r.id })));
       },
     }),
     defineRoute({

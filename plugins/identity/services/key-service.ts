@@ -5,7 +5,6 @@ import type { Sql } from '../../../core/db/sql';
 import { newId, randomToken } from '../../../core/ids';
 import type { Logger } from '../../../core/logger';
 import type { ApiKeyRow, KeyKind, WorkspaceRow } from '../domain';
-import { CREATED_MS } from '../../../core/pagination';
 import type { CachedKey, KeyCache } from './key-cache';
 
 const KIND_TAG: Record<KeyKind, string> = { sandbox: 'sbx', agent: 'agt', person: 'usr', oauth_client: 'oac' };
@@ -193,14 +192,14 @@ export class KeyService {
     return this.sql.one<ApiKeyRow>('SELECT * FROM api_keys WHERE id = $1 AND workspace_id = $2', [keyId, workspaceId]);
   }
 
-  async list(workspaceId: string, limit: number, after?: { sort: string | number; id: string }): Promise<ApiKeyRow[]> {
-    if (after) {
-      return this.sql.many<ApiKeyRow>(
-        `SELECT * FROM api_keys WHERE workspace_id = $1 AND (${CREATED_MS}, id) < ($2::timestamptz, $3) ORDER BY ${CREATED_MS} DESC, id DESC LIMIT $4`,
-        [workspaceId, new Date(Number(after.sort)).toISOString(), after.id, limit + 1],
-      );
-    }
-    return this.sql.many<ApiKeyRow>(`SELECT * FROM api_keys WHERE workspace_id = $1 ORDER BY ${CREATED_MS} DESC, id DESC LIMIT $2`, [workspaceId, limit + 1]);
+  /** Newest first; `sort_key` is the exact creation time (microseconds) the next page's cursor holds. */
+  async list(workspaceId: string, limit: number, after?: { at: string; id: string }): Promise<Array<ApiKeyRow & { sort_key: string }>> {
+    return this.sql.many<ApiKeyRow & { sort_key: string }>(
+      `SELECT *, created_at::text AS sort_key FROM api_keys
+        WHERE workspace_id = $1 AND ($2::timestamptz IS NULL OR (created_at, id) < ($2::timestamptz, $3::text))
+        ORDER BY created_at DESC, id DESC LIMIT $4`,
+      [workspaceId, after?.at ?? null, after?.id ?? null, limit + 1],
+    );
   }
 }
 

@@ -3,7 +3,7 @@ import type { Principal } from '../../../core/auth';
 import { ApiError } from '../../../core/errors';
 import { created, defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
-import { decodeCursor, listEnvelope, listQuery } from '../../../core/pagination';
+import { decodeTimeCursor, listEnvelope, listQuery } from '../../../core/pagination';
 import { validate } from '../../../core/validation';
 import { policySchema } from '../../../engine';
 import type { FunctionRegistry, PolicyShape } from '../../../engine';
@@ -49,8 +49,8 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry): Ro
       sandbox: true,
       query: z.object(listQuery),
       handler: async ({ principal, query }) => {
-        const rows = await store.list((principal as Principal).workspaceId, query.limit, query.cursor ? decodeCursor(query.cursor) : undefined);
-        return ok(listEnvelope(rows, query.limit, policyView, (r) => ({ sort: Date.parse(r.created_at), id: r.id })));
+        const rows = await store.list((principal as Principal).workspaceId, query.limit, query.cursor ? decodeTimeCursor(query.cursor) : undefined);
+        return ok(listEnvelope(rows, query.limit, policyView, (r) => ({ sort: r.sortKey, id: r.id })));
       },
     }),
     defineRoute({

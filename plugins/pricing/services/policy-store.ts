@@ -2,7 +2,6 @@ import type { Clock } from '../../../core/clock';
 import type { Transaction } from 'sequelize';
 import type { Sql } from '../../../core/db/sql';
 import { newId } from '../../../core/ids';
-import { CREATED_MS } from '../../../core/pagination';
 import type { KvStore, Unsubscribe } from '../../../core/kv';
 import type { PolicyShape, RoutingPolicy } from '../../../engine';
 
@@ -90,16 +89,15 @@ export class PolicyStore {
     return row ? toRecord(row) : null;
   }
 
-  async list(workspaceId: string, limit: number, after?: { sort: string | number; id: string }): Promise<PolicyRecord[]> {
-    const rows = after
-      ? await this.sql.many<PolicyRow>(`SELECT * FROM routing_policies WHERE workspace_id = $1 AND (${CREATED_MS}, id) < ($2::timestamptz, $3) ORDER BY ${CREATED_MS} DESC, id DESC LIMIT $4`, [
-          workspaceId,
-          new Date(Number(after.sort)).toISOString(),
-          after.id,
-          limit + 1,
-        ])
-      : await this.sql.many<PolicyRow>(`SELECT * FROM routing_policies WHERE workspace_id = $1 ORDER BY ${CREATED_MS} DESC, id DESC LIMIT $2`, [workspaceId, limit + 1]);
-    return rows.map(toRecord);
+  /** Newest first; `sortKey` is the exact creation time (microseconds) the next page's cursor holds. */
+  async list(workspaceId: string, limit: number, after?: { at: string; id: string }): Promise<Array<PolicyRecord & { sortKey: string }>> {
+    const rows = await this.sql.many<PolicyRow & { sort_key: string }>(
+      `SELECT *, created_at::text AS sort_key FROM routing_policies
+        WHERE workspace_id = $1 AND ($2::timestamptz IS NULL OR (created_at, id) < ($2::timestamptz, $3::text))
+        ORDER BY created_at DESC, id DESC LIMIT $4`,
+      [workspaceId, after?.at ?? null, after?.id ?? null, limit + 1],
+    );
+    return rows.map((r) => ({ ...toRecord(r), sortKey: r.sort_key }));
   }
 
   /** Policy changes of one workspace that touch its default take turns, for the rest of the transaction. */
