@@ -110,6 +110,20 @@ describe('identity: request rate limits and the failed-credential guard', () => 
     expect(res.body.limit).to.deep.equal({ scope: 'workspace', requests_per_minute: 5 });
   });
 
+  it('counts a valid credential of the wrong kind for the route and puts the rate headers on its 401', async () => {
+    const ip = '192.0.2.19';
+    const sandbox = await register(svc.url);
+    // Confirming a claim link takes a signed-in person; a sandbox key is the wrong kind of credential.
+    for (let i = 0; i < 5; i++) {
+      const refused = await api.post<ErrorBody>('/api/agents/claim/clm_anything', {}, from(ip, { 'x-api-key': sandbox.api_key.key }));
+      expect(refused.status, `refusal ${i + 1}`).to.equal(401);
+      expect(expectRateLimitHeaders(refused, `refusal ${i + 1}`).remaining).to.equal(4 - i);
+    }
+    const res = await api.post<ErrorBody>('/api/agents/claim/clm_anything', {}, from(ip, { 'x-api-key': sandbox.api_key.key }));
+    expectRetryAfter(res);
+    expect(res.body.code).to.equal('rate_limited');
+  });
+
   it('limits anonymous requests on public routes per address (sign-up, sign-in), with the rate headers', async () => {
     const ip = '192.0.2.10';
     const bodies = (i: number) => ({ email: `flood-${i}-${Date.now()}@example.com`, password: 'correct horse battery', date_of_birth: '1990-01-01' });
