@@ -132,6 +132,11 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
         },
         state: {},
       };
+      const screened = route.screen?.(ctx);
+      if (screened !== undefined) {
+        if (screened !== HANDLED) sendReply(res, screened);
+        return;
+      }
       const policy = route.auth ?? 'required';
       if (policy !== 'public') {
         const principal = await hooks.authenticate(req);

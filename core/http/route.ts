@@ -58,6 +58,12 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
   description?: string;
   tags?: string[];
   auth?: AuthPolicy;
+  /**
+   * A check that runs before authentication and every other stage: when it answers (a reply, or HANDLED
+   * after writing one), nothing else runs. For transport rules that must win over a credential error,
+   * such as MCP's Origin check (a page of another site gets 403 whatever key it sends).
+   */
+  screen?: (ctx: RequestContext) => HandlerResult | undefined;
   /** Principal kinds the route accepts (default: any). */
   accepts?: readonly PrincipalKind[];
   /** 401 text for a credential of a kind the route does not accept. */

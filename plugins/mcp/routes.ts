@@ -65,12 +65,14 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
   const byName = new Map(d.tools.map((t) => [t.descriptor.name, t]));
   const ownOrigin = () => new URL(d.publicUrl()).origin;
 
-  /** Origin, protocol version and session checks shared by every method. Returns true when it answered. */
+  /** Every method, before the credential is read: a page of another site gets 403 whatever it sends (DNS rebinding). */
+  const screenOrigin = (ctx: RequestContext): HandlerResult | undefined =>
+    originRefused(ctx.req, d.config.mcp.allowedOrigins, ownOrigin())
+      ? refuse(ctx, 403, -32000, 'origin_not_allowed', 'Forbidden: requests from pages of other origins are refused.', 'Call the MCP endpoint from your server or agent, or ask for your origin to be allowed (MCP_ALLOWED_ORIGINS).')
+      : undefined;
+
+  /** Protocol version and session checks shared by every method (the origin was screened before). Returns true when it answered. */
   const precheck = (ctx: RequestContext, res: Response, isInitialize: boolean): boolean => {
-    if (originRefused(ctx.req, d.config.mcp.allowedOrigins, ownOrigin())) {
-      refuse(ctx, 403, -32000, 'origin_not_allowed', 'Forbidden: requests from pages of other origins are refused.', 'Call the MCP endpoint from your server or agent, or ask for your origin to be allowed (MCP_ALLOWED_ORIGINS).');
-      return true;
-    }
     const version = ctx.req.headers['mcp-protocol-version'];
     if (!isInitialize && typeof version === 'string' && !SUPPORTED_VERSIONS.includes(version)) {
       refuse(ctx, 400, -32000, 'unsupported_protocol_version', `Bad Request: Unsupported protocol version: ${version}`, `Send MCP-Protocol-Version with one of ${SUPPORTED_VERSIONS.join(', ')}, or leave it out.`, {
@@ -240,7 +242,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
     return HANDLED;
   };
 
-  const common = { tags: ['MCP'], auth: 'optional' as const, channel: 'mcp' as const, sandbox: true };
+  const common = { tags: ['MCP'], auth: 'optional' as const, channel: 'mcp' as const, sandbox: true, screen: screenOrigin };
   return [
     defineRoute({
       id: 'mcp.post',

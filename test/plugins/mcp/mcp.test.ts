@@ -314,6 +314,22 @@ describe('MCP endpoint over raw HTTP', function () {
     }
   });
 
+  it('answers 403 to a page of another origin before reading its credential, on every method', async () => {
+    const evil = { origin: 'https://evil.example' };
+    const badKey = await rpc(svc, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, { ...evil, 'x-api-key': 'pk_live_notarealkeyatall' });
+    expect(badKey.status).to.equal(403);
+    expect(((await badKey.json()) as Record<string, any>).code).to.equal('origin_not_allowed');
+    const base = { 'x-api-key': 'pk_live_notarealkeyatall' };
+    for (const method of ['GET', 'DELETE']) {
+      const res = await fetch(`${svc.url}/api/mcp/rpc`, { method, headers: { ...evil, ...base, accept: 'text/event-stream' } });
+      expect(res.status, method).to.equal(403);
+      expect(((await res.json()) as Record<string, any>).code, method).to.equal('origin_not_allowed');
+    }
+    // From an allowed origin the same bad key is refused as a credential.
+    const allowed = await rpc(svc, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, { origin: 'https://agent-console.example', ...base });
+    expect(allowed.status).to.equal(401);
+  });
+
   it('refuses a DNS-rebinding page whose Origin matches the Host it sent', async () => {
     // fetch will not forge Host, so a raw request plays the browser whose hostile name now resolves here.
     const { request } = await import('node:http');
