@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto';
 import type { Transaction } from 'sequelize';
 import type { Clock } from '../../../core/clock';
 import type { Sql } from '../../../core/db/sql';
+import { ApiError } from '../../../core/errors';
 import { newId, randomToken } from '../../../core/ids';
 import type { Logger } from '../../../core/logger';
 import type { ApiKeyRow, KeyKind, WorkspaceRow } from '../domain';
@@ -86,7 +87,34 @@ export class KeyService {
     return API_KEY_PATTERN.test(value);
   }
 
+  /**
+   * A key a person makes is inserted only while they are a member of the workspace, with their
+   * membership held until the insert commits: a removal running meanwhile waits, then revokes the
+   * new key with the others; one that ran first leaves no membership, and the key is refused. So no
+   * key outlives its maker's access, however the two requests interleave.
+   */
   async create(input: NewKey, tx?: Transaction): Promise<CreatedKey> {
+    const maker = input.createdByPersonId;
+    if (!maker) return this.insert(input, tx);
+    const work = async (t: Transaction): Promise<CreatedKey> => {
+      if (!(await this.holdMembership(input.workspaceId, maker, t))) {
+        throw new ApiError('not_found', 'You are not a member of that workspace.', { hint: 'Send x-workspace-id with one of the workspaces listed at GET /api/user, or omit it for your default workspace.' });
+      }
+      return this.insert(input, t);
+    };
+    return tx ? work(tx) : this.sql.tx(work);
+  }
+
+  /**
+   * Holds a person's membership of a workspace for the rest of the transaction (FOR KEY SHARE, which
+   * a removal's DELETE waits for); false when they are not a member. Take it before locking any key:
+   * a removal deletes the membership first and revokes the keys after.
+   */
+  async holdMembership(workspaceId: string, personId: string, tx: Transaction): Promise<boolean> {
+    return (await this.sql.one('SELECT 1 AS held FROM memberships WHERE workspace_id = $1 AND person_id = $2 FOR KEY SHARE', [workspaceId, personId], tx)) !== null;
+  }
+
+  private async insert(input: NewKey, tx?: Transaction): Promise<CreatedKey> {
     const secret = `pcs_${KIND_TAG[input.kind]}_${randomToken(32)}`;
     const row = await this.sql.one<ApiKeyRow>(
       `INSERT INTO api_keys (id, workspace_id, key_hash, display_prefix, last4, name, kind, scopes, legacy, created_by_person_id, agent_id, expires_at, rotated_from_id)

@@ -138,8 +138,12 @@ export class Onboarding {
       });
     }
     const created = await this.sql.tx(async (tx) => {
+      const revokedMeanwhile = () => new ApiError('invalid_credentials', 'This key was revoked while rotating.');
+      // The maker's membership before the key (a removal's order), or the removal could miss the new key.
+      const maker = (await this.sql.one<{ created_by_person_id: string | null }>('SELECT created_by_person_id FROM api_keys WHERE id = $1', [keyId], tx))?.created_by_person_id;
+      if (maker && !(await this.keys.holdMembership(workspaceId, maker, tx))) throw revokedMeanwhile();
       const locked = await this.sql.one<ApiKeyRow>('SELECT * FROM api_keys WHERE id = $1 AND revoked_at IS NULL FOR UPDATE', [keyId], tx);
-      if (!locked) throw new ApiError('invalid_credentials', 'This key was revoked while rotating.');
+      if (!locked) throw revokedMeanwhile();
       const fresh = await this.keys.create(
         {
           workspaceId,

@@ -154,6 +154,21 @@ describe('team plugin: members, roles and leaving', () => {
     expect((await api.delete(`/api/api-keys/${ownerKey.id}`, as(owner))).status).to.equal(200);
   });
 
+  it('no API key a member creates while being removed outlives the removal (each is refused or revoked)', async () => {
+    for (let round = 0; round < 3; round++) {
+      const { admin, member, ws } = await team(api);
+      const creating = Array.from({ length: 24 }, (_, i) => api.post<{ api_key?: { key: string } }>('/api/api-keys', { name: `race ${i}` }, as(member, ws)));
+      const removed = await remove(as(admin, ws), ws, member.id);
+      expect(removed.status).to.equal(200);
+      const results = await Promise.all(creating);
+      for (const r of results) expect([201, 404], r.text).to.include(r.status);
+      const made = results.filter((r) => r.status === 201).length;
+      // Read from the database: presenting revoked keys would trip the failed-credential guard.
+      const [[live]] = (await svc.sequelize.query('SELECT count(*)::int AS n FROM api_keys WHERE workspace_id = $1 AND created_by_person_id = $2 AND revoked_at IS NULL', { bind: [ws, member.id] })) as [Array<{ n: number }>, unknown];
+      expect(live?.n, `round ${round}: ${made} keys made`).to.equal(0);
+    }
+  });
+
   it('a member who leaves loses the API keys they made in that workspace', async () => {
     const { member, ws } = await team(api);
     const memberKey = await createKey(api, member, ws);
