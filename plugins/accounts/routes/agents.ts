@@ -6,7 +6,7 @@ import { created, defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import { decodeTimeCursor, listEnvelope, listQuery } from '../../../core/pagination';
 import { z } from 'zod';
-import { keyView } from '../../identity';
+import { identityOf, keyView } from '../../identity';
 import type { AgentRow } from '../../identity';
 import * as s from '../schemas';
 import type { AccountsDeps } from './deps';
@@ -26,6 +26,17 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
   const find = async (p: Principal, id: string): Promise<AgentRow> => {
     const a = await d.sql.one<AgentRow>('SELECT * FROM agents WHERE id = $1 AND workspace_id = $2', [id, p.workspaceId]);
     if (!a) throw new ApiError('not_found', 'No agent with this id in the workspace.');
+    return a;
+  };
+  /** Changing an agent or minting its keys: members only for agents they created, as with keys; owners and admins for any. */
+  const findToManage = async (p: Principal, id: string): Promise<AgentRow> => {
+    const a = await find(p, id);
+    if (identityOf(p).role === 'member' && a.created_by_person_id !== p.personId) {
+      throw new ApiError('forbidden', "Members can manage only the agents they created; this agent is another person's.", {
+        hint: 'Ask a workspace owner or admin to change it or mint its keys.',
+        fields: { reason: 'members manage only their own agents' },
+      });
+    }
     return a;
   };
   return [
@@ -78,7 +89,7 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       id: 'agents.update',
       method: 'patch',
       path: '/api/agents/:id',
-      summary: 'Rename, disable or re-enable an agent (disabling revokes its keys).',
+      summary: 'Rename, disable or re-enable an agent (disabling revokes its keys; members: only agents they created).',
       tags: ['Agents'],
       ...PERSON_ONLY,
       params: s.agentIdParams,
@@ -86,7 +97,7 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       example: s.updateAgentExample,
       handler: async ({ principal, params, body }) => {
         const p = principal as Principal;
-        const a = await find(p, params.id);
+        const a = await findToManage(p, params.id);
         const row = await d.sql.one<AgentRow>('UPDATE agents SET name = COALESCE($3, name), status = COALESCE($4, status), updated_at = now() WHERE id = $1 AND workspace_id = $2 RETURNING *', [
           a.id,
           p.workspaceId,
@@ -101,13 +112,13 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       id: 'agents.delete',
       method: 'delete',
       path: '/api/agents/:id',
-      summary: 'Disable an agent and revoke its keys (its usage history stays).',
+      summary: 'Disable an agent and revoke its keys (its usage history stays; members: only agents they created).',
       tags: ['Agents'],
       ...PERSON_ONLY,
       params: s.agentIdParams,
       handler: async ({ principal, params }) => {
         const p = principal as Principal;
-        const a = await find(p, params.id);
+        const a = await findToManage(p, params.id);
         await d.sql.exec(`UPDATE agents SET status = 'disabled', updated_at = now() WHERE id = $1`, [a.id]);
         const revoked = await revokeAgentKeys(d, events, p.workspaceId, a.id);
         return ok({ id: a.id, status: 'disabled', revoked_keys: revoked });
@@ -117,7 +128,7 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       id: 'agents.keys.create',
       method: 'post',
       path: '/api/agents/:id/keys',
-      summary: 'Mint an agent-bound key (shown once).',
+      summary: 'Mint an agent-bound key (shown once; members: only for agents they created).',
       tags: ['Agents'],
       ...PERSON_ONLY,
       keyManagement: true,
@@ -126,7 +137,7 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       example: s.agentKeyExample,
       handler: async ({ principal, params, body }) => {
         const p = principal as Principal;
-        const a = await find(p, params.id);
+        const a = await findToManage(p, params.id);
         if (a.status !== 'active') throw new ApiError('conflict', 'The agent is disabled; enable it first (PATCH /api/agents/{id} {"status":"active"}).');
         const { scopes, legacy } = checkRequestedScopes(p, body.scopes);
         const expiresAt = body.expires_at ? new Date(body.expires_at) : null;

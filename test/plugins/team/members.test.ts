@@ -154,6 +154,31 @@ describe('team plugin: members, roles and leaving', () => {
     expect((await api.delete(`/api/api-keys/${ownerKey.id}`, as(owner))).status).to.equal(200);
   });
 
+  it("a member changes, disables and mints keys only for agents they created; another person's agent answers 403 and keeps its keys", async () => {
+    const { owner, admin, member, ws } = await team(api);
+    const ownersAgent = await api.post<{ agent: { id: string } }>('/api/agents', { name: 'owner bot' }, as(owner));
+    const ownersKey = await api.post<{ api_key: { key: string } }>(`/api/agents/${ownersAgent.body.agent.id}/keys`, { name: 'k' }, as(owner));
+    expect(ownersKey.status).to.equal(201);
+    const path = `/api/agents/${ownersAgent.body.agent.id}`;
+    for (const res of [
+      await api.patch<Record<string, any>>(path, { status: 'disabled' }, as(member, ws)),
+      await api.patch<Record<string, any>>(path, { name: 'renamed' }, as(member, ws)),
+      await api.delete<Record<string, any>>(path, as(member, ws)),
+      await api.post<Record<string, any>>(`${path}/keys`, { name: 'mine now' }, as(member, ws)),
+    ]) {
+      expect(res.status, res.text).to.equal(403);
+      expect(res.body).to.include({ code: 'forbidden', reason: 'members manage only their own agents' });
+    }
+    expect((await api.get('/api/me', withKey(ownersKey.body.api_key.key))).status).to.equal(200);
+    expect((await api.get<{ agent: { name: string } }>(path, as(member, ws))).body.agent.name).to.equal('owner bot');
+    // Their own agent, and an admin on anyone's.
+    const membersAgent = await api.post<{ agent: { id: string } }>('/api/agents', { name: 'member bot' }, as(member, ws));
+    expect((await api.post(`/api/agents/${membersAgent.body.agent.id}/keys`, { name: 'k' }, as(member, ws))).status).to.equal(201);
+    expect((await api.patch(`/api/agents/${membersAgent.body.agent.id}`, { name: 'renamed' }, as(member, ws))).status).to.equal(200);
+    expect((await api.delete(path, as(admin, ws))).status).to.equal(200);
+    expect((await api.get('/api/me', withKey(ownersKey.body.api_key.key))).status).to.equal(401);
+  });
+
   it('no API key a member creates while being removed outlives the removal (each is refused or revoked)', async () => {
     for (let round = 0; round < 3; round++) {
       const { admin, member, ws } = await team(api);
