@@ -120,9 +120,15 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
               hint: 'Ask for a new message (the nonce was used) and send date_of_birth (YYYY-MM-DD) with the signature.',
             });
           }
-          ({ person } = await d.people.create({ displayName: `${address.slice(0, 6)}…${address.slice(-4)}`, dateOfBirth: body.date_of_birth }));
-          await d.people.linkWallet(person.id, address);
-          status = 201;
+          try {
+            ({ person } = await d.people.create({ displayName: `${address.slice(0, 6)}…${address.slice(-4)}`, dateOfBirth: body.date_of_birth, wallet: address }));
+            status = 201;
+          } catch (err) {
+            // A concurrent first sign-in of this wallet created the account: this one signs in to it.
+            const winner = await d.people.byWallet(address);
+            if (!winner) throw err;
+            person = winner;
+          }
         }
         const session = await d.sessions.create(person.id, 'wallet', { ip: clientIp, userAgent: req.headers['user-agent'] });
         return signedInReply(d, person, session, status, { wallet: address });

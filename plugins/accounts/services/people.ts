@@ -53,7 +53,12 @@ export class People {
   }
 
   /** A person with their own workspace (owner) and its test workspace. */
-  async create(input: { email?: string | null; password?: string | null; displayName: string; dateOfBirth: string; workspaceName?: string | undefined }): Promise<{ person: PersonRow; workspace: WorkspaceRow }> {
+  /**
+   * A new person with their workspace (owner) and its test workspace. With `wallet`, the wallet is
+   * linked in the same transaction, so two first sign-ins of one wallet cannot both create an
+   * account: the second fails on the link's unique address and leaves nothing behind.
+   */
+  async create(input: { email?: string | null; password?: string | null; displayName: string; dateOfBirth: string; workspaceName?: string | undefined; wallet?: string }): Promise<{ person: PersonRow; workspace: WorkspaceRow }> {
     this.assertOldEnough(input.dateOfBirth);
     const passwordHash = input.password ? await hashPassword(input.password) : null;
     return this.sql.tx(async (tx) => {
@@ -70,6 +75,7 @@ export class People {
       );
       if (!person) throw new Error('person insert returned nothing');
       await this.workspaces.addMember(workspace.id, person.id, 'owner', tx);
+      if (input.wallet) await this.sql.exec('INSERT INTO wallet_links (address, person_id) VALUES ($1, $2)', [input.wallet.toLowerCase(), person.id], tx);
       return { person, workspace: (await this.workspaces.get(workspace.id, tx)) as WorkspaceRow };
     });
   }
@@ -89,10 +95,13 @@ export class People {
     return this.sql.one<PersonRow>('SELECT p.* FROM people p JOIN wallet_links w ON w.person_id = p.id WHERE w.address = $1', [address.toLowerCase()]);
   }
 
+  /** Links a wallet to a person; 409 when it is another's, also when two people link it at once (the insert decides). */
   async linkWallet(personId: string, address: string): Promise<void> {
-    const owner = await this.sql.one<{ person_id: string }>('SELECT person_id FROM wallet_links WHERE address = $1', [address.toLowerCase()]);
+    const key = address.toLowerCase();
+    const inserted = await this.sql.one('INSERT INTO wallet_links (address, person_id) VALUES ($1, $2) ON CONFLICT (address) DO NOTHING RETURNING address', [key, personId]);
+    if (inserted) return;
+    const owner = await this.sql.one<{ person_id: string }>('SELECT person_id FROM wallet_links WHERE address = $1', [key]);
     if (owner && owner.person_id !== personId) throw new ApiError('conflict', 'This wallet is linked to another account.');
-    await this.sql.exec('INSERT INTO wallet_links (address, person_id) VALUES ($1, $2) ON CONFLICT (address) DO NOTHING', [address.toLowerCase(), personId]);
   }
 
   async wallets(personId: string): Promise<Array<{ address: string; created_at: Date }>> {

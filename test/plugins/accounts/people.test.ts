@@ -214,6 +214,18 @@ describe('accounts: people, sign-up, sign-in and sessions', () => {
       expect(res.body.error).to.match(/signature/);
     });
 
+    it('makes one account for a new wallet signing in several times at once; every sign-in lands in it', async () => {
+      const wallet = privateKeyToAccount(generatePrivateKey());
+      const messages = await Promise.all(Array.from({ length: 4 }, () => challenge(wallet.address)));
+      const signed = await Promise.all(messages.map(async (message) => ({ message, signature: await wallet.signMessage({ message }), date_of_birth: '1990-12-10' })));
+      const results = await Promise.all(signed.map((b) => api.post<SignedIn>('/api/auth/wallet/signin', b)));
+      for (const r of results) expect([200, 201], r.text).to.include(r.status);
+      expect(results.filter((r) => r.status === 201)).to.have.length(1);
+      expect(new Set(results.map((r) => r.body.person.id)).size).to.equal(1);
+      const [[count]] = (await svc.sequelize.query(`SELECT count(*)::int AS n FROM people WHERE display_name = $1`, { bind: [`${wallet.address.slice(0, 6)}…${wallet.address.slice(-4)}`] })) as [Array<{ n: number }>, unknown];
+      expect(count?.n, 'people made for the wallet').to.equal(1);
+    });
+
     it('refuses a new wallet account under 18', async () => {
       const young = privateKeyToAccount(generatePrivateKey());
       const message = await challenge(young.address);
