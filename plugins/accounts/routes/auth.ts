@@ -59,10 +59,8 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       body: s.signinBody,
       example: s.signinExample,
       handler: async ({ body, clientIp, req }) => {
-        await d.failures.check(clientIp);
-        const person = await d.people.checkPassword(body.email, body.password);
+        const person = await d.failures.verify(clientIp, () => d.people.checkPassword(body.email, body.password));
         if (!person) {
-          await d.failures.fail(clientIp);
           throw invalidCredentials('Email or password is wrong.', 'Check both, or sign up at POST /api/auth/signup.');
         }
         const session = await d.sessions.create(person.id, 'password', { ip: clientIp, userAgent: req.headers['user-agent'] });

@@ -2,6 +2,8 @@ import { ApiError } from '../../../core/errors';
 import type { KvStore } from '../../../core/kv';
 
 const WINDOW_MS = 15 * 60_000;
+/** Outlives any check; only clears a count a crashed instance left behind. */
+const FLIGHT_TTL_MS = 60_000;
 
 /** Slows down addresses that keep sending rejected credentials (brute-force guard). */
 export class FailedAuthGuard {
@@ -15,8 +17,31 @@ export class FailedAuthGuard {
     if (r.remaining > 0) return;
     // The window slides: rejections of this window still weigh in after it ends, so only the end of
     // this window plus one whole window is sure to let the address in again.
-    const retryAfter = Math.max(1, Math.ceil((r.resetMs + WINDOW_MS) / 1000));
-    throw new ApiError('rate_limited', 'Too many rejected credentials from this address; slow down.', {
+    throw this.refusal(Math.max(1, Math.ceil((r.resetMs + WINDOW_MS) / 1000)));
+  }
+
+  /**
+   * Runs a slow check of a guessable secret (a password: scrypt takes tens of ms), counting a null
+   * answer as a rejection. The checks in flight from an address count against what it has left, so
+   * a burst of concurrent guesses cannot all be checked before the first rejection is counted.
+   */
+  async verify<T>(ip: string, check: () => Promise<T | null>): Promise<T | null> {
+    const flightKey = `authflight:${ip}`;
+    const inFlight = await this.kv.incr(flightKey, 1, FLIGHT_TTL_MS);
+    try {
+      const r = await this.kv.peekRateLimit(`authfail:${ip}`, this.limit, WINDOW_MS);
+      if (r.remaining === 0) throw this.refusal(Math.max(1, Math.ceil((r.resetMs + WINDOW_MS) / 1000)));
+      if (inFlight > r.remaining) throw this.refusal(1);
+      const found = await check();
+      if (found === null) await this.fail(ip);
+      return found;
+    } finally {
+      await this.kv.incr(flightKey, -1, FLIGHT_TTL_MS);
+    }
+  }
+
+  private refusal(retryAfter: number): ApiError {
+    return new ApiError('rate_limited', 'Too many rejected credentials from this address; slow down.', {
       retry_after: retryAfter,
       limit: { rejected_credentials_per_15_minutes: this.limit },
       hint: `Wait ${retryAfter} s before trying again, and check the credential you are sending.`,

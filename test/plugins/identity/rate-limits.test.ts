@@ -186,6 +186,19 @@ describe('identity: request rate limits and the failed-credential guard', () => 
     expect(res.body.code).to.equal('rate_limited');
   });
 
+  it('checks no more concurrent wrong passwords from one address than its rejected-credential allowance', async () => {
+    const ip = '192.0.2.7';
+    const person = await signUp(svc.url);
+    // Eight at once (the address's request limit): only three (the allowance) may be checked.
+    const burst = await Promise.all(Array.from({ length: 8 }, () => api.post<ErrorBody>('/api/auth/signin', { email: person.email, password: 'wrong password!' }, from(ip))));
+    const statuses = burst.map((r) => r.status);
+    expect(statuses.filter((s) => s === 401), statuses.join(' ')).to.have.length.at.most(3);
+    for (const r of burst.filter((b) => b.status !== 401)) {
+      expectRetryAfter(r);
+      expect(r.body.code).to.equal('rate_limited');
+    }
+  });
+
   it('lets the address in again after waiting retry_after seconds', async () => {
     const ip = '192.0.2.6';
     const sandbox = await register(svc.url);
