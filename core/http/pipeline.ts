@@ -138,15 +138,12 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
         return;
       }
       const policy = route.auth ?? 'required';
-      if (policy !== 'public') {
-        const principal = await hooks.authenticate(req);
-        if (!principal && (policy === 'required' || hooks.credentialSent(req))) throw hooks.unauthorized(route, 'missing', { req, principal });
-        ctx.principal = principal;
-      }
+      const principal = policy === 'public' ? null : await hooks.authenticate(req);
+      ctx.principal = principal;
       // Guards (request rates, budgets) before authorization: a refused request counts and carries the
-      // rate headers too, a credential of the wrong kind for the route included.
+      // rate headers too, one without a credential (counted for its address) or with the wrong kind included.
       for (const g of hooks.guards) await g.run(ctx);
-      const principal = ctx.principal;
+      if (!principal && policy !== 'public' && (policy === 'required' || hooks.credentialSent(req))) throw hooks.unauthorized(route, 'missing', { req, principal });
       if (principal && route.accepts && !route.accepts.includes(principal.kind)) throw hooks.unauthorized(route, 'wrong_kind', { req, principal });
       if (principal) {
         if (hooks.authorizers.length === 0 && route.scopes?.length) {

@@ -124,6 +124,19 @@ describe('identity: request rate limits and the failed-credential guard', () => 
     expect(res.body.code).to.equal('rate_limited');
   });
 
+  it('counts a request without a credential on a route that needs one against its address, with the rate headers on its 401', async () => {
+    const ip = '192.0.2.29';
+    for (let i = 0; i < 8; i++) {
+      const refused = await api.get<ErrorBody>('/api/me', from(ip));
+      expect(refused.status, `refusal ${i + 1}`).to.equal(401);
+      expect(expectRateLimitHeaders(refused, `refusal ${i + 1}`).remaining).to.equal(7 - i);
+    }
+    const res = await api.get<ErrorBody>('/api/me', from(ip));
+    expectRetryAfter(res);
+    expect(res.body.code).to.equal('rate_limited');
+    expect(res.body.limit).to.deep.equal({ scope: 'address', requests_per_minute: 8 });
+  });
+
   it('limits anonymous requests on public routes per address (sign-up, sign-in), with the rate headers', async () => {
     const ip = '192.0.2.10';
     const bodies = (i: number) => ({ email: `flood-${i}-${Date.now()}@example.com`, password: 'correct horse battery', date_of_birth: '1990-01-01' });
