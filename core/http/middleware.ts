@@ -50,6 +50,24 @@ interface BodyParserError {
   status?: number;
 }
 
+/**
+ * Express's router refuses a path whose parameter holds a malformed percent-escape (`%E0%A4%A`) by
+ * throwing a URIError with status 400 before any route runs. Only this error is taken at its word:
+ * other foreign errors with a status say nothing a caller should be shown.
+ */
+export function isUndecodablePath(err: unknown): boolean {
+  return err instanceof URIError && (err as BodyParserError).status === 400;
+}
+
+/** The answer to an undecodable path parameter: a params validation failure, named when the route is known. */
+export function undecodablePathError(param?: string): ApiError {
+  const path = param ?? '(path)';
+  return new ApiError('validation_error', `Request params failed validation (${path}: not a valid percent-encoded UTF-8 string).`, {
+    issues: [{ path, reason: 'not a valid percent-encoded UTF-8 string' }],
+    hint: 'Percent-encode path parameters from UTF-8 (encodeURIComponent); send a literal % as %25.',
+  });
+}
+
 /** The one error middleware: SPEC's common error shape, never a stack trace. */
 export function errorHandler(log: Logger) {
   return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
@@ -61,6 +79,7 @@ export function errorHandler(log: Logger) {
       if (bp?.type === 'entity.too.large') apiErr = new ApiError('payload_too_large', 'Request body is too large.', { hint: 'Send a smaller body (see BODY_LIMIT_BYTES).' });
       else if (bp?.type === 'encoding.unsupported' || bp?.type === 'charset.unsupported') apiErr = new ApiError('unsupported_media_type', 'Request body encoding is not supported.', { hint: 'Send UTF-8 JSON.' });
       else if (bp?.type === 'request.aborted' || bp?.type === 'request.size.invalid') apiErr = new ApiError('bad_request', 'The request body was cut short.');
+      else if (isUndecodablePath(err)) apiErr = undecodablePathError();
       else {
         ((res.locals.log as Logger | undefined) ?? log).error({ err, method: req.method, path: req.path }, 'unhandled error');
         apiErr = new ApiError('internal_error', 'Something went wrong on our side.', { hint: 'Retry later; quote the request_id if you report it.' });

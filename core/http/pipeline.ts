@@ -5,6 +5,7 @@ import { ApiError } from '../errors';
 import type { Hooks } from '../hooks';
 import type { Logger } from '../logger';
 import { validate } from '../validation';
+import { isUndecodablePath, undecodablePathError } from './middleware';
 import { HANDLED } from './route';
 import type { HttpMethod, Reply, RequestContext, RouteSpec } from './route';
 
@@ -179,6 +180,33 @@ function templateMatcher(template: string): RegExp {
   return new RegExp(`^${escaped}/?$`, 'i');
 }
 
+const decodes = (value: string): boolean => {
+  try {
+    decodeURIComponent(value);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * The route template and parameter name behind Express's refusal to decode a path: the first
+ * parametrised template, in mount order (the order the router tries them), that matches the path
+ * with a parameter segment that does not decode.
+ */
+function undecodableParam(templates: readonly string[]): (path: string) => { template: string; param: string } | undefined {
+  const compiled = templates.filter((t) => !isStaticPath(t)).map((template) => ({ template, matcher: templateMatcher(template), segments: template.split('/') }));
+  return (path) => {
+    const values = path.split('/');
+    for (const { template, matcher, segments } of compiled) {
+      if (!matcher.test(path)) continue;
+      const at = segments.findIndex((seg, i) => seg.startsWith(':') && !decodes(values[i] ?? ''));
+      if (at >= 0) return { template, param: (segments[at] as string).slice(1) };
+    }
+    return undefined;
+  };
+}
+
 /**
  * Routes found by a map lookup on exact method and path: parameterless paths that no earlier
  * parameterised route would catch. Anything else (other spellings, HEAD, OPTIONS, parameters) goes
@@ -225,6 +253,15 @@ export function mountRoutes(router: Router, table: RouteTable, deps: PipelineDep
   for (const [path, methods] of methodsByPath) {
     router.all(path, methodNotAllowed(path, [...methods]));
   }
+  // Express fails to decode a parameter before any route runs; only here is it known which route that was.
+  const paramAt = undecodableParam([...methodsByPath.keys()]);
+  const namesUndecodableParam: ErrorRequestHandler = (err, req, res, next) => {
+    if (!isUndecodablePath(err)) return next(err);
+    const hit = paramAt(req.path);
+    if (hit) res.locals.routeTemplate = hit.template;
+    next(undecodablePathError(hit?.param));
+  };
+  router.use(namesUndecodableParam);
   const lookup = (method: string | undefined, path: string) => (method === undefined ? undefined : direct.get(method)?.get(path));
   return {
     lookup,

@@ -63,6 +63,26 @@ describe('kernel HTTP pipeline', () => {
     expect(good.body).to.deep.equal({ id: 'abc123', verbose: true });
   });
 
+  it('answers a malformed percent-escape in a path parameter with 400 validation_error naming the parameter, not a 500', async () => {
+    for (const [method, path, param] of [
+      ['GET', '/probe/items/%E0%A4%A', 'id'],
+      ['HEAD', '/probe/items/%E0', 'id'],
+      ['DELETE', '/probe/items/%E0%A4%A', 'id'],
+      ['GET', '/probe/fail/%', 'kind'],
+    ] as const) {
+      const res = await api.raw(method, path);
+      expect(res.status, `${method} ${path}: ${res.text}`).to.equal(400);
+      expect(res.headers.get('x-request-id')).to.match(/^req_/);
+      if (method === 'HEAD') continue;
+      expect(res.headers.get('content-type')).to.match(/application\/json/);
+      expect(res.body.code).to.equal('validation_error');
+      expect(res.body.error).to.be.a('string');
+      expect(res.body.hint).to.be.a('string').and.match(/encodeURIComponent/);
+      expect(res.body.issues).to.deep.equal([{ path: param, reason: 'not a valid percent-encoded UTF-8 string' }]);
+      expect(res.body.request_id).to.equal(res.headers.get('x-request-id'));
+    }
+  });
+
   it('answers unknown routes with a JSON 404', async () => {
     const res = await api.get('/no/such/route');
     expect(res.status).to.equal(404);

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import type { RouteSpec } from '../../core/http/route';
+import { call } from '../support/http';
 import { applicableChecks, routeSecuritySuite } from '../support/security';
 import { startTestService } from '../support/service';
 import type { TestService } from '../support/service';
@@ -48,6 +49,22 @@ describe('route security', function () {
   it('has no security suite for a route that is not mounted or is public', () => {
     const stale = Object.keys(securityCases).filter((id) => !specs.has(id) || specs.get(id)?.auth === 'public');
     expect(stale).to.deep.equal([]);
+  });
+
+  it('answers a malformed percent-escape in any path parameter with 400 validation_error naming it, never a 500', async () => {
+    const wrong: string[] = [];
+    for (const spec of specs.values()) {
+      for (const param of spec.path.split('/').filter((seg) => seg.startsWith(':'))) {
+        const path = spec.path
+          .split('/')
+          .map((seg) => (seg === param ? '%E0%A4%A' : seg.startsWith(':') ? 'x' : seg))
+          .join('/');
+        const res = await call<Record<string, any>>(svc.url, spec.method.toUpperCase(), path);
+        const issue = (res.body?.issues as Array<{ path: string }> | undefined)?.[0]?.path;
+        if (res.status !== 400 || res.body?.code !== 'validation_error' || issue !== param.slice(1) || typeof res.body?.hint !== 'string') wrong.push(`${spec.method.toUpperCase()} ${path}: ${res.status} ${res.text}`);
+      }
+    }
+    expect(wrong).to.deep.equal([]);
   });
 
   const ctx = {
