@@ -49,6 +49,8 @@ export function documentRoutes(d: DocumentDeps): RouteSpec[] {
         const doc = openapi();
         const accept = String(ctx.req.headers.accept ?? '');
         const asJson = ctx.query.format === 'json' || (ctx.query.format !== 'yaml' && /application\/json/.test(accept));
+        // Publicly cacheable: without Vary a shared cache would hand the first caller's format to everyone.
+        if (ctx.query.format === undefined) ctx.res.vary('Accept');
         return text(asJson ? doc.json : doc.yaml, asJson ? 'application/json; charset=utf-8' : 'application/yaml; charset=utf-8')(ctx);
       },
     }),

@@ -40,6 +40,20 @@ describe('discovery documents and OpenAPI', function () {
     expect(accept.body).to.deep.equal(json.body);
   });
 
+  it('marks OpenAPI chosen by Accept as varying on Accept, so a shared cache keeps YAML and JSON apart', async () => {
+    const api = client(svc.url);
+    for (const accept of [undefined, 'application/json', 'application/yaml']) {
+      const res = await api.get('/api/openapi.json', accept ? { accept } : {});
+      expect(res.status).to.equal(200);
+      expect(res.headers.get('cache-control')).to.equal('public, max-age=60');
+      expect(res.headers.get('vary'), `Accept: ${accept}`).to.equal('Accept');
+    }
+    // With format in the address the answer does not depend on Accept.
+    const fixed = await api.get('/api/openapi.json?format=json', { accept: 'application/yaml' });
+    expect(fixed.headers.get('content-type')).to.match(/application\/json/);
+    expect(fixed.headers.get('vary')).to.equal(null);
+  });
+
   it('lists the production server only', async () => {
     const doc = (await client(svc.url).get<Record<string, any>>('/api/openapi.json?format=json')).body;
     expect(doc.servers).to.deep.equal([{ url: 'https://pricing.example.com', description: 'Production' }]);
