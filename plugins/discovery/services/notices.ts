@@ -41,6 +41,9 @@ export class Notices implements ResponseDecorator {
   }
 
   async decorate(ctx: RequestContext, reply: Reply): Promise<void> {
+    // Express serves HEAD with the GET handler but sends no body: notices claimed there would be
+    // spent unseen, so a HEAD neither claims nor counts any.
+    if (ctx.req.method === 'HEAD') return;
     const p = ctx.principal;
     if (!p || p.kind !== 'api_key' || !p.keyId || !reply.body || typeof reply.body !== 'object') return;
     const notices = await this.forKey(p.keyId);

@@ -107,4 +107,17 @@ describe('response notices', function () {
       await other.close();
     }
   });
+
+  // Last: it publishes the newest entry, which the tests above do not expect.
+  it('spends no notice on a HEAD request and claims none in its headers; the next GET shows it', async () => {
+    await publish(svc, 'n-head', clock.now() - 500);
+    const { key } = await registerSandbox(svc, 'headed');
+    const head = await client(svc.url).raw('HEAD', '/api/me', { headers: { 'x-api-key': key } });
+    expect(head.status).to.equal(200);
+    expect(head.text).to.equal('');
+    expect(head.headers.get('x-service-notices')).to.equal(null);
+    const after = await noticesOf(svc, '/api/me', { 'x-api-key': key });
+    expect(after.ids).to.deep.equal(['n-head']);
+    expect(after.header).to.equal('1');
+  });
 });
