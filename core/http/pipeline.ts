@@ -7,7 +7,7 @@ import type { Logger } from '../logger';
 import { validate } from '../validation';
 import { isUndecodablePath, undecodablePathError } from './middleware';
 import { HANDLED } from './route';
-import type { HttpMethod, Reply, RequestContext, RouteSpec } from './route';
+import type { Deprecation, HttpMethod, Reply, RequestContext, RouteSpec } from './route';
 
 export interface RegisteredRoute {
   plugin: string;
@@ -100,12 +100,23 @@ export function sendReply(res: Response, reply: Reply): void {
   } else res.json(reply.body);
 }
 
-function deprecationHeaders(res: Response, route: RouteSpec): void {
-  const d = route.deprecated;
+function deprecationHeaders(res: Response, d: Deprecation | undefined): void {
   if (!d) return;
   res.setHeader('Deprecation', `@${Math.floor(Date.parse(d.since) / 1000)}`);
   if (d.sunset) res.setHeader('Sunset', new Date(d.sunset).toUTCString());
   res.setHeader('Link', `<${d.link}>; rel="deprecation"; type="text/html"`);
+}
+
+/**
+ * What a path announces on answers that belong to none of its operations (405, OPTIONS): the path
+ * retires once every operation on it does, so it announces the one that sunsets last (undated ones
+ * last of all); a path keeping a current operation announces nothing.
+ */
+function pathDeprecation(specs: readonly RouteSpec[]): Deprecation | undefined {
+  const retiring = specs.flatMap((s) => (s.deprecated ? [s.deprecated] : []));
+  if (retiring.length === 0 || retiring.length < specs.length) return undefined;
+  const end = (d: Deprecation): number => (d.sunset ? Date.parse(d.sunset) : Infinity);
+  return retiring.reduce((last, d) => (end(d) > end(last) ? d : last));
 }
 
 /** One Express handler running every stage of the request pipeline for a declared route. */
@@ -115,7 +126,6 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
   let cachedDecorators: ReturnType<typeof decorators> | null = null;
   return async (req: Request, res: Response, next: NextFunction) => {
     try {
-      deprecationHeaders(res, route);
       const ctx: RequestContext = {
         req,
         res,
@@ -225,7 +235,7 @@ export interface DirectRoutes {
  * every route (compute is the 43rd of ~100 layers).
  */
 export function mountRoutes(router: Router, table: RouteTable, deps: PipelineDeps): DirectRoutes {
-  const methodsByPath = new Map<string, Set<HttpMethod>>();
+  const specsByPath = new Map<string, RouteSpec[]>();
   const rawBody = express.raw({ type: () => true, limit: deps.bodyLimitBytes });
   const direct = new Map<string, Map<string, RequestHandler[]>>();
   const earlier: Array<{ method: HttpMethod; matcher: RegExp }> = [];
@@ -233,15 +243,17 @@ export function mountRoutes(router: Router, table: RouteTable, deps: PipelineDep
     const stages: RequestHandler[] = [
       (req, res, next) => {
         res.locals.routeTemplate = spec.path;
+        // Here, before the body is read: a body refused as too large or undecodable is an answer of the operation too.
+        deprecationHeaders(res, spec.deprecated);
         next();
       },
     ];
     if (spec.body || spec.rawBody) stages.push(bodyReader(rawBody, spec));
     stages.push(routeHandler(spec, deps));
     router[spec.method](spec.path, ...stages);
-    const set = methodsByPath.get(spec.path) ?? new Set<HttpMethod>();
-    set.add(spec.method);
-    methodsByPath.set(spec.path, set);
+    const onPath = specsByPath.get(spec.path) ?? [];
+    onPath.push(spec);
+    specsByPath.set(spec.path, onPath);
     if (isStaticPath(spec.path) && !earlier.some((e) => e.method === spec.method && e.matcher.test(spec.path))) {
       const method = spec.method.toUpperCase();
       const paths = direct.get(method) ?? new Map<string, RequestHandler[]>();
@@ -250,15 +262,21 @@ export function mountRoutes(router: Router, table: RouteTable, deps: PipelineDep
     }
     earlier.push({ method: spec.method, matcher: templateMatcher(spec.path) });
   }
-  for (const [path, methods] of methodsByPath) {
-    router.all(path, methodNotAllowed(path, [...methods]));
+  for (const [path, specs] of specsByPath) {
+    router.all(path, methodNotAllowed(path, specs.map((s) => s.method), pathDeprecation(specs)));
   }
   // Express fails to decode a parameter before any route runs; only here is it known which route that was.
-  const paramAt = undecodableParam([...methodsByPath.keys()]);
+  const paramAt = undecodableParam([...specsByPath.keys()]);
   const namesUndecodableParam: ErrorRequestHandler = (err, req, res, next) => {
     if (!isUndecodablePath(err)) return next(err);
     const hit = paramAt(req.path);
-    if (hit) res.locals.routeTemplate = hit.template;
+    if (hit) {
+      res.locals.routeTemplate = hit.template;
+      const specs = specsByPath.get(hit.template) ?? [];
+      const method = req.method === 'HEAD' ? 'GET' : req.method;
+      const operation = specs.find((s) => s.method.toUpperCase() === method);
+      deprecationHeaders(res, operation ? operation.deprecated : pathDeprecation(specs));
+    }
     next(undecodablePathError(hit?.param));
   };
   router.use(namesUndecodableParam);
@@ -351,13 +369,14 @@ export function dispatchDirect(app: Express, request: IncomingMessage, response:
   runStages(req, res, leading, stages, fail);
 }
 
-/** The 405 helper: `Allow` header plus a hint naming the methods the path accepts. */
-export function methodNotAllowed(path: string, methods: readonly HttpMethod[]): RequestHandler {
+/** The 405 helper: `Allow` header plus a hint naming the methods the path accepts, and the path's deprecation signals. */
+export function methodNotAllowed(path: string, methods: readonly HttpMethod[], deprecated?: Deprecation): RequestHandler {
   const allowed = methods.map((m) => m.toUpperCase());
   if (allowed.includes('GET')) allowed.push('HEAD');
   const allow = allowed.join(', ');
   return (req, res, next) => {
     res.locals.routeTemplate = path;
+    deprecationHeaders(res, deprecated);
     if (req.method === 'OPTIONS') {
       res.setHeader('Allow', `${allow}, OPTIONS`);
       res.status(204).end();
