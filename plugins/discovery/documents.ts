@@ -1,4 +1,6 @@
 import type { Config } from '../../config';
+import type { RegisteredRoute } from '../../core/http/pipeline';
+import type { HttpMethod } from '../../core/http/route';
 import { registrationLimits, sandboxLimits } from '../identity';
 import type { Changelog } from './services/changelog';
 
@@ -14,6 +16,28 @@ export interface ToolDescriptor {
 
 export const MCP_PATH = '/api/mcp/rpc';
 export const MCP_PROTOCOL_VERSION = '2025-11-25';
+
+/**
+ * What this instance serves, read from the route table once every plugin has registered: the
+ * documents name an address only when a route answers there, so a disabled plugin leaves no trace.
+ */
+export interface Surface {
+  serves(method: HttpMethod, path: string): boolean;
+  /** Whether the MCP endpoint is registered. */
+  mcp: boolean;
+  /** The MCP tools registered (none without the endpoint). */
+  tools: readonly ToolDescriptor[];
+}
+
+export function surfaceOf(routes: readonly RegisteredRoute[], tools: readonly ToolDescriptor[]): Surface {
+  const served = new Set(routes.map(({ spec }) => `${spec.method} ${spec.path}`));
+  const serves = (method: HttpMethod, path: string): boolean => served.has(`${method} ${path}`);
+  const mcp = serves('post', MCP_PATH);
+  return { serves, mcp, tools: mcp ? tools : [] };
+}
+
+/** `[value]` when `cond` holds, else nothing: for entries spread into a list. */
+const when = <T>(cond: boolean, value: T): T[] => (cond ? [value] : []);
 
 export function changelogObject(base: string, changelog: Changelog): Record<string, unknown> {
   return {
@@ -40,39 +64,54 @@ export function sessionRules(config: Config): Record<string, unknown> {
   };
 }
 
-export function agentsDocument(config: Config, base: string, changelog: Changelog, tools: readonly ToolDescriptor[]): Record<string, unknown> {
+export function agentsDocument(config: Config, base: string, changelog: Changelog, s: Surface): Record<string, unknown> {
+  const keyless = [
+    ...when(s.serves('post', '/api/public/compute/demo'), `POST ${base}/api/public/compute/demo`),
+    ...when(s.serves('post', '/api/public/price-router/verify'), `POST ${base}/api/public/price-router/verify`),
+    ...when(s.mcp, `${base}${MCP_PATH} without a key`),
+  ];
+  const registration = s.serves('post', '/api/agents/register');
+  const oauth = s.serves('post', '/api/oauth/register') && s.serves('post', '/api/oauth/token') && s.serves('get', '/.well-known/oauth-authorization-server');
+  const signup = s.serves('post', '/api/auth/signup');
+  const wallet = s.serves('post', '/api/auth/wallet/nonce');
   return {
     name: 'Pricing Compute Service',
     description: 'Send a context, get a computed price; send a proposed price, get a verdict (reasonable, high, low or unknown) with its evidence.',
     base_url: base,
     ways_in: [
-      { id: 'keyless_demo', how: 'No credential; demo tenant, rate limited per caller address.', endpoints: [`POST ${base}/api/public/compute/demo`, `POST ${base}/api/public/price-router/verify`, `${base}${MCP_PATH} without a key`], demo_calls_per_hour: config.limits.demo.callsPerHour },
-      { id: 'self_registration', how: 'One unauthenticated call gives a free sandbox key; a person can claim the workspace later.', endpoint: `POST ${base}/api/agents/register`, body: { name: 'my-pricing-agent' } },
-      { id: 'oauth_client_credentials', how: 'Register a client, then exchange its credentials for an access token. No authorization-code flow.', registration: `POST ${base}/api/oauth/register`, token: `POST ${base}/api/oauth/token`, metadata: `${base}/.well-known/oauth-authorization-server` },
+      ...when(keyless.length > 0, { id: 'keyless_demo', how: 'No credential; demo tenant, rate limited per caller address.', endpoints: keyless, demo_calls_per_hour: config.limits.demo.callsPerHour }),
+      ...when(registration, { id: 'self_registration', how: 'One unauthenticated call gives a free sandbox key; a person can claim the workspace later.', endpoint: `POST ${base}/api/agents/register`, body: { name: 'my-pricing-agent' } }),
+      ...when(oauth, { id: 'oauth_client_credentials', how: 'Register a client, then exchange its credentials for an access token. No authorization-code flow.', registration: `POST ${base}/api/oauth/register`, token: `POST ${base}/api/oauth/token`, metadata: `${base}/.well-known/oauth-authorization-server` }),
       { id: 'pay_per_call', how: 'Where enabled, a compute request without a credential answers 402 with x402 payment requirements (USDC).', enabled: false },
       { id: 'agent_owned_workspace', how: 'Interactive sign-in with an agent identity provider, authorised with an inbox the agent controls; then a key from Settings.', enabled: false },
-      { id: 'person_account', how: 'A person signs up (email or wallet) and creates keys or agent-bound keys.', signup: `POST ${base}/api/auth/signup`, wallet: `POST ${base}/api/auth/wallet/nonce` },
+      ...when(signup, { id: 'person_account', how: `A person signs up (email${wallet ? ' or wallet' : ''}) and creates keys or agent-bound keys.`, signup: `POST ${base}/api/auth/signup`, ...(wallet ? { wallet: `POST ${base}/api/auth/wallet/nonce` } : {}) }),
     ],
-    self_registration: {
-      endpoint: `${base}/api/agents/register`,
-      method: 'POST',
-      body: { name: 'a system/role style label' },
-      open: config.identity.selfRegistrationOpen,
-      limits: { ...registrationLimits(config), sandbox: sandboxLimits(config) },
-    },
+    ...(registration
+      ? {
+          self_registration: {
+            endpoint: `${base}/api/agents/register`,
+            method: 'POST',
+            body: { name: 'a system/role style label' },
+            open: config.identity.selfRegistrationOpen,
+            limits: { ...registrationLimits(config), sandbox: sandboxLimits(config) },
+          },
+        }
+      : {}),
     authentication: {
       api_key_header: 'x-api-key',
-      bearer: 'Authorization: Bearer <access token> (also accepted by the MCP endpoint for API keys)',
+      bearer: `Authorization: Bearer <access token>${s.mcp ? ' (also accepted by the MCP endpoint for API keys)' : ''}`,
       scopes: ['price:compute', 'workspace:claim', 'team:admin', 'billing:read', 'billing:write', 'commerce:configure', 'commerce:proposal:approve', 'commerce:execute'],
     },
-    mcp: { endpoint: `${base}${MCP_PATH}`, transport: 'streamable-http', protocol_version: MCP_PROTOCOL_VERSION, manifest: `${base}/.well-known/mcp.json`, tools: tools.map((t) => t.name) },
+    ...(s.mcp ? { mcp: { endpoint: `${base}${MCP_PATH}`, transport: 'streamable-http', protocol_version: MCP_PROTOCOL_VERSION, manifest: `${base}/.well-known/mcp.json`, tools: s.tools.map((t) => t.name) } } : {}),
     openapi: `${base}/api/openapi.json`,
     llms_txt: `${base}/llms.txt`,
     changelog: changelogObject(base, changelog),
   };
 }
 
-export function mcpDocument(config: Config, base: string, changelog: Changelog, tools: readonly ToolDescriptor[]): Record<string, unknown> {
+/** The MCP manifest; only for a surface with the MCP endpoint (the route answers 404 otherwise). */
+export function mcpDocument(config: Config, base: string, changelog: Changelog, s: Surface): Record<string, unknown> {
+  const verifies = s.tools.some((t) => t.name === 'verify_price');
   return {
     name: 'pricing-compute',
     endpoint: `${base}${MCP_PATH}`,
@@ -81,44 +120,52 @@ export function mcpDocument(config: Config, base: string, changelog: Changelog, 
     protocol_version: MCP_PROTOCOL_VERSION,
     sessions: 'stateless',
     session_rules: sessionRules(config),
-    authentication: { optional: true, headers: ['x-api-key', 'Authorization: Bearer'], without_key: 'initialize, tools/list, demo pricing and verification on the demo tenant' },
+    authentication: { optional: true, headers: ['x-api-key', 'Authorization: Bearer'], without_key: `initialize, tools/list, demo pricing${verifies ? ' and verification' : ''} on the demo tenant` },
     limits: { tool_call_timeout_ms: config.limits.mcp.toolTimeoutMs, demo_calls_per_hour: config.limits.demo.callsPerHour },
-    tools,
+    tools: s.tools,
     changelog: changelogObject(base, changelog),
   };
 }
 
-export function llmsText(config: Config, base: string, changelog: Changelog, tools: readonly ToolDescriptor[]): string {
+export function llmsText(config: Config, base: string, changelog: Changelog, s: Surface): string {
   const l = config.limits;
   const reg = registrationLimits(config);
+  const section = (title: string, lines: readonly string[]): string => (lines.length ? `## ${title}\n\n${lines.join('\n')}\n\n` : '');
+  const registration = s.serves('post', '/api/agents/register');
+  const compute = s.serves('post', '/api/compute/price');
+  const observations = s.serves('post', '/api/data/observations');
+  const tools = s.tools.map((t) => t.name).join(', ');
+  const start = [
+    ...when(s.serves('post', '/api/public/compute/demo'), `- Keyless demo: POST ${base}/api/public/compute/demo with {"context": {"product_type": "coffee", "current_price": 4.5, "currency": "USD"}} (${l.demo.callsPerHour} calls per hour per address).`),
+    ...when(
+      registration,
+      `- Free sandbox key: POST ${base}/api/agents/register with {"name": "my-pricing-agent"}${config.identity.selfRegistrationOpen ? '' : ' (currently paused: 503 self_registration_closed)'}. Registration limits in force: ${reg.per_address_per_day} per day per network address, ${reg.overall_per_day} per day overall.`,
+    ),
+    ...when(registration, `- Sandbox (Agent Starter) limits: ${l.sandbox.computeCallsPerDay} compute calls per day, key valid ${l.sandbox.keyLifetimeDays} days unless claimed, ${l.sandbox.keyRotationsPerDay} key rotations per day, built-in functions only, no batch pricing.`),
+    ...when(s.serves('post', '/api/oauth/register') && s.serves('post', '/api/oauth/token'), `- OAuth client credentials: POST ${base}/api/oauth/register, then POST ${base}/api/oauth/token (grant_type=client_credentials).`),
+  ];
+  const price = [
+    ...when(compute, `- POST ${base}/api/compute/price with x-api-key: {"context": {...}, "function_id"?: "...", "routing_preference"?: "cheapest|fastest|round_robin|weighted|explicit"}.`),
+    ...when(compute, `- A context needs one thing to price from: unit_cost, current_price, competitor_prices, or a product_type the network holds price observations of${observations ? ` (contribute them with POST ${base}/api/data/observations)` : ''}.`),
+    ...when(s.serves('post', '/api/compute/batch'), `- POST ${base}/api/compute/batch: up to ${l.batchMaxItems} items (claimed workspaces).`),
+    ...when(s.serves('post', '/api/price-router'), `- POST ${base}/api/price-router: as compute, plus function_name.`),
+    ...when(s.serves('post', '/api/public/price-router/verify'), `- POST ${base}/api/public/price-router/verify: {"context": {...}, "proposed_price": 4.2}.`),
+    ...when(s.serves('get', '/api/functions'), `- GET ${base}/api/functions: the functions you can use.`),
+  ];
+  const agents = [
+    ...when(
+      s.mcp,
+      `- MCP (Streamable HTTP ${MCP_PROTOCOL_VERSION}): ${base}${MCP_PATH}${tools ? `; tools: ${tools}` : ''}. Session id optional; sessions last ${l.mcp.sessionTtlHours} hours; tool calls time out after ${l.mcp.toolTimeoutMs} ms.`,
+    ),
+    `- Discovery: ${base}/.well-known/agents.json${s.mcp ? `, ${base}/.well-known/mcp.json` : ''}.`,
+    `- OpenAPI: ${base}/api/openapi.json (YAML; JSON with ?format=json).`,
+    `- Changelog: ${base}/api/changelog/feed.json (JSON Feed; agent entries have _service.audience including "agents"), ${base}/api/changelog/rss.xml. Newest agent entry: ${changelog.newestAgentEntryDate() ?? 'none yet'}.`,
+  ];
   return `# Pricing Compute Service
 
 > A network service that computes prices. Send a context and get a computed price; send a proposed price with its context and get a verdict (reasonable, high, low or unknown) with evidence.
 
-## Start without a human
-
-- Keyless demo: POST ${base}/api/public/compute/demo with {"context": {"product_type": "coffee", "current_price": 4.5, "currency": "USD"}} (${l.demo.callsPerHour} calls per hour per address).
-- Free sandbox key: POST ${base}/api/agents/register with {"name": "my-pricing-agent"}${config.identity.selfRegistrationOpen ? '' : ' (currently paused: 503 self_registration_closed)'}. Registration limits in force: ${reg.per_address_per_day} per day per network address, ${reg.overall_per_day} per day overall.
-- Sandbox (Agent Starter) limits: ${l.sandbox.computeCallsPerDay} compute calls per day, key valid ${l.sandbox.keyLifetimeDays} days unless claimed, ${l.sandbox.keyRotationsPerDay} key rotations per day, built-in functions only, no batch pricing.
-- OAuth client credentials: POST ${base}/api/oauth/register, then POST ${base}/api/oauth/token (grant_type=client_credentials).
-
-## Price
-
-- POST ${base}/api/compute/price with x-api-key: {"context": {...}, "function_id"?: "...", "routing_preference"?: "cheapest|fastest|round_robin|weighted|explicit"}.
-- A context needs one thing to price from: unit_cost, current_price, competitor_prices, or a product_type the network holds price observations of (contribute them with POST ${base}/api/data/observations).
-- POST ${base}/api/compute/batch: up to ${l.batchMaxItems} items (claimed workspaces).
-- POST ${base}/api/price-router: as compute, plus function_name.
-- POST ${base}/api/public/price-router/verify: {"context": {...}, "proposed_price": 4.2}.
-- GET ${base}/api/functions: the functions you can use.
-
-## For agents
-
-- MCP (Streamable HTTP ${MCP_PROTOCOL_VERSION}): ${base}${MCP_PATH}; tools: ${tools.map((t) => t.name).join(', ') || 'compute_price, verify_price, list_functions, browse_catalog'}. Session id optional; sessions last ${l.mcp.sessionTtlHours} hours; tool calls time out after ${l.mcp.toolTimeoutMs} ms.
-- Discovery: ${base}/.well-known/agents.json, ${base}/.well-known/mcp.json.
-- OpenAPI: ${base}/api/openapi.json (YAML; JSON with ?format=json).
-- Changelog: ${base}/api/changelog/feed.json (JSON Feed; agent entries have _service.audience including "agents"), ${base}/api/changelog/rss.xml. Newest agent entry: ${changelog.newestAgentEntryDate() ?? 'none yet'}.
-
-## Errors
+${section('Start without a human', start)}${section('Price', price)}${section('For agents', agents)}## Errors
 
 Every error has error, code and message, and often hint, next, example, issues, retry_after and limit. 401s list where to get a credential; 429s carry Retry-After.
 Retry, after Retry-After, on retryable: true: 503 service_busy (every pricing worker was busy), 503 service_unavailable (the call could not be recorded), 502 functions_failed (every function tried failed). None of them is charged. 422 insufficient_context is not retryable as is: it names what the context lacks or which amount is out of range.

@@ -2,11 +2,12 @@ import type { Response } from 'express';
 import { z } from 'zod';
 import { stringify } from 'yaml';
 import type { Config } from '../../../config';
+import { ApiError } from '../../../core/errors';
 import type { RouteTable } from '../../../core/http/pipeline';
 import { HANDLED, defineRoute, ok } from '../../../core/http/route';
 import type { HandlerResult, RouteSpec } from '../../../core/http/route';
-import { agentsDocument, llmsText, mcpDocument } from '../documents';
-import type { ToolDescriptor } from '../documents';
+import { agentsDocument, llmsText, mcpDocument, surfaceOf } from '../documents';
+import type { Surface, ToolDescriptor } from '../documents';
 import { buildOpenApi } from '../openapi';
 import type { Changelog } from '../services/changelog';
 
@@ -23,6 +24,9 @@ const publicDoc = { auth: 'public' as const, rateLimit: 'none', tags: ['Discover
 
 export function documentRoutes(d: DocumentDeps): RouteSpec[] {
   let openapiCache: { json: string; yaml: string } | null = null;
+  // Read on first request: plugins registering after this one (mcp) have added their routes by then.
+  let surfaceCache: Surface | null = null;
+  const surface = (): Surface => (surfaceCache ??= surfaceOf(d.routes.all(), d.tools()));
   const openapi = () => {
     openapiCache ??= (() => {
       const doc = buildOpenApi(d.routes.all(), { version: d.version, serverUrl: d.config.server.publicUrl ?? d.publicUrl() });
@@ -60,7 +64,7 @@ export function documentRoutes(d: DocumentDeps): RouteSpec[] {
       path: '/.well-known/agents.json',
       summary: 'How agents get in: ways in, self-registration with the limits in force, MCP, OpenAPI, changelog.',
       ...publicDoc,
-      handler: () => ok(agentsDocument(d.config, d.publicUrl(), d.changelog, d.tools()), { 'Cache-Control': 'public, max-age=60' }),
+      handler: () => ok(agentsDocument(d.config, d.publicUrl(), d.changelog, surface()), { 'Cache-Control': 'public, max-age=60' }),
     }),
     defineRoute({
       id: 'discovery.mcp',
@@ -68,7 +72,10 @@ export function documentRoutes(d: DocumentDeps): RouteSpec[] {
       path: '/.well-known/mcp.json',
       summary: 'The MCP endpoint: transport, session rules, tools, changelog.',
       ...publicDoc,
-      handler: () => ok(mcpDocument(d.config, d.publicUrl(), d.changelog, d.tools()), { 'Cache-Control': 'public, max-age=60' }),
+      handler: () => {
+        if (!surface().mcp) throw new ApiError('not_found', 'This service runs without an MCP endpoint.', { hint: 'agents.json at /.well-known/agents.json lists the ways in this service offers.' });
+        return ok(mcpDocument(d.config, d.publicUrl(), d.changelog, surface()), { 'Cache-Control': 'public, max-age=60' });
+      },
     }),
     defineRoute({
       id: 'discovery.llms',
@@ -77,7 +84,7 @@ export function documentRoutes(d: DocumentDeps): RouteSpec[] {
       summary: 'A plain-text guide for language models, from the live configuration.',
       ...publicDoc,
       produces: ['text/plain'],
-      handler: (ctx) => text(llmsText(d.config, d.publicUrl(), d.changelog, d.tools()), 'text/plain; charset=utf-8')(ctx),
+      handler: (ctx) => text(llmsText(d.config, d.publicUrl(), d.changelog, surface()), 'text/plain; charset=utf-8')(ctx),
     }),
     defineRoute({
       id: 'discovery.llmsWellKnown',
@@ -86,7 +93,7 @@ export function documentRoutes(d: DocumentDeps): RouteSpec[] {
       summary: 'The same text as /llms.txt.',
       ...publicDoc,
       produces: ['text/plain'],
-      handler: (ctx) => text(llmsText(d.config, d.publicUrl(), d.changelog, d.tools()), 'text/plain; charset=utf-8')(ctx),
+      handler: (ctx) => text(llmsText(d.config, d.publicUrl(), d.changelog, surface()), 'text/plain; charset=utf-8')(ctx),
     }),
   ];
 }

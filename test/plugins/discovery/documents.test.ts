@@ -17,6 +17,15 @@ function mountedOperations(router: Router): string[] {
   return out.sort();
 }
 
+/** Every address a document names under `base` (with its method when it gives one) that no registered route serves; a sentence's full stop is not part of it. */
+function unserved(svc: TestService, doc: string, base: string): string[] {
+  const served = svc.routes.all().map(({ spec }) => ({ method: spec.method.toUpperCase(), matcher: new RegExp(`^${spec.path.replace(/:[A-Za-z0-9_]+/g, '[^/]+')}$`) }));
+  const escaped = base.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const named = [...doc.matchAll(new RegExp(`(?:(GET|POST|PUT|PATCH|DELETE) )?${escaped}(/[^\\s,)"?;:]*)`, 'g'))];
+  expect(named.length).to.be.greaterThan(3);
+  return named.filter(([, method, path]) => !served.some((r) => (!method || r.method === method) && r.matcher.test((path ?? '').replace(/\.$/, '')))).map(([m]) => m);
+}
+
 describe('discovery documents and OpenAPI', function () {
   this.timeout(60_000);
   let svc: TestService;
@@ -107,6 +116,15 @@ describe('discovery documents and OpenAPI', function () {
     expect(doc.changelog.json_feed).to.equal('https://pricing.example.com/api/changelog/feed.json');
   });
 
+  it('names only addresses this service serves in agents.json, mcp.json and llms.txt', async () => {
+    const base = 'https://pricing.example.com';
+    for (const path of ['/.well-known/agents.json', '/.well-known/mcp.json', '/llms.txt']) {
+      const res = await client(svc.url).get(path);
+      expect(res.status).to.equal(200);
+      expect(unserved(svc, res.text, base), path).to.deep.equal([]);
+    }
+  });
+
   it('mcp.json advertises streamable-http, also http+jsonrpc, stateless sessions and their rules', async () => {
     const doc = (await client(svc.url).get<Record<string, any>>('/.well-known/mcp.json')).body;
     expect(doc.transport).to.equal('streamable-http');
@@ -127,6 +145,45 @@ describe('discovery documents and OpenAPI', function () {
     // What an agent may retry, and what it may not.
     expect(a.text).to.contain('Retry, after Retry-After, on retryable: true: 503 service_busy');
     expect(a.text).to.contain('422 insufficient_context is not retryable as is');
+  });
+});
+
+describe('discovery documents of a service without the accounts, pricing, verification and mcp plugins', function () {
+  this.timeout(30_000);
+  const base = 'https://pricing.example.com';
+  let svc: TestService;
+  before(async () => {
+    svc = await startTestService({ enabled: ['health', 'identity', 'discovery'], config: { server: { publicUrl: base } } });
+  });
+  after(() => svc.close());
+
+  it('agents.json names only addresses the service serves and no MCP endpoint', async () => {
+    const res = await client(svc.url).get<Record<string, any>>('/.well-known/agents.json');
+    expect(res.status).to.equal(200);
+    expect(res.headers.get('cache-control')).to.equal('public, max-age=60');
+    expect(unserved(svc, res.text, base)).to.deep.equal([]);
+    expect(res.body).not.to.have.property('mcp');
+    expect(res.text).not.to.contain('/api/mcp/rpc');
+    expect(res.text).not.to.contain('mcp.json');
+    expect(res.body.ways_in.map((w: { id: string }) => w.id)).to.deep.equal(['self_registration', 'oauth_client_credentials', 'pay_per_call', 'agent_owned_workspace']);
+    expect(res.body.self_registration.endpoint).to.equal(`${base}/api/agents/register`);
+  });
+
+  it('llms.txt names only addresses the service serves, and neither MCP nor its tools', async () => {
+    const res = await client(svc.url).get('/llms.txt');
+    expect(res.status).to.equal(200);
+    expect(res.headers.get('content-type')).to.match(/text\/plain/);
+    expect(unserved(svc, res.text, base)).to.deep.equal([]);
+    expect(res.text).not.to.match(/MCP|compute_price|mcp\.json|## Price/);
+    expect(res.text).to.contain(`- Discovery: ${base}/.well-known/agents.json.\n`);
+  });
+
+  it('answers /.well-known/mcp.json with 404 not_found and a hint', async () => {
+    const res = await client(svc.url).get('/.well-known/mcp.json');
+    expect(res.status).to.equal(404);
+    expect(res.body.code).to.equal('not_found');
+    expect(res.body.hint).to.be.a('string').and.contain('agents.json');
+    expect(res.headers.get('cache-control')).to.equal(null);
   });
 });
 
