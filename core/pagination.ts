@@ -27,29 +27,37 @@ export function encodeCursor(pos: CursorPosition): string {
   return Buffer.from(JSON.stringify([pos.sort, pos.id]), 'utf8').toString('base64url');
 }
 
-const TIME_CURSOR = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}(:?\d{2})?)$/;
+const TIME_CURSOR = /^(\d{4})-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|([+-])(\d{2})(?::?(\d{2}))?)$/;
 
 /**
  * A cursor whose sort value is a timestamp the database will compare exactly (text with up to
- * microseconds). A forged one with a date that does not exist (02-30, 25:00) is refused here as
- * any bad cursor is, instead of failing the database's cast.
+ * microseconds). A forged one that the database's timestamptz cast would fail on is refused here
+ * as any bad cursor is: a date that does not exist (02-30, 25:00), year 0000 (PostgreSQL has no
+ * year 0; 1 BC is written with BC), or a zone offset it does not take.
  */
 export function decodeTimeCursor(cursor: string): { at: string; id: string } {
   const pos = decodeCursor(cursor);
-  const at = pos.sort;
-  if (typeof at === 'string' && TIME_CURSOR.test(at)) {
+  const m = typeof pos.sort === 'string' ? TIME_CURSOR.exec(pos.sort) : null;
+  const offset = m ? offsetMinutes(m) : null;
+  if (m && offset !== null && Number(m[1]) >= 1) {
+    const at = m[0];
     const t = Date.parse(at.replace(' ', 'T').replace(/([+-]\d{2})$/, '$1:00'));
     // A real calendar time: what was written survives a round trip to the second.
-    if (!Number.isNaN(t) && new Date(t + offsetMs(at)).toISOString().slice(0, 19) === at.replace(' ', 'T').slice(0, 19)) return { at, id: pos.id };
+    if (!Number.isNaN(t) && new Date(t + offset * 60_000).toISOString().slice(0, 19) === at.replace(' ', 'T').slice(0, 19)) return { at, id: pos.id };
   }
   throw badCursor();
 }
 
-/** The offset written in a timestamp (+02, -05:30, Z), in ms to add to UTC to get its wall time. */
-function offsetMs(at: string): number {
-  const m = /([+-])(\d{2}):?(\d{2})?$/.exec(at);
-  if (!m || at.endsWith('Z')) return 0;
-  return (m[1] === '-' ? -1 : 1) * (Number(m[2]) * 60 + Number(m[3] ?? 0)) * 60_000;
+/**
+ * The zone offset of a matched timestamp (+02, -05:30, Z) in minutes east of UTC, or null for one
+ * PostgreSQL answers "time zone displacement out of range" to (beyond ±15:59).
+ */
+function offsetMinutes(m: RegExpExecArray): number | null {
+  if (m[2] === undefined) return 0;
+  const hours = Number(m[3]);
+  const minutes = Number(m[4] ?? 0);
+  if (hours > 15 || minutes > 59) return null;
+  return (m[2] === '-' ? -1 : 1) * (hours * 60 + minutes);
 }
 
 function badCursor(): ApiError {

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { z } from 'zod';
 import { formatMoney, money, moneyString } from '../../core/money';
-import { decodeCursor, encodeCursor, listEnvelope, listQuery } from '../../core/pagination';
+import { decodeCursor, decodeTimeCursor, encodeCursor, listEnvelope, listQuery } from '../../core/pagination';
 import { ApiError } from '../../core/errors';
 
 describe('money helper', () => {
@@ -49,6 +49,16 @@ describe('list envelope', () => {
   it('refuses a cursor it did not issue with a validation error', () => {
     expect(() => decodeCursor('garbage')).to.throw(ApiError).with.property('code', 'validation_error');
     expect(decodeCursor(encodeCursor({ sort: 'a', id: 'b' }))).to.deep.equal({ sort: 'a', id: 'b' });
+  });
+
+  it('refuses a time cursor PostgreSQL timestamptz would not read (year 0, offsets beyond ±15:59) and takes the edges it reads', () => {
+    const timeCursor = (at: unknown) => encodeCursor({ sort: at as string, id: 'x' });
+    for (const at of ['0000-01-01 00:00:00Z', '0000-12-31T23:59:59+15', '2026-01-01 00:00:00+23', '2026-01-01 00:00:00-20:00', '2026-01-01 00:00:00+16', '2026-01-01 00:00:00+1600', '2026-01-01 00:00:00+05:60', 'garbage', 12345]) {
+      expect(() => decodeTimeCursor(timeCursor(at)), String(at)).to.throw(ApiError).with.property('code', 'validation_error');
+    }
+    for (const at of ['0001-01-01 00:00:00+15:59', '9999-12-31 23:59:59.999999-15:59', '2026-01-01 00:00:00+1559', '2026-01-01 00:00:00-00', '2026-01-01T00:00:00.123456Z', '2026-05-06 07:08:09.5+05:30']) {
+      expect(decodeTimeCursor(timeCursor(at)), at).to.deep.equal({ at, id: 'x' });
+    }
   });
 
   it('bounds the page size', () => {

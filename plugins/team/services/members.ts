@@ -2,7 +2,7 @@ import type { Transaction } from 'sequelize';
 import type { Principal } from '../../../core/auth';
 import type { Sql } from '../../../core/db/sql';
 import { ApiError } from '../../../core/errors';
-import { decodeCursor, listEnvelope } from '../../../core/pagination';
+import { decodeTimeCursor, listEnvelope } from '../../../core/pagination';
 import type { ListEnvelope } from '../../../core/pagination';
 import type { KeyService, Role } from '../../identity';
 import { assertOwnWorkspace } from './actors';
@@ -62,11 +62,11 @@ export class Members {
     return this.trail.attempt(principal, 'team.members.list', null, async () => {
       assertOwnWorkspace(principal, workspaceId);
       await this.actors.resolve(principal);
-      const after = cursor ? decodeCursor(cursor) : null;
+      const after = cursor ? decodeTimeCursor(cursor) : null;
       const rows = await this.sql.many<MemberRow>(
         `${MEMBER_SELECT} WHERE m.workspace_id = $1 AND ($2::timestamptz IS NULL OR (m.created_at, m.person_id) > ($2::timestamptz, $3::text))
           ORDER BY m.created_at, m.person_id LIMIT $4`,
-        [workspaceId, after ? String(after.sort) : null, after?.id ?? null, limit + 1],
+        [workspaceId, after?.at ?? null, after?.id ?? null, limit + 1],
       );
       return listEnvelope(rows, limit, memberView, (r) => ({ sort: r.sort_key, id: r.person_id }));
     });

@@ -37,6 +37,21 @@ describe('team plugin: members, roles and leaving', () => {
     expect(rest.body.data.map((m) => m.person_id)).to.deep.equal([member.id]);
   });
 
+  it('refuses a forged members cursor whose sort value is not a time PostgreSQL reads with 400 validation_error naming cursor', async () => {
+    const owner = await signup(api, 'owner');
+    const cursorOf = (pos: unknown[]) => Buffer.from(JSON.stringify(pos)).toString('base64url');
+    for (const pos of [['garbage', 'x'], [12345, 'x'], ['0000-01-01 00:00:00Z', 'x'], ['2026-01-01 00:00:00+23', 'x']]) {
+      const res = await api.get<{ code: string; issues: Array<{ path: string }> }>(`/api/workspaces/${owner.workspaceId}/members?cursor=${cursorOf(pos)}`, as(owner));
+      expect(res.status, `${JSON.stringify(pos)}: ${res.text}`).to.equal(400);
+      expect(res.body.code).to.equal('validation_error');
+      expect(res.body.issues.map((i) => i.path)).to.deep.equal(['cursor']);
+    }
+    // The edges PostgreSQL still reads are taken, not refused with them.
+    const edge = await api.get<{ data: unknown[] }>(`/api/workspaces/${owner.workspaceId}/members?cursor=${cursorOf(['0001-01-01 00:00:00-15:59', 'x'])}`, as(owner));
+    expect(edge.status, edge.text).to.equal(200);
+    expect(edge.body.data).to.have.length(1);
+  });
+
   it('an owner promotes a member to admin and demotes an admin to member; each change is recorded', async () => {
     const { owner, admin, member, ws } = await team(api);
     const up = await patch(as(owner), ws, member.id, 'admin');
