@@ -15,7 +15,15 @@ export function readCookie(req: Request, name: string): string | null {
   if (!header) return null;
   for (const part of header.split(';')) {
     const [k, ...v] = part.trim().split('=');
-    if (k === name) return decodeURIComponent(v.join('='));
+    if (k !== name) continue;
+    const raw = v.join('=');
+    try {
+      return decodeURIComponent(raw);
+    } catch {
+      // Not percent-encoding this service ever wrote, so no session's cookie: passed on as sent,
+      // it is refused as any unknown session is.
+      return raw;
+    }
   }
   return null;
 }

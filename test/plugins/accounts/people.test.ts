@@ -116,6 +116,17 @@ describe('accounts: people, sign-up, sign-in and sessions', () => {
     expect(res.body.code).to.equal('invalid_credentials');
   });
 
+  it('answers a session cookie that is not valid percent-encoding with the 401 invalid_credentials of an unknown session', async () => {
+    for (const path of ['/api/user', '/api/me']) {
+      const unknown = await api.get<ErrorBody>(path, { cookie: 'pcs_session=pcs_ses_unknown' });
+      expect(unknown.status, unknown.text).to.equal(401);
+      const malformed = await api.get<ErrorBody>(path, { cookie: 'pcs_session=%E0%A4%A' });
+      expect(malformed.status, `${path}: ${malformed.text}`).to.equal(401);
+      expect(malformed.body.code).to.equal('invalid_credentials');
+      expect(malformed.body.error).to.equal(unknown.body.error);
+    }
+  });
+
   it("answers DELETE /api/user/sessions?currentSessionId=not-a-uuid with 400 'Invalid session ID format'", async () => {
     const person = await signUp(svc.url);
     const res = await api.delete<ErrorBody>('/api/user/sessions?currentSessionId=not-a-uuid', { cookie: person.cookie });
