@@ -29,3 +29,12 @@ export class Sql {
     return this.sequelize.transaction(work);
   }
 }
+
+/**
+ * Whether `err` is PostgreSQL's unique violation (23505) on the named index or constraint: the
+ * answer to two writers that both passed a "not taken yet" check before either committed.
+ */
+export function isUniqueViolation(err: unknown, constraint: string): boolean {
+  const parent = (err as { parent?: { code?: unknown; constraint?: unknown } } | null)?.parent;
+  return parent?.code === '23505' && parent.constraint === constraint;
+}

@@ -1,5 +1,6 @@
 import type { Config } from '../../../config';
 import type { Clock } from '../../../core/clock';
+import { isUniqueViolation } from '../../../core/db/sql';
 import type { Sql } from '../../../core/db/sql';
 import { ApiError } from '../../../core/errors';
 import { newId } from '../../../core/ids';
@@ -24,6 +25,10 @@ export interface MembershipView {
   role: 'owner' | 'admin' | 'member';
   plan: string;
   is_test: boolean;
+}
+
+function emailTaken(): ApiError {
+  return new ApiError('conflict', 'An account with this email already exists.', { hint: 'Sign in at POST /api/auth/signin.' });
 }
 
 /** Whole years between a date of birth (YYYY-MM-DD) and now. */
@@ -64,7 +69,7 @@ export class People {
     return this.sql.tx(async (tx) => {
       if (input.email) {
         const taken = await this.sql.one<{ id: string }>('SELECT id FROM people WHERE lower(email) = lower($1)', [input.email], tx);
-        if (taken) throw new ApiError('conflict', 'An account with this email already exists.', { hint: 'Sign in at POST /api/auth/signin.' });
+        if (taken) throw emailTaken();
       }
       const workspace = await this.workspaces.create({ name: input.workspaceName ?? `${input.displayName}'s workspace`, plan: 'free', origin: 'person_signup' }, tx);
       await this.workspaces.createTestWorkspace(workspace, tx);
@@ -77,6 +82,9 @@ export class People {
       await this.workspaces.addMember(workspace.id, person.id, 'owner', tx);
       if (input.wallet) await this.sql.exec('INSERT INTO wallet_links (address, person_id) VALUES ($1, $2)', [input.wallet.toLowerCase(), person.id], tx);
       return { person, workspace: (await this.workspaces.get(workspace.id, tx)) as WorkspaceRow };
+    }).catch((err: unknown) => {
+      // A sign-up of the same email in parallel passed the check above too; the index decides.
+      throw isUniqueViolation(err, 'people_email_idx') ? emailTaken() : err;
     });
   }
 

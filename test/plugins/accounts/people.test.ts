@@ -78,6 +78,28 @@ describe('accounts: people, sign-up, sign-in and sessions', () => {
     }
   });
 
+  it('answers a sign-up that loses the race for its email at the unique index with the same 409 conflict as a duplicate', async () => {
+    const email = uniqueEmail();
+    // A parallel sign-up of the same email, held uncommitted: the request's check cannot see it, and
+    // its insert waits on the email index until this one commits (what 4 parallel requests hit by chance).
+    const rival = await svc.sequelize.transaction();
+    await svc.sequelize.query(`INSERT INTO people (id, email, display_name) VALUES ('per_rival_' || md5($1), $1, 'rival')`, { bind: [email], transaction: rival });
+    const pending = api.post<ErrorBody>('/api/auth/signup', { email, password: 'correct horse battery', date_of_birth: '1990-01-01' });
+    let waiting = false;
+    for (let tries = 0; tries < 100 && !waiting; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const row = await svc.sequelize.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO people%'`, { plain: true });
+      waiting = ((row as { n: number } | null)?.n ?? 0) > 0;
+    }
+    await rival.commit();
+    expect(waiting, 'the sign-up reached its insert before the rival committed').to.equal(true);
+    const res = await pending;
+    expect(res.status, res.text).to.equal(409);
+    expect(res.body.code).to.equal('conflict');
+    expect(res.body.error).to.equal('An account with this email already exists.');
+    expect(res.body.hint).to.match(/signin/);
+  });
+
   it('sets the session cookie HttpOnly (SameSite=Lax, Path=/) at sign-up and sign-in', async () => {
     const email = uniqueEmail();
     const up = await api.post('/api/auth/signup', { email, password: 'correct horse battery', date_of_birth: '1990-01-01' });
