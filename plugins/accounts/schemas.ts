@@ -5,7 +5,13 @@ const isRealDate = (s: string): boolean => {
   const t = Date.parse(`${s}T00:00:00Z`);
   return !Number.isNaN(t) && new Date(t).toISOString().slice(0, 10) === s;
 };
-const dateOfBirth = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'use YYYY-MM-DD').refine(isRealDate, 'not a real date');
+// Nobody signing up was born before 1900; an earlier year is a typo (and year 0000 is no date PostgreSQL stores).
+const EARLIEST_BIRTH_YEAR = 1900;
+const dateOfBirth = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}$/, 'use YYYY-MM-DD')
+  .refine(isRealDate, 'not a real date')
+  .refine((s) => Number(s.slice(0, 4)) >= EARLIEST_BIRTH_YEAR, `not a plausible date of birth: the year must be ${EARLIEST_BIRTH_YEAR} or later`);
 const password = z.string().min(10, 'use at least 10 characters').max(200);
 const email = z.string().trim().toLowerCase().email().max(254);
 const hexSignature = z.string().regex(/^0x[0-9a-fA-F]+$/, 'a 0x-prefixed hex signature') as unknown as z.ZodType<`0x${string}`>;

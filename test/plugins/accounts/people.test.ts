@@ -60,6 +60,17 @@ describe('accounts: people, sign-up, sign-in and sessions', () => {
     expect((await api.post('/api/auth/signup', { email: uniqueEmail(), password: 'correct horse battery', date_of_birth: '2000-02-29' })).status).to.equal(201);
   });
 
+  it('refuses a date of birth before 1900 (0000-01-01, 1899-12-31) with 400 naming date_of_birth and the earliest year', async () => {
+    for (const date of ['0000-01-01', '0001-01-01', '1899-12-31']) {
+      const res = await api.post<ErrorBody>('/api/auth/signup', { email: uniqueEmail(), password: 'correct horse battery', date_of_birth: date });
+      expect(res.status, `${date}: ${res.text}`).to.equal(400);
+      expect(res.body.code).to.equal('validation_error');
+      expect(res.body.issues?.map((i) => i.path)).to.deep.equal(['date_of_birth']);
+      expect(res.body.issues?.[0]?.reason).to.match(/1900/);
+    }
+    expect((await api.post('/api/auth/signup', { email: uniqueEmail(), password: 'correct horse battery', date_of_birth: '1900-01-01' })).status).to.equal(201);
+  });
+
   it('refuses a password shorter than 10 characters with 400 validation_error', async () => {
     const res = await api.post<ErrorBody>('/api/auth/signup', { email: uniqueEmail(), password: 'short', date_of_birth: '1990-01-01' });
     expect(res.status).to.equal(400);
