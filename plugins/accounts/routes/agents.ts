@@ -10,7 +10,7 @@ import { identityOf, keyView } from '../../identity';
 import type { AgentRow } from '../../identity';
 import * as s from '../schemas';
 import type { AccountsDeps } from './deps';
-import { checkRequestedScopes } from './keys';
+import { checkRequestedScopes, requestedExpiry } from './keys';
 
 const PERSON_ONLY = {
   accepts: ['person'] as const,
@@ -140,7 +140,7 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
         const a = await findToManage(p, params.id);
         if (a.status !== 'active') throw new ApiError('conflict', 'The agent is disabled; enable it first (PATCH /api/agents/{id} {"status":"active"}).');
         const { scopes, legacy } = checkRequestedScopes(p, body.scopes);
-        const expiresAt = body.expires_at ? new Date(body.expires_at) : null;
+        const expiresAt = requestedExpiry(body.expires_at);
         const { row, secret } = await d.keys.create({ workspaceId: p.workspaceId, name: body.name ?? `${a.name} key`, kind: 'agent', scopes, legacy, createdByPersonId: p.personId ?? null, agentId: a.id, expiresAt });
         return created({ api_key: { ...keyView(row), key: secret, shown_once: true }, agent: agentView(a) });
       },

@@ -16,6 +16,14 @@ const PERSON_ONLY = {
   wrongCredentialHint: 'Sign in (POST /api/auth/signin) and use the session cookie or Authorization: Bearer <person token>. An agent rotates its own key with POST /api/api-keys/rotate.',
 };
 
+/** The expiry asked for on a new key (person's or agent's); one already past would mint a dead key. */
+export function requestedExpiry(expiresAt: string | undefined): Date | null {
+  if (!expiresAt) return null;
+  const at = new Date(expiresAt);
+  if (at.getTime() <= Date.now()) throw new ApiError('validation_error', 'expires_at must be in the future.', { issues: [{ path: 'expires_at', reason: 'in the past' }] });
+  return at;
+}
+
 /**
  * Checks the scopes a person asks for on a new key: known names only; permissions granted by name
  * only need an owner or admin; a scoped person token may only grant scopes it holds.
@@ -83,8 +91,7 @@ export function keyRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
           if (!agent) throw new ApiError('not_found', 'No active agent with this id in the workspace.');
           agentId = agent.id;
         }
-        const expiresAt = body.expires_at ? new Date(body.expires_at) : null;
-        if (expiresAt && expiresAt.getTime() <= Date.now()) throw new ApiError('validation_error', 'expires_at must be in the future.', { issues: [{ path: 'expires_at', reason: 'in the past' }] });
+        const expiresAt = requestedExpiry(body.expires_at);
         const { row, secret } = await d.keys.create({ workspaceId: p.workspaceId, name: body.name, kind: agentId ? 'agent' : 'person', scopes, legacy, createdByPersonId: p.personId ?? null, agentId, expiresAt });
         return created({ api_key: { ...keyView(row), key: secret, shown_once: true } });
       },

@@ -58,6 +58,22 @@ describe('accounts: API keys and scopes (POST /api/api-keys)', () => {
     expectScopeRefusal(res, 'compute');
   });
 
+  it('refuses an expires_at already past with the same 400 on agent keys as on POST /api/api-keys, and mints no key', async () => {
+    const agentId = await createAgent(svc.url, asPerson(owner));
+    const body = { name: 'k', expires_at: '2000-01-01T00:00:00Z' };
+    const direct = await api.post<ErrorBody>('/api/api-keys', body, asPerson(owner));
+    const viaAgent = await api.post<ErrorBody>(`/api/agents/${agentId}/keys`, body, asPerson(owner));
+    expect(viaAgent.status, viaAgent.text).to.equal(400);
+    expect(viaAgent.body.code).to.equal('validation_error');
+    expect(viaAgent.body.error).to.equal('expires_at must be in the future.');
+    expect(viaAgent.body.issues).to.deep.equal([{ path: 'expires_at', reason: 'in the past' }]);
+    expect({ status: viaAgent.status, error: viaAgent.body.error, issues: viaAgent.body.issues }).to.deep.equal({ status: direct.status, error: direct.body.error, issues: direct.body.issues });
+    const keys = await svc.sequelize.query('SELECT count(*)::int AS n FROM api_keys WHERE agent_id = $1', { bind: [agentId], plain: true });
+    expect((keys as { n: number } | null)?.n).to.equal(0);
+    const later = await api.post(`/api/agents/${agentId}/keys`, { name: 'k', expires_at: new Date(Date.now() + 86_400_000).toISOString() }, asPerson(owner));
+    expect(later.status, later.text).to.equal(201);
+  });
+
   it("refuses the wildcard '*' with 400 listing the valid scopes", async () => {
     const res = await api.post<ErrorBody>('/api/api-keys', { name: 'everything', scopes: ['*'] }, asPerson(owner));
     expectScopeRefusal(res, '*');
