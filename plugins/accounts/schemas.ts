@@ -41,7 +41,9 @@ export const walletSigninExample = { message: '<the message from POST /api/auth/
 export const walletLinkBody = z.strictObject({ message: z.string().min(20).max(4000), signature: hexSignature });
 
 export const uuidParam = z.object({ sessionId: z.string() });
-export const revokeAllQuery = z.object({ currentSessionId: z.string().optional() });
+// A repeated currentSessionId arrives as an array; taken here so the route answers it, as any
+// value that is not one UUID, with SPEC's "Invalid session ID format".
+export const revokeAllQuery = z.object({ currentSessionId: z.union([z.string(), z.array(z.string())]).optional().describe('One session id (a UUID) to keep.') });
 
 export const createKeyBody = z.strictObject({
   name: z.string().trim().min(1).max(80),

@@ -7,8 +7,8 @@ import type { AccountsDeps } from './deps';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 
-function assertUuid(value: string, path: string): void {
-  if (!UUID.test(value)) {
+function assertUuid(value: unknown, path: string): asserts value is string {
+  if (typeof value !== 'string' || !UUID.test(value)) {
     throw new ApiError('invalid_session_id', 'Invalid session ID format', { issues: [{ path, reason: 'must be a UUID' }], hint: 'Session ids are UUIDs as listed by GET /api/user/sessions.' });
   }
 }

@@ -168,6 +168,18 @@ describe('accounts: people, sign-up, sign-in and sessions', () => {
     expect((await api.get('/api/user', { cookie: person.cookie })).status, 'no session was ended').to.equal(200);
   });
 
+  it("answers a repeated currentSessionId (?currentSessionId=a&currentSessionId=b) with the same 400 'Invalid session ID format', ending no session", async () => {
+    const person = await signUp(svc.url);
+    for (const query of ['currentSessionId=a&currentSessionId=b', `currentSessionId=${person.sessionId}&currentSessionId=${person.sessionId}`]) {
+      const res = await api.delete<ErrorBody>(`/api/user/sessions?${query}`, { cookie: person.cookie });
+      expect(res.status, `${query}: ${res.text}`).to.equal(400);
+      expect(res.body.code).to.equal('invalid_session_id');
+      expect(res.body.error).to.equal('Invalid session ID format');
+      expect(res.body.issues?.map((i) => i.path)).to.deep.equal(['currentSessionId']);
+    }
+    expect((await api.get('/api/user', { cookie: person.cookie })).status, 'no session was ended').to.equal(200);
+  });
+
   it("answers DELETE /api/user/sessions/not-a-uuid with 400 'Invalid session ID format'", async () => {
     const person = await signUp(svc.url);
     const res = await api.delete<ErrorBody>('/api/user/sessions/not-a-uuid', { cookie: person.cookie });
