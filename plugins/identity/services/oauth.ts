@@ -55,8 +55,14 @@ function basicCredentials(req: Request): { id: string; secret: string } | null {
   if (typeof auth !== 'string' || !/^basic\s+/i.test(auth)) return null;
   const decoded = Buffer.from(auth.replace(/^basic\s+/i, ''), 'base64').toString('utf8');
   const i = decoded.indexOf(':');
-  if (i < 0) throw new OAuthError('invalid_client', 'Malformed Basic credentials.', 401, { 'WWW-Authenticate': 'Basic realm="pricing-compute"' });
-  return { id: decodeURIComponent(decoded.slice(0, i)), secret: decodeURIComponent(decoded.slice(i + 1)) };
+  const malformed = () => new OAuthError('invalid_client', 'Malformed Basic credentials.', 401, { 'WWW-Authenticate': 'Basic realm="pricing-compute"' });
+  if (i < 0) throw malformed();
+  try {
+    // RFC 6749 2.3.1: id and secret are form-urlencoded before Basic encoding.
+    return { id: decodeURIComponent(decoded.slice(0, i)), secret: decodeURIComponent(decoded.slice(i + 1)) };
+  } catch {
+    throw malformed();
+  }
 }
 
 /** OAuth dynamic client registration (RFC 7591 style) and the client-credentials token endpoint. */

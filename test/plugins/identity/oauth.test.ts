@@ -137,6 +137,15 @@ describe('identity: OAuth client credentials', () => {
     expect(viaBasic.text + viaForm.text).not.to.match(/access_token/);
   });
 
+  it('answers Basic credentials that are not valid percent-encoding with 401 invalid_client', async () => {
+    for (const pair of ['%E0%A4%A:secret', `client:%ZZ${oauthClient.client_secret}`]) {
+      const res = await token('grant_type=client_credentials', { authorization: `Basic ${Buffer.from(pair).toString('base64')}` });
+      expect(res.status, pair).to.equal(401);
+      expect(res.body.error).to.equal('invalid_client');
+      expect(res.headers.get('www-authenticate')).to.match(/^Basic/);
+    }
+  });
+
   it("answers a client_id that does not match the secret with 401 invalid_client", async () => {
     const other = await api.post<ClientBody>('/api/oauth/register', { client_name: 'other-framework' });
     const res = await token('grant_type=client_credentials', { authorization: basic(other.body.client_id, oauthClient.client_secret) });
