@@ -49,6 +49,18 @@ export function decodeTimeCursor(cursor: string): { at: string; id: string } {
 }
 
 /**
+ * A cursor whose sort value is a position in a list held in memory (the rows before it were
+ * served). The service only issues non-negative integers; anything else (a string, a fraction, a
+ * number past the safe range) is refused as any bad cursor is, instead of being coerced into some
+ * page.
+ */
+export function decodePositionCursor(cursor: string): number {
+  const { sort } = decodeCursor(cursor);
+  if (typeof sort === 'number' && Number.isSafeInteger(sort) && sort >= 0) return sort;
+  throw badCursor();
+}
+
+/**
  * The zone offset of a matched timestamp (+02, -05:30, Z) in minutes east of UTC, or null for one
  * PostgreSQL answers "time zone displacement out of range" to (beyond ±15:59).
  */

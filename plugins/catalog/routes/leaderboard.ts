@@ -1,6 +1,6 @@
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
-import { decodeCursor, encodeCursor } from '../../../core/pagination';
+import { decodePositionCursor, encodeCursor } from '../../../core/pagination';
 import * as s from '../schemas';
 import type { Leaderboard } from '../services/leaderboard';
 import { PRIORS, SCORING_DESCRIPTION, SCORING_METHOD_VERSION, WEIGHTS } from '../services/scoring';
@@ -33,7 +33,7 @@ export function leaderboardRoutes(d: LeaderboardRouteDeps): RouteSpec[] {
       query: s.leaderboardQuery,
       handler: async ({ query }) => {
         const { snapshot, entries } = await d.leaderboard.ranking();
-        const start = query.cursor ? Math.max(0, Math.floor(Number(decodeCursor(query.cursor).sort)) || 0) : 0;
+        const start = query.cursor ? decodePositionCursor(query.cursor) : 0;
         const page = entries.slice(start, start + query.limit);
         const last = page[page.length - 1];
         const more = start + query.limit < entries.length;

@@ -337,4 +337,14 @@ describe('catalog: public leaderboard', function () {
     } while (cursor);
     expect(seen).to.deep.equal(all);
   });
+
+  it('refuses a cursor it did not issue (a position that is not a whole number from 0) as the catalogue does', async () => {
+    const forged = (sort: unknown): string => Buffer.from(JSON.stringify([sort, 'x'])).toString('base64url');
+    for (const cursor of [forged('abc'), forged(1.5), forged('1e400'), forged('3'), forged(-1), forged(1e300), 'nonsense']) {
+      const res = await client(svc.url).get<Record<string, any>>(`/api/public/leaderboard?cursor=${cursor}`);
+      expect(res.status, `${Buffer.from(cursor, 'base64url').toString()}: ${res.text.slice(0, 80)}`).to.equal(400);
+      expect(res.body).to.include({ code: 'validation_error', error: 'The cursor is not one this service issued.' });
+      expect(res.body.issues[0].path).to.equal('cursor');
+    }
+  });
 });
