@@ -120,6 +120,17 @@ describe('catalog: function catalogue', function () {
       expect(ids(await list('?tag=retail,travel'))).to.deep.equal([]);
     });
 
+    it('refuses more than 20 tags with the same message whether repeated or as a comma list', async () => {
+      const tags = Array.from({ length: 21 }, (_, i) => `t${i}`);
+      for (const query of [tags.map((t) => `tag=${t}`).join('&'), `tag=${tags.join(',')}`, `tag=${tags.slice(0, 11).join(',')}&tag=${tags.slice(11).join(',')}`]) {
+        const res = await client(svc.url).get<Record<string, any>>(`/api/catalog?${query}`);
+        expect(res.status, query).to.equal(400);
+        expect(res.body.error, query).to.equal('At most 20 tags can be filtered on.');
+        expect(res.body.issues, query).to.deep.equal([{ path: 'tag', reason: 'at most 20 tags' }]);
+      }
+      expect((await client(svc.url).get(`/api/catalog?${tags.slice(0, 20).map((t) => `tag=${t}`).join('&')}`)).status).to.equal(200);
+    });
+
     it('applies filters to what the caller can reach', async () => {
       expect(ids(await list('?tag=retail', { 'x-api-key': aliceKey }))).to.have.members([alicePrivate.id, alicePublic.id]);
       expect(ids(await list('?tag=retail', { 'x-api-key': bobKey }))).to.have.members([bobPrivate.id, alicePublic.id]);
