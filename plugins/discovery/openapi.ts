@@ -11,6 +11,8 @@ export function openApiPath(path: string): string {
   return path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 }
 
+const anyObject = z.record(z.string(), z.unknown());
+
 const errorBody = z
   .object({
     error: z.string().describe('What went wrong, for people.'),
@@ -57,12 +59,15 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], info: { version
     const responses: Record<string, { description: string; content?: Record<string, { schema: z.ZodType }> }> = {};
     const produces = spec.produces?.[0] ?? 'application/json';
     for (const [status, r] of Object.entries(spec.responses ?? {})) {
-      responses[status] = { description: r.description, ...(r.schema ? { content: { [produces]: { schema: r.schema } } } : {}) };
+      // A JSON success declared for its status alone still has a body (only 204 has none).
+      const schema = r.schema ?? (produces === 'application/json' && status.startsWith('2') && status !== '204' ? anyObject : undefined);
+      responses[status] = { description: r.description, ...(schema ? { content: { [produces]: { schema } } } : {}) };
     }
     // A route that documents only refusals (MCP DELETE always answers 405) has no success to show.
+    // Any other status than 200 is declared by the route itself (its `responses`), never guessed from its id.
     const onlyRefuses = Object.keys(responses).length > 0 && Object.keys(responses).every((s) => Number(s) >= 400);
     if (!onlyRefuses && !Object.keys(responses).some((s) => s.startsWith('2'))) {
-      responses[spec.method === 'post' && /create|register/i.test(spec.id) ? '201' : '200'] = { description: 'Success.', content: { [produces]: { schema: z.record(z.string(), z.unknown()) } } };
+      responses['200'] = { description: 'Success.', content: { [produces]: { schema: anyObject } } };
     }
     responses['4XX'] = { description: 'Refused: the common error shape (see SPEC "Errors").', content: { 'application/json': { schema: ErrorBody } } };
     responses['5XX'] = { description: 'Failed on our side or upstream: the common error shape.', content: { 'application/json': { schema: ErrorBody } } };

@@ -69,6 +69,7 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       ...PERSON_ONLY,
       body: s.createAgentBody,
       example: s.createAgentExample,
+      responses: { 201: { description: 'The new agent.' } },
       handler: async ({ principal, body }) => {
         const p = principal as Principal;
         const row = await d.sql.one<AgentRow>('INSERT INTO agents (id, workspace_id, name, created_by_person_id) VALUES ($1, $2, $3, $4) RETURNING *', [newId('agt'), p.workspaceId, body.name, p.personId ?? null]);
@@ -135,6 +136,7 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       params: s.agentIdParams,
       body: s.agentKeyBody,
       example: s.agentKeyExample,
+      responses: { 201: { description: 'The agent-bound key; its secret is shown this once.' } },
       handler: async ({ principal, params, body }) => {
         const p = principal as Principal;
         const a = await findToManage(p, params.id);

@@ -37,6 +37,7 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       auth: 'public',
       body: s.signupBody,
       example: s.signupExample,
+      responses: { 201: { description: 'The new person, their workspace and a signed-in session (cookie and token).' } },
       handler: async ({ body, clientIp, req }) => {
         const { person, workspace } = await d.people.create({
           email: body.email,
@@ -100,6 +101,10 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       auth: 'public',
       body: s.walletSigninBody,
       example: s.walletSigninExample,
+      responses: {
+        200: { description: 'Signed in to the account the wallet is linked to.' },
+        201: { description: 'The wallet\'s first sign-in: a new account, linked to the wallet, and signed in.' },
+      },
       handler: async ({ body, clientIp, req }) => {
         await d.failures.check(clientIp);
         let address: string;
@@ -140,6 +145,7 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       tags: ['People'],
       accepts: ['person'],
       body: s.walletLinkBody,
+      responses: { 201: { description: 'The wallet is linked to your account.' } },
       example: { message: '<the message from POST /api/auth/wallet/nonce>', signature: '0x<signature>' },
       handler: async ({ body, principal }) => {
         if (!principal?.personId) throw new ApiError('unauthorized', 'Sign in first.');

@@ -82,6 +82,7 @@ export function keyRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       ...PERSON_ONLY,
       body: s.createKeyBody,
       example: s.createKeyExample,
+      responses: { 201: { description: 'The new key; its secret is shown this once.' } },
       handler: async ({ principal, body }) => {
         const p = principal as Principal;
         const { scopes, legacy } = checkRequestedScopes(p, body.scopes);

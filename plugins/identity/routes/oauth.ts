@@ -25,6 +25,7 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
       rateLimit: 'none',
       body: s.oauthRegisterBody,
       example: s.oauthRegisterExample,
+      responses: { 201: { description: 'The client: client_id and client_secret (shown once; it also works as an API key) of a new sandbox workspace.' } },
       handler: async ({ body, clientIp, req }): Promise<Reply> => {
         const grants = body.grant_types ?? ['client_credentials'];
         if (grants.some((g) => g !== 'client_credentials')) {

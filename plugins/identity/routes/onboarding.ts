@@ -139,6 +139,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       sandbox: true,
       body: s.rotateBody,
       example: {},
+      responses: { 201: { description: 'The new key (shown once); the key sent is revoked.' } },
       handler: async ({ principal }) => {
         if (!principal?.keyId) throw wrongKindOfCredential(ROTATE_NEEDS_KEY.message, ROTATE_NEEDS_KEY.hint);
         const r = await d.onboarding.rotate(principal.keyId, principal.workspaceId);

@@ -131,6 +131,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       fullAccess: true,
       body: s.registerFunctionBody,
       example: s.registerFunctionExample,
+      responses: { 201: { description: 'The function, as a draft, and how to activate it.' } },
       handler: async ({ principal, body }) => {
         const p = principal as Principal;
         if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url, s.registerFunctionExample);

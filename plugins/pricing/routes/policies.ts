@@ -62,6 +62,7 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry): Ro
       fullAccess: true,
       body: s.createPolicyBody,
       example: s.createPolicyExample,
+      responses: { 201: { description: 'The policy, with warnings for function references it cannot reach.' } },
       handler: async ({ principal, body }) => {
         const p = principal as Principal;
         const shape = validate(policySchema, body, { example: s.createPolicyExample });

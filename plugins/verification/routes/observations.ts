@@ -23,6 +23,7 @@ export function observationRoutes(store: ObservationStore, now: () => number): R
       scopes: ['price:compute'],
       body: s.observationsBody(now),
       example: s.observationsExample,
+      responses: { 201: { description: 'The stored observations.' } },
       handler: async (ctx) => {
         const p = principalOf(ctx.principal);
         const data = await store.contribute(p.workspaceId, ctx.body.observations);

@@ -5,6 +5,14 @@ import type { Router } from 'express';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
 import { client } from '../../support/http';
+import { openApiPath } from '../../../plugins/discovery';
+import type { RouteSpec } from '../../../core/http/route';
+
+/**
+ * Whether a handler can answer 201: it calls `created(…)` (compiled as `(0, route_1.created)(…)`) or
+ * names the status itself (`status: 201`, a `201` passed to a reply helper).
+ */
+const canCreate = (spec: RouteSpec): boolean => /\bcreated\)?\(|\b201\b/.test(spec.handler.toString());
 
 /** Every method+path the Express router serves from declared routes (405 fallbacks excluded). */
 function mountedOperations(router: Router): string[] {
@@ -103,6 +111,20 @@ describe('discovery documents and OpenAPI', function () {
       expect(p, p).not.to.match(/\/[a-z]+$/);
       expect(() => new RegExp(p, 'u'), p).not.to.throw();
     }
+  });
+
+  it('documents 201 on exactly the operations whose handler can answer 201', async () => {
+    const doc = (await client(svc.url).get<Record<string, any>>('/api/openapi.json?format=json')).body;
+    const responsesOf = (spec: RouteSpec): Record<string, unknown> => doc.paths[openApiPath(spec.path)][spec.method].responses;
+    const creating = svc.routes.all().filter(({ spec }) => canCreate(spec)).map(({ spec }) => spec);
+    // The detection itself: these are known to answer 201 (a new wallet account on sign-in).
+    expect(creating.map((s) => s.id)).to.include.members(['apiKeys.rotate', 'auth.signup', 'user.wallets.link', 'auth.wallet.signin', 'agents.register', 'oauth.register']);
+    const undocumented = creating.filter((spec) => !('201' in responsesOf(spec))).map((s) => s.id);
+    expect(undocumented, 'answer 201, documented without it').to.deep.equal([]);
+    const unfounded = svc.routes.all().filter(({ spec }) => !canCreate(spec) && '201' in responsesOf(spec)).map(({ spec }) => spec.id);
+    expect(unfounded, 'documented 201, never answer it').to.deep.equal([]);
+    // Wallet sign-in answers 200 for a known wallet: both are documented.
+    expect(responsesOf(svc.routes.all().find(({ spec }) => spec.id === 'auth.wallet.signin')?.spec as RouteSpec)).to.include.keys('200', '201');
   });
 
   it('agents.json states ways in, self-registration with the limits in force, MCP, OpenAPI and the changelog object', async () => {
