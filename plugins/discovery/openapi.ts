@@ -28,6 +28,17 @@ const errorBody = z
   })
   .passthrough();
 
+/** application/json and its structured-syntax relatives (application/feed+json); everything else is text. */
+const isJson = (type: string): boolean => /^application\/(?:[\w.-]+\+)?json$/.test(type);
+
+/**
+ * A response body in each content type the route answers with: the route's schema (else any object)
+ * for JSON, a string for text (YAML, XML, HTML, event streams), which no object schema describes.
+ */
+function bodyContent(types: readonly string[], schema: z.ZodType = anyObject): Record<string, { schema: z.ZodType }> {
+  return Object.fromEntries(types.map((t) => [t, { schema: isJson(t) ? schema : z.string() }]));
+}
+
 function security(route: RouteSpec): Array<Record<string, string[]>> | undefined {
   const policy = route.auth ?? 'required';
   if (policy === 'public') return [];
@@ -57,17 +68,17 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], info: { version
 
   for (const { plugin, spec } of routes) {
     const responses: Record<string, { description: string; content?: Record<string, { schema: z.ZodType }> }> = {};
-    const produces = spec.produces?.[0] ?? 'application/json';
+    const produces = spec.produces ?? ['application/json'];
     for (const [status, r] of Object.entries(spec.responses ?? {})) {
-      // A JSON success declared for its status alone still has a body (only 204 has none).
-      const schema = r.schema ?? (produces === 'application/json' && status.startsWith('2') && status !== '204' ? anyObject : undefined);
-      responses[status] = { description: r.description, ...(schema ? { content: { [produces]: { schema } } } : {}) };
+      // A success declared for its status alone still has a body (only 204 has none).
+      const content = r.schema ? bodyContent(produces, r.schema) : status.startsWith('2') && status !== '204' ? bodyContent(produces) : undefined;
+      responses[status] = { description: r.description, ...(content ? { content } : {}) };
     }
     // A route that documents only refusals (MCP DELETE always answers 405) has no success to show.
     // Any other status than 200 is declared by the route itself (its `responses`), never guessed from its id.
     const onlyRefuses = Object.keys(responses).length > 0 && Object.keys(responses).every((s) => Number(s) >= 400);
     if (!onlyRefuses && !Object.keys(responses).some((s) => s.startsWith('2'))) {
-      responses['200'] = { description: 'Success.', content: { [produces]: { schema: anyObject } } };
+      responses['200'] = { description: 'Success.', content: bodyContent(produces) };
     }
     responses['4XX'] = { description: 'Refused: the common error shape (see SPEC "Errors").', content: { 'application/json': { schema: ErrorBody } } };
     responses['5XX'] = { description: 'Failed on our side or upstream: the common error shape.', content: { 'application/json': { schema: ErrorBody } } };

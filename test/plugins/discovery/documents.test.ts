@@ -127,6 +127,27 @@ describe('discovery documents and OpenAPI', function () {
     expect(responsesOf(svc.routes.all().find(({ spec }) => spec.id === 'auth.wallet.signin')?.spec as RouteSpec)).to.include.keys('200', '201');
   });
 
+  it('documents the content type each document is served in: text as a string, JSON as an object, both forms of OpenAPI', async () => {
+    const doc = (await client(svc.url).get<Record<string, any>>('/api/openapi.json?format=json')).body;
+    const served: Array<[string, Record<string, string>?]> = [
+      ['/llms.txt'],
+      ['/.well-known/llms.txt'],
+      ['/api/changelog/rss.xml'],
+      ['/api/changelog/feed.json'],
+      ['/changelog'],
+      ['/api/openapi.json'],
+      ['/api/openapi.json', { accept: 'application/json' }],
+      ['/.well-known/agents.json'],
+    ];
+    for (const [path, headers] of served) {
+      const res = await client(svc.url).get(path, headers);
+      const type = (res.headers.get('content-type') ?? '').split(';')[0] ?? '';
+      const media = doc.paths[path]?.get?.responses?.[String(res.status)]?.content?.[type];
+      expect(media, `${path} answers ${res.status} ${type}`).to.be.an('object');
+      expect(media.schema.type, `${path} ${type}`).to.equal(/json$/.test(type) ? 'object' : 'string');
+    }
+  });
+
   it('agents.json states ways in, self-registration with the limits in force, MCP, OpenAPI and the changelog object', async () => {
     const doc = (await client(svc.url).get<Record<string, any>>('/.well-known/agents.json')).body;
     expect(doc.ways_in.map((w: { id: string }) => w.id)).to.include.members(['keyless_demo', 'self_registration', 'oauth_client_credentials', 'pay_per_call', 'person_account']);
