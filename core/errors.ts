@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 /**
  * The error vocabulary of the service: one code list with a total code → status mapping, and one
  * error class that services throw. The HTTP error middleware turns it into SPEC's common shape.
@@ -113,3 +115,25 @@ export function errorBody(err: ApiError, requestId?: string): Record<string, unk
   if (requestId !== undefined) body.request_id = requestId;
   return body;
 }
+
+/**
+ * The body errorBody writes, as the OpenAPI document states it (component `Error`). Kept beside
+ * errorBody so the two change together: `request_id` is required because every HTTP error passes the
+ * request-context middleware first; only a batch item's error (not an HTTP body) lacks it.
+ */
+export const errorBodySchema = z
+  .object({
+    error: z.string().describe('What went wrong, for people (the same text as message).'),
+    code: z.enum(Object.keys(errorStatus) as [ErrorCode, ...ErrorCode[]]).describe('Stable machine-readable code.'),
+    message: z.string(),
+    hint: z.string().optional(),
+    next: z.array(z.record(z.string(), z.unknown())).optional(),
+    example: z.unknown().optional(),
+    issues: z.array(z.object({ path: z.string(), reason: z.string() })).optional(),
+    retry_after: z.number().optional(),
+    limit: z.unknown().optional(),
+    request_id: z.string(),
+  })
+  // Routes add their own top-level fields (retryable, required_scopes, …).
+  .passthrough()
+  .meta({ id: 'Error' });

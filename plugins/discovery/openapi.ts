@@ -3,6 +3,7 @@ import { z } from 'zod';
 
 // Adds .openapi() to zod schemas; idempotent, needed before the registry reads them.
 extendZodWithOpenApi(z);
+import { errorBodySchema } from '../../core/errors';
 import type { RegisteredRoute } from '../../core/http/pipeline';
 import type { RouteSpec } from '../../core/http/route';
 
@@ -12,21 +13,6 @@ export function openApiPath(path: string): string {
 }
 
 const anyObject = z.record(z.string(), z.unknown());
-
-const errorBody = z
-  .object({
-    error: z.string().describe('What went wrong, for people.'),
-    code: z.string().describe('Stable machine-readable code.'),
-    message: z.string(),
-    hint: z.string().optional(),
-    next: z.array(z.record(z.string(), z.unknown())).optional(),
-    example: z.unknown().optional(),
-    issues: z.array(z.object({ path: z.string(), reason: z.string() })).optional(),
-    retry_after: z.number().optional(),
-    limit: z.unknown().optional(),
-    request_id: z.string().optional(),
-  })
-  .passthrough();
 
 /** application/json and its structured-syntax relatives (application/feed+json); everything else is text. */
 const isJson = (type: string): boolean => /^application\/(?:[\w.-]+\+)?json$/.test(type);
@@ -64,7 +50,6 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], info: { version
   registry.registerComponent('securitySchemes', 'ApiKey', { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'An API key (pcs_…).' });
   registry.registerComponent('securitySchemes', 'Bearer', { type: 'http', scheme: 'bearer', description: 'An OAuth access token, a person token, or an API key.' });
   registry.registerComponent('securitySchemes', 'Session', { type: 'apiKey', in: 'cookie', name: 'pcs_session', description: 'A person\'s browser session.' });
-  const ErrorBody = registry.register('Error', errorBody);
 
   for (const { plugin, spec } of routes) {
     const responses: Record<string, { description: string; content?: Record<string, { schema: z.ZodType }> }> = {};
@@ -80,8 +65,8 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], info: { version
     if (!onlyRefuses && !Object.keys(responses).some((s) => s.startsWith('2'))) {
       responses['200'] = { description: 'Success.', content: bodyContent(produces) };
     }
-    responses['4XX'] = { description: 'Refused: the common error shape (see SPEC "Errors").', content: { 'application/json': { schema: ErrorBody } } };
-    responses['5XX'] = { description: 'Failed on our side or upstream: the common error shape.', content: { 'application/json': { schema: ErrorBody } } };
+    responses['4XX'] = { description: 'Refused: the common error shape (see SPEC "Errors").', content: { 'application/json': { schema: errorBodySchema } } };
+    responses['5XX'] = { description: 'Failed on our side or upstream: the common error shape.', content: { 'application/json': { schema: errorBodySchema } } };
     const sec = security(spec);
     registry.registerPath({
       method: spec.method,

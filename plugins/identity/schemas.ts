@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { OAUTH_ERROR_CODES } from './services/oauth';
 
 export const agentName = z
   .string()
@@ -40,6 +41,9 @@ export const oauthRegisterBody = z
     redirect_uris: z.array(z.string()).max(0, 'no authorization-code flow exists, so no redirect URIs are accepted').optional(),
   })
   .passthrough();
+/** What the OAuth endpoints answer instead of the common error shape, as OAuth clients expect. */
+export const oauthErrorBody = z.object({ error: z.enum(OAUTH_ERROR_CODES), error_description: z.string() }).meta({ id: 'OAuthError' });
+
 export const oauthRegisterExample = { client_name: 'my-agent-framework', grant_types: ['client_credentials'], token_endpoint_auth_method: 'client_secret_basic' };
 
 export const meResponse = z.object({

@@ -1,4 +1,5 @@
-import { ApiError, isApiError } from '../../../core/errors';
+import { z } from 'zod';
+import { ApiError, errorBodySchema, isApiError } from '../../../core/errors';
 import { defineRoute } from '../../../core/http/route';
 import type { Reply, RouteSpec } from '../../../core/http/route';
 import { NAMED_SCOPES, NAME_ONLY_SCOPES } from '../scopes';
@@ -25,7 +26,13 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
       rateLimit: 'none',
       body: s.oauthRegisterBody,
       example: s.oauthRegisterExample,
-      responses: { 201: { description: 'The client: client_id and client_secret (shown once; it also works as an API key) of a new sandbox workspace.' } },
+      responses: {
+        201: { description: 'The client: client_id and client_secret (shown once; it also works as an API key) of a new sandbox workspace.' },
+        400: {
+          description: 'Metadata this server does not support (RFC 7591 invalid_client_metadata), or a body that is not JSON or fails validation (the common error shape).',
+          schema: z.union([s.oauthErrorBody, errorBodySchema]),
+        },
+      },
       handler: async ({ body, clientIp, req }): Promise<Reply> => {
         const grants = body.grant_types ?? ['client_credentials'];
         if (grants.some((g) => g !== 'client_credentials')) {
@@ -67,6 +74,11 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
       auth: 'public',
       rateLimit: 'none',
       rawBody: true,
+      responses: {
+        200: { description: 'The access token (RFC 6749 §5.1).' },
+        400: { description: 'RFC 6749 §5.2 error: invalid_request, unsupported_grant_type, invalid_scope, unauthorized_client.', schema: s.oauthErrorBody },
+        401: { description: 'RFC 6749 §5.2 invalid_client: client authentication failed or was not sent.', schema: s.oauthErrorBody },
+      },
       handler: async ({ req }): Promise<Reply> => {
         try {
           const token = await d.oauth.token(req, d.publicUrl());

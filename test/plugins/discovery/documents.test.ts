@@ -4,7 +4,8 @@ import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import type { Router } from 'express';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
-import { client } from '../../support/http';
+import { call, client } from '../../support/http';
+import type { HttpResult } from '../../support/http';
 import { openApiPath } from '../../../plugins/discovery';
 import type { RouteSpec } from '../../../core/http/route';
 
@@ -146,6 +147,38 @@ describe('discovery documents and OpenAPI', function () {
       expect(media, `${path} answers ${res.status} ${type}`).to.be.an('object');
       expect(media.schema.type, `${path} ${type}`).to.equal(/json$/.test(type) ? 'object' : 'string');
     }
+  });
+
+  it('documents RFC 6749 error bodies on the OAuth endpoints, and the common Error shape as the service writes it', async () => {
+    const doc = (await client(svc.url).get<Record<string, any>>('/api/openapi.json?format=json')).body;
+    const component = (ref: string): Record<string, any> => doc.components.schemas[ref.replace('#/components/schemas/', '')];
+    /** The component schemas a documented response may be: its $ref, or each branch of anyOf/oneOf. */
+    const documented = (path: string, status: number): Array<Record<string, any>> => {
+      const responses = doc.paths[path].post.responses;
+      const schema = (responses[String(status)] ?? responses[`${String(status)[0]}XX`]).content['application/json'].schema;
+      return (schema.$ref ? [schema] : [...(schema.anyOf ?? []), ...(schema.oneOf ?? [])]).map((x: { $ref: string }) => component(x.$ref));
+    };
+    /** Required fields present, and enumerated values among those listed. */
+    const fits = (schema: Record<string, any>, body: Record<string, unknown>): boolean =>
+      (schema.required as string[]).every((k) => k in body) &&
+      Object.entries(schema.properties as Record<string, { enum?: unknown[] }>).every(([k, p]) => !(k in body) || !p.enum || p.enum.includes(body[k]));
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    const answers: Array<[string, HttpResult]> = [
+      ['/api/oauth/token', await call(svc.url, 'POST', '/api/oauth/token', { rawBody: 'grant_type=password', headers: form })],
+      ['/api/oauth/token', await call(svc.url, 'POST', '/api/oauth/token', { rawBody: 'grant_type=client_credentials', headers: form })],
+      ['/api/oauth/register', await client(svc.url).post('/api/oauth/register', { grant_types: ['password'] })],
+      ['/api/oauth/register', await client(svc.url).post('/api/oauth/register', { client_name: 5 })],
+      ['/api/compute/price', await client(svc.url).post('/api/compute/price', { context: {} }, { 'x-api-key': 'pcs_nonsense' })],
+      ['/api/functions', await client(svc.url).post('/api/functions', {})],
+    ];
+    for (const [path, res] of answers) {
+      expect(res.status, `${path}: ${res.text}`).to.be.within(400, 499);
+      const schemas = documented(path, res.status);
+      expect(schemas.some((schema) => fits(schema, res.body)), `${path} ${res.status} ${res.text} fits none of ${JSON.stringify(schemas.map((x) => x.required))}`).to.equal(true);
+    }
+    expect(answers.slice(0, 3).map(([, res]) => Object.keys(res.body).sort())).to.deep.equal([['error', 'error_description'], ['error', 'error_description'], ['error', 'error_description']]);
+    // Every field the Error component requires is one errorBody always writes, request_id included.
+    expect(component('#/components/schemas/Error').required).to.have.members(['error', 'code', 'message', 'request_id']);
   });
 
   it('agents.json states ways in, self-registration with the limits in force, MCP, OpenAPI and the changelog object', async () => {
