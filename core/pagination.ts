@@ -1,14 +1,18 @@
 import { z } from 'zod';
 import { ApiError } from './errors';
 
-/** A page size from 1 to 100, digits only (a number parser would take 0x10 or 1e1). */
+/**
+ * 1 to 100 in up to three digits (leading zeros allowed), as one pattern rather than digits then a
+ * range check: the OpenAPI document shows the pattern, so it has to say the bounds too.
+ */
+const PAGE_SIZE = /^(?:0{0,2}[1-9]|0?[1-9][0-9]|100)$/;
+
+/**
+ * A page size from 1 to 100, digits only (a number parser would take 0x10 or 1e1). The default is
+ * the query string's own type, so the document does not show a number on a string parameter.
+ */
 export function limitParam(dflt: number) {
-  return z
-    .string()
-    .regex(/^[0-9]{1,3}$/, 'a whole number from 1 to 100')
-    .transform(Number)
-    .pipe(z.number().int().min(1, 'a whole number from 1 to 100').max(100, 'a whole number from 1 to 100'))
-    .default(dflt);
+  return z.string().regex(PAGE_SIZE, 'a whole number from 1 to 100').default(String(dflt)).transform(Number);
 }
 
 /** Query parameters every list endpoint accepts. */

@@ -181,6 +181,26 @@ describe('discovery documents and OpenAPI', function () {
     expect(component('#/components/schemas/Error').required).to.have.members(['error', 'code', 'message', 'request_id']);
   });
 
+  it('documents limit as what it accepts: a string of 1 to 100 with a string default, refused exactly when the pattern refuses it', async () => {
+    const doc = (await client(svc.url).get<Record<string, any>>('/api/openapi.json?format=json')).body;
+    const limits = Object.values(doc.paths as Record<string, Record<string, { parameters?: Array<Record<string, any>> }>>)
+      .flatMap((ops) => Object.values(ops))
+      .flatMap((op) => op.parameters ?? [])
+      .filter((p) => p.in === 'query' && p.name === 'limit');
+    expect(limits).not.to.be.empty;
+    const tried = ['1', '01', '20', '99', '100', '0', '000', '101', '500', '1e1', '-5', 'ten'];
+    for (const { schema } of limits) {
+      expect(schema.type).to.equal('string');
+      const pattern = new RegExp(schema.pattern as string, 'u');
+      expect(schema.default, 'the default is a value of the parameter').to.be.a('string').that.matches(pattern);
+      expect(tried.filter((v) => pattern.test(v))).to.deep.equal(['1', '01', '20', '99', '100']);
+    }
+    for (const v of tried) {
+      const res = await client(svc.url).get(`/api/catalog?limit=${v}`);
+      expect(res.status, `limit=${v}`).to.equal(new RegExp(limits[0]?.schema.pattern as string, 'u').test(v) ? 200 : 400);
+    }
+  });
+
   it('agents.json states ways in, self-registration with the limits in force, MCP, OpenAPI and the changelog object', async () => {
     const doc = (await client(svc.url).get<Record<string, any>>('/.well-known/agents.json')).body;
     expect(doc.ways_in.map((w: { id: string }) => w.id)).to.include.members(['keyless_demo', 'self_registration', 'oauth_client_credentials', 'pay_per_call', 'person_account']);
