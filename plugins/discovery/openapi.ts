@@ -37,6 +37,17 @@ function security(route: RouteSpec): Array<Record<string, string[]>> | undefined
   return policy === 'optional' ? [{}, ...unique] : unique;
 }
 
+/** Whether a person's session or token can call the route (the kind whose workspace x-workspace-id picks). */
+const acceptsPerson = (route: RouteSpec): boolean => (route.auth ?? 'required') !== 'public' && (route.accepts ?? ['person']).includes('person');
+
+// The person authenticator reads it on every route a person may call.
+const workspaceHeader = z.object({
+  'x-workspace-id': z
+    .string()
+    .optional()
+    .describe('For a person: the workspace to act in (one they are a member of, listed at GET /api/user); without it, their default workspace. Another workspace answers 404.'),
+});
+
 function rawBodyContent(types: readonly string[]): Record<string, { schema: z.ZodType }> {
   return Object.fromEntries(types.map((t) => [t, { schema: t === 'application/x-www-form-urlencoded' ? z.record(z.string(), z.string()) : z.record(z.string(), z.unknown()) }]));
 }
@@ -80,6 +91,7 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], info: { version
       request: {
         ...(spec.params ? { params: spec.params as z.ZodObject } : {}),
         ...(spec.query ? { query: spec.query as z.ZodObject } : {}),
+        ...(acceptsPerson(spec) ? { headers: workspaceHeader } : {}),
         ...(spec.body
           ? { body: { required: true, content: { 'application/json': { schema: spec.body, ...(spec.example !== undefined ? { example: spec.example } : {}) } } } }
           : spec.rawBody

@@ -3,6 +3,7 @@ import { parse as parseYaml } from 'yaml';
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import type { Router } from 'express';
 import { startTestService } from '../../support/service';
+import { signUp } from '../../support/world';
 import type { TestService } from '../../support/service';
 import { call, client } from '../../support/http';
 import type { HttpResult } from '../../support/http';
@@ -199,6 +200,21 @@ describe('discovery documents and OpenAPI', function () {
       const res = await client(svc.url).get(`/api/catalog?limit=${v}`);
       expect(res.status, `limit=${v}`).to.equal(new RegExp(limits[0]?.schema.pattern as string, 'u').test(v) ? 200 : 400);
     }
+  });
+
+  it('documents the x-workspace-id header on exactly the operations a person may call, where it picks the workspace', async () => {
+    const doc = (await client(svc.url).get<Record<string, any>>('/api/openapi.json?format=json')).body;
+    const headersOf = (spec: RouteSpec): string[] =>
+      ((doc.paths[openApiPath(spec.path)][spec.method].parameters ?? []) as Array<{ in: string; name: string }>).filter((p) => p.in === 'header').map((p) => p.name.toLowerCase());
+    const person = (spec: RouteSpec): boolean => spec.auth !== 'public' && (spec.accepts ?? ['person']).includes('person');
+    const wrong = svc.routes.all().filter(({ spec }) => headersOf(spec).includes('x-workspace-id') !== person(spec)).map(({ spec }) => spec.id);
+    expect(wrong, 'documented x-workspace-id where no person may call, or left it out where one may').to.deep.equal([]);
+    expect(headersOf(svc.routes.all().find(({ spec }) => spec.id === 'me.read')?.spec as RouteSpec)).to.include('x-workspace-id');
+    // What it documents: a person's own workspace is chosen, another one is refused.
+    const alice = await signUp(svc, 'ws-header');
+    const own = await client(svc.url).get<Record<string, any>>('/api/me', { authorization: `Bearer ${alice.token}`, 'x-workspace-id': alice.workspaceId });
+    expect(own.body.tenant_id, own.text).to.equal(alice.workspaceId);
+    expect((await client(svc.url).get('/api/me', { authorization: `Bearer ${alice.token}`, 'x-workspace-id': 'ws_not_mine' })).status).to.equal(404);
   });
 
   it('agents.json states ways in, self-registration with the limits in force, MCP, OpenAPI and the changelog object', async () => {
