@@ -36,9 +36,12 @@ export const walletSigninBody = z.strictObject({
   signature: hexSignature,
   date_of_birth: dateOfBirth.optional().describe('Needed the first time a wallet signs in (a new account).'),
 });
-export const walletSigninExample = { message: '<the message from POST /api/auth/wallet/nonce>', signature: '0x<signature>' };
+// The example is returned with validation errors as "a body that passes", so its signature has the shape of one (65 bytes).
+const exampleSignature = `0x${'5f'.repeat(64)}1b`;
+export const walletSigninExample = { message: '<the message from POST /api/auth/wallet/nonce>', signature: exampleSignature };
 
 export const walletLinkBody = z.strictObject({ message: z.string().min(20).max(4000), signature: hexSignature });
+export const walletLinkExample = { message: '<the message from POST /api/auth/wallet/nonce>', signature: exampleSignature };
 
 export const uuidParam = z.object({ sessionId: z.string() });
 // A repeated currentSessionId arrives as an array; taken here so the route answers it, as any

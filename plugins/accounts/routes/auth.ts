@@ -146,7 +146,7 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       accepts: ['person'],
       body: s.walletLinkBody,
       responses: { 201: { description: 'The wallet is linked to your account.' } },
-      example: { message: '<the message from POST /api/auth/wallet/nonce>', signature: '0x<signature>' },
+      example: s.walletLinkExample,
       handler: async ({ body, principal }) => {
         if (!principal?.personId) throw new ApiError('unauthorized', 'Sign in first.');
         const address = await d.wallets.verify(body.message, body.signature);

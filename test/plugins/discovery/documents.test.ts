@@ -217,6 +217,16 @@ describe('discovery documents and OpenAPI', function () {
     expect((await client(svc.url).get('/api/me', { authorization: `Bearer ${alice.token}`, 'x-workspace-id': 'ws_not_mine' })).status).to.equal(404);
   });
 
+  it('gives every route example a body that passes the route\'s own body schema', () => {
+    const failing = svc.routes
+      .all()
+      .filter(({ spec }) => spec.body && spec.example !== undefined)
+      .map(({ spec }) => ({ id: spec.id, result: spec.body?.safeParse(spec.example) }))
+      .filter(({ result }) => !result?.success)
+      .map(({ id, result }) => `${id}: ${result?.error?.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ')}`);
+    expect(failing).to.deep.equal([]);
+  });
+
   it('agents.json states ways in, self-registration with the limits in force, MCP, OpenAPI and the changelog object', async () => {
     const doc = (await client(svc.url).get<Record<string, any>>('/.well-known/agents.json')).body;
     expect(doc.ways_in.map((w: { id: string }) => w.id)).to.include.members(['keyless_demo', 'self_registration', 'oauth_client_credentials', 'pay_per_call', 'person_account']);
