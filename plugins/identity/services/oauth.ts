@@ -12,10 +12,10 @@ import type { CachedKey } from './key-cache';
 import type { FailedAuthGuard } from '../auth/failed-auth';
 import type { Onboarding, Registration } from './onboarding';
 
-/** An RFC 6749 §5.2 error: the token endpoint speaks OAuth, not SPEC's common error shape. */
 /** RFC 6749 §5.2 token errors, and RFC 7591's for client registration. */
 export const OAUTH_ERROR_CODES = ['invalid_request', 'invalid_client', 'invalid_grant', 'unauthorized_client', 'unsupported_grant_type', 'invalid_scope', 'invalid_client_metadata', 'temporarily_unavailable'] as const;
 
+/** An RFC 6749 §5.2 error: the token endpoint speaks OAuth, not SPEC's common error shape. */
 export class OAuthError extends Error {
   constructor(
     readonly error: (typeof OAUTH_ERROR_CODES)[number],
