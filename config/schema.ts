@@ -12,6 +12,7 @@ export const settingsTree = {
     publicUrl: optStr('PUBLIC_URL', 'Production base URL, used in OpenAPI, discovery documents and links (default: http://localhost:PORT).', { url: true }),
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10000, 'How long a graceful shutdown waits for in-flight requests before closing connections.', { min: 0 }),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 1048576, 'Largest request body accepted, in bytes.', { min: 1024 }),
+    bodyMaxDepth: int('BODY_MAX_DEPTH', 64, 'Deepest nesting of arrays and objects a JSON request body may have (deeper: 400 invalid_json).', { min: 2, max: 1000 }),
     trustProxy: str('TRUST_PROXY', 'loopback', 'Express trust-proxy setting deciding which X-Forwarded-For hops give the caller address.'),
     heapGrowingPercent: int(
       'HEAP_GROWING_PERCENT',

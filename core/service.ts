@@ -194,7 +194,7 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     const leading = [requestContext(log, metrics), refuseWhileStopping(() => stopping)];
     for (const m of leading) app.use(m);
     const router = express.Router();
-    const direct = mountRoutes(router, routes, { hooks, log, bodyLimitBytes: config.server.bodyLimitBytes });
+    const direct = mountRoutes(router, routes, { hooks, log, bodyLimitBytes: config.server.bodyLimitBytes, bodyMaxDepth: config.server.bodyMaxDepth });
     app.use(direct.middleware);
     app.use(router);
     app.use(notFound);

@@ -5,6 +5,7 @@ import { ApiError } from '../errors';
 import type { Hooks } from '../hooks';
 import type { Logger } from '../logger';
 import { validate } from '../validation';
+import { invalidJson, parseJsonBody } from './json-body';
 import { isUndecodablePath, undecodablePathError } from './middleware';
 import { HANDLED } from './route';
 import type { Deprecation, HttpMethod, Reply, RequestContext, RouteSpec } from './route';
@@ -41,14 +42,8 @@ export interface PipelineDeps {
   hooks: Hooks;
   log: Logger;
   bodyLimitBytes: number;
-}
-
-/** The invalid_json answer of a route: what was wrong, a hint and, where the route has one, an example body. */
-function invalidJson(route: RouteSpec, what: string): ApiError {
-  return new ApiError('invalid_json', what, {
-    hint: `Send a JSON object with Content-Type: application/json${route.example !== undefined ? '; example is a body this route accepts' : ''}.`,
-    ...(route.example !== undefined ? { example: route.example } : {}),
-  });
+  /** Deepest nesting of arrays and objects a JSON body may have. */
+  bodyMaxDepth: number;
 }
 
 /**
@@ -67,18 +62,6 @@ function bodyReader(rawBody: RequestHandler, route: RouteSpec): RequestHandler {
       next(route.body ? invalidJson(route, what) : new ApiError('bad_request', what, { hint: 'Send the body uncompressed, or compressed whole with the encoding you name.' }));
     });
   };
-}
-
-function parseJsonBody(raw: unknown, route: RouteSpec): unknown {
-  if (raw === undefined || raw === null) return {};
-  const text = Buffer.isBuffer(raw) ? raw.toString('utf8') : typeof raw === 'string' ? raw : undefined;
-  if (text === undefined) return raw;
-  if (text.trim() === '') return {};
-  try {
-    return JSON.parse(text) as unknown;
-  } catch (err) {
-    throw invalidJson(route, `Request body is not valid JSON (${(err as Error).message}).`);
-  }
 }
 
 export function sendReply(res: Response, reply: Reply): void {
@@ -166,7 +149,7 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
       }
       if (route.params) ctx.params = validate(route.params, req.params, { where: 'params' });
       if (route.query) ctx.query = validate(route.query, req.query, { where: 'query' });
-      if (route.body) ctx.body = validate(route.body, parseJsonBody(req.body, route), { where: 'body', example: route.example });
+      if (route.body) ctx.body = validate(route.body, parseJsonBody(req, route, deps.bodyMaxDepth), { where: 'body', example: route.example });
       const result = await route.handler(ctx);
       if (result === HANDLED) return;
       cachedDecorators ??= decorators();

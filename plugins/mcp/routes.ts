@@ -4,6 +4,7 @@ import type { Config } from '../../config';
 import { isApiError, errorBody } from '../../core/errors';
 import { validate } from '../../core/validation';
 import type { Logger } from '../../core/logger';
+import { nestedDeeperThan } from '../../core/http/json-body';
 import { HANDLED, defineRoute } from '../../core/http/route';
 import type { HandlerResult, RequestContext, RouteSpec } from '../../core/http/route';
 import type { Changelog } from '../discovery';
@@ -175,6 +176,11 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
   const post = async (ctx: RequestContext): Promise<HandlerResult> => {
     const { req, res } = ctx;
     const raw = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
+    const maxDepth = d.config.server.bodyMaxDepth;
+    if (nestedDeeperThan(raw, maxDepth)) {
+      if (precheck(ctx, res, false)) return HANDLED;
+      return refuse(ctx, 400, -32700, 'invalid_json', `Parse error: the message nests arrays and objects deeper than ${maxDepth} levels.`, 'Flatten the arguments; BODY_MAX_DEPTH sets the limit.');
+    }
     let message: unknown;
     try {
       message = JSON.parse(raw) as unknown;

@@ -37,7 +37,7 @@ for (const mode of MODES) describe(`kernel HTTP pipeline: direct dispatch of par
     const leading = [requestContext(log, new Metrics({ defaultMetrics: false }))];
     app.use(leading);
     const router = express.Router();
-    const direct = mountRoutes(router, table, { hooks: new Hooks(), log, bodyLimitBytes: 10_000 });
+    const direct = mountRoutes(router, table, { hooks: new Hooks(), log, bodyLimitBytes: 10_000, bodyMaxDepth: 64 });
     app.use(direct.middleware);
     app.use(router);
     app.use(notFound);

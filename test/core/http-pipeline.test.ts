@@ -40,6 +40,35 @@ describe('kernel HTTP pipeline', () => {
     expect(res.body.code).to.equal('invalid_json');
   });
 
+  it('answers a body nested deeper than BODY_MAX_DEPTH with 400 invalid_json naming the limit; one within it is read', async () => {
+    const nested = (n: number) => `{"label":"widget","quantity":2,"deep":${'['.repeat(n)}${']'.repeat(n)}}`;
+    for (const depth of [64, 10_000]) {
+      const res = await api.raw('POST', '/probe/items', { rawBody: nested(depth), headers: { 'content-type': 'application/json' } });
+      expect(res.status, `${depth}: ${res.text}`).to.equal(400);
+      expect(res.body.code).to.equal('invalid_json');
+      expect(res.body.error).to.match(/deeper than 64 levels \(BODY_MAX_DEPTH\)/);
+      expect(res.body.example).to.deep.equal({ label: 'widget', quantity: 2 });
+    }
+    // Brackets inside strings are text, not nesting.
+    const within = await api.raw('POST', '/probe/items', { rawBody: JSON.stringify({ label: 'widget', note: `"\\${'[{'.repeat(200)}` }), headers: { 'content-type': 'application/json' } });
+    expect(within.body.code, within.text).to.equal('validation_error');
+    const shallow = await api.raw('POST', '/probe/items', { rawBody: nested(62), headers: { 'content-type': 'application/json' } });
+    expect(shallow.body.code, shallow.text).to.equal('validation_error');
+  });
+
+  it('answers a body declared in a charset other than UTF-8 with 415 unsupported_media_type; utf-8 in any spelling is read', async () => {
+    for (const charset of ['iso-8859-1', 'utf-16le', '"windows-1252"']) {
+      const res = await api.raw('POST', '/probe/items', { rawBody: '{"label":"caf\u00e9","quantity":2}', headers: { 'content-type': `application/json; charset=${charset}` } });
+      expect(res.status, `${charset}: ${res.text}`).to.equal(415);
+      expect(res.body.code).to.equal('unsupported_media_type');
+      expect(res.body.hint).to.match(/UTF-8/);
+    }
+    for (const charset of ['utf-8', 'UTF-8', 'utf8', '"utf-8"']) {
+      const res = await api.raw('POST', '/probe/items', { rawBody: JSON.stringify({ label: 'café', quantity: 2 }), headers: { 'content-type': `application/json; charset=${charset}` } });
+      expect(res.status, `${charset}: ${res.text}`).to.equal(200);
+    }
+  });
+
   it('answers a body failing validation with issues (path and reason), a hint and a passing example', async () => {
     const res = await api.post('/probe/items', { label: '', quantity: -1, extra: true });
     expect(res.status).to.equal(400);

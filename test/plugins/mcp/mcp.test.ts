@@ -314,6 +314,16 @@ describe('MCP endpoint over raw HTTP', function () {
     }
   });
 
+  it('answers a message nested deeper than BODY_MAX_DEPTH with 400 and a JSON-RPC parse error, not a failed tool', async () => {
+    const deep = `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"compute_price","arguments":{"context":{"currency":"USD","x":${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}}}}}`;
+    const res = await fetch(`${svc.url}/api/mcp/rpc`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: deep });
+    expect(res.status).to.equal(400);
+    const body = (await res.json()) as Record<string, any>;
+    expect(body.error.code).to.equal(-32700);
+    expect(body.code).to.equal('invalid_json');
+    expect(body.error.message).to.match(/deeper than 64 levels/);
+  });
+
   it('answers 403 to a page of another origin before reading its credential, on every method', async () => {
     const evil = { origin: 'https://evil.example' };
     const badKey = await rpc(svc, { jsonrpc: '2.0', id: 3, method: 'tools/list' }, { ...evil, 'x-api-key': 'pk_live_notarealkeyatall' });
