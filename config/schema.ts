@@ -1,4 +1,4 @@
-import { bool, decimal, int, list, num, oneOf, optInt, optStr, str } from './settings';
+import { bool, decimal, int, list, num, oneOf, optInt, optStr, proxyTrust, str } from './settings';
 import type { ConfigOf, ConfigOverrides } from './settings';
 
 /**
@@ -13,7 +13,11 @@ export const settingsTree = {
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10000, 'How long a graceful shutdown waits for in-flight requests before closing connections.', { min: 0 }),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 1048576, 'Largest request body accepted, in bytes.', { min: 1024 }),
     bodyMaxDepth: int('BODY_MAX_DEPTH', 64, 'Deepest nesting of arrays and objects a JSON request body may have (deeper: 400 invalid_json).', { min: 2, max: 1000 }),
-    trustProxy: str('TRUST_PROXY', 'loopback', 'Express trust-proxy setting deciding which X-Forwarded-For hops give the caller address.'),
+    trustProxy: proxyTrust(
+      'TRUST_PROXY',
+      ['loopback'],
+      'Which X-Forwarded-For hops give the caller address (Express trust proxy): true (every hop, the left-most address wins), false (none), a number of proxy hops in front of the service (e.g. 1), or a comma-separated list of proxy addresses, CIDR ranges and the names loopback, linklocal, uniquelocal. A proxy address is written in full (10.0.0.1), since Express would read 1 in a list as 0.0.0.1.',
+    ),
     heapGrowingPercent: int(
       'HEAP_GROWING_PERCENT',
       60,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isIpLiteral } from '../core/outbound/address-policy';
 
 /**
  * One place declares every setting: its environment variable, its schema, its default and a line
@@ -80,6 +81,47 @@ export function list(env: string, dflt: string[], doc: string): SettingDef<strin
 /** A decimal amount kept as a string (money is never a float). */
 export function decimal(env: string, dflt: string, doc: string): SettingDef<string> {
   return def(env, z.string().regex(/^\d+(\.\d+)?$/, 'must be a non-negative decimal such as 10 or 0.25'), dflt, doc, trimmed);
+}
+
+/** Express's trust-proxy value: all or nothing, a hop count, or the proxies' addresses and ranges. */
+export type ProxyTrust = boolean | number | string[];
+
+const PROXY_RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+/**
+ * An entry Express (proxy-addr) reads as the operator meant it. proxy-addr also takes shorthand
+ * IPv4 forms, so `1` would silently mean the address 0.0.0.1 rather than one hop: only full
+ * addresses are accepted, with a prefix length or (IPv4) a dotted netmask.
+ */
+function isProxyEntry(entry: string): boolean {
+  if (PROXY_RANGE_NAMES.includes(entry)) return true;
+  const [address = '', range, ...rest] = entry.split('/');
+  if (rest.length > 0 || address.startsWith('[') || !isIpLiteral(address)) return false;
+  if (range === undefined) return true;
+  const bits = address.includes(':') ? 128 : 32;
+  if (/^\d+$/.test(range)) return Number(range) >= 1 && Number(range) <= bits;
+  return bits === 32 && !range.includes(':') && isIpLiteral(range);
+}
+
+/**
+ * The trust-proxy setting, typed as Express documents it: `true`/`false`, digits as a hop count,
+ * anything else as a comma-separated list. Express would take the raw string as a list of addresses.
+ */
+export function proxyTrust(env: string, dflt: ProxyTrust, doc: string): SettingDef<ProxyTrust> {
+  const schema = z.custom<ProxyTrust>(
+    (v) =>
+      typeof v === 'boolean' ||
+      (typeof v === 'number' && Number.isInteger(v) && v >= 0) ||
+      (Array.isArray(v) && v.length > 0 && v.every((e) => typeof e === 'string' && isProxyEntry(e))),
+    { message: 'must be true, false, a hop count (digits only) or a comma-separated list of full IP addresses, CIDR ranges, loopback, linklocal or uniquelocal' },
+  );
+  return def<ProxyTrust>(env, schema, dflt, doc, (raw) => {
+    const v = raw.trim();
+    if (v.toLowerCase() === 'true') return true;
+    if (v.toLowerCase() === 'false') return false;
+    if (/^\d+$/.test(v)) return Number(v);
+    return v.split(',').map((s) => s.trim());
+  });
 }
 
 export type SettingsTree = { readonly [key: string]: SettingDef<unknown> | SettingsTree };

@@ -190,7 +190,7 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     const app = express();
     app.disable('x-powered-by');
     app.disable('etag');
-    app.set('trust proxy', config.server.trustProxy === 'true' ? true : config.server.trustProxy === 'false' ? false : config.server.trustProxy);
+    app.set('trust proxy', config.server.trustProxy);
     const leading = [requestContext(log, metrics), refuseWhileStopping(() => stopping)];
     for (const m of leading) app.use(m);
     const router = express.Router();

@@ -64,6 +64,21 @@ describe('configuration', () => {
     expect((err as ConfigError).problems).to.have.length(3);
   });
 
+  it('reads TRUST_PROXY as Express means it: true/false, digits as a hop count, otherwise a list', () => {
+    expect(loadConfig({}).server.trustProxy).to.deep.equal(['loopback']);
+    expect(loadConfig({ TRUST_PROXY: '1' }).server.trustProxy).to.equal(1);
+    expect(loadConfig({ TRUST_PROXY: ' 2 ' }).server.trustProxy).to.equal(2);
+    expect(loadConfig({ TRUST_PROXY: 'true' }).server.trustProxy).to.equal(true);
+    expect(loadConfig({ TRUST_PROXY: 'FALSE' }).server.trustProxy).to.equal(false);
+    expect(loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8,192.168.1.1/255.255.255.0, fd00::/8' }).server.trustProxy).to.deep.equal(['loopback', '10.0.0.0/8', '192.168.1.1/255.255.255.0', 'fd00::/8']);
+  });
+
+  it('refuses a TRUST_PROXY entry Express would misread as another address (1 in a list is 0.0.0.1)', () => {
+    for (const bad of ['loopback,1', '10.1', '0x0a000001', '10.0.0.0/33', '[::1]', 'proxy.internal', '-1']) {
+      expect(() => loadConfig({ TRUST_PROXY: bad }), bad).to.throw(ConfigError, 'TRUST_PROXY (server.trustProxy)');
+    }
+  });
+
   it('hides secret values in the refusal', () => {
     expect(() => loadConfig({ DATABASE_URL: 'not a url at all' })).not.to.throw();
     expect(() => loadConfig({ REDIS_URL: '' })).not.to.throw();

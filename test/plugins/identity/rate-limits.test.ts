@@ -224,3 +224,23 @@ describe('identity: request rate limits and the failed-credential guard', () => 
   });
 
 });
+
+describe('identity: callers behind a trusted proxy', () => {
+  let svc: TestService;
+  const clock = new ManualClock(Math.floor(Date.now() / 3_600_000) * 3_600_000 + 1000);
+
+  before(async () => {
+    svc = await startTestService({ clock, env: { TRUST_PROXY: '1' }, config: { limits: { rateLimit: { failedAuthPerAddressPer15Min: 3 } } } });
+  });
+  after(() => svc.close());
+
+  it('tells two clients behind one proxy hop (TRUST_PROXY=1) apart by X-Forwarded-For: one client\'s rejected keys do not slow the other down', async () => {
+    const api = client(svc.url);
+    const sandbox = await register(svc.url);
+    for (let i = 0; i < 3; i++) await api.get('/api/me', { 'x-forwarded-for': '198.51.100.1', 'x-api-key': unknownKey('sbx') });
+    const guesser = await api.get<ErrorBody>('/api/me', { 'x-forwarded-for': '198.51.100.1', 'x-api-key': sandbox.api_key.key });
+    expect(guesser.status, 'the client that guessed is slowed down').to.equal(429);
+    const other = await api.get('/api/me', { 'x-forwarded-for': '198.51.100.2', 'x-api-key': sandbox.api_key.key });
+    expect(other.status, `another client behind the same proxy: ${other.text}`).to.equal(200);
+  });
+});
