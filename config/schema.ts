@@ -1,4 +1,4 @@
-import { bool, decimal, int, list, num, oneOf, optInt, optStr, proxyTrust, str } from './settings';
+import { MAX_TIMER_MS, bool, decimal, int, list, num, oneOf, optInt, optStr, proxyTrust, str } from './settings';
 import type { ConfigOf, ConfigOverrides } from './settings';
 
 /**
@@ -59,12 +59,12 @@ export const settingsTree = {
     threads: int('ENGINE_THREADS', 0, 'Worker threads of the pricing pool (0 = the number of cores).', { min: 0, max: 256 }),
     tasksPerWorker: int('ENGINE_TASKS_PER_WORKER', 1, 'Pricing tasks handed to one worker thread at a time (Piscina concurrentTasksPerWorker); above 1 a worker starts its next task without waiting for the main thread, and a worker terminated for a timeout hands its unstarted tasks back to the pool.', { min: 1, max: 64 }),
     maxQueue: int('ENGINE_MAX_QUEUE', 2000, 'Pricing tasks that may wait for a worker before new ones are refused.', { min: 1 }),
-    functionTimeoutMs: int('ENGINE_FUNCTION_TIMEOUT_MS', 2000, 'Time limit of one pricing function call (built-in or external) unless the function sets its own. A built-in call\'s time counts from when a worker starts it; waiting for a worker is bounded by the same length (then the attempt is pool_busy).', { min: 1 }),
+    functionTimeoutMs: int('ENGINE_FUNCTION_TIMEOUT_MS', 2000, 'Time limit of one pricing function call (built-in or external) unless the function sets its own. A built-in call\'s time counts from when a worker starts it; waiting for a worker is bounded by the same length (then the attempt is pool_busy).', { min: 1, max: MAX_TIMER_MS }),
     workerHeapMb: int('ENGINE_WORKER_HEAP_MB', 64, 'Heap limit of each pricing worker thread; a function exceeding it fails alone.', { min: 8 }),
     marketEvidence: bool('ENGINE_MARKET_EVIDENCE', true, 'Whether competitive-position and anchored-adjustment, given a context with a product_type and no competitor_prices, take their reference from the price observations stored on the network for that product type and currency (the observations price verification reads; with the verification plugin only).'),
     marketMaxSources: int('ENGINE_MARKET_MAX_SOURCES', 200, 'Most sources (workspace and source label, newest first) whose median prices a built-in method receives as network market evidence; with more, the reference is taken over these only and can differ from the one verification reports.', { min: 1, max: 1000 }),
-    marketLookupTimeoutMs: int('ENGINE_MARKET_LOOKUP_TIMEOUT_MS', 200, 'Longest a compute waits for the network\'s price observations of its product type; past it (a busy database) the call is priced without them and its trace says so.', { min: 1 }),
-    marketIndexRefreshMs: int('ENGINE_MARKET_INDEX_REFRESH_MS', 60000, 'How often the in-memory list of product types with stored observations is reloaded (a context naming a product type not on it is priced without a database lookup; this instance\'s own observations are added at once, other instances\' within this time).', { min: 1000 }),
+    marketLookupTimeoutMs: int('ENGINE_MARKET_LOOKUP_TIMEOUT_MS', 200, 'Longest a compute waits for the network\'s price observations of its product type; past it (a busy database) the call is priced without them and its trace says so.', { min: 1, max: MAX_TIMER_MS }),
+    marketIndexRefreshMs: int('ENGINE_MARKET_INDEX_REFRESH_MS', 60000, 'How often the in-memory list of product types with stored observations is reloaded (a context naming a product type not on it is priced without a database lookup; this instance\'s own observations are added at once, other instances\' within this time).', { min: 1000, max: MAX_TIMER_MS }),
     marketIndexMax: int('ENGINE_MARKET_INDEX_MAX', 100000, 'Most distinct product types (per currency) that list holds; with more, every market-evidence lookup asks the database.', { min: 0 }),
     cacheTtlMs: int('ENGINE_CACHE_TTL_MS', 30000, 'How long a computed result is reused for the same function and context (0 disables the cache).', { min: 0 }),
     latencyWindowMs: int('LATENCY_WINDOW_MS', 300000, 'Window of the latency statistics used by `fastest` and the catalogue.', { min: 1000 }),
@@ -78,7 +78,7 @@ export const settingsTree = {
     extraWorkerModules: list('ENGINE_EXTRA_WORKER_MODULES', [], 'Absolute paths of extra modules loaded in pricing workers (each exports `functions`), for operators adding in-process methods and for tests.'),
   },
   catalog: {
-    leaderboardRefreshMs: int('LEADERBOARD_REFRESH_MS', 300000, 'How often the public leaderboard aggregate is recomputed in the background, in ms (also once at start; requests never scan usage).', { min: 1000 }),
+    leaderboardRefreshMs: int('LEADERBOARD_REFRESH_MS', 300000, 'How often the public leaderboard aggregate is recomputed in the background, in ms (also once at start; requests never scan usage).', { min: 1000, max: MAX_TIMER_MS }),
     leaderboardWindowDays: int('LEADERBOARD_WINDOW_DAYS', 30, 'Days of usage the leaderboard aggregate covers.', { min: 1, max: 3650 }),
   },
   usage: {
@@ -98,7 +98,7 @@ export const settingsTree = {
     allowList: list('OUTBOUND_ALLOW_LIST', [], 'Addresses or CIDRs that owner-registered URLs may reach although private or loopback (tests, on-premises upstreams).'),
     httpsOnly: bool('OUTBOUND_HTTPS_ONLY', false, 'Refuse plain-http function endpoints and webhooks.'),
     allowedPorts: list('OUTBOUND_ALLOWED_PORTS', ['443', '80'], 'Ports owner-registered URLs may use (empty: any); an address on OUTBOUND_ALLOW_LIST may use any port.'),
-    timeoutMs: int('OUTBOUND_TIMEOUT_MS', 5000, 'Default time limit of outbound requests.', { min: 1 }),
+    timeoutMs: int('OUTBOUND_TIMEOUT_MS', 5000, 'Default time limit of outbound requests.', { min: 1, max: MAX_TIMER_MS }),
     maxBodyBytes: int('OUTBOUND_MAX_BODY_BYTES', 65536, 'Largest response body accepted from an outbound request.', { min: 1024 }),
   },
   mcp: {
@@ -140,7 +140,7 @@ export const settingsTree = {
     paymentSettleAttempts: int('PAYMENT_SETTLE_ATTEMPTS', 3, 'Settlement attempts for one payment (SPEC: 3).', { min: 1 }),
     batchMaxItems: int('BATCH_MAX_ITEMS', 100, 'Largest number of items in one batch request (SPEC: 100).', { min: 1, max: 1000 }),
     mcp: {
-      toolTimeoutMs: int('MCP_TOOL_TIMEOUT_MS', 30000, 'Time limit of one MCP tool call in ms (SPEC: 30000).', { min: 1 }),
+      toolTimeoutMs: int('MCP_TOOL_TIMEOUT_MS', 30000, 'Time limit of one MCP tool call in ms (SPEC: 30000).', { min: 1, max: MAX_TIMER_MS }),
       sessionTtlHours: int('MCP_SESSION_TTL_HOURS', 24, 'Hours an MCP session id stays valid (SPEC: 24).', { min: 1 }),
     },
     notices: {

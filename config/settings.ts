@@ -27,6 +27,12 @@ function def<T>(env: string, schema: z.ZodType<T>, dflt: T, doc: string, fromEnv
 
 const trimmed = (raw: string): string => raw.trim();
 
+/**
+ * Longest delay setTimeout and setInterval honour (2^31-1 ms, about 24.8 days): Node runs a longer
+ * one after 1 ms, so a setting that ends in a timer takes this as its maximum.
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
+
 export function int(env: string, dflt: number, doc: string, range: { min?: number; max?: number } = {}): SettingDef<number> {
   let schema = z.number().int();
   if (range.min !== undefined) schema = schema.min(range.min);
