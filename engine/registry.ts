@@ -43,7 +43,7 @@ export class FunctionRegistry {
 
   async start(): Promise<void> {
     for (const fn of await this.source.loadAll()) this.put(fn);
-    this.unsubscribe = await this.kv.subscribe(CHANNEL, (id) => void this.reload(id));
+    this.unsubscribe = await this.kv.subscribe(CHANNEL, (id) => this.reload(id));
   }
 
   async stop(): Promise<void> {

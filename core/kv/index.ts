@@ -1,13 +1,15 @@
 import type { Clock } from '../clock';
+import type { Logger } from '../logger';
 import { MemoryKvStore } from './memory';
 import { RedisKvStore } from './redis';
 import type { KvStore } from './types';
 
 export type { KvStore, RateLimitResult, Unsubscribe } from './types';
+export type { MessageHandler } from './contract';
 export { MemoryKvStore } from './memory';
 export { RedisKvStore } from './redis';
 
 /** Redis when a URL is configured, otherwise the in-process store. */
-export function createKvStore(redisUrl: string | undefined, prefix: string, clock: Clock): KvStore {
-  return redisUrl ? new RedisKvStore(redisUrl, prefix, clock) : new MemoryKvStore(clock);
+export function createKvStore(redisUrl: string | undefined, prefix: string, clock: Clock, log: Logger): KvStore {
+  return redisUrl ? new RedisKvStore(redisUrl, prefix, clock, log) : new MemoryKvStore(clock, log);
 }

@@ -1,5 +1,9 @@
 import { EventEmitter } from 'node:events';
 import type { Clock } from '../clock';
+import { createLogger } from '../logger';
+import type { Logger } from '../logger';
+import { isolateHandler } from './contract';
+import type { MessageHandler } from './contract';
 import { slidingWindow } from './types';
 import type { KvStore, RateLimitResult, Unsubscribe } from './types';
 
@@ -15,7 +19,11 @@ export class MemoryKvStore implements KvStore {
   private readonly bus = new EventEmitter();
   private readonly sweeper: NodeJS.Timeout;
 
-  constructor(private readonly clock: Clock, sweepIntervalMs = 60_000) {
+  constructor(
+    private readonly clock: Clock,
+    private readonly log: Logger = createLogger('warn'),
+    sweepIntervalMs = 60_000,
+  ) {
     this.bus.setMaxListeners(0);
     this.sweeper = setInterval(() => this.sweep(), sweepIntervalMs);
     this.sweeper.unref();
@@ -88,10 +96,11 @@ export class MemoryKvStore implements KvStore {
     this.bus.emit(channel, message);
   }
 
-  async subscribe(channel: string, handler: (message: string) => void): Promise<Unsubscribe> {
-    this.bus.on(channel, handler);
+  async subscribe(channel: string, handler: MessageHandler): Promise<Unsubscribe> {
+    const isolated = isolateHandler(handler, channel, this.log);
+    this.bus.on(channel, isolated);
     return async () => {
-      this.bus.off(channel, handler);
+      this.bus.off(channel, isolated);
     };
   }
 

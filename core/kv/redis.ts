@@ -1,5 +1,9 @@
 import { Redis } from 'ioredis';
 import type { Clock } from '../clock';
+import { createLogger } from '../logger';
+import type { Logger } from '../logger';
+import { isolateHandler } from './contract';
+import type { MessageHandler } from './contract';
 import { slidingWindow } from './types';
 import type { KvStore, RateLimitResult, Unsubscribe } from './types';
 
@@ -44,6 +48,7 @@ export class RedisKvStore implements KvStore {
     url: string,
     private readonly prefix: string,
     private readonly clock: Clock,
+    private readonly log: Logger = createLogger('warn'),
   ) {
     const client = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true });
     client.defineCommand('pcsIncr', { numberOfKeys: 1, lua: INCR_WITH_EXPIRY });
@@ -103,7 +108,7 @@ export class RedisKvStore implements KvStore {
     await this.client.publish(this.k(channel), message);
   }
 
-  async subscribe(channel: string, handler: (message: string) => void): Promise<Unsubscribe> {
+  async subscribe(channel: string, handler: MessageHandler): Promise<Unsubscribe> {
     const full = this.k(channel);
     if (!this.subscriber) {
       this.subscriber = this.client.duplicate();
@@ -117,9 +122,10 @@ export class RedisKvStore implements KvStore {
       this.handlers.set(full, set);
       await this.subscriber.subscribe(full);
     }
-    set.add(handler);
+    const isolated = isolateHandler(handler, channel, this.log);
+    set.add(isolated);
     return async () => {
-      set.delete(handler);
+      set.delete(isolated);
       if (set.size === 0) {
         this.handlers.delete(full);
         await this.subscriber?.unsubscribe(full);

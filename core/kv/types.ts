@@ -9,6 +9,8 @@ export interface RateLimitResult {
   retryAfterMs: number;
 }
 
+import type { MessageHandler } from './contract';
+
 export type Unsubscribe = () => Promise<void>;
 
 /**
@@ -33,7 +35,8 @@ export interface KvStore {
   /** Reads a rate-limit window without counting. */
   peekRateLimit(key: string, limit: number, windowMs: number): Promise<RateLimitResult>;
   publish(channel: string, message: string): Promise<void>;
-  subscribe(channel: string, handler: (message: string) => void): Promise<Unsubscribe>;
+  /** A handler that throws or rejects is logged; the publisher and other handlers are unaffected. */
+  subscribe(channel: string, handler: MessageHandler): Promise<Unsubscribe>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }

@@ -3,20 +3,23 @@ import { ManualClock } from '../../core/clock';
 import { MemoryKvStore, RedisKvStore } from '../../core/kv';
 import type { KvStore } from '../../core/kv';
 import { randomToken } from '../../core/ids';
+import { createLogger } from '../../core/logger';
+import type { Logger } from '../../core/logger';
 
 /**
  * One contract, two implementations. The Redis run needs REDIS_URL; CI always sets it (.ci/run
  * starts redis-server), and under CI a missing REDIS_URL fails instead of skipping.
  */
-function kvContract(name: string, make: (clock: ManualClock) => KvStore | null) {
+function kvContract(name: string, make: (clock: ManualClock, log: Logger) => KvStore | null) {
   describe(`key-value store contract: ${name}`, function () {
     let clock: ManualClock;
     let kv: KvStore;
     let ns: string;
+    const logged: string[] = [];
 
     before(function () {
       clock = new ManualClock(Date.parse('2026-03-01T00:00:00Z'));
-      const made = make(clock);
+      const made = make(clock, createLogger('error', { write: (line: string) => void logged.push(line) }));
       if (!made) {
         if (process.env.CI) throw new Error('REDIS_URL is not set: CI must run the Redis contract suite.');
         this.skip();
@@ -113,11 +116,40 @@ function kvContract(name: string, make: (clock: ManualClock) => KvStore | null) 
       await unsubscribe();
     });
 
+    it('keeps a failing subscriber to itself: a throw or a rejection is logged, never left unhandled or handed to the publisher', async () => {
+      const unhandled: unknown[] = [];
+      const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+      process.on('unhandledRejection', onUnhandled);
+      try {
+        const got: string[] = [];
+        const subscriptions = [
+          await kv.subscribe(`${ns}boom`, () => {
+            throw new Error('subscriber threw');
+          }),
+          await kv.subscribe(`${ns}boom`, async () => {
+            throw new Error('subscriber rejected');
+          }),
+          await kv.subscribe(`${ns}boom`, (m) => got.push(m)),
+        ];
+        await kv.publish(`${ns}boom`, 'first');
+        await kv.publish(`${ns}boom`, 'second');
+        for (let i = 0; i < 50 && got.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+        await new Promise((r) => setImmediate(r));
+        expect(got, 'the other subscriber still hears every message').to.deep.equal(['first', 'second']);
+        expect(unhandled.map(String), 'unhandled rejections').to.deep.equal([]);
+        const failures = logged.filter((l) => l.includes('key-value subscriber failed'));
+        expect(failures.join('\n')).to.contain('subscriber threw').and.to.contain('subscriber rejected');
+        for (const unsubscribe of subscriptions) await unsubscribe();
+      } finally {
+        process.off('unhandledRejection', onUnhandled);
+      }
+    });
+
     it('answers ping', async () => {
       await kv.ping();
     });
   });
 }
 
-kvContract('in-process', (clock) => new MemoryKvStore(clock));
-kvContract('redis', (clock) => (process.env.REDIS_URL ? new RedisKvStore(process.env.REDIS_URL, `pcs-test-${randomToken(6)}:`, clock) : null));
+kvContract('in-process', (clock, log) => new MemoryKvStore(clock, log));
+kvContract('redis', (clock, log) => (process.env.REDIS_URL ? new RedisKvStore(process.env.REDIS_URL, `pcs-test-${randomToken(6)}:`, clock, log) : null));
