@@ -19,3 +19,36 @@ export function isolateHandler(handler: MessageHandler, channel: string, log: Lo
     }
   };
 }
+
+/*
+ * Argument checks of the store contract, run by both stores before touching data. They are the
+ * values Redis accepts (PX, PEXPIRE and INCRBY take integers only), so the in-process store,
+ * which would take anything, cannot pass a test that production on Redis fails.
+ */
+
+/** A TTL is absent, 0 (no expiry) or a positive whole number of milliseconds. */
+export function checkTtl(ttlMs: number | undefined): void {
+  if (ttlMs !== undefined && !(Number.isSafeInteger(ttlMs) && ttlMs >= 0)) throw new RangeError(`TTL must be a whole number of milliseconds, 0 or more (got ${ttlMs})`);
+}
+
+export function checkIncrement(by: number): void {
+  if (!Number.isSafeInteger(by)) throw new RangeError(`An increment must be a whole number (got ${by})`);
+}
+
+/** A rate-limit call counts at least 1; reading without counting is peekRateLimit. */
+export function checkRateLimit(limit: number, windowMs: number, cost = 1): void {
+  if (!(Number.isSafeInteger(limit) && limit >= 0)) throw new RangeError(`A rate limit must be a whole number, 0 or more (got ${limit})`);
+  if (!(Number.isSafeInteger(windowMs) && windowMs >= 1)) throw new RangeError(`A rate-limit window must be a whole number of milliseconds, 1 or more (got ${windowMs})`);
+  if (!(Number.isSafeInteger(cost) && cost >= 1)) throw new RangeError(`A rate-limit cost must be a whole number, 1 or more (got ${cost})`);
+}
+
+/** The counter a stored value holds, read as Redis's INCRBY reads it (no sign on 0, no leading zeros). */
+export function counterValue(key: string, value: string): number {
+  const n = Number(value);
+  if (!/^(0|-?[1-9]\d*)$/.test(value) || !Number.isSafeInteger(n)) throw notACounter(key);
+  return n;
+}
+
+export function notACounter(key: string): RangeError {
+  return new RangeError(`The value of ${key} is not an integer counter`);
+}

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { Clock } from '../clock';
 import { createLogger } from '../logger';
 import type { Logger } from '../logger';
-import { isolateHandler } from './contract';
+import { checkIncrement, checkRateLimit, checkTtl, counterValue, isolateHandler } from './contract';
 import type { MessageHandler } from './contract';
 import { slidingWindow } from './types';
 import type { KvStore, RateLimitResult, Unsubscribe } from './types';
@@ -49,10 +49,12 @@ export class MemoryKvStore implements KvStore {
   }
 
   async set(key: string, value: string, ttlMs?: number): Promise<void> {
+    checkTtl(ttlMs);
     this.entries.set(key, { value, expiresAt: ttlMs ? this.clock.now() + ttlMs : null });
   }
 
   async setIfAbsent(key: string, value: string, ttlMs?: number): Promise<boolean> {
+    checkTtl(ttlMs);
     if (this.live(key)) return false;
     await this.set(key, value, ttlMs);
     return true;
@@ -63,10 +65,12 @@ export class MemoryKvStore implements KvStore {
   }
 
   async incr(key: string, by = 1, ttlMs?: number): Promise<number> {
+    checkIncrement(by);
+    checkTtl(ttlMs);
     const entry = this.live(key);
-    const next = (entry ? Number(entry.value) : 0) + by;
-    if (entry) entry.value = String(next);
-    else this.entries.set(key, { value: String(next), expiresAt: ttlMs ? this.clock.now() + ttlMs : null });
+    const next = (entry ? counterValue(key, entry.value) : 0) + by;
+    const expiresAt = entry?.expiresAt ?? (ttlMs ? this.clock.now() + ttlMs : null);
+    this.entries.set(key, { value: String(next), expiresAt });
     return next;
   }
 
@@ -80,6 +84,7 @@ export class MemoryKvStore implements KvStore {
   }
 
   async rateLimit(key: string, limit: number, windowMs: number, cost = 1): Promise<RateLimitResult> {
+    checkRateLimit(limit, windowMs, cost);
     const { cur, prev, elapsed, curKey } = this.windowCounts(key, windowMs);
     const r = slidingWindow(prev, cur, elapsed, windowMs, limit, cost);
     if (r.allowed) await this.incr(curKey, cost, windowMs * 2);
@@ -87,6 +92,7 @@ export class MemoryKvStore implements KvStore {
   }
 
   async peekRateLimit(key: string, limit: number, windowMs: number): Promise<RateLimitResult> {
+    checkRateLimit(limit, windowMs);
     const { cur, prev, elapsed } = this.windowCounts(key, windowMs);
     const r = slidingWindow(prev, cur, elapsed, windowMs, limit, 0);
     return { allowed: r.weighted < limit, limit, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.weighted < limit ? 0 : r.resetMs };

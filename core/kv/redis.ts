@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import type { Clock } from '../clock';
 import { createLogger } from '../logger';
 import type { Logger } from '../logger';
-import { isolateHandler } from './contract';
+import { checkIncrement, checkRateLimit, checkTtl, isolateHandler, notACounter } from './contract';
 import type { MessageHandler } from './contract';
 import { slidingWindow } from './types';
 import type { KvStore, RateLimitResult, Unsubscribe } from './types';
@@ -65,11 +65,13 @@ export class RedisKvStore implements KvStore {
   }
 
   async set(key: string, value: string, ttlMs?: number): Promise<void> {
+    checkTtl(ttlMs);
     if (ttlMs) await this.client.set(this.k(key), value, 'PX', ttlMs);
     else await this.client.set(this.k(key), value);
   }
 
   async setIfAbsent(key: string, value: string, ttlMs?: number): Promise<boolean> {
+    checkTtl(ttlMs);
     const res = ttlMs ? await this.client.set(this.k(key), value, 'PX', ttlMs, 'NX') : await this.client.set(this.k(key), value, 'NX');
     return res === 'OK';
   }
@@ -79,7 +81,14 @@ export class RedisKvStore implements KvStore {
   }
 
   async incr(key: string, by = 1, ttlMs = 0): Promise<number> {
-    return Number(await this.client.pcsIncr(this.k(key), by, ttlMs));
+    checkIncrement(by);
+    checkTtl(ttlMs);
+    try {
+      return Number(await this.client.pcsIncr(this.k(key), by, ttlMs));
+    } catch (err) {
+      if (err instanceof Error && err.message.includes('not an integer')) throw notACounter(key);
+      throw err;
+    }
   }
 
   private async window(key: string, limit: number, windowMs: number, cost: number): Promise<{ allowed: boolean; cur: number; prev: number; elapsed: number }> {
@@ -92,6 +101,7 @@ export class RedisKvStore implements KvStore {
   }
 
   async rateLimit(key: string, limit: number, windowMs: number, cost = 1): Promise<RateLimitResult> {
+    checkRateLimit(limit, windowMs, cost);
     const w = await this.window(key, limit, windowMs, cost);
     const r = slidingWindow(w.prev, w.cur, w.elapsed, windowMs, limit, cost);
     // The script decided atomically; the shared arithmetic only derives the reported figures.
@@ -99,6 +109,7 @@ export class RedisKvStore implements KvStore {
   }
 
   async peekRateLimit(key: string, limit: number, windowMs: number): Promise<RateLimitResult> {
+    checkRateLimit(limit, windowMs);
     const w = await this.window(key, limit, windowMs, 0);
     const r = slidingWindow(w.prev, w.cur, w.elapsed, windowMs, limit, 0);
     return { allowed: r.weighted < limit, limit, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.weighted < limit ? 0 : r.resetMs };

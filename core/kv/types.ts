@@ -20,16 +20,24 @@ export type Unsubscribe = () => Promise<void>;
 export interface KvStore {
   readonly kind: 'memory' | 'redis';
   get(key: string): Promise<string | null>;
-  /** Sets a value, optionally expiring after `ttlMs`. */
+  /**
+   * Sets a value, optionally expiring after `ttlMs`. Every TTL in this interface is a whole number
+   * of milliseconds; 0 or none means no expiry. Arguments outside the contract are refused with a
+   * RangeError by both stores (core/kv/contract.ts).
+   */
   set(key: string, value: string, ttlMs?: number): Promise<void>;
   /** Sets a value only when the key does not exist; true when this call set it. */
   setIfAbsent(key: string, value: string, ttlMs?: number): Promise<boolean>;
   del(key: string): Promise<void>;
-  /** Atomically adds `by` and returns the new value; a new key expires after `ttlMs`. */
+  /**
+   * Atomically adds `by` (a whole number) to the integer the key holds (none: 0) and returns the
+   * new value; a key without an expiry, new or not, gets `ttlMs`, and an expiry it has is kept.
+   * Refused for a value that is not an integer.
+   */
   incr(key: string, by?: number, ttlMs?: number): Promise<number>;
   /**
-   * Sliding-window counter: counts `cost` against `limit` per `windowMs` unless that would exceed
-   * the limit. Atomic in both implementations.
+   * Sliding-window counter: counts `cost` (1 or more) against `limit` per `windowMs` unless that
+   * would exceed the limit. Atomic in both implementations.
    */
   rateLimit(key: string, limit: number, windowMs: number, cost?: number): Promise<RateLimitResult>;
   /** Reads a rate-limit window without counting. */

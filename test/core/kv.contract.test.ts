@@ -73,6 +73,69 @@ function kvContract(name: string, make: (clock: ManualClock, log: Logger) => KvS
       expect(await kv.incr(`${ns}c`, 1, 150)).to.equal(1);
     });
 
+    it('gives a counter that has no expiry the TTL of the next incr naming one, and keeps an expiry it has', async () => {
+      await kv.set(`${ns}plain`, '5');
+      expect(await kv.incr(`${ns}plain`, 1, 150)).to.equal(6);
+      await kv.incr(`${ns}released`, -1);
+      expect(await kv.incr(`${ns}released`, 1, 150)).to.equal(0);
+      await kv.incr(`${ns}kept`, 1, 150);
+      expect(await kv.incr(`${ns}kept`, 1, 60_000)).to.equal(2);
+      clock.advance(200);
+      await new Promise((r) => setTimeout(r, kv.kind === 'redis' ? 250 : 0));
+      expect(await kv.get(`${ns}plain`), 'set without a TTL, then incr with one').to.equal(null);
+      expect(await kv.get(`${ns}released`), 'incr without a TTL, then incr with one').to.equal(null);
+      expect(await kv.get(`${ns}kept`), 'the first expiry is kept').to.equal(null);
+    });
+
+    it('refuses what Redis cannot store, before writing: a fractional or negative TTL, a fractional increment', async () => {
+      for (const [what, call] of [
+        ['set, fractional TTL', () => kv.set(`${ns}x`, 'v', 1500.5)],
+        ['set, negative TTL', () => kv.set(`${ns}x`, 'v', -5)],
+        ['setIfAbsent, fractional TTL', () => kv.setIfAbsent(`${ns}x`, 'v', 0.5)],
+        ['incr, fractional TTL', () => kv.incr(`${ns}x`, 1, 1000.5)],
+        ['incr, negative TTL', () => kv.incr(`${ns}x`, 1, -1)],
+        ['incr, fractional amount', () => kv.incr(`${ns}x`, 0.5, 1000)],
+      ] as const) {
+        const outcome = await call().then(
+          () => 'resolved',
+          (err: unknown) => err,
+        );
+        expect(outcome, what).to.be.instanceOf(RangeError);
+      }
+      expect(await kv.get(`${ns}x`)).to.equal(null);
+    });
+
+    it('refuses to increment a value that is not an integer, leaving it as it was', async () => {
+      for (const value of ['abc', '1.5', '']) {
+        await kv.set(`${ns}s`, value);
+        const outcome = await kv.incr(`${ns}s`, 1).then(
+          (n) => n,
+          (err: unknown) => err,
+        );
+        expect(outcome, JSON.stringify(value)).to.be.instanceOf(RangeError);
+        expect(await kv.get(`${ns}s`)).to.equal(value);
+      }
+    });
+
+    it('treats a TTL of 0 as no expiry', async () => {
+      await kv.set(`${ns}z`, 'v', 0);
+      expect(await kv.setIfAbsent(`${ns}z2`, 'v', 0)).to.equal(true);
+      expect(await kv.incr(`${ns}z3`, 1, 0)).to.equal(1);
+      clock.advance(86_400_000);
+      expect([await kv.get(`${ns}z`), await kv.get(`${ns}z2`), await kv.get(`${ns}z3`)]).to.deep.equal(['v', 'v', '1']);
+    });
+
+    it('refuses a rate-limit cost below 1 or a fractional one (reading without counting is peekRateLimit)', async () => {
+      for (const cost of [0, -1, 1.5]) {
+        const outcome = await kv.rateLimit(`${ns}rl0`, 5, 60_000, cost).then(
+          (r) => r,
+          (err: unknown) => err,
+        );
+        expect(outcome, `cost ${cost}`).to.be.instanceOf(RangeError);
+      }
+      expect((await kv.peekRateLimit(`${ns}rl0`, 5, 60_000)).remaining).to.equal(5);
+    });
+
     it('rate-limits with a sliding window: allows the limit, refuses the next with a retry time', async () => {
       clock.set(Math.floor(clock.now() / 60_000) * 60_000 + 1_000);
       const results = await Promise.all(Array.from({ length: 12 }, () => kv.rateLimit(`${ns}rl`, 10, 60_000)));
