@@ -1,0 +1,68 @@
+import { expect } from 'chai';
+import { mkdirSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+interface Launcher {
+  inputFingerprint(root: string): string;
+  needsBuild(root: string): boolean;
+  recordBuild(root: string, fingerprint: string): void;
+}
+
+const launcher = createRequire(__filename)(path.resolve(__dirname, '../../../core/launcher.cjs')) as Launcher;
+
+describe('launcher: the rebuild decision of npm start', () => {
+  let root: string;
+  const write = (file: string, text: string) => {
+    mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
+    writeFileSync(path.join(root, file), text);
+  };
+  const built = () => launcher.recordBuild(root, launcher.inputFingerprint(root));
+
+  beforeEach(() => {
+    root = mkdtempSync(path.join(tmpdir(), 'pcs-launcher-'));
+    write('package.json', '{"name":"x"}');
+    write('tsconfig.json', '{}');
+    write('tsconfig.build.json', '{"extends":"./tsconfig.json"}');
+    write('core/main.ts', 'export const a = 1;\n');
+    write('plugins/p/index.ts', 'export const b = 2;\n');
+    write('dist/core/main.js', '');
+    built();
+  });
+  afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+  it('runs the existing build when no input changed', () => {
+    expect(launcher.needsBuild(root)).to.equal(false);
+  });
+
+  it('rebuilds when a source changed but carries an older modification time (tar, rsync -a, cp -p)', () => {
+    const file = path.join(root, 'core/main.ts');
+    const before = statSync(file).mtime;
+    writeFileSync(file, 'export const a = 2;\n');
+    const older = new Date(before.getTime() - 86_400_000);
+    utimesSync(file, older, older);
+    expect(launcher.needsBuild(root)).to.equal(true);
+  });
+
+  it('rebuilds when a source is deleted or added', () => {
+    rmSync(path.join(root, 'plugins/p/index.ts'));
+    expect(launcher.needsBuild(root), 'deleted').to.equal(true);
+    built();
+    write('engine/new.ts', 'export {};\n');
+    expect(launcher.needsBuild(root), 'added').to.equal(true);
+  });
+
+  it('rebuilds when tsconfig.build.json or package.json changes', () => {
+    write('tsconfig.build.json', '{"extends":"./tsconfig.json","compilerOptions":{"target":"ES2020"}}');
+    expect(launcher.needsBuild(root), 'tsconfig.build.json').to.equal(true);
+    built();
+    write('package.json', '{"name":"x","type":"commonjs"}');
+    expect(launcher.needsBuild(root), 'package.json').to.equal(true);
+  });
+
+  it('rebuilds when the compiled entry point is missing', () => {
+    rmSync(path.join(root, 'dist/core/main.js'));
+    expect(launcher.needsBuild(root)).to.equal(true);
+  });
+});
