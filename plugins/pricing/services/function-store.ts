@@ -1,3 +1,4 @@
+import { isUniqueViolation } from '../../../core/db/sql';
 import type { Sql } from '../../../core/db/sql';
 import { ApiError } from '../../../core/errors';
 import { newId } from '../../../core/ids';
@@ -120,7 +121,7 @@ export class FunctionStore implements FunctionSource {
       );
       return toRecord(row as FunctionRow);
     } catch (err) {
-      if ((err as { name?: string }).name === 'SequelizeUniqueConstraintError' || /duplicate key/.test(String((err as Error).message))) throw nameTaken(f.name);
+      if (isUniqueViolation(err, 'pricing_functions_name_idx')) throw nameTaken(f.name);
       throw err;
     }
   }
