@@ -93,6 +93,8 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
   body?: B;
   query?: Q;
   params?: P;
+  /** Request headers the route reads beyond credentials, for the OpenAPI document (an object of optional strings). */
+  headers?: z.ZodObject;
   /** Hand the handler the unparsed body (`req.body` is a Buffer) instead of parsing JSON. */
   rawBody?: boolean;
   /** Content types an unparsed body may have, for OpenAPI (default: JSON and form-encoded). */

@@ -91,7 +91,7 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], info: { version
       request: {
         ...(spec.params ? { params: spec.params as z.ZodObject } : {}),
         ...(spec.query ? { query: spec.query as z.ZodObject } : {}),
-        ...(acceptsPerson(spec) ? { headers: workspaceHeader } : {}),
+        ...(acceptsPerson(spec) || spec.headers ? { headers: acceptsPerson(spec) && spec.headers ? workspaceHeader.extend(spec.headers.shape) : (spec.headers ?? workspaceHeader) } : {}),
         ...(spec.body
           ? { body: { required: true, content: { 'application/json': { schema: spec.body, ...(spec.example !== undefined ? { example: spec.example } : {}) } } } }
           : spec.rawBody

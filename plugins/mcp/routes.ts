@@ -4,6 +4,7 @@ import type { Config } from '../../config';
 import { isApiError, errorBody } from '../../core/errors';
 import { validate } from '../../core/validation';
 import type { Logger } from '../../core/logger';
+import { z } from 'zod';
 import { nestedDeeperThan } from '../../core/http/json-body';
 import { HANDLED, defineRoute } from '../../core/http/route';
 import type { HandlerResult, RequestContext, RouteSpec } from '../../core/http/route';
@@ -248,7 +249,11 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
     return HANDLED;
   };
 
-  const common = { tags: ['MCP'], auth: 'optional' as const, channel: 'mcp' as const, sandbox: true, screen: screenOrigin };
+  const transportHeaders = z.object({
+    'mcp-session-id': z.string().optional().describe('The session id the initialize response gave (optional: sessions are stateless). Malformed: 400; altered, expired or another caller\'s: 404.'),
+    'mcp-protocol-version': z.string().optional().describe(`The MCP protocol version in use, one of ${SUPPORTED_VERSIONS.join(', ')}; not checked on initialize, another value elsewhere: 400.`),
+  });
+  const common = { tags: ['MCP'], auth: 'optional' as const, channel: 'mcp' as const, sandbox: true, screen: screenOrigin, headers: transportHeaders };
   return [
     defineRoute({
       id: 'mcp.post',

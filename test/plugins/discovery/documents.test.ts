@@ -210,6 +210,11 @@ describe('discovery documents and OpenAPI', function () {
     const wrong = svc.routes.all().filter(({ spec }) => headersOf(spec).includes('x-workspace-id') !== person(spec)).map(({ spec }) => spec.id);
     expect(wrong, 'documented x-workspace-id where no person may call, or left it out where one may').to.deep.equal([]);
     expect(headersOf(svc.routes.all().find(({ spec }) => spec.id === 'me.read')?.spec as RouteSpec)).to.include('x-workspace-id');
+    // The MCP transport's own headers, beside the workspace a person's credential picks.
+    for (const method of ['post', 'get', 'delete'] as const) {
+      const mcp = svc.routes.all().find(({ spec }) => spec.path === '/api/mcp/rpc' && spec.method === method)?.spec as RouteSpec;
+      expect(headersOf(mcp), method).to.include.members(['mcp-session-id', 'mcp-protocol-version', 'x-workspace-id']);
+    }
     // What it documents: a person's own workspace is chosen, another one is refused.
     const alice = await signUp(svc, 'ws-header');
     const own = await client(svc.url).get<Record<string, any>>('/api/me', { authorization: `Bearer ${alice.token}`, 'x-workspace-id': alice.workspaceId });
