@@ -101,8 +101,8 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
   consumes?: string[];
   /** A request body that passes `body`, returned with invalid_json and validation errors. */
   example?: unknown;
-  /** Response schemas by status, for the OpenAPI document. */
-  responses?: Record<number, { description: string; schema?: z.ZodType }>;
+  /** Response schemas by status, for the OpenAPI document; 4XX/5XX replace the common error shape where a route answers refusals in another (MCP: JSON-RPC). */
+  responses?: Partial<Record<number | '4XX' | '5XX', { description: string; schema?: z.ZodType }>>;
   deprecated?: Deprecation;
   /** Content types the route answers with, for OpenAPI (default application/json). */
   produces?: string[];

@@ -66,18 +66,21 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], info: { version
     const responses: Record<string, { description: string; content?: Record<string, { schema: z.ZodType }> }> = {};
     const produces = spec.produces ?? ['application/json'];
     for (const [status, r] of Object.entries(spec.responses ?? {})) {
+      if (!r) continue;
       // A success declared for its status alone still has a body (only 204 has none).
-      const content = r.schema ? bodyContent(produces, r.schema) : status.startsWith('2') && status !== '204' ? bodyContent(produces) : undefined;
+      const refusal = /^[45]/.test(status);
+      // Refusals are JSON whatever the route otherwise answers in.
+      const content = r.schema ? bodyContent(refusal ? ['application/json'] : produces, r.schema) : status.startsWith('2') && status !== '204' ? bodyContent(produces) : undefined;
       responses[status] = { description: r.description, ...(content ? { content } : {}) };
     }
     // A route that documents only refusals (MCP DELETE always answers 405) has no success to show.
     // Any other status than 200 is declared by the route itself (its `responses`), never guessed from its id.
-    const onlyRefuses = Object.keys(responses).length > 0 && Object.keys(responses).every((s) => Number(s) >= 400);
+    const onlyRefuses = Object.keys(responses).length > 0 && Object.keys(responses).every((s) => /^[45]/.test(s));
     if (!onlyRefuses && !Object.keys(responses).some((s) => s.startsWith('2'))) {
       responses['200'] = { description: 'Success.', content: bodyContent(produces) };
     }
-    responses['4XX'] = { description: 'Refused: the common error shape (see SPEC "Errors").', content: { 'application/json': { schema: errorBodySchema } } };
-    responses['5XX'] = { description: 'Failed on our side or upstream: the common error shape.', content: { 'application/json': { schema: errorBodySchema } } };
+    responses['4XX'] ??= { description: 'Refused: the common error shape (see SPEC "Errors").', content: { 'application/json': { schema: errorBodySchema } } };
+    responses['5XX'] ??= { description: 'Failed on our side or upstream: the common error shape.', content: { 'application/json': { schema: errorBodySchema } } };
     const sec = security(spec);
     registry.registerPath({
       method: spec.method,

@@ -1,7 +1,7 @@
 import JsonRpc from 'jsonrpc-lite';
 import type { Request, Response } from 'express';
 import type { Config } from '../../config';
-import { isApiError, errorBody } from '../../core/errors';
+import { errorBody, errorBodySchema, isApiError } from '../../core/errors';
 import { validate } from '../../core/validation';
 import type { Logger } from '../../core/logger';
 import { z } from 'zod';
@@ -253,7 +253,19 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
     'mcp-session-id': z.string().optional().describe('The session id the initialize response gave (optional: sessions are stateless). Malformed: 400; altered, expired or another caller\'s: 404.'),
     'mcp-protocol-version': z.string().optional().describe(`The MCP protocol version in use, one of ${SUPPORTED_VERSIONS.join(', ')}; not checked on initialize, another value elsewhere: 400.`),
   });
-  const common = { tags: ['MCP'], auth: 'optional' as const, channel: 'mcp' as const, sandbox: true, screen: screenOrigin, headers: transportHeaders };
+  // Transport refusals are JSON-RPC errors with the service's fields beside them; credential refusals come from the pipeline in the common shape.
+  const transportRefusal = z
+    .object({
+      jsonrpc: z.literal('2.0'),
+      id: z.null(),
+      error: z.object({ code: z.number().int(), message: z.string(), data: z.record(z.string(), z.unknown()).optional() }),
+      code: z.string().describe('Stable machine-readable code (origin_not_allowed, invalid_session_id, session_not_found, unsupported_protocol_version, invalid_json, invalid_request, not_acceptable, method_not_allowed).'),
+      hint: z.string(),
+      request_id: z.string(),
+    })
+    .meta({ id: 'McpTransportError' });
+  const refusals = { '4XX': { description: 'A transport refusal as a JSON-RPC error (origin, session, protocol version, malformed message, method), or a credential refusal in the common error shape.', schema: z.union([transportRefusal, errorBodySchema]) } };
+  const common = { tags: ['MCP'], auth: 'optional' as const, channel: 'mcp' as const, sandbox: true, screen: screenOrigin, headers: transportHeaders, responses: refusals };
   return [
     defineRoute({
       id: 'mcp.post',
@@ -281,7 +293,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       path: '/api/mcp/rpc',
       summary: 'Ending a session: 405 (sessions are stateless and simply expire).',
       ...common,
-      responses: { 405: { description: 'Always: sessions are stateless and simply expire, so there is nothing to end.' } },
+      responses: { ...refusals, 405: { description: 'Always: sessions are stateless and simply expire, so there is nothing to end.', schema: transportRefusal } },
       handler: (ctx) =>
         refuse(ctx, 405, -32000, 'method_not_allowed', 'Method not allowed: sessions are stateless; just stop sending the id.', 'Stop sending Mcp-Session-Id to end a session; it also expires by itself.', {
           headers: { Allow: 'GET, POST' },

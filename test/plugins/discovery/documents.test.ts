@@ -171,6 +171,10 @@ describe('discovery documents and OpenAPI', function () {
       ['/api/oauth/register', await client(svc.url).post('/api/oauth/register', { client_name: 5 })],
       ['/api/compute/price', await client(svc.url).post('/api/compute/price', { context: {} }, { 'x-api-key': 'pcs_nonsense' })],
       ['/api/functions', await client(svc.url).post('/api/functions', {})],
+      // MCP: transport refusals in JSON-RPC, a bad credential in the common shape.
+      ['/api/mcp/rpc', await client(svc.url).post('/api/mcp/rpc', { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { origin: 'https://evil.example' })],
+      ['/api/mcp/rpc', await client(svc.url).post('/api/mcp/rpc', { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { 'mcp-session-id': 'not-a-session' })],
+      ['/api/mcp/rpc', await client(svc.url).post('/api/mcp/rpc', { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { 'x-api-key': 'pcs_nonsense' })],
     ];
     for (const [path, res] of answers) {
       expect(res.status, `${path}: ${res.text}`).to.be.within(400, 499);
