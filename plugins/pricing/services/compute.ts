@@ -188,7 +188,7 @@ export class ComputeService {
         total_ms: total,
       },
       ...(outcome.savings ? { savings: outcome.savings } : {}),
-      next_actions: nextActions(p, this.routes, this.config.limits.nextActionsMax, { usageEventId, price: outcome.result.price, context: call.context }),
+      next_actions: nextActions(p, this.routes, this.config.limits.nextActionsMax, { usageEventId, price: outcome.result.price, context: call.context, sandboxCallsPerDay: this.config.limits.sandbox.computeCallsPerDay }),
       receipt: receipt(base, recorded, usageEvent, p),
     };
     const left = remaining(p, reservation, call.rateLimit);

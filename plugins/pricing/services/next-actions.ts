@@ -31,7 +31,7 @@ export function mayCall(principal: Principal | null, route: RouteSpec | undefine
  * At most `max` requests the caller may make next, each with a reason and an example body; only
  * routes the caller's credential is allowed to call are offered.
  */
-export function nextActions(principal: Principal | null, routes: RouteTable, max: number, ctx: { usageEventId: string | null; price: string; context: Record<string, unknown> }): NextAction[] {
+export function nextActions(principal: Principal | null, routes: RouteTable, max: number, ctx: { usageEventId: string | null; price: string; context: Record<string, unknown>; sandboxCallsPerDay: number }): NextAction[] {
   const candidates: Candidate[] = [
     {
       route: 'usage.outcome',
@@ -85,7 +85,7 @@ export function nextActions(principal: Principal | null, routes: RouteTable, max
       action: 'get_a_free_key',
       method: 'POST',
       path: '/api/agents/register',
-      reason: 'A free sandbox key: 25 priced calls a day, your own usage records.',
+      reason: `A free sandbox key: ${ctx.sandboxCallsPerDay} priced calls a day, each with its own usage record in the receipt.`,
       example: { name: 'my-pricing-agent' },
       when: (p) => p === null,
     },

@@ -6,12 +6,16 @@ import { eventView, recordedEventRow } from './event-view';
 import type { RecordedEvent, UsageEventInput } from './recorder';
 
 export const DEMO_RECEIPT_HINT =
-  'Keyless demo calls are recorded on the shared demo tenant, whose usage nobody can open; register a sandbox (POST /api/agents/register) for receipts you can read with your key.';
+  'Keyless demo calls are recorded on the shared demo tenant, whose usage nobody can open; register a sandbox (POST /api/agents/register) for usage records of your own: each receipt carries its record, and the records open at their links once a person claims the sandbox.';
+
+/** An unclaimed sandbox may not read the usage API (SPEC's sandbox capabilities), so its receipt says where the record is. */
+export const SANDBOX_RECEIPT_HINT =
+  'The record of this call is usage_event above; an unclaimed sandbox cannot open the usage API (403 plan_restricted). Once a person claims this workspace (the claim link from registration), every record, this one included, opens at url.';
 
 /**
  * The `receipt` of a priced or verified call: its usage event as the usage API shows it, and the link
- * to it. A keyless demo call has no workspace of its own to open the link with, so its receipt says so
- * in `hint`.
+ * to it. A keyless demo call has no workspace of its own to open the link with, and an unclaimed
+ * sandbox may not open it yet, so their receipts say so in `hint`.
  */
 export function receipt(
   baseUrl: string,
@@ -24,7 +28,7 @@ export function receipt(
     url: `${baseUrl}/api/usage/events/${recorded.id}`,
     recorded_at: recorded.createdAt.toISOString(),
     usage_event: eventView(recordedEventRow(recorded, event)),
-    ...(principal ? {} : { hint: DEMO_RECEIPT_HINT }),
+    ...(principal ? (identityOf(principal).sandbox ? { hint: SANDBOX_RECEIPT_HINT } : {}) : { hint: DEMO_RECEIPT_HINT }),
   };
 }
 

@@ -301,6 +301,19 @@ describe('sandbox daily compute allowance', function () {
     expect(steps.find((n) => n.action === 'pay_per_call')?.header).to.equal('X-PAYMENT');
   });
 
+  it("tells a sandbox where its call's record is: in the receipt, its link opening once the sandbox is claimed (the usage API answers it 403)", async () => {
+    const sandbox = await registerSandbox(svc, 'receipts');
+    const api = client(svc.url, { 'x-api-key': sandbox.key });
+    const res = await api.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 } });
+    expect(res.status, res.text).to.equal(200);
+    expect(res.body.receipt.usage_event.id).to.equal(res.body.receipt.usage_event_id);
+    expect(res.body.receipt.hint).to.match(/usage_event above/).and.match(/claim/);
+    expect((await api.get<Record<string, any>>(res.body.receipt.url.replace(svc.url, ''))).body.code).to.equal('plan_restricted');
+    const demo = await client(svc.url).post<Record<string, any>>('/api/public/compute/demo', { context: { current_price: 1 } });
+    const offer = (demo.body.next_actions as Array<Record<string, any>>).find((a) => a.action === 'get_a_free_key');
+    expect(offer?.reason).to.match(/^A free sandbox key: \d+ priced calls a day, each with its own usage record in the receipt\.$/);
+  });
+
   it('reaches built-in functions only from a sandbox', async () => {
     const person = await signUp(svc, 'publisher');
     const key = (await createKey(svc, person, { name: 'p' })).key;
