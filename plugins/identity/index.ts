@@ -27,7 +27,7 @@ export { invalidCredentials, missingCredentials, wrongKindOfCredential, insuffic
 export { NAMED_SCOPES, NAME_ONLY_SCOPES, LEGACY_SCOPES, FULL_ACCESS, effectiveScopes, unknownScopes, isLegacyReadOnly } from './scopes';
 export { sandboxLimits, registrationLimits, AGENT_STARTER_PLAN, changelogFeedUrl } from './limits';
 export { keyView } from './services/key-service';
-export { workspaceView } from './services/workspaces';
+export { MEMBERSHIP_WORKSPACE, workspaceView } from './services/workspaces';
 export type { KeyService, NewKey } from './services/key-service';
 export type { Workspaces } from './services/workspaces';
 export type { AuditLog, AuditEntry } from './services/audit';

@@ -116,9 +116,12 @@ export class People {
     return this.sql.many('SELECT address, created_at FROM wallet_links WHERE person_id = $1 ORDER BY created_at', [personId]);
   }
 
+  /** The workspaces a person may act in: their memberships, each followed by its test workspace (same role). */
   async memberships(personId: string): Promise<MembershipView[]> {
     return this.sql.many<MembershipView>(
-      'SELECT m.workspace_id, w.name, m.role, w.plan, w.is_test FROM memberships m JOIN workspaces w ON w.id = m.workspace_id WHERE m.person_id = $1 ORDER BY m.created_at',
+      `SELECT w.id AS workspace_id, w.name, m.role, w.plan, w.is_test
+         FROM memberships m JOIN workspaces w ON w.id = m.workspace_id OR (w.is_test AND w.parent_id = m.workspace_id)
+        WHERE m.person_id = $1 ORDER BY m.created_at, w.is_test, w.id`,
       [personId],
     );
   }

@@ -4,7 +4,7 @@ import type { Authenticator, Principal } from '../../../core/auth';
 import type { Clock } from '../../../core/clock';
 import type { Sql } from '../../../core/db/sql';
 import { ApiError } from '../../../core/errors';
-import { credentialOf, FULL_ACCESS, invalidCredentials, looksLikeJwt, personPrincipal } from '../../identity';
+import { credentialOf, FULL_ACCESS, invalidCredentials, looksLikeJwt, MEMBERSHIP_WORKSPACE, personPrincipal } from '../../identity';
 import type { Role, WorkspaceRow } from '../../identity';
 import type { People } from './people';
 import { PERSON_TOKEN_AUDIENCE, SESSION_COOKIE } from './sessions';
@@ -87,7 +87,8 @@ export class PersonAuthenticator implements Authenticator {
     const asked = req.headers['x-workspace-id'];
     const workspaceId = typeof asked === 'string' && asked !== '' ? asked : person.default_workspace_id;
     const row = workspaceId
-      ? await this.sql.one<WorkspaceRow & { role: Role }>('SELECT w.*, m.role FROM workspaces w JOIN memberships m ON m.workspace_id = w.id WHERE w.id = $1 AND m.person_id = $2', [
+      ? // A test workspace belongs to its parent's team: its members act in it with their role there.
+        await this.sql.one<WorkspaceRow & { role: Role }>(`SELECT w.*, m.role FROM workspaces w JOIN memberships m ON m.workspace_id = ${MEMBERSHIP_WORKSPACE} WHERE w.id = $1 AND m.person_id = $2`, [
           workspaceId,
           personId,
         ])

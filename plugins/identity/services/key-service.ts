@@ -7,6 +7,7 @@ import { newId, randomToken } from '../../../core/ids';
 import type { Logger } from '../../../core/logger';
 import type { ApiKeyRow, KeyKind, WorkspaceRow } from '../domain';
 import type { CachedKey, KeyCache } from './key-cache';
+import { MEMBERSHIP_WORKSPACE } from './workspaces';
 
 const KIND_TAG: Record<KeyKind, string> = { sandbox: 'sbx', agent: 'agt', person: 'usr', oauth_client: 'oac' };
 export const API_KEY_PATTERN = /^pcs_(sbx|agt|usr|oac)_[1-9A-HJ-NP-Za-km-z0]{32}$/;
@@ -111,7 +112,12 @@ export class KeyService {
    * a removal deletes the membership first and revokes the keys after.
    */
   async holdMembership(workspaceId: string, personId: string, tx: Transaction): Promise<boolean> {
-    return (await this.sql.one('SELECT 1 AS held FROM memberships WHERE workspace_id = $1 AND person_id = $2 FOR KEY SHARE', [workspaceId, personId], tx)) !== null;
+    const held = await this.sql.one(
+      `SELECT 1 AS held FROM workspaces w JOIN memberships m ON m.workspace_id = ${MEMBERSHIP_WORKSPACE} WHERE w.id = $1 AND m.person_id = $2 FOR KEY SHARE OF m`,
+      [workspaceId, personId],
+      tx,
+    );
+    return held !== null;
   }
 
   private async insert(input: NewKey, tx?: Transaction): Promise<CreatedKey> {
@@ -204,7 +210,13 @@ export class KeyService {
    * the caller's transaction, so the caller drops the workspace's cached keys once it has committed.
    */
   async revokeMadeBy(workspaceId: string, personId: string, reason: string, tx: Transaction): Promise<number> {
-    return this.sql.exec('UPDATE api_keys SET revoked_at = now(), revoked_reason = $3 WHERE workspace_id = $1 AND created_by_person_id = $2 AND revoked_at IS NULL', [workspaceId, personId, reason], tx);
+    // The keys made in the workspace's test workspace too: access there followed the membership.
+    return this.sql.exec(
+      `UPDATE api_keys SET revoked_at = now(), revoked_reason = $3
+        WHERE (workspace_id = $1 OR workspace_id IN (SELECT id FROM workspaces WHERE is_test AND parent_id = $1)) AND created_by_person_id = $2 AND revoked_at IS NULL`,
+      [workspaceId, personId, reason],
+      tx,
+    );
   }
 
   async invalidateKey(keyId: string): Promise<void> {
@@ -212,8 +224,11 @@ export class KeyService {
     await this.cache.invalidate({ hash: `id:${keyId}` });
   }
 
+  /** Drops the cached keys of a workspace and of its test workspace, whose keys follow the same team. */
   async invalidateWorkspace(workspaceId: string): Promise<void> {
     await this.cache.invalidate({ workspaceId });
+    const test = await this.sql.one<{ id: string }>('SELECT id FROM workspaces WHERE is_test AND parent_id = $1', [workspaceId]);
+    if (test) await this.cache.invalidate({ workspaceId: test.id });
   }
 
   async get(workspaceId: string, keyId: string): Promise<ApiKeyRow | null> {

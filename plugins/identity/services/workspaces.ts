@@ -13,6 +13,12 @@ export interface NewWorkspace {
   parentId?: string | null;
 }
 
+/**
+ * SQL for the workspace whose memberships decide who acts in workspace `w`: a test workspace belongs
+ * to its parent's team (members act in it with their role there), any other workspace to its own.
+ */
+export const MEMBERSHIP_WORKSPACE = 'CASE WHEN w.is_test THEN w.parent_id ELSE w.id END';
+
 /** Workspace and membership records. */
 export class Workspaces {
   constructor(private readonly sql: Sql) {}

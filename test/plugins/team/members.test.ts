@@ -194,6 +194,27 @@ describe('team plugin: members, roles and leaving', () => {
     expect((await api.get('/api/me', withKey(ownersKey.body.api_key.key))).status).to.equal(401);
   });
 
+  it("the workspace's team acts in its test workspace with the roles it holds there; removal ends that too, keys made there included", async () => {
+    const { owner, member, ws } = await team(api);
+    const user = await api.get<{ workspaces: Array<{ workspace_id: string; role: string; is_test: boolean }> }>('/api/user', as(member, ws));
+    // Listed right after the workspace it belongs to.
+    const at = user.body.workspaces.findIndex((w) => w.workspace_id === ws);
+    const test = user.body.workspaces[at + 1];
+    expect(test, JSON.stringify(user.body.workspaces)).to.include({ role: 'member', is_test: true });
+    const testWs = (test as { workspace_id: string }).workspace_id;
+    const me = await api.get<Record<string, any>>('/api/me', as(member, testWs));
+    expect(me.status, me.text).to.equal(200);
+    expect(me.body.tenant_id).to.equal(testWs);
+    const key = await createKey(api, member, testWs);
+    expect((await api.get<Record<string, any>>('/api/me', withKey(key.key))).body.tenant_id).to.equal(testWs);
+    // A person outside the team cannot act there.
+    const outsider = await signup(api, 'outsider');
+    expect((await api.get('/api/me', as(outsider, testWs))).status).to.equal(404);
+    expect((await remove(as(owner, ws), ws, member.id)).status).to.equal(200);
+    expect((await api.get('/api/me', as(member, testWs))).status).to.equal(404);
+    expect((await api.get('/api/me', withKey(key.key))).status, 'the key made in the test workspace').to.equal(401);
+  });
+
   it('no API key a member creates while being removed outlives the removal (each is refused or revoked)', async () => {
     for (let round = 0; round < 3; round++) {
       const { admin, member, ws } = await team(api);
