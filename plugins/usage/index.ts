@@ -37,7 +37,7 @@ export const usagePlugin: PluginDefinition = {
     if (!synchronousCommit) ctx.log.warn('USAGE_SYNCHRONOUS_COMMIT=off: usage events are acknowledged before their WAL record is on disk; a database crash can lose the last few hundred milliseconds of them');
     const recorder = new UsageRecorder(ctx.container.resolve<Pool>(TOKENS.PgPool), ctx.log, { synchronousCommit, concurrentInserts: ctx.config.usage.concurrentInserts });
     ctx.container.register(USAGE.Recorder, { useValue: recorder });
-    ctx.hooks.addAdmitter(new SandboxAllowance(ctx.kv, ctx.clock, ctx.config));
+    ctx.hooks.addAdmitter(new SandboxAllowance(ctx.kv, ctx.clock, ctx.config, ctx.sql));
     ctx.onClose(() => recorder.drainAll());
 
     // Others are calls to a workspace's own functions; they exist only where the pricing plugin's table does.

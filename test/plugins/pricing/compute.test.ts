@@ -276,6 +276,27 @@ describe('sandbox daily compute allowance', function () {
   });
   after(() => svc.close());
 
+  it("keeps a sandbox's day count across a restart without Redis: a new instance starts from the calls the day recorded", async () => {
+    const sandbox = await registerSandbox(svc, 'restarted');
+    const api = client(svc.url, { 'x-api-key': sandbox.key });
+    expect((await api.post('/api/compute/price', { context: { product_type: 'nothing-to-price' } })).status).to.equal(422);
+    for (let i = 1; i <= 20; i++) expect((await api.post('/api/compute/price', { context: { current_price: i } })).status, `call ${i}`).to.equal(200);
+    // A second instance on the same database with its own in-process store: what a restart leaves.
+    const restarted = await startTestService({ config: lenient, databaseUrl: svc.databaseUrl });
+    try {
+      const again = client(restarted.url, { 'x-api-key': sandbox.key });
+      const next = await again.post<Record<string, any>>('/api/compute/price', { context: { current_price: 21 } });
+      expect(next.status, next.text).to.equal(200);
+      expect(next.body.remaining.daily_compute_calls).to.include({ limit: 25, remaining: 4 });
+      for (let i = 22; i <= 25; i++) expect((await again.post('/api/compute/price', { context: { current_price: i } })).status, `call ${i}`).to.equal(200);
+      const over = await again.post<Record<string, any>>('/api/compute/price', { context: { current_price: 26 } });
+      expect(over.status).to.equal(429);
+      expect(over.body.code).to.equal('daily_quota_exceeded');
+    } finally {
+      await restarted.close();
+    }
+  });
+
   it('answers the 26th call of the day with 429, the daily quota, retry_after, limit and the next steps', async () => {
     const sandbox = await registerSandbox(svc, 'daily');
     const api = client(svc.url, { 'x-api-key': sandbox.key });
