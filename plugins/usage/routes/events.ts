@@ -36,12 +36,12 @@ export function eventRoutes(d: { events: UsageEvents; bus: EventBus; clock: Cloc
       id: 'usage.events.read',
       method: 'get',
       path: '/api/usage/events/:id',
-      summary: 'One usage event of your workspace (the receipt link of compute responses).',
+      summary: 'One usage event you see in the list (Mine, Testers or Others, shown alike; the receipt link of compute responses).',
       tags: USAGE_TAGS,
       accepts: USAGE_CREDENTIALS,
       params: s.eventParams,
       handler: async ({ principal, params }) => {
-        const row = await d.events.own(principalOf(principal).workspaceId, params.id);
+        const row = await d.events.visible(principalOf(principal).workspaceId, params.id);
         if (!row) throw notFound();
         return ok({ usage_event: eventView(row) });
       },

@@ -64,34 +64,46 @@ export class UsageEvents {
     }
     const where = filters.map((f) => ` AND ${f}`).join('');
     const limit = b.add(q.limit + 1);
-    const order = `ORDER BY e.created_at DESC, e.id DESC LIMIT ${limit}`;
 
-    const wanted = (c: Classification) => q.classification === undefined || q.classification === c;
+    const text = this.visibleTo(ws, where, limit, q.classification);
+    const rows = text === null ? [] : await this.sql.many<EventRow>(text, b.values);
+    return listEnvelope(rows, q.limit, eventView, (r) => ({ sort: r.created_key, id: r.id }));
+  }
+
+  /**
+   * The events workspace `ws` (a bound parameter) sees, classified, filtered by `where`, newest first,
+   * at most `limit` (a bound parameter or literal); null when no classification is wanted.
+   */
+  private visibleTo(ws: string, where: string, limit: string, classification?: Classification): string | null {
+    const tail = `ORDER BY e.created_at DESC, e.id DESC LIMIT ${limit}`;
+    const wanted = (c: Classification) => classification === undefined || classification === c;
     const branches: string[] = [];
     if (wanted('mine')) {
       branches.push(`SELECT ${EVENT_COLUMNS}, 'mine'::text AS viewer_class, NULL::text AS tester_label
-        FROM usage_events e WHERE e.workspace_id = ${ws}${where} ${order}`);
+        FROM usage_events e WHERE e.workspace_id = ${ws}${where} ${tail}`);
     }
     if (wanted('testers')) {
       branches.push(`SELECT ${EVENT_COLUMNS}, 'testers'::text AS viewer_class, tag.label AS tester_label
         FROM usage_events e CROSS JOIN LATERAL (${matchingTags(ws)} ORDER BY t.position LIMIT 1) tag
-        WHERE e.workspace_id <> ${ws} AND ${KEYLESS}${where} ${order}`);
+        WHERE e.workspace_id <> ${ws} AND ${KEYLESS}${where} ${tail}`);
     }
     if (wanted('others') && this.functionsTable) {
       branches.push(`SELECT ${EVENT_COLUMNS}, 'others'::text AS viewer_class, NULL::text AS tester_label
         FROM usage_events e
         WHERE e.function_id IN (SELECT f.id FROM pricing_functions f WHERE f.workspace_id = ${ws})
           AND e.workspace_id <> ${ws}
-          AND NOT (${KEYLESS} AND EXISTS (${matchingTags(ws)}))${where} ${order}`);
+          AND NOT (${KEYLESS} AND EXISTS (${matchingTags(ws)}))${where} ${tail}`);
     }
-    const text = `SELECT * FROM (${branches.map((s) => `(${s})`).join(' UNION ALL ')}) u ORDER BY u.created_at DESC, u.id DESC LIMIT ${limit}`;
-    const rows = branches.length === 0 ? [] : await this.sql.many<EventRow>(text, b.values);
-    return listEnvelope(rows, q.limit, eventView, (r) => ({ sort: r.created_key, id: r.id }));
+    if (branches.length === 0) return null;
+    return `SELECT * FROM (${branches.map((s) => `(${s})`).join(' UNION ALL ')}) u ORDER BY u.created_at DESC, u.id DESC LIMIT ${limit}`;
   }
 
-  /** An event of the viewer's own workspace (the receipt); null for anything else. */
-  async own(viewer: string, id: string): Promise<EventRow | null> {
-    return this.sql.one<EventRow>(`SELECT ${EVENT_COLUMNS}, 'mine'::text AS viewer_class, NULL::text AS tester_label FROM usage_events e WHERE e.id = $1 AND e.workspace_id = $2`, [id, viewer]);
+  /** One event the viewer sees in its list (Mine, Testers or Others, shown alike); null for anything else. */
+  async visible(viewer: string, id: string): Promise<EventRow | null> {
+    const b = new Binds();
+    const ws = b.add(viewer);
+    const text = this.visibleTo(ws, ` AND e.id = ${b.add(id)}`, '1');
+    return text === null ? null : this.sql.one<EventRow>(text, b.values);
   }
 
   /**

@@ -294,9 +294,15 @@ describe('usage: events list and receipt', function () {
       expect(theirs.text).not.to.contain(w.keyId);
     });
 
-    it('does not open events W only sees as others or testers (they are not its receipts)', async () => {
-      expect((await wApi.get(`/api/usage/events/${ev.xCallsW}`)).status).to.equal(404);
-      expect((await wApi.get(`/api/usage/events/${ev.uaTester}`)).status).to.equal(404);
+    it('opens the events W sees as others or testers by id exactly as its list shows them', async () => {
+      const listed = await wApi.get<{ data: Array<Record<string, any>> }>('/api/usage/events?limit=100');
+      for (const id of [ev.xCallsW, ev.uaTester]) {
+        const res = await wApi.get<{ usage_event: Record<string, any> }>(`/api/usage/events/${id}`);
+        expect(res.status, res.text).to.equal(200);
+        expect(res.body.usage_event).to.deep.equal(listed.body.data.find((e) => e.id === id));
+      }
+      expect((await wApi.get<{ usage_event: { classification: string } }>(`/api/usage/events/${ev.xCallsW}`)).body.usage_event.classification).to.equal('others');
+      expect((await wApi.get<{ usage_event: { classification: string } }>(`/api/usage/events/${ev.uaTester}`)).body.usage_event.classification).to.equal('testers');
     });
   });
 });
