@@ -2,6 +2,7 @@ import { ApiError } from '../../../core/errors';
 import type { Guard } from '../../../core/hooks';
 import type { RequestContext } from '../../../core/http/route';
 import type { KvStore, RateLimitResult } from '../../../core/kv';
+import { identityOf } from './principal';
 
 const WINDOW_MS = 60_000;
 
@@ -56,7 +57,8 @@ export class RateLimitGuard implements Guard {
     ctx.state.rateLimit = rate;
     setHeaders(ctx, tighter);
     if (ws.allowed && ip.allowed) return;
-    throw rateLimited(tighter);
+    // An unclaimed sandbox may not use batch pricing, so it is not told to.
+    throw rateLimited(tighter, !identityOf(ctx.principal).sandbox);
   }
 
   private async anonymous(ctx: RequestContext): Promise<void> {
@@ -73,11 +75,11 @@ function setHeaders(ctx: RequestContext, r: RateLimitResult): void {
   ctx.res.setHeader('X-RateLimit-Reset', String(Math.ceil(r.resetMs / 1000)));
 }
 
-function rateLimited(r: RateLimitResult & { scope: 'workspace' | 'address' }): ApiError {
+function rateLimited(r: RateLimitResult & { scope: 'workspace' | 'address' }, mayBatch = true): ApiError {
   const retryAfter = Math.max(1, Math.ceil(r.retryAfterMs / 1000));
   return new ApiError('rate_limited', `Request rate limit reached for this ${r.scope === 'workspace' ? 'workspace' : 'network address'}.`, {
     retry_after: retryAfter,
     limit: { scope: r.scope, requests_per_minute: r.limit },
-    hint: `Wait ${retryAfter} s, then retry; spread requests out or use batch pricing for many items.`,
+    hint: `Wait ${retryAfter} s, then retry; spread requests out${mayBatch ? ' or use batch pricing (POST /api/compute/batch) for many items' : ''}.`,
   });
 }

@@ -29,7 +29,14 @@ export function quotaNextSteps(payable: boolean, paymentsOffered = false): NextS
   steps.push(
     { action: 'day_pass', description: `Buy a day pass (500 calls for 24 hours) with one USDC payment and your key.${pending}`, method: 'POST', path: '/api/payments/day-pass', available: paymentsOffered },
     { action: 'top_up', description: `Top up a prepaid USDC balance; calls past the daily limit draw from it.${pending}`, method: 'POST', path: '/api/balance/top-up', available: paymentsOffered },
-    { action: 'claim', description: 'Have a person claim this workspace (the claim link from registration): limits lift.', method: 'POST', path: '/api/agents/claim', available: true },
+    {
+      action: 'claim',
+      description:
+        'Have this workspace claimed and the limits lift: give a person the claim link from your registration (they open it and confirm), or give its token to a trusted agent whose key holds workspace:claim for POST /api/agents/claim. This sandbox key cannot claim its own workspace.',
+      method: 'POST',
+      path: '/api/agents/claim',
+      available: true,
+    },
   );
   return steps;
 }

@@ -74,10 +74,19 @@ describe('identity: request rate limits and the failed-credential guard', () => 
     expect(res.body.code).to.equal('rate_limited');
     expect(res.body.limit).to.deep.equal({ scope: 'workspace', requests_per_minute: 5 });
     expect(res.body.retry_after).to.be.at.most(120);
-    expect(res.body.hint).to.be.a('string');
+    expect(res.body.hint, 'a sandbox may not batch, so it is not told to').to.match(/^Wait \d+ s, then retry; spread requests out\.$/);
     expect(res.headers.get('x-ratelimit-remaining')).to.equal('0');
     const other = await register(svc.url);
     expect((await api.get('/api/me', from(ip, { 'x-api-key': other.api_key.key }))).status, 'another workspace is not limited').to.equal(200);
+  });
+
+  it('suggests batch pricing to a limited caller that may batch', async () => {
+    const ip = '192.0.2.12';
+    const person = await signUp(svc.url);
+    for (let i = 0; i < 5; i++) await api.get('/api/me', from(ip, asPerson(person)));
+    const res = await api.get<ErrorBody>('/api/me', from(ip, asPerson(person)));
+    expect(res.body.code).to.equal('rate_limited');
+    expect(res.body.hint).to.match(/batch pricing \(POST \/api\/compute\/batch\)/);
   });
 
   it('answers requests over the per-address limit with 429 rate_limited naming the address limit', async () => {

@@ -71,9 +71,10 @@ describe('usage: tester tags (Settings)', function () {
     const ua = unique('grants-nothing');
     await put({ tags: [{ label: 'mine', user_agent_contains: ua }] });
     const eventId = await demo(svc, `${ua}/1.0`);
-    // The tagged keyless call is visible as testers, but it is not the workspace's event to open or change.
+    // The tagged keyless call is visible as testers (by id too, as listed), but it is not the workspace's event to change.
     expect(ids(await listAll(svc, { 'x-api-key': key }, 'classification=testers'))).to.include(eventId);
-    expect((await client(svc.url, { 'x-api-key': key }).get(`/api/usage/events/${eventId}`)).status).to.equal(404);
+    const opened = await client(svc.url, { 'x-api-key': key }).get<{ usage_event: { classification: string; tester_tag: string } }>(`/api/usage/events/${eventId}`);
+    expect(opened.body.usage_event).to.include({ classification: 'testers', tester_tag: 'mine' });
     expect((await client(svc.url, { 'x-api-key': key }).patch(`/api/usage/events/${eventId}/outcome`, { outcome: 'accepted' })).status).to.equal(404);
     // Another workspace without the tag does not see it.
     const other = await signUp(svc, 'tags-other');
