@@ -8,6 +8,8 @@ export function sandboxLimits(config: Config): Record<string, unknown> {
     key_lifetime_days: l.sandbox.keyLifetimeDays,
     key_rotations_per_day: l.sandbox.keyRotationsPerDay,
     requests_per_minute: l.rateLimit.perWorkspacePerMinute,
+    // Also binding: every request counts against its network address too, whichever workspace it is for.
+    requests_per_minute_per_address: l.rateLimit.perAddressPerMinute,
     batch_pricing: false,
     functions: 'built-in only',
     test_workspace: false,

@@ -67,6 +67,7 @@ export interface RegistrationBody {
     key_lifetime_days: number;
     key_rotations_per_day: number;
     requests_per_minute: number;
+    requests_per_minute_per_address: number;
     registrations: { per_address_per_day: number; overall_per_day: number; remaining_for_this_address_today: number };
   };
   changelog: string;

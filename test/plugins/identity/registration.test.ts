@@ -30,6 +30,9 @@ describe('identity: agent self-registration (POST /api/agents/register)', () => 
     expect(b.limits.compute_calls_per_day).to.equal(25);
     expect(b.limits.key_lifetime_days).to.equal(30);
     expect(b.limits.key_rotations_per_day).to.be.a('number');
+    // Both request rates that bind a sandbox: per workspace and per network address.
+    expect(b.limits.requests_per_minute).to.equal(svc.config.limits.rateLimit.perWorkspacePerMinute);
+    expect(b.limits.requests_per_minute_per_address).to.equal(svc.config.limits.rateLimit.perAddressPerMinute);
     expect(b.limits.registrations.per_address_per_day).to.equal(svc.config.limits.registrations.perAddressPerDay);
     expect(b.limits.registrations.overall_per_day).to.equal(svc.config.limits.registrations.overallPerDay);
     expect(b.limits.registrations.remaining_for_this_address_today).to.be.a('number').and.to.be.lessThan(b.limits.registrations.per_address_per_day);
