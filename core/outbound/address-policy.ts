@@ -23,6 +23,11 @@ export class AddressPolicy {
     });
   }
 
+  /** Whether any address is allow-listed at all (a name may then resolve to one). */
+  listsAny(): boolean {
+    return this.allowed.length > 0;
+  }
+
   /** Normalises an address and tells whether a connection to it is refused. */
   check(address: string): { allowed: boolean; range: string } {
     let parsed: ipaddr.IPv4 | ipaddr.IPv6;

@@ -48,6 +48,8 @@ export interface JsonResponse {
   body: unknown;
 }
 
+const portOf = (url: URL): number => Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+
 const systemResolver: Resolver = (hostname) =>
   new Promise((resolve, reject) =>
     dnsLookup(hostname, { all: true, verbatim: true }, (err, addresses: LookupAddress[]) => (err ? reject(err) : resolve(addresses.map((a) => a.address)))),
@@ -77,11 +79,27 @@ export class SafeHttpClient {
     this.allowedPorts = opts.allowedPorts && opts.allowedPorts.length > 0 ? opts.allowedPorts : undefined;
   }
 
-  /** Refuses a port outside the allowed ones (mail, databases, admin consoles of a public host), unless the address is allow-listed. */
-  private assertPort(address: string, port: number, target: string): void {
+  /**
+   * Refuses a port outside the allowed ones (mail, databases, admin consoles of a public host), unless the address is
+   * allow-listed. `address` null is a name not yet resolved: only an allow-list could still exempt it.
+   */
+  private assertPort(address: string | null, port: number, target: string): void {
     if (!this.allowedPorts || this.allowedPorts.includes(port)) return;
-    if (this.policy.check(address).range === 'allow-listed') return;
-    throw new OutboundError('protocol', `Port ${port} of ${target} is not allowed for outbound requests (allowed: ${this.allowedPorts.join(', ')}).`);
+    if (address === null ? this.policy.listsAny() : this.policy.check(address).range === 'allow-listed') return;
+    throw new OutboundError('protocol', `Port ${port} of ${target} is not allowed for outbound requests (allowed: ${this.allowedPorts.join(', ')}; the operator setting OUTBOUND_ALLOWED_PORTS).`);
+  }
+
+  /**
+   * What an owner may register, in words true to this client's settings: told at registration, where a refusal
+   * should say how to succeed rather than repeat a rule the operator may have relaxed.
+   */
+  describeRules(): string {
+    const scheme = this.httpsOnly ? 'a public https address (plain http is refused: OUTBOUND_HTTPS_ONLY)' : 'a public https address (plain http is accepted too)';
+    const ports = this.allowedPorts ? ` on port ${this.allowedPorts.join(' or ')} (OUTBOUND_ALLOWED_PORTS)` : '';
+    const exempt = this.policy.listsAny()
+      ? ' unless the operator lists them in OUTBOUND_ALLOW_LIST, where any port may be used'
+      : ' (the operator can open specific ones with OUTBOUND_ALLOW_LIST)';
+    return `Register ${scheme}${ports}; loopback, private, link-local and metadata addresses are refused${exempt}.`;
   }
 
   /** Throws OutboundBlockedError when the address may not be reached. */
@@ -90,7 +108,10 @@ export class SafeHttpClient {
     if (!verdict.allowed) throw new OutboundBlockedError(target, verdict.range);
   }
 
-  /** Checks a URL's scheme and, for literal IPs, its address, without connecting. */
+  /**
+   * Checks a URL's scheme and port and, for literal IPs, its address, without connecting: whatever can be decided
+   * before resolving a name is refused here, so registration and the call apply one rule.
+   */
   checkUrl(raw: string): URL {
     let url: URL;
     try {
@@ -99,11 +120,12 @@ export class SafeHttpClient {
       throw new OutboundError('protocol', `Not a URL: ${raw}`);
     }
     if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new OutboundError('protocol', `Only http and https URLs are allowed, not ${url.protocol}`);
-    if (this.httpsOnly && url.protocol !== 'https:') throw new OutboundError('protocol', 'Only https URLs are allowed.');
+    if (this.httpsOnly && url.protocol !== 'https:') throw new OutboundError('protocol', 'Only https URLs are allowed (the operator setting OUTBOUND_HTTPS_ONLY).');
     if (url.username || url.password) throw new OutboundError('protocol', 'URLs with credentials are not allowed.');
     const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
     // WHATWG URL has already normalised decimal, hex, octal and short IPv4 forms to dotted quads.
     if (isIP(host)) this.assertAddress(host, url.host);
+    this.assertPort(isIP(host) ? host : null, portOf(url), url.host);
     return url;
   }
 
@@ -112,8 +134,7 @@ export class SafeHttpClient {
     const body = Buffer.from(JSON.stringify(payload), 'utf8');
     const timeoutMs = opts.timeoutMs ?? this.defaultTimeoutMs;
     const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
-    const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
-    if (isIP(host)) this.assertPort(host, port, url.host);
+    const port = portOf(url);
     const lookup = (hostname: string, options: { all?: boolean }, cb: (err: Error | null, address?: string | LookupAddress[], family?: number) => void): void => {
       this.resolver(hostname).then(
         (addresses) => {

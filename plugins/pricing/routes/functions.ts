@@ -67,7 +67,7 @@ export function functionView(fn: FunctionDescriptor, d: Pick<FunctionRouteDeps, 
 /** Listing order: built-ins first, then by name (names are unique and lowercase). */
 export const functionSortKey = (fn: FunctionDescriptor): string => `${fn.builtIn ? 0 : 1}:${fn.name}`;
 
-/** Checks an owner-registered address at registration: scheme, and literal private addresses. */
+/** Checks an owner-registered address at registration with the rule the call applies (scheme, port, literal private addresses). */
 function checkEndpoint(outbound: SafeHttpClient, url: string, example: unknown): void {
   try {
     outbound.checkUrl(url);
@@ -75,7 +75,7 @@ function checkEndpoint(outbound: SafeHttpClient, url: string, example: unknown):
     if (err instanceof OutboundBlockedError || err instanceof OutboundError) {
       throw new ApiError('validation_error', `endpoint_url is refused: ${err.message}`, {
         issues: [{ path: 'endpoint_url', reason: err.message }],
-        hint: 'Register a public https address; loopback, private, link-local and metadata addresses are never called.',
+        hint: outbound.describeRules(),
         example,
       });
     }

@@ -184,6 +184,25 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
     });
   }
 
+  it('refuses an endpoint on a port outside OUTBOUND_ALLOWED_PORTS at registration and on PATCH, naming the allowed ports and the setting', async () => {
+    const endpoint = 'http://93.184.215.14:8080/price';
+    const res = await api.post<Record<string, any>>('/api/functions', { name: uniqueName('port'), execution_type: 'external_api', endpoint_url: endpoint, cost_per_unit: '0.002' });
+    expect(res.status, res.text).to.equal(400);
+    expect(res.body.code).to.equal('validation_error');
+    expect(res.body.issues).to.deep.equal([{ path: 'endpoint_url', reason: 'Port 8080 of 93.184.215.14:8080 is not allowed for outbound requests (allowed: 443, 80; the operator setting OUTBOUND_ALLOWED_PORTS).' }]);
+    // The hint is true to this configuration: plain http is accepted, and an allow-list is set.
+    expect(res.body.hint).to.equal(
+      'Register a public https address (plain http is accepted too) on port 443 or 80 (OUTBOUND_ALLOWED_PORTS); loopback, private, link-local and metadata addresses are refused unless the operator lists them in OUTBOUND_ALLOW_LIST, where any port may be used.',
+    );
+    const fn = await register('/ok');
+    const patched = await api.patch<Record<string, any>>(`/api/functions/${fn.id}`, { endpoint_url: endpoint });
+    expect(patched.status, patched.text).to.equal(400);
+    expect(patched.body.issues[0].reason).to.match(/^Port 8080 .*allowed: 443, 80; the operator setting OUTBOUND_ALLOWED_PORTS/);
+    expect((await api.get<Record<string, any>>(`/api/functions/${fn.id}`)).body.function.endpoint_url).to.equal(upstream.url('/ok'));
+    // The allow-listed upstream keeps any port, as at call time.
+    expect((await api.patch(`/api/functions/${fn.id}`, { endpoint_url: upstream.url('/never') })).status).to.equal(200);
+  });
+
   it('refuses a PATCH moving an endpoint to the metadata address, and keeps the old one', async () => {
     const fn = await register('/ok');
     const res = await api.patch<Record<string, any>>(`/api/functions/${fn.id}`, { endpoint_url: 'http://169.254.169.254/' });
@@ -206,7 +225,8 @@ describe('pricing: external_api functions without the allow-list (loopback refus
     upstream = await startUpstream((_req, res) => sendJson(res, 200, { price: 1, confidence: 0.9 }));
     // 'localhost' may resolve to ::1 too: listen there at the same port.
     canary = await startCanary({ hosts: ['127.0.0.2', '::1'], port: upstream.port });
-    svc = await startTestService({ config: { engine: { cacheTtlMs: 0 } } });
+    // Any port: the upstream's is random, and what is tested here is the address a name resolves to.
+    svc = await startTestService({ config: { engine: { cacheTtlMs: 0 }, outbound: { allowedPorts: [] } } });
     const owner = await signUp(svc, 'ext-loopback');
     const { key } = await createKey(svc, owner, { name: 'external functions' });
     api = client(svc.url, { 'x-api-key': key });
@@ -246,5 +266,36 @@ describe('pricing: external_api functions without the allow-list (loopback refus
     expect(upstream.connections()).to.equal(0);
     expect(upstream.requests).to.have.length(0);
     expect(canary.connections(), canary.seen.join(', ')).to.equal(0);
+  });
+});
+
+describe('pricing: external_api endpoints under OUTBOUND_HTTPS_ONLY and the default ports, without an allow-list', () => {
+  let svc: TestService;
+  let api: ReturnType<typeof client>;
+
+  before(async () => {
+    svc = await startTestService({ config: { outbound: { httpsOnly: true } } });
+    const owner = await signUp(svc, 'ext-https-only');
+    const { key } = await createKey(svc, owner, { name: 'external functions' });
+    api = client(svc.url, { 'x-api-key': key });
+  });
+  after(() => svc.close());
+
+  const registerAt = (endpoint_url: string) => api.post<Record<string, any>>('/api/functions', { name: uniqueName('https'), execution_type: 'external_api', endpoint_url, cost_per_unit: '0.002' });
+
+  it('refuses a plain-http endpoint at registration naming OUTBOUND_HTTPS_ONLY, with a hint true to the configuration', async () => {
+    const res = await registerAt('http://93.184.215.14/price');
+    expect(res.status, res.text).to.equal(400);
+    expect(res.body.issues).to.deep.equal([{ path: 'endpoint_url', reason: 'Only https URLs are allowed (the operator setting OUTBOUND_HTTPS_ONLY).' }]);
+    expect(res.body.hint).to.equal(
+      'Register a public https address (plain http is refused: OUTBOUND_HTTPS_ONLY) on port 443 or 80 (OUTBOUND_ALLOWED_PORTS); loopback, private, link-local and metadata addresses are refused (the operator can open specific ones with OUTBOUND_ALLOW_LIST).',
+    );
+  });
+
+  it('refuses a name on a port outside OUTBOUND_ALLOWED_PORTS at registration (no allow-list could exempt what it resolves to)', async () => {
+    const res = await registerAt('https://pricing.acme.example:8443/price');
+    expect(res.status, res.text).to.equal(400);
+    expect(res.body.issues[0].reason).to.equal('Port 8443 of pricing.acme.example:8443 is not allowed for outbound requests (allowed: 443, 80; the operator setting OUTBOUND_ALLOWED_PORTS).');
+    expect((await registerAt('https://pricing.acme.example/price')).status).to.equal(201);
   });
 });
