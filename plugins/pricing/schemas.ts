@@ -88,8 +88,9 @@ export const registerFunctionBody = z
   .superRefine((b, ctx) => {
     if (b.execution_type === 'external_api' && !b.endpoint_url) ctx.addIssue({ code: 'custom', path: ['endpoint_url'], message: 'external_api functions need endpoint_url' });
   });
+/** The name is a placeholder to replace: names are unique across the network, so a copy sent back as is gets a 409 offering a free variant. */
 export const registerFunctionExample = {
-  name: 'acme-dynamic-pricer',
+  name: 'your-company.dynamic-pricer',
   description: 'Our pricing service',
   tags: ['retail'],
   execution_type: 'external_api',

@@ -148,6 +148,10 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
           endpointUrl: body.endpoint_url ?? null,
           timeoutMs: body.timeout_ms ?? null,
           commissionPct: d.commissionPct(),
+        }).catch(async (err: unknown) => {
+          if (!(err instanceof ApiError && err.code === 'conflict')) throw err;
+          const free = await d.store.freeVariant(body.name);
+          throw err.with({ hint: `"${free}" is free right now: example is your request under that name. Or choose your own, for example prefixed with your company or product.`, example: { ...body, name: free } });
         });
         await d.registry.changed(fn.id);
         return created({

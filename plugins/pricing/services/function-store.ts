@@ -126,6 +126,19 @@ export class FunctionStore implements FunctionSource {
     }
   }
 
+  /**
+   * A name like `name` that nobody holds now: `name-2`, `name-3`, … (shortened to fit 64 characters). Offered with a
+   * 409, so an agent that sent an example's name back literally gets a name that works on the next try.
+   */
+  async freeVariant(name: string): Promise<string> {
+    const base = name.toLowerCase().slice(0, 64 - 4);
+    const rows = await this.sql.many<{ n: string }>('SELECT lower(name) AS n FROM pricing_functions WHERE left(lower(name), $2) = $1', [`${base}-`, base.length + 1]);
+    const held = new Set([...rows.map((r) => r.n), ...RESERVED]);
+    let i = 2;
+    while (held.has(`${base}-${i}`)) i++;
+    return `${base}-${i}`;
+  }
+
   /** Applies a patch of the owner; a first public listing fixes its commission rate for good. */
   async update(id: string, workspaceId: string, patch: FunctionPatch, commissionPct: number): Promise<FunctionRecord | null> {
     const row = await this.sql.one<FunctionRow>(

@@ -111,6 +111,28 @@ describe('compute API', function () {
     expect(res.status).to.equal(404);
   });
 
+  it('answers the registration example sent back literally by a second workspace with 409 offering a free name, whose example registers', async () => {
+    const first = client(svc.url, { 'x-api-key': key });
+    const example = (await first.post<Record<string, any>>('/api/functions', {})).body.example as Record<string, unknown>;
+    expect(example.name).to.equal('your-company.dynamic-pricer');
+    expect((await first.post('/api/functions', example)).status).to.equal(201);
+
+    const second = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'copier'), { name: 'copy' })).key });
+    const taken = await second.post<Record<string, any>>('/api/functions', example);
+    expect(taken.status, taken.text).to.equal(409);
+    expect(taken.body.code).to.equal('conflict');
+    expect(taken.body.error).to.equal('The function name "your-company.dynamic-pricer" is taken; names are unique across the network.');
+    expect(taken.body.hint).to.match(/^"your-company\.dynamic-pricer-2" is free right now: example is your request under that name\./);
+    expect(taken.body.example).to.deep.equal({ ...example, name: 'your-company.dynamic-pricer-2' });
+    const retried = await second.post<Record<string, any>>('/api/functions', taken.body.example);
+    expect(retried.status, retried.text).to.equal(201);
+    expect(retried.body.function.name).to.equal('your-company.dynamic-pricer-2');
+    // A built-in's name is taken too, and gets a free variant of its own.
+    const builtIn = await second.post<Record<string, any>>('/api/functions', { name: 'cost-plus', execution_type: 'pipeline', cost_per_unit: '0.001' });
+    expect(builtIn.status).to.equal(409);
+    expect(builtIn.body.example.name).to.equal('cost-plus-2');
+  });
+
   it('keeps function names unique across the network, built-ins included', async () => {
     const api = client(svc.url, { 'x-api-key': key });
     const name = `unique-${Date.now()}`;
