@@ -23,7 +23,8 @@ export const claimConfirmBody = z.strictObject({
   workspace_id: z.string().min(3).max(64).optional().describe('Workspace to claim into; default: your default workspace.'),
   keep_key: z.boolean().optional(),
 });
-export const claimConfirmExample = { workspace_id: 'ws_<workspace_id>', keep_key: false };
+/** Without workspace_id: the default (the person's current workspace) is what most claimers want, and a placeholder id sent back would name no workspace. */
+export const claimConfirmExample = { keep_key: false };
 
 export const claimTokenParams = z.object({ token: z.string().min(10).max(200) });
 export const agentIdParams = z.object({ id: z.string().min(3).max(64) });

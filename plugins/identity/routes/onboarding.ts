@@ -98,6 +98,10 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
             method: 'POST',
             url: claimUrl(params.token),
             body: s.claimConfirmExample,
+            fields: {
+              workspace_id: 'Optional: the workspace to claim into, one you own or administer; left out, your current workspace (tenant_id in GET /api/me).',
+              keep_key: "Optional: true keeps the agent's key working with full access; default false revokes it.",
+            },
             who: 'A signed-in person who owns or administers the target workspace (session cookie or person token).',
           },
         });

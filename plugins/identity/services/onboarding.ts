@@ -200,13 +200,15 @@ export class Onboarding {
       if (!sandbox?.is_sandbox) throw notFound();
       const target = await this.workspaces.get(input.targetWorkspaceId, tx, true);
       // A refusal is recorded in the target's audit log only when the claimer belongs to it: outsiders neither learn
-      // whether a workspace id exists (one answer for missing and foreign) nor write into its log.
+      // whether a workspace id exists (one 404 for missing and foreign, as for any record of another workspace) nor
+      // write into its log.
       let member = input.claimer.type === 'api_key' ? input.claimer.workspaceId === target?.id : false;
       const refuse = (reason: string, hint: string) => ({ refused: { reason, hint, targetId: member && target ? target.id : null, sandboxId: sandbox.id } }) as const;
       if (input.claimer.type === 'person') {
         const role = target ? await this.workspaces.roleOf(target.id, input.claimer.personId, tx) : null;
         member = role !== null;
-        if (!target || (role !== 'owner' && role !== 'admin')) return refuse('the claimer does not own or administer the target workspace', 'Choose a workspace where you are owner or admin.');
+        if (!target || !member) throw notYours(input.targetWorkspaceId);
+        if (role !== 'owner' && role !== 'admin') return refuse('the claimer does not own or administer the target workspace', 'Choose a workspace where you are owner or admin.');
       } else if (!target || !member) {
         return refuse('a workspace:claim key claims into its own workspace only', 'Use a key of the target workspace.');
       }
@@ -284,4 +286,10 @@ export class Onboarding {
     });
     return outcome;
   }
+}
+
+function notYours(workspaceId: string): ApiError {
+  return new ApiError('not_found', `No workspace ${workspaceId} of yours: it does not exist, or you are not a member of it.`, {
+    hint: 'Leave workspace_id out to claim into your current workspace (tenant_id in GET /api/me), or send the id of a workspace where you are owner or admin.',
+  });
 }

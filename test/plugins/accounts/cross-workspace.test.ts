@@ -103,11 +103,11 @@ describe('accounts: one workspace never reaches another’s records', () => {
     expect((await api.get('/api/me', { authorization: `Bearer ${b.token}` })).status).to.equal(200);
   });
 
-  it("refuses a person claiming an agent into a workspace they do not belong to, with 403 and a reason", async () => {
+  it('answers a person claiming an agent into a workspace they do not belong to with 404, as for a workspace that does not exist', async () => {
     const reg = await register(svc.url);
     const res = await api.post<ErrorBody>(claimPath(reg), { workspace_id: b.workspaceId }, asPerson(a));
-    expect(res.status).to.equal(403);
-    expect(res.body.reason).to.be.a('string').and.match(/own or administer/);
+    expect(res.status).to.equal(404);
+    expect(res.body.error).to.equal(`No workspace ${b.workspaceId} of yours: it does not exist, or you are not a member of it.`);
     expect((await api.get(claimPath(reg))).status, 'the sandbox stays claimable').to.equal(200);
   });
 });

@@ -215,18 +215,37 @@ describe('identity: claiming an agent sandbox', () => {
       expect(audit[0]?.reason).to.equal(res.body.reason);
     });
 
-    it('answers an outsider the same for a missing and a foreign workspace id, and writes nothing into the foreign log', async () => {
+    it('answers an outsider the same 404 for a missing and a foreign workspace id, and writes nothing into the foreign log', async () => {
       const owner = await signUp(svc.url);
       const outsider = await signUp(svc.url);
       const reg = await register(svc.url);
       const foreign = await api.post<ErrorBody>(claimPath(reg), { workspace_id: owner.workspaceId }, asPerson(outsider));
-      const missing = await api.post<ErrorBody>(claimPath(reg), { workspace_id: 'ws_doesnotexist000000' }, asPerson(outsider));
-      expectRefusal(foreign, /own or administer/);
-      expect({ ...missing.body, request_id: null }).to.deep.equal({ ...foreign.body, request_id: null });
+      const missing = await api.post<ErrorBody>(claimPath(reg), { workspace_id: owner.workspaceId.replace(/^ws_./, 'ws_0') }, asPerson(outsider));
+      expect(foreign.status, foreign.text).to.equal(404);
+      expect(foreign.body.code).to.equal('not_found');
+      expect({ ...missing.body, request_id: null, error: null, message: null }).to.deep.equal({ ...foreign.body, request_id: null, error: null, message: null });
       expect(missing.status).to.equal(foreign.status);
       const audit = await rows<{ id: string }>(svc, "SELECT id FROM audit_log WHERE workspace_id = $1 AND action = 'agent.claim'", [owner.workspaceId]);
       expect(audit, 'no entry in a log the outsider has no part in').to.have.length(0);
       await expectStillUnclaimed(reg);
+    });
+
+    it('answers a workspace_id naming no workspace with 404 saying so, and the claim link offers a body that claims as given', async () => {
+      const owner = await signUp(svc.url);
+      const reg = await register(svc.url);
+      const placeholder = await api.post<ErrorBody>(claimPath(reg), { workspace_id: 'ws_<workspace_id>', keep_key: false }, asPerson(owner));
+      expect(placeholder.status, placeholder.text).to.equal(404);
+      expect(placeholder.body.code).to.equal('not_found');
+      expect(placeholder.body.error).to.equal('No workspace ws_<workspace_id> of yours: it does not exist, or you are not a member of it.');
+      expect(placeholder.body.hint).to.equal('Leave workspace_id out to claim into your current workspace (tenant_id in GET /api/me), or send the id of a workspace where you are owner or admin.');
+      await expectStillUnclaimed(reg);
+
+      const link = await api.get<{ confirm: { method: string; body: Record<string, unknown>; fields: Record<string, string> } }>(claimPath(reg));
+      expect(link.body.confirm.body).to.deep.equal({ keep_key: false });
+      expect(link.body.confirm.fields.workspace_id).to.match(/^Optional/);
+      const res = await api.post<ClaimBody>(claimPath(reg), link.body.confirm.body, asPerson(owner));
+      expect(res.status, res.text).to.equal(200);
+      expect(res.body.workspace.parent_id).to.equal(owner.workspaceId);
     });
 
     it('refuses a target that is a test workspace', async () => {
