@@ -66,12 +66,36 @@ export function observationsBody(now: () => number) {
 }
 export type ObservationInput = z.output<ReturnType<typeof observationItem>>;
 
-export const observationsExample = {
-  observations: [
-    { product_type: 'coffee', currency: 'USD', amount: '4.50', observed_at: '2026-03-01T09:30:00Z', source: 'shelf-scan', context: { category: 'beverages', region: 'us-east' } },
-    { product_type: 'coffee', currency: 'USD', amount: '4.75', observed_at: '2026-03-02T09:30:00Z', source: 'competitor-site' },
-  ],
-};
+/**
+ * observed_at is read when the example is served (a getter), a few hours before `now`: a fixed date would age out
+ * of the verification window and be stored yet ignored by verify.
+ */
+export function observationsExample(now: () => number) {
+  const hoursAgo = (h: number) => new Date(now() - h * 3_600_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  return {
+    observations: [
+      {
+        product_type: 'coffee',
+        currency: 'USD',
+        amount: '4.50',
+        get observed_at() {
+          return hoursAgo(2);
+        },
+        source: 'shelf-scan',
+        context: { category: 'beverages', region: 'us-east' },
+      },
+      {
+        product_type: 'coffee',
+        currency: 'USD',
+        amount: '4.75',
+        get observed_at() {
+          return hoursAgo(1);
+        },
+        source: 'competitor-site',
+      },
+    ],
+  };
+}
 
 export const observationsQuery = z.object({
   ...listQuery,

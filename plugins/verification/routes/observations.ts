@@ -22,7 +22,7 @@ export function observationRoutes(store: ObservationStore, now: () => number): R
       tags: ['Verification'],
       scopes: ['price:compute'],
       body: s.observationsBody(now),
-      example: s.observationsExample,
+      example: s.observationsExample(now),
       responses: { 201: { description: 'The stored observations.' } },
       handler: async (ctx) => {
         const p = principalOf(ctx.principal);
