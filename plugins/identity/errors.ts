@@ -31,6 +31,34 @@ export function invalidCredentials(message: string, advice?: string): ApiError {
   });
 }
 
+/**
+ * Why a key was revoked and what its holder can do now, by the reason stored with the revocation: "use a current key"
+ * helps only after a rotation, and a holder cut off by a claim or a departure needs to know whom to ask.
+ */
+const REVOKED_BECAUSE: Record<string, { why: string; advice: string }> = {
+  rotated: { why: 'it was rotated', advice: 'Use the new key POST /api/api-keys/rotate returned; a rotated key stops working at once.' },
+  claimed: {
+    why: 'a person claimed its sandbox workspace, and the claim revokes the agent key unless the claimer keeps it',
+    advice: "The claimed workspace is now managed by its new owner: ask its owner or an admin for a key (they create one at POST /api/api-keys, or an agent-bound key at POST /api/agents/{id}/keys).",
+  },
+  'creator left the workspace': {
+    why: 'the person who created it left the workspace',
+    advice: 'Ask an owner or admin of the workspace for a new key.',
+  },
+  'revoked by a person': { why: 'a person of its workspace revoked it', advice: 'Ask an owner or admin of the workspace for a new key.' },
+  'agent disabled': {
+    why: 'its agent was disabled',
+    advice: 'A person of the workspace can enable the agent again (PATCH /api/agents/{id}) and mint it a key (POST /api/agents/{id}/keys).',
+  },
+};
+
+/** 401 for a revoked key, saying why (from revoked_reason) and what to do next. */
+export function revokedKey(reason: string | null): ApiError {
+  const known = reason === null ? undefined : REVOKED_BECAUSE[reason];
+  if (!known) return invalidCredentials('This API key has been revoked.', 'Use a current key. People can create keys at POST /api/api-keys.');
+  return invalidCredentials(`This API key has been revoked: ${known.why}.`, known.advice);
+}
+
 /** 401 when no credential was sent. */
 export function missingCredentials(message = 'This route needs a credential and none was sent.'): ApiError {
   return new ApiError('unauthorized', message, {

@@ -4,7 +4,7 @@ import type { Authenticator, Principal } from '../../../core/auth';
 import type { Clock } from '../../../core/clock';
 import { effectiveScopes } from '../scopes';
 import type { IdentityAttributes } from '../domain';
-import { invalidCredentials } from '../errors';
+import { invalidCredentials, revokedKey } from '../errors';
 import type { KeyService } from '../services/key-service';
 import type { CachedKey } from '../services/key-cache';
 import type { FailedAuthGuard } from './failed-auth';
@@ -32,7 +32,7 @@ function clientIp(req: Request): string {
 /** Checks that a key found by hash may be used now. */
 export function assertKeyUsable(found: CachedKey, now: number): void {
   const { key } = found;
-  if (key.revoked_at) throw invalidCredentials('This API key has been revoked.', 'Use a current key; a rotated key stops working at once. People can create keys at POST /api/api-keys.');
+  if (key.revoked_at) throw revokedKey(key.revoked_reason);
   if (key.expires_at && key.expires_at.getTime() <= now) {
     throw invalidCredentials(
       `This API key expired at ${key.expires_at.toISOString()}.`,

@@ -125,6 +125,15 @@ describe('identity: claiming an agent sandbox', () => {
       expect(row?.revoked_reason).to.equal('claimed');
     });
 
+    it('tells the holder of a key revoked by the claim why, and that the new owner issues keys', async () => {
+      const res = await api.get<ErrorBody>('/api/me', { 'x-api-key': reg.api_key.key });
+      expect(res.status).to.equal(401);
+      expect(res.body.code).to.equal('invalid_credentials');
+      expect(res.body.error).to.equal('This API key has been revoked: a person claimed its sandbox workspace, and the claim revokes the agent key unless the claimer keeps it.');
+      expect(res.body.hint).to.match(/^The claimed workspace is now managed by its new owner: ask its owner or an admin for a key/);
+      expect(res.body.hint).not.to.match(/rotated/);
+    });
+
     it("emits 'workspace.claimed' naming the workspace, the target and the claimer", () => {
       const mine = events.filter((e) => e.workspaceId === reg.workspace.id);
       expect(mine).to.have.length(1);

@@ -21,6 +21,15 @@ describe('identity: key rotation (POST /api/api-keys/rotate)', () => {
   });
   after(() => svc.close());
 
+  it('tells the holder of a rotated key that it was rotated and to use the new key', async () => {
+    const reg = await register(svc.url);
+    expect((await api.post('/api/api-keys/rotate', {}, { 'x-api-key': reg.api_key.key })).status).to.equal(201);
+    const old = await api.get<ErrorBody>('/api/me', { 'x-api-key': reg.api_key.key });
+    expect(old.status).to.equal(401);
+    expect(old.body.error).to.equal('This API key has been revoked: it was rotated.');
+    expect(old.body.hint).to.match(/^Use the new key POST \/api\/api-keys\/rotate returned; a rotated key stops working at once\./);
+  });
+
   it('returns a new key that works at once while the old key answers 401 at once', async () => {
     const reg = await register(svc.url);
     const warm = await api.get('/api/me', { 'x-api-key': reg.api_key.key });
