@@ -35,6 +35,11 @@ export function formatMoney(value: Dec | string, scale = 6, minScale = 2): strin
   return out === '-0.00' || /^-0(\.0+)?$/.test(out) ? out.slice(1) : out;
 }
 
+/** A multiplier (cost_multiplier) on the wire: shortest canonical decimal string, "1", "1.5", for built-ins and workspace functions alike. */
+export function formatMultiplier(value: Dec | string): string {
+  return formatMoney(value, 6, 0);
+}
+
 export const money = {
   add: (a: string, b: string, scale?: number): string => formatMoney(dec(a).plus(dec(b)), scale),
   sub: (a: string, b: string, scale?: number): string => formatMoney(dec(a).minus(dec(b)), scale),

@@ -31,7 +31,8 @@ export { policySchema, policyConfigSchema, STRATEGIES, PREFERENCES } from './rou
 export type { PolicyConfig, PolicyShape, Preference, RoutingPolicy, Strategy } from './routing/policy';
 export { OPERATORS } from './routing/rules';
 export type { CircuitBreakers, BreakerView } from './stats/breaker';
-export type { LatencyStats, LatencySnapshot } from './stats/latency';
+export type { LatencyStats, LatencySnapshot, LatencyView } from './stats/latency';
+export { NO_DATA, latencyView } from './stats/latency';
 export { externalAnswer } from './external';
 
 export interface EngineParts {

@@ -1,4 +1,5 @@
 import type { KvStore, Unsubscribe } from '../core/kv';
+import { formatMultiplier } from '../core/money';
 import { BUILTINS } from './builtins/catalogue';
 import type { CallerScope, FunctionDescriptor } from './functions';
 import { isReachable } from './functions';
@@ -20,7 +21,7 @@ export const BUILTIN_DESCRIPTORS: readonly FunctionDescriptor[] = BUILTINS.map((
   status: 'active',
   isPublic: true,
   costPerUnit: b.costPerUnit,
-  costMultiplier: b.costMultiplier,
+  costMultiplier: formatMultiplier(b.costMultiplier),
   description: b.description,
   tags: b.tags,
 }));

@@ -7,7 +7,8 @@ import type { CallerScope, FunctionDescriptor } from '../functions';
 import type { FunctionRegistry } from '../registry';
 import type { Rng } from '../rng';
 import type { CircuitBreakers } from '../stats/breaker';
-import type { LatencySnapshot, LatencyStats } from '../stats/latency';
+import { latencyView } from '../stats/latency';
+import type { LatencySnapshot, LatencyStats, NO_DATA } from '../stats/latency';
 import type { PolicyConfig, Strategy } from './policy';
 import { firstMatchingRule } from './rules';
 import type { Rule } from './rules';
@@ -72,8 +73,8 @@ export class Router {
     private readonly rng: Rng,
   ) {}
 
-  private latencyLabel(s: LatencySnapshot): number | 'no data' {
-    return s.p50_ms ?? 'no data';
+  private latencyLabel(s: LatencySnapshot): number | typeof NO_DATA {
+    return latencyView(s).p50_ms;
   }
 
   /** The candidate refs a strategy chooses among. */

@@ -11,6 +11,16 @@ export interface LatencySnapshot {
   cold: boolean;
 }
 
+/** What a statistic of a never-timed function reads on the wire (SPEC: catalogue latency "shown as no data"). */
+export const NO_DATA = 'no data';
+
+export type LatencyView = Omit<LatencySnapshot, 'p50_ms' | 'p95_ms' | 'ewma_ms'> & { p50_ms: number | typeof NO_DATA; p95_ms: number | typeof NO_DATA; ewma_ms: number | typeof NO_DATA };
+
+/** A snapshot as every route shows it, so a function never timed reads the same everywhere. */
+export function latencyView(s: LatencySnapshot): LatencyView {
+  return { ...s, p50_ms: s.p50_ms ?? NO_DATA, p95_ms: s.p95_ms ?? NO_DATA, ewma_ms: s.ewma_ms ?? NO_DATA };
+}
+
 export interface LatencyOptions {
   windowMs: number;
   maxSamples: number;

@@ -7,7 +7,7 @@ import { pageByKey } from '../../../core/pagination';
 import type { SafeHttpClient } from '../../../core/outbound/safe-http-client';
 import { OutboundBlockedError, OutboundError } from '../../../core/outbound/safe-http-client';
 import { dec } from '../../../core/money';
-import { EngineError, effectiveCost, isReachable } from '../../../engine';
+import { EngineError, NO_DATA, effectiveCost, isReachable, latencyView } from '../../../engine';
 import type { CircuitBreakers, FunctionDescriptor, FunctionRegistry, LatencyStats, PricingEngine } from '../../../engine';
 import { identityOf } from '../../identity';
 import * as s from '../schemas';
@@ -42,7 +42,7 @@ function checkCallCost(costPerUnit: string, costMultiplier: string, max: number)
 }
 
 export function functionView(fn: FunctionDescriptor, d: Pick<FunctionRouteDeps, 'latency' | 'breakers'>, viewer: string): Record<string, unknown> {
-  const lat = d.latency.snapshot(fn.id);
+  const lat = latencyView(d.latency.snapshot(fn.id));
   const own = fn.workspaceId === viewer;
   return {
     id: fn.id,
@@ -57,8 +57,8 @@ export function functionView(fn: FunctionDescriptor, d: Pick<FunctionRouteDeps, 
     cost_per_unit: fn.costPerUnit,
     cost_multiplier: fn.costMultiplier,
     effective_cost_per_call: effectiveCost(fn),
-    average_latency_ms: d.latency.average(fn.id) ?? 'no data',
-    latency: { p50_ms: lat.p50_ms ?? 'no data', p95_ms: lat.p95_ms ?? 'no data', samples: lat.samples, window_ms: lat.window_ms },
+    average_latency_ms: d.latency.average(fn.id) ?? NO_DATA,
+    latency: { p50_ms: lat.p50_ms, p95_ms: lat.p95_ms, samples: lat.samples, window_ms: lat.window_ms },
     breaker: d.breakers.state(fn.id),
     ...(own && fn.endpointUrl ? { endpoint_url: fn.endpointUrl, timeout_ms: fn.timeoutMs ?? null } : {}),
   };

@@ -2,6 +2,7 @@ import type { Principal } from '../../../core/auth';
 import { ApiError } from '../../../core/errors';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
+import { latencyView } from '../../../engine';
 import type { CircuitBreakers, FunctionRegistry, LatencyStats } from '../../../engine';
 import { identityOf } from '../../identity';
 import * as s from '../schemas';
@@ -89,7 +90,7 @@ export function operationRoutes(registry: FunctionRegistry, breakers: CircuitBre
       handler: ({ principal }) => {
         const p = principal as Principal;
         const scope = { workspaceId: p.workspaceId, builtInsOnly: identityOf(p).sandbox };
-        const data = registry.reachable(scope).map((f) => ({ function: { id: f.id, name: f.name }, breaker: breakers.view(f.id), latency: latency.snapshot(f.id) }));
+        const data = registry.reachable(scope).map((f) => ({ function: { id: f.id, name: f.name }, breaker: breakers.view(f.id), latency: latencyView(latency.snapshot(f.id)) }));
         return ok({ object: 'list', data, has_more: false, next_cursor: null, limit: data.length });
       },
     }),

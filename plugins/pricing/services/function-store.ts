@@ -2,7 +2,7 @@ import { isUniqueViolation } from '../../../core/db/sql';
 import type { Sql } from '../../../core/db/sql';
 import { ApiError } from '../../../core/errors';
 import { newId } from '../../../core/ids';
-import { formatMoney } from '../../../core/money';
+import { formatMoney, formatMultiplier } from '../../../core/money';
 import { BUILTINS } from '../../../engine';
 import type { FunctionDescriptor, FunctionSource, FunctionStatus } from '../../../engine';
 
@@ -41,7 +41,7 @@ function toRecord(r: FunctionRow): FunctionRecord {
     status: r.status,
     isPublic: r.is_public,
     costPerUnit: formatMoney(r.cost_per_unit, 8, 2),
-    costMultiplier: formatMoney(r.cost_multiplier, 6, 1),
+    costMultiplier: formatMultiplier(r.cost_multiplier),
     description: r.description,
     tags: r.tags,
     endpointUrl: r.endpoint_url,

@@ -110,6 +110,22 @@ describe('pricing: compute routed by the default policy (HTTP)', function () {
     ]);
   });
 
+  it('shows a never-timed function as "no data" at GET /api/routing/health as at GET /api/functions, and cost_multiplier in one format for built-ins and workspace functions', async () => {
+    const api = client(svc.url, { 'x-api-key': world.b.key });
+    const created = await api.post<Body>('/api/functions', { name: `untimed-${Date.now()}`, execution_type: 'pipeline', cost_per_unit: '0.001', cost_multiplier: '1.50' });
+    expect(created.status, created.text).to.equal(201);
+    const id = created.body.function.id as string;
+    expect(created.body.function.cost_multiplier).to.equal('1.5');
+    const list = (await api.get<Body>('/api/functions')).body.data as Body[];
+    expect(list.find((f) => f.id === id)?.latency).to.deep.equal({ p50_ms: 'no data', p95_ms: 'no data', samples: 0, window_ms: 300_000 });
+    expect(list.find((f) => f.name === 'cost-plus')?.cost_multiplier).to.equal('1');
+    const ones = await api.post<Body>('/api/functions', { name: `unit-${Date.now()}`, execution_type: 'pipeline', cost_per_unit: '0.001' });
+    expect(ones.body.function.cost_multiplier).to.equal('1');
+    const health = await api.get<Body>('/api/routing/health');
+    expect(health.status).to.equal(200);
+    expect((health.body.data as Body[]).find((d) => d.function.id === id)?.latency).to.deep.equal({ samples: 0, p50_ms: 'no data', p95_ms: 'no data', ewma_ms: 'no data', window_ms: 300_000, cold: true });
+  });
+
   it('breaker state shows at GET /api/routing/health and in /metrics, and routing skips the open function', async () => {
     const breakers = svc.container.resolve<CircuitBreakers>(PRICING.Breakers);
     for (let i = 0; i < 3; i++) breakers.record('fn_builtin_charm', false);
