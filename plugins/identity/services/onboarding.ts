@@ -239,8 +239,9 @@ export class Onboarding {
       );
       const ids = agentKeys.map((k) => k.id);
       if (input.keepKey) {
-        // A kept key has the full access of an API key in the workspace until revoked.
-        await this.sql.exec(`UPDATE api_keys SET expires_at = NULL, scopes = NULL WHERE id = ANY($1::text[])`, [ids], tx);
+        // A kept key has the full access of an API key in the workspace until revoked: no longer a sandbox key (SPEC
+        // calls it the agent key), so the name registration gave it stops saying so. Only that suffix is replaced.
+        await this.sql.exec(`UPDATE api_keys SET expires_at = NULL, scopes = NULL, name = regexp_replace(name, ' sandbox key$', ' agent key') WHERE id = ANY($1::text[])`, [ids], tx);
       } else {
         await this.sql.exec(`UPDATE api_keys SET revoked_at = now(), revoked_reason = 'claimed' WHERE id = ANY($1::text[])`, [ids], tx);
       }

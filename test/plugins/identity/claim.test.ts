@@ -196,6 +196,19 @@ describe('identity: claiming an agent sandbox', () => {
     expect(list.text).not.to.contain(reg.api_key.key);
   });
 
+  it('renames a key kept by the claim from "… sandbox key" to "… agent key": it is no longer a sandbox key', async () => {
+    const owner = await signUp(svc.url);
+    const reg = await register(svc.url, 'pricing-agent/kept');
+    expect(reg.api_key.name).to.equal('pricing-agent/kept sandbox key');
+    const res = await api.post<ClaimBody>(claimPath(reg), { keep_key: true }, asPerson(owner));
+    expect(res.status, res.text).to.equal(200);
+    const me = await api.get<MeBody & { key?: { name: string } }>('/api/me', { 'x-api-key': reg.api_key.key });
+    expect(me.status, me.text).to.equal(200);
+    expect(me.body.key?.name).to.equal('pricing-agent/kept agent key');
+    const list = await api.get<{ data: KeyView[] }>('/api/api-keys', asPerson(owner, reg.workspace.id));
+    expect(list.body.data.find((k) => k.id === reg.api_key.id)?.name).to.equal('pricing-agent/kept agent key');
+  });
+
   describe('refusals (403 with a reason; nothing changes)', () => {
     it('refuses a claimer who is only a member of the target workspace', async () => {
       const owner = await signUp(svc.url);
