@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { KvStore } from '../core/kv';
 import type { MarketEvidence, MethodResult } from './builtins/types';
+import type { FunctionDescriptor } from './functions';
 
 /** JSON with object keys sorted at every depth, so equal contexts give equal cache keys. */
 export function stableStringify(value: unknown): string {
@@ -14,7 +15,7 @@ export function stableStringify(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
-/** Results by function and normalised context, on the key-value store (shared with Redis). */
+/** Results by function version and normalised context, on the key-value store (shared with Redis). */
 export class ResultCache {
   constructor(
     private readonly kv: KvStore,
@@ -25,21 +26,25 @@ export class ResultCache {
     return this.ttlMs > 0;
   }
 
-  /** A result priced with the network's observations is keyed by them too: new observations give a new key. */
-  private key(fnId: string, context: Record<string, unknown>, market?: MarketEvidence): string {
-    const hash = createHash('sha256').update(stableStringify(context));
+  /**
+   * Keyed by the whole descriptor, not its id: any edit that can change an answer (endpoint, timeout, status, the name
+   * sent to the endpoint; a workspace function's updatedAt moves on every edit) must miss at once, and every instance
+   * sees the edit through its registry reload. A result priced with the network's observations is keyed by them too.
+   */
+  private key(fn: FunctionDescriptor, context: Record<string, unknown>, market?: MarketEvidence): string {
+    const hash = createHash('sha256').update(stableStringify(fn)).update('\u0000').update(stableStringify(context));
     if (market) hash.update(`\u0000${stableStringify(market)}`);
-    return `pcache:${fnId}:${hash.digest('base64url')}`;
+    return `pcache:${fn.id}:${hash.digest('base64url')}`;
   }
 
-  async get(fnId: string, context: Record<string, unknown>, market?: MarketEvidence): Promise<MethodResult | null> {
+  async get(fn: FunctionDescriptor, context: Record<string, unknown>, market?: MarketEvidence): Promise<MethodResult | null> {
     if (!this.enabled) return null;
-    const raw = await this.kv.get(this.key(fnId, context, market));
+    const raw = await this.kv.get(this.key(fn, context, market));
     return raw ? (JSON.parse(raw) as MethodResult) : null;
   }
 
-  async set(fnId: string, context: Record<string, unknown>, result: MethodResult, market?: MarketEvidence): Promise<void> {
+  async set(fn: FunctionDescriptor, context: Record<string, unknown>, result: MethodResult, market?: MarketEvidence): Promise<void> {
     if (!this.enabled) return;
-    await this.kv.set(this.key(fnId, context, market), JSON.stringify(result), this.ttlMs);
+    await this.kv.set(this.key(fn, context, market), JSON.stringify(result), this.ttlMs);
   }
 }

@@ -244,7 +244,7 @@ export class PricingEngine {
         continue;
       }
       if (step.role === 'chosen') {
-        const hit = await this.cache.get(fn.id, req.context, marketFor(fn));
+        const hit = await this.cache.get(fn, req.context, marketFor(fn));
         stages.push({ stage: 'cache', ms: since(t), hit: !!hit, ...(this.cache.enabled ? {} : { disabled: true }) });
         if (hit) {
           this.cacheHits.inc({ function: fn.name });
@@ -277,7 +277,7 @@ export class PricingEngine {
           this.fallbacks.inc({ function: fn.name });
           stages.push({ stage: 'fallback', ms: 0, used: true, from: first.name, to: fn.name, after: attempts.filter((a) => a.outcome !== 'ok').map((a) => `${a.function}: ${a.error ?? a.outcome}`) });
         }
-        await this.cache.set(fn.id, req.context, r.result, marketFor(fn));
+        await this.cache.set(fn, req.context, r.result, marketFor(fn));
         this.requests.inc({ function: fn.name, outcome: 'ok' });
         return { result: r.result, fn, strategy, decision, attempts, fallbackUsed, cached: false, savings: fallbackUsed ? null : this.savings(decision, fn), cost: effectiveCost(fn), stages };
       }

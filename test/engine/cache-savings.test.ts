@@ -54,6 +54,27 @@ describe('engine: result cache', function () {
     expect(otherFn.fn.name).to.equal('test-beta');
   });
 
+  it('misses once the function changed (registry.changed), on this instance and on another sharing the store', async () => {
+    const one = await harness({ functions: [fixture('test-alpha')], engine: { cacheTtlMs: TTL_MS } });
+    const two = await harness({ shared: { kv: one.kv, source: one.source }, clock: one.clock, engine: { cacheTtlMs: TTL_MS } });
+    const byId = { pin: { id: 'fn_test_alpha' }, context: ctx };
+    try {
+      expect((await one.price(byId)).result.details).to.deep.include({ answered_by: 'test-alpha' });
+      expect((await two.price(byId)).cached, 'the instances share the cache').to.equal(true);
+      // Same id, another method behind it: as an external function whose endpoint_url was PATCHed.
+      one.source.put(fixture('test-beta', { id: 'fn_test_alpha' }));
+      await one.parts.registry.changed('fn_test_alpha');
+      await new Promise((resolve) => setImmediate(resolve));
+      const after = await one.price(byId);
+      expect(after.cached, 'answered from the cache after the change').to.equal(false);
+      expect(after.result.details).to.deep.include({ answered_by: 'test-beta' });
+      expect((await two.price(byId)).result.details, 'the other instance answers with the new version').to.deep.include({ answered_by: 'test-beta' });
+    } finally {
+      await two.close();
+      await one.close();
+    }
+  });
+
   it('is reported as disabled when the TTL is 0', async () => {
     const off = await harness({ functions: FUNCTIONS, engine: { cacheTtlMs: 0 } });
     try {

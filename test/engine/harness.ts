@@ -69,14 +69,16 @@ export interface HarnessOptions {
   engine?: NonNullable<ConfigInput['engine']>;
   outbound?: NonNullable<ConfigInput['outbound']>;
   clock?: ManualClock;
+  /** Another instance of the same service: the store and the function table it shares with the first. */
+  shared?: { kv: MemoryKvStore; source: MemorySource };
 }
 
 /** An engine built like the service builds it, on a memory store, a manual clock and one worker. */
 export async function harness(opts: HarnessOptions = {}): Promise<Harness> {
   const clock = opts.clock ?? new ManualClock();
-  const kv = new MemoryKvStore(clock);
+  const kv = opts.shared?.kv ?? new MemoryKvStore(clock);
   const metrics = new Metrics({ defaultMetrics: false });
-  const source = new MemorySource(opts.functions ?? []);
+  const source = opts.shared?.source ?? new MemorySource(opts.functions ?? []);
   const config = loadConfig({ LOG_LEVEL: 'silent' }, { engine: { threads: 1, functionTimeoutMs: 1000, randomSeed: 42, extraWorkerModules: [FIXTURE_MODULE], ...opts.engine }, ...(opts.outbound ? { outbound: opts.outbound } : {}) });
   const parts = createEngine({ config, kv, clock, metrics, source });
   await parts.start();
@@ -89,7 +91,7 @@ export async function harness(opts: HarnessOptions = {}): Promise<Harness> {
     price: (req) => parts.engine.price({ context: {}, scope: SCOPE, policy: null, ...req }),
     close: async () => {
       await parts.close();
-      await kv.close();
+      if (!opts.shared) await kv.close();
     },
   };
 }

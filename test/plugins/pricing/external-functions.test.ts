@@ -299,3 +299,52 @@ describe('pricing: external_api endpoints under OUTBOUND_HTTPS_ONLY and the defa
     expect((await registerAt('https://pricing.acme.example/price')).status).to.equal(201);
   });
 });
+
+describe('pricing: external_api functions and the result cache', () => {
+  let svc: TestService;
+  let upstream: Upstream;
+  let api: ReturnType<typeof client>;
+
+  before(async () => {
+    upstream = await startUpstream((req, res) => {
+      switch (req.path) {
+        case '/a':
+          return sendJson(res, 200, { price: 10, confidence: 0.5 });
+        case '/b':
+          return sendJson(res, 200, { price: 99, confidence: 0.9 });
+        default:
+          return sendJson(res, 404, { error: 'unknown path' });
+      }
+    });
+    svc = await startTestService({ config: { outbound: { allowList: ['127.0.0.1'] }, engine: { cacheTtlMs: 60_000 } } });
+    const owner = await signUp(svc, 'ext-cache-owner');
+    const { key } = await createKey(svc, owner, { name: 'external cache' });
+    api = client(svc.url, { 'x-api-key': key });
+  });
+  after(async () => {
+    await svc.close();
+    await upstream.close();
+  });
+
+  it('a PATCHed endpoint_url is priced by the new endpoint at once, not from the cache of the old one', async () => {
+    const created = await api.post<Record<string, any>>('/api/functions', { name: uniqueName('cache'), execution_type: 'external_api', endpoint_url: upstream.url('/a'), cost_per_unit: '0.002' });
+    expect(created.status, created.text).to.equal(201);
+    const id = created.body.function.id as string;
+    expect((await api.patch(`/api/functions/${id}`, { status: 'active' })).status).to.equal(200);
+    const price = () => api.post<Record<string, any>>('/api/compute/price', { context: CONTEXT, function_id: id });
+
+    const first = await price();
+    expect(first.status, first.text).to.equal(200);
+    expect(first.body).to.deep.include({ price: '10.00' });
+    expect(first.body.trace.cache).to.equal('miss');
+    expect((await price()).body.trace.cache, 'unchanged, the cache answers').to.equal('hit');
+
+    const patched = await api.patch<Record<string, any>>(`/api/functions/${id}`, { endpoint_url: upstream.url('/b') });
+    expect(patched.status, patched.text).to.equal(200);
+    const after = await price();
+    expect(after.status, after.text).to.equal(200);
+    expect(after.body.trace.cache, 'the old endpoint\'s answer was served from the cache').to.equal('miss');
+    expect(after.body.price).to.equal('99.00');
+    expect(upstream.requests.filter((r) => r.path === '/b')).to.have.length(1);
+  });
+});
