@@ -7,23 +7,36 @@ import type { Context, MethodResult } from './types';
 const DEFAULT_TOLERANCE = 0.02;
 
 /** Charm endings by magnitude: .99/.95 under 100, whole units ending in 9 under 1000, then tens ending in 99/95. */
-export function charmCandidates(p: number, wholeUnitsOnly: boolean): number[] {
-  if (p < 100 && !wholeUnitsOnly) {
-    const f = Math.floor(p);
-    return [f + 0.99, f + 0.95, f - 0.01, f - 0.05].filter((c) => c > 0);
+export function charmCandidates(p: Dec, wholeUnitsOnly: boolean): Dec[] {
+  let endings: Dec[];
+  if (p.lt(100) && !wholeUnitsOnly) {
+    const f = p.floor();
+    endings = [f.plus('0.99'), f.plus('0.95'), f.minus('0.01'), f.minus('0.05')];
+  } else if (p.lt(1000)) {
+    const t = p.div(10).floor().times(10);
+    endings = [t.plus(9), t.minus(1), t.plus(19)];
+  } else {
+    const h = p.div(100).floor().times(100);
+    endings = [h.plus(99), h.plus(95), h.minus(1), h.minus(5)];
   }
-  if (p < 1000) {
-    const t = Math.floor(p / 10) * 10;
-    return [t + 9, t - 1, t + 19].filter((c) => c > 0);
-  }
-  const h = Math.floor(p / 100) * 100;
-  return [h + 99, h + 95, h - 1, h - 5].filter((c) => c > 0);
+  return endings.filter((c) => c.gt(0));
+}
+
+/** The floor charm rounding may not cross: min_price, and unit_cost unless the base is already below cost as asked. */
+function floorOf(ctx: Context, base: Dec): { value: Dec; name: string } | undefined {
+  const floors: Array<{ value: Dec; name: string }> = [];
+  const minPrice = positiveMoney(ctx, 'min_price');
+  if (minPrice) floors.push({ value: minPrice, name: 'min_price' });
+  const unitCost = positiveMoney(ctx, 'unit_cost');
+  // A base below cost was asked for (a negative markup, a target under cost): cost is no floor for it.
+  if (unitCost && base.gte(unitCost)) floors.push({ value: unitCost, name: 'unit_cost' });
+  return floors.reduce<{ value: Dec; name: string } | undefined>((a, b) => (a && a.value.gte(b.value) ? a : b), undefined);
 }
 
 /**
  * Psychological (charm) rounding of a base price: the candidate ending that moves the price least,
  * upward moves preferred, accepted only within `tolerance` (default 2%) and never through a floor
- * or ceiling. Cosmetic: it keeps the base's confidence and never raises it.
+ * (min_price, unit_cost) or ceiling. Cosmetic: it keeps the base's confidence and never raises it.
  */
 export function charm(ctx: Context): MethodResult {
   const currency = currencyOf(ctx);
@@ -43,20 +56,27 @@ export function charm(ctx: Context): MethodResult {
     notes.push('base price from cost-plus', ...cp.notes);
   } else throw new MethodNotApplicable('charm pricing needs a base: target_price, current_price or unit_cost.', ['target_price', 'current_price', 'unit_cost']);
 
-  const p = base.toNumber();
+  const p: Dec = base;
   const tolerance = num(ctx, 'charm_tolerance') ?? DEFAULT_TOLERANCE;
-  const min = positiveMoney(ctx, 'min_price')?.toNumber() ?? 0;
-  const max = positiveMoney(ctx, 'max_price')?.toNumber() ?? Infinity;
-  const candidates = charmCandidates(p, minorUnits(currency) === 0)
-    .filter((c) => c >= min && c <= max)
-    .sort((x, y) => Math.abs(x - p) - Math.abs(y - p) || y - x);
-  const best = candidates[0];
-  let price: Dec = base;
-  if (best !== undefined && Math.abs(best - p) / p <= tolerance) {
-    price = new D(best);
-    if (Math.abs(best - p) < 1e-9) notes.push('already charm-ended');
-  } else {
-    notes.push(`no charm ending within ${tolerance * 100}% (or inside the bounds): base price kept`);
-  }
-  return methodResult(price, currency, { base: baseConfidence }, used, notes, { base_price: toPrice(base, currency) });
+  const floor = floorOf(ctx, p);
+  const max = positiveMoney(ctx, 'max_price');
+  const wholeUnitsOnly = minorUnits(currency) === 0;
+  const withinTolerance = (c: Dec) => c.minus(p).abs().div(p).lte(tolerance);
+  const inBounds = (c: Dec) => (!floor || c.gte(floor.value)) && (!max || c.lte(max));
+  const byDistance = (x: Dec, y: Dec) => x.minus(p).abs().comparedTo(y.minus(p).abs()) || y.comparedTo(x);
+  const endings = charmCandidates(p, wholeUnitsOnly);
+  const nearest = endings.filter((c) => (!max || c.lte(max)) && withinTolerance(c)).sort(byDistance)[0];
+  const crossing = floor && nearest?.lt(floor.value) ? nearest : undefined;
+  // With the nearest ending under the floor, the endings just above the floor compete too (101 on a cost of 99.97 → 99.99).
+  const candidates = floor && crossing ? [...endings, ...charmCandidates(floor.value, wholeUnitsOnly)] : endings;
+  const best = candidates.filter(inBounds).sort(byDistance)[0];
+  const crossed = floor && crossing ? `charm ending ${toPrice(crossing, currency)} would cross the floor (${floor.name} ${toPrice(floor.value, currency)})` : undefined;
+  let price: Dec = p;
+  if (best && withinTolerance(best)) {
+    price = best;
+    if (best.eq(p)) notes.push('already charm-ended');
+    if (crossed) notes.push(`${crossed}: the nearest ending above it taken`);
+  } else if (crossed) notes.push(`${crossed} and no ending above it lies within ${tolerance * 100}%: base price kept`);
+  else notes.push(`no charm ending within ${tolerance * 100}% (or inside the bounds): base price kept`);
+  return methodResult(price, currency, { base: baseConfidence }, used, notes, { base_price: toPrice(p, currency) });
 }

@@ -131,6 +131,27 @@ describe('engine: built-in pricing methods', () => {
       expect(run(charm, { target_price: 20.1, min_price: 20 }).price).to.equal('20.10');
       expect(run(charm, { current_price: 20.1 }).confidence).to.equal(0.3);
     });
+
+    it('never rounds a cost-plus base below unit_cost: cost 10 at a 1% markup stays 10.10, and says why', () => {
+      const r = run(charm, { unit_cost: 10, markup: 0.01, currency: 'USD' });
+      expect(r.details).to.deep.include({ base_price: '10.10' });
+      expect(r.price, 'charm price below unit_cost').to.equal('10.10');
+      expect(r.notes.join(' ')).to.match(/charm ending 9\.99 would cross the floor \(unit_cost 10\.00\).*base price kept/);
+    });
+
+    it('takes the nearest ending above the floor when the nearest one lies under it, if within the tolerance', () => {
+      const r = run(charm, { target_price: 101, unit_cost: 99.97 });
+      expect(r.price).to.equal('99.99');
+      expect(r.notes.join(' ')).to.match(/charm ending 99\.00 would cross the floor \(unit_cost 99\.97\): the nearest ending above it taken/);
+      expect(run(charm, { target_price: 10.2, unit_cost: 10, charm_tolerance: 0.1 }).price).to.equal('10.95');
+      expect(run(charm, { target_price: 10.05, unit_cost: 9.99 }).price, 'an ending equal to the floor does not cross it').to.equal('9.99');
+    });
+
+    it('a base asked below cost (negative markup) is rounded as usual: cost is no floor for it', () => {
+      const r = run(charm, { unit_cost: 10, markup: -0.01 });
+      expect(r.details).to.deep.include({ base_price: '9.90' });
+      expect(r.price).to.equal('9.95');
+    });
   });
 
   describe('anchored-adjustment', () => {
