@@ -1,4 +1,4 @@
-import { D, MAX_AMOUNT, currencyOf, mad, median, num, observations, positiveMoney, round3, toPrice, methodResult } from './inputs';
+import { D, MAX_AMOUNT, currencyOf, describeCurrencies, mad, median, num, observations, positiveMoney, round3, toPrice, methodResult } from './inputs';
 import { MethodNotApplicable } from './types';
 import type { Context, MarketEvidence, MethodResult } from './types';
 
@@ -27,11 +27,19 @@ interface Reference {
 }
 
 /** The caller's competitor_prices, grouped by source (a seller listed many times counts once). */
-function callerReference(ctx: Context): Reference | null {
-  const { usable, dropped } = observations(ctx, 'competitor_prices');
+function callerReference(ctx: Context, currency: string): Reference | null {
+  const { usable, dropped, otherCurrency } = observations(ctx, 'competitor_prices');
+  const foreign = [...otherCurrency.values()].reduce((a, b) => a + b, 0);
+  if (usable.length === 0 && foreign > 0) {
+    throw new MethodNotApplicable(
+      `No competitor price is in the context's currency ${currency} (${describeCurrencies(otherCurrency)}): prices are never mixed across currencies; send them in ${currency}, or set currency to theirs.`,
+      ['competitor_prices'],
+    );
+  }
   if (usable.length === 0) return null;
   const notes: string[] = [];
-  if (dropped > 0) notes.push(`${dropped} competitor price(s) were not positive numbers and were dropped`);
+  if (dropped > foreign) notes.push(`${dropped - foreign} competitor price(s) were not positive numbers and were dropped`);
+  if (foreign > 0) notes.push(`${foreign} competitor price(s) in another currency than ${currency} were dropped (${describeCurrencies(otherCurrency)}): prices are never mixed across currencies`);
   const groups = new Map<string, number[]>();
   usable.forEach((o, i) => {
     const key = o.source ?? `unlabelled-${i}`;
@@ -91,7 +99,7 @@ export function hasNetworkReference(ctx: Context, market: MarketEvidence | undef
  */
 export function competitive(ctx: Context, market?: MarketEvidence): MethodResult {
   const currency = currencyOf(ctx);
-  const reference = callerReference(ctx) ?? networkReference(ctx, market, currency);
+  const reference = callerReference(ctx, currency) ?? networkReference(ctx, market, currency);
   if (!reference) {
     throw new MethodNotApplicable(
       'competitive positioning needs competitor_prices (positive numbers or {price, source}), or a product_type the network holds price observations of (POST /api/data/observations).',

@@ -1,4 +1,4 @@
-import { D, clamp01, currencyOf, num, positiveMoney, round3, methodResult } from './inputs';
+import { D, clamp01, currencyOf, describeCurrencies, num, positiveMoney, round3, methodResult, sameCurrency } from './inputs';
 import type { Dec } from './inputs';
 import { MethodNotApplicable } from './types';
 import type { Context, MethodResult } from './types';
@@ -8,6 +8,8 @@ const DEFAULT_MAX_MULTIPLE = 5;
 const T975 = [0, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145, 2.131, 2.12, 2.11, 2.101, 2.093, 2.086];
 
 interface Estimate {
+  /** Rows left out for being in another currency than the context's. */
+  otherCurrency: Map<string, number>;
   epsilon: number;
   se: number;
   r2: number;
@@ -16,14 +18,23 @@ interface Estimate {
 }
 
 /** OLS of ln q on ln p; ε̂ = −β̂ with its standard error and 95% interval. */
-export function estimateElasticity(history: unknown): Estimate | { problem: string } {
+export function estimateElasticity(history: unknown, currency: string): Estimate | { problem: string } {
   if (!Array.isArray(history)) return { problem: 'price_history must be a list of {price, quantity}' };
+  const otherCurrency = new Map<string, number>();
   const pts = history
     .map((h) => (h && typeof h === 'object' ? (h as Record<string, unknown>) : {}))
+    // Prices in two currencies would shift ln p between rows and fake a slope.
+    .filter((h) => {
+      if (sameCurrency(h, currency)) return true;
+      const c = String(h.currency).trim().toUpperCase();
+      otherCurrency.set(c, (otherCurrency.get(c) ?? 0) + 1);
+      return false;
+    })
     .map((h) => ({ p: Number(h.price), q: Number(h.quantity) }))
     .filter((x) => Number.isFinite(x.p) && Number.isFinite(x.q) && x.p > 0 && x.q > 0);
   const n = pts.length;
-  if (n < 5) return { problem: `price_history needs at least 5 usable points with price and quantity above 0 (has ${n})` };
+  const foreign = otherCurrency.size ? ` in ${currency}; ${describeCurrencies(otherCurrency)} left out` : '';
+  if (n < 5) return { problem: `price_history needs at least 5 usable points with price and quantity above 0${foreign} (has ${n})` };
   if (new Set(pts.map((x) => x.p)).size < 3) return { problem: 'price_history needs at least three distinct prices' };
   const xs = pts.map((x) => Math.log(x.p));
   const ys = pts.map((x) => Math.log(x.q));
@@ -47,7 +58,7 @@ export function estimateElasticity(history: unknown): Estimate | { problem: stri
   if (beta >= 0) return { problem: 'quantity does not fall as price rises in price_history: no usable elasticity' };
   if (se > 0 && Math.abs(beta) / se < 2) return { problem: 'the elasticity estimate is not distinguishable from zero (|t| < 2)' };
   const t = T975[Math.min(n - 2, T975.length - 1)] ?? 1.96;
-  return { epsilon: -beta, se, r2, n, lowerEpsilon: -beta - t * se };
+  return { otherCurrency, epsilon: -beta, se, r2, n, lowerEpsilon: -beta - t * se };
 }
 
 /**
@@ -77,7 +88,7 @@ export function elasticityOptimum(ctx: Context): MethodResult {
     factors = { supplied_elasticity: 0.5 };
     used = ['unit_cost', 'elasticity'];
   } else if (ctx.price_history !== undefined) {
-    const est = estimateElasticity(ctx.price_history);
+    const est = estimateElasticity(ctx.price_history, currency);
     if ('problem' in est) throw new MethodNotApplicable(`Cannot estimate elasticity: ${est.problem}.`, ['price_history']);
     epsilon = est.epsilon;
     factors = { precision: round3(clamp01(1 - est.se / est.epsilon)), amount: round3(est.n / (est.n + 10)), fit: round3(clamp01(est.r2)) };
@@ -86,6 +97,7 @@ export function elasticityOptimum(ctx: Context): MethodResult {
       notes.push('the 95% interval reaches ε ≤ 1: the optimum is fragile');
     }
     used = ['unit_cost', 'price_history'];
+    if (est.otherCurrency.size) notes.push(`price_history rows in another currency than ${currency} were dropped (${describeCurrencies(est.otherCurrency)}): prices are never mixed across currencies`);
     notes.push(`estimated ε = ${round3(epsilon)} from ${est.n} points (R² ${round3(est.r2)})`);
   } else throw new MethodNotApplicable('the elasticity optimum needs elasticity, price_history, or demand_intercept with demand_slope.', ['elasticity', 'price_history']);
 

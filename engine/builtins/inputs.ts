@@ -109,10 +109,24 @@ export interface Observation {
   observedAt: number | null;
 }
 
-/** Competitor or reference prices: numbers, decimal strings, or {price, source?, observed_at?}. */
-export function observations(ctx: Context, key: string): { usable: Observation[]; dropped: number } {
+/**
+ * Whether a listed item ({price, currency?, …}) is in `currency`: an item without a currency is taken to be in the
+ * context's; another currency, in any case, is not (amounts are never mixed across currencies, nor converted here).
+ */
+export function sameCurrency(item: Record<string, unknown>, currency: string): boolean {
+  const c = item.currency;
+  return c === undefined || c === null || (typeof c === 'string' && c.trim().toUpperCase() === currency);
+}
+
+/**
+ * Competitor or reference prices in the context's currency: numbers, decimal strings, or {price, source?, observed_at?,
+ * currency?}. `dropped` counts every item left out; `otherCurrency` those of them in another currency, by currency.
+ */
+export function observations(ctx: Context, key: string): { usable: Observation[]; dropped: number; otherCurrency: Map<string, number> } {
   const raw = ctx[key];
-  if (!Array.isArray(raw)) return { usable: [], dropped: 0 };
+  const otherCurrency = new Map<string, number>();
+  if (!Array.isArray(raw)) return { usable: [], dropped: 0, otherCurrency };
+  const currency = currencyOf(ctx);
   const usable: Observation[] = [];
   let dropped = 0;
   for (const item of raw) {
@@ -123,6 +137,12 @@ export function observations(ctx: Context, key: string): { usable: Observation[]
     else if (typeof item === 'string' && /^\d+(\.\d+)?$/.test(item)) price = Number(item);
     else if (item && typeof item === 'object') {
       const o = item as Record<string, unknown>;
+      if (!sameCurrency(o, currency)) {
+        const c = String(o.currency).trim().toUpperCase();
+        otherCurrency.set(c, (otherCurrency.get(c) ?? 0) + 1);
+        dropped++;
+        continue;
+      }
       price = typeof o.price === 'number' ? o.price : typeof o.price === 'string' ? Number(o.price) : undefined;
       source = typeof o.source === 'string' ? o.source : typeof o.seller === 'string' ? o.seller : null;
       observedAt = typeof o.observed_at === 'string' && !Number.isNaN(Date.parse(o.observed_at)) ? Date.parse(o.observed_at) : null;
@@ -130,7 +150,12 @@ export function observations(ctx: Context, key: string): { usable: Observation[]
     if (price !== undefined && Number.isFinite(price) && price > 0 && price <= MAX_AMOUNT_NUMBER) usable.push({ price, source, observedAt });
     else dropped++;
   }
-  return { usable, dropped };
+  return { usable, dropped, otherCurrency };
+}
+
+/** "3 in JPY, 1 in EUR": what `observations` left out for its currency. */
+export function describeCurrencies(counts: ReadonlyMap<string, number>): string {
+  return [...counts].map(([c, n]) => `${n} in ${c}`).join(', ');
 }
 
 export function median(values: number[]): number {

@@ -75,6 +75,13 @@ describe('engine: built-in pricing methods', () => {
       expect(r.price).to.equal('20.00');
       expect(r.inputs_used).to.deep.equal(['unit_cost', 'price_history']);
     });
+
+    it('leaves price_history rows in another currency out of the estimate, with a note', () => {
+      const history = [5, 6, 7, 8, 9, 10].map((p) => ({ price: p, quantity: 1000 / (p * p), currency: 'USD' }));
+      const r = run(elasticityOptimum, { unit_cost: 10, price_history: [...history, { price: 900, quantity: 1000 / 81, currency: 'JPY' }, { price: 1000, quantity: 10, currency: 'JPY' }] });
+      expect(r.details, 'elasticity estimated from USD and JPY rows together').to.deep.include({ elasticity: 2 });
+      expect(r.notes).to.include('price_history rows in another currency than USD were dropped (2 in JPY): prices are never mixed across currencies');
+    });
   });
 
   describe('competitive-position', () => {
@@ -105,6 +112,27 @@ describe('engine: built-in pricing methods', () => {
       expect(r.price).to.equal('19.50');
       expect(r.notes.join(' ')).to.match(/not possible above the floor/);
       expect(notApplicable(competitive, { competitor_prices: prices, min_price: 30, max_price: 25 }).missing).to.deep.equal(['min_price', 'max_price']);
+    });
+
+    it('drops competitor prices in another currency, counted in a note, never reading yen as dollars', () => {
+      const mixed = [{ price: 10, currency: 'USD', source: 'a' }, { price: 12, currency: 'usd', source: 'b' }, { price: 1500, currency: 'JPY', source: 'c' }, { price: 1600, currency: 'JPY', source: 'd' }, { price: 9, currency: 'EUR', source: 'e' }];
+      const r = run(competitive, { currency: 'USD', competitor_prices: mixed });
+      expect(r.price, 'price in USD built from JPY competitor prices').to.equal('11.00');
+      expect(r.details).to.deep.include({ sources: 2 });
+      expect(r.notes).to.include('3 competitor price(s) in another currency than USD were dropped (2 in JPY, 1 in EUR): prices are never mixed across currencies');
+      // Without a currency the context is USD; an item without one is taken to be in the context's.
+      expect(run(competitive, { competitor_prices: [10, { price: 12 }, { price: 1500, currency: 'JPY' }] }).price).to.equal('11.00');
+      expect(run(competitive, { currency: 'jpy', competitor_prices: mixed }).price).to.equal('1550');
+    });
+
+    it('is not applicable, naming the currencies, when no competitor price is in the context\'s currency', () => {
+      const e = notApplicable(competitive, { currency: 'USD', competitor_prices: [{ price: 1500, currency: 'JPY' }] });
+      expect(e.missing).to.deep.equal(['competitor_prices']);
+      expect(e.message).to.match(/No competitor price is in the context's currency USD \(1 in JPY\)/);
+      // anchored-adjustment's competitive target reads them the same way.
+      const a = run(anchored, { current_price: 11, competitor_prices: [{ price: 11.5, currency: 'USD' }, { price: 1500, currency: 'JPY' }] });
+      expect(a.price).to.equal('11.50');
+      expect(a.notes.join(' ')).to.match(/1 competitor price\(s\) in another currency than USD were dropped/);
     });
 
     it('halves confidence when every price comes from one source', () => {
