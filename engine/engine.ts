@@ -14,7 +14,7 @@ import type { PricingPool } from './pool';
 import type { FunctionRegistry } from './registry';
 import type { RoutingPolicy, Preference, Strategy, PolicyConfig } from './routing/policy';
 import type { RouteDecision, Router } from './routing/router';
-import type { CircuitBreakers } from './stats/breaker';
+import type { Admission, CircuitBreakers } from './stats/breaker';
 import type { LatencyStats } from './stats/latency';
 
 export interface PriceRequest {
@@ -123,7 +123,7 @@ export class PricingEngine {
    * Runs one function once. `health: false` (test runs) leaves the routing statistics alone: anyone
    * may test a public function for free, and their failures must not open its breaker for everyone.
    */
-  private async attempt(fn: FunctionDescriptor, context: Record<string, unknown>, opts: { health?: boolean; market?: MarketEvidence | null | undefined } = {}): Promise<AttemptResult> {
+  private async attempt(fn: FunctionDescriptor, context: Record<string, unknown>, opts: { health?: boolean; market?: MarketEvidence | null | undefined; admission?: Admission } = {}): Promise<AttemptResult> {
     const started = performance.now();
     let outcome: 'ok' | 'failed' | 'timeout' | 'not_applicable' | 'pool_busy' = 'failed';
     try {
@@ -157,7 +157,7 @@ export class PricingEngine {
       // A function that could not price the context, or never ran because the pool was busy, has no latency or health to record.
       if (outcome !== 'not_applicable' && outcome !== 'pool_busy' && opts.health !== false) {
         this.latency.record(fn.id, recorded);
-        this.breakers.record(fn.id, outcome === 'ok');
+        this.breakers.record(fn.id, outcome === 'ok', opts.admission);
         this.duration.observe({ function: fn.name }, recorded / 1000);
       }
       this.calls.inc({ function: fn.name, outcome });
@@ -258,14 +258,15 @@ export class PricingEngine {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'pricing pool busy', ms: 0 });
         continue;
       }
-      if (!this.breakers.allow(fn.id)) {
+      const admission = this.breakers.allow(fn.id);
+      if (!admission) {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'breaker open', ms: 0 });
         continue;
       }
-      const r = await this.attempt(fn, req.context, { market: marketFor(fn) });
+      const r = await this.attempt(fn, req.context, { market: marketFor(fn), admission });
       // Not being able to price this context, or not getting a worker, says nothing about the function's health: a
       // half-open trial slot is freed.
-      if (!r.ok && (r.notApplicable || r.busy)) this.breakers.release(fn.id);
+      if (!r.ok && (r.notApplicable || r.busy)) this.breakers.release(fn.id, admission);
       const ms = since(t);
       if (r.ok) {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'ok', ms });

@@ -78,12 +78,26 @@ interface Entry {
   state: BreakerState;
   openedAt: number | null;
   trialInFlight: boolean;
+  /** Numbers the trials, so an admission from an earlier one can never pass for the trial in flight. */
+  trials: number;
 }
+
+/**
+ * A call `allow` let through, handed back to `record` or `release`. Only the half-open trial's admission carries its
+ * number: calls that started before the breaker opened may answer while a trial is in flight, and theirs are not the
+ * trial's outcome.
+ */
+export interface Admission {
+  readonly trial: number | null;
+}
+
+const ORDINARY: Admission = Object.freeze({ trial: null });
 
 /**
  * One circuit breaker per function: it opens when, over the last `windowMs`, at least `minCalls`
  * calls happened and the failure share reached `failureRatio`; after `cooldownMs` one trial call
- * is let through (half-open); its success closes the breaker, its failure opens it again.
+ * is let through (half-open); its success closes the breaker, its failure opens it again. Outcomes of other calls
+ * (admitted before the breaker opened, answering late) only join the window.
  */
 export class CircuitBreakers {
   private readonly entries = new Map<string, Entry>();
@@ -97,7 +111,7 @@ export class CircuitBreakers {
   private entry(fnId: string): Entry {
     let e = this.entries.get(fnId);
     if (!e) {
-      e = { outcomes: new OutcomeWindow(), state: 'closed', openedAt: null, trialInFlight: false };
+      e = { outcomes: new OutcomeWindow(), state: 'closed', openedAt: null, trialInFlight: false, trials: 0 };
       this.entries.set(fnId, e);
     }
     return e;
@@ -117,31 +131,37 @@ export class CircuitBreakers {
     return e.state;
   }
 
-  /** Whether a call may go to the function now; a half-open breaker admits one trial at a time. */
-  allow(fnId: string): boolean {
+  /** Whether a call may go to the function now (null: not); a half-open breaker admits one trial at a time. */
+  allow(fnId: string): Admission | null {
     const e = this.entry(fnId);
     const state = this.state(fnId);
-    if (state === 'closed') return true;
-    if (state === 'open') return false;
+    if (state === 'closed') return ORDINARY;
+    if (state === 'open') return null;
     this.set(fnId, e, 'half_open');
-    if (e.trialInFlight) return false;
+    if (e.trialInFlight) return null;
     e.trialInFlight = true;
-    return true;
+    e.trials++;
+    return { trial: e.trials };
+  }
+
+  private isTrial(e: Entry, admission: Admission | undefined): boolean {
+    return admission?.trial != null && e.trialInFlight && admission.trial === e.trials;
   }
 
   /**
    * Ends a call admitted by `allow` that says nothing about the function's health (it could not
    * price the context): a half-open trial slot is freed, so the next call becomes the trial.
    */
-  release(fnId: string): void {
+  release(fnId: string, admission: Admission): void {
     const e = this.entries.get(fnId);
-    if (e) e.trialInFlight = false;
+    if (e && this.isTrial(e, admission)) e.trialInFlight = false;
   }
 
-  record(fnId: string, ok: boolean): void {
+  /** An outcome; without the trial's admission it only joins the window (and can open a closed breaker). */
+  record(fnId: string, ok: boolean, admission?: Admission): void {
     const e = this.entry(fnId);
     const now = this.clock.now();
-    if (e.state === 'half_open' || (e.state === 'open' && this.state(fnId) === 'half_open')) {
+    if (this.isTrial(e, admission)) {
       e.trialInFlight = false;
       if (ok) {
         e.outcomes.clear();

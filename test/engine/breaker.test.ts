@@ -122,3 +122,60 @@ describe('engine: circuit breaker', function () {
     expect(h.parts.breakers.view('fn_test_flaky')).to.include({ calls: 1, failures: 1 });
   });
 });
+
+describe('engine: circuit breaker and calls answering late', function () {
+  this.timeout(20_000);
+  let h: Harness;
+
+  beforeEach(async () => {
+    h = await harness({
+      functions: [fixture('test-slow')],
+      engine: { threads: 2, breakerMinCalls: 2, breakerFailureRatio: 0.5, breakerCooldownMs: COOLDOWN_MS, breakerWindowMs: 60_000, cacheTtlMs: 0, functionTimeoutMs: 3000 },
+    });
+  });
+  afterEach(() => h.close());
+
+  const BAD = { test_price: 'bad' };
+  const state = () => h.parts.breakers.state('fn_test_slow');
+  const call = (context: Record<string, unknown>) => h.price({ pin: { name: 'test-slow' }, context }).then((o) => o.result.price, (e: Error) => `error: ${e.message}`);
+  const tick = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  /**
+   * Starts a call while the breaker is closed that answers after 1 s, opens the breaker with two quick failures,
+   * half-opens it and starts the trial (answering after 2.5 s): the late call answers while the trial is in flight.
+   */
+  async function lateCallDuringTrial(late: Record<string, unknown>, trialContext: Record<string, unknown>): Promise<{ late: Promise<string>; trial: Promise<string> }> {
+    let lateDone = false;
+    const pending = call({ ...late, sleep_ms: 1000 }).finally(() => {
+      lateDone = true;
+    });
+    await tick(50);
+    await call({ ...BAD, n: 1 });
+    await call({ ...BAD, n: 2 });
+    expect(state()).to.equal('open');
+    h.clock.advance(COOLDOWN_MS);
+    const trial = call({ ...trialContext, sleep_ms: 2500 });
+    await tick(50);
+    expect(lateDone, 'the late call is still in flight when the trial starts').to.equal(false);
+    expect(state()).to.equal('half_open');
+    return { late: pending, trial };
+  }
+
+  it('a success of a call admitted before the breaker opened does not close it in place of the failing trial', async () => {
+    const { late, trial } = await lateCallDuringTrial({}, BAD);
+    expect(await late).to.equal('10.00');
+    expect(state(), 'the late success closed the breaker while the trial was in flight').to.equal('half_open');
+    expect(await trial).to.match(/^error/);
+    expect(state(), 'the failed trial opens the breaker again').to.equal('open');
+    expect(h.parts.breakers.view('fn_test_slow').retry_at).to.equal(new Date(h.clock.now() + COOLDOWN_MS).toISOString());
+  });
+
+  it('a failure of a call admitted before the breaker opened does not reopen it while a good trial is in flight', async () => {
+    const { late, trial } = await lateCallDuringTrial(BAD, {});
+    expect(await late).to.match(/^error/);
+    expect(state(), 'the late failure reopened the breaker while the trial was in flight').to.equal('half_open');
+    expect(await trial).to.equal('10.00');
+    expect(state(), 'the successful trial closes the breaker').to.equal('closed');
+    expect(h.parts.breakers.view('fn_test_slow')).to.include({ state: 'closed', retry_at: null });
+  });
+});
