@@ -5,6 +5,7 @@ export interface LatencySnapshot {
   samples: number;
   p50_ms: number | null;
   p95_ms: number | null;
+  /** Exponentially weighted mean of the same samples, oldest first (seeded with the oldest): recent ones weigh most. */
   ewma_ms: number | null;
   window_ms: number;
   /** Fewer samples than the cold threshold: `fastest` explores it first. */
@@ -31,7 +32,6 @@ export interface LatencyOptions {
 interface Series {
   t: number[];
   ms: number[];
-  ewma: number | null;
   cached: LatencySnapshot | null;
 }
 
@@ -44,7 +44,7 @@ function quantile(sorted: number[], q: number): number {
 
 /**
  * Rolling latency per function: samples from the last `windowMs` (at most `maxSamples`, oldest
- * dropped first), their p50 and p95, and an EWMA. Timeouts are recorded at the timeout value, so a
+ * dropped first), their p50, p95 and EWMA. Timeouts are recorded at the timeout value, so a
  * hanging function looks slow rather than unknown. Kept per instance.
  */
 export class LatencyStats {
@@ -56,14 +56,13 @@ export class LatencyStats {
   ) {}
 
   record(fnId: string, ms: number): void {
-    const s = this.series.get(fnId) ?? { t: [], ms: [], ewma: null, cached: null };
+    const s = this.series.get(fnId) ?? { t: [], ms: [], cached: null };
     s.t.push(this.clock.now());
     s.ms.push(ms);
     if (s.t.length > this.opts.maxSamples) {
       s.t.shift();
       s.ms.shift();
     }
-    s.ewma = s.ewma === null ? ms : this.opts.ewmaAlpha * ms + (1 - this.opts.ewmaAlpha) * s.ewma;
     s.cached = null;
     this.series.set(fnId, s);
   }
@@ -89,12 +88,15 @@ export class LatencyStats {
     if (!s) return empty;
     if (s.cached) return s.cached;
     if (s.ms.length === 0) return empty;
+    // Recomputed over the window rather than kept running: a running EWMA still carries samples the window dropped.
+    const alpha = this.opts.ewmaAlpha;
+    const ewma = s.ms.reduce((acc, x, i) => (i === 0 ? x : alpha * x + (1 - alpha) * acc), 0);
     const sorted = [...s.ms].sort((a, b) => a - b);
     s.cached = {
       samples: sorted.length,
       p50_ms: Math.round(quantile(sorted, 0.5) * 1000) / 1000,
       p95_ms: Math.round(quantile(sorted, 0.95) * 1000) / 1000,
-      ewma_ms: s.ewma === null ? null : Math.round(s.ewma * 1000) / 1000,
+      ewma_ms: Math.round(ewma * 1000) / 1000,
       window_ms: this.opts.windowMs,
       cold: sorted.length < this.opts.coldBelow,
     };

@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import { ManualClock } from '../../core/clock';
+import { LatencyStats } from '../../engine/stats/latency';
 import { fixture, harness } from './harness';
 import type { Harness } from './harness';
 
@@ -56,6 +58,25 @@ describe('engine: rolling latency statistics', function () {
     expect(lat().average('f')).to.equal(100);
     h.clock.advance(10_000);
     expect(lat().average('f'), 'no data once every sample left the window').to.equal(null);
+  });
+
+  it('the EWMA covers only the samples in the window: older ones no longer weigh in', () => {
+    const clock = new ManualClock();
+    const stats = new LatencyStats(clock, { windowMs: 300_000, maxSamples: 256, coldBelow: 3, ewmaAlpha: 0.3 });
+    for (let i = 0; i < 50; i++) stats.record('f', 1000);
+    clock.advance(301_000);
+    for (let i = 0; i < 3; i++) stats.record('f', 10);
+    expect(stats.snapshot('f')).to.include({ samples: 3, p50_ms: 10 });
+    expect(stats.snapshot('f').ewma_ms, 'EWMA of samples that left the window').to.equal(10);
+  });
+
+  it('the EWMA covers only the samples kept under maxSamples, oldest first with α 0.3', () => {
+    for (let i = 1; i <= 10; i++) lat().record('f', i * 100);
+    // 300..1000 remain: seeded with 300, each next sample weighs 0.3.
+    expect(lat().snapshot('f').ewma_ms).to.equal(785.883);
+    // 300 leaves as 100 arrives: 400..1000 then 100.
+    lat().record('f', 100);
+    expect(lat().snapshot('f').ewma_ms).to.equal(585.883);
   });
 
   it('a real call is recorded as one sample of the function', async () => {
