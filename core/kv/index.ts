@@ -8,6 +8,7 @@ export type { KvStore, RateLimitResult, Unsubscribe } from './types';
 export type { MessageHandler } from './contract';
 export { MemoryKvStore } from './memory';
 export { RedisKvStore } from './redis';
+export { incrFromRecord } from './recorded-counter';
 
 /** Redis when a URL is configured, otherwise the in-process store. */
 export function createKvStore(redisUrl: string | undefined, prefix: string, clock: Clock, log: Logger): KvStore {

@@ -5,6 +5,7 @@ import type { Sql } from '../../../core/db/sql';
 import { ApiError } from '../../../core/errors';
 import type { EventBus } from '../../../core/events';
 import { newId, randomToken } from '../../../core/ids';
+import { incrFromRecord } from '../../../core/kv';
 import type { KvStore } from '../../../core/kv';
 import type { ApiKeyRow, KeyKind, WorkspaceOrigin, WorkspaceRow } from '../domain';
 import type { AuditLog } from './audit';
@@ -40,6 +41,10 @@ function utcDay(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10);
 }
 
+function utcDayStart(ms: number): Date {
+  return new Date(Math.floor(ms / DAY_MS) * DAY_MS);
+}
+
 export function secondsUntilUtcMidnight(ms: number): number {
   return Math.max(1, Math.ceil((Math.floor(ms / DAY_MS + 1) * DAY_MS - ms) / 1000));
 }
@@ -70,6 +75,15 @@ export class Onboarding {
     });
   }
 
+  /**
+   * What the database recorded since a time: where a daily counter starts when the store lost it
+   * (a restart without Redis). The per-address registration counter has no such record, as
+   * addresses are not stored.
+   */
+  private async countSince(query: string, params: unknown[]): Promise<number> {
+    return (await this.sql.one<{ n: number }>(query, params))?.n ?? 0;
+  }
+
   /** Counts a registration against the per-address and overall daily limits, or refuses it. */
   private async countRegistration(ip: string): Promise<number> {
     const { perAddressPerDay, overallPerDay } = this.config.limits.registrations;
@@ -85,7 +99,9 @@ export class Onboarding {
         hint: `The quota resets at 00:00 UTC, in ${retryAfter} s. Reuse the key you already have, or rotate it (POST /api/api-keys/rotate).`,
       });
     }
-    const overall = await this.kv.incr(`reg:all:${day}`, 1, 2 * DAY_MS);
+    const overall = await incrFromRecord(this.kv, `reg:all:${day}`, 1, 2 * DAY_MS, () =>
+      this.countSince('SELECT count(*)::int AS n FROM workspaces WHERE created_by_agent AND created_at >= $1', [utcDayStart(now)]),
+    );
     if (overall > overallPerDay) {
       await this.kv.incr(`reg:ip:${ip}:${day}`, -1);
       throw new ApiError('daily_quota_exceeded', `Daily registration quota of the service reached (${overallPerDay} per day).`, {
@@ -128,7 +144,9 @@ export class Onboarding {
     }
     const perDay = this.config.limits.sandbox.keyRotationsPerDay;
     const now = this.clock.now();
-    const used = await this.kv.incr(`rot:${workspaceId}:${utcDay(now)}`, 1, 2 * DAY_MS);
+    const used = await incrFromRecord(this.kv, `rot:${workspaceId}:${utcDay(now)}`, 1, 2 * DAY_MS, () =>
+      this.countSince(`SELECT count(*)::int AS n FROM api_keys WHERE workspace_id = $2 AND revoked_reason = 'rotated' AND revoked_at >= $1`, [utcDayStart(now), workspaceId]),
+    );
     if (used > perDay) {
       const retryAfter = secondsUntilUtcMidnight(now);
       throw new ApiError('daily_quota_exceeded', `Daily key rotation quota reached (${perDay} per day).`, {

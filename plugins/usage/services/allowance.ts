@@ -4,6 +4,7 @@ import type { Clock } from '../../../core/clock';
 import type { Sql } from '../../../core/db/sql';
 import { ApiError } from '../../../core/errors';
 import type { NextStep } from '../../../core/errors';
+import { incrFromRecord } from '../../../core/kv';
 import type { KvStore } from '../../../core/kv';
 import { identityOf } from '../../identity';
 
@@ -79,12 +80,7 @@ export class SandboxAllowance implements Admitter {
     const dayStart = Math.floor(now / DAY_MS) * DAY_MS;
     const resetsAt = new Date(dayStart + DAY_MS).toISOString();
     const key = `allowance:${p.workspaceId}:${new Date(dayStart).toISOString().slice(0, 10)}`;
-    let used = await this.kv.incr(key, request.units, 2 * DAY_MS);
-    // The first count of the day in this store: add what the day already recorded (one query a day).
-    if (used === request.units) {
-      const before = await this.recordedToday(p.workspaceId, dayStart);
-      if (before > 0) used = await this.kv.incr(key, before, 2 * DAY_MS);
-    }
+    const used = await incrFromRecord(this.kv, key, request.units, 2 * DAY_MS, () => this.recordedToday(p.workspaceId, dayStart));
     if (used > limit) {
       await this.kv.incr(key, -request.units);
       const retryAfter = Math.max(1, Math.ceil((dayStart + DAY_MS - now) / 1000));

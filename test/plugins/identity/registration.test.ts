@@ -153,6 +153,30 @@ describe('identity: registration limits', () => {
   });
 });
 
+describe('identity: registration limits across a restart without Redis', () => {
+  it("keeps the day's overall registration count: a new instance counts the sandboxes the day registered", async () => {
+    const config = identityConfig({ registrations: { perAddressPerDay: 100, overallPerDay: 3 } });
+    const svc = await startTestService({ config });
+    try {
+      await register(svc.url, 'agent-before-1', '203.0.113.60');
+      await register(svc.url, 'agent-before-2', '203.0.113.61');
+      // A second instance on the same database with its own in-process store: what a restart leaves.
+      const restarted = await startTestService({ config, databaseUrl: svc.databaseUrl });
+      try {
+        await register(restarted.url, 'agent-after-1', '203.0.113.62');
+        const refused = await client(restarted.url).post<ErrorBody>('/api/agents/register', { name: 'agent-after-2' }, { 'x-forwarded-for': '203.0.113.63' });
+        expect(refused.status, refused.text).to.equal(429);
+        expect(refused.body.code).to.equal('daily_quota_exceeded');
+        expect(refused.body.error).to.match(/service/i);
+      } finally {
+        await restarted.close();
+      }
+    } finally {
+      await svc.close();
+    }
+  });
+});
+
 describe('identity: self-registration paused (SELF_REGISTRATION_OPEN=false)', () => {
   let svc: TestService;
   let api: ReturnType<typeof client>;

@@ -102,6 +102,25 @@ describe('identity: key rotation (POST /api/api-keys/rotate)', () => {
     expect(stillWorks.status, 'the refused rotation leaves the current key working').to.equal(200);
   });
 
+  it("keeps a day's rotation count across a restart without Redis: a new instance counts the rotations the day recorded", async () => {
+    const reg = await register(svc.url);
+    const first = await api.post<RotateBody>('/api/api-keys/rotate', {}, { 'x-api-key': reg.api_key.key });
+    expect(first.status, first.text).to.equal(201);
+    // A second instance on the same database with its own in-process store: what a restart leaves.
+    const restarted = await startTestService({ config: identityConfig({ sandbox: { keyRotationsPerDay: 2 } }), databaseUrl: svc.databaseUrl });
+    try {
+      const again = client(restarted.url);
+      const second = await again.post<RotateBody>('/api/api-keys/rotate', {}, { 'x-api-key': first.body.api_key.key });
+      expect(second.status, second.text).to.equal(201);
+      expect(second.body.rotations_left_today).to.equal(0);
+      const third = await again.post<ErrorBody>('/api/api-keys/rotate', {}, { 'x-api-key': second.body.api_key.key });
+      expect(third.status, third.text).to.equal(429);
+      expect(third.body.code).to.equal('daily_quota_exceeded');
+    } finally {
+      await restarted.close();
+    }
+  });
+
   it('stops access tokens minted from the old key', async () => {
     const reg = await register(svc.url);
     const token = await accessToken(svc.url, reg.api_key.key);
