@@ -2,9 +2,9 @@ import type { PluginDefinition } from '../../core/plugin';
 import { TOKENS } from '../../core/tokens';
 import type { RouteTable } from '../../core/http/pipeline';
 import { createEngine } from '../../engine';
-import { USAGE } from '../usage';
+import { keylessCallsSince, USAGE } from '../usage';
 import type { UsageRecorder } from '../usage';
-import { pricingSchema } from './migrations/0001-pricing-schema';
+import { DEMO_WORKSPACE_ID, pricingSchema } from './migrations/0001-pricing-schema';
 import { computeRoutes } from './routes/compute';
 import { functionRoutes } from './routes/functions';
 import { operationRoutes } from './routes/operations';
@@ -61,7 +61,12 @@ export const pricingPlugin: PluginDefinition = {
     container.register(PRICING.Compute, { useValue: compute });
     container.register(PRICING.Outbound, { useValue: parts.outbound });
 
-    const demoBudget = new DemoBudgetGuard(kv, () => config.limits.demo.callsPerHour, () => clock.now());
+    const demoBudget = new DemoBudgetGuard(
+      kv,
+      () => config.limits.demo.callsPerHour,
+      () => clock.now(),
+      (ip, since) => keylessCallsSince(sql, ip, DEMO_WORKSPACE_ID, since),
+    );
     container.register(PRICING.DemoBudget, { useValue: demoBudget });
     hooks.addGuard(demoBudget);
     const routeSpecs = [

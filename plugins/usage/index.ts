@@ -19,6 +19,7 @@ export type { RecordedEvent, UsageRecorder, UsageEventInput } from './services/r
 export type { UsageEvents } from './services/events';
 export { quotaNextSteps } from './services/allowance';
 export { addressHash } from './services/address';
+export { keylessCallsSince } from './services/keyless-calls';
 export { callerFields, contextKeys } from './services/caller';
 export { receipt, remaining } from './services/reply';
 

@@ -1,6 +1,7 @@
 import { ApiError } from '../../../core/errors';
 import type { Guard } from '../../../core/hooks';
 import type { RequestContext } from '../../../core/http/route';
+import { incrFromRecord } from '../../../core/kv';
 import type { KvStore } from '../../../core/kv';
 
 const HOUR_MS = 3_600_000;
@@ -18,6 +19,8 @@ export class DemoBudgetGuard implements Guard {
     private readonly kv: KvStore,
     private readonly perHour: () => number,
     private readonly now: () => number,
+    /** The keyless calls of an address the usage records hold since a time (a restart's starting point). */
+    private readonly recorded: (ip: string, since: Date) => Promise<number>,
   ) {}
 
   /** Counts one keyless call of an address; the MCP endpoint calls it per keyless tool call. */
@@ -25,7 +28,7 @@ export class DemoBudgetGuard implements Guard {
     const limit = this.perHour();
     const now = this.now();
     const hourStart = Math.floor(now / HOUR_MS) * HOUR_MS;
-    const used = await this.kv.incr(`demo:${ip}:${hourStart}`, 1, 2 * HOUR_MS);
+    const used = await incrFromRecord(this.kv, `demo:${ip}:${hourStart}`, 1, 2 * HOUR_MS, () => this.recorded(ip, new Date(hourStart)));
     const allowed = used <= limit;
     const resetsAt = new Date(hourStart + HOUR_MS).toISOString();
     return { allowed, limit, remaining: Math.max(0, limit - used), resetsAt, error: allowed ? null : this.refusal(limit, resetsAt, hourStart + HOUR_MS - now) };

@@ -444,6 +444,25 @@ describe('keyless demo', function () {
     expect(rows).to.have.length(2);
   });
 
+  it("keeps an address's hourly budget across a restart without Redis: a new instance counts the demo calls the hour recorded", async () => {
+    const from = { 'x-forwarded-for': '198.51.100.77' };
+    for (let i = 1; i <= 2; i++) expect((await client(svc.url, from).post('/api/public/compute/demo', { context: { current_price: i } })).status, `call ${i}`).to.equal(200);
+    // A second instance on the same database with its own in-process store: what a restart leaves.
+    const restarted = await startTestService({ config: { limits: { demo: { callsPerHour: 3 } } }, databaseUrl: svc.databaseUrl });
+    try {
+      const api = client(restarted.url, from);
+      const third = await api.post<Record<string, any>>('/api/public/compute/demo', { context: { current_price: 3 } });
+      expect(third.status, third.text).to.equal(200);
+      expect(third.headers.get('x-demo-budget-remaining')).to.equal('0');
+      const over = await api.post<Record<string, any>>('/api/public/compute/demo', { context: { current_price: 4 } });
+      expect(over.status, over.text).to.equal(429);
+      // Another address keeps its own budget.
+      expect((await client(restarted.url, { 'x-forwarded-for': '198.51.100.78' }).post('/api/public/compute/demo', { context: { current_price: 5 } })).status).to.equal(200);
+    } finally {
+      await restarted.close();
+    }
+  });
+
   it('stays on the demo tenant when the caller also sends a key: nothing counts against its workspace', async () => {
     // Its own service: the budget of the one above is spent.
     const fresh = await startTestService();
