@@ -80,24 +80,29 @@ interface Entry {
   trialInFlight: boolean;
   /** Numbers the trials, so an admission from an earlier one can never pass for the trial in flight. */
   trials: number;
+  /** Counts the closings: outcomes of calls admitted before the last one describe the function before it recovered. */
+  closings: number;
+  /** The admission of ordinary calls since the last closing (one object per closing, not per call). */
+  ordinary: Admission;
 }
 
 /**
  * A call `allow` let through, handed back to `record` or `release`. Only the half-open trial's admission carries its
  * number: calls that started before the breaker opened may answer while a trial is in flight, and theirs are not the
- * trial's outcome.
+ * trial's outcome. Every admission carries the closing it was made after, so a call admitted before the breaker last
+ * closed, answering after, is left out of the new window.
  */
 export interface Admission {
   readonly trial: number | null;
+  readonly closing: number;
 }
-
-const ORDINARY: Admission = Object.freeze({ trial: null });
 
 /**
  * One circuit breaker per function: it opens when, over the last `windowMs`, at least `minCalls`
  * calls happened and the failure share reached `failureRatio`; after `cooldownMs` one trial call
- * is let through (half-open); its success closes the breaker, its failure opens it again. Outcomes of other calls
- * (admitted before the breaker opened, answering late) only join the window.
+ * is let through (half-open); its success closes the breaker with an empty window, its failure opens it again.
+ * Outcomes of other calls admitted before the breaker opened only join the window while it is open, and are left
+ * out once it has closed: many slow failures from before the recovery cannot reopen it.
  */
 export class CircuitBreakers {
   private readonly entries = new Map<string, Entry>();
@@ -111,7 +116,7 @@ export class CircuitBreakers {
   private entry(fnId: string): Entry {
     let e = this.entries.get(fnId);
     if (!e) {
-      e = { outcomes: new OutcomeWindow(), state: 'closed', openedAt: null, trialInFlight: false, trials: 0 };
+      e = { outcomes: new OutcomeWindow(), state: 'closed', openedAt: null, trialInFlight: false, trials: 0, closings: 0, ordinary: Object.freeze({ trial: null, closing: 0 }) };
       this.entries.set(fnId, e);
     }
     return e;
@@ -135,13 +140,13 @@ export class CircuitBreakers {
   allow(fnId: string): Admission | null {
     const e = this.entry(fnId);
     const state = this.state(fnId);
-    if (state === 'closed') return ORDINARY;
+    if (state === 'closed') return e.ordinary;
     if (state === 'open') return null;
     this.set(fnId, e, 'half_open');
     if (e.trialInFlight) return null;
     e.trialInFlight = true;
     e.trials++;
-    return { trial: e.trials };
+    return { trial: e.trials, closing: e.closings };
   }
 
   private isTrial(e: Entry, admission: Admission | undefined): boolean {
@@ -157,7 +162,10 @@ export class CircuitBreakers {
     if (e && this.isTrial(e, admission)) e.trialInFlight = false;
   }
 
-  /** An outcome; without the trial's admission it only joins the window (and can open a closed breaker). */
+  /**
+   * An outcome; without the trial's admission it only joins the window (and can open a closed breaker), unless the
+   * call was admitted before the breaker last closed. Without an admission it counts as a call of the current window.
+   */
   record(fnId: string, ok: boolean, admission?: Admission): void {
     const e = this.entry(fnId);
     const now = this.clock.now();
@@ -165,6 +173,8 @@ export class CircuitBreakers {
       e.trialInFlight = false;
       if (ok) {
         e.outcomes.clear();
+        e.closings++;
+        e.ordinary = Object.freeze({ trial: null, closing: e.closings });
         e.openedAt = null;
         this.set(fnId, e, 'closed');
       } else {
@@ -173,6 +183,7 @@ export class CircuitBreakers {
       }
       return;
     }
+    if (admission && admission.closing !== e.closings) return;
     e.outcomes.push(now, ok);
     e.outcomes.expire(now - this.opts.windowMs);
     const calls = e.outcomes.size;

@@ -130,7 +130,7 @@ describe('engine: circuit breaker and calls answering late', function () {
   beforeEach(async () => {
     h = await harness({
       functions: [fixture('test-slow')],
-      engine: { threads: 2, breakerMinCalls: 2, breakerFailureRatio: 0.5, breakerCooldownMs: COOLDOWN_MS, breakerWindowMs: 60_000, cacheTtlMs: 0, functionTimeoutMs: 3000 },
+      engine: { threads: 3, breakerMinCalls: 2, breakerFailureRatio: 0.5, breakerCooldownMs: COOLDOWN_MS, breakerWindowMs: 60_000, cacheTtlMs: 0, functionTimeoutMs: 3000 },
     });
   });
   afterEach(() => h.close());
@@ -177,5 +177,23 @@ describe('engine: circuit breaker and calls answering late', function () {
     expect(await trial).to.equal('10.00');
     expect(state(), 'the successful trial closes the breaker').to.equal('closed');
     expect(h.parts.breakers.view('fn_test_slow')).to.include({ state: 'closed', retry_at: null });
+  });
+
+  it('failures of calls admitted before the breaker closed, answering after it closed, do not reopen it', async () => {
+    const late = [call({ ...BAD, n: 'late-1', sleep_ms: 1500 }), call({ ...BAD, n: 'late-2', sleep_ms: 1500 })];
+    await tick(50);
+    await call({ ...BAD, n: 1 });
+    await call({ ...BAD, n: 2 });
+    expect(state()).to.equal('open');
+    h.clock.advance(COOLDOWN_MS);
+    expect(await call({})).to.equal('10.00');
+    expect(state(), 'the successful trial closes the breaker').to.equal('closed');
+    for (const outcome of await Promise.all(late)) expect(outcome).to.match(/^error/);
+    expect(state(), 'failures from before the recovery reopened the breaker').to.equal('closed');
+    expect(h.parts.breakers.view('fn_test_slow')).to.include({ calls: 0, failures: 0 });
+    // Failures after the recovery count as ever.
+    await call({ ...BAD, n: 3 });
+    await call({ ...BAD, n: 4 });
+    expect(state()).to.equal('open');
   });
 });
