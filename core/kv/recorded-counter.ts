@@ -2,13 +2,14 @@ import type { KvStore } from './types';
 
 /**
  * Counts `by` on a counter whose events the database also records (a day's calls, rotations,
- * registrations). The first count of a key in this store (the in-process store after a restart, a
- * flushed Redis) adds what `recorded` says already happened, so losing the store gives no one a
- * second allowance. Only the count that creates the key asks the database: one query per key.
+ * registrations). When this store has no such key (the in-process store after a restart, a flushed
+ * Redis), it is first created from what `recorded` says already happened, so losing the store gives
+ * no one a second allowance. Every count reads the key first and counts only once it exists, so
+ * calls arriving together while it is being created count on top of the record, never beside it
+ * (counting first and adding the record after let a burst of them through). The record is read
+ * while the key is missing: once per key, or per concurrent caller that found it missing.
  */
 export async function incrFromRecord(kv: KvStore, key: string, by: number, ttlMs: number, recorded: () => Promise<number>): Promise<number> {
-  const used = await kv.incr(key, by, ttlMs);
-  if (used !== by) return used;
-  const before = await recorded();
-  return before > 0 ? kv.incr(key, before, ttlMs) : used;
+  if ((await kv.get(key)) === null) await kv.setIfAbsent(key, String(await recorded()), ttlMs);
+  return kv.incr(key, by, ttlMs);
 }

@@ -319,6 +319,21 @@ describe('sandbox daily compute allowance', function () {
     }
   });
 
+  it("keeps a spent sandbox's day count when a burst arrives at an instance whose store lost it: every call of the burst is refused", async () => {
+    const sandbox = await registerSandbox(svc, 'burst-after-restart');
+    const api = client(svc.url, { 'x-api-key': sandbox.key });
+    for (let i = 1; i <= 25; i++) expect((await api.post('/api/compute/price', { context: { current_price: i } })).status, `call ${i}`).to.equal(200);
+    const restarted = await startTestService({ config: lenient, databaseUrl: svc.databaseUrl });
+    try {
+      const again = client(restarted.url, { 'x-api-key': sandbox.key });
+      await again.get('/api/me'); // the key is cached, so the burst meets the allowance together
+      const burst = await Promise.all(Array.from({ length: 12 }, (_, i) => again.post('/api/compute/price', { context: { current_price: 30 + i } })));
+      expect(burst.map((r) => r.status)).to.deep.equal(Array.from({ length: 12 }, () => 429));
+    } finally {
+      await restarted.close();
+    }
+  });
+
   it('answers the 26th call of the day with 429, the daily quota, retry_after, limit and the next steps', async () => {
     const sandbox = await registerSandbox(svc, 'daily');
     const api = client(svc.url, { 'x-api-key': sandbox.key });
