@@ -2,7 +2,7 @@ import { IncomingMessage, ServerResponse } from 'node:http';
 import express from 'express';
 import type { ErrorRequestHandler, Express, NextFunction, Request, RequestHandler, Response, Router } from 'express';
 import { ApiError } from '../errors';
-import type { Hooks } from '../hooks';
+import type { Hooks, ResponseDecorator } from '../hooks';
 import type { Logger } from '../logger';
 import { validate } from '../validation';
 import { invalidJson, parseJsonBody } from './json-body';
@@ -153,12 +153,25 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
       const result = await route.handler(ctx);
       if (result === HANDLED) return;
       cachedDecorators ??= decorators();
-      if (result.status < 400) for (const d of cachedDecorators) await d.decorate(ctx, result);
+      if (result.status < 400) for (const d of cachedDecorators) await decorateOrLog(d, ctx, result);
       sendReply(res, result);
     } catch (err) {
       next(err);
     }
   };
+}
+
+/**
+ * Runs a decorator on a reply the handler already produced. The handler's work is done by then (a
+ * priced call recorded and charged), so a decorator that fails leaves the reply as it was and is
+ * logged: a 500 in its place would hide a result the caller was charged for.
+ */
+async function decorateOrLog(d: ResponseDecorator, ctx: RequestContext, reply: Reply): Promise<void> {
+  try {
+    await d.decorate(ctx, reply);
+  } catch (err) {
+    ctx.log.error({ err, decorator: d.name }, 'response decorator failed; the reply goes out without it');
+  }
 }
 
 /** A path without parameters or patterns, which only the same literal path can match. */

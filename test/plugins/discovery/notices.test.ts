@@ -55,6 +55,31 @@ describe('response notices', function () {
     expect(fifth.ids).to.deep.equal([]);
   });
 
+  it('a notice lookup that fails leaves a priced reply as it was: 200 with its receipt and no notices, never a 500 for a charged call', async () => {
+    const own = await startTestService({ clock, config: lenient });
+    try {
+      await publish(own, 'n-broken', clock.now() - 3600_000);
+      const { key } = await registerSandbox(own, 'notices-broken');
+      // A real database fault on the notices' table only, after the call is recorded.
+      await own.sequelize.query('ALTER TABLE notice_deliveries RENAME TO notice_deliveries_away');
+      try {
+        const res = await client(own.url).post<Record<string, any>>('/api/compute/price', { context: { current_price: 3 } }, { 'x-api-key': key });
+        expect(res.status, res.text).to.equal(200);
+        expect(res.body.price).to.be.a('string');
+        expect(res.body).not.to.have.property('notices');
+        expect(res.headers.get('x-service-notices')).to.equal(null);
+        const [rows] = await own.sequelize.query(`SELECT status FROM usage_events WHERE id = '${String(res.body.receipt.usage_event_id)}'`);
+        expect(rows).to.deep.equal([{ status: 'ok' }]);
+      } finally {
+        await own.sequelize.query('ALTER TABLE notice_deliveries_away RENAME TO notice_deliveries');
+      }
+      const after = await noticesOf(own, '/api/me', { 'x-api-key': key });
+      expect(after.ids).to.deep.equal(['n-broken']);
+    } finally {
+      await own.close();
+    }
+  });
+
   it('gives a new key nothing when the newest agent entry is two weeks old or more, and ignores entries for people only', async () => {
     const fresh = await startTestService({ clock: new ManualClock(Date.parse('2028-06-01T00:00:00Z')), config: lenient });
     try {
