@@ -33,7 +33,7 @@ export const settingsTree = {
     dataDir: str('DATA_DIR', './data', 'Folder holding the embedded PostgreSQL cluster (used only without DATABASE_URL).'),
     embeddedPort: int('EMBEDDED_PG_PORT', 0, 'Port of the embedded PostgreSQL (0 picks a free port).', { min: 0, max: 65535 }),
     poolMax: int('DB_POOL_MAX', 10, 'Largest number of database connections per instance.', { min: 1 }),
-    statementTimeoutMs: int('DB_STATEMENT_TIMEOUT_MS', 15000, 'Statement timeout applied to every database session.', { min: 0 }),
+    statementTimeoutMs: int('DB_STATEMENT_TIMEOUT_MS', 15000, 'Statement timeout applied to every database session (the usage writer\'s included: an event that cannot be written in time answers 503 and is not charged).', { min: 0 }),
   },
   redis: {
     url: optStr('REDIS_URL', 'Redis URL. When set, counters, rate limits, caches and one-time marks are shared through Redis; otherwise they live in process.', { secret: true }),

@@ -135,7 +135,13 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     container.register(TOKENS.Sequelize, { useValue: sequelize });
     const sql = new Sql(sequelize);
     container.register(TOKENS.Sql, { useValue: sql });
-    const pgPool = new PgPool({ connectionString: db.url, max: Math.max(2, Math.ceil(config.database.poolMax / 2)), application_name: 'pricing-compute-hot' });
+    const pgPool = new PgPool({
+      connectionString: db.url,
+      max: Math.max(2, Math.ceil(config.database.poolMax / 2)),
+      application_name: 'pricing-compute-hot',
+      // Its statements wait no longer than those of every other session (a locked table kept callers 24 s).
+      statement_timeout: config.database.statementTimeoutMs || undefined,
+    });
     pgPool.on('error', (err) => log.warn({ err }, 'idle database connection failed'));
     cleanups.push(() => pgPool.end());
     container.register(TOKENS.PgPool, { useValue: pgPool });

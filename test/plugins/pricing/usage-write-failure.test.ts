@@ -56,3 +56,32 @@ describe('pricing and verification: a usage event that cannot be written', funct
     });
   }
 });
+
+describe('pricing: a usage write that waits on a lock', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+
+  before(async () => {
+    svc = await startTestService({ config: { database: { statementTimeoutMs: 400 } } });
+  });
+  after(() => svc.close());
+
+  it('gives up after DB_STATEMENT_TIMEOUT_MS like every other session: 503, nothing recorded, nothing charged', async () => {
+    const api = client(svc.url, { 'x-api-key': (await registerSandbox(svc, 'locked-out')).key });
+    expect((await api.post<Body>('/api/compute/price', COMPUTE)).status).to.equal(200);
+    const holder = await svc.sequelize.transaction();
+    try {
+      await svc.sequelize.query('LOCK TABLE usage_events IN ACCESS EXCLUSIVE MODE', { transaction: holder });
+      const started = Date.now();
+      const res = await api.post<Body>('/api/compute/price', { context: { ...COMPUTE.context, current_price: 4.75 } });
+      const waited = Date.now() - started;
+      expect(res.status, res.text).to.equal(503);
+      expect(res.body).to.include({ code: 'service_unavailable', retryable: true });
+      expect(waited, 'the insert waited for the lock instead of the statement timeout').to.be.below(5000);
+    } finally {
+      await holder.rollback();
+    }
+    const [recorded] = await svc.sequelize.query(`SELECT count(*)::int AS n FROM usage_events WHERE workspace_id <> 'ws_public_demo'`);
+    expect(recorded).to.deep.equal([{ n: 1 }]);
+  });
+});
