@@ -1,7 +1,7 @@
 import { ApiError } from '../../../core/errors';
 import { BUILTINS, EngineError } from '../../../engine';
 
-const INPUT_MENU = Object.fromEntries(BUILTINS.map((b) => [b.name, b.inputs.filter((i) => i !== 'currency').slice(0, 4)]));
+const INPUT_MENU = Object.fromEntries(BUILTINS.map((b) => [b.name, b.inputs.filter((i) => i !== 'currency')]));
 
 /** Seconds a caller is asked to wait when every pricing worker was busy: long enough for the queue to drain. */
 const BUSY_RETRY_AFTER_S = 1;

@@ -40,6 +40,11 @@ describe('pricing: network price observations as market evidence for compute', f
     expect(res.status, res.text).to.equal(422);
     expect(res.body.code).to.equal('insufficient_context');
     expect(res.body.error).to.match(/or a product_type the network holds price observations of/);
+    // Every input each function reads, so a caller can see everything a method needs (both demand-line inputs, the pacing inputs).
+    expect(res.body.inputs_by_function['elasticity-optimum']).to.include.members(['demand_intercept', 'demand_slope', 'max_markup_multiple']);
+    expect(res.body.inputs_by_function['anchored-adjustment']).to.include.members(['units_sold', 'units_received', 'inventory_start', 'season_elapsed']);
+    expect(res.body.inputs_by_function['cost-plus']).to.include.members(['expected_volume', 'min_price']);
+    expect(res.body.inputs_by_function['cost-plus']).not.to.include('currency');
   });
 
   it('once two workspaces contributed observations, the same context is priced by competitive-position on them (any caller, the sandbox included), on the reference a verdict uses', async () => {
