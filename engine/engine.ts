@@ -164,6 +164,19 @@ export class PricingEngine {
     }
   }
 
+  /**
+   * A fallback is used when an earlier attempt failed or the policy's fallbacks answered; moving to an alternate past a
+   * function that could not price the context is routing, not failure.
+   */
+  private usedFallback(role: AttemptReport['role'], attempts: AttemptReport[]): boolean {
+    return role === 'fallback_chain' || role === 'fallback_function' || attempts.some((a) => a.outcome === 'failed' || a.outcome === 'pool_busy' || (a.outcome === 'skipped' && a.role === 'chosen'));
+  }
+
+  private noteFallback(stages: TraceStage[], first: FunctionDescriptor, fn: FunctionDescriptor, attempts: AttemptReport[]): void {
+    this.fallbacks.inc({ function: fn.name });
+    stages.push({ stage: 'fallback', ms: 0, used: true, from: first.name, to: fn.name, after: attempts.filter((a) => a.outcome !== 'ok').map((a) => `${a.function}: ${a.error ?? a.outcome}`) });
+  }
+
   private fallbackOrder(policy: RoutingPolicy | null, decision: RouteDecision | null, first: FunctionDescriptor, scope: CallerScope): Array<{ fn: FunctionDescriptor | null; ref: string; role: AttemptReport['role'] }> {
     const out: Array<{ fn: FunctionDescriptor | null; ref: string; role: AttemptReport['role'] }> = [{ fn: first, ref: first.id, role: 'chosen' }];
     // A strategy's own order comes before the policy's chain (whether after a failure too: RouteDecision.alternatesAfterFailure).
@@ -243,16 +256,18 @@ export class PricingEngine {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: `cost ceiling (${effectiveCost(fn)} > ${ceiling})`, ms: 0 });
         continue;
       }
-      if (step.role === 'chosen') {
-        const hit = await this.cache.get(fn, req.context, marketFor(fn));
-        stages.push({ stage: 'cache', ms: since(t), hit: !!hit, ...(this.cache.enabled ? {} : { disabled: true }) });
-        if (hit) {
-          this.cacheHits.inc({ function: fn.name });
-          this.requests.inc({ function: fn.name, outcome: 'ok' });
-          return { result: hit, fn, strategy, decision, attempts, fallbackUsed: false, cached: true, savings: null, cost: effectiveCost(fn), stages };
-        }
-        t = performance.now();
+      // Every function's answer is cached under its own key, so one that answered after the chosen function could not
+      // price the context (or failed) is looked up too; the trace shows the chosen function's lookup, and a later one that hit.
+      const hit = await this.cache.get(fn, req.context, marketFor(fn));
+      if (step.role === 'chosen' || hit) stages.push({ stage: 'cache', ms: since(t), hit: !!hit, ...(step.role === 'chosen' ? {} : { function: fn.name }), ...(this.cache.enabled ? {} : { disabled: true }) });
+      if (hit) {
+        this.cacheHits.inc({ function: fn.name });
+        this.requests.inc({ function: fn.name, outcome: 'ok' });
+        const fallbackUsed = this.usedFallback(step.role, attempts);
+        if (fallbackUsed) this.noteFallback(stages, first, fn, attempts);
+        return { result: hit, fn, strategy, decision, attempts, fallbackUsed, cached: true, savings: null, cost: effectiveCost(fn), stages };
       }
+      t = performance.now();
       // Built-ins share the pool that just could not run a call: another would wait the same way.
       if (fn.executionType === 'builtin' && poolBusy()) {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'pricing pool busy', ms: 0 });
@@ -271,13 +286,8 @@ export class PricingEngine {
       if (r.ok) {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'ok', ms });
         stages.push({ stage: 'execute', ms, function: fn.name, function_id: fn.id, role: step.role, execution: fn.executionType });
-        // A fallback is used when an earlier attempt failed or the policy's fallbacks answered; moving to an alternate past a
-        // function that could not price the context is routing, not failure.
-        const fallbackUsed = step.role === 'fallback_chain' || step.role === 'fallback_function' || attempts.some((a) => a.outcome === 'failed' || a.outcome === 'pool_busy' || (a.outcome === 'skipped' && a.role === 'chosen'));
-        if (fallbackUsed) {
-          this.fallbacks.inc({ function: fn.name });
-          stages.push({ stage: 'fallback', ms: 0, used: true, from: first.name, to: fn.name, after: attempts.filter((a) => a.outcome !== 'ok').map((a) => `${a.function}: ${a.error ?? a.outcome}`) });
-        }
+        const fallbackUsed = this.usedFallback(step.role, attempts);
+        if (fallbackUsed) this.noteFallback(stages, first, fn, attempts);
         await this.cache.set(fn, req.context, r.result, marketFor(fn));
         this.requests.inc({ function: fn.name, outcome: 'ok' });
         return { result: r.result, fn, strategy, decision, attempts, fallbackUsed, cached: false, savings: fallbackUsed ? null : this.savings(decision, fn), cost: effectiveCost(fn), stages };

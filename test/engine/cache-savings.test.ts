@@ -75,6 +75,39 @@ describe('engine: result cache', function () {
     }
   });
 
+  it("serves the answer of the function that answered after the chosen one could not price the context: the alternate's own cached answer, not a new run", async () => {
+    const p = policy('cheapest', { candidates: ['cost-plus', 'competitive-position'] });
+    const context = { competitor_prices: [10, 12, 14] };
+    const first = await h.price({ policy: p, context });
+    expect(first.fn.name).to.equal('competitive-position');
+    expect(first.cached).to.equal(false);
+    const runs = () => h.parts.latency.snapshot('fn_builtin_competitive').samples;
+    expect(runs()).to.equal(1);
+    const second = await h.price({ policy: p, context });
+    expect(second.fn.name).to.equal('competitive-position');
+    expect(second.cached).to.equal(true);
+    expect(second.result).to.deep.equal(first.result);
+    expect(second.fallbackUsed).to.equal(false);
+    expect(second.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}`)).to.deep.equal(['cost-plus:chosen:not_applicable']);
+    const lookups = second.stages.filter((st) => st.stage === 'cache').map(({ ms: _ms, ...rest }) => rest);
+    expect(lookups).to.deep.equal([
+      { stage: 'cache', hit: false },
+      { stage: 'cache', hit: true, function: 'competitive-position' },
+    ]);
+    expect(runs(), 'the alternate did not run again').to.equal(1);
+  });
+
+  it("a fallback chain's cached answer still says a fallback answered", async () => {
+    const p = policy('cheapest', { candidates: ['cost-plus', 'elasticity-optimum'] }, { fallback_chain: ['anchored-adjustment'] });
+    await h.price({ policy: p, context: { current_price: 10 } });
+    const again = await h.price({ policy: p, context: { current_price: 10 } });
+    expect(again.fn.name).to.equal('anchored-adjustment');
+    expect(again.cached).to.equal(true);
+    expect(again.fallbackUsed).to.equal(true);
+    expect(again.savings).to.equal(null);
+    expect(stage(again, 'fallback')).to.include({ used: true, from: 'cost-plus', to: 'anchored-adjustment' });
+  });
+
   it('is reported as disabled when the TTL is 0', async () => {
     const off = await harness({ functions: FUNCTIONS, engine: { cacheTtlMs: 0 } });
     try {
