@@ -11,6 +11,7 @@ import { identityOf } from '../../identity';
 import { callerFields, contextKeys, receipt, remaining } from '../../usage';
 import type { UsageEventInput, UsageRecorder } from '../../usage';
 import { DEMO_WORKSPACE_ID } from '../migrations/0001-pricing-schema';
+import { callerGone } from '../../../core/http/caller-gone';
 import { toApiError } from './engine-errors';
 import type { MarketEvidenceSlot } from './market-evidence';
 import { nextActions } from './next-actions';
@@ -158,7 +159,7 @@ export class ComputeService {
       latencyMs: ms(t0),
     });
     // A reservation the caller brought is the caller's to settle.
-    const recorded = await this.recorder.recordAndSettle(usageEvent, call.reservation ? null : reservation);
+    const recorded = await this.recorder.recordAndSettle(usageEvent, call.reservation ? null : reservation, () => callerGone(call.req));
     const usageEventId = recorded.id;
     stages.push({ stage: 'record_usage', ms: ms(t), usage_event_id: usageEventId });
 

@@ -154,6 +154,14 @@ const WRITE_FAILED_RETRY_AFTER_S = 5;
  * What a call whose usage event could not be written answers: no answer without its record, and
  * the caller (who must release what it reserved) says nothing was charged.
  */
+/** What a call whose caller left before its answer ends with: nobody reads it, the log and the metrics do. */
+function callerGoneError(): ApiError {
+  return new ApiError('service_unavailable', 'The caller left before the answer: the call was recorded as not delivered and not charged.', {
+    hint: 'Nothing was charged. Send the request again.',
+    fields: { retryable: true },
+  });
+}
+
 export function usageWriteFailed(): ApiError {
   return new ApiError('service_unavailable', 'The call was not answered: its usage record could not be written.', {
     hint: `Nothing was charged. The usage store is not reachable; retry in ${WRITE_FAILED_RETRY_AFTER_S} s.`,
@@ -197,6 +205,8 @@ export class UsageRecorder {
   /** A writer is about to take the queue (after the current tick, so its events join). */
   private scheduled = false;
   private readonly idle: Array<() => void> = [];
+  /** Events being marked not delivered (shutdown waits for them too). */
+  private marking = 0;
   private readonly statement: { name: string; text: string };
   private readonly maxBatch: number;
   private readonly concurrentInserts: number;
@@ -237,7 +247,7 @@ export class UsageRecorder {
    * Records a call's event, then settles what the call reserved: committed once the event is
    * written, released when it cannot be (no answer without its record, no charge without an answer).
    */
-  async recordAndSettle(event: UsageEventInput, reservation: Reservation | null): Promise<RecordedEvent> {
+  async recordAndSettle(event: UsageEventInput, reservation: Reservation | null, callerGone?: () => boolean): Promise<RecordedEvent> {
     let recorded: RecordedEvent;
     try {
       recorded = await this.recordEvent(event);
@@ -245,8 +255,27 @@ export class UsageRecorder {
       await reservation?.release();
       throw err;
     }
+    // The connection closed while the event was written (the caller gave up, or a shutdown's deadline closed it): the
+    // answer cannot reach the caller, so the call is recorded as not delivered and nothing is charged.
+    if (callerGone?.()) {
+      await this.markNotDelivered(recorded.id);
+      await reservation?.release();
+      throw callerGoneError();
+    }
     await reservation?.commit();
     return recorded;
+  }
+
+  private async markNotDelivered(id: string): Promise<void> {
+    this.marking++;
+    try {
+      await this.pool.query(`UPDATE usage_events SET status = 'error', error_code = 'not_delivered', billable = false, cost = 0 WHERE id = $1`, [id]);
+    } catch (err) {
+      this.log.error({ err, usageEventId: id }, 'a usage event whose answer was not delivered could not be marked so; it stays charged');
+    } finally {
+      this.marking--;
+      this.settleIdle();
+    }
   }
 
   recordMany(events: UsageEventInput[]): Promise<string[]> {
@@ -303,13 +332,20 @@ export class UsageRecorder {
     }
   }
 
-  /** Nothing queued, scheduled or in flight. */
+  /** Nothing queued, scheduled, in flight or being marked not delivered. */
   private get isIdle(): boolean {
-    return this.active === 0 && !this.scheduled && this.queue.length === 0;
+    return this.active === 0 && !this.scheduled && this.queue.length === 0 && this.marking === 0;
   }
 
+  /**
+   * Wakes drainAll's waiters once idle. Checked again after the callers of the events just written
+   * have run (their continuations are microtasks), so a caller found gone has begun its mark first.
+   */
   private settleIdle(): void {
-    if (this.isIdle) for (const resolve of this.idle.splice(0)) resolve();
+    if (!this.isIdle || this.idle.length === 0) return;
+    setImmediate(() => {
+      if (this.isIdle) for (const resolve of this.idle.splice(0)) resolve();
+    });
   }
 
   /** Waits until every queued event is written (shutdown). */

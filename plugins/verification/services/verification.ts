@@ -1,4 +1,5 @@
 import type { Request } from 'express';
+import { callerGone } from '../../../core/http/caller-gone';
 import type { Config } from '../../../config';
 import type { Channel, Principal } from '../../../core/auth';
 import type { Clock } from '../../../core/clock';
@@ -137,7 +138,7 @@ export class VerificationService {
       latencyMs: Math.round((performance.now() - t0) * 1000) / 1000,
       contextKeys: contextKeys(call.context, { currency }),
     };
-    const recorded = await this.recorder.recordAndSettle(usageEvent, reservation);
+    const recorded = await this.recorder.recordAndSettle(usageEvent, reservation, () => callerGone(call.req));
     const usageEventId = recorded.id;
 
     const body: Record<string, unknown> = {

@@ -85,3 +85,55 @@ describe('pricing: a usage write that waits on a lock', function () {
     expect(recorded).to.deep.equal([{ n: 1 }]);
   });
 });
+
+describe('pricing: an answer that can no longer be delivered', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+
+  before(async () => {
+    svc = await startTestService();
+  });
+  after(() => svc.close());
+
+  for (const [name, path, payload] of [
+    ['compute', '/api/compute/price', COMPUTE],
+    ['verification', '/api/price-router/verify', VERIFY],
+  ] as const) {
+    it(`${name}: is not charged: a caller gone while its usage event was written finds it recorded as not_delivered, and its sandbox call given back`, async () => {
+      const key = (await registerSandbox(svc, `gone-${name}`)).key;
+      const api = client(svc.url, { 'x-api-key': key });
+      const before = await api.post<Body>(path, payload);
+      expect(before.status, before.text).to.equal(200);
+      const left = before.body.remaining.daily_compute_calls.remaining as number;
+
+      const holder = await svc.sequelize.transaction();
+      const requestId = `gone-${name}-${Date.now()}`;
+      const abort = new AbortController();
+      try {
+        await svc.sequelize.query('LOCK TABLE usage_events IN ACCESS EXCLUSIVE MODE', { transaction: holder });
+        const pending = fetch(`${svc.url}${path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': key, 'x-request-id': requestId },
+          body: JSON.stringify(payload),
+          signal: abort.signal,
+        }).catch((err: Error) => err);
+        await new Promise((r) => setTimeout(r, 300));
+        abort.abort();
+        expect(await pending).to.be.instanceOf(Error);
+        await new Promise((r) => setTimeout(r, 100));
+      } finally {
+        await holder.rollback();
+      }
+      let rows: unknown[] = [];
+      for (let i = 0; i < 50; i++) {
+        [rows] = await svc.sequelize.query(`SELECT status, error_code, billable, cost::text AS cost FROM usage_events WHERE request_id = '${requestId}'`);
+        if (rows.length && (rows[0] as { status: string }).status === 'error') break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(rows).to.deep.equal([{ status: 'error', error_code: 'not_delivered', billable: false, cost: '0.00000000' }]);
+      const after = await api.post<Body>(path, payload);
+      expect(after.status, after.text).to.equal(200);
+      expect(after.body.remaining.daily_compute_calls.remaining, 'only the call after counted').to.equal(left - 1);
+    });
+  }
+});
