@@ -9,6 +9,41 @@ const DEFAULT_MAX_STEP = 0.1;
 const DEAD_BAND = 0.01;
 const PACE_TOLERANCE = 0.1;
 
+/** Sell-through inputs: units sold of a stock (units_received, else inventory_start) over the season elapsed so far. */
+interface Pacing {
+  sold: number;
+  stock: number;
+  stockKey: 'units_received' | 'inventory_start';
+  elapsed: number;
+  notes: string[];
+}
+
+/**
+ * The sell-through inputs when the context gives them all (units_sold, a stock, season_elapsed), else
+ * undefined. A value given but impossible — a negative units_sold, no stock above 0, a season_elapsed
+ * outside [0, 1] — is the context's fault: not applicable, naming it (the pace it gave was NaN or
+ * negative). units_received of 0 or less falls back on inventory_start when that is above 0.
+ */
+function pacingInputs(ctx: Context): Pacing | undefined {
+  const sold = num(ctx, 'units_sold');
+  const received = num(ctx, 'units_received');
+  const start = num(ctx, 'inventory_start');
+  const elapsed = num(ctx, 'season_elapsed');
+  if (sold === undefined || (received === undefined && start === undefined) || elapsed === undefined) return undefined;
+  if (sold < 0) throw new MethodNotApplicable(`units_sold must be a count of 0 or more, got ${sold}.`, ['units_sold']);
+  if (elapsed < 0 || elapsed > 1) throw new MethodNotApplicable(`season_elapsed must be the fraction of the season gone, from 0 to 1 (0.5 means half), got ${elapsed}.`, ['season_elapsed']);
+  if (received !== undefined && received > 0) return { sold, stock: received, stockKey: 'units_received', elapsed, notes: [] };
+  if (start !== undefined && start > 0) {
+    const notes = received !== undefined ? [`units_received ${received} is no stock to pace against: inventory_start ${start} used`] : [];
+    return { sold, stock: start, stockKey: 'inventory_start', elapsed, notes };
+  }
+  const given = [...(received !== undefined ? [`units_received ${received}`] : []), ...(start !== undefined ? [`inventory_start ${start}`] : [])];
+  throw new MethodNotApplicable(
+    `Sell-through pacing needs the stock sold from above 0 (units_received, or inventory_start), got ${given.join(' and ')}.`,
+    [...(received !== undefined ? ['units_received'] : []), ...(start !== undefined ? ['inventory_start'] : [])],
+  );
+}
+
 /**
  * Anchored adjustment of `current_price`: towards a target — `target_price`, else the competitive
  * position of `competitor_prices`, else cost-plus on `unit_cost` — or by sell-through pacing (units
@@ -43,21 +78,25 @@ export function anchored(ctx: Context, market?: MarketEvidence): MethodResult {
     factors = { ...inner.confidence_factors, anchored: 1 };
     notes.push(`target ${inner.price} from ${ctx.competitor_prices != null ? 'competitive positioning' : 'cost-plus'}`, ...inner.notes);
   } else {
-    const sold = num(ctx, 'units_sold');
-    const received = num(ctx, 'units_received') ?? num(ctx, 'inventory_start');
-    const elapsed = num(ctx, 'season_elapsed');
-    if (sold !== undefined && received !== undefined && received > 0 && elapsed !== undefined && elapsed > 0 && elapsed <= 1) {
-      used = [...used, 'units_sold', ctx.units_received !== undefined ? 'units_received' : 'inventory_start', 'season_elapsed'];
-      const pace = sold / received / elapsed;
+    const pacing = pacingInputs(ctx);
+    if (pacing && pacing.elapsed === 0) notes.push('season_elapsed 0: the season has not begun, no sell-through signal yet');
+    if (pacing && pacing.elapsed > 0) {
+      const { sold, stock, elapsed } = pacing;
+      used = [...used, 'units_sold', pacing.stockKey, 'season_elapsed'];
+      notes.push(...pacing.notes);
+      const pace = sold / stock / elapsed;
       const elasticity = num(ctx, 'elasticity');
+      const byElasticity = elasticity !== undefined && elasticity !== 0 && elapsed >= 0.1 && Math.abs(pace - 1) > PACE_TOLERANCE;
+      if (byElasticity) used.push('elasticity');
+      const moved = (fullStep: Dec) => (byElasticity ? current.times(new D(pace).pow(1 / Math.abs(elasticity))) : fullStep);
       if (elapsed < 0.1) {
         target = current;
         notes.push('too early in the season to judge the pace: hold');
       } else if (pace < 1 - PACE_TOLERANCE) {
-        target = elasticity && Math.abs(elasticity) > 0 ? current.times(Math.pow(pace, 1 / Math.abs(elasticity))) : lower;
+        target = moved(lower);
         notes.push(`selling behind plan (pace ${round3(pace)}): mark down`);
       } else if (pace > 1 + PACE_TOLERANCE) {
-        target = elasticity && Math.abs(elasticity) > 0 ? current.times(Math.pow(pace, 1 / Math.abs(elasticity))) : upper;
+        target = moved(upper);
         notes.push(`selling ahead of plan (pace ${round3(pace)}): mark up`);
       } else {
         target = current;

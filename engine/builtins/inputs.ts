@@ -71,10 +71,16 @@ export function toPrice(value: Dec, currency: string): string {
 
 /**
  * The price a method answers: `value` rounded to the currency's minor units, refused (not
- * applicable: the inputs, not the method, are at fault) when it rounds to nothing or passes
- * MAX_AMOUNT, so odd inputs never make a built-in fail and count against its breaker.
+ * applicable: the inputs, not the method, are at fault) when it is not a finite number, rounds to
+ * nothing or passes MAX_AMOUNT, so odd inputs never make a built-in fail and count against its
+ * breaker. `inputs` are the context keys the value was computed from, named in the refusal.
  */
-export function quote(value: Dec, currency: string): string {
+export function quote(value: Dec, currency: string, inputs: readonly string[] = []): string {
+  if (!value.isFinite()) {
+    // NaN compares false with everything: without this it would pass both checks below and be quoted as "NaN".
+    const from = inputs.length ? ` (${inputs.join(', ')})` : '';
+    throw new MethodNotApplicable(`These inputs${from} give no finite price (${value.toString()} ${currency}): check their values.`, [...inputs]);
+  }
   const digits = minorUnits(currency);
   const rounded = roundToMinor(value, digits);
   if (rounded.lte(0)) {
@@ -98,9 +104,13 @@ export function confidenceOf(factors: Readonly<Record<string, number>>): number 
   return round3(clamp01(Object.values(factors).reduce((acc, f) => acc * f, 1)));
 }
 
-/** A method's answer: the quoted price, and the confidence as the product of the factors it reports. */
+/**
+ * A method's answer: the quoted price (refused, naming `inputsUsed`, when it is not finite), and the
+ * confidence as the product of the factors it reports, each kept within [0, 1].
+ */
 export function methodResult(price: Dec, currency: string, factors: Record<string, number>, inputsUsed: string[], notes: string[], details: Record<string, unknown>): MethodResult {
-  return { price: quote(price, currency), currency, confidence: confidenceOf(factors), confidence_factors: factors, inputs_used: inputsUsed, notes, details };
+  const bounded = Object.fromEntries(Object.entries(factors).map(([k, f]) => [k, clamp01(f)]));
+  return { price: quote(price, currency, inputsUsed), currency, confidence: confidenceOf(bounded), confidence_factors: bounded, inputs_used: inputsUsed, notes, details };
 }
 
 export interface Observation {

@@ -4,6 +4,7 @@ import { charm } from '../../engine/builtins/charm';
 import { competitive } from '../../engine/builtins/competitive';
 import { costPlus } from '../../engine/builtins/cost-plus';
 import { elasticityOptimum } from '../../engine/builtins/elasticity';
+import { D, methodResult, quote } from '../../engine/builtins/inputs';
 import { MethodNotApplicable } from '../../engine/builtins/types';
 import type { Context, MethodResult, PricingMethod } from '../../engine/builtins/types';
 import { engineError, harness } from './harness';
@@ -203,6 +204,74 @@ describe('engine: built-in pricing methods', () => {
       expect(run(anchored, { current_price: 100, units_sold: 10, units_received: 100, season_elapsed: 0.5 }).price).to.equal('90.00');
     });
 
+    it('a negative units_sold is not applicable naming it, never a NaN price nor a negative volume factor', () => {
+      const ctx = { current_price: 10, units_sold: -5, units_received: 100, season_elapsed: 0.5 };
+      for (const c of [{ ...ctx, elasticity: 2 }, ctx, { ...ctx, units_sold: -20 }, { ...ctx, units_sold: '-5' }]) {
+        const err = notApplicable(anchored, c);
+        expect(err.missing).to.deep.equal(['units_sold']);
+        expect(err.message).to.equal(`units_sold must be a count of 0 or more, got ${Number(c.units_sold)}.`);
+      }
+    });
+
+    it('paces against units_received above 0, else inventory_start, and names the one it used', () => {
+      const ctx = { current_price: 10, units_sold: 5, season_elapsed: 0.5 };
+      for (const received of [0, -1, 'none']) {
+        const r = run(anchored, { ...ctx, units_received: received, inventory_start: 100 });
+        expect(r.price).to.equal('9.00');
+        expect(r.inputs_used).to.deep.equal(['current_price', 'units_sold', 'inventory_start', 'season_elapsed']);
+        if (received !== 'none') expect(r.notes).to.include(`units_received ${received} is no stock to pace against: inventory_start 100 used`);
+      }
+      expect(run(anchored, { ...ctx, inventory_start: 100 }).inputs_used).to.include('inventory_start');
+      const none = notApplicable(anchored, { ...ctx, units_received: 0, inventory_start: -3 });
+      expect(none.missing).to.deep.equal(['units_received', 'inventory_start']);
+      expect(none.message).to.equal('Sell-through pacing needs the stock sold from above 0 (units_received, or inventory_start), got units_received 0 and inventory_start -3.');
+      expect(notApplicable(anchored, { ...ctx, units_received: -10 }).missing).to.deep.equal(['units_received']);
+    });
+
+    it('season_elapsed outside [0, 1] is not applicable naming it; at 0 there is no sell-through signal yet', () => {
+      const ctx = { current_price: 10, units_sold: 5, units_received: 100 };
+      for (const elapsed of [-0.5, 1.5]) {
+        const err = notApplicable(anchored, { ...ctx, season_elapsed: elapsed });
+        expect(err.missing).to.deep.equal(['season_elapsed']);
+        expect(err.message).to.match(/^season_elapsed must be the fraction of the season gone, from 0 to 1/);
+      }
+      const start = run(anchored, { ...ctx, season_elapsed: 0 });
+      expect(start.price).to.equal('10.00');
+      expect(start.notes[0]).to.equal('season_elapsed 0: the season has not begun, no sell-through signal yet');
+      expect(start.confidence).to.equal(0.15);
+    });
+
+    it('pacing by elasticity names elasticity, keeps every confidence factor within [0, 1], and its move stays within the step', () => {
+      const behind = run(anchored, { current_price: 10, units_sold: 0, units_received: 100, season_elapsed: 0.5, elasticity: 2 });
+      expect(behind.price).to.equal('9.00');
+      expect(behind.inputs_used).to.deep.equal(['current_price', 'units_sold', 'units_received', 'season_elapsed', 'elasticity']);
+      const ahead = run(anchored, { current_price: 10, units_sold: 500, units_received: 100, season_elapsed: 0.5, elasticity: 0.001 });
+      expect(ahead.price).to.equal('11.00');
+      for (const r of [behind, ahead]) for (const f of Object.values(r.confidence_factors)) expect(f).to.be.within(0, 1);
+      // On plan the elasticity moves nothing, and is not listed.
+      expect(run(anchored, { current_price: 10, units_sold: 50, units_received: 100, season_elapsed: 0.5, elasticity: 2 }).inputs_used).to.not.include('elasticity');
+    });
+
+    it('a price that is not a finite number is not applicable naming the inputs it came from; factors are kept within [0, 1]', () => {
+      for (const value of [new D(NaN), new D(Infinity), new D(-Infinity)]) {
+        const err = (() => {
+          try {
+            quote(value, 'USD', ['units_sold', 'elasticity']);
+          } catch (e) {
+            return e as MethodNotApplicable;
+          }
+          return expect.fail(`quoted ${value.toString()}`);
+        })();
+        expect(err).to.be.instanceOf(MethodNotApplicable);
+        expect(err.missing).to.deep.equal(['units_sold', 'elasticity']);
+        expect(err.message).to.equal(`These inputs (units_sold, elasticity) give no finite price (${value.toString()} USD): check their values.`);
+      }
+      expect(() => methodResult(new D(NaN), 'USD', { x: 1 }, ['current_price'], [], {})).to.throw(MethodNotApplicable, /These inputs \(current_price\) give no finite price/);
+      const r = methodResult(new D(10), 'USD', { volume: -0.333, wide: 1.5, broken: NaN, fine: 0.5 }, ['current_price'], [], {});
+      expect(r.confidence_factors).to.deep.equal({ volume: 0, wide: 1, broken: 0, fine: 0.5 });
+      expect(r.confidence).to.equal(0);
+    });
+
     it('with only current_price it echoes it, labelled, at confidence 0.15', () => {
       const r = run(anchored, { current_price: 42.5 });
       expect(r.price).to.equal('42.50');
@@ -277,6 +346,28 @@ describe('engine: built-in pricing methods', () => {
         );
         expect(h.parts.breakers.view('fn_builtin_anchored')).to.include({ state: 'closed', calls: 0, failures: 0 });
         expect((await h.price({ context: { current_price: 4.5 }, pin: { name: 'anchored-adjustment' } })).result.price).to.equal('4.50');
+      } finally {
+        await h.close();
+      }
+    });
+  });
+
+  describe('invalid sell-through counts through the engine', function () {
+    this.timeout(10_000);
+
+    it('a negative units_sold is insufficient_context naming it, and several such calls never count against the breaker', async () => {
+      const h = await harness({ engine: { breakerMinCalls: 2, breakerFailureRatio: 0.5, cacheTtlMs: 0 } });
+      try {
+        const bad = { current_price: 10, units_sold: -5, units_received: 100, season_elapsed: 0.5, elasticity: 2 };
+        for (let i = 0; i < 5; i++) {
+          const err = await engineError(h.price({ context: { ...bad, n: i }, pin: { name: 'anchored-adjustment' } }), 'insufficient_context');
+          expect(err.message).to.equal('The context cannot be priced by anchored-adjustment: units_sold must be a count of 0 or more, got -5.');
+          expect(err.details.attempts?.[0]).to.include({ function: 'anchored-adjustment', outcome: 'not_applicable' });
+        }
+        expect(h.parts.breakers.view('fn_builtin_anchored')).to.include({ state: 'closed', calls: 0, failures: 0 });
+        const ok = await h.price({ context: { ...bad, units_sold: 5 }, pin: { name: 'anchored-adjustment' } });
+        expect(ok.result.price).to.equal('9.00');
+        expect(h.parts.breakers.view('fn_builtin_anchored')).to.include({ state: 'closed', calls: 1, failures: 0 });
       } finally {
         await h.close();
       }
