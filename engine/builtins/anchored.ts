@@ -1,6 +1,6 @@
 import { D, currencyOf, num, positiveMoney, round3, toPrice, methodResult } from './inputs';
 import type { Dec } from './inputs';
-import { competitive, hasNetworkReference } from './competitive';
+import { competitive, competitorPricesProblem, hasNetworkReference } from './competitive';
 import { costPlus } from './cost-plus';
 import { MethodNotApplicable } from './types';
 import type { Context, MarketEvidence, MethodResult } from './types';
@@ -67,16 +67,21 @@ export function anchored(ctx: Context, market?: MarketEvidence): MethodResult {
   /** What the target rests on, when another method proposed it from evidence (shown as that method shows it). */
   let evidence: Record<string, unknown> = {};
 
+  // Sent competitor_prices that give no reference (empty, none usable, none in the currency) leave the target to the next in the order.
+  const noCompetitors = !target && ctx.competitor_prices != null ? competitorPricesProblem(ctx) : undefined;
+  if (noCompetitors) notes.push(`competitor_prices gave no reference: ${noCompetitors}; the next target in the order is used`);
+  const byCompetitors = ctx.competitor_prices != null && !noCompetitors;
+
   if (target) {
     used.push('target_price');
     factors = { target_supplied: 0.4 };
-  } else if (ctx.competitor_prices != null || positiveMoney(ctx, 'unit_cost')) {
+  } else if (byCompetitors || positiveMoney(ctx, 'unit_cost')) {
     // Another method proposes the target; the anchor keeps the move small.
-    const inner = ctx.competitor_prices != null ? competitive(ctx) : costPlus(ctx);
+    const inner = byCompetitors ? competitive(ctx) : costPlus(ctx);
     target = new D(inner.price);
     used = [...used, ...inner.inputs_used];
     factors = { ...inner.confidence_factors, anchored: 1 };
-    notes.push(`target ${inner.price} from ${ctx.competitor_prices != null ? 'competitive positioning' : 'cost-plus'}`, ...inner.notes);
+    notes.push(`target ${inner.price} from ${byCompetitors ? 'competitive positioning' : 'cost-plus'}`, ...inner.notes);
   } else {
     const pacing = pacingInputs(ctx);
     if (pacing && pacing.elapsed === 0) notes.push('season_elapsed 0: the season has not begun, no sell-through signal yet');

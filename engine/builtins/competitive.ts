@@ -26,17 +26,35 @@ interface Reference {
   details: Record<string, unknown>;
 }
 
-/** The caller's competitor_prices, grouped by source (a seller listed many times counts once). */
-function callerReference(ctx: Context, currency: string): Reference | null {
+/** Sent competitor_prices that give no reference: why (a phrase for a note), and the refusal competitive positioning answers. */
+interface NoReference {
+  why: string;
+  message: string;
+}
+
+const NEEDS_COMPETITOR_PRICES = 'competitive positioning needs competitor_prices (positive numbers or {price, source})';
+
+/**
+ * The caller's competitor_prices, grouped by source (a seller listed many times counts once); null
+ * when none were sent, and why not when those sent give no reference (an empty list, no usable
+ * price, none in the context's currency).
+ */
+function callerReference(ctx: Context, currency: string): Reference | NoReference | null {
+  const raw = ctx.competitor_prices;
+  if (raw == null) return null;
+  if (!Array.isArray(raw)) return { why: 'it is not a list', message: `${NEEDS_COMPETITOR_PRICES} as a list; got ${typeof raw}.` };
   const { usable, dropped, otherCurrency } = observations(ctx, 'competitor_prices');
   const foreign = [...otherCurrency.values()].reduce((a, b) => a + b, 0);
   if (usable.length === 0 && foreign > 0) {
-    throw new MethodNotApplicable(
-      `No competitor price is in the context's currency ${currency} (${describeCurrencies(otherCurrency)}): prices are never mixed across currencies; send them in ${currency}, or set currency to theirs.`,
-      ['competitor_prices'],
-    );
+    return {
+      why: `none is in the context's currency ${currency} (${describeCurrencies(otherCurrency)}), and prices are never mixed across currencies`,
+      message: `No competitor price is in the context's currency ${currency} (${describeCurrencies(otherCurrency)}): prices are never mixed across currencies; send them in ${currency}, or set currency to theirs.`,
+    };
   }
-  if (usable.length === 0) return null;
+  if (usable.length === 0) {
+    const why = raw.length === 0 ? 'the list is empty' : `none of the ${raw.length} is a positive number`;
+    return { why, message: `${NEEDS_COMPETITOR_PRICES}; ${why}.` };
+  }
   const notes: string[] = [];
   if (dropped > foreign) notes.push(`${dropped - foreign} competitor price(s) were not positive numbers and were dropped`);
   if (foreign > 0) notes.push(`${foreign} competitor price(s) in another currency than ${currency} were dropped (${describeCurrencies(otherCurrency)}): prices are never mixed across currencies`);
@@ -49,6 +67,15 @@ function callerReference(ctx: Context, currency: string): Reference | null {
   const independence = labelled.size === 1 && usable.every((o) => o.source !== null) ? 0.5 : 1;
   if (independence < 1) notes.push('every competitor price comes from one source: evidence is not independent');
   return { perSource: [...groups.values()].map(median), independence, factors: {}, used: ['competitor_prices'], notes, details: {} };
+}
+
+/**
+ * Why the caller's competitor_prices give no reference (a phrase for a note); undefined when they
+ * give one, or when none were sent.
+ */
+export function competitorPricesProblem(ctx: Context): string | undefined {
+  const r = callerReference(ctx, currencyOf(ctx));
+  return r && 'why' in r ? r.why : undefined;
 }
 
 /**
@@ -100,12 +127,8 @@ export function hasNetworkReference(ctx: Context, market: MarketEvidence | undef
 export function competitive(ctx: Context, market?: MarketEvidence): MethodResult {
   const currency = currencyOf(ctx);
   const reference = callerReference(ctx, currency) ?? networkReference(ctx, market, currency);
-  if (!reference) {
-    throw new MethodNotApplicable(
-      'competitive positioning needs competitor_prices (positive numbers or {price, source}), or a product_type the network holds price observations of (POST /api/data/observations).',
-      ['competitor_prices'],
-    );
-  }
+  if (!reference) throw new MethodNotApplicable(`${NEEDS_COMPETITOR_PRICES}, or a product_type the network holds price observations of (POST /api/data/observations).`, ['competitor_prices']);
+  if ('why' in reference) throw new MethodNotApplicable(reference.message, ['competitor_prices']);
   const { perSource, independence } = reference;
   const notes = [...reference.notes];
   const n = perSource.length;

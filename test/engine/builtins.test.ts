@@ -272,6 +272,42 @@ describe('engine: built-in pricing methods', () => {
       expect(r.confidence).to.equal(0);
     });
 
+    it('competitor_prices that give no reference (empty, none usable, none in the currency) leave the target to cost-plus, with a note saying why', () => {
+      const cases: Array<[unknown, string]> = [
+        [[], 'the list is empty'],
+        [[-1, 'x', { price: 0 }], 'none of the 3 is a positive number'],
+        [[{ price: 9, currency: 'JPY' }, { price: 9.5, currency: 'eur' }], "none is in the context's currency USD (1 in JPY, 1 in EUR), and prices are never mixed across currencies"],
+        ['10', 'it is not a list'],
+      ];
+      for (const [competitorPrices, why] of cases) {
+        const r = run(anchored, { current_price: 10, competitor_prices: competitorPrices, unit_cost: 8 });
+        // cost-plus at the default 30% margin: 8 / 0.7 = 11.43, one step (+10%) from 10.
+        expect(r.price, JSON.stringify(competitorPrices)).to.equal('11.00');
+        expect(r.inputs_used).to.deep.equal(['current_price', 'unit_cost']);
+        expect(r.notes.slice(0, 2)).to.deep.equal([`competitor_prices gave no reference: ${why}; the next target in the order is used`, 'target 11.43 from cost-plus']);
+        expect(r.notes).to.include('step limited to +10%');
+        expect(r.confidence_factors).to.deep.equal({ input_quality: 0.35, bounds: 1, anchored: 1 });
+      }
+    });
+
+    it('competitor_prices that give no reference fall through to sell-through pacing, else the echo; other refusals of the competitive target still refuse', () => {
+      const paced = run(anchored, { current_price: 100, competitor_prices: [], units_sold: 10, units_received: 100, season_elapsed: 0.5 });
+      expect(paced.price).to.equal('90.00');
+      expect(paced.inputs_used).to.deep.equal(['current_price', 'units_sold', 'units_received', 'season_elapsed']);
+      const echoed = run(anchored, { current_price: 42.5, competitor_prices: [{ price: 40, currency: 'GBP' }] });
+      expect(echoed.price).to.equal('42.50');
+      expect(echoed.confidence).to.equal(0.15);
+      expect(echoed.notes[0]).to.match(/^competitor_prices gave no reference: none is in the context's currency USD \(1 in GBP\)/);
+      // Usable competitor prices with an invalid position are the context's fault, not a missing reference.
+      expect(notApplicable(anchored, { current_price: 10, competitor_prices: [11], position: 'bogus', unit_cost: 8 }).missing).to.deep.equal(['position']);
+    });
+
+    it('competitive-position refuses sent competitor_prices that give no reference, saying why', () => {
+      expect(notApplicable(competitive, { competitor_prices: [] }).message).to.equal('competitive positioning needs competitor_prices (positive numbers or {price, source}); the list is empty.');
+      expect(notApplicable(competitive, { competitor_prices: [-1, 'x'] }).message).to.equal('competitive positioning needs competitor_prices (positive numbers or {price, source}); none of the 2 is a positive number.');
+      expect(notApplicable(competitive, { competitor_prices: { a: 1 } }).message).to.equal('competitive positioning needs competitor_prices (positive numbers or {price, source}) as a list; got object.');
+    });
+
     it('with only current_price it echoes it, labelled, at confidence 0.15', () => {
       const r = run(anchored, { current_price: 42.5 });
       expect(r.price).to.equal('42.50');
@@ -368,6 +404,22 @@ describe('engine: built-in pricing methods', () => {
         const ok = await h.price({ context: { ...bad, units_sold: 5 }, pin: { name: 'anchored-adjustment' } });
         expect(ok.result.price).to.equal('9.00');
         expect(h.parts.breakers.view('fn_builtin_anchored')).to.include({ state: 'closed', calls: 1, failures: 0 });
+      } finally {
+        await h.close();
+      }
+    });
+  });
+
+  describe('anchored-adjustment through the engine', function () {
+    this.timeout(10_000);
+
+    it('pinned with an empty competitor_prices and a unit_cost, it moves towards the cost-plus target within the step (was 422)', async () => {
+      const h = await harness({ engine: { cacheTtlMs: 0 } });
+      try {
+        const out = await h.price({ context: { current_price: 10, competitor_prices: [], unit_cost: 8 }, pin: { name: 'anchored-adjustment' } });
+        expect(out.result.price).to.equal('11.00');
+        expect(out.result.notes).to.include('competitor_prices gave no reference: the list is empty; the next target in the order is used');
+        expect(out.attempts.map((a) => [a.function, a.outcome])).to.deep.equal([['anchored-adjustment', 'ok']]);
       } finally {
         await h.close();
       }
