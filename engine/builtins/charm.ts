@@ -1,4 +1,4 @@
-import { D, currencyOf, minorUnits, num, positiveMoney, toPrice, methodResult } from './inputs';
+import { D, currencyOf, fraction, minorUnits, positiveMoney, toPrice, methodResult } from './inputs';
 import type { Dec } from './inputs';
 import { costPlus } from './cost-plus';
 import { MethodNotApplicable } from './types';
@@ -57,7 +57,7 @@ export function charm(ctx: Context): MethodResult {
   } else throw new MethodNotApplicable('charm pricing needs a base: target_price, current_price or unit_cost.', ['target_price', 'current_price', 'unit_cost']);
 
   const p: Dec = base;
-  const tolerance = num(ctx, 'charm_tolerance') ?? DEFAULT_TOLERANCE;
+  const tolerance = fraction(ctx, 'charm_tolerance') ?? DEFAULT_TOLERANCE;
   const floor = floorOf(ctx, p);
   const max = positiveMoney(ctx, 'max_price');
   const wholeUnitsOnly = minorUnits(currency) === 0;

@@ -1,4 +1,4 @@
-import { D, MAX_AMOUNT, currencyOf, describeCurrencies, mad, median, num, observations, positiveMoney, round3, toPrice, methodResult } from './inputs';
+import { D, MAX_AMOUNT, currencyOf, describeCurrencies, mad, markupFraction, median, num, observations, positiveMoney, round3, toPrice, methodResult } from './inputs';
 import { MethodNotApplicable } from './types';
 import type { Context, MarketEvidence, MethodResult } from './types';
 
@@ -144,7 +144,7 @@ export function competitive(ctx: Context, market?: MarketEvidence): MethodResult
   else if (position === 'lowest') price = new D(Math.min(...perSource)).times(1 - step);
 
   const unitCost = positiveMoney(ctx, 'unit_cost');
-  const minMarkup = num(ctx, 'min_markup') ?? 0;
+  const minMarkup = markupFraction(ctx, 'min_markup') ?? 0;
   const floors = [positiveMoney(ctx, 'min_price'), unitCost?.times(1 + minMarkup)].filter((x): x is InstanceType<typeof D> => x !== undefined);
   const floor = floors.length ? floors.reduce((a, b) => (a.gt(b) ? a : b)) : undefined;
   const ceiling = positiveMoney(ctx, 'max_price');

@@ -1,4 +1,4 @@
-import { D, currencyOf, fraction, num, positiveMoney, round3, toPrice, methodResult } from './inputs';
+import { D, currencyOf, fraction, markupFraction, num, positiveMoney, round3, toPrice, methodResult } from './inputs';
 import type { Dec } from './inputs';
 import { MethodNotApplicable } from './types';
 import type { Context, MethodResult } from './types';
@@ -25,8 +25,7 @@ export function costPlus(ctx: Context): MethodResult {
   } else if (fixed) notes.push('fixed_costs ignored: expected_volume is missing or not positive');
 
   const margin = fraction(ctx, 'target_margin', { allowNegative: true });
-  const markup = num(ctx, 'markup');
-  if (markup !== undefined && (markup <= -1 || markup > 10)) throw new MethodNotApplicable(`markup must be a fraction above -1 and at most 10 (0.3 means 30%), got ${markup}.`, ['markup']);
+  const markup = markupFraction(ctx, 'markup', { allowNegative: true });
   let price: Dec;
   let inputQuality: number;
   if (margin !== undefined) {

@@ -50,13 +50,33 @@ export function num(ctx: Context, key: string): number | undefined {
   return undefined;
 }
 
-/** A rate given as a fraction (0.3 = 30%). Values above 1 are refused rather than guessed. */
+/**
+ * A rate given as a fraction (0.3 = 30%): a margin, a percentage off or on, a tolerance. One of 1
+ * or more (30 meant as 30%) is refused rather than guessed, as is a negative one unless allowed.
+ */
 export function fraction(ctx: Context, key: string, opts: { allowNegative?: boolean; maxExclusive?: number } = {}): number | undefined {
   const v = num(ctx, key);
   if (v === undefined) return undefined;
   const max = opts.maxExclusive ?? 1;
   if (v >= max || (!opts.allowNegative && v < 0)) {
-    throw new MethodNotApplicable(`${key} must be a fraction below ${max} (0.3 means 30%), got ${v}.`, [key]);
+    throw new MethodNotApplicable(`${key} must be a fraction ${opts.allowNegative ? '' : 'from 0 to '}below ${max} (0.3 means 30%), got ${v}.`, [key]);
+  }
+  return v;
+}
+
+/** The largest markup over cost a built-in reads: 10 (1000%, eleven times the cost). */
+export const MAX_MARKUP = 10;
+
+/**
+ * A markup over cost given as a fraction (0.3 = 30%, price = cost × 1.3). Unlike a rate it may be 1
+ * or more (1.5 = 150%, 2.5 × cost), up to MAX_MARKUP; below 0 only when allowed (a price below
+ * cost, as asked), and never down to −1 (a price of nothing).
+ */
+export function markupFraction(ctx: Context, key: string, opts: { allowNegative?: boolean } = {}): number | undefined {
+  const v = num(ctx, key);
+  if (v === undefined) return undefined;
+  if (v > MAX_MARKUP || (opts.allowNegative ? v <= -1 : v < 0)) {
+    throw new MethodNotApplicable(`${key} must be a markup over cost ${opts.allowNegative ? 'above -1' : 'from 0'} up to ${MAX_MARKUP} (0.3 means 30%, 1.5 means 150%), got ${v}.`, [key]);
   }
   return v;
 }

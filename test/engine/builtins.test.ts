@@ -48,6 +48,30 @@ describe('engine: built-in pricing methods', () => {
     });
   });
 
+  describe('rates and markups', () => {
+    it('a markup may be 1 or more (150% is 2.5 × cost) up to 10; markup may be negative above -1, min_markup may not be negative; each refusal names the input', () => {
+      expect(run(costPlus, { unit_cost: 5, markup: 1.5 }).price).to.equal('12.50');
+      expect(run(costPlus, { unit_cost: 5, markup: 10 }).price).to.equal('55.00');
+      expect(run(costPlus, { unit_cost: 10, markup: -0.5 }).price).to.equal('5.00');
+      const floored = run(competitive, { competitor_prices: [10], unit_cost: 5, min_markup: 1.5 });
+      expect(floored.price).to.equal('12.50');
+      expect(floored.notes).to.include('match not possible above the floor: the floor binds');
+      expect(run(competitive, { competitor_prices: [10], unit_cost: 5, min_markup: 0 }).price).to.equal('10.00');
+      const refusals: Array<[PricingMethod, Context, string]> = [
+        [costPlus, { unit_cost: 5, markup: 10.5 }, 'markup must be a markup over cost above -1 up to 10 (0.3 means 30%, 1.5 means 150%), got 10.5.'],
+        [costPlus, { unit_cost: 5, markup: -1 }, 'markup must be a markup over cost above -1 up to 10 (0.3 means 30%, 1.5 means 150%), got -1.'],
+        [competitive, { competitor_prices: [10], unit_cost: 5, min_markup: -0.5 }, 'min_markup must be a markup over cost from 0 up to 10 (0.3 means 30%, 1.5 means 150%), got -0.5.'],
+        [competitive, { competitor_prices: [10], unit_cost: 5, min_markup: 11 }, 'min_markup must be a markup over cost from 0 up to 10 (0.3 means 30%, 1.5 means 150%), got 11.'],
+        [anchored, { current_price: 10, competitor_prices: [10], unit_cost: 5, min_markup: -0.5 }, 'min_markup must be a markup over cost from 0 up to 10 (0.3 means 30%, 1.5 means 150%), got -0.5.'],
+      ];
+      for (const [method, ctx, message] of refusals) {
+        const err = notApplicable(method, ctx);
+        expect(err.message).to.equal(message);
+        expect(err.missing).to.deep.equal([message.split(' ')[0]]);
+      }
+    });
+  });
+
   describe('elasticity-optimum', () => {
     it('Lerner: ε = 2 gives twice the cost, whatever the sign', () => {
       expect(run(elasticityOptimum, { unit_cost: 10, elasticity: 2 }).price).to.equal('20.00');
@@ -174,6 +198,17 @@ describe('engine: built-in pricing methods', () => {
       expect(r.notes.join(' ')).to.match(/charm ending 99\.00 would cross the floor \(unit_cost 99\.97\): the nearest ending above it taken/);
       expect(run(charm, { target_price: 10.2, unit_cost: 10, charm_tolerance: 0.1 }).price).to.equal('10.95');
       expect(run(charm, { target_price: 10.05, unit_cost: 9.99 }).price, 'an ending equal to the floor does not cross it').to.equal('9.99');
+    });
+
+    it('charm_tolerance is a rate in [0, 1): 1 or more, or below 0, is not applicable naming it', () => {
+      for (const tolerance of [1.5, 1, -1, -0.01, '2']) {
+        const err = notApplicable(charm, { target_price: 20.1, charm_tolerance: tolerance });
+        expect(err.missing).to.deep.equal(['charm_tolerance']);
+        expect(err.message).to.equal(`charm_tolerance must be a fraction from 0 to below 1 (0.3 means 30%), got ${Number(tolerance)}.`);
+      }
+      expect(run(charm, { target_price: 20.1, charm_tolerance: 0 }).price).to.equal('20.10');
+      expect(run(charm, { target_price: 19.99, charm_tolerance: 0 }).notes).to.include('already charm-ended');
+      expect(run(charm, { target_price: 20.5, charm_tolerance: 0.5 }).price).to.equal('20.95');
     });
 
     it('a base asked below cost (negative markup) is rounded as usual: cost is no floor for it', () => {
