@@ -103,6 +103,12 @@ export function elasticityOptimum(ctx: Context): MethodResult {
 
   if (epsilon <= 1) throw new MethodNotApplicable(`Demand is inelastic (ε = ${round3(epsilon)} ≤ 1): no profit-maximising price exists; raise prices in small steps instead (anchored-adjustment).`, ['elasticity']);
   const maxMultiple = num(ctx, 'max_markup_multiple') ?? DEFAULT_MAX_MULTIPLE;
+  if (maxMultiple <= 1) {
+    throw new MethodNotApplicable(
+      `max_markup_multiple must be above 1, got ${maxMultiple}: it caps the price at that multiple of unit_cost, and the optimum ε/(ε − 1) × cost is always above cost (a cap of 1 or less would price at or below cost).`,
+      ['max_markup_multiple'],
+    );
+  }
   let multiple = epsilon / (epsilon - 1);
   if (multiple > maxMultiple) {
     notes.push(`ε close to 1 gives ${round3(multiple)}× cost; capped at ${maxMultiple}×`);

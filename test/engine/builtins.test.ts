@@ -85,6 +85,18 @@ describe('engine: built-in pricing methods', () => {
       expect(notApplicable(elasticityOptimum, { unit_cost: 10, elasticity: 0.8 }).missing).to.deep.equal(['elasticity']);
     });
 
+    it('max_markup_multiple must be above 1: a cap of 1 or less is not applicable naming it, never a price at or below cost', () => {
+      for (const cap of [0.5, 1, 0, -1, '0.9']) {
+        const err = notApplicable(elasticityOptimum, { unit_cost: 10, elasticity: 1.1, max_markup_multiple: cap });
+        expect(err.missing).to.deep.equal(['max_markup_multiple']);
+        expect(err.message).to.match(new RegExp(`^max_markup_multiple must be above 1, got ${Number(cap)}: it caps the price at that multiple of unit_cost`));
+      }
+      const capped = run(elasticityOptimum, { unit_cost: 10, elasticity: 1.1, max_markup_multiple: 1.5 });
+      expect(capped.price).to.equal('15.00');
+      expect(capped.notes).to.include('ε close to 1 gives 11× cost; capped at 1.5×');
+      expect(run(elasticityOptimum, { unit_cost: 10, elasticity: 2, max_markup_multiple: 1.01 }).price).to.equal('10.10');
+    });
+
     it('linear demand q = a − b·p: the optimum is (a/b + c)/2', () => {
       // a = 100, b = 2, c = 10 → (50 + 10)/2 = 30
       const r = run(elasticityOptimum, { unit_cost: 10, demand_intercept: 100, demand_slope: 2 });
