@@ -1,4 +1,4 @@
-import { D, currencyOf, num, positiveMoney, round3, toPrice, methodResult } from './inputs';
+import { D, currencyOf, num, percent, positiveMoney, round3, toPrice, methodResult } from './inputs';
 import type { Dec } from './inputs';
 import { competitive, competitorPricesProblem, hasNetworkReference } from './competitive';
 import { costPlus } from './cost-plus';
@@ -126,10 +126,10 @@ export function anchored(ctx: Context, market?: MarketEvidence): MethodResult {
   let price = target;
   if (price.lt(lower)) {
     price = lower;
-    notes.push(`step limited to -${step * 100}%`);
+    notes.push(`step limited to -${percent(step)}`);
   } else if (price.gt(upper)) {
     price = upper;
-    notes.push(`step limited to +${step * 100}%`);
+    notes.push(`step limited to +${percent(step)}`);
   }
   if (price.minus(current).abs().div(current).lt(DEAD_BAND) && !price.eq(current)) {
     price = current;

@@ -1,4 +1,4 @@
-import { D, currencyOf, fraction, minorUnits, positiveMoney, toPrice, methodResult } from './inputs';
+import { D, currencyOf, fraction, minorUnits, percent, positiveMoney, toPrice, methodResult } from './inputs';
 import type { Dec } from './inputs';
 import { costPlus } from './cost-plus';
 import { MethodNotApplicable } from './types';
@@ -76,7 +76,7 @@ export function charm(ctx: Context): MethodResult {
     price = best;
     if (best.eq(p)) notes.push('already charm-ended');
     if (crossed) notes.push(`${crossed}: the nearest ending above it taken`);
-  } else if (crossed) notes.push(`${crossed} and no ending above it lies within ${tolerance * 100}%: base price kept`);
-  else notes.push(`no charm ending within ${tolerance * 100}% (or inside the bounds): base price kept`);
+  } else if (crossed) notes.push(`${crossed} and no ending above it lies within ${percent(tolerance)}: base price kept`);
+  else notes.push(`no charm ending within ${percent(tolerance)} (or inside the bounds): base price kept`);
   return methodResult(price, currency, { base: baseConfidence }, used, notes, { base_price: toPrice(p, currency) });
 }

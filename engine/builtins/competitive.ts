@@ -43,7 +43,7 @@ function callerReference(ctx: Context, currency: string): Reference | NoReferenc
   const raw = ctx.competitor_prices;
   if (raw == null) return null;
   if (!Array.isArray(raw)) return { why: 'it is not a list', message: `${NEEDS_COMPETITOR_PRICES} as a list; got ${typeof raw}.` };
-  const { usable, dropped, otherCurrency } = observations(ctx, 'competitor_prices');
+  const { usable, dropped, tooLarge, otherCurrency } = observations(ctx, 'competitor_prices');
   const foreign = [...otherCurrency.values()].reduce((a, b) => a + b, 0);
   if (usable.length === 0 && foreign > 0) {
     return {
@@ -51,12 +51,17 @@ function callerReference(ctx: Context, currency: string): Reference | NoReferenc
       message: `No competitor price is in the context's currency ${currency} (${describeCurrencies(otherCurrency)}): prices are never mixed across currencies; send them in ${currency}, or set currency to theirs.`,
     };
   }
+  const notPositive = dropped - foreign - tooLarge;
+  const over = `above ${MAX_AMOUNT.toFixed()}, too large to be a price`;
   if (usable.length === 0) {
-    const why = raw.length === 0 ? 'the list is empty' : `none of the ${raw.length} is a positive number`;
+    let why = `none of the ${raw.length} is a positive number`;
+    if (raw.length === 0) why = 'the list is empty';
+    else if (tooLarge > 0) why = `none of the ${raw.length} is usable (${[...(notPositive > 0 ? [`${notPositive} not a positive number`] : []), `${tooLarge} ${over}`].join(', ')})`;
     return { why, message: `${NEEDS_COMPETITOR_PRICES}; ${why}.` };
   }
   const notes: string[] = [];
-  if (dropped > foreign) notes.push(`${dropped - foreign} competitor price(s) were not positive numbers and were dropped`);
+  if (notPositive > 0) notes.push(`${notPositive} competitor price(s) were not positive numbers and were dropped`);
+  if (tooLarge > 0) notes.push(`${tooLarge} competitor price(s) were ${over}, and were dropped`);
   if (foreign > 0) notes.push(`${foreign} competitor price(s) in another currency than ${currency} were dropped (${describeCurrencies(otherCurrency)}): prices are never mixed across currencies`);
   const groups = new Map<string, number[]>();
   usable.forEach((o, i) => {

@@ -1,4 +1,4 @@
-import { D, currencyOf, fraction, markupFraction, num, positiveMoney, round3, toPrice, methodResult } from './inputs';
+import { D, currencyOf, fraction, markupFraction, num, percent, positiveMoney, round3, toPrice, methodResult } from './inputs';
 import type { Dec } from './inputs';
 import { MethodNotApplicable } from './types';
 import type { Context, MethodResult } from './types';
@@ -40,7 +40,7 @@ export function costPlus(ctx: Context): MethodResult {
   } else {
     price = cost.div(1 - DEFAULT_TARGET_MARGIN);
     inputQuality = 0.35;
-    notes.push(`no target_margin or markup given: default target margin ${DEFAULT_TARGET_MARGIN * 100}%`);
+    notes.push(`no target_margin or markup given: default target margin ${percent(DEFAULT_TARGET_MARGIN)}`);
   }
   if ((margin !== undefined && margin < 0) || (markup !== undefined && markup < 0)) notes.push('negative margin: the price is below cost, as requested');
   const minPrice = positiveMoney(ctx, 'min_price');

@@ -111,6 +111,14 @@ export function quote(value: Dec, currency: string, inputs: readonly string[] = 
   return rounded.toFixed(digits);
 }
 
+/**
+ * A fraction as a percentage for notes, computed in decimal so no float noise shows: 0.07 → "7%"
+ * (not "7.000000000000001%"), 0.0007 → "0.07%"; at most 4 decimals.
+ */
+export function percent(x: number): string {
+  return `${new D(x).times(100).toDecimalPlaces(4).toFixed()}%`;
+}
+
 export function clamp01(x: number): number {
   return Math.max(0, Math.min(1, Number.isFinite(x) ? x : 0));
 }
@@ -150,15 +158,17 @@ export function sameCurrency(item: Record<string, unknown>, currency: string): b
 
 /**
  * Competitor or reference prices in the context's currency: numbers, decimal strings, or {price, source?, observed_at?,
- * currency?}. `dropped` counts every item left out; `otherCurrency` those of them in another currency, by currency.
+ * currency?}. `dropped` counts every item left out; `tooLarge` those of them above MAX_AMOUNT, `otherCurrency` those in
+ * another currency, by currency (the rest are not positive numbers).
  */
-export function observations(ctx: Context, key: string): { usable: Observation[]; dropped: number; otherCurrency: Map<string, number> } {
+export function observations(ctx: Context, key: string): { usable: Observation[]; dropped: number; tooLarge: number; otherCurrency: Map<string, number> } {
   const raw = ctx[key];
   const otherCurrency = new Map<string, number>();
-  if (!Array.isArray(raw)) return { usable: [], dropped: 0, otherCurrency };
+  if (!Array.isArray(raw)) return { usable: [], dropped: 0, tooLarge: 0, otherCurrency };
   const currency = currencyOf(ctx);
   const usable: Observation[] = [];
   let dropped = 0;
+  let tooLarge = 0;
   for (const item of raw) {
     let price: number | undefined;
     let source: string | null = null;
@@ -178,9 +188,12 @@ export function observations(ctx: Context, key: string): { usable: Observation[]
       observedAt = typeof o.observed_at === 'string' && !Number.isNaN(Date.parse(o.observed_at)) ? Date.parse(o.observed_at) : null;
     }
     if (price !== undefined && Number.isFinite(price) && price > 0 && price <= MAX_AMOUNT_NUMBER) usable.push({ price, source, observedAt });
-    else dropped++;
+    else {
+      dropped++;
+      if (price !== undefined && price > MAX_AMOUNT_NUMBER) tooLarge++;
+    }
   }
-  return { usable, dropped, otherCurrency };
+  return { usable, dropped, tooLarge, otherCurrency };
 }
 
 /** "3 in JPY, 1 in EUR": what `observations` left out for its currency. */

@@ -4,7 +4,7 @@ import { charm } from '../../engine/builtins/charm';
 import { competitive } from '../../engine/builtins/competitive';
 import { costPlus } from '../../engine/builtins/cost-plus';
 import { elasticityOptimum } from '../../engine/builtins/elasticity';
-import { D, methodResult, quote } from '../../engine/builtins/inputs';
+import { D, methodResult, percent, quote } from '../../engine/builtins/inputs';
 import { MethodNotApplicable } from '../../engine/builtins/types';
 import type { Context, MethodResult, PricingMethod } from '../../engine/builtins/types';
 import { engineError, harness } from './harness';
@@ -355,6 +355,14 @@ describe('engine: built-in pricing methods', () => {
       expect(notApplicable(competitive, { competitor_prices: { a: 1 } }).message).to.equal('competitive positioning needs competitor_prices (positive numbers or {price, source}) as a list; got object.');
     });
 
+    it('notes print percentages without float noise (step limited to +7%, not +7.000000000000001%)', () => {
+      expect(run(anchored, { current_price: 100, target_price: 150, max_step_pct: 0.07 }).notes).to.deep.equal(['step limited to +7%']);
+      expect(run(anchored, { current_price: 100, target_price: 50, max_step_pct: 0.07 }).notes).to.deep.equal(['step limited to -7%']);
+      expect(run(charm, { target_price: 20.5, charm_tolerance: 0.0007 }).notes).to.deep.equal(['no charm ending within 0.07% (or inside the bounds): base price kept']);
+      expect(run(charm, { unit_cost: 10, markup: 0.01, charm_tolerance: 0.07 }).notes.join(' ')).to.match(/no ending above it lies within 7%: base price kept$/);
+      expect([0.07, 0.1 + 0.2, 0.0007, 0.123456, 0.5].map(percent)).to.deep.equal(['7%', '30%', '0.07%', '12.3456%', '50%']);
+    });
+
     it('with only current_price it echoes it, labelled, at confidence 0.15', () => {
       const r = run(anchored, { current_price: 42.5 });
       expect(r.price).to.equal('42.50');
@@ -407,6 +415,18 @@ describe('engine: built-in pricing methods', () => {
     it('competitor prices beyond 10^15 are dropped like unusable ones', () => {
       const r = run(competitive, { competitor_prices: [10, 10.2, 1e300] });
       expect(r.price).to.equal('10.10');
+    });
+
+    it('a competitor price beyond 10^15 is dropped with a note saying it was too large, apart from those that were not positive numbers', () => {
+      const r = run(competitive, { competitor_prices: [10, 10.2, 1e300, '2000000000000000', { price: '1e16' }, -1, 'x'] });
+      expect(r.price).to.equal('10.10');
+      expect(r.notes).to.deep.equal(['2 competitor price(s) were not positive numbers and were dropped', '3 competitor price(s) were above 1000000000000000, too large to be a price, and were dropped']);
+      expect(run(competitive, { competitor_prices: [10, 1e300] }).notes).to.deep.equal(['1 competitor price(s) were above 1000000000000000, too large to be a price, and were dropped']);
+      const none = notApplicable(competitive, { competitor_prices: [1e300, -1] });
+      expect(none.message).to.equal('competitive positioning needs competitor_prices (positive numbers or {price, source}); none of the 2 is usable (1 not a positive number, 1 above 1000000000000000, too large to be a price).');
+      expect(run(anchored, { current_price: 10, competitor_prices: [1e300], unit_cost: 8 }).notes[0]).to.equal(
+        'competitor_prices gave no reference: none of the 1 is usable (1 above 1000000000000000, too large to be a price); the next target in the order is used',
+      );
     });
 
     it('a price that rounds to nothing in the currency is not applicable, with the reason; in USDC the same inputs are priced', () => {
