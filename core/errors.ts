@@ -97,6 +97,17 @@ export class ApiError extends Error {
   }
 }
 
+/** Seconds a caller is asked to wait when a store the service depends on (the database, Redis) failed. */
+export const UNAVAILABLE_RETRY_AFTER_S = 5;
+
+/**
+ * 503 service_unavailable: a store the request needs did not answer or could not be reached, and the
+ * same request is expected to work later (`retryable: true`, `retry_after`, also sent as Retry-After).
+ */
+export function serviceUnavailable(message: string, hint: string, retryAfterS = UNAVAILABLE_RETRY_AFTER_S): ApiError {
+  return new ApiError('service_unavailable', message, { hint, retry_after: retryAfterS, fields: { retryable: true } });
+}
+
 export function isApiError(err: unknown): err is ApiError {
   return err instanceof ApiError;
 }

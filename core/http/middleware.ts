@@ -3,6 +3,7 @@ import { newId } from '../ids';
 import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
 import { ApiError, errorBody, isApiError } from '../errors';
+import { databaseUnavailable, isDatabaseUnavailable } from '../db/failures';
 
 const INCOMING_ID = /^[A-Za-z0-9._:-]{8,128}$/;
 
@@ -68,6 +69,15 @@ export function undecodablePathError(param?: string): ApiError {
   });
 }
 
+/**
+ * The answer to a failure of a store the request needed, wherever it was raised: the same 503
+ * service_unavailable (retryable, Retry-After) the usage writer answers. Undefined for other errors.
+ */
+export function unavailableError(err: unknown): ApiError | undefined {
+  if (isDatabaseUnavailable(err)) return databaseUnavailable();
+  return undefined;
+}
+
 /** The one error middleware: SPEC's common error shape, never a stack trace. */
 export function errorHandler(log: Logger) {
   return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
@@ -81,8 +91,15 @@ export function errorHandler(log: Logger) {
       else if (bp?.type === 'request.aborted' || bp?.type === 'request.size.invalid') apiErr = new ApiError('bad_request', 'The request body was cut short.');
       else if (isUndecodablePath(err)) apiErr = undecodablePathError();
       else {
-        ((res.locals.log as Logger | undefined) ?? log).error({ err, method: req.method, path: req.path }, 'unhandled error');
-        apiErr = new ApiError('internal_error', 'Something went wrong on our side.', { hint: 'Retry later; quote the request_id if you report it.' });
+        const reqLog = (res.locals.log as Logger | undefined) ?? log;
+        const unavailable = unavailableError(err);
+        if (unavailable) {
+          reqLog.warn({ err, method: req.method, path: req.path }, 'a store the request needed failed');
+          apiErr = unavailable;
+        } else {
+          reqLog.error({ err, method: req.method, path: req.path }, 'unhandled error');
+          apiErr = new ApiError('internal_error', 'Something went wrong on our side.', { hint: 'Retry later; quote the request_id if you report it.' });
+        }
       }
     }
     if (res.headersSent) {

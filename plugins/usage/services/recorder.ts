@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import type { Reservation } from '../../../core/admission';
-import { ApiError } from '../../../core/errors';
+import { UNAVAILABLE_RETRY_AFTER_S, serviceUnavailable } from '../../../core/errors';
+import type { ApiError } from '../../../core/errors';
 import { newSortableId } from '../../../core/ids';
 import type { Logger } from '../../../core/logger';
 
@@ -147,9 +148,6 @@ export function batchJson(rows: unknown[][]): string {
   return UNSTORABLE.test(json) ? JSON.stringify(storable(rows)) : json;
 }
 
-/** Seconds a caller is asked to wait after a usage event could not be written. */
-const WRITE_FAILED_RETRY_AFTER_S = 5;
-
 /**
  * What a call whose usage event could not be written answers: no answer without its record, and
  * the caller (who must release what it reserved) says nothing was charged.
@@ -163,11 +161,10 @@ function callerGoneError(): ApiError {
 }
 
 export function usageWriteFailed(): ApiError {
-  return new ApiError('service_unavailable', 'The call was not answered: its usage record could not be written.', {
-    hint: `Nothing was charged. The usage store is not reachable; retry in ${WRITE_FAILED_RETRY_AFTER_S} s.`,
-    retry_after: WRITE_FAILED_RETRY_AFTER_S,
-    fields: { retryable: true },
-  });
+  return serviceUnavailable(
+    'The call was not answered: its usage record could not be written.',
+    `Nothing was charged. The usage store is not reachable; retry in ${UNAVAILABLE_RETRY_AFTER_S} s.`,
+  );
 }
 
 /** The database refused a value of a row (data exception or integrity violation), not the statement or the connection. */

@@ -1,0 +1,160 @@
+import { expect } from 'chai';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Client } from 'pg';
+import { ConnectionAcquireTimeoutError, ConnectionRefusedError, DatabaseError, UniqueConstraintError } from 'sequelize';
+import { isDatabaseUnavailable } from '../../core/db/failures';
+import { startEmbeddedPostgres } from '../../core/db/embedded';
+import { createLogger } from '../../core/logger';
+import { client } from '../support/http';
+import type { HttpResult } from '../support/http';
+import { startTestService } from '../support/service';
+import type { TestService } from '../support/service';
+import { registerSandbox } from '../support/world';
+
+type Body = Record<string, any>;
+
+const DEMO = { context: { current_price: 4, currency: 'USD' } };
+
+/** The writer's answer to a database it cannot reach, which every route now gives (usage-write-failure.test.ts). */
+function expectDatabaseUnavailable(res: HttpResult<Body>): void {
+  expect(res.status, res.text).to.equal(503);
+  expect(res.headers.get('retry-after')).to.equal('5');
+  expect(res.body).to.include({ code: 'service_unavailable', error: 'The request could not be completed: the database did not answer.', retryable: true, retry_after: 5 });
+  expect(res.body.hint).to.equal('The database is not reachable or did not answer in time; retry in 5 s.');
+  expect(res.body.request_id).to.be.a('string');
+}
+
+/**
+ * A database that does not answer in time or cannot be reached, outside the usage writer (the key
+ * lookup of a key not in the cache, the keyless demo's budget read), answers 503 like the writer.
+ */
+describe('database unavailable: the central error mapping', function () {
+  this.timeout(30_000);
+
+  describe('with a table locked by another session (real statement timeout)', () => {
+    let svc: TestService;
+    let key: string;
+    let locker: Client;
+
+    /** Takes a lock every reader of `table` waits for, held until unlock(). */
+    const lock = async (table: string) => {
+      await locker.query('BEGIN');
+      await locker.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
+    };
+    const unlock = () => locker.query('ROLLBACK');
+
+    before(async () => {
+      // No key cache: every request looks its key up in PostgreSQL.
+      svc = await startTestService({ config: { database: { statementTimeoutMs: 1000 }, identity: { keyCacheTtlMs: 0 } } });
+      key = (await registerSandbox(svc, 'lookup-agent')).key;
+      locker = new Client({ connectionString: svc.databaseUrl });
+      await locker.connect();
+    });
+    afterEach(() => unlock());
+    after(async () => {
+      await locker?.end();
+      await svc?.close();
+    });
+
+    it('a key lookup cut off by the statement timeout answers 503 service_unavailable with Retry-After, and 200 once the lock is gone', async () => {
+      const api = client(svc.url, { 'x-api-key': key });
+      expect((await api.get('/api/me')).status).to.equal(200);
+
+      await lock('api_keys');
+      const started = Date.now();
+      const res = await api.get<Body>('/api/me');
+      expectDatabaseUnavailable(res);
+      expect(Date.now() - started, 'answered at the statement timeout').to.be.lessThan(5000);
+      expect(res.text).to.not.include('statement timeout');
+
+      await unlock();
+      expect((await api.get('/api/me')).status).to.equal(200);
+    });
+
+    it('a key lookup whose session the administrator ends (57P01) answers 503 service_unavailable', async () => {
+      const api = client(svc.url, { 'x-api-key': key });
+      await lock('api_keys');
+      const pending = api.get<Body>('/api/me');
+      // The service's session waiting for the lock is ended while its statement runs.
+      let ended = 0;
+      for (let i = 0; i < 100 && ended === 0; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        const r = await locker.query<{ n: number }>(
+          `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'`,
+        );
+        ended = r.rows[0]?.n ?? 0;
+      }
+      expect(ended, 'a session waited for the lock').to.be.greaterThan(0);
+      expectDatabaseUnavailable(await pending);
+    });
+
+    it('the keyless demo whose budget read is cut off by the statement timeout answers 503 service_unavailable, and 200 once the lock is gone', async () => {
+      await lock('usage_events');
+      expectDatabaseUnavailable(await client(svc.url).post<Body>('/api/public/compute/demo', DEMO));
+      await unlock();
+      const res = await client(svc.url).post<Body>('/api/public/compute/demo', DEMO);
+      expect(res.status, res.text).to.equal(200);
+    });
+
+    it('a database error that is not an outage (a column missing) still answers 500 internal_error', async () => {
+      await locker.query('BEGIN');
+      await locker.query('ALTER TABLE api_keys RENAME COLUMN key_hash TO key_hash_gone');
+      await locker.query('COMMIT');
+      try {
+        const res = await client(svc.url, { 'x-api-key': key }).get<Body>('/api/me');
+        expect(res.status, res.text).to.equal(500);
+        expect(res.body.code).to.equal('internal_error');
+        expect(res.headers.get('retry-after')).to.equal(null);
+      } finally {
+        await locker.query('ALTER TABLE api_keys RENAME COLUMN key_hash_gone TO key_hash');
+      }
+    });
+  });
+
+  it('with the database stopped, a key not in the cache and the keyless demo answer 503 service_unavailable', async function () {
+    this.timeout(60_000);
+    const dir = mkdtempSync(path.join(tmpdir(), 'pcs-db-down-'));
+    const pg = await startEmbeddedPostgres(dir, 0, createLogger('silent'));
+    const svc = await startTestService({ databaseUrl: pg.url, config: { identity: { keyCacheTtlMs: 0 } } });
+    try {
+      const key = (await registerSandbox(svc, 'stopped-db-agent')).key;
+      await pg.stop();
+      expectDatabaseUnavailable(await client(svc.url, { 'x-api-key': key }).get<Body>('/api/me'));
+      expectDatabaseUnavailable(await client(svc.url).post<Body>('/api/public/compute/demo', DEMO));
+    } finally {
+      await svc.close().catch(() => undefined);
+      await pg.stop().catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  describe('isDatabaseUnavailable', () => {
+    const pgError = (code: string, message = `error ${code}`) => Object.assign(new Error(message), { code, severity: 'ERROR' });
+    const wrapped = (err: Error) => new DatabaseError(err as Error & { sql: string; parameters: object });
+
+    it('takes timeouts, lost connections, shutdowns and connection limits for an outage, raw or wrapped by Sequelize', () => {
+      for (const code of ['57014', '57P01', '57P02', '57P03', '53300', '08006', '08001', '08P01']) {
+        expect(isDatabaseUnavailable(pgError(code)), code).to.equal(true);
+        expect(isDatabaseUnavailable(wrapped(pgError(code))), `${code} wrapped`).to.equal(true);
+      }
+      const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+      expect(isDatabaseUnavailable(refused)).to.equal(true);
+      expect(isDatabaseUnavailable(new ConnectionRefusedError(refused))).to.equal(true);
+      expect(isDatabaseUnavailable(new ConnectionAcquireTimeoutError(new Error('TimeoutError: Operation timeout')))).to.equal(true);
+      expect(isDatabaseUnavailable(wrapped(new Error('Connection terminated unexpectedly')))).to.equal(true);
+      expect(isDatabaseUnavailable(new Error('timeout exceeded when trying to connect'))).to.equal(true);
+    });
+
+    it('leaves statements the database refused, and other components\' socket failures, to the generic 500', () => {
+      for (const code of ['23505', '23514', '42P01', '42703', '22P02', '40001']) expect(isDatabaseUnavailable(wrapped(pgError(code))), code).to.equal(false);
+      expect(isDatabaseUnavailable(new UniqueConstraintError({ parent: pgError('23505') as never }))).to.equal(false);
+      expect(isDatabaseUnavailable(new Error('boom'))).to.equal(false);
+      expect(isDatabaseUnavailable(new Error('outbound call failed', { cause: Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }) }))).to.equal(false);
+      expect(isDatabaseUnavailable(null)).to.equal(false);
+      expect(isDatabaseUnavailable('Connection terminated')).to.equal(false);
+    });
+  });
+});
