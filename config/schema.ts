@@ -38,6 +38,12 @@ export const settingsTree = {
   redis: {
     url: optStr('REDIS_URL', 'Redis URL. When set, counters, rate limits, caches and one-time marks are shared through Redis; otherwise they live in process.', { secret: true }),
     keyPrefix: str('REDIS_KEY_PREFIX', 'pcs:', 'Prefix of every Redis key written by the service.'),
+    commandTimeoutMs: int(
+      'REDIS_COMMAND_TIMEOUT_MS',
+      1000,
+      'Longest a Redis command (a rate-limit count, a counter, a cache read) waits for its answer. Past it, or while Redis cannot be reached, the request answers 503 service_unavailable (retryable, with Retry-After) instead of waiting for Redis; the connection keeps reconnecting on its own, so requests succeed again once Redis is back. The subscription connection (cache invalidation across instances) is not bounded by it: it waits for messages for as long as it is open.',
+      { min: 1, max: MAX_TIMER_MS },
+    ),
   },
   plugins: {
     enabled: list('PLUGINS', ['health', 'identity', 'accounts', 'team', 'usage', 'pricing', 'discovery', 'mcp', 'verification', 'catalog'], 'Comma-separated list of enabled plugins; their dependencies must be listed too.'),

@@ -123,7 +123,7 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
       log,
     );
 
-    const kv = createKvStore(config.redis.url, config.redis.keyPrefix, clock, log.child({ component: 'kv' }));
+    const kv = createKvStore(config.redis.url, config.redis.keyPrefix, clock, log.child({ component: 'kv' }), { commandTimeoutMs: config.redis.commandTimeoutMs });
     cleanups.push(() => kv.close());
     const metrics = new Metrics();
     const hooks = new Hooks();

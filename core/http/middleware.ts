@@ -4,6 +4,7 @@ import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
 import { ApiError, errorBody, isApiError } from '../errors';
 import { databaseUnavailable, isDatabaseUnavailable } from '../db/failures';
+import { KvUnavailableError, storeUnavailable } from '../kv/contract';
 
 const INCOMING_ID = /^[A-Za-z0-9._:-]{8,128}$/;
 
@@ -75,6 +76,7 @@ export function undecodablePathError(param?: string): ApiError {
  */
 export function unavailableError(err: unknown): ApiError | undefined {
   if (isDatabaseUnavailable(err)) return databaseUnavailable();
+  if (err instanceof KvUnavailableError) return storeUnavailable();
   return undefined;
 }
 

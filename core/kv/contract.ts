@@ -1,3 +1,5 @@
+import { UNAVAILABLE_RETRY_AFTER_S, serviceUnavailable } from '../errors';
+import type { ApiError } from '../errors';
 import type { Logger } from '../logger';
 
 /** A subscriber may return a promise; its rejection is caught like a throw. */
@@ -51,4 +53,25 @@ export function counterValue(key: string, value: string): number {
 
 export function notACounter(key: string): RangeError {
   return new RangeError(`The value of ${key} is not an integer counter`);
+}
+
+/**
+ * A command the store could not carry out because the store did not answer: no answer within the
+ * command timeout, the connection lost or not re-established in time. Not a refusal of the command
+ * itself (a value that is not a counter stays a RangeError). The HTTP error mapping answers it with
+ * storeUnavailable().
+ */
+export class KvUnavailableError extends Error {
+  constructor(cause: unknown) {
+    super(`The key-value store did not answer: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = 'KvUnavailableError';
+  }
+}
+
+/** The answer to a request the key-value store could not serve (503, retryable, Retry-After). */
+export function storeUnavailable(): ApiError {
+  return serviceUnavailable(
+    'The request could not be completed: the key-value store did not answer.',
+    `The shared key-value store (rate limits, counters) is not reachable or did not answer in time; retry in ${UNAVAILABLE_RETRY_AFTER_S} s.`,
+  );
 }

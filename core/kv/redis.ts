@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import type { Clock } from '../clock';
 import { createLogger } from '../logger';
 import type { Logger } from '../logger';
-import { checkIncrement, checkRateLimit, checkTtl, isolateHandler, notACounter } from './contract';
+import { KvUnavailableError, checkIncrement, checkRateLimit, checkTtl, isolateHandler, notACounter } from './contract';
 import type { MessageHandler } from './contract';
 import { slidingWindow } from './types';
 import type { KvStore, RateLimitResult, Unsubscribe } from './types';
@@ -37,7 +37,24 @@ type RedisWithScripts = Redis & {
   pcsRateLimit(cur: string, prev: string, windowMs: number, elapsed: number, limit: number, cost: number): Promise<[number, number, number]>;
 };
 
-/** Redis-backed store shared by every instance; scripts keep counters and limits atomic. */
+export interface RedisKvOptions {
+  /**
+   * Longest a command waits for Redis's answer (ioredis commandTimeout) before it fails with
+   * KvUnavailableError; unset: no limit. Also bounds this store's subscribe and unsubscribe calls.
+   */
+  commandTimeoutMs?: number;
+}
+
+/** Redis answered the command with an error (a script's refusal, a wrong type): Redis is there. */
+function isReplyError(err: unknown): boolean {
+  return err instanceof Error && err.name === 'ReplyError';
+}
+
+/**
+ * Redis-backed store shared by every instance; scripts keep counters and limits atomic. A command
+ * Redis does not answer (frozen, down, unreachable past the retries) fails with KvUnavailableError
+ * within the command timeout; the connections reconnect on their own with ioredis's back-off.
+ */
 export class RedisKvStore implements KvStore {
   readonly kind = 'redis' as const;
   private readonly client: RedisWithScripts;
@@ -49,10 +66,13 @@ export class RedisKvStore implements KvStore {
     private readonly prefix: string,
     private readonly clock: Clock,
     private readonly log: Logger = createLogger('warn'),
+    private readonly opts: RedisKvOptions = {},
   ) {
-    const client = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true });
+    const client = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true, commandTimeout: opts.commandTimeoutMs });
     client.defineCommand('pcsIncr', { numberOfKeys: 1, lua: INCR_WITH_EXPIRY });
     client.defineCommand('pcsRateLimit', { numberOfKeys: 2, lua: RATE_LIMIT });
+    // Reconnection attempts fail with an error event each; logged here rather than by ioredis on stderr.
+    client.on('error', (err: unknown) => this.log.warn({ err }, 'key-value store connection failed'));
     this.client = client as RedisWithScripts;
   }
 
@@ -60,31 +80,56 @@ export class RedisKvStore implements KvStore {
     return this.prefix + key;
   }
 
+  /** A command's answer; a failure of the connection, not Redis's refusal of the command, becomes KvUnavailableError. */
+  private async send<T>(command: Promise<T>): Promise<T> {
+    try {
+      return await command;
+    } catch (err) {
+      throw isReplyError(err) ? err : new KvUnavailableError(err);
+    }
+  }
+
+  /** The same for the subscriber connection, which has no command timeout of its own: bounded here. */
+  private async sendBounded<T>(command: Promise<T>): Promise<T> {
+    const ms = this.opts.commandTimeoutMs;
+    if (ms === undefined) return this.send(command);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('Command timed out')), ms);
+    });
+    try {
+      // The command may still settle later; race() has handled it, so that is never unhandled.
+      return await this.send(Promise.race([command, timeout]));
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   async get(key: string): Promise<string | null> {
-    return this.client.get(this.k(key));
+    return this.send(this.client.get(this.k(key)));
   }
 
   async set(key: string, value: string, ttlMs?: number): Promise<void> {
     checkTtl(ttlMs);
-    if (ttlMs) await this.client.set(this.k(key), value, 'PX', ttlMs);
-    else await this.client.set(this.k(key), value);
+    if (ttlMs) await this.send(this.client.set(this.k(key), value, 'PX', ttlMs));
+    else await this.send(this.client.set(this.k(key), value));
   }
 
   async setIfAbsent(key: string, value: string, ttlMs?: number): Promise<boolean> {
     checkTtl(ttlMs);
-    const res = ttlMs ? await this.client.set(this.k(key), value, 'PX', ttlMs, 'NX') : await this.client.set(this.k(key), value, 'NX');
+    const res = await this.send(ttlMs ? this.client.set(this.k(key), value, 'PX', ttlMs, 'NX') : this.client.set(this.k(key), value, 'NX'));
     return res === 'OK';
   }
 
   async del(key: string): Promise<void> {
-    await this.client.del(this.k(key));
+    await this.send(this.client.del(this.k(key)));
   }
 
   async incr(key: string, by = 1, ttlMs = 0): Promise<number> {
     checkIncrement(by);
     checkTtl(ttlMs);
     try {
-      return Number(await this.client.pcsIncr(this.k(key), by, ttlMs));
+      return Number(await this.send(this.client.pcsIncr(this.k(key), by, ttlMs)));
     } catch (err) {
       if (err instanceof Error && err.message.includes('not an integer')) throw notACounter(key);
       throw err;
@@ -96,7 +141,7 @@ export class RedisKvStore implements KvStore {
     const idx = Math.floor(now / windowMs);
     const tag = `{${this.k(key)}}`;
     const elapsed = now - idx * windowMs;
-    const [ok, cur, prev] = await this.client.pcsRateLimit(`${tag}:${idx}`, `${tag}:${idx - 1}`, windowMs, elapsed, limit, cost);
+    const [ok, cur, prev] = await this.send(this.client.pcsRateLimit(`${tag}:${idx}`, `${tag}:${idx - 1}`, windowMs, elapsed, limit, cost));
     return { allowed: ok === 1, cur: Number(cur), prev: Number(prev), elapsed };
   }
 
@@ -116,36 +161,70 @@ export class RedisKvStore implements KvStore {
   }
 
   async publish(channel: string, message: string): Promise<void> {
-    await this.client.publish(this.k(channel), message);
+    await this.send(this.client.publish(this.k(channel), message));
+  }
+
+  /**
+   * The subscribed connection waits for messages for as long as it is open, so it has no command
+   * timeout, and it subscribes again after a reconnect itself rather than through ioredis's
+   * autoResubscribe: ioredis's own resubscription is a promise nobody holds, and its failure (a
+   * command timeout, the retries used up, the connection closed) would be an unhandled rejection
+   * that ends the process.
+   */
+  private subscriberConnection(): Redis {
+    if (this.subscriber) return this.subscriber;
+    const subscriber = this.client.duplicate({ commandTimeout: undefined, autoResubscribe: false });
+    subscriber.on('error', (err: unknown) => this.log.warn({ err }, 'key-value subscriber connection failed'));
+    subscriber.on('message', (ch: string, msg: string) => {
+      for (const h of this.handlers.get(ch) ?? []) h(msg);
+    });
+    // Every time, the first included: ioredis may write a SUBSCRIBE queued while it was connecting
+    // before its ready check, whose INFO is then refused in subscriber mode and the connection made
+    // again, so even the first ready can find the channel unsubscribed. A second SUBSCRIBE is harmless.
+    subscriber.on('ready', () => this.resubscribe(subscriber));
+    this.subscriber = subscriber;
+    return subscriber;
+  }
+
+  private resubscribe(subscriber: Redis): void {
+    const channels = [...this.handlers.keys()];
+    if (channels.length === 0) return;
+    // Waits as long as Redis takes; a failure means the connection was lost again, and the next
+    // reconnect subscribes again.
+    subscriber.subscribe(...channels).catch((err: unknown) => this.log.warn({ err, channels: channels.length }, 'key-value resubscription failed; retried on the next reconnect'));
+  }
+
+  /** Registers a channel's handler set and subscribes to it; when SUBSCRIBE fails, the channel is left as it was. */
+  private async addChannel(subscriber: Redis, full: string): Promise<Set<(message: string) => void>> {
+    const handlers = new Set<(message: string) => void>();
+    this.handlers.set(full, handlers);
+    try {
+      await this.sendBounded(subscriber.subscribe(full));
+    } catch (err) {
+      // Not subscribed: the next subscribe to the channel sends SUBSCRIBE again.
+      if (this.handlers.get(full) === handlers && handlers.size === 0) this.handlers.delete(full);
+      throw err;
+    }
+    return handlers;
   }
 
   async subscribe(channel: string, handler: MessageHandler): Promise<Unsubscribe> {
     const full = this.k(channel);
-    if (!this.subscriber) {
-      this.subscriber = this.client.duplicate();
-      this.subscriber.on('message', (ch: string, msg: string) => {
-        for (const h of this.handlers.get(ch) ?? []) h(msg);
-      });
-    }
-    let set = this.handlers.get(full);
-    if (!set) {
-      set = new Set();
-      this.handlers.set(full, set);
-      await this.subscriber.subscribe(full);
-    }
+    const subscriber = this.subscriberConnection();
+    const handlers = this.handlers.get(full) ?? (await this.addChannel(subscriber, full));
     const isolated = isolateHandler(handler, channel, this.log);
-    set.add(isolated);
+    handlers.add(isolated);
     return async () => {
-      set.delete(isolated);
-      if (set.size === 0) {
+      handlers.delete(isolated);
+      if (handlers.size === 0 && this.handlers.get(full) === handlers) {
         this.handlers.delete(full);
-        await this.subscriber?.unsubscribe(full);
+        await this.sendBounded(subscriber.unsubscribe(full));
       }
     };
   }
 
   async ping(): Promise<void> {
-    await this.client.ping();
+    await this.send(this.client.ping());
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,252 @@
+import { expect } from 'chai';
+import { createConnection, createServer } from 'node:net';
+import type { AddressInfo, Server, Socket } from 'node:net';
+import { ManualClock } from '../../core/clock';
+import { KvUnavailableError, RedisKvStore } from '../../core/kv';
+import { randomToken } from '../../core/ids';
+import { createLogger } from '../../core/logger';
+import { client } from '../support/http';
+import type { HttpResult } from '../support/http';
+import { requireRedisServer, startTestRedis } from '../support/redis';
+import type { TestRedis } from '../support/redis';
+import { startTestService } from '../support/service';
+import type { TestService } from '../support/service';
+import { registerSandbox } from '../support/world';
+
+type Body = Record<string, any>;
+
+const DEMO = { context: { current_price: 4, currency: 'USD' } };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The writer's answer to a store it cannot reach (usage-write-failure.test.ts), for the key-value store. */
+function expectStoreUnavailable(res: HttpResult<Body>): void {
+  expect(res.status, res.text).to.equal(503);
+  expect(res.headers.get('retry-after')).to.equal('5');
+  expect(res.body).to.include({ code: 'service_unavailable', error: 'The request could not be completed: the key-value store did not answer.', retryable: true, retry_after: 5 });
+  expect(res.body.hint).to.equal('The shared key-value store (rate limits, counters) is not reachable or did not answer in time; retry in 5 s.');
+}
+
+/**
+ * Publishes `message` on channel `ch` until the subscriber has it (at most 6 s): pub/sub delivers at
+ * most once, and a message sent while the subscribed connection is being made again is lost.
+ */
+async function hears(publisher: RedisKvStore, got: string[], message: string): Promise<void> {
+  for (let i = 0; i < 60 && !got.includes(message); i++) {
+    await publisher.publish('ch', message);
+    await sleep(100);
+  }
+  expect(got, `heard ${message}`).to.include(message);
+}
+
+/** Awaits `work` while Redis is frozen; without a bound it would wait as long as Redis stays frozen, so Redis is thawed after `safetyMs`. */
+async function whileFrozen<T>(redis: TestRedis, work: () => Promise<T>, safetyMs = 4000): Promise<{ result: T; ms: number }> {
+  redis.freeze();
+  const safety = setTimeout(() => redis.thaw(), safetyMs);
+  const started = Date.now();
+  try {
+    const result = await work();
+    return { result, ms: Date.now() - started };
+  } finally {
+    clearTimeout(safety);
+    redis.thaw();
+  }
+}
+
+/**
+ * Redis frozen (SIGSTOP) or shut down, on a redis-server of the test's own: requests answer 503
+ * within REDIS_COMMAND_TIMEOUT_MS instead of waiting (frozen) or answering 500 (down), and succeed
+ * again once Redis is back, without a restart.
+ */
+describe('key-value store unavailable: Redis frozen or down', function () {
+  this.timeout(30_000);
+  let redis: TestRedis;
+
+  before(async function () {
+    requireRedisServer(this);
+    redis = await startTestRedis();
+  });
+  after(async () => {
+    await redis?.close();
+  });
+
+  describe('through the service', () => {
+    let svc: TestService;
+    let key: string;
+
+    before(async () => {
+      svc = await startTestService({ env: { REDIS_URL: redis.url, REDIS_COMMAND_TIMEOUT_MS: '300' } });
+      key = (await registerSandbox(svc, 'store-outage-agent')).key;
+    });
+    after(async () => {
+      await svc?.close();
+    });
+
+    it('an authenticated call answers 503 service_unavailable within the command timeout while Redis is frozen, and 200 once it resumes', async () => {
+      const api = client(svc.url, { 'x-api-key': key });
+      expect((await api.get('/api/me')).status).to.equal(200);
+
+      const { result: res, ms } = await whileFrozen(redis, () => api.get<Body>('/api/me'));
+      expectStoreUnavailable(res);
+      expect(ms, 'answered at the command timeout, not when Redis resumed').to.be.lessThan(2000);
+
+      const after = await api.get('/api/me');
+      expect(after.status, after.text).to.equal(200);
+    });
+
+    it('an authenticated call and the keyless demo answer 503 service_unavailable while Redis is down, and 200 again once it is back', async () => {
+      const api = client(svc.url, { 'x-api-key': key });
+      await redis.stop();
+      try {
+        expectStoreUnavailable(await api.get<Body>('/api/me'));
+        expectStoreUnavailable(await client(svc.url).post<Body>('/api/public/compute/demo', DEMO));
+      } finally {
+        await redis.start();
+      }
+      // ioredis reconnects by itself (its back-off is short after a brief outage).
+      let res = await api.get('/api/me');
+      for (let i = 0; i < 50 && res.status !== 200; i++) {
+        await sleep(100);
+        res = await api.get('/api/me');
+      }
+      expect(res.status, res.text).to.equal(200);
+    });
+  });
+
+  describe('RedisKvStore', () => {
+    const clock = new ManualClock(Date.parse('2026-03-01T00:00:00Z'));
+    const log = createLogger('silent');
+    const stores: RedisKvStore[] = [];
+    const open = (url: string, commandTimeoutMs: number, prefix = `pcs-outage-${randomToken(6)}:`) => {
+      const store = new RedisKvStore(url, prefix, clock, log, { commandTimeoutMs });
+      stores.push(store);
+      return store;
+    };
+    afterEach(async () => {
+      await Promise.all(stores.splice(0).map((s) => s.close()));
+    });
+
+    it('fails a command with KvUnavailableError within the command timeout while Redis is frozen or down; a command Redis refuses is not an outage', async () => {
+      const kv = open(redis.url, 200);
+      await kv.set('word', 'not-a-number');
+      const refused = await kv.incr('word').catch((err: unknown) => err);
+      expect(refused).to.be.instanceOf(RangeError);
+
+      const frozen = await whileFrozen(redis, () => kv.get('word').catch((err: unknown) => err));
+      expect(frozen.result).to.be.instanceOf(KvUnavailableError);
+      expect(String(frozen.result)).to.contain('Command timed out');
+      expect(frozen.ms).to.be.lessThan(1500);
+
+      await redis.stop();
+      try {
+        const down = await kv.rateLimit('rl', 10, 60_000).catch((err: unknown) => err);
+        expect(down).to.be.instanceOf(KvUnavailableError);
+      } finally {
+        await redis.start();
+      }
+      // ioredis reconnects by itself.
+      let value: unknown = await kv.get('word').catch((err: unknown) => err);
+      for (let i = 0; i < 50 && value instanceof KvUnavailableError; i++) {
+        await sleep(100);
+        value = await kv.get('word').catch((err: unknown) => err);
+      }
+      // The server was restarted without persistence: reachable again, the key gone.
+      expect(value).to.equal(null);
+    });
+
+    it('a subscribe Redis does not answer fails with KvUnavailableError within the command timeout, and the channel can be subscribed once Redis answers', async () => {
+      const prefix = `pcs-outage-${randomToken(6)}:`;
+      const kv = open(redis.url, 200, prefix);
+      const publisher = open(redis.url, 1000, prefix);
+      await kv.ping();
+      const got: string[] = [];
+      const frozen = await whileFrozen(redis, () => kv.subscribe('ch', (m) => void got.push(m)).catch((err: unknown) => err));
+      expect(frozen.result).to.be.instanceOf(KvUnavailableError);
+      expect(frozen.ms).to.be.lessThan(1500);
+
+      await kv.subscribe('ch', (m) => void got.push(m));
+      await hears(publisher, got, 'hello');
+    });
+
+    it('a subscription outlives the command timeout: it hears messages after idling past it, after a resubscription Redis leaves unanswered, and across an outage', async () => {
+      const unhandled: unknown[] = [];
+      const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+      process.on('unhandledRejection', onUnhandled);
+      const proxy = await redisProxy(redis.url);
+      try {
+        const prefix = `pcs-outage-${randomToken(6)}:`;
+        const kv = open(`redis://127.0.0.1:${proxy.port}`, 100, prefix);
+        const publisher = open(redis.url, 1000, prefix);
+        const got: string[] = [];
+        await kv.subscribe('ch', (m) => void got.push(m));
+
+        await sleep(300);
+        await hears(publisher, got, 'after idling past the command timeout');
+
+        // The connection drops; on reconnect Redis answers the ready check but never the SUBSCRIBE.
+        proxy.mode = 'stall-subscribe';
+        proxy.drop();
+        await sleep(500);
+        // Then Redis cannot be reached for a while (ioredis's retries per command run out).
+        await proxy.refuse();
+        await sleep(1000);
+        proxy.mode = 'pass';
+        await proxy.accept();
+        await hears(publisher, got, 'after the outage');
+        expect(unhandled.map(String), 'unhandled rejections').to.deep.equal([]);
+      } finally {
+        process.off('unhandledRejection', onUnhandled);
+        await proxy.close();
+      }
+    });
+  });
+});
+
+/**
+ * A TCP proxy on a loopback port to the test's Redis socket, which can drop its connections, swallow
+ * SUBSCRIBE commands, and refuse connections for a while (Redis unreachable).
+ */
+async function redisProxy(socketPath: string) {
+  const open = new Set<Socket>();
+  const state = { mode: 'pass' as 'pass' | 'stall-subscribe' };
+  const server: Server = createServer((downstream) => {
+    const upstream = createConnection(socketPath);
+    const stall = state.mode === 'stall-subscribe';
+    for (const s of [downstream, upstream]) {
+      open.add(s);
+      s.on('error', () => undefined);
+      s.on('close', () => open.delete(s));
+    }
+    downstream.on('data', (d) => {
+      if (stall && /subscribe/i.test(d.toString())) return;
+      upstream.write(d);
+    });
+    upstream.on('data', (d) => downstream.write(d));
+    downstream.on('close', () => upstream.destroy());
+    upstream.on('close', () => downstream.destroy());
+  });
+  const listen = (port: number) => new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', () => resolve()));
+  await listen(0);
+  const port = (server.address() as AddressInfo).port;
+  const drop = () => {
+    for (const s of open) s.destroy();
+  };
+  const refuse = () =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      drop();
+    });
+  return {
+    port,
+    get mode() {
+      return state.mode;
+    },
+    set mode(m: 'pass' | 'stall-subscribe') {
+      state.mode = m;
+    },
+    drop,
+    refuse,
+    /** Listens again on the same port. */
+    accept: () => listen(port),
+    close: () => (server.listening ? refuse() : Promise.resolve()),
+  };
+}
