@@ -6,6 +6,7 @@ import { validate } from '../../core/validation';
 import type { Logger } from '../../core/logger';
 import { z } from 'zod';
 import { nestedDeeperThan } from '../../core/http/json-body';
+import { unavailableError } from '../../core/http/middleware';
 import { HANDLED, defineRoute } from '../../core/http/route';
 import type { HandlerResult, RequestContext, RouteSpec } from '../../core/http/route';
 import type { Changelog } from '../discovery';
@@ -128,7 +129,9 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
     };
     const toolCtx: ToolContext = { principal: ctx.principal, req: ctx.req, requestId: ctx.requestId, clientIp: ctx.clientIp, rateLimit: requestRateOf(ctx), progress };
     const failed = (err: unknown) => {
-      const body = isApiError(err) ? errorBody(err, ctx.requestId) : { error: 'The tool failed on our side.', code: 'internal_error', request_id: ctx.requestId };
+      // A store that failed (database, Redis) is the same retryable 503 body as on REST.
+      const known = isApiError(err) ? err : unavailableError(err);
+      const body = known ? errorBody(known, ctx.requestId) : { error: 'The tool failed on our side.', code: 'internal_error', request_id: ctx.requestId };
       if (!isApiError(err)) d.log.error({ err, tool: name }, 'MCP tool failed');
       return reply({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: JSON.stringify(body) }], isError: true } });
     };

@@ -1,4 +1,5 @@
 import { ApiError, errorBody, isApiError } from '../../../core/errors';
+import { unavailableError } from '../../../core/http/middleware';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RequestContext, RouteSpec } from '../../../core/http/route';
 import { validate } from '../../../core/validation';
@@ -83,7 +84,8 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
               const r = await compute.compute(callOf(ctx, 'batch_item', valid, { timed: false }));
               return { index, status: 200, result: r.body };
             } catch (err) {
-              const apiErr = isApiError(err) ? err : new ApiError('internal_error', 'This item could not be priced.');
+              // A store that failed (database, Redis) is the same retryable 503 as on a single call.
+              const apiErr = isApiError(err) ? err : (unavailableError(err) ?? new ApiError('internal_error', 'This item could not be priced.'));
               if (!isApiError(err)) ctx.log.error({ err, index }, 'batch item failed');
               return { index, status: apiErr.status, error: errorBody(apiErr) };
             }

@@ -148,18 +148,15 @@ export function batchJson(rows: unknown[][]): string {
   return UNSTORABLE.test(json) ? JSON.stringify(storable(rows)) : json;
 }
 
+/** What a call whose caller left before its answer ends with: nobody reads it, the log and the metrics do. */
+function callerGoneError(): ApiError {
+  return serviceUnavailable('The caller left before the answer: the call was recorded as not delivered and not charged.', 'Nothing was charged. Send the request again.');
+}
+
 /**
  * What a call whose usage event could not be written answers: no answer without its record, and
  * the caller (who must release what it reserved) says nothing was charged.
  */
-/** What a call whose caller left before its answer ends with: nobody reads it, the log and the metrics do. */
-function callerGoneError(): ApiError {
-  return new ApiError('service_unavailable', 'The caller left before the answer: the call was recorded as not delivered and not charged.', {
-    hint: 'Nothing was charged. Send the request again.',
-    fields: { retryable: true },
-  });
-}
-
 export function usageWriteFailed(): ApiError {
   return serviceUnavailable(
     'The call was not answered: its usage record could not be written.',
