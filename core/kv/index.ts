@@ -11,7 +11,7 @@ export { KvUnavailableError, storeUnavailable } from './contract';
 export type { RedisKvOptions } from './redis';
 export { MemoryKvStore } from './memory';
 export { RedisKvStore } from './redis';
-export { incrFromRecord } from './recorded-counter';
+export { incrFromRecord, uncount } from './recorded-counter';
 
 /** Redis when a URL is configured, otherwise the in-process store. */
 export function createKvStore(redisUrl: string | undefined, prefix: string, clock: Clock, log: Logger, redisOptions: RedisKvOptions = {}): KvStore {

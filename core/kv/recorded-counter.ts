@@ -13,3 +13,14 @@ export async function incrFromRecord(kv: KvStore, key: string, by: number, ttlMs
   if ((await kv.get(key)) === null) await kv.setIfAbsent(key, String(await recorded()), ttlMs);
   return kv.incr(key, by, ttlMs);
 }
+
+/**
+ * Takes `by` back from a counter incrFromRecord keeps (a refused or failed call). When the store has
+ * lost the key meanwhile nothing is taken back: the record the next count starts from does not hold
+ * that call, and a decrement would create the key below zero without an expiry, so the record would
+ * never be read again that day.
+ */
+export async function uncount(kv: KvStore, key: string, by: number, ttlMs: number): Promise<void> {
+  if ((await kv.get(key)) === null) return;
+  await kv.incr(key, -by, ttlMs);
+}

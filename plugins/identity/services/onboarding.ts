@@ -5,7 +5,7 @@ import type { Sql } from '../../../core/db/sql';
 import { ApiError } from '../../../core/errors';
 import type { EventBus } from '../../../core/events';
 import { newId, randomToken } from '../../../core/ids';
-import { incrFromRecord } from '../../../core/kv';
+import { incrFromRecord, uncount } from '../../../core/kv';
 import type { KvStore } from '../../../core/kv';
 import type { ApiKeyRow, KeyKind, WorkspaceOrigin, WorkspaceRow } from '../domain';
 import type { AuditLog } from './audit';
@@ -103,7 +103,7 @@ export class Onboarding {
       this.countSince('SELECT count(*)::int AS n FROM workspaces WHERE created_by_agent AND created_at >= $1', [utcDayStart(now)]),
     );
     if (overall > overallPerDay) {
-      await this.kv.incr(`reg:ip:${ip}:${day}`, -1);
+      await uncount(this.kv, `reg:ip:${ip}:${day}`, 1, 2 * DAY_MS);
       throw new ApiError('daily_quota_exceeded', `Daily registration quota of the service reached (${overallPerDay} per day).`, {
         retry_after: retryAfter,
         limit,

@@ -136,4 +136,40 @@ describe('pricing: an answer that can no longer be delivered', function () {
       expect(after.body.remaining.daily_compute_calls.remaining, 'only the call after counted').to.equal(left - 1);
     });
   }
+
+  it("a call given back after the store lost the sandbox's day count leaves the count to the record: the next call counts every answered call of the day", async () => {
+    const sandbox = await registerSandbox(svc, 'store-lost-midway');
+    const api = client(svc.url, { 'x-api-key': sandbox.key });
+    for (let i = 0; i < 3; i++) expect((await api.post<Body>('/api/compute/price', COMPUTE)).status).to.equal(200);
+    const key = `allowance:${sandbox.workspaceId}:${new Date().toISOString().slice(0, 10)}`;
+    const holder = await svc.sequelize.transaction();
+    const abort = new AbortController();
+    try {
+      await svc.sequelize.query('LOCK TABLE usage_events IN ACCESS EXCLUSIVE MODE', { transaction: holder });
+      const pending = fetch(`${svc.url}/api/compute/price`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': sandbox.key },
+        body: JSON.stringify(COMPUTE),
+        signal: abort.signal,
+      }).catch((err: Error) => err);
+      await new Promise((r) => setTimeout(r, 300));
+      // The store loses the count (a Redis flush) while the call waits; the caller then leaves, so the call is given back.
+      await svc.kv.del(key);
+      abort.abort();
+      await pending;
+      await new Promise((r) => setTimeout(r, 100));
+    } finally {
+      await holder.rollback();
+    }
+    for (let i = 0; i < 50 && (await svc.kv.get(key)) === null; i++) {
+      const [marked] = await svc.sequelize.query(`SELECT 1 FROM usage_events WHERE workspace_id = '${sandbox.workspaceId}' AND error_code = 'not_delivered'`);
+      if (marked.length) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await svc.kv.get(key), 'the give-back created no count below zero').to.equal(null);
+    const next = await api.post<Body>('/api/compute/price', COMPUTE);
+    expect(next.status, next.text).to.equal(200);
+    expect(next.body.remaining.daily_compute_calls.remaining, 'three answered calls before, this one now').to.equal(21);
+  });
 });
