@@ -76,12 +76,14 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       body: s.batchBody(batchMax),
       example: s.batchExample,
       handler: async (ctx) => {
+        const recorded: string[] = [];
         const results = await Promise.all(
           ctx.body.items.map(async (item, index) => {
             try {
               // Throws the item's own validation error (issues relative to the item).
               const valid = item instanceof s.InvalidBatchItem ? validate(s.batchItem, item.raw, { where: 'body', example: s.batchExample.items[0] }) : item;
               const r = await compute.compute(callOf(ctx, 'batch_item', valid, { timed: false }));
+              recorded.push(r.usageEventId);
               return { index, status: 200, result: r.body };
             } catch (err) {
               // A store that failed (database, Redis) is the same retryable 503 as on a single call.
@@ -91,6 +93,7 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
             }
           }),
         );
+        await compute.batchNotDelivered(ctx.req, recorded);
         const succeeded = results.filter((r) => r.status === 200).length;
         return ok({ object: 'batch', items: results, summary: { total: results.length, succeeded, failed: results.length - succeeded }, request_id: ctx.requestId });
       },

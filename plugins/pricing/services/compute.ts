@@ -91,6 +91,17 @@ export class ComputeService {
     };
   }
 
+  /**
+   * The items of a batch whose caller left before its one reply was sent: each item checked the
+   * connection when its own event was written, but items written earlier were answered only by the
+   * reply that now reaches nobody, so none of them is charged.
+   */
+  async batchNotDelivered(req: Request, usageEventIds: string[]): Promise<boolean> {
+    if (!callerGone(req)) return false;
+    await this.recorder.markNotDelivered(usageEventIds);
+    return true;
+  }
+
   async compute(call: ComputeCall): Promise<ComputeResult> {
     const t0 = performance.now();
     const stages: TraceStage[] = [];

@@ -252,7 +252,7 @@ export class UsageRecorder {
     // The connection closed while the event was written (the caller gave up, or a shutdown's deadline closed it): the
     // answer cannot reach the caller, so the call is recorded as not delivered and nothing is charged.
     if (callerGone?.()) {
-      await this.markNotDelivered(recorded.id);
+      await this.markNotDelivered([recorded.id]);
       await reservation?.release();
       throw callerGoneError();
     }
@@ -260,12 +260,17 @@ export class UsageRecorder {
     return recorded;
   }
 
-  private async markNotDelivered(id: string): Promise<void> {
+  /**
+   * Marks committed events whose answer cannot reach the caller any more: an error `not_delivered`,
+   * not billable, cost 0 (a call alone, or the items of a batch whose one reply was not sent).
+   */
+  async markNotDelivered(ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
     this.marking++;
     try {
-      await this.pool.query(`UPDATE usage_events SET status = 'error', error_code = 'not_delivered', billable = false, cost = 0 WHERE id = $1`, [id]);
+      await this.pool.query(`UPDATE usage_events SET status = 'error', error_code = 'not_delivered', billable = false, cost = 0 WHERE id = ANY($1)`, [ids]);
     } catch (err) {
-      this.log.error({ err, usageEventId: id }, 'a usage event whose answer was not delivered could not be marked so; it stays charged');
+      this.log.error({ err, usageEventIds: ids }, 'usage events whose answer was not delivered could not be marked so; they stay charged');
     } finally {
       this.marking--;
       this.settleIdle();

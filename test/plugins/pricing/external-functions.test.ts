@@ -41,6 +41,7 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
   let svc: TestService;
   let upstream: Upstream;
   let api: ReturnType<typeof client>;
+  let ownerKey = '';
 
   before(async () => {
     upstream = await startUpstream((req, res) => {
@@ -60,6 +61,8 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
           return void res.end();
         case '/never':
           return; // never answers
+        case '/slow':
+          return void setTimeout(() => sendJson(res, 200, { price: 11, confidence: 0.6, currency: 'USD' }), 1500);
         default:
           return sendJson(res, 404, { error: 'unknown path' });
       }
@@ -67,6 +70,7 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
     svc = await startTestService({ config: { outbound: { allowList: ['127.0.0.1'] }, engine: { cacheTtlMs: 0 } } });
     const owner = await signUp(svc, 'ext-owner');
     const { key } = await createKey(svc, owner, { name: 'external functions' });
+    ownerKey = key;
     api = client(svc.url, { 'x-api-key': key });
   });
   after(async () => {
@@ -98,6 +102,32 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
     expect(patched.status, patched.text).to.equal(400);
     expect(patched.body.error).to.match(/1200000 USDC/);
     expect((await api.patch(`/api/functions/${fn.id}`, { cost_multiplier: '1.5' })).status).to.equal(200);
+  });
+
+  it('charges none of a batch whose caller left before its one reply, the items priced before the caller left included', async () => {
+    const slow = await register('/slow');
+    await activate(slow.id);
+    const requestId = `batch-gone-${Date.now()}`;
+    const builtIn = { context: { current_price: 10 }, function_id: 'fn_builtin_anchored', routing_preference: 'explicit' };
+    const abort = new AbortController();
+    const pending = fetch(`${svc.url}/api/compute/batch`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': ownerKey, 'x-request-id': requestId },
+      body: JSON.stringify({ items: [builtIn, builtIn, builtIn, { context: CONTEXT, function_id: slow.id }] }),
+      signal: abort.signal,
+    }).catch((err: Error) => err);
+    await new Promise((r) => setTimeout(r, 700));
+    abort.abort();
+    expect(await pending).to.be.instanceOf(Error);
+    let rows: Array<{ status: string; error_code: string | null; billable: boolean }> = [];
+    for (let i = 0; i < 60; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      [rows] = (await svc.sequelize.query(`SELECT status, error_code, billable FROM usage_events WHERE request_id = '${requestId}'`)) as [typeof rows, unknown];
+      if (rows.length === 4 && rows.every((r) => r.error_code === 'not_delivered')) break;
+    }
+    expect(rows).to.have.length(4);
+    expect(rows.filter((r) => r.billable), 'items recorded before the caller left stayed billable').to.deep.equal([]);
+    expect(rows.map((r) => r.error_code)).to.deep.equal(['not_delivered', 'not_delivered', 'not_delivered', 'not_delivered']);
   });
 
   it('registers as draft, refuses routing to the draft naming the PATCH, then prices through the endpoint once active', async () => {
