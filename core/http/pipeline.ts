@@ -5,6 +5,7 @@ import { ApiError } from '../errors';
 import type { Hooks, ResponseDecorator } from '../hooks';
 import type { Logger } from '../logger';
 import { validate } from '../validation';
+import { callerGone } from './caller-gone';
 import { invalidJson, parseJsonBody } from './json-body';
 import { isUndecodablePath, undecodablePathError } from './middleware';
 import { HANDLED } from './route';
@@ -154,6 +155,8 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
       if (result === HANDLED) return;
       cachedDecorators ??= decorators();
       if (result.status < 400) for (const d of cachedDecorators) await decorateOrLog(d, ctx, result);
+      // The last moment before the reply is written: a caller that left during the decorators gets nothing, so pays nothing.
+      if (result.notDelivered && callerGone(req)) return void (await result.notDelivered());
       sendReply(res, result);
     } catch (err) {
       next(err);

@@ -42,6 +42,11 @@ export interface Reply {
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
+  /**
+   * What to undo when the caller is found gone just before the reply is sent (after the decorators):
+   * a priced call marks its usage event not delivered, so nobody is charged for an answer nobody got.
+   */
+  notDelivered?: () => Promise<void>;
 }
 
 /** Returned by handlers that wrote the response themselves (streams). */

@@ -48,7 +48,7 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       example: s.computeExample,
       handler: async (ctx) => {
         const r = await compute.compute(callOf(ctx, 'compute', ctx.body));
-        return ok({ ...r.body, request_id: ctx.requestId }, r.headers);
+        return { ...ok({ ...r.body, request_id: ctx.requestId }, r.headers), notDelivered: () => compute.notDelivered([r.usageEventId]) };
       },
     }),
     defineRoute({
@@ -63,7 +63,7 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       example: s.routerExample,
       handler: async (ctx) => {
         const r = await compute.compute(callOf(ctx, 'router', ctx.body));
-        return ok({ ...r.body, request_id: ctx.requestId }, r.headers);
+        return { ...ok({ ...r.body, request_id: ctx.requestId }, r.headers), notDelivered: () => compute.notDelivered([r.usageEventId]) };
       },
     }),
     defineRoute({
@@ -95,7 +95,10 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
         );
         await compute.batchNotDelivered(ctx.req, recorded);
         const succeeded = results.filter((r) => r.status === 200).length;
-        return ok({ object: 'batch', items: results, summary: { total: results.length, succeeded, failed: results.length - succeeded }, request_id: ctx.requestId });
+        return {
+          ...ok({ object: 'batch', items: results, summary: { total: results.length, succeeded, failed: results.length - succeeded }, request_id: ctx.requestId }),
+          notDelivered: () => compute.notDelivered(recorded),
+        };
       },
     }),
     defineRoute({

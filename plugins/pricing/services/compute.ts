@@ -98,8 +98,13 @@ export class ComputeService {
    */
   async batchNotDelivered(req: Request, usageEventIds: string[]): Promise<boolean> {
     if (!callerGone(req)) return false;
-    await this.recorder.markNotDelivered(usageEventIds);
+    await this.notDelivered(usageEventIds);
     return true;
+  }
+
+  /** Marks recorded calls whose answer reached nobody: not delivered, not charged. */
+  notDelivered(usageEventIds: string[]): Promise<void> {
+    return this.recorder.markNotDelivered(usageEventIds);
   }
 
   async compute(call: ComputeCall): Promise<ComputeResult> {

@@ -88,6 +88,11 @@ export class VerificationService {
     };
   }
 
+  /** Marks a recorded verification whose answer reached nobody: not delivered, not charged. */
+  notDelivered(usageEventId: string): Promise<void> {
+    return this.recorder.markNotDelivered([usageEventId]);
+  }
+
   async verify(call: VerifyCall): Promise<VerifyResult> {
     const t0 = performance.now();
     const p = call.principal;

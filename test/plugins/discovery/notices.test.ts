@@ -80,6 +80,41 @@ describe('response notices', function () {
     }
   });
 
+  it('a caller that leaves while the notices are looked up is not charged: its recorded call is marked not_delivered', async () => {
+    const own = await startTestService({ clock, config: lenient });
+    try {
+      await publish(own, 'n-slow', clock.now() - 3600_000);
+      const { key } = await registerSandbox(own, 'notices-slow');
+      const requestId = `notices-gone-${Date.now()}`;
+      const holder = await own.sequelize.transaction();
+      const abort = new AbortController();
+      try {
+        await own.sequelize.query('LOCK TABLE notice_deliveries IN ACCESS EXCLUSIVE MODE', { transaction: holder });
+        const pending = fetch(`${own.url}/api/compute/price`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': key, 'x-request-id': requestId },
+          body: JSON.stringify({ context: { current_price: 3 } }),
+          signal: abort.signal,
+        }).catch((err: Error) => err);
+        await new Promise((r) => setTimeout(r, 400));
+        abort.abort();
+        expect(await pending).to.be.instanceOf(Error);
+        await new Promise((r) => setTimeout(r, 100));
+      } finally {
+        await holder.rollback();
+      }
+      let rows: unknown[] = [];
+      for (let i = 0; i < 50; i++) {
+        [rows] = await own.sequelize.query(`SELECT status, error_code, billable FROM usage_events WHERE request_id = '${requestId}'`);
+        if (rows.length && (rows[0] as { status: string }).status === 'error') break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(rows).to.deep.equal([{ status: 'error', error_code: 'not_delivered', billable: false }]);
+    } finally {
+      await own.close();
+    }
+  });
+
   it('gives a new key nothing when the newest agent entry is two weeks old or more, and ignores entries for people only', async () => {
     const fresh = await startTestService({ clock: new ManualClock(Date.parse('2028-06-01T00:00:00Z')), config: lenient });
     try {
