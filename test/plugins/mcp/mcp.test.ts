@@ -220,7 +220,11 @@ describe('MCP keyless demo budget', function () {
 describe('MCP tool timeout', function () {
   this.timeout(30_000);
   it('answers JSON-RPC -32001 with error.data {code: upstream_timeout, retryable, timeout_ms, tool, hint, next: []}', async () => {
-    const svc = await startTestService({ config: { limits: { mcp: { toolTimeoutMs: 1 } } } });
+    const svc = await startTestService({ config: { limits: { mcp: { toolTimeoutMs: 300 } } } });
+    // The tool cannot finish while its usage event waits on this lock (reads still pass), so the timeout always wins
+    // (a 1 ms timeout raced the tool itself on a busy machine).
+    const holder = await svc.sequelize.transaction();
+    await svc.sequelize.query('LOCK TABLE usage_events IN SHARE MODE', { transaction: holder });
     try {
       const { McpError } = await sdk();
       const { client } = await connect(svc);
@@ -234,7 +238,7 @@ describe('MCP tool timeout', function () {
       expect(caught).to.be.instanceOf(McpError);
       const e = caught as { code: number; data: Record<string, unknown> };
       expect(e.code).to.equal(-32001);
-      expect(e.data).to.deep.include({ code: 'upstream_timeout', retryable: true, timeout_ms: 1, tool: 'compute_price', next: [] });
+      expect(e.data).to.deep.include({ code: 'upstream_timeout', retryable: true, timeout_ms: 300, tool: 'compute_price', next: [] });
       expect(e.data.hint).to.be.a('string');
       await client.close();
       const raw = await rpc(svc, { jsonrpc: '2.0', id: 41, method: 'tools/call', params: { name: 'compute_price', arguments: { context: { current_price: 3 } }, _meta: { progressToken: 'p' } } });
@@ -244,6 +248,7 @@ describe('MCP tool timeout', function () {
       expect(last.id).to.equal(41);
       expect(last.error.code).to.equal(-32001);
     } finally {
+      await holder.rollback();
       await svc.close();
     }
   });
