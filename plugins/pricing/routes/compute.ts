@@ -93,7 +93,6 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
             }
           }),
         );
-        await compute.batchNotDelivered(ctx.req, recorded);
         const succeeded = results.filter((r) => r.status === 200).length;
         return {
           ...ok({ object: 'batch', items: results, summary: { total: results.length, succeeded, failed: results.length - succeeded }, request_id: ctx.requestId }),

@@ -92,17 +92,9 @@ export class ComputeService {
   }
 
   /**
-   * The items of a batch whose caller left before its one reply was sent: each item checked the
-   * connection when its own event was written, but items written earlier were answered only by the
-   * reply that now reaches nobody, so none of them is charged.
+   * Marks recorded calls whose answer reached nobody: not delivered, not charged (a reply's
+   * notDelivered, which the pipeline runs when the caller has gone; for a batch, every item).
    */
-  async batchNotDelivered(req: Request, usageEventIds: string[]): Promise<boolean> {
-    if (!callerGone(req)) return false;
-    await this.notDelivered(usageEventIds);
-    return true;
-  }
-
-  /** Marks recorded calls whose answer reached nobody: not delivered, not charged. */
   notDelivered(usageEventIds: string[]): Promise<void> {
     return this.recorder.markNotDelivered(usageEventIds);
   }
