@@ -4,6 +4,7 @@ import { DISCOVERY } from '../../../plugins/discovery';
 import type { Changelog } from '../../../plugins/discovery';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
+import { leaveMidway, rowsOnceSettled, whileLocked } from '../../support/abandoned-call';
 import { client } from '../../support/http';
 import { createKey, mintToken, registerSandbox, signUp } from '../../support/world';
 
@@ -86,29 +87,10 @@ describe('response notices', function () {
       await publish(own, 'n-slow', clock.now() - 3600_000);
       const { key } = await registerSandbox(own, 'notices-slow');
       const requestId = `notices-gone-${Date.now()}`;
-      const holder = await own.sequelize.transaction();
-      const abort = new AbortController();
-      try {
-        await own.sequelize.query('LOCK TABLE notice_deliveries IN ACCESS EXCLUSIVE MODE', { transaction: holder });
-        const pending = fetch(`${own.url}/api/compute/price`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'x-api-key': key, 'x-request-id': requestId },
-          body: JSON.stringify({ context: { current_price: 3 } }),
-          signal: abort.signal,
-        }).catch((err: Error) => err);
-        await new Promise((r) => setTimeout(r, 400));
-        abort.abort();
-        expect(await pending).to.be.instanceOf(Error);
-        await new Promise((r) => setTimeout(r, 100));
-      } finally {
-        await holder.rollback();
-      }
-      let rows: unknown[] = [];
-      for (let i = 0; i < 50; i++) {
-        [rows] = await own.sequelize.query(`SELECT status, error_code, billable FROM usage_events WHERE request_id = '${requestId}'`);
-        if (rows.length && (rows[0] as { status: string }).status === 'error') break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await whileLocked(own, 'notice_deliveries', 'ACCESS EXCLUSIVE', () =>
+        leaveMidway(own.url, '/api/compute/price', { headers: { 'x-api-key': key, 'x-request-id': requestId }, body: { context: { current_price: 3 } }, afterMs: 400 }),
+      );
+      const rows = await rowsOnceSettled<{ status: string }>(own, `SELECT status, error_code, billable FROM usage_events WHERE request_id = '${requestId}'`, (r) => r[0]?.status === 'error');
       expect(rows).to.deep.equal([{ status: 'error', error_code: 'not_delivered', billable: false }]);
     } finally {
       await own.close();

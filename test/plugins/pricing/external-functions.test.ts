@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { leaveMidway, rowsOnceSettled } from '../../support/abandoned-call';
 import { client } from '../../support/http';
 import { sendJson, startCanary, startUpstream } from '../../support/outbound';
 import type { Canary, Upstream } from '../../support/outbound';
@@ -109,22 +110,18 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
     await activate(slow.id);
     const requestId = `batch-gone-${Date.now()}`;
     const builtIn = { context: { current_price: 10 }, function_id: 'fn_builtin_anchored', routing_preference: 'explicit' };
-    const abort = new AbortController();
-    const pending = fetch(`${svc.url}/api/compute/batch`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': ownerKey, 'x-request-id': requestId },
-      body: JSON.stringify({ items: [builtIn, builtIn, builtIn, { context: CONTEXT, function_id: slow.id }] }),
-      signal: abort.signal,
-    }).catch((err: Error) => err);
-    await new Promise((r) => setTimeout(r, 700));
-    abort.abort();
-    expect(await pending).to.be.instanceOf(Error);
-    let rows: Array<{ status: string; error_code: string | null; billable: boolean }> = [];
-    for (let i = 0; i < 60; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      [rows] = (await svc.sequelize.query(`SELECT status, error_code, billable FROM usage_events WHERE request_id = '${requestId}'`)) as [typeof rows, unknown];
-      if (rows.length === 4 && rows.every((r) => r.error_code === 'not_delivered')) break;
-    }
+    await leaveMidway(svc.url, '/api/compute/batch', {
+      headers: { 'x-api-key': ownerKey, 'x-request-id': requestId },
+      body: { items: [builtIn, builtIn, builtIn, { context: CONTEXT, function_id: slow.id }] },
+      afterMs: 700,
+    });
+    const rows = await rowsOnceSettled<{ status: string; error_code: string | null; billable: boolean }>(
+      svc,
+      `SELECT status, error_code, billable FROM usage_events WHERE request_id = '${requestId}'`,
+      (r) => r.length === 4 && r.every((row) => row.error_code === 'not_delivered'),
+      60,
+      100,
+    );
     expect(rows).to.have.length(4);
     expect(rows.filter((r) => r.billable), 'items recorded before the caller left stayed billable').to.deep.equal([]);
     expect(rows.map((r) => r.error_code)).to.deep.equal(['not_delivered', 'not_delivered', 'not_delivered', 'not_delivered']);

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { client } from '../../support/http';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
+import { leaveMidway, rowsOnceSettled, whileLocked } from '../../support/abandoned-call';
 import { registerSandbox } from '../../support/world';
 
 type Body = Record<string, any>;
@@ -69,18 +70,14 @@ describe('pricing: a usage write that waits on a lock', function () {
   it('gives up after DB_STATEMENT_TIMEOUT_MS like every other session: 503, nothing recorded, nothing charged', async () => {
     const api = client(svc.url, { 'x-api-key': (await registerSandbox(svc, 'locked-out')).key });
     expect((await api.post<Body>('/api/compute/price', COMPUTE)).status).to.equal(200);
-    const holder = await svc.sequelize.transaction();
-    try {
-      await svc.sequelize.query('LOCK TABLE usage_events IN ACCESS EXCLUSIVE MODE', { transaction: holder });
+    await whileLocked(svc, 'usage_events', 'ACCESS EXCLUSIVE', async () => {
       const started = Date.now();
       const res = await api.post<Body>('/api/compute/price', { context: { ...COMPUTE.context, current_price: 4.75 } });
       const waited = Date.now() - started;
       expect(res.status, res.text).to.equal(503);
       expect(res.body).to.include({ code: 'service_unavailable', retryable: true });
       expect(waited, 'the insert waited for the lock instead of the statement timeout').to.be.below(5000);
-    } finally {
-      await holder.rollback();
-    }
+    });
     const [recorded] = await svc.sequelize.query(`SELECT count(*)::int AS n FROM usage_events WHERE workspace_id <> 'ws_public_demo'`);
     expect(recorded).to.deep.equal([{ n: 1 }]);
   });
@@ -106,30 +103,13 @@ describe('pricing: an answer that can no longer be delivered', function () {
       expect(before.status, before.text).to.equal(200);
       const left = before.body.remaining.daily_compute_calls.remaining as number;
 
-      const holder = await svc.sequelize.transaction();
       const requestId = `gone-${name}-${Date.now()}`;
-      const abort = new AbortController();
-      try {
-        await svc.sequelize.query('LOCK TABLE usage_events IN ACCESS EXCLUSIVE MODE', { transaction: holder });
-        const pending = fetch(`${svc.url}${path}`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'x-api-key': key, 'x-request-id': requestId },
-          body: JSON.stringify(payload),
-          signal: abort.signal,
-        }).catch((err: Error) => err);
-        await new Promise((r) => setTimeout(r, 300));
-        abort.abort();
-        expect(await pending).to.be.instanceOf(Error);
-        await new Promise((r) => setTimeout(r, 100));
-      } finally {
-        await holder.rollback();
-      }
-      let rows: unknown[] = [];
-      for (let i = 0; i < 50; i++) {
-        [rows] = await svc.sequelize.query(`SELECT status, error_code, billable, cost::text AS cost FROM usage_events WHERE request_id = '${requestId}'`);
-        if (rows.length && (rows[0] as { status: string }).status === 'error') break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await whileLocked(svc, 'usage_events', 'ACCESS EXCLUSIVE', () => leaveMidway(svc.url, path, { headers: { 'x-api-key': key, 'x-request-id': requestId }, body: payload }));
+      const rows = await rowsOnceSettled<{ status: string }>(
+        svc,
+        `SELECT status, error_code, billable, cost::text AS cost FROM usage_events WHERE request_id = '${requestId}'`,
+        (r) => r[0]?.status === 'error',
+      );
       expect(rows).to.deep.equal([{ status: 'error', error_code: 'not_delivered', billable: false, cost: '0.00000000' }]);
       const after = await api.post<Body>(path, payload);
       expect(after.status, after.text).to.equal(200);
@@ -142,30 +122,11 @@ describe('pricing: an answer that can no longer be delivered', function () {
     const api = client(svc.url, { 'x-api-key': sandbox.key });
     for (let i = 0; i < 3; i++) expect((await api.post<Body>('/api/compute/price', COMPUTE)).status).to.equal(200);
     const key = `allowance:${sandbox.workspaceId}:${new Date().toISOString().slice(0, 10)}`;
-    const holder = await svc.sequelize.transaction();
-    const abort = new AbortController();
-    try {
-      await svc.sequelize.query('LOCK TABLE usage_events IN ACCESS EXCLUSIVE MODE', { transaction: holder });
-      const pending = fetch(`${svc.url}/api/compute/price`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-api-key': sandbox.key },
-        body: JSON.stringify(COMPUTE),
-        signal: abort.signal,
-      }).catch((err: Error) => err);
-      await new Promise((r) => setTimeout(r, 300));
-      // The store loses the count (a Redis flush) while the call waits; the caller then leaves, so the call is given back.
-      await svc.kv.del(key);
-      abort.abort();
-      await pending;
-      await new Promise((r) => setTimeout(r, 100));
-    } finally {
-      await holder.rollback();
-    }
-    for (let i = 0; i < 50 && (await svc.kv.get(key)) === null; i++) {
-      const [marked] = await svc.sequelize.query(`SELECT 1 FROM usage_events WHERE workspace_id = '${sandbox.workspaceId}' AND error_code = 'not_delivered'`);
-      if (marked.length) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    // The store loses the count (a Redis flush) while the call waits; the caller then leaves, so the call is given back.
+    await whileLocked(svc, 'usage_events', 'ACCESS EXCLUSIVE', () =>
+      leaveMidway(svc.url, '/api/compute/price', { headers: { 'x-api-key': sandbox.key }, body: COMPUTE, meanwhile: () => svc.kv.del(key) }),
+    );
+    await rowsOnceSettled(svc, `SELECT 1 FROM usage_events WHERE workspace_id = '${sandbox.workspaceId}' AND error_code = 'not_delivered'`, (r) => r.length > 0);
     await new Promise((r) => setTimeout(r, 100));
     expect(await svc.kv.get(key), 'the give-back created no count below zero').to.equal(null);
     const next = await api.post<Body>('/api/compute/price', COMPUTE);
