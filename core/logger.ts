@@ -33,12 +33,34 @@ export function scrubSecrets(text: string): string {
   return SECRET_PATTERNS.reduce((acc, re) => acc.replace(re, '[redacted]'), text);
 }
 
+const STANDARD_ERROR_FIELDS = new Set(['type', 'message', 'stack', 'cause', 'aggregateErrors']);
+/** The prototype of what pino makes of an error, which a nested error field also gets. */
+const SERIALIZED_ERROR: unknown = Object.getPrototypeOf(pino.stdSerializers.err(new Error('prototype')));
+const PLAIN: unknown[] = [null, Object.prototype, Array.prototype, Date.prototype, SERIALIZED_ERROR];
+
+/**
+ * pino's error serializer, without the objects an error drags along: node-postgres hangs its whole
+ * client on a connection error (socket, parsed statements, the backend's cancel key), several KB a
+ * line. An error's own data (code, detail, severity, nested plain values) is kept; a field holding an
+ * instance of some class is written as its class name.
+ */
+export function serializeError(err: unknown): unknown {
+  if (!(err instanceof Error)) return err;
+  const out = pino.stdSerializers.err(err) as unknown as Record<string, unknown>;
+  for (const [field, value] of Object.entries(out)) {
+    if (STANDARD_ERROR_FIELDS.has(field) || value === null || typeof value !== 'object') continue;
+    if (!PLAIN.includes(Object.getPrototypeOf(value))) out[field] = `[${(value as { constructor?: { name?: string } }).constructor?.name || 'object'}]`;
+  }
+  return out;
+}
+
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   return pino(
     {
       level,
       base: { service: 'pricing-compute' },
       redact: { paths: REDACT, censor: '[redacted]' },
+      serializers: { err: serializeError },
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
       hooks: {

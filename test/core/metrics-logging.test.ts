@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import { Writable } from 'node:stream';
 import { loadConfig } from '../../config';
 import { startService } from '../../core/service';
-import { scrubSecrets } from '../../core/logger';
+import { Pool } from 'pg';
+import { createLogger, scrubSecrets } from '../../core/logger';
 import { builtInPlugins } from '../../plugins';
 import { createTestDatabase } from '../support/db';
 import { probePlugin } from '../support/probe-plugin';
@@ -49,5 +50,54 @@ describe('metrics and structured logs', () => {
 
   it('scrubs our secret shapes from free-text log messages', () => {
     expect(scrubSecrets('key sk_live_ABCDEFGHIJKLMNOPQRSTUVWX used')).to.equal('key [redacted] used');
+  });
+
+  it('logs a database connection error with its own fields, not the client node-postgres attaches to it', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        lines.push(chunk.toString());
+        cb();
+      },
+    });
+    const log = createLogger('info', sink);
+    const url = await createTestDatabase();
+    const pool = new Pool({ connectionString: url, max: 1 });
+    const admin = new Pool({ connectionString: url, max: 1 });
+    try {
+      const idleError = new Promise<Error>((resolve) => pool.once('error', resolve));
+      const idle = await pool.connect();
+      const pid = (idle as unknown as { processID: number }).processID;
+      idle.release();
+      // What a database restart or an administrator does to an idle connection.
+      await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+      const err = await idleError;
+      expect((err as Error & { client?: unknown }).client, 'node-postgres attaches its client').to.be.an('object');
+      log.warn({ err }, 'idle database connection failed');
+      expect(lines).to.have.length(1);
+      const entry = JSON.parse(lines[0] as string) as { err: Record<string, unknown> };
+      expect(entry.err).to.include({ type: 'DatabaseError', code: '57P01', severity: 'FATAL', client: '[Client]' });
+      expect(entry.err.message).to.match(/terminating connection/);
+      expect(lines[0]).to.not.match(/secretKey|parsedStatements|connectionParameters/);
+      expect((lines[0] as string).length).to.be.below(2500);
+    } finally {
+      await pool.end();
+      await admin.end();
+    }
+  });
+
+  it('keeps plain values and nested errors of a logged error', () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        lines.push(chunk.toString());
+        cb();
+      },
+    });
+    const err = Object.assign(new Error('outer'), { code: 'E_OUTER', detail: { rows: [1, 2], at: new Date(0) }, inner: new Error('inner'), socket: new Writable() });
+    createLogger('info', sink).error({ err }, 'failed');
+    const entry = JSON.parse(lines[0] as string) as { err: Record<string, unknown> };
+    expect(entry.err).to.deep.include({ code: 'E_OUTER', detail: { rows: [1, 2], at: '1970-01-01T00:00:00.000Z' }, socket: '[Writable]' });
+    expect(entry.err.inner).to.deep.include({ type: 'Error', message: 'inner' });
   });
 });
