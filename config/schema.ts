@@ -34,6 +34,13 @@ export const settingsTree = {
     embeddedPort: int('EMBEDDED_PG_PORT', 0, 'Port of the embedded PostgreSQL (0 picks a free port).', { min: 0, max: 65535 }),
     poolMax: int('DB_POOL_MAX', 10, 'Largest number of database connections per instance.', { min: 1 }),
     statementTimeoutMs: int('DB_STATEMENT_TIMEOUT_MS', 15000, 'Statement timeout applied to every database session (the usage writer\'s included: an event that cannot be written in time answers 503 and is not charged).', { min: 0 }),
+    answerGraceMs: int(
+      'DB_ANSWER_GRACE_MS',
+      5000,
+      'How much longer than DB_STATEMENT_TIMEOUT_MS the service waits on its own side for the database to answer a statement before giving up on that connection (a frozen server or a network partition, where the database\'s own timeout cannot fire): the request answers 503 service_unavailable. Larger than 0 so that a merely slow statement is ended by the database (which rolls it back) first. With DB_STATEMENT_TIMEOUT_MS 0 there is no limit on either side.',
+      { min: 1, max: MAX_TIMER_MS },
+    ),
+    connectTimeoutMs: int('DB_CONNECT_TIMEOUT_MS', 5000, 'Longest the service waits for a new database connection to open (an unreachable host otherwise waits for the operating system\'s TCP timeout); past it the request answers 503 service_unavailable.', { min: 1, max: MAX_TIMER_MS }),
   },
   redis: {
     url: optStr('REDIS_URL', 'Redis URL. When set, counters, rate limits, caches and one-time marks are shared through Redis; otherwise they live in process.', { secret: true }),

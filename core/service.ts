@@ -12,7 +12,7 @@ import type { DestinationStream } from 'pino';
 import type { Config } from '../config';
 import { systemClock } from './clock';
 import type { Clock } from './clock';
-import { createSequelize, pingDatabase } from './db/database';
+import { connectionTimeouts, createSequelize, pingDatabase } from './db/database';
 import { startEmbeddedPostgres } from './db/embedded';
 import type { EmbeddedDatabase } from './db/embedded';
 import { runMigrations } from './db/migrations';
@@ -113,7 +113,8 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
       cleanups.push(() => embedded.stop());
       embedded.onUnexpectedExit((exit) => fatal.fire(new Error(`The embedded PostgreSQL exited unexpectedly (${exit.signal ?? `exit code ${String(exit.code)}`}); nothing restarts it.`)));
     }
-    const sequelize = createSequelize({ url: db.url, poolMax: config.database.poolMax, statementTimeoutMs: config.database.statementTimeoutMs }, log);
+    const timeouts = { statementTimeoutMs: config.database.statementTimeoutMs, answerGraceMs: config.database.answerGraceMs, connectTimeoutMs: config.database.connectTimeoutMs };
+    const sequelize = createSequelize({ url: db.url, poolMax: config.database.poolMax, ...timeouts }, log);
     cleanups.push(() => sequelize.close());
     await sequelize.authenticate();
     await runMigrations(
@@ -140,7 +141,7 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
       max: Math.max(2, Math.ceil(config.database.poolMax / 2)),
       application_name: 'pricing-compute-hot',
       // Its statements wait no longer than those of every other session (a locked table kept callers 24 s).
-      statement_timeout: config.database.statementTimeoutMs || undefined,
+      ...connectionTimeouts(timeouts),
     });
     pgPool.on('error', (err) => log.warn({ err }, 'idle database connection failed'));
     cleanups.push(() => pgPool.end());

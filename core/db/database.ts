@@ -1,10 +1,33 @@
 import { Sequelize } from 'sequelize';
+import { MAX_TIMER_MS } from '../../config/settings';
 import type { Logger } from '../logger';
 
 export interface DatabaseOptions {
   url: string;
   poolMax: number;
   statementTimeoutMs: number;
+  /** DB_ANSWER_GRACE_MS: how much longer than the statement timeout the client waits for an answer. */
+  answerGraceMs?: number;
+  connectTimeoutMs?: number;
+}
+
+/**
+ * node-postgres settings of every connection the service opens: the database's statement timeout,
+ * and on the client's side a bound a little beyond it (query_timeout), which holds when the
+ * database cannot enforce its own: a frozen server or a partitioned network would otherwise hold
+ * a request, and its connection, for as long as the TCP connection lives.
+ */
+export function connectionTimeouts(opts: Pick<DatabaseOptions, 'statementTimeoutMs' | 'answerGraceMs' | 'connectTimeoutMs'>): {
+  statement_timeout?: number;
+  query_timeout?: number;
+  connectionTimeoutMillis?: number;
+} {
+  const statement = opts.statementTimeoutMs > 0 ? opts.statementTimeoutMs : undefined;
+  return {
+    statement_timeout: statement,
+    query_timeout: statement !== undefined && opts.answerGraceMs !== undefined ? Math.min(MAX_TIMER_MS, statement + opts.answerGraceMs) : undefined,
+    connectionTimeoutMillis: opts.connectTimeoutMs,
+  };
 }
 
 /** The Sequelize instance of one service instance (never a module singleton). */
@@ -14,7 +37,7 @@ export function createSequelize(opts: DatabaseOptions, log: Logger): Sequelize {
     logging: (sql: string) => log.trace({ component: 'sql' }, sql),
     benchmark: false,
     pool: { max: opts.poolMax, min: 0, idle: 10_000, acquire: 10_000, evict: 5_000 },
-    dialectOptions: { statement_timeout: opts.statementTimeoutMs || undefined, application_name: 'pricing-compute' },
+    dialectOptions: { ...connectionTimeouts(opts), application_name: 'pricing-compute' },
     define: { underscored: true, timestamps: true, freezeTableName: true },
   });
 }

@@ -13,7 +13,7 @@ const UNAVAILABLE_SQLSTATES = new Set(['57014', '57P01', '57P02', '57P03', '5330
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
 
 /** pg's own errors for a lost or unobtainable connection carry no code, only these messages. */
-const LOST_CONNECTION = /^(Connection terminated|Client has encountered a connection error|Client was closed and is not queryable|timeout exceeded when trying to connect)/;
+const LOST_CONNECTION = /^(Connection terminated|Client has encountered a connection error|Client was closed and is not queryable|timeout exceeded when trying to connect|Query read timeout)/;
 
 function isUnavailableItself(err: object): boolean {
   // Every connection failure Sequelize reports: refused, timed out, host not found, acquire timeout…
@@ -47,4 +47,22 @@ export function databaseUnavailable(): ApiError {
     'The request could not be completed: the database did not answer.',
     `The database is not reachable or did not answer in time; retry in ${UNAVAILABLE_RETRY_AFTER_S} s.`,
   );
+}
+
+/** Failures of reaching the database at all: the statement was never sent. */
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+const NOT_SENT = /^(timeout exceeded when trying to connect|Connection terminated due to connection timeout)/;
+
+/**
+ * Whether a statement that failed with `err` may still have committed. The database answered with
+ * an error (a refusal, its own statement timeout, too many connections): it did not. The connection
+ * broke or was given up on after sending it (reset, terminated, no answer within
+ * DB_ANSWER_GRACE_MS, the server shutting the session down): the commit may have happened with
+ * its answer lost, or may still happen when the server wakes up.
+ */
+export function mayHaveCommitted(err: unknown): boolean {
+  const { code, message } = (typeof err === 'object' && err !== null ? err : {}) as { code?: unknown; message?: unknown };
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code.startsWith('08') || code === '57P01' || code === '57P02';
+  if (typeof code === 'string' && NOT_SENT_CODES.has(code)) return false;
+  return !(typeof message === 'string' && NOT_SENT.test(message));
 }

@@ -39,7 +39,7 @@ export const usagePlugin: PluginDefinition = {
     const recorder = new UsageRecorder(ctx.container.resolve<Pool>(TOKENS.PgPool), ctx.log, { synchronousCommit, concurrentInserts: ctx.config.usage.concurrentInserts });
     ctx.container.register(USAGE.Recorder, { useValue: recorder });
     ctx.hooks.addAdmitter(new SandboxAllowance(ctx.kv, ctx.clock, ctx.config, ctx.sql));
-    ctx.onClose(() => recorder.drainAll());
+    ctx.onClose(() => recorder.close());
 
     // Others are calls to a workspace's own functions; they exist only where the pricing plugin's table does.
     const functions = await ctx.sql.one<{ present: boolean }>("SELECT to_regclass('pricing_functions') IS NOT NULL AS present");

@@ -52,3 +52,26 @@ export async function createTestDatabase(): Promise<string> {
   }
   return withDatabase(adminUrl, name);
 }
+
+/**
+ * Freezes (SIGSTOP) the server processes serving `url`'s database under `applicationName`: a frozen
+ * server holds what it was sent and acts on it once thawed, as after a stall of its host or a
+ * partition that heals. Returns what thaws them. Needs the test database on this machine (the
+ * embedded one), not TEST_DATABASE_URL.
+ */
+export async function freezeBackends(url: string, applicationName: string): Promise<() => void> {
+  const admin = new Client({ connectionString: url });
+  await admin.connect();
+  let pids: number[];
+  try {
+    const res = await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1 AND pid <> pg_backend_pid()', [applicationName]);
+    pids = res.rows.map((r) => r.pid);
+  } finally {
+    await admin.end();
+  }
+  if (pids.length === 0) throw new Error(`no server process of application_name ${applicationName}`);
+  for (const pid of pids) process.kill(pid, 'SIGSTOP');
+  return () => {
+    for (const pid of pids) process.kill(pid, 'SIGCONT');
+  };
+}

@@ -4,6 +4,8 @@ import { UNAVAILABLE_RETRY_AFTER_S, serviceUnavailable } from '../../../core/err
 import type { ApiError } from '../../../core/errors';
 import { newSortableId } from '../../../core/ids';
 import type { Logger } from '../../../core/logger';
+import { mayHaveCommitted } from '../../../core/db/failures';
+import { UndeliveredMarks, isValueRefusal } from './undelivered-marks';
 
 export interface UsageEventInput {
   workspaceId: string;
@@ -118,6 +120,12 @@ const RETURNING = ' RETURNING id, created_at';
  * The same with synchronous_commit off for this statement's own transaction only (set_config with
  * is_local, the SET LOCAL of a single statement): its commit does not wait for the WAL flush.
  */
+/**
+ * Written when an insert's outcome is unknown: the same rows as not delivered, turning a row that
+ * did commit into one (see UndeliveredMarks).
+ */
+const UPSERT_UNDELIVERED = `${INSERT} ON CONFLICT (id) DO UPDATE SET status = 'error', error_code = 'not_delivered', billable = false, cost = 0`;
+
 const INSERT_ASYNC_COMMIT = `${INSERT} CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit${RETURNING}`;
 
 /**
@@ -164,11 +172,6 @@ export function usageWriteFailed(): ApiError {
   );
 }
 
-/** The database refused a value of a row (data exception or integrity violation), not the statement or the connection. */
-function isRowRefusal(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && /^2[23]/.test(code);
-}
 
 /** A written event: its id and the time the database recorded it. */
 export interface RecordedEvent {
@@ -202,14 +205,17 @@ export class UsageRecorder {
   /** Events being marked not delivered (shutdown waits for them too). */
   private marking = 0;
   private readonly statement: { name: string; text: string };
+  /** Events that must end not billable, waiting for the database to take them. */
+  private readonly undelivered: UndeliveredMarks;
   private readonly maxBatch: number;
   private readonly concurrentInserts: number;
 
   constructor(
     private readonly pool: Pool,
     private readonly log: Logger,
-    opts: { maxBatch?: number; synchronousCommit?: boolean; concurrentInserts?: number } = {},
+    opts: { maxBatch?: number; synchronousCommit?: boolean; concurrentInserts?: number; undeliveredRetryMs?: number } = {},
   ) {
+    this.undelivered = new UndeliveredMarks(pool, log, { upsert: UPSERT_UNDELIVERED, toParam: batchJson, retryMs: opts.undeliveredRetryMs });
     this.maxBatch = opts.maxBatch ?? 200;
     this.concurrentInserts = Math.max(1, opts.concurrentInserts ?? 1);
     this.statement = opts.synchronousCommit === false ? { name: 'usage_insert_async', text: INSERT_ASYNC_COMMIT } : { name: 'usage_insert', text: INSERT + RETURNING };
@@ -270,7 +276,8 @@ export class UsageRecorder {
     try {
       await this.pool.query(`UPDATE usage_events SET status = 'error', error_code = 'not_delivered', billable = false, cost = 0 WHERE id = ANY($1)`, [ids]);
     } catch (err) {
-      this.log.error({ err, usageEventIds: ids }, 'usage events whose answer was not delivered could not be marked so; they stay charged');
+      this.log.warn({ err, usageEventIds: ids }, 'usage events whose answer was not delivered could not be marked so yet; kept to try again');
+      this.undelivered.addIds(ids);
     } finally {
       this.marking--;
       this.settleIdle();
@@ -320,13 +327,15 @@ export class UsageRecorder {
       const times = new Map(res.rows.map((r) => [r.id, r.created_at]));
       for (const p of batch) p.resolve(times.get(p.id) ?? new Date());
     } catch (err) {
-      if (batch.length > 1 && isRowRefusal(err)) {
+      if (batch.length > 1 && isValueRefusal(err)) {
         const mid = Math.ceil(batch.length / 2);
         await this.insert(batch.slice(0, mid));
         await this.insert(batch.slice(mid));
         return;
       }
       this.log.error({ err, events: batch.length }, 'usage events could not be written');
+      // The caller hears that nothing was charged; an insert that may commit all the same must end not billable.
+      if (mayHaveCommitted(err)) this.undelivered.addRows(batch.map((p) => [p.id, row(p.id, { ...p.event, status: 'error', errorCode: 'not_delivered', billable: false, cost: '0' })]));
       for (const p of batch) p.reject(usageWriteFailed());
     }
   }
@@ -350,5 +359,11 @@ export class UsageRecorder {
   /** Waits until every queued event is written (shutdown). */
   drainAll(): Promise<void> {
     return this.isIdle ? Promise.resolve() : new Promise((resolve) => this.idle.push(resolve));
+  }
+
+  /** Shutdown: every queued event written, then one last attempt at the marks still waiting. */
+  async close(): Promise<void> {
+    await this.drainAll();
+    await this.undelivered.close();
   }
 }

@@ -1,9 +1,11 @@
 import { expect } from 'chai';
 import { client } from '../../support/http';
+import type { HttpResult } from '../../support/http';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
 import { leaveMidway, rowsOnceSettled, whileLocked } from '../../support/abandoned-call';
 import { registerSandbox } from '../../support/world';
+import { freezeBackends } from '../../support/db';
 
 type Body = Record<string, any>;
 
@@ -132,5 +134,53 @@ describe('pricing: an answer that can no longer be delivered', function () {
     const next = await api.post<Body>('/api/compute/price', COMPUTE);
     expect(next.status, next.text).to.equal(200);
     expect(next.body.remaining.daily_compute_calls.remaining, 'three answered calls before, this one now').to.equal(21);
+  });
+});
+
+describe('pricing: a database that stops answering', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+
+  before(async () => {
+    svc = await startTestService({ config: { database: { statementTimeoutMs: 300, answerGraceMs: 300 } } });
+  });
+  after(() => svc.close());
+
+  it('a usage insert sent to a frozen database answers 503 after DB_STATEMENT_TIMEOUT_MS + DB_ANSWER_GRACE_MS; the insert it runs once thawed ends not delivered, and the sandbox call is given back', async function () {
+    // Freezing needs the server's processes on this machine: the embedded test database.
+    if (process.env.TEST_DATABASE_URL) this.skip();
+    const api = client(svc.url, { 'x-api-key': (await registerSandbox(svc, 'frozen-database')).key });
+    const before = await api.post<Body>('/api/compute/price', COMPUTE);
+    expect(before.status, before.text).to.equal(200);
+    const left = before.body.remaining.daily_compute_calls.remaining as number;
+
+    // The usage writer's connections stop answering (a stalled host, a partition): the database's own timeout cannot fire.
+    const thaw = await freezeBackends(svc.databaseUrl, 'pricing-compute-hot');
+    const safety = setTimeout(thaw, 8000);
+    const requestId = `frozen-${Date.now()}`;
+    let res: HttpResult<Body>;
+    const started = Date.now();
+    try {
+      res = await api.post<Body>('/api/compute/price', COMPUTE, { 'x-request-id': requestId });
+    } finally {
+      clearTimeout(safety);
+      thaw();
+    }
+    const waited = Date.now() - started;
+    expect(res.status, res.text).to.equal(503);
+    expect(res.headers.get('retry-after')).to.equal('5');
+    expect(res.body).to.include({ code: 'service_unavailable', retryable: true });
+    expect(res.body.hint).to.match(/^Nothing was charged/);
+    expect(waited, 'bounded by the client side, not by the frozen server').to.be.within(500, 3000);
+
+    const rows = await rowsOnceSettled<{ status: string }>(
+      svc,
+      `SELECT status, error_code, billable, cost::text AS cost FROM usage_events WHERE request_id = '${requestId}'`,
+      (r) => r[0]?.status === 'error',
+    );
+    expect(rows).to.deep.equal([{ status: 'error', error_code: 'not_delivered', billable: false, cost: '0.00000000' }]);
+    const after = await api.post<Body>('/api/compute/price', COMPUTE);
+    expect(after.status, after.text).to.equal(200);
+    expect(after.body.remaining.daily_compute_calls.remaining, 'only the call after counted').to.equal(left - 1);
   });
 });

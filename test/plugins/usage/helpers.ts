@@ -4,6 +4,7 @@ import { newId } from '../../../core/ids';
 import { client } from '../../support/http';
 import type { HttpResult } from '../../support/http';
 import type { TestService } from '../../support/service';
+import type { UsageEventInput } from '../../../plugins/usage';
 
 /** Generous limits, no result cache (every call runs), loopback upstreams allowed for owner functions. */
 export const usageConfig: ConfigInput = {
@@ -118,3 +119,30 @@ export async function listAll(svc: TestService, headers: Record<string, string>,
 }
 
 export const ids = (items: Array<Record<string, any>>): string[] => items.map((i) => i.id as string);
+
+/** A whole usage event as the writer takes it, for tests of the writer itself. */
+export const recorderEvent = (over: Partial<UsageEventInput> = {}): UsageEventInput => ({
+  workspaceId: 'ws_recorder_test',
+  requestId: 'req_recorder_test',
+  operation: 'compute',
+  channel: 'api',
+  status: 'ok',
+  functionId: 'fn_builtin_cost_plus',
+  functionName: 'cost-plus',
+  strategy: 'explicit',
+  price: '19.99',
+  currency: 'USD',
+  confidence: 0.8125,
+  cost: '0.001',
+  billable: true,
+  paidVia: null,
+  callerKeyId: 'key_1',
+  callerVerified: true,
+  callerAddressHash: 'a'.repeat(32),
+  classification: 'mine',
+  cached: false,
+  fallbackUsed: true,
+  latencyMs: 1.234,
+  contextKeys: { product_type: 'coffee', currency: 'USD' },
+  ...over,
+});

@@ -2,37 +2,12 @@ import { expect } from 'chai';
 import { Pool } from 'pg';
 import { ApiError } from '../../../core/errors';
 import { createLogger } from '../../../core/logger';
-import type { UsageEventInput } from '../../../plugins/usage';
 import { USAGE } from '../../../plugins/usage';
 import { UsageRecorder } from '../../../plugins/usage/services/recorder';
 import { startTestService, testConfig } from '../../support/service';
 import type { TestService } from '../../support/service';
+import { recorderEvent as event } from './helpers';
 
-const event = (over: Partial<UsageEventInput> = {}): UsageEventInput => ({
-  workspaceId: 'ws_recorder_test',
-  requestId: 'req_recorder_test',
-  operation: 'compute',
-  channel: 'api',
-  status: 'ok',
-  functionId: 'fn_builtin_cost_plus',
-  functionName: 'cost-plus',
-  strategy: 'explicit',
-  price: '19.99',
-  currency: 'USD',
-  confidence: 0.8125,
-  cost: '0.001',
-  billable: true,
-  paidVia: null,
-  callerKeyId: 'key_1',
-  callerVerified: true,
-  callerAddressHash: 'a'.repeat(32),
-  classification: 'mine',
-  cached: false,
-  fallbackUsed: true,
-  latencyMs: 1.234,
-  contextKeys: { product_type: 'coffee', currency: 'USD' },
-  ...over,
-});
 
 describe('usage recorder: grouped inserts', function () {
   this.timeout(30_000);

@@ -1,0 +1,150 @@
+import type { Pool } from 'pg';
+import type { Logger } from '../../../core/logger';
+
+export interface UndeliveredMarksOptions {
+  /**
+   * INSERT of whole rows (one JSON array parameter) that, on a row already there, turns it into
+   * not delivered: written when an insert's outcome is unknown, it wins whichever of the two
+   * reaches the table first.
+   */
+  upsert: string;
+  /** The rows as that statement's parameter. */
+  toParam: (rows: unknown[][]) => string;
+  /** First wait before writing again after a failure, in ms; doubles up to 30 s. */
+  retryMs?: number;
+  /** Most events kept waiting; beyond it the oldest are given up (and logged by id). */
+  maxPending?: number;
+}
+
+const MAX_RETRY_MS = 30_000;
+
+/** A value the database refused (SQLSTATE class 22 or 23), as opposed to the database not answering. */
+export function isValueRefusal(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^2[23]/.test(code);
+}
+const MARK = `UPDATE usage_events SET status = 'error', error_code = 'not_delivered', billable = false, cost = 0 WHERE id = ANY($1)`;
+
+/**
+ * Usage events whose answer never reached the caller and that must end not billable, kept until
+ * the database takes them. Two kinds:
+ *
+ * - rows whose insert failed with its outcome unknown (the connection broke, or got no answer in
+ *   time, after the statement was sent): the caller was told nothing was charged, but the insert
+ *   may have committed, or may still commit when a frozen server wakes up. The whole row is
+ *   written as not delivered, and a row already there is turned into one; the original insert of
+ *   the same id arriving later fails on the primary key. Either order ends not billable.
+ * - ids of committed events to mark not delivered, whose mark failed (the database went away
+ *   between the insert and the mark).
+ *
+ * Retried with backoff while the database is unreachable; shutdown makes one last attempt and logs
+ * what is left by id.
+ */
+export class UndeliveredMarks {
+  private readonly rows = new Map<string, unknown[]>();
+  private readonly ids = new Set<string>();
+  private timer: NodeJS.Timeout | null = null;
+  private writing: Promise<void> | null = null;
+  private readonly retryMs: number;
+  private delayMs: number;
+  private readonly maxPending: number;
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly log: Logger,
+    private readonly opts: UndeliveredMarksOptions,
+  ) {
+    this.retryMs = opts.retryMs ?? 1000;
+    this.delayMs = this.retryMs;
+    this.maxPending = opts.maxPending ?? 20_000;
+  }
+
+  get pending(): number {
+    return this.rows.size + this.ids.size;
+  }
+
+  /** Rows (already rewritten as not delivered) whose insert may or may not have committed. */
+  addRows(rows: Array<[id: string, row: unknown[]]>): void {
+    for (const [id, row] of rows) this.rows.set(id, row);
+    this.bound();
+    this.schedule();
+  }
+
+  /** Committed events whose mark could not be written. */
+  addIds(ids: string[]): void {
+    for (const id of ids) this.ids.add(id);
+    this.bound();
+    this.schedule();
+  }
+
+  /** Waits for a write in progress, makes one more attempt, and logs what is still waiting. */
+  async close(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.writing;
+    if (this.pending > 0) await this.write();
+    if (this.pending > 0) {
+      this.log.error(
+        { usageEventIds: [...this.rows.keys(), ...this.ids] },
+        'usage events whose answer was not delivered could not be marked so before shutdown: check them, they may stand as charged',
+      );
+    }
+  }
+
+  private bound(): void {
+    const excess = this.pending - this.maxPending;
+    if (excess <= 0) return;
+    const dropped: string[] = [];
+    for (const id of this.rows.keys()) {
+      if (dropped.length >= excess) break;
+      this.rows.delete(id);
+      dropped.push(id);
+    }
+    for (const id of this.ids) {
+      if (dropped.length >= excess) break;
+      this.ids.delete(id);
+      dropped.push(id);
+    }
+    this.log.error({ usageEventIds: dropped }, 'too many usage events waiting to be marked not delivered: these are given up and may stand as charged');
+  }
+
+  private schedule(): void {
+    if (this.timer || this.writing) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      void this.write();
+    }, this.delayMs);
+    // Waiting marks never keep the process alive; shutdown makes its own attempt.
+    this.timer.unref();
+  }
+
+  private write(): Promise<void> {
+    this.writing ??= this.attempt().finally(() => {
+      this.writing = null;
+      if (this.pending > 0) this.schedule();
+    });
+    return this.writing;
+  }
+
+  private async attempt(): Promise<void> {
+    const rows = [...this.rows];
+    const ids = [...this.ids];
+    try {
+      if (rows.length > 0) await this.pool.query(this.opts.upsert, [this.opts.toParam(rows.map(([, row]) => row))]);
+      for (const [id] of rows) this.rows.delete(id);
+      if (ids.length > 0) await this.pool.query(MARK, [ids]);
+      for (const id of ids) this.ids.delete(id);
+      this.delayMs = this.retryMs;
+      this.log.info({ events: rows.length + ids.length }, 'usage events whose answer was not delivered are now marked so');
+    } catch (err) {
+      if (isValueRefusal(err)) {
+        // A row the database refuses now is one the original insert could not have stored either.
+        for (const [id] of rows) this.rows.delete(id);
+        this.log.error({ err, usageEventIds: rows.map(([id]) => id) }, 'usage events to be marked not delivered were refused by the database; given up');
+        return;
+      }
+      this.delayMs = Math.min(MAX_RETRY_MS, this.delayMs * 2);
+      this.log.warn({ err, events: this.pending, retryInMs: this.delayMs }, 'usage events whose answer was not delivered could not be marked so yet; trying again');
+    }
+  }
+}

@@ -1,0 +1,151 @@
+import { expect } from 'chai';
+import { Pool } from 'pg';
+import { ApiError } from '../../../core/errors';
+import { mayHaveCommitted } from '../../../core/db/failures';
+import { createLogger } from '../../../core/logger';
+import { UsageRecorder } from '../../../plugins/usage/services/recorder';
+import { freezeBackends } from '../../support/db';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+import { tcpProxy } from '../../support/tcp-proxy';
+import type { TcpProxy } from '../../support/tcp-proxy';
+import { recorderEvent } from './helpers';
+
+const event = (requestId: string) => recorderEvent({ workspaceId: 'ws_undelivered_test', requestId });
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const outcome = <T>(p: Promise<T>) => p.then((value) => ({ value }), (err: unknown) => ({ err }));
+
+/**
+ * A usage insert whose outcome the writer cannot know (its connection broke, or the database did not
+ * answer in time, after the statement was sent) answers the caller 503 "nothing was charged". The
+ * insert may have committed, or may still commit: the event must end not delivered and not billable
+ * all the same, once the database answers again.
+ */
+describe('usage recorder: events whose insert outcome is unknown', function () {
+  this.timeout(30_000);
+  let svc: TestService;
+  let proxy: TcpProxy;
+  let pool: Pool;
+
+  before(async () => {
+    svc = await startTestService({ enabled: ['identity', 'usage'] });
+  });
+  beforeEach(async () => {
+    const db = new URL(svc.databaseUrl);
+    proxy = await tcpProxy(db.hostname, Number(db.port));
+  });
+  afterEach(async () => {
+    await pool?.end().catch(() => undefined);
+    await proxy.close();
+  });
+  after(() => svc.close());
+
+  async function rows(requestId: string): Promise<Array<Record<string, unknown>>> {
+    const [found] = await svc.sequelize.query('SELECT status, error_code, billable, cost::text AS cost FROM usage_events WHERE request_id = $1', { bind: [requestId] });
+    return found as Array<Record<string, unknown>>;
+  }
+
+  async function settled(requestId: string, done: (r: Array<Record<string, unknown>>) => boolean): Promise<Array<Record<string, unknown>>> {
+    let found: Array<Record<string, unknown>> = [];
+    for (let i = 0; i < 100 && !done((found = await rows(requestId))); i++) await sleep(50);
+    return found;
+  }
+
+  const undelivered = [{ status: 'error', error_code: 'not_delivered', billable: false, cost: '0.00000000' }];
+
+  it('an insert that committed but whose answer was lost (connection cut): the caller hears 503, the event ends not delivered and not billable', async () => {
+    pool = new Pool({ connectionString: proxy.via(svc.databaseUrl), max: 2 });
+    const rec = new UsageRecorder(pool, createLogger('silent'), { undeliveredRetryMs: 50 });
+    await rec.record(event('warm-up'));
+
+    proxy.mode = 'mute-replies';
+    const call = outcome(rec.record(event('reply-lost')));
+    expect(await settled('reply-lost', (r) => r.length > 0), 'the insert reached the database and committed').to.deep.equal([{ status: 'ok', error_code: null, billable: true, cost: '0.00100000' }]);
+    proxy.drop();
+    proxy.mode = 'pass';
+
+    const { err } = (await call) as { err?: unknown };
+    expect(err).to.be.instanceOf(ApiError).and.include({ status: 503, code: 'service_unavailable' });
+    expect((err as ApiError).extras.hint).to.match(/^Nothing was charged/);
+    expect(await settled('reply-lost', (r) => r[0]?.status === 'error')).to.deep.equal(undelivered);
+    await rec.close();
+  });
+
+  it('an insert sent to a frozen database: the caller hears 503 once the client-side bound passes, and the insert the thawed database commits ends not delivered', async function () {
+    // Freezing needs the server's processes on this machine: the embedded test database.
+    if (process.env.TEST_DATABASE_URL) this.skip();
+    const app = `undelivered-${Date.now()}`;
+    pool = new Pool({ connectionString: svc.databaseUrl, max: 1, application_name: app, query_timeout: 400 });
+    const rec = new UsageRecorder(pool, createLogger('silent'), { undeliveredRetryMs: 50 });
+    await rec.record(event('warm-up-frozen'));
+
+    const thaw = await freezeBackends(svc.databaseUrl, app);
+    let call: Promise<{ value?: string; err?: unknown }>;
+    const started = Date.now();
+    try {
+      call = outcome(rec.record(event('frozen')));
+      const { err } = await call;
+      expect(err).to.be.instanceOf(ApiError).and.include({ status: 503, code: 'service_unavailable' });
+      expect(Date.now() - started).to.be.below(2000);
+      expect((await rows('frozen')).filter((r) => r.billable), 'nothing billable while frozen').to.deep.equal([]);
+    } finally {
+      thaw();
+    }
+    // The thawed server runs the insert it was sent; the writer's mark wins in either order.
+    expect(await settled('frozen', (r) => r[0]?.status === 'error')).to.deep.equal(undelivered);
+    await sleep(300);
+    expect(await rows('frozen'), 'still one row, not delivered, once everything has run').to.deep.equal(undelivered);
+    await rec.close();
+  });
+
+  it('a not-delivered mark the database does not answer is written once it does', async () => {
+    pool = new Pool({ connectionString: proxy.via(svc.databaseUrl), max: 2, query_timeout: 300 });
+    const rec = new UsageRecorder(pool, createLogger('silent'), { undeliveredRetryMs: 50 });
+    const id = await rec.record(event('mark-later'));
+    proxy.mode = 'hold';
+    await rec.markNotDelivered([id]);
+    expect(await rows('mark-later'), 'not marked while the database does not answer').to.deep.equal([{ status: 'ok', error_code: null, billable: true, cost: '0.00100000' }]);
+    proxy.release();
+    expect(await settled('mark-later', (r) => r[0]?.status === 'error')).to.deep.equal(undelivered);
+    await rec.close();
+  });
+
+  it('shutdown makes one last attempt at the marks still waiting', async () => {
+    pool = new Pool({ connectionString: proxy.via(svc.databaseUrl), max: 2, query_timeout: 300 });
+    // A retry far in the future: only close() can write it.
+    const rec = new UsageRecorder(pool, createLogger('silent'), { undeliveredRetryMs: 60_000 });
+    const id = await rec.record(event('mark-at-close'));
+    proxy.mode = 'hold';
+    await rec.markNotDelivered([id]);
+    proxy.release();
+    await rec.close();
+    expect(await rows('mark-at-close')).to.deep.equal(undelivered);
+  });
+
+  describe('mayHaveCommitted', () => {
+    it('is false where the database answered with an error or the statement was never sent', () => {
+      for (const err of [
+        { code: '57014', message: 'canceling statement due to statement timeout' },
+        { code: '23514', message: 'violates check constraint' },
+        { code: '53300', message: 'too many connections' },
+        { code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 127.0.0.1:5432' },
+        new Error('timeout exceeded when trying to connect'),
+      ]) {
+        expect(mayHaveCommitted(err), JSON.stringify(err)).to.equal(false);
+      }
+    });
+
+    it('is true where the connection broke or was given up on after sending', () => {
+      for (const err of [
+        new Error('Query read timeout'),
+        new Error('Connection terminated unexpectedly'),
+        { code: 'ECONNRESET', message: 'read ECONNRESET' },
+        { code: '57P01', message: 'terminating connection due to administrator command' },
+        { code: '08006', message: 'connection failure' },
+      ]) {
+        expect(mayHaveCommitted(err), String((err as Error).message)).to.equal(true);
+      }
+    });
+  });
+});
