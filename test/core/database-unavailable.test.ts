@@ -2,9 +2,10 @@ import { expect } from 'chai';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Client } from 'pg';
+import { Client, Pool } from 'pg';
 import { ConnectionAcquireTimeoutError, ConnectionRefusedError, DatabaseError, UniqueConstraintError } from 'sequelize';
-import { isDatabaseUnavailable } from '../../core/db/failures';
+import { connectionTimeouts } from '../../core/db/database';
+import { isDatabaseUnavailable, mayHaveCommitted } from '../../core/db/failures';
 import { startEmbeddedPostgres } from '../../core/db/embedded';
 import { createLogger } from '../../core/logger';
 import { client } from '../support/http';
@@ -12,6 +13,8 @@ import type { HttpResult } from '../support/http';
 import { startTestService } from '../support/service';
 import type { TestService } from '../support/service';
 import { registerSandbox } from '../support/world';
+import { freezeBackends } from '../support/db';
+import { tcpProxy } from '../support/tcp-proxy';
 
 type Body = Record<string, any>;
 
@@ -131,6 +134,55 @@ describe('database unavailable: the central error mapping', function () {
     }
   });
 
+  describe('with a database that stops answering (frozen server, cut network)', () => {
+    let svc: TestService;
+    let key: string;
+
+    before(async () => {
+      svc = await startTestService({ config: { database: { statementTimeoutMs: 300, answerGraceMs: 300 }, identity: { keyCacheTtlMs: 0 } } });
+      key = (await registerSandbox(svc, 'frozen-lookup')).key;
+    });
+    after(() => svc?.close());
+
+    it('a key lookup gives up after DB_STATEMENT_TIMEOUT_MS + DB_ANSWER_GRACE_MS on its own side: 503 service_unavailable, and 200 once thawed', async function () {
+      // Freezing needs the server's processes on this machine: the embedded test database.
+      if (process.env.TEST_DATABASE_URL) this.skip();
+      const api = client(svc.url, { 'x-api-key': key });
+      expect((await api.get('/api/me')).status).to.equal(200);
+      const thaw = await freezeBackends(svc.databaseUrl, 'pricing-compute');
+      const safety = setTimeout(thaw, 8000);
+      const started = Date.now();
+      let res: HttpResult<Body>;
+      try {
+        res = await api.get<Body>('/api/me');
+      } finally {
+        clearTimeout(safety);
+        thaw();
+      }
+      expectDatabaseUnavailable(res);
+      expect(Date.now() - started, 'bounded by the client side, not by the frozen server').to.be.within(500, 3000);
+      expect((await api.get('/api/me')).status).to.equal(200);
+    });
+
+    it('a connection the server never completes gives up after DB_CONNECT_TIMEOUT_MS: an outage, and nothing was sent', async () => {
+      const db = new URL(svc.databaseUrl);
+      const proxy = await tcpProxy(db.hostname, Number(db.port));
+      proxy.mode = 'hold';
+      const pool = new Pool({ connectionString: proxy.via(svc.databaseUrl), ...connectionTimeouts({ statementTimeoutMs: 300, answerGraceMs: 300, connectTimeoutMs: 300 }) });
+      try {
+        const started = Date.now();
+        const err = await pool.query('SELECT 1').then(() => null, (e: unknown) => e);
+        expect(Date.now() - started).to.be.within(250, 2000);
+        expect(err).to.be.instanceOf(Error);
+        expect(isDatabaseUnavailable(err), String(err)).to.equal(true);
+        expect(mayHaveCommitted(err), String(err)).to.equal(false);
+      } finally {
+        await pool.end();
+        await proxy.close();
+      }
+    });
+  });
+
   describe('isDatabaseUnavailable', () => {
     const pgError = (code: string, message = `error ${code}`) => Object.assign(new Error(message), { code, severity: 'ERROR' });
     const wrapped = (err: Error) => new DatabaseError(err as Error & { sql: string; parameters: object });
@@ -146,6 +198,8 @@ describe('database unavailable: the central error mapping', function () {
       expect(isDatabaseUnavailable(new ConnectionAcquireTimeoutError(new Error('TimeoutError: Operation timeout')))).to.equal(true);
       expect(isDatabaseUnavailable(wrapped(new Error('Connection terminated unexpectedly')))).to.equal(true);
       expect(isDatabaseUnavailable(new Error('timeout exceeded when trying to connect'))).to.equal(true);
+      expect(isDatabaseUnavailable(new Error('Query read timeout'))).to.equal(true);
+      expect(isDatabaseUnavailable(wrapped(new Error('Query read timeout')))).to.equal(true);
     });
 
     it('leaves statements the database refused, and other components\' socket failures, to the generic 500', () => {
