@@ -5,7 +5,7 @@ import type { ApiError } from '../../../core/errors';
 import { newSortableId } from '../../../core/ids';
 import type { Logger } from '../../../core/logger';
 import { mayHaveCommitted } from '../../../core/db/failures';
-import { UndeliveredMarks, isValueRefusal } from './undelivered-marks';
+import { MARK_NOT_DELIVERED, UndeliveredMarks, isValueRefusal } from './undelivered-marks';
 
 export interface UsageEventInput {
   workspaceId: string;
@@ -109,9 +109,13 @@ function row(id: string, e: UsageEventInput): unknown[] {
  * serialised natively) and PostgreSQL unpacks and casts them. Binding 27 parameters per event cost
  * the event loop far more than JSON.stringify does.
  */
-const INSERT = `INSERT INTO usage_events (${COLUMNS.map(([name]) => name).join(', ')}) SELECT ${COLUMNS.map(([, type], i) =>
-  type === 'jsonb' ? `r->${i}` : type === 'text' ? `r->>${i}` : `(r->>${i})::${type}`,
-).join(', ')} FROM jsonb_array_elements($1::jsonb) AS r`;
+function insertOf(columns: ReadonlyArray<readonly [string, string]>): string {
+  return `INSERT INTO usage_events (${columns.map(([name]) => name).join(', ')}) SELECT ${columns
+    .map(([, type], i) => (type === 'jsonb' ? `r->${i}` : type === 'text' ? `r->>${i}` : `(r->>${i})::${type}`))
+    .join(', ')} FROM jsonb_array_elements($1::jsonb) AS r`;
+}
+
+const INSERT = insertOf(COLUMNS);
 
 /** The database's own time of each row (the transaction's), so a receipt shows what the usage API will. */
 const RETURNING = ' RETURNING id, created_at';
@@ -122,9 +126,10 @@ const RETURNING = ' RETURNING id, created_at';
  */
 /**
  * Written when an insert's outcome is unknown: the same rows as not delivered, turning a row that
- * did commit into one (see UndeliveredMarks).
+ * did commit into one (see UndeliveredMarks). A row written this way carries the time its insert
+ * failed, so it lands in its call's day and not in the day the database came back.
  */
-const UPSERT_UNDELIVERED = `${INSERT} ON CONFLICT (id) DO UPDATE SET status = 'error', error_code = 'not_delivered', billable = false, cost = 0`;
+const UPSERT_UNDELIVERED = `${insertOf([...COLUMNS, ['created_at', 'timestamptz']])} ON CONFLICT (id) DO UPDATE SET status = 'error', error_code = 'not_delivered', billable = false, cost = 0`;
 
 const INSERT_ASYNC_COMMIT = `${INSERT} CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit${RETURNING}`;
 
@@ -274,7 +279,7 @@ export class UsageRecorder {
     if (ids.length === 0) return;
     this.marking++;
     try {
-      await this.pool.query(`UPDATE usage_events SET status = 'error', error_code = 'not_delivered', billable = false, cost = 0 WHERE id = ANY($1)`, [ids]);
+      await this.pool.query(MARK_NOT_DELIVERED, [ids]);
     } catch (err) {
       this.log.warn({ err, usageEventIds: ids }, 'usage events whose answer was not delivered could not be marked so yet; kept to try again');
       this.undelivered.addIds(ids);
@@ -335,7 +340,10 @@ export class UsageRecorder {
       }
       this.log.error({ err, events: batch.length }, 'usage events could not be written');
       // The caller hears that nothing was charged; an insert that may commit all the same must end not billable.
-      if (mayHaveCommitted(err)) this.undelivered.addRows(batch.map((p) => [p.id, row(p.id, { ...p.event, status: 'error', errorCode: 'not_delivered', billable: false, cost: '0' })]));
+      if (mayHaveCommitted(err)) {
+        const failedAt = new Date().toISOString();
+        this.undelivered.addRows(batch.map((p) => [p.id, [...row(p.id, { ...p.event, status: 'error', errorCode: 'not_delivered', billable: false, cost: '0' }), failedAt]]));
+      }
       for (const p of batch) p.reject(usageWriteFailed());
     }
   }

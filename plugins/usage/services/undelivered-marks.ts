@@ -23,7 +23,8 @@ export function isValueRefusal(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' && /^2[23]/.test(code);
 }
-const MARK = `UPDATE usage_events SET status = 'error', error_code = 'not_delivered', billable = false, cost = 0 WHERE id = ANY($1)`;
+/** Marks committed events not delivered: not billable, cost 0. */
+export const MARK_NOT_DELIVERED = `UPDATE usage_events SET status = 'error', error_code = 'not_delivered', billable = false, cost = 0 WHERE id = ANY($1)`;
 
 /**
  * Usage events whose answer never reached the caller and that must end not billable, kept until
@@ -45,6 +46,8 @@ export class UndeliveredMarks {
   private readonly ids = new Set<string>();
   private timer: NodeJS.Timeout | null = null;
   private writing: Promise<void> | null = null;
+  /** After shutdown's last attempt nothing is scheduled any more (the pool is ending). */
+  private closed = false;
   private readonly retryMs: number;
   private delayMs: number;
   private readonly maxPending: number;
@@ -79,10 +82,11 @@ export class UndeliveredMarks {
 
   /** Waits for a write in progress, makes one more attempt, and logs what is still waiting. */
   async close(): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    this.closed = true;
+    this.cancelTimer();
     await this.writing;
     if (this.pending > 0) await this.write();
+    this.cancelTimer();
     if (this.pending > 0) {
       this.log.error(
         { usageEventIds: [...this.rows.keys(), ...this.ids] },
@@ -108,8 +112,13 @@ export class UndeliveredMarks {
     this.log.error({ usageEventIds: dropped }, 'too many usage events waiting to be marked not delivered: these are given up and may stand as charged');
   }
 
+  private cancelTimer(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
   private schedule(): void {
-    if (this.timer || this.writing) return;
+    if (this.closed || this.timer || this.writing) return;
     this.timer = setTimeout(() => {
       this.timer = null;
       void this.write();
@@ -130,21 +139,35 @@ export class UndeliveredMarks {
     const rows = [...this.rows];
     const ids = [...this.ids];
     try {
-      if (rows.length > 0) await this.pool.query(this.opts.upsert, [this.opts.toParam(rows.map(([, row]) => row))]);
-      for (const [id] of rows) this.rows.delete(id);
-      if (ids.length > 0) await this.pool.query(MARK, [ids]);
+      if (rows.length > 0) await this.upsert(rows);
+      if (ids.length > 0) await this.pool.query(MARK_NOT_DELIVERED, [ids]);
       for (const id of ids) this.ids.delete(id);
       this.delayMs = this.retryMs;
       this.log.info({ events: rows.length + ids.length }, 'usage events whose answer was not delivered are now marked so');
     } catch (err) {
-      if (isValueRefusal(err)) {
-        // A row the database refuses now is one the original insert could not have stored either.
-        for (const [id] of rows) this.rows.delete(id);
-        this.log.error({ err, usageEventIds: rows.map(([id]) => id) }, 'usage events to be marked not delivered were refused by the database; given up');
-        return;
-      }
       this.delayMs = Math.min(MAX_RETRY_MS, this.delayMs * 2);
       this.log.warn({ err, events: this.pending, retryInMs: this.delayMs }, 'usage events whose answer was not delivered could not be marked so yet; trying again');
     }
+  }
+
+  /**
+   * Writes rows and forgets them. A row the database refuses (SQLSTATE class 22 or 23) is one the
+   * original insert could not have stored either: the group is split in halves until it stands
+   * alone, so it is given up and the rows beside it are written. Any other error keeps them all.
+   */
+  private async upsert(rows: Array<[id: string, row: unknown[]]>): Promise<void> {
+    try {
+      await this.pool.query(this.opts.upsert, [this.opts.toParam(rows.map(([, row]) => row))]);
+    } catch (err) {
+      if (!isValueRefusal(err)) throw err;
+      if (rows.length > 1) {
+        const mid = Math.ceil(rows.length / 2);
+        await this.upsert(rows.slice(0, mid));
+        await this.upsert(rows.slice(mid));
+        return;
+      }
+      this.log.error({ err, usageEventIds: rows.map(([id]) => id) }, 'a usage event to be marked not delivered was refused by the database; given up');
+    }
+    for (const [id] of rows) this.rows.delete(id);
   }
 }

@@ -123,6 +123,65 @@ describe('usage recorder: events whose insert outcome is unknown', function () {
     expect(await rows('mark-at-close')).to.deep.equal(undelivered);
   });
 
+  it('one event the database refuses among those waiting is given up alone: the others are still marked', async () => {
+    pool = new Pool({ connectionString: proxy.via(svc.databaseUrl), max: 2 });
+    const log: string[] = [];
+    // Two inserts in flight at once, each on its own connection, both cut off below.
+    const rec = new UsageRecorder(pool, createLogger('warn', { write: (l: string) => log.push(l) }), { undeliveredRetryMs: 50, concurrentInserts: 2 });
+    await Promise.all([rec.record(event('warm-a')), rec.record(event('warm-b'))]);
+
+    proxy.mode = 'mute-replies';
+    const committed = outcome(rec.record(event('refused-neighbour')));
+    expect(await settled('refused-neighbour', (r) => r.length > 0)).to.have.length(1);
+    // A price beyond numeric(30, 8): its insert fails whatever it is sent with, and so does its mark.
+    const refused = outcome(rec.record(recorderEvent({ requestId: 'refused-itself', price: '1'.repeat(40) })));
+    await sleep(100);
+    proxy.drop();
+    proxy.mode = 'pass';
+    expect(((await committed) as { err?: unknown }).err).to.be.instanceOf(ApiError);
+    expect(((await refused) as { err?: unknown }).err).to.be.instanceOf(ApiError);
+
+    expect(await settled('refused-neighbour', (r) => r[0]?.status === 'error')).to.deep.equal(undelivered);
+    expect(await rows('refused-itself')).to.deep.equal([]);
+    await rec.close();
+    expect(log.join('')).to.match(/refused by the database; given up/);
+  });
+
+  it('a marked row keeps the time of its call, not the time the database came back', async () => {
+    pool = new Pool({ connectionString: proxy.via(svc.databaseUrl), max: 2 });
+    const rec = new UsageRecorder(pool, createLogger('silent'), { undeliveredRetryMs: 50 });
+    await rec.record(event('warm-time'));
+    proxy.mode = 'hold';
+    const failedBy = Date.now();
+    const call = outcome(rec.record(event('held-time')));
+    await sleep(200);
+    proxy.drop();
+    proxy.release();
+    expect(((await call) as { err?: unknown }).err).to.be.instanceOf(ApiError);
+    // The database answers again only now.
+    await sleep(1200);
+    expect(await settled('held-time', (r) => r[0]?.status === 'error')).to.deep.equal(undelivered);
+    const [[at]] = (await svc.sequelize.query('SELECT created_at FROM usage_events WHERE request_id = $1', { bind: ['held-time'] })) as [Array<{ created_at: Date }>, unknown];
+    expect(at?.created_at.getTime()).to.be.within(failedBy - 1000, failedBy + 1000);
+    await rec.close();
+  });
+
+  it('after shutdown nothing is retried any more, even with marks left waiting', async () => {
+    pool = new Pool({ connectionString: proxy.via(svc.databaseUrl), max: 2, query_timeout: 200, connectionTimeoutMillis: 200 });
+    const log: string[] = [];
+    const rec = new UsageRecorder(pool, createLogger('warn', { write: (l: string) => log.push(l) }), { undeliveredRetryMs: 20 });
+    const id = await rec.record(event('closed-waiting'));
+    proxy.mode = 'hold';
+    await rec.markNotDelivered([id]);
+    await rec.close();
+    expect(log.join(''), 'the last attempt reports what is left').to.match(/before shutdown/);
+    await pool.end();
+    const lines = log.length;
+    await sleep(300);
+    expect(log.slice(lines), 'no retry against the ended pool').to.deep.equal([]);
+    proxy.release();
+  });
+
   describe('mayHaveCommitted', () => {
     it('is false where the database answered with an error or the statement was never sent', () => {
       for (const err of [
@@ -131,6 +190,12 @@ describe('usage recorder: events whose insert outcome is unknown', function () {
         { code: '53300', message: 'too many connections' },
         { code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 127.0.0.1:5432' },
         new Error('timeout exceeded when trying to connect'),
+        new Error('Connection terminated due to connection timeout'),
+        new Error('timeout expired'),
+        new TypeError('Do not know how to serialize a BigInt'),
+        new Error('Client has encountered a connection error and is not queryable'),
+        new Error('Client was closed and is not queryable'),
+        new Error('Cannot use a pool after calling end on the pool'),
       ]) {
         expect(mayHaveCommitted(err), JSON.stringify(err)).to.equal(false);
       }
@@ -143,6 +208,8 @@ describe('usage recorder: events whose insert outcome is unknown', function () {
         { code: 'ECONNRESET', message: 'read ECONNRESET' },
         { code: '57P01', message: 'terminating connection due to administrator command' },
         { code: '08006', message: 'connection failure' },
+        { code: 'EPIPE', message: 'write EPIPE' },
+        new Error('Connection terminated'),
       ]) {
         expect(mayHaveCommitted(err), String((err as Error).message)).to.equal(true);
       }
