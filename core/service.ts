@@ -12,12 +12,11 @@ import type { DestinationStream } from 'pino';
 import type { Config } from '../config';
 import { systemClock } from './clock';
 import type { Clock } from './clock';
-import { connectionTimeouts, createSequelize, pingDatabase } from './db/database';
+import { createHotPool, createSequelize, pingDatabase } from './db/database';
 import { startEmbeddedPostgres } from './db/embedded';
 import type { EmbeddedDatabase } from './db/embedded';
 import { runMigrations } from './db/migrations';
 import { Sql } from './db/sql';
-import { Pool as PgPool } from 'pg';
 import { EventBus } from './events';
 import { Hooks } from './hooks';
 import { errorHandler, notFound, refuseWhileStopping, requestContext } from './http/middleware';
@@ -113,7 +112,8 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
       cleanups.push(() => embedded.stop());
       embedded.onUnexpectedExit((exit) => fatal.fire(new Error(`The embedded PostgreSQL exited unexpectedly (${exit.signal ?? `exit code ${String(exit.code)}`}); nothing restarts it.`)));
     }
-    const timeouts = { statementTimeoutMs: config.database.statementTimeoutMs, answerGraceMs: config.database.answerGraceMs, connectTimeoutMs: config.database.connectTimeoutMs };
+    const { statementTimeoutMs, answerGraceMs, connectTimeoutMs, acquireTimeoutMs } = config.database;
+    const timeouts = { statementTimeoutMs, answerGraceMs, connectTimeoutMs, acquireTimeoutMs };
     const sequelize = createSequelize({ url: db.url, poolMax: config.database.poolMax, ...timeouts }, log);
     cleanups.push(() => sequelize.close());
     await sequelize.authenticate();
@@ -136,13 +136,8 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     container.register(TOKENS.Sequelize, { useValue: sequelize });
     const sql = new Sql(sequelize);
     container.register(TOKENS.Sql, { useValue: sql });
-    const pgPool = new PgPool({
-      connectionString: db.url,
-      max: Math.max(2, Math.ceil(config.database.poolMax / 2)),
-      application_name: 'pricing-compute-hot',
-      // Its statements wait no longer than those of every other session (a locked table kept callers 24 s).
-      ...connectionTimeouts(timeouts),
-    });
+    // Its statements wait no longer than those of every other session (a locked table kept callers 24 s).
+    const pgPool = createHotPool({ url: db.url, max: Math.max(2, Math.ceil(config.database.poolMax / 2)), applicationName: 'pricing-compute-hot', ...timeouts });
     pgPool.on('error', (err) => log.warn({ err }, 'idle database connection failed'));
     cleanups.push(() => pgPool.end());
     container.register(TOKENS.PgPool, { useValue: pgPool });

@@ -1,3 +1,5 @@
+import { Client, Pool } from 'pg';
+import type { ClientConfig } from 'pg';
 import { Sequelize } from 'sequelize';
 import { MAX_TIMER_MS } from '../../config/settings';
 import type { Logger } from '../logger';
@@ -9,6 +11,8 @@ export interface DatabaseOptions {
   /** DB_ANSWER_GRACE_MS: how much longer than the statement timeout the client waits for an answer. */
   answerGraceMs?: number;
   connectTimeoutMs?: number;
+  /** DB_ACQUIRE_TIMEOUT_MS: longest a statement waits for a connection of the pool, free or new. */
+  acquireTimeoutMs?: number;
 }
 
 /**
@@ -30,13 +34,39 @@ export function connectionTimeouts(opts: Pick<DatabaseOptions, 'statementTimeout
   };
 }
 
+const DEFAULT_ACQUIRE_MS = 10_000;
+
+/**
+ * The pool of the hot path's own statements (the usage writer's inserts), node-postgres without
+ * Sequelize. pg-pool's connectionTimeoutMillis bounds the wait for a connection, free or new: it
+ * takes DB_ACQUIRE_TIMEOUT_MS, like Sequelize's acquire, so a busy but healthy database does not
+ * answer 503 sooner than elsewhere; opening a connection itself is bounded by DB_CONNECT_TIMEOUT_MS
+ * in the client.
+ */
+export function createHotPool(opts: Omit<DatabaseOptions, 'poolMax'> & { applicationName: string; max: number }): Pool {
+  const { connectionTimeoutMillis, ...timeouts } = connectionTimeouts(opts);
+  class BoundedClient extends Client {
+    constructor(config: ClientConfig = {}) {
+      super({ ...config, connectionTimeoutMillis });
+    }
+  }
+  return new Pool({
+    connectionString: opts.url,
+    max: opts.max,
+    application_name: opts.applicationName,
+    ...timeouts,
+    connectionTimeoutMillis: opts.acquireTimeoutMs ?? DEFAULT_ACQUIRE_MS,
+    Client: BoundedClient,
+  });
+}
+
 /** The Sequelize instance of one service instance (never a module singleton). */
 export function createSequelize(opts: DatabaseOptions, log: Logger): Sequelize {
   return new Sequelize(opts.url, {
     dialect: 'postgres',
     logging: (sql: string) => log.trace({ component: 'sql' }, sql),
     benchmark: false,
-    pool: { max: opts.poolMax, min: 0, idle: 10_000, acquire: 10_000, evict: 5_000 },
+    pool: { max: opts.poolMax, min: 0, idle: 10_000, acquire: opts.acquireTimeoutMs ?? DEFAULT_ACQUIRE_MS, evict: 5_000 },
     dialectOptions: { ...connectionTimeouts(opts), application_name: 'pricing-compute' },
     define: { underscored: true, timestamps: true, freezeTableName: true },
   });

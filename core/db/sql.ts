@@ -24,9 +24,24 @@ export class Sql {
     return typeof count === 'number' ? count : 0;
   }
 
-  /** Runs `work` in a transaction, committed when it resolves and rolled back when it throws. */
+  /**
+   * Runs `work` in a transaction, committed when it resolves and rolled back when it throws. A
+   * statement given up on without an answer (DB_STATEMENT_TIMEOUT_MS + DB_ANSWER_GRACE_MS on the
+   * client's side) still occupies its connection: a ROLLBACK would queue behind it and wait out the
+   * same bound again, so the connection is closed instead, which the server takes as a rollback.
+   * A COMMIT that fails has Sequelize close the connection itself.
+   */
   async tx<T>(work: (t: Transaction) => Promise<T>): Promise<T> {
-    return this.sequelize.transaction(work);
+    const t = await this.sequelize.transaction();
+    let result: T;
+    try {
+      result = await work(t);
+    } catch (err) {
+      await (isUnansweredStatement(err) ? (t as unknown as { forceCleanup(): Promise<void> }).forceCleanup() : t.rollback()).catch(() => undefined);
+      throw err;
+    }
+    await t.commit();
+    return result;
   }
 }
 
@@ -37,4 +52,10 @@ export class Sql {
 export function isUniqueViolation(err: unknown, constraint: string): boolean {
   const parent = (err as { parent?: { code?: unknown; constraint?: unknown } } | null)?.parent;
   return parent?.code === '23505' && parent.constraint === constraint;
+}
+
+/** node-postgres gave up waiting for the answer to a statement (query_timeout), raw or wrapped by Sequelize. */
+function isUnansweredStatement(err: unknown): boolean {
+  const e = err as { message?: unknown; parent?: { message?: unknown } } | null;
+  return e?.message === 'Query read timeout' || e?.parent?.message === 'Query read timeout';
 }

@@ -2,9 +2,11 @@ import { expect } from 'chai';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Client, Pool } from 'pg';
+import { Client } from 'pg';
 import { ConnectionAcquireTimeoutError, ConnectionRefusedError, DatabaseError, UniqueConstraintError } from 'sequelize';
-import { connectionTimeouts } from '../../core/db/database';
+import { createHotPool } from '../../core/db/database';
+import type { Sql } from '../../core/db/sql';
+import { TOKENS } from '../../core/tokens';
 import { isDatabaseUnavailable, mayHaveCommitted } from '../../core/db/failures';
 import { startEmbeddedPostgres } from '../../core/db/embedded';
 import { createLogger } from '../../core/logger';
@@ -164,11 +166,11 @@ describe('database unavailable: the central error mapping', function () {
       expect((await api.get('/api/me')).status).to.equal(200);
     });
 
-    it('a connection the server never completes gives up after DB_CONNECT_TIMEOUT_MS: an outage, and nothing was sent', async () => {
+    it('a hot-path connection the server never completes gives up after DB_CONNECT_TIMEOUT_MS: an outage, and nothing was sent', async () => {
       const db = new URL(svc.databaseUrl);
       const proxy = await tcpProxy(db.hostname, Number(db.port));
       proxy.mode = 'hold';
-      const pool = new Pool({ connectionString: proxy.via(svc.databaseUrl), ...connectionTimeouts({ statementTimeoutMs: 300, answerGraceMs: 300, connectTimeoutMs: 300 }) });
+      const pool = createHotPool({ url: proxy.via(svc.databaseUrl), max: 2, applicationName: 'hot-connect-test', statementTimeoutMs: 300, answerGraceMs: 300, connectTimeoutMs: 300, acquireTimeoutMs: 5000 });
       try {
         const started = Date.now();
         const err = await pool.query('SELECT 1').then(() => null, (e: unknown) => e);
@@ -180,6 +182,41 @@ describe('database unavailable: the central error mapping', function () {
         await pool.end();
         await proxy.close();
       }
+    });
+
+    it('a hot-path statement waits for a busy connection up to DB_ACQUIRE_TIMEOUT_MS, not DB_CONNECT_TIMEOUT_MS', async () => {
+      const pool = createHotPool({ url: svc.databaseUrl, max: 1, applicationName: 'hot-acquire-test', statementTimeoutMs: 5000, answerGraceMs: 1000, connectTimeoutMs: 300, acquireTimeoutMs: 5000 });
+      try {
+        const busy = await pool.connect();
+        setTimeout(() => busy.release(), 800);
+        const started = Date.now();
+        const res = await pool.query<{ one: number }>('SELECT 1 AS one');
+        expect(res.rows).to.deep.equal([{ one: 1 }]);
+        expect(Date.now() - started).to.be.within(700, 3000);
+      } finally {
+        await pool.end();
+      }
+    });
+
+    it('a transaction whose statement gets no answer ends after one bound, not two: its connection is closed, not sent a ROLLBACK to wait behind', async function () {
+      if (process.env.TEST_DATABASE_URL) this.skip();
+      const sql = svc.container.resolve<Sql>(TOKENS.Sql);
+      let pid = 0;
+      const started = { at: 0 };
+      const err = await sql
+        .tx(async (t) => {
+          pid = (await sql.one<{ pid: number }>('SELECT pg_backend_pid() AS pid', [], t))?.pid ?? 0;
+          process.kill(pid, 'SIGSTOP');
+          started.at = Date.now();
+          return sql.one('SELECT 1', [], t);
+        })
+        .then(() => null, (e: unknown) => e)
+        .finally(() => pid && process.kill(pid, 'SIGCONT'));
+      const waited = Date.now() - started.at;
+      expect(isDatabaseUnavailable(err), String(err)).to.equal(true);
+      // One bound is 300 + 300 ms; a ROLLBACK queued behind the statement would wait as long again.
+      expect(waited).to.be.within(550, 1000);
+      expect((await client(svc.url, { 'x-api-key': key }).get('/api/me')).status).to.equal(200);
     });
   });
 
