@@ -48,7 +48,9 @@ interface AggregateRow {
  * of its parent (claimed agent and test workspaces), else the workspace itself. So a person counts
  * once however many workspaces they call from. Keyless demo calls and test runs are left out, and
  * the function's publisher (its workspace mapped the same way) is no consumer of its own function:
- * its calls count as usage, not towards the consumers that publish it.
+ * its calls count as usage, not towards the consumers that publish it. Answers that never reached
+ * their caller (`not_delivered`: the caller left, or the service's own store failed) say nothing
+ * of the function and are left out too.
  */
 const AGGREGATE_SQL = `
   WITH per_ws AS (
@@ -67,6 +69,7 @@ const AGGREGATE_SQL = `
        AND workspace_id <> $2
        AND channel <> 'demo'
        AND operation IN ('compute', 'batch_item', 'router')
+       AND error_code IS DISTINCT FROM 'not_delivered'
      GROUP BY function_id, workspace_id
   ),
   owners AS (

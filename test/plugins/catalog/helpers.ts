@@ -52,6 +52,7 @@ export interface EventSpec {
   functionId: string;
   workspaceId: string;
   status?: 'ok' | 'error';
+  errorCode?: string | null;
   outcome?: 'accepted' | 'rejected' | null;
   quality?: number | null;
   confidence?: number | null;
@@ -65,8 +66,8 @@ export interface EventSpec {
 export async function insertEvents(svc: TestService, events: EventSpec[]): Promise<void> {
   for (const e of events) {
     await svc.sequelize.query(
-      `INSERT INTO usage_events (id, workspace_id, operation, channel, status, function_id, confidence, outcome, quality_score, classification, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'mine', $10)`,
+      `INSERT INTO usage_events (id, workspace_id, operation, channel, status, function_id, confidence, outcome, quality_score, classification, created_at, error_code)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'mine', $10, $11)`,
       {
         bind: [
           newId('use'),
@@ -79,6 +80,7 @@ export async function insertEvents(svc: TestService, events: EventSpec[]): Promi
           e.outcome ?? null,
           e.quality ?? null,
           (e.createdAt ?? new Date()).toISOString(),
+          e.errorCode ?? null,
         ],
       },
     );

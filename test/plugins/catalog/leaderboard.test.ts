@@ -234,6 +234,21 @@ describe('catalog: public leaderboard', function () {
     expect(e.total_invocations).to.equal(null);
   });
 
+  it('leaves answers that never reached their caller (not_delivered) out of calls and success rate: they say nothing of the function', async () => {
+    const fn = await publicFunction('lb-undelivered');
+    await insertEvents(svc, [
+      ...[0, 1, 2].map((i): EventSpec => ({ functionId: fn.id, workspaceId: ws(i) })),
+      { functionId: fn.id, workspaceId: ws(0), status: 'error', confidence: null },
+      // The caller left, or the service's own store failed, after the function had answered.
+      ...[0, 1, 3].map((i): EventSpec => ({ functionId: fn.id, workspaceId: ws(i), status: 'error', errorCode: 'not_delivered', confidence: 0.8 })),
+    ]);
+    await aggregator.refresh();
+    const e = entryOf(await board(), fn.id);
+    expect(e.total_invocations).to.equal(4);
+    expect(e.distinct_consumers).to.equal(3);
+    expect(e.stats.success_rate).to.equal(0.75);
+  });
+
   it('publishes average confidence only from its own customer floor (5), rounded to the nearest 0.05', async () => {
     const fn = await publicFunction('lb-confidence');
     // 0.81, 0.82, 0.84, 0.86, 0.84 → mean 0.834 → 0.85; four consumers first.
