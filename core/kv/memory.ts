@@ -74,6 +74,15 @@ export class MemoryKvStore implements KvStore {
     return next;
   }
 
+  async incrIfPresent(key: string, by = 1): Promise<number | null> {
+    checkIncrement(by);
+    const entry = this.live(key);
+    if (!entry) return null;
+    const next = counterValue(key, entry.value) + by;
+    this.entries.set(key, { value: String(next), expiresAt: entry.expiresAt });
+    return next;
+  }
+
   private windowCounts(key: string, windowMs: number): { cur: number; prev: number; elapsed: number; curKey: string } {
     const now = this.clock.now();
     const idx = Math.floor(now / windowMs);

@@ -4,13 +4,16 @@ import type { KvStore } from './types';
  * Counts `by` on a counter whose events the database also records (a day's calls, rotations,
  * registrations). When this store has no such key (the in-process store after a restart, a flushed
  * Redis), it is first created from what `recorded` says already happened, so losing the store gives
- * no one a second allowance. Every count reads the key first and counts only once it exists, so
+ * no one a second allowance. Every count counts only on a key that exists (one atomic step), so
  * calls arriving together while it is being created count on top of the record, never beside it
  * (counting first and adding the record after let a burst of them through). The record is read
  * while the key is missing: once per key, or per concurrent caller that found it missing.
  */
 export async function incrFromRecord(kv: KvStore, key: string, by: number, ttlMs: number, recorded: () => Promise<number>): Promise<number> {
-  if ((await kv.get(key)) === null) await kv.setIfAbsent(key, String(await recorded()), ttlMs);
+  // One round trip while the key exists, which is nearly always.
+  const counted = await kv.incrIfPresent(key, by);
+  if (counted !== null) return counted;
+  await kv.setIfAbsent(key, String(await recorded()), ttlMs);
   return kv.incr(key, by, ttlMs);
 }
 
@@ -20,7 +23,6 @@ export async function incrFromRecord(kv: KvStore, key: string, by: number, ttlMs
  * that call, and a decrement would create the key below zero without an expiry, so the record would
  * never be read again that day.
  */
-export async function uncount(kv: KvStore, key: string, by: number, ttlMs: number): Promise<void> {
-  if ((await kv.get(key)) === null) return;
-  await kv.incr(key, -by, ttlMs);
+export async function uncount(kv: KvStore, key: string, by: number): Promise<void> {
+  await kv.incrIfPresent(key, -by);
 }

@@ -13,6 +13,11 @@ local v = redis.call('INCRBY', KEYS[1], ARGV[1])
 if tonumber(ARGV[2]) > 0 and redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return v`;
 
+/** INCRBY of a key that exists; nil (nothing created) when it does not. */
+const INCR_IF_PRESENT = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+return redis.call('INCRBY', KEYS[1], ARGV[1])`;
+
 /**
  * Sliding-window counter. KEYS[1] = current window, KEYS[2] = previous window (same hash tag, so
  * the script is Redis Cluster safe). Returns {allowed, cur, prev}.
@@ -34,6 +39,7 @@ return {0, cur, prev}`;
 
 type RedisWithScripts = Redis & {
   pcsIncr(key: string, by: number, ttlMs: number): Promise<number>;
+  pcsIncrIfPresent(key: string, by: number): Promise<number | null>;
   pcsRateLimit(cur: string, prev: string, windowMs: number, elapsed: number, limit: number, cost: number): Promise<[number, number, number]>;
 };
 
@@ -70,6 +76,7 @@ export class RedisKvStore implements KvStore {
   ) {
     const client = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true, commandTimeout: opts.commandTimeoutMs });
     client.defineCommand('pcsIncr', { numberOfKeys: 1, lua: INCR_WITH_EXPIRY });
+    client.defineCommand('pcsIncrIfPresent', { numberOfKeys: 1, lua: INCR_IF_PRESENT });
     client.defineCommand('pcsRateLimit', { numberOfKeys: 2, lua: RATE_LIMIT });
     // Reconnection attempts fail with an error event each; logged here rather than by ioredis on stderr.
     client.on('error', (err: unknown) => this.log.warn({ err }, 'key-value store connection failed'));
@@ -130,6 +137,17 @@ export class RedisKvStore implements KvStore {
     checkTtl(ttlMs);
     try {
       return Number(await this.send(this.client.pcsIncr(this.k(key), by, ttlMs)));
+    } catch (err) {
+      if (err instanceof Error && err.message.includes('not an integer')) throw notACounter(key);
+      throw err;
+    }
+  }
+
+  async incrIfPresent(key: string, by = 1): Promise<number | null> {
+    checkIncrement(by);
+    try {
+      const v = await this.send(this.client.pcsIncrIfPresent(this.k(key), by));
+      return v === null ? null : Number(v);
     } catch (err) {
       if (err instanceof Error && err.message.includes('not an integer')) throw notACounter(key);
       throw err;

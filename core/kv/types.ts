@@ -36,6 +36,11 @@ export interface KvStore {
    */
   incr(key: string, by?: number, ttlMs?: number): Promise<number>;
   /**
+   * incr on a key that exists, in one atomic step: the new value, with the key's expiry kept; null,
+   * and nothing created, when the key does not exist (a counter the store has lost).
+   */
+  incrIfPresent(key: string, by?: number): Promise<number | null>;
+  /**
    * Sliding-window counter: counts `cost` (1 or more) against `limit` per `windowMs` unless that
    * would exceed the limit. Atomic in both implementations.
    */

@@ -117,6 +117,33 @@ function kvContract(name: string, make: (clock: ManualClock, log: Logger) => KvS
       }
     });
 
+    it('incrIfPresent counts only on a key that exists: null and nothing created for a missing one', async () => {
+      expect(await kv.incrIfPresent(`${ns}absent`, 1)).to.equal(null);
+      expect(await kv.incrIfPresent(`${ns}absent`, -1)).to.equal(null);
+      expect(await kv.get(`${ns}absent`)).to.equal(null);
+    });
+
+    it('incrIfPresent increments atomically under concurrency and keeps the key\'s expiry', async () => {
+      await kv.setIfAbsent(`${ns}p`, '10', 150);
+      const results = await Promise.all(Array.from({ length: 50 }, () => kv.incrIfPresent(`${ns}p`, 1)));
+      expect(new Set(results).size).to.equal(50);
+      expect(Math.max(...(results as number[]))).to.equal(60);
+      expect(await kv.incrIfPresent(`${ns}p`, -5)).to.equal(55);
+      clock.advance(200);
+      await new Promise((r) => setTimeout(r, kv.kind === 'redis' ? 250 : 0));
+      expect(await kv.get(`${ns}p`), 'the expiry it had is kept').to.equal(null);
+      expect(await kv.incrIfPresent(`${ns}p`, 1), 'expired: missing').to.equal(null);
+    });
+
+    it('incrIfPresent refuses a value that is not an integer and a fractional increment, leaving the value as it was', async () => {
+      await kv.set(`${ns}ps`, 'abc');
+      expect(await kv.incrIfPresent(`${ns}ps`, 1).then((n) => n, (err: unknown) => err)).to.be.instanceOf(RangeError);
+      expect(await kv.get(`${ns}ps`)).to.equal('abc');
+      await kv.set(`${ns}pf`, '1');
+      expect(await kv.incrIfPresent(`${ns}pf`, 0.5).then((n) => n, (err: unknown) => err)).to.be.instanceOf(RangeError);
+      expect(await kv.get(`${ns}pf`)).to.equal('1');
+    });
+
     it('treats a TTL of 0 as no expiry', async () => {
       await kv.set(`${ns}z`, 'v', 0);
       expect(await kv.setIfAbsent(`${ns}z2`, 'v', 0)).to.equal(true);

@@ -103,7 +103,7 @@ export class Onboarding {
       this.countSince('SELECT count(*)::int AS n FROM workspaces WHERE created_by_agent AND created_at >= $1', [utcDayStart(now)]),
     );
     if (overall > overallPerDay) {
-      await uncount(this.kv, `reg:ip:${ip}:${day}`, 1, 2 * DAY_MS);
+      await uncount(this.kv, `reg:ip:${ip}:${day}`, 1);
       throw new ApiError('daily_quota_exceeded', `Daily registration quota of the service reached (${overallPerDay} per day).`, {
         retry_after: retryAfter,
         limit,

@@ -82,7 +82,7 @@ export class SandboxAllowance implements Admitter {
     const key = `allowance:${p.workspaceId}:${new Date(dayStart).toISOString().slice(0, 10)}`;
     const used = await incrFromRecord(this.kv, key, request.units, 2 * DAY_MS, () => this.recordedToday(p.workspaceId, dayStart));
     if (used > limit) {
-      await uncount(this.kv, key, request.units, 2 * DAY_MS);
+      await uncount(this.kv, key, request.units);
       const retryAfter = Math.max(1, Math.ceil((dayStart + DAY_MS - now) / 1000));
       throw new ApiError('daily_quota_exceeded', `Daily quota reached: this sandbox workspace may make ${limit} compute calls per day (price verifications included).`, {
         retry_after: retryAfter,
@@ -102,7 +102,7 @@ export class SandboxAllowance implements Admitter {
       release: async () => {
         if (settled) return;
         settled = true;
-        await uncount(this.kv, key, request.units, 2 * DAY_MS);
+        await uncount(this.kv, key, request.units);
       },
     };
   }
