@@ -4,7 +4,7 @@ import type { HttpResult } from '../../support/http';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
 import { leaveMidway, rowsOnceSettled, whileLocked } from '../../support/abandoned-call';
-import { registerSandbox } from '../../support/world';
+import { createKey, registerSandbox, signUp } from '../../support/world';
 import { freezeBackends } from '../../support/db';
 
 type Body = Record<string, any>;
@@ -182,5 +182,76 @@ describe('pricing: a database that stops answering', function () {
     const after = await api.post<Body>('/api/compute/price', COMPUTE);
     expect(after.status, after.text).to.equal(200);
     expect(after.body.remaining.daily_compute_calls.remaining, 'only the call after counted').to.equal(left - 1);
+  });
+  it('batch: each item whose usage insert gets no answer fails alone with 503 service_unavailable inside a 200, and ends not delivered', async function () {
+    if (process.env.TEST_DATABASE_URL) this.skip();
+    const person = await signUp(svc, 'frozen-batch');
+    const api = client(svc.url, { 'x-api-key': (await createKey(svc, person, { name: 'frozen batch' })).key });
+    const items = [{ context: { unit_cost: 2, currency: 'USD' } }, { context: { unit_cost: 3, currency: 'USD' } }];
+    expect((await api.post<Body>('/api/compute/batch', { items })).status).to.equal(200);
+
+    const thaw = await freezeBackends(svc.databaseUrl, 'pricing-compute-hot');
+    const safety = setTimeout(thaw, 8000);
+    const requestId = `frozen-batch-${Date.now()}`;
+    let res: HttpResult<Body>;
+    try {
+      res = await api.post<Body>('/api/compute/batch', { items }, { 'x-request-id': requestId });
+    } finally {
+      clearTimeout(safety);
+      thaw();
+    }
+    expect(res.status, res.text).to.equal(200);
+    expect(res.body.summary).to.deep.equal({ total: 2, succeeded: 0, failed: 2 });
+    for (const [index, item] of (res.body.items as Body[]).entries()) {
+      expect(item).to.deep.include({ index, status: 503 });
+      expect(item.error).to.include({ code: 'service_unavailable', retryable: true, retry_after: 5 });
+      expect(item.error.hint).to.match(/^Nothing was charged/);
+    }
+    const rows = await rowsOnceSettled<{ status: string }>(
+      svc,
+      `SELECT status, error_code, billable FROM usage_events WHERE request_id LIKE '${requestId}%'`,
+      (r) => r.length === 2 && r.every((x) => x.status === 'error'),
+    );
+    expect(rows).to.deep.equal([
+      { status: 'error', error_code: 'not_delivered', billable: false },
+      { status: 'error', error_code: 'not_delivered', billable: false },
+    ]);
+  });
+
+  it('MCP: compute_price whose usage insert gets no answer is a tool error of SPEC\'s 503 body, and its event ends not delivered', async function () {
+    if (process.env.TEST_DATABASE_URL) this.skip();
+    const person = await signUp(svc, 'frozen-mcp');
+    const key = (await createKey(svc, person, { name: 'frozen mcp' })).key;
+    const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+    const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+    const mcp = new Client({ name: 'frozen-database-test', version: '0.0.1' });
+    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${svc.url}/api/mcp/rpc`), { requestInit: { headers: { 'x-api-key': key } } }));
+    try {
+      const warm = await mcp.callTool({ name: 'compute_price', arguments: { context: { unit_cost: 2 } } });
+      expect(warm.isError).to.equal(false);
+      const thaw = await freezeBackends(svc.databaseUrl, 'pricing-compute-hot');
+      const safety = setTimeout(thaw, 8000);
+      let result: Awaited<ReturnType<typeof mcp.callTool>>;
+      try {
+        result = await mcp.callTool({ name: 'compute_price', arguments: { context: { unit_cost: 2.5 } } });
+      } finally {
+        clearTimeout(safety);
+        thaw();
+      }
+      expect(result.isError).to.equal(true);
+      const body = JSON.parse((result.content as Array<{ text: string }>)[0]?.text ?? '{}') as Body;
+      expect(body).to.include({ code: 'service_unavailable', retryable: true, retry_after: 5 });
+      const rows = await rowsOnceSettled<{ status: string }>(
+        svc,
+        `SELECT status, error_code, billable FROM usage_events WHERE workspace_id = '${person.workspaceId}' AND channel = 'mcp' ORDER BY created_at`,
+        (r) => r.length === 2 && r[1]?.status === 'error',
+      );
+      expect(rows).to.deep.equal([
+        { status: 'ok', error_code: null, billable: true },
+        { status: 'error', error_code: 'not_delivered', billable: false },
+      ]);
+    } finally {
+      await mcp.close();
+    }
   });
 });
