@@ -141,7 +141,8 @@ describe('database unavailable: the central error mapping', function () {
     let key: string;
 
     before(async () => {
-      svc = await startTestService({ config: { database: { statementTimeoutMs: 300, answerGraceMs: 300 }, identity: { keyCacheTtlMs: 0 } } });
+      // One client-side bound of 1 s: far enough from two (a ROLLBACK waiting behind) to tell them apart on a slow machine.
+      svc = await startTestService({ config: { database: { statementTimeoutMs: 300, answerGraceMs: 700 }, identity: { keyCacheTtlMs: 0 } } });
       key = (await registerSandbox(svc, 'frozen-lookup')).key;
     });
     after(() => svc?.close());
@@ -162,7 +163,7 @@ describe('database unavailable: the central error mapping', function () {
         thaw();
       }
       expectDatabaseUnavailable(res);
-      expect(Date.now() - started, 'bounded by the client side, not by the frozen server').to.be.within(500, 3000);
+      expect(Date.now() - started, 'bounded by the client side, not by the frozen server').to.be.within(900, 3000);
       expect((await api.get('/api/me')).status).to.equal(200);
     });
 
@@ -214,8 +215,8 @@ describe('database unavailable: the central error mapping', function () {
         .finally(() => pid && process.kill(pid, 'SIGCONT'));
       const waited = Date.now() - started.at;
       expect(isDatabaseUnavailable(err), String(err)).to.equal(true);
-      // One bound is 300 + 300 ms; a ROLLBACK queued behind the statement would wait as long again.
-      expect(waited).to.be.within(550, 1000);
+      // One bound is 300 + 700 ms; a ROLLBACK queued behind the statement would wait as long again.
+      expect(waited).to.be.within(950, 1700);
       expect((await client(svc.url, { 'x-api-key': key }).get('/api/me')).status).to.equal(200);
     });
   });
