@@ -23,6 +23,11 @@ export interface Reservation {
   headers?: Record<string, string>;
   commit(): Promise<void>;
   release(): Promise<void>;
+  /**
+   * After commit: gives back what was committed, for a call recorded and settled whose answer then
+   * did not reach its caller (marked not delivered just before the reply). Absent: nothing to give back.
+   */
+  refund?(): Promise<void>;
 }
 
 /** Decides whether it pays for a request; null when the request is not its business. */

@@ -1,3 +1,4 @@
+import type { Reservation } from '../../../core/admission';
 import { ApiError, errorBody, isApiError } from '../../../core/errors';
 import { unavailableError } from '../../../core/http/middleware';
 import { defineRoute, ok } from '../../../core/http/route';
@@ -48,7 +49,7 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       example: s.computeExample,
       handler: async (ctx) => {
         const r = await compute.compute(callOf(ctx, 'compute', ctx.body));
-        return { ...ok({ ...r.body, request_id: ctx.requestId }, r.headers), notDelivered: () => compute.notDelivered([r.usageEventId]) };
+        return { ...ok({ ...r.body, request_id: ctx.requestId }, r.headers), notDelivered: () => compute.notDelivered([r.usageEventId], [r.reservation]) };
       },
     }),
     defineRoute({
@@ -63,7 +64,7 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       example: s.routerExample,
       handler: async (ctx) => {
         const r = await compute.compute(callOf(ctx, 'router', ctx.body));
-        return { ...ok({ ...r.body, request_id: ctx.requestId }, r.headers), notDelivered: () => compute.notDelivered([r.usageEventId]) };
+        return { ...ok({ ...r.body, request_id: ctx.requestId }, r.headers), notDelivered: () => compute.notDelivered([r.usageEventId], [r.reservation]) };
       },
     }),
     defineRoute({
@@ -77,6 +78,7 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       example: s.batchExample,
       handler: async (ctx) => {
         const recorded: string[] = [];
+        const settled: Array<Reservation | null> = [];
         const results = await Promise.all(
           ctx.body.items.map(async (item, index) => {
             try {
@@ -84,6 +86,7 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
               const valid = item instanceof s.InvalidBatchItem ? validate(s.batchItem, item.raw, { where: 'body', example: s.batchExample.items[0] }) : item;
               const r = await compute.compute(callOf(ctx, 'batch_item', valid, { timed: false }));
               recorded.push(r.usageEventId);
+              settled.push(r.reservation);
               return { index, status: 200, result: r.body };
             } catch (err) {
               // A store that failed (database, Redis) is the same retryable 503 as on a single call.
@@ -96,7 +99,7 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
         const succeeded = results.filter((r) => r.status === 200).length;
         return {
           ...ok({ object: 'batch', items: results, summary: { total: results.length, succeeded, failed: results.length - succeeded }, request_id: ctx.requestId }),
-          notDelivered: () => compute.notDelivered(recorded),
+          notDelivered: () => compute.notDelivered(recorded, settled),
         };
       },
     }),

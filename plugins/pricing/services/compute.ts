@@ -38,6 +38,8 @@ export interface ComputeResult {
   body: Record<string, unknown>;
   headers: Record<string, string>;
   usageEventId: string;
+  /** What this call committed (null when the caller brought the reservation): given back by notDelivered. */
+  reservation: Reservation | null;
 }
 
 /** What differs between the usage events of one call's outcomes. */
@@ -92,11 +94,12 @@ export class ComputeService {
   }
 
   /**
-   * Marks recorded calls whose answer reached nobody: not delivered, not charged (a reply's
-   * notDelivered, which the pipeline runs when the caller has gone; for a batch, every item).
+   * Marks recorded calls whose answer reached nobody: not delivered, not charged, and what they
+   * committed given back (a reply's notDelivered, which the pipeline runs when the caller has gone;
+   * for a batch, every item).
    */
-  notDelivered(usageEventIds: string[]): Promise<void> {
-    return this.recorder.markNotDelivered(usageEventIds);
+  notDelivered(usageEventIds: string[], reservations: ReadonlyArray<Reservation | null> = []): Promise<void> {
+    return this.recorder.undeliver(usageEventIds, reservations);
   }
 
   async compute(call: ComputeCall): Promise<ComputeResult> {
@@ -202,6 +205,6 @@ export class ComputeService {
     };
     const left = remaining(p, reservation, call.rateLimit);
     if (left) body.remaining = left;
-    return { body, headers: reservation.headers ?? {}, usageEventId };
+    return { body, headers: reservation.headers ?? {}, usageEventId, reservation: call.reservation ? null : reservation };
   }
 }

@@ -92,16 +92,23 @@ export class SandboxAllowance implements Admitter {
       });
     }
     let settled = false;
+    let committed = false;
     return {
       admitter: this.name,
       paidVia: null,
       remaining: { daily_compute_calls: { limit, remaining: Math.max(0, limit - used), resets_at: resetsAt } },
       commit: async () => {
         settled = true;
+        committed = true;
       },
       release: async () => {
         if (settled) return;
         settled = true;
+        await uncount(this.kv, key, request.units);
+      },
+      refund: async () => {
+        if (!committed) return;
+        committed = false;
         await uncount(this.kv, key, request.units);
       },
     };

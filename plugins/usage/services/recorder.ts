@@ -289,6 +289,17 @@ export class UsageRecorder {
     }
   }
 
+  /**
+   * A late mark: events already recorded and settled whose reply then reached nobody (the pipeline's
+   * last look before writing it). Marks them not delivered and gives back what their calls committed.
+   */
+  async undeliver(ids: string[], reservations: ReadonlyArray<Reservation | null | undefined> = []): Promise<void> {
+    await this.markNotDelivered(ids);
+    for (const reservation of reservations) {
+      await reservation?.refund?.().catch((err: unknown) => this.log.error({ err, usageEventIds: ids }, 'what an undelivered call committed could not be given back'));
+    }
+  }
+
   recordMany(events: UsageEventInput[]): Promise<string[]> {
     return Promise.all(events.map((e) => this.record(e)));
   }

@@ -32,7 +32,7 @@ export function verifyRoutes(service: VerificationService): RouteSpec[] {
           requestId: ctx.requestId,
           rateLimit: requestRateOf(ctx),
         });
-        return { ...ok({ ...r.body, request_id: ctx.requestId }, r.headers), notDelivered: () => service.notDelivered(r.usageEventId) };
+        return { ...ok({ ...r.body, request_id: ctx.requestId }, r.headers), notDelivered: () => service.notDelivered(r.usageEventId, r.reservation) };
       },
     }),
     defineRoute({

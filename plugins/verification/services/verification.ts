@@ -1,4 +1,5 @@
 import type { Request } from 'express';
+import type { Reservation } from '../../../core/admission';
 import { callerGone } from '../../../core/http/caller-gone';
 import type { Config } from '../../../config';
 import type { Channel, Principal } from '../../../core/auth';
@@ -33,6 +34,8 @@ export interface VerifyResult {
   headers: Record<string, string>;
   usageEventId: string;
   verdict: VerdictResult;
+  /** What this verification committed: given back by notDelivered. */
+  reservation: Reservation;
 }
 
 function positive(v: unknown): string | null {
@@ -88,9 +91,9 @@ export class VerificationService {
     };
   }
 
-  /** Marks a recorded verification whose answer reached nobody: not delivered, not charged. */
-  notDelivered(usageEventId: string): Promise<void> {
-    return this.recorder.markNotDelivered([usageEventId]);
+  /** Marks a recorded verification whose answer reached nobody: not delivered, not charged, what it committed given back. */
+  notDelivered(usageEventId: string, reservation: Reservation): Promise<void> {
+    return this.recorder.undeliver([usageEventId], [reservation]);
   }
 
   async verify(call: VerifyCall): Promise<VerifyResult> {
@@ -166,6 +169,6 @@ export class VerificationService {
     };
     const left = remaining(p, reservation, call.rateLimit);
     if (left) body.remaining = left;
-    return { body, headers: reservation.headers ?? {}, usageEventId, verdict };
+    return { body, headers: reservation.headers ?? {}, usageEventId, verdict, reservation };
   }
 }

@@ -81,21 +81,29 @@ describe('response notices', function () {
     }
   });
 
-  it('a caller that leaves while the notices are looked up is not charged: its recorded call is marked not_delivered', async () => {
-    const own = await startTestService({ clock, config: lenient });
-    try {
-      await publish(own, 'n-slow', clock.now() - 3600_000);
-      const { key } = await registerSandbox(own, 'notices-slow');
-      const requestId = `notices-gone-${Date.now()}`;
-      await whileLocked(own, 'notice_deliveries', 'ACCESS EXCLUSIVE', () =>
-        leaveMidway(own.url, '/api/compute/price', { headers: { 'x-api-key': key, 'x-request-id': requestId }, body: { context: { current_price: 3 } }, afterMs: 400 }),
-      );
-      const rows = await rowsOnceSettled<{ status: string }>(own, `SELECT status, error_code, billable FROM usage_events WHERE request_id = '${requestId}'`, (r) => r[0]?.status === 'error');
-      expect(rows).to.deep.equal([{ status: 'error', error_code: 'not_delivered', billable: false }]);
-    } finally {
-      await own.close();
-    }
-  });
+  for (const [name, path, body] of [
+    ['compute', '/api/compute/price', { context: { current_price: 3 } }],
+    ['router', '/api/price-router', { context: { current_price: 3 } }],
+  ] as const) {
+    it(`${name}: a caller that leaves while the notices are looked up is not charged: its recorded call is marked not_delivered and its sandbox call given back`, async () => {
+      const own = await startTestService({ clock, config: lenient });
+      try {
+        await publish(own, 'n-slow', clock.now() - 3600_000);
+        const { key } = await registerSandbox(own, `notices-slow-${name}`);
+        const requestId = `notices-gone-${name}-${Date.now()}`;
+        await whileLocked(own, 'notice_deliveries', 'ACCESS EXCLUSIVE', () =>
+          leaveMidway(own.url, path, { headers: { 'x-api-key': key, 'x-request-id': requestId }, body, afterMs: 400 }),
+        );
+        const rows = await rowsOnceSettled<{ status: string }>(own, `SELECT status, error_code, billable FROM usage_events WHERE request_id = '${requestId}'`, (r) => r[0]?.status === 'error');
+        expect(rows).to.deep.equal([{ status: 'error', error_code: 'not_delivered', billable: false }]);
+        const next = await client(own.url, { 'x-api-key': key }).post<Record<string, any>>(path, body);
+        expect(next.status, next.text).to.equal(200);
+        expect(next.body.remaining.daily_compute_calls.remaining, 'only this call counted: the undelivered one was given back').to.equal(24);
+      } finally {
+        await own.close();
+      }
+    });
+  }
 
   it('gives a new key nothing when the newest agent entry is two weeks old or more, and ignores entries for people only', async () => {
     const fresh = await startTestService({ clock: new ManualClock(Date.parse('2028-06-01T00:00:00Z')), config: lenient });
