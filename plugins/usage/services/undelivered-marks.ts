@@ -68,6 +68,7 @@ export class UndeliveredMarks {
 
   /** Rows (already rewritten as not delivered) whose insert may or may not have committed. */
   addRows(rows: Array<[id: string, row: unknown[]]>): void {
+    if (this.refuseAfterClose(rows.map(([id]) => id))) return;
     for (const [id, row] of rows) this.rows.set(id, row);
     this.bound();
     this.schedule();
@@ -75,6 +76,7 @@ export class UndeliveredMarks {
 
   /** Committed events whose mark could not be written. */
   addIds(ids: string[]): void {
+    if (this.refuseAfterClose(ids)) return;
     for (const id of ids) this.ids.add(id);
     this.bound();
     this.schedule();
@@ -93,6 +95,13 @@ export class UndeliveredMarks {
         'usage events whose answer was not delivered could not be marked so before shutdown: check them, they may stand as charged',
       );
     }
+  }
+
+  /** After shutdown's last attempt nothing more is written: said at once, by id. */
+  private refuseAfterClose(ids: string[]): boolean {
+    if (!this.closed) return false;
+    this.log.error({ usageEventIds: ids }, 'usage events whose answer was not delivered arrived after shutdown began and are not marked so: check them, they may stand as charged');
+    return true;
   }
 
   private bound(): void {

@@ -179,6 +179,9 @@ describe('usage recorder: events whose insert outcome is unknown', function () {
     const lines = log.length;
     await sleep(300);
     expect(log.slice(lines), 'no retry against the ended pool').to.deep.equal([]);
+    // A mark failing after shutdown began is not kept for a retry that will not come: it is said at once.
+    await rec.markNotDelivered([id]);
+    expect(log.slice(lines).join('')).to.match(/arrived after shutdown began/).and.include(id);
     proxy.release();
   });
 
