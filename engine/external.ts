@@ -43,7 +43,10 @@ export class ExternalExecutor {
     }
     const parsed = externalAnswer.safeParse(body);
     if (!parsed.success) throw new ExternalFunctionError('invalid_response', `The endpoint's answer is not a price: ${parsed.error.issues[0]?.message ?? 'invalid'}.`);
-    const currency = parsed.data.currency?.toUpperCase() ?? currencyOf(context);
+    const asked = currencyOf(context);
+    const currency = parsed.data.currency?.toUpperCase() ?? asked;
+    // A price in another currency than the one asked for is no answer to the question (and would be quoted as if it were).
+    if (currency !== asked) throw new ExternalFunctionError('invalid_response', `The endpoint answered in ${currency}; the context asks for ${asked}.`);
     return {
       price: toPrice(new D(parsed.data.price), currency),
       currency,

@@ -55,6 +55,10 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
           return sendJson(res, 200, { price: 10 });
         case '/zero':
           return sendJson(res, 200, { price: '0', confidence: 0.9 });
+        case '/other-currency':
+          return sendJson(res, 200, { price: 10, confidence: 0.8, currency: 'eur' });
+        case '/no-currency':
+          return sendJson(res, 200, { price: 10, confidence: 0.8 });
         case '/server-error':
           return sendJson(res, 500, { error: 'boom' });
         case '/redirect':
@@ -163,6 +167,7 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
     ['/negative', 'a negative price'],
     ['/no-confidence', 'no confidence'],
     ['/zero', 'a zero price'],
+    ['/other-currency', 'a price in another currency than the context asks for'],
     ['/server-error', 'a 500'],
     ['/redirect', 'a redirect (not followed)'],
   ] as const) {
@@ -188,6 +193,23 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
       expect(usage).to.deep.equal([{ status: 'error', error_code: 'functions_failed', cost: '0.00000000', billable: false }]);
     });
   }
+
+  it("an endpoint's price in another currency names both; an answer without a currency is in the context's currency", async () => {
+    const other = await register('/other-currency');
+    await activate(other.id);
+    const refused = await api.post<Record<string, any>>('/api/compute/price', { context: { ...CONTEXT, currency: 'USD' }, function_id: other.id });
+    expect(refused.status, refused.text).to.equal(502);
+    expect((refused.body.attempts as Attempt[])[0]?.error).to.equal('The endpoint answered in EUR; the context asks for USD.');
+    const same = await api.post<Record<string, any>>('/api/compute/price', { context: { ...CONTEXT, currency: 'eur' }, function_id: other.id });
+    expect(same.status, same.text).to.equal(200);
+    expect(same.body).to.include({ price: '10.00', currency: 'EUR' });
+
+    const bare = await register('/no-currency');
+    await activate(bare.id);
+    const res = await api.post<Record<string, any>>('/api/compute/price', { context: { ...CONTEXT, currency: 'JPY' }, function_id: bare.id });
+    expect(res.status, res.text).to.equal(200);
+    expect(res.body.currency).to.equal('JPY');
+  });
 
   it('an endpoint that does not answer within the function timeout fails the compute (502) naming the time limit', async () => {
     const fn = await register('/never', { timeout_ms: 100 });
