@@ -7,7 +7,7 @@ import type { AttemptReport } from './errors';
 import { EngineError } from './errors';
 import { ExternalFunctionError } from './external';
 import type { ExternalExecutor } from './external';
-import { effectiveCost } from './functions';
+import { effectiveCost, metricLabel } from './functions';
 import type { CallerScope, FunctionDescriptor } from './functions';
 import { PoolBusyError, PoolTimeoutError } from './pool';
 import type { PricingPool } from './pool';
@@ -158,9 +158,9 @@ export class PricingEngine {
       if (outcome !== 'not_applicable' && outcome !== 'pool_busy' && opts.health !== false) {
         this.latency.record(fn.id, recorded);
         this.breakers.record(fn.id, outcome === 'ok', opts.admission);
-        this.duration.observe({ function: fn.name }, recorded / 1000);
+        this.duration.observe({ function: metricLabel(fn) }, recorded / 1000);
       }
-      this.calls.inc({ function: fn.name, outcome });
+      this.calls.inc({ function: metricLabel(fn), outcome });
     }
   }
 
@@ -173,7 +173,7 @@ export class PricingEngine {
   }
 
   private noteFallback(stages: TraceStage[], first: FunctionDescriptor, fn: FunctionDescriptor, attempts: AttemptReport[]): void {
-    this.fallbacks.inc({ function: fn.name });
+    this.fallbacks.inc({ function: metricLabel(fn) });
     stages.push({ stage: 'fallback', ms: 0, used: true, from: first.name, to: fn.name, after: attempts.filter((a) => a.outcome !== 'ok').map((a) => `${a.function}: ${a.error ?? a.outcome}`) });
   }
 
@@ -261,8 +261,8 @@ export class PricingEngine {
       const hit = await this.cache.get(fn, req.context, marketFor(fn));
       if (step.role === 'chosen' || hit) stages.push({ stage: 'cache', ms: since(t), hit: !!hit, ...(step.role === 'chosen' ? {} : { function: fn.name }), ...(this.cache.enabled ? {} : { disabled: true }) });
       if (hit) {
-        this.cacheHits.inc({ function: fn.name });
-        this.requests.inc({ function: fn.name, outcome: 'ok' });
+        this.cacheHits.inc({ function: metricLabel(fn) });
+        this.requests.inc({ function: metricLabel(fn), outcome: 'ok' });
         const fallbackUsed = this.usedFallback(step.role, attempts);
         if (fallbackUsed) this.noteFallback(stages, first, fn, attempts);
         return { result: hit, fn, strategy, decision, attempts, fallbackUsed, cached: true, savings: null, cost: effectiveCost(fn), stages };
@@ -289,7 +289,7 @@ export class PricingEngine {
         const fallbackUsed = this.usedFallback(step.role, attempts);
         if (fallbackUsed) this.noteFallback(stages, first, fn, attempts);
         await this.cache.set(fn, req.context, r.result, marketFor(fn));
-        this.requests.inc({ function: fn.name, outcome: 'ok' });
+        this.requests.inc({ function: metricLabel(fn), outcome: 'ok' });
         return { result: r.result, fn, strategy, decision, attempts, fallbackUsed, cached: false, savings: fallbackUsed ? null : this.savings(decision, fn), cost: effectiveCost(fn), stages };
       }
       attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: r.notApplicable ? 'not_applicable' : r.busy ? 'pool_busy' : 'failed', error: r.error, ms });
@@ -303,14 +303,14 @@ export class PricingEngine {
     const failedForReal = attempts.filter((a) => a.outcome === 'failed' || (a.outcome === 'skipped' && a.error === 'breaker open'));
     // Functions the pool never ran might have priced it: the service is at fault, and a retry can succeed.
     if (failedForReal.length === 0 && poolBusy()) {
-      this.requests.inc({ function: first.name, outcome: 'service_busy' });
+      this.requests.inc({ function: metricLabel(first), outcome: 'service_busy' });
       throw new EngineError('service_busy', 'Every pricing worker was busy: no function could be run in time.', { attempts });
     }
     if (failedForReal.length === 0 && notApplicable.length > 0) {
-      this.requests.inc({ function: first.name, outcome: 'insufficient_context' });
+      this.requests.inc({ function: metricLabel(first), outcome: 'insufficient_context' });
       throw new EngineError('insufficient_context', `The context cannot be priced by ${notApplicable.join(', ')}: ${attempts.map((a) => a.error).filter(Boolean).join(' ')}`, { attempts, missing: [...missing] });
     }
-    this.requests.inc({ function: first.name, outcome: 'functions_failed' });
+    this.requests.inc({ function: metricLabel(first), outcome: 'functions_failed' });
     throw new EngineError('functions_failed', 'Every function tried failed (chosen function, fallback chain, fallback function).', { attempts, ...(missing.size ? { missing: [...missing] } : {}) });
   }
 

@@ -7,6 +7,7 @@ import { SafeHttpClient } from '../core/outbound/safe-http-client';
 import { ResultCache } from './cache';
 import { PricingEngine } from './engine';
 import { ExternalExecutor } from './external';
+import { metricLabel } from './functions';
 import { PricingPool } from './pool';
 import { FunctionRegistry } from './registry';
 import type { FunctionSource } from './registry';
@@ -58,19 +59,23 @@ export function createEngine(deps: { config: Config; kv: KvStore; clock: Clock; 
   );
   const registry = new FunctionRegistry(deps.source, kv);
   const latency = new LatencyStats(clock, { windowMs: e.latencyWindowMs, maxSamples: e.latencyMaxSamples, coldBelow: e.latencyColdBelow, ewmaAlpha: 0.3 });
+  const labelOf = (id: string): string => {
+    const fn = registry.get(id);
+    return fn ? metricLabel(fn) : id;
+  };
   const breakerGauge = metrics.gauge({
     name: 'pricing_breaker_state',
     help: 'Circuit breaker per function: 0 closed, 1 half-open, 2 open.',
     labelNames: ['function'],
     // An open breaker turns half-open by the clock alone, with no call to announce it: read the state at scrape time.
     collect() {
-      for (const id of breakers.known()) this.set({ function: registry.get(id)?.name ?? id }, BREAKER_LEVEL[breakers.state(id)]);
+      for (const id of breakers.known()) this.set({ function: labelOf(id) }, BREAKER_LEVEL[breakers.state(id)]);
     },
   });
   const breakers = new CircuitBreakers(
     clock,
     { windowMs: e.breakerWindowMs, minCalls: e.breakerMinCalls, failureRatio: e.breakerFailureRatio, cooldownMs: e.breakerCooldownMs },
-    (fnId, state) => breakerGauge.set({ function: registry.get(fnId)?.name ?? fnId }, BREAKER_LEVEL[state]),
+    (fnId, state) => breakerGauge.set({ function: labelOf(fnId) }, BREAKER_LEVEL[state]),
   );
   const outbound = new SafeHttpClient({ allowList: config.outbound.allowList, httpsOnly: config.outbound.httpsOnly, allowedPorts: config.outbound.allowedPorts.map(Number), defaultTimeoutMs: config.outbound.timeoutMs, maxBodyBytes: config.outbound.maxBodyBytes });
   const router = new Router(registry, latency, breakers, kv, createRng(e.randomSeed));

@@ -30,10 +30,10 @@ describe('engine: circuit breaker', function () {
   it('stays closed below minCalls, then opens once the failure ratio is reached', async () => {
     for (let i = 0; i < 3; i++) await callFlaky(FAIL);
     expect(state()).to.equal('closed');
-    expect(await breakerGauge(h.metrics, 'test-flaky')).to.not.equal(2);
+    expect(await breakerGauge(h.metrics, 'fn_test_flaky')).to.not.equal(2);
     await callFlaky(FAIL);
     expect(state()).to.equal('open');
-    expect(await breakerGauge(h.metrics, 'test-flaky')).to.equal(2);
+    expect(await breakerGauge(h.metrics, 'fn_test_flaky')).to.equal(2);
     expect(h.parts.breakers.view('fn_test_flaky')).to.include({ state: 'open', calls: 4, failures: 4 });
   });
 
@@ -64,8 +64,9 @@ describe('engine: circuit breaker', function () {
 
   it('an open breaker skips a pinned function without calling it; the fallback answers', async () => {
     await open();
-    const calls = async () => (await h.metrics.registry.getSingleMetric('pricing_function_calls_total')?.get())?.values.filter((v) => v.labels.function === 'test-flaky').reduce((s, v) => s + v.value, 0);
+    const calls = async () => (await h.metrics.registry.getSingleMetric('pricing_function_calls_total')?.get())?.values.filter((v) => v.labels.function === 'fn_test_flaky').reduce((s, v) => s + v.value, 0);
     const before = await calls();
+    expect(before, 'the calls that opened it were counted').to.be.above(0);
     const out = await callFlaky({});
     expect(out.fn.name).to.equal('test-ok');
     expect(out.attempts[0]).to.include({ function: 'test-flaky', outcome: 'skipped', error: 'breaker open' });
@@ -78,14 +79,14 @@ describe('engine: circuit breaker', function () {
     expect(state()).to.equal('open');
     h.clock.advance(1);
     expect(state()).to.equal('half_open');
-    expect(await breakerGauge(h.metrics, 'test-flaky'), 'the gauge reads half-open too').to.equal(1);
+    expect(await breakerGauge(h.metrics, 'fn_test_flaky'), 'the gauge reads half-open too').to.equal(1);
     // Two calls at once: the first is the trial, the second is still kept away.
     const [trial, second] = await Promise.all([callFlaky({}), callFlaky({})]);
     expect(trial.fn.name).to.equal('test-flaky');
     expect(second.fn.name).to.equal('test-ok');
     expect(second.attempts[0]).to.include({ outcome: 'skipped', error: 'breaker open' });
     expect(state()).to.equal('closed');
-    expect(await breakerGauge(h.metrics, 'test-flaky')).to.equal(0);
+    expect(await breakerGauge(h.metrics, 'fn_test_flaky')).to.equal(0);
     expect(h.parts.breakers.view('fn_test_flaky')).to.include({ state: 'closed', retry_at: null });
     expect((await callFlaky({})).fn.name).to.equal('test-flaky');
   });
@@ -96,7 +97,7 @@ describe('engine: circuit breaker', function () {
     const out = await callFlaky(FAIL);
     expect(out.attempts[0]).to.include({ function: 'test-flaky', outcome: 'failed' });
     expect(state()).to.equal('open');
-    expect(await breakerGauge(h.metrics, 'test-flaky')).to.equal(2);
+    expect(await breakerGauge(h.metrics, 'fn_test_flaky')).to.equal(2);
     expect(h.parts.breakers.view('fn_test_flaky').retry_at).to.equal(new Date(h.clock.now() + COOLDOWN_MS).toISOString());
     h.clock.advance(COOLDOWN_MS - 1);
     expect(state()).to.equal('open');

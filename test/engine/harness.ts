@@ -115,12 +115,12 @@ export function stage(outcome: { stages: TraceStage[] }, name: string): TraceSta
   return s as TraceStage;
 }
 
-/** Current value of the breaker gauge for one function name. */
-export async function breakerGauge(metrics: Metrics, fnName: string): Promise<number | undefined> {
+/** Current value of the breaker gauge for one function label (a built-in's name, any other function's id). */
+export async function breakerGauge(metrics: Metrics, label: string): Promise<number | undefined> {
   const gauge = metrics.registry.getSingleMetric('pricing_breaker_state');
   if (!gauge) return undefined;
   const data = await gauge.get();
-  return data.values.find((v) => v.labels.function === fnName)?.value;
+  return data.values.find((v) => v.labels.function === label)?.value;
 }
 
 /** Records `n` latency samples of `ms` for a function. */

@@ -8,9 +8,9 @@ import type { Harness } from './harness';
 const TIMEOUT_MS = 200;
 
 /** Value of pricing_function_calls_total for one function and outcome. */
-async function calls(h: Harness, fn: string, outcome: string): Promise<number> {
+async function calls(h: Harness, label: string, outcome: string): Promise<number> {
   const data = await h.metrics.registry.getSingleMetric('pricing_function_calls_total')?.get();
-  return data?.values.find((v) => v.labels.function === fn && v.labels.outcome === outcome)?.value ?? 0;
+  return data?.values.find((v) => v.labels.function === label && v.labels.outcome === outcome)?.value ?? 0;
 }
 
 describe('engine: a busy pool is not the function\'s failure', function () {
@@ -52,8 +52,8 @@ describe('engine: a busy pool is not the function\'s failure', function () {
     // With one call as the breaker's minimum, a counted failure would have opened it.
     expect(h.parts.breakers.view('fn_test_ok')).to.include({ state: 'closed', calls: 0, failures: 0 });
     expect(h.parts.latency.snapshot('fn_test_ok').samples).to.equal(0);
-    expect(await calls(h, 'test-ok', 'pool_busy')).to.equal(1);
-    expect(await calls(h, 'test-ok', 'timeout')).to.equal(0);
+    expect(await calls(h, 'fn_test_ok', 'pool_busy')).to.equal(1);
+    expect(await calls(h, 'fn_test_ok', 'timeout')).to.equal(0);
     expect((await held).ok).to.equal(true);
     // The worker is free again: the same call answers.
     const out = await h.price({ pin: { name: 'test-ok' } });

@@ -211,6 +211,17 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
     expect(res.body.currency).to.equal('JPY');
   });
 
+  it("a private function is counted in /metrics (read without a credential) under its id, never under its owner's name for it", async () => {
+    const fn = await register('/ok');
+    await activate(fn.id);
+    expect((await api.post('/api/compute/price', { context: CONTEXT, function_id: fn.id })).status).to.equal(200);
+    const metrics = await client(svc.url).get('/metrics');
+    expect(metrics.status).to.equal(200);
+    expect(metrics.text).to.include(`pricing_compute_requests_total{function="${fn.id}",outcome="ok"} 1`);
+    expect(metrics.text).to.match(new RegExp(`pricing_function_calls_total\\{function="${fn.id}"`));
+    expect(metrics.text).to.not.include(fn.name);
+  });
+
   it('an endpoint that does not answer within the function timeout fails the compute (502) naming the time limit', async () => {
     const fn = await register('/never', { timeout_ms: 100 });
     await activate(fn.id);
