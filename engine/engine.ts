@@ -60,7 +60,7 @@ export interface EngineOptions {
   functionTimeoutMs: number;
 }
 
-type AttemptResult = { ok: true; result: MethodResult } | { ok: false; notApplicable?: { message: string; missing: string[] }; busy?: boolean; error: string };
+type AttemptResult = { ok: true; result: MethodResult } | { ok: false; notApplicable?: { message: string; missing: string[]; refused?: boolean }; busy?: boolean; error: string };
 
 const since = (t: number) => Math.round((performance.now() - t) * 1000) / 1000;
 
@@ -132,7 +132,7 @@ export class PricingEngine {
         const answer = await this.pool.run(fn.name, context, this.opts.functionTimeoutMs, opts.market ?? undefined);
         if (!answer.ok) {
           outcome = 'not_applicable';
-          return { ok: false, notApplicable: { message: answer.message, missing: answer.missing }, error: answer.message };
+          return { ok: false, notApplicable: { message: answer.message, missing: answer.missing, refused: answer.refused === true }, error: answer.message };
         }
         result = answer.result;
       } else if (fn.executionType === 'external_api') {
@@ -293,6 +293,13 @@ export class PricingEngine {
         return { result: r.result, fn, strategy, decision, attempts, fallbackUsed, cached: false, savings: fallbackUsed ? null : this.savings(decision, fn), cost: effectiveCost(fn), stages };
       }
       attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: r.notApplicable ? 'not_applicable' : r.busy ? 'pool_busy' : 'failed', error: r.error, ms });
+      if (r.notApplicable?.refused) {
+        // A value of the caller's no method may read that way: another function that happens not to read it must not
+        // hide the mistake behind its price.
+        stages.push({ stage: 'execute', ms: 0, attempts });
+        this.requests.inc({ function: metricLabel(first), outcome: 'insufficient_context' });
+        throw new EngineError('insufficient_context', `The context cannot be priced by ${fn.name}: ${r.notApplicable.message}`, { attempts, missing: [], refused: r.notApplicable.missing });
+      }
       if (r.notApplicable) {
         notApplicable.push(fn.name);
         for (const m of r.notApplicable.missing) missing.add(m);

@@ -30,8 +30,8 @@ function pacingInputs(ctx: Context): Pacing | undefined {
   const start = num(ctx, 'inventory_start');
   const elapsed = num(ctx, 'season_elapsed');
   if (sold === undefined || (received === undefined && start === undefined) || elapsed === undefined) return undefined;
-  if (sold < 0) throw new MethodNotApplicable(`units_sold must be a count of 0 or more, got ${sold}.`, ['units_sold']);
-  if (elapsed < 0 || elapsed > 1) throw new MethodNotApplicable(`season_elapsed must be the fraction of the season gone, from 0 to 1 (0.5 means half), got ${elapsed}.`, ['season_elapsed']);
+  if (sold < 0) throw new MethodNotApplicable(`units_sold must be a count of 0 or more, got ${sold}.`, ['units_sold'], true);
+  if (elapsed < 0 || elapsed > 1) throw new MethodNotApplicable(`season_elapsed must be the fraction of the season gone, from 0 to 1 (0.5 means half), got ${elapsed}.`, ['season_elapsed'], true);
   if (received !== undefined && received > 0) return { sold, stock: received, stockKey: 'units_received', elapsed, notes: [] };
   if (start !== undefined && start > 0) {
     const notes = received !== undefined ? [`units_received ${received} is no stock to pace against: inventory_start ${start} used`] : [];
@@ -57,7 +57,7 @@ export function anchored(ctx: Context, market?: MarketEvidence): MethodResult {
   const current = positiveMoney(ctx, 'current_price');
   if (!current) throw new MethodNotApplicable('anchored adjustment needs current_price.', ['current_price']);
   const step = num(ctx, 'max_step_pct') ?? DEFAULT_MAX_STEP;
-  if (step <= 0 || step >= 1) throw new MethodNotApplicable('max_step_pct is a fraction in (0, 1).', ['max_step_pct']);
+  if (step <= 0 || step >= 1) throw new MethodNotApplicable('max_step_pct is a fraction in (0, 1).', ['max_step_pct'], true);
   const lower = current.times(1 - step);
   const upper = current.times(1 + step);
   const notes: string[] = [];

@@ -140,9 +140,9 @@ export function competitive(ctx: Context, market?: MarketEvidence): MethodResult
   const ref = reference.ref ?? median(perSource);
 
   const position = typeof ctx.position === 'string' ? ctx.position : 'match';
-  if (!['match', 'undercut', 'premium', 'lowest'].includes(position)) throw new MethodNotApplicable('position must be match, undercut, premium or lowest.', ['position']);
+  if (!['match', 'undercut', 'premium', 'lowest'].includes(position)) throw new MethodNotApplicable('position must be match, undercut, premium or lowest.', ['position'], true);
   const step = num(ctx, position === 'premium' ? 'premium_pct' : 'undercut_pct') ?? DEFAULT_STEP;
-  if (step < 0 || step >= 1) throw new MethodNotApplicable('undercut_pct and premium_pct are fractions in [0, 1).', [position === 'premium' ? 'premium_pct' : 'undercut_pct']);
+  if (step < 0 || step >= 1) throw new MethodNotApplicable('undercut_pct and premium_pct are fractions in [0, 1).', [position === 'premium' ? 'premium_pct' : 'undercut_pct'], true);
   let price = new D(ref);
   if (position === 'undercut') price = price.times(1 - step);
   else if (position === 'premium') price = price.times(1 + step);

@@ -34,7 +34,7 @@ export function money(ctx: Context, key: string): Dec | undefined {
   let m: Dec | undefined;
   if (typeof v === 'number' && Number.isFinite(v)) m = new D(v);
   else if (typeof v === 'string' && /^-?\d+(\.\d+)?$/.test(v.trim())) m = new D(v.trim());
-  if (m && m.abs().gt(MAX_AMOUNT)) throw new MethodNotApplicable(`${key} must not exceed ${MAX_AMOUNT.toFixed()} in size (got ${String(v)}).`, [key]);
+  if (m && m.abs().gt(MAX_AMOUNT)) throw new MethodNotApplicable(`${key} must not exceed ${MAX_AMOUNT.toFixed()} in size (got ${String(v)}).`, [key], true);
   return m;
 }
 
@@ -59,7 +59,7 @@ export function fraction(ctx: Context, key: string, opts: { allowNegative?: bool
   if (v === undefined) return undefined;
   const max = opts.maxExclusive ?? 1;
   if (v >= max || (!opts.allowNegative && v < 0)) {
-    throw new MethodNotApplicable(`${key} must be a fraction ${opts.allowNegative ? '' : 'from 0 to '}below ${max} (0.3 means 30%), got ${v}.`, [key]);
+    throw new MethodNotApplicable(`${key} must be a fraction ${opts.allowNegative ? '' : 'from 0 to '}below ${max} (0.3 means 30%), got ${v}.`, [key], true);
   }
   return v;
 }
@@ -76,7 +76,7 @@ export function markupFraction(ctx: Context, key: string, opts: { allowNegative?
   const v = num(ctx, key);
   if (v === undefined) return undefined;
   if (v > MAX_MARKUP || (opts.allowNegative ? v <= -1 : v < 0)) {
-    throw new MethodNotApplicable(`${key} must be a markup over cost ${opts.allowNegative ? 'above -1' : 'from 0'} up to ${MAX_MARKUP} (0.3 means 30%, 1.5 means 150%), got ${v}.`, [key]);
+    throw new MethodNotApplicable(`${key} must be a markup over cost ${opts.allowNegative ? 'above -1' : 'from 0'} up to ${MAX_MARKUP} (0.3 means 30%, 1.5 means 150%), got ${v}.`, [key], true);
   }
   return v;
 }

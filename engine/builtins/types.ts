@@ -19,11 +19,17 @@ export interface MethodResult {
   details?: Record<string, unknown>;
 }
 
-/** Thrown when a method cannot price this context; the message names the missing inputs. */
+/**
+ * Thrown when a method cannot price this context; the message names the missing inputs. `refused`:
+ * the context gave a value no method may read that way (a rate of 30 meant as 30 %, an amount past
+ * 10^15, a count below 0): the caller's mistake, answered 422 naming it rather than passed over for
+ * another function that happens not to read it.
+ */
 export class MethodNotApplicable extends Error {
   constructor(
     message: string,
     readonly missing: string[],
+    readonly refused = false,
   ) {
     super(message);
     this.name = 'MethodNotApplicable';

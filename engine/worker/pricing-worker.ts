@@ -10,7 +10,7 @@ import { RING_DONE, RING_QUEUED, RING_RUNNING, ringClock, ringSlot, ringTag } fr
  * for functions that throw, hang or exhaust memory). Answers are plain JSON: a thrown error loses
  * its class crossing threads, so "not applicable" travels as data.
  */
-export type WorkerAnswer = { ok: true; result: MethodResult } | { ok: false; kind: 'not_applicable'; message: string; missing: string[] };
+export type WorkerAnswer = { ok: true; result: MethodResult } | { ok: false; kind: 'not_applicable'; message: string; missing: string[]; refused?: boolean };
 
 /** What a worker sends back for one call: an answer, the error it threw, or word that it was cancelled before it started. */
 export type TaskOutcome = WorkerAnswer | { ok: false; kind: 'cancelled' } | { ok: false; kind: 'error'; message: string; name: string };
@@ -41,7 +41,7 @@ const ring = data.ring ? new Int32Array(data.ring) : null;
 const ringSize = data.ringSize ?? 1;
 
 function failure(err: unknown): TaskOutcome {
-  if (err instanceof MethodNotApplicable) return { ok: false, kind: 'not_applicable', message: err.message, missing: err.missing };
+  if (err instanceof MethodNotApplicable) return { ok: false, kind: 'not_applicable', message: err.message, missing: err.missing, ...(err.refused ? { refused: true } : {}) };
   return err instanceof Error ? { ok: false, kind: 'error', message: err.message, name: err.name } : { ok: false, kind: 'error', message: String(err), name: 'Error' };
 }
 

@@ -37,6 +37,13 @@ export function toApiError(err: unknown): unknown {
         fields: { retryable: true, attempts: d.attempts ?? [] },
       });
     case 'insufficient_context':
+      if (d.refused?.length) {
+        return new ApiError('insufficient_context', err.message, {
+          hint: `Fix ${d.refused.join(' and ')} as the message says: no function prices a context with ${d.refused.length > 1 ? 'these values' : 'this value'}. docs/functions.md gives every input's bounds.`,
+          issues: d.refused.map((key) => ({ path: `context.${key}`, reason: err.message.replace(/^The context cannot be priced by [^:]+: /, '') })),
+          fields: { missing: [], refused: d.refused, attempts: d.attempts ?? [] },
+        });
+      }
       return new ApiError('insufficient_context', err.message, {
         hint: 'Add the inputs a method needs; with no price history a current_price alone still gets a (low-confidence) price, and so does a product_type the network holds price observations of.',
         fields: { missing: d.missing ?? [], inputs_by_function: INPUT_MENU, attempts: d.attempts ?? [] },

@@ -49,6 +49,28 @@ describe('compute API', function () {
     for (const a of res.body.next_actions as Array<Record<string, unknown>>) expect(a).to.include.keys('action', 'method', 'path', 'reason');
   });
 
+  for (const [context, input] of [
+    [{ unit_cost: 4, target_margin: 30 }, 'target_margin'],
+    [{ unit_cost: 2e15 }, 'unit_cost'],
+    [{ current_price: 10, units_sold: -5, units_received: 100, season_elapsed: 0.5 }, 'units_sold'],
+  ] as const) {
+    it(`refuses ${JSON.stringify(context)} with 422 naming ${input}, rather than pricing it with a function that does not read it`, async () => {
+      const res = await client(svc.url).post<Record<string, any>>('/api/compute/price', { context }, { 'x-api-key': key });
+      expect(res.status, res.text).to.equal(422);
+      expect(res.body).to.include({ code: 'insufficient_context' });
+      expect(res.body.refused).to.deep.equal([input]);
+      expect(res.body.issues).to.have.length(1);
+      expect(res.body.issues[0].path).to.equal(`context.${input}`);
+      expect(res.body.issues[0].reason).to.match(new RegExp(`^${input} must`));
+      expect(res.body.hint).to.include(`Fix ${input}`);
+      expect(res.body).to.not.have.property('price');
+      // The walk stopped at the refusal: no other function was tried after it.
+      const attempts = res.body.attempts as Array<{ outcome: string }>;
+      expect(attempts.at(-1)?.outcome).to.equal('not_applicable');
+      expect(attempts.filter((a) => a.outcome === 'ok')).to.deep.equal([]);
+    });
+  }
+
   it('keeps every field it ever published (response compatibility)', async () => {
     const res = await client(svc.url).post<Record<string, any>>('/api/compute/price', { context: { unit_cost: 3 } }, { 'x-api-key': key });
     expect(res.status).to.equal(200);
