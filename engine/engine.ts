@@ -152,11 +152,12 @@ export class PricingEngine {
       return { ok: false, error: err instanceof Error ? err.message || err.name : String(err) };
     } finally {
       const ms = performance.now() - started;
-      const timedOut = outcome === 'timeout';
-      const recorded = timedOut ? Math.max(ms, fn.timeoutMs ?? this.opts.functionTimeoutMs) : ms;
+      const limit = fn.timeoutMs ?? this.opts.functionTimeoutMs;
+      const recorded = outcome === 'timeout' ? Math.max(ms, limit) : ms;
       // A function that could not price the context, or never ran because the pool was busy, has no latency or health to record.
       if (outcome !== 'not_applicable' && outcome !== 'pool_busy' && opts.health !== false) {
-        this.latency.record(fn.id, recorded);
+        // For `fastest`, a failure is as slow as a timeout: a function that fails at once must not look like the fastest.
+        this.latency.record(fn.id, outcome === 'ok' ? recorded : Math.max(ms, limit));
         this.breakers.record(fn.id, outcome === 'ok', opts.admission);
         this.duration.observe({ function: metricLabel(fn) }, recorded / 1000);
       }

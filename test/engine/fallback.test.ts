@@ -88,6 +88,18 @@ describe('engine: fallback order and failing functions', function () {
     expect(next.result.price).to.equal('10.00');
   });
 
+  it('a function that fails at once counts as slow as a timeout for fastest, not as the fastest', async () => {
+    // Earlier tests of this file failed test-throw too: every one of its samples is as slow as a timeout.
+    for (let i = 0; i < 3; i++) {
+      const out = await h.price({ policy: single('test-throw', [], 'test-ok'), context: { n: i } });
+      expect(out.attempts[0]).to.include({ function: 'test-throw', outcome: 'failed' });
+    }
+    const lat = h.parts.latency.snapshot('fn_test_throw');
+    expect(lat.samples).to.be.at.least(3);
+    expect(lat.p50_ms).to.be.at.least(TIMEOUT_MS);
+    expect(lat.ewma_ms).to.be.at.least(TIMEOUT_MS);
+  });
+
   it('a function exhausting the worker heap fails alone; the service keeps pricing', async () => {
     const out = await h.price({ policy: single('test-oom', [], 'test-ok') });
     expect(out.fn.name).to.equal('test-ok');
