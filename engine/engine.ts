@@ -319,6 +319,12 @@ export class PricingEngine {
       throw new EngineError('insufficient_context', `The context cannot be priced by ${notApplicable.join(', ')}: ${attempts.map((a) => a.error).filter(Boolean).join(' ')}`, { attempts, missing: [...missing] });
     }
     this.requests.inc({ function: metricLabel(first), outcome: 'functions_failed' });
+    // Nothing was run, only skipped behind open breakers: the first of them to let a trial through says when to retry.
+    const waits = failedForReal.every((a) => a.outcome === 'skipped') ? failedForReal.map((a) => this.breakers.retryInMs(a.id ?? '')).filter((w): w is number => w !== null) : [];
+    if (waits.length > 0 && waits.length === failedForReal.length) {
+      const retryAfterS = Math.max(1, Math.ceil(Math.min(...waits) / 1000));
+      throw new EngineError('functions_failed', `Every function that could answer has its circuit breaker open after recent failures; the first lets a trial call through in ${retryAfterS} s.`, { attempts, retryAfterS, ...(missing.size ? { missing: [...missing] } : {}) });
+    }
     throw new EngineError('functions_failed', 'Every function tried failed (chosen function, fallback chain, fallback function).', { attempts, ...(missing.size ? { missing: [...missing] } : {}) });
   }
 

@@ -33,7 +33,7 @@ export class EngineError extends Error {
   constructor(
     readonly code: EngineErrorCode,
     message: string,
-    readonly details: { candidates?: CandidateReport[]; attempts?: AttemptReport[]; missing?: string[]; refused?: string[]; functionId?: string; strategy?: string } = {},
+    readonly details: { candidates?: CandidateReport[]; attempts?: AttemptReport[]; missing?: string[]; refused?: string[]; retryAfterS?: number; functionId?: string; strategy?: string } = {},
   ) {
     super(message);
     this.name = 'EngineError';

@@ -208,6 +208,13 @@ export class CircuitBreakers {
     };
   }
 
+  /** Milliseconds until an open breaker lets a trial call through (0 when it would now); null when it is not open. */
+  retryInMs(fnId: string): number | null {
+    const e = this.entries.get(fnId);
+    if (!e?.openedAt || this.state(fnId) !== 'open') return null;
+    return Math.max(0, e.openedAt + this.opts.cooldownMs - this.clock.now());
+  }
+
   known(): string[] {
     return [...this.entries.keys()];
   }

@@ -73,6 +73,14 @@ describe('engine: circuit breaker', function () {
     expect(await calls()).to.equal(before);
   });
 
+  it('a call with nothing to run but functions behind open breakers says when the first lets a trial through', async () => {
+    await open();
+    const err = await engineError(h.price({ pin: { name: 'test-flaky' }, context: {}, policy: policy('default', {}, {}) }), 'functions_failed');
+    expect(err.details.attempts?.map((a) => [a.function, a.outcome, a.error])).to.deep.equal([['test-flaky', 'skipped', 'breaker open']]);
+    expect(err.details.retryAfterS).to.be.within(1, COOLDOWN_MS / 1000);
+    expect(err.message).to.equal(`Every function that could answer has its circuit breaker open after recent failures; the first lets a trial call through in ${err.details.retryAfterS} s.`);
+  });
+
   it('half-opens after the cooldown and lets one trial through; its success closes the breaker', async () => {
     await open();
     h.clock.advance(COOLDOWN_MS - 1);

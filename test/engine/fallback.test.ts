@@ -117,6 +117,9 @@ describe('engine: fallback order and failing functions', function () {
       'nowhere:skipped',
       'test-hang:failed',
     ]);
+    // Functions that ran and failed give no time to retry at (only open breakers do).
+    expect(err.details.retryAfterS).to.equal(undefined);
+    expect(err.message).to.equal('Every function tried failed (chosen function, fallback chain, fallback function).');
     const next = await h.price({ pin: { name: 'test-ok' } });
     expect(next.fn.name).to.equal('test-ok');
   });

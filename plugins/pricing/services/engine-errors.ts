@@ -27,7 +27,10 @@ export function toApiError(err: unknown): unknown {
       });
     case 'functions_failed':
       return new ApiError('functions_failed', err.message, {
-        hint: 'Nothing was charged. Retry later, or add a fallback_chain or fallback_function to your routing policy.',
+        hint: d.retryAfterS
+          ? `Nothing was charged. Retry after ${d.retryAfterS} s, or add a fallback_chain or fallback_function to your routing policy.`
+          : 'Nothing was charged. Retry later, or add a fallback_chain or fallback_function to your routing policy.',
+        ...(d.retryAfterS ? { retry_after: d.retryAfterS } : {}),
         fields: { retryable: true, attempts: d.attempts ?? [] },
       });
     case 'service_busy':

@@ -1,0 +1,21 @@
+import { expect } from 'chai';
+import { ApiError } from '../../../core/errors';
+import { EngineError } from '../../../engine';
+import { toApiError } from '../../../plugins/pricing/services/engine-errors';
+
+describe('pricing: engine outcomes as SPEC error bodies', () => {
+  it('functions_failed behind open breakers carries retry_after (sent as Retry-After) and a hint with the wait', () => {
+    const err = toApiError(new EngineError('functions_failed', 'Every function that could answer has its circuit breaker open after recent failures; the first lets a trial call through in 7 s.', { attempts: [], retryAfterS: 7 }));
+    expect(err).to.be.instanceOf(ApiError);
+    const api = err as ApiError;
+    expect(api.status).to.equal(502);
+    expect(api.extras.retry_after).to.equal(7);
+    expect(api.extras.hint).to.equal('Nothing was charged. Retry after 7 s, or add a fallback_chain or fallback_function to your routing policy.');
+  });
+
+  it('functions_failed after real failures has no retry_after', () => {
+    const api = toApiError(new EngineError('functions_failed', 'Every function tried failed (chosen function, fallback chain, fallback function).', { attempts: [] })) as ApiError;
+    expect(api.extras).to.not.have.property('retry_after');
+    expect(api.extras.hint).to.equal('Nothing was charged. Retry later, or add a fallback_chain or fallback_function to your routing policy.');
+  });
+});
