@@ -103,9 +103,12 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry): Ro
             fallback_function: body.fallback_function === undefined ? current.fallback_function : body.fallback_function,
             config: body.config ?? current.config,
           };
+          // config is replaced as a whole; the body that keeps the stored keys beside the sent ones is the likely intent.
+          const kept = body.config ? { config: { ...current.config, ...body.config } } : null;
+          const keptIsValid = kept !== null && policySchema.safeParse({ ...merged, ...kept }).success;
           shape = validate(policySchema, merged, {
-            hint: 'The patch is applied to the stored policy and the result must be a valid policy (e.g. "weighted" needs config.weights, "policy" needs config.rules).',
-            example: s.patchPolicyExample,
+            hint: `The result must be a valid policy (e.g. "weighted" needs config.weights, "policy" needs config.rules). Fields you send replace the stored ones, and config is replaced as a whole: send every config key the policy keeps (GET /api/routing-policies/${params.id} shows them)${keptIsValid ? '; the example keeps the stored keys beside yours' : ''}.`,
+            example: keptIsValid ? kept : s.patchPolicyExample,
           });
           return shape;
         });

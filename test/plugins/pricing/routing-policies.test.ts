@@ -133,6 +133,20 @@ describe('pricing: routing policies over HTTP', function () {
       expect(paths(res.body)).to.deep.equal(['config.rules']);
     });
 
+    it('config is replaced as a whole: a PATCH of one config key that drops the rules is refused, and its example keeps them', async () => {
+      const rules = [{ when: { product_type: 'coffee' }, use: 'cost-plus' }];
+      const p = await create(a, { name: 'rules kept', strategy: 'policy', config: { rules } });
+      const res = await a.patch<Record<string, any>>(`${PATH}/${p.id}`, { config: { max_latency_ms: 100 } });
+      expect(res.status).to.equal(400);
+      expect(paths(res.body)).to.deep.equal(['config.rules']);
+      expect(res.body.hint).to.include('config is replaced as a whole').and.include(`GET /api/routing-policies/${p.id}`);
+      expect(res.body.example).to.deep.equal({ config: { rules, max_latency_ms: 100 } });
+      // The example, sent as it is, does what the first PATCH meant.
+      const ok = await a.patch<Record<string, any>>(`${PATH}/${p.id}`, res.body.example);
+      expect(ok.status, ok.text).to.equal(200);
+      expect(ok.body.policy.config).to.deep.include({ rules, max_latency_ms: 100 });
+    });
+
     it('fallback_function: null clears it; other fields are kept', async () => {
       const p = await create(a, { name: 'clear fb', strategy: 'cheapest', fallback_chain: ['cost-plus'], fallback_function: 'anchored-adjustment' });
       const res = await a.patch<Record<string, any>>(`${PATH}/${p.id}`, { fallback_function: null });
