@@ -152,12 +152,13 @@ export class PricingEngine {
       return { ok: false, error: err instanceof Error ? err.message || err.name : String(err) };
     } finally {
       const ms = performance.now() - started;
-      const limit = fn.timeoutMs ?? this.opts.functionTimeoutMs;
-      const recorded = outcome === 'timeout' ? Math.max(ms, limit) : ms;
+      // A timeout lasted at least its limit, whatever the timer's slack.
+      const slowest = Math.max(ms, fn.timeoutMs ?? this.opts.functionTimeoutMs);
+      const recorded = outcome === 'timeout' ? slowest : ms;
       // A function that could not price the context, or never ran because the pool was busy, has no latency or health to record.
       if (outcome !== 'not_applicable' && outcome !== 'pool_busy' && opts.health !== false) {
         // For `fastest`, a failure is as slow as a timeout: a function that fails at once must not look like the fastest.
-        this.latency.record(fn.id, outcome === 'ok' ? recorded : Math.max(ms, limit));
+        this.latency.record(fn.id, outcome === 'ok' ? ms : slowest);
         this.breakers.record(fn.id, outcome === 'ok', opts.admission);
         this.duration.observe({ function: metricLabel(fn) }, recorded / 1000);
       }
@@ -230,6 +231,7 @@ export class PricingEngine {
 
     const attempts: AttemptReport[] = [];
     const missing = new Set<string>();
+    let refused: { fn: string; message: string; inputs: string[] } | null = null;
     const notApplicable: string[] = [];
     const tried = new Set<string>();
     const poolBusy = () => attempts.some((a) => a.outcome === 'pool_busy');
@@ -297,9 +299,8 @@ export class PricingEngine {
       if (r.notApplicable?.refused) {
         // A value of the caller's no method may read that way: another function that happens not to read it must not
         // hide the mistake behind its price.
-        stages.push({ stage: 'execute', ms: 0, attempts });
-        this.requests.inc({ function: metricLabel(first), outcome: 'insufficient_context' });
-        throw new EngineError('insufficient_context', `The context cannot be priced by ${fn.name}: ${r.notApplicable.message}`, { attempts, missing: [], refused: r.notApplicable.missing });
+        refused = { fn: fn.name, message: r.notApplicable.message, inputs: r.notApplicable.missing };
+        break;
       }
       if (r.notApplicable) {
         notApplicable.push(fn.name);
@@ -307,6 +308,10 @@ export class PricingEngine {
       }
     }
     stages.push({ stage: 'execute', ms: 0, attempts });
+    if (refused) {
+      this.requests.inc({ function: metricLabel(first), outcome: 'insufficient_context' });
+      throw new EngineError('insufficient_context', `The context cannot be priced by ${refused.fn}: ${refused.message}`, { attempts, missing: [], refused: refused.inputs });
+    }
     // A function out of reach or not active was never a candidate to run; an open breaker stands for real failures.
     const failedForReal = attempts.filter((a) => a.outcome === 'failed' || (a.outcome === 'skipped' && a.error === 'breaker open'));
     // Functions the pool never ran might have priced it: the service is at fault, and a retry can succeed.
@@ -320,8 +325,8 @@ export class PricingEngine {
     }
     this.requests.inc({ function: metricLabel(first), outcome: 'functions_failed' });
     // Nothing was run, only skipped behind open breakers: the first of them to let a trial through says when to retry.
-    const waits = failedForReal.every((a) => a.outcome === 'skipped') ? failedForReal.map((a) => this.breakers.retryInMs(a.id ?? '')).filter((w): w is number => w !== null) : [];
-    if (waits.length > 0 && waits.length === failedForReal.length) {
+    const waits = failedForReal.map((a) => (a.outcome === 'skipped' && a.id ? this.breakers.retryInMs(a.id) : null));
+    if (waits.length > 0 && waits.every((w): w is number => w !== null)) {
       const retryAfterS = Math.max(1, Math.ceil(Math.min(...waits) / 1000));
       throw new EngineError('functions_failed', `Every function that could answer has its circuit breaker open after recent failures; the first lets a trial call through in ${retryAfterS} s.`, { attempts, retryAfterS, ...(missing.size ? { missing: [...missing] } : {}) });
     }

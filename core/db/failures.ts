@@ -16,6 +16,9 @@ const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'
  * pg's own errors for a lost or unobtainable connection carry no code, only these messages
  * ('timeout expired': a connection not opened within DB_CONNECT_TIMEOUT_MS).
  */
+/** node-postgres's message when query_timeout passes without an answer. */
+const QUERY_READ_TIMEOUT = 'Query read timeout';
+
 const LOST_CONNECTION = /^(Connection terminated|Client has encountered a connection error|Client was closed and is not queryable|timeout exceeded when trying to connect|Query read timeout|timeout expired$)/;
 
 function isUnavailableItself(err: object): boolean {
@@ -50,6 +53,18 @@ export function databaseUnavailable(): ApiError {
     'The request could not be completed: the database did not answer.',
     `The database is not reachable or did not answer in time; retry in ${UNAVAILABLE_RETRY_AFTER_S} s.`,
   );
+}
+
+/** A value the database refused (SQLSTATE class 22 or 23: data exception, integrity violation), not the statement or the connection. */
+export function isValueRefusal(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^2[23]/.test(code);
+}
+
+/** node-postgres gave up waiting for the answer to a statement (query_timeout), raw or wrapped by Sequelize. */
+export function isUnansweredStatement(err: unknown): boolean {
+  const e = err as { message?: unknown; parent?: { message?: unknown } } | null;
+  return e?.message === QUERY_READ_TIMEOUT || e?.parent?.message === QUERY_READ_TIMEOUT;
 }
 
 /** Socket failures of a connection that was open: what was sent may have been acted on. */

@@ -1,5 +1,6 @@
 import { QueryTypes } from 'sequelize';
 import type { Sequelize, Transaction } from 'sequelize';
+import { isUnansweredStatement } from './failures';
 
 /**
  * Thin typed access to SQL through Sequelize: bound parameters ($1…) only, never string
@@ -52,10 +53,4 @@ export class Sql {
 export function isUniqueViolation(err: unknown, constraint: string): boolean {
   const parent = (err as { parent?: { code?: unknown; constraint?: unknown } } | null)?.parent;
   return parent?.code === '23505' && parent.constraint === constraint;
-}
-
-/** node-postgres gave up waiting for the answer to a statement (query_timeout), raw or wrapped by Sequelize. */
-function isUnansweredStatement(err: unknown): boolean {
-  const e = err as { message?: unknown; parent?: { message?: unknown } } | null;
-  return e?.message === 'Query read timeout' || e?.parent?.message === 'Query read timeout';
 }

@@ -135,19 +135,19 @@ export class RedisKvStore implements KvStore {
   async incr(key: string, by = 1, ttlMs = 0): Promise<number> {
     checkIncrement(by);
     checkTtl(ttlMs);
-    try {
-      return Number(await this.send(this.client.pcsIncr(this.k(key), by, ttlMs)));
-    } catch (err) {
-      if (err instanceof Error && err.message.includes('not an integer')) throw notACounter(key);
-      throw err;
-    }
+    return Number(await this.counter(key, this.client.pcsIncr(this.k(key), by, ttlMs)));
   }
 
   async incrIfPresent(key: string, by = 1): Promise<number | null> {
     checkIncrement(by);
+    const v = await this.counter(key, this.client.pcsIncrIfPresent(this.k(key), by));
+    return v === null ? null : Number(v);
+  }
+
+  /** A counter script's answer; Redis's refusal of a value that is not an integer becomes the contract's RangeError. */
+  private async counter<T>(key: string, command: Promise<T>): Promise<T> {
     try {
-      const v = await this.send(this.client.pcsIncrIfPresent(this.k(key), by));
-      return v === null ? null : Number(v);
+      return await this.send(command);
     } catch (err) {
       if (err instanceof Error && err.message.includes('not an integer')) throw notACounter(key);
       throw err;

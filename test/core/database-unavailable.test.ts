@@ -15,7 +15,7 @@ import type { HttpResult } from '../support/http';
 import { startTestService } from '../support/service';
 import type { TestService } from '../support/service';
 import { registerSandbox } from '../support/world';
-import { freezeBackends } from '../support/db';
+import { whileFrozen } from '../support/db';
 import { tcpProxy } from '../support/tcp-proxy';
 
 type Body = Record<string, any>;
@@ -152,16 +152,11 @@ describe('database unavailable: the central error mapping', function () {
       if (process.env.TEST_DATABASE_URL) this.skip();
       const api = client(svc.url, { 'x-api-key': key });
       expect((await api.get('/api/me')).status).to.equal(200);
-      const thaw = await freezeBackends(svc.databaseUrl, 'pricing-compute');
-      const safety = setTimeout(thaw, 8000);
-      const started = Date.now();
-      let res: HttpResult<Body>;
-      try {
-        res = await api.get<Body>('/api/me');
-      } finally {
-        clearTimeout(safety);
-        thaw();
-      }
+      let started = 0;
+      const res = await whileFrozen(svc.databaseUrl, 'pricing-compute', () => {
+        started = Date.now();
+        return api.get<Body>('/api/me');
+      });
       expectDatabaseUnavailable(res);
       expect(Date.now() - started, 'bounded by the client side, not by the frozen server').to.be.within(900, 3000);
       expect((await api.get('/api/me')).status).to.equal(200);

@@ -9,15 +9,21 @@ import { createTestDatabase } from '../support/db';
 import { probePlugin } from '../support/probe-plugin';
 import { client } from '../support/http';
 
+/** A log destination that keeps each line written to it. */
+function capturedLog(): { lines: string[]; sink: Writable } {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      lines.push(chunk.toString());
+      cb();
+    },
+  });
+  return { lines, sink };
+}
+
 describe('metrics and structured logs', () => {
   it('GET /metrics exposes default process metrics and the request histogram by route template', async () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        lines.push(chunk.toString());
-        cb();
-      },
-    });
+    const { lines, sink } = capturedLog();
     const config = loadConfig(
       { HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info' },
       { database: { url: await createTestDatabase() }, plugins: { enabled: ['health', 'probe'] } },
@@ -53,13 +59,7 @@ describe('metrics and structured logs', () => {
   });
 
   it('logs a database connection error with its own fields, not the client node-postgres attaches to it', async () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        lines.push(chunk.toString());
-        cb();
-      },
-    });
+    const { lines, sink } = capturedLog();
     const log = createLogger('info', sink);
     const url = await createTestDatabase();
     const pool = new Pool({ connectionString: url, max: 1 });
@@ -87,13 +87,7 @@ describe('metrics and structured logs', () => {
   });
 
   it('keeps plain values and nested errors of a logged error', () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        lines.push(chunk.toString());
-        cb();
-      },
-    });
+    const { lines, sink } = capturedLog();
     const err = Object.assign(new Error('outer'), { code: 'E_OUTER', detail: { rows: [1, 2], at: new Date(0) }, inner: new Error('inner'), socket: new Writable() });
     createLogger('info', sink).error({ err }, 'failed');
     const entry = JSON.parse(lines[0] as string) as { err: Record<string, unknown> };

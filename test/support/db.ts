@@ -75,3 +75,19 @@ export async function freezeBackends(url: string, applicationName: string): Prom
     for (const pid of pids) process.kill(pid, 'SIGCONT');
   };
 }
+
+/**
+ * Runs `fn` while the server processes of `url`'s database under `applicationName` are frozen
+ * (freezeBackends), thawing them after it, or after `safetyMs` at the latest so a call that waits
+ * for the thaw cannot hang the test.
+ */
+export async function whileFrozen<T>(url: string, applicationName: string, fn: () => Promise<T>, safetyMs = 8000): Promise<T> {
+  const thaw = await freezeBackends(url, applicationName);
+  const safety = setTimeout(thaw, safetyMs);
+  try {
+    return await fn();
+  } finally {
+    clearTimeout(safety);
+    thaw();
+  }
+}

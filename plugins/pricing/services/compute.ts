@@ -170,7 +170,8 @@ export class ComputeService {
       latencyMs: ms(t0),
     });
     // A reservation the caller brought is the caller's to settle.
-    const recorded = await this.recorder.recordAndSettle(usageEvent, call.reservation ? null : reservation, () => callerGone(call.req));
+    const settles = call.reservation ? null : reservation;
+    const recorded = await this.recorder.recordAndSettle(usageEvent, settles, () => callerGone(call.req));
     const usageEventId = recorded.id;
     stages.push({ stage: 'record_usage', ms: ms(t), usage_event_id: usageEventId });
 
@@ -205,6 +206,6 @@ export class ComputeService {
     };
     const left = remaining(p, reservation, call.rateLimit);
     if (left) body.remaining = left;
-    return { body, headers: reservation.headers ?? {}, usageEventId, reservation: call.reservation ? null : reservation };
+    return { body, headers: reservation.headers ?? {}, usageEventId, reservation: settles };
   }
 }

@@ -4,8 +4,8 @@ import { UNAVAILABLE_RETRY_AFTER_S, serviceUnavailable } from '../../../core/err
 import type { ApiError } from '../../../core/errors';
 import { newSortableId } from '../../../core/ids';
 import type { Logger } from '../../../core/logger';
-import { mayHaveCommitted } from '../../../core/db/failures';
-import { MARK_NOT_DELIVERED, UndeliveredMarks, isValueRefusal } from './undelivered-marks';
+import { isValueRefusal, mayHaveCommitted } from '../../../core/db/failures';
+import { MARK_NOT_DELIVERED, UndeliveredMarks } from './undelivered-marks';
 
 export interface UsageEventInput {
   workspaceId: string;
@@ -121,16 +121,16 @@ const INSERT = insertOf(COLUMNS);
 const RETURNING = ' RETURNING id, created_at';
 
 /**
- * The same with synchronous_commit off for this statement's own transaction only (set_config with
- * is_local, the SET LOCAL of a single statement): its commit does not wait for the WAL flush.
- */
-/**
  * Written when an insert's outcome is unknown: the same rows as not delivered, turning a row that
  * did commit into one (see UndeliveredMarks). A row written this way carries the time its insert
  * failed, so it lands in its call's day and not in the day the database came back.
  */
 const UPSERT_UNDELIVERED = `${insertOf([...COLUMNS, ['created_at', 'timestamptz']])} ON CONFLICT (id) DO UPDATE SET status = 'error', error_code = 'not_delivered', billable = false, cost = 0`;
 
+/**
+ * The same with synchronous_commit off for this statement's own transaction only (set_config with
+ * is_local, the SET LOCAL of a single statement): its commit does not wait for the WAL flush.
+ */
 const INSERT_ASYNC_COMMIT = `${INSERT} CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit${RETURNING}`;
 
 /**

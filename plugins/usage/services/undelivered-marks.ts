@@ -1,4 +1,5 @@
 import type { Pool } from 'pg';
+import { isValueRefusal } from '../../../core/db/failures';
 import type { Logger } from '../../../core/logger';
 
 export interface UndeliveredMarksOptions {
@@ -18,11 +19,6 @@ export interface UndeliveredMarksOptions {
 
 const MAX_RETRY_MS = 30_000;
 
-/** A value the database refused (SQLSTATE class 22 or 23), as opposed to the database not answering. */
-export function isValueRefusal(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && /^2[23]/.test(code);
-}
 /** Marks committed events not delivered: not billable, cost 0. */
 export const MARK_NOT_DELIVERED = `UPDATE usage_events SET status = 'error', error_code = 'not_delivered', billable = false, cost = 0 WHERE id = ANY($1)`;
 

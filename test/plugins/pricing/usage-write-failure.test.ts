@@ -1,11 +1,10 @@
 import { expect } from 'chai';
 import { client } from '../../support/http';
-import type { HttpResult } from '../../support/http';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
 import { leaveMidway, rowsOnceSettled, whileLocked } from '../../support/abandoned-call';
 import { createKey, registerSandbox, signUp } from '../../support/world';
-import { freezeBackends } from '../../support/db';
+import { whileFrozen } from '../../support/db';
 
 type Body = Record<string, any>;
 
@@ -155,17 +154,12 @@ describe('pricing: a database that stops answering', function () {
     const left = before.body.remaining.daily_compute_calls.remaining as number;
 
     // The usage writer's connections stop answering (a stalled host, a partition): the database's own timeout cannot fire.
-    const thaw = await freezeBackends(svc.databaseUrl, 'pricing-compute-hot');
-    const safety = setTimeout(thaw, 8000);
     const requestId = `frozen-${Date.now()}`;
-    let res: HttpResult<Body>;
-    const started = Date.now();
-    try {
-      res = await api.post<Body>('/api/compute/price', COMPUTE, { 'x-request-id': requestId });
-    } finally {
-      clearTimeout(safety);
-      thaw();
-    }
+    let started = 0;
+    const res = await whileFrozen(svc.databaseUrl, 'pricing-compute-hot', () => {
+      started = Date.now();
+      return api.post<Body>('/api/compute/price', COMPUTE, { 'x-request-id': requestId });
+    });
     const waited = Date.now() - started;
     expect(res.status, res.text).to.equal(503);
     expect(res.headers.get('retry-after')).to.equal('5');
@@ -190,16 +184,8 @@ describe('pricing: a database that stops answering', function () {
     const items = [{ context: { unit_cost: 2, currency: 'USD' } }, { context: { unit_cost: 3, currency: 'USD' } }];
     expect((await api.post<Body>('/api/compute/batch', { items })).status).to.equal(200);
 
-    const thaw = await freezeBackends(svc.databaseUrl, 'pricing-compute-hot');
-    const safety = setTimeout(thaw, 8000);
     const requestId = `frozen-batch-${Date.now()}`;
-    let res: HttpResult<Body>;
-    try {
-      res = await api.post<Body>('/api/compute/batch', { items }, { 'x-request-id': requestId });
-    } finally {
-      clearTimeout(safety);
-      thaw();
-    }
+    const res = await whileFrozen(svc.databaseUrl, 'pricing-compute-hot', () => api.post<Body>('/api/compute/batch', { items }, { 'x-request-id': requestId }));
     expect(res.status, res.text).to.equal(200);
     expect(res.body.summary).to.deep.equal({ total: 2, succeeded: 0, failed: 2 });
     for (const [index, item] of (res.body.items as Body[]).entries()) {
@@ -229,15 +215,7 @@ describe('pricing: a database that stops answering', function () {
     try {
       const warm = await mcp.callTool({ name: 'compute_price', arguments: { context: { unit_cost: 2 } } });
       expect(warm.isError).to.equal(false);
-      const thaw = await freezeBackends(svc.databaseUrl, 'pricing-compute-hot');
-      const safety = setTimeout(thaw, 8000);
-      let result: Awaited<ReturnType<typeof mcp.callTool>>;
-      try {
-        result = await mcp.callTool({ name: 'compute_price', arguments: { context: { unit_cost: 2.5 } } });
-      } finally {
-        clearTimeout(safety);
-        thaw();
-      }
+      const result = await whileFrozen(svc.databaseUrl, 'pricing-compute-hot', () => mcp.callTool({ name: 'compute_price', arguments: { context: { unit_cost: 2.5 } } }));
       expect(result.isError).to.equal(true);
       const body = JSON.parse((result.content as Array<{ text: string }>)[0]?.text ?? '{}') as Body;
       expect(body).to.include({ code: 'service_unavailable', retryable: true, retry_after: 5 });
