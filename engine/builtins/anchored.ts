@@ -1,4 +1,4 @@
-import { D, currencyOf, num, percent, positiveMoney, round3, toPrice, methodResult } from './inputs';
+import { D, currencyOf, lacking, num, percent, positiveMoney, round3, toPrice, methodResult } from './inputs';
 import type { Dec } from './inputs';
 import { competitive, competitorPricesProblem, hasNetworkReference } from './competitive';
 import { costPlus } from './cost-plus';
@@ -55,7 +55,7 @@ function pacingInputs(ctx: Context): Pacing | undefined {
 export function anchored(ctx: Context, market?: MarketEvidence): MethodResult {
   const currency = currencyOf(ctx);
   const current = positiveMoney(ctx, 'current_price');
-  if (!current) throw new MethodNotApplicable('anchored adjustment needs current_price.', ['current_price']);
+  if (!current) throw new MethodNotApplicable(`anchored adjustment needs current_price${lacking(ctx, 'current_price')}.`, ['current_price']);
   const step = num(ctx, 'max_step_pct') ?? DEFAULT_MAX_STEP;
   if (step <= 0 || step >= 1) throw new MethodNotApplicable('max_step_pct is a fraction in (0, 1).', ['max_step_pct'], true);
   const lower = current.times(1 - step);

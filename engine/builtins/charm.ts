@@ -1,4 +1,4 @@
-import { D, currencyOf, fraction, minorUnits, percent, positiveMoney, toPrice, methodResult } from './inputs';
+import { D, currencyOf, fraction, lacking, minorUnits, percent, positiveMoney, toPrice, methodResult } from './inputs';
 import type { Dec } from './inputs';
 import { costPlus } from './cost-plus';
 import { MethodNotApplicable } from './types';
@@ -54,7 +54,7 @@ export function charm(ctx: Context): MethodResult {
     baseConfidence = cp.confidence;
     used.push(...cp.inputs_used);
     notes.push('base price from cost-plus', ...cp.notes);
-  } else throw new MethodNotApplicable('charm pricing needs a base: target_price, current_price or unit_cost.', ['target_price', 'current_price', 'unit_cost']);
+  } else throw new MethodNotApplicable(`charm pricing needs a base: target_price, current_price or unit_cost${lacking(ctx, 'target_price', 'current_price', 'unit_cost')}.`, ['target_price', 'current_price', 'unit_cost']);
 
   const p: Dec = base;
   const tolerance = fraction(ctx, 'charm_tolerance') ?? DEFAULT_TOLERANCE;

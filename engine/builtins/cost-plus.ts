@@ -1,4 +1,4 @@
-import { D, currencyOf, fraction, markupFraction, num, percent, positiveMoney, round3, toPrice, methodResult } from './inputs';
+import { D, currencyOf, fraction, lacking, markupFraction, num, percent, positiveMoney, round3, toPrice, methodResult } from './inputs';
 import type { Dec } from './inputs';
 import { MethodNotApplicable } from './types';
 import type { Context, MethodResult } from './types';
@@ -13,7 +13,7 @@ export const DEFAULT_TARGET_MARGIN = 0.3;
 export function costPlus(ctx: Context): MethodResult {
   const currency = currencyOf(ctx);
   const unitCost = positiveMoney(ctx, 'unit_cost');
-  if (!unitCost) throw new MethodNotApplicable('cost-plus needs unit_cost (a positive amount).', ['unit_cost']);
+  if (!unitCost) throw new MethodNotApplicable(`cost-plus needs unit_cost (a positive amount)${lacking(ctx, 'unit_cost')}.`, ['unit_cost']);
   const used = ['unit_cost'];
   const notes: string[] = [];
   let cost: Dec = unitCost;

@@ -1,4 +1,4 @@
-import { D, clamp01, currencyOf, describeCurrencies, num, positiveMoney, round3, methodResult, sameCurrency } from './inputs';
+import { D, clamp01, currencyOf, describeCurrencies, lacking, num, positiveMoney, round3, methodResult, sameCurrency } from './inputs';
 import type { Dec } from './inputs';
 import { MethodNotApplicable } from './types';
 import type { Context, MethodResult } from './types';
@@ -69,7 +69,7 @@ export function estimateElasticity(history: unknown, currency: string): Estimate
 export function elasticityOptimum(ctx: Context): MethodResult {
   const currency = currencyOf(ctx);
   const cost = positiveMoney(ctx, 'unit_cost');
-  if (!cost) throw new MethodNotApplicable('the elasticity optimum needs unit_cost (marginal cost).', ['unit_cost']);
+  if (!cost) throw new MethodNotApplicable(`the elasticity optimum needs unit_cost (marginal cost)${lacking(ctx, 'unit_cost')}.`, ['unit_cost']);
   const notes: string[] = [];
   const a = num(ctx, 'demand_intercept');
   const b = num(ctx, 'demand_slope');

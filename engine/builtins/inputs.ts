@@ -25,29 +25,61 @@ export function currencyOf(ctx: Context): string {
 export const MAX_AMOUNT = new D('1e15');
 const MAX_AMOUNT_NUMBER = MAX_AMOUNT.toNumber();
 
+/** How a refused value is shown in its message: strings quoted, anything else as JSON. */
+function shown(v: unknown): string {
+  return typeof v === 'number' ? String(v) : (JSON.stringify(v) ?? String(v));
+}
+
+/** Whether the context gives `key` at all: null is read as absent, like a missing key. */
+function given(ctx: Context, key: string): boolean {
+  return ctx[key] !== undefined && ctx[key] !== null;
+}
+
 /**
- * A money amount from the context (JSON number or decimal string); undefined when absent or
- * unusable. An amount beyond ±MAX_AMOUNT is refused by name rather than priced.
+ * A money amount from the context (JSON number or decimal string); undefined when absent. A value
+ * that is not an amount ("ten", "$12", true) or one beyond ±MAX_AMOUNT is refused by name rather
+ * than read as absent: the caller meant something by it, and another function's price would hide
+ * the mistake.
  */
 export function money(ctx: Context, key: string): Dec | undefined {
+  if (!given(ctx, key)) return undefined;
   const v = ctx[key];
   let m: Dec | undefined;
   if (typeof v === 'number' && Number.isFinite(v)) m = new D(v);
-  else if (typeof v === 'string' && /^-?\d+(\.\d+)?$/.test(v.trim())) m = new D(v.trim());
-  if (m && m.abs().gt(MAX_AMOUNT)) throw new MethodNotApplicable(`${key} must not exceed ${MAX_AMOUNT.toFixed()} in size (got ${String(v)}).`, [key], true);
+  else if (typeof v === 'string' && /^[-+]?\d+(\.\d+)?$/.test(v.trim())) m = new D(v.trim());
+  if (!m) throw new MethodNotApplicable(`${key} must be an amount: a number or a decimal string such as "12.50" (got ${shown(v)}).`, [key], true);
+  if (m.abs().gt(MAX_AMOUNT)) throw new MethodNotApplicable(`${key} must not exceed ${MAX_AMOUNT.toFixed()} in size (got ${shown(v)}).`, [key], true);
   return m;
 }
 
+/**
+ * An amount that must be above 0 to be used (a cost, a price, a bound). A negative one is refused by
+ * name; 0 is a real value (a free product, a cost already sunk) that these methods cannot price
+ * from, so it reads as not given and `lacking` says so in the method's own refusal.
+ */
 export function positiveMoney(ctx: Context, key: string): Dec | undefined {
   const m = money(ctx, key);
+  if (m?.lt(0)) throw new MethodNotApplicable(`${key} must not be negative (got ${shown(ctx[key])}).`, [key], true);
   return m && m.gt(0) ? m : undefined;
 }
 
+/**
+ * What a method's "needs …" refusal adds about values the context gave for `keys`: "" when none was
+ * given, else which and why they could not be used (after positiveMoney only 0 is left for that).
+ */
+export function lacking(ctx: Context, ...keys: string[]): string {
+  const zero = keys.filter((k) => given(ctx, k));
+  if (!zero.length) return '';
+  return ` (${zero.map((k) => `${k} is ${shown(ctx[k])}`).join(', ')}; ${zero.length > 1 ? 'each' : 'it'} must be above 0)`;
+}
+
+/** A number from the context (JSON number or numeric string); undefined when absent, refused by name when not a number. */
 export function num(ctx: Context, key: string): number | undefined {
+  if (!given(ctx, key)) return undefined;
   const v = ctx[key];
   if (typeof v === 'number' && Number.isFinite(v)) return v;
   if (typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v))) return Number(v);
-  return undefined;
+  throw new MethodNotApplicable(`${key} must be a number (got ${shown(v)}).`, [key], true);
 }
 
 /**

@@ -262,12 +262,15 @@ describe('engine: built-in pricing methods', () => {
 
     it('paces against units_received above 0, else inventory_start, and names the one it used', () => {
       const ctx = { current_price: 10, units_sold: 5, season_elapsed: 0.5 };
-      for (const received of [0, -1, 'none']) {
+      for (const received of [0, -1]) {
         const r = run(anchored, { ...ctx, units_received: received, inventory_start: 100 });
         expect(r.price).to.equal('9.00');
         expect(r.inputs_used).to.deep.equal(['current_price', 'units_sold', 'inventory_start', 'season_elapsed']);
-        if (received !== 'none') expect(r.notes).to.include(`units_received ${received} is no stock to pace against: inventory_start 100 used`);
+        expect(r.notes).to.include(`units_received ${received} is no stock to pace against: inventory_start 100 used`);
       }
+      // A count that is not a number is the caller's mistake, named, not a missing value to pass over.
+      const word = notApplicable(anchored, { ...ctx, units_received: 'none', inventory_start: 100 });
+      expect(word).to.include({ refused: true, message: 'units_received must be a number (got "none").' });
       expect(run(anchored, { ...ctx, inventory_start: 100 }).inputs_used).to.include('inventory_start');
       const none = notApplicable(anchored, { ...ctx, units_received: 0, inventory_start: -3 });
       expect(none.missing).to.deep.equal(['units_received', 'inventory_start']);
@@ -394,6 +397,73 @@ describe('engine: built-in pricing methods', () => {
         expect(r.confidence).to.be.closeTo(factors.reduce((a, f) => a * f, 1), 0.0005);
       });
     }
+  });
+
+  describe('values given but unusable', () => {
+    const refusedBy = (method: PricingMethod, ctx: Context) => {
+      const err = notApplicable(method, ctx);
+      expect(err.refused, err.message).to.equal(true);
+      return err;
+    };
+
+    it('a negative cost or price is refused by name in every method that reads it, not read as absent', () => {
+      for (const [method, ctx, key, got] of [
+        [costPlus, { unit_cost: -4 }, 'unit_cost', '-4'],
+        [costPlus, { unit_cost: 4, min_price: '-1.50' }, 'min_price', '"-1.50"'],
+        [anchored, { current_price: -10 }, 'current_price', '-10'],
+        [charm, { target_price: -2, current_price: 10 }, 'target_price', '-2'],
+        [charm, { current_price: 10, max_price: -1 }, 'max_price', '-1'],
+        [competitive, { competitor_prices: [10, 11], unit_cost: -3 }, 'unit_cost', '-3'],
+        [elasticityOptimum, { unit_cost: -1, elasticity: -2 }, 'unit_cost', '-1'],
+      ] as Array<[PricingMethod, Context, string, string]>) {
+        const err = refusedBy(method, ctx);
+        expect(err.message).to.equal(`${key} must not be negative (got ${got}).`);
+        expect(err.missing).to.deep.equal([key]);
+      }
+    });
+
+    it('an amount that is not a number or decimal string is refused by name, quoting what was sent', () => {
+      for (const [ctx, key, got] of [
+        [{ unit_cost: 'ten' }, 'unit_cost', '"ten"'],
+        [{ unit_cost: '$12' }, 'unit_cost', '"$12"'],
+        [{ unit_cost: '1e3' }, 'unit_cost', '"1e3"'],
+        [{ unit_cost: true }, 'unit_cost', 'true'],
+        [{ unit_cost: { amount: 4 } }, 'unit_cost', '{"amount":4}'],
+        [{ unit_cost: 4, fixed_costs: [100] }, 'fixed_costs', '[100]'],
+      ] as Array<[Context, string, string]>) {
+        const err = refusedBy(costPlus, ctx);
+        expect(err.message).to.equal(`${key} must be an amount: a number or a decimal string such as "12.50" (got ${got}).`);
+        expect(err.missing).to.deep.equal([key]);
+      }
+      expect(run(costPlus, { unit_cost: '+4', markup: 0.5 }).price).to.equal('6.00');
+    });
+
+    it('a count or rate that is not a number is refused by name', () => {
+      const err = refusedBy(elasticityOptimum, { unit_cost: 4, elasticity: 'high' });
+      expect(err.message).to.equal('elasticity must be a number (got "high").');
+      expect(refusedBy(costPlus, { unit_cost: 4, target_margin: '30%' }).message).to.equal('target_margin must be a number (got "30%").');
+      expect(refusedBy(costPlus, { unit_cost: 4, fixed_costs: 100, expected_volume: 'many' }).missing).to.deep.equal(['expected_volume']);
+    });
+
+    it('null reads as absent, like a missing key', () => {
+      expect(run(costPlus, { unit_cost: 4, target_margin: null, markup: null, min_price: null }).price).to.equal('5.71');
+      expect(notApplicable(costPlus, { unit_cost: null }).message).to.equal('cost-plus needs unit_cost (a positive amount).');
+    });
+
+    it('a zero cost or price is not refused but named in the method\'s own "needs" message', () => {
+      for (const [method, ctx, message] of [
+        [costPlus, { unit_cost: 0 }, 'cost-plus needs unit_cost (a positive amount) (unit_cost is 0; it must be above 0).'],
+        [anchored, { current_price: '0.00' }, 'anchored adjustment needs current_price (current_price is "0.00"; it must be above 0).'],
+        [elasticityOptimum, { unit_cost: 0, elasticity: -2 }, 'the elasticity optimum needs unit_cost (marginal cost) (unit_cost is 0; it must be above 0).'],
+        [charm, { target_price: 0, current_price: 0 }, 'charm pricing needs a base: target_price, current_price or unit_cost (target_price is 0, current_price is 0; each must be above 0).'],
+      ] as Array<[PricingMethod, Context, string]>) {
+        const err = notApplicable(method, ctx);
+        expect(err.refused, message).to.equal(false);
+        expect(err.message).to.equal(message);
+      }
+      // Another method that can use the rest of the context still prices it.
+      expect(run(charm, { current_price: 0, unit_cost: 4 }).inputs_used).to.include('unit_cost');
+    });
   });
 
   describe('amounts out of range', () => {

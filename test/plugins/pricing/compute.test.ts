@@ -53,6 +53,9 @@ describe('compute API', function () {
     [{ unit_cost: 4, target_margin: 30 }, 'target_margin'],
     [{ unit_cost: 2e15 }, 'unit_cost'],
     [{ current_price: 10, units_sold: -5, units_received: 100, season_elapsed: 0.5 }, 'units_sold'],
+    [{ unit_cost: -4 }, 'unit_cost'],
+    [{ unit_cost: 'four dollars', current_price: 10 }, 'unit_cost'],
+    [{ unit_cost: 4, elasticity: 'high' }, 'elasticity'],
   ] as const) {
     it(`refuses ${JSON.stringify(context)} with 422 naming ${input}, rather than pricing it with a function that does not read it`, async () => {
       const res = await client(svc.url).post<Record<string, any>>('/api/compute/price', { context }, { 'x-api-key': key });
