@@ -1,6 +1,7 @@
 import type { Counter, Histogram } from 'prom-client';
 import type { Metrics } from '../core/metrics';
 import { dec, formatMoney } from '../core/money';
+import { mayPrice } from './builtins/catalogue';
 import type { MarketEvidence, MethodResult } from './builtins/types';
 import type { ResultCache } from './cache';
 import type { AttemptReport } from './errors';
@@ -293,7 +294,7 @@ export class PricingEngine {
         if (fallbackUsed) this.noteFallback(stages, first, fn, attempts);
         await this.cache.set(fn, req.context, r.result, marketFor(fn));
         this.requests.inc({ function: metricLabel(fn), outcome: 'ok' });
-        return { result: r.result, fn, strategy, decision, attempts, fallbackUsed, cached: false, savings: fallbackUsed ? null : this.savings(decision, fn), cost: effectiveCost(fn), stages };
+        return { result: r.result, fn, strategy, decision, attempts, fallbackUsed, cached: false, savings: fallbackUsed ? null : this.savings(decision, fn, attempts, req.context, marketFor), cost: effectiveCost(fn), stages };
       }
       attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: r.notApplicable ? 'not_applicable' : r.busy ? 'pool_busy' : 'failed', error: r.error, ms });
       if (r.notApplicable?.refused) {
@@ -333,10 +334,17 @@ export class PricingEngine {
     throw new EngineError('functions_failed', 'Every function tried failed (chosen function, fallback chain, fallback function).', { attempts, ...(missing.size ? { missing: [...missing] } : {}) });
   }
 
-  /** Savings against the most expensive eligible function, only when the router chose among several. */
-  private savings(decision: RouteDecision | null, fn: FunctionDescriptor): Savings | null {
+  /**
+   * Savings against the most expensive eligible function that could have priced this context, only when
+   * the router chose among several such: one that answered not applicable in this call, or a built-in
+   * without the inputs it cannot price without, would never have cost the caller anything.
+   */
+  private savings(decision: RouteDecision | null, fn: FunctionDescriptor, attempts: AttemptReport[], context: Record<string, unknown>, marketFor: (fn: FunctionDescriptor) => MarketEvidence | undefined): Savings | null {
     if (!decision || decision.eligible.length < 2) return null;
-    const priciest = [...decision.eligible].sort((a, b) => dec(effectiveCost(b)).comparedTo(dec(effectiveCost(a))))[0] as FunctionDescriptor;
+    const couldNot = new Set(attempts.filter((a) => a.outcome === 'not_applicable').map((a) => a.id));
+    const comparable = decision.eligible.filter((f) => f.id === fn.id || (!couldNot.has(f.id) && mayPrice(f, context, marketFor(f))));
+    if (comparable.length < 2) return null;
+    const priciest = [...comparable].sort((a, b) => dec(effectiveCost(b)).comparedTo(dec(effectiveCost(a))))[0] as FunctionDescriptor;
     return {
       amount: formatMoney(dec(effectiveCost(priciest)).minus(dec(effectiveCost(fn))), 8, 2),
       currency: 'USDC',

@@ -3,7 +3,10 @@ import { charm } from './charm';
 import { competitive } from './competitive';
 import { costPlus } from './cost-plus';
 import { elasticityOptimum } from './elasticity';
-import type { PricingMethod } from './types';
+import { hasNetworkReference } from './competitive';
+import type { Context, MarketEvidence, PricingMethod } from './types';
+
+const has = (ctx: Context, key: string): boolean => ctx[key] !== undefined && ctx[key] !== null;
 
 export interface BuiltinSpec {
   id: string;
@@ -15,6 +18,12 @@ export interface BuiltinSpec {
   costMultiplier: string;
   /** Context keys the method reads (documented in docs/functions.md). */
   inputs: string[];
+  /**
+   * Whether the context carries what the method cannot price without: a necessary condition read
+   * without running it (the method may still refuse the values). Savings compare only against
+   * functions that could have priced the call.
+   */
+  mayPrice: (ctx: Context, market?: MarketEvidence) => boolean;
   method: PricingMethod;
 }
 
@@ -28,6 +37,7 @@ export const BUILTINS: readonly BuiltinSpec[] = [
     costPerUnit: '0.001',
     costMultiplier: '1',
     inputs: ['unit_cost', 'target_margin', 'markup', 'fixed_costs', 'expected_volume', 'min_price', 'currency'],
+    mayPrice: (ctx) => has(ctx, 'unit_cost'),
     method: costPlus,
   },
   {
@@ -38,6 +48,7 @@ export const BUILTINS: readonly BuiltinSpec[] = [
     costPerUnit: '0.0015',
     costMultiplier: '1',
     inputs: ['competitor_prices', 'product_type', 'position', 'undercut_pct', 'premium_pct', 'min_price', 'max_price', 'unit_cost', 'min_markup', 'currency'],
+    mayPrice: (ctx, market) => has(ctx, 'competitor_prices') || hasNetworkReference(ctx, market),
     method: competitive,
   },
   {
@@ -48,6 +59,7 @@ export const BUILTINS: readonly BuiltinSpec[] = [
     costPerUnit: '0.002',
     costMultiplier: '1',
     inputs: ['unit_cost', 'elasticity', 'price_history', 'demand_intercept', 'demand_slope', 'max_markup_multiple', 'currency'],
+    mayPrice: (ctx) => has(ctx, 'unit_cost') && (has(ctx, 'elasticity') || has(ctx, 'price_history') || (has(ctx, 'demand_intercept') && has(ctx, 'demand_slope'))),
     method: elasticityOptimum,
   },
   {
@@ -58,6 +70,7 @@ export const BUILTINS: readonly BuiltinSpec[] = [
     costPerUnit: '0.0008',
     costMultiplier: '1',
     inputs: ['target_price', 'current_price', 'unit_cost', 'charm_tolerance', 'min_price', 'max_price', 'currency'],
+    mayPrice: (ctx) => has(ctx, 'target_price') || has(ctx, 'current_price') || has(ctx, 'unit_cost'),
     method: charm,
   },
   {
@@ -68,8 +81,17 @@ export const BUILTINS: readonly BuiltinSpec[] = [
     costPerUnit: '0.001',
     costMultiplier: '1',
     inputs: ['current_price', 'target_price', 'competitor_prices', 'unit_cost', 'max_step_pct', 'units_sold', 'units_received', 'inventory_start', 'season_elapsed', 'elasticity', 'product_type', 'currency'],
+    mayPrice: (ctx) => has(ctx, 'current_price'),
     method: anchored,
   },
 ];
 
 export const BUILTIN_METHODS: Readonly<Record<string, PricingMethod>> = Object.fromEntries(BUILTINS.map((b) => [b.name, b.method]));
+
+const BUILTIN_BY_NAME: ReadonlyMap<string, BuiltinSpec> = new Map(BUILTINS.map((b) => [b.name, b]));
+
+/** Whether a function could price the context, as far as is known without running it: a built-in by its inputs, any other function always. */
+export function mayPrice(fn: { builtIn: boolean; name: string }, ctx: Context, market?: MarketEvidence): boolean {
+  const spec = fn.builtIn ? BUILTIN_BY_NAME.get(fn.name) : undefined;
+  return spec ? spec.mayPrice(ctx, market) : true;
+}

@@ -179,12 +179,30 @@ describe('engine: savings', function () {
     expect(out.savings).to.equal(null);
   });
 
-  it('is present when the strategy\'s next function answered because its first choice could not price the context', async () => {
-    const p = policy('cheapest', { candidates: ['cost-plus', 'competitive-position', 'elasticity-optimum'] });
+  it('is present when the strategy\'s next function answered because its first choice could not price the context, compared with one that could have', async () => {
+    const p = policy('cheapest', { candidates: ['cost-plus', 'competitive-position', 'test-beta'] });
     const out = await h.price({ policy: p, context: { competitor_prices: [10, 12, 14] } });
     expect(out.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}`)).to.deep.equal(['cost-plus:chosen:not_applicable', 'competitive-position:alternate:ok']);
     expect(out.fallbackUsed).to.equal(false);
-    expect(out.savings).to.deep.include({ amount: '0.0005', chosen_cost_per_unit: '0.0015' });
+    expect(out.savings).to.deep.equal({ amount: '0.0025', currency: 'USDC', compared_with: { function: 'test-beta', cost_per_unit: '0.004' }, chosen_cost_per_unit: '0.0015' });
+  });
+
+  it('compares only with functions that could have priced the context: not a built-in without the inputs it needs', async () => {
+    // elasticity-optimum (0.002) needs an elasticity, a price history or a demand curve besides unit_cost.
+    const out = await h.price({ policy: cheapest(['charm-pricing', 'cost-plus', 'elasticity-optimum']), context: { unit_cost: 5 } });
+    expect(out.fn.name).to.equal('charm-pricing');
+    expect(out.savings).to.deep.equal({ amount: '0.0002', currency: 'USDC', compared_with: { function: 'cost-plus', cost_per_unit: '0.001' }, chosen_cost_per_unit: '0.0008' });
+    const priced = await h.price({ policy: cheapest(['charm-pricing', 'cost-plus', 'elasticity-optimum']), context: { unit_cost: 5, elasticity: -3 } });
+    expect(priced.savings).to.deep.include({ amount: '0.0012', compared_with: { function: 'elasticity-optimum', cost_per_unit: '0.002' } });
+  });
+
+  it('is absent when no other eligible function could have priced the context', async () => {
+    const p = policy('cheapest', { candidates: ['cost-plus', 'competitive-position', 'elasticity-optimum'] });
+    const out = await h.price({ policy: p, context: { competitor_prices: [10, 12, 14] } });
+    // cost-plus answered not applicable in this call; elasticity-optimum has no unit_cost to work from.
+    expect(out.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}`)).to.deep.equal(['cost-plus:chosen:not_applicable', 'competitive-position:alternate:ok']);
+    expect(out.fallbackUsed).to.equal(false);
+    expect(out.savings).to.equal(null);
   });
 
   it('is absent for a cached answer', async () => {

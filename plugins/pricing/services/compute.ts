@@ -200,7 +200,8 @@ export class ComputeService {
         overhead_ms: Math.max(0, Math.round((total - functionMs) * 1000) / 1000),
         total_ms: total,
       },
-      ...(outcome.savings ? { savings: outcome.savings } : {}),
+      // The demo charges nothing, whichever function answers: there is nothing to have saved.
+      ...(outcome.savings && !demo ? { savings: outcome.savings } : {}),
       next_actions: nextActions(p, this.routes, this.config.limits.nextActionsMax, { usageEventId, price: outcome.result.price, context: call.context, sandboxCallsPerDay: this.config.limits.sandbox.computeCallsPerDay }),
       receipt: receipt(base, recorded, usageEvent, p),
     };

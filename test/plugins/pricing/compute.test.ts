@@ -455,10 +455,14 @@ describe('keyless demo', function () {
 
   it('prices without a key on the demo tenant, with budget headers, and refuses over budget', async () => {
     const api = client(svc.url);
-    const ok = await api.post<Record<string, any>>('/api/public/compute/demo', { context: { current_price: 9.99 } });
+    const ok = await api.post<Record<string, any>>('/api/public/compute/demo', { context: { current_price: 9.99, unit_cost: 5 } });
     expect(ok.status).to.equal(200);
     expect(ok.body.demo).to.equal(true);
     expect(ok.body.trace.charged.amount).to.equal('0.00');
+    // The router chose among several functions that could price it, but the demo charges nothing: nothing was saved.
+    expect(ok.body.strategy).to.equal('default');
+    expect(ok.body.trace.fallback_used).to.equal(false);
+    expect(ok.body).to.not.have.property('savings');
     expect(ok.headers.get('x-demo-budget-limit')).to.equal('3');
     expect(ok.headers.get('x-demo-budget-remaining')).to.equal('2');
     expect(Date.parse(ok.headers.get('x-demo-budget-reset') ?? '')).to.be.greaterThan(Date.now());
