@@ -61,7 +61,7 @@ export interface EngineOptions {
   functionTimeoutMs: number;
 }
 
-type AttemptResult = { ok: true; result: MethodResult } | { ok: false; notApplicable?: { message: string; missing: string[]; refused?: boolean }; busy?: boolean; error: string };
+type AttemptResult = { ok: true; result: MethodResult } | { ok: false; notApplicable?: { message: string; missing: string[]; refused?: boolean }; busy?: boolean; permanent?: boolean; error: string };
 
 const since = (t: number) => Math.round((performance.now() - t) * 1000) / 1000;
 
@@ -150,7 +150,8 @@ export class PricingEngine {
         return { ok: false, busy: true, error: err.message };
       }
       if (err instanceof PoolTimeoutError || (err instanceof ExternalFunctionError && err.kind === 'timeout')) outcome = 'timeout';
-      return { ok: false, error: err instanceof Error ? err.message || err.name : String(err) };
+      const permanent = err instanceof ExternalFunctionError && err.kind === 'blocked';
+      return { ok: false, error: err instanceof Error ? err.message || err.name : String(err), ...(permanent ? { permanent } : {}) };
     } finally {
       const ms = performance.now() - started;
       // A timeout lasted at least its limit, whatever the timer's slack.
@@ -296,7 +297,7 @@ export class PricingEngine {
         this.requests.inc({ function: metricLabel(fn), outcome: 'ok' });
         return { result: r.result, fn, strategy, decision, attempts, fallbackUsed, cached: false, savings: fallbackUsed ? null : this.savings(decision, fn, attempts, req.context, marketFor), cost: effectiveCost(fn), stages };
       }
-      attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: r.notApplicable ? 'not_applicable' : r.busy ? 'pool_busy' : 'failed', error: r.error, ms });
+      attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: r.notApplicable ? 'not_applicable' : r.busy ? 'pool_busy' : 'failed', error: r.error, ...(r.permanent ? { retryable: false as const } : {}), ms });
       if (r.notApplicable?.refused) {
         // A value of the caller's no method may read that way: another function that happens not to read it must not
         // hide the mistake behind its price.
@@ -330,6 +331,9 @@ export class PricingEngine {
     if (waits.length > 0 && waits.every((w): w is number => w !== null)) {
       const retryAfterS = Math.max(1, Math.ceil(Math.min(...waits) / 1000));
       throw new EngineError('functions_failed', `Every function that could answer has its circuit breaker open after recent failures; the first lets a trial call through in ${retryAfterS} s.`, { attempts, retryAfterS, ...(missing.size ? { missing: [...missing] } : {}) });
+    }
+    if (failedForReal.length > 0 && failedForReal.every((a) => a.retryable === false)) {
+      throw new EngineError('functions_failed', 'Every function tried failed at an address the service will not call: retrying will not help.', { attempts, permanent: true, ...(missing.size ? { missing: [...missing] } : {}) });
     }
     throw new EngineError('functions_failed', 'Every function tried failed (chosen function, fallback chain, fallback function).', { attempts, ...(missing.size ? { missing: [...missing] } : {}) });
   }

@@ -15,6 +15,8 @@ export interface AttemptReport {
   role: 'chosen' | 'alternate' | 'fallback_chain' | 'fallback_function';
   outcome: 'ok' | 'failed' | 'skipped' | 'not_applicable' | 'pool_busy';
   error?: string;
+  /** false on a failure no retry can change: the function's address is one the service will not call. */
+  retryable?: false;
   ms: number;
 }
 
@@ -33,7 +35,7 @@ export class EngineError extends Error {
   constructor(
     readonly code: EngineErrorCode,
     message: string,
-    readonly details: { candidates?: CandidateReport[]; attempts?: AttemptReport[]; missing?: string[]; refused?: string[]; retryAfterS?: number; functionId?: string; strategy?: string } = {},
+    readonly details: { candidates?: CandidateReport[]; attempts?: AttemptReport[]; missing?: string[]; refused?: string[]; retryAfterS?: number; functionId?: string; strategy?: string; permanent?: boolean } = {},
   ) {
     super(message);
     this.name = 'EngineError';

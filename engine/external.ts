@@ -14,6 +14,11 @@ export const externalAnswer = z.object({
   details: z.record(z.string(), z.unknown()).optional(),
 });
 
+/**
+ * `blocked`: the guarded client will not call the registered address (a private, loopback or
+ * metadata target, a port or scheme the operator does not allow): no retry changes that, only the
+ * owner's PATCH of endpoint_url or the operator's settings.
+ */
 export class ExternalFunctionError extends Error {
   constructor(
     readonly kind: 'blocked' | 'timeout' | 'upstream' | 'invalid_response',
@@ -37,7 +42,7 @@ export class ExternalExecutor {
     try {
       ({ body } = await this.client.postJson(fn.endpointUrl, { context, function: { id: fn.id, name: fn.name } }, { timeoutMs }));
     } catch (err) {
-      if (err instanceof OutboundBlockedError) throw new ExternalFunctionError('blocked', err.message);
+      if (err instanceof OutboundBlockedError || (err instanceof OutboundError && err.kind === 'protocol')) throw new ExternalFunctionError('blocked', err.message);
       if (err instanceof OutboundError && err.kind === 'timeout') throw new ExternalFunctionError('timeout', err.message);
       throw new ExternalFunctionError('upstream', (err as Error).message);
     }

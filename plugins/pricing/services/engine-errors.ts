@@ -26,6 +26,12 @@ export function toApiError(err: unknown): unknown {
         fields: { strategy: d.strategy, candidates: d.candidates ?? [] },
       });
     case 'functions_failed':
+      if (d.permanent) {
+        return new ApiError('functions_failed', err.message, {
+          hint: "Nothing was charged. Each attempt's error names the address refused (private, loopback, link-local or metadata, or a port or scheme the operator does not allow). The function's owner can register a public https endpoint_url with PATCH /api/functions/{id}; meanwhile route to another function (omit function_id, or add a fallback_chain or fallback_function to your routing policy).",
+          fields: { retryable: false, attempts: d.attempts ?? [] },
+        });
+      }
       return new ApiError('functions_failed', err.message, {
         hint: d.retryAfterS
           ? `Nothing was charged. Retry after ${d.retryAfterS} s, or add a fallback_chain or fallback_function to your routing policy.`

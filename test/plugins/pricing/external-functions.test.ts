@@ -185,6 +185,7 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
       expect(attempts).to.have.length(1);
       expect(attempts[0]).to.include({ id: fn.id, function: fn.name, role: 'chosen', outcome: 'failed' });
       expect(attempts[0]?.error).to.be.a('string').and.not.equal('');
+      expect(attempts[0]).to.not.have.property('retryable');
       // The endpoint was called (exactly once), so the failure is the answer's, not the address's.
       expect(requestsTo(path)).to.have.length(1);
       expect(requestsTo('/ok?followed=1')).to.have.length(okBefore);
@@ -319,6 +320,13 @@ describe('pricing: external_api functions without the allow-list (loopback refus
     expect(attempts).to.have.length(1);
     expect(attempts[0]).to.include({ id, outcome: 'failed' });
     expect(attempts[0]?.error).to.match(/refused: localhost is a loopback address/);
+    // No retry changes where the function's address points: the answer says so, and asks for no wait.
+    expect(attempts[0]).to.include({ retryable: false });
+    expect(res.body.retryable).to.equal(false);
+    expect(res.body).to.not.have.property('retry_after');
+    expect(res.headers.get('retry-after')).to.equal(null);
+    expect(res.body.error).to.equal('Every function tried failed at an address the service will not call: retrying will not help.');
+    expect(res.body.hint).to.include('PATCH /api/functions/{id}').and.include('fallback_chain');
 
     const [rows] = await svc.sequelize.query('SELECT status, cost::text AS cost, billable FROM usage_events WHERE request_id = $1', { bind: [res.body.request_id] });
     expect(rows).to.deep.equal([{ status: 'error', cost: '0.00000000', billable: false }]);
@@ -326,6 +334,30 @@ describe('pricing: external_api functions without the allow-list (loopback refus
     expect(upstream.connections()).to.equal(0);
     expect(upstream.requests).to.have.length(0);
     expect(canary.connections(), canary.seen.join(', ')).to.equal(0);
+  });
+
+  it('stays retryable when a function refused by address is followed by one that failed for a reason that can pass (a name that does not resolve)', async () => {
+    const other = await signUp(svc, 'ext-mixed');
+    const mixed = client(svc.url, { 'x-api-key': (await createKey(svc, other, { name: 'mixed' })).key });
+    const make = async (label: string, endpoint_url: string) => {
+      const res = await mixed.post<Record<string, any>>('/api/functions', { name: uniqueName(label), execution_type: 'external_api', endpoint_url, cost_per_unit: '0.002' });
+      expect(res.status, res.text).to.equal(201);
+      expect((await mixed.patch(`/api/functions/${res.body.function.id}`, { status: 'active' })).status).to.equal(200);
+      return res.body.function as { id: string; name: string };
+    };
+    const blocked = await make('blocked', `http://localhost:${upstream.port}/price`);
+    // A name that does not resolve: a network failure, which can pass (the name may resolve later).
+    const flaky = await make('flaky', 'http://pricing.no-such-host.invalid/price');
+    const policy = await mixed.post<Record<string, any>>('/api/routing-policies', { name: 'mixed', strategy: 'cheapest', is_default: true, config: { candidates: [blocked.name] }, fallback_chain: [flaky.name] });
+    expect(policy.status, policy.text).to.equal(201);
+
+    const res = await mixed.post<Record<string, any>>('/api/compute/price', { context: CONTEXT });
+    expect(res.status, res.text).to.equal(502);
+    expect((res.body.attempts as Attempt[]).map((x) => `${x.function}:${x.outcome}`)).to.deep.equal([`${blocked.name}:failed`, `${flaky.name}:failed`]);
+    expect(res.body.attempts[0]).to.include({ retryable: false });
+    expect(res.body.attempts[1]).to.not.have.property('retryable');
+    expect(res.body.retryable).to.equal(true);
+    expect(res.body.error).to.equal('Every function tried failed (chosen function, fallback chain, fallback function).');
   });
 });
 
