@@ -206,7 +206,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       id: 'functions.test',
       method: 'post',
       path: '/api/functions/:id/test',
-      summary: 'Run one function on a context (no routing, fallback or cache); another workspace\'s private function answers 403.',
+      summary: 'Run one function on a context (no routing, fallback or cache).',
       tags: ['Functions'],
       scopes: ['price:compute'],
       params: s.idParams,
@@ -217,10 +217,10 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         const fn = d.registry.find(params.id);
         if (!fn) throw notFound();
         if (!isReachable(fn, scopeOf(p))) {
-          // A public function its owner has not activated (or has deactivated) is not on the marketplace either.
-          const unlisted = fn.isPublic;
-          throw new ApiError('forbidden', unlisted ? "This is another workspace's function and it is not active on the marketplace; only its owner can test it." : "This is another workspace's private function; only its owner can test it.", {
-            fields: { reason: unlisted ? 'function of another workspace not active on the marketplace' : 'private function of another workspace' },
+          // One answer for a private function and a public one its owner has not activated (or has deactivated): neither is
+          // on the marketplace, and which of the two it is (its listing flag, its status) is the owner's business.
+          throw new ApiError('forbidden', "This is another workspace's function and it is not on the marketplace (private, or not active); only its owner can test it.", {
+            fields: { reason: 'function of another workspace not on the marketplace' },
             hint: 'Built-in functions and active public functions can be tested by anyone.',
           });
         }

@@ -266,7 +266,7 @@ describe('compute API', function () {
     expect(new Set(seen).size).to.equal(seen.length);
   });
 
-  it('tests built-in and own functions, and refuses another workspace\'s private function with 403', async () => {
+  it('tests built-in and own functions, and refuses another workspace\'s private or unlisted function with one 403 that does not tell which', async () => {
     const api = client(svc.url, { 'x-api-key': key });
     const builtIn = await api.post<Record<string, any>>('/api/functions/fn_builtin_charm/test', { context: { target_price: 20.2 } });
     expect(builtIn.status).to.equal(200);
@@ -276,13 +276,14 @@ describe('compute API', function () {
     const fn = await client(svc.url, { 'x-api-key': otherKey }).post<Record<string, any>>('/api/functions', { name: `secret-${Date.now()}`, execution_type: 'pipeline', cost_per_unit: '0.001' });
     const refused = await api.post<Record<string, any>>(`/api/functions/${fn.body.function.id}/test`, { context: { current_price: 1 } });
     expect(refused.status).to.equal(403);
-    expect(refused.body.reason).to.equal('private function of another workspace');
-    // A public one its owner has not activated is refused too, without calling it private.
+    expect(refused.body).to.include({ code: 'forbidden', reason: 'function of another workspace not on the marketplace' });
+    // A public one its owner has not activated is refused with the very same body: neither its listing flag nor its status shows.
     const draft = await client(svc.url, { 'x-api-key': otherKey }).post<Record<string, any>>('/api/functions', { name: `public-draft-${Date.now()}`, execution_type: 'pipeline', cost_per_unit: '0.001', is_public: true });
     const unlisted = await api.post<Record<string, any>>(`/api/functions/${draft.body.function.id}/test`, { context: { current_price: 1 } });
     expect(unlisted.status).to.equal(403);
-    expect(unlisted.body.reason).to.equal('function of another workspace not active on the marketplace');
-    expect(unlisted.body.error).to.not.match(/private/);
+    const strip = (b: Record<string, unknown>) => ({ ...b, request_id: undefined });
+    expect(strip(unlisted.body)).to.deep.equal(strip(refused.body));
+    expect(JSON.stringify(unlisted.body)).to.not.match(/draft|inactive/);
     expect((await api.post(`/api/functions/fn_nope_nope_nope/test`, { context: {} })).status).to.equal(404);
   });
 
@@ -408,6 +409,16 @@ describe('sandbox daily compute allowance', function () {
     expect(res.status).to.equal(404);
     const listed = await client(svc.url, { 'x-api-key': sandbox.key }).get<Record<string, any>>('/api/functions');
     expect((listed.body.data as Array<{ built_in: boolean }>).every((f) => f.built_in)).to.equal(true);
+  });
+
+  it('refuses test runs to a sandbox with 403 and a reason, built-ins included: its compute is the daily allowance', async () => {
+    const sandbox = await registerSandbox(svc, 'tester');
+    const res = await client(svc.url, { 'x-api-key': sandbox.key }).post<Record<string, any>>('/api/functions/fn_builtin_anchored/test', { context: { current_price: 10 } });
+    expect(res.status, res.text).to.equal(403);
+    expect(res.body).to.include({ code: 'plan_restricted', plan: 'agent_starter' });
+    expect(res.body.reason).to.equal('Agent Starter sandboxes cannot use POST /api/functions/:id/test — run one function on a context (no routing, fallback or cache).');
+    expect(res.body.hint).to.include('claim');
+    expect((res.body.next as Array<{ action: string }>).map((n) => n.action)).to.include('claim');
   });
 });
 
