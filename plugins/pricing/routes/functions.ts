@@ -11,7 +11,7 @@ import { EngineError, NO_DATA, effectiveCost, isReachable, latencyView } from '.
 import type { CircuitBreakers, FunctionDescriptor, FunctionRegistry, LatencyStats, PricingEngine } from '../../../engine';
 import { identityOf } from '../../identity';
 import * as s from '../schemas';
-import { toApiError } from '../services/engine-errors';
+import { pipelineUnavailable, toApiError } from '../services/engine-errors';
 import type { FunctionStore } from '../services/function-store';
 
 export interface FunctionRouteDeps {
@@ -224,7 +224,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
             hint: 'Built-in functions and active public functions can be tested by anyone.',
           });
         }
-        if (fn.executionType === 'pipeline') throw toApiError(new EngineError('pipeline_execution_unavailable', ''));
+        if (fn.executionType === 'pipeline') throw pipelineUnavailable();
         const r = await d.engine.test(fn, body.context, (await d.market.forContext(body.context))?.evidence);
         return ok({ function: { id: fn.id, name: fn.name, status: fn.status }, ...(r.ok ? { ok: true, result: r.result } : { ok: false, error: r.error, ...(r.missing ? { missing: r.missing } : {}) }), ms: r.ms });
       },

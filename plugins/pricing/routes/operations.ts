@@ -1,11 +1,11 @@
 import type { Principal } from '../../../core/auth';
-import { ApiError } from '../../../core/errors';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import { latencyView } from '../../../engine';
 import type { CircuitBreakers, FunctionRegistry, LatencyStats } from '../../../engine';
 import { identityOf } from '../../identity';
 import * as s from '../schemas';
+import { pipelineUnavailable } from '../services/engine-errors';
 
 /** Reference pipelines that can be listed (execution is not available: 501). */
 export const REFERENCE_PIPELINES = [
@@ -31,10 +31,6 @@ export const PIPELINE_STAGES = [
   { name: 'charm-pricing', kind: 'present' },
 ];
 
-const unavailable = () =>
-  new ApiError('pipeline_execution_unavailable', 'Pipeline execution is not available.', {
-    hint: 'Reference pipelines and their stages can be listed (GET /api/pipelines, GET /api/pipelines/stages); price with the stages one at a time through POST /api/compute/price.',
-  });
 
 export function operationRoutes(registry: FunctionRegistry, breakers: CircuitBreakers, latency: LatencyStats): RouteSpec[] {
   return [
@@ -65,7 +61,7 @@ export function operationRoutes(registry: FunctionRegistry, breakers: CircuitBre
       sandbox: true,
       params: s.idParams,
       handler: () => {
-        throw unavailable();
+        throw pipelineUnavailable();
       },
     }),
     defineRoute({
@@ -77,7 +73,7 @@ export function operationRoutes(registry: FunctionRegistry, breakers: CircuitBre
       auth: 'public',
       params: s.idParams,
       handler: () => {
-        throw unavailable();
+        throw pipelineUnavailable(true);
       },
     }),
     defineRoute({

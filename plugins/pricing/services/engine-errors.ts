@@ -6,15 +6,33 @@ const INPUT_MENU = Object.fromEntries(BUILTINS.map((b) => [b.name, b.inputs.filt
 /** Seconds a caller is asked to wait when every pricing worker was busy: long enough for the queue to drain. */
 const BUSY_RETRY_AFTER_S = 1;
 
-/** The engine's typed outcomes as SPEC's error bodies. */
-export function toApiError(err: unknown): unknown {
+/**
+ * 501 to running a pipeline. A keyless caller is pointed only at what it can open without a key: GET
+ * /api/pipelines answers it 401.
+ */
+export function pipelineUnavailable(keyless = false): ApiError {
+  return new ApiError('pipeline_execution_unavailable', 'Pipeline execution is not available.', {
+    hint: keyless
+      ? 'With a key, reference pipelines and their stages can be listed (GET /api/pipelines, GET /api/pipelines/stages). Without one, POST /api/public/compute/demo prices with the built-in functions the stages are (GET /api/catalog lists them).'
+      : 'Reference pipelines and their stages can be listed (GET /api/pipelines, GET /api/pipelines/stages); price with the stages one at a time through POST /api/compute/price.',
+  });
+}
+
+/**
+ * The engine's typed outcomes as SPEC's error bodies. `keyless`: the caller has no credential (the
+ * demo), so hints name only what it can open without one (GET /api/catalog, not GET /api/functions).
+ */
+export function toApiError(err: unknown, opts: { keyless?: boolean } = {}): unknown {
   if (!(err instanceof EngineError)) return err;
   const d = err.details;
+  const listing = opts.keyless ? 'GET /api/catalog lists the built-in functions the demo reaches' : 'GET /api/functions lists those you can use';
   switch (err.code) {
     case 'function_not_found':
       // Identical for a missing function and one out of reach, so existence does not leak.
       return new ApiError('function_not_found', 'No pricing function with this id or name is available to you.', {
-        hint: 'GET /api/functions lists the functions you can use: built-ins, your own, and public marketplace functions.',
+        hint: opts.keyless
+          ? 'Without a key the demo reaches built-in functions only; GET /api/catalog lists them (marketplace functions need a key: POST /api/agents/register gives one).'
+          : 'GET /api/functions lists the functions you can use: built-ins, your own, and public marketplace functions.',
       });
     case 'function_draft':
       return new ApiError('function_draft', err.message, { hint: 'Only active functions can be routed to explicitly.', fields: { function_id: d.functionId, status: 'draft' } });
@@ -59,11 +77,13 @@ export function toApiError(err: unknown): unknown {
         example: { context: { product_type: 'coffee', currency: 'USD', current_price: 4.5, unit_cost: 1.2 } },
       });
     case 'pipeline_execution_unavailable':
-      return new ApiError('pipeline_execution_unavailable', 'Pipeline execution is not available.', { hint: 'Reference pipelines and their stages can be listed at GET /api/pipelines.' });
+      return pipelineUnavailable(opts.keyless);
     case 'explicit_without_function':
       return new ApiError('validation_error', err.message, {
         issues: [{ path: 'function_id', reason: 'required when routing_preference is "explicit"' }],
-        hint: 'Name the function to pin (function_id; GET /api/functions lists those you can use), or leave routing_preference out to let your default routing policy choose.',
+        hint: opts.keyless
+          ? `Name the function to pin (function_id; ${listing}), or leave routing_preference out to let the demo choose.`
+          : `Name the function to pin (function_id; ${listing}), or leave routing_preference out to let your default routing policy choose.`,
         example: { context: { current_price: 10 }, function_id: 'fn_builtin_anchored', routing_preference: 'explicit' },
       });
   }

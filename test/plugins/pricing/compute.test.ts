@@ -300,6 +300,28 @@ describe('compute API', function () {
     const pub = await api.post<Record<string, any>>('/api/public/pipelines/pl_cost_to_shelf/run', {});
     expect(pub.status).to.equal(501);
     expect(pub.body.code).to.equal('pipeline_execution_unavailable');
+    // The keyless caller is pointed at what it can open without a key; the keyed one at the listing it can read.
+    expect(run.body.hint).to.match(/^Reference pipelines and their stages can be listed \(GET \/api\/pipelines/);
+    expect(pub.body.hint).to.match(/^With a key, reference pipelines/).and.include('POST /api/public/compute/demo').and.include('GET /api/catalog');
+    expect((await api.get('/api/catalog')).status).to.equal(200);
+  });
+
+  it('points a keyless caller who names an unknown function at the catalogue it can read, not at GET /api/functions (401 without a key)', async () => {
+    const api = client(svc.url);
+    const demo = await api.post<Record<string, any>>('/api/public/compute/demo', { context: { current_price: 1 }, function_id: 'fn_doesnotexist12345678' });
+    expect(demo.status, demo.text).to.equal(404);
+    expect(demo.body.code).to.equal('function_not_found');
+    expect(demo.body.hint).to.include('GET /api/catalog').and.not.include('GET /api/functions');
+    expect((await api.get('/api/functions')).status).to.equal(401);
+    const catalogue = await api.get<Record<string, any>>('/api/catalog');
+    expect(catalogue.status).to.equal(200);
+    expect((catalogue.body.data as Array<{ name: string }>).map((f) => f.name)).to.include('anchored-adjustment');
+    const explicit = await api.post<Record<string, any>>('/api/public/compute/demo', { context: { current_price: 1 }, routing_preference: 'explicit' });
+    expect(explicit.status, explicit.text).to.equal(400);
+    expect(explicit.body.hint).to.include('GET /api/catalog').and.include('let the demo choose');
+    // With a key the same mistake names the caller's own listing.
+    const keyed = await client(svc.url, { 'x-api-key': key }).post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 }, function_id: 'fn_doesnotexist12345678' });
+    expect(keyed.body.hint).to.include('GET /api/functions');
   });
 
   it('records a usage event for every successful call, with the receipt id', async () => {
