@@ -4,7 +4,7 @@ import { dec, formatMoney } from '../core/money';
 import { mayPrice } from './builtins/catalogue';
 import type { MarketEvidence, MethodResult } from './builtins/types';
 import type { ResultCache } from './cache';
-import type { AttemptReport } from './errors';
+import type { AttemptReport, CandidateReport } from './errors';
 import { EngineError } from './errors';
 import { ExternalFunctionError } from './external';
 import type { ExternalExecutor } from './external';
@@ -62,6 +62,9 @@ export interface EngineOptions {
 }
 
 type AttemptResult = { ok: true; result: MethodResult } | { ok: false; notApplicable?: { message: string; missing: string[]; refused?: boolean }; busy?: boolean; permanent?: boolean; error: string };
+
+/** Why a candidate was left out that is the routing policy's own choice, which its owner can change. */
+const POLICY_EXCLUSIONS: ReadonlySet<string> = new Set(['cost ceiling', 'latency ceiling', 'rule miss', 'no weight']);
 
 const since = (t: number) => Math.round((performance.now() - t) * 1000) / 1000;
 
@@ -323,7 +326,8 @@ export class PricingEngine {
     }
     if (failedForReal.length === 0 && notApplicable.length > 0) {
       this.requests.inc({ function: metricLabel(first), outcome: 'insufficient_context' });
-      throw new EngineError('insufficient_context', `The context cannot be priced by ${notApplicable.join(', ')}: ${attempts.map((a) => a.error).filter(Boolean).join(' ')}`, { attempts, missing: [...missing] });
+      const excludedCouldPrice = this.excludedCouldPrice(decision, tried, req.context, marketFor);
+      throw new EngineError('insufficient_context', `The context cannot be priced by ${notApplicable.join(', ')}: ${attempts.map((a) => a.error).filter(Boolean).join(' ')}`, { attempts, missing: [...missing], ...(excludedCouldPrice.length ? { excludedCouldPrice } : {}) });
     }
     this.requests.inc({ function: metricLabel(first), outcome: 'functions_failed' });
     // Nothing was run, only skipped behind open breakers: the first of them to let a trial through says when to retry.
@@ -336,6 +340,19 @@ export class PricingEngine {
       throw new EngineError('functions_failed', 'Every function tried failed at an address the service will not call: retrying will not help.', { attempts, permanent: true, ...(missing.size ? { missing: [...missing] } : {}) });
     }
     throw new EngineError('functions_failed', 'Every function tried failed (chosen function, fallback chain, fallback function).', { attempts, ...(missing.size ? { missing: [...missing] } : {}) });
+  }
+
+  /**
+   * Candidates the routing policy itself left out (a ceiling, a rule, no weight) that could have priced
+   * the context, as far as is known without running them: when nothing else could, the caller is
+   * told the policy stood in the way, not only which inputs are missing.
+   */
+  private excludedCouldPrice(decision: RouteDecision | null, tried: ReadonlySet<string>, context: Record<string, unknown>, marketFor: (fn: FunctionDescriptor) => MarketEvidence | undefined): CandidateReport[] {
+    return (decision?.candidates ?? []).filter((c) => {
+      if (c.kept || !c.id || tried.has(c.id) || !POLICY_EXCLUSIONS.has(c.reason ?? '')) return false;
+      const fn = this.registry.get(c.id);
+      return fn !== undefined && mayPrice(fn, context, marketFor(fn));
+    });
   }
 
   /**

@@ -71,6 +71,14 @@ export function toApiError(err: unknown, opts: { keyless?: boolean } = {}): unkn
           fields: { missing: [], refused: d.refused, attempts: d.attempts ?? [] },
         });
       }
+      if (d.excludedCouldPrice?.length) {
+        const ex = d.excludedCouldPrice;
+        const named = ex.map((c) => `${c.function} (${c.reason}${c.detail ? `: ${c.detail}` : ''})`).join(', ');
+        return new ApiError('insufficient_context', err.message, {
+          hint: `Your routing policy left out ${ex.length > 1 ? 'functions' : 'a function'} that could price this context: ${named}. Loosen the policy (PATCH /api/routing-policies/{id}: its max_cost_per_unit, max_latency_ms, rules or weights), name one with function_id, or add the inputs the functions tried need (missing).`,
+          fields: { missing: d.missing ?? [], excluded_by_policy: ex, inputs_by_function: INPUT_MENU, attempts: d.attempts ?? [] },
+        });
+      }
       return new ApiError('insufficient_context', err.message, {
         hint: 'Add the inputs a method needs; with no price history a current_price alone still gets a (low-confidence) price, and so does a product_type the network holds price observations of.',
         fields: { missing: d.missing ?? [], inputs_by_function: INPUT_MENU, attempts: d.attempts ?? [] },
