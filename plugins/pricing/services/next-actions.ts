@@ -90,9 +90,14 @@ export function nextActions(principal: Principal | null, routes: RouteTable, max
       when: (p) => p === null,
     },
   ];
-  // The keyless demo verification is only worth offering to callers who cannot verify with a credential.
+  // Verification weighs the market's observations of the context's product type: without one it has no evidence to
+  // judge by, so it is not offered. The keyless demo verification only to callers who cannot verify with a credential.
+  const pt = ctx.context.product_type;
+  const hasProductType = typeof pt === 'string' && pt.trim() !== '';
+  const verify = candidates.find((c) => c.route === 'verify.price');
+  if (verify) verify.when = () => hasProductType;
   const demo = candidates.find((c) => c.route === 'demo.verify');
-  if (demo) demo.when = (p) => !mayCall(p, routes.find('verify.price'));
+  if (demo) demo.when = (p) => hasProductType && !mayCall(p, routes.find('verify.price'));
   const out: NextAction[] = [];
   for (const c of candidates) {
     if (out.length >= max) break;

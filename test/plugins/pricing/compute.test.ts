@@ -74,6 +74,21 @@ describe('compute API', function () {
     });
   }
 
+  it('offers verify_price only for a context with a product_type (the evidence it weighs), and its example body passes as offered', async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const actionsOf = (body: Record<string, any>) => body.next_actions as Array<{ action: string; method: string; path: string; example?: unknown }>;
+    const bare = await api.post<Record<string, any>>('/api/compute/price', { context: { current_price: 10 } });
+    expect(bare.status).to.equal(200);
+    expect(actionsOf(bare.body).map((a) => a.action)).to.not.include('verify_price');
+    expect(actionsOf(bare.body).length).to.be.within(1, 3);
+    const typed = await api.post<Record<string, any>>('/api/compute/price', { context: { product_type: 'next-action-widget', current_price: 10 } });
+    const verify = actionsOf(typed.body).find((a) => a.action === 'verify_price');
+    expect(verify).to.include({ method: 'POST', path: '/api/price-router/verify' });
+    const verdict = await api.post<Record<string, any>>(verify?.path ?? '', verify?.example);
+    expect(verdict.status, verdict.text).to.equal(200);
+    expect(verdict.body.verdict).to.be.a('string');
+  });
+
   it('keeps every field it ever published (response compatibility)', async () => {
     const res = await client(svc.url).post<Record<string, any>>('/api/compute/price', { context: { unit_cost: 3 } }, { 'x-api-key': key });
     expect(res.status).to.equal(200);
