@@ -20,6 +20,8 @@ export interface FunctionDescriptor {
   tags: string[];
   endpointUrl?: string | null;
   timeoutMs?: number | null;
+  /** The marketplace commission (percent) the function's listing keeps for good; null if never listed; absent for built-ins. */
+  commissionPct?: string | null;
 }
 
 /** Who is asking, for reachability. */

@@ -61,6 +61,8 @@ export function functionView(fn: FunctionDescriptor, d: Pick<FunctionRouteDeps, 
     latency: { p50_ms: lat.p50_ms, p95_ms: lat.p95_ms, samples: lat.samples, window_ms: lat.window_ms },
     breaker: d.breakers.state(fn.id),
     ...(own && fn.endpointUrl ? { endpoint_url: fn.endpointUrl, timeout_ms: fn.timeoutMs ?? null } : {}),
+    // The listing's commission is between its owner and the marketplace: shown to the owner, on every read.
+    ...(own ? { commission_pct: fn.commissionPct ?? null } : {}),
   };
 }
 
@@ -155,7 +157,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         });
         await d.registry.changed(fn.id);
         return created({
-          function: { ...functionView(fn, d, p.workspaceId), commission_pct: fn.commissionPct },
+          function: functionView(fn, d, p.workspaceId),
           next: [{ action: 'activate', method: 'PATCH', path: `/api/functions/${fn.id}`, body: { status: 'active' } }],
         });
       },
@@ -199,7 +201,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         );
         if (!fn) throw notFound();
         await d.registry.changed(fn.id);
-        return ok({ function: { ...functionView(fn, d, p.workspaceId), commission_pct: fn.commissionPct } });
+        return ok({ function: functionView(fn, d, p.workspaceId) });
       },
     }),
     defineRoute({
