@@ -201,7 +201,9 @@ export class Router {
         const at = (n - 1) % sorted.length;
         const chosen = sorted[at] as FunctionDescriptor;
         // After the choice: the rest of the cycle from there.
-        return pick(chosen, { statistic: { counter: n, of: sorted.length }, alternates: [...sorted.slice(at + 1), ...sorted.slice(0, at)] });
+        // `counter` is the policy's running count (it keeps counting past the number of candidates); `position` is the
+        // place in this cycle it lands on, which is what a reader of the trace looks for.
+        return pick(chosen, { statistic: { name: 'round-robin turn', counter: n, of: sorted.length, position: at + 1, cycle: sorted.map((f) => f.name) }, alternates: [...sorted.slice(at + 1), ...sorted.slice(0, at)] });
       }
       case 'weighted': {
         const weightOf = (f: FunctionDescriptor) => weightById.get(f.id) ?? 0;

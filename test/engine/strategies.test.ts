@@ -230,7 +230,9 @@ describe('engine: routing strategies', function () {
         expect(await cycle(h, 2, 'rp_other')).to.deep.equal(['test-alpha', 'test-beta']);
         expect(await h.kv.get('rr:rp_other')).to.equal('2');
         const out = await h.price({ policy: rr() });
-        expect(routeOf(out).statistic).to.deep.equal({ counter: 7, of: 3 });
+        // The 7th turn over 3 functions lands on the first of the cycle.
+        expect(routeOf(out).statistic).to.deep.equal({ name: 'round-robin turn', counter: 7, of: 3, position: 1, cycle: ['test-alpha', 'test-beta', 'test-gamma'] });
+        expect(out.fn.name).to.equal('test-alpha');
       } finally {
         await h.close();
       }
