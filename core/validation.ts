@@ -1,3 +1,4 @@
+import { distance } from 'fastest-levenshtein';
 import type { z } from 'zod';
 import { ApiError } from './errors';
 import type { ErrorIssue } from './errors';
@@ -70,3 +71,48 @@ export function validate<S extends z.ZodType>(schema: S, value: unknown, opts: V
     ...(opts.example !== undefined ? { example: opts.example } : {}),
   });
 }
+
+/** The parameter names a query schema declares: an object's keys, through a pipe; undefined when it declares none by name. */
+function declaredKeys(schema: z.ZodType): string[] | undefined {
+  const s = schema as unknown as { shape?: Record<string, unknown>; in?: z.ZodType; def?: { in?: z.ZodType } };
+  if (s.shape && typeof s.shape === 'object') return Object.keys(s.shape);
+  const inner = s.in ?? s.def?.in;
+  return inner ? declaredKeys(inner) : undefined;
+}
+
+/** The declared name a misspelt one most likely meant: the same letters without case and separators, else one or two edits away. */
+function closest(name: string, known: readonly string[]): string | undefined {
+  const bare = (k: string) => k.toLowerCase().replace(/[^a-z0-9]/g, '');
+  const same = known.find((k) => bare(k) === bare(name));
+  if (same) return same;
+  let best: { key: string; d: number } | undefined;
+  for (const k of known) {
+    const d = distance(name.toLowerCase(), k);
+    if (d <= Math.min(2, Math.floor(k.length / 3)) && (!best || d < best.d)) best = { key: k, d };
+  }
+  return best?.key;
+}
+
+/**
+ * Validates a query string against a route's schema, refusing parameters it does not declare: a
+ * misspelt filter (`builtin=true` for `built_in`) would otherwise be ignored and the unfiltered
+ * answer taken for the filtered one. Each unknown name is an issue, with the name it likely meant.
+ */
+export function validateQuery<S extends z.ZodType>(schema: S, query: Record<string, unknown>, opts: Omit<ValidationOptions, 'where'> = {}): z.output<S> {
+  const known = declaredKeys(schema);
+  const unknown = known ? Object.keys(query).filter((k) => !known.includes(k)) : [];
+  if (unknown.length && known) {
+    const accepted = known.length ? `accepted: ${known.join(', ')}` : 'this route takes none';
+    const issues = unknown.map((k) => {
+      const meant = closest(k, known);
+      return { path: k, reason: `unknown query parameter${meant ? `; did you mean "${meant}"?` : ''} (${accepted})` };
+    });
+    const first = issues[0] as ErrorIssue;
+    throw new ApiError('validation_error', `Request query failed validation (${first.path}: ${first.reason}).`, {
+      issues,
+      hint: opts.hint ?? `Correct or remove the query parameters listed in issues; ${accepted}.`,
+    });
+  }
+  return validate(schema, query, { ...opts, where: 'query' });
+}
+

@@ -4,7 +4,7 @@ import type { ErrorRequestHandler, Express, NextFunction, Request, RequestHandle
 import { ApiError } from '../errors';
 import type { Hooks, ResponseDecorator } from '../hooks';
 import type { Logger } from '../logger';
-import { validate } from '../validation';
+import { validate, validateQuery } from '../validation';
 import { callerGone } from './caller-gone';
 import { invalidJson, parseJsonBody } from './json-body';
 import { isUndecodablePath, undecodablePathError } from './middleware';
@@ -149,7 +149,7 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
         for (const a of hooks.authorizers) await a.authorize(principal, route, req);
       }
       if (route.params) ctx.params = validate(route.params, req.params, { where: 'params' });
-      if (route.query) ctx.query = validate(route.query, req.query, { where: 'query' });
+      if (route.query) ctx.query = validateQuery(route.query, req.query as Record<string, unknown>);
       if (route.body) ctx.body = validate(route.body, parseJsonBody(req, route, deps.bodyMaxDepth), { where: 'body', example: route.example });
       const result = await route.handler(ctx);
       if (result === HANDLED) return;

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { z } from 'zod';
 import { ApiError } from '../../core/errors';
-import { validate } from '../../core/validation';
+import { validate, validateQuery } from '../../core/validation';
 
 function refusal(schema: z.ZodType, value: unknown): ApiError {
   try {
@@ -37,3 +37,45 @@ describe('core validation: issues say what to fix', () => {
     ]);
   });
 });
+
+describe('core validation: query parameters', () => {
+  const listQuery = z.object({ built_in: z.enum(['true', 'false']).optional(), limit: z.coerce.number().int().min(1).max(100).optional(), cursor: z.string().optional() });
+  const queryRefusal = (schema: z.ZodType, query: Record<string, unknown>): ApiError => {
+    try {
+      validateQuery(schema, query);
+    } catch (err) {
+      expect(err).to.be.instanceOf(ApiError);
+      return err as ApiError;
+    }
+    expect.fail('expected a validation error');
+  };
+
+  it('refuses a parameter the route does not declare, naming the one it likely meant and those accepted', () => {
+    const err = queryRefusal(listQuery, { builtin: 'true' });
+    expect(err.status).to.equal(400);
+    expect(err.code).to.equal('validation_error');
+    expect(err.extras.issues).to.deep.equal([{ path: 'builtin', reason: 'unknown query parameter; did you mean "built_in"? (accepted: built_in, limit, cursor)' }]);
+    expect(err.message).to.equal('Request query failed validation (builtin: unknown query parameter; did you mean "built_in"? (accepted: built_in, limit, cursor)).');
+    expect(err.extras.hint).to.equal('Correct or remove the query parameters listed in issues; accepted: built_in, limit, cursor.');
+  });
+
+  it('suggests by case and separators, or one or two edits, and nothing for a name far from every one', () => {
+    expect(queryRefusal(listQuery, { BuiltIn: 'true' }).extras.issues?.[0]?.reason).to.match(/did you mean "built_in"/);
+    expect(queryRefusal(listQuery, { limt: '5' }).extras.issues?.[0]?.reason).to.match(/did you mean "limit"/);
+    expect(queryRefusal(listQuery, { cursr: 'x' }).extras.issues?.[0]?.reason).to.match(/did you mean "cursor"/);
+    expect(queryRefusal(listQuery, { page: '2' }).extras.issues?.[0]?.reason).to.equal('unknown query parameter (accepted: built_in, limit, cursor)');
+    expect(queryRefusal(listQuery, { page: '2', sort: 'x' }).extras.issues?.map((i) => i.path)).to.deep.equal(['page', 'sort']);
+  });
+
+  it('looks through refinements and pipes to the declared names, and passes declared ones to the schema', () => {
+    const refined = listQuery.superRefine(() => undefined);
+    expect(queryRefusal(refined, { builtin: 'true' }).extras.issues?.[0]?.path).to.equal('builtin');
+    const piped = listQuery.transform((q) => ({ ...q, seen: true }));
+    expect(queryRefusal(piped, { limt: '1' }).extras.issues?.[0]?.path).to.equal('limt');
+    expect(validateQuery(piped, { limit: '5' })).to.deep.equal({ limit: 5, seen: true });
+    expect(queryRefusal(listQuery, { limit: '0' }).extras.issues?.[0]?.path).to.equal('limit');
+    expect(validateQuery(z.object({}), {})).to.deep.equal({});
+    expect(queryRefusal(z.object({}), { x: '1' }).extras.issues?.[0]?.reason).to.equal('unknown query parameter (this route takes none)');
+  });
+});
+

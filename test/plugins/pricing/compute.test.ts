@@ -259,6 +259,14 @@ describe('compute API', function () {
     const bad = await api.get<Record<string, any>>('/api/functions?built_in=maybe');
     expect(bad.status).to.equal(400);
     expect(bad.body.issues[0].path).to.equal('built_in');
+    // A misspelt filter is refused naming the one meant, rather than ignored (the unfiltered list taken for the filtered one).
+    const misspelt = await api.get<Record<string, any>>('/api/functions?builtin=true');
+    expect(misspelt.status, misspelt.text).to.equal(400);
+    expect(misspelt.body.code).to.equal('validation_error');
+    expect(misspelt.body.issues).to.have.length(1);
+    expect(misspelt.body.issues[0].path).to.equal('builtin');
+    expect(misspelt.body.issues[0].reason).to.match(/^unknown query parameter; did you mean "built_in"\? \(accepted: .*built_in/);
+    expect(misspelt.body.hint).to.match(/^Correct or remove the query parameters listed in issues/);
   });
 
   it('pages the function list by cursor without skipping or repeating a function, whatever punctuation the names hold', async () => {

@@ -221,7 +221,7 @@ describe('usage: events list and receipt', function () {
       ['to=2025-13-45', 'to'],
       ['from=2025-04-01&to=2025-03-01', 'to'],
       ['limit=0', 'limit'],
-      ['status=ok', '(root)'],
+      ['status=ok', 'status'],
       ['cursor=bm90LWEtY3Vyc29y', 'cursor'],
       [`cursor=${Buffer.from(JSON.stringify(['2026-02-30T00:00:00.000000Z', 'use_x'])).toString('base64url')}`, 'cursor'],
       ['limit=0x10', 'limit'],

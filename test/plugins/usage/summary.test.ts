@@ -152,7 +152,7 @@ describe('usage: summary', function () {
     ['?to=2025-02-30T25:00:00Z', 'to'],
     ['?from=2025-05-01&to=2025-04-01', 'to'],
     [`?from=${new Date(Date.now() + 86_400_000).toISOString()}`, 'from'],
-    ['?period=month', '(root)'],
+    ['?period=month', 'period'],
   ] as const) {
     it(`refuses ${query} with 400 and issues naming ${path}`, async () => {
       const res = await client(svc.url, { 'x-api-key': key }).get<Record<string, any>>(`/api/usage/summary${query}`);
