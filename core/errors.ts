@@ -33,6 +33,7 @@ export const errorStatus = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   unprocessable: 422,
+  idempotency_key_reused: 422,
   no_eligible_function: 422,
   insufficient_context: 422,
   rate_limited: 429,

@@ -1,19 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { KvStore } from '../core/kv';
+import { stableStringify } from '../core/stable-json';
 import type { MarketEvidence, MethodResult } from './builtins/types';
 import type { FunctionDescriptor } from './functions';
 
-/** JSON with object keys sorted at every depth, so equal contexts give equal cache keys. */
-export function stableStringify(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(stableStringify).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${stableStringify((value as Record<string, unknown>)[k])}`);
-    return `{${entries.join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
-}
 
 /** Results by function version and normalised context, on the key-value store (shared with Redis). */
 export class ResultCache {

@@ -1,6 +1,6 @@
 import type { PluginDefinition } from '../../core/plugin';
 import { IDENTITY } from '../identity';
-import type { AuditLog, KeyService, Workspaces } from '../identity';
+import type { AuditLog, IdempotencyKeys, KeyService, Workspaces } from '../identity';
 import { FailedAuthGuard } from '../identity';
 import { agentRoutes } from './routes/agents';
 import { authRoutes } from './routes/auth';
@@ -31,6 +31,7 @@ export const accountsPlugin: PluginDefinition = {
     const workspaces = container.resolve<Workspaces>(IDENTITY.Workspaces);
     const audit = container.resolve<AuditLog>(IDENTITY.Audit);
     const secret = container.resolve<Uint8Array>(IDENTITY.TokenSecret);
+    const idempotency = container.resolve<IdempotencyKeys>(IDENTITY.Idempotency);
     const people = new People(sql, workspaces, clock, config);
     const sessions = new Sessions(sql, kv, clock, secret, config.identity.sessionTtlHours, config.identity.personTokenTtlS);
     await sessions.start();
@@ -41,7 +42,7 @@ export const accountsPlugin: PluginDefinition = {
 
     hooks.addAuthenticator(new PersonAuthenticator(sessions, people, sql, clock, secret));
     const failures = new FailedAuthGuard(kv, config.limits.rateLimit.failedAuthPerAddressPer15Min);
-    const deps = { config, sql, people, sessions, wallets, keys, workspaces, audit, failures };
+    const deps = { config, sql, people, sessions, wallets, keys, workspaces, audit, failures, idempotency };
     for (const route of [...authRoutes(deps), ...userRoutes(deps), ...keyRoutes(deps, events), ...agentRoutes(deps, events)]) ctx.route(route);
   },
 };

@@ -168,6 +168,6 @@ export function llmsText(config: Config, base: string, changelog: Changelog, s: 
 ${section('Start without a human', start)}${section('Price', price)}${section('For agents', agents)}## Errors
 
 Every error has error, code and message, and often hint, next, example, issues, retry_after and limit. 401s list where to get a credential; 429s carry Retry-After.
-Retry, after Retry-After, on retryable: true: 503 service_busy (every pricing worker was busy), 503 service_unavailable (the call could not be recorded, or the database or the key-value store did not answer), 502 functions_failed (every function tried failed; retryable: false when each failed only at an address the service will not call, so a retry cannot help). None of them is charged. 422 insufficient_context is not retryable as is: it names what the context lacks or which amount is out of range.
+Retry, after Retry-After, on retryable: true: 503 service_busy (every pricing worker was busy), 503 service_unavailable (the call could not be recorded, or the database or the key-value store did not answer), 502 functions_failed (every function tried failed; retryable: false when each failed only at an address the service will not call, so a retry cannot help). None of them is charged. Creating an API key, a function or a routing policy? Send Idempotency-Key (a UUID) and retry with the same one: a repeat answers what the first created (Idempotent-Replayed: true). 422 insufficient_context is not retryable as is: it names what the context lacks or which amount is out of range.
 `;
 }

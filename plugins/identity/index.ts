@@ -4,10 +4,12 @@ import { IdentityAuthorizer } from './auth/authorizer';
 import { FailedAuthGuard } from './auth/failed-auth';
 import { RateLimitGuard } from './auth/rate-limit-guard';
 import { identitySchema } from './migrations/0001-identity-schema';
+import { identityIdempotencyKeys } from './migrations/0002-idempotency-keys';
 import { meRoutes } from './routes/me';
 import { oauthRoutes } from './routes/oauth';
 import { onboardingRoutes } from './routes/onboarding';
 import { AuditLog } from './services/audit';
+import { IdempotencyKeys } from './services/idempotency';
 import { KeyCache } from './services/key-cache';
 import { KeyService } from './services/key-service';
 import { OAuthService } from './services/oauth';
@@ -31,6 +33,8 @@ export { MEMBERSHIP_WORKSPACE, workspaceView } from './services/workspaces';
 export type { KeyService, NewKey } from './services/key-service';
 export type { Workspaces } from './services/workspaces';
 export type { AuditLog, AuditEntry } from './services/audit';
+export { IDEMPOTENCY_HEADER, REPLAYED_HEADER } from './services/idempotency';
+export type { IdempotencyKeys, IdempotencyClaim, TakeClaim } from './services/idempotency';
 export type { Onboarding } from './services/onboarding';
 export type { IdentityAttributes, Role, Plan, KeyKind, WorkspaceRow, ApiKeyRow, AuthMethod, AgentRow } from './domain';
 export { ROLE_RANK } from './domain';
@@ -42,7 +46,7 @@ export { ROLE_RANK } from './domain';
 export const identityPlugin: PluginDefinition = {
   name: 'identity',
   description: 'Workspaces, API keys, scopes, agent sandboxes and claims, OAuth client credentials, rate limits.',
-  migrations: [identitySchema],
+  migrations: [identitySchema, identityIdempotencyKeys],
   async register(ctx) {
     const { config, sql, kv, clock, events, hooks, container } = ctx;
     const pepper = await loadOrCreateSecret(sql, 'api_key_pepper', config.identity.apiKeyPepper);
@@ -53,6 +57,7 @@ export const identityPlugin: PluginDefinition = {
     const keys = new KeyService(sql, cache, clock, ctx.log, pepper);
     keys.start();
     const workspaces = new Workspaces(sql);
+    const idempotency = new IdempotencyKeys(sql, clock, ctx.log, config.limits.idempotencyKeyTtlHours);
     const audit = new AuditLog(sql);
     const onboarding = new Onboarding(sql, kv, clock, config, keys, workspaces, audit, events);
     const failures = new FailedAuthGuard(kv, config.limits.rateLimit.failedAuthPerAddressPer15Min);
@@ -66,6 +71,7 @@ export const identityPlugin: PluginDefinition = {
     container.register(IDENTITY.Workspaces, { useValue: workspaces });
     container.register(IDENTITY.Onboarding, { useValue: onboarding });
     container.register(IDENTITY.Audit, { useValue: audit });
+    container.register(IDENTITY.Idempotency, { useValue: idempotency });
     container.register(IDENTITY.TokenSecret, { useValue: tokenSecret });
 
     hooks.addAuthenticator(new ApiKeyAuthenticator(keys, failures, clock));

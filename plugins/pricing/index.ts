@@ -2,6 +2,8 @@ import type { PluginDefinition } from '../../core/plugin';
 import { TOKENS } from '../../core/tokens';
 import type { RouteTable } from '../../core/http/pipeline';
 import { createEngine } from '../../engine';
+import { IDENTITY } from '../identity';
+import type { IdempotencyKeys } from '../identity';
 import { keylessCallsSince, USAGE } from '../usage';
 import type { UsageRecorder } from '../usage';
 import { DEMO_WORKSPACE_ID, pricingSchema } from './migrations/0001-pricing-schema';
@@ -49,6 +51,7 @@ export const pricingPlugin: PluginDefinition = {
       if (parts.pool.queueSize > config.engine.maxQueue * 0.9) throw new Error(`pool queue at ${parts.pool.queueSize}`);
     });
     const recorder = container.resolve<UsageRecorder>(USAGE.Recorder);
+    const idempotency = container.resolve<IdempotencyKeys>(IDENTITY.Idempotency);
     const routes = container.resolve<RouteTable>(TOKENS.Routes);
     const market = new MarketEvidenceSlot({ enabled: config.engine.marketEvidence, timeoutMs: config.engine.marketLookupTimeoutMs }, ctx.log, metrics);
     container.register(PRICING.MarketEvidence, { useValue: market });
@@ -71,8 +74,8 @@ export const pricingPlugin: PluginDefinition = {
     hooks.addGuard(demoBudget);
     const routeSpecs = [
       ...computeRoutes(compute, config.limits.batchMaxItems),
-      ...functionRoutes({ store, registry: parts.registry, engine: parts.engine, market, latency: parts.latency, breakers: parts.breakers, outbound: parts.outbound, commissionPct: () => config.limits.marketplaceCommissionPct, maxCallCost: () => config.limits.functionMaxCallCost }),
-      ...policyRoutes(policies, parts.registry),
+      ...functionRoutes({ store, registry: parts.registry, engine: parts.engine, market, latency: parts.latency, breakers: parts.breakers, outbound: parts.outbound, commissionPct: () => config.limits.marketplaceCommissionPct, maxCallCost: () => config.limits.functionMaxCallCost, idempotency }),
+      ...policyRoutes(policies, parts.registry, idempotency),
       ...operationRoutes(parts.registry, parts.breakers, parts.latency),
     ];
     for (const r of routeSpecs) ctx.route(r);

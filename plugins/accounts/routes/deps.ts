@@ -1,6 +1,6 @@
 import type { Config } from '../../../config';
 import type { Sql } from '../../../core/db/sql';
-import type { AuditLog, FailedAuthGuard, KeyService, Workspaces } from '../../identity';
+import type { AuditLog, FailedAuthGuard, IdempotencyKeys, KeyService, Workspaces } from '../../identity';
 import type { People } from '../services/people';
 import type { Sessions } from '../services/sessions';
 import type { WalletSignIn } from '../services/wallet-signin';
@@ -15,4 +15,5 @@ export interface AccountsDeps {
   workspaces: Workspaces;
   audit: AuditLog;
   failures: FailedAuthGuard;
+  idempotency: IdempotencyKeys;
 }

@@ -6,6 +6,7 @@ import type { RouteSpec } from '../../../core/http/route';
 import { decodeTimeCursor, listEnvelope, listQuery } from '../../../core/pagination';
 import { z } from 'zod';
 import { effectiveScopes, identityOf, insufficientScope, keyView, LEGACY_SCOPES, NAME_ONLY_SCOPES, NAMED_SCOPES, unknownScopes } from '../../identity';
+import type { ApiKeyRow } from '../../identity';
 import * as s from '../schemas';
 import type { AccountsDeps } from './deps';
 
@@ -83,7 +84,7 @@ export function keyRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       body: s.createKeyBody,
       example: s.createKeyExample,
       responses: { 201: { description: 'The new key; its secret is shown this once.' } },
-      handler: async ({ principal, body }) => {
+      handler: async ({ principal, body, req }) => {
         const p = principal as Principal;
         const { scopes, legacy } = checkRequestedScopes(p, body.scopes);
         let agentId: string | null = null;
@@ -93,8 +94,25 @@ export function keyRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
           agentId = agent.id;
         }
         const expiresAt = requestedExpiry(body.expires_at);
-        const { row, secret } = await d.keys.create({ workspaceId: p.workspaceId, name: body.name, kind: agentId ? 'agent' : 'person', scopes, legacy, createdByPersonId: p.personId ?? null, agentId, expiresAt });
-        return created({ api_key: { ...keyView(row), key: secret, shown_once: true } });
+        const claim = d.idempotency.claimOf(req, 'apiKeys.create', p.workspaceId, body);
+        return d.idempotency.run(
+          claim,
+          async (take) => {
+            const { row, secret } = await d.keys.create({ workspaceId: p.workspaceId, name: body.name, kind: agentId ? 'agent' : 'person', scopes, legacy, createdByPersonId: p.personId ?? null, agentId, expiresAt }, undefined, take);
+            return created({ api_key: { ...keyView(row), key: secret, shown_once: true } });
+          },
+          async (id) => {
+            // Only the hash of the secret is kept: the replay names the key the first request created, and the way out if
+            // its answer (the one showing the secret) never arrived.
+            const row = await d.sql.one<ApiKeyRow>('SELECT * FROM api_keys WHERE id = $1 AND workspace_id = $2', [id, p.workspaceId]);
+            if (!row) return null;
+            return created({
+              api_key: { ...keyView(row), key: null, shown_once: true },
+              hint: `This key was created by the first request with this Idempotency-Key, and its secret was shown only in that answer. If that answer never arrived, revoke the key (DELETE /api/api-keys/${row.id}) and create another with a new Idempotency-Key.`,
+              next: [{ action: 'revoke', method: 'DELETE', path: `/api/api-keys/${row.id}` }],
+            });
+          },
+        );
       },
     }),
     defineRoute({

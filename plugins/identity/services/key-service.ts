@@ -7,6 +7,7 @@ import { newId, randomToken } from '../../../core/ids';
 import type { Logger } from '../../../core/logger';
 import type { ApiKeyRow, KeyKind, WorkspaceRow } from '../domain';
 import type { CachedKey, KeyCache } from './key-cache';
+import type { TakeClaim } from './idempotency';
 import { MEMBERSHIP_WORKSPACE } from './workspaces';
 
 const KIND_TAG: Record<KeyKind, string> = { sandbox: 'sbx', agent: 'agt', person: 'usr', oauth_client: 'oac' };
@@ -94,14 +95,17 @@ export class KeyService {
    * new key with the others; one that ran first leaves no membership, and the key is refused. So no
    * key outlives its maker's access, however the two requests interleave.
    */
-  async create(input: NewKey, tx?: Transaction): Promise<CreatedKey> {
+  /** `take`: an Idempotency-Key claim, taken first in the same transaction (IdempotencyKeys). */
+  async create(input: NewKey, tx?: Transaction, take?: TakeClaim): Promise<CreatedKey> {
     const maker = input.createdByPersonId;
-    if (!maker) return this.insert(input, tx);
+    const id = newId('key');
+    if (!maker && !take) return this.insert(id, input, tx);
     const work = async (t: Transaction): Promise<CreatedKey> => {
-      if (!(await this.holdMembership(input.workspaceId, maker, t))) {
+      await take?.(t, id);
+      if (maker && !(await this.holdMembership(input.workspaceId, maker, t))) {
         throw new ApiError('not_found', 'You are not a member of that workspace.', { hint: 'Send x-workspace-id with one of the workspaces listed at GET /api/user, or omit it for your default workspace.' });
       }
-      return this.insert(input, t);
+      return this.insert(id, input, t);
     };
     return tx ? work(tx) : this.sql.tx(work);
   }
@@ -120,13 +124,13 @@ export class KeyService {
     return held !== null;
   }
 
-  private async insert(input: NewKey, tx?: Transaction): Promise<CreatedKey> {
+  private async insert(id: string, input: NewKey, tx?: Transaction): Promise<CreatedKey> {
     const secret = `pcs_${KIND_TAG[input.kind]}_${randomToken(32)}`;
     const row = await this.sql.one<ApiKeyRow>(
       `INSERT INTO api_keys (id, workspace_id, key_hash, display_prefix, last4, name, kind, scopes, legacy, created_by_person_id, agent_id, expires_at, rotated_from_id)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING *`,
       [
-        newId('key'),
+        id,
         input.workspaceId,
         this.hash(secret),
         secret.slice(0, 12),

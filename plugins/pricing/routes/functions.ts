@@ -10,6 +10,7 @@ import { dec } from '../../../core/money';
 import { EngineError, NO_DATA, effectiveCost, isReachable, latencyView } from '../../../engine';
 import type { CircuitBreakers, FunctionDescriptor, FunctionRegistry, LatencyStats, PricingEngine } from '../../../engine';
 import { identityOf } from '../../identity';
+import type { IdempotencyKeys } from '../../identity';
 import * as s from '../schemas';
 import { pipelineUnavailable, toApiError } from '../services/engine-errors';
 import type { FunctionStore } from '../services/function-store';
@@ -26,6 +27,7 @@ export interface FunctionRouteDeps {
   commissionPct: () => number;
   /** FUNCTION_MAX_CALL_COST. */
   maxCallCost: () => number;
+  idempotency: IdempotencyKeys;
 }
 
 const scopeOf = (p: Principal) => ({ workspaceId: p.workspaceId, builtInsOnly: identityOf(p).sandbox });
@@ -134,11 +136,20 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       body: s.registerFunctionBody,
       example: s.registerFunctionExample,
       responses: { 201: { description: 'The function, as a draft, and how to activate it.' } },
-      handler: async ({ principal, body }) => {
+      handler: async ({ principal, body, req }) => {
         const p = principal as Principal;
         if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url, s.registerFunctionExample);
         checkCallCost(body.cost_per_unit, body.cost_multiplier, d.maxCallCost());
-        const fn = await d.store.create({
+        const answer = (fn: FunctionDescriptor) =>
+          created({
+            function: functionView(fn, d, p.workspaceId),
+            ...(fn.status === 'draft' ? { next: [{ action: 'activate', method: 'PATCH', path: `/api/functions/${fn.id}`, body: { status: 'active' } }] } : {}),
+          });
+        const claim = d.idempotency.claimOf(req, 'functions.create', p.workspaceId, body);
+        return d.idempotency.run(
+          claim,
+          async (take) => {
+            const fn = await d.store.create({
           workspaceId: p.workspaceId,
           name: body.name,
           description: body.description,
@@ -150,16 +161,20 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
           endpointUrl: body.endpoint_url ?? null,
           timeoutMs: body.timeout_ms ?? null,
           commissionPct: d.commissionPct(),
-        }).catch(async (err: unknown) => {
+        }, take).catch(async (err: unknown) => {
           if (!(err instanceof ApiError && err.code === 'conflict')) throw err;
           const free = await d.store.freeVariant(body.name);
           throw err.with({ hint: `"${free}" is free right now: example is your request under that name. Or choose your own, for example prefixed with your company or product.`, example: { ...body, name: free } });
         });
-        await d.registry.changed(fn.id);
-        return created({
-          function: functionView(fn, d, p.workspaceId),
-          next: [{ action: 'activate', method: 'PATCH', path: `/api/functions/${fn.id}`, body: { status: 'active' } }],
-        });
+            await d.registry.changed(fn.id);
+            return answer(fn);
+          },
+          // The function as it is now (it may have been activated since): what the first request created.
+          async (id) => {
+            const fn = await d.store.get(id);
+            return fn && fn.workspaceId === p.workspaceId ? answer(fn) : null;
+          },
+        );
       },
     }),
     defineRoute({

@@ -8,6 +8,7 @@ import { validate } from '../../../core/validation';
 import { policySchema } from '../../../engine';
 import type { FunctionRegistry, PolicyShape } from '../../../engine';
 import { identityOf } from '../../identity';
+import type { IdempotencyKeys } from '../../identity';
 import * as s from '../schemas';
 import { policyView } from '../services/policy-store';
 import type { PolicyRecord, PolicyStore } from '../services/policy-store';
@@ -33,7 +34,7 @@ function withWarnings(view: Record<string, unknown>, missing: string[]): Record<
 
 const notFoundPolicy = (): ApiError => new ApiError('not_found', 'No routing policy with this id in the workspace.');
 
-export function policyRoutes(store: PolicyStore, registry: FunctionRegistry): RouteSpec[] {
+export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, idempotency: IdempotencyKeys): RouteSpec[] {
   const find = async (p: Principal, id: string): Promise<PolicyRecord> => {
     const found = await store.get(p.workspaceId, id);
     if (!found) throw notFoundPolicy();
@@ -63,11 +64,19 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry): Ro
       body: s.createPolicyBody,
       example: s.createPolicyExample,
       responses: { 201: { description: 'The policy, with warnings for function references it cannot reach.' } },
-      handler: async ({ principal, body }) => {
+      handler: async ({ principal, body, req }) => {
         const p = principal as Principal;
         const shape = validate(policySchema, body, { example: s.createPolicyExample });
-        const saved = await store.create(p.workspaceId, shape);
-        return created({ policy: withWarnings(policyView(saved), unreachableRefs(shape, registry, p)) });
+        const claim = idempotency.claimOf(req, 'policies.create', p.workspaceId, body);
+        return idempotency.run(
+          claim,
+          async (take) => created({ policy: withWarnings(policyView(await store.create(p.workspaceId, shape, take)), unreachableRefs(shape, registry, p)) }),
+          // The policy as it is now (it may have been changed since): what the first request created.
+          async (id) => {
+            const saved = await store.get(p.workspaceId, id);
+            return saved ? created({ policy: withWarnings(policyView(saved), unreachableRefs(saved, registry, p)) }) : null;
+          },
+        );
       },
     }),
     defineRoute({

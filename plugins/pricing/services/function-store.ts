@@ -1,3 +1,4 @@
+import type { Transaction } from 'sequelize';
 import { isUniqueViolation } from '../../../core/db/sql';
 import type { Sql } from '../../../core/db/sql';
 import { ApiError } from '../../../core/errors';
@@ -5,6 +6,7 @@ import { newId } from '../../../core/ids';
 import { formatMoney, formatMultiplier } from '../../../core/money';
 import { BUILTINS } from '../../../engine';
 import type { FunctionDescriptor, FunctionSource, FunctionStatus } from '../../../engine';
+import type { TakeClaim } from '../../identity';
 
 interface FunctionRow {
   id: string;
@@ -97,14 +99,16 @@ export class FunctionStore implements FunctionSource {
     return row ? toRecord(row) : null;
   }
 
-  async create(f: NewFunction): Promise<FunctionRecord> {
+  /** `take`: an Idempotency-Key claim, taken first in the same transaction (IdempotencyKeys). */
+  async create(f: NewFunction, take?: TakeClaim): Promise<FunctionRecord> {
     if (RESERVED.has(f.name.toLowerCase())) throw nameTaken(f.name);
-    try {
-      const row = await this.sql.one<FunctionRow>(
+    const id = newId('fn');
+    const insert = (tx?: Transaction) =>
+      this.sql.one<FunctionRow>(
         `INSERT INTO pricing_functions (id, workspace_id, name, description, tags, execution_type, is_public, cost_per_unit, cost_multiplier, endpoint_url, timeout_ms, commission_pct, listed_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING *`,
         [
-          newId('fn'),
+          id,
           f.workspaceId,
           f.name,
           f.description,
@@ -118,7 +122,10 @@ export class FunctionStore implements FunctionSource {
           f.isPublic ? f.commissionPct : null,
           f.isPublic ? new Date() : null,
         ],
+        tx,
       );
+    try {
+      const row = take ? await this.sql.tx(async (tx) => (await take(tx, id), insert(tx))) : await insert();
       return toRecord(row as FunctionRow);
     } catch (err) {
       if (isUniqueViolation(err, 'pricing_functions_name_idx')) throw nameTaken(f.name);

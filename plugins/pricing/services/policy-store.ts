@@ -4,6 +4,7 @@ import type { Sql } from '../../../core/db/sql';
 import { newId } from '../../../core/ids';
 import type { KvStore, Unsubscribe } from '../../../core/kv';
 import type { PolicyShape, RoutingPolicy } from '../../../engine';
+import type { TakeClaim } from '../../identity';
 
 interface PolicyRow {
   id: string;
@@ -111,8 +112,11 @@ export class PolicyStore {
   }
 
   /** Creates a validated policy; making it the default unsets the previous one. */
-  async create(workspaceId: string, p: PolicyShape): Promise<PolicyRecord> {
+  /** `take`: an Idempotency-Key claim, taken first in the same transaction (IdempotencyKeys). */
+  async create(workspaceId: string, p: PolicyShape, take?: TakeClaim): Promise<PolicyRecord> {
+    const id = newId('rp');
     const saved = await this.sql.tx(async (tx) => {
+      await take?.(tx, id);
       // Concurrent saves of a default take turns per workspace: each unsets the one before it, rather
       // than both finding none and colliding on the one-default index.
       if (p.is_default) {
@@ -121,7 +125,7 @@ export class PolicyStore {
       }
       return this.sql.one<PolicyRow>(
         `INSERT INTO routing_policies (id, workspace_id, name, strategy, is_default, fallback_chain, fallback_function, config) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
-        [newId('rp'), workspaceId, p.name, p.strategy, p.is_default, p.fallback_chain, p.fallback_function, JSON.stringify(p.config)],
+        [id, workspaceId, p.name, p.strategy, p.is_default, p.fallback_chain, p.fallback_function, JSON.stringify(p.config)],
         tx,
       );
     });
