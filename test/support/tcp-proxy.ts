@@ -18,6 +18,11 @@ export interface TcpProxy {
   release(): void;
   /** Cuts every connection open through the proxy. */
   drop(): void;
+  /**
+   * Passes until a request carrying `marker` (e.g. "COMMIT") has gone through, then mutes replies: the
+   * server acts on that request and the client never hears it did.
+   */
+  muteRepliesAfter(marker: string): void;
   close(): Promise<void>;
 }
 
@@ -26,6 +31,7 @@ export async function tcpProxy(host: string, port: number): Promise<TcpProxy> {
   const open = new Set<Socket>();
   const held: Array<() => void> = [];
   let mode: ProxyMode = 'pass';
+  let trigger: Buffer | null = null;
   const server: Server = createServer((downstream) => {
     const upstream = createConnection({ host, port });
     for (const s of [downstream, upstream]) {
@@ -36,6 +42,10 @@ export async function tcpProxy(host: string, port: number): Promise<TcpProxy> {
     const forward = (to: Socket, isReply: boolean) => (chunk: Buffer) => {
       if (mode === 'hold') held.push(() => to.destroyed || to.write(chunk));
       else if (!(isReply && mode === 'mute-replies')) to.write(chunk);
+      if (!isReply && trigger && chunk.includes(trigger)) {
+        trigger = null;
+        mode = 'mute-replies';
+      }
     };
     downstream.on('data', forward(upstream, false));
     upstream.on('data', forward(downstream, true));
@@ -54,6 +64,7 @@ export async function tcpProxy(host: string, port: number): Promise<TcpProxy> {
     },
     set mode(m: ProxyMode) {
       mode = m;
+      trigger = null;
     },
     via(url: string) {
       const u = new URL(url);
@@ -66,6 +77,10 @@ export async function tcpProxy(host: string, port: number): Promise<TcpProxy> {
       for (const deliver of held.splice(0)) deliver();
     },
     drop,
+    muteRepliesAfter(marker: string) {
+      mode = 'pass';
+      trigger = Buffer.from(marker);
+    },
     close: () =>
       new Promise<void>((resolve) => {
         drop();

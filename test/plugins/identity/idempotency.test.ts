@@ -1,8 +1,11 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
+import { createTestDatabase } from '../../support/db';
 import { client } from '../../support/http';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
+import { tcpProxy } from '../../support/tcp-proxy';
+import type { TcpProxy } from '../../support/tcp-proxy';
 import { createKey, signUp } from '../../support/world';
 import type { Person } from '../../support/world';
 
@@ -183,3 +186,47 @@ describe('identity: Idempotency-Key on create routes', function () {
     expect((await api.post<Body>('/api/routing-policies', policyBody(unique('shape-ok')), { 'idempotency-key': 'x'.repeat(255) })).status).to.equal(201);
   });
 });
+
+describe('identity: Idempotency-Key after a COMMIT whose answer was lost', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  let proxy: TcpProxy;
+
+  before(async () => {
+    const url = new URL(await createTestDatabase());
+    proxy = await tcpProxy(url.hostname, Number(url.port));
+    svc = await startTestService({ databaseUrl: proxy.via(url.toString()), config: { database: { statementTimeoutMs: 500, answerGraceMs: 500 } } });
+  });
+  after(async () => {
+    await svc.close();
+    await proxy.close();
+  });
+
+  it('a create answered 503 though it committed is answered, on retry with its key, by what it created: one policy, not two', async () => {
+    const api = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'lost-commit'), { name: 'k' })).key });
+    const name = unique('lost');
+    const key = randomUUID();
+    expect((await api.post('/api/routing-policies', policyOf(unique('warm-up')))).status).to.equal(201);
+
+    proxy.muteRepliesAfter('COMMIT');
+    const lost = await api.post<Body>('/api/routing-policies', policyOf(name), { 'idempotency-key': key });
+    // The one connection that was waiting (the COMMIT's) is closed by the service itself; the idle ones heard nothing amiss.
+    proxy.mode = 'pass';
+    expect(lost.status, lost.text).to.equal(503);
+    expect(lost.body.code).to.equal('service_unavailable');
+
+    const [rows] = await svc.sequelize.query('SELECT id FROM routing_policies WHERE name = $1', { bind: [name] });
+    expect(rows, 'the COMMIT reached the database and took effect').to.have.length(1);
+    const retry = await api.post<Body>('/api/routing-policies', policyOf(name), { 'idempotency-key': key });
+    expect(retry.status, retry.text).to.equal(201);
+    expect(retry.headers.get('idempotent-replayed')).to.equal('true');
+    expect(retry.body.policy.id).to.equal((rows as Array<{ id: string }>)[0]?.id);
+    const [after] = await svc.sequelize.query('SELECT count(*)::int AS n FROM routing_policies WHERE name = $1', { bind: [name] });
+    expect((after as Array<{ n: number }>)[0]?.n).to.equal(1);
+  });
+});
+
+function policyOf(name: string): Record<string, unknown> {
+  return { name, strategy: 'cheapest', config: { candidates: ['cost-plus', 'charm-pricing'] } };
+}
+
