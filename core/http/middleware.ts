@@ -3,7 +3,7 @@ import { newId } from '../ids';
 import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
 import { ApiError, errorBody, isApiError } from '../errors';
-import { databaseUnavailable, isDatabaseUnavailable } from '../db/failures';
+import { databaseUnavailable, isDatabaseUnavailable, mayHaveCommitted } from '../db/failures';
 import { KvUnavailableError, storeUnavailable } from '../kv/contract';
 
 const INCOMING_ID = /^[A-Za-z0-9._:-]{8,128}$/;
@@ -80,6 +80,16 @@ export function unavailableError(err: unknown): ApiError | undefined {
   return undefined;
 }
 
+const WRITE_MAY_HAVE_HAPPENED =
+  'The change may have been made before the answer was lost: check before repeating it, or repeat it with the same Idempotency-Key where the route accepts one (creating API keys, functions and routing policies).';
+
+/** A write whose statement broke after it was sent (Sequelize wraps the driver's error once): the caller must not assume nothing happened. */
+function writeMayHaveHappened(req: Request, err: unknown): boolean {
+  if (req.method === 'GET' || req.method === 'HEAD' || req.method === 'OPTIONS') return false;
+  const wrapped = err as { parent?: unknown; original?: unknown } | null;
+  return mayHaveCommitted(err) || mayHaveCommitted(wrapped?.parent) || mayHaveCommitted(wrapped?.original);
+}
+
 /** The one error middleware: SPEC's common error shape, never a stack trace. */
 export function errorHandler(log: Logger) {
   return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
@@ -97,7 +107,7 @@ export function errorHandler(log: Logger) {
         const unavailable = unavailableError(err);
         if (unavailable) {
           reqLog.warn({ err, method: req.method, path: req.path }, 'a store the request needed failed');
-          apiErr = unavailable;
+          apiErr = writeMayHaveHappened(req, err) ? unavailable.with({ hint: `${unavailable.extras.hint ?? ''} ${WRITE_MAY_HAVE_HAPPENED}`.trim() }) : unavailable;
         } else {
           reqLog.error({ err, method: req.method, path: req.path }, 'unhandled error');
           apiErr = new ApiError('internal_error', 'Something went wrong on our side.', { hint: 'Retry later; quote the request_id if you report it.' });

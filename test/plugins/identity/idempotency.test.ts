@@ -214,6 +214,8 @@ describe('identity: Idempotency-Key after a COMMIT whose answer was lost', funct
     proxy.mode = 'pass';
     expect(lost.status, lost.text).to.equal(503);
     expect(lost.body.code).to.equal('service_unavailable');
+    // The caller is not told nothing happened: it is told how to repeat safely.
+    expect(lost.body.hint).to.match(/may have been made before the answer was lost/).and.include('Idempotency-Key');
 
     const [rows] = await svc.sequelize.query('SELECT id FROM routing_policies WHERE name = $1', { bind: [name] });
     expect(rows, 'the COMMIT reached the database and took effect').to.have.length(1);
