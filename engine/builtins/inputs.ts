@@ -70,7 +70,7 @@ export function positiveMoney(ctx: Context, key: string): Dec | undefined {
 export function lacking(ctx: Context, ...keys: string[]): string {
   const zero = keys.filter((k) => given(ctx, k));
   if (!zero.length) return '';
-  return ` (${zero.map((k) => `${k} is ${shown(ctx[k])}`).join(', ')}; ${zero.length > 1 ? 'each' : 'it'} must be above 0)`;
+  return `; got ${zero.map((k) => `${k} ${shown(ctx[k])}`).join(' and ')}, which must be above 0`;
 }
 
 /** A number from the context (JSON number or numeric string); undefined when absent, refused by name when not a number. */

@@ -452,10 +452,10 @@ describe('engine: built-in pricing methods', () => {
 
     it('a zero cost or price is not refused but named in the method\'s own "needs" message', () => {
       for (const [method, ctx, message] of [
-        [costPlus, { unit_cost: 0 }, 'cost-plus needs unit_cost (a positive amount) (unit_cost is 0; it must be above 0).'],
-        [anchored, { current_price: '0.00' }, 'anchored adjustment needs current_price (current_price is "0.00"; it must be above 0).'],
-        [elasticityOptimum, { unit_cost: 0, elasticity: -2 }, 'the elasticity optimum needs unit_cost (marginal cost) (unit_cost is 0; it must be above 0).'],
-        [charm, { target_price: 0, current_price: 0 }, 'charm pricing needs a base: target_price, current_price or unit_cost (target_price is 0, current_price is 0; each must be above 0).'],
+        [costPlus, { unit_cost: 0 }, 'cost-plus needs unit_cost (a positive amount); got unit_cost 0, which must be above 0.'],
+        [anchored, { current_price: '0.00' }, 'anchored adjustment needs current_price; got current_price "0.00", which must be above 0.'],
+        [elasticityOptimum, { unit_cost: 0, elasticity: -2 }, 'the elasticity optimum needs unit_cost (marginal cost); got unit_cost 0, which must be above 0.'],
+        [charm, { target_price: 0, current_price: 0 }, 'charm pricing needs a base: target_price, current_price or unit_cost; got target_price 0 and current_price 0, which must be above 0.'],
       ] as Array<[PricingMethod, Context, string]>) {
         const err = notApplicable(method, ctx);
         expect(err.refused, message).to.equal(false);
