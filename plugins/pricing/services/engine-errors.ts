@@ -75,7 +75,7 @@ export function toApiError(err: unknown, opts: { keyless?: boolean } = {}): unkn
         const ex = d.excludedCouldPrice;
         const named = ex.map((c) => `${c.function} (${c.reason}${c.detail ? `: ${c.detail}` : ''})`).join(', ');
         return new ApiError('insufficient_context', err.message, {
-          hint: `Your routing policy left out ${ex.length > 1 ? 'functions' : 'a function'} that could price this context: ${named}. Loosen the policy (PATCH /api/routing-policies/{id}: its max_cost_per_unit, max_latency_ms, rules or weights), name one with function_id, or add the inputs the functions tried need (missing).`,
+          hint: `Your routing policy left out ${ex.length > 1 ? 'functions' : 'a function'} that could price this context: ${named}. Loosen the policy (PATCH /api/routing-policies/${d.policyId ?? '{id}'}: its max_cost_per_unit, max_latency_ms, rules or weights), name one with function_id, or add the inputs the functions tried need (missing).`,
           fields: { missing: d.missing ?? [], excluded_by_policy: ex, inputs_by_function: INPUT_MENU, attempts: d.attempts ?? [] },
         });
       }

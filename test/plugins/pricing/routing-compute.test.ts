@@ -111,7 +111,7 @@ describe('pricing: compute routed by the default policy (HTTP)', function () {
   });
 
   it('a ceiling that left out the only functions able to price the context: the 422 names them and the policy, not only the missing inputs', async () => {
-    await makeDefault({ name: 'budget', strategy: 'cheapest', config: { candidates: ['charm-pricing', 'cost-plus', 'competitive-position'], max_cost_per_unit: '0.001' } });
+    const policyId = await makeDefault({ name: 'budget', strategy: 'cheapest', config: { candidates: ['charm-pricing', 'cost-plus', 'competitive-position'], max_cost_per_unit: '0.001' } });
     const res = await compute({ context: { competitor_prices: [10, 11, 12] } });
     expect(res.status, res.text).to.equal(422);
     expect(res.body.code).to.equal('insufficient_context');
@@ -119,7 +119,7 @@ describe('pricing: compute routed by the default policy (HTTP)', function () {
     expect(res.body.excluded_by_policy).to.have.length(1);
     expect(res.body.excluded_by_policy[0]).to.include({ function: 'competitive-position', id: 'fn_builtin_competitive', kept: false, reason: 'cost ceiling', detail: '0.0015 > 0.001' });
     expect(res.body.hint).to.equal(
-      'Your routing policy left out a function that could price this context: competitive-position (cost ceiling: 0.0015 > 0.001). Loosen the policy (PATCH /api/routing-policies/{id}: its max_cost_per_unit, max_latency_ms, rules or weights), name one with function_id, or add the inputs the functions tried need (missing).',
+      `Your routing policy left out a function that could price this context: competitive-position (cost ceiling: 0.0015 > 0.001). Loosen the policy (PATCH /api/routing-policies/${policyId}: its max_cost_per_unit, max_latency_ms, rules or weights), name one with function_id, or add the inputs the functions tried need (missing).`,
     );
     // A context none of the left-out functions could price either keeps the plain answer: inputs are what is missing.
     const plain = await compute({ context: { product_type: 'no-such-product' } });
