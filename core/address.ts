@@ -2,8 +2,9 @@ import { createHash } from 'node:crypto';
 import ipaddr from 'ipaddr.js';
 
 /**
- * The caller address as usage events keep it: a salted SHA-256 digest, never the address itself.
- * Compute writes `caller_address_hash` with it; tester tags match through it.
+ * A caller address as the records keep it: a salted SHA-256 digest, never the address itself.
+ * Usage events write `caller_address_hash` with it (tester tags match through it), and agent
+ * self-registrations `registered_from_hash` (the per-address daily limit counts through it).
  */
 const recentHashes = new Map<string, string>();
 
@@ -29,6 +30,15 @@ export function addressHashes(ip: string): string[] {
     return [addressHash(v4), addressHash(`::ffff:${v4}`)];
   }
   return [addressHash(parsed.toString())];
+}
+
+/** addressHashes for any string a request may carry as its address: one that does not parse is digested as sent. */
+export function addressDigests(ip: string): string[] {
+  try {
+    return addressHashes(ip);
+  } catch {
+    return [addressHash(ip)];
+  }
 }
 
 /** What Settings shows of a tester address: enough to recognise it, not enough to recover it. */

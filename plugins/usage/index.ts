@@ -18,7 +18,7 @@ export { USAGE } from './tokens';
 export type { RecordedEvent, UsageRecorder, UsageEventInput } from './services/recorder';
 export type { UsageEvents } from './services/events';
 export { quotaNextSteps } from './services/allowance';
-export { addressHash } from './services/address';
+export { addressHash } from '../../core/address';
 export { keylessCallsSince } from './services/keyless-calls';
 export { callerFields, contextKeys } from './services/caller';
 export { receipt, remaining } from './services/reply';

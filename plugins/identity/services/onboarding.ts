@@ -4,6 +4,7 @@ import type { Clock } from '../../../core/clock';
 import type { Sql } from '../../../core/db/sql';
 import { ApiError } from '../../../core/errors';
 import type { EventBus } from '../../../core/events';
+import { addressDigests } from '../../../core/address';
 import { newId, randomToken } from '../../../core/ids';
 import { incrFromRecord, uncount } from '../../../core/kv';
 import type { KvStore } from '../../../core/kv';
@@ -77,8 +78,7 @@ export class Onboarding {
 
   /**
    * What the database recorded since a time: where a daily counter starts when the store lost it
-   * (a restart without Redis). The per-address registration counter has no such record, as
-   * addresses are not stored.
+   * (a restart without Redis).
    */
   private async countSince(query: string, params: unknown[]): Promise<number> {
     return (await this.sql.one<{ n: number }>(query, params))?.n ?? 0;
@@ -91,7 +91,9 @@ export class Onboarding {
     const day = utcDay(now);
     const retryAfter = secondsUntilUtcMidnight(now);
     const limit = { per_address_per_day: perAddressPerDay, overall_per_day: overallPerDay };
-    const byAddress = await this.kv.incr(`reg:ip:${ip}:${day}`, 1, 2 * DAY_MS);
+    const byAddress = await incrFromRecord(this.kv, `reg:ip:${ip}:${day}`, 1, 2 * DAY_MS, () =>
+      this.countSince('SELECT count(*)::int AS n FROM agents WHERE registered_from_hash = ANY($1) AND created_at >= $2', [addressDigests(ip), utcDayStart(now)]),
+    );
     if (byAddress > perAddressPerDay) {
       throw new ApiError('daily_quota_exceeded', `Daily registration quota reached for this network address (${perAddressPerDay} per day).`, {
         retry_after: retryAfter,
@@ -123,7 +125,7 @@ export class Onboarding {
     const result = await this.sql.tx(async (tx) => {
       const workspace = await this.workspaces.create({ name: input.name, plan: 'agent_starter', origin: input.origin, isSandbox: true, createdByAgent: true }, tx);
       const agentId = newId('agt');
-      await this.sql.exec('INSERT INTO agents (id, workspace_id, name, user_agent) VALUES ($1, $2, $3, $4)', [agentId, workspace.id, input.name, input.userAgent?.slice(0, 300) ?? null], tx);
+      await this.sql.exec('INSERT INTO agents (id, workspace_id, name, user_agent, registered_from_hash) VALUES ($1, $2, $3, $4, $5)', [agentId, workspace.id, input.name, input.userAgent?.slice(0, 300) ?? null, addressDigests(input.ip)[0] ?? null], tx);
       const { row, secret } = await this.keys.create(
         { workspaceId: workspace.id, name: `${input.name} sandbox key`, kind: input.keyKind, scopes: SANDBOX_SCOPES, agentId, expiresAt: keyExpiresAt },
         tx,
@@ -312,3 +314,4 @@ function notYours(workspaceId: string): ApiError {
     hint: 'Leave workspace_id out to claim into your current workspace (tenant_id in GET /api/me), or send the id of a workspace where you are owner or admin.',
   });
 }
+

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Principal } from '../../../core/auth';
-import { addressHash } from './address';
+import { addressHash } from '../../../core/address';
 import { storableText } from './recorder';
 import type { UsageEventInput } from './recorder';
 

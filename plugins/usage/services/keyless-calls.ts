@@ -1,5 +1,5 @@
 import type { Sql } from '../../../core/db/sql';
-import { addressHash, addressHashes } from './address';
+import { addressDigests } from '../../../core/address';
 
 /**
  * The keyless calls an address made on a workspace since a time, as usage events recorded them:
@@ -7,12 +7,7 @@ import { addressHash, addressHashes } from './address';
  * Calls refused before pricing leave no event, so this is the least the address spent.
  */
 export async function keylessCallsSince(sql: Sql, ip: string, workspaceId: string, since: Date): Promise<number> {
-  let hashes: string[];
-  try {
-    hashes = addressHashes(ip);
-  } catch {
-    hashes = [addressHash(ip)];
-  }
+  const hashes = addressDigests(ip);
   const row = await sql.one<{ n: number }>(
     `SELECT count(*)::int AS n FROM usage_events
       WHERE caller_address_hash = ANY($1) AND NOT caller_verified AND workspace_id = $2 AND created_at >= $3`,

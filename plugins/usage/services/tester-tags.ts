@@ -4,7 +4,7 @@ import type { ErrorIssue } from '../../../core/errors';
 import { newId } from '../../../core/ids';
 import { isIpAddress } from '../schemas';
 import type { TesterTagsBody } from '../schemas';
-import { addressHashes, maskAddress } from './address';
+import { addressHashes, maskAddress } from '../../../core/address';
 
 interface TagRow {
   id: string;

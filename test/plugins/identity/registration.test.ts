@@ -177,6 +177,36 @@ describe('identity: registration limits across a restart without Redis', () => {
   });
 });
 
+describe('identity: per-address registration limit across a restart without Redis', () => {
+  it("keeps an address's registrations of the day: a new instance counts what that address registered (as a digest), not from 0", async () => {
+    const config = identityConfig({ registrations: { perAddressPerDay: 2, overallPerDay: 100 } });
+    const svc = await startTestService({ config });
+    try {
+      await register(svc.url, 'addr-before-1', '203.0.113.70');
+      await register(svc.url, 'addr-before-2', '203.0.113.70');
+      // The address itself is not kept: only its digest.
+      const [kept] = await svc.sequelize.query(`SELECT registered_from_hash FROM agents WHERE name LIKE 'addr-before-%'`);
+      expect((kept as Array<{ registered_from_hash: string }>).map((r) => r.registered_from_hash)).to.satisfy((hashes: string[]) => hashes.length === 2 && hashes.every((h) => /^[0-9a-f]{32}$/.test(h) && !h.includes('203')));
+      const restarted = await startTestService({ config, databaseUrl: svc.databaseUrl });
+      try {
+        const refused = await client(restarted.url).post<ErrorBody>('/api/agents/register', { name: 'addr-after' }, { 'x-forwarded-for': '203.0.113.70' });
+        expect(refused.status, refused.text).to.equal(429);
+        expect(refused.body.code).to.equal('daily_quota_exceeded');
+        expect(refused.body.error).to.match(/network address/);
+        // The same address written as IPv4-mapped IPv6 is the same address.
+        const mapped = await client(restarted.url).post<ErrorBody>('/api/agents/register', { name: 'addr-after-mapped' }, { 'x-forwarded-for': '::ffff:203.0.113.70' });
+        expect(mapped.status, mapped.text).to.equal(429);
+        // Another address still registers.
+        await register(restarted.url, 'addr-other', '203.0.113.71');
+      } finally {
+        await restarted.close();
+      }
+    } finally {
+      await svc.close();
+    }
+  });
+});
+
 describe('identity: self-registration paused (SELF_REGISTRATION_OPEN=false)', () => {
   let svc: TestService;
   let api: ReturnType<typeof client>;
