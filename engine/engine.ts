@@ -324,7 +324,10 @@ export class PricingEngine {
       this.requests.inc({ function: metricLabel(first), outcome: 'service_busy' });
       throw new EngineError('service_busy', 'Every pricing worker was busy: no function could be run in time.', { attempts });
     }
-    if (failedForReal.length === 0 && notApplicable.length > 0) {
+    // A function at an address the service will never call is as unable to price the context as one lacking its inputs:
+    // beside functions that could not price it, the caller hears what the context lacks, not "retrying will not help".
+    const mayPass = failedForReal.filter((a) => a.retryable !== false);
+    if (mayPass.length === 0 && notApplicable.length > 0) {
       this.requests.inc({ function: metricLabel(first), outcome: 'insufficient_context' });
       const excludedCouldPrice = this.excludedCouldPrice(decision, tried, req.context, marketFor);
       throw new EngineError('insufficient_context', `The context cannot be priced by ${notApplicable.join(', ')}: ${attempts.map((a) => a.error).filter(Boolean).join(' ')}`, { attempts, missing: [...missing], ...(excludedCouldPrice.length ? { excludedCouldPrice, ...(req.policy?.id ? { policyId: req.policy.id } : {}) } : {}) });
@@ -337,7 +340,8 @@ export class PricingEngine {
       throw new EngineError('functions_failed', `Every function that could answer has its circuit breaker open after recent failures; the first lets a trial call through in ${retryAfterS} s.`, { attempts, retryAfterS, ...(missing.size ? { missing: [...missing] } : {}) });
     }
     if (failedForReal.length > 0 && failedForReal.every((a) => a.retryable === false)) {
-      throw new EngineError('functions_failed', 'Every function tried failed at an address the service will not call: retrying will not help.', { attempts, permanent: true, ...(missing.size ? { missing: [...missing] } : {}) });
+      const refusedAt = [...new Set(failedForReal.map((a) => a.id))];
+      throw new EngineError('functions_failed', 'Every function tried failed at an address the service will not call: retrying will not help.', { attempts, permanent: true, refusedAt, pinned: !decision, ...(missing.size ? { missing: [...missing] } : {}) });
     }
     throw new EngineError('functions_failed', 'Every function tried failed (chosen function, fallback chain, fallback function).', { attempts, ...(missing.size ? { missing: [...missing] } : {}) });
   }

@@ -45,8 +45,10 @@ export function toApiError(err: unknown, opts: { keyless?: boolean } = {}): unkn
       });
     case 'functions_failed':
       if (d.permanent) {
+        const at = d.refusedAt?.length === 1 ? d.refusedAt[0] : '{id}';
+        const meanwhile = d.pinned ? 'meanwhile pin another function, or omit function_id to let your routing choose' : 'meanwhile add a fallback_chain or fallback_function to your routing policy, or pin another function with function_id';
         return new ApiError('functions_failed', err.message, {
-          hint: "Nothing was charged. Each attempt's error names the address refused (private, loopback, link-local or metadata, or a port or scheme the operator does not allow). The function's owner can register a public https endpoint_url with PATCH /api/functions/{id}; meanwhile route to another function (omit function_id, or add a fallback_chain or fallback_function to your routing policy).",
+          hint: `Nothing was charged. Each attempt's error names the address refused (private, loopback, link-local or metadata, or a port or scheme the operator does not allow). The function's owner can register a public https endpoint_url with PATCH /api/functions/${at}; ${meanwhile}.`,
           fields: { retryable: false, attempts: d.attempts ?? [] },
         });
       }

@@ -326,7 +326,7 @@ describe('pricing: external_api functions without the allow-list (loopback refus
     expect(res.body).to.not.have.property('retry_after');
     expect(res.headers.get('retry-after')).to.equal(null);
     expect(res.body.error).to.equal('Every function tried failed at an address the service will not call: retrying will not help.');
-    expect(res.body.hint).to.include('PATCH /api/functions/{id}').and.include('fallback_chain');
+    expect(res.body.hint).to.include(`PATCH /api/functions/${id}`).and.include('omit function_id');
 
     const [rows] = await svc.sequelize.query('SELECT status, cost::text AS cost, billable FROM usage_events WHERE request_id = $1', { bind: [res.body.request_id] });
     expect(rows).to.deep.equal([{ status: 'error', cost: '0.00000000', billable: false }]);
@@ -334,6 +334,22 @@ describe('pricing: external_api functions without the allow-list (loopback refus
     expect(upstream.connections()).to.equal(0);
     expect(upstream.requests).to.have.length(0);
     expect(canary.connections(), canary.seen.join(', ')).to.equal(0);
+  });
+
+  it('a function refused by address, routed beside built-ins that lack their inputs: 422 naming the missing inputs, not a 502 that says retrying will not help', async () => {
+    const other = await signUp(svc, 'ext-routed');
+    const routed = client(svc.url, { 'x-api-key': (await createKey(svc, other, { name: 'routed' })).key });
+    const made = await routed.post<Record<string, any>>('/api/functions', { name: uniqueName('routed-local'), execution_type: 'external_api', endpoint_url: `http://localhost:${upstream.port}/price`, cost_per_unit: '0.002' });
+    expect(made.status, made.text).to.equal(201);
+    expect((await routed.patch(`/api/functions/${made.body.function.id}`, { status: 'active' })).status).to.equal(200);
+    const res = await routed.post<Record<string, any>>('/api/compute/price', { context: { product_type: 'nothing-known' } });
+    expect(res.status, res.text).to.equal(422);
+    expect(res.body.code).to.equal('insufficient_context');
+    expect(res.body.missing).to.be.an('array').that.is.not.empty;
+    expect(res.body.hint).to.match(/^Add the inputs a method needs/);
+    const attempts = res.body.attempts as Attempt[];
+    expect(attempts.find((x) => x.id === made.body.function.id)).to.include({ outcome: 'failed', retryable: false });
+    expect(attempts.filter((x) => x.outcome === 'not_applicable').length).to.be.greaterThan(0);
   });
 
   it('stays retryable when a function refused by address is followed by one that failed for a reason that can pass (a name that does not resolve)', async () => {
