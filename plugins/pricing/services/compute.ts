@@ -115,8 +115,10 @@ export class ComputeService {
     if (!call.reservation) stages.push({ stage: 'admission', ms: ms(t), admitter: reservation.admitter, paid_via: reservation.paidVia });
 
     let outcome: PriceOutcome;
+    let hasDefaultPolicy = false;
     try {
       const policy = p ? await this.policies.defaultFor(p.workspaceId) : null;
+      hasDefaultPolicy = policy !== null;
       t = performance.now();
       const lookup = await this.market.forContext(call.context);
       const market = lookup?.evidence ?? null;
@@ -202,7 +204,7 @@ export class ComputeService {
       },
       // The demo charges nothing, whichever function answers: there is nothing to have saved.
       ...(outcome.savings && !demo ? { savings: outcome.savings } : {}),
-      next_actions: nextActions(p, this.routes, this.config.limits.nextActionsMax, { usageEventId, price: outcome.result.price, context: call.context, sandboxCallsPerDay: this.config.limits.sandbox.computeCallsPerDay }),
+      next_actions: nextActions(p, this.routes, this.config.limits.nextActionsMax, { usageEventId, price: outcome.result.price, context: call.context, sandboxCallsPerDay: this.config.limits.sandbox.computeCallsPerDay, inBatch: call.operation === 'batch_item', hasDefaultPolicy }),
       receipt: receipt(base, recorded, usageEvent, p),
     };
     const left = remaining(p, reservation, call.rateLimit);

@@ -1,7 +1,7 @@
 import type { Principal } from '../../../core/auth';
 import type { RouteTable } from '../../../core/http/pipeline';
 import type { RouteSpec } from '../../../core/http/route';
-import { identityOf } from '../../identity';
+import { CONFIGURATION_ACCESS, identityOf } from '../../identity';
 
 export interface NextAction {
   action: string;
@@ -24,6 +24,9 @@ export function mayCall(principal: Principal | null, route: RouteSpec | undefine
   if (route.accepts && !route.accepts.includes(principal.kind)) return false;
   const id = identityOf(principal);
   if (id.sandbox && !route.sandbox) return false;
+  // A configuration route needs full access (every configuration scope), as the authorizer requires.
+  const held = principal.scopes;
+  if (route.fullAccess && held !== null && CONFIGURATION_ACCESS.some((s) => !held.includes(s))) return false;
   return (route.scopes ?? []).every((s) => (principal.scopes ?? []).includes(s) && s !== 'workspace:claim' && s !== 'team:admin');
 }
 
@@ -31,7 +34,7 @@ export function mayCall(principal: Principal | null, route: RouteSpec | undefine
  * At most `max` requests the caller may make next, each with a reason and an example body; only
  * routes the caller's credential is allowed to call are offered.
  */
-export function nextActions(principal: Principal | null, routes: RouteTable, max: number, ctx: { usageEventId: string | null; price: string; context: Record<string, unknown>; sandboxCallsPerDay: number }): NextAction[] {
+export function nextActions(principal: Principal | null, routes: RouteTable, max: number, ctx: { usageEventId: string | null; price: string; context: Record<string, unknown>; sandboxCallsPerDay: number; inBatch?: boolean; hasDefaultPolicy?: boolean }): NextAction[] {
   const candidates: Candidate[] = [
     {
       route: 'usage.outcome',
@@ -56,6 +59,8 @@ export function nextActions(principal: Principal | null, routes: RouteTable, max
       path: '/api/compute/batch',
       reason: 'Price up to 100 items in one request.',
       example: { items: [{ context: ctx.context }] },
+      // Not to an item of a batch: its caller is doing just that.
+      when: () => !ctx.inBatch,
     },
     {
       route: 'policies.create',
@@ -64,6 +69,8 @@ export function nextActions(principal: Principal | null, routes: RouteTable, max
       path: '/api/routing-policies',
       reason: 'Choose how functions are picked for you: cheapest, fastest, rules on the context, with ceilings and fallbacks.',
       example: { name: 'cheapest under a ceiling', strategy: 'cheapest', is_default: true, config: { max_cost_per_unit: '0.0015' } },
+      // Its example makes a new default: offered only to a workspace that has none, which it would not replace.
+      when: () => !ctx.hasDefaultPolicy,
     },
     {
       route: 'functions.list',

@@ -89,6 +89,29 @@ describe('compute API', function () {
     expect(verdict.body.verdict).to.be.a('string');
   });
 
+  it('offers in next_actions only what the credential may do and the workspace lacks: a policy to a full-access key without a default, no batch to a batch item', async () => {
+    const owner = await signUp(svc, 'next-actions');
+    const full = client(svc.url, { 'x-api-key': (await createKey(svc, owner, { name: 'full' })).key });
+    const computeOnly = client(svc.url, { 'x-api-key': (await createKey(svc, owner, { name: 'compute', scopes: ['price:compute'] })).key });
+    const actions = async (api: ReturnType<typeof client>) => {
+      const res = await api.post<Record<string, any>>('/api/compute/price', { context: { current_price: 19 } });
+      expect(res.status, res.text).to.equal(200);
+      return (res.body.next_actions as Array<{ action: string }>).map((a) => a.action);
+    };
+    expect(await actions(full)).to.include('set_routing_policy');
+    // POST /api/routing-policies needs full access: a compute-only key would get 403 following it.
+    expect(await actions(computeOnly)).to.not.include('set_routing_policy');
+    expect((await computeOnly.post('/api/routing-policies', { name: 'x', strategy: 'cheapest' })).status).to.equal(403);
+    // A workspace with a default policy is not offered an example that would replace it.
+    expect((await full.post('/api/routing-policies', { name: 'mine', strategy: 'cheapest', is_default: true })).status).to.equal(201);
+    expect(await actions(full)).to.not.include('set_routing_policy');
+    const batch = await full.post<Record<string, any>>('/api/compute/batch', { items: [{ context: { current_price: 19 } }] });
+    expect(batch.status, batch.text).to.equal(200);
+    const itemActions = (batch.body.items[0].result.next_actions as Array<{ action: string }>).map((a) => a.action);
+    expect(itemActions).to.not.include('price_in_batch');
+    expect(itemActions).to.include('report_outcome');
+  });
+
   it('keeps every field it ever published (response compatibility)', async () => {
     const res = await client(svc.url).post<Record<string, any>>('/api/compute/price', { context: { unit_cost: 3 } }, { 'x-api-key': key });
     expect(res.status).to.equal(200);
