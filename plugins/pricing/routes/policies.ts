@@ -32,6 +32,13 @@ function withWarnings(view: Record<string, unknown>, missing: string[]): Record<
   return missing.length ? { ...view, warnings: [`These functions are out of reach and will be skipped: ${missing.join(', ')}.`] } : view;
 }
 
+/** The config keys a strategy cannot do without, with sample values for a PATCH's example. */
+const STRATEGY_NEEDS: Partial<Record<PolicyShape['strategy'], Record<string, unknown>>> = {
+  weighted: { weights: { 'cost-plus': 3, 'anchored-adjustment': 1 } },
+  policy: { rules: [{ when: { 'customer.tier': 'gold' }, use: 'charm-pricing' }] },
+  priority: { order: ['anchored-adjustment', 'cost-plus'] },
+};
+
 const notFoundPolicy = (): ApiError => new ApiError('not_found', 'No routing policy with this id in the workspace.');
 
 export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, idempotency: IdempotencyKeys): RouteSpec[] {
@@ -112,11 +119,14 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
             fallback_function: body.fallback_function === undefined ? current.fallback_function : body.fallback_function,
             config: body.config ?? current.config,
           };
-          // config is replaced as a whole; the body that keeps the stored keys beside the sent ones is the likely intent.
-          const kept = body.config ? { config: { ...current.config, ...body.config } } : null;
-          const keptIsValid = kept !== null && policySchema.safeParse({ ...merged, ...kept }).success;
+          // config is replaced as a whole: the likely intent is the stored keys beside the sent ones, plus what the
+          // strategy asked for needs and neither holds (sample values, to be replaced).
+          const config = { ...STRATEGY_NEEDS[merged.strategy], ...current.config, ...body.config };
+          const kept = { ...(body.strategy ? { strategy: body.strategy } : {}), config };
+          const keptIsValid = policySchema.safeParse({ ...merged, config }).success;
+          const added = Object.keys(STRATEGY_NEEDS[merged.strategy] ?? {}).filter((k) => !(k in current.config) && !(body.config && k in body.config));
           shape = validate(policySchema, merged, {
-            hint: `The result must be a valid policy (e.g. "weighted" needs config.weights, "policy" needs config.rules). Fields you send replace the stored ones, and config is replaced as a whole: send every config key the policy keeps (GET /api/routing-policies/${params.id} shows them)${keptIsValid ? '; the example keeps the stored keys beside yours' : ''}.`,
+            hint: `The result must be a valid policy (e.g. "weighted" needs config.weights, "policy" needs config.rules). Fields you send replace the stored ones, and config is replaced as a whole: send every config key the policy keeps (GET /api/routing-policies/${params.id} shows them)${keptIsValid ? `; the example keeps the stored keys beside yours${added.length ? ` and adds sample ${added.join(' and ')} for "${merged.strategy}" (replace the values)` : ''}` : ''}.`,
             example: keptIsValid ? kept : s.patchPolicyExample,
           });
           return shape;

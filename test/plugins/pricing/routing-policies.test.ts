@@ -147,6 +147,26 @@ describe('pricing: routing policies over HTTP', function () {
       expect(ok.body.policy.config).to.deep.include({ rules, max_latency_ms: 100 });
     });
 
+    for (const [strategy, needs] of [
+      ['policy', ['rules']],
+      ['weighted', ['weights']],
+      ['priority', ['order']],
+    ] as const) {
+      it(`switching to ${strategy} with strategy alone: the 400's example is a ${strategy} body that keeps the stored config and, sent as is, succeeds`, async () => {
+        const p = await create(a, { name: `to ${strategy}`, strategy: 'cheapest', config: { max_cost_per_unit: '0.0015' } });
+        const res = await a.patch<Record<string, any>>(`${PATH}/${p.id}`, { strategy });
+        expect(res.status).to.equal(400);
+        expect(res.body.example.strategy).to.equal(strategy);
+        expect(res.body.example.config).to.include({ max_cost_per_unit: '0.0015' });
+        expect(res.body.example.config).to.include.keys(...needs);
+        expect(res.body.hint).to.include(`adds sample ${needs.join(' and ')} for "${strategy}"`);
+        const ok = await a.patch<Record<string, any>>(`${PATH}/${p.id}`, res.body.example);
+        expect(ok.status, ok.text).to.equal(200);
+        expect(ok.body.policy).to.include({ strategy });
+        expect(ok.body.policy.config).to.include({ max_cost_per_unit: '0.0015' });
+      });
+    }
+
     it('fallback_function: null clears it; other fields are kept', async () => {
       const p = await create(a, { name: 'clear fb', strategy: 'cheapest', fallback_chain: ['cost-plus'], fallback_function: 'anchored-adjustment' });
       const res = await a.patch<Record<string, any>>(`${PATH}/${p.id}`, { fallback_function: null });
