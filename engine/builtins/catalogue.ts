@@ -7,6 +7,8 @@ import { hasNetworkReference } from './competitive';
 import type { Context, MarketEvidence, PricingMethod } from './types';
 
 const has = (ctx: Context, key: string): boolean => ctx[key] !== undefined && ctx[key] !== null;
+/** A list input (competitor prices, price history) the method can read: an array with something in it. */
+const listed = (ctx: Context, key: string): boolean => Array.isArray(ctx[key]) && (ctx[key] as unknown[]).length > 0;
 
 export interface BuiltinSpec {
   id: string;
@@ -48,7 +50,7 @@ export const BUILTINS: readonly BuiltinSpec[] = [
     costPerUnit: '0.0015',
     costMultiplier: '1',
     inputs: ['competitor_prices', 'product_type', 'position', 'undercut_pct', 'premium_pct', 'min_price', 'max_price', 'unit_cost', 'min_markup', 'currency'],
-    mayPrice: (ctx, market) => has(ctx, 'competitor_prices') || hasNetworkReference(ctx, market),
+    mayPrice: (ctx, market) => listed(ctx, 'competitor_prices') || hasNetworkReference(ctx, market),
     method: competitive,
   },
   {
@@ -59,7 +61,7 @@ export const BUILTINS: readonly BuiltinSpec[] = [
     costPerUnit: '0.002',
     costMultiplier: '1',
     inputs: ['unit_cost', 'elasticity', 'price_history', 'demand_intercept', 'demand_slope', 'max_markup_multiple', 'currency'],
-    mayPrice: (ctx) => has(ctx, 'unit_cost') && (has(ctx, 'elasticity') || has(ctx, 'price_history') || (has(ctx, 'demand_intercept') && has(ctx, 'demand_slope'))),
+    mayPrice: (ctx) => has(ctx, 'unit_cost') && (has(ctx, 'elasticity') || listed(ctx, 'price_history') || (has(ctx, 'demand_intercept') && has(ctx, 'demand_slope'))),
     method: elasticityOptimum,
   },
   {

@@ -196,6 +196,16 @@ describe('engine: savings', function () {
     expect(priced.savings).to.deep.include({ amount: '0.0012', compared_with: { function: 'elasticity-optimum', cost_per_unit: '0.002' } });
   });
 
+  it('does not compare with competitive-position when competitor_prices is empty or not a list (and the network has no reference)', async () => {
+    for (const competitor_prices of [[], 'cheap']) {
+      const out = await h.price({ policy: cheapest(['anchored-adjustment', 'competitive-position']), context: { current_price: 10, competitor_prices } });
+      expect(out.fn.name).to.equal('anchored-adjustment');
+      expect(out.savings, JSON.stringify(competitor_prices)).to.equal(null);
+    }
+    const listed = await h.price({ policy: cheapest(['anchored-adjustment', 'competitive-position']), context: { current_price: 10, competitor_prices: [9, 11] } });
+    expect(listed.savings).to.deep.include({ compared_with: { function: 'competitive-position', cost_per_unit: '0.0015' } });
+  });
+
   it('is absent when no other eligible function could have priced the context', async () => {
     const p = policy('cheapest', { candidates: ['cost-plus', 'competitive-position', 'elasticity-optimum'] });
     const out = await h.price({ policy: p, context: { competitor_prices: [10, 12, 14] } });
