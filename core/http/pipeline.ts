@@ -157,6 +157,10 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
       if (result.status < 400) for (const d of cachedDecorators) await decorateOrLog(d, ctx, result);
       // The last moment before the reply is written: a caller that left during the decorators gets nothing, so pays nothing.
       if (result.notDelivered && callerGone(req)) return void (await result.notDelivered());
+      if (route.returnsSecret) {
+        res.setHeader('Cache-Control', 'no-store');
+        res.setHeader('Pragma', 'no-cache');
+      }
       sendReply(res, result);
     } catch (err) {
       next(err);

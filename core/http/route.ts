@@ -91,6 +91,8 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
    * proposal approval, what a legacy write key holds).
    */
   fullAccess?: boolean;
+  /** The reply carries a secret shown once (a new key, a claim link, an invitation token): sent with Cache-Control: no-store, so no cache keeps it. */
+  returnsSecret?: boolean;
   /** Channel recorded for usage made through this route (default `api`). */
   channel?: Channel;
   /** Which rate-limit class applies; `none` skips the rate-limit guards. */

@@ -127,6 +127,7 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
     }),
     defineRoute({
       id: 'agents.keys.create',
+      returnsSecret: true,
       method: 'post',
       path: '/api/agents/:id/keys',
       summary: 'Mint an agent-bound key (shown once; members: only for agents they created).',

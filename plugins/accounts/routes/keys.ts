@@ -76,6 +76,7 @@ export function keyRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
     }),
     defineRoute({
       id: 'apiKeys.create',
+      returnsSecret: true,
       method: 'post',
       path: '/api/api-keys',
       summary: 'Create an API key (shown once); a scoped creator may only grant scopes it holds.',

@@ -18,6 +18,7 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
   return [
     defineRoute({
       id: 'oauth.register',
+      returnsSecret: true,
       method: 'post',
       path: '/api/oauth/register',
       summary: 'Dynamic client registration (RFC 7591 style): client credentials for a new sandbox workspace.',

@@ -21,6 +21,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
   return [
     defineRoute({
       id: 'agents.register',
+      returnsSecret: true,
       method: 'post',
       path: '/api/agents/register',
       summary: 'Create an Agent Starter sandbox workspace and key, with no credential.',
@@ -132,6 +133,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
     }),
     defineRoute({
       id: 'apiKeys.rotate',
+      returnsSecret: true,
       method: 'post',
       path: '/api/api-keys/rotate',
       summary: 'Rotate the sandbox or agent key sent in x-api-key.',

@@ -9,6 +9,7 @@ export function invitationRoutes(d: TeamDeps): RouteSpec[] {
   return [
     defineRoute({
       id: 'team.invitations.create',
+      returnsSecret: true,
       method: 'post',
       path: '/api/workspaces/:workspace_id/invitations',
       summary: 'Invite a person by email (role member, or admin by an owner); returns a one-time accept token.',

@@ -151,6 +151,28 @@ describe('identity: Idempotency-Key on create routes', function () {
     expect((await client(svc.url, { 'x-api-key': first.body.api_key.key }).get('/api/functions')).status).to.equal(200);
   });
 
+  it('sends every answer that carries a new secret with Cache-Control: no-store (keys, agent keys, sandbox registration, rotation), and not the others', async () => {
+    const people = client(svc.url, { cookie: person.cookie });
+    const noStore = (res: { headers: Headers }) => [res.headers.get('cache-control'), res.headers.get('pragma')];
+    const key = await people.post<Body>('/api/api-keys', { name: unique('cache') });
+    expect(key.status).to.equal(201);
+    expect(noStore(key)).to.deep.equal(['no-store', 'no-cache']);
+    const agent = await people.post<Body>('/api/agents', { name: unique('agent') });
+    expect(agent.status, agent.text).to.equal(201);
+    const agentKey = await people.post<Body>(`/api/agents/${agent.body.agent.id}/keys`, { name: 'k' });
+    expect(agentKey.status, agentKey.text).to.equal(201);
+    expect(agentKey.body.api_key.key).to.match(/^pcs_/);
+    expect(noStore(agentKey)).to.deep.equal(['no-store', 'no-cache']);
+    const registered = await client(svc.url).post<Body>('/api/agents/register', { name: unique('self') }, { 'x-forwarded-for': '198.51.100.200' });
+    expect(registered.status, registered.text).to.equal(201);
+    expect(noStore(registered)).to.deep.equal(['no-store', 'no-cache']);
+    const rotated = await client(svc.url, { 'x-api-key': registered.body.api_key.key }).post<Body>('/api/api-keys/rotate', {});
+    expect(rotated.status, rotated.text).to.equal(201);
+    expect(noStore(rotated)).to.deep.equal(['no-store', 'no-cache']);
+    const listed = await api.get('/api/functions');
+    expect(listed.headers.get('cache-control')).to.equal(null);
+  });
+
   it('answers 409 when what the first request created is gone, and creates nothing', async () => {
     const key = randomUUID();
     const body = policyBody(unique('gone'));
