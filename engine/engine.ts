@@ -239,6 +239,8 @@ export class PricingEngine {
     let refused: { fn: string; message: string; inputs: string[] } | null = null;
     const notApplicable: string[] = [];
     const tried = new Set<string>();
+    // Fallbacks the policy's cost ceiling kept from running: the policy's own exclusion, like a candidate's.
+    const overCeiling: CandidateReport[] = [];
     const poolBusy = () => attempts.some((a) => a.outcome === 'pool_busy');
     // Only built-ins read the network's observations (an external function gets the caller's context alone), so only their cached results depend on them.
     const marketFor = (fn: FunctionDescriptor): MarketEvidence | undefined => (fn.executionType === 'builtin' ? (req.market ?? undefined) : undefined);
@@ -262,6 +264,7 @@ export class PricingEngine {
       const ceiling = req.policy?.config.max_cost_per_unit;
       if (step.role !== 'chosen' && ceiling !== undefined && dec(effectiveCost(fn)).gt(dec(ceiling))) {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: `cost ceiling (${effectiveCost(fn)} > ${ceiling})`, ms: 0 });
+        overCeiling.push({ function: fn.name, id: fn.id, kept: false, reason: 'cost ceiling', detail: `${effectiveCost(fn)} > ${ceiling}`, cost_per_unit: effectiveCost(fn) });
         continue;
       }
       // Every function's answer is cached under its own key, so one that answered after the chosen function could not
@@ -329,8 +332,11 @@ export class PricingEngine {
     const mayPass = failedForReal.filter((a) => a.retryable !== false);
     if (mayPass.length === 0 && notApplicable.length > 0) {
       this.requests.inc({ function: metricLabel(first), outcome: 'insufficient_context' });
-      const excludedCouldPrice = this.excludedCouldPrice(decision, tried, req.context, marketFor);
-      throw new EngineError('insufficient_context', `The context cannot be priced by ${notApplicable.join(', ')}: ${attempts.map((a) => a.error).filter(Boolean).join(' ')}`, { attempts, missing: [...missing], ...(excludedCouldPrice.length ? { excludedCouldPrice, ...(req.policy?.id ? { policyId: req.policy.id } : {}) } : {}) });
+      const ran = new Set(attempts.filter((a) => a.outcome !== 'skipped').map((a) => a.id));
+      const excludedCouldPrice = this.excludedCouldPrice(decision, overCeiling, ran, req.context, marketFor);
+      // The reasons of the functions that ran; a function skipped (out of reach, over the ceiling) is in attempts and excluded_by_policy.
+      const reasons = attempts.filter((a) => a.outcome === 'not_applicable' || a.outcome === 'failed').map((a) => a.error);
+      throw new EngineError('insufficient_context', `The context cannot be priced by ${notApplicable.join(', ')}: ${reasons.filter(Boolean).join(' ')}`, { attempts, missing: [...missing], ...(excludedCouldPrice.length ? { excludedCouldPrice, ...(req.policy?.id ? { policyId: req.policy.id } : {}) } : {}) });
     }
     this.requests.inc({ function: metricLabel(first), outcome: 'functions_failed' });
     // Nothing was run, only skipped behind open breakers: the first of them to let a trial through says when to retry.
@@ -351,11 +357,14 @@ export class PricingEngine {
    * the context, as far as is known without running them: when nothing else could, the caller is
    * told the policy stood in the way, not only which inputs are missing.
    */
-  private excludedCouldPrice(decision: RouteDecision | null, tried: ReadonlySet<string>, context: Record<string, unknown>, marketFor: (fn: FunctionDescriptor) => MarketEvidence | undefined): CandidateReport[] {
-    return (decision?.candidates ?? []).filter((c) => {
-      if (c.kept || !c.id || tried.has(c.id) || !POLICY_EXCLUSIONS.has(c.reason ?? '')) return false;
+  private excludedCouldPrice(decision: RouteDecision | null, overCeiling: CandidateReport[], ran: ReadonlySet<string>, context: Record<string, unknown>, marketFor: (fn: FunctionDescriptor) => MarketEvidence | undefined): CandidateReport[] {
+    const seen = new Set<string>();
+    return [...(decision?.candidates ?? []), ...overCeiling].filter((c) => {
+      if (c.kept || !c.id || seen.has(c.id) || ran.has(c.id) || !POLICY_EXCLUSIONS.has(c.reason ?? '')) return false;
       const fn = this.registry.get(c.id);
-      return fn !== undefined && mayPrice(fn, context, marketFor(fn));
+      if (!fn || !mayPrice(fn, context, marketFor(fn))) return false;
+      seen.add(c.id);
+      return true;
     });
   }
 

@@ -128,6 +128,19 @@ describe('pricing: compute routed by the default policy (HTTP)', function () {
     expect(plain.body.hint).to.match(/^Add the inputs a method needs/);
   });
 
+  it('a pinned function is the caller\'s choice and runs above the ceiling; a fallback held back by the ceiling that could have priced the context is named in excluded_by_policy', async () => {
+    const policyId = await makeDefault({ name: 'pinned under a ceiling', strategy: 'cheapest', fallback_chain: ['elasticity-optimum'], config: { max_cost_per_unit: '0.0012' } });
+    const pinned = await ok({ context: { competitor_prices: [10, 11] }, function_id: 'fn_builtin_competitive' });
+    expect(pinned.function.name).to.equal('competitive-position');
+    const res = await compute({ context: { unit_cost: 10, elasticity: 3 }, function_id: 'fn_builtin_competitive' });
+    expect(res.status, res.text).to.equal(422);
+    expect((res.body.attempts as Body[]).map((x) => `${x.function}:${x.outcome}`)).to.deep.equal(['competitive-position:not_applicable', 'elasticity-optimum:skipped']);
+    expect(res.body.excluded_by_policy, res.text).to.have.length(1);
+    expect(res.body.excluded_by_policy[0]).to.include({ function: 'elasticity-optimum', reason: 'cost ceiling', detail: '0.002 > 0.0012' });
+    expect(res.body.hint).to.include(`PATCH /api/routing-policies/${policyId}`);
+    expect(res.body.error).to.not.match(/cost ceiling/);
+  });
+
   it('shows a never-timed function as "no data" at GET /api/routing/health as at GET /api/functions, and cost_multiplier in one format for built-ins and workspace functions', async () => {
     const api = client(svc.url, { 'x-api-key': world.b.key });
     const created = await api.post<Body>('/api/functions', { name: `untimed-${Date.now()}`, execution_type: 'pipeline', cost_per_unit: '0.001', cost_multiplier: '1.50' });
