@@ -114,7 +114,12 @@ export class PricingEngine {
   resolvePinned(ref: { id?: string | undefined; name?: string | undefined }, scope: CallerScope): FunctionDescriptor {
     const key = ref.id ?? ref.name ?? '';
     const fn = this.registry.resolve(key, scope, ref.id ? 'id' : 'name');
-    if (!fn) throw new EngineError('function_not_found', 'No pricing function with this id or name is available to you.', { functionId: key });
+    if (!fn) {
+      // An id field holding the name of a function the caller reaches: say which id it is (nothing unreachable is named).
+      const named = ref.id ? this.registry.resolve(ref.id, scope, 'name') : undefined;
+      if (named) throw new EngineError('function_not_found', `function_id takes a function's id, and "${ref.id}" is the name of ${named.id}.`, { functionId: key, suggestedId: named.id, suggestedName: named.name });
+      throw new EngineError('function_not_found', 'No pricing function with this id or name is available to you.', { functionId: key });
+    }
     if (fn.status === 'draft') {
       throw new EngineError('function_draft', `Function "${fn.name}" is a draft. Activate it with PATCH /api/functions/${fn.id} {"status":"active"} before routing to it.`, { functionId: fn.id });
     }

@@ -89,6 +89,14 @@ function checkEndpoint(outbound: SafeHttpClient, url: string, example: unknown):
 
 export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
   const owned = async (p: Principal, id: string) => {
+    const builtIn = d.registry.find(id);
+    // Built-ins are everyone's to read and nobody's to change: saying so leaks nothing.
+    if (builtIn?.builtIn) {
+      throw new ApiError('forbidden', `${builtIn.name} is a built-in function: built-ins cannot be changed.`, {
+        fields: { reason: 'built-in function' },
+        hint: 'Register a function of your own (POST /api/functions) to set its cost, status or listing; route around a built-in with a routing policy.',
+      });
+    }
     const fn = await d.store.get(id);
     if (!fn || fn.workspaceId !== p.workspaceId) throw notFound();
     return fn;

@@ -14,7 +14,7 @@ export function pipelineUnavailable(keyless = false): ApiError {
   return new ApiError('pipeline_execution_unavailable', 'Pipeline execution is not available.', {
     hint: keyless
       ? 'With a key, reference pipelines and their stages can be listed (GET /api/pipelines, GET /api/pipelines/stages). Without one, POST /api/public/compute/demo prices with the built-in functions the stages are (GET /api/catalog lists them).'
-      : 'Reference pipelines and their stages can be listed (GET /api/pipelines, GET /api/pipelines/stages); price with the stages one at a time through POST /api/compute/price.',
+      : 'Reference pipelines and their stages can be listed (GET /api/pipelines, GET /api/pipelines/stages); price with the stages one at a time through POST /api/price-router, with a stage\'s name as function_name.',
   });
 }
 
@@ -28,6 +28,12 @@ export function toApiError(err: unknown, opts: { keyless?: boolean } = {}): unkn
   const listing = opts.keyless ? 'GET /api/catalog lists the built-in functions the demo reaches' : 'GET /api/functions lists those you can use';
   switch (err.code) {
     case 'function_not_found':
+      if (d.suggestedId) {
+        return new ApiError('function_not_found', err.message, {
+          hint: `Send "function_id": "${d.suggestedId}"; a name goes in function_name, which POST /api/price-router accepts.`,
+          fields: { suggested_function_id: d.suggestedId },
+        });
+      }
       // Identical for a missing function and one out of reach, so existence does not leak.
       return new ApiError('function_not_found', 'No pricing function with this id or name is available to you.', {
         hint: opts.keyless

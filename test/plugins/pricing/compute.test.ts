@@ -132,6 +132,23 @@ describe('compute API', function () {
     expect(again.body).not.to.have.property('savings');
   });
 
+  it('answers a function name sent as function_id with 404 naming the id it meant, and a PATCH of a built-in with 403', async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const byName = await api.post<Record<string, any>>('/api/compute/price', { context: { unit_cost: 10 }, function_id: 'cost-plus' });
+    expect(byName.status, byName.text).to.equal(404);
+    expect(byName.body).to.include({ code: 'function_not_found', suggested_function_id: 'fn_builtin_cost_plus' });
+    expect(byName.body.error).to.equal('function_id takes a function\'s id, and "cost-plus" is the name of fn_builtin_cost_plus.');
+    expect(byName.body.hint).to.include('"function_id": "fn_builtin_cost_plus"').and.include('POST /api/price-router');
+    // Followed, the hint works both ways.
+    expect((await api.post('/api/compute/price', { context: { unit_cost: 10 }, function_id: 'fn_builtin_cost_plus' })).status).to.equal(200);
+    expect((await api.post('/api/price-router', { context: { unit_cost: 10 }, function_name: 'cost-plus' })).status).to.equal(200);
+    for (const ref of ['fn_builtin_cost_plus', 'cost-plus']) {
+      const patched = await api.patch<Record<string, any>>(`/api/functions/${ref}`, { status: 'inactive' });
+      expect(patched.status, patched.text).to.equal(403);
+      expect(patched.body).to.include({ code: 'forbidden', reason: 'built-in function' });
+    }
+  });
+
   it('answers a missing function and another workspace\'s private function with the identical 404', async () => {
     const other = await signUp(svc, 'other');
     const otherKey = (await createKey(svc, other, { name: 'other' })).key;
@@ -146,6 +163,9 @@ describe('compute API', function () {
     const byName = await client(svc.url, { 'x-api-key': key }).post<Record<string, any>>('/api/price-router', { context: { current_price: 1 }, function_name: fn.body.function.name });
     expect(byName.status).to.equal(404);
     expect(strip(byName.body)).to.deep.equal(strip(missing.body));
+    // Its name sent as function_id is not recognised as a name either: nothing out of reach is named.
+    const nameAsId = await api.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 }, function_id: fn.body.function.name });
+    expect(strip(nameAsId.body)).to.deep.equal(strip(missing.body));
   });
 
   it('refuses a draft named explicitly with the activating PATCH, and a deactivated one without it', async () => {
