@@ -393,9 +393,12 @@ export class PricingEngine {
   }
 
   /** Runs one function directly (POST /api/functions/{id}/test): no routing, fallback or cache, and no effect on its breaker or latency statistics. */
-  async test(fn: FunctionDescriptor, context: Record<string, unknown>, market?: MarketEvidence | null): Promise<{ ok: true; result: MethodResult; ms: number } | { ok: false; error: string; missing?: string[]; ms: number }> {
+  async test(fn: FunctionDescriptor, context: Record<string, unknown>, market?: MarketEvidence | null): Promise<{ ok: true; result: MethodResult; ms: number } | { ok: false; error: string; missing?: string[]; refused?: string[]; ms: number }> {
     const t = performance.now();
     const r = await this.attempt(fn, context, { health: false, market });
-    return r.ok ? { ok: true, result: r.result, ms: since(t) } : { ok: false, error: r.error, ...(r.notApplicable ? { missing: r.notApplicable.missing } : {}), ms: since(t) };
+    if (r.ok) return { ok: true, result: r.result, ms: since(t) };
+    // As a compute names them: a value refused (refused), or inputs missing (missing).
+    const inputs = r.notApplicable ? (r.notApplicable.refused ? { refused: r.notApplicable.missing } : { missing: r.notApplicable.missing }) : {};
+    return { ok: false, error: r.error, ...inputs, ms: since(t) };
   }
 }

@@ -153,7 +153,11 @@ export function competitive(ctx: Context, market?: MarketEvidence): MethodResult
   const floors = [positiveMoney(ctx, 'min_price'), unitCost?.times(1 + minMarkup)].filter((x): x is InstanceType<typeof D> => x !== undefined);
   const floor = floors.length ? floors.reduce((a, b) => (a.gt(b) ? a : b)) : undefined;
   const ceiling = positiveMoney(ctx, 'max_price');
-  if (floor && ceiling && floor.gt(ceiling)) throw new MethodNotApplicable('The floor (min_price or unit_cost with min_markup) is above max_price: no price satisfies both.', ['min_price', 'max_price']);
+  if (floor && ceiling && floor.gt(ceiling)) {
+    // Bounds of the caller's that contradict each other: its mistake, named, not a missing input another function could stand in for.
+    const from = positiveMoney(ctx, 'min_price')?.eq(floor) ? ['min_price'] : ['unit_cost', ...(ctx.min_markup !== undefined ? ['min_markup'] : [])];
+    throw new MethodNotApplicable(`The floor (${from.join(' with ')}: ${toPrice(floor, currency)}) is above max_price (${toPrice(ceiling, currency)}): no price satisfies both.`, [...from, 'max_price'], true);
+  }
   let bound = 1;
   if (floor && price.lt(floor)) {
     price = floor;

@@ -438,6 +438,15 @@ describe('engine: built-in pricing methods', () => {
       expect(run(costPlus, { unit_cost: '+4', markup: 0.5 }).price).to.equal('6.00');
     });
 
+    it('bounds that contradict each other (a floor above max_price) are refused naming both, with their values', () => {
+      const byMin = refusedBy(competitive, { competitor_prices: [10, 12], min_price: 20, max_price: 15 });
+      expect(byMin.message).to.equal('The floor (min_price: 20.00) is above max_price (15.00): no price satisfies both.');
+      expect(byMin.missing).to.deep.equal(['min_price', 'max_price']);
+      const byCost = refusedBy(competitive, { competitor_prices: [10, 12], unit_cost: 10, min_markup: 0.6, max_price: 15 });
+      expect(byCost.message).to.equal('The floor (unit_cost with min_markup: 16.00) is above max_price (15.00): no price satisfies both.');
+      expect(byCost.missing).to.deep.equal(['unit_cost', 'min_markup', 'max_price']);
+    });
+
     it('a count or rate that is not a number is refused by name', () => {
       const err = refusedBy(elasticityOptimum, { unit_cost: 4, elasticity: 'high' });
       expect(err.message).to.equal('elasticity must be a number (got "high").');

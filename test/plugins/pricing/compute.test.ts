@@ -337,6 +337,13 @@ describe('compute API', function () {
     const builtIn = await api.post<Record<string, any>>('/api/functions/fn_builtin_charm/test', { context: { target_price: 20.2 } });
     expect(builtIn.status).to.equal(200);
     expect(builtIn.body.result.price).to.equal('19.99');
+    // A refused value is named as a compute names it: refused, not missing.
+    const refusedValue = await api.post<Record<string, any>>('/api/functions/fn_builtin_cost_plus/test', { context: { unit_cost: -10 } });
+    expect(refusedValue.status).to.equal(200);
+    expect(refusedValue.body).to.include({ ok: false, error: 'unit_cost must not be negative (got -10).' });
+    expect(refusedValue.body.refused).to.deep.equal(['unit_cost']);
+    expect(refusedValue.body).to.not.have.property('missing');
+    expect((await api.post<Record<string, any>>('/api/functions/fn_builtin_cost_plus/test', { context: {} })).body.missing).to.deep.equal(['unit_cost']);
     const other = await signUp(svc, 'secretive');
     const otherKey = (await createKey(svc, other, { name: 'x' })).key;
     const fn = await client(svc.url, { 'x-api-key': otherKey }).post<Record<string, any>>('/api/functions', { name: `secret-${Date.now()}`, execution_type: 'pipeline', cost_per_unit: '0.001' });
