@@ -171,6 +171,14 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
           commissionPct: d.commissionPct(),
         }, take).catch(async (err: unknown) => {
           if (!(err instanceof ApiError && err.code === 'conflict')) throw err;
+          // The caller's own workspace holds the name (a create sent twice): point at that function, not at another name.
+          const mine = d.registry.getByName(body.name);
+          if (mine && mine.workspaceId === p.workspaceId) {
+            throw err.with({
+              hint: `Your workspace registered this name already, as ${mine.id} (${mine.status}): GET /api/functions/${mine.id} shows it, PATCH changes it. To make a repeated create safe, send an Idempotency-Key.`,
+              fields: { function_id: mine.id },
+            });
+          }
           const free = await d.store.freeVariant(body.name);
           throw err.with({ hint: `"${free}" is free right now: example is your request under that name. Or choose your own, for example prefixed with your company or product.`, example: { ...body, name: free } });
         });

@@ -112,8 +112,12 @@ describe('identity: Idempotency-Key on create routes', function () {
     const later = await api.post<Body>('/api/functions', body, { 'idempotency-key': key });
     expect(later.body.function).to.include({ id: first.body.function.id, status: 'active' });
     expect(later.body).to.not.have.property('next');
-    // Without a key the same body is the name conflict it always was.
-    expect((await api.post<Body>('/api/functions', body)).status).to.equal(409);
+    // Without a key the same body is a name conflict, which names the caller's own function rather than offering another name.
+    const again409 = await api.post<Body>('/api/functions', body);
+    expect(again409.status).to.equal(409);
+    expect(again409.body.function_id).to.equal(first.body.function.id);
+    expect(again409.body.hint).to.include(`Your workspace registered this name already, as ${first.body.function.id} (active)`).and.include('Idempotency-Key');
+    expect(again409.body).to.not.have.property('example');
   });
 
   it('leaves the key free when the request created nothing (a name taken: 409), so the key row exists exactly when the resource does', async () => {
