@@ -385,9 +385,12 @@ export function methodNotAllowed(path: string, methods: readonly HttpMethod[], d
       res.status(204).end();
       return;
     }
+    // The path as the caller sent it (not Express's template with its :params), the methods as a reader lists them.
+    const methods = allowed.filter((m) => m !== 'HEAD');
+    const listed = methods.length > 1 ? `${methods.slice(0, -1).join(', ')} or ${methods.at(-1) ?? ''}` : (methods[0] ?? '');
     next(
-      new ApiError('method_not_allowed', `${req.method} is not supported on ${path}.`, {
-        hint: `Use ${allowed.filter((m) => m !== 'HEAD').join(' or ')} on this path.`,
+      new ApiError('method_not_allowed', `${req.method} is not supported on ${req.path}.`, {
+        hint: `Use ${listed} on this path.`,
         headers: { Allow: allow },
       }),
     );

@@ -129,6 +129,13 @@ describe('kernel HTTP pipeline', () => {
     expect(res.body.hint).to.match(/POST/);
   });
 
+  it('names in a 405 the path as sent (not the route template) and lists the methods as a reader would', async () => {
+    const res = await api.raw<Record<string, any>>('PUT', '/probe/items/it_42');
+    expect(res.status).to.equal(405);
+    expect(res.body.error).to.equal('PUT is not supported on /probe/items/it_42.');
+    expect(res.body.hint).to.equal('Use GET on this path.');
+  });
+
   it('writes domain errors in the common shape with every recovery field and header', async () => {
     const res = await api.get('/probe/fail/api');
     expect(res.status).to.equal(429);

@@ -176,6 +176,14 @@ describe('pricing: routing policies over HTTP', function () {
       expect((await a.get<Record<string, any>>(`${PATH}/${p.id}`)).body.policy.fallback_function).to.equal(null);
     });
 
+    it('a PUT answers 405 naming the path as sent and the methods it takes', async () => {
+      const res = await a.put<Record<string, any>>(`${PATH}/rp_whatever`, { name: 'x' });
+      expect(res.status).to.equal(405);
+      expect(res.headers.get('allow')).to.equal('GET, PATCH, DELETE, HEAD');
+      expect(res.body.error).to.equal('PUT is not supported on /api/routing-policies/rp_whatever.');
+      expect(res.body.hint).to.equal('Use GET, PATCH or DELETE on this path.');
+    });
+
     it("another workspace's policy: 404", async () => {
       const p = await create(a, { name: 'mine', strategy: 'cheapest' });
       expect((await b.patch(`${PATH}/${p.id}`, { name: 'theirs' })).status).to.equal(404);
