@@ -151,6 +151,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         const answer = (fn: FunctionDescriptor) =>
           created({
             function: functionView(fn, d, p.workspaceId),
+            ...pipelineWarning(fn),
             ...(fn.status === 'draft' ? { next: [{ action: 'activate', method: 'PATCH', path: `/api/functions/${fn.id}`, body: { status: 'active' } }] } : {}),
           });
         const claim = d.idempotency.claimOf(req, 'functions.create', p.workspaceId, body);
@@ -232,7 +233,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         );
         if (!fn) throw notFound();
         await d.registry.changed(fn.id);
-        return ok({ function: functionView(fn, d, p.workspaceId) });
+        return ok({ function: functionView(fn, d, p.workspaceId), ...pipelineWarning(fn) });
       },
     }),
     defineRoute({
@@ -263,6 +264,13 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       },
     }),
   ];
+}
+
+/** Said whenever a pipeline function is created or changed: it can be registered and listed, but never run (yet). */
+function pipelineWarning(fn: FunctionDescriptor): { warnings?: string[] } {
+  return fn.executionType === 'pipeline'
+    ? { warnings: ['Pipeline execution is not available: this function is listed, but a compute, a test run or a routing policy naming it answers 501 pipeline_execution_unavailable (a policy skips it). Use an external_api function to price now.'] }
+    : {};
 }
 
 const notFound = (): unknown => toApiError(new EngineError('function_not_found', ''));

@@ -194,6 +194,19 @@ describe('compute API', function () {
     expect(res.status).to.equal(404);
   });
 
+  it('warns on creating and changing a pipeline function that it cannot run yet; an external_api function carries no such warning', async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const fn = await api.post<Record<string, any>>('/api/functions', { name: `pipe-${Date.now()}`, execution_type: 'pipeline', cost_per_unit: '0.001' });
+    expect(fn.status).to.equal(201);
+    expect(fn.body.warnings).to.have.length(1);
+    expect(fn.body.warnings[0]).to.match(/^Pipeline execution is not available/).and.include('501 pipeline_execution_unavailable');
+    const activated = await api.patch<Record<string, any>>(`/api/functions/${fn.body.function.id}`, { status: 'active' });
+    expect(activated.status).to.equal(200);
+    expect(activated.body.warnings).to.deep.equal(fn.body.warnings);
+    const ext = await api.post<Record<string, any>>('/api/functions', { name: `ext-${Date.now()}`, execution_type: 'external_api', endpoint_url: 'https://pricing.example.com/p', cost_per_unit: '0.001' });
+    expect(ext.body).to.not.have.property('warnings');
+  });
+
   it('answers the registration example sent back literally by a second workspace with 409 offering a free name, whose example registers', async () => {
     const first = client(svc.url, { 'x-api-key': key });
     const example = (await first.post<Record<string, any>>('/api/functions', {})).body.example as Record<string, unknown>;
