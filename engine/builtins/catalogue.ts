@@ -26,6 +26,8 @@ export interface BuiltinSpec {
    * functions that could have priced the call.
    */
   mayPrice: (ctx: Context, market?: MarketEvidence) => boolean;
+  /** A context the method prices, offered where a caller's did not do (a test run that could not price). */
+  example: Context;
   method: PricingMethod;
 }
 
@@ -40,6 +42,7 @@ export const BUILTINS: readonly BuiltinSpec[] = [
     costMultiplier: '1',
     inputs: ['unit_cost', 'target_margin', 'markup', 'fixed_costs', 'expected_volume', 'min_price', 'currency'],
     mayPrice: (ctx) => has(ctx, 'unit_cost'),
+    example: { unit_cost: 4.2, target_margin: 0.3, currency: 'USD' },
     method: costPlus,
   },
   {
@@ -51,6 +54,7 @@ export const BUILTINS: readonly BuiltinSpec[] = [
     costMultiplier: '1',
     inputs: ['competitor_prices', 'product_type', 'position', 'undercut_pct', 'premium_pct', 'min_price', 'max_price', 'unit_cost', 'min_markup', 'currency'],
     mayPrice: (ctx, market) => listed(ctx, 'competitor_prices') || hasNetworkReference(ctx, market),
+    example: { competitor_prices: [9.99, 10.49, 10.25], position: 'undercut', undercut_pct: 0.02, currency: 'USD' },
     method: competitive,
   },
   {
@@ -62,6 +66,7 @@ export const BUILTINS: readonly BuiltinSpec[] = [
     costMultiplier: '1',
     inputs: ['unit_cost', 'elasticity', 'price_history', 'demand_intercept', 'demand_slope', 'max_markup_multiple', 'currency'],
     mayPrice: (ctx) => has(ctx, 'unit_cost') && (has(ctx, 'elasticity') || listed(ctx, 'price_history') || (has(ctx, 'demand_intercept') && has(ctx, 'demand_slope'))),
+    example: { unit_cost: 4.2, elasticity: -2.5, currency: 'USD' },
     method: elasticityOptimum,
   },
   {
@@ -73,6 +78,7 @@ export const BUILTINS: readonly BuiltinSpec[] = [
     costMultiplier: '1',
     inputs: ['target_price', 'current_price', 'unit_cost', 'charm_tolerance', 'min_price', 'max_price', 'currency'],
     mayPrice: (ctx) => has(ctx, 'target_price') || has(ctx, 'current_price') || has(ctx, 'unit_cost'),
+    example: { target_price: 20.2, currency: 'USD' },
     method: charm,
   },
   {
@@ -84,6 +90,7 @@ export const BUILTINS: readonly BuiltinSpec[] = [
     costMultiplier: '1',
     inputs: ['current_price', 'target_price', 'competitor_prices', 'unit_cost', 'max_step_pct', 'units_sold', 'units_received', 'inventory_start', 'season_elapsed', 'elasticity', 'product_type', 'currency'],
     mayPrice: (ctx) => has(ctx, 'current_price'),
+    example: { current_price: 10, target_price: 11, currency: 'USD' },
     method: anchored,
   },
 ];

@@ -7,7 +7,7 @@ import { pageByKey } from '../../../core/pagination';
 import type { SafeHttpClient } from '../../../core/outbound/safe-http-client';
 import { OutboundBlockedError, OutboundError } from '../../../core/outbound/safe-http-client';
 import { dec } from '../../../core/money';
-import { EngineError, NO_DATA, effectiveCost, isReachable, latencyView } from '../../../engine';
+import { BUILTINS, EngineError, NO_DATA, effectiveCost, isReachable, latencyView } from '../../../engine';
 import type { CircuitBreakers, FunctionDescriptor, FunctionRegistry, LatencyStats, PricingEngine } from '../../../engine';
 import { identityOf } from '../../identity';
 import type { IdempotencyKeys } from '../../identity';
@@ -260,10 +260,18 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         }
         if (fn.executionType === 'pipeline') throw pipelineUnavailable();
         const r = await d.engine.test(fn, body.context, (await d.market.forContext(body.context))?.evidence);
-        return ok({ function: { id: fn.id, name: fn.name, status: fn.status }, ...(r.ok ? { ok: true, result: r.result } : { ok: false, error: r.error, ...(r.missing ? { missing: r.missing } : {}), ...(r.refused ? { refused: r.refused } : {}) }), ms: r.ms });
+        return ok({ function: { id: fn.id, name: fn.name, status: fn.status }, ...(r.ok ? { ok: true, result: r.result } : { ok: false, error: r.error, ...(r.missing ? { missing: r.missing } : {}), ...(r.refused ? { refused: r.refused } : {}), ...exampleFor(fn) }), ms: r.ms });
       },
     }),
   ];
+}
+
+const BUILTIN_EXAMPLES: ReadonlyMap<string, Record<string, unknown>> = new Map(BUILTINS.map((b) => [b.id, b.example]));
+
+/** A body a built-in's test run prices, offered beside a run that could not. */
+function exampleFor(fn: FunctionDescriptor): { example?: { context: Record<string, unknown> } } {
+  const context = BUILTIN_EXAMPLES.get(fn.id);
+  return context ? { example: { context } } : {};
 }
 
 /** Said whenever a pipeline function is created or changed: it can be registered and listed, but never run (yet). */

@@ -356,7 +356,15 @@ describe('compute API', function () {
     expect(refusedValue.body).to.include({ ok: false, error: 'unit_cost must not be negative (got -10).' });
     expect(refusedValue.body.refused).to.deep.equal(['unit_cost']);
     expect(refusedValue.body).to.not.have.property('missing');
-    expect((await api.post<Record<string, any>>('/api/functions/fn_builtin_cost_plus/test', { context: {} })).body.missing).to.deep.equal(['unit_cost']);
+    const missingInput = await api.post<Record<string, any>>('/api/functions/fn_builtin_cost_plus/test', { context: { current_price: 10 } });
+    expect(missingInput.body.missing).to.deep.equal(['unit_cost']);
+    // A run that could not price offers a body the built-in prices; sent as is, it does.
+    for (const id of ['fn_builtin_cost_plus', 'fn_builtin_competitive', 'fn_builtin_elasticity', 'fn_builtin_charm', 'fn_builtin_anchored']) {
+      const failed = await api.post<Record<string, any>>(`/api/functions/${id}/test`, { context: { nothing: true } });
+      expect(failed.body.ok, id).to.equal(false);
+      const followed = await api.post<Record<string, any>>(`/api/functions/${id}/test`, failed.body.example);
+      expect(followed.body.ok, `${id}: ${followed.text}`).to.equal(true);
+    }
     const other = await signUp(svc, 'secretive');
     const otherKey = (await createKey(svc, other, { name: 'x' })).key;
     const fn = await client(svc.url, { 'x-api-key': otherKey }).post<Record<string, any>>('/api/functions', { name: `secret-${Date.now()}`, execution_type: 'pipeline', cost_per_unit: '0.001' });
