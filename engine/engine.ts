@@ -1,7 +1,6 @@
 import type { Counter, Histogram } from 'prom-client';
 import type { Metrics } from '../core/metrics';
-import { dec, formatMoney } from '../core/money';
-import { mayPrice } from './builtins/catalogue';
+import { dec } from '../core/money';
 import type { MarketEvidence, MethodResult } from './builtins/types';
 import type { ResultCache } from './cache';
 import type { AttemptReport, CandidateReport } from './errors';
@@ -14,6 +13,8 @@ import { PoolBusyError, PoolTimeoutError } from './pool';
 import type { PricingPool } from './pool';
 import type { FunctionRegistry } from './registry';
 import type { RoutingPolicy, Preference, Strategy, PolicyConfig } from './routing/policy';
+import { excludedByPolicy, savingsOf } from './routing/comparisons';
+import type { Savings } from './routing/comparisons';
 import type { RouteDecision, Router } from './routing/router';
 import type { Admission, CircuitBreakers } from './stats/breaker';
 import type { LatencyStats } from './stats/latency';
@@ -36,13 +37,6 @@ export interface TraceStage {
   [detail: string]: unknown;
 }
 
-export interface Savings {
-  amount: string;
-  currency: 'USDC';
-  compared_with: { function: string; cost_per_unit: string };
-  chosen_cost_per_unit: string;
-}
-
 export interface PriceOutcome {
   result: MethodResult;
   fn: FunctionDescriptor;
@@ -62,9 +56,6 @@ export interface EngineOptions {
 }
 
 type AttemptResult = { ok: true; result: MethodResult } | { ok: false; notApplicable?: { message: string; missing: string[]; refused?: boolean }; busy?: boolean; permanent?: boolean; error: string };
-
-/** Why a candidate was left out that is the routing policy's own choice, which its owner can change. */
-const POLICY_EXCLUSIONS: ReadonlySet<string> = new Set(['cost ceiling', 'latency ceiling', 'rule miss', 'no weight']);
 
 const since = (t: number) => Math.round((performance.now() - t) * 1000) / 1000;
 
@@ -306,7 +297,7 @@ export class PricingEngine {
         if (fallbackUsed) this.noteFallback(stages, first, fn, attempts);
         await this.cache.set(fn, req.context, r.result, marketFor(fn));
         this.requests.inc({ function: metricLabel(fn), outcome: 'ok' });
-        return { result: r.result, fn, strategy, decision, attempts, fallbackUsed, cached: false, savings: fallbackUsed ? null : this.savings(decision, fn, attempts, req.context, marketFor), cost: effectiveCost(fn), stages };
+        return { result: r.result, fn, strategy, decision, attempts, fallbackUsed, cached: false, savings: fallbackUsed ? null : savingsOf(decision, fn, attempts, req.context, marketFor), cost: effectiveCost(fn), stages };
       }
       attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: r.notApplicable ? 'not_applicable' : r.busy ? 'pool_busy' : 'failed', error: r.error, ...(r.permanent ? { retryable: false as const } : {}), ms });
       if (r.notApplicable?.refused) {
@@ -338,7 +329,7 @@ export class PricingEngine {
     if (mayPass.length === 0 && notApplicable.length > 0) {
       this.requests.inc({ function: metricLabel(first), outcome: 'insufficient_context' });
       const ran = new Set(attempts.filter((a) => a.outcome !== 'skipped').map((a) => a.id));
-      const excludedCouldPrice = this.excludedCouldPrice(decision, overCeiling, ran, req.context, marketFor);
+      const excludedCouldPrice = excludedByPolicy(this.registry, decision, overCeiling, ran, req.context, marketFor);
       // The reasons of the functions that ran; a function skipped (out of reach, over the ceiling) is in attempts and excluded_by_policy.
       const reasons = attempts.filter((a) => a.outcome === 'not_applicable' || a.outcome === 'failed').map((a) => a.error);
       throw new EngineError('insufficient_context', `The context cannot be priced by ${notApplicable.join(', ')}: ${reasons.filter(Boolean).join(' ')}`, { attempts, missing: [...missing], ...(excludedCouldPrice.length ? { excludedCouldPrice, ...(req.policy?.id ? { policyId: req.policy.id } : {}) } : {}) });
@@ -355,41 +346,6 @@ export class PricingEngine {
       throw new EngineError('functions_failed', 'Every function tried failed at an address the service will not call: retrying will not help.', { attempts, permanent: true, refusedAt, pinned: !decision, ...(missing.size ? { missing: [...missing] } : {}) });
     }
     throw new EngineError('functions_failed', 'Every function tried failed (chosen function, fallback chain, fallback function).', { attempts, ...(missing.size ? { missing: [...missing] } : {}) });
-  }
-
-  /**
-   * Candidates the routing policy itself left out (a ceiling, a rule, no weight) that could have priced
-   * the context, as far as is known without running them: when nothing else could, the caller is
-   * told the policy stood in the way, not only which inputs are missing.
-   */
-  private excludedCouldPrice(decision: RouteDecision | null, overCeiling: CandidateReport[], ran: ReadonlySet<string>, context: Record<string, unknown>, marketFor: (fn: FunctionDescriptor) => MarketEvidence | undefined): CandidateReport[] {
-    const seen = new Set<string>();
-    return [...(decision?.candidates ?? []), ...overCeiling].filter((c) => {
-      if (c.kept || !c.id || seen.has(c.id) || ran.has(c.id) || !POLICY_EXCLUSIONS.has(c.reason ?? '')) return false;
-      const fn = this.registry.get(c.id);
-      if (!fn || !mayPrice(fn, context, marketFor(fn))) return false;
-      seen.add(c.id);
-      return true;
-    });
-  }
-
-  /**
-   * Savings against the most expensive eligible function that could have priced this context, only when
-   * the router chose among several such: one that answered not applicable in this call, or a built-in
-   * without the inputs it cannot price without, would never have cost the caller anything.
-   */
-  private savings(decision: RouteDecision | null, fn: FunctionDescriptor, attempts: AttemptReport[], context: Record<string, unknown>, marketFor: (fn: FunctionDescriptor) => MarketEvidence | undefined): Savings | null {
-    if (!decision || decision.eligible.length < 2) return null;
-    const couldNot = new Set(attempts.filter((a) => a.outcome === 'not_applicable').map((a) => a.id));
-    const comparable = decision.eligible.filter((f) => f.id === fn.id || (!couldNot.has(f.id) && mayPrice(f, context, marketFor(f))));
-    if (comparable.length < 2) return null;
-    const priciest = [...comparable].sort((a, b) => dec(effectiveCost(b)).comparedTo(dec(effectiveCost(a))))[0] as FunctionDescriptor;
-    return {
-      amount: formatMoney(dec(effectiveCost(priciest)).minus(dec(effectiveCost(fn))), 8, 2),
-      currency: 'USDC',
-      compared_with: { function: priciest.name, cost_per_unit: effectiveCost(priciest) },
-      chosen_cost_per_unit: effectiveCost(fn),
-    };
   }
 
   /** Runs one function directly (POST /api/functions/{id}/test): no routing, fallback or cache, and no effect on its breaker or latency statistics. */

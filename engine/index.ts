@@ -18,7 +18,8 @@ import type { BreakerState } from './stats/breaker';
 import { LatencyStats } from './stats/latency';
 
 export { PricingEngine, usableResult } from './engine';
-export type { PriceOutcome, PriceRequest, Savings, TraceStage } from './engine';
+export type { PriceOutcome, PriceRequest, TraceStage } from './engine';
+export type { Savings } from './routing/comparisons';
 export { EngineError } from './errors';
 export type { AttemptReport, CandidateReport, EngineErrorCode } from './errors';
 export { FunctionRegistry, BUILTIN_DESCRIPTORS } from './registry';
