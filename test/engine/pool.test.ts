@@ -9,9 +9,15 @@ describe('engine: pricing pool timeouts', function () {
   afterEach(() => pool.close());
 
   const make = (tasksPerWorker: number, threads = 1, maxQueue = 100) => new PricingPool({ threads, tasksPerWorker, maxQueue, maxOldGenerationSizeMb: 32, extraModules: [FIXTURE_MODULE] }, new Metrics());
+  /** A pool whose worker has started: a thread's start-up, slow on a busy machine, is then no part of a time measured. */
+  const warmPool = async (tasksPerWorker: number) => {
+    const p = make(tasksPerWorker);
+    expect((await p.run('test-ok', {}, 10_000)).ok).to.equal(true);
+    return p;
+  };
 
   it('a hanging task times out on time, its worker is replaced, and the pool keeps answering', async () => {
-    pool = make(1);
+    pool = await warmPool(1);
     const started = performance.now();
     const err = await pool.run('test-hang', {}, 150).catch((e: unknown) => e);
     expect(err).to.be.instanceOf(PoolTimeoutError);
@@ -93,7 +99,7 @@ describe('engine: pricing pool timeouts', function () {
   });
 
   it('with several tasks per worker, tasks queued behind a hanging one on the terminated worker run again elsewhere', async () => {
-    pool = make(4);
+    pool = await warmPool(4);
     const hang = pool.run('test-hang', {}, 200).catch((e: unknown) => e);
     const others = Array.from({ length: 3 }, (_, i) => pool.run('test-ok', { test_price: `${i + 1}.00` }, 5000));
     expect(await hang).to.be.instanceOf(PoolTimeoutError);
@@ -102,7 +108,7 @@ describe('engine: pricing pool timeouts', function () {
   });
 
   it('calls batched with a hanging one are run again on the replacement worker and answer', async () => {
-    pool = make(1);
+    pool = await warmPool(1);
     // The slow call holds the only worker, so the next four leave together in one batch behind it.
     const slow = pool.run('test-slow', { sleep_ms: 100 }, 5000);
     const hang = pool.run('test-hang', {}, 400).catch((e: unknown) => e);
@@ -115,7 +121,7 @@ describe('engine: pricing pool timeouts', function () {
   });
 
   it('a call that answered but whose answer is held by its batch behind a hanging call is refused as busy, not timed out against its function', async () => {
-    pool = make(1);
+    pool = await warmPool(1);
     // The slow call holds the only worker, so the next two leave together in one batch: the quick one answers, then the other hangs.
     const slow = pool.run('test-slow', { sleep_ms: 100 }, 5000);
     const quick = pool.run('test-ok', {}, 400).catch((e: unknown) => e);
