@@ -154,7 +154,8 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
             ...pipelineWarning(fn),
             ...(fn.status === 'draft' ? { next: [{ action: 'activate', method: 'PATCH', path: `/api/functions/${fn.id}`, body: { status: 'active' } }] } : {}),
           });
-        const claim = d.idempotency.claimOf(req, 'functions.create', p.workspaceId, body);
+        // Amounts compared by value: "0.0010" repeats "0.001".
+        const claim = d.idempotency.claimOf(req, 'functions.create', p.workspaceId, { ...body, cost_per_unit: dec(body.cost_per_unit).toString(), cost_multiplier: dec(body.cost_multiplier).toString() });
         return d.idempotency.run(
           claim,
           async (take) => {
