@@ -4,7 +4,7 @@ import { unavailableError } from '../../../core/http/middleware';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RequestContext, RouteSpec } from '../../../core/http/route';
 import { validate } from '../../../core/validation';
-import { requestRateOf } from '../../identity';
+import { credentialOf, requestRateOf } from '../../identity';
 import * as s from '../schemas';
 import type { ComputeCall, ComputeService } from '../services/compute';
 
@@ -115,9 +115,11 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       body: s.demoBody,
       example: s.demoExample,
       handler: async (ctx) => {
-        // Always the demo tenant, whatever credential comes along (public routes resolve none).
+        // Always the demo tenant, whatever credential comes along (public routes resolve none); one that came along is
+        // told so, or a mistyped key would seem to work.
         const r = await compute.compute({ ...callOf(ctx, 'demo', ctx.body), principal: null });
-        return ok({ ...r.body, demo: true, budget: ctx.state.demoBudget, request_id: ctx.requestId }, r.headers);
+        const ignored = credentialOf(ctx.req) ? { credential_ignored: 'The demo prices every call as the keyless demo tenant and did not check the credential sent; send it to POST /api/compute/price to price as your workspace.' } : {};
+        return ok({ ...r.body, demo: true, budget: ctx.state.demoBudget, ...ignored, request_id: ctx.requestId }, r.headers);
       },
     }),
   ];

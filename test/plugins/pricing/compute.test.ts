@@ -590,6 +590,7 @@ describe('keyless demo', function () {
     expect(ok.body.strategy).to.equal('default');
     expect(ok.body.trace.fallback_used).to.equal(false);
     expect(ok.body).to.not.have.property('savings');
+    expect(ok.body).to.not.have.property('credential_ignored');
     expect(ok.headers.get('x-demo-budget-limit')).to.equal('3');
     expect(ok.headers.get('x-demo-budget-remaining')).to.equal('2');
     expect(Date.parse(ok.headers.get('x-demo-budget-reset') ?? '')).to.be.greaterThan(Date.now());
@@ -649,6 +650,7 @@ describe('keyless demo', function () {
     const res = await client(svc.url, { 'x-api-key': sandbox.key }).post<Record<string, any>>('/api/public/compute/demo', { context: { current_price: 2 } });
     expect(res.status).to.equal(200);
     expect(res.body.demo).to.equal(true);
+    expect(res.body.credential_ignored).to.match(/did not check the credential sent; send it to POST \/api\/compute\/price/);
     expect(res.body.trace.charged).to.include({ amount: '0.00', billable: false });
     expect(res.body).to.not.have.property('remaining');
     const [rows] = await svc.sequelize.query(`SELECT workspace_id, caller_key_id FROM usage_events WHERE id = $1`, { bind: [res.body.receipt.usage_event_id] });
