@@ -259,6 +259,8 @@ export function keyView(row: ApiKeyRow): Record<string, unknown> {
     prefix: row.display_prefix,
     last4: row.last4,
     scopes: row.scopes ?? [],
+    // A key created without scopes holds every ordinary one: `scopes: []` alone read as "none".
+    full_access: row.scopes === null,
     legacy: row.legacy,
     agent_id: row.agent_id,
     created_by: row.created_by_person_id,

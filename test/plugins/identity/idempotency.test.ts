@@ -144,6 +144,11 @@ describe('identity: Idempotency-Key on create routes', function () {
     const first = await people.post<Body>('/api/api-keys', body, { 'idempotency-key': key });
     expect(first.status, first.text).to.equal(201);
     expect(first.body.api_key.key).to.match(/^pcs_/);
+    expect(first.body.api_key).to.include({ full_access: false });
+    expect(first.body.api_key.scopes).to.deep.equal(['price:compute']);
+    const unscoped = await people.post<Body>('/api/api-keys', { name: unique('full') });
+    expect(unscoped.body.api_key).to.include({ full_access: true });
+    expect(unscoped.body.api_key.scopes).to.deep.equal([]);
     const again = await people.post<Body>('/api/api-keys', body, { 'idempotency-key': key });
     expect(again.status, again.text).to.equal(201);
     expect(again.headers.get('idempotent-replayed')).to.equal('true');
