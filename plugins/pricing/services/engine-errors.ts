@@ -87,6 +87,13 @@ export function toApiError(err: unknown, opts: { keyless?: boolean } = {}): unkn
           fields: { missing: d.missing ?? [], excluded_by_policy: ex, inputs_by_function: INPUT_MENU, attempts: d.attempts ?? [] },
         });
       }
+      if (!d.missing?.length) {
+        // Every function that ran had its inputs and still could not price (a price too small for the currency's smallest unit, say).
+        return new ApiError('insufficient_context', err.message, {
+          hint: 'No input is missing: the message gives the reason each function could not price this context and how to change the values it names.',
+          fields: { missing: [], inputs_by_function: INPUT_MENU, attempts: d.attempts ?? [] },
+        });
+      }
       return new ApiError('insufficient_context', err.message, {
         hint: 'Add the inputs a method needs; with no price history a current_price alone still gets a (low-confidence) price, and so does a product_type the network holds price observations of.',
         fields: { missing: d.missing ?? [], inputs_by_function: INPUT_MENU, attempts: d.attempts ?? [] },

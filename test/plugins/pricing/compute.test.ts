@@ -74,6 +74,19 @@ describe('compute API', function () {
     });
   }
 
+  it('a context whose inputs are all there but price to nothing is told so, not asked for more inputs', async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const res = await api.post<Record<string, any>>('/api/compute/price', { context: { current_price: 0.001 }, function_id: 'fn_builtin_anchored' });
+    expect(res.status, res.text).to.equal(422);
+    expect(res.body.missing).to.deep.equal([]);
+    expect(res.body.error).to.match(/rounds to nothing in USD's smallest unit/);
+    expect(res.body.hint).to.equal('No input is missing: the message gives the reason each function could not price this context and how to change the values it names.');
+    expect(res.body).to.not.have.property('example');
+    const lacking = await api.post<Record<string, any>>('/api/compute/price', { context: {}, function_id: 'fn_builtin_anchored' });
+    expect(lacking.body.missing).to.deep.equal(['current_price']);
+    expect(lacking.body.hint).to.match(/^Add the inputs a method needs/);
+  });
+
   it('offers verify_price only for a context with a product_type (the evidence it weighs), and its example body passes as offered', async () => {
     const api = client(svc.url, { 'x-api-key': key });
     const actionsOf = (body: Record<string, any>) => body.next_actions as Array<{ action: string; method: string; path: string; example?: unknown }>;
