@@ -62,14 +62,14 @@ export function validate<S extends z.ZodType>(schema: S, value: unknown, opts: V
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
   const where = opts.where ?? 'body';
-  const issues = zodIssues(parsed.error);
+  throw validationFailed(where, zodIssues(parsed.error), opts.hint ?? `Fix the fields listed in issues${opts.example !== undefined ? '; example shows a request ' + where + ' that passes' : ''}.`, opts.example);
+}
+
+/** The 400 of a request part that failed validation, its first issue in the message. */
+function validationFailed(where: string, issues: ErrorIssue[], hint: string, example?: unknown): ApiError {
   const first = issues[0];
   const summary = first ? `${first.path}: ${first.reason}` : 'invalid';
-  throw new ApiError('validation_error', `Request ${where} failed validation (${summary}).`, {
-    issues,
-    hint: opts.hint ?? `Fix the fields listed in issues${opts.example !== undefined ? '; example shows a request ' + where + ' that passes' : ''}.`,
-    ...(opts.example !== undefined ? { example: opts.example } : {}),
-  });
+  return new ApiError('validation_error', `Request ${where} failed validation (${summary}).`, { issues, hint, ...(example !== undefined ? { example } : {}) });
 }
 
 /** The parameter names a query schema declares: an object's keys, through a pipe; undefined when it declares none by name. */
@@ -107,11 +107,7 @@ export function validateQuery<S extends z.ZodType>(schema: S, query: Record<stri
       const meant = closest(k, known);
       return { path: k, reason: `unknown query parameter${meant ? `; did you mean "${meant}"?` : ''} (${accepted})` };
     });
-    const first = issues[0] as ErrorIssue;
-    throw new ApiError('validation_error', `Request query failed validation (${first.path}: ${first.reason}).`, {
-      issues,
-      hint: opts.hint ?? `Correct or remove the query parameters listed in issues; ${accepted}.`,
-    });
+    throw validationFailed('query', issues, opts.hint ?? `Correct or remove the query parameters listed in issues; ${accepted}.`);
   }
   return validate(schema, query, { ...opts, where: 'query' });
 }

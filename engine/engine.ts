@@ -108,7 +108,7 @@ export class PricingEngine {
     if (!fn) {
       // An id field holding the name of a function the caller reaches: say which id it is (nothing unreachable is named).
       const named = ref.id ? this.registry.resolve(ref.id, scope, 'name') : undefined;
-      if (named) throw new EngineError('function_not_found', `function_id takes a function's id, and "${ref.id}" is the name of ${named.id}.`, { functionId: key, suggestedId: named.id, suggestedName: named.name });
+      if (named) throw new EngineError('function_not_found', `function_id takes a function's id, and "${ref.id}" is the name of ${named.id}.`, { functionId: key, suggestedId: named.id });
       throw new EngineError('function_not_found', 'No pricing function with this id or name is available to you.', { functionId: key });
     }
     if (fn.status === 'draft') {

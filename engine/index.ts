@@ -26,7 +26,7 @@ export { FunctionRegistry, BUILTIN_DESCRIPTORS } from './registry';
 export type { FunctionSource } from './registry';
 export { effectiveCost, isReachable } from './functions';
 export type { CallerScope, ExecutionType, FunctionDescriptor, FunctionStatus } from './functions';
-export { BUILTINS } from './builtins/catalogue';
+export { BUILTINS, builtinOf } from './builtins/catalogue';
 export type { MarketEvidence, MethodResult } from './builtins/types';
 export { currencyOf } from './builtins/inputs';
 export { policySchema, policyConfigSchema, STRATEGIES, PREFERENCES } from './routing/policy';

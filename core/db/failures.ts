@@ -12,13 +12,13 @@ const UNAVAILABLE_SQLSTATES = new Set(['57014', '57P01', '57P02', '57P03', '5330
 /** Socket failures of a connection to the database (pg passes them on as they are). */
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
 
+/** node-postgres's message when query_timeout passes without an answer. */
+const QUERY_READ_TIMEOUT = 'Query read timeout';
+
 /**
  * pg's own errors for a lost or unobtainable connection carry no code, only these messages
  * ('timeout expired': a connection not opened within DB_CONNECT_TIMEOUT_MS).
  */
-/** node-postgres's message when query_timeout passes without an answer. */
-const QUERY_READ_TIMEOUT = 'Query read timeout';
-
 const LOST_CONNECTION = /^(Connection terminated|Client has encountered a connection error|Client was closed and is not queryable|timeout exceeded when trying to connect|Query read timeout|timeout expired$)/;
 
 function isUnavailableItself(err: object): boolean {
@@ -72,19 +72,27 @@ const BROKEN_AFTER_SEND_CODES = new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT']);
 /** pg's own errors for a connection lost, or given up on (query_timeout), while a statement was out. */
 const BROKEN_AFTER_SEND = /^(Connection terminated unexpectedly|Connection terminated$|Query read timeout)/;
 
-/**
- * Whether a statement that failed with `err` may still have committed: only failures known to
- * happen after it was sent. The connection broke (reset, terminated, the server shutting the
- * session down: SQLSTATE class 08, 57P01, 57P02) or got no answer within DB_STATEMENT_TIMEOUT_MS +
- * DB_ANSWER_GRACE_MS: the commit may have happened with its answer lost, or may still happen when a
- * frozen server wakes up. Anything else did not commit: the database answered with an error (a
- * refusal, its own statement timeout, too many connections), or nothing was sent (no connection,
- * a parameter that could not be serialised, a closed pool).
- */
-export function mayHaveCommitted(err: unknown): boolean {
+function brokenAfterSend(err: unknown): boolean {
   const { code, message } = (typeof err === 'object' && err !== null ? err : {}) as { code?: unknown; message?: unknown };
   // Before SQLSTATEs: EPIPE has their shape.
   if (typeof code === 'string' && BROKEN_AFTER_SEND_CODES.has(code)) return true;
   if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code.startsWith('08') || code === '57P01' || code === '57P02';
   return typeof message === 'string' && BROKEN_AFTER_SEND.test(message);
+}
+
+/**
+ * Whether a statement that failed with `err` (node-postgres's error, or Sequelize's wrapping it as
+ * `parent`) may still have committed: only failures known to happen after it was sent. The
+ * connection broke (reset, terminated, the server shutting the session down: SQLSTATE class 08,
+ * 57P01, 57P02) or got no answer within DB_STATEMENT_TIMEOUT_MS + DB_ANSWER_GRACE_MS: the commit may
+ * have happened with its answer lost, or may still happen when a frozen server wakes up. Anything
+ * else did not commit: the database answered with an error (a refusal, its own statement timeout,
+ * too many connections), nothing was sent (no connection, a parameter that could not be
+ * serialised, a closed pool), or the statement was a SELECT, which changes nothing.
+ */
+export function mayHaveCommitted(err: unknown): boolean {
+  const wrapped = err as { parent?: { sql?: unknown }; sql?: unknown } | null;
+  const sql = wrapped?.sql ?? wrapped?.parent?.sql;
+  if (typeof sql === 'string' && /^\s*SELECT\b/i.test(sql)) return false;
+  return brokenAfterSend(err) || brokenAfterSend(wrapped?.parent);
 }

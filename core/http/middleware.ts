@@ -83,16 +83,9 @@ export function unavailableError(err: unknown): ApiError | undefined {
 const WRITE_MAY_HAVE_HAPPENED =
   'The change may have been made before the answer was lost: check before repeating it, or repeat it with the same Idempotency-Key where the route accepts one (creating API keys, functions and routing policies).';
 
-/**
- * A write whose statement broke after it was sent (Sequelize wraps the driver's error once, with the
- * statement's text): the caller must not assume nothing happened. A read that broke (a SELECT) changed nothing.
- */
+/** A write request whose statement broke after it was sent: the caller must not assume nothing happened. */
 export function writeMayHaveHappened(req: Pick<Request, 'method'>, err: unknown): boolean {
-  if (req.method === 'GET' || req.method === 'HEAD' || req.method === 'OPTIONS') return false;
-  const wrapped = err as { parent?: { sql?: unknown }; original?: unknown; sql?: unknown } | null;
-  const sql = wrapped?.sql ?? wrapped?.parent?.sql;
-  if (typeof sql === 'string' && /^\s*SELECT\b/i.test(sql)) return false;
-  return mayHaveCommitted(err) || mayHaveCommitted(wrapped?.parent) || mayHaveCommitted(wrapped?.original);
+  return req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'OPTIONS' && mayHaveCommitted(err);
 }
 
 /** The one error middleware: SPEC's common error shape, never a stack trace. */

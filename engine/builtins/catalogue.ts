@@ -1,12 +1,11 @@
 import { anchored } from './anchored';
 import { charm } from './charm';
-import { competitive } from './competitive';
+import { competitive, hasNetworkReference } from './competitive';
 import { costPlus } from './cost-plus';
 import { elasticityOptimum } from './elasticity';
-import { hasNetworkReference } from './competitive';
+import { given as has } from './inputs';
 import type { Context, MarketEvidence, PricingMethod } from './types';
 
-const has = (ctx: Context, key: string): boolean => ctx[key] !== undefined && ctx[key] !== null;
 /** A list input (competitor prices, price history) the method can read: an array with something in it. */
 const listed = (ctx: Context, key: string): boolean => Array.isArray(ctx[key]) && (ctx[key] as unknown[]).length > 0;
 
@@ -99,8 +98,12 @@ export const BUILTIN_METHODS: Readonly<Record<string, PricingMethod>> = Object.f
 
 const BUILTIN_BY_NAME: ReadonlyMap<string, BuiltinSpec> = new Map(BUILTINS.map((b) => [b.name, b]));
 
+/** The catalogue entry of a built-in function; undefined for any other. */
+export function builtinOf(fn: { builtIn: boolean; name: string }): BuiltinSpec | undefined {
+  return fn.builtIn ? BUILTIN_BY_NAME.get(fn.name) : undefined;
+}
+
 /** Whether a function could price the context, as far as is known without running it: a built-in by its inputs, any other function always. */
 export function mayPrice(fn: { builtIn: boolean; name: string }, ctx: Context, market?: MarketEvidence): boolean {
-  const spec = fn.builtIn ? BUILTIN_BY_NAME.get(fn.name) : undefined;
-  return spec ? spec.mayPrice(ctx, market) : true;
+  return builtinOf(fn)?.mayPrice(ctx, market) ?? true;
 }

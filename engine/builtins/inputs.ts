@@ -31,7 +31,7 @@ function shown(v: unknown): string {
 }
 
 /** Whether the context gives `key` at all: null is read as absent, like a missing key. */
-function given(ctx: Context, key: string): boolean {
+export function given(ctx: Context, key: string): boolean {
   return ctx[key] !== undefined && ctx[key] !== null;
 }
 

@@ -6,7 +6,6 @@ import type { RouteSpec } from '../../../core/http/route';
 import { decodeTimeCursor, listEnvelope, listQuery } from '../../../core/pagination';
 import { z } from 'zod';
 import { effectiveScopes, identityOf, insufficientScope, keyView, LEGACY_SCOPES, NAME_ONLY_SCOPES, NAMED_SCOPES, unknownScopes } from '../../identity';
-import type { ApiKeyRow } from '../../identity';
 import * as s from '../schemas';
 import type { AccountsDeps } from './deps';
 
@@ -105,7 +104,7 @@ export function keyRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
           async (id) => {
             // Only the hash of the secret is kept: the replay names the key the first request created, and the way out if
             // its answer (the one showing the secret) never arrived.
-            const row = await d.sql.one<ApiKeyRow>('SELECT * FROM api_keys WHERE id = $1 AND workspace_id = $2', [id, p.workspaceId]);
+            const row = await d.keys.get(p.workspaceId, id);
             if (!row) return null;
             return created({
               api_key: { ...keyView(row), key: null, shown_once: true },

@@ -45,7 +45,6 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
         const base = d.publicUrl();
         return {
           status: 201,
-          headers: NO_STORE,
           body: {
             client_id: r.clientId,
             client_secret: reg.secret,

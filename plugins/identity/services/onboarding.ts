@@ -314,4 +314,3 @@ function notYours(workspaceId: string): ApiError {
     hint: 'Leave workspace_id out to claim into your current workspace (tenant_id in GET /api/me), or send the id of a workspace where you are owner or admin.',
   });
 }
-

@@ -7,7 +7,7 @@ import { pageByKey } from '../../../core/pagination';
 import type { SafeHttpClient } from '../../../core/outbound/safe-http-client';
 import { OutboundBlockedError, OutboundError } from '../../../core/outbound/safe-http-client';
 import { dec } from '../../../core/money';
-import { BUILTINS, EngineError, NO_DATA, effectiveCost, isReachable, latencyView } from '../../../engine';
+import { EngineError, builtinOf, NO_DATA, effectiveCost, isReachable, latencyView } from '../../../engine';
 import type { CircuitBreakers, FunctionDescriptor, FunctionRegistry, LatencyStats, PricingEngine } from '../../../engine';
 import { identityOf } from '../../identity';
 import type { IdempotencyKeys } from '../../identity';
@@ -154,26 +154,9 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
             ...pipelineWarning(fn),
             ...(fn.status === 'draft' ? { next: [{ action: 'activate', method: 'PATCH', path: `/api/functions/${fn.id}`, body: { status: 'active' } }] } : {}),
           });
-        // Amounts compared by value: "0.0010" repeats "0.001".
-        const claim = d.idempotency.claimOf(req, 'functions.create', p.workspaceId, { ...body, cost_per_unit: dec(body.cost_per_unit).toString(), cost_multiplier: dec(body.cost_multiplier).toString() });
-        return d.idempotency.run(
-          claim,
-          async (take) => {
-            const fn = await d.store.create({
-          workspaceId: p.workspaceId,
-          name: body.name,
-          description: body.description,
-          tags: body.tags,
-          executionType: body.execution_type,
-          isPublic: body.is_public,
-          costPerUnit: body.cost_per_unit,
-          costMultiplier: body.cost_multiplier,
-          endpointUrl: body.endpoint_url ?? null,
-          timeoutMs: body.timeout_ms ?? null,
-          commissionPct: d.commissionPct(),
-        }, take).catch(async (err: unknown) => {
+        // A name conflict says whose the name is: the caller's own function (a create sent twice), or another's, beside a free variant.
+        const nameTaken = async (err: unknown): Promise<never> => {
           if (!(err instanceof ApiError && err.code === 'conflict')) throw err;
-          // The caller's own workspace holds the name (a create sent twice): point at that function, not at another name.
           const mine = d.registry.getByName(body.name);
           if (mine && mine.workspaceId === p.workspaceId) {
             throw err.with({
@@ -183,7 +166,30 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
           }
           const free = await d.store.freeVariant(body.name);
           throw err.with({ hint: `"${free}" is free right now: example is your request under that name. Or choose your own, for example prefixed with your company or product.`, example: { ...body, name: free } });
-        });
+        };
+        // Amounts compared by value: "0.0010" repeats "0.001".
+        const claim = d.idempotency.claimOf(req, 'functions.create', p.workspaceId, { ...body, cost_per_unit: dec(body.cost_per_unit).toString(), cost_multiplier: dec(body.cost_multiplier).toString() });
+        return d.idempotency.run(
+          claim,
+          async (take) => {
+            const fn = await d.store
+              .create(
+                {
+                  workspaceId: p.workspaceId,
+                  name: body.name,
+                  description: body.description,
+                  tags: body.tags,
+                  executionType: body.execution_type,
+                  isPublic: body.is_public,
+                  costPerUnit: body.cost_per_unit,
+                  costMultiplier: body.cost_multiplier,
+                  endpointUrl: body.endpoint_url ?? null,
+                  timeoutMs: body.timeout_ms ?? null,
+                  commissionPct: d.commissionPct(),
+                },
+                take,
+              )
+              .catch((err: unknown) => nameTaken(err));
             await d.registry.changed(fn.id);
             return answer(fn);
           },
@@ -267,11 +273,9 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
   ];
 }
 
-const BUILTIN_EXAMPLES: ReadonlyMap<string, Record<string, unknown>> = new Map(BUILTINS.map((b) => [b.id, b.example]));
-
 /** A body a built-in's test run prices, offered beside a run that could not. */
 function exampleFor(fn: FunctionDescriptor): { example?: { context: Record<string, unknown> } } {
-  const context = BUILTIN_EXAMPLES.get(fn.id);
+  const context = builtinOf(fn)?.example;
   return context ? { example: { context } } : {};
 }
 

@@ -25,7 +25,6 @@ export function pipelineUnavailable(keyless = false): ApiError {
 export function toApiError(err: unknown, opts: { keyless?: boolean } = {}): unknown {
   if (!(err instanceof EngineError)) return err;
   const d = err.details;
-  const listing = opts.keyless ? 'GET /api/catalog lists the built-in functions the demo reaches' : 'GET /api/functions lists those you can use';
   switch (err.code) {
     case 'function_not_found':
       if (d.suggestedId) {
@@ -105,8 +104,8 @@ export function toApiError(err: unknown, opts: { keyless?: boolean } = {}): unkn
       return new ApiError('validation_error', err.message, {
         issues: [{ path: 'function_id', reason: 'required when routing_preference is "explicit"' }],
         hint: opts.keyless
-          ? `Name the function to pin (function_id; ${listing}), or leave routing_preference out to let the demo choose.`
-          : `Name the function to pin (function_id; ${listing}), or leave routing_preference out to let your default routing policy choose.`,
+          ? 'Name the function to pin (function_id; GET /api/catalog lists the built-in functions the demo reaches), or leave routing_preference out to let the demo choose.'
+          : 'Name the function to pin (function_id; GET /api/functions lists those you can use), or leave routing_preference out to let your default routing policy choose.',
         example: { context: { current_price: 10 }, function_id: 'fn_builtin_anchored', routing_preference: 'explicit' },
       });
   }
