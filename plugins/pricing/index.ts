@@ -5,7 +5,7 @@ import { createEngine } from '../../engine';
 import { IDENTITY } from '../identity';
 import type { IdempotencyKeys } from '../identity';
 import { keylessCallsSince, USAGE } from '../usage';
-import type { UsageRecorder } from '../usage';
+import type { CallReplays, UsageRecorder } from '../usage';
 import { DEMO_WORKSPACE_ID, pricingSchema } from './migrations/0001-pricing-schema';
 import { computeRoutes } from './routes/compute';
 import { functionRoutes } from './routes/functions';
@@ -55,7 +55,7 @@ export const pricingPlugin: PluginDefinition = {
     const routes = container.resolve<RouteTable>(TOKENS.Routes);
     const market = new MarketEvidenceSlot({ enabled: config.engine.marketEvidence, timeoutMs: config.engine.marketLookupTimeoutMs }, ctx.log, metrics);
     container.register(PRICING.MarketEvidence, { useValue: market });
-    const compute = new ComputeService(parts.engine, policies, hooks, recorder, routes, config, ctx.publicUrl, market);
+    const compute = new ComputeService(parts.engine, policies, hooks, recorder, routes, config, ctx.publicUrl, market, container.resolve<CallReplays>(USAGE.Replays));
     container.register(PRICING.Engine, { useValue: parts.engine });
     container.register(PRICING.Registry, { useValue: parts.registry });
     container.register(PRICING.Latency, { useValue: parts.latency });

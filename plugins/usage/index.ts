@@ -4,10 +4,12 @@ import { TOKENS } from '../../core/tokens';
 import { usageEvents } from './migrations/0001-usage-events';
 import { usageApi } from './migrations/0002-usage-api';
 import { usageNetworkEvidence } from './migrations/0003-network-evidence';
+import { usageComputeIdempotencyKeys } from './migrations/0004-compute-idempotency-keys';
 import { eventRoutes } from './routes/events';
 import { summaryRoutes } from './routes/summary';
 import { testerTagRoutes } from './routes/tester-tags';
 import { SandboxAllowance } from './services/allowance';
+import { CallReplays } from './services/call-replays';
 import { UsageEvents } from './services/events';
 import { UsageRecorder } from './services/recorder';
 import { UsageSummary } from './services/summary';
@@ -15,13 +17,14 @@ import { TesterTags } from './services/tester-tags';
 import { USAGE } from './tokens';
 
 export { USAGE } from './tokens';
-export type { RecordedEvent, UsageRecorder, UsageEventInput } from './services/recorder';
+export type { RecordedEvent, UsageRecorder, UsageEventInput, CallClaim } from './services/recorder';
+export type { CallReplays, RecordedCall } from './services/call-replays';
 export type { UsageEvents } from './services/events';
 export { quotaNextSteps } from './services/allowance';
 export { addressHash } from '../../core/address';
 export { keylessCallsSince } from './services/keyless-calls';
 export { callerFields, contextKeys } from './services/caller';
-export { receipt, remaining } from './services/reply';
+export { receipt, receiptOfRow, remaining } from './services/reply';
 
 /**
  * Usage records of every priced call (written before the response, grouped across requests), the
@@ -32,12 +35,14 @@ export const usagePlugin: PluginDefinition = {
   name: 'usage',
   description: 'Usage events, outcomes, summary, tester tags and the sandbox daily allowance.',
   dependsOn: ['identity'],
-  migrations: [usageEvents, usageApi, usageNetworkEvidence],
+  migrations: [usageEvents, usageApi, usageNetworkEvidence, usageComputeIdempotencyKeys],
   async register(ctx) {
     const synchronousCommit = ctx.config.usage.synchronousCommit;
     if (!synchronousCommit) ctx.log.warn('USAGE_SYNCHRONOUS_COMMIT=off: usage events are acknowledged before their WAL record is on disk; a database crash can lose the last few hundred milliseconds of them');
-    const recorder = new UsageRecorder(ctx.container.resolve<Pool>(TOKENS.PgPool), ctx.log, { synchronousCommit, concurrentInserts: ctx.config.usage.concurrentInserts });
+    const claimTtlHours = ctx.config.limits.idempotencyKeyTtlHours;
+    const recorder = new UsageRecorder(ctx.container.resolve<Pool>(TOKENS.PgPool), ctx.log, { synchronousCommit, concurrentInserts: ctx.config.usage.concurrentInserts, claimTtlHours });
     ctx.container.register(USAGE.Recorder, { useValue: recorder });
+    ctx.container.register(USAGE.Replays, { useValue: new CallReplays(ctx.sql, ctx.clock, ctx.log, claimTtlHours) });
     ctx.hooks.addAdmitter(new SandboxAllowance(ctx.kv, ctx.clock, ctx.config, ctx.sql));
     ctx.onClose(() => recorder.close());
 

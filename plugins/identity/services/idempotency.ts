@@ -16,6 +16,24 @@ const MAX_KEY_LENGTH = 255;
 const KEY_SHAPE = /^[\x21-\x7e]+$/;
 const PRUNE_EVERY_MS = 3_600_000;
 
+/** The request's Idempotency-Key, or null when it sends none; 400 for a key of the wrong shape. */
+export function idempotencyKeyOf(req: Request): string | null {
+  const key = req.get(IDEMPOTENCY_HEADER);
+  if (key === undefined) return null;
+  if (key.length === 0 || key.length > MAX_KEY_LENGTH || !KEY_SHAPE.test(key)) {
+    throw new ApiError('validation_error', `The ${IDEMPOTENCY_HEADER} header must be 1 to ${MAX_KEY_LENGTH} printable ASCII characters without spaces.`, {
+      issues: [{ path: `headers.${IDEMPOTENCY_HEADER.toLowerCase()}`, reason: `1 to ${MAX_KEY_LENGTH} printable ASCII characters without spaces (got ${key.length} characters)` }],
+      hint: 'Send a fresh random value per intended request, such as a UUID, and the same value when retrying that request.',
+    });
+  }
+  return key;
+}
+
+/** sha256 of a validated body, keys in any order: what tells a retry from another request under one key. */
+export function requestFingerprint(body: unknown): string {
+  return createHash('sha256').update(stableStringify(body)).digest('hex');
+}
+
 /**
  * A create request's claim on its Idempotency-Key, taken inside the transaction that creates the
  * resource: the key row commits with the resource or not at all, so a retry after an answer that
@@ -64,15 +82,8 @@ export class IdempotencyKeys {
 
   /** The request's claim, or null when it sends no Idempotency-Key; 400 for a key of the wrong shape. */
   claimOf(req: Request, scope: string, workspaceId: string, body: unknown): IdempotencyClaim | null {
-    const key = req.get(IDEMPOTENCY_HEADER);
-    if (key === undefined) return null;
-    if (key.length === 0 || key.length > MAX_KEY_LENGTH || !KEY_SHAPE.test(key)) {
-      throw new ApiError('validation_error', `The ${IDEMPOTENCY_HEADER} header must be 1 to ${MAX_KEY_LENGTH} printable ASCII characters without spaces.`, {
-        issues: [{ path: `headers.${IDEMPOTENCY_HEADER.toLowerCase()}`, reason: `1 to ${MAX_KEY_LENGTH} printable ASCII characters without spaces (got ${key.length} characters)` }],
-        hint: 'Send a fresh random value per intended creation, such as a UUID, and the same value when retrying that creation.',
-      });
-    }
-    return { workspaceId, scope, key, fingerprint: createHash('sha256').update(stableStringify(body)).digest('hex') };
+    const key = idempotencyKeyOf(req);
+    return key === null ? null : { workspaceId, scope, key, fingerprint: requestFingerprint(body) };
   }
 
   /**

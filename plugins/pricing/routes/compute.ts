@@ -2,11 +2,11 @@ import type { Reservation } from '../../../core/admission';
 import { ApiError, errorBody, isApiError } from '../../../core/errors';
 import { unavailableError } from '../../../core/http/middleware';
 import { defineRoute, ok } from '../../../core/http/route';
-import type { RequestContext, RouteSpec } from '../../../core/http/route';
+import type { Reply, RequestContext, RouteSpec } from '../../../core/http/route';
 import { validate } from '../../../core/validation';
-import { credentialOf, requestRateOf } from '../../identity';
+import { credentialOf, idempotencyKeyOf, requestFingerprint, requestRateOf } from '../../identity';
 import * as s from '../schemas';
-import type { ComputeCall, ComputeService } from '../services/compute';
+import type { ComputeCall, ComputeResult, ComputeService } from '../services/compute';
 
 interface PricedItem {
   context: Record<string, unknown>;
@@ -19,7 +19,7 @@ interface PricedItem {
  * The compute call of one request or batch item: who asks, on which channel, what. A batch item
  * has no arrival time of its own (its trace has no authenticate stage).
  */
-function callOf(ctx: RequestContext, operation: ComputeCall['operation'], item: PricedItem, opts: { timed: boolean } = { timed: true }): ComputeCall {
+function callOf(ctx: RequestContext, operation: ComputeCall['operation'], item: PricedItem, opts: { timed: boolean; idempotency?: ComputeCall['idempotency'] } = { timed: true }): ComputeCall {
   return {
     principal: ctx.principal,
     channel: ctx.channel,
@@ -32,7 +32,26 @@ function callOf(ctx: RequestContext, operation: ComputeCall['operation'], item: 
     requestId: ctx.requestId,
     ...(opts.timed ? { startedAt: ctx.res.locals.startedAt as number | undefined } : {}),
     rateLimit: requestRateOf(ctx),
+    idempotency: opts.idempotency,
   };
+}
+
+/**
+ * A call's Idempotency-Key and what tells its retry from another request under it: the route and
+ * the validated body (keys in any order).
+ */
+function keyedCall(ctx: RequestContext, route: string, body: unknown): ComputeCall['idempotency'] {
+  const key = idempotencyKeyOf(ctx.req);
+  return key === null ? undefined : { key, fingerprint: requestFingerprint({ route, body }) };
+}
+
+/**
+ * A priced call's reply. One that reaches nobody is marked not delivered, uncharged; a replay's is
+ * not (the call it repeats was answered before, and stays as recorded).
+ */
+function pricedReply(ctx: RequestContext, compute: ComputeService, r: ComputeResult): Reply {
+  const reply = ok({ ...r.body, request_id: ctx.requestId }, r.headers);
+  return r.body.idempotent_replay ? reply : { ...reply, notDelivered: () => compute.notDelivered([r.usageEventId], [r.reservation]) };
 }
 
 export function computeRoutes(compute: ComputeService, batchMax: number): RouteSpec[] {
@@ -48,8 +67,8 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       body: s.computeBody,
       example: s.computeExample,
       handler: async (ctx) => {
-        const r = await compute.compute(callOf(ctx, 'compute', ctx.body));
-        return { ...ok({ ...r.body, request_id: ctx.requestId }, r.headers), notDelivered: () => compute.notDelivered([r.usageEventId], [r.reservation]) };
+        const r = await compute.compute(callOf(ctx, 'compute', ctx.body, { timed: true, idempotency: keyedCall(ctx, 'compute.price', ctx.body) }));
+        return pricedReply(ctx, compute, r);
       },
     }),
     defineRoute({
@@ -63,8 +82,8 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       body: s.routerBody,
       example: s.routerExample,
       handler: async (ctx) => {
-        const r = await compute.compute(callOf(ctx, 'router', ctx.body));
-        return { ...ok({ ...r.body, request_id: ctx.requestId }, r.headers), notDelivered: () => compute.notDelivered([r.usageEventId], [r.reservation]) };
+        const r = await compute.compute(callOf(ctx, 'router', ctx.body, { timed: true, idempotency: keyedCall(ctx, 'router.price', ctx.body) }));
+        return pricedReply(ctx, compute, r);
       },
     }),
     defineRoute({
@@ -77,6 +96,9 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       body: s.batchBody(batchMax),
       example: s.batchExample,
       handler: async (ctx) => {
+        // Each item is a call of its own under the batch's key and its index: a retried batch replays the items already
+        // charged and prices the others.
+        const batchKey = idempotencyKeyOf(ctx.req);
         const recorded: string[] = [];
         const settled: Array<Reservation | null> = [];
         const results = await Promise.all(
@@ -84,9 +106,13 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
             try {
               // Throws the item's own validation error (issues relative to the item).
               const valid = item instanceof s.InvalidBatchItem ? validate(s.batchItem, item.raw, { where: 'body', example: s.batchExample.items[0] }) : item;
-              const r = await compute.compute(callOf(ctx, 'batch_item', valid, { timed: false }));
-              recorded.push(r.usageEventId);
-              settled.push(r.reservation);
+              const idempotency = batchKey === null ? undefined : { key: `${batchKey}#${index}`, fingerprint: requestFingerprint({ route: 'compute.batch', item: valid }) };
+              const r = await compute.compute(callOf(ctx, 'batch_item', valid, { timed: false, idempotency }));
+              // A replayed item was answered before: a reply that reaches nobody now leaves its record as it is.
+              if (!r.body.idempotent_replay) {
+                recorded.push(r.usageEventId);
+                settled.push(r.reservation);
+              }
               return { index, status: 200, result: r.body };
             } catch (err) {
               // A store that failed (database, Redis) is the same retryable 503 as on a single call.

@@ -1,15 +1,17 @@
 import type { Request } from 'express';
 import type { Config } from '../../../config';
 import type { Reservation } from '../../../core/admission';
+import { freeReservation } from '../../../core/admission';
+import { ApiError } from '../../../core/errors';
 import type { Channel, Principal } from '../../../core/auth';
 import type { Hooks } from '../../../core/hooks';
 import type { RouteTable } from '../../../core/http/pipeline';
 import type { RequestRate } from '../../identity';
 import type { PricingEngine, PriceOutcome, Preference, TraceStage } from '../../../engine';
 import { EngineError } from '../../../engine';
-import { identityOf } from '../../identity';
-import { callerFields, contextKeys, receipt, remaining } from '../../usage';
-import type { UsageEventInput, UsageRecorder } from '../../usage';
+import { identityOf, IDEMPOTENCY_HEADER, REPLAYED_HEADER } from '../../identity';
+import { callerFields, contextKeys, receipt, receiptOfRow, remaining } from '../../usage';
+import type { CallReplays, RecordedCall, RecordedEvent, UsageEventInput, UsageRecorder } from '../../usage';
 import { DEMO_WORKSPACE_ID } from '../migrations/0001-pricing-schema';
 import { callerGone } from '../../../core/http/caller-gone';
 import { toApiError } from './engine-errors';
@@ -32,6 +34,8 @@ export interface ComputeCall {
   rateLimit?: RequestRate | undefined;
   /** A batch admits all its items at once. */
   reservation?: Reservation;
+  /** The call's Idempotency-Key (a batch item's is the batch's, with the item's index), and its request's fingerprint. */
+  idempotency?: { key: string; fingerprint: string } | undefined;
 }
 
 export interface ComputeResult {
@@ -63,6 +67,7 @@ export class ComputeService {
     private readonly config: Config,
     private readonly publicUrl: () => string,
     private readonly market: MarketEvidenceSlot,
+    private readonly replays: CallReplays,
   ) {}
 
   /** The usage event of a call: its outcome and who made it. */
@@ -109,6 +114,12 @@ export class ComputeService {
     const p = call.principal;
     const demo = p === null;
     const scope = p ? { workspaceId: p.workspaceId, builtInsOnly: identityOf(p).sandbox } : { workspaceId: DEMO_WORKSPACE_ID, builtInsOnly: true };
+    // Keys belong to a workspace: the keyless demo, which charges nothing, keeps none.
+    const keyed = p && call.idempotency ? { ...call.idempotency, workspaceId: p.workspaceId } : null;
+    if (keyed) {
+      const first = await this.replays.find(keyed.workspaceId, keyed.key);
+      if (first) return this.replay(call, first, stages, t0);
+    }
 
     let t = performance.now();
     const reservation = call.reservation ?? (await this.hooks.admit({ operation: call.operation === 'batch_item' ? 'batch' : call.operation, principal: p, units: 1, req: call.req }));
@@ -173,30 +184,47 @@ export class ComputeService {
     });
     // A reservation the caller brought is the caller's to settle.
     const settles = call.reservation ? null : reservation;
-    const recorded = await this.recorder.recordAndSettle(usageEvent, settles, () => callerGone(call.req));
+    const fn = { id: outcome.fn.id, name: outcome.fn.name, built_in: outcome.fn.builtIn, execution_type: outcome.fn.executionType };
+    const method = {
+      confidence_factors: outcome.result.confidence_factors,
+      inputs_used: outcome.result.inputs_used,
+      notes: outcome.result.notes,
+      ...(outcome.result.details ? { details: outcome.result.details } : {}),
+    };
+    const chosen = { id: outcome.fn.id, name: outcome.fn.name };
+    const cache = outcome.cached ? 'hit' : outcome.stages.some((s) => s.stage === 'cache' && s.disabled) ? 'disabled' : 'miss';
+    let recorded: RecordedEvent;
+    if (keyed) {
+      // What a retry with the key answers: the answer but for what the replay rebuilds.
+      const response = { price: outcome.result.price, currency: outcome.result.currency, confidence: outcome.result.confidence, function: fn, strategy: outcome.strategy, method, trace: { chosen_function: chosen, fallback_used: outcome.fallbackUsed, cache, attempts: outcome.attempts }, request_id: call.requestId };
+      const claimed = await this.recorder.recordAndSettle(usageEvent, settles, () => callerGone(call.req), { key: keyed.key, fingerprint: keyed.fingerprint, response });
+      if (!claimed) {
+        // Another call with this key was recorded first (concurrently): this one is not charged, and answers that one.
+        const first = await this.replays.find(keyed.workspaceId, keyed.key);
+        if (!first) throw new ApiError('conflict', `Another call with this ${IDEMPOTENCY_HEADER} was being recorded at the same time; this one was not charged.`, { hint: 'Send the same request with the same key again: it answers what the other call recorded.' });
+        return this.replay(call, first, stages.filter((s) => s.stage === 'authenticate_and_validate'), t0);
+      }
+      recorded = claimed;
+    } else {
+      recorded = await this.recorder.recordAndSettle(usageEvent, settles, () => callerGone(call.req));
+    }
     const usageEventId = recorded.id;
     stages.push({ stage: 'record_usage', ms: ms(t), usage_event_id: usageEventId });
 
     const total = call.startedAt !== undefined ? ms(call.startedAt) : ms(t0);
     const functionMs = stages.filter((s) => s.stage === 'execute').reduce((sum, s) => sum + s.ms, 0);
-    const base = this.publicUrl();
     const body: Record<string, unknown> = {
       price: outcome.result.price,
       currency: outcome.result.currency,
       confidence: outcome.result.confidence,
-      function: { id: outcome.fn.id, name: outcome.fn.name, built_in: outcome.fn.builtIn, execution_type: outcome.fn.executionType },
+      function: fn,
       strategy: outcome.strategy,
-      method: {
-        confidence_factors: outcome.result.confidence_factors,
-        inputs_used: outcome.result.inputs_used,
-        notes: outcome.result.notes,
-        ...(outcome.result.details ? { details: outcome.result.details } : {}),
-      },
+      method,
       trace: {
         stages,
-        chosen_function: { id: outcome.fn.id, name: outcome.fn.name },
+        chosen_function: chosen,
         fallback_used: outcome.fallbackUsed,
-        cache: outcome.cached ? 'hit' : outcome.stages.some((s) => s.stage === 'cache' && s.disabled) ? 'disabled' : 'miss',
+        cache,
         charged,
         attempts: outcome.attempts,
         overhead_ms: Math.max(0, Math.round((total - functionMs) * 1000) / 1000),
@@ -204,11 +232,60 @@ export class ComputeService {
       },
       // The demo charges nothing, whichever function answers: there is nothing to have saved.
       ...(outcome.savings && !demo ? { savings: outcome.savings } : {}),
-      next_actions: nextActions(p, this.routes, this.config.limits.nextActionsMax, { usageEventId, price: outcome.result.price, context: call.context, sandboxCallsPerDay: this.config.limits.sandbox.computeCallsPerDay, inBatch: call.operation === 'batch_item', hasDefaultPolicy }),
-      receipt: receipt(base, recorded, usageEvent, p),
+      next_actions: this.nextActionsOf(call, usageEventId, outcome.result.price, hasDefaultPolicy),
+      receipt: receipt(this.publicUrl(), recorded, usageEvent, p),
     };
     const left = remaining(p, reservation, call.rateLimit);
     if (left) body.remaining = left;
     return { body, headers: reservation.headers ?? {}, usageEventId, reservation: settles };
+  }
+
+  private nextActionsOf(call: ComputeCall, usageEventId: string, price: string, hasDefaultPolicy: boolean) {
+    return nextActions(call.principal, this.routes, this.config.limits.nextActionsMax, {
+      usageEventId,
+      price,
+      context: call.context,
+      sandboxCallsPerDay: this.config.limits.sandbox.computeCallsPerDay,
+      inBatch: call.operation === 'batch_item',
+      hasDefaultPolicy,
+    });
+  }
+
+  /**
+   * The answer to a retry of a call recorded under the same Idempotency-Key: that call's price and
+   * method, its receipt as the record is now, and nothing charged or recorded now. Another request
+   * under the key is 422 idempotency_key_reused. No savings: this call cost nothing.
+   */
+  private async replay(call: ComputeCall, first: RecordedCall, stages: TraceStage[], t0: number): Promise<ComputeResult> {
+    const p = call.principal as Principal;
+    if (first.fingerprint !== call.idempotency?.fingerprint) {
+      throw new ApiError('idempotency_key_reused', `This ${IDEMPOTENCY_HEADER} was already used in this workspace for a different priced call (another body, or another route).`, {
+        hint: `A key stands for one intended call: retry that one with its own body and route, or send a new key (a fresh UUID) for this one. Keys are kept ${this.replays.ttlHours} hours.`,
+        fields: { usage_event_id: first.event.id },
+      });
+    }
+    const { request_id: firstRequestId, trace, ...answer } = first.response as { request_id: string; trace: Record<string, unknown>; price: string };
+    stages.push({ stage: 'idempotent_replay', ms: ms(t0), usage_event_id: first.event.id, first_request_id: firstRequestId });
+    const total = call.startedAt !== undefined ? ms(call.startedAt) : ms(t0);
+    const hasDefaultPolicy = (await this.policies.defaultFor(p.workspaceId)) !== null;
+    const body: Record<string, unknown> = {
+      ...answer,
+      trace: {
+        stages,
+        chosen_function: trace.chosen_function,
+        fallback_used: trace.fallback_used,
+        cache: trace.cache,
+        charged: { amount: '0', currency: 'USDC', paid_via: null, billable: false },
+        attempts: trace.attempts,
+        overhead_ms: total,
+        total_ms: total,
+      },
+      next_actions: this.nextActionsOf(call, first.event.id, answer.price, hasDefaultPolicy),
+      receipt: receiptOfRow(this.publicUrl(), first.event, p),
+      idempotent_replay: { first_request_id: firstRequestId, recorded_at: first.event.created_at.toISOString() },
+    };
+    const left = remaining(p, freeReservation(), call.rateLimit);
+    if (left) body.remaining = left;
+    return { body, headers: { [REPLAYED_HEADER]: 'true' }, usageEventId: first.event.id, reservation: null };
   }
 }

@@ -121,6 +121,20 @@ const INSERT = insertOf(COLUMNS);
 const RETURNING = ' RETURNING id, created_at';
 
 /**
+ * A group holding calls with an Idempotency-Key: their keys ($2, rows [workspace, key, fingerprint,
+ * event id, answer]) are claimed by the same statement, and the event of a call whose key another
+ * call holds (the ids in $4) is not written. A key past its TTL ($3 hours) is taken over.
+ */
+const CLAIM_KEYS = `WITH claims AS (
+  INSERT INTO compute_idempotency_keys (workspace_id, key, fingerprint, usage_event_id, response)
+  SELECT c->>0, c->>1, c->>2, c->>3, c->4 FROM jsonb_array_elements($2::jsonb) AS c
+  ON CONFLICT (workspace_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, usage_event_id = EXCLUDED.usage_event_id, response = EXCLUDED.response, created_at = now()
+    WHERE compute_idempotency_keys.created_at < now() - make_interval(hours => $3::int)
+  RETURNING usage_event_id
+) `;
+const CLAIMED_ONLY = ' WHERE NOT (r->>0 = ANY($4::text[])) OR (r->>0) IN (SELECT usage_event_id FROM claims)';
+
+/**
  * Written when an insert's outcome is unknown: the same rows as not delivered, turning a row that
  * did commit into one (see UndeliveredMarks). A row written this way carries the time its insert
  * failed, so it lands in its call's day and not in the day the database came back.
@@ -131,7 +145,8 @@ const UPSERT_UNDELIVERED = `${insertOf([...COLUMNS, ['created_at', 'timestamptz'
  * The same with synchronous_commit off for this statement's own transaction only (set_config with
  * is_local, the SET LOCAL of a single statement): its commit does not wait for the WAL flush.
  */
-const INSERT_ASYNC_COMMIT = `${INSERT} CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit${RETURNING}`;
+const ASYNC_COMMIT = " CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit";
+const INSERT_ASYNC_COMMIT = `${INSERT}${ASYNC_COMMIT}${RETURNING}`;
 
 /**
  * PostgreSQL refuses NUL and unpaired surrogates in JSON text. Unpaired surrogates become U+FFFD,
@@ -184,10 +199,21 @@ export interface RecordedEvent {
   createdAt: Date;
 }
 
+/** A priced call's Idempotency-Key, claimed by the statement that writes its event. */
+export interface CallClaim {
+  key: string;
+  /** Tells a retry from another request under the same key. */
+  fingerprint: string;
+  /** The call's answer, without what a replay rebuilds. */
+  response: Record<string, unknown>;
+}
+
 interface Pending {
   id: string;
   event: UsageEventInput;
-  resolve: (createdAt: Date) => void;
+  claim?: CallClaim;
+  /** null: the event was not written, its key being held by another call. */
+  resolve: (createdAt: Date | null) => void;
   reject: (err: unknown) => void;
 }
 
@@ -210,6 +236,8 @@ export class UsageRecorder {
   /** Events being marked not delivered (shutdown waits for them too). */
   private marking = 0;
   private readonly statement: { name: string; text: string };
+  private readonly claimingStatement: { name: string; text: string };
+  private readonly claimTtlHours: number;
   /** Events that must end not billable, waiting for the database to take them. */
   private readonly undelivered: UndeliveredMarks;
   private readonly maxBatch: number;
@@ -218,32 +246,45 @@ export class UsageRecorder {
   constructor(
     private readonly pool: Pool,
     private readonly log: Logger,
-    opts: { maxBatch?: number; synchronousCommit?: boolean; concurrentInserts?: number; undeliveredRetryMs?: number } = {},
+    opts: { maxBatch?: number; synchronousCommit?: boolean; concurrentInserts?: number; undeliveredRetryMs?: number; claimTtlHours?: number } = {},
   ) {
     this.undelivered = new UndeliveredMarks(pool, log, { upsert: UPSERT_UNDELIVERED, toParam: batchJson, retryMs: opts.undeliveredRetryMs });
     this.maxBatch = opts.maxBatch ?? 200;
     this.concurrentInserts = Math.max(1, opts.concurrentInserts ?? 1);
-    this.statement = opts.synchronousCommit === false ? { name: 'usage_insert_async', text: INSERT_ASYNC_COMMIT } : { name: 'usage_insert', text: INSERT + RETURNING };
+    const async = opts.synchronousCommit === false;
+    this.statement = async ? { name: 'usage_insert_async', text: INSERT_ASYNC_COMMIT } : { name: 'usage_insert', text: INSERT + RETURNING };
+    this.claimingStatement = { name: async ? 'usage_insert_claiming_async' : 'usage_insert_claiming', text: CLAIM_KEYS + INSERT + (async ? ASYNC_COMMIT : '') + CLAIMED_ONLY + RETURNING };
+    this.claimTtlHours = opts.claimTtlHours ?? 24;
   }
 
   /** Resolves with the event id once the event is committed; rejects with usageWriteFailed() when it cannot be. */
   record(event: UsageEventInput): Promise<string> {
     return new Promise<string>((resolve, reject) => {
-      const id = this.enqueue(event, () => resolve(id), reject);
+      const id = this.enqueue(event, undefined, () => resolve(id), reject);
     });
   }
 
   /** record(), with the time the database gave the event. */
   recordEvent(event: UsageEventInput): Promise<RecordedEvent> {
     return new Promise<RecordedEvent>((resolve, reject) => {
-      const id = this.enqueue(event, (createdAt) => resolve({ id, createdAt }), reject);
+      const id = this.enqueue(event, undefined, (createdAt) => resolve({ id, createdAt: createdAt ?? new Date() }), reject);
     });
   }
 
-  private enqueue(event: UsageEventInput, resolve: (createdAt: Date) => void, reject: (err: unknown) => void): string {
+  /**
+   * recordEvent() of a call with an Idempotency-Key, claimed in the same statement: null when
+   * another call holds the key (this event is then not written, and nothing is charged for it).
+   */
+  recordClaimed(event: UsageEventInput, claim: CallClaim): Promise<RecordedEvent | null> {
+    return new Promise<RecordedEvent | null>((resolve, reject) => {
+      const id = this.enqueue(event, claim, (createdAt) => resolve(createdAt ? { id, createdAt } : null), reject);
+    });
+  }
+
+  private enqueue(event: UsageEventInput, claim: CallClaim | undefined, resolve: Pending['resolve'], reject: (err: unknown) => void): string {
     // Time-ordered: the primary-key index grows at its right edge (see newSortableId).
     const id = newSortableId('use');
-    this.queue.push({ id, event, resolve, reject });
+    this.queue.push({ id, event, ...(claim ? { claim } : {}), resolve, reject });
     this.schedule();
     return id;
   }
@@ -252,13 +293,20 @@ export class UsageRecorder {
    * Records a call's event, then settles what the call reserved: committed once the event is
    * written, released when it cannot be (no answer without its record, no charge without an answer).
    */
-  async recordAndSettle(event: UsageEventInput, reservation: Reservation | null, callerGone?: () => boolean): Promise<RecordedEvent> {
-    let recorded: RecordedEvent;
+  async recordAndSettle(event: UsageEventInput, reservation: Reservation | null, callerGone?: () => boolean): Promise<RecordedEvent>;
+  /** With a claim: null, and the reservation released, when another call holds its key. */
+  async recordAndSettle(event: UsageEventInput, reservation: Reservation | null, callerGone: (() => boolean) | undefined, claim: CallClaim): Promise<RecordedEvent | null>;
+  async recordAndSettle(event: UsageEventInput, reservation: Reservation | null, callerGone?: () => boolean, claim?: CallClaim): Promise<RecordedEvent | null> {
+    let recorded: RecordedEvent | null;
     try {
-      recorded = await this.recordEvent(event);
+      recorded = claim ? await this.recordClaimed(event, claim) : await this.recordEvent(event);
     } catch (err) {
       await reservation?.release();
       throw err;
+    }
+    if (!recorded) {
+      await reservation?.release();
+      return null;
     }
     // The connection closed while the event was written (the caller gave up, or a shutdown's deadline closed it): the
     // answer cannot reach the caller, so the call is recorded as not delivered and nothing is charged.
@@ -316,7 +364,7 @@ export class UsageRecorder {
 
   private async write(): Promise<void> {
     if (this.queue.length === 0) return this.settleIdle();
-    const batch = this.queue.splice(0, this.maxBatch);
+    const batch = this.takeBatch();
     this.active++;
     // Events beyond one batch, or arriving now, may start another writer while this one waits.
     this.schedule();
@@ -330,6 +378,37 @@ export class UsageRecorder {
   }
 
   /**
+   * The next group from the queue. A second call with a key already in the group waits for the next
+   * one (where it finds the key taken): one statement may claim a key only once.
+   */
+  private takeBatch(): Pending[] {
+    const batch = this.queue.splice(0, this.maxBatch);
+    if (!batch.some((p) => p.claim)) return batch;
+    const keys = new Set<string>();
+    const now: Pending[] = [];
+    const later: Pending[] = [];
+    for (const p of batch) {
+      const key = p.claim ? JSON.stringify([p.event.workspaceId, p.claim.key]) : null;
+      if (key !== null && keys.has(key)) later.push(p);
+      else {
+        if (key !== null) keys.add(key);
+        now.push(p);
+      }
+    }
+    this.queue.unshift(...later);
+    return now;
+  }
+
+  /** The statement and parameters writing a group (and claiming its keys, when it has any). */
+  private queryOf(batch: Pending[]): { name: string; text: string; values: unknown[] } {
+    const rows = batchJson(batch.map((p) => row(p.id, p.event)));
+    const claimed = batch.filter((p): p is Pending & { claim: CallClaim } => p.claim !== undefined);
+    if (claimed.length === 0) return { ...this.statement, values: [rows] };
+    const claims = batchJson(claimed.map((p) => [p.event.workspaceId, p.claim.key, p.claim.fingerprint, p.id, p.claim.response]));
+    return { ...this.claimingStatement, values: [rows, claims, this.claimTtlHours, claimed.map((p) => p.id)] };
+  }
+
+  /**
    * Inserts a group. A row the database refuses (a value out of range: SQLSTATE class 22 or 23)
    * must not take the other callers' events down with it: the group is split in halves until the
    * refused row stands alone, and only its call fails. Any other error (the database unreachable)
@@ -338,10 +417,11 @@ export class UsageRecorder {
   private async insert(batch: Pending[]): Promise<void> {
     try {
       // Straight to node-postgres, with the statement prepared once per connection.
-      const res = await this.pool.query<{ id: string; created_at: Date }>({ ...this.statement, values: [batchJson(batch.map((p) => row(p.id, p.event)))] });
-      // One transaction: every row has its time (now()), read by id all the same.
+      const res = await this.pool.query<{ id: string; created_at: Date }>(this.queryOf(batch));
+      // One transaction: every row has its time (now()), read by id all the same. A claimed call missing from the
+      // rows found its key held by another.
       const times = new Map(res.rows.map((r) => [r.id, r.created_at]));
-      for (const p of batch) p.resolve(times.get(p.id) ?? new Date());
+      for (const p of batch) p.resolve(times.get(p.id) ?? (p.claim ? null : new Date()));
     } catch (err) {
       if (batch.length > 1 && isValueRefusal(err)) {
         const mid = Math.ceil(batch.length / 2);

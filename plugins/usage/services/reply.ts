@@ -3,6 +3,7 @@ import type { Principal } from '../../../core/auth';
 import { bindingRate, identityOf } from '../../identity';
 import type { RequestRate } from '../../identity';
 import { eventView, recordedEventRow } from './event-view';
+import type { EventRow } from './event-view';
 import type { RecordedEvent, UsageEventInput } from './recorder';
 
 export const DEMO_RECEIPT_HINT =
@@ -17,17 +18,25 @@ export const SANDBOX_RECEIPT_HINT =
  * to it. A keyless demo call has no workspace of its own to open the link with, and an unclaimed
  * sandbox may not open it yet, so their receipts say so in `hint`.
  */
-export function receipt(
-  baseUrl: string,
-  recorded: RecordedEvent,
-  event: UsageEventInput,
-  principal: Principal | null,
-): { usage_event_id: string; url: string; recorded_at: string; usage_event: Record<string, unknown>; hint?: string } {
+export function receipt(baseUrl: string, recorded: RecordedEvent, event: UsageEventInput, principal: Principal | null): Receipt {
+  return receiptOfRow(baseUrl, recordedEventRow(recorded, event), principal);
+}
+
+export interface Receipt {
+  usage_event_id: string;
+  url: string;
+  recorded_at: string;
+  usage_event: Record<string, unknown>;
+  hint?: string;
+}
+
+/** receipt() of an event read back from the record (a replayed call's). */
+export function receiptOfRow(baseUrl: string, row: EventRow, principal: Principal | null): Receipt {
   return {
-    usage_event_id: recorded.id,
-    url: `${baseUrl}/api/usage/events/${recorded.id}`,
-    recorded_at: recorded.createdAt.toISOString(),
-    usage_event: eventView(recordedEventRow(recorded, event)),
+    usage_event_id: row.id,
+    url: `${baseUrl}/api/usage/events/${row.id}`,
+    recorded_at: row.created_at.toISOString(),
+    usage_event: eventView(row),
     ...(principal ? (identityOf(principal).sandbox ? { hint: SANDBOX_RECEIPT_HINT } : {}) : { hint: DEMO_RECEIPT_HINT }),
   };
 }

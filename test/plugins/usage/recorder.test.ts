@@ -4,6 +4,7 @@ import { ApiError } from '../../../core/errors';
 import { createLogger } from '../../../core/logger';
 import { USAGE } from '../../../plugins/usage';
 import { UsageRecorder } from '../../../plugins/usage/services/recorder';
+import type { RecordedEvent } from '../../../plugins/usage/services/recorder';
 import { startTestService, testConfig } from '../../support/service';
 import type { TestService } from '../../support/service';
 import { recorderEvent as event } from './helpers';
@@ -69,6 +70,57 @@ describe('usage recorder: grouped inserts', function () {
     expect((await stored(odd)).currency).to.equal('U\ufffdD');
     expect((await stored(odd)).context_keys).to.deep.equal({ product_type: 'a\ufffdb' });
     expect((await stored(fine)).currency).to.equal('USD');
+  });
+
+  describe('calls with an Idempotency-Key', () => {
+    const claim = (key: string, fingerprint = 'f1') => ({ key, fingerprint, response: { price: '19.99' } });
+    const claimsOf = async (key: string) => {
+      const [rows] = await svc.sequelize.query('SELECT usage_event_id, response FROM compute_idempotency_keys WHERE key = $1', { bind: [key] });
+      return rows as Array<{ usage_event_id: string; response: unknown }>;
+    };
+    const written = (r: RecordedEvent | null): RecordedEvent => {
+      if (r === null) throw new Error('expected the event written, its key held by this call');
+      return r;
+    };
+    const eventsOf = async (ids: string[]) => {
+      const [rows] = await svc.sequelize.query('SELECT id FROM usage_events WHERE id = ANY($1)', { bind: [ids] });
+      return (rows as Array<{ id: string }>).map((r) => r.id);
+    };
+
+    it('writes the key with its event in one statement, beside events without keys', async () => {
+      const key = `rec-${Date.now()}-a`;
+      const [plain, claimed] = await Promise.all([recorder.recordEvent(event()), recorder.recordClaimed(event(), claim(key))]);
+      const keyed = written(claimed);
+      expect(await eventsOf([plain.id, keyed.id])).to.have.members([plain.id, keyed.id]);
+      expect(await claimsOf(key)).to.deep.equal([{ usage_event_id: keyed.id, response: { price: '19.99' } }]);
+    });
+
+    it('writes one event for one key sent twice in the same tick or in overlapping inserts; the others resolve null, unwritten', async () => {
+      const pool = new Pool({ connectionString: svc.databaseUrl, max: 4 });
+      try {
+        for (const rec of [recorder, new UsageRecorder(pool, createLogger('silent'), { concurrentInserts: 3, maxBatch: 1 })]) {
+          const key = `rec-${Date.now()}-${Math.random()}`;
+          const results = await Promise.all(Array.from({ length: 6 }, () => rec.recordClaimed(event({ requestId: key }), claim(key))));
+          const holders = results.filter((r) => r !== null);
+          expect(holders, 'exactly one call holds the key').to.have.length(1);
+          expect((await claimsOf(key))[0]?.usage_event_id).to.equal(written(holders[0] ?? null).id);
+          const [rows] = await svc.sequelize.query('SELECT count(*)::int AS n FROM usage_events WHERE request_id = $1', { bind: [key] });
+          expect((rows as Array<{ n: number }>)[0]?.n, 'the five others wrote no event').to.equal(1);
+        }
+      } finally {
+        await pool.end();
+      }
+    });
+
+    it('takes over a key past its TTL, writing the new event', async () => {
+      const key = `rec-${Date.now()}-ttl`;
+      const first = written(await recorder.recordClaimed(event(), claim(key)));
+      expect(await recorder.recordClaimed(event(), claim(key, 'f2')), 'held within the TTL').to.equal(null);
+      await svc.sequelize.query("UPDATE compute_idempotency_keys SET created_at = now() - interval '25 hours' WHERE key = $1", { bind: [key] });
+      const later = written(await recorder.recordClaimed(event(), claim(key, 'f2')));
+      expect(later.id).not.to.equal(first.id);
+      expect((await claimsOf(key))[0]?.usage_event_id).to.equal(later.id);
+    });
   });
 
   describe('USAGE_CONCURRENT_INSERTS', () => {

@@ -1,0 +1,62 @@
+import type { Clock } from '../../../core/clock';
+import type { Sql } from '../../../core/db/sql';
+import type { Logger } from '../../../core/logger';
+import { EVENT_COLUMNS } from './event-view';
+import type { EventRow } from './event-view';
+
+const PRUNE_EVERY_MS = 3_600_000;
+
+/** A priced call recorded under an Idempotency-Key: what its retry answers. */
+export interface RecordedCall {
+  fingerprint: string;
+  /** The call's answer, without what a replay rebuilds (receipt, remaining allowance, next actions). */
+  response: Record<string, unknown>;
+  /** Its usage event as it is now, as the workspace sees it. */
+  event: EventRow;
+}
+
+/**
+ * The Idempotency-Keys of priced calls (table compute_idempotency_keys, claimed by the usage
+ * writer in the statement that records the call's event). A key names a call for
+ * IDEMPOTENCY_KEY_TTL_H hours; only a charged call holds it.
+ */
+export class CallReplays {
+  private lastPrune = 0;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    readonly ttlHours: number,
+  ) {}
+
+  /**
+   * The call recorded in the workspace under `key` within the TTL, or null. A call since recorded
+   * not delivered (its answer reached nobody) was not charged: its key is let go, so the retry is
+   * priced afresh, once.
+   */
+  async find(workspaceId: string, key: string): Promise<RecordedCall | null> {
+    this.pruneNow();
+    const row = await this.sql.one<EventRow & { claim_fingerprint: string; claim_response: Record<string, unknown> }>(
+      `SELECT k.fingerprint AS claim_fingerprint, k.response AS claim_response, ${EVENT_COLUMNS}, 'mine'::text AS viewer_class, NULL::text AS tester_label
+         FROM compute_idempotency_keys k JOIN usage_events e ON e.id = k.usage_event_id
+        WHERE k.workspace_id = $1 AND k.key = $2 AND k.created_at >= now() - make_interval(hours => $3)`,
+      [workspaceId, key, this.ttlHours],
+    );
+    if (!row) return null;
+    const { claim_fingerprint: fingerprint, claim_response: response, ...event } = row;
+    if (event.error_code === 'not_delivered') {
+      await this.sql.exec('DELETE FROM compute_idempotency_keys WHERE workspace_id = $1 AND key = $2 AND usage_event_id = $3', [workspaceId, key, event.id]);
+      return null;
+    }
+    return { fingerprint, response, event };
+  }
+
+  /** Drops keys past the TTL, at most once an hour per instance, off the request's path. */
+  private pruneNow(): void {
+    const now = this.clock.now();
+    if (now - this.lastPrune < PRUNE_EVERY_MS) return;
+    this.lastPrune = now;
+    this.sql.exec('DELETE FROM compute_idempotency_keys WHERE created_at < now() - make_interval(hours => $1)', [this.ttlHours]).catch((err: unknown) => this.log.warn({ err }, 'pruning the idempotency keys of priced calls failed'));
+  }
+}

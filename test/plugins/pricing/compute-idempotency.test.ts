@@ -1,0 +1,199 @@
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { client } from '../../support/http';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+import { createKey, registerSandbox, signUp } from '../../support/world';
+
+type Body = Record<string, any>;
+type Api = ReturnType<typeof client>;
+
+const lenient = {
+  limits: {
+    registrations: { perAddressPerDay: 10_000, overallPerDay: 100_000 },
+    rateLimit: { perWorkspacePerMinute: 100_000, perAddressPerMinute: 100_000, failedAuthPerAddressPer15Min: 100_000 },
+  },
+};
+
+const priced = { context: { unit_cost: 4, target_margin: 0.3, currency: 'USD' }, function_id: 'fn_builtin_cost_plus' };
+
+/**
+ * Idempotency-Key on priced calls: a retry after an answer that never arrived (a client timeout, a
+ * cut connection) answers the first call's result and is not charged a second time; the key rides
+ * in the usage event's own insert, so it exists exactly when a charged event does.
+ */
+describe('compute: Idempotency-Key on priced calls', function () {
+  this.timeout(90_000);
+  let svc: TestService;
+  let api: Api;
+  let workspaceId: string;
+
+  before(async () => {
+    svc = await startTestService({ config: lenient });
+    const person = await signUp(svc, 'idem-compute');
+    workspaceId = person.workspaceId;
+    api = client(svc.url, { 'x-api-key': (await createKey(svc, person, { name: 'full' })).key });
+  });
+  after(() => svc.close());
+
+  const eventCount = async (ws: string) => {
+    const [rows] = await svc.sequelize.query('SELECT count(*)::int AS n FROM usage_events WHERE workspace_id = $1', { bind: [ws] });
+    return (rows as Array<{ n: number }>)[0]?.n as number;
+  };
+
+  it('answers a repeated call with the first call\'s result (200, Idempotent-Replayed), recording and charging nothing more', async () => {
+    const key = randomUUID();
+    const before = await eventCount(workspaceId);
+    const first = await api.post<Body>('/api/compute/price', priced, { 'idempotency-key': key });
+    expect(first.status, first.text).to.equal(200);
+    expect(first.headers.get('idempotent-replayed')).to.equal(null);
+    expect(await eventCount(workspaceId)).to.equal(before + 1);
+
+    // The same body with its keys in another order is the same request.
+    const again = await api.post<Body>('/api/compute/price', { function_id: 'fn_builtin_cost_plus', context: { currency: 'USD', target_margin: 0.3, unit_cost: 4 } }, { 'idempotency-key': key });
+    expect(again.status, again.text).to.equal(200);
+    expect(again.headers.get('idempotent-replayed')).to.equal('true');
+    for (const field of ['price', 'currency', 'confidence', 'function', 'strategy', 'method']) expect(again.body[field], field).to.deep.equal(first.body[field]);
+    expect(again.body.receipt.usage_event_id).to.equal(first.body.receipt.usage_event_id);
+    expect(again.body.receipt.usage_event).to.deep.equal(first.body.receipt.usage_event);
+    expect(again.body.receipt.url).to.equal(first.body.receipt.url);
+    expect(again.body.request_id).to.be.a('string').and.not.equal(first.body.request_id);
+    expect(again.body.idempotent_replay).to.deep.equal({ first_request_id: first.body.request_id, recorded_at: first.body.receipt.recorded_at });
+    // What this request did is the replay; what the first charged is in the receipt, and nothing now.
+    const stages = (again.body.trace.stages as Array<{ stage: string }>).map((s) => s.stage);
+    expect(stages).to.deep.equal(['authenticate_and_validate', 'idempotent_replay']);
+    expect(again.body.trace.charged).to.deep.equal({ amount: '0', currency: 'USDC', paid_via: null, billable: false });
+    expect(again.body.next_actions).to.deep.equal(first.body.next_actions);
+    expect(await eventCount(workspaceId)).to.equal(before + 1);
+
+    // Without the header every call is a call of its own.
+    const plain = await api.post<Body>('/api/compute/price', priced);
+    expect(plain.status).to.equal(200);
+    expect(plain.headers.get('idempotent-replayed')).to.equal(null);
+    expect(await eventCount(workspaceId)).to.equal(before + 2);
+  });
+
+  it('refuses the same key with another body with 422 idempotency_key_reused naming the first call\'s usage event, recording nothing', async () => {
+    const key = randomUUID();
+    const first = await api.post<Body>('/api/compute/price', priced, { 'idempotency-key': key });
+    expect(first.status, first.text).to.equal(200);
+    const before = await eventCount(workspaceId);
+    const other = await api.post<Body>('/api/compute/price', { ...priced, context: { ...priced.context, unit_cost: 5 } }, { 'idempotency-key': key });
+    expect(other.status, other.text).to.equal(422);
+    expect(other.body.code).to.equal('idempotency_key_reused');
+    expect(other.body.usage_event_id).to.equal(first.body.receipt.usage_event_id);
+    expect(other.body.hint).to.include('new key');
+    // The price router is another route: the key stands for the first call, not for this one.
+    const router = await api.post<Body>('/api/price-router', priced, { 'idempotency-key': key });
+    expect(router.status, router.text).to.equal(422);
+    expect(router.body.code).to.equal('idempotency_key_reused');
+    expect(await eventCount(workspaceId)).to.equal(before);
+  });
+
+  it('records one event for 20 concurrent calls with one key; every answer names it and all but one are replays', async () => {
+    const key = randomUUID();
+    const before = await eventCount(workspaceId);
+    const answers = await Promise.all(Array.from({ length: 20 }, () => api.post<Body>('/api/compute/price', priced, { 'idempotency-key': key })));
+    for (const a of answers) expect(a.status, a.text).to.equal(200);
+    const ids = new Set(answers.map((a) => a.body.receipt.usage_event_id));
+    expect(ids.size).to.equal(1);
+    expect(answers.filter((a) => a.headers.get('idempotent-replayed') === 'true')).to.have.length(19);
+    expect(await eventCount(workspaceId)).to.equal(before + 1);
+  });
+
+  it('leaves the key free when the call was not charged: a refused context, or a call marked not delivered', async () => {
+    const key = randomUUID();
+    const refused = { context: { unit_cost: -4 }, function_id: 'fn_builtin_cost_plus' };
+    const first = await api.post<Body>('/api/compute/price', refused, { 'idempotency-key': key });
+    expect(first.status, first.text).to.equal(422);
+    const again = await api.post<Body>('/api/compute/price', refused, { 'idempotency-key': key });
+    expect(again.status).to.equal(422);
+    expect(again.headers.get('idempotent-replayed')).to.equal(null);
+    const [keys] = await svc.sequelize.query('SELECT 1 FROM compute_idempotency_keys WHERE workspace_id = $1 AND key = $2', { bind: [workspaceId, key] });
+    expect(keys).to.have.length(0);
+
+    // A call whose answer reached nobody is recorded not delivered and not charged: its retry is priced afresh, once.
+    const lostKey = randomUUID();
+    const lost = await api.post<Body>('/api/compute/price', priced, { 'idempotency-key': lostKey });
+    expect(lost.status).to.equal(200);
+    await svc.sequelize.query("UPDATE usage_events SET status = 'error', error_code = 'not_delivered', billable = false, cost = 0 WHERE id = $1", { bind: [lost.body.receipt.usage_event_id] });
+    const retry = await api.post<Body>('/api/compute/price', priced, { 'idempotency-key': lostKey });
+    expect(retry.status, retry.text).to.equal(200);
+    expect(retry.headers.get('idempotent-replayed')).to.equal(null);
+    expect(retry.body.receipt.usage_event_id).not.to.equal(lost.body.receipt.usage_event_id);
+    const third = await api.post<Body>('/api/compute/price', priced, { 'idempotency-key': lostKey });
+    expect(third.headers.get('idempotent-replayed')).to.equal('true');
+    expect(third.body.receipt.usage_event_id).to.equal(retry.body.receipt.usage_event_id);
+  });
+
+  it('takes a key afresh once it is older than IDEMPOTENCY_KEY_TTL_H', async () => {
+    const key = randomUUID();
+    const first = await api.post<Body>('/api/compute/price', priced, { 'idempotency-key': key });
+    await svc.sequelize.query("UPDATE compute_idempotency_keys SET created_at = now() - interval '25 hours' WHERE workspace_id = $1 AND key = $2", { bind: [workspaceId, key] });
+    const later = await api.post<Body>('/api/compute/price', { ...priced, context: { ...priced.context, unit_cost: 6 } }, { 'idempotency-key': key });
+    expect(later.status, later.text).to.equal(200);
+    expect(later.headers.get('idempotent-replayed')).to.equal(null);
+    expect(later.body.receipt.usage_event_id).not.to.equal(first.body.receipt.usage_event_id);
+  });
+
+  it('refuses a key of the wrong shape with 400 naming the header, before pricing anything', async () => {
+    const before = await eventCount(workspaceId);
+    const res = await api.post<Body>('/api/compute/price', priced, { 'idempotency-key': 'has spaces in it' });
+    expect(res.status, res.text).to.equal(400);
+    expect(res.body.code).to.equal('validation_error');
+    expect(res.body.issues[0].path).to.equal('headers.idempotency-key');
+    expect(await eventCount(workspaceId)).to.equal(before);
+  });
+
+  it('replays batch items one by one: a retried batch records only the items that were not charged before', async () => {
+    const key = randomUUID();
+    const items = [priced, { context: { unit_cost: -1 }, function_id: 'fn_builtin_cost_plus' }, { context: { current_price: 10, currency: 'EUR' } }];
+    const before = await eventCount(workspaceId);
+    const first = await api.post<Body>('/api/compute/batch', { items }, { 'idempotency-key': key });
+    expect(first.status, first.text).to.equal(200);
+    expect(first.body.items.map((i: Body) => i.status)).to.deep.equal([200, 422, 200]);
+    const recorded = await eventCount(workspaceId);
+    expect(recorded).to.be.above(before + 1);
+    const again = await api.post<Body>('/api/compute/batch', { items }, { 'idempotency-key': key });
+    expect(again.status).to.equal(200);
+    expect(again.body.items.map((i: Body) => i.status)).to.deep.equal([200, 422, 200]);
+    expect(again.body.items[0].result.receipt.usage_event_id).to.equal(first.body.items[0].result.receipt.usage_event_id);
+    expect(again.body.items[2].result.receipt.usage_event_id).to.equal(first.body.items[2].result.receipt.usage_event_id);
+    expect(again.body.items[0].result.idempotent_replay).to.be.an('object');
+    // Only the refused item ran again (its error event is not charged).
+    expect(await eventCount(workspaceId)).to.equal(recorded + 1);
+  });
+});
+
+describe('compute: Idempotency-Key and the sandbox daily allowance', function () {
+  this.timeout(90_000);
+  let svc: TestService;
+
+  before(async () => {
+    svc = await startTestService({ config: { ...lenient, limits: { ...lenient.limits, sandbox: { computeCallsPerDay: 3 } } } });
+  });
+  after(() => svc.close());
+
+  it('replays a call without spending the allowance, and answers the last allowed call\'s retry rather than 429', async () => {
+    const sandbox = await registerSandbox(svc, 'idem-sandbox');
+    const api = client(svc.url, { 'x-api-key': sandbox.key });
+    const key = randomUUID();
+    const first = await api.post<Body>('/api/compute/price', priced, { 'idempotency-key': key });
+    expect(first.status, first.text).to.equal(200);
+    expect(first.body.remaining.daily_compute_calls.remaining).to.equal(2);
+    const replay = await api.post<Body>('/api/compute/price', priced, { 'idempotency-key': key });
+    expect(replay.headers.get('idempotent-replayed')).to.equal('true');
+    expect(replay.body.remaining.request_rate).to.be.an('object');
+    const second = await api.post<Body>('/api/compute/price', priced);
+    expect(second.body.remaining.daily_compute_calls.remaining, 'the replay spent no call').to.equal(1);
+    const lastKey = randomUUID();
+    const last = await api.post<Body>('/api/compute/price', priced, { 'idempotency-key': lastKey });
+    expect(last.status).to.equal(200);
+    expect(last.body.remaining.daily_compute_calls.remaining).to.equal(0);
+    expect((await api.post<Body>('/api/compute/price', priced)).status).to.equal(429);
+    const lastAgain = await api.post<Body>('/api/compute/price', priced, { 'idempotency-key': lastKey });
+    expect(lastAgain.status, lastAgain.text).to.equal(200);
+    expect(lastAgain.headers.get('idempotent-replayed')).to.equal('true');
+    expect(lastAgain.body.receipt.usage_event_id).to.equal(last.body.receipt.usage_event_id);
+  });
+});
