@@ -1,8 +1,12 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
+import { rowsOnceSettled } from '../../support/abandoned-call';
+import { createTestDatabase } from '../../support/db';
 import { client } from '../../support/http';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
+import { tcpProxy } from '../../support/tcp-proxy';
+import type { TcpProxy } from '../../support/tcp-proxy';
 import { createKey, registerSandbox, signUp } from '../../support/world';
 
 type Body = Record<string, any>;
@@ -195,5 +199,53 @@ describe('compute: Idempotency-Key and the sandbox daily allowance', function ()
     expect(lastAgain.status, lastAgain.text).to.equal(200);
     expect(lastAgain.headers.get('idempotent-replayed')).to.equal('true');
     expect(lastAgain.body.receipt.usage_event_id).to.equal(last.body.receipt.usage_event_id);
+  });
+});
+
+describe('compute: Idempotency-Key after a usage insert whose answer was lost', function () {
+  this.timeout(90_000);
+  let svc: TestService;
+  let proxy: TcpProxy;
+
+  before(async () => {
+    const url = new URL(await createTestDatabase());
+    proxy = await tcpProxy(url.hostname, Number(url.port));
+    svc = await startTestService({ databaseUrl: proxy.via(url.toString()), config: { ...lenient, database: { statementTimeoutMs: 500, answerGraceMs: 500 } } });
+  });
+  after(async () => {
+    await svc.close();
+    await proxy.close();
+  });
+
+  it('a call answered 503 (nothing charged) whose insert did commit is priced afresh on retry with its key: one charged event, not two', async () => {
+    const person = await signUp(svc, 'idem-lost');
+    const api = client(svc.url, { 'x-api-key': (await createKey(svc, person, { name: 'k' })).key });
+    const key = randomUUID();
+    expect((await api.post('/api/compute/price', priced)).status).to.equal(200);
+
+    // The claiming insert is the only statement whose parameters carry the answer to replay.
+    proxy.muteRepliesAfter('chosen_function');
+    const lost = await api.post<Body>('/api/compute/price', priced, { 'idempotency-key': key });
+    proxy.mode = 'pass';
+    expect(lost.status, lost.text).to.equal(503);
+    expect(lost.body.hint).to.include('Nothing was charged');
+
+    // The insert reached the database and committed; the writer turns its event into not delivered once the database answers.
+    const marked = await rowsOnceSettled<{ error_code: string | null; billable: boolean }>(
+      svc,
+      `SELECT error_code, billable FROM usage_events WHERE workspace_id = '${person.workspaceId}' AND request_id = '${String(lost.body.request_id)}'`,
+      (rows) => rows[0]?.error_code === 'not_delivered',
+      200,
+    );
+    expect(marked).to.deep.equal([{ error_code: 'not_delivered', billable: false }]);
+
+    const retry = await api.post<Body>('/api/compute/price', priced, { 'idempotency-key': key });
+    expect(retry.status, retry.text).to.equal(200);
+    expect(retry.headers.get('idempotent-replayed'), 'the first call was not charged: this one is priced').to.equal(null);
+    const again = await api.post<Body>('/api/compute/price', priced, { 'idempotency-key': key });
+    expect(again.headers.get('idempotent-replayed')).to.equal('true');
+    expect(again.body.receipt.usage_event_id).to.equal(retry.body.receipt.usage_event_id);
+    const [rows] = await svc.sequelize.query('SELECT count(*)::int AS n FROM usage_events WHERE workspace_id = $1 AND billable', { bind: [person.workspaceId] });
+    expect((rows as Array<{ n: number }>)[0]?.n, 'the warm-up call and the retry').to.equal(2);
   });
 });
