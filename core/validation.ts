@@ -66,7 +66,7 @@ export function validate<S extends z.ZodType>(schema: S, value: unknown, opts: V
 }
 
 /** The 400 of a request part that failed validation, its first issue in the message. */
-function validationFailed(where: string, issues: ErrorIssue[], hint: string, example?: unknown): ApiError {
+export function validationFailed(where: string, issues: ErrorIssue[], hint: string, example?: unknown): ApiError {
   const first = issues[0];
   const summary = first ? `${first.path}: ${first.reason}` : 'invalid';
   return new ApiError('validation_error', `Request ${where} failed validation (${summary}).`, { issues, hint, ...(example !== undefined ? { example } : {}) });

@@ -1,5 +1,7 @@
 import type { Request } from 'express';
 import { ApiError } from '../errors';
+import { UNSTORABLE_ESCAPE, unstorablePath } from '../storable-text';
+import { validationFailed } from '../validation';
 import type { RouteSpec } from './route';
 
 /** The invalid_json answer of a route: what was wrong, a hint and, where the route has one, an example body. */
@@ -57,9 +59,20 @@ export function parseJsonBody(req: Request, route: RouteSpec, maxDepth: number):
   if (text.trim() === '') return {};
   assertUtf8Body(req);
   if (nestedDeeperThan(text, maxDepth)) throw invalidJson(route, `Request body nests arrays and objects deeper than ${maxDepth} levels (BODY_MAX_DEPTH).`);
+  let body: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    body = JSON.parse(text) as unknown;
   } catch (err) {
     throw invalidJson(route, `Request body is not valid JSON (${(err as Error).message}).`);
   }
+  // Refused here, by path, rather than stored mangled or failing in the database as a 500. Only a body that escapes one is walked.
+  const at = UNSTORABLE_ESCAPE.test(text) ? unstorablePath(body) : null;
+  if (at) {
+    throw validationFailed(
+      'body',
+      [{ path: at.length ? at.join('.') : '(root)', reason: 'must not contain NUL (\\u0000) or an unpaired UTF-16 surrogate (\\ud800-\\udfff alone): text that cannot be stored' }],
+      'Remove the NUL character or the half of a surrogate pair from that string (or key); send characters outside the Basic Multilingual Plane as whole pairs or as UTF-8.',
+    );
+  }
+  return body;
 }

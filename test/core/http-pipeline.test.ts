@@ -56,6 +56,25 @@ describe('kernel HTTP pipeline', () => {
     expect(shallow.body.code, shallow.text).to.equal('validation_error');
   });
 
+  it('refuses text that cannot be stored (NUL, an unpaired surrogate) with 400 naming where it is; whole pairs pass', async () => {
+    for (const [rawBody, path] of [
+      ['{"label":"wid\\u0000get"}', 'label'],
+      ['{"label":"x","tags":["ok","\\ud800"]}', 'tags.1'],
+      ['{"label":"x","ctx":{"a\\u0000":1}}', 'ctx.a\u0000'],
+      ['{"label":"x","ctx":{"b":"lone \\udc00 low"}}', 'ctx.b'],
+    ] as const) {
+      const res = await api.raw('POST', '/probe/items', { rawBody, headers: { 'content-type': 'application/json' } });
+      expect(res.status, res.text).to.equal(400);
+      expect(res.body.code).to.equal('validation_error');
+      expect(res.body.issues).to.deep.equal([{ path, reason: 'must not contain NUL (\\u0000) or an unpaired UTF-16 surrogate (\\ud800-\\udfff alone): text that cannot be stored' }]);
+      expect(res.body.hint).to.match(/NUL character or the half of a surrogate pair/);
+    }
+    // An escaped pair is one character (an emoji), and goes on to the route's own validation.
+    const pair = await api.raw('POST', '/probe/items', { rawBody: '{"label":"\\ud83d\\ude00"}', headers: { 'content-type': 'application/json' } });
+    expect(pair.status, pair.text).to.equal(200);
+    expect(pair.body.created).to.deep.equal({ label: '\u{1F600}' });
+  });
+
   it('answers a body declared in a charset other than UTF-8 with 415 unsupported_media_type; utf-8 in any spelling is read', async () => {
     for (const charset of ['iso-8859-1', 'utf-16le', '"windows-1252"']) {
       const res = await api.raw('POST', '/probe/items', { rawBody: '{"label":"caf\u00e9","quantity":2}', headers: { 'content-type': `application/json; charset=${charset}` } });

@@ -6,6 +6,9 @@ import { newSortableId } from '../../../core/ids';
 import type { Logger } from '../../../core/logger';
 import { isValueRefusal, mayHaveCommitted } from '../../../core/db/failures';
 import { MARK_NOT_DELIVERED, UndeliveredMarks } from './undelivered-marks';
+import { UNSTORABLE_ESCAPE, storableText } from '../../../core/storable-text';
+
+export { storableText } from '../../../core/storable-text';
 
 export interface UsageEventInput {
   workspaceId: string;
@@ -153,15 +156,6 @@ const INSERT_ASYNC_COMMIT = `${INSERT}${ASYNC_COMMIT}${RETURNING}`;
  * as they did when sent as text parameters; NUL, which PostgreSQL stores in no text, too (it used
  * to fail the whole batch).
  */
-const UNSTORABLE = /\\u0000|\\ud[89a-f][0-9a-f]{2}/i;
-const NUL = String.fromCharCode(0);
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
-
-/** A string as PostgreSQL will store it (NUL and unpaired surrogates as U+FFFD). */
-export function storableText(value: string): string {
-  return value.replaceAll(NUL, '\ufffd').replace(LONE_SURROGATE, '\ufffd');
-}
-
 function storable(value: unknown): unknown {
   if (typeof value === 'string') return storableText(value);
   if (Array.isArray(value)) return value.map(storable);
@@ -173,7 +167,7 @@ function storable(value: unknown): unknown {
 export function batchJson(rows: unknown[][]): string {
   const json = JSON.stringify(rows);
   // Rare: only when something in the batch needs replacing is it walked again.
-  return UNSTORABLE.test(json) ? JSON.stringify(storable(rows)) : json;
+  return UNSTORABLE_ESCAPE.test(json) ? JSON.stringify(storable(rows)) : json;
 }
 
 /** What a call whose caller left before its answer ends with: nobody reads it, the log and the metrics do. */

@@ -260,9 +260,14 @@ describe('usage: events list and receipt', function () {
       expect(priced.body.receipt.recorded_at).to.equal(e.created_at);
     });
 
-    it('the receipt shows context strings as the row stores them: cut at 100 characters without halving a pair, NUL and lone surrogates as U+FFFD', async () => {
+    it('the receipt shows context strings as the row stores them: cut at 100 characters without halving a pair; NUL and lone surrogates are refused at the door', async () => {
       const api = client(svc.url, { 'x-api-key': w.key });
-      for (const productType of [`${'a'.repeat(99)}\u{1F600}`, `x${String.fromCharCode(0)}y`, 'lone \ud800 half']) {
+      for (const productType of [`x${String.fromCharCode(0)}y`, 'lone \ud800 half']) {
+        const refused = await api.post<Record<string, any>>('/api/compute/price', { context: { product_type: productType, unit_cost: 2 } });
+        expect(refused.status, refused.text).to.equal(400);
+        expect(refused.body.issues[0].path).to.equal('context.product_type');
+      }
+      for (const productType of [`${'a'.repeat(99)}\u{1F600}`]) {
         const priced = await api.post<Record<string, any>>('/api/compute/price', { context: { product_type: productType, unit_cost: 2 } });
         expect(priced.status, priced.text).to.equal(200);
         const stored = await api.get<Record<string, any>>(`/api/usage/events/${priced.body.receipt.usage_event_id as string}`);
