@@ -256,11 +256,12 @@ export class PricingEngine {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: fn.executionType === 'pipeline' ? 'pipeline unavailable' : `not active (${fn.status})`, ms: 0 });
         continue;
       }
-      // The cost ceiling is a budget: a fallback above it is skipped too, never silently paid for.
-      const ceiling = req.policy?.config.max_cost_per_unit;
-      if (step.role !== 'chosen' && ceiling !== undefined && dec(effectiveCost(fn)).gt(dec(ceiling))) {
-        attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: `cost ceiling (${effectiveCost(fn)} > ${ceiling})`, ms: 0 });
-        overCeiling.push({ function: fn.name, id: fn.id, kept: false, reason: 'cost ceiling', detail: `${effectiveCost(fn)} > ${ceiling}`, cost_per_unit: effectiveCost(fn) });
+      // The ceilings bound every function the policy runs: a fallback above one is skipped too, never silently paid for
+      // or waited on.
+      const over = step.role === 'chosen' ? null : this.overCeiling(fn, req.policy);
+      if (over) {
+        attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: `${over.reason} (${over.detail})`, ms: 0 });
+        overCeiling.push({ function: fn.name, id: fn.id, kept: false, ...over, cost_per_unit: effectiveCost(fn) });
         continue;
       }
       // Every function's answer is cached under its own key, so one that answered after the chosen function could not
@@ -346,6 +347,16 @@ export class PricingEngine {
       throw new EngineError('functions_failed', 'Every function tried failed at an address the service will not call: retrying will not help.', { attempts, permanent: true, refusedAt, pinned: !decision, ...(missing.size ? { missing: [...missing] } : {}) });
     }
     throw new EngineError('functions_failed', 'Every function tried failed (chosen function, fallback chain, fallback function).', { attempts, ...(missing.size ? { missing: [...missing] } : {}) });
+  }
+
+  /** The policy ceiling a function is above, as the router reports a candidate's: cost first, then the latency it has shown. */
+  private overCeiling(fn: FunctionDescriptor, policy: RoutingPolicy | null | undefined): { reason: 'cost ceiling' | 'latency ceiling'; detail: string } | null {
+    const maxCost = policy?.config.max_cost_per_unit;
+    if (maxCost !== undefined && dec(effectiveCost(fn)).gt(dec(maxCost))) return { reason: 'cost ceiling', detail: `${effectiveCost(fn)} > ${maxCost}` };
+    const maxLatency = policy?.config.max_latency_ms;
+    const p50 = maxLatency === undefined ? null : this.latency.snapshot(fn.id).p50_ms;
+    if (maxLatency !== undefined && p50 !== null && p50 > maxLatency) return { reason: 'latency ceiling', detail: `p50 ${p50} ms > ${maxLatency} ms` };
+    return null;
   }
 
   /** Runs one function directly (POST /api/functions/{id}/test): no routing, fallback or cache, and no effect on its breaker or latency statistics. */

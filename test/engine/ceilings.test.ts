@@ -57,6 +57,16 @@ describe('engine: cost and latency ceilings', function () {
     expect(calls?.values ?? []).to.deep.equal([]);
   });
 
+  it('the latency ceiling holds back a fallback as the cost ceiling does: a function above it is skipped, never silently waited for', async () => {
+    recordLatency(h, 'fn_test_ok', 900);
+    recordLatency(h, 'fn_test_alpha', 20);
+    const p = policy('cheapest', { candidates: ['test-flaky'], max_latency_ms: 100 }, { fallback_chain: ['test-ok', 'test-alpha'] });
+    const out = await h.price({ policy: p, context: { fail: true } });
+    expect(out.fn.name).to.equal('test-alpha');
+    expect(out.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}`)).to.deep.equal(['test-flaky:chosen:failed', 'test-ok:fallback_chain:skipped', 'test-alpha:fallback_chain:ok']);
+    expect(out.attempts[1]?.error).to.equal('latency ceiling (p50 900 ms > 100 ms)');
+  });
+
   it('lists each excluded candidate with its reason: cost ceiling, latency ceiling, breaker open, rule miss, unreachable, not active', async () => {
     recordLatency(h, 'fn_test_gamma', 900);
     h.parts.breakers.record('fn_test_flaky', false);

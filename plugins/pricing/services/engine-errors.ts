@@ -58,9 +58,11 @@ export function toApiError(err: unknown, opts: { keyless?: boolean } = {}): unkn
         });
       }
       return new ApiError('functions_failed', err.message, {
-        hint: d.retryAfterS
-          ? `Nothing was charged. Retry after ${d.retryAfterS} s, or add a fallback_chain or fallback_function to your routing policy.`
-          : 'Nothing was charged. Retry later, or add a fallback_chain or fallback_function to your routing policy.',
+        hint: `Nothing was charged. ${d.retryAfterS ? `Retry after ${d.retryAfterS} s` : 'Retry later'}, or ${
+          (d.attempts ?? []).some((a) => a.role === 'fallback_chain' || a.role === 'fallback_function')
+            ? "add another function to your routing policy's fallbacks: those it names failed or were skipped too (see attempts)."
+            : 'add a fallback_chain or fallback_function to your routing policy.'
+        }`,
         ...(d.retryAfterS ? { retry_after: d.retryAfterS } : {}),
         fields: { retryable: true, attempts: d.attempts ?? [] },
       });

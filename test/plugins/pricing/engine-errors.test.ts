@@ -18,4 +18,13 @@ describe('pricing: engine outcomes as SPEC error bodies', () => {
     expect(api.extras).to.not.have.property('retry_after');
     expect(api.extras.hint).to.equal('Nothing was charged. Retry later, or add a fallback_chain or fallback_function to your routing policy.');
   });
+
+  it('functions_failed where the policy\'s fallbacks ran (or were skipped) too does not ask for a fallback_chain it has', () => {
+    const attempts = [
+      { function: 'a', id: 'fn_a', role: 'chosen' as const, outcome: 'failed' as const, error: 'boom', ms: 1 },
+      { function: 'b', id: 'fn_b', role: 'fallback_chain' as const, outcome: 'skipped' as const, error: 'latency ceiling (p50 900 ms > 100 ms)', ms: 0 },
+    ];
+    const api = toApiError(new EngineError('functions_failed', 'Every function tried failed.', { attempts })) as ApiError;
+    expect(api.extras.hint).to.equal("Nothing was charged. Retry later, or add another function to your routing policy's fallbacks: those it names failed or were skipped too (see attempts).");
+  });
 });
