@@ -123,7 +123,11 @@ export class PricingEngine {
    * Runs one function once. `health: false` (test runs) leaves the routing statistics alone: anyone
    * may test a public function for free, and their failures must not open its breaker for everyone.
    */
-  private async attempt(fn: FunctionDescriptor, context: Record<string, unknown>, opts: { health?: boolean; market?: MarketEvidence | null | undefined; admission?: Admission } = {}): Promise<AttemptResult> {
+  private async attempt(
+    fn: FunctionDescriptor,
+    context: Record<string, unknown>,
+    opts: { health?: boolean; market?: MarketEvidence | null | undefined; admission?: Admission; callerWorkspaceId?: string } = {},
+  ): Promise<AttemptResult> {
     const started = performance.now();
     let outcome: 'ok' | 'failed' | 'timeout' | 'not_applicable' | 'pool_busy' = 'failed';
     try {
@@ -150,7 +154,8 @@ export class PricingEngine {
       }
       if (err instanceof PoolTimeoutError || (err instanceof ExternalFunctionError && err.kind === 'timeout')) outcome = 'timeout';
       const permanent = err instanceof ExternalFunctionError && err.kind === 'blocked';
-      return { ok: false, error: err instanceof Error ? err.message || err.name : String(err), ...(permanent ? { permanent } : {}) };
+      const said = err instanceof ExternalFunctionError && opts.callerWorkspaceId !== fn.workspaceId ? err.forOthers : err instanceof Error ? err.message || err.name : String(err);
+      return { ok: false, error: said, ...(permanent ? { permanent } : {}) };
     } finally {
       const ms = performance.now() - started;
       // A timeout lasted at least its limit, whatever the timer's slack.
@@ -286,7 +291,7 @@ export class PricingEngine {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'breaker open', ms: 0 });
         continue;
       }
-      const r = await this.attempt(fn, req.context, { market: marketFor(fn), admission });
+      const r = await this.attempt(fn, req.context, { market: marketFor(fn), admission, callerWorkspaceId: req.scope.workspaceId });
       // Not being able to price this context, or not getting a worker, says nothing about the function's health: a
       // half-open trial slot is freed.
       if (!r.ok && (r.notApplicable || r.busy)) this.breakers.release(fn.id, admission);
@@ -360,9 +365,9 @@ export class PricingEngine {
   }
 
   /** Runs one function directly (POST /api/functions/{id}/test): no routing, fallback or cache, and no effect on its breaker or latency statistics. */
-  async test(fn: FunctionDescriptor, context: Record<string, unknown>, market?: MarketEvidence | null): Promise<{ ok: true; result: MethodResult; ms: number } | { ok: false; error: string; missing?: string[]; refused?: string[]; ms: number }> {
+  async test(fn: FunctionDescriptor, context: Record<string, unknown>, market: MarketEvidence | null | undefined, callerWorkspaceId: string): Promise<{ ok: true; result: MethodResult; ms: number } | { ok: false; error: string; missing?: string[]; refused?: string[]; ms: number }> {
     const t = performance.now();
-    const r = await this.attempt(fn, context, { health: false, market });
+    const r = await this.attempt(fn, context, { health: false, market, callerWorkspaceId });
     if (r.ok) return { ok: true, result: r.result, ms: since(t) };
     // As a compute names them: a value refused (refused), or inputs missing (missing).
     const inputs = r.notApplicable ? (r.notApplicable.refused ? { refused: r.notApplicable.missing } : { missing: r.notApplicable.missing }) : {};

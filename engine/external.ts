@@ -23,9 +23,34 @@ export class ExternalFunctionError extends Error {
   constructor(
     readonly kind: 'blocked' | 'timeout' | 'upstream' | 'invalid_response',
     message: string,
+    /**
+     * What callers other than the owner hear: the kind of failure without the registered address
+     * (a host name, an internal port or path, a redirect's target), which is the owner's business.
+     */
+    readonly forOthers: string = message,
   ) {
     super(message);
     this.name = 'ExternalFunctionError';
+  }
+}
+
+/** The owner-neutral wording of a failed call to an endpoint. */
+function withoutAddress(err: unknown, timeoutMs: number): string {
+  if (err instanceof OutboundBlockedError || (err instanceof OutboundError && err.kind === 'protocol')) return "The function's registered address is refused by this service's outbound guard; only its owner can change it.";
+  if (!(err instanceof OutboundError)) return 'The endpoint could not be reached.';
+  switch (err.kind) {
+    case 'timeout':
+      return `The endpoint did not answer within ${timeoutMs} ms.`;
+    case 'status':
+      return `The endpoint answered HTTP ${err.status ?? '?'}.`;
+    case 'redirect':
+      return `The endpoint answered with a redirect (${err.status ?? '3xx'}), which is not followed.`;
+    case 'too_large':
+      return "The endpoint's answer was too large.";
+    case 'invalid_json':
+      return "The endpoint's answer is not JSON.";
+    default:
+      return 'The endpoint could not be reached.';
   }
 }
 
@@ -42,9 +67,10 @@ export class ExternalExecutor {
     try {
       ({ body } = await this.client.postJson(fn.endpointUrl, { context, function: { id: fn.id, name: fn.name } }, { timeoutMs }));
     } catch (err) {
-      if (err instanceof OutboundBlockedError || (err instanceof OutboundError && err.kind === 'protocol')) throw new ExternalFunctionError('blocked', err.message);
-      if (err instanceof OutboundError && err.kind === 'timeout') throw new ExternalFunctionError('timeout', err.message);
-      throw new ExternalFunctionError('upstream', (err as Error).message);
+      const forOthers = withoutAddress(err, timeoutMs);
+      if (err instanceof OutboundBlockedError || (err instanceof OutboundError && err.kind === 'protocol')) throw new ExternalFunctionError('blocked', err.message, forOthers);
+      if (err instanceof OutboundError && err.kind === 'timeout') throw new ExternalFunctionError('timeout', err.message, forOthers);
+      throw new ExternalFunctionError('upstream', (err as Error).message, forOthers);
     }
     const parsed = externalAnswer.safeParse(body);
     if (!parsed.success) throw new ExternalFunctionError('invalid_response', `The endpoint's answer is not a price: ${parsed.error.issues[0]?.message ?? 'invalid'}.`);

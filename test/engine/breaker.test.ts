@@ -40,7 +40,7 @@ describe('engine: circuit breaker', function () {
   it('test runs (POST /api/functions/{id}/test) neither open the breaker nor add latency samples: anyone may test a public function', async () => {
     const fn = h.parts.registry.resolve('test-flaky', { workspaceId: 'ws_test', builtInsOnly: false }, 'name');
     if (!fn) throw new Error('test-flaky is not registered');
-    for (let i = 0; i < 8; i++) expect((await h.parts.engine.test(fn, FAIL)).ok).to.equal(false);
+    for (let i = 0; i < 8; i++) expect((await h.parts.engine.test(fn, FAIL, null, 'ws_test')).ok).to.equal(false);
     expect(state()).to.equal('closed');
     expect(h.parts.breakers.view('fn_test_flaky')).to.include({ calls: 0, failures: 0 });
     // The same failures routed for real do open it.

@@ -266,7 +266,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
           });
         }
         if (fn.executionType === 'pipeline') throw pipelineUnavailable();
-        const r = await d.engine.test(fn, body.context, (await d.market.forContext(body.context))?.evidence);
+        const r = await d.engine.test(fn, body.context, (await d.market.forContext(body.context))?.evidence, p.workspaceId);
         return ok({ function: { id: fn.id, name: fn.name, status: fn.status }, ...(r.ok ? { ok: true, result: r.result } : { ok: false, error: r.error, ...(r.missing ? { missing: r.missing } : {}), ...(r.refused ? { refused: r.refused } : {}), ...exampleFor(fn) }), ms: r.ms });
       },
     }),

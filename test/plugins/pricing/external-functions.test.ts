@@ -377,6 +377,53 @@ describe('pricing: external_api functions without the allow-list (loopback refus
   });
 });
 
+describe('pricing: what another workspace hears of a marketplace function\'s failures', () => {
+  let svc: TestService;
+  let upstream: Upstream;
+  let canary: Canary;
+
+  before(async () => {
+    upstream = await startUpstream((_req, res) => sendJson(res, 200, { price: 1, confidence: 0.9 }));
+    canary = await startCanary({ hosts: ['127.0.0.2', '::1'], port: upstream.port });
+    svc = await startTestService({ config: { engine: { cacheTtlMs: 0 }, outbound: { allowedPorts: [] } } });
+  });
+  after(async () => {
+    await svc.close();
+    await upstream.close();
+    await canary.close();
+  });
+
+  it('names the kind of failure to other workspaces without the owner\'s address; the owner sees it whole', async () => {
+    const owner = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'ext-lister'), { name: 'o' })).key });
+    const buyer = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'ext-buyer'), { name: 'b' })).key });
+    const list = async (label: string, endpoint_url: string) => {
+      const res = await owner.post<Record<string, any>>('/api/functions', { name: uniqueName(label), execution_type: 'external_api', endpoint_url, cost_per_unit: '0.002', is_public: true });
+      expect(res.status, res.text).to.equal(201);
+      expect((await owner.patch(`/api/functions/${res.body.function.id}`, { status: 'active' })).status).to.equal(200);
+      return res.body.function as { id: string; name: string };
+    };
+    const unresolvable = await list('dns', 'http://pricing.secret-upstream.invalid/price');
+    const blocked = await list('blocked', `http://localhost:${upstream.port}/internal`);
+    for (const [fn, said] of [
+      [unresolvable, 'The endpoint could not be reached.'],
+      [blocked, "The function's registered address is refused by this service's outbound guard; only its owner can change it."],
+    ] as const) {
+      const bought = await buyer.post<Record<string, any>>('/api/price-router', { context: CONTEXT, function_name: fn.name });
+      expect(bought.status, bought.text).to.equal(502);
+      expect(bought.body.attempts[0].error).to.equal(said);
+      const tested = await buyer.post<Record<string, any>>(`/api/functions/${fn.id}/test`, { context: CONTEXT });
+      expect(tested.status, tested.text).to.equal(200);
+      expect(tested.body.error).to.equal(said);
+      for (const text of [bought.text, tested.text]) expect(text).to.not.match(/secret-upstream|localhost|127\.0\.0\.1|\/internal/);
+      // The owner debugging its own function hears the whole of it.
+      const own = await owner.post<Record<string, any>>('/api/price-router', { context: CONTEXT, function_name: fn.name });
+      expect(own.body.attempts[0].error).to.not.equal(said);
+      expect(own.text).to.match(/secret-upstream|localhost|127\.0\.0\.1/);
+    }
+    expect(canary.connections()).to.equal(0);
+  });
+});
+
 describe('pricing: external_api endpoints under OUTBOUND_HTTPS_ONLY and the default ports, without an allow-list', () => {
   let svc: TestService;
   let api: ReturnType<typeof client>;
