@@ -2,7 +2,7 @@ import type { Request } from 'express';
 import { ApiError } from '../../core/errors';
 import type { Principal } from '../../core/auth';
 import type { RouteSpec } from '../../core/http/route';
-import { credentialOf } from './auth/authenticators';
+import { credentialOf, otherAuthorizationScheme } from './auth/authenticators';
 import { invalidCredentials, missingCredentials, wrongKindOfCredential } from './errors';
 
 /**
@@ -12,6 +12,10 @@ import { invalidCredentials, missingCredentials, wrongKindOfCredential } from '.
 export function identityUnauthorized(route: RouteSpec, reason: 'missing' | 'wrong_kind', ctx: { req: Request; principal: Principal | null }): ApiError {
   if (reason === 'missing') {
     if (credentialOf(ctx.req)) return invalidCredentials('The credential sent is not one this service recognises.');
+    // A credential was sent, in a form this service does not read: saying none was sent would mislead.
+    const scheme = otherAuthorizationScheme(ctx.req);
+    if (scheme === '') return invalidCredentials('The Authorization header carries no scheme.', 'Send Authorization: Bearer <key or token>, or the key alone in x-api-key.');
+    if (scheme !== null) return invalidCredentials(`The Authorization scheme "${scheme}" is not accepted here.`, 'Send Authorization: Bearer <key or token>, or the key alone in x-api-key.');
     return missingCredentials();
   }
   const principal = ctx.principal;

@@ -12,6 +12,35 @@ import { principalFromKey } from './principal';
 
 export const ACCESS_TOKEN_AUDIENCE = 'pcs:access';
 
+/** How many times a header came (Node keeps only the first Authorization, and joins x-api-key values with ", "). */
+function headerCount(req: Request, name: string): number {
+  let n = 0;
+  for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i]?.toLowerCase() === name) n++;
+  return n;
+}
+
+/**
+ * Refuses a request carrying its credential header twice: which one would count (Node's first
+ * Authorization, or the joined x-api-key values read as one malformed key) is no basis for access.
+ */
+export function assertOneCredentialHeader(req: Request): void {
+  for (const [name, label] of [
+    ['x-api-key', 'x-api-key'],
+    ['authorization', 'Authorization'],
+  ] as const) {
+    const n = headerCount(req, name);
+    if (n > 1) throw invalidCredentials(`This request carries ${n} ${label} headers; send one credential in one header.`);
+  }
+}
+
+/** The scheme of an Authorization header that is not Bearer ("" for a value without one), or null. */
+export function otherAuthorizationScheme(req: Request): string | null {
+  const auth = req.headers.authorization;
+  if (typeof auth !== 'string' || auth === '' || /^bearer\s+/i.test(auth)) return null;
+  const scheme = /^([A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*)\s+\S/.exec(auth)?.[1];
+  return scheme ?? '';
+}
+
 /** The credential a request carries: x-api-key, or the Authorization bearer value. */
 export function credentialOf(req: Request): { source: 'x-api-key' | 'bearer'; value: string } | null {
   const key = req.headers['x-api-key'];
@@ -52,6 +81,8 @@ export class ApiKeyAuthenticator implements Authenticator {
   ) {}
 
   async authenticate(req: Request): Promise<Principal | null> {
+    // The first authenticator: the check covers tokens and person credentials too.
+    assertOneCredentialHeader(req);
     const cred = credentialOf(req);
     if (!cred) return null;
     if (cred.source === 'bearer' && !this.keys.looksLikeKey(cred.value)) return null;

@@ -1,10 +1,26 @@
 import { expect } from 'chai';
+import { request as httpRequest } from 'node:http';
 import { client } from '../../support/http';
 import type { HttpResult } from '../../support/http';
 import { accessToken, asPerson, createAgent, createAgentKey, createKey, exec, identityConfig, register, signUp, unknownKey } from '../../support/identity';
 import type { ErrorBody, Person } from '../../support/identity';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
+
+/** A GET with raw header pairs, so that a header may come twice (fetch would join them). */
+function rawGet(base: string, path: string, headers: string[]): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    // Raw pairs replace Node's defaults, Host among them.
+    const req = httpRequest(`${base}${path}`, { method: 'GET', headers: ['host', new URL(base).host, ...headers] }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
 
 /** SPEC's 401 fields: top-level code and message, retryable false, a Bearer challenge, a hint naming accepted credentials. */
 function expect401(res: HttpResult<ErrorBody>, code: 'unauthorized' | 'invalid_credentials'): void {
@@ -86,6 +102,33 @@ describe('identity: 401 and 403 answers for credentials', () => {
       const res = await api.get<ErrorBody>('/api/me', { authorization: `Bearer ${bearer}` });
       expect401(res, 'invalid_credentials');
       expectWhereToGetOne(res);
+    }
+  });
+
+  it('answers an Authorization header of another scheme, or of none, with 401 invalid_credentials saying so (a credential was sent)', async () => {
+    for (const [authorization, said] of [
+      ['Basic dXNlcjpwYXNz', /scheme "Basic" is not accepted/],
+      [`Token ${personKey.key}`, /scheme "Token" is not accepted/],
+      [personKey.key, /no scheme/],
+    ] as const) {
+      const res = await api.get<ErrorBody>('/api/me', { authorization });
+      expect401(res, 'invalid_credentials');
+      expect(res.body.error).to.match(said);
+      expect(res.body.hint).to.match(/Authorization: Bearer/);
+    }
+  });
+
+  it('refuses a request carrying two x-api-key or two Authorization headers, whichever comes first', async () => {
+    for (const headers of [
+      ['x-api-key', personKey.key, 'x-api-key', personKey.key],
+      ['authorization', `Bearer ${personKey.key}`, 'authorization', 'Bearer garbage'],
+      ['authorization', 'Bearer garbage', 'authorization', `Bearer ${personKey.key}`],
+    ]) {
+      const res = await rawGet(svc.url, '/api/me', headers);
+      expect(res.status, res.text).to.equal(401);
+      const body = JSON.parse(res.text) as ErrorBody;
+      expect(body.code).to.equal('invalid_credentials');
+      expect(body.error).to.equal(`This request carries 2 ${headers[0] === 'x-api-key' ? 'x-api-key' : 'Authorization'} headers; send one credential in one header.`);
     }
   });
 
