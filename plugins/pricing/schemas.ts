@@ -143,4 +143,5 @@ export const patchPolicyBody = z.strictObject({
   fallback_function: functionRef.nullable().optional().describe('null clears it.'),
   config: policyConfigSchema.optional().describe('Replaces the whole config.'),
 });
-export const patchPolicyExample = { strategy: 'weighted', config: { weights: { 'cost-plus': 3, 'anchored-adjustment': 1 } } };
+/** A PATCH that passes and changes nothing of how the policy routes (a body of the wrong shape gets it, sent as is). */
+export const patchPolicyExample = { name: 'cheapest with a cost ceiling' };

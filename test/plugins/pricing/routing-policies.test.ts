@@ -167,6 +167,20 @@ describe('pricing: routing policies over HTTP', function () {
       });
     }
 
+    it('a PATCH body of the wrong shape gets an example that, sent as is, changes no strategy and no config', async () => {
+      const config = { max_cost_per_unit: '0.002', max_latency_ms: 100 };
+      const p = await create(a, { name: 'keeps its ceilings', strategy: 'cheapest', config });
+      for (const bad of [{ is_default: 'yes' }, { name: '' }, { fallback_chain: 'x' }]) {
+        const res = await a.patch<Record<string, any>>(`${PATH}/${p.id}`, bad);
+        expect(res.status, res.text).to.equal(400);
+        expect(res.body.example).to.not.have.any.keys('strategy', 'config');
+        const ok = await a.patch<Record<string, any>>(`${PATH}/${p.id}`, res.body.example);
+        expect(ok.status, ok.text).to.equal(200);
+        expect(ok.body.policy).to.include({ strategy: 'cheapest' });
+        expect(ok.body.policy.config).to.deep.equal(config);
+      }
+    });
+
     it('fallback_function: null clears it; other fields are kept', async () => {
       const p = await create(a, { name: 'clear fb', strategy: 'cheapest', fallback_chain: ['cost-plus'], fallback_function: 'anchored-adjustment' });
       const res = await a.patch<Record<string, any>>(`${PATH}/${p.id}`, { fallback_function: null });
