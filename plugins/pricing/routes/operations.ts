@@ -4,7 +4,6 @@ import type { RouteSpec } from '../../../core/http/route';
 import { latencyView } from '../../../engine';
 import type { CircuitBreakers, FunctionRegistry, LatencyStats } from '../../../engine';
 import { identityOf } from '../../identity';
-import * as s from '../schemas';
 import { pipelineUnavailable } from '../services/engine-errors';
 
 /** Reference pipelines that can be listed (execution is not available: 501). */
@@ -59,7 +58,6 @@ export function operationRoutes(registry: FunctionRegistry, breakers: CircuitBre
       summary: 'Run a pipeline: always 501 pipeline_execution_unavailable (credentials are checked first).',
       tags: ['Pipelines'],
       sandbox: true,
-      params: s.idParams,
       handler: () => {
         throw pipelineUnavailable();
       },
@@ -71,7 +69,6 @@ export function operationRoutes(registry: FunctionRegistry, breakers: CircuitBre
       summary: 'Run a pipeline without a key: always 501 pipeline_execution_unavailable.',
       tags: ['Pipelines'],
       auth: 'public',
-      params: s.idParams,
       handler: () => {
         throw pipelineUnavailable(true);
       },

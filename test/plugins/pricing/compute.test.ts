@@ -411,6 +411,11 @@ describe('compute API', function () {
     expect(run.body.hint).to.match(/^Reference pipelines and their stages can be listed \(GET \/api\/pipelines/);
     expect(pub.body.hint).to.match(/^With a key, reference pipelines/).and.include('POST /api/public/compute/demo').and.include('GET /api/catalog');
     expect((await api.get('/api/catalog')).status).to.equal(200);
+    // SPEC: always 501, whatever the id, and whatever body comes along.
+    for (const id of ['x', 'no-such-pipeline', 'a'.repeat(300)]) {
+      expect((await api.post<Record<string, any>>(`/api/pipelines/${id}/run`, { anything: true }, { 'x-api-key': key })).body.code, id).to.equal('pipeline_execution_unavailable');
+      expect((await api.post<Record<string, any>>(`/api/public/pipelines/${id}/run`, { anything: true })).status, id).to.equal(501);
+    }
   });
 
   it('points a keyless caller who names an unknown function at the catalogue it can read, not at GET /api/functions (401 without a key)', async () => {
