@@ -1,5 +1,6 @@
 import 'reflect-metadata';
-import { createServer } from 'node:http';
+import { createServer, maxHeaderSize } from 'node:http';
+import { clientErrorHandler } from './http/client-error';
 import { setFlagsFromString } from 'node:v8';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -214,6 +215,7 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
       if (stages) dispatchDirect(app, req, res, leading, stages, onError);
       else app(req, res);
     });
+    server.on('clientError', clientErrorHandler(maxHeaderSize));
     server.keepAliveTimeout = 65_000;
     server.headersTimeout = 66_000;
     await new Promise<void>((resolve, reject) => {

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { connect } from 'node:net';
 import { probePlugin } from '../support/probe-plugin';
 import { startTestService } from '../support/service';
 import type { TestService } from '../support/service';
@@ -73,6 +74,30 @@ describe('kernel HTTP pipeline', () => {
     const pair = await api.raw('POST', '/probe/items', { rawBody: '{"label":"\\ud83d\\ude00"}', headers: { 'content-type': 'application/json' } });
     expect(pair.status, pair.text).to.equal(200);
     expect(pair.body.created).to.deep.equal({ label: '\u{1F600}' });
+  });
+
+  it('answers a request Node\'s parser refuses (a control character in a header, headers too large) in the error shape, not a bare status line', async () => {
+    const { port } = new URL(svc.url);
+    for (const [head, status, code] of [
+      [`GET /healthz HTTP/1.1\r\nHost: x\r\nUser-Agent: a\x01b\r\n\r\n`, 400, 'bad_request'],
+      [`GET /healthz HTTP/1.1\r\nHost: x\r\nUser-Agent: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'headers_too_large'],
+    ] as const) {
+      const answer = await new Promise<string>((resolve, reject) => {
+        let text = '';
+        const socket = connect(Number(port), '127.0.0.1', () => socket.end(head));
+        socket.setEncoding('utf8');
+        socket.on('data', (c: string) => (text += c));
+        socket.on('end', () => resolve(text));
+        socket.on('error', reject);
+      });
+      const [statusLine = '', ...rest] = answer.split('\r\n');
+      expect(statusLine, answer.slice(0, 200)).to.match(new RegExp(`^HTTP/1.1 ${status} `));
+      expect(answer).to.match(/\r\ncontent-type: application\/json; charset=utf-8\r\n/i);
+      const body = JSON.parse(rest.slice(rest.indexOf('') + 1).join('\r\n')) as Record<string, unknown>;
+      expect(body).to.include({ code });
+      expect(body.error).to.be.a('string').and.equal(body.message);
+      expect(body.hint).to.be.a('string');
+    }
   });
 
   it('answers a body declared in a charset other than UTF-8 with 415 unsupported_media_type; utf-8 in any spelling is read', async () => {
