@@ -8,6 +8,7 @@ import type { PersonRow } from '../services/people';
 import { SESSION_COOKIE } from '../services/sessions';
 import type { NewSession } from '../services/sessions';
 import type { AccountsDeps } from './deps';
+import { userAgentOf } from '../../../core/http/header-text';
 
 export function sessionCookie(value: string, maxAgeS: number, secure: boolean): string {
   return `${SESSION_COOKIE}=${encodeURIComponent(value)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeS}${secure ? '; Secure' : ''}`;
@@ -46,7 +47,7 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
           dateOfBirth: body.date_of_birth,
           workspaceName: body.workspace_name,
         });
-        const session = await d.sessions.create(person.id, 'password', { ip: clientIp, userAgent: req.headers['user-agent'] });
+        const session = await d.sessions.create(person.id, 'password', { ip: clientIp, userAgent: userAgentOf(req) });
         return signedInReply(d, person, session, 201, { workspace: workspaceView(workspace) });
       },
     }),
@@ -64,7 +65,7 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
         if (!person) {
           throw invalidCredentials('Email or password is wrong.', 'Check both, or sign up at POST /api/auth/signup.');
         }
-        const session = await d.sessions.create(person.id, 'password', { ip: clientIp, userAgent: req.headers['user-agent'] });
+        const session = await d.sessions.create(person.id, 'password', { ip: clientIp, userAgent: userAgentOf(req) });
         return signedInReply(d, person, session, 200);
       },
     }),
@@ -133,7 +134,7 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
             person = winner;
           }
         }
-        const session = await d.sessions.create(person.id, 'wallet', { ip: clientIp, userAgent: req.headers['user-agent'] });
+        const session = await d.sessions.create(person.id, 'wallet', { ip: clientIp, userAgent: userAgentOf(req) });
         return signedInReply(d, person, session, status, { wallet: address });
       },
     }),

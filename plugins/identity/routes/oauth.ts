@@ -7,6 +7,7 @@ import { AGENT_STARTER_PLAN, changelogFeedUrl, registrationLimits, sandboxLimits
 import * as s from '../schemas';
 import { OAuthError } from '../services/oauth';
 import type { IdentityDeps } from './deps';
+import { userAgentOf } from '../../../core/http/header-text';
 
 const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 
@@ -40,7 +41,7 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
           return { status: 400, body: { error: 'invalid_client_metadata', error_description: 'Only the client_credentials grant exists here; no authorization-code flow.' } };
         }
         const clientName = body.client_name ?? 'oauth-client';
-        const r = await d.oauth.registerClient({ clientName, ip: clientIp, userAgent: req.headers['user-agent'], metadata: { software_id: body.software_id, software_version: body.software_version } });
+        const r = await d.oauth.registerClient({ clientName, ip: clientIp, userAgent: userAgentOf(req), metadata: { software_id: body.software_id, software_version: body.software_version } });
         const { registration: reg } = r;
         const base = d.publicUrl();
         return {

@@ -8,6 +8,7 @@ import * as s from '../schemas';
 import { keyView } from '../services/key-service';
 import { workspaceView } from '../services/workspaces';
 import type { IdentityDeps } from './deps';
+import { userAgentOf } from '../../../core/http/header-text';
 
 /** What a credential of the wrong kind is told, by the pipeline (the route's `accepts`) and by the handler alike. */
 const CONFIRM_NEEDS_PERSON = {
@@ -32,7 +33,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       example: s.registerExample,
       responses: { 201: { description: 'The sandbox, its key (shown once), a one-time claim link, plan, limits and changelog pointer.' } },
       handler: async ({ body, clientIp, req }) => {
-        const r = await d.onboarding.registerSandbox({ name: body.name, ip: clientIp, userAgent: req.headers['user-agent'], origin: 'agent_self_registration', keyKind: 'sandbox' });
+        const r = await d.onboarding.registerSandbox({ name: body.name, ip: clientIp, userAgent: userAgentOf(req), origin: 'agent_self_registration', keyKind: 'sandbox' });
         const base = d.publicUrl();
         return created({
           workspace: workspaceView(r.workspace),

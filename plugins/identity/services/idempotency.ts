@@ -16,13 +16,21 @@ const MAX_KEY_LENGTH = 255;
 const KEY_SHAPE = /^[\x21-\x7e]+$/;
 const PRUNE_EVERY_MS = 3_600_000;
 
+/** What is wrong with a refused key. Its length is not told in characters: Node reads header bytes one by one. */
+function keyShapeOf(key: string): string {
+  if (key.length === 0) return 'an empty value';
+  if (/[^\x20-\x7e]/.test(key)) return 'a character outside printable ASCII';
+  if (key.includes(' ')) return 'a space';
+  return `${key.length} characters`;
+}
+
 /** The request's Idempotency-Key, or null when it sends none; 400 for a key of the wrong shape. */
 export function idempotencyKeyOf(req: Request): string | null {
   const key = req.get(IDEMPOTENCY_HEADER);
   if (key === undefined) return null;
   if (key.length === 0 || key.length > MAX_KEY_LENGTH || !KEY_SHAPE.test(key)) {
     throw new ApiError('validation_error', `The ${IDEMPOTENCY_HEADER} header must be 1 to ${MAX_KEY_LENGTH} printable ASCII characters without spaces.`, {
-      issues: [{ path: `headers.${IDEMPOTENCY_HEADER.toLowerCase()}`, reason: `1 to ${MAX_KEY_LENGTH} printable ASCII characters without spaces (got ${key.length} characters)` }],
+      issues: [{ path: `headers.${IDEMPOTENCY_HEADER.toLowerCase()}`, reason: `1 to ${MAX_KEY_LENGTH} printable ASCII characters without spaces (got ${keyShapeOf(key)})` }],
       hint: 'Send a fresh random value per intended request, such as a UUID, and the same value when retrying that request.',
     });
   }

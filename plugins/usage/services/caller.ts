@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Principal } from '../../../core/auth';
 import { addressHash } from '../../../core/address';
+import { userAgentOf } from '../../../core/http/header-text';
 import { storableText } from './recorder';
 import type { UsageEventInput } from './recorder';
 
@@ -15,7 +16,7 @@ export type CallerFields = Pick<
  * the others; the usage API reclassifies events relative to the viewer when it reads them.
  */
 export function callerFields(p: Principal | null, req: IncomingMessage & { ip?: string | undefined }): CallerFields {
-  const ua = req.headers['user-agent'];
+  const ua = userAgentOf(req);
   return {
     callerKeyId: p?.keyId ?? null,
     callerAgentId: p?.agentId ?? null,

@@ -142,10 +142,16 @@ describe('compute: Idempotency-Key on priced calls', function () {
 
   it('refuses a key of the wrong shape with 400 naming the header, before pricing anything', async () => {
     const before = await eventCount(workspaceId);
-    const res = await api.post<Body>('/api/compute/price', priced, { 'idempotency-key': 'has spaces in it' });
-    expect(res.status, res.text).to.equal(400);
-    expect(res.body.code).to.equal('validation_error');
-    expect(res.body.issues[0].path).to.equal('headers.idempotency-key');
+    for (const [key, got] of [
+      ['has spaces in it', 'a space'],
+      [Buffer.from('clé-ünïcode', 'utf8').toString('latin1'), 'a character outside printable ASCII'],
+      ['k'.repeat(256), '256 characters'],
+    ] as const) {
+      const res = await api.post<Body>('/api/compute/price', priced, { 'idempotency-key': key });
+      expect(res.status, res.text).to.equal(400);
+      expect(res.body.code).to.equal('validation_error');
+      expect(res.body.issues).to.deep.equal([{ path: 'headers.idempotency-key', reason: `1 to 255 printable ASCII characters without spaces (got ${got})` }]);
+    }
     expect(await eventCount(workspaceId)).to.equal(before);
   });
 

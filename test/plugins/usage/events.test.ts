@@ -279,6 +279,20 @@ describe('usage: events list and receipt', function () {
       }
     });
 
+    it('keeps a UTF-8 User-Agent as the text sent (Node reads header bytes as latin-1), and a latin-1 one as it came', async () => {
+      const utf8Bytes = (text: string) => Buffer.from(text, 'utf8').toString('latin1');
+      for (const [sent, kept] of [
+        [utf8Bytes('café-agent/1.0 (日本)'), 'café-agent/1.0 (日本)'],
+        ['caf\u00e9-latin1/1.0', 'caf\u00e9-latin1/1.0'],
+      ] as const) {
+        const priced = await client(svc.url, { 'x-api-key': w.key, 'user-agent': sent }).post<Record<string, any>>('/api/compute/price', { context: { unit_cost: 2 } });
+        expect(priced.status, priced.text).to.equal(200);
+        expect(priced.body.receipt.usage_event.caller.user_agent).to.equal(kept);
+        const stored = await client(svc.url, { 'x-api-key': w.key }).get<Record<string, any>>(`/api/usage/events/${priced.body.receipt.usage_event_id as string}`);
+        expect(stored.body.usage_event.caller.user_agent).to.equal(kept);
+      }
+    });
+
     it('gives a keyless demo caller its record in the receipt as the usage API shows Others: no ids, no tester tag', async () => {
       const res = await client(svc.url, { 'user-agent': `Mozilla/5.0 (${uaPart}; receipt)` }).post<Record<string, any>>('/api/public/compute/demo', { context: { unit_cost: 4 } });
       expect(res.status, res.text).to.equal(200);
