@@ -50,6 +50,9 @@ export function notFound(req: Request, _res: Response, next: NextFunction): void
 interface BodyParserError {
   type?: string;
   status?: number;
+  /** entity.too.large: the limit and the declared or read length, in bytes. */
+  limit?: number;
+  length?: number;
 }
 
 /**
@@ -88,6 +91,16 @@ export function writeMayHaveHappened(req: Pick<Request, 'method'>, err: unknown)
   return req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'OPTIONS' && mayHaveCommitted(err);
 }
 
+/** The 413 of a body over BODY_LIMIT_BYTES: the limit in bytes, which a caller can act on (the setting's name it cannot). */
+function tooLarge(bp: BodyParserError): ApiError {
+  const limit = bp.limit;
+  if (limit === undefined) return new ApiError('payload_too_large', 'Request body is too large.', { hint: 'Send a smaller body.' });
+  return new ApiError('payload_too_large', `Request body is too large${bp.length !== undefined ? `: ${bp.length} bytes,` : ','} over the limit of ${limit} bytes.`, {
+    hint: `Send at most ${limit} bytes; split large batches into several requests.`,
+    limit: { body_bytes: limit },
+  });
+}
+
 /** The one error middleware: SPEC's common error shape, never a stack trace. */
 export function errorHandler(log: Logger) {
   return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
@@ -96,7 +109,7 @@ export function errorHandler(log: Logger) {
     if (isApiError(err)) apiErr = err;
     else {
       const bp = err as BodyParserError;
-      if (bp?.type === 'entity.too.large') apiErr = new ApiError('payload_too_large', 'Request body is too large.', { hint: 'Send a smaller body (see BODY_LIMIT_BYTES).' });
+      if (bp?.type === 'entity.too.large') apiErr = tooLarge(bp);
       else if (bp?.type === 'encoding.unsupported' || bp?.type === 'charset.unsupported') apiErr = new ApiError('unsupported_media_type', 'Request body encoding is not supported.', { hint: 'Send UTF-8 JSON.' });
       else if (bp?.type === 'request.aborted' || bp?.type === 'request.size.invalid') apiErr = new ApiError('bad_request', 'The request body was cut short.');
       else if (isUndecodablePath(err)) apiErr = undecodablePathError();

@@ -208,10 +208,13 @@ describe('kernel HTTP pipeline', () => {
     expect(refused.headers.get('x-request-id')).to.match(/^req_/);
   });
 
-  it('refuses a body over the configured limit with 413', async () => {
+  it('refuses a body over the configured limit with 413 naming the limit in bytes', async () => {
     const res = await api.raw('POST', '/probe/items', { rawBody: JSON.stringify({ label: 'x'.repeat(2_000_000) }), headers: { 'content-type': 'application/json' } });
     expect(res.status).to.equal(413);
     expect(res.body.code).to.equal('payload_too_large');
+    expect(res.body.error).to.equal('Request body is too large: 2000012 bytes, over the limit of 1048576 bytes.');
+    expect(res.body.limit).to.deep.equal({ body_bytes: 1_048_576 });
+    expect(res.body.hint).to.match(/^Send at most 1048576 bytes/);
   });
 
   it('needs credentials on routes that do not declare themselves public', async () => {
