@@ -12,7 +12,7 @@ export const DECIMAL_PATTERN = /^-?(0|[1-9]\d{0,17})(\.\d{1,18})?$/;
 export const NON_NEGATIVE_DECIMAL_PATTERN = /^(0|[1-9]\d{0,17})(\.\d{1,18})?$/;
 
 /** zod schema of a money amount on the wire: a non-negative decimal string such as "12.50". */
-export const moneyString = z.string().regex(NON_NEGATIVE_DECIMAL_PATTERN, 'must be a non-negative decimal string such as "12.50"');
+export const moneyString = z.string().regex(NON_NEGATIVE_DECIMAL_PATTERN, 'must be a non-negative decimal string such as "12.50", with at most 18 digits before the point and 18 after');
 
 export function isDecimalString(value: string): boolean {
   return DECIMAL_PATTERN.test(value);

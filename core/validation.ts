@@ -30,8 +30,32 @@ const TYPE_WORDS: Record<string, string> = {
 };
 const typeWord = (t: string): string => TYPE_WORDS[t] ?? t;
 
-export function zodIssues(error: z.ZodError): ErrorIssue[] {
-  return error.issues.map((issue) => {
+/** The value at a zod issue's path, to tell a missing field from a wrong one. */
+function valueAt(value: unknown, path: readonly PropertyKey[]): unknown {
+  let v = value;
+  for (const key of path) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<PropertyKey, unknown>)[key];
+  }
+  return v;
+}
+
+/** Of several maxima one field is over (an int's safe range beside the schema's own), the tightest. */
+function tightestMaxima(issues: z.ZodError['issues']): z.ZodError['issues'] {
+  const tightest = new Map<string, number>();
+  for (const i of issues) {
+    if (i.code !== 'too_big' || typeof i.maximum !== 'number') continue;
+    const at = JSON.stringify(i.path);
+    tightest.set(at, Math.min(tightest.get(at) ?? Infinity, i.maximum));
+  }
+  return issues.filter((i) => i.code !== 'too_big' || typeof i.maximum !== 'number' || i.maximum === tightest.get(JSON.stringify(i.path)));
+}
+
+export function zodIssues(error: z.ZodError, value?: unknown): ErrorIssue[] {
+  return tightestMaxima(error.issues).map((issue) => {
+    if (issue.code === 'invalid_value' && issue.path.length > 0 && valueAt(value, issue.path) === undefined) {
+      return { path: formatPath(issue.path), reason: `required: one of ${issue.values.map((v) => JSON.stringify(v)).join('|')}` };
+    }
     if (issue.code === 'invalid_type') {
       // zod says "Invalid input: expected string, received undefined"; say what is wanted instead.
       const received = /received (\w+)$/.exec(issue.message)?.[1];
@@ -62,7 +86,7 @@ export function validate<S extends z.ZodType>(schema: S, value: unknown, opts: V
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
   const where = opts.where ?? 'body';
-  throw validationFailed(where, zodIssues(parsed.error), opts.hint ?? `Fix the fields listed in issues${opts.example !== undefined ? '; example shows a request ' + where + ' that passes' : ''}.`, opts.example);
+  throw validationFailed(where, zodIssues(parsed.error, value), opts.hint ?? `Fix the fields listed in issues${opts.example !== undefined ? '; example shows a request ' + where + ' that passes' : ''}.`, opts.example);
 }
 
 /** The 400 of a request part that failed validation, its first issue in the message. */

@@ -1,4 +1,4 @@
-import { D, clamp01, currencyOf, describeCurrencies, lacking, num, positiveMoney, round3, methodResult, sameCurrency } from './inputs';
+import { D, clamp01, currencyLabel, currencyOf, describeCurrencies, lacking, num, positiveMoney, round3, methodResult, sameCurrency } from './inputs';
 import type { Dec } from './inputs';
 import { MethodNotApplicable } from './types';
 import type { Context, MethodResult } from './types';
@@ -26,7 +26,7 @@ export function estimateElasticity(history: unknown, currency: string): Estimate
     // Prices in two currencies would shift ln p between rows and fake a slope.
     .filter((h) => {
       if (sameCurrency(h, currency)) return true;
-      const c = String(h.currency).trim().toUpperCase();
+      const c = currencyLabel(h.currency);
       otherCurrency.set(c, (otherCurrency.get(c) ?? 0) + 1);
       return false;
     })

@@ -210,7 +210,7 @@ export function observations(ctx: Context, key: string): { usable: Observation[]
     else if (item && typeof item === 'object') {
       const o = item as Record<string, unknown>;
       if (!sameCurrency(o, currency)) {
-        const c = String(o.currency).trim().toUpperCase();
+        const c = currencyLabel(o.currency);
         otherCurrency.set(c, (otherCurrency.get(c) ?? 0) + 1);
         dropped++;
         continue;
@@ -229,6 +229,11 @@ export function observations(ctx: Context, key: string): { usable: Observation[]
 }
 
 /** "3 in JPY, 1 in EUR": what `observations` left out for its currency. */
+/** An observation's currency as a note names it: a code in capitals, anything else said to be no code. */
+export function currencyLabel(value: unknown): string {
+  return typeof value === 'string' ? value.trim().toUpperCase() : `a currency that is not a code: ${(JSON.stringify(value) ?? String(value)).slice(0, 40)}`;
+}
+
 export function describeCurrencies(counts: ReadonlyMap<string, number>): string {
   return [...counts].map(([c, n]) => `${n} in ${c}`).join(', ');
 }

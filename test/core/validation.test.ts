@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { z } from 'zod';
 import { ApiError } from '../../core/errors';
+import { moneyString } from '../../core/money';
 import { validate, validateQuery } from '../../core/validation';
 
 function refusal(schema: z.ZodType, value: unknown): ApiError {
@@ -35,6 +36,25 @@ describe('core validation: issues say what to fix', () => {
       { path: 'tags', reason: 'required: an array' },
       { path: 'ctx', reason: 'must be an object, not an array' },
     ]);
+  });
+});
+
+describe('core validation: one clear reason per field', () => {
+  it('a missing choice says it is required and lists the options', () => {
+    const err = refusal(z.strictObject({ execution_type: z.enum(['external_api', 'pipeline']) }), {});
+    expect(err.extras.issues).to.deep.equal([{ path: 'execution_type', reason: 'required: one of "external_api"|"pipeline"' }]);
+    // A wrong value keeps zod's wording, which names the options.
+    expect(refusal(z.strictObject({ execution_type: z.enum(['external_api', 'pipeline']) }), { execution_type: 'x' }).extras.issues?.[0]?.reason).to.match(/expected one of/);
+  });
+
+  it('a number over several maxima is told the tightest only (not the safe-integer range beside it)', () => {
+    const err = refusal(z.strictObject({ timeout_ms: z.number().int().min(1).max(30_000) }), { timeout_ms: 1e308 });
+    expect(err.extras.issues).to.deep.equal([{ path: 'timeout_ms', reason: 'Too big: expected number to be <=30000' }]);
+  });
+
+  it('a money amount with too many digits says so, not that it is no decimal string', () => {
+    const err = refusal(z.strictObject({ cost_per_unit: moneyString }), { cost_per_unit: '0.00000000000000000000000000000000001' });
+    expect(err.extras.issues?.[0]?.reason).to.equal('must be a non-negative decimal string such as "12.50", with at most 18 digits before the point and 18 after');
   });
 });
 

@@ -327,6 +327,7 @@ describe('engine: built-in pricing methods', () => {
         [[], 'the list is empty'],
         [[-1, 'x', { price: 0 }], 'none of the 3 is a positive number'],
         [[{ price: 9, currency: 'JPY' }, { price: 9.5, currency: 'eur' }], "none is in the context's currency USD (1 in JPY, 1 in EUR), and prices are never mixed across currencies"],
+        [[{ price: 5, currency: { x: 1 } }], 'none is in the context\'s currency USD (1 in a currency that is not a code: {"x":1}), and prices are never mixed across currencies'],
         ['10', 'it is not a list'],
       ];
       for (const [competitorPrices, why] of cases) {
