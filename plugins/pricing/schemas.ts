@@ -33,13 +33,22 @@ function pinRule(b: { function_id?: string | undefined; function_name?: string |
   if (b.function_id && b.function_name) ctx.addIssue({ code: 'custom', path: ['function_name'], message: 'send function_id or function_name, not both' });
 }
 
-export const computeBody = z.strictObject(computeFields).superRefine(pinRule);
+/** function_name sent where only an id pins: said where it is taken, instead of a bare "unknown field". */
+const nameTakenElsewhere = {
+  error: (iss: { code: string; keys?: string[] }) => {
+    if (iss.code !== 'unrecognized_keys' || !iss.keys?.includes('function_name')) return undefined;
+    const others = iss.keys.filter((k) => k !== 'function_name');
+    return `"function_name" is taken by POST /api/price-router; here pin a function by its id in function_id (GET /api/functions lists ids)${others.length ? `; also not accepted: ${others.map((k) => `"${k}"`).join(', ')}` : ''}`;
+  },
+};
+
+export const computeBody = z.strictObject(computeFields, nameTakenElsewhere).superRefine(pinRule);
 export const computeExample = { context: { product_type: 'coffee', currency: 'USD', current_price: 4.5, unit_cost: 1.2, target_margin: 0.65 } };
 
 export const routerBody = z.strictObject({ ...computeFields, function_name: functionRef.optional().describe('Resolved among built-ins, your functions and public functions.') }).superRefine(pinRule);
 export const routerExample = { context: { product_type: 'coffee', currency: 'USD', unit_cost: 1.2 }, function_name: 'cost-plus' };
 
-export const batchItem = z.strictObject(computeFields).superRefine(pinRule);
+export const batchItem = z.strictObject(computeFields, nameTakenElsewhere).superRefine(pinRule);
 
 /** A batch item that failed validation: answered with its own 400 inside the batch's 200, not by failing the batch. */
 export class InvalidBatchItem {

@@ -155,6 +155,12 @@ describe('compute API', function () {
     // Followed, the hint works both ways.
     expect((await api.post('/api/compute/price', { context: { unit_cost: 10 }, function_id: 'fn_builtin_cost_plus' })).status).to.equal(200);
     expect((await api.post('/api/price-router', { context: { unit_cost: 10 }, function_name: 'cost-plus' })).status).to.equal(200);
+    // function_name where only an id pins says where it is taken, on a call and on a batch item.
+    const named = await api.post<Record<string, any>>('/api/compute/price', { context: { unit_cost: 10 }, function_name: 'cost-plus' });
+    expect(named.status, named.text).to.equal(400);
+    expect(named.body.issues).to.deep.equal([{ path: '(root)', reason: '"function_name" is taken by POST /api/price-router; here pin a function by its id in function_id (GET /api/functions lists ids)' }]);
+    const item = await api.post<Record<string, any>>('/api/compute/batch', { items: [{ context: { unit_cost: 10 }, function_name: 'cost-plus', colour: 'red' }] });
+    expect(item.body.items[0].error.issues[0].reason).to.equal('"function_name" is taken by POST /api/price-router; here pin a function by its id in function_id (GET /api/functions lists ids); also not accepted: "colour"');
     for (const ref of ['fn_builtin_cost_plus', 'cost-plus']) {
       const patched = await api.patch<Record<string, any>>(`/api/functions/${ref}`, { status: 'inactive' });
       expect(patched.status, patched.text).to.equal(403);
