@@ -109,6 +109,10 @@ export class PricingEngine {
       // An id field holding the name of a function the caller reaches: say which id it is (nothing unreachable is named).
       const named = ref.id ? this.registry.resolve(ref.id, scope, 'name') : undefined;
       if (named) throw new EngineError('function_not_found', `function_id takes a function's id, and "${ref.id}" is the name of ${named.id}.`, { functionId: key, suggestedId: named.id });
+      // A marketplace function is public: naming it to a caller held to built-ins reveals nothing, and says why it cannot run.
+      if (scope.builtInsOnly && this.registry.resolve(key, { ...scope, builtInsOnly: false }, ref.id ? 'id' : 'name')) {
+        throw new EngineError('outside_plan', 'Marketplace functions are outside this plan: it prices with built-in functions only.', { functionId: key });
+      }
       throw new EngineError('function_not_found', 'No pricing function with this id or name is available to you.', { functionId: key });
     }
     if (fn.status === 'draft') {

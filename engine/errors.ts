@@ -22,6 +22,7 @@ export interface AttemptReport {
 
 export type EngineErrorCode =
   | 'function_not_found'
+  | 'outside_plan'
   | 'function_draft'
   | 'function_inactive'
   | 'no_eligible_function'

@@ -1,3 +1,4 @@
+import { sandboxRefusal } from '../../identity';
 import { ApiError } from '../../../core/errors';
 import { BUILTINS, EngineError } from '../../../engine';
 
@@ -39,6 +40,10 @@ export function toApiError(err: unknown, opts: { keyless?: boolean } = {}): unkn
           ? 'Without a key the demo reaches built-in functions only; GET /api/catalog lists them (marketplace functions need a key: POST /api/agents/register gives one).'
           : 'GET /api/functions lists the functions you can use: built-ins, your own, and public marketplace functions.',
       });
+    case 'outside_plan':
+      // Keyless callers reach built-ins only too; their answer stays the demo's own 404.
+      if (opts.keyless) return toApiError(new EngineError('function_not_found', ''), opts);
+      return sandboxRefusal('price with marketplace functions');
     case 'function_draft':
       return new ApiError('function_draft', err.message, { hint: 'Only active functions can be routed to explicitly.', fields: { function_id: d.functionId, status: 'draft' } });
     case 'function_inactive':

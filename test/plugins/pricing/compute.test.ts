@@ -145,6 +145,29 @@ describe('compute API', function () {
     expect(again.body).not.to.have.property('savings');
   });
 
+  it('answers a sandbox naming a marketplace function with 403 plan_restricted (outside its plan), and an unknown one with the same 404 as before', async () => {
+    const lister = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'lister'), { name: 'l' })).key });
+    const listed = await lister.post<Record<string, any>>('/api/functions', { name: `listed-${Date.now()}`, execution_type: 'external_api', endpoint_url: 'https://pricing.example.com/p', cost_per_unit: '0.001', is_public: true });
+    expect(listed.status, listed.text).to.equal(201);
+    const fn = listed.body.function as { id: string; name: string };
+    const sandbox = client(svc.url, { 'x-api-key': (await registerSandbox(svc, 'plan-bound')).key });
+    // A draft listing is on no marketplace yet: the same 404 as for any unknown id.
+    expect((await sandbox.post<Record<string, any>>('/api/compute/price', { context: { unit_cost: 10 }, function_id: fn.id })).status).to.equal(404);
+    expect((await lister.patch(`/api/functions/${fn.id}`, { status: 'active' })).status).to.equal(200);
+    for (const [path, body] of [
+      ['/api/compute/price', { context: { unit_cost: 10 }, function_id: fn.id }],
+      ['/api/price-router', { context: { unit_cost: 10 }, function_name: fn.name }],
+    ] as const) {
+      const res = await sandbox.post<Record<string, any>>(path, body);
+      expect(res.status, res.text).to.equal(403);
+      expect(res.body).to.include({ code: 'plan_restricted', plan: 'agent_starter', reason: 'Agent Starter sandboxes cannot price with marketplace functions.' });
+      expect(res.body.next.map((n: { action: string }) => n.action)).to.deep.equal(['claim']);
+    }
+    const unknown = await sandbox.post<Record<string, any>>('/api/compute/price', { context: { unit_cost: 10 }, function_id: 'fn_nowhere' });
+    expect(unknown.status).to.equal(404);
+    expect(unknown.body.error).to.equal('No pricing function with this id or name is available to you.');
+  });
+
   it('answers a function name sent as function_id with 404 naming the id it meant, and a PATCH of a built-in with 403', async () => {
     const api = client(svc.url, { 'x-api-key': key });
     const byName = await api.post<Record<string, any>>('/api/compute/price', { context: { unit_cost: 10 }, function_id: 'cost-plus' });
@@ -546,7 +569,9 @@ describe('sandbox daily compute allowance', function () {
     await api.patch(`/api/functions/${fn.body.function.id}`, { status: 'active' });
     const sandbox = await registerSandbox(svc, 'curious');
     const res = await client(svc.url, { 'x-api-key': sandbox.key }).post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 }, function_id: fn.body.function.id });
-    expect(res.status).to.equal(404);
+    // SPEC: a sandbox key computes with built-in functions; everything else answers 403 with a reason.
+    expect(res.status).to.equal(403);
+    expect(res.body.code).to.equal('plan_restricted');
     const listed = await client(svc.url, { 'x-api-key': sandbox.key }).get<Record<string, any>>('/api/functions');
     expect((listed.body.data as Array<{ built_in: boolean }>).every((f) => f.built_in)).to.equal(true);
   });
