@@ -50,29 +50,40 @@ export function assertUtf8Body(req: Request): void {
   }
 }
 
+/** A parsed body, and whether its text escapes NUL or a surrogate (then refuseUnstorableText walks it). */
+export interface ParsedBody {
+  value: unknown;
+  escapesUnstorable: boolean;
+}
+
 /** A route's JSON body: an empty one is {}, text that is not JSON or nests too deep is invalid_json. */
-export function parseJsonBody(req: Request, route: RouteSpec, maxDepth: number): unknown {
+export function parseJsonBody(req: Request, route: RouteSpec, maxDepth: number): ParsedBody {
   const raw: unknown = req.body;
-  if (raw === undefined || raw === null) return {};
+  if (raw === undefined || raw === null) return { value: {}, escapesUnstorable: false };
   const text = Buffer.isBuffer(raw) ? raw.toString('utf8') : typeof raw === 'string' ? raw : undefined;
-  if (text === undefined) return raw;
-  if (text.trim() === '') return {};
+  if (text === undefined) return { value: raw, escapesUnstorable: false };
+  if (text.trim() === '') return { value: {}, escapesUnstorable: false };
   assertUtf8Body(req);
   if (nestedDeeperThan(text, maxDepth)) throw invalidJson(route, `Request body nests arrays and objects deeper than ${maxDepth} levels (BODY_MAX_DEPTH).`);
-  let body: unknown;
   try {
-    body = JSON.parse(text) as unknown;
+    return { value: JSON.parse(text) as unknown, escapesUnstorable: UNSTORABLE_ESCAPE.test(text) };
   } catch (err) {
     throw invalidJson(route, `Request body is not valid JSON (${(err as Error).message}).`);
   }
-  // Refused here, by path, rather than stored mangled or failing in the database as a 500. Only a body that escapes one is walked.
-  const at = UNSTORABLE_ESCAPE.test(text) ? unstorablePath(body) : null;
-  if (at) {
-    throw validationFailed(
-      'body',
-      [{ path: at.length ? at.join('.') : '(root)', reason: 'must not contain NUL (\\u0000) or an unpaired UTF-16 surrogate (\\ud800-\\udfff alone): text that cannot be stored' }],
-      'Remove the NUL character or the half of a surrogate pair from that string (or key); send characters outside the Basic Multilingual Plane as whole pairs or as UTF-8.',
-    );
-  }
-  return body;
+}
+
+/**
+ * Refuses, by path, a body holding text PostgreSQL cannot store (NUL, half of a surrogate pair),
+ * rather than storing it mangled or failing in the database as a 500. Run after the route's own
+ * validation, whose issues (its wording for control characters among them) come first. Only a body
+ * whose text escapes one of them is walked.
+ */
+export function refuseUnstorableText(parsed: ParsedBody): void {
+  const at = parsed.escapesUnstorable ? unstorablePath(parsed.value) : null;
+  if (!at) return;
+  throw validationFailed(
+    'body',
+    [{ path: at.length ? at.join('.') : '(root)', reason: 'must not contain NUL (\\u0000) or an unpaired UTF-16 surrogate (\\ud800-\\udfff alone): text that cannot be stored' }],
+    'Remove the NUL character or the half of a surrogate pair from that string (or key); send characters outside the Basic Multilingual Plane as whole pairs or as UTF-8.',
+  );
 }

@@ -6,7 +6,7 @@ import type { Hooks, ResponseDecorator } from '../hooks';
 import type { Logger } from '../logger';
 import { validate, validateQuery } from '../validation';
 import { callerGone } from './caller-gone';
-import { invalidJson, parseJsonBody } from './json-body';
+import { invalidJson, parseJsonBody, refuseUnstorableText } from './json-body';
 import { isUndecodablePath, undecodablePathError } from './middleware';
 import { HANDLED } from './route';
 import type { Deprecation, HttpMethod, Reply, RequestContext, RouteSpec } from './route';
@@ -150,7 +150,11 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
       }
       if (route.params) ctx.params = validate(route.params, req.params, { where: 'params' });
       if (route.query) ctx.query = validateQuery(route.query, req.query as Record<string, unknown>);
-      if (route.body) ctx.body = validate(route.body, parseJsonBody(req, route, deps.bodyMaxDepth), { where: 'body', example: route.example });
+      if (route.body) {
+        const parsed = parseJsonBody(req, route, deps.bodyMaxDepth);
+        ctx.body = validate(route.body, parsed.value, { where: 'body', example: route.example });
+        refuseUnstorableText(parsed);
+      }
       const result = await route.handler(ctx);
       if (result === HANDLED) return;
       cachedDecorators ??= decorators();

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { Principal } from '../../../core/auth';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
@@ -5,6 +6,9 @@ import { latencyView } from '../../../engine';
 import type { CircuitBreakers, FunctionRegistry, LatencyStats } from '../../../engine';
 import { identityOf } from '../../identity';
 import { pipelineUnavailable } from '../services/engine-errors';
+
+/** Any id: running a pipeline is 501 whatever it names (SPEC: always). */
+const anyPipelineId = z.object({ id: z.string() });
 
 /** Reference pipelines that can be listed (execution is not available: 501). */
 export const REFERENCE_PIPELINES = [
@@ -58,6 +62,7 @@ export function operationRoutes(registry: FunctionRegistry, breakers: CircuitBre
       summary: 'Run a pipeline: always 501 pipeline_execution_unavailable (credentials are checked first).',
       tags: ['Pipelines'],
       sandbox: true,
+      params: anyPipelineId,
       handler: () => {
         throw pipelineUnavailable();
       },
@@ -69,6 +74,7 @@ export function operationRoutes(registry: FunctionRegistry, breakers: CircuitBre
       summary: 'Run a pipeline without a key: always 501 pipeline_execution_unavailable.',
       tags: ['Pipelines'],
       auth: 'public',
+      params: anyPipelineId,
       handler: () => {
         throw pipelineUnavailable(true);
       },
