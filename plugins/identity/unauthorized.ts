@@ -14,8 +14,9 @@ export function identityUnauthorized(route: RouteSpec, reason: 'missing' | 'wron
     if (credentialOf(ctx.req)) return invalidCredentials('The credential sent is not one this service recognises.');
     // A credential was sent, in a form this service does not read: saying none was sent would mislead.
     const scheme = otherAuthorizationScheme(ctx.req);
-    if (scheme === '') return invalidCredentials('The Authorization header carries no scheme.', 'Send Authorization: Bearer <key or token>, or the key alone in x-api-key.');
-    if (scheme !== null) return invalidCredentials(`The Authorization scheme "${scheme}" is not accepted here.`, 'Send Authorization: Bearer <key or token>, or the key alone in x-api-key.');
+    // The hint of every 401 names the accepted forms.
+    if (scheme === '') return invalidCredentials('The Authorization header carries no scheme (Bearer).');
+    if (scheme !== null) return invalidCredentials(`The Authorization scheme "${scheme}" is not accepted here; only Bearer is.`);
     return missingCredentials();
   }
   const principal = ctx.principal;
