@@ -1,7 +1,18 @@
 import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { existsSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { Metrics } from '../../core/metrics';
 import { PoolBusyError, PoolTimeoutError, PricingPool } from '../../engine/pool';
 import { FIXTURE_MODULE } from './harness';
+
+/** A marker file the test-mark fixture writes when it runs (engine/worker runs it in another thread). */
+function marker(): { name: string; file: string; cleanup: () => void } {
+  const name = `pcs-mark-${randomUUID()}`;
+  const file = path.join(tmpdir(), name);
+  return { name, file, cleanup: () => rmSync(file, { force: true }) };
+}
 
 describe('engine: pricing pool timeouts', function () {
   this.timeout(20_000);
@@ -28,15 +39,47 @@ describe('engine: pricing pool timeouts', function () {
 
   it('a task whose time runs out while it waits for a worker is never run, and answers that the pool was busy (not a timeout of the function)', async () => {
     pool = make(1);
-    // The slow task holds the only worker; the queued one runs out of time behind it.
-    const slow = pool.run('test-slow', { sleep_ms: 300 }, 2000);
-    const queued = await pool.run('test-throw', {}, 50).catch((e: unknown) => e);
-    expect(queued).to.be.instanceOf(PoolBusyError);
-    expect(queued).to.not.be.instanceOf(PoolTimeoutError);
-    expect(queued).to.include({ reason: 'not_started', limit: 50, message: 'No pricing worker was free to start the call within 50 ms.' });
-    expect((await slow).ok).to.equal(true);
-    // The worker was not terminated (the slow task answered) and the cancelled task was skipped.
-    expect((await pool.run('test-ok', {}, 2000)).ok).to.equal(true);
+    const mark = marker();
+    try {
+      // The slow task holds the only worker; the queued one runs out of time behind it.
+      const slow = pool.run('test-slow', { sleep_ms: 300 }, 2000);
+      const queued = await pool.run('test-mark', { marker: mark.name }, 50).catch((e: unknown) => e);
+      expect(queued).to.be.instanceOf(PoolBusyError);
+      expect(queued).to.not.be.instanceOf(PoolTimeoutError);
+      expect(queued).to.include({ reason: 'not_started', limit: 50, message: 'No pricing worker was free to start the call within 50 ms.' });
+      expect((await slow).ok).to.equal(true);
+      // The worker was not terminated (the slow task answered) and the cancelled task was skipped.
+      expect((await pool.run('test-ok', {}, 2000)).ok).to.equal(true);
+      expect(existsSync(mark.file), 'the cancelled task ran').to.equal(false);
+    } finally {
+      mark.cleanup();
+    }
+  });
+
+  it('a task already handed to its worker in a batch, whose time runs out before the worker reaches it, is skipped by the worker (never run)', async () => {
+    pool = await warmPool(1);
+    const mark = marker();
+    const control = marker();
+    try {
+      // The slow call holds the only worker, so the next ones leave together in one batch behind it: the worker is
+      // blocked in test-spin while the marked call's time runs out, then reaches it in the batch it already holds.
+      const slow = pool.run('test-slow', { sleep_ms: 100 }, 5000);
+      const spin = pool.run('test-spin', { spin_ms: 500 }, 5000);
+      const cancelled = pool.run('test-mark', { marker: mark.name }, 200).catch((e: unknown) => e);
+      // A marked call with time enough, in the same batch: it runs, so the fixture's mark is seen when a call runs.
+      const ran = pool.run('test-mark', { marker: control.name }, 5000);
+      expect((await slow).ok).to.equal(true);
+      const err = await cancelled;
+      expect(err).to.be.instanceOf(PoolBusyError);
+      expect(err).to.include({ reason: 'not_started', limit: 200 });
+      expect((await spin).ok).to.equal(true);
+      expect((await ran).ok).to.equal(true);
+      expect(existsSync(control.file), 'the call with time left ran').to.equal(true);
+      expect(existsSync(mark.file), 'the cancelled call ran').to.equal(false);
+    } finally {
+      mark.cleanup();
+      control.cleanup();
+    }
   });
 
   it('a call that waited for a worker gets its full time from its start: it answers past its timeout counted from the submission', async () => {
