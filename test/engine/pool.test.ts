@@ -1,11 +1,11 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { existsSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { Metrics } from '../../core/metrics';
 import { PoolBusyError, PoolTimeoutError, PricingPool } from '../../engine/pool';
-import { FIXTURE_MODULE } from './harness';
+import { FIXTURE_MODULE, harness } from './harness';
 
 /** A marker file the test-mark fixture writes when it runs (engine/worker runs it in another thread). */
 function marker(): { name: string; file: string; cleanup: () => void } {
@@ -195,5 +195,29 @@ describe('engine: pricing pool timeouts', function () {
     const [thrown, fine] = await Promise.all([pool.run('test-throw', {}, 2000).catch((e: unknown) => e), pool.run('test-ok', {}, 2000)]);
     expect((thrown as Error).message).to.equal('test-throw failed on purpose');
     expect(fine.ok).to.equal(true);
+  });
+});
+
+describe('engine: pricing pool size', function () {
+  this.timeout(20_000);
+
+  it('with threads unset (0) the pool has one worker thread per core (availableParallelism), in pricing_pool_threads', async () => {
+    const h = await harness({ engine: { threads: 0 } });
+    try {
+      const data = await h.metrics.registry.getSingleMetric('pricing_pool_threads')?.get();
+      expect(data?.values.map((v) => v.value)).to.deep.equal([availableParallelism()]);
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('with threads set the pool has that many worker threads', async () => {
+    const h = await harness({ engine: { threads: 3 } });
+    try {
+      const data = await h.metrics.registry.getSingleMetric('pricing_pool_threads')?.get();
+      expect(data?.values.map((v) => v.value)).to.deep.equal([3]);
+    } finally {
+      await h.close();
+    }
   });
 });
