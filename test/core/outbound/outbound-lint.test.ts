@@ -50,7 +50,16 @@ describe('outbound guard: lint rule against connections outside core/outbound', 
     expect(existsSync(path.join(root, 'eslint.config.mjs'))).to.equal(true);
   });
 
-  for (const dir of ['plugins/pricing/services', 'engine']) {
+  // Every plugin folder, not only the ones known to call out today: a rule narrowed to some plugins leaves the others open.
+  const pluginDirs = readdirSync(path.join(root, 'plugins'), { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .map((e) => `plugins/${e.name}`);
+
+  it('probes every plugin folder (plugins/*/)', () => {
+    expect(pluginDirs).to.include.members(['plugins/pricing', 'plugins/identity', 'plugins/usage', 'plugins/verification', 'plugins/mcp']);
+  });
+
+  for (const dir of ['plugins', ...pluginDirs, 'plugins/pricing/services', 'engine']) {
     for (const f of FORBIDDEN) {
       it(`reports ${f.label} in ${dir}/`, async () => {
         const messages = await lint(f.code, `${dir}/__outbound_probe__.ts`);
