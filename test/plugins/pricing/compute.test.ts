@@ -125,6 +125,24 @@ describe('compute API', function () {
     expect(itemActions).to.include('report_outcome');
   });
 
+  it("offers a sandbox key neither price_in_batch nor set_routing_policy, and each action it offers, sent with its method, path and example by that key, is not refused 403", async () => {
+    const sandbox = await registerSandbox(svc, 'next-actions-sandbox');
+    const api = client(svc.url, { 'x-api-key': sandbox.key });
+    const res = await api.post<Record<string, any>>('/api/compute/price', { context: { product_type: 'sandbox-next-widget', current_price: 10 } });
+    expect(res.status, res.text).to.equal(200);
+    const actions = res.body.next_actions as Array<{ action: string; method: string; path: string; example?: unknown }>;
+    const names = actions.map((a) => a.action);
+    // A sandbox may verify (sandbox: true), so something is offered and followed below.
+    expect(names).to.include('verify_price');
+    expect(names).to.not.include('price_in_batch');
+    expect(names).to.not.include('set_routing_policy');
+    for (const a of actions) {
+      const followed = await api.raw(a.method, a.path, a.example === undefined ? {} : { body: a.example });
+      expect(followed.status, `${a.action} ${a.method} ${a.path}: ${followed.text}`).to.not.equal(403);
+      expect(followed.status, `${a.action} ${a.method} ${a.path}: ${followed.text}`).to.be.within(200, 299);
+    }
+  });
+
   it('keeps every field it ever published (response compatibility)', async () => {
     const res = await client(svc.url).post<Record<string, any>>('/api/compute/price', { context: { unit_cost: 3 } }, { 'x-api-key': key });
     expect(res.status).to.equal(200);
