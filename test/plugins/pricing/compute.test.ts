@@ -143,6 +143,25 @@ describe('compute API', function () {
     }
   });
 
+  it('gives every offered action that takes a body an example its path accepts from the same key (report_outcome, verify_price, price_in_batch, set_routing_policy)', async () => {
+    const owner = await signUp(svc, 'action-examples');
+    const api = client(svc.url, { 'x-api-key': (await createKey(svc, owner, { name: 'full' })).key });
+    const followed = new Set<string>();
+    // With a product_type: report_outcome, verify_price, price_in_batch; without one (and no default policy yet): report_outcome, price_in_batch, set_routing_policy.
+    for (const context of [{ product_type: 'example-widget', current_price: 10 }, { current_price: 11 }]) {
+      const res = await api.post<Record<string, any>>('/api/compute/price', { context });
+      expect(res.status, res.text).to.equal(200);
+      for (const a of res.body.next_actions as Array<{ action: string; method: string; path: string; example?: unknown }>) {
+        if (a.method === 'GET') continue;
+        expect(a, `${a.action} carries an example`).to.have.property('example');
+        const r = await api.raw(a.method, a.path, { body: a.example });
+        expect(r.status, `${a.action} ${a.method} ${a.path} ${JSON.stringify(a.example)}: ${r.text}`).to.be.within(200, 299);
+        followed.add(a.action);
+      }
+    }
+    expect([...followed]).to.include.members(['report_outcome', 'verify_price', 'price_in_batch', 'set_routing_policy']);
+  });
+
   it('keeps every field it ever published (response compatibility)', async () => {
     const res = await client(svc.url).post<Record<string, any>>('/api/compute/price', { context: { unit_cost: 3 } }, { 'x-api-key': key });
     expect(res.status).to.equal(200);
