@@ -577,12 +577,14 @@ describe('sandbox daily compute allowance', function () {
     expect(over.body.error).to.match(/daily quota/i);
     expect(over.body.retry_after).to.equal(Number(over.headers.get('retry-after')));
     expect(over.body.limit).to.include({ compute_calls_per_day: 25 });
-    const steps = over.body.next as Array<{ action: string; available: boolean; path?: string; header?: string }>;
+    const steps = over.body.next as Array<{ action: string; available: boolean; method?: string; path?: string; header?: string }>;
     expect(steps.map((n) => n.action)).to.deep.equal(['pay_per_call', 'day_pass', 'top_up', 'claim']);
     // The payment steps name the addresses the payments plugin will serve, and say they are not offered yet.
     expect(steps.map((n) => [n.action, n.available])).to.deep.equal([['pay_per_call', false], ['day_pass', false], ['top_up', false], ['claim', true]]);
     expect(steps.find((n) => n.action === 'claim')?.path).to.equal('/api/agents/claim');
     expect(steps.find((n) => n.action === 'pay_per_call')?.header).to.equal('X-PAYMENT');
+    expect(steps.find((n) => n.action === 'day_pass')).to.include({ method: 'POST', path: '/api/payments/day-pass' });
+    expect(steps.find((n) => n.action === 'top_up')).to.include({ method: 'POST', path: '/api/balance/top-up' });
   });
 
   it("tells a sandbox where its call's record is: in the receipt, its link opening once the sandbox is claimed (the usage API answers it 403)", async () => {
