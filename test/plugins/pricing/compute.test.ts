@@ -587,6 +587,15 @@ describe('sandbox daily compute allowance', function () {
     expect(steps.find((n) => n.action === 'top_up')).to.include({ method: 'POST', path: '/api/balance/top-up' });
   });
 
+  it('reports in remaining.daily_compute_calls that the allowance resets at the next 00:00 UTC', async () => {
+    const sandbox = await registerSandbox(svc, 'resets');
+    const res = await client(svc.url, { 'x-api-key': sandbox.key }).post<Record<string, any>>('/api/compute/price', { context: { current_price: 3 } });
+    expect(res.status, res.text).to.equal(200);
+    const answeredAt = Date.parse(res.headers.get('date') ?? '');
+    const nextMidnight = new Date(Math.floor(answeredAt / 86_400_000) * 86_400_000 + 86_400_000).toISOString();
+    expect(res.body.remaining.daily_compute_calls.resets_at).to.equal(nextMidnight);
+  });
+
   it("tells a sandbox where its call's record is: in the receipt, its link opening once the sandbox is claimed (the usage API answers it 403)", async () => {
     const sandbox = await registerSandbox(svc, 'receipts');
     const api = client(svc.url, { 'x-api-key': sandbox.key });
