@@ -15,6 +15,53 @@ const lenient = {
 /** Fields a compute response has carried since it was first published; they may only be added to. */
 const COMPUTE_RESPONSE_FIELDS = ['price', 'currency', 'confidence', 'function', 'strategy', 'method', 'trace', 'next_actions', 'receipt', 'request_id'];
 
+/** Nested fields every compute response has carried since they were published (dotted paths); they may only be added to. */
+const COMPUTE_RESPONSE_PATHS: readonly string[] = Object.freeze([
+  'trace.stages',
+  'trace.chosen_function',
+  'trace.fallback_used',
+  'trace.cache',
+  'trace.charged',
+  'trace.attempts',
+  'trace.overhead_ms',
+  'trace.total_ms',
+  'receipt.usage_event_id',
+  'receipt.url',
+  'receipt.recorded_at',
+  'receipt.usage_event',
+  'method.confidence_factors',
+  'method.inputs_used',
+  'method.notes',
+  'function.id',
+  'function.name',
+  'function.built_in',
+  'function.execution_type',
+]);
+/** Fields of a call the router chose for among several functions. */
+const ROUTED_RESPONSE_PATHS: readonly string[] = Object.freeze(['savings', 'savings.amount', 'savings.currency', 'savings.compared_with', 'savings.chosen_cost_per_unit']);
+/** Fields of a sandbox's call: its daily calls and request-rate allowance. */
+const SANDBOX_RESPONSE_PATHS: readonly string[] = Object.freeze([
+  'remaining.daily_compute_calls.limit',
+  'remaining.daily_compute_calls.remaining',
+  'remaining.daily_compute_calls.resets_at',
+  'remaining.request_rate.limit_per_minute',
+  'remaining.request_rate.remaining',
+  'remaining.request_rate.resets_at',
+  'remaining.request_rate.scope',
+]);
+
+/** The dotted paths a body lacks (absent or undefined). */
+function missingPaths(body: unknown, paths: readonly string[]): string[] {
+  return paths.filter((p) => {
+    let at: unknown = body;
+    for (const part of p.split('.')) {
+      if (at === null || typeof at !== 'object' || !Object.prototype.hasOwnProperty.call(at, part)) return true;
+      at = (at as Record<string, unknown>)[part];
+    }
+    return at === undefined;
+  });
+}
+
 describe('compute API', function () {
   this.timeout(60_000);
   let svc: TestService;
@@ -166,6 +213,16 @@ describe('compute API', function () {
     const res = await client(svc.url).post<Record<string, any>>('/api/compute/price', { context: { unit_cost: 3 } }, { 'x-api-key': key });
     expect(res.status).to.equal(200);
     expect(Object.keys(res.body)).to.include.members(COMPUTE_RESPONSE_FIELDS);
+    // A call the router chose for among several functions: every nested field, savings included.
+    const routed = await client(svc.url).post<Record<string, any>>('/api/compute/price', { context: { unit_cost: 3, current_price: 5, note: 'compatibility' }, routing_preference: 'cheapest' }, { 'x-api-key': key });
+    expect(routed.status, routed.text).to.equal(200);
+    expect(routed.body.trace.cache).to.equal('miss');
+    expect(missingPaths(routed.body, [...COMPUTE_RESPONSE_PATHS, ...ROUTED_RESPONSE_PATHS])).to.deep.equal([]);
+    // A sandbox's call: its allowances too.
+    const sandbox = await registerSandbox(svc, 'compatibility');
+    const own = await client(svc.url).post<Record<string, any>>('/api/compute/price', { context: { current_price: 5 } }, { 'x-api-key': sandbox.key });
+    expect(own.status, own.text).to.equal(200);
+    expect(missingPaths(own.body, [...COMPUTE_RESPONSE_PATHS, ...SANDBOX_RESPONSE_PATHS])).to.deep.equal([]);
   });
 
   it('answers savings only when the router chose among functions', async () => {
