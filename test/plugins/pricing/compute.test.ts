@@ -225,6 +225,23 @@ describe('compute API', function () {
     expect(missingPaths(own.body, [...COMPUTE_RESPONSE_PATHS, ...SANDBOX_RESPONSE_PATHS])).to.deep.equal([]);
   });
 
+  it('reports its own overhead within the call: 0 <= overhead_ms <= total_ms, total_ms covers every stage and fits in the round trip the client measured', async () => {
+    const started = performance.now();
+    const res = await client(svc.url).post<Record<string, any>>('/api/compute/price', { context: { current_price: 14.2, note: 'overhead' } }, { 'x-api-key': key });
+    const roundTripMs = performance.now() - started;
+    expect(res.status, res.text).to.equal(200);
+    const { overhead_ms: overhead, total_ms: total, stages } = res.body.trace as { overhead_ms: number; total_ms: number; stages: Array<{ stage: string; ms: number }> };
+    const stagesMs = stages.reduce((sum, st) => sum + st.ms, 0);
+    const executeMs = stages.filter((st) => st.stage === 'execute').reduce((sum, st) => sum + st.ms, 0);
+    expect(overhead).to.be.at.least(0);
+    expect(overhead).to.be.at.most(total);
+    // Stages are sequential parts of the call (each rounded to a microsecond).
+    expect(total).to.be.at.least(stagesMs - 0.01);
+    expect(total).to.be.at.most(roundTripMs);
+    // The overhead is the call's time less the time its function ran.
+    expect(overhead).to.be.closeTo(total - executeMs, 0.01);
+  });
+
   it('answers savings only when the router chose among functions', async () => {
     const api = client(svc.url, { 'x-api-key': key });
     const routed = await api.post<Record<string, any>>('/api/compute/price', { context: { unit_cost: 7, current_price: 12 }, routing_preference: 'cheapest' });
