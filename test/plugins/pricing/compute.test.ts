@@ -772,6 +772,10 @@ describe('keyless demo', function () {
     const invalid = await api.post<Record<string, any>>('/api/public/compute/demo', { context: 'nope' });
     expect(invalid.status).to.equal(400);
     expect(invalid.headers.get('x-demo-budget-remaining')).to.equal('1');
+    expect(invalid.headers.get('x-demo-budget-limit')).to.equal('3');
+    // The reset time too: the start of the next clock hour.
+    const invalidAt = Date.parse(invalid.headers.get('date') ?? '');
+    expect(invalid.headers.get('x-demo-budget-reset')).to.equal(new Date(Math.floor(invalidAt / 3_600_000) * 3_600_000 + 3_600_000).toISOString());
     await api.post('/api/public/compute/demo', { context: { current_price: 1 } });
     const over = await api.post<Record<string, any>>('/api/public/compute/demo', { context: { current_price: 1 } });
     expect(over.status).to.equal(429);
