@@ -28,7 +28,7 @@ function series(text: string, name: string, labels: Record<string, string> = {})
   return samples(text).find((s) => s.name === name && JSON.stringify(Object.entries(s.labels).sort()) === want)?.value;
 }
 
-const HOLD_MS = 800;
+const HOLD_MS = 2000;
 
 describe('pricing: compute metrics at GET /metrics (HTTP)', function () {
   this.timeout(60_000);
@@ -99,7 +99,7 @@ describe('pricing: compute metrics at GET /metrics (HTTP)', function () {
     // The only worker is held: the compute call waits for it.
     const held = pool.run('test-slow', { sleep_ms: HOLD_MS }, 10_000);
     const waiting = api.post<Body>('/api/compute/price', { context: { current_price: 8.5, note: 'metrics-busy' }, function_id: 'fn_builtin_anchored' });
-    const deadline = Date.now() + HOLD_MS / 2;
+    const deadline = Date.now() + HOLD_MS * 0.75;
     while (pool.queueSize === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
     const busy = await scrape();
     expect(series(busy, 'pricing_pool_queue_length')).to.equal(1);
