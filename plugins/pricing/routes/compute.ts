@@ -106,7 +106,8 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
             try {
               // Throws the item's own validation error (issues relative to the item).
               const valid = item instanceof s.InvalidBatchItem ? validate(s.batchItem, item.raw, { where: 'body', example: s.batchExample.items[0] }) : item;
-              const idempotency = batchKey === null ? undefined : { key: `${batchKey}#${index}`, fingerprint: requestFingerprint({ route: 'compute.batch', item: valid }) };
+              // A space cannot occur in a key sent (printable ASCII without spaces): no single call's key is an item's.
+              const idempotency = batchKey === null ? undefined : { key: `${batchKey} ${index}`, fingerprint: requestFingerprint({ route: 'compute.batch', item: valid }) };
               const r = await compute.compute(callOf(ctx, 'batch_item', valid, { timed: false, idempotency }));
               // A replayed item was answered before: a reply that reaches nobody now leaves its record as it is.
               if (!r.body.idempotent_replay) {

@@ -173,6 +173,17 @@ describe('compute: Idempotency-Key on priced calls', function () {
     // Only the refused item ran again (its error event is not charged).
     expect(await eventCount(workspaceId)).to.equal(recorded + 1);
   });
+
+  it('keeps a batch item\'s key apart from any single call\'s key, "<key>#0" included', async () => {
+    const key = randomUUID();
+    const single = await api.post<Body>('/api/compute/price', priced, { 'idempotency-key': `${key}#0` });
+    expect(single.status, single.text).to.equal(200);
+    for (const k of [`${key}#0`, key]) {
+      const batch = await api.post<Body>('/api/compute/batch', { items: [priced] }, { 'idempotency-key': k });
+      expect(batch.body.items[0].status, JSON.stringify(batch.body.items[0])).to.equal(200);
+      expect(batch.body.items[0].result).to.not.have.property('idempotent_replay');
+    }
+  });
 });
 
 describe('compute: Idempotency-Key and the sandbox daily allowance', function () {
