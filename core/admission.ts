@@ -34,6 +34,11 @@ export interface Reservation {
 export interface Admitter {
   name: string;
   admit(request: AdmissionRequest): Promise<Reservation | null>;
+  /**
+   * What this payment path would report in `remaining` now, reserving nothing (a replayed call,
+   * which spends none of it); null when the request is not its business.
+   */
+  standing?(request: Omit<AdmissionRequest, 'units'>): Promise<Record<string, unknown> | null>;
 }
 
 export function freeReservation(): Reservation {

@@ -91,4 +91,13 @@ export class Hooks {
     }
     return freeReservation();
   }
+
+  /** What the admitter that would take the request reports as left, reserving nothing; null when none reports. */
+  async standing(request: Omit<AdmissionRequest, 'units'>): Promise<Record<string, unknown> | null> {
+    for (const a of this.admitters) {
+      const left = (await a.standing?.(request)) ?? null;
+      if (left) return left;
+    }
+    return null;
+  }
 }

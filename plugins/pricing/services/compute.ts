@@ -284,7 +284,8 @@ export class ComputeService {
       receipt: receiptOfRow(this.publicUrl(), first.event, p),
       idempotent_replay: { first_request_id: firstRequestId, recorded_at: first.event.created_at.toISOString() },
     };
-    const left = remaining(p, freeReservation(), call.rateLimit);
+    const standing = await this.hooks.standing({ operation: call.operation === 'batch_item' ? 'batch' : call.operation, principal: p, req: call.req });
+    const left = remaining(p, { ...freeReservation(), ...(standing ? { remaining: standing } : {}) }, call.rateLimit);
     if (left) body.remaining = left;
     return { body, headers: { [REPLAYED_HEADER]: 'true' }, usageEventId: first.event.id, reservation: null };
   }

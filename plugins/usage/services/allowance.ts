@@ -72,14 +72,28 @@ export class SandboxAllowance implements Admitter {
     return row?.n ?? 0;
   }
 
+  /** The day's counter of a sandbox, and when the day ends. */
+  private dayOf(workspaceId: string): { dayStart: number; resetsAt: string; key: string } {
+    const dayStart = Math.floor(this.clock.now() / DAY_MS) * DAY_MS;
+    return { dayStart, resetsAt: new Date(dayStart + DAY_MS).toISOString(), key: `allowance:${workspaceId}:${new Date(dayStart).toISOString().slice(0, 10)}` };
+  }
+
+  async standing(request: Omit<AdmissionRequest, 'units'>): Promise<Record<string, unknown> | null> {
+    const p = request.principal;
+    if (!p || !identityOf(p).sandbox) return null;
+    const limit = this.config.limits.sandbox.computeCallsPerDay;
+    const { dayStart, resetsAt, key } = this.dayOf(p.workspaceId);
+    const counted = await this.kv.get(key);
+    const used = counted !== null ? Number(counted) : await this.recordedToday(p.workspaceId, dayStart);
+    return { daily_compute_calls: { limit, remaining: Math.max(0, limit - used), resets_at: resetsAt } };
+  }
+
   async admit(request: AdmissionRequest): Promise<Reservation | null> {
     const p = request.principal;
     if (!p || !identityOf(p).sandbox) return null;
     const limit = this.config.limits.sandbox.computeCallsPerDay;
     const now = this.clock.now();
-    const dayStart = Math.floor(now / DAY_MS) * DAY_MS;
-    const resetsAt = new Date(dayStart + DAY_MS).toISOString();
-    const key = `allowance:${p.workspaceId}:${new Date(dayStart).toISOString().slice(0, 10)}`;
+    const { dayStart, resetsAt, key } = this.dayOf(p.workspaceId);
     const used = await incrFromRecord(this.kv, key, request.units, 2 * DAY_MS, () => this.recordedToday(p.workspaceId, dayStart));
     if (used > limit) {
       await uncount(this.kv, key, request.units);

@@ -205,6 +205,8 @@ describe('compute: Idempotency-Key and the sandbox daily allowance', function ()
     const replay = await api.post<Body>('/api/compute/price', priced, { 'idempotency-key': key });
     expect(replay.headers.get('idempotent-replayed')).to.equal('true');
     expect(replay.body.remaining.request_rate).to.be.an('object');
+    // What is left of the day, read without spending any of it.
+    expect(replay.body.remaining.daily_compute_calls).to.deep.equal(first.body.remaining.daily_compute_calls);
     const second = await api.post<Body>('/api/compute/price', priced);
     expect(second.body.remaining.daily_compute_calls.remaining, 'the replay spent no call').to.equal(1);
     const lastKey = randomUUID();
@@ -216,6 +218,7 @@ describe('compute: Idempotency-Key and the sandbox daily allowance', function ()
     expect(lastAgain.status, lastAgain.text).to.equal(200);
     expect(lastAgain.headers.get('idempotent-replayed')).to.equal('true');
     expect(lastAgain.body.receipt.usage_event_id).to.equal(last.body.receipt.usage_event_id);
+    expect(lastAgain.body.remaining.daily_compute_calls.remaining).to.equal(0);
   });
 });
 
