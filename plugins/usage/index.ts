@@ -40,9 +40,10 @@ export const usagePlugin: PluginDefinition = {
     const synchronousCommit = ctx.config.usage.synchronousCommit;
     if (!synchronousCommit) ctx.log.warn('USAGE_SYNCHRONOUS_COMMIT=off: usage events are acknowledged before their WAL record is on disk; a database crash can lose the last few hundred milliseconds of them');
     const claimTtlHours = ctx.config.limits.idempotencyKeyTtlHours;
-    const recorder = new UsageRecorder(ctx.container.resolve<Pool>(TOKENS.PgPool), ctx.log, { synchronousCommit, concurrentInserts: ctx.config.usage.concurrentInserts, claimTtlHours });
+    const pool = ctx.container.resolve<Pool>(TOKENS.PgPool);
+    const recorder = new UsageRecorder(pool, ctx.log, { synchronousCommit, concurrentInserts: ctx.config.usage.concurrentInserts, claimTtlHours });
     ctx.container.register(USAGE.Recorder, { useValue: recorder });
-    ctx.container.register(USAGE.Replays, { useValue: new CallReplays(ctx.sql, ctx.clock, ctx.log, claimTtlHours) });
+    ctx.container.register(USAGE.Replays, { useValue: new CallReplays(ctx.sql, pool, ctx.clock, ctx.log, claimTtlHours) });
     ctx.hooks.addAdmitter(new SandboxAllowance(ctx.kv, ctx.clock, ctx.config, ctx.sql));
     ctx.onClose(() => recorder.close());
 

@@ -1,3 +1,4 @@
+import type { Pool } from 'pg';
 import type { Clock } from '../../../core/clock';
 import type { Sql } from '../../../core/db/sql';
 import type { Logger } from '../../../core/logger';
@@ -5,6 +6,13 @@ import { EVENT_COLUMNS } from './event-view';
 import type { EventRow } from './event-view';
 
 const PRUNE_EVERY_MS = 3_600_000;
+
+const FIND = {
+  name: 'compute_idempotency_find',
+  text: `SELECT k.fingerprint AS claim_fingerprint, k.response AS claim_response, ${EVENT_COLUMNS}, 'mine'::text AS viewer_class, NULL::text AS tester_label
+           FROM compute_idempotency_keys k JOIN usage_events e ON e.id = k.usage_event_id
+          WHERE k.workspace_id = $1 AND k.key = $2 AND k.created_at >= now() - make_interval(hours => $3::int)`,
+};
 
 /** A priced call recorded under an Idempotency-Key: what its retry answers. */
 export interface RecordedCall {
@@ -25,6 +33,8 @@ export class CallReplays {
 
   constructor(
     private readonly sql: Sql,
+    /** Straight to node-postgres with a prepared statement: a keyed call pays this lookup on its path. */
+    private readonly pool: Pool,
     private readonly clock: Clock,
     private readonly log: Logger,
     readonly ttlHours: number,
@@ -37,12 +47,8 @@ export class CallReplays {
    */
   async find(workspaceId: string, key: string): Promise<RecordedCall | null> {
     this.pruneNow();
-    const row = await this.sql.one<EventRow & { claim_fingerprint: string; claim_response: Record<string, unknown> }>(
-      `SELECT k.fingerprint AS claim_fingerprint, k.response AS claim_response, ${EVENT_COLUMNS}, 'mine'::text AS viewer_class, NULL::text AS tester_label
-         FROM compute_idempotency_keys k JOIN usage_events e ON e.id = k.usage_event_id
-        WHERE k.workspace_id = $1 AND k.key = $2 AND k.created_at >= now() - make_interval(hours => $3)`,
-      [workspaceId, key, this.ttlHours],
-    );
+    const res = await this.pool.query<EventRow & { claim_fingerprint: string; claim_response: Record<string, unknown> }>({ ...FIND, values: [workspaceId, key, this.ttlHours] });
+    const row = res.rows[0];
     if (!row) return null;
     const { claim_fingerprint: fingerprint, claim_response: response, ...event } = row;
     if (event.error_code === 'not_delivered') {
