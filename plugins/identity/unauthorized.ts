@@ -15,6 +15,7 @@ export function identityUnauthorized(route: RouteSpec, reason: 'missing' | 'wron
     // A credential was sent, in a form this service does not read: saying none was sent would mislead.
     const scheme = otherAuthorizationScheme(ctx.req);
     // The hint of every 401 names the accepted forms.
+    if (scheme === 'Bearer') return invalidCredentials('The Authorization header carries the Bearer scheme and no token (an empty variable?).');
     if (scheme === '') return invalidCredentials('The Authorization header carries no scheme (Bearer).');
     if (scheme !== null) return invalidCredentials(`The Authorization scheme "${scheme}" is not accepted here; only Bearer is.`);
     return missingCredentials();

@@ -33,10 +33,12 @@ export function assertOneCredentialHeader(req: Request): void {
   }
 }
 
-/** The scheme of an Authorization header that is not Bearer ("" for a value without one), or null. */
+/** The scheme of an Authorization header that is not Bearer ("" for a value without one; "Bearer" for one without a token), or null. */
 export function otherAuthorizationScheme(req: Request): string | null {
   const auth = req.headers.authorization;
-  if (typeof auth !== 'string' || auth === '' || /^bearer\s+/i.test(auth)) return null;
+  if (typeof auth !== 'string' || auth === '') return null;
+  if (/^bearer\s*$/i.test(auth)) return 'Bearer';
+  if (/^bearer\s+/i.test(auth)) return null;
   const scheme = /^([A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*)\s+\S/.exec(auth)?.[1];
   return scheme ?? '';
 }

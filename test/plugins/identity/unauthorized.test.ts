@@ -110,6 +110,8 @@ describe('identity: 401 and 403 answers for credentials', () => {
       ['Basic dXNlcjpwYXNz', /scheme "Basic" is not accepted/],
       [`Token ${personKey.key}`, /scheme "Token" is not accepted/],
       [personKey.key, /no scheme/],
+      ['Bearer', /Bearer scheme and no token/],
+      ['Bearer ', /Bearer scheme and no token/],
     ] as const) {
       const res = await api.get<ErrorBody>('/api/me', { authorization });
       expect401(res, 'invalid_credentials');
