@@ -79,10 +79,15 @@ export function parseJsonBody(req: Request, route: RouteSpec, maxDepth: number):
  * whose text escapes one of them is walked.
  */
 export function refuseUnstorableText(parsed: ParsedBody): void {
-  const at = parsed.escapesUnstorable ? unstorablePath(parsed.value) : null;
+  if (parsed.escapesUnstorable) refuseUnstorableValue(parsed.value, 'body');
+}
+
+/** The same refusal for a value parsed elsewhere (an MCP tool's arguments), walked whole. */
+export function refuseUnstorableValue(value: unknown, where: 'body' | 'arguments'): void {
+  const at = unstorablePath(value);
   if (!at) return;
   throw validationFailed(
-    'body',
+    where,
     [{ path: at.length ? at.join('.') : '(root)', reason: 'must not contain NUL (\\u0000) or an unpaired UTF-16 surrogate (\\ud800-\\udfff alone): text that cannot be stored' }],
     'Remove the NUL character or the half of a surrogate pair from that string (or key); send characters outside the Basic Multilingual Plane as whole pairs or as UTF-8.',
   );

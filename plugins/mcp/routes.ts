@@ -5,7 +5,7 @@ import { errorBody, errorBodySchema, isApiError } from '../../core/errors';
 import { validate } from '../../core/validation';
 import type { Logger } from '../../core/logger';
 import { z } from 'zod';
-import { nestedDeeperThan } from '../../core/http/json-body';
+import { nestedDeeperThan, refuseUnstorableValue } from '../../core/http/json-body';
 import { unavailableError } from '../../core/http/middleware';
 import { HANDLED, defineRoute } from '../../core/http/route';
 import type { HandlerResult, RequestContext, RouteSpec } from '../../core/http/route';
@@ -144,6 +144,8 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
         hint: `Fix the arguments listed in issues; tools/list gives the inputSchema of ${name}${tool.example !== undefined ? ', and example shows arguments that pass' : ''}.`,
         ...(tool.example !== undefined ? { example: tool.example } : {}),
       });
+      // MCP reads its own body: the text REST refuses at the door is refused here, by path.
+      refuseUnstorableValue(params.arguments, 'arguments');
     } catch (err) {
       return failed(err);
     }

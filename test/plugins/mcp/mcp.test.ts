@@ -319,6 +319,19 @@ describe('MCP endpoint over raw HTTP', function () {
     }
   });
 
+  it('refuses tool arguments holding NUL or half of a surrogate pair as a validation error naming the path, not an internal error', async () => {
+    for (const [name, args, path] of [
+      ['verify_price', { context: { product_type: 'a\u0000b' }, proposed_price: 5 }, 'context.product_type'],
+      ['compute_price', { context: { product_type: 'lone \ud800', current_price: 3 } }, 'context.product_type'],
+    ] as const) {
+      const res = (await (await rpc(svc, { jsonrpc: '2.0', id: 12, method: 'tools/call', params: { name, arguments: args } })).json()) as Record<string, any>;
+      expect(res.result.isError, JSON.stringify(res)).to.equal(true);
+      const body = JSON.parse(res.result.content[0].text) as Record<string, any>;
+      expect(body.code).to.equal('validation_error');
+      expect(body.issues[0].path).to.equal(path);
+    }
+  });
+
   it('answers a message nested deeper than BODY_MAX_DEPTH with 400 and a JSON-RPC parse error, not a failed tool', async () => {
     const deep = `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"compute_price","arguments":{"context":{"currency":"USD","x":${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}}}}}`;
     const res = await fetch(`${svc.url}/api/mcp/rpc`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: deep });
