@@ -16,6 +16,7 @@ import { DEMO_WORKSPACE_ID } from '../migrations/0001-pricing-schema';
 import { callerGone } from '../../../core/http/caller-gone';
 import { toApiError } from './engine-errors';
 import type { MarketEvidenceSlot } from './market-evidence';
+import { KeyedTurns } from './keyed-turns';
 import { nextActions } from './next-actions';
 import type { PolicyStore } from './policy-store';
 
@@ -70,6 +71,8 @@ export class ComputeService {
     private readonly replays: CallReplays,
   ) {}
 
+  private readonly turns = new KeyedTurns();
+
   /** The usage event of a call: its outcome and who made it. */
   private usageEvent(call: ComputeCall, r: UsageOutcome): UsageEventInput {
     const p = call.principal;
@@ -107,7 +110,22 @@ export class ComputeService {
     return this.recorder.undeliver(usageEventIds, reservations);
   }
 
+  /**
+   * A call with an Idempotency-Key takes its key's turn on this instance first: one with the same
+   * key in flight (a retry racing it) ends before this one looks the key up.
+   */
   async compute(call: ComputeCall): Promise<ComputeResult> {
+    const p = call.principal;
+    if (!p || !call.idempotency) return this.computeOnce(call);
+    const done = await this.turns.take(`${p.workspaceId}\n${call.idempotency.key}`, this.config.limits.idempotencyWaitMs);
+    try {
+      return await this.computeOnce(call);
+    } finally {
+      done();
+    }
+  }
+
+  private async computeOnce(call: ComputeCall, claimLost = false): Promise<ComputeResult> {
     const t0 = performance.now();
     const stages: TraceStage[] = [];
     if (call.startedAt !== undefined) stages.push({ stage: 'authenticate_and_validate', ms: Math.round((t0 - call.startedAt) * 1000) / 1000 });
@@ -201,8 +219,10 @@ export class ComputeService {
       if (!claimed) {
         // Another call with this key was recorded first (concurrently): this one is not charged, and answers that one.
         const first = await this.replays.find(keyed.workspaceId, keyed.key);
-        if (!first) throw new ApiError('conflict', `Another call with this ${IDEMPOTENCY_HEADER} was being recorded at the same time; this one was not charged.`, { hint: 'Send the same request with the same key again: it answers what the other call recorded.' });
-        return this.replay(call, first, stages.filter((s) => s.stage === 'authenticate_and_validate'), t0);
+        if (first) return this.replay(call, first, stages.filter((s) => s.stage === 'authenticate_and_validate'), t0);
+        // That call was not delivered (its key is free again): this one is priced and claims it, once more at most.
+        if (!claimLost) return this.computeOnce(call, true);
+        throw new ApiError('conflict', `Another call with this ${IDEMPOTENCY_HEADER} was being recorded at the same time; this one was not charged.`, { hint: 'Send the same request with the same key again: it answers what the other call recorded.' });
       }
       recorded = claimed;
     } else {

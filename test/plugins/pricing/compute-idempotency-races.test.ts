@@ -1,0 +1,95 @@
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { leaveMidway, rowsOnceSettled, whileLocked } from '../../support/abandoned-call';
+import { client } from '../../support/http';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+import { createKey, registerSandbox, signUp } from '../../support/world';
+
+type Body = Record<string, any>;
+const priced = { context: { unit_cost: 4, target_margin: 0.3, currency: 'USD' }, function_id: 'fn_builtin_cost_plus' };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Idempotency-Key races found in review: a retry sent while the first call with its key is still in
+ * flight (its caller gone, its insert slow), and two calls with one key at once on a sandbox's last
+ * allowed call. A call with a key waits for one with the same key in flight on this instance.
+ */
+describe('compute idempotency: a retry that races a call whose caller left', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  before(async () => {
+    svc = await startTestService({ config: { limits: { rateLimit: { perWorkspacePerMinute: 100_000, perAddressPerMinute: 100_000, failedAuthPerAddressPer15Min: 100_000 } } } });
+  });
+  after(() => svc.close());
+
+  it('answers its own price (the key is free again), not 409 after pricing', async () => {
+    const person = await signUp(svc, 'rev-409');
+    const key = (await createKey(svc, person, { name: 'k' })).key;
+    const api = client(svc.url, { 'x-api-key': key });
+    const idem = randomUUID();
+    let retry!: Promise<{ status: number; body: Body }>;
+    await whileLocked(svc, 'compute_idempotency_keys', 'SHARE', async () => {
+      // The first call waits on its insert; its caller times out and retries at once with the key.
+      await leaveMidway(svc.url, '/api/compute/price', { headers: { 'x-api-key': key, 'idempotency-key': idem }, body: priced, afterMs: 300 });
+      retry = api.post<Body>('/api/compute/price', priced, { 'idempotency-key': idem });
+      await new Promise((r) => setTimeout(r, 300));
+    });
+    const r = await retry;
+    const rows = await rowsOnceSettled<{ billable: boolean }>(svc, `SELECT billable FROM usage_events WHERE workspace_id = '${person.workspaceId}'`, (x) => x.length >= 2);
+    expect(rows.filter((x) => x.billable), 'charged once: the retry, not the call nobody received').to.have.length(1);
+    expect(r.status, JSON.stringify(r.body)).to.equal(200);
+  });
+});
+
+describe('compute idempotency: a retry sent between a keyed call\'s write and its not-delivered mark', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  before(async () => {
+    svc = await startTestService({ config: { limits: { rateLimit: { perWorkspacePerMinute: 100_000, perAddressPerMinute: 100_000, failedAuthPerAddressPer15Min: 100_000 } } } });
+    await svc.sequelize.query(`CREATE FUNCTION slow_mark_for_test() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(1.5); RETURN NEW; END $$ LANGUAGE plpgsql`);
+    await svc.sequelize.query(`CREATE TRIGGER slow_mark_for_test BEFORE UPDATE ON usage_events FOR EACH ROW WHEN (NEW.error_code = 'not_delivered' AND OLD.error_code IS DISTINCT FROM 'not_delivered') EXECUTE FUNCTION slow_mark_for_test()`);
+  });
+  after(() => svc.close());
+
+  it('leaves the replayed answer charged (or the retry priced afresh), never delivered and uncharged', async () => {
+    const person = await signUp(svc, 'rev-mark');
+    const key = (await createKey(svc, person, { name: 'k' })).key;
+    const api = client(svc.url, { 'x-api-key': key });
+    const idem = randomUUID();
+    // The first call waits on its insert (the keys table locked), its caller leaves, then the insert commits.
+    await whileLocked(svc, 'compute_idempotency_keys', 'SHARE', () => leaveMidway(svc.url, '/api/compute/price', { headers: { 'x-api-key': key, 'idempotency-key': idem }, body: priced, afterMs: 300 }));
+    await sleep(150);
+    const retry = await api.post<Body>('/api/compute/price', priced, { 'idempotency-key': idem });
+    expect(retry.status, retry.text).to.equal(200);
+    const replayed = retry.headers.get('idempotent-replayed');
+    const rows = await rowsOnceSettled<{ id: string; error_code: string | null; billable: boolean }>(
+      svc,
+      `SELECT id, error_code, billable FROM usage_events WHERE workspace_id = '${person.workspaceId}' ORDER BY id`,
+      (r) => r.some((e) => e.error_code === 'not_delivered'),
+      100,
+    );
+    expect(replayed, 'the first call was never delivered: the retry is priced').to.equal(null);
+    expect(rows.filter((r) => r.billable), 'the answer the retry got is charged once').to.have.length(1);
+  });
+});
+
+describe('compute idempotency: two calls with one key at once on a sandbox\'s last allowed call', function () {
+  this.timeout(90_000);
+  let svc: TestService;
+  before(async () => {
+    svc = await startTestService({ config: { limits: { registrations: { perAddressPerDay: 10_000, overallPerDay: 100_000 }, rateLimit: { perWorkspacePerMinute: 100_000, perAddressPerMinute: 100_000, failedAuthPerAddressPer15Min: 100_000 }, sandbox: { computeCallsPerDay: 3 } } } });
+  });
+  after(() => svc.close());
+
+  it('answers both (one of them a replay), as docs/routing.md promises, instead of 429 for one', async () => {
+    const sandbox = await registerSandbox(svc, 'rev-last');
+    const api = client(svc.url, { 'x-api-key': sandbox.key });
+    for (let i = 0; i < 2; i++) expect((await api.post('/api/compute/price', priced)).status).to.equal(200);
+    const key = randomUUID();
+    const [a, b] = await Promise.all([api.post<Body>('/api/compute/price', priced, { 'idempotency-key': key }), api.post<Body>('/api/compute/price', priced, { 'idempotency-key': key })]);
+    expect([a.status, b.status]).to.deep.equal([200, 200]);
+    expect([a.headers.get('idempotent-replayed'), b.headers.get('idempotent-replayed')].sort()).to.deep.equal(['true', null].sort());
+    expect(a.body.receipt.usage_event_id).to.equal(b.body.receipt.usage_event_id);
+  });
+});
