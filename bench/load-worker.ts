@@ -12,6 +12,14 @@ export interface Target {
   body?: string;
   /** The response body carries the service's trace: its stage times are collected (sequential runs). */
   traced?: boolean;
+  /** A header sent with a value of its own on every request (an Idempotency-Key per call). */
+  freshHeader?: string;
+}
+
+let fresh = 0;
+/** The target's headers, with its fresh header's new value when it has one. */
+function headersOf(t: Target): Record<string, string> {
+  return t.freshHeader ? { ...t.headers, [t.freshHeader]: `bench-${process.pid}-${Date.now().toString(36)}-${fresh++}` } : (t.headers ?? {});
 }
 
 export type Job =
@@ -61,6 +69,7 @@ async function load(job: Extract<Job, { kind: 'load' }>): Promise<LoadResult> {
     method: job.target.method,
     headers: job.target.headers ?? {},
     ...(job.target.body !== undefined ? { body: job.target.body } : {}),
+    ...(job.target.freshHeader ? { requests: [{ setupRequest: (req: autocannon.Request) => ({ ...req, headers: { ...req.headers, ...headersOf(job.target) } }) }] } : {}),
     connections: job.connections,
     duration: job.durationS,
   });
@@ -81,7 +90,7 @@ function once(t: Target): Promise<Sample> {
     const u = new URL(t.url);
     const start = process.hrtime.bigint();
     // A length, as autocannon and fetch send for a known body, rather than chunked encoding.
-    const headers = t.body === undefined ? t.headers : { ...t.headers, 'content-length': String(Buffer.byteLength(t.body)) };
+    const headers = t.body === undefined ? headersOf(t) : { ...headersOf(t), 'content-length': String(Buffer.byteLength(t.body)) };
     const req = request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method: t.method, headers, agent }, (res) => {
       const chunks: Buffer[] = [];
       if (t.traced) res.on('data', (c: Buffer) => chunks.push(c));

@@ -63,7 +63,7 @@ async function main(): Promise<void> {
         `USAGE_SYNCHRONOUS_COMMIT=${info.synchronousCommit ? 'on' : 'off'}, ${new Date().toISOString().slice(0, 10)}`,
     );
     console.log('Medians over the repeats; the ratio is the median of the ratios of adjacent bare/service runs.\n');
-    console.log('| scenario | service req/s | bare req/s | ratio | service p50/p99 ms | bare p50/p99 ms | p99 ratio | non-2xx | DB queries/req | usage inserts/req |');
+    console.log('| scenario | service req/s | bare req/s | ratio | service p50/p99 ms | bare p50/p99 ms | p99 ratio | non-2xx | DB queries/req | hot-pool statements/req (usage inserts, key lookups) |');
     console.log('|---|---|---|---|---|---|---|---|---|---|');
     const cpuRows: string[] = [];
     let servicePeak = 0;

@@ -58,6 +58,13 @@ export async function buildScenarios(ctx: BenchContext): Promise<Scenario[]> {
       floor: { url: `${ctx.bareUrl}/bare-commit`, method: 'POST', headers: { 'content-type': 'application/json' }, body },
       sequential: true,
     });
+    scenarios.push({
+      name: 'POST /api/compute/price with a fresh Idempotency-Key per call (key looked up, claimed in the usage insert)',
+      service: { url: `${svc}/api/compute/price`, method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body, traced: true, freshHeader: 'idempotency-key' },
+      bare: { url: `${ctx.bareUrl}/bare`, method: 'POST', headers: { 'content-type': 'application/json' }, body },
+      floor: { url: `${ctx.bareUrl}/bare-commit`, method: 'POST', headers: { 'content-type': 'application/json' }, body },
+      sequential: true,
+    });
   }
   if (ctx.service.plugins.includes('verification') && ctx.service.plugins.includes('accounts')) {
     // Seed a few observations from two workspaces through the API, so the verdict is two-sided.

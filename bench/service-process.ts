@@ -31,7 +31,7 @@ async function main(): Promise<void> {
   const service = await startService({ config, plugins: builtInPlugins });
   const rss = rssSampler();
 
-  // Statements on the hot path: Sequelize queries, and usage inserts on the hot pg pool (one per group commit).
+  // Statements on the hot path: Sequelize queries, and the hot pg pool's (a usage insert per group commit, a keyed call's key lookup).
   const counts = { queries: 0, usageInserts: 0 };
   const query = service.sequelize.query.bind(service.sequelize);
   service.sequelize.query = ((...args: Parameters<typeof query>) => {
