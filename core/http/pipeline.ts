@@ -157,15 +157,19 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
       }
       const result = await route.handler(ctx);
       if (result === HANDLED) return;
-      cachedDecorators ??= decorators();
-      if (result.status < 400) for (const d of cachedDecorators) await decorateOrLog(d, ctx, result);
-      // The last moment before the reply is written: a caller that left during the decorators gets nothing, so pays nothing.
-      if (result.notDelivered && callerGone(req)) return void (await result.notDelivered());
-      if (route.returnsSecret) {
-        res.setHeader('Cache-Control', 'no-store');
-        res.setHeader('Pragma', 'no-cache');
+      try {
+        cachedDecorators ??= decorators();
+        if (result.status < 400) for (const d of cachedDecorators) await decorateOrLog(d, ctx, result);
+        // The last moment before the reply is written: a caller that left during the decorators gets nothing, so pays nothing.
+        if (result.notDelivered && callerGone(req)) return void (await result.notDelivered());
+        if (route.returnsSecret) {
+          res.setHeader('Cache-Control', 'no-store');
+          res.setHeader('Pragma', 'no-cache');
+        }
+        sendReply(res, result);
+      } finally {
+        result.afterReply?.();
       }
-      sendReply(res, result);
     } catch (err) {
       next(err);
     }

@@ -47,6 +47,8 @@ export interface Reply {
    * a priced call marks its usage event not delivered, so nobody is charged for an answer nobody got.
    */
   notDelivered?: () => Promise<void>;
+  /** Run once the reply is written, or once notDelivered has run for a caller found gone. */
+  afterReply?: () => void;
 }
 
 /** Returned by handlers that wrote the response themselves (streams). */

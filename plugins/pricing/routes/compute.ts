@@ -33,6 +33,8 @@ function callOf(ctx: RequestContext, operation: ComputeCall['operation'], item: 
     ...(opts.timed ? { startedAt: ctx.res.locals.startedAt as number | undefined } : {}),
     rateLimit: requestRateOf(ctx),
     idempotency: opts.idempotency,
+    // The route gives a keyed call's turn back after its reply (afterReply).
+    holdTurn: opts.idempotency !== undefined,
   };
 }
 
@@ -50,7 +52,7 @@ function keyedCall(ctx: RequestContext, route: string, body: unknown): ComputeCa
  * not (the call it repeats was answered before, and stays as recorded).
  */
 function pricedReply(ctx: RequestContext, compute: ComputeService, r: ComputeResult): Reply {
-  const reply = ok({ ...r.body, request_id: ctx.requestId }, r.headers);
+  const reply = { ...ok({ ...r.body, request_id: ctx.requestId }, r.headers), ...(r.releaseTurn ? { afterReply: r.releaseTurn } : {}) };
   return r.body.idempotent_replay ? reply : { ...reply, notDelivered: () => compute.notDelivered([r.usageEventId], [r.reservation]) };
 }
 
@@ -101,6 +103,7 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
         const batchKey = idempotencyKeyOf(ctx.req);
         const recorded: string[] = [];
         const settled: Array<Reservation | null> = [];
+        const turns: Array<() => void> = [];
         const results = await Promise.all(
           ctx.body.items.map(async (item, index) => {
             try {
@@ -109,6 +112,7 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
               // A space cannot occur in a key sent (printable ASCII without spaces): no single call's key is an item's.
               const idempotency = batchKey === null ? undefined : { key: `${batchKey} ${index}`, fingerprint: requestFingerprint({ route: 'compute.batch', item: valid }) };
               const r = await compute.compute(callOf(ctx, 'batch_item', valid, { timed: false, idempotency }));
+              if (r.releaseTurn) turns.push(r.releaseTurn);
               // A replayed item was answered before: a reply that reaches nobody now leaves its record as it is.
               if (!r.body.idempotent_replay) {
                 recorded.push(r.usageEventId);
@@ -127,6 +131,9 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
         return {
           ...ok({ object: 'batch', items: results, summary: { total: results.length, succeeded, failed: results.length - succeeded }, request_id: ctx.requestId }),
           notDelivered: () => compute.notDelivered(recorded, settled),
+          afterReply: () => {
+            for (const release of turns) release();
+          },
         };
       },
     }),

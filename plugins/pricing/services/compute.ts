@@ -37,6 +37,11 @@ export interface ComputeCall {
   reservation?: Reservation;
   /** The call's Idempotency-Key (a batch item's is the batch's, with the item's index), and its request's fingerprint. */
   idempotency?: { key: string; fingerprint: string } | undefined;
+  /**
+   * The caller gives the key's turn back itself (ComputeResult.releaseTurn) once the reply is
+   * written or marked not delivered, so a retry never replays an answer about to be marked.
+   */
+  holdTurn?: boolean;
 }
 
 export interface ComputeResult {
@@ -45,6 +50,8 @@ export interface ComputeResult {
   usageEventId: string;
   /** What this call committed (null when the caller brought the reservation): given back by notDelivered. */
   reservation: Reservation | null;
+  /** With ComputeCall.holdTurn: gives the key's turn back (after the reply). */
+  releaseTurn?: () => void;
 }
 
 /** What differs between the usage events of one call's outcomes. */
@@ -118,10 +125,17 @@ export class ComputeService {
     const p = call.principal;
     if (!p || !call.idempotency) return this.computeOnce(call);
     const done = await this.turns.take(`${p.workspaceId}\n${call.idempotency.key}`, this.config.limits.idempotencyWaitMs);
+    let held = false;
     try {
-      return await this.computeOnce(call);
+      const r = await this.computeOnce(call);
+      // A replay has nothing that could still be marked: its turn ends here.
+      if (call.holdTurn && !r.body.idempotent_replay) {
+        held = true;
+        return { ...r, releaseTurn: done };
+      }
+      return r;
     } finally {
-      done();
+      if (!held) done();
     }
   }
 

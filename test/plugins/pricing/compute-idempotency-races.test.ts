@@ -93,3 +93,29 @@ describe('compute idempotency: two calls with one key at once on a sandbox\'s la
     expect(a.body.receipt.usage_event_id).to.equal(b.body.receipt.usage_event_id);
   });
 });
+
+describe('compute idempotency: a retry sent while the pipeline marks a keyed call whose caller left during the notices', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  before(async () => {
+    svc = await startTestService({ config: { limits: { rateLimit: { perWorkspacePerMinute: 100_000, perAddressPerMinute: 100_000, failedAuthPerAddressPer15Min: 100_000 } } } });
+    await svc.sequelize.query(`CREATE FUNCTION slow_late_mark_for_test() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(1.5); RETURN NEW; END $$ LANGUAGE plpgsql`);
+    await svc.sequelize.query(`CREATE TRIGGER slow_late_mark_for_test BEFORE UPDATE ON usage_events FOR EACH ROW WHEN (NEW.error_code = 'not_delivered' AND OLD.error_code IS DISTINCT FROM 'not_delivered') EXECUTE FUNCTION slow_late_mark_for_test()`);
+  });
+  after(() => svc.close());
+
+  it('waits for the mark and prices afresh: the answer the retry gets is the one charged', async () => {
+    const person = await signUp(svc, 'late-mark');
+    const key = (await createKey(svc, person, { name: 'k' })).key;
+    const api = client(svc.url, { 'x-api-key': key });
+    const idem = randomUUID();
+    // The call is recorded, then waits on the notices lookup (its table locked); its caller leaves meanwhile.
+    await whileLocked(svc, 'notice_deliveries', 'ACCESS EXCLUSIVE', () => leaveMidway(svc.url, '/api/compute/price', { headers: { 'x-api-key': key, 'idempotency-key': idem }, body: priced, afterMs: 400 }));
+    // The pipeline now finds the caller gone and marks the call (slowly); the retry arrives during the mark.
+    const retry = await api.post<Body>('/api/compute/price', priced, { 'idempotency-key': idem });
+    expect(retry.status, retry.text).to.equal(200);
+    expect(retry.headers.get('idempotent-replayed'), 'the first answer reached nobody: the retry is priced').to.equal(null);
+    const rows = await rowsOnceSettled<{ billable: boolean; error_code: string | null }>(svc, `SELECT billable, error_code FROM usage_events WHERE workspace_id = '${person.workspaceId}'`, (r) => r.some((e) => e.error_code === 'not_delivered') && r.length >= 2, 100);
+    expect(rows.filter((r) => r.billable), 'charged once: the retry').to.have.length(1);
+  });
+});
