@@ -33,8 +33,9 @@ function callOf(ctx: RequestContext, operation: ComputeCall['operation'], item: 
     ...(opts.timed ? { startedAt: ctx.res.locals.startedAt as number | undefined } : {}),
     rateLimit: requestRateOf(ctx),
     idempotency: opts.idempotency,
-    // The route gives a keyed call's turn back after its reply (afterReply).
-    holdTurn: opts.idempotency !== undefined,
+    // The route gives a keyed call's turn back after its reply (afterReply). Not a batch item's: two batches under one
+    // key would each hold some items' turns while waiting for the other's.
+    holdTurn: opts.idempotency !== undefined && operation !== 'batch_item',
   };
 }
 
@@ -103,7 +104,6 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
         const batchKey = idempotencyKeyOf(ctx.req);
         const recorded: string[] = [];
         const settled: Array<Reservation | null> = [];
-        const turns: Array<() => void> = [];
         const results = await Promise.all(
           ctx.body.items.map(async (item, index) => {
             try {
@@ -112,7 +112,6 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
               // A space cannot occur in a key sent (printable ASCII without spaces): no single call's key is an item's.
               const idempotency = batchKey === null ? undefined : { key: `${batchKey} ${index}`, fingerprint: requestFingerprint({ route: 'compute.batch', item: valid }) };
               const r = await compute.compute(callOf(ctx, 'batch_item', valid, { timed: false, idempotency }));
-              if (r.releaseTurn) turns.push(r.releaseTurn);
               // A replayed item was answered before: a reply that reaches nobody now leaves its record as it is.
               if (!r.body.idempotent_replay) {
                 recorded.push(r.usageEventId);
@@ -131,9 +130,6 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
         return {
           ...ok({ object: 'batch', items: results, summary: { total: results.length, succeeded, failed: results.length - succeeded }, request_id: ctx.requestId }),
           notDelivered: () => compute.notDelivered(recorded, settled),
-          afterReply: () => {
-            for (const release of turns) release();
-          },
         };
       },
     }),

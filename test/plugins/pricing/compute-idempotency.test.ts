@@ -174,6 +174,18 @@ describe('compute: Idempotency-Key on priced calls', function () {
     expect(await eventCount(workspaceId)).to.equal(recorded + 1);
   });
 
+  it('answers two identical batches sent at once under one key without waiting on each other: one charge per item', async () => {
+    const key = randomUUID();
+    const items = Array.from({ length: 6 }, (_, i) => ({ context: { unit_cost: 2 + i } }));
+    const before = await eventCount(workspaceId);
+    const t = Date.now();
+    const [a, b] = await Promise.all([api.post<Body>('/api/compute/batch', { items }, { 'idempotency-key': key }), api.post<Body>('/api/compute/batch', { items }, { 'idempotency-key': key })]);
+    expect(Date.now() - t, 'no item waited out IDEMPOTENCY_WAIT_MS').to.be.below(10_000);
+    for (const res of [a, b]) expect(res.body.items.map((i: Body) => i.status)).to.deep.equal([200, 200, 200, 200, 200, 200]);
+    for (let i = 0; i < 6; i++) expect(a.body.items[i].result.receipt.usage_event_id).to.equal(b.body.items[i].result.receipt.usage_event_id);
+    expect(await eventCount(workspaceId)).to.equal(before + 6);
+  });
+
   it('keeps a batch item\'s key apart from any single call\'s key, "<key>#0" included', async () => {
     const key = randomUUID();
     const single = await api.post<Body>('/api/compute/price', priced, { 'idempotency-key': `${key}#0` });
