@@ -34,7 +34,7 @@ export { MEMBERSHIP_WORKSPACE, workspaceView } from './services/workspaces';
 export type { KeyService, NewKey } from './services/key-service';
 export type { Workspaces } from './services/workspaces';
 export type { AuditLog, AuditEntry } from './services/audit';
-export { IDEMPOTENCY_HEADER, REPLAYED_HEADER, idempotencyKeyOf, requestFingerprint } from './services/idempotency';
+export { IDEMPOTENCY_HEADER, REPLAYED_HEADER, checkedIdempotencyKey, idempotencyKeyOf, requestFingerprint } from './services/idempotency';
 export type { IdempotencyKeys, IdempotencyClaim, TakeClaim } from './services/idempotency';
 export type { Onboarding } from './services/onboarding';
 export type { IdentityAttributes, Role, Plan, KeyKind, WorkspaceRow, ApiKeyRow, AuthMethod, AgentRow } from './domain';

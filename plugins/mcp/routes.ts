@@ -127,7 +127,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       }
       return send(res, 200, message);
     };
-    const toolCtx: ToolContext = { principal: ctx.principal, req: ctx.req, requestId: ctx.requestId, clientIp: ctx.clientIp, rateLimit: requestRateOf(ctx), progress };
+    const toolCtx: ToolContext = { principal: ctx.principal, req: ctx.req, requestId: ctx.requestId, clientIp: ctx.clientIp, rateLimit: requestRateOf(ctx), progress, ...(meta.idempotency_key !== undefined ? { idempotencyKey: meta.idempotency_key } : {}) };
     const failed = (err: unknown) => {
       // A store that failed (database, Redis) is the same retryable 503 body as on REST.
       const known = isApiError(err) ? err : unavailableError(err);

@@ -27,10 +27,14 @@ function keyShapeOf(key: string): string {
 /** The request's Idempotency-Key, or null when it sends none; 400 for a key of the wrong shape. */
 export function idempotencyKeyOf(req: Request): string | null {
   const key = req.get(IDEMPOTENCY_HEADER);
-  if (key === undefined) return null;
-  if (key.length === 0 || key.length > MAX_KEY_LENGTH || !KEY_SHAPE.test(key)) {
-    throw new ApiError('validation_error', `The ${IDEMPOTENCY_HEADER} header must be 1 to ${MAX_KEY_LENGTH} printable ASCII characters without spaces.`, {
-      issues: [{ path: `headers.${IDEMPOTENCY_HEADER.toLowerCase()}`, reason: `1 to ${MAX_KEY_LENGTH} printable ASCII characters without spaces (got ${keyShapeOf(key)})` }],
+  return key === undefined ? null : checkedIdempotencyKey(key, `headers.${IDEMPOTENCY_HEADER.toLowerCase()}`, `The ${IDEMPOTENCY_HEADER} header`);
+}
+
+/** A key sent elsewhere than the header (an MCP tool call's `_meta.idempotency_key`), checked the same way; 400 naming `path`. */
+export function checkedIdempotencyKey(key: unknown, path: string, what = path): string {
+  if (typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH || !KEY_SHAPE.test(key)) {
+    throw new ApiError('validation_error', `${what} must be 1 to ${MAX_KEY_LENGTH} printable ASCII characters without spaces.`, {
+      issues: [{ path, reason: `1 to ${MAX_KEY_LENGTH} printable ASCII characters without spaces (got ${typeof key === 'string' ? keyShapeOf(key) : typeof key})` }],
       hint: 'Send a fresh random value per intended request, such as a UUID, and the same value when retrying that request.',
     });
   }

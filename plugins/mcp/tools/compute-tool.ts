@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { RouteTable } from '../../../core/http/pipeline';
+import { checkedIdempotencyKey, requestFingerprint } from '../../identity';
 import { computeBody, computeExample } from '../../pricing';
 import type { ComputeService, DemoBudgetGuard } from '../../pricing';
 import { admitToolCall } from './admission';
@@ -15,7 +16,7 @@ export function computeTool(compute: ComputeService, demo: DemoBudgetGuard, rout
       name: 'compute_price',
       title: 'Compute a price',
       description:
-        'Computes a price for a context (product_type, current_price, currency, unit_cost, competitor_prices…). Without a key it runs on the demo tenant with built-in functions and an hourly budget per address; with a key it prices as your workspace under your routing policy.',
+        'Computes a price for a context (product_type, current_price, currency, unit_cost, competitor_prices…). Without a key it runs on the demo tenant with built-in functions and an hourly budget per address; with a key it prices as your workspace under your routing policy. Send params._meta.idempotency_key (a UUID) to make a retry safe: the same key and arguments answer the first result, not charged again.',
       inputSchema: jsonSchema(computeBody),
       outputSchema: jsonSchema(priceOutput, 'output'),
       requiresKey: false,
@@ -26,6 +27,10 @@ export function computeTool(compute: ComputeService, demo: DemoBudgetGuard, rout
     run: async (args, ctx) => {
       const a = args as z.output<typeof computeBody>;
       const p = ctx.principal;
+      // A retried tool call (after the 30 s timeout, which SPEC says to retry once) is answered, not charged again. The key
+      // and fingerprint are POST /api/compute/price's: the same call retried over REST is the same call. The demo keeps none.
+      const idempotency =
+        p && ctx.idempotencyKey !== undefined ? { key: checkedIdempotencyKey(ctx.idempotencyKey, '_meta.idempotency_key'), fingerprint: requestFingerprint({ route: 'compute.price', body: a }) } : undefined;
       ctx.progress(0.5, 1, 'pricing');
       const r = await compute.compute({
         principal: p,
@@ -37,6 +42,7 @@ export function computeTool(compute: ComputeService, demo: DemoBudgetGuard, rout
         req: ctx.req,
         requestId: ctx.requestId,
         rateLimit: ctx.rateLimit,
+        idempotency,
       });
       return { ...r.body, request_id: ctx.requestId };
     },

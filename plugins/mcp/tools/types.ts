@@ -13,6 +13,8 @@ export interface ToolContext {
   rateLimit: RequestRate | undefined;
   /** Reports progress when the caller asked for it (a progress token); a no-op otherwise. */
   progress: (progress: number, total: number, message: string) => void;
+  /** The call's `_meta.idempotency_key`, when it sent one (checked by the tool that takes it). */
+  idempotencyKey?: unknown;
 }
 
 /** One MCP tool: its published description, its input schema (shared with REST), its admission and its work. */

@@ -47,6 +47,28 @@ describe('MCP endpoint with the official SDK client', function () {
   });
   after(() => svc.close());
 
+  it('makes a retried compute_price safe with _meta.idempotency_key: the retry answers the first result, recorded and charged once, also when retried over REST', async () => {
+    const { client } = await connect(svc, { 'x-api-key': key });
+    const idem = `mcp-${Date.now()}`;
+    const args = { context: { unit_cost: 3, currency: 'USD' }, function_id: 'fn_builtin_cost_plus' };
+    const first = (await client.callTool({ name: 'compute_price', arguments: args, _meta: { idempotency_key: idem } })) as { structuredContent: Record<string, any>; isError?: boolean };
+    expect(first.isError, JSON.stringify(first)).to.not.equal(true);
+    expect(first.structuredContent).to.not.have.property('idempotent_replay');
+    const again = (await client.callTool({ name: 'compute_price', arguments: args, _meta: { idempotency_key: idem } })) as { structuredContent: Record<string, any> };
+    expect(again.structuredContent.idempotent_replay).to.include({ first_request_id: first.structuredContent.request_id });
+    expect(again.structuredContent.receipt.usage_event_id).to.equal(first.structuredContent.receipt.usage_event_id);
+    expect(again.structuredContent.trace.charged).to.include({ amount: '0', billable: false });
+    const rest = await fetch(`${svc.url}/api/compute/price`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key, 'idempotency-key': idem }, body: JSON.stringify(args) });
+    expect(rest.headers.get('idempotent-replayed')).to.equal('true');
+    expect(((await rest.json()) as Record<string, any>).receipt.usage_event_id).to.equal(first.structuredContent.receipt.usage_event_id);
+    const bad = (await client.callTool({ name: 'compute_price', arguments: args, _meta: { idempotency_key: 'has spaces' } })) as { isError?: boolean; content: Array<{ text: string }> };
+    expect(bad.isError).to.equal(true);
+    const body = JSON.parse(bad.content[0]?.text ?? '{}') as Record<string, any>;
+    expect(body.code).to.equal('validation_error');
+    expect(body.issues[0].path).to.equal('_meta.idempotency_key');
+    await client.close();
+  });
+
   it('initializes with a session id and the 2025-11-25 protocol, and lists the four tools with schemas', async () => {
     const { client, transport } = await connect(svc);
     expect(transport.sessionId).to.be.a('string');
