@@ -5,6 +5,7 @@ import { usageEvents } from './migrations/0001-usage-events';
 import { usageApi } from './migrations/0002-usage-api';
 import { usageNetworkEvidence } from './migrations/0003-network-evidence';
 import { usageComputeIdempotencyKeys } from './migrations/0004-compute-idempotency-keys';
+import { usageReplayedKeys } from './migrations/0005-replayed-keys';
 import { eventRoutes } from './routes/events';
 import { summaryRoutes } from './routes/summary';
 import { testerTagRoutes } from './routes/tester-tags';
@@ -35,7 +36,7 @@ export const usagePlugin: PluginDefinition = {
   name: 'usage',
   description: 'Usage events, outcomes, summary, tester tags and the sandbox daily allowance.',
   dependsOn: ['identity'],
-  migrations: [usageEvents, usageApi, usageNetworkEvidence, usageComputeIdempotencyKeys],
+  migrations: [usageEvents, usageApi, usageNetworkEvidence, usageComputeIdempotencyKeys, usageReplayedKeys],
   async register(ctx) {
     const synchronousCommit = ctx.config.usage.synchronousCommit;
     if (!synchronousCommit) ctx.log.warn('USAGE_SYNCHRONOUS_COMMIT=off: usage events are acknowledged before their WAL record is on disk; a database crash can lose the last few hundred milliseconds of them');

@@ -150,7 +150,8 @@ export class ComputeService {
     const keyed = p && call.idempotency ? { ...call.idempotency, workspaceId: p.workspaceId } : null;
     if (keyed) {
       const first = await this.replays.find(keyed.workspaceId, keyed.key);
-      if (first) return this.replay(call, first, stages, t0);
+      const replayed = first ? await this.replay(call, first, stages, t0) : null;
+      if (replayed) return replayed;
     }
 
     let t = performance.now();
@@ -233,7 +234,8 @@ export class ComputeService {
       if (!claimed) {
         // Another call with this key was recorded first (concurrently): this one is not charged, and answers that one.
         const first = await this.replays.find(keyed.workspaceId, keyed.key);
-        if (first) return this.replay(call, first, stages.filter((s) => s.stage === 'authenticate_and_validate'), t0);
+        const replayed = first ? await this.replay(call, first, stages.filter((s) => s.stage === 'authenticate_and_validate'), t0) : null;
+        if (replayed) return replayed;
         // That call was not delivered (its key is free again): this one is priced and claims it, once more at most.
         if (!claimLost) return this.computeOnce(call, true);
         throw new ApiError('conflict', `Another call with this ${IDEMPOTENCY_HEADER} was being recorded at the same time; this one was not charged.`, { hint: 'Send the same request with the same key again: it answers what the other call recorded.' });
@@ -288,9 +290,10 @@ export class ComputeService {
   /**
    * The answer to a retry of a call recorded under the same Idempotency-Key: that call's price and
    * method, its receipt as the record is now, and nothing charged or recorded now. Another request
-   * under the key is 422 idempotency_key_reused. No savings: this call cost nothing.
+   * under the key is 422 idempotency_key_reused. No savings: this call cost nothing. Null when the
+   * key was let go meanwhile (that call was just marked not delivered): this one is priced afresh.
    */
-  private async replay(call: ComputeCall, first: RecordedCall, stages: TraceStage[], t0: number): Promise<ComputeResult> {
+  private async replay(call: ComputeCall, first: RecordedCall, stages: TraceStage[], t0: number): Promise<ComputeResult | null> {
     const p = call.principal as Principal;
     if (first.fingerprint !== call.idempotency?.fingerprint) {
       throw new ApiError('idempotency_key_reused', `This ${IDEMPOTENCY_HEADER} was already used in this workspace for a different priced call (another body, or another route).`, {
@@ -298,6 +301,8 @@ export class ComputeService {
         fields: { usage_event_id: first.event.id },
       });
     }
+    // Its answer now reaches a caller: a not-delivered mark arriving later (from any instance) leaves it charged.
+    if (!(await this.replays.markReplayed(p.workspaceId, call.idempotency.key, first.event.id))) return null;
     const { request_id: firstRequestId, trace, ...answer } = first.response as { request_id: string; trace: Record<string, unknown>; price: string };
     stages.push({ stage: 'idempotent_replay', ms: ms(t0), usage_event_id: first.event.id, first_request_id: firstRequestId });
     const total = call.startedAt !== undefined ? ms(call.startedAt) : ms(t0);

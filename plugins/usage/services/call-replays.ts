@@ -7,6 +7,11 @@ import type { EventRow } from './event-view';
 
 const PRUNE_EVERY_MS = 3_600_000;
 
+const MARK_REPLAYED = {
+  name: 'compute_idempotency_replayed',
+  text: 'UPDATE compute_idempotency_keys SET replayed_at = COALESCE(replayed_at, now()) WHERE workspace_id = $1 AND key = $2 AND usage_event_id = $3',
+};
+
 const FIND = {
   name: 'compute_idempotency_find',
   text: `SELECT k.fingerprint AS claim_fingerprint, k.response AS claim_response, ${EVENT_COLUMNS}, 'mine'::text AS viewer_class, NULL::text AS tester_label
@@ -56,6 +61,17 @@ export class CallReplays {
       return null;
     }
     return { fingerprint, response, event };
+  }
+
+  /**
+   * Takes the call recorded under `key` as replayed, so a not-delivered mark of it that comes later
+   * leaves it charged (its answer reached a caller after all). False when its key was let go
+   * meanwhile (the call was marked not delivered first): the retry is then priced afresh. The key
+   * row's lock orders this against the mark, across instances.
+   */
+  async markReplayed(workspaceId: string, key: string, usageEventId: string): Promise<boolean> {
+    const res = await this.pool.query({ ...MARK_REPLAYED, values: [workspaceId, key, usageEventId] });
+    return (res.rowCount ?? 0) > 0;
   }
 
   /** Drops keys past the TTL, at most once an hour per instance, off the request's path. */

@@ -133,7 +133,7 @@ const RETURNING = ' RETURNING id, created_at';
 const CLAIM_KEYS = `WITH claims AS (
   INSERT INTO compute_idempotency_keys (workspace_id, key, fingerprint, usage_event_id, response)
   SELECT c->>0, c->>1, c->>2, c->>3, c->4 FROM jsonb_array_elements($2::jsonb) AS c ORDER BY c->>0, c->>1
-  ON CONFLICT (workspace_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, usage_event_id = EXCLUDED.usage_event_id, response = EXCLUDED.response, created_at = now()
+  ON CONFLICT (workspace_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, usage_event_id = EXCLUDED.usage_event_id, response = EXCLUDED.response, created_at = now(), replayed_at = NULL
     WHERE compute_idempotency_keys.created_at < now() - make_interval(hours => $3::int)
   RETURNING usage_event_id
 ) `;

@@ -20,7 +20,13 @@ export interface UndeliveredMarksOptions {
 const MAX_RETRY_MS = 30_000;
 
 /** Marks committed events not delivered: not billable, cost 0. */
-export const MARK_NOT_DELIVERED = `UPDATE usage_events SET status = 'error', error_code = 'not_delivered', billable = false, cost = 0 WHERE id = ANY($1)`;
+export const MARK_NOT_DELIVERED = `WITH keys AS (
+  SELECT usage_event_id, replayed_at FROM compute_idempotency_keys WHERE usage_event_id = ANY($1) FOR UPDATE
+), freed AS (
+  DELETE FROM compute_idempotency_keys WHERE usage_event_id IN (SELECT usage_event_id FROM keys WHERE replayed_at IS NULL)
+)
+UPDATE usage_events SET status = 'error', error_code = 'not_delivered', billable = false, cost = 0
+ WHERE id = ANY($1) AND id NOT IN (SELECT usage_event_id FROM keys WHERE replayed_at IS NOT NULL)`;
 
 /**
  * Usage events whose answer never reached the caller and that must end not billable, kept until

@@ -119,3 +119,35 @@ describe('compute idempotency: a retry sent while the pipeline marks a keyed cal
     expect(rows.filter((r) => r.billable), 'charged once: the retry').to.have.length(1);
   });
 });
+
+describe('compute idempotency: a retry on another instance while the first instance marks the call not delivered', function () {
+  this.timeout(60_000);
+  let one: TestService;
+  let two: TestService;
+  const config = { limits: { rateLimit: { perWorkspacePerMinute: 100_000, perAddressPerMinute: 100_000, failedAuthPerAddressPer15Min: 100_000 } } };
+  before(async () => {
+    one = await startTestService({ config });
+    two = await startTestService({ config, databaseUrl: one.databaseUrl });
+    await one.sequelize.query(`CREATE FUNCTION slow_cross_mark_for_test() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(1.5); RETURN NEW; END $$ LANGUAGE plpgsql`);
+    await one.sequelize.query(`CREATE TRIGGER slow_cross_mark_for_test BEFORE UPDATE ON usage_events FOR EACH ROW WHEN (NEW.error_code = 'not_delivered' AND OLD.error_code IS DISTINCT FROM 'not_delivered') EXECUTE FUNCTION slow_cross_mark_for_test()`);
+  });
+  after(async () => {
+    await two.close();
+    await one.close();
+  });
+
+  it('charges the answer the retry got, once: a replay and the mark of its original never both happen', async () => {
+    const person = await signUp(one, 'cross-mark');
+    const key = (await createKey(one, person, { name: 'k' })).key;
+    const idem = randomUUID();
+    await whileLocked(one, 'notice_deliveries', 'ACCESS EXCLUSIVE', () => leaveMidway(one.url, '/api/compute/price', { headers: { 'x-api-key': key, 'idempotency-key': idem }, body: priced, afterMs: 400 }));
+    // Instance one now marks the call (slowly); the retry goes to instance two, which does not share its turns.
+    await sleep(100);
+    const retry = await client(two.url, { 'x-api-key': key }).post<Body>('/api/compute/price', priced, { 'idempotency-key': idem });
+    expect(retry.status, retry.text).to.equal(200);
+    await sleep(2000);
+    const [rows] = await one.sequelize.query(`SELECT id, billable FROM usage_events WHERE workspace_id = '${person.workspaceId}'`);
+    const billable = (rows as Array<{ id: string; billable: boolean }>).filter((r) => r.billable);
+    expect(billable.map((r) => r.id), `replayed: ${retry.headers.get('idempotent-replayed')}`).to.deep.equal([retry.body.receipt.usage_event_id]);
+  });
+});
