@@ -72,6 +72,35 @@ describe('usage recorder: events whose insert outcome is unknown', function () {
     await rec.close();
   });
 
+  it('a keyed call whose insert outcome was unknown, replayed to a retry before the mark lands, stays charged (its answer reached a caller); not replayed, its key is let go', async () => {
+    pool = new Pool({ connectionString: proxy.via(svc.databaseUrl), max: 2 });
+    const rec = new UsageRecorder(pool, createLogger('silent'), { undeliveredRetryMs: 50 });
+    await rec.record(event('warm-up-keyed'));
+    for (const replayed of [true, false]) {
+      const requestId = `keyed-unknown-${replayed}`;
+      const key = `${requestId}-${Date.now()}`;
+      proxy.mode = 'mute-replies';
+      const call = outcome(rec.recordClaimed(event(requestId), { key, fingerprint: 'f', response: { price: '19.99' } }));
+      expect(await settled(requestId, (r) => r.length > 0), 'the insert committed').to.deep.equal([{ status: 'ok', error_code: null, billable: true, cost: '0.00100000' }]);
+      // Meanwhile a retry on another instance replayed it (what CallReplays.markReplayed records).
+      if (replayed) await svc.sequelize.query('UPDATE compute_idempotency_keys SET replayed_at = now() WHERE key = $1', { bind: [key] });
+      proxy.drop();
+      proxy.mode = 'pass';
+      expect(((await call) as { err?: unknown }).err).to.be.instanceOf(ApiError);
+      await rec.drainAll();
+      await sleep(400);
+      const [keys] = await svc.sequelize.query('SELECT replayed_at IS NOT NULL AS replayed FROM compute_idempotency_keys WHERE key = $1', { bind: [key] });
+      if (replayed) {
+        expect(await rows(requestId)).to.deep.equal([{ status: 'ok', error_code: null, billable: true, cost: '0.00100000' }]);
+        expect(keys).to.deep.equal([{ replayed: true }]);
+      } else {
+        expect(await settled(requestId, (r) => r[0]?.status === 'error')).to.deep.equal(undelivered);
+        expect(keys, 'the key is let go with the mark').to.deep.equal([]);
+      }
+    }
+    await rec.close();
+  });
+
   it('an insert sent to a frozen database: the caller hears 503 once the client-side bound passes, and the insert the thawed database commits ends not delivered', async function () {
     // Freezing needs the server's processes on this machine: the embedded test database.
     if (process.env.TEST_DATABASE_URL) this.skip();
