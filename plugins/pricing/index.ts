@@ -20,6 +20,7 @@ import { PRICING } from './tokens';
 
 export { PRICING } from './tokens';
 export type { ComputeService, ComputeCall, ComputeResult } from './services/compute';
+export { callIdempotency } from './services/compute';
 export { DEMO_WORKSPACE_ID } from './migrations/0001-pricing-schema';
 export { DemoBudgetGuard } from './services/demo-budget';
 export { contextSchema, computeBody, computeExample } from './schemas';

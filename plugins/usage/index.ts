@@ -44,7 +44,7 @@ export const usagePlugin: PluginDefinition = {
     const pool = ctx.container.resolve<Pool>(TOKENS.PgPool);
     const recorder = new UsageRecorder(pool, ctx.log, { synchronousCommit, concurrentInserts: ctx.config.usage.concurrentInserts, claimTtlHours });
     ctx.container.register(USAGE.Recorder, { useValue: recorder });
-    ctx.container.register(USAGE.Replays, { useValue: new CallReplays(ctx.sql, pool, ctx.clock, ctx.log, claimTtlHours) });
+    ctx.container.register(USAGE.Replays, { useValue: new CallReplays(pool, ctx.clock, ctx.log, claimTtlHours) });
     ctx.hooks.addAdmitter(new SandboxAllowance(ctx.kv, ctx.clock, ctx.config, ctx.sql));
     ctx.onClose(() => recorder.close());
 

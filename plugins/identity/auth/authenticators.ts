@@ -12,25 +12,21 @@ import { principalFromKey } from './principal';
 
 export const ACCESS_TOKEN_AUDIENCE = 'pcs:access';
 
-/** How many times a header came (Node keeps only the first Authorization, and joins x-api-key values with ", "). */
-function headerCount(req: Request, name: string): number {
-  let n = 0;
-  for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i]?.toLowerCase() === name) n++;
-  return n;
-}
-
 /**
  * Refuses a request carrying its credential header twice: which one would count (Node's first
  * Authorization, or the joined x-api-key values read as one malformed key) is no basis for access.
+ * One pass over the raw headers (Node keeps only the first Authorization in req.headers).
  */
 export function assertOneCredentialHeader(req: Request): void {
-  for (const [name, label] of [
-    ['x-api-key', 'x-api-key'],
-    ['authorization', 'Authorization'],
-  ] as const) {
-    const n = headerCount(req, name);
-    if (n > 1) throw invalidCredentials(`This request carries ${n} ${label} headers; send one credential in one header.`);
+  let keys = 0;
+  let authorizations = 0;
+  for (let i = 0; i < req.rawHeaders.length; i += 2) {
+    const name = req.rawHeaders[i]?.toLowerCase();
+    if (name === 'x-api-key') keys++;
+    else if (name === 'authorization') authorizations++;
   }
+  if (keys > 1) throw invalidCredentials(`This request carries ${keys} x-api-key headers; send one credential in one header.`);
+  if (authorizations > 1) throw invalidCredentials(`This request carries ${authorizations} Authorization headers; send one credential in one header.`);
 }
 
 /** The scheme of an Authorization header that is not Bearer ("" for a value without one; "Bearer" for one without a token), or null. */

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Request } from 'express';
 import type { Transaction } from 'sequelize';
 import type { Clock } from '../../../core/clock';
+import { PeriodicTask } from '../../../core/periodic-task';
 import type { Sql } from '../../../core/db/sql';
 import { ApiError } from '../../../core/errors';
 import type { Reply } from '../../../core/http/route';
@@ -83,14 +84,22 @@ export type TakeClaim = (tx: Transaction, resourceId: string) => Promise<void>;
  * API key's secret is shown once and stored only as its hash, so its replay cannot show it.
  */
 export class IdempotencyKeys {
-  private lastPrune = 0;
+  /** Drops keys past the TTL, at most once an hour per instance, off the request's path. */
+  private readonly prune: PeriodicTask;
 
   constructor(
     private readonly sql: Sql,
-    private readonly clock: Clock,
-    private readonly log: Logger,
+    clock: Clock,
+    log: Logger,
     private readonly ttlHours: number,
-  ) {}
+  ) {
+    this.prune = new PeriodicTask(
+      clock,
+      PRUNE_EVERY_MS,
+      () => sql.exec('DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(hours => $1)', [ttlHours]),
+      (err) => log.warn({ err }, 'pruning idempotency keys failed'),
+    );
+  }
 
   /** The request's claim, or null when it sends no Idempotency-Key; 400 for a key of the wrong shape. */
   claimOf(req: Request, scope: string, workspaceId: string, body: unknown): IdempotencyClaim | null {
@@ -125,7 +134,7 @@ export class IdempotencyKeys {
    */
   async run(claim: IdempotencyClaim | null, create: (take: TakeClaim | undefined) => Promise<Reply>, replay: (resourceId: string) => Promise<Reply | null>): Promise<Reply> {
     if (!claim) return create(undefined);
-    this.pruneNow();
+    this.prune.poke();
     try {
       return await create(this.take(claim));
     } catch (err) {
@@ -145,13 +154,5 @@ export class IdempotencyKeys {
       }
       return { ...again, headers: { ...again.headers, [REPLAYED_HEADER]: 'true' } };
     }
-  }
-
-  /** Drops keys past the TTL, at most once an hour per instance, off the request's path. */
-  private pruneNow(): void {
-    const now = this.clock.now();
-    if (now - this.lastPrune < PRUNE_EVERY_MS) return;
-    this.lastPrune = now;
-    this.sql.exec('DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(hours => $1)', [this.ttlHours]).catch((err: unknown) => this.log.warn({ err }, 'pruning idempotency keys failed'));
   }
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { RouteTable } from '../../../core/http/pipeline';
-import { checkedIdempotencyKey, requestFingerprint } from '../../identity';
-import { computeBody, computeExample } from '../../pricing';
+import { checkedIdempotencyKey } from '../../identity';
+import { callIdempotency, computeBody, computeExample } from '../../pricing';
 import type { ComputeService, DemoBudgetGuard } from '../../pricing';
 import { admitToolCall } from './admission';
 import type { McpTool } from './types';
@@ -30,7 +30,7 @@ export function computeTool(compute: ComputeService, demo: DemoBudgetGuard, rout
       // A retried tool call (after the 30 s timeout, which SPEC says to retry once) is answered, not charged again. The key
       // and fingerprint are POST /api/compute/price's: the same call retried over REST is the same call. The demo keeps none.
       const idempotency =
-        p && ctx.idempotencyKey !== undefined ? { key: checkedIdempotencyKey(ctx.idempotencyKey, '_meta.idempotency_key'), fingerprint: requestFingerprint({ route: 'compute.price', body: a }) } : undefined;
+        p && ctx.idempotencyKey !== undefined ? callIdempotency(checkedIdempotencyKey(ctx.idempotencyKey, '_meta.idempotency_key'), 'compute.price', a) : undefined;
       ctx.progress(0.5, 1, 'pricing');
       const r = await compute.compute({
         principal: p,

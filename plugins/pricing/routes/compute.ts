@@ -4,8 +4,9 @@ import { unavailableError } from '../../../core/http/middleware';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { Reply, RequestContext, RouteSpec } from '../../../core/http/route';
 import { validate } from '../../../core/validation';
-import { credentialOf, idempotencyKeyOf, requestFingerprint, requestRateOf } from '../../identity';
+import { credentialOf, idempotencyKeyOf, requestRateOf } from '../../identity';
 import * as s from '../schemas';
+import { callIdempotency } from '../services/compute';
 import type { ComputeCall, ComputeResult, ComputeService } from '../services/compute';
 
 interface PricedItem {
@@ -33,19 +34,16 @@ function callOf(ctx: RequestContext, operation: ComputeCall['operation'], item: 
     ...(opts.timed ? { startedAt: ctx.res.locals.startedAt as number | undefined } : {}),
     rateLimit: requestRateOf(ctx),
     idempotency: opts.idempotency,
-    // The route gives a keyed call's turn back after its reply (afterReply). Not a batch item's: two batches under one
-    // key would each hold some items' turns while waiting for the other's.
+    // The route gives a keyed call's turn back after its reply (afterReply). A batch item gives it back once priced:
+    // the batch's one reply would hold every item's turn for the whole batch.
     holdTurn: opts.idempotency !== undefined && operation !== 'batch_item',
   };
 }
 
-/**
- * A call's Idempotency-Key and what tells its retry from another request under it: the route and
- * the validated body (keys in any order).
- */
+/** A call's Idempotency-Key header, as callIdempotency keeps it; undefined without one. */
 function keyedCall(ctx: RequestContext, route: string, body: unknown): ComputeCall['idempotency'] {
   const key = idempotencyKeyOf(ctx.req);
-  return key === null ? undefined : { key, fingerprint: requestFingerprint({ route, body }) };
+  return key === null ? undefined : callIdempotency(key, route, body);
 }
 
 /**
@@ -110,7 +108,7 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
               // Throws the item's own validation error (issues relative to the item).
               const valid = item instanceof s.InvalidBatchItem ? validate(s.batchItem, item.raw, { where: 'body', example: s.batchExample.items[0] }) : item;
               // A space cannot occur in a key sent (printable ASCII without spaces): no single call's key is an item's.
-              const idempotency = batchKey === null ? undefined : { key: `${batchKey} ${index}`, fingerprint: requestFingerprint({ route: 'compute.batch', item: valid }) };
+              const idempotency = batchKey === null ? undefined : callIdempotency(`${batchKey} ${index}`, 'compute.batch', valid);
               const r = await compute.compute(callOf(ctx, 'batch_item', valid, { timed: false, idempotency }));
               // A replayed item was answered before: a reply that reaches nobody now leaves its record as it is.
               if (!r.body.idempotent_replay) {

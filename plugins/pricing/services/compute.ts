@@ -1,6 +1,6 @@
 import type { Request } from 'express';
 import type { Config } from '../../../config';
-import type { Reservation } from '../../../core/admission';
+import type { AdmissionRequest, Reservation } from '../../../core/admission';
 import { freeReservation } from '../../../core/admission';
 import { ApiError } from '../../../core/errors';
 import type { Channel, Principal } from '../../../core/auth';
@@ -9,7 +9,7 @@ import type { RouteTable } from '../../../core/http/pipeline';
 import type { RequestRate } from '../../identity';
 import type { PricingEngine, PriceOutcome, Preference, TraceStage } from '../../../engine';
 import { EngineError } from '../../../engine';
-import { identityOf, IDEMPOTENCY_HEADER, REPLAYED_HEADER } from '../../identity';
+import { identityOf, IDEMPOTENCY_HEADER, REPLAYED_HEADER, requestFingerprint } from '../../identity';
 import { callerFields, contextKeys, receipt, receiptOfRow, remaining } from '../../usage';
 import type { CallReplays, RecordedCall, RecordedEvent, UsageEventInput, UsageRecorder } from '../../usage';
 import { DEMO_WORKSPACE_ID } from '../migrations/0001-pricing-schema';
@@ -57,6 +57,17 @@ export interface ComputeResult {
 /** What differs between the usage events of one call's outcomes. */
 type UsageOutcome = Pick<UsageEventInput, 'status' | 'cost' | 'billable' | 'paidVia'> &
   Partial<Pick<UsageEventInput, 'errorCode' | 'functionId' | 'functionName' | 'strategy' | 'price' | 'currency' | 'confidence' | 'cached' | 'fallbackUsed' | 'networkEvidence'>> & { latencyMs: number };
+
+/**
+ * A priced call's Idempotency-Key, with what tells its retry from another call under the key: the
+ * route and the validated body. REST and MCP share it, so a call retried over either is the same.
+ */
+export function callIdempotency(key: string, route: string, body: unknown): NonNullable<ComputeCall['idempotency']> {
+  return { key, fingerprint: requestFingerprint({ route, body }) };
+}
+
+/** What admission knows a call as: a batch item is paid as part of its batch. */
+const admissionOperation = (call: ComputeCall): AdmissionRequest['operation'] => (call.operation === 'batch_item' ? 'batch' : call.operation);
 
 const ms = (from: number) => Math.round((performance.now() - from) * 1000) / 1000;
 
@@ -155,7 +166,7 @@ export class ComputeService {
     }
 
     let t = performance.now();
-    const reservation = call.reservation ?? (await this.hooks.admit({ operation: call.operation === 'batch_item' ? 'batch' : call.operation, principal: p, units: 1, req: call.req }));
+    const reservation = call.reservation ?? (await this.hooks.admit({ operation: admissionOperation(call), principal: p, units: 1, req: call.req }));
     if (!call.reservation) stages.push({ stage: 'admission', ms: ms(t), admitter: reservation.admitter, paid_via: reservation.paidVia });
 
     let outcome: PriceOutcome;
@@ -217,19 +228,26 @@ export class ComputeService {
     });
     // A reservation the caller brought is the caller's to settle.
     const settles = call.reservation ? null : reservation;
-    const fn = { id: outcome.fn.id, name: outcome.fn.name, built_in: outcome.fn.builtIn, execution_type: outcome.fn.executionType };
-    const method = {
-      confidence_factors: outcome.result.confidence_factors,
-      inputs_used: outcome.result.inputs_used,
-      notes: outcome.result.notes,
-      ...(outcome.result.details ? { details: outcome.result.details } : {}),
+    // The part of the answer a retry with the key is given again.
+    const answer = {
+      price: outcome.result.price,
+      currency: outcome.result.currency,
+      confidence: outcome.result.confidence,
+      function: { id: outcome.fn.id, name: outcome.fn.name, built_in: outcome.fn.builtIn, execution_type: outcome.fn.executionType },
+      strategy: outcome.strategy,
+      method: {
+        confidence_factors: outcome.result.confidence_factors,
+        inputs_used: outcome.result.inputs_used,
+        notes: outcome.result.notes,
+        ...(outcome.result.details ? { details: outcome.result.details } : {}),
+      },
     };
     const chosen = { id: outcome.fn.id, name: outcome.fn.name };
     const cache = outcome.cached ? 'hit' : outcome.stages.some((s) => s.stage === 'cache' && s.disabled) ? 'disabled' : 'miss';
     let recorded: RecordedEvent;
     if (keyed) {
       // What a retry with the key answers: the answer but for what the replay rebuilds.
-      const response = { price: outcome.result.price, currency: outcome.result.currency, confidence: outcome.result.confidence, function: fn, strategy: outcome.strategy, method, trace: { chosen_function: chosen, fallback_used: outcome.fallbackUsed, cache, attempts: outcome.attempts }, request_id: call.requestId };
+      const response = { ...answer, trace: { chosen_function: chosen, fallback_used: outcome.fallbackUsed, cache, attempts: outcome.attempts }, request_id: call.requestId };
       const claimed = await this.recorder.recordAndSettle(usageEvent, settles, () => callerGone(call.req), { key: keyed.key, fingerprint: keyed.fingerprint, response });
       if (!claimed) {
         // Another call with this key was recorded first (concurrently): this one is not charged, and answers that one.
@@ -250,12 +268,7 @@ export class ComputeService {
     const total = call.startedAt !== undefined ? ms(call.startedAt) : ms(t0);
     const functionMs = stages.filter((s) => s.stage === 'execute').reduce((sum, s) => sum + s.ms, 0);
     const body: Record<string, unknown> = {
-      price: outcome.result.price,
-      currency: outcome.result.currency,
-      confidence: outcome.result.confidence,
-      function: fn,
-      strategy: outcome.strategy,
-      method,
+      ...answer,
       trace: {
         stages,
         chosen_function: chosen,
@@ -323,7 +336,7 @@ export class ComputeService {
       receipt: receiptOfRow(this.publicUrl(), first.event, p),
       idempotent_replay: { first_request_id: firstRequestId, recorded_at: first.event.created_at.toISOString() },
     };
-    const standing = await this.hooks.standing({ operation: call.operation === 'batch_item' ? 'batch' : call.operation, principal: p, req: call.req });
+    const standing = await this.hooks.standing({ operation: admissionOperation(call), principal: p, req: call.req });
     const left = remaining(p, { ...freeReservation(), ...(standing ? { remaining: standing } : {}) }, call.rateLimit);
     if (left) body.remaining = left;
     return { body, headers: { [REPLAYED_HEADER]: 'true' }, usageEventId: first.event.id, reservation: null };

@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import type { Clock } from '../../../core/clock';
-import type { Sql } from '../../../core/db/sql';
+import { PeriodicTask } from '../../../core/periodic-task';
 import type { Logger } from '../../../core/logger';
 import { EVENT_COLUMNS } from './event-view';
 import type { EventRow } from './event-view';
@@ -34,16 +34,23 @@ export interface RecordedCall {
  * IDEMPOTENCY_KEY_TTL_H hours; only a charged call holds it.
  */
 export class CallReplays {
-  private lastPrune = 0;
+  /** Drops keys past the TTL, at most once an hour per instance, off the request's path. */
+  private readonly prune: PeriodicTask;
 
   constructor(
-    private readonly sql: Sql,
-    /** Straight to node-postgres with a prepared statement: a keyed call pays this lookup on its path. */
+    /** Straight to node-postgres with prepared statements: a keyed call pays these on its path. */
     private readonly pool: Pool,
-    private readonly clock: Clock,
-    private readonly log: Logger,
+    clock: Clock,
+    log: Logger,
     readonly ttlHours: number,
-  ) {}
+  ) {
+    this.prune = new PeriodicTask(
+      clock,
+      PRUNE_EVERY_MS,
+      () => pool.query('DELETE FROM compute_idempotency_keys WHERE created_at < now() - make_interval(hours => $1::int)', [ttlHours]),
+      (err) => log.warn({ err }, 'pruning the idempotency keys of priced calls failed'),
+    );
+  }
 
   /**
    * The call recorded in the workspace under `key` within the TTL, or null. A call since recorded
@@ -51,13 +58,13 @@ export class CallReplays {
    * priced afresh, once.
    */
   async find(workspaceId: string, key: string): Promise<RecordedCall | null> {
-    this.pruneNow();
+    this.prune.poke();
     const res = await this.pool.query<EventRow & { claim_fingerprint: string; claim_response: Record<string, unknown> }>({ ...FIND, values: [workspaceId, key, this.ttlHours] });
     const row = res.rows[0];
     if (!row) return null;
     const { claim_fingerprint: fingerprint, claim_response: response, ...event } = row;
     if (event.error_code === 'not_delivered') {
-      await this.sql.exec('DELETE FROM compute_idempotency_keys WHERE workspace_id = $1 AND key = $2 AND usage_event_id = $3', [workspaceId, key, event.id]);
+      await this.pool.query('DELETE FROM compute_idempotency_keys WHERE workspace_id = $1 AND key = $2 AND usage_event_id = $3', [workspaceId, key, event.id]);
       return null;
     }
     return { fingerprint, response, event };
@@ -72,13 +79,5 @@ export class CallReplays {
   async markReplayed(workspaceId: string, key: string, usageEventId: string): Promise<boolean> {
     const res = await this.pool.query({ ...MARK_REPLAYED, values: [workspaceId, key, usageEventId] });
     return (res.rowCount ?? 0) > 0;
-  }
-
-  /** Drops keys past the TTL, at most once an hour per instance, off the request's path. */
-  private pruneNow(): void {
-    const now = this.clock.now();
-    if (now - this.lastPrune < PRUNE_EVERY_MS) return;
-    this.lastPrune = now;
-    this.sql.exec('DELETE FROM compute_idempotency_keys WHERE created_at < now() - make_interval(hours => $1)', [this.ttlHours]).catch((err: unknown) => this.log.warn({ err }, 'pruning the idempotency keys of priced calls failed'));
   }
 }

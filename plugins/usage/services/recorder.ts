@@ -5,7 +5,7 @@ import type { ApiError } from '../../../core/errors';
 import { newSortableId } from '../../../core/ids';
 import type { Logger } from '../../../core/logger';
 import { isValueRefusal, mayHaveCommitted } from '../../../core/db/failures';
-import { MARK_NOT_DELIVERED, UndeliveredMarks } from './undelivered-marks';
+import { MARK_NOT_DELIVERED, NOT_REPLAYED, UndeliveredMarks, lockingKeysOf } from './undelivered-marks';
 import { UNSTORABLE_ESCAPE, storableText } from '../../../core/storable-text';
 
 export { storableText } from '../../../core/storable-text';
@@ -142,17 +142,11 @@ const CLAIMED_ONLY = ' WHERE NOT (r->>0 = ANY($4::text[])) OR (r->>0) IN (SELECT
 /**
  * Written when an insert's outcome is unknown: the same rows as not delivered, turning a row that
  * did commit into one (see UndeliveredMarks). A row written this way carries the time its insert
- * failed, so it lands in its call's day and not in the day the database came back. As
- * MARK_NOT_DELIVERED does, it locks the rows' idempotency keys first: a call replayed to a retry
- * meanwhile reached a caller and stays as it is; the key of one not replayed is let go.
+ * failed, so it lands in its call's day and not in the day the database came back. Its keys are
+ * locked first, as for MARK_NOT_DELIVERED (lockingKeysOf).
  */
-const UPSERT_UNDELIVERED = `WITH keys AS (
-  SELECT usage_event_id, replayed_at FROM compute_idempotency_keys WHERE usage_event_id IN (SELECT r->>0 FROM jsonb_array_elements($1::jsonb) AS r) FOR UPDATE
-), freed AS (
-  DELETE FROM compute_idempotency_keys WHERE usage_event_id IN (SELECT usage_event_id FROM keys WHERE replayed_at IS NULL)
-)
-${insertOf([...COLUMNS, ['created_at', 'timestamptz']])} ON CONFLICT (id) DO UPDATE SET status = 'error', error_code = 'not_delivered', billable = false, cost = 0
-  WHERE usage_events.id NOT IN (SELECT usage_event_id FROM keys WHERE replayed_at IS NOT NULL)`;
+const UPSERT_UNDELIVERED = `${lockingKeysOf('usage_event_id IN (SELECT r->>0 FROM jsonb_array_elements($1::jsonb) AS r)')}${insertOf([...COLUMNS, ['created_at', 'timestamptz']])}
+  ON CONFLICT (id) DO UPDATE SET status = 'error', error_code = 'not_delivered', billable = false, cost = 0 WHERE usage_events.id ${NOT_REPLAYED}`;
 
 /**
  * The same with synchronous_commit off for this statement's own transaction only (set_config with

@@ -19,14 +19,27 @@ export interface UndeliveredMarksOptions {
 
 const MAX_RETRY_MS = 30_000;
 
-/** Marks committed events not delivered: not billable, cost 0. */
-export const MARK_NOT_DELIVERED = `WITH keys AS (
-  SELECT usage_event_id, replayed_at FROM compute_idempotency_keys WHERE usage_event_id = ANY($1) FOR UPDATE
+/**
+ * The head of a statement marking events not delivered (`events` selects their key rows): their
+ * idempotency keys are locked first, which orders the mark against a replay on any instance. A
+ * call replayed meanwhile reached a caller and is left as it is (NOT_REPLAYED); the key of one not
+ * replayed is let go, so its retry is priced afresh.
+ */
+export function lockingKeysOf(events: string): string {
+  return `WITH keys AS (
+  SELECT usage_event_id, replayed_at FROM compute_idempotency_keys WHERE ${events} FOR UPDATE
 ), freed AS (
   DELETE FROM compute_idempotency_keys WHERE usage_event_id IN (SELECT usage_event_id FROM keys WHERE replayed_at IS NULL)
 )
-UPDATE usage_events SET status = 'error', error_code = 'not_delivered', billable = false, cost = 0
- WHERE id = ANY($1) AND id NOT IN (SELECT usage_event_id FROM keys WHERE replayed_at IS NOT NULL)`;
+`;
+}
+
+/** The events a mark may change: none whose call was replayed. */
+export const NOT_REPLAYED = 'NOT IN (SELECT usage_event_id FROM keys WHERE replayed_at IS NOT NULL)';
+
+/** Marks committed events not delivered: not billable, cost 0. */
+export const MARK_NOT_DELIVERED = `${lockingKeysOf('usage_event_id = ANY($1)')}UPDATE usage_events SET status = 'error', error_code = 'not_delivered', billable = false, cost = 0
+ WHERE id = ANY($1) AND id ${NOT_REPLAYED}`;
 
 /**
  * Usage events whose answer never reached the caller and that must end not billable, kept until

@@ -9,6 +9,15 @@ import { createKey, registerSandbox, signUp } from '../../support/world';
 type Body = Record<string, any>;
 const priced = { context: { unit_cost: 4, target_margin: 0.3, currency: 'USD' }, function_id: 'fn_builtin_cost_plus' };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const lenient = { limits: { rateLimit: { perWorkspacePerMinute: 100_000, perAddressPerMinute: 100_000, failedAuthPerAddressPer15Min: 100_000 } } };
+
+/** Makes each mark of an event as not delivered take 1.5 s, as a slow database would: the window a retry races. */
+async function slowNotDeliveredMarks(svc: TestService, name: string): Promise<void> {
+  await svc.sequelize.query(`CREATE FUNCTION ${name}() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(1.5); RETURN NEW; END $$ LANGUAGE plpgsql`);
+  await svc.sequelize.query(
+    `CREATE TRIGGER ${name} BEFORE UPDATE ON usage_events FOR EACH ROW WHEN (NEW.error_code = 'not_delivered' AND OLD.error_code IS DISTINCT FROM 'not_delivered') EXECUTE FUNCTION ${name}()`,
+  );
+}
 
 /**
  * Idempotency-Key races found in review: a retry sent while the first call with its key is still in
@@ -19,7 +28,7 @@ describe('compute idempotency: a retry that races a call whose caller left', fun
   this.timeout(60_000);
   let svc: TestService;
   before(async () => {
-    svc = await startTestService({ config: { limits: { rateLimit: { perWorkspacePerMinute: 100_000, perAddressPerMinute: 100_000, failedAuthPerAddressPer15Min: 100_000 } } } });
+    svc = await startTestService({ config: lenient });
   });
   after(() => svc.close());
 
@@ -46,9 +55,8 @@ describe('compute idempotency: a retry sent between a keyed call\'s write and it
   this.timeout(60_000);
   let svc: TestService;
   before(async () => {
-    svc = await startTestService({ config: { limits: { rateLimit: { perWorkspacePerMinute: 100_000, perAddressPerMinute: 100_000, failedAuthPerAddressPer15Min: 100_000 } } } });
-    await svc.sequelize.query(`CREATE FUNCTION slow_mark_for_test() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(1.5); RETURN NEW; END $$ LANGUAGE plpgsql`);
-    await svc.sequelize.query(`CREATE TRIGGER slow_mark_for_test BEFORE UPDATE ON usage_events FOR EACH ROW WHEN (NEW.error_code = 'not_delivered' AND OLD.error_code IS DISTINCT FROM 'not_delivered') EXECUTE FUNCTION slow_mark_for_test()`);
+    svc = await startTestService({ config: lenient });
+    await slowNotDeliveredMarks(svc, 'slow_mark_for_test');
   });
   after(() => svc.close());
 
@@ -98,9 +106,8 @@ describe('compute idempotency: a retry sent while the pipeline marks a keyed cal
   this.timeout(60_000);
   let svc: TestService;
   before(async () => {
-    svc = await startTestService({ config: { limits: { rateLimit: { perWorkspacePerMinute: 100_000, perAddressPerMinute: 100_000, failedAuthPerAddressPer15Min: 100_000 } } } });
-    await svc.sequelize.query(`CREATE FUNCTION slow_late_mark_for_test() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(1.5); RETURN NEW; END $$ LANGUAGE plpgsql`);
-    await svc.sequelize.query(`CREATE TRIGGER slow_late_mark_for_test BEFORE UPDATE ON usage_events FOR EACH ROW WHEN (NEW.error_code = 'not_delivered' AND OLD.error_code IS DISTINCT FROM 'not_delivered') EXECUTE FUNCTION slow_late_mark_for_test()`);
+    svc = await startTestService({ config: lenient });
+    await slowNotDeliveredMarks(svc, 'slow_late_mark_for_test');
   });
   after(() => svc.close());
 
@@ -124,12 +131,10 @@ describe('compute idempotency: a retry on another instance while the first insta
   this.timeout(60_000);
   let one: TestService;
   let two: TestService;
-  const config = { limits: { rateLimit: { perWorkspacePerMinute: 100_000, perAddressPerMinute: 100_000, failedAuthPerAddressPer15Min: 100_000 } } };
   before(async () => {
-    one = await startTestService({ config });
-    two = await startTestService({ config, databaseUrl: one.databaseUrl });
-    await one.sequelize.query(`CREATE FUNCTION slow_cross_mark_for_test() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(1.5); RETURN NEW; END $$ LANGUAGE plpgsql`);
-    await one.sequelize.query(`CREATE TRIGGER slow_cross_mark_for_test BEFORE UPDATE ON usage_events FOR EACH ROW WHEN (NEW.error_code = 'not_delivered' AND OLD.error_code IS DISTINCT FROM 'not_delivered') EXECUTE FUNCTION slow_cross_mark_for_test()`);
+    one = await startTestService({ config: lenient });
+    two = await startTestService({ config: lenient, databaseUrl: one.databaseUrl });
+    await slowNotDeliveredMarks(one, 'slow_cross_mark_for_test');
   });
   after(async () => {
     await two.close();
