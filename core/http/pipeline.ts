@@ -53,14 +53,23 @@ export interface PipelineDeps {
  * bad request on a raw one; the reader's other refusals (too large, unknown encoding, cut short)
  * keep theirs.
  */
+/**
+ * Reads the body; a body refused while read (too large, undecodable) is kept for the route handler
+ * to throw after the guards, so the refusal counts and carries the rate and budget headers like
+ * any other answer of the route (the demo's budget headers are promised on every answer).
+ */
 function bodyReader(rawBody: RequestHandler, route: RouteSpec): RequestHandler {
   return (req, res, next) => {
     void rawBody(req, res, (err?: unknown) => {
       const e = err as { type?: string; status?: number; message?: string } | undefined;
-      if (!e || e.type !== undefined || e.status !== 400) return next(err);
-      const encoding = req.headers['content-encoding'] ?? 'identity';
-      const what = `Request body could not be decoded as Content-Encoding ${encoding} (${e.message ?? 'bad stream'}).`;
-      next(route.body ? invalidJson(route, what) : new ApiError('bad_request', what, { hint: 'Send the body uncompressed, or compressed whole with the encoding you name.' }));
+      if (!e) return next();
+      if (e.type !== undefined || e.status !== 400) res.locals.bodyRefusal = err;
+      else {
+        const encoding = req.headers['content-encoding'] ?? 'identity';
+        const what = `Request body could not be decoded as Content-Encoding ${encoding} (${e.message ?? 'bad stream'}).`;
+        res.locals.bodyRefusal = route.body ? invalidJson(route, what) : new ApiError('bad_request', what, { hint: 'Send the body uncompressed, or compressed whole with the encoding you name.' });
+      }
+      next();
     });
   };
 }
@@ -138,6 +147,7 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
       // Guards (request rates, budgets) before authorization: a refused request counts and carries the
       // rate headers too, one without a credential (counted for its address) or with the wrong kind included.
       for (const g of hooks.guards) await g.run(ctx);
+      if (res.locals.bodyRefusal !== undefined) throw res.locals.bodyRefusal;
       if (!principal && policy !== 'public' && (policy === 'required' || hooks.credentialSent(req))) throw hooks.unauthorized(route, 'missing', { req, principal });
       if (principal && route.accepts && !route.accepts.includes(principal.kind)) throw hooks.unauthorized(route, 'wrong_kind', { req, principal });
       if (principal) {

@@ -119,6 +119,17 @@ describe('identity: request rate limits and the failed-credential guard', () => 
     expect(res.body.limit).to.deep.equal({ scope: 'workspace', requests_per_minute: 5 });
   });
 
+  it('counts a body refused as too large, and puts the rate headers on its 413', async () => {
+    const ip = '192.0.2.13';
+    const sandbox = await register(svc.url);
+    const headers = from(ip, { 'x-api-key': sandbox.api_key.key, 'content-type': 'application/json' });
+    const before = expectRateLimitHeaders(await api.get('/api/me', from(ip, { 'x-api-key': sandbox.api_key.key })), 'before');
+    const large = await api.raw('POST', '/api/compute/price', { rawBody: JSON.stringify({ context: { note: 'x'.repeat(1_100_000) } }), headers });
+    expect(large.status, large.text).to.equal(413);
+    expect(large.body.code).to.equal('payload_too_large');
+    expect(expectRateLimitHeaders(large, '413').remaining).to.equal(before.remaining - 1);
+  });
+
   it('counts a valid credential of the wrong kind for the route and puts the rate headers on its 401', async () => {
     const ip = '192.0.2.19';
     const sandbox = await register(svc.url);

@@ -791,6 +791,33 @@ describe('keyless demo', function () {
     expect(rows).to.have.length(2);
   });
 
+  it('carries the budget headers on a body refused while read (413 too large, undecodable encoding), counting it like a validation error', async () => {
+    const small = await startTestService({ config: { limits: { demo: { callsPerHour: 3 } }, server: { bodyLimitBytes: 2048 } } });
+    try {
+      const api = client(small.url);
+      const large = await api.raw('POST', '/api/public/compute/demo', { rawBody: JSON.stringify({ context: { current_price: 1, note: 'x'.repeat(4000) } }), headers: { 'content-type': 'application/json' } });
+      expect(large.status, large.text).to.equal(413);
+      expect(large.body.code).to.equal('payload_too_large');
+      expect(large.body.limit).to.deep.equal({ body_bytes: 2048 });
+      expect(large.headers.get('x-demo-budget-limit')).to.equal('3');
+      expect(large.headers.get('x-demo-budget-remaining')).to.equal('2');
+      expect(Date.parse(large.headers.get('x-demo-budget-reset') ?? '')).to.be.greaterThan(Date.now());
+      const garbled = await api.raw('POST', '/api/public/compute/demo', { rawBody: 'not gzip at all', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } });
+      expect(garbled.status, garbled.text).to.equal(400);
+      expect(garbled.body.code).to.equal('invalid_json');
+      expect(garbled.headers.get('x-demo-budget-remaining')).to.equal('1');
+      const ok = await api.post<Record<string, any>>('/api/public/compute/demo', { context: { current_price: 2 } });
+      expect(ok.status).to.equal(200);
+      expect(ok.headers.get('x-demo-budget-remaining')).to.equal('0');
+      // Spent: the next refused body is the budget's 429, not a 413 that would let it go on counting nothing.
+      const over = await api.raw('POST', '/api/public/compute/demo', { rawBody: JSON.stringify({ context: { note: 'x'.repeat(4000) } }), headers: { 'content-type': 'application/json' } });
+      expect(over.status).to.equal(429);
+      expect(over.headers.get('x-demo-budget-remaining')).to.equal('0');
+    } finally {
+      await small.close();
+    }
+  });
+
   it("keeps an address's hourly budget across a restart without Redis: a new instance counts the demo calls the hour recorded", async () => {
     const from = { 'x-forwarded-for': '198.51.100.77' };
     for (let i = 1; i <= 2; i++) expect((await client(svc.url, from).post('/api/public/compute/demo', { context: { current_price: i } })).status, `call ${i}`).to.equal(200);
