@@ -281,7 +281,7 @@ export class ComputeService {
       },
       // The demo charges nothing, whichever function answers: there is nothing to have saved.
       ...(outcome.savings && !demo ? { savings: outcome.savings } : {}),
-      next_actions: this.nextActionsOf(call, usageEventId, outcome.result.price, hasDefaultPolicy),
+      next_actions: this.nextActionsOf(call, usageEventId, outcome.result.price, outcome.strategy, hasDefaultPolicy),
       receipt: receipt(this.publicUrl(), recorded, usageEvent, p),
     };
     const left = remaining(p, reservation, call.rateLimit);
@@ -289,10 +289,11 @@ export class ComputeService {
     return { body, headers: reservation.headers ?? {}, usageEventId, reservation: settles };
   }
 
-  private nextActionsOf(call: ComputeCall, usageEventId: string, price: string, hasDefaultPolicy: boolean) {
+  private nextActionsOf(call: ComputeCall, usageEventId: string, price: string, strategy: string, hasDefaultPolicy: boolean) {
     return nextActions(call.principal, this.routes, this.config.limits.nextActionsMax, {
       usageEventId,
       price,
+      strategy,
       context: call.context,
       sandboxCallsPerDay: this.config.limits.sandbox.computeCallsPerDay,
       inBatch: call.operation === 'batch_item',
@@ -316,7 +317,7 @@ export class ComputeService {
     }
     // Its answer now reaches a caller: a not-delivered mark arriving later (from any instance) leaves it charged.
     if (!(await this.replays.markReplayed(p.workspaceId, call.idempotency.key, first.event.id))) return null;
-    const { request_id: firstRequestId, trace, ...answer } = first.response as { request_id: string; trace: Record<string, unknown>; price: string };
+    const { request_id: firstRequestId, trace, ...answer } = first.response as { request_id: string; trace: Record<string, unknown>; price: string; strategy: string };
     stages.push({ stage: 'idempotent_replay', ms: ms(t0), usage_event_id: first.event.id, first_request_id: firstRequestId });
     const total = call.startedAt !== undefined ? ms(call.startedAt) : ms(t0);
     const hasDefaultPolicy = (await this.policies.defaultFor(p.workspaceId)) !== null;
@@ -332,7 +333,7 @@ export class ComputeService {
         overhead_ms: total,
         total_ms: total,
       },
-      next_actions: this.nextActionsOf(call, first.event.id, answer.price, hasDefaultPolicy),
+      next_actions: this.nextActionsOf(call, first.event.id, answer.price, answer.strategy, hasDefaultPolicy),
       receipt: receiptOfRow(this.publicUrl(), first.event, p),
       idempotent_replay: { first_request_id: firstRequestId, recorded_at: first.event.created_at.toISOString() },
     };

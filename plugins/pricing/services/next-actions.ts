@@ -8,7 +8,7 @@ export interface NextAction {
   method: string;
   path: string;
   reason: string;
-  example?: unknown;
+  example: unknown;
 }
 
 interface Candidate extends NextAction {
@@ -31,10 +31,10 @@ export function mayCall(principal: Principal | null, route: RouteSpec | undefine
 }
 
 /**
- * At most `max` requests the caller may make next, each with a reason and an example body; only
- * routes the caller's credential is allowed to call are offered.
+ * At most `max` requests the caller may make next, each with a reason and an example body (so only
+ * requests that take one); only routes the caller's credential is allowed to call are offered.
  */
-export function nextActions(principal: Principal | null, routes: RouteTable, max: number, ctx: { usageEventId: string | null; price: string; context: Record<string, unknown>; sandboxCallsPerDay: number; inBatch?: boolean; hasDefaultPolicy?: boolean }): NextAction[] {
+export function nextActions(principal: Principal | null, routes: RouteTable, max: number, ctx: { usageEventId: string | null; price: string; context: Record<string, unknown>; sandboxCallsPerDay: number; strategy: string; inBatch?: boolean; hasDefaultPolicy?: boolean }): NextAction[] {
   const candidates: Candidate[] = [
     {
       route: 'usage.outcome',
@@ -73,11 +73,14 @@ export function nextActions(principal: Principal | null, routes: RouteTable, max
       when: () => !ctx.hasDefaultPolicy,
     },
     {
-      route: 'functions.list',
-      action: 'list_functions',
-      method: 'GET',
-      path: '/api/functions',
-      reason: 'See the functions you can route to and their cost and latency.',
+      route: 'compute.price',
+      action: 'price_cheapest',
+      method: 'POST',
+      path: '/api/compute/price',
+      reason: 'Price the same context with the cheapest function that can (a priced call like this one); its trace lists every candidate with its cost.',
+      example: { context: ctx.context, routing_preference: 'cheapest' },
+      // Offered to a call the router did not already route by cost.
+      when: () => ctx.strategy !== 'cheapest',
     },
     {
       route: 'demo.verify',

@@ -160,11 +160,16 @@ describe('compute API', function () {
     };
     expect(await actions(full)).to.include('set_routing_policy');
     // POST /api/routing-policies needs full access: a compute-only key would get 403 following it.
-    expect(await actions(computeOnly)).to.not.include('set_routing_policy');
+    const computeOnlyActions = await actions(computeOnly);
+    expect(computeOnlyActions).to.not.include('set_routing_policy');
+    // Routed by the default policy (not by cost): the cheapest route is offered in its place.
+    expect(computeOnlyActions).to.include('price_cheapest');
     expect((await computeOnly.post('/api/routing-policies', { name: 'x', strategy: 'cheapest' })).status).to.equal(403);
-    // A workspace with a default policy is not offered an example that would replace it.
+    // A workspace with a default policy is not offered an example that would replace it, and one routing by cost not the cheapest route.
     expect((await full.post('/api/routing-policies', { name: 'mine', strategy: 'cheapest', is_default: true })).status).to.equal(201);
-    expect(await actions(full)).to.not.include('set_routing_policy');
+    const routedByCost = await actions(full);
+    expect(routedByCost).to.not.include('set_routing_policy');
+    expect(routedByCost).to.not.include('price_cheapest');
     const batch = await full.post<Record<string, any>>('/api/compute/batch', { items: [{ context: { current_price: 19 } }] });
     expect(batch.status, batch.text).to.equal(200);
     const itemActions = (batch.body.items[0].result.next_actions as Array<{ action: string }>).map((a) => a.action);
@@ -183,30 +188,33 @@ describe('compute API', function () {
     expect(names).to.include('verify_price');
     expect(names).to.not.include('price_in_batch');
     expect(names).to.not.include('set_routing_policy');
+    expect(names).to.deep.equal(['verify_price', 'price_cheapest']);
     for (const a of actions) {
+      expect(a, `${a.action} carries an example body`).to.have.property('example');
       const followed = await api.raw(a.method, a.path, a.example === undefined ? {} : { body: a.example });
       expect(followed.status, `${a.action} ${a.method} ${a.path}: ${followed.text}`).to.not.equal(403);
       expect(followed.status, `${a.action} ${a.method} ${a.path}: ${followed.text}`).to.be.within(200, 299);
     }
   });
 
-  it('gives every offered action that takes a body an example its path accepts from the same key (report_outcome, verify_price, price_in_batch, set_routing_policy)', async () => {
+  it('gives every offered action an example body its path accepts from the same key (report_outcome, verify_price, price_in_batch, set_routing_policy, price_cheapest)', async () => {
     const owner = await signUp(svc, 'action-examples');
     const api = client(svc.url, { 'x-api-key': (await createKey(svc, owner, { name: 'full' })).key });
     const followed = new Set<string>();
     // With a product_type: report_outcome, verify_price, price_in_batch; without one (and no default policy yet): report_outcome, price_in_batch, set_routing_policy.
-    for (const context of [{ product_type: 'example-widget', current_price: 10 }, { current_price: 11 }]) {
-      const res = await api.post<Record<string, any>>('/api/compute/price', { context });
+    // Then, with the default policy set_routing_policy's example made, a call pinned to a function (explicit): report_outcome, price_in_batch, price_cheapest.
+    for (const body of [{ context: { product_type: 'example-widget', current_price: 10 } }, { context: { current_price: 11 } }, { context: { current_price: 12 }, function_id: 'fn_builtin_anchored' }]) {
+      const res = await api.post<Record<string, any>>('/api/compute/price', body);
       expect(res.status, res.text).to.equal(200);
       for (const a of res.body.next_actions as Array<{ action: string; method: string; path: string; example?: unknown }>) {
-        if (a.method === 'GET') continue;
+        expect(a.method, `${a.action} is a request with a body`).to.not.equal('GET');
         expect(a, `${a.action} carries an example`).to.have.property('example');
         const r = await api.raw(a.method, a.path, { body: a.example });
         expect(r.status, `${a.action} ${a.method} ${a.path} ${JSON.stringify(a.example)}: ${r.text}`).to.be.within(200, 299);
         followed.add(a.action);
       }
     }
-    expect([...followed]).to.include.members(['report_outcome', 'verify_price', 'price_in_batch', 'set_routing_policy']);
+    expect([...followed]).to.include.members(['report_outcome', 'verify_price', 'price_in_batch', 'set_routing_policy', 'price_cheapest']);
   });
 
   it('keeps every field it ever published (response compatibility)', async () => {
