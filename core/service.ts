@@ -22,7 +22,7 @@ import { EventBus } from './events';
 import { Hooks } from './hooks';
 import { errorHandler, notFound, refuseWhileStopping, requestContext } from './http/middleware';
 import { RouteTable, appMessageClasses, dispatchDirect, mountRoutes, targetPath } from './http/pipeline';
-import { createKvStore } from './kv';
+import { createKvStore, RedisKvStore } from './kv';
 import type { KvStore } from './kv';
 import { createLogger } from './logger';
 import type { Logger } from './logger';
@@ -127,6 +127,11 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
 
     const kv = createKvStore(config.redis.url, config.redis.keyPrefix, clock, log.child({ component: 'kv' }), { commandTimeoutMs: config.redis.commandTimeoutMs });
     cleanups.push(() => kv.close());
+    // Commands are not queued while the first connection is made (core/kv/redis.ts). Without Redis at
+    // start the key cache could not hear revocations from other instances: the start fails, to be retried.
+    if (kv instanceof RedisKvStore && !(await kv.connected(config.redis.connectWaitMs))) {
+      throw new Error(`Redis at REDIS_URL did not answer within REDIS_CONNECT_WAIT_MS (${config.redis.connectWaitMs} ms); start the service again once it is reachable.`);
+    }
     const metrics = new Metrics();
     const hooks = new Hooks();
     const events = new EventBus(log);

@@ -74,7 +74,10 @@ export class RedisKvStore implements KvStore {
     private readonly log: Logger = createLogger('warn'),
     private readonly opts: RedisKvOptions = {},
   ) {
-    const client = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true, commandTimeout: opts.commandTimeoutMs });
+    // No offline queue and no resending after a reconnect: a command that failed its caller (a 503
+    // answered) must not run later, when Redis is back, and count a call nobody was served for.
+    // While the connection is down, commands fail at once rather than waiting out the timeout.
+    const client = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: false, autoResendUnfulfilledCommands: false, commandTimeout: opts.commandTimeoutMs });
     client.defineCommand('pcsIncr', { numberOfKeys: 1, lua: INCR_WITH_EXPIRY });
     client.defineCommand('pcsIncrIfPresent', { numberOfKeys: 1, lua: INCR_IF_PRESENT });
     client.defineCommand('pcsRateLimit', { numberOfKeys: 2, lua: RATE_LIMIT });
@@ -191,7 +194,8 @@ export class RedisKvStore implements KvStore {
    */
   private subscriberConnection(): Redis {
     if (this.subscriber) return this.subscriber;
-    const subscriber = this.client.duplicate({ commandTimeout: undefined, autoResubscribe: false });
+    // SUBSCRIBE may wait for the connection (it counts nothing, and is sent again on every ready anyway).
+    const subscriber = this.client.duplicate({ commandTimeout: undefined, autoResubscribe: false, enableOfflineQueue: true });
     subscriber.on('error', (err: unknown) => this.log.warn({ err }, 'key-value subscriber connection failed'));
     subscriber.on('message', (ch: string, msg: string) => {
       for (const h of this.handlers.get(ch) ?? []) h(msg);
@@ -239,6 +243,26 @@ export class RedisKvStore implements KvStore {
         await this.sendBounded(subscriber.unsubscribe(full));
       }
     };
+  }
+
+  /**
+   * Resolves true once the command connection is ready, or false after `ms`: without an offline
+   * queue, a command sent while the first connection is still being made would fail.
+   */
+  async connected(ms: number): Promise<boolean> {
+    if (this.client.status === 'ready') return true;
+    let onReady: (() => void) | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await new Promise<boolean>((resolve) => {
+        onReady = () => resolve(true);
+        this.client.once('ready', onReady);
+        timer = setTimeout(() => resolve(false), ms);
+      });
+    } finally {
+      clearTimeout(timer);
+      if (onReady) this.client.off('ready', onReady);
+    }
   }
 
   async ping(): Promise<void> {

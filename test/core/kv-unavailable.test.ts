@@ -112,13 +112,32 @@ describe('key-value store unavailable: Redis frozen or down', function () {
     });
   });
 
+  it('a service does not start without Redis: the start fails after REDIS_CONNECT_WAIT_MS naming it', async () => {
+    await redis.stop();
+    try {
+      const started = Date.now();
+      const failed = await startTestService({ env: { REDIS_URL: redis.url, REDIS_CONNECT_WAIT_MS: '300' } }).then(
+        async (svc) => {
+          await svc.close();
+          return null;
+        },
+        (err: unknown) => err,
+      );
+      expect(String(failed)).to.match(/Redis at REDIS_URL did not answer within REDIS_CONNECT_WAIT_MS \(300 ms\)/);
+      expect(Date.now() - started).to.be.lessThan(15_000);
+    } finally {
+      await redis.start();
+    }
+  });
+
   describe('RedisKvStore', () => {
     const clock = new ManualClock(Date.parse('2026-03-01T00:00:00Z'));
     const log = createLogger('silent');
     const stores: RedisKvStore[] = [];
-    const open = (url: string, commandTimeoutMs: number, prefix = `pcs-outage-${randomToken(6)}:`) => {
+    const open = async (url: string, commandTimeoutMs: number, prefix = `pcs-outage-${randomToken(6)}:`) => {
       const store = new RedisKvStore(url, prefix, clock, log, { commandTimeoutMs });
       stores.push(store);
+      expect(await store.connected(5000), 'connected').to.equal(true);
       return store;
     };
     afterEach(async () => {
@@ -126,7 +145,7 @@ describe('key-value store unavailable: Redis frozen or down', function () {
     });
 
     it('fails a command with KvUnavailableError within the command timeout while Redis is frozen or down; a command Redis refuses is not an outage', async () => {
-      const kv = open(redis.url, 200);
+      const kv = await open(redis.url, 200);
       await kv.set('word', 'not-a-number');
       const refused = await kv.incr('word').catch((err: unknown) => err);
       expect(refused).to.be.instanceOf(RangeError);
@@ -153,10 +172,32 @@ describe('key-value store unavailable: Redis frozen or down', function () {
       expect(value).to.equal(null);
     });
 
+    it('a count refused while Redis is down is not applied later: it fails at once, and nothing queued runs when Redis is back', async () => {
+      const kv = await open(redis.url, 200);
+      expect(await kv.incr('calls', 1, 60_000)).to.equal(1);
+      await redis.stop();
+      try {
+        const started = Date.now();
+        for (let i = 0; i < 3; i++) expect(await kv.incr('calls', 1, 60_000).catch((err: unknown) => err)).to.be.instanceOf(KvUnavailableError);
+        expect(Date.now() - started, 'failed at once, not at the command timeout each').to.be.lessThan(300);
+      } finally {
+        await redis.start();
+      }
+      let value: unknown = await kv.get('calls').catch((err: unknown) => err);
+      for (let i = 0; i < 50 && value instanceof KvUnavailableError; i++) {
+        await sleep(100);
+        value = await kv.get('calls').catch((err: unknown) => err);
+      }
+      // Restarted without persistence: the one count before is gone, and none of the three refused came through.
+      await sleep(300);
+      expect(await kv.get('calls')).to.equal(null);
+      expect(await kv.incr('calls', 1, 60_000)).to.equal(1);
+    });
+
     it('a subscribe Redis does not answer fails with KvUnavailableError within the command timeout, and the channel can be subscribed once Redis answers', async () => {
       const prefix = `pcs-outage-${randomToken(6)}:`;
-      const kv = open(redis.url, 200, prefix);
-      const publisher = open(redis.url, 1000, prefix);
+      const kv = await open(redis.url, 200, prefix);
+      const publisher = await open(redis.url, 1000, prefix);
       await kv.ping();
       const got: string[] = [];
       const frozen = await whileFrozen(redis, () => kv.subscribe('ch', (m) => void got.push(m)).catch((err: unknown) => err));
@@ -174,8 +215,8 @@ describe('key-value store unavailable: Redis frozen or down', function () {
       const proxy = await redisProxy(redis.url);
       try {
         const prefix = `pcs-outage-${randomToken(6)}:`;
-        const kv = open(`redis://127.0.0.1:${proxy.port}`, 100, prefix);
-        const publisher = open(redis.url, 1000, prefix);
+        const kv = await open(`redis://127.0.0.1:${proxy.port}`, 100, prefix);
+        const publisher = await open(redis.url, 1000, prefix);
         const got: string[] = [];
         await kv.subscribe('ch', (m) => void got.push(m));
 

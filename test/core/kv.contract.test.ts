@@ -17,7 +17,7 @@ function kvContract(name: string, make: (clock: ManualClock, log: Logger) => KvS
     let ns: string;
     const logged: string[] = [];
 
-    before(function () {
+    before(async function () {
       clock = new ManualClock(Date.parse('2026-03-01T00:00:00Z'));
       const made = make(clock, createLogger('error', { write: (line: string) => void logged.push(line) }));
       if (!made) {
@@ -25,6 +25,8 @@ function kvContract(name: string, make: (clock: ManualClock, log: Logger) => KvS
         this.skip();
       }
       kv = made;
+      // Commands are not queued while the connection is being made: the service waits for it too.
+      if (kv instanceof RedisKvStore) expect(await kv.connected(5000)).to.equal(true);
     });
     beforeEach(() => {
       ns = `t:${randomToken(8)}:`;
