@@ -302,14 +302,17 @@ export class PricingEngine {
       const ms = since(t);
       if (r.ok) {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'ok', ms });
-        stages.push({ stage: 'execute', ms, function: fn.name, function_id: fn.id, role: step.role, execution: fn.executionType });
+        stages.push({ stage: 'execute', ms, function: fn.name, function_id: fn.id, role: step.role, execution: fn.executionType, outcome: 'ok' });
         const fallbackUsed = this.usedFallback(step.role, attempts);
         if (fallbackUsed) this.noteFallback(stages, first, fn, attempts);
         await this.cache.set(fn, req.context, r.result, marketFor(fn));
         this.requests.inc({ function: metricLabel(fn), outcome: 'ok' });
         return { result: r.result, fn, strategy, decision, attempts, fallbackUsed, cached: false, savings: fallbackUsed ? null : savingsOf(decision, fn, attempts, req.context, marketFor), cost: effectiveCost(fn), stages };
       }
-      attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: r.notApplicable ? 'not_applicable' : r.busy ? 'pool_busy' : 'failed', error: r.error, ...(r.permanent ? { retryable: false as const } : {}), ms });
+      const outcome = r.notApplicable ? 'not_applicable' : r.busy ? 'pool_busy' : 'failed';
+      attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome, error: r.error, ...(r.permanent ? { retryable: false as const } : {}), ms });
+      // Its time is in a stage of its own, so a slow failure is not read as the service's overhead.
+      stages.push({ stage: 'execute', ms, function: fn.name, function_id: fn.id, role: step.role, execution: fn.executionType, outcome });
       if (r.notApplicable?.refused) {
         // A value of the caller's no method may read that way: another function that happens not to read it must not
         // hide the mistake behind its price.

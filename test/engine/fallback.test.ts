@@ -158,7 +158,10 @@ describe('engine: fallback order and failing functions', function () {
             sawPickyFirst = true;
             expect(out.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}`)).to.deep.equal(['test-picky:chosen:not_applicable', 'test-beta:alternate:ok']);
             expect(stage(out, 'route').chosen).to.equal('test-picky');
-            expect(stage(out, 'execute')).to.include({ function: 'test-beta', role: 'alternate' });
+            // Each attempt has its execute stage, with its own time.
+            const executed = out.stages.filter((st) => st.stage === 'execute');
+            expect(executed.map((st) => `${String(st.function)}:${String(st.role)}:${String(st.outcome)}`)).to.deep.equal(['test-picky:chosen:not_applicable', 'test-beta:alternate:ok']);
+            expect(executed.every((st) => st.ms >= 0)).to.equal(true);
           } else {
             expect(out.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}`)).to.deep.equal(['test-beta:chosen:ok']);
           }

@@ -232,6 +232,31 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
     expect((res.body.attempts as Attempt[])[0]?.error).to.include('100 ms');
   });
 
+  it("a failed attempt's time is an execute stage of its own: overhead_ms stays the service's time when a slow function fails before the fallback answers", async () => {
+    // A workspace of its own: its default policy's fallback would rescue the other tests' failures.
+    const other = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'ext-overhead'), { name: 'overhead' })).key });
+    const make = async (path: string, extra: Record<string, unknown> = {}) => {
+      const made = await other.post<Record<string, any>>('/api/functions', { name: uniqueName(`overhead${path.replace(/\W/g, '')}`), execution_type: 'external_api', endpoint_url: upstream.url(path), cost_per_unit: '0.002', ...extra });
+      expect(made.status, made.text).to.equal(201);
+      const id = made.body.function.id as string;
+      expect((await other.patch(`/api/functions/${id}`, { status: 'active' })).status).to.equal(200);
+      return id;
+    };
+    const hanging = await make('/never', { timeout_ms: 400 });
+    const ok = await make('/ok');
+    expect((await other.post('/api/routing-policies', { name: 'rescue', strategy: 'cheapest', is_default: true, fallback_chain: [ok] })).status).to.equal(201);
+    const res = await other.post<Record<string, any>>('/api/compute/price', { context: CONTEXT, function_id: hanging });
+    expect(res.status, res.text).to.equal(200);
+    expect(res.body.trace.fallback_used).to.equal(true);
+    const stages = res.body.trace.stages as Array<{ stage: string; ms: number; function_id?: string; outcome?: string; role?: string }>;
+    const executed = stages.filter((st) => st.stage === 'execute');
+    expect(executed.map((st) => `${st.function_id}:${st.role}:${st.outcome}`)).to.deep.equal([`${hanging}:chosen:failed`, `${ok}:fallback_chain:ok`]);
+    expect(executed[0]?.ms).to.be.at.least(400);
+    const executeMs = executed.reduce((sum, st) => sum + st.ms, 0);
+    expect(res.body.trace.overhead_ms).to.be.closeTo(res.body.trace.total_ms - executeMs, 0.01);
+    expect(res.body.trace.overhead_ms, 'the 400 ms the chosen function was waited on is not overhead').to.be.below(300);
+  });
+
   for (const endpoint of ['http://169.254.169.254/latest/meta-data/', 'http://[::ffff:a9fe:a9fe]/', 'http://0xa9fea9fe/', 'https://169.254.169.254/', 'http://[fd00:ec2::254]/']) {
     it(`refuses registration of ${endpoint} with 400 validation_error naming endpoint_url`, async () => {
       const res = await api.post<Record<string, any>>('/api/functions', { name: uniqueName('metadata'), execution_type: 'external_api', endpoint_url: endpoint, cost_per_unit: '0.002' });
