@@ -134,6 +134,7 @@ export class PricingEngine {
   ): Promise<AttemptResult> {
     const started = performance.now();
     let outcome: 'ok' | 'failed' | 'timeout' | 'not_applicable' | 'pool_busy' = 'failed';
+    let permanent = false;
     try {
       let result: unknown;
       if (fn.executionType === 'builtin') {
@@ -157,7 +158,7 @@ export class PricingEngine {
         return { ok: false, busy: true, error: err.message };
       }
       if (err instanceof PoolTimeoutError || (err instanceof ExternalFunctionError && err.kind === 'timeout')) outcome = 'timeout';
-      const permanent = err instanceof ExternalFunctionError && err.kind === 'blocked';
+      permanent = err instanceof ExternalFunctionError && err.kind === 'blocked';
       const said = err instanceof ExternalFunctionError && opts.callerWorkspaceId !== fn.workspaceId ? err.forOthers : err instanceof Error ? err.message || err.name : String(err);
       return { ok: false, error: said, ...(permanent ? { permanent } : {}) };
     } finally {
@@ -165,8 +166,10 @@ export class PricingEngine {
       // A timeout lasted at least its limit, whatever the timer's slack.
       const slowest = Math.max(ms, fn.timeoutMs ?? this.opts.functionTimeoutMs);
       const recorded = outcome === 'timeout' ? slowest : ms;
-      // A function that could not price the context, or never ran because the pool was busy, has no latency or health to record.
-      if (outcome !== 'not_applicable' && outcome !== 'pool_busy' && opts.health !== false) {
+      // A function that could not price the context, or never ran because the pool was busy, has no latency or health to
+      // record; nor has one whose address the outbound guard refuses: no retry changes that, so its breaker must not open
+      // and answer retryable (it is refused as it is, each time, at once).
+      if (outcome !== 'not_applicable' && outcome !== 'pool_busy' && !permanent && opts.health !== false) {
         // For `fastest`, a failure is as slow as a timeout: a function that fails at once must not look like the fastest.
         this.latency.record(fn.id, outcome === 'ok' ? ms : slowest);
         this.breakers.record(fn.id, outcome === 'ok', opts.admission);
@@ -298,7 +301,7 @@ export class PricingEngine {
       const r = await this.attempt(fn, req.context, { market: marketFor(fn), admission, callerWorkspaceId: req.scope.workspaceId });
       // Not being able to price this context, or not getting a worker, says nothing about the function's health: a
       // half-open trial slot is freed.
-      if (!r.ok && (r.notApplicable || r.busy)) this.breakers.release(fn.id, admission);
+      if (!r.ok && (r.notApplicable || r.busy || r.permanent)) this.breakers.release(fn.id, admission);
       const ms = since(t);
       if (r.ok) {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'ok', ms });

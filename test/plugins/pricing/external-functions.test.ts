@@ -359,6 +359,19 @@ describe('pricing: external_api functions without the allow-list (loopback refus
     expect(upstream.connections()).to.equal(0);
     expect(upstream.requests).to.have.length(0);
     expect(canary.connections(), canary.seen.join(', ')).to.equal(0);
+
+    // Refused again past BREAKER_MIN_CALLS (5): still the same permanent refusal, never an open breaker that answers
+    // retryable with Retry-After, and no latency sample (which would trip a latency ceiling).
+    for (let i = 0; i < 6; i++) {
+      const again = await api.post<Record<string, any>>('/api/compute/price', { context: CONTEXT, function_id: id });
+      expect(again.status, again.text).to.equal(502);
+      expect(again.body.retryable, `call ${i + 2}`).to.equal(false);
+      expect(again.headers.get('retry-after')).to.equal(null);
+      expect((again.body.attempts as Attempt[])[0]?.error).to.match(/refused: localhost is a loopback address/);
+    }
+    const read = await api.get<Record<string, any>>(`/api/functions/${id}`);
+    expect(read.body.function.breaker).to.equal('closed');
+    expect(read.body.function.latency.p50_ms, JSON.stringify(read.body.function.latency)).to.equal('no data');
   });
 
   it('a function refused by address, routed beside built-ins that lack their inputs: 422 naming the missing inputs, not a 502 that says retrying will not help', async () => {
