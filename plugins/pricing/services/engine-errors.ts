@@ -37,7 +37,7 @@ export function toApiError(err: unknown, opts: { keyless?: boolean } = {}): unkn
       // Identical for a missing function and one out of reach, so existence does not leak.
       return new ApiError('function_not_found', 'No pricing function with this id or name is available to you.', {
         hint: opts.keyless
-          ? 'Without a key the demo reaches built-in functions only; GET /api/catalog lists them (marketplace functions need a key: POST /api/agents/register gives one).'
+          ? 'Without a key the demo reaches built-in functions only; GET /api/catalog lists them. Marketplace functions need the key of a claimed workspace: a person signs up (POST /api/auth/signup) and creates one, or claims a sandbox made with POST /api/agents/register (sandboxes price with built-ins only until claimed).'
           : 'GET /api/functions lists the functions you can use: built-ins, your own, and public marketplace functions.',
       });
     case 'outside_plan':
@@ -58,7 +58,7 @@ export function toApiError(err: unknown, opts: { keyless?: boolean } = {}): unkn
         const at = d.refusedAt?.length === 1 ? d.refusedAt[0] : '{id}';
         const meanwhile = d.pinned ? 'meanwhile pin another function, or omit function_id to let your routing choose' : 'meanwhile add a fallback_chain or fallback_function to your routing policy, or pin another function with function_id';
         return new ApiError('functions_failed', err.message, {
-          hint: `Nothing was charged. Each attempt's error names the address refused (private, loopback, link-local or metadata, or a port or scheme the operator does not allow). The function's owner can register a public https endpoint_url with PATCH /api/functions/${at}; ${meanwhile}.`,
+          hint: `Nothing was charged. The outbound guard refuses the address the function is registered with (private, loopback, link-local or metadata, or a port or scheme the operator does not allow); its owner sees which in the attempt's error and can register a public https endpoint_url with PATCH /api/functions/${at}; ${meanwhile}.`,
           fields: { retryable: false, attempts: d.attempts ?? [] },
         });
       }

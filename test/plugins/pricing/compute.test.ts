@@ -572,6 +572,8 @@ describe('compute API', function () {
     expect(demo.status, demo.text).to.equal(404);
     expect(demo.body.code).to.equal('function_not_found');
     expect(demo.body.hint).to.include('GET /api/catalog').and.not.include('GET /api/functions');
+    // A sandbox key would not reach marketplace functions either: the way there is a claimed workspace's key.
+    expect(demo.body.hint).to.include('claimed workspace').and.include('POST /api/auth/signup');
     expect((await api.get('/api/functions')).status).to.equal(401);
     const catalogue = await api.get<Record<string, any>>('/api/catalog');
     expect(catalogue.status).to.equal(200);

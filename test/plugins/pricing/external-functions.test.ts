@@ -453,6 +453,9 @@ describe('pricing: what another workspace hears of a marketplace function\'s fai
       expect(tested.status, tested.text).to.equal(200);
       expect(tested.body.error).to.equal(said);
       for (const text of [bought.text, tested.text]) expect(text).to.not.match(/secret-upstream|localhost|127\.0\.0\.1|\/internal/);
+      // Nor does the hint promise the buyer an address its attempts do not carry.
+      expect(bought.body.hint).to.not.match(/error names the address/);
+      if (fn === blocked) expect(bought.body.hint).to.include('its owner sees which');
       // The owner debugging its own function hears the whole of it.
       const own = await owner.post<Record<string, any>>('/api/price-router', { context: CONTEXT, function_name: fn.name });
       expect(own.body.attempts[0].error).to.not.equal(said);
