@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { OutboundBlockedError, OutboundError } from '../core/outbound/safe-http-client';
 import type { SafeHttpClient } from '../core/outbound/safe-http-client';
-import { D, currencyOf, toPrice } from './builtins/inputs';
+import { D, MAX_AMOUNT, currencyOf, minorUnits, toPrice } from './builtins/inputs';
+import type { Dec } from './builtins/inputs';
 import type { Context, MethodResult } from './builtins/types';
 import type { FunctionDescriptor } from './functions';
 
@@ -55,6 +56,21 @@ function withoutAddress(err: unknown, timeoutMs: number): string {
 }
 
 /**
+ * An endpoint's price in the currency's minor units, within the amounts a built-in may quote: one
+ * that rounds to nothing, or passes MAX_AMOUNT, is no answer, and is refused saying which.
+ */
+function quotable(price: Dec, currency: string): string {
+  const quoted = toPrice(price, currency);
+  const said = price.toSignificantDigits(6).toString();
+  if (new D(quoted).lte(0)) {
+    const unit = new D(1).div(new D(10).pow(minorUnits(currency))).toFixed(minorUnits(currency));
+    throw new ExternalFunctionError('invalid_response', `The endpoint's price ${said} ${currency} rounds to nothing in ${currency}'s smallest unit (${unit}).`);
+  }
+  if (new D(quoted).gt(MAX_AMOUNT)) throw new ExternalFunctionError('invalid_response', `The endpoint's price ${said} ${currency} is above the largest quotable amount (${MAX_AMOUNT.toFixed()}).`);
+  return quoted;
+}
+
+/**
  * Calls the address a function's owner registered: JSON in (`{context, function}`), JSON out,
  * through the guarded client, with a timeout and a validated answer.
  */
@@ -79,7 +95,7 @@ export class ExternalExecutor {
     // A price in another currency than the one asked for is no answer to the question (and would be quoted as if it were).
     if (currency !== asked) throw new ExternalFunctionError('invalid_response', `The endpoint answered in ${currency}; the context asks for ${asked}.`);
     return {
-      price: toPrice(new D(parsed.data.price), currency),
+      price: quotable(new D(parsed.data.price), currency),
       currency,
       confidence: parsed.data.confidence,
       confidence_factors: { reported_by_function: parsed.data.confidence },

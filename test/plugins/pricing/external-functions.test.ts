@@ -55,6 +55,12 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
           return sendJson(res, 200, { price: 10 });
         case '/zero':
           return sendJson(res, 200, { price: '0', confidence: 0.9 });
+        case '/tiny':
+          return sendJson(res, 200, { price: 0.004, confidence: 0.9 });
+        case '/huge':
+          return sendJson(res, 200, { price: 1e16, confidence: 0.9 });
+        case '/long':
+          return sendJson(res, 200, { price: '1'.repeat(40), confidence: 0.9 });
         case '/other-currency':
           return sendJson(res, 200, { price: 10, confidence: 0.8, currency: 'eur' });
         case '/no-currency':
@@ -167,6 +173,9 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
     ['/negative', 'a negative price'],
     ['/no-confidence', 'no confidence'],
     ['/zero', 'a zero price'],
+    ['/tiny', 'a price that rounds to nothing in the currency'],
+    ['/huge', 'a price above the largest quotable amount'],
+    ['/long', 'a price of 40 digits'],
     ['/other-currency', 'a price in another currency than the context asks for'],
     ['/server-error', 'a 500'],
     ['/redirect', 'a redirect (not followed)'],
@@ -194,6 +203,21 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
       expect(usage).to.deep.equal([{ status: 'error', error_code: 'functions_failed', cost: '0.00000000', billable: false }]);
     });
   }
+
+  it("an endpoint's price outside what can be quoted is refused saying which bound, as a built-in's is", async () => {
+    for (const [path, said] of [
+      ['/zero', "The endpoint's price 0 USD rounds to nothing in USD's smallest unit (0.01)."],
+      ['/tiny', "The endpoint's price 0.004 USD rounds to nothing in USD's smallest unit (0.01)."],
+      ['/huge', "The endpoint's price 10000000000000000 USD is above the largest quotable amount (1000000000000000)."],
+      ['/long', "The endpoint's price 1.11111e+39 USD is above the largest quotable amount (1000000000000000)."],
+    ] as const) {
+      const fn = await register(path);
+      await activate(fn.id);
+      const res = await api.post<Record<string, any>>('/api/compute/price', { context: CONTEXT, function_id: fn.id });
+      expect(res.status, res.text).to.equal(502);
+      expect((res.body.attempts as Attempt[])[0]?.error, path).to.equal(said);
+    }
+  });
 
   it("an endpoint's price in another currency names both; an answer without a currency is in the context's currency", async () => {
     const other = await register('/other-currency');
