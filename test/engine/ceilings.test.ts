@@ -96,5 +96,7 @@ describe('engine: cost and latency ceilings', function () {
       'test-alpha': 'rule miss',
     });
     expect((err.details.candidates ?? []).every((c) => !c.kept)).to.equal(true);
+    // test-flaky's breaker will let a trial through: the error says when.
+    expect(err.details.retryAfterS).to.be.a('number').and.at.least(1);
   });
 });

@@ -50,7 +50,10 @@ export function toApiError(err: unknown, opts: { keyless?: boolean } = {}): unkn
       return new ApiError('function_inactive', err.message, { hint: 'Pick another function, or let the router choose (omit function_id).', fields: { function_id: d.functionId, status: 'inactive' } });
     case 'no_eligible_function':
       return new ApiError('no_eligible_function', err.message, {
-        hint: 'Every candidate was excluded; candidates lists each one and why (cost or latency ceiling, open breaker, rule miss, unreachable). Loosen the policy or add candidates.',
+        hint: `Every candidate was excluded; candidates lists each one and why (cost or latency ceiling, open breaker, rule miss, unreachable). ${
+          d.retryAfterS ? `An open breaker lets a trial call through in ${d.retryAfterS} s: retry then, or loosen the policy or add candidates.` : 'Loosen the policy or add candidates.'
+        }`,
+        ...(d.retryAfterS ? { retry_after: d.retryAfterS } : {}),
         fields: { strategy: d.strategy, candidates: d.candidates ?? [] },
       });
     case 'functions_failed':

@@ -13,6 +13,16 @@ describe('pricing: engine outcomes as SPEC error bodies', () => {
     expect(api.extras.hint).to.equal('Nothing was charged. Retry after 7 s, or add a fallback_chain or fallback_function to your routing policy.');
   });
 
+  it('no_eligible_function with an open breaker among the exclusions carries retry_after and says when; without one, none', () => {
+    const withBreaker = toApiError(new EngineError('no_eligible_function', 'No candidate function is eligible under strategy cheapest.', { candidates: [], strategy: 'cheapest', retryAfterS: 4 })) as ApiError;
+    expect(withBreaker.status).to.equal(422);
+    expect(withBreaker.extras.retry_after).to.equal(4);
+    expect(withBreaker.extras.hint).to.include('An open breaker lets a trial call through in 4 s: retry then');
+    const without = toApiError(new EngineError('no_eligible_function', 'No candidate function is eligible under strategy cheapest.', { candidates: [], strategy: 'cheapest' })) as ApiError;
+    expect(without.extras).to.not.have.property('retry_after');
+    expect(without.extras.hint).to.match(/Loosen the policy or add candidates\.$/);
+  });
+
   it('functions_failed after real failures has no retry_after', () => {
     const api = toApiError(new EngineError('functions_failed', 'Every function tried failed (chosen function, fallback chain, fallback function).', { attempts: [] })) as ApiError;
     expect(api.extras).to.not.have.property('retry_after');

@@ -172,6 +172,15 @@ describe('pricing: compute routed by the default policy (HTTP)', function () {
     const body = await ok({ context: { unit_cost: 10, target_price: 20.1 } });
     expect(body.function.name).to.equal('cost-plus');
     expect(route(body).candidates.find((c: Body) => c.function === 'charm-pricing')).to.include({ kept: false, reason: 'breaker open' });
+    // With nothing but the open function to route to: the typed 422, and when the same call may find it again.
+    await makeDefault({ name: 'only charm', strategy: 'cheapest', config: { candidates: ['charm-pricing'] } });
+    const excluded = await a.post<Body>('/api/compute/price', { context: { unit_cost: 10, target_price: 20.1 } });
+    expect(excluded.status, excluded.text).to.equal(422);
+    expect(excluded.body.code).to.equal('no_eligible_function');
+    expect((excluded.body.candidates as Body[]).map((c) => `${c.function}: ${c.reason}`)).to.deep.equal(['charm-pricing: breaker open']);
+    expect(excluded.body.retry_after).to.be.within(1, Math.ceil(COOLDOWN_MS / 1000));
+    expect(excluded.headers.get('retry-after')).to.equal(String(excluded.body.retry_after));
+    expect(excluded.body.hint).to.include(`lets a trial call through in ${excluded.body.retry_after} s`);
 
     await new Promise((resolve) => setTimeout(resolve, COOLDOWN_MS + 20));
     const later = await a.get<Body>('/api/routing/health');
