@@ -8,13 +8,36 @@ import { AddressPolicy } from './address-policy';
 
 export type Resolver = (hostname: string) => Promise<string[]>;
 
+/** How ipaddr.js's range names read in a sentence, article included; others are split at their capitals. */
+const RANGE_WORDS: Record<string, string> = {
+  linkLocal: 'a link-local',
+  uniqueLocal: 'a unique local (private IPv6)',
+  carrierGradeNat: 'a carrier-grade NAT',
+  rfc6052: 'a NAT64 (RFC 6052)',
+  ipv4Mapped: 'an IPv4-mapped',
+  unspecified: 'an unspecified',
+  teredo: 'a Teredo',
+  amt: 'an AMT',
+  as112: 'an AS112',
+  as112v6: 'an AS112',
+  orchid2: 'an ORCHIDv2',
+};
+
+function rangeWords(range: string): string {
+  const known = RANGE_WORDS[range];
+  if (known) return known;
+  const words = range.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
+  return `${/^[aeiou]/.test(words) ? 'an' : 'a'} ${words}`;
+}
+
 export class OutboundBlockedError extends Error {
   readonly kind = 'blocked';
   constructor(
     readonly target: string,
+    /** The range's name as ipaddr.js gives it (`linkLocal`, `loopback`, …). */
     readonly range: string,
   ) {
-    super(`Outbound request refused: ${target} is a ${range} address.`);
+    super(`Outbound request refused: ${target} is ${rangeWords(range)} address.`);
     this.name = 'OutboundBlockedError';
   }
 }

@@ -96,6 +96,13 @@ describe('outbound guard: SafeHttpClient against an allow-listed loopback upstre
     expect((err as OutboundBlockedError).range).to.equal('loopback');
   });
 
+  it('names a refused range in words, article included (link-local, not linkLocal)', () => {
+    expect(new OutboundBlockedError('169.254.169.254', 'linkLocal').message).to.equal('Outbound request refused: 169.254.169.254 is a link-local address.');
+    expect(new OutboundBlockedError('[fd00::1]', 'uniqueLocal').message).to.equal('Outbound request refused: [fd00::1] is a unique local (private IPv6) address.');
+    expect(new OutboundBlockedError('0.0.0.0', 'unspecified').message).to.equal('Outbound request refused: 0.0.0.0 is an unspecified address.');
+    expect(new OutboundBlockedError('100.64.0.1', 'carrierGradeNat').range).to.equal('carrierGradeNat');
+  });
+
   it('accepts a body of exactly maxBodyBytes', async () => {
     const res = await client({ maxBodyBytes: 1024 }).postJson(upstream.url('/exactly-1024'), {});
     expect(res.status).to.equal(200);
