@@ -44,7 +44,19 @@ export class FunctionRegistry {
 
   async start(): Promise<void> {
     for (const fn of await this.source.loadAll()) this.put(fn);
-    this.unsubscribe = await this.kv.subscribe(CHANNEL, (id) => this.reload(id));
+    // Changes announced while the subscription was down were missed: all functions are read again.
+    this.unsubscribe = await this.kv.subscribe(CHANNEL, (id) => this.reload(id), () => this.reloadAll());
+  }
+
+  /** Every workspace function as the database has it now (built-ins stay); applied at once, between two reads. */
+  private async reloadAll(): Promise<void> {
+    const fns = await this.source.loadAll();
+    for (const [id, fn] of this.byIdMap) {
+      if (fn.builtIn) continue;
+      this.byIdMap.delete(id);
+      this.byNameMap.delete(fn.name.toLowerCase());
+    }
+    for (const fn of fns) this.put(fn);
   }
 
   async stop(): Promise<void> {

@@ -66,6 +66,8 @@ export class RedisKvStore implements KvStore {
   private readonly client: RedisWithScripts;
   private subscriber: Redis | null = null;
   private readonly handlers = new Map<string, Set<(message: string) => void>>();
+  /** Per channel, what to run once it is subscribed again after a lost connection (missed messages). */
+  private readonly gapHandlers = new Map<string, Set<() => void>>();
 
   constructor(
     url: string,
@@ -213,7 +215,13 @@ export class RedisKvStore implements KvStore {
     if (channels.length === 0) return;
     // Waits as long as Redis takes; a failure means the connection was lost again, and the next
     // reconnect subscribes again.
-    subscriber.subscribe(...channels).catch((err: unknown) => this.log.warn({ err, channels: channels.length }, 'key-value resubscription failed; retried on the next reconnect'));
+    subscriber.subscribe(...channels).then(
+      () => {
+        // Subscribed again: whatever was published before this point may have been missed; from here on it is heard.
+        for (const ch of channels) for (const gap of this.gapHandlers.get(ch) ?? []) gap();
+      },
+      (err: unknown) => this.log.warn({ err, channels: channels.length }, 'key-value resubscription failed; retried on the next reconnect'),
+    );
   }
 
   /** Registers a channel's handler set and subscribes to it; when SUBSCRIBE fails, the channel is left as it was. */
@@ -230,14 +238,18 @@ export class RedisKvStore implements KvStore {
     return handlers;
   }
 
-  async subscribe(channel: string, handler: MessageHandler): Promise<Unsubscribe> {
+  async subscribe(channel: string, handler: MessageHandler, onGap?: () => unknown): Promise<Unsubscribe> {
     const full = this.k(channel);
     const subscriber = this.subscriberConnection();
     const handlers = this.handlers.get(full) ?? (await this.addChannel(subscriber, full));
     const isolated = isolateHandler(handler, channel, this.log);
     handlers.add(isolated);
+    const isolatedGap = onGap ? isolateHandler(() => onGap(), channel, this.log) : null;
+    const gap = isolatedGap ? () => isolatedGap('') : null;
+    if (gap) this.gapHandlers.set(full, (this.gapHandlers.get(full) ?? new Set<() => void>()).add(gap));
     return async () => {
       handlers.delete(isolated);
+      if (gap) this.gapHandlers.get(full)?.delete(gap);
       if (handlers.size === 0 && this.handlers.get(full) === handlers) {
         this.handlers.delete(full);
         await this.sendBounded(subscriber.unsubscribe(full));

@@ -48,8 +48,13 @@ export interface KvStore {
   /** Reads a rate-limit window without counting. */
   peekRateLimit(key: string, limit: number, windowMs: number): Promise<RateLimitResult>;
   publish(channel: string, message: string): Promise<void>;
-  /** A handler that throws or rejects is logged; the publisher and other handlers are unaffected. */
-  subscribe(channel: string, handler: MessageHandler): Promise<Unsubscribe>;
+  /**
+   * A handler that throws or rejects is logged; the publisher and other handlers are unaffected.
+   * `onGap` runs each time the subscription is made again after its connection was lost (Redis
+   * restarted, the network dropped): messages published meanwhile were never delivered, so a
+   * subscriber keeping a cache drops or reloads it there. The in-process store never has gaps.
+   */
+  subscribe(channel: string, handler: MessageHandler, onGap?: () => unknown): Promise<Unsubscribe>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }

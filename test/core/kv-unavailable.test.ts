@@ -1,13 +1,11 @@
 import { expect } from 'chai';
-import { createConnection, createServer } from 'node:net';
-import type { AddressInfo, Server, Socket } from 'node:net';
 import { ManualClock } from '../../core/clock';
 import { KvUnavailableError, RedisKvStore } from '../../core/kv';
 import { randomToken } from '../../core/ids';
 import { createLogger } from '../../core/logger';
 import { client } from '../support/http';
 import type { HttpResult } from '../support/http';
-import { requireRedisServer, startTestRedis } from '../support/redis';
+import { redisProxy, requireRedisServer, startTestRedis } from '../support/redis';
 import type { TestRedis } from '../support/redis';
 import { startTestService } from '../support/service';
 import type { TestService } from '../support/service';
@@ -243,52 +241,3 @@ describe('key-value store unavailable: Redis frozen or down', function () {
   });
 });
 
-/**
- * A TCP proxy on a loopback port to the test's Redis socket, which can drop its connections, swallow
- * SUBSCRIBE commands, and refuse connections for a while (Redis unreachable).
- */
-async function redisProxy(socketPath: string) {
-  const open = new Set<Socket>();
-  const state = { mode: 'pass' as 'pass' | 'stall-subscribe' };
-  const server: Server = createServer((downstream) => {
-    const upstream = createConnection(socketPath);
-    const stall = state.mode === 'stall-subscribe';
-    for (const s of [downstream, upstream]) {
-      open.add(s);
-      s.on('error', () => undefined);
-      s.on('close', () => open.delete(s));
-    }
-    downstream.on('data', (d) => {
-      if (stall && /subscribe/i.test(d.toString())) return;
-      upstream.write(d);
-    });
-    upstream.on('data', (d) => downstream.write(d));
-    downstream.on('close', () => upstream.destroy());
-    upstream.on('close', () => downstream.destroy());
-  });
-  const listen = (port: number) => new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', () => resolve()));
-  await listen(0);
-  const port = (server.address() as AddressInfo).port;
-  const drop = () => {
-    for (const s of open) s.destroy();
-  };
-  const refuse = () =>
-    new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      drop();
-    });
-  return {
-    port,
-    get mode() {
-      return state.mode;
-    },
-    set mode(m: 'pass' | 'stall-subscribe') {
-      state.mode = m;
-    },
-    drop,
-    refuse,
-    /** Listens again on the same port. */
-    accept: () => listen(port),
-    close: () => (server.listening ? refuse() : Promise.resolve()),
-  };
-}

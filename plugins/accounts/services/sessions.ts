@@ -50,7 +50,8 @@ export class Sessions {
   ) {}
 
   async start(): Promise<void> {
-    this.unsubscribe = await this.kv.subscribe(CHANNEL, (id) => this.dropCached(id));
+    // A sign-out announced while the subscription was down was missed: every cached session is read again.
+    this.unsubscribe = await this.kv.subscribe(CHANNEL, (id) => this.dropCached(id), () => this.cache.clear());
   }
 
   async stop(): Promise<void> {

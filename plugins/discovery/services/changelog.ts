@@ -65,7 +65,7 @@ export class Changelog {
       if (row?.inserted) inserted.push(e);
     }
     await this.reload();
-    this.unsubscribe = await this.kv.subscribe(CHANNEL, () => this.reload());
+    this.unsubscribe = await this.kv.subscribe(CHANNEL, () => this.reload(), () => this.reload());
     if (inserted.length > 0) await this.events.emit('changelog.published', { entries: inserted.map((e) => ({ id: e.id, title: e.title, link: this.absolute(e.link), audience: e.audience })) });
   }
 

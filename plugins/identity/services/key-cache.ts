@@ -32,7 +32,8 @@ export class KeyCache {
   ) {}
 
   async start(): Promise<void> {
-    this.unsubscribe = await this.kv.subscribe(CHANNEL, (msg) => this.apply(JSON.parse(msg) as Invalidation));
+    // A revocation announced while the subscription was down was missed: nothing cached before it is trusted.
+    this.unsubscribe = await this.kv.subscribe(CHANNEL, (msg) => this.apply(JSON.parse(msg) as Invalidation), () => this.entries.clear());
   }
 
   async stop(): Promise<void> {

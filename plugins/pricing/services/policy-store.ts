@@ -59,10 +59,18 @@ export class PolicyStore {
   ) {}
 
   async start(): Promise<void> {
-    this.unsubscribe = await this.kv.subscribe(CHANNEL, (ws) => {
-      this.changes++;
-      this.defaults.delete(ws);
-    });
+    this.unsubscribe = await this.kv.subscribe(
+      CHANNEL,
+      (ws) => {
+        this.changes++;
+        this.defaults.delete(ws);
+      },
+      // Changes announced while the subscription was down were missed: no cached default is trusted.
+      () => {
+        this.changes++;
+        this.defaults.clear();
+      },
+    );
   }
 
   async stop(): Promise<void> {
