@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { createServer, maxHeaderSize } from 'node:http';
 import { clientErrorHandler } from './http/client-error';
 import { setFlagsFromString } from 'node:v8';
-import type { Server } from 'node:http';
+import type { Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Express, Router } from 'express';
@@ -209,12 +209,15 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     const onError = errorHandler(log);
     app.use(onError);
 
-    let inFlight = 0;
+    const inFlight = new Set<ServerResponse>();
     const server = createServer(appMessageClasses(app), (req, res) => {
-      inFlight++;
+      inFlight.add(res);
       res.on('close', () => {
-        inFlight--;
+        inFlight.delete(res);
       });
+      // Past the stop, every answer closes its connection: a kept-alive one would be reused for a
+      // request the closing server resets, where it would have been refused 503 shutting_down.
+      if (stopping) res.shouldKeepAlive = false;
       // The common routes skip the application router's walk; everything else goes through Express.
       const stages = direct.lookup(req.method, targetPath(req.url));
       if (stages) dispatchDirect(app, req, res, leading, stages, onError);
@@ -242,12 +245,14 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     const close = (): Promise<void> => {
       closing ??= (async () => {
         stopping = true;
+        // Answers still to be written close their connections instead of keeping them alive for reuse.
+        for (const res of inFlight) if (!res.headersSent) res.shouldKeepAlive = false;
         await events.emit('service.stopping', {});
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
         const deadline = Date.now() + config.server.shutdownTimeoutMs;
-        while (inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-        if (inFlight > 0) log.warn({ inFlight }, 'shutdown deadline reached; closing remaining connections');
+        while (inFlight.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+        if (inFlight.size > 0) log.warn({ inFlight: inFlight.size }, 'shutdown deadline reached; closing remaining connections');
         server.closeAllConnections();
         await closed;
         await cleanup();

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { Agent, get } from 'node:http';
 import { probePlugin } from '../support/probe-plugin';
 import { startTestService } from '../support/service';
 
@@ -18,6 +19,25 @@ describe('graceful shutdown', () => {
       refused = true;
     });
     expect(refused).to.equal(true);
+  });
+
+  it('answers a request in flight at the stop with Connection: close, so its kept-alive connection is not reused into a reset', async () => {
+    const svc = await startTestService({ extraPlugins: [probePlugin({ slowMs: 400 })], enabled: ['health', 'probe'] });
+    const agent = new Agent({ keepAlive: true });
+    try {
+      const inFlight = new Promise<{ status?: number; connection?: string }>((resolve, reject) => {
+        get(`${svc.url}/probe/slow`, { agent }, (res) => {
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode, connection: res.headers.connection }));
+        }).on('error', reject);
+      });
+      await new Promise((r) => setTimeout(r, 100));
+      const closing = svc.close();
+      expect(await inFlight).to.deep.equal({ status: 200, connection: 'close' });
+      await closing;
+    } finally {
+      agent.destroy();
+    }
   });
 
   it('does not wait past the configured deadline', async () => {
