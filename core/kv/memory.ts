@@ -100,6 +100,13 @@ export class MemoryKvStore implements KvStore {
     return { allowed: r.allowed, limit, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.retryAfterMs };
   }
 
+  async refundRateLimit(key: string, windowMs: number, cost = 1): Promise<void> {
+    checkRateLimit(1, windowMs, cost);
+    const { cur, curKey } = this.windowCounts(key, windowMs);
+    const entry = this.live(curKey);
+    if (entry && cur > 0) this.entries.set(curKey, { value: String(cur - Math.min(cost, cur)), expiresAt: entry.expiresAt });
+  }
+
   async peekRateLimit(key: string, limit: number, windowMs: number): Promise<RateLimitResult> {
     checkRateLimit(limit, windowMs);
     const { cur, prev, elapsed } = this.windowCounts(key, windowMs);

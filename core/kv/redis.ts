@@ -37,7 +37,15 @@ if cost > 0 and weighted + cost <= limit then
 end
 return {0, cur, prev}`;
 
+/** Takes back up to ARGV[1] from a window's count, never below 0. */
+const RATE_REFUND = `
+local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
+local back = math.min(tonumber(ARGV[1]), cur)
+if back > 0 then redis.call('DECRBY', KEYS[1], back) end
+return back`;
+
 type RedisWithScripts = Redis & {
+  pcsRateRefund(cur: string, cost: number): Promise<number>;
   pcsIncr(key: string, by: number, ttlMs: number): Promise<number>;
   pcsIncrIfPresent(key: string, by: number): Promise<number | null>;
   pcsRateLimit(cur: string, prev: string, windowMs: number, elapsed: number, limit: number, cost: number): Promise<[number, number, number]>;
@@ -83,6 +91,7 @@ export class RedisKvStore implements KvStore {
     client.defineCommand('pcsIncr', { numberOfKeys: 1, lua: INCR_WITH_EXPIRY });
     client.defineCommand('pcsIncrIfPresent', { numberOfKeys: 1, lua: INCR_IF_PRESENT });
     client.defineCommand('pcsRateLimit', { numberOfKeys: 2, lua: RATE_LIMIT });
+    client.defineCommand('pcsRateRefund', { numberOfKeys: 1, lua: RATE_REFUND });
     // Reconnection attempts fail with an error event each; logged here rather than by ioredis on stderr.
     client.on('error', (err: unknown) => this.log.warn({ err }, 'key-value store connection failed'));
     this.client = client as RedisWithScripts;
@@ -159,10 +168,20 @@ export class RedisKvStore implements KvStore {
     }
   }
 
+  /** The window's key prefix: both windows of a limiter share a hash tag (one Cluster slot). */
+  private windowTag(key: string): string {
+    return `{${this.k(key)}}`;
+  }
+
+  async refundRateLimit(key: string, windowMs: number, cost = 1): Promise<void> {
+    checkRateLimit(1, windowMs, cost);
+    await this.send(this.client.pcsRateRefund(`${this.windowTag(key)}:${Math.floor(this.clock.now() / windowMs)}`, cost));
+  }
+
   private async window(key: string, limit: number, windowMs: number, cost: number): Promise<{ allowed: boolean; cur: number; prev: number; elapsed: number }> {
     const now = this.clock.now();
     const idx = Math.floor(now / windowMs);
-    const tag = `{${this.k(key)}}`;
+    const tag = this.windowTag(key);
     const elapsed = now - idx * windowMs;
     const [ok, cur, prev] = await this.send(this.client.pcsRateLimit(`${tag}:${idx}`, `${tag}:${idx - 1}`, windowMs, elapsed, limit, cost));
     return { allowed: ok === 1, cur: Number(cur), prev: Number(prev), elapsed };

@@ -47,6 +47,11 @@ export interface KvStore {
   rateLimit(key: string, limit: number, windowMs: number, cost?: number): Promise<RateLimitResult>;
   /** Reads a rate-limit window without counting. */
   peekRateLimit(key: string, limit: number, windowMs: number): Promise<RateLimitResult>;
+  /**
+   * Takes back `cost` a rateLimit counted in the current window (never below 0): a request another
+   * limit refused is given back to the one that let it through.
+   */
+  refundRateLimit(key: string, windowMs: number, cost?: number): Promise<void>;
   publish(channel: string, message: string): Promise<void>;
   /**
    * A handler that throws or rejects is logged; the publisher and other handlers are unaffected.

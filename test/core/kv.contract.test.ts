@@ -180,6 +180,19 @@ function kvContract(name: string, make: (clock: ManualClock, log: Logger) => KvS
       expect(peek.remaining).to.equal(0);
     });
 
+    it('refunds what a rate limit counted in the current window, never below 0, and refuses a cost below 1', async () => {
+      for (let i = 0; i < 3; i++) expect((await kv.rateLimit(`${ns}rf`, 3, 60_000)).allowed).to.equal(true);
+      expect((await kv.rateLimit(`${ns}rf`, 3, 60_000)).allowed).to.equal(false);
+      await kv.refundRateLimit(`${ns}rf`, 60_000);
+      expect((await kv.peekRateLimit(`${ns}rf`, 3, 60_000)).remaining).to.equal(1);
+      expect((await kv.rateLimit(`${ns}rf`, 3, 60_000)).allowed).to.equal(true);
+      await kv.refundRateLimit(`${ns}rf`, 60_000, 10);
+      expect((await kv.peekRateLimit(`${ns}rf`, 3, 60_000)).remaining).to.equal(3);
+      await kv.refundRateLimit(`${ns}never-counted`, 60_000);
+      expect((await kv.peekRateLimit(`${ns}never-counted`, 3, 60_000)).remaining).to.equal(3);
+      expect(await kv.refundRateLimit(`${ns}rf`, 60_000, 0).catch((err: unknown) => err)).to.be.instanceOf(RangeError);
+    });
+
     it('slides: the previous window weighs in proportionally, then fades out', async () => {
       const start = Math.floor(clock.now() / 60_000) * 60_000 + 60_000;
       clock.set(start + 59_000);

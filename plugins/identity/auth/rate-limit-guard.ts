@@ -57,6 +57,11 @@ export class RateLimitGuard implements Guard {
     ctx.state.rateLimit = rate;
     setHeaders(ctx, tighter);
     if (ws.allowed && ip.allowed) return;
+    // Refused by one limit, the request is given back to the other: one noisy address must not use up
+    // its workspace's allowance for the workspace's other callers, nor a workspace over its limit the
+    // allowance of an address it shares with others.
+    if (ws.allowed) await this.kv.refundRateLimit(`rl:ws:${ctx.principal.workspaceId}`, WINDOW_MS);
+    else if (ip.allowed) await this.kv.refundRateLimit(`rl:ip:${ctx.clientIp}`, WINDOW_MS);
     // An unclaimed sandbox may not use batch pricing, so it is not told to.
     throw rateLimited(tighter, !identityOf(ctx.principal).sandbox);
   }

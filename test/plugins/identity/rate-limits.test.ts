@@ -130,6 +130,30 @@ describe('identity: request rate limits and the failed-credential guard', () => 
     expect(expectRateLimitHeaders(large, '413').remaining).to.equal(before.remaining - 1);
   });
 
+  it('gives a request refused by one limit back to the other: a noisy address does not use up its workspace, nor a workspace over its limit a shared address', async () => {
+    const quiet = await register(svc.url);
+    const noisy = await register(svc.url);
+    const me = (key: string, ip: string) => api.get<ErrorBody>('/api/me', from(ip, { 'x-api-key': key }));
+    // The address 192.0.2.14 is used up (8) by two workspaces, 4 requests each.
+    for (let i = 0; i < 4; i++) {
+      expect((await me(quiet.api_key.key, '192.0.2.14')).status).to.equal(200);
+      expect((await me(noisy.api_key.key, '192.0.2.14')).status).to.equal(200);
+    }
+    const byAddress = await me(noisy.api_key.key, '192.0.2.14');
+    expect(byAddress.status).to.equal(429);
+    expect(byAddress.body.limit).to.deep.equal({ scope: 'address', requests_per_minute: 8 });
+    // The refused request did not count against the noisy workspace: its fifth request, from elsewhere, is its last allowed.
+    const elsewhere = await me(noisy.api_key.key, '192.0.2.15');
+    expect(elsewhere.status, elsewhere.text).to.equal(200);
+    expect(expectRateLimitHeaders(elsewhere, 'fifth').remaining).to.equal(0);
+
+    // The noisy workspace, over its own limit from a fresh address, leaves that address to the others.
+    for (let i = 0; i < 8; i++) expect((await me(noisy.api_key.key, '192.0.2.16')).body.limit).to.deep.equal({ scope: 'workspace', requests_per_minute: 5 });
+    const shared = await me(quiet.api_key.key, '192.0.2.16');
+    expect(shared.status, shared.text).to.equal(200);
+    expect(expectRateLimitHeaders(shared, 'shared address').remaining).to.equal(0);
+  });
+
   it('counts a valid credential of the wrong kind for the route and puts the rate headers on its 401', async () => {
     const ip = '192.0.2.19';
     const sandbox = await register(svc.url);
