@@ -37,6 +37,19 @@ export function checkIncrement(by: number): void {
   if (!Number.isSafeInteger(by)) throw new RangeError(`An increment must be a whole number (got ${by})`);
 }
 
+/** How long a once-token is remembered: at least 1 ms (a token kept forever would never leave the store). */
+export function checkTokenTtl(ttlMs: number): void {
+  if (!(Number.isSafeInteger(ttlMs) && ttlMs >= 1)) throw new RangeError(`A token's TTL must be a whole number of milliseconds, 1 or more (got ${ttlMs})`);
+}
+
+/**
+ * The key remembering a count made once under a token. Braces around the counter's key make it the
+ * Redis Cluster hash tag, so both land in the counter's slot (its keys carry no braces of their own).
+ */
+export function onceKey(key: string, token: string): string {
+  return `{${key}}:once:${token}`;
+}
+
 /** A rate-limit call counts at least 1; reading without counting is peekRateLimit. */
 export function checkRateLimit(limit: number, windowMs: number, cost = 1): void {
   if (!(Number.isSafeInteger(limit) && limit >= 0)) throw new RangeError(`A rate limit must be a whole number, 0 or more (got ${limit})`);

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { Clock } from '../clock';
 import { createLogger } from '../logger';
 import type { Logger } from '../logger';
-import { checkIncrement, checkRateLimit, checkTtl, counterValue, isolateHandler } from './contract';
+import { checkIncrement, checkRateLimit, checkTokenTtl, checkTtl, counterValue, isolateHandler, onceKey } from './contract';
 import type { MessageHandler } from './contract';
 import { slidingWindow } from './types';
 import type { KvStore, RateLimitResult, Unsubscribe } from './types';
@@ -81,6 +81,25 @@ export class MemoryKvStore implements KvStore {
     const next = counterValue(key, entry.value) + by;
     this.entries.set(key, { value: String(next), expiresAt: entry.expiresAt });
     return next;
+  }
+
+  async incrIfPresentOnce(key: string, by: number, token: string, tokenTtlMs: number): Promise<number | null> {
+    checkIncrement(by);
+    checkTokenTtl(tokenTtlMs);
+    const entry = this.live(key);
+    if (!entry) return null;
+    const mark = onceKey(key, token);
+    if (this.live(mark)) return counterValue(key, entry.value);
+    this.entries.set(mark, { value: String(by), expiresAt: this.clock.now() + tokenTtlMs });
+    return this.incrIfPresent(key, by);
+  }
+
+  async undoOnce(key: string, by: number, token: string): Promise<void> {
+    checkIncrement(by);
+    const mark = onceKey(key, token);
+    if (!this.live(mark)) return;
+    this.entries.delete(mark);
+    await this.incrIfPresent(key, -by);
   }
 
   private windowCounts(key: string, windowMs: number): { cur: number; prev: number; elapsed: number; curKey: string } {

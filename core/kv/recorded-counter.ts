@@ -9,12 +9,14 @@ import type { KvStore } from './types';
  * (counting first and adding the record after let a burst of them through). The record is read
  * while the key is missing: once per key, or per concurrent caller that found it missing.
  */
-export async function incrFromRecord(kv: KvStore, key: string, by: number, ttlMs: number, recorded: () => Promise<number>): Promise<number> {
+export async function incrFromRecord(kv: KvStore, key: string, by: number, ttlMs: number, recorded: () => Promise<number>, once?: { token: string; ttlMs: number }): Promise<number> {
+  // With a token, counted at most once under it, so that kv.undoOnce can take the count back even when its answer was lost.
+  const count = () => (once ? kv.incrIfPresentOnce(key, by, once.token, once.ttlMs) : kv.incrIfPresent(key, by));
   // One round trip while the key exists, which is nearly always.
-  const counted = await kv.incrIfPresent(key, by);
+  const counted = await count();
   if (counted !== null) return counted;
   await kv.setIfAbsent(key, String(await recorded()), ttlMs);
-  return kv.incr(key, by, ttlMs);
+  return (await count()) ?? kv.incr(key, by, ttlMs);
 }
 
 /**

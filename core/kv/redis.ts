@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import type { Clock } from '../clock';
 import { createLogger } from '../logger';
 import type { Logger } from '../logger';
-import { KvUnavailableError, checkIncrement, checkRateLimit, checkTtl, isolateHandler, notACounter } from './contract';
+import { KvUnavailableError, checkIncrement, checkRateLimit, checkTokenTtl, checkTtl, isolateHandler, notACounter, onceKey } from './contract';
 import type { MessageHandler } from './contract';
 import { slidingWindow } from './types';
 import type { KvStore, RateLimitResult, Unsubscribe } from './types';
@@ -17,6 +17,20 @@ return v`;
 const INCR_IF_PRESENT = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return false end
 return redis.call('INCRBY', KEYS[1], ARGV[1])`;
+
+/**
+ * INCR_IF_PRESENT at most once per token: KEYS[2] remembers the count (ARGV[2] ms). A repeat of the
+ * token answers the value without adding; nil when the counter does not exist.
+ */
+const INCR_IF_PRESENT_ONCE = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return tonumber(redis.call('GET', KEYS[1])) end
+return redis.call('INCRBY', KEYS[1], ARGV[1])`;
+
+/** Takes back, once, what INCR_IF_PRESENT_ONCE counted under the token KEYS[2]. */
+const UNDO_ONCE = `
+if redis.call('DEL', KEYS[2]) == 1 and redis.call('EXISTS', KEYS[1]) == 1 then redis.call('INCRBY', KEYS[1], -tonumber(ARGV[1])) end
+return 1`;
 
 /**
  * Sliding-window counter. KEYS[1] = current window, KEYS[2] = previous window (same hash tag, so
@@ -45,6 +59,8 @@ if back > 0 then redis.call('DECRBY', KEYS[1], back) end
 return back`;
 
 type RedisWithScripts = Redis & {
+  pcsIncrIfPresentOnce(key: string, mark: string, by: number, tokenTtlMs: number): Promise<number | null>;
+  pcsUndoOnce(key: string, mark: string, by: number): Promise<number>;
   pcsRateRefund(cur: string, cost: number): Promise<number>;
   pcsIncr(key: string, by: number, ttlMs: number): Promise<number>;
   pcsIncrIfPresent(key: string, by: number): Promise<number | null>;
@@ -92,6 +108,8 @@ export class RedisKvStore implements KvStore {
     client.defineCommand('pcsIncrIfPresent', { numberOfKeys: 1, lua: INCR_IF_PRESENT });
     client.defineCommand('pcsRateLimit', { numberOfKeys: 2, lua: RATE_LIMIT });
     client.defineCommand('pcsRateRefund', { numberOfKeys: 1, lua: RATE_REFUND });
+    client.defineCommand('pcsIncrIfPresentOnce', { numberOfKeys: 2, lua: INCR_IF_PRESENT_ONCE });
+    client.defineCommand('pcsUndoOnce', { numberOfKeys: 2, lua: UNDO_ONCE });
     // Reconnection attempts fail with an error event each; logged here rather than by ioredis on stderr.
     client.on('error', (err: unknown) => this.log.warn({ err }, 'key-value store connection failed'));
     this.client = client as RedisWithScripts;
@@ -156,6 +174,18 @@ export class RedisKvStore implements KvStore {
     checkIncrement(by);
     const v = await this.counter(key, this.client.pcsIncrIfPresent(this.k(key), by));
     return v === null ? null : Number(v);
+  }
+
+  async incrIfPresentOnce(key: string, by: number, token: string, tokenTtlMs: number): Promise<number | null> {
+    checkIncrement(by);
+    checkTokenTtl(tokenTtlMs);
+    const v = await this.counter(key, this.client.pcsIncrIfPresentOnce(this.k(key), onceKey(this.k(key), token), by, tokenTtlMs));
+    return v === null ? null : Number(v);
+  }
+
+  async undoOnce(key: string, by: number, token: string): Promise<void> {
+    checkIncrement(by);
+    await this.counter(key, this.client.pcsUndoOnce(this.k(key), onceKey(this.k(key), token), by));
   }
 
   /** A counter script's answer; Redis's refusal of a value that is not an integer becomes the contract's RangeError. */

@@ -41,6 +41,14 @@ export interface KvStore {
    */
   incrIfPresent(key: string, by?: number): Promise<number | null>;
   /**
+   * incrIfPresent counted at most once under `token` (remembered for `tokenTtlMs`): the same token
+   * again answers the value without adding. With undoOnce, a count whose answer was lost (a command
+   * that timed out, and may yet be carried out) can be taken back safely whether it happened or not.
+   */
+  incrIfPresentOnce(key: string, by: number, token: string, tokenTtlMs: number): Promise<number | null>;
+  /** Takes back, once, what incrIfPresentOnce counted under `token`; nothing when it never counted or the key is gone. */
+  undoOnce(key: string, by: number, token: string): Promise<void>;
+  /**
    * Sliding-window counter: counts `cost` (1 or more) against `limit` per `windowMs` unless that
    * would exceed the limit. Atomic in both implementations.
    */

@@ -5,7 +5,7 @@ import { randomToken } from '../../core/ids';
 import { createLogger } from '../../core/logger';
 import { client } from '../support/http';
 import type { HttpResult } from '../support/http';
-import { redisProxy, requireRedisServer, startTestRedis } from '../support/redis';
+import { redisProxy, requireRedisServer, startTestRedis, whileRedisFrozen } from '../support/redis';
 import type { TestRedis } from '../support/redis';
 import { startTestService } from '../support/service';
 import type { TestService } from '../support/service';
@@ -34,20 +34,6 @@ async function hears(publisher: RedisKvStore, got: string[], message: string): P
     await sleep(100);
   }
   expect(got, `heard ${message}`).to.include(message);
-}
-
-/** Awaits `work` while Redis is frozen; without a bound it would wait as long as Redis stays frozen, so Redis is thawed after `safetyMs`. */
-async function whileFrozen<T>(redis: TestRedis, work: () => Promise<T>, safetyMs = 4000): Promise<{ result: T; ms: number }> {
-  redis.freeze();
-  const safety = setTimeout(() => redis.thaw(), safetyMs);
-  const started = Date.now();
-  try {
-    const result = await work();
-    return { result, ms: Date.now() - started };
-  } finally {
-    clearTimeout(safety);
-    redis.thaw();
-  }
 }
 
 /**
@@ -83,7 +69,7 @@ describe('key-value store unavailable: Redis frozen or down', function () {
       const api = client(svc.url, { 'x-api-key': key });
       expect((await api.get('/api/me')).status).to.equal(200);
 
-      const { result: res, ms } = await whileFrozen(redis, () => api.get<Body>('/api/me'));
+      const { result: res, ms } = await whileRedisFrozen(redis, () => api.get<Body>('/api/me'));
       expectStoreUnavailable(res);
       expect(ms, 'answered at the command timeout, not when Redis resumed').to.be.lessThan(2000);
 
@@ -157,7 +143,7 @@ describe('key-value store unavailable: Redis frozen or down', function () {
       const refused = await kv.incr('word').catch((err: unknown) => err);
       expect(refused).to.be.instanceOf(RangeError);
 
-      const frozen = await whileFrozen(redis, () => kv.get('word').catch((err: unknown) => err));
+      const frozen = await whileRedisFrozen(redis, () => kv.get('word').catch((err: unknown) => err));
       expect(frozen.result).to.be.instanceOf(KvUnavailableError);
       expect(String(frozen.result)).to.contain('Command timed out');
       expect(frozen.ms).to.be.lessThan(1500);
@@ -199,7 +185,7 @@ describe('key-value store unavailable: Redis frozen or down', function () {
       const publisher = await open(redis.url, 1000, prefix);
       await kv.ping();
       const got: string[] = [];
-      const frozen = await whileFrozen(redis, () => kv.subscribe('ch', (m) => void got.push(m)).catch((err: unknown) => err));
+      const frozen = await whileRedisFrozen(redis, () => kv.subscribe('ch', (m) => void got.push(m)).catch((err: unknown) => err));
       expect(frozen.result).to.be.instanceOf(KvUnavailableError);
       expect(frozen.ms).to.be.lessThan(1500);
 

@@ -125,6 +125,27 @@ function kvContract(name: string, make: (clock: ManualClock, log: Logger) => KvS
       expect(await kv.get(`${ns}absent`)).to.equal(null);
     });
 
+    it('incrIfPresentOnce counts once per token, and undoOnce takes back once only what a token counted', async () => {
+      expect(await kv.incrIfPresentOnce(`${ns}once-absent`, 1, 'a', 60_000)).to.equal(null);
+      expect(await kv.get(`${ns}once-absent`)).to.equal(null);
+      await kv.set(`${ns}once`, '5', 60_000);
+      expect(await kv.incrIfPresentOnce(`${ns}once`, 1, 'a', 60_000)).to.equal(6);
+      // The same token again: the count as it is, nothing added.
+      expect(await kv.incrIfPresentOnce(`${ns}once`, 1, 'a', 60_000)).to.equal(6);
+      expect(await kv.incrIfPresentOnce(`${ns}once`, 2, 'b', 60_000)).to.equal(8);
+      await kv.undoOnce(`${ns}once`, 1, 'a');
+      await kv.undoOnce(`${ns}once`, 1, 'a');
+      await kv.undoOnce(`${ns}once`, 1, 'never-counted');
+      expect(await kv.get(`${ns}once`)).to.equal('7');
+      // An undone token counts again if it comes back (a later count under it is a new one).
+      expect(await kv.incrIfPresentOnce(`${ns}once`, 1, 'a', 60_000)).to.equal(8);
+      // A counter gone meanwhile is not recreated by an undo.
+      await kv.del(`${ns}once`);
+      await kv.undoOnce(`${ns}once`, 2, 'b');
+      expect(await kv.get(`${ns}once`)).to.equal(null);
+      expect(await kv.incrIfPresentOnce(`${ns}once`, 1, 'c', 0).catch((err: unknown) => err)).to.be.instanceOf(RangeError);
+    });
+
     it('incrIfPresent increments atomically under concurrency and keeps the key\'s expiry', async () => {
       await kv.setIfAbsent(`${ns}p`, '10', 150);
       const results = await Promise.all(Array.from({ length: 50 }, () => kv.incrIfPresent(`${ns}p`, 1)));

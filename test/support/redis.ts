@@ -141,3 +141,17 @@ export async function redisProxy(socketPath: string) {
     close: () => (server.listening ? refuse() : Promise.resolve()),
   };
 }
+
+/** Awaits `work` while Redis is frozen; without a bound it would wait as long as Redis stays frozen, so Redis is thawed after `safetyMs`. */
+export async function whileRedisFrozen<T>(redis: TestRedis, work: () => Promise<T>, safetyMs = 4000): Promise<{ result: T; ms: number }> {
+  redis.freeze();
+  const safety = setTimeout(() => redis.thaw(), safetyMs);
+  const started = Date.now();
+  try {
+    const result = await work();
+    return { result, ms: Date.now() - started };
+  } finally {
+    clearTimeout(safety);
+    redis.thaw();
+  }
+}

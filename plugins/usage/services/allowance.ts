@@ -4,11 +4,17 @@ import type { Clock } from '../../../core/clock';
 import type { Sql } from '../../../core/db/sql';
 import { ApiError } from '../../../core/errors';
 import type { NextStep } from '../../../core/errors';
-import { incrFromRecord, uncount } from '../../../core/kv';
+import { randomToken } from '../../../core/ids';
+import { KvUnavailableError, incrFromRecord } from '../../../core/kv';
 import type { KvStore } from '../../../core/kv';
+import type { Logger } from '../../../core/logger';
 import { identityOf } from '../../identity';
 
 const DAY_MS = 86_400_000;
+/** How long a call's count stays undoable: past any stall after which a count could still be carried out. */
+const COUNT_TOKEN_TTL_MS = 3_600_000;
+/** Between attempts to take back a count whose answer was lost, until Redis answers. */
+const UNDO_RETRY_MS = 1000;
 
 /**
  * Where a sandbox at its daily limit can go next. The payment steps name the addresses the payments
@@ -56,6 +62,7 @@ export class SandboxAllowance implements Admitter {
     private readonly clock: Clock,
     private readonly config: Config,
     private readonly sql: Sql,
+    private readonly log: Logger,
   ) {}
 
   /**
@@ -94,9 +101,20 @@ export class SandboxAllowance implements Admitter {
     const limit = this.config.limits.sandbox.computeCallsPerDay;
     const now = this.clock.now();
     const { dayStart, resetsAt, key } = this.dayOf(p.workspaceId);
-    const used = await incrFromRecord(this.kv, key, request.units, 2 * DAY_MS, () => this.recordedToday(p.workspaceId, dayStart));
+    // Each call counts under a token of its own, so its count can be taken back whatever became of it.
+    const token = randomToken(12);
+    const undo = () => this.kv.undoOnce(key, request.units, token);
+    let used: number;
+    try {
+      used = await incrFromRecord(this.kv, key, request.units, 2 * DAY_MS, () => this.recordedToday(p.workspaceId, dayStart), { token, ttlMs: COUNT_TOKEN_TTL_MS });
+    } catch (err) {
+      // The answer was lost, not necessarily the count: a stalled Redis carries it out when it resumes, for a call
+      // answered 503. Taken back once Redis answers (a no-op when it never counted).
+      if (err instanceof KvUnavailableError) this.undoWhenBack(undo, p.workspaceId);
+      throw err;
+    }
     if (used > limit) {
-      await uncount(this.kv, key, request.units);
+      await undo();
       const retryAfter = Math.max(1, Math.ceil((dayStart + DAY_MS - now) / 1000));
       throw new ApiError('daily_quota_exceeded', `Daily quota reached: this sandbox workspace may make ${limit} compute calls per day (price verifications included).`, {
         retry_after: retryAfter,
@@ -118,13 +136,28 @@ export class SandboxAllowance implements Admitter {
       release: async () => {
         if (settled) return;
         settled = true;
-        await uncount(this.kv, key, request.units);
+        await undo();
       },
       refund: async () => {
         if (!committed) return;
         committed = false;
-        await uncount(this.kv, key, request.units);
+        await undo();
       },
     };
+  }
+
+  /**
+   * Retries `undo` until Redis answers. The first attempt goes out on the connection after the lost
+   * count, so Redis, executing in order, takes it back right after carrying it out.
+   */
+  private undoWhenBack(undo: () => Promise<void>, workspaceId: string): void {
+    const giveUpAt = Date.now() + COUNT_TOKEN_TTL_MS;
+    const attempt = (): void => {
+      undo().catch((err: unknown) => {
+        if (err instanceof KvUnavailableError && Date.now() < giveUpAt) setTimeout(attempt, UNDO_RETRY_MS).unref();
+        else this.log.warn({ err, workspaceId }, 'a sandbox call refused for an unanswered count may stay counted');
+      });
+    };
+    attempt();
   }
 }
