@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Principal } from '../../../core/auth';
 import { defineRoute, ok } from '../../../core/http/route';
+import { newId } from '../../../core/ids';
 import type { RouteSpec } from '../../../core/http/route';
 import { latencyView } from '../../../engine';
 import type { CircuitBreakers, FunctionRegistry, LatencyStats } from '../../../engine';
@@ -9,6 +10,13 @@ import { pipelineUnavailable } from '../services/engine-errors';
 
 /** Any id: running a pipeline is 501 whatever it names (SPEC: always). */
 const anyPipelineId = z.object({ id: z.string() });
+
+/**
+ * This process among the instances behind one address: breakers and latency statistics are kept per
+ * instance, so a caller comparing two readings can tell whether they came from the same one. Random,
+ * so it names nothing of the host.
+ */
+const INSTANCE_ID = newId('inst');
 
 /** Reference pipelines that can be listed (execution is not available: 501). */
 export const REFERENCE_PIPELINES = [
@@ -83,14 +91,14 @@ export function operationRoutes(registry: FunctionRegistry, breakers: CircuitBre
       id: 'routing.health',
       method: 'get',
       path: '/api/routing/health',
-      summary: 'Circuit breaker state and latency statistics of the functions you can use.',
+      summary: 'Circuit breaker state and latency statistics of the functions you can use, as this instance keeps them (instance, kept_per).',
       tags: ['Routing policies'],
       sandbox: true,
       handler: ({ principal }) => {
         const p = principal as Principal;
         const scope = { workspaceId: p.workspaceId, builtInsOnly: identityOf(p).sandbox };
         const data = registry.reachable(scope).map((f) => ({ function: { id: f.id, name: f.name }, breaker: breakers.view(f.id), latency: latencyView(latency.snapshot(f.id)) }));
-        return ok({ object: 'list', data, has_more: false, next_cursor: null, limit: data.length });
+        return ok({ object: 'list', data, has_more: false, next_cursor: null, limit: data.length, instance: INSTANCE_ID, kept_per: 'instance' });
       },
     }),
   ];

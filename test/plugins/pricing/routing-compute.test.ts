@@ -162,6 +162,10 @@ describe('pricing: compute routed by the default policy (HTTP)', function () {
     for (let i = 0; i < 3; i++) breakers.record('fn_builtin_charm', false);
     const health = await a.get<Body>('/api/routing/health');
     expect(health.status).to.equal(200);
+    // Breakers are kept per instance: the answer says which instance's they are.
+    expect(health.body).to.include({ kept_per: 'instance' });
+    expect(health.body.instance).to.match(/^inst_/);
+    expect((await a.get<Body>('/api/routing/health')).body.instance).to.equal(health.body.instance);
     const charm = (health.body.data as Body[]).find((d) => d.function.name === 'charm-pricing') as Body;
     expect(charm.breaker).to.include({ state: 'open', failures: 3 });
     expect(charm.breaker.retry_at).to.be.a('string');
