@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import type { PricingPool } from '../../../engine/pool';
 import { PRICING } from '../../../plugins/pricing';
 import { FIXTURE_MODULE } from '../../engine/harness';
@@ -55,6 +57,14 @@ describe('pricing: compute metrics at GET /metrics (HTTP)', function () {
     pool = svc.container.resolve<PricingPool>(PRICING.Pool);
   });
   after(() => svc.close());
+
+  it('documents every pricing metric it exports in docs/routing.md (the Metrics table)', async () => {
+    const text = await scrape();
+    const exported = [...text.matchAll(/^# TYPE ((?:pricing|http)_[a-z_]+) /gm)].map((m) => m[1] as string);
+    expect(exported).to.include.members(['pricing_compute_requests_total', 'pricing_function_calls_total', 'pricing_pool_queue_length', 'http_request_duration_seconds']);
+    const doc = readFileSync(path.join(__dirname, '..', '..', '..', '..', 'docs', 'routing.md'), 'utf8');
+    expect(exported.filter((name) => !doc.includes(`| \`${name}\` |`))).to.deep.equal([]);
+  });
 
   it('counts a call answered by a fallback in pricing_fallbacks_total and times the function that answered in pricing_function_duration_seconds', async () => {
     const policy = await api.post<Body>('/api/routing-policies', { name: 'competitive then cost-plus', strategy: 'cheapest', is_default: true, fallback_chain: ['cost-plus'], config: { candidates: ['competitive-position'] } });
