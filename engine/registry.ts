@@ -34,6 +34,8 @@ export class FunctionRegistry {
   private readonly byIdMap = new Map<string, FunctionDescriptor>();
   private readonly byNameMap = new Map<string, string>();
   private unsubscribe: Unsubscribe | null = null;
+  /** The reloads, one after another in the order asked: a read started earlier never lands over a later one. */
+  private reloads: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly source: FunctionSource,
@@ -48,8 +50,18 @@ export class FunctionRegistry {
     this.unsubscribe = await this.kv.subscribe(CHANNEL, (id) => this.reload(id), () => this.reloadAll());
   }
 
+  private serial(work: () => Promise<void>): Promise<void> {
+    const run = this.reloads.then(work, work);
+    this.reloads = run.catch(() => undefined);
+    return run;
+  }
+
   /** Every workspace function as the database has it now (built-ins stay); applied at once, between two reads. */
-  private async reloadAll(): Promise<void> {
+  private reloadAll(): Promise<void> {
+    return this.serial(() => this.readAll());
+  }
+
+  private async readAll(): Promise<void> {
     const fns = await this.source.loadAll();
     for (const [id, fn] of this.byIdMap) {
       if (fn.builtIn) continue;
@@ -72,7 +84,11 @@ export class FunctionRegistry {
     if (!fn.name.toLowerCase().startsWith('fn_')) this.byNameMap.set(fn.name.toLowerCase(), fn.id);
   }
 
-  private async reload(id: string): Promise<void> {
+  private reload(id: string): Promise<void> {
+    return this.serial(() => this.readOne(id));
+  }
+
+  private async readOne(id: string): Promise<void> {
     const fn = await this.source.loadOne(id);
     if (fn) this.put(fn);
     else {

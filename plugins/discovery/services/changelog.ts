@@ -44,6 +44,7 @@ const CHANNEL = 'discovery:changelog-changed';
 export class Changelog {
   private entries: Held[] = [];
   private unsubscribe: Unsubscribe | null = null;
+  private reloads: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly sql: Sql,
@@ -77,7 +78,17 @@ export class Changelog {
     return link.startsWith('/') ? `${this.publicUrl()}${link}` : link;
   }
 
-  async reload(): Promise<void> {
+  /** Reads one at a time: a read started earlier never lands over a later one. */
+  reload(): Promise<void> {
+    const run = this.reloads.then(
+      () => this.readAll(),
+      () => this.readAll(),
+    );
+    this.reloads = run.catch(() => undefined);
+    return run;
+  }
+
+  private async readAll(): Promise<void> {
     const rows = await this.sql.many<Row>('SELECT * FROM changelog_entries ORDER BY published_at DESC, id DESC');
     this.entries = rows.map((r) => {
       const publishedMs = new Date(r.published_at).getTime();
