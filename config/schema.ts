@@ -52,7 +52,7 @@ export const settingsTree = {
       'Longest a Redis command (a rate-limit count, a counter, a cache read) waits for its answer. Past it, or while Redis cannot be reached, the request answers 503 service_unavailable (retryable, with Retry-After) instead of waiting for Redis; the connection keeps reconnecting on its own, so requests succeed again once Redis is back. While Redis cannot be reached, commands fail at once and are never queued to run later (a count refused then is never applied); one that timed out against a Redis that was reached but stalled may still be applied when it resumes. The subscription connection (cache invalidation across instances) is not bounded by it: it waits for messages for as long as it is open.',
       { min: 1, max: MAX_TIMER_MS },
     ),
-    connectWaitMs: int('REDIS_CONNECT_WAIT_MS', 5000, 'Longest the service waits at start for its Redis connection; past it the start fails (naming this setting), to be retried by whatever runs the service. An outage after the start answers 503 instead.', { min: 0, max: MAX_TIMER_MS }),
+    connectWaitMs: int('REDIS_CONNECT_WAIT_MS', 5000, 'Longest the service waits at start for its Redis connection to be ready; past it the start fails (naming this setting and the last connection error), to be retried by whatever runs the service. An outage after the start answers 503 instead. At least 100 (connecting takes a moment even to a local Redis).', { min: 100, max: MAX_TIMER_MS }),
   },
   plugins: {
     enabled: list('PLUGINS', ['health', 'identity', 'accounts', 'team', 'usage', 'pricing', 'discovery', 'mcp', 'verification', 'catalog'], 'Comma-separated list of enabled plugins; their dependencies must be listed too.'),

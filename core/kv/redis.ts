@@ -67,6 +67,9 @@ type RedisWithScripts = Redis & {
   pcsRateLimit(cur: string, prev: string, windowMs: number, elapsed: number, limit: number, cost: number): Promise<[number, number, number]>;
 };
 
+/** Most messages kept while Redis cannot be reached (the oldest give way). */
+const UNSENT_MAX = 10_000;
+
 export interface RedisKvOptions {
   /**
    * Longest a command waits for Redis's answer (ioredis commandTimeout) before it fails with
@@ -88,8 +91,12 @@ function isReplyError(err: unknown): boolean {
 export class RedisKvStore implements KvStore {
   readonly kind = 'redis' as const;
   private readonly client: RedisWithScripts;
+  /** The last connection failure, for a start that cannot connect to say why. */
+  private lastError: unknown = null;
   private subscriber: Redis | null = null;
   private readonly handlers = new Map<string, Set<(message: string) => void>>();
+  /** Messages publish could not hand to Redis, sent when the connection is ready again. */
+  private readonly unsent: Array<[string, string]> = [];
   /** Per channel, what to run once it is subscribed again after a lost connection (missed messages). */
   private readonly gapHandlers = new Map<string, Set<() => void>>();
 
@@ -111,7 +118,11 @@ export class RedisKvStore implements KvStore {
     client.defineCommand('pcsIncrIfPresentOnce', { numberOfKeys: 2, lua: INCR_IF_PRESENT_ONCE });
     client.defineCommand('pcsUndoOnce', { numberOfKeys: 2, lua: UNDO_ONCE });
     // Reconnection attempts fail with an error event each; logged here rather than by ioredis on stderr.
-    client.on('error', (err: unknown) => this.log.warn({ err }, 'key-value store connection failed'));
+    client.on('error', (err: unknown) => {
+      this.lastError = err;
+      this.log.warn({ err }, 'key-value store connection failed');
+    });
+    client.on('ready', () => this.flushUnsent());
     this.client = client as RedisWithScripts;
   }
 
@@ -232,8 +243,40 @@ export class RedisKvStore implements KvStore {
     return { allowed: r.weighted < limit, limit, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.weighted < limit ? 0 : r.resetMs };
   }
 
+  /**
+   * Publishes, or, when Redis cannot be reached, keeps the message and sends it once the connection
+   * is ready again: what is published here are invalidations of a change already made (a revoked
+   * key, a deactivated function), which must not be lost because this instance's connection was
+   * down, and which are harmless to deliver late or twice. At most UNSENT_MAX are kept.
+   */
   async publish(channel: string, message: string): Promise<void> {
-    await this.send(this.client.publish(this.k(channel), message));
+    try {
+      await this.send(this.client.publish(this.k(channel), message));
+    } catch (err) {
+      if (!(err instanceof KvUnavailableError)) throw err;
+      this.keepUnsent(this.k(channel), message);
+      this.log.warn({ err, channel }, 'Redis unreachable: the message is sent once it is back');
+    }
+  }
+
+  private keepUnsent(channel: string, message: string): void {
+    if (this.unsent.some(([c, m]) => c === channel && m === message)) return;
+    if (this.unsent.length >= UNSENT_MAX) this.unsent.shift();
+    this.unsent.push([channel, message]);
+  }
+
+  /** Sends the kept messages, oldest first; one that fails again stays for the next ready. */
+  private flushUnsent(): void {
+    const pending = this.unsent.splice(0);
+    void (async () => {
+      for (const [channel, message] of pending) {
+        try {
+          await this.send(this.client.publish(channel, message));
+        } catch {
+          this.keepUnsent(channel, message);
+        }
+      }
+    })();
   }
 
   /**
@@ -304,6 +347,12 @@ export class RedisKvStore implements KvStore {
         await this.sendBounded(subscriber.unsubscribe(full));
       }
     };
+  }
+
+  /** Why the connection last failed, if it did (a refused connection, a failed AUTH). */
+  get connectionError(): string | null {
+    if (this.lastError === null) return null;
+    return this.lastError instanceof Error ? this.lastError.message : 'unknown error';
   }
 
   /**
