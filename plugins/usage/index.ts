@@ -45,7 +45,9 @@ export const usagePlugin: PluginDefinition = {
     const recorder = new UsageRecorder(pool, ctx.log, { synchronousCommit, concurrentInserts: ctx.config.usage.concurrentInserts, claimTtlHours });
     ctx.container.register(USAGE.Recorder, { useValue: recorder });
     ctx.container.register(USAGE.Replays, { useValue: new CallReplays(pool, ctx.clock, ctx.log, claimTtlHours) });
-    ctx.hooks.addAdmitter(new SandboxAllowance(ctx.kv, ctx.clock, ctx.config, ctx.sql, ctx.log));
+    const allowance = new SandboxAllowance(ctx.kv, ctx.clock, ctx.config, ctx.sql, ctx.log);
+    ctx.hooks.addAdmitter(allowance);
+    ctx.onClose(() => allowance.close());
     ctx.onClose(() => recorder.close());
 
     // Others are calls to a workspace's own functions; they exist only where the pricing plugin's table does.

@@ -48,6 +48,12 @@ export function quotaNextSteps(payable: boolean, paymentsOffered = false): NextS
   return steps;
 }
 
+interface PendingUndo {
+  undo: () => Promise<void>;
+  workspaceId: string;
+  giveUpAt: number;
+}
+
 /**
  * The free daily allowance of sandbox workspaces (SPEC: 25 compute calls per day). A call reserves
  * one unit; a failed call releases it, so failures are never counted. Price verification counts
@@ -56,6 +62,10 @@ export function quotaNextSteps(payable: boolean, paymentsOffered = false): NextS
  */
 export class SandboxAllowance implements Admitter {
   readonly name = 'sandbox-daily-allowance';
+  /** Counts whose answer was lost, to take back once Redis answers. */
+  private readonly pendingUndos = new Set<PendingUndo>();
+  private undoTimer: NodeJS.Timeout | null = null;
+  private closed = false;
 
   constructor(
     private readonly kv: KvStore,
@@ -147,17 +157,38 @@ export class SandboxAllowance implements Admitter {
   }
 
   /**
-   * Retries `undo` until Redis answers. The first attempt goes out on the connection after the lost
-   * count, so Redis, executing in order, takes it back right after carrying it out.
+   * Takes a lost count back now and, while Redis does not answer, on one timer for all of them. The
+   * first attempt goes out on the connection right after the lost count, so Redis, executing in
+   * order, takes it back right after carrying it out.
    */
   private undoWhenBack(undo: () => Promise<void>, workspaceId: string): void {
-    const giveUpAt = Date.now() + COUNT_TOKEN_TTL_MS;
-    const attempt = (): void => {
-      undo().catch((err: unknown) => {
-        if (err instanceof KvUnavailableError && Date.now() < giveUpAt) setTimeout(attempt, UNDO_RETRY_MS).unref();
-        else this.log.warn({ err, workspaceId }, 'a sandbox call refused for an unanswered count may stay counted');
-      });
-    };
-    attempt();
+    const pending = { undo, workspaceId, giveUpAt: Date.now() + COUNT_TOKEN_TTL_MS };
+    this.pendingUndos.add(pending);
+    void this.attemptUndo(pending);
+  }
+
+  private async attemptUndo(pending: PendingUndo): Promise<void> {
+    try {
+      await pending.undo();
+      this.pendingUndos.delete(pending);
+    } catch (err) {
+      if (this.closed || !(err instanceof KvUnavailableError) || Date.now() >= pending.giveUpAt) {
+        this.pendingUndos.delete(pending);
+        this.log.warn({ err, workspaceId: pending.workspaceId }, 'a sandbox call refused for an unanswered count may stay counted');
+        return;
+      }
+      this.undoTimer ??= setTimeout(() => {
+        this.undoTimer = null;
+        for (const p of this.pendingUndos) void this.attemptUndo(p);
+      }, UNDO_RETRY_MS).unref();
+    }
+  }
+
+  /** Stops retrying (before the store closes), after one last attempt at what is still pending. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.undoTimer) clearTimeout(this.undoTimer);
+    this.undoTimer = null;
+    await Promise.all([...this.pendingUndos].map((p) => this.attemptUndo(p)));
   }
 }

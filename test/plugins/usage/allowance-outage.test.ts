@@ -67,6 +67,34 @@ describe('sandbox allowance: a count whose answer was lost', function () {
     expect((next?.remaining as { daily_compute_calls: { remaining: number } }).daily_compute_calls.remaining).to.equal(limit - 2);
   });
 
+  it('retries lost counts on one timer while Redis is down, and stops at close after one last try', async () => {
+    const own = new RedisKvStore(redis.url, `pcs-allowance-${randomToken(6)}:`, systemClock, log, { commandTimeoutMs: 200 });
+    expect(await own.connected(5000)).to.equal(true);
+    const undone = { n: 0 };
+    const undoOnce = own.undoOnce.bind(own);
+    own.undoOnce = (...args: Parameters<RedisKvStore['undoOnce']>) => {
+      undone.n++;
+      return undoOnce(...args);
+    };
+    const closing = new SandboxAllowance(own, systemClock, svc.config, svc.container.resolve<Sql>(TOKENS.Sql), log);
+    await redis.stop();
+    try {
+      for (let i = 0; i < 3; i++) expect(await closing.admit(request(sandbox())).catch((err: unknown) => err)).to.be.instanceOf(KvUnavailableError);
+      // Each tried at once, then all three again on the one timer.
+      await sleep(1300);
+      expect(undone.n).to.equal(6);
+      await closing.close();
+      expect(undone.n).to.equal(9);
+      await sleep(1300);
+      expect(undone.n, 'no attempt after close').to.equal(9);
+    } finally {
+      await redis.start();
+      await own.close();
+      // The shared store reconnects by itself; the next test needs it.
+      expect(await kv.connected(10_000)).to.equal(true);
+    }
+  });
+
   it('gives a call back once however often it is released or refunded', async () => {
     const limit = svc.config.limits.sandbox.computeCallsPerDay;
     const p = sandbox();
