@@ -102,28 +102,29 @@ export class MemoryKvStore implements KvStore {
     await this.incrIfPresent(key, -by);
   }
 
-  private windowCounts(key: string, windowMs: number): { cur: number; prev: number; elapsed: number; curKey: string } {
+  private windowCounts(key: string, windowMs: number): { cur: number; prev: number; elapsed: number; curKey: string; idx: number } {
     const now = this.clock.now();
     const idx = Math.floor(now / windowMs);
     const curKey = `${key}:${idx}`;
     const cur = Number(this.live(curKey)?.value ?? 0);
     const prev = Number(this.live(`${key}:${idx - 1}`)?.value ?? 0);
-    return { cur, prev, elapsed: now - idx * windowMs, curKey };
+    return { cur, prev, elapsed: now - idx * windowMs, curKey, idx };
   }
 
   async rateLimit(key: string, limit: number, windowMs: number, cost = 1): Promise<RateLimitResult> {
     checkRateLimit(limit, windowMs, cost);
-    const { cur, prev, elapsed, curKey } = this.windowCounts(key, windowMs);
+    const { cur, prev, elapsed, curKey, idx } = this.windowCounts(key, windowMs);
     const r = slidingWindow(prev, cur, elapsed, windowMs, limit, cost);
     if (r.allowed) await this.incr(curKey, cost, windowMs * 2);
-    return { allowed: r.allowed, limit, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.retryAfterMs };
+    return { allowed: r.allowed, limit, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.retryAfterMs, window: idx };
   }
 
-  async refundRateLimit(key: string, windowMs: number, cost = 1): Promise<void> {
+  async refundRateLimit(key: string, windowMs: number, cost = 1, window?: number): Promise<void> {
     checkRateLimit(1, windowMs, cost);
-    const { cur, curKey } = this.windowCounts(key, windowMs);
-    const entry = this.live(curKey);
-    if (entry && cur > 0) this.entries.set(curKey, { value: String(cur - Math.min(cost, cur)), expiresAt: entry.expiresAt });
+    const countedIn = `${key}:${window ?? this.windowCounts(key, windowMs).idx}`;
+    const entry = this.live(countedIn);
+    const cur = Number(entry?.value ?? 0);
+    if (entry && cur > 0) this.entries.set(countedIn, { value: String(cur - Math.min(cost, cur)), expiresAt: entry.expiresAt });
   }
 
   async peekRateLimit(key: string, limit: number, windowMs: number): Promise<RateLimitResult> {

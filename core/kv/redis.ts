@@ -214,18 +214,18 @@ export class RedisKvStore implements KvStore {
     return `{${this.k(key)}}`;
   }
 
-  async refundRateLimit(key: string, windowMs: number, cost = 1): Promise<void> {
+  async refundRateLimit(key: string, windowMs: number, cost = 1, window?: number): Promise<void> {
     checkRateLimit(1, windowMs, cost);
-    await this.send(this.client.pcsRateRefund(`${this.windowTag(key)}:${Math.floor(this.clock.now() / windowMs)}`, cost));
+    await this.send(this.client.pcsRateRefund(`${this.windowTag(key)}:${window ?? Math.floor(this.clock.now() / windowMs)}`, cost));
   }
 
-  private async window(key: string, limit: number, windowMs: number, cost: number): Promise<{ allowed: boolean; cur: number; prev: number; elapsed: number }> {
+  private async window(key: string, limit: number, windowMs: number, cost: number): Promise<{ allowed: boolean; cur: number; prev: number; elapsed: number; idx: number }> {
     const now = this.clock.now();
     const idx = Math.floor(now / windowMs);
     const tag = this.windowTag(key);
     const elapsed = now - idx * windowMs;
     const [ok, cur, prev] = await this.send(this.client.pcsRateLimit(`${tag}:${idx}`, `${tag}:${idx - 1}`, windowMs, elapsed, limit, cost));
-    return { allowed: ok === 1, cur: Number(cur), prev: Number(prev), elapsed };
+    return { allowed: ok === 1, cur: Number(cur), prev: Number(prev), elapsed, idx };
   }
 
   async rateLimit(key: string, limit: number, windowMs: number, cost = 1): Promise<RateLimitResult> {
@@ -233,7 +233,7 @@ export class RedisKvStore implements KvStore {
     const w = await this.window(key, limit, windowMs, cost);
     const r = slidingWindow(w.prev, w.cur, w.elapsed, windowMs, limit, cost);
     // The script decided atomically; the shared arithmetic only derives the reported figures.
-    return { allowed: w.allowed, limit, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: w.allowed ? 0 : r.retryAfterMs };
+    return { allowed: w.allowed, limit, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: w.allowed ? 0 : r.retryAfterMs, window: w.idx };
   }
 
   async peekRateLimit(key: string, limit: number, windowMs: number): Promise<RateLimitResult> {

@@ -7,6 +7,8 @@ export interface RateLimitResult {
   resetMs: number;
   /** When refused: milliseconds until a request of the same cost would be allowed. */
   retryAfterMs: number;
+  /** The window this call counted in (rateLimit only), for refundRateLimit to take it back from. */
+  window?: number;
 }
 
 import type { MessageHandler } from './contract';
@@ -56,10 +58,11 @@ export interface KvStore {
   /** Reads a rate-limit window without counting. */
   peekRateLimit(key: string, limit: number, windowMs: number): Promise<RateLimitResult>;
   /**
-   * Takes back `cost` a rateLimit counted in the current window (never below 0): a request another
-   * limit refused is given back to the one that let it through.
+   * Takes back `cost` a rateLimit counted (never below 0), in the window its result names (`window`;
+   * the current one without it): a request another limit refused is given back to the one that let
+   * it through.
    */
-  refundRateLimit(key: string, windowMs: number, cost?: number): Promise<void>;
+  refundRateLimit(key: string, windowMs: number, cost?: number, window?: number): Promise<void>;
   publish(channel: string, message: string): Promise<void>;
   /**
    * A handler that throws or rejects is logged; the publisher and other handlers are unaffected.

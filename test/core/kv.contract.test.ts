@@ -214,6 +214,19 @@ function kvContract(name: string, make: (clock: ManualClock, log: Logger) => KvS
       expect(await kv.refundRateLimit(`${ns}rf`, 60_000, 0).catch((err: unknown) => err)).to.be.instanceOf(RangeError);
     });
 
+    it('refunds in the window the count was made in, even once the next one has begun', async () => {
+      const start = Math.floor(clock.now() / 60_000) * 60_000 + 60_000;
+      clock.set(start + 59_999);
+      let last = await kv.rateLimit(`${ns}roll`, 3, 60_000);
+      for (let i = 0; i < 2; i++) last = await kv.rateLimit(`${ns}roll`, 3, 60_000);
+      expect(last.allowed).to.equal(true);
+      clock.set(start + 60_000);
+      // The whole previous window still weighs in: nothing left.
+      expect((await kv.peekRateLimit(`${ns}roll`, 3, 60_000)).remaining).to.equal(0);
+      await kv.refundRateLimit(`${ns}roll`, 60_000, 1, last.window);
+      expect((await kv.peekRateLimit(`${ns}roll`, 3, 60_000)).remaining).to.equal(1);
+    });
+
     it('slides: the previous window weighs in proportionally, then fades out', async () => {
       const start = Math.floor(clock.now() / 60_000) * 60_000 + 60_000;
       clock.set(start + 59_000);

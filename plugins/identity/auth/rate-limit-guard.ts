@@ -60,8 +60,9 @@ export class RateLimitGuard implements Guard {
     // Refused by one limit, the request is given back to the other: one noisy address must not use up
     // its workspace's allowance for the workspace's other callers, nor a workspace over its limit the
     // allowance of an address it shares with others.
-    if (ws.allowed) await this.kv.refundRateLimit(`rl:ws:${ctx.principal.workspaceId}`, WINDOW_MS);
-    else if (ip.allowed) await this.kv.refundRateLimit(`rl:ip:${ctx.clientIp}`, WINDOW_MS);
+    // Best effort: a refund Redis does not take leaves one request counted, not the 429 turned into a 503.
+    const refund = ws.allowed ? this.kv.refundRateLimit(`rl:ws:${ctx.principal.workspaceId}`, WINDOW_MS, 1, ws.window) : ip.allowed ? this.kv.refundRateLimit(`rl:ip:${ctx.clientIp}`, WINDOW_MS, 1, ip.window) : null;
+    await refund?.catch((err: unknown) => ctx.log.warn({ err }, 'a request refused by one rate limit stays counted by the other'));
     // An unclaimed sandbox may not use batch pricing, so it is not told to.
     throw rateLimited(tighter, !identityOf(ctx.principal).sandbox);
   }
