@@ -42,12 +42,20 @@ export function checkTokenTtl(ttlMs: number): void {
   if (!(Number.isSafeInteger(ttlMs) && ttlMs >= 1)) throw new RangeError(`A token's TTL must be a whole number of milliseconds, 1 or more (got ${ttlMs})`);
 }
 
+/** Whether a key has a Redis Cluster hash tag: a `{` followed, later, by a `}` with something between. */
+function hasHashTag(key: string): boolean {
+  const open = key.indexOf('{');
+  if (open === -1) return false;
+  const close = key.indexOf('}', open + 1);
+  return close > open + 1;
+}
+
 /**
- * The key remembering a count made once under a token. Braces around the counter's key make it the
- * Redis Cluster hash tag, so both land in the counter's slot (its keys carry no braces of their own).
+ * The key remembering a count made once under a token, in the counter's Redis Cluster slot: a key
+ * with a hash tag of its own (a `{pcs}:` prefix) keeps it; one without becomes the tag, braced.
  */
 export function onceKey(key: string, token: string): string {
-  return `{${key}}:once:${token}`;
+  return hasHashTag(key) ? `${key}:once:${token}` : `{${key}}:once:${token}`;
 }
 
 /** A rate-limit call counts at least 1; reading without counting is peekRateLimit. */
