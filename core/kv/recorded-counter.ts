@@ -15,8 +15,14 @@ export async function incrFromRecord(kv: KvStore, key: string, by: number, ttlMs
   // One round trip while the key exists, which is nearly always.
   const counted = await count();
   if (counted !== null) return counted;
-  await kv.setIfAbsent(key, String(await recorded()), ttlMs);
-  return (await count()) ?? kv.incr(key, by, ttlMs);
+  // Created from the record, then counted on; a key gone again in between (evicted, expired) is made once more, so
+  // a token's count stays one that undoOnce can take back.
+  for (let attempt = 0; attempt < 2; attempt++) {
+    await kv.setIfAbsent(key, String(await recorded()), ttlMs);
+    const next = await count();
+    if (next !== null) return next;
+  }
+  return kv.incr(key, by, ttlMs);
 }
 
 /**
