@@ -38,6 +38,8 @@ export function hashSessionToken(token: string): string {
 /** Person sessions: an http-only cookie and a JWT bound to the same revocable session. */
 export class Sessions {
   private readonly cache = new Map<string, { row: SessionRow | null; until: number }>();
+  /** Bumped by every sign-out heard and every clear: a read begun before one is not cached after it. */
+  private changes = 0;
   private unsubscribe: Unsubscribe | null = null;
 
   constructor(
@@ -51,7 +53,14 @@ export class Sessions {
 
   async start(): Promise<void> {
     // A sign-out announced while the subscription was down was missed: every cached session is read again.
-    this.unsubscribe = await this.kv.subscribe(CHANNEL, (id) => this.dropCached(id), () => this.cache.clear());
+    this.unsubscribe = await this.kv.subscribe(
+      CHANNEL,
+      (id) => this.dropCached(id),
+      () => {
+        this.changes++;
+        this.cache.clear();
+      },
+    );
   }
 
   async stop(): Promise<void> {
@@ -59,6 +68,7 @@ export class Sessions {
   }
 
   private dropCached(sessionId: string): void {
+    this.changes++;
     for (const [k, v] of this.cache) if (k === sessionId || v.row?.id === sessionId) this.cache.delete(k);
   }
 
@@ -94,16 +104,18 @@ export class Sessions {
     const key = `c:${hashSessionToken(cookie)}`;
     const hit = this.cache.get(key);
     if (hit && hit.until > this.clock.now()) return this.usable(hit.row);
+    const readAt = this.changes;
     const row = await this.sql.one<SessionRow>('SELECT * FROM person_sessions WHERE token_hash = $1', [hashSessionToken(cookie)]);
-    this.cache.set(key, { row, until: this.clock.now() + CACHE_TTL_MS });
+    if (readAt === this.changes) this.cache.set(key, { row, until: this.clock.now() + CACHE_TTL_MS });
     return this.usable(row);
   }
 
   async byId(id: string): Promise<SessionRow | null> {
     const hit = this.cache.get(id);
     if (hit && hit.until > this.clock.now()) return this.usable(hit.row);
+    const readAt = this.changes;
     const row = await this.sql.one<SessionRow>('SELECT * FROM person_sessions WHERE id = $1', [id]);
-    this.cache.set(id, { row, until: this.clock.now() + CACHE_TTL_MS });
+    if (readAt === this.changes) this.cache.set(id, { row, until: this.clock.now() + CACHE_TTL_MS });
     return this.usable(row);
   }
 

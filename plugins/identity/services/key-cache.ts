@@ -24,6 +24,11 @@ type Invalidation = { hash: string } | { workspaceId: string } | { keyId: string
 export class KeyCache {
   private readonly entries = new Map<string, Entry>();
   private unsubscribe: Unsubscribe | null = null;
+  /**
+   * Bumped by every invalidation and clear: a lookup that read the database before one (a revocation
+   * committed while it read) must not store what it read after it.
+   */
+  private changes = 0;
 
   constructor(
     private readonly kv: KvStore,
@@ -33,7 +38,14 @@ export class KeyCache {
 
   async start(): Promise<void> {
     // A revocation announced while the subscription was down was missed: nothing cached before it is trusted.
-    this.unsubscribe = await this.kv.subscribe(CHANNEL, (msg) => this.apply(JSON.parse(msg) as Invalidation), () => this.entries.clear());
+    this.unsubscribe = await this.kv.subscribe(
+      CHANNEL,
+      (msg) => this.apply(JSON.parse(msg) as Invalidation),
+      () => {
+        this.changes++;
+        this.entries.clear();
+      },
+    );
   }
 
   async stop(): Promise<void> {
@@ -52,8 +64,14 @@ export class KeyCache {
     return e.value;
   }
 
-  set(hash: string, value: CachedKey | null): void {
+  /** Where the invalidations stand: pass it to set() to store a read only if none came since. */
+  get generation(): number {
+    return this.changes;
+  }
+
+  set(hash: string, value: CachedKey | null, readAt?: number): void {
     if (this.ttlMs <= 0) return;
+    if (readAt !== undefined && readAt !== this.changes) return;
     if (this.entries.size >= MAX_ENTRIES) {
       const oldest = this.entries.keys().next().value;
       if (oldest !== undefined) this.entries.delete(oldest);
@@ -68,6 +86,7 @@ export class KeyCache {
   }
 
   private apply(what: Invalidation): void {
+    this.changes++;
     if ('hash' in what) {
       this.entries.delete(what.hash);
       return;

@@ -155,8 +155,9 @@ export class KeyService {
     const hash = this.hash(secret);
     const cached = this.cache.get(hash);
     if (cached !== undefined) return cached;
+    const readAt = this.cache.generation;
     const found = await this.lookupByHash(hash);
-    this.cache.set(hash, found);
+    this.cache.set(hash, found, readAt);
     return found;
   }
 
@@ -176,9 +177,10 @@ export class KeyService {
     const cacheKey = `id:${keyId}`;
     const cached = this.cache.get(cacheKey);
     if (cached !== undefined) return cached;
+    const readAt = this.cache.generation;
     const row = await this.sql.one<{ key_hash: string }>('SELECT key_hash FROM api_keys WHERE id = $1', [keyId]);
     const found = row ? await this.lookupByHash(row.key_hash) : null;
-    this.cache.set(cacheKey, found);
+    this.cache.set(cacheKey, found, readAt);
     return found;
   }
 

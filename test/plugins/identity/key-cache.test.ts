@@ -1,0 +1,25 @@
+import { expect } from 'chai';
+import { ManualClock } from '../../../core/clock';
+import { MemoryKvStore } from '../../../core/kv';
+import { KeyCache } from '../../../plugins/identity/services/key-cache';
+import type { CachedKey } from '../../../plugins/identity/services/key-cache';
+
+// Only what the cache reads of a key: its id and its workspace's.
+const found = { key: { id: 'key_cache_1' }, workspace: { id: 'ws_cache_1' }, agentName: null } as unknown as CachedKey;
+
+describe('identity: the verified-key cache', () => {
+  const clock = new ManualClock(Date.parse('2026-11-27T00:00:00Z'));
+  const kv = new MemoryKvStore(clock);
+  after(() => kv.close());
+
+  it('does not store a read begun before an invalidation (a revocation committed while the lookup read the database)', async () => {
+    const cache = new KeyCache(kv, clock, 30_000);
+    const readAt = cache.generation;
+    await cache.invalidate({ keyId: 'key_cache_1' });
+    cache.set('hash-1', found, readAt);
+    expect(cache.get('hash-1')).to.equal(undefined);
+    // A read begun after it is stored.
+    cache.set('hash-1', found, cache.generation);
+    expect(cache.get('hash-1')).to.equal(found);
+  });
+});
