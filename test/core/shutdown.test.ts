@@ -22,7 +22,9 @@ describe('graceful shutdown', () => {
   });
 
   it('answers a request in flight at the stop with Connection: close, so its kept-alive connection is not reused into a reset', async () => {
-    const svc = await startTestService({ extraPlugins: [probePlugin({ slowMs: 400 })], enabled: ['health', 'probe'] });
+    let started!: () => void;
+    const inHandler = new Promise<void>((resolve) => (started = resolve));
+    const svc = await startTestService({ extraPlugins: [probePlugin({ slowMs: 400, onSlowStarted: () => started() })], enabled: ['health', 'probe'] });
     const agent = new Agent({ keepAlive: true });
     try {
       const inFlight = new Promise<{ status?: number; connection?: string }>((resolve, reject) => {
@@ -31,7 +33,8 @@ describe('graceful shutdown', () => {
           res.on('end', () => resolve({ status: res.statusCode, connection: res.headers.connection }));
         }).on('error', reject);
       });
-      await new Promise((r) => setTimeout(r, 100));
+      // Stopped while the request is in its handler, however loaded the machine.
+      await inHandler;
       const closing = svc.close();
       expect(await inFlight).to.deep.equal({ status: 200, connection: 'close' });
       await closing;

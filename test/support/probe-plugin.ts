@@ -4,7 +4,7 @@ import { defineRoute, ok } from '../../core/http/route';
 import type { PluginDefinition } from '../../core/plugin';
 
 /** A test-only plugin with routes that exercise the kernel's pipeline. */
-export function probePlugin(opts: { name?: string; dependsOn?: string[]; slowMs?: number } = {}): PluginDefinition {
+export function probePlugin(opts: { name?: string; dependsOn?: string[]; slowMs?: number; onSlowStarted?: () => void } = {}): PluginDefinition {
   const name = opts.name ?? 'probe';
   return {
     name,
@@ -66,6 +66,7 @@ export function probePlugin(opts: { name?: string; dependsOn?: string[]; slowMs?
           summary: 'answer after a delay',
           auth: 'public',
           handler: async () => {
+            opts.onSlowStarted?.();
             await new Promise((r) => setTimeout(r, opts.slowMs ?? 300));
             return ok({ slow: true });
           },

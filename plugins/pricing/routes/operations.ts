@@ -11,12 +11,6 @@ import { pipelineUnavailable } from '../services/engine-errors';
 /** Any id: running a pipeline is 501 whatever it names (SPEC: always). */
 const anyPipelineId = z.object({ id: z.string() });
 
-/**
- * This process among the instances behind one address: breakers and latency statistics are kept per
- * instance, so a caller comparing two readings can tell whether they came from the same one. Random,
- * so it names nothing of the host.
- */
-const INSTANCE_ID = newId('inst');
 
 /** Reference pipelines that can be listed (execution is not available: 501). */
 export const REFERENCE_PIPELINES = [
@@ -44,6 +38,10 @@ export const PIPELINE_STAGES = [
 
 
 export function operationRoutes(registry: FunctionRegistry, breakers: CircuitBreakers, latency: LatencyStats): RouteSpec[] {
+  // This service among the instances behind one address: breakers and latency statistics are kept per
+  // instance, so a caller comparing two readings can tell whether they came from the same one. Random,
+  // so it names nothing of the host.
+  const instanceId = newId('inst');
   return [
     defineRoute({
       id: 'pipelines.list',
@@ -98,7 +96,7 @@ export function operationRoutes(registry: FunctionRegistry, breakers: CircuitBre
         const p = principal as Principal;
         const scope = { workspaceId: p.workspaceId, builtInsOnly: identityOf(p).sandbox };
         const data = registry.reachable(scope).map((f) => ({ function: { id: f.id, name: f.name }, breaker: breakers.view(f.id), latency: latencyView(latency.snapshot(f.id)) }));
-        return ok({ object: 'list', data, has_more: false, next_cursor: null, limit: data.length, instance: INSTANCE_ID, kept_per: 'instance' });
+        return ok({ object: 'list', data, has_more: false, next_cursor: null, limit: data.length, instance: instanceId, kept_per: 'instance' });
       },
     }),
   ];
