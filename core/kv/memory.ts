@@ -64,6 +64,10 @@ export class MemoryKvStore implements KvStore {
     this.entries.delete(key);
   }
 
+  async delIfEquals(key: string, value: string): Promise<void> {
+    if (this.live(key)?.value === value) this.entries.delete(key);
+  }
+
   async incr(key: string, by = 1, ttlMs?: number): Promise<number> {
     checkIncrement(by);
     checkTtl(ttlMs);

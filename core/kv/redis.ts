@@ -27,6 +27,11 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return false end
 if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return tonumber(redis.call('GET', KEYS[1])) end
 return redis.call('INCRBY', KEYS[1], ARGV[1])`;
 
+/** DEL of a key that still holds ARGV[1]. */
+const DEL_IF_EQUALS = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+
 /** Takes back, once, what INCR_IF_PRESENT_ONCE counted under the token KEYS[2]. */
 const UNDO_ONCE = `
 if redis.call('DEL', KEYS[2]) == 1 and redis.call('EXISTS', KEYS[1]) == 1 then redis.call('INCRBY', KEYS[1], -tonumber(ARGV[1])) end
@@ -61,6 +66,7 @@ return back`;
 type RedisWithScripts = Redis & {
   pcsIncrIfPresentOnce(key: string, mark: string, by: number, tokenTtlMs: number): Promise<number | null>;
   pcsUndoOnce(key: string, mark: string, by: number): Promise<number>;
+  pcsDelIfEquals(key: string, value: string): Promise<number>;
   pcsRateRefund(cur: string, cost: number): Promise<number>;
   pcsIncr(key: string, by: number, ttlMs: number): Promise<number>;
   pcsIncrIfPresent(key: string, by: number): Promise<number | null>;
@@ -117,6 +123,7 @@ export class RedisKvStore implements KvStore {
     client.defineCommand('pcsRateRefund', { numberOfKeys: 1, lua: RATE_REFUND });
     client.defineCommand('pcsIncrIfPresentOnce', { numberOfKeys: 2, lua: INCR_IF_PRESENT_ONCE });
     client.defineCommand('pcsUndoOnce', { numberOfKeys: 2, lua: UNDO_ONCE });
+    client.defineCommand('pcsDelIfEquals', { numberOfKeys: 1, lua: DEL_IF_EQUALS });
     // Reconnection attempts fail with an error event each; logged here rather than by ioredis on stderr.
     client.on('error', (err: unknown) => {
       this.lastError = err;
@@ -173,6 +180,10 @@ export class RedisKvStore implements KvStore {
 
   async del(key: string): Promise<void> {
     await this.send(this.client.del(this.k(key)));
+  }
+
+  async delIfEquals(key: string, value: string): Promise<void> {
+    await this.send(this.client.pcsDelIfEquals(this.k(key), value));
   }
 
   async incr(key: string, by = 1, ttlMs = 0): Promise<number> {

@@ -31,6 +31,8 @@ export interface KvStore {
   /** Sets a value only when the key does not exist; true when this call set it. */
   setIfAbsent(key: string, value: string, ttlMs?: number): Promise<boolean>;
   del(key: string): Promise<void>;
+  /** Deletes the key only while it holds `value` (a lease given back by its holder, not by one whose lease ran out). */
+  delIfEquals(key: string, value: string): Promise<void>;
   /**
    * Atomically adds `by` (a whole number) to the integer the key holds (none: 0) and returns the
    * new value; a key without an expiry, new or not, gets `ttlMs`, and an expiry it has is kept.

@@ -56,7 +56,7 @@ export const pricingPlugin: PluginDefinition = {
     const routes = container.resolve<RouteTable>(TOKENS.Routes);
     const market = new MarketEvidenceSlot({ enabled: config.engine.marketEvidence, timeoutMs: config.engine.marketLookupTimeoutMs }, ctx.log, metrics);
     container.register(PRICING.MarketEvidence, { useValue: market });
-    const compute = new ComputeService(parts.engine, policies, hooks, recorder, routes, config, ctx.publicUrl, market, container.resolve<CallReplays>(USAGE.Replays));
+    const compute = new ComputeService(parts.engine, policies, hooks, recorder, routes, config, ctx.publicUrl, market, container.resolve<CallReplays>(USAGE.Replays), ctx.kv);
     container.register(PRICING.Engine, { useValue: parts.engine });
     container.register(PRICING.Registry, { useValue: parts.registry });
     container.register(PRICING.Latency, { useValue: parts.latency });

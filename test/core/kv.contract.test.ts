@@ -125,6 +125,15 @@ function kvContract(name: string, make: (clock: ManualClock, log: Logger) => KvS
       expect(await kv.get(`${ns}absent`)).to.equal(null);
     });
 
+    it('delIfEquals deletes a key only while it holds the value given', async () => {
+      await kv.set(`${ns}lease`, 'mine', 60_000);
+      await kv.delIfEquals(`${ns}lease`, 'theirs');
+      expect(await kv.get(`${ns}lease`)).to.equal('mine');
+      await kv.delIfEquals(`${ns}lease`, 'mine');
+      expect(await kv.get(`${ns}lease`)).to.equal(null);
+      await kv.delIfEquals(`${ns}never-set`, 'mine');
+    });
+
     it('incrIfPresentOnce counts once per token, and undoOnce takes back once only what a token counted', async () => {
       expect(await kv.incrIfPresentOnce(`${ns}once-absent`, 1, 'a', 60_000)).to.equal(null);
       expect(await kv.get(`${ns}once-absent`)).to.equal(null);

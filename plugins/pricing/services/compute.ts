@@ -6,6 +6,7 @@ import { ApiError } from '../../../core/errors';
 import type { Channel, Principal } from '../../../core/auth';
 import type { Hooks } from '../../../core/hooks';
 import type { RouteTable } from '../../../core/http/pipeline';
+import type { KvStore } from '../../../core/kv';
 import type { RequestRate } from '../../identity';
 import type { PricingEngine, PriceOutcome, Preference, TraceStage } from '../../../engine';
 import { EngineError } from '../../../engine';
@@ -87,9 +88,12 @@ export class ComputeService {
     private readonly publicUrl: () => string,
     private readonly market: MarketEvidenceSlot,
     private readonly replays: CallReplays,
-  ) {}
+    kv?: KvStore,
+  ) {
+    this.turns = new KeyedTurns(kv);
+  }
 
-  private readonly turns = new KeyedTurns();
+  private readonly turns: KeyedTurns;
 
   /** The usage event of a call: its outcome and who made it. */
   private usageEvent(call: ComputeCall, r: UsageOutcome): UsageEventInput {

@@ -1,11 +1,23 @@
+import { randomToken } from '../../../core/ids';
+import type { KvStore } from '../../../core/kv';
+
+/** Between looks at a lease another instance holds. */
+const LEASE_POLL_MS = 20;
+
 /**
- * One call at a time per Idempotency-Key on this instance: a retry sent while the first call with
- * its key is still in flight (its insert slow, its caller gone) waits for it to end, marks
- * included, and then answers what it recorded or, if it recorded nothing charged, prices afresh.
- * Across instances the key's claim in the usage insert still admits one charge.
+ * One call at a time per Idempotency-Key: a retry sent while the first call with its key is still
+ * in flight (its insert slow, its caller gone) waits for it to end, marks included, and then
+ * answers what it recorded or, if it recorded nothing charged, prices afresh. On one instance the
+ * turn is a promise; with Redis it is also a lease on the shared store, so a retry that reached
+ * another instance waits too (it was refused 429 when the first took a sandbox's last call). Past
+ * the wait a call goes on beside the other: the key's claim in the usage insert keeps the charge
+ * single whatever happens here.
  */
 export class KeyedTurns {
   private readonly held = new Map<string, Promise<void>>();
+
+  /** `kv`: the shared store; a lease is taken only on Redis (the in-process store serves one instance). */
+  constructor(private readonly kv?: KvStore) {}
 
   /** Waits (at most `waitMs`) for the key's turn and takes it; call the result to give it back. */
   async take(id: string, waitMs: number): Promise<() => void> {
@@ -21,9 +33,37 @@ export class KeyedTurns {
     let release!: () => void;
     const turn = new Promise<void>((resolve) => (release = resolve));
     this.held.set(id, turn);
-    return () => {
+    const giveBackLocal = () => {
       if (this.held.get(id) === turn) this.held.delete(id);
       release();
     };
+    let lease: (() => void) | null;
+    try {
+      lease = await this.lease(id, deadline, waitMs);
+    } catch (err) {
+      giveBackLocal();
+      throw err;
+    }
+    return () => {
+      giveBackLocal();
+      lease?.();
+    };
+  }
+
+  /**
+   * The key's lease on the shared store, held for at most `waitMs` (a holder that died frees it
+   * then); null when there is no shared store or the wait ran out.
+   */
+  private async lease(id: string, deadline: number, waitMs: number): Promise<(() => void) | null> {
+    const kv = this.kv;
+    if (!kv || kv.kind !== 'redis') return null;
+    const key = `idem-turn:${id}`;
+    const token = randomToken(12);
+    while (!(await kv.setIfAbsent(key, token, Math.max(1, waitMs)))) {
+      if (Date.now() >= deadline) return null;
+      await new Promise((resolve) => setTimeout(resolve, LEASE_POLL_MS));
+    }
+    // Given back only while still ours; a failure to give it back leaves it to expire.
+    return () => void kv.delIfEquals(key, token).catch(() => undefined);
   }
 }

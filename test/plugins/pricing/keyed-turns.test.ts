@@ -1,4 +1,8 @@
 import { expect } from 'chai';
+import { systemClock } from '../../../core/clock';
+import { randomToken } from '../../../core/ids';
+import { RedisKvStore } from '../../../core/kv';
+import { createLogger } from '../../../core/logger';
 import { KeyedTurns } from '../../../plugins/pricing/services/keyed-turns';
 
 describe('pricing: one call at a time per Idempotency-Key on an instance (KeyedTurns)', () => {
@@ -34,5 +38,51 @@ describe('pricing: one call at a time per Idempotency-Key on an instance (KeyedT
     const t2 = Date.now();
     (await turns.take('ws\nk', 5_000))();
     expect(Date.now() - t2).to.be.below(50);
+  });
+});
+
+describe('pricing: one call at a time per Idempotency-Key across instances sharing Redis (KeyedTurns lease)', () => {
+  const log = createLogger('silent');
+  let a: RedisKvStore | null = null;
+  let b: RedisKvStore | null = null;
+
+  before(async function () {
+    const url = process.env.REDIS_URL;
+    if (!url) {
+      if (process.env.CI) throw new Error('REDIS_URL is not set: CI must run the cross-instance turn test.');
+      return this.skip();
+    }
+    const prefix = `pcs-turns-${randomToken(6)}:`;
+    // Two stores on one Redis: what two instances of the service hold.
+    a = new RedisKvStore(url, prefix, systemClock, log, { commandTimeoutMs: 1000 });
+    b = new RedisKvStore(url, prefix, systemClock, log, { commandTimeoutMs: 1000 });
+    expect(await a.connected(5000)).to.equal(true);
+    expect(await b.connected(5000)).to.equal(true);
+  });
+  after(async () => {
+    await a?.close();
+    await b?.close();
+  });
+
+  it("a call with the key on another instance waits for the first's turn to end, and at most waitMs", async () => {
+    const here = new KeyedTurns(a as RedisKvStore);
+    const there = new KeyedTurns(b as RedisKvStore);
+    const first = await here.take('ws\nshared', 5_000);
+    let entered = false;
+    const second = there.take('ws\nshared', 5_000).then((done) => {
+      entered = true;
+      return done;
+    });
+    await new Promise((r) => setTimeout(r, 150));
+    expect(entered, 'the other instance waited').to.equal(false);
+    first();
+    (await second)();
+    expect(entered).to.equal(true);
+
+    // Held and never given back (its instance died): the other goes on beside it after its wait.
+    await here.take('ws\nabandoned', 5_000);
+    const t = Date.now();
+    (await there.take('ws\nabandoned', 200))();
+    expect(Date.now() - t).to.be.within(150, 2_000);
   });
 });
