@@ -258,9 +258,10 @@ export class PricingEngine {
         attempts.push({ function: step.ref, id: step.ref, role: step.role, outcome: 'skipped', error: 'out of reach', ms: 0 });
         continue;
       }
-      // Past a failure, strategies other than default and priority go on to the fallback chain (RouteDecision). A function
-      // that could not price the context, or that a busy pool never ran, has not failed: the strategy's order goes on.
-      if (step.role === 'alternate' && !decision?.alternatesAfterFailure && attempts.some((a) => a.outcome === 'failed')) continue;
+      // Past a failure, strategies other than default and priority go on to the fallback chain (RouteDecision), but for the
+      // alternates they name as still worth a try (fastest's warm function after a failed exploration). A function that
+      // could not price the context, or that a busy pool never ran, has not failed: the strategy's order goes on.
+      if (step.role === 'alternate' && !decision?.alternatesAfterFailure && !decision?.afterFailure?.includes(step.fn) && attempts.some((a) => a.outcome === 'failed')) continue;
       const fn = step.fn;
       if (tried.has(fn.id)) continue;
       tried.add(fn.id);

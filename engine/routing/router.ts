@@ -38,6 +38,11 @@ export interface RouteDecision {
    * first function of their order that can price it, and a failure goes on to the fallback chain.
    */
   alternatesAfterFailure?: boolean;
+  /**
+   * Alternates still tried after a failure when the others are not: `fastest` exploring a cold
+   * function names the fastest warm one, so an exploration that fails costs the caller no error.
+   */
+  afterFailure?: FunctionDescriptor[];
 }
 
 const DEFAULT_TIE_BAND_PCT = 10;
@@ -187,7 +192,8 @@ export class Router {
         const rest = (chosen: FunctionDescriptor) => [...cold, ...withP50.map((x) => x.f)].filter((f) => f !== chosen);
         if (cold.length > 0) {
           const chosen = cold[Math.floor(this.rng() * cold.length)] as FunctionDescriptor;
-          return pick(chosen, { statistic: { name: 'exploring cold function', samples: this.latency.snapshot(chosen.id).samples }, alternates: rest(chosen) });
+          const fastestWarm = withP50[0]?.f;
+          return pick(chosen, { statistic: { name: 'exploring cold function', samples: this.latency.snapshot(chosen.id).samples }, alternates: rest(chosen), ...(fastestWarm ? { afterFailure: [fastestWarm] } : {}) });
         }
         const best = (withP50[0] as { s: LatencySnapshot }).s.p50_ms as number;
         const band = input.config.tie_band_pct ?? DEFAULT_TIE_BAND_PCT;

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { usableResult } from '../../engine';
-import { CALLER_WS, engineError, fixture, harness, policy, stage } from './harness';
+import { CALLER_WS, engineError, fixture, harness, policy, recordLatency, stage } from './harness';
 import type { Harness } from './harness';
 
 const FUNCTIONS = [
@@ -136,6 +136,27 @@ describe('engine: fallback order and failing functions', function () {
     expect(out.fn.name).to.equal('test-beta');
     expect(out.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}`)).to.deep.equal(['test-throw:chosen:failed', 'test-beta:alternate:ok']);
     expect(out.fallbackUsed).to.equal(true);
+  });
+
+  it('fastest: a cold function explored and failing gives way to the fastest warm function, not to the fallback or an error', async () => {
+    // Its own engine: test-throw must be cold (never timed), which the calls above are not leaving it.
+    const own = await harness({ functions: [fixture('test-throw'), fixture('test-alpha'), fixture('test-beta'), fixture('test-ok')], engine: { cacheTtlMs: 0, breakerMinCalls: 1000 } });
+    try {
+      recordLatency(own, 'fn_test_alpha', 5);
+      recordLatency(own, 'fn_test_beta', 50);
+      // test-throw was never timed: it is explored first, and fails.
+      const out = await own.price({ policy: policy('fastest', { candidates: ['test-throw', 'test-alpha', 'test-beta'] }, { fallback_function: 'test-ok' }), context: { explore: 1 } });
+      expect(stage(out, 'route').statistic).to.deep.include({ name: 'exploring cold function' });
+      expect(out.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}`)).to.deep.equal(['test-throw:chosen:failed', 'test-alpha:alternate:ok']);
+      expect(out.fallbackUsed).to.equal(true);
+      expect(out.savings).to.equal(null);
+      // A warm choice that fails still goes on to the policy's fallbacks, not to the next fastest.
+      recordLatency(own, 'fn_test_throw', 1, 10);
+      const warm = await own.price({ policy: policy('fastest', { candidates: ['test-throw', 'test-alpha'], tie_band_pct: 0 }, { fallback_function: 'test-ok' }), context: { explore: 2 } });
+      expect(warm.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}`)).to.deep.equal(['test-throw:chosen:failed', 'test-ok:fallback_function:ok']);
+    } finally {
+      await own.close();
+    }
   });
 
   describe('cheapest, fastest, round_robin and weighted: the first function of their order that can price the context', () => {
