@@ -299,8 +299,10 @@ export class RedisKvStore implements KvStore {
    */
   private subscriberConnection(): Redis {
     if (this.subscriber) return this.subscriber;
-    // SUBSCRIBE may wait for the connection (it counts nothing, and is sent again on every ready anyway).
-    const subscriber = this.client.duplicate({ commandTimeout: undefined, autoResubscribe: false, enableOfflineQueue: true });
+    // SUBSCRIBE may wait for the connection and be sent again after a reconnect: it counts nothing, and
+    // without the resend a SUBSCRIBE cut off by a dropped connection would never settle (ioredis drops
+    // unfulfilled commands silently then, and this connection has no command timeout).
+    const subscriber = this.client.duplicate({ commandTimeout: undefined, autoResubscribe: false, enableOfflineQueue: true, autoResendUnfulfilledCommands: true });
     subscriber.on('error', (err: unknown) => this.log.warn({ err }, 'key-value subscriber connection failed'));
     subscriber.on('message', (ch: string, msg: string) => {
       for (const h of this.handlers.get(ch) ?? []) h(msg);
