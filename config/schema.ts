@@ -171,7 +171,7 @@ export const settingsTree = {
     },
     functionMaxCallCost: num('FUNCTION_MAX_CALL_COST', 1_000_000, 'Largest cost of one call (cost_per_unit x cost_multiplier, USDC) a workspace function may be registered or changed to; the usage record holds at most 12 digits before the point.', { min: 0, max: 999_999_999_999 }),
     idempotencyKeyTtlHours: int('IDEMPOTENCY_KEY_TTL_H', 24, 'Hours an Idempotency-Key is remembered, of a create request (API key, function, routing policy) and of a priced call (compute, price router, batch): a repeat within them answers what the first created or the first call\'s result, uncharged; after them the key may be used afresh.', { min: 1, max: 720 }),
-    idempotencyWaitMs: int('IDEMPOTENCY_WAIT_MS', 30_000, 'Longest a priced call with an Idempotency-Key waits for a call with the same key already in flight on this instance, to answer what that one recorded; past it, it goes on (the key is still claimed once, so nothing is charged twice).', { min: 0, max: 300_000 }),
+    idempotencyWaitMs: int('IDEMPOTENCY_WAIT_MS', 30_000, 'Longest a priced call with an Idempotency-Key waits for a call with the same key already in flight (on this instance, and with Redis on any instance sharing it), to answer what that one recorded; past it, it goes on (the key is still claimed once, so nothing is charged twice). Also the life of the key\'s lease on Redis, after which a holder that died frees it.', { min: 0, max: 300_000 }),
     marketplaceCommissionPct: num('MARKETPLACE_COMMISSION_PCT', 30, 'Default marketplace commission in percent for new listings (SPEC: 30).', { min: 0, max: 100 }),
     minUserAge: int('MIN_USER_AGE', 18, 'Minimum age of a person signing up (SPEC: 18).', { min: 0 }),
     demo: {

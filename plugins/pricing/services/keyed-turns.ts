@@ -1,8 +1,10 @@
 import { randomToken } from '../../../core/ids';
+import { KvUnavailableError } from '../../../core/kv';
 import type { KvStore } from '../../../core/kv';
 
-/** Between looks at a lease another instance holds. */
-const LEASE_POLL_MS = 20;
+/** Between looks at a lease another instance holds: from the first, doubling up to the last. */
+const LEASE_POLL_FIRST_MS = 20;
+const LEASE_POLL_MAX_MS = 250;
 
 /**
  * One call at a time per Idempotency-Key: a retry sent while the first call with its key is still
@@ -52,18 +54,29 @@ export class KeyedTurns {
 
   /**
    * The key's lease on the shared store, held for at most `waitMs` (a holder that died frees it
-   * then); null when there is no shared store or the wait ran out.
+   * then); null when there is no shared store, the wait ran out, or Redis did not answer: the lease
+   * is a courtesy to retries (the claim keeps the charge single), so no call fails for want of it.
    */
   private async lease(id: string, deadline: number, waitMs: number): Promise<(() => void) | null> {
     const kv = this.kv;
     if (!kv || kv.kind !== 'redis') return null;
     const key = `idem-turn:${id}`;
     const token = randomToken(12);
-    while (!(await kv.setIfAbsent(key, token, Math.max(1, waitMs)))) {
-      if (Date.now() >= deadline) return null;
-      await new Promise((resolve) => setTimeout(resolve, LEASE_POLL_MS));
-    }
     // Given back only while still ours; a failure to give it back leaves it to expire.
-    return () => void kv.delIfEquals(key, token).catch(() => undefined);
+    const giveBack = () => void kv.delIfEquals(key, token).catch(() => undefined);
+    let pause = LEASE_POLL_FIRST_MS;
+    for (;;) {
+      try {
+        if (await kv.setIfAbsent(key, token, Math.max(1, waitMs))) return giveBack;
+      } catch (err) {
+        if (!(err instanceof KvUnavailableError)) throw err;
+        // The SET may yet be carried out (a stalled Redis): the delete, sent after it on the same connection, undoes it.
+        giveBack();
+        return null;
+      }
+      if (Date.now() >= deadline) return null;
+      await new Promise((resolve) => setTimeout(resolve, pause));
+      pause = Math.min(pause * 2, LEASE_POLL_MAX_MS);
+    }
   }
 }

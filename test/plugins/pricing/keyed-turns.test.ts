@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { systemClock } from '../../../core/clock';
 import { randomToken } from '../../../core/ids';
-import { RedisKvStore } from '../../../core/kv';
+import { KvUnavailableError, RedisKvStore } from '../../../core/kv';
 import { createLogger } from '../../../core/logger';
 import { KeyedTurns } from '../../../plugins/pricing/services/keyed-turns';
 
@@ -40,6 +40,20 @@ describe('pricing: one call at a time per Idempotency-Key on an instance (KeyedT
     expect(Date.now() - t2).to.be.below(50);
   });
 });
+
+/** A store whose next `failNext` SET NX are carried out by Redis but answer as if Redis had not answered (a stall). */
+class LostAnswers extends RedisKvStore {
+  failNext = 0;
+
+  override async setIfAbsent(key: string, value: string, ttlMs?: number): Promise<boolean> {
+    const set = await super.setIfAbsent(key, value, ttlMs);
+    if (this.failNext > 0) {
+      this.failNext--;
+      throw new KvUnavailableError(new Error('Command timed out'));
+    }
+    return set;
+  }
+}
 
 describe('pricing: one call at a time per Idempotency-Key across instances sharing Redis (KeyedTurns lease)', () => {
   const log = createLogger('silent');
@@ -84,5 +98,32 @@ describe('pricing: one call at a time per Idempotency-Key across instances shari
     const t = Date.now();
     (await there.take('ws\nabandoned', 200))();
     expect(Date.now() - t).to.be.within(150, 2_000);
+  });
+
+  it('a lease whose answer was lost is taken back and the call goes on, and a waiter whose poll fails goes on too: neither answers 503', async () => {
+    const url = process.env.REDIS_URL as string;
+    const prefix = `pcs-turns-lost-${randomToken(6)}:`;
+    const lossy = new LostAnswers(url, prefix, systemClock, log, { commandTimeoutMs: 1000 });
+    const other = new RedisKvStore(url, prefix, systemClock, log, { commandTimeoutMs: 1000 });
+    try {
+      expect(await lossy.connected(5000)).to.equal(true);
+      expect(await other.connected(5000)).to.equal(true);
+      lossy.failNext = 1;
+      (await new KeyedTurns(lossy).take('ws\nlost', 3_000))();
+      // The SET was carried out, its answer lost: taken back, so another instance does not wait out its life.
+      let t = Date.now();
+      (await new KeyedTurns(other).take('ws\nlost', 3_000))();
+      expect(Date.now() - t, 'the lost lease was given back').to.be.below(1_000);
+
+      const holder = await new KeyedTurns(other).take('ws\nheld', 5_000);
+      lossy.failNext = 1;
+      t = Date.now();
+      (await new KeyedTurns(lossy).take('ws\nheld', 5_000))();
+      expect(Date.now() - t, 'the waiter went on when its poll failed').to.be.below(1_000);
+      holder();
+    } finally {
+      await lossy.close();
+      await other.close();
+    }
   });
 });
