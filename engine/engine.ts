@@ -353,9 +353,9 @@ export class PricingEngine {
     }
     this.requests.inc({ function: metricLabel(first), outcome: 'functions_failed' });
     // Nothing was run, only skipped behind open breakers: the first of them to let a trial through says when to retry.
-    const waits = failedForReal.map((a) => (a.outcome === 'skipped' && a.id ? this.breakers.retryInMs(a.id) : null));
-    if (waits.length > 0 && waits.every((w): w is number => w !== null)) {
-      const retryAfterS = Math.max(1, Math.ceil(Math.min(...waits) / 1000));
+    const behindBreakers = failedForReal.length > 0 && failedForReal.every((a) => a.outcome === 'skipped' && a.id && this.breakers.retryInMs(a.id) !== null);
+    const retryAfterS = behindBreakers ? this.breakers.firstTrialInS(failedForReal.map((a) => a.id)) : null;
+    if (retryAfterS !== null) {
       throw new EngineError('functions_failed', `Every function that could answer has its circuit breaker open after recent failures; the first lets a trial call through in ${retryAfterS} s.`, { attempts, retryAfterS, ...(missing.size ? { missing: [...missing] } : {}) });
     }
     if (failedForReal.length > 0 && failedForReal.every((a) => a.retryable === false)) {

@@ -1,5 +1,6 @@
 import type { KvStore, Unsubscribe } from '../core/kv';
 import { formatMultiplier } from '../core/money';
+import { Serial } from '../core/serial';
 import { BUILTINS } from './builtins/catalogue';
 import type { CallerScope, FunctionDescriptor } from './functions';
 import { isReachable } from './functions';
@@ -34,8 +35,8 @@ export class FunctionRegistry {
   private readonly byIdMap = new Map<string, FunctionDescriptor>();
   private readonly byNameMap = new Map<string, string>();
   private unsubscribe: Unsubscribe | null = null;
-  /** The reloads, one after another in the order asked: a read started earlier never lands over a later one. */
-  private reloads: Promise<void> = Promise.resolve();
+  /** The reloads, one after another in the order asked. */
+  private readonly reloads = new Serial();
 
   constructor(
     private readonly source: FunctionSource,
@@ -50,15 +51,9 @@ export class FunctionRegistry {
     this.unsubscribe = await this.kv.subscribe(CHANNEL, (id) => this.reload(id), () => this.reloadAll());
   }
 
-  private serial(work: () => Promise<void>): Promise<void> {
-    const run = this.reloads.then(work, work);
-    this.reloads = run.catch(() => undefined);
-    return run;
-  }
-
   /** Every workspace function as the database has it now (built-ins stay); applied at once, between two reads. */
   private reloadAll(): Promise<void> {
-    return this.serial(() => this.readAll());
+    return this.reloads.run(() => this.readAll());
   }
 
   private async readAll(): Promise<void> {
@@ -85,7 +80,7 @@ export class FunctionRegistry {
   }
 
   private reload(id: string): Promise<void> {
-    return this.serial(() => this.readOne(id));
+    return this.reloads.run(() => this.readOne(id));
   }
 
   private async readOne(id: string): Promise<void> {

@@ -104,7 +104,7 @@ export class RedisKvStore implements KvStore {
   /** Messages publish could not hand to Redis, sent when the connection is ready again. */
   private readonly unsent: Array<[string, string]> = [];
   /** Per channel, what to run once it is subscribed again after a lost connection (missed messages). */
-  private readonly gapHandlers = new Map<string, Set<() => void>>();
+  private readonly gapHandlers = new Map<string, Set<(message: string) => void>>();
 
   constructor(
     url: string,
@@ -323,7 +323,7 @@ export class RedisKvStore implements KvStore {
     subscriber.subscribe(...channels).then(
       () => {
         // Subscribed again: whatever was published before this point may have been missed; from here on it is heard.
-        for (const ch of channels) for (const gap of this.gapHandlers.get(ch) ?? []) gap();
+        for (const ch of channels) for (const gap of this.gapHandlers.get(ch) ?? []) gap('');
       },
       (err: unknown) => this.log.warn({ err, channels: channels.length }, 'key-value resubscription failed; retried on the next reconnect'),
     );
@@ -349,9 +349,9 @@ export class RedisKvStore implements KvStore {
     const handlers = this.handlers.get(full) ?? (await this.addChannel(subscriber, full));
     const isolated = isolateHandler(handler, channel, this.log);
     handlers.add(isolated);
-    const isolatedGap = onGap ? isolateHandler(() => onGap(), channel, this.log) : null;
-    const gap = isolatedGap ? () => isolatedGap('') : null;
-    if (gap) this.gapHandlers.set(full, (this.gapHandlers.get(full) ?? new Set<() => void>()).add(gap));
+    // Kept to itself like a message handler: a reload that fails is logged, never unhandled.
+    const gap = onGap ? isolateHandler(onGap, channel, this.log) : null;
+    if (gap) this.gapHandlers.set(full, (this.gapHandlers.get(full) ?? new Set<(message: string) => void>()).add(gap));
     return async () => {
       handlers.delete(isolated);
       if (gap) this.gapHandlers.get(full)?.delete(gap);

@@ -139,8 +139,7 @@ export class Router {
     }
     const fail = (message: string): never => {
       // Open breakers pass: the first to let a trial through says when the same call may find a candidate.
-      const waits = reports.flatMap((r) => (r.reason === 'breaker open' && r.id ? [this.breakers.retryInMs(r.id)] : [])).filter((w): w is number => w !== null);
-      const retryAfterS = waits.length ? Math.max(1, Math.ceil(Math.min(...waits) / 1000)) : undefined;
+      const retryAfterS = this.breakers.firstTrialInS(reports.flatMap((r) => (r.reason === 'breaker open' && r.id ? [r.id] : [])));
       throw new EngineError('no_eligible_function', message, { candidates: reports, strategy: input.strategy, ...(retryAfterS ? { retryAfterS } : {}) });
     };
     if (eligible.length === 0) fail(`No candidate function is eligible under strategy ${input.strategy}.`);

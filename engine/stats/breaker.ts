@@ -208,6 +208,15 @@ export class CircuitBreakers {
     };
   }
 
+  /**
+   * Whole seconds (at least 1) until the first of these functions' open breakers lets a trial call
+   * through; null when none of them is open.
+   */
+  firstTrialInS(fnIds: readonly string[]): number | null {
+    const waits = fnIds.map((id) => this.retryInMs(id)).filter((w): w is number => w !== null);
+    return waits.length ? Math.max(1, Math.ceil(Math.min(...waits) / 1000)) : null;
+  }
+
   /** Milliseconds until an open breaker lets a trial call through (0 when it would now); null when it is not open. */
   retryInMs(fnId: string): number | null {
     const e = this.entries.get(fnId);

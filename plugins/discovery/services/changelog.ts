@@ -2,6 +2,7 @@ import type { Clock } from '../../../core/clock';
 import type { Sql } from '../../../core/db/sql';
 import type { EventBus } from '../../../core/events';
 import type { KvStore, Unsubscribe } from '../../../core/kv';
+import { Serial } from '../../../core/serial';
 import seed from '../changelog.json';
 
 declare module '../../../core/events' {
@@ -44,7 +45,8 @@ const CHANNEL = 'discovery:changelog-changed';
 export class Changelog {
   private entries: Held[] = [];
   private unsubscribe: Unsubscribe | null = null;
-  private reloads: Promise<void> = Promise.resolve();
+  /** The reloads, one after another in the order asked. */
+  private readonly reloads = new Serial();
 
   constructor(
     private readonly sql: Sql,
@@ -78,14 +80,8 @@ export class Changelog {
     return link.startsWith('/') ? `${this.publicUrl()}${link}` : link;
   }
 
-  /** Reads one at a time: a read started earlier never lands over a later one. */
   reload(): Promise<void> {
-    const run = this.reloads.then(
-      () => this.readAll(),
-      () => this.readAll(),
-    );
-    this.reloads = run.catch(() => undefined);
-    return run;
+    return this.reloads.run(() => this.readAll());
   }
 
   private async readAll(): Promise<void> {

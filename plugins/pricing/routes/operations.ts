@@ -11,7 +11,6 @@ import { pipelineUnavailable } from '../services/engine-errors';
 /** Any id: running a pipeline is 501 whatever it names (SPEC: always). */
 const anyPipelineId = z.object({ id: z.string() });
 
-
 /** Reference pipelines that can be listed (execution is not available: 501). */
 export const REFERENCE_PIPELINES = [
   {

@@ -78,6 +78,9 @@ const ms = (from: number) => Math.round((performance.now() - from) * 1000) / 100
  * trace, savings, next actions, remaining allowance and receipt.
  */
 export class ComputeService {
+  /** One call at a time per Idempotency-Key, on this instance and, with Redis, across instances. */
+  private readonly turns: KeyedTurns;
+
   constructor(
     private readonly engine: PricingEngine,
     private readonly policies: PolicyStore,
@@ -88,12 +91,10 @@ export class ComputeService {
     private readonly publicUrl: () => string,
     private readonly market: MarketEvidenceSlot,
     private readonly replays: CallReplays,
-    kv?: KvStore,
+    kv: KvStore,
   ) {
     this.turns = new KeyedTurns(kv);
   }
-
-  private readonly turns: KeyedTurns;
 
   /** The usage event of a call: its outcome and who made it. */
   private usageEvent(call: ComputeCall, r: UsageOutcome): UsageEventInput {
@@ -133,8 +134,8 @@ export class ComputeService {
   }
 
   /**
-   * A call with an Idempotency-Key takes its key's turn on this instance first: one with the same
-   * key in flight (a retry racing it) ends before this one looks the key up.
+   * A call with an Idempotency-Key takes its key's turn first: one with the same key in flight (a
+   * retry racing it, on this instance or another sharing Redis) ends before this one looks the key up.
    */
   async compute(call: ComputeCall): Promise<ComputeResult> {
     const p = call.principal;
