@@ -8,3 +8,27 @@ export function callerGone(req: IncomingMessage & { res?: { destroyed: boolean; 
   if (req.res?.writableEnded) return false;
   return req.socket.destroyed || req.res?.destroyed === true;
 }
+
+type Req = IncomingMessage & { res?: (NodeJS.EventEmitter & { destroyed: boolean; writableEnded: boolean }) | undefined };
+
+/** One signal per request: the items of a batch share it (one listener, not one per item). */
+const signals = new WeakMap<IncomingMessage, AbortSignal>();
+
+/**
+ * A signal that aborts once the request's caller has gone (its connection closed before the answer
+ * was written). For waits a call makes before its work, so a caller that gave up leaves no waiter
+ * behind. The listener goes with the response's close, which every response reaches.
+ */
+export function callerLeftSignal(req: Req): AbortSignal {
+  const known = signals.get(req);
+  if (known) return known;
+  const controller = new AbortController();
+  const check = () => {
+    if (callerGone(req)) controller.abort();
+  };
+  check();
+  // The response closes when its connection does, answered or not; the socket covers a request without one.
+  (req.res ?? req.socket).once('close', check);
+  signals.set(req, controller.signal);
+  return controller.signal;
+}

@@ -14,7 +14,7 @@ import { identityOf, IDEMPOTENCY_HEADER, REPLAYED_HEADER, requestFingerprint } f
 import { callerFields, contextKeys, receipt, receiptOfRow, remaining } from '../../usage';
 import type { CallReplays, RecordedCall, RecordedEvent, UsageEventInput, UsageRecorder } from '../../usage';
 import { DEMO_WORKSPACE_ID } from '../migrations/0001-pricing-schema';
-import { callerGone } from '../../../core/http/caller-gone';
+import { callerGone, callerLeftSignal } from '../../../core/http/caller-gone';
 import { toApiError } from './engine-errors';
 import type { MarketEvidenceSlot } from './market-evidence';
 import { KeyedTurns } from './keyed-turns';
@@ -140,7 +140,7 @@ export class ComputeService {
   async compute(call: ComputeCall): Promise<ComputeResult> {
     const p = call.principal;
     if (!p || !call.idempotency) return this.computeOnce(call);
-    const done = await this.turns.take(`${p.workspaceId}\n${call.idempotency.key}`, this.config.limits.idempotencyWaitMs);
+    const done = await this.turns.take(`${p.workspaceId}\n${call.idempotency.key}`, this.config.limits.idempotencyWaitMs, callerLeftSignal(call.req));
     let held = false;
     try {
       const r = await this.computeOnce(call);

@@ -1,3 +1,5 @@
+import { serviceUnavailable } from '../../../core/errors';
+import type { ApiError } from '../../../core/errors';
 import { randomToken } from '../../../core/ids';
 import { KvUnavailableError } from '../../../core/kv';
 import type { KvStore } from '../../../core/kv';
@@ -5,6 +7,23 @@ import type { KvStore } from '../../../core/kv';
 /** Between looks at a lease another instance holds: from the first, doubling up to the last. */
 const LEASE_POLL_FIRST_MS = 20;
 const LEASE_POLL_MAX_MS = 250;
+
+/** What a call whose caller left while it waited for its key's turn ends with: nobody reads it, the log and the metrics do. */
+export function leftWhileWaiting(): ApiError {
+  return serviceUnavailable(
+    "The caller left while the call waited for its Idempotency-Key's turn: nothing was priced or charged.",
+    'Nothing was charged. Send the request again with the same Idempotency-Key.',
+  );
+}
+
+/** Resolves when `signal` aborts (never without one); `dispose` removes its listener. */
+function whenAborted(signal: AbortSignal | undefined): { aborted: Promise<void>; dispose: () => void } {
+  if (!signal) return { aborted: new Promise<void>(() => undefined), dispose: () => undefined };
+  let onAbort!: () => void;
+  const aborted = new Promise<void>((resolve) => (onAbort = resolve));
+  signal.addEventListener('abort', onAbort, { once: true });
+  return { aborted, dispose: () => signal.removeEventListener('abort', onAbort) };
+}
 
 /**
  * One call at a time per Idempotency-Key: a retry sent while the first call with its key is still
@@ -21,17 +40,22 @@ export class KeyedTurns {
   /** `kv`: the shared store; a lease is taken only on Redis (the in-process store serves one instance). */
   constructor(private readonly kv?: KvStore) {}
 
-  /** Waits (at most `waitMs`) for the key's turn and takes it; call the result to give it back. */
-  async take(id: string, waitMs: number): Promise<() => void> {
+  /**
+   * Waits (at most `waitMs`) for the key's turn and takes it; call the result to give it back.
+   * `callerLeft` ends the wait: a call whose caller has gone throws leftWhileWaiting() instead of
+   * queueing for work nobody will read (a client that gave up and retried would otherwise leave a
+   * waiter per attempt).
+   */
+  async take(id: string, waitMs: number, callerLeft?: AbortSignal): Promise<() => void> {
     const deadline = Date.now() + waitMs;
     while (this.held.has(id)) {
+      if (callerLeft?.aborted) throw leftWhileWaiting();
       const left = deadline - Date.now();
       // Waited long enough: go on beside it, the claim keeps the charge single.
       if (left <= 0) return () => undefined;
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([this.held.get(id), new Promise<void>((resolve) => (timer = setTimeout(resolve, left)))]);
-      clearTimeout(timer);
+      await this.pause(left, this.held.get(id), callerLeft);
     }
+    if (callerLeft?.aborted) throw leftWhileWaiting();
     let release!: () => void;
     const turn = new Promise<void>((resolve) => (release = resolve));
     this.held.set(id, turn);
@@ -41,7 +65,7 @@ export class KeyedTurns {
     };
     let lease: (() => void) | null;
     try {
-      lease = await this.lease(id, deadline, waitMs);
+      lease = await this.lease(id, deadline, waitMs, callerLeft);
     } catch (err) {
       giveBackLocal();
       throw err;
@@ -57,7 +81,7 @@ export class KeyedTurns {
    * then); null when there is no shared store, the wait ran out, or Redis did not answer: the lease
    * is a courtesy to retries (the claim keeps the charge single), so no call fails for want of it.
    */
-  private async lease(id: string, deadline: number, waitMs: number): Promise<(() => void) | null> {
+  private async lease(id: string, deadline: number, waitMs: number, callerLeft: AbortSignal | undefined): Promise<(() => void) | null> {
     const kv = this.kv;
     if (!kv || kv.kind !== 'redis') return null;
     const key = `idem-turn:${id}`;
@@ -75,8 +99,21 @@ export class KeyedTurns {
         return null;
       }
       if (Date.now() >= deadline) return null;
-      await new Promise((resolve) => setTimeout(resolve, pause));
+      await this.pause(pause, undefined, callerLeft);
+      if (callerLeft?.aborted) throw leftWhileWaiting();
       pause = Math.min(pause * 2, LEASE_POLL_MAX_MS);
+    }
+  }
+
+  /** Waits `ms`, or less: until `until` settles or the caller leaves. */
+  private async pause(ms: number, until: Promise<void> | undefined, callerLeft: AbortSignal | undefined): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const abort = whenAborted(callerLeft);
+    try {
+      await Promise.race([...(until ? [until] : []), abort.aborted, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+    } finally {
+      clearTimeout(timer);
+      abort.dispose();
     }
   }
 }

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { systemClock } from '../../../core/clock';
+import { ApiError } from '../../../core/errors';
 import { randomToken } from '../../../core/ids';
 import { KvUnavailableError, RedisKvStore } from '../../../core/kv';
 import { createLogger } from '../../../core/logger';
@@ -35,6 +36,31 @@ describe('pricing: one call at a time per Idempotency-Key on an instance (KeyedT
     late();
     held();
     // The key is free again: the next call takes its turn at once.
+    const t2 = Date.now();
+    (await turns.take('ws\nk', 5_000))();
+    expect(Date.now() - t2).to.be.below(50);
+  });
+
+  it('ends the wait of a call whose caller left with a 503 at once, and the waiter never takes the turn', async () => {
+    const turns = new KeyedTurns();
+    const held = await turns.take('ws\nk', 5_000);
+    const left = new AbortController();
+    const t = Date.now();
+    const waiting = turns.take('ws\nk', 5_000, left.signal).then(
+      () => null,
+      (err: unknown) => err,
+    );
+    setTimeout(() => left.abort(), 30);
+    const err = await waiting;
+    expect(Date.now() - t).to.be.below(1_000);
+    expect(err).to.be.instanceOf(ApiError);
+    expect((err as ApiError).status).to.equal(503);
+    expect((err as ApiError).message).to.contain("waited for its Idempotency-Key's turn");
+    // A caller already gone does not queue either.
+    const gone = await turns.take('ws\nk', 5_000, left.signal).catch((e: unknown) => e);
+    expect(gone).to.be.instanceOf(ApiError);
+    held();
+    // The key is free: the next call takes its turn at once (no left waiter holds it).
     const t2 = Date.now();
     (await turns.take('ws\nk', 5_000))();
     expect(Date.now() - t2).to.be.below(50);
@@ -98,6 +124,25 @@ describe('pricing: one call at a time per Idempotency-Key across instances shari
     const t = Date.now();
     (await there.take('ws\nabandoned', 200))();
     expect(Date.now() - t).to.be.within(150, 2_000);
+  });
+
+  it("a call whose caller left stops polling the other instance's lease with a 503, and takes no lease", async () => {
+    const here = new KeyedTurns(a as RedisKvStore);
+    const there = new KeyedTurns(b as RedisKvStore);
+    const first = await here.take('ws\nleft', 5_000);
+    const left = new AbortController();
+    const t = Date.now();
+    const waiting = there.take('ws\nleft', 5_000, left.signal).catch((err: unknown) => err);
+    setTimeout(() => left.abort(), 100);
+    const err = await waiting;
+    expect(Date.now() - t).to.be.below(1_000);
+    expect(err).to.be.instanceOf(ApiError);
+    expect((err as ApiError).status).to.equal(503);
+    first();
+    // Nobody holds the lease now: a third call, on either instance, takes it at once.
+    const t2 = Date.now();
+    (await there.take('ws\nleft', 5_000))();
+    expect(Date.now() - t2).to.be.below(200);
   });
 
   it('a lease whose answer was lost is taken back and the call goes on, and a waiter whose poll fails goes on too: neither answers 503', async () => {
