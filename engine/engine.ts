@@ -71,6 +71,18 @@ export function usableResult(r: unknown): r is MethodResult {
  * (or call its endpoint), walk the fallbacks on failure, keep latency and breaker statistics.
  * REST, batch, MCP and the demo all call `price`.
  */
+const ROLE_WORDS: Record<AttemptReport['role'], string> = {
+  chosen: 'the chosen function',
+  alternate: 'a warm alternate',
+  fallback_chain: 'the fallback chain',
+  fallback_function: 'the fallback function',
+};
+
+/** The parts of the attempt order a call went through, in that order: what a failure message names. */
+function triedRoles(attempts: AttemptReport[], pinned: boolean): string {
+  return [...new Set(attempts.map((a) => a.role))].map((role) => (role === 'chosen' && pinned ? 'the function named in the request' : ROLE_WORDS[role])).join(', ');
+}
+
 export class PricingEngine {
   private readonly calls: Counter<'function' | 'outcome'>;
   private readonly requests: Counter<'function' | 'outcome'>;
@@ -362,7 +374,7 @@ export class PricingEngine {
       const refusedAt = [...new Set(failedForReal.map((a) => a.id))];
       throw new EngineError('functions_failed', 'Every function tried failed at an address the service will not call: retrying will not help.', { attempts, permanent: true, refusedAt, pinned: !decision, ...(missing.size ? { missing: [...missing] } : {}) });
     }
-    throw new EngineError('functions_failed', 'Every function tried failed (chosen function, fallback chain, fallback function).', { attempts, ...(missing.size ? { missing: [...missing] } : {}) });
+    throw new EngineError('functions_failed', `Every function tried failed (${triedRoles(attempts, !decision)}).`, { attempts, ...(missing.size ? { missing: [...missing] } : {}) });
   }
 
   /** The policy ceiling a function is above, as the router reports a candidate's: cost first, then the latency it has shown. */

@@ -128,3 +128,8 @@ export const ok = (body: unknown, headers?: Record<string, string>): Reply => ({
 export const created = (body: unknown, headers?: Record<string, string>): Reply => ({ status: 201, body, ...(headers ? { headers } : {}) });
 export const accepted = (body?: unknown): Reply => ({ status: 202, body });
 export const noContent = (): Reply => ({ status: 204 });
+
+/** Express path template → the template SPEC and OpenAPI write (`/a/:id` → `/a/{id}`), also in messages. */
+export function openApiPath(path: string): string {
+  return path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+}

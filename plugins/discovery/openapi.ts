@@ -7,10 +7,8 @@ import { errorBodySchema } from '../../core/errors';
 import type { RegisteredRoute } from '../../core/http/pipeline';
 import type { RouteSpec } from '../../core/http/route';
 
-/** Express path template → OpenAPI path template (`/a/:id` → `/a/{id}`). */
-export function openApiPath(path: string): string {
-  return path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
-}
+export { openApiPath } from '../../core/http/route';
+import { openApiPath } from '../../core/http/route';
 
 const anyObject = z.record(z.string(), z.unknown());
 

@@ -87,9 +87,11 @@ export function insufficientScope(required: readonly string[], hint: string): Ap
 }
 
 /** 403 for a scoped credential on a route that needs full access (RouteSpec.fullAccess). */
-export function fullAccessRequired(required: readonly string[], missing: readonly string[], what: string): ApiError {
+export function fullAccessRequired(required: readonly string[], missing: readonly string[], what: string, accessToken = false): ApiError {
   return new ApiError('insufficient_scope', `${what} needs full access; this credential lacks ${missing.join(', ')}.`, {
-    hint: 'Use a key created with no scopes (POST /api/api-keys without a scopes field) or a person\'s session; scoped keys do the work their scopes name.',
+    hint: accessToken
+      ? 'An access token carries the scopes it was minted with: mint one without a scope parameter (POST /api/oauth/token) from a key with full access, or use such a key or a person\'s session.'
+      : 'Use a key created with no scopes (POST /api/api-keys without a scopes field) or a person\'s session; scoped keys do the work their scopes name.',
     fields: { required_scopes: required },
   });
 }

@@ -119,9 +119,12 @@ describe('engine: fallback order and failing functions', function () {
     ]);
     // Functions that ran and failed give no time to retry at (only open breakers do).
     expect(err.details.retryAfterS).to.equal(undefined);
-    expect(err.message).to.equal('Every function tried failed (chosen function, fallback chain, fallback function).');
+    expect(err.message).to.equal('Every function tried failed (the chosen function, the fallback chain, the fallback function).');
     const next = await h.price({ pin: { name: 'test-ok' } });
     expect(next.fn.name).to.equal('test-ok');
+    // A pinned call without a policy tried one function, and its message says no more.
+    const pinned = await engineError(h.price({ pin: { name: 'test-throw' } }), 'functions_failed');
+    expect(pinned.message).to.equal('Every function tried failed (the function named in the request).');
   });
 
   it('when no function could price the context it is insufficient_context, even past an out-of-reach fallback', async () => {

@@ -3,6 +3,7 @@ import type { Principal } from '../../../core/auth';
 import type { Sql } from '../../../core/db/sql';
 import { ApiError } from '../../../core/errors';
 import type { Authorizer } from '../../../core/hooks';
+import { openApiPath } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import { CONFIGURATION_ACCESS, NAME_ONLY_SCOPES } from '../scopes';
 import type { Scope } from '../scopes';
@@ -29,12 +30,12 @@ export class IdentityAuthorizer implements Authorizer {
         fields: { reason: `account ${id.workspaceStatus}` },
       });
     }
-    if (id.sandbox && !route.sandbox) throw sandboxRefusal(`use ${route.method.toUpperCase()} ${route.path} — ${sentenceTail(route.summary)}`);
+    if (id.sandbox && !route.sandbox) throw sandboxRefusal(`use ${route.method.toUpperCase()} ${openApiPath(route.path)} — ${sentenceTail(route.summary)}`);
 
     if (route.fullAccess && principal.scopes !== null) {
       const held = principal.scopes;
       const lacking = CONFIGURATION_ACCESS.filter((s) => !held.includes(s));
-      if (lacking.length > 0) throw fullAccessRequired(CONFIGURATION_ACCESS, lacking, `${route.method.toUpperCase()} ${route.path}`);
+      if (lacking.length > 0) throw fullAccessRequired(CONFIGURATION_ACCESS, lacking, `${route.method.toUpperCase()} ${openApiPath(route.path)}`, principal.kind === 'access_token');
     }
     const required = route.scopes ?? [];
     if (required.length === 0) return;

@@ -201,7 +201,7 @@ export class ComputeService {
       });
     } catch (err) {
       if (!call.reservation) await reservation.release();
-      const mapped = toApiError(err, { keyless: p === null });
+      const mapped = toApiError(err, { keyless: p === null, sandbox: scope.builtInsOnly && p !== null, ...(call.functionName ? { pinnedBy: 'function_name' as const } : {}) });
       if (err instanceof EngineError) {
         // A call where every function failed names the chosen one, so its failure counts against it (leaderboard reliability).
         const chosen = err.code === 'functions_failed' ? err.details.attempts?.find((a) => a.role === 'chosen' && a.outcome === 'failed') : undefined;

@@ -19,11 +19,18 @@ export function pipelineUnavailable(keyless = false): ApiError {
   });
 }
 
-/**
- * The engine's typed outcomes as SPEC's error bodies. `keyless`: the caller has no credential (the
- * demo), so hints name only what it can open without one (GET /api/catalog, not GET /api/functions).
- */
-export function toApiError(err: unknown, opts: { keyless?: boolean } = {}): unknown {
+/** Who asked and how, so hints name only what this caller can do and the field it sent. */
+export interface ErrorAudience {
+  /** No credential (the demo): hints name only what opens without one (GET /api/catalog, not GET /api/functions). */
+  keyless?: boolean;
+  /** An unclaimed sandbox: it prices with built-ins only. */
+  sandbox?: boolean;
+  /** The field the request named its function in (the price router takes function_name too). */
+  pinnedBy?: 'function_id' | 'function_name';
+}
+
+/** The engine's typed outcomes as SPEC's error bodies, with hints for `opts`'s caller. */
+export function toApiError(err: unknown, opts: ErrorAudience = {}): unknown {
   if (!(err instanceof EngineError)) return err;
   const d = err.details;
   switch (err.code) {
@@ -38,7 +45,9 @@ export function toApiError(err: unknown, opts: { keyless?: boolean } = {}): unkn
       return new ApiError('function_not_found', 'No pricing function with this id or name is available to you.', {
         hint: opts.keyless
           ? 'Without a key the demo reaches built-in functions only; GET /api/catalog lists them. Marketplace functions need the key of a claimed workspace: a person signs up (POST /api/auth/signup) and creates one, or claims a sandbox made with POST /api/agents/register (sandboxes price with built-ins only until claimed).'
-          : 'GET /api/functions lists the functions you can use: built-ins, your own, and public marketplace functions.',
+          : opts.sandbox
+            ? 'A sandbox prices with built-in functions only until a person claims it; GET /api/functions?built_in=true lists them.'
+            : 'GET /api/functions lists the functions you can use: built-ins, your own, and public marketplace functions.',
       });
     case 'outside_plan':
       // Keyless callers reach built-ins only too; their answer stays the demo's own 404.
@@ -47,10 +56,10 @@ export function toApiError(err: unknown, opts: { keyless?: boolean } = {}): unkn
     case 'function_draft':
       return new ApiError('function_draft', err.message, { hint: 'Only active functions can be routed to explicitly.', fields: { function_id: d.functionId, status: 'draft' } });
     case 'function_inactive':
-      return new ApiError('function_inactive', err.message, { hint: 'Pick another function, or let the router choose (omit function_id).', fields: { function_id: d.functionId, status: 'inactive' } });
+      return new ApiError('function_inactive', err.message, { hint: `Pick another function, or let your routing choose (omit ${opts.pinnedBy ?? 'function_id'}).`, fields: { function_id: d.functionId, status: 'inactive' } });
     case 'no_eligible_function':
       return new ApiError('no_eligible_function', err.message, {
-        hint: `Every candidate was excluded; candidates lists each one and why (cost or latency ceiling, open breaker, rule miss, unreachable). ${
+        hint: `Every candidate was excluded; candidates lists each one and why. ${
           d.retryAfterS ? `An open breaker lets a trial call through in ${d.retryAfterS} s: retry then, or loosen the policy or add candidates.` : 'Loosen the policy or add candidates.'
         }`,
         ...(d.retryAfterS ? { retry_after: d.retryAfterS } : {}),
@@ -59,7 +68,9 @@ export function toApiError(err: unknown, opts: { keyless?: boolean } = {}): unkn
     case 'functions_failed':
       if (d.permanent) {
         const at = d.refusedAt?.length === 1 ? d.refusedAt[0] : '{id}';
-        const meanwhile = d.pinned ? 'meanwhile pin another function, or omit function_id to let your routing choose' : 'meanwhile add a fallback_chain or fallback_function to your routing policy, or pin another function with function_id';
+        const meanwhile = d.pinned
+          ? `meanwhile pin another function, or omit ${opts.pinnedBy ?? 'function_id'} to let your routing choose`
+          : 'meanwhile add a fallback_chain or fallback_function to your routing policy, or pin another function with function_id';
         return new ApiError('functions_failed', err.message, {
           hint: `Nothing was charged. The outbound guard refuses the address the function is registered with (private, loopback, link-local or metadata, or a port or scheme the operator does not allow); its owner sees which in the attempt's error and can register a public https endpoint_url with PATCH /api/functions/${at}; ${meanwhile}.`,
           fields: { retryable: false, attempts: d.attempts ?? [] },

@@ -285,6 +285,8 @@ describe('compute API', function () {
     const unknown = await sandbox.post<Record<string, any>>('/api/compute/price', { context: { unit_cost: 10 }, function_id: 'fn_nowhere' });
     expect(unknown.status).to.equal(404);
     expect(unknown.body.error).to.equal('No pricing function with this id or name is available to you.');
+    // Its hint names what a sandbox can price with, not the marketplace it cannot use.
+    expect(unknown.body.hint).to.equal('A sandbox prices with built-in functions only until a person claims it; GET /api/functions?built_in=true lists them.');
   });
 
   it('answers a function name sent as function_id with 404 naming the id it meant, and a PATCH of a built-in with 403', async () => {
@@ -345,6 +347,12 @@ describe('compute API', function () {
     expect(inactive.status).to.equal(409);
     expect(inactive.body.code).to.equal('function_inactive');
     expect(inactive.body.error).not.to.contain('PATCH');
+    expect(inactive.body.hint).to.equal('Pick another function, or let your routing choose (omit function_id).');
+    // Named through the price router, the hint names the field the caller sent.
+    const byName = await api.post<Record<string, any>>('/api/price-router', { context: { current_price: 1 }, function_name: fn.body.function.name });
+    expect(byName.status).to.equal(409);
+    expect(byName.body.code).to.equal('function_inactive');
+    expect(byName.body.hint).to.equal('Pick another function, or let your routing choose (omit function_name).');
   });
 
   it('only lets the owner change a function (others get 404)', async () => {
@@ -713,7 +721,7 @@ describe('sandbox daily compute allowance', function () {
     const res = await client(svc.url, { 'x-api-key': sandbox.key }).post<Record<string, any>>('/api/functions/fn_builtin_anchored/test', { context: { current_price: 10 } });
     expect(res.status, res.text).to.equal(403);
     expect(res.body).to.include({ code: 'plan_restricted', plan: 'agent_starter' });
-    expect(res.body.reason).to.equal('Agent Starter sandboxes cannot use POST /api/functions/:id/test — run one function on a context (no routing, fallback or cache).');
+    expect(res.body.reason).to.equal('Agent Starter sandboxes cannot use POST /api/functions/{id}/test — run one function on a context (no routing, fallback or cache).');
     expect(res.body.hint).to.include('claim');
     expect((res.body.next as Array<{ action: string }>).map((n) => n.action)).to.include('claim');
   });

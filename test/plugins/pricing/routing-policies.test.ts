@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { client } from '../../support/http';
+import { accessToken } from '../../support/identity';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
 import { buildWorld, createKey } from '../../support/world';
@@ -227,10 +228,10 @@ describe('pricing: routing policies over HTTP', function () {
         const api = await keyed(scopes);
         const writes: Array<[string, () => Promise<{ status: number; body: Record<string, any> }>]> = [
           ['POST /api/functions', () => api.post('/api/functions', { name: fnName(), execution_type: 'pipeline', cost_per_unit: '0.001' })],
-          ['PATCH /api/functions/:id', () => api.patch(`/api/functions/${own.body.function.id}`, { description: 'changed' })],
+          ['PATCH /api/functions/{id}', () => api.patch(`/api/functions/${own.body.function.id}`, { description: 'changed' })],
           ['POST /api/routing-policies', () => api.post(PATH, { name: 'scoped', strategy: 'cheapest' })],
-          ['PATCH /api/routing-policies/:id', () => api.patch(`${PATH}/${policy.id}`, { name: 'renamed' })],
-          ['DELETE /api/routing-policies/:id', () => api.delete(`${PATH}/${policy.id}`)],
+          ['PATCH /api/routing-policies/{id}', () => api.patch(`${PATH}/${policy.id}`, { name: 'renamed' })],
+          ['DELETE /api/routing-policies/{id}', () => api.delete(`${PATH}/${policy.id}`)],
         ];
         for (const [what, send] of writes) {
           const res = await send();
@@ -247,7 +248,20 @@ describe('pricing: routing policies over HTTP', function () {
       expect((await a.get<Record<string, any>>(`${PATH}/${policy.id}`)).body.policy.name).to.equal('scoped target');
     });
 
-    it('an unscoped key, a legacy write key and a person session may write', async () => {
+    it('an access token minted narrower than its full-access agent key is refused on writes with a hint about the token, not the key', async () => {
+      const token = await accessToken(svc.url, world.a.agentKey, 'billing:read');
+      const res = await client(svc.url, { authorization: `Bearer ${token}` }).post<Record<string, any>>('/api/functions', { name: fnName(), execution_type: 'pipeline', cost_per_unit: '0.001' });
+      expect(res.status, res.text).to.equal(403);
+      expect(res.body.code).to.equal('insufficient_scope');
+      expect(res.body.hint).to.equal(
+        "An access token carries the scopes it was minted with: mint one without a scope parameter (POST /api/oauth/token) from a key with full access, or use such a key or a person's session.",
+      );
+      // Minted without a scope, the same key's token may write.
+      const full = await accessToken(svc.url, world.a.agentKey);
+      expect((await client(svc.url, { authorization: `Bearer ${full}` }).post('/api/functions', { name: fnName(), execution_type: 'pipeline', cost_per_unit: '0.001' })).status).to.equal(201);
+    });
+
+        it('an unscoped key, a legacy write key and a person session may write', async () => {
       for (const api of [a, await keyed(['write']), client(svc.url, { cookie: world.a.owner.cookie })]) {
         const fn = await api.post<Record<string, any>>('/api/functions', { name: fnName(), execution_type: 'pipeline', cost_per_unit: '0.001' });
         expect(fn.status, fn.text).to.equal(201);
