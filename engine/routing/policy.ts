@@ -15,7 +15,7 @@ export const policyConfigSchema = z.strictObject({
   weights: z.record(fnRef, z.number().min(0).max(1_000_000)).optional().describe('weighted: function → weight.'),
   order: z.array(fnRef).min(1).max(50).optional().describe('priority: functions in order of preference.'),
   candidates: z.array(fnRef).min(1).max(50).optional().describe('default/cheapest/fastest/round_robin: the functions to choose among (default: built-ins and your active functions).'),
-  max_cost_per_unit: z.string().regex(NON_NEGATIVE_DECIMAL_PATTERN, 'a decimal string such as "0.002"').optional(),
+  max_cost_per_unit: z.string().regex(NON_NEGATIVE_DECIMAL_PATTERN, 'a non-negative decimal string such as "0.002"').optional(),
   max_latency_ms: z.number().positive().max(600_000).optional(),
   tie_band_pct: z.number().min(0).max(100).optional().describe('fastest: candidates within this % of the best p50 share the traffic (default 10).'),
 });

@@ -5,14 +5,23 @@ import { PREFERENCES, policyConfigSchema, STRATEGIES } from '../../engine';
 
 const MAX_CONTEXT_BYTES = 32 * 1024;
 
+/** What is wrong with a context's current_price, in the words of its refusal; null when it is fine or absent. */
+function currentPriceProblem(value: unknown): string | null {
+  if (value === undefined) return null;
+  if (typeof value !== 'number') return 'must be a non-negative number';
+  // JSON such as 1e400 reads as Infinity: too large, not negative.
+  if (!Number.isFinite(value)) return 'must be a finite number; this one is too large to represent';
+  if (value < 0) return 'must be a non-negative number';
+  return null;
+}
+
 /** The compute context: any object; the three keys SPEC names are type-checked. */
 export const contextSchema = z
   .record(z.string(), z.unknown())
   .superRefine((ctx, issue) => {
     if (ctx.product_type !== undefined && typeof ctx.product_type !== 'string') issue.addIssue({ code: 'custom', path: ['product_type'], message: 'product_type must be a string' });
-    if (ctx.current_price !== undefined && (typeof ctx.current_price !== 'number' || !Number.isFinite(ctx.current_price) || ctx.current_price < 0)) {
-      issue.addIssue({ code: 'custom', path: ['current_price'], message: 'current_price must be a non-negative number' });
-    }
+    const priceProblem = currentPriceProblem(ctx.current_price);
+    if (priceProblem) issue.addIssue({ code: 'custom', path: ['current_price'], message: `current_price ${priceProblem}` });
     if (ctx.currency !== undefined && (typeof ctx.currency !== 'string' || !/^[A-Za-z]{3,5}$/.test(ctx.currency))) issue.addIssue({ code: 'custom', path: ['currency'], message: 'currency must be a code such as USD' });
     if (JSON.stringify(ctx).length > MAX_CONTEXT_BYTES) issue.addIssue({ code: 'custom', path: [], message: `context must be at most ${MAX_CONTEXT_BYTES} bytes of JSON` });
   })

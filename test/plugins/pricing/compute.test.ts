@@ -411,6 +411,18 @@ describe('compute API', function () {
     expect(idLike.body.issues).to.deep.equal([{ path: 'name', reason: 'must not start with "fn_", the prefix of function ids' }]);
   });
 
+  it('refuses a current_price too large to represent as such, not as negative, and a negative policy ceiling as negative', async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const huge = await api.raw<Record<string, any>>('POST', '/api/compute/price', { rawBody: '{"context":{"current_price":1e400}}', headers: { 'content-type': 'application/json' } });
+    expect(huge.status, huge.text).to.equal(400);
+    expect(huge.body.issues).to.deep.equal([{ path: 'context.current_price', reason: 'current_price must be a finite number; this one is too large to represent' }]);
+    const negative = await api.post<Record<string, any>>('/api/compute/price', { context: { current_price: -1 } });
+    expect(negative.body.issues).to.deep.equal([{ path: 'context.current_price', reason: 'current_price must be a non-negative number' }]);
+    const ceiling = await api.post<Record<string, any>>('/api/routing-policies', { name: `neg-${Date.now()}`, strategy: 'cheapest', config: { max_cost_per_unit: '-1' } });
+    expect(ceiling.status, ceiling.text).to.equal(400);
+    expect(ceiling.body.issues).to.deep.equal([{ path: 'config.max_cost_per_unit', reason: 'a non-negative decimal string such as "0.002"' }]);
+  });
+
   it('prices batches: per-item errors inside a 200, at most 100 items', async () => {
     const api = client(svc.url, { 'x-api-key': key });
     const res = await api.post<Record<string, any>>('/api/compute/batch', { items: [{ context: { current_price: 10 } }, { context: { product_type: 'tea' } }, { context: { unit_cost: 2 }, function_id: 'fn_missing_function_x' }] });
