@@ -1,7 +1,8 @@
 import { IncomingMessage, ServerResponse } from 'node:http';
 import express from 'express';
 import type { ErrorRequestHandler, Express, NextFunction, Request, RequestHandler, Response, Router } from 'express';
-import { ApiError } from '../errors';
+import { ApiError, isApiError } from '../errors';
+import type { Principal } from '../auth';
 import type { Hooks, ResponseDecorator } from '../hooks';
 import type { Logger } from '../logger';
 import { validate, validateQuery } from '../validation';
@@ -142,12 +143,13 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
         return;
       }
       const policy = route.auth ?? 'required';
-      const principal = policy === 'public' ? null : await hooks.authenticate(req);
+      const { principal, refusal } = policy === 'public' ? { principal: null, refusal: undefined } : await authenticated(hooks, req);
       ctx.principal = principal;
       // Guards (request rates, budgets) before authorization: a refused request counts and carries the
-      // rate headers too, one without a credential (counted for its address) or with the wrong kind included.
+      // rate headers too, one without a credential (counted for its address), with a credential refused
+      // (held until now, counted for its address too) or with the wrong kind included.
       for (const g of hooks.guards) await g.run(ctx);
-      if (res.locals.bodyRefusal !== undefined) throw res.locals.bodyRefusal;
+      if (refusal !== undefined) throw refusal;
       if (!principal && policy !== 'public' && (policy === 'required' || hooks.credentialSent(req))) throw hooks.unauthorized(route, 'missing', { req, principal });
       if (principal && route.accepts && !route.accepts.includes(principal.kind)) throw hooks.unauthorized(route, 'wrong_kind', { req, principal });
       if (principal) {
@@ -158,6 +160,8 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
         }
         for (const a of hooks.authorizers) await a.authorize(principal, route, req);
       }
+      // After the credential and its permissions: a caller without them hears that first, whatever it sent.
+      if (res.locals.bodyRefusal !== undefined) throw res.locals.bodyRefusal;
       if (route.params) ctx.params = validate(route.params, req.params, { where: 'params' });
       if (route.query) ctx.query = validateQuery(route.query, req.query as Record<string, unknown>);
       if (route.body) {
@@ -184,6 +188,21 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
       next(err);
     }
   };
+}
+
+/**
+ * The request's principal, or the 401 refusing the credential it sent, held for the caller to throw
+ * after the guards (like a refused body): such a request counts against its address's rate and
+ * carries the rate headers, whichever header the credential came in. Anything else (a store that
+ * failed, too many failed credentials from the address) is thrown at once.
+ */
+async function authenticated(hooks: Hooks, req: Request): Promise<{ principal: Principal | null; refusal?: ApiError }> {
+  try {
+    return { principal: await hooks.authenticate(req) };
+  } catch (err) {
+    if (isApiError(err) && err.status === 401) return { principal: null, refusal: err };
+    throw err;
+  }
 }
 
 /**

@@ -181,6 +181,28 @@ describe('identity: request rate limits and the failed-credential guard', () => 
     expect(res.body.limit).to.deep.equal({ scope: 'address', requests_per_minute: 8 });
   });
 
+  it('counts a request whose credential is refused against its address, with the rate headers on its 401, whichever header carried it', async () => {
+    const ip = '192.0.2.31';
+    const unknown = await api.get<ErrorBody>('/api/me', from(ip, { 'x-api-key': unknownKey('sbx') }));
+    expect(unknown.status).to.equal(401);
+    expect(unknown.body.code).to.equal('invalid_credentials');
+    expect(expectRateLimitHeaders(unknown, 'unknown key').remaining).to.equal(7);
+    const forged = await api.get<ErrorBody>('/api/me', from(ip, { authorization: 'Bearer eyJhbGciOiJIUzI1NiJ9.eyJhdWQiOiJwY3M6YWNjZXNzIn0.bad-signature' }));
+    expect(forged.status).to.equal(401);
+    expect(forged.body.code).to.equal('invalid_credentials');
+    expect(expectRateLimitHeaders(forged, 'forged token').remaining).to.equal(6);
+    // Counted like any other request: a request without a credential from the address is the next one.
+    expect(expectRateLimitHeaders(await api.get('/api/me', from(ip)), 'no credential').remaining).to.equal(5);
+  });
+
+  it('answers a body too large from a caller without a credential with 401, not 413: the credential is checked first', async () => {
+    const ip = '192.0.2.32';
+    const large = await api.raw<ErrorBody>('POST', '/api/compute/price', { rawBody: JSON.stringify({ context: { note: 'x'.repeat(1_100_000) } }), headers: from(ip, { 'content-type': 'application/json' }) });
+    expect(large.status, large.text).to.equal(401);
+    expect(large.body.code).to.equal('unauthorized');
+    expectRateLimitHeaders(large, 'large, no credential');
+  });
+
   it('limits anonymous requests on public routes per address (sign-up, sign-in), with the rate headers', async () => {
     const ip = '192.0.2.10';
     const bodies = (i: number) => ({ email: `flood-${i}-${Date.now()}@example.com`, password: 'correct horse battery', date_of_birth: '1990-01-01' });
