@@ -40,9 +40,21 @@ function callOf(ctx: RequestContext, operation: ComputeCall['operation'], item: 
   };
 }
 
+/**
+ * The request's Idempotency-Key header; null without one. A malformed key is a 400 like a bad body,
+ * with the route's example body as SPEC's compute and batch 400s carry.
+ */
+function requestKey(ctx: RequestContext): string | null {
+  try {
+    return idempotencyKeyOf(ctx.req);
+  } catch (err) {
+    throw isApiError(err) && ctx.route.example !== undefined ? err.with({ example: ctx.route.example }) : err;
+  }
+}
+
 /** A call's Idempotency-Key header, as callIdempotency keeps it; undefined without one. */
 function keyedCall(ctx: RequestContext, route: string, body: unknown): ComputeCall['idempotency'] {
-  const key = idempotencyKeyOf(ctx.req);
+  const key = requestKey(ctx);
   return key === null ? undefined : callIdempotency(key, route, body);
 }
 
@@ -99,7 +111,7 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       handler: async (ctx) => {
         // Each item is a call of its own under the batch's key and its index: a retried batch replays the items already
         // charged and prices the others.
-        const batchKey = idempotencyKeyOf(ctx.req);
+        const batchKey = requestKey(ctx);
         const recorded: string[] = [];
         const settled: Array<Reservation | null> = [];
         const results = await Promise.all(

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { batchExample, computeExample } from '../../../plugins/pricing/schemas';
 import { randomUUID } from 'node:crypto';
 import { rowsOnceSettled } from '../../support/abandoned-call';
 import { createTestDatabase } from '../../support/db';
@@ -151,7 +152,12 @@ describe('compute: Idempotency-Key on priced calls', function () {
       expect(res.status, res.text).to.equal(400);
       expect(res.body.code).to.equal('validation_error');
       expect(res.body.issues).to.deep.equal([{ path: 'headers.idempotency-key', reason: `1 to 255 printable ASCII characters without spaces (got ${got})` }]);
+      // As every compute 400: an example body that passes.
+      expect(res.body.example).to.deep.equal(computeExample);
     }
+    const batch = await api.post<Body>('/api/compute/batch', { items: [priced] }, { 'idempotency-key': 'has spaces in it' });
+    expect(batch.status, batch.text).to.equal(400);
+    expect(batch.body.example).to.deep.equal(batchExample);
     expect(await eventCount(workspaceId)).to.equal(before);
   });
 
