@@ -134,7 +134,8 @@ export const patchFunctionExample = { status: 'active' };
 export const idParams = z.object({ id: z.string().min(3).max(100) });
 
 export const testFunctionBody = z.strictObject({ context: contextSchema });
-export const testFunctionExample = { context: { current_price: 10, currency: 'USD' } };
+/** Carries every built-in's inputs, so the example of a 400 on any built-in's test run prices when sent. */
+export const testFunctionExample = { context: { current_price: 10, unit_cost: 6, competitor_prices: [9.5, 10.5, 11], elasticity: 2, currency: 'USD' } };
 
 export const createPolicyBody = z.strictObject({
   name: z.string().trim().min(1).max(80),

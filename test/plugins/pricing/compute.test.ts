@@ -545,6 +545,11 @@ describe('compute API', function () {
       expect(failed.body.ok, id).to.equal(false);
       const followed = await api.post<Record<string, any>>(`/api/functions/${id}/test`, failed.body.example);
       expect(followed.body.ok, `${id}: ${followed.text}`).to.equal(true);
+      // The example of a body refused before the run (not JSON) prices too.
+      const invalid = await api.raw<Record<string, any>>('POST', `/api/functions/${id}/test`, { rawBody: '{x', headers: { 'content-type': 'application/json' } });
+      expect(invalid.status, id).to.equal(400);
+      const sentBack = await api.post<Record<string, any>>(`/api/functions/${id}/test`, invalid.body.example);
+      expect(sentBack.body.ok, `${id}: ${sentBack.text}`).to.equal(true);
     }
     const other = await signUp(svc, 'secretive');
     const otherKey = (await createKey(svc, other, { name: 'x' })).key;
