@@ -107,6 +107,8 @@ export function elasticityOptimum(ctx: Context): MethodResult {
     throw new MethodNotApplicable(
       `max_markup_multiple must be above 1, got ${maxMultiple}: it caps the price at that multiple of unit_cost, and the optimum ε/(ε − 1) × cost is always above cost (a cap of 1 or less would price at or below cost).`,
       ['max_markup_multiple'],
+      // A value the caller gave and meant: refused by name, not read as missing (another function's price would hide it).
+      true,
     );
   }
   let multiple = epsilon / (epsilon - 1);

@@ -85,10 +85,11 @@ describe('engine: built-in pricing methods', () => {
       expect(notApplicable(elasticityOptimum, { unit_cost: 10, elasticity: 0.8 }).missing).to.deep.equal(['elasticity']);
     });
 
-    it('max_markup_multiple must be above 1: a cap of 1 or less is not applicable naming it, never a price at or below cost', () => {
+    it('max_markup_multiple must be above 1: a cap of 1 or less is refused by name (not read as missing), never a price at or below cost', () => {
       for (const cap of [0.5, 1, 0, -1, '0.9']) {
         const err = notApplicable(elasticityOptimum, { unit_cost: 10, elasticity: 1.1, max_markup_multiple: cap });
         expect(err.missing).to.deep.equal(['max_markup_multiple']);
+        expect(err.refused, 'a refusal, as for any value given that cannot be used').to.equal(true);
         expect(err.message).to.match(new RegExp(`^max_markup_multiple must be above 1, got ${Number(cap)}: it caps the price at that multiple of unit_cost`));
       }
       const capped = run(elasticityOptimum, { unit_cost: 10, elasticity: 1.1, max_markup_multiple: 1.5 });
