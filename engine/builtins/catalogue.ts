@@ -6,6 +6,16 @@ import { elasticityOptimum } from './elasticity';
 import { given as has } from './inputs';
 import type { Context, MarketEvidence, PricingMethod } from './types';
 
+/**
+ * An amount the method can price from: a number or numeric string above 0. The methods read 0 as
+ * not given (positiveMoney) and refuse what is not an amount, so neither could have priced the call.
+ */
+const amount = (ctx: Context, key: string): boolean => {
+  const v = ctx[key];
+  const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v.trim()) : NaN;
+  return Number.isFinite(n) && n > 0;
+};
+
 /** A list input (competitor prices, price history) the method can read: an array with something in it. */
 const listed = (ctx: Context, key: string): boolean => Array.isArray(ctx[key]) && (ctx[key] as unknown[]).length > 0;
 
@@ -40,7 +50,7 @@ export const BUILTINS: readonly BuiltinSpec[] = [
     costPerUnit: '0.001',
     costMultiplier: '1',
     inputs: ['unit_cost', 'target_margin', 'markup', 'fixed_costs', 'expected_volume', 'min_price', 'currency'],
-    mayPrice: (ctx) => has(ctx, 'unit_cost'),
+    mayPrice: (ctx) => amount(ctx, 'unit_cost'),
     example: { unit_cost: 4.2, target_margin: 0.3, currency: 'USD' },
     method: costPlus,
   },
@@ -64,7 +74,7 @@ export const BUILTINS: readonly BuiltinSpec[] = [
     costPerUnit: '0.002',
     costMultiplier: '1',
     inputs: ['unit_cost', 'elasticity', 'price_history', 'demand_intercept', 'demand_slope', 'max_markup_multiple', 'currency'],
-    mayPrice: (ctx) => has(ctx, 'unit_cost') && (has(ctx, 'elasticity') || listed(ctx, 'price_history') || (has(ctx, 'demand_intercept') && has(ctx, 'demand_slope'))),
+    mayPrice: (ctx) => amount(ctx, 'unit_cost') && (has(ctx, 'elasticity') || listed(ctx, 'price_history') || (has(ctx, 'demand_intercept') && has(ctx, 'demand_slope'))),
     example: { unit_cost: 4.2, elasticity: -2.5, currency: 'USD' },
     method: elasticityOptimum,
   },
@@ -76,7 +86,7 @@ export const BUILTINS: readonly BuiltinSpec[] = [
     costPerUnit: '0.0008',
     costMultiplier: '1',
     inputs: ['target_price', 'current_price', 'unit_cost', 'charm_tolerance', 'min_price', 'max_price', 'currency'],
-    mayPrice: (ctx) => has(ctx, 'target_price') || has(ctx, 'current_price') || has(ctx, 'unit_cost'),
+    mayPrice: (ctx) => amount(ctx, 'target_price') || amount(ctx, 'current_price') || amount(ctx, 'unit_cost'),
     example: { target_price: 20.2, currency: 'USD' },
     method: charm,
   },
@@ -88,7 +98,7 @@ export const BUILTINS: readonly BuiltinSpec[] = [
     costPerUnit: '0.001',
     costMultiplier: '1',
     inputs: ['current_price', 'target_price', 'competitor_prices', 'unit_cost', 'max_step_pct', 'units_sold', 'units_received', 'inventory_start', 'season_elapsed', 'elasticity', 'product_type', 'currency'],
-    mayPrice: (ctx) => has(ctx, 'current_price'),
+    mayPrice: (ctx) => amount(ctx, 'current_price'),
     example: { current_price: 10, target_price: 11, currency: 'USD' },
     method: anchored,
   },

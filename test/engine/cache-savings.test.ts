@@ -196,6 +196,17 @@ describe('engine: savings', function () {
     expect(priced.savings).to.deep.include({ amount: '0.0012', compared_with: { function: 'elasticity-optimum', cost_per_unit: '0.002' } });
   });
 
+  it('does not compare with a built-in whose needed amount is 0, which it cannot price from', async () => {
+    // anchored-adjustment (0.0005) prices from current_price; elasticity-optimum (0.002) needs a unit_cost above 0.
+    for (const unit_cost of [0, '0.00']) {
+      const out = await h.price({ policy: cheapest(['anchored-adjustment', 'elasticity-optimum']), context: { unit_cost, current_price: 5, elasticity: 3 } });
+      expect(out.fn.name).to.equal('anchored-adjustment');
+      expect(out.savings, JSON.stringify(unit_cost)).to.equal(null);
+    }
+    const priceable = await h.price({ policy: cheapest(['anchored-adjustment', 'elasticity-optimum']), context: { unit_cost: '2.50', current_price: 5, elasticity: 3 } });
+    expect(priceable.savings).to.deep.include({ compared_with: { function: 'elasticity-optimum', cost_per_unit: '0.002' } });
+  });
+
   it('does not compare with competitive-position when competitor_prices is empty or not a list (and the network has no reference)', async () => {
     for (const competitor_prices of [[], 'cheap']) {
       const out = await h.price({ policy: cheapest(['anchored-adjustment', 'competitive-position']), context: { current_price: 10, competitor_prices } });
