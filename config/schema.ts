@@ -9,7 +9,7 @@ export const settingsTree = {
   server: {
     host: str('HOST', '0.0.0.0', 'Address the HTTP server binds to.'),
     port: int('PORT', 3000, 'TCP port of the HTTP server (0 picks a free port).', { min: 0, max: 65535 }),
-    publicUrl: optStr('PUBLIC_URL', 'Production base URL, used in OpenAPI, discovery documents and links (default: http://localhost:PORT).', { url: true }),
+    publicUrl: optStr('PUBLIC_URL', 'Production base URL, used in OpenAPI, discovery documents and links (default: the address the service listens on, http://HOST:PORT, with 127.0.0.1 for HOST 0.0.0.0 or ::).', { url: true }),
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10000, 'How long a graceful shutdown waits for in-flight requests before closing connections.', { min: 0 }),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 1048576, 'Largest request body accepted, in bytes.', { min: 1024 }),
     bodyMaxDepth: int('BODY_MAX_DEPTH', 64, 'Deepest nesting of arrays and objects a JSON request body may have (deeper: 400 invalid_json).', { min: 2, max: 1000 }),
