@@ -17,7 +17,8 @@ export function sessionCookie(value: string, maxAgeS: number, secure: boolean): 
 export function signedInReply(d: AccountsDeps, person: PersonRow, session: NewSession, status: 200 | 201, extra: Record<string, unknown> = {}): Reply {
   return {
     status,
-    headers: { 'Set-Cookie': sessionCookie(session.cookie, d.config.identity.sessionTtlHours * 3600, d.config.identity.secureCookies), 'Cache-Control': 'no-store' },
+    // The routes declare returnsSecret: the session and its token go out with Cache-Control: no-store and Pragma: no-cache.
+    headers: { 'Set-Cookie': sessionCookie(session.cookie, d.config.identity.sessionTtlHours * 3600, d.config.identity.secureCookies) },
     body: {
       person: personView(person),
       session: { id: session.session.id, expires_at: new Date(session.session.expires_at).toISOString() },
@@ -36,6 +37,7 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       summary: 'Sign up with email and password; creates your workspace (and its test workspace).',
       tags: ['People'],
       auth: 'public',
+      returnsSecret: true,
       body: s.signupBody,
       example: s.signupExample,
       responses: { 201: { description: 'The new person, their workspace and a signed-in session (cookie and token).' } },
@@ -58,6 +60,7 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       summary: 'Sign in with email and password: a session cookie and a person token.',
       tags: ['People'],
       auth: 'public',
+      returnsSecret: true,
       body: s.signinBody,
       example: s.signinExample,
       handler: async ({ body, clientIp, req }) => {
@@ -100,6 +103,7 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       summary: 'Sign in with a signed Sign-In with Ethereum message (nothing on chain); the first sign-in creates the account.',
       tags: ['People'],
       auth: 'public',
+      returnsSecret: true,
       body: s.walletSigninBody,
       example: s.walletSigninExample,
       responses: {

@@ -232,6 +232,7 @@ describe('accounts: people, sign-up, sign-in and sessions', () => {
       const created = await api.post<SignedIn>('/api/auth/wallet/signin', { message, signature, date_of_birth: '1990-12-10' });
       expect(created.status, created.text).to.equal(201);
       expect(created.body.wallet).to.equal(account.address);
+      expect([created.headers.get('cache-control'), created.headers.get('pragma')], 'a session is a secret').to.deep.equal(['no-store', 'no-cache']);
       sessionCookieOf(created);
       first = { message, signature, personId: created.body.person.id };
       const nextMessage = await challenge(account.address);

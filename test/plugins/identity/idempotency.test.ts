@@ -161,7 +161,7 @@ describe('identity: Idempotency-Key on create routes', function () {
     expect((await client(svc.url, { 'x-api-key': first.body.api_key.key }).get('/api/functions')).status).to.equal(200);
   });
 
-  it('sends every answer that carries a new secret with Cache-Control: no-store (keys, agent keys, sandbox registration, rotation), and not the others', async () => {
+  it('sends every answer that carries a new secret with Cache-Control: no-store and Pragma: no-cache (keys, agent keys, sandbox registration, rotation, sign-up and sign-in sessions), and not the others', async () => {
     const people = client(svc.url, { cookie: person.cookie });
     const noStore = (res: { headers: Headers }) => [res.headers.get('cache-control'), res.headers.get('pragma')];
     const key = await people.post<Body>('/api/api-keys', { name: unique('cache') });
@@ -179,6 +179,14 @@ describe('identity: Idempotency-Key on create routes', function () {
     const rotated = await client(svc.url, { 'x-api-key': registered.body.api_key.key }).post<Body>('/api/api-keys/rotate', {});
     expect(rotated.status, rotated.text).to.equal(201);
     expect(noStore(rotated)).to.deep.equal(['no-store', 'no-cache']);
+    // A sign-up's and a sign-in's session (cookie and person token) are secrets too.
+    const email = `${unique('cache')}@example.com`;
+    const signup = await client(svc.url).post<Body>('/api/auth/signup', { email, password: 'correct horse battery', date_of_birth: '1990-01-01' }, { 'x-forwarded-for': '198.51.100.201' });
+    expect(signup.status, signup.text).to.equal(201);
+    expect(noStore(signup)).to.deep.equal(['no-store', 'no-cache']);
+    const signin = await client(svc.url).post<Body>('/api/auth/signin', { email, password: 'correct horse battery' }, { 'x-forwarded-for': '198.51.100.201' });
+    expect(signin.status, signin.text).to.equal(200);
+    expect(noStore(signin)).to.deep.equal(['no-store', 'no-cache']);
     const listed = await api.get('/api/functions');
     expect(listed.headers.get('cache-control')).to.equal(null);
   });
