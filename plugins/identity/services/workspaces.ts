@@ -45,8 +45,13 @@ export class Workspaces {
     return this.sql.one<WorkspaceRow>(`SELECT * FROM workspaces WHERE id = $1${lock ? ' FOR UPDATE' : ''}`, [id], tx);
   }
 
+  /** The person's role in the workspace; in a test workspace, their role in its parent (whose team it shares). */
   async roleOf(workspaceId: string, personId: string, tx?: Transaction): Promise<Role | null> {
-    const row = await this.sql.one<{ role: Role }>('SELECT role FROM memberships WHERE workspace_id = $1 AND person_id = $2', [workspaceId, personId], tx);
+    const row = await this.sql.one<{ role: Role }>(
+      `SELECT m.role FROM workspaces w JOIN memberships m ON m.workspace_id = ${MEMBERSHIP_WORKSPACE} WHERE w.id = $1 AND m.person_id = $2`,
+      [workspaceId, personId],
+      tx,
+    );
     return row?.role ?? null;
   }
 

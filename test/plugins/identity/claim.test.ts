@@ -270,15 +270,16 @@ describe('identity: claiming an agent sandbox', () => {
       expect(res.body.workspace.parent_id).to.equal(owner.workspaceId);
     });
 
-    it('refuses a target that is a test workspace', async () => {
+    it('refuses a target that is a test workspace with 403, recorded in its audit log (its owner is the parent\'s owner)', async () => {
       const owner = await signUp(svc.url);
       expect(owner.testWorkspaceId).to.match(/^ws_/);
-      // The owner also administers the test workspace, so only the test-workspace rule can refuse.
-      await setRole(svc, owner.testWorkspaceId, owner.id, 'owner');
+      // As signed up: the test workspace shares its parent's team, so its owner administers it and only the test-workspace rule can refuse.
       const reg = await register(svc.url);
       const res = await api.post<ErrorBody>(claimPath(reg), { workspace_id: owner.testWorkspaceId }, asPerson(owner));
       expectRefusal(res, /test workspace/);
       await expectStillUnclaimed(reg);
+      const audit = await rows<{ action: string; outcome: string; reason: string }>(svc, 'SELECT action, outcome, reason FROM audit_log WHERE workspace_id = $1', [owner.testWorkspaceId]);
+      expect(audit).to.deep.equal([{ action: 'agent.claim', outcome: 'refused', reason: res.body.reason }]);
     });
 
     it('refuses a target that is an unclaimed agent sandbox', async () => {
