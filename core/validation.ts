@@ -51,6 +51,32 @@ function tightestMaxima(issues: z.ZodError['issues']): z.ZodError['issues'] {
   return issues.filter((i) => i.code !== 'too_big' || typeof i.maximum !== 'number' || i.maximum === tightest.get(JSON.stringify(i.path)));
 }
 
+/**
+ * zod's default wording of a bound ("Too small: expected string to have >=2 characters") as a
+ * sentence a caller reads ("must be at least 2 characters"); a schema's own message stands.
+ */
+function boundReason(issue: z.ZodError['issues'][number]): string | null {
+  if (issue.code !== 'too_small' && issue.code !== 'too_big') return null;
+  if (!/^Too (small|big):/.test(issue.message)) return null;
+  const small = issue.code === 'too_small';
+  const limit = Number(small ? issue.minimum : issue.maximum);
+  const inclusive = issue.inclusive !== false;
+  const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+  switch (issue.origin) {
+    case 'string':
+      return `must be ${small ? 'at least' : 'at most'} ${plural(inclusive ? limit : small ? limit + 1 : limit - 1, 'character')}`;
+    case 'array':
+    case 'set':
+      return `must have ${small ? 'at least' : 'at most'} ${plural(inclusive ? limit : small ? limit + 1 : limit - 1, 'item')}`;
+    case 'number':
+    case 'int':
+    case 'bigint':
+      return `must be ${small ? (inclusive ? 'at least' : 'above') : inclusive ? 'at most' : 'below'} ${limit}`;
+    default:
+      return null;
+  }
+}
+
 export function zodIssues(error: z.ZodError, value?: unknown): ErrorIssue[] {
   return tightestMaxima(error.issues).map((issue) => {
     if (issue.code === 'invalid_value' && issue.path.length > 0 && valueAt(value, issue.path) === undefined) {
@@ -63,6 +89,8 @@ export function zodIssues(error: z.ZodError, value?: unknown): ErrorIssue[] {
       if (received === 'undefined') return { path: formatPath(issue.path), reason: `required: ${wanted}` };
       if (received) return { path: formatPath(issue.path), reason: `must be ${wanted}, not ${typeWord(received)}` };
     }
+    const bound = boundReason(issue);
+    if (bound) return { path: formatPath(issue.path), reason: bound };
     // A schema's own wording for its unknown keys (zod's default starts "Unrecognized key") stands.
     if (issue.code === 'unrecognized_keys' && !issue.message.startsWith('Unrecognized key')) return { path: formatPath(issue.path), reason: issue.message };
     if (issue.code === 'unrecognized_keys') {

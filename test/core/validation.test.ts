@@ -49,7 +49,19 @@ describe('core validation: one clear reason per field', () => {
 
   it('a number over several maxima is told the tightest only (not the safe-integer range beside it)', () => {
     const err = refusal(z.strictObject({ timeout_ms: z.number().int().min(1).max(30_000) }), { timeout_ms: 1e308 });
-    expect(err.extras.issues).to.deep.equal([{ path: 'timeout_ms', reason: 'Too big: expected number to be <=30000' }]);
+    expect(err.extras.issues).to.deep.equal([{ path: 'timeout_ms', reason: 'must be at most 30000' }]);
+  });
+
+  it("says a bound in words (zod's default wording is not a sentence), and keeps a schema's own message", () => {
+    const reasons = (schema: z.ZodType, value: unknown) => refusal(z.strictObject({ v: schema }), { v: value }).extras.issues?.map((i) => i.reason);
+    expect(reasons(z.string().min(2), 'a')).to.deep.equal(['must be at least 2 characters']);
+    expect(reasons(z.string().max(1), 'ab')).to.deep.equal(['must be at most 1 character']);
+    expect(reasons(z.number().gt(0), 0)).to.deep.equal(['must be above 0']);
+    expect(reasons(z.number().lt(10), 10)).to.deep.equal(['must be below 10']);
+    expect(reasons(z.number().min(1), 0)).to.deep.equal(['must be at least 1']);
+    expect(reasons(z.array(z.string()).min(1), [])).to.deep.equal(['must have at least 1 item']);
+    expect(reasons(z.array(z.number()).max(2), [1, 2, 3])).to.deep.equal(['must have at most 2 items']);
+    expect(reasons(z.string().min(2, 'a name of two letters or more'), 'a')).to.deep.equal(['a name of two letters or more']);
   });
 
   it('a money amount with too many digits says so, not that it is no decimal string', () => {
