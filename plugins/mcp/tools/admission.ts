@@ -14,6 +14,7 @@ export async function admitToolCall(ctx: ToolContext, demo: DemoBudgetGuard, rou
   if (!p) {
     const budget = await demo.consume(ctx.clientIp);
     if (budget.error) throw budget.error;
+    ctx.demoBudgetLeft = budget.remaining;
   } else if (!mayCall(p, routes.find(routeId))) {
     throw new ApiError('insufficient_scope', `This credential may not ${refused}.`, { fields: { required_scopes: ['price:compute'] }, hint: 'Use a key with price:compute (or created with no scopes).' });
   }

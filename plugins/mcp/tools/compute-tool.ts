@@ -43,6 +43,7 @@ export function computeTool(compute: ComputeService, demo: DemoBudgetGuard, rout
         requestId: ctx.requestId,
         rateLimit: ctx.rateLimit,
         idempotency,
+        demoBudgetLeft: ctx.demoBudgetLeft,
       });
       return { ...r.body, request_id: ctx.requestId };
     },

@@ -15,6 +15,8 @@ export interface ToolContext {
   progress: (progress: number, total: number, message: string) => void;
   /** The call's `_meta.idempotency_key`, when it sent one (checked by the tool that takes it). */
   idempotencyKey?: unknown;
+  /** A keyless call: what is left of its address's demo budget once admitted (set by admitToolCall). */
+  demoBudgetLeft?: number;
 }
 
 /** One MCP tool: its published description, its input schema (shared with REST), its admission and its work. */

@@ -157,7 +157,8 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       handler: async (ctx) => {
         // Always the demo tenant, whatever credential comes along (public routes resolve none); one that came along is
         // told so, or a mistyped key would seem to work.
-        const r = await compute.compute({ ...callOf(ctx, 'demo', ctx.body), principal: null });
+        const budget = ctx.state.demoBudget as { remaining: number } | undefined;
+        const r = await compute.compute({ ...callOf(ctx, 'demo', ctx.body), principal: null, demoBudgetLeft: budget?.remaining });
         const ignored = credentialOf(ctx.req) ? { credential_ignored: 'The demo prices every call as the keyless demo tenant and did not check the credential sent; send it to POST /api/compute/price to price as your workspace.' } : {};
         return ok({ ...r.body, demo: true, budget: ctx.state.demoBudget, ...ignored, request_id: ctx.requestId }, r.headers);
       },

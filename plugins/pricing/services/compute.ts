@@ -36,6 +36,8 @@ export interface ComputeCall {
   rateLimit?: RequestRate | undefined;
   /** A batch admits all its items at once. */
   reservation?: Reservation;
+  /** What is left of a keyless caller's demo budget after this call; at 0 no priced call is offered next. */
+  demoBudgetLeft?: number | undefined;
   /** The call's Idempotency-Key (a batch item's is the batch's, with the item's index), and its request's fingerprint. */
   idempotency?: { key: string; fingerprint: string } | undefined;
   /**
@@ -286,7 +288,7 @@ export class ComputeService {
       },
       // The demo charges nothing, whichever function answers: there is nothing to have saved.
       ...(outcome.savings && !demo ? { savings: outcome.savings } : {}),
-      next_actions: this.nextActionsOf(call, usageEventId, outcome.result.price, outcome.strategy, hasDefaultPolicy),
+      next_actions: this.nextActionsOf(call, usageEventId, outcome.result.price, outcome.strategy, hasDefaultPolicy, reservation.remaining),
       receipt: receipt(this.publicUrl(), recorded, usageEvent, p),
     };
     const left = remaining(p, reservation, call.rateLimit);
@@ -294,8 +296,11 @@ export class ComputeService {
     return { body, headers: reservation.headers ?? {}, usageEventId, reservation: settles };
   }
 
-  private nextActionsOf(call: ComputeCall, usageEventId: string, price: string, strategy: string, hasDefaultPolicy: boolean) {
+  /** `standing`: what the caller's admitter reports left (a sandbox's daily calls), which decides whether priced calls are offered. */
+  private nextActionsOf(call: ComputeCall, usageEventId: string, price: string, strategy: string, hasDefaultPolicy: boolean, standing: Record<string, unknown> | undefined) {
+    const daily = (standing?.daily_compute_calls as { remaining?: unknown } | undefined)?.remaining;
     return nextActions(call.principal, this.routes, this.config.limits.nextActionsMax, {
+      allowanceSpent: daily === 0 || call.demoBudgetLeft === 0,
       usageEventId,
       price,
       strategy,
@@ -326,23 +331,24 @@ export class ComputeService {
     stages.push({ stage: 'idempotent_replay', ms: ms(t0), usage_event_id: first.event.id, first_request_id: firstRequestId });
     const total = call.startedAt !== undefined ? ms(call.startedAt) : ms(t0);
     const hasDefaultPolicy = (await this.policies.defaultFor(p.workspaceId)) !== null;
+    const standing = await this.hooks.standing({ operation: admissionOperation(call), principal: p, req: call.req });
     const body: Record<string, unknown> = {
       ...answer,
       trace: {
         stages,
         chosen_function: trace.chosen_function,
         fallback_used: trace.fallback_used,
-        cache: trace.cache,
+        // This request consulted no cache and ran nothing: the answer is the first call's, and so are chosen_function and fallback_used.
+        cache: 'not_consulted',
         charged: { amount: '0', currency: 'USDC', paid_via: null, billable: false },
-        attempts: trace.attempts,
+        attempts: [],
         overhead_ms: total,
         total_ms: total,
       },
-      next_actions: this.nextActionsOf(call, first.event.id, answer.price, answer.strategy, hasDefaultPolicy),
+      next_actions: this.nextActionsOf(call, first.event.id, answer.price, answer.strategy, hasDefaultPolicy, standing ?? undefined),
       receipt: receiptOfRow(this.publicUrl(), first.event, p),
       idempotent_replay: { first_request_id: firstRequestId, recorded_at: first.event.created_at.toISOString() },
     };
-    const standing = await this.hooks.standing({ operation: admissionOperation(call), principal: p, req: call.req });
     const left = remaining(p, { ...freeReservation(), ...(standing ? { remaining: standing } : {}) }, call.rateLimit);
     if (left) body.remaining = left;
     return { body, headers: { [REPLAYED_HEADER]: 'true' }, usageEventId: first.event.id, reservation: null };

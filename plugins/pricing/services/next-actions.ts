@@ -14,6 +14,8 @@ export interface NextAction {
 interface Candidate extends NextAction {
   route: string;
   when?: (p: Principal | null) => boolean;
+  /** A priced call: counted against the sandbox's daily calls or the demo's hourly budget. */
+  priced?: boolean;
 }
 
 /** Whether a principal may make a request to a route, as the authorizer would judge it. */
@@ -34,7 +36,22 @@ export function mayCall(principal: Principal | null, route: RouteSpec | undefine
  * At most `max` requests the caller may make next, each with a reason and an example body (so only
  * requests that take one); only routes the caller's credential is allowed to call are offered.
  */
-export function nextActions(principal: Principal | null, routes: RouteTable, max: number, ctx: { usageEventId: string | null; price: string; context: Record<string, unknown>; sandboxCallsPerDay: number; strategy: string; inBatch?: boolean; hasDefaultPolicy?: boolean }): NextAction[] {
+export function nextActions(
+  principal: Principal | null,
+  routes: RouteTable,
+  max: number,
+  ctx: {
+    usageEventId: string | null;
+    price: string;
+    context: Record<string, unknown>;
+    sandboxCallsPerDay: number;
+    strategy: string;
+    inBatch?: boolean;
+    hasDefaultPolicy?: boolean;
+    /** The caller's allowance of priced calls (a sandbox's day, the demo's hour) is used up: priced calls would be refused 429. */
+    allowanceSpent?: boolean;
+  },
+): NextAction[] {
   const candidates: Candidate[] = [
     {
       route: 'usage.outcome',
@@ -46,6 +63,7 @@ export function nextActions(principal: Principal | null, routes: RouteTable, max
     },
     {
       route: 'verify.price',
+      priced: true,
       action: 'verify_price',
       method: 'POST',
       path: '/api/price-router/verify',
@@ -54,6 +72,7 @@ export function nextActions(principal: Principal | null, routes: RouteTable, max
     },
     {
       route: 'compute.batch',
+      priced: true,
       action: 'price_in_batch',
       method: 'POST',
       path: '/api/compute/batch',
@@ -74,6 +93,7 @@ export function nextActions(principal: Principal | null, routes: RouteTable, max
     },
     {
       route: 'compute.price',
+      priced: true,
       action: 'price_cheapest',
       method: 'POST',
       path: '/api/compute/price',
@@ -84,6 +104,7 @@ export function nextActions(principal: Principal | null, routes: RouteTable, max
     },
     {
       route: 'demo.verify',
+      priced: true,
       action: 'verify_price_demo',
       method: 'POST',
       path: '/api/public/price-router/verify',
@@ -112,6 +133,7 @@ export function nextActions(principal: Principal | null, routes: RouteTable, max
   for (const c of candidates) {
     if (out.length >= max) break;
     if (c.when && !c.when(principal)) continue;
+    if (c.priced && ctx.allowanceSpent) continue;
     if (!mayCall(principal, routes.find(c.route))) continue;
     if (principal === null && (routes.find(c.route)?.auth ?? 'required') !== 'public') continue;
     const { route: _route, when: _when, ...action } = c;

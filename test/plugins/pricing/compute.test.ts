@@ -679,6 +679,10 @@ describe('sandbox daily compute allowance', function () {
       expect(r.status, `call ${i}`).to.equal(200);
       expect(r.body.remaining.daily_compute_calls).to.include({ limit: 25, remaining: 25 - i });
       expect(r.body.remaining.request_rate).to.include.keys('limit_per_minute', 'remaining', 'resets_at');
+      // Only requests the key may make next: none priced once the day's calls are spent.
+      const offered = (r.body.next_actions as Array<{ action: string }>).map((a) => a.action);
+      if (i < 25) expect(offered, `call ${i}`).to.include('price_cheapest');
+      else expect(offered, 'the last call of the day').to.not.include.members(['price_cheapest', 'verify_price', 'price_in_batch']);
     }
     const over = await api.post<Record<string, any>>('/api/compute/price', { context: { current_price: 26 } });
     expect(over.status).to.equal(429);
@@ -811,7 +815,11 @@ describe('keyless demo', function () {
     // The reset time too: the start of the next clock hour.
     const invalidAt = Date.parse(invalid.headers.get('date') ?? '');
     expect(invalid.headers.get('x-demo-budget-reset')).to.equal(new Date(Math.floor(invalidAt / 3_600_000) * 3_600_000 + 3_600_000).toISOString());
-    await api.post('/api/public/compute/demo', { context: { current_price: 1 } });
+    // The call spending the last of the budget offers no demo call next (its verify would be refused), only a key.
+    const last = await api.post<Record<string, any>>('/api/public/compute/demo', { context: { product_type: 'coffee', current_price: 1 } });
+    expect(last.status).to.equal(200);
+    expect(last.body.budget).to.include({ remaining: 0 });
+    expect((last.body.next_actions as Array<{ action: string }>).map((a) => a.action)).to.deep.equal(['get_a_free_key']);
     const over = await api.post<Record<string, any>>('/api/public/compute/demo', { context: { current_price: 1 } });
     expect(over.status).to.equal(429);
     expect(over.body.retry_after).to.equal(Number(over.headers.get('retry-after')));
