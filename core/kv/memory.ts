@@ -120,7 +120,7 @@ export class MemoryKvStore implements KvStore {
     const { cur, prev, elapsed, curKey, idx } = this.windowCounts(key, windowMs);
     const r = slidingWindow(prev, cur, elapsed, windowMs, limit, cost);
     if (r.allowed) await this.incr(curKey, cost, windowMs * 2);
-    return { allowed: r.allowed, limit, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.retryAfterMs, window: idx };
+    return { allowed: r.allowed, limit, remaining: r.remaining, resetMs: r.resetMs, restoredMs: r.restoredMs, retryAfterMs: r.retryAfterMs, window: idx };
   }
 
   async refundRateLimit(key: string, windowMs: number, cost = 1, window?: number): Promise<void> {
@@ -135,7 +135,7 @@ export class MemoryKvStore implements KvStore {
     checkRateLimit(limit, windowMs);
     const { cur, prev, elapsed } = this.windowCounts(key, windowMs);
     const r = slidingWindow(prev, cur, elapsed, windowMs, limit, 0);
-    return { allowed: r.weighted < limit, limit, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.weighted < limit ? 0 : r.resetMs };
+    return { allowed: r.weighted < limit, limit, remaining: r.remaining, resetMs: r.resetMs, restoredMs: r.restoredMs, retryAfterMs: r.weighted < limit ? 0 : r.resetMs };
   }
 
   async publish(channel: string, message: string): Promise<void> {

@@ -244,14 +244,14 @@ export class RedisKvStore implements KvStore {
     const w = await this.window(key, limit, windowMs, cost);
     const r = slidingWindow(w.prev, w.cur, w.elapsed, windowMs, limit, cost);
     // The script decided atomically; the shared arithmetic only derives the reported figures.
-    return { allowed: w.allowed, limit, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: w.allowed ? 0 : r.retryAfterMs, window: w.idx };
+    return { allowed: w.allowed, limit, remaining: r.remaining, resetMs: r.resetMs, restoredMs: r.restoredMs, retryAfterMs: w.allowed ? 0 : r.retryAfterMs, window: w.idx };
   }
 
   async peekRateLimit(key: string, limit: number, windowMs: number): Promise<RateLimitResult> {
     checkRateLimit(limit, windowMs);
     const w = await this.window(key, limit, windowMs, 0);
     const r = slidingWindow(w.prev, w.cur, w.elapsed, windowMs, limit, 0);
-    return { allowed: r.weighted < limit, limit, remaining: r.remaining, resetMs: r.resetMs, retryAfterMs: r.weighted < limit ? 0 : r.resetMs };
+    return { allowed: r.weighted < limit, limit, remaining: r.remaining, resetMs: r.resetMs, restoredMs: r.restoredMs, retryAfterMs: r.weighted < limit ? 0 : r.resetMs };
   }
 
   /**

@@ -5,6 +5,11 @@ export interface RateLimitResult {
   remaining: number;
   /** Milliseconds until the current window ends. */
   resetMs: number;
+  /**
+   * Milliseconds until the whole allowance is back: the window slides, so counts fade out over the
+   * next window rather than vanish when this one ends (what X-RateLimit-Reset and `resets_at` report).
+   */
+  restoredMs: number;
   /** When refused: milliseconds until a request of the same cost would be allowed. */
   retryAfterMs: number;
   /** The window this call counted in (rateLimit only), for refundRateLimit to take it back from. */
@@ -88,7 +93,7 @@ export function slidingWindow(
   windowMs: number,
   limit: number,
   cost: number,
-): { allowed: boolean; remaining: number; resetMs: number; retryAfterMs: number; weighted: number } {
+): { allowed: boolean; remaining: number; resetMs: number; restoredMs: number; retryAfterMs: number; weighted: number } {
   const weight = (windowMs - elapsed) / windowMs;
   const weighted = prev * weight + cur;
   const allowed = weighted + cost <= limit;
@@ -108,5 +113,8 @@ export function slidingWindow(
       retryAfterMs = Math.max(1, Math.ceil(resetMs + windowMs * (1 - Math.min(1, neededWeight))));
     }
   }
-  return { allowed, remaining, resetMs, retryAfterMs, weighted };
+  // This window's count weighs on until the end of the next one; the previous window's until this one ends.
+  const counted = allowed ? cur + cost : cur;
+  const restoredMs = Math.max(1, counted > 0 ? resetMs + windowMs : prev > 0 ? resetMs : 0);
+  return { allowed, remaining, resetMs, restoredMs, retryAfterMs, weighted };
 }

@@ -253,6 +253,19 @@ function kvContract(name: string, make: (clock: ManualClock, log: Logger) => KvS
       expect(r.allowed).to.equal(true);
       expect(r.remaining).to.equal(4);
       expect(r.resetMs).to.equal(45_000);
+      // This window's request weighs on through the next window: the whole allowance is back at its end.
+      expect(r.restoredMs).to.equal(105_000);
+    });
+
+    it('reports the whole allowance back when the previous window alone still counts at the end of this one', async () => {
+      const start = Math.floor(clock.now() / 60_000) * 60_000 + 60_000;
+      clock.set(start + 50_000);
+      await kv.rateLimit(`${ns}restored`, 5, 60_000);
+      clock.set(start + 60_000 + 20_000);
+      // Refused requests do not count: only the previous window's request weighs, until this window ends.
+      const peek = await kv.peekRateLimit(`${ns}restored`, 5, 60_000);
+      expect(peek.restoredMs).to.equal(40_000);
+      expect(peek.remaining).to.equal(4);
     });
 
     it('delivers published messages to subscribers', async () => {

@@ -78,7 +78,7 @@ export class RateLimitGuard implements Guard {
 function setHeaders(ctx: RequestContext, r: RateLimitResult): void {
   ctx.res.setHeader('X-RateLimit-Limit', String(r.limit));
   ctx.res.setHeader('X-RateLimit-Remaining', String(r.remaining));
-  ctx.res.setHeader('X-RateLimit-Reset', String(Math.ceil(r.resetMs / 1000)));
+  ctx.res.setHeader('X-RateLimit-Reset', String(Math.ceil(r.restoredMs / 1000)));
 }
 
 function rateLimited(r: RateLimitResult & { scope: 'workspace' | 'address' }, mayBatch = true): ApiError {

@@ -52,7 +52,7 @@ export function remaining(p: Principal | null, reservation: Reservation, rate: R
   return {
     ...(reservation.remaining ?? {}),
     ...(binding
-      ? { request_rate: { limit_per_minute: binding.limit, remaining: binding.remaining, resets_at: new Date(Date.now() + binding.resetMs).toISOString(), scope: binding.scope } }
+      ? { request_rate: { limit_per_minute: binding.limit, remaining: binding.remaining, resets_at: new Date(Date.now() + binding.restoredMs).toISOString(), scope: binding.scope } }
       : {}),
   };
 }
