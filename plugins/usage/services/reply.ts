@@ -7,7 +7,7 @@ import type { EventRow } from './event-view';
 import type { RecordedEvent, UsageEventInput } from './recorder';
 
 export const DEMO_RECEIPT_HINT =
-  'Keyless demo calls are recorded on the shared demo tenant, whose usage nobody can open; register a sandbox (POST /api/agents/register) for usage records of your own: each receipt carries its record, and the records open at their links once a person claims the sandbox.';
+  'Keyless demo calls are recorded on the shared demo tenant, whose records a caller without a key cannot open; register a sandbox (POST /api/agents/register) for usage records of your own: each receipt carries its record, and the records open at their links once a person claims the sandbox.';
 
 /** An unclaimed sandbox may not read the usage API (SPEC's sandbox capabilities), so its receipt says where the record is. */
 export const SANDBOX_RECEIPT_HINT =
