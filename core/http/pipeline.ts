@@ -113,6 +113,27 @@ function pathDeprecation(specs: readonly RouteSpec[]): Deprecation | undefined {
   return retiring.reduce((last, d) => (end(d) > end(last) ? d : last));
 }
 
+/** A request's context for `route`, before authentication: no principal, body or query yet. */
+function requestContext(req: Request, res: Response, route: RouteSpec): RequestContext {
+  return {
+    req,
+    res,
+    route,
+    requestId: res.locals.requestId as string,
+    principal: null,
+    body: undefined,
+    query: undefined,
+    params: req.params,
+    clientIp: req.ip ?? req.socket.remoteAddress ?? 'unknown',
+    channel: route.channel ?? 'api',
+    // Read on use: the request's child logger is only made when something logs.
+    get log() {
+      return res.locals.log as Logger;
+    },
+    state: {},
+  };
+}
+
 /** One Express handler running every stage of the request pipeline for a declared route. */
 function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
   const { hooks } = deps;
@@ -120,23 +141,7 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
   let cachedDecorators: ReturnType<typeof decorators> | null = null;
   return async (req: Request, res: Response, next: NextFunction) => {
     try {
-      const ctx: RequestContext = {
-        req,
-        res,
-        route,
-        requestId: res.locals.requestId as string,
-        principal: null,
-        body: undefined,
-        query: undefined,
-        params: req.params,
-        clientIp: req.ip ?? req.socket.remoteAddress ?? 'unknown',
-        channel: route.channel ?? 'api',
-        // Read on use: the request's child logger is only made when something logs.
-        get log() {
-          return res.locals.log as Logger;
-        },
-        state: {},
-      };
+      const ctx = requestContext(req, res, route);
       const screened = route.screen?.(ctx);
       if (screened !== undefined) {
         if (screened !== HANDLED) sendReply(res, screened);
@@ -303,7 +308,10 @@ export function mountRoutes(router: Router, table: RouteTable, deps: PipelineDep
     earlier.push({ method: spec.method, matcher: templateMatcher(spec.path) });
   }
   for (const [path, specs] of specsByPath) {
-    router.all(path, methodNotAllowed(path, specs.map((s) => s.method), pathDeprecation(specs)));
+    const screening = specs.find((spec) => spec.screen);
+    const otherMethods = methodNotAllowed(path, specs.map((spec) => spec.method), pathDeprecation(specs));
+    // A path whose routes screen requests (MCP's Origin rule) screens the methods it has no route for too.
+    router.all(path, screening ? screenedFirst(screening, otherMethods) : otherMethods);
   }
   // Express fails to decode a parameter before any route runs; only here is it known which route that was.
   const paramAt = undecodableParam([...specsByPath.keys()]);
@@ -407,6 +415,15 @@ export function dispatchDirect(app: Express, request: IncomingMessage, response:
     void onError(err, req, res, () => undefined);
   };
   runStages(req, res, leading, stages, fail);
+}
+
+/** Runs `route`'s screen on a request for a method the path has no route for; when it does not answer, `then` does. */
+function screenedFirst(route: RouteSpec, then: RequestHandler): RequestHandler {
+  return (req, res, next) => {
+    const screened = route.screen?.(requestContext(req, res, route));
+    if (screened === undefined) then(req, res, next);
+    else if (screened !== HANDLED) sendReply(res, screened);
+  };
 }
 
 /** The 405 helper: `Allow` header plus a hint naming the methods the path accepts, and the path's deprecation signals. */

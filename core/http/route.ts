@@ -68,7 +68,8 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
   /**
    * A check that runs before authentication and every other stage: when it answers (a reply, or HANDLED
    * after writing one), nothing else runs. For transport rules that must win over a credential error,
-   * such as MCP's Origin check (a page of another site gets 403 whatever key it sends).
+   * such as MCP's Origin check (a page of another site gets 403 whatever key it sends). It also runs
+   * for methods the path has no route for (OPTIONS, PUT…), before their 405 or 204.
    */
   screen?: (ctx: RequestContext) => HandlerResult | undefined;
   /** Principal kinds the route accepts (default: any). */

@@ -64,15 +64,31 @@ function refuse(ctx: RequestContext, status: number, rpcCode: number, code: stri
 
 const EMPTY_ID_STAND_IN = '\u0000empty-id';
 
+/** The methods the endpoint takes (DELETE answers 405: sessions are stateless). */
+const ALLOW = 'GET, POST';
+
 export function mcpRoutes(d: McpDeps): RouteSpec[] {
   const byName = new Map(d.tools.map((t) => [t.descriptor.name, t]));
   const ownOrigin = () => new URL(d.publicUrl()).origin;
 
-  /** Every method, before the credential is read: a page of another site gets 403 whatever it sends (DNS rebinding). */
-  const screenOrigin = (ctx: RequestContext): HandlerResult | undefined =>
-    originRefused(ctx.req, d.config.mcp.allowedOrigins, ownOrigin())
-      ? refuse(ctx, 403, -32000, 'origin_not_allowed', 'Forbidden: requests from pages of other origins are refused.', 'Call the MCP endpoint from your server or agent, or ask for your origin to be allowed (MCP_ALLOWED_ORIGINS).')
-      : undefined;
+  /**
+   * Every method, before the credential is read: a page of another site gets 403 whatever it sends
+   * (DNS rebinding). Methods the endpoint has no route for get the transport's own answers too: a
+   * JSON-RPC 405, and OPTIONS its Allow.
+   */
+  const screenOrigin = (ctx: RequestContext): HandlerResult | undefined => {
+    if (originRefused(ctx.req, d.config.mcp.allowedOrigins, ownOrigin())) {
+      return refuse(ctx, 403, -32000, 'origin_not_allowed', 'Forbidden: requests from pages of other origins are refused.', 'Call the MCP endpoint from your server or agent, or ask for your origin to be allowed (MCP_ALLOWED_ORIGINS).');
+    }
+    const method = ctx.req.method;
+    if (method === 'OPTIONS') return send(ctx.res, 204, undefined, { Allow: `${ALLOW}, OPTIONS` });
+    if (!['POST', 'GET', 'HEAD', 'DELETE'].includes(method)) {
+      return refuse(ctx, 405, -32000, 'method_not_allowed', `Method not allowed: ${method}; send JSON-RPC messages with POST, and GET for the changelog stream.`, 'Use POST (or GET with Accept: text/event-stream).', {
+        headers: { Allow: ALLOW },
+      });
+    }
+    return undefined;
+  };
 
   /** Protocol version and session checks shared by every method (the origin was screened before). Returns true when it answered. */
   const precheck = (ctx: RequestContext, res: Response, isInitialize: boolean): boolean => {
@@ -127,11 +143,23 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       }
       return send(res, 200, message);
     };
-    const toolCtx: ToolContext = { principal: ctx.principal, req: ctx.req, requestId: ctx.requestId, clientIp: ctx.clientIp, rateLimit: requestRateOf(ctx), progress, ...(meta.idempotency_key !== undefined ? { idempotencyKey: meta.idempotency_key } : {}) };
+    const startedAt = ctx.res.locals.startedAt as number | undefined;
+    const toolCtx: ToolContext = {
+      principal: ctx.principal,
+      req: ctx.req,
+      requestId: ctx.requestId,
+      clientIp: ctx.clientIp,
+      rateLimit: requestRateOf(ctx),
+      progress,
+      ...(startedAt !== undefined ? { startedAt } : {}),
+      ...(meta.idempotency_key !== undefined ? { idempotencyKey: meta.idempotency_key } : {}),
+    };
     const failed = (err: unknown) => {
       // A store that failed (database, Redis) is the same retryable 503 body as on REST.
       const known = isApiError(err) ? err : unavailableError(err);
-      const body = known ? errorBody(known, ctx.requestId) : { error: 'The tool failed on our side.', code: 'internal_error', request_id: ctx.requestId };
+      const failure = known ? errorBody(known, ctx.requestId) : { error: 'The tool failed on our side.', code: 'internal_error', request_id: ctx.requestId };
+      // A keyless call spent its demo budget whatever the outcome: its refusal reports the budget too, as REST's headers do.
+      const body = toolCtx.demoBudget ? { ...failure, budget: toolCtx.demoBudget } : failure;
       if (!isApiError(err)) d.log.error({ err, tool: name }, 'MCP tool failed');
       return reply({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: JSON.stringify(body) }], isError: true } });
     };
@@ -301,7 +329,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       responses: { ...refusals, 405: { description: 'Always: sessions are stateless and simply expire, so there is nothing to end.', schema: transportRefusal } },
       handler: (ctx) =>
         refuse(ctx, 405, -32000, 'method_not_allowed', 'Method not allowed: sessions are stateless; just stop sending the id.', 'Stop sending Mcp-Session-Id to end a session; it also expires by itself.', {
-          headers: { Allow: 'GET, POST' },
+          headers: { Allow: ALLOW },
         }),
     }),
   ];

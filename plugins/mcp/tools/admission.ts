@@ -13,9 +13,14 @@ export async function admitToolCall(ctx: ToolContext, demo: DemoBudgetGuard, rou
   const p = ctx.principal;
   if (!p) {
     const budget = await demo.consume(ctx.clientIp);
+    ctx.demoBudget = { limit_per_hour: budget.limit, remaining: budget.remaining, resets_at: budget.resetsAt };
     if (budget.error) throw budget.error;
-    ctx.demoBudgetLeft = budget.remaining;
   } else if (!mayCall(p, routes.find(routeId))) {
     throw new ApiError('insufficient_scope', `This credential may not ${refused}.`, { fields: { required_scopes: ['price:compute'] }, hint: 'Use a key with price:compute (or created with no scopes).' });
   }
+}
+
+/** What a keyless tool call adds to its result, as the REST demo routes do: `demo` and its `budget` after the call. */
+export function demoFields(ctx: ToolContext): { demo?: true; budget?: NonNullable<ToolContext['demoBudget']> } {
+  return ctx.demoBudget ? { demo: true, budget: ctx.demoBudget } : {};
 }

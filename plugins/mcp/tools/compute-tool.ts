@@ -3,7 +3,7 @@ import type { RouteTable } from '../../../core/http/pipeline';
 import { checkedIdempotencyKey } from '../../identity';
 import { callIdempotency, computeBody, computeExample } from '../../pricing';
 import type { ComputeService, DemoBudgetGuard } from '../../pricing';
-import { admitToolCall } from './admission';
+import { admitToolCall, demoFields } from './admission';
 import type { McpTool } from './types';
 import { jsonSchema } from './json-schema';
 
@@ -41,11 +41,12 @@ export function computeTool(compute: ComputeService, demo: DemoBudgetGuard, rout
         preference: a.routing_preference,
         req: ctx.req,
         requestId: ctx.requestId,
+        ...(ctx.startedAt !== undefined ? { startedAt: ctx.startedAt } : {}),
         rateLimit: ctx.rateLimit,
         idempotency,
-        demoBudgetLeft: ctx.demoBudgetLeft,
+        demoBudgetLeft: ctx.demoBudget?.remaining,
       });
-      return { ...r.body, request_id: ctx.requestId };
+      return { ...r.body, ...demoFields(ctx), request_id: ctx.requestId };
     },
   };
 }

@@ -13,10 +13,12 @@ export interface ToolContext {
   rateLimit: RequestRate | undefined;
   /** Reports progress when the caller asked for it (a progress token); a no-op otherwise. */
   progress: (progress: number, total: number, message: string) => void;
+  /** performance.now() when the MCP request arrived: the compute trace's authenticate_and_validate stage runs from it. */
+  startedAt?: number;
   /** The call's `_meta.idempotency_key`, when it sent one (checked by the tool that takes it). */
   idempotencyKey?: unknown;
-  /** A keyless call: what is left of its address's demo budget once admitted (set by admitToolCall). */
-  demoBudgetLeft?: number;
+  /** A keyless call: its address's demo budget once admitted (set by admitToolCall), reported as REST's demo reports it. */
+  demoBudget?: { limit_per_hour: number; remaining: number; resets_at: string };
 }
 
 /** One MCP tool: its published description, its input schema (shared with REST), its admission and its work. */

@@ -4,7 +4,7 @@ import { ApiError } from '../../../core/errors';
 import type { DemoBudgetGuard } from '../../pricing';
 import { verifyBody, verifyExample } from '../../verification';
 import type { VerificationService } from '../../verification';
-import { admitToolCall } from './admission';
+import { admitToolCall, demoFields } from './admission';
 import type { McpTool } from './types';
 import { jsonSchema } from './json-schema';
 
@@ -31,7 +31,7 @@ export function verifyTool(verification: () => VerificationService, demo: DemoBu
       const proposed = a.proposed_price ?? a.price;
       if (proposed === undefined) throw new ApiError('validation_error', 'proposed_price is required.', { issues: [{ path: 'proposed_price', reason: 'required (alias: price)' }] });
       const r = await verification().verify({ principal: ctx.principal, channel: 'mcp', context: a.context, proposedPrice: proposed, req: ctx.req, requestId: ctx.requestId, rateLimit: ctx.rateLimit });
-      return { ...r.body, request_id: ctx.requestId };
+      return { ...r.body, ...demoFields(ctx), request_id: ctx.requestId };
     },
   };
 }

@@ -92,6 +92,11 @@ describe('MCP endpoint with the official SDK client', function () {
       const price = await client.callTool({ name: 'compute_price', arguments: { context: { current_price: 12 } } });
       expect(price.isError).to.equal(false);
       expect((price.structuredContent as Record<string, any>).price).to.equal('12.00');
+      // Its trace starts where REST's does: the request's own authentication and validation.
+      expect((price.structuredContent as Record<string, any>).trace.stages[0].stage).to.equal('authenticate_and_validate');
+      // Keyless, it says it ran on the demo and what is left of the budget; with a key neither.
+      expect((price.structuredContent as Record<string, any>).demo).to.equal(keyed ? undefined : true);
+      expect((price.structuredContent as Record<string, any>).budget === undefined).to.equal(keyed);
       const verdict = await client.callTool({ name: 'verify_price', arguments: { context: { product_type: 'mcp-widget', currency: 'USD' }, proposed_price: 10.2 } });
       expect(verdict.isError).to.equal(false);
       expect((verdict.structuredContent as Record<string, any>).verdict).to.equal('reasonable');
@@ -232,7 +237,24 @@ describe('MCP keyless demo budget', function () {
         codes.push(JSON.parse((r.content as Array<{ text: string }>)[0]?.text ?? '{}').code as string);
       }
       expect(codes).to.deep.equal(['validation_error', 'validation_error', 'rate_limited']);
+      // Each refusal reports the budget it spent, as REST's budget headers do.
       await client.close();
+      const again = await startTestService({ config: { limits: { demo: { callsPerHour: 2 } } } });
+      try {
+        const fresh = (await connect(again)).client;
+        const invalid = await fresh.callTool({ name: 'compute_price', arguments: { context: 42 } });
+        expect(JSON.parse((invalid.content as Array<{ text: string }>)[0]?.text ?? '{}').budget).to.include({ limit_per_hour: 2, remaining: 1 });
+        // A priced keyless call reports it as the REST demo does: demo, and the budget left; at 0 it offers no demo call next.
+        const priced = await fresh.callTool({ name: 'compute_price', arguments: { context: { product_type: 'coffee', current_price: 4 } } });
+        const result = priced.structuredContent as Record<string, any>;
+        expect(result.demo).to.equal(true);
+        expect(result.budget).to.include({ limit_per_hour: 2, remaining: 0 });
+        expect(Date.parse(result.budget.resets_at)).to.be.greaterThan(Date.now());
+        expect((result.next_actions as Array<{ action: string }>).map((a) => a.action)).to.deep.equal(['get_a_free_key']);
+        await fresh.close();
+      } finally {
+        await again.close();
+      }
     } finally {
       await svc.close();
     }
@@ -370,8 +392,9 @@ describe('MCP endpoint over raw HTTP', function () {
     expect(badKey.status).to.equal(403);
     expect(((await badKey.json()) as Record<string, any>).code).to.equal('origin_not_allowed');
     const base = { 'x-api-key': 'pk_live_notarealkeyatall' };
-    for (const method of ['GET', 'DELETE']) {
-      const res = await fetch(`${svc.url}/api/mcp/rpc`, { method, headers: { ...evil, ...base, accept: 'text/event-stream' } });
+    // Methods the endpoint has no route for too: nothing answers such a page but the 403.
+    for (const method of ['GET', 'DELETE', 'PUT', 'PATCH', 'OPTIONS']) {
+      const res = await fetch(`${svc.url}/api/mcp/rpc`, { method, headers: { ...evil, ...base, accept: 'text/event-stream', 'access-control-request-method': 'POST' } });
       expect(res.status, method).to.equal(403);
       expect(((await res.json()) as Record<string, any>).code, method).to.equal('origin_not_allowed');
     }
@@ -458,6 +481,20 @@ describe('MCP endpoint over raw HTTP', function () {
     expect(method.error.code).to.equal(-32601);
     const tool = (await (await rpc(svc, { jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'nope', arguments: {} } })).json()) as Record<string, any>;
     expect(tool.error.code).to.equal(-32602);
+  });
+
+  it('answers methods it takes no messages on with a JSON-RPC 405 and one Allow, and OPTIONS with that Allow', async () => {
+    for (const method of ['PUT', 'PATCH', 'DELETE']) {
+      const res = await fetch(`${svc.url}/api/mcp/rpc`, { method });
+      expect(res.status, method).to.equal(405);
+      expect(res.headers.get('allow'), method).to.equal('GET, POST');
+      const body = (await res.json()) as Record<string, any>;
+      expect(body, method).to.deep.include({ jsonrpc: '2.0', id: null, code: 'method_not_allowed' });
+      expect(body.error.code, method).to.equal(-32000);
+    }
+    const options = await fetch(`${svc.url}/api/mcp/rpc`, { method: 'OPTIONS' });
+    expect(options.status).to.equal(204);
+    expect(options.headers.get('allow')).to.equal('GET, POST, OPTIONS');
   });
 
   it('answers DELETE with 405, and OpenAPI documents only that', async () => {
