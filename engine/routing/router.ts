@@ -240,7 +240,8 @@ export class Router {
         const prefs = defaultPreference(input.context);
         const ranked = [...prefs.map((name) => eligible.find((f) => f.name === name)).filter((f): f is FunctionDescriptor => !!f), ...eligible.filter((f) => !prefs.includes(f.name))];
         const chosen = ranked[0] as FunctionDescriptor;
-        return pick(chosen, { statistic: { name: 'context-based choice', order: ranked.slice(0, 3).map((f) => f.name) }, alternates: ranked.slice(1), alternatesAfterFailure: true });
+        // The whole order, as it is tried: the trace shows what comes after the choice if it cannot price the context.
+        return pick(chosen, { statistic: { name: 'context-based choice', order: ranked.map((f) => f.name) }, alternates: ranked.slice(1), alternatesAfterFailure: true });
       }
     }
   }

@@ -28,6 +28,9 @@ describe('engine: routing strategies', function () {
       expect(out.strategy).to.equal('default');
       expect(out.fn.name).to.equal('anchored-adjustment');
       expect(routeOf(out).statistic).to.deep.include({ name: 'context-based choice' });
+      // The whole order it would try, not its first three.
+      expect((routeOf(out).statistic as { order: string[] }).order).to.have.length.at.least(5);
+      expect((routeOf(out).statistic as { order: string[] }).order.slice(0, 2)).to.deep.equal(['anchored-adjustment', 'cost-plus']);
     });
 
     it('with unit_cost only it prices cost-plus', async () => {
