@@ -122,7 +122,9 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
     const tool = byName.get(name);
     if (!tool) return answer(ctx, rpcError(id, -32602, `Unknown tool: ${name}`, { tools: [...byName.keys()] }));
     const meta = (params._meta ?? {}) as Record<string, unknown>;
-    const progressToken = meta.progressToken;
+    // MCP's progress token is a string or an integer; anything else is no token (nothing to echo back).
+    const token = meta.progressToken;
+    const progressToken = typeof token === 'string' || (typeof token === 'number' && Number.isInteger(token)) ? token : undefined;
     const streaming = prefersSse(ctx.req) || progressToken !== undefined;
     if (streaming) openSse(res);
     let done = false;

@@ -142,6 +142,11 @@ describe('MCP endpoint with the official SDK client', function () {
     expect(seen.map((p) => p.progress)).to.deep.equal([...seen.map((p) => p.progress)].sort((a, b) => a - b));
     expect(result.isError).to.equal(false);
     await client.close();
+    // A token MCP does not allow (an object) is no token: no progress events echo it, the answer is plain JSON.
+    const raw = await rpc(svc, { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'compute_price', arguments: { context: { unit_cost: 4 } }, _meta: { progressToken: { x: 1 } } } }, { 'x-api-key': key });
+    expect(raw.status).to.equal(200);
+    expect(raw.headers.get('content-type')).to.match(/^application\/json/);
+    expect(((await raw.json()) as Record<string, any>).result.isError).to.equal(false);
   });
 
   it('refuses compute_price and verify_price to a key without price:compute, and records nothing for it', async () => {
