@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { IncomingMessage } from 'node:http';
 
 /**
@@ -11,7 +12,7 @@ export function callerGone(req: IncomingMessage & { res?: { destroyed: boolean; 
 
 type Req = IncomingMessage & { res?: (NodeJS.EventEmitter & { destroyed: boolean; writableEnded: boolean }) | undefined };
 
-/** One signal per request: the items of a batch share it (one listener, not one per item). */
+/** One signal per request: the items of a batch share it (one 'close' listener on the response, not one per item). */
 const signals = new WeakMap<IncomingMessage, AbortSignal>();
 
 /**
@@ -23,6 +24,8 @@ export function callerLeftSignal(req: Req): AbortSignal {
   const known = signals.get(req);
   if (known) return known;
   const controller = new AbortController();
+  // Every waiting item of a batch listens while it waits (up to BATCH_MAX_ITEMS at once): no leak to warn of.
+  setMaxListeners(0, controller.signal);
   const check = () => {
     if (callerGone(req)) controller.abort();
   };

@@ -420,6 +420,7 @@ export function dispatchDirect(app: Express, request: IncomingMessage, response:
 /** Runs `route`'s screen on a request for a method the path has no route for; when it does not answer, `then` does. */
 function screenedFirst(route: RouteSpec, then: RequestHandler): RequestHandler {
   return (req, res, next) => {
+    res.locals.routeTemplate = route.path;
     const screened = route.screen?.(requestContext(req, res, route));
     if (screened === undefined) then(req, res, next);
     else if (screened !== HANDLED) sendReply(res, screened);

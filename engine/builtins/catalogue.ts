@@ -3,7 +3,7 @@ import { charm } from './charm';
 import { competitive, hasNetworkReference } from './competitive';
 import { costPlus } from './cost-plus';
 import { elasticityOptimum } from './elasticity';
-import { given as has } from './inputs';
+import { given as has, positiveMoney } from './inputs';
 import type { Context, MarketEvidence, PricingMethod } from './types';
 
 /**
@@ -11,9 +11,12 @@ import type { Context, MarketEvidence, PricingMethod } from './types';
  * not given (positiveMoney) and refuse what is not an amount, so neither could have priced the call.
  */
 const amount = (ctx: Context, key: string): boolean => {
-  const v = ctx[key];
-  const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v.trim()) : NaN;
-  return Number.isFinite(n) && n > 0;
+  try {
+    return positiveMoney(ctx, key) !== undefined;
+  } catch {
+    // Refused by name (not an amount, negative, over the bound): the method could not have priced from it.
+    return false;
+  }
 };
 
 /** A list input (competitor prices, price history) the method can read: an array with something in it. */

@@ -31,6 +31,17 @@ describe('core: callerLeftSignal tells a wait that its caller has gone', () => {
       expect(signal, 'the request arrived').to.not.equal(null);
       expect(same).to.equal(true);
       expect((signal as unknown as AbortSignal).aborted).to.equal(false);
+      // A retried batch's items all wait on it at once: no leak warning for a hundred listeners.
+      const warnings: string[] = [];
+      const onWarning = (w: Error) => warnings.push(w.name);
+      process.on('warning', onWarning);
+      // One listener per waiting item (an EventTarget keeps one of identical listeners).
+      const listeners = Array.from({ length: 100 }, () => () => undefined);
+      for (const l of listeners) (signal as unknown as AbortSignal).addEventListener('abort', l);
+      await new Promise((r) => setTimeout(r, 20));
+      process.off('warning', onWarning);
+      for (const l of listeners) (signal as unknown as AbortSignal).removeEventListener('abort', l);
+      expect(warnings).to.deep.equal([]);
       const aborted = new Promise<void>((resolve) => (signal as unknown as AbortSignal).addEventListener('abort', () => resolve()));
       client.destroy();
       await Promise.race([aborted, new Promise((_, reject) => setTimeout(() => reject(new Error('the signal did not abort')), 2_000))]);

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { mayPrice } from '../../engine/builtins/catalogue';
 import { fixture, harness, policy, recordLatency, stage } from './harness';
 import type { Harness } from './harness';
 
@@ -205,6 +206,12 @@ describe('engine: savings', function () {
     }
     const priceable = await h.price({ policy: cheapest(['anchored-adjustment', 'elasticity-optimum']), context: { unit_cost: '2.50', current_price: 5, elasticity: 3 } });
     expect(priceable.savings).to.deep.include({ compared_with: { function: 'elasticity-optimum', cost_per_unit: '0.002' } });
+  });
+
+  it('judges a needed amount as the built-ins read it: not an amount, or beyond their bound, could not have priced', () => {
+    const costPlus = { builtIn: true, name: 'cost-plus' };
+    for (const unit_cost of ['1e3', '0x10', 1e20, -2, 0, 'ten']) expect(mayPrice(costPlus, { unit_cost }), JSON.stringify(unit_cost)).to.equal(false);
+    for (const unit_cost of [2.5, '2.50', ' 4 ']) expect(mayPrice(costPlus, { unit_cost }), JSON.stringify(unit_cost)).to.equal(true);
   });
 
   it('does not compare with competitive-position when competitor_prices is empty or not a list (and the network has no reference)', async () => {

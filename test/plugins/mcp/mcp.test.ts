@@ -500,6 +500,10 @@ describe('MCP endpoint over raw HTTP', function () {
     const options = await fetch(`${svc.url}/api/mcp/rpc`, { method: 'OPTIONS' });
     expect(options.status).to.equal(204);
     expect(options.headers.get('allow')).to.equal('GET, POST, OPTIONS');
+    // Counted under the endpoint's route in the metrics, not as an unmatched path.
+    const metrics = await (await fetch(`${svc.url}/metrics`)).text();
+    expect(metrics).to.match(/http_request_duration_seconds_count\{method="OPTIONS",route="\/api\/mcp\/rpc",status="204"\}/);
+    expect(metrics).to.match(/http_request_duration_seconds_count\{method="PUT",route="\/api\/mcp\/rpc",status="405"\}/);
   });
 
   it('answers DELETE with 405, and OpenAPI documents only that', async () => {
