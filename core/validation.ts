@@ -61,6 +61,11 @@ function boundReason(issue: z.ZodError['issues'][number]): string | null {
   const small = issue.code === 'too_small';
   const limit = Number(small ? issue.minimum : issue.maximum);
   const inclusive = issue.inclusive !== false;
+  // .length(n): "exactly", whichever side it missed on.
+  if ((issue as { exact?: boolean }).exact) {
+    if (issue.origin === 'string') return `must be exactly ${limit} character${limit === 1 ? '' : 's'}`;
+    if (issue.origin === 'array' || issue.origin === 'set') return `must have exactly ${limit} item${limit === 1 ? '' : 's'}`;
+  }
   const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
   switch (issue.origin) {
     case 'string':

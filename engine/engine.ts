@@ -80,7 +80,9 @@ const ROLE_WORDS: Record<AttemptReport['role'], string> = {
 
 /** The parts of the attempt order a call went through, in that order: what a failure message names. */
 function triedRoles(attempts: AttemptReport[], pinned: boolean): string {
-  return [...new Set(attempts.map((a) => a.role))].map((role) => (role === 'chosen' && pinned ? 'the function named in the request' : ROLE_WORDS[role])).join(', ');
+  // The parts that ran; a part whose functions were all skipped (out of reach, not active) was not tried.
+  const ran = attempts.filter((a) => a.outcome !== 'skipped');
+  return [...new Set((ran.length ? ran : attempts).map((a) => a.role))].map((role) => (role === 'chosen' && pinned ? 'the function named in the request' : ROLE_WORDS[role])).join(', ');
 }
 
 export class PricingEngine {

@@ -62,6 +62,8 @@ describe('core validation: one clear reason per field', () => {
     expect(reasons(z.array(z.string()).min(1), [])).to.deep.equal(['must have at least 1 item']);
     expect(reasons(z.array(z.number()).max(2), [1, 2, 3])).to.deep.equal(['must have at most 2 items']);
     expect(reasons(z.string().min(2, 'a name of two letters or more'), 'a')).to.deep.equal(['a name of two letters or more']);
+    expect(reasons(z.string().length(3), 'ab')).to.deep.equal(['must be exactly 3 characters']);
+    expect(reasons(z.array(z.number()).length(2), [1, 2, 3])).to.deep.equal(['must have exactly 2 items']);
   });
 
   it('a money amount with too many digits says so, not that it is no decimal string', () => {

@@ -125,6 +125,9 @@ describe('engine: fallback order and failing functions', function () {
     // A pinned call without a policy tried one function, and its message says no more.
     const pinned = await engineError(h.price({ pin: { name: 'test-throw' } }), 'functions_failed');
     expect(pinned.message).to.equal('Every function tried failed (the function named in the request).');
+    // A chain whose every entry was skipped (out of reach) was not tried, and the message does not say it was.
+    const skippedChain = await engineError(h.price({ policy: single('test-throw', ['nowhere']) }), 'functions_failed');
+    expect(skippedChain.message).to.equal('Every function tried failed (the chosen function).');
   });
 
   it('when no function could price the context it is insufficient_context, even past an out-of-reach fallback', async () => {
