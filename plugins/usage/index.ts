@@ -1,6 +1,8 @@
 import type { Pool } from 'pg';
 import type { PluginDefinition } from '../../core/plugin';
 import { TOKENS } from '../../core/tokens';
+import { IDENTITY } from '../identity';
+import type { Workspaces } from '../identity';
 import { usageEvents } from './migrations/0001-usage-events';
 import { usageApi } from './migrations/0002-usage-api';
 import { usageNetworkEvidence } from './migrations/0003-network-evidence';
@@ -57,7 +59,7 @@ export const usagePlugin: PluginDefinition = {
     const routes = [
       ...eventRoutes({ events, bus: ctx.events, clock: ctx.clock }),
       ...summaryRoutes({ summary: new UsageSummary(ctx.sql), clock: ctx.clock }),
-      ...testerTagRoutes({ tags: new TesterTags(ctx.sql) }),
+      ...testerTagRoutes({ tags: new TesterTags(ctx.sql), workspaces: ctx.container.resolve<Workspaces>(IDENTITY.Workspaces) }),
     ];
     for (const r of routes) ctx.route(r);
   },

@@ -180,6 +180,8 @@ describe('team plugin: members, roles and leaving', () => {
       await api.patch<Record<string, any>>(path, { name: 'renamed' }, as(member, ws)),
       await api.delete<Record<string, any>>(path, as(member, ws)),
       await api.post<Record<string, any>>(`${path}/keys`, { name: 'mine now' }, as(member, ws)),
+      // The general key route names the agent too: the same rule holds there.
+      await api.post<Record<string, any>>('/api/api-keys', { name: 'mine now', agent_id: ownersAgent.body.agent.id }, as(member, ws)),
     ]) {
       expect(res.status, res.text).to.equal(403);
       expect(res.body).to.include({ code: 'forbidden', reason: 'members manage only their own agents' });
@@ -189,6 +191,7 @@ describe('team plugin: members, roles and leaving', () => {
     // Their own agent, and an admin on anyone's.
     const membersAgent = await api.post<{ agent: { id: string } }>('/api/agents', { name: 'member bot' }, as(member, ws));
     expect((await api.post(`/api/agents/${membersAgent.body.agent.id}/keys`, { name: 'k' }, as(member, ws))).status).to.equal(201);
+    expect((await api.post('/api/api-keys', { name: 'k2', agent_id: membersAgent.body.agent.id }, as(member, ws))).status).to.equal(201);
     expect((await api.patch(`/api/agents/${membersAgent.body.agent.id}`, { name: 'renamed' }, as(member, ws))).status).to.equal(200);
     expect((await api.delete(path, as(admin, ws))).status).to.equal(200);
     expect((await api.get('/api/me', withKey(ownersKey.body.api_key.key))).status).to.equal(401);

@@ -121,6 +121,19 @@ describe('usage: tester tags (Settings)', function () {
     const refused = await put({ tags: [] }, asMember);
     expect(refused.status).to.equal(403);
     expect(refused.body.code).to.equal('forbidden');
+    // A key the member creates does no more than the member.
+    const membersKey = await client(svc.url, asMember).post<Record<string, any>>('/api/api-keys', { name: 'member key' });
+    expect(membersKey.status, membersKey.text).to.equal(201);
+    const byMembersKey = await put({ tags: [] }, { 'x-api-key': membersKey.body.api_key.key });
+    expect(byMembersKey.status, byMembersKey.text).to.equal(403);
+    expect(byMembersKey.body).to.include({ code: 'forbidden', reason: 'role too low' });
+    // A scoped key, even the owner's, is not full access: tags are workspace configuration.
+    for (const scopes of [['billing:read'], ['price:compute']]) {
+      const scoped = await createKey(svc, owner, { name: `scoped ${scopes[0]}`, scopes });
+      const res = await put({ tags: [] }, { 'x-api-key': scoped.key });
+      expect(res.status, `${scopes[0]}: ${res.text}`).to.equal(403);
+      expect(res.body.code).to.equal('insufficient_scope');
+    }
 
     const agent = await client(svc.url, { cookie: owner.cookie }).post<Record<string, any>>('/api/agents', { name: 'tags-agent' });
     const agentKey = await client(svc.url, { cookie: owner.cookie }).post<Record<string, any>>(`/api/agents/${agent.body.agent.id}/keys`, { name: 'agent key' });
