@@ -95,7 +95,8 @@ export class TeamTrail {
           code: err.code,
           status: err.status,
           ...(principal.kind === 'api_key' ? { acting_as: identityOf(principal).creatorPersonId ?? null } : {}),
-          ...(principal.kind === 'person' ? { role: identityOf(principal).role ?? null } : {}),
+          // The role the principal holds where it acts; in another workspace's log (an invitation to it) it has none there.
+          ...(principal.kind === 'person' ? { role: scope.workspaceId === principal.workspaceId ? (identityOf(principal).role ?? null) : null } : {}),
         },
       });
     } catch (recordErr) {

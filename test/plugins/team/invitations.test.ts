@@ -84,6 +84,8 @@ describe('team plugin: invitations', () => {
     const entry = refusedEntry(await auditLog(api, owner), 'team.invitations.accept', 'email does not match the invitation');
     expect(entry?.actor).to.deep.equal({ type: 'person', id: other.id });
     expect(entry?.target).to.equal(inv.body.invitation.id);
+    // The outsider holds no role in this workspace; its role in its own stays out of this log.
+    expect((entry as { details: Record<string, unknown> }).details.role).to.equal(null);
     const status = await svc.sequelize.query<{ status: string }>('SELECT status FROM invitations WHERE id = $1', { bind: [inv.body.invitation.id], type: QueryTypes.SELECT });
     expect(status[0]?.status).to.equal('pending');
   });
