@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { mkdirSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -64,5 +65,37 @@ describe('launcher: the rebuild decision of npm start', () => {
   it('rebuilds when the compiled entry point is missing', () => {
     rmSync(path.join(root, 'dist/core/main.js'));
     expect(launcher.needsBuild(root)).to.equal(true);
+  });
+});
+
+describe('npm start: the signal a supervisor sends reaches the service', () => {
+  it('runs the launcher in place of the shell npm starts, so SIGTERM to that process is the service\'s graceful stop', async () => {
+    const pkg = JSON.parse(readFileSync(path.resolve(__dirname, '../../../package.json'), 'utf8')) as { scripts: { start: string } };
+    const root = mkdtempSync(path.join(tmpdir(), 'pcs-start-'));
+    // A stand-in for the launcher that reports the signal it gets.
+    mkdirSync(path.join(root, 'core'));
+    writeFileSync(path.join(root, 'core/launcher.cjs'), "process.on('SIGTERM', () => { console.log('SIGTERM reached the service'); process.exit(0); }); console.log('ready'); setInterval(() => {}, 1000);\n");
+    // What npm does: its script in `sh -c`, and on SIGTERM it signals that child.
+    const child = spawn('sh', ['-c', pkg.scripts.start], { cwd: root, env: { ...process.env, PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? ''}` }, stdio: ['ignore', 'pipe', 'inherit'], detached: true });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      for (let i = 0; i < 100 && !output.includes('ready'); i++) await new Promise((r) => setTimeout(r, 30));
+      expect(output).to.include('ready');
+      child.kill('SIGTERM');
+      const code = await Promise.race([exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 3000))]);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(output).to.include('SIGTERM reached the service');
+      expect(code).to.equal(0);
+    } finally {
+      // Whatever is left of the group (a shell's orphaned child, without exec).
+      try {
+        process.kill(-(child.pid as number), 'SIGKILL');
+      } catch {
+        // already gone
+      }
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });
