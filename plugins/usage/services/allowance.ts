@@ -21,7 +21,7 @@ const UNDO_RETRY_MS = 1000;
  * plugin will serve; until a plugin takes payments (`paymentsOffered`) they say `available: false`,
  * so an agent does not spend a request on an address that answers 404.
  */
-export function quotaNextSteps(payable: boolean, paymentsOffered = false): NextStep[] {
+export function quotaNextSteps(payable: boolean, dayPass: { calls: number; validHours: number }, paymentsOffered = false): NextStep[] {
   const steps: NextStep[] = [];
   const pending = paymentsOffered ? '' : ' Not offered by this service yet.';
   if (payable) {
@@ -34,7 +34,7 @@ export function quotaNextSteps(payable: boolean, paymentsOffered = false): NextS
     });
   }
   steps.push(
-    { action: 'day_pass', description: `Buy a day pass (500 calls for 24 hours) with one USDC payment and your key.${pending}`, method: 'POST', path: '/api/payments/day-pass', available: paymentsOffered },
+    { action: 'day_pass', description: `Buy a day pass (${dayPass.calls} calls for ${dayPass.validHours} hours) with one USDC payment and your key.${pending}`, method: 'POST', path: '/api/payments/day-pass', available: paymentsOffered },
     { action: 'top_up', description: `Top up a prepaid USDC balance; calls past the daily limit draw from it.${pending}`, method: 'POST', path: '/api/balance/top-up', available: paymentsOffered },
     {
       action: 'claim',
@@ -130,7 +130,7 @@ export class SandboxAllowance implements Admitter {
         retry_after: retryAfter,
         limit: { compute_calls_per_day: limit, scope: 'workspace', resets_at: resetsAt },
         hint: `The daily quota resets at 00:00 UTC (in ${retryAfter} s). To continue now, see next.`,
-        next: quotaNextSteps(request.operation === 'compute' || request.operation === 'router'),
+        next: quotaNextSteps(request.operation === 'compute' || request.operation === 'router', this.config.limits.dayPass),
       });
     }
     let settled = false;
