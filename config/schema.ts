@@ -145,10 +145,10 @@ export const settingsTree = {
       validHours: int('DAY_PASS_VALID_HOURS', 24, 'Hours a day pass stays valid (SPEC: 24). Payments are not built yet: today only the day_pass step of the daily-limit 429 states it.', { min: 1 }),
     },
     topUp: {
-      minimumUsdc: decimal('TOP_UP_MINIMUM_USDC', '10 Payments are not built yet: no effect until a payments plugin reads it.', 'Smallest balance top-up in USDC (SPEC: 10).'),
-      bonusTier1Usdc: decimal('TOP_UP_BONUS_TIER1_USDC', '100 Payments are not built yet: no effect until a payments plugin reads it.', 'Top-up amount from which the first bonus applies (SPEC: 100).'),
+      minimumUsdc: decimal('TOP_UP_MINIMUM_USDC', '10', 'Smallest balance top-up in USDC (SPEC: 10). Payments are not built yet: no effect until a payments plugin reads it.'),
+      bonusTier1Usdc: decimal('TOP_UP_BONUS_TIER1_USDC', '100', 'Top-up amount from which the first bonus applies (SPEC: 100). Payments are not built yet: no effect until a payments plugin reads it.'),
       bonusTier1Pct: num('TOP_UP_BONUS_TIER1_PCT', 10, 'Bonus percent at the first tier (SPEC: 10). Payments are not built yet: no effect until a payments plugin reads it.', { min: 0, max: 100 }),
-      bonusTier2Usdc: decimal('TOP_UP_BONUS_TIER2_USDC', '500 Payments are not built yet: no effect until a payments plugin reads it.', 'Top-up amount from which the second bonus applies (SPEC: 500).'),
+      bonusTier2Usdc: decimal('TOP_UP_BONUS_TIER2_USDC', '500', 'Top-up amount from which the second bonus applies (SPEC: 500). Payments are not built yet: no effect until a payments plugin reads it.'),
       bonusTier2Pct: num('TOP_UP_BONUS_TIER2_PCT', 20, 'Bonus percent at the second tier (SPEC: 20). Payments are not built yet: no effect until a payments plugin reads it.', { min: 0, max: 100 }),
     },
     perCallPremiumPct: num('PER_CALL_PREMIUM_PCT', 20, 'How much more a pay-per-call price is than the prepaid price, in percent (SPEC: 20). Payments are not built yet: no effect until a payments plugin reads it.', { min: 0 }),

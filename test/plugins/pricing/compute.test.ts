@@ -699,7 +699,7 @@ describe('sandbox daily compute allowance', function () {
     expect(steps.find((n) => n.action === 'pay_per_call')?.header).to.equal('X-PAYMENT');
     expect(steps.find((n) => n.action === 'day_pass')).to.include({ method: 'POST', path: '/api/payments/day-pass' });
     // The pass it describes is the configured one (DAY_PASS_CALLS, DAY_PASS_VALID_HOURS; here the defaults).
-    expect((steps.find((n) => n.action === 'day_pass') as { description: string }).description).to.include('500 calls for 24 hours');
+    expect((steps.find((n) => n.action === 'day_pass') as unknown as { description: string }).description).to.include('500 calls for 24 hours');
     expect((quotaNextSteps(false, { calls: 77, validHours: 12 }).find((n) => n.action === 'day_pass') as { description: string }).description).to.include('77 calls for 12 hours');
     expect(steps.find((n) => n.action === 'top_up')).to.include({ method: 'POST', path: '/api/balance/top-up' });
   });
