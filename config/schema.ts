@@ -1,4 +1,4 @@
-import { MAX_TIMER_MS, bool, decimal, int, list, num, oneOf, optInt, optStr, proxyTrust, str } from './settings';
+import { MAX_TIMER_MS, bool, decimal, int, isAddressOrCidr, isOrigin, isPort, isPostgresUrl, list, num, oneOf, optInt, optStr, proxyTrust, str } from './settings';
 import type { ConfigOf, ConfigOverrides } from './settings';
 
 /**
@@ -29,11 +29,14 @@ export const settingsTree = {
     level: oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info', 'Log level of the structured JSON log.'),
   },
   database: {
-    url: optStr('DATABASE_URL', 'PostgreSQL connection URL. When unset an embedded PostgreSQL is started in DATA_DIR.', { secret: true }),
+    url: optStr('DATABASE_URL', 'PostgreSQL connection URL (postgres:// or postgresql://). When unset an embedded PostgreSQL is started in DATA_DIR.', {
+      secret: true,
+      check: { test: isPostgresUrl, message: 'must be a postgres:// or postgresql:// URL with a host' },
+    }),
     dataDir: str('DATA_DIR', './data', 'Folder holding the embedded PostgreSQL cluster (used only without DATABASE_URL).'),
     embeddedPort: int('EMBEDDED_PG_PORT', 0, 'Port of the embedded PostgreSQL (0 picks a free port).', { min: 0, max: 65535 }),
     poolMax: int('DB_POOL_MAX', 10, 'Largest number of database connections per instance.', { min: 1 }),
-    statementTimeoutMs: int('DB_STATEMENT_TIMEOUT_MS', 15000, 'Statement timeout applied to every database session (the usage writer\'s included: an event that cannot be written in time answers 503 and is not charged).', { min: 0 }),
+    statementTimeoutMs: int('DB_STATEMENT_TIMEOUT_MS', 15000, 'Statement timeout applied to every database session (the usage writer\'s included: an event that cannot be written in time answers 503 and is not charged).', { min: 0, max: MAX_TIMER_MS }),
     answerGraceMs: int(
       'DB_ANSWER_GRACE_MS',
       5000,
@@ -58,7 +61,7 @@ export const settingsTree = {
     enabled: list('PLUGINS', ['health', 'identity', 'accounts', 'team', 'usage', 'pricing', 'discovery', 'mcp', 'verification', 'catalog'], 'Comma-separated list of enabled plugins; their dependencies must be listed too.'),
   },
   identity: {
-    apiKeyPepper: optStr('API_KEY_PEPPER', 'Server-side pepper mixed into API key hashes. When unset, one is generated once and kept in the database (set it explicitly in production).', { secret: true }),
+    apiKeyPepper: optStr('API_KEY_PEPPER', 'Server-side pepper mixed into API key hashes, at least 16 characters. When unset, one is generated once and kept in the database; set it before the first start, since keys issued under one pepper do not verify under another (a start whose pepper differs from the one its keys were made with is refused).', { secret: true, minLength: 16 }),
     tokenSecret: optStr('AUTH_TOKEN_SECRET', 'Secret signing access tokens and person tokens (HS256). When unset, one is generated once and kept in the database.', { secret: true }),
     selfRegistrationOpen: bool('SELF_REGISTRATION_OPEN', true, 'Whether agent self-registration and OAuth client registration are open; when false they answer 503 self_registration_closed.'),
     selfRegistrationRetryAfterS: int('SELF_REGISTRATION_RETRY_AFTER_S', 3600, 'Retry-After sent while self-registration is closed, in seconds.', { min: 1 }),
@@ -110,14 +113,14 @@ export const settingsTree = {
     ),
   },
   outbound: {
-    allowList: list('OUTBOUND_ALLOW_LIST', [], 'Addresses or CIDRs that owner-registered URLs may reach although private or loopback (tests, on-premises upstreams).'),
+    allowList: list('OUTBOUND_ALLOW_LIST', [], 'Addresses or CIDRs that owner-registered URLs may reach although private or loopback (tests, on-premises upstreams).', { check: isAddressOrCidr, message: 'must be a full IP address or a CIDR range such as 10.0.0.0/8' }),
     httpsOnly: bool('OUTBOUND_HTTPS_ONLY', false, 'Refuse plain-http function endpoints and webhooks.'),
-    allowedPorts: list('OUTBOUND_ALLOWED_PORTS', ['443', '80'], 'Ports owner-registered URLs may use (empty: any); an address on OUTBOUND_ALLOW_LIST may use any port.'),
+    allowedPorts: list('OUTBOUND_ALLOWED_PORTS', ['443', '80'], 'Ports owner-registered URLs may use (`*`: any); an address on OUTBOUND_ALLOW_LIST may use any port.', { check: (e) => e === '*' || isPort(e), message: 'must be a port from 1 to 65535, or * for any' }),
     timeoutMs: int('OUTBOUND_TIMEOUT_MS', 5000, 'Default time limit of outbound requests.', { min: 1, max: MAX_TIMER_MS }),
     maxBodyBytes: int('OUTBOUND_MAX_BODY_BYTES', 65536, 'Largest response body accepted from an outbound request.', { min: 1024 }),
   },
   mcp: {
-    allowedOrigins: list('MCP_ALLOWED_ORIGINS', [], 'Web origins (scheme://host[:port]) allowed to call the MCP endpoint from a browser; others get 403. The service\'s own origin and pages on loopback (localhost, 127.0.0.1, [::1]) are always allowed.'),
+    allowedOrigins: list('MCP_ALLOWED_ORIGINS', [], 'Web origins (scheme://host[:port]) allowed to call the MCP endpoint from a browser; others get 403. The service\'s own origin and pages on loopback (localhost, 127.0.0.1, [::1]) are always allowed.', { check: isOrigin, message: 'must be an origin such as https://console.example.com (scheme, host and optional port; no path)' }),
   },
   verification: {
     minEffectiveObservations: num('VERIFY_MIN_EFFECTIVE_OBSERVATIONS', 5, 'Smallest Kish effective number of time-weighted observations that supports a two-sided verdict; below it the verdict is unknown (or one-sided on a floor or ceiling).', { min: 1 }),

@@ -62,8 +62,9 @@ export function str(env: string, dflt: string, doc: string, opts: Options & { pa
   return def(env, schema, dflt, doc, trimmed, opts);
 }
 
-export function optStr(env: string, doc: string, opts: Options & { url?: boolean } = {}): SettingDef<string | undefined> {
-  const base = opts.url ? z.string().url() : z.string().min(1);
+export function optStr(env: string, doc: string, opts: Options & { url?: boolean; minLength?: number; check?: { test: (v: string) => boolean; message: string } } = {}): SettingDef<string | undefined> {
+  let base: z.ZodType<string> = opts.url ? z.string().url() : z.string().min(opts.minLength ?? 1, { message: `must be at least ${opts.minLength ?? 1} characters` });
+  if (opts.check) base = base.refine(opts.check.test, { message: opts.check.message });
   return def<string | undefined>(env, base.optional(), undefined, doc, (raw) => (raw.trim() === '' ? undefined : raw.trim()), opts);
 }
 
@@ -75,13 +76,46 @@ export function oneOf<const T extends readonly [string, ...string[]]>(env: strin
   return def(env, z.enum(values) as unknown as z.ZodType<T[number]>, dflt, doc, trimmed);
 }
 
-export function list(env: string, dflt: string[], doc: string): SettingDef<string[]> {
-  return def(env, z.array(z.string().min(1)), dflt, doc, (raw) =>
+/** A comma-separated list; `item`, when given, checks each entry (`message` says what an entry must be). */
+export function list(env: string, dflt: string[], doc: string, item?: { check: (entry: string) => boolean; message: string }): SettingDef<string[]> {
+  const entry = item ? z.string().min(1).refine(item.check, { message: item.message }) : z.string().min(1);
+  return def(env, z.array(entry), dflt, doc, (raw) =>
     raw
       .split(',')
       .map((s) => s.trim())
       .filter((s) => s !== ''),
   );
+}
+
+/** A full IP address, or one with a prefix length (CIDR). */
+export function isAddressOrCidr(entry: string): boolean {
+  const [address = '', range, ...rest] = entry.split('/');
+  if (rest.length > 0 || !isIpLiteral(address)) return false;
+  if (range === undefined) return true;
+  return /^\d+$/.test(range) && Number(range) <= (address.includes(':') ? 128 : 32);
+}
+
+/** A TCP port, 1 to 65535. */
+export const isPort = (entry: string): boolean => /^\d+$/.test(entry) && Number(entry) >= 1 && Number(entry) <= 65535;
+
+/** A web origin as browsers send it: scheme://host[:port], no path. */
+export function isOrigin(entry: string): boolean {
+  try {
+    const u = new URL(entry);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.origin === entry.replace(/\/$/, '');
+  } catch {
+    return false;
+  }
+}
+
+/** A PostgreSQL connection URL (postgres:// or postgresql://). */
+export function isPostgresUrl(entry: string): boolean {
+  try {
+    const u = new URL(entry);
+    return (u.protocol === 'postgres:' || u.protocol === 'postgresql:') && u.hostname !== '';
+  } catch {
+    return false;
+  }
 }
 
 /** A decimal amount kept as a string (money is never a float). */

@@ -78,7 +78,7 @@ export function createEngine(deps: { config: Config; kv: KvStore; clock: Clock; 
     { windowMs: e.breakerWindowMs, minCalls: e.breakerMinCalls, failureRatio: e.breakerFailureRatio, cooldownMs: e.breakerCooldownMs },
     (fnId, state) => breakerGauge.set({ function: labelOf(fnId) }, BREAKER_LEVEL[state]),
   );
-  const outbound = new SafeHttpClient({ allowList: config.outbound.allowList, httpsOnly: config.outbound.httpsOnly, allowedPorts: config.outbound.allowedPorts.map(Number), defaultTimeoutMs: config.outbound.timeoutMs, maxBodyBytes: config.outbound.maxBodyBytes });
+  const outbound = new SafeHttpClient({ allowList: config.outbound.allowList, httpsOnly: config.outbound.httpsOnly, allowedPorts: config.outbound.allowedPorts.includes('*') ? [] : config.outbound.allowedPorts.map(Number), defaultTimeoutMs: config.outbound.timeoutMs, maxBodyBytes: config.outbound.maxBodyBytes });
   const router = new Router(registry, latency, breakers, kv, createRng(e.randomSeed));
   const cache = new ResultCache(kv, e.cacheTtlMs);
   const engine = new PricingEngine(registry, router, pool, new ExternalExecutor(outbound), latency, breakers, cache, metrics, { functionTimeoutMs: e.functionTimeoutMs });

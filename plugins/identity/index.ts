@@ -15,7 +15,7 @@ import { KeyCache } from './services/key-cache';
 import { KeyService } from './services/key-service';
 import { OAuthService } from './services/oauth';
 import { Onboarding } from './services/onboarding';
-import { loadOrCreateSecret } from './services/secrets';
+import { loadOrCreateSecret, checkPepperUnchanged } from './services/secrets';
 import { Workspaces } from './services/workspaces';
 import { IDENTITY } from './tokens';
 import { identityUnauthorized } from './unauthorized';
@@ -51,6 +51,7 @@ export const identityPlugin: PluginDefinition = {
   async register(ctx) {
     const { config, sql, kv, clock, events, hooks, container } = ctx;
     const pepper = await loadOrCreateSecret(sql, 'api_key_pepper', config.identity.apiKeyPepper);
+    await checkPepperUnchanged(sql, pepper);
     const tokenSecret = new TextEncoder().encode(await loadOrCreateSecret(sql, 'token_secret', config.identity.tokenSecret));
 
     const cache = new KeyCache(kv, clock, config.identity.keyCacheTtlMs);

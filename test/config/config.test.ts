@@ -88,8 +88,36 @@ describe('configuration', () => {
   });
 
   it('hides secret values in the refusal', () => {
-    expect(() => loadConfig({ DATABASE_URL: 'not a url at all' })).not.to.throw();
+    expect(() => loadConfig({ DATABASE_URL: 'not a url at all' })).to.throw(ConfigError, 'DATABASE_URL (database.url) = (hidden)');
+    expect(() => loadConfig({ DATABASE_URL: 'postgres://user:s3cret@db:5432/x/../x' })).not.to.throw();
+    expect(() => loadConfig({ API_KEY_PEPPER: 'short-s3cret' })).to.throw(ConfigError, 'API_KEY_PEPPER (identity.apiKeyPepper) = (hidden)');
+    try {
+      loadConfig({ API_KEY_PEPPER: 'short-s3cret' });
+    } catch (err) {
+      expect((err as Error).message).to.not.contain('s3cret');
+    }
     expect(() => loadConfig({ REDIS_URL: '' })).not.to.throw();
+  });
+
+  it('refuses list entries that are not what the setting takes, naming the setting and what an entry must be', () => {
+    const refusals: Array<[string, string, string]> = [
+      ['DATABASE_URL', 'notaurl', 'postgres:// or postgresql:// URL'],
+      ['DATABASE_URL', 'mysql://db/x', 'postgres:// or postgresql:// URL'],
+      ['OUTBOUND_ALLOW_LIST', 'foo', 'a full IP address or a CIDR range'],
+      ['OUTBOUND_ALLOW_LIST', '10.0.0.0/40', 'a full IP address or a CIDR range'],
+      ['OUTBOUND_ALLOWED_PORTS', 'abc,443', 'a port from 1 to 65535, or * for any'],
+      ['OUTBOUND_ALLOWED_PORTS', '99999', 'a port from 1 to 65535, or * for any'],
+      ['MCP_ALLOWED_ORIGINS', 'not an origin', 'an origin such as'],
+      ['MCP_ALLOWED_ORIGINS', 'https://console.example.com/path', 'an origin such as'],
+      ['API_KEY_PEPPER', 'x', 'at least 16 characters'],
+      ['DB_STATEMENT_TIMEOUT_MS', '3000000000', 'DB_STATEMENT_TIMEOUT_MS ('],
+    ];
+    for (const [env, value, words] of refusals) {
+      expect(() => loadConfig({ [env]: value }), `${env}=${value}`).to.throw(ConfigError, words);
+    }
+    const ok = loadConfig({ OUTBOUND_ALLOW_LIST: '127.0.0.1, 10.0.0.0/8, fd00::/8', OUTBOUND_ALLOWED_PORTS: '*', MCP_ALLOWED_ORIGINS: 'https://console.example.com,http://localhost:6274', API_KEY_PEPPER: 'a-pepper-of-24-characters' });
+    expect(ok.outbound.allowList).to.deep.equal(['127.0.0.1', '10.0.0.0/8', 'fd00::/8']);
+    expect(ok.outbound.allowedPorts).to.deep.equal(['*']);
   });
 
   it('stops the process at start with a message naming the bad setting', function () {

@@ -1,0 +1,52 @@
+import { expect } from 'chai';
+import { client } from '../../support/http';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+import { registerSandbox } from '../../support/world';
+
+/** API keys are stored as peppered hashes: a start under another pepper than its keys' is refused, not a service where every key answers 401. */
+describe('identity: the API key pepper stays the one the keys were made with', function () {
+  this.timeout(60_000);
+  const started: TestService[] = [];
+  const start = async (databaseUrl?: string, apiKeyPepper?: string) => {
+    const svc = await startTestService({ ...(databaseUrl ? { databaseUrl } : {}), config: apiKeyPepper ? { identity: { apiKeyPepper } } : {} });
+    started.push(svc);
+    return svc;
+  };
+  afterEach(async () => {
+    for (const svc of started.splice(0)) await svc.close();
+  });
+
+  it('refuses to start with another pepper once keys exist, naming API_KEY_PEPPER; the same pepper starts and its keys work', async () => {
+    const first = await start(undefined, 'the-first-pepper-of-this-db');
+    const sandbox = await registerSandbox(first);
+    const url = first.databaseUrl;
+    await first.close();
+    started.splice(0);
+
+    const refusal = await start(url, 'another-pepper-entirely').then(
+      () => null,
+      (err: unknown) => err as Error,
+    );
+    expect(refusal, 'the start was refused').to.be.instanceOf(Error);
+    expect((refusal as Error).message).to.contain('API_KEY_PEPPER is not the pepper the 1 API keys in this database were made with');
+    expect((refusal as Error).message).to.not.contain('another-pepper-entirely');
+
+    const again = await start(url, 'the-first-pepper-of-this-db');
+    expect((await client(again.url, { 'x-api-key': sandbox.key }).get('/api/me')).status).to.equal(200);
+  });
+
+  it('lets a new pepper take over while no key has been made, and keeps the generated one across starts', async () => {
+    const generated = await start();
+    const url = generated.databaseUrl;
+    await generated.close();
+    started.splice(0);
+    // No keys yet: an explicit pepper replaces the generated one.
+    const chosen = await start(url, 'a-pepper-chosen-after-the-first-start');
+    const sandbox = await registerSandbox(chosen);
+    await chosen.close();
+    started.splice(0);
+    const same = await start(url, 'a-pepper-chosen-after-the-first-start');
+    expect((await client(same.url, { 'x-api-key': sandbox.key }).get('/api/me')).status).to.equal(200);
+  });
+});
