@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { MAX_TIMER_MS, bool, decimal, int, isAddressOrCidr, isOrigin, isPort, isPostgresUrl, list, num, oneOf, optInt, optStr, proxyTrust, str } from './settings';
 import type { ConfigOf, ConfigOverrides } from './settings';
 
@@ -93,7 +95,12 @@ export const settingsTree = {
     breakerFailureRatio: num('BREAKER_FAILURE_RATIO', 0.5, 'Failure share in the window that opens a breaker.', { min: 0.01, max: 1 }),
     breakerCooldownMs: int('BREAKER_COOLDOWN_MS', 30000, 'How long an open breaker skips its function before one trial call.', { min: 100 }),
     randomSeed: optInt('ENGINE_RANDOM_SEED', 'Seed of the random source of weighted and tie-band choices (tests); unset = cryptographic randomness.'),
-    extraWorkerModules: list('ENGINE_EXTRA_WORKER_MODULES', [], 'Absolute paths of extra modules loaded in pricing workers (each exports `functions`), for operators adding in-process methods and for tests.'),
+    extraWorkerModules: list(
+      'ENGINE_EXTRA_WORKER_MODULES',
+      [],
+      'Absolute paths of extra modules loaded in pricing workers (each exports `functions`), for operators adding in-process methods and for tests. The start fails when a worker cannot load one.',
+      { check: (entry) => path.isAbsolute(entry) && existsSync(entry), message: 'must be the absolute path of an existing file' },
+    ),
   },
   catalog: {
     leaderboardRefreshMs: int('LEADERBOARD_REFRESH_MS', 300000, 'How often the public leaderboard aggregate is recomputed in the background, in ms (also once at start; requests never scan usage).', { min: 1000, max: MAX_TIMER_MS }),

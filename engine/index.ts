@@ -89,7 +89,10 @@ export function createEngine(deps: { config: Config; kv: KvStore; clock: Clock; 
     latency,
     breakers,
     outbound,
-    start: () => registry.start(),
+    start: async () => {
+      await pool.check();
+      await registry.start();
+    },
     close: async () => {
       await registry.stop();
       await pool.close();

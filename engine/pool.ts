@@ -261,6 +261,26 @@ export class PricingPool {
     return this.piscina.utilization;
   }
 
+  /**
+   * Resolves once a worker has started and loaded its modules; rejects with why it could not (an
+   * extra module that is missing or throws), so a start fails rather than a pool that answers every
+   * call service_busy while reporting itself up.
+   */
+  async check(timeoutMs = 30_000): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no pricing worker started within ${timeoutMs} ms`)), timeoutMs);
+    });
+    try {
+      await Promise.race([this.piscina.run(null, { name: 'ping' }), late]);
+    } catch (err) {
+      const extra = this.opts.extraModules?.length ? ` Check ENGINE_EXTRA_WORKER_MODULES (${this.opts.extraModules.join(', ')}).` : '';
+      throw new Error(`A pricing worker could not start: ${err instanceof Error ? err.message : String(err)}.${extra}`);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   async close(): Promise<void> {
     this.closing = true;
     await this.piscina.destroy();

@@ -111,6 +111,8 @@ describe('configuration', () => {
       ['MCP_ALLOWED_ORIGINS', 'https://console.example.com/path', 'an origin such as'],
       ['API_KEY_PEPPER', 'x', 'at least 16 characters'],
       ['DB_STATEMENT_TIMEOUT_MS', '3000000000', 'DB_STATEMENT_TIMEOUT_MS ('],
+      ['ENGINE_EXTRA_WORKER_MODULES', 'relative/mod.js', 'the absolute path of an existing file'],
+      ['ENGINE_EXTRA_WORKER_MODULES', '/nonexistent/mod.js', 'the absolute path of an existing file'],
     ];
     for (const [env, value, words] of refusals) {
       expect(() => loadConfig({ [env]: value }), `${env}=${value}`).to.throw(ConfigError, words);
