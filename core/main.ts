@@ -3,11 +3,11 @@ import { ConfigError, loadConfig } from '../config';
 import type { Config } from '../config';
 import { builtInPlugins } from '../plugins';
 import { EmbeddedPostgresAccessError, takeOverShutdownSignals } from './db/embedded';
-import { PluginLoadError } from './plugin';
+import { PluginLoadError, StartupError } from './plugin';
 import { migrateOnly, startService } from './service';
 
 function fail(err: unknown): never {
-  if (err instanceof ConfigError || err instanceof PluginLoadError || err instanceof EmbeddedPostgresAccessError) process.stderr.write(`${err.message}\n`);
+  if (err instanceof ConfigError || err instanceof PluginLoadError || err instanceof StartupError || err instanceof EmbeddedPostgresAccessError) process.stderr.write(`${err.message}\n`);
   else process.stderr.write(`Start-up failed: ${(err as Error)?.stack ?? String(err)}\n`);
   process.exit(1);
 }

@@ -48,6 +48,14 @@ export interface PluginDefinition {
   register(ctx: PluginContext): Promise<void> | void;
 }
 
+/** A start that cannot go on for a reason the operator can fix, said in a sentence that names the setting (no stack). */
+export class StartupError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StartupError';
+  }
+}
+
 export class PluginLoadError extends Error {
   constructor(message: string) {
     super(message);

@@ -28,7 +28,7 @@ import { createLogger } from './logger';
 import type { Logger } from './logger';
 import { Metrics } from './metrics';
 import { OnceEvent } from './once';
-import { resolvePluginOrder } from './plugin';
+import { StartupError, resolvePluginOrder } from './plugin';
 import type { PluginContext, PluginDefinition, ReadinessCheck } from './plugin';
 import { TOKENS } from './tokens';
 
@@ -117,7 +117,9 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     const timeouts = { statementTimeoutMs, answerGraceMs, connectTimeoutMs, acquireTimeoutMs };
     const sequelize = createSequelize({ url: db.url, poolMax: config.database.poolMax, ...timeouts }, log);
     cleanups.push(() => sequelize.close());
-    await sequelize.authenticate();
+    await sequelize.authenticate().catch((err: unknown) => {
+      throw db.embedded ? err : new StartupError(`The database named by DATABASE_URL (${databaseAddress(db.url)}) could not be reached: ${(err as Error).message}. Check that PostgreSQL runs there and that DATABASE_URL (user, password, database) is right.`);
+    });
     await runMigrations(
       sequelize,
       db.url,
@@ -228,9 +230,10 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     server.keepAliveTimeout = 65_000;
     server.headersTimeout = 66_000;
     await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
+      const refused = (err: Error) => reject(new StartupError(`The HTTP server could not listen on HOST ${config.server.host}, PORT ${config.server.port}: ${err.message}.`));
+      server.once('error', refused);
       server.listen(config.server.port, config.server.host, () => {
-        server.off('error', reject);
+        server.off('error', refused);
         resolve();
       });
     });
@@ -305,5 +308,15 @@ export async function migrateOnly(config: Config, plugins: readonly PluginDefini
   } finally {
     await sequelize.close();
     await db.embedded?.stop();
+  }
+}
+
+/** host:port of a database URL, for messages (never its user or password). */
+function databaseAddress(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname}:${u.port || '5432'}${u.pathname}`;
+  } catch {
+    return 'an unreadable URL';
   }
 }

@@ -1,3 +1,4 @@
+import { StartupError } from '../core/plugin';
 import path from 'node:path';
 import { Piscina } from 'piscina';
 import type { Metrics } from '../core/metrics';
@@ -275,7 +276,7 @@ export class PricingPool {
       await Promise.race([this.piscina.run(null, { name: 'ping' }), late]);
     } catch (err) {
       const extra = this.opts.extraModules?.length ? ` Check ENGINE_EXTRA_WORKER_MODULES (${this.opts.extraModules.join(', ')}).` : '';
-      throw new Error(`A pricing worker could not start: ${err instanceof Error ? err.message : String(err)}.${extra}`);
+      throw new StartupError(`A pricing worker could not start: ${err instanceof Error ? err.message : String(err)}.${extra}`);
     } finally {
       clearTimeout(timer);
     }

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ConfigError, loadConfig, renderConfigTable } from '../../config';
 
@@ -127,6 +128,29 @@ describe('configuration', () => {
     const res = spawnSync(process.execPath, [path.join(root, 'dist/core/main.js')], { env: { ...process.env, PORT: 'abc', DATABASE_URL: '' }, encoding: 'utf8', timeout: 15_000 });
     expect(res.status).to.equal(1);
     expect(res.stderr).to.contain('PORT (server.port)');
+  });
+
+  it('stops the process at start naming DATABASE_URL, without its password or a stack, when the database cannot be reached', function () {
+    this.timeout(20_000);
+    const res = spawnSync(process.execPath, [path.join(root, 'dist/core/main.js')], { env: { ...process.env, PORT: '0', DATABASE_URL: 'postgres://pcs:s3cret-pw@127.0.0.1:1/pcs', REDIS_URL: '' }, encoding: 'utf8', timeout: 15_000 });
+    expect(res.status).to.equal(1);
+    expect(res.stderr).to.contain('The database named by DATABASE_URL (127.0.0.1:1/pcs) could not be reached');
+    expect(res.stderr).to.not.contain('s3cret-pw');
+    expect(res.stderr).to.not.match(/^\s+at /m);
+  });
+
+  it('stops the process at start naming HOST and PORT when the server cannot listen there', function () {
+    this.timeout(40_000);
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'pcs-host-'));
+    chmodSync(dataDir, 0o755);
+    try {
+      // 192.0.2.1 (TEST-NET-1) is no address of this machine.
+      const res = spawnSync(process.execPath, [path.join(root, 'dist/core/main.js')], { env: { ...process.env, PORT: '0', HOST: '192.0.2.1', DATA_DIR: dataDir, DATABASE_URL: '', REDIS_URL: '' }, encoding: 'utf8', timeout: 35_000 });
+      expect(res.status, res.stderr).to.equal(1);
+      expect(res.stderr).to.contain('The HTTP server could not listen on HOST 192.0.2.1, PORT 0');
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 
   it('stops the process at start when PLUGINS names an unknown plugin', function () {

@@ -1,5 +1,6 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Sql } from '../../../core/db/sql';
+import { StartupError } from '../../../core/plugin';
 
 /**
  * Server-side secrets (API key pepper, token signing secret). Taken from configuration when set;
@@ -33,7 +34,7 @@ export async function checkPepperUnchanged(sql: Sql, pepper: string): Promise<vo
     await sql.exec('UPDATE service_secrets SET value = $2 WHERE name = $1', [PEPPER_FINGERPRINT, fingerprint]);
     return;
   }
-  throw new Error(
+  throw new StartupError(
     `API_KEY_PEPPER is not the pepper the ${keys?.n} API keys in this database were made with: under it every one of them would be refused. ` +
       'Start with the pepper they were made with (when it was generated, it is the value named api_key_pepper in the table service_secrets), or, to give up those keys, delete them from api_keys first.',
   );
