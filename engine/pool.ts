@@ -88,6 +88,10 @@ export class PricingPool {
   private readonly capacity: number;
   private readonly waiting: Call[] = [];
   private inFlight = 0;
+  /** Batches in flight integrated over time (batch·ms) since `busySince`: the utilisation gauge's window. */
+  private busyIntegral = 0;
+  private busySince = performance.now();
+  private busyChanged = this.busySince;
   private seq = 0;
   private closing = false;
 
@@ -124,11 +128,13 @@ export class PricingPool {
         this.set(waiting.length + pool.queueSize);
       },
     });
+    // Piscina's own utilization averages over the pool's whole life; this one covers the time since the last scrape.
+    const readUtilization = () => this.utilizationSinceLastRead();
     metrics.gauge({
       name: 'pricing_pool_utilization',
-      help: 'Share of worker capacity in use (0 to 1).',
+      help: 'Share of worker capacity in use since the previous scrape (0 to 1).',
       collect() {
-        this.set(pool.utilization);
+        this.set(readUtilization());
       },
     });
     metrics.gauge({
@@ -159,20 +165,38 @@ export class PricingPool {
     while (this.inFlight < this.capacity && this.waiting.length > 0 && !this.closing) {
       const batch = this.waiting.splice(0, MAX_BATCH).filter((c) => !c.settled);
       if (batch.length === 0) continue;
-      this.inFlight++;
+      this.changeInFlight(1);
       this.piscina.run(batch.map((c) => c.task)).then(
         (outcomes: TaskOutcome[]) => {
-          this.inFlight--;
+          this.changeInFlight(-1);
           batch.forEach((call, i) => this.answer(call, outcomes[i]));
           this.dispatch();
         },
         (err: unknown) => {
-          this.inFlight--;
+          this.changeInFlight(-1);
           this.lost(batch, err instanceof Error ? err : new Error(String(err)));
           this.dispatch();
         },
       );
     }
+  }
+
+  private changeInFlight(delta: number): void {
+    const now = performance.now();
+    this.busyIntegral += this.inFlight * (now - this.busyChanged);
+    this.busyChanged = now;
+    this.inFlight += delta;
+  }
+
+  /** Share of the workers' capacity busy since the previous reading (0 to 1); starts a new window. */
+  utilizationSinceLastRead(): number {
+    const now = performance.now();
+    this.changeInFlight(0);
+    const elapsed = now - this.busySince;
+    const share = elapsed > 0 ? this.busyIntegral / (this.capacity * elapsed) : 0;
+    this.busyIntegral = 0;
+    this.busySince = now;
+    return Math.min(1, Math.max(0, share));
   }
 
   private settle(call: Call): boolean {

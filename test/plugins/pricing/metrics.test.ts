@@ -113,6 +113,8 @@ describe('pricing: compute metrics at GET /metrics (HTTP)', function () {
     while (pool.queueSize === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
     const busy = await scrape();
     expect(series(busy, 'pricing_pool_queue_length')).to.equal(1);
+    // Since the idle scrape the only worker has been busy nearly all the time: utilisation covers that window, not the pool's life.
+    expect(series(busy, 'pricing_pool_utilization')).to.be.above(0.5);
 
     expect((await held).ok).to.equal(true);
     const answered = await waiting;
@@ -123,5 +125,8 @@ describe('pricing: compute metrics at GET /metrics (HTTP)', function () {
     const utilizationAfter = series(after, 'pricing_pool_utilization') ?? 0;
     expect(utilizationAfter).to.be.above(utilizationBefore ?? 0);
     expect(utilizationAfter).to.be.at.most(1);
+    // Idle since: the next scrape's window shows it.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(series(await scrape(), 'pricing_pool_utilization')).to.be.below(0.2);
   });
 });
