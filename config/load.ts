@@ -1,3 +1,4 @@
+import { zodIssues } from '../core/validation';
 import { isSetting } from './settings';
 import type { SettingDef, SettingsTree } from './settings';
 import { settingsTree } from './schema';
@@ -66,7 +67,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     }
     const parsed = def.schema.safeParse(value);
     if (!parsed.success) {
-      const reason = parsed.error.issues.map((i) => i.message).join('; ');
+      // The kernel's wording: bounds as sentences ("must be at most 65535"), not zod's defaults.
+      const reason = zodIssues(parsed.error, value)
+        .map((i) => i.reason)
+        .join('; ');
       const shown = def.secret ? '(hidden)' : JSON.stringify(value);
       problems.push(`${def.env} (${path}) = ${shown} from ${source}: ${reason}`);
       continue;

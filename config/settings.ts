@@ -33,22 +33,28 @@ const trimmed = (raw: string): string => raw.trim();
  */
 export const MAX_TIMER_MS = 2_147_483_647;
 
+/** A message for a value of the wrong type only; other issues (bounds) keep their own wording. */
+const typeMessage =
+  (message: string) =>
+  (issue: { code?: string }): string | undefined =>
+    issue.code === 'invalid_type' ? message : undefined;
+
 export function int(env: string, dflt: number, doc: string, range: { min?: number; max?: number } = {}): SettingDef<number> {
-  let schema = z.number().int();
+  let schema = z.number({ error: typeMessage('must be a whole number') }).int({ message: 'must be a whole number' });
   if (range.min !== undefined) schema = schema.min(range.min);
   if (range.max !== undefined) schema = schema.max(range.max);
   return def(env, schema, dflt, doc, (raw) => (/^-?\d+$/.test(raw.trim()) ? Number(raw) : raw));
 }
 
 export function num(env: string, dflt: number, doc: string, range: { min?: number; max?: number } = {}): SettingDef<number> {
-  let schema = z.number();
+  let schema = z.number({ error: typeMessage('must be a number') });
   if (range.min !== undefined) schema = schema.min(range.min);
   if (range.max !== undefined) schema = schema.max(range.max);
   return def(env, schema, dflt, doc, (raw) => (raw.trim() !== '' && Number.isFinite(Number(raw)) ? Number(raw) : raw));
 }
 
 export function bool(env: string, dflt: boolean, doc: string): SettingDef<boolean> {
-  return def(env, z.boolean(), dflt, doc, (raw) => {
+  return def(env, z.boolean({ error: typeMessage('must be true or false (also 1/0, yes/no, on/off)') }), dflt, doc, (raw) => {
     const v = raw.trim().toLowerCase();
     if (['1', 'true', 'yes', 'on'].includes(v)) return true;
     if (['0', 'false', 'no', 'off'].includes(v)) return false;

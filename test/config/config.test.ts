@@ -65,6 +65,21 @@ describe('configuration', () => {
     expect((err as ConfigError).problems).to.have.length(3);
   });
 
+  it('says what a setting takes in words: a whole number, its bounds, the words a switch takes', () => {
+    const problem = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+      } catch (e) {
+        return (e as ConfigError).problems[0];
+      }
+      return undefined;
+    };
+    expect(problem({ PORT: '3.5' })).to.match(/: must be a whole number$/);
+    expect(problem({ PORT: '99999' })).to.match(/: must be at most 65535$/);
+    expect(problem({ ENGINE_THREADS: '-1' })).to.match(/: must be at least 0$/);
+    expect(problem({ SECURE_COOKIES: '2' })).to.match(/: must be true or false \(also 1\/0, yes\/no, on\/off\)$/);
+  });
+
   it('reads TRUST_PROXY as Express means it: true/false, digits as a hop count, otherwise a list', () => {
     expect(loadConfig({}).server.trustProxy).to.deep.equal(['loopback']);
     expect(loadConfig({ TRUST_PROXY: '1' }).server.trustProxy).to.equal(1);
