@@ -50,7 +50,7 @@ export const settingsTree = {
   },
   redis: {
     url: optStr('REDIS_URL', 'Redis URL. When set, counters, rate limits, caches and one-time marks are shared through Redis; otherwise they live in process.', { secret: true }),
-    keyPrefix: str('REDIS_KEY_PREFIX', 'pcs:', 'Prefix of every Redis key written by the service.'),
+    keyPrefix: str('REDIS_KEY_PREFIX', 'pcs:', 'Prefix of every Redis key written by the service. Keys that must share a Redis Cluster slot carry it inside a hash tag (`{pcs:…}…`), so an ACL or a SCAN covers both `pcs:*` and `{pcs:*`.'),
     commandTimeoutMs: int(
       'REDIS_COMMAND_TIMEOUT_MS',
       1000,

@@ -12,8 +12,11 @@ function fail(err: unknown): never {
   process.exit(1);
 }
 
-function banner(url: string, config: Config, plugins: readonly string[]): string {
-  const lines = [`Pricing compute service listening on ${url}`, `  health:    ${url}/healthz   readiness: ${url}/readyz   metrics: ${url}/metrics`];
+function banner(bound: string, url: string, config: Config, plugins: readonly string[]): string {
+  // The address it listens on first; with PUBLIC_URL set, the links below are the public ones.
+  const lines = [`Pricing compute service listening on ${bound}`];
+  if (url !== bound) lines.push(`  public URL: ${url} (PUBLIC_URL; links in answers use it)`);
+  lines.push(`  health:    ${url}/healthz   readiness: ${url}/readyz   metrics: ${url}/metrics`);
   if (plugins.includes('identity')) {
     lines.push(
       '  get a key: ',
@@ -37,7 +40,7 @@ async function main(): Promise<void> {
     return;
   }
   const service = await startService({ config, plugins: builtInPlugins }).catch(fail);
-  process.stdout.write(`${banner(service.publicUrl(), config, service.plugins)}\n`);
+  process.stdout.write(`${banner(service.url, service.publicUrl(), config, service.plugins)}\n`);
   let stopping = false;
   const stop = (signal: string | null, exitCode: 0 | 1) => {
     if (stopping) {
