@@ -24,11 +24,18 @@ export function requestContext(log: Logger, metrics: Metrics) {
     let child: Logger | undefined;
     const childLog = (): Logger => (child ??= log.child({ req_id: requestId }));
     Object.defineProperty(res.locals, 'log', { get: childLog, enumerable: true, configurable: true });
-    res.on('finish', () => {
+    // 'close' comes after every answer, and also when the connection closes before one was complete
+    // (the caller left, a shutdown's deadline): such a request gets its line too, marked cut off.
+    res.on('close', () => {
       const seconds = Number(process.hrtime.bigint() - start) / 1e9;
       const route = (res.locals.routeTemplate as string | undefined) ?? 'unmatched';
+      const ms = Math.round(seconds * 1e5) / 100;
+      if (!res.writableFinished) {
+        if (log.isLevelEnabled('info')) childLog().info({ method: req.method, route, status: res.headersSent ? res.statusCode : null, ms, cut_off: true }, 'request closed before its answer was complete');
+        return;
+      }
       metrics.httpDuration.observe({ method: req.method, route, status: String(res.statusCode) }, seconds);
-      if (log.isLevelEnabled('info')) childLog().info({ method: req.method, route, status: res.statusCode, ms: Math.round(seconds * 1e5) / 100 }, 'request');
+      if (log.isLevelEnabled('info')) childLog().info({ method: req.method, route, status: res.statusCode, ms }, 'request');
     });
     next();
   };

@@ -54,6 +54,28 @@ describe('metrics and structured logs', () => {
     }
   });
 
+  it('logs a request whose connection closed before its answer was complete, marked cut off, and keeps it out of the duration histogram', async () => {
+    const { lines, sink } = capturedLog();
+    const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info' }, { database: { url: await createTestDatabase() }, plugins: { enabled: ['health', 'probe'] } });
+    const svc = await startService({ config, plugins: [...builtInPlugins, probePlugin({ slowMs: 2000 })], logDestination: sink });
+    try {
+      const abort = new AbortController();
+      const gone = fetch(`${svc.url}/probe/slow`, { signal: abort.signal }).catch(() => 'aborted');
+      await new Promise((r) => setTimeout(r, 200));
+      abort.abort();
+      expect(await gone).to.equal('aborted');
+      await new Promise((r) => setTimeout(r, 200));
+      const entries = lines.flatMap((l) => l.split('\n')).filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+      const cut = entries.find((e) => e.msg === 'request closed before its answer was complete');
+      expect(cut, JSON.stringify(entries.map((e) => e.msg))).to.include({ method: 'GET', route: '/probe/slow', cut_off: true, status: null });
+      expect(cut?.req_id).to.match(/^req_/);
+      const metrics = await (await fetch(`${svc.url}/metrics`)).text();
+      expect(metrics).to.not.match(/route="\/probe\/slow"/);
+    } finally {
+      await svc.close();
+    }
+  });
+
   it('scrubs our secret shapes from free-text log messages', () => {
     expect(scrubSecrets('key sk_live_ABCDEFGHIJKLMNOPQRSTUVWX used')).to.equal('key [redacted] used');
   });
