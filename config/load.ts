@@ -1,4 +1,4 @@
-import { zodIssues } from '../core/validation';
+import { closest, zodIssues } from '../core/validation';
 import { isSetting } from './settings';
 import type { SettingDef, SettingsTree } from './settings';
 import { settingsTree } from './schema';
@@ -79,4 +79,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return out as unknown as Config;
+}
+
+/**
+ * Environment variables one or two letters from a setting's name (or the same but for case and
+ * separators) that are not settings themselves: most likely misspelt settings, which would
+ * otherwise be ignored without a word while the default applies.
+ */
+export function misspelledSettings(env: NodeJS.ProcessEnv): Array<{ name: string; meant: string }> {
+  const names = listSettings().map(({ def }) => def.env);
+  const known = new Set(names);
+  const lower = names.map((n) => n.toLowerCase());
+  const out: Array<{ name: string; meant: string }> = [];
+  for (const name of Object.keys(env)) {
+    if (known.has(name) || name.length < 6) continue;
+    const meant = closest(name, lower);
+    if (meant) out.push({ name, meant: meant.toUpperCase() });
+  }
+  return out;
 }

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { ConfigError, loadConfig } from '../config';
+import { ConfigError, loadConfig, misspelledSettings } from '../config';
 import type { Config } from '../config';
 import { builtInPlugins } from '../plugins';
 import { EmbeddedPostgresAccessError, takeOverShutdownSignals } from './db/embedded';
@@ -28,6 +28,10 @@ function banner(bound: string, url: string, config: Config, plugins: readonly st
 }
 
 async function main(): Promise<void> {
+  // Before the settings are read: a misspelt one may be why a value is refused or ignored.
+  for (const { name, meant } of misspelledSettings(process.env)) {
+    process.stderr.write(`Warning: ${name} is not a setting of this service and has no effect; did you mean ${meant}?\n`);
+  }
   let config: Config;
   try {
     config = loadConfig(process.env);

@@ -137,8 +137,8 @@ function declaredKeys(schema: z.ZodType): string[] | undefined {
   return inner ? declaredKeys(inner) : undefined;
 }
 
-/** The declared name a misspelt one most likely meant: the same letters without case and separators, else one or two edits away. */
-function closest(name: string, known: readonly string[]): string | undefined {
+/** The declared name (lower case) a misspelt one most likely meant: the same letters without case and separators, else one or two edits away. */
+export function closest(name: string, known: readonly string[]): string | undefined {
   const bare = (k: string) => k.toLowerCase().replace(/[^a-z0-9]/g, '');
   const same = known.find((k) => bare(k) === bare(name));
   if (same) return same;

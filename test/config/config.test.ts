@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { ConfigError, loadConfig, renderConfigTable } from '../../config';
+import { ConfigError, loadConfig, misspelledSettings, renderConfigTable } from '../../config';
 
 const root = path.resolve(__dirname, '../../..');
 
@@ -143,6 +143,20 @@ describe('configuration', () => {
     const res = spawnSync(process.execPath, [path.join(root, 'dist/core/main.js')], { env: { ...process.env, PORT: 'abc', DATABASE_URL: '' }, encoding: 'utf8', timeout: 15_000 });
     expect(res.status).to.equal(1);
     expect(res.stderr).to.contain('PORT (server.port)');
+  });
+
+  it('names environment variables that look like misspelt settings, and nothing else of the environment', () => {
+    expect(misspelledSettings({ SANDBOX_COMPUTE_CALLS_PER_DAYS: '3', DATABASE_URI: 'x', sandbox_compute_calls_per_day: '3', HOME: '/root', HOSTNAME: 'vm', SESSION_MANAGER: 'x', NODE_ENV: 'production', PORT: '1' })).to.deep.equal([
+      { name: 'SANDBOX_COMPUTE_CALLS_PER_DAYS', meant: 'SANDBOX_COMPUTE_CALLS_PER_DAY' },
+      { name: 'DATABASE_URI', meant: 'DATABASE_URL' },
+      { name: 'sandbox_compute_calls_per_day', meant: 'SANDBOX_COMPUTE_CALLS_PER_DAY' },
+    ]);
+  });
+
+  it('warns at start about a misspelt setting, naming the one it likely meant', function () {
+    this.timeout(20_000);
+    const res = spawnSync(process.execPath, [path.join(root, 'dist/core/main.js')], { env: { ...process.env, PORT: 'abc', SANDBOX_COMPUTE_CALLS_PER_DAYS: '3' }, encoding: 'utf8', timeout: 15_000 });
+    expect(res.stderr).to.contain('Warning: SANDBOX_COMPUTE_CALLS_PER_DAYS is not a setting of this service and has no effect; did you mean SANDBOX_COMPUTE_CALLS_PER_DAY?');
   });
 
   it('stops the process at start naming DATABASE_URL, without its password or a stack, when the database cannot be reached', function () {
