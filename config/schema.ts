@@ -33,7 +33,7 @@ export const settingsTree = {
   database: {
     url: optStr('DATABASE_URL', 'PostgreSQL connection URL (postgres:// or postgresql://). When unset an embedded PostgreSQL is started in DATA_DIR.', {
       secret: true,
-      check: { test: isPostgresUrl, message: 'must be a postgres:// or postgresql:// URL with a host' },
+      check: { test: isPostgresUrl, message: 'must be a postgres:// or postgresql:// URL' },
     }),
     dataDir: str('DATA_DIR', './data', 'Folder holding the embedded PostgreSQL cluster (used only without DATABASE_URL).'),
     embeddedPort: int('EMBEDDED_PG_PORT', 0, 'Port of the embedded PostgreSQL (0 picks a free port).', { min: 0, max: 65535 }),

@@ -114,11 +114,11 @@ export function isOrigin(entry: string): boolean {
   }
 }
 
-/** A PostgreSQL connection URL (postgres:// or postgresql://). */
+/** A PostgreSQL connection URL (postgres:// or postgresql://; a unix socket as `postgresql:///db?host=/run/postgresql`). */
 export function isPostgresUrl(entry: string): boolean {
   try {
     const u = new URL(entry);
-    return (u.protocol === 'postgres:' || u.protocol === 'postgresql:') && u.hostname !== '';
+    return u.protocol === 'postgres:' || u.protocol === 'postgresql:';
   } catch {
     return false;
   }

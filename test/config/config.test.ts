@@ -133,6 +133,10 @@ describe('configuration', () => {
     for (const [env, value, words] of refusals) {
       expect(() => loadConfig({ [env]: value }), `${env}=${value}`).to.throw(ConfigError, words);
     }
+    // Forms the driver takes: a unix socket, an IPv6 host.
+    for (const url of ['postgresql:///pcs?host=/var/run/postgresql', 'postgres://u:p@[::1]:5432/pcs', 'postgres://db.internal/pcs?sslmode=require']) {
+      expect(loadConfig({ DATABASE_URL: url }).database.url, url).to.equal(url);
+    }
     const ok = loadConfig({ OUTBOUND_ALLOW_LIST: '127.0.0.1, 10.0.0.0/8, fd00::/8', OUTBOUND_ALLOWED_PORTS: '*', MCP_ALLOWED_ORIGINS: 'https://console.example.com,http://localhost:6274', API_KEY_PEPPER: 'a-pepper-of-24-characters' });
     expect(ok.outbound.allowList).to.deep.equal(['127.0.0.1', '10.0.0.0/8', 'fd00::/8']);
     expect(ok.outbound.allowedPorts).to.deep.equal(['*']);
