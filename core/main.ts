@@ -5,6 +5,7 @@ import { builtInPlugins } from '../plugins';
 import { EmbeddedPostgresAccessError, takeOverShutdownSignals } from './db/embedded';
 import { PluginLoadError, StartupError } from './plugin';
 import { migrateOnly, startService } from './service';
+import { banner } from './banner';
 
 function fail(err: unknown): never {
   if (err instanceof ConfigError || err instanceof PluginLoadError || err instanceof StartupError || err instanceof EmbeddedPostgresAccessError) process.stderr.write(`${err.message}\n`);
@@ -12,20 +13,6 @@ function fail(err: unknown): never {
   process.exit(1);
 }
 
-function banner(bound: string, url: string, config: Config, plugins: readonly string[]): string {
-  // The address it listens on first; with PUBLIC_URL set, the links below are the public ones.
-  const lines = [`Pricing compute service listening on ${bound}`];
-  if (url !== bound) lines.push(`  public URL: ${url} (PUBLIC_URL; links in answers use it)`);
-  lines.push(`  health:    ${url}/healthz   readiness: ${url}/readyz   metrics: ${url}/metrics`);
-  if (plugins.includes('identity')) {
-    lines.push(
-      '  get a key: ',
-      `    curl -s -X POST ${url}/api/agents/register -H 'content-type: application/json' -d '{"name":"my-pricing-agent"}'`,
-    );
-  }
-  lines.push(`  database:  ${config.database.url ? 'DATABASE_URL' : `embedded PostgreSQL in ${config.database.dataDir}`}; store: ${config.redis.url ? 'Redis' : 'in process'}`);
-  return lines.join('\n');
-}
 
 async function main(): Promise<void> {
   // Before the settings are read: a misspelt one may be why a value is refused or ignored.

@@ -125,15 +125,6 @@ describe('the real entry point and its embedded PostgreSQL: SIGTERM under load, 
     }
   });
 
-  it('prints the address it listens on first, and with PUBLIC_URL set the public one beside it for the links', async () => {
-    const { child, url, exited, output } = await startEntryPoint(path.join(base, 'public-url'), { PUBLIC_URL: 'https://pricing.example.com' });
-    expect(url).to.match(/^http:\/\/127\.0\.0\.1:\d+$/);
-    expect(output()).to.contain('public URL: https://pricing.example.com (PUBLIC_URL; links in answers use it)');
-    expect(output()).to.contain('health:    https://pricing.example.com/healthz');
-    child.kill('SIGTERM');
-    expect(await exited).to.equal(0);
-  });
-
   it('stops and exits 1 with a clear message when its embedded PostgreSQL dies, instead of serving without a database', async () => {
     const dataDir = path.join(base, 'dies');
     const { exited, output, url } = await startEntryPoint(dataDir);

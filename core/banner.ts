@@ -1,0 +1,17 @@
+import type { Config } from '../config';
+
+/** What `npm start` prints once the service listens: its address, the public one when set, and how to get a key. */
+export function banner(bound: string, url: string, config: Config, plugins: readonly string[]): string {
+  // The address it listens on first; with PUBLIC_URL set, the links below are the public ones.
+  const lines = [`Pricing compute service listening on ${bound}`];
+  if (url !== bound) lines.push(`  public URL: ${url} (PUBLIC_URL; links in answers use it)`);
+  lines.push(`  health:    ${url}/healthz   readiness: ${url}/readyz   metrics: ${url}/metrics`);
+  if (plugins.includes('identity')) {
+    lines.push(
+      '  get a key: ',
+      `    curl -s -X POST ${url}/api/agents/register -H 'content-type: application/json' -d '{"name":"my-pricing-agent"}'`,
+    );
+  }
+  lines.push(`  database:  ${config.database.url ? 'DATABASE_URL' : `embedded PostgreSQL in ${config.database.dataDir}`}; store: ${config.redis.url ? 'Redis' : 'in process'}`);
+  return lines.join('\n');
+}
