@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { MAX_TIMER_MS, bool, decimal, int, isAddressOrCidr, isOrigin, isPort, isPostgresUrl, list, num, oneOf, optInt, optStr, proxyTrust, str } from './settings';
 import type { ConfigOf, ConfigOverrides } from './settings';
@@ -63,7 +63,7 @@ export const settingsTree = {
     enabled: list('PLUGINS', ['health', 'identity', 'accounts', 'team', 'usage', 'pricing', 'discovery', 'mcp', 'verification', 'catalog'], 'Comma-separated list of enabled plugins; their dependencies must be listed too.'),
   },
   identity: {
-    apiKeyPepper: optStr('API_KEY_PEPPER', 'Server-side pepper mixed into API key hashes, at least 16 characters. When unset, one is generated once and kept in the database; set it before the first start, since keys issued under one pepper do not verify under another (a start whose pepper differs from the one its keys were made with is refused).', { secret: true, minLength: 16 }),
+    apiKeyPepper: optStr('API_KEY_PEPPER', 'Server-side pepper mixed into API key hashes; use at least 16 random characters (a shorter one is warned about at start). When unset, one is generated once and kept in the database; set it before the first start, since keys issued under one pepper do not verify under another (a start whose pepper differs from the one its keys were made with is refused).', { secret: true }),
     tokenSecret: optStr('AUTH_TOKEN_SECRET', 'Secret signing access tokens and person tokens (HS256). When unset, one is generated once and kept in the database.', { secret: true }),
     selfRegistrationOpen: bool('SELF_REGISTRATION_OPEN', true, 'Whether agent self-registration and OAuth client registration are open; when false they answer 503 self_registration_closed.'),
     selfRegistrationRetryAfterS: int('SELF_REGISTRATION_RETRY_AFTER_S', 3600, 'Retry-After sent while self-registration is closed, in seconds.', { min: 1 }),
@@ -99,7 +99,7 @@ export const settingsTree = {
       'ENGINE_EXTRA_WORKER_MODULES',
       [],
       'Absolute paths of extra modules loaded in pricing workers (each exports `functions`), for operators adding in-process methods and for tests. The start fails when a worker cannot load one.',
-      { check: (entry) => path.isAbsolute(entry) && existsSync(entry), message: 'must be the absolute path of an existing file' },
+      { check: (entry) => path.isAbsolute(entry) && existsSync(entry) && statSync(entry).isFile(), message: 'must be the absolute path of an existing file' },
     ),
   },
   catalog: {
@@ -127,7 +127,7 @@ export const settingsTree = {
     maxBodyBytes: int('OUTBOUND_MAX_BODY_BYTES', 65536, 'Largest response body accepted from an outbound request.', { min: 1024 }),
   },
   mcp: {
-    allowedOrigins: list('MCP_ALLOWED_ORIGINS', [], 'Web origins (scheme://host[:port]) allowed to call the MCP endpoint from a browser; others get 403. The service\'s own origin and pages on loopback (localhost, 127.0.0.1, [::1]) are always allowed.', { check: isOrigin, message: 'must be an origin such as https://console.example.com (scheme, host and optional port; no path)' }),
+    allowedOrigins: list('MCP_ALLOWED_ORIGINS', [], 'Web origins (scheme://host[:port]) allowed to call the MCP endpoint from a browser; others get 403. The service\'s own origin and pages on loopback (localhost, 127.0.0.1, [::1]) are always allowed.', { check: (e) => e === '*' || isOrigin(e), message: 'must be an origin such as https://console.example.com (scheme, host and optional port; no path), or * for any' }),
   },
   verification: {
     minEffectiveObservations: num('VERIFY_MIN_EFFECTIVE_OBSERVATIONS', 5, 'Smallest Kish effective number of time-weighted observations that supports a two-sided verdict; below it the verdict is unknown (or one-sided on a floor or ceiling).', { min: 1 }),

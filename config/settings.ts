@@ -96,7 +96,8 @@ export function list(env: string, dflt: string[], doc: string, item?: { check: (
 /** A full IP address, or one with a prefix length (CIDR). */
 export function isAddressOrCidr(entry: string): boolean {
   const [address = '', range, ...rest] = entry.split('/');
-  if (rest.length > 0 || !isIpLiteral(address)) return false;
+  // Without brackets, as the guard's parser takes an address ([::1] is a URL's form).
+  if (rest.length > 0 || address.startsWith('[') || !isIpLiteral(address)) return false;
   if (range === undefined) return true;
   return /^\d+$/.test(range) && Number(range) <= (address.includes(':') ? 128 : 32);
 }

@@ -315,7 +315,9 @@ export async function migrateOnly(config: Config, plugins: readonly PluginDefini
 function databaseAddress(url: string): string {
   try {
     const u = new URL(url);
-    return `${u.hostname}:${u.port || '5432'}${u.pathname}`;
+    // A unix socket is named in the query (postgresql:///db?host=/run/postgresql).
+    const host = u.hostname || u.searchParams.get('host') || 'localhost';
+    return `${host}:${u.port || '5432'}${u.pathname}`;
   } catch {
     return 'an unreadable URL';
   }

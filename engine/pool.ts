@@ -81,6 +81,9 @@ interface Call {
  * The other calls of a batch lost with its worker are run again, except the one running when the
  * worker died of something else (out of memory), which fails with that error.
  */
+/** Time constant of the utilisation average: about the last 10 s weigh in, whatever the scrape interval. */
+const UTILIZATION_TAU_MS = 10_000;
+
 export class PricingPool {
   private readonly piscina: Piscina;
   private readonly ring: Int32Array;
@@ -88,10 +91,13 @@ export class PricingPool {
   private readonly capacity: number;
   private readonly waiting: Call[] = [];
   private inFlight = 0;
-  /** Batches in flight integrated over time (batch·ms) since `busySince`: the utilisation gauge's window. */
-  private busyIntegral = 0;
-  private busySince = performance.now();
-  private busyChanged = this.busySince;
+  /**
+   * The busy share of the workers, averaged over time with an exponential decay of UTILIZATION_TAU_MS
+   * (the level held since the last change decays in at each change or read). Reading changes nothing
+   * a reader sees: any number of scrapers read the same value.
+   */
+  private busyShare = 0;
+  private busyChanged = performance.now();
   private seq = 0;
   private closing = false;
 
@@ -128,11 +134,11 @@ export class PricingPool {
         this.set(waiting.length + pool.queueSize);
       },
     });
-    // Piscina's own utilization averages over the pool's whole life; this one covers the time since the last scrape.
-    const readUtilization = () => this.utilizationSinceLastRead();
+    // Piscina's own utilization averages over the pool's whole life; this one over the last seconds.
+    const readUtilization = () => this.recentUtilization();
     metrics.gauge({
       name: 'pricing_pool_utilization',
-      help: 'Share of worker capacity in use since the previous scrape (0 to 1).',
+      help: 'Share of worker capacity in use, averaged over about the last 10 s (exponential decay; 0 to 1).',
       collect() {
         this.set(readUtilization());
       },
@@ -182,21 +188,22 @@ export class PricingPool {
   }
 
   private changeInFlight(delta: number): void {
-    const now = performance.now();
-    this.busyIntegral += this.inFlight * (now - this.busyChanged);
-    this.busyChanged = now;
+    this.decayUtilization();
     this.inFlight += delta;
   }
 
-  /** Share of the workers' capacity busy since the previous reading (0 to 1); starts a new window. */
-  utilizationSinceLastRead(): number {
+  /** Folds the level held since the last change into the average (exact for a level held constant). */
+  private decayUtilization(): void {
     const now = performance.now();
-    this.changeInFlight(0);
-    const elapsed = now - this.busySince;
-    const share = elapsed > 0 ? this.busyIntegral / (this.capacity * elapsed) : 0;
-    this.busyIntegral = 0;
-    this.busySince = now;
-    return Math.min(1, Math.max(0, share));
+    const kept = Math.exp(-(now - this.busyChanged) / UTILIZATION_TAU_MS);
+    this.busyShare = this.busyShare * kept + Math.min(1, this.inFlight / this.capacity) * (1 - kept);
+    this.busyChanged = now;
+  }
+
+  /** Share of the workers' capacity in use, averaged over about the last UTILIZATION_TAU_MS (0 to 1). */
+  recentUtilization(): number {
+    this.decayUtilization();
+    return this.busyShare;
   }
 
   private settle(call: Call): boolean {
@@ -282,8 +289,9 @@ export class PricingPool {
     return this.waiting.length + this.piscina.queueSize;
   }
 
+  /** The utilisation the metric reports (recentUtilization). */
   get utilization(): number {
-    return this.piscina.utilization;
+    return this.recentUtilization();
   }
 
   /**
@@ -291,7 +299,7 @@ export class PricingPool {
    * extra module that is missing or throws), so a start fails rather than a pool that answers every
    * call service_busy while reporting itself up.
    */
-  async check(timeoutMs = 30_000): Promise<void> {
+  async check(timeoutMs = 20_000): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`no pricing worker started within ${timeoutMs} ms`)), timeoutMs);

@@ -51,7 +51,7 @@ export const identityPlugin: PluginDefinition = {
   async register(ctx) {
     const { config, sql, kv, clock, events, hooks, container } = ctx;
     const pepper = await loadOrCreateSecret(sql, 'api_key_pepper', config.identity.apiKeyPepper);
-    await checkPepperUnchanged(sql, pepper);
+    await checkPepperUnchanged(sql, pepper, ctx.log);
     const tokenSecret = new TextEncoder().encode(await loadOrCreateSecret(sql, 'token_secret', config.identity.tokenSecret));
 
     const cache = new KeyCache(kv, clock, config.identity.keyCacheTtlMs);

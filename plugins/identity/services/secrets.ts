@@ -1,5 +1,6 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Sql } from '../../../core/db/sql';
+import type { Logger } from '../../../core/logger';
 import { StartupError } from '../../../core/plugin';
 
 /**
@@ -24,18 +25,28 @@ const PEPPER_FINGERPRINT = 'api_key_pepper_fingerprint';
  * would say why. The database keeps a fingerprint of the pepper (an HMAC, not the pepper); with no
  * key made yet, a new pepper simply takes over.
  */
-export async function checkPepperUnchanged(sql: Sql, pepper: string): Promise<void> {
+export async function checkPepperUnchanged(sql: Sql, pepper: string, log: Logger): Promise<void> {
+  if (pepper.length < 16) log.warn({ setting: 'API_KEY_PEPPER', length: pepper.length }, 'API_KEY_PEPPER is shorter than 16 characters; a longer random one protects stored key hashes better (it can only be changed while no key is live)');
   const fingerprint = createHmac('sha256', pepper).update('api-key-pepper-fingerprint').digest('hex');
-  await sql.exec('INSERT INTO service_secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [PEPPER_FINGERPRINT, fingerprint]);
+  const inserted = await sql.many<{ name: string }>('INSERT INTO service_secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING RETURNING name', [PEPPER_FINGERPRINT, fingerprint]);
+  // Only keys that still work would be lost: revoked and expired ones do not hold a pepper change back.
+  const live = async () => Number((await sql.one<{ n: string }>('SELECT count(*) AS n FROM api_keys WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())'))?.n ?? 0);
+  if (inserted.length > 0) {
+    // Recorded now: keys made before the fingerprint existed were made with a pepper nobody can check.
+    const n = await live();
+    if (n > 0) log.warn({ liveKeys: n }, 'the API key pepper in use is recorded for the first time; if it is not the one the existing keys were made with, they answer 401');
+    return;
+  }
   const stored = await sql.one<{ value: string }>('SELECT value FROM service_secrets WHERE name = $1', [PEPPER_FINGERPRINT]);
   if (!stored || stored.value === fingerprint) return;
-  const keys = await sql.one<{ n: string }>('SELECT count(*) AS n FROM api_keys');
-  if (Number(keys?.n ?? 0) === 0) {
+  const n = await live();
+  if (n === 0) {
     await sql.exec('UPDATE service_secrets SET value = $2 WHERE name = $1', [PEPPER_FINGERPRINT, fingerprint]);
     return;
   }
   throw new StartupError(
-    `API_KEY_PEPPER is not the pepper the ${keys?.n} API keys in this database were made with: under it every one of them would be refused. ` +
-      'Start with the pepper they were made with (when it was generated, it is the value named api_key_pepper in the table service_secrets), or, to give up those keys, delete them from api_keys first.',
+    `API_KEY_PEPPER is not the pepper the ${n} live API keys in this database were made with: under it every one of them would be refused. ` +
+      'Start with the pepper they were made with (if API_KEY_PEPPER was never set, the service generated one: the value named api_key_pepper in the table service_secrets), ' +
+      'or, to give up those keys, revoke them first (DELETE /api/api-keys/{id}, or set revoked_at in api_keys).',
   );
 }

@@ -29,11 +29,23 @@ describe('identity: the API key pepper stays the one the keys were made with', f
       (err: unknown) => err as Error,
     );
     expect(refusal, 'the start was refused').to.be.instanceOf(Error);
-    expect((refusal as Error).message).to.contain('API_KEY_PEPPER is not the pepper the 1 API keys in this database were made with');
+    expect((refusal as Error).message).to.contain('API_KEY_PEPPER is not the pepper the 1 live API keys in this database were made with');
     expect((refusal as Error).message).to.not.contain('another-pepper-entirely');
 
     const again = await start(url, 'the-first-pepper-of-this-db');
     expect((await client(again.url, { 'x-api-key': sandbox.key }).get('/api/me')).status).to.equal(200);
+  });
+
+  it('lets a new pepper take over once every key is revoked (a pepper change after a leak)', async () => {
+    const first = await start(undefined, 'a-pepper-that-leaked-once');
+    const sandbox = await registerSandbox(first);
+    await first.sequelize.query("UPDATE api_keys SET revoked_at = now(), revoked_reason = 'revoked'");
+    const url = first.databaseUrl;
+    await first.close();
+    started.splice(0);
+    const next = await start(url, 'a-new-pepper-after-the-leak');
+    expect((await client(next.url, { 'x-api-key': sandbox.key }).get('/api/me')).status).to.equal(401);
+    expect((await registerSandbox(next)).key).to.match(/^pcs_/);
   });
 
   it('lets a new pepper take over while no key has been made, and keeps the generated one across starts', async () => {
