@@ -51,7 +51,11 @@ export function refuseWhileStopping(isStopping: () => boolean) {
 }
 
 export function notFound(req: Request, _res: Response, next: NextFunction): void {
-  next(new ApiError('not_found', `No route matches ${req.method} ${req.path}.`, { hint: 'The OpenAPI description at /api/openapi.json lists every route.' }));
+  next(
+    new ApiError('not_found', `No route matches ${req.method} ${req.path}.`, {
+      hint: 'GET / says where to start: /llms.txt and /.well-known/agents.json for agents, /api/openapi.json for every route, and POST /api/agents/register for a free key.',
+    }),
+  );
 }
 
 interface BodyParserError {

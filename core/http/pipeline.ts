@@ -284,6 +284,18 @@ export function mountRoutes(router: Router, table: RouteTable, deps: PipelineDep
   const rawBody = express.raw({ type: () => true, limit: deps.bodyLimitBytes });
   const direct = new Map<string, Map<string, RequestHandler[]>>();
   const earlier: Array<{ method: HttpMethod; matcher: RegExp }> = [];
+  // A static path's other methods, where a parameterised route of that method would take the path as
+  // its parameter (GET /api/agents/register would be GET /api/agents/:id, answering 401 for an agent
+  // id): mounted first, they answer the static path's 405.
+  for (const [path, methods] of shadowedMethods(table)) {
+    const specs = table.all().filter(({ spec }) => spec.path === path).map(({ spec }) => spec);
+    const screening = specs.find((spec) => spec.screen);
+    const refuse = methodNotAllowed(path, specs.map((spec) => spec.method), pathDeprecation(specs));
+    const handler = screening ? screenedFirst(screening, refuse) : refuse;
+    // Named, so the route listing (OpenAPI tests) tells these 405s from operations.
+    Object.defineProperty(handler, 'name', { value: METHOD_NOT_ALLOWED });
+    for (const method of methods) router[method](path, handler);
+  }
   for (const { spec } of table.all()) {
     const stages: RequestHandler[] = [
       (req, res, next) => {
@@ -415,6 +427,21 @@ export function dispatchDirect(app: Express, request: IncomingMessage, response:
     void onError(err, req, res, () => undefined);
   };
   runStages(req, res, leading, stages, fail);
+}
+
+/** The name of the handlers that answer a path's other methods with 405 (no operation of their own). */
+export const METHOD_NOT_ALLOWED = 'methodNotAllowed';
+
+/** Per static path, the methods it has no route for that a parameterised route would answer instead. */
+function shadowedMethods(table: RouteTable): Map<string, HttpMethod[]> {
+  const specs = table.all().map(({ spec }) => spec);
+  const out = new Map<string, HttpMethod[]>();
+  for (const path of new Set(specs.filter((s) => isStaticPath(s.path)).map((s) => s.path))) {
+    const own = new Set(specs.filter((s) => s.path === path).map((s) => s.method));
+    const shadowed = [...new Set(specs.filter((s) => !isStaticPath(s.path) && !own.has(s.method) && templateMatcher(s.path).test(path)).map((s) => s.method))];
+    if (shadowed.length) out.set(path, shadowed);
+  }
+  return out;
 }
 
 /** Runs `route`'s screen on a request for a method the path has no route for; when it does not answer, `then` does. */

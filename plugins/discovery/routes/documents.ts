@@ -59,6 +59,14 @@ export function documentRoutes(d: DocumentDeps): RouteSpec[] {
       },
     }),
     defineRoute({
+      id: 'discovery.root',
+      method: 'get',
+      path: '/',
+      summary: 'Where to start: the documents for agents and people, the OpenAPI description, and how to get a key.',
+      ...publicDoc,
+      handler: () => ok(rootDocument(d.publicUrl(), surface()), { 'Cache-Control': 'public, max-age=60' }),
+    }),
+    defineRoute({
       id: 'discovery.agents',
       method: 'get',
       path: '/.well-known/agents.json',
@@ -96,4 +104,23 @@ export function documentRoutes(d: DocumentDeps): RouteSpec[] {
       handler: (ctx) => text(llmsText(d.config, d.publicUrl(), d.changelog, surface()), 'text/plain; charset=utf-8')(ctx),
     }),
   ];
+}
+
+/** The answer at `/`: a caller given only the base URL learns where to go, from what this instance serves. */
+function rootDocument(base: string, s: Surface): Record<string, unknown> {
+  const link = (method: 'get' | 'post', path: string) => (s.serves(method, path) ? `${base}${path}` : undefined);
+  return {
+    service: 'Pricing compute service',
+    description: 'Computes prices for a context, and verdicts on proposed prices, with built-in, workspace and marketplace pricing functions.',
+    documents: {
+      llms_txt: link('get', '/llms.txt'),
+      agents_json: link('get', '/.well-known/agents.json'),
+      mcp_json: s.mcp ? link('get', '/.well-known/mcp.json') : undefined,
+      openapi: link('get', '/api/openapi.json'),
+    },
+    ...(s.serves('post', '/api/agents/register') ? { get_a_key: { method: 'POST', url: `${base}/api/agents/register`, body: { name: 'my-pricing-agent' }, note: 'A free sandbox key, no human needed.' } } : {}),
+    ...(s.serves('post', '/api/public/compute/demo') ? { try_without_a_key: { method: 'POST', url: `${base}/api/public/compute/demo`, body: { context: { product_type: 'coffee', current_price: 4.5, currency: 'USD' } } } } : {}),
+    ...(s.mcp ? { mcp: `${base}/api/mcp/rpc` } : {}),
+    health: link('get', '/healthz'),
+  };
 }

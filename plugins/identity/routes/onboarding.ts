@@ -52,7 +52,13 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
           next: [
             { action: 'compute_price', method: 'POST', path: '/api/compute/price', headers: { 'x-api-key': '<API_KEY>' }, body: { context: { product_type: 'coffee', current_price: 4.5, currency: 'USD' } } },
             { action: 'check_identity', method: 'GET', path: '/api/me', headers: { 'x-api-key': '<API_KEY>' } },
-            { action: 'rotate_key', method: 'POST', path: '/api/api-keys/rotate', headers: { 'x-api-key': '<API_KEY>' } },
+            {
+              action: 'rotate_key',
+              method: 'POST',
+              path: '/api/api-keys/rotate',
+              headers: { 'x-api-key': '<API_KEY>' },
+              description: 'Only when the key may have leaked: it returns a new key and revokes this one at once, so keep the new one before anything else.',
+            },
           ],
         });
       },

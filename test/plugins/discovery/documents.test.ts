@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { parse as parseYaml } from 'yaml';
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import type { Router } from 'express';
+import { METHOD_NOT_ALLOWED } from '../../../core/http/pipeline';
 import { startTestService } from '../../support/service';
 import { signUp } from '../../support/world';
 import type { TestService } from '../../support/service';
@@ -21,6 +22,8 @@ function mountedOperations(router: Router): string[] {
   const out: string[] = [];
   for (const layer of router.stack as Array<{ route?: { path: string; methods: Record<string, boolean>; stack: unknown[] } }>) {
     if (!layer.route) continue;
+    // A 405 mounted ahead of a parameterised route (GET /api/agents/register) is no operation.
+    if ((layer.route.stack as Array<{ name: string }>).every((h) => h.name === METHOD_NOT_ALLOWED)) continue;
     const methods = Object.keys(layer.route.methods).filter((m) => m !== '_all');
     for (const m of methods) out.push(`${m.toUpperCase()} ${layer.route.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`);
   }
@@ -71,6 +74,25 @@ describe('discovery documents and OpenAPI', function () {
     const fixed = await api.get('/api/openapi.json?format=json', { accept: 'application/yaml' });
     expect(fixed.headers.get('content-type')).to.match(/application\/json/);
     expect(fixed.headers.get('vary')).to.equal(null);
+  });
+
+  it('answers the base URL with where to start: the documents, a free key and the keyless demo, each a link it serves', async () => {
+    const res = await client(svc.url).get<Record<string, any>>('/');
+    expect(res.status).to.equal(200);
+    expect(res.body.documents).to.deep.equal({
+      llms_txt: 'https://pricing.example.com/llms.txt',
+      agents_json: 'https://pricing.example.com/.well-known/agents.json',
+      mcp_json: 'https://pricing.example.com/.well-known/mcp.json',
+      openapi: 'https://pricing.example.com/api/openapi.json',
+    });
+    expect(res.body.get_a_key).to.deep.include({ method: 'POST', url: 'https://pricing.example.com/api/agents/register', body: { name: 'my-pricing-agent' } });
+    expect(res.body.try_without_a_key).to.include({ method: 'POST', url: 'https://pricing.example.com/api/public/compute/demo' });
+    // Each link is served here (the public URL stands for this instance).
+    for (const url of Object.values(res.body.documents as Record<string, string>)) expect((await fetch(url.replace('https://pricing.example.com', svc.url))).status, url).to.equal(200);
+    // A path nothing serves points at it.
+    const missing = await client(svc.url).get<Record<string, any>>('/no/such/path');
+    expect(missing.status).to.equal(404);
+    expect(missing.body.hint).to.contain('GET / says where to start').and.contain('/llms.txt').and.contain('POST /api/agents/register');
   });
 
   it('lists the production server only', async () => {

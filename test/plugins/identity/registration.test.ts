@@ -45,6 +45,15 @@ describe('identity: agent self-registration (POST /api/agents/register)', () => 
     expect(me.status).to.equal(200);
   });
 
+  it("answers GET on the registration path with 405 and Allow: POST, not as GET /api/agents/{id}'s 401", async () => {
+    const res = await api.get<Record<string, any>>('/api/agents/register');
+    expect(res.status, res.text).to.equal(405);
+    expect(res.headers.get('allow')).to.equal('POST');
+    expect(res.body.code).to.equal('method_not_allowed');
+    // An agent id on that route still reaches it (and its credential rule).
+    expect((await api.get('/api/agents/agt_somebody')).status).to.equal(401);
+  });
+
   it('states the default limits of SPEC (5 per address, 200 overall per day) in a service left at defaults', async () => {
     const plain = await startTestService({});
     try {
