@@ -86,6 +86,12 @@ describe('price verification API', function () {
     const none = await verify({ context: { current_price: 20 }, proposed_price: '20' });
     expect(none.body.verdict).to.equal('unknown');
     expect(none.body.reasons[0]).to.match(/no product_type/);
+    // An unknown for want of evidence says what would decide the next verdict.
+    for (const res of [eur, gadget, none]) expect(res.body.hint).to.contain('unit_cost or min_price as a floor, max_price as a ceiling');
+    // A verdict the caller's own bound decided needs no such hint.
+    const floored = await verify({ context: { product_type: 'gadget', min_price: 25 }, proposed_price: '20' });
+    expect(floored.body.verdict).to.equal('low');
+    expect(floored.body).to.not.have.property('hint');
   });
 
   it('records every verification as a usage event (operation verify, channel api)', async () => {
