@@ -45,7 +45,7 @@ export function changelogObject(base: string, changelog: Changelog): Record<stri
     rss: `${base}/api/changelog/rss.xml`,
     page: `${base}/changelog`,
     agent_filter: 'items[]._service.audience includes "agents" (or request the feed with ?audience=agents)',
-    check: 'daily; notices on API responses also carry new agent entries once per key',
+    check: 'daily; notices on API responses also carry new agent entries once per key (compute, batch, price-router, /api/me and /api/functions requests made with an API key; tokens, sessions and keyless calls get none)',
     newest_agent_entry: changelogNewest(changelog),
   };
 }
