@@ -289,11 +289,6 @@ export class PricingPool {
     return this.waiting.length + this.piscina.queueSize;
   }
 
-  /** The utilisation the metric reports (recentUtilization). */
-  get utilization(): number {
-    return this.recentUtilization();
-  }
-
   /**
    * Resolves once a worker has started and loaded its modules; rejects with why it could not (an
    * extra module that is missing or throws), so a start fails rather than a pool that answers every

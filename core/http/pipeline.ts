@@ -148,7 +148,19 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
         return;
       }
       const policy = route.auth ?? 'required';
-      const { principal, refusal } = policy === 'public' ? { principal: null, refusal: undefined } : await authenticated(hooks, req);
+      // A refused credential's 401 is held until after the guards (like a refused body): such a request counts against
+      // its address's rate and carries the rate headers, whichever header the credential came in. Anything else (a
+      // store that failed, too many failed credentials from the address) is thrown at once.
+      let principal: Principal | null = null;
+      let refusal: ApiError | undefined;
+      if (policy !== 'public') {
+        try {
+          principal = await hooks.authenticate(req);
+        } catch (err) {
+          if (!isApiError(err) || err.status !== 401) throw err;
+          refusal = err;
+        }
+      }
       ctx.principal = principal;
       // Guards (request rates, budgets) before authorization: a refused request counts and carries the
       // rate headers too, one without a credential (counted for its address), with a credential refused
@@ -193,21 +205,6 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
       next(err);
     }
   };
-}
-
-/**
- * The request's principal, or the 401 refusing the credential it sent, held for the caller to throw
- * after the guards (like a refused body): such a request counts against its address's rate and
- * carries the rate headers, whichever header the credential came in. Anything else (a store that
- * failed, too many failed credentials from the address) is thrown at once.
- */
-async function authenticated(hooks: Hooks, req: Request): Promise<{ principal: Principal | null; refusal?: ApiError }> {
-  try {
-    return { principal: await hooks.authenticate(req) };
-  } catch (err) {
-    if (isApiError(err) && err.status === 401) return { principal: null, refusal: err };
-    throw err;
-  }
 }
 
 /**
@@ -288,12 +285,7 @@ export function mountRoutes(router: Router, table: RouteTable, deps: PipelineDep
   // its parameter (GET /api/agents/register would be GET /api/agents/:id, answering 401 for an agent
   // id): mounted first, they answer the static path's 405.
   for (const [path, methods] of shadowedMethods(table)) {
-    const specs = table.all().filter(({ spec }) => spec.path === path).map(({ spec }) => spec);
-    const screening = specs.find((spec) => spec.screen);
-    const refuse = methodNotAllowed(path, specs.map((spec) => spec.method), pathDeprecation(specs));
-    const handler = screening ? screenedFirst(screening, refuse) : refuse;
-    // Named, so the route listing (OpenAPI tests) tells these 405s from operations.
-    Object.defineProperty(handler, 'name', { value: METHOD_NOT_ALLOWED });
+    const handler = otherMethods(path, table.all().filter(({ spec }) => spec.path === path).map(({ spec }) => spec));
     for (const method of methods) router[method](path, handler);
   }
   for (const { spec } of table.all()) {
@@ -320,10 +312,7 @@ export function mountRoutes(router: Router, table: RouteTable, deps: PipelineDep
     earlier.push({ method: spec.method, matcher: templateMatcher(spec.path) });
   }
   for (const [path, specs] of specsByPath) {
-    const screening = specs.find((spec) => spec.screen);
-    const otherMethods = methodNotAllowed(path, specs.map((spec) => spec.method), pathDeprecation(specs));
-    // A path whose routes screen requests (MCP's Origin rule) screens the methods it has no route for too.
-    router.all(path, screening ? screenedFirst(screening, otherMethods) : otherMethods);
+    router.all(path, otherMethods(path, specs));
   }
   // Express fails to decode a parameter before any route runs; only here is it known which route that was.
   const paramAt = undecodableParam([...specsByPath.keys()]);
@@ -442,6 +431,19 @@ function shadowedMethods(table: RouteTable): Map<string, HttpMethod[]> {
     if (shadowed.length) out.set(path, shadowed);
   }
   return out;
+}
+
+/**
+ * The answer of a path's methods without a route: 405 (OPTIONS 204) with `Allow`, after the screen
+ * of the path's routes when they have one (MCP's Origin rule covers every method). Named, so the
+ * route listing (OpenAPI tests) tells these from operations.
+ */
+function otherMethods(path: string, specs: RouteSpec[]): RequestHandler {
+  const screening = specs.find((spec) => spec.screen);
+  const refuse = methodNotAllowed(path, specs.map((spec) => spec.method), pathDeprecation(specs));
+  const handler = screening ? screenedFirst(screening, refuse) : refuse;
+  Object.defineProperty(handler, 'name', { value: METHOD_NOT_ALLOWED });
+  return handler;
 }
 
 /** Runs `route`'s screen on a request for a method the path has no route for; when it does not answer, `then` does. */

@@ -10,10 +10,16 @@ import { StartupError } from '../../../core/plugin';
  */
 export async function loadOrCreateSecret(sql: Sql, name: string, configured: string | undefined): Promise<string> {
   if (configured) return configured;
-  await sql.exec('INSERT INTO service_secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, randomBytes(32).toString('base64url')]);
+  return (await keepFirst(sql, name, randomBytes(32).toString('base64url'))).value;
+}
+
+/** Stores `value` under `name` unless a value is there already (every instance keeps the first); the value kept, and whether it is this one. */
+async function keepFirst(sql: Sql, name: string, value: string): Promise<{ value: string; first: boolean }> {
+  const inserted = await sql.many<{ name: string }>('INSERT INTO service_secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING RETURNING name', [name, value]);
+  if (inserted.length > 0) return { value, first: true };
   const row = await sql.one<{ value: string }>('SELECT value FROM service_secrets WHERE name = $1', [name]);
   if (!row) throw new Error(`service secret ${name} could not be stored`);
-  return row.value;
+  return { value: row.value, first: false };
 }
 
 /** Where the database keeps the fingerprint of the pepper its keys were made with. */
@@ -28,17 +34,16 @@ const PEPPER_FINGERPRINT = 'api_key_pepper_fingerprint';
 export async function checkPepperUnchanged(sql: Sql, pepper: string, log: Logger): Promise<void> {
   if (pepper.length < 16) log.warn({ setting: 'API_KEY_PEPPER', length: pepper.length }, 'API_KEY_PEPPER is shorter than 16 characters; a longer random one protects stored key hashes better (it can only be changed while no key is live)');
   const fingerprint = createHmac('sha256', pepper).update('api-key-pepper-fingerprint').digest('hex');
-  const inserted = await sql.many<{ name: string }>('INSERT INTO service_secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING RETURNING name', [PEPPER_FINGERPRINT, fingerprint]);
+  const stored = await keepFirst(sql, PEPPER_FINGERPRINT, fingerprint);
   // Only keys that still work would be lost: revoked and expired ones do not hold a pepper change back.
   const live = async () => Number((await sql.one<{ n: string }>('SELECT count(*) AS n FROM api_keys WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())'))?.n ?? 0);
-  if (inserted.length > 0) {
+  if (stored.first) {
     // Recorded now: keys made before the fingerprint existed were made with a pepper nobody can check.
     const n = await live();
     if (n > 0) log.warn({ liveKeys: n }, 'the API key pepper in use is recorded for the first time; if it is not the one the existing keys were made with, they answer 401');
     return;
   }
-  const stored = await sql.one<{ value: string }>('SELECT value FROM service_secrets WHERE name = $1', [PEPPER_FINGERPRINT]);
-  if (!stored || stored.value === fingerprint) return;
+  if (stored.value === fingerprint) return;
   const n = await live();
   if (n === 0) {
     await sql.exec('UPDATE service_secrets SET value = $2 WHERE name = $1', [PEPPER_FINGERPRINT, fingerprint]);
