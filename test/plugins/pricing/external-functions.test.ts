@@ -275,7 +275,8 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
     const stages = res.body.trace.stages as Array<{ stage: string; ms: number; function_id?: string; outcome?: string; role?: string }>;
     const executed = stages.filter((st) => st.stage === 'execute');
     expect(executed.map((st) => `${st.function_id}:${st.role}:${st.outcome}`)).to.deep.equal([`${hanging}:chosen:failed`, `${ok}:fallback_chain:ok`]);
-    expect(executed[0]?.ms).to.be.at.least(400);
+    // Node's timers run on a coarser clock than performance.now(): the 400 ms timeout can measure a fraction of a millisecond short.
+    expect(executed[0]?.ms).to.be.at.least(395);
     const executeMs = executed.reduce((sum, st) => sum + st.ms, 0);
     expect(res.body.trace.overhead_ms).to.be.closeTo(res.body.trace.total_ms - executeMs, 0.01);
     expect(res.body.trace.overhead_ms, 'the 400 ms the chosen function was waited on is not overhead').to.be.below(300);
