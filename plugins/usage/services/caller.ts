@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Principal } from '../../../core/auth';
 import { addressHash } from '../../../core/address';
 import { userAgentOf } from '../../../core/http/header-text';
-import { storableText } from './recorder';
+import { storableText } from '../../../core/storable-text';
 import type { UsageEventInput } from './recorder';
 
 export type CallerFields = Pick<
