@@ -204,11 +204,13 @@ export class ComputeService {
     } catch (err) {
       if (!call.reservation) await reservation.release();
       const mapped = toApiError(err, { keyless: p === null, sandbox: scope.builtInsOnly && p !== null, ...(call.functionName ? { pinnedBy: 'function_name' as const } : {}) });
-      if (err instanceof EngineError) {
+      // A call refused for its body (400) or its plan (403) was refused before pricing and is no call (docs/routing.md); the
+      // others are recorded with the code their caller was given.
+      if (err instanceof EngineError && mapped instanceof ApiError && mapped.status !== 400 && mapped.status !== 403) {
         // A call where every function failed names the chosen one, so its failure counts against it (leaderboard reliability).
         const chosen = err.code === 'functions_failed' ? err.details.attempts?.find((a) => a.role === 'chosen' && a.outcome === 'failed') : undefined;
         const named = chosen ? { functionId: chosen.id, functionName: chosen.function } : {};
-        await this.recorder.record(this.usageEvent(call, { ...named, status: 'error', errorCode: err.code, cost: '0', billable: false, paidVia: null, latencyMs: ms(t0) }));
+        await this.recorder.record(this.usageEvent(call, { ...named, status: 'error', errorCode: mapped.code, cost: '0', billable: false, paidVia: null, latencyMs: ms(t0) }));
       }
       throw mapped;
     }

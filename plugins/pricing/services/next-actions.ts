@@ -136,7 +136,7 @@ export function nextActions(
     if (c.priced && ctx.allowanceSpent) continue;
     if (!mayCall(principal, routes.find(c.route))) continue;
     if (principal === null && (routes.find(c.route)?.auth ?? 'required') !== 'public') continue;
-    const { route: _route, when: _when, ...action } = c;
+    const { route: _route, when: _when, priced: _priced, ...action } = c;
     out.push(action);
   }
   return out;

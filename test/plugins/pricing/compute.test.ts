@@ -94,7 +94,12 @@ describe('compute API', function () {
     expect(res.body.receipt.url).to.match(new RegExp(`/api/usage/events/${res.body.receipt.usage_event_id}$`));
     expect(res.body.receipt).not.to.have.property('hint');
     expect(res.body.next_actions.length).to.be.at.most(3);
-    for (const a of res.body.next_actions as Array<Record<string, unknown>>) expect(a).to.include.keys('action', 'method', 'path', 'reason');
+    // Exactly the documented fields: nothing of how the service chose them (a priced action's flag) leaks.
+    for (const a of res.body.next_actions as Array<Record<string, unknown>>) expect(a).to.have.all.keys('action', 'method', 'path', 'reason', 'example');
+    const sandbox = client(svc.url, { 'x-api-key': (await registerSandbox(svc, 'next-actions-shape')).key });
+    const priced = await sandbox.post<Record<string, any>>('/api/compute/price', { context: { unit_cost: 2, product_type: 'coffee' } });
+    expect(priced.body.next_actions.map((a: { action: string }) => a.action)).to.include('price_cheapest');
+    for (const a of priced.body.next_actions as Array<Record<string, unknown>>) expect(a).to.have.all.keys('action', 'method', 'path', 'reason', 'example');
   });
 
   for (const [context, input] of [
@@ -274,15 +279,26 @@ describe('compute API', function () {
     // A draft listing is on no marketplace yet: the same 404 as for any unknown id.
     expect((await sandbox.post<Record<string, any>>('/api/compute/price', { context: { unit_cost: 10 }, function_id: fn.id })).status).to.equal(404);
     expect((await lister.patch(`/api/functions/${fn.id}`, { status: 'active' })).status).to.equal(200);
+    const refusedIds: string[] = [];
     for (const [path, body] of [
       ['/api/compute/price', { context: { unit_cost: 10 }, function_id: fn.id }],
       ['/api/price-router', { context: { unit_cost: 10 }, function_name: fn.name }],
     ] as const) {
       const res = await sandbox.post<Record<string, any>>(path, body);
       expect(res.status, res.text).to.equal(403);
+      refusedIds.push(res.body.request_id as string);
       expect(res.body).to.include({ code: 'plan_restricted', plan: 'agent_starter', reason: 'Agent Starter sandboxes cannot price with marketplace functions.' });
       expect(res.body.next.map((n: { action: string }) => n.action)).to.deep.equal(['claim']);
     }
+    // Refused for its plan (a permission) before pricing: no usage event, as docs/routing.md says.
+    expect(refusedIds).to.have.length(2);
+    const [refusedRows] = await svc.sequelize.query(`SELECT error_code FROM usage_events WHERE request_id = ANY($1::text[])`, { bind: [refusedIds] });
+    expect(refusedRows).to.deep.equal([]);
+    // Keyless, the same name answers the demo's 404: its event records the code the caller was given.
+    const demo = await client(svc.url).post<Record<string, any>>('/api/public/compute/demo', { context: { unit_cost: 10 }, function_id: fn.id });
+    expect(demo.status, demo.text).to.equal(404);
+    const [demoRows] = await svc.sequelize.query(`SELECT error_code FROM usage_events WHERE request_id = $1`, { bind: [demo.body.request_id] });
+    expect(demoRows).to.deep.equal([{ error_code: 'function_not_found' }]);
     const unknown = await sandbox.post<Record<string, any>>('/api/compute/price', { context: { unit_cost: 10 }, function_id: 'fn_nowhere' });
     expect(unknown.status).to.equal(404);
     expect(unknown.body.error).to.equal('No pricing function with this id or name is available to you.');
@@ -610,6 +626,17 @@ describe('compute API', function () {
     // With a key the same mistake names the caller's own listing.
     const keyed = await client(svc.url, { 'x-api-key': key }).post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 }, function_id: 'fn_doesnotexist12345678' });
     expect(keyed.body.hint).to.include('GET /api/functions');
+  });
+
+  it('writes no usage event for routing_preference "explicit" without a function: a 400 is refused before pricing', async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const res = await api.post<Record<string, any>>('/api/compute/price', { context: { unit_cost: 2 }, routing_preference: 'explicit' });
+    expect(res.status, res.text).to.equal(400);
+    expect(res.body).to.include({ code: 'validation_error' });
+    const batch = await api.post<Record<string, any>>('/api/compute/batch', { items: [{ context: { unit_cost: 2 }, routing_preference: 'explicit' }] });
+    expect(batch.body.items[0].error.code).to.equal('validation_error');
+    const [rows] = await svc.sequelize.query(`SELECT id FROM usage_events WHERE request_id = ANY($1::text[])`, { bind: [[res.body.request_id, batch.body.request_id]] });
+    expect(rows).to.deep.equal([]);
   });
 
   it('records a usage event for every successful call, with the receipt id', async () => {
