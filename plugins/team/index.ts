@@ -1,6 +1,6 @@
 import type { PluginDefinition } from '../../core/plugin';
 import { IDENTITY } from '../identity';
-import type { AuditLog, KeyService } from '../identity';
+import type { AuditLog, KeyService, Workspaces } from '../identity';
 import { invitationRoutes } from './routes/invitations';
 import { memberRoutes } from './routes/members';
 import { ActorResolver } from './services/actors';
@@ -27,7 +27,7 @@ export const teamPlugin: PluginDefinition = {
     const { config, sql, clock, container, events, hooks } = ctx;
     const audit = container.resolve<AuditLog>(IDENTITY.Audit);
     const trail = new TeamTrail(audit, sql, ctx.log);
-    const actors = new ActorResolver(sql);
+    const actors = new ActorResolver(container.resolve<Workspaces>(IDENTITY.Workspaces));
     const invitations = new Invitations(sql, clock, config, actors, trail);
     const members = new Members(sql, actors, trail, invitations, container.resolve<KeyService>(IDENTITY.Keys));
     container.register(TEAM.Invitations, { useValue: invitations });

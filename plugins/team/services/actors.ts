@@ -1,9 +1,8 @@
 import type { Transaction } from 'sequelize';
 import type { Principal } from '../../../core/auth';
-import type { Sql } from '../../../core/db/sql';
 import { ApiError } from '../../../core/errors';
 import { identityOf, insufficientScope } from '../../identity';
-import type { AuditEntry, Role } from '../../identity';
+import type { AuditEntry, Role, Workspaces } from '../../identity';
 import type { Actor } from './policy';
 
 export const TEAM_ADMIN = 'team:admin';
@@ -47,15 +46,23 @@ export function auditActor(principal: Principal): Pick<AuditEntry, 'actorType' |
  * - anything else (access tokens, unnamed or legacy keys, sandbox keys, other credentials) is refused.
  */
 export class ActorResolver {
-  constructor(private readonly sql: Sql) {}
+  constructor(private readonly workspaces: Pick<Workspaces, 'roleOf' | 'get'>) {}
 
-  async roleOf(workspaceId: string, personId: string, tx?: Transaction): Promise<Role | null> {
-    const row = await this.sql.one<{ role: Role }>('SELECT role FROM memberships WHERE workspace_id = $1 AND person_id = $2', [workspaceId, personId], tx);
-    return row?.role ?? null;
+  /** The person's role (in a test workspace, their role in its parent). */
+  roleOf(workspaceId: string, personId: string, tx?: Transaction): Promise<Role | null> {
+    return this.workspaces.roleOf(workspaceId, personId, tx);
   }
 
   async resolve(principal: Principal, tx?: Transaction): Promise<Actor> {
     const id = identityOf(principal);
+    // A test workspace has no members of its own (docs/identity.md): its team is managed where it lives, at the parent.
+    const ws = await this.workspaces.get(principal.workspaceId, tx);
+    if (ws?.is_test && ws.parent_id) {
+      throw new ApiError('conflict', "A test workspace has no team of its own: it shares its parent workspace's team.", {
+        hint: `Manage the team at /api/workspaces/${ws.parent_id}/… with x-workspace-id: ${ws.parent_id}; its members act in this test workspace with their role there.`,
+        fields: { reason: 'test workspace', parent_workspace_id: ws.parent_id },
+      });
+    }
     if (principal.kind === 'person') {
       const personId = principal.personId;
       const role = personId ? await this.roleOf(principal.workspaceId, personId, tx) : null;

@@ -210,6 +210,17 @@ describe('team plugin: members, roles and leaving', () => {
     expect(me.body.tenant_id).to.equal(testWs);
     const key = await createKey(api, member, testWs);
     expect((await api.get<Record<string, any>>('/api/me', withKey(key.key))).body.tenant_id).to.equal(testWs);
+    // Its team is its parent's: the team routes on the test workspace send the caller there, by name, for every role.
+    for (const [who, path, method] of [
+      [owner, `/api/workspaces/${testWs}/members`, 'get'],
+      [member, `/api/workspaces/${testWs}/members`, 'get'],
+      [owner, `/api/workspaces/${testWs}/invitations`, 'post'],
+    ] as const) {
+      const res = method === 'get' ? await api.get<Record<string, any>>(path, as(who, testWs)) : await api.post<Record<string, any>>(path, { email: uniqueEmail('invitee'), role: 'member' }, as(who, testWs));
+      expect(res.status, res.text).to.equal(409);
+      expect(res.body).to.include({ code: 'conflict', reason: 'test workspace', parent_workspace_id: ws });
+      expect(res.body.hint).to.include(`/api/workspaces/${ws}/`);
+    }
     // A person outside the team cannot act there.
     const outsider = await signup(api, 'outsider');
     expect((await api.get('/api/me', as(outsider, testWs))).status).to.equal(404);
