@@ -1,6 +1,6 @@
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { MAX_TIMER_MS, bool, decimal, int, isAddressOrCidr, isOrigin, isPort, isPostgresUrl, list, num, oneOf, optInt, optStr, proxyTrust, str } from './settings';
+import { MAX_TIMER_MS, bool, browserOrigin, decimal, int, isAddressOrCidr, isOrigin, isPort, isPostgresUrl, list, num, oneOf, optInt, optStr, proxyTrust, str } from './settings';
 import type { ConfigOf, ConfigOverrides } from './settings';
 
 /**
@@ -122,12 +122,12 @@ export const settingsTree = {
   outbound: {
     allowList: list('OUTBOUND_ALLOW_LIST', [], 'Addresses or CIDRs that owner-registered URLs may reach although private or loopback (tests, on-premises upstreams).', { check: isAddressOrCidr, message: 'must be a full IP address or a CIDR range such as 10.0.0.0/8' }),
     httpsOnly: bool('OUTBOUND_HTTPS_ONLY', false, 'Refuse plain-http function endpoints and webhooks.'),
-    allowedPorts: list('OUTBOUND_ALLOWED_PORTS', ['443', '80'], 'Ports owner-registered URLs may use (`*`: any); an address on OUTBOUND_ALLOW_LIST may use any port.', { check: (e) => e === '*' || isPort(e), message: 'must be a port from 1 to 65535, or * for any' }),
+    allowedPorts: list('OUTBOUND_ALLOWED_PORTS', ['443', '80'], 'Ports owner-registered URLs may use (`*`: any); an address on OUTBOUND_ALLOW_LIST may use any port.', { check: (e) => e === '*' || isPort(e), message: 'must be a port from 1 to 65535, or * for any', nonEmpty: 'must name at least one port, or * for any' }),
     timeoutMs: int('OUTBOUND_TIMEOUT_MS', 5000, 'Default time limit of outbound requests.', { min: 1, max: MAX_TIMER_MS }),
     maxBodyBytes: int('OUTBOUND_MAX_BODY_BYTES', 65536, 'Largest response body accepted from an outbound request.', { min: 1024 }),
   },
   mcp: {
-    allowedOrigins: list('MCP_ALLOWED_ORIGINS', [], 'Web origins (scheme://host[:port]) allowed to call the MCP endpoint from a browser; others get 403. The service\'s own origin and pages on loopback (localhost, 127.0.0.1, [::1]) are always allowed.', { check: (e) => e === '*' || isOrigin(e), message: 'must be an origin such as https://console.example.com (scheme, host and optional port; no path), or * for any' }),
+    allowedOrigins: list('MCP_ALLOWED_ORIGINS', [], 'Web origins (scheme://host[:port]) allowed to call the MCP endpoint from a browser; others get 403. The service\'s own origin and pages on loopback (localhost, 127.0.0.1, [::1]) are always allowed.', { check: (e) => e === '*' || isOrigin(e), message: 'must be an origin such as https://console.example.com (scheme, host and optional port; no path), or * for any', normalize: browserOrigin }),
   },
   verification: {
     minEffectiveObservations: num('VERIFY_MIN_EFFECTIVE_OBSERVATIONS', 5, 'Smallest Kish effective number of time-weighted observations that supports a two-sided verdict; below it the verdict is unknown (or one-sided on a floor or ceiling).', { min: 1 }),

@@ -82,10 +82,21 @@ export function oneOf<const T extends readonly [string, ...string[]]>(env: strin
   return def(env, z.enum(values) as unknown as z.ZodType<T[number]>, dflt, doc, trimmed);
 }
 
-/** A comma-separated list; `item`, when given, checks each entry (`message` says what an entry must be). */
-export function list(env: string, dflt: string[], doc: string, item?: { check: (entry: string) => boolean; message: string }): SettingDef<string[]> {
-  const entry = item ? z.string().min(1).refine(item.check, { message: item.message }) : z.string().min(1);
-  return def(env, z.array(entry), dflt, doc, (raw) =>
+/**
+ * A comma-separated list; `item`, when given, checks each entry (`message` says what an entry must be) and may
+ * rewrite an accepted entry to the form it is compared in (`normalize`); `nonEmpty` refuses a list of nothing.
+ */
+export function list(
+  env: string,
+  dflt: string[],
+  doc: string,
+  item?: { check: (entry: string) => boolean; message: string; normalize?: (entry: string) => string; nonEmpty?: string },
+): SettingDef<string[]> {
+  const checked = item ? z.string().min(1).refine(item.check, { message: item.message }) : z.string().min(1);
+  const normalize = item?.normalize;
+  const entries = z.array(normalize ? checked.transform(normalize) : checked);
+  const schema = item?.nonEmpty ? entries.min(1, { message: item.nonEmpty }) : entries;
+  return def(env, schema as unknown as z.ZodType<string[]>, dflt, doc, (raw) =>
     raw
       .split(',')
       .map((s) => s.trim())
@@ -105,15 +116,18 @@ export function isAddressOrCidr(entry: string): boolean {
 /** A TCP port, 1 to 65535. */
 export const isPort = (entry: string): boolean => /^\d+$/.test(entry) && Number(entry) >= 1 && Number(entry) <= 65535;
 
-/** A web origin as browsers send it: scheme://host[:port], no path. */
+/** A web origin: scheme://host[:port], with at most a trailing slash (no credentials, path, query or fragment). */
 export function isOrigin(entry: string): boolean {
   try {
     const u = new URL(entry);
-    return (u.protocol === 'http:' || u.protocol === 'https:') && u.origin === entry.replace(/\/$/, '');
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.username === '' && u.password === '' && u.pathname === '/' && !/[?#]/.test(entry);
   } catch {
     return false;
   }
 }
+
+/** An origin as browsers send it in Origin (host in lower case, no default port, no slash); `*` stays. */
+export const browserOrigin = (entry: string): string => (entry === '*' ? entry : new URL(entry).origin);
 
 /** A PostgreSQL connection URL (postgres:// or postgresql://; a unix socket as `postgresql:///db?host=/run/postgresql`). */
 export function isPostgresUrl(entry: string): boolean {

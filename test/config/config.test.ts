@@ -124,6 +124,10 @@ describe('configuration', () => {
       ['DB_STATEMENT_TIMEOUT_MS', '3000000000', 'DB_STATEMENT_TIMEOUT_MS ('],
       ['ENGINE_EXTRA_WORKER_MODULES', 'relative/mod.js', 'the absolute path of an existing file'],
       ['ENGINE_EXTRA_WORKER_MODULES', '/nonexistent/mod.js', 'the absolute path of an existing file'],
+      ['MCP_ALLOWED_ORIGINS', 'https://user:pw@console.example.com', 'an origin such as'],
+      ['MCP_ALLOWED_ORIGINS', 'https://console.example.com?x=1', 'an origin such as'],
+      // An empty list would let every port through (the guard reads no ports as any): * says that.
+      ['OUTBOUND_ALLOWED_PORTS', ',', 'at least one port, or * for any'],
     ];
     for (const [env, value, words] of refusals) {
       expect(() => loadConfig({ [env]: value }), `${env}=${value}`).to.throw(ConfigError, words);
@@ -137,6 +141,12 @@ describe('configuration', () => {
     expect(loadConfig({ MCP_ALLOWED_ORIGINS: '*' }).mcp.allowedOrigins).to.deep.equal(['*']);
     expect(ok.outbound.allowList).to.deep.equal(['127.0.0.1', '10.0.0.0/8', 'fd00::/8', '::1']);
     expect(ok.outbound.allowedPorts).to.deep.equal(['*']);
+    // Written as people write origins, kept as browsers send them: a trailing slash, capitals and a default port are the same origin.
+    expect(loadConfig({ MCP_ALLOWED_ORIGINS: 'https://console.example.com/, https://Console.Example.com:443, http://a.example.com:8080/' }).mcp.allowedOrigins).to.deep.equal([
+      'https://console.example.com',
+      'https://console.example.com',
+      'http://a.example.com:8080',
+    ]);
   });
 
   it('stops the process at start with a message naming the bad setting', function () {
