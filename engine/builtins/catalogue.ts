@@ -3,7 +3,7 @@ import { charm } from './charm';
 import { competitive, hasNetworkReference } from './competitive';
 import { costPlus } from './cost-plus';
 import { elasticityOptimum } from './elasticity';
-import { given as has, positiveMoney } from './inputs';
+import { MAX_AMOUNT_NUMBER, given as has, positiveMoney } from './inputs';
 import type { Context, MarketEvidence, PricingMethod } from './types';
 
 /**
@@ -11,6 +11,10 @@ import type { Context, MarketEvidence, PricingMethod } from './types';
  * not given (positiveMoney) and refuse what is not an amount, so neither could have priced the call.
  */
 const amount = (ctx: Context, key: string): boolean => {
+  const v = ctx[key];
+  // The common case without a Decimal (this runs for every built-in on every routed call): positiveMoney's answer for a number.
+  if (typeof v === 'number') return Number.isFinite(v) && v > 0 && v <= MAX_AMOUNT_NUMBER;
+  if (v === undefined || v === null) return false;
   try {
     return positiveMoney(ctx, key) !== undefined;
   } catch {

@@ -23,7 +23,7 @@ export function currencyOf(ctx: Context): string {
  * price but a probe, and would round-trip as a decimal string of hundreds of digits.
  */
 export const MAX_AMOUNT = new D('1e15');
-const MAX_AMOUNT_NUMBER = MAX_AMOUNT.toNumber();
+export const MAX_AMOUNT_NUMBER = MAX_AMOUNT.toNumber();
 
 /** How a refused value is shown in its message: strings quoted, anything else as JSON. */
 function shown(v: unknown): string {

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { mayPrice } from '../../engine/builtins/catalogue';
+import { positiveMoney } from '../../engine/builtins/inputs';
 import { fixture, harness, policy, recordLatency, stage } from './harness';
 import type { Harness } from './harness';
 
@@ -212,6 +213,16 @@ describe('engine: savings', function () {
     const costPlus = { builtIn: true, name: 'cost-plus' };
     for (const unit_cost of ['1e3', '0x10', 1e20, -2, 0, 'ten']) expect(mayPrice(costPlus, { unit_cost }), JSON.stringify(unit_cost)).to.equal(false);
     for (const unit_cost of [2.5, '2.50', ' 4 ']) expect(mayPrice(costPlus, { unit_cost }), JSON.stringify(unit_cost)).to.equal(true);
+    // Numbers take a shortcut past the Decimal reading: it must agree with positiveMoney at every edge.
+    for (const unit_cost of [1e15, 1e15 + 0.5, 1e16, 5e-324, -0, Number.NaN, Number.POSITIVE_INFINITY, -1e-9, 0.1, null, true]) {
+      let read: boolean;
+      try {
+        read = positiveMoney({ unit_cost }, 'unit_cost') !== undefined;
+      } catch {
+        read = false;
+      }
+      expect(mayPrice(costPlus, { unit_cost }), String(unit_cost)).to.equal(read);
+    }
   });
 
   it('does not compare with competitive-position when competitor_prices is empty or not a list (and the network has no reference)', async () => {

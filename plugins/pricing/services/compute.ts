@@ -142,7 +142,7 @@ export class ComputeService {
   async compute(call: ComputeCall): Promise<ComputeResult> {
     const p = call.principal;
     if (!p || !call.idempotency) return this.computeOnce(call);
-    const done = await this.turns.take(`${p.workspaceId}\n${call.idempotency.key}`, this.config.limits.idempotencyWaitMs, callerLeftSignal(call.req));
+    const done = await this.turns.take(`${p.workspaceId}\n${call.idempotency.key}`, this.config.limits.idempotencyWaitMs, () => callerLeftSignal(call.req));
     let held = false;
     try {
       const r = await this.computeOnce(call);

@@ -46,16 +46,19 @@ export class KeyedTurns {
    * queueing for work nobody will read (a client that gave up and retried would otherwise leave a
    * waiter per attempt).
    */
-  async take(id: string, waitMs: number, callerLeft?: AbortSignal): Promise<() => void> {
+  async take(id: string, waitMs: number, callerLeft?: () => AbortSignal): Promise<() => void> {
     const deadline = Date.now() + waitMs;
+    // Made only when the call has to wait: most keyed calls find their key free and never need it.
+    let signal: AbortSignal | undefined;
+    const leftSignal = (): AbortSignal | undefined => (signal ??= callerLeft?.());
     while (this.held.has(id)) {
-      if (callerLeft?.aborted) throw leftWhileWaiting();
+      if (leftSignal()?.aborted) throw leftWhileWaiting();
       const left = deadline - Date.now();
       // Waited long enough: go on beside it, the claim keeps the charge single.
       if (left <= 0) return () => undefined;
-      await this.pause(left, this.held.get(id), callerLeft);
+      await this.pause(left, this.held.get(id), leftSignal());
     }
-    if (callerLeft?.aborted) throw leftWhileWaiting();
+    if (signal?.aborted) throw leftWhileWaiting();
     let release!: () => void;
     const turn = new Promise<void>((resolve) => (release = resolve));
     this.held.set(id, turn);
@@ -65,7 +68,7 @@ export class KeyedTurns {
     };
     let lease: (() => void) | null;
     try {
-      lease = await this.lease(id, deadline, waitMs, callerLeft);
+      lease = await this.lease(id, deadline, waitMs, leftSignal);
     } catch (err) {
       giveBackLocal();
       throw err;
@@ -81,7 +84,7 @@ export class KeyedTurns {
    * then); null when there is no shared store, the wait ran out, or Redis did not answer: the lease
    * is a courtesy to retries (the claim keeps the charge single), so no call fails for want of it.
    */
-  private async lease(id: string, deadline: number, waitMs: number, callerLeft: AbortSignal | undefined): Promise<(() => void) | null> {
+  private async lease(id: string, deadline: number, waitMs: number, callerLeft: () => AbortSignal | undefined): Promise<(() => void) | null> {
     const kv = this.kv;
     if (!kv || kv.kind !== 'redis') return null;
     const key = `idem-turn:${id}`;
@@ -99,8 +102,9 @@ export class KeyedTurns {
         return null;
       }
       if (Date.now() >= deadline) return null;
-      await this.pause(pause, undefined, callerLeft);
-      if (callerLeft?.aborted) throw leftWhileWaiting();
+      const signal = callerLeft();
+      await this.pause(pause, undefined, signal);
+      if (signal?.aborted) throw leftWhileWaiting();
       pause = Math.min(pause * 2, LEASE_POLL_MAX_MS);
     }
   }

@@ -156,3 +156,43 @@ describe('compute idempotency: a retry on another instance while the first insta
     expect(billable.map((r) => r.id), `replayed: ${retry.headers.get('idempotent-replayed')}`).to.deep.equal([retry.body.receipt.usage_event_id]);
   });
 });
+
+describe('compute idempotency: a retry whose caller leaves while it waits for its key', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  before(async () => {
+    // A short wait, past which a waiter still there would price beside the call ahead of it; no result cache to answer it instead.
+    svc = await startTestService({ config: { ...lenient, limits: { ...lenient.limits, idempotencyWaitMs: 800 }, engine: { cacheTtlMs: 0 } } });
+  });
+  after(() => svc.close());
+
+  /** Pricing functions run so far (every attempt, any function). */
+  const functionRuns = async (): Promise<number> => {
+    const text = await (await fetch(`${svc.url}/metrics`)).text();
+    return text
+      .split('\n')
+      .filter((l) => l.startsWith('pricing_function_calls_total{'))
+      .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
+  };
+
+  it('ends its wait at once: nothing priced for it, even past the wait, while the call holding the key is still writing', async () => {
+    const person = await signUp(svc, 'left-waiting');
+    const key = (await createKey(svc, person, { name: 'k' })).key;
+    const api = client(svc.url, { 'x-api-key': key });
+    const idem = randomUUID();
+    const before = await functionRuns();
+    let first!: Promise<{ status: number; body: Body }>;
+    await whileLocked(svc, 'compute_idempotency_keys', 'SHARE', async () => {
+      // The first call holds the key's turn, its insert waiting on the lock.
+      first = api.post<Body>('/api/compute/price', priced, { 'idempotency-key': idem });
+      await sleep(300);
+      await leaveMidway(svc.url, '/api/compute/price', { headers: { 'x-api-key': key, 'idempotency-key': idem }, body: priced, afterMs: 200 });
+      await sleep(1_200);
+    });
+    expect((await first).status).to.equal(200);
+    await sleep(200);
+    expect(await functionRuns(), 'the first call alone ran a function').to.equal(before + 1);
+    const rows = await rowsOnceSettled<{ billable: boolean }>(svc, `SELECT billable FROM usage_events WHERE workspace_id = '${person.workspaceId}'`, (x) => x.length >= 1);
+    expect(rows).to.deep.equal([{ billable: true }]);
+  });
+});

@@ -41,12 +41,24 @@ describe('pricing: one call at a time per Idempotency-Key on an instance (KeyedT
     expect(Date.now() - t2).to.be.below(50);
   });
 
+  it('asks for the caller-left signal only when the call has to wait (a free key costs no listener)', async () => {
+    const turns = new KeyedTurns();
+    let asked = 0;
+    const signal = () => (asked++, new AbortController().signal);
+    const first = await turns.take('ws\nfree', 5_000, signal);
+    expect(asked).to.equal(0);
+    const second = turns.take('ws\nfree', 5_000, signal);
+    first();
+    (await second)();
+    expect(asked).to.equal(1);
+  });
+
   it('ends the wait of a call whose caller left with a 503 at once, and the waiter never takes the turn', async () => {
     const turns = new KeyedTurns();
     const held = await turns.take('ws\nk', 5_000);
     const left = new AbortController();
     const t = Date.now();
-    const waiting = turns.take('ws\nk', 5_000, left.signal).then(
+    const waiting = turns.take('ws\nk', 5_000, () => left.signal).then(
       () => null,
       (err: unknown) => err,
     );
@@ -57,7 +69,7 @@ describe('pricing: one call at a time per Idempotency-Key on an instance (KeyedT
     expect((err as ApiError).status).to.equal(503);
     expect((err as ApiError).message).to.contain("waited for its Idempotency-Key's turn");
     // A caller already gone does not queue either.
-    const gone = await turns.take('ws\nk', 5_000, left.signal).catch((e: unknown) => e);
+    const gone = await turns.take('ws\nk', 5_000, () => left.signal).catch((e: unknown) => e);
     expect(gone).to.be.instanceOf(ApiError);
     held();
     // The key is free: the next call takes its turn at once (no left waiter holds it).
@@ -132,7 +144,7 @@ describe('pricing: one call at a time per Idempotency-Key across instances shari
     const first = await here.take('ws\nleft', 5_000);
     const left = new AbortController();
     const t = Date.now();
-    const waiting = there.take('ws\nleft', 5_000, left.signal).catch((err: unknown) => err);
+    const waiting = there.take('ws\nleft', 5_000, () => left.signal).catch((err: unknown) => err);
     setTimeout(() => left.abort(), 100);
     const err = await waiting;
     expect(Date.now() - t).to.be.below(1_000);
