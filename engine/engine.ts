@@ -4,6 +4,7 @@ import { dec } from '../core/money';
 import type { MarketEvidence, MethodResult } from './builtins/types';
 import type { ResultCache } from './cache';
 import type { AttemptReport, CandidateReport } from './errors';
+import { triedRoles } from './errors';
 import { EngineError } from './errors';
 import { ExternalFunctionError } from './external';
 import type { ExternalExecutor } from './external';
@@ -71,20 +72,6 @@ export function usableResult(r: unknown): r is MethodResult {
  * (or call its endpoint), walk the fallbacks on failure, keep latency and breaker statistics.
  * REST, batch, MCP and the demo all call `price`.
  */
-const ROLE_WORDS: Record<AttemptReport['role'], string> = {
-  chosen: 'the chosen function',
-  alternate: 'a warm alternate',
-  fallback_chain: 'the fallback chain',
-  fallback_function: 'the fallback function',
-};
-
-/** The parts of the attempt order a call went through, in that order: what a failure message names. */
-function triedRoles(attempts: AttemptReport[], pinned: boolean): string {
-  // The parts that ran; a part whose functions were all skipped (out of reach, not active) was not tried.
-  const ran = attempts.filter((a) => a.outcome !== 'skipped');
-  return [...new Set((ran.length ? ran : attempts).map((a) => a.role))].map((role) => (role === 'chosen' && pinned ? 'the function named in the request' : ROLE_WORDS[role])).join(', ');
-}
-
 export class PricingEngine {
   private readonly calls: Counter<'function' | 'outcome'>;
   private readonly requests: Counter<'function' | 'outcome'>;

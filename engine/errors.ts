@@ -42,3 +42,18 @@ export class EngineError extends Error {
     this.name = 'EngineError';
   }
 }
+
+/** How a failure message names each part of the attempt order. */
+const ROLE_WORDS: Record<AttemptReport['role'], string> = {
+  chosen: 'the chosen function',
+  alternate: 'a warm alternate',
+  fallback_chain: 'the fallback chain',
+  fallback_function: 'the fallback function',
+};
+
+/** The parts of the attempt order a call went through, in that order: what a failure message names. */
+export function triedRoles(attempts: AttemptReport[], pinned: boolean): string {
+  // The parts that ran; a part whose functions were all skipped (out of reach, not active) was not tried.
+  const ran = attempts.filter((a) => a.outcome !== 'skipped');
+  return [...new Set((ran.length ? ran : attempts).map((a) => a.role))].map((role) => (role === 'chosen' && pinned ? 'the function named in the request' : ROLE_WORDS[role])).join(', ');
+}

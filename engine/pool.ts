@@ -64,6 +64,9 @@ interface Call {
   reject: (err: Error) => void;
 }
 
+/** Time constant of the utilisation average: about the last 10 s weigh in, whatever the scrape interval. */
+const UTILIZATION_TAU_MS = 10_000;
+
 /**
  * The Piscina worker pool running pricing methods. A call that throws, hangs past its timeout
  * (the worker is terminated and replaced) or exhausts its heap is a failed attempt, never a crash.
@@ -81,9 +84,6 @@ interface Call {
  * The other calls of a batch lost with its worker are run again, except the one running when the
  * worker died of something else (out of memory), which fails with that error.
  */
-/** Time constant of the utilisation average: about the last 10 s weigh in, whatever the scrape interval. */
-const UTILIZATION_TAU_MS = 10_000;
-
 export class PricingPool {
   private readonly piscina: Piscina;
   private readonly ring: Int32Array;

@@ -78,12 +78,12 @@ function runOne(task: WorkerTask): TaskOutcome | Promise<TaskOutcome> {
   );
 }
 
-/** One Piscina task: a batch of calls, each answered on its own (a call that throws fails alone). */
 /** Answers once the worker has started, its extra modules loaded: the pool's start check. */
 export function ping(): string {
   return `ready with ${Object.keys(methods).length} methods`;
 }
 
+/** One Piscina task: a batch of calls, each answered on its own (a call that throws fails alone). */
 export function runBatch(tasks: WorkerTask[]): Promise<TaskOutcome[]> {
   return Promise.all(tasks.map((task) => Promise.resolve(runOne(task))));
 }
