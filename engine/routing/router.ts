@@ -130,7 +130,10 @@ export class Router {
       else if (fn.executionType === 'pipeline') reports.push({ ...base, reason: 'pipeline unavailable' });
       else if (ceilingCost !== undefined && dec(effectiveCost(fn)).gt(dec(ceilingCost))) reports.push({ ...base, reason: 'cost ceiling', detail: `${effectiveCost(fn)} > ${ceilingCost}` });
       else if (ceilingLatency !== undefined && lat.p50_ms !== null && lat.p50_ms > ceilingLatency) reports.push({ ...base, reason: 'latency ceiling', detail: `p50 ${lat.p50_ms} ms > ${ceilingLatency} ms` });
-      else if (this.breakers.state(fn.id) === 'open') reports.push({ ...base, reason: 'breaker open', detail: this.breakers.view(fn.id).retry_at ?? undefined });
+      else if (this.breakers.state(fn.id) === 'open') {
+        const retryAt = this.breakers.view(fn.id).retry_at;
+        reports.push({ ...base, reason: 'breaker open', ...(retryAt ? { detail: `a trial call from ${retryAt}` } : {}) });
+      }
       else if (input.strategy === 'weighted' && !weightById.has(fn.id)) reports.push({ ...base, reason: 'no weight' });
       else {
         reports.push({ ...base, kept: true });
@@ -140,7 +143,7 @@ export class Router {
     const fail = (message: string): never => {
       // Open breakers pass: the first to let a trial through says when the same call may find a candidate.
       const retryAfterS = this.breakers.firstTrialInS(reports.flatMap((r) => (r.reason === 'breaker open' && r.id ? [r.id] : [])));
-      throw new EngineError('no_eligible_function', message, { candidates: reports, strategy: input.strategy, ...(retryAfterS ? { retryAfterS } : {}) });
+      throw new EngineError('no_eligible_function', message, { candidates: reports, strategy: input.strategy, ...(input.policyId ? { policyId: input.policyId } : {}), ...(retryAfterS ? { retryAfterS } : {}) });
     };
     if (eligible.length === 0) fail(`No candidate function is eligible under strategy ${input.strategy}.`);
 
@@ -166,7 +169,16 @@ export class Router {
         }
         if (!chosen) {
           for (const r of reports) if (r.kept) Object.assign(r, { kept: false, reason: 'rule miss' });
-          fail(index >= 0 ? `Rule ${index} matched but its function is not eligible.` : 'No rule matched the context and the policy has no eligible default_function.');
+          // Why the function the policy sends this context to cannot take it: its own report's reason.
+          const targetId = target ? idOf(target) : undefined;
+          const why = target ? (reports.find((r) => (targetId !== undefined && r.id === targetId) || r.function === target)?.reason ?? 'unreachable') : undefined;
+          fail(
+            index >= 0
+              ? `Rule ${index} matched, but its function ${target as string} is not eligible (${why as string}); default_function applies only when no rule matches.`
+              : target
+                ? `No rule matched the context, and the policy's default_function ${target} is not eligible (${why as string}).`
+                : 'No rule matched the context and the policy has no default_function.',
+          );
         }
         const rule = index >= 0 ? { index, ...((rules[index] as Rule).name ? { name: (rules[index] as Rule).name } : {}), when: (rules[index] as Rule).when, use: (rules[index] as Rule).use } : { index: -1 as const, default_function: target as string };
         return pick(chosen as FunctionDescriptor, { rule, eligible: [chosen as FunctionDescriptor] });

@@ -119,6 +119,14 @@ describe('engine: routing strategies', function () {
       for (const name of ['test-alpha', 'test-beta', 'test-ok']) expect(report(out, name), name).to.include({ kept: false, reason: 'rule miss' });
     });
 
+    it('a rule whose function is excluded refuses naming the function and why, and that default_function is not its fallback', async () => {
+      const ruled = policy('policy', { rules: [{ when: { vip: true }, use: 'gone-function' }, { when: { quantity: { gte: 1 } }, use: 'test-alpha' }], default_function: 'gone-default' });
+      const err = await engineError(h.price({ policy: ruled, context: { vip: true } }), 'no_eligible_function');
+      expect(err.message).to.equal('Rule 0 matched, but its function gone-function is not eligible (unreachable); default_function applies only when no rule matches.');
+      const missed = await engineError(h.price({ policy: ruled, context: { vip: false } }), 'no_eligible_function');
+      expect(missed.message).to.equal("No rule matched the context, and the policy's default_function gone-default is not eligible (unreachable).");
+    });
+
     it('with no rule holding and no default_function it refuses: no_eligible_function, every candidate a rule miss', async () => {
       const noDefault = policy('policy', { rules: [{ when: { quantity: { gte: 100 } }, use: 'test-alpha' }, { when: { vip: true }, use: 'test-beta' }] });
       const err = await engineError(h.price({ policy: noDefault, context: { quantity: 1 } }), 'no_eligible_function');

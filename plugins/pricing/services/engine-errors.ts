@@ -57,14 +57,18 @@ export function toApiError(err: unknown, opts: ErrorAudience = {}): unknown {
       return new ApiError('function_draft', err.message, { hint: 'Only active functions can be routed to explicitly.', fields: { function_id: d.functionId, status: 'draft' } });
     case 'function_inactive':
       return new ApiError('function_inactive', err.message, { hint: `Pick another function, or let your routing choose (omit ${opts.pinnedBy ?? 'function_id'}).`, fields: { function_id: d.functionId, status: 'inactive' } });
-    case 'no_eligible_function':
+    case 'no_eligible_function': {
+      const loosen = d.policyId
+        ? `loosen the policy (PATCH /api/routing-policies/${d.policyId}: its max_cost_per_unit, max_latency_ms, rules or weights) or add candidates`
+        : 'loosen the routing or add candidates';
       return new ApiError('no_eligible_function', err.message, {
         hint: `Every candidate was excluded; candidates lists each one and why. ${
-          d.retryAfterS ? `An open breaker lets a trial call through in ${d.retryAfterS} s: retry then, or loosen the policy or add candidates.` : 'Loosen the policy or add candidates.'
+          d.retryAfterS ? `An open breaker lets a trial call through in ${d.retryAfterS} s: retry then, or ${loosen}.` : `${loosen.charAt(0).toUpperCase()}${loosen.slice(1)}.`
         }`,
         ...(d.retryAfterS ? { retry_after: d.retryAfterS } : {}),
-        fields: { strategy: d.strategy, candidates: d.candidates ?? [] },
+        fields: { strategy: d.strategy, ...(d.policyId ? { policy_id: d.policyId } : {}), candidates: d.candidates ?? [] },
       });
+    }
     case 'functions_failed':
       if (d.permanent) {
         const at = d.refusedAt?.length === 1 ? d.refusedAt[0] : '{id}';

@@ -20,7 +20,11 @@ describe('pricing: engine outcomes as SPEC error bodies', () => {
     expect(withBreaker.extras.hint).to.include('An open breaker lets a trial call through in 4 s: retry then');
     const without = toApiError(new EngineError('no_eligible_function', 'No candidate function is eligible under strategy cheapest.', { candidates: [], strategy: 'cheapest' })) as ApiError;
     expect(without.extras).to.not.have.property('retry_after');
-    expect(without.extras.hint).to.match(/Loosen the policy or add candidates\.$/);
+    expect(without.extras.hint).to.match(/Loosen the routing or add candidates\.$/);
+    // Under a saved policy, the hint names the PATCH that loosens it, and the answer names the policy.
+    const saved = toApiError(new EngineError('no_eligible_function', 'No candidate function is eligible under strategy cheapest.', { candidates: [], strategy: 'cheapest', policyId: 'rp_1' })) as ApiError;
+    expect(saved.extras.hint).to.match(/Loosen the policy \(PATCH \/api\/routing-policies\/rp_1: its max_cost_per_unit, max_latency_ms, rules or weights\) or add candidates\.$/);
+    expect(saved.extras.fields).to.include({ policy_id: 'rp_1' });
   });
 
   it('functions_failed after real failures has no retry_after', () => {
