@@ -111,6 +111,11 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
   consumes?: string[];
   /** A request body that passes `body`, returned with invalid_json and validation errors. */
   example?: unknown;
+  /**
+   * An example made from the body the caller sent (what was refused replaced or left out): returned
+   * with a validation error instead of `example` when it passes `body`.
+   */
+  exampleFor?: (sent: unknown) => unknown;
   /** Response schemas by status, for the OpenAPI document; 4XX/5XX replace the common error shape where a route answers refusals in another (MCP: JSON-RPC). */
   responses?: Partial<Record<number | '4XX' | '5XX', { description: string; schema?: z.ZodType }>>;
   deprecated?: Deprecation;

@@ -11,6 +11,7 @@ import { identityOf } from '../../identity';
 import type { IdempotencyKeys } from '../../identity';
 import * as s from '../schemas';
 import { policyView } from '../services/policy-store';
+import { STRATEGY_NEEDS, mended } from './policy-example';
 import type { PolicyRecord, PolicyStore } from '../services/policy-store';
 
 /** References a policy names that the workspace cannot reach now (kept, skipped at routing time). */
@@ -31,13 +32,6 @@ function unreachableRefs(p: PolicyShape, registry: FunctionRegistry, principal: 
 function withWarnings(view: Record<string, unknown>, missing: string[]): Record<string, unknown> {
   return missing.length ? { ...view, warnings: [`These functions are out of reach and will be skipped: ${missing.join(', ')}.`] } : view;
 }
-
-/** The config keys a strategy cannot do without, with sample values for a PATCH's example. */
-const STRATEGY_NEEDS: Partial<Record<PolicyShape['strategy'], Record<string, unknown>>> = {
-  weighted: { weights: { 'cost-plus': 3, 'anchored-adjustment': 1 } },
-  policy: { rules: [{ when: { 'customer.tier': 'gold' }, use: 'charm-pricing' }] },
-  priority: { order: ['anchored-adjustment', 'cost-plus'] },
-};
 
 const notFoundPolicy = (): ApiError => new ApiError('not_found', 'No routing policy with this id in the workspace.');
 
@@ -70,6 +64,7 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
       fullAccess: true,
       body: s.createPolicyBody,
       example: s.createPolicyExample,
+      exampleFor: (sent) => mended(s.createPolicyBody, sent),
       responses: { 201: { description: 'The policy, with warnings for function references it cannot reach.' } },
       handler: async ({ principal, body, req }) => {
         const p = principal as Principal;
@@ -106,6 +101,7 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
       params: s.idParams,
       body: s.patchPolicyBody,
       example: s.patchPolicyExample,
+      exampleFor: (sent) => mended(s.patchPolicyBody, sent),
       handler: async ({ principal, params, body }) => {
         const p = principal as Principal;
         let shape: PolicyShape | undefined;
@@ -125,9 +121,17 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
           const kept = { ...(body.strategy ? { strategy: body.strategy } : {}), config };
           const keptIsValid = policySchema.safeParse({ ...merged, config }).success;
           const added = Object.keys(STRATEGY_NEEDS[merged.strategy] ?? {}).filter((k) => !(k in current.config) && !(body.config && k in body.config));
+          // Else the same with what was refused in the sent values replaced by samples or left out.
+          const mendedConfig = keptIsValid ? undefined : mended(policySchema, { ...merged, config })?.config;
+          const example = keptIsValid ? kept : mendedConfig ? { ...kept, config: mendedConfig } : s.patchPolicyExample;
+          const about = keptIsValid
+            ? `; the example keeps the stored keys beside yours${added.length ? ` and adds sample ${added.join(' and ')} for "${merged.strategy}" (replace the values)` : ''}`
+            : mendedConfig
+              ? '; the example keeps the stored keys beside yours, with sample values (to replace) or nothing where yours were refused'
+              : '';
           shape = validate(policySchema, merged, {
-            hint: `The result must be a valid policy (e.g. "weighted" needs config.weights, "policy" needs config.rules). Fields you send replace the stored ones, and config is replaced as a whole: send every config key the policy keeps (GET /api/routing-policies/${params.id} shows them)${keptIsValid ? `; the example keeps the stored keys beside yours${added.length ? ` and adds sample ${added.join(' and ')} for "${merged.strategy}" (replace the values)` : ''}` : ''}.`,
-            example: keptIsValid ? kept : s.patchPolicyExample,
+            hint: `The result must be a valid policy (e.g. "weighted" needs config.weights, "policy" needs config.rules). Fields you send replace the stored ones, and config is replaced as a whole: send every config key the policy keeps (GET /api/routing-policies/${params.id} shows them)${about}.`,
+            example,
           });
           return shape;
         });
