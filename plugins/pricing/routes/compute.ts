@@ -3,7 +3,7 @@ import { ApiError, errorBody, isApiError } from '../../../core/errors';
 import { unavailableError } from '../../../core/http/middleware';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { Reply, RequestContext, RouteSpec } from '../../../core/http/route';
-import { validate } from '../../../core/validation';
+import { validationFailed, zodIssues } from '../../../core/validation';
 import { credentialOf, idempotencyKeyOf, requestRateOf } from '../../identity';
 import * as s from '../schemas';
 import { callIdempotency } from '../services/compute';
@@ -50,6 +50,19 @@ function requestKey(ctx: RequestContext): string | null {
   } catch (err) {
     throw isApiError(err) && ctx.route.example !== undefined ? err.with({ example: ctx.route.example }) : err;
   }
+}
+
+/**
+ * A batch item as priced: one that failed validation throws its own 400, whose message and issue
+ * paths name it in the body (`items[2].context.current_price`), with an example item.
+ */
+function validItem(item: PricedItem | s.InvalidBatchItem, index: number): PricedItem {
+  if (!(item instanceof s.InvalidBatchItem)) return item;
+  const parsed = s.batchItem.safeParse(item.raw);
+  if (parsed.success) return parsed.data;
+  const at = `items[${index}]`;
+  const issues = zodIssues(parsed.error, item.raw).map((i) => ({ ...i, path: i.path === '(root)' ? at : `${at}.${i.path}` }));
+  throw validationFailed('body', issues, 'Fix the fields listed in issues; example shows a batch item that passes.', s.batchExample.items[0]);
 }
 
 /** A call's Idempotency-Key header, as callIdempotency keeps it; undefined without one. */
@@ -117,8 +130,7 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
         const results = await Promise.all(
           ctx.body.items.map(async (item, index) => {
             try {
-              // Throws the item's own validation error (issues relative to the item).
-              const valid = item instanceof s.InvalidBatchItem ? validate(s.batchItem, item.raw, { where: 'body', example: s.batchExample.items[0] }) : item;
+              const valid = validItem(item, index);
               // A space cannot occur in a key sent (printable ASCII without spaces): no single call's key is an item's.
               const idempotency = batchKey === null ? undefined : callIdempotency(`${batchKey} ${index}`, 'compute.batch', valid);
               const r = await compute.compute(callOf(ctx, 'batch_item', valid, { timed: false, idempotency }));
