@@ -4,7 +4,7 @@ import { unavailableError } from '../../../core/http/middleware';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { Reply, RequestContext, RouteSpec } from '../../../core/http/route';
 import { validationFailed, zodIssues } from '../../../core/validation';
-import { credentialOf, idempotencyKeyOf, requestRateOf } from '../../identity';
+import { credentialOf, idempotencyKeyOf, REPLAYED_HEADER, requestRateOf } from '../../identity';
 import * as s from '../schemas';
 import { callIdempotency } from '../services/compute';
 import type { ComputeCall, ComputeResult, ComputeService } from '../services/compute';
@@ -149,8 +149,11 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
           }),
         );
         const succeeded = results.filter((r) => r.status === 200).length;
+        const replayed = results.filter((r) => r.result?.idempotent_replay).length;
+        // A batch answered wholly from its first run is a replay, as a single call's would be.
+        const headers = replayed === results.length ? { [REPLAYED_HEADER]: 'true' } : undefined;
         return {
-          ...ok({ object: 'batch', items: results, summary: { total: results.length, succeeded, failed: results.length - succeeded }, request_id: ctx.requestId }),
+          ...ok({ object: 'batch', items: results, summary: { total: results.length, succeeded, failed: results.length - succeeded, replayed }, request_id: ctx.requestId }, headers),
           notDelivered: () => compute.notDelivered(recorded, settled),
         };
       },

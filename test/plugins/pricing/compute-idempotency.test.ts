@@ -181,6 +181,27 @@ describe('compute: Idempotency-Key on priced calls', function () {
     expect(again.body.items[0].result.idempotent_replay).to.be.an('object');
     // Only the refused item ran again (its error event is not charged).
     expect(await eventCount(workspaceId)).to.equal(recorded + 1);
+    expect(first.body.summary).to.deep.equal({ total: 3, succeeded: 2, failed: 1, replayed: 0 });
+    expect(again.body.summary).to.deep.equal({ total: 3, succeeded: 2, failed: 1, replayed: 2 });
+    // Not every item of this answer is a replay: the refused item was priced again.
+    expect(again.headers.get('idempotent-replayed')).to.equal(null);
+  });
+
+  it('answers a batch whose every item is a replay with Idempotent-Replayed: true and summary.replayed, charging nothing', async () => {
+    const key = randomUUID();
+    const items = [priced, { context: { current_price: 10, currency: 'EUR' } }];
+    const first = await api.post<Body>('/api/compute/batch', { items }, { 'idempotency-key': key });
+    expect(first.status, first.text).to.equal(200);
+    expect(first.headers.get('idempotent-replayed')).to.equal(null);
+    expect(first.body.summary).to.deep.equal({ total: 2, succeeded: 2, failed: 0, replayed: 0 });
+    const recorded = await eventCount(workspaceId);
+    const again = await api.post<Body>('/api/compute/batch', { items }, { 'idempotency-key': key });
+    expect(again.status, again.text).to.equal(200);
+    expect(again.headers.get('idempotent-replayed')).to.equal('true');
+    expect(again.body.summary).to.deep.equal({ total: 2, succeeded: 2, failed: 0, replayed: 2 });
+    expect(again.body.items.map((i: Body) => i.result.receipt.usage_event_id)).to.deep.equal(first.body.items.map((i: Body) => i.result.receipt.usage_event_id));
+    expect(again.body.request_id).to.be.a('string').and.not.equal(first.body.request_id);
+    expect(await eventCount(workspaceId)).to.equal(recorded);
   });
 
   it('answers two identical batches sent at once under one key without waiting on each other: one charge per item', async () => {

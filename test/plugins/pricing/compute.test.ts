@@ -428,7 +428,7 @@ describe('compute API', function () {
     const api = client(svc.url, { 'x-api-key': key });
     const res = await api.post<Record<string, any>>('/api/compute/batch', { items: [{ context: { current_price: 10 } }, { context: { product_type: 'tea' } }, { context: { unit_cost: 2 }, function_id: 'fn_missing_function_x' }] });
     expect(res.status).to.equal(200);
-    expect(res.body.summary).to.deep.equal({ total: 3, succeeded: 1, failed: 2 });
+    expect(res.body.summary).to.deep.equal({ total: 3, succeeded: 1, failed: 2, replayed: 0 });
     expect(res.body.items[0]).to.include({ index: 0, status: 200 });
     expect(res.body.items[0].result.price).to.equal('10.00');
     expect(res.body.items[1]).to.include({ index: 1, status: 422 });
@@ -437,7 +437,7 @@ describe('compute API', function () {
     // An item that fails validation gets its own 400 in its place; the others are priced.
     const mixed = await api.post<Record<string, any>>('/api/compute/batch', { items: [{ context: { current_price: 'x' } }, 'not an item', { context: { current_price: 3 } }, { context: { current_price: 4 }, colour: 'red' }] });
     expect(mixed.status).to.equal(200);
-    expect(mixed.body.summary).to.deep.equal({ total: 4, succeeded: 1, failed: 3 });
+    expect(mixed.body.summary).to.deep.equal({ total: 4, succeeded: 1, failed: 3, replayed: 0 });
     expect(mixed.body.items.map((i: { status: number }) => i.status)).to.deep.equal([400, 400, 200, 400]);
     expect(mixed.body.items[0].error).to.include({ code: 'validation_error' });
     expect(mixed.body.items[0].error.issues).to.deep.equal([{ path: 'items[0].context.current_price', reason: 'current_price must be a non-negative number' }]);
