@@ -122,32 +122,36 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       body: s.batchBody(batchMax),
       example: s.batchExample,
       handler: async (ctx) => {
-        // Each item is a call of its own under the batch's key and its index: a retried batch replays the items already
-        // charged and prices the others.
-        const batchKey = requestKey(ctx);
+        // Each item is a call of its own under the batch's key and its index, claimed with the whole batch's
+        // fingerprint: a retried batch replays the items already charged and prices the others.
+        const key = requestKey(ctx);
+        const batch = key === null ? undefined : callIdempotency(key, 'compute.batch', { items: ctx.body.items.map((item) => (item instanceof s.InvalidBatchItem ? item.raw : item)) });
         const recorded: string[] = [];
         const settled: Array<Reservation | null> = [];
-        const results = await Promise.all(
-          ctx.body.items.map(async (item, index) => {
-            try {
-              const valid = validItem(item, index);
-              // A space cannot occur in a key sent (printable ASCII without spaces): no single call's key is an item's.
-              const idempotency = batchKey === null ? undefined : callIdempotency(`${batchKey} ${index}`, 'compute.batch', valid);
-              const r = await compute.compute(callOf(ctx, 'batch_item', valid, { timed: false, idempotency }));
-              // A replayed item was answered before: a reply that reaches nobody now leaves its record as it is.
-              if (!r.body.idempotent_replay) {
-                recorded.push(r.usageEventId);
-                settled.push(r.reservation);
+        const priceItems = () =>
+          Promise.all(
+            ctx.body.items.map(async (item, index) => {
+              try {
+                const valid = validItem(item, index);
+                // A space cannot occur in a key sent (printable ASCII without spaces): no single call's key is an item's.
+                const idempotency = batch && { key: `${batch.key} ${index}`, fingerprint: batch.fingerprint, batchKey: batch.key };
+                const r = await compute.compute(callOf(ctx, 'batch_item', valid, { timed: false, idempotency }));
+                // A replayed item was answered before: a reply that reaches nobody now leaves its record as it is.
+                if (!r.body.idempotent_replay) {
+                  recorded.push(r.usageEventId);
+                  settled.push(r.reservation);
+                }
+                return { index, status: 200, result: r.body };
+              } catch (err) {
+                // A store that failed (database, Redis) is the same retryable 503 as on a single call.
+                const apiErr = isApiError(err) ? err : (unavailableError(err) ?? new ApiError('internal_error', 'This item could not be priced.'));
+                if (!isApiError(err)) ctx.log.error({ err, index }, 'batch item failed');
+                return { index, status: apiErr.status, error: errorBody(apiErr) };
               }
-              return { index, status: 200, result: r.body };
-            } catch (err) {
-              // A store that failed (database, Redis) is the same retryable 503 as on a single call.
-              const apiErr = isApiError(err) ? err : (unavailableError(err) ?? new ApiError('internal_error', 'This item could not be priced.'));
-              if (!isApiError(err)) ctx.log.error({ err, index }, 'batch item failed');
-              return { index, status: apiErr.status, error: errorBody(apiErr) };
-            }
-          }),
-        );
+            }),
+          );
+        // The key is the batch's: held by a single call, or by this batch with another body, it refuses the whole batch.
+        const results = batch && ctx.principal ? await compute.keyedBatch(ctx.principal, ctx.req, batch, priceItems) : await priceItems();
         const succeeded = results.filter((r) => r.status === 200).length;
         const replayed = results.filter((r) => r.result?.idempotent_replay).length;
         // A batch answered wholly from its first run is a replay, as a single call's would be.
