@@ -3,8 +3,8 @@ import { ApiError, errorBody, isApiError } from '../../../core/errors';
 import { unavailableError } from '../../../core/http/middleware';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { Reply, RequestContext, RouteSpec } from '../../../core/http/route';
-import { validate } from '../../../core/validation';
-import { credentialOf, idempotencyKeyOf, requestRateOf } from '../../identity';
+import { validationFailed, zodIssues } from '../../../core/validation';
+import { credentialOf, idempotencyKeyOf, REPLAYED_HEADER, requestRateOf } from '../../identity';
 import * as s from '../schemas';
 import { callIdempotency } from '../services/compute';
 import type { ComputeCall, ComputeResult, ComputeService } from '../services/compute';
@@ -50,6 +50,19 @@ function requestKey(ctx: RequestContext): string | null {
   } catch (err) {
     throw isApiError(err) && ctx.route.example !== undefined ? err.with({ example: ctx.route.example }) : err;
   }
+}
+
+/**
+ * A batch item as priced: one that failed validation throws its own 400, whose message and issue
+ * paths name it in the body (`items[2].context.current_price`), with an example item.
+ */
+function validItem(item: PricedItem | s.InvalidBatchItem, index: number): PricedItem {
+  if (!(item instanceof s.InvalidBatchItem)) return item;
+  const parsed = s.batchItem.safeParse(item.raw);
+  if (parsed.success) return parsed.data;
+  const at = `items[${index}]`;
+  const issues = zodIssues(parsed.error, item.raw).map((i) => ({ ...i, path: i.path === '(root)' ? at : `${at}.${i.path}` }));
+  throw validationFailed('body', issues, 'Fix the fields listed in issues; example shows a batch item that passes.', s.batchExample.items[0]);
 }
 
 /** A call's Idempotency-Key header, as callIdempotency keeps it; undefined without one. */
@@ -109,36 +122,42 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       body: s.batchBody(batchMax),
       example: s.batchExample,
       handler: async (ctx) => {
-        // Each item is a call of its own under the batch's key and its index: a retried batch replays the items already
-        // charged and prices the others.
-        const batchKey = requestKey(ctx);
+        // Each item is a call of its own under the batch's key and its index, claimed with the whole batch's
+        // fingerprint: a retried batch replays the items already charged and prices the others.
+        const key = requestKey(ctx);
+        const batch = key === null ? undefined : callIdempotency(key, 'compute.batch', { items: ctx.body.items.map((item) => (item instanceof s.InvalidBatchItem ? item.raw : item)) });
         const recorded: string[] = [];
         const settled: Array<Reservation | null> = [];
-        const results = await Promise.all(
-          ctx.body.items.map(async (item, index) => {
-            try {
-              // Throws the item's own validation error (issues relative to the item).
-              const valid = item instanceof s.InvalidBatchItem ? validate(s.batchItem, item.raw, { where: 'body', example: s.batchExample.items[0] }) : item;
-              // A space cannot occur in a key sent (printable ASCII without spaces): no single call's key is an item's.
-              const idempotency = batchKey === null ? undefined : callIdempotency(`${batchKey} ${index}`, 'compute.batch', valid);
-              const r = await compute.compute(callOf(ctx, 'batch_item', valid, { timed: false, idempotency }));
-              // A replayed item was answered before: a reply that reaches nobody now leaves its record as it is.
-              if (!r.body.idempotent_replay) {
-                recorded.push(r.usageEventId);
-                settled.push(r.reservation);
+        const priceItems = () =>
+          Promise.all(
+            ctx.body.items.map(async (item, index) => {
+              try {
+                const valid = validItem(item, index);
+                // A space cannot occur in a key sent (printable ASCII without spaces): no single call's key is an item's.
+                const idempotency = batch && { key: `${batch.key} ${index}`, fingerprint: batch.fingerprint, batchKey: batch.key };
+                const r = await compute.compute(callOf(ctx, 'batch_item', valid, { timed: false, idempotency }));
+                // A replayed item was answered before: a reply that reaches nobody now leaves its record as it is.
+                if (!r.body.idempotent_replay) {
+                  recorded.push(r.usageEventId);
+                  settled.push(r.reservation);
+                }
+                return { index, status: 200, result: r.body };
+              } catch (err) {
+                // A store that failed (database, Redis) is the same retryable 503 as on a single call.
+                const apiErr = isApiError(err) ? err : (unavailableError(err) ?? new ApiError('internal_error', 'This item could not be priced.'));
+                if (!isApiError(err)) ctx.log.error({ err, index }, 'batch item failed');
+                return { index, status: apiErr.status, error: errorBody(apiErr) };
               }
-              return { index, status: 200, result: r.body };
-            } catch (err) {
-              // A store that failed (database, Redis) is the same retryable 503 as on a single call.
-              const apiErr = isApiError(err) ? err : (unavailableError(err) ?? new ApiError('internal_error', 'This item could not be priced.'));
-              if (!isApiError(err)) ctx.log.error({ err, index }, 'batch item failed');
-              return { index, status: apiErr.status, error: errorBody(apiErr) };
-            }
-          }),
-        );
+            }),
+          );
+        // The key is the batch's: held by a single call, or by this batch with another body, it refuses the whole batch.
+        const results = batch && ctx.principal ? await compute.keyedBatch(ctx.principal, ctx.req, batch, priceItems) : await priceItems();
         const succeeded = results.filter((r) => r.status === 200).length;
+        const replayed = results.filter((r) => r.result?.idempotent_replay).length;
+        // A batch answered wholly from its first run is a replay, as a single call's would be.
+        const headers = replayed === results.length ? { [REPLAYED_HEADER]: 'true' } : undefined;
         return {
-          ...ok({ object: 'batch', items: results, summary: { total: results.length, succeeded, failed: results.length - succeeded }, request_id: ctx.requestId }),
+          ...ok({ object: 'batch', items: results, summary: { total: results.length, succeeded, failed: results.length - succeeded, replayed }, request_id: ctx.requestId }, headers),
           notDelivered: () => compute.notDelivered(recorded, settled),
         };
       },

@@ -38,8 +38,11 @@ export interface ComputeCall {
   reservation?: Reservation;
   /** What is left of a keyless caller's demo budget after this call; at 0 no priced call is offered next. */
   demoBudgetLeft?: number | undefined;
-  /** The call's Idempotency-Key (a batch item's is the batch's, with the item's index), and its request's fingerprint. */
-  idempotency?: { key: string; fingerprint: string } | undefined;
+  /**
+   * The call's Idempotency-Key and its request's fingerprint. A batch item's key is the batch's with
+   * the item's index, its fingerprint the whole batch's, and `batchKey` the batch's key.
+   */
+  idempotency?: { key: string; fingerprint: string; batchKey?: string } | undefined;
   /**
    * The caller gives the key's turn back itself (ComputeResult.releaseTurn) once the reply is
    * written or marked not delivered, so a retry never replays an answer about to be marked.
@@ -133,6 +136,32 @@ export class ComputeService {
    */
   notDelivered(usageEventIds: string[], reservations: ReadonlyArray<Reservation | null> = []): Promise<void> {
     return this.recorder.undeliver(usageEventIds, reservations);
+  }
+
+  /**
+   * Runs a batch sent with an Idempotency-Key (`run` prices its items, each under the batch's key and
+   * its index): the key's turn is taken first, as a single call's, so a single call or another batch
+   * under the key waits for this one. A key that holds a charged call made with another request (a
+   * single call's, or this batch's with another body) refuses the whole batch with 422
+   * idempotency_key_reused before any item runs.
+   */
+  async keyedBatch<T>(principal: Principal, req: Request, idempotency: { key: string; fingerprint: string }, run: () => Promise<T>): Promise<T> {
+    const done = await this.turns.take(`${principal.workspaceId}\n${idempotency.key}`, this.config.limits.idempotencyWaitMs, callerLeftSignal(req));
+    try {
+      const held = await this.replays.heldByAnother(principal.workspaceId, idempotency.key, idempotency.fingerprint);
+      if (held !== null) throw this.keyReused(held);
+      return await run();
+    } finally {
+      done();
+    }
+  }
+
+  /** Another request under a key that holds a charged call: 422, naming that call's usage event. */
+  private keyReused(usageEventId: string): ApiError {
+    return new ApiError('idempotency_key_reused', `This ${IDEMPOTENCY_HEADER} was already used in this workspace for a different priced call (another body, or another route).`, {
+      hint: `A key stands for one intended call: retry that one with its own body and route, or send a new key (a fresh UUID) for this one. Keys are kept ${this.replays.ttlHours} hours.`,
+      fields: { usage_event_id: usageEventId },
+    });
   }
 
   /**
@@ -257,7 +286,7 @@ export class ComputeService {
     if (keyed) {
       // What a retry with the key answers: the answer but for what the replay rebuilds.
       const response = { ...answer, trace: { chosen_function: chosen, fallback_used: outcome.fallbackUsed, cache, attempts: outcome.attempts }, request_id: call.requestId };
-      const claimed = await this.recorder.recordAndSettle(usageEvent, settles, () => callerGone(call.req), { key: keyed.key, fingerprint: keyed.fingerprint, response });
+      const claimed = await this.recorder.recordAndSettle(usageEvent, settles, () => callerGone(call.req), { key: keyed.key, fingerprint: keyed.fingerprint, response, batchKey: keyed.batchKey });
       if (!claimed) {
         // Another call with this key was recorded first (concurrently): this one is not charged, and answers that one.
         const first = await this.replays.find(keyed.workspaceId, keyed.key);
@@ -321,12 +350,7 @@ export class ComputeService {
    */
   private async replay(call: ComputeCall, first: RecordedCall, stages: TraceStage[], t0: number): Promise<ComputeResult | null> {
     const p = call.principal as Principal;
-    if (first.fingerprint !== call.idempotency?.fingerprint) {
-      throw new ApiError('idempotency_key_reused', `This ${IDEMPOTENCY_HEADER} was already used in this workspace for a different priced call (another body, or another route).`, {
-        hint: `A key stands for one intended call: retry that one with its own body and route, or send a new key (a fresh UUID) for this one. Keys are kept ${this.replays.ttlHours} hours.`,
-        fields: { usage_event_id: first.event.id },
-      });
-    }
+    if (first.fingerprint !== call.idempotency?.fingerprint) throw this.keyReused(first.event.id);
     // Its answer now reaches a caller: a not-delivered mark arriving later (from any instance) leaves it charged.
     if (!(await this.replays.markReplayed(p.workspaceId, call.idempotency.key, first.event.id))) return null;
     const { request_id: firstRequestId, trace, ...answer } = first.response as { request_id: string; trace: Record<string, unknown>; price: string; strategy: string };

@@ -41,6 +41,8 @@ export interface CallClaim {
   fingerprint: string;
   /** The call's answer, without what a replay rebuilds. */
   response: Record<string, unknown>;
+  /** A batch item's: the batch's own key (`key` is it with the item's index). */
+  batchKey?: string | undefined;
 }
 
 interface Pending {
@@ -239,7 +241,7 @@ export class UsageRecorder {
     const rows = batchJson(batch.map((p) => row(p.id, p.event)));
     const claimed = batch.filter((p): p is Pending & { claim: CallClaim } => p.claim !== undefined);
     if (claimed.length === 0) return { ...this.statement, values: [rows] };
-    const claims = batchJson(claimed.map((p) => [p.event.workspaceId, p.claim.key, p.claim.fingerprint, p.id, p.claim.response]));
+    const claims = batchJson(claimed.map((p) => [p.event.workspaceId, p.claim.key, p.claim.fingerprint, p.id, p.claim.response, p.claim.batchKey ?? null]));
     return { ...this.claimingStatement, values: [rows, claims, this.claimTtlHours, claimed.map((p) => p.id)] };
   }
 

@@ -121,15 +121,15 @@ export const RETURNING = ' RETURNING id, created_at';
 
 /**
  * A group holding calls with an Idempotency-Key: their keys ($2, rows [workspace, key, fingerprint,
- * event id, answer]) are claimed by the same statement, and the event of a call whose key another
+ * event id, answer, batch key]) are claimed by the same statement, and the event of a call whose key another
  * call holds (the ids in $4) is not written. A key past its TTL ($3 hours) is taken over. Keys are
  * taken in one order (workspace, key), so two such statements in flight together (concurrent
  * inserts, two instances) wait on each other instead of deadlocking.
  */
 export const CLAIM_KEYS = `WITH claims AS (
-  INSERT INTO compute_idempotency_keys (workspace_id, key, fingerprint, usage_event_id, response)
-  SELECT c->>0, c->>1, c->>2, c->>3, c->4 FROM jsonb_array_elements($2::jsonb) AS c ORDER BY c->>0, c->>1
-  ON CONFLICT (workspace_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, usage_event_id = EXCLUDED.usage_event_id, response = EXCLUDED.response, created_at = now(), replayed_at = NULL
+  INSERT INTO compute_idempotency_keys (workspace_id, key, fingerprint, usage_event_id, response, batch_key)
+  SELECT c->>0, c->>1, c->>2, c->>3, c->4, c->>5 FROM jsonb_array_elements($2::jsonb) AS c ORDER BY c->>0, c->>1
+  ON CONFLICT (workspace_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, usage_event_id = EXCLUDED.usage_event_id, response = EXCLUDED.response, batch_key = EXCLUDED.batch_key, created_at = now(), replayed_at = NULL
     WHERE compute_idempotency_keys.created_at < now() - make_interval(hours => $3::int)
   RETURNING usage_event_id
 ) `;

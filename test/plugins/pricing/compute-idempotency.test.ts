@@ -181,9 +181,30 @@ describe('compute: Idempotency-Key on priced calls', function () {
     expect(again.body.items[0].result.idempotent_replay).to.be.an('object');
     // Only the refused item ran again (its error event is not charged).
     expect(await eventCount(workspaceId)).to.equal(recorded + 1);
+    expect(first.body.summary).to.deep.equal({ total: 3, succeeded: 2, failed: 1, replayed: 0 });
+    expect(again.body.summary).to.deep.equal({ total: 3, succeeded: 2, failed: 1, replayed: 2 });
+    // Not every item of this answer is a replay: the refused item was priced again.
+    expect(again.headers.get('idempotent-replayed')).to.equal(null);
   });
 
-  it('answers two identical batches sent at once under one key without waiting on each other: one charge per item', async () => {
+  it('answers a batch whose every item is a replay with Idempotent-Replayed: true and summary.replayed, charging nothing', async () => {
+    const key = randomUUID();
+    const items = [priced, { context: { current_price: 10, currency: 'EUR' } }];
+    const first = await api.post<Body>('/api/compute/batch', { items }, { 'idempotency-key': key });
+    expect(first.status, first.text).to.equal(200);
+    expect(first.headers.get('idempotent-replayed')).to.equal(null);
+    expect(first.body.summary).to.deep.equal({ total: 2, succeeded: 2, failed: 0, replayed: 0 });
+    const recorded = await eventCount(workspaceId);
+    const again = await api.post<Body>('/api/compute/batch', { items }, { 'idempotency-key': key });
+    expect(again.status, again.text).to.equal(200);
+    expect(again.headers.get('idempotent-replayed')).to.equal('true');
+    expect(again.body.summary).to.deep.equal({ total: 2, succeeded: 2, failed: 0, replayed: 2 });
+    expect(again.body.items.map((i: Body) => i.result.receipt.usage_event_id)).to.deep.equal(first.body.items.map((i: Body) => i.result.receipt.usage_event_id));
+    expect(again.body.request_id).to.be.a('string').and.not.equal(first.body.request_id);
+    expect(await eventCount(workspaceId)).to.equal(recorded);
+  });
+
+  it('answers two identical batches sent at once under one key in turn: one charges each item once, the other is a whole replay', async () => {
     const key = randomUUID();
     const items = Array.from({ length: 6 }, (_, i) => ({ context: { unit_cost: 2 + i } }));
     const before = await eventCount(workspaceId);
@@ -193,17 +214,77 @@ describe('compute: Idempotency-Key on priced calls', function () {
     for (const res of [a, b]) expect(res.body.items.map((i: Body) => i.status)).to.deep.equal([200, 200, 200, 200, 200, 200]);
     for (let i = 0; i < 6; i++) expect(a.body.items[i].result.receipt.usage_event_id).to.equal(b.body.items[i].result.receipt.usage_event_id);
     expect(await eventCount(workspaceId)).to.equal(before + 6);
+    // The batch's key is taken in turn, as a single call's: the second waits for the first and replays it whole.
+    expect([a, b].map((r) => r.body.summary.replayed).sort()).to.deep.equal([0, 6]);
+    expect([a, b].map((r) => r.headers.get('idempotent-replayed')).sort()).to.deep.equal(['true', null].sort());
   });
 
   it('keeps a batch item\'s key apart from any single call\'s key, "<key>#0" included', async () => {
     const key = randomUUID();
     const single = await api.post<Body>('/api/compute/price', priced, { 'idempotency-key': `${key}#0` });
     expect(single.status, single.text).to.equal(200);
-    for (const k of [`${key}#0`, key]) {
-      const batch = await api.post<Body>('/api/compute/batch', { items: [priced] }, { 'idempotency-key': k });
-      expect(batch.body.items[0].status, JSON.stringify(batch.body.items[0])).to.equal(200);
-      expect(batch.body.items[0].result).to.not.have.property('idempotent_replay');
+    const batch = await api.post<Body>('/api/compute/batch', { items: [priced] }, { 'idempotency-key': key });
+    expect(batch.status, batch.text).to.equal(200);
+    expect(batch.body.items[0].status, JSON.stringify(batch.body.items[0])).to.equal(200);
+    expect(batch.body.items[0].result).to.not.have.property('idempotent_replay');
+  });
+
+  it('refuses a key a batch used on compute and on the router, and a key a single call used on a batch: 422 idempotency_key_reused for the whole request, nothing charged', async () => {
+    const refused = { context: { unit_cost: -1 }, function_id: 'fn_builtin_cost_plus' };
+    // A batch whose only charged item is not its first: the key is the batch's all the same.
+    const batchKey = randomUUID();
+    const batch = await api.post<Body>('/api/compute/batch', { items: [refused, priced] }, { 'idempotency-key': batchKey });
+    expect(batch.body.items.map((i: Body) => i.status)).to.deep.equal([422, 200]);
+    const charged = batch.body.items[1].result.receipt.usage_event_id as string;
+    const before = await eventCount(workspaceId);
+    for (const path of ['/api/compute/price', '/api/price-router']) {
+      const single = await api.post<Body>(path, priced, { 'idempotency-key': batchKey });
+      expect(single.status, `${path}: ${single.text}`).to.equal(422);
+      expect(single.headers.get('idempotent-replayed')).to.equal(null);
+      expect(single.body).to.include({ code: 'idempotency_key_reused', usage_event_id: charged });
+      expect(single.body.hint).to.include('new key');
     }
+    expect(await eventCount(workspaceId)).to.equal(before);
+
+    const singleKey = randomUUID();
+    const first = await api.post<Body>('/api/compute/price', priced, { 'idempotency-key': singleKey });
+    expect(first.status, first.text).to.equal(200);
+    const after = await eventCount(workspaceId);
+    const reused = await api.post<Body>('/api/compute/batch', { items: [priced] }, { 'idempotency-key': singleKey });
+    expect(reused.status, reused.text).to.equal(422);
+    expect(reused.headers.get('idempotent-replayed')).to.equal(null);
+    expect(reused.body).to.include({ code: 'idempotency_key_reused', usage_event_id: first.body.receipt.usage_event_id });
+    expect(reused.body).to.not.have.property('items');
+    // No item ran: not even an error event was written.
+    expect(await eventCount(workspaceId)).to.equal(after);
+  });
+
+  it('refuses a batch retried under its key with another body (an item changed, added or removed) with 422 for the whole batch, before any item runs', async () => {
+    const key = randomUUID();
+    const refused = { context: { unit_cost: -1 }, function_id: 'fn_builtin_cost_plus' };
+    const other = { context: { current_price: 12, currency: 'EUR' } };
+    const first = await api.post<Body>('/api/compute/batch', { items: [refused, priced] }, { 'idempotency-key': key });
+    expect(first.body.items.map((i: Body) => i.status)).to.deep.equal([422, 200]);
+    const charged = first.body.items[1].result.receipt.usage_event_id as string;
+    const before = await eventCount(workspaceId);
+    for (const [what, items] of [
+      ['changed', [refused, other]],
+      ['added', [refused, priced, other]],
+      ['removed', [refused]],
+      ['reordered', [priced, refused]],
+    ] as const) {
+      const res = await api.post<Body>('/api/compute/batch', { items }, { 'idempotency-key': key });
+      expect(res.status, `${what}: ${res.text}`).to.equal(422);
+      expect(res.body, what).to.include({ code: 'idempotency_key_reused', usage_event_id: charged });
+      expect(res.body, what).to.not.have.property('items');
+    }
+    expect(await eventCount(workspaceId), 'no item ran').to.equal(before);
+    // The same body (its keys in another order) is the same batch: the charged item is replayed, the refused one runs again.
+    const again = await api.post<Body>('/api/compute/batch', { items: [refused, { function_id: 'fn_builtin_cost_plus', context: { currency: 'USD', target_margin: 0.3, unit_cost: 4 } }] }, { 'idempotency-key': key });
+    expect(again.status, again.text).to.equal(200);
+    expect(again.body.items.map((i: Body) => i.status)).to.deep.equal([422, 200]);
+    expect(again.body.items[1].result.receipt.usage_event_id).to.equal(charged);
+    expect(again.body.summary).to.deep.equal({ total: 2, succeeded: 1, failed: 1, replayed: 1 });
   });
 });
 

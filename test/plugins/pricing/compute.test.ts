@@ -444,7 +444,7 @@ describe('compute API', function () {
     const api = client(svc.url, { 'x-api-key': key });
     const res = await api.post<Record<string, any>>('/api/compute/batch', { items: [{ context: { current_price: 10 } }, { context: { product_type: 'tea' } }, { context: { unit_cost: 2 }, function_id: 'fn_missing_function_x' }] });
     expect(res.status).to.equal(200);
-    expect(res.body.summary).to.deep.equal({ total: 3, succeeded: 1, failed: 2 });
+    expect(res.body.summary).to.deep.equal({ total: 3, succeeded: 1, failed: 2, replayed: 0 });
     expect(res.body.items[0]).to.include({ index: 0, status: 200 });
     expect(res.body.items[0].result.price).to.equal('10.00');
     expect(res.body.items[1]).to.include({ index: 1, status: 422 });
@@ -453,10 +453,10 @@ describe('compute API', function () {
     // An item that fails validation gets its own 400 in its place; the others are priced.
     const mixed = await api.post<Record<string, any>>('/api/compute/batch', { items: [{ context: { current_price: 'x' } }, 'not an item', { context: { current_price: 3 } }, { context: { current_price: 4 }, colour: 'red' }] });
     expect(mixed.status).to.equal(200);
-    expect(mixed.body.summary).to.deep.equal({ total: 4, succeeded: 1, failed: 3 });
+    expect(mixed.body.summary).to.deep.equal({ total: 4, succeeded: 1, failed: 3, replayed: 0 });
     expect(mixed.body.items.map((i: { status: number }) => i.status)).to.deep.equal([400, 400, 200, 400]);
     expect(mixed.body.items[0].error).to.include({ code: 'validation_error' });
-    expect(mixed.body.items[0].error.issues).to.deep.equal([{ path: 'context.current_price', reason: 'current_price must be a non-negative number' }]);
+    expect(mixed.body.items[0].error.issues).to.deep.equal([{ path: 'items[0].context.current_price', reason: 'current_price must be a non-negative number' }]);
     expect(mixed.body.items[0].error.example).to.deep.equal({ context: { product_type: 'coffee', current_price: 4.5, currency: 'USD' } });
     expect(mixed.body.items[1].error.code).to.equal('validation_error');
     expect(mixed.body.items[2].result.price).to.equal('3.00');
@@ -468,6 +468,19 @@ describe('compute API', function () {
     expect(tooMany.status).to.equal(400);
     expect(tooMany.body.issues[0].path).to.equal('items');
     expect(tooMany.body.example).to.have.property('items');
+  });
+
+  it('names a batch item that fails validation (items[i]) in its error\'s message and issue paths', async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const res = await api.post<Record<string, any>>('/api/compute/batch', { items: [{ context: { current_price: 5 } }, null, { context: { current_price: -2 } }] });
+    expect(res.status, res.text).to.equal(200);
+    expect(res.body.items.map((i: { status: number }) => i.status)).to.deep.equal([200, 400, 400]);
+    expect(res.body.items[1].error).to.include({ code: 'validation_error', error: 'Request body failed validation (items[1]: must be an object, not null).' });
+    expect(res.body.items[1].error.issues).to.deep.equal([{ path: 'items[1]', reason: 'must be an object, not null' }]);
+    expect(res.body.items[1].error.hint).to.equal('Fix the fields listed in issues; example shows a batch item that passes.');
+    expect(res.body.items[1].error.example).to.deep.equal({ context: { product_type: 'coffee', current_price: 4.5, currency: 'USD' } });
+    expect(res.body.items[2].error.error).to.equal('Request body failed validation (items[2].context.current_price: current_price must be a non-negative number).');
+    expect(res.body.items[2].error.issues).to.deep.equal([{ path: 'items[2].context.current_price', reason: 'current_price must be a non-negative number' }]);
   });
 
   it('refuses batch pricing to an unclaimed agent workspace with 403 and a reason', async () => {

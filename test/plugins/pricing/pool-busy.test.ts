@@ -55,7 +55,7 @@ describe('pricing: compute while every pricing worker is busy (HTTP)', function 
     const held = pool.run('test-slow', { sleep_ms: TIMEOUT_MS * 4 }, 10_000);
     const res = await api.post<Body>('/api/compute/batch', { items: [{ context: CONTEXT, function_id: 'fn_builtin_anchored' }] });
     expect(res.status, res.text).to.equal(200);
-    expect(res.body.summary).to.deep.equal({ total: 1, succeeded: 0, failed: 1 });
+    expect(res.body.summary).to.deep.equal({ total: 1, succeeded: 0, failed: 1, replayed: 0 });
     const item = res.body.items[0] as Body;
     expect(item).to.include({ index: 0, status: 503 });
     expect(item.error).to.include({ code: 'service_busy', retryable: true, retry_after: 1 });

@@ -187,7 +187,7 @@ describe('pricing: a database that stops answering', function () {
     const requestId = `frozen-batch-${Date.now()}`;
     const res = await whileFrozen(svc.databaseUrl, 'pricing-compute-hot', () => api.post<Body>('/api/compute/batch', { items }, { 'x-request-id': requestId }));
     expect(res.status, res.text).to.equal(200);
-    expect(res.body.summary).to.deep.equal({ total: 2, succeeded: 0, failed: 2 });
+    expect(res.body.summary).to.deep.equal({ total: 2, succeeded: 0, failed: 2, replayed: 0 });
     for (const [index, item] of (res.body.items as Body[]).entries()) {
       expect(item).to.deep.include({ index, status: 503 });
       expect(item.error).to.include({ code: 'service_unavailable', retryable: true, retry_after: 5 });
