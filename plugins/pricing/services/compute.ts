@@ -146,7 +146,7 @@ export class ComputeService {
    * idempotency_key_reused before any item runs.
    */
   async keyedBatch<T>(principal: Principal, req: Request, idempotency: { key: string; fingerprint: string }, run: () => Promise<T>): Promise<T> {
-    const done = await this.turns.take(`${principal.workspaceId}\n${idempotency.key}`, this.config.limits.idempotencyWaitMs, callerLeftSignal(req));
+    const done = await this.turns.take(`${principal.workspaceId}\n${idempotency.key}`, this.config.limits.idempotencyWaitMs, () => callerLeftSignal(req));
     try {
       const held = await this.replays.heldByAnother(principal.workspaceId, idempotency.key, idempotency.fingerprint);
       if (held !== null) throw this.keyReused(held);

@@ -337,7 +337,7 @@ describe('pricing: external_api functions without the allow-list (loopback refus
     // 'localhost' may resolve to ::1 too: listen there at the same port.
     canary = await startCanary({ hosts: ['127.0.0.2', '::1'], port: upstream.port });
     // Any port: the upstream's is random, and what is tested here is the address a name resolves to.
-    svc = await startTestService({ config: { engine: { cacheTtlMs: 0 }, outbound: { allowedPorts: [] } } });
+    svc = await startTestService({ config: { engine: { cacheTtlMs: 0 }, outbound: { allowedPorts: ['*'] } } });
     const owner = await signUp(svc, 'ext-loopback');
     const { key } = await createKey(svc, owner, { name: 'external functions' });
     api = client(svc.url, { 'x-api-key': key });
@@ -449,7 +449,7 @@ describe('pricing: what another workspace hears of a marketplace function\'s fai
   before(async () => {
     upstream = await startUpstream((_req, res) => sendJson(res, 200, { price: 1, confidence: 0.9 }));
     canary = await startCanary({ hosts: ['127.0.0.2', '::1'], port: upstream.port });
-    svc = await startTestService({ config: { engine: { cacheTtlMs: 0 }, outbound: { allowedPorts: [] } } });
+    svc = await startTestService({ config: { engine: { cacheTtlMs: 0 }, outbound: { allowedPorts: ['*'] } } });
   });
   after(async () => {
     await svc.close();
