@@ -121,4 +121,51 @@ describe('pricing: authoring workspace functions', function () {
       expectRoleTooLow(await api(asMember).patch<Record<string, any>>(`/api/functions/${fn.body.function.id}`, { status: 'active' }));
     });
   });
+
+  describe('which costs are stored', () => {
+    const refusedOn = (res: { status: number; body: Record<string, any>; text: string }, path: string, reason: RegExp) => {
+      expect(res.status, res.text).to.equal(400);
+      expect(res.body.code).to.equal('validation_error');
+      expect(res.body.issues).to.have.length(1);
+      expect(res.body.issues[0].path).to.equal(path);
+      expect(res.body.issues[0].reason).to.match(reason);
+      expect(res.body.error).to.contain(path);
+    };
+
+    it('refuses a cost_per_unit or cost_multiplier beyond what its column holds with 400 naming the field and its bound, on create and PATCH (it was a 500)', async () => {
+      refusedOn(await api().post<Record<string, any>>('/api/functions', draft('mult', { cost_per_unit: '0.00000001', cost_multiplier: '10000000' })), 'cost_multiplier', /^must be at most 999999\.999999/);
+      refusedOn(await api().post<Record<string, any>>('/api/functions', draft('cost', { cost_per_unit: '1000000000000', cost_multiplier: '0' })), 'cost_per_unit', /^must be at most 999999999999\.99999999/);
+      const fn = await api().post<Record<string, any>>('/api/functions', draft('patched-bounds'));
+      expect(fn.status, fn.text).to.equal(201);
+      const id = fn.body.function.id as string;
+      refusedOn(await api().patch<Record<string, any>>(`/api/functions/${id}`, { cost_per_unit: '0.00000001', cost_multiplier: '10000000' }), 'cost_multiplier', /^must be at most 999999\.999999/);
+      refusedOn(await api().patch<Record<string, any>>(`/api/functions/${id}`, { cost_per_unit: '1000000000000', cost_multiplier: '0' }), 'cost_per_unit', /^must be at most 999999999999\.99999999/);
+      expect((await api().get<Record<string, any>>(`/api/functions/${id}`)).body.function).to.include({ cost_per_unit: '0.001', cost_multiplier: '1' });
+      // The largest values the columns hold are accepted (their product stays within FUNCTION_MAX_CALL_COST here).
+      const largest = await api().post<Record<string, any>>('/api/functions', draft('largest', { cost_per_unit: '0', cost_multiplier: '999999.999999' }));
+      expect(largest.status, largest.text).to.equal(201);
+      expect(largest.body.function).to.include({ cost_per_unit: '0.00', cost_multiplier: '999999.999999' });
+    });
+
+    it('refuses more decimals than are stored (8 for cost_per_unit, 6 for cost_multiplier) with 400 naming the field, instead of rounding them away', async () => {
+      refusedOn(await api().post<Record<string, any>>('/api/functions', draft('tiny', { cost_per_unit: '0.000000004' })), 'cost_per_unit', /^must have at most 8 decimal places/);
+      refusedOn(await api().post<Record<string, any>>('/api/functions', draft('fine', { cost_multiplier: '1.23456789' })), 'cost_multiplier', /^must have at most 6 decimal places/);
+      const fn = await api().post<Record<string, any>>('/api/functions', draft('patched-decimals'));
+      const id = fn.body.function.id as string;
+      refusedOn(await api().patch<Record<string, any>>(`/api/functions/${id}`, { cost_per_unit: '0.000000004' }), 'cost_per_unit', /^must have at most 8 decimal places/);
+      refusedOn(await api().patch<Record<string, any>>(`/api/functions/${id}`, { cost_multiplier: '1.23456789' }), 'cost_multiplier', /^must have at most 6 decimal places/);
+      expect((await api().get<Record<string, any>>(`/api/functions/${id}`)).body.function).to.include({ cost_per_unit: '0.001', cost_multiplier: '1' });
+    });
+
+    it('stores the finest costs exactly and shows cost_per_unit with 2 to 8 decimals, cost_multiplier in its shortest form (trailing zeros are not decimals lost)', async () => {
+      const fine = await api().post<Record<string, any>>('/api/functions', draft('finest', { cost_per_unit: '0.00000001', cost_multiplier: '1.234567' }));
+      expect(fine.status, fine.text).to.equal(201);
+      expect(fine.body.function).to.include({ cost_per_unit: '0.00000001', cost_multiplier: '1.234567' });
+      const zeros = await api().post<Record<string, any>>('/api/functions', draft('zeros', { cost_per_unit: '1.5000000000', cost_multiplier: '2.00000000' }));
+      expect(zeros.status, zeros.text).to.equal(201);
+      expect(zeros.body.function).to.include({ cost_per_unit: '1.50', cost_multiplier: '2' });
+      const free = await api().post<Record<string, any>>('/api/functions', draft('free', { cost_per_unit: '0' }));
+      expect(free.body.function).to.include({ cost_per_unit: '0.00', cost_multiplier: '1', effective_cost_per_call: '0.00' });
+    });
+  });
 });
