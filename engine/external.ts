@@ -35,9 +35,35 @@ export class ExternalFunctionError extends Error {
   }
 }
 
+/** Each field of an endpoint's answer, as a refusal of it states the rule (`externalAnswer`). */
+const ANSWER_RULES: Record<string, string> = {
+  price: 'a positive number or a decimal string such as "12.50"',
+  currency: 'a currency code of 3 to 5 letters such as "USD"',
+  confidence: 'a number between 0 and 1',
+  notes: 'a list of at most 20 strings of at most 500 characters each',
+  details: 'an object',
+};
+
+/** Why an endpoint's answer is not a price: each wrong field with its rule, in the schema's order (zod's own wording names neither). */
+function notAPrice(error: z.ZodError, body: unknown): string {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return 'it must be a JSON object such as {"price": 12.5, "confidence": 0.8}';
+  const fields = [...new Set(error.issues.map((i) => String(i.path[0] ?? '')))];
+  return fields
+    .map((field) => {
+      const rule = ANSWER_RULES[field] ?? 'as documented';
+      return (body as Record<string, unknown>)[field] === undefined ? `${field}: required, ${rule}` : `${field}: must be ${rule}`;
+    })
+    .join('; ');
+}
+
+/** A connection the endpoint closed (or reset) before its answer was complete: Node says "socket hang up". */
+const CLOSED_EARLY = 'The endpoint closed the connection before answering.';
+const closedEarly = (err: unknown): boolean => err instanceof OutboundError && err.kind === 'network' && err.code === 'ECONNRESET';
+
 /** The owner-neutral wording of a failed call to an endpoint. */
 function withoutAddress(err: unknown, timeoutMs: number): string {
   if (err instanceof OutboundBlockedError || (err instanceof OutboundError && err.kind === 'protocol')) return "The function's registered address is refused by this service's outbound guard; only its owner can change it.";
+  if (closedEarly(err)) return CLOSED_EARLY;
   if (!(err instanceof OutboundError)) return 'The endpoint could not be reached.';
   switch (err.kind) {
     case 'timeout':
@@ -86,10 +112,10 @@ export class ExternalExecutor {
       const forOthers = withoutAddress(err, timeoutMs);
       if (err instanceof OutboundBlockedError || (err instanceof OutboundError && err.kind === 'protocol')) throw new ExternalFunctionError('blocked', err.message, forOthers);
       if (err instanceof OutboundError && err.kind === 'timeout') throw new ExternalFunctionError('timeout', err.message, forOthers);
-      throw new ExternalFunctionError('upstream', (err as Error).message, forOthers);
+      throw new ExternalFunctionError('upstream', closedEarly(err) ? CLOSED_EARLY : (err as Error).message, forOthers);
     }
     const parsed = externalAnswer.safeParse(body);
-    if (!parsed.success) throw new ExternalFunctionError('invalid_response', `The endpoint's answer is not a price: ${parsed.error.issues[0]?.message ?? 'invalid'}.`);
+    if (!parsed.success) throw new ExternalFunctionError('invalid_response', `The endpoint's answer is not a price: ${notAPrice(parsed.error, body)}.`);
     const asked = currencyOf(context);
     const currency = parsed.data.currency?.toUpperCase() ?? asked;
     // A price in another currency than the one asked for is no answer to the question (and would be quoted as if it were).

@@ -47,6 +47,8 @@ export class OutboundError extends Error {
     readonly kind: 'timeout' | 'redirect' | 'too_large' | 'status' | 'invalid_json' | 'network' | 'protocol',
     message: string,
     readonly status?: number,
+    /** A network failure's system code (ECONNRESET, ECONNREFUSED, …), to word it without parsing its message. */
+    readonly code?: string,
   ) {
     super(message);
     this.name = 'OutboundError';
@@ -229,14 +231,14 @@ export class SafeHttpClient {
               finish(new OutboundError('invalid_json', 'Upstream answer is not JSON.', status));
             }
           });
-          res.on('error', (err) => finish(new OutboundError('network', err.message)));
+          res.on('error', (err: NodeJS.ErrnoException) => finish(new OutboundError('network', err.message, undefined, err.code)));
         },
       );
       const timer = setTimeout(() => {
         finish(new OutboundError('timeout', `No answer within ${timeoutMs} ms.`));
         req.destroy();
       }, timeoutMs);
-      req.on('error', (err) => finish(err instanceof OutboundBlockedError || err instanceof OutboundError ? err : new OutboundError('network', err.message)));
+      req.on('error', (err: NodeJS.ErrnoException) => finish(err instanceof OutboundBlockedError || err instanceof OutboundError ? err : new OutboundError('network', err.message, undefined, err.code)));
       req.end(body);
     });
   }

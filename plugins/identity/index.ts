@@ -25,6 +25,7 @@ export { requestRateOf, bindingRate } from './auth/rate-limit-guard';
 export type { RequestRate } from './auth/rate-limit-guard';
 export { FailedAuthGuard } from './auth/failed-auth';
 export { identityOf, personPrincipal, workspaceAttributes } from './auth/principal';
+export { assertManagesWorkspace } from './auth/managers';
 export { credentialOf, looksLikeJwt } from './auth/authenticators';
 export { invalidCredentials, missingCredentials, wrongKindOfCredential, insufficientScope, sandboxRefusal, WHERE_TO_GET_A_CREDENTIAL } from './errors';
 export { NAMED_SCOPES, NAME_ONLY_SCOPES, LEGACY_SCOPES, FULL_ACCESS, CONFIGURATION_ACCESS, effectiveScopes, unknownScopes, isLegacyReadOnly } from './scopes';

@@ -3,7 +3,7 @@ import { TOKENS } from '../../core/tokens';
 import type { RouteTable } from '../../core/http/pipeline';
 import { createEngine } from '../../engine';
 import { IDENTITY } from '../identity';
-import type { IdempotencyKeys } from '../identity';
+import type { IdempotencyKeys, Workspaces } from '../identity';
 import { keylessCallsSince, USAGE } from '../usage';
 import type { CallReplays, UsageRecorder } from '../usage';
 import { DEMO_WORKSPACE_ID, pricingSchema } from './migrations/0001-pricing-schema';
@@ -75,7 +75,7 @@ export const pricingPlugin: PluginDefinition = {
     hooks.addGuard(demoBudget);
     const routeSpecs = [
       ...computeRoutes(compute, config.limits.batchMaxItems),
-      ...functionRoutes({ store, registry: parts.registry, engine: parts.engine, market, latency: parts.latency, breakers: parts.breakers, outbound: parts.outbound, commissionPct: () => config.limits.marketplaceCommissionPct, maxCallCost: () => config.limits.functionMaxCallCost, idempotency }),
+      ...functionRoutes({ store, registry: parts.registry, engine: parts.engine, market, latency: parts.latency, breakers: parts.breakers, outbound: parts.outbound, commissionPct: () => config.limits.marketplaceCommissionPct, maxCallCost: () => config.limits.functionMaxCallCost, idempotency, workspaces: container.resolve<Workspaces>(IDENTITY.Workspaces) }),
       ...policyRoutes(policies, parts.registry, idempotency),
       ...operationRoutes(parts.registry, parts.breakers, parts.latency),
     ];

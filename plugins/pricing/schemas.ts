@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { limitParam } from '../../core/pagination';
-import { moneyString } from '../../core/money';
+import { moneyString, NON_NEGATIVE_DECIMAL_PATTERN } from '../../core/money';
 import { PREFERENCES, policyConfigSchema, STRATEGIES } from '../../engine';
 
 const MAX_CONTEXT_BYTES = 32 * 1024;
@@ -84,6 +84,28 @@ export const functionsQuery = z.object({
   cursor: z.string().max(200).optional(),
 });
 
+/**
+ * A non-negative decimal string its numeric(precision, scale) column stores exactly: no more than
+ * `scale` decimal places (PostgreSQL would round the rest away, a priced function turning free) and
+ * at most `precision - scale` digits before the point (more overflow the column). Trailing zeros
+ * lose nothing and are accepted.
+ */
+function storedDecimal(precision: number, scale: number) {
+  const largest = `${'9'.repeat(precision - scale)}.${'9'.repeat(scale)}`;
+  const step = `0.${'0'.repeat(scale - 1)}1`;
+  return moneyString.superRefine((value, ctx) => {
+    // Anything else is moneyString's own issue.
+    if (!NON_NEGATIVE_DECIMAL_PATTERN.test(value)) return;
+    const [whole = '', fraction = ''] = value.split('.');
+    if (whole.length > precision - scale) ctx.addIssue({ code: 'custom', message: `must be at most ${largest}` });
+    if (fraction.replace(/0+$/, '').length > scale) ctx.addIssue({ code: 'custom', message: `must have at most ${scale} decimal places (the smallest step is ${step}); more would be rounded away` });
+  });
+}
+/** pricing_functions.cost_per_unit, numeric(20, 8). */
+const costPerUnit = storedDecimal(20, 8);
+/** pricing_functions.cost_multiplier, numeric(12, 6). */
+const costMultiplier = storedDecimal(12, 6);
+
 export const registerFunctionBody = z
   .strictObject({
     name: z
@@ -99,8 +121,8 @@ export const registerFunctionBody = z
     execution_type: z.enum(['external_api', 'pipeline']),
     endpoint_url: z.string().url().max(2000).optional().describe('external_api: where the service POSTs {context, function} and expects {price, confidence, currency?}.'),
     timeout_ms: z.number().int().min(50).max(30_000).optional(),
-    cost_per_unit: moneyString.describe('USDC per call, decimal string.'),
-    cost_multiplier: moneyString.default('1'),
+    cost_per_unit: costPerUnit.describe('USDC per call, decimal string: at most 8 decimal places, at most 999999999999.99999999.'),
+    cost_multiplier: costMultiplier.default('1').describe('Decimal string: at most 6 decimal places, at most 999999.999999.'),
     is_public: z.boolean().default(false).describe('List on the marketplace (reachable by every workspace once active).'),
   })
   .superRefine((b, ctx) => {
@@ -124,8 +146,8 @@ export const patchFunctionBody = z.strictObject({
   description: z.string().max(1000).optional(),
   tags: z.array(z.string().trim().min(1).max(40)).max(20).optional(),
   is_public: z.boolean().optional(),
-  cost_per_unit: moneyString.optional(),
-  cost_multiplier: moneyString.optional(),
+  cost_per_unit: costPerUnit.optional(),
+  cost_multiplier: costMultiplier.optional(),
   endpoint_url: z.string().url().max(2000).optional(),
   timeout_ms: z.number().int().min(50).max(30_000).optional(),
 });

@@ -9,8 +9,8 @@ import { OutboundBlockedError, OutboundError } from '../../../core/outbound/safe
 import { dec } from '../../../core/money';
 import { EngineError, builtinOf, NO_DATA, effectiveCost, isReachable, latencyView } from '../../../engine';
 import type { CircuitBreakers, FunctionDescriptor, FunctionRegistry, LatencyStats, PricingEngine } from '../../../engine';
-import { identityOf } from '../../identity';
-import type { IdempotencyKeys } from '../../identity';
+import { assertManagesWorkspace, identityOf } from '../../identity';
+import type { IdempotencyKeys, Workspaces } from '../../identity';
 import * as s from '../schemas';
 import { pipelineUnavailable, toApiError } from '../services/engine-errors';
 import type { FunctionStore } from '../services/function-store';
@@ -28,7 +28,12 @@ export interface FunctionRouteDeps {
   /** FUNCTION_MAX_CALL_COST. */
   maxCallCost: () => number;
   idempotency: IdempotencyKeys;
+  /** Whose role decides who registers and changes functions (owners and admins; members read them). */
+  workspaces: Pick<Workspaces, 'roleOf'>;
 }
+
+/** Completes "Only owners and admins …" in the 403 of a member (or a member's key, or an agent's) on create and PATCH. */
+const MANAGE_FUNCTIONS = "register or change this workspace's functions";
 
 const scopeOf = (p: Principal) => ({ workspaceId: p.workspaceId, builtInsOnly: identityOf(p).sandbox });
 
@@ -99,6 +104,8 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
     }
     const fn = await d.store.get(id);
     if (!fn || fn.workspaceId !== p.workspaceId) throw notFound();
+    // The workspace's own function is the member's to see (GET shows it), so its refusal says why rather than 404.
+    await assertManagesWorkspace(p, d.workspaces, MANAGE_FUNCTIONS);
     return fn;
   };
   return [
@@ -146,6 +153,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       responses: { 201: { description: 'The function, as a draft, and how to activate it.' } },
       handler: async ({ principal, body, req }) => {
         const p = principal as Principal;
+        await assertManagesWorkspace(p, d.workspaces, MANAGE_FUNCTIONS);
         if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url, s.registerFunctionExample);
         checkCallCost(body.cost_per_unit, body.cost_multiplier, d.maxCallCost());
         const answer = (fn: FunctionDescriptor) =>
@@ -205,7 +213,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       id: 'functions.update',
       method: 'patch',
       path: '/api/functions/:id',
-      summary: 'Owner only: activate, deactivate, list publicly, or change description, tags, cost or endpoint.',
+      summary: 'Owners and admins: activate, deactivate, list publicly, or change description, tags, cost or endpoint.',
       tags: ['Functions'],
       fullAccess: true,
       params: s.idParams,

@@ -65,6 +65,16 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
           return sendJson(res, 200, { price: 10, confidence: 0.8, currency: 'eur' });
         case '/no-currency':
           return sendJson(res, 200, { price: 10, confidence: 0.8 });
+        case '/foo':
+          return sendJson(res, 200, { foo: 1 });
+        case '/confidence-7':
+          return sendJson(res, 200, { price: 10, confidence: 7 });
+        case '/bad-fields':
+          return sendJson(res, 200, { price: 'ten', confidence: '0.5', currency: 'US-D', notes: 'fine' });
+        case '/array':
+          return sendJson(res, 200, [{ price: 10, confidence: 0.5 }]);
+        case '/reset':
+          return void res.socket?.destroy();
         case '/server-error':
           return sendJson(res, 500, { error: 'boom' });
         case '/redirect':
@@ -217,6 +227,42 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
       expect(res.status, res.text).to.equal(502);
       expect((res.body.attempts as Attempt[])[0]?.error, path).to.equal(said);
     }
+  });
+
+  it("an endpoint's answer that is not a price is refused naming each wrong field and its rule", async () => {
+    for (const [path, said] of [
+      ['/foo', "The endpoint's answer is not a price: price: required, a positive number or a decimal string such as \"12.50\"; confidence: required, a number between 0 and 1."],
+      ['/confidence-7', "The endpoint's answer is not a price: confidence: must be a number between 0 and 1."],
+      ['/no-confidence', "The endpoint's answer is not a price: confidence: required, a number between 0 and 1."],
+      ['/negative', "The endpoint's answer is not a price: price: must be a positive number or a decimal string such as \"12.50\"."],
+      [
+        '/bad-fields',
+        "The endpoint's answer is not a price: price: must be a positive number or a decimal string such as \"12.50\"; currency: must be a currency code of 3 to 5 letters such as \"USD\"; confidence: must be a number between 0 and 1; notes: must be a list of at most 20 strings of at most 500 characters each.",
+      ],
+      ['/array', "The endpoint's answer is not a price: it must be a JSON object such as {\"price\": 12.5, \"confidence\": 0.8}."],
+    ] as const) {
+      const fn = await register(path);
+      const tested = await api.post<Record<string, any>>(`/api/functions/${fn.id}/test`, { context: CONTEXT });
+      expect(tested.status, tested.text).to.equal(200);
+      expect(tested.body, path).to.include({ ok: false, error: said });
+      await activate(fn.id);
+      const res = await api.post<Record<string, any>>('/api/compute/price', { context: CONTEXT, function_id: fn.id });
+      expect(res.status, res.text).to.equal(502);
+      expect((res.body.attempts as Attempt[])[0]?.error, path).to.equal(said);
+    }
+  });
+
+  it('an endpoint that closes the connection without answering is said to have done so, to its owner and to other workspaces', async () => {
+    const fn = await register('/reset', { is_public: true });
+    await activate(fn.id);
+    const said = 'The endpoint closed the connection before answering.';
+    const owned = await api.post<Record<string, any>>('/api/compute/price', { context: CONTEXT, function_id: fn.id });
+    expect(owned.status, owned.text).to.equal(502);
+    expect((owned.body.attempts as Attempt[])[0]).to.include({ outcome: 'failed', error: said });
+    const buyer = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'ext-reset-buyer'), { name: 'b' })).key });
+    const tested = await buyer.post<Record<string, any>>(`/api/functions/${fn.id}/test`, { context: CONTEXT });
+    expect(tested.status, tested.text).to.equal(200);
+    expect(tested.body).to.include({ ok: false, error: said });
   });
 
   it("an endpoint's price in another currency names both; an answer without a currency is in the context's currency", async () => {

@@ -273,9 +273,9 @@ describe('pricing: routing policies over HTTP', function () {
       expect(res.body.hint).to.equal(
         "An access token carries the scopes it was minted with: mint one without a scope parameter (POST /api/oauth/token) from a key with full access, or use such a key or a person's session.",
       );
-      // Minted without a scope, the same key's token may write.
+      // Minted without a scope, the same key's token may write (a routing policy; functions are for owners and admins, docs/routing.md).
       const full = await accessToken(svc.url, world.a.agentKey);
-      expect((await client(svc.url, { authorization: `Bearer ${full}` }).post('/api/functions', { name: fnName(), execution_type: 'pipeline', cost_per_unit: '0.001' })).status).to.equal(201);
+      expect((await client(svc.url, { authorization: `Bearer ${full}` }).post(PATH, { name: 'by agent token', strategy: 'cheapest' })).status).to.equal(201);
     });
 
         it('an unscoped key, a legacy write key and a person session may write', async () => {

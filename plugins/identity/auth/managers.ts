@@ -1,0 +1,30 @@
+import type { Principal } from '../../../core/auth';
+import { ApiError } from '../../../core/errors';
+import type { Workspaces } from '../services/workspaces';
+import { identityOf } from './principal';
+
+const roleTooLow = (message: string) => new ApiError('forbidden', message, { hint: 'Ask an owner or admin of this workspace.', fields: { reason: 'role too low' } });
+
+/**
+ * Who may manage a workspace's configuration that members only read (tester tags, functions):
+ * owners and admins, and full-access API keys an owner or admin created for the workspace, while
+ * their creator still is one (a member's key does no more than the member). Agent-bound and OAuth
+ * client keys, and the access tokens minted from them, act for one agent, not for the workspace's
+ * configuration. `action` completes "Only owners and admins …" (e.g. "change tester tags").
+ */
+export async function assertManagesWorkspace(p: Principal, workspaces: Pick<Workspaces, 'roleOf'>, action: string): Promise<void> {
+  const id = identityOf(p);
+  if (p.kind === 'person') {
+    if (id.role === 'owner' || id.role === 'admin') return;
+    throw roleTooLow(`Only owners and admins ${action}.`);
+  }
+  if (p.kind === 'api_key' && id.keyKind === 'person' && !p.agentId) {
+    const role = id.creatorPersonId ? await workspaces.roleOf(p.workspaceId, id.creatorPersonId) : null;
+    if (role === 'owner' || role === 'admin') return;
+    throw roleTooLow(`Only owners and admins ${action}, and a key only while its creator is one; this key's creator is not.`);
+  }
+  throw new ApiError('forbidden', `Agent keys${p.kind === 'access_token' ? ' and their access tokens' : ''} cannot ${action}; use a workspace key or a person's session.`, {
+    hint: 'Create a workspace key (POST /api/api-keys, person only) or sign in.',
+    fields: { reason: 'agent-bound key' },
+  });
+}

@@ -1,0 +1,171 @@
+import { expect } from 'chai';
+import { client } from '../../support/http';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+import { createKey, mintToken, signUp } from '../../support/world';
+import type { Person } from '../../support/world';
+
+/**
+ * Authoring workspace functions: who may register and change them (owners and admins, and keys
+ * they made while they are), and which costs the service stores exactly (refused otherwise).
+ */
+
+let seq = 0;
+const fnName = (label: string) => `auth-${label}-${process.pid}-${Date.now().toString(36)}-${seq++}`;
+const draft = (label: string, extra: Record<string, unknown> = {}) => ({ name: fnName(label), execution_type: 'pipeline', cost_per_unit: '0.001', ...extra });
+
+describe('pricing: authoring workspace functions', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  let owner: Person;
+  let ownerKey: string;
+
+  before(async () => {
+    svc = await startTestService();
+    owner = await signUp(svc, 'fn-author');
+    ownerKey = (await createKey(svc, owner, { name: 'owner key' })).key;
+  });
+  after(() => svc?.close());
+
+  const api = (headers: Record<string, string> = { 'x-api-key': ownerKey }) => client(svc.url, headers);
+
+  /** A person who joined the owner's workspace with `role`, as headers of their session there. */
+  const join = async (label: string, role: 'admin' | 'member'): Promise<{ person: Person; session: Record<string, string> }> => {
+    const person = await signUp(svc, label);
+    const inv = await api({ cookie: owner.cookie }).post<Record<string, any>>(`/api/workspaces/${owner.workspaceId}/invitations`, { email: person.email, role });
+    expect(inv.status, inv.text).to.equal(201);
+    expect((await api({ cookie: person.cookie }).post('/api/invitations/accept', { token: inv.body.accept.token })).status).to.equal(200);
+    return { person, session: { cookie: person.cookie, 'x-workspace-id': owner.workspaceId } };
+  };
+  const keyOf = async (session: Record<string, string>, name: string): Promise<string> => {
+    const res = await api(session).post<Record<string, any>>('/api/api-keys', { name });
+    expect(res.status, res.text).to.equal(201);
+    return res.body.api_key.key as string;
+  };
+  const expectRoleTooLow = (res: { status: number; body: Record<string, any>; text: string }) => {
+    expect(res.status, res.text).to.equal(403);
+    expect(res.body).to.include({ code: 'forbidden', reason: 'role too low', hint: 'Ask an owner or admin of this workspace.' });
+    expect(res.body.error).to.match(/^Only owners and admins register or change this workspace's functions/);
+  };
+
+  describe('who may register and change functions', () => {
+    it('lets owners and admins, and the keys they created, register and change functions', async () => {
+      const { session: asAdmin } = await join('fn-admin', 'admin');
+      const adminKey = await keyOf(asAdmin, 'admin key');
+      for (const headers of [{ cookie: owner.cookie }, { 'x-api-key': ownerKey }, asAdmin, { 'x-api-key': adminKey }]) {
+        const created = await api(headers).post<Record<string, any>>('/api/functions', draft('allowed'));
+        expect(created.status, created.text).to.equal(201);
+        const patched = await api(headers).patch<Record<string, any>>(`/api/functions/${created.body.function.id}`, { description: 'changed', status: 'active' });
+        expect(patched.status, patched.text).to.equal(200);
+        expect(patched.body.function).to.include({ description: 'changed', status: 'active' });
+      }
+    });
+
+    it("refuses a member's session and a member's key with 403 forbidden naming the rule, and changes nothing; the member still reads the function", async () => {
+      const fn = await api().post<Record<string, any>>('/api/functions', draft('members'));
+      expect(fn.status, fn.text).to.equal(201);
+      const id = fn.body.function.id as string;
+      const { session: asMember } = await join('fn-member', 'member');
+      const memberKey = await keyOf(asMember, 'member key');
+      for (const headers of [asMember, { 'x-api-key': memberKey }]) {
+        for (const body of [{ status: 'active' }, { is_public: true }, { cost_per_unit: '0' }, { description: 'hijacked' }]) {
+          expectRoleTooLow(await api(headers).patch<Record<string, any>>(`/api/functions/${id}`, body));
+        }
+        expectRoleTooLow(await api(headers).post<Record<string, any>>('/api/functions', draft('by-member')));
+        const read = await api(headers).get<Record<string, any>>(`/api/functions/${id}`);
+        expect(read.status, read.text).to.equal(200);
+        expect(read.body.function).to.include({ status: 'draft', is_public: false, cost_per_unit: '0.001', description: '' });
+      }
+      const byKey = await api({ 'x-api-key': memberKey }).patch<Record<string, any>>(`/api/functions/${id}`, { status: 'active' });
+      expect(byKey.body.error).to.equal("Only owners and admins register or change this workspace's functions, and a key only while its creator is one; this key's creator is not.");
+    });
+
+    it("refuses an admin's key once its creator is demoted to member", async () => {
+      const { person: admin, session: asAdmin } = await join('fn-demoted', 'admin');
+      const adminKey = await keyOf(asAdmin, 'admin key');
+      const fn = await api({ 'x-api-key': adminKey }).post<Record<string, any>>('/api/functions', draft('demoted'));
+      expect(fn.status, fn.text).to.equal(201);
+      expect((await api({ cookie: owner.cookie }).patch(`/api/workspaces/${owner.workspaceId}/members/${admin.id}`, { role: 'member' })).status).to.equal(200);
+      expectRoleTooLow(await api({ 'x-api-key': adminKey }).patch<Record<string, any>>(`/api/functions/${fn.body.function.id}`, { status: 'active' }));
+    });
+
+    it("refuses the workspace's agent keys and their access tokens with 403 forbidden (an agent acts for itself, not for the workspace's functions)", async () => {
+      const fn = await api().post<Record<string, any>>('/api/functions', draft('agents'));
+      const agent = await api({ cookie: owner.cookie }).post<Record<string, any>>('/api/agents', { name: 'fn-agent' });
+      const agentKey = await api({ cookie: owner.cookie }).post<Record<string, any>>(`/api/agents/${agent.body.agent.id}/keys`, { name: 'agent key' });
+      const key = agentKey.body.api_key.key as string;
+      const token = await mintToken(svc, key);
+      for (const [headers, error] of [
+        [{ 'x-api-key': key }, "Agent keys cannot register or change this workspace's functions; use a workspace key or a person's session."],
+        [{ authorization: `Bearer ${token}` }, "Agent keys and their access tokens cannot register or change this workspace's functions; use a workspace key or a person's session."],
+      ] as const) {
+        for (const res of [await api(headers).post<Record<string, any>>('/api/functions', draft('by-agent')), await api(headers).patch<Record<string, any>>(`/api/functions/${fn.body.function.id}`, { status: 'active' })]) {
+          expect(res.status, res.text).to.equal(403);
+          expect(res.body).to.include({ code: 'forbidden', reason: 'agent-bound key', error });
+        }
+      }
+    });
+
+    it("answers another workspace's function with the same 404 as a function that does not exist, whatever the caller's role", async () => {
+      const fn = await api().post<Record<string, any>>('/api/functions', draft('foreign'));
+      const other = await signUp(svc, 'fn-other');
+      const { session: asMember } = await join('fn-other-member', 'member');
+      const otherHeaders: Array<Record<string, string>> = [{ cookie: other.cookie }, { 'x-api-key': (await createKey(svc, other, { name: 'other' })).key }];
+      for (const headers of otherHeaders) {
+        const foreign = await api(headers).patch<Record<string, any>>(`/api/functions/${fn.body.function.id}`, { status: 'active' });
+        const missing = await api(headers).patch<Record<string, any>>('/api/functions/fn_does_not_exist', { status: 'active' });
+        expect(foreign.status).to.equal(404);
+        expect({ ...foreign.body, request_id: null }).to.deep.equal({ ...missing.body, request_id: null });
+      }
+      // A member of the owning workspace is told why instead (the function is theirs to see).
+      expectRoleTooLow(await api(asMember).patch<Record<string, any>>(`/api/functions/${fn.body.function.id}`, { status: 'active' }));
+    });
+  });
+
+  describe('which costs are stored', () => {
+    const refusedOn = (res: { status: number; body: Record<string, any>; text: string }, path: string, reason: RegExp) => {
+      expect(res.status, res.text).to.equal(400);
+      expect(res.body.code).to.equal('validation_error');
+      expect(res.body.issues).to.have.length(1);
+      expect(res.body.issues[0].path).to.equal(path);
+      expect(res.body.issues[0].reason).to.match(reason);
+      expect(res.body.error).to.contain(path);
+    };
+
+    it('refuses a cost_per_unit or cost_multiplier beyond what its column holds with 400 naming the field and its bound, on create and PATCH (it was a 500)', async () => {
+      refusedOn(await api().post<Record<string, any>>('/api/functions', draft('mult', { cost_per_unit: '0.00000001', cost_multiplier: '10000000' })), 'cost_multiplier', /^must be at most 999999\.999999/);
+      refusedOn(await api().post<Record<string, any>>('/api/functions', draft('cost', { cost_per_unit: '1000000000000', cost_multiplier: '0' })), 'cost_per_unit', /^must be at most 999999999999\.99999999/);
+      const fn = await api().post<Record<string, any>>('/api/functions', draft('patched-bounds'));
+      expect(fn.status, fn.text).to.equal(201);
+      const id = fn.body.function.id as string;
+      refusedOn(await api().patch<Record<string, any>>(`/api/functions/${id}`, { cost_per_unit: '0.00000001', cost_multiplier: '10000000' }), 'cost_multiplier', /^must be at most 999999\.999999/);
+      refusedOn(await api().patch<Record<string, any>>(`/api/functions/${id}`, { cost_per_unit: '1000000000000', cost_multiplier: '0' }), 'cost_per_unit', /^must be at most 999999999999\.99999999/);
+      expect((await api().get<Record<string, any>>(`/api/functions/${id}`)).body.function).to.include({ cost_per_unit: '0.001', cost_multiplier: '1' });
+      // The largest values the columns hold are accepted (their product stays within FUNCTION_MAX_CALL_COST here).
+      const largest = await api().post<Record<string, any>>('/api/functions', draft('largest', { cost_per_unit: '0', cost_multiplier: '999999.999999' }));
+      expect(largest.status, largest.text).to.equal(201);
+      expect(largest.body.function).to.include({ cost_per_unit: '0.00', cost_multiplier: '999999.999999' });
+    });
+
+    it('refuses more decimals than are stored (8 for cost_per_unit, 6 for cost_multiplier) with 400 naming the field, instead of rounding them away', async () => {
+      refusedOn(await api().post<Record<string, any>>('/api/functions', draft('tiny', { cost_per_unit: '0.000000004' })), 'cost_per_unit', /^must have at most 8 decimal places/);
+      refusedOn(await api().post<Record<string, any>>('/api/functions', draft('fine', { cost_multiplier: '1.23456789' })), 'cost_multiplier', /^must have at most 6 decimal places/);
+      const fn = await api().post<Record<string, any>>('/api/functions', draft('patched-decimals'));
+      const id = fn.body.function.id as string;
+      refusedOn(await api().patch<Record<string, any>>(`/api/functions/${id}`, { cost_per_unit: '0.000000004' }), 'cost_per_unit', /^must have at most 8 decimal places/);
+      refusedOn(await api().patch<Record<string, any>>(`/api/functions/${id}`, { cost_multiplier: '1.23456789' }), 'cost_multiplier', /^must have at most 6 decimal places/);
+      expect((await api().get<Record<string, any>>(`/api/functions/${id}`)).body.function).to.include({ cost_per_unit: '0.001', cost_multiplier: '1' });
+    });
+
+    it('stores the finest costs exactly and shows cost_per_unit with 2 to 8 decimals, cost_multiplier in its shortest form (trailing zeros are not decimals lost)', async () => {
+      const fine = await api().post<Record<string, any>>('/api/functions', draft('finest', { cost_per_unit: '0.00000001', cost_multiplier: '1.234567' }));
+      expect(fine.status, fine.text).to.equal(201);
+      expect(fine.body.function).to.include({ cost_per_unit: '0.00000001', cost_multiplier: '1.234567' });
+      const zeros = await api().post<Record<string, any>>('/api/functions', draft('zeros', { cost_per_unit: '1.5000000000', cost_multiplier: '2.00000000' }));
+      expect(zeros.status, zeros.text).to.equal(201);
+      expect(zeros.body.function).to.include({ cost_per_unit: '1.50', cost_multiplier: '2' });
+      const free = await api().post<Record<string, any>>('/api/functions', draft('free', { cost_per_unit: '0' }));
+      expect(free.body.function).to.include({ cost_per_unit: '0.00', cost_multiplier: '1', effective_cost_per_call: '0.00' });
+    });
+  });
+});
