@@ -16,8 +16,9 @@ const CURRENCY = /^[A-Za-z]{3}$/;
 const CONTEXT_KEY = /^[a-z][a-z0-9_]{0,39}$/;
 const RESERVED_CONTEXT_KEYS = ['product_type', 'currency', 'amount', 'price', 'observed_at', 'source'];
 // The C0 and C1 controls (Unicode Cc) spelled as ranges: a regexp with flags cannot be stated as an OpenAPI pattern.
+// `*`, not `+`: an empty value is told only that it must not be empty (.min(1)), not also that it holds control characters.
 // eslint-disable-next-line no-control-regex -- refusing control characters is the point
-const NO_CONTROL_CHARS = /^[^\u0000-\u001F\u007F-\u009F]+$/;
+const NO_CONTROL_CHARS = /^[^\u0000-\u001F\u007F-\u009F]*$/;
 
 const productType = z.string().trim().min(1, 'product_type must not be empty').max(100).regex(NO_CONTROL_CHARS, 'product_type must not contain control characters');
 const currency = z

@@ -114,6 +114,17 @@ describe('price observations (data contributions)', function () {
     expect((rows[0] as { n: number }).n).to.equal(0);
   });
 
+  it('answers an empty (or blank) product_type or source with one issue each, saying it must not be empty', async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const res = await api.post<Record<string, any>>('/api/data/observations', { observations: [{ product_type: '', currency: 'USD', amount: '1.00', observed_at: hoursAgo(1), source: '  ' }] });
+    expect(res.status, res.text).to.equal(400);
+    expect(res.body.code).to.equal('validation_error');
+    expect(res.body.issues).to.deep.equal([
+      { path: 'observations.0.product_type', reason: 'product_type must not be empty' },
+      { path: 'observations.0.source', reason: 'source must not be empty' },
+    ]);
+  });
+
   it('refuses C0 and C1 control characters in product_type and source, and keeps other Unicode', async () => {
     const api = client(svc.url, { 'x-api-key': key });
     const item = (product_type: string, source: string) => ({ product_type, currency: 'USD', amount: '1.00', observed_at: hoursAgo(1), source });
