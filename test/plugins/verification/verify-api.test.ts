@@ -77,6 +77,20 @@ describe('price verification API', function () {
     expect(demo.status).to.equal(400);
   });
 
+  it('takes current_price as the docs say (a non-negative number, 0 included), with one issue per refusal and a message saying so', async () => {
+    const api = client(svc.url, { 'x-api-key': caller.key });
+    const zero = await api.post<Record<string, any>>('/api/price-router/verify', { context: { product_type: 'widget', current_price: 0 }, proposed_price: '20.10' });
+    expect(zero.status, zero.text).to.equal(200);
+    expect(zero.body.verdict).to.equal('reasonable');
+    for (const bad of [-3, '4.5']) {
+      const res = await api.post<Record<string, any>>('/api/price-router/verify', { context: { product_type: 'widget', current_price: bad }, proposed_price: '20.10' });
+      expect(res.status, `${JSON.stringify(bad)}: ${res.text}`).to.equal(400);
+      expect(res.body.issues, JSON.stringify(bad)).to.deep.equal([{ path: 'context.current_price', reason: 'current_price must be a non-negative number' }]);
+    }
+    const tooPrecise = await api.post<Record<string, any>>('/api/price-router/verify', { context: { product_type: 'widget', current_price: 1e-20 }, proposed_price: '20.10' });
+    expect(tooPrecise.body.issues).to.deep.equal([{ path: 'context.current_price', reason: 'current_price must be a non-negative number with at most 18 digits before and after the point' }]);
+  });
+
   it('does not match another currency or product type', async () => {
     const eur = await verify({ context: { product_type: 'widget', currency: 'EUR' }, proposed_price: '20' });
     expect(eur.body.verdict).to.equal('unknown');
