@@ -413,6 +413,24 @@ describe('keyless demo verification', function () {
     expect(over.headers.get('x-demo-budget-remaining')).to.equal('0');
   });
 
+  it('tells a caller who sent a key that the demo did not check it, pointing at the authenticated route; a keyless call gets no such field', async () => {
+    const other = await startTestService();
+    try {
+      const sandbox = await registerSandbox(other, 'demo-with-key');
+      const res = await client(other.url, { 'x-api-key': sandbox.key }).post<Record<string, any>>('/api/public/price-router/verify', { context: { product_type: 'widget' }, proposed_price: '3' });
+      expect(res.status, res.text).to.equal(200);
+      expect(res.body.demo).to.equal(true);
+      expect(res.body.credential_ignored).to.equal(
+        'The demo verifies every call as the keyless demo tenant and did not check the credential sent; send it to POST /api/price-router/verify to verify as your workspace.',
+      );
+      const keyless = await client(other.url).post<Record<string, any>>('/api/public/price-router/verify', { context: { product_type: 'widget' }, proposed_price: '3' });
+      expect(keyless.status).to.equal(200);
+      expect(keyless.body).to.not.have.property('credential_ignored');
+    } finally {
+      await other.close();
+    }
+  });
+
   it('answers GET with 405 and Allow: POST', async () => {
     const res = await client(svc.url).get<Record<string, any>>('/api/public/price-router/verify');
     expect(res.status).to.equal(405);
