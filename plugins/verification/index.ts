@@ -51,6 +51,6 @@ export const verificationPlugin: PluginDefinition = {
     const observer = new OutcomeObserver(store, ctx.log);
     events.on('usage.outcome_recorded', 'verification', (e) => observer.handle(e));
 
-    for (const route of [...observationRoutes(store, () => clock.now()), ...verifyRoutes(service)]) ctx.route(route);
+    for (const route of [...observationRoutes(store, () => clock.now(), config.verification.maxAgeDays), ...verifyRoutes(service)]) ctx.route(route);
   },
 };

@@ -56,6 +56,20 @@ describe('price observations (data contributions)', function () {
     expect(theirs.body.data).to.deep.equal([]);
   });
 
+  it('stores an observation older than the verification window with a warning naming it and VERIFY_MAX_AGE_DAYS; recent ones get no warnings', async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const item = (observed_at: string) => ({ product_type: 'vintage', currency: 'USD', amount: '9.00', observed_at, source: 'archive' });
+    const res = await api.post<Record<string, any>>('/api/data/observations', { observations: [item('2020-01-01T00:00:00Z'), item(hoursAgo(1)), item('2021-06-01T00:00:00Z')] });
+    expect(res.status, res.text).to.equal(201);
+    expect(res.body.created).to.equal(3);
+    expect(res.body.warnings).to.deep.equal([
+      'observations.0 and observations.2 were observed more than VERIFY_MAX_AGE_DAYS (120) days ago: they are stored, but verification and the network reference of compute ignore them.',
+    ]);
+    const recent = await api.post<Record<string, any>>('/api/data/observations', { observations: [item(hoursAgo(2))] });
+    expect(recent.status).to.equal(201);
+    expect(recent.body).to.not.have.property('warnings');
+  });
+
   it('pages with the list envelope', async () => {
     const person = await signUp(svc, 'pager');
     const api = client(svc.url, { 'x-api-key': (await createKey(svc, person, { name: 'p' })).key });
