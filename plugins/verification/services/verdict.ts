@@ -29,6 +29,10 @@ export interface Observation {
   amount: string;
   /** Epoch milliseconds. */
   observedAt: number;
+  /** Where it came from; an accepted outcome's source names a function. */
+  origin?: 'contribution' | 'accepted_outcome';
+  /** The label shown for its source, when it differs from `source` (a private function's name hidden); grouping stays by `source`. */
+  label?: string;
 }
 
 export interface VerdictThresholds {

@@ -73,6 +73,8 @@ export interface AgedObservation {
   observedAt: number;
   /** ms before "now". */
   age: number;
+  /** The label shown for the source when it differs from `source`. */
+  label?: string;
 }
 
 /** Exact copies (same workspace, source, amount and time; 4.5 and 4.50 alike) count once. */
@@ -112,7 +114,7 @@ export function sourceMedians<T extends AgedObservation>(observations: readonly 
   }
   const sources = [...groups.values()].map((items) => {
     const first = items[0] as T & { weight: number };
-    return { workspaceId: first.workspaceId, label: first.source, items, weight: items.reduce((s, o) => s + o.weight, 0), median: weightedMedianDec(items) };
+    return { workspaceId: first.workspaceId, label: first.label ?? first.source, items, weight: items.reduce((s, o) => s + o.weight, 0), median: weightedMedianDec(items) };
   });
   sources.sort((a, b) => b.weight - a.weight || a.label.localeCompare(b.label));
   return {

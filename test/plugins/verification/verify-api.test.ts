@@ -314,6 +314,53 @@ describe('price verification API', function () {
     expect(after.body.data).to.have.length(0);
   });
 
+  it('never shows a private function\'s name in source labels outside its workspace: others and the demo see accepted:workspace-function, until it is listed publicly, and again once it is not', async () => {
+    const owner = await contributor(svc, 'secret-owner');
+    const ownerApi = client(svc.url, { 'x-api-key': owner.key });
+    const made = await ownerApi.post<Record<string, any>>('/api/functions', { name: `secret-formula-${Date.now()}`, execution_type: 'pipeline', cost_per_unit: '0.001' });
+    expect(made.status, made.text).to.equal(201);
+    const fn = made.body.function as { id: string; name: string };
+    expect((await ownerApi.patch(`/api/functions/${fn.id}`, { status: 'active' })).status).to.equal(200);
+    const accepted = (eventId: string, functionId: string, functionName: string) =>
+      svc.events.emit('usage.outcome_recorded', {
+        eventId,
+        workspaceId: owner.workspaceId,
+        outcome: 'accepted',
+        qualityScore: null,
+        functionId,
+        functionName,
+        price: '12.00',
+        currency: 'USD',
+        contextKeys: { product_type: 'secret-sauce' },
+        networkEvidence: false,
+        at: new Date().toISOString(),
+      });
+    await accepted(`use_secret_${Date.now()}`, fn.id, fn.name);
+    await accepted(`use_builtin_${Date.now()}`, 'fn_builtin_cost_plus', 'cost-plus');
+    const body = { context: { product_type: 'secret-sauce' }, proposed_price: '13' };
+    const labelsOf = (res: { status: number; text: string; body: Record<string, any> }) => {
+      expect(res.status, res.text).to.equal(200);
+      return (res.body.reference.source_labels as Array<{ label: string }>).map((l) => l.label).sort();
+    };
+
+    const outsider = await verify(body);
+    expect(labelsOf(outsider)).to.deep.equal(['accepted:cost-plus', 'accepted:workspace-function']);
+    expect(outsider.text).to.not.contain(fn.name);
+    const demo = await client(svc.url).post<Record<string, any>>('/api/public/price-router/verify', body);
+    expect(labelsOf(demo)).to.deep.equal(['accepted:cost-plus', 'accepted:workspace-function']);
+    expect(demo.text).to.not.contain(fn.name);
+    // Its own workspace knows the name.
+    expect(labelsOf(await verify(body, owner.key))).to.deep.equal(['accepted:cost-plus', `accepted:${fn.name}`]);
+
+    // Listed publicly, the name is public; made private again, it is hidden again (judged when shown, not when accepted).
+    expect((await ownerApi.patch(`/api/functions/${fn.id}`, { is_public: true })).status).to.equal(200);
+    expect(labelsOf(await verify(body))).to.deep.equal(['accepted:cost-plus', `accepted:${fn.name}`]);
+    expect((await ownerApi.patch(`/api/functions/${fn.id}`, { is_public: false })).status).to.equal(200);
+    const later = await verify(body);
+    expect(labelsOf(later)).to.deep.equal(['accepted:cost-plus', 'accepted:workspace-function']);
+    expect(later.text).to.not.contain(fn.name);
+  });
+
   it('does not store an accepted price that was positioned on the network\'s own observations (it would echo them back as new evidence)', async () => {
     const api = client(svc.url, { 'x-api-key': caller.key });
     const contributed = await api.post('/api/data/observations', { observations: [{ product_type: 'echo-gear', currency: 'USD', amount: '12.00', source: 'shop', observed_at: new Date().toISOString() }] });
