@@ -38,7 +38,7 @@ export interface Observation {
 export interface VerdictThresholds {
   /** Smallest Kish effective n of the time-weighted observations for a two-sided verdict. */
   minEffectiveObservations: number;
-  /** Smallest number of distinct sources for a two-sided verdict. */
+  /** Smallest number of distinct submitting workspaces for a two-sided verdict. */
   minSources: number;
   halfLifeDays: number;
   maxAgeDays: number;
@@ -112,6 +112,8 @@ export interface Independence {
   independent: boolean;
   reasons: string[];
   sources: number;
+  /** Distinct submitting workspaces behind the evidence: what the minimum of sources counts. */
+  workspaces: number;
   largest_source_share: number | null;
   own_workspace_share: number;
   own_workspace_observations: number;
@@ -218,6 +220,8 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   let reference: Reference | null = null;
   let nEff = 0;
   let sourceCount = 0;
+  let workspaceCount = 0;
+  let heaviest: { rawShare: number; observations: number; own: boolean } | null = null;
   let largestShare: number | null = null;
   let ownShare = 0;
   let ownCount = 0;
@@ -227,9 +231,11 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   if (used.length > 0) {
     const stats = sourceMedians(used, halfLifeMs);
     const { weighted, totalWeight } = stats;
-    const sumSq = weighted.reduce((s, o) => s + o.weight * o.weight, 0);
-    nEff = (totalWeight * totalWeight) / sumSq;
-    freshness = Math.sqrt(totalWeight / weighted.length);
+    nEff = stats.effectiveN;
+    // The mean weight, each observation counted as its workspace's cap counts it: fresh copies do not freshen the evidence.
+    freshness = stats.counted > 0 ? Math.sqrt(totalWeight / stats.counted) : 0;
+    workspaceCount = stats.workspaces;
+    heaviest = stats.heaviest ? { rawShare: stats.heaviest.rawShare, observations: stats.heaviest.observations, own: stats.heaviest.workspaceId === input.callerWorkspaceId } : null;
     const sources = stats.sources.map((s) => ({ ...s, own: s.workspaceId === input.callerWorkspaceId, count: s.items.length }));
     sourceCount = sources.length;
     const ref = stats.reference;
@@ -285,15 +291,22 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   if (used.length > 0 && sourceCount < 2) independenceReasons.push(`fewer than 2 distinct sources: all ${used.length} observation(s) come from one source ("${largestLabel}")`);
   if (sourceCount >= 2 && largestShare !== null && largestShare > DOMINANT_SHARE) independenceReasons.push(`one source ("${largestLabel}") carries ${pct(largestShare)} of the weight, over half`);
   // One submitter posting under several labels is one source of evidence, however many labels it uses.
-  const workspaces = new Set(used.map((o) => o.workspaceId)).size;
-  const oneSubmitter = sourceCount >= 2 && workspaces === 1;
+  const oneSubmitter = sourceCount >= 2 && workspaceCount === 1;
   if (oneSubmitter) independenceReasons.push(`all ${sourceCount} sources come from one workspace`);
+  // One workspace submitting most of the weight: capped (it counts no more than the next one), and said.
+  const dominantWorkspace = workspaceCount >= 2 && heaviest !== null && heaviest.rawShare > DOMINANT_SHARE ? heaviest : null;
+  if (dominantWorkspace) {
+    independenceReasons.push(
+      `one workspace${dominantWorkspace.own ? ' (your own)' : ''} submitted ${pct(dominantWorkspace.rawShare)} of the weight (${dominantWorkspace.observations} of ${used.length} observations), over half: its weight and effective count are capped at the next-heaviest workspace's`,
+    );
+  }
   if (ownCount > 0) independenceReasons.push(`${ownCount} observation(s) (${pct(ownShare)} of the weight) come from your own workspace`);
   if (circular > 0) independenceReasons.push(`${circular} observation(s) of your own workspace equal to the proposed price or your current price were excluded as circular evidence`);
   const independence: Independence = {
     independent: independenceReasons.length === 0 && used.length > 0,
     reasons: used.length === 0 && circular === 0 ? ['no observations: there is no evidence to be independent'] : independenceReasons,
     sources: sourceCount,
+    workspaces: workspaceCount,
     largest_source_share: largestShare === null ? null : round(largestShare),
     own_workspace_share: round(ownShare),
     own_workspace_observations: ownCount,
@@ -303,7 +316,8 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
 
   // The effective n is compared as reported (two decimals), so five fresh observations a few
   // minutes apart count as 5, not 4.9999.
-  const sufficient = used.length > 0 && round(nEff, 2) >= t.minEffectiveObservations && sourceCount >= t.minSources;
+  // Sources are counted by submitting workspace here: one workspace under several labels is one source.
+  const sufficient = used.length > 0 && round(nEff, 2) >= t.minEffectiveObservations && workspaceCount >= t.minSources;
   const evidence = { matched: input.observations.length + (input.olderIgnored ?? 0), used: used.length, ignored_older_than_max_age: tooOld, sufficient };
   const constraints = { floor: input.floor ?? null, ceiling: input.ceiling ?? null };
   const base = { proposed_price: formatMoney(p, 18), reference, constraints, independence, evidence, thresholds };
@@ -314,7 +328,9 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
     else if (used.length === 0) reasons.push('no stored observation matches this product type and currency');
     else {
       if (round(nEff, 2) < t.minEffectiveObservations) reasons.push(`effective number of observations ${round(nEff, 2)} is below the minimum ${t.minEffectiveObservations}`);
-      if (sourceCount < t.minSources) reasons.push(`${sourceCount} distinct source(s), below the minimum ${t.minSources}`);
+      if (workspaceCount < t.minSources) {
+        reasons.push(`${workspaceCount} distinct source(s), below the minimum ${t.minSources}: sources are counted by submitting workspace, one however many labels it uses`);
+      }
     }
   }
 
@@ -368,6 +384,7 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   let independenceFactor = 1;
   if (sourceCount < 2 || oneSubmitter) independenceFactor *= 0.5;
   if (largestShare !== null && sourceCount >= 2 && largestShare > DOMINANT_SHARE) independenceFactor *= 1 - (largestShare - DOMINANT_SHARE);
+  if (dominantWorkspace) independenceFactor *= 1 - (dominantWorkspace.rawShare - DOMINANT_SHARE);
   independenceFactor *= 1 - 0.5 * ownShare;
   const factors = {
     amount: round(nEff / (nEff + AMOUNT_K)),

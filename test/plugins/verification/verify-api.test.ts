@@ -266,13 +266,14 @@ describe('price verification API', function () {
 
   it('sees new contributions at once although evidence is cached between verifications', async () => {
     const first = await contributor(svc, 'fresh-a');
-    await contribute(svc, first.key, 'thingamajig', 'a', ['7.00', '7.10']);
+    // Three observations each: a workspace counts for no more than the other, so 3 + 3 make the effective n of 6.
+    await contribute(svc, first.key, 'thingamajig', 'a', ['7.00', '7.10', '6.95']);
     const before = await verify({ context: { product_type: 'thingamajig' }, proposed_price: '7' });
-    expect(before.body.reference.observations).to.equal(2);
-    expect((await verify({ context: { product_type: 'thingamajig' }, proposed_price: '7' })).body.reference.observations).to.equal(2);
+    expect(before.body.reference.observations).to.equal(3);
+    expect((await verify({ context: { product_type: 'thingamajig' }, proposed_price: '7' })).body.reference.observations).to.equal(3);
     await contribute(svc, (await contributor(svc, 'fresh-b')).key, 'THINGAMAJIG', 'b', ['7.20', '6.90', '7.05']);
     const after = await verify({ context: { product_type: 'thingamajig' }, proposed_price: '7' });
-    expect(after.body.reference.observations).to.equal(5);
+    expect(after.body.reference.observations).to.equal(6);
     expect(after.body.verdict).to.equal('reasonable');
   });
 
