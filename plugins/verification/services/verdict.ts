@@ -157,7 +157,8 @@ const MAX_PRICE = '999999999999999999.999999999999999999';
 /**
  * A positive float as a decimal string with at least 6 significant digits (2 to 18 decimals), and
  * no more digits than a double holds (15), so a bound of 9.4e17 does not print invented ones. A
- * bound beyond the largest price is the largest price; one below the smallest is zero.
+ * bound beyond the largest price is the largest price; one below the smallest is zero (a band's
+ * lower bound is then reported open).
  */
 export function priceString(raw: number): string {
   if (!Number.isFinite(raw) || raw >= 1e18) return MAX_PRICE;
@@ -377,7 +378,8 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
     verdict = 'reasonable';
     const lp = Math.log(p.toNumber());
     nearest = Math.abs(lp - Math.log(lower.toNumber())) < Math.abs(Math.log(upper.toNumber()) - lp) ? lower : upper;
-    reasons.push(`the proposed price lies within the band [${formatMoney(lower, 18)}, ${formatMoney(upper, 18)}] around the reference ${reference.price}`);
+    const from = lower.isZero() ? '(open below' : `[${formatMoney(lower, 18)}`;
+    reasons.push(`the proposed price lies within the band ${from}, ${formatMoney(upper, 18)}] around the reference ${reference.price}`);
   }
   const unit = hw / t.bandK;
   const dist = Math.abs(Math.log(p.toNumber()) - Math.log(nearest.toNumber())) / (unit > 0 ? unit : 1);
@@ -397,11 +399,16 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   return { ...base, verdict, basis: 'observations', reasons, band: twoSidedBand(observationBand, t), confidence, confidence_factors: factors };
 }
 
+/**
+ * A lower bound that rounds to zero (below half the smallest price, 10^-18) is reported open: no
+ * price can be below it, and "0.00", closed, would read as if 0 were an acceptable price.
+ */
 function twoSidedBand(b: { lower: Dec; upper: Dec; sigma: number; estimator: 'mad' | 'iqr' | 'mean_absolute_deviation' | 'none'; hw: number; minApplied: boolean }, t: VerdictThresholds): Band {
+  const open = b.lower.isZero();
   return {
-    lower: formatMoney(b.lower, 18),
+    lower: open ? null : formatMoney(b.lower, 18),
     upper: formatMoney(b.upper, 18),
-    lower_open: false,
+    lower_open: open,
     upper_open: false,
     method: 'log_median_k_mad',
     formula: `reference × exp(±max(${t.bandK}·σ, ln(1 + ${t.minRelativeHalfWidth}))), σ = robust standard deviation of the time-weighted log prices`,

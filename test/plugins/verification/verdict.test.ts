@@ -40,6 +40,18 @@ describe('verification verdict (pure)', () => {
       }
     });
 
+    it('reports a lower bound below the smallest price (10^-18) as open, not as a closed "0.00"', () => {
+      const tiny = ['ws_a', 'ws_b', 'ws_c'].flatMap((w) => [obs(w, 'src', '0.000000000000000001', 1), obs(w, 'src', '0.000000000000000003', 2)]);
+      const v = verdict('0.000000000000000001', tiny);
+      expect(v.verdict).to.equal('reasonable');
+      expect(v.band).to.include({ lower: null, lower_open: true, upper_open: false, method: 'log_median_k_mad' });
+      expect(v.band.upper).to.match(/^0\.0{16}\d\d$/);
+      expect(v.reasons[0]).to.equal(`the proposed price lies within the band (open below, ${v.band.upper ?? ''}] around the reference ${v.reference?.price ?? ''}`);
+      // The constraints cut it as before: a floor closes it.
+      const floored = verdict('0.000000000000000002', tiny, { floor: { value: '0.000000000000000003', from: ['unit_cost'] } });
+      expect(floored.band).to.include({ lower: '0.000000000000000003', lower_open: false, method: 'log_median_k_mad_within_constraints' });
+    });
+
     it('does not cap the band below the largest price: near 1e18 a price inside the band is reasonable, and bounds print no invented digits', () => {
       const v = verdict('999500000000000000', three('990000000000000000'));
       expect(v.verdict).to.equal('reasonable');
