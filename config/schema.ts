@@ -131,7 +131,7 @@ export const settingsTree = {
   },
   verification: {
     minEffectiveObservations: num('VERIFY_MIN_EFFECTIVE_OBSERVATIONS', 5, 'Smallest Kish effective number of time-weighted observations that supports a two-sided verdict; below it the verdict is unknown (or one-sided on a floor or ceiling).', { min: 1 }),
-    minSources: int('VERIFY_MIN_SOURCES', 2, 'Smallest number of distinct sources (workspace and source label) behind a two-sided verdict.', { min: 1 }),
+    minSources: int('VERIFY_MIN_SOURCES', 2, 'Smallest number of distinct sources behind a two-sided verdict, counted by submitting workspace (one workspace under several source labels is one source).', { min: 1 }),
     halfLifeDays: num('VERIFY_HALF_LIFE_DAYS', 30, 'Half-life of an observation\'s weight, in days (weight 0.5^(age/half-life)).', { min: 0.01 }),
     maxAgeDays: num('VERIFY_MAX_AGE_DAYS', 120, 'Observations older than this many days are ignored (default four half-lives, where the weight is about 6%).', { min: 0.01 }),
     bandK: num('VERIFY_BAND_K', 3, 'Half-width of the band in robust standard deviations (1.4826 x MAD of log prices).', { min: 0.1, max: 10 }),

@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
 import type { PluginDefinition } from '../../core/plugin';
+import type { FunctionRegistry } from '../../engine';
 import { TOKENS } from '../../core/tokens';
 import { PRICING } from '../pricing';
 import type { MarketEvidenceSlot } from '../pricing';
@@ -36,7 +37,7 @@ export const verificationPlugin: PluginDefinition = {
     const { config, sql, clock, container, hooks, events } = ctx;
     const store = new ObservationStore(sql, container.resolve<Pool>(TOKENS.PgPool), config.verification.evidenceCacheTtlMs, () => clock.now());
     const recorder = container.resolve<UsageRecorder>(USAGE.Recorder);
-    const service = new VerificationService(store, hooks, recorder, config, clock, ctx.publicUrl);
+    const service = new VerificationService(store, hooks, recorder, config, clock, ctx.publicUrl, container.resolve<FunctionRegistry>(PRICING.Registry));
     container.register(VERIFICATION.Service, { useValue: service });
     container.register(VERIFICATION.Observations, { useValue: store });
     // Compute positions against the same observations a verdict is judged on.
@@ -51,6 +52,6 @@ export const verificationPlugin: PluginDefinition = {
     const observer = new OutcomeObserver(store, ctx.log);
     events.on('usage.outcome_recorded', 'verification', (e) => observer.handle(e));
 
-    for (const route of [...observationRoutes(store, () => clock.now()), ...verifyRoutes(service)]) ctx.route(route);
+    for (const route of [...observationRoutes(store, () => clock.now(), config.verification.maxAgeDays), ...verifyRoutes(service)]) ctx.route(route);
   },
 };

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { dec } from '../../core/money';
+import { dec, NON_NEGATIVE_DECIMAL_PATTERN } from '../../core/money';
 import { listQuery } from '../../core/pagination';
 import { contextSchema } from '../pricing';
 
@@ -16,8 +16,9 @@ const CURRENCY = /^[A-Za-z]{3}$/;
 const CONTEXT_KEY = /^[a-z][a-z0-9_]{0,39}$/;
 const RESERVED_CONTEXT_KEYS = ['product_type', 'currency', 'amount', 'price', 'observed_at', 'source'];
 // The C0 and C1 controls (Unicode Cc) spelled as ranges: a regexp with flags cannot be stated as an OpenAPI pattern.
+// `*`, not `+`: an empty value is told only that it must not be empty (.min(1)), not also that it holds control characters.
 // eslint-disable-next-line no-control-regex -- refusing control characters is the point
-const NO_CONTROL_CHARS = /^[^\u0000-\u001F\u007F-\u009F]+$/;
+const NO_CONTROL_CHARS = /^[^\u0000-\u001F\u007F-\u009F]*$/;
 
 const productType = z.string().trim().min(1, 'product_type must not be empty').max(100).regex(NO_CONTROL_CHARS, 'product_type must not contain control characters');
 const currency = z
@@ -115,12 +116,24 @@ const positiveBound = (key: string) => (v: unknown): string | null => {
   return `${key} must be greater than 0, with at most 18 digits before and after the point: a number or a decimal string`;
 };
 
+/**
+ * current_price beyond what the compute context checks: the compute context refuses anything but a
+ * non-negative number; here such a number must also have a plain decimal form within the amount
+ * bounds (it marks circular evidence, compared as an amount). 0 is allowed, as in compute.
+ */
+const currentPriceBoundProblem = (v: unknown): string | null => {
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) return null; // the compute context's own issue
+  return NON_NEGATIVE_DECIMAL_PATTERN.test(dec(v).toFixed()) ? null : 'current_price must be a non-negative number with at most 18 digits before and after the point';
+};
+
 /** The verify context: the compute context, with the floor and ceiling keys (and the current price, which marks circular evidence) type-checked. */
 export const verifyContextSchema = contextSchema.superRefine((ctx, issue) => {
-  for (const key of ['unit_cost', 'min_price', 'max_price', 'current_price']) {
+  for (const key of ['unit_cost', 'min_price', 'max_price']) {
     const problem = positiveBound(key)(ctx[key]);
     if (problem) issue.addIssue({ code: 'custom', path: [key], message: problem });
   }
+  const current = currentPriceBoundProblem(ctx.current_price);
+  if (current) issue.addIssue({ code: 'custom', path: ['current_price'], message: current });
 });
 
 export const ALIAS_MISSING_MESSAGE = 'proposed_price is required: a positive number or decimal string (the alias price is accepted when proposed_price is absent)';

@@ -10,7 +10,27 @@ function principalOf(p: Principal | null): Principal {
   return p;
 }
 
-export function observationRoutes(store: ObservationStore, now: () => number): RouteSpec[] {
+const DAY_MS = 86_400_000;
+/** Most items a warning names one by one; the rest are counted. */
+const MAX_NAMED = 20;
+
+/**
+ * A contribution observed before the verification window is stored (it is a true record) but never
+ * read as evidence: the answer says so, naming the items, instead of a silent 201.
+ */
+function windowWarnings(items: ReadonlyArray<{ observed_at: string }>, now: number, maxAgeDays: number): { warnings?: string[] } {
+  const cut = now - maxAgeDays * DAY_MS;
+  const old = items.flatMap((o, i) => (Date.parse(o.observed_at) < cut ? [`observations.${i}`] : []));
+  if (old.length === 0) return {};
+  const named = old.slice(0, MAX_NAMED);
+  const rest = old.length - named.length;
+  const last = named.pop() ?? '';
+  const list = rest > 0 ? `${[...named, last].join(', ')} and ${rest} more` : named.length > 0 ? `${named.join(', ')} and ${last}` : last;
+  const [verb, they, them] = old.length > 1 ? ['were', 'they are', 'them'] : ['was', 'it is', 'it'];
+  return { warnings: [`${list} ${verb} observed more than VERIFY_MAX_AGE_DAYS (${maxAgeDays}) days ago: ${they} stored, but verification and the network reference of compute ignore ${them}.`] };
+}
+
+export function observationRoutes(store: ObservationStore, now: () => number, maxAgeDays: number): RouteSpec[] {
   return [
     defineRoute({
       id: 'observations.create',
@@ -23,11 +43,11 @@ export function observationRoutes(store: ObservationStore, now: () => number): R
       scopes: ['price:compute'],
       body: s.observationsBody(now),
       example: s.observationsExample(now),
-      responses: { 201: { description: 'The stored observations.' } },
+      responses: { 201: { description: 'The stored observations; warnings name items observed before the verification window (stored, never used as evidence).' } },
       handler: async (ctx) => {
         const p = principalOf(ctx.principal);
         const data = await store.contribute(p.workspaceId, ctx.body.observations);
-        return created({ object: 'observation_batch', created: data.length, data, request_id: ctx.requestId });
+        return created({ object: 'observation_batch', created: data.length, data, ...windowWarnings(ctx.body.observations, now(), maxAgeDays), request_id: ctx.requestId });
       },
     }),
     defineRoute({

@@ -1,10 +1,14 @@
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
-import { requestRateOf } from '../../identity';
+import { credentialOf, requestRateOf } from '../../identity';
 import * as s from '../schemas';
 import type { VerificationService } from '../services/verification';
 
 const proposedOf = (b: s.VerifyBody): string | number => b.proposed_price ?? b.price ?? 0;
+
+/** Said to a demo caller that sent a credential, in the compute demo's words, or a mistyped key would seem to work. */
+const CREDENTIAL_IGNORED =
+  'The demo verifies every call as the keyless demo tenant and did not check the credential sent; send it to POST /api/price-router/verify to verify as your workspace.';
 
 const DESCRIPTION =
   'Body: the context plus proposed_price (price is accepted as an alias only when proposed_price is absent). Answers a verdict (reasonable, high, low or unknown) with its evidence: the reference (time-weighted median of per-source medians of stored observations), the band and its bounds, whether the evidence is independent, the confidence and the thresholds used.';
@@ -56,7 +60,9 @@ export function verifyRoutes(service: VerificationService): RouteSpec[] {
           req: ctx.req,
           requestId: ctx.requestId,
         });
-        return ok({ ...r.body, demo: true, budget: ctx.state.demoBudget, request_id: ctx.requestId }, r.headers);
+        // Always the demo tenant, whatever credential comes along (public routes resolve none).
+        const ignored = credentialOf(ctx.req) ? { credential_ignored: CREDENTIAL_IGNORED } : {};
+        return ok({ ...r.body, demo: true, budget: ctx.state.demoBudget, ...ignored, request_id: ctx.requestId }, r.headers);
       },
     }),
   ];

@@ -210,9 +210,9 @@ export class ObservationStore {
 
   private async read(key: string, productType: string, currency: string, since: Date, limit: number, now: number): Promise<Evidence> {
     const writesBefore = this.writes;
-    const res = await this.pool.query<{ id: string; workspace_id: string; source: string; amount: string; observed_at: Date }>({
+    const res = await this.pool.query<{ id: string; workspace_id: string; source: string; origin: ObservationOrigin; amount: string; observed_at: Date }>({
       name: 'verification_evidence',
-      text: `SELECT id, workspace_id, source, amount::text AS amount, observed_at FROM price_observations
+      text: `SELECT id, workspace_id, source, origin, amount::text AS amount, observed_at FROM price_observations
              WHERE lower(product_type) = lower($1) AND currency = $2 AND observed_at >= $3
              ORDER BY observed_at DESC LIMIT $4`,
       values: [productType, currency, since, limit],
@@ -227,7 +227,7 @@ export class ObservationStore {
       older = r.rows[0]?.n ?? 0;
     }
     const evidence: Evidence = {
-      observations: res.rows.map((r) => ({ id: r.id, workspaceId: r.workspace_id, source: r.source, amount: r.amount, observedAt: r.observed_at.getTime() })),
+      observations: res.rows.map((r) => ({ id: r.id, workspaceId: r.workspace_id, source: r.source, origin: r.origin, amount: r.amount, observedAt: r.observed_at.getTime() })),
       older,
     };
     if (this.cacheTtlMs > 0 && this.writes === writesBefore) {

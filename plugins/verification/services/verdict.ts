@@ -29,12 +29,16 @@ export interface Observation {
   amount: string;
   /** Epoch milliseconds. */
   observedAt: number;
+  /** Where it came from; an accepted outcome's source names a function. */
+  origin?: 'contribution' | 'accepted_outcome';
+  /** The label shown for its source, when it differs from `source` (a private function's name hidden); grouping stays by `source`. */
+  label?: string;
 }
 
 export interface VerdictThresholds {
   /** Smallest Kish effective n of the time-weighted observations for a two-sided verdict. */
   minEffectiveObservations: number;
-  /** Smallest number of distinct sources for a two-sided verdict. */
+  /** Smallest number of distinct submitting workspaces for a two-sided verdict. */
   minSources: number;
   halfLifeDays: number;
   maxAgeDays: number;
@@ -108,6 +112,8 @@ export interface Independence {
   independent: boolean;
   reasons: string[];
   sources: number;
+  /** Distinct submitting workspaces behind the evidence: what the minimum of sources counts. */
+  workspaces: number;
   largest_source_share: number | null;
   own_workspace_share: number;
   own_workspace_observations: number;
@@ -151,7 +157,8 @@ const MAX_PRICE = '999999999999999999.999999999999999999';
 /**
  * A positive float as a decimal string with at least 6 significant digits (2 to 18 decimals), and
  * no more digits than a double holds (15), so a bound of 9.4e17 does not print invented ones. A
- * bound beyond the largest price is the largest price; one below the smallest is zero.
+ * bound beyond the largest price is the largest price; one below the smallest is zero (a band's
+ * lower bound is then reported open).
  */
 export function priceString(raw: number): string {
   if (!Number.isFinite(raw) || raw >= 1e18) return MAX_PRICE;
@@ -214,6 +221,8 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   let reference: Reference | null = null;
   let nEff = 0;
   let sourceCount = 0;
+  let workspaceCount = 0;
+  let heaviest: { rawShare: number; observations: number; own: boolean } | null = null;
   let largestShare: number | null = null;
   let ownShare = 0;
   let ownCount = 0;
@@ -223,9 +232,11 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   if (used.length > 0) {
     const stats = sourceMedians(used, halfLifeMs);
     const { weighted, totalWeight } = stats;
-    const sumSq = weighted.reduce((s, o) => s + o.weight * o.weight, 0);
-    nEff = (totalWeight * totalWeight) / sumSq;
-    freshness = Math.sqrt(totalWeight / weighted.length);
+    nEff = stats.effectiveN;
+    // The mean weight, each observation counted as its workspace's cap counts it: fresh copies do not freshen the evidence.
+    freshness = stats.counted > 0 ? Math.sqrt(totalWeight / stats.counted) : 0;
+    workspaceCount = stats.workspaces;
+    heaviest = stats.heaviest ? { rawShare: stats.heaviest.rawShare, observations: stats.heaviest.observations, own: stats.heaviest.workspaceId === input.callerWorkspaceId } : null;
     const sources = stats.sources.map((s) => ({ ...s, own: s.workspaceId === input.callerWorkspaceId, count: s.items.length }));
     sourceCount = sources.length;
     const ref = stats.reference;
@@ -281,15 +292,22 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   if (used.length > 0 && sourceCount < 2) independenceReasons.push(`fewer than 2 distinct sources: all ${used.length} observation(s) come from one source ("${largestLabel}")`);
   if (sourceCount >= 2 && largestShare !== null && largestShare > DOMINANT_SHARE) independenceReasons.push(`one source ("${largestLabel}") carries ${pct(largestShare)} of the weight, over half`);
   // One submitter posting under several labels is one source of evidence, however many labels it uses.
-  const workspaces = new Set(used.map((o) => o.workspaceId)).size;
-  const oneSubmitter = sourceCount >= 2 && workspaces === 1;
+  const oneSubmitter = sourceCount >= 2 && workspaceCount === 1;
   if (oneSubmitter) independenceReasons.push(`all ${sourceCount} sources come from one workspace`);
+  // One workspace submitting most of the weight: capped (it counts no more than the next one), and said.
+  const dominantWorkspace = workspaceCount >= 2 && heaviest !== null && heaviest.rawShare > DOMINANT_SHARE ? heaviest : null;
+  if (dominantWorkspace) {
+    independenceReasons.push(
+      `one workspace${dominantWorkspace.own ? ' (your own)' : ''} submitted ${pct(dominantWorkspace.rawShare)} of the weight (${dominantWorkspace.observations} of ${used.length} observations), over half: its weight and effective count are capped at the next-heaviest workspace's`,
+    );
+  }
   if (ownCount > 0) independenceReasons.push(`${ownCount} observation(s) (${pct(ownShare)} of the weight) come from your own workspace`);
   if (circular > 0) independenceReasons.push(`${circular} observation(s) of your own workspace equal to the proposed price or your current price were excluded as circular evidence`);
   const independence: Independence = {
     independent: independenceReasons.length === 0 && used.length > 0,
     reasons: used.length === 0 && circular === 0 ? ['no observations: there is no evidence to be independent'] : independenceReasons,
     sources: sourceCount,
+    workspaces: workspaceCount,
     largest_source_share: largestShare === null ? null : round(largestShare),
     own_workspace_share: round(ownShare),
     own_workspace_observations: ownCount,
@@ -299,7 +317,8 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
 
   // The effective n is compared as reported (two decimals), so five fresh observations a few
   // minutes apart count as 5, not 4.9999.
-  const sufficient = used.length > 0 && round(nEff, 2) >= t.minEffectiveObservations && sourceCount >= t.minSources;
+  // Sources are counted by submitting workspace here: one workspace under several labels is one source.
+  const sufficient = used.length > 0 && round(nEff, 2) >= t.minEffectiveObservations && workspaceCount >= t.minSources;
   const evidence = { matched: input.observations.length + (input.olderIgnored ?? 0), used: used.length, ignored_older_than_max_age: tooOld, sufficient };
   const constraints = { floor: input.floor ?? null, ceiling: input.ceiling ?? null };
   const base = { proposed_price: formatMoney(p, 18), reference, constraints, independence, evidence, thresholds };
@@ -310,7 +329,9 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
     else if (used.length === 0) reasons.push('no stored observation matches this product type and currency');
     else {
       if (round(nEff, 2) < t.minEffectiveObservations) reasons.push(`effective number of observations ${round(nEff, 2)} is below the minimum ${t.minEffectiveObservations}`);
-      if (sourceCount < t.minSources) reasons.push(`${sourceCount} distinct source(s), below the minimum ${t.minSources}`);
+      if (workspaceCount < t.minSources) {
+        reasons.push(`${workspaceCount} distinct source(s), below the minimum ${t.minSources}: sources are counted by submitting workspace, one however many labels it uses`);
+      }
     }
   }
 
@@ -357,13 +378,15 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
     verdict = 'reasonable';
     const lp = Math.log(p.toNumber());
     nearest = Math.abs(lp - Math.log(lower.toNumber())) < Math.abs(Math.log(upper.toNumber()) - lp) ? lower : upper;
-    reasons.push(`the proposed price lies within the band [${formatMoney(lower, 18)}, ${formatMoney(upper, 18)}] around the reference ${reference.price}`);
+    const from = lower.isZero() ? '(open below' : `[${formatMoney(lower, 18)}`;
+    reasons.push(`the proposed price lies within the band ${from}, ${formatMoney(upper, 18)}] around the reference ${reference.price}`);
   }
   const unit = hw / t.bandK;
   const dist = Math.abs(Math.log(p.toNumber()) - Math.log(nearest.toNumber())) / (unit > 0 ? unit : 1);
   let independenceFactor = 1;
   if (sourceCount < 2 || oneSubmitter) independenceFactor *= 0.5;
   if (largestShare !== null && sourceCount >= 2 && largestShare > DOMINANT_SHARE) independenceFactor *= 1 - (largestShare - DOMINANT_SHARE);
+  if (dominantWorkspace) independenceFactor *= 1 - (dominantWorkspace.rawShare - DOMINANT_SHARE);
   independenceFactor *= 1 - 0.5 * ownShare;
   const factors = {
     amount: round(nEff / (nEff + AMOUNT_K)),
@@ -376,11 +399,16 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   return { ...base, verdict, basis: 'observations', reasons, band: twoSidedBand(observationBand, t), confidence, confidence_factors: factors };
 }
 
+/**
+ * A lower bound that rounds to zero (below half the smallest price, 10^-18) is reported open: no
+ * price can be below it, and "0.00", closed, would read as if 0 were an acceptable price.
+ */
 function twoSidedBand(b: { lower: Dec; upper: Dec; sigma: number; estimator: 'mad' | 'iqr' | 'mean_absolute_deviation' | 'none'; hw: number; minApplied: boolean }, t: VerdictThresholds): Band {
+  const open = b.lower.isZero();
   return {
-    lower: formatMoney(b.lower, 18),
+    lower: open ? null : formatMoney(b.lower, 18),
     upper: formatMoney(b.upper, 18),
-    lower_open: false,
+    lower_open: open,
     upper_open: false,
     method: 'log_median_k_mad',
     formula: `reference × exp(±max(${t.bandK}·σ, ln(1 + ${t.minRelativeHalfWidth}))), σ = robust standard deviation of the time-weighted log prices`,

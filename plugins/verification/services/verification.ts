@@ -11,8 +11,10 @@ import { DEMO_WORKSPACE_ID } from '../../pricing';
 import { callerFields, contextKeys, receipt, remaining } from '../../usage';
 import type { UsageEventInput, UsageRecorder } from '../../usage';
 import type { ObservationStore } from './observations';
+import { acceptedOutcomeLabel } from './labels';
+import type { FunctionsByName } from './labels';
 import { evaluateVerdict } from './verdict';
-import type { Constraint, VerdictResult, VerdictThresholds } from './verdict';
+import type { Constraint, Observation, VerdictResult, VerdictThresholds } from './verdict';
 
 const DAY_MS = 86_400_000;
 
@@ -81,7 +83,18 @@ export class VerificationService {
     private readonly config: Config,
     private readonly clock: Clock,
     private readonly publicUrl: () => string,
+    private readonly functions: FunctionsByName,
   ) {}
+
+  /** The observations as this caller may see them: an accepted outcome's function named only where the caller could see the function. */
+  private shownTo(observations: readonly Observation[], callerWorkspaceId: string | null): readonly Observation[] {
+    if (!observations.some((o) => o.origin === 'accepted_outcome')) return observations;
+    return observations.map((o) => {
+      if (o.origin !== 'accepted_outcome') return o;
+      const label = acceptedOutcomeLabel(o.source, callerWorkspaceId, this.functions);
+      return label === o.source ? o : { ...o, label };
+    });
+  }
 
   thresholds(): VerdictThresholds {
     const v = this.config.verification;
@@ -119,7 +132,7 @@ export class VerificationService {
       const current = positive(call.context.current_price);
       verdict = evaluateVerdict({
         proposedPrice: proposed,
-        observations: found.observations,
+        observations: this.shownTo(found.observations, p?.workspaceId ?? null),
         olderIgnored: found.older,
         now,
         callerWorkspaceId: p?.workspaceId ?? null,

@@ -73,6 +73,8 @@ export interface AgedObservation {
   observedAt: number;
   /** ms before "now". */
   age: number;
+  /** The label shown for the source when it differs from `source`. */
+  label?: string;
 }
 
 /** Exact copies (same workspace, source, amount and time; 4.5 and 4.50 alike) count once. */
@@ -95,14 +97,84 @@ export interface SourceMedian<T> {
   median: Dec;
 }
 
+/** The submitting workspace carrying the most weight before the cap: its share of the raw weight and its observation count. */
+export interface HeaviestWorkspace {
+  workspaceId: string;
+  rawShare: number;
+  observations: number;
+}
+
+/** Largest and second-largest of some numbers with who holds the largest: "the largest among the others" of each in O(n). */
+function topTwo(values: ReadonlyMap<string, number>): { top: string | null; first: number; second: number } {
+  let top: string | null = null;
+  let first = -Infinity;
+  let second = -Infinity;
+  for (const [k, v] of values) {
+    if (v > first) {
+      second = first;
+      first = v;
+      top = k;
+    } else if (v > second) second = v;
+  }
+  return { top, first, second };
+}
+
 /**
- * The time-weighted median of source medians: each observation weighs 0.5^(age / half-life), each
- * source (workspace and label) its weighted median and the sum of its weights, and the reference is
- * the weighted median of the source medians. Sources come heaviest first (then by label). The one
- * statistic behind a verdict's reference and compute's network reference.
+ * The time-weighted median of source medians, with no workspace carrying more than the next one:
+ *
+ * - each observation weighs 0.5^(age / half-life);
+ * - a workspace's weight (the sum of its observations') is capped at the largest weight of any
+ *   other workspace, and its Kish effective count at the largest count of any other; its
+ *   observations' weights shrink in proportion, so its labels keep their shares. One workspace
+ *   posting N copies then weighs and counts no more than the next-heaviest workspace. Alone, a
+ *   workspace is not capped (it cannot meet the minimum of sources anyway);
+ * - each source (workspace and label) has the weighted median of its observations and the sum of
+ *   their weights, and the reference is the weighted median of the source medians;
+ * - the effective n is Kish's over independent groups: (Σ T_w)² / Σ (T_w² / n_w) over workspaces
+ *   with capped weight T_w and capped count n_w — Kish's (Σw)² / Σw² over the observations exactly
+ *   when no cap applies.
+ *
+ * Sources come heaviest first (then by label). The one statistic behind a verdict's reference and
+ * compute's network reference.
  */
-export function sourceMedians<T extends AgedObservation>(observations: readonly T[], halfLifeMs: number): { weighted: Array<T & { weight: number }>; sources: Array<SourceMedian<T>>; totalWeight: number; reference: Dec } {
-  const weighted = observations.map((o) => ({ ...o, weight: 0.5 ** (o.age / halfLifeMs) }));
+export function sourceMedians<T extends AgedObservation>(
+  observations: readonly T[],
+  halfLifeMs: number,
+): {
+  weighted: Array<T & { weight: number }>;
+  sources: Array<SourceMedian<T>>;
+  totalWeight: number;
+  reference: Dec;
+  effectiveN: number;
+  /** Observations counted as their workspace's cap counts them (Σ of the cap factors): the mean weight's denominator. */
+  counted: number;
+  workspaces: number;
+  heaviest: HeaviestWorkspace | null;
+} {
+  const raw = observations.map((o) => 0.5 ** (o.age / halfLifeMs));
+  const perWorkspace = new Map<string, { sum: number; sumSq: number; count: number }>();
+  observations.forEach((o, i) => {
+    const w = raw[i] as number;
+    const g = perWorkspace.get(o.workspaceId) ?? { sum: 0, sumSq: 0, count: 0 };
+    g.sum += w;
+    g.sumSq += w * w;
+    g.count += 1;
+    perWorkspace.set(o.workspaceId, g);
+  });
+  const kish = (g: { sum: number; sumSq: number }): number => (g.sumSq > 0 ? (g.sum * g.sum) / g.sumSq : 0);
+  const sums = topTwo(new Map([...perWorkspace].map(([k, g]) => [k, g.sum])));
+  const counts = topTwo(new Map([...perWorkspace].map(([k, g]) => [k, kish(g)])));
+  const capped = new Map<string, { factor: number; weight: number; n: number }>();
+  for (const [k, g] of perWorkspace) {
+    const maxOtherSum = k === sums.top ? sums.second : sums.first;
+    const maxOtherCount = k === counts.top ? counts.second : counts.first;
+    // Alone (no other workspace), nothing caps it.
+    const weight = perWorkspace.size > 1 ? Math.min(g.sum, maxOtherSum) : g.sum;
+    const n = perWorkspace.size > 1 ? Math.min(kish(g), maxOtherCount) : kish(g);
+    capped.set(k, { factor: g.sum > 0 ? weight / g.sum : 1, weight, n });
+  }
+
+  const weighted = observations.map((o, i) => ({ ...o, weight: (raw[i] as number) * (capped.get(o.workspaceId)?.factor ?? 1) }));
   const groups = new Map<string, Array<T & { weight: number }>>();
   for (const o of weighted) {
     const k = `${o.workspaceId}\u0000${o.source}`;
@@ -112,13 +184,26 @@ export function sourceMedians<T extends AgedObservation>(observations: readonly 
   }
   const sources = [...groups.values()].map((items) => {
     const first = items[0] as T & { weight: number };
-    return { workspaceId: first.workspaceId, label: first.source, items, weight: items.reduce((s, o) => s + o.weight, 0), median: weightedMedianDec(items) };
+    return { workspaceId: first.workspaceId, label: first.label ?? first.source, items, weight: items.reduce((s, o) => s + o.weight, 0), median: weightedMedianDec(items) };
   });
   sources.sort((a, b) => b.weight - a.weight || a.label.localeCompare(b.label));
+
+  let totalCapped = 0;
+  let spread = 0;
+  for (const c of capped.values()) {
+    totalCapped += c.weight;
+    if (c.weight > 0 && c.n > 0) spread += (c.weight * c.weight) / c.n;
+  }
+  const rawTotal = [...perWorkspace.values()].reduce((s, g) => s + g.sum, 0);
+  const top = sums.top === null ? undefined : perWorkspace.get(sums.top);
   return {
     weighted,
     sources,
     totalWeight: weighted.reduce((s, o) => s + o.weight, 0),
     reference: weightedMedianDec(sources.map((s) => ({ value: s.median, weight: s.weight }))),
+    effectiveN: spread > 0 ? (totalCapped * totalCapped) / spread : 0,
+    counted: observations.reduce((s, o) => s + (capped.get(o.workspaceId)?.factor ?? 1), 0),
+    workspaces: perWorkspace.size,
+    heaviest: sums.top !== null && top && rawTotal > 0 ? { workspaceId: sums.top, rawShare: top.sum / rawTotal, observations: top.count } : null,
   };
 }

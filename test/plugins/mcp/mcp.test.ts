@@ -35,15 +35,18 @@ describe('MCP endpoint with the official SDK client', function () {
     svc = await startTestService({ config: lenient });
     const person = await signUp(svc, 'mcp');
     key = (await createKey(svc, person, { name: 'mcp' })).key;
-    // Evidence for verify_price.
-    const res = await fetch(`${svc.url}/api/data/observations`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': key },
-      body: JSON.stringify({
-        observations: ['a', 'b', 'c', 'd', 'e', 'f'].map((s, i) => ({ product_type: 'mcp-widget', currency: 'USD', amount: (10 + i * 0.1).toFixed(2), observed_at: new Date().toISOString(), source: `shop-${s}` })),
-      }),
-    });
-    expect(res.status).to.equal(201);
+    // Evidence for verify_price, from two other workspaces (one workspace alone is one source, too few for a two-sided verdict).
+    const peer = async (label: string) => (await createKey(svc, await signUp(svc, label), { name: label })).key;
+    for (const [k, shops] of [[await peer('mcp-peer-1'), ['a', 'b', 'c']], [await peer('mcp-peer-2'), ['d', 'e', 'f']]] as const) {
+      const res = await fetch(`${svc.url}/api/data/observations`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': k },
+        body: JSON.stringify({
+          observations: shops.map((s) => ({ product_type: 'mcp-widget', currency: 'USD', amount: (10 + (s.charCodeAt(0) - 97) * 0.1).toFixed(2), observed_at: new Date().toISOString(), source: `shop-${s}` })),
+        }),
+      });
+      expect(res.status).to.equal(201);
+    }
   });
   after(() => svc.close());
 

@@ -53,16 +53,18 @@ describe('pricing: network price observations as market evidence for compute', f
     const res = await agent.post<Record<string, any>>('/api/compute/price', { context: { product_type: product.toUpperCase(), currency: 'USD' } });
     expect(res.status, res.text).to.equal(200);
     // Time-weighted medians of the sources (an hour apart): alice/shelf 4.00 (two observations, the newer one's weight
-    // a little higher), alice/web 5.00, bob/cafe 4.60; shelf carries half the total weight, so the reference is 4.00.
-    expect(res.body.price).to.equal('4.00');
+    // a little higher), alice/web 5.00, bob/cafe 4.60. Alice's three observations weigh no more than bob's one (no
+    // workspace outweighs the heaviest other), so bob/cafe carries half the weight and more: the reference is 4.60.
+    expect(res.body.price).to.equal('4.60');
     expect(res.body.function.name).to.equal('competitive-position');
     expect(res.body.method.inputs_used).to.deep.equal(['product_type', 'network_observations']);
-    expect(res.body.method.details).to.deep.include({ reference: 'network_observations', observations: 4, sources: 3, reference_price: '4.00' });
+    expect(res.body.method.details).to.deep.include({ reference: 'network_observations', observations: 4, sources: 3, reference_price: '4.60' });
     expect(res.body.method.confidence_factors).to.deep.include({ provenance: 0.6, independence: 1 });
     const stage = (res.body.trace.stages as Array<Record<string, any>>).find((s) => s.stage === 'market_evidence');
     expect(stage).to.deep.include({ found: true, currency: 'USD', observations: 4, sources: 3 });
     expect(stage?.ms).to.be.a('number');
-    const verdict = await bob.post<Record<string, any>>('/api/price-router/verify', { context: { product_type: product, currency: 'USD' }, proposed_price: res.body.price });
+    // Asked by the sandbox that priced it (bob's own 4.60 would be his echo of the proposed price, left out as circular).
+    const verdict = await agent.post<Record<string, any>>('/api/price-router/verify', { context: { product_type: product, currency: 'USD' }, proposed_price: res.body.price });
     expect(verdict.status, verdict.text).to.equal(200);
     expect(verdict.body.reference.price).to.equal(res.body.method.details.reference_price);
   });
@@ -72,7 +74,7 @@ describe('pricing: network price observations as market evidence for compute', f
     expect(moved.status, moved.text).to.equal(200);
     expect(moved.body.price).to.equal('5.40');
     expect(moved.body.method.inputs_used).to.include('network_observations');
-    expect(moved.body.method.details).to.deep.include({ reference: 'network_observations', observations: 4, reference_price: '4.00', target_price: '4.00' });
+    expect(moved.body.method.details).to.deep.include({ reference: 'network_observations', observations: 4, reference_price: '4.60', target_price: '4.60' });
     const own = await alice.post<Record<string, any>>('/api/compute/price', { context: { product_type: product, currency: 'USD', competitor_prices: [7, 7.2] }, function_id: 'fn_builtin_competitive' });
     expect(own.status).to.equal(200);
     expect(own.body.price).to.equal('7.10');

@@ -40,6 +40,15 @@ describe('verification: the network\'s observations as market evidence for compu
     expect(market.largest_source_share).to.equal(verdict.independence.largest_source_share);
   });
 
+  it('one workspace repeating a quote cannot move the network reference compute positions on', async () => {
+    const honest = [obs('1', 'ws_a', 'shelf', '18.00', 3), obs('2', 'ws_a', 'shelf', '20.00', 4), obs('3', 'ws_b', 'web', '21.00', 3), obs('4', 'ws_b', 'web', '23.00', 4), obs('5', 'ws_c', 'kiosk', '22.00', 3), obs('6', 'ws_c', 'kiosk', '25.00', 4)];
+    const flood = Array.from({ length: 38 }, (_, i) => ({ ...obs(`x${i}`, 'ws_x', i % 2 ? 'feed-1' : 'feed-2', '100', 1), observedAt: now - HOUR + i * 1000 }));
+    const market = (await sourceOver([...honest, ...flood], now).lookup('tea', 'USD')) as MarketEvidence;
+    expect(market.reference_price).to.be.within(18, 25);
+    expect(market.largest_source_share).to.be.at.most(0.5);
+    expect(market).to.deep.include({ observations: 44, workspaces: 4 });
+  });
+
   it('counts exact copies once as verification does, whatever the written scale (4.5 and 4.50)', async () => {
     const rows = [obs('1', 'ws_a', 'shelf', '4.50', 1), obs('2', 'ws_a', 'shelf', '4.5', 1), obs('3', 'ws_b', 'cafe', '5.00', 1)];
     const market = (await sourceOver(rows, now).lookup('tea', 'USD')) as MarketEvidence;

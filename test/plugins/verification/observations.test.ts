@@ -56,6 +56,20 @@ describe('price observations (data contributions)', function () {
     expect(theirs.body.data).to.deep.equal([]);
   });
 
+  it('stores an observation older than the verification window with a warning naming it and VERIFY_MAX_AGE_DAYS; recent ones get no warnings', async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const item = (observed_at: string) => ({ product_type: 'vintage', currency: 'USD', amount: '9.00', observed_at, source: 'archive' });
+    const res = await api.post<Record<string, any>>('/api/data/observations', { observations: [item('2020-01-01T00:00:00Z'), item(hoursAgo(1)), item('2021-06-01T00:00:00Z')] });
+    expect(res.status, res.text).to.equal(201);
+    expect(res.body.created).to.equal(3);
+    expect(res.body.warnings).to.deep.equal([
+      'observations.0 and observations.2 were observed more than VERIFY_MAX_AGE_DAYS (120) days ago: they are stored, but verification and the network reference of compute ignore them.',
+    ]);
+    const recent = await api.post<Record<string, any>>('/api/data/observations', { observations: [item(hoursAgo(2))] });
+    expect(recent.status).to.equal(201);
+    expect(recent.body).to.not.have.property('warnings');
+  });
+
   it('pages with the list envelope', async () => {
     const person = await signUp(svc, 'pager');
     const api = client(svc.url, { 'x-api-key': (await createKey(svc, person, { name: 'p' })).key });
@@ -112,6 +126,17 @@ describe('price observations (data contributions)', function () {
     expect(res.body.example).to.have.property('observations');
     const [rows] = await svc.sequelize.query(`SELECT count(*)::int AS n FROM price_observations WHERE product_type = 'ok'`);
     expect((rows[0] as { n: number }).n).to.equal(0);
+  });
+
+  it('answers an empty (or blank) product_type or source with one issue each, saying it must not be empty', async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const res = await api.post<Record<string, any>>('/api/data/observations', { observations: [{ product_type: '', currency: 'USD', amount: '1.00', observed_at: hoursAgo(1), source: '  ' }] });
+    expect(res.status, res.text).to.equal(400);
+    expect(res.body.code).to.equal('validation_error');
+    expect(res.body.issues).to.deep.equal([
+      { path: 'observations.0.product_type', reason: 'product_type must not be empty' },
+      { path: 'observations.0.source', reason: 'source must not be empty' },
+    ]);
   });
 
   it('refuses C0 and C1 control characters in product_type and source, and keeps other Unicode', async () => {

@@ -21,6 +21,8 @@ const market = (): Observation[] => [
   obs('ws_c', 'marketplace', '10.30'),
 ];
 
+const round3 = (x: number): number => Math.round(x * 1000) / 1000;
+
 function verdict(proposedPrice: string, observations: Observation[], extra: Partial<VerdictInput> = {}) {
   return evaluateVerdict({ proposedPrice, observations, now: NOW, callerWorkspaceId: 'ws_caller', thresholds: THRESHOLDS, ...extra });
 }
@@ -38,6 +40,18 @@ describe('verification verdict (pure)', () => {
       }
     });
 
+    it('reports a lower bound below the smallest price (10^-18) as open, not as a closed "0.00"', () => {
+      const tiny = ['ws_a', 'ws_b', 'ws_c'].flatMap((w) => [obs(w, 'src', '0.000000000000000001', 1), obs(w, 'src', '0.000000000000000003', 2)]);
+      const v = verdict('0.000000000000000001', tiny);
+      expect(v.verdict).to.equal('reasonable');
+      expect(v.band).to.include({ lower: null, lower_open: true, upper_open: false, method: 'log_median_k_mad' });
+      expect(v.band.upper).to.match(/^0\.0{16}\d\d$/);
+      expect(v.reasons[0]).to.equal(`the proposed price lies within the band (open below, ${v.band.upper ?? ''}] around the reference ${v.reference?.price ?? ''}`);
+      // The constraints cut it as before: a floor closes it.
+      const floored = verdict('0.000000000000000002', tiny, { floor: { value: '0.000000000000000003', from: ['unit_cost'] } });
+      expect(floored.band).to.include({ lower: '0.000000000000000003', lower_open: false, method: 'log_median_k_mad_within_constraints' });
+    });
+
     it('does not cap the band below the largest price: near 1e18 a price inside the band is reasonable, and bounds print no invented digits', () => {
       const v = verdict('999500000000000000', three('990000000000000000'));
       expect(v.verdict).to.equal('reasonable');
@@ -53,7 +67,9 @@ describe('verification verdict (pure)', () => {
       const v = verdict('10.00', oneWorkspace);
       expect(v.independence.independent).to.equal(false);
       expect(v.independence.reasons).to.include('all 3 sources come from one workspace');
-      expect(v.confidence_factors.independence).to.equal(0.5);
+      // One workspace is one source: no two-sided verdict unless VERIFY_MIN_SOURCES is 1, and then at half the independence.
+      expect(v.verdict).to.equal('unknown');
+      expect(verdict('10.00', oneWorkspace, { thresholds: { ...THRESHOLDS, minSources: 1 } }).confidence_factors.independence).to.equal(0.5);
       expect(verdict('10.00', market()).independence.independent).to.equal(true);
     });
 
@@ -62,6 +78,50 @@ describe('verification verdict (pure)', () => {
       const v = verdict('10.00', own);
       expect(v.verdict).to.equal('unknown');
       expect(v.reasons[0]).to.match(/your own workspace's echo .* excluded as circular evidence/);
+    });
+  });
+
+  describe('one workspace cannot outweigh the others', () => {
+    /** Six honest quotes at 18–25 from three workspaces, a day old. */
+    const honest = (): Observation[] => [obs('ws_a', 'shelf', '18.00'), obs('ws_a', 'shelf', '20.00'), obs('ws_b', 'web', '21.00'), obs('ws_b', 'web', '23.00'), obs('ws_c', 'kiosk', '22.00'), obs('ws_c', 'kiosk', '25.00')];
+    /** 38 copies of 100 from one workspace, a second apart (so not exact copies), under two labels. */
+    const flood = (): Observation[] => Array.from({ length: 38 }, (_, i) => ({ ...obs('ws_x', i % 2 ? 'feed-1' : 'feed-2', '100'), observedAt: NOW - DAY + i * 1000 }));
+
+    it('38 repeated quotes from one workspace leave the reference among the honest quotes, count as one workspace\'s worth and lower the confidence', () => {
+      const base = verdict('22', honest(), { callerWorkspaceId: null });
+      const v = verdict('22', [...honest(), ...flood()], { callerWorkspaceId: null });
+      expect(Number(v.reference?.price)).to.be.within(18, 25);
+      expect(v.verdict).to.equal('reasonable');
+      expect(verdict('100', [...honest(), ...flood()], { callerWorkspaceId: null }).verdict).to.equal('high');
+      // The flooding workspace weighs and counts like the next-heaviest one (two observations): 6 + 2.
+      expect(v.reference?.effective_n).to.equal(8);
+      expect(v.independence.largest_source_share).to.be.at.most(0.5);
+      expect(v.independence.independent).to.equal(false);
+      expect(v.independence.reasons).to.include(
+        'one workspace submitted 86% of the weight (38 of 44 observations), over half: its weight and effective count are capped at the next-heaviest workspace\'s',
+      );
+      expect(v.confidence).to.be.lessThan(base.confidence);
+    });
+
+    it('keeps honest data of workspaces of like size as it was: no cap applies, Kish\'s n over the observations', () => {
+      const v = verdict('22', honest(), { callerWorkspaceId: null });
+      expect(v.reference?.effective_n).to.equal(6);
+      expect(v.reference?.total_weight).to.equal(round3(6 * 0.5 ** (1 / 30)));
+      expect(v.independence).to.include({ independent: true, workspaces: 3 });
+    });
+
+    it('one workspace under several labels is one source for VERIFY_MIN_SOURCES: no two-sided verdict on it', () => {
+      const one = ['s1', 's2'].flatMap((label) => [1, 2, 3].map((d) => obs('ws_a', label, '10.00', d)));
+      const v = verdict('10.00', one);
+      expect(v.verdict).to.equal('unknown');
+      expect(v.evidence.sufficient).to.equal(false);
+      expect(v.reference?.sources).to.equal(2);
+      expect(v.independence.workspaces).to.equal(1);
+      expect(v.reasons).to.include('1 distinct source(s), below the minimum 2: sources are counted by submitting workspace, one however many labels it uses');
+      // An accepted outcome counts as its workspace's: with another workspace's observations, two sources.
+      const withOther = verdict('10.00', [...one, ...[1, 2, 3].map((d) => obs('ws_b', 'accepted:cost-plus', '10.10', d))]);
+      expect(withOther.independence.workspaces).to.equal(2);
+      expect(withOther.verdict).to.equal('reasonable');
     });
   });
 
@@ -250,9 +310,17 @@ describe('verification verdict (pure)', () => {
       expect(allowed.confidence_factors.independence).to.equal(0.5);
     });
 
-    it('discloses one source carrying over half the weight', () => {
+    it('discloses one workspace submitting over half the weight, and caps it at the next-heaviest workspace\'s', () => {
       const v = verdict('10', [...Array.from({ length: 6 }, (_, i) => obs('ws_a', 'bulk', '10.00', i + 1)), obs('ws_b', 'b', '10.20'), obs('ws_c', 'c', '9.90')]);
       expect(v.independence.independent).to.equal(false);
+      expect(v.independence.reasons.join(' ')).to.match(/one workspace submitted \d+% of the weight \(6 of 8 observations\), over half: its weight and effective count are capped/);
+      // Capped, "bulk" weighs as much as each of the other two.
+      expect(v.independence.largest_source_share).to.equal(0.333);
+      expect(v.reference?.effective_n).to.equal(3);
+    });
+
+    it('discloses one source carrying over half the weight of a single workspace\'s evidence', () => {
+      const v = verdict('10', [...Array.from({ length: 6 }, (_, i) => obs('ws_a', 'bulk', '10.00', i + 1)), obs('ws_a', 'side', '10.20')]);
       expect(v.independence.reasons.join(' ')).to.match(/one source \("bulk"\) carries \d+% of the weight, over half/);
       expect(v.independence.largest_source_share).to.be.greaterThan(0.5);
     });

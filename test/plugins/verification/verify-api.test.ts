@@ -77,6 +77,20 @@ describe('price verification API', function () {
     expect(demo.status).to.equal(400);
   });
 
+  it('takes current_price as the docs say (a non-negative number, 0 included), with one issue per refusal and a message saying so', async () => {
+    const api = client(svc.url, { 'x-api-key': caller.key });
+    const zero = await api.post<Record<string, any>>('/api/price-router/verify', { context: { product_type: 'widget', current_price: 0 }, proposed_price: '20.10' });
+    expect(zero.status, zero.text).to.equal(200);
+    expect(zero.body.verdict).to.equal('reasonable');
+    for (const bad of [-3, '4.5']) {
+      const res = await api.post<Record<string, any>>('/api/price-router/verify', { context: { product_type: 'widget', current_price: bad }, proposed_price: '20.10' });
+      expect(res.status, `${JSON.stringify(bad)}: ${res.text}`).to.equal(400);
+      expect(res.body.issues, JSON.stringify(bad)).to.deep.equal([{ path: 'context.current_price', reason: 'current_price must be a non-negative number' }]);
+    }
+    const tooPrecise = await api.post<Record<string, any>>('/api/price-router/verify', { context: { product_type: 'widget', current_price: 1e-20 }, proposed_price: '20.10' });
+    expect(tooPrecise.body.issues).to.deep.equal([{ path: 'context.current_price', reason: 'current_price must be a non-negative number with at most 18 digits before and after the point' }]);
+  });
+
   it('does not match another currency or product type', async () => {
     const eur = await verify({ context: { product_type: 'widget', currency: 'EUR' }, proposed_price: '20' });
     expect(eur.body.verdict).to.equal('unknown');
@@ -252,13 +266,14 @@ describe('price verification API', function () {
 
   it('sees new contributions at once although evidence is cached between verifications', async () => {
     const first = await contributor(svc, 'fresh-a');
-    await contribute(svc, first.key, 'thingamajig', 'a', ['7.00', '7.10']);
+    // Three observations each: a workspace counts for no more than the other, so 3 + 3 make the effective n of 6.
+    await contribute(svc, first.key, 'thingamajig', 'a', ['7.00', '7.10', '6.95']);
     const before = await verify({ context: { product_type: 'thingamajig' }, proposed_price: '7' });
-    expect(before.body.reference.observations).to.equal(2);
-    expect((await verify({ context: { product_type: 'thingamajig' }, proposed_price: '7' })).body.reference.observations).to.equal(2);
+    expect(before.body.reference.observations).to.equal(3);
+    expect((await verify({ context: { product_type: 'thingamajig' }, proposed_price: '7' })).body.reference.observations).to.equal(3);
     await contribute(svc, (await contributor(svc, 'fresh-b')).key, 'THINGAMAJIG', 'b', ['7.20', '6.90', '7.05']);
     const after = await verify({ context: { product_type: 'thingamajig' }, proposed_price: '7' });
-    expect(after.body.reference.observations).to.equal(5);
+    expect(after.body.reference.observations).to.equal(6);
     expect(after.body.verdict).to.equal('reasonable');
   });
 
@@ -298,6 +313,53 @@ describe('price verification API', function () {
     await svc.events.emit('usage.outcome_recorded', { ...payload, outcome: 'rejected' });
     const after = await api.get<Record<string, any>>('/api/data/observations?origin=accepted_outcome&product_type=sprocket');
     expect(after.body.data).to.have.length(0);
+  });
+
+  it('never shows a private function\'s name in source labels outside its workspace: others and the demo see accepted:workspace-function, until it is listed publicly, and again once it is not', async () => {
+    const owner = await contributor(svc, 'secret-owner');
+    const ownerApi = client(svc.url, { 'x-api-key': owner.key });
+    const made = await ownerApi.post<Record<string, any>>('/api/functions', { name: `secret-formula-${Date.now()}`, execution_type: 'pipeline', cost_per_unit: '0.001' });
+    expect(made.status, made.text).to.equal(201);
+    const fn = made.body.function as { id: string; name: string };
+    expect((await ownerApi.patch(`/api/functions/${fn.id}`, { status: 'active' })).status).to.equal(200);
+    const accepted = (eventId: string, functionId: string, functionName: string) =>
+      svc.events.emit('usage.outcome_recorded', {
+        eventId,
+        workspaceId: owner.workspaceId,
+        outcome: 'accepted',
+        qualityScore: null,
+        functionId,
+        functionName,
+        price: '12.00',
+        currency: 'USD',
+        contextKeys: { product_type: 'secret-sauce' },
+        networkEvidence: false,
+        at: new Date().toISOString(),
+      });
+    await accepted(`use_secret_${Date.now()}`, fn.id, fn.name);
+    await accepted(`use_builtin_${Date.now()}`, 'fn_builtin_cost_plus', 'cost-plus');
+    const body = { context: { product_type: 'secret-sauce' }, proposed_price: '13' };
+    const labelsOf = (res: { status: number; text: string; body: Record<string, any> }) => {
+      expect(res.status, res.text).to.equal(200);
+      return (res.body.reference.source_labels as Array<{ label: string }>).map((l) => l.label).sort();
+    };
+
+    const outsider = await verify(body);
+    expect(labelsOf(outsider)).to.deep.equal(['accepted:cost-plus', 'accepted:workspace-function']);
+    expect(outsider.text).to.not.contain(fn.name);
+    const demo = await client(svc.url).post<Record<string, any>>('/api/public/price-router/verify', body);
+    expect(labelsOf(demo)).to.deep.equal(['accepted:cost-plus', 'accepted:workspace-function']);
+    expect(demo.text).to.not.contain(fn.name);
+    // Its own workspace knows the name.
+    expect(labelsOf(await verify(body, owner.key))).to.deep.equal(['accepted:cost-plus', `accepted:${fn.name}`]);
+
+    // Listed publicly, the name is public; made private again, it is hidden again (judged when shown, not when accepted).
+    expect((await ownerApi.patch(`/api/functions/${fn.id}`, { is_public: true })).status).to.equal(200);
+    expect(labelsOf(await verify(body))).to.deep.equal(['accepted:cost-plus', `accepted:${fn.name}`]);
+    expect((await ownerApi.patch(`/api/functions/${fn.id}`, { is_public: false })).status).to.equal(200);
+    const later = await verify(body);
+    expect(labelsOf(later)).to.deep.equal(['accepted:cost-plus', 'accepted:workspace-function']);
+    expect(later.text).to.not.contain(fn.name);
   });
 
   it('does not store an accepted price that was positioned on the network\'s own observations (it would echo them back as new evidence)', async () => {
@@ -397,6 +459,24 @@ describe('keyless demo verification', function () {
     expect(over.status).to.equal(429);
     expect(over.body.retry_after).to.equal(Number(over.headers.get('retry-after')));
     expect(over.headers.get('x-demo-budget-remaining')).to.equal('0');
+  });
+
+  it('tells a caller who sent a key that the demo did not check it, pointing at the authenticated route; a keyless call gets no such field', async () => {
+    const other = await startTestService();
+    try {
+      const sandbox = await registerSandbox(other, 'demo-with-key');
+      const res = await client(other.url, { 'x-api-key': sandbox.key }).post<Record<string, any>>('/api/public/price-router/verify', { context: { product_type: 'widget' }, proposed_price: '3' });
+      expect(res.status, res.text).to.equal(200);
+      expect(res.body.demo).to.equal(true);
+      expect(res.body.credential_ignored).to.equal(
+        'The demo verifies every call as the keyless demo tenant and did not check the credential sent; send it to POST /api/price-router/verify to verify as your workspace.',
+      );
+      const keyless = await client(other.url).post<Record<string, any>>('/api/public/price-router/verify', { context: { product_type: 'widget' }, proposed_price: '3' });
+      expect(keyless.status).to.equal(200);
+      expect(keyless.body).to.not.have.property('credential_ignored');
+    } finally {
+      await other.close();
+    }
   });
 
   it('answers GET with 405 and Allow: POST', async () => {
