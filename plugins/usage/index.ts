@@ -57,7 +57,7 @@ export const usagePlugin: PluginDefinition = {
     const events = new UsageEvents(ctx.sql, functions?.present === true);
     ctx.container.register(USAGE.Events, { useValue: events });
     const routes = [
-      ...eventRoutes({ events, bus: ctx.events, clock: ctx.clock }),
+      ...eventRoutes({ events, bus: ctx.events, clock: ctx.clock, hooks: ctx.hooks }),
       ...summaryRoutes({ summary: new UsageSummary(ctx.sql), clock: ctx.clock }),
       ...testerTagRoutes({ tags: new TesterTags(ctx.sql), workspaces: ctx.container.resolve<Workspaces>(IDENTITY.Workspaces) }),
     ];

@@ -106,6 +106,11 @@ export class UsageEvents {
     return text === null ? null : this.sql.one<EventRow>(text, b.values);
   }
 
+  /** The workspace that made event `id` (whose own it is), or null for an unknown id. */
+  async workspaceOf(id: string): Promise<string | null> {
+    return (await this.sql.one<{ workspace_id: string }>('SELECT workspace_id FROM usage_events WHERE id = $1', [id]))?.workspace_id ?? null;
+  }
+
   /**
    * Records what became of a call; only the workspace that made it may. The last report wins:
    * outcome, quality score (absent → none) and the time are replaced, and the replaced report is

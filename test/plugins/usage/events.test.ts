@@ -4,10 +4,10 @@ import { sendJson, startUpstream } from '../../support/outbound';
 import type { Upstream } from '../../support/outbound';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
-import { createKey, signUp } from '../../support/world';
+import { createKey, registerSandbox, signUp } from '../../support/world';
 import type { Person } from '../../support/world';
 import { demo, ids, insertEvent, listAll, price, unique, usageConfig } from './helpers';
-import type { ListBody } from './helpers';
+import type { ListBody, Priced } from './helpers';
 
 /**
  * GET /api/usage/events and /api/usage/events/{id}: which events a workspace W sees and how each
@@ -311,6 +311,49 @@ describe('usage: events list and receipt', function () {
       expect(missing.status).to.equal(404);
       expect({ ...theirs.body, request_id: null }).to.deep.equal({ ...missing.body, request_id: null });
       expect(theirs.text).not.to.contain(w.keyId);
+    });
+
+    describe("a claimed sandbox's receipt link", () => {
+      let sandboxEvent: Priced;
+      let claimer: Person;
+      let claimerKey: string;
+      let sandboxWs: string;
+      before(async () => {
+        const sandbox = await registerSandbox(svc, unique('usage-claimed'));
+        sandboxWs = sandbox.workspaceId;
+        sandboxEvent = await price(svc, { 'x-api-key': sandbox.key });
+        claimer = await signUp(svc, 'usage-claimer');
+        claimerKey = (await createKey(svc, claimer, { name: 'claimer default' })).key;
+        // The default claim: into the person's current workspace, the agent's key revoked.
+        const claim = await client(svc.url, { cookie: claimer.cookie }).post(`/api/agents/claim/${sandbox.claimToken}`, {});
+        expect(claim.status, claim.text).to.equal(200);
+        expect((await client(svc.url, { 'x-api-key': sandbox.key }).get(new URL(sandboxEvent.receiptUrl).pathname)).status).to.equal(401);
+      });
+
+      it('opens for the claiming person, by session or person token, without x-workspace-id, as the sandbox workspace sees it', async () => {
+        const path = new URL(sandboxEvent.receiptUrl).pathname;
+        const withHeader = await client(svc.url, { cookie: claimer.cookie, 'x-workspace-id': sandboxWs }).get<Record<string, any>>(path);
+        expect(withHeader.status, withHeader.text).to.equal(200);
+        for (const headers of [{ cookie: claimer.cookie }, { authorization: `Bearer ${claimer.token}` }] as Array<Record<string, string>>) {
+          const res = await client(svc.url, headers).get<Record<string, any>>(path);
+          expect(res.status, res.text).to.equal(200);
+          expect(res.headers.get('content-type')).to.match(/^application\/json/);
+          expect(res.body.usage_event).to.deep.equal(withHeader.body.usage_event);
+          expect(res.body.usage_event).to.include({ id: sandboxEvent.eventId, classification: 'mine' });
+          expect(res.body.usage_event.caller).to.include({ key_id: sandboxEvent.body.receipt.usage_event.caller.key_id, verified: true });
+        }
+      });
+
+      it('keeps the identical 404 for non-members, API keys of other workspaces, and a person whose x-workspace-id chose another workspace', async () => {
+        const path = new URL(sandboxEvent.receiptUrl).pathname;
+        const missing = await client(svc.url, { cookie: claimer.cookie }).get<Record<string, any>>('/api/usage/events/use_doesnotexist00000000');
+        expect(missing.status).to.equal(404);
+        for (const headers of [{ cookie: x.owner.cookie }, { authorization: `Bearer ${x.owner.token}` }, { 'x-api-key': x.key }, { 'x-api-key': claimerKey }, { cookie: claimer.cookie, 'x-workspace-id': claimer.workspaceId }] as Array<Record<string, string>>) {
+          const res = await client(svc.url, headers).get<Record<string, any>>(path);
+          expect(res.status, `${Object.keys(headers).join(',')}: ${res.text}`).to.equal(404);
+          expect({ ...res.body, request_id: null }).to.deep.equal({ ...missing.body, request_id: null });
+        }
+      });
     });
 
     it('opens the events W sees as others or testers by id exactly as its list shows them', async () => {
