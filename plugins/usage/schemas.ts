@@ -24,7 +24,7 @@ const instant = z
   .transform((v) => new Date(v.length === 10 ? `${v}T00:00:00Z` : v));
 
 function orderedRange(q: { from?: Date | undefined; to?: Date | undefined }, ctx: z.RefinementCtx): void {
-  if (q.from && q.to && q.from.getTime() >= q.to.getTime()) ctx.addIssue({ code: 'custom', path: ['to'], message: 'to must be later than from' });
+  if (q.from && q.to && q.from.getTime() >= q.to.getTime()) ctx.addIssue({ code: 'custom', path: ['to'], message: `must be later than from (${q.from.toISOString()})` });
 }
 
 export const eventsQuery = z

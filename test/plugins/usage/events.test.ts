@@ -212,6 +212,13 @@ describe('usage: events list and receipt', function () {
       expect(await list(`classification=mine&paid_via=none&from=2025-01-01&to=2025-12-31`)).to.deep.equal([ev.march]);
     });
 
+    it('refuses a to not later than from, naming that from in the issue and the error text', async () => {
+      const res = await wApi.get<Record<string, any>>('/api/usage/events?from=2025-04-01&to=2025-03-01');
+      expect(res.status, res.text).to.equal(400);
+      expect(res.body.issues).to.deep.equal([{ path: 'to', reason: 'must be later than from (2025-04-01T00:00:00.000Z)' }]);
+      expect(res.body.error).to.equal('Request query failed validation (to: must be later than from (2025-04-01T00:00:00.000Z)).');
+    });
+
     for (const [query, path] of [
       ['channel=email', 'channel'],
       ['classification=friends', 'classification'],
