@@ -16,9 +16,17 @@ export type PaidVia = (typeof PAID_VIA)[number];
 /** A usage event id as the recorder issues it; anything else simply matches nothing (404). */
 export const eventParams = z.strictObject({ id: z.string().min(1).max(100) });
 
+/** A date-time whose offset's '+' became a space: a query string decodes an unencoded '+' so. */
+const PLUS_AS_SPACE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)? \d{2}(?::?\d{2})?$/;
+
+function instantReason(input: unknown): string {
+  if (typeof input === 'string' && PLUS_AS_SPACE.test(input)) return `a '+' in a query string arrives as a space: send it as %2B (${input.replace(' ', '%2B')})`;
+  return 'must be an ISO 8601 date-time such as 2026-01-31T00:00:00Z, or a date such as 2026-01-31';
+}
+
 /** An instant: a full ISO 8601 date-time with offset, or a date (midnight UTC). */
 const instant = z
-  .union([z.iso.datetime({ offset: true }), z.iso.date()], { error: 'must be an ISO 8601 date-time such as 2026-01-31T00:00:00Z, or a date such as 2026-01-31' })
+  .union([z.iso.datetime({ offset: true }), z.iso.date()], { error: (iss) => instantReason(iss.input) })
   // The bound is compared as a JavaScript time: finer digits would be cut silently (from inclusive no more).
   .refine((v) => !/\.\d{4,}/.test(v), 'at most 3 decimals on the seconds (milliseconds)')
   .transform((v) => new Date(v.length === 10 ? `${v}T00:00:00Z` : v));

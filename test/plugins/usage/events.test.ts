@@ -219,6 +219,15 @@ describe('usage: events list and receipt', function () {
       expect(res.body.error).to.equal('Request query failed validation (to: must be later than from (2025-04-01T00:00:00.000Z)).');
     });
 
+    it("says a time offset's unencoded '+' arrived as a space and is sent as %2B", async () => {
+      const res = await wApi.get<Record<string, any>>('/api/usage/events?from=2026-11-27T12:00:00+01:00');
+      expect(res.status, res.text).to.equal(400);
+      const reason = "a '+' in a query string arrives as a space: send it as %2B (2026-11-27T12:00:00%2B01:00)";
+      expect(res.body.issues).to.deep.equal([{ path: 'from', reason }]);
+      expect(res.body.error).to.equal(`Request query failed validation (from: ${reason}).`);
+      expect((await wApi.get('/api/usage/events?from=2026-11-27T12:00:00%2B01:00')).status).to.equal(200);
+    });
+
     for (const [query, path] of [
       ['channel=email', 'channel'],
       ['classification=friends', 'classification'],

@@ -190,6 +190,12 @@ describe('usage: summary', function () {
     expect(res.body.error).to.equal('Request query failed validation (to: must be later than from (2025-05-01T00:00:00.000Z)).');
   });
 
+  it("says a time offset's unencoded '+' arrived as a space and is sent as %2B", async () => {
+    const res = await client(svc.url, { 'x-api-key': key }).get<Record<string, any>>('/api/usage/summary?from=2025-04-01T00:00+02:00');
+    expect(res.status, res.text).to.equal(400);
+    expect(res.body.issues).to.deep.equal([{ path: 'from', reason: "a '+' in a query string arrives as a space: send it as %2B (2025-04-01T00:00%2B02:00)" }]);
+  });
+
   it('is read with any credential of the workspace: keys of any scope and people', async () => {
     const owner = await signUp(svc, 'summary-scoped');
     const compute = (await createKey(svc, owner, { name: 'compute only', scopes: ['price:compute'] })).key;
