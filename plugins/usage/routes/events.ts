@@ -36,6 +36,11 @@ async function eventFor(d: { events: UsageEvents; hooks: Hooks }, ctx: RequestCo
   return d.events.visible(owner, id);
 }
 
+const notTheCaller = (classification: string) =>
+  new ApiError('forbidden', `Only the workspace that made this call reports its outcome; your workspace sees it as ${classification}.`, {
+    hint: 'Report outcomes of your own calls: GET /api/usage/events?classification=mine lists them.',
+  });
+
 export function eventRoutes(d: { events: UsageEvents; bus: EventBus; clock: Clock; hooks: Hooks }): RouteSpec[] {
   return [
     defineRoute({
@@ -79,7 +84,11 @@ export function eventRoutes(d: { events: UsageEvents; bus: EventBus; clock: Cloc
         const p = principalOf(principal);
         const at = new Date(d.clock.now());
         const change = await d.events.recordOutcome(p.workspaceId, params.id, body.outcome, body.quality_score ?? null, at);
-        if (!change) throw notFound();
+        if (!change) {
+          // An event the workspace sees (testers, others) exists for it: saying so is no leak, and truer than "no such event".
+          const seen = await d.events.visible(p.workspaceId, params.id);
+          throw seen ? notTheCaller(seen.viewer_class) : notFound();
+        }
         const e = change.event;
         await d.bus.emit('usage.outcome_recorded', {
           eventId: e.id,
