@@ -8,6 +8,7 @@ import { usageApi } from './migrations/0002-usage-api';
 import { usageNetworkEvidence } from './migrations/0003-network-evidence';
 import { usageComputeIdempotencyKeys } from './migrations/0004-compute-idempotency-keys';
 import { usageReplayedKeys } from './migrations/0005-replayed-keys';
+import { usageRequestIdIndex } from './migrations/0006-request-id-index';
 import { eventRoutes } from './routes/events';
 import { summaryRoutes } from './routes/summary';
 import { testerTagRoutes } from './routes/tester-tags';
@@ -38,7 +39,7 @@ export const usagePlugin: PluginDefinition = {
   name: 'usage',
   description: 'Usage events, outcomes, summary, tester tags and the sandbox daily allowance.',
   dependsOn: ['identity'],
-  migrations: [usageEvents, usageApi, usageNetworkEvidence, usageComputeIdempotencyKeys, usageReplayedKeys],
+  migrations: [usageEvents, usageApi, usageNetworkEvidence, usageComputeIdempotencyKeys, usageReplayedKeys, usageRequestIdIndex],
   async register(ctx) {
     const synchronousCommit = ctx.config.usage.synchronousCommit;
     if (!synchronousCommit) ctx.log.warn('USAGE_SYNCHRONOUS_COMMIT=off: usage events are acknowledged before their WAL record is on disk; a database crash can lose the last few hundred milliseconds of them');

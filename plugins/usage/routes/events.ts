@@ -63,6 +63,7 @@ export function eventRoutes(d: { events: UsageEvents; bus: EventBus; clock: Cloc
       tags: USAGE_TAGS,
       accepts: USAGE_CREDENTIALS,
       params: s.eventParams,
+      query: s.noQuery,
       handler: async (ctx) => {
         const row = await eventFor(d, ctx, ctx.params.id);
         if (!row) throw notFound();
@@ -78,6 +79,7 @@ export function eventRoutes(d: { events: UsageEvents; bus: EventBus; clock: Cloc
       accepts: USAGE_CREDENTIALS,
       scopes: ['price:compute'],
       params: s.eventParams,
+      query: s.noQuery,
       body: s.outcomeBody,
       example: s.outcomeExample,
       handler: async ({ principal, params, body }) => {

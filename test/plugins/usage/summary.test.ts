@@ -196,6 +196,14 @@ describe('usage: summary', function () {
     expect(res.body.issues).to.deep.equal([{ path: 'from', reason: "a '+' in a query string arrives as a space: send it as %2B (2025-04-01T00:00%2B02:00)" }]);
   });
 
+  it('refuses a repeated from or to with the message a repeated limit of the events list gets', async () => {
+    for (const name of ['from', 'to']) {
+      const res = await client(svc.url, { 'x-api-key': key }).get<Record<string, any>>(`/api/usage/summary?${name}=2025-01-01&${name}=2025-02-01`);
+      expect(res.status, res.text).to.equal(400);
+      expect(res.body.issues).to.deep.equal([{ path: name, reason: 'must be a string, not an array' }]);
+    }
+  });
+
   it('is read with any credential of the workspace: keys of any scope and people', async () => {
     const owner = await signUp(svc, 'summary-scoped');
     const compute = (await createKey(svc, owner, { name: 'compute only', scopes: ['price:compute'] })).key;
