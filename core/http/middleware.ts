@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { newId } from '../ids';
+import { newSortableId } from '../ids';
 import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
 import { ApiError, errorBody, isApiError } from '../errors';
@@ -17,7 +17,8 @@ export function requestContext(log: Logger, metrics: Metrics) {
     const start = process.hrtime.bigint();
     res.locals.startedAt = performance.now();
     const incoming = req.headers['x-request-id'];
-    const requestId = typeof incoming === 'string' && INCOMING_ID.test(incoming) ? incoming : newId('req');
+    // Time-ordered, as usage event ids are: the usage index on (workspace, request id) then grows at its right edge.
+    const requestId = typeof incoming === 'string' && INCOMING_ID.test(incoming) ? incoming : newSortableId('req');
     res.locals.requestId = requestId;
     res.setHeader('X-Request-Id', requestId);
     // The child logger is made on first use: most requests never log (the access line is at info).

@@ -9,6 +9,7 @@ import { usageNetworkEvidence } from './migrations/0003-network-evidence';
 import { usageComputeIdempotencyKeys } from './migrations/0004-compute-idempotency-keys';
 import { usageReplayedKeys } from './migrations/0005-replayed-keys';
 import { usageBatchKeys } from './migrations/0006-batch-keys';
+import { usageRequestIdIndex } from './migrations/0007-request-id-index';
 import { eventRoutes } from './routes/events';
 import { summaryRoutes } from './routes/summary';
 import { testerTagRoutes } from './routes/tester-tags';
@@ -39,7 +40,7 @@ export const usagePlugin: PluginDefinition = {
   name: 'usage',
   description: 'Usage events, outcomes, summary, tester tags and the sandbox daily allowance.',
   dependsOn: ['identity'],
-  migrations: [usageEvents, usageApi, usageNetworkEvidence, usageComputeIdempotencyKeys, usageReplayedKeys, usageBatchKeys],
+  migrations: [usageEvents, usageApi, usageNetworkEvidence, usageComputeIdempotencyKeys, usageReplayedKeys, usageBatchKeys, usageRequestIdIndex],
   async register(ctx) {
     const synchronousCommit = ctx.config.usage.synchronousCommit;
     if (!synchronousCommit) ctx.log.warn('USAGE_SYNCHRONOUS_COMMIT=off: usage events are acknowledged before their WAL record is on disk; a database crash can lose the last few hundred milliseconds of them');
@@ -58,7 +59,7 @@ export const usagePlugin: PluginDefinition = {
     const events = new UsageEvents(ctx.sql, functions?.present === true);
     ctx.container.register(USAGE.Events, { useValue: events });
     const routes = [
-      ...eventRoutes({ events, bus: ctx.events, clock: ctx.clock }),
+      ...eventRoutes({ events, bus: ctx.events, clock: ctx.clock, hooks: ctx.hooks }),
       ...summaryRoutes({ summary: new UsageSummary(ctx.sql), clock: ctx.clock }),
       ...testerTagRoutes({ tags: new TesterTags(ctx.sql), workspaces: ctx.container.resolve<Workspaces>(IDENTITY.Workspaces) }),
     ];

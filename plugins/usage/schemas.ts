@@ -7,24 +7,48 @@ export const OUTCOMES = ['accepted', 'rejected'] as const;
 export const PAID_VIA = ['x402', 'day_pass', 'balance'] as const;
 export const AI_FEATURES = ['agent_generation', 'task_estimation'] as const;
 export const KEY_SOURCES = ['own_provider_key', 'platform_key'] as const;
+/** The operations the recorder writes (UsageEventInput.operation). */
+export const OPERATIONS = ['compute', 'batch_item', 'router', 'demo', 'verify', 'test'] as const;
 
 export type Channel = (typeof CHANNELS)[number];
 export type Classification = (typeof CLASSIFICATIONS)[number];
 export type Outcome = (typeof OUTCOMES)[number];
 export type PaidVia = (typeof PAID_VIA)[number];
+/** What the recorder writes and the `operation` filter takes: one list. */
+export type Operation = (typeof OPERATIONS)[number];
 
 /** A usage event id as the recorder issues it; anything else simply matches nothing (404). */
 export const eventParams = z.strictObject({ id: z.string().min(1).max(100) });
 
+/** The query of a route that takes no parameters: any one sent is refused, as the list refuses unknown ones. */
+export const noQuery = z.strictObject({});
+
+/**
+ * A parameter sent more than once arrives as an array. An option list ("Invalid option: expected
+ * one of …") would not say so; this is the kernel's wording for a string sent as an array
+ * (core/validation.ts), which `limit`, `cursor` and `function` get from zod's type check.
+ */
+const ARRAY_SENT = 'must be a string, not an array';
+const once = (iss: { input?: unknown }): string | undefined => (Array.isArray(iss.input) ? ARRAY_SENT : undefined);
+
+/** A date-time whose offset's '+' became a space: a query string decodes an unencoded '+' so. */
+const PLUS_AS_SPACE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)? \d{2}(?::?\d{2})?$/;
+
+function instantReason(input: unknown): string {
+  if (Array.isArray(input)) return ARRAY_SENT;
+  if (typeof input === 'string' && PLUS_AS_SPACE.test(input)) return `a '+' in a query string arrives as a space: send it as %2B (${input.replace(' ', '%2B')})`;
+  return 'must be an ISO 8601 date-time such as 2026-01-31T00:00:00Z, or a date such as 2026-01-31';
+}
+
 /** An instant: a full ISO 8601 date-time with offset, or a date (midnight UTC). */
 const instant = z
-  .union([z.iso.datetime({ offset: true }), z.iso.date()], { error: 'must be an ISO 8601 date-time such as 2026-01-31T00:00:00Z, or a date such as 2026-01-31' })
+  .union([z.iso.datetime({ offset: true }), z.iso.date()], { error: (iss) => instantReason(iss.input) })
   // The bound is compared as a JavaScript time: finer digits would be cut silently (from inclusive no more).
   .refine((v) => !/\.\d{4,}/.test(v), 'at most 3 decimals on the seconds (milliseconds)')
   .transform((v) => new Date(v.length === 10 ? `${v}T00:00:00Z` : v));
 
 function orderedRange(q: { from?: Date | undefined; to?: Date | undefined }, ctx: z.RefinementCtx): void {
-  if (q.from && q.to && q.from.getTime() >= q.to.getTime()) ctx.addIssue({ code: 'custom', path: ['to'], message: 'to must be later than from' });
+  if (q.from && q.to && q.from.getTime() >= q.to.getTime()) ctx.addIssue({ code: 'custom', path: ['to'], message: `must be later than from (${q.from.toISOString()})` });
 }
 
 export const eventsQuery = z
@@ -32,11 +56,13 @@ export const eventsQuery = z
     ...listQuery,
     from: instant.optional().describe('Events at or after this instant.'),
     to: instant.optional().describe('Events before this instant.'),
-    channel: z.enum(CHANNELS).optional(),
-    classification: z.enum(CLASSIFICATIONS).optional().describe('Relative to your workspace: mine, testers or others.'),
+    channel: z.enum(CHANNELS, { error: once }).optional(),
+    classification: z.enum(CLASSIFICATIONS, { error: once }).optional().describe('Relative to your workspace: mine, testers or others.'),
     function: z.string().min(1).max(100).optional().describe('A function id or name.'),
-    outcome: z.enum([...OUTCOMES, 'none']).optional().describe('accepted, rejected, or none (no outcome reported).'),
-    paid_via: z.enum([...PAID_VIA, 'none']).optional().describe('x402, day_pass, balance, or none (not paid at call time).'),
+    operation: z.enum(OPERATIONS, { error: once }).optional().describe('The kind of call: compute, batch_item, router, demo, verify or test.'),
+    request_id: z.string().min(1).max(128).optional().describe("The request id of a call's answer (its X-Request-Id); matches your own calls (mine) only, the only ones that show it."),
+    outcome: z.enum([...OUTCOMES, 'none'], { error: once }).optional().describe('accepted, rejected, or none (no outcome reported).'),
+    paid_via: z.enum([...PAID_VIA, 'none'], { error: once }).optional().describe('x402, day_pass, balance, or none (not paid at call time).'),
   })
   .superRefine(orderedRange);
 export type EventsQuery = z.output<typeof eventsQuery>;

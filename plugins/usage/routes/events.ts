@@ -2,11 +2,14 @@ import type { Principal } from '../../../core/auth';
 import type { Clock } from '../../../core/clock';
 import { ApiError } from '../../../core/errors';
 import type { EventBus } from '../../../core/events';
+import type { Hooks } from '../../../core/hooks';
 import { defineRoute, ok } from '../../../core/http/route';
-import type { RouteSpec } from '../../../core/http/route';
+import type { RequestContext, RouteSpec } from '../../../core/http/route';
 import * as s from '../schemas';
 import { decimalText, eventView } from '../services/event-view';
+import type { EventRow } from '../services/event-view';
 import type { UsageEvents } from '../services/events';
+import { asMemberOf, choosesWorkspace } from './member-workspace';
 
 /** Usage is read and reported with the workspace's keys, tokens and people (not embed tokens or payments). */
 export const USAGE_CREDENTIALS = ['api_key', 'access_token', 'person'] as const;
@@ -20,7 +23,25 @@ export const principalOf = (p: Principal | null): Principal => {
 const notFound = () =>
   new ApiError('not_found', 'No usage event with this id in your workspace.', { hint: 'List your usage events with GET /api/usage/events; receipts of compute responses link to their event.' });
 
-export function eventRoutes(d: { events: UsageEvents; bus: EventBus; clock: Clock }): RouteSpec[] {
+/**
+ * The event as the viewer sees it; for a person who named no workspace (a receipt link opened in a
+ * browser), failing that, as the event's own workspace sees it when the person is a member there.
+ */
+async function eventFor(d: { events: UsageEvents; hooks: Hooks }, ctx: RequestContext, id: string): Promise<EventRow | null> {
+  const p = principalOf(ctx.principal);
+  const row = await d.events.visible(p.workspaceId, id);
+  if (row || p.kind !== 'person' || choosesWorkspace(ctx.req)) return row;
+  const owner = await d.events.workspaceOf(id);
+  if (!owner || owner === p.workspaceId || !(await asMemberOf(d.hooks, ctx, owner))) return null;
+  return d.events.visible(owner, id);
+}
+
+const notTheCaller = (classification: string) =>
+  new ApiError('forbidden', `Only the workspace that made this call reports its outcome; your workspace sees it as ${classification}.`, {
+    hint: 'Report outcomes of your own calls: GET /api/usage/events?classification=mine lists them.',
+  });
+
+export function eventRoutes(d: { events: UsageEvents; bus: EventBus; clock: Clock; hooks: Hooks }): RouteSpec[] {
   return [
     defineRoute({
       id: 'usage.events.list',
@@ -37,11 +58,14 @@ export function eventRoutes(d: { events: UsageEvents; bus: EventBus; clock: Cloc
       method: 'get',
       path: '/api/usage/events/:id',
       summary: 'One usage event you see in the list (Mine, Testers or Others, shown alike; the receipt link of compute responses).',
+      description:
+        "A person who sends no x-workspace-id also opens an event made in another workspace they are a member of, as that workspace sees it: a claimed sandbox's receipt links open in a browser.",
       tags: USAGE_TAGS,
       accepts: USAGE_CREDENTIALS,
       params: s.eventParams,
-      handler: async ({ principal, params }) => {
-        const row = await d.events.visible(principalOf(principal).workspaceId, params.id);
+      query: s.noQuery,
+      handler: async (ctx) => {
+        const row = await eventFor(d, ctx, ctx.params.id);
         if (!row) throw notFound();
         return ok({ usage_event: eventView(row) });
       },
@@ -55,13 +79,18 @@ export function eventRoutes(d: { events: UsageEvents; bus: EventBus; clock: Cloc
       accepts: USAGE_CREDENTIALS,
       scopes: ['price:compute'],
       params: s.eventParams,
+      query: s.noQuery,
       body: s.outcomeBody,
       example: s.outcomeExample,
       handler: async ({ principal, params, body }) => {
         const p = principalOf(principal);
         const at = new Date(d.clock.now());
         const change = await d.events.recordOutcome(p.workspaceId, params.id, body.outcome, body.quality_score ?? null, at);
-        if (!change) throw notFound();
+        if (!change) {
+          // An event the workspace sees (testers, others) exists for it: saying so is no leak, and truer than "no such event".
+          const seen = await d.events.visible(p.workspaceId, params.id);
+          throw seen ? notTheCaller(seen.viewer_class) : notFound();
+        }
         const e = change.event;
         await d.bus.emit('usage.outcome_recorded', {
           eventId: e.id,

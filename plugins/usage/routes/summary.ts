@@ -1,7 +1,7 @@
 import type { Clock } from '../../../core/clock';
-import { ApiError } from '../../../core/errors';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
+import { validationFailed } from '../../../core/validation';
 import * as s from '../schemas';
 import { monthOf } from '../services/summary';
 import type { UsageSummary } from '../services/summary';
@@ -21,11 +21,12 @@ export function summaryRoutes(d: { summary: UsageSummary; clock: Clock }): Route
         const now = d.clock.now();
         const from = query.from ?? monthOf(now).from;
         const to = query.to ?? new Date(now);
-        if (from.getTime() >= to.getTime()) {
-          throw new ApiError('validation_error', 'Request query failed validation (from: must be earlier than to).', {
-            issues: [{ path: query.from ? 'from' : 'to', reason: `must be earlier than to (${to.toISOString()})` }],
-            hint: 'from defaults to the start of this calendar month (UTC) and to to now; send both to choose another period.',
-          });
+        // Both sent out of order is the schema's refusal; here one bound was sent and the other defaulted.
+        if (from.getTime() >= to.getTime() && (query.from || query.to)) {
+          const issue = query.from
+            ? { path: 'from', reason: `must be earlier than to (${to.toISOString()}, now)` }
+            : { path: 'to', reason: `must be later than from (${from.toISOString()}, the start of this month)` };
+          throw validationFailed('query', [issue], 'from defaults to the start of this calendar month (UTC) and to to now; send both to choose another period.');
         }
         return ok(await d.summary.summarize(principalOf(principal).workspaceId, from, to, now));
       },

@@ -56,6 +56,8 @@ export class UsageEvents {
       const f = b.add(q.function);
       filters.push(`(e.function_id = ${f} OR lower(e.function_name) = lower(${f}))`);
     }
+    if (q.operation) filters.push(`e.operation = ${b.add(q.operation)}`);
+    if (q.request_id) filters.push(`e.request_id = ${b.add(q.request_id)}`);
     if (q.outcome) filters.push(q.outcome === 'none' ? 'e.outcome IS NULL' : `e.outcome = ${b.add(q.outcome)}`);
     if (q.paid_via) filters.push(q.paid_via === 'none' ? 'e.paid_via IS NULL' : `e.paid_via = ${b.add(q.paid_via)}`);
     if (q.cursor) {
@@ -65,7 +67,9 @@ export class UsageEvents {
     const where = filters.map((f) => ` AND ${f}`).join('');
     const limit = b.add(q.limit + 1);
 
-    const text = this.visibleTo(ws, where, limit, q.classification);
+    // Only mine show request_id: matching it on testers and others would disclose what they hide.
+    const classification = q.request_id ? (q.classification ?? 'mine') : q.classification;
+    const text = q.request_id && classification !== 'mine' ? null : this.visibleTo(ws, where, limit, classification);
     const rows = text === null ? [] : await this.sql.many<EventRow>(text, b.values);
     return listEnvelope(rows, q.limit, eventView, (r) => ({ sort: r.created_key, id: r.id }));
   }
@@ -104,6 +108,11 @@ export class UsageEvents {
     const ws = b.add(viewer);
     const text = this.visibleTo(ws, ` AND e.id = ${b.add(id)}`, '1');
     return text === null ? null : this.sql.one<EventRow>(text, b.values);
+  }
+
+  /** The workspace that made event `id` (whose own it is), or null for an unknown id. */
+  async workspaceOf(id: string): Promise<string | null> {
+    return (await this.sql.one<{ workspace_id: string }>('SELECT workspace_id FROM usage_events WHERE id = $1', [id]))?.workspace_id ?? null;
   }
 
   /**

@@ -5,11 +5,12 @@
  */
 import { NOT_REPLAYED, lockingKeysOf } from './undelivered-marks';
 import { UNSTORABLE_ESCAPE, storableText } from '../../../core/storable-text';
+import type { Operation } from '../schemas';
 
 export interface UsageEventInput {
   workspaceId: string;
   requestId?: string | null;
-  operation: 'compute' | 'batch_item' | 'router' | 'demo' | 'verify' | 'test';
+  operation: Operation;
   channel: 'api' | 'mcp' | 'demo';
   status: 'ok' | 'error';
   errorCode?: string | null;

@@ -4,10 +4,10 @@ import { sendJson, startUpstream } from '../../support/outbound';
 import type { Upstream } from '../../support/outbound';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
-import { createKey, signUp } from '../../support/world';
+import { createKey, registerSandbox, signUp } from '../../support/world';
 import type { Person } from '../../support/world';
 import { demo, ids, insertEvent, listAll, price, unique, usageConfig } from './helpers';
-import type { ListBody } from './helpers';
+import type { ListBody, Priced } from './helpers';
 
 /**
  * GET /api/usage/events and /api/usage/events/{id}: which events a workspace W sees and how each
@@ -208,8 +208,71 @@ describe('usage: events list and receipt', function () {
       expect(recent).to.include(ev.wKey).and.not.include(ev.march);
     });
 
+    it('operation: the kind of call recorded (compute, demo, …)', async () => {
+      expect(await list('operation=demo')).to.have.members([ev.uaTester, ev.addrTester]);
+      const compute = await list('operation=compute');
+      expect(compute).to.include.members([ev.wKey, ev.wAgent, ev.xCallsW, ev.march]).and.not.include.members([ev.uaTester, ev.addrTester]);
+      expect(await list('operation=verify')).to.deep.equal([]);
+    });
+
+    it("request_id: the event of a failed answer found by the answer's request id, only among W's own calls", async () => {
+      const failed = await client(svc.url, { 'x-api-key': w.key }).post<Record<string, any>>('/api/compute/price', { context: {}, function_id: 'fn_builtin_cost_plus' });
+      expect(failed.status, failed.text).to.be.within(400, 599);
+      const requestId = failed.body.request_id as string;
+      expect(requestId).to.equal(failed.headers.get('x-request-id'));
+      const found = await listAll(svc, { 'x-api-key': w.key }, `request_id=${requestId}`);
+      expect(found).to.have.length(1);
+      expect(found[0]).to.include({ classification: 'mine', status: 'error', request_id: requestId });
+      // X's call to W's function is others for W, which never shows its request id: not matched by it either.
+      const xRequest = (await listAll(svc, { 'x-api-key': x.key }, 'classification=mine')).find((e) => e.id === ev.xCallsW)?.request_id as string;
+      expect(xRequest).to.be.a('string');
+      expect(await list(`request_id=${xRequest}`)).to.deep.equal([]);
+      expect(ids(await listAll(svc, { 'x-api-key': x.key }, `request_id=${xRequest}`))).to.deep.equal([ev.xCallsW]);
+    });
+
     it('combines filters', async () => {
       expect(await list(`classification=mine&paid_via=none&from=2025-01-01&to=2025-12-31`)).to.deep.equal([ev.march]);
+    });
+
+    it('refuses a to not later than from, naming that from in the issue and the error text', async () => {
+      const res = await wApi.get<Record<string, any>>('/api/usage/events?from=2025-04-01&to=2025-03-01');
+      expect(res.status, res.text).to.equal(400);
+      expect(res.body.issues).to.deep.equal([{ path: 'to', reason: 'must be later than from (2025-04-01T00:00:00.000Z)' }]);
+      expect(res.body.error).to.equal('Request query failed validation (to: must be later than from (2025-04-01T00:00:00.000Z)).');
+    });
+
+    it("says a time offset's unencoded '+' arrived as a space and is sent as %2B", async () => {
+      const res = await wApi.get<Record<string, any>>('/api/usage/events?from=2026-11-27T12:00:00+01:00');
+      expect(res.status, res.text).to.equal(400);
+      const reason = "a '+' in a query string arrives as a space: send it as %2B (2026-11-27T12:00:00%2B01:00)";
+      expect(res.body.issues).to.deep.equal([{ path: 'from', reason }]);
+      expect(res.body.error).to.equal(`Request query failed validation (from: ${reason}).`);
+      expect((await wApi.get('/api/usage/events?from=2026-11-27T12:00:00%2B01:00')).status).to.equal(200);
+    });
+
+    it('refuses a repeated single-valued parameter with the message a repeated limit gets, whichever it is', async () => {
+      const reasonFor = async (query: string) => {
+        const res = await wApi.get<Record<string, any>>(`/api/usage/events?${query}`);
+        expect(res.status, res.text).to.equal(400);
+        expect(res.body.code).to.equal('validation_error');
+        return res.body.issues as Array<{ path: string; reason: string }>;
+      };
+      const limit = await reasonFor('limit=1&limit=2');
+      expect(limit).to.deep.equal([{ path: 'limit', reason: 'must be a string, not an array' }]);
+      for (const [name, a, b] of [
+        ['channel', 'api', 'mcp'],
+        ['classification', 'mine', 'others'],
+        ['outcome', 'accepted', 'none'],
+        ['paid_via', 'x402', 'none'],
+        ['operation', 'compute', 'demo'],
+        ['function', 'a', 'b'],
+        ['request_id', 'req_a', 'req_b'],
+        ['from', '2025-01-01', '2025-02-01'],
+        ['to', '2025-01-01', '2025-02-01'],
+        ['cursor', 'a', 'b'],
+      ] as const) {
+        expect(await reasonFor(`${name}=${a}&${name}=${b}`), name).to.deep.equal([{ path: name, reason: limit[0]?.reason }]);
+      }
     });
 
     for (const [query, path] of [
@@ -217,6 +280,8 @@ describe('usage: events list and receipt', function () {
       ['classification=friends', 'classification'],
       ['outcome=maybe', 'outcome'],
       ['paid_via=card', 'paid_via'],
+      ['operation=price', 'operation'],
+      [`request_id=${'r'.repeat(129)}`, 'request_id'],
       ['from=yesterday', 'from'],
       ['to=2025-13-45', 'to'],
       ['from=2025-04-01&to=2025-03-01', 'to'],
@@ -311,6 +376,59 @@ describe('usage: events list and receipt', function () {
       expect(missing.status).to.equal(404);
       expect({ ...theirs.body, request_id: null }).to.deep.equal({ ...missing.body, request_id: null });
       expect(theirs.text).not.to.contain(w.keyId);
+    });
+
+    describe("a claimed sandbox's receipt link", () => {
+      let sandboxEvent: Priced;
+      let claimer: Person;
+      let claimerKey: string;
+      let sandboxWs: string;
+      before(async () => {
+        const sandbox = await registerSandbox(svc, unique('usage-claimed'));
+        sandboxWs = sandbox.workspaceId;
+        sandboxEvent = await price(svc, { 'x-api-key': sandbox.key });
+        claimer = await signUp(svc, 'usage-claimer');
+        claimerKey = (await createKey(svc, claimer, { name: 'claimer default' })).key;
+        // The default claim: into the person's current workspace, the agent's key revoked.
+        const claim = await client(svc.url, { cookie: claimer.cookie }).post(`/api/agents/claim/${sandbox.claimToken}`, {});
+        expect(claim.status, claim.text).to.equal(200);
+        expect((await client(svc.url, { 'x-api-key': sandbox.key }).get(new URL(sandboxEvent.receiptUrl).pathname)).status).to.equal(401);
+      });
+
+      it('opens for the claiming person, by session or person token, without x-workspace-id, as the sandbox workspace sees it', async () => {
+        const path = new URL(sandboxEvent.receiptUrl).pathname;
+        const withHeader = await client(svc.url, { cookie: claimer.cookie, 'x-workspace-id': sandboxWs }).get<Record<string, any>>(path);
+        expect(withHeader.status, withHeader.text).to.equal(200);
+        for (const headers of [{ cookie: claimer.cookie }, { authorization: `Bearer ${claimer.token}` }] as Array<Record<string, string>>) {
+          const res = await client(svc.url, headers).get<Record<string, any>>(path);
+          expect(res.status, res.text).to.equal(200);
+          expect(res.headers.get('content-type')).to.match(/^application\/json/);
+          expect(res.body.usage_event).to.deep.equal(withHeader.body.usage_event);
+          expect(res.body.usage_event).to.include({ id: sandboxEvent.eventId, classification: 'mine' });
+          expect(res.body.usage_event.caller).to.include({ key_id: sandboxEvent.body.receipt.usage_event.caller.key_id, verified: true });
+        }
+      });
+
+      it('keeps the identical 404 for non-members, API keys of other workspaces, and a person whose x-workspace-id chose another workspace', async () => {
+        const path = new URL(sandboxEvent.receiptUrl).pathname;
+        const missing = await client(svc.url, { cookie: claimer.cookie }).get<Record<string, any>>('/api/usage/events/use_doesnotexist00000000');
+        expect(missing.status).to.equal(404);
+        for (const headers of [{ cookie: x.owner.cookie }, { authorization: `Bearer ${x.owner.token}` }, { 'x-api-key': x.key }, { 'x-api-key': claimerKey }, { cookie: claimer.cookie, 'x-workspace-id': claimer.workspaceId }] as Array<Record<string, string>>) {
+          const res = await client(svc.url, headers).get<Record<string, any>>(path);
+          expect(res.status, `${Object.keys(headers).join(',')}: ${res.text}`).to.equal(404);
+          expect({ ...res.body, request_id: null }).to.deep.equal({ ...missing.body, request_id: null });
+        }
+      });
+    });
+
+    it('refuses a query parameter on one event as the list does: 400 naming it', async () => {
+      const res = await wApi.get<Record<string, any>>(`/api/usage/events/${ev.wKey}?foo=1`);
+      expect(res.status, res.text).to.equal(400);
+      expect(res.body.code).to.equal('validation_error');
+      expect(res.body.issues).to.deep.equal([{ path: 'foo', reason: 'unknown query parameter (this route takes none)' }]);
+      const outcome = await wApi.patch<Record<string, any>>(`/api/usage/events/${ev.wKey}/outcome?outcome=accepted`, { outcome: 'accepted' });
+      expect(outcome.status, outcome.text).to.equal(400);
+      expect(outcome.body.issues[0].path).to.equal('outcome');
     });
 
     it('opens the events W sees as others or testers by id exactly as its list shows them', async () => {

@@ -4,7 +4,7 @@ import { client } from '../../support/http';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
 import { createKey, signUp } from '../../support/world';
-import { price, usageConfig } from './helpers';
+import { demo, insertEvent, price, unique, usageConfig } from './helpers';
 
 type OutcomeEvent = DomainEvents['usage.outcome_recorded'];
 
@@ -127,6 +127,33 @@ describe('usage: reporting an outcome', function () {
     const read = await client(svc.url, { 'x-api-key': key }).get<Record<string, any>>(`/api/usage/events/${eventId}`);
     expect(read.body.usage_event.outcome).to.equal(null);
     expect(emitted).to.deep.equal([]);
+  });
+
+  it('refuses an event W sees as testers or others with 403 forbidden saying only the calling workspace reports it, changing nothing', async () => {
+    const wOwner = await signUp(svc, 'outcome-viewer');
+    const wKey = (await createKey(svc, wOwner, { name: 'viewer' })).key;
+    const w = client(svc.url, { 'x-api-key': wKey });
+    const ua = unique('outcome-qa-bot');
+    expect((await w.put('/api/settings/tester-tags', { tags: [{ label: 'QA', user_agent_contains: ua }] })).status).to.equal(200);
+    const tester = await demo(svc, `${ua}/1.0`);
+    const created = await w.post<Record<string, any>>('/api/functions', { name: unique('outcome-fn'), execution_type: 'external_api', endpoint_url: 'http://127.0.0.1:9/price', cost_per_unit: '0.002' });
+    expect(created.status, created.text).to.equal(201);
+    const other = await insertEvent(svc, { workspaceId, functionId: created.body.function.id as string, functionName: created.body.function.name as string });
+    for (const [id, classification] of [[tester, 'testers'], [other, 'others']] as const) {
+      expect((await w.get<Record<string, any>>(`/api/usage/events/${id}`)).body.usage_event.classification).to.equal(classification);
+      const res = await patch(id, { outcome: 'accepted' }, wKey);
+      expect(res.status, res.text).to.equal(403);
+      expect(res.body.code).to.equal('forbidden');
+      expect(res.body.error).to.equal(`Only the workspace that made this call reports its outcome; your workspace sees it as ${classification}.`);
+      expect(res.body.hint).to.be.a('string').and.contain('classification=mine');
+      expect((await w.get<Record<string, any>>(`/api/usage/events/${id}`)).body.usage_event.outcome).to.equal(null);
+    }
+    expect(emitted).to.deep.equal([]);
+    // An event W does not see at all keeps the 404 of an unknown id.
+    const unseen = await patch((await price(svc, { 'x-api-key': otherKey })).eventId, { outcome: 'accepted' }, wKey);
+    const missing = await patch('use_doesnotexist00000000', { outcome: 'accepted' }, wKey);
+    expect(unseen.status).to.equal(404);
+    expect({ ...unseen.body, request_id: null }).to.deep.equal({ ...missing.body, request_id: null });
   });
 
   it('is offered as a next action of a compute response, and that action works as shown', async () => {

@@ -162,6 +162,48 @@ describe('usage: summary', function () {
     });
   }
 
+  it('refuses a to before the default from naming that default (the start of this month), the error text matching the issue', async () => {
+    const to = new Date(monthStart(0).getTime() - 86_400_000).toISOString();
+    const res = await client(svc.url, { 'x-api-key': key }).get<Record<string, any>>(`/api/usage/summary?to=${to}`);
+    expect(res.status, res.text).to.equal(400);
+    expect(res.body.code).to.equal('validation_error');
+    const reason = `must be later than from (${monthStart(0).toISOString()}, the start of this month)`;
+    expect(res.body.issues).to.deep.equal([{ path: 'to', reason }]);
+    expect(res.body.error).to.equal(`Request query failed validation (to: ${reason}).`);
+    expect(res.body.hint).to.be.a('string').and.contain('from defaults to the start of this calendar month');
+  });
+
+  it('refuses a from after the default to naming that default (now), the error text matching the issue', async () => {
+    const from = new Date(Date.now() + 86_400_000).toISOString();
+    const res = await client(svc.url, { 'x-api-key': key }).get<Record<string, any>>(`/api/usage/summary?from=${from}`);
+    expect(res.status, res.text).to.equal(400);
+    expect(res.body.issues).to.have.length(1);
+    expect(res.body.issues[0].path).to.equal('from');
+    expect(res.body.issues[0].reason).to.match(/^must be earlier than to \(\d{4}-\d{2}-\d{2}T[\d:.]+Z, now\)$/);
+    expect(res.body.error).to.equal(`Request query failed validation (from: ${res.body.issues[0].reason as string}).`);
+  });
+
+  it('refuses a to not later than a from sent with it, naming that from', async () => {
+    const res = await client(svc.url, { 'x-api-key': key }).get<Record<string, any>>('/api/usage/summary?from=2025-05-01&to=2025-04-01');
+    expect(res.status, res.text).to.equal(400);
+    expect(res.body.issues).to.deep.equal([{ path: 'to', reason: 'must be later than from (2025-05-01T00:00:00.000Z)' }]);
+    expect(res.body.error).to.equal('Request query failed validation (to: must be later than from (2025-05-01T00:00:00.000Z)).');
+  });
+
+  it("says a time offset's unencoded '+' arrived as a space and is sent as %2B", async () => {
+    const res = await client(svc.url, { 'x-api-key': key }).get<Record<string, any>>('/api/usage/summary?from=2025-04-01T00:00+02:00');
+    expect(res.status, res.text).to.equal(400);
+    expect(res.body.issues).to.deep.equal([{ path: 'from', reason: "a '+' in a query string arrives as a space: send it as %2B (2025-04-01T00:00%2B02:00)" }]);
+  });
+
+  it('refuses a repeated from or to with the message a repeated limit of the events list gets', async () => {
+    for (const name of ['from', 'to']) {
+      const res = await client(svc.url, { 'x-api-key': key }).get<Record<string, any>>(`/api/usage/summary?${name}=2025-01-01&${name}=2025-02-01`);
+      expect(res.status, res.text).to.equal(400);
+      expect(res.body.issues).to.deep.equal([{ path: name, reason: 'must be a string, not an array' }]);
+    }
+  });
+
   it('is read with any credential of the workspace: keys of any scope and people', async () => {
     const owner = await signUp(svc, 'summary-scoped');
     const compute = (await createKey(svc, owner, { name: 'compute only', scopes: ['price:compute'] })).key;

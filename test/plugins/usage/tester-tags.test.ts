@@ -75,7 +75,9 @@ describe('usage: tester tags (Settings)', function () {
     expect(ids(await listAll(svc, { 'x-api-key': key }, 'classification=testers'))).to.include(eventId);
     const opened = await client(svc.url, { 'x-api-key': key }).get<{ usage_event: { classification: string; tester_tag: string } }>(`/api/usage/events/${eventId}`);
     expect(opened.body.usage_event).to.include({ classification: 'testers', tester_tag: 'mine' });
-    expect((await client(svc.url, { 'x-api-key': key }).patch(`/api/usage/events/${eventId}/outcome`, { outcome: 'accepted' })).status).to.equal(404);
+    const refused = await client(svc.url, { 'x-api-key': key }).patch<Record<string, any>>(`/api/usage/events/${eventId}/outcome`, { outcome: 'accepted' });
+    expect(refused.status, refused.text).to.equal(403);
+    expect(refused.body.code).to.equal('forbidden');
     // Another workspace without the tag does not see it.
     const other = await signUp(svc, 'tags-other');
     const otherKey = (await createKey(svc, other, { name: 'other' })).key;
