@@ -53,11 +53,20 @@ function positive(v: unknown): string | null {
   return null;
 }
 
-/** The caller's hard lower bound: the larger of unit_cost and min_price (SPEC notes §7, §8). */
-/** What an `unknown` verdict for want of evidence is told: what would decide the next one. */
-const UNKNOWN_HINT =
-  'Not enough market evidence for this product type and currency to judge the price. Your own bounds in the context decide a verdict without it: unit_cost or min_price as a floor, max_price as a ceiling. Observations of the product type (POST /api/data/observations, from a claimed workspace) give the market a say.';
+/**
+ * What an `unknown` verdict for want of evidence is told: what would decide the next one. Bounds
+ * the context already gave are not asked for again: between them only the market decides.
+ */
+function unknownHint(constraints: { floor: unknown; ceiling: unknown }): string {
+  const market = 'Observations of the product type (POST /api/data/observations, from a claimed workspace) give the market a say.';
+  const lacking = [constraints.floor ? null : 'unit_cost or min_price as a floor', constraints.ceiling ? null : 'max_price as a ceiling'].filter((x): x is string => x !== null);
+  const bounds = lacking.length
+    ? `Your own bounds in the context decide a verdict without it: ${lacking.join(', ')}${lacking.length < 2 ? ' (the bound you gave decides only a price beyond it)' : ''}.`
+    : 'Your floor and ceiling decide only a price beyond them; one between them needs the market.';
+  return `Not enough market evidence for this product type and currency to judge the price. ${bounds} ${market}`;
+}
 
+/** The caller's hard lower bound: the larger of unit_cost and min_price (SPEC notes §7, §8). */
 export function floorOf(context: Record<string, unknown>): Constraint | null {
   const found = (['unit_cost', 'min_price'] as const).map((k) => ({ k, v: positive(context[k]) })).filter((x): x is { k: 'unit_cost' | 'min_price'; v: string } => x.v !== null);
   if (found.length === 0) return null;
@@ -185,7 +194,7 @@ export class VerificationService {
       receipt: receipt(this.publicUrl(), recorded, usageEvent, p),
     };
     // Without evidence the verdict says why; the hint says what would give one.
-    if (verdict.verdict === 'unknown' && !verdict.evidence.sufficient) body.hint = UNKNOWN_HINT;
+    if (verdict.verdict === 'unknown' && !verdict.evidence.sufficient) body.hint = unknownHint(verdict.constraints);
     const left = remaining(p, reservation, call.rateLimit);
     if (left) body.remaining = left;
     return { body, headers: reservation.headers ?? {}, usageEventId, verdict, reservation };

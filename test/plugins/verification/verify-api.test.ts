@@ -102,6 +102,12 @@ describe('price verification API', function () {
     expect(none.body.reasons[0]).to.match(/no product_type/);
     // An unknown for want of evidence says what would decide the next verdict.
     for (const res of [eur, gadget, none]) expect(res.body.hint).to.contain('unit_cost or min_price as a floor, max_price as a ceiling');
+    // Bounds the context gave are not asked for again: between a floor and a ceiling only the market decides.
+    const between = await verify({ context: { product_type: 'gadget', unit_cost: 1, max_price: 30 }, proposed_price: '20' });
+    expect(between.body.verdict).to.equal('unknown');
+    expect(between.body.hint).to.contain('Your floor and ceiling decide only a price beyond them').and.not.contain('unit_cost or min_price as a floor');
+    const floorOnly = await verify({ context: { product_type: 'gadget', unit_cost: 1 }, proposed_price: '20' });
+    expect(floorOnly.body.hint).to.contain('decide a verdict without it: max_price as a ceiling (the bound you gave decides only a price beyond it).');
     // A verdict the caller's own bound decided needs no such hint.
     const floored = await verify({ context: { product_type: 'gadget', min_price: 25 }, proposed_price: '20' });
     expect(floored.body.verdict).to.equal('low');
