@@ -1,4 +1,5 @@
 import type { PluginDefinition } from '../../core/plugin';
+import { newId } from '../../core/ids';
 import { TOKENS } from '../../core/tokens';
 import type { RouteTable } from '../../core/http/pipeline';
 import { createEngine } from '../../engine';
@@ -73,11 +74,15 @@ export const pricingPlugin: PluginDefinition = {
     );
     container.register(PRICING.DemoBudget, { useValue: demoBudget });
     hooks.addGuard(demoBudget);
+    // This service among the instances behind one address: breakers and latency statistics are kept per
+    // instance, so a caller comparing two readings can tell whether they came from the same one. Random,
+    // so it names nothing of the host.
+    const instanceId = newId('inst');
     const routeSpecs = [
       ...computeRoutes(compute, config.limits.batchMaxItems),
-      ...functionRoutes({ store, registry: parts.registry, engine: parts.engine, market, latency: parts.latency, breakers: parts.breakers, outbound: parts.outbound, commissionPct: () => config.limits.marketplaceCommissionPct, maxCallCost: () => config.limits.functionMaxCallCost, idempotency, workspaces: container.resolve<Workspaces>(IDENTITY.Workspaces) }),
+      ...functionRoutes({ store, registry: parts.registry, engine: parts.engine, market, latency: parts.latency, breakers: parts.breakers, outbound: parts.outbound, commissionPct: () => config.limits.marketplaceCommissionPct, maxCallCost: () => config.limits.functionMaxCallCost, idempotency, workspaces: container.resolve<Workspaces>(IDENTITY.Workspaces), instanceId }),
       ...policyRoutes(policies, parts.registry, idempotency),
-      ...operationRoutes(parts.registry, parts.breakers, parts.latency),
+      ...operationRoutes(parts.registry, parts.breakers, parts.latency, instanceId),
     ];
     for (const r of routeSpecs) ctx.route(r);
   },

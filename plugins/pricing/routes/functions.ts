@@ -30,6 +30,8 @@ export interface FunctionRouteDeps {
   idempotency: IdempotencyKeys;
   /** Whose role decides who registers and changes functions (owners and admins; members read them). */
   workspaces: Pick<Workspaces, 'roleOf'>;
+  /** This instance's id: breakers are kept per instance, so a reading says whose it is. */
+  instanceId: string;
 }
 
 /** Completes "Only owners and admins …" in the 403 of a member (or a member's key, or an agent's) on create and PATCH. */
@@ -138,7 +140,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         const p = principal as Principal;
         const fn = d.registry.resolve(params.id, scopeOf(p));
         if (!fn) throw notFound();
-        return ok({ function: functionView(fn, d, p.workspaceId), breaker: d.breakers.view(fn.id) });
+        return ok({ function: functionView(fn, d, p.workspaceId), breaker: { ...d.breakers.view(fn.id), instance: d.instanceId, kept_per: 'instance' } });
       },
     }),
     defineRoute({

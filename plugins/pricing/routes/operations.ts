@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import type { Principal } from '../../../core/auth';
 import { defineRoute, ok } from '../../../core/http/route';
-import { newId } from '../../../core/ids';
 import type { RouteSpec } from '../../../core/http/route';
 import { latencyView } from '../../../engine';
 import type { CircuitBreakers, FunctionRegistry, LatencyStats } from '../../../engine';
@@ -36,11 +35,7 @@ export const PIPELINE_STAGES = [
 ];
 
 
-export function operationRoutes(registry: FunctionRegistry, breakers: CircuitBreakers, latency: LatencyStats): RouteSpec[] {
-  // This service among the instances behind one address: breakers and latency statistics are kept per
-  // instance, so a caller comparing two readings can tell whether they came from the same one. Random,
-  // so it names nothing of the host.
-  const instanceId = newId('inst');
+export function operationRoutes(registry: FunctionRegistry, breakers: CircuitBreakers, latency: LatencyStats, instanceId: string): RouteSpec[] {
   return [
     defineRoute({
       id: 'pipelines.list',

@@ -171,6 +171,9 @@ describe('pricing: compute routed by the default policy (HTTP)', function () {
     const charm = (health.body.data as Body[]).find((d) => d.function.name === 'charm-pricing') as Body;
     expect(charm.breaker).to.include({ state: 'open', failures: 3 });
     expect(charm.breaker.retry_at).to.be.a('string');
+    // One function's reading says the same: whose instance it is.
+    const one = await a.get<Body>('/api/functions/fn_builtin_charm');
+    expect(one.body.breaker).to.include({ state: 'open', failures: 3, instance: health.body.instance, kept_per: 'instance' });
     const metrics = await client(svc.url).get('/metrics');
     expect(metrics.text).to.match(/pricing_breaker_state\{function="charm-pricing"\} 2/);
 
