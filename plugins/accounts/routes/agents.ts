@@ -6,10 +6,11 @@ import { created, defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import { decodeTimeCursor, listEnvelope, listQuery } from '../../../core/pagination';
 import { z } from 'zod';
-import { identityOf, keyView } from '../../identity';
+import { keyView } from '../../identity';
 import type { AgentRow } from '../../identity';
 import * as s from '../schemas';
 import type { AccountsDeps } from './deps';
+import { assertManagesAgent } from './agent-access';
 import { checkRequestedScopes, requestedExpiry } from './keys';
 
 const PERSON_ONLY = {
@@ -28,15 +29,9 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
     if (!a) throw new ApiError('not_found', 'No agent with this id in the workspace.');
     return a;
   };
-  /** Changing an agent or minting its keys: members only for agents they created, as with keys; owners and admins for any. */
   const findToManage = async (p: Principal, id: string): Promise<AgentRow> => {
     const a = await find(p, id);
-    if (identityOf(p).role === 'member' && a.created_by_person_id !== p.personId) {
-      throw new ApiError('forbidden', "Members can manage only the agents they created; this agent is another person's.", {
-        hint: 'Ask a workspace owner or admin to change it or mint its keys.',
-        fields: { reason: 'members manage only their own agents' },
-      });
-    }
+    assertManagesAgent(p, a, 'manage');
     return a;
   };
   return [

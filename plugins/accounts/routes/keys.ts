@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { effectiveScopes, identityOf, insufficientScope, keyView, LEGACY_SCOPES, NAME_ONLY_SCOPES, NAMED_SCOPES, unknownScopes } from '../../identity';
 import * as s from '../schemas';
 import type { AccountsDeps } from './deps';
+import { assertManagesAgent } from './agent-access';
 
 const PERSON_ONLY = {
   accepts: ['person'] as const,
@@ -91,13 +92,8 @@ export function keyRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
         if (body.agent_id) {
           const agent = await d.sql.one<{ id: string; created_by_person_id: string | null }>(`SELECT id, created_by_person_id FROM agents WHERE id = $1 AND workspace_id = $2 AND status = 'active'`, [body.agent_id, p.workspaceId]);
           if (!agent) throw new ApiError('not_found', 'No active agent with this id in the workspace.');
-          // The rule of POST /api/agents/{id}/keys: a member mints keys only for agents they created.
-          if (identityOf(p).role === 'member' && agent.created_by_person_id !== p.personId) {
-            throw new ApiError('forbidden', "Members can mint keys only for the agents they created; this agent is another person's.", {
-              hint: 'Ask a workspace owner or admin to mint its key, or create an agent of your own (POST /api/agents).',
-              fields: { reason: 'members manage only their own agents' },
-            });
-          }
+          // The rule of POST /api/agents/{id}/keys.
+          assertManagesAgent(p, agent, 'mint keys for');
           agentId = agent.id;
         }
         const expiresAt = requestedExpiry(body.expires_at);
