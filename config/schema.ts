@@ -27,6 +27,13 @@ export const settingsTree = {
       { min: 0, max: 1000 },
     ),
   },
+  metrics: {
+    token: optStr(
+      'METRICS_TOKEN',
+      'When set, GET /metrics answers only requests with Authorization: Bearer <this token> (others 401). Unset, /metrics is open to anyone who reaches the service: keep it on a private network then, since it names every pricing function (private ones included, by id) with its call counts, outcomes and latency.',
+      { secret: true, minLength: 16 },
+    ),
+  },
   log: {
     level: oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info', 'Log level of the structured JSON log.'),
   },

@@ -1,10 +1,21 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
+import { ApiError } from '../../core/errors';
 import { defineRoute, ok, HANDLED } from '../../core/http/route';
 import type { HandlerResult, RouteSpec } from '../../core/http/route';
 import type { PluginContext, ReadinessCheck } from '../../core/plugin';
 import { TOKENS } from '../../core/tokens';
 
 const READINESS_TIMEOUT_MS = 2000;
+
+/** Whether an Authorization header carries exactly `token` as a Bearer credential (compared in constant time). */
+function bearerIs(header: string | undefined, token: string): boolean {
+  const sent = /^Bearer +(\S+) *$/i.exec(header ?? '')?.[1];
+  if (sent === undefined) return false;
+  // Digests of equal length, so neither the comparison's time nor an early length check tells how close a guess was.
+  const digest = (v: string) => createHash('sha256').update(v).digest();
+  return timingSafeEqual(digest(sent), digest(token));
+}
 
 const healthBody = z.object({ status: z.literal('ok'), uptime_s: z.number() });
 const readyBody = z.object({
@@ -32,6 +43,7 @@ async function runCheck(check: () => Promise<void>): Promise<{ status: 'up' | 'd
 }
 
 export function healthRoutes(ctx: PluginContext): RouteSpec[] {
+  const metricsToken = ctx.config.metrics.token;
   const started = Date.now();
   return [
     defineRoute({
@@ -76,7 +88,13 @@ export function healthRoutes(ctx: PluginContext): RouteSpec[] {
       rateLimit: 'none',
       produces: ['text/plain'],
       responses: { 200: { description: 'Prometheus text format.' } },
-      handler: async ({ res }): Promise<HandlerResult> => {
+      handler: async ({ req, res }): Promise<HandlerResult> => {
+        if (metricsToken && !bearerIs(req.headers.authorization, metricsToken)) {
+          throw new ApiError('unauthorized', 'GET /metrics needs the metrics token.', {
+            hint: "Send Authorization: Bearer <METRICS_TOKEN>, the operator's setting (Prometheus: authorization.credentials in the scrape config).",
+            headers: { 'WWW-Authenticate': 'Bearer realm="metrics"' },
+          });
+        }
         res.setHeader('Content-Type', ctx.metrics.registry.contentType);
         res.status(200).end(await ctx.metrics.registry.metrics());
         return HANDLED;

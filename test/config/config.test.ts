@@ -128,6 +128,7 @@ describe('configuration', () => {
       ['MCP_ALLOWED_ORIGINS', 'https://console.example.com?x=1', 'an origin such as'],
       // An empty list would let every port through (the guard reads no ports as any): * says that.
       ['OUTBOUND_ALLOWED_PORTS', ',', 'at least one port, or * for any'],
+      ['METRICS_TOKEN', 'short', 'at least 16 characters'],
     ];
     for (const [env, value, words] of refusals) {
       expect(() => loadConfig({ [env]: value }), `${env}=${value}`).to.throw(ConfigError, words);

@@ -19,6 +19,34 @@ describe('health plugin', () => {
     }
   });
 
+  it('GET /metrics with METRICS_TOKEN set answers only its Bearer token; others get 401 saying what to send', async () => {
+    const token = 'metrics-token-0123456789';
+    const svc = await startTestService({ enabled: ['health'], config: { metrics: { token } } });
+    try {
+      const api = client(svc.url);
+      for (const headers of [{}, { authorization: 'Bearer metrics-token-012345678X' }, { authorization: `Basic ${token}` }] as Array<Record<string, string>>) {
+        const refused = await api.get<Record<string, any>>('/metrics', headers);
+        expect(refused.status, JSON.stringify(headers)).to.equal(401);
+        expect(refused.headers.get('www-authenticate')).to.equal('Bearer realm="metrics"');
+        expect(refused.body).to.include({ code: 'unauthorized' });
+        expect(refused.body.hint).to.include('METRICS_TOKEN');
+        expect(refused.text).to.not.include('process_cpu');
+      }
+      const ok = await api.get('/metrics', { authorization: `Bearer ${token}` });
+      expect(ok.status).to.equal(200);
+      expect(ok.text).to.include('process_cpu_user_seconds_total');
+    } finally {
+      await svc.close();
+    }
+    // Unset, it stays open (a scrape on a private network needs nothing).
+    const open = await startTestService({ enabled: ['health'] });
+    try {
+      expect((await client(open.url).get('/metrics')).status).to.equal(200);
+    } finally {
+      await open.close();
+    }
+  });
+
   it('GET /readyz is 200 when the database answers and 503 naming the database when it is stopped', async function () {
     this.timeout(60_000);
     const dir = mkdtempSync(path.join(tmpdir(), 'pcs-ready-'));
