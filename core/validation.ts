@@ -82,7 +82,7 @@ function boundReason(issue: z.ZodError['issues'][number]): string | null {
   }
 }
 
-export function zodIssues(error: z.ZodError, value?: unknown): ErrorIssue[] {
+export function zodIssues(error: z.ZodError, value?: unknown, schema?: z.ZodType): ErrorIssue[] {
   return tightestMaxima(error.issues).map((issue) => {
     if (issue.code === 'invalid_value' && issue.path.length > 0 && valueAt(value, issue.path) === undefined) {
       return { path: formatPath(issue.path), reason: `required: one of ${issue.values.map((v) => JSON.stringify(v)).join('|')}` };
@@ -100,7 +100,10 @@ export function zodIssues(error: z.ZodError, value?: unknown): ErrorIssue[] {
     if (issue.code === 'unrecognized_keys' && !issue.message.startsWith('Unrecognized key')) return { path: formatPath(issue.path), reason: issue.message };
     if (issue.code === 'unrecognized_keys') {
       const keys = (issue as { keys?: string[] }).keys ?? [];
-      return { path: formatPath(issue.path), reason: `unknown field${keys.length > 1 ? 's' : ''} ${keys.map((k) => `"${k}"`).join(', ')} not accepted` };
+      // With the schema, each key is told the declared one it likely meant ("max_cost" for max_cost_per_unit).
+      const declared = schema ? keysDeclaredAt(schema, issue.path) : undefined;
+      const meant = declared ? keys.flatMap((k) => { const m = closest(k, declared); return m ? [`"${k}" (did you mean "${m}"?)`] : [`"${k}"`]; }) : keys.map((k) => `"${k}"`);
+      return { path: formatPath(issue.path), reason: `unknown field${keys.length > 1 ? 's' : ''} ${meant.join(', ')} not accepted` };
     }
     if (issue.code === 'invalid_key') {
       // zod reports only "Invalid key in record"; the key schema's own message says what a key must be.
@@ -119,7 +122,7 @@ export function validate<S extends z.ZodType>(schema: S, value: unknown, opts: V
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
   const where = opts.where ?? 'body';
-  throw validationFailed(where, zodIssues(parsed.error, value), opts.hint ?? `Fix the fields listed in issues${opts.example !== undefined ? '; example shows a request ' + where + ' that passes' : ''}.`, opts.example);
+  throw validationFailed(where, zodIssues(parsed.error, value, schema), opts.hint ?? `Fix the fields listed in issues${opts.example !== undefined ? '; example shows a request ' + where + ' that passes' : ''}.`, opts.example);
 }
 
 /** The 400 of a request part that failed validation, its first issue in the message. */
@@ -137,11 +140,43 @@ function declaredKeys(schema: z.ZodType): string[] | undefined {
   return inner ? declaredKeys(inner) : undefined;
 }
 
+type SchemaDef = { type?: string; innerType?: unknown; in?: unknown; shape?: Record<string, unknown>; element?: unknown; valueType?: unknown };
+const defOf = (s: unknown): SchemaDef | undefined => (s as { _zod?: { def?: SchemaDef } } | undefined)?._zod?.def;
+
+/** A schema past its wrappers (optional, nullable, default, readonly, a pipe's input). */
+function unwrapped(s: unknown): unknown {
+  let cur = s;
+  for (let i = 0; i < 16; i++) {
+    const def = defOf(cur);
+    if (def && ['optional', 'nullable', 'default', 'readonly', 'prefault', 'catch'].includes(def.type ?? '')) cur = def.innerType;
+    else if (def?.type === 'pipe') cur = def.in;
+    else return cur;
+  }
+  return cur;
+}
+
+/** The keys the object schema at `path` declares, if the path leads to one through objects, arrays and records. */
+function keysDeclaredAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] | undefined {
+  let cur = unwrapped(schema);
+  for (const seg of path) {
+    const def = defOf(cur);
+    if (def?.type === 'object' && def.shape && typeof seg === 'string') cur = unwrapped(def.shape[seg]);
+    else if (def?.type === 'array') cur = unwrapped(def.element);
+    else if (def?.type === 'record') cur = unwrapped(def.valueType);
+    else return undefined;
+  }
+  const def = defOf(cur);
+  return def?.type === 'object' && def.shape ? Object.keys(def.shape) : undefined;
+}
+
 /** The declared name (lower case) a misspelt one most likely meant: the same letters without case and separators, else one or two edits away. */
 export function closest(name: string, known: readonly string[]): string | undefined {
   const bare = (k: string) => k.toLowerCase().replace(/[^a-z0-9]/g, '');
   const same = known.find((k) => bare(k) === bare(name));
   if (same) return same;
+  // A name cut short ("max_cost" for max_cost_per_unit): the one declared name it begins.
+  const begun = bare(name).length >= 4 ? known.filter((k) => bare(k).startsWith(bare(name))) : [];
+  if (begun.length === 1) return begun[0];
   let best: { key: string; d: number } | undefined;
   for (const k of known) {
     const d = distance(name.toLowerCase(), k);

@@ -28,6 +28,19 @@ describe('core validation: issues say what to fix', () => {
     expect(err.extras.issues).to.deep.equal([{ path: '(root)', reason: 'unknown fields "b", "c" not accepted' }]);
   });
 
+  it('an unknown field is told the declared one it likely meant, at any depth (through optional, arrays and records)', () => {
+    const schema = z.strictObject({
+      config: z.strictObject({ max_cost_per_unit: z.string().optional(), max_latency_ms: z.number().optional() }).optional(),
+      items: z.array(z.strictObject({ context: z.record(z.string(), z.unknown()) })),
+    });
+    const err = refusal(schema, { config: { max_cost: '1', zzz: 1 }, items: [{ contxt: {}, context: {} }], Config: 1 });
+    expect(err.extras.issues).to.deep.equal([
+      { path: 'config', reason: 'unknown fields "max_cost" (did you mean "max_cost_per_unit"?), "zzz" not accepted' },
+      { path: 'items.0', reason: 'unknown field "contxt" (did you mean "context"?) not accepted' },
+      { path: '(root)', reason: 'unknown field "Config" (did you mean "config"?) not accepted' },
+    ]);
+  });
+
   it('a missing field says it is required and what it takes; a wrong type says what it must be', () => {
     const err = refusal(z.object({ currency: z.string(), n: z.number(), tags: z.array(z.string()), ctx: z.record(z.string(), z.unknown()) }), { n: 'x', ctx: [] });
     expect(err.extras.issues).to.deep.equal([
