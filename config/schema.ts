@@ -30,7 +30,7 @@ export const settingsTree = {
   metrics: {
     token: optStr(
       'METRICS_TOKEN',
-      'When set, GET /metrics answers only requests with Authorization: Bearer <this token> (others 401). Unset, /metrics is open to anyone who reaches the service: keep it on a private network then, since it names every pricing function (private ones included, by id) with its call counts, outcomes and latency.',
+      'When set (at least 16 characters; a long random string), GET /metrics answers only requests with Authorization: Bearer <this token> (others 401). Unset, /metrics is open to anyone who reaches the service: keep it on a private network then, since it names every pricing function (private ones included, by id) with its call counts, outcomes and latency.',
       { secret: true, minLength: 16 },
     ),
   },

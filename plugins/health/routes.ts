@@ -90,9 +90,12 @@ export function healthRoutes(ctx: PluginContext): RouteSpec[] {
       responses: { 200: { description: 'Prometheus text format.' } },
       handler: async ({ req, res }): Promise<HandlerResult> => {
         if (metricsToken && !bearerIs(req.headers.authorization, metricsToken)) {
-          throw new ApiError('unauthorized', 'GET /metrics needs the metrics token.', {
+          // SPEC's 401 shapes: a token sent and refused is invalid_credentials, none sent unauthorized.
+          const sent = req.headers.authorization !== undefined;
+          throw new ApiError(sent ? 'invalid_credentials' : 'unauthorized', sent ? 'The metrics token sent is not the one this service takes.' : 'GET /metrics needs the metrics token.', {
             hint: "Send Authorization: Bearer <METRICS_TOKEN>, the operator's setting (Prometheus: authorization.credentials in the scrape config).",
             headers: { 'WWW-Authenticate': 'Bearer realm="metrics"' },
+            fields: { retryable: false, next: [] },
           });
         }
         res.setHeader('Content-Type', ctx.metrics.registry.contentType);

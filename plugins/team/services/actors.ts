@@ -59,7 +59,10 @@ export class ActorResolver {
     const ws = await this.workspaces.get(principal.workspaceId, tx);
     if (ws?.is_test && ws.parent_id) {
       throw new ApiError('conflict', "A test workspace has no team of its own: it shares its parent workspace's team.", {
-        hint: `Manage the team at /api/workspaces/${ws.parent_id}/… with x-workspace-id: ${ws.parent_id}; its members act in this test workspace with their role there.`,
+        hint:
+          principal.kind === 'person'
+            ? `Manage the team at /api/workspaces/${ws.parent_id}/… with x-workspace-id: ${ws.parent_id}; its members act in this test workspace with their role there.`
+            : `Manage the team at /api/workspaces/${ws.parent_id}/… with a team:admin key made in that workspace (a key acts in the workspace it was made in); its members act in this test workspace with their role there.`,
         fields: { reason: 'test workspace', parent_workspace_id: ws.parent_id },
       });
     }

@@ -28,7 +28,8 @@ describe('health plugin', () => {
         const refused = await api.get<Record<string, any>>('/metrics', headers);
         expect(refused.status, JSON.stringify(headers)).to.equal(401);
         expect(refused.headers.get('www-authenticate')).to.equal('Bearer realm="metrics"');
-        expect(refused.body).to.include({ code: 'unauthorized' });
+        expect(refused.body).to.include({ code: headers.authorization ? 'invalid_credentials' : 'unauthorized', retryable: false });
+        expect(refused.body.next).to.deep.equal([]);
         expect(refused.body.hint).to.include('METRICS_TOKEN');
         expect(refused.text).to.not.include('process_cpu');
       }

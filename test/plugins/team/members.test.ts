@@ -219,8 +219,13 @@ describe('team plugin: members, roles and leaving', () => {
       const res = method === 'get' ? await api.get<Record<string, any>>(path, as(who, testWs)) : await api.post<Record<string, any>>(path, { email: uniqueEmail('invitee'), role: 'member' }, as(who, testWs));
       expect(res.status, res.text).to.equal(409);
       expect(res.body).to.include({ code: 'conflict', reason: 'test workspace', parent_workspace_id: ws });
-      expect(res.body.hint).to.include(`/api/workspaces/${ws}/`);
+      expect(res.body.hint).to.include(`/api/workspaces/${ws}/`).and.include(`x-workspace-id: ${ws}`);
     }
+    // A key acts where it was made: its hint names a key of the parent, not a header keys cannot use.
+    const adminKey = await createKey(api, owner, testWs, ['team:admin']);
+    const byKey = await api.get<Record<string, any>>(`/api/workspaces/${testWs}/members`, withKey(adminKey.key));
+    expect(byKey.status, byKey.text).to.equal(409);
+    expect(byKey.body.hint).to.include('team:admin key made in that workspace').and.not.include('x-workspace-id');
     // A person outside the team cannot act there.
     const outsider = await signup(api, 'outsider');
     expect((await api.get('/api/me', as(outsider, testWs))).status).to.equal(404);
