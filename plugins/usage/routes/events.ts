@@ -28,12 +28,22 @@ const notFound = () =>
  * browser), failing that, as the event's own workspace sees it when the person is a member there.
  */
 async function eventFor(d: { events: UsageEvents; hooks: Hooks }, ctx: RequestContext, id: string): Promise<EventRow | null> {
+  const row = await d.events.visible(principalOf(ctx.principal).workspaceId, id);
+  if (row) return row;
+  const member = await asMemberOfEventsWorkspace(d, ctx, id);
+  return member ? d.events.visible(member.workspaceId, id) : null;
+}
+
+/**
+ * A person who named no workspace, acting in the workspace that made event `id` when they are a
+ * member there (re-authenticated and authorized as with x-workspace-id); null otherwise.
+ */
+async function asMemberOfEventsWorkspace(d: { events: UsageEvents; hooks: Hooks }, ctx: RequestContext, id: string): Promise<Principal | null> {
   const p = principalOf(ctx.principal);
-  const row = await d.events.visible(p.workspaceId, id);
-  if (row || p.kind !== 'person' || choosesWorkspace(ctx.req)) return row;
+  if (p.kind !== 'person' || choosesWorkspace(ctx.req)) return null;
   const owner = await d.events.workspaceOf(id);
-  if (!owner || owner === p.workspaceId || !(await asMemberOf(d.hooks, ctx, owner))) return null;
-  return d.events.visible(owner, id);
+  if (!owner || owner === p.workspaceId) return null;
+  return asMemberOf(d.hooks, ctx, owner);
 }
 
 const notTheCaller = (classification: string) =>
@@ -82,14 +92,20 @@ export function eventRoutes(d: { events: UsageEvents; bus: EventBus; clock: Cloc
       query: s.noQuery,
       body: s.outcomeBody,
       example: s.outcomeExample,
-      handler: async ({ principal, params, body }) => {
-        const p = principalOf(principal);
+      handler: async (ctx) => {
+        const { params, body } = ctx;
+        const p = principalOf(ctx.principal);
         const at = new Date(d.clock.now());
-        const change = await d.events.recordOutcome(p.workspaceId, params.id, body.outcome, body.quality_score ?? null, at);
+        const record = (workspaceId: string) => d.events.recordOutcome(workspaceId, params.id, body.outcome, body.quality_score ?? null, at);
+        let change = await record(p.workspaceId);
         if (!change) {
           // An event the workspace sees (testers, others) exists for it: saying so is no leak, and truer than "no such event".
           const seen = await d.events.visible(p.workspaceId, params.id);
-          throw seen ? notTheCaller(seen.viewer_class) : notFound();
+          if (seen) throw notTheCaller(seen.viewer_class);
+          // The receipt's outcome link, followed by a person of the workspace that made the call (as GET opens it).
+          const member = await asMemberOfEventsWorkspace(d, ctx, params.id);
+          change = member ? await record(member.workspaceId) : null;
+          if (!change) throw notFound();
         }
         const e = change.event;
         await d.bus.emit('usage.outcome_recorded', {

@@ -409,6 +409,21 @@ describe('usage: events list and receipt', function () {
         }
       });
 
+      it("takes an outcome at the receipt's outcome link from the claiming person without x-workspace-id; others keep the identical 404", async () => {
+        const opened = await client(svc.url, { cookie: claimer.cookie }).get<Record<string, any>>(new URL(sandboxEvent.receiptUrl).pathname);
+        const link = opened.body.usage_event.links.outcome as string;
+        const missing = await client(svc.url, { cookie: claimer.cookie }).patch<Record<string, any>>('/api/usage/events/use_doesnotexist00000000/outcome', { outcome: 'accepted' });
+        expect(missing.status).to.equal(404);
+        for (const headers of [{ cookie: x.owner.cookie }, { 'x-api-key': claimerKey }, { cookie: claimer.cookie, 'x-workspace-id': claimer.workspaceId }] as Array<Record<string, string>>) {
+          const refused = await client(svc.url, headers).patch<Record<string, any>>(link, { outcome: 'rejected' });
+          expect(refused.status, `${Object.keys(headers).join(',')}: ${refused.text}`).to.equal(404);
+          expect({ ...refused.body, request_id: null }).to.deep.equal({ ...missing.body, request_id: null });
+        }
+        const res = await client(svc.url, { cookie: claimer.cookie }).patch<Record<string, any>>(link, { outcome: 'accepted', quality_score: 0.8 });
+        expect(res.status, res.text).to.equal(200);
+        expect(res.body.usage_event).to.include({ id: sandboxEvent.eventId, outcome: 'accepted', quality_score: 0.8 });
+      });
+
       it('keeps the identical 404 for non-members, API keys of other workspaces, and a person whose x-workspace-id chose another workspace', async () => {
         const path = new URL(sandboxEvent.receiptUrl).pathname;
         const missing = await client(svc.url, { cookie: claimer.cookie }).get<Record<string, any>>('/api/usage/events/use_doesnotexist00000000');
