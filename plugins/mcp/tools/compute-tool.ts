@@ -16,7 +16,7 @@ export function computeTool(compute: ComputeService, demo: DemoBudgetGuard, rout
       name: 'compute_price',
       title: 'Compute a price',
       description:
-        'Computes a price for a context (product_type, current_price, currency, unit_cost, competitor_prices…). Without a key it runs on the demo tenant with built-in functions and an hourly budget per address; with a key it prices as your workspace under your routing policy. Send params._meta.idempotency_key (a UUID) to make a retry safe: the same key and arguments answer the first result, not charged again.',
+        'Computes a price for a context (product_type, current_price, currency, unit_cost, competitor_prices…). Without a key it runs on the demo tenant with built-in functions and an hourly budget per address; with a key it prices as your workspace under your routing policy. Send params._meta.idempotency_key (a UUID) to make a retry safe: the same key and arguments answer the first result, not charged again; a key already used for another request (other arguments, or a REST batch) is refused with idempotency_key_reused.',
       inputSchema: jsonSchema(computeBody),
       outputSchema: jsonSchema(priceOutput, 'output'),
       requiresKey: false,
