@@ -147,7 +147,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       id: 'functions.create',
       method: 'post',
       path: '/api/functions',
-      summary: 'Register a workspace function (created as draft; activate it with PATCH).',
+      summary: 'Owners and admins: register a workspace function (created as draft; activate it with PATCH).',
       tags: ['Functions'],
       fullAccess: true,
       body: s.registerFunctionBody,

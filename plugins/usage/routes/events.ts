@@ -49,6 +49,7 @@ async function asMemberOfEventsWorkspace(d: { events: UsageEvents; hooks: Hooks 
 const notTheCaller = (classification: string) =>
   new ApiError('forbidden', `Only the workspace that made this call reports its outcome; your workspace sees it as ${classification}.`, {
     hint: 'Report outcomes of your own calls: GET /api/usage/events?classification=mine lists them.',
+    fields: { reason: 'not your call' },
   });
 
 export function eventRoutes(d: { events: UsageEvents; bus: EventBus; clock: Clock; hooks: Hooks }): RouteSpec[] {

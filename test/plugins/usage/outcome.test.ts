@@ -145,6 +145,7 @@ describe('usage: reporting an outcome', function () {
       expect(res.status, res.text).to.equal(403);
       expect(res.body.code).to.equal('forbidden');
       expect(res.body.error).to.equal(`Only the workspace that made this call reports its outcome; your workspace sees it as ${classification}.`);
+      expect(res.body.reason).to.equal('not your call');
       expect(res.body.hint).to.be.a('string').and.contain('classification=mine');
       expect((await w.get<Record<string, any>>(`/api/usage/events/${id}`)).body.usage_event.outcome).to.equal(null);
     }
