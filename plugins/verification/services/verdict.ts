@@ -1,6 +1,6 @@
 import { dec, formatMoney } from '../../../core/money';
 import type { Dec } from '../../../core/money';
-import { robustSigma, sourceMedians, withoutCopies } from './weighted-stats';
+import { overHalf, robustSigma, sourceMedians, withoutCopies } from './weighted-stats';
 import type { VerdictValue, Observation, VerdictThresholds, VerdictInput, Reference, Band, Independence, VerdictResult } from './verdict-types';
 
 export type { VerdictValue, Observation, VerdictThresholds, Constraint, VerdictInput, SourceSummary, Reference, Band, Independence, VerdictResult } from './verdict-types';
@@ -12,7 +12,7 @@ export type { VerdictValue, Observation, VerdictThresholds, Constraint, VerdictI
  */
 
 const DAY_MS = 86_400_000;
-/** Weight share above which one source dominates the evidence. */
+/** Weight share above which one source dominates the evidence (compared with overHalf: exactly half is not over it). */
 const DOMINANT_SHARE = 0.5;
 /** Prior count in the amount-of-evidence factor n/(n + k). */
 const AMOUNT_K = 5;
@@ -167,12 +167,12 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   // 6. Independence disclosure.
   const independenceReasons: string[] = [];
   if (used.length > 0 && sourceCount < 2) independenceReasons.push(`fewer than 2 distinct sources: all ${used.length} observation(s) come from one source ("${largestLabel}")`);
-  if (sourceCount >= 2 && largestShare !== null && largestShare > DOMINANT_SHARE) independenceReasons.push(`one source ("${largestLabel}") carries ${pct(largestShare)} of the weight, over half`);
+  if (sourceCount >= 2 && largestShare !== null && overHalf(largestShare)) independenceReasons.push(`one source ("${largestLabel}") carries ${pct(largestShare)} of the weight, over half`);
   // One submitter posting under several labels is one source of evidence, however many labels it uses.
   const oneSubmitter = sourceCount >= 2 && workspaceCount === 1;
   if (oneSubmitter) independenceReasons.push(`all ${sourceCount} sources come from one workspace`);
   // One workspace submitting most of the weight: capped (it counts no more than the next one), and said.
-  const dominantWorkspace = workspaceCount >= 2 && heaviest !== null && heaviest.rawShare > DOMINANT_SHARE ? heaviest : null;
+  const dominantWorkspace = workspaceCount >= 2 && heaviest !== null && overHalf(heaviest.rawShare) ? heaviest : null;
   if (dominantWorkspace) {
     independenceReasons.push(
       `one workspace${dominantWorkspace.own ? ' (your own)' : ''} submitted ${pct(dominantWorkspace.rawShare)} of the weight (${dominantWorkspace.observations} of ${used.length} observations), over half: its weight and effective count are capped at the next-heaviest workspace's`,
@@ -262,7 +262,7 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   const dist = Math.abs(Math.log(p.toNumber()) - Math.log(nearest.toNumber())) / (unit > 0 ? unit : 1);
   let independenceFactor = 1;
   if (sourceCount < 2 || oneSubmitter) independenceFactor *= 0.5;
-  if (largestShare !== null && sourceCount >= 2 && largestShare > DOMINANT_SHARE) independenceFactor *= 1 - (largestShare - DOMINANT_SHARE);
+  if (largestShare !== null && sourceCount >= 2 && overHalf(largestShare)) independenceFactor *= 1 - (largestShare - DOMINANT_SHARE);
   if (dominantWorkspace) independenceFactor *= 1 - (dominantWorkspace.rawShare - DOMINANT_SHARE);
   independenceFactor *= 1 - 0.5 * ownShare;
   const factors = {

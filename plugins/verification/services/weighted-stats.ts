@@ -207,3 +207,8 @@ export function sourceMedians<T extends AgedObservation>(
     heaviest: sums.top !== null && top && rawTotal > 0 ? { workspaceId: sums.top, rawShare: top.sum / rawTotal, observations: top.count } : null,
   };
 }
+
+/** A weight share over one half; exactly half (two workspaces equalised by the cap give 0.5 + ε) is not. */
+export function overHalf(share: number): boolean {
+  return share > 0.5 + 1e-9;
+}

@@ -103,6 +103,15 @@ describe('verification verdict (pure)', () => {
       expect(v.confidence).to.be.lessThan(base.confidence);
     });
 
+    it('a source with exactly half the weight of two workspaces equalised by the cap is not called "over half"', () => {
+      const big = Array.from({ length: 10 }, (_, i) => obs('ws_a', 'shelf', (20 + i / 10).toFixed(2), 1 + i / 10));
+      const small = Array.from({ length: 7 }, (_, i) => obs('ws_b', 'web', (20.3 + i / 10).toFixed(2), 1 + i / 7));
+      const v = verdict('20.5', [...big, ...small], { callerWorkspaceId: null });
+      expect(v.independence.largest_source_share).to.equal(0.5);
+      expect(v.independence.reasons.join(' ')).not.to.match(/one source .* over half/);
+      expect(v.verdict).to.equal('reasonable');
+    });
+
     it('keeps honest data of workspaces of like size as it was: no cap applies, Kish\'s n over the observations', () => {
       const v = verdict('22', honest(), { callerWorkspaceId: null });
       expect(v.reference?.effective_n).to.equal(6);
