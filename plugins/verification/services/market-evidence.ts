@@ -12,9 +12,9 @@ type Summary = Omit<MarketEvidence, 'product_type' | 'currency'>;
 
 /**
  * The network's stored price observations as market evidence for compute: the same rows, window,
- * read limit and statistic as verification (exact copies counted once, each observation weighted
- * 0.5^(age / half-life), one weighted median per source, the reference the weighted median of
- * those), so a computed price and a verdict on it rest on the same reference. Verification's one
+ * read limit and statistic as verification (one observation per workspace and amount, each
+ * weighted 0.5^(age / half-life), one weighted median per source, the reference the weighted median
+ * of those), so a computed price and a verdict on it rest on the same reference. Verification's one
  * caller-dependent step, dropping the caller's own echo of the price it proposes, has no
  * counterpart here. Summaries follow the store's cached reads: a new read gives a new summary.
  */

@@ -74,7 +74,7 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   }
   const matched = fresh.length;
 
-  // 2. Exact copies (same workspace, source, amount and time) count once.
+  // 2. Copies count once: one observation per workspace and amount, the freshest.
   const unique = withoutCopies(fresh);
   const duplicates = matched - unique.length;
 

@@ -77,15 +77,21 @@ export interface AgedObservation {
   label?: string;
 }
 
-/** Exact copies (same workspace, source, amount and time; 4.5 and 4.50 alike) count once. */
+/**
+ * Copies count once: one observation per workspace and amount (4.5 and 4.50 alike), whatever its
+ * label or time, the freshest kept (largest observedAt; the first of equals). Repeated quotes of one
+ * amount by one submitter are not independent evidence (notes §7: ρ = 1 for pure copies). The
+ * kept observations stay in their input order.
+ */
 export function withoutCopies<T extends AgedObservation>(observations: readonly T[]): T[] {
-  const seen = new Set<string>();
-  return observations.filter((o) => {
-    const k = `${o.workspaceId}\u0000${o.source}\u0000${o.value.toString()}\u0000${o.observedAt}`;
-    if (seen.has(k)) return false;
-    seen.add(k);
-    return true;
-  });
+  const freshest = new Map<string, T>();
+  for (const o of observations) {
+    const k = `${o.workspaceId}\u0000${o.value.toString()}`;
+    const kept = freshest.get(k);
+    if (!kept || o.observedAt > kept.observedAt) freshest.set(k, o);
+  }
+  const keep = new Set(freshest.values());
+  return observations.filter((o) => keep.has(o));
 }
 
 /** One source (a workspace and its label): its observations, their summed weight and their weighted median. */

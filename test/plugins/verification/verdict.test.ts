@@ -29,8 +29,8 @@ function verdict(proposedPrice: string, observations: Observation[], extra: Part
 
 describe('verification verdict (pure)', () => {
   describe('extreme magnitudes', () => {
-    // Six observations, two a day apart from each of three workspaces (exact copies would count once).
-    const three = (amount: string) => ['ws_a', 'ws_b', 'ws_c'].flatMap((w) => [obs(w, 'src', amount, 1), obs(w, 'src', amount, 2)]);
+    // Six observations of one amount, one from each of six workspaces (one workspace repeating an amount counts once).
+    const three = (amount: string) => ['ws_a', 'ws_b', 'ws_c', 'ws_d', 'ws_e', 'ws_f'].map((w, i) => obs(w, 'src', amount, 1 + i / 6));
 
     it('judges a tiny price equal to every observation reasonable, with the reference as observed (0.0000000000014, 1e-18)', () => {
       for (const amount of ['0.0000000000014', '0.000000000000000001']) {
@@ -63,7 +63,7 @@ describe('verification verdict (pure)', () => {
 
   describe('one submitter and circular evidence', () => {
     it('one workspace posting under several labels is disclosed as not independent, with the independence factor halved', () => {
-      const oneWorkspace = ['s1', 's2', 's3'].flatMap((label) => [obs('ws_a', label, '9.90'), obs('ws_a', label, '10.10')]);
+      const oneWorkspace = ['s1', 's2', 's3'].flatMap((label, i) => [obs('ws_a', label, (9.9 + i / 100).toFixed(2)), obs('ws_a', label, (10.1 + i / 100).toFixed(2))]);
       const v = verdict('10.00', oneWorkspace);
       expect(v.independence.independent).to.equal(false);
       expect(v.independence.reasons).to.include('all 3 sources come from one workspace');
@@ -87,20 +87,17 @@ describe('verification verdict (pure)', () => {
     /** 38 copies of 100 from one workspace, a second apart (so not exact copies), under two labels. */
     const flood = (): Observation[] => Array.from({ length: 38 }, (_, i) => ({ ...obs('ws_x', i % 2 ? 'feed-1' : 'feed-2', '100'), observedAt: NOW - DAY + i * 1000 }));
 
-    it('38 repeated quotes from one workspace leave the reference among the honest quotes, count as one workspace\'s worth and lower the confidence', () => {
-      const base = verdict('22', honest(), { callerWorkspaceId: null });
+    it('38 repeated quotes of one amount from one workspace count as one observation: the reference stays among the honest quotes and 100 stays high', () => {
       const v = verdict('22', [...honest(), ...flood()], { callerWorkspaceId: null });
       expect(Number(v.reference?.price)).to.be.within(18, 25);
       expect(v.verdict).to.equal('reasonable');
       expect(verdict('100', [...honest(), ...flood()], { callerWorkspaceId: null }).verdict).to.equal('high');
-      // The flooding workspace weighs and counts like the next-heaviest one (two observations): 6 + 2.
-      expect(v.reference?.effective_n).to.equal(8);
+      // Whatever the label or time, one workspace's quotes of one amount are one observation: 6 + 1.
+      expect(v.independence.duplicates_removed).to.equal(37);
+      expect(v.reference?.observations).to.equal(7);
+      expect(v.reference?.effective_n).to.equal(7);
       expect(v.independence.largest_source_share).to.be.at.most(0.5);
-      expect(v.independence.independent).to.equal(false);
-      expect(v.independence.reasons).to.include(
-        'one workspace submitted 86% of the weight (38 of 44 observations), over half: its weight and effective count are capped at the next-heaviest workspace\'s',
-      );
-      expect(v.confidence).to.be.lessThan(base.confidence);
+      expect(v.independence.reasons.join(' ')).not.to.match(/one workspace submitted/);
     });
 
     it('a source with exactly half the weight of two workspaces equalised by the cap is not called "over half"', () => {
@@ -120,7 +117,7 @@ describe('verification verdict (pure)', () => {
     });
 
     it('one workspace under several labels is one source for VERIFY_MIN_SOURCES: no two-sided verdict on it', () => {
-      const one = ['s1', 's2'].flatMap((label) => [1, 2, 3].map((d) => obs('ws_a', label, '10.00', d)));
+      const one = ['s1', 's2'].flatMap((label, j) => [1, 2, 3].map((d) => obs('ws_a', label, (10 + j * 0.03 + d * 0.01).toFixed(2), d)));
       const v = verdict('10.00', one);
       expect(v.verdict).to.equal('unknown');
       expect(v.evidence.sufficient).to.equal(false);
@@ -128,7 +125,7 @@ describe('verification verdict (pure)', () => {
       expect(v.independence.workspaces).to.equal(1);
       expect(v.reasons).to.include('1 distinct source(s), below the minimum 2: sources are counted by submitting workspace, one however many labels it uses');
       // An accepted outcome counts as its workspace's: with another workspace's observations, two sources.
-      const withOther = verdict('10.00', [...one, ...[1, 2, 3].map((d) => obs('ws_b', 'accepted:cost-plus', '10.10', d))]);
+      const withOther = verdict('10.00', [...one, ...[1, 2, 3].map((d) => obs('ws_b', 'accepted:cost-plus', (10.09 + d * 0.01).toFixed(2), d))]);
       expect(withOther.independence.workspaces).to.equal(2);
       expect(withOther.verdict).to.equal('reasonable');
     });
@@ -320,7 +317,7 @@ describe('verification verdict (pure)', () => {
     });
 
     it('discloses one workspace submitting over half the weight, and caps it at the next-heaviest workspace\'s', () => {
-      const v = verdict('10', [...Array.from({ length: 6 }, (_, i) => obs('ws_a', 'bulk', '10.00', i + 1)), obs('ws_b', 'b', '10.20'), obs('ws_c', 'c', '9.90')]);
+      const v = verdict('10', [...Array.from({ length: 6 }, (_, i) => obs('ws_a', 'bulk', (10 + i / 100).toFixed(2), i + 1)), obs('ws_b', 'b', '10.20'), obs('ws_c', 'c', '9.90')]);
       expect(v.independence.independent).to.equal(false);
       expect(v.independence.reasons.join(' ')).to.match(/one workspace submitted \d+% of the weight \(6 of 8 observations\), over half: its weight and effective count are capped/);
       // Capped, "bulk" weighs as much as each of the other two.
@@ -329,7 +326,7 @@ describe('verification verdict (pure)', () => {
     });
 
     it('discloses one source carrying over half the weight of a single workspace\'s evidence', () => {
-      const v = verdict('10', [...Array.from({ length: 6 }, (_, i) => obs('ws_a', 'bulk', '10.00', i + 1)), obs('ws_a', 'side', '10.20')]);
+      const v = verdict('10', [...Array.from({ length: 6 }, (_, i) => obs('ws_a', 'bulk', (10 + i / 100).toFixed(2), i + 1)), obs('ws_a', 'side', '10.20')]);
       expect(v.independence.reasons.join(' ')).to.match(/one source \("bulk"\) carries \d+% of the weight, over half/);
       expect(v.independence.largest_source_share).to.be.greaterThan(0.5);
     });
@@ -350,6 +347,16 @@ describe('verification verdict (pure)', () => {
       const v = verdict('10', [...market(), o, { ...o, id: 'obs_copy' }]);
       expect(v.independence.duplicates_removed).to.equal(1);
       expect(v.evidence.used).to.equal(7);
+    });
+
+    it('counts one workspace\'s quotes of one amount once, whatever the label or time, keeping the freshest', () => {
+      const copies = [obs('ws_d', 'a', '10.00', 5), obs('ws_d', 'b', '10.0', 1), obs('ws_d', 'a', '10.00', 3), obs('ws_e', 'e', '10.00', 2)];
+      const v = verdict('10', [...market(), ...copies]);
+      expect(v.independence.duplicates_removed).to.equal(2);
+      expect(v.evidence.used).to.equal(8);
+      // The freshest (a day old, under "b") is kept, wherever it comes in the rows; another workspace's equal quote is its own evidence.
+      expect(v.reference?.source_labels.map((s) => s.label)).to.include.members(['b', 'e']).and.not.include('a');
+      expect(v.reference?.newest_age_days).to.equal(1);
     });
 
     it('treats the keyless demo as having no own workspace', () => {

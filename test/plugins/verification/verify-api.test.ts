@@ -328,7 +328,8 @@ describe('price verification API', function () {
     expect(made.status, made.text).to.equal(201);
     const fn = made.body.function as { id: string; name: string };
     expect((await ownerApi.patch(`/api/functions/${fn.id}`, { status: 'active' })).status).to.equal(200);
-    const accepted = (eventId: string, functionId: string, functionName: string) =>
+    // Two different prices: one workspace's accepted prices of one amount would count once, under one label.
+    const accepted = (eventId: string, functionId: string, functionName: string, price: string) =>
       svc.events.emit('usage.outcome_recorded', {
         eventId,
         workspaceId: owner.workspaceId,
@@ -336,14 +337,14 @@ describe('price verification API', function () {
         qualityScore: null,
         functionId,
         functionName,
-        price: '12.00',
+        price,
         currency: 'USD',
         contextKeys: { product_type: 'secret-sauce' },
         networkEvidence: false,
         at: new Date().toISOString(),
       });
-    await accepted(`use_secret_${Date.now()}`, fn.id, fn.name);
-    await accepted(`use_builtin_${Date.now()}`, 'fn_builtin_cost_plus', 'cost-plus');
+    await accepted(`use_secret_${Date.now()}`, fn.id, fn.name, '12.00');
+    await accepted(`use_builtin_${Date.now()}`, 'fn_builtin_cost_plus', 'cost-plus', '12.50');
     const body = { context: { product_type: 'secret-sauce' }, proposed_price: '13' };
     const labelsOf = (res: { status: number; text: string; body: Record<string, any> }) => {
       expect(res.status, res.text).to.equal(200);
