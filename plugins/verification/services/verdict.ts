@@ -1,6 +1,7 @@
 import { dec, formatMoney } from '../../../core/money';
 import type { Dec } from '../../../core/money';
-import { overHalf, robustSigma, sourceMedians, withoutCopies } from './weighted-stats';
+import { overHalf, restsOnOneWorkspace, robustSigma, sourceMedians, withoutCopies } from './weighted-stats';
+import type { OneWorkspaceReference } from './weighted-stats';
 import type { VerdictValue, Observation, VerdictThresholds, VerdictInput, Reference, Band, Independence, VerdictResult } from './verdict-types';
 
 export type { VerdictValue, Observation, VerdictThresholds, Constraint, VerdictInput, SourceSummary, Reference, Band, Independence, VerdictResult } from './verdict-types';
@@ -106,6 +107,7 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   let largestLabel = '';
   let observationBand: { lower: Dec; upper: Dec; sigma: number; estimator: 'mad' | 'iqr' | 'mean_absolute_deviation' | 'none'; hw: number; minApplied: boolean } | null = null;
   let freshness = 0;
+  let oneWorkspace: (OneWorkspaceReference & { own: boolean }) | null = null;
   if (used.length > 0) {
     const stats = sourceMedians(used, halfLifeMs);
     const { weighted, totalWeight } = stats;
@@ -117,6 +119,8 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
     const sources = stats.sources.map((s) => ({ ...s, own: s.workspaceId === input.callerWorkspaceId, count: s.items.length }));
     sourceCount = sources.length;
     const ref = stats.reference;
+    const rests = restsOnOneWorkspace(stats, t.minRelativeHalfWidth);
+    oneWorkspace = rests ? { ...rests, own: stats.heaviest?.workspaceId === input.callerWorkspaceId } : null;
     const top = sources[0];
     largestShare = top ? top.weight / totalWeight : null;
     largestLabel = top?.label ?? '';
@@ -195,7 +199,8 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   // The effective n is compared as reported (two decimals), so five fresh observations a few
   // minutes apart count as 5, not 4.9999.
   // Sources are counted by submitting workspace here: one workspace under several labels is one source.
-  const sufficient = used.length > 0 && round(nEff, 2) >= t.minEffectiveObservations && workspaceCount >= t.minSources;
+  // A reference that one workspace alone moves by more than the band's minimum half-width is not evidence enough either.
+  const sufficient = used.length > 0 && round(nEff, 2) >= t.minEffectiveObservations && workspaceCount >= t.minSources && oneWorkspace === null;
   const evidence = { matched: input.observations.length + (input.olderIgnored ?? 0), used: used.length, ignored_older_than_max_age: tooOld, sufficient };
   const constraints = { floor: input.floor ?? null, ceiling: input.ceiling ?? null };
   const base = { proposed_price: formatMoney(p, 18), reference, constraints, independence, evidence, thresholds };
@@ -208,6 +213,11 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
       if (round(nEff, 2) < t.minEffectiveObservations) reasons.push(`effective number of observations ${round(nEff, 2)} is below the minimum ${t.minEffectiveObservations}`);
       if (workspaceCount < t.minSources) {
         reasons.push(`${workspaceCount} distinct source(s), below the minimum ${t.minSources}: sources are counted by submitting workspace, one however many labels it uses`);
+      }
+      if (oneWorkspace) {
+        reasons.push(
+          `the reference rests on one workspace: without the one${oneWorkspace.own ? ' (your own)' : ''} that submitted ${pct(oneWorkspace.rawShare)} of the weight it would be ${formatMoney(oneWorkspace.withoutIt, 18)}, not ${formatMoney(oneWorkspace.reference, 18)}`,
+        );
       }
     }
   }

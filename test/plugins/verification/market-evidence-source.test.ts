@@ -50,6 +50,16 @@ describe('verification: the network\'s observations as market evidence for compu
     expect(market).to.deep.include({ observations: 7, workspaces: 4 });
   });
 
+  it('gives no network evidence when the reference rests on one workspace (38 quotes near 100, or one of 100, against another workspace\'s six)', async () => {
+    const alone = ['18.00', '20.00', '21.00', '23.00', '22.00', '25.00'].map((v, i) => obs(`a${i}`, 'ws_a', ['shelf', 'web', 'kiosk'][Math.floor(i / 2)] as string, v, 3 + i));
+    const distinct = Array.from({ length: 38 }, (_, i) => ({ ...obs(`x${i}`, 'ws_x', i % 2 ? 'feed-1' : 'feed-2', (100 + (i + 1) / 100).toFixed(2), 1), observedAt: now - HOUR + i * 1000 }));
+    expect(await sourceOver([...alone, ...distinct], now).lookup('tea', 'USD')).to.equal(null);
+    expect(await sourceOver([...alone, obs('x', 'ws_x', 'feed', '100', 1)], now).lookup('tea', 'USD')).to.equal(null);
+    // A second workspace that agrees leaves the evidence standing.
+    const agreeing = await sourceOver([...alone, ...Array.from({ length: 12 }, (_, i) => obs(`b${i}`, 'ws_b', 'feed', (21 + i / 10).toFixed(2), 1 + i))], now).lookup('tea', 'USD');
+    expect(agreeing?.reference_price).to.be.within(18, 25);
+  });
+
   it('counts exact copies once as verification does, whatever the written scale (4.5 and 4.50)', async () => {
     const rows = [obs('1', 'ws_a', 'shelf', '4.50', 1), obs('2', 'ws_a', 'shelf', '4.5', 1), obs('3', 'ws_b', 'cafe', '5.00', 1)];
     const market = (await sourceOver(rows, now).lookup('tea', 'USD')) as MarketEvidence;

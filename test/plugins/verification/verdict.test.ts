@@ -100,6 +100,54 @@ describe('verification verdict (pure)', () => {
       expect(v.independence.reasons.join(' ')).not.to.match(/one workspace submitted/);
     });
 
+    /** Six honest quotes at 18–25 from one workspace under three labels, a day old. */
+    const alone = (): Observation[] => [obs('ws_a', 'shelf', '18.00'), obs('ws_a', 'shelf', '20.00'), obs('ws_a', 'web', '21.00'), obs('ws_a', 'web', '23.00'), obs('ws_a', 'kiosk', '22.00'), obs('ws_a', 'kiosk', '25.00')];
+
+    it('against one other workspace, 38 copies of 100 make no price reasonable: the midpoint reference rests on one workspace', () => {
+      for (const price of ['22', '61', '100']) {
+        const v = verdict(price, [...alone(), ...flood()], { callerWorkspaceId: null });
+        expect(v.verdict, price).to.equal('unknown');
+        expect(v.evidence.sufficient, price).to.equal(false);
+        expect(v.band.method, price).to.equal('none');
+        expect(v.reference?.price, price).to.equal('61.75');
+        expect(v.reasons, price).to.include('the reference rests on one workspace: without the one that submitted 86% of the weight it would be 100.00, not 61.75');
+      }
+    });
+
+    it('one quote of 100 against another workspace\'s six is unknown, not a midpoint reasonable', () => {
+      const v = verdict('61', [...alone(), obs('ws_x', 'feed', '100')], { callerWorkspaceId: null });
+      expect(v.verdict).to.equal('unknown');
+      expect(v.confidence).to.equal(0);
+      expect(v.reasons).to.include('the reference rests on one workspace: without the one that submitted 86% of the weight it would be 100.00, not 61.75');
+      // A floor still decides one-sidedly, as on any insufficient evidence.
+      const floored = verdict('15', [...alone(), obs('ws_x', 'feed', '100')], { callerWorkspaceId: null, floor: { value: '16', from: ['unit_cost'] } });
+      expect(floored).to.include({ verdict: 'low', basis: 'floor' });
+      expect(floored.band.method).to.equal('floor_only');
+    });
+
+    it('38 distinct quotes near 100 from one workspace against another\'s six: unknown, saying the reference rests on that workspace', () => {
+      const distinct = Array.from({ length: 38 }, (_, i) => ({ ...obs('ws_x', i % 2 ? 'feed-1' : 'feed-2', (100 + (i + 1) / 100).toFixed(2)), observedAt: NOW - DAY + i * 1000 }));
+      const v = verdict('61', [...alone(), ...distinct], { callerWorkspaceId: null });
+      expect(v.verdict).to.equal('unknown');
+      expect(v.evidence.sufficient).to.equal(false);
+      // Everything else would suffice: 6 + 6 effective observations from two workspaces.
+      expect(v.reference?.effective_n).to.equal(12);
+      expect(v.independence.workspaces).to.equal(2);
+      const reason = v.reasons.find((r) => r.startsWith('the reference rests on one workspace'));
+      expect(reason).to.equal(`the reference rests on one workspace: without the one that submitted 86% of the weight it would be 22.00, not ${v.reference?.price ?? ''}`);
+      expect(Number(v.reference?.price)).to.be.greaterThan(60);
+      // The caller's own flood is named as such.
+      const own = verdict('61', [...alone(), ...distinct], { callerWorkspaceId: 'ws_x' });
+      expect(own.reasons.join(' ')).to.match(/without the one \(your own\) that submitted 86% of the weight/);
+    });
+
+    it('two workspaces that agree keep a two-sided verdict, however unequal their weights', () => {
+      const agreeing = Array.from({ length: 12 }, (_, i) => obs('ws_b', 'feed', (21 + i / 10).toFixed(2)));
+      const v = verdict('22', [...alone(), ...agreeing], { callerWorkspaceId: null });
+      expect(v.verdict).to.equal('reasonable');
+      expect(v.reasons.join(' ')).not.to.match(/rests on one workspace/);
+    });
+
     it('a source with exactly half the weight of two workspaces equalised by the cap is not called "over half"', () => {
       const big = Array.from({ length: 10 }, (_, i) => obs('ws_a', 'shelf', (20 + i / 10).toFixed(2), 1 + i / 10));
       const small = Array.from({ length: 7 }, (_, i) => obs('ws_b', 'web', (20.3 + i / 10).toFixed(2), 1 + i / 7));
