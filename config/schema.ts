@@ -142,7 +142,7 @@ export const settingsTree = {
     halfLifeDays: num('VERIFY_HALF_LIFE_DAYS', 30, 'Half-life of an observation\'s weight, in days (weight 0.5^(age/half-life)).', { min: 0.01 }),
     maxAgeDays: num('VERIFY_MAX_AGE_DAYS', 120, 'Observations older than this many days are ignored (default four half-lives, where the weight is about 6%).', { min: 0.01 }),
     bandK: num('VERIFY_BAND_K', 3, 'Half-width of the band in robust standard deviations (1.4826 x MAD of log prices).', { min: 0.1, max: 10 }),
-    minRelativeHalfWidth: num('VERIFY_MIN_RELATIVE_HALF_WIDTH', 0.05, 'Smallest half-width of the band relative to the reference (0.05 = the band is at least reference / 1.05 to reference x 1.05).', { min: 0, max: 1 }),
+    minRelativeHalfWidth: num('VERIFY_MIN_RELATIVE_HALF_WIDTH', 0.05, 'Smallest half-width of the band relative to the reference (0.05 = the band is at least reference / 1.05 to reference x 1.05). Also how far the workspace submitting over half the weight may move the reference before the evidence is not sufficient.', { min: 0, max: 1 }),
     maxObservationsRead: int('VERIFY_MAX_OBSERVATIONS_READ', 2000, 'Newest matching observations read for one verification.', { min: 10, max: 100000 }),
     evidenceCacheTtlMs: int('VERIFY_EVIDENCE_CACHE_TTL_MS', 5000, 'How long the observations read for one product type and currency are reused by later verifications on this instance (its own writes refresh them at once; 0 disables).', { min: 0 }),
   },

@@ -4,7 +4,7 @@ import type { MarketEvidence } from '../../../engine';
 import type { MarketEvidenceSource } from '../../pricing';
 import type { Evidence, ObservationStore } from './observations';
 import type { ObservedProductTypes } from './product-types';
-import { sourceMedians, withoutCopies } from './weighted-stats';
+import { restsOnOneWorkspace, sourceMedians, withoutCopies } from './weighted-stats';
 
 const DAY_MS = 86_400_000;
 
@@ -12,9 +12,11 @@ type Summary = Omit<MarketEvidence, 'product_type' | 'currency'>;
 
 /**
  * The network's stored price observations as market evidence for compute: the same rows, window,
- * read limit and statistic as verification (exact copies counted once, each observation weighted
- * 0.5^(age / half-life), one weighted median per source, the reference the weighted median of
- * those), so a computed price and a verdict on it rest on the same reference. Verification's one
+ * read limit and statistic as verification (one observation per workspace and amount, each
+ * weighted 0.5^(age / half-life), one weighted median per source, the reference the weighted median
+ * of those), so a computed price and a verdict on it rest on the same reference. A reference that
+ * rests on one workspace (restsOnOneWorkspace: the verdict's "not sufficient") is no evidence, so no
+ * price is positioned on it. Verification's one
  * caller-dependent step, dropping the caller's own echo of the price it proposes, has no
  * counterpart here. Summaries follow the store's cached reads: a new read gives a new summary.
  */
@@ -35,14 +37,14 @@ export class NetworkMarketEvidence implements MarketEvidenceSource {
     const evidence = await this.store.forVerification(productType, currency, new Date(now - v.maxAgeDays * DAY_MS), v.maxObservationsRead);
     let summary = this.summaries.get(evidence);
     if (summary === undefined) {
-      summary = summarise(evidence, { now, halfLifeMs: v.halfLifeDays * DAY_MS, maxSources: this.config.engine.marketMaxSources });
+      summary = summarise(evidence, { now, halfLifeMs: v.halfLifeDays * DAY_MS, maxSources: this.config.engine.marketMaxSources, minRelativeHalfWidth: v.minRelativeHalfWidth });
       this.summaries.set(evidence, summary);
     }
     return summary ? { product_type: productType, currency, ...summary } : null;
   }
 }
 
-function summarise(evidence: Evidence, opts: { now: number; halfLifeMs: number; maxSources: number }): Summary | null {
+function summarise(evidence: Evidence, opts: { now: number; halfLifeMs: number; maxSources: number; minRelativeHalfWidth: number }): Summary | null {
   const aged = withoutCopies(evidence.observations.map((o) => ({ ...o, value: dec(o.amount), age: Math.max(0, opts.now - o.observedAt) })));
   // Rows come newest first: the newest maxSources sources are kept.
   const kept = new Set<string>();
@@ -52,7 +54,9 @@ function summarise(evidence: Evidence, opts: { now: number; halfLifeMs: number; 
     return kept.has(key);
   });
   if (recent.length === 0) return null;
-  const { sources, totalWeight, reference } = sourceMedians(recent, opts.halfLifeMs);
+  const stats = sourceMedians(recent, opts.halfLifeMs);
+  if (restsOnOneWorkspace(stats, opts.minRelativeHalfWidth)) return null;
+  const { sources, totalWeight, reference } = stats;
   return {
     observations: recent.length,
     source_prices: sources.map((s) => s.median.toNumber()),

@@ -1,6 +1,7 @@
 import { dec, formatMoney } from '../../../core/money';
 import type { Dec } from '../../../core/money';
-import { robustSigma, sourceMedians, withoutCopies } from './weighted-stats';
+import { overHalf, restsOnOneWorkspace, robustSigma, sourceMedians, withoutCopies } from './weighted-stats';
+import type { OneWorkspaceReference } from './weighted-stats';
 import type { VerdictValue, Observation, VerdictThresholds, VerdictInput, Reference, Band, Independence, VerdictResult } from './verdict-types';
 
 export type { VerdictValue, Observation, VerdictThresholds, Constraint, VerdictInput, SourceSummary, Reference, Band, Independence, VerdictResult } from './verdict-types';
@@ -12,7 +13,7 @@ export type { VerdictValue, Observation, VerdictThresholds, Constraint, VerdictI
  */
 
 const DAY_MS = 86_400_000;
-/** Weight share above which one source dominates the evidence. */
+/** Weight share above which one source dominates the evidence (compared with overHalf: exactly half is not over it). */
 const DOMINANT_SHARE = 0.5;
 /** Prior count in the amount-of-evidence factor n/(n + k). */
 const AMOUNT_K = 5;
@@ -74,7 +75,7 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   }
   const matched = fresh.length;
 
-  // 2. Exact copies (same workspace, source, amount and time) count once.
+  // 2. Copies count once: one observation per workspace and amount, the freshest.
   const unique = withoutCopies(fresh);
   const duplicates = matched - unique.length;
 
@@ -106,6 +107,7 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   let largestLabel = '';
   let observationBand: { lower: Dec; upper: Dec; sigma: number; estimator: 'mad' | 'iqr' | 'mean_absolute_deviation' | 'none'; hw: number; minApplied: boolean } | null = null;
   let freshness = 0;
+  let oneWorkspace: (OneWorkspaceReference & { own: boolean }) | null = null;
   if (used.length > 0) {
     const stats = sourceMedians(used, halfLifeMs);
     const { weighted, totalWeight } = stats;
@@ -117,6 +119,8 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
     const sources = stats.sources.map((s) => ({ ...s, own: s.workspaceId === input.callerWorkspaceId, count: s.items.length }));
     sourceCount = sources.length;
     const ref = stats.reference;
+    const rests = restsOnOneWorkspace(stats, t.minRelativeHalfWidth);
+    oneWorkspace = rests ? { ...rests, own: stats.heaviest?.workspaceId === input.callerWorkspaceId } : null;
     const top = sources[0];
     largestShare = top ? top.weight / totalWeight : null;
     largestLabel = top?.label ?? '';
@@ -167,12 +171,12 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   // 6. Independence disclosure.
   const independenceReasons: string[] = [];
   if (used.length > 0 && sourceCount < 2) independenceReasons.push(`fewer than 2 distinct sources: all ${used.length} observation(s) come from one source ("${largestLabel}")`);
-  if (sourceCount >= 2 && largestShare !== null && largestShare > DOMINANT_SHARE) independenceReasons.push(`one source ("${largestLabel}") carries ${pct(largestShare)} of the weight, over half`);
+  if (sourceCount >= 2 && largestShare !== null && overHalf(largestShare)) independenceReasons.push(`one source ("${largestLabel}") carries ${pct(largestShare)} of the weight, over half`);
   // One submitter posting under several labels is one source of evidence, however many labels it uses.
   const oneSubmitter = sourceCount >= 2 && workspaceCount === 1;
   if (oneSubmitter) independenceReasons.push(`all ${sourceCount} sources come from one workspace`);
   // One workspace submitting most of the weight: capped (it counts no more than the next one), and said.
-  const dominantWorkspace = workspaceCount >= 2 && heaviest !== null && heaviest.rawShare > DOMINANT_SHARE ? heaviest : null;
+  const dominantWorkspace = workspaceCount >= 2 && heaviest !== null && overHalf(heaviest.rawShare) ? heaviest : null;
   if (dominantWorkspace) {
     independenceReasons.push(
       `one workspace${dominantWorkspace.own ? ' (your own)' : ''} submitted ${pct(dominantWorkspace.rawShare)} of the weight (${dominantWorkspace.observations} of ${used.length} observations), over half: its weight and effective count are capped at the next-heaviest workspace's`,
@@ -195,7 +199,8 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   // The effective n is compared as reported (two decimals), so five fresh observations a few
   // minutes apart count as 5, not 4.9999.
   // Sources are counted by submitting workspace here: one workspace under several labels is one source.
-  const sufficient = used.length > 0 && round(nEff, 2) >= t.minEffectiveObservations && workspaceCount >= t.minSources;
+  // A reference that one workspace alone moves by more than the band's minimum half-width is not evidence enough either.
+  const sufficient = used.length > 0 && round(nEff, 2) >= t.minEffectiveObservations && workspaceCount >= t.minSources && oneWorkspace === null;
   const evidence = { matched: input.observations.length + (input.olderIgnored ?? 0), used: used.length, ignored_older_than_max_age: tooOld, sufficient };
   const constraints = { floor: input.floor ?? null, ceiling: input.ceiling ?? null };
   const base = { proposed_price: formatMoney(p, 18), reference, constraints, independence, evidence, thresholds };
@@ -208,6 +213,11 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
       if (round(nEff, 2) < t.minEffectiveObservations) reasons.push(`effective number of observations ${round(nEff, 2)} is below the minimum ${t.minEffectiveObservations}`);
       if (workspaceCount < t.minSources) {
         reasons.push(`${workspaceCount} distinct source(s), below the minimum ${t.minSources}: sources are counted by submitting workspace, one however many labels it uses`);
+      }
+      if (oneWorkspace) {
+        reasons.push(
+          `the reference rests on one workspace: without the one${oneWorkspace.own ? ' (your own)' : ''} that submitted ${pct(oneWorkspace.rawShare)} of the weight it would be ${formatMoney(oneWorkspace.withoutIt, 18)}, not ${formatMoney(oneWorkspace.reference, 18)}`,
+        );
       }
     }
   }
@@ -262,7 +272,7 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   const dist = Math.abs(Math.log(p.toNumber()) - Math.log(nearest.toNumber())) / (unit > 0 ? unit : 1);
   let independenceFactor = 1;
   if (sourceCount < 2 || oneSubmitter) independenceFactor *= 0.5;
-  if (largestShare !== null && sourceCount >= 2 && largestShare > DOMINANT_SHARE) independenceFactor *= 1 - (largestShare - DOMINANT_SHARE);
+  if (largestShare !== null && sourceCount >= 2 && overHalf(largestShare)) independenceFactor *= 1 - (largestShare - DOMINANT_SHARE);
   if (dominantWorkspace) independenceFactor *= 1 - (dominantWorkspace.rawShare - DOMINANT_SHARE);
   independenceFactor *= 1 - 0.5 * ownShare;
   const factors = {

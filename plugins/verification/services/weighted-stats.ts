@@ -77,15 +77,21 @@ export interface AgedObservation {
   label?: string;
 }
 
-/** Exact copies (same workspace, source, amount and time; 4.5 and 4.50 alike) count once. */
+/**
+ * Copies count once: one observation per workspace and amount (4.5 and 4.50 alike), whatever its
+ * label or time, the freshest kept (largest observedAt; the first of equals). Repeated quotes of one
+ * amount by one submitter are not independent evidence (notes §7: ρ = 1 for pure copies). The
+ * kept observations stay in their input order.
+ */
 export function withoutCopies<T extends AgedObservation>(observations: readonly T[]): T[] {
-  const seen = new Set<string>();
-  return observations.filter((o) => {
-    const k = `${o.workspaceId}\u0000${o.source}\u0000${o.value.toString()}\u0000${o.observedAt}`;
-    if (seen.has(k)) return false;
-    seen.add(k);
-    return true;
-  });
+  const freshest = new Map<string, T>();
+  for (const o of observations) {
+    const k = `${o.workspaceId}\u0000${o.value.toString()}`;
+    const kept = freshest.get(k);
+    if (!kept || o.observedAt > kept.observedAt) freshest.set(k, o);
+  }
+  const keep = new Set(freshest.values());
+  return observations.filter((o) => keep.has(o));
 }
 
 /** One source (a workspace and its label): its observations, their summed weight and their weighted median. */
@@ -135,7 +141,9 @@ function topTwo(values: ReadonlyMap<string, number>): { top: string | null; firs
  *   when no cap applies.
  *
  * Sources come heaviest first (then by label). The one statistic behind a verdict's reference and
- * compute's network reference.
+ * compute's network reference. With two workspaces or more it also gives the reference without the
+ * heaviest workspace's sources (the others' sources with their weights as above), which
+ * restsOnOneWorkspace compares with the reference.
  */
 export function sourceMedians<T extends AgedObservation>(
   observations: readonly T[],
@@ -150,6 +158,8 @@ export function sourceMedians<T extends AgedObservation>(
   counted: number;
   workspaces: number;
   heaviest: HeaviestWorkspace | null;
+  /** The reference without the heaviest (raw weight) workspace's sources; null with fewer than two workspaces. */
+  withoutHeaviest: Dec | null;
 } {
   const raw = observations.map((o) => 0.5 ** (o.age / halfLifeMs));
   const perWorkspace = new Map<string, { sum: number; sumSq: number; count: number }>();
@@ -196,6 +206,7 @@ export function sourceMedians<T extends AgedObservation>(
   }
   const rawTotal = [...perWorkspace.values()].reduce((s, g) => s + g.sum, 0);
   const top = sums.top === null ? undefined : perWorkspace.get(sums.top);
+  const others = sources.filter((s) => s.workspaceId !== sums.top);
   return {
     weighted,
     sources,
@@ -205,5 +216,34 @@ export function sourceMedians<T extends AgedObservation>(
     counted: observations.reduce((s, o) => s + (capped.get(o.workspaceId)?.factor ?? 1), 0),
     workspaces: perWorkspace.size,
     heaviest: sums.top !== null && top && rawTotal > 0 ? { workspaceId: sums.top, rawShare: top.sum / rawTotal, observations: top.count } : null,
+    withoutHeaviest: perWorkspace.size > 1 && others.length > 0 ? weightedMedianDec(others.map((s) => ({ value: s.median, weight: s.weight }))) : null,
   };
+}
+
+/** A weight share over one half; exactly half (two workspaces equalised by the cap give 0.5 + ε) is not. */
+export function overHalf(share: number): boolean {
+  return share > 0.5 + 1e-9;
+}
+
+/** The reference resting on one workspace: what it would be without it, and that workspace's share of the raw weight. */
+export interface OneWorkspaceReference {
+  rawShare: number;
+  reference: Dec;
+  withoutIt: Dec;
+}
+
+/**
+ * Whether the reference rests on one workspace: the heaviest carries over half of the raw weight and
+ * the reference with it differs from the reference without it by more than the band's minimum
+ * half-width (|ln a − ln b| > ln(1 + minRelativeHalfWidth)). Then neither a verdict nor compute's
+ * network reference stands on it.
+ */
+export function restsOnOneWorkspace(
+  stats: { reference: Dec; withoutHeaviest: Dec | null; heaviest: HeaviestWorkspace | null },
+  minRelativeHalfWidth: number,
+): OneWorkspaceReference | null {
+  const { heaviest, reference, withoutHeaviest } = stats;
+  if (!heaviest || !withoutHeaviest || !overHalf(heaviest.rawShare)) return null;
+  const gap = Math.abs(Math.log(reference.toNumber()) - Math.log(withoutHeaviest.toNumber()));
+  return gap > Math.log(1 + minRelativeHalfWidth) ? { rawShare: heaviest.rawShare, reference, withoutIt: withoutHeaviest } : null;
 }

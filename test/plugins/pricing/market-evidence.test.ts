@@ -16,6 +16,7 @@ describe('pricing: network price observations as market evidence for compute', f
   let upstream: Upstream;
   let alice: ReturnType<typeof client>;
   let bob: ReturnType<typeof client>;
+  let carol: ReturnType<typeof client>;
   let agent: ReturnType<typeof client>;
   const product = `market-tea-${process.pid}-${Date.now().toString(36)}`;
   const observe = (api: ReturnType<typeof client>, amounts: Array<[string, string]>) =>
@@ -28,6 +29,7 @@ describe('pricing: network price observations as market evidence for compute', f
     svc = await startTestService({ config: { outbound: { allowList: ['127.0.0.1'] } } });
     alice = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'market-alice'), { name: 'a' })).key });
     bob = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'market-bob'), { name: 'b' })).key });
+    carol = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'market-carol'), { name: 'c' })).key });
     agent = client(svc.url, { 'x-api-key': (await registerSandbox(svc, 'market-agent')).key });
   });
   after(async () => {
@@ -87,11 +89,14 @@ describe('pricing: network price observations as market evidence for compute', f
     const again = await bob.post<Record<string, any>>('/api/compute/price', ctx);
     expect(again.body.trace.cache).to.equal('hit');
     expect(again.body.price).to.equal(first.body.price);
-    expect((await observe(bob, [['9.00', 'kiosk'], ['9.20', 'airport']])).status).to.equal(201);
+    // From a third workspace: had bob posted them, his three observations would outweigh alice's (newer), and the
+    // reference 4.60 would rest on him (4.00 without him), which gives no network evidence.
+    expect((await observe(carol, [['9.00', 'kiosk'], ['9.20', 'airport']])).status).to.equal(201);
     const after = await bob.post<Record<string, any>>('/api/compute/price', ctx);
     expect(after.body.trace.cache).to.equal('miss');
-    // Five sources now: 4.00 (weight 2), 4.60, 5.00, 9.00, 9.20 (weight about 1 each); half the weight is reached at 4.60.
-    expect(after.body.price, JSON.stringify(after.body.method)).to.equal('4.60');
+    // Five sources now. Alice's three observations are capped at carol's two: 4.00 (weight about 4/3), 5.00 (2/3), and
+    // 4.60, 9.00, 9.20 (about 1 each); half the weight (2.5) is reached at 5.00.
+    expect(after.body.price, JSON.stringify(after.body.method)).to.equal('5.00');
     expect(after.body.method.details).to.deep.include({ sources: 5, observations: 6 });
   });
 

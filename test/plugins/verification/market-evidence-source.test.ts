@@ -46,7 +46,18 @@ describe('verification: the network\'s observations as market evidence for compu
     const market = (await sourceOver([...honest, ...flood], now).lookup('tea', 'USD')) as MarketEvidence;
     expect(market.reference_price).to.be.within(18, 25);
     expect(market.largest_source_share).to.be.at.most(0.5);
-    expect(market).to.deep.include({ observations: 44, workspaces: 4 });
+    // The 38 quotes of one amount from one workspace count once.
+    expect(market).to.deep.include({ observations: 7, workspaces: 4 });
+  });
+
+  it('gives no network evidence when the reference rests on one workspace (38 quotes near 100, or one of 100, against another workspace\'s six)', async () => {
+    const alone = ['18.00', '20.00', '21.00', '23.00', '22.00', '25.00'].map((v, i) => obs(`a${i}`, 'ws_a', ['shelf', 'web', 'kiosk'][Math.floor(i / 2)] as string, v, 3 + i));
+    const distinct = Array.from({ length: 38 }, (_, i) => ({ ...obs(`x${i}`, 'ws_x', i % 2 ? 'feed-1' : 'feed-2', (100 + (i + 1) / 100).toFixed(2), 1), observedAt: now - HOUR + i * 1000 }));
+    expect(await sourceOver([...alone, ...distinct], now).lookup('tea', 'USD')).to.equal(null);
+    expect(await sourceOver([...alone, obs('x', 'ws_x', 'feed', '100', 1)], now).lookup('tea', 'USD')).to.equal(null);
+    // A second workspace that agrees leaves the evidence standing.
+    const agreeing = await sourceOver([...alone, ...Array.from({ length: 12 }, (_, i) => obs(`b${i}`, 'ws_b', 'feed', (21 + i / 10).toFixed(2), 1 + i))], now).lookup('tea', 'USD');
+    expect(agreeing?.reference_price).to.be.within(18, 25);
   });
 
   it('counts exact copies once as verification does, whatever the written scale (4.5 and 4.50)', async () => {

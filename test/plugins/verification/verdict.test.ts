@@ -29,8 +29,8 @@ function verdict(proposedPrice: string, observations: Observation[], extra: Part
 
 describe('verification verdict (pure)', () => {
   describe('extreme magnitudes', () => {
-    // Six observations, two a day apart from each of three workspaces (exact copies would count once).
-    const three = (amount: string) => ['ws_a', 'ws_b', 'ws_c'].flatMap((w) => [obs(w, 'src', amount, 1), obs(w, 'src', amount, 2)]);
+    // Six observations of one amount, one from each of six workspaces (one workspace repeating an amount counts once).
+    const three = (amount: string) => ['ws_a', 'ws_b', 'ws_c', 'ws_d', 'ws_e', 'ws_f'].map((w, i) => obs(w, 'src', amount, 1 + i / 6));
 
     it('judges a tiny price equal to every observation reasonable, with the reference as observed (0.0000000000014, 1e-18)', () => {
       for (const amount of ['0.0000000000014', '0.000000000000000001']) {
@@ -63,7 +63,7 @@ describe('verification verdict (pure)', () => {
 
   describe('one submitter and circular evidence', () => {
     it('one workspace posting under several labels is disclosed as not independent, with the independence factor halved', () => {
-      const oneWorkspace = ['s1', 's2', 's3'].flatMap((label) => [obs('ws_a', label, '9.90'), obs('ws_a', label, '10.10')]);
+      const oneWorkspace = ['s1', 's2', 's3'].flatMap((label, i) => [obs('ws_a', label, (9.9 + i / 100).toFixed(2)), obs('ws_a', label, (10.1 + i / 100).toFixed(2))]);
       const v = verdict('10.00', oneWorkspace);
       expect(v.independence.independent).to.equal(false);
       expect(v.independence.reasons).to.include('all 3 sources come from one workspace');
@@ -87,20 +87,74 @@ describe('verification verdict (pure)', () => {
     /** 38 copies of 100 from one workspace, a second apart (so not exact copies), under two labels. */
     const flood = (): Observation[] => Array.from({ length: 38 }, (_, i) => ({ ...obs('ws_x', i % 2 ? 'feed-1' : 'feed-2', '100'), observedAt: NOW - DAY + i * 1000 }));
 
-    it('38 repeated quotes from one workspace leave the reference among the honest quotes, count as one workspace\'s worth and lower the confidence', () => {
-      const base = verdict('22', honest(), { callerWorkspaceId: null });
+    it('38 repeated quotes of one amount from one workspace count as one observation: the reference stays among the honest quotes and 100 stays high', () => {
       const v = verdict('22', [...honest(), ...flood()], { callerWorkspaceId: null });
       expect(Number(v.reference?.price)).to.be.within(18, 25);
       expect(v.verdict).to.equal('reasonable');
       expect(verdict('100', [...honest(), ...flood()], { callerWorkspaceId: null }).verdict).to.equal('high');
-      // The flooding workspace weighs and counts like the next-heaviest one (two observations): 6 + 2.
-      expect(v.reference?.effective_n).to.equal(8);
+      // Whatever the label or time, one workspace's quotes of one amount are one observation: 6 + 1.
+      expect(v.independence.duplicates_removed).to.equal(37);
+      expect(v.reference?.observations).to.equal(7);
+      expect(v.reference?.effective_n).to.equal(7);
       expect(v.independence.largest_source_share).to.be.at.most(0.5);
-      expect(v.independence.independent).to.equal(false);
-      expect(v.independence.reasons).to.include(
-        'one workspace submitted 86% of the weight (38 of 44 observations), over half: its weight and effective count are capped at the next-heaviest workspace\'s',
-      );
-      expect(v.confidence).to.be.lessThan(base.confidence);
+      expect(v.independence.reasons.join(' ')).not.to.match(/one workspace submitted/);
+    });
+
+    /** Six honest quotes at 18–25 from one workspace under three labels, a day old. */
+    const alone = (): Observation[] => [obs('ws_a', 'shelf', '18.00'), obs('ws_a', 'shelf', '20.00'), obs('ws_a', 'web', '21.00'), obs('ws_a', 'web', '23.00'), obs('ws_a', 'kiosk', '22.00'), obs('ws_a', 'kiosk', '25.00')];
+
+    it('against one other workspace, 38 copies of 100 make no price reasonable: the midpoint reference rests on one workspace', () => {
+      for (const price of ['22', '61', '100']) {
+        const v = verdict(price, [...alone(), ...flood()], { callerWorkspaceId: null });
+        expect(v.verdict, price).to.equal('unknown');
+        expect(v.evidence.sufficient, price).to.equal(false);
+        expect(v.band.method, price).to.equal('none');
+        expect(v.reference?.price, price).to.equal('61.75');
+        expect(v.reasons, price).to.include('the reference rests on one workspace: without the one that submitted 86% of the weight it would be 100.00, not 61.75');
+      }
+    });
+
+    it('one quote of 100 against another workspace\'s six is unknown, not a midpoint reasonable', () => {
+      const v = verdict('61', [...alone(), obs('ws_x', 'feed', '100')], { callerWorkspaceId: null });
+      expect(v.verdict).to.equal('unknown');
+      expect(v.confidence).to.equal(0);
+      expect(v.reasons).to.include('the reference rests on one workspace: without the one that submitted 86% of the weight it would be 100.00, not 61.75');
+      // A floor still decides one-sidedly, as on any insufficient evidence.
+      const floored = verdict('15', [...alone(), obs('ws_x', 'feed', '100')], { callerWorkspaceId: null, floor: { value: '16', from: ['unit_cost'] } });
+      expect(floored).to.include({ verdict: 'low', basis: 'floor' });
+      expect(floored.band.method).to.equal('floor_only');
+    });
+
+    it('38 distinct quotes near 100 from one workspace against another\'s six: unknown, saying the reference rests on that workspace', () => {
+      const distinct = Array.from({ length: 38 }, (_, i) => ({ ...obs('ws_x', i % 2 ? 'feed-1' : 'feed-2', (100 + (i + 1) / 100).toFixed(2)), observedAt: NOW - DAY + i * 1000 }));
+      const v = verdict('61', [...alone(), ...distinct], { callerWorkspaceId: null });
+      expect(v.verdict).to.equal('unknown');
+      expect(v.evidence.sufficient).to.equal(false);
+      // Everything else would suffice: 6 + 6 effective observations from two workspaces.
+      expect(v.reference?.effective_n).to.equal(12);
+      expect(v.independence.workspaces).to.equal(2);
+      const reason = v.reasons.find((r) => r.startsWith('the reference rests on one workspace'));
+      expect(reason).to.equal(`the reference rests on one workspace: without the one that submitted 86% of the weight it would be 22.00, not ${v.reference?.price ?? ''}`);
+      expect(Number(v.reference?.price)).to.be.greaterThan(60);
+      // The caller's own flood is named as such.
+      const own = verdict('61', [...alone(), ...distinct], { callerWorkspaceId: 'ws_x' });
+      expect(own.reasons.join(' ')).to.match(/without the one \(your own\) that submitted 86% of the weight/);
+    });
+
+    it('two workspaces that agree keep a two-sided verdict, however unequal their weights', () => {
+      const agreeing = Array.from({ length: 12 }, (_, i) => obs('ws_b', 'feed', (21 + i / 10).toFixed(2)));
+      const v = verdict('22', [...alone(), ...agreeing], { callerWorkspaceId: null });
+      expect(v.verdict).to.equal('reasonable');
+      expect(v.reasons.join(' ')).not.to.match(/rests on one workspace/);
+    });
+
+    it('a source with exactly half the weight of two workspaces equalised by the cap is not called "over half"', () => {
+      const big = Array.from({ length: 10 }, (_, i) => obs('ws_a', 'shelf', (20 + i / 10).toFixed(2), 1 + i / 10));
+      const small = Array.from({ length: 7 }, (_, i) => obs('ws_b', 'web', (20.3 + i / 10).toFixed(2), 1 + i / 7));
+      const v = verdict('20.5', [...big, ...small], { callerWorkspaceId: null });
+      expect(v.independence.largest_source_share).to.equal(0.5);
+      expect(v.independence.reasons.join(' ')).not.to.match(/one source .* over half/);
+      expect(v.verdict).to.equal('reasonable');
     });
 
     it('keeps honest data of workspaces of like size as it was: no cap applies, Kish\'s n over the observations', () => {
@@ -111,7 +165,7 @@ describe('verification verdict (pure)', () => {
     });
 
     it('one workspace under several labels is one source for VERIFY_MIN_SOURCES: no two-sided verdict on it', () => {
-      const one = ['s1', 's2'].flatMap((label) => [1, 2, 3].map((d) => obs('ws_a', label, '10.00', d)));
+      const one = ['s1', 's2'].flatMap((label, j) => [1, 2, 3].map((d) => obs('ws_a', label, (10 + j * 0.03 + d * 0.01).toFixed(2), d)));
       const v = verdict('10.00', one);
       expect(v.verdict).to.equal('unknown');
       expect(v.evidence.sufficient).to.equal(false);
@@ -119,7 +173,7 @@ describe('verification verdict (pure)', () => {
       expect(v.independence.workspaces).to.equal(1);
       expect(v.reasons).to.include('1 distinct source(s), below the minimum 2: sources are counted by submitting workspace, one however many labels it uses');
       // An accepted outcome counts as its workspace's: with another workspace's observations, two sources.
-      const withOther = verdict('10.00', [...one, ...[1, 2, 3].map((d) => obs('ws_b', 'accepted:cost-plus', '10.10', d))]);
+      const withOther = verdict('10.00', [...one, ...[1, 2, 3].map((d) => obs('ws_b', 'accepted:cost-plus', (10.09 + d * 0.01).toFixed(2), d))]);
       expect(withOther.independence.workspaces).to.equal(2);
       expect(withOther.verdict).to.equal('reasonable');
     });
@@ -311,7 +365,7 @@ describe('verification verdict (pure)', () => {
     });
 
     it('discloses one workspace submitting over half the weight, and caps it at the next-heaviest workspace\'s', () => {
-      const v = verdict('10', [...Array.from({ length: 6 }, (_, i) => obs('ws_a', 'bulk', '10.00', i + 1)), obs('ws_b', 'b', '10.20'), obs('ws_c', 'c', '9.90')]);
+      const v = verdict('10', [...Array.from({ length: 6 }, (_, i) => obs('ws_a', 'bulk', (10 + i / 100).toFixed(2), i + 1)), obs('ws_b', 'b', '10.20'), obs('ws_c', 'c', '9.90')]);
       expect(v.independence.independent).to.equal(false);
       expect(v.independence.reasons.join(' ')).to.match(/one workspace submitted \d+% of the weight \(6 of 8 observations\), over half: its weight and effective count are capped/);
       // Capped, "bulk" weighs as much as each of the other two.
@@ -320,7 +374,7 @@ describe('verification verdict (pure)', () => {
     });
 
     it('discloses one source carrying over half the weight of a single workspace\'s evidence', () => {
-      const v = verdict('10', [...Array.from({ length: 6 }, (_, i) => obs('ws_a', 'bulk', '10.00', i + 1)), obs('ws_a', 'side', '10.20')]);
+      const v = verdict('10', [...Array.from({ length: 6 }, (_, i) => obs('ws_a', 'bulk', (10 + i / 100).toFixed(2), i + 1)), obs('ws_a', 'side', '10.20')]);
       expect(v.independence.reasons.join(' ')).to.match(/one source \("bulk"\) carries \d+% of the weight, over half/);
       expect(v.independence.largest_source_share).to.be.greaterThan(0.5);
     });
@@ -341,6 +395,16 @@ describe('verification verdict (pure)', () => {
       const v = verdict('10', [...market(), o, { ...o, id: 'obs_copy' }]);
       expect(v.independence.duplicates_removed).to.equal(1);
       expect(v.evidence.used).to.equal(7);
+    });
+
+    it('counts one workspace\'s quotes of one amount once, whatever the label or time, keeping the freshest', () => {
+      const copies = [obs('ws_d', 'a', '10.00', 5), obs('ws_d', 'b', '10.0', 1), obs('ws_d', 'a', '10.00', 3), obs('ws_e', 'e', '10.00', 2)];
+      const v = verdict('10', [...market(), ...copies]);
+      expect(v.independence.duplicates_removed).to.equal(2);
+      expect(v.evidence.used).to.equal(8);
+      // The freshest (a day old, under "b") is kept, wherever it comes in the rows; another workspace's equal quote is its own evidence.
+      expect(v.reference?.source_labels.map((s) => s.label)).to.include.members(['b', 'e']).and.not.include('a');
+      expect(v.reference?.newest_age_days).to.equal(1);
     });
 
     it('treats the keyless demo as having no own workspace', () => {

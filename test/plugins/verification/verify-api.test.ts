@@ -270,6 +270,61 @@ describe('price verification API', function () {
     });
   });
 
+  describe('one workspace flooding another\'s evidence', () => {
+    const post = async (key: string, productType: string, observations: Array<{ amount: string; source: string; observed_at: string }>) => {
+      const res = await client(svc.url, { 'x-api-key': key }).post('/api/data/observations', { observations: observations.map((o) => ({ product_type: productType, currency: 'USD', ...o })) });
+      expect(res.status, res.text).to.equal(201);
+    };
+    const secondsAgo = (s: number) => new Date(Date.now() - 3_600_000 - s * 1000).toISOString();
+    const compute = (productType: string) => client(svc.url, { 'x-api-key': caller.key }).post<Record<string, any>>('/api/compute/price', { context: { product_type: productType } });
+
+    /** One workspace's six honest quotes at 18–25 under three labels: alone, they give no verdict. */
+    async function honestSix(productType: string): Promise<void> {
+      const labels = ['shelf', 'shelf', 'web', 'web', 'kiosk', 'kiosk'];
+      await post((await contributor(svc, `${productType}-honest`)).key, productType, ['18', '20', '21', '23', '22', '25'].map((amount, i) => ({ amount, source: labels[i] as string, observed_at: hoursAgo(2 + i) })));
+      expect((await verify({ context: { product_type: productType }, proposed_price: '22' })).body.verdict).to.equal('unknown');
+    }
+
+    it('38 quotes of 100 from one workspace count once and make no price reasonable; compute gets no network reference to position on', async () => {
+      await honestSix('r2widget');
+      await post((await contributor(svc, 'r2-flood')).key, 'r2widget', Array.from({ length: 38 }, (_, i) => ({ amount: '100', source: i % 2 ? 'feed-1' : 'feed-2', observed_at: secondsAgo(i) })));
+      for (const price of ['22', '61', '100']) {
+        const res = await verify({ context: { product_type: 'r2widget' }, proposed_price: price });
+        expect(res.status, res.text).to.equal(200);
+        expect(res.body.verdict, price).to.equal('unknown');
+        expect(res.body.evidence.sufficient, price).to.equal(false);
+        expect(res.body.independence).to.include({ duplicates_removed: 37, workspaces: 2 });
+        expect(res.body.reference.observations).to.equal(7);
+        // The two workspaces weigh alike after the cap: the reference is near the midpoint of A's middle source median and 100.
+        expect(Number(res.body.reference.price)).to.be.within(55, 65);
+        expect(res.body.reasons).to.include(`the reference rests on one workspace: without the one that submitted 86% of the weight it would be 100.00, not ${res.body.reference.price as string}`);
+      }
+      const computed = await compute('r2widget');
+      expect(computed.status, computed.text).to.equal(422);
+      expect(computed.body.code).to.equal('insufficient_context');
+    });
+
+    it('38 distinct quotes near 100 from one workspace: unknown, saying the reference rests on it, and no network reference for compute', async () => {
+      await honestSix('r2widget-b');
+      await post((await contributor(svc, 'r2-distinct')).key, 'r2widget-b', Array.from({ length: 38 }, (_, i) => ({ amount: (100 + (i + 1) / 100).toFixed(2), source: i % 2 ? 'feed-1' : 'feed-2', observed_at: secondsAgo(i) })));
+      const res = await verify({ context: { product_type: 'r2widget-b' }, proposed_price: '61' });
+      expect(res.status, res.text).to.equal(200);
+      expect(res.body.verdict).to.equal('unknown');
+      expect(res.body.reference.effective_n).to.equal(12);
+      expect(res.body.independence.workspaces).to.equal(2);
+      const rests = (res.body.reasons as string[]).find((r) => r.startsWith('the reference rests on one workspace'));
+      const without = /^the reference rests on one workspace: without the one that submitted 86% of the weight it would be (\d+\.\d+), not (\d+\.\d+)$/.exec(rests ?? '');
+      expect(without, rests).to.not.equal(null);
+      // Without the flooder, the reference is among the honest quotes; with it, it is not.
+      expect(Number(without?.[1])).to.be.within(18, 25);
+      expect(without?.[2]).to.equal(res.body.reference.price);
+      expect(Number(res.body.reference.price)).to.be.greaterThan(25);
+      const computed = await compute('r2widget-b');
+      expect(computed.status, computed.text).to.equal(422);
+      expect(computed.body.code).to.equal('insufficient_context');
+    });
+  });
+
   it('sees new contributions at once although evidence is cached between verifications', async () => {
     const first = await contributor(svc, 'fresh-a');
     // Three observations each: a workspace counts for no more than the other, so 3 + 3 make the effective n of 6.
@@ -328,7 +383,8 @@ describe('price verification API', function () {
     expect(made.status, made.text).to.equal(201);
     const fn = made.body.function as { id: string; name: string };
     expect((await ownerApi.patch(`/api/functions/${fn.id}`, { status: 'active' })).status).to.equal(200);
-    const accepted = (eventId: string, functionId: string, functionName: string) =>
+    // Two different prices: one workspace's accepted prices of one amount would count once, under one label.
+    const accepted = (eventId: string, functionId: string, functionName: string, price: string) =>
       svc.events.emit('usage.outcome_recorded', {
         eventId,
         workspaceId: owner.workspaceId,
@@ -336,14 +392,14 @@ describe('price verification API', function () {
         qualityScore: null,
         functionId,
         functionName,
-        price: '12.00',
+        price,
         currency: 'USD',
         contextKeys: { product_type: 'secret-sauce' },
         networkEvidence: false,
         at: new Date().toISOString(),
       });
-    await accepted(`use_secret_${Date.now()}`, fn.id, fn.name);
-    await accepted(`use_builtin_${Date.now()}`, 'fn_builtin_cost_plus', 'cost-plus');
+    await accepted(`use_secret_${Date.now()}`, fn.id, fn.name, '12.00');
+    await accepted(`use_builtin_${Date.now()}`, 'fn_builtin_cost_plus', 'cost-plus', '12.50');
     const body = { context: { product_type: 'secret-sauce' }, proposed_price: '13' };
     const labelsOf = (res: { status: number; text: string; body: Record<string, any> }) => {
       expect(res.status, res.text).to.equal(200);

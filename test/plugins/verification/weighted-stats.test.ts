@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { dec } from '../../../core/money';
-import { robustSigma, weightedMedianDec } from '../../../plugins/verification/services/weighted-stats';
+import { overHalf, restsOnOneWorkspace, robustSigma, sourceMedians, weightedMedianDec, withoutCopies } from '../../../plugins/verification/services/weighted-stats';
 
 const w = (value: string, weight = 1) => ({ value: dec(value), weight });
 const n = (value: number, weight = 1) => ({ value, weight });
@@ -34,5 +34,36 @@ describe('verification: weighted order statistics', () => {
     expect(meanAd.estimator).to.equal('mean_absolute_deviation');
     expect(meanAd.sigma).to.be.closeTo(1.2533 * 0.02, 1e-9);
     expect(robustSigma([n(5), n(5)], 5)).to.deep.equal({ sigma: 0, estimator: 'none' });
+  });
+
+  describe('copies and the heaviest workspace', () => {
+    const DAY = 86_400_000;
+    const o = (id: string, workspaceId: string, source: string, amount: string, observedAt: number) => ({ id, workspaceId, source, value: dec(amount), observedAt, age: 10 * DAY - observedAt });
+
+    it('keeps one observation per workspace and amount, the freshest whatever the row order or label, in input order', () => {
+      const rows = [o('1', 'ws_a', 'x', '4.50', 1), o('2', 'ws_a', 'y', '4.5', 3), o('3', 'ws_b', 'x', '4.50', 2), o('4', 'ws_a', 'x', '4.50', 2), o('5', 'ws_a', 'x', '4.60', 1)];
+      expect(withoutCopies(rows).map((r) => r.id)).to.deep.equal(['2', '3', '5']);
+      expect(withoutCopies([...rows].reverse()).map((r) => r.id)).to.deep.equal(['5', '3', '2']);
+    });
+
+    it('gives the reference without the heaviest workspace\'s sources, and says when the reference rests on that workspace', () => {
+      const a = ['18', '20', '21', '23', '22', '25'].map((v, i) => o(`a${i}`, 'ws_a', ['shelf', 'web', 'kiosk'][Math.floor(i / 2)] as string, v, 9 * DAY));
+      const stats = sourceMedians([...a, o('x', 'ws_x', 'feed', '100', 9 * DAY)], 30 * DAY);
+      expect(stats.heaviest).to.include({ workspaceId: 'ws_a', observations: 6 });
+      expect(stats.reference.toString()).to.equal('61.75');
+      expect(stats.withoutHeaviest?.toString()).to.equal('100');
+      expect(restsOnOneWorkspace(stats, 0.05)).to.deep.include({ withoutIt: stats.withoutHeaviest, reference: stats.reference });
+      // Alone, there is nothing to compare with.
+      expect(sourceMedians(a, 30 * DAY).withoutHeaviest).to.equal(null);
+      // A heaviest workspace that moves the reference by less than the minimum half-width does not count as resting on it.
+      const near = sourceMedians([...a, o('x', 'ws_x', 'feed', '22.5', 9 * DAY)], 30 * DAY);
+      expect(restsOnOneWorkspace(near, 0.05)).to.equal(null);
+    });
+
+    it('a share of exactly one half, up to rounding, is not over half', () => {
+      expect(overHalf(0.5)).to.equal(false);
+      expect(overHalf(0.5 + 1e-12)).to.equal(false);
+      expect(overHalf(0.51)).to.equal(true);
+    });
   });
 });
