@@ -30,6 +30,7 @@ export { addressHash } from '../../core/address';
 export { keylessCallsSince } from './services/keyless-calls';
 export { callerFields, contextKeys } from './services/caller';
 export { receipt, receiptOfRow, remaining } from './services/reply';
+export { receiptSchema, remainingSchema } from './responses';
 
 /**
  * Usage records of every priced call (written before the response, grouped across requests), the

@@ -6,6 +6,7 @@ import type { Reply, RequestContext, RouteSpec } from '../../../core/http/route'
 import { validationFailed, zodIssues } from '../../../core/validation';
 import { credentialOf, idempotencyKeyOf, REPLAYED_HEADER, requestRateOf } from '../../identity';
 import * as s from '../schemas';
+import { batchResponse, demoPriceResponse, idempotencyHeaders, priceResponse } from '../responses';
 import { callIdempotency } from '../services/compute';
 import type { ComputeCall, ComputeResult, ComputeService } from '../services/compute';
 
@@ -92,6 +93,8 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       sandbox: true,
       body: s.computeBody,
       example: s.computeExample,
+      headers: idempotencyHeaders,
+      responses: { 200: { description: 'The price, who answered and how, the trace and the usage record; a retry under an answered Idempotency-Key repeats it (Idempotent-Replayed: true).', schema: priceResponse } },
       handler: async (ctx) => {
         const r = await compute.compute(callOf(ctx, 'compute', ctx.body, { timed: true, idempotency: keyedCall(ctx, 'compute.price', ctx.body) }));
         return pricedReply(ctx, compute, r);
@@ -107,6 +110,8 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       sandbox: true,
       body: s.routerBody,
       example: s.routerExample,
+      headers: idempotencyHeaders,
+      responses: { 200: { description: 'As POST /api/compute/price answers.', schema: priceResponse } },
       handler: async (ctx) => {
         const r = await compute.compute(callOf(ctx, 'router', ctx.body, { timed: true, idempotency: keyedCall(ctx, 'router.price', ctx.body) }));
         return pricedReply(ctx, compute, r);
@@ -121,6 +126,8 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       scopes: ['price:compute'],
       body: s.batchBody(batchMax),
       example: s.batchExample,
+      headers: idempotencyHeaders,
+      responses: { 200: { description: 'Each item\'s result or error, and counts; Idempotent-Replayed: true when every item repeats an earlier run.', schema: batchResponse } },
       handler: async (ctx) => {
         // Each item is a call of its own under the batch's key and its index, claimed with the whole batch's
         // fingerprint: a retried batch replays the items already charged and prices the others.
@@ -173,6 +180,7 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       rateLimit: 'demo',
       body: s.demoBody,
       example: s.demoExample,
+      responses: { 200: { description: 'A priced call on the demo tenant, charging nothing, with the hourly budget left.', schema: demoPriceResponse } },
       handler: async (ctx) => {
         // Always the demo tenant, whatever credential comes along (public routes resolve none); one that came along is
         // told so, or a mistyped key would seem to work.

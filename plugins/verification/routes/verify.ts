@@ -2,6 +2,7 @@ import { defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import { credentialOf, requestRateOf } from '../../identity';
 import * as s from '../schemas';
+import { demoVerifyResponse, verifyResponse } from '../responses';
 import type { VerificationService } from '../services/verification';
 
 const proposedOf = (b: s.VerifyBody): string | number => b.proposed_price ?? b.price ?? 0;
@@ -26,6 +27,7 @@ export function verifyRoutes(service: VerificationService): RouteSpec[] {
       sandbox: true,
       body: s.verifyBody,
       example: s.verifyExample,
+      responses: { 200: { description: 'The verdict with its evidence and the usage record.', schema: verifyResponse } },
       handler: async (ctx) => {
         const r = await service.verify({
           principal: ctx.principal,
@@ -51,6 +53,7 @@ export function verifyRoutes(service: VerificationService): RouteSpec[] {
       rateLimit: 'demo',
       body: s.verifyBody,
       example: s.verifyExample,
+      responses: { 200: { description: 'The verdict on the demo tenant, with the hourly budget left.', schema: demoVerifyResponse } },
       handler: async (ctx) => {
         const r = await service.verify({
           principal: null,
