@@ -40,8 +40,19 @@ const MANAGE_FUNCTIONS = "register or change this workspace's functions";
 const scopeOf = (p: Principal) => ({ workspaceId: p.workspaceId, builtInsOnly: identityOf(p).sandbox });
 
 /** Refuses a cost per call (cost_per_unit x cost_multiplier) above FUNCTION_MAX_CALL_COST: such a call could not even be recorded. */
+/** The smallest amount a call is charged (usage costs hold 8 decimals). */
+const SMALLEST_CHARGE = '0.00000001';
+
 function checkCallCost(costPerUnit: string, costMultiplier: string, max: number): void {
   const cost = dec(costPerUnit).times(dec(costMultiplier));
+  // A call is charged in whole 0.00000001 USDC: a priced function whose product rounds to nothing would be free.
+  if (cost.gt(0) && cost.lt(SMALLEST_CHARGE)) {
+    throw new ApiError('validation_error', `cost_per_unit x cost_multiplier is ${cost.toFixed()} USDC a call, which rounds to 0: calls are charged in steps of ${SMALLEST_CHARGE} USDC.`, {
+      issues: [{ path: 'cost_multiplier', reason: `cost_per_unit x cost_multiplier must be 0 or at least ${SMALLEST_CHARGE}` }],
+      hint: 'Raise cost_per_unit or cost_multiplier, or set cost_per_unit to 0 for a free function.',
+      example: { cost_per_unit: s.registerFunctionExample.cost_per_unit, cost_multiplier: s.registerFunctionExample.cost_multiplier },
+    });
+  }
   if (cost.lte(max)) return;
   throw new ApiError('validation_error', `A call would cost ${cost.toFixed()} USDC; at most ${max} USDC per call is accepted.`, {
     issues: [{ path: 'cost_per_unit', reason: `cost_per_unit x cost_multiplier must not exceed ${max}` }],

@@ -157,6 +157,15 @@ describe('pricing: authoring workspace functions', function () {
       expect((await api().get<Record<string, any>>(`/api/functions/${id}`)).body.function).to.include({ cost_per_unit: '0.001', cost_multiplier: '1' });
     });
 
+    it('refuses a priced function whose cost per call rounds to nothing (cost_per_unit x cost_multiplier under 0.00000001), on create and PATCH', async () => {
+      refusedOn(await api().post<Record<string, any>>('/api/functions', draft('rounds-free', { cost_per_unit: '0.00000001', cost_multiplier: '0.1' })), 'cost_multiplier', /^cost_per_unit x cost_multiplier must be 0 or at least 0\.00000001/);
+      const fn = await api().post<Record<string, any>>('/api/functions', draft('patched-free', { cost_per_unit: '0.00000001' }));
+      expect(fn.status, fn.text).to.equal(201);
+      refusedOn(await api().patch<Record<string, any>>(`/api/functions/${fn.body.function.id}`, { cost_multiplier: '0.5' }), 'cost_multiplier', /rounds|must be 0 or at least/);
+      // Free stays free: a multiplier on a cost of 0 is 0.
+      expect((await api().post<Record<string, any>>('/api/functions', draft('still-free', { cost_per_unit: '0', cost_multiplier: '0.1' }))).status).to.equal(201);
+    });
+
     it('stores the finest costs exactly and shows cost_per_unit with 2 to 8 decimals, cost_multiplier in its shortest form (trailing zeros are not decimals lost)', async () => {
       const fine = await api().post<Record<string, any>>('/api/functions', draft('finest', { cost_per_unit: '0.00000001', cost_multiplier: '1.234567' }));
       expect(fine.status, fine.text).to.equal(201);
