@@ -48,12 +48,26 @@ export const oauthErrorBody = z.object({ error: z.enum(OAUTH_ERROR_CODES), error
 export const oauthRegisterExample = { client_name: 'my-agent-framework', grant_types: ['client_credentials'], token_endpoint_auth_method: 'client_secret_basic' };
 
 export const meResponse = z.object({
-  tenant_id: z.string(),
+  tenant_id: z.string().describe('The workspace the credential acts in.'),
   auth_method: z.enum(['api_key', 'access_token', 'session', 'person_token']),
-  scopes: z.array(z.string()),
+  scopes: z.array(z.string()).describe('The scopes in force (a full-access credential lists every scope).'),
   workspace: z.object({ id: z.string(), name: z.string(), plan: z.string(), status: z.string(), sandbox: z.boolean(), is_test: z.boolean() }),
+  key: z
+    .object({ id: z.string(), name: z.string().nullable(), kind: z.string(), expires_at: z.string().nullable(), legacy: z.boolean() })
+    .optional()
+    .describe('The API key behind the credential (an access token names the key it was made from).'),
+  named_scopes: z.array(z.string()).optional().describe('The scopes the key was created with by name (team:admin and other name-only scopes are granted only so).'),
+  agent: z.object({ id: z.string(), name: z.string().nullable() }).optional().describe('The agent the key or token is bound to.'),
+  person: z.object({ id: z.string(), role: z.string().nullable(), email: z.string().nullable() }).optional().describe('The person signed in, and their role in the workspace.'),
+  token: z.object({ expires_at: z.unknown(), key_id: z.unknown() }).optional().describe('An access token: when it expires and the key it was made from.'),
+  plan: z.looseObject({}).optional().describe("A sandbox's plan: what it may do until a person claims it."),
+  limits: z.looseObject({}).optional().describe("A sandbox's limits (daily compute calls, request rate)."),
   origin: z.string().optional(),
   created_by_agent: z.boolean().optional(),
   former_sandbox: z.boolean().optional(),
   claimed_at: z.string().optional(),
+  notices: z
+    .array(z.object({ id: z.string(), date: z.string(), title: z.string(), summary: z.string(), link: z.string() }))
+    .optional()
+    .describe('API keys only: changelog entries not yet shown to this key, newest first (docs/agents.md, "Notices").'),
 });

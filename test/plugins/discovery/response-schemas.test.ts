@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
 import { client } from '../../support/http';
-import { createKey, registerSandbox, signUp } from '../../support/world';
+import { createKey, mintToken, registerSandbox, signUp } from '../../support/world';
 
 const lenient = {
   limits: {
@@ -112,6 +112,22 @@ describe('OpenAPI response schemas of the priced and verify routes', function ()
     expect(demo.status, demo.text).to.equal(200);
     expect(demo.body).to.include({ demo: true });
     expectFits('demo.verify', demo.body);
+  });
+
+  it("GET /api/me fits its declared schema for a person's key, a sandbox key, a token, a session and a person token", async () => {
+    const schema = svc.routes.find('me.read')?.responses?.[200]?.schema;
+    expect(schema).to.be.instanceOf(z.ZodObject);
+    const strict = (schema as z.ZodObject).strict();
+    const person = await signUp(svc, 'schemas-me');
+    const sandbox = await registerSandbox(svc, 'schemas-me-sandbox');
+    const token = await mintToken(svc, sandbox.key);
+    const credentials: Array<Record<string, string>> = [{ 'x-api-key': key }, { 'x-api-key': sandbox.key }, { cookie: person.cookie }, { authorization: `Bearer ${person.token}` }, { authorization: `Bearer ${token}` }];
+    for (const headers of credentials) {
+      const me = await client(svc.url, headers).get<Record<string, any>>('/api/me');
+      expect(me.status, me.text).to.equal(200);
+      const parsed = strict.safeParse(me.body);
+      expect(parsed.success, parsed.success ? '' : `${Object.keys(headers).join(',')}: ${JSON.stringify(parsed.error.issues)}`).to.equal(true);
+    }
   });
 
   it('a field the body has and the schema lacks fails the check', () => {
