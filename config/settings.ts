@@ -104,14 +104,22 @@ export function list(
   );
 }
 
-/** A full IP address, or one with a prefix length (CIDR). */
-export function isAddressOrCidr(entry: string): boolean {
+/**
+ * A full IP address, alone or with a range: a prefix length from `minPrefix`, or (IPv4, when
+ * `netmask`) a dotted netmask. Without brackets, as the outbound guard's and Express's parsers take
+ * an address ([::1] is a URL's form).
+ */
+function isAddressRange(entry: string, opts: { minPrefix: number; netmask: boolean }): boolean {
   const [address = '', range, ...rest] = entry.split('/');
-  // Without brackets, as the guard's parser takes an address ([::1] is a URL's form).
   if (rest.length > 0 || address.startsWith('[') || !isIpLiteral(address)) return false;
   if (range === undefined) return true;
-  return /^\d+$/.test(range) && Number(range) <= (address.includes(':') ? 128 : 32);
+  const bits = address.includes(':') ? 128 : 32;
+  if (/^\d+$/.test(range)) return Number(range) >= opts.minPrefix && Number(range) <= bits;
+  return opts.netmask && bits === 32 && !range.includes(':') && isIpLiteral(range);
 }
+
+/** A full IP address, or one with a prefix length (CIDR). */
+export const isAddressOrCidr = (entry: string): boolean => isAddressRange(entry, { minPrefix: 0, netmask: false });
 
 /** A TCP port, 1 to 65535. */
 export const isPort = (entry: string): boolean => /^\d+$/.test(entry) && Number(entry) >= 1 && Number(entry) <= 65535;
@@ -155,13 +163,7 @@ const PROXY_RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
  * addresses are accepted, with a prefix length or (IPv4) a dotted netmask.
  */
 function isProxyEntry(entry: string): boolean {
-  if (PROXY_RANGE_NAMES.includes(entry)) return true;
-  const [address = '', range, ...rest] = entry.split('/');
-  if (rest.length > 0 || address.startsWith('[') || !isIpLiteral(address)) return false;
-  if (range === undefined) return true;
-  const bits = address.includes(':') ? 128 : 32;
-  if (/^\d+$/.test(range)) return Number(range) >= 1 && Number(range) <= bits;
-  return bits === 32 && !range.includes(':') && isIpLiteral(range);
+  return PROXY_RANGE_NAMES.includes(entry) || isAddressRange(entry, { minPrefix: 1, netmask: true });
 }
 
 /**

@@ -132,14 +132,6 @@ export function validationFailed(where: string, issues: ErrorIssue[], hint: stri
   return new ApiError('validation_error', `Request ${where} failed validation (${summary}).`, { issues, hint, ...(example !== undefined ? { example } : {}) });
 }
 
-/** The parameter names a query schema declares: an object's keys, through a pipe; undefined when it declares none by name. */
-function declaredKeys(schema: z.ZodType): string[] | undefined {
-  const s = schema as unknown as { shape?: Record<string, unknown>; in?: z.ZodType; def?: { in?: z.ZodType } };
-  if (s.shape && typeof s.shape === 'object') return Object.keys(s.shape);
-  const inner = s.in ?? s.def?.in;
-  return inner ? declaredKeys(inner) : undefined;
-}
-
 type SchemaDef = { type?: string; innerType?: unknown; in?: unknown; shape?: Record<string, unknown>; element?: unknown; valueType?: unknown };
 const defOf = (s: unknown): SchemaDef | undefined => (s as { _zod?: { def?: SchemaDef } } | undefined)?._zod?.def;
 
@@ -191,7 +183,8 @@ export function closest(name: string, known: readonly string[]): string | undefi
  * answer taken for the filtered one. Each unknown name is an issue, with the name it likely meant.
  */
 export function validateQuery<S extends z.ZodType>(schema: S, query: Record<string, unknown>, opts: Omit<ValidationOptions, 'where'> = {}): z.output<S> {
-  const known = declaredKeys(schema);
+  // The parameter names the query schema declares (an object's keys, through a pipe); undefined when it declares none by name.
+  const known = keysDeclaredAt(schema, []);
   const unknown = known ? Object.keys(query).filter((k) => !known.includes(k)) : [];
   if (unknown.length && known) {
     const accepted = known.length ? `accepted: ${known.join(', ')}` : 'this route takes none';

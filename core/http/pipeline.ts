@@ -135,13 +135,13 @@ function requestContext(req: Request, res: Response, route: RouteSpec): RequestC
   };
 }
 
-/** The body validated; refused, its example made from what was sent when that passes (else the route's own). */
-function validateWithExampleFor(route: RouteSpec, sent: unknown): unknown {
+/** The body validated; refused, its example made from what was sent when the route makes one that passes (else the route's own). */
+function validBody(route: RouteSpec, sent: unknown): unknown {
   const body = route.body as NonNullable<RouteSpec['body']>;
   try {
     return validate(body, sent, { where: 'body', example: route.example });
   } catch (err) {
-    const better = isApiError(err) ? route.exampleFor?.(sent) : undefined;
+    const better = isApiError(err) && route.exampleFor ? route.exampleFor(sent) : undefined;
     if (better === undefined || !body.safeParse(better).success) throw err;
     throw (err as ApiError).with({ example: better });
   }
@@ -196,7 +196,7 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
       if (route.query) ctx.query = validateQuery(route.query, req.query as Record<string, unknown>);
       if (route.body) {
         const parsed = parseJsonBody(req, route, deps.bodyMaxDepth);
-        ctx.body = route.exampleFor ? validateWithExampleFor(route, parsed.value) : validate(route.body, parsed.value, { where: 'body', example: route.example });
+        ctx.body = validBody(route, parsed.value);
         refuseUnstorableText(parsed);
       }
       const result = await route.handler(ctx);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { noticesField } from '../../core/http/reply-fields';
 import { OAUTH_ERROR_CODES } from './services/oauth';
 
 export const agentName = z
@@ -66,8 +67,5 @@ export const meResponse = z.object({
   created_by_agent: z.boolean().optional(),
   former_sandbox: z.boolean().optional(),
   claimed_at: z.string().optional(),
-  notices: z
-    .array(z.object({ id: z.string(), date: z.string(), title: z.string(), summary: z.string(), link: z.string() }))
-    .optional()
-    .describe('API keys only: changelog entries not yet shown to this key, newest first (docs/agents.md, "Notices").'),
+  notices: noticesField,
 });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { errorBodySchema } from '../../core/errors';
+import { noticesField, requestIdField } from '../../core/http/reply-fields';
 import { receiptSchema, remainingSchema } from '../usage';
 
 /**
@@ -101,24 +102,8 @@ const pricedFields = {
     .describe('Only on a retry with an Idempotency-Key already answered: the first call\'s answer, charged and recorded once.'),
 };
 
-/** Added by the discovery plugin's notices decorator on compute, batch and router answers (docs/agents.md, "Notices"). */
-const notices = z
-  .array(
-    z.object({
-      id: z.string().describe('The changelog entry\'s id.'),
-      date: z.string().describe('Its date.'),
-      title: z.string().describe('Its title.'),
-      summary: z.string().describe('What changed, in a sentence or two.'),
-      link: z.string().describe('Where it is described.'),
-    }),
-  )
-  .optional()
-  .describe('API keys only: up to NOTICES_PER_RESPONSE agent changelog entries not yet shown to this key, newest first (their count in X-Service-Notices).');
-
-const requestId = z.string().describe('This request\'s id (req_…), as in X-Request-Id.');
-
 /** A priced call's answer (POST /api/compute/price, POST /api/price-router). */
-export const priceResponse = z.object({ ...pricedFields, notices, request_id: requestId }).meta({ id: 'PriceResult', description: 'A priced call: the price, who answered and how, the trace, what is left, and the usage record.' });
+export const priceResponse = z.object({ ...pricedFields, notices: noticesField, request_id: requestIdField }).meta({ id: 'PriceResult', description: 'A priced call: the price, who answered and how, the trace, what is left, and the usage record.' });
 
 /** A batch item's result: a priced call's answer without the request id (the batch's is at the top). */
 const batchItemResult = z.object(pricedFields).meta({ id: 'BatchItemResult', description: 'The item\'s answer, as a single priced call\'s without request_id.' });
@@ -149,8 +134,8 @@ export const batchResponse = z
         replayed: z.number().describe('Items answered from an earlier run of the batch under the same Idempotency-Key.'),
       })
       .describe('Counts of the items.'),
-    notices,
-    request_id: requestId,
+    notices: noticesField,
+    request_id: requestIdField,
   })
   .describe('Every item priced as one call; an item that failed answers its own error inside the 200.');
 
@@ -169,7 +154,7 @@ export const demoFields = {
   credential_ignored: z.string().optional().describe('Only when a credential came along: it was neither checked nor used, and where to send it instead.'),
 };
 
-export const demoPriceResponse = z.object({ ...pricedFields, ...demoFields, request_id: requestId }).describe('A keyless demo priced call: as a priced call, built-ins only, charging nothing, with the demo budget.');
+export const demoPriceResponse = z.object({ ...pricedFields, ...demoFields, request_id: requestIdField }).describe('A keyless demo priced call: as a priced call, built-ins only, charging nothing, with the demo budget.');
 
 /** The Idempotency-Key request header of the priced routes that keep keys (docs/routing.md). */
 export const idempotencyHeaders = z.object({

@@ -7,7 +7,7 @@ import { z } from 'zod';
 
 export const receiptSchema = z
   .object({
-    usage_event_id: z.string().describe('The id of the usage event this call wrote (evt_…).'),
+    usage_event_id: z.string().describe('The id of the usage event this call wrote (use_…).'),
     url: z.string().describe('Where the usage event opens: GET /api/usage/events/{id} (not for the keyless demo tenant, nor for an unclaimed sandbox until it is claimed).'),
     recorded_at: z.string().describe('When the event was recorded (ISO 8601, the database\'s time).'),
     usage_event: z

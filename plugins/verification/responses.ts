@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { requestIdField } from '../../core/http/reply-fields';
 import { demoFields } from '../pricing';
 import { receiptSchema, remainingSchema } from '../usage';
 
@@ -109,7 +110,7 @@ const verifyFields = {
   receipt: receiptSchema,
   hint: z.string().optional().describe('Only on an unknown verdict for want of evidence: what would decide the next one.'),
   remaining: remainingSchema.optional(),
-  request_id: z.string().describe('This request\'s id (req_…), as in X-Request-Id.'),
+  request_id: requestIdField,
 };
 
 export const verifyResponse = z.object(verifyFields).meta({ id: 'PriceVerification', description: 'The verdict on a proposed price, with its evidence and the usage record.' });

@@ -39,10 +39,13 @@ const MANAGE_FUNCTIONS = "register or change this workspace's functions";
 
 const scopeOf = (p: Principal) => ({ workspaceId: p.workspaceId, builtInsOnly: identityOf(p).sandbox });
 
-/** Refuses a cost per call (cost_per_unit x cost_multiplier) above FUNCTION_MAX_CALL_COST: such a call could not even be recorded. */
 /** The smallest amount a call is charged (usage costs hold 8 decimals). */
 const SMALLEST_CHARGE = '0.00000001';
 
+/**
+ * Refuses a cost per call (cost_per_unit x cost_multiplier) that rounds to nothing, or above
+ * FUNCTION_MAX_CALL_COST: such a call could not even be recorded.
+ */
 function checkCallCost(costPerUnit: string, costMultiplier: string, max: number): void {
   const cost = dec(costPerUnit).times(dec(costMultiplier));
   // A call is charged in whole 0.00000001 USDC: a priced function whose product rounds to nothing would be free.

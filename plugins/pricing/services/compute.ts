@@ -284,8 +284,9 @@ export class ComputeService {
     const cache = outcome.cached ? 'hit' : outcome.stages.some((s) => s.stage === 'cache' && s.disabled) ? 'disabled' : 'miss';
     let recorded: RecordedEvent;
     if (keyed) {
-      // What a retry with the key answers: the answer but for what the replay rebuilds.
-      const response = { ...answer, trace: { chosen_function: chosen, fallback_used: outcome.fallbackUsed, cache, attempts: outcome.attempts }, request_id: call.requestId };
+      // What a retry with the key answers: the answer but for what the replay rebuilds (a replay consults no cache and
+      // runs nothing, so its trace keeps only who answered).
+      const response = { ...answer, trace: { chosen_function: chosen, fallback_used: outcome.fallbackUsed }, request_id: call.requestId };
       const claimed = await this.recorder.recordAndSettle(usageEvent, settles, () => callerGone(call.req), { key: keyed.key, fingerprint: keyed.fingerprint, response, batchKey: keyed.batchKey });
       if (!claimed) {
         // Another call with this key was recorded first (concurrently): this one is not charged, and answers that one.

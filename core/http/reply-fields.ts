@@ -1,0 +1,22 @@
+import { z } from 'zod';
+
+/**
+ * Fields the kernel and its decorators add to many answers, described once for every route's
+ * response schema in the OpenAPI document.
+ */
+
+export const requestIdField = z.string().describe("This request's id (req_…), as in X-Request-Id.");
+
+/** Added by the discovery plugin's notices decorator (docs/agents.md, "Notices"). */
+export const noticesField = z
+  .array(
+    z.object({
+      id: z.string().describe("The changelog entry's id."),
+      date: z.string().describe('Its date.'),
+      title: z.string().describe('Its title.'),
+      summary: z.string().describe('What changed, in a sentence or two.'),
+      link: z.string().describe('Where it is described.'),
+    }),
+  )
+  .optional()
+  .describe('API keys only: up to NOTICES_PER_RESPONSE agent changelog entries not yet shown to this key, newest first (their count in X-Service-Notices).');
