@@ -20,3 +20,14 @@ export const noticesField = z
   )
   .optional()
   .describe('API keys only: up to NOTICES_PER_RESPONSE agent changelog entries not yet shown to this key, newest first (their count in X-Service-Notices).');
+
+/** The envelope every list answers in (core/pagination.ts `listEnvelope`), around `item`. */
+export function listEnvelopeSchema<T extends z.ZodType>(item: T, what: string) {
+  return z.object({
+    object: z.literal('list'),
+    data: z.array(item).describe(what),
+    has_more: z.boolean().describe('Whether a next page exists.'),
+    next_cursor: z.string().nullable().describe('Send it as `cursor` for the next page; null on the last one.'),
+    limit: z.number().int().describe('The page size used.'),
+  });
+}

@@ -4,6 +4,7 @@ import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
 import { client } from '../../support/http';
 import { createKey, mintToken, registerSandbox, signUp } from '../../support/world';
+import { declaredSchema, expectFitsDeclared } from '../../support/response-schema';
 
 const lenient = {
   limits: {
@@ -35,18 +36,8 @@ describe('OpenAPI response schemas of the priced and verify routes', function ()
   });
   after(() => svc.close());
 
-  /** The route's declared 200 schema, strict at the top level: a field the body has and the schema lacks fails. */
-  function declared(id: RouteId): z.ZodObject {
-    const schema = svc.routes.find(id)?.responses?.[200]?.schema;
-    expect(schema, `${id} declares a 200 schema`).to.be.instanceOf(z.ZodObject);
-    return (schema as z.ZodObject).strict();
-  }
-
-  /** Parses the body with the route's declared 200 schema (strict top level) and names what does not fit. */
-  function expectFits(id: RouteId, body: unknown): void {
-    const parsed = declared(id).safeParse(body);
-    expect(parsed.success, parsed.success ? '' : `${id}: ${JSON.stringify(parsed.error.issues)}`).to.equal(true);
-  }
+  const declared = (id: RouteId): z.ZodObject => declaredSchema(svc, id);
+  const expectFits = (id: RouteId, body: unknown): void => expectFitsDeclared(svc, id, body);
 
   it('a priced call with a key (compute and router) fits the declared schema, and so does its replay under an Idempotency-Key', async () => {
     const api = client(svc.url, { 'x-api-key': key });
