@@ -10,6 +10,7 @@ import { usageComputeIdempotencyKeys } from './migrations/0004-compute-idempoten
 import { usageReplayedKeys } from './migrations/0005-replayed-keys';
 import { usageBatchKeys } from './migrations/0006-batch-keys';
 import { usageRequestIdIndex } from './migrations/0007-request-id-index';
+import { usageFailedFunctionIds } from './migrations/0008-failed-function-ids';
 import { eventRoutes } from './routes/events';
 import { summaryRoutes } from './routes/summary';
 import { testerTagRoutes } from './routes/tester-tags';
@@ -41,7 +42,7 @@ export const usagePlugin: PluginDefinition = {
   name: 'usage',
   description: 'Usage events, outcomes, summary, tester tags and the sandbox daily allowance.',
   dependsOn: ['identity'],
-  migrations: [usageEvents, usageApi, usageNetworkEvidence, usageComputeIdempotencyKeys, usageReplayedKeys, usageBatchKeys, usageRequestIdIndex],
+  migrations: [usageEvents, usageApi, usageNetworkEvidence, usageComputeIdempotencyKeys, usageReplayedKeys, usageBatchKeys, usageRequestIdIndex, usageFailedFunctionIds],
   async register(ctx) {
     const synchronousCommit = ctx.config.usage.synchronousCommit;
     if (!synchronousCommit) ctx.log.warn('USAGE_SYNCHRONOUS_COMMIT=off: usage events are acknowledged before their WAL record is on disk; a database crash can lose the last few hundred milliseconds of them');

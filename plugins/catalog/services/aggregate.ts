@@ -50,10 +50,30 @@ interface AggregateRow {
  * the function's publisher (its workspace mapped the same way) is no consumer of its own function:
  * its calls count as usage, not towards the consumers that publish it. Answers that never reached
  * their caller (`not_delivered`: the caller left, or the service's own store failed) say nothing
- * of the function and are left out too.
+ * of the function and are left out too. A function tried and failed during a call whose event names
+ * another (`failed_function_ids`: a fallback answered) counts a failed call of its own.
  */
 const AGGREGATE_SQL = `
-  WITH per_ws AS (
+  WITH counted AS (
+    SELECT function_id, workspace_id, status, outcome, quality_score, confidence, failed_function_ids
+      FROM usage_events
+     WHERE created_at >= $1
+       AND workspace_id <> $2
+       AND channel <> 'demo'
+       AND operation IN ('compute', 'batch_item', 'router')
+       AND error_code IS DISTINCT FROM 'not_delivered'
+  ),
+  calls AS (
+    SELECT function_id, workspace_id, status, outcome, quality_score, confidence
+      FROM counted WHERE function_id IS NOT NULL
+    UNION ALL
+    -- A function tried and failed during a call its event does not name (a fallback answered, or it
+    -- was not the chosen one of a call where all failed): a failed call of that function.
+    SELECT f.id, c.workspace_id, 'error', NULL, NULL, NULL
+      FROM counted c CROSS JOIN LATERAL jsonb_array_elements_text(c.failed_function_ids) AS f(id)
+     WHERE c.failed_function_ids <> '[]'::jsonb
+  ),
+  per_ws AS (
     SELECT function_id, workspace_id,
            count(*) AS calls,
            count(*) FILTER (WHERE status = 'ok') AS ok,
@@ -63,13 +83,7 @@ const AGGREGATE_SQL = `
            coalesce(sum(quality_score), 0) AS quality_sum,
            count(confidence) FILTER (WHERE status = 'ok') AS confidence_n,
            coalesce(sum(confidence) FILTER (WHERE status = 'ok'), 0) AS confidence_sum
-      FROM usage_events
-     WHERE function_id IS NOT NULL
-       AND created_at >= $1
-       AND workspace_id <> $2
-       AND channel <> 'demo'
-       AND operation IN ('compute', 'batch_item', 'router')
-       AND error_code IS DISTINCT FROM 'not_delivered'
+      FROM calls
      GROUP BY function_id, workspace_id
   ),
   owners AS (

@@ -8,7 +8,7 @@ import type { Hooks } from '../../../core/hooks';
 import type { RouteTable } from '../../../core/http/pipeline';
 import type { KvStore } from '../../../core/kv';
 import type { RequestRate } from '../../identity';
-import type { PricingEngine, PriceOutcome, Preference, TraceStage } from '../../../engine';
+import type { AttemptReport, PricingEngine, PriceOutcome, Preference, TraceStage } from '../../../engine';
 import { EngineError } from '../../../engine';
 import { identityOf, IDEMPOTENCY_HEADER, REPLAYED_HEADER, requestFingerprint } from '../../identity';
 import { callerFields, contextKeys, receipt, receiptOfRow, remaining } from '../../usage';
@@ -62,7 +62,7 @@ export interface ComputeResult {
 
 /** What differs between the usage events of one call's outcomes. */
 type UsageOutcome = Pick<UsageEventInput, 'status' | 'cost' | 'billable' | 'paidVia'> &
-  Partial<Pick<UsageEventInput, 'errorCode' | 'functionId' | 'functionName' | 'strategy' | 'price' | 'currency' | 'confidence' | 'cached' | 'fallbackUsed' | 'networkEvidence'>> & { latencyMs: number };
+  Partial<Pick<UsageEventInput, 'errorCode' | 'functionId' | 'functionName' | 'strategy' | 'price' | 'currency' | 'confidence' | 'cached' | 'fallbackUsed' | 'networkEvidence' | 'failedFunctionIds'>> & { latencyMs: number };
 
 /**
  * A priced call's Idempotency-Key, with what tells its retry from another call under the key: the
@@ -76,6 +76,13 @@ export function callIdempotency(key: string, route: string, body: unknown): NonN
 const admissionOperation = (call: ComputeCall): AdmissionRequest['operation'] => (call.operation === 'batch_item' ? 'batch' : call.operation);
 
 const ms = (from: number) => Math.round((performance.now() - from) * 1000) / 1000;
+
+/** The functions a call tried that failed, but the one its event names: their failures count against them too (leaderboard reliability). */
+function failedOthers(attempts: readonly AttemptReport[], named: string | undefined): string[] {
+  const ids: string[] = [];
+  for (const a of attempts) if (a.outcome === 'failed' && a.id !== named && !ids.includes(a.id)) ids.push(a.id);
+  return ids;
+}
 
 /**
  * One priced call, the same for REST, batch items, the price router, the demo and MCP:
@@ -126,6 +133,7 @@ export class ComputeService {
       networkEvidence: r.networkEvidence ?? false,
       latencyMs: r.latencyMs,
       contextKeys: contextKeys(call.context),
+      ...(r.failedFunctionIds?.length ? { failedFunctionIds: r.failedFunctionIds } : {}),
     };
   }
 
@@ -239,7 +247,8 @@ export class ComputeService {
         // A call where every function failed names the chosen one, so its failure counts against it (leaderboard reliability).
         const chosen = err.code === 'functions_failed' ? err.details.attempts?.find((a) => a.role === 'chosen' && a.outcome === 'failed') : undefined;
         const named = chosen ? { functionId: chosen.id, functionName: chosen.function } : {};
-        await this.recorder.record(this.usageEvent(call, { ...named, status: 'error', errorCode: mapped.code, cost: '0', billable: false, paidVia: null, latencyMs: ms(t0) }));
+        const failedFunctionIds = failedOthers(err.details.attempts ?? [], chosen?.id);
+        await this.recorder.record(this.usageEvent(call, { ...named, failedFunctionIds, status: 'error', errorCode: mapped.code, cost: '0', billable: false, paidVia: null, latencyMs: ms(t0) }));
       }
       throw mapped;
     }
@@ -262,6 +271,7 @@ export class ComputeService {
       cached: outcome.cached,
       fallbackUsed: outcome.fallbackUsed,
       networkEvidence: outcome.result.inputs_used.includes('network_observations'),
+      failedFunctionIds: failedOthers(outcome.attempts, outcome.fn.id),
       latencyMs: ms(t0),
     });
     // A reservation the caller brought is the caller's to settle.

@@ -37,6 +37,8 @@ export interface UsageEventInput {
   networkEvidence?: boolean;
   latencyMs?: number | null;
   contextKeys?: Record<string, unknown>;
+  /** Functions tried during the call that failed, other than `functionId` (a fallback answered, or every function failed). */
+  failedFunctionIds?: string[];
 }
 
 /** Columns written for each event, with the type each JSON value is cast to. */
@@ -69,6 +71,7 @@ export const COLUMNS: ReadonlyArray<readonly [string, 'text' | 'numeric' | 'doub
   ['network_evidence', 'boolean'],
   ['latency_ms', 'double precision'],
   ['context_keys', 'jsonb'],
+  ['failed_function_ids', 'jsonb'],
 ];
 
 export function row(id: string, e: UsageEventInput): unknown[] {
@@ -101,6 +104,7 @@ export function row(id: string, e: UsageEventInput): unknown[] {
     e.networkEvidence ?? false,
     e.latencyMs ?? null,
     e.contextKeys ?? {},
+    e.failedFunctionIds ?? [],
   ];
 }
 

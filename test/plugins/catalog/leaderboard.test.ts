@@ -68,6 +68,7 @@ describe('catalog: public leaderboard', function () {
   before(async () => {
     upstream = await startUpstream((req, res) => {
       if (req.path === '/flaky' && failNext) return sendJson(res, 500, { error: 'down' });
+      if (req.path === '/down') return sendJson(res, 500, { error: 'down' });
       return sendJson(res, 200, { price: 21, confidence: 0.66 });
     });
     // A long refresh interval: only the start-up computation and the forced refreshes below run.
@@ -314,6 +315,60 @@ describe('catalog: public leaderboard', function () {
     expect(p.total_invocations).to.equal(4);
     expect(g.rank).to.be.lessThan(p.rank);
     expect(p.score).to.be.lessThan(58);
+  });
+
+  it('counts a failure rescued by a fallback against the function that failed, and every failed function of a call where all failed', async () => {
+    const rescued = await createFunction(svc, publisherKey, { label: 'lb-rescued', isPublic: true, endpointUrl: upstream.url('/down') });
+    const alsoDown = await createFunction(svc, publisherKey, { label: 'lb-also-down', isPublic: true, endpointUrl: upstream.url('/down') });
+    const backup = await createFunction(svc, publisherKey, { label: 'lb-backup', isPublic: true, endpointUrl: upstream.url('/backup') });
+    // Three consumers (usage is published from 3), each routing to the failing function first.
+    const policies: string[] = [];
+    for (const i of [2, 3, 4]) {
+      const api = client(svc.url, { 'x-api-key': people[i]?.key ?? '' });
+      const policy = await api.post<Record<string, any>>('/api/routing-policies', {
+        name: 'rescue',
+        is_default: true,
+        strategy: 'cheapest',
+        config: { candidates: [rescued.name] },
+        fallback_chain: [alsoDown.name],
+        fallback_function: backup.name,
+      });
+      expect(policy.status, policy.text).to.equal(201);
+      policies.push(policy.body.policy.id);
+      const res = await api.post<Record<string, any>>('/api/compute/price', { context: { current_price: 20 } });
+      expect(res.status, res.text).to.equal(200);
+      expect(res.body.function.id).to.equal(backup.id);
+    }
+    // Without the fallback function, every function fails: the event names the chosen one, the chain's failure counts too.
+    const last = client(svc.url, { 'x-api-key': people[4]?.key ?? '' });
+    expect((await last.patch(`/api/routing-policies/${policies[2]}`, { fallback_function: null })).status).to.equal(200);
+    const failed = await last.post<Record<string, any>>('/api/compute/price', { context: { current_price: 20 } });
+    expect(failed.status, failed.text).to.equal(502);
+
+    const [rows] = await svc.sequelize.query('SELECT status, function_id, failed_function_ids FROM usage_events WHERE workspace_id = ANY($1) AND (function_id = ANY($2)) ORDER BY created_at', {
+      bind: [[ws(2), ws(3), ws(4)], [rescued.id, alsoDown.id, backup.id]],
+    });
+    expect(rows).to.deep.equal([
+      { status: 'ok', function_id: backup.id, failed_function_ids: [rescued.id, alsoDown.id] },
+      { status: 'ok', function_id: backup.id, failed_function_ids: [rescued.id, alsoDown.id] },
+      { status: 'ok', function_id: backup.id, failed_function_ids: [rescued.id, alsoDown.id] },
+      { status: 'error', function_id: rescued.id, failed_function_ids: [alsoDown.id] },
+    ]);
+
+    await aggregator.refresh();
+    const b = await board();
+    const r = entryOf(b, rescued.id);
+    expect(r.total_invocations).to.equal(4);
+    expect(r.distinct_consumers).to.equal(3);
+    expect(r.stats.success_rate).to.equal(0);
+    expect(r.score).to.equal(expectedScore({ calls: 4, ok: 0, accepted: 0, rejected: 0, qualities: [] }));
+    const d = entryOf(b, alsoDown.id);
+    expect(d.total_invocations).to.equal(4);
+    expect(d.stats.success_rate).to.equal(0);
+    const k = entryOf(b, backup.id);
+    expect(k.total_invocations).to.equal(3);
+    expect(k.stats.success_rate).to.equal(1);
+    expect(r.rank).to.be.greaterThan(k.rank);
   });
 
   it('serves every request from the aggregate in memory: no query of usage_events (or anything else) per request', async () => {
