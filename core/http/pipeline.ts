@@ -196,6 +196,7 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
       if (route.query) ctx.query = validateQuery(route.query, req.query as Record<string, unknown>);
       if (route.body) {
         const parsed = parseJsonBody(req, route, deps.bodyMaxDepth);
+        ctx.sent = parsed.value;
         ctx.body = validBody(route, parsed.value);
         refuseUnstorableText(parsed);
       }
@@ -215,7 +216,7 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
         result.afterReply?.();
       }
     } catch (err) {
-      next(err);
+      next(route.refusal && isApiError(err) ? route.refusal(err, req) : err);
     }
   };
 }

@@ -1,6 +1,7 @@
 import type { Request, Response } from 'express';
 import type { z } from 'zod';
 import type { Channel, Principal, PrincipalKind } from '../auth';
+import type { ApiError } from '../errors';
 import type { Logger } from '../logger';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -29,6 +30,8 @@ export interface RequestContext<B = unknown, Q = unknown, P = unknown> {
   requestId: string;
   principal: Principal | null;
   body: B;
+  /** The JSON body as sent, before validation filled in defaults: what an example made of the caller's request starts from. */
+  sent?: unknown;
   query: Q;
   params: P;
   clientIp: string;
@@ -116,6 +119,8 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
    * with a validation error instead of `example` when it passes `body`.
    */
   exampleFor?: (sent: unknown) => unknown;
+  /** Every refusal of the route (from its guards, validation or handler) passes through this on its way out. */
+  refusal?: (err: ApiError, req: Request) => ApiError;
   /** Response schemas by status, for the OpenAPI document; 4XX/5XX replace the common error shape where a route answers refusals in another (MCP: JSON-RPC). */
   responses?: Partial<Record<number | '4XX' | '5XX', { description: string; schema?: z.ZodType }>>;
   deprecated?: Deprecation;

@@ -207,7 +207,7 @@ export class SafeHttpClient {
           const status = res.statusCode ?? 0;
           if (status >= 300 && status < 400) {
             res.resume();
-            finish(new OutboundError('redirect', `Redirects are not followed (${status} to ${String(res.headers.location ?? '?')}).`, status));
+            finish(new OutboundError('redirect', `Redirects are not followed (${status} ${res.headers.location === undefined ? 'without a Location' : `to ${res.headers.location}`}).`, status));
             req.destroy();
             return;
           }
@@ -228,7 +228,7 @@ export class SafeHttpClient {
             try {
               finish(null, { status, body: JSON.parse(text) as unknown });
             } catch {
-              finish(new OutboundError('invalid_json', 'Upstream answer is not JSON.', status));
+              finish(new OutboundError('invalid_json', "The endpoint's answer is not JSON.", status));
             }
           });
           res.on('error', (err: NodeJS.ErrnoException) => finish(new OutboundError('network', err.message, undefined, err.code)));

@@ -146,7 +146,7 @@ export function llmsText(config: Config, base: string, changelog: Changelog, s: 
   ];
   const price = [
     ...when(compute, `- POST ${base}/api/compute/price with x-api-key: {"context": {...}, "function_id"?: "...", "routing_preference"?: "cheapest|fastest|round_robin|weighted|explicit"}.`),
-    ...when(compute, `- A context needs one thing to price from: unit_cost, current_price, competitor_prices, or a product_type the network holds price observations of${observations ? ` (contribute them with POST ${base}/api/data/observations)` : ''}.`),
+    ...when(compute, `- A context needs one thing to price from: unit_cost, current_price, target_price (charm-pricing rounds it to a price ending), competitor_prices, or a product_type the network holds price observations of${observations ? ` (contribute them with POST ${base}/api/data/observations)` : ''}.`),
     ...when(s.serves('post', '/api/compute/batch'), `- POST ${base}/api/compute/batch: up to ${l.batchMaxItems} items (claimed workspaces).`),
     ...when(s.serves('post', '/api/price-router'), `- POST ${base}/api/price-router: as compute, plus function_name.`),
     ...when(s.serves('post', '/api/public/price-router/verify'), `- POST ${base}/api/public/price-router/verify: {"context": {...}, "proposed_price": 4.2}.`),

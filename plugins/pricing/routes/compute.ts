@@ -4,11 +4,14 @@ import { unavailableError } from '../../../core/http/middleware';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { Reply, RequestContext, RouteSpec } from '../../../core/http/route';
 import { validationFailed, zodIssues } from '../../../core/validation';
-import { credentialOf, idempotencyKeyOf, REPLAYED_HEADER, requestRateOf } from '../../identity';
+import { credentialIgnored, idempotencyKeyOf, REPLAYED_HEADER, requestRateOf } from '../../identity';
 import * as s from '../schemas';
 import { batchResponse, demoPriceResponse, idempotencyHeaders, priceResponse } from '../responses';
 import { callIdempotency } from '../services/compute';
 import type { ComputeCall, ComputeResult, ComputeService } from '../services/compute';
+
+/** The compute demo's words to a caller that sent a credential along, on its answers and refusals. */
+const DEMO_CREDENTIAL = credentialIgnored('The demo prices every call as the keyless demo tenant and did not check the credential sent; send it to POST /api/compute/price to price as your workspace.');
 
 interface PricedItem {
   context: Record<string, unknown>;
@@ -181,13 +184,13 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       body: s.demoBody,
       example: s.demoExample,
       responses: { 200: { description: 'A priced call on the demo tenant, charging nothing, with the hourly budget left.', schema: demoPriceResponse } },
+      refusal: DEMO_CREDENTIAL.refusal,
       handler: async (ctx) => {
         // Always the demo tenant, whatever credential comes along (public routes resolve none); one that came along is
         // told so, or a mistyped key would seem to work.
         const budget = ctx.state.demoBudget as { remaining: number } | undefined;
         const r = await compute.compute({ ...callOf(ctx, 'demo', ctx.body), principal: null, demoBudgetLeft: budget?.remaining });
-        const ignored = credentialOf(ctx.req) ? { credential_ignored: 'The demo prices every call as the keyless demo tenant and did not check the credential sent; send it to POST /api/compute/price to price as your workspace.' } : {};
-        return ok({ ...r.body, demo: true, budget: ctx.state.demoBudget, ...ignored, request_id: ctx.requestId }, r.headers);
+        return ok({ ...r.body, demo: true, budget: ctx.state.demoBudget, ...DEMO_CREDENTIAL.fields(ctx.req), request_id: ctx.requestId }, r.headers);
       },
     }),
   ];

@@ -11,7 +11,7 @@ import { identityOf } from '../../identity';
 import type { IdempotencyKeys } from '../../identity';
 import * as s from '../schemas';
 import { policyView } from '../services/policy-store';
-import { STRATEGY_NEEDS, mended } from './policy-example';
+import { STRATEGY_NEEDS, mended, mendedCreate } from './policy-example';
 import type { PolicyRecord, PolicyStore } from '../services/policy-store';
 
 /** References a policy names that the workspace cannot reach now (kept, skipped at routing time). */
@@ -66,9 +66,13 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
       example: s.createPolicyExample,
       exampleFor: (sent) => mended(s.createPolicyBody, sent),
       responses: { 201: { description: 'The policy, with warnings for function references it cannot reach.' } },
-      handler: async ({ principal, body, req }) => {
+      handler: async ({ principal, body, sent, req }) => {
         const p = principal as Principal;
-        const shape = validate(policySchema, body, { example: s.createPolicyExample });
+        // Refused for what its strategy needs (weights, rules, order) or a rule's content: the example is what was sent,
+        // mended, as for a body the schema refuses, so sending it creates the policy meant and not the stock one.
+        const mendedBody = mendedCreate(policySchema, body, sent);
+        const passes = mendedBody !== undefined && policySchema.safeParse(s.createPolicyBody.safeParse(mendedBody).data).success;
+        const shape = validate(policySchema, body, { example: passes ? mendedBody : s.createPolicyExample });
         const claim = idempotency.claimOf(req, 'policies.create', p.workspaceId, body);
         return idempotency.run(
           claim,

@@ -20,8 +20,8 @@ function mend(value: Body, issues: readonly z.core.$ZodIssue[]): Body {
   let config: Body | undefined = isObject(out.config) ? { ...out.config } : undefined;
   for (const issue of issues) {
     const [top, key] = issue.path;
-    if (issue.code === 'unrecognized_keys') {
-      const from = top === undefined ? out : top === 'config' && key === undefined ? config : undefined;
+    if (issue.code === 'unrecognized_keys' && issue.path.length <= 1) {
+      const from = top === undefined ? out : top === 'config' ? config : undefined;
       for (const k of issue.keys) if (from) delete from[k];
     } else if (top === 'config' && typeof key === 'string' && config) {
       // A sample replaces a refused needed key once; refused again, or a key nothing needs, it is left out.
@@ -53,4 +53,14 @@ export function mended<T>(schema: z.ZodType<T>, value: unknown): Body | undefine
     v = mend(v, r.error.issues);
   }
   return undefined;
+}
+
+/**
+ * A create's example: the policy it would make (`made`: the body with its defaults) mended by
+ * `policy`, keeping only the fields the caller sent, and the config its strategy needs.
+ */
+export function mendedCreate<T>(policy: z.ZodType<T>, made: unknown, sent: unknown): Body | undefined {
+  const full = mended(policy, made);
+  if (!full || !isObject(sent)) return undefined;
+  return Object.fromEntries(Object.entries(full).filter(([k]) => k in sent || k === 'config'));
 }

@@ -98,7 +98,7 @@ export function toApiError(err: unknown, opts: ErrorAudience = {}): unknown {
     case 'insufficient_context':
       if (d.refused?.length) {
         return new ApiError('insufficient_context', err.message, {
-          hint: `Fix ${d.refused.join(' and ')} as the message says: no function prices a context with ${d.refused.length > 1 ? 'these values' : 'this value'}. docs/functions.md gives every input's bounds.`,
+          hint: `Fix ${d.refused.join(' and ')} as the message says; no other function was tried with ${d.refused.length > 1 ? 'these values' : 'this value'} (one that does not read ${d.refused.length > 1 ? 'them' : 'it'} would hide the mistake behind its price). docs/functions.md gives every input's bounds.`,
           issues: d.refused.map((key) => ({ path: `context.${key}`, reason: err.message.replace(/^The context cannot be priced by [^:]+: /, '') })),
           fields: { missing: [], refused: d.refused, attempts: d.attempts ?? [] },
         });

@@ -1,15 +1,16 @@
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
-import { credentialOf, requestRateOf } from '../../identity';
+import { credentialIgnored, requestRateOf } from '../../identity';
 import * as s from '../schemas';
 import { demoVerifyResponse, verifyResponse } from '../responses';
 import type { VerificationService } from '../services/verification';
 
 const proposedOf = (b: s.VerifyBody): string | number => b.proposed_price ?? b.price ?? 0;
 
-/** Said to a demo caller that sent a credential, in the compute demo's words, or a mistyped key would seem to work. */
-const CREDENTIAL_IGNORED =
-  'The demo verifies every call as the keyless demo tenant and did not check the credential sent; send it to POST /api/price-router/verify to verify as your workspace.';
+/** Said to a demo caller that sent a credential, in the compute demo's words, on answers and refusals. */
+const DEMO_CREDENTIAL = credentialIgnored(
+  'The demo verifies every call as the keyless demo tenant and did not check the credential sent; send it to POST /api/price-router/verify to verify as your workspace.',
+);
 
 const DESCRIPTION =
   'Body: the context plus proposed_price (price is accepted as an alias only when proposed_price is absent). Answers a verdict (reasonable, high, low or unknown) with its evidence: the reference (time-weighted median of per-source medians of stored observations), the band and its bounds, whether the evidence is independent, the confidence and the thresholds used.';
@@ -54,6 +55,7 @@ export function verifyRoutes(service: VerificationService): RouteSpec[] {
       body: s.verifyBody,
       example: s.verifyExample,
       responses: { 200: { description: 'The verdict on the demo tenant, with the hourly budget left.', schema: demoVerifyResponse } },
+      refusal: DEMO_CREDENTIAL.refusal,
       handler: async (ctx) => {
         const r = await service.verify({
           principal: null,
@@ -64,8 +66,7 @@ export function verifyRoutes(service: VerificationService): RouteSpec[] {
           requestId: ctx.requestId,
         });
         // Always the demo tenant, whatever credential comes along (public routes resolve none).
-        const ignored = credentialOf(ctx.req) ? { credential_ignored: CREDENTIAL_IGNORED } : {};
-        return ok({ ...r.body, demo: true, budget: ctx.state.demoBudget, ...ignored, request_id: ctx.requestId }, r.headers);
+        return ok({ ...r.body, demo: true, budget: ctx.state.demoBudget, ...DEMO_CREDENTIAL.fields(ctx.req), request_id: ctx.requestId }, r.headers);
       },
     }),
   ];

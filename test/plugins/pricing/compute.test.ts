@@ -948,6 +948,31 @@ describe('keyless demo', function () {
     expect(own).to.deep.equal([{ n: 0 }]);
   }
 
+  it('says on every refusal, too, that a credential sent along was neither checked nor used (400, 404, 422, 429); a keyless refusal does not', async () => {
+    const fresh = await startTestService({ config: { limits: { demo: { callsPerHour: 4 } } } });
+    try {
+      const sandbox = await registerSandbox(fresh);
+      const withKey = client(fresh.url, { 'x-api-key': sandbox.key });
+      for (const [body, status, code] of [
+        [{ context: 'coffee' }, 400, 'validation_error'],
+        [{ context: { unit_cost: 2 }, function_id: 'fn_mine_perhaps' }, 404, 'function_not_found'],
+        [{ context: { unit_cost: 'x' } }, 422, 'insufficient_context'],
+        [{ context: { unit_cost: 2 } }, 200, undefined],
+        [{ context: { unit_cost: 2 } }, 429, 'rate_limited'],
+      ] as const) {
+        const res = await withKey.post<Record<string, any>>('/api/public/compute/demo', body);
+        expect(res.status, res.text).to.equal(status);
+        if (code) expect(res.body.code).to.equal(code);
+        expect(res.body.credential_ignored, res.text).to.match(/did not check the credential sent; send it to POST \/api\/compute\/price/);
+      }
+      const keyless = await client(fresh.url).post<Record<string, any>>('/api/public/compute/demo', { context: { unit_cost: 2 } });
+      expect(keyless.status).to.equal(429);
+      expect(keyless.body).to.not.have.property('credential_ignored');
+    } finally {
+      await fresh.close();
+    }
+  });
+
   it('answers GET with 405, Allow: POST and a hint', async () => {
     const res = await client(svc.url).get<Record<string, any>>('/api/public/compute/demo');
     expect(res.status).to.equal(405);

@@ -50,6 +50,28 @@ describe('pricing: routing policies over HTTP', function () {
       }
     });
 
+    it("a create refused for what its strategy needs or a rule's content gets an example made of what it sent that, sent as is, creates the policy meant", async () => {
+      for (const [bad, expected] of [
+        [
+          { name: 'zz', strategy: 'weighted', fallback_chain: ['cost-plus'], config: { max_cost_per_unit: '0.01' } },
+          { name: 'zz', strategy: 'weighted', fallback_chain: ['cost-plus'], config: { weights: { 'cost-plus': 3, 'anchored-adjustment': 1 }, max_cost_per_unit: '0.01' } },
+        ],
+        [{ name: 'pr', strategy: 'priority' }, { name: 'pr', strategy: 'priority', config: { order: ['anchored-adjustment', 'cost-plus'] } }],
+        [
+          { name: 'op', strategy: 'policy', config: { rules: [{ when: { a: { foo: 1 } }, use: 'cost-plus' }], default_function: 'cost-plus' } },
+          { name: 'op', strategy: 'policy', config: { rules: [{ when: { 'customer.tier': 'gold' }, use: 'charm-pricing' }], default_function: 'cost-plus' } },
+        ],
+      ] as const) {
+        const res = await a.post<Record<string, any>>(PATH, bad);
+        expect(res.status, res.text).to.equal(400);
+        expect(res.body.example, JSON.stringify(bad)).to.deep.equal(expected);
+        expect(res.body.example).to.not.have.property('is_default');
+        const made = await a.post<Record<string, any>>(PATH, res.body.example);
+        expect(made.status, made.text).to.equal(201);
+        expect(made.body.policy).to.include({ name: bad.name, strategy: bad.strategy, is_default: false });
+      }
+    });
+
     it('an unknown rule operator: 400 naming it, and only it, in the rule', async () => {
       const res = await a.post<Record<string, any>>(PATH, { name: 'regex', strategy: 'policy', config: { rules: [{ when: { product_type: { regex: '^cof' } }, use: 'cost-plus' }] } });
       expect(res.status).to.equal(400);
