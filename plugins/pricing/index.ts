@@ -26,6 +26,7 @@ export { DEMO_WORKSPACE_ID } from './migrations/0001-pricing-schema';
 export { DemoBudgetGuard } from './services/demo-budget';
 export { contextSchema, computeBody, computeExample } from './schemas';
 export { demoFields } from './responses';
+export { functionViewSchema } from './responses-functions';
 export { functionSortKey, functionView } from './routes/functions';
 export { mayCall } from './services/next-actions';
 export type { MarketEvidenceSlot, MarketEvidenceSource, MarketLookup } from './services/market-evidence';

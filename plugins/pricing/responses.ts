@@ -76,7 +76,7 @@ const pricedFields = {
       id: z.string().describe('The function\'s id.'),
       name: z.string().describe('The function\'s name.'),
       built_in: z.boolean().describe('Whether it is one of the service\'s built-in functions.'),
-      execution_type: z.string().describe('How it runs (built_in, http, pipeline…).'),
+      execution_type: z.string().describe('How it runs: builtin (in the service) or external_api (its owner\'s endpoint); a pipeline function never answers.'),
     })
     .describe('The function that answered.'),
   strategy: z.string().describe('How the function was chosen (explicit, cheapest, fastest, round_robin, weighted, default…).'),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { requestIdField } from '../../core/http/reply-fields';
+import { listEnvelopeSchema, requestIdField } from '../../core/http/reply-fields';
 import { demoFields } from '../pricing';
 import { receiptSchema, remainingSchema } from '../usage';
 
@@ -116,3 +116,33 @@ const verifyFields = {
 export const verifyResponse = z.object(verifyFields).meta({ id: 'PriceVerification', description: 'The verdict on a proposed price, with its evidence and the usage record.' });
 
 export const demoVerifyResponse = z.object({ ...verifyFields, ...demoFields }).describe('A keyless demo verification: as a verification, on the demo tenant, with the demo budget.');
+
+/** observationView (services/observations.ts): a stored price observation. */
+const observation = z
+  .object({
+    id: z.string().describe("The observation's id (obs_…)."),
+    object: z.literal('price_observation').describe('Always price_observation.'),
+    product_type: z.string().describe('The product type, as sent without surrounding spaces (matched case-insensitively).'),
+    currency: z.string().describe('The currency, an upper-case three-letter code.'),
+    amount: z.string().describe('The price observed, a decimal string above 0.'),
+    observed_at: z.string().describe('When the price was seen (ISO 8601).'),
+    source: z.string().describe('Where it was seen, as labelled; accepted:<function name> for an accepted compute outcome.'),
+    origin: z.enum(['contribution', 'accepted_outcome']).describe('contribution (POST /api/data/observations) or accepted_outcome (the price of a compute whose outcome was reported accepted).'),
+    usage_event_id: z.string().nullable().describe('accepted_outcome only: the usage event of that compute; null for a contribution.'),
+    context: z.record(z.string(), z.string()).describe('Other string keys (category, region…) as sent; for an accepted outcome, the string keys of the compute\'s context. Empty when none.'),
+    created_at: z.string().describe('When it was stored (ISO 8601).'),
+  })
+  .meta({ id: 'PriceObservation', description: 'A price observation of the workspace, evidence for verification.' });
+
+export const observationsCreateResponse = z.object({
+  object: z.literal('observation_batch').describe('Always observation_batch.'),
+  created: z.number().int().describe('Observations stored (all those sent).'),
+  data: z.array(observation).describe('The stored observations.'),
+  warnings: z
+    .array(z.string())
+    .optional()
+    .describe('Only when items were observed more than VERIFY_MAX_AGE_DAYS ago: names them (stored, but never read as evidence).'),
+  request_id: requestIdField,
+});
+
+export const observationsListResponse = listEnvelopeSchema(observation, "The workspace's observations, newest stored first.");

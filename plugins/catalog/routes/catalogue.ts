@@ -2,6 +2,7 @@ import { ApiError } from '../../../core/errors';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import * as s from '../schemas';
+import { catalogueListResponse, catalogueReadResponse } from '../responses';
 import { parseTags } from '../services/catalogue';
 import type { Catalogue } from '../services/catalogue';
 
@@ -26,6 +27,7 @@ export function catalogueRoutes(catalogue: Catalogue): RouteSpec[] {
       auth: 'optional',
       sandbox: true,
       query: s.catalogueQuery,
+      responses: { 200: { description: 'A page of catalogue entries.', schema: catalogueListResponse } },
       handler: ({ principal, query }) => {
         const tags = parseTags(query.tag);
         if (tags.length > MAX_TAGS) {
@@ -43,6 +45,7 @@ export function catalogueRoutes(catalogue: Catalogue): RouteSpec[] {
       auth: 'optional',
       sandbox: true,
       params: s.catalogueParams,
+      responses: { 200: { description: 'The entry.', schema: catalogueReadResponse } },
       handler: ({ principal, params }) => {
         const entry = catalogue.entry(params.id, principal);
         if (!entry) throw catalogueNotFound();

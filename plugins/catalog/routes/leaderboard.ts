@@ -2,6 +2,7 @@ import { defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import { decodePositionCursor, encodeCursor } from '../../../core/pagination';
 import * as s from '../schemas';
+import { leaderboardResponse, scoringResponse } from '../responses';
 import type { Leaderboard } from '../services/leaderboard';
 import { PRIORS, SCORING_DESCRIPTION, SCORING_METHOD_VERSION, WEIGHTS } from '../services/scoring';
 
@@ -31,6 +32,7 @@ export function leaderboardRoutes(d: LeaderboardRouteDeps): RouteSpec[] {
       tags: ['Leaderboard'],
       auth: 'public',
       query: s.leaderboardQuery,
+      responses: { 200: { description: 'A page of the ranking, with the aggregate it rests on and the thresholds in force.', schema: leaderboardResponse } },
       handler: async ({ query }) => {
         const { snapshot, entries } = await d.leaderboard.ranking();
         const start = query.cursor ? decodePositionCursor(query.cursor) : 0;
@@ -62,6 +64,7 @@ export function leaderboardRoutes(d: LeaderboardRouteDeps): RouteSpec[] {
       summary: 'How the leaderboard scores and what it publishes: scoring method version 3, its formula, priors, weights and thresholds.',
       tags: ['Leaderboard'],
       auth: 'public',
+      responses: { 200: { description: 'The scoring method and the publication rules in force.', schema: scoringResponse } },
       handler: () =>
         ok({
           method_version: SCORING_METHOD_VERSION,

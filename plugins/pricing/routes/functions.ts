@@ -12,6 +12,7 @@ import type { CircuitBreakers, FunctionDescriptor, FunctionRegistry, LatencyStat
 import { assertManagesWorkspace, identityOf } from '../../identity';
 import type { IdempotencyKeys, Workspaces } from '../../identity';
 import * as s from '../schemas';
+import { functionCreateResponse, functionReadResponse, functionTestResponse, functionUpdateResponse, functionsListResponse } from '../responses-functions';
 import { pipelineUnavailable, toApiError } from '../services/engine-errors';
 import type { FunctionStore } from '../services/function-store';
 
@@ -133,6 +134,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       tags: ['Functions'],
       sandbox: true,
       query: s.functionsQuery,
+      responses: { 200: { description: 'A page of the functions the caller can reach.', schema: functionsListResponse } },
       handler: ({ principal, query }) => {
         const p = principal as Principal;
         const fns = d.registry
@@ -150,6 +152,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       tags: ['Functions'],
       sandbox: true,
       params: s.idParams,
+      responses: { 200: { description: 'The function and its circuit breaker on the instance that answered.', schema: functionReadResponse } },
       handler: ({ principal, params }) => {
         const p = principal as Principal;
         const fn = d.registry.resolve(params.id, scopeOf(p));
@@ -166,7 +169,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       fullAccess: true,
       body: s.registerFunctionBody,
       example: s.registerFunctionExample,
-      responses: { 201: { description: 'The function, as a draft, and how to activate it.' } },
+      responses: { 201: { description: 'The function, as a draft, and how to activate it; a repeat under the same Idempotency-Key answers the function as it is now (Idempotent-Replayed: true).', schema: functionCreateResponse } },
       handler: async ({ principal, body, req }) => {
         const p = principal as Principal;
         await assertManagesWorkspace(p, d.workspaces, MANAGE_FUNCTIONS);
@@ -235,6 +238,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       params: s.idParams,
       body: s.patchFunctionBody,
       example: s.patchFunctionExample,
+      responses: { 200: { description: 'The function as changed.', schema: functionUpdateResponse } },
       handler: async ({ principal, params, body }) => {
         const p = principal as Principal;
         const before = await owned(p, params.id);
@@ -277,6 +281,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       params: s.idParams,
       body: s.testFunctionBody,
       example: s.testFunctionExample,
+      responses: { 200: { description: 'The run: its result, or why the function could not price (a 200 either way).', schema: functionTestResponse } },
       handler: async ({ principal, params, body }) => {
         const p = principal as Principal;
         const fn = d.registry.find(params.id);

@@ -6,6 +6,8 @@ import { latencyView } from '../../../engine';
 import type { CircuitBreakers, FunctionRegistry, LatencyStats } from '../../../engine';
 import { identityOf } from '../../identity';
 import { pipelineUnavailable } from '../services/engine-errors';
+import { routingHealthResponse } from '../responses-functions';
+import { pipelineListResponse, pipelineStagesResponse } from '../responses-policies';
 
 /** Any id: running a pipeline is 501 whatever it names (SPEC: always). */
 const anyPipelineId = z.object({ id: z.string() });
@@ -44,6 +46,7 @@ export function operationRoutes(registry: FunctionRegistry, breakers: CircuitBre
       summary: 'Reference pipelines (listing works; execution answers 501).',
       tags: ['Pipelines'],
       sandbox: true,
+      responses: { 200: { description: 'The reference pipelines.', schema: pipelineListResponse } },
       handler: () => ok({ object: 'list', data: REFERENCE_PIPELINES, has_more: false, next_cursor: null, limit: REFERENCE_PIPELINES.length }),
     }),
     defineRoute({
@@ -53,6 +56,7 @@ export function operationRoutes(registry: FunctionRegistry, breakers: CircuitBre
       summary: 'Stages reference pipelines are made of.',
       tags: ['Pipelines'],
       sandbox: true,
+      responses: { 200: { description: 'The stages.', schema: pipelineStagesResponse } },
       handler: () => ok({ object: 'list', data: PIPELINE_STAGES, has_more: false, next_cursor: null, limit: PIPELINE_STAGES.length }),
     }),
     defineRoute({
@@ -86,6 +90,7 @@ export function operationRoutes(registry: FunctionRegistry, breakers: CircuitBre
       summary: 'Circuit breaker state and latency statistics of the functions you can use, as this instance keeps them (instance, kept_per).',
       tags: ['Routing policies'],
       sandbox: true,
+      responses: { 200: { description: 'Every reachable function\'s breaker and latency on the instance that answered.', schema: routingHealthResponse } },
       handler: ({ principal }) => {
         const p = principal as Principal;
         const scope = { workspaceId: p.workspaceId, builtInsOnly: identityOf(p).sandbox };

@@ -11,6 +11,7 @@ import { identityOf } from '../../identity';
 import type { IdempotencyKeys } from '../../identity';
 import * as s from '../schemas';
 import { policyView } from '../services/policy-store';
+import { policyDeleteResponse, policyListResponse, policyReadResponse, policyWrittenResponse } from '../responses-policies';
 import { STRATEGY_NEEDS, mended, mendedCreate } from './policy-example';
 import type { PolicyRecord, PolicyStore } from '../services/policy-store';
 
@@ -50,6 +51,7 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
       tags: ['Routing policies'],
       sandbox: true,
       query: z.object(listQuery),
+      responses: { 200: { description: 'A page of the policies.', schema: policyListResponse } },
       handler: async ({ principal, query }) => {
         const rows = await store.list((principal as Principal).workspaceId, query.limit, query.cursor ? decodeTimeCursor(query.cursor) : undefined);
         return ok(listEnvelope(rows, query.limit, policyView, (r) => ({ sort: r.sortKey, id: r.id })));
@@ -65,7 +67,7 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
       body: s.createPolicyBody,
       example: s.createPolicyExample,
       exampleFor: (sent) => mended(s.createPolicyBody, sent),
-      responses: { 201: { description: 'The policy, with warnings for function references it cannot reach.' } },
+      responses: { 201: { description: 'The policy, with warnings for function references it cannot reach; a repeat under the same Idempotency-Key answers the policy as it is now (Idempotent-Replayed: true).', schema: policyWrittenResponse } },
       handler: async ({ principal, body, sent, req }) => {
         const p = principal as Principal;
         // Refused for what its strategy needs (weights, rules, order) or a rule's content: the example is what was sent,
@@ -93,6 +95,7 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
       tags: ['Routing policies'],
       sandbox: true,
       params: s.idParams,
+      responses: { 200: { description: 'The policy.', schema: policyReadResponse } },
       handler: async ({ principal, params }) => ok({ policy: policyView(await find(principal as Principal, params.id)) }),
     }),
     defineRoute({
@@ -106,6 +109,7 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
       body: s.patchPolicyBody,
       example: s.patchPolicyExample,
       exampleFor: (sent) => mended(s.patchPolicyBody, sent),
+      responses: { 200: { description: 'The policy as changed, with warnings for function references it cannot reach.', schema: policyWrittenResponse } },
       handler: async ({ principal, params, body }) => {
         const p = principal as Principal;
         let shape: PolicyShape | undefined;
@@ -151,6 +155,7 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
       tags: ['Routing policies'],
       fullAccess: true,
       params: s.idParams,
+      responses: { 200: { description: 'The policy is gone.', schema: policyDeleteResponse } },
       handler: async ({ principal, params }) => {
         const p = principal as Principal;
         await find(p, params.id);

@@ -3,6 +3,7 @@ import { created, defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import type { Principal } from '../../../core/auth';
 import * as s from '../schemas';
+import { observationsCreateResponse, observationsListResponse } from '../responses';
 import type { ObservationStore } from '../services/observations';
 
 function principalOf(p: Principal | null): Principal {
@@ -43,7 +44,7 @@ export function observationRoutes(store: ObservationStore, now: () => number, ma
       scopes: ['price:compute'],
       body: s.observationsBody(now),
       example: s.observationsExample(now),
-      responses: { 201: { description: 'The stored observations; warnings name items observed before the verification window (stored, never used as evidence).' } },
+      responses: { 201: { description: 'The stored observations; warnings name items observed before the verification window (stored, never used as evidence).', schema: observationsCreateResponse } },
       handler: async (ctx) => {
         const p = principalOf(ctx.principal);
         const data = await store.contribute(p.workspaceId, ctx.body.observations);
@@ -58,6 +59,7 @@ export function observationRoutes(store: ObservationStore, now: () => number, ma
       tags: ['Verification'],
       scopes: ['price:compute'],
       query: s.observationsQuery,
+      responses: { 200: { description: 'A page of the observations.', schema: observationsListResponse } },
       handler: async (ctx) => {
         const p = principalOf(ctx.principal);
         return ok(await store.list(p.workspaceId, ctx.query));
