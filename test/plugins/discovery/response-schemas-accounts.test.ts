@@ -37,6 +37,11 @@ const ROUTES: Record<string, { method: string; path: string; statuses: number[];
   'agents.update': { method: 'patch', path: '/api/agents/{id}', statuses: [200] },
   'agents.delete': { method: 'delete', path: '/api/agents/{id}', statuses: [200] },
   'agents.keys.create': { method: 'post', path: '/api/agents/{id}/keys', statuses: [201] },
+  'discovery.root': { method: 'get', path: '/', statuses: [200] },
+  'discovery.agents': { method: 'get', path: '/.well-known/agents.json', statuses: [200] },
+  'discovery.mcp': { method: 'get', path: '/.well-known/mcp.json', statuses: [200] },
+  'changelog.list': { method: 'get', path: '/api/changelog', statuses: [200] },
+  'changelog.jsonFeed': { method: 'get', path: '/api/changelog/feed.json', statuses: [200], type: 'application/feed+json' },
 };
 
 type Body = Record<string, any>;
@@ -47,7 +52,7 @@ const credentialsOf = (p: Person): Array<[string, Record<string, string>]> => [
   ['person token', { authorization: `Bearer ${p.token}` }],
 ];
 
-describe('OpenAPI response schemas of the accounts routes', function () {
+describe('OpenAPI response schemas of the accounts and discovery routes', function () {
   this.timeout(120_000);
   let svc: TestService;
 
@@ -219,6 +224,48 @@ describe('OpenAPI response schemas of the accounts routes', function () {
     const list = await api.get<Body>('/api/agents?limit=1');
     expectAnswer('agents.list', list, 200, 'a page with a disabled agent and a cursor');
     expect(list.body.next_cursor).to.be.a('string');
+  });
+
+  it('the discovery documents (/, agents.json, mcp.json) fit the declared schemas, with and without their optional parts', async () => {
+    const api = client(svc.url);
+    const root = await api.get<Body>('/');
+    expectAnswer('discovery.root', root, 200, 'every plugin');
+    expect(root.body).to.include.keys('get_a_key', 'try_without_a_key', 'mcp', 'health');
+    const agents = await api.get<Body>('/.well-known/agents.json');
+    expectAnswer('discovery.agents', agents, 200, 'every plugin');
+    expect(agents.body.ways_in.map((w: Body) => w.id)).to.include.members(['keyless_demo', 'self_registration', 'oauth_client_credentials', 'person_account']);
+    expect(agents.body).to.include.keys('self_registration', 'mcp');
+    const mcp = await api.get<Body>('/.well-known/mcp.json');
+    expectAnswer('discovery.mcp', mcp, 200);
+    expect(mcp.body.tools.some((t: Body) => t.outputSchema !== undefined)).to.equal(true);
+
+    const bare = await startTestService({ enabled: ['identity', 'discovery'], config: lenient });
+    try {
+      const few = client(bare.url);
+      const bareRoot = await few.get<Body>('/');
+      expect(bareRoot.status, bareRoot.text).to.equal(200);
+      expectFitsDeclared(bare, 'discovery.root', bareRoot.body);
+      expect(bareRoot.body).to.not.have.any.keys('try_without_a_key', 'mcp', 'health');
+      const bareAgents = await few.get<Body>('/.well-known/agents.json');
+      expect(bareAgents.status, bareAgents.text).to.equal(200);
+      expectFitsDeclared(bare, 'discovery.agents', bareAgents.body);
+      expect(bareAgents.body).to.not.have.any.keys('mcp');
+      expect(bareAgents.body.ways_in.map((w: Body) => w.id)).to.not.include.members(['keyless_demo', 'person_account']);
+    } finally {
+      await bare.close();
+    }
+  });
+
+  it('the changelog list and its JSON Feed fit the declared schemas, whole and for one audience', async () => {
+    const api = client(svc.url);
+    for (const query of ['', '?audience=agents', '?audience=people']) {
+      const list = await api.get<Body>(`/api/changelog${query}`);
+      expectAnswer('changelog.list', list, 200, query);
+      expect(list.body.data.length, query).to.be.greaterThan(0);
+      const feed = await api.get<Body>(`/api/changelog/feed.json${query}`);
+      expectAnswer('changelog.jsonFeed', feed, 200, query);
+      expect(feed.body.items.length, query).to.equal(list.body.data.length);
+    }
   });
 
   it('a field an answer has and the schema lacks fails the check', () => {
