@@ -8,6 +8,7 @@ import { decodeTimeCursor, listEnvelope, listQuery } from '../../../core/paginat
 import { z } from 'zod';
 import { keyView } from '../../identity';
 import type { AgentRow } from '../../identity';
+import * as r from '../responses';
 import * as s from '../schemas';
 import type { AccountsDeps } from './deps';
 import { assertManagesAgent } from './agent-access';
@@ -43,6 +44,7 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       tags: ['Agents'],
       ...PERSON_ONLY,
       query: z.object(listQuery),
+      responses: { 200: { description: 'A page of agents.', schema: r.agentListResponse } },
       handler: async ({ principal, query }) => {
         const p = principal as Principal;
         const after = query.cursor ? decodeTimeCursor(query.cursor) : null;
@@ -64,7 +66,7 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       ...PERSON_ONLY,
       body: s.createAgentBody,
       example: s.createAgentExample,
-      responses: { 201: { description: 'The new agent.' } },
+      responses: { 201: { description: 'The new agent.', schema: r.agentResponse } },
       handler: async ({ principal, body }) => {
         const p = principal as Principal;
         const row = await d.sql.one<AgentRow>('INSERT INTO agents (id, workspace_id, name, created_by_person_id) VALUES ($1, $2, $3, $4) RETURNING *', [newId('agt'), p.workspaceId, body.name, p.personId ?? null]);
@@ -79,6 +81,7 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       tags: ['Agents'],
       ...PERSON_ONLY,
       params: s.agentIdParams,
+      responses: { 200: { description: 'The agent.', schema: r.agentResponse } },
       handler: async ({ principal, params }) => ok({ agent: agentView(await find(principal as Principal, params.id)) }),
     }),
     defineRoute({
@@ -91,6 +94,7 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       params: s.agentIdParams,
       body: s.updateAgentBody,
       example: s.updateAgentExample,
+      responses: { 200: { description: 'The agent as changed.', schema: r.agentResponse } },
       handler: async ({ principal, params, body }) => {
         const p = principal as Principal;
         const a = await findToManage(p, params.id);
@@ -112,6 +116,7 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       tags: ['Agents'],
       ...PERSON_ONLY,
       params: s.agentIdParams,
+      responses: { 200: { description: 'The agent is disabled and its keys revoked.', schema: r.deleteAgentResponse } },
       handler: async ({ principal, params }) => {
         const p = principal as Principal;
         const a = await findToManage(p, params.id);
@@ -132,7 +137,7 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       params: s.agentIdParams,
       body: s.agentKeyBody,
       example: s.agentKeyExample,
-      responses: { 201: { description: 'The agent-bound key; its secret is shown this once.' } },
+      responses: { 201: { description: 'The agent-bound key; its secret is shown this once.', schema: r.agentKeyResponse } },
       handler: async ({ principal, params, body }) => {
         const p = principal as Principal;
         const a = await findToManage(p, params.id);

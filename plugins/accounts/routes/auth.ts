@@ -2,6 +2,7 @@ import { ApiError } from '../../../core/errors';
 import { created, defineRoute, ok } from '../../../core/http/route';
 import type { Reply, RouteSpec } from '../../../core/http/route';
 import { invalidCredentials, workspaceView } from '../../identity';
+import * as r from '../responses';
 import * as s from '../schemas';
 import { personView } from '../services/people';
 import type { PersonRow } from '../services/people';
@@ -40,7 +41,7 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       returnsSecret: true,
       body: s.signupBody,
       example: s.signupExample,
-      responses: { 201: { description: 'The new person, their workspace and a signed-in session (cookie and token).' } },
+      responses: { 201: { description: 'The new person, their workspace and a signed-in session (cookie and token).', schema: r.signupResponse } },
       handler: async ({ body, clientIp, req }) => {
         const { person, workspace } = await d.people.create({
           email: body.email,
@@ -63,6 +64,7 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       returnsSecret: true,
       body: s.signinBody,
       example: s.signinExample,
+      responses: { 200: { description: 'Signed in: the person, the session (its cookie in Set-Cookie) and a person token.', schema: r.signinResponse } },
       handler: async ({ body, clientIp, req }) => {
         const person = await d.failures.verify(clientIp, () => d.people.checkPassword(body.email, body.password));
         if (!person) {
@@ -80,6 +82,7 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       tags: ['People'],
       givesUpAccess: true,
       accepts: ['person'],
+      responses: { 200: { description: 'Signed out; the cookie is cleared.', schema: r.signoutResponse } },
       handler: async ({ principal }): Promise<Reply> => {
         if (principal?.personId && principal.sessionId) await d.sessions.revoke(principal.personId, principal.sessionId);
         return { status: 200, headers: { 'Set-Cookie': sessionCookie('', 0, d.config.identity.secureCookies) }, body: { signed_out: true } };
@@ -94,6 +97,7 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       auth: 'public',
       body: s.walletNonceBody,
       example: s.walletNonceExample,
+      responses: { 200: { description: 'The message to sign, with its one-time nonce.', schema: r.walletNonceResponse } },
       handler: async ({ body }) => ok(await d.wallets.challenge(body.address, body.chain_id ?? 1)),
     }),
     defineRoute({
@@ -107,8 +111,8 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       body: s.walletSigninBody,
       example: s.walletSigninExample,
       responses: {
-        200: { description: 'Signed in to the account the wallet is linked to.' },
-        201: { description: 'The wallet\'s first sign-in: a new account, linked to the wallet, and signed in.' },
+        200: { description: 'Signed in to the account the wallet is linked to.', schema: r.walletSigninResponse },
+        201: { description: 'The wallet\'s first sign-in: a new account, linked to the wallet, and signed in.', schema: r.walletSigninResponse },
       },
       handler: async ({ body, clientIp, req }) => {
         await d.failures.check(clientIp);
@@ -150,7 +154,7 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       tags: ['People'],
       accepts: ['person'],
       body: s.walletLinkBody,
-      responses: { 201: { description: 'The wallet is linked to your account.' } },
+      responses: { 201: { description: 'The wallet is linked to your account.', schema: r.walletLinkResponse } },
       example: s.walletLinkExample,
       handler: async ({ body, principal }) => {
         if (!principal?.personId) throw new ApiError('unauthorized', 'Sign in first.');

@@ -6,6 +6,7 @@ import type { RouteSpec } from '../../../core/http/route';
 import { decodeTimeCursor, listEnvelope, listQuery } from '../../../core/pagination';
 import { z } from 'zod';
 import { effectiveScopes, identityOf, insufficientScope, keyView, LEGACY_SCOPES, NAME_ONLY_SCOPES, NAMED_SCOPES, unknownScopes } from '../../identity';
+import * as r from '../responses';
 import * as s from '../schemas';
 import type { AccountsDeps } from './deps';
 import { assertManagesAgent } from './agent-access';
@@ -68,6 +69,7 @@ export function keyRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       tags: ['API keys'],
       ...PERSON_ONLY,
       query: z.object(listQuery),
+      responses: { 200: { description: 'A page of API keys.', schema: r.apiKeyListResponse } },
       handler: async ({ principal, query }) => {
         const ws = (principal as Principal).workspaceId;
         const rows = await d.keys.list(ws, query.limit, query.cursor ? decodeTimeCursor(query.cursor) : undefined);
@@ -84,7 +86,7 @@ export function keyRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       ...PERSON_ONLY,
       body: s.createKeyBody,
       example: s.createKeyExample,
-      responses: { 201: { description: 'The new key; its secret is shown this once.' } },
+      responses: { 201: { description: 'The new key; its secret is shown this once (a replay of an Idempotency-Key shows the key without it).', schema: r.createApiKeyResponse } },
       handler: async ({ principal, body, req }) => {
         const p = principal as Principal;
         const { scopes, legacy } = checkRequestedScopes(p, body.scopes);
@@ -127,6 +129,7 @@ export function keyRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       ...PERSON_ONLY,
       givesUpAccess: true,
       params: s.keyIdParams,
+      responses: { 200: { description: 'The key is revoked.', schema: r.deleteApiKeyResponse } },
       handler: async ({ principal, params }) => {
         const p = principal as Principal;
         const key = await d.keys.get(p.workspaceId, params.keyId);

@@ -1,6 +1,7 @@
 import { ApiError } from '../../../core/errors';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
+import * as r from '../responses';
 import * as s from '../schemas';
 import { personView } from '../services/people';
 import type { AccountsDeps } from './deps';
@@ -26,6 +27,7 @@ export function userRoutes(d: AccountsDeps): RouteSpec[] {
       summary: 'Your account, your workspaces and roles, and linked wallets.',
       tags: ['People'],
       accepts: ['person'],
+      responses: { 200: { description: 'Your account, workspaces and wallets.', schema: r.userResponse } },
       handler: async ({ principal }) => {
         const id = personOf(principal);
         const person = await d.people.get(id);
@@ -40,6 +42,7 @@ export function userRoutes(d: AccountsDeps): RouteSpec[] {
       summary: 'Wallets linked to your account.',
       tags: ['People'],
       accepts: ['person'],
+      responses: { 200: { description: 'Your linked wallets.', schema: r.walletListResponse } },
       handler: async ({ principal }) => ok({ data: await d.people.wallets(personOf(principal)) }),
     }),
     defineRoute({
@@ -49,6 +52,7 @@ export function userRoutes(d: AccountsDeps): RouteSpec[] {
       summary: 'Your open sessions.',
       tags: ['People'],
       accepts: ['person'],
+      responses: { 200: { description: 'Your open sessions.', schema: r.sessionListResponse } },
       handler: async ({ principal }) => {
         const rows = await d.sessions.list(personOf(principal));
         return ok({
@@ -75,6 +79,7 @@ export function userRoutes(d: AccountsDeps): RouteSpec[] {
       givesUpAccess: true,
       accepts: ['person'],
       query: s.revokeAllQuery,
+      responses: { 200: { description: 'How many sessions ended, and the one kept.', schema: r.revokeAllSessionsResponse } },
       handler: async ({ principal, query }) => {
         const keep = query.currentSessionId;
         if (keep !== undefined) assertUuid(keep, 'currentSessionId');
@@ -91,6 +96,7 @@ export function userRoutes(d: AccountsDeps): RouteSpec[] {
       givesUpAccess: true,
       accepts: ['person'],
       params: s.uuidParam,
+      responses: { 200: { description: 'The session is ended.', schema: r.revokeSessionResponse } },
       handler: async ({ principal, params }) => {
         assertUuid(params.sessionId, 'sessionId');
         const done = await d.sessions.revoke(personOf(principal), params.sessionId);

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { HANDLED, defineRoute, ok } from '../../../core/http/route';
 import type { HandlerResult, RouteSpec } from '../../../core/http/route';
+import * as r from '../responses';
 import type { Changelog, ChangelogEntry } from '../services/changelog';
 
 const audienceQuery = z.object({ audience: z.enum(['agents', 'people']).optional() });
@@ -20,6 +21,7 @@ export function changelogRoutes(changelog: Changelog, publicUrl: () => string): 
       rateLimit: 'none',
       query: audienceQuery,
       produces: ['application/feed+json'],
+      responses: { 200: { description: 'The changelog as JSON Feed 1.1.', schema: r.jsonFeedResponse } },
       handler: ({ query, res }): HandlerResult => {
         const base = publicUrl();
         res.setHeader('Content-Type', 'application/feed+json; charset=utf-8');
@@ -103,6 +105,7 @@ export function changelogRoutes(changelog: Changelog, publicUrl: () => string): 
       auth: 'public',
       rateLimit: 'none',
       query: audienceQuery,
+      responses: { 200: { description: 'Every published entry.', schema: r.changelogListResponse } },
       handler: ({ query }) => {
         const data = pick(query.audience);
         return ok({ object: 'list', data, has_more: false, next_cursor: null, limit: data.length });

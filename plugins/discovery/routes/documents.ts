@@ -9,6 +9,7 @@ import type { HandlerResult, RouteSpec } from '../../../core/http/route';
 import { agentsDocument, llmsText, mcpDocument, surfaceOf } from '../documents';
 import type { Surface, ToolDescriptor } from '../documents';
 import { buildOpenApi } from '../openapi';
+import * as r from '../responses';
 import type { Changelog } from '../services/changelog';
 
 export interface DocumentDeps {
@@ -64,6 +65,7 @@ export function documentRoutes(d: DocumentDeps): RouteSpec[] {
       path: '/',
       summary: 'Where to start: the documents for agents and people, the OpenAPI description, and how to get a key.',
       ...publicDoc,
+      responses: { 200: { description: 'Where to start.', schema: r.rootResponse } },
       handler: () => ok(rootDocument(d.publicUrl(), surface()), { 'Cache-Control': 'public, max-age=60' }),
     }),
     defineRoute({
@@ -72,6 +74,7 @@ export function documentRoutes(d: DocumentDeps): RouteSpec[] {
       path: '/.well-known/agents.json',
       summary: 'How agents get in: ways in, self-registration with the limits in force, MCP, OpenAPI, changelog.',
       ...publicDoc,
+      responses: { 200: { description: 'The agents document.', schema: r.agentsDocumentResponse } },
       handler: () => ok(agentsDocument(d.config, d.publicUrl(), d.changelog, surface()), { 'Cache-Control': 'public, max-age=60' }),
     }),
     defineRoute({
@@ -80,6 +83,7 @@ export function documentRoutes(d: DocumentDeps): RouteSpec[] {
       path: '/.well-known/mcp.json',
       summary: 'The MCP endpoint: transport, session rules, tools, changelog.',
       ...publicDoc,
+      responses: { 200: { description: 'The MCP manifest (404 without the MCP endpoint).', schema: r.mcpDocumentResponse } },
       handler: () => {
         if (!surface().mcp) throw new ApiError('not_found', 'This service runs without an MCP endpoint.', { hint: 'agents.json at /.well-known/agents.json lists the ways in this service offers.' });
         return ok(mcpDocument(d.config, d.publicUrl(), d.changelog, surface()), { 'Cache-Control': 'public, max-age=60' });

@@ -1,0 +1,213 @@
+import { z } from 'zod';
+import { listEnvelopeSchema } from '../../core/http/reply-fields';
+
+/**
+ * Response schemas of the accounts routes (people, sign-in, sessions, API keys, agents), for the
+ * OpenAPI document. Shapes several routes answer are named (meta `id`) so the document holds each once.
+ */
+
+const isoTime = (what: string) => z.string().describe(`${what} (ISO 8601, UTC).`);
+
+// ---- People and sign-in -------------------------------------------------------------------------
+
+/** services/people.ts `personView`. */
+export const personSchema = z
+  .object({
+    id: z.string().describe("The person's id (per_…)."),
+    email: z.string().nullable().describe('Their email address, lower-cased; null for an account made by a wallet sign-in.'),
+    email_verified: z.boolean().describe('Whether the email address was verified (no verification step exists yet, so false).'),
+    display_name: z.string().describe('The name shown for them: as given at sign-up, else the part of the email before @; a wallet account gets its shortened address (0x1234…abcd).'),
+    status: z.enum(['active', 'suspended', 'rejected', 'restricted']).describe('The account status; anything but active limits what the person may do.'),
+    default_workspace_id: z.string().nullable().describe('The workspace a session or person token acts in without an x-workspace-id header (the one made at sign-up).'),
+    created_at: isoTime('When the account was created'),
+  })
+  .meta({ id: 'Person', description: 'A person (an account), without their password or date of birth.' });
+
+/** routes/auth.ts `signedInReply`: the session and token every sign-in answers. */
+const signedInFields = {
+  person: personSchema,
+  session: z
+    .object({
+      id: z.string().describe("The session's id (a UUID), as listed by GET /api/user/sessions and ended by DELETE /api/user/sessions/{sessionId}."),
+      expires_at: isoTime('When the session ends unless it is ended before (SESSION_TTL_HOURS after sign-in)'),
+    })
+    .describe('The session this sign-in opened; its cookie (pcs_session, HttpOnly) is in Set-Cookie.'),
+  token: z
+    .object({
+      access_token: z.string().describe('A person token (a JWT) bound to the session: signing out or ending the session stops it.'),
+      token_type: z.literal('Bearer').describe('Send it as Authorization: Bearer <access_token>.'),
+      expires_in: z.number().int().describe('Seconds the token is valid for (PERSON_TOKEN_TTL_S); sign in again for another.'),
+      use: z.string().describe('How to send it, in a sentence.'),
+    })
+    .describe('A person token for programs; browsers use the cookie instead.'),
+};
+
+/** The public view of a workspace (identity's `workspaceView`). */
+export const workspaceSchema = z
+  .object({
+    id: z.string().describe("The workspace's id (ws_…)."),
+    name: z.string().describe('Its name.'),
+    plan: z.string().describe('Its plan: free, or agent_starter for an unclaimed agent sandbox.'),
+    status: z.enum(['active', 'suspended', 'rejected', 'restricted']).describe('Its status; anything but active limits what it may do.'),
+    origin: z.string().describe('How it came to be: person_signup, agent_self_registration, oauth_registration, test_workspace or created.'),
+    sandbox: z.boolean().describe('Whether it is an unclaimed agent sandbox (Agent Starter limits).'),
+    is_test: z.boolean().describe("Whether it is a test workspace (its parent's team acts in it)."),
+    created_by_agent: z.boolean().describe('Whether an agent created it (self-registration or OAuth registration); stays true after a claim.'),
+    former_sandbox: z.boolean().describe('Whether it is a sandbox a person has claimed.'),
+    parent_id: z.string().nullable().describe('For a test workspace or a claimed sandbox: the workspace it belongs under; else null.'),
+    test_workspace_id: z.string().nullable().describe('Its test workspace (send it as x-workspace-id to act there); null for a test workspace and an unclaimed sandbox.'),
+    claimed_at: z.string().nullable().describe('When a person claimed it (ISO 8601); null unless it is a claimed sandbox.'),
+    created_at: isoTime('When it was created'),
+  })
+  .meta({ id: 'Workspace', description: 'A workspace: the tenant keys, usage and functions belong to.' });
+
+export const signinResponse = z.object(signedInFields);
+
+export const signupResponse = z.object({
+  ...signedInFields,
+  workspace: workspaceSchema,
+});
+
+export const walletSigninResponse = z.object({
+  ...signedInFields,
+  wallet: z.string().describe('The address that signed, checksummed (EIP-55 mixed case).'),
+});
+
+export const signoutResponse = z.object({ signed_out: z.literal(true).describe('The session is ended and its cookie cleared; its person tokens stop too.') });
+
+export const walletNonceResponse = z.object({
+  nonce: z.string().describe('The one-time nonce inside the message.'),
+  message: z.string().describe('The Sign-In with Ethereum (EIP-4361) message to sign unchanged with the wallet (personal_sign), then send to POST /api/auth/wallet/signin or POST /api/user/wallets.'),
+  expires_at: isoTime('When the message and its nonce expire (10 minutes after they were issued)'),
+});
+
+/** services/people.ts `wallets`: one row of wallet_links. */
+export const linkedWalletSchema = z
+  .object({
+    address: z.string().describe('The wallet address, lower-cased.'),
+    created_at: isoTime('When it was linked (for a wallet account, when the account was made)'),
+  })
+  .meta({ id: 'LinkedWallet', description: 'A wallet linked to the account: signing in with it signs in to this account.' });
+
+export const walletLinkResponse = z.object({
+  address: z.string().describe('The wallet address now linked, lower-cased.'),
+  linked: z.literal(true).describe('The wallet is linked to your account (also when it already was).'),
+});
+
+export const walletListResponse = z.object({ data: z.array(linkedWalletSchema).describe('The wallets linked to your account, oldest first; empty when none is.') });
+
+export const userResponse = z.object({
+  person: personSchema,
+  workspaces: z
+    .array(
+      z.object({
+        workspace_id: z.string().describe("The workspace's id; send it as x-workspace-id to act there."),
+        name: z.string().describe('Its name.'),
+        role: z.enum(['owner', 'admin', 'member']).describe("Your role there (in a test workspace, your role in its parent)."),
+        plan: z.string().describe('Its plan.'),
+        is_test: z.boolean().describe('Whether it is a test workspace.'),
+      }),
+    )
+    .describe('The workspaces you may act in, in the order you joined them, each followed by its test workspace.'),
+  wallets: z.array(linkedWalletSchema).describe('The wallets linked to your account, oldest first.'),
+  current_workspace_id: z.string().describe('The workspace this request acted in (x-workspace-id, else your default workspace).'),
+});
+
+const sessionItem = z.object({
+  id: z.string().describe("The session's id (a UUID)."),
+  method: z.enum(['password', 'wallet']).describe('How it was signed in: email and password, or a wallet signature.'),
+  user_agent: z.string().nullable().describe('The User-Agent of the sign-in request (up to 300 characters); null when none was sent.'),
+  created_at: isoTime('When it was signed in'),
+  expires_at: isoTime('When it ends unless ended before'),
+  current: z.boolean().describe('Whether it is the session this request came with (its cookie, or the session its person token is bound to).'),
+});
+
+// The route answers no `limit`: every open session fits one page.
+export const sessionListResponse = listEnvelopeSchema(sessionItem, 'Your open sessions, newest first (all of them: has_more is false and next_cursor null).').omit({ limit: true });
+
+export const revokeAllSessionsResponse = z.object({
+  revoked: z.number().int().describe('How many sessions were ended (the current one too, unless it is the one kept).'),
+  kept: z.string().nullable().describe('The currentSessionId sent, as sent (whether or not it names an open session of yours); null when none was.'),
+});
+
+export const revokeSessionResponse = z.object({ revoked: z.string().describe('The id of the session ended.') });
+
+// ---- API keys and agents ------------------------------------------------------------------------
+
+/** The public view of a key record (identity's `keyView`): never the secret or its hash. */
+export const apiKeySchema = z
+  .object({
+    id: z.string().describe("The key's id (key_…), as DELETE /api/api-keys/{keyId} takes it."),
+    name: z.string().describe('Its name.'),
+    kind: z.enum(['sandbox', 'agent', 'person', 'oauth_client']).describe("Whose it is: a person's, an agent's (agent-bound), an unclaimed sandbox's, or an OAuth client's secret."),
+    prefix: z.string().describe('The first 12 characters of the secret (pcs_usr_…, pcs_agt_…), to recognise it.'),
+    last4: z.string().describe('The last 4 characters of the secret.'),
+    scopes: z.array(z.string()).describe('The scopes it was created with by name; empty for a full-access key.'),
+    full_access: z.boolean().describe('Whether it was created without scopes, so holds every ordinary scope (not those granted by name only, such as team:admin).'),
+    legacy: z.boolean().describe('Whether its scopes name a legacy choice (read, write, admin).'),
+    agent_id: z.string().nullable().describe('The agent it is bound to; null for a key of no agent.'),
+    created_by: z.string().nullable().describe("The person who created it; null for a key no person created (a self-registered sandbox's key, an OAuth client's secret, and their rotations)."),
+    expires_at: z.string().nullable().describe('When it stops working (ISO 8601); null when it does not expire.'),
+    revoked_at: z.string().nullable().describe('When it was revoked (ISO 8601); null while it is not.'),
+    last_used_at: z.string().nullable().describe('When it was last used (ISO 8601; recorded every 15 seconds, so a use shows up to 15 seconds later); null when never.'),
+    created_at: isoTime('When it was created'),
+  })
+  .meta({ id: 'ApiKey', description: 'An API key, as listed: the secret itself is shown only once, when the key is created.' });
+
+/** A key just created: its view and its secret, shown this once. */
+export const newApiKeySchema = apiKeySchema
+  .extend({
+    key: z.string().describe('The secret (pcs_…), to send in x-api-key. Shown only in this answer; only its hash is kept.'),
+    shown_once: z.literal(true).describe('The secret is not shown again: store it now.'),
+  })
+  .meta({ id: 'NewApiKey', description: 'An API key just created, with its secret.' });
+
+export const apiKeyListResponse = listEnvelopeSchema(apiKeySchema, "The workspace's API keys, newest first, revoked and expired ones included.");
+
+export const createApiKeyResponse = z.object({
+  api_key: newApiKeySchema
+    .extend({ key: z.string().nullable().describe('The secret (pcs_…), to send in x-api-key, shown only in this answer; null in the replay of an Idempotency-Key (only its hash is kept).') })
+    .describe('The key created: by this request, or, in a replay, by the first request with this Idempotency-Key.'),
+  hint: z.string().optional().describe('A replay only (Idempotent-Replayed: true): its secret was shown only in the first answer; what to do if that answer never arrived.'),
+  next: z
+    .array(
+      z.object({
+        action: z.literal('revoke').describe('What the request does.'),
+        method: z.literal('DELETE').describe('Its HTTP method.'),
+        path: z.string().describe("Its path: the replayed key's DELETE /api/api-keys/{keyId}."),
+      }),
+    )
+    .optional()
+    .describe('A replay only: the request that revokes the key, should its secret be lost.'),
+});
+
+export const deleteApiKeyResponse = z.object({
+  id: z.string().describe('The id of the key revoked.'),
+  revoked: z.literal(true).describe('The key is revoked (also when it already was): it stops at once.'),
+});
+
+/** routes/agents.ts `agentView`. */
+export const agentSchema = z
+  .object({
+    id: z.string().describe("The agent's id (agt_…)."),
+    name: z.string().describe('Its name.'),
+    status: z.enum(['active', 'disabled']).describe('active, or disabled (its keys revoked, no new ones until it is enabled again).'),
+    created_by: z.string().nullable().describe('The person who created it; null for an agent that registered itself.'),
+    created_at: isoTime('When it was created'),
+  })
+  .meta({ id: 'Agent', description: 'An agent of the workspace.' });
+
+export const agentListResponse = listEnvelopeSchema(agentSchema, "The workspace's agents, newest first, disabled ones included.");
+
+export const agentResponse = z.object({ agent: agentSchema });
+
+export const deleteAgentResponse = z.object({
+  id: z.string().describe('The id of the agent disabled.'),
+  status: z.literal('disabled').describe('Its status now; its usage history stays.'),
+  revoked_keys: z.number().int().describe('How many of its keys this request revoked (0 when none was left).'),
+});
+
+export const agentKeyResponse = z.object({
+  api_key: newApiKeySchema,
+  agent: agentSchema,
+});
