@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { noticesField } from '../../core/http/reply-fields';
+import { agentStarterPlanSchema, sandboxLimitsSchema } from './responses';
 import { OAUTH_ERROR_CODES } from './services/oauth';
 
 export const agentName = z
@@ -61,8 +62,9 @@ export const meResponse = z.object({
   agent: z.object({ id: z.string(), name: z.string().nullable() }).optional().describe('The agent the key or token is bound to.'),
   person: z.object({ id: z.string(), role: z.string().nullable(), email: z.string().nullable() }).optional().describe('The person signed in, and their role in the workspace.'),
   token: z.object({ expires_at: z.unknown(), key_id: z.unknown() }).optional().describe('An access token: when it expires and the key it was made from.'),
-  plan: z.looseObject({}).optional().describe("A sandbox's plan: what it may do until a person claims it."),
-  limits: z.looseObject({}).optional().describe("A sandbox's limits (daily compute calls, request rate)."),
+  // Named schemas, undescribed here: a description would inline a copy instead of referring to the component.
+  plan: agentStarterPlanSchema.optional(),
+  limits: sandboxLimitsSchema.optional(),
   origin: z.string().optional(),
   created_by_agent: z.boolean().optional(),
   former_sandbox: z.boolean().optional(),

@@ -4,6 +4,7 @@ import type { RouteSpec } from '../../../core/http/route';
 import { identityOf } from '../auth/principal';
 import { invalidCredentials } from '../errors';
 import { AGENT_STARTER_PLAN, sandboxLimits } from '../limits';
+import { capabilitiesResponse } from '../responses';
 import * as s from '../schemas';
 import type { IdentityDeps } from './deps';
 
@@ -54,6 +55,7 @@ export function meRoutes(d: IdentityDeps): RouteSpec[] {
       tags: ['Identity'],
       sandbox: true,
       params: s.agentIdParams,
+      responses: { 200: { description: 'The agent, its plan and the asking credential\'s scopes; for a sandbox also its limits and capabilities.', schema: capabilitiesResponse } },
       handler: async ({ params, principal }) => {
         if (!principal) throw new ApiError('unauthorized', 'Send a credential.');
         if (principal.kind !== 'person' && principal.agentId !== params.id) {

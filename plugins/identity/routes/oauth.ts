@@ -4,6 +4,7 @@ import { defineRoute } from '../../../core/http/route';
 import type { Reply, RouteSpec } from '../../../core/http/route';
 import { NAMED_SCOPES, NAME_ONLY_SCOPES } from '../scopes';
 import { AGENT_STARTER_PLAN, changelogFeedUrl, registrationLimits, sandboxLimits } from '../limits';
+import { oauthMetadataResponse, oauthRegisterResponse, oauthTokenResponse } from '../responses';
 import * as s from '../schemas';
 import { OAuthError } from '../services/oauth';
 import type { IdentityDeps } from './deps';
@@ -29,7 +30,7 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
       body: s.oauthRegisterBody,
       example: s.oauthRegisterExample,
       responses: {
-        201: { description: 'The client: client_id and client_secret (shown once; it also works as an API key) of a new sandbox workspace.' },
+        201: { description: 'The client: client_id and client_secret (shown once; it also works as an API key) of a new sandbox workspace.', schema: oauthRegisterResponse },
         400: {
           description: 'Metadata this server does not support (RFC 7591 invalid_client_metadata), or a body that is not JSON or fails validation (the common error shape).',
           schema: z.union([s.oauthErrorBody, errorBodySchema]),
@@ -76,7 +77,7 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
       rateLimit: 'none',
       rawBody: true,
       responses: {
-        200: { description: 'The access token (RFC 6749 §5.1).' },
+        200: { description: 'The access token (RFC 6749 §5.1).', schema: oauthTokenResponse },
         400: { description: 'RFC 6749 §5.2 error: invalid_request, unsupported_grant_type, invalid_scope, unauthorized_client.', schema: s.oauthErrorBody },
         401: { description: 'RFC 6749 §5.2 invalid_client: client authentication failed or was not sent.', schema: s.oauthErrorBody },
       },
@@ -100,6 +101,7 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
       tags: ['OAuth'],
       auth: 'public',
       rateLimit: 'none',
+      responses: { 200: { description: 'The authorization server metadata (RFC 8414).', schema: oauthMetadataResponse } },
       handler: (): Reply => {
         const base = d.publicUrl();
         return {

@@ -4,6 +4,7 @@ import type { RouteSpec } from '../../../core/http/route';
 import { identityOf } from '../auth/principal';
 import { wrongKindOfCredential } from '../errors';
 import { AGENT_STARTER_PLAN, changelogFeedUrl, registrationLimits, sandboxLimits } from '../limits';
+import { claimLinkResponse, claimResponse, registerResponse, rotateResponse } from '../responses';
 import * as s from '../schemas';
 import { keyView } from '../services/key-service';
 import { workspaceView } from '../services/workspaces';
@@ -31,7 +32,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       rateLimit: 'none',
       body: s.registerBody,
       example: s.registerExample,
-      responses: { 201: { description: 'The sandbox, its key (shown once), a one-time claim link, plan, limits and changelog pointer.' } },
+      responses: { 201: { description: 'The sandbox, its key (shown once), a one-time claim link, plan, limits and changelog pointer.', schema: registerResponse } },
       handler: async ({ body, clientIp, req }) => {
         const r = await d.onboarding.registerSandbox({ name: body.name, ip: clientIp, userAgent: userAgentOf(req), origin: 'agent_self_registration', keyKind: 'sandbox' });
         const base = d.publicUrl();
@@ -72,6 +73,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       scopes: ['workspace:claim'],
       body: s.claimBody,
       example: s.claimExample,
+      responses: { 200: { description: 'The claimed workspace, its new test workspace, and what became of the agent\'s key.', schema: claimResponse } },
       handler: async ({ body, principal }) => {
         if (!principal?.keyId) {
           throw wrongKindOfCredential(
@@ -96,6 +98,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       tags: ['Agent onboarding'],
       auth: 'public',
       params: s.claimTokenParams,
+      responses: { 200: { description: 'The sandbox the link would claim, and how to confirm.', schema: claimLinkResponse } },
       handler: async ({ params }) => {
         const found = await d.onboarding.findClaimable(params.token);
         if (!found) throw new ApiError('not_found', 'This claim link is unknown, already used or expired.', { hint: 'Claim links are one-time and expire; the agent can register again for a new one.' });
@@ -127,6 +130,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       params: s.claimTokenParams,
       body: s.claimConfirmBody,
       example: s.claimConfirmExample,
+      responses: { 200: { description: 'The claimed workspace, its new test workspace, and what became of the agent\'s key.', schema: claimResponse } },
       handler: async ({ params, body, principal }) => {
         if (!principal?.personId) throw wrongKindOfCredential(CONFIRM_NEEDS_PERSON.message, CONFIRM_NEEDS_PERSON.hint);
         const r = await d.onboarding.claim({
@@ -152,7 +156,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       sandbox: true,
       body: s.rotateBody,
       example: {},
-      responses: { 201: { description: 'The new key (shown once); the key sent is revoked.' } },
+      responses: { 201: { description: 'The new key (shown once); the key sent is revoked.', schema: rotateResponse } },
       handler: async ({ principal }) => {
         if (!principal?.keyId) throw wrongKindOfCredential(ROTATE_NEEDS_KEY.message, ROTATE_NEEDS_KEY.hint);
         const r = await d.onboarding.rotate(principal.keyId, principal.workspaceId);

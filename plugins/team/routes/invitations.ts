@@ -1,5 +1,6 @@
 import { created, defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
+import { invitationAcceptedResponse, invitationCreatedResponse, invitationRevokedResponse, invitationsListResponse } from '../responses';
 import * as s from '../schemas';
 import { invitationView } from '../services/invitations';
 import { PERSON_ONLY, principalOf, TEAM_TAGS } from './common';
@@ -19,7 +20,7 @@ export function invitationRoutes(d: TeamDeps): RouteSpec[] {
       params: s.workspaceParams,
       body: s.createInvitationBody,
       example: s.createInvitationExample,
-      responses: { 201: { description: 'The invitation and its one-time accept token (only its hash is stored).' } },
+      responses: { 201: { description: 'The invitation and its one-time accept token (only its hash is stored).', schema: invitationCreatedResponse } },
       handler: async ({ principal, params, body }) => {
         const { invitation, token } = await d.invitations.create(principalOf(principal), params.workspace_id, body.email, body.role);
         return created({
@@ -45,6 +46,7 @@ export function invitationRoutes(d: TeamDeps): RouteSpec[] {
       tags: TEAM_TAGS,
       params: s.workspaceParams,
       query: s.invitationListQuery,
+      responses: { 200: { description: 'A page of the workspace\'s invitations, newest first.', schema: invitationsListResponse } },
       handler: async ({ principal, params, query }) => ok(await d.invitations.list(principalOf(principal), params.workspace_id, query.limit, query.cursor)),
     }),
     defineRoute({
@@ -54,6 +56,7 @@ export function invitationRoutes(d: TeamDeps): RouteSpec[] {
       summary: 'Revoke a pending invitation (an admin invitation only by an owner, or a key an owner created).',
       tags: TEAM_TAGS,
       params: s.invitationParams,
+      responses: { 200: { description: 'The invitation, now revoked.', schema: invitationRevokedResponse } },
       handler: async ({ principal, params }) => ok({ invitation: invitationView(await d.invitations.revoke(principalOf(principal), params.workspace_id, params.invitation_id), d.now()) }),
     }),
     defineRoute({
@@ -65,6 +68,7 @@ export function invitationRoutes(d: TeamDeps): RouteSpec[] {
       ...PERSON_ONLY,
       body: s.acceptInvitationBody,
       example: s.acceptInvitationExample,
+      responses: { 200: { description: 'The accepted invitation and the membership it made.', schema: invitationAcceptedResponse } },
       handler: async ({ principal, body }) => {
         const { invitation, workspace } = await d.invitations.accept(principalOf(principal), body.token);
         return ok({

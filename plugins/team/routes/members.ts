@@ -1,5 +1,6 @@
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
+import { auditListResponse, leftResponse, memberRemovedResponse, membersListResponse, memberUpdatedResponse } from '../responses';
 import * as s from '../schemas';
 import { memberView } from '../services/members';
 import { PERSON_ONLY, principalOf, TEAM_TAGS } from './common';
@@ -15,6 +16,7 @@ export function memberRoutes(d: TeamDeps): RouteSpec[] {
       tags: TEAM_TAGS,
       params: s.workspaceParams,
       query: s.memberListQuery,
+      responses: { 200: { description: 'A page of the members, in joining order.', schema: membersListResponse } },
       handler: async ({ principal, params, query }) => ok(await d.members.list(principalOf(principal), params.workspace_id, query.limit, query.cursor)),
     }),
     defineRoute({
@@ -26,6 +28,7 @@ export function memberRoutes(d: TeamDeps): RouteSpec[] {
       params: s.memberParams,
       body: s.updateMemberBody,
       example: s.updateMemberExample,
+      responses: { 200: { description: 'The member with their role now.', schema: memberUpdatedResponse } },
       handler: async ({ principal, params, body }) => ok({ member: memberView(await d.members.changeRole(principalOf(principal), params.workspace_id, params.person_id, body.role)) }),
     }),
     defineRoute({
@@ -35,6 +38,7 @@ export function memberRoutes(d: TeamDeps): RouteSpec[] {
       summary: 'Remove a member (owners are never removed; only owners remove admins).',
       tags: TEAM_TAGS,
       params: s.memberParams,
+      responses: { 200: { description: 'The member removed, as they were.', schema: memberRemovedResponse } },
       handler: async ({ principal, params }) => {
         const removed = await d.members.remove(principalOf(principal), params.workspace_id, params.person_id);
         return ok({ removed: true, member: memberView(removed) });
@@ -50,6 +54,7 @@ export function memberRoutes(d: TeamDeps): RouteSpec[] {
       params: s.workspaceParams,
       body: s.emptyBody,
       example: {},
+      responses: { 200: { description: 'The workspace left and the role held there.', schema: leftResponse } },
       handler: async ({ principal, params }) => {
         const left = await d.members.leave(principalOf(principal), params.workspace_id);
         return ok({ left: true, workspace_id: params.workspace_id, role: left.role });
@@ -63,6 +68,7 @@ export function memberRoutes(d: TeamDeps): RouteSpec[] {
       tags: TEAM_TAGS,
       params: s.workspaceParams,
       query: s.auditListQuery,
+      responses: { 200: { description: 'A page of the audit log, newest first.', schema: auditListResponse } },
       handler: async ({ principal, params, query }) => ok(await d.members.auditLog(principalOf(principal), params.workspace_id, query.limit, query.cursor, query.outcome)),
     }),
   ];

@@ -5,6 +5,7 @@ import type { EventBus } from '../../../core/events';
 import type { Hooks } from '../../../core/hooks';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RequestContext, RouteSpec } from '../../../core/http/route';
+import { eventReadResponse, eventsListResponse, outcomeResponse } from '../responses';
 import * as s from '../schemas';
 import { decimalText, eventView } from '../services/event-view';
 import type { EventRow } from '../services/event-view';
@@ -62,6 +63,7 @@ export function eventRoutes(d: { events: UsageEvents; bus: EventBus; clock: Cloc
       tags: USAGE_TAGS,
       accepts: USAGE_CREDENTIALS,
       query: s.eventsQuery,
+      responses: { 200: { description: 'A page of usage events, newest first.', schema: eventsListResponse } },
       handler: async ({ principal, query }) => ok(await d.events.list(principalOf(principal).workspaceId, query)),
     }),
     defineRoute({
@@ -75,6 +77,7 @@ export function eventRoutes(d: { events: UsageEvents; bus: EventBus; clock: Cloc
       accepts: USAGE_CREDENTIALS,
       params: s.eventParams,
       query: s.noQuery,
+      responses: { 200: { description: 'The event, as the workspace sees it in its list.', schema: eventReadResponse } },
       handler: async (ctx) => {
         const row = await eventFor(d, ctx, ctx.params.id);
         if (!row) throw notFound();
@@ -93,6 +96,7 @@ export function eventRoutes(d: { events: UsageEvents; bus: EventBus; clock: Cloc
       query: s.noQuery,
       body: s.outcomeBody,
       example: s.outcomeExample,
+      responses: { 200: { description: 'The event with the outcome now recorded, and the report it replaced.', schema: outcomeResponse } },
       handler: async (ctx) => {
         const { params, body } = ctx;
         const p = principalOf(ctx.principal);

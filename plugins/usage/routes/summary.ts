@@ -2,6 +2,7 @@ import type { Clock } from '../../../core/clock';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import { validationFailed } from '../../../core/validation';
+import { summaryResponse } from '../responses';
 import * as s from '../schemas';
 import { monthOf } from '../services/summary';
 import type { UsageSummary } from '../services/summary';
@@ -17,6 +18,7 @@ export function summaryRoutes(d: { summary: UsageSummary; clock: Clock }): Route
       tags: USAGE_TAGS,
       accepts: USAGE_CREDENTIALS,
       query: s.summaryQuery,
+      responses: { 200: { description: 'The workspace\'s own calls over the period: counts, costs and AI-feature usage.', schema: summaryResponse } },
       handler: async ({ principal, query }) => {
         const now = d.clock.now();
         const from = query.from ?? monthOf(now).from;

@@ -2,6 +2,7 @@ import { defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import { assertManagesWorkspace } from '../../identity';
 import type { Workspaces } from '../../identity';
+import { testerTagsResponse } from '../responses';
 import * as s from '../schemas';
 import type { TesterTags } from '../services/tester-tags';
 import { principalOf } from './events';
@@ -22,6 +23,7 @@ export function testerTagRoutes(d: { tags: TesterTags; workspaces: Pick<Workspac
       path: '/api/settings/tester-tags',
       summary: 'Your private tester tags: keyless callers they match appear as Testers in your usage (they grant no access).',
       ...SETTINGS,
+      responses: { 200: { description: 'The workspace\'s tester tags.', schema: testerTagsResponse } },
       handler: async ({ principal }) => ok({ tags: await d.tags.list(principalOf(principal).workspaceId) }),
     }),
     defineRoute({
@@ -34,6 +36,7 @@ export function testerTagRoutes(d: { tags: TesterTags; workspaces: Pick<Workspac
       fullAccess: true,
       body: s.testerTagsBody,
       example: s.testerTagsExample,
+      responses: { 200: { description: 'The tags now in force, as GET answers them (new ones with their ids).', schema: testerTagsResponse } },
       handler: async ({ principal, body }) => {
         const p = principalOf(principal);
         await assertManagesWorkspace(p, d.workspaces, 'change tester tags');
