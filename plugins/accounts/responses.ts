@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { listEnvelopeSchema } from '../../core/http/reply-fields';
+import { apiKeySchema, issuedApiKeySchema, workspaceSchema } from '../identity';
 
 /**
  * Response schemas of the accounts routes (people, sign-in, sessions, API keys, agents), for the
@@ -41,25 +42,6 @@ const signedInFields = {
     })
     .describe('A person token for programs; browsers use the cookie instead.'),
 };
-
-/** The public view of a workspace (identity's `workspaceView`). */
-export const workspaceSchema = z
-  .object({
-    id: z.string().describe("The workspace's id (ws_…)."),
-    name: z.string().describe('Its name.'),
-    plan: z.string().describe('Its plan: free, or agent_starter for an unclaimed agent sandbox.'),
-    status: z.enum(['active', 'suspended', 'rejected', 'restricted']).describe('Its status; anything but active limits what it may do.'),
-    origin: z.string().describe('How it came to be: person_signup, agent_self_registration, oauth_registration, test_workspace or created.'),
-    sandbox: z.boolean().describe('Whether it is an unclaimed agent sandbox (Agent Starter limits).'),
-    is_test: z.boolean().describe("Whether it is a test workspace (its parent's team acts in it)."),
-    created_by_agent: z.boolean().describe('Whether an agent created it (self-registration or OAuth registration); stays true after a claim.'),
-    former_sandbox: z.boolean().describe('Whether it is a sandbox a person has claimed.'),
-    parent_id: z.string().nullable().describe('For a test workspace or a claimed sandbox: the workspace it belongs under; else null.'),
-    test_workspace_id: z.string().nullable().describe('Its test workspace (send it as x-workspace-id to act there); null for a test workspace and an unclaimed sandbox.'),
-    claimed_at: z.string().nullable().describe('When a person claimed it (ISO 8601); null unless it is a claimed sandbox.'),
-    created_at: isoTime('When it was created'),
-  })
-  .meta({ id: 'Workspace', description: 'A workspace: the tenant keys, usage and functions belong to.' });
 
 export const signinResponse = z.object(signedInFields);
 
@@ -134,38 +116,11 @@ export const revokeSessionResponse = z.object({ revoked: z.string().describe('Th
 
 // ---- API keys and agents ------------------------------------------------------------------------
 
-/** The public view of a key record (identity's `keyView`): never the secret or its hash. */
-export const apiKeySchema = z
-  .object({
-    id: z.string().describe("The key's id (key_…), as DELETE /api/api-keys/{keyId} takes it."),
-    name: z.string().describe('Its name.'),
-    kind: z.enum(['sandbox', 'agent', 'person', 'oauth_client']).describe("Whose it is: a person's, an agent's (agent-bound), an unclaimed sandbox's, or an OAuth client's secret."),
-    prefix: z.string().describe('The first 12 characters of the secret (pcs_usr_…, pcs_agt_…), to recognise it.'),
-    last4: z.string().describe('The last 4 characters of the secret.'),
-    scopes: z.array(z.string()).describe('The scopes it was created with by name; empty for a full-access key.'),
-    full_access: z.boolean().describe('Whether it was created without scopes, so holds every ordinary scope (not those granted by name only, such as team:admin).'),
-    legacy: z.boolean().describe('Whether its scopes name a legacy choice (read, write, admin).'),
-    agent_id: z.string().nullable().describe('The agent it is bound to; null for a key of no agent.'),
-    created_by: z.string().nullable().describe("The person who created it; null for a key no person created (a self-registered sandbox's key, an OAuth client's secret, and their rotations)."),
-    expires_at: z.string().nullable().describe('When it stops working (ISO 8601); null when it does not expire.'),
-    revoked_at: z.string().nullable().describe('When it was revoked (ISO 8601); null while it is not.'),
-    last_used_at: z.string().nullable().describe('When it was last used (ISO 8601; recorded every 15 seconds, so a use shows up to 15 seconds later); null when never.'),
-    created_at: isoTime('When it was created'),
-  })
-  .meta({ id: 'ApiKey', description: 'An API key, as listed: the secret itself is shown only once, when the key is created.' });
-
-/** A key just created: its view and its secret, shown this once. */
-export const newApiKeySchema = apiKeySchema
-  .extend({
-    key: z.string().describe('The secret (pcs_…), to send in x-api-key. Shown only in this answer; only its hash is kept.'),
-    shown_once: z.literal(true).describe('The secret is not shown again: store it now.'),
-  })
-  .meta({ id: 'NewApiKey', description: 'An API key just created, with its secret.' });
-
+// ApiKey, IssuedApiKey and Workspace are identity's (plugins/identity/responses.ts): registration answers them too.
 export const apiKeyListResponse = listEnvelopeSchema(apiKeySchema, "The workspace's API keys, newest first, revoked and expired ones included.");
 
 export const createApiKeyResponse = z.object({
-  api_key: newApiKeySchema
+  api_key: issuedApiKeySchema
     .extend({ key: z.string().nullable().describe('The secret (pcs_…), to send in x-api-key, shown only in this answer; null in the replay of an Idempotency-Key (only its hash is kept).') })
     .describe('The key created: by this request, or, in a replay, by the first request with this Idempotency-Key.'),
   hint: z.string().optional().describe('A replay only (Idempotent-Replayed: true): its secret was shown only in the first answer; what to do if that answer never arrived.'),
@@ -208,6 +163,6 @@ export const deleteAgentResponse = z.object({
 });
 
 export const agentKeyResponse = z.object({
-  api_key: newApiKeySchema,
+  api_key: issuedApiKeySchema,
   agent: agentSchema,
 });

@@ -12,7 +12,7 @@ export const apiKeySchema = z
     id: z.string().describe('The key\'s id (key_…).'),
     name: z.string().describe('Its name.'),
     kind: z.enum(['sandbox', 'agent', 'person', 'oauth_client']).describe('How it was issued: sandbox (agent registration), agent (minted for an agent), person, or oauth_client (OAuth registration); a claim does not change it.'),
-    prefix: z.string().describe('The first characters of the secret, to recognise it (e.g. pcs_sbx_…).'),
+    prefix: z.string().describe('The first 12 characters of the secret (pcs_sbx_…, pcs_usr_…), to recognise it.'),
     last4: z.string().describe('The secret\'s last four characters.'),
     scopes: z.array(z.string()).describe('The scopes it was created with by name; empty when created with none (then full_access).'),
     full_access: z.boolean().describe('Whether it was created without scopes: every ordinary scope, but no name-only permission (workspace:claim, team:admin).'),
@@ -21,7 +21,7 @@ export const apiKeySchema = z
     created_by: z.string().nullable().describe('The person who created it; null when no person did (registration, OAuth).'),
     expires_at: z.string().nullable().describe('When it stops working (ISO 8601); null when it does not expire.'),
     revoked_at: z.string().nullable().describe('When it was revoked (ISO 8601); null while it works.'),
-    last_used_at: z.string().nullable().describe('When it was last used (ISO 8601); null when never.'),
+    last_used_at: z.string().nullable().describe('When it was last used (ISO 8601; recorded every 15 seconds, so a use shows up to 15 seconds later); null when never.'),
     created_at: z.string().describe('When it was created (ISO 8601).'),
   })
   .meta({ id: 'ApiKey', description: 'An API key, without its secret.' });
@@ -47,7 +47,7 @@ export const workspaceSchema = z
     created_by_agent: z.boolean().describe('Whether an agent created it (kept after a claim).'),
     former_sandbox: z.boolean().describe('Whether it was an agent sandbox, since claimed.'),
     parent_id: z.string().nullable().describe('The workspace a test workspace belongs to, or a claimed sandbox moved under; null otherwise.'),
-    test_workspace_id: z.string().nullable().describe('Its own test workspace; null for a sandbox (until claimed) and a test workspace.'),
+    test_workspace_id: z.string().nullable().describe('Its own test workspace (send it as x-workspace-id to act there); null for a sandbox (until claimed) and a test workspace.'),
     claimed_at: z.string().nullable().describe('When it was claimed (ISO 8601); null unless it is a claimed sandbox.'),
     created_at: z.string().describe('When it was created (ISO 8601).'),
   })

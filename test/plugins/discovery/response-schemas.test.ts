@@ -1,3 +1,5 @@
+import { readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
 import { expect } from 'chai';
 import { z } from 'zod';
 import { startTestService } from '../../support/service';
@@ -119,6 +121,19 @@ describe('OpenAPI response schemas of the priced and verify routes', function ()
       const parsed = strict.safeParse(me.body);
       expect(parsed.success, parsed.success ? '' : `${Object.keys(headers).join(',')}: ${JSON.stringify(parsed.error.issues)}`).to.equal(true);
     }
+  });
+
+  it('names each shared schema once: no two schemas in the source carry the same OpenAPI component id (the document would silently keep one)', () => {
+    const root = path.resolve(__dirname, '../../../..');
+    const sources = ['core', 'engine', 'plugins'].flatMap((dir) => (readdirSync(path.join(root, dir), { recursive: true }) as string[]).filter((f) => f.endsWith('.ts')).map((f) => path.join(root, dir, f)));
+    const ids = sources.flatMap((file) => [...readFileSync(file, 'utf8').matchAll(/\.meta\(\{\s*id:\s*'([^']+)'/g)].map((m) => `${m[1]} (${path.relative(root, file)})`));
+    expect(ids.length).to.be.greaterThan(20);
+    const byId = new Map<string, string[]>();
+    for (const entry of ids) {
+      const id = entry.split(' ')[0] as string;
+      byId.set(id, [...(byId.get(id) ?? []), entry]);
+    }
+    expect([...byId.values()].filter((where) => where.length > 1)).to.deep.equal([]);
   });
 
   it('a field the body has and the schema lacks fails the check', () => {
