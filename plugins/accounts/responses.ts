@@ -76,7 +76,7 @@ export const walletLinkResponse = z.object({
   linked: z.literal(true).describe('The wallet is linked to your account (also when it already was).'),
 });
 
-export const walletListResponse = z.object({ data: z.array(linkedWalletSchema).describe('The wallets linked to your account, oldest first; empty when none is.') });
+export const walletListResponse = listEnvelopeSchema(linkedWalletSchema, 'The wallets linked to your account, oldest first; empty when none is (all of them: has_more is false, next_cursor null and limit their number).');
 
 export const userResponse = z.object({
   person: personSchema,
@@ -104,8 +104,7 @@ const sessionItem = z.object({
   current: z.boolean().describe('Whether it is the session this request came with (its cookie, or the session its person token is bound to).'),
 });
 
-// The route answers no `limit`: every open session fits one page.
-export const sessionListResponse = listEnvelopeSchema(sessionItem, 'Your open sessions, newest first (all of them: has_more is false and next_cursor null).').omit({ limit: true });
+export const sessionListResponse = listEnvelopeSchema(sessionItem, 'Your open sessions, newest first (all of them: has_more is false, next_cursor null and limit their number).');
 
 export const revokeAllSessionsResponse = z.object({
   revoked: z.number().int().describe('How many sessions were ended (the current one too, unless it is the one kept).'),

@@ -1,7 +1,7 @@
 import type { Config } from '../../config';
 import type { RegisteredRoute } from '../../core/http/pipeline';
 import type { HttpMethod } from '../../core/http/route';
-import { registrationLimits, sandboxLimits } from '../identity';
+import { NAMED_SCOPES, registrationLimits, sandboxLimits } from '../identity';
 import type { Changelog } from './services/changelog';
 
 /** An MCP tool as the discovery documents describe it (registered by the mcp plugin). */
@@ -100,7 +100,7 @@ export function agentsDocument(config: Config, base: string, changelog: Changelo
     authentication: {
       api_key_header: 'x-api-key',
       bearer: `Authorization: Bearer <access token>${s.mcp ? ' (also accepted by the MCP endpoint for API keys)' : ''}`,
-      scopes: ['price:compute', 'workspace:claim', 'team:admin', 'billing:read', 'billing:write', 'commerce:configure', 'commerce:proposal:approve', 'commerce:execute'],
+      scopes: [...NAMED_SCOPES],
     },
     ...(s.mcp ? { mcp: { endpoint: `${base}${MCP_PATH}`, transport: 'streamable-http', protocol_version: MCP_PROTOCOL_VERSION, manifest: `${base}/.well-known/mcp.json`, tools: s.tools.map((t) => t.name) } } : {}),
     openapi: `${base}/api/openapi.json`,

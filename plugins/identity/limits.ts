@@ -31,3 +31,7 @@ export const AGENT_STARTER_PLAN = {
 export function changelogFeedUrl(base: string): string {
   return `${base}/api/changelog/feed.json`;
 }
+
+/** How a sandbox's one-time claim link is used, said with the link wherever a sandbox is registered (agent or OAuth). */
+export const CLAIM_HOW =
+  'Give the url to a person: signed in, they open it and confirm (POST to the same url). A trusted agent with a workspace:claim key can instead POST /api/agents/claim with {"token": …}.';

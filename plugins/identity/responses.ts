@@ -184,7 +184,7 @@ export const oauthRegisterResponse = z.object({
   token_endpoint: z.string().describe('Where to exchange the credentials for an access token.'),
   workspace_id: z.string().describe('The sandbox workspace created for the client.'),
   api_key_note: z.string().describe('That the secret is also an API key.'),
-  claim: z.object(claimLinkFields).describe('The one-time claim link of the sandbox.'),
+  claim: z.object({ ...claimLinkFields, how: z.string().describe('How a person, or a trusted agent, claims it.') }).describe('The one-time claim link of the sandbox.'),
   plan: agentStarterPlanSchema,
   limits: registrationLimitsSchema,
   changelog: changelogField,
@@ -209,4 +209,14 @@ export const oauthMetadataResponse = z.object({
   scopes_supported: z.array(z.string()).describe('The scopes a token may carry (name-only permissions excluded).'),
   service_documentation: z.string().describe('Where the service is described for agents (llms.txt).'),
   op_policy_uri: z.string().describe('The agents\' policy document (agents.json).'),
+});
+
+/** The Idempotency-Key request header of the create routes (services/idempotency.ts; docs/identity.md "Idempotency keys"). */
+export const createIdempotencyHeaders = z.object({
+  'idempotency-key': z
+    .string()
+    .optional()
+    .describe(
+      '1 to 255 printable ASCII characters without spaces (a UUID): a retry with the same key and body answers 201 with Idempotent-Replayed: true and what the first request created, as it is now; another body under it: 422 idempotency_key_reused; another shape: 400. Kept IDEMPOTENCY_KEY_TTL_H hours.',
+    ),
 });

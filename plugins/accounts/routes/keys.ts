@@ -5,7 +5,7 @@ import { created, defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import { decodeTimeCursor, listEnvelope, listQuery } from '../../../core/pagination';
 import { z } from 'zod';
-import { effectiveScopes, identityOf, insufficientScope, keyView, LEGACY_SCOPES, NAME_ONLY_SCOPES, NAMED_SCOPES, unknownScopes } from '../../identity';
+import { createIdempotencyHeaders, effectiveScopes, identityOf, insufficientScope, keyView, LEGACY_SCOPES, NAME_ONLY_SCOPES, NAMED_SCOPES, unknownScopes } from '../../identity';
 import * as r from '../responses';
 import * as s from '../schemas';
 import type { AccountsDeps } from './deps';
@@ -86,6 +86,7 @@ export function keyRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       ...PERSON_ONLY,
       body: s.createKeyBody,
       example: s.createKeyExample,
+      headers: createIdempotencyHeaders,
       responses: { 201: { description: 'The new key; its secret is shown this once (a replay of an Idempotency-Key shows the key without it).', schema: r.createApiKeyResponse } },
       handler: async ({ principal, body, req }) => {
         const p = principal as Principal;

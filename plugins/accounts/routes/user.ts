@@ -43,7 +43,11 @@ export function userRoutes(d: AccountsDeps): RouteSpec[] {
       tags: ['People'],
       accepts: ['person'],
       responses: { 200: { description: 'Your linked wallets.', schema: r.walletListResponse } },
-      handler: async ({ principal }) => ok({ data: await d.people.wallets(personOf(principal)) }),
+      handler: async ({ principal }) => {
+        // Never paged (a person links a handful): the list envelope whole, as every list answers.
+        const data = await d.people.wallets(personOf(principal));
+        return ok({ object: 'list', data, has_more: false, next_cursor: null, limit: data.length });
+      },
     }),
     defineRoute({
       id: 'user.sessions.list',
@@ -67,6 +71,7 @@ export function userRoutes(d: AccountsDeps): RouteSpec[] {
           })),
           has_more: false,
           next_cursor: null,
+          limit: rows.length,
         });
       },
     }),

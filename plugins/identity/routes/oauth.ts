@@ -3,7 +3,7 @@ import { ApiError, errorBodySchema, isApiError } from '../../../core/errors';
 import { defineRoute } from '../../../core/http/route';
 import type { Reply, RouteSpec } from '../../../core/http/route';
 import { NAMED_SCOPES, NAME_ONLY_SCOPES } from '../scopes';
-import { AGENT_STARTER_PLAN, changelogFeedUrl, registrationLimits, sandboxLimits } from '../limits';
+import { AGENT_STARTER_PLAN, CLAIM_HOW, changelogFeedUrl, registrationLimits, sandboxLimits } from '../limits';
 import { oauthMetadataResponse, oauthRegisterResponse, oauthTokenResponse } from '../responses';
 import * as s from '../schemas';
 import { OAuthError } from '../services/oauth';
@@ -58,7 +58,7 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
             token_endpoint: `${base}/api/oauth/token`,
             workspace_id: reg.workspace.id,
             api_key_note: 'client_secret is also an API key: send it in x-api-key.',
-            claim: { url: `${base}/api/agents/claim/${reg.claimToken}`, token: reg.claimToken, expires_at: reg.claimExpiresAt.toISOString(), one_time: true },
+            claim: { url: `${base}/api/agents/claim/${reg.claimToken}`, token: reg.claimToken, expires_at: reg.claimExpiresAt.toISOString(), one_time: true, how: CLAIM_HOW },
             plan: AGENT_STARTER_PLAN,
             limits: { ...sandboxLimits(d.config), registrations: { ...registrationLimits(d.config), remaining_for_this_address_today: reg.remainingForAddress } },
             changelog: changelogFeedUrl(base),

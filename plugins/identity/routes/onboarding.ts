@@ -3,7 +3,7 @@ import { created, defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import { identityOf } from '../auth/principal';
 import { wrongKindOfCredential } from '../errors';
-import { AGENT_STARTER_PLAN, changelogFeedUrl, registrationLimits, sandboxLimits } from '../limits';
+import { AGENT_STARTER_PLAN, CLAIM_HOW, changelogFeedUrl, registrationLimits, sandboxLimits } from '../limits';
 import { claimLinkResponse, claimResponse, registerResponse, rotateResponse } from '../responses';
 import * as s from '../schemas';
 import { keyView } from '../services/key-service';
@@ -45,7 +45,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
             token: r.claimToken,
             expires_at: r.claimExpiresAt.toISOString(),
             one_time: true,
-            how: 'Give the url to a person: signed in, they open it and confirm (POST to the same url). A trusted agent with a workspace:claim key can instead POST /api/agents/claim with {"token": …}.',
+            how: CLAIM_HOW,
           },
           plan: AGENT_STARTER_PLAN,
           limits: { ...sandboxLimits(d.config), registrations: { ...registrationLimits(d.config), remaining_for_this_address_today: r.remainingForAddress } },

@@ -9,7 +9,7 @@ import { OutboundBlockedError, OutboundError } from '../../../core/outbound/safe
 import { dec } from '../../../core/money';
 import { EngineError, builtinOf, NO_DATA, effectiveCost, isReachable, latencyView } from '../../../engine';
 import type { CircuitBreakers, FunctionDescriptor, FunctionRegistry, LatencyStats, PricingEngine } from '../../../engine';
-import { assertManagesWorkspace, identityOf } from '../../identity';
+import { assertManagesWorkspace, createIdempotencyHeaders, identityOf } from '../../identity';
 import type { IdempotencyKeys, Workspaces } from '../../identity';
 import * as s from '../schemas';
 import { functionCreateResponse, functionReadResponse, functionTestResponse, functionUpdateResponse, functionsListResponse } from '../responses-functions';
@@ -169,6 +169,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       fullAccess: true,
       body: s.registerFunctionBody,
       example: s.registerFunctionExample,
+      headers: createIdempotencyHeaders,
       responses: { 201: { description: 'The function, as a draft, and how to activate it; a repeat under the same Idempotency-Key answers the function as it is now (Idempotent-Replayed: true).', schema: functionCreateResponse } },
       handler: async ({ principal, body, req }) => {
         const p = principal as Principal;

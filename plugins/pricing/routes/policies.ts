@@ -7,7 +7,7 @@ import { decodeTimeCursor, listEnvelope, listQuery } from '../../../core/paginat
 import { validate } from '../../../core/validation';
 import { policySchema } from '../../../engine';
 import type { FunctionRegistry, PolicyShape } from '../../../engine';
-import { identityOf } from '../../identity';
+import { createIdempotencyHeaders, identityOf } from '../../identity';
 import type { IdempotencyKeys } from '../../identity';
 import * as s from '../schemas';
 import { policyView } from '../services/policy-store';
@@ -66,6 +66,7 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
       fullAccess: true,
       body: s.createPolicyBody,
       example: s.createPolicyExample,
+      headers: createIdempotencyHeaders,
       exampleFor: (sent) => mended(s.createPolicyBody, sent),
       responses: { 201: { description: 'The policy, with warnings for function references it cannot reach; a repeat under the same Idempotency-Key answers the policy as it is now (Idempotent-Replayed: true).', schema: policyWrittenResponse } },
       handler: async ({ principal, body, sent, req }) => {

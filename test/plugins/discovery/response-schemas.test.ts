@@ -136,6 +136,15 @@ describe('OpenAPI response schemas of the priced and verify routes', function ()
     expect([...byId.values()].filter((where) => where.length > 1)).to.deep.equal([]);
   });
 
+  it('the create routes that keep an Idempotency-Key declare the header in the OpenAPI document', async () => {
+    const doc = (await client(svc.url).get<Record<string, any>>('/api/openapi.json?format=json')).body;
+    for (const path of ['/api/api-keys', '/api/functions', '/api/routing-policies']) {
+      const params = (doc.paths[path].post.parameters ?? []).filter((p: { in: string; name: string }) => p.in === 'header' && p.name === 'idempotency-key');
+      expect(params, path).to.have.length(1);
+      expect(params[0].description, path).to.match(/Idempotent-Replayed: true/);
+    }
+  });
+
   it('a field the body has and the schema lacks fails the check', () => {
     expect(declared('compute.price').safeParse({ undocumented: true }).success).to.equal(false);
   });
