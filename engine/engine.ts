@@ -264,7 +264,12 @@ export class PricingEngine {
       // could not price the context, or that a busy pool never ran, has not failed: the strategy's order goes on.
       if (step.role === 'alternate' && !decision?.alternatesAfterFailure && !decision?.afterFailure?.includes(step.fn) && attempts.some((a) => a.outcome === 'failed')) continue;
       const fn = step.fn;
-      if (tried.has(fn.id)) continue;
+      if (tried.has(fn.id)) {
+        // A fallback the policy names that this call already tried (the chosen function in its own chain, a name twice) is
+        // shown, not run again: its configuration then reads as it is.
+        if (step.role === 'fallback_chain' || step.role === 'fallback_function') attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'already tried in this call', ms: 0 });
+        continue;
+      }
       tried.add(fn.id);
       if (step.role !== 'chosen' && (fn.status !== 'active' || fn.executionType === 'pipeline')) {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: fn.executionType === 'pipeline' ? 'pipeline unavailable' : `not active (${fn.status})`, ms: 0 });

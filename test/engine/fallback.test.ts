@@ -72,6 +72,18 @@ describe('engine: fallback order and failing functions', function () {
     expect(out.attempts[1]).to.include({ function: 'test-flaky', outcome: 'skipped', error: 'not active (inactive)' });
   });
 
+  it('shows a fallback the call already tried (the chosen function in its own chain, a name twice) as skipped, not run again', async () => {
+    const out = await h.price({ policy: single('test-throw', ['test-throw', 'test-bad-result', 'test-bad-result'], 'test-ok') });
+    expect(out.fn.name).to.equal('test-ok');
+    expect(out.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}:${a.error ?? ''}`.replace(/:[^:]*failed on purpose.*$|:the function returned.*$/, ':'))).to.deep.equal([
+      'test-throw:chosen:failed:',
+      'test-throw:fallback_chain:skipped:already tried in this call',
+      'test-bad-result:fallback_chain:failed:',
+      'test-bad-result:fallback_chain:skipped:already tried in this call',
+      'test-ok:fallback_function:ok:',
+    ]);
+  });
+
   it('a hanging function times out, counts as a slow sample, its worker is replaced and the next call works', async () => {
     const started = performance.now();
     const out = await h.price({ policy: single('test-hang', [], 'test-ok') });
