@@ -8,6 +8,7 @@ import { credentialIgnored, idempotencyKeyOf, REPLAYED_HEADER, requestRateOf } f
 import * as s from '../schemas';
 import { batchResponse, demoPriceResponse, idempotencyHeaders, priceResponse } from '../responses';
 import { callIdempotency } from '../services/compute';
+import { callExampleFor } from './call-example';
 import type { ComputeCall, ComputeResult, ComputeService } from '../services/compute';
 
 /** The compute demo's words to a caller that sent a credential along, on its answers and refusals. */
@@ -96,6 +97,7 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       sandbox: true,
       body: s.computeBody,
       example: s.computeExample,
+      exampleFor: callExampleFor(s.computeBody, s.computeExample),
       headers: idempotencyHeaders,
       responses: { 200: { description: 'The price, who answered and how, the trace and the usage record; a retry under an answered Idempotency-Key repeats it (Idempotent-Replayed: true).', schema: priceResponse } },
       handler: async (ctx) => {
@@ -113,6 +115,7 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       sandbox: true,
       body: s.routerBody,
       example: s.routerExample,
+      exampleFor: callExampleFor(s.routerBody, s.routerExample),
       headers: idempotencyHeaders,
       responses: { 200: { description: 'As POST /api/compute/price answers.', schema: priceResponse } },
       handler: async (ctx) => {
@@ -183,6 +186,7 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       rateLimit: 'demo',
       body: s.demoBody,
       example: s.demoExample,
+      exampleFor: callExampleFor(s.demoBody, s.demoExample),
       responses: { 200: { description: 'A priced call on the demo tenant, charging nothing, with the hourly budget left.', schema: demoPriceResponse } },
       refusal: DEMO_CREDENTIAL.refusal,
       handler: async (ctx) => {

@@ -27,6 +27,22 @@ export interface ErrorAudience {
   sandbox?: boolean;
   /** The field the request named its function in (the price router takes function_name too). */
   pinnedBy?: 'function_id' | 'function_name';
+  /** The context the call sent: an example made of it prices what the caller meant. */
+  context?: Record<string, unknown>;
+}
+
+/** A built-in that prices a context carrying this input by itself (docs/functions.md), in the default strategy's order. */
+const PRICES_FROM: ReadonlyArray<readonly [string, string]> = [
+  ['current_price', 'fn_builtin_anchored'],
+  ['competitor_prices', 'fn_builtin_competitive'],
+  ['unit_cost', 'fn_builtin_cost_plus'],
+  ['target_price', 'fn_builtin_charm'],
+];
+
+/** An explicit call's example: the caller's context pinned to a built-in that prices it, when one does by one input. */
+function explicitExample(context: Record<string, unknown> | undefined): Record<string, unknown> {
+  const pin = context ? PRICES_FROM.find(([input]) => context[input] !== undefined && context[input] !== null) : undefined;
+  return pin && context ? { context, function_id: pin[1], routing_preference: 'explicit' } : { context: { current_price: 10 }, function_id: 'fn_builtin_anchored', routing_preference: 'explicit' };
 }
 
 /** The engine's typed outcomes as SPEC's error bodies, with hints for `opts`'s caller. */
@@ -131,7 +147,7 @@ export function toApiError(err: unknown, opts: ErrorAudience = {}): unknown {
         hint: opts.keyless
           ? 'Name the function to pin (function_id; GET /api/catalog lists the built-in functions the demo reaches), or leave routing_preference out to let the demo choose.'
           : 'Name the function to pin (function_id; GET /api/functions lists those you can use), or leave routing_preference out to let your default routing policy choose.',
-        example: { context: { current_price: 10 }, function_id: 'fn_builtin_anchored', routing_preference: 'explicit' },
+        example: explicitExample(opts.context),
       });
   }
 }

@@ -515,6 +515,28 @@ describe('compute API', function () {
     }
   });
 
+  it("makes a refused call's example of what it sent: the caller's context pinned to a built-in that prices it, a refused field left out; sent as is, it prices", async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const context = { unit_cost: 7, currency: 'EUR', product_type: 'tea' };
+    const cases: Array<[string, Record<string, unknown>, Record<string, unknown>]> = [
+      // explicit without a function: the context's own input picks the built-in (unit_cost: cost-plus).
+      ['/api/compute/price', { context, routing_preference: 'explicit' }, { context, function_id: 'fn_builtin_cost_plus', routing_preference: 'explicit' }],
+      // a pinned function with another preference: the preference is left out.
+      ['/api/compute/price', { context, function_id: 'fn_builtin_cost_plus', routing_preference: 'cheapest' }, { context, function_id: 'fn_builtin_cost_plus' }],
+      ['/api/price-router', { context, function_name: 'cost-plus', routing_preference: 'fastest' }, { context, function_name: 'cost-plus' }],
+      // an unknown field is left out, the rest kept.
+      ['/api/compute/price', { context, routing: 'cheapest' }, { context }],
+    ];
+    for (const [path, sent, example] of cases) {
+      const res = await api.post<Record<string, any>>(path, sent);
+      expect(res.status, res.text).to.equal(400);
+      expect(res.body.example, JSON.stringify(sent)).to.deep.equal(example);
+      const again = await api.post<Record<string, any>>(path, res.body.example);
+      expect(again.status, again.text).to.equal(200);
+      expect(again.body.currency).to.equal('EUR');
+    }
+  });
+
   it('lists functions with a built-in filter and rejects an unknown filter value', async () => {
     const api = client(svc.url, { 'x-api-key': key });
     const builtIns = await api.get<Record<string, any>>('/api/functions?built_in=true');
