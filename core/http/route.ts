@@ -122,7 +122,7 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
   /** Every refusal of the route (from its guards, validation or handler) passes through this on its way out. */
   refusal?: (err: ApiError, req: Request) => ApiError;
   /** Response schemas by status, for the OpenAPI document; 4XX/5XX replace the common error shape where a route answers refusals in another (MCP: JSON-RPC). */
-  responses?: Partial<Record<number | '4XX' | '5XX', { description: string; schema?: z.ZodType }>>;
+  responses?: Partial<Record<number | '4XX' | '5XX', { description: string; schema?: z.ZodType; /** A success answered without a body (a 202 that only acknowledges). */ noBody?: true }>>;
   deprecated?: Deprecation;
   /** Content types the route answers with, for OpenAPI (default application/json). */
   produces?: string[];

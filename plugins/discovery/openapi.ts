@@ -65,10 +65,10 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], info: { version
     const produces = spec.produces ?? ['application/json'];
     for (const [status, r] of Object.entries(spec.responses ?? {})) {
       if (!r) continue;
-      // A success declared for its status alone still has a body (only 204 has none).
+      // A success declared for its status alone still has a body (only 204, and what says noBody, has none).
       const refusal = /^[45]/.test(status);
       // Refusals are JSON whatever the route otherwise answers in.
-      const content = r.schema ? bodyContent(refusal ? ['application/json'] : produces, r.schema) : status.startsWith('2') && status !== '204' ? bodyContent(produces) : undefined;
+      const content = r.schema ? bodyContent(refusal ? ['application/json'] : produces, r.schema) : status.startsWith('2') && status !== '204' && !r.noBody ? bodyContent(produces) : undefined;
       responses[status] = { description: r.description, ...(content ? { content } : {}) };
     }
     // A route that documents only refusals (MCP DELETE always answers 405) has no success to show.

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { listEnvelopeSchema } from '../../core/http/reply-fields';
+import { sandboxLimitsSchema } from '../identity';
 
 /**
  * Response schemas of the discovery documents and the changelog, for the OpenAPI document. The
@@ -79,18 +80,6 @@ const wayIn = z.discriminatedUnion('id', [
   }),
 ]);
 
-/** identity's `sandboxLimits`: the Agent Starter limits in force. */
-const sandboxLimits = z.object({
-  compute_calls_per_day: z.number().int().describe('Priced calls a sandbox may make per UTC day.'),
-  key_lifetime_days: z.number().int().describe('Days a sandbox key stays valid unless the sandbox is claimed.'),
-  key_rotations_per_day: z.number().int().describe('Key rotations (POST /api/api-keys/rotate) per day.'),
-  requests_per_minute: z.number().int().describe('Requests per minute per workspace.'),
-  requests_per_minute_per_address: z.number().int().describe('Requests per minute per network address, whichever workspace they are for (also binding).'),
-  batch_pricing: z.boolean().describe('Whether batch pricing is open to a sandbox (false).'),
-  functions: z.string().describe('Which pricing functions a sandbox may use.'),
-  test_workspace: z.boolean().describe('Whether a sandbox has a test workspace (false until claimed).'),
-});
-
 export const agentsDocumentResponse = z.object({
   name: z.string().describe("The service's name."),
   description: z.string().describe('What it does.'),
@@ -106,7 +95,7 @@ export const agentsDocumentResponse = z.object({
         .object({
           per_address_per_day: z.number().int().describe('Registrations per network address per day.'),
           overall_per_day: z.number().int().describe('Registrations per day overall.'),
-          sandbox: sandboxLimits.describe('What a sandbox may do until a person claims it.'),
+          sandbox: sandboxLimitsSchema,
         })
         .describe('The limits in force.'),
     })

@@ -28,7 +28,7 @@ export { identityOf, personPrincipal, workspaceAttributes } from './auth/princip
 export { assertManagesWorkspace } from './auth/managers';
 export { credentialOf, looksLikeJwt } from './auth/authenticators';
 export { credentialIgnored } from './auth/credential-ignored';
-export { apiKeySchema, createIdempotencyHeaders, issuedApiKeySchema, workspaceSchema } from './responses';
+export { apiKeySchema, createIdempotencyHeaders, issuedApiKeySchema, sandboxLimitsSchema, workspaceSchema } from './responses';
 export { invalidCredentials, missingCredentials, wrongKindOfCredential, insufficientScope, sandboxRefusal, WHERE_TO_GET_A_CREDENTIAL } from './errors';
 export { NAMED_SCOPES, NAME_ONLY_SCOPES, LEGACY_SCOPES, FULL_ACCESS, CONFIGURATION_ACCESS, effectiveScopes, unknownScopes, isLegacyReadOnly } from './scopes';
 export { sandboxLimits, registrationLimits, AGENT_STARTER_PLAN, changelogFeedUrl } from './limits';

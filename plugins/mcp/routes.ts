@@ -301,6 +301,18 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
     .meta({ id: 'McpTransportError' });
   const refusals = { '4XX': { description: 'A transport refusal as a JSON-RPC error (origin, session, protocol version, malformed message, method), or a credential refusal in the common error shape.', schema: z.union([transportRefusal, errorBodySchema]) } };
   const common = { tags: ['MCP'], auth: 'optional' as const, channel: 'mcp' as const, sandbox: true, screen: screenOrigin, headers: transportHeaders, responses: refusals };
+  // A JSON-RPC 2.0 response: what a tool returns is described by each tool's outputSchema (tools/list, /.well-known/mcp.json).
+  const jsonRpcResponse = z
+    .object({
+      jsonrpc: z.literal('2.0'),
+      id: z.union([z.string(), z.number()]).describe("The request's id."),
+      result: z.record(z.string(), z.unknown()).optional().describe("The method's result (a tool call's: content, structuredContent per the tool's outputSchema, isError); absent on an error."),
+      error: z
+        .object({ code: z.number().int(), message: z.string(), data: z.record(z.string(), z.unknown()).optional() })
+        .optional()
+        .describe('A JSON-RPC error (unknown method -32601, bad params -32602, timeout -32001…); absent on a result.'),
+    })
+    .meta({ id: 'McpResponse', description: 'A JSON-RPC 2.0 response to one request.' });
   return [
     defineRoute({
       id: 'mcp.post',
@@ -311,6 +323,11 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       rawBody: true,
       consumes: ['application/json'],
       produces: ['application/json', 'text/event-stream'],
+      responses: {
+        ...refusals,
+        200: { description: 'A request\'s JSON-RPC response; as text/event-stream (when asked for, or a tool call carries a progress token) its progress notifications, then the response.', schema: jsonRpcResponse },
+        202: { description: 'A notification, or a response the client sends: accepted, no body.', noBody: true },
+      },
       handler: post,
     }),
     defineRoute({
@@ -320,6 +337,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       summary: 'MCP GET stream (Accept: text/event-stream): up to three newest agent changelog entries, then the stream closes.',
       ...common,
       produces: ['text/event-stream'],
+      responses: { ...refusals, 200: { description: 'An event stream: up to three newest agent changelog entries as notifications (retry: 300000), then it closes.' } },
       handler: get,
     }),
     defineRoute({

@@ -101,7 +101,7 @@ export const functionUpdateResponse = z.object({ function: functionViewSchema, w
 /** A method's answer (engine/builtins/types.ts MethodResult), as a test run shows it whole. */
 const methodResult = z
   .object({
-    price: z.string().describe('The price, a decimal string in the currency\'s minor units.'),
+    price: z.string().describe('The price, a decimal string rounded to the currency\'s minor units.'),
     currency: z.string().describe('Its currency (the context\'s, else USD).'),
     confidence: z.number().describe('How much the function trusts the price, 0 to 1.'),
     confidence_factors: z.record(z.string(), z.number()).describe('The factors, each 0 to 1, the confidence is made of (an external function: reported_by_function).'),

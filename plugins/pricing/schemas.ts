@@ -170,7 +170,7 @@ export const createPolicyBody = z.strictObject({
 export const createPolicyExample = {
   name: 'coffee by rules',
   strategy: 'policy',
-  is_default: true,
+  // Not is_default: an example sent as is must not replace the workspace's default policy.
   fallback_chain: ['anchored-adjustment'],
   fallback_function: 'cost-plus',
   config: { rules: [{ when: { product_type: 'coffee', 'customer.tier': { in: ['gold', 'platinum'] } }, use: 'charm-pricing' }], default_function: 'cost-plus', max_cost_per_unit: '0.002' },

@@ -31,7 +31,7 @@ export const usageEventSchema = z
     function: z
       .object({ id: z.string().nullable().describe('The function\'s id (fn_…).'), name: z.string().nullable().describe('Its name.') })
       .nullable()
-      .describe('The function that answered; null for a call that never reached one (a failed or verify call).'),
+      .describe('The function that answered; for a call where every function failed, the chosen one; null for a call that reached none (a refused or verify call).'),
     strategy: z.string().nullable().describe('How the function was chosen (explicit, cheapest, default…); null when none was.'),
     price: z.string().nullable().describe('The price answered (or, for a verification, the price proposed), a decimal string; null when the call failed.'),
     currency: z.string().nullable().describe('The currency of price; null when there is no price.'),

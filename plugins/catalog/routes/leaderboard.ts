@@ -80,7 +80,7 @@ export function leaderboardRoutes(d: LeaderboardRouteDeps): RouteSpec[] {
           priors: PRIORS,
           weights: WEIGHTS,
           counted_calls:
-            'compute, batch items and price-router calls (API and MCP) that name the function: answered by it, or failed with it as the chosen function. Keyless demo calls (demo tenant), function test runs and price verifications are not counted.',
+            'compute, batch items and price-router calls (API and MCP) that name the function: answered by it, or failed with it as the chosen function; and a failed call of every other function tried and failed during a call (the chosen function of a call a fallback rescued, a fallback that failed). Keyless demo calls (demo tenant), function test runs, price verifications, and functions skipped or never called are not counted.',
           consumers:
             'a person counts once across all their workspaces: the owner of the calling workspace, or of its parent for claimed agent and test workspaces; a workspace no person owns (an unclaimed agent sandbox) counts as itself.',
           publication: {

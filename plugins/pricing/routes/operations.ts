@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Principal } from '../../../core/auth';
+import { errorBodySchema } from '../../../core/errors';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import { latencyView } from '../../../engine';
@@ -8,6 +9,9 @@ import { identityOf } from '../../identity';
 import { pipelineUnavailable } from '../services/engine-errors';
 import { routingHealthResponse } from '../responses-functions';
 import { pipelineListResponse, pipelineStagesResponse } from '../responses-policies';
+
+/** Running a pipeline has no success to show: 501, always. */
+const PIPELINE_RUN_RESPONSES = { 501: { description: 'Always: pipeline execution is not available (pipeline_execution_unavailable).', schema: errorBodySchema } };
 
 /** Any id: running a pipeline is 501 whatever it names (SPEC: always). */
 const anyPipelineId = z.object({ id: z.string() });
@@ -67,6 +71,7 @@ export function operationRoutes(registry: FunctionRegistry, breakers: CircuitBre
       tags: ['Pipelines'],
       sandbox: true,
       params: anyPipelineId,
+      responses: PIPELINE_RUN_RESPONSES,
       handler: () => {
         throw pipelineUnavailable();
       },
@@ -79,6 +84,7 @@ export function operationRoutes(registry: FunctionRegistry, breakers: CircuitBre
       tags: ['Pipelines'],
       auth: 'public',
       params: anyPipelineId,
+      responses: PIPELINE_RUN_RESPONSES,
       handler: () => {
         throw pipelineUnavailable(true);
       },

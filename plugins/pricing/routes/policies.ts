@@ -12,7 +12,7 @@ import type { IdempotencyKeys } from '../../identity';
 import * as s from '../schemas';
 import { policyView } from '../services/policy-store';
 import { policyDeleteResponse, policyListResponse, policyReadResponse, policyWrittenResponse } from '../responses-policies';
-import { STRATEGY_NEEDS, mended, mendedCreate } from './policy-example';
+import { STRATEGY_NEEDS, createExampleFor, mended } from './policy-example';
 import type { PolicyRecord, PolicyStore } from '../services/policy-store';
 
 /** References a policy names that the workspace cannot reach now (kept, skipped at routing time). */
@@ -67,15 +67,14 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
       body: s.createPolicyBody,
       example: s.createPolicyExample,
       headers: createIdempotencyHeaders,
-      exampleFor: (sent) => mended(s.createPolicyBody, sent),
+      exampleFor: (sent) => createExampleFor(s.createPolicyBody, policySchema, sent),
       responses: { 201: { description: 'The policy, with warnings for function references it cannot reach; a repeat under the same Idempotency-Key answers the policy as it is now (Idempotent-Replayed: true).', schema: policyWrittenResponse } },
       handler: async ({ principal, body, sent, req }) => {
         const p = principal as Principal;
-        // Refused for what its strategy needs (weights, rules, order) or a rule's content: the example is what was sent,
-        // mended, as for a body the schema refuses, so sending it creates the policy meant and not the stock one.
-        const mendedBody = mendedCreate(policySchema, body, sent);
-        const passes = mendedBody !== undefined && policySchema.safeParse(s.createPolicyBody.safeParse(mendedBody).data).success;
-        const shape = validate(policySchema, body, { example: passes ? mendedBody : s.createPolicyExample });
+        // Refused for what its strategy needs (weights, rules, order): the example is what was sent, mended, as for a body
+        // the schema refuses, so sending it creates the policy meant and not the stock one.
+        const checked = policySchema.safeParse(body);
+        const shape = checked.success ? checked.data : validate(policySchema, body, { example: createExampleFor(s.createPolicyBody, policySchema, sent) ?? s.createPolicyExample });
         const claim = idempotency.claimOf(req, 'policies.create', p.workspaceId, body);
         return idempotency.run(
           claim,

@@ -77,10 +77,13 @@ const admissionOperation = (call: ComputeCall): AdmissionRequest['operation'] =>
 
 const ms = (from: number) => Math.round((performance.now() - from) * 1000) / 1000;
 
-/** The functions a call tried that failed, but the one its event names: their failures count against them too (leaderboard reliability). */
+/**
+ * The functions a call tried that failed, but the one its event names: their failures count against them too (leaderboard
+ * reliability). One whose address the outbound guard refused was never called (retryable: false), as its breaker knows.
+ */
 function failedOthers(attempts: readonly AttemptReport[], named: string | undefined): string[] {
   const ids: string[] = [];
-  for (const a of attempts) if (a.outcome === 'failed' && a.id !== named && !ids.includes(a.id)) ids.push(a.id);
+  for (const a of attempts) if (a.outcome === 'failed' && a.retryable !== false && a.id !== named && !ids.includes(a.id)) ids.push(a.id);
   return ids;
 }
 

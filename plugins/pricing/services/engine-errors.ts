@@ -31,18 +31,13 @@ export interface ErrorAudience {
   context?: Record<string, unknown>;
 }
 
-/** A built-in that prices a context carrying this input by itself (docs/functions.md), in the default strategy's order. */
-const PRICES_FROM: ReadonlyArray<readonly [string, string]> = [
-  ['current_price', 'fn_builtin_anchored'],
-  ['competitor_prices', 'fn_builtin_competitive'],
-  ['unit_cost', 'fn_builtin_cost_plus'],
-  ['target_price', 'fn_builtin_charm'],
-];
+/** The built-ins in the order the default strategy reaches for them (docs/routing.md). */
+const DEFAULT_ORDER = ['anchored-adjustment', 'competitive-position', 'elasticity-optimum', 'cost-plus', 'charm-pricing'].flatMap((name) => BUILTINS.filter((b) => b.name === name));
 
-/** An explicit call's example: the caller's context pinned to a built-in that prices it, when one does by one input. */
+/** An explicit call's example: the caller's context pinned to the first built-in that can price it, else the stock one. */
 function explicitExample(context: Record<string, unknown> | undefined): Record<string, unknown> {
-  const pin = context ? PRICES_FROM.find(([input]) => context[input] !== undefined && context[input] !== null) : undefined;
-  return pin && context ? { context, function_id: pin[1], routing_preference: 'explicit' } : { context: { current_price: 10 }, function_id: 'fn_builtin_anchored', routing_preference: 'explicit' };
+  const pin = context ? DEFAULT_ORDER.find((b) => b.mayPrice(context)) : undefined;
+  return pin && context ? { context, function_id: pin.id, routing_preference: 'explicit' } : { context: { current_price: 10 }, function_id: 'fn_builtin_anchored', routing_preference: 'explicit' };
 }
 
 /** The engine's typed outcomes as SPEC's error bodies, with hints for `opts`'s caller. */

@@ -526,6 +526,12 @@ describe('compute API', function () {
       ['/api/price-router', { context, function_name: 'cost-plus', routing_preference: 'fastest' }, { context, function_name: 'cost-plus' }],
       // an unknown field is left out, the rest kept.
       ['/api/compute/price', { context, routing: 'cheapest' }, { context }],
+      // a built-in's name where compute takes only an id: its id, the pin kept.
+      ['/api/compute/price', { context, function_name: 'charm-pricing' }, { context, function_id: 'fn_builtin_charm' }],
+      // a refused context value is left out alone, the rest of the context kept.
+      ['/api/compute/price', { context: { ...context, current_price: '12' } }, { context }],
+      // explicit: the first built-in that can price the context, not merely one whose input is present (an empty list prices nothing).
+      ['/api/compute/price', { context: { ...context, competitor_prices: [] }, routing_preference: 'explicit' }, { context: { ...context, competitor_prices: [] }, function_id: 'fn_builtin_cost_plus', routing_preference: 'explicit' }],
     ];
     for (const [path, sent, example] of cases) {
       const res = await api.post<Record<string, any>>(path, sent);
@@ -534,6 +540,13 @@ describe('compute API', function () {
       const again = await api.post<Record<string, any>>(path, res.body.example);
       expect(again.status, again.text).to.equal(200);
       expect(again.body.currency).to.equal('EUR');
+    }
+    // A pin that cannot be kept (not an id, an unknown name) gets the route's own example, never an unpinned copy of the call.
+    for (const sent of [{ context, function_id: 123, routing_preference: 'explicit' }, { context, function_name: 'someone-elses-fn' }]) {
+      const res = await api.post<Record<string, any>>('/api/compute/price', sent);
+      expect(res.status, res.text).to.equal(400);
+      expect(res.body.example, JSON.stringify(sent)).to.not.deep.include({ context });
+      expect((await api.post<Record<string, any>>('/api/compute/price', res.body.example)).status).to.equal(200);
     }
   });
 

@@ -61,6 +61,15 @@ describe('pricing: routing policies over HTTP', function () {
           { name: 'op', strategy: 'policy', config: { rules: [{ when: { a: { foo: 1 } }, use: 'cost-plus' }], default_function: 'cost-plus' } },
           { name: 'op', strategy: 'policy', config: { rules: [{ when: { 'customer.tier': 'gold' }, use: 'charm-pricing' }], default_function: 'cost-plus' } },
         ],
+        // One refused rule among others is left out alone; the caller's other rules stay.
+        [
+          { name: 'three', strategy: 'policy', config: { rules: [{ when: { product_type: 'tea' }, use: 'cost-plus' }, { when: { a: { foo: 1 } }, use: 'cost-plus' }, { when: { product_type: 'coffee' }, use: 'charm-pricing' }] } },
+          { name: 'three', strategy: 'policy', config: { rules: [{ when: { product_type: 'tea' }, use: 'cost-plus' }, { when: { product_type: 'coffee' }, use: 'charm-pricing' }] } },
+        ],
+        // An unknown strategy becomes default (never the stock policy, which would also become the workspace default).
+        [{ name: 'w', strategy: 'cheapest_first' }, { name: 'w', strategy: 'default' }],
+        // Refused by the body schema and by the strategy's needs at once: one example passes both.
+        [{ name: 'p', strategy: 'priority', is_default: 'yes' }, { name: 'p', strategy: 'priority', config: { order: ['anchored-adjustment', 'cost-plus'] } }],
       ] as const) {
         const res = await a.post<Record<string, any>>(PATH, bad);
         expect(res.status, res.text).to.equal(400);
@@ -68,7 +77,7 @@ describe('pricing: routing policies over HTTP', function () {
         expect(res.body.example).to.not.have.property('is_default');
         const made = await a.post<Record<string, any>>(PATH, res.body.example);
         expect(made.status, made.text).to.equal(201);
-        expect(made.body.policy).to.include({ name: bad.name, strategy: bad.strategy, is_default: false });
+        expect(made.body.policy).to.include({ name: bad.name, strategy: expected.strategy, is_default: false });
       }
     });
 
