@@ -461,6 +461,22 @@ describe('pricing: external_api functions without the allow-list (loopback refus
     expect(attempts.filter((x) => x.outcome === 'not_applicable').length).to.be.greaterThan(0);
   });
 
+  it('a function refused by address and rescued by a fallback is not recorded as a failed call of it: it was never called (leaderboard reliability)', async () => {
+    const other = await signUp(svc, 'ext-rescued');
+    const rescuedApi = client(svc.url, { 'x-api-key': (await createKey(svc, other, { name: 'rescued' })).key });
+    const made = await rescuedApi.post<Record<string, any>>('/api/functions', { name: uniqueName('rescued-local'), execution_type: 'external_api', endpoint_url: `http://localhost:${upstream.port}/price`, cost_per_unit: '0.002' });
+    expect(made.status, made.text).to.equal(201);
+    expect((await rescuedApi.patch(`/api/functions/${made.body.function.id}`, { status: 'active' })).status).to.equal(200);
+    const policy = await rescuedApi.post<Record<string, any>>('/api/routing-policies', { name: 'refused first', is_default: true, strategy: 'cheapest', config: { candidates: [made.body.function.name] }, fallback_function: 'anchored-adjustment' });
+    expect(policy.status, policy.text).to.equal(201);
+    const res = await rescuedApi.post<Record<string, any>>('/api/compute/price', { context: { current_price: 20 } });
+    expect(res.status, res.text).to.equal(200);
+    expect(res.body.function.name).to.equal('anchored-adjustment');
+    expect(res.body.trace.attempts[0]).to.include({ id: made.body.function.id, outcome: 'failed', retryable: false });
+    const [rows] = await svc.sequelize.query('SELECT function_id, failed_function_ids FROM usage_events WHERE id = $1', { bind: [res.body.receipt.usage_event_id] });
+    expect(rows).to.deep.equal([{ function_id: 'fn_builtin_anchored', failed_function_ids: [] }]);
+  });
+
   it('stays retryable when a function refused by address is followed by one that failed for a reason that can pass (a name that does not resolve)', async () => {
     const other = await signUp(svc, 'ext-mixed');
     const mixed = client(svc.url, { 'x-api-key': (await createKey(svc, other, { name: 'mixed' })).key });
