@@ -22,7 +22,7 @@ export const claimBody = z.strictObject({
 export const claimExample = { token: 'pcs_clm_<CLAIM_TOKEN>' };
 
 export const claimConfirmBody = z.strictObject({
-  workspace_id: z.string().min(3).max(64).optional().describe('Workspace to claim into; default: your default workspace.'),
+  workspace_id: z.string().min(3).max(64).optional().describe('Workspace to claim into (one you own or administer); default: your current workspace (x-workspace-id, else your default one; tenant_id in GET /api/me).'),
   keep_key: z.boolean().optional(),
 });
 /** Without workspace_id: the default (the person's current workspace) is what most claimers want, and a placeholder id sent back would name no workspace. */

@@ -61,9 +61,15 @@ export function assertKeyUsable(found: CachedKey, now: number): void {
   const { key } = found;
   if (key.revoked_at) throw revokedKey(key.revoked_reason);
   if (key.expires_at && key.expires_at.getTime() <= now) {
+    // A sandbox's (or OAuth client's) key expires on its own; a person's or agent's key on the date it was made with.
+    const selfIssued = key.kind === 'sandbox' || key.kind === 'oauth_client';
     throw invalidCredentials(
       `This API key expired at ${key.expires_at.toISOString()}.`,
-      'Sandbox keys expire 30 days after registration unless a person claims the workspace. Register again (POST /api/agents/register) or ask a person to claim the workspace.',
+      selfIssued
+        ? 'Sandbox keys expire 30 days after registration unless a person claims the workspace. Register again (POST /api/agents/register) or ask a person to claim the workspace.'
+        : key.kind === 'agent'
+          ? 'It expired on the date it was created with. Ask a person of the workspace for a new key for this agent (POST /api/agents/{id}/keys).'
+          : 'It expired on the date it was created with. Create a new key (POST /api/api-keys), or ask a person of the workspace for one.',
     );
   }
 }

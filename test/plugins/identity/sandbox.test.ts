@@ -99,6 +99,19 @@ describe('identity: sandbox key lifetime', () => {
     expect(res.body.error).to.match(/expired/);
     expect(res.body.retryable).to.equal(false);
     expect(res.headers.get('www-authenticate')).to.match(/^Bearer/);
+    expect(res.body.hint).to.match(/POST \/api\/agents\/register/);
+  });
+
+  it("an expired person's key is told to get a new key, not to register a sandbox", async () => {
+    const person = await signUp(svc.url);
+    const made = await api.post<Record<string, any>>('/api/api-keys', { name: 'dated', expires_at: new Date(clock.now() + 3_600_000).toISOString() }, asPerson(person));
+    expect(made.status, made.text).to.equal(201);
+    clock.advance(3_600_000 + 1000);
+    const res = await api.get<ErrorBody>('/api/me', { 'x-api-key': made.body.api_key.key });
+    expect(res.status).to.equal(401);
+    expect(res.body.code).to.equal('invalid_credentials');
+    expect(res.body.hint).to.match(/^It expired on the date it was created with. Create a new key \(POST \/api\/api-keys\), or ask a person of the workspace for one./);
+    expect(res.body.hint).to.not.match(/agents\/register/);
   });
 
   it('issues access tokens that expire, and never outlive the sandbox key', async () => {
