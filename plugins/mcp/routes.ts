@@ -62,7 +62,7 @@ function refuse(ctx: RequestContext, status: number, rpcCode: number, code: stri
   return send(ctx.res, status, body, extra.headers);
 }
 
-const EMPTY_ID_STAND_IN = '\u0000empty-id';
+const ID_STAND_IN = '\u0000odd-id';
 
 /** The methods the endpoint takes (DELETE answers 405: sessions are stateless). */
 const ALLOW = 'GET, POST';
@@ -93,7 +93,8 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
   /** Protocol version and session checks shared by every method (the origin was screened before). Returns true when it answered. */
   const precheck = (ctx: RequestContext, res: Response, isInitialize: boolean): boolean => {
     const version = ctx.req.headers['mcp-protocol-version'];
-    if (!isInitialize && typeof version === 'string' && !SUPPORTED_VERSIONS.includes(version)) {
+    // An empty header is no header, as an empty Mcp-Session-Id is.
+    if (!isInitialize && typeof version === 'string' && version !== '' && !SUPPORTED_VERSIONS.includes(version)) {
       refuse(ctx, 400, -32000, 'unsupported_protocol_version', `Bad Request: Unsupported protocol version: ${version}`, `Send MCP-Protocol-Version with one of ${SUPPORTED_VERSIONS.join(', ')}, or leave it out.`, {
         data: { supported: SUPPORTED_VERSIONS },
       });
@@ -228,10 +229,12 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       if (precheck(ctx, res, false)) return HANDLED;
       return refuse(ctx, 400, -32600, 'invalid_request', 'Invalid Request: batches are not supported (one JSON-RPC message per POST).', 'Send each JSON-RPC message in its own POST.');
     }
-    // JSON-RPC 2.0 allows any string id, "" too, which jsonrpc-lite refuses: it parses a stand-in, and the answer carries "".
-    const emptyId = typeof message === 'object' && message !== null && (message as { id?: unknown }).id === '';
-    const parsed = JsonRpc.parseObject(emptyId ? { ...(message as object), id: EMPTY_ID_STAND_IN } : message);
-    if (emptyId && parsed.type === 'request') (parsed.payload as { id: Id }).id = '';
+    // JSON-RPC 2.0 allows any string id, "" too, and any number (MCP's RequestId is string | number), which jsonrpc-lite
+    // refuses for "" and fractions: it parses a stand-in, and the answer carries the id as sent.
+    const sentId = typeof message === 'object' && message !== null ? (message as { id?: unknown }).id : undefined;
+    const oddId = sentId === '' || (typeof sentId === 'number' && Number.isFinite(sentId) && !Number.isInteger(sentId));
+    const parsed = JsonRpc.parseObject(oddId ? { ...(message as object), id: ID_STAND_IN } : message);
+    if (oddId && parsed.type === 'request') (parsed.payload as { id: Id }).id = sentId;
     const isInitialize = parsed.type === 'request' && (parsed.payload as { method: string }).method === 'initialize';
     if (precheck(ctx, res, isInitialize)) return HANDLED;
     if (parsed.type === 'notification' || parsed.type === 'success' || parsed.type === 'error') return send(res, 202, undefined);

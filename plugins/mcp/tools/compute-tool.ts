@@ -16,7 +16,7 @@ export function computeTool(compute: ComputeService, demo: DemoBudgetGuard, rout
       name: 'compute_price',
       title: 'Compute a price',
       description:
-        'Computes a price for a context (product_type, current_price, currency, unit_cost, competitor_prices…). Without a key it runs on the demo tenant with built-in functions and an hourly budget per address; with a key it prices as your workspace under your routing policy. Send params._meta.idempotency_key (a UUID) to make a retry safe: the same key and arguments answer the first result, not charged again; a key already used for another request (other arguments, or a REST batch) is refused with idempotency_key_reused.',
+        'Computes a price for a context (product_type, current_price, currency, unit_cost, competitor_prices…). Without a key it runs on the demo tenant with built-in functions and an hourly budget per address; with a key it prices as your workspace under your routing policy. With a key, send params._meta.idempotency_key (a UUID) to make a retry safe: the same key and arguments answer the first result, not charged again; a key already used for another request (other arguments, or a REST batch) is refused with idempotency_key_reused. Keyless demo calls keep no keys: each retry is a new demo call.',
       inputSchema: jsonSchema(computeBody),
       outputSchema: jsonSchema(priceOutput, 'output'),
       requiresKey: false,
@@ -29,8 +29,9 @@ export function computeTool(compute: ComputeService, demo: DemoBudgetGuard, rout
       const p = ctx.principal;
       // A retried tool call (after the 30 s timeout, which SPEC says to retry once) is answered, not charged again. The key
       // and fingerprint are POST /api/compute/price's: the same call retried over REST is the same call. The demo keeps none.
-      const idempotency =
-        p && ctx.idempotencyKey !== undefined ? callIdempotency(checkedIdempotencyKey(ctx.idempotencyKey, '_meta.idempotency_key'), 'compute.price', a) : undefined;
+      // A key of the wrong shape is refused keyless too, as documented, rather than silently ignored.
+      const key = ctx.idempotencyKey !== undefined ? checkedIdempotencyKey(ctx.idempotencyKey, '_meta.idempotency_key') : undefined;
+      const idempotency = p && key !== undefined ? callIdempotency(key, 'compute.price', a) : undefined;
       ctx.progress(0.5, 1, 'pricing');
       const r = await compute.compute({
         principal: p,

@@ -449,6 +449,32 @@ describe('MCP endpoint over raw HTTP', function () {
     expect(body.request_id).to.be.a('string');
   });
 
+  it('takes a fractional number as a request id (JSON-RPC 2.0 and MCP allow any number) and answers with it', async () => {
+    const res = await rpc(svc, { jsonrpc: '2.0', id: 1.5, method: 'ping' });
+    expect(res.status).to.equal(200);
+    const body = (await res.json()) as Record<string, any>;
+    expect(body).to.deep.include({ jsonrpc: '2.0', id: 1.5 });
+    expect(body).to.have.property('result');
+  });
+
+  it('takes an empty MCP-Protocol-Version as no header, as an empty Mcp-Session-Id is', async () => {
+    const res = await rpc(svc, { jsonrpc: '2.0', id: 3, method: 'ping' }, { 'mcp-protocol-version': '' });
+    expect(res.status).to.equal(200);
+    expect(((await res.json()) as Record<string, any>).id).to.equal(3);
+  });
+
+  it('refuses a keyless call\'s idempotency key of the wrong shape by name too (the demo keeps no keys, but says so rather than ignoring it)', async () => {
+    const { client } = await connect(svc);
+    const bad = (await client.callTool({ name: 'compute_price', arguments: { context: { current_price: 4 } }, _meta: { idempotency_key: 'has spaces' } })) as { isError?: boolean; content: Array<{ text: string }> };
+    expect(bad.isError).to.equal(true);
+    const body = JSON.parse(bad.content[0]?.text ?? '{}') as Record<string, any>;
+    expect(body.code).to.equal('validation_error');
+    expect(body.issues[0].path).to.equal('_meta.idempotency_key');
+    const { tools } = await client.listTools();
+    expect(tools.find((t) => t.name === 'compute_price')?.description).to.match(/Keyless demo calls keep no keys/);
+    await client.close();
+  });
+
   it('takes an empty string as a request id (JSON-RPC 2.0 allows any string) and answers with it', async () => {
     const res = await rpc(svc, { jsonrpc: '2.0', id: '', method: 'ping' });
     expect(res.status).to.equal(200);
