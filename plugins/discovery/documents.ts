@@ -99,7 +99,7 @@ export function agentsDocument(config: Config, base: string, changelog: Changelo
       : {}),
     authentication: {
       api_key_header: 'x-api-key',
-      bearer: `Authorization: Bearer <access token>${s.mcp ? ' (also accepted by the MCP endpoint for API keys)' : ''}`,
+      bearer: 'Authorization: Bearer <access token, person token or API key>',
       scopes: [...NAMED_SCOPES],
     },
     ...(s.mcp ? { mcp: { endpoint: `${base}${MCP_PATH}`, transport: 'streamable-http', protocol_version: MCP_PROTOCOL_VERSION, manifest: `${base}/.well-known/mcp.json`, tools: s.tools.map((t) => t.name) } } : {}),
