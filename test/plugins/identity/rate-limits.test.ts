@@ -196,6 +196,31 @@ describe('identity: request rate limits and the failed-credential guard', () => 
     expect(expectRateLimitHeaders(await api.get('/api/me', from(ip)), 'no credential').remaining).to.equal(5);
   });
 
+  it("counts a person's request naming a workspace they are not a member of against its address, with the rate headers on its 404", async () => {
+    const ip = '192.0.2.34';
+    const person = await signUp(svc.url, { address: '192.0.2.234' });
+    const stranger = await signUp(svc.url, { address: '192.0.2.234' });
+    const credentials = [asPerson(person, stranger.workspaceId), { authorization: `Bearer ${person.token}`, 'x-workspace-id': stranger.workspaceId }];
+    for (let i = 0; i < 8; i++) {
+      const refused = await api.get<ErrorBody>('/api/me', from(ip, credentials[i % 2]));
+      expect(refused.status, `refusal ${i + 1}: ${refused.text}`).to.equal(404);
+      expect(refused.body.code).to.equal('not_found');
+      expect(refused.body.message).to.equal('You are not a member of that workspace.');
+      expect(refused.body.error).to.equal(refused.body.message);
+      expect(refused.body.hint).to.equal('Send x-workspace-id with one of the workspaces listed at GET /api/user, or omit it for your default workspace.');
+      expect(expectRateLimitHeaders(refused, `refusal ${i + 1}`)).to.include({ limit: 8, remaining: 7 - i });
+    }
+    const res = await api.get<ErrorBody>('/api/me', from(ip, credentials[0]));
+    expectRetryAfter(res);
+    expect(res.body.code).to.equal('rate_limited');
+    expect(res.body.limit).to.deep.equal({ scope: 'address', requests_per_minute: 8 });
+    expect(res.headers.get('x-ratelimit-remaining')).to.equal('0');
+    // The person's own workspace was not counted for the refusals: from another address it has its whole allowance.
+    const own = await api.get('/api/me', from('192.0.2.134', asPerson(person)));
+    expect(own.status, own.text).to.equal(200);
+    expect(expectRateLimitHeaders(own, 'own workspace').remaining).to.equal(4);
+  });
+
   it('answers a body too large from a caller without a credential with 401, not 413: the credential is checked first', async () => {
     const ip = '192.0.2.32';
     const large = await api.raw<ErrorBody>('POST', '/api/compute/price', { rawBody: JSON.stringify({ context: { note: 'x'.repeat(1_100_000) } }), headers: from(ip, { 'content-type': 'application/json' }) });
