@@ -1,5 +1,5 @@
 import type { PluginDefinition } from '../../core/plugin';
-import { AccessTokenAuthenticator, ApiKeyAuthenticator, credentialOf } from './auth/authenticators';
+import { AccessTokenAuthenticator, ApiKeyAuthenticator, credentialOf, otherAuthorizationScheme } from './auth/authenticators';
 import { IdentityAuthorizer } from './auth/authorizer';
 import { FailedAuthGuard } from './auth/failed-auth';
 import { RateLimitGuard } from './auth/rate-limit-guard';
@@ -84,7 +84,9 @@ export const identityPlugin: PluginDefinition = {
     hooks.addAuthorizer(new IdentityAuthorizer(sql));
     hooks.addGuard(new RateLimitGuard(kv, config.limits.rateLimit));
     hooks.unauthorized = identityUnauthorized;
-    hooks.credentialSent = (req) => credentialOf(req) !== null;
+    // An Authorization header this service cannot read (another scheme, none, Bearer without a token) was sent all the
+    // same: an optional route answers it the 401 a required route gives, never as a keyless caller.
+    hooks.credentialSent = (req) => credentialOf(req) !== null || otherAuthorizationScheme(req) !== null;
 
     const deps = { config, sql, keys, workspaces, onboarding, oauth, audit, publicUrl: ctx.publicUrl };
     for (const route of [...onboardingRoutes(deps), ...meRoutes(deps), ...oauthRoutes(deps)]) ctx.route(route);
