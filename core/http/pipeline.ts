@@ -181,7 +181,8 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
       // (held until now, counted for its address too) or with the wrong kind included.
       for (const g of hooks.guards) await g.run(ctx);
       if (refusal !== undefined) throw refusal;
-      if (!principal && policy !== 'public' && (policy === 'required' || hooks.credentialSent(req))) throw hooks.unauthorized(route, 'missing', { req, principal });
+      // No credential sent (one sent and not recognised was refused by authenticate, and held above).
+      if (!principal && policy === 'required') throw hooks.unauthorized(route, 'missing', { req, principal });
       if (principal && route.accepts && !route.accepts.includes(principal.kind)) throw hooks.unauthorized(route, 'wrong_kind', { req, principal });
       if (principal) {
         if (hooks.authorizers.length === 0 && route.scopes?.length) {
