@@ -49,11 +49,25 @@ export class Hooks {
     });
 
   /**
-   * Whether a request carries a credential at all, recognised or not. On routes where a credential
-   * is optional, one that no authenticator accepts is refused rather than ignored: a caller whose
-   * key is mistyped must learn so, not be served as anonymous.
+   * Whether a request carries a credential at all, recognised or not. One that no authenticator
+   * accepts is refused (`refuseUnrecognised`) rather than ignored, on routes where a credential is
+   * optional too: a caller whose key is mistyped must learn so, not be served as anonymous.
    */
   credentialSent: (req: Request) => boolean = () => false;
+
+  /**
+   * Throws the refusal of a credential that was sent (`credentialSent`) and that no authenticator
+   * takes: a 401, or whatever the owner of the credentials answers first (the identity plugin counts
+   * it as a rejected credential of the address, and answers an address that sent too many 429).
+   */
+  refuseUnrecognised: (req: Request) => Promise<never> = () =>
+    Promise.reject(
+      new ApiError('invalid_credentials', 'The credential sent is not one this service recognises.', {
+        fields: { retryable: false },
+        next: [],
+        headers: { 'WWW-Authenticate': 'Bearer realm="pricing-compute", error="invalid_token"' },
+      }),
+    );
 
   addAuthenticator(a: Authenticator): void {
     this.authenticators.push(a);
@@ -71,12 +85,16 @@ export class Hooks {
     this.decorators.push(d);
   }
 
-  /** First authenticator that recognises a credential wins; null when none was sent. */
+  /**
+   * First authenticator that recognises a credential wins; null when none was sent. Throws (401) for
+   * a credential an authenticator rejects, and for one sent that none recognises.
+   */
   async authenticate(req: Request): Promise<Principal | null> {
     for (const a of this.authenticators) {
       const principal = await a.authenticate(req);
       if (principal) return principal;
     }
+    if (this.credentialSent(req)) await this.refuseUnrecognised(req);
     return null;
   }
 

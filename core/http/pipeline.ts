@@ -161,16 +161,17 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
         return;
       }
       const policy = route.auth ?? 'required';
-      // A refused credential's 401 is held until after the guards (like a refused body): such a request counts against
-      // its address's rate and carries the rate headers, whichever header the credential came in. Anything else (a
-      // store that failed, too many failed credentials from the address) is thrown at once.
+      // A refused credential's 401, and the 404 of a workspace the caller is no member of (a person's x-workspace-id),
+      // are held until after the guards (like a refused body): such a request counts against its address's rate (there
+      // is no workspace to count it against) and carries the rate headers, whichever header the credential came in.
+      // Anything else (a store that failed, too many failed credentials from the address) is thrown at once.
       let principal: Principal | null = null;
       let refusal: ApiError | undefined;
       if (policy !== 'public') {
         try {
           principal = await hooks.authenticate(req);
         } catch (err) {
-          if (!isApiError(err) || err.status !== 401) throw err;
+          if (!isApiError(err) || (err.status !== 401 && err.status !== 404)) throw err;
           refusal = err;
         }
       }
@@ -180,7 +181,8 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
       // (held until now, counted for its address too) or with the wrong kind included.
       for (const g of hooks.guards) await g.run(ctx);
       if (refusal !== undefined) throw refusal;
-      if (!principal && policy !== 'public' && (policy === 'required' || hooks.credentialSent(req))) throw hooks.unauthorized(route, 'missing', { req, principal });
+      // No credential sent (one sent and not recognised was refused by authenticate, and held above).
+      if (!principal && policy === 'required') throw hooks.unauthorized(route, 'missing', { req, principal });
       if (principal && route.accepts && !route.accepts.includes(principal.kind)) throw hooks.unauthorized(route, 'wrong_kind', { req, principal });
       if (principal) {
         if (hooks.authorizers.length === 0 && route.scopes?.length) {

@@ -9,7 +9,8 @@ export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 /**
  * Who may call a route. Routes need credentials unless their declaration says otherwise:
  * - `required` (default): a principal of an accepted kind, else 401;
- * - `optional`: credentials are checked when sent, anonymous callers are let through;
+ * - `optional`: credentials are checked when sent (one sent but unusable, such as another Authorization
+ *   scheme, is refused as on a required route), anonymous callers are let through;
  * - `public`: no authentication at all.
  */
 export type AuthPolicy = 'required' | 'optional' | 'public';

@@ -1,5 +1,5 @@
 import type { PluginDefinition } from '../../core/plugin';
-import { AccessTokenAuthenticator, ApiKeyAuthenticator, credentialOf } from './auth/authenticators';
+import { AccessTokenAuthenticator, ApiKeyAuthenticator, clientIp, credentialOf, otherAuthorizationScheme } from './auth/authenticators';
 import { IdentityAuthorizer } from './auth/authorizer';
 import { FailedAuthGuard } from './auth/failed-auth';
 import { RateLimitGuard } from './auth/rate-limit-guard';
@@ -18,7 +18,8 @@ import { Onboarding } from './services/onboarding';
 import { loadOrCreateSecret, checkPepperUnchanged } from './services/secrets';
 import { Workspaces } from './services/workspaces';
 import { IDENTITY } from './tokens';
-import { identityUnauthorized } from './unauthorized';
+import { invalidCredentials } from './errors';
+import { identityUnauthorized, unrecognisedCredential } from './unauthorized';
 
 export { IDENTITY } from './tokens';
 export { requestRateOf, bindingRate } from './auth/rate-limit-guard';
@@ -26,7 +27,7 @@ export type { RequestRate } from './auth/rate-limit-guard';
 export { FailedAuthGuard } from './auth/failed-auth';
 export { identityOf, personPrincipal, workspaceAttributes } from './auth/principal';
 export { assertManagesWorkspace } from './auth/managers';
-export { credentialOf, looksLikeJwt } from './auth/authenticators';
+export { clientIp, credentialOf, looksLikeJwt } from './auth/authenticators';
 export { credentialIgnored } from './auth/credential-ignored';
 export { apiKeySchema, createIdempotencyHeaders, issuedApiKeySchema, sandboxLimitsSchema, workspaceSchema } from './responses';
 export { invalidCredentials, missingCredentials, wrongKindOfCredential, insufficientScope, sandboxRefusal, WHERE_TO_GET_A_CREDENTIAL } from './errors';
@@ -84,7 +85,12 @@ export const identityPlugin: PluginDefinition = {
     hooks.addAuthorizer(new IdentityAuthorizer(sql));
     hooks.addGuard(new RateLimitGuard(kv, config.limits.rateLimit));
     hooks.unauthorized = identityUnauthorized;
-    hooks.credentialSent = (req) => credentialOf(req) !== null;
+    // An Authorization header this service cannot read (another scheme, none, Bearer without a token) was sent all the
+    // same: an optional route answers it the 401 a required route gives, never as a keyless caller.
+    hooks.credentialSent = (req) => credentialOf(req) !== null || otherAuthorizationScheme(req) !== null;
+    // A credential sent that no authenticator takes is a rejected credential like any other: refused (429) from an
+    // address that sent too many, counted otherwise.
+    hooks.refuseUnrecognised = (req) => failures.refuse(clientIp(req), unrecognisedCredential(req) ?? invalidCredentials('The credential sent is not one this service recognises.'));
 
     const deps = { config, sql, keys, workspaces, onboarding, oauth, audit, publicUrl: ctx.publicUrl };
     for (const route of [...onboardingRoutes(deps), ...meRoutes(deps), ...oauthRoutes(deps)]) ctx.route(route);

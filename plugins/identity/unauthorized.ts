@@ -6,20 +6,29 @@ import { credentialOf, otherAuthorizationScheme } from './auth/authenticators';
 import { invalidCredentials, missingCredentials, wrongKindOfCredential } from './errors';
 
 /**
+ * The 401 for a credential that was sent and that no authenticator takes (a bearer value or key no
+ * authenticator recognises, an Authorization header this service does not read), naming what was
+ * sent; null when none was sent. The same on every route that is not public, a credential required
+ * or optional.
+ */
+export function unrecognisedCredential(req: Request): ApiError | null {
+  if (credentialOf(req)) return invalidCredentials('The credential sent is not one this service recognises.');
+  // A credential was sent, in a form this service does not read: saying none was sent would mislead.
+  const scheme = otherAuthorizationScheme(req);
+  // The hint of every 401 names the accepted forms.
+  if (scheme === 'Bearer') return invalidCredentials('The Authorization header carries the Bearer scheme and no token (an empty variable?).');
+  if (scheme === '') return invalidCredentials('The Authorization header carries no scheme (Bearer).');
+  if (scheme !== null) return invalidCredentials(`The Authorization scheme "${scheme}" is not accepted here; only Bearer is.`);
+  return null;
+}
+
+/**
  * SPEC's 401 shapes for requests without an accepted credential, and the 403s for agent tokens
  * on person-only routes.
  */
 export function identityUnauthorized(route: RouteSpec, reason: 'missing' | 'wrong_kind', ctx: { req: Request; principal: Principal | null }): ApiError {
-  if (reason === 'missing') {
-    if (credentialOf(ctx.req)) return invalidCredentials('The credential sent is not one this service recognises.');
-    // A credential was sent, in a form this service does not read: saying none was sent would mislead.
-    const scheme = otherAuthorizationScheme(ctx.req);
-    // The hint of every 401 names the accepted forms.
-    if (scheme === 'Bearer') return invalidCredentials('The Authorization header carries the Bearer scheme and no token (an empty variable?).');
-    if (scheme === '') return invalidCredentials('The Authorization header carries no scheme (Bearer).');
-    if (scheme !== null) return invalidCredentials(`The Authorization scheme "${scheme}" is not accepted here; only Bearer is.`);
-    return missingCredentials();
-  }
+  // A credential sent and not recognised is refused by authentication (refuseUnrecognised), counted; this is for none sent.
+  if (reason === 'missing') return unrecognisedCredential(ctx.req) ?? missingCredentials();
   const principal = ctx.principal;
   const personOnly = route.accepts?.length === 1 && route.accepts[0] === 'person';
   // SPEC: an agent token on key management is 403 agent_cannot_manage_keys, rotation (which takes the key itself) included.

@@ -159,11 +159,13 @@ export async function register(url: string, name = 'pricing-agent/test', address
   return res.body;
 }
 
-export async function signUp(url: string, opts: { email?: string; password?: string; dateOfBirth?: string } = {}): Promise<Person> {
+/** `address`: sent as X-Forwarded-For, so a test of per-address limits keeps its sign-ups off the addresses it counts. */
+export async function signUp(url: string, opts: { email?: string; password?: string; dateOfBirth?: string; address?: string } = {}): Promise<Person> {
   const email = opts.email ?? uniqueEmail();
   const password = opts.password ?? 'correct horse battery';
   const res = await call<{ person: { id: string }; session: { id: string }; token: { access_token: string }; workspace: WorkspaceView }>(url, 'POST', '/api/auth/signup', {
     body: { email, password, date_of_birth: opts.dateOfBirth ?? '1990-12-10' },
+    headers: opts.address ? { 'x-forwarded-for': opts.address } : {},
   });
   expect(res.status, res.text).to.equal(201);
   return {

@@ -4,8 +4,8 @@ import type { Authenticator, Principal } from '../../../core/auth';
 import type { Clock } from '../../../core/clock';
 import type { Sql } from '../../../core/db/sql';
 import { ApiError } from '../../../core/errors';
-import { credentialOf, FULL_ACCESS, invalidCredentials, looksLikeJwt, MEMBERSHIP_WORKSPACE, personPrincipal } from '../../identity';
-import type { Role, WorkspaceRow } from '../../identity';
+import { clientIp, credentialOf, FULL_ACCESS, invalidCredentials, looksLikeJwt, MEMBERSHIP_WORKSPACE, personPrincipal } from '../../identity';
+import type { FailedAuthGuard, Role, WorkspaceRow } from '../../identity';
 import type { People } from './people';
 import { PERSON_TOKEN_AUDIENCE, SESSION_COOKIE } from './sessions';
 import type { Sessions } from './sessions';
@@ -30,9 +30,35 @@ export function readCookie(req: Request, name: string): string | null {
 
 const STATUS_RANK = { active: 0, restricted: 1, suspended: 2, rejected: 3 } as const;
 
+/** A person's credential as sent: a person token (bearer value), or the session cookie. */
+type PersonCredential = { kind: 'person_token'; token: string } | { kind: 'session'; cookie: string };
+
+/**
+ * The person credential a request carries, unchecked: a bearer JWT with the person audience, or
+ * (with no x-api-key or bearer value) the session cookie. Null for anything else, which another
+ * authenticator reads.
+ */
+function personCredentialOf(req: Request): PersonCredential | null {
+  const cred = credentialOf(req);
+  if (cred?.source === 'bearer' && looksLikeJwt(cred.value)) {
+    let aud: unknown;
+    try {
+      aud = decodeJwt(cred.value).aud;
+    } catch {
+      return null;
+    }
+    return aud === PERSON_TOKEN_AUDIENCE ? { kind: 'person_token', token: cred.value } : null;
+  }
+  if (cred) return null;
+  const cookie = readCookie(req, SESSION_COOKIE);
+  return cookie ? { kind: 'session', cookie } : null;
+}
+
 /**
  * People: the session cookie, or a person token (JWT bound to a session) as a bearer value. The
  * workspace acted in is `x-workspace-id` when sent (must be a membership), else the default one.
+ * Like every credential, a person's is refused (429) from an address that sent too many rejected
+ * credentials, before it is checked, and each one rejected counts.
  */
 export class PersonAuthenticator implements Authenticator {
   readonly name = 'person';
@@ -43,25 +69,23 @@ export class PersonAuthenticator implements Authenticator {
     private readonly sql: Sql,
     private readonly clock: Clock,
     private readonly secret: Uint8Array,
+    private readonly failures: FailedAuthGuard,
   ) {}
 
   async authenticate(req: Request): Promise<Principal | null> {
-    const cred = credentialOf(req);
+    const sent = personCredentialOf(req);
+    if (!sent) return null;
+    return this.failures.attempt(clientIp(req), () => this.principalOf(sent, req));
+  }
+
+  private async principalOf(sent: PersonCredential, req: Request): Promise<Principal> {
     let personId: string;
     let sessionId: string;
     let scopes: readonly string[] = FULL_ACCESS;
-    let method: 'session' | 'person_token';
-    if (cred?.source === 'bearer' && looksLikeJwt(cred.value)) {
-      let aud: unknown;
-      try {
-        aud = decodeJwt(cred.value).aud;
-      } catch {
-        return null;
-      }
-      if (aud !== PERSON_TOKEN_AUDIENCE) return null;
+    if (sent.kind === 'person_token') {
       let payload: { sub?: string; sid?: unknown; scope?: unknown };
       try {
-        ({ payload } = await jwtVerify(cred.value, this.secret, { audience: PERSON_TOKEN_AUDIENCE, algorithms: ['HS256'], currentDate: new Date(this.clock.now()) }));
+        ({ payload } = await jwtVerify(sent.token, this.secret, { audience: PERSON_TOKEN_AUDIENCE, algorithms: ['HS256'], currentDate: new Date(this.clock.now()) }));
       } catch (err) {
         const expired = (err as { code?: string }).code === 'ERR_JWT_EXPIRED';
         throw invalidCredentials(expired ? 'The person token has expired.' : 'The person token is not valid.', 'Sign in again (POST /api/auth/signin) for a fresh token.');
@@ -70,17 +94,13 @@ export class PersonAuthenticator implements Authenticator {
       if (!session || session.person_id !== payload.sub) throw invalidCredentials('The session behind this person token has ended.', 'Sign in again (POST /api/auth/signin).');
       personId = session.person_id;
       sessionId = session.id;
-      method = 'person_token';
       if (typeof payload.scope === 'string') scopes = payload.scope.split(' ').filter((s) => (FULL_ACCESS as readonly string[]).includes(s));
-    } else if (!cred) {
-      const cookie = readCookie(req, SESSION_COOKIE);
-      if (!cookie) return null;
-      const session = await this.sessions.byCookie(cookie);
+    } else {
+      const session = await this.sessions.byCookie(sent.cookie);
       if (!session) throw invalidCredentials('The session has ended.', 'Sign in again (POST /api/auth/signin).');
       personId = session.person_id;
       sessionId = session.id;
-      method = 'session';
-    } else return null;
+    }
 
     const person = await this.people.get(personId);
     if (!person) throw invalidCredentials('This account no longer exists.');
@@ -98,6 +118,6 @@ export class PersonAuthenticator implements Authenticator {
     }
     // A suspended or rejected person acts as restricted as their account is.
     const status = STATUS_RANK[person.status] > STATUS_RANK[row.status] ? person.status : row.status;
-    return personPrincipal({ personId, sessionId, workspace: { ...row, status }, role: row.role, authMethod: method, scopes, email: person.email });
+    return personPrincipal({ personId, sessionId, workspace: { ...row, status }, role: row.role, authMethod: sent.kind, scopes, email: person.email });
   }
 }

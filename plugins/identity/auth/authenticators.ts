@@ -1,6 +1,7 @@
 import type { Request } from 'express';
 import { decodeJwt, jwtVerify } from 'jose';
 import type { Authenticator, Principal } from '../../../core/auth';
+import type { ApiError } from '../../../core/errors';
 import type { Clock } from '../../../core/clock';
 import { effectiveScopes } from '../scopes';
 import type { IdentityAttributes } from '../domain';
@@ -13,11 +14,11 @@ import { principalFromKey } from './principal';
 export const ACCESS_TOKEN_AUDIENCE = 'pcs:access';
 
 /**
- * Refuses a request carrying its credential header twice: which one would count (Node's first
- * Authorization, or the joined x-api-key values read as one malformed key) is no basis for access.
- * One pass over the raw headers (Node keeps only the first Authorization in req.headers).
+ * The refusal of a request carrying its credential header twice, or null: which one would count
+ * (Node's first Authorization, or the joined x-api-key values read as one malformed key) is no basis
+ * for access. One pass over the raw headers (Node keeps only the first Authorization in req.headers).
  */
-export function assertOneCredentialHeader(req: Request): void {
+export function repeatedCredentialHeader(req: Request): ApiError | null {
   let keys = 0;
   let authorizations = 0;
   for (let i = 0; i < req.rawHeaders.length; i += 2) {
@@ -25,8 +26,9 @@ export function assertOneCredentialHeader(req: Request): void {
     if (name === 'x-api-key') keys++;
     else if (name === 'authorization') authorizations++;
   }
-  if (keys > 1) throw invalidCredentials(`This request carries ${keys} x-api-key headers; send one credential in one header.`);
-  if (authorizations > 1) throw invalidCredentials(`This request carries ${authorizations} Authorization headers; send one credential in one header.`);
+  if (keys > 1) return invalidCredentials(`This request carries ${keys} x-api-key headers; send one credential in one header.`);
+  if (authorizations > 1) return invalidCredentials(`This request carries ${authorizations} Authorization headers; send one credential in one header.`);
+  return null;
 }
 
 /** The scheme of an Authorization header that is not Bearer ("" for a value without one; "Bearer" for one without a token), or null. */
@@ -52,7 +54,8 @@ export function looksLikeJwt(value: string): boolean {
   return /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(value);
 }
 
-function clientIp(req: Request): string {
+/** The address a request's rejected credentials count against (as the pipeline's `clientIp`). */
+export function clientIp(req: Request): string {
   return req.ip ?? req.socket.remoteAddress ?? 'unknown';
 }
 
@@ -85,31 +88,23 @@ export class ApiKeyAuthenticator implements Authenticator {
   ) {}
 
   async authenticate(req: Request): Promise<Principal | null> {
-    // The first authenticator: the check covers tokens and person credentials too.
-    assertOneCredentialHeader(req);
+    // The first authenticator: the check covers tokens and person credentials too, and counts as a rejected credential.
+    const repeated = repeatedCredentialHeader(req);
+    if (repeated) return this.failures.refuse(clientIp(req), repeated);
     const cred = credentialOf(req);
     if (!cred) return null;
     if (cred.source === 'bearer' && !this.keys.looksLikeKey(cred.value)) return null;
-    const ip = clientIp(req);
-    // An address that sent too many rejected credentials is slowed down for every key, valid or not.
-    await this.failures.check(ip);
-    if (!this.keys.isWellFormed(cred.value)) {
-      await this.failures.fail(ip);
-      throw invalidCredentials('The API key is malformed.', 'Keys look like pcs_sbx_… , pcs_agt_… , pcs_usr_… or pcs_oac_… followed by 32 characters; send the whole key as returned when it was created.');
-    }
-    const record = await this.keys.lookup(cred.value);
-    if (!record) {
-      await this.failures.fail(ip);
-      throw invalidCredentials('The API key is not recognised.');
-    }
-    try {
+    // An address that sent too many rejected credentials is slowed down for every key, valid or not; each rejection counts.
+    return this.failures.attempt(clientIp(req), async () => {
+      if (!this.keys.isWellFormed(cred.value)) {
+        throw invalidCredentials('The API key is malformed.', 'Keys look like pcs_sbx_… , pcs_agt_… , pcs_usr_… or pcs_oac_… followed by 32 characters; send the whole key as returned when it was created.');
+      }
+      const record = await this.keys.lookup(cred.value);
+      if (!record) throw invalidCredentials('The API key is not recognised.');
       assertKeyUsable(record, this.clock.now());
-    } catch (err) {
-      await this.failures.fail(ip);
-      throw err;
-    }
-    this.keys.touch(record.key.id);
-    return principalFromKey(record);
+      this.keys.touch(record.key.id);
+      return principalFromKey(record);
+    });
   }
 }
 
@@ -134,17 +129,20 @@ export class AccessTokenAuthenticator implements Authenticator {
       return null;
     }
     if (audience !== ACCESS_TOKEN_AUDIENCE) return null;
-    const ip = clientIp(req);
+    // Refused before it is verified when the address sent too many rejected credentials; each rejection (a bad or
+    // expired token, its key gone, revoked or expired) counts.
+    return this.failures.attempt(clientIp(req), () => this.principalOf(cred.value));
+  }
+
+  private async principalOf(token: string): Promise<Principal> {
     let payload: { sub?: string; scope?: unknown; exp?: number };
     try {
-      ({ payload } = await jwtVerify(cred.value, this.secret, {
+      ({ payload } = await jwtVerify(token, this.secret, {
         audience: ACCESS_TOKEN_AUDIENCE,
         algorithms: ['HS256'],
         currentDate: new Date(this.clock.now()),
       }));
     } catch (err) {
-      await this.failures.check(ip);
-      await this.failures.fail(ip);
       const expired = (err as { code?: string }).code === 'ERR_JWT_EXPIRED';
       throw invalidCredentials(expired ? 'The access token has expired.' : 'The access token is not valid.', 'Get a new token at POST /api/oauth/token with your client credentials or agent key.');
     }

@@ -1,11 +1,16 @@
-import { ApiError } from '../../../core/errors';
+import { ApiError, isApiError } from '../../../core/errors';
 import type { KvStore } from '../../../core/kv';
 
 const WINDOW_MS = 15 * 60_000;
 /** Outlives any check; only clears a count a crashed instance left behind. */
 const FLIGHT_TTL_MS = 60_000;
 
-/** Slows down addresses that keep sending rejected credentials (brute-force guard). */
+/**
+ * Slows down addresses that keep sending rejected credentials (brute-force guard). Every kind counts
+ * and every kind is refused once the address is over its allowance: API keys, access and person
+ * tokens, session cookies (`attempt`), credentials no authenticator reads (`refuse`), OAuth client
+ * secrets (`check` and `fail`) and passwords (`verify`).
+ */
 export class FailedAuthGuard {
   constructor(
     private readonly kv: KvStore,
@@ -18,6 +23,28 @@ export class FailedAuthGuard {
     // The window slides: rejections of this window still weigh in after it ends, so only the end of
     // this window plus one whole window is sure to let the address in again.
     throw this.refusal(Math.max(1, Math.ceil((r.resetMs + WINDOW_MS) / 1000)));
+  }
+
+  /**
+   * Checks a credential sent from `ip`: an address over its allowance is refused (429) before the
+   * credential is looked at, valid or not; a 401 the check throws counts as one more rejection
+   * (other refusals, such as a person's 404 for a workspace they are not a member of, do not).
+   */
+  async attempt<T>(ip: string, check: () => Promise<T>): Promise<T> {
+    await this.check(ip);
+    try {
+      return await check();
+    } catch (err) {
+      if (isApiError(err) && err.status === 401) await this.fail(ip);
+      throw err;
+    }
+  }
+
+  /** Refuses a credential that is rejected without a check (not recognised, not usable, sent twice): 429 for an address over its allowance, else `refusal`, counted. */
+  async refuse(ip: string, refusal: ApiError): Promise<never> {
+    await this.check(ip);
+    await this.fail(ip);
+    throw refusal;
   }
 
   /**

@@ -196,6 +196,31 @@ describe('identity: request rate limits and the failed-credential guard', () => 
     expect(expectRateLimitHeaders(await api.get('/api/me', from(ip)), 'no credential').remaining).to.equal(5);
   });
 
+  it("counts a person's request naming a workspace they are not a member of against its address, with the rate headers on its 404", async () => {
+    const ip = '192.0.2.34';
+    const person = await signUp(svc.url, { address: '192.0.2.234' });
+    const stranger = await signUp(svc.url, { address: '192.0.2.234' });
+    const credentials = [asPerson(person, stranger.workspaceId), { authorization: `Bearer ${person.token}`, 'x-workspace-id': stranger.workspaceId }];
+    for (let i = 0; i < 8; i++) {
+      const refused = await api.get<ErrorBody>('/api/me', from(ip, credentials[i % 2]));
+      expect(refused.status, `refusal ${i + 1}: ${refused.text}`).to.equal(404);
+      expect(refused.body.code).to.equal('not_found');
+      expect(refused.body.message).to.equal('You are not a member of that workspace.');
+      expect(refused.body.error).to.equal(refused.body.message);
+      expect(refused.body.hint).to.equal('Send x-workspace-id with one of the workspaces listed at GET /api/user, or omit it for your default workspace.');
+      expect(expectRateLimitHeaders(refused, `refusal ${i + 1}`)).to.include({ limit: 8, remaining: 7 - i });
+    }
+    const res = await api.get<ErrorBody>('/api/me', from(ip, credentials[0]));
+    expectRetryAfter(res);
+    expect(res.body.code).to.equal('rate_limited');
+    expect(res.body.limit).to.deep.equal({ scope: 'address', requests_per_minute: 8 });
+    expect(res.headers.get('x-ratelimit-remaining')).to.equal('0');
+    // The person's own workspace was not counted for the refusals: from another address it has its whole allowance.
+    const own = await api.get('/api/me', from('192.0.2.134', asPerson(person)));
+    expect(own.status, own.text).to.equal(200);
+    expect(expectRateLimitHeaders(own, 'own workspace').remaining).to.equal(4);
+  });
+
   it('answers a body too large from a caller without a credential with 401, not 413: the credential is checked first', async () => {
     const ip = '192.0.2.32';
     const large = await api.raw<ErrorBody>('POST', '/api/compute/price', { rawBody: JSON.stringify({ context: { note: 'x'.repeat(1_100_000) } }), headers: from(ip, { 'content-type': 'application/json' }) });
@@ -252,6 +277,71 @@ describe('identity: request rate limits and the failed-credential guard', () => 
     expect(another.status, 'further guesses are not even checked').to.equal(429);
     const elsewhere = await api.get('/api/me', from('192.0.2.44', { 'x-api-key': sandbox.api_key.key }));
     expect(elsewhere.status, 'another address is not slowed down').to.equal(200);
+  });
+
+  it('counts every kind of rejected credential toward the failed-credential limit: person tokens, session cookies, unrecognised bearer values and other schemes', async () => {
+    const sandbox = await register(svc.url);
+    const ended = await signUp(svc.url, { address: '192.0.2.235' });
+    expect((await api.post('/api/auth/signout', {}, from('192.0.2.235', asPerson(ended)))).status).to.equal(200);
+    const rotated = await register(svc.url);
+    const orphanToken = await accessToken(svc.url, rotated.api_key.key);
+    const rotation = await api.post('/api/api-keys/rotate', {}, from('192.0.2.235', { 'x-api-key': rotated.api_key.key }));
+    expect(rotation.status, rotation.text).to.be.oneOf([200, 201]);
+    const b64 = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
+    const kinds: Array<[string, Record<string, string>, RegExp]> = [
+      ['forged person token', { authorization: `Bearer ${b64({ alg: 'HS256' })}.${b64({ aud: 'pcs:person', sub: 'per_x', sid: 'ses_x' })}.bad-signature` }, /person token is not valid/],
+      ["ended session's person token", { authorization: `Bearer ${ended.token}` }, /session behind this person token has ended/],
+      ['ended session cookie', { cookie: ended.cookie }, /session has ended/],
+      ['unknown session cookie', { cookie: 'pcs_session=not-a-session' }, /session has ended/],
+      ['garbage bearer value', { authorization: 'Bearer eyJhbGciOiJIUzI1NiJ9.e30.x1' }, /not one this service recognises/],
+      ['opaque bearer value', { authorization: 'Bearer opaque-garbage' }, /not one this service recognises/],
+      ["rotated key's access token", { authorization: `Bearer ${orphanToken}` }, /revoked/],
+      ['Basic scheme', { authorization: 'Basic dXNlcjpwYXNz' }, /scheme "Basic" is not accepted/],
+      ['Bearer without a token', { authorization: 'Bearer' }, /Bearer scheme and no token/],
+    ];
+    for (const [n, [kind, headers, said]] of kinds.entries()) {
+      const ip = `192.0.2.${200 + n}`;
+      for (let i = 0; i < 3; i++) {
+        const bad = await api.get<ErrorBody>('/api/me', from(ip, headers));
+        expect(bad.status, `${kind} ${i + 1}: ${bad.text}`).to.equal(401);
+        expect(bad.body.code, kind).to.equal('invalid_credentials');
+        expect(bad.body.message, kind).to.match(said);
+        expectRateLimitHeaders(bad, kind);
+      }
+      const res = await api.get<ErrorBody>('/api/me', from(ip, { 'x-api-key': sandbox.api_key.key }));
+      expectRetryAfter(res);
+      expect(res.body.code, `a valid key after three of ${kind}`).to.equal('rate_limited');
+      expect(res.body.message).to.equal('Too many rejected credentials from this address; slow down.');
+      expect(res.body.limit).to.deep.equal({ rejected_credentials_per_15_minutes: 3 });
+    }
+  });
+
+  it('answers an address blocked for rejected credentials with 429 whatever credential it sends: access tokens, person tokens, session cookies, unrecognised ones', async () => {
+    const ip = '192.0.2.35';
+    const sandbox = await register(svc.url);
+    const token = await accessToken(svc.url, sandbox.api_key.key);
+    const person = await signUp(svc.url, { address: '192.0.2.236' });
+    for (let i = 0; i < 3; i++) expect((await api.get('/api/me', from(ip, { 'x-api-key': unknownKey('sbx') }))).status).to.equal(401);
+    for (const [kind, headers] of [
+      ['API key', { 'x-api-key': sandbox.api_key.key }],
+      ['access token', { authorization: `Bearer ${token}` }],
+      ['person token', { authorization: `Bearer ${person.token}` }],
+      ['session cookie', asPerson(person)],
+      ['garbage bearer value', { authorization: 'Bearer eyJhbGciOiJIUzI1NiJ9.e30.x1' }],
+      ['Basic scheme', { authorization: 'Basic dXNlcjpwYXNz' }],
+    ] as Array<[string, Record<string, string>]>) {
+      const res = await api.get<ErrorBody>('/api/me', from(ip, headers));
+      expectRetryAfter(res);
+      expect(res.body.code, kind).to.equal('rate_limited');
+      expect(res.body.message, kind).to.equal('Too many rejected credentials from this address; slow down.');
+      expect(res.body.limit, kind).to.deep.equal({ rejected_credentials_per_15_minutes: 3 });
+      expect(res.body.retry_after, kind).to.be.within(1, 2 * 15 * 60);
+    }
+    // A request without a credential has nothing to check: it is answered as such.
+    expect((await api.get<ErrorBody>('/api/me', from(ip))).body.code).to.equal('unauthorized');
+    // Another address is not blocked.
+    expect((await api.get('/api/me', from('192.0.2.135', { authorization: `Bearer ${person.token}` }))).status).to.equal(200);
+    expect((await api.get('/api/me', from('192.0.2.135', { authorization: `Bearer ${token}` }))).status).to.equal(200);
   });
 
   it('counts wrong passwords as rejected credentials too', async () => {

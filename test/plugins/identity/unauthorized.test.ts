@@ -148,6 +148,28 @@ describe('identity: 401 and 403 answers for credentials', () => {
     expect((await api.raw('POST', '/api/mcp/rpc', { ...mcpBody, headers: { accept: 'application/json, text/event-stream' } })).status).to.equal(200);
   });
 
+  it('answers an unusable credential on routes where a credential is optional with the 401 a required route gives for that header, not as keyless', async () => {
+    const mcpBody = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'compute_price', arguments: { context: { current_price: 5 } } } };
+    for (const authorization of ['Bearer', 'Bearer    ', 'Basic dXNlcjpwYXNz', 'Token abc', `Token ${personKey.key}`, personKey.key]) {
+      const required = await api.get<ErrorBody>('/api/me', { authorization });
+      expect401(required, 'invalid_credentials');
+      const optional = [
+        ['GET /api/catalog', await api.raw<ErrorBody>('GET', '/api/catalog', { headers: { authorization } })],
+        ['POST /api/mcp/rpc', await api.raw<ErrorBody>('POST', '/api/mcp/rpc', { body: mcpBody, headers: { authorization, accept: 'application/json, text/event-stream' } })],
+      ] as const;
+      for (const [route, res] of optional) {
+        expect401(res, 'invalid_credentials');
+        const { request_id: _a, ...body } = res.body;
+        const { request_id: _b, ...expected } = required.body;
+        expect(body, `${route} with Authorization: ${authorization}`).to.deep.equal(expected);
+        expect(res.headers.get('www-authenticate'), route).to.equal(required.headers.get('www-authenticate'));
+      }
+    }
+    // Public routes (the keyless demo) keep ignoring what is sent.
+    const demo = await api.raw('POST', '/api/public/compute/demo', { body: { context: { unit_cost: 10 } }, headers: { authorization: 'Basic dXNlcjpwYXNz' } });
+    expect(demo.status, demo.text).to.equal(200);
+  });
+
   it('answers a revoked key with 401 invalid_credentials at once', async () => {
     const key = await createKey(svc.url, asPerson(owner), { name: 'to revoke' });
     expect((await api.get('/api/me', { 'x-api-key': key.key })).status).to.equal(200);

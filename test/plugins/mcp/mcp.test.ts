@@ -411,6 +411,31 @@ describe('MCP endpoint over raw HTTP', function () {
     expect(allowed.status).to.equal(401);
   });
 
+  it('answers an unusable Authorization header (Bearer without a token, another scheme) with 401 invalid_credentials in the shape a wrong key gets, not as the demo tenant', async () => {
+    const list = { jsonrpc: '2.0', id: 4, method: 'tools/list' };
+    const wrongKey = await rpc(svc, list, { 'x-api-key': 'pk_live_notarealkeyatall' });
+    expect(wrongKey.status).to.equal(401);
+    const shape = Object.keys((await wrongKey.json()) as Record<string, unknown>).sort();
+    for (const [authorization, said] of [
+      ['Bearer', /Bearer scheme and no token/],
+      ['Bearer   ', /Bearer scheme and no token/],
+      ['Basic dXNlcjpwYXNz', /scheme "Basic" is not accepted/],
+      ['Token abc', /scheme "Token" is not accepted/],
+    ] as const) {
+      const res = await rpc(svc, list, { authorization });
+      expect(res.status, authorization).to.equal(401);
+      expect(res.headers.get('www-authenticate'), authorization).to.match(/^Bearer realm="[^"]+", error="invalid_token"/);
+      const body = (await res.json()) as Record<string, any>;
+      expect(Object.keys(body).sort(), authorization).to.deep.equal(shape);
+      expect(body.code, authorization).to.equal('invalid_credentials');
+      expect(body.message, authorization).to.match(said);
+      expect(body.retryable).to.equal(false);
+      expect(body).not.to.have.property('result');
+    }
+    // No credential at all: the demo tenant.
+    expect((await rpc(svc, list)).status).to.equal(200);
+  });
+
   it('refuses a DNS-rebinding page whose Origin matches the Host it sent', async () => {
     // fetch will not forge Host, so a raw request plays the browser whose hostile name now resolves here.
     const { request } = await import('node:http');
