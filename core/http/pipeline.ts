@@ -192,6 +192,7 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
         }
         for (const a of hooks.authorizers) await a.authorize(principal, route, req);
       }
+      if (principal && route.precheck) await route.precheck(ctx);
       // After the credential and its permissions: a caller without them hears that first, whatever it sent.
       if (res.locals.bodyRefusal !== undefined) throw res.locals.bodyRefusal;
       if (route.params) ctx.params = validate(route.params, req.params, { where: 'params' });

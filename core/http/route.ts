@@ -120,6 +120,11 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
    * with a validation error instead of `example` when it passes `body`.
    */
   exampleFor?: (sent: unknown) => unknown;
+  /**
+   * A refusal that depends on the caller alone (a role the route needs), checked with the scopes and
+   * plan, before the body: a caller who can never use the route is not coached into fixing a body.
+   */
+  precheck?: (ctx: RequestContext) => Promise<void> | void;
   /** Every refusal of the route (from its guards, validation or handler) passes through this on its way out. */
   refusal?: (err: ApiError, req: Request) => ApiError;
   /** Response schemas by status, for the OpenAPI document; 4XX/5XX replace the common error shape where a route answers refusals in another (MCP: JSON-RPC). */

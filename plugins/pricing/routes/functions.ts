@@ -171,9 +171,9 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       example: s.registerFunctionExample,
       headers: createIdempotencyHeaders,
       responses: { 201: { description: 'The function, as a draft, and how to activate it; a repeat under the same Idempotency-Key answers the function as it is now (Idempotent-Replayed: true).', schema: functionCreateResponse } },
+      precheck: ({ principal }) => assertManagesWorkspace(principal as Principal, d.workspaces, MANAGE_FUNCTIONS),
       handler: async ({ principal, body, req }) => {
         const p = principal as Principal;
-        await assertManagesWorkspace(p, d.workspaces, MANAGE_FUNCTIONS);
         if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url, s.registerFunctionExample);
         checkCallCost(body.cost_per_unit, body.cost_multiplier, d.maxCallCost());
         const answer = (fn: FunctionDescriptor) =>

@@ -34,12 +34,12 @@ export function testerTagRoutes(d: { tags: TesterTags; workspaces: Pick<Workspac
       ...SETTINGS,
       // Workspace configuration no named scope covers: a scoped key is refused (403 insufficient_scope), as for policies.
       fullAccess: true,
+      precheck: ({ principal }) => assertManagesWorkspace(principalOf(principal), d.workspaces, 'change tester tags'),
       body: s.testerTagsBody,
       example: s.testerTagsExample,
       responses: { 200: { description: 'The tags now in force, as GET answers them (new ones with their ids).', schema: testerTagsResponse } },
       handler: async ({ principal, body }) => {
         const p = principalOf(principal);
-        await assertManagesWorkspace(p, d.workspaces, 'change tester tags');
         return ok({ tags: await d.tags.replace(p.workspaceId, body) });
       },
     }),

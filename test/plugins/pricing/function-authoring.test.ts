@@ -99,7 +99,8 @@ describe('pricing: authoring workspace functions', function () {
         [{ 'x-api-key': key }, "Agent keys cannot register or change this workspace's functions; use a workspace key or a person's session."],
         [{ authorization: `Bearer ${token}` }, "Agent keys and their access tokens cannot register or change this workspace's functions; use a workspace key or a person's session."],
       ] as const) {
-        for (const res of [await api(headers).post<Record<string, any>>('/api/functions', draft('by-agent')), await api(headers).patch<Record<string, any>>(`/api/functions/${fn.body.function.id}`, { status: 'active' })]) {
+        // Refused before the body is read: an empty body gets the same 403, not a 400 coaching a caller who can never register.
+        for (const res of [await api(headers).post<Record<string, any>>('/api/functions', draft('by-agent')), await api(headers).post<Record<string, any>>('/api/functions', {}), await api(headers).patch<Record<string, any>>(`/api/functions/${fn.body.function.id}`, { status: 'active' })]) {
           expect(res.status, res.text).to.equal(403);
           expect(res.body).to.include({ code: 'forbidden', reason: 'agent-bound key', error });
         }

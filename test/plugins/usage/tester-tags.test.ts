@@ -123,6 +123,10 @@ describe('usage: tester tags (Settings)', function () {
     const refused = await put({ tags: [] }, asMember);
     expect(refused.status).to.equal(403);
     expect(refused.body.code).to.equal('forbidden');
+    // The role is checked before the body: a body that would be refused changes nothing for a member.
+    const refusedFirst = await put({ tags: 'none' }, asMember);
+    expect(refusedFirst.status, refusedFirst.text).to.equal(403);
+    expect(refusedFirst.body).to.include({ code: 'forbidden', reason: 'role too low' });
     // A key the member creates does no more than the member.
     const membersKey = await client(svc.url, asMember).post<Record<string, any>>('/api/api-keys', { name: 'member key' });
     expect(membersKey.status, membersKey.text).to.equal(201);
