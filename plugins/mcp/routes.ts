@@ -121,7 +121,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
   const callTool = async (ctx: RequestContext, res: Response, id: Id, params: Record<string, unknown>): Promise<HandlerResult> => {
     const name = typeof params.name === 'string' ? params.name : '';
     const tool = byName.get(name);
-    if (!tool) return answer(ctx, rpcError(id, -32602, `Unknown tool: ${name}`, { tools: [...byName.keys()] }));
+    if (!tool) return answer(ctx, rpcError(id, -32602, name === '' ? 'Invalid params: tools/call needs params.name, the tool to call.' : `Unknown tool: ${name}`, { tools: [...byName.keys()] }));
     const meta = (params._meta ?? {}) as Record<string, unknown>;
     // MCP's progress token is a string or an integer; anything else is no token (nothing to echo back).
     const token = meta.progressToken;

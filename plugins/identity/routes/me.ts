@@ -58,6 +58,13 @@ export function meRoutes(d: IdentityDeps): RouteSpec[] {
       responses: { 200: { description: 'The agent, its plan and the asking credential\'s scopes; for a sandbox also its limits and capabilities.', schema: capabilitiesResponse } },
       handler: async ({ params, principal }) => {
         if (!principal) throw new ApiError('unauthorized', 'Send a credential.');
+        if (principal.kind !== 'person' && !principal.agentId) {
+          // A valid credential of no agent (a workspace key): not a credential problem, a permission one.
+          throw new ApiError('forbidden', "An agent's capabilities are read with that agent's own key or token, or by a person of its workspace; this key belongs to no agent.", {
+            fields: { reason: 'not an agent credential' },
+            hint: 'Sign in as a person of the workspace (session or person token), or use the agent\'s own key (POST /api/agents/{id}/keys makes one).',
+          });
+        }
         if (principal.kind !== 'person' && principal.agentId !== params.id) {
           throw invalidCredentials("This credential belongs to another agent and cannot reach this agent's capabilities.", "Use the agent's own key or token.");
         }

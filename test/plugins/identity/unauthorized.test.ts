@@ -245,6 +245,15 @@ describe('identity: 401 and 403 answers for credentials', () => {
     expect(still.body.agent.status).to.equal('active');
   });
 
+  it("answers a workspace key of no agent on an agent's capabilities with 403 saying so, not a 401 calling a valid key invalid", async () => {
+    const made = await api.post<{ api_key: { key: string } }>('/api/api-keys', { name: 'workspace key' }, asPerson(owner));
+    expect(made.status, made.text).to.equal(201);
+    const res = await api.get<ErrorBody>(`/api/agents/${agentId}/capabilities`, { 'x-api-key': made.body.api_key.key });
+    expect(res.status, res.text).to.equal(403);
+    expect(res.body).to.include({ code: 'forbidden', reason: 'not an agent credential' });
+    expect(res.body.error).to.match(/this key belongs to no agent/);
+  });
+
   it("answers an agent token on another agent's capabilities with 401, and its own with 200", async () => {
     const otherAgent = await createAgent(svc.url, asPerson(owner), 'pricing-agent/other');
     const token = await accessToken(svc.url, agentKey.key);

@@ -482,6 +482,15 @@ describe('MCP endpoint over raw HTTP', function () {
     expect(body).to.have.property('result');
   });
 
+  it('answers tools/call without a tool name with -32602 saying the name is needed, and the tools there are', async () => {
+    const res = await rpc(svc, { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { arguments: {} } });
+    const body = (await res.json()) as Record<string, any>;
+    expect(body.id).to.equal(4);
+    expect(body.error.code).to.equal(-32602);
+    expect(body.error.message).to.equal('Invalid params: tools/call needs params.name, the tool to call.');
+    expect(body.error.data.tools).to.include('compute_price');
+  });
+
   it('takes an empty MCP-Protocol-Version as no header, as an empty Mcp-Session-Id is', async () => {
     const res = await rpc(svc, { jsonrpc: '2.0', id: 3, method: 'ping' }, { 'mcp-protocol-version': '' });
     expect(res.status).to.equal(200);
