@@ -123,6 +123,8 @@ function requestContext(req: Request, res: Response, route: RouteSpec): RequestC
     requestId: res.locals.requestId as string,
     principal: null,
     body: undefined,
+    // Declared here so that setting it later keeps the object's shape (V8 hidden class).
+    sent: undefined,
     query: undefined,
     params: req.params,
     clientIp: req.ip ?? req.socket.remoteAddress ?? 'unknown',
