@@ -85,8 +85,14 @@ export const foldsAlike = (productType: string): boolean => /^[\x20-\x7e]*$/.tes
  * then needs no round trip); this instance's own writes drop the entry at once, other instances'
  * writes show within the TTL.
  */
+/** A workspace's account: itself, or the workspace its test workspace or claimed sandbox belongs under (two levels at most). */
+const ACCOUNT_JOINS = 'LEFT JOIN workspaces w ON w.id = o.workspace_id LEFT JOIN workspaces pw ON pw.id = w.parent_id';
+const ACCOUNT_OF = 'coalesce(pw.parent_id, w.parent_id, o.workspace_id)';
+
 export class ObservationStore {
   private readonly cache = new Map<string, { at: number; evidence: Evidence }>();
+  /** Accounts of callers' workspaces (a claim can move a sandbox under another: kept for the evidence cache's time). */
+  private readonly accounts = new Map<string, { at: number; account: string }>();
   /** Reads in flight: concurrent callers for the same product type and currency share one. */
   private readonly reading = new Map<string, Promise<Evidence>>();
   /** Bumped by every local write, so a read that raced a write is not cached. */
@@ -192,6 +198,18 @@ export class ObservationStore {
    * cached read expires under load, the calls arriving meanwhile share one read instead of each
    * sending its own (their `since` differs by the milliseconds between them).
    */
+  /** The account a workspace's observations count for (see ACCOUNT_OF), as its evidence is read. */
+  async accountOf(workspaceId: string): Promise<string> {
+    const now = this.now();
+    const hit = this.accounts.get(workspaceId);
+    if (hit && now - hit.at < Math.max(this.cacheTtlMs, 1000)) return hit.account;
+    const row = await this.sql.one<{ account: string }>(`SELECT ${ACCOUNT_OF} AS account FROM (SELECT $1::text AS workspace_id) o ${ACCOUNT_JOINS}`, [workspaceId]);
+    const account = row?.account ?? workspaceId;
+    if (this.accounts.size >= MAX_CACHED_KEYS) this.accounts.clear();
+    this.accounts.set(workspaceId, { at: now, account });
+    return account;
+  }
+
   async forVerification(productType: string, currency: string, since: Date, limit: number): Promise<Evidence> {
     const key = evidenceKey(productType, currency);
     const now = this.now();
@@ -212,9 +230,13 @@ export class ObservationStore {
     const writesBefore = this.writes;
     const res = await this.pool.query<{ id: string; workspace_id: string; source: string; origin: ObservationOrigin; amount: string; observed_at: Date }>({
       name: 'verification_evidence',
-      text: `SELECT id, workspace_id, source, origin, amount::text AS amount, observed_at FROM price_observations
-             WHERE lower(product_type) = lower($1) AND currency = $2 AND observed_at >= $3
-             ORDER BY observed_at DESC LIMIT $4`,
+      // Each observation counts for its submitter's account: a workspace with its test workspace and the agent workspaces
+      // claimed into it (and their test workspaces) is one submitter, or one person's free test workspace would make their
+      // quotes look independent.
+      text: `SELECT o.id, ${ACCOUNT_OF} AS workspace_id, o.source, o.origin, o.amount::text AS amount, o.observed_at FROM price_observations o
+             ${ACCOUNT_JOINS}
+             WHERE lower(o.product_type) = lower($1) AND o.currency = $2 AND o.observed_at >= $3
+             ORDER BY o.observed_at DESC LIMIT $4`,
       values: [productType, currency, since, limit],
     });
     let older = 0;

@@ -144,7 +144,8 @@ export class VerificationService {
         observations: this.shownTo(found.observations, p?.workspaceId ?? null),
         olderIgnored: found.older,
         now,
-        callerWorkspaceId: p?.workspaceId ?? null,
+        // The caller's own quotes are those of its account, as the evidence counts them.
+        callerWorkspaceId: p ? await this.store.accountOf(p.workspaceId) : null,
         currentPrice: current,
         floor: floorOf(call.context),
         ceiling: ceilingOf(call.context),

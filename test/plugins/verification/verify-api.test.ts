@@ -325,6 +325,27 @@ describe('price verification API', function () {
     });
   });
 
+  it("counts a person's workspace and its test workspace as one submitter: their quotes alone are not independent evidence", async () => {
+    const frank = await signUp(svc, 'frank-two-workspaces');
+    for (const [headers, amounts] of [
+      [{ cookie: frank.cookie }, ['99', '100', '101']],
+      [{ cookie: frank.cookie, 'x-workspace-id': frank.testWorkspaceId }, ['99.5', '100.5', '100.2']],
+    ] as const) {
+      const res = await client(svc.url, headers).post('/api/data/observations', {
+        observations: amounts.map((amount, i) => ({ product_type: 'one-account-widget', currency: 'USD', amount, observed_at: hoursAgo(2 + i), source: 'frank-shop' })),
+      });
+      expect(res.status, res.text).to.equal(201);
+    }
+    const v = await verify({ context: { product_type: 'one-account-widget' }, proposed_price: '80' });
+    expect(v.status, v.text).to.equal(200);
+    expect(v.body.verdict).to.equal('unknown');
+    expect(v.body.independence).to.include({ independent: false, workspaces: 1 });
+    // Frank verifying from his test workspace sees them as his own account's quotes.
+    const own = await client(svc.url, { cookie: frank.cookie, 'x-workspace-id': frank.testWorkspaceId }).post<Record<string, any>>('/api/price-router/verify', { context: { product_type: 'one-account-widget' }, proposed_price: '100' });
+    expect(own.status, own.text).to.equal(200);
+    expect(own.body.independence).to.include({ workspaces: 1 });
+  });
+
   it('sees new contributions at once although evidence is cached between verifications', async () => {
     const first = await contributor(svc, 'fresh-a');
     // Three observations each: a workspace counts for no more than the other, so 3 + 3 make the effective n of 6.
