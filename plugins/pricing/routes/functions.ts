@@ -119,7 +119,12 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         hint: 'Register a function of your own (POST /api/functions) to set its cost, status or listing; route around a built-in with a routing policy.',
       });
     }
-    const fn = await d.store.get(id);
+    // By id, or by the name of one of the workspace's own functions (GET and test take either too).
+    let fn = await d.store.get(id);
+    if (!fn) {
+      const named = d.registry.resolve(id, scopeOf(p), 'name');
+      if (named?.workspaceId === p.workspaceId) fn = await d.store.get(named.id);
+    }
     if (!fn || fn.workspaceId !== p.workspaceId) throw notFound();
     // The workspace's own function is the member's to see (GET shows it), so its refusal says why rather than 404.
     await assertManagesWorkspace(p, d.workspaces, MANAGE_FUNCTIONS);

@@ -120,6 +120,16 @@ describe('pricing: authoring workspace functions', function () {
       }
       // A member of the owning workspace is told why instead (the function is theirs to see).
       expectRoleTooLow(await api(asMember).patch<Record<string, any>>(`/api/functions/${fn.body.function.id}`, { status: 'active' }));
+      // By name as by id, as GET and test take it: the owner changes it, others get the missing function's 404.
+      const byName = await api().patch<Record<string, any>>(`/api/functions/${fn.body.function.name}`, { description: 'by name' });
+      expect(byName.status, byName.text).to.equal(200);
+      expect(byName.body.function).to.include({ id: fn.body.function.id, description: 'by name' });
+      for (const headers of otherHeaders) {
+        const foreign = await api(headers).patch<Record<string, any>>(`/api/functions/${fn.body.function.name}`, { description: 'not mine' });
+        const missing = await api(headers).patch<Record<string, any>>('/api/functions/no-such-function-name', { description: 'not mine' });
+        expect(foreign.status).to.equal(404);
+        expect({ ...foreign.body, request_id: null }).to.deep.equal({ ...missing.body, request_id: null });
+      }
     });
   });
 
