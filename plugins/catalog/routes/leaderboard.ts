@@ -71,8 +71,8 @@ export function leaderboardRoutes(d: LeaderboardRouteDeps): RouteSpec[] {
           description: SCORING_DESCRIPTION,
           formula: {
             score: '100 × (0.5 × A + 0.3 × Q + 0.2 × R), rounded to 2 decimals',
-            acceptance: 'A = (accepted + 2) / (accepted + rejected + 4)',
-            quality: 'Q = (sum of quality scores + 0.5 × 4) / (number of quality scores + 4)',
+            acceptance: 'A = (accepted + 2) / (accepted + rejected + 4), over the outcomes reported on answered calls',
+            quality: 'Q = (sum of quality scores + 0.5 × 4) / (number of quality scores + 4), over the scores reported on answered calls',
             reliability: 'R = (successful calls + 9) / (calls + 10)',
             below_threshold: 'components at their prior means: A = 0.5, Q = 0.5, R = 0.9, score 58.00',
             order: 'score descending, then name',

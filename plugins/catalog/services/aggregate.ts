@@ -77,10 +77,11 @@ const AGGREGATE_SQL = `
     SELECT function_id, workspace_id,
            count(*) AS calls,
            count(*) FILTER (WHERE status = 'ok') AS ok,
-           count(*) FILTER (WHERE outcome = 'accepted') AS accepted,
-           count(*) FILTER (WHERE outcome = 'rejected') AS rejected,
-           count(quality_score) AS quality_n,
-           coalesce(sum(quality_score), 0) AS quality_sum,
+           -- Outcomes judge a price: only answered calls had one (an outcome on a failed call says nothing of the function).
+           count(*) FILTER (WHERE outcome = 'accepted' AND status = 'ok') AS accepted,
+           count(*) FILTER (WHERE outcome = 'rejected' AND status = 'ok') AS rejected,
+           count(quality_score) FILTER (WHERE status = 'ok') AS quality_n,
+           coalesce(sum(quality_score) FILTER (WHERE status = 'ok'), 0) AS quality_sum,
            count(confidence) FILTER (WHERE status = 'ok') AS confidence_n,
            coalesce(sum(confidence) FILTER (WHERE status = 'ok'), 0) AS confidence_sum
       FROM calls

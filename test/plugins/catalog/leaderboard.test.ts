@@ -304,15 +304,17 @@ describe('catalog: public leaderboard', function () {
       { status: 'ok', function_id: poor.id },
     ]);
     await insertEvents(svc, [{ functionId: poor.id, workspaceId: ws(0), outcome: 'rejected', quality: 0.1 }]);
+    // An outcome reported on a failed call judges no price: it counts nothing.
+    await insertEvents(svc, [{ functionId: poor.id, workspaceId: ws(1), status: 'error', outcome: 'accepted', quality: 1 }]);
     await aggregator.refresh();
     const b = await board();
     const g = entryOf(b, good.id);
     const p = entryOf(b, poor.id);
     expect(g.score).to.equal(expectedScore({ calls: 4, ok: 4, accepted: 3, rejected: 1, qualities: [1, 0.8, 0.9] }));
     expect(g.stats.components.acceptance).to.equal(0.625);
-    expect(p.score).to.equal(expectedScore({ calls: 4, ok: 3, accepted: 0, rejected: 1, qualities: [0.1] }));
-    expect(p.stats.success_rate).to.equal(0.75);
-    expect(p.total_invocations).to.equal(4);
+    expect(p.score).to.equal(expectedScore({ calls: 5, ok: 3, accepted: 0, rejected: 1, qualities: [0.1] }));
+    expect(p.stats.success_rate).to.equal(0.6);
+    expect(p.total_invocations).to.equal(5);
     expect(g.rank).to.be.lessThan(p.rank);
     expect(p.score).to.be.lessThan(58);
   });
