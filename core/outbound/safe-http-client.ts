@@ -216,7 +216,7 @@ export class SafeHttpClient {
           res.on('data', (chunk: Buffer) => {
             size += chunk.length;
             if (size > this.maxBodyBytes) {
-              finish(new OutboundError('too_large', `Response larger than ${this.maxBodyBytes} bytes.`));
+              finish(new OutboundError('too_large', `The endpoint's answer is larger than ${this.maxBodyBytes} bytes.`));
               req.destroy();
               return;
             }
@@ -224,7 +224,7 @@ export class SafeHttpClient {
           });
           res.on('end', () => {
             const text = Buffer.concat(chunks).toString('utf8');
-            if (status < 200 || status >= 300) return finish(new OutboundError('status', `Upstream answered ${status}.`, status));
+            if (status < 200 || status >= 300) return finish(new OutboundError('status', `The endpoint answered HTTP ${status}.`, status));
             try {
               finish(null, { status, body: JSON.parse(text) as unknown });
             } catch {
@@ -235,7 +235,7 @@ export class SafeHttpClient {
         },
       );
       const timer = setTimeout(() => {
-        finish(new OutboundError('timeout', `No answer within ${timeoutMs} ms.`));
+        finish(new OutboundError('timeout', `The endpoint did not answer within ${timeoutMs} ms.`));
         req.destroy();
       }, timeoutMs);
       req.on('error', (err: NodeJS.ErrnoException) => finish(err instanceof OutboundBlockedError || err instanceof OutboundError ? err : new OutboundError('network', err.message, undefined, err.code)));
