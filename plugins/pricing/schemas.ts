@@ -106,6 +106,12 @@ const costPerUnit = storedDecimal(20, 8);
 /** pricing_functions.cost_multiplier, numeric(12, 6). */
 const costMultiplier = storedDecimal(12, 6);
 
+/** Up to 20 tags; tags that differ only in case are one (tag filters match case-insensitively), the first spelling kept. */
+const functionTags = z
+  .array(z.string().trim().min(1).max(40))
+  .max(20)
+  .transform((tags) => tags.filter((t, i) => tags.findIndex((u) => u.toLowerCase() === t.toLowerCase()) === i));
+
 export const registerFunctionBody = z
   .strictObject({
     name: z
@@ -117,7 +123,7 @@ export const registerFunctionBody = z
       // A name shaped like a function id could stand in for a built-in's id where callers name functions.
       .refine((n) => !n.startsWith('fn_'), 'must not start with "fn_", the prefix of function ids'),
     description: z.string().max(1000).default(''),
-    tags: z.array(z.string().trim().min(1).max(40)).max(20).default([]),
+    tags: functionTags.default([]),
     execution_type: z.enum(['external_api', 'pipeline']),
     endpoint_url: z.string().url().max(2000).optional().describe('external_api: where the service POSTs {context, function} and expects {price, confidence, currency?}.'),
     timeout_ms: z.number().int().min(50).max(30_000).optional(),
@@ -144,7 +150,7 @@ export const registerFunctionExample = {
 export const patchFunctionBody = z.strictObject({
   status: z.enum(['active', 'inactive']).optional(),
   description: z.string().max(1000).optional(),
-  tags: z.array(z.string().trim().min(1).max(40)).max(20).optional(),
+  tags: functionTags.optional(),
   is_public: z.boolean().optional(),
   cost_per_unit: costPerUnit.optional(),
   cost_multiplier: costMultiplier.optional(),

@@ -133,6 +133,17 @@ describe('pricing: authoring workspace functions', function () {
     });
   });
 
+  describe('tags', () => {
+    it('keeps one of tags that differ only in case (filters match them case-insensitively), the first spelling, on create and PATCH', async () => {
+      const made = await api().post<Record<string, any>>('/api/functions', draft('tags', { tags: ['Retail', 'retail', 'B2B', 'RETAIL', 'b2b'] }));
+      expect(made.status, made.text).to.equal(201);
+      expect(made.body.function.tags).to.deep.equal(['Retail', 'B2B']);
+      const patched = await api().patch<Record<string, any>>(`/api/functions/${made.body.function.id}`, { tags: ['eu', 'EU', 'Eu'] });
+      expect(patched.status, patched.text).to.equal(200);
+      expect(patched.body.function.tags).to.deep.equal(['eu']);
+    });
+  });
+
   describe('which costs are stored', () => {
     const refusedOn = (res: { status: number; body: Record<string, any>; text: string }, path: string, reason: RegExp) => {
       expect(res.status, res.text).to.equal(400);
