@@ -27,7 +27,14 @@ const round = (x: number, digits = 3): number => {
   return Math.round(x * f) / f;
 };
 
-const pct = (share: number): string => `${Math.round(share * 100)}%`;
+/** A share in whole percent, but with as many decimals as it takes not to read 50% for a share over half (0.5004: 50.04%). */
+export const pct = (share: number): string => {
+  for (let digits = 0; digits < 4; digits++) {
+    const shown = Number((share * 100).toFixed(digits));
+    if (share > 0.5 === shown > 50 || digits === 3) return `${shown}%`;
+  }
+  return `${share * 100}%`;
+};
 
 /** The largest amount a price can be (18 digits on each side of the point): a bound beyond it is as good as open. */
 const MAX_PRICE = '999999999999999999.999999999999999999';

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { pct } from '../../../plugins/verification/services/verdict';
 import { evaluateVerdict } from '../../../plugins/verification';
 import type { Observation, VerdictInput, VerdictThresholds } from '../../../plugins/verification';
 
@@ -412,5 +413,15 @@ describe('verification verdict (pure)', () => {
       expect(v.independence.own_workspace_observations).to.equal(0);
       expect(v.independence.independent).to.equal(true);
     });
+  });
+});
+
+describe('verification: shares in reasons', () => {
+  it('reads a share in whole percent, with the decimals it takes never to show 50% for a share over half', () => {
+    expect(pct(0.3)).to.equal('30%');
+    expect(pct(0.86)).to.equal('86%');
+    expect(pct(0.5004)).to.equal('50.04%');
+    expect(pct(0.50001)).to.equal('50.001%');
+    expect(pct(0.504)).to.equal('50.4%');
   });
 });
