@@ -5,12 +5,12 @@ export function banner(bound: string, url: string, config: Config, plugins: read
   // The address it listens on first; with PUBLIC_URL set, the links below are the public ones.
   const lines = [`Pricing compute service listening on ${bound}`];
   if (url !== bound) lines.push(`  public URL: ${url} (PUBLIC_URL; links in answers use it)`);
-  lines.push(`  health:    ${url}/healthz   readiness: ${url}/readyz   metrics: ${url}/metrics`);
-  if (plugins.includes('identity')) {
-    lines.push(
-      '  get a key: ',
-      `    curl -s -X POST ${url}/api/agents/register -H 'content-type: application/json' -d '{"name":"my-pricing-agent"}'`,
-    );
+  if (plugins.includes('health')) lines.push(`  health:    ${url}/healthz   readiness: ${url}/readyz   metrics: ${url}/metrics`);
+  if (plugins.includes('identity') && config.identity.selfRegistrationOpen) {
+    lines.push('  get a key (a free sandbox, no sign-up):', `    curl -s -X POST ${url}/api/agents/register -H 'content-type: application/json' -d '{"name":"my-pricing-agent"}'`);
+  } else if (plugins.includes('accounts')) {
+    // Self-registration closed (SELF_REGISTRATION_OPEN=false): a person signs up and creates keys.
+    lines.push(`  get a key: sign up (POST ${url}/api/auth/signup), then POST ${url}/api/api-keys`);
   }
   lines.push(`  database:  ${config.database.url ? 'DATABASE_URL' : `embedded PostgreSQL in ${config.database.dataDir}`}; store: ${config.redis.url ? 'Redis' : 'in process'}`);
   return lines.join('\n');

@@ -18,4 +18,11 @@ describe('core: the start banner', () => {
     expect(text).to.not.contain('get a key');
     expect(text).to.contain('embedded PostgreSQL in ./data; store: in process');
   });
+
+  it('offers the sign-up route instead of self-registration when SELF_REGISTRATION_OPEN is false, and no health line without the health plugin', () => {
+    const text = banner('http://127.0.0.1:3000', 'http://127.0.0.1:3000', loadConfig({ SELF_REGISTRATION_OPEN: 'false' }), ['identity', 'accounts']);
+    expect(text).to.not.contain('/api/agents/register');
+    expect(text).to.contain('get a key: sign up (POST http://127.0.0.1:3000/api/auth/signup), then POST http://127.0.0.1:3000/api/api-keys');
+    expect(text).to.not.contain('/healthz');
+  });
 });
