@@ -36,7 +36,9 @@ async function runCheck(check: () => Promise<void>): Promise<{ status: 'up' | 'd
     ]);
     return { status: 'up', ms: Math.round(performance.now() - start) };
   } catch (err) {
-    return { status: 'down', ms: Math.round(performance.now() - start), error: (err as Error).message || String(err) };
+    // /readyz is public: the driver's message stays, its internal addresses do not.
+    const said = ((err as Error).message || String(err)).replace(/\[?[0-9a-f]*[:.][0-9a-f:.]+\]?:\d+|\b\d{1,3}(?:\.\d{1,3}){3}\b/gi, '<address>');
+    return { status: 'down', ms: Math.round(performance.now() - start), error: said };
   } finally {
     clearTimeout(timer);
   }
