@@ -30,7 +30,7 @@ export function documentRoutes(d: DocumentDeps): RouteSpec[] {
   const surface = (): Surface => (surfaceCache ??= surfaceOf(d.routes.all(), d.tools()));
   const openapi = () => {
     openapiCache ??= (() => {
-      const doc = buildOpenApi(d.routes.all(), { version: d.version, serverUrl: d.config.server.publicUrl ?? d.publicUrl() });
+      const doc = buildOpenApi(d.routes.all(), { version: d.version, serverUrl: d.publicUrl() });
       return { json: JSON.stringify(doc), yaml: stringify(doc, { aliasDuplicateObjects: false }) };
     })();
     return openapiCache;

@@ -43,7 +43,7 @@ describe('discovery documents and OpenAPI', function () {
   this.timeout(60_000);
   let svc: TestService;
   before(async () => {
-    svc = await startTestService({ config: { server: { publicUrl: 'https://pricing.example.com' }, limits: { registrations: { perAddressPerDay: 7, overallPerDay: 321 }, sandbox: { computeCallsPerDay: 17 } } } });
+    svc = await startTestService({ config: { server: { publicUrl: 'https://pricing.example.com/' }, limits: { registrations: { perAddressPerDay: 7, overallPerDay: 321 }, sandbox: { computeCallsPerDay: 17 } } } });
   });
   after(() => svc.close());
 
@@ -95,7 +95,7 @@ describe('discovery documents and OpenAPI', function () {
     expect(missing.body.hint).to.contain('GET / says where to start').and.contain('/llms.txt').and.contain('POST /api/agents/register');
   });
 
-  it('lists the production server only', async () => {
+  it('lists the production server only (PUBLIC_URL without its trailing slash, as every link)', async () => {
     const doc = (await client(svc.url).get<Record<string, any>>('/api/openapi.json?format=json')).body;
     expect(doc.servers).to.deep.equal([{ url: 'https://pricing.example.com', description: 'Production' }]);
   });
