@@ -194,6 +194,23 @@ describe('configuration', () => {
     }
   });
 
+  it('stops the process at start naming REDIS_URL and REDIS_CONNECT_WAIT_MS, with one line per retry and no stack, when Redis is not ready', function () {
+    this.timeout(60_000);
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'pcs-redis-'));
+    chmodSync(dataDir, 0o755);
+    try {
+      const res = spawnSync(process.execPath, [path.join(root, 'dist/core/main.js')], { env: { ...process.env, PORT: '0', DATA_DIR: dataDir, DATABASE_URL: '', REDIS_URL: 'redis://127.0.0.1:1', REDIS_CONNECT_WAIT_MS: '1000', LOG_LEVEL: 'warn' }, encoding: 'utf8', timeout: 50_000 });
+      expect(res.status, res.stderr).to.equal(1);
+      expect(res.stderr).to.match(/^Redis at REDIS_URL was not ready within REDIS_CONNECT_WAIT_MS \(1000 ms\) \(connect ECONNREFUSED 127\.0\.0\.1:1\); start the service again once it is reachable\.\n$/);
+      const retries = res.stdout.split('\n').filter((l) => l.includes('key-value store connection failed'));
+      expect(retries.length).to.be.greaterThan(0);
+      for (const line of retries) expect(JSON.parse(line)).to.include({ reason: 'connect ECONNREFUSED 127.0.0.1:1' }).and.not.to.have.property('err');
+      expect(res.stdout + res.stderr).not.to.match(/^\s+at /m);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
   it('stops the process at start when PLUGINS names an unknown plugin', function () {
     this.timeout(20_000);
     const res = spawnSync(process.execPath, [path.join(root, 'dist/core/main.js')], { env: { ...process.env, PLUGINS: 'health,warp-drive' }, encoding: 'utf8', timeout: 15_000 });
