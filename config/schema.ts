@@ -67,7 +67,12 @@ export const settingsTree = {
     connectWaitMs: int('REDIS_CONNECT_WAIT_MS', 5000, 'Longest the service waits at start for its Redis connection to be ready; past it the start fails (naming this setting and the last connection error), to be retried by whatever runs the service. An outage after the start answers 503 instead. At least 100 (connecting takes a moment even to a local Redis).', { min: 100, max: MAX_TIMER_MS }),
   },
   plugins: {
-    enabled: list('PLUGINS', ['health', 'identity', 'accounts', 'team', 'usage', 'pricing', 'discovery', 'mcp', 'verification', 'catalog'], 'Comma-separated list of enabled plugins; their dependencies must be listed too.'),
+    enabled: list(
+      'PLUGINS',
+      ['health', 'identity', 'accounts', 'team', 'usage', 'pricing', 'discovery', 'mcp', 'verification', 'catalog'],
+      'Comma-separated list of enabled plugins; their dependencies must be listed too. A list that names no plugin (such as ,) is refused; leave the variable empty for the default.',
+      { check: (entry) => entry !== '', message: 'must be a plugin name', nonEmpty: 'must name at least one plugin (leave PLUGINS empty or unset for the default list)' },
+    ),
   },
   identity: {
     apiKeyPepper: optStr('API_KEY_PEPPER', 'Server-side pepper mixed into API key hashes; use at least 16 random characters (a shorter one is warned about at start). When unset, one is generated once and kept in the database; set it before the first start, since keys issued under one pepper do not verify under another (a start whose pepper differs from the one its keys were made with is refused).', { secret: true }),
@@ -203,4 +208,24 @@ export const settingsTree = {
 } as const;
 
 export type Config = ConfigOf<typeof settingsTree>;
+
+/**
+ * Combinations of settings that are each valid alone but cannot work together, one problem per
+ * combination naming every setting involved (loadConfig refuses them like a bad value).
+ */
+export function crossSettingProblems(c: Config): string[] {
+  const problems: string[] = [];
+  const { port } = c.server;
+  const { embeddedPort, url } = c.database;
+  if (url === undefined && port !== 0 && port === embeddedPort) {
+    problems.push(`PORT (server.port) and EMBEDDED_PG_PORT (database.embeddedPort) are both ${port}: the HTTP server and the embedded PostgreSQL cannot listen on one port; set one of them to another port (0 picks a free one).`);
+  }
+  const { latencyColdBelow, latencyMaxSamples } = c.engine;
+  if (latencyColdBelow > latencyMaxSamples) {
+    problems.push(
+      `LATENCY_COLD_BELOW (engine.latencyColdBelow) = ${latencyColdBelow} is above LATENCY_MAX_SAMPLES (engine.latencyMaxSamples) = ${latencyMaxSamples}: a function never keeps enough samples to stop being cold, so \`fastest\` would explore forever; set LATENCY_COLD_BELOW to at most LATENCY_MAX_SAMPLES.`,
+    );
+  }
+  return problems;
+}
 export type ConfigInput = ConfigOverrides<Config>;
