@@ -44,7 +44,12 @@ export const settingsTree = {
     }),
     dataDir: str('DATA_DIR', './data', 'Folder holding the embedded PostgreSQL cluster (used only without DATABASE_URL).'),
     embeddedPort: int('EMBEDDED_PG_PORT', 0, 'Port of the embedded PostgreSQL (0 picks a free port).', { min: 0, max: 65535 }),
-    poolMax: int('DB_POOL_MAX', 10, 'Largest number of database connections per instance.', { min: 1 }),
+    poolMax: int(
+      'DB_POOL_MAX',
+      10,
+      'Largest number of connections of the main database pool per instance. A second pool (pricing-compute-hot: the usage writer and the reads of stored price observations) opens up to max(2, ceil(DB_POOL_MAX / 2)) more, so one instance opens at most DB_POOL_MAX + max(2, ceil(DB_POOL_MAX / 2)) connections (15 with the default 10); size PostgreSQL\'s max_connections for that times the instances.',
+      { min: 1 },
+    ),
     statementTimeoutMs: int('DB_STATEMENT_TIMEOUT_MS', 15000, 'Statement timeout applied to every database session (the usage writer\'s included: an event that cannot be written in time answers 503 and is not charged).', { min: 0, max: MAX_TIMER_MS }),
     answerGraceMs: int(
       'DB_ANSWER_GRACE_MS',
@@ -127,7 +132,7 @@ export const settingsTree = {
     concurrentInserts: int(
       'USAGE_CONCURRENT_INSERTS',
       1,
-      'Usage inserts the writer keeps in flight at once, each a group of the events that arrived meanwhile, on its own connection of the hot pool (which has max(2, DB_POOL_MAX / 2) connections). More lets an event wait for a free writer instead of for the insert ahead of it.',
+      'Usage inserts the writer keeps in flight at once, each a group of the events that arrived meanwhile, on its own connection of the hot pool (max(2, ceil(DB_POOL_MAX / 2)) connections, opened in addition to DB_POOL_MAX and shared with the reads of stored price observations). It opens no connections of its own: above the hot pool\'s size, inserts wait for a free connection of it. More lets an event wait for a free writer instead of for the insert ahead of it.',
       { min: 1, max: 8 },
     ),
   },
