@@ -1,7 +1,7 @@
 import { closest, zodIssues } from '../core/validation';
 import { isSetting } from './settings';
 import type { SettingDef, SettingsTree } from './settings';
-import { settingsTree } from './schema';
+import { crossSettingProblems, settingsTree } from './schema';
 import type { Config, ConfigInput } from './schema';
 
 export class ConfigError extends Error {
@@ -61,7 +61,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     if (override.found) {
       value = override.value;
       source = 'override';
-    } else if (raw !== undefined && raw !== '') {
+    } else if (raw !== undefined && raw.trim() !== '') {
+      // An empty variable, or one of spaces only, means the default for every kind of setting.
       value = def.fromEnv(raw);
       source = `environment variable ${def.env}`;
     }
@@ -78,7 +79,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     assign(out, path, parsed.data);
   }
   if (problems.length > 0) throw new ConfigError(problems);
-  return out as unknown as Config;
+  const config = out as unknown as Config;
+  // Settings valid alone but not together: refused the same way, naming both.
+  problems.push(...crossSettingProblems(config));
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
 }
 
 /**

@@ -44,7 +44,12 @@ export const settingsTree = {
     }),
     dataDir: str('DATA_DIR', './data', 'Folder holding the embedded PostgreSQL cluster (used only without DATABASE_URL).'),
     embeddedPort: int('EMBEDDED_PG_PORT', 0, 'Port of the embedded PostgreSQL (0 picks a free port).', { min: 0, max: 65535 }),
-    poolMax: int('DB_POOL_MAX', 10, 'Largest number of database connections per instance.', { min: 1 }),
+    poolMax: int(
+      'DB_POOL_MAX',
+      10,
+      'Largest number of connections of the main database pool per instance. A second pool (pricing-compute-hot: the usage writer and the reads of stored price observations) opens up to max(2, ceil(DB_POOL_MAX / 2)) more, so one instance opens at most DB_POOL_MAX + max(2, ceil(DB_POOL_MAX / 2)) connections (15 with the default 10); size PostgreSQL\'s max_connections for that times the instances.',
+      { min: 1 },
+    ),
     statementTimeoutMs: int('DB_STATEMENT_TIMEOUT_MS', 15000, 'Statement timeout applied to every database session (the usage writer\'s included: an event that cannot be written in time answers 503 and is not charged).', { min: 0, max: MAX_TIMER_MS }),
     answerGraceMs: int(
       'DB_ANSWER_GRACE_MS',
@@ -67,7 +72,12 @@ export const settingsTree = {
     connectWaitMs: int('REDIS_CONNECT_WAIT_MS', 5000, 'Longest the service waits at start for its Redis connection to be ready; past it the start fails (naming this setting and the last connection error), to be retried by whatever runs the service. An outage after the start answers 503 instead. At least 100 (connecting takes a moment even to a local Redis).', { min: 100, max: MAX_TIMER_MS }),
   },
   plugins: {
-    enabled: list('PLUGINS', ['health', 'identity', 'accounts', 'team', 'usage', 'pricing', 'discovery', 'mcp', 'verification', 'catalog'], 'Comma-separated list of enabled plugins; their dependencies must be listed too.'),
+    enabled: list(
+      'PLUGINS',
+      ['health', 'identity', 'accounts', 'team', 'usage', 'pricing', 'discovery', 'mcp', 'verification', 'catalog'],
+      'Comma-separated list of enabled plugins; their dependencies must be listed too. A list that names no plugin (such as ,) is refused; leave the variable empty for the default.',
+      { check: (entry) => entry !== '', message: 'must be a plugin name', nonEmpty: 'must name at least one plugin (leave PLUGINS empty or unset for the default list)' },
+    ),
   },
   identity: {
     apiKeyPepper: optStr('API_KEY_PEPPER', 'Server-side pepper mixed into API key hashes; use at least 16 random characters (a shorter one is warned about at start). When unset, one is generated once and kept in the database; set it before the first start, since keys issued under one pepper do not verify under another (a start whose pepper differs from the one its keys were made with is refused).', { secret: true }),
@@ -122,7 +132,7 @@ export const settingsTree = {
     concurrentInserts: int(
       'USAGE_CONCURRENT_INSERTS',
       1,
-      'Usage inserts the writer keeps in flight at once, each a group of the events that arrived meanwhile, on its own connection of the hot pool (which has max(2, DB_POOL_MAX / 2) connections). More lets an event wait for a free writer instead of for the insert ahead of it.',
+      'Usage inserts the writer keeps in flight at once, each a group of the events that arrived meanwhile, on its own connection of the hot pool (max(2, ceil(DB_POOL_MAX / 2)) connections, opened in addition to DB_POOL_MAX and shared with the reads of stored price observations). It opens no connections of its own: above the hot pool\'s size, inserts wait for a free connection of it. More lets an event wait for a free writer instead of for the insert ahead of it.',
       { min: 1, max: 8 },
     ),
   },
@@ -203,4 +213,24 @@ export const settingsTree = {
 } as const;
 
 export type Config = ConfigOf<typeof settingsTree>;
+
+/**
+ * Combinations of settings that are each valid alone but cannot work together, one problem per
+ * combination naming every setting involved (loadConfig refuses them like a bad value).
+ */
+export function crossSettingProblems(c: Config): string[] {
+  const problems: string[] = [];
+  const { port } = c.server;
+  const { embeddedPort, url } = c.database;
+  if (url === undefined && port !== 0 && port === embeddedPort) {
+    problems.push(`PORT (server.port) and EMBEDDED_PG_PORT (database.embeddedPort) are both ${port}: the HTTP server and the embedded PostgreSQL cannot listen on one port; set one of them to another port (0 picks a free one).`);
+  }
+  const { latencyColdBelow, latencyMaxSamples } = c.engine;
+  if (latencyColdBelow > latencyMaxSamples) {
+    problems.push(
+      `LATENCY_COLD_BELOW (engine.latencyColdBelow) = ${latencyColdBelow} is above LATENCY_MAX_SAMPLES (engine.latencyMaxSamples) = ${latencyMaxSamples}: a function never keeps enough samples to stop being cold, so \`fastest\` would explore forever; set LATENCY_COLD_BELOW to at most LATENCY_MAX_SAMPLES.`,
+    );
+  }
+  return problems;
+}
 export type ConfigInput = ConfigOverrides<Config>;

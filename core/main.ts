@@ -2,14 +2,27 @@ import 'reflect-metadata';
 import { ConfigError, loadConfig, misspelledSettings } from '../config';
 import type { Config } from '../config';
 import { builtInPlugins } from '../plugins';
-import { EmbeddedPostgresAccessError, takeOverShutdownSignals } from './db/embedded';
+import { takeOverShutdownSignals } from './db/embedded';
 import { PluginLoadError, StartupError } from './plugin';
 import { migrateOnly, startService } from './service';
 import { banner } from './banner';
 
+/** What an unexpected start failure shows: its stack, else its message, else what it is (never a bare "undefined"). */
+function describeFailure(err: unknown): string {
+  if (err instanceof Error) return err.stack || err.message || err.name;
+  if (typeof err === 'string') return err || 'an empty reason';
+  if (err === undefined || err === null) return `no reason given (the failure carried ${err === null ? 'null' : 'undefined'}); run with LOG_LEVEL=debug for more`;
+  try {
+    return JSON.stringify(err) ?? typeof err;
+  } catch {
+    return typeof err;
+  }
+}
+
 function fail(err: unknown): never {
-  if (err instanceof ConfigError || err instanceof PluginLoadError || err instanceof StartupError || err instanceof EmbeddedPostgresAccessError) process.stderr.write(`${err.message}\n`);
-  else process.stderr.write(`Start-up failed: ${(err as Error)?.stack ?? String(err)}\n`);
+  // Errors the service raises knowingly are one sentence for the operator; only unexpected ones carry a stack.
+  if (err instanceof ConfigError || err instanceof PluginLoadError || err instanceof StartupError) process.stderr.write(`${err.message}\n`);
+  else process.stderr.write(`Start-up failed: ${describeFailure(err)}\n`);
   process.exit(1);
 }
 

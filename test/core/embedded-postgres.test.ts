@@ -2,9 +2,11 @@ import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
 import { Writable } from 'node:stream';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { EmbeddedPostgresAccessError, closedFolderOnPath, startEmbeddedPostgres } from '../../core/db/embedded';
+import { EmbeddedPostgresAccessError, closedFolderOnPath, portUnavailable, startEmbeddedPostgres } from '../../core/db/embedded';
 import type { PostgresExit } from '../../core/db/embedded';
 import { createLogger } from '../../core/logger';
 import { Client } from 'pg';
@@ -145,3 +147,51 @@ describe('embedded PostgreSQL: stopping it, and it dying', function () {
   });
 });
 
+
+describe('embedded PostgreSQL: start failures an operator can fix are one sentence', function () {
+  this.timeout(60_000);
+  let base: string;
+  const main = path.join(__dirname, '..', '..', 'core', 'main.js');
+
+  before(() => {
+    base = mkdtempSync(path.join(tmpdir(), 'pcs-startfail-'));
+    chmodSync(base, 0o755);
+  });
+  after(() => rmSync(base, { recursive: true, force: true }));
+
+  it('a busy EMBEDDED_PG_PORT stops npm start with a sentence naming the setting and the port, no stack and no "undefined"', async () => {
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const busy = (holder.address() as AddressInfo).port;
+    try {
+      expect(await portUnavailable(busy)).to.be.a('string');
+      const res = spawnSync(process.execPath, [main], {
+        env: { ...process.env, PORT: '0', DATABASE_URL: '', REDIS_URL: '', EMBEDDED_PG_PORT: String(busy), DATA_DIR: path.join(base, 'busy'), LOG_LEVEL: 'info' },
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+      expect(res.status, res.stderr).to.equal(1);
+      expect(res.stderr).to.match(new RegExp(`^EMBEDDED_PG_PORT ${busy} is in use: `, 'm'));
+      expect(res.stderr).not.to.include('undefined');
+      expect(res.stderr).not.to.include('    at ');
+    } finally {
+      holder.close();
+    }
+  });
+
+  it('a cluster already running in DATA_DIR stops npm start with that sentence alone, no stack trace', async () => {
+    const dir = path.join(base, 'running');
+    const db = await startEmbeddedPostgres(dir, 0, createLogger('silent'));
+    try {
+      const res = spawnSync(process.execPath, [main], {
+        env: { ...process.env, PORT: '0', DATABASE_URL: '', REDIS_URL: '', EMBEDDED_PG_PORT: '0', DATA_DIR: dir, LOG_LEVEL: 'silent' },
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+      expect(res.status, res.stderr).to.equal(1);
+      expect(res.stderr).to.match(/^The embedded PostgreSQL in .* is already running \(pid \d+\); stop the other instance or set DATA_DIR\/DATABASE_URL\.\n$/);
+    } finally {
+      await db.stop('immediate');
+    }
+  });
+});

@@ -20,7 +20,22 @@ describe('plugin loader', () => {
   });
 
   it('refuses a dependency that is not enabled', () => {
-    expect(() => resolvePluginOrder([p('a', ['b']), p('b')], ['a'])).to.throw(PluginLoadError, /"a" depends on "b", which is not enabled/);
+    expect(() => resolvePluginOrder([p('a', ['b']), p('b')], ['a'])).to.throw(PluginLoadError, /A dependency is not enabled: "b" \(needed by a\)\. Add it to PLUGINS \(PLUGINS=a,b\)/);
+  });
+
+  it('names every missing dependency in one message, transitively (PLUGINS=health,mcp)', () => {
+    const available = [p('health'), p('identity'), p('usage', ['identity']), p('pricing', ['identity', 'usage']), p('discovery', ['identity']), p('mcp', ['identity', 'pricing', 'discovery'])];
+    let err: Error | undefined;
+    try {
+      resolvePluginOrder(available, ['health', 'mcp']);
+    } catch (e) {
+      err = e as Error;
+    }
+    expect(err).to.be.instanceOf(PluginLoadError);
+    expect(err?.message).to.equal(
+      '4 dependencies are not enabled: "identity" (needed by mcp, pricing, discovery, usage), "pricing" (needed by mcp), "discovery" (needed by mcp), "usage" (needed by pricing). Add them to PLUGINS (PLUGINS=health,mcp,identity,pricing,discovery,usage) or remove the plugins that need them.',
+    );
+    expect(resolvePluginOrder(available, ['health', 'mcp', 'identity', 'pricing', 'discovery', 'usage']).map((x) => x.name)).to.include('mcp');
   });
 
   it('refuses a dependency that does not exist', () => {
