@@ -109,6 +109,15 @@ describe('configuration', () => {
     expect(() => loadConfig({ REDIS_URL: '' })).not.to.throw();
   });
 
+  it('refuses a REDIS_URL that is neither a redis:// or rediss:// URL nor a socket path (foo was taken for a host name), hiding its value', () => {
+    for (const bad of ['foo', 'http://127.0.0.1:6379', '127.0.0.1:6379']) {
+      expect(() => loadConfig({ REDIS_URL: bad }), bad).to.throw(ConfigError, 'REDIS_URL (redis.url) = (hidden)');
+    }
+    expect(() => loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379' })).not.to.throw();
+    expect(() => loadConfig({ REDIS_URL: 'rediss://user:pw@cache.example.com:6380/2' })).not.to.throw();
+    expect(() => loadConfig({ REDIS_URL: '/tmp/pcs-redis/redis.sock' })).not.to.throw();
+  });
+
   it('refuses list entries that are not what the setting takes, naming the setting and what an entry must be', () => {
     const refusals: Array<[string, string, string]> = [
       ['DATABASE_URL', 'notaurl', 'postgres:// or postgresql:// URL'],

@@ -219,7 +219,7 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
     else {
       if (round(nEff, 2) < t.minEffectiveObservations) reasons.push(`effective number of observations ${round(nEff, 2)} is below the minimum ${t.minEffectiveObservations}`);
       if (workspaceCount < t.minSources) {
-        reasons.push(`${workspaceCount} distinct source(s), below the minimum ${t.minSources}: sources are counted by submitting workspace, one however many labels it uses`);
+        reasons.push(`${workspaceCount} distinct source(s), below the minimum ${t.minSources}: sources are counted by submitting workspace (with its test workspace and the agent workspaces claimed into it), one however many labels it uses`);
       }
       if (oneWorkspace) {
         reasons.push(

@@ -172,7 +172,7 @@ describe('verification verdict (pure)', () => {
       expect(v.evidence.sufficient).to.equal(false);
       expect(v.reference?.sources).to.equal(2);
       expect(v.independence.workspaces).to.equal(1);
-      expect(v.reasons).to.include('1 distinct source(s), below the minimum 2: sources are counted by submitting workspace, one however many labels it uses');
+      expect(v.reasons).to.include('1 distinct source(s), below the minimum 2: sources are counted by submitting workspace (with its test workspace and the agent workspaces claimed into it), one however many labels it uses');
       // An accepted outcome counts as its workspace's: with another workspace's observations, two sources.
       const withOther = verdict('10.00', [...one, ...[1, 2, 3].map((d) => obs('ws_b', 'accepted:cost-plus', (10.09 + d * 0.01).toFixed(2), d))]);
       expect(withOther.independence.workspaces).to.equal(2);
