@@ -51,3 +51,11 @@ export function maskAddress(ip: string): string {
   const groups = (parsed as ipaddr.IPv6).toNormalizedString().split(':');
   return `${groups.slice(0, 2).join(':')}:*`;
 }
+
+/**
+ * The address a request comes from, as every limit and record counts it: Express's `req.ip` (which
+ * follows TRUST_PROXY), else the socket's peer.
+ */
+export function clientIp(req: { ip?: string | undefined; socket: { remoteAddress?: string | undefined } }): string {
+  return req.ip ?? req.socket.remoteAddress ?? 'unknown';
+}

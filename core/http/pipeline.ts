@@ -1,5 +1,6 @@
 import express from 'express';
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response, Router } from 'express';
+import { clientIp } from '../address';
 import { ApiError, isApiError } from '../errors';
 import type { Principal } from '../auth';
 import type { Hooks, ResponseDecorator } from '../hooks';
@@ -127,7 +128,7 @@ function requestContext(req: Request, res: Response, route: RouteSpec): RequestC
     sent: undefined,
     query: undefined,
     params: req.params,
-    clientIp: req.ip ?? req.socket.remoteAddress ?? 'unknown',
+    clientIp: clientIp(req),
     channel: route.channel ?? 'api',
     // Read on use: the request's child logger is only made when something logs.
     get log() {

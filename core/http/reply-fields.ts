@@ -31,3 +31,13 @@ export function listEnvelopeSchema<T extends z.ZodType>(item: T, what: string) {
     limit: z.number().int().describe('The page size used.'),
   });
 }
+
+/** One request an answer offers as its next step (`next`): what it does, its method, its path, and what else it carries. */
+export function nextRequestSchema<A extends string, M extends string, E extends z.ZodRawShape>(action: A, method: M, path: string, extra: E) {
+  return z.object({
+    action: z.literal(action).describe('What the request does.'),
+    method: z.literal(method).describe('Its HTTP method.'),
+    path: z.string().describe(path),
+    ...extra,
+  });
+}

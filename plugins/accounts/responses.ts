@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { listEnvelopeSchema } from '../../core/http/reply-fields';
+import { listEnvelopeSchema, nextRequestSchema } from '../../core/http/reply-fields';
 import { apiKeySchema, issuedApiKeySchema, workspaceSchema } from '../identity';
 
 /**
@@ -125,11 +125,7 @@ export const createApiKeyResponse = z.object({
   hint: z.string().optional().describe('A replay only (Idempotent-Replayed: true): its secret was shown only in the first answer; what to do if that answer never arrived.'),
   next: z
     .array(
-      z.object({
-        action: z.literal('revoke').describe('What the request does.'),
-        method: z.literal('DELETE').describe('Its HTTP method.'),
-        path: z.string().describe("Its path: the replayed key's DELETE /api/api-keys/{keyId}."),
-      }),
+      nextRequestSchema('revoke', 'DELETE', "Its path: the replayed key's DELETE /api/api-keys/{keyId}.", {}),
     )
     .optional()
     .describe('A replay only: the request that revokes the key, should its secret be lost.'),

@@ -1,5 +1,6 @@
 import type { PluginDefinition } from '../../core/plugin';
-import { AccessTokenAuthenticator, ApiKeyAuthenticator, clientIp, credentialOf, otherAuthorizationScheme } from './auth/authenticators';
+import { AccessTokenAuthenticator, ApiKeyAuthenticator, credentialOf, otherAuthorizationScheme } from './auth/authenticators';
+import { clientIp } from '../../core/address';
 import { IdentityAuthorizer } from './auth/authorizer';
 import { FailedAuthGuard } from './auth/failed-auth';
 import { RateLimitGuard } from './auth/rate-limit-guard';
@@ -27,7 +28,7 @@ export type { RequestRate } from './auth/rate-limit-guard';
 export { FailedAuthGuard } from './auth/failed-auth';
 export { identityOf, personPrincipal, workspaceAttributes } from './auth/principal';
 export { assertManagesWorkspace } from './auth/managers';
-export { clientIp, credentialOf, looksLikeJwt } from './auth/authenticators';
+export { credentialOf, looksLikeJwt } from './auth/authenticators';
 export { credentialIgnored } from './auth/credential-ignored';
 export { apiKeySchema, createIdempotencyHeaders, issuedApiKeySchema, sandboxLimitsSchema, workspaceSchema } from './responses';
 export { invalidCredentials, missingCredentials, wrongKindOfCredential, insufficientScope, sandboxRefusal, WHERE_TO_GET_A_CREDENTIAL } from './errors';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { listEnvelopeSchema, noticesField } from '../../core/http/reply-fields';
+import { listEnvelopeSchema, nextRequestSchema, noticesField } from '../../core/http/reply-fields';
 
 /**
  * The 2xx bodies of the function routes (routes/functions.ts) and of GET /api/routing/health
@@ -85,12 +85,7 @@ export const functionCreateResponse = z.object({
   warnings: pipelineWarnings,
   next: z
     .array(
-      z.object({
-        action: z.literal('activate').describe('What the request does.'),
-        method: z.literal('PATCH').describe('Its HTTP method.'),
-        path: z.string().describe('Its path, /api/functions/{id}.'),
-        body: z.object({ status: z.literal('active') }).describe('Its body.'),
-      }),
+      nextRequestSchema('activate', 'PATCH', 'Its path, /api/functions/{id}.', { body: z.object({ status: z.literal('active') }).describe('Its body.') }),
     )
     .optional()
     .describe('While the function is a draft (also on a replay under the same Idempotency-Key): the request that activates it.'),

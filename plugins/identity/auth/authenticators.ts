@@ -2,6 +2,7 @@ import type { Request } from 'express';
 import { decodeJwt, jwtVerify } from 'jose';
 import type { Authenticator, Principal } from '../../../core/auth';
 import type { ApiError } from '../../../core/errors';
+import { clientIp } from '../../../core/address';
 import type { Clock } from '../../../core/clock';
 import { effectiveScopes } from '../scopes';
 import type { IdentityAttributes } from '../domain';
@@ -54,10 +55,6 @@ export function looksLikeJwt(value: string): boolean {
   return /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(value);
 }
 
-/** The address a request's rejected credentials count against (as the pipeline's `clientIp`). */
-export function clientIp(req: Request): string {
-  return req.ip ?? req.socket.remoteAddress ?? 'unknown';
-}
 
 /** Checks that a key found by hash may be used now. */
 export function assertKeyUsable(found: CachedKey, now: number): void {

@@ -1,6 +1,7 @@
 import { SignJWT } from 'jose';
 import type { Request } from 'express';
 import type { Config } from '../../../config';
+import { clientIp } from '../../../core/address';
 import type { Clock } from '../../../core/clock';
 import type { Sql } from '../../../core/db/sql';
 import { newId } from '../../../core/ids';
@@ -110,7 +111,7 @@ export class OAuthService {
     else if (header?.source === 'x-api-key') secret = header.value;
     if (!secret) throw new OAuthError('invalid_client', 'Client authentication is required: HTTP Basic with client_id and client_secret, client_secret in the body, or an agent key in x-api-key.', 401, { 'WWW-Authenticate': 'Basic realm="pricing-compute"' });
 
-    const ip = req.ip ?? req.socket.remoteAddress ?? 'unknown';
+    const ip = clientIp(req);
     // Guessing secrets here is slowed down exactly like guessing keys anywhere else.
     await this.failures.check(ip);
     const bad = async () => {

@@ -81,9 +81,9 @@ const ms = (from: number) => Math.round((performance.now() - from) * 1000) / 100
  * The functions a call tried that failed, but the one its event names: their failures count against them too (leaderboard
  * reliability). One whose address the outbound guard refused was never called (retryable: false), as its breaker knows.
  */
-function failedOthers(attempts: readonly AttemptReport[], named: string | undefined): string[] {
-  const ids: string[] = [];
-  for (const a of attempts) if (a.outcome === 'failed' && a.retryable !== false && a.id !== named && !ids.includes(a.id)) ids.push(a.id);
+function failedOthers(attempts: readonly AttemptReport[], named: string | undefined): string[] | undefined {
+  let ids: string[] | undefined;
+  for (const a of attempts) if (a.outcome === 'failed' && a.retryable !== false && a.id !== named && !ids?.includes(a.id)) (ids ??= []).push(a.id);
   return ids;
 }
 
@@ -136,7 +136,7 @@ export class ComputeService {
       networkEvidence: r.networkEvidence ?? false,
       latencyMs: r.latencyMs,
       contextKeys: contextKeys(call.context),
-      ...(r.failedFunctionIds?.length ? { failedFunctionIds: r.failedFunctionIds } : {}),
+      failedFunctionIds: r.failedFunctionIds,
     };
   }
 
