@@ -148,7 +148,7 @@ function unwrapped(s: unknown): unknown {
 }
 
 /** The keys the object schema at `path` declares, if the path leads to one through objects, arrays and records. */
-function keysDeclaredAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] | undefined {
+export function keysDeclaredAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] | undefined {
   let cur = unwrapped(schema);
   for (const seg of path) {
     const def = defOf(cur);
