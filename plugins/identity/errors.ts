@@ -12,6 +12,13 @@ export const WHERE_TO_GET_A_CREDENTIAL: NextStep[] = [
   { action: 'try_demo', method: 'POST', path: '/api/public/compute/demo', description: 'Keyless demo pricing, rate limited per address.' },
 ];
 
+/** A claim token that matches no open claim link: most often one pasted with its prefix doubled or cut, else used or expired. */
+export function unknownClaimLink(): ApiError {
+  return new ApiError('not_found', 'This claim link is unknown, already used or expired.', {
+    hint: 'Send the token exactly as registration returned it (claim.token, which already begins pcs_clm_). Claim links are one-time and expire; for one that was used or expired, the agent registers again.',
+  });
+}
+
 function challenge(error: 'invalid_token' | 'invalid_request' | null, description: string): string {
   const parts = ['Bearer realm="pricing-compute"'];
   if (error) parts.push(`error="${error}"`, `error_description="${description.replace(/"/g, "'")}"`);

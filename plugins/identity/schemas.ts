@@ -16,10 +16,10 @@ export const registerBody = z.strictObject({
 export const registerExample = { name: 'pricing-agent/checkout' };
 
 export const claimBody = z.strictObject({
-  token: z.string().min(10).max(200).describe('The claim token taken from the claim link.'),
+  token: z.string().min(10).max(200).describe('The claim token exactly as registration returned it (claim.token, which already begins pcs_clm_; also the last segment of the claim link).'),
   keep_key: z.boolean().optional().describe('Keep the agent key working after the claim (default false: the claim revokes it).'),
 });
-export const claimExample = { token: 'pcs_clm_<CLAIM_TOKEN>' };
+export const claimExample = { token: '<CLAIM_TOKEN>' };
 
 export const claimConfirmBody = z.strictObject({
   workspace_id: z.string().min(3).max(64).optional().describe('Workspace to claim into (one you own or administer); default: your current workspace (x-workspace-id, else your default one; tenant_id in GET /api/me).'),

@@ -19,9 +19,9 @@ export const createInvitationBody = z.strictObject({
 export const createInvitationExample = { email: 'grace@example.com', role: 'member' };
 
 export const acceptInvitationBody = z.strictObject({
-  token: z.string().min(10).max(200).describe('The one-time token returned when the invitation was made.'),
+  token: z.string().min(10).max(200).describe('The one-time token exactly as the invitation returned it (accept.token, which already begins pcs_inv_).'),
 });
-export const acceptInvitationExample = { token: 'pcs_inv_<INVITATION_TOKEN>' };
+export const acceptInvitationExample = { token: '<INVITATION_TOKEN>' };
 
 export const updateMemberBody = z.strictObject({
   role: role.describe('admin or member; nobody is made an owner through these routes.'),

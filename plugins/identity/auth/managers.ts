@@ -8,9 +8,9 @@ const roleTooLow = (message: string) => new ApiError('forbidden', message, { hin
 /**
  * Who may manage a workspace's configuration that members only read (tester tags, functions):
  * owners and admins, and full-access API keys an owner or admin created for the workspace, while
- * their creator still is one (a member's key does no more than the member). Agent-bound and OAuth
- * client keys, and the access tokens minted from them, act for one agent, not for the workspace's
- * configuration. `action` completes "Only owners and admins …" (e.g. "change tester tags").
+ * their creator still is one (a member's key does no more than the member), and the key an agent
+ * kept when its workspace was claimed. Other agent-bound and OAuth client keys, and the access tokens
+ * minted from them, act for one agent, not for the workspace's configuration. `action` completes "Only owners and admins …" (e.g. "change tester tags").
  */
 export async function assertManagesWorkspace(p: Principal, workspaces: Pick<Workspaces, 'roleOf'>, action: string): Promise<void> {
   const id = identityOf(p);
@@ -23,6 +23,9 @@ export async function assertManagesWorkspace(p: Principal, workspaces: Pick<Work
     if (role === 'owner' || role === 'admin') return;
     throw roleTooLow(`Only owners and admins ${action}, and a key only while its creator is one; this key's creator is not.`);
   }
+  // SPEC: the key an agent kept at its workspace's claim has "full access of an API key in that workspace until
+  // revoked". Only such a key is of a registration's kind in a claimed workspace; its access tokens stay an agent's.
+  if (p.kind === 'api_key' && id.claimedAt && !id.sandbox && (id.keyKind === 'sandbox' || id.keyKind === 'oauth_client')) return;
   throw new ApiError('forbidden', `Agent keys${p.kind === 'access_token' ? ' and their access tokens' : ''} cannot ${action}; use a workspace key or a person's session.`, {
     hint: 'Create a workspace key (POST /api/api-keys, person only) or sign in.',
     fields: { reason: 'agent-bound key' },

@@ -1,8 +1,7 @@
-import { ApiError } from '../../../core/errors';
 import { created, defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import { identityOf } from '../auth/principal';
-import { wrongKindOfCredential } from '../errors';
+import { unknownClaimLink, wrongKindOfCredential } from '../errors';
 import { AGENT_STARTER_PLAN, CLAIM_HOW, changelogFeedUrl, registrationLimits, sandboxLimits } from '../limits';
 import { claimLinkResponse, claimResponse, registerResponse, rotateResponse } from '../responses';
 import * as s from '../schemas';
@@ -101,7 +100,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       responses: { 200: { description: 'The sandbox the link would claim, and how to confirm.', schema: claimLinkResponse } },
       handler: async ({ params }) => {
         const found = await d.onboarding.findClaimable(params.token);
-        if (!found) throw new ApiError('not_found', 'This claim link is unknown, already used or expired.', { hint: 'Claim links are one-time and expire; the agent can register again for a new one.' });
+        if (!found) throw unknownClaimLink();
         return ok({
           sandbox: { id: found.workspace.id, name: found.workspace.name, plan: found.workspace.plan, created_at: new Date(found.workspace.created_at).toISOString() },
           expires_at: found.expiresAt.toISOString(),

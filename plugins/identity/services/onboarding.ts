@@ -3,6 +3,7 @@ import type { Config } from '../../../config';
 import type { Clock } from '../../../core/clock';
 import type { Sql } from '../../../core/db/sql';
 import { ApiError } from '../../../core/errors';
+import { unknownClaimLink } from '../errors';
 import type { EventBus } from '../../../core/events';
 import { addressDigests } from '../../../core/address';
 import { newId, randomToken } from '../../../core/ids';
@@ -205,10 +206,7 @@ export class Onboarding {
    * revoked unless kept, event for other plugins), atomically.
    */
   async claim(input: { token: string; targetWorkspaceId: string; claimer: Claimer; keepKey: boolean }): Promise<{ workspace: WorkspaceRow; testWorkspace: WorkspaceRow; revokedKeys: string[]; keptKeys: string[] }> {
-    const notFound = () =>
-      new ApiError('not_found', 'This claim link is unknown, already used or expired.', {
-        hint: 'Claim links are one-time and expire; the agent can register again for a new one.',
-      });
+    const notFound = unknownClaimLink;
     const result = await this.sql.tx(async (tx) => {
       const tokenRow = await this.sql.one<{ workspace_id: string; expires_at: Date; used_at: Date | null }>(
         'SELECT workspace_id, expires_at, used_at FROM claim_tokens WHERE token_hash = $1 FOR UPDATE',

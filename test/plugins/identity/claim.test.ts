@@ -17,6 +17,7 @@ import {
   unknownKey,
 } from '../../support/identity';
 import type { ClaimBody, ErrorBody, KeyView, MeBody, Person, RegistrationBody } from '../../support/identity';
+import { claimExample } from '../../../plugins/identity/schemas';
 import { probePlugin } from '../../support/probe-plugin';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
@@ -365,6 +366,19 @@ describe('identity: claiming an agent sandbox', () => {
       expect(res.body.retryable).to.equal(false);
       expect(res.headers.get('www-authenticate')).to.match(/^Bearer /);
       await expectStillUnclaimed(reg);
+    });
+
+    it('claims with the documented example filled in with claim.token as given, and answers a token with its prefix doubled 404 with a hint to send it as given', async () => {
+      const owner = await signUp(svc.url);
+      const key = await createKey(svc.url, asPerson(owner), { name: 'claimer', scopes: ['workspace:claim'] });
+      const reg = await register(svc.url);
+      const example = JSON.stringify(claimExample);
+      expect(example, 'the placeholder stands for the whole token').not.to.contain('pcs_clm_');
+      const doubled = await api.post<ErrorBody>('/api/agents/claim', JSON.parse(example.replace('<CLAIM_TOKEN>', `pcs_clm_${reg.claim.token}`)), { 'x-api-key': key.key });
+      expect(doubled.status, doubled.text).to.equal(404);
+      expect(doubled.body.hint).to.contain('exactly as registration returned it (claim.token, which already begins pcs_clm_)');
+      const res = await api.post<ClaimBody>('/api/agents/claim', JSON.parse(example.replace('<CLAIM_TOKEN>', reg.claim.token)), { 'x-api-key': key.key });
+      expect(res.status, res.text).to.equal(200);
     });
 
     it('answers an unknown claim token with 404', async () => {

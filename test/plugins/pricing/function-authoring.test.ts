@@ -107,6 +107,27 @@ describe('pricing: authoring workspace functions', function () {
       }
     });
 
+    it('lets the key an agent kept at its claim register and change functions (SPEC: full access of an API key), but not that key\'s access token nor the key before the claim', async () => {
+      const reg = await client(svc.url).post<Record<string, any>>('/api/agents/register', { name: 'fn-kept' });
+      expect(reg.status, reg.text).to.equal(201);
+      const kept = { 'x-api-key': reg.body.api_key.key as string };
+      const before = await api(kept).post<Record<string, any>>('/api/functions', draft('before-claim'));
+      expect(before.status, before.text).to.equal(403);
+      const claim = await api({ cookie: owner.cookie }).post<Record<string, any>>(`/api/agents/claim/${reg.body.claim.token}`, { keep_key: true });
+      expect(claim.status, claim.text).to.equal(200);
+      expect(claim.body.agent_key).to.equal('kept');
+      const created = await api(kept).post<Record<string, any>>('/api/functions', draft('kept'));
+      expect(created.status, created.text).to.equal(201);
+      expect(created.body.function.status).to.equal('draft');
+      const patched = await api(kept).patch<Record<string, any>>(`/api/functions/${created.body.function.id}`, { status: 'active' });
+      expect(patched.status, patched.text).to.equal(200);
+      expect(patched.body.function.status).to.equal('active');
+      const token = await mintToken(svc, reg.body.api_key.key as string);
+      const byToken = await api({ authorization: `Bearer ${token}` }).patch<Record<string, any>>(`/api/functions/${created.body.function.id}`, { description: 'by token' });
+      expect(byToken.status, byToken.text).to.equal(403);
+      expect(byToken.body.reason).to.equal('agent-bound key');
+    });
+
     it("answers another workspace's function with the same 404 as a function that does not exist, whatever the caller's role", async () => {
       const fn = await api().post<Record<string, any>>('/api/functions', draft('foreign'));
       const other = await signUp(svc, 'fn-other');
