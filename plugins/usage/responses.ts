@@ -15,7 +15,7 @@ export const usageEventSchema = z
     classification: z.enum(CLASSIFICATIONS).describe('Relative to the viewing workspace, at read time: mine (its own call), testers (a keyless call one of its tester tags matches) or others (anyone else\'s call to one of its functions).'),
     tester_tag: z.string().optional().describe('Testers only: the label of the first tester tag the call matches.'),
     channel: z.enum(CHANNELS).describe('How the call came: api, mcp, or demo (a keyless public demo).'),
-    operation: z.enum(OPERATIONS).describe('The kind of call: compute, batch_item, router, demo (the keyless compute demo), verify or test.'),
+    operation: z.enum(OPERATIONS).describe('The kind of call: compute, batch_item, router, demo (the keyless compute demo) or verify.'),
     status: z.enum(['ok', 'error']).describe('Whether the call answered a price (ok) or failed (error).'),
     error_code: z.string().nullable().describe('A failed call\'s error code (as its answer\'s `code`); null when it succeeded.'),
     caller: z

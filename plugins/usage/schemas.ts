@@ -8,7 +8,11 @@ export const PAID_VIA = ['x402', 'day_pass', 'balance'] as const;
 export const AI_FEATURES = ['agent_generation', 'task_estimation'] as const;
 export const KEY_SOURCES = ['own_provider_key', 'platform_key'] as const;
 /** The operations the recorder writes (UsageEventInput.operation). */
-export const OPERATIONS = ['compute', 'batch_item', 'router', 'demo', 'verify', 'test'] as const;
+/**
+ * The kinds of call that write a usage event. A function's test run (POST /api/functions/{id}/test)
+ * writes none: it is free and routes nothing (the table's CHECK still allows 'test', unused).
+ */
+export const OPERATIONS = ['compute', 'batch_item', 'router', 'demo', 'verify'] as const;
 
 export type Channel = (typeof CHANNELS)[number];
 export type Classification = (typeof CLASSIFICATIONS)[number];
@@ -59,7 +63,7 @@ export const eventsQuery = z
     channel: z.enum(CHANNELS, { error: once }).optional(),
     classification: z.enum(CLASSIFICATIONS, { error: once }).optional().describe('Relative to your workspace: mine, testers or others.'),
     function: z.string().min(1).max(100).optional().describe('A function id or name.'),
-    operation: z.enum(OPERATIONS, { error: once }).optional().describe('The kind of call: compute, batch_item, router, demo, verify or test.'),
+    operation: z.enum(OPERATIONS, { error: once }).optional().describe('The kind of call: compute, batch_item, router, demo or verify (a function\'s test run writes no usage event).'),
     request_id: z.string().min(1).max(128).optional().describe("The request id of a call's answer (its X-Request-Id); matches your own calls (mine) only, the only ones that show it."),
     outcome: z.enum([...OUTCOMES, 'none'], { error: once }).optional().describe('accepted, rejected, or none (no outcome reported).'),
     paid_via: z.enum([...PAID_VIA, 'none'], { error: once }).optional().describe('x402, day_pass, balance, or none (not paid at call time).'),

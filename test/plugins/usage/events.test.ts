@@ -215,6 +215,14 @@ describe('usage: events list and receipt', function () {
       expect(await list('operation=verify')).to.deep.equal([]);
     });
 
+    it('writes no usage event for a function test run: the events are the same before and after one', async () => {
+      const before = ids(await listAll(svc, { 'x-api-key': w.key }, ''));
+      const run = await client(svc.url, { 'x-api-key': w.key }).post<Record<string, any>>('/api/functions/fn_builtin_cost_plus/test', { context: { unit_cost: 4 } });
+      expect(run.status, run.text).to.equal(200);
+      expect(run.body.ok).to.equal(true);
+      expect(ids(await listAll(svc, { 'x-api-key': w.key }, ''))).to.deep.equal(before);
+    });
+
     it("request_id: the event of a failed answer found by the answer's request id, only among W's own calls", async () => {
       const failed = await client(svc.url, { 'x-api-key': w.key }).post<Record<string, any>>('/api/compute/price', { context: {}, function_id: 'fn_builtin_cost_plus' });
       expect(failed.status, failed.text).to.be.within(400, 599);
@@ -281,6 +289,7 @@ describe('usage: events list and receipt', function () {
       ['outcome=maybe', 'outcome'],
       ['paid_via=card', 'paid_via'],
       ['operation=price', 'operation'],
+      ['operation=test', 'operation'],
       [`request_id=${'r'.repeat(129)}`, 'request_id'],
       ['from=yesterday', 'from'],
       ['to=2025-13-45', 'to'],
