@@ -91,7 +91,8 @@ export function agentsDocument(config: Config, base: string, changelog: Changelo
           self_registration: {
             endpoint: `${base}/api/agents/register`,
             method: 'POST',
-            body: { name: 'a system/role style label' },
+            // A body that works as sent; the name is a label of the agent's system and role (e.g. "pricing-agent/checkout").
+            body: { name: 'my-pricing-agent' },
             open: config.identity.selfRegistrationOpen,
             limits: { ...registrationLimits(config), sandbox: sandboxLimits(config) },
           },
@@ -141,7 +142,7 @@ export function llmsText(config: Config, base: string, changelog: Changelog, s: 
       registration,
       `- Free sandbox key: POST ${base}/api/agents/register with {"name": "my-pricing-agent"}${config.identity.selfRegistrationOpen ? '' : ' (currently paused: 503 self_registration_closed)'}. Registration limits in force: ${reg.per_address_per_day} per day per network address, ${reg.overall_per_day} per day overall.`,
     ),
-    ...when(registration, `- Sandbox (Agent Starter) limits: ${l.sandbox.computeCallsPerDay} compute calls per day, key valid ${l.sandbox.keyLifetimeDays} days unless claimed, ${l.sandbox.keyRotationsPerDay} key rotations per day, built-in functions only, no batch pricing; the usage API (your receipts' links), data contributions and test runs open once a person claims the sandbox, and until then every compute answer carries its own usage record (receipt) and the calls left (remaining).`),
+    ...when(registration, `- Sandbox (Agent Starter) limits: ${l.sandbox.computeCallsPerDay} compute calls per day (price verifications count as calls), key valid ${l.sandbox.keyLifetimeDays} days unless claimed, ${l.sandbox.keyRotationsPerDay} key rotations per day, built-in functions only, no batch pricing; the usage API (your receipts' links), data contributions and test runs open once a person claims the sandbox, and until then every compute answer carries its own usage record (receipt) and the calls left (remaining).`),
     ...when(s.serves('post', '/api/oauth/register') && s.serves('post', '/api/oauth/token'), `- OAuth client credentials: POST ${base}/api/oauth/register, then POST ${base}/api/oauth/token (grant_type=client_credentials).`),
   ];
   const price = [
@@ -149,7 +150,7 @@ export function llmsText(config: Config, base: string, changelog: Changelog, s: 
     ...when(compute, `- A context needs one thing to price from: unit_cost, current_price, target_price (charm-pricing rounds it to a price ending), competitor_prices, or a product_type the network holds price observations of${observations ? ` (contribute them with POST ${base}/api/data/observations)` : ''}.`),
     ...when(s.serves('post', '/api/compute/batch'), `- POST ${base}/api/compute/batch: up to ${l.batchMaxItems} items (claimed workspaces).`),
     ...when(s.serves('post', '/api/price-router'), `- POST ${base}/api/price-router: as compute, plus function_name.`),
-    ...when(s.serves('post', '/api/public/price-router/verify'), `- POST ${base}/api/public/price-router/verify: {"context": {...}, "proposed_price": 4.2}.`),
+    ...when(s.serves('post', '/api/public/price-router/verify'), `- POST ${base}/api/public/price-router/verify (keyless; with a key: POST ${base}/api/price-router/verify): {"context": {"product_type": "coffee", "currency": "USD", "unit_cost": 1.2}, "proposed_price": "4.50"} answers a verdict on the proposed price (price is accepted as its alias).`),
     ...when(s.serves('get', '/api/functions'), `- GET ${base}/api/functions: the functions you can use.`),
   ];
   const agents = [

@@ -298,6 +298,20 @@ describe('discovery documents and OpenAPI', function () {
     // What an agent may retry, and what it may not.
     expect(a.text).to.contain('Retry, after Retry-After, on retryable: true: 503 service_busy');
     expect(a.text).to.contain('422 insufficient_context is not retryable as is');
+    expect(a.text).to.contain('17 compute calls per day (price verifications count as calls)');
+  });
+
+  it('gives, in llms.txt and agents.json, request bodies that work as sent: the keyless verification and the registration', async () => {
+    const text = (await client(svc.url).get('/llms.txt')).text;
+    const line = text.split('\n').find((l) => l.includes('/api/public/price-router/verify (keyless'));
+    const body = JSON.parse(/: (\{.*\}) answers/.exec(line ?? '')?.[1] ?? 'null') as unknown;
+    const verdict = await client(svc.url).post<Record<string, any>>('/api/public/price-router/verify', body);
+    expect(verdict.status, verdict.text).to.equal(200);
+    expect(verdict.body.verdict).to.be.a('string');
+    const agents = await client(svc.url).get<Record<string, any>>('/.well-known/agents.json');
+    const registered = await client(svc.url).post<Record<string, any>>('/api/agents/register', agents.body.self_registration.body);
+    expect(registered.status, registered.text).to.equal(201);
+    expect(registered.body.agent.name).to.equal('my-pricing-agent');
   });
 });
 
