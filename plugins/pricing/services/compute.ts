@@ -8,7 +8,7 @@ import type { Hooks } from '../../../core/hooks';
 import type { RouteTable } from '../../../core/http/pipeline';
 import type { KvStore } from '../../../core/kv';
 import type { RequestRate } from '../../identity';
-import type { AttemptReport, PricingEngine, PriceOutcome, Preference, TraceStage } from '../../../engine';
+import type { AttemptReport, MarketEvidence, PricingEngine, PriceOutcome, Preference, TraceStage } from '../../../engine';
 import { EngineError } from '../../../engine';
 import { identityOf, IDEMPOTENCY_HEADER, REPLAYED_HEADER, requestFingerprint } from '../../identity';
 import { callerFields, contextKeys, receipt, receiptOfRow, remaining } from '../../usage';
@@ -218,12 +218,13 @@ export class ComputeService {
 
     let outcome: PriceOutcome;
     let hasDefaultPolicy = false;
+    let market: MarketEvidence | null = null;
     try {
       const policy = p ? await this.policies.defaultFor(p.workspaceId) : null;
       hasDefaultPolicy = policy !== null;
       t = performance.now();
       const lookup = await this.market.forContext(call.context);
-      const market = lookup?.evidence ?? null;
+      market = lookup?.evidence ?? null;
       if (lookup) {
         stages.push({
           stage: 'market_evidence',
@@ -243,7 +244,7 @@ export class ComputeService {
       });
     } catch (err) {
       if (!call.reservation) await reservation.release();
-      const mapped = toApiError(err, { keyless: p === null, sandbox: scope.builtInsOnly && p !== null, context: call.context, ...(call.functionName ? { pinnedBy: 'function_name' as const } : {}) });
+      const mapped = toApiError(err, { keyless: p === null, sandbox: scope.builtInsOnly && p !== null, context: call.context, market, ...(call.functionName ? { pinnedBy: 'function_name' as const } : {}) });
       // A call refused for its body (400) or its plan (403) was refused before pricing and is no call (docs/routing.md); the
       // others are recorded with the code their caller was given.
       if (err instanceof EngineError && mapped instanceof ApiError && mapped.status !== 400 && mapped.status !== 403) {

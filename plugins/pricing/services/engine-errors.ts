@@ -1,6 +1,7 @@
 import { sandboxRefusal } from '../../identity';
 import { ApiError } from '../../../core/errors';
 import { BUILTINS, EngineError } from '../../../engine';
+import type { MarketEvidence } from '../../../engine';
 
 const INPUT_MENU = Object.fromEntries(BUILTINS.map((b) => [b.name, b.inputs.filter((i) => i !== 'currency')]));
 
@@ -29,14 +30,16 @@ export interface ErrorAudience {
   pinnedBy?: 'function_id' | 'function_name';
   /** The context the call sent: an example made of it prices what the caller meant. */
   context?: Record<string, unknown>;
+  /** The network's observations for that context, which decide whether competitive-position can price it. */
+  market?: MarketEvidence | null;
 }
 
 /** The built-ins in the order the default strategy reaches for them (docs/routing.md). */
 const DEFAULT_ORDER = ['anchored-adjustment', 'competitive-position', 'elasticity-optimum', 'cost-plus', 'charm-pricing'].flatMap((name) => BUILTINS.filter((b) => b.name === name));
 
 /** An explicit call's example: the caller's context pinned to the first built-in that can price it, else the stock one. */
-function explicitExample(context: Record<string, unknown> | undefined): Record<string, unknown> {
-  const pin = context ? DEFAULT_ORDER.find((b) => b.mayPrice(context)) : undefined;
+function explicitExample(context: Record<string, unknown> | undefined, market: MarketEvidence | null | undefined): Record<string, unknown> {
+  const pin = context ? DEFAULT_ORDER.find((b) => b.mayPrice(context, market ?? undefined)) : undefined;
   return pin && context ? { context, function_id: pin.id, routing_preference: 'explicit' } : { context: { current_price: 10 }, function_id: 'fn_builtin_anchored', routing_preference: 'explicit' };
 }
 
@@ -142,7 +145,7 @@ export function toApiError(err: unknown, opts: ErrorAudience = {}): unknown {
         hint: opts.keyless
           ? 'Name the function to pin (function_id; GET /api/catalog lists the built-in functions the demo reaches), or leave routing_preference out to let the demo choose.'
           : 'Name the function to pin (function_id; GET /api/functions lists those you can use), or leave routing_preference out to let your default routing policy choose.',
-        example: explicitExample(opts.context),
+        example: explicitExample(opts.context, opts.market),
       });
   }
 }

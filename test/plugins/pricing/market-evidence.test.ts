@@ -71,6 +71,16 @@ describe('pricing: network price observations as market evidence for compute', f
     expect(verdict.body.reference.price).to.equal(res.body.method.details.reference_price);
   });
 
+  it("refuses explicit without a function with an example that pins competitive-position to the caller's product_type context, priced as sent", async () => {
+    const context = { product_type: product, currency: 'USD' };
+    const refused = await alice.post<Record<string, any>>('/api/compute/price', { context, routing_preference: 'explicit' });
+    expect(refused.status, refused.text).to.equal(400);
+    expect(refused.body.example).to.deep.equal({ context, function_id: 'fn_builtin_competitive', routing_preference: 'explicit' });
+    const priced = await alice.post<Record<string, any>>('/api/compute/price', refused.body.example);
+    expect(priced.status, priced.text).to.equal(200);
+    expect(priced.body.function.name).to.equal('competitive-position');
+  });
+
   it('anchored-adjustment moves a current_price towards them; the caller\'s own competitor_prices are used instead when sent', async () => {
     const moved = await alice.post<Record<string, any>>('/api/compute/price', { context: { product_type: product, currency: 'USD', current_price: 6 }, function_id: 'fn_builtin_anchored' });
     expect(moved.status, moved.text).to.equal(200);
