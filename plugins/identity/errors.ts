@@ -8,8 +8,8 @@ export const ACCEPTED_CREDENTIALS_HINT =
 export const WHERE_TO_GET_A_CREDENTIAL: NextStep[] = [
   { action: 'register_agent', method: 'POST', path: '/api/agents/register', body: { name: 'my-pricing-agent' }, description: 'Free sandbox workspace and key, no human needed.' },
   { action: 'register_oauth_client', method: 'POST', path: '/api/oauth/register', body: { client_name: 'my-agent-framework' }, description: 'Client credentials for OAuth frameworks; exchange them at POST /api/oauth/token.' },
-  { action: 'sign_in', method: 'POST', path: '/api/auth/signin', description: 'People sign in (or sign up at POST /api/auth/signup) and create keys at POST /api/api-keys.' },
-  { action: 'try_demo', method: 'POST', path: '/api/public/compute/demo', description: 'Keyless demo pricing, rate limited per address.' },
+  { action: 'sign_in', method: 'POST', path: '/api/auth/signin', body: { email: '<EMAIL>', password: '<PASSWORD>' }, description: 'People sign in (or sign up at POST /api/auth/signup) and create keys at POST /api/api-keys.' },
+  { action: 'try_demo', method: 'POST', path: '/api/public/compute/demo', body: { context: { current_price: 10, currency: 'USD' } }, description: 'Keyless demo pricing, rate limited per address.' },
 ];
 
 /** A claim token that matches no open claim link: most often one pasted with its prefix doubled or cut, else used or expired. */
@@ -107,6 +107,6 @@ export function sandboxRefusal(what: string): ApiError {
   return new ApiError('plan_restricted', `The Agent Starter sandbox cannot ${what}.`, {
     hint: 'Sandbox keys compute with built-in functions, read functions and routing policies, rotate themselves and work as OAuth client credentials. Have a person claim the workspace (the claim link from registration) to lift the limits.',
     fields: { plan: 'agent_starter', reason: `Agent Starter sandboxes cannot ${what}.` },
-    next: [{ action: 'claim', description: 'A person opens the claim link returned at registration, or a trusted agent calls POST /api/agents/claim with a workspace:claim key; this sandbox key cannot claim its own workspace.', method: 'POST', path: '/api/agents/claim' }],
+    next: [{ action: 'claim', description: 'A person opens the claim link returned at registration, or a trusted agent calls POST /api/agents/claim with a workspace:claim key; this sandbox key cannot claim its own workspace.', method: 'POST', path: '/api/agents/claim', body: { token: '<CLAIM_TOKEN>' } }],
   });
 }

@@ -37,6 +37,8 @@ function expectWhereToGetOne(res: HttpResult<ErrorBody>): void {
   expect(res.body.hint).to.match(/x-api-key/).and.match(/Bearer/);
   expect(res.body.next).to.be.an('array').that.is.not.empty;
   for (const step of res.body.next ?? []) expect(step.path, JSON.stringify(step)).to.be.a('string').and.match(/^\/api\//);
+  // A step to POST carries a body to send (placeholders in <ANGLE_BRACKETS> where only the caller knows the value).
+  for (const step of res.body.next ?? []) expect((step as { body?: unknown }).body, JSON.stringify(step)).to.be.an('object');
   expect(res.body.next?.map((s) => s.path)).to.include.members(['/api/agents/register', '/api/oauth/register']);
 }
 
@@ -78,6 +80,14 @@ describe('identity: 401 and 403 answers for credentials', () => {
       expect401(res, 'unauthorized');
       expectWhereToGetOne(res);
     }
+  });
+
+  it("offers a try_demo step whose body prices when sent as is", async () => {
+    const res = await api.get<ErrorBody>('/api/me');
+    const step = (res.body.next as Array<{ action: string; path: string; body: unknown }>).find((s) => s.action === 'try_demo');
+    const demo = await api.post<Record<string, any>>(step?.path ?? '', step?.body);
+    expect(demo.status, demo.text).to.equal(200);
+    expect(demo.body.price).to.be.a('string');
   });
 
   it('answers a malformed key with 401 invalid_credentials and the same fields', async () => {
