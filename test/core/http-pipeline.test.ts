@@ -35,6 +35,12 @@ describe('kernel HTTP pipeline', () => {
     });
   }
 
+  it('answers a Content-Encoding it does not read (neither gzip, deflate, br nor identity) with 415 unsupported_media_type', async () => {
+    const res = await api.raw('POST', '/probe/items', { rawBody: '{"label":"widget","quantity":2}', headers: { 'content-type': 'application/json', 'content-encoding': 'br2' } });
+    expect(res.status, res.text).to.equal(415);
+    expect(res.body.code).to.equal('unsupported_media_type');
+  });
+
   it('treats a non-JSON body sent as text/plain as invalid_json too', async () => {
     const res = await api.raw('POST', '/probe/items', { rawBody: 'label=widget', headers: { 'content-type': 'text/plain' } });
     expect(res.status).to.equal(400);
