@@ -155,7 +155,9 @@ export const verifyBody = z
     path: ['price'],
     message: 'send proposed_price or its alias price, not both: price is accepted only when proposed_price is absent',
     when: isObject,
-  });
+  })
+  // What the refinements require, said in JSON Schema for OpenAPI and MCP's inputSchema (which cannot show a refinement).
+  .meta({ anyOf: [{ required: ['proposed_price'] }, { required: ['price'] }] });
 export type VerifyBody = z.output<typeof verifyBody>;
 
 export const verifyExample = { context: { product_type: 'coffee', currency: 'USD', unit_cost: 1.2 }, proposed_price: '4.50' };
