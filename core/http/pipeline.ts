@@ -346,7 +346,9 @@ function shadowedMethods(table: RouteTable): Map<string, HttpMethod[]> {
  */
 function otherMethods(path: string, specs: RouteSpec[]): RequestHandler {
   const screening = specs.find((spec) => spec.screen);
-  const refuse = methodNotAllowed(path, specs.map((spec) => spec.method), pathDeprecation(specs));
+  // A path of one route taking a body: the 405 shows a body it takes, so the retry with the right method works as sent.
+  const only = specs.length === 1 ? specs[0] : undefined;
+  const refuse = methodNotAllowed(path, specs.map((spec) => spec.method), pathDeprecation(specs), only?.body ? only.example : undefined);
   const handler = screening ? screenedFirst(screening, refuse) : refuse;
   Object.defineProperty(handler, 'name', { value: METHOD_NOT_ALLOWED });
   return handler;
@@ -363,7 +365,7 @@ function screenedFirst(route: RouteSpec, then: RequestHandler): RequestHandler {
 }
 
 /** The 405 helper: `Allow` header plus a hint naming the methods the path accepts, and the path's deprecation signals. */
-export function methodNotAllowed(path: string, methods: readonly HttpMethod[], deprecated?: Deprecation): RequestHandler {
+export function methodNotAllowed(path: string, methods: readonly HttpMethod[], deprecated?: Deprecation, example?: unknown): RequestHandler {
   const allowed = methods.map((m) => m.toUpperCase());
   if (allowed.includes('GET')) allowed.push('HEAD');
   const allow = allowed.join(', ');
@@ -380,8 +382,9 @@ export function methodNotAllowed(path: string, methods: readonly HttpMethod[], d
     const listed = methods.length > 1 ? `${methods.slice(0, -1).join(', ')} or ${methods.at(-1) ?? ''}` : (methods[0] ?? '');
     next(
       new ApiError('method_not_allowed', `${req.method} is not supported on ${req.path}.`, {
-        hint: `Use ${listed} on this path.`,
+        hint: example === undefined ? `Use ${listed} on this path.` : `Use ${listed} on this path; example is a body it takes.`,
         headers: { Allow: allow },
+        ...(example === undefined ? {} : { example }),
       }),
     );
   };

@@ -1008,11 +1008,15 @@ describe('keyless demo', function () {
     }
   });
 
-  it('answers GET with 405, Allow: POST and a hint', async () => {
+  it("answers GET with 405, Allow: POST, a hint and the POST's example body", async () => {
     const res = await client(svc.url).get<Record<string, any>>('/api/public/compute/demo');
     expect(res.status).to.equal(405);
     expect(res.headers.get('allow')).to.equal('POST');
-    expect(res.body.hint).to.match(/POST/);
+    expect(res.body.hint).to.equal('Use POST on this path; example is a body it takes.');
+    // The demo budget of this suite is spent by now: the example is the route's own, which passes its schema (the discovery tests run it).
+    const demo = svc.routes.all().find(({ spec }) => spec.id === 'demo.compute')?.spec;
+    expect(res.body.example).to.deep.equal(demo?.example);
+    expect(demo?.body?.safeParse(res.body.example).success).to.equal(true);
   });
 });
 
