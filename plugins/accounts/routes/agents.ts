@@ -27,7 +27,9 @@ function agentView(a: AgentRow): Record<string, unknown> {
 export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
   const find = async (p: Principal, id: string): Promise<AgentRow> => {
     const a = await d.sql.one<AgentRow>('SELECT * FROM agents WHERE id = $1 AND workspace_id = $2', [id, p.workspaceId]);
-    if (!a) throw new ApiError('not_found', 'No agent with this id in the workspace.');
+    // The same answer whether the agent is missing or another workspace's (ownership is not revealed by id); the hint
+    // covers the common case of a person acting in their default workspace for an agent of another of theirs.
+    if (!a) throw new ApiError('not_found', 'No agent with this id in the workspace.', { hint: 'Agents are per workspace: for an agent of another of your workspaces, send x-workspace-id with that workspace (GET /api/user lists yours); GET /api/agents lists the agents of this one.' });
     return a;
   };
   const findToManage = async (p: Principal, id: string): Promise<AgentRow> => {

@@ -55,7 +55,11 @@ describe('accounts: one workspace never reaches another’s records', () => {
   });
 
   it("answers a person minting a key for another workspace's agent with 404", async () => {
-    expectNoData(await api.post<ErrorBody>(`/api/agents/${bAgent}/keys`, { name: 'stolen' }, asPerson(a)), 'agent key');
+    const res = await api.post<ErrorBody>(`/api/agents/${bAgent}/keys`, { name: 'stolen' }, asPerson(a));
+    expectNoData(res, 'agent key');
+    // The hint, the same for a missing agent, tells a person how to reach an agent of another of their workspaces.
+    expect(res.body.hint).to.contain('send x-workspace-id with that workspace');
+    expect((await api.post<ErrorBody>('/api/agents/agt_missing/keys', { name: 'x' }, asPerson(a))).body.hint).to.equal(res.body.hint);
     expectNoData(await api.post<ErrorBody>('/api/api-keys', { name: 'stolen', agent_id: bAgent }, asPerson(a)), 'key bound to the agent');
     const keys = await api.get<{ data: KeyView[] }>('/api/api-keys', asPerson(b));
     expect(keys.body.data.filter((k) => k.agent_id === bAgent).map((k) => k.id)).to.deep.equal([bAgentKey.id]);
