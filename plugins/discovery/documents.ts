@@ -3,6 +3,7 @@ import type { RegisteredRoute } from '../../core/http/pipeline';
 import type { HttpMethod } from '../../core/http/route';
 import { NAMED_SCOPES, registrationLimits, sandboxLimits } from '../identity';
 import type { Changelog } from './services/changelog';
+import { errorGuideLines } from './error-guide';
 
 /** An MCP tool as the discovery documents describe it (registered by the mcp plugin). */
 export interface ToolDescriptor {
@@ -170,5 +171,8 @@ ${section('Start without a human', start)}${section('Price', price)}${section('F
 
 Every error has error, code and message, and often hint, next, example, issues, retry_after and limit${s.mcp ? " (the MCP endpoint's transport refusals are JSON-RPC errors instead: error is {code, message}, with code and hint beside it)" : ''}. 401s list where to get a credential; 429s carry Retry-After.
 Retry, after Retry-After, on retryable: true: 503 service_busy (every pricing worker was busy), 503 service_unavailable (the call could not be recorded, or the database or the key-value store did not answer), 502 functions_failed (every function tried failed; retryable: false when each failed only at an address the service will not call, so a retry cannot help). None of them is charged. Creating an API key, a function or a routing policy? Send Idempotency-Key (a UUID) and retry with the same one: a repeat answers what the first created (Idempotent-Replayed: true). Priced calls (compute, price router, batch) take it too: a retry with the same key and body answers the first result, charged once; a key stands for one request (another body, or a batch's key on a single call and the reverse, is 422 idempotency_key_reused). 422 insufficient_context is not retryable as is: it names what the context lacks or which amount is out of range.
+
+Each code, by status:
+${errorGuideLines({ payments: s.serves('post', '/api/payments/day-pass'), mcp: s.mcp }).join('\n')}
 `;
 }

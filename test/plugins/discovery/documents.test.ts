@@ -1,4 +1,7 @@
 import { expect } from 'chai';
+import { errorStatus } from '../../../core/errors';
+import type { ErrorCode } from '../../../core/errors';
+import { PAYMENT_CODES } from '../../../plugins/discovery/error-guide';
 import { parse as parseYaml } from 'yaml';
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import type { Router } from 'express';
@@ -299,6 +302,15 @@ describe('discovery documents and OpenAPI', function () {
     expect(a.text).to.contain('Retry, after Retry-After, on retryable: true: 503 service_busy');
     expect(a.text).to.contain('422 insufficient_context is not retryable as is');
     expect(a.text).to.contain('17 compute calls per day (price verifications count as calls)');
+  });
+
+  it('explains in llms.txt every error code with its status and what to do, but the payment codes while no payments are served', async () => {
+    const text = (await client(svc.url).get('/llms.txt')).text;
+    for (const [code, status] of Object.entries(errorStatus)) {
+      const line = text.split('\n').find((l) => l.startsWith(`- ${status} ${code}: `));
+      if (PAYMENT_CODES.includes(code as ErrorCode)) expect(line, code).to.equal(undefined);
+      else expect(line, code).to.be.a('string').and.have.length.greaterThan(`- ${status} ${code}: `.length + 20);
+    }
   });
 
   it('gives, in llms.txt and agents.json, request bodies that work as sent: the keyless verification and the registration', async () => {

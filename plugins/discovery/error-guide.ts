@@ -1,0 +1,69 @@
+import { errorStatus } from '../../core/errors';
+import type { ErrorCode } from '../../core/errors';
+
+/**
+ * What each error code means to a caller and what to do about it, for llms.txt: agents read no
+ * SPEC. Typed over every code, so a code added to core/errors.ts does not compile until it is
+ * explained here.
+ */
+export const ERROR_GUIDE: Record<ErrorCode, string> = {
+  bad_request: 'the request could not be read (a header, the body cut short); fix the request.',
+  invalid_json: 'the body is not JSON (or not decodable, or nested too deep); send the example body the error carries.',
+  validation_error: 'fields are wrong; issues lists each path and reason, and example is a body that passes.',
+  unsupported_protocol_version: 'MCP-Protocol-Version names a version this server does not speak; send a supported one or leave it out.',
+  invalid_session_id: 'an Mcp-Session-Id not shaped like one this server issues; leave it out or use the one initialize returned.',
+  invalid_credentials: 'the key or token sent was rejected (unknown, revoked, expired, malformed); hint says why, next where to get one. Not retryable.',
+  unauthorized: 'no credential, or not the kind this route takes; hint names the accepted ones.',
+  payment_required: 'this call must be paid (x402); the body carries the payment requirements.',
+  insufficient_balance: 'the prepaid balance cannot cover the call; top up or turn balance billing off.',
+  payment_settlement_failed: 'the payment was not settled and nothing was charged; the same signed payment may be presented again while settle_attempts_remaining lasts.',
+  forbidden: 'the credential is valid but may not do this here; reason says why (role, ownership).',
+  plan_restricted: 'the sandbox plan does not include this; next says how to have the workspace claimed.',
+  insufficient_scope: 'the key lacks a scope; required_scopes names it. Use a key with it.',
+  agent_cannot_manage_keys: 'access tokens cannot manage keys; a person does (session or person token).',
+  origin_not_allowed: 'a browser Origin this MCP endpoint does not accept.',
+  account_restricted: 'the workspace is restricted (it may only read, sign out, end sessions and revoke keys), or a team change its state forbids; error says which.',
+  not_found: 'no such record, or not yours (one answer for both).',
+  function_not_found: 'no function by that id or name within your reach (built-in, your own, or public); GET /api/functions lists them.',
+  session_not_found: 'the MCP session is altered, expired or another caller\'s; initialize again.',
+  method_not_allowed: 'the path takes other methods; Allow lists them.',
+  not_acceptable: 'the Accept header names nothing this route answers with.',
+  request_timeout: 'the request was not received in time; send it again.',
+  conflict: 'the request conflicts with the current state (already a member, a replayed create whose record was deleted); error says which.',
+  function_draft: 'the function named is a draft; its owner activates it (the error names the PATCH).',
+  function_inactive: 'the function named was deactivated by its owner; pick another.',
+  gone: 'the invitation exists but can no longer be accepted (used, revoked or expired); ask for a new one.',
+  payload_too_large: 'the body is over the size limit (error names it); send less.',
+  unsupported_media_type: 'send Content-Type: application/json in UTF-8 (gzip, deflate or br encoding accepted).',
+  unprocessable: 'the request is well formed but cannot be carried out as asked; error says why.',
+  idempotency_key_reused: 'this Idempotency-Key was used for another request; use a new key for a new request.',
+  no_eligible_function: 'every candidate was excluded (cost or latency ceiling, breaker, rule miss, unreachable); candidates lists each and why. Relax the policy or pin a function.',
+  insufficient_context: 'no function can price this context; missing and inputs_by_function name what to add. Not retryable as is.',
+  rate_limited: 'too many requests; wait retry_after seconds (Retry-After).',
+  daily_quota_exceeded: 'the sandbox daily calls are spent; retry_after says when they reset, next lists claim (and paid steps where offered).',
+  headers_too_large: 'the request headers are too large; send fewer or shorter ones.',
+  internal_error: 'a fault on our side; the request_id finds it in our logs. Retry once, with the same Idempotency-Key on a priced call so it is never charged twice.',
+  pipeline_execution_unavailable: 'pipeline functions are listed but cannot run; use an external_api or built-in function.',
+  bad_gateway: 'a service this one depends on answered badly; retry later.',
+  functions_failed: 'every function tried failed; attempts lists each. Retry after Retry-After when retryable is true; nothing was charged.',
+  service_unavailable: 'the database or key-value store did not answer, or the call could not be recorded; retry after Retry-After. Nothing was charged.',
+  service_busy: 'every pricing worker was busy; retry after Retry-After. Nothing was charged.',
+  self_registration_closed: 'self-registration is paused; retry after Retry-After, or have a person sign up.',
+  not_ready: 'GET /readyz: a dependency of this instance is not reachable; it is not taking traffic.',
+  shutting_down: 'the instance is stopping; retry (another instance answers).',
+  upstream_timeout: 'an MCP tool ran past its time limit; the call may still complete and be charged, so check your usage before repeating it.',
+};
+
+/** The codes only a payments plugin answers with. */
+export const PAYMENT_CODES: readonly ErrorCode[] = ['payment_required', 'insufficient_balance', 'payment_settlement_failed'];
+
+/** The codes only the MCP endpoint answers with. */
+export const MCP_CODES: readonly ErrorCode[] = ['unsupported_protocol_version', 'invalid_session_id', 'session_not_found', 'origin_not_allowed', 'upstream_timeout'];
+
+/** llms.txt's lines: each code with its status and meaning, by status; payment and MCP codes only where those are served. */
+export function errorGuideLines(served: { payments: boolean; mcp: boolean }): string[] {
+  return (Object.keys(ERROR_GUIDE) as ErrorCode[])
+    .filter((code) => (served.payments || !PAYMENT_CODES.includes(code)) && (served.mcp || !MCP_CODES.includes(code)))
+    .sort((a, b) => errorStatus[a] - errorStatus[b])
+    .map((code) => `- ${errorStatus[code]} ${code}: ${ERROR_GUIDE[code]}`);
+}
