@@ -93,6 +93,11 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
   /** Scopes required (checked by the registered authorizer). */
   scopes?: readonly string[];
   /**
+   * Scopes the handler checks itself instead of the authorizer (team:admin: a key must name it, people act by their
+   * role): the OpenAPI document names them beside `scopes`, the pipeline does not check them.
+   */
+  handlerScopes?: readonly string[];
+  /**
    * The route changes workspace configuration that no named scope covers (functions, routing policies): a scoped
    * credential needs full access, as the registered authorizer defines it (identity: every ordinary scope but
    * proposal approval, what a legacy write key holds).

@@ -9,6 +9,7 @@ import type { RouteSpec } from '../../core/http/route';
 
 export { openApiPath } from '../../core/http/route';
 import { openApiPath } from '../../core/http/route';
+import { accessExtensions, accessSentence, securityOf } from './openapi-security';
 
 const anyObject = z.record(z.string(), z.unknown());
 
@@ -21,18 +22,6 @@ const isJson = (type: string): boolean => /^application\/(?:[\w.-]+\+)?json$/.te
  */
 function bodyContent(types: readonly string[], schema: z.ZodType = anyObject): Record<string, { schema: z.ZodType }> {
   return Object.fromEntries(types.map((t) => [t, { schema: isJson(t) ? schema : z.string() }]));
-}
-
-function security(route: RouteSpec): Array<Record<string, string[]>> | undefined {
-  const policy = route.auth ?? 'required';
-  if (policy === 'public') return [];
-  const accepts = route.accepts ?? ['api_key', 'access_token', 'person'];
-  const schemes: Array<Record<string, string[]>> = [];
-  if (accepts.includes('api_key')) schemes.push({ ApiKey: [] });
-  if (accepts.includes('access_token') || accepts.includes('api_key')) schemes.push({ Bearer: [] });
-  if (accepts.includes('person')) schemes.push({ Session: [] }, { Bearer: [] });
-  const unique = schemes.filter((s, i) => schemes.findIndex((t) => Object.keys(t)[0] === Object.keys(s)[0]) === i);
-  return policy === 'optional' ? [{}, ...unique] : unique;
 }
 
 /** Whether a person's session or token can call the route (the kind whose workspace x-workspace-id picks). */
@@ -79,15 +68,16 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], info: { version
     }
     responses['4XX'] ??= { description: 'Refused: the common error shape (see SPEC "Errors").', content: { 'application/json': { schema: errorBodySchema } } };
     responses['5XX'] ??= { description: 'Failed on our side or upstream: the common error shape.', content: { 'application/json': { schema: errorBodySchema } } };
-    const sec = security(spec);
+    const description = [spec.description, accessSentence(spec)].filter(Boolean).join('\n\n');
     registry.registerPath({
       method: spec.method,
       path: openApiPath(spec.path),
       operationId: spec.id,
       summary: spec.summary,
-      ...(spec.description ? { description: spec.description } : {}),
+      ...(description ? { description } : {}),
       tags: [...(spec.tags ?? [plugin])],
-      ...(sec ? { security: sec } : {}),
+      security: securityOf(spec),
+      ...accessExtensions(spec),
       ...(spec.deprecated ? { deprecated: true } : {}),
       request: {
         ...(spec.params ? { params: spec.params as z.ZodObject } : {}),
