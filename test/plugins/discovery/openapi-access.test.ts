@@ -83,4 +83,16 @@ describe('OpenAPI: scopes, full access and sandbox keys as the routes check them
     expect(batch.body.code).to.equal('plan_restricted');
     expect(op('post', '/api/compute/batch').description).to.contain('Sandbox keys may not call this');
   });
+
+  it('documents POST /api/agents/claim as taking the key itself, and refuses a session before reading the body, as documented', async () => {
+    const schemes = (op('post', '/api/agents/claim').security as Array<Record<string, string[]>>).flatMap((r) => Object.keys(r));
+    expect(schemes).to.include('ApiKey');
+    expect(schemes).not.to.include('Session');
+    // An invalid body from a person: the credential is refused first (it was 400 validation_error, the route's kinds unchecked).
+    const res = await client(svc.url).post('/api/agents/claim', {}, { cookie: owner.cookie });
+    expect(res.status, res.text).to.equal(401);
+    expect(res.body.code).to.equal('unauthorized');
+    expect(res.body.error).to.equal("A workspace:claim key is required: this route takes an API key naming workspace:claim, not a person's session.");
+    expect(res.headers.get('www-authenticate')).to.match(/^Bearer /);
+  });
 });
