@@ -33,25 +33,41 @@ function schemesOf(kind: PrincipalKind, scopes: readonly string[]): SecurityRequ
   const ordinary = scopes.filter((s) => !isNameOnly(s));
   switch (kind) {
     case 'api_key':
-      return [{ ApiKey: [...scopes] }, { Bearer: [...scopes] }];
+      return [{ ApiKey: [...scopes] }, { ApiKeyBearer: [...scopes] }];
     case 'access_token':
-      return ordinary.length < scopes.length ? [] : [{ Bearer: [...scopes] }];
+      return ordinary.length < scopes.length ? [] : [{ AccessToken: [...scopes] }];
     case 'person':
-      return [{ Session: ordinary }, { Bearer: ordinary }];
+      return [{ Session: ordinary }, { PersonToken: ordinary }];
     default:
       return [];
   }
 }
+
+/**
+ * The security schemes (components.securitySchemes): one per way a credential is sent, so a route's requirements say
+ * which it takes (a person-only route refuses an API key or an access token sent as Bearer).
+ */
+export const SECURITY_SCHEMES = {
+  ApiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'An API key (pcs_…) in x-api-key.' },
+  ApiKeyBearer: { type: 'http', scheme: 'bearer', description: 'An API key (pcs_…) sent as Authorization: Bearer <key>; the same credential as ApiKey.' },
+  AccessToken: {
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'JWT',
+    description: 'An OAuth access token (POST /api/oauth/token, client_credentials) as Authorization: Bearer; it carries the scopes it was minted with, never a name-only one.',
+  },
+  PersonToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: "A person token (from sign-in) as Authorization: Bearer; acts as the person, by their role." },
+  Session: { type: 'apiKey', in: 'cookie', name: 'pcs_session', description: "A person's browser session." },
+} as const;
 
 /** The route's security requirements: none for a public route, the empty one first for an optional credential. */
 export function securityOf(route: RouteSpec): SecurityRequirement[] {
   const policy = route.auth ?? 'required';
   if (policy === 'public') return [];
   const scopes = requiredScopes(route);
+  // Each scheme belongs to one kind of credential, so each appears once.
   const all = kindsOf(route).flatMap((kind) => schemesOf(kind, scopes));
-  // One requirement per scheme (a scheme two kinds share keeps its first, widest, scope list).
-  const unique = all.filter((s, i) => all.findIndex((t) => Object.keys(t)[0] === Object.keys(s)[0]) === i);
-  return policy === 'optional' ? [{}, ...unique] : unique;
+  return policy === 'optional' ? [{}, ...all] : all;
 }
 
 const takesKey = (route: RouteSpec): boolean => kindsOf(route).some((k) => k === 'api_key' || k === 'access_token');

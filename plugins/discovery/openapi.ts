@@ -9,7 +9,7 @@ import type { RouteSpec } from '../../core/http/route';
 
 export { openApiPath } from '../../core/http/route';
 import { openApiPath } from '../../core/http/route';
-import { accessExtensions, accessSentence, securityOf } from './openapi-security';
+import { SECURITY_SCHEMES, accessExtensions, accessSentence, securityOf } from './openapi-security';
 
 const anyObject = z.record(z.string(), z.unknown());
 
@@ -45,9 +45,7 @@ function rawBodyContent(types: readonly string[]): Record<string, { schema: z.Zo
  */
 export function buildOpenApi(routes: readonly RegisteredRoute[], info: { version: string; serverUrl: string }): Record<string, unknown> {
   const registry = new OpenAPIRegistry();
-  registry.registerComponent('securitySchemes', 'ApiKey', { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'An API key (pcs_…).' });
-  registry.registerComponent('securitySchemes', 'Bearer', { type: 'http', scheme: 'bearer', description: 'An OAuth access token, a person token, or an API key.' });
-  registry.registerComponent('securitySchemes', 'Session', { type: 'apiKey', in: 'cookie', name: 'pcs_session', description: 'A person\'s browser session.' });
+  for (const [name, scheme] of Object.entries(SECURITY_SCHEMES)) registry.registerComponent('securitySchemes', name, scheme);
 
   for (const { plugin, spec } of routes) {
     const responses: Record<string, { description: string; content?: Record<string, { schema: z.ZodType }> }> = {};

@@ -95,4 +95,17 @@ describe('OpenAPI: scopes, full access and sandbox keys as the routes check them
     expect(res.body.error).to.equal("A workspace:claim key is required: this route takes an API key naming workspace:claim, not a person's session.");
     expect(res.headers.get('www-authenticate')).to.match(/^Bearer /);
   });
+
+  it('offers each way of sending a credential as its own scheme, and on each route only those its credential check takes', async () => {
+    expect(Object.keys(doc.components.securitySchemes)).to.have.members(['ApiKey', 'ApiKeyBearer', 'AccessToken', 'PersonToken', 'Session']);
+    const schemesOf = (o: Operation): string[] => (o.security as Array<Record<string, string[]>>).flatMap((r) => Object.keys(r));
+    expect(schemesOf(op('post', '/api/compute/price'))).to.have.members(['ApiKey', 'ApiKeyBearer', 'AccessToken', 'Session', 'PersonToken']);
+    expect(schemesOf(op('get', '/api/user'))).to.have.members(['Session', 'PersonToken']);
+    // What the person-only route answers to each bearer value.
+    const token = sandbox.token;
+    expect((await client(svc.url).get('/api/user', { authorization: `Bearer ${owner.token}` })).status).to.equal(200);
+    expect((await client(svc.url).get('/api/user', { authorization: `Bearer ${fullKey}` })).status).to.equal(401);
+    expect((await client(svc.url).get('/api/user', { authorization: `Bearer ${token}` })).status).to.equal(403);
+    expect((await client(svc.url).get('/api/me', { authorization: `Bearer ${token}` })).status).to.equal(200);
+  });
 });
