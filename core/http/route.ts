@@ -118,6 +118,13 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
   rawBody?: boolean;
   /** Content types an unparsed body may have, for OpenAPI (default: JSON and form-encoded). */
   consumes?: string[];
+  /** The fields an unparsed body carries, for OpenAPI in each of `consumes` (the handler parses and checks it itself). */
+  rawBodyFields?: z.ZodObject;
+  /**
+   * For a public route that authenticates its caller itself (the OAuth token endpoint): the security schemes it takes, for
+   * OpenAPI; `bodyCredentials` adds the alternative of credentials in the body (no scheme).
+   */
+  selfAuthenticated?: { schemes: readonly string[]; bodyCredentials?: boolean };
   /** A request body that passes `body`, returned with invalid_json and validation errors. */
   example?: unknown;
   /**

@@ -58,12 +58,16 @@ export const SECURITY_SCHEMES = {
   },
   PersonToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: "A person token (from sign-in) as Authorization: Bearer; acts as the person, by their role." },
   Session: { type: 'apiKey', in: 'cookie', name: 'pcs_session', description: "A person's browser session." },
+  ClientBasic: { type: 'http', scheme: 'basic', description: 'OAuth client authentication at the token endpoint (client_secret_basic): client_id and client_secret as HTTP Basic.' },
 } as const;
 
 /** The route's security requirements: none for a public route, the empty one first for an optional credential. */
 export function securityOf(route: RouteSpec): SecurityRequirement[] {
   const policy = route.auth ?? 'required';
-  if (policy === 'public') return [];
+  if (policy === 'public') {
+    const own = route.selfAuthenticated;
+    return own ? [...own.schemes.map((name) => ({ [name]: [] })), ...(own.bodyCredentials ? [{}] : [])] : [];
+  }
   const scopes = requiredScopes(route);
   // Each scheme belongs to one kind of credential, so each appears once.
   const all = kindsOf(route).flatMap((kind) => schemesOf(kind, scopes));

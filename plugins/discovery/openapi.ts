@@ -35,8 +35,8 @@ const workspaceHeader = z.object({
     .describe('For a person: the workspace to act in (one they are a member of, listed at GET /api/user); without it, their default workspace. Another workspace answers 404.'),
 });
 
-function rawBodyContent(types: readonly string[]): Record<string, { schema: z.ZodType }> {
-  return Object.fromEntries(types.map((t) => [t, { schema: t === 'application/x-www-form-urlencoded' ? z.record(z.string(), z.string()) : z.record(z.string(), z.unknown()) }]));
+function rawBodyContent(types: readonly string[], fields?: z.ZodObject): Record<string, { schema: z.ZodType }> {
+  return Object.fromEntries(types.map((t) => [t, { schema: fields ?? (t === 'application/x-www-form-urlencoded' ? z.record(z.string(), z.string()) : z.record(z.string(), z.unknown())) }]));
 }
 
 /**
@@ -84,7 +84,7 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], info: { version
         ...(spec.body
           ? { body: { required: true, content: { 'application/json': { schema: spec.body, ...(spec.example !== undefined ? { example: spec.example } : {}) } } } }
           : spec.rawBody
-            ? { body: { content: rawBodyContent(spec.consumes ?? ['application/x-www-form-urlencoded', 'application/json']) } }
+            ? { body: { content: rawBodyContent(spec.consumes ?? ['application/x-www-form-urlencoded', 'application/json'], spec.rawBodyFields) } }
             : {}),
       },
       responses,

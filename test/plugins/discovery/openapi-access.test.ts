@@ -97,7 +97,7 @@ describe('OpenAPI: scopes, full access and sandbox keys as the routes check them
   });
 
   it('offers each way of sending a credential as its own scheme, and on each route only those its credential check takes', async () => {
-    expect(Object.keys(doc.components.securitySchemes)).to.have.members(['ApiKey', 'ApiKeyBearer', 'AccessToken', 'PersonToken', 'Session']);
+    expect(Object.keys(doc.components.securitySchemes)).to.have.members(['ApiKey', 'ApiKeyBearer', 'AccessToken', 'PersonToken', 'Session', 'ClientBasic']);
     const schemesOf = (o: Operation): string[] => (o.security as Array<Record<string, string[]>>).flatMap((r) => Object.keys(r));
     expect(schemesOf(op('post', '/api/compute/price'))).to.have.members(['ApiKey', 'ApiKeyBearer', 'AccessToken', 'Session', 'PersonToken']);
     expect(schemesOf(op('get', '/api/user'))).to.have.members(['Session', 'PersonToken']);
@@ -107,5 +107,27 @@ describe('OpenAPI: scopes, full access and sandbox keys as the routes check them
     expect((await client(svc.url).get('/api/user', { authorization: `Bearer ${fullKey}` })).status).to.equal(401);
     expect((await client(svc.url).get('/api/user', { authorization: `Bearer ${token}` })).status).to.equal(403);
     expect((await client(svc.url).get('/api/me', { authorization: `Bearer ${token}` })).status).to.equal(200);
+  });
+
+  it('documents the token endpoint\'s client authentication (Basic, body, x-api-key) and its body fields, each of which gets a token', async () => {
+    const token = op('post', '/api/oauth/token');
+    expect(token.security).to.deep.equal([{ ClientBasic: [] }, { ApiKey: [] }, {}]);
+    expect(doc.components.securitySchemes.ClientBasic).to.include({ type: 'http', scheme: 'basic' });
+    for (const type of ['application/x-www-form-urlencoded', 'application/json']) {
+      expect(token.requestBody.content[type].schema, type).to.deep.equal({ $ref: '#/components/schemas/OAuthTokenRequest' });
+    }
+    const fields = doc.components.schemas.OAuthTokenRequest;
+    expect(Object.keys(fields.properties)).to.have.members(['grant_type', 'client_id', 'client_secret', 'scope']);
+    expect(fields.properties.grant_type.enum).to.deep.equal(['client_credentials']);
+    expect(fields.required).to.deep.equal(['grant_type']);
+    const reg = (await client(svc.url).post<Record<string, any>>('/api/oauth/register', { client_name: 'openapi-access' })).body;
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    const answers = [
+      await call(svc.url, 'POST', '/api/oauth/token', { rawBody: 'grant_type=client_credentials&scope=price:compute', headers: { ...form, authorization: `Basic ${Buffer.from(`${reg.client_id}:${reg.client_secret}`).toString('base64')}` } }),
+      await call(svc.url, 'POST', '/api/oauth/token', { rawBody: new URLSearchParams({ grant_type: 'client_credentials', client_id: reg.client_id, client_secret: reg.client_secret }).toString(), headers: form }),
+      await call(svc.url, 'POST', '/api/oauth/token', { body: { grant_type: 'client_credentials', client_id: reg.client_id, client_secret: reg.client_secret, scope: 'price:compute' } }),
+      await call(svc.url, 'POST', '/api/oauth/token', { rawBody: 'grant_type=client_credentials', headers: { ...form, 'x-api-key': sandbox.key } }),
+    ];
+    expect(answers.map((r) => r.status)).to.deep.equal([200, 200, 200, 200]);
   });
 });
