@@ -10,6 +10,11 @@ import type { RouteSpec } from '../../core/http/route';
 export { openApiPath } from '../../core/http/route';
 import { openApiPath } from '../../core/http/route';
 import { SECURITY_SCHEMES, accessExtensions, accessSentence, securityOf } from './openapi-security';
+import { RESPONSE_HEADERS, headersFor, refusalsOf } from './openapi-responses';
+
+/** The catch-all refusal: where an agent reads what the codes mean and what to do. */
+const REFUSED =
+  'Refused, in the Error shape: `code` says why, `hint` what to do, `next` the calls that help. The codes, what is retryable and when: /llms.txt ("Errors"); how credentials are sent: /.well-known/agents.json.';
 
 const anyObject = z.record(z.string(), z.unknown());
 
@@ -46,9 +51,10 @@ function rawBodyContent(types: readonly string[], fields?: z.ZodObject): Record<
 export function buildOpenApi(routes: readonly RegisteredRoute[], info: { version: string; serverUrl: string }): Record<string, unknown> {
   const registry = new OpenAPIRegistry();
   for (const [name, scheme] of Object.entries(SECURITY_SCHEMES)) registry.registerComponent('securitySchemes', name, scheme);
+  for (const [name, header] of Object.entries(RESPONSE_HEADERS)) registry.registerComponent('headers', name, header);
 
   for (const { plugin, spec } of routes) {
-    const responses: Record<string, { description: string; content?: Record<string, { schema: z.ZodType }> }> = {};
+    const responses: Record<string, { description: string; content?: Record<string, { schema: z.ZodType }>; headers?: Record<string, { $ref: string }> }> = {};
     const produces = spec.produces ?? ['application/json'];
     for (const [status, r] of Object.entries(spec.responses ?? {})) {
       if (!r) continue;
@@ -64,8 +70,15 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], info: { version
     if (!onlyRefuses && !Object.keys(responses).some((s) => s.startsWith('2'))) {
       responses['200'] = { description: 'Success.', content: bodyContent(produces) };
     }
-    responses['4XX'] ??= { description: 'Refused: the common error shape (see SPEC "Errors").', content: { 'application/json': { schema: errorBodySchema } } };
-    responses['5XX'] ??= { description: 'Failed on our side or upstream: the common error shape.', content: { 'application/json': { schema: errorBodySchema } } };
+    const errorContent = { 'application/json': { schema: errorBodySchema } };
+    // A route answering refusals in its own shape (MCP: JSON-RPC) gives its added refusals that shape too.
+    const refusalContent = responses['4XX']?.content ?? errorContent;
+    for (const [status, description] of Object.entries(refusalsOf(spec))) responses[status] ??= { description, content: refusalContent };
+    responses['4XX'] ??= { description: REFUSED, content: errorContent };
+    responses['5XX'] ??= { description: 'Failed on our side or upstream (the Error shape); retry after Retry-After when `retryable` is true (/llms.txt, "Errors").', content: errorContent };
+    for (const [status, r] of Object.entries(responses)) {
+      r.headers = Object.fromEntries(headersFor(spec, status).map((h) => [h, { $ref: `#/components/headers/${h}` }]));
+    }
     const description = [spec.description, accessSentence(spec)].filter(Boolean).join('\n\n');
     registry.registerPath({
       method: spec.method,
