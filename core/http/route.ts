@@ -93,6 +93,11 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
   /** Scopes required (checked by the registered authorizer). */
   scopes?: readonly string[];
   /**
+   * Scopes the handler checks itself instead of the authorizer (team:admin: a key must name it, people act by their
+   * role): the OpenAPI document names them beside `scopes`, the pipeline does not check them.
+   */
+  handlerScopes?: readonly string[];
+  /**
    * The route changes workspace configuration that no named scope covers (functions, routing policies): a scoped
    * credential needs full access, as the registered authorizer defines it (identity: every ordinary scope but
    * proposal approval, what a legacy write key holds).
@@ -113,6 +118,13 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
   rawBody?: boolean;
   /** Content types an unparsed body may have, for OpenAPI (default: JSON and form-encoded). */
   consumes?: string[];
+  /** The fields an unparsed body carries, for OpenAPI in each of `consumes` (the handler parses and checks it itself). */
+  rawBodyFields?: z.ZodObject;
+  /**
+   * For a public route that authenticates its caller itself (the OAuth token endpoint): the security schemes it takes, for
+   * OpenAPI; `bodyCredentials` adds the alternative of credentials in the body (no scheme).
+   */
+  selfAuthenticated?: { schemes: readonly string[]; bodyCredentials?: boolean };
   /** A request body that passes `body`, returned with invalid_json and validation errors. */
   example?: unknown;
   /**

@@ -9,6 +9,12 @@ import type { RouteSpec } from '../../core/http/route';
 
 export { openApiPath } from '../../core/http/route';
 import { openApiPath } from '../../core/http/route';
+import { SECURITY_SCHEMES, accessExtensions, accessSentence, securityOf } from './openapi-security';
+import { RESPONSE_HEADERS, headersFor, refusalsOf } from './openapi-responses';
+
+/** The catch-all refusal: where an agent reads what the codes mean and what to do. */
+const REFUSED =
+  'Refused, in the Error shape: `code` says why, `hint` what to do, `next` the calls that help. The codes, what is retryable and when: /llms.txt ("Errors"); how credentials are sent: /.well-known/agents.json.';
 
 const anyObject = z.record(z.string(), z.unknown());
 
@@ -23,18 +29,6 @@ function bodyContent(types: readonly string[], schema: z.ZodType = anyObject): R
   return Object.fromEntries(types.map((t) => [t, { schema: isJson(t) ? schema : z.string() }]));
 }
 
-function security(route: RouteSpec): Array<Record<string, string[]>> | undefined {
-  const policy = route.auth ?? 'required';
-  if (policy === 'public') return [];
-  const accepts = route.accepts ?? ['api_key', 'access_token', 'person'];
-  const schemes: Array<Record<string, string[]>> = [];
-  if (accepts.includes('api_key')) schemes.push({ ApiKey: [] });
-  if (accepts.includes('access_token') || accepts.includes('api_key')) schemes.push({ Bearer: [] });
-  if (accepts.includes('person')) schemes.push({ Session: [] }, { Bearer: [] });
-  const unique = schemes.filter((s, i) => schemes.findIndex((t) => Object.keys(t)[0] === Object.keys(s)[0]) === i);
-  return policy === 'optional' ? [{}, ...unique] : unique;
-}
-
 /** Whether a person's session or token can call the route (the kind whose workspace x-workspace-id picks). */
 const acceptsPerson = (route: RouteSpec): boolean => (route.auth ?? 'required') !== 'public' && (route.accepts ?? ['person']).includes('person');
 
@@ -46,8 +40,8 @@ const workspaceHeader = z.object({
     .describe('For a person: the workspace to act in (one they are a member of, listed at GET /api/user); without it, their default workspace. Another workspace answers 404.'),
 });
 
-function rawBodyContent(types: readonly string[]): Record<string, { schema: z.ZodType }> {
-  return Object.fromEntries(types.map((t) => [t, { schema: t === 'application/x-www-form-urlencoded' ? z.record(z.string(), z.string()) : z.record(z.string(), z.unknown()) }]));
+function rawBodyContent(types: readonly string[], fields?: z.ZodObject): Record<string, { schema: z.ZodType }> {
+  return Object.fromEntries(types.map((t) => [t, { schema: fields ?? (t === 'application/x-www-form-urlencoded' ? z.record(z.string(), z.string()) : z.record(z.string(), z.unknown())) }]));
 }
 
 /**
@@ -56,12 +50,11 @@ function rawBodyContent(types: readonly string[]): Record<string, { schema: z.Zo
  */
 export function buildOpenApi(routes: readonly RegisteredRoute[], info: { version: string; serverUrl: string }): Record<string, unknown> {
   const registry = new OpenAPIRegistry();
-  registry.registerComponent('securitySchemes', 'ApiKey', { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'An API key (pcs_…).' });
-  registry.registerComponent('securitySchemes', 'Bearer', { type: 'http', scheme: 'bearer', description: 'An OAuth access token, a person token, or an API key.' });
-  registry.registerComponent('securitySchemes', 'Session', { type: 'apiKey', in: 'cookie', name: 'pcs_session', description: 'A person\'s browser session.' });
+  for (const [name, scheme] of Object.entries(SECURITY_SCHEMES)) registry.registerComponent('securitySchemes', name, scheme);
+  for (const [name, header] of Object.entries(RESPONSE_HEADERS)) registry.registerComponent('headers', name, header);
 
   for (const { plugin, spec } of routes) {
-    const responses: Record<string, { description: string; content?: Record<string, { schema: z.ZodType }> }> = {};
+    const responses: Record<string, { description: string; content?: Record<string, { schema: z.ZodType }>; headers?: Record<string, { $ref: string }> }> = {};
     const produces = spec.produces ?? ['application/json'];
     for (const [status, r] of Object.entries(spec.responses ?? {})) {
       if (!r) continue;
@@ -77,17 +70,25 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], info: { version
     if (!onlyRefuses && !Object.keys(responses).some((s) => s.startsWith('2'))) {
       responses['200'] = { description: 'Success.', content: bodyContent(produces) };
     }
-    responses['4XX'] ??= { description: 'Refused: the common error shape (see SPEC "Errors").', content: { 'application/json': { schema: errorBodySchema } } };
-    responses['5XX'] ??= { description: 'Failed on our side or upstream: the common error shape.', content: { 'application/json': { schema: errorBodySchema } } };
-    const sec = security(spec);
+    const errorContent = { 'application/json': { schema: errorBodySchema } };
+    // A route answering refusals in its own shape (MCP: JSON-RPC) gives its added refusals that shape too.
+    const refusalContent = responses['4XX']?.content ?? errorContent;
+    for (const [status, description] of Object.entries(refusalsOf(spec))) responses[status] ??= { description, content: refusalContent };
+    responses['4XX'] ??= { description: REFUSED, content: errorContent };
+    responses['5XX'] ??= { description: 'Failed on our side or upstream (the Error shape); retry after Retry-After when `retryable` is true (/llms.txt, "Errors").', content: errorContent };
+    for (const [status, r] of Object.entries(responses)) {
+      r.headers = Object.fromEntries(headersFor(spec, status).map((h) => [h, { $ref: `#/components/headers/${h}` }]));
+    }
+    const description = [spec.description, accessSentence(spec)].filter(Boolean).join('\n\n');
     registry.registerPath({
       method: spec.method,
       path: openApiPath(spec.path),
       operationId: spec.id,
       summary: spec.summary,
-      ...(spec.description ? { description: spec.description } : {}),
+      ...(description ? { description } : {}),
       tags: [...(spec.tags ?? [plugin])],
-      ...(sec ? { security: sec } : {}),
+      security: securityOf(spec),
+      ...accessExtensions(spec),
       ...(spec.deprecated ? { deprecated: true } : {}),
       request: {
         ...(spec.params ? { params: spec.params as z.ZodObject } : {}),
@@ -96,7 +97,7 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], info: { version
         ...(spec.body
           ? { body: { required: true, content: { 'application/json': { schema: spec.body, ...(spec.example !== undefined ? { example: spec.example } : {}) } } } }
           : spec.rawBody
-            ? { body: { content: rawBodyContent(spec.consumes ?? ['application/x-www-form-urlencoded', 'application/json']) } }
+            ? { body: { content: rawBodyContent(spec.consumes ?? ['application/x-www-form-urlencoded', 'application/json'], spec.rawBodyFields) } }
             : {}),
       },
       responses,

@@ -45,6 +45,16 @@ export const oauthRegisterBody = z
   })
   .passthrough();
 /** What the OAuth endpoints answer instead of the common error shape, as OAuth clients expect. */
+/** The token request's fields (RFC 6749 §4.4.2, §2.3.1), form-encoded or JSON; services/oauth.ts reads and checks them itself. */
+export const oauthTokenFields = z
+  .object({
+    grant_type: z.enum(['client_credentials']).describe('The grant: client_credentials is the only one (no authorization-code flow).'),
+    client_id: z.string().optional().describe('The client id (client_secret_post); with HTTP Basic it goes in the header instead.'),
+    client_secret: z.string().optional().describe('The client secret (client_secret_post), or left out for HTTP Basic or an agent key in x-api-key.'),
+    scope: z.string().optional().describe("Space-separated scopes to narrow the token to; left out, the key's own (never a name-only permission)."),
+  })
+  .meta({ id: 'OAuthTokenRequest' });
+
 export const oauthErrorBody = z.object({ error: z.enum(OAUTH_ERROR_CODES), error_description: z.string() }).meta({ id: 'OAuthError' });
 
 export const oauthRegisterExample = { client_name: 'my-agent-framework', grant_types: ['client_credentials'], token_endpoint_auth_method: 'client_secret_basic' };

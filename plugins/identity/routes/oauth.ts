@@ -76,6 +76,8 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
       auth: 'public',
       rateLimit: 'none',
       rawBody: true,
+      rawBodyFields: s.oauthTokenFields,
+      selfAuthenticated: { schemes: ['ClientBasic', 'ApiKey'], bodyCredentials: true },
       responses: {
         200: { description: 'The access token (RFC 6749 §5.1).', schema: oauthTokenResponse },
         400: { description: 'RFC 6749 §5.2 error: invalid_request, unsupported_grant_type, invalid_scope, unauthorized_client.', schema: s.oauthErrorBody },

@@ -15,6 +15,11 @@ const CONFIRM_NEEDS_PERSON = {
   message: 'A claim link is confirmed by a signed-in person, not by an API key.',
   hint: 'Sign in (POST /api/auth/signin) and send the session cookie or person token; a trusted agent uses POST /api/agents/claim with a workspace:claim key instead.',
 };
+/** SPEC "Permissions granted by name only": the key itself is sent (a token made from it is refused by the authorizer, 403). */
+const CLAIM_NEEDS_KEY = {
+  message: "A workspace:claim key is required: this route takes an API key naming workspace:claim, not a person's session.",
+  hint: 'A signed-in person confirms a claim link with POST /api/agents/claim/{token}; a trusted agent sends a key with workspace:claim in x-api-key.',
+};
 const ROTATE_NEEDS_KEY = { message: 'Rotation needs the key itself in x-api-key.', hint: 'Send the sandbox or agent key to rotate in x-api-key.' };
 
 export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
@@ -70,16 +75,15 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       summary: 'Claim an agent sandbox into this key\'s workspace (key with workspace:claim).',
       tags: ['Agent onboarding'],
       scopes: ['workspace:claim'],
+      // Access tokens pass here to hear the authorizer's 403 (the scope is the key's own); people are refused at once.
+      accepts: ['api_key', 'access_token'],
+      wrongCredentialMessage: CLAIM_NEEDS_KEY.message,
+      wrongCredentialHint: CLAIM_NEEDS_KEY.hint,
       body: s.claimBody,
       example: s.claimExample,
       responses: { 200: { description: 'The claimed workspace, its new test workspace, and what became of the agent\'s key.', schema: claimResponse } },
       handler: async ({ body, principal }) => {
-        if (!principal?.keyId) {
-          throw wrongKindOfCredential(
-            "A workspace:claim key is required: this route takes an API key naming workspace:claim, not a person's session.",
-            'A signed-in person confirms a claim link with POST /api/agents/claim/{token}; a trusted agent sends a key with workspace:claim in x-api-key.',
-          );
-        }
+        if (!principal?.keyId) throw wrongKindOfCredential(CLAIM_NEEDS_KEY.message, CLAIM_NEEDS_KEY.hint);
         const r = await d.onboarding.claim({
           token: body.token,
           targetWorkspaceId: principal.workspaceId,

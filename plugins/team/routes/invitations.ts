@@ -3,7 +3,7 @@ import type { RouteSpec } from '../../../core/http/route';
 import { invitationAcceptedResponse, invitationCreatedResponse, invitationRevokedResponse, invitationsListResponse } from '../responses';
 import * as s from '../schemas';
 import { invitationView } from '../services/invitations';
-import { PERSON_ONLY, principalOf, TEAM_TAGS } from './common';
+import { PERSON_ONLY, principalOf, TEAM_ADMIN_KEY, TEAM_TAGS } from './common';
 import type { TeamDeps } from './deps';
 
 export function invitationRoutes(d: TeamDeps): RouteSpec[] {
@@ -17,6 +17,7 @@ export function invitationRoutes(d: TeamDeps): RouteSpec[] {
       description:
         'People act by their role (owners invite admins and members, admins invite members). An API key acts only when it names team:admin, as its creator with the creator\'s current role. Nobody is invited as owner.',
       tags: TEAM_TAGS,
+      ...TEAM_ADMIN_KEY,
       params: s.workspaceParams,
       body: s.createInvitationBody,
       example: s.createInvitationExample,
@@ -44,6 +45,7 @@ export function invitationRoutes(d: TeamDeps): RouteSpec[] {
       path: '/api/workspaces/:workspace_id/invitations',
       summary: 'Invitations of the workspace, newest first (owners and admins, or a team:admin key).',
       tags: TEAM_TAGS,
+      ...TEAM_ADMIN_KEY,
       params: s.workspaceParams,
       query: s.invitationListQuery,
       responses: { 200: { description: 'A page of the workspace\'s invitations, newest first.', schema: invitationsListResponse } },
@@ -55,6 +57,7 @@ export function invitationRoutes(d: TeamDeps): RouteSpec[] {
       path: '/api/workspaces/:workspace_id/invitations/:invitation_id',
       summary: 'Revoke a pending invitation (an admin invitation only by an owner, or a key an owner created).',
       tags: TEAM_TAGS,
+      ...TEAM_ADMIN_KEY,
       params: s.invitationParams,
       responses: { 200: { description: 'The invitation, now revoked.', schema: invitationRevokedResponse } },
       handler: async ({ principal, params }) => ok({ invitation: invitationView(await d.invitations.revoke(principalOf(principal), params.workspace_id, params.invitation_id), d.now()) }),

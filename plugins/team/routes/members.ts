@@ -3,7 +3,7 @@ import type { RouteSpec } from '../../../core/http/route';
 import { auditListResponse, leftResponse, memberRemovedResponse, membersListResponse, memberUpdatedResponse } from '../responses';
 import * as s from '../schemas';
 import { memberView } from '../services/members';
-import { PERSON_ONLY, principalOf, TEAM_TAGS } from './common';
+import { PERSON_ONLY, principalOf, TEAM_ADMIN_KEY, TEAM_TAGS } from './common';
 import type { TeamDeps } from './deps';
 
 export function memberRoutes(d: TeamDeps): RouteSpec[] {
@@ -14,6 +14,7 @@ export function memberRoutes(d: TeamDeps): RouteSpec[] {
       path: '/api/workspaces/:workspace_id/members',
       summary: 'Members of the workspace and their roles, in joining order (every member, or a team:admin key).',
       tags: TEAM_TAGS,
+      ...TEAM_ADMIN_KEY,
       params: s.workspaceParams,
       query: s.memberListQuery,
       responses: { 200: { description: 'A page of the members, in joining order.', schema: membersListResponse } },
@@ -25,6 +26,7 @@ export function memberRoutes(d: TeamDeps): RouteSpec[] {
       path: '/api/workspaces/:workspace_id/members/:person_id',
       summary: "Change a member's role to admin or member (owners are never changed; only owners promote to or demote from admin).",
       tags: TEAM_TAGS,
+      ...TEAM_ADMIN_KEY,
       params: s.memberParams,
       body: s.updateMemberBody,
       example: s.updateMemberExample,
@@ -37,6 +39,7 @@ export function memberRoutes(d: TeamDeps): RouteSpec[] {
       path: '/api/workspaces/:workspace_id/members/:person_id',
       summary: 'Remove a member (owners are never removed; only owners remove admins).',
       tags: TEAM_TAGS,
+      ...TEAM_ADMIN_KEY,
       params: s.memberParams,
       responses: { 200: { description: 'The member removed, as they were.', schema: memberRemovedResponse } },
       handler: async ({ principal, params }) => {
@@ -66,6 +69,7 @@ export function memberRoutes(d: TeamDeps): RouteSpec[] {
       path: '/api/workspaces/:workspace_id/audit-log',
       summary: 'Team changes and refused attempts, newest first (owners and admins, or a team:admin key whose creator is one).',
       tags: TEAM_TAGS,
+      ...TEAM_ADMIN_KEY,
       params: s.workspaceParams,
       query: s.auditListQuery,
       responses: { 200: { description: 'A page of the audit log, newest first.', schema: auditListResponse } },

@@ -1,0 +1,134 @@
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+import { createKey, signUp } from '../../support/world';
+import { call, client } from '../../support/http';
+import type { HttpResult } from '../../support/http';
+
+/** The response headers the OpenAPI document declares (components.headers), as sent. */
+const LISTED = [
+  'X-RateLimit-Limit',
+  'X-RateLimit-Remaining',
+  'X-RateLimit-Reset',
+  'Retry-After',
+  'X-Demo-Budget-Limit',
+  'X-Demo-Budget-Remaining',
+  'X-Demo-Budget-Reset',
+  'Idempotent-Replayed',
+  'X-Service-Notices',
+  'WWW-Authenticate',
+  'Mcp-Session-Id',
+  'Allow',
+  'X-Request-Id',
+];
+
+/**
+ * Real answers of each kind (a success, 401, 403, 429, a demo call, an idempotent replay, MCP
+ * initialize): their status is declared for the operation, and every listed header they carry is
+ * declared for that operation and status (or its range).
+ */
+describe('OpenAPI: refusal statuses and response headers as the service sends them', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  let doc: Record<string, any>;
+  before(async () => {
+    svc = await startTestService({ config: { limits: { rateLimit: { perWorkspacePerMinute: 6, perAddressPerMinute: 1000 } } } });
+    doc = (await client(svc.url).get<Record<string, any>>('/api/openapi.json?format=json')).body;
+  });
+  after(() => svc.close());
+
+  /** The answer's status and headers against the document's operation. */
+  function expectDeclared(method: string, path: string, res: HttpResult<unknown>): void {
+    const op = doc.paths[path]?.[method];
+    expect(op, `${method} ${path} documented`).to.be.an('object');
+    const status = String(res.status);
+    const declared = op.responses[status] ?? op.responses[`${status[0]}XX`];
+    expect(declared, `${method} ${path} ${status} declared`).to.be.an('object');
+    const headers = Object.keys(declared.headers ?? {}).map((h) => h.toLowerCase());
+    for (const name of LISTED) {
+      if (res.headers.get(name) === null) continue;
+      expect(headers, `${method} ${path} ${status} sends ${name}`).to.include(name.toLowerCase());
+      expect(doc.components.headers[name], `components.headers.${name}`).to.be.an('object');
+    }
+  }
+
+  it('declares every header listed in components.headers', () => {
+    expect(Object.keys(doc.components.headers)).to.have.members(LISTED);
+  });
+
+  it('declares the statuses and headers of a success, a 401, a 403 insufficient_scope and a 429', async () => {
+    const owner = await signUp(svc, 'openapi-headers');
+    const key = (await createKey(svc, owner, { name: 'full' })).key;
+    const narrow = (await createKey(svc, owner, { name: 'narrow', scopes: ['billing:read'] })).key;
+    const body = { context: { current_price: 4.5, currency: 'USD' } };
+    const ok = await client(svc.url).post('/api/compute/price', body, { 'x-api-key': key });
+    expect(ok.status, ok.text).to.equal(200);
+    expect(ok.headers.get('x-ratelimit-limit')).to.equal('6');
+    expectDeclared('post', '/api/compute/price', ok);
+    const me = await client(svc.url).get('/api/me', { 'x-api-key': key });
+    expect(me.status).to.equal(200);
+    expectDeclared('get', '/api/me', me);
+    const none = await client(svc.url).post('/api/compute/price', body);
+    expect(none.status).to.equal(401);
+    expect(none.headers.get('www-authenticate')).to.be.a('string');
+    expectDeclared('post', '/api/compute/price', none);
+    const bad = await client(svc.url).get('/api/me', { 'x-api-key': 'pcs_usr_nonsense' });
+    expect(bad.status).to.equal(401);
+    expectDeclared('get', '/api/me', bad);
+    const scoped = await client(svc.url).post('/api/compute/price', body, { 'x-api-key': narrow });
+    expect(scoped.status, scoped.text).to.equal(403);
+    expect((scoped.body).code).to.equal('insufficient_scope');
+    expectDeclared('post', '/api/compute/price', scoped);
+    let limited: HttpResult<unknown> | undefined;
+    for (let i = 0; i < 10 && !limited; i++) {
+      const res = await client(svc.url).get('/api/functions', { 'x-api-key': key });
+      if (res.status === 429) limited = res;
+      else expectDeclared('get', '/api/functions', res);
+    }
+    expect(limited?.headers.get('retry-after')).to.be.a('string');
+    expectDeclared('get', '/api/functions', limited as HttpResult<unknown>);
+  });
+
+  it('declares the demo budget headers, an idempotent replay and the MCP session id', async () => {
+    const demo = await client(svc.url).post('/api/public/compute/demo', { context: { product_type: 'coffee', current_price: 4.5, currency: 'USD' } });
+    expect(demo.status, demo.text).to.equal(200);
+    expect(demo.headers.get('x-demo-budget-remaining')).to.be.a('string');
+    expectDeclared('post', '/api/public/compute/demo', demo);
+    const refusedDemo = await client(svc.url).post('/api/public/compute/demo', { context: 5 });
+    expect(refusedDemo.status).to.equal(400);
+    expectDeclared('post', '/api/public/compute/demo', refusedDemo);
+
+    const owner = await signUp(svc, 'openapi-replay');
+    const idempotency = { cookie: owner.cookie, 'idempotency-key': randomUUID() };
+    const first = await client(svc.url).post('/api/api-keys', { name: 'replayed' }, idempotency);
+    const replay = await client(svc.url).post('/api/api-keys', { name: 'replayed' }, idempotency);
+    expect([first.status, replay.status]).to.deep.equal([201, 201]);
+    expect(replay.headers.get('idempotent-replayed')).to.equal('true');
+    expectDeclared('post', '/api/api-keys', replay);
+
+    const init = await call(svc.url, 'POST', '/api/mcp/rpc', {
+      body: { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'openapi-headers', version: '1' } } },
+      headers: { accept: 'application/json, text/event-stream' },
+    });
+    expect(init.status, init.text).to.equal(200);
+    expect(init.headers.get('mcp-session-id')).to.be.a('string');
+    expectDeclared('post', '/api/mcp/rpc', init);
+    const gone = await call(svc.url, 'DELETE', '/api/mcp/rpc');
+    expect(gone.status).to.equal(405);
+    expectDeclared('delete', '/api/mcp/rpc', gone);
+  });
+
+  it('declares the refusals an operation can give: 401 where it takes credentials, 403 where scoped, 429 where rate limited, 413 and 415 with a JSON body', () => {
+    const price = doc.paths['/api/compute/price'].post.responses;
+    expect(price).to.include.keys('401', '403', '413', '415', '429', '4XX', '5XX');
+    expect(Object.keys(price['401'].headers)).to.include('WWW-Authenticate');
+    expect(Object.keys(price['429'].headers)).to.include.members(['Retry-After', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']);
+    // An optional credential, sent and refused, is a 401; the catalogue has no scope, no body, and sandboxes may read it.
+    const catalogue = doc.paths['/api/catalog'].get.responses;
+    expect(catalogue).not.to.have.any.keys('403', '413', '415');
+    expect(catalogue).to.include.keys('401', '429');
+    expect(doc.paths['/api/openapi.json'].get.responses).not.to.have.any.keys('401', '429');
+    expect(doc.paths['/api/compute/price'].post.responses['4XX'].description).to.contain('/llms.txt');
+  });
+});
