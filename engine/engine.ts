@@ -56,7 +56,12 @@ export interface EngineOptions {
   functionTimeoutMs: number;
 }
 
-type AttemptResult = { ok: true; result: MethodResult } | { ok: false; notApplicable?: { message: string; missing: string[]; refused?: boolean }; busy?: boolean; permanent?: boolean; error: string };
+/**
+ * `notApplicable`: the function could not price this context (`missing` inputs, or with `refused` the values it refuses
+ * to read); `declined` names the context values an external endpoint would not price as given (its answer's currency).
+ */
+type NotApplicable = { message: string; missing: string[]; refused?: boolean; declined?: Array<{ input: string; reason: string }> };
+type AttemptResult = { ok: true; result: MethodResult } | { ok: false; notApplicable?: NotApplicable; busy?: boolean; permanent?: boolean; error: string };
 
 const since = (t: number) => Math.round((performance.now() - t) * 1000) / 1000;
 
@@ -158,6 +163,12 @@ export class PricingEngine {
         outcome = 'pool_busy';
         return { ok: false, busy: true, error: err.message };
       }
+      // The endpoint refused the context it was sent: whoever sends a context chooses it, so this is never the function's
+      // failure (a stranger's contexts must not open its breaker for everyone), and the next function may price it.
+      if (err instanceof ExternalFunctionError && err.kind === 'declined') {
+        outcome = 'not_applicable';
+        return { ok: false, notApplicable: { message: err.message, missing: [], declined: err.inputs.map((input) => ({ input, reason: err.message })) }, error: err.message };
+      }
       if (err instanceof PoolTimeoutError || (err instanceof ExternalFunctionError && err.kind === 'timeout')) outcome = 'timeout';
       permanent = err instanceof ExternalFunctionError && err.kind === 'blocked';
       const said = err instanceof ExternalFunctionError && opts.callerWorkspaceId !== fn.workspaceId ? err.forOthers : err instanceof Error ? err.message || err.name : String(err);
@@ -245,6 +256,8 @@ export class PricingEngine {
 
     const attempts: AttemptReport[] = [];
     const missing = new Set<string>();
+    // Context values an endpoint would not price as given, by the first reason given.
+    const declined = new Map<string, string>();
     let refused: { fn: string; message: string; inputs: string[] } | null = null;
     const notApplicable: string[] = [];
     const tried = new Set<string>();
@@ -332,6 +345,7 @@ export class PricingEngine {
       if (r.notApplicable) {
         notApplicable.push(fn.name);
         for (const m of r.notApplicable.missing) missing.add(m);
+        for (const d of r.notApplicable.declined ?? []) if (!declined.has(d.input)) declined.set(d.input, d.reason);
       }
     }
     stages.push({ stage: 'execute', ms: 0, attempts });
@@ -355,7 +369,8 @@ export class PricingEngine {
       const excludedCouldPrice = excludedByPolicy(this.registry, decision, overCeiling, ran, req.context, marketFor);
       // The reasons of the functions that ran; a function skipped (out of reach, over the ceiling) is in attempts and excluded_by_policy.
       const reasons = attempts.filter((a) => a.outcome === 'not_applicable' || a.outcome === 'failed').map((a) => a.error);
-      throw new EngineError('insufficient_context', `The context cannot be priced by ${notApplicable.join(', ')}: ${reasons.filter(Boolean).join(' ')}`, { attempts, missing: [...missing], ...(excludedCouldPrice.length ? { excludedCouldPrice, ...(req.policy?.id ? { policyId: req.policy.id } : {}) } : {}) });
+      const declinedInputs = [...declined].map(([input, reason]) => ({ input, reason }));
+      throw new EngineError('insufficient_context', `The context cannot be priced by ${notApplicable.join(', ')}: ${reasons.filter(Boolean).join(' ')}`, { attempts, missing: [...missing], ...(declinedInputs.length ? { declined: declinedInputs } : {}), ...(excludedCouldPrice.length ? { excludedCouldPrice, ...(req.policy?.id ? { policyId: req.policy.id } : {}) } : {}) });
     }
     this.requests.inc({ function: metricLabel(first), outcome: 'functions_failed' });
     // Nothing was run, only skipped behind open breakers: the first of them to let a trial through says when to retry.
@@ -386,8 +401,12 @@ export class PricingEngine {
     const t = performance.now();
     const r = await this.attempt(fn, context, { health: false, market, callerWorkspaceId });
     if (r.ok) return { ok: true, result: r.result, ms: since(t) };
-    // As a compute names them: a value refused (refused), or inputs missing (missing).
-    const inputs = r.notApplicable ? (r.notApplicable.refused ? { refused: r.notApplicable.missing } : { missing: r.notApplicable.missing }) : {};
+    // As a compute names them: a value refused (refused, a built-in's or the one an endpoint declined), or inputs missing (missing).
+    const na = r.notApplicable;
+    let inputs: { refused?: string[]; missing?: string[] } = {};
+    if (na?.refused) inputs = { refused: na.missing };
+    else if (na?.declined) inputs = na.declined.length ? { refused: na.declined.map((d) => d.input) } : {};
+    else if (na) inputs = { missing: na.missing };
     return { ok: false, error: r.error, ...inputs, ms: since(t) };
   }
 }
