@@ -273,7 +273,7 @@ export class PricingEngine {
         continue;
       }
       // Past a failure, strategies other than default and priority go on to the fallback chain (RouteDecision), but for the
-      // alternates they name as still worth a try (fastest's warm function after a failed exploration). A function that
+      // alternates they name as still worth a try (fastest's warm function, or next cold one, after a failed exploration). A function that
       // could not price the context, or that a busy pool never ran, has not failed: the strategy's order goes on.
       if (step.role === 'alternate' && !decision?.alternatesAfterFailure && !decision?.afterFailure?.includes(step.fn) && attempts.some((a) => a.outcome === 'failed')) continue;
       const fn = step.fn;

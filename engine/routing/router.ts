@@ -40,7 +40,8 @@ export interface RouteDecision {
   alternatesAfterFailure?: boolean;
   /**
    * Alternates still tried after a failure when the others are not: `fastest` exploring a cold
-   * function names the fastest warm one, so an exploration that fails costs the caller no error.
+   * function names the fastest warm one (with none warm, the next cold one), so an exploration that
+   * fails costs the caller no error.
    */
   afterFailure?: FunctionDescriptor[];
 }
@@ -203,8 +204,9 @@ export class Router {
         const rest = (chosen: FunctionDescriptor) => [...cold, ...withP50.map((x) => x.f)].filter((f) => f !== chosen);
         if (cold.length > 0) {
           const chosen = cold[Math.floor(this.rng() * cold.length)] as FunctionDescriptor;
-          const fastestWarm = withP50[0]?.f;
-          return pick(chosen, { statistic: { name: 'exploring cold function', samples: this.latency.snapshot(chosen.id).samples }, alternates: rest(chosen), ...(fastestWarm ? { afterFailure: [fastestWarm] } : {}) });
+          // An exploration that fails costs the caller no error: the fastest warm function answers, or, with none, the next cold one.
+          const afterFailure = withP50[0]?.f ?? cold.find((f) => f !== chosen);
+          return pick(chosen, { statistic: { name: 'exploring cold function', samples: this.latency.snapshot(chosen.id).samples }, alternates: rest(chosen), ...(afterFailure ? { afterFailure: [afterFailure] } : {}) });
         }
         const best = (withP50[0] as { s: LatencySnapshot }).s.p50_ms as number;
         const band = input.config.tie_band_pct ?? DEFAULT_TIE_BAND_PCT;
