@@ -261,6 +261,8 @@ export class PricingEngine {
     let refused: { fn: string; message: string; inputs: string[] } | null = null;
     const notApplicable: string[] = [];
     const tried = new Set<string>();
+    // Functions skipped behind their breaker, with the milliseconds until one may be called again (null: unknown).
+    const behind = new Map<string, { waitMs: number | null; trial: boolean }>();
     // Fallbacks the policy's cost ceiling kept from running: the policy's own exclusion, like a candidate's.
     const overCeiling: CandidateReport[] = [];
     const poolBusy = () => attempts.some((a) => a.outcome === 'pool_busy');
@@ -315,6 +317,9 @@ export class PricingEngine {
       }
       const admission = this.breakers.allow(fn.id);
       if (!admission) {
+        // Open, or half-open with its one trial call in flight: that trial answers within the function's time limit.
+        const trialEndsMs = this.breakers.trialEndsInMs(fn.id, fn.timeoutMs ?? this.opts.functionTimeoutMs);
+        behind.set(fn.id, { waitMs: this.breakers.retryInMs(fn.id) ?? trialEndsMs, trial: trialEndsMs !== null });
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'breaker open', ms: 0 });
         continue;
       }
@@ -373,11 +378,19 @@ export class PricingEngine {
       throw new EngineError('insufficient_context', `The context cannot be priced by ${notApplicable.join(', ')}: ${reasons.filter(Boolean).join(' ')}`, { attempts, missing: [...missing], ...(declinedInputs.length ? { declined: declinedInputs } : {}), ...(excludedCouldPrice.length ? { excludedCouldPrice, ...(req.policy?.id ? { policyId: req.policy.id } : {}) } : {}) });
     }
     this.requests.inc({ function: metricLabel(first), outcome: 'functions_failed' });
-    // Nothing was run, only skipped behind open breakers: the first of them to let a trial through says when to retry.
-    const behindBreakers = failedForReal.length > 0 && failedForReal.every((a) => a.outcome === 'skipped' && a.id && this.breakers.retryInMs(a.id) !== null);
-    const retryAfterS = behindBreakers ? this.breakers.firstTrialInS(failedForReal.map((a) => a.id)) : null;
-    if (retryAfterS !== null) {
-      throw new EngineError('functions_failed', `Every function that could answer has its circuit breaker open after recent failures; the first lets a trial call through in ${retryAfterS} s.`, { attempts, retryAfterS, ...(missing.size ? { missing: [...missing] } : {}) });
+    // Nothing was run, only skipped behind open breakers (or half-open ones whose trial is in flight): the first of them to
+    // let a call through says when to retry.
+    const waits = failedForReal.map((a) => (a.outcome === 'skipped' ? (behind.get(a.id)?.waitMs ?? null) : null));
+    if (failedForReal.length > 0 && waits.every((w) => w !== null)) {
+      const retryAfterS = Math.max(1, Math.ceil(Math.min(...waits) / 1000));
+      const trials = failedForReal.some((a) => behind.get(a.id)?.trial);
+      throw new EngineError(
+        'functions_failed',
+        trials
+          ? `Every function that could answer has its circuit breaker open after recent failures, or half-open with its one trial call in flight; retry in ${retryAfterS} s.`
+          : `Every function that could answer has its circuit breaker open after recent failures; the first lets a trial call through in ${retryAfterS} s.`,
+        { attempts, retryAfterS, ...(missing.size ? { missing: [...missing] } : {}) },
+      );
     }
     if (failedForReal.length > 0 && failedForReal.every((a) => a.retryable === false)) {
       const refusedAt = [...new Set(failedForReal.map((a) => a.id))];
