@@ -54,6 +54,8 @@ export interface PriceOutcome {
 
 export interface EngineOptions {
   functionTimeoutMs: number;
+  /** Time budget of one call's attempts (COMPUTE_CALL_MAX_MS). */
+  callMaxMs: number;
 }
 
 /**
@@ -61,7 +63,7 @@ export interface EngineOptions {
  * to read); `declined` names the context values an external endpoint would not price as given (its answer's currency).
  */
 type NotApplicable = { message: string; missing: string[]; refused?: boolean; declined?: Array<{ input: string; reason: string }> };
-type AttemptResult = { ok: true; result: MethodResult } | { ok: false; notApplicable?: NotApplicable; busy?: boolean; permanent?: boolean; error: string };
+type AttemptResult = { ok: true; result: MethodResult } | { ok: false; notApplicable?: NotApplicable; busy?: boolean; permanent?: boolean; cutByBudget?: boolean; error: string };
 
 const since = (t: number) => Math.round((performance.now() - t) * 1000) / 1000;
 
@@ -136,22 +138,26 @@ export class PricingEngine {
   private async attempt(
     fn: FunctionDescriptor,
     context: Record<string, unknown>,
-    opts: { health?: boolean; market?: MarketEvidence | null | undefined; admission?: Admission; callerWorkspaceId?: string } = {},
+    opts: { health?: boolean; market?: MarketEvidence | null | undefined; admission?: Admission; callerWorkspaceId?: string; budgetMs?: number } = {},
   ): Promise<AttemptResult> {
     const started = performance.now();
     let outcome: 'ok' | 'failed' | 'timeout' | 'not_applicable' | 'pool_busy' = 'failed';
     let permanent = false;
+    const own = this.timeoutOf(fn);
+    const limit = opts.budgetMs === undefined ? own : Math.max(1, Math.min(own, Math.floor(opts.budgetMs)));
+    // A timeout the call's budget imposed before the function's own says nothing of the function: it was not given its time.
+    let cut = false;
     try {
       let result: unknown;
       if (fn.executionType === 'builtin') {
-        const answer = await this.pool.run(fn.name, context, this.opts.functionTimeoutMs, opts.market ?? undefined);
+        const answer = await this.pool.run(fn.name, context, limit, opts.market ?? undefined);
         if (!answer.ok) {
           outcome = 'not_applicable';
           return { ok: false, notApplicable: { message: answer.message, missing: answer.missing, refused: answer.refused === true }, error: answer.message };
         }
         result = answer.result;
       } else if (fn.executionType === 'external_api') {
-        result = await this.external.run(fn, context, fn.timeoutMs ?? this.opts.functionTimeoutMs);
+        result = await this.external.run(fn, context, limit);
       } else {
         return { ok: false, error: 'pipeline execution is not available' };
       }
@@ -172,16 +178,18 @@ export class PricingEngine {
       if (err instanceof PoolTimeoutError || (err instanceof ExternalFunctionError && err.kind === 'timeout')) outcome = 'timeout';
       permanent = err instanceof ExternalFunctionError && err.kind === 'blocked';
       const said = err instanceof ExternalFunctionError && opts.callerWorkspaceId !== fn.workspaceId ? err.forOthers : err instanceof Error ? err.message || err.name : String(err);
+      cut = outcome === 'timeout' && limit < own;
+      if (cut) return { ok: false, cutByBudget: true, error: `${said} The call's time budget (COMPUTE_CALL_MAX_MS, ${this.opts.callMaxMs} ms) left it ${limit} ms of its ${own} ms.` };
       return { ok: false, error: said, ...(permanent ? { permanent } : {}) };
     } finally {
       const ms = performance.now() - started;
       // A timeout lasted at least its limit, whatever the timer's slack.
-      const slowest = Math.max(ms, fn.timeoutMs ?? this.opts.functionTimeoutMs);
+      const slowest = Math.max(ms, own);
       const recorded = outcome === 'timeout' ? slowest : ms;
       // A function that could not price the context, or never ran because the pool was busy, has no latency or health to
       // record; nor has one whose address the outbound guard refuses: no retry changes that, so its breaker must not open
       // and answer retryable (it is refused as it is, each time, at once).
-      if (outcome !== 'not_applicable' && outcome !== 'pool_busy' && !permanent && opts.health !== false) {
+      if (outcome !== 'not_applicable' && outcome !== 'pool_busy' && !permanent && !cut && opts.health !== false) {
         // For `fastest`, a failure is as slow as a timeout: a function that fails at once must not look like the fastest.
         this.latency.record(fn.id, outcome === 'ok' ? ms : slowest);
         this.breakers.record(fn.id, outcome === 'ok', opts.admission);
@@ -189,6 +197,11 @@ export class PricingEngine {
       }
       this.calls.inc({ function: metricLabel(fn), outcome });
     }
+  }
+
+  /** A function's own time limit: its endpoint's timeout_ms for an external one, ENGINE_FUNCTION_TIMEOUT_MS otherwise. */
+  private timeoutOf(fn: FunctionDescriptor): number {
+    return fn.executionType === 'external_api' ? (fn.timeoutMs ?? this.opts.functionTimeoutMs) : this.opts.functionTimeoutMs;
   }
 
   /**
@@ -217,6 +230,8 @@ export class PricingEngine {
   async price(req: PriceRequest): Promise<PriceOutcome> {
     const stages: TraceStage[] = [];
     let t = performance.now();
+    // One call's attempts share COMPUTE_CALL_MAX_MS: a chain of hanging functions must not hold a caller for minutes.
+    const deadline = t + this.opts.callMaxMs;
     let decision: RouteDecision | null = null;
     let first: FunctionDescriptor;
     let strategy: Strategy | 'explicit';
@@ -298,6 +313,11 @@ export class PricingEngine {
         overCeiling.push({ function: fn.name, id: fn.id, kept: false, ...over, cost_per_unit: effectiveCost(fn) });
         continue;
       }
+      const budgetMs = deadline - performance.now();
+      if (budgetMs <= 0) {
+        attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'call time budget spent', ms: 0 });
+        continue;
+      }
       // Every function's answer is cached under its own key, so one that answered after the chosen function could not
       // price the context (or failed) is looked up too; the trace shows the chosen function's lookup, and a later one that hit.
       const hit = await this.cache.get(fn, req.context, marketFor(fn));
@@ -323,10 +343,10 @@ export class PricingEngine {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'breaker open', ms: 0 });
         continue;
       }
-      const r = await this.attempt(fn, req.context, { market: marketFor(fn), admission, callerWorkspaceId: req.scope.workspaceId });
-      // Not being able to price this context, or not getting a worker, says nothing about the function's health: a
-      // half-open trial slot is freed.
-      if (!r.ok && (r.notApplicable || r.busy || r.permanent)) this.breakers.release(fn.id, admission);
+      const r = await this.attempt(fn, req.context, { market: marketFor(fn), admission, callerWorkspaceId: req.scope.workspaceId, budgetMs: deadline - performance.now() });
+      // Not being able to price this context, not getting a worker, or being stopped by the call's budget before its own
+      // timeout says nothing about the function's health: a half-open trial slot is freed.
+      if (!r.ok && (r.notApplicable || r.busy || r.permanent || r.cutByBudget)) this.breakers.release(fn.id, admission);
       const ms = since(t);
       if (r.ok) {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'ok', ms });
@@ -338,7 +358,7 @@ export class PricingEngine {
         return { result: r.result, fn, strategy, decision, attempts, fallbackUsed, cached: false, savings: fallbackUsed ? null : savingsOf(decision, fn, attempts, req.context, marketFor), cost: effectiveCost(fn), stages };
       }
       const outcome = r.notApplicable ? 'not_applicable' : r.busy ? 'pool_busy' : 'failed';
-      attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome, error: r.error, ...(r.permanent ? { retryable: false as const } : {}), ms });
+      attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome, error: r.error, ...(r.permanent ? { retryable: false as const } : {}), ...(r.cutByBudget ? { cut_by_budget: true as const } : {}), ms });
       // Its time is in a stage of its own, so a slow failure is not read as the service's overhead.
       stages.push({ stage: 'execute', ms, function: fn.name, function_id: fn.id, role: step.role, execution: fn.executionType, outcome });
       if (r.notApplicable?.refused) {

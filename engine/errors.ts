@@ -17,6 +17,8 @@ export interface AttemptReport {
   error?: string;
   /** false on a failure no retry can change: the function's address is one the service will not call. */
   retryable?: false;
+  /** true on a timeout the call's time budget (COMPUTE_CALL_MAX_MS) imposed before the function's own: not counted against it. */
+  cut_by_budget?: true;
   ms: number;
 }
 
