@@ -63,7 +63,7 @@ export interface EngineOptions {
  * to read); `declined` names the context values an external endpoint would not price as given (its answer's currency).
  */
 type NotApplicable = { message: string; missing: string[]; refused?: boolean; declined?: Array<{ input: string; reason: string }> };
-type AttemptResult = { ok: true; result: MethodResult } | { ok: false; notApplicable?: NotApplicable; busy?: boolean; permanent?: boolean; cutByBudget?: boolean; error: string };
+type AttemptResult = { ok: true; result: MethodResult } | { ok: false; notApplicable?: NotApplicable; busy?: boolean; permanent?: boolean; cutByBudget?: boolean; retryAfterS?: number; error: string };
 
 const since = (t: number) => Math.round((performance.now() - t) * 1000) / 1000;
 
@@ -180,7 +180,8 @@ export class PricingEngine {
       const said = err instanceof ExternalFunctionError && opts.callerWorkspaceId !== fn.workspaceId ? err.forOthers : err instanceof Error ? err.message || err.name : String(err);
       cut = outcome === 'timeout' && limit < own;
       if (cut) return { ok: false, cutByBudget: true, error: `${said} The call's time budget (COMPUTE_CALL_MAX_MS, ${this.opts.callMaxMs} ms) left it ${limit} ms of its ${own} ms.` };
-      return { ok: false, error: said, ...(permanent ? { permanent } : {}) };
+      const retryAfterS = err instanceof ExternalFunctionError ? err.retryAfterS : undefined;
+      return { ok: false, error: said, ...(permanent ? { permanent } : {}), ...(retryAfterS !== undefined ? { retryAfterS } : {}) };
     } finally {
       const ms = performance.now() - started;
       // A timeout lasted at least its limit, whatever the timer's slack.
@@ -358,7 +359,7 @@ export class PricingEngine {
         return { result: r.result, fn, strategy, decision, attempts, fallbackUsed, cached: false, savings: fallbackUsed ? null : savingsOf(decision, fn, attempts, req.context, marketFor), cost: effectiveCost(fn), stages };
       }
       const outcome = r.notApplicable ? 'not_applicable' : r.busy ? 'pool_busy' : 'failed';
-      attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome, error: r.error, ...(r.permanent ? { retryable: false as const } : {}), ...(r.cutByBudget ? { cut_by_budget: true as const } : {}), ms });
+      attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome, error: r.error, ...(r.permanent ? { retryable: false as const } : {}), ...(r.cutByBudget ? { cut_by_budget: true as const } : {}), ...(r.retryAfterS !== undefined ? { retry_after: r.retryAfterS } : {}), ms });
       // Its time is in a stage of its own, so a slow failure is not read as the service's overhead.
       stages.push({ stage: 'execute', ms, function: fn.name, function_id: fn.id, role: step.role, execution: fn.executionType, outcome });
       if (r.notApplicable?.refused) {
@@ -398,17 +399,22 @@ export class PricingEngine {
       throw new EngineError('insufficient_context', `The context cannot be priced by ${notApplicable.join(', ')}: ${reasons.filter(Boolean).join(' ')}`, { attempts, missing: [...missing], ...(declinedInputs.length ? { declined: declinedInputs } : {}), ...(excludedCouldPrice.length ? { excludedCouldPrice, ...(req.policy?.id ? { policyId: req.policy.id } : {}) } : {}) });
     }
     this.requests.inc({ function: metricLabel(first), outcome: 'functions_failed' });
-    // Nothing was run, only skipped behind open breakers (or half-open ones whose trial is in flight): the first of them to
-    // let a call through says when to retry.
-    const waits = failedForReal.map((a) => (a.outcome === 'skipped' ? (behind.get(a.id)?.waitMs ?? null) : null));
+    // Every function that could answer is kept away for a while: behind its breaker (open, or half-open with its trial in
+    // flight), or because its endpoint failed asking for a wait (Retry-After). The soonest of them says when a retry may be
+    // answered (a retry finds the others as they are, and the first that takes a call again may answer it).
+    const waits = failedForReal.map((a) => (a.outcome === 'skipped' ? (behind.get(a.id)?.waitMs ?? null) : a.retry_after !== undefined ? a.retry_after * 1000 : null));
     if (failedForReal.length > 0 && waits.every((w) => w !== null)) {
       const retryAfterS = Math.max(1, Math.ceil(Math.min(...waits) / 1000));
       const trials = failedForReal.some((a) => behind.get(a.id)?.trial);
+      const skippedOnly = failedForReal.every((a) => a.outcome === 'skipped');
+      const ranOnly = failedForReal.every((a) => a.outcome === 'failed');
       throw new EngineError(
         'functions_failed',
-        trials
-          ? `Every function that could answer has its circuit breaker open after recent failures, or half-open with its one trial call in flight; retry in ${retryAfterS} s.`
-          : `Every function that could answer has its circuit breaker open after recent failures; the first lets a trial call through in ${retryAfterS} s.`,
+        skippedOnly
+          ? trials
+            ? `Every function that could answer has its circuit breaker open after recent failures, or half-open with its one trial call in flight; retry in ${retryAfterS} s.`
+            : `Every function that could answer has its circuit breaker open after recent failures; the first lets a trial call through in ${retryAfterS} s.`
+          : `Every function tried failed (${triedRoles(attempts, !decision)}), each endpoint asking to be called again later${ranOnly ? '' : ' or behind an open circuit breaker'}: the soonest in ${retryAfterS} s.`,
         { attempts, retryAfterS, ...(missing.size ? { missing: [...missing] } : {}) },
       );
     }

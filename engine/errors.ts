@@ -19,6 +19,8 @@ export interface AttemptReport {
   retryable?: false;
   /** true on a timeout the call's time budget (COMPUTE_CALL_MAX_MS) imposed before the function's own: not counted against it. */
   cut_by_budget?: true;
+  /** Seconds the endpoint asked to wait before another call (its Retry-After with the failure, at most 300). */
+  retry_after?: number;
   ms: number;
 }
 

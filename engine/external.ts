@@ -33,6 +33,8 @@ export class ExternalFunctionError extends Error {
     readonly forOthers: string = message,
     /** A declined context's keys the endpoint would not price as given (`currency`), when the answer names one. */
     readonly inputs: readonly string[] = [],
+    /** The wait the endpoint asked for with its failure (Retry-After), at most MAX_UPSTREAM_RETRY_AFTER_S. */
+    readonly retryAfterS?: number,
   ) {
     super(message);
     this.name = 'ExternalFunctionError';
@@ -68,6 +70,12 @@ function notAPrice(error: z.ZodError, body: unknown): string {
  * (401, 403, 405, 410, 429, 5xx…) says something of the function or its endpoint, and stays a failure.
  */
 export const DECLINING_STATUSES: readonly number[] = [400, 404, 413, 422];
+
+/**
+ * The longest wait an endpoint's Retry-After is passed on with (seconds): a caller is not told to stay away for an hour
+ * because one endpoint said so, when a retry may be answered by another function, or by this one sooner.
+ */
+export const MAX_UPSTREAM_RETRY_AFTER_S = 300;
 
 /** A connection the endpoint closed (or reset) before its answer was complete: Node says "socket hang up". */
 const CLOSED_EARLY = 'The endpoint closed the connection before answering.';
@@ -129,7 +137,8 @@ export class ExternalExecutor {
         const said = `The endpoint refused this context (HTTP ${err.status}).`;
         throw new ExternalFunctionError('declined', said, said);
       }
-      throw new ExternalFunctionError('upstream', closedEarly(err) ? CLOSED_EARLY : (err as Error).message, forOthers);
+      const asked = err instanceof OutboundError && err.retryAfterS !== undefined ? Math.min(err.retryAfterS, MAX_UPSTREAM_RETRY_AFTER_S) : undefined;
+      throw new ExternalFunctionError('upstream', closedEarly(err) ? CLOSED_EARLY : (err as Error).message, forOthers, [], asked);
     }
     const parsed = externalAnswer.safeParse(body);
     if (!parsed.success) throw new ExternalFunctionError('invalid_response', `The endpoint's answer is not a price: ${notAPrice(parsed.error, body)}.`);
