@@ -18,6 +18,7 @@ import { excludedByPolicy, savingsOf } from './routing/comparisons';
 import type { Savings } from './routing/comparisons';
 import type { RouteDecision, Router } from './routing/router';
 import type { Admission, CircuitBreakers } from './stats/breaker';
+import { latencyCeilingDetail } from './stats/latency';
 import type { LatencyStats } from './stats/latency';
 
 export interface PriceRequest {
@@ -192,7 +193,7 @@ export class PricingEngine {
       // and answer retryable (it is refused as it is, each time, at once).
       if (outcome !== 'not_applicable' && outcome !== 'pool_busy' && !permanent && !cut && opts.health !== false) {
         // For `fastest`, a failure is as slow as a timeout: a function that fails at once must not look like the fastest.
-        this.latency.record(fn.id, outcome === 'ok' ? ms : slowest);
+        this.latency.record(fn.id, outcome === 'ok' ? ms : slowest, outcome !== 'ok');
         this.breakers.record(fn.id, outcome === 'ok', opts.admission);
         this.duration.observe({ function: metricLabel(fn) }, recorded / 1000);
       }
@@ -431,7 +432,7 @@ export class PricingEngine {
     if (maxCost !== undefined && dec(effectiveCost(fn)).gt(dec(maxCost))) return { reason: 'cost ceiling', detail: `${effectiveCost(fn)} > ${maxCost}` };
     const maxLatency = policy?.config.max_latency_ms;
     const p50 = maxLatency === undefined ? null : this.latency.snapshot(fn.id).p50_ms;
-    if (maxLatency !== undefined && p50 !== null && p50 > maxLatency) return { reason: 'latency ceiling', detail: `p50 ${p50} ms > ${maxLatency} ms` };
+    if (maxLatency !== undefined && p50 !== null && p50 > maxLatency) return { reason: 'latency ceiling', detail: latencyCeilingDetail(p50, maxLatency, this.latency.failures(fn.id)) };
     return null;
   }
 

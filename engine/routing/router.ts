@@ -7,7 +7,7 @@ import type { CallerScope, FunctionDescriptor } from '../functions';
 import type { FunctionRegistry } from '../registry';
 import type { Rng } from '../rng';
 import type { CircuitBreakers } from '../stats/breaker';
-import { latencyView } from '../stats/latency';
+import { latencyCeilingDetail, latencyView } from '../stats/latency';
 import type { LatencySnapshot, LatencyStats, NO_DATA } from '../stats/latency';
 import type { PolicyConfig, Strategy } from './policy';
 import { firstMatchingRule } from './rules';
@@ -130,7 +130,7 @@ export class Router {
       if (fn.status !== 'active') reports.push({ ...base, reason: 'not active', detail: fn.status });
       else if (fn.executionType === 'pipeline') reports.push({ ...base, reason: 'pipeline unavailable' });
       else if (ceilingCost !== undefined && dec(effectiveCost(fn)).gt(dec(ceilingCost))) reports.push({ ...base, reason: 'cost ceiling', detail: `${effectiveCost(fn)} > ${ceilingCost}` });
-      else if (ceilingLatency !== undefined && lat.p50_ms !== null && lat.p50_ms > ceilingLatency) reports.push({ ...base, reason: 'latency ceiling', detail: `p50 ${lat.p50_ms} ms > ${ceilingLatency} ms` });
+      else if (ceilingLatency !== undefined && lat.p50_ms !== null && lat.p50_ms > ceilingLatency) reports.push({ ...base, reason: 'latency ceiling', detail: latencyCeilingDetail(lat.p50_ms, ceilingLatency, this.latency.failures(fn.id)) });
       else if (this.breakers.state(fn.id) === 'open') {
         const retryAt = this.breakers.view(fn.id).retry_at;
         reports.push({ ...base, reason: 'breaker open', ...(retryAt ? { detail: `a trial call from ${retryAt}` } : {}) });
