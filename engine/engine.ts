@@ -18,6 +18,7 @@ import { excludedByPolicy, savingsOf } from './routing/comparisons';
 import type { Savings } from './routing/comparisons';
 import type { RouteDecision, Router } from './routing/router';
 import type { Admission, CircuitBreakers } from './stats/breaker';
+import { latencyCeilingDetail } from './stats/latency';
 import type { LatencyStats } from './stats/latency';
 
 export interface PriceRequest {
@@ -54,9 +55,16 @@ export interface PriceOutcome {
 
 export interface EngineOptions {
   functionTimeoutMs: number;
+  /** Time budget of one call's attempts (COMPUTE_CALL_MAX_MS). */
+  callMaxMs: number;
 }
 
-type AttemptResult = { ok: true; result: MethodResult } | { ok: false; notApplicable?: { message: string; missing: string[]; refused?: boolean }; busy?: boolean; permanent?: boolean; error: string };
+/**
+ * `notApplicable`: the function could not price this context (`missing` inputs, or with `refused` the values it refuses
+ * to read); `declined` names the context values an external endpoint would not price as given (its answer's currency).
+ */
+type NotApplicable = { message: string; missing: string[]; refused?: boolean; declined?: Array<{ input: string; reason: string }> };
+type AttemptResult = { ok: true; result: MethodResult } | { ok: false; notApplicable?: NotApplicable; busy?: boolean; permanent?: boolean; cutByBudget?: boolean; retryAfterS?: number; error: string };
 
 const since = (t: number) => Math.round((performance.now() - t) * 1000) / 1000;
 
@@ -131,22 +139,26 @@ export class PricingEngine {
   private async attempt(
     fn: FunctionDescriptor,
     context: Record<string, unknown>,
-    opts: { health?: boolean; market?: MarketEvidence | null | undefined; admission?: Admission; callerWorkspaceId?: string } = {},
+    opts: { health?: boolean; market?: MarketEvidence | null | undefined; admission?: Admission; callerWorkspaceId?: string; budgetMs?: number } = {},
   ): Promise<AttemptResult> {
     const started = performance.now();
     let outcome: 'ok' | 'failed' | 'timeout' | 'not_applicable' | 'pool_busy' = 'failed';
     let permanent = false;
+    const own = this.timeoutOf(fn);
+    const limit = opts.budgetMs === undefined ? own : Math.max(1, Math.min(own, Math.floor(opts.budgetMs)));
+    // A timeout the call's budget imposed before the function's own says nothing of the function: it was not given its time.
+    let cut = false;
     try {
       let result: unknown;
       if (fn.executionType === 'builtin') {
-        const answer = await this.pool.run(fn.name, context, this.opts.functionTimeoutMs, opts.market ?? undefined);
+        const answer = await this.pool.run(fn.name, context, limit, opts.market ?? undefined);
         if (!answer.ok) {
           outcome = 'not_applicable';
           return { ok: false, notApplicable: { message: answer.message, missing: answer.missing, refused: answer.refused === true }, error: answer.message };
         }
         result = answer.result;
       } else if (fn.executionType === 'external_api') {
-        result = await this.external.run(fn, context, fn.timeoutMs ?? this.opts.functionTimeoutMs);
+        result = await this.external.run(fn, context, limit);
       } else {
         return { ok: false, error: 'pipeline execution is not available' };
       }
@@ -158,26 +170,40 @@ export class PricingEngine {
         outcome = 'pool_busy';
         return { ok: false, busy: true, error: err.message };
       }
+      // The endpoint refused the context it was sent: whoever sends a context chooses it, so this is never the function's
+      // failure (a stranger's contexts must not open its breaker for everyone), and the next function may price it.
+      if (err instanceof ExternalFunctionError && err.kind === 'declined') {
+        outcome = 'not_applicable';
+        return { ok: false, notApplicable: { message: err.message, missing: [], declined: err.inputs.map((input) => ({ input, reason: err.message })) }, error: err.message };
+      }
       if (err instanceof PoolTimeoutError || (err instanceof ExternalFunctionError && err.kind === 'timeout')) outcome = 'timeout';
       permanent = err instanceof ExternalFunctionError && err.kind === 'blocked';
       const said = err instanceof ExternalFunctionError && opts.callerWorkspaceId !== fn.workspaceId ? err.forOthers : err instanceof Error ? err.message || err.name : String(err);
-      return { ok: false, error: said, ...(permanent ? { permanent } : {}) };
+      cut = outcome === 'timeout' && limit < own;
+      if (cut) return { ok: false, cutByBudget: true, error: `${said} The call's time budget (COMPUTE_CALL_MAX_MS, ${this.opts.callMaxMs} ms) left it ${limit} ms of its ${own} ms.` };
+      const retryAfterS = err instanceof ExternalFunctionError ? err.retryAfterS : undefined;
+      return { ok: false, error: said, ...(permanent ? { permanent } : {}), ...(retryAfterS !== undefined ? { retryAfterS } : {}) };
     } finally {
       const ms = performance.now() - started;
       // A timeout lasted at least its limit, whatever the timer's slack.
-      const slowest = Math.max(ms, fn.timeoutMs ?? this.opts.functionTimeoutMs);
+      const slowest = Math.max(ms, own);
       const recorded = outcome === 'timeout' ? slowest : ms;
       // A function that could not price the context, or never ran because the pool was busy, has no latency or health to
       // record; nor has one whose address the outbound guard refuses: no retry changes that, so its breaker must not open
       // and answer retryable (it is refused as it is, each time, at once).
-      if (outcome !== 'not_applicable' && outcome !== 'pool_busy' && !permanent && opts.health !== false) {
+      if (outcome !== 'not_applicable' && outcome !== 'pool_busy' && !permanent && !cut && opts.health !== false) {
         // For `fastest`, a failure is as slow as a timeout: a function that fails at once must not look like the fastest.
-        this.latency.record(fn.id, outcome === 'ok' ? ms : slowest);
+        this.latency.record(fn.id, outcome === 'ok' ? ms : slowest, outcome !== 'ok');
         this.breakers.record(fn.id, outcome === 'ok', opts.admission);
         this.duration.observe({ function: metricLabel(fn) }, recorded / 1000);
       }
       this.calls.inc({ function: metricLabel(fn), outcome });
     }
+  }
+
+  /** A function's own time limit: its endpoint's timeout_ms for an external one, ENGINE_FUNCTION_TIMEOUT_MS otherwise. */
+  private timeoutOf(fn: FunctionDescriptor): number {
+    return fn.executionType === 'external_api' ? (fn.timeoutMs ?? this.opts.functionTimeoutMs) : this.opts.functionTimeoutMs;
   }
 
   /**
@@ -206,6 +232,8 @@ export class PricingEngine {
   async price(req: PriceRequest): Promise<PriceOutcome> {
     const stages: TraceStage[] = [];
     let t = performance.now();
+    // One call's attempts share COMPUTE_CALL_MAX_MS: a chain of hanging functions must not hold a caller for minutes.
+    const deadline = t + this.opts.callMaxMs;
     let decision: RouteDecision | null = null;
     let first: FunctionDescriptor;
     let strategy: Strategy | 'explicit';
@@ -245,9 +273,13 @@ export class PricingEngine {
 
     const attempts: AttemptReport[] = [];
     const missing = new Set<string>();
+    // Context values an endpoint would not price as given, by the first reason given.
+    const declined = new Map<string, string>();
     let refused: { fn: string; message: string; inputs: string[] } | null = null;
     const notApplicable: string[] = [];
     const tried = new Set<string>();
+    // Functions skipped behind their breaker, with the milliseconds until one may be called again (null: unknown).
+    const behind = new Map<string, { waitMs: number | null; trial: boolean }>();
     // Fallbacks the policy's cost ceiling kept from running: the policy's own exclusion, like a candidate's.
     const overCeiling: CandidateReport[] = [];
     const poolBusy = () => attempts.some((a) => a.outcome === 'pool_busy');
@@ -260,7 +292,7 @@ export class PricingEngine {
         continue;
       }
       // Past a failure, strategies other than default and priority go on to the fallback chain (RouteDecision), but for the
-      // alternates they name as still worth a try (fastest's warm function after a failed exploration). A function that
+      // alternates they name as still worth a try (fastest's warm function, or next cold one, after a failed exploration). A function that
       // could not price the context, or that a busy pool never ran, has not failed: the strategy's order goes on.
       if (step.role === 'alternate' && !decision?.alternatesAfterFailure && !decision?.afterFailure?.includes(step.fn) && attempts.some((a) => a.outcome === 'failed')) continue;
       const fn = step.fn;
@@ -283,6 +315,11 @@ export class PricingEngine {
         overCeiling.push({ function: fn.name, id: fn.id, kept: false, ...over, cost_per_unit: effectiveCost(fn) });
         continue;
       }
+      const budgetMs = deadline - performance.now();
+      if (budgetMs <= 0) {
+        attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'call time budget spent', ms: 0 });
+        continue;
+      }
       // Every function's answer is cached under its own key, so one that answered after the chosen function could not
       // price the context (or failed) is looked up too; the trace shows the chosen function's lookup, and a later one that hit.
       const hit = await this.cache.get(fn, req.context, marketFor(fn));
@@ -302,13 +339,16 @@ export class PricingEngine {
       }
       const admission = this.breakers.allow(fn.id);
       if (!admission) {
+        // Open, or half-open with its one trial call in flight: that trial answers within the function's time limit.
+        const trialEndsMs = this.breakers.trialEndsInMs(fn.id, fn.timeoutMs ?? this.opts.functionTimeoutMs);
+        behind.set(fn.id, { waitMs: this.breakers.retryInMs(fn.id) ?? trialEndsMs, trial: trialEndsMs !== null });
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'breaker open', ms: 0 });
         continue;
       }
-      const r = await this.attempt(fn, req.context, { market: marketFor(fn), admission, callerWorkspaceId: req.scope.workspaceId });
-      // Not being able to price this context, or not getting a worker, says nothing about the function's health: a
-      // half-open trial slot is freed.
-      if (!r.ok && (r.notApplicable || r.busy || r.permanent)) this.breakers.release(fn.id, admission);
+      const r = await this.attempt(fn, req.context, { market: marketFor(fn), admission, callerWorkspaceId: req.scope.workspaceId, budgetMs: deadline - performance.now() });
+      // Not being able to price this context, not getting a worker, or being stopped by the call's budget before its own
+      // timeout says nothing about the function's health: a half-open trial slot is freed.
+      if (!r.ok && (r.notApplicable || r.busy || r.permanent || r.cutByBudget)) this.breakers.release(fn.id, admission);
       const ms = since(t);
       if (r.ok) {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'ok', ms });
@@ -320,7 +360,7 @@ export class PricingEngine {
         return { result: r.result, fn, strategy, decision, attempts, fallbackUsed, cached: false, savings: fallbackUsed ? null : savingsOf(decision, fn, attempts, req.context, marketFor), cost: effectiveCost(fn), stages };
       }
       const outcome = r.notApplicable ? 'not_applicable' : r.busy ? 'pool_busy' : 'failed';
-      attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome, error: r.error, ...(r.permanent ? { retryable: false as const } : {}), ms });
+      attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome, error: r.error, ...(r.permanent ? { retryable: false as const } : {}), ...(r.cutByBudget ? { cut_by_budget: true as const } : {}), ...(r.retryAfterS !== undefined ? { retry_after: r.retryAfterS } : {}), ms });
       // Its time is in a stage of its own, so a slow failure is not read as the service's overhead.
       stages.push({ stage: 'execute', ms, function: fn.name, function_id: fn.id, role: step.role, execution: fn.executionType, outcome });
       if (r.notApplicable?.refused) {
@@ -332,6 +372,7 @@ export class PricingEngine {
       if (r.notApplicable) {
         notApplicable.push(fn.name);
         for (const m of r.notApplicable.missing) missing.add(m);
+        for (const d of r.notApplicable.declined ?? []) if (!declined.has(d.input)) declined.set(d.input, d.reason);
       }
     }
     stages.push({ stage: 'execute', ms: 0, attempts });
@@ -355,14 +396,28 @@ export class PricingEngine {
       const excludedCouldPrice = excludedByPolicy(this.registry, decision, overCeiling, ran, req.context, marketFor);
       // The reasons of the functions that ran; a function skipped (out of reach, over the ceiling) is in attempts and excluded_by_policy.
       const reasons = attempts.filter((a) => a.outcome === 'not_applicable' || a.outcome === 'failed').map((a) => a.error);
-      throw new EngineError('insufficient_context', `The context cannot be priced by ${notApplicable.join(', ')}: ${reasons.filter(Boolean).join(' ')}`, { attempts, missing: [...missing], ...(excludedCouldPrice.length ? { excludedCouldPrice, ...(req.policy?.id ? { policyId: req.policy.id } : {}) } : {}) });
+      const declinedInputs = [...declined].map(([input, reason]) => ({ input, reason }));
+      throw new EngineError('insufficient_context', `The context cannot be priced by ${notApplicable.join(', ')}: ${reasons.filter(Boolean).join(' ')}`, { attempts, missing: [...missing], ...(declinedInputs.length ? { declined: declinedInputs } : {}), ...(excludedCouldPrice.length ? { excludedCouldPrice, ...(req.policy?.id ? { policyId: req.policy.id } : {}) } : {}) });
     }
     this.requests.inc({ function: metricLabel(first), outcome: 'functions_failed' });
-    // Nothing was run, only skipped behind open breakers: the first of them to let a trial through says when to retry.
-    const behindBreakers = failedForReal.length > 0 && failedForReal.every((a) => a.outcome === 'skipped' && a.id && this.breakers.retryInMs(a.id) !== null);
-    const retryAfterS = behindBreakers ? this.breakers.firstTrialInS(failedForReal.map((a) => a.id)) : null;
-    if (retryAfterS !== null) {
-      throw new EngineError('functions_failed', `Every function that could answer has its circuit breaker open after recent failures; the first lets a trial call through in ${retryAfterS} s.`, { attempts, retryAfterS, ...(missing.size ? { missing: [...missing] } : {}) });
+    // Every function that could answer is kept away for a while: behind its breaker (open, or half-open with its trial in
+    // flight), or because its endpoint failed asking for a wait (Retry-After). The soonest of them says when a retry may be
+    // answered (a retry finds the others as they are, and the first that takes a call again may answer it).
+    const waits = failedForReal.map((a) => (a.outcome === 'skipped' ? (behind.get(a.id)?.waitMs ?? null) : a.retry_after !== undefined ? a.retry_after * 1000 : null));
+    if (failedForReal.length > 0 && waits.every((w) => w !== null)) {
+      const retryAfterS = Math.max(1, Math.ceil(Math.min(...waits) / 1000));
+      const trials = failedForReal.some((a) => behind.get(a.id)?.trial);
+      const skippedOnly = failedForReal.every((a) => a.outcome === 'skipped');
+      const ranOnly = failedForReal.every((a) => a.outcome === 'failed');
+      throw new EngineError(
+        'functions_failed',
+        skippedOnly
+          ? trials
+            ? `Every function that could answer has its circuit breaker open after recent failures, or half-open with its one trial call in flight; retry in ${retryAfterS} s.`
+            : `Every function that could answer has its circuit breaker open after recent failures; the first lets a trial call through in ${retryAfterS} s.`
+          : `Every function tried failed (${triedRoles(attempts, !decision)}), each endpoint asking to be called again later${ranOnly ? '' : ' or behind an open circuit breaker'}: the soonest in ${retryAfterS} s.`,
+        { attempts, retryAfterS, ...(missing.size ? { missing: [...missing] } : {}) },
+      );
     }
     if (failedForReal.length > 0 && failedForReal.every((a) => a.retryable === false)) {
       const refusedAt = [...new Set(failedForReal.map((a) => a.id))];
@@ -377,7 +432,7 @@ export class PricingEngine {
     if (maxCost !== undefined && dec(effectiveCost(fn)).gt(dec(maxCost))) return { reason: 'cost ceiling', detail: `${effectiveCost(fn)} > ${maxCost}` };
     const maxLatency = policy?.config.max_latency_ms;
     const p50 = maxLatency === undefined ? null : this.latency.snapshot(fn.id).p50_ms;
-    if (maxLatency !== undefined && p50 !== null && p50 > maxLatency) return { reason: 'latency ceiling', detail: `p50 ${p50} ms > ${maxLatency} ms` };
+    if (maxLatency !== undefined && p50 !== null && p50 > maxLatency) return { reason: 'latency ceiling', detail: latencyCeilingDetail(p50, maxLatency, this.latency.failures(fn.id)) };
     return null;
   }
 
@@ -386,8 +441,12 @@ export class PricingEngine {
     const t = performance.now();
     const r = await this.attempt(fn, context, { health: false, market, callerWorkspaceId });
     if (r.ok) return { ok: true, result: r.result, ms: since(t) };
-    // As a compute names them: a value refused (refused), or inputs missing (missing).
-    const inputs = r.notApplicable ? (r.notApplicable.refused ? { refused: r.notApplicable.missing } : { missing: r.notApplicable.missing }) : {};
+    // As a compute names them: a value refused (refused, a built-in's or the one an endpoint declined), or inputs missing (missing).
+    const na = r.notApplicable;
+    let inputs: { refused?: string[]; missing?: string[] } = {};
+    if (na?.refused) inputs = { refused: na.missing };
+    else if (na?.declined) inputs = na.declined.length ? { refused: na.declined.map((d) => d.input) } : {};
+    else if (na) inputs = { missing: na.missing };
     return { ok: false, error: r.error, ...inputs, ms: since(t) };
   }
 }

@@ -17,6 +17,10 @@ export interface AttemptReport {
   error?: string;
   /** false on a failure no retry can change: the function's address is one the service will not call. */
   retryable?: false;
+  /** true on a timeout the call's time budget (COMPUTE_CALL_MAX_MS) imposed before the function's own: not counted against it. */
+  cut_by_budget?: true;
+  /** Seconds the endpoint asked to wait before another call (its Retry-After with the failure, at most 300). */
+  retry_after?: number;
   ms: number;
 }
 
@@ -36,7 +40,7 @@ export class EngineError extends Error {
   constructor(
     readonly code: EngineErrorCode,
     message: string,
-    readonly details: { candidates?: CandidateReport[]; attempts?: AttemptReport[]; missing?: string[]; refused?: string[]; retryAfterS?: number; functionId?: string; strategy?: string; permanent?: boolean; excludedCouldPrice?: CandidateReport[]; policyId?: string; refusedAt?: string[]; pinned?: boolean; suggestedId?: string } = {},
+    readonly details: { candidates?: CandidateReport[]; attempts?: AttemptReport[]; missing?: string[]; refused?: string[]; retryAfterS?: number; functionId?: string; strategy?: string; permanent?: boolean; excludedCouldPrice?: CandidateReport[]; policyId?: string; refusedAt?: string[]; pinned?: boolean; suggestedId?: string; declined?: Array<{ input: string; reason: string }> } = {},
   ) {
     super(message);
     this.name = 'EngineError';

@@ -18,17 +18,23 @@ export const externalAnswer = z.object({
 /**
  * `blocked`: the guarded client will not call the registered address (a private, loopback or
  * metadata target, a port or scheme the operator does not allow): no retry changes that, only the
- * owner's PATCH of endpoint_url or the operator's settings.
+ * owner's PATCH of endpoint_url or the operator's settings. `declined`: the endpoint answered that
+ * it does not price this context (`DECLINING_STATUSES`, or a price in another currency than the
+ * context asks for): the context's fault, as a built-in's MethodNotApplicable, not the function's.
  */
 export class ExternalFunctionError extends Error {
   constructor(
-    readonly kind: 'blocked' | 'timeout' | 'upstream' | 'invalid_response',
+    readonly kind: 'blocked' | 'timeout' | 'upstream' | 'invalid_response' | 'declined',
     message: string,
     /**
      * What callers other than the owner hear: the kind of failure without the registered address
      * (a host name, an internal port or path, a redirect's target), which is the owner's business.
      */
     readonly forOthers: string = message,
+    /** A declined context's keys the endpoint would not price as given (`currency`), when the answer names one. */
+    readonly inputs: readonly string[] = [],
+    /** The wait the endpoint asked for with its failure (Retry-After), at most MAX_UPSTREAM_RETRY_AFTER_S. */
+    readonly retryAfterS?: number,
   ) {
     super(message);
     this.name = 'ExternalFunctionError';
@@ -55,6 +61,21 @@ function notAPrice(error: z.ZodError, body: unknown): string {
     })
     .join('; ');
 }
+
+/**
+ * Statuses by which an endpoint refuses the context it was sent: a malformed or unpriceable context
+ * (400, 422), nothing to price for it (404: an unknown product as much as a wrong path, which the
+ * service cannot tell apart), a context too large (413). Any caller chooses the context, so counting
+ * these against the function would let anyone open its breaker for everyone. Every other status
+ * (401, 403, 405, 410, 429, 5xx…) says something of the function or its endpoint, and stays a failure.
+ */
+export const DECLINING_STATUSES: readonly number[] = [400, 404, 413, 422];
+
+/**
+ * The longest wait an endpoint's Retry-After is passed on with (seconds): a caller is not told to stay away for an hour
+ * because one endpoint said so, when a retry may be answered by another function, or by this one sooner.
+ */
+export const MAX_UPSTREAM_RETRY_AFTER_S = 300;
 
 /** A connection the endpoint closed (or reset) before its answer was complete: Node says "socket hang up". */
 const CLOSED_EARLY = 'The endpoint closed the connection before answering.';
@@ -112,14 +133,20 @@ export class ExternalExecutor {
       const forOthers = withoutAddress(err, timeoutMs);
       if (err instanceof OutboundBlockedError || (err instanceof OutboundError && err.kind === 'protocol')) throw new ExternalFunctionError('blocked', err.message, forOthers);
       if (err instanceof OutboundError && err.kind === 'timeout') throw new ExternalFunctionError('timeout', err.message, forOthers);
-      throw new ExternalFunctionError('upstream', closedEarly(err) ? CLOSED_EARLY : (err as Error).message, forOthers);
+      if (err instanceof OutboundError && err.kind === 'status' && err.status !== undefined && DECLINING_STATUSES.includes(err.status)) {
+        const said = `The endpoint refused this context (HTTP ${err.status}).`;
+        throw new ExternalFunctionError('declined', said, said);
+      }
+      const asked = err instanceof OutboundError && err.retryAfterS !== undefined ? Math.min(err.retryAfterS, MAX_UPSTREAM_RETRY_AFTER_S) : undefined;
+      throw new ExternalFunctionError('upstream', closedEarly(err) ? CLOSED_EARLY : (err as Error).message, forOthers, [], asked);
     }
     const parsed = externalAnswer.safeParse(body);
     if (!parsed.success) throw new ExternalFunctionError('invalid_response', `The endpoint's answer is not a price: ${notAPrice(parsed.error, body)}.`);
     const asked = currencyOf(context);
     const currency = parsed.data.currency?.toUpperCase() ?? asked;
-    // A price in another currency than the one asked for is no answer to the question (and would be quoted as if it were).
-    if (currency !== asked) throw new ExternalFunctionError('invalid_response', `The endpoint answered in ${currency}; the context asks for ${asked}.`);
+    // A price in another currency than the one asked for is no answer to the question (and would be quoted as if it were);
+    // the endpoint prices in its own currency, and the context asked for another: the context's doing, not the function's.
+    if (currency !== asked) throw new ExternalFunctionError('declined', `The endpoint answered in ${currency}; the context asks for ${asked}.`, undefined, ['currency']);
     return {
       price: quotable(new D(parsed.data.price), currency),
       currency,

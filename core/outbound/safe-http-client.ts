@@ -49,10 +49,25 @@ export class OutboundError extends Error {
     readonly status?: number,
     /** A network failure's system code (ECONNRESET, ECONNREFUSED, …), to word it without parsing its message. */
     readonly code?: string,
+    /** A status answer's Retry-After, in seconds from now (delta-seconds or an HTTP date), when it sent a valid one. */
+    readonly retryAfterS?: number,
   ) {
     super(message);
     this.name = 'OutboundError';
   }
+}
+
+/** An HTTP date as senders must write it (RFC 9110 IMF-fixdate): `Fri, 27 Nov 2026 12:01:30 GMT`. */
+const IMF_FIXDATE = /^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/;
+
+/** A Retry-After header's wait in whole seconds (delta-seconds, or an HTTP date counted from `now`); undefined when absent or not valid. */
+export function retryAfterSeconds(header: string | string[] | undefined, now = Date.now()): number | undefined {
+  const value = (Array.isArray(header) ? header[0] : header)?.trim();
+  if (!value) return undefined;
+  if (/^\d+$/.test(value)) return Number(value);
+  if (!IMF_FIXDATE.test(value)) return undefined;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
 }
 
 export interface SafeHttpClientOptions {
@@ -224,7 +239,7 @@ export class SafeHttpClient {
           });
           res.on('end', () => {
             const text = Buffer.concat(chunks).toString('utf8');
-            if (status < 200 || status >= 300) return finish(new OutboundError('status', `The endpoint answered HTTP ${status}.`, status));
+            if (status < 200 || status >= 300) return finish(new OutboundError('status', `The endpoint answered HTTP ${status}.`, status, undefined, retryAfterSeconds(res.headers['retry-after'])));
             try {
               finish(null, { status, body: JSON.parse(text) as unknown });
             } catch {

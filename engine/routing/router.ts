@@ -7,7 +7,7 @@ import type { CallerScope, FunctionDescriptor } from '../functions';
 import type { FunctionRegistry } from '../registry';
 import type { Rng } from '../rng';
 import type { CircuitBreakers } from '../stats/breaker';
-import { latencyView } from '../stats/latency';
+import { latencyCeilingDetail, latencyView } from '../stats/latency';
 import type { LatencySnapshot, LatencyStats, NO_DATA } from '../stats/latency';
 import type { PolicyConfig, Strategy } from './policy';
 import { firstMatchingRule } from './rules';
@@ -40,7 +40,8 @@ export interface RouteDecision {
   alternatesAfterFailure?: boolean;
   /**
    * Alternates still tried after a failure when the others are not: `fastest` exploring a cold
-   * function names the fastest warm one, so an exploration that fails costs the caller no error.
+   * function names the fastest warm one (with none warm, the next cold one), so an exploration that
+   * fails costs the caller no error.
    */
   afterFailure?: FunctionDescriptor[];
 }
@@ -129,7 +130,7 @@ export class Router {
       if (fn.status !== 'active') reports.push({ ...base, reason: 'not active', detail: fn.status });
       else if (fn.executionType === 'pipeline') reports.push({ ...base, reason: 'pipeline unavailable' });
       else if (ceilingCost !== undefined && dec(effectiveCost(fn)).gt(dec(ceilingCost))) reports.push({ ...base, reason: 'cost ceiling', detail: `${effectiveCost(fn)} > ${ceilingCost}` });
-      else if (ceilingLatency !== undefined && lat.p50_ms !== null && lat.p50_ms > ceilingLatency) reports.push({ ...base, reason: 'latency ceiling', detail: `p50 ${lat.p50_ms} ms > ${ceilingLatency} ms` });
+      else if (ceilingLatency !== undefined && lat.p50_ms !== null && lat.p50_ms > ceilingLatency) reports.push({ ...base, reason: 'latency ceiling', detail: latencyCeilingDetail(lat.p50_ms, ceilingLatency, this.latency.failures(fn.id)) });
       else if (this.breakers.state(fn.id) === 'open') {
         const retryAt = this.breakers.view(fn.id).retry_at;
         reports.push({ ...base, reason: 'breaker open', ...(retryAt ? { detail: `a trial call from ${retryAt}` } : {}) });
@@ -203,8 +204,9 @@ export class Router {
         const rest = (chosen: FunctionDescriptor) => [...cold, ...withP50.map((x) => x.f)].filter((f) => f !== chosen);
         if (cold.length > 0) {
           const chosen = cold[Math.floor(this.rng() * cold.length)] as FunctionDescriptor;
-          const fastestWarm = withP50[0]?.f;
-          return pick(chosen, { statistic: { name: 'exploring cold function', samples: this.latency.snapshot(chosen.id).samples }, alternates: rest(chosen), ...(fastestWarm ? { afterFailure: [fastestWarm] } : {}) });
+          // An exploration that fails costs the caller no error: the fastest warm function answers, or, with none, the next cold one.
+          const afterFailure = withP50[0]?.f ?? cold.find((f) => f !== chosen);
+          return pick(chosen, { statistic: { name: 'exploring cold function', samples: this.latency.snapshot(chosen.id).samples }, alternates: rest(chosen), ...(afterFailure ? { afterFailure: [afterFailure] } : {}) });
         }
         const best = (withP50[0] as { s: LatencySnapshot }).s.p50_ms as number;
         const band = input.config.tie_band_pct ?? DEFAULT_TIE_BAND_PCT;

@@ -78,6 +78,8 @@ interface Entry {
   state: BreakerState;
   openedAt: number | null;
   trialInFlight: boolean;
+  /** When the trial in flight was let through. */
+  trialStartedAt: number | null;
   /** Numbers the trials, so an admission from an earlier one can never pass for the trial in flight. */
   trials: number;
   /** Counts the closings: outcomes of calls admitted before the last one describe the function before it recovered. */
@@ -116,7 +118,7 @@ export class CircuitBreakers {
   private entry(fnId: string): Entry {
     let e = this.entries.get(fnId);
     if (!e) {
-      e = { outcomes: new OutcomeWindow(), state: 'closed', openedAt: null, trialInFlight: false, trials: 0, closings: 0, ordinary: Object.freeze({ trial: null, closing: 0 }) };
+      e = { outcomes: new OutcomeWindow(), state: 'closed', openedAt: null, trialInFlight: false, trialStartedAt: null, trials: 0, closings: 0, ordinary: Object.freeze({ trial: null, closing: 0 }) };
       this.entries.set(fnId, e);
     }
     return e;
@@ -145,6 +147,7 @@ export class CircuitBreakers {
     this.set(fnId, e, 'half_open');
     if (e.trialInFlight) return null;
     e.trialInFlight = true;
+    e.trialStartedAt = this.clock.now();
     e.trials++;
     return { trial: e.trials, closing: e.closings };
   }
@@ -222,6 +225,17 @@ export class CircuitBreakers {
     const e = this.entries.get(fnId);
     if (!e?.openedAt || this.state(fnId) !== 'open') return null;
     return Math.max(0, e.openedAt + this.opts.cooldownMs - this.clock.now());
+  }
+
+  /**
+   * Milliseconds until a half-open breaker's trial call in flight has answered at the latest (`timeoutMs`, the
+   * function's time limit, after it was let through; 0 when overdue); null when no trial is in flight. Until then the
+   * breaker keeps every other call away, as an open one does.
+   */
+  trialEndsInMs(fnId: string, timeoutMs: number): number | null {
+    const e = this.entries.get(fnId);
+    if (!e?.trialInFlight || e.trialStartedAt === null || this.state(fnId) !== 'half_open') return null;
+    return Math.max(0, e.trialStartedAt + timeoutMs - this.clock.now());
   }
 
   known(): string[] {

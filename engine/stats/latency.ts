@@ -32,7 +32,14 @@ export interface LatencyOptions {
 interface Series {
   t: number[];
   ms: number[];
+  /** Whether each sample is a failure, recorded at the function's timeout. */
+  failed: boolean[];
   cached: LatencySnapshot | null;
+}
+
+/** How a latency ceiling's exclusion reads: the p50 over the ceiling, and when failures (counted at the timeout) are among its samples, so. */
+export function latencyCeilingDetail(p50: number, ceiling: number, failures: number): string {
+  return `p50 ${p50} ms > ${ceiling} ms${failures > 0 ? ' (failures count as the timeout)' : ''}`;
 }
 
 function quantile(sorted: number[], q: number): number {
@@ -55,13 +62,16 @@ export class LatencyStats {
     private readonly opts: LatencyOptions,
   ) {}
 
-  record(fnId: string, ms: number): void {
-    const s = this.series.get(fnId) ?? { t: [], ms: [], cached: null };
+  /** A sample; `failed` marks a failure, recorded at the function's timeout so that one failing at once does not look fast. */
+  record(fnId: string, ms: number, failed = false): void {
+    const s = this.series.get(fnId) ?? { t: [], ms: [], failed: [], cached: null };
     s.t.push(this.clock.now());
     s.ms.push(ms);
+    s.failed.push(failed);
     if (s.t.length > this.opts.maxSamples) {
       s.t.shift();
       s.ms.shift();
+      s.failed.shift();
     }
     s.cached = null;
     this.series.set(fnId, s);
@@ -77,6 +87,7 @@ export class LatencyStats {
     if (drop > 0) {
       s.t.splice(0, drop);
       s.ms.splice(0, drop);
+      s.failed.splice(0, drop);
       s.cached = null;
     }
     return s;
@@ -101,6 +112,11 @@ export class LatencyStats {
       cold: sorted.length < this.opts.coldBelow,
     };
     return s.cached;
+  }
+
+  /** Failures among the samples in the window. */
+  failures(fnId: string): number {
+    return this.inWindow(fnId)?.failed.filter(Boolean).length ?? 0;
   }
 
   /** Average latency for the catalogue: the windowed mean, or null ("no data") when never timed. */

@@ -114,7 +114,7 @@ export const functionTestResponse = z.object({
   result: methodResult.optional(),
   error: z.string().optional().describe("Only when not ok: why it could not price (another workspace's function's failure never names its address)."),
   missing: z.array(z.string()).optional().describe('Only when it could not price for want of inputs: the context keys it needs.'),
-  refused: z.array(z.string()).optional().describe('Only when the context gave a value it refuses to read (a rate of 30 meant as 30 %): the keys refused.'),
+  refused: z.array(z.string()).optional().describe('Only when the context gave a value it refuses to read (a rate of 30 meant as 30 %), or one an external endpoint would not price (it answered in another currency): the keys refused.'),
   example: z
     .object({ context: z.record(z.string(), z.unknown()).describe('A context the built-in prices; open-ended, as a context is.') })
     .optional()

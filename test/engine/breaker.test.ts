@@ -188,6 +188,23 @@ describe('engine: circuit breaker and calls answering late', function () {
     expect(h.parts.breakers.view('fn_test_slow')).to.include({ state: 'closed', retry_at: null });
   });
 
+  it('a half-open breaker whose trial call is in flight keeps other callers away as an open one does: 502 saying when to retry, about the function timeout', async () => {
+    await call({ ...BAD, n: 1 });
+    await call({ ...BAD, n: 2 });
+    h.clock.advance(COOLDOWN_MS);
+    const trial = call({ sleep_ms: 600 });
+    await tick(50);
+    expect(state()).to.equal('half_open');
+    // The trial may take up to the function timeout (3 s); a second later, 2 s of it are left.
+    h.clock.advance(1000);
+    const err = await engineError(h.price({ pin: { name: 'test-slow' }, context: {} }), 'functions_failed');
+    expect(err.details.attempts?.map((a) => [a.function, a.outcome, a.error])).to.deep.equal([['test-slow', 'skipped', 'breaker open']]);
+    expect(err.details.retryAfterS).to.equal(2);
+    expect(err.message).to.equal('Every function that could answer has its circuit breaker open after recent failures, or half-open with its one trial call in flight; retry in 2 s.');
+    expect(await trial).to.equal('10.00');
+    expect(state()).to.equal('closed');
+  });
+
   it('failures of calls admitted before the breaker closed, answering after it closed, do not reopen it', async () => {
     const late = [call({ ...BAD, n: 'late-1', sleep_ms: 1500 }), call({ ...BAD, n: 'late-2', sleep_ms: 1500 })];
     await tick(50);

@@ -67,6 +67,29 @@ describe('engine: cost and latency ceilings', function () {
     expect(out.attempts[1]?.error).to.equal('latency ceiling (p50 900 ms > 100 ms)');
   });
 
+  it('a function excluded by the latency ceiling because it failed fast says so: its failures count as the timeout', async () => {
+    // Its own engine, whose breakers stay closed: test-flaky fails at once, each failure recorded at the function timeout (1000 ms).
+    const own = await harness({ functions: [fixture('test-flaky'), fixture('test-alpha'), fixture('test-gamma', { costPerUnit: '0.004' })], engine: { breakerMinCalls: 1000, cacheTtlMs: 0 } });
+    try {
+      const fail = () => own.price({ pin: { name: 'test-flaky' }, context: { fail: true }, policy: policy('default', {}, { fallback_function: 'test-alpha' }) });
+      for (let i = 0; i < 3; i++) await fail();
+      expect(own.parts.latency.snapshot('fn_test_flaky').p50_ms).to.equal(1000);
+      recordLatency(own, 'fn_test_gamma', 20);
+      const out = await own.price({ policy: policy('cheapest', { candidates: ['test-flaky', 'test-gamma'], max_latency_ms: 500 }) });
+      expect(out.fn.name).to.equal('test-gamma');
+      expect(candidatesOf(out).find((c) => c.function === 'test-flaky')).to.include({ kept: false, reason: 'latency ceiling', detail: 'p50 1000 ms > 500 ms (failures count as the timeout)' });
+      // A fallback held back by the ceiling reads the same; a function slow without failing reads as before.
+      recordLatency(own, 'fn_test_alpha', 800);
+      const fell = await own.price({ pin: { name: 'test-flaky' }, context: { fail: true }, policy: policy('default', { max_latency_ms: 500 }, { fallback_chain: ['test-alpha', 'test-flaky', 'test-gamma'] }) });
+      expect(fell.fn.name).to.equal('test-gamma');
+      expect(fell.attempts.map((a) => a.error ?? a.outcome)).to.deep.equal(['test-flaky failed on request', 'latency ceiling (p50 800 ms > 500 ms)', 'already tried in this call', 'ok']);
+      const err = await engineError(own.price({ pin: { name: 'test-gamma' }, context: { test_price: 'bad' }, policy: policy('default', { max_latency_ms: 500 }, { fallback_chain: ['test-flaky'] }) }), 'functions_failed');
+      expect(err.details.attempts?.[1]?.error).to.equal('latency ceiling (p50 1000 ms > 500 ms (failures count as the timeout))');
+    } finally {
+      await own.close();
+    }
+  });
+
   it('lists each excluded candidate with its reason: cost ceiling, latency ceiling, breaker open, rule miss, unreachable, not active', async () => {
     recordLatency(h, 'fn_test_gamma', 900);
     h.parts.breakers.record('fn_test_flaky', false);

@@ -177,6 +177,31 @@ describe('engine: fallback order and failing functions', function () {
     }
   });
 
+  it('fastest: a cold function explored and failing, with no warm function, gives way to the next cold one rather than an error', async () => {
+    // Its own engine: every function is cold (never timed).
+    const own = await harness({ functions: [fixture('test-throw'), fixture('test-alpha'), fixture('test-bad-result')], engine: { cacheTtlMs: 0, breakerMinCalls: 1000 } });
+    try {
+      const out = await own.price({ policy: policy('fastest', { candidates: ['test-throw', 'test-alpha'] }), context: { explore: 3 } });
+      // ENGINE_RANDOM_SEED 42 explores test-throw first (the second of fn_test_alpha, fn_test_throw).
+      expect(stage(out, 'route')).to.deep.include({ chosen: 'test-throw', statistic: { name: 'exploring cold function', samples: 0 } });
+      expect(out.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}`)).to.deep.equal(['test-throw:chosen:failed', 'test-alpha:alternate:ok']);
+      expect(out.fn.name).to.equal('test-alpha');
+      expect(out.fallbackUsed).to.equal(true);
+      // One more exploration, not the whole cold list: when the next cold function fails too, the policy's fallbacks follow.
+      const twice = await harness({ functions: [fixture('test-throw'), fixture('test-bad-result'), fixture('test-ok'), fixture('test-beta')], engine: { cacheTtlMs: 0, breakerMinCalls: 1000, randomSeed: 2 } });
+      try {
+        const again = await twice.price({ policy: policy('fastest', { candidates: ['test-throw', 'test-bad-result', 'test-ok'] }, { fallback_function: 'test-beta' }), context: { explore: 4 } });
+        // Seed 2 explores the third of fn_test_bad_result, fn_test_ok, fn_test_throw; the next cold one is the first.
+        expect(stage(again, 'route')).to.deep.include({ chosen: 'test-throw' });
+        expect(again.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}`)).to.deep.equal(['test-throw:chosen:failed', 'test-bad-result:alternate:failed', 'test-beta:fallback_function:ok']);
+      } finally {
+        await twice.close();
+      }
+    } finally {
+      await own.close();
+    }
+  });
+
   describe('cheapest, fastest, round_robin and weighted: the first function of their order that can price the context', () => {
     const candidates = ['test-picky', 'test-beta'];
     const strategies = {

@@ -78,12 +78,15 @@ const admissionOperation = (call: ComputeCall): AdmissionRequest['operation'] =>
 const ms = (from: number) => Math.round((performance.now() - from) * 1000) / 1000;
 
 /**
- * The functions a call tried that failed, but the one its event names: their failures count against them too (leaderboard
- * reliability). One whose address the outbound guard refused was never called (retryable: false), as its breaker knows.
+ * A failure that counts against its function (leaderboard reliability), as its breaker counts it: not one whose address the
+ * outbound guard refused (never called, retryable: false), nor one the call's time budget stopped before its own timeout.
  */
+const failedForReal = (a: AttemptReport): boolean => a.outcome === 'failed' && a.retryable !== false && !a.cut_by_budget;
+
+/** The functions a call tried that failed, but the one its event names: their failures count against them too. */
 function failedOthers(attempts: readonly AttemptReport[], named: string | undefined): string[] | undefined {
   let ids: string[] | undefined;
-  for (const a of attempts) if (a.outcome === 'failed' && a.retryable !== false && a.id !== named && !ids?.includes(a.id)) (ids ??= []).push(a.id);
+  for (const a of attempts) if (failedForReal(a) && a.id !== named && !ids?.includes(a.id)) (ids ??= []).push(a.id);
   return ids;
 }
 
@@ -249,7 +252,7 @@ export class ComputeService {
       // others are recorded with the code their caller was given.
       if (err instanceof EngineError && mapped instanceof ApiError && mapped.status !== 400 && mapped.status !== 403) {
         // A call where every function failed names the chosen one, so its failure counts against it (leaderboard reliability).
-        const chosen = err.code === 'functions_failed' ? err.details.attempts?.find((a) => a.role === 'chosen' && a.outcome === 'failed') : undefined;
+        const chosen = err.code === 'functions_failed' ? err.details.attempts?.find((a) => a.role === 'chosen' && a.outcome === 'failed' && !a.cut_by_budget) : undefined;
         const named = chosen ? { functionId: chosen.id, functionName: chosen.function } : {};
         const failedFunctionIds = failedOthers(err.details.attempts ?? [], chosen?.id);
         await this.recorder.record(this.usageEvent(call, { ...named, failedFunctionIds, status: 'error', errorCode: mapped.code, cost: '0', billable: false, paidVia: null, latencyMs: ms(t0) }));

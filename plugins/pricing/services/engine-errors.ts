@@ -109,7 +109,7 @@ export function toApiError(err: unknown, opts: ErrorAudience = {}): unknown {
         retry_after: BUSY_RETRY_AFTER_S,
         fields: { retryable: true, attempts: d.attempts ?? [] },
       });
-    case 'insufficient_context':
+    case 'insufficient_context': {
       if (d.refused?.length) {
         return new ApiError('insufficient_context', err.message, {
           hint: `Fix ${d.refused.join(' and ')} as the message says; no other function was tried with ${d.refused.length > 1 ? 'these values' : 'this value'} (one that does not read ${d.refused.length > 1 ? 'them' : 'it'} would hide the mistake behind its price). docs/functions.md gives every input's bounds.`,
@@ -117,26 +117,36 @@ export function toApiError(err: unknown, opts: ErrorAudience = {}): unknown {
           fields: { missing: [], refused: d.refused, attempts: d.attempts ?? [] },
         });
       }
+      // Values an endpoint would not price as given (a currency it does not answer in): named as refused, by the reason given,
+      // though other functions were tried with them (unlike a refused value above, which stops the walk).
+      const declined = d.declined?.length ? { refused: d.declined.map((x) => x.input) } : {};
+      const declinedIssues = d.declined?.length ? { issues: d.declined.map((x) => ({ path: `context.${x.input}`, reason: x.reason })) } : {};
       if (d.excludedCouldPrice?.length) {
         const ex = d.excludedCouldPrice;
         const named = ex.map((c) => `${c.function} (${c.reason}${c.detail ? `: ${c.detail}` : ''})`).join(', ');
         return new ApiError('insufficient_context', err.message, {
           hint: `Your routing policy left out ${ex.length > 1 ? 'functions' : 'a function'} that could price this context: ${named}. Loosen the policy (PATCH /api/routing-policies/${d.policyId ?? '{id}'}: its max_cost_per_unit, max_latency_ms, rules or weights), name one with function_id, or add the inputs the functions tried need (missing).`,
-          fields: { missing: d.missing ?? [], excluded_by_policy: ex, inputs_by_function: INPUT_MENU, attempts: d.attempts ?? [] },
+          ...declinedIssues,
+          fields: { missing: d.missing ?? [], ...declined, excluded_by_policy: ex, inputs_by_function: INPUT_MENU, attempts: d.attempts ?? [] },
         });
       }
       if (!d.missing?.length) {
         // Every function that ran had its inputs and still could not price (a price too small for the currency's smallest unit, say).
         return new ApiError('insufficient_context', err.message, {
-          hint: 'No input is missing: the message gives the reason each function could not price this context and how to change the values it names.',
-          fields: { missing: [], inputs_by_function: INPUT_MENU, attempts: d.attempts ?? [] },
+          hint: d.declined?.length
+            ? `No input is missing: the functions tried would not price ${d.declined.map((x) => x.input).join(' and ')} as sent (issues give why, attempts each function's reason). Send a value they price, or name a function that prices this one with function_id.`
+            : 'No input is missing: the message gives the reason each function could not price this context and how to change the values it names.',
+          ...declinedIssues,
+          fields: { missing: [], ...declined, inputs_by_function: INPUT_MENU, attempts: d.attempts ?? [] },
         });
       }
       return new ApiError('insufficient_context', err.message, {
         hint: 'Add the inputs a method needs; with no price history a current_price alone still gets a (low-confidence) price, and so does a product_type the network holds price observations of.',
-        fields: { missing: d.missing ?? [], inputs_by_function: INPUT_MENU, attempts: d.attempts ?? [] },
+        ...declinedIssues,
+        fields: { missing: d.missing ?? [], ...declined, inputs_by_function: INPUT_MENU, attempts: d.attempts ?? [] },
         example: { context: { product_type: 'coffee', currency: 'USD', current_price: 4.5, unit_cost: 1.2 } },
       });
+    }
     case 'pipeline_execution_unavailable':
       return pipelineUnavailable(opts.keyless);
     case 'explicit_without_function':

@@ -186,7 +186,6 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
     ['/tiny', 'a price that rounds to nothing in the currency'],
     ['/huge', 'a price above the largest quotable amount'],
     ['/long', 'a price of 40 digits'],
-    ['/other-currency', 'a price in another currency than the context asks for'],
     ['/server-error', 'a 500'],
     ['/redirect', 'a redirect (not followed)'],
   ] as const) {
@@ -265,12 +264,14 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
     expect(tested.body).to.include({ ok: false, error: said });
   });
 
-  it("an endpoint's price in another currency names both; an answer without a currency is in the context's currency", async () => {
+  it("an endpoint's price in another currency names both (422: the context asked for a currency it does not price in); an answer without a currency is in the context's currency", async () => {
     const other = await register('/other-currency');
     await activate(other.id);
     const refused = await api.post<Record<string, any>>('/api/compute/price', { context: { ...CONTEXT, currency: 'USD' }, function_id: other.id });
-    expect(refused.status, refused.text).to.equal(502);
-    expect((refused.body.attempts as Attempt[])[0]?.error).to.equal('The endpoint answered in EUR; the context asks for USD.');
+    expect(refused.status, refused.text).to.equal(422);
+    expect(refused.body.code).to.equal('insufficient_context');
+    expect(refused.body.refused).to.deep.equal(['currency']);
+    expect((refused.body.attempts as Attempt[])[0]).to.include({ outcome: 'not_applicable', error: 'The endpoint answered in EUR; the context asks for USD.' });
     const same = await api.post<Record<string, any>>('/api/compute/price', { context: { ...CONTEXT, currency: 'eur' }, function_id: other.id });
     expect(same.status, same.text).to.equal(200);
     expect(same.body).to.include({ price: '10.00', currency: 'EUR' });
@@ -630,5 +631,124 @@ describe('pricing: external_api functions and the result cache', () => {
     expect(after.body.trace.cache, 'the old endpoint\'s answer was served from the cache').to.equal('miss');
     expect(after.body.price).to.equal('99.00');
     expect(upstream.requests.filter((r) => r.path === '/b')).to.have.length(1);
+  });
+});
+
+describe("pricing: a context an external endpoint refuses is the context's fault, not the function's (its breaker stays closed)", () => {
+  let svc: TestService;
+  let upstream: Upstream;
+  let owner: ReturnType<typeof client>;
+  let stranger: ReturnType<typeof client>;
+  const EUR = { product_type: 'coffee', currency: 'EUR', unit_cost: 5 };
+  const USD = { product_type: 'coffee', currency: 'USD', unit_cost: 5 };
+
+  before(async () => {
+    upstream = await startUpstream((req, res) => {
+      const ctx = (JSON.parse(req.body || '{}') as { context?: { currency?: string } }).context ?? {};
+      // A USD-only endpoint: it answers its own currency whatever the context asks for.
+      if (req.path === '/usd-only') return sendJson(res, 200, { price: 12, confidence: 0.8, currency: 'usd' });
+      if (req.path === '/hang') return; // never answers
+      // Answers its status to a context in EUR, a price otherwise.
+      const status = /^\/status\/(\d+)$/.exec(req.path)?.[1];
+      if (status) return ctx.currency === 'EUR' ? sendJson(res, Number(status), { error: 'no' }) : sendJson(res, 200, { price: 12, confidence: 0.8 });
+      return sendJson(res, 404, { error: 'unknown path' });
+    });
+    // The default breaker: 5 calls in the window, half of them failures, open it.
+    svc = await startTestService({ config: { outbound: { allowList: ['127.0.0.1'] }, engine: { cacheTtlMs: 0 } } });
+    owner = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'ext-usd-owner'), { name: 'o' })).key });
+    stranger = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'ext-usd-stranger'), { name: 's' })).key });
+  });
+  after(async () => {
+    await svc.close();
+    await upstream.close();
+  });
+
+  const listed = async (path: string) => {
+    const res = await owner.post<Record<string, any>>('/api/functions', { name: uniqueName(`refuses${path.replace(/\W/g, '')}`), execution_type: 'external_api', endpoint_url: upstream.url(path), cost_per_unit: '0.002', is_public: true });
+    expect(res.status, res.text).to.equal(201);
+    expect((await owner.patch(`/api/functions/${res.body.function.id}`, { status: 'active' })).status).to.equal(200);
+    return res.body.function as { id: string; name: string };
+  };
+  const breakerOf = async (id: string) => (await owner.get<Record<string, any>>(`/api/functions/${id}`)).body.breaker as { state: string; calls: number; failures: number };
+
+  it("a stranger's calls in a currency the endpoint does not answer in: 422 insufficient_context naming currency, free, no breaker failure; the owner's call answers 200", async () => {
+    const fn = await listed('/usd-only');
+    for (let i = 0; i < 6; i++) {
+      const res = await stranger.post<Record<string, any>>('/api/compute/price', { context: EUR, function_id: fn.id });
+      expect(res.status, res.text).to.equal(422);
+      expect(res.headers.get('retry-after')).to.equal(null);
+      expect(res.body).to.include({ code: 'insufficient_context', error: `The context cannot be priced by ${fn.name}: The endpoint answered in USD; the context asks for EUR.` });
+      expect(res.body.refused).to.deep.equal(['currency']);
+      expect(res.body.missing).to.deep.equal([]);
+      expect(res.body.issues).to.deep.equal([{ path: 'context.currency', reason: 'The endpoint answered in USD; the context asks for EUR.' }]);
+      expect(res.body.hint).to.include('would not price currency as sent');
+      expect(res.body.attempts).to.deep.equal([{ function: fn.name, id: fn.id, role: 'chosen', outcome: 'not_applicable', error: 'The endpoint answered in USD; the context asks for EUR.', ms: res.body.attempts[0].ms }]);
+      const [rows] = await svc.sequelize.query('SELECT status, error_code, cost::text AS cost, billable, function_id, failed_function_ids FROM usage_events WHERE request_id = $1', { bind: [res.body.request_id] });
+      expect(rows).to.deep.equal([{ status: 'error', error_code: 'insufficient_context', cost: '0.00000000', billable: false, function_id: null, failed_function_ids: [] }]);
+    }
+    expect(await breakerOf(fn.id)).to.include({ state: 'closed', failures: 0 });
+    const own = await owner.post<Record<string, any>>('/api/compute/price', { context: USD, function_id: fn.id });
+    expect(own.status, own.text).to.equal(200);
+    expect(own.body).to.include({ price: '12.00', currency: 'USD' });
+    // A test run names the value too.
+    const tested = await stranger.post<Record<string, any>>(`/api/functions/${fn.id}/test`, { context: EUR });
+    expect(tested.status, tested.text).to.equal(200);
+    expect(tested.body).to.include({ ok: false, error: 'The endpoint answered in USD; the context asks for EUR.' });
+    expect(tested.body.refused).to.deep.equal(['currency']);
+  });
+
+  for (const status of [400, 404, 413, 422]) {
+    it(`a stranger's calls the endpoint answers HTTP ${status}: 422 insufficient_context, no breaker failure; the owner's call answers 200`, async () => {
+      const fn = await listed(`/status/${status}`);
+      for (let i = 0; i < 6; i++) {
+        const res = await stranger.post<Record<string, any>>('/api/compute/price', { context: EUR, function_id: fn.id });
+        expect(res.status, res.text).to.equal(422);
+        expect(res.body).to.include({ code: 'insufficient_context', error: `The context cannot be priced by ${fn.name}: The endpoint refused this context (HTTP ${status}).` });
+        expect(res.body).to.not.have.property('refused');
+        expect(res.body.attempts[0]).to.include({ outcome: 'not_applicable', error: `The endpoint refused this context (HTTP ${status}).` });
+      }
+      expect(await breakerOf(fn.id)).to.include({ state: 'closed', failures: 0 });
+      const own = await owner.post<Record<string, any>>('/api/compute/price', { context: USD, function_id: fn.id });
+      expect(own.status, own.text).to.equal(200);
+    });
+  }
+
+  it('a refused context goes on to the next function, which answers as no fallback: no failed function in the usage event', async () => {
+    const fn = await listed('/usd-only');
+    const buyer = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'ext-usd-buyer'), { name: 'b' })).key });
+    expect((await buyer.post('/api/routing-policies', { name: 'usd first', strategy: 'priority', is_default: true, config: { order: [fn.id, 'cost-plus'] } })).status).to.equal(201);
+    const res = await buyer.post<Record<string, any>>('/api/compute/price', { context: EUR });
+    expect(res.status, res.text).to.equal(200);
+    expect(res.body.function.name).to.equal('cost-plus');
+    expect(res.body.currency).to.equal('EUR');
+    expect(res.body.trace.fallback_used).to.equal(false);
+    expect(res.body.trace.attempts.map((a: Attempt) => `${a.function}:${a.outcome}`)).to.deep.equal([`${fn.name}:not_applicable`, 'cost-plus:ok']);
+    const [rows] = await svc.sequelize.query('SELECT function_id, failed_function_ids FROM usage_events WHERE id = $1', { bind: [res.body.receipt.usage_event_id] });
+    expect(rows).to.deep.equal([{ function_id: 'fn_builtin_cost_plus', failed_function_ids: [] }]);
+  });
+
+  for (const status of [401, 403, 405, 410, 429, 500, 503]) {
+    it(`HTTP ${status} stays a failure of the function: five of them open its breaker (502 with Retry-After)`, async () => {
+      const fn = await listed(`/status/${status}`);
+      for (let i = 0; i < 5; i++) {
+        const res = await stranger.post<Record<string, any>>('/api/compute/price', { context: EUR, function_id: fn.id });
+        expect(res.status, res.text).to.equal(502);
+        expect(res.body.attempts[0]).to.include({ outcome: 'failed', error: `The endpoint answered HTTP ${status}.` });
+      }
+      expect(await breakerOf(fn.id)).to.include({ state: 'open', failures: 5 });
+      const own = await owner.post<Record<string, any>>('/api/compute/price', { context: USD, function_id: fn.id });
+      expect(own.status, own.text).to.equal(502);
+      expect(own.body.error).to.match(/circuit breaker open/);
+      expect(Number(own.headers.get('retry-after'))).to.be.greaterThan(0);
+    });
+  }
+
+  it('a timeout stays a failure of the function: five of them open its breaker', async () => {
+    const res = await owner.post<Record<string, any>>('/api/functions', { name: uniqueName('refuses-hang'), execution_type: 'external_api', endpoint_url: upstream.url('/hang'), cost_per_unit: '0.002', is_public: true, timeout_ms: 50 });
+    expect(res.status, res.text).to.equal(201);
+    const id = res.body.function.id as string;
+    expect((await owner.patch(`/api/functions/${id}`, { status: 'active' })).status).to.equal(200);
+    for (let i = 0; i < 5; i++) expect((await stranger.post('/api/compute/price', { context: EUR, function_id: id })).status).to.equal(502);
+    expect(await breakerOf(id)).to.include({ state: 'open', failures: 5 });
   });
 });
