@@ -569,7 +569,7 @@ describe('MCP endpoint over raw HTTP', function () {
     expect(metrics).to.match(/http_request_duration_seconds_count\{method="PUT",route="\/api\/mcp\/rpc",status="405"\}/);
   });
 
-  it('answers DELETE with 405, and OpenAPI documents only that', async () => {
+  it('answers DELETE with 405, and OpenAPI documents no success for it: the 405 and the refusals any request may meet first', async () => {
     const res = await fetch(`${svc.url}/api/mcp/rpc`, { method: 'DELETE' });
     expect(res.status).to.equal(405);
     expect(res.headers.get('allow')).to.contain('POST');
@@ -578,7 +578,9 @@ describe('MCP endpoint over raw HTTP', function () {
     expect(body.hint).to.be.a('string').and.not.be.empty;
     const doc = (await (await fetch(`${svc.url}/api/openapi.json?format=json`)).json()) as Record<string, any>;
     const ops = doc.paths['/api/mcp/rpc'];
-    expect(Object.keys(ops.delete.responses).sort()).to.deep.equal(['405', '4XX', '5XX']);
+    // A sent credential is checked (401), the Origin (403) and the rate (429) before the 405.
+    expect(Object.keys(ops.delete.responses).sort()).to.deep.equal(['401', '403', '405', '429', '4XX', '5XX']);
+    expect(Object.keys(ops.delete.responses).some((s) => s.startsWith('2'))).to.equal(false);
     expect(Object.keys(ops.post.requestBody.content)).to.deep.equal(['application/json']);
   });
 
