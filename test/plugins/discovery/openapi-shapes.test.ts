@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import { client } from '../../support/http';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
-import { createKey, signUp } from '../../support/world';
+import { expectFitsDeclared } from '../../support/response-schema';
+import { createKey, mintToken, registerSandbox, signUp } from '../../support/world';
 
 type Body = Record<string, any>;
 
@@ -41,5 +42,22 @@ describe('OpenAPI: known shapes typed', function () {
     expect(res.status, res.text).to.equal(200);
     expect(res.body.items.map((i: { status: number }) => i.status)).to.deep.equal([200, 400]);
     expect(res.body.items[1].error.code).to.equal('validation_error');
+  });
+
+  it("types GET /api/me's token fields as the route answers them: expires_at a date-time, key_id the key's id", async () => {
+    const token = resolve(doc.paths['/api/me'].get.responses['200'].content['application/json'].schema).properties.token;
+    expect(token.properties.expires_at).to.include({ type: 'string', format: 'date-time' });
+    expect(token.properties.key_id).to.include({ type: 'string' });
+    expect(token.properties.expires_at.description).to.be.a('string').and.not.be.empty;
+    expect(token.properties.key_id.description).to.be.a('string').and.not.be.empty;
+    expect(token.required).to.have.members(['expires_at', 'key_id']);
+
+    // An agent key is exchanged for a token (a person's key is used directly).
+    const agent = await registerSandbox(svc, 'shapes-token');
+    const me = await client(svc.url, { authorization: `Bearer ${await mintToken(svc, agent.key)}` }).get<Body>('/api/me');
+    expect(me.status, me.text).to.equal(200);
+    expect(me.body.token.key_id).to.equal(agent.keyId);
+    expect(Date.parse(me.body.token.expires_at)).to.be.greaterThan(Date.now());
+    expectFitsDeclared(svc, 'me.read', me.body);
   });
 });
