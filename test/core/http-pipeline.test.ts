@@ -193,7 +193,7 @@ describe('kernel HTTP pipeline', () => {
     expect(res.status).to.equal(429);
     expect(res.body).to.include({ error: 'Slow down.', code: 'rate_limited', hint: 'wait', retry_after: 7 });
     expect(res.body.limit).to.deep.equal({ per_minute: 10 });
-    expect(res.body.next).to.deep.equal([{ action: 'wait' }]);
+    expect(res.body.next).to.deep.equal([{ action: 'retry', method: 'GET', path: '/probe/fail/api' }]);
     expect(res.headers.get('retry-after')).to.equal('7');
   });
 

@@ -1,5 +1,9 @@
 import { expect } from 'chai';
+import { errorBodySchema } from '../../../core/errors';
 import { client } from '../../support/http';
+import type { HttpResult } from '../../support/http';
+import { sendJson, startUpstream } from '../../support/outbound';
+import type { Upstream } from '../../support/outbound';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
 import { expectFitsDeclared } from '../../support/response-schema';
@@ -14,6 +18,7 @@ type Body = Record<string, any>;
 describe('OpenAPI: known shapes typed', function () {
   this.timeout(60_000);
   let svc: TestService;
+  let upstream: Upstream;
   let doc: Body;
   let key: string;
   /** A schema, or the component its $ref names. */
@@ -22,11 +27,16 @@ describe('OpenAPI: known shapes typed', function () {
   const requestSchema = (path: string, method = 'post'): Body => doc.paths[path][method].requestBody.content['application/json'].schema;
 
   before(async () => {
-    svc = await startTestService();
+    upstream = await startUpstream((_req, res) => sendJson(res, 500, { error: 'boom' }));
+    // A loopback function to fail, one demo call an hour and one sandbox call a day: the refusals are quick to reach.
+    svc = await startTestService({ config: { outbound: { allowList: ['127.0.0.1'] }, engine: { cacheTtlMs: 0 }, limits: { demo: { callsPerHour: 1 }, sandbox: { computeCallsPerDay: 1 } } } });
     doc = (await client(svc.url).get<Body>('/api/openapi.json?format=json')).body;
     key = (await createKey(svc, await signUp(svc, 'shapes'), { name: 'shapes' })).key;
   });
-  after(() => svc.close());
+  after(async () => {
+    await svc.close();
+    await upstream.close();
+  });
 
   it('documents a batch item as the BatchItem schema (no catch-all branch), while an invalid item is still answered in its place under 200', async () => {
     const items = requestSchema('/api/compute/batch').properties.items;
@@ -59,5 +69,55 @@ describe('OpenAPI: known shapes typed', function () {
     expect(me.body.token.key_id).to.equal(agent.keyId);
     expect(Date.parse(me.body.token.expires_at)).to.be.greaterThan(Date.now());
     expectFitsDeclared(svc, 'me.read', me.body);
+  });
+
+  it('declares every field of real refusals in the Error schema: each kind parses with it made strict (no undeclared top-level field), request_id matching X-Request-Id', async () => {
+    const owner = await signUp(svc, 'shapes-errors');
+    const api = client(svc.url, { 'x-api-key': key });
+    const narrow = (await createKey(svc, owner, { name: 'narrow', scopes: ['billing:read'] })).key;
+    const sandbox = await registerSandbox(svc, 'shapes-errors-sandbox');
+    // A function that fails, in a workspace of its own so the others' calls do not route to it.
+    const failer = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'shapes-failing'), { name: 'failing' })).key });
+    const failing = await failer.post<Body>('/api/functions', { name: `shapes-failing-${Date.now()}`, execution_type: 'external_api', endpoint_url: upstream.url('/fail'), cost_per_unit: '0.002' });
+    expect(failing.status, failing.text).to.equal(201);
+    const fnId = failing.body.function.id as string;
+    expect((await failer.patch(`/api/functions/${fnId}`, { status: 'active' })).status).to.equal(200);
+    // A default policy no function fits, in a workspace of its own so the calls above route as usual.
+    const tight = client(svc.url, { 'x-api-key': (await createKey(svc, owner, { name: 'tight' })).key });
+    const policy = await tight.post<Body>('/api/routing-policies', { is_default: true, name: 'too tight', strategy: 'cheapest', config: { candidates: ['cost-plus', 'nowhere'], max_cost_per_unit: '0.0005' } });
+    expect(policy.status, policy.text).to.equal(201);
+    const demo = () => client(svc.url).post<Body>('/api/public/compute/demo', { context: { current_price: 10, currency: 'USD' } });
+    const sandboxApi = client(svc.url, { 'x-api-key': sandbox.key });
+
+    const refusals: Array<[number, string, HttpResult<Body>, string[]]> = [
+      [401, 'unauthorized', await client(svc.url).get<Body>('/api/me'), ['next', 'retryable']],
+      [401, 'invalid_credentials', await client(svc.url, { 'x-api-key': 'pcs_nonsense' }).get<Body>('/api/me'), ['next', 'retryable']],
+      [400, 'validation_error', await api.post<Body>('/api/compute/price', { context: { current_price: 'x' } }), ['issues', 'example']],
+      [403, 'insufficient_scope', await client(svc.url, { 'x-api-key': narrow }).post<Body>('/api/compute/price', { context: { current_price: 1 } }), ['required_scopes']],
+      [403, 'plan_restricted', await sandboxApi.post<Body>('/api/compute/batch', { items: [{ context: { current_price: 1 } }] }), ['plan', 'reason', 'next']],
+      [404, 'function_not_found', await api.post<Body>('/api/compute/price', { context: { unit_cost: 2 }, function_id: 'cost-plus' }), ['suggested_function_id']],
+      [422, 'insufficient_context', await api.post<Body>('/api/compute/price', { context: { product_type: 'tea' } }), ['missing', 'inputs_by_function', 'attempts']],
+      [422, 'no_eligible_function', await tight.post<Body>('/api/compute/price', { context: { unit_cost: 10 } }), ['strategy', 'policy_id', 'candidates']],
+      [502, 'functions_failed', await failer.post<Body>('/api/compute/price', { context: { current_price: 10 }, function_id: fnId }), ['retryable', 'attempts']],
+    ];
+    expect((await demo()).status).to.equal(200);
+    refusals.push([429, 'rate_limited', await demo(), ['retry_after', 'limit', 'next']]);
+    expect((await sandboxApi.post('/api/compute/price', { context: { current_price: 1 } })).status).to.equal(200);
+    refusals.push([429, 'daily_quota_exceeded', await sandboxApi.post<Body>('/api/compute/price', { context: { current_price: 1 } }), ['limit', 'next']]);
+
+    const strict = errorBodySchema.strict();
+    for (const [status, code, res, fields] of refusals) {
+      expect(res.status, `${code}: ${res.text}`).to.equal(status);
+      expect(res.body.code).to.equal(code);
+      expect(res.body, code).to.include.keys(fields);
+      expect(res.body.request_id, code).to.equal(res.headers.get('x-request-id'));
+      const parsed = strict.safeParse(res.body);
+      expect(parsed.success, parsed.success ? '' : `${code}: ${JSON.stringify(parsed.error.issues)}`).to.equal(true);
+    }
+    // Next steps of every kind: a request (path, body), one repeating this request with a header, one not offered yet.
+    const steps = refusals.flatMap(([, , res]) => (res.body.next ?? []) as Body[]);
+    expect(steps.some((step) => step.header === 'X-PAYMENT' && step.available === false), JSON.stringify(steps)).to.equal(true);
+    // A field no route sends fails the strict parse: the check has teeth.
+    expect(strict.safeParse({ ...refusals[0]?.[2].body, undeclared_field: 1 }).success).to.equal(false);
   });
 });
