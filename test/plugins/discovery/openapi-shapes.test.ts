@@ -120,4 +120,23 @@ describe('OpenAPI: known shapes typed', function () {
     // A field no route sends fails the strict parse: the check has teeth.
     expect(strict.safeParse({ ...refusals[0]?.[2].body, undeclared_field: 1 }).success).to.equal(false);
   });
+
+  it('documents the MCP POST body as one JSON-RPC 2.0 request (jsonrpc, id, method, params), not an object of anything; a batch is refused', async () => {
+    const schema = resolve(requestSchema('/api/mcp/rpc'));
+    expect(schema.properties.jsonrpc.enum).to.deep.equal(['2.0']);
+    expect(schema.properties.id.anyOf.map((b: Body) => b.type)).to.have.members(['string', 'number']);
+    expect(schema.properties.method).to.include({ type: 'string' });
+    expect(schema.properties.params).to.include({ type: 'object' });
+    expect(schema.required).to.have.members(['jsonrpc', 'method']);
+    expect(schema.description).to.match(/batch .* is refused/);
+
+    const mcp = client(svc.url, { 'x-api-key': key, accept: 'application/json, text/event-stream' });
+    const listed = await mcp.post<Body>('/api/mcp/rpc', { jsonrpc: '2.0', id: 'a1', method: 'tools/list', params: {} });
+    expect(listed.status, listed.text).to.equal(200);
+    expect(listed.body).to.include({ jsonrpc: '2.0', id: 'a1' });
+    expect((await mcp.post('/api/mcp/rpc', { jsonrpc: '2.0', method: 'notifications/initialized' })).status).to.equal(202);
+    const batch = await mcp.post<Body>('/api/mcp/rpc', [{ jsonrpc: '2.0', id: 1, method: 'ping' }]);
+    expect(batch.status).to.equal(400);
+    expect(batch.body.error.code).to.equal(-32600);
+  });
 });
