@@ -59,9 +59,23 @@ export interface ErrorIssue {
   reason: string;
 }
 
-export interface NextStep {
-  [key: string]: unknown;
-}
+/**
+ * One request that helps after a refusal (`next`): what it does, how to send it. Declared field by
+ * field for the OpenAPI document (component `NextStep`); a step with another field must add it here.
+ */
+export const nextStepSchema = z
+  .strictObject({
+    action: z.string().describe('What the step does: register_agent, sign_in, try_demo, claim, day_pass, pay_per_call…'),
+    method: z.string().describe('The HTTP method of the request to send.'),
+    path: z.string().optional().describe('Its path; absent on a step that repeats this request with a header (header).'),
+    header: z.string().optional().describe('The header to add when repeating this request (X-PAYMENT for a per-call payment).'),
+    body: z.unknown().optional().describe('An example body that works as sent once the <PLACEHOLDERS> are filled in.'),
+    description: z.string().optional().describe('What the step gives and when to take it.'),
+    available: z.boolean().optional().describe('false while this service does not offer the step yet (payments); true, or absent, when it does.'),
+  })
+  .meta({ id: 'NextStep', description: 'A request that helps after this refusal.' });
+
+export type NextStep = z.infer<typeof nextStepSchema>;
 
 export interface ErrorExtras {
   hint?: string;
@@ -133,21 +147,56 @@ export function errorBody(err: ApiError, requestId?: string): Record<string, unk
 /**
  * The body errorBody writes, as the OpenAPI document states it (component `Error`). Kept beside
  * errorBody so the two change together: `request_id` is required because every HTTP error passes the
- * request-context middleware first; only a batch item's error (not an HTTP body) lacks it.
+ * request-context middleware first (or is a parser-level refusal given its own id); only a batch item's
+ * error (not an HTTP body) lacks it. The optional fields are those routes add (`fields` of an ApiError);
+ * the shape stays open, but a test parses real refusals with it made strict, so a field a route starts
+ * sending must be declared here.
  */
+const strings = z.array(z.string());
+const openObjects = z.array(z.record(z.string(), z.unknown()));
 export const errorBodySchema = z
   .object({
     error: z.string().describe('What went wrong, for people (the same text as message).'),
     code: z.enum(Object.keys(errorStatus) as [ErrorCode, ...ErrorCode[]]).describe('Stable machine-readable code.'),
-    message: z.string(),
-    hint: z.string().optional(),
-    next: z.array(z.record(z.string(), z.unknown())).optional(),
-    example: z.unknown().optional(),
-    issues: z.array(z.object({ path: z.string(), reason: z.string() })).optional(),
-    retry_after: z.number().optional(),
-    limit: z.unknown().optional(),
-    request_id: z.string(),
+    message: z.string().describe('The same text as error.'),
+    hint: z.string().optional().describe('What to do about it.'),
+    next: z.array(nextStepSchema).optional().describe('Requests that help, in order (empty when none does: a credential of the wrong kind).'),
+    example: z.unknown().optional().describe('A request body (or batch item) that passes, made from what was sent where possible.'),
+    issues: z.array(z.object({ path: z.string(), reason: z.string() })).optional().describe('Each field refused: its path in the request (body, query, items[2].context…) and why.'),
+    retry_after: z.number().optional().describe('Seconds to wait before retrying (also the Retry-After header).'),
+    limit: z
+      .record(z.string(), z.union([z.number(), z.string()]))
+      .optional()
+      .describe('The limit reached, by name: requests_per_minute and scope, demo_calls_per_hour, compute_calls_per_day, per_address_per_day and overall_per_day, key_rotations_per_day, rejected_credentials_per_15_minutes, body_bytes; resets_at when it starts again (ISO 8601).'),
+    retryable: z.boolean().optional().describe('Whether the same request can succeed later (after retry_after when given); false: change the request or the credential first.'),
+    required_scopes: strings.optional().describe('insufficient_scope: the scopes the request needs.'),
+    reason: z.string().optional().describe('Why, in a few words (a role too low, an account suspended, a sandbox\'s limit…).'),
+    plan: z.string().optional().describe('plan_restricted: the plan that refuses it (agent_starter).'),
+    credential_ignored: z.string().optional().describe('A keyless route: the credential sent was not used, and the refusal is not about it.'),
+    valid_scopes: strings.optional().describe('An unknown scope asked for: the scopes a key can be created with.'),
+    legacy_scopes: strings.optional().describe('With valid_scopes: the older scope names still accepted.'),
+    role: z.string().optional().describe('The caller\'s role in the workspace (or the role already held).'),
+    resource_id: z.string().optional().describe('idempotency_key_reused and conflict: what the first request under the key created.'),
+    usage_event_id: z.string().optional().describe('The usage record of the call this refusal is about.'),
+    function_id: z.string().optional().describe('function_draft and function_inactive: the function pinned.'),
+    status: z.string().optional().describe('With function_id: its status (draft, inactive).'),
+    suggested_function_id: z.string().optional().describe('function_not_found for a name sent as function_id: the id to send.'),
+    strategy: z.string().optional().describe('no_eligible_function: the routing strategy that excluded every candidate.'),
+    policy_id: z.string().optional().describe('no_eligible_function: the routing policy applied.'),
+    candidates: openObjects.optional().describe('no_eligible_function: each candidate (function, id, kept) and why it was left out (reason, detail, cost_per_unit, latency_p50_ms).'),
+    attempts: openObjects
+      .optional()
+      .describe('functions_failed, service_busy, insufficient_context: every function tried, in order, as trace.attempts of a priced answer (function, id, role, outcome, error, ms).'),
+    missing: strings.optional().describe('insufficient_context: the context inputs the functions tried needed.'),
+    refused: strings.optional().describe('insufficient_context: the context inputs a function refused as out of bounds.'),
+    excluded_by_policy: openObjects.optional().describe('insufficient_context: functions that could have priced the context but the routing policy left out (function, id, reason, detail).'),
+    inputs_by_function: z.record(z.string(), strings).optional().describe('insufficient_context: the inputs each built-in function reads.'),
+    parent_workspace_id: z.string().optional().describe('A test workspace: the workspace it belongs to.'),
+    invitation_id: z.string().optional().describe('A pending invitation already made for this email.'),
+    invitation_status: z.string().optional().describe('An invitation no longer pending: its status.'),
+    person_id: z.string().optional().describe('The person already a member.'),
+    request_id: z.string().describe('The request id (req_…), also the X-Request-Id header; quote it when reporting a problem.'),
   })
-  // Routes add their own top-level fields (retryable, required_scopes, …).
+  // Open: a client reading the shape keeps working when a field is added.
   .passthrough()
   .meta({ id: 'Error' });

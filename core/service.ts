@@ -227,7 +227,7 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
       if (stages) dispatchDirect(app, req, res, leading, stages, onError);
       else app(req, res);
     });
-    server.on('clientError', clientErrorHandler(maxHeaderSize));
+    server.on('clientError', clientErrorHandler(maxHeaderSize, log));
     server.keepAliveTimeout = 65_000;
     server.headersTimeout = 66_000;
     await new Promise<void>((resolve, reject) => {

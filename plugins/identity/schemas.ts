@@ -71,7 +71,13 @@ export const meResponse = z.object({
   named_scopes: z.array(z.string()).optional().describe('The scopes the key was created with by name (team:admin and other name-only scopes are granted only so).'),
   agent: z.object({ id: z.string(), name: z.string().nullable() }).optional().describe('The agent the key or token is bound to.'),
   person: z.object({ id: z.string(), role: z.string().nullable(), email: z.string().nullable() }).optional().describe('The person signed in, and their role in the workspace.'),
-  token: z.object({ expires_at: z.unknown(), key_id: z.unknown() }).optional().describe('An access token: when it expires and the key it was made from.'),
+  token: z
+    .object({
+      expires_at: z.iso.datetime().describe('When the access token expires (ISO 8601); get a new one at POST /api/oauth/token before then.'),
+      key_id: z.string().describe('The API key (key_…) the token was made from, the same as key.id.'),
+    })
+    .optional()
+    .describe('An access token: when it expires and the key it was made from.'),
   // Named schemas, undescribed here: a description would inline a copy instead of referring to the component.
   plan: agentStarterPlanSchema.optional(),
   limits: sandboxLimitsSchema.optional(),

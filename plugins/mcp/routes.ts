@@ -316,6 +316,21 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
         .describe('A JSON-RPC error (unknown method -32601, bad params -32602, timeout -32001…); absent on a result.'),
     })
     .meta({ id: 'McpResponse', description: 'A JSON-RPC 2.0 response to one request.' });
+  // What a POST carries, for the document only: the handler reads the raw body itself (JSON-RPC errors, not a 400 validation_error).
+  const jsonRpcRequest = z
+    .object({
+      jsonrpc: z.literal('2.0'),
+      id: z
+        .union([z.string(), z.number()])
+        .optional()
+        .describe('Any string or number, echoed in the response; absent, the message is a notification (notifications/initialized…), accepted with 202 and no body.'),
+      method: z.string().describe('initialize, ping, tools/list or tools/call (another answers the JSON-RPC error -32601).'),
+      params: z
+        .record(z.string(), z.unknown())
+        .optional()
+        .describe("The method's parameters: initialize {protocolVersion, capabilities, clientInfo}; tools/call {name, arguments, _meta: {progressToken}} (tools/list gives each tool's inputSchema)."),
+    })
+    .meta({ id: 'McpRequest', description: 'One JSON-RPC 2.0 message per POST; a batch (an array) is refused with the JSON-RPC error -32600.' });
   return [
     defineRoute({
       id: 'mcp.post',
@@ -325,6 +340,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       ...common,
       rawBody: true,
       consumes: ['application/json'],
+      rawBodyFields: jsonRpcRequest,
       produces: ['application/json', 'text/event-stream'],
       responses: {
         ...refusals,

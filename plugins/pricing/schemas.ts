@@ -57,7 +57,7 @@ export const computeExample = { context: { product_type: 'coffee', currency: 'US
 export const routerBody = z.strictObject({ ...computeFields, function_name: functionRef.optional().describe('Resolved among built-ins, your functions and public functions.') }).superRefine(pinRule);
 export const routerExample = { context: { product_type: 'coffee', currency: 'USD', unit_cost: 1.2 }, function_name: 'cost-plus' };
 
-export const batchItem = z.strictObject(computeFields, nameTakenElsewhere).superRefine(pinRule);
+export const batchItem = z.strictObject(computeFields, nameTakenElsewhere).superRefine(pinRule).meta({ id: 'BatchItem', description: 'One item: priced as one POST /api/compute/price call with this body.' });
 
 /** A batch item that failed validation: answered with its own 400 inside the batch's 200, not by failing the batch. */
 export class InvalidBatchItem {
@@ -67,10 +67,17 @@ export class InvalidBatchItem {
 export function batchBody(maxItems: number) {
   return z.strictObject({
     items: z
-      .array(z.union([batchItem, z.unknown().transform((raw) => new InvalidBatchItem(raw)).describe('An item that fails validation is answered with its own 400 in its place; the others are priced.')]))
+      .array(
+        z
+          .union([batchItem, z.unknown().transform((raw) => new InvalidBatchItem(raw))])
+          // The document states what an item should be: the catch-all branch (any other value) only lets an
+          // invalid item be answered in its place instead of failing the batch, and typed as such it would make
+          // every generated item type `unknown`.
+          .meta({ anyOf: [{ $ref: '#/components/schemas/BatchItem' }] }),
+      )
       .min(1)
       .max(maxItems)
-      .describe(`1 to ${maxItems} items, each priced as one call.`),
+      .describe(`1 to ${maxItems} items, each priced as one call. An item that fails validation is answered in its place with its error (a 400 status inside the batch's 200, per item); the others are priced.`),
   });
 }
 export const batchExample = { items: [{ context: { product_type: 'coffee', current_price: 4.5, currency: 'USD' } }, { context: { product_type: 'tea', unit_cost: 0.8, currency: 'USD' } }] };

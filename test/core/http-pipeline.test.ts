@@ -1,5 +1,9 @@
 import { expect } from 'chai';
+import { once } from 'node:events';
 import { connect } from 'node:net';
+import { Duplex } from 'node:stream';
+import { clientErrorHandler } from '../../core/http/client-error';
+import { ID_PATTERN } from '../../core/ids';
 import { probePlugin } from '../support/probe-plugin';
 import { startTestService } from '../support/service';
 import type { TestService } from '../support/service';
@@ -108,6 +112,57 @@ describe('kernel HTTP pipeline', () => {
     }
   });
 
+  /** An HTTP answer as raw text: its status, headers (lower-case names) and JSON body. */
+  const parseAnswer = (answer: string): { status: number; headers: Record<string, string>; body: Record<string, unknown> } => {
+    const [head = '', ...body] = answer.split('\r\n\r\n');
+    const [statusLine = '', ...lines] = head.split('\r\n');
+    const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+    return { status: Number(statusLine.split(' ')[1]), headers, body: JSON.parse(body.join('\r\n\r\n')) as Record<string, unknown> };
+  };
+
+  it('gives a request the parser refuses (400 malformed header, 431 headers too large, 408 too slow) a request id, in request_id and X-Request-Id, a new one each', async () => {
+    const { port } = new URL(svc.url);
+    const ids: string[] = [];
+    for (const [head, status, code] of [
+      [`GET /api/me HTTP/1.1\r\nHost: x\r\nX-Request-Id: req_mine\r\nUser-Agent: a\x01b\r\n\r\n`, 400, 'bad_request'],
+      [`GET /api/me HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(40_000)}\r\n\r\n`, 431, 'headers_too_large'],
+    ] as const) {
+      const answer = await new Promise<string>((resolve, reject) => {
+        let text = '';
+        const socket = connect(Number(port), '127.0.0.1', () => socket.end(head));
+        socket.setEncoding('utf8');
+        socket.on('data', (c: string) => (text += c));
+        socket.on('end', () => resolve(text));
+        socket.on('error', reject);
+      });
+      const res = parseAnswer(answer);
+      expect(res.status).to.equal(status);
+      expect(res.body).to.include({ code });
+      expect(res.body.request_id, answer.slice(0, 300)).to.be.a('string').and.match(ID_PATTERN).and.match(/^req_/);
+      expect(res.headers['x-request-id']).to.equal(res.body.request_id);
+      ids.push(res.body.request_id as string);
+    }
+    // A request that never finished arriving (Node's request timeout, minutes in service): the same handler, driven directly.
+    const written: Buffer[] = [];
+    const socket = new Duplex({
+      read() {},
+      write(chunk: Buffer, _encoding, done) {
+        written.push(Buffer.from(chunk));
+        done();
+      },
+    });
+    clientErrorHandler(16_384)(Object.assign(new Error('Request timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }), socket);
+    await once(socket, 'finish');
+    const slow = parseAnswer(Buffer.concat(written).toString('utf8'));
+    expect(slow.status).to.equal(408);
+    expect(slow.body).to.include({ code: 'request_timeout' });
+    expect(slow.body.request_id).to.be.a('string').and.match(/^req_/);
+    expect(slow.headers['x-request-id']).to.equal(slow.body.request_id);
+    expect(slow.headers['content-length']).to.equal(String(Buffer.byteLength(JSON.stringify(slow.body))));
+    ids.push(slow.body.request_id as string);
+    expect(new Set(ids).size).to.equal(3);
+  });
+
   it('answers a body declared in a charset other than UTF-8 with 415 unsupported_media_type; utf-8 in any spelling is read', async () => {
     for (const charset of ['iso-8859-1', 'utf-16le', '"windows-1252"']) {
       const res = await api.raw('POST', '/probe/items', { rawBody: '{"label":"caf\u00e9","quantity":2}', headers: { 'content-type': `application/json; charset=${charset}` } });
@@ -193,7 +248,7 @@ describe('kernel HTTP pipeline', () => {
     expect(res.status).to.equal(429);
     expect(res.body).to.include({ error: 'Slow down.', code: 'rate_limited', hint: 'wait', retry_after: 7 });
     expect(res.body.limit).to.deep.equal({ per_minute: 10 });
-    expect(res.body.next).to.deep.equal([{ action: 'wait' }]);
+    expect(res.body.next).to.deep.equal([{ action: 'retry', method: 'GET', path: '/probe/fail/api' }]);
     expect(res.headers.get('retry-after')).to.equal('7');
   });
 

@@ -52,7 +52,7 @@ export function probePlugin(opts: { name?: string; dependsOn?: string[]; slowMs?
           auth: 'public',
           handler: ({ req }) => {
             if (req.params.kind === 'api') {
-              throw new ApiError('rate_limited', 'Slow down.', { hint: 'wait', retry_after: 7, limit: { per_minute: 10 }, next: [{ action: 'wait' }] });
+              throw new ApiError('rate_limited', 'Slow down.', { hint: 'wait', retry_after: 7, limit: { per_minute: 10 }, next: [{ action: 'retry', method: 'GET', path: '/probe/fail/api' }] });
             }
             throw new Error('secret internal detail');
           },
