@@ -148,6 +148,8 @@ export class PricingEngine {
     const limit = opts.budgetMs === undefined ? own : Math.max(1, Math.min(own, Math.floor(opts.budgetMs)));
     // A timeout the call's budget imposed before the function's own says nothing of the function: it was not given its time.
     let cut = false;
+    // Why it failed, in its owner's words (the endpoint's address included), kept by its breaker for the owner.
+    let failure: string | undefined;
     try {
       let result: unknown;
       if (fn.executionType === 'builtin') {
@@ -162,7 +164,10 @@ export class PricingEngine {
       } else {
         return { ok: false, error: 'pipeline execution is not available' };
       }
-      if (!usableResult(result)) return { ok: false, error: 'the function returned no usable price or confidence' };
+      if (!usableResult(result)) {
+        failure = 'the function returned no usable price or confidence';
+        return { ok: false, error: failure };
+      }
       outcome = 'ok';
       return { ok: true, result };
     } catch (err) {
@@ -178,6 +183,7 @@ export class PricingEngine {
       }
       if (err instanceof PoolTimeoutError || (err instanceof ExternalFunctionError && err.kind === 'timeout')) outcome = 'timeout';
       permanent = err instanceof ExternalFunctionError && err.kind === 'blocked';
+      failure = err instanceof Error ? err.message || err.name : String(err);
       const said = err instanceof ExternalFunctionError && opts.callerWorkspaceId !== fn.workspaceId ? err.forOthers : err instanceof Error ? err.message || err.name : String(err);
       cut = outcome === 'timeout' && limit < own;
       if (cut) return { ok: false, cutByBudget: true, error: `${said} The call's time budget (COMPUTE_CALL_MAX_MS, ${this.opts.callMaxMs} ms) left it ${limit} ms of its ${own} ms.` };
@@ -194,7 +200,7 @@ export class PricingEngine {
       if (outcome !== 'not_applicable' && outcome !== 'pool_busy' && !permanent && !cut && opts.health !== false) {
         // For `fastest`, a failure is as slow as a timeout: a function that fails at once must not look like the fastest.
         this.latency.record(fn.id, outcome === 'ok' ? ms : slowest, outcome !== 'ok');
-        this.breakers.record(fn.id, outcome === 'ok', opts.admission);
+        this.breakers.record(fn.id, outcome === 'ok', opts.admission, failure);
         this.duration.observe({ function: metricLabel(fn) }, recorded / 1000);
       }
       this.calls.inc({ function: metricLabel(fn), outcome });

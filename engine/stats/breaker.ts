@@ -86,6 +86,16 @@ interface Entry {
   closings: number;
   /** The admission of ordinary calls since the last closing (one object per closing, not per call). */
   ordinary: Admission;
+  /** The last failures' reasons, newest last, for the function's owner (RECENT_FAILURES_KEPT at most). */
+  recentFailures: Array<{ at: number; reason: string }>;
+}
+
+/** How many failure reasons a breaker keeps for its function's owner. */
+export const RECENT_FAILURES_KEPT = 5;
+
+export interface RecentFailure {
+  at: string;
+  reason: string;
 }
 
 /**
@@ -118,7 +128,7 @@ export class CircuitBreakers {
   private entry(fnId: string): Entry {
     let e = this.entries.get(fnId);
     if (!e) {
-      e = { outcomes: new OutcomeWindow(), state: 'closed', openedAt: null, trialInFlight: false, trialStartedAt: null, trials: 0, closings: 0, ordinary: Object.freeze({ trial: null, closing: 0 }) };
+      e = { outcomes: new OutcomeWindow(), state: 'closed', openedAt: null, trialInFlight: false, trialStartedAt: null, trials: 0, closings: 0, ordinary: Object.freeze({ trial: null, closing: 0 }), recentFailures: [] };
       this.entries.set(fnId, e);
     }
     return e;
@@ -169,9 +179,13 @@ export class CircuitBreakers {
    * An outcome; without the trial's admission it only joins the window (and can open a closed breaker), unless the
    * call was admitted before the breaker last closed. Without an admission it counts as a call of the current window.
    */
-  record(fnId: string, ok: boolean, admission?: Admission): void {
+  record(fnId: string, ok: boolean, admission?: Admission, reason?: string): void {
     const e = this.entry(fnId);
     const now = this.clock.now();
+    if (!ok && reason !== undefined) {
+      e.recentFailures.push({ at: now, reason });
+      if (e.recentFailures.length > RECENT_FAILURES_KEPT) e.recentFailures.shift();
+    }
     if (this.isTrial(e, admission)) {
       e.trialInFlight = false;
       if (ok) {
@@ -236,6 +250,14 @@ export class CircuitBreakers {
     const e = this.entries.get(fnId);
     if (!e?.trialInFlight || e.trialStartedAt === null || this.state(fnId) !== 'half_open') return null;
     return Math.max(0, e.trialStartedAt + timeoutMs - this.clock.now());
+  }
+
+  /**
+   * The last failures of the function on this instance, newest first, with the owner's wording (the endpoint's address
+   * included): why callers' calls fail, which the owner could not learn from other workspaces' events.
+   */
+  recentFailures(fnId: string): RecentFailure[] {
+    return (this.entries.get(fnId)?.recentFailures ?? []).map((f) => ({ at: new Date(f.at).toISOString(), reason: f.reason })).reverse();
   }
 
   known(): string[] {

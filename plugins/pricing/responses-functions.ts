@@ -77,7 +77,16 @@ const keptPerInstance = {
 
 export const functionReadResponse = z.object({
   function: functionViewSchema,
-  breaker: z.object({ ...breakerView, ...keptPerInstance }).describe("The function's circuit breaker on the instance that answered."),
+  breaker: z
+    .object({
+      ...breakerView,
+      ...keptPerInstance,
+      recent_failures: z
+        .array(z.object({ at: z.string().describe('When (ISO 8601).'), reason: z.string().describe("Why, in the owner's words (the endpoint's address included).") }))
+        .optional()
+        .describe("Only for the function's owner: its last failures on this instance (at most 5, newest first), whoever made the call; a refused context is not a failure."),
+    })
+    .describe("The function's circuit breaker on the instance that answered."),
 });
 
 export const functionCreateResponse = z.object({

@@ -162,7 +162,13 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         const p = principal as Principal;
         const fn = d.registry.resolve(params.id, scopeOf(p));
         if (!fn) throw notFound();
-        return ok({ function: functionView(fn, d, p.workspaceId), breaker: { ...d.breakers.view(fn.id), instance: d.instanceId, kept_per: 'instance' } });
+        // Its owner also reads why its last calls failed (others' included), on this instance: other workspaces' usage
+        // events name no reason, and the owner's endpoint is theirs to fix.
+        const own = !fn.builtIn && fn.workspaceId === p.workspaceId;
+        return ok({
+          function: functionView(fn, d, p.workspaceId),
+          breaker: { ...d.breakers.view(fn.id), instance: d.instanceId, kept_per: 'instance', ...(own ? { recent_failures: d.breakers.recentFailures(fn.id) } : {}) },
+        });
       },
     }),
     defineRoute({

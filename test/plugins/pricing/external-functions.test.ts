@@ -552,6 +552,28 @@ describe('pricing: what another workspace hears of a marketplace function\'s fai
     }
     expect(canary.connections()).to.equal(0);
   });
+
+  it("shows the owner why its function's last calls failed, the buyer's included and newest first, in its own words; the buyer reads no reasons", async () => {
+    const owner = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'ext-debugger'), { name: 'o' })).key });
+    const buyer = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'ext-caller'), { name: 'b' })).key });
+    const created = await owner.post<Record<string, any>>('/api/functions', { name: uniqueName('why'), execution_type: 'external_api', endpoint_url: 'http://pricing.why-upstream.invalid/price', cost_per_unit: '0.002', is_public: true });
+    expect(created.status, created.text).to.equal(201);
+    const id = created.body.function.id as string;
+    expect((await owner.patch(`/api/functions/${id}`, { status: 'active' })).status).to.equal(200);
+    const before = await owner.get<Record<string, any>>(`/api/functions/${id}`);
+    expect(before.body.breaker.recent_failures).to.deep.equal([]);
+    for (let i = 0; i < 2; i++) expect((await buyer.post('/api/compute/price', { context: CONTEXT, function_id: id })).status).to.equal(502);
+    const read = await owner.get<Record<string, any>>(`/api/functions/${id}`);
+    expect(read.status, read.text).to.equal(200);
+    const failures = read.body.breaker.recent_failures as Array<{ at: string; reason: string }>;
+    expect(failures).to.have.length(2);
+    for (const f of failures) expect(f.reason).to.match(/why-upstream/);
+    expect(Date.parse(failures[0]?.at ?? '')).to.be.at.least(Date.parse(failures[1]?.at ?? ''));
+    const theirs = await buyer.get<Record<string, any>>(`/api/functions/${id}`);
+    expect(theirs.status, theirs.text).to.equal(200);
+    expect(theirs.body.breaker).to.not.have.property('recent_failures');
+    expect(theirs.text).to.not.match(/why-upstream/);
+  });
 });
 
 describe('pricing: external_api endpoints under OUTBOUND_HTTPS_ONLY and the default ports, without an allow-list', () => {
