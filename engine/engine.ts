@@ -322,7 +322,8 @@ export class PricingEngine {
         continue;
       }
       const budgetMs = deadline - performance.now();
-      if (budgetMs <= 0) {
+      // An attempt the budget cut short has used it up, whatever the timer's slack left of it (a fraction of a ms).
+      if (budgetMs <= 0 || attempts.some((a) => a.cut_by_budget)) {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'call time budget spent', ms: 0 });
         continue;
       }
