@@ -113,6 +113,58 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], info: { version
     },
     servers: [{ url: info.serverUrl, description: 'Production' }],
   });
+  shareRefusals(doc as unknown as OpenApiDocument);
   const tags = [...new Set(routes.flatMap(({ plugin, spec }) => spec.tags ?? [plugin]))].sort();
   return { ...(doc as unknown as Record<string, unknown>), tags: tags.map((name) => ({ name, description: `${name} operations.` })) };
+}
+
+interface ResponseObject {
+  $ref?: string;
+  headers?: Record<string, unknown>;
+  content?: Record<string, { schema?: { $ref?: string } }>;
+}
+interface OpenApiDocument {
+  paths: Record<string, Record<string, { responses?: Record<string, ResponseObject> }>>;
+  components?: Record<string, unknown>;
+}
+
+/** Refusals that many operations declare word for word: each distinct one is written once, in components.responses. */
+const SHARED_REFUSALS: Record<string, string> = { '401': 'Unauthorized', '413': 'PayloadTooLarge', '415': 'UnsupportedMediaType', '429': 'RateLimited', '4XX': 'Refused', '5XX': 'Failed' };
+
+/** A shared refusal's name: its kind, then how it differs (the demo's budget headers, no rate headers, a shape of its own). */
+function refusalName(label: string, r: ResponseObject, taken: Record<string, unknown>): string {
+  const headers = Object.keys(r.headers ?? {});
+  let base = label;
+  if (headers.includes('X-Demo-Budget-Limit')) base += 'Demo';
+  else if (!headers.includes('X-RateLimit-Limit')) base += 'Unmetered';
+  if (r.content?.['application/json']?.schema?.$ref !== '#/components/schemas/Error') base += 'OwnShape';
+  let name = base;
+  for (let i = 2; name in taken; i++) name = `${base}${i}`;
+  return name;
+}
+
+/**
+ * Every operation declared its refusals in full (description, headers, Error body), which made them half of the
+ * document (an agent reading it pays for each copy): identical ones become one `$ref`d component.
+ */
+function shareRefusals(doc: OpenApiDocument): void {
+  const shared: Record<string, ResponseObject> = {};
+  const byContent = new Map<string, string>();
+  for (const ops of Object.values(doc.paths)) {
+    for (const op of Object.values(ops)) {
+      for (const [status, label] of Object.entries(SHARED_REFUSALS)) {
+        const r = op.responses?.[status];
+        if (!r || r.$ref || !op.responses) continue;
+        const key = `${status} ${JSON.stringify(r)}`;
+        let name = byContent.get(key);
+        if (name === undefined) {
+          name = refusalName(label, r, shared);
+          byContent.set(key, name);
+          shared[name] = r;
+        }
+        op.responses[status] = { $ref: `#/components/responses/${name}` };
+      }
+    }
+  }
+  doc.components = { ...doc.components, responses: shared };
 }

@@ -181,7 +181,10 @@ describe('discovery documents and OpenAPI', function () {
     /** The component schemas a documented response may be: its $ref, or each branch of anyOf/oneOf. */
     const documented = (path: string, status: number): Array<Record<string, any>> => {
       const responses = doc.paths[path].post.responses;
-      const schema = (responses[String(status)] ?? responses[`${String(status)[0]}XX`]).content['application/json'].schema;
+      let declared = responses[String(status)] ?? responses[`${String(status)[0]}XX`];
+      // A refusal many operations share is a components.responses entry.
+      if (declared.$ref) declared = doc.components.responses[(declared.$ref as string).replace('#/components/responses/', '')];
+      const schema = declared.content['application/json'].schema;
       return (schema.$ref ? [schema] : [...(schema.anyOf ?? []), ...(schema.oneOf ?? [])]).map((x: { $ref: string }) => component(x.$ref));
     };
     /** Required fields present, and enumerated values among those listed. */

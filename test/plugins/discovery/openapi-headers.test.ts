@@ -38,14 +38,19 @@ describe('OpenAPI: refusal statuses and response headers as the service sends th
   });
   after(() => svc.close());
 
+  /** A response as declared: inline, or a refusal shared in components.responses. */
+  function resolved(r: Record<string, any> | undefined): Record<string, any> | undefined {
+    return r?.$ref ? doc.components.responses[(r.$ref as string).replace('#/components/responses/', '')] : r;
+  }
+
   /** The answer's status and headers against the document's operation. */
   function expectDeclared(method: string, path: string, res: HttpResult<unknown>): void {
     const op = doc.paths[path]?.[method];
     expect(op, `${method} ${path} documented`).to.be.an('object');
     const status = String(res.status);
-    const declared = op.responses[status] ?? op.responses[`${status[0]}XX`];
+    const declared = resolved(op.responses[status] ?? op.responses[`${status[0]}XX`]);
     expect(declared, `${method} ${path} ${status} declared`).to.be.an('object');
-    const headers = Object.keys(declared.headers ?? {}).map((h) => h.toLowerCase());
+    const headers = Object.keys(declared?.headers ?? {}).map((h) => h.toLowerCase());
     for (const name of LISTED) {
       if (res.headers.get(name) === null) continue;
       expect(headers, `${method} ${path} ${status} sends ${name}`).to.include(name.toLowerCase());
@@ -122,13 +127,30 @@ describe('OpenAPI: refusal statuses and response headers as the service sends th
   it('declares the refusals an operation can give: 401 where it takes credentials, 403 where scoped, 429 where rate limited, 413 and 415 with a JSON body', () => {
     const price = doc.paths['/api/compute/price'].post.responses;
     expect(price).to.include.keys('401', '403', '413', '415', '429', '4XX', '5XX');
-    expect(Object.keys(price['401'].headers)).to.include('WWW-Authenticate');
-    expect(Object.keys(price['429'].headers)).to.include.members(['Retry-After', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']);
+    expect(Object.keys(resolved(price['401'])?.headers)).to.include('WWW-Authenticate');
+    expect(Object.keys(resolved(price['429'])?.headers)).to.include.members(['Retry-After', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']);
     // An optional credential, sent and refused, is a 401; the catalogue has no scope, no body, and sandboxes may read it.
     const catalogue = doc.paths['/api/catalog'].get.responses;
     expect(catalogue).not.to.have.any.keys('403', '413', '415');
     expect(catalogue).to.include.keys('401', '429');
     expect(doc.paths['/api/openapi.json'].get.responses).not.to.have.any.keys('401', '429');
-    expect(doc.paths['/api/compute/price'].post.responses['4XX'].description).to.contain('/llms.txt');
+    expect(resolved(doc.paths['/api/compute/price'].post.responses['4XX'])?.description).to.contain('/llms.txt');
+  });
+
+  it('writes each refusal shared by many operations once, in components.responses, and every $ref to one resolves', () => {
+    const refs = new Set<string>();
+    for (const ops of Object.values(doc.paths as Record<string, Record<string, { responses: Record<string, any> }>>)) {
+      for (const op of Object.values(ops)) {
+        for (const [status, r] of Object.entries(op.responses)) {
+          if (['401', '413', '415', '429', '4XX', '5XX'].includes(status)) expect(r, status).to.have.property('$ref');
+          if (r.$ref) refs.add(r.$ref as string);
+        }
+      }
+    }
+    for (const ref of refs) expect(resolved({ $ref: ref }), ref).to.be.an('object').with.property('description');
+    const inComponents = Object.values(doc.components.responses as Record<string, unknown>).map((r) => JSON.stringify(r));
+    expect(new Set(inComponents).size, 'no two shared refusals alike').to.equal(inComponents.length);
+    // What an agent reading the whole document pays for: it was 538 KB with every refusal written out per operation.
+    expect(JSON.stringify(doc).length).to.be.below(420_000);
   });
 });
