@@ -1,23 +1,22 @@
-import type { Counter, Histogram } from 'prom-client';
+import type { Counter } from 'prom-client';
 import type { Metrics } from '../core/metrics';
+import { FunctionRunner } from './attempt';
 import { dec } from '../core/money';
 import type { MarketEvidence, MethodResult } from './builtins/types';
 import type { ResultCache } from './cache';
 import type { AttemptReport, CandidateReport } from './errors';
 import { triedRoles } from './errors';
 import { EngineError } from './errors';
-import { ExternalFunctionError } from './external';
 import type { ExternalExecutor } from './external';
 import { effectiveCost, metricLabel } from './functions';
 import type { CallerScope, FunctionDescriptor } from './functions';
-import { PoolBusyError, PoolTimeoutError } from './pool';
 import type { PricingPool } from './pool';
 import type { FunctionRegistry } from './registry';
 import type { RoutingPolicy, Preference, Strategy, PolicyConfig } from './routing/policy';
 import { excludedByPolicy, savingsOf } from './routing/comparisons';
 import type { Savings } from './routing/comparisons';
 import type { RouteDecision, Router } from './routing/router';
-import type { Admission, CircuitBreakers } from './stats/breaker';
+import type { CircuitBreakers } from './stats/breaker';
 import { latencyCeilingDetail } from './stats/latency';
 import type { LatencyStats } from './stats/latency';
 
@@ -59,21 +58,7 @@ export interface EngineOptions {
   callMaxMs: number;
 }
 
-/**
- * `notApplicable`: the function could not price this context (`missing` inputs, or with `refused` the values it refuses
- * to read); `declined` names the context values an external endpoint would not price as given (its answer's currency).
- */
-type NotApplicable = { message: string; missing: string[]; refused?: boolean; declined?: Array<{ input: string; reason: string }> };
-type AttemptResult = { ok: true; result: MethodResult } | { ok: false; notApplicable?: NotApplicable; busy?: boolean; permanent?: boolean; cutByBudget?: boolean; retryAfterS?: number; error: string };
-
 const since = (t: number) => Math.round((performance.now() - t) * 1000) / 1000;
-
-/** A result is usable when its price is a positive decimal and its confidence is a number in [0, 1]. */
-export function usableResult(r: unknown): r is MethodResult {
-  if (!r || typeof r !== 'object') return false;
-  const x = r as Partial<MethodResult>;
-  return typeof x.price === 'string' && /^\d+(\.\d+)?$/.test(x.price) && dec(x.price).gt(0) && typeof x.confidence === 'number' && Number.isFinite(x.confidence) && x.confidence >= 0 && x.confidence <= 1;
-}
 
 /**
  * The compute path without HTTP: resolve or route, check the cache, run the function in the pool
@@ -81,31 +66,24 @@ export function usableResult(r: unknown): r is MethodResult {
  * REST, batch, MCP and the demo all call `price`.
  */
 export class PricingEngine {
-  private readonly calls: Counter<'function' | 'outcome'>;
+  private readonly runner: FunctionRunner;
   private readonly requests: Counter<'function' | 'outcome'>;
-  private readonly duration: Histogram<'function'>;
   private readonly fallbacks: Counter<'function'>;
   private readonly cacheHits: Counter<'function'>;
 
   constructor(
     private readonly registry: FunctionRegistry,
     private readonly router: Router,
-    private readonly pool: PricingPool,
-    private readonly external: ExternalExecutor,
+    pool: PricingPool,
+    external: ExternalExecutor,
     private readonly latency: LatencyStats,
     private readonly breakers: CircuitBreakers,
     private readonly cache: ResultCache,
     metrics: Metrics,
     private readonly opts: EngineOptions,
   ) {
-    this.calls = metrics.counter({ name: 'pricing_function_calls_total', help: 'Attempts to run a pricing function, by function and outcome.', labelNames: ['function', 'outcome'] });
     this.requests = metrics.counter({ name: 'pricing_compute_requests_total', help: 'Compute requests by answering function and outcome.', labelNames: ['function', 'outcome'] });
-    this.duration = metrics.histogram({
-      name: 'pricing_function_duration_seconds',
-      help: 'Time a pricing function took, by function (timeouts count at the timeout).',
-      labelNames: ['function'],
-      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    });
+    this.runner = new FunctionRunner(pool, external, latency, breakers, metrics, opts);
     this.fallbacks = metrics.counter({ name: 'pricing_fallbacks_total', help: 'Compute requests answered by a fallback, by the function that answered.', labelNames: ['function'] });
     this.cacheHits = metrics.counter({ name: 'pricing_cache_hits_total', help: 'Compute requests answered from the result cache, by function.', labelNames: ['function'] });
   }
@@ -130,86 +108,6 @@ export class PricingEngine {
     if (fn.status === 'inactive') throw new EngineError('function_inactive', `Function "${fn.name}" was deactivated by its owner.`, { functionId: fn.id });
     if (fn.executionType === 'pipeline') throw new EngineError('pipeline_execution_unavailable', 'Pipeline execution is not available.', { functionId: fn.id });
     return fn;
-  }
-
-  /**
-   * Runs one function once. `health: false` (test runs) leaves the routing statistics alone: anyone
-   * may test a public function for free, and their failures must not open its breaker for everyone.
-   */
-  private async attempt(
-    fn: FunctionDescriptor,
-    context: Record<string, unknown>,
-    opts: { health?: boolean; market?: MarketEvidence | null | undefined; admission?: Admission; callerWorkspaceId?: string; budgetMs?: number } = {},
-  ): Promise<AttemptResult> {
-    const started = performance.now();
-    let outcome: 'ok' | 'failed' | 'timeout' | 'not_applicable' | 'pool_busy' = 'failed';
-    let permanent = false;
-    const own = this.timeoutOf(fn);
-    const limit = opts.budgetMs === undefined ? own : Math.max(1, Math.min(own, Math.floor(opts.budgetMs)));
-    // A timeout the call's budget imposed before the function's own says nothing of the function: it was not given its time.
-    let cut = false;
-    // Why it failed, in its owner's words (the endpoint's address included), kept by its breaker for the owner.
-    let failure: string | undefined;
-    try {
-      let result: unknown;
-      if (fn.executionType === 'builtin') {
-        const answer = await this.pool.run(fn.name, context, limit, opts.market ?? undefined);
-        if (!answer.ok) {
-          outcome = 'not_applicable';
-          return { ok: false, notApplicable: { message: answer.message, missing: answer.missing, refused: answer.refused === true }, error: answer.message };
-        }
-        result = answer.result;
-      } else if (fn.executionType === 'external_api') {
-        result = await this.external.run(fn, context, limit);
-      } else {
-        return { ok: false, error: 'pipeline execution is not available' };
-      }
-      if (!usableResult(result)) {
-        failure = 'the function returned no usable price or confidence';
-        return { ok: false, error: failure };
-      }
-      outcome = 'ok';
-      return { ok: true, result };
-    } catch (err) {
-      if (err instanceof PoolBusyError) {
-        outcome = 'pool_busy';
-        return { ok: false, busy: true, error: err.message };
-      }
-      // The endpoint refused the context it was sent: whoever sends a context chooses it, so this is never the function's
-      // failure (a stranger's contexts must not open its breaker for everyone), and the next function may price it.
-      if (err instanceof ExternalFunctionError && err.kind === 'declined') {
-        outcome = 'not_applicable';
-        return { ok: false, notApplicable: { message: err.message, missing: [], declined: err.inputs.map((input) => ({ input, reason: err.message })) }, error: err.message };
-      }
-      if (err instanceof PoolTimeoutError || (err instanceof ExternalFunctionError && err.kind === 'timeout')) outcome = 'timeout';
-      permanent = err instanceof ExternalFunctionError && err.kind === 'blocked';
-      failure = err instanceof Error ? err.message || err.name : String(err);
-      const said = err instanceof ExternalFunctionError && opts.callerWorkspaceId !== fn.workspaceId ? err.forOthers : err instanceof Error ? err.message || err.name : String(err);
-      cut = outcome === 'timeout' && limit < own;
-      if (cut) return { ok: false, cutByBudget: true, error: `${said} The call's time budget (COMPUTE_CALL_MAX_MS, ${this.opts.callMaxMs} ms) left it ${limit} ms of its ${own} ms.` };
-      const retryAfterS = err instanceof ExternalFunctionError ? err.retryAfterS : undefined;
-      return { ok: false, error: said, ...(permanent ? { permanent } : {}), ...(retryAfterS !== undefined ? { retryAfterS } : {}) };
-    } finally {
-      const ms = performance.now() - started;
-      // A timeout lasted at least its limit, whatever the timer's slack.
-      const slowest = Math.max(ms, own);
-      const recorded = outcome === 'timeout' ? slowest : ms;
-      // A function that could not price the context, or never ran because the pool was busy, has no latency or health to
-      // record; nor has one whose address the outbound guard refuses: no retry changes that, so its breaker must not open
-      // and answer retryable (it is refused as it is, each time, at once).
-      if (outcome !== 'not_applicable' && outcome !== 'pool_busy' && !permanent && !cut && opts.health !== false) {
-        // For `fastest`, a failure is as slow as a timeout: a function that fails at once must not look like the fastest.
-        this.latency.record(fn.id, outcome === 'ok' ? ms : slowest, outcome !== 'ok');
-        this.breakers.record(fn.id, outcome === 'ok', opts.admission, failure);
-        this.duration.observe({ function: metricLabel(fn) }, recorded / 1000);
-      }
-      this.calls.inc({ function: metricLabel(fn), outcome });
-    }
-  }
-
-  /** A function's own time limit: its endpoint's timeout_ms for an external one, ENGINE_FUNCTION_TIMEOUT_MS otherwise. */
-  private timeoutOf(fn: FunctionDescriptor): number {
-    return fn.executionType === 'external_api' ? (fn.timeoutMs ?? this.opts.functionTimeoutMs) : this.opts.functionTimeoutMs;
   }
 
   /**
@@ -347,12 +245,12 @@ export class PricingEngine {
       const admission = this.breakers.allow(fn.id);
       if (!admission) {
         // Open, or half-open with its one trial call in flight: that trial answers within the function's time limit.
-        const trialEndsMs = this.breakers.trialEndsInMs(fn.id, fn.timeoutMs ?? this.opts.functionTimeoutMs);
+        const trialEndsMs = this.breakers.trialEndsInMs(fn.id, this.runner.timeoutOf(fn));
         behind.set(fn.id, { waitMs: this.breakers.retryInMs(fn.id) ?? trialEndsMs, trial: trialEndsMs !== null });
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'breaker open', ms: 0 });
         continue;
       }
-      const r = await this.attempt(fn, req.context, { market: marketFor(fn), admission, callerWorkspaceId: req.scope.workspaceId, budgetMs: deadline - performance.now() });
+      const r = await this.runner.run(fn, req.context, { market: marketFor(fn), admission, callerWorkspaceId: req.scope.workspaceId, budgetMs: deadline - performance.now() });
       // Not being able to price this context, not getting a worker, or being stopped by the call's budget before its own
       // timeout says nothing about the function's health: a half-open trial slot is freed.
       if (!r.ok && (r.notApplicable || r.busy || r.permanent || r.cutByBudget)) this.breakers.release(fn.id, admission);
@@ -446,7 +344,7 @@ export class PricingEngine {
   /** Runs one function directly (POST /api/functions/{id}/test): no routing, fallback or cache, and no effect on its breaker or latency statistics. */
   async test(fn: FunctionDescriptor, context: Record<string, unknown>, market: MarketEvidence | null | undefined, callerWorkspaceId: string): Promise<{ ok: true; result: MethodResult; ms: number } | { ok: false; error: string; missing?: string[]; refused?: string[]; ms: number }> {
     const t = performance.now();
-    const r = await this.attempt(fn, context, { health: false, market, callerWorkspaceId });
+    const r = await this.runner.run(fn, context, { health: false, market, callerWorkspaceId });
     if (r.ok) return { ok: true, result: r.result, ms: since(t) };
     // As a compute names them: a value refused (refused, a built-in's or the one an endpoint declined), or inputs missing (missing).
     const na = r.notApplicable;

@@ -17,7 +17,8 @@ import { CircuitBreakers } from './stats/breaker';
 import type { BreakerState } from './stats/breaker';
 import { LatencyStats } from './stats/latency';
 
-export { PricingEngine, usableResult } from './engine';
+export { PricingEngine } from './engine';
+export { usableResult } from './attempt';
 export type { PriceOutcome, PriceRequest, TraceStage } from './engine';
 export type { Savings } from './routing/comparisons';
 export { EngineError } from './errors';

@@ -1,0 +1,132 @@
+import type { Counter, Histogram } from 'prom-client';
+import type { Metrics } from '../core/metrics';
+import { dec } from '../core/money';
+import type { MarketEvidence, MethodResult } from './builtins/types';
+import { ExternalFunctionError } from './external';
+import type { ExternalExecutor } from './external';
+import { metricLabel } from './functions';
+import type { FunctionDescriptor } from './functions';
+import { PoolBusyError, PoolTimeoutError } from './pool';
+import type { PricingPool } from './pool';
+import type { Admission, CircuitBreakers } from './stats/breaker';
+import type { LatencyStats } from './stats/latency';
+
+/**
+ * `notApplicable`: the function could not price this context (`missing` inputs, or with `refused` the values it refuses
+ * to read); `declined` names the context values an external endpoint would not price as given (its answer's currency).
+ */
+export type NotApplicable = { message: string; missing: string[]; refused?: boolean; declined?: Array<{ input: string; reason: string }> };
+export type AttemptResult = { ok: true; result: MethodResult } | { ok: false; notApplicable?: NotApplicable; busy?: boolean; permanent?: boolean; cutByBudget?: boolean; retryAfterS?: number; error: string };
+
+/** A result is usable when its price is a positive decimal and its confidence is a number in [0, 1]. */
+export function usableResult(r: unknown): r is MethodResult {
+  if (!r || typeof r !== 'object') return false;
+  const x = r as Partial<MethodResult>;
+  return typeof x.price === 'string' && /^\d+(\.\d+)?$/.test(x.price) && dec(x.price).gt(0) && typeof x.confidence === 'number' && Number.isFinite(x.confidence) && x.confidence >= 0 && x.confidence <= 1;
+}
+
+/**
+ * One run of one function: in the worker pool or at its endpoint, within its time limit (or what the call's budget
+ * leaves), its outcome recorded in the latency statistics, its breaker and the metrics.
+ */
+export class FunctionRunner {
+  private readonly calls: Counter<'function' | 'outcome'>;
+  private readonly duration: Histogram<'function'>;
+
+  constructor(
+    private readonly pool: PricingPool,
+    private readonly external: ExternalExecutor,
+    private readonly latency: LatencyStats,
+    private readonly breakers: CircuitBreakers,
+    metrics: Metrics,
+    private readonly opts: { functionTimeoutMs: number; callMaxMs: number },
+  ) {
+    this.calls = metrics.counter({ name: 'pricing_function_calls_total', help: 'Attempts to run a pricing function, by function and outcome.', labelNames: ['function', 'outcome'] });
+    this.duration = metrics.histogram({
+      name: 'pricing_function_duration_seconds',
+      help: 'Time a pricing function took, by function (timeouts count at the timeout).',
+      labelNames: ['function'],
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    });
+  }
+
+  /**
+   * Runs one function once. `health: false` (test runs) leaves the routing statistics alone: anyone
+   * may test a public function for free, and their failures must not open its breaker for everyone.
+   */
+  async run(
+    fn: FunctionDescriptor,
+    context: Record<string, unknown>,
+    opts: { health?: boolean; market?: MarketEvidence | null | undefined; admission?: Admission; callerWorkspaceId?: string; budgetMs?: number } = {},
+  ): Promise<AttemptResult> {
+    const started = performance.now();
+    let outcome: 'ok' | 'failed' | 'timeout' | 'not_applicable' | 'pool_busy' = 'failed';
+    let permanent = false;
+    const own = this.timeoutOf(fn);
+    const limit = opts.budgetMs === undefined ? own : Math.max(1, Math.min(own, Math.floor(opts.budgetMs)));
+    // A timeout the call's budget imposed before the function's own says nothing of the function: it was not given its time.
+    let cut = false;
+    // Why it failed, in its owner's words (the endpoint's address included), kept by its breaker for the owner.
+    let failure: string | undefined;
+    try {
+      let result: unknown;
+      if (fn.executionType === 'builtin') {
+        const answer = await this.pool.run(fn.name, context, limit, opts.market ?? undefined);
+        if (!answer.ok) {
+          outcome = 'not_applicable';
+          return { ok: false, notApplicable: { message: answer.message, missing: answer.missing, refused: answer.refused === true }, error: answer.message };
+        }
+        result = answer.result;
+      } else if (fn.executionType === 'external_api') {
+        result = await this.external.run(fn, context, limit);
+      } else {
+        return { ok: false, error: 'pipeline execution is not available' };
+      }
+      if (!usableResult(result)) {
+        failure = 'the function returned no usable price or confidence';
+        return { ok: false, error: failure };
+      }
+      outcome = 'ok';
+      return { ok: true, result };
+    } catch (err) {
+      if (err instanceof PoolBusyError) {
+        outcome = 'pool_busy';
+        return { ok: false, busy: true, error: err.message };
+      }
+      // The endpoint refused the context it was sent: whoever sends a context chooses it, so this is never the function's
+      // failure (a stranger's contexts must not open its breaker for everyone), and the next function may price it.
+      if (err instanceof ExternalFunctionError && err.kind === 'declined') {
+        outcome = 'not_applicable';
+        return { ok: false, notApplicable: { message: err.message, missing: [], declined: err.inputs.map((input) => ({ input, reason: err.message })) }, error: err.message };
+      }
+      if (err instanceof PoolTimeoutError || (err instanceof ExternalFunctionError && err.kind === 'timeout')) outcome = 'timeout';
+      permanent = err instanceof ExternalFunctionError && err.kind === 'blocked';
+      failure = err instanceof Error ? err.message || err.name : String(err);
+      const said = err instanceof ExternalFunctionError && opts.callerWorkspaceId !== fn.workspaceId ? err.forOthers : err instanceof Error ? err.message || err.name : String(err);
+      cut = outcome === 'timeout' && limit < own;
+      if (cut) return { ok: false, cutByBudget: true, error: `${said} The call's time budget (COMPUTE_CALL_MAX_MS, ${this.opts.callMaxMs} ms) left it ${limit} ms of its ${own} ms.` };
+      const retryAfterS = err instanceof ExternalFunctionError ? err.retryAfterS : undefined;
+      return { ok: false, error: said, ...(permanent ? { permanent } : {}), ...(retryAfterS !== undefined ? { retryAfterS } : {}) };
+    } finally {
+      const ms = performance.now() - started;
+      // A timeout lasted at least its limit, whatever the timer's slack.
+      const slowest = Math.max(ms, own);
+      const recorded = outcome === 'timeout' ? slowest : ms;
+      // A function that could not price the context, or never ran because the pool was busy, has no latency or health to
+      // record; nor has one whose address the outbound guard refuses: no retry changes that, so its breaker must not open
+      // and answer retryable (it is refused as it is, each time, at once).
+      if (outcome !== 'not_applicable' && outcome !== 'pool_busy' && !permanent && !cut && opts.health !== false) {
+        // For `fastest`, a failure is as slow as a timeout: a function that fails at once must not look like the fastest.
+        this.latency.record(fn.id, outcome === 'ok' ? ms : slowest, outcome !== 'ok');
+        this.breakers.record(fn.id, outcome === 'ok', opts.admission, failure);
+        this.duration.observe({ function: metricLabel(fn) }, recorded / 1000);
+      }
+      this.calls.inc({ function: metricLabel(fn), outcome });
+    }
+  }
+
+  /** A function's own time limit: its endpoint's timeout_ms for an external one, ENGINE_FUNCTION_TIMEOUT_MS otherwise. */
+  timeoutOf(fn: FunctionDescriptor): number {
+    return fn.executionType === 'external_api' ? (fn.timeoutMs ?? this.opts.functionTimeoutMs) : this.opts.functionTimeoutMs;
+  }
+}
