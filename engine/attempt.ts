@@ -63,7 +63,10 @@ export class FunctionRunner {
     let outcome: 'ok' | 'failed' | 'timeout' | 'not_applicable' | 'pool_busy' = 'failed';
     let permanent = false;
     const own = this.timeoutOf(fn);
-    const limit = opts.budgetMs === undefined ? own : Math.max(1, Math.min(own, Math.floor(opts.budgetMs)));
+    // Within a call, no attempt runs longer than the whole budget: that is its time limit, and only less than that is a cut.
+    const cap = opts.budgetMs === undefined ? own : Math.min(own, this.opts.callMaxMs);
+    // Rounded, not floored: a first attempt's budget is (now + budget) - now, which floating point may leave a hair under it.
+    const limit = opts.budgetMs === undefined ? own : Math.max(1, Math.min(cap, Math.round(opts.budgetMs)));
     // A timeout the call's budget imposed before the function's own says nothing of the function: it was not given its time.
     let cut = false;
     // Why it failed, in its owner's words (the endpoint's address included), kept by its breaker for the owner.
@@ -103,14 +106,14 @@ export class FunctionRunner {
       permanent = err instanceof ExternalFunctionError && err.kind === 'blocked';
       failure = err instanceof Error ? err.message || err.name : String(err);
       const said = err instanceof ExternalFunctionError && opts.callerWorkspaceId !== fn.workspaceId ? err.forOthers : err instanceof Error ? err.message || err.name : String(err);
-      cut = outcome === 'timeout' && limit < own;
+      cut = outcome === 'timeout' && limit < cap;
       if (cut) return { ok: false, cutByBudget: true, error: `${said} The call's time budget (COMPUTE_CALL_MAX_MS, ${this.opts.callMaxMs} ms) left it ${limit} ms of its ${own} ms.` };
       const retryAfterS = err instanceof ExternalFunctionError ? err.retryAfterS : undefined;
       return { ok: false, error: said, ...(permanent ? { permanent } : {}), ...(retryAfterS !== undefined ? { retryAfterS } : {}) };
     } finally {
       const ms = performance.now() - started;
-      // A timeout lasted at least its limit, whatever the timer's slack.
-      const slowest = Math.max(ms, own);
+      // A timeout lasted at least its limit, whatever the timer's slack (a failure is recorded as slow as that too).
+      const slowest = Math.max(ms, cap);
       const recorded = outcome === 'timeout' ? slowest : ms;
       // A function that could not price the context, or never ran because the pool was busy, has no latency or health to
       // record; nor has one whose address the outbound guard refuses: no retry changes that, so its breaker must not open

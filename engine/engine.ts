@@ -136,8 +136,10 @@ export class PricingEngine {
   async price(req: PriceRequest): Promise<PriceOutcome> {
     const stages: TraceStage[] = [];
     let t = performance.now();
-    // One call's attempts share COMPUTE_CALL_MAX_MS: a chain of hanging functions must not hold a caller for minutes.
-    const deadline = t + this.opts.callMaxMs;
+    // One call's attempts share COMPUTE_CALL_MAX_MS from the first attempt on: a chain of hanging functions must not hold
+    // a caller for minutes, and the first attempt gets the whole budget (routing's milliseconds before it are not taken
+    // from it, or a function whose own limit is the budget would always look cut short and never count as failing).
+    let deadline: number | undefined;
     let decision: RouteDecision | null = null;
     let first: FunctionDescriptor;
     let strategy: Strategy | 'explicit';
@@ -219,7 +221,9 @@ export class PricingEngine {
         overCeiling.push({ function: fn.name, id: fn.id, kept: false, ...over, cost_per_unit: effectiveCost(fn) });
         continue;
       }
-      const budgetMs = deadline - performance.now();
+      const now = performance.now();
+      deadline ??= now + this.opts.callMaxMs;
+      const budgetMs = deadline - now;
       // An attempt the budget cut short has used it up, whatever the timer's slack left of it (a fraction of a ms).
       if (budgetMs <= 0 || attempts.some((a) => a.cut_by_budget)) {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'call time budget spent', ms: 0 });
@@ -250,7 +254,7 @@ export class PricingEngine {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'breaker open', ms: 0 });
         continue;
       }
-      const r = await this.runner.run(fn, req.context, { market: marketFor(fn), admission, callerWorkspaceId: req.scope.workspaceId, budgetMs: deadline - performance.now() });
+      const r = await this.runner.run(fn, req.context, { market: marketFor(fn), admission, callerWorkspaceId: req.scope.workspaceId, budgetMs });
       // Not being able to price this context, not getting a worker, or being stopped by the call's budget before its own
       // timeout says nothing about the function's health: a half-open trial slot is freed.
       if (!r.ok && (r.notApplicable || r.busy || r.permanent || r.cutByBudget)) this.breakers.release(fn.id, admission);

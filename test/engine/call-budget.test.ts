@@ -56,6 +56,25 @@ describe("engine: one call's time budget (COMPUTE_CALL_MAX_MS)", function () {
     expect(h.parts.latency.snapshot('fn_test_hang_two').samples).to.equal(0);
   });
 
+  it('counts a function whose own limit is the whole budget as failing when it hangs: a first attempt is never cut short by routing time', async () => {
+    const own = await harness({
+      functions: [fixture('test-hang-whole', { executionType: 'external_api', endpointUrl: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/hang`, timeoutMs: BUDGET_MS })],
+      engine: { cacheTtlMs: 0, breakerMinCalls: 2, breakerFailureRatio: 0.5, callMaxMs: BUDGET_MS },
+      outbound: { allowList: ['127.0.0.1'] },
+    });
+    try {
+      for (let i = 0; i < 2; i++) {
+        const err = await engineError(own.price({ pin: { name: 'test-hang-whole' } }), 'functions_failed');
+        expect(err.details.attempts?.[0]).to.not.have.property('cut_by_budget');
+        expect(err.details.attempts?.[0]?.error).to.equal(`The endpoint did not answer within ${BUDGET_MS} ms.`);
+      }
+      expect(own.parts.breakers.view('fn_test_hang_whole')).to.include({ calls: 2, failures: 2, state: 'open' });
+      expect(own.parts.latency.snapshot('fn_test_hang_whole').samples).to.equal(2);
+    } finally {
+      await own.close();
+    }
+  });
+
   it('gives every call its own budget', async () => {
     const out = await h.price({ pin: { name: 'test-ok' } });
     expect(out.fn.name).to.equal('test-ok');
