@@ -25,6 +25,8 @@ describe('configuration', () => {
     expect(c.limits.paymentSettleAttempts).to.equal(3);
     expect(c.limits.batchMaxItems).to.equal(100);
     expect(c.limits.mcp).to.deep.equal({ toolTimeoutMs: 30000, sessionTtlHours: 24 });
+    // A call's budget ends before the MCP tool timeout (whose timer starts earlier), so hanging functions answer the 502.
+    expect(c.engine.callMaxMs).to.equal(25000).and.be.below(c.limits.mcp.toolTimeoutMs);
     expect(c.limits.notices.perResponse).to.equal(3);
     expect(c.limits.notices.windowDays).to.equal(30);
     expect(c.limits.nextActionsMax).to.equal(3);
