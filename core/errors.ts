@@ -188,7 +188,7 @@ export const errorBodySchema = z
       .optional()
       .describe('functions_failed, service_busy, insufficient_context: every function tried, in order, as trace.attempts of a priced answer (function, id, role, outcome, error, ms).'),
     missing: strings.optional().describe('insufficient_context: the context inputs the functions tried needed.'),
-    refused: strings.optional().describe('insufficient_context: the context inputs a function refused as out of bounds.'),
+    refused: strings.optional().describe('insufficient_context: the context inputs a function refused as sent (out of bounds, or a currency an external endpoint does not price in).'),
     excluded_by_policy: openObjects.optional().describe('insufficient_context: functions that could have priced the context but the routing policy left out (function, id, reason, detail).'),
     inputs_by_function: z.record(z.string(), strings).optional().describe('insufficient_context: the inputs each built-in function reads.'),
     parent_workspace_id: z.string().optional().describe('A test workspace: the workspace it belongs to.'),

@@ -38,7 +38,7 @@ export const ERROR_GUIDE: Record<ErrorCode, string> = {
   unprocessable: 'the request is well formed but cannot be carried out as asked; error says why.',
   idempotency_key_reused: 'this Idempotency-Key was used for another request; use a new key for a new request.',
   no_eligible_function: 'every candidate was excluded (cost or latency ceiling, breaker, rule miss, unreachable); candidates lists each and why. Relax the policy or pin a function.',
-  insufficient_context: 'no function can price this context; missing and inputs_by_function name what to add. Not retryable as is.',
+  insufficient_context: 'no function can price this context; missing and inputs_by_function name what to add, refused (and issues) a value a function would not take as sent (out of bounds, or a currency an endpoint does not price in). Not retryable as is.',
   rate_limited: 'too many requests; wait retry_after seconds (Retry-After).',
   daily_quota_exceeded: 'the sandbox daily calls are spent; retry_after says when they reset, next lists claim (and paid steps where offered).',
   headers_too_large: 'the request headers are too large; send fewer or shorter ones.',

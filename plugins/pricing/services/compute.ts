@@ -78,8 +78,10 @@ const admissionOperation = (call: ComputeCall): AdmissionRequest['operation'] =>
 const ms = (from: number) => Math.round((performance.now() - from) * 1000) / 1000;
 
 /**
- * A failure that counts against its function (leaderboard reliability), as its breaker counts it: not one whose address the
- * outbound guard refused (never called, retryable: false), nor one the call's time budget stopped before its own timeout.
+ * A fallback's failure that counts against it (leaderboard reliability), as its breaker counts it: not one whose address
+ * the outbound guard refused (never called, retryable: false), nor one the call's time budget stopped before its own
+ * timeout. The chosen function is named by the event whatever the guard said (its owner sees the call), so a chosen
+ * function at a refused address does count as failing; only a cut by the budget is left out for it.
  */
 const failedForReal = (a: AttemptReport): boolean => a.outcome === 'failed' && a.retryable !== false && !a.cut_by_budget;
 

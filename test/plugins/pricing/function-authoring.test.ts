@@ -113,6 +113,8 @@ describe('pricing: authoring workspace functions', function () {
       const kept = { 'x-api-key': reg.body.api_key.key as string };
       const before = await api(kept).post<Record<string, any>>('/api/functions', draft('before-claim'));
       expect(before.status, before.text).to.equal(403);
+      // Before its claim the sandbox's plan refuses it, ahead of any role rule.
+      expect(before.body.code).to.equal('plan_restricted');
       const claim = await api({ cookie: owner.cookie }).post<Record<string, any>>(`/api/agents/claim/${reg.body.claim.token}`, { keep_key: true });
       expect(claim.status, claim.text).to.equal(200);
       expect(claim.body.agent_key).to.equal('kept');
@@ -126,6 +128,16 @@ describe('pricing: authoring workspace functions', function () {
       const byToken = await api({ authorization: `Bearer ${token}` }).patch<Record<string, any>>(`/api/functions/${created.body.function.id}`, { description: 'by token' });
       expect(byToken.status, byToken.text).to.equal(403);
       expect(byToken.body.reason).to.equal('agent-bound key');
+    });
+
+    it('lets an OAuth client secret kept at its claim register functions too (it is the key registration issued)', async () => {
+      const reg = await client(svc.url).post<Record<string, any>>('/api/oauth/register', { client_name: 'fn-kept-client' });
+      expect(reg.status, reg.text).to.equal(201);
+      const kept = { 'x-api-key': reg.body.client_secret as string };
+      const claim = await api({ cookie: owner.cookie }).post<Record<string, any>>(`/api/agents/claim/${reg.body.claim.token}`, { keep_key: true });
+      expect(claim.status, claim.text).to.equal(200);
+      const created = await api(kept).post<Record<string, any>>('/api/functions', draft('kept-client'));
+      expect(created.status, created.text).to.equal(201);
     });
 
     it("answers another workspace's function with the same 404 as a function that does not exist, whatever the caller's role", async () => {
