@@ -100,6 +100,7 @@ export class FunctionRunner {
       // failure (a stranger's contexts must not open its breaker for everyone), and the next function may price it.
       if (err instanceof ExternalFunctionError && err.kind === 'declined') {
         outcome = 'not_applicable';
+        if (opts.health !== false) this.latency.recordDeclined(fn.id);
         return { ok: false, notApplicable: { message: err.message, missing: [], declined: err.inputs.map((input) => ({ input, reason: err.message })) }, error: err.message };
       }
       if (err instanceof PoolTimeoutError || (err instanceof ExternalFunctionError && err.kind === 'timeout')) outcome = 'timeout';

@@ -196,17 +196,24 @@ export class Router {
       }
       case 'fastest': {
         const cold = eligible.filter((f) => this.latency.snapshot(f.id).cold).sort((a, b) => a.id.localeCompare(b.id));
-        const withP50 = eligible
-          .filter((f) => !this.latency.snapshot(f.id).cold)
+        const warm = eligible.filter((f) => !this.latency.snapshot(f.id).cold);
+        const withP50 = warm
+          .filter((f) => this.latency.snapshot(f.id).p50_ms !== null)
           .map((f) => ({ f, s: this.latency.snapshot(f.id) }))
           .sort((a, b) => (a.s.p50_ms as number) - (b.s.p50_ms as number) || a.f.id.localeCompare(b.f.id));
-        // After the choice: the other cold functions, then the warm ones fastest first.
-        const rest = (chosen: FunctionDescriptor) => [...cold, ...withP50.map((x) => x.f)].filter((f) => f !== chosen);
+        // Explored enough, but every recent call to it was declined by its endpoint: no latency to rank it by, so last.
+        const declining = warm.filter((f) => this.latency.snapshot(f.id).p50_ms === null).sort((a, b) => a.id.localeCompare(b.id));
+        // After the choice: the other cold functions, then the warm ones fastest first, then the declining ones.
+        const rest = (chosen: FunctionDescriptor) => [...cold, ...withP50.map((x) => x.f), ...declining].filter((f) => f !== chosen);
         if (cold.length > 0) {
           const chosen = cold[Math.floor(this.rng() * cold.length)] as FunctionDescriptor;
           // An exploration that fails costs the caller no error: the fastest warm function answers, or, with none, the next cold one.
           const afterFailure = withP50[0]?.f ?? cold.find((f) => f !== chosen);
           return pick(chosen, { statistic: { name: 'exploring cold function', samples: this.latency.snapshot(chosen.id).samples }, alternates: rest(chosen), ...(afterFailure ? { afterFailure: [afterFailure] } : {}) });
+        }
+        if (withP50.length === 0) {
+          const chosen = declining[0] as FunctionDescriptor;
+          return pick(chosen, { statistic: { name: 'no latency samples: its endpoint declined every recent call', samples: 0 }, alternates: rest(chosen) });
         }
         const best = (withP50[0] as { s: LatencySnapshot }).s.p50_ms as number;
         const band = input.config.tie_band_pct ?? DEFAULT_TIE_BAND_PCT;

@@ -34,6 +34,11 @@ interface Series {
   ms: number[];
   /** Whether each sample is a failure, recorded at the function's timeout. */
   failed: boolean[];
+  /**
+   * When its endpoint declined the context it was sent: no latency sample (the caller's context chose it), but an
+   * exploration all the same, so a function that declines every context does not stay cold for `fastest` forever.
+   */
+  declinedAt: number[];
   cached: LatencySnapshot | null;
 }
 
@@ -64,7 +69,7 @@ export class LatencyStats {
 
   /** A sample; `failed` marks a failure, recorded at the function's timeout so that one failing at once does not look fast. */
   record(fnId: string, ms: number, failed = false): void {
-    const s = this.series.get(fnId) ?? { t: [], ms: [], failed: [], cached: null };
+    const s = this.seriesOf(fnId);
     s.t.push(this.clock.now());
     s.ms.push(ms);
     s.failed.push(failed);
@@ -74,7 +79,23 @@ export class LatencyStats {
       s.failed.shift();
     }
     s.cached = null;
-    this.series.set(fnId, s);
+  }
+
+  /** An attempt its endpoint declined (a context it does not price): counts toward exploring it, not toward its latency. */
+  recordDeclined(fnId: string): void {
+    const s = this.seriesOf(fnId);
+    s.declinedAt.push(this.clock.now());
+    if (s.declinedAt.length > this.opts.maxSamples) s.declinedAt.shift();
+    s.cached = null;
+  }
+
+  private seriesOf(fnId: string): Series {
+    let s = this.series.get(fnId);
+    if (!s) {
+      s = { t: [], ms: [], failed: [], declinedAt: [], cached: null };
+      this.series.set(fnId, s);
+    }
+    return s;
   }
 
   /** The function's series with samples older than the window dropped. */
@@ -90,6 +111,12 @@ export class LatencyStats {
       s.failed.splice(0, drop);
       s.cached = null;
     }
+    let declinedDrop = 0;
+    while (declinedDrop < s.declinedAt.length && (s.declinedAt[declinedDrop] as number) < horizon) declinedDrop++;
+    if (declinedDrop > 0) {
+      s.declinedAt.splice(0, declinedDrop);
+      s.cached = null;
+    }
     return s;
   }
 
@@ -98,7 +125,7 @@ export class LatencyStats {
     const empty: LatencySnapshot = { samples: 0, p50_ms: null, p95_ms: null, ewma_ms: null, window_ms: this.opts.windowMs, cold: true };
     if (!s) return empty;
     if (s.cached) return s.cached;
-    if (s.ms.length === 0) return empty;
+    if (s.ms.length === 0) return { ...empty, cold: s.declinedAt.length < this.opts.coldBelow };
     // Recomputed over the window rather than kept running: a running EWMA still carries samples the window dropped.
     const alpha = this.opts.ewmaAlpha;
     const ewma = s.ms.reduce((acc, x, i) => (i === 0 ? x : alpha * x + (1 - alpha) * acc), 0);
@@ -109,7 +136,7 @@ export class LatencyStats {
       p95_ms: Math.round(quantile(sorted, 0.95) * 1000) / 1000,
       ewma_ms: Math.round(ewma * 1000) / 1000,
       window_ms: this.opts.windowMs,
-      cold: sorted.length < this.opts.coldBelow,
+      cold: sorted.length + s.declinedAt.length < this.opts.coldBelow,
     };
     return s.cached;
   }
