@@ -13,9 +13,10 @@ import type { LatencyStats } from './stats/latency';
 
 /**
  * `notApplicable`: the function could not price this context (`missing` inputs, or with `refused` the values it refuses
- * to read); `declined` names the context values an external endpoint would not price as given (its answer's currency).
+ * to read); `declined` names the context values an external endpoint would not price as given (its answer's currency),
+ * `message` saying why.
  */
-export type NotApplicable = { message: string; missing: string[]; refused?: boolean; declined?: Array<{ input: string; reason: string }> };
+export type NotApplicable = { message: string; missing: string[]; refused?: boolean; declined?: readonly string[] };
 export type AttemptResult = { ok: true; result: MethodResult } | { ok: false; notApplicable?: NotApplicable; busy?: boolean; permanent?: boolean; cutByBudget?: boolean; retryAfterS?: number; error: string };
 
 /** A result is usable when its price is a positive decimal and its confidence is a number in [0, 1]. */
@@ -101,12 +102,13 @@ export class FunctionRunner {
       if (err instanceof ExternalFunctionError && err.kind === 'declined') {
         outcome = 'not_applicable';
         if (opts.health !== false) this.latency.recordDeclined(fn.id);
-        return { ok: false, notApplicable: { message: err.message, missing: [], declined: err.inputs.map((input) => ({ input, reason: err.message })) }, error: err.message };
+        return { ok: false, notApplicable: { message: err.message, missing: [], declined: err.inputs }, error: err.message };
       }
       if (err instanceof PoolTimeoutError || (err instanceof ExternalFunctionError && err.kind === 'timeout')) outcome = 'timeout';
       permanent = err instanceof ExternalFunctionError && err.kind === 'blocked';
       failure = err instanceof Error ? err.message || err.name : String(err);
-      const said = err instanceof ExternalFunctionError && opts.callerWorkspaceId !== fn.workspaceId ? err.forOthers : err instanceof Error ? err.message || err.name : String(err);
+      // Another workspace hears the failure without the owner's address.
+      const said = err instanceof ExternalFunctionError && opts.callerWorkspaceId !== fn.workspaceId ? err.forOthers : failure;
       cut = outcome === 'timeout' && limit < cap;
       if (cut) return { ok: false, cutByBudget: true, error: `${said} The call's time budget (COMPUTE_CALL_MAX_MS, ${this.opts.callMaxMs} ms) left it ${limit} ms of its ${own} ms.` };
       const retryAfterS = err instanceof ExternalFunctionError ? err.retryAfterS : undefined;

@@ -16,6 +16,7 @@ import type { RoutingPolicy, Preference, Strategy, PolicyConfig } from './routin
 import { excludedByPolicy, savingsOf } from './routing/comparisons';
 import type { Savings } from './routing/comparisons';
 import type { RouteDecision, Router } from './routing/router';
+import { wholeSecondsToWait } from './stats/breaker';
 import type { CircuitBreakers } from './stats/breaker';
 import { latencyCeilingDetail } from './stats/latency';
 import type { LatencyStats } from './stats/latency';
@@ -281,7 +282,7 @@ export class PricingEngine {
       if (r.notApplicable) {
         notApplicable.push(fn.name);
         for (const m of r.notApplicable.missing) missing.add(m);
-        for (const d of r.notApplicable.declined ?? []) if (!declined.has(d.input)) declined.set(d.input, d.reason);
+        for (const input of r.notApplicable.declined ?? []) if (!declined.has(input)) declined.set(input, r.notApplicable.message);
       }
     }
     stages.push({ stage: 'execute', ms: 0, attempts });
@@ -314,7 +315,7 @@ export class PricingEngine {
     // answered (a retry finds the others as they are, and the first that takes a call again may answer it).
     const waits = failedForReal.map((a) => (a.outcome === 'skipped' ? (behind.get(a.id)?.waitMs ?? null) : a.retry_after !== undefined ? a.retry_after * 1000 : null));
     if (failedForReal.length > 0 && waits.every((w) => w !== null)) {
-      const retryAfterS = Math.max(1, Math.ceil(Math.min(...waits) / 1000));
+      const retryAfterS = wholeSecondsToWait(Math.min(...waits));
       const trials = failedForReal.some((a) => behind.get(a.id)?.trial);
       const skippedOnly = failedForReal.every((a) => a.outcome === 'skipped');
       const ranOnly = failedForReal.every((a) => a.outcome === 'failed');
@@ -354,7 +355,7 @@ export class PricingEngine {
     const na = r.notApplicable;
     let inputs: { refused?: string[]; missing?: string[] } = {};
     if (na?.refused) inputs = { refused: na.missing };
-    else if (na?.declined) inputs = na.declined.length ? { refused: na.declined.map((d) => d.input) } : {};
+    else if (na?.declined) inputs = na.declined.length ? { refused: [...na.declined] } : {};
     else if (na) inputs = { missing: na.missing };
     return { ok: false, error: r.error, ...inputs, ms: since(t) };
   }

@@ -195,14 +195,11 @@ export class Router {
         return pick(chosen, { statistic: { cost_per_unit: effectiveCost(chosen), tie_break: 'latency p50, then id' }, alternates: sorted.slice(1) });
       }
       case 'fastest': {
-        const cold = eligible.filter((f) => this.latency.snapshot(f.id).cold).sort((a, b) => a.id.localeCompare(b.id));
-        const warm = eligible.filter((f) => !this.latency.snapshot(f.id).cold);
-        const withP50 = warm
-          .filter((f) => this.latency.snapshot(f.id).p50_ms !== null)
-          .map((f) => ({ f, s: this.latency.snapshot(f.id) }))
-          .sort((a, b) => (a.s.p50_ms as number) - (b.s.p50_ms as number) || a.f.id.localeCompare(b.f.id));
+        const snaps = eligible.map((f) => ({ f, s: this.latency.snapshot(f.id) }));
+        const cold = snaps.filter((x) => x.s.cold).map((x) => x.f).sort((a, b) => a.id.localeCompare(b.id));
+        const withP50 = snaps.filter((x) => !x.s.cold && x.s.p50_ms !== null).sort((a, b) => (a.s.p50_ms as number) - (b.s.p50_ms as number) || a.f.id.localeCompare(b.f.id));
         // Explored enough, but every recent call to it was declined by its endpoint: no latency to rank it by, so last.
-        const declining = warm.filter((f) => this.latency.snapshot(f.id).p50_ms === null).sort((a, b) => a.id.localeCompare(b.id));
+        const declining = snaps.filter((x) => !x.s.cold && x.s.p50_ms === null).map((x) => x.f).sort((a, b) => a.id.localeCompare(b.id));
         // After the choice: the other cold functions, then the warm ones fastest first, then the declining ones.
         const rest = (chosen: FunctionDescriptor) => [...cold, ...withP50.map((x) => x.f), ...declining].filter((f) => f !== chosen);
         if (cold.length > 0) {

@@ -90,6 +90,11 @@ interface Entry {
   recentFailures: Array<{ at: number; reason: string }>;
 }
 
+/** A wait as a Retry-After states it: whole seconds, rounded up, at least 1 (0 would read as "retry now" while still refused). */
+export function wholeSecondsToWait(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000));
+}
+
 /** How many failure reasons a breaker keeps for its function's owner. */
 export const RECENT_FAILURES_KEPT = 5;
 
@@ -231,7 +236,7 @@ export class CircuitBreakers {
    */
   firstTrialInS(fnIds: readonly string[]): number | null {
     const waits = fnIds.map((id) => this.retryInMs(id)).filter((w): w is number => w !== null);
-    return waits.length ? Math.max(1, Math.ceil(Math.min(...waits) / 1000)) : null;
+    return waits.length ? wholeSecondsToWait(Math.min(...waits)) : null;
   }
 
   /** Milliseconds until an open breaker lets a trial call through (0 when it would now); null when it is not open. */

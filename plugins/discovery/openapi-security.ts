@@ -21,7 +21,7 @@ export function requiredScopes(route: RouteSpec): string[] {
 }
 
 /** The credential kinds a route takes, as the pipeline checks them (`accepts`, default any). */
-function kindsOf(route: RouteSpec): readonly PrincipalKind[] {
+export function kindsOf(route: RouteSpec): readonly PrincipalKind[] {
   return route.accepts ?? ['api_key', 'access_token', 'person'];
 }
 

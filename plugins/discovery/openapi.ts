@@ -9,7 +9,7 @@ import type { RouteSpec } from '../../core/http/route';
 
 export { openApiPath } from '../../core/http/route';
 import { openApiPath } from '../../core/http/route';
-import { SECURITY_SCHEMES, accessExtensions, accessSentence, securityOf } from './openapi-security';
+import { SECURITY_SCHEMES, accessExtensions, accessSentence, kindsOf, securityOf } from './openapi-security';
 import { RESPONSE_HEADERS, headersFor, refusalsOf } from './openapi-responses';
 
 /** The catch-all refusal: where an agent reads what the codes mean and what to do. */
@@ -30,7 +30,7 @@ function bodyContent(types: readonly string[], schema: z.ZodType = anyObject): R
 }
 
 /** Whether a person's session or token can call the route (the kind whose workspace x-workspace-id picks). */
-const acceptsPerson = (route: RouteSpec): boolean => (route.auth ?? 'required') !== 'public' && (route.accepts ?? ['person']).includes('person');
+const acceptsPerson = (route: RouteSpec): boolean => (route.auth ?? 'required') !== 'public' && kindsOf(route).includes('person');
 
 // The person authenticator reads it on every route a person may call.
 const workspaceHeader = z.object({
