@@ -9,6 +9,18 @@ import { startTestService } from '../support/service';
 import type { TestService } from '../support/service';
 import { client } from '../support/http';
 
+
+/** Sends raw bytes on a new connection and reads everything the server answers until it closes. */
+function rawExchange(port: number, head: string): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    let text = '';
+    const socket = connect(port, '127.0.0.1', () => socket.end(head));
+    socket.setEncoding('utf8');
+    socket.on('data', (c: string) => (text += c));
+    socket.on('end', () => resolve(text));
+    socket.on('error', reject);
+  });
+}
 describe('kernel HTTP pipeline', () => {
   let svc: TestService;
   let api: ReturnType<typeof client>;
@@ -94,14 +106,7 @@ describe('kernel HTTP pipeline', () => {
       [`GET /healthz HTTP/1.1\r\nHost: x\r\nUser-Agent: a\x01b\r\n\r\n`, 400, 'bad_request'],
       [`GET /healthz HTTP/1.1\r\nHost: x\r\nUser-Agent: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'headers_too_large'],
     ] as const) {
-      const answer = await new Promise<string>((resolve, reject) => {
-        let text = '';
-        const socket = connect(Number(port), '127.0.0.1', () => socket.end(head));
-        socket.setEncoding('utf8');
-        socket.on('data', (c: string) => (text += c));
-        socket.on('end', () => resolve(text));
-        socket.on('error', reject);
-      });
+      const answer = await rawExchange(Number(port), head);
       const [statusLine = '', ...rest] = answer.split('\r\n');
       expect(statusLine, answer.slice(0, 200)).to.match(new RegExp(`^HTTP/1.1 ${status} `));
       expect(answer).to.match(/\r\ncontent-type: application\/json; charset=utf-8\r\n/i);
@@ -127,14 +132,7 @@ describe('kernel HTTP pipeline', () => {
       [`GET /api/me HTTP/1.1\r\nHost: x\r\nX-Request-Id: req_mine\r\nUser-Agent: a\x01b\r\n\r\n`, 400, 'bad_request'],
       [`GET /api/me HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(40_000)}\r\n\r\n`, 431, 'headers_too_large'],
     ] as const) {
-      const answer = await new Promise<string>((resolve, reject) => {
-        let text = '';
-        const socket = connect(Number(port), '127.0.0.1', () => socket.end(head));
-        socket.setEncoding('utf8');
-        socket.on('data', (c: string) => (text += c));
-        socket.on('end', () => resolve(text));
-        socket.on('error', reject);
-      });
+      const answer = await rawExchange(Number(port), head);
       const res = parseAnswer(answer);
       expect(res.status).to.equal(status);
       expect(res.body).to.include({ code });
