@@ -15,7 +15,8 @@ import { principalFromKey } from './principal';
 export const ACCESS_TOKEN_AUDIENCE = 'pcs:access';
 
 /**
- * The refusal of a request carrying its credential header twice, or null: which one would count
+ * The refusal of a request carrying its credential header twice, or a key and a different bearer
+ * credential, or null: which one would count
  * (Node's first Authorization, or the joined x-api-key values read as one malformed key) is no basis
  * for access. One pass over the raw headers (Node keeps only the first Authorization in req.headers).
  */
@@ -29,7 +30,21 @@ export function repeatedCredentialHeader(req: Request): ApiError | null {
   }
   if (keys > 1) return invalidCredentials(`This request carries ${keys} x-api-key headers; send one credential in one header.`);
   if (authorizations > 1) return invalidCredentials(`This request carries ${authorizations} Authorization headers; send one credential in one header.`);
+  if (keys === 1 && authorizations === 1) return twoCredentials(req);
   return null;
+}
+
+/**
+ * A key in x-api-key beside a different bearer credential: acting as either would surprise the
+ * caller who sent the other (a person's token beside an agent's key would act as the agent), so
+ * neither counts (RFC 6750 §2: one method per request). The same key in both is one credential.
+ */
+function twoCredentials(req: Request): ApiError | null {
+  const auth = req.headers.authorization;
+  if (typeof auth !== 'string' || !/^bearer\s+\S/i.test(auth)) return null;
+  const key = String(req.headers['x-api-key']).trim();
+  if (key === '' || auth.replace(/^bearer\s+/i, '').trim() === key) return null;
+  return invalidCredentials('This request carries two credentials, one in x-api-key and one in Authorization: Bearer; send one.');
 }
 
 /** The scheme of an Authorization header that is not Bearer ("" for a value without one; "Bearer" for one without a token), or null. */

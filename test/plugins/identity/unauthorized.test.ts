@@ -144,6 +144,27 @@ describe('identity: 401 and 403 answers for credentials', () => {
     }
   });
 
+  it('refuses a request carrying an x-api-key and a different Authorization: Bearer credential, rather than acting as one of them', async () => {
+    const token = await accessToken(svc.url, agentKey.key);
+    for (const bearer of [owner.token, token, personKey.key]) {
+      for (const path of ['/api/me', '/api/catalog']) {
+        const res = await api.get<ErrorBody>(path, { 'x-api-key': agentKey.key, authorization: `Bearer ${bearer}` });
+        expect401(res, 'invalid_credentials');
+        expect(res.body.error).to.equal('This request carries two credentials, one in x-api-key and one in Authorization: Bearer; send one.');
+      }
+    }
+    const mcp = await api.raw<ErrorBody>('POST', '/api/mcp/rpc', {
+      body: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      headers: { 'x-api-key': agentKey.key, authorization: `Bearer ${owner.token}`, accept: 'application/json, text/event-stream' },
+    });
+    expect401(mcp, 'invalid_credentials');
+    // The same key in both headers is one credential; a cookie beside a key stays ambient (the key acts).
+    const same = await api.get<{ principal?: { kind?: string } }>('/api/me', { 'x-api-key': agentKey.key, authorization: `Bearer ${agentKey.key}` });
+    expect(same.status, same.text).to.equal(200);
+    const withCookie = await api.get('/api/me', { 'x-api-key': agentKey.key, cookie: owner.cookie });
+    expect(withCookie.status, withCookie.text).to.equal(200);
+  });
+
   it('refuses an unrecognised credential on routes where a credential is optional, instead of serving it as anonymous', async () => {
     const mcpBody = { body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'compute_price', arguments: { context: { current_price: 5 } } } } };
     for (const headers of [{ authorization: 'Bearer opaque-garbage' } as Record<string, string>, { authorization: `Bearer ${unknownKey('agt')}` }, { 'x-api-key': 'not-a-key-at-all' }]) {
