@@ -84,7 +84,7 @@ export const settingsTree = {
   },
   identity: {
     apiKeyPepper: optStr('API_KEY_PEPPER', 'Server-side pepper mixed into API key hashes; use at least 16 random characters (a shorter one is warned about at start). When unset, one is generated once and kept in the database; set it before the first start, since keys issued under one pepper do not verify under another (a start whose pepper differs from the one its keys were made with is refused).', { secret: true }),
-    tokenSecret: optStr('AUTH_TOKEN_SECRET', 'Secret signing access tokens and person tokens (HS256). When unset, one is generated once and kept in the database.', { secret: true }),
+    tokenSecret: optStr('AUTH_TOKEN_SECRET', 'Secret signing access tokens and person tokens (HS256). When unset, one is generated once and kept in the database. Every instance sharing a database needs the same one (or all leave it unset); a start with another one than the last start logs a warning, since tokens signed with the other answer 401. Changing it ends every token at once.', { secret: true }),
     selfRegistrationOpen: bool('SELF_REGISTRATION_OPEN', true, 'Whether agent self-registration and OAuth client registration are open; when false they answer 503 self_registration_closed.'),
     selfRegistrationRetryAfterS: int('SELF_REGISTRATION_RETRY_AFTER_S', 3600, 'Retry-After sent while self-registration is closed, in seconds.', { min: 1 }),
     accessTokenTtlS: int('ACCESS_TOKEN_TTL_S', 3600, 'Lifetime of OAuth access tokens, in seconds.', { min: 60, max: 86400 }),

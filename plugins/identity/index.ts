@@ -16,7 +16,7 @@ import { KeyCache } from './services/key-cache';
 import { KeyService } from './services/key-service';
 import { OAuthService } from './services/oauth';
 import { Onboarding } from './services/onboarding';
-import { loadOrCreateSecret, checkPepperUnchanged } from './services/secrets';
+import { loadOrCreateSecret, checkPepperUnchanged, checkTokenSecretUnchanged } from './services/secrets';
 import { Workspaces } from './services/workspaces';
 import { IDENTITY } from './tokens';
 import { invalidCredentials } from './errors';
@@ -57,7 +57,9 @@ export const identityPlugin: PluginDefinition = {
     const { config, sql, kv, clock, events, hooks, container } = ctx;
     const pepper = await loadOrCreateSecret(sql, 'api_key_pepper', config.identity.apiKeyPepper);
     await checkPepperUnchanged(sql, pepper, ctx.log);
-    const tokenSecret = new TextEncoder().encode(await loadOrCreateSecret(sql, 'token_secret', config.identity.tokenSecret));
+    const tokenSecretText = await loadOrCreateSecret(sql, 'token_secret', config.identity.tokenSecret);
+    await checkTokenSecretUnchanged(sql, tokenSecretText, ctx.log);
+    const tokenSecret = new TextEncoder().encode(tokenSecretText);
 
     const cache = new KeyCache(kv, clock, config.identity.keyCacheTtlMs);
     await cache.start();

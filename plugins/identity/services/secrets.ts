@@ -55,3 +55,24 @@ export async function checkPepperUnchanged(sql: Sql, pepper: string, log: Logger
       'or, to give up those keys, revoke them first (DELETE /api/api-keys/{id}, or set revoked_at in api_keys).',
   );
 }
+
+/** Where the database keeps the fingerprint of the secret its tokens were last signed with. */
+const TOKEN_SECRET_FINGERPRINT = 'token_secret_fingerprint';
+
+/**
+ * Warns when this start signs tokens with another secret than the last start did: every person and
+ * access token signed before, or by instances still on the other secret, answers 401 here, which no
+ * one would otherwise explain. Not refused: changing the secret is how an operator ends every token
+ * at once. The fingerprint (an HMAC, not the secret) then follows the newest start.
+ */
+export async function checkTokenSecretUnchanged(sql: Sql, secret: string, log: Logger): Promise<void> {
+  const fingerprint = createHmac('sha256', secret).update('token-secret-fingerprint').digest('hex');
+  const stored = await keepFirst(sql, TOKEN_SECRET_FINGERPRINT, fingerprint);
+  if (stored.value === fingerprint) return;
+  await sql.exec('UPDATE service_secrets SET value = $2 WHERE name = $1', [TOKEN_SECRET_FINGERPRINT, fingerprint]);
+  log.warn(
+    { setting: 'AUTH_TOKEN_SECRET' },
+    'AUTH_TOKEN_SECRET is not the secret this database\'s tokens were last signed with: person and access tokens signed before, or by instances started with the other secret, answer 401 here. ' +
+      'Give every instance the same AUTH_TOKEN_SECRET, or leave it unset on all of them (they then share the one generated in service_secrets).',
+  );
+}

@@ -1,4 +1,8 @@
 import { expect } from 'chai';
+import { Writable } from 'node:stream';
+import { Sql } from '../../../core/db/sql';
+import { createLogger } from '../../../core/logger';
+import { checkTokenSecretUnchanged } from '../../../plugins/identity/services/secrets';
 import { client } from '../../support/http';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
@@ -60,5 +64,35 @@ describe('identity: the API key pepper stays the one the keys were made with', f
     started.splice(0);
     const same = await start(url, 'a-pepper-chosen-after-the-first-start');
     expect((await client(same.url, { 'x-api-key': sandbox.key }).get('/api/me')).status).to.equal(200);
+  });
+});
+
+/** Tokens are HMAC-signed: instances with different signing secrets refuse each other's tokens, so a change is said at start. */
+describe('identity: a change of the token signing secret is logged at start', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  before(async () => {
+    svc = await startTestService();
+  });
+  after(() => svc.close());
+
+  const warnings = async (secret: string): Promise<string[]> => {
+    const lines: string[] = [];
+    await checkTokenSecretUnchanged(new Sql(svc.sequelize), secret, createLogger('warn', new Writable({ write: (chunk: Buffer, _enc, done) => (lines.push(chunk.toString()), done()) })));
+    return lines;
+  };
+
+  it('warns once, naming AUTH_TOKEN_SECRET and never the secret, when a start signs with another secret than the last one; the same secret is silent', async () => {
+    const secretOf = async (name: string): Promise<string | undefined> =>
+      ((await svc.sequelize.query('SELECT value FROM service_secrets WHERE name = $1', { bind: [name], plain: false, raw: true }))[0] as Array<{ value: string }>)[0]?.value;
+    const generated = String(await secretOf('token_secret'));
+    expect(await secretOf('token_secret_fingerprint'), 'the start recorded the fingerprint of its secret').to.match(/^[0-9a-f]{64}$/).and.not.equal(generated);
+    expect(await warnings(generated), 'the secret the service started with').to.deep.equal([]);
+    const changed = await warnings('an-operator-chosen-signing-secret');
+    expect(changed).to.have.length(1);
+    expect(changed[0]).to.contain('AUTH_TOKEN_SECRET is not the secret this database').and.contain('every instance the same AUTH_TOKEN_SECRET');
+    expect(changed[0]).to.not.contain('an-operator-chosen-signing-secret').and.not.contain(generated);
+    expect(await warnings('an-operator-chosen-signing-secret'), 'the new secret is now the recorded one').to.deep.equal([]);
+    expect(await warnings(generated), 'a second instance still on the old secret').to.have.length(1);
   });
 });
