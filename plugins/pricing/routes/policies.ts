@@ -15,19 +15,39 @@ import { policyDeleteResponse, policyListResponse, policyReadResponse, policyWri
 import { STRATEGY_NEEDS, createExampleFor, mended } from './policy-example';
 import type { PolicyRecord, PolicyStore } from '../services/policy-store';
 
+/** Every function reference a policy holds, with where it sits in the policy. */
+function functionRefs(p: PolicyShape): Array<{ path: string; ref: string }> {
+  return [
+    ...p.fallback_chain.map((ref, i) => ({ path: `fallback_chain[${i}]`, ref })),
+    ...(p.fallback_function ? [{ path: 'fallback_function', ref: p.fallback_function }] : []),
+    ...(p.config.rules ?? []).map((r, i) => ({ path: `config.rules[${i}].use`, ref: r.use })),
+    ...(p.config.default_function ? [{ path: 'config.default_function', ref: p.config.default_function }] : []),
+    ...Object.keys(p.config.weights ?? {}).map((ref) => ({ path: `config.weights.${ref}`, ref })),
+    ...(p.config.order ?? []).map((ref, i) => ({ path: `config.order[${i}]`, ref })),
+    ...(p.config.candidates ?? []).map((ref, i) => ({ path: `config.candidates[${i}]`, ref })),
+  ];
+}
+
 /** References a policy names that the workspace cannot reach now (kept, skipped at routing time). */
 function unreachableRefs(p: PolicyShape, registry: FunctionRegistry, principal: Principal): string[] {
   const scope = { workspaceId: principal.workspaceId, builtInsOnly: identityOf(principal).sandbox };
-  const refs = [
-    ...p.fallback_chain,
-    ...(p.fallback_function ? [p.fallback_function] : []),
-    ...(p.config.rules ?? []).map((r) => r.use),
-    ...(p.config.default_function ? [p.config.default_function] : []),
-    ...Object.keys(p.config.weights ?? {}),
-    ...(p.config.order ?? []),
-    ...(p.config.candidates ?? []),
-  ];
-  return [...new Set(refs.filter((r) => !registry.resolve(r, scope)))];
+  return [...new Set(functionRefs(p).map((r) => r.ref).filter((r) => !registry.resolve(r, scope)))];
+}
+
+/**
+ * Refuses names no function holds yet: a policy resolves its names on every call, so a name kept
+ * for later would bind to whoever registers it first, a stranger included, and route (and charge)
+ * the workspace's calls there. Names are never freed or changed, so one that exists now always
+ * means the same function. Ids cannot be taken over and stay as warnings when out of reach.
+ */
+function refuseUnknownNames(p: PolicyShape, registry: FunctionRegistry): void {
+  const unknown = functionRefs(p).filter((r) => !/^fn_/i.test(r.ref) && !registry.find(r.ref));
+  if (unknown.length === 0) return;
+  const names = [...new Set(unknown.map((r) => r.ref))];
+  throw new ApiError('validation_error', `No pricing function is named ${names.map((n) => `"${n}"`).join(', ')}; a policy may name only functions that exist.`, {
+    issues: unknown.map((r) => ({ path: r.path, reason: `no function is named "${r.ref}" (a name held for later would go to whoever registers it first)` })),
+    hint: 'Register the function first (POST /api/functions), then name it here; GET /api/functions lists the names you can reach.',
+  });
 }
 
 function withWarnings(view: Record<string, unknown>, missing: string[]): Record<string, unknown> {
@@ -75,6 +95,7 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
         // the schema refuses, so sending it creates the policy meant and not the stock one.
         const checked = policySchema.safeParse(body);
         const shape = checked.success ? checked.data : validate(policySchema, body, { example: createExampleFor(s.createPolicyBody, policySchema, sent) ?? s.createPolicyExample });
+        refuseUnknownNames(shape, registry);
         const claim = idempotency.claimOf(req, 'policies.create', p.workspaceId, body);
         return idempotency.run(
           claim,
@@ -141,6 +162,7 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
             hint: `The result must be a valid policy (e.g. "weighted" needs config.weights, "policy" needs config.rules). Fields you send replace the stored ones, and config is replaced as a whole: send every config key the policy keeps (GET /api/routing-policies/${params.id} shows them)${about}.`,
             example,
           });
+          refuseUnknownNames(shape, registry);
           return shape;
         });
         if (!saved || !shape) throw notFoundPolicy();

@@ -84,7 +84,7 @@ describe('OpenAPI: known shapes typed', function () {
     expect((await failer.patch(`/api/functions/${fnId}`, { status: 'active' })).status).to.equal(200);
     // A default policy no function fits, in a workspace of its own so the calls above route as usual.
     const tight = client(svc.url, { 'x-api-key': (await createKey(svc, owner, { name: 'tight' })).key });
-    const policy = await tight.post<Body>('/api/routing-policies', { is_default: true, name: 'too tight', strategy: 'cheapest', config: { candidates: ['cost-plus', 'nowhere'], max_cost_per_unit: '0.0005' } });
+    const policy = await tight.post<Body>('/api/routing-policies', { is_default: true, name: 'too tight', strategy: 'cheapest', config: { candidates: ['cost-plus', 'fn_nowhere'], max_cost_per_unit: '0.0005' } });
     expect(policy.status, policy.text).to.equal(201);
     const demo = () => client(svc.url).post<Body>('/api/public/compute/demo', { context: { current_price: 10, currency: 'USD' } });
     const sandboxApi = client(svc.url, { 'x-api-key': sandbox.key });

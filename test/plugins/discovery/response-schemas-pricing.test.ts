@@ -226,7 +226,7 @@ describe('OpenAPI response schemas of the function, routing policy, pipeline, ca
   });
 
   it('routing policies created (with and without warnings), listed, read, changed and deleted fit the declared schemas', async () => {
-    const rules = { name: 'by tier', strategy: 'policy', fallback_chain: ['no-such-function'], fallback_function: 'cost-plus', config: { rules: [{ when: { 'customer.tier': { in: ['gold'] } }, use: 'charm-pricing', name: 'gold' }], default_function: 'cost-plus', max_cost_per_unit: '0.002', max_latency_ms: 500 } };
+    const rules = { name: 'by tier', strategy: 'policy', fallback_chain: ['fn_no_such_function'], fallback_function: 'cost-plus', config: { rules: [{ when: { 'customer.tier': { in: ['gold'] } }, use: 'charm-pricing', name: 'gold' }], default_function: 'cost-plus', max_cost_per_unit: '0.002', max_latency_ms: 500 } };
     const idem = { 'idempotency-key': `schemas-rp-${Date.now()}` };
     const warned = await owned.post<Body>('/api/routing-policies', rules, idem);
     expect(warned.body.policy.warnings).to.have.length(1);

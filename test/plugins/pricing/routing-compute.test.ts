@@ -99,7 +99,7 @@ describe('pricing: compute routed by the default policy (HTTP)', function () {
   });
 
   it('ceilings that exclude every candidate: 422 no_eligible_function listing each candidate and its reason', async () => {
-    const policyId = await makeDefault({ name: 'too tight', strategy: 'cheapest', fallback_function: 'cost-plus', config: { candidates: ['cost-plus', 'elasticity-optimum', 'nowhere'], max_cost_per_unit: '0.0005' } });
+    const policyId = await makeDefault({ name: 'too tight', strategy: 'cheapest', fallback_function: 'cost-plus', config: { candidates: ['cost-plus', 'elasticity-optimum', 'fn_nowhere'], max_cost_per_unit: '0.0005' } });
     const res = await compute({ context: { unit_cost: 10, elasticity: 2 } });
     expect(res.status).to.equal(422);
     expect(res.body.code).to.equal('no_eligible_function');
@@ -108,7 +108,7 @@ describe('pricing: compute routed by the default policy (HTTP)', function () {
     expect(res.body.candidates.map((c: Body) => [c.function, c.reason])).to.deep.equal([
       ['cost-plus', 'cost ceiling'],
       ['elasticity-optimum', 'cost ceiling'],
-      ['nowhere', 'unreachable'],
+      ['fn_nowhere', 'unreachable'],
     ]);
   });
 

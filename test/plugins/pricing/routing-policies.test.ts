@@ -123,6 +123,37 @@ describe('pricing: routing policies over HTTP', function () {
     expect((await b.get(`${PATH}/${p.id}`)).status, "another workspace's policy").to.equal(404);
   });
 
+  it('refuses names no function holds yet, on create and on PATCH, so a stranger registering the name later cannot take the calls', async () => {
+    const name = `future-pricer-${Date.now()}`;
+    const refused = await a.post<Record<string, any>>(PATH, {
+      name: 'held for later',
+      strategy: 'weighted',
+      is_default: true,
+      fallback_chain: ['cost-plus', name],
+      fallback_function: `${name}-v2`,
+      config: { weights: { 'cost-plus': 1, [name]: 2 } },
+    });
+    expect(refused.status, refused.text).to.equal(400);
+    expect(refused.body.code).to.equal('validation_error');
+    expect(refused.body.error).to.equal(`No pricing function is named "${name}", "${name}-v2"; a policy may name only functions that exist.`);
+    expect(paths(refused.body)).to.deep.equal(['fallback_chain[1]', 'fallback_function', `config.weights.${name}`]);
+    expect(refused.body.hint).to.include('POST /api/functions');
+    expect((await a.get<Record<string, any>>(PATH)).body.data.map((x: { name: string }) => x.name)).to.not.include('held for later');
+
+    const kept = await create(a, { name: 'known names only', strategy: 'default', fallback_chain: ['cost-plus'] });
+    const patched = await a.patch<Record<string, any>>(`${PATH}/${kept.id}`, { fallback_function: name });
+    expect(patched.status, patched.text).to.equal(400);
+    expect(paths(patched.body)).to.deep.equal(['fallback_function']);
+    expect((await a.get<Record<string, any>>(`${PATH}/${kept.id}`)).body.policy.fallback_function, 'nothing changed').to.equal(null);
+
+    // Once another workspace holds the name (privately), the reference is kept with the out-of-reach warning: it can only ever mean that function.
+    const fn = await b.post<Record<string, any>>('/api/functions', { name, execution_type: 'external_api', endpoint_url: 'https://example.com/price', cost_per_unit: '0.01' });
+    expect(fn.status, fn.text).to.equal(201);
+    const later = await a.patch<Record<string, any>>(`${PATH}/${kept.id}`, { fallback_function: name });
+    expect(later.status, later.text).to.equal(200);
+    expect(later.body.policy.warnings[0]).to.include(name);
+  });
+
   it('keeps one default per workspace: a second default unsets the first (and only in that workspace)', async () => {
     const inB = await create(b, { name: 'b default', strategy: 'cheapest', is_default: true });
     const first = await create(a, { name: 'first default', strategy: 'cheapest', is_default: true });
