@@ -370,6 +370,33 @@ describe('compute API', function () {
     expect(byName.body.hint).to.equal('Pick another function, or let your routing choose (omit function_name).');
   });
 
+  it("tells a consumer that a public function was deactivated by its owner (409 function_inactive), while another's public draft stays the 404", async () => {
+    const author = await signUp(svc, 'author');
+    const authorApi = client(svc.url, { 'x-api-key': (await createKey(svc, author, { name: 'author' })).key });
+    const fn = await authorApi.post<Record<string, any>>('/api/functions', { name: `listed-${Date.now()}`, execution_type: 'external_api', endpoint_url: 'https://pricing.example.com/p', cost_per_unit: '0.001', is_public: true });
+    expect(fn.status, fn.text).to.equal(201);
+    const id = fn.body.function.id as string;
+    const consumer = client(svc.url, { 'x-api-key': key });
+    const missing = await consumer.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 }, function_id: 'fn_doesnotexist12345678' });
+    const draft = await consumer.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 }, function_id: id });
+    expect(draft.status, 'a public draft was never listed').to.equal(404);
+    expect({ ...draft.body, request_id: undefined }).to.deep.equal({ ...missing.body, request_id: undefined });
+    expect((await authorApi.patch(`/api/functions/${id}`, { status: 'active' })).status).to.equal(200);
+    expect((await authorApi.patch(`/api/functions/${id}`, { status: 'inactive' })).status).to.equal(200);
+    for (const res of [
+      await consumer.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 }, function_id: id }),
+      await consumer.post<Record<string, any>>('/api/price-router', { context: { current_price: 1 }, function_name: fn.body.function.name }),
+    ]) {
+      expect(res.status, res.text).to.equal(409);
+      expect(res.body.code).to.equal('function_inactive');
+      expect(res.body.error).to.equal(`Function "${fn.body.function.name}" was deactivated by its owner.`);
+    }
+    // Made private, it is out of reach again: the identical 404.
+    expect((await authorApi.patch(`/api/functions/${id}`, { is_public: false })).status).to.equal(200);
+    const hidden = await consumer.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 }, function_id: id });
+    expect({ ...hidden.body, request_id: undefined }).to.deep.equal({ ...missing.body, request_id: undefined });
+  });
+
   it('only lets the owner change a function (others get 404)', async () => {
     const other = await signUp(svc, 'intruder');
     const otherKey = (await createKey(svc, other, { name: 'x' })).key;
