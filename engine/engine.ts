@@ -313,6 +313,11 @@ export class PricingEngine {
       throw new EngineError('insufficient_context', `The context cannot be priced by ${notApplicable.join(', ')}: ${reasons.filter(Boolean).join(' ')}`, { attempts, missing: [...missing], ...(declinedInputs.length ? { declined: declinedInputs } : {}), ...(excludedCouldPrice.length ? { excludedCouldPrice, ...(req.policy?.id ? { policyId: req.policy.id } : {}) } : {}) });
     }
     this.requests.inc({ function: metricLabel(first), outcome: 'functions_failed' });
+    // Functions that could not price the context did not fail: the message names the parts that did, and them apart.
+    const failedWords = notApplicable.length
+      ? `Every function that could price the context failed (${triedRoles(failedForReal.length ? failedForReal : attempts, !decision)})`
+      : `Every function tried failed (${triedRoles(attempts, !decision)})`;
+    const couldNotPrice = notApplicable.length ? ` ${notApplicable.join(', ')} could not price it.` : '';
     // Every function that could answer is kept away for a while: behind its breaker (open, or half-open with its trial in
     // flight), or because its endpoint failed asking for a wait (Retry-After). The soonest of them says when a retry may be
     // answered (a retry finds the others as they are, and the first that takes a call again may answer it).
@@ -328,7 +333,7 @@ export class PricingEngine {
           ? trials
             ? `Every function that could answer has its circuit breaker open after recent failures, or half-open with its one trial call in flight; retry in ${retryAfterS} s.`
             : `Every function that could answer has its circuit breaker open after recent failures; the first lets a trial call through in ${retryAfterS} s.`
-          : `Every function tried failed (${triedRoles(attempts, !decision)}), each endpoint asking to be called again later${ranOnly ? '' : ' or behind an open circuit breaker'}: the soonest in ${retryAfterS} s.`,
+          : `${failedWords}, each endpoint asking to be called again later${ranOnly ? '' : ' or behind an open circuit breaker'}: the soonest in ${retryAfterS} s.${couldNotPrice}`,
         { attempts, retryAfterS, ...(missing.size ? { missing: [...missing] } : {}) },
       );
     }
@@ -336,7 +341,7 @@ export class PricingEngine {
       const refusedAt = [...new Set(failedForReal.map((a) => a.id))];
       throw new EngineError('functions_failed', 'Every function tried failed at an address the service will not call: retrying will not help.', { attempts, permanent: true, refusedAt, pinned: !decision, ...(missing.size ? { missing: [...missing] } : {}) });
     }
-    throw new EngineError('functions_failed', `Every function tried failed (${triedRoles(attempts, !decision)}).`, { attempts, ...(missing.size ? { missing: [...missing] } : {}) });
+    throw new EngineError('functions_failed', `${failedWords}.${couldNotPrice}`, { attempts, ...(missing.size ? { missing: [...missing] } : {}) });
   }
 
   /** The policy ceiling a function is above, as the router reports a candidate's: cost first, then the latency it has shown. */

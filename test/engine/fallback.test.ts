@@ -142,6 +142,12 @@ describe('engine: fallback order and failing functions', function () {
     expect(skippedChain.message).to.equal('Every function tried failed (the chosen function).');
   });
 
+  it('when functions that could not price the context sit beside ones that failed, the message names only the failed parts, and the others apart', async () => {
+    const err = await engineError(h.price({ policy: single('cost-plus', ['test-throw']), context: { current_price: 5 } }), 'functions_failed');
+    expect((err.details.attempts ?? []).map((a) => `${a.function}:${a.outcome}`)).to.deep.equal(['cost-plus:not_applicable', 'test-throw:failed']);
+    expect(err.message).to.equal('Every function that could price the context failed (the fallback chain). cost-plus could not price it.');
+  });
+
   it('when no function could price the context it is insufficient_context, even past an out-of-reach fallback', async () => {
     const err = await engineError(h.price({ policy: single('cost-plus', ['nowhere'], 'elasticity-optimum'), context: { current_price: 5 } }), 'insufficient_context');
     expect(err.details.missing).to.include('unit_cost');
