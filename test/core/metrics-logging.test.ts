@@ -41,6 +41,11 @@ describe('metrics and structured logs', () => {
       expect(res.text).to.contain('# TYPE http_request_duration_seconds histogram');
       expect(res.text).to.match(/http_request_duration_seconds_count\{method="GET",route="\/probe\/items\/:id",status="200"\} 2/);
       expect(res.text).not.to.contain('abc123');
+      // Methods no route serves share one series: a caller sending WebDAV verbs to every route adds none per verb.
+      for (const method of ['PROPFIND', 'MKCOL', 'REBIND']) expect((await api.raw(method, '/probe/items/abc123')).status).to.equal(405);
+      const after = await api.get('/metrics');
+      expect(after.text).to.match(/http_request_duration_seconds_count\{method="other",route="\/probe\/items\/:id",status="405"\} 3/);
+      expect(after.text).not.to.match(/PROPFIND|MKCOL|REBIND/);
 
       const log = lines.join('');
       const entries = lines.flatMap((l) => l.split('\n')).filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
