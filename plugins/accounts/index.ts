@@ -33,7 +33,7 @@ export const accountsPlugin: PluginDefinition = {
     const secret = container.resolve<Uint8Array>(IDENTITY.TokenSecret);
     const idempotency = container.resolve<IdempotencyKeys>(IDENTITY.Idempotency);
     const people = new People(sql, workspaces, clock, config);
-    const sessions = new Sessions(sql, kv, clock, secret, config.identity.sessionTtlHours, config.identity.personTokenTtlS);
+    const sessions = new Sessions(sql, kv, clock, secret, config.identity.sessionTtlHours, config.identity.personTokenTtlS, config.identity.credentialCacheMaxEntries);
     await sessions.start();
     ctx.onClose(() => sessions.stop());
     const wallets = new WalletSignIn(kv, clock, ctx.publicUrl);

@@ -61,7 +61,7 @@ export const identityPlugin: PluginDefinition = {
     await checkTokenSecretUnchanged(sql, tokenSecretText, ctx.log);
     const tokenSecret = new TextEncoder().encode(tokenSecretText);
 
-    const cache = new KeyCache(kv, clock, config.identity.keyCacheTtlMs);
+    const cache = new KeyCache(kv, clock, config.identity.keyCacheTtlMs, config.identity.credentialCacheMaxEntries);
     await cache.start();
     const keys = new KeyService(sql, cache, clock, ctx.log, pepper);
     keys.start();

@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { SignJWT } from 'jose';
+import { BoundedMap } from '../../../core/bounded-map';
 import type { Clock } from '../../../core/clock';
 import type { Sql } from '../../../core/db/sql';
 import { randomToken } from '../../../core/ids';
@@ -37,7 +38,8 @@ export function hashSessionToken(token: string): string {
 
 /** Person sessions: an http-only cookie and a JWT bound to the same revocable session. */
 export class Sessions {
-  private readonly cache = new Map<string, { row: SessionRow | null; until: number }>();
+  /** By cookie hash (`c:`) and by session id; misses too, for the cache's lifetime, bounded: callers make cookies up. */
+  private readonly cache: BoundedMap<string, { row: SessionRow | null; until: number }>;
   /** Bumped by every sign-out heard and every clear: a read begun before one is not cached after it. */
   private changes = 0;
   private unsubscribe: Unsubscribe | null = null;
@@ -49,7 +51,10 @@ export class Sessions {
     private readonly secret: Uint8Array,
     private readonly ttlHours: number,
     private readonly tokenTtlS: number,
-  ) {}
+    maxCached: number,
+  ) {
+    this.cache = new BoundedMap(maxCached);
+  }
 
   async start(): Promise<void> {
     // A sign-out announced while the subscription was down was missed: every cached session is read again.

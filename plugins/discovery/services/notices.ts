@@ -1,4 +1,5 @@
 import type { Config } from '../../../config';
+import { BoundedMap } from '../../../core/bounded-map';
 import type { Clock } from '../../../core/clock';
 import type { Sql } from '../../../core/db/sql';
 import type { ResponseDecorator } from '../../../core/hooks';
@@ -27,14 +28,17 @@ export interface Notice {
  */
 export class Notices implements ResponseDecorator {
   readonly name = 'notices';
-  private readonly seen = new Map<string, Set<string>>();
+  /** Bounded: a key dropped from it costs one query when next seen, and keys are made without limit over time. */
+  private readonly seen: BoundedMap<string, Set<string>>;
 
   constructor(
     private readonly sql: Sql,
     private readonly changelog: Changelog,
     private readonly clock: Clock,
     private readonly config: Config,
-  ) {}
+  ) {
+    this.seen = new BoundedMap(config.identity.credentialCacheMaxEntries);
+  }
 
   appliesTo(route: RouteSpec): boolean {
     return NOTICE_ROUTES.has(route.id);

@@ -1,3 +1,4 @@
+import { BoundedMap } from '../../../core/bounded-map';
 import type { KvStore, Unsubscribe } from '../../../core/kv';
 import type { Clock } from '../../../core/clock';
 import type { ApiKeyRow, WorkspaceRow } from '../domain';
@@ -11,7 +12,6 @@ export interface CachedKey {
 type Entry = { value: CachedKey | null; expiresAt: number };
 
 const CHANNEL = 'identity:key-invalidation';
-const MAX_ENTRIES = 50_000;
 const NEGATIVE_TTL_MS = 5_000;
 
 type Invalidation = { hash: string } | { workspaceId: string } | { keyId: string };
@@ -22,7 +22,7 @@ type Invalidation = { hash: string } | { workspaceId: string } | { keyId: string
  * with Redis every instance drops the entry at once.
  */
 export class KeyCache {
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries: BoundedMap<string, Entry>;
   private unsubscribe: Unsubscribe | null = null;
   /**
    * Bumped by every invalidation and clear: a lookup that read the database before one (a revocation
@@ -34,7 +34,10 @@ export class KeyCache {
     private readonly kv: KvStore,
     private readonly clock: Clock,
     private readonly ttlMs: number,
-  ) {}
+    maxEntries: number,
+  ) {
+    this.entries = new BoundedMap(maxEntries);
+  }
 
   async start(): Promise<void> {
     // A revocation announced while the subscription was down was missed: nothing cached before it is trusted.
@@ -72,10 +75,6 @@ export class KeyCache {
   set(hash: string, value: CachedKey | null, readAt?: number): void {
     if (this.ttlMs <= 0) return;
     if (readAt !== undefined && readAt !== this.changes) return;
-    if (this.entries.size >= MAX_ENTRIES) {
-      const oldest = this.entries.keys().next().value;
-      if (oldest !== undefined) this.entries.delete(oldest);
-    }
     this.entries.set(hash, { value, expiresAt: this.clock.now() + (value ? this.ttlMs : Math.min(this.ttlMs, NEGATIVE_TTL_MS)) });
   }
 

@@ -292,3 +292,24 @@ describe('accounts: people, sign-up, sign-in and sessions', () => {
     });
   });
 });
+
+describe('accounts: the session cache under made-up cookies', () => {
+  let svc: TestService;
+  before(async () => {
+    svc = await startTestService({ config: identityConfig({}, { credentialCacheMaxEntries: 2 }) });
+  });
+  after(() => svc.close());
+
+  it('keeps answering real sessions rightly past CREDENTIAL_CACHE_MAX_ENTRIES made-up cookies, and a sign-out still ends one at once', async () => {
+    const api = client(svc.url);
+    const person = await signUp(svc.url);
+    expect((await api.get('/api/me', { cookie: person.cookie })).status).to.equal(200);
+    for (let i = 0; i < 10; i++) {
+      const res = await api.get<ErrorBody>('/api/me', { cookie: `pcs_session=pcs_ses_madeup${i}${'x'.repeat(30)}` });
+      expect(res.status, res.text).to.equal(401);
+    }
+    expect((await api.get('/api/me', { cookie: person.cookie })).status, 'read again after being dropped').to.equal(200);
+    expect((await api.delete(`/api/user/sessions/${person.sessionId}`, { cookie: person.cookie })).status).to.equal(200);
+    expect((await api.get('/api/me', { cookie: person.cookie })).status).to.equal(401);
+  });
+});

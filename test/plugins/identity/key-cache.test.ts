@@ -13,7 +13,7 @@ describe('identity: the verified-key cache', () => {
   after(() => kv.close());
 
   it('does not store a read begun before an invalidation (a revocation committed while the lookup read the database)', async () => {
-    const cache = new KeyCache(kv, clock, 30_000);
+    const cache = new KeyCache(kv, clock, 30_000, 100);
     const readAt = cache.generation;
     await cache.invalidate({ keyId: 'key_cache_1' });
     cache.set('hash-1', found, readAt);
@@ -21,5 +21,14 @@ describe('identity: the verified-key cache', () => {
     // A read begun after it is stored.
     cache.set('hash-1', found, cache.generation);
     expect(cache.get('hash-1')).to.equal(found);
+  });
+
+  it('holds at most CREDENTIAL_CACHE_MAX_ENTRIES keys, unknown ones included: past it the oldest is dropped and read again when next used', () => {
+    const cache = new KeyCache(kv, clock, 30_000, 3);
+    for (const hash of ['made-up-1', 'made-up-2', 'made-up-3']) cache.set(hash, null);
+    cache.set('real', found);
+    expect(cache.get('made-up-1'), 'the oldest is gone').to.equal(undefined);
+    expect(cache.get('made-up-2')).to.equal(null);
+    expect(cache.get('real')).to.equal(found);
   });
 });
