@@ -13,6 +13,10 @@ export const settingsTree = {
     port: int('PORT', 3000, 'TCP port of the HTTP server (0 picks a free port).', { min: 0, max: 65535 }),
     publicUrl: optStr('PUBLIC_URL', 'Production base URL, used in OpenAPI, discovery documents and links (default: the address the service listens on, http://HOST:PORT, with 127.0.0.1 for HOST 0.0.0.0 or ::).', { url: true }),
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10000, 'How long a graceful shutdown waits for in-flight requests before closing connections.', { min: 0 }),
+    headersTimeoutMs: int('HEADERS_TIMEOUT_MS', 66000, 'How long a request may take to send its headers before the server answers 408 and closes the connection (Node headersTimeout). Above KEEP_ALIVE_TIMEOUT_MS, so a load balancer reusing an idle connection is never cut; at most REQUEST_TIMEOUT_MS.', { min: 100 }),
+    requestTimeoutMs: int('REQUEST_TIMEOUT_MS', 120000, 'How long a request may take to arrive whole, headers and body, before the server answers 408 and closes the connection (Node requestTimeout; Node\'s own default is 5 minutes, which lets slow callers hold connections). At least HEADERS_TIMEOUT_MS.', { min: 100 }),
+    keepAliveTimeoutMs: int('KEEP_ALIVE_TIMEOUT_MS', 65000, 'How long an idle kept-alive connection stays open for its next request. Above the idle timeout of a load balancer in front (60 s for the common ones), so the service never closes a connection the balancer is about to reuse.', { min: 0 }),
+    maxConnections: int('MAX_CONNECTIONS', 10000, 'Most open client connections the HTTP server holds; a connection past it is closed at once, unanswered (counted in http_connections_dropped_total). 0: no limit.', { min: 0 }),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 1048576, 'Largest request body accepted, in bytes.', { min: 1024 }),
     bodyMaxDepth: int('BODY_MAX_DEPTH', 64, 'Deepest nesting of arrays and objects a JSON request body may have (deeper: 400 invalid_json).', { min: 2, max: 1000 }),
     trustProxy: proxyTrust(

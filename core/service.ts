@@ -214,7 +214,15 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     app.use(onError);
 
     const inFlight = new Set<ServerResponse>();
-    const server = createServer(appMessageClasses(app), (req, res) => {
+    const { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxConnections } = config.server;
+    if (headersTimeoutMs > requestTimeoutMs) throw new StartupError(`HEADERS_TIMEOUT_MS (${headersTimeoutMs}) is above REQUEST_TIMEOUT_MS (${requestTimeoutMs}): the whole request cannot take less time than its headers. Raise REQUEST_TIMEOUT_MS or lower HEADERS_TIMEOUT_MS.`);
+    const server = createServer({
+      ...appMessageClasses(app),
+      headersTimeout: headersTimeoutMs,
+      requestTimeout: requestTimeoutMs,
+      // How often Node looks for requests past those limits (its default, 30 s, would let them run half a minute over).
+      connectionsCheckingInterval: Math.max(50, Math.min(30_000, Math.floor(headersTimeoutMs / 4))),
+    }, (req, res) => {
       inFlight.add(res);
       res.on('close', () => {
         inFlight.delete(res);
@@ -228,8 +236,12 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
       else app(req, res);
     });
     server.on('clientError', clientErrorHandler(maxHeaderSize, log));
-    server.keepAliveTimeout = 65_000;
-    server.headersTimeout = 66_000;
+    server.keepAliveTimeout = keepAliveTimeoutMs;
+    if (maxConnections > 0) {
+      server.maxConnections = maxConnections;
+      const dropped = metrics.counter({ name: 'http_connections_dropped_total', help: 'Client connections closed unanswered because MAX_CONNECTIONS were open.' });
+      server.on('drop', () => dropped.inc());
+    }
     await new Promise<void>((resolve, reject) => {
       const refused = (err: Error) => reject(new StartupError(`The HTTP server could not listen on HOST ${config.server.host}, PORT ${config.server.port}: ${err.message}.`));
       server.once('error', refused);
