@@ -165,6 +165,15 @@ export const registerFunctionExample = {
   is_public: false,
 };
 
+/** name sent to PATCH: said that names are fixed and how to get another, instead of a bare "unknown field". */
+const nameFixed = {
+  error: (iss: { code: string; keys?: string[] }) => {
+    if (iss.code !== 'unrecognized_keys' || !iss.keys?.includes('name')) return undefined;
+    const others = iss.keys.filter((k) => k !== 'name');
+    return `"name" cannot be changed: names are fixed once registered; register a new function (POST /api/functions) for a new name${others.length ? `; also not accepted: ${others.map((k) => `"${k}"`).join(', ')}` : ''}`;
+  },
+};
+
 export const patchFunctionBody = z.strictObject({
   status: z.enum(['active', 'inactive']).optional(),
   description: z.string().max(1000).optional(),
@@ -174,7 +183,7 @@ export const patchFunctionBody = z.strictObject({
   cost_multiplier: costMultiplier.optional(),
   endpoint_url: z.string().url().max(2000).optional(),
   timeout_ms: z.number().int().min(50).max(30_000).optional(),
-});
+}, nameFixed);
 export const patchFunctionExample = { status: 'active' };
 
 export const idParams = z.object({ id: z.string().min(3).max(100) });

@@ -225,6 +225,23 @@ describe('pricing: authoring workspace functions', function () {
     });
   });
 
+  describe('names are fixed once registered', () => {
+    it('answers a PATCH of name with 400 saying names are fixed once registered (register a new function for a new name), and changes nothing', async () => {
+      const made = await api().post<Record<string, any>>('/api/functions', draft('fixed-name'));
+      expect(made.status, made.text).to.equal(201);
+      const id = made.body.function.id as string;
+      const renamed = await api().patch<Record<string, any>>(`/api/functions/${id}`, { name: 'x' });
+      expect(renamed.status, renamed.text).to.equal(400);
+      expect(renamed.body.code).to.equal('validation_error');
+      expect(renamed.body.issues).to.deep.equal([{ path: '(root)', reason: '"name" cannot be changed: names are fixed once registered; register a new function (POST /api/functions) for a new name' }]);
+      expect(renamed.body.example).to.deep.equal({ status: 'active' });
+      const withOther = await api().patch<Record<string, any>>(`/api/functions/${id}`, { name: 'x', colour: 'red', description: 'kept out' });
+      expect(withOther.status, withOther.text).to.equal(400);
+      expect(withOther.body.issues).to.deep.equal([{ path: '(root)', reason: '"name" cannot be changed: names are fixed once registered; register a new function (POST /api/functions) for a new name; also not accepted: "colour"' }]);
+      expect((await api().get<Record<string, any>>(`/api/functions/${id}`)).body.function).to.include({ name: made.body.function.name, description: '' });
+    });
+  });
+
   describe('which costs are stored', () => {
     const refusedOn = (res: { status: number; body: Record<string, any>; text: string }, path: string, reason: RegExp) => {
       expect(res.status, res.text).to.equal(400);
