@@ -29,7 +29,7 @@ export { effectiveCost, isReachable } from './functions';
 export type { CallerScope, ExecutionType, FunctionDescriptor, FunctionStatus } from './functions';
 export { BUILTINS, builtinOf } from './builtins/catalogue';
 export type { MarketEvidence, MethodResult } from './builtins/types';
-export { currencyOf } from './builtins/inputs';
+export { currencyOf, minorUnits } from './builtins/inputs';
 export { policySchema, policyConfigSchema, STRATEGIES, PREFERENCES } from './routing/policy';
 export type { PolicyConfig, PolicyShape, Preference, RoutingPolicy, Strategy } from './routing/policy';
 export { OPERATORS } from './routing/rules';

@@ -44,18 +44,18 @@ const leaderboardEntry = z
       })
       .describe('The function ranked.'),
     score: z.number().describe('Scoring method 3: 100 x (0.5 A + 0.3 Q + 0.2 R), 2 decimals; 58.00 on the priors alone.'),
-    total_invocations: z.number().int().nullable().describe(`Calls counted in the window; ${nullWhenBelow}.`),
+    total_invocations: z.number().int().nullable().describe(`Calls counted in the window, the publisher's own included; ${nullWhenBelow}.`),
     distinct_consumers: z.number().int().nullable().describe(`Distinct consumers in the window (a person counts once); ${nullWhenBelow}.`),
     stats: z
       .object({
         usage_status: z.enum(['published', 'below_threshold']).describe('Whether its usage has enough distinct consumers to be published.'),
         score_basis: z.enum(['usage', 'priors_only']).describe('What the score rests on: its usage, or the priors alone (below the threshold).'),
         components: components('The smoothed value, 4 decimals,').describe('The score\'s components.'),
-        reported_outcomes: z.number().int().nullable().describe(`Outcomes reported (accepted plus rejected); ${nullWhenBelow}.`),
-        acceptance_rate: z.number().nullable().describe(`Accepted share of the reported outcomes, 4 decimals; null without any, or ${nullWhenBelow}.`),
-        mean_quality_score: z.number().nullable().describe(`Mean reported quality score, 4 decimals; null without any, or ${nullWhenBelow}.`),
-        success_rate: z.number().nullable().describe(`Answered share of the calls, 4 decimals; ${nullWhenBelow}.`),
-        average_confidence: z.number().nullable().describe('Mean confidence of the answered calls, rounded to LEADERBOARD_CONFIDENCE_ROUNDING; null unless confidence_status is published.'),
+        reported_outcomes: z.number().int().nullable().describe(`Outcomes its consumers reported (accepted plus rejected; the publisher's own left out); ${nullWhenBelow}.`),
+        acceptance_rate: z.number().nullable().describe(`Mean over the consumers who reported outcomes of each one's accepted share, 4 decimals; null without any, or ${nullWhenBelow}.`),
+        mean_quality_score: z.number().nullable().describe(`Mean over the consumers who reported quality scores of each one's mean score, 4 decimals; null without any, or ${nullWhenBelow}.`),
+        success_rate: z.number().nullable().describe(`Answered share of the consumers' calls (the publisher's left out), 4 decimals; ${nullWhenBelow}.`),
+        average_confidence: z.number().nullable().describe('Mean confidence of the consumers\' answered calls, rounded to LEADERBOARD_CONFIDENCE_ROUNDING; null unless confidence_status is published.'),
         confidence_status: z
           .enum(['published', 'below_threshold', 'no_data'])
           .describe('published; below_threshold (fewer consumers than LEADERBOARD_CONFIDENCE_MIN_CUSTOMERS, or usage not published); no_data (floor met, no answered call carried a confidence).'),

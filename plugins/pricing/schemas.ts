@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { limitParam } from '../../core/pagination';
 import { moneyString, NON_NEGATIVE_DECIMAL_PATTERN } from '../../core/money';
 import { PREFERENCES, policyConfigSchema, STRATEGIES } from '../../engine';
+import { isReservedTag } from './services/reserved-names';
 
 const MAX_CONTEXT_BYTES = 32 * 1024;
 
@@ -113,9 +114,19 @@ const costPerUnit = storedDecimal(20, 8);
 /** pricing_functions.cost_multiplier, numeric(12, 6). */
 const costMultiplier = storedDecimal(12, 6);
 
-/** Up to 20 tags; tags that differ only in case are one (tag filters match case-insensitively), the first spelling kept. */
+/**
+ * Up to 20 tags; tags that differ only in case are one (tag filters match case-insensitively), the first spelling kept.
+ * built-in, builtin and official are the service's to give: a workspace function carrying one would pass for its own.
+ */
 const functionTags = z
-  .array(z.string().trim().min(1).max(40))
+  .array(
+    z
+      .string()
+      .trim()
+      .min(1)
+      .max(40)
+      .refine((t) => !isReservedTag(t), { error: (iss) => `the tag ${JSON.stringify(iss.input)} is reserved: only the service's own functions are built-in or official (the catalogue labels them built-in itself)` }),
+  )
   .max(20)
   .transform((tags) => tags.filter((t, i) => tags.findIndex((u) => u.toLowerCase() === t.toLowerCase()) === i));
 
@@ -154,6 +165,15 @@ export const registerFunctionExample = {
   is_public: false,
 };
 
+/** name sent to PATCH: said that names are fixed and how to get another, instead of a bare "unknown field". */
+const nameFixed = {
+  error: (iss: { code: string; keys?: string[] }) => {
+    if (iss.code !== 'unrecognized_keys' || !iss.keys?.includes('name')) return undefined;
+    const others = iss.keys.filter((k) => k !== 'name');
+    return `"name" cannot be changed: names are fixed once registered; register a new function (POST /api/functions) for a new name${others.length ? `; also not accepted: ${others.map((k) => `"${k}"`).join(', ')}` : ''}`;
+  },
+};
+
 export const patchFunctionBody = z.strictObject({
   status: z.enum(['active', 'inactive']).optional(),
   description: z.string().max(1000).optional(),
@@ -163,7 +183,7 @@ export const patchFunctionBody = z.strictObject({
   cost_multiplier: costMultiplier.optional(),
   endpoint_url: z.string().url().max(2000).optional(),
   timeout_ms: z.number().int().min(50).max(30_000).optional(),
-});
+}, nameFixed);
 export const patchFunctionExample = { status: 'active' };
 
 export const idParams = z.object({ id: z.string().min(3).max(100) });

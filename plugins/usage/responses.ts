@@ -33,7 +33,7 @@ export const usageEventSchema = z
       .nullable()
       .describe('The function that answered; for a call where every function failed, the chosen one; null for a call that reached none (a refused or verify call).'),
     strategy: z.string().nullable().describe('How the function was chosen (explicit, cheapest, default…); null when none was.'),
-    price: z.string().nullable().describe('The price answered (or, for a verification, the price proposed), a decimal string; null when the call failed.'),
+    price: z.string().nullable().describe('The price answered (or, for a verification, the price proposed), a decimal string with its currency\'s minor units (JPY "1500", KWD "1.500"), as the compute response wrote it; null when the call failed.'),
     currency: z.string().nullable().describe('The currency of price; null when there is no price.'),
     confidence: z.number().nullable().describe('The confidence of the answer, 0 to 1; null when none was given.'),
     cost: z.string().describe('What the call cost, a decimal string of USDC (up to 8 decimals, at least 2).'),

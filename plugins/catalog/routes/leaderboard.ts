@@ -71,9 +71,9 @@ export function leaderboardRoutes(d: LeaderboardRouteDeps): RouteSpec[] {
           description: SCORING_DESCRIPTION,
           formula: {
             score: '100 × (0.5 × A + 0.3 × Q + 0.2 × R), rounded to 2 decimals',
-            acceptance: 'A = (accepted + 2) / (accepted + rejected + 4), over the outcomes reported on answered calls',
-            quality: 'Q = (sum of quality scores + 0.5 × 4) / (number of quality scores + 4), over the scores reported on answered calls',
-            reliability: 'R = (successful calls + 9) / (calls + 10)',
+            acceptance: "A = (sum of each consumer's accepted share + 2) / (consumers who reported outcomes + 4), over the outcomes reported on answered calls: one consumer, one view, however many reports it sends",
+            quality: "Q = (sum of each consumer's mean quality score + 0.5 × 4) / (consumers who reported scores + 4), over the scores reported on answered calls",
+            reliability: "R = (successful calls + 9) / (calls + 10), over the consumers' calls",
             below_threshold: 'components at their prior means: A = 0.5, Q = 0.5, R = 0.9, score 58.00',
             order: 'score descending, then name',
           },
@@ -82,7 +82,7 @@ export function leaderboardRoutes(d: LeaderboardRouteDeps): RouteSpec[] {
           counted_calls:
             'compute, batch items and price-router calls (API and MCP) that name the function: answered by it, or failed with it as the chosen function; and a failed call of every other function tried and failed during a call (the chosen function of a call a fallback rescued, a fallback that failed). Keyless demo calls (demo tenant), function test runs, price verifications, and functions skipped or never called are not counted.',
           consumers:
-            'a person counts once across all their workspaces: the owner of the calling workspace, or of its parent for claimed agent and test workspaces; a workspace no person owns (an unclaimed agent sandbox) counts as itself.',
+            'a person counts once across all their workspaces: the owner of the calling workspace, or of its parent for claimed agent and test workspaces; a workspace no person owns (an unclaimed agent sandbox) counts as itself. The function\'s publisher (its workspace mapped the same way) is never a consumer: its calls count towards total_invocations only, never towards outcomes, quality, reliability, confidence or the consumer thresholds.',
           publication: {
             min_distinct_consumers: rules.minDistinctConsumers,
             below_threshold: 'total_invocations, distinct_consumers and the usage-derived stats are null, stats.usage_status is below_threshold, and the score uses the priors only',

@@ -25,17 +25,23 @@ export interface AggregatorOptions {
   demoWorkspaceId: string;
 }
 
-const KV_KEY = `catalog:leaderboard:v${SCORING_METHOD_VERSION}`;
+// The snapshot's shape is part of the key: an instance still running an earlier shape (during a
+// rolling deploy) neither adopts nor serves a snapshot it cannot read.
+const SNAPSHOT_SHAPE = 2;
+const KV_KEY = `catalog:leaderboard:v${SCORING_METHOD_VERSION}:s${SNAPSHOT_SHAPE}`;
 const KV_LOCK = `${KV_KEY}:refreshing`;
 const DAY_MS = 86_400_000;
 
 interface AggregateRow {
   function_id: string;
   calls: string | number;
+  consumer_calls: string | number;
   ok: string | number;
   accepted: string | number;
   rejected: string | number;
-  quality_n: string | number;
+  outcome_consumers: string | number;
+  acceptance_sum: string | number;
+  quality_consumers: string | number;
   quality_sum: string | number;
   confidence_n: string | number;
   confidence_sum: string | number;
@@ -46,9 +52,12 @@ interface AggregateRow {
  * One pass over the window's usage events, grouped first per function and workspace, then per
  * function with each workspace mapped to its consumer: the owner of the workspace, else the owner
  * of its parent (claimed agent and test workspaces), else the workspace itself. So a person counts
- * once however many workspaces they call from. Keyless demo calls and test runs are left out, and
- * the function's publisher (its workspace mapped the same way) is no consumer of its own function:
- * its calls count as usage, not towards the consumers that publish it. Answers that never reached
+ * once however many workspaces they call from; then per function, where each consumer's outcomes
+ * and quality scores make one view (its accepted share, its mean score), so many reports from one
+ * consumer weigh as one. Keyless demo calls and test runs are left out, and the function's publisher
+ * (its workspace mapped the same way) is no consumer of its own function: its calls count towards
+ * `calls` (total invocations) only, never towards the consumers, outcomes, quality, success share
+ * or confidence, so an author cannot raise its own function. Answers that never reached
  * their caller (`not_delivered`: the caller left, or the service's own store failed) say nothing
  * of the function and are left out too. A function tried and failed during a call whose event names
  * another (`failed_function_ids`: a fallback answered) counts a failed call of its own.
@@ -105,13 +114,29 @@ const AGGREGATE_SQL = `
       LEFT JOIN workspaces fw ON fw.id = f.workspace_id
       LEFT JOIN owners fo ON fo.workspace_id = f.workspace_id
       LEFT JOIN owners fpo ON fpo.workspace_id = fw.parent_id
+  ),
+  per_consumer AS (
+    SELECT function_id, consumer, consumer IS NOT DISTINCT FROM publisher AS is_publisher,
+           sum(calls) AS calls, sum(ok) AS ok, sum(accepted) AS accepted, sum(rejected) AS rejected,
+           sum(quality_n) AS quality_n, sum(quality_sum) AS quality_sum,
+           sum(confidence_n) AS confidence_n, sum(confidence_sum) AS confidence_sum
+      FROM consumers
+     GROUP BY function_id, consumer, publisher
   )
   SELECT function_id,
-         sum(calls) AS calls, sum(ok) AS ok, sum(accepted) AS accepted, sum(rejected) AS rejected,
-         sum(quality_n) AS quality_n, sum(quality_sum)::float8 AS quality_sum,
-         sum(confidence_n) AS confidence_n, sum(confidence_sum)::float8 AS confidence_sum,
-         count(DISTINCT consumer) FILTER (WHERE consumer IS DISTINCT FROM publisher) AS consumers
-    FROM consumers
+         sum(calls) AS calls,
+         coalesce(sum(calls) FILTER (WHERE NOT is_publisher), 0) AS consumer_calls,
+         coalesce(sum(ok) FILTER (WHERE NOT is_publisher), 0) AS ok,
+         coalesce(sum(accepted) FILTER (WHERE NOT is_publisher), 0) AS accepted,
+         coalesce(sum(rejected) FILTER (WHERE NOT is_publisher), 0) AS rejected,
+         count(*) FILTER (WHERE NOT is_publisher AND accepted + rejected > 0) AS outcome_consumers,
+         coalesce(sum(accepted::float8 / (accepted + rejected)) FILTER (WHERE NOT is_publisher AND accepted + rejected > 0), 0) AS acceptance_sum,
+         count(*) FILTER (WHERE NOT is_publisher AND quality_n > 0) AS quality_consumers,
+         coalesce(sum(quality_sum::float8 / quality_n) FILTER (WHERE NOT is_publisher AND quality_n > 0), 0) AS quality_sum,
+         coalesce(sum(confidence_n) FILTER (WHERE NOT is_publisher), 0) AS confidence_n,
+         coalesce(sum(confidence_sum) FILTER (WHERE NOT is_publisher), 0)::float8 AS confidence_sum,
+         count(*) FILTER (WHERE NOT is_publisher) AS consumers
+    FROM per_consumer
    GROUP BY function_id`;
 
 function isSnapshot(v: unknown): v is LeaderboardSnapshot {
@@ -173,10 +198,13 @@ export class LeaderboardAggregator {
       for (const r of rows) {
         byFunction[r.function_id] = {
           calls: Number(r.calls),
+          consumerCalls: Number(r.consumer_calls),
           ok: Number(r.ok),
           accepted: Number(r.accepted),
           rejected: Number(r.rejected),
-          qualityN: Number(r.quality_n),
+          outcomeConsumers: Number(r.outcome_consumers),
+          acceptanceSum: Number(r.acceptance_sum),
+          qualityConsumers: Number(r.quality_consumers),
           qualitySum: Number(r.quality_sum),
           confidenceN: Number(r.confidence_n),
           confidenceSum: Number(r.confidence_sum),

@@ -19,27 +19,51 @@ export const PRIORS = {
 export const WEIGHTS = { acceptance: 0.5, quality: 0.3, reliability: 0.2 } as const;
 
 export const SCORING_DESCRIPTION =
-  'score = 100 × (0.5 × A + 0.3 × Q + 0.2 × R), rounded to 2 decimals, where A = (accepted + 2) / (accepted + rejected + 4) is the Bayesian-smoothed acceptance rate of reported outcomes (Beta(2,2) prior), ' +
-  'Q = (sum of quality scores + 0.5 × 4) / (quality scores + 4) is the smoothed mean quality score, and R = (successful calls + 9) / (calls + 10) is the smoothed success share (Beta(9,1) prior). ' +
+  'score = 100 × (0.5 × A + 0.3 × Q + 0.2 × R), rounded to 2 decimals, where A = (sum of each consumer\'s accepted share + 2) / (consumers reporting outcomes + 4) is the Bayesian-smoothed acceptance rate of reported outcomes (Beta(2,2) prior), ' +
+  'Q = (sum of each consumer\'s mean quality score + 0.5 × 4) / (consumers reporting scores + 4) is the smoothed mean quality score, and R = (successful calls + 9) / (calls + 10) is the smoothed success share of the consumers\' calls (Beta(9,1) prior). ' +
+  'Each consumer (a person, counted once) weighs as one view however many reports it sends; the publisher\'s own calls and reports count towards total_invocations only. ' +
   'A function whose usage is below the publication threshold is scored on the priors alone (58.00), so its rank reveals nothing about that usage.';
 
-/** Raw counts of one function over the aggregate window (never published as such). */
+/**
+ * Raw counts of one function over the aggregate window (never published as such). Only `calls`
+ * includes the publisher's own calls; everything else is its consumers' (docs/leaderboard.md).
+ */
 export interface FunctionAggregate {
-  /** Calls that named the function: answered by it, or failed with it as the chosen function. */
+  /** Calls that named the function: answered by it, or failed with it as the chosen function; the publisher's included. */
   calls: number;
-  /** Calls it answered. */
+  /** Its consumers' calls (the publisher's left out). */
+  consumerCalls: number;
+  /** Its consumers' calls it answered. */
   ok: number;
+  /** Outcomes its consumers reported on answered calls. */
   accepted: number;
   rejected: number;
-  qualityN: number;
+  /** Consumers who reported an outcome, and the sum of each one's accepted share: one consumer, one view. */
+  outcomeConsumers: number;
+  acceptanceSum: number;
+  /** Consumers who reported a quality score, and the sum of each one's mean score. */
+  qualityConsumers: number;
   qualitySum: number;
   confidenceN: number;
   confidenceSum: number;
-  /** Distinct consumers: a person counts once across their workspaces, otherwise the workspace. */
+  /** Distinct consumers: a person counts once across their workspaces, otherwise the workspace; never the publisher. */
   consumers: number;
 }
 
-export const EMPTY_AGGREGATE: FunctionAggregate = { calls: 0, ok: 0, accepted: 0, rejected: 0, qualityN: 0, qualitySum: 0, confidenceN: 0, confidenceSum: 0, consumers: 0 };
+export const EMPTY_AGGREGATE: FunctionAggregate = {
+  calls: 0,
+  consumerCalls: 0,
+  ok: 0,
+  accepted: 0,
+  rejected: 0,
+  outcomeConsumers: 0,
+  acceptanceSum: 0,
+  qualityConsumers: 0,
+  qualitySum: 0,
+  confidenceN: 0,
+  confidenceSum: 0,
+  consumers: 0,
+};
 
 export interface PublicationRules {
   minDistinctConsumers: number;
@@ -92,9 +116,9 @@ const smoothed = (sum: number, n: number, prior: { mean: number; weight: number 
 
 export function components(a: FunctionAggregate): ScoreComponents {
   return {
-    acceptance: smoothed(a.accepted, a.accepted + a.rejected, PRIORS.acceptance),
-    quality: smoothed(a.qualitySum, a.qualityN, PRIORS.quality),
-    reliability: smoothed(a.ok, a.calls, PRIORS.reliability),
+    acceptance: smoothed(a.acceptanceSum, a.outcomeConsumers, PRIORS.acceptance),
+    quality: smoothed(a.qualitySum, a.qualityConsumers, PRIORS.quality),
+    reliability: smoothed(a.ok, a.consumerCalls, PRIORS.reliability),
   };
 }
 
@@ -126,9 +150,9 @@ export function publish(a: FunctionAggregate, rules: PublicationRules): Publishe
       score_basis: published ? 'usage' : 'priors_only',
       components: { acceptance: round(c.acceptance, 4), quality: round(c.quality, 4), reliability: round(c.reliability, 4) },
       reported_outcomes: published ? outcomes : null,
-      acceptance_rate: published && outcomes > 0 ? round(a.accepted / outcomes, 4) : null,
-      mean_quality_score: published && a.qualityN > 0 ? round(a.qualitySum / a.qualityN, 4) : null,
-      success_rate: published && a.calls > 0 ? round(a.ok / a.calls, 4) : null,
+      acceptance_rate: published && a.outcomeConsumers > 0 ? round(a.acceptanceSum / a.outcomeConsumers, 4) : null,
+      mean_quality_score: published && a.qualityConsumers > 0 ? round(a.qualitySum / a.qualityConsumers, 4) : null,
+      success_rate: published && a.consumerCalls > 0 ? round(a.ok / a.consumerCalls, 4) : null,
       average_confidence: confidence,
       confidence_status: confidenceStatus,
     },

@@ -204,6 +204,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
             });
           }
           const free = await d.store.freeVariant(body.name);
+          if (!free) throw err;
           throw err.with({ hint: `"${free}" is free right now: example is your request under that name. Or choose your own, for example prefixed with your company or product.`, example: { ...body, name: free } });
         };
         // Amounts compared by value: "0.0010" repeats "0.001".

@@ -4,9 +4,9 @@ import type { Sql } from '../../../core/db/sql';
 import { ApiError } from '../../../core/errors';
 import { newId } from '../../../core/ids';
 import { formatMoney, formatMultiplier } from '../../../core/money';
-import { BUILTINS } from '../../../engine';
 import type { FunctionDescriptor, FunctionSource, FunctionStatus } from '../../../engine';
 import type { TakeClaim } from '../../identity';
+import { impersonatedBy } from './reserved-names';
 
 interface FunctionRow {
   id: string;
@@ -79,8 +79,6 @@ export interface FunctionPatch {
   timeoutMs?: number | undefined;
 }
 
-const RESERVED = new Set(BUILTINS.map((b) => b.name.toLowerCase()));
-
 /** Workspace functions in PostgreSQL; the engine's registry loads them through `FunctionSource`. */
 export class FunctionStore implements FunctionSource {
   constructor(private readonly sql: Sql) {}
@@ -101,7 +99,8 @@ export class FunctionStore implements FunctionSource {
 
   /** `take`: an Idempotency-Key claim, taken first in the same transaction (IdempotencyKeys). */
   async create(f: NewFunction, take?: TakeClaim): Promise<FunctionRecord> {
-    if (RESERVED.has(f.name.toLowerCase())) throw nameTaken(f.name);
+    const passesFor = impersonatedBy(f.name);
+    if (passesFor) throw nameReserved(f.name, passesFor);
     const id = newId('fn');
     const insert = (tx?: Transaction) =>
       this.sql.one<FunctionRow>(
@@ -135,14 +134,16 @@ export class FunctionStore implements FunctionSource {
 
   /**
    * A name like `name` that nobody holds now: `name-2`, `name-3`, … (shortened to fit 64 characters). Offered with a
-   * 409, so an agent that sent an example's name back literally gets a name that works on the next try.
+   * 409, so an agent that sent an example's name back literally gets a name that works on the next try. Null for a
+   * reserved name: every variant of it is reserved too, and none is ever proposed.
    */
-  async freeVariant(name: string): Promise<string> {
+  async freeVariant(name: string): Promise<string | null> {
     const base = name.toLowerCase().slice(0, 64 - 4);
+    if (impersonatedBy(base)) return null;
     const rows = await this.sql.many<{ n: string }>('SELECT lower(name) AS n FROM pricing_functions WHERE left(lower(name), $2) = $1', [`${base}-`, base.length + 1]);
-    const held = new Set([...rows.map((r) => r.n), ...RESERVED]);
+    const held = new Set(rows.map((r) => r.n));
     let i = 2;
-    while (held.has(`${base}-${i}`)) i++;
+    while (held.has(`${base}-${i}`) || impersonatedBy(`${base}-${i}`)) i++;
     return `${base}-${i}`;
   }
 
@@ -178,6 +179,13 @@ export class FunctionStore implements FunctionSource {
     );
     return row ? toRecord(row) : null;
   }
+}
+
+/** The same 409 as a name someone holds: a reserved name is held by the service. */
+function nameReserved(name: string, passesFor: string): ApiError {
+  return new ApiError('conflict', `The function name "${name}" is reserved: it passes for ${passesFor}.`, {
+    hint: 'A name that is, or begins with, a built-in\'s name ("-", "_" and "." aside), and the names built-in, builtin and official, are reserved, and so is every variant of them. Choose a name of your own, for example prefixed with your company or product.',
+  });
 }
 
 function nameTaken(name: string): ApiError {

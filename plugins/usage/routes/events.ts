@@ -7,7 +7,7 @@ import { defineRoute, ok } from '../../../core/http/route';
 import type { RequestContext, RouteSpec } from '../../../core/http/route';
 import { eventReadResponse, eventsListResponse, outcomeResponse } from '../responses';
 import * as s from '../schemas';
-import { decimalText, eventView } from '../services/event-view';
+import { eventView, priceText } from '../services/event-view';
 import type { EventRow } from '../services/event-view';
 import type { UsageEvents } from '../services/events';
 import { asMemberOf, choosesWorkspace } from './member-workspace';
@@ -120,7 +120,7 @@ export function eventRoutes(d: { events: UsageEvents; bus: EventBus; clock: Cloc
           qualityScore: body.quality_score ?? null,
           functionId: e.function_id,
           functionName: e.function_name,
-          price: decimalText(e.price),
+          price: priceText(e.price, e.currency),
           currency: e.currency,
           contextKeys: e.context_keys,
           networkEvidence: e.network_evidence,

@@ -1,4 +1,5 @@
 import { formatMoney, isDecimalString } from '../../../core/money';
+import { minorUnits } from '../../../engine';
 import type { Channel, Classification, Outcome, PaidVia } from '../schemas';
 import type { RecordedEvent, UsageEventInput } from './recorder';
 
@@ -61,6 +62,13 @@ function callerType(r: EventRow): CallerType {
 export const decimalText = (v: string | null): string | null => (v === null ? null : isDecimalString(v) ? formatMoney(v, 8) : v);
 
 /**
+ * A price as the compute response wrote it: with its currency's minor units (JPY "1500", KWD
+ * "1.500", USD "12.50"), never fewer, and any further digits it was stored with kept.
+ */
+export const priceText = (v: string | null, currency: string | null): string | null =>
+  v === null || currency === null || !isDecimalString(v) ? decimalText(v) : formatMoney(v, 8, minorUnits(currency));
+
+/**
  * One usage event as a workspace sees it. Key, agent and person ids and the request id are shown
  * only for Mine; for Testers and Others the caller is what it sent (its User-Agent), unverified.
  */
@@ -86,7 +94,7 @@ export function eventView(r: EventRow): Record<string, unknown> {
     },
     function: r.function_id || r.function_name ? { id: r.function_id, name: r.function_name } : null,
     strategy: r.strategy,
-    price: decimalText(r.price),
+    price: priceText(r.price, r.currency),
     currency: r.currency,
     confidence: r.confidence,
     cost: decimalText(r.cost),

@@ -46,10 +46,16 @@ interface Board {
   limit: number;
 }
 
-/** Score of method 3 computed independently of the implementation. */
-function expectedScore(c: { calls: number; ok: number; accepted: number; rejected: number; qualities: number[] }): number {
-  const a = (c.accepted + 2) / (c.accepted + c.rejected + 4);
-  const q = (c.qualities.reduce((s, x) => s + x, 0) + 2) / (c.qualities.length + 4);
+const sum = (xs: number[]): number => xs.reduce((s, x) => s + x, 0);
+
+/**
+ * Score of method 3 computed independently of the implementation, from each consumer's view:
+ * `acceptance` holds each reporting consumer's accepted share, `quality` each scoring consumer's
+ * mean quality score; `calls` and `ok` are the consumers' calls (the publisher's left out).
+ */
+function expectedScore(c: { calls: number; ok: number; acceptance: number[]; quality: number[] }): number {
+  const a = (sum(c.acceptance) + 2) / (c.acceptance.length + 4);
+  const q = (sum(c.quality) + 2) / (c.quality.length + 4);
   const r = (c.ok + 9) / (c.calls + 10);
   return Math.round(100 * (0.5 * a + 0.3 * q + 0.2 * r) * 100) / 100;
 }
@@ -64,6 +70,7 @@ describe('catalog: public leaderboard', function () {
   const people: Array<{ person: Person; key: string }> = [];
   let publisherKey: string;
   let publisherWs: string;
+  let publisherTestWs: string;
 
   before(async () => {
     upstream = await startUpstream((req, res) => {
@@ -81,6 +88,7 @@ describe('catalog: public leaderboard', function () {
     const publisher = await signUp(svc, 'lb-publisher');
     publisherKey = (await createKey(svc, publisher, { name: 'publisher' })).key;
     publisherWs = publisher.workspaceId;
+    publisherTestWs = publisher.testWorkspaceId;
   });
   after(async () => {
     await svc.close();
@@ -158,7 +166,7 @@ describe('catalog: public leaderboard', function () {
     expect(three.stats.usage_status).to.equal('published');
     expect(three.stats.score_basis).to.equal('usage');
     expect(three.stats).to.include({ reported_outcomes: 8, acceptance_rate: 1, mean_quality_score: 0.9, success_rate: 1 });
-    expect(three.score).to.equal(expectedScore({ calls: 8, ok: 8, accepted: 8, rejected: 0, qualities: Array<number>(8).fill(0.9) }));
+    expect(three.score).to.equal(expectedScore({ calls: 8, ok: 8, acceptance: [1, 1, 1], quality: [0.9, 0.9, 0.9] }));
     expect(three.score).to.be.greaterThan(58);
   });
 
@@ -175,6 +183,47 @@ describe('catalog: public leaderboard', function () {
     const three = entryOf(await board(), fn.id);
     expect(three.distinct_consumers).to.equal(3);
     expect(three.total_invocations).to.equal(5);
+  });
+
+  it('leaves the publisher\'s own calls and reports out of acceptance, quality and reliability: self-reports do not move its score', async () => {
+    const fn = await publicFunction('lb-self-report');
+    await insertEvents(svc, [0, 1, 2].map((i): EventSpec => ({ functionId: fn.id, workspaceId: ws(i) })));
+    await aggregator.refresh();
+    const before = entryOf(await board(), fn.id);
+    expect(before.stats.usage_status).to.equal('published');
+    // The author calls its own function from its workspace and its test workspace, accepts every
+    // answer with quality 1, and has a few calls fail.
+    await insertEvents(svc, [
+      ...Array.from({ length: 20 }, (): EventSpec => ({ functionId: fn.id, workspaceId: publisherWs, outcome: 'accepted', quality: 1 })),
+      ...Array.from({ length: 3 }, (): EventSpec => ({ functionId: fn.id, workspaceId: publisherTestWs, outcome: 'accepted', quality: 1 })),
+      ...Array.from({ length: 2 }, (): EventSpec => ({ functionId: fn.id, workspaceId: publisherWs, status: 'error', confidence: null })),
+    ]);
+    await aggregator.refresh();
+    const after = entryOf(await board(), fn.id);
+    expect(after.score).to.equal(before.score);
+    expect(after.stats.components).to.deep.equal(before.stats.components);
+    expect(after.score).to.equal(expectedScore({ calls: 3, ok: 3, acceptance: [], quality: [] }));
+    expect(after.stats).to.include({ reported_outcomes: 0, acceptance_rate: null, mean_quality_score: null, success_rate: 1 });
+    // Its calls are still usage: they count towards total_invocations, not towards its consumers.
+    expect(after.total_invocations).to.equal(28);
+    expect(after.distinct_consumers).to.equal(3);
+  });
+
+  it('weighs one consumer\'s many reports as that one consumer\'s view: ten rejections from one consumer do not sink a function alone', async () => {
+    const rival = await publicFunction('lb-rival');
+    await insertEvents(svc, [
+      ...[0, 1, 2].map((i): EventSpec => ({ functionId: rival.id, workspaceId: ws(i), outcome: 'accepted', quality: 0.9 })),
+      ...Array.from({ length: 10 }, (): EventSpec => ({ functionId: rival.id, workspaceId: ws(3), outcome: 'rejected', quality: 0 })),
+    ]);
+    await aggregator.refresh();
+    const e = entryOf(await board(), rival.id);
+    expect(e.distinct_consumers).to.equal(4);
+    expect(e.total_invocations).to.equal(13);
+    // Four consumers' views: three accepted everything (quality 0.9), one rejected everything (quality 0).
+    expect(e.stats.components).to.deep.equal({ acceptance: 0.625, quality: 0.5875, reliability: 0.9565 });
+    expect(e.score).to.equal(expectedScore({ calls: 13, ok: 13, acceptance: [1, 1, 1, 0], quality: [0.9, 0.9, 0.9, 0] }));
+    expect(e.stats).to.include({ reported_outcomes: 13, acceptance_rate: 0.75, mean_quality_score: 0.675, success_rate: 1 });
+    expect(e.score).to.be.greaterThan(58);
   });
 
   it('counts a person once across their own workspace, a claimed agent workspace and test workspaces', async () => {
@@ -310,9 +359,11 @@ describe('catalog: public leaderboard', function () {
     const b = await board();
     const g = entryOf(b, good.id);
     const p = entryOf(b, poor.id);
-    expect(g.score).to.equal(expectedScore({ calls: 4, ok: 4, accepted: 3, rejected: 1, qualities: [1, 0.8, 0.9] }));
-    expect(g.stats.components.acceptance).to.equal(0.625);
-    expect(p.score).to.equal(expectedScore({ calls: 5, ok: 3, accepted: 0, rejected: 1, qualities: [0.1] }));
+    expect(g.score).to.equal(expectedScore({ calls: 4, ok: 4, acceptance: [1, 1, 0.5], quality: [1, 0.8, 0.9] }));
+    // Each consumer's view weighs one: (1 + 1 + 0.5 + 2) / (3 + 4).
+    expect(g.stats.components.acceptance).to.equal(0.6429);
+    expect(g.stats).to.include({ reported_outcomes: 4, acceptance_rate: 0.8333, mean_quality_score: 0.9 });
+    expect(p.score).to.equal(expectedScore({ calls: 5, ok: 3, acceptance: [0], quality: [0.1] }));
     expect(p.stats.success_rate).to.equal(0.6);
     expect(p.total_invocations).to.equal(5);
     expect(g.rank).to.be.lessThan(p.rank);
@@ -363,7 +414,7 @@ describe('catalog: public leaderboard', function () {
     expect(r.total_invocations).to.equal(4);
     expect(r.distinct_consumers).to.equal(3);
     expect(r.stats.success_rate).to.equal(0);
-    expect(r.score).to.equal(expectedScore({ calls: 4, ok: 0, accepted: 0, rejected: 0, qualities: [] }));
+    expect(r.score).to.equal(expectedScore({ calls: 4, ok: 0, acceptance: [], quality: [] }));
     const d = entryOf(b, alsoDown.id);
     expect(d.total_invocations).to.equal(4);
     expect(d.stats.success_rate).to.equal(0);

@@ -434,10 +434,11 @@ describe('compute API', function () {
     const retried = await second.post<Record<string, any>>('/api/functions', taken.body.example);
     expect(retried.status, retried.text).to.equal(201);
     expect(retried.body.function.name).to.equal('your-company.dynamic-pricer-2');
-    // A built-in's name is taken too, and gets a free variant of its own.
+    // A built-in's name is reserved, and so is every variant of it: no free variant is offered.
     const builtIn = await second.post<Record<string, any>>('/api/functions', { name: 'cost-plus', execution_type: 'pipeline', cost_per_unit: '0.001' });
     expect(builtIn.status).to.equal(409);
-    expect(builtIn.body.example.name).to.equal('cost-plus-2');
+    expect(builtIn.body.code).to.equal('conflict');
+    expect(builtIn.body).not.to.have.property('example');
   });
 
   it('keeps function names unique across the network, built-ins included', async () => {

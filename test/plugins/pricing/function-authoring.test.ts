@@ -177,6 +177,71 @@ describe('pricing: authoring workspace functions', function () {
     });
   });
 
+  describe('names and tags that pass for the service\'s own', () => {
+    const suffix = () => `${process.pid}-${Date.now().toString(36)}-${seq++}`;
+    const expectReserved = (res: { status: number; body: Record<string, any>; text: string }, name: string) => {
+      expect(res.status, `${name}: ${res.text}`).to.equal(409);
+      expect(res.body.code).to.equal('conflict');
+      expect(res.body.error, name).to.match(new RegExp(`^The function name "${name.replace(/[.]/g, '\\.')}" is reserved`));
+      expect(res.body.hint).to.include('prefixed with your company or product');
+      // No suggestion is offered: every variant of a reserved name is reserved too.
+      expect(res.body).not.to.have.property('example');
+    };
+
+    it('refuses with 409 conflict a name that is, or begins with, a built-in\'s name once "-", "_" and "." are left out, and suggests no reserved name', async () => {
+      for (const name of ['cost-plus', 'cost_plus', 'costplus', 'cost.plus', 'cost-plus-v2', `cost-plus-${suffix()}`, 'charm_pricing.eu', 'anchoredadjustment2']) {
+        const res = await api().post<Record<string, any>>('/api/functions', { name, execution_type: 'pipeline', cost_per_unit: '0.001' });
+        expectReserved(res, name);
+        expect(res.body.error).to.match(/passes for the built-in function (cost-plus|charm-pricing|anchored-adjustment)/);
+      }
+      // A name of one's own that merely contains a built-in's name further on is fine.
+      const own = await api().post<Record<string, any>>('/api/functions', { name: `acme.cost-plus-${suffix()}`, execution_type: 'pipeline', cost_per_unit: '0.001' });
+      expect(own.status, own.text).to.equal(201);
+    });
+
+    it('refuses with 409 conflict the names built-in, builtin and official (separators aside)', async () => {
+      for (const name of ['built-in', 'builtin', 'built_in', 'built.in', 'official']) {
+        expectReserved(await api().post<Record<string, any>>('/api/functions', { name, execution_type: 'pipeline', cost_per_unit: '0.001' }), name);
+      }
+    });
+
+    it('refuses the tags built-in, builtin and official (any case or separator) with 400 naming the tag, on create and PATCH; the catalogue\'s built-in tag lists no workspace function', async () => {
+      for (const tag of ['built-in', 'Built-In', 'builtin', 'built_in', 'official', 'OFFICIAL']) {
+        const res = await api().post<Record<string, any>>('/api/functions', draft('tagged', { tags: ['retail', tag] }));
+        expect(res.status, res.text).to.equal(400);
+        expect(res.body.code).to.equal('validation_error');
+        expect(res.body.issues).to.deep.equal([{ path: 'tags.1', reason: `the tag "${tag}" is reserved: only the service's own functions are built-in or official (the catalogue labels them built-in itself)` }]);
+      }
+      const made = await api().post<Record<string, any>>('/api/functions', draft('tagged', { tags: ['retail'], is_public: true }));
+      expect(made.status, made.text).to.equal(201);
+      const id = made.body.function.id as string;
+      const patched = await api().patch<Record<string, any>>(`/api/functions/${id}`, { tags: ['official'], status: 'active' });
+      expect(patched.status, patched.text).to.equal(400);
+      expect(patched.body.issues).to.deep.equal([{ path: 'tags.0', reason: 'the tag "official" is reserved: only the service\'s own functions are built-in or official (the catalogue labels them built-in itself)' }]);
+      expect((await api().get<Record<string, any>>(`/api/functions/${id}`)).body.function).to.include({ status: 'draft' });
+      const listed = await api().get<Record<string, any>>('/api/catalog?tag=built-in&limit=100');
+      expect(listed.status, listed.text).to.equal(200);
+      expect((listed.body.data as Array<{ built_in: boolean }>).filter((e) => !e.built_in)).to.deep.equal([]);
+    });
+  });
+
+  describe('names are fixed once registered', () => {
+    it('answers a PATCH of name with 400 saying names are fixed once registered (register a new function for a new name), and changes nothing', async () => {
+      const made = await api().post<Record<string, any>>('/api/functions', draft('fixed-name'));
+      expect(made.status, made.text).to.equal(201);
+      const id = made.body.function.id as string;
+      const renamed = await api().patch<Record<string, any>>(`/api/functions/${id}`, { name: 'x' });
+      expect(renamed.status, renamed.text).to.equal(400);
+      expect(renamed.body.code).to.equal('validation_error');
+      expect(renamed.body.issues).to.deep.equal([{ path: '(root)', reason: '"name" cannot be changed: names are fixed once registered; register a new function (POST /api/functions) for a new name' }]);
+      expect(renamed.body.example).to.deep.equal({ status: 'active' });
+      const withOther = await api().patch<Record<string, any>>(`/api/functions/${id}`, { name: 'x', colour: 'red', description: 'kept out' });
+      expect(withOther.status, withOther.text).to.equal(400);
+      expect(withOther.body.issues).to.deep.equal([{ path: '(root)', reason: '"name" cannot be changed: names are fixed once registered; register a new function (POST /api/functions) for a new name; also not accepted: "colour"' }]);
+      expect((await api().get<Record<string, any>>(`/api/functions/${id}`)).body.function).to.include({ name: made.body.function.name, description: '' });
+    });
+  });
+
   describe('which costs are stored', () => {
     const refusedOn = (res: { status: number; body: Record<string, any>; text: string }, path: string, reason: RegExp) => {
       expect(res.status, res.text).to.equal(400);
