@@ -386,7 +386,7 @@ export class ComputeService {
         fallback_used: trace.fallback_used,
         // This request consulted no cache and ran nothing: the answer is the first call's, and so are chosen_function and fallback_used.
         cache: 'not_consulted',
-        charged: { amount: '0', currency: 'USDC', paid_via: null, billable: false },
+        charged: { amount: '0.00', currency: 'USDC', paid_via: null, billable: false },
         attempts: [],
         overhead_ms: total,
         total_ms: total,

@@ -60,7 +60,7 @@ describe('MCP endpoint with the official SDK client', function () {
     const again = (await client.callTool({ name: 'compute_price', arguments: args, _meta: { idempotency_key: idem } })) as { structuredContent: Record<string, any> };
     expect(again.structuredContent.idempotent_replay).to.include({ first_request_id: first.structuredContent.request_id });
     expect(again.structuredContent.receipt.usage_event_id).to.equal(first.structuredContent.receipt.usage_event_id);
-    expect(again.structuredContent.trace.charged).to.include({ amount: '0', billable: false });
+    expect(again.structuredContent.trace.charged).to.include({ amount: '0.00', billable: false });
     const rest = await fetch(`${svc.url}/api/compute/price`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key, 'idempotency-key': idem }, body: JSON.stringify(args) });
     expect(rest.headers.get('idempotent-replayed')).to.equal('true');
     expect(((await rest.json()) as Record<string, any>).receipt.usage_event_id).to.equal(first.structuredContent.receipt.usage_event_id);

@@ -67,7 +67,7 @@ describe('compute: Idempotency-Key on priced calls', function () {
     // What this request did is the replay; what the first charged is in the receipt, and nothing now.
     const stages = (again.body.trace.stages as Array<{ stage: string }>).map((s) => s.stage);
     expect(stages).to.deep.equal(['authenticate_and_validate', 'idempotent_replay']);
-    expect(again.body.trace.charged).to.deep.equal({ amount: '0', currency: 'USDC', paid_via: null, billable: false });
+    expect(again.body.trace.charged).to.deep.equal({ amount: '0.00', currency: 'USDC', paid_via: null, billable: false });
     // Nothing ran and no cache was asked in this request; the answer (and its function) is the first call's.
     expect(again.body.trace).to.deep.include({ cache: 'not_consulted', chosen_function: first.body.trace.chosen_function, fallback_used: first.body.trace.fallback_used });
     expect(again.body.trace.attempts).to.deep.equal([]);
