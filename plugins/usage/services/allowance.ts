@@ -126,6 +126,17 @@ export class SandboxAllowance implements Admitter {
     }
     if (used > limit) {
       await undo();
+      // Calls still running hold their places until they end (a failure gives its place back): the day is not
+      // spent until the recorded calls fill it, and a retry soon may find a place.
+      const recorded = await this.recordedToday(p.workspaceId, dayStart);
+      if (recorded + request.units <= limit) {
+        const inFlight = used - request.units - recorded;
+        throw new ApiError('rate_limited', `${inFlight} calls of this sandbox are still in flight and hold the rest of its ${limit} calls for today; a call that fails gives its place back.`, {
+          retry_after: 1,
+          limit: { compute_calls_per_day: limit, in_flight: inFlight, recorded_today: recorded, scope: 'workspace', resets_at: resetsAt },
+          hint: 'Retry in 1 s, or send fewer calls at once: the daily quota is not reached while calls in flight may still fail.',
+        });
+      }
       const retryAfter = Math.max(1, Math.ceil((dayStart + DAY_MS - now) / 1000));
       throw new ApiError('daily_quota_exceeded', `Daily quota reached: this sandbox workspace may make ${limit} compute calls per day (price verifications included).`, {
         retry_after: retryAfter,
