@@ -44,7 +44,7 @@ function twoCredentials(req: Request): ApiError | null {
   if (typeof auth !== 'string' || !/^bearer\s+\S/i.test(auth)) return null;
   const key = String(req.headers['x-api-key']).trim();
   if (key === '' || auth.replace(/^bearer\s+/i, '').trim() === key) return null;
-  return invalidCredentials('This request carries two credentials, one in x-api-key and one in Authorization: Bearer; send one.');
+  return invalidCredentials('This request carries two credentials, one in x-api-key and one in Authorization: Bearer; send one.', 'Keep only the header of the credential that should act.');
 }
 
 /** The scheme of an Authorization header that is not Bearer ("" for a value without one; "Bearer" for one without a token), or null. */

@@ -151,6 +151,7 @@ describe('identity: 401 and 403 answers for credentials', () => {
         const res = await api.get<ErrorBody>(path, { 'x-api-key': agentKey.key, authorization: `Bearer ${bearer}` });
         expect401(res, 'invalid_credentials');
         expect(res.body.error).to.equal('This request carries two credentials, one in x-api-key and one in Authorization: Bearer; send one.');
+        expect(res.body.hint).to.match(/^Keep only the header of the credential that should act\. /);
       }
     }
     const mcp = await api.raw<ErrorBody>('POST', '/api/mcp/rpc', {
