@@ -171,6 +171,13 @@ export const settingsTree = {
       overallPerDay: int('REGISTRATIONS_PER_DAY', 200, 'Self-registrations per day overall (SPEC: 200).', { min: 0 }),
     },
     claimedAgentsPerWorkspace: int('CLAIMED_AGENTS_PER_WORKSPACE', 50, 'Claimed agent workspaces one workspace may hold (SPEC: 50).', { min: 0 }),
+    perWorkspace: {
+      functions: int('FUNCTIONS_PER_WORKSPACE', 200, 'Pricing functions one workspace may register, whatever their status (functions cannot be deleted; every instance holds every function in memory). One more answers 409 conflict with limit.', { min: 0 }),
+      routingPolicies: int('ROUTING_POLICIES_PER_WORKSPACE', 100, 'Routing policies one workspace may hold; one more answers 409 conflict with limit (delete one first).', { min: 0 }),
+      apiKeys: int('API_KEYS_PER_WORKSPACE', 200, 'Live API keys one workspace may hold (revoked and expired keys do not count; rotating a key does not add one); one more answers 409 conflict with limit (revoke one first).', { min: 0 }),
+      agents: int('AGENTS_PER_WORKSPACE', 100, 'Active agents one workspace may create (disabled agents do not count; claimed agents are limited by CLAIMED_AGENTS_PER_WORKSPACE); one more answers 409 conflict with limit (disable one first).', { min: 0 }),
+      pendingInvitations: int('PENDING_INVITATIONS_PER_WORKSPACE', 50, 'Pending, unexpired team invitations one workspace may hold; one more answers 409 conflict with limit (revoke one first).', { min: 0 }),
+    },
     dayPass: {
       calls: int('DAY_PASS_CALLS', 500, 'Compute calls one day pass adds (SPEC: 500). Payments are not built yet: today only the day_pass step of the daily-limit 429 states it.', { min: 1 }),
       validHours: int('DAY_PASS_VALID_HOURS', 24, 'Hours a day pass stays valid (SPEC: 24). Payments are not built yet: today only the day_pass step of the daily-limit 429 states it.', { min: 1 }),
