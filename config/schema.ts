@@ -163,6 +163,9 @@ export const settingsTree = {
     bandK: num('VERIFY_BAND_K', 3, 'Half-width of the band in robust standard deviations (1.4826 x MAD of log prices).', { min: 0.1, max: 10 }),
     minRelativeHalfWidth: num('VERIFY_MIN_RELATIVE_HALF_WIDTH', 0.05, 'Smallest half-width of the band relative to the reference (0.05 = the band is at least reference / 1.05 to reference x 1.05). Also how far the workspace submitting over half the weight may move the reference before the evidence is not sufficient.', { min: 0, max: 1 }),
     maxObservationsRead: int('VERIFY_MAX_OBSERVATIONS_READ', 2000, 'Newest matching observations read for one verification.', { min: 10, max: 100000 }),
+    observationsPerDay: int('OBSERVATIONS_PER_WORKSPACE_PER_DAY', 10000, 'Price observations one workspace may contribute (POST /api/data/observations) per UTC day; a request that would pass it is refused whole with 429 daily_quota_exceeded (retry_after until 00:00 UTC, limit). Accepted compute outcomes do not count.', { min: 0 }),
+    observationsMaxPerRequest: int('OBSERVATIONS_MAX_PER_REQUEST', 500, 'Most price observations in one POST /api/data/observations (more: 400 validation_error; the OpenAPI document states the bound).', { min: 1, max: 10000 }),
+    observationRetentionDays: int('OBSERVATIONS_RETENTION_DAYS', 180, 'Stored price observations observed more than this many days ago are deleted, in batches, by a task each instance runs at most once an hour. At least VERIFY_MAX_AGE_DAYS (a start with a shorter one is refused), so verification and the network reference of compute never lose an observation they would read.', { min: 1 }),
     evidenceCacheTtlMs: int('VERIFY_EVIDENCE_CACHE_TTL_MS', 5000, 'How long the observations read for one product type and currency are reused by later verifications on this instance (its own writes refresh them at once; 0 disables).', { min: 0 }),
   },
   limits: {
@@ -176,6 +179,13 @@ export const settingsTree = {
       overallPerDay: int('REGISTRATIONS_PER_DAY', 200, 'Self-registrations per day overall (SPEC: 200).', { min: 0 }),
     },
     claimedAgentsPerWorkspace: int('CLAIMED_AGENTS_PER_WORKSPACE', 50, 'Claimed agent workspaces one workspace may hold (SPEC: 50).', { min: 0 }),
+    perWorkspace: {
+      functions: int('FUNCTIONS_PER_WORKSPACE', 200, 'Pricing functions one workspace may register, whatever their status (functions cannot be deleted; every instance holds every function in memory). One more answers 409 conflict with limit.', { min: 0 }),
+      routingPolicies: int('ROUTING_POLICIES_PER_WORKSPACE', 100, 'Routing policies one workspace may hold; one more answers 409 conflict with limit (delete one first).', { min: 0 }),
+      apiKeys: int('API_KEYS_PER_WORKSPACE', 200, 'Live API keys one workspace may hold (revoked and expired keys do not count; rotating a key does not add one); one more answers 409 conflict with limit (revoke one first).', { min: 0 }),
+      agents: int('AGENTS_PER_WORKSPACE', 100, 'Active agents one workspace may create (disabled agents do not count; claimed agents are limited by CLAIMED_AGENTS_PER_WORKSPACE); one more answers 409 conflict with limit (disable one first).', { min: 0 }),
+      pendingInvitations: int('PENDING_INVITATIONS_PER_WORKSPACE', 50, 'Pending, unexpired team invitations one workspace may hold; one more answers 409 conflict with limit (revoke one first).', { min: 0 }),
+    },
     dayPass: {
       calls: int('DAY_PASS_CALLS', 500, 'Compute calls one day pass adds (SPEC: 500). Payments are not built yet: today only the day_pass step of the daily-limit 429 states it.', { min: 1 }),
       validHours: int('DAY_PASS_VALID_HOURS', 24, 'Hours a day pass stays valid (SPEC: 24). Payments are not built yet: today only the day_pass step of the daily-limit 429 states it.', { min: 1 }),
@@ -238,6 +248,12 @@ export function crossSettingProblems(c: Config): string[] {
   if (latencyColdBelow > latencyMaxSamples) {
     problems.push(
       `LATENCY_COLD_BELOW (engine.latencyColdBelow) = ${latencyColdBelow} is above LATENCY_MAX_SAMPLES (engine.latencyMaxSamples) = ${latencyMaxSamples}: a function never keeps enough samples to stop being cold, so \`fastest\` would explore forever; set LATENCY_COLD_BELOW to at most LATENCY_MAX_SAMPLES.`,
+    );
+  }
+  const { maxAgeDays, observationRetentionDays } = c.verification;
+  if (observationRetentionDays < maxAgeDays) {
+    problems.push(
+      `OBSERVATIONS_RETENTION_DAYS (verification.observationRetentionDays) = ${observationRetentionDays} is below VERIFY_MAX_AGE_DAYS (verification.maxAgeDays) = ${maxAgeDays}: observations verification still reads would be deleted; set OBSERVATIONS_RETENTION_DAYS to at least ${Math.ceil(maxAgeDays)}.`,
     );
   }
   return problems;

@@ -167,7 +167,7 @@ export const errorBodySchema = z
     limit: z
       .record(z.string(), z.union([z.number(), z.string()]))
       .optional()
-      .describe('The limit reached, by name: requests_per_minute and scope, demo_calls_per_hour, compute_calls_per_day, per_address_per_day and overall_per_day, key_rotations_per_day, rejected_credentials_per_15_minutes, body_bytes; resets_at when it starts again (ISO 8601).'),
+      .describe('The limit reached, by name: requests_per_minute and scope, demo_calls_per_hour, compute_calls_per_day, per_address_per_day and overall_per_day, key_rotations_per_day, rejected_credentials_per_15_minutes, body_bytes; a count per workspace under its setting in lower case (functions_per_workspace…) beside setting, the name of that setting; resets_at when it starts again (ISO 8601).'),
     retryable: z.boolean().optional().describe('Whether the same request can succeed later (after retry_after when given); false: change the request or the credential first.'),
     required_scopes: strings.optional().describe('insufficient_scope: the scopes the request needs.'),
     reason: z.string().optional().describe('Why, in a few words (a role too low, an account suspended, a sandbox\'s limit…).'),

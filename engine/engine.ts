@@ -159,9 +159,9 @@ export class PricingEngine {
         const config: PolicyConfig = policy?.config ?? {};
         strategy = req.preference && req.preference !== 'explicit' ? req.preference : (policy?.strategy ?? 'default');
         // A weighted preference on a policy without weights spreads evenly over the policy's candidates.
-        const evenOver = config.candidates ?? this.registry.reachable(req.scope).filter((f) => f.builtIn || f.workspaceId === req.scope.workspaceId).map((f) => f.id);
+        const evenOver = () => config.candidates ?? this.registry.ownAndBuiltIn(req.scope).map((f) => f.id);
         const weighted = Object.values(config.weights ?? {}).some((w) => w > 0);
-        const routeConfig: PolicyConfig = strategy === 'weighted' && !weighted ? { ...config, weights: Object.fromEntries(evenOver.map((id) => [id, 1])) } : config;
+        const routeConfig: PolicyConfig = strategy === 'weighted' && !weighted ? { ...config, weights: Object.fromEntries(evenOver().map((id) => [id, 1])) } : config;
         decision = await this.router.decide({ context: req.context, scope: req.scope, strategy, config: routeConfig, policyId: policy?.id ?? null });
         first = decision.chosen;
         stages.push({

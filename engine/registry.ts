@@ -34,6 +34,15 @@ export const BUILTIN_DESCRIPTORS: readonly FunctionDescriptor[] = BUILTINS.map((
 export class FunctionRegistry {
   private readonly byIdMap = new Map<string, FunctionDescriptor>();
   private readonly byNameMap = new Map<string, string>();
+  /**
+   * What `reachable` reads instead of every function on the network: each workspace's own functions,
+   * and the public active ones. `order` numbers functions as byIdMap holds them (a change keeps its
+   * place), so the answers list them in the same order as a walk of every function would.
+   */
+  private readonly byWorkspace = new Map<string, Map<string, FunctionDescriptor>>();
+  private readonly publicActive = new Map<string, FunctionDescriptor>();
+  private readonly order = new Map<string, number>();
+  private nextOrder = 0;
   private unsubscribe: Unsubscribe | null = null;
   /** The reloads, one after another in the order asked. */
   private readonly reloads = new Serial();
@@ -58,11 +67,7 @@ export class FunctionRegistry {
 
   private async readAll(): Promise<void> {
     const fns = await this.source.loadAll();
-    for (const [id, fn] of this.byIdMap) {
-      if (fn.builtIn) continue;
-      this.byIdMap.delete(id);
-      this.byNameMap.delete(fn.name.toLowerCase());
-    }
+    for (const fn of [...this.byIdMap.values()]) if (!fn.builtIn) this.remove(fn);
     for (const fn of fns) this.put(fn);
   }
 
@@ -72,8 +77,12 @@ export class FunctionRegistry {
 
   private put(fn: FunctionDescriptor): void {
     const old = this.byIdMap.get(fn.id);
-    if (old) this.byNameMap.delete(old.name.toLowerCase());
+    if (old) {
+      this.byNameMap.delete(old.name.toLowerCase());
+      if (old.workspaceId !== fn.workspaceId) this.unindex(old);
+    } else this.order.set(fn.id, this.nextOrder++);
     this.byIdMap.set(fn.id, fn);
+    this.index(fn);
     // A name shaped like a function id (saved before such names were refused) is reachable by its id only: by name it
     // could stand in for a built-in's id wherever callers name functions.
     if (!fn.name.toLowerCase().startsWith('fn_')) this.byNameMap.set(fn.name.toLowerCase(), fn.id);
@@ -88,11 +97,35 @@ export class FunctionRegistry {
     if (fn) this.put(fn);
     else {
       const old = this.byIdMap.get(id);
-      if (old && !old.builtIn) {
-        this.byIdMap.delete(id);
-        this.byNameMap.delete(old.name.toLowerCase());
-      }
+      if (old && !old.builtIn) this.remove(old);
     }
+  }
+
+  private remove(fn: FunctionDescriptor): void {
+    this.byIdMap.delete(fn.id);
+    this.byNameMap.delete(fn.name.toLowerCase());
+    this.order.delete(fn.id);
+    this.unindex(fn);
+  }
+
+  /** A changed function keeps its place in its workspace's map (set on a key already there), as in byIdMap. */
+  private index(fn: FunctionDescriptor): void {
+    if (fn.builtIn) return;
+    if (fn.workspaceId !== null) {
+      let own = this.byWorkspace.get(fn.workspaceId);
+      if (!own) this.byWorkspace.set(fn.workspaceId, (own = new Map<string, FunctionDescriptor>()));
+      own.set(fn.id, fn);
+    }
+    if (fn.isPublic && fn.status === 'active') this.publicActive.set(fn.id, fn);
+    else this.publicActive.delete(fn.id);
+  }
+
+  private unindex(fn: FunctionDescriptor): void {
+    this.publicActive.delete(fn.id);
+    if (fn.workspaceId === null) return;
+    const own = this.byWorkspace.get(fn.workspaceId);
+    own?.delete(fn.id);
+    if (own?.size === 0) this.byWorkspace.delete(fn.workspaceId);
   }
 
   /** Applies a change made on this instance and tells the others. */
@@ -125,7 +158,22 @@ export class FunctionRegistry {
     return [...this.byIdMap.values()];
   }
 
+  /**
+   * The functions a caller may use (isReachable), in the registry's order: built-ins, then the workspace's own and the
+   * public active ones. Reads only those, not every function on the network.
+   */
   reachable(scope: CallerScope): FunctionDescriptor[] {
-    return this.all().filter((f) => isReachable(f, scope));
+    if (scope.builtInsOnly) return [...BUILTIN_DESCRIPTORS];
+    const own = this.byWorkspace.get(scope.workspaceId);
+    const others = own ? [...own.values()] : [];
+    for (const fn of this.publicActive.values()) if (fn.workspaceId !== scope.workspaceId) others.push(fn);
+    others.sort((a, b) => (this.order.get(a.id) ?? 0) - (this.order.get(b.id) ?? 0));
+    return [...BUILTIN_DESCRIPTORS, ...others];
+  }
+
+  /** Built-ins and the workspace's own functions (those reachable), in the registry's order: the router's default candidates. */
+  ownAndBuiltIn(scope: CallerScope): FunctionDescriptor[] {
+    const own = scope.builtInsOnly ? undefined : this.byWorkspace.get(scope.workspaceId);
+    return own ? [...BUILTIN_DESCRIPTORS, ...own.values()] : [...BUILTIN_DESCRIPTORS];
   }
 }

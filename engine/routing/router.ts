@@ -96,10 +96,7 @@ export class Router {
       default:
         if (c.candidates) return c.candidates;
         // Built-ins and the caller's own active functions; marketplace functions only when named.
-        return this.registry
-          .reachable(input.scope)
-          .filter((f) => f.builtIn || f.workspaceId === input.scope.workspaceId)
-          .map((f) => f.id);
+        return this.registry.ownAndBuiltIn(input.scope).map((f) => f.id);
     }
   }
 

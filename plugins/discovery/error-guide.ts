@@ -29,7 +29,7 @@ export const ERROR_GUIDE: Record<ErrorCode, string> = {
   method_not_allowed: 'the path takes other methods; Allow lists them.',
   not_acceptable: 'the Accept header names nothing this route answers with.',
   request_timeout: 'the request was not received in time; send it again.',
-  conflict: 'the request conflicts with the current state (already a member, a replayed create whose record was deleted); error says which.',
+  conflict: 'the request conflicts with the current state (already a member, a replayed create whose record was deleted, a workspace holding as many records of a kind as it may: limit names the setting); error says which.',
   function_draft: 'the function named is a draft; its owner activates it (the error names the PATCH).',
   function_inactive: 'the function named was deactivated by its owner; pick another.',
   gone: 'the invitation exists but can no longer be accepted (used, revoked or expired); ask for a new one.',

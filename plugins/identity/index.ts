@@ -42,6 +42,8 @@ export type { AuditLog, AuditEntry } from './services/audit';
 export { IDEMPOTENCY_HEADER, REPLAYED_HEADER, checkedIdempotencyKey, idempotencyKeyOf, requestFingerprint } from './services/idempotency';
 export type { IdempotencyKeys, IdempotencyClaim, TakeClaim } from './services/idempotency';
 export type { Onboarding } from './services/onboarding';
+export { assertWorkspaceRoom, workspaceLimitReached } from './services/workspace-limits';
+export type { WorkspaceLimit } from './services/workspace-limits';
 export type { IdentityAttributes, Role, Plan, KeyKind, WorkspaceRow, ApiKeyRow, AuthMethod, AgentRow } from './domain';
 export { ROLE_RANK } from './domain';
 
@@ -63,7 +65,7 @@ export const identityPlugin: PluginDefinition = {
 
     const cache = new KeyCache(kv, clock, config.identity.keyCacheTtlMs, config.identity.credentialCacheMaxEntries);
     await cache.start();
-    const keys = new KeyService(sql, cache, clock, ctx.log, pepper);
+    const keys = new KeyService(sql, cache, clock, ctx.log, pepper, config.limits.perWorkspace.apiKeys);
     keys.start();
     const workspaces = new Workspaces(sql);
     const idempotency = new IdempotencyKeys(sql, clock, ctx.log, config.limits.idempotencyKeyTtlHours);

@@ -42,10 +42,10 @@ export const pricingPlugin: PluginDefinition = {
   migrations: [pricingSchema],
   async register(ctx) {
     const { config, sql, kv, clock, metrics, container, hooks } = ctx;
-    const store = new FunctionStore(sql);
+    const store = new FunctionStore(sql, config.limits.perWorkspace.functions);
     const parts = createEngine({ config, kv, clock, metrics, source: store });
     await parts.start();
-    const policies = new PolicyStore(sql, kv, clock);
+    const policies = new PolicyStore(sql, kv, clock, config.limits.perWorkspace.routingPolicies);
     await policies.start();
     ctx.onClose(async () => {
       await policies.stop();

@@ -7,11 +7,13 @@ import type { MarketEvidenceSlot } from '../pricing';
 import { USAGE } from '../usage';
 import type { UsageRecorder } from '../usage';
 import { verificationSchema } from './migrations/0001-verification-schema';
+import { verificationObservedAtIndex } from './migrations/0002-observations-observed-at';
 import { observationRoutes } from './routes/observations';
 import { verifyRoutes } from './routes/verify';
 import { OutcomeObserver } from './services/outcomes';
 import { NetworkMarketEvidence } from './services/market-evidence';
 import { ObservationStore } from './services/observations';
+import { ObservationLimits } from './services/observation-limits';
 import { ObservedProductTypes } from './services/product-types';
 import { VerificationService } from './services/verification';
 import { VERIFICATION } from './tokens';
@@ -32,9 +34,9 @@ export const verificationPlugin: PluginDefinition = {
   name: 'verification',
   description: 'Price observations (contributions, accepted outcomes) and price verification verdicts.',
   dependsOn: ['identity', 'usage', 'pricing'],
-  migrations: [verificationSchema],
+  migrations: [verificationSchema, verificationObservedAtIndex],
   async register(ctx) {
-    const { config, sql, clock, container, hooks, events } = ctx;
+    const { config, sql, kv, clock, container, hooks, events } = ctx;
     const store = new ObservationStore(sql, container.resolve<Pool>(TOKENS.PgPool), config.verification.evidenceCacheTtlMs, () => clock.now());
     const recorder = container.resolve<UsageRecorder>(USAGE.Recorder);
     const service = new VerificationService(store, hooks, recorder, config, clock, ctx.publicUrl, container.resolve<FunctionRegistry>(PRICING.Registry));
@@ -49,9 +51,16 @@ export const verificationPlugin: PluginDefinition = {
       container.resolve<MarketEvidenceSlot>(PRICING.MarketEvidence).provide(new NetworkMarketEvidence(store, observed, config, () => clock.now()));
     }
 
+    const v = config.verification;
+    const limits = new ObservationLimits(sql, kv, clock, ctx.log, v.observationsPerDay, v.observationRetentionDays);
     const observer = new OutcomeObserver(store, ctx.log);
-    events.on('usage.outcome_recorded', 'verification', (e) => observer.handle(e));
+    events.on('usage.outcome_recorded', 'verification', (e) => {
+      // Accepted outcomes add observations too: a network that only computes also prunes.
+      limits.poke();
+      return observer.handle(e);
+    });
 
-    for (const route of [...observationRoutes(store, () => clock.now(), config.verification.maxAgeDays), ...verifyRoutes(service)]) ctx.route(route);
+    const routes = observationRoutes(store, limits, () => clock.now(), { maxAgeDays: v.maxAgeDays, maxPerRequest: v.observationsMaxPerRequest });
+    for (const route of [...routes, ...verifyRoutes(service)]) ctx.route(route);
   },
 };

@@ -3,7 +3,6 @@ import { dec, NON_NEGATIVE_DECIMAL_PATTERN } from '../../core/money';
 import { listQuery } from '../../core/pagination';
 import { contextSchema } from '../pricing';
 
-export const MAX_OBSERVATIONS_PER_REQUEST = 500;
 /** observed_at may lead the server clock by this much (client clock skew), never more. */
 export const OBSERVED_AT_SKEW_MS = 5 * 60_000;
 
@@ -57,12 +56,13 @@ export function observationItem(now: () => number) {
   });
 }
 
-export function observationsBody(now: () => number) {
+/** `maxPerRequest`: OBSERVATIONS_MAX_PER_REQUEST (stated as maxItems in the OpenAPI document). */
+export function observationsBody(now: () => number, maxPerRequest: number) {
   return z.strictObject({
     observations: z
       .array(observationItem(now))
       .min(1, 'send at least one observation')
-      .max(MAX_OBSERVATIONS_PER_REQUEST, `send at most ${MAX_OBSERVATIONS_PER_REQUEST} observations per request`),
+      .max(maxPerRequest, `send at most ${maxPerRequest} observations per request (OBSERVATIONS_MAX_PER_REQUEST)`),
   });
 }
 export type ObservationInput = z.output<ReturnType<typeof observationItem>>;

@@ -6,7 +6,7 @@ import { created, defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import { decodeTimeCursor, listEnvelope, listQuery } from '../../../core/pagination';
 import { z } from 'zod';
-import { keyView } from '../../identity';
+import { assertWorkspaceRoom, keyView } from '../../identity';
 import type { AgentRow } from '../../identity';
 import * as r from '../responses';
 import * as s from '../schemas';
@@ -71,7 +71,16 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       responses: { 201: { description: 'The new agent.', schema: r.agentResponse } },
       handler: async ({ principal, body }) => {
         const p = principal as Principal;
-        const row = await d.sql.one<AgentRow>('INSERT INTO agents (id, workspace_id, name, created_by_person_id) VALUES ($1, $2, $3, $4) RETURNING *', [newId('agt'), p.workspaceId, body.name, p.personId ?? null]);
+        const row = await d.sql.tx(async (tx) => {
+          await assertWorkspaceRoom(d.sql, tx, p.workspaceId, {
+            setting: 'AGENTS_PER_WORKSPACE',
+            value: d.config.limits.perWorkspace.agents,
+            what: 'active agents',
+            count: `SELECT count(*)::int AS n FROM agents WHERE workspace_id = $1 AND status = 'active'`,
+            hint: 'Disable an agent no longer in use (DELETE /api/agents/{id} disables it and revokes its keys; its usage history stays; GET /api/agents lists them); disabled agents do not count.',
+          });
+          return d.sql.one<AgentRow>('INSERT INTO agents (id, workspace_id, name, created_by_person_id) VALUES ($1, $2, $3, $4) RETURNING *', [newId('agt'), p.workspaceId, body.name, p.personId ?? null], tx);
+        });
         return created({ agent: agentView(row as AgentRow) });
       },
     }),

@@ -9,6 +9,8 @@ import type { ApiKeyRow, KeyKind, WorkspaceRow } from '../domain';
 import type { CachedKey, KeyCache } from './key-cache';
 import type { TakeClaim } from './idempotency';
 import { MEMBERSHIP_WORKSPACE } from './workspaces';
+import { assertWorkspaceRoom } from './workspace-limits';
+import type { WorkspaceLimit } from './workspace-limits';
 
 const KIND_TAG: Record<KeyKind, string> = { sandbox: 'sbx', agent: 'agt', person: 'usr', oauth_client: 'oac' };
 export const API_KEY_PATTERN = /^pcs_(sbx|agt|usr|oac)_[1-9A-HJ-NP-Za-km-z0]{32}$/;
@@ -65,6 +67,8 @@ export class KeyService {
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly pepper: string,
+    /** API_KEYS_PER_WORKSPACE. */
+    private readonly perWorkspace: number,
   ) {}
 
   start(): void {
@@ -99,15 +103,27 @@ export class KeyService {
   async create(input: NewKey, tx?: Transaction, take?: TakeClaim): Promise<CreatedKey> {
     const maker = input.createdByPersonId;
     const id = newId('key');
-    if (!maker && !take) return this.insert(id, input, tx);
     const work = async (t: Transaction): Promise<CreatedKey> => {
       await take?.(t, id);
+      // A rotation revokes the key it replaces in the same transaction: it adds none. The workspace is held before the
+      // membership, in the order team changes take them (lockWorkspace, then the membership row).
+      if (!input.rotatedFromId) await assertWorkspaceRoom(this.sql, t, input.workspaceId, this.keysLimit());
       if (maker && !(await this.holdMembership(input.workspaceId, maker, t))) {
         throw new ApiError('not_found', 'You are not a member of that workspace.', { hint: 'Send x-workspace-id with one of the workspaces listed at GET /api/user, or omit it for your default workspace.' });
       }
       return this.insert(id, input, t);
     };
     return tx ? work(tx) : this.sql.tx(work);
+  }
+
+  private keysLimit(): WorkspaceLimit {
+    return {
+      setting: 'API_KEYS_PER_WORKSPACE',
+      value: this.perWorkspace,
+      what: 'live API keys',
+      count: 'SELECT count(*)::int AS n FROM api_keys WHERE workspace_id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())',
+      hint: 'Revoke a key no longer in use (DELETE /api/api-keys/{keyId}; GET /api/api-keys lists them with last_used_at); revoked and expired keys do not count.',
+    };
   }
 
   /**

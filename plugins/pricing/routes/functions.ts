@@ -195,7 +195,8 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
           });
         // A name conflict says whose the name is: the caller's own function (a create sent twice), or another's, beside a free variant.
         const nameTaken = async (err: unknown): Promise<never> => {
-          if (!(err instanceof ApiError && err.code === 'conflict')) throw err;
+          // The other conflict of a create: the workspace holds as many functions as it may (limit).
+          if (!(err instanceof ApiError && err.code === 'conflict') || err.extras.limit !== undefined) throw err;
           const mine = d.registry.getByName(body.name);
           if (mine && mine.workspaceId === p.workspaceId) {
             throw err.with({

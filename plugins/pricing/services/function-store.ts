@@ -5,6 +5,7 @@ import { ApiError } from '../../../core/errors';
 import { newId } from '../../../core/ids';
 import { formatMoney, formatMultiplier } from '../../../core/money';
 import type { FunctionDescriptor, FunctionSource, FunctionStatus } from '../../../engine';
+import { assertWorkspaceRoom } from '../../identity';
 import type { TakeClaim } from '../../identity';
 import { impersonatedBy } from './reserved-names';
 
@@ -81,7 +82,11 @@ export interface FunctionPatch {
 
 /** Workspace functions in PostgreSQL; the engine's registry loads them through `FunctionSource`. */
 export class FunctionStore implements FunctionSource {
-  constructor(private readonly sql: Sql) {}
+  /** `perWorkspace`: FUNCTIONS_PER_WORKSPACE. */
+  constructor(
+    private readonly sql: Sql,
+    private readonly perWorkspace: number,
+  ) {}
 
   async loadAll(): Promise<FunctionDescriptor[]> {
     return (await this.sql.many<FunctionRow>('SELECT * FROM pricing_functions')).map(toRecord);
@@ -124,7 +129,18 @@ export class FunctionStore implements FunctionSource {
         tx,
       );
     try {
-      const row = take ? await this.sql.tx(async (tx) => (await take(tx, id), insert(tx))) : await insert();
+      const row = await this.sql.tx(async (tx) => {
+        await take?.(tx, id);
+        // Every function stays (none is deleted) and every instance holds every one in memory.
+        await assertWorkspaceRoom(this.sql, tx, f.workspaceId, {
+          setting: 'FUNCTIONS_PER_WORKSPACE',
+          value: this.perWorkspace,
+          what: 'pricing functions',
+          count: 'SELECT count(*)::int AS n FROM pricing_functions WHERE workspace_id = $1',
+          hint: 'Functions cannot be deleted: change one you have instead (PATCH /api/functions/{id} takes a new endpoint_url, description, tags and price), or ask the operator to raise FUNCTIONS_PER_WORKSPACE.',
+        });
+        return insert(tx);
+      });
       return toRecord(row as FunctionRow);
     } catch (err) {
       if (isUniqueViolation(err, 'pricing_functions_name_idx')) throw nameTaken(f.name);

@@ -4,6 +4,7 @@ import type { Sql } from '../../../core/db/sql';
 import { newId } from '../../../core/ids';
 import type { KvStore, Unsubscribe } from '../../../core/kv';
 import type { PolicyShape, RoutingPolicy } from '../../../engine';
+import { assertWorkspaceRoom } from '../../identity';
 import type { TakeClaim } from '../../identity';
 
 interface PolicyRow {
@@ -52,10 +53,12 @@ export class PolicyStore {
   private changes = 0;
   private unsubscribe: Unsubscribe | null = null;
 
+  /** `perWorkspace`: ROUTING_POLICIES_PER_WORKSPACE. */
   constructor(
     private readonly sql: Sql,
     private readonly kv: KvStore,
     private readonly clock: Clock,
+    private readonly perWorkspace: number,
   ) {}
 
   async start(): Promise<void> {
@@ -125,6 +128,13 @@ export class PolicyStore {
     const id = newId('rp');
     const saved = await this.sql.tx(async (tx) => {
       await take?.(tx, id);
+      await assertWorkspaceRoom(this.sql, tx, workspaceId, {
+        setting: 'ROUTING_POLICIES_PER_WORKSPACE',
+        value: this.perWorkspace,
+        what: 'routing policies',
+        count: 'SELECT count(*)::int AS n FROM routing_policies WHERE workspace_id = $1',
+        hint: 'Delete a policy you no longer use (DELETE /api/routing-policies/{id}; GET /api/routing-policies lists them), or change one with PATCH instead of creating another.',
+      });
       // Concurrent saves of a default take turns per workspace: each unsets the one before it, rather
       // than both finding none and colliding on the one-default index.
       if (p.is_default) {

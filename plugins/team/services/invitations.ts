@@ -8,6 +8,7 @@ import { ApiError } from '../../../core/errors';
 import { newId, randomToken } from '../../../core/ids';
 import { decodeTimeCursor, listEnvelope } from '../../../core/pagination';
 import type { ListEnvelope } from '../../../core/pagination';
+import { assertWorkspaceRoom } from '../../identity';
 import type { Role } from '../../identity';
 import { assertOwnWorkspace } from './actors';
 import type { ActorResolver } from './actors';
@@ -113,6 +114,13 @@ export class Invitations {
             fields: { reason: 'pending invitation exists', invitation_id: pending.id },
           });
         }
+        await assertWorkspaceRoom(this.sql, tx, workspaceId, {
+          setting: 'PENDING_INVITATIONS_PER_WORKSPACE',
+          value: this.config.limits.perWorkspace.pendingInvitations,
+          what: 'pending invitations',
+          count: `SELECT count(*)::int AS n FROM invitations WHERE workspace_id = $1 AND status = 'pending' AND expires_at > now()`,
+          hint: 'Revoke an invitation no longer wanted (DELETE /api/workspaces/{workspace_id}/invitations/{invitation_id}; GET /api/workspaces/{workspace_id}/invitations lists them); accepted, revoked and expired invitations do not count.',
+        });
         const token = `pcs_inv_${randomToken(32)}`;
         const expiresAt = new Date(this.clock.now() + this.config.identity.invitationTtlDays * DAY_MS);
         const invitation = (await this.sql.one<InvitationRow>(

@@ -5,6 +5,7 @@ import type { Principal } from '../../../core/auth';
 import * as s from '../schemas';
 import { observationsCreateResponse, observationsListResponse } from '../responses';
 import type { ObservationStore } from '../services/observations';
+import type { ObservationLimits } from '../services/observation-limits';
 
 function principalOf(p: Principal | null): Principal {
   if (!p) throw new ApiError('unauthorized', 'Send a credential.');
@@ -31,23 +32,34 @@ function windowWarnings(items: ReadonlyArray<{ observed_at: string }>, now: numb
   return { warnings: [`${list} ${verb} observed more than VERIFY_MAX_AGE_DAYS (${maxAgeDays}) days ago: ${they} stored, but verification and the network reference of compute ignore ${them}.`] };
 }
 
-export function observationRoutes(store: ObservationStore, now: () => number, maxAgeDays: number): RouteSpec[] {
+export interface ObservationRouteOptions {
+  maxAgeDays: number;
+  /** OBSERVATIONS_MAX_PER_REQUEST. */
+  maxPerRequest: number;
+}
+
+export function observationRoutes(store: ObservationStore, limits: ObservationLimits, now: () => number, { maxAgeDays, maxPerRequest }: ObservationRouteOptions): RouteSpec[] {
   return [
     defineRoute({
       id: 'observations.create',
       method: 'post',
       path: '/api/data/observations',
-      summary: 'Contribute price observations (1 to 500) that verification uses as evidence.',
+      summary: `Contribute price observations (1 to ${maxPerRequest}) that verification uses as evidence.`,
       description:
-        'Each observation: product_type, currency, amount (decimal string > 0), observed_at (ISO date-time, not in the future), source (a label) and optional context of string keys. Stored with your workspace; every bad item is reported in issues with its index path and nothing is stored.',
+        'Each observation: product_type, currency, amount (decimal string > 0), observed_at (ISO date-time, not in the future), source (a label) and optional context of string keys. Stored with your workspace; every bad item is reported in issues with its index path and nothing is stored. A workspace contributes a bounded number of observations per UTC day: a request that would pass it is refused whole (429 daily_quota_exceeded). Observations are kept for a bounded number of days after observed_at, never fewer than verification reads.',
       tags: ['Verification'],
       scopes: ['price:compute'],
-      body: s.observationsBody(now),
+      body: s.observationsBody(now, maxPerRequest),
       example: s.observationsExample(now),
       responses: { 201: { description: 'The stored observations; warnings name items observed before the verification window (stored, never used as evidence).', schema: observationsCreateResponse } },
       handler: async (ctx) => {
         const p = principalOf(ctx.principal);
-        const data = await store.contribute(p.workspaceId, ctx.body.observations);
+        const undo = await limits.admit(p.workspaceId, ctx.body.observations.length);
+        const data = await store.contribute(p.workspaceId, ctx.body.observations).catch(async (err: unknown) => {
+          await undo();
+          throw err;
+        });
+        limits.poke();
         return created({ object: 'observation_batch', created: data.length, data, ...windowWarnings(ctx.body.observations, now(), maxAgeDays), request_id: ctx.requestId });
       },
     }),

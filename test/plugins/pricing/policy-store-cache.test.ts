@@ -12,7 +12,7 @@ describe('pricing: the cached default policy', () => {
     const kv = new MemoryKvStore(clock);
     const reads: Array<(r: unknown) => void> = [];
     const sql = { one: () => new Promise((resolve) => reads.push(resolve)) } as unknown as Sql;
-    const store = new PolicyStore(sql, kv, clock);
+    const store = new PolicyStore(sql, kv, clock, 100);
     await store.start();
     try {
       const first = store.defaultFor('ws_1');
