@@ -212,6 +212,12 @@ export const settingsTree = {
       perWorkspacePerMinute: int('RATE_LIMIT_PER_WORKSPACE_PER_MINUTE', 600, 'Requests per minute per workspace on authenticated routes.', { min: 1 }),
       perAddressPerMinute: int('RATE_LIMIT_PER_ADDRESS_PER_MINUTE', 300, 'Requests per minute per network address, authenticated or anonymous (not the keyless demo routes, which have their own hourly budget).', { min: 1 }),
       failedAuthPerAddressPer15Min: int('RATE_LIMIT_FAILED_AUTH_PER_ADDRESS_PER_15MIN', 20, 'Rejected credentials per address in 15 minutes before the address is slowed down.', { min: 1 }),
+      ipv6Prefix: int(
+        'RATE_LIMIT_IPV6_PREFIX',
+        64,
+        'How many leading bits of an IPv6 caller address make the address every per-address limit counts under (request rate, rejected credentials, demo budget, registrations): one host commonly holds a whole /64, so every address in it counts as one. IPv4 (and IPv4-mapped IPv6) addresses count whole. Usage records and logs keep the full address.',
+        { min: 1, max: 128 },
+      ),
     },
   },
 } as const;

@@ -69,7 +69,7 @@ export const identityPlugin: PluginDefinition = {
     const idempotency = new IdempotencyKeys(sql, clock, ctx.log, config.limits.idempotencyKeyTtlHours);
     const audit = new AuditLog(sql);
     const onboarding = new Onboarding(sql, kv, clock, config, keys, workspaces, audit, events);
-    const failures = new FailedAuthGuard(kv, config.limits.rateLimit.failedAuthPerAddressPer15Min);
+    const failures = new FailedAuthGuard(kv, config.limits.rateLimit.failedAuthPerAddressPer15Min, config.limits.rateLimit.ipv6Prefix);
     const oauth = new OAuthService(sql, keys, onboarding, clock, config, tokenSecret, failures);
     ctx.onClose(async () => {
       await keys.stop();

@@ -5,7 +5,7 @@ import type { Sql } from '../../../core/db/sql';
 import { ApiError } from '../../../core/errors';
 import { unknownClaimLink } from '../errors';
 import type { EventBus } from '../../../core/events';
-import { addressDigests } from '../../../core/address';
+import { addressDigests, limitAddress } from '../../../core/address';
 import { newId, randomToken } from '../../../core/ids';
 import { incrFromRecord, uncount } from '../../../core/kv';
 import type { KvStore } from '../../../core/kv';
@@ -85,7 +85,7 @@ export class Onboarding {
     return (await this.sql.one<{ n: number }>(query, params))?.n ?? 0;
   }
 
-  /** Counts a registration against the per-address and overall daily limits, or refuses it. */
+  /** Counts a registration against the per-address and overall daily limits, or refuses it. `ip`: the address the limits count under (limitAddress). */
   private async countRegistration(ip: string): Promise<number> {
     const { perAddressPerDay, overallPerDay } = this.config.limits.registrations;
     const now = this.clock.now();
@@ -119,14 +119,16 @@ export class Onboarding {
   /** Creates an Agent Starter sandbox: workspace, agent, key shown once, one-time claim link. */
   async registerSandbox(input: { name: string; ip: string; userAgent?: string | undefined; origin: WorkspaceOrigin; keyKind: KeyKind }): Promise<Registration> {
     this.assertRegistrationOpen();
-    const remainingForAddress = await this.countRegistration(input.ip);
+    // The agent row keeps the address the limit counts under (an IPv6 caller's network), so a restart counts that network again.
+    const address = limitAddress(input.ip, this.config.limits.rateLimit.ipv6Prefix);
+    const remainingForAddress = await this.countRegistration(address);
     const claimToken = `pcs_clm_${randomToken(32)}`;
     const claimExpiresAt = new Date(this.clock.now() + this.config.identity.claimLinkTtlDays * DAY_MS);
     const keyExpiresAt = new Date(this.clock.now() + this.config.limits.sandbox.keyLifetimeDays * DAY_MS);
     const result = await this.sql.tx(async (tx) => {
       const workspace = await this.workspaces.create({ name: input.name, plan: 'agent_starter', origin: input.origin, isSandbox: true, createdByAgent: true }, tx);
       const agentId = newId('agt');
-      await this.sql.exec('INSERT INTO agents (id, workspace_id, name, user_agent, registered_from_hash) VALUES ($1, $2, $3, $4, $5)', [agentId, workspace.id, input.name, input.userAgent?.slice(0, 300) ?? null, addressDigests(input.ip)[0] ?? null], tx);
+      await this.sql.exec('INSERT INTO agents (id, workspace_id, name, user_agent, registered_from_hash) VALUES ($1, $2, $3, $4, $5)', [agentId, workspace.id, input.name, input.userAgent?.slice(0, 300) ?? null, addressDigests(address)[0] ?? null], tx);
       const { row, secret } = await this.keys.create(
         { workspaceId: workspace.id, name: `${input.name} sandbox key`, kind: input.keyKind, scopes: SANDBOX_SCOPES, agentId, expiresAt: keyExpiresAt },
         tx,
