@@ -170,6 +170,10 @@ export const settingsTree = {
       perAddressPerDay: int('REGISTRATIONS_PER_ADDRESS_PER_DAY', 5, 'Self-registrations per network address per day (SPEC: 5).', { min: 0 }),
       overallPerDay: int('REGISTRATIONS_PER_DAY', 200, 'Self-registrations per day overall (SPEC: 200).', { min: 0 }),
     },
+    signups: {
+      perAddressPerDay: int('SIGNUPS_PER_ADDRESS_PER_DAY', 20, 'Person sign-ups per network address per UTC day (email and password, and the first sign-in of a new wallet): each creates a person, a workspace and its test workspace.', { min: 0 }),
+      overallPerDay: int('SIGNUPS_PER_DAY', 2000, 'Person sign-ups per UTC day overall (email and password, and the first sign-in of a new wallet).', { min: 0 }),
+    },
     claimedAgentsPerWorkspace: int('CLAIMED_AGENTS_PER_WORKSPACE', 50, 'Claimed agent workspaces one workspace may hold (SPEC: 50).', { min: 0 }),
     dayPass: {
       calls: int('DAY_PASS_CALLS', 500, 'Compute calls one day pass adds (SPEC: 500). Payments are not built yet: today only the day_pass step of the daily-limit 429 states it.', { min: 1 }),
@@ -215,7 +219,7 @@ export const settingsTree = {
       ipv6Prefix: int(
         'RATE_LIMIT_IPV6_PREFIX',
         64,
-        'How many leading bits of an IPv6 caller address make the address every per-address limit counts under (request rate, rejected credentials, demo budget, registrations): one host commonly holds a whole /64, so every address in it counts as one. IPv4 (and IPv4-mapped IPv6) addresses count whole. Usage records and logs keep the full address.',
+        'How many leading bits of an IPv6 caller address make the address every per-address limit counts under (request rate, rejected credentials, demo budget, registrations, sign-ups): one host commonly holds a whole /64, so every address in it counts as one. IPv4 (and IPv4-mapped IPv6) addresses count whole. Usage records and logs keep the full address.',
         { min: 1, max: 128 },
       ),
     },

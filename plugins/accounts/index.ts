@@ -32,7 +32,7 @@ export const accountsPlugin: PluginDefinition = {
     const audit = container.resolve<AuditLog>(IDENTITY.Audit);
     const secret = container.resolve<Uint8Array>(IDENTITY.TokenSecret);
     const idempotency = container.resolve<IdempotencyKeys>(IDENTITY.Idempotency);
-    const people = new People(sql, workspaces, clock, config);
+    const people = new People(sql, kv, workspaces, clock, config);
     const sessions = new Sessions(sql, kv, clock, secret, config.identity.sessionTtlHours, config.identity.personTokenTtlS);
     await sessions.start();
     ctx.onClose(() => sessions.stop());

@@ -7,6 +7,7 @@ import { RateLimitGuard } from './auth/rate-limit-guard';
 import { identitySchema } from './migrations/0001-identity-schema';
 import { identityIdempotencyKeys } from './migrations/0002-idempotency-keys';
 import { identityRegistrationAddress } from './migrations/0003-registration-address';
+import { identitySignupAddress } from './migrations/0004-signup-address';
 import { meRoutes } from './routes/me';
 import { oauthRoutes } from './routes/oauth';
 import { onboardingRoutes } from './routes/onboarding';
@@ -52,7 +53,7 @@ export { ROLE_RANK } from './domain';
 export const identityPlugin: PluginDefinition = {
   name: 'identity',
   description: 'Workspaces, API keys, scopes, agent sandboxes and claims, OAuth client credentials, rate limits.',
-  migrations: [identitySchema, identityIdempotencyKeys, identityRegistrationAddress],
+  migrations: [identitySchema, identityIdempotencyKeys, identityRegistrationAddress, identitySignupAddress],
   async register(ctx) {
     const { config, sql, kv, clock, events, hooks, container } = ctx;
     const pepper = await loadOrCreateSecret(sql, 'api_key_pepper', config.identity.apiKeyPepper);

@@ -7,7 +7,8 @@ import { unknownClaimLink } from '../errors';
 import type { EventBus } from '../../../core/events';
 import { addressDigests, limitAddress } from '../../../core/address';
 import { newId, randomToken } from '../../../core/ids';
-import { incrFromRecord, uncount } from '../../../core/kv';
+import { countDaily, secondsUntilUtcMidnight, utcDay, utcDayStart } from '../../../core/daily-quota';
+import { incrFromRecord } from '../../../core/kv';
 import type { KvStore } from '../../../core/kv';
 import type { ApiKeyRow, KeyKind, WorkspaceOrigin, WorkspaceRow } from '../domain';
 import type { AuditLog } from './audit';
@@ -38,18 +39,6 @@ export interface Registration {
 }
 
 export type Claimer = { type: 'person'; personId: string } | { type: 'api_key'; keyId: string; workspaceId: string };
-
-function utcDay(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 10);
-}
-
-function utcDayStart(ms: number): Date {
-  return new Date(Math.floor(ms / DAY_MS) * DAY_MS);
-}
-
-export function secondsUntilUtcMidnight(ms: number): number {
-  return Math.max(1, Math.ceil((Math.floor(ms / DAY_MS + 1) * DAY_MS - ms) / 1000));
-}
 
 export function hashClaimToken(token: string): string {
   return createHash('sha256').update(token).digest('hex');
@@ -88,32 +77,18 @@ export class Onboarding {
   /** Counts a registration against the per-address and overall daily limits, or refuses it. `ip`: the address the limits count under (limitAddress). */
   private async countRegistration(ip: string): Promise<number> {
     const { perAddressPerDay, overallPerDay } = this.config.limits.registrations;
-    const now = this.clock.now();
-    const day = utcDay(now);
-    const retryAfter = secondsUntilUtcMidnight(now);
-    const limit = { per_address_per_day: perAddressPerDay, overall_per_day: overallPerDay };
-    const byAddress = await incrFromRecord(this.kv, `reg:ip:${ip}:${day}`, 1, 2 * DAY_MS, () =>
-      this.countSince('SELECT count(*)::int AS n FROM agents WHERE registered_from_hash = ANY($1) AND created_at >= $2', [addressDigests(ip), utcDayStart(now)]),
-    );
-    if (byAddress > perAddressPerDay) {
-      throw new ApiError('daily_quota_exceeded', `Daily registration quota reached for this network address (${perAddressPerDay} per day).`, {
-        retry_after: retryAfter,
-        limit,
-        hint: `The quota resets at 00:00 UTC, in ${retryAfter} s. Reuse the key you already have, or rotate it (POST /api/api-keys/rotate).`,
-      });
-    }
-    const overall = await incrFromRecord(this.kv, `reg:all:${day}`, 1, 2 * DAY_MS, () =>
-      this.countSince('SELECT count(*)::int AS n FROM workspaces WHERE created_by_agent AND created_at >= $1', [utcDayStart(now)]),
-    );
-    if (overall > overallPerDay) {
-      await uncount(this.kv, `reg:ip:${ip}:${day}`, 1);
-      throw new ApiError('daily_quota_exceeded', `Daily registration quota of the service reached (${overallPerDay} per day).`, {
-        retry_after: retryAfter,
-        limit,
-        hint: `The quota resets at 00:00 UTC, in ${retryAfter} s. The keyless demo still answers meanwhile.`,
-      });
-    }
-    return perAddressPerDay - byAddress;
+    const counted = await countDaily(this.kv, this.clock.now(), {
+      what: 'registration',
+      counter: 'reg',
+      address: ip,
+      perAddressPerDay,
+      overallPerDay,
+      recordedForAddress: (since) => this.countSince('SELECT count(*)::int AS n FROM agents WHERE registered_from_hash = ANY($1) AND created_at >= $2', [addressDigests(ip), since]),
+      recordedOverall: (since) => this.countSince('SELECT count(*)::int AS n FROM workspaces WHERE created_by_agent AND created_at >= $1', [since]),
+      addressHint: (retryAfter) => `The quota resets at 00:00 UTC, in ${retryAfter} s. Reuse the key you already have, or rotate it (POST /api/api-keys/rotate).`,
+      overallHint: (retryAfter) => `The quota resets at 00:00 UTC, in ${retryAfter} s. The keyless demo still answers meanwhile.`,
+    });
+    return counted.remainingForAddress;
   }
 
   /** Creates an Agent Starter sandbox: workspace, agent, key shown once, one-time claim link. */
