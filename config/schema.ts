@@ -178,6 +178,10 @@ export const settingsTree = {
       perAddressPerDay: int('REGISTRATIONS_PER_ADDRESS_PER_DAY', 5, 'Self-registrations per network address per day (SPEC: 5).', { min: 0 }),
       overallPerDay: int('REGISTRATIONS_PER_DAY', 200, 'Self-registrations per day overall (SPEC: 200).', { min: 0 }),
     },
+    signups: {
+      perAddressPerDay: int('SIGNUPS_PER_ADDRESS_PER_DAY', 20, 'Person sign-ups per network address per UTC day (email and password, and the first sign-in of a new wallet): each creates a person, a workspace and its test workspace.', { min: 0 }),
+      overallPerDay: int('SIGNUPS_PER_DAY', 2000, 'Person sign-ups per UTC day overall (email and password, and the first sign-in of a new wallet).', { min: 0 }),
+    },
     claimedAgentsPerWorkspace: int('CLAIMED_AGENTS_PER_WORKSPACE', 50, 'Claimed agent workspaces one workspace may hold (SPEC: 50).', { min: 0 }),
     perWorkspace: {
       functions: int('FUNCTIONS_PER_WORKSPACE', 200, 'Pricing functions one workspace may register, whatever their status (functions cannot be deleted; every instance holds every function in memory). One more answers 409 conflict with limit.', { min: 0 }),
@@ -227,6 +231,12 @@ export const settingsTree = {
       perWorkspacePerMinute: int('RATE_LIMIT_PER_WORKSPACE_PER_MINUTE', 600, 'Requests per minute per workspace on authenticated routes.', { min: 1 }),
       perAddressPerMinute: int('RATE_LIMIT_PER_ADDRESS_PER_MINUTE', 300, 'Requests per minute per network address, authenticated or anonymous (not the keyless demo routes, which have their own hourly budget).', { min: 1 }),
       failedAuthPerAddressPer15Min: int('RATE_LIMIT_FAILED_AUTH_PER_ADDRESS_PER_15MIN', 20, 'Rejected credentials per address in 15 minutes before the address is slowed down.', { min: 1 }),
+      ipv6Prefix: int(
+        'RATE_LIMIT_IPV6_PREFIX',
+        64,
+        'How many leading bits of an IPv6 caller address make the address every per-address limit counts under (request rate, rejected credentials, demo budget, registrations, sign-ups): one host commonly holds a whole /64, so every address in it counts as one. IPv4 (and IPv4-mapped IPv6) addresses count whole. Usage records and logs keep the full address.',
+        { min: 1, max: 128 },
+      ),
     },
   },
 } as const;

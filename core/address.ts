@@ -4,7 +4,8 @@ import ipaddr from 'ipaddr.js';
 /**
  * A caller address as the records keep it: a salted SHA-256 digest, never the address itself.
  * Usage events write `caller_address_hash` with it (tester tags match through it), and agent
- * self-registrations `registered_from_hash` (the per-address daily limit counts through it).
+ * self-registrations `registered_from_hash` of the address the limit counts under (limitAddress;
+ * the per-address daily limit counts through it).
  */
 const recentHashes = new Map<string, string>();
 
@@ -58,4 +59,26 @@ export function maskAddress(ip: string): string {
  */
 export function clientIp(req: { ip?: string | undefined; socket: { remoteAddress?: string | undefined } }): string {
   return req.ip ?? req.socket.remoteAddress ?? 'unknown';
+}
+
+/**
+ * The address a per-address limit counts a caller under (request rate, rejected credentials, the
+ * keyless demo's budget, registrations, sign-ups): an IPv4 address as is, an IPv4-mapped IPv6 address
+ * as its IPv4, any other IPv6 address as its network of `ipv6Prefix` bits (`2001:db8:1::/64`). A host
+ * is commonly given a whole /64, so counting each full IPv6 address would give it limits without end.
+ * A string that does not parse counts as sent. Records and logs keep the full address (clientIp).
+ */
+export function limitAddress(ip: string, ipv6Prefix: number): string {
+  let parsed: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    parsed = ipaddr.process(ip);
+  } catch {
+    return ip;
+  }
+  if (parsed.kind() === 'ipv4') return parsed.toString();
+  const bytes = parsed.toByteArray().map((byte, i) => {
+    const kept = Math.min(8, Math.max(0, ipv6Prefix - i * 8));
+    return byte & (0xff << (8 - kept)) & 0xff;
+  });
+  return `${ipaddr.fromByteArray(bytes).toString()}/${ipv6Prefix}`;
 }

@@ -32,7 +32,7 @@ export const accountsPlugin: PluginDefinition = {
     const audit = container.resolve<AuditLog>(IDENTITY.Audit);
     const secret = container.resolve<Uint8Array>(IDENTITY.TokenSecret);
     const idempotency = container.resolve<IdempotencyKeys>(IDENTITY.Idempotency);
-    const people = new People(sql, workspaces, clock, config);
+    const people = new People(sql, kv, workspaces, clock, config);
     const sessions = new Sessions(sql, kv, clock, secret, config.identity.sessionTtlHours, config.identity.personTokenTtlS, config.identity.credentialCacheMaxEntries);
     await sessions.start();
     ctx.onClose(() => sessions.stop());
@@ -40,7 +40,7 @@ export const accountsPlugin: PluginDefinition = {
     container.register(ACCOUNTS.People, { useValue: people });
     container.register(ACCOUNTS.Sessions, { useValue: sessions });
 
-    const failures = new FailedAuthGuard(kv, config.limits.rateLimit.failedAuthPerAddressPer15Min);
+    const failures = new FailedAuthGuard(kv, config.limits.rateLimit.failedAuthPerAddressPer15Min, config.limits.rateLimit.ipv6Prefix);
     hooks.addAuthenticator(new PersonAuthenticator(sessions, people, sql, clock, secret, failures));
     const deps = { config, sql, people, sessions, wallets, keys, workspaces, audit, failures, idempotency };
     for (const route of [...authRoutes(deps), ...userRoutes(deps), ...keyRoutes(deps, events), ...agentRoutes(deps, events)]) ctx.route(route);

@@ -7,6 +7,7 @@ import { RateLimitGuard } from './auth/rate-limit-guard';
 import { identitySchema } from './migrations/0001-identity-schema';
 import { identityIdempotencyKeys } from './migrations/0002-idempotency-keys';
 import { identityRegistrationAddress } from './migrations/0003-registration-address';
+import { identitySignupAddress } from './migrations/0004-signup-address';
 import { meRoutes } from './routes/me';
 import { oauthRoutes } from './routes/oauth';
 import { onboardingRoutes } from './routes/onboarding';
@@ -54,7 +55,7 @@ export { ROLE_RANK } from './domain';
 export const identityPlugin: PluginDefinition = {
   name: 'identity',
   description: 'Workspaces, API keys, scopes, agent sandboxes and claims, OAuth client credentials, rate limits.',
-  migrations: [identitySchema, identityIdempotencyKeys, identityRegistrationAddress],
+  migrations: [identitySchema, identityIdempotencyKeys, identityRegistrationAddress, identitySignupAddress],
   async register(ctx) {
     const { config, sql, kv, clock, events, hooks, container } = ctx;
     const pepper = await loadOrCreateSecret(sql, 'api_key_pepper', config.identity.apiKeyPepper);
@@ -71,7 +72,7 @@ export const identityPlugin: PluginDefinition = {
     const idempotency = new IdempotencyKeys(sql, clock, ctx.log, config.limits.idempotencyKeyTtlHours);
     const audit = new AuditLog(sql);
     const onboarding = new Onboarding(sql, kv, clock, config, keys, workspaces, audit, events);
-    const failures = new FailedAuthGuard(kv, config.limits.rateLimit.failedAuthPerAddressPer15Min);
+    const failures = new FailedAuthGuard(kv, config.limits.rateLimit.failedAuthPerAddressPer15Min, config.limits.rateLimit.ipv6Prefix);
     const oauth = new OAuthService(sql, keys, onboarding, clock, config, tokenSecret, failures);
     ctx.onClose(async () => {
       await keys.stop();

@@ -73,6 +73,7 @@ export const pricingPlugin: PluginDefinition = {
       () => config.limits.demo.callsPerHour,
       () => clock.now(),
       (ip, since) => keylessCallsSince(sql, ip, DEMO_WORKSPACE_ID, since),
+      () => config.limits.rateLimit.ipv6Prefix,
     );
     container.register(PRICING.DemoBudget, { useValue: demoBudget });
     hooks.addGuard(demoBudget);

@@ -39,6 +39,9 @@ export async function startTestService(opts: TestServiceOptions = {}): Promise<T
     {
       ...base,
       database: { ...base.database, url: databaseUrl },
+      // Every test request comes from 127.0.0.1 and many files sign up more people than the daily
+      // per-address default: generous unless the test sets the sign-up limits itself.
+      limits: { ...base.limits, signups: { perAddressPerDay: 100_000, overallPerDay: 100_000, ...base.limits?.signups } },
       plugins: { enabled: [...enabled] },
       redis: { ...base.redis, url: base.redis?.url ?? (opts.env?.REDIS_URL || undefined) },
     },

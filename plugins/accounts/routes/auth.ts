@@ -49,6 +49,7 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
           displayName: body.display_name ?? body.email.split('@')[0] ?? 'person',
           dateOfBirth: body.date_of_birth,
           workspaceName: body.workspace_name,
+          ip: clientIp,
         });
         const session = await d.sessions.create(person.id, 'password', { ip: clientIp, userAgent: userAgentOf(req) });
         return signedInReply(d, person, session, 201, { workspace: workspaceView(workspace) });
@@ -133,7 +134,7 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
             });
           }
           try {
-            ({ person } = await d.people.create({ displayName: `${address.slice(0, 6)}…${address.slice(-4)}`, dateOfBirth: body.date_of_birth, wallet: address }));
+            ({ person } = await d.people.create({ displayName: `${address.slice(0, 6)}…${address.slice(-4)}`, dateOfBirth: body.date_of_birth, wallet: address, ip: clientIp }));
             status = 201;
           } catch (err) {
             // A concurrent first sign-in of this wallet created the account: this one signs in to it.

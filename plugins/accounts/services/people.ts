@@ -1,9 +1,13 @@
 import type { Config } from '../../../config';
+import { addressDigests, limitAddress } from '../../../core/address';
 import type { Clock } from '../../../core/clock';
+import { countDaily } from '../../../core/daily-quota';
+import type { DailyCount } from '../../../core/daily-quota';
 import { isUniqueViolation } from '../../../core/db/sql';
 import type { Sql } from '../../../core/db/sql';
 import { ApiError } from '../../../core/errors';
 import { newId } from '../../../core/ids';
+import type { KvStore } from '../../../core/kv';
 import type { Workspaces, WorkspaceRow } from '../../identity';
 import { DUMMY_HASH, hashPassword, verifyPassword } from './passwords';
 
@@ -45,6 +49,7 @@ export function ageOn(dateOfBirth: string, now: number): number {
 export class People {
   constructor(
     private readonly sql: Sql,
+    private readonly kv: KvStore,
     private readonly workspaces: Workspaces,
     private readonly clock: Clock,
     private readonly config: Config,
@@ -57,14 +62,52 @@ export class People {
     }
   }
 
-  /** A person with their own workspace (owner) and its test workspace. */
   /**
-   * A new person with their workspace (owner) and its test workspace. With `wallet`, the wallet is
-   * linked in the same transaction, so two first sign-ins of one wallet cannot both create an
-   * account: the second fails on the link's unique address and leaves nothing behind.
+   * Counts a sign-up against the per-address and overall daily limits (SIGNUPS_PER_ADDRESS_PER_DAY,
+   * SIGNUPS_PER_DAY), or refuses it with 429 daily_quota_exceeded, as registrations are counted.
    */
-  async create(input: { email?: string | null; password?: string | null; displayName: string; dateOfBirth: string; workspaceName?: string | undefined; wallet?: string }): Promise<{ person: PersonRow; workspace: WorkspaceRow }> {
+  private async countSignup(address: string): Promise<DailyCount> {
+    const { perAddressPerDay, overallPerDay } = this.config.limits.signups;
+    return countDaily(this.kv, this.clock.now(), {
+      what: 'sign-up',
+      counter: 'signup',
+      address,
+      perAddressPerDay,
+      overallPerDay,
+      recordedForAddress: async (since) =>
+        (await this.sql.one<{ n: number }>('SELECT count(*)::int AS n FROM people WHERE signed_up_from_hash = ANY($1) AND created_at >= $2', [addressDigests(address), since]))?.n ?? 0,
+      recordedOverall: async (since) => (await this.sql.one<{ n: number }>('SELECT count(*)::int AS n FROM people WHERE created_at >= $1', [since]))?.n ?? 0,
+      addressHint: (retryAfter) =>
+        `The quota resets at 00:00 UTC, in ${retryAfter} s. Already have an account? Sign in (POST /api/auth/signin, or POST /api/auth/wallet/signin with its wallet); to join a team, accept its invitation with the account you have.`,
+      overallHint: (retryAfter) => `The quota resets at 00:00 UTC, in ${retryAfter} s. Existing accounts sign in as usual meanwhile.`,
+    });
+  }
+
+  /**
+   * A new person with their workspace (owner) and its test workspace, counted against the daily
+   * sign-up limits of `ip` (the caller's address) and of the service. With `wallet`, the wallet is
+   * linked in the same transaction, so two first sign-ins of one wallet cannot both create an
+   * account: the second fails on the link's unique address and leaves nothing behind (nor a count).
+   */
+  async create(input: { email?: string | null; password?: string | null; displayName: string; dateOfBirth: string; workspaceName?: string | undefined; wallet?: string; ip: string }): Promise<{ person: PersonRow; workspace: WorkspaceRow }> {
     this.assertOldEnough(input.dateOfBirth);
+    // The record keeps the address the limit counts under (an IPv6 caller's network), so a restart counts it again.
+    const address = limitAddress(input.ip, this.config.limits.rateLimit.ipv6Prefix);
+    const counted = await this.countSignup(address);
+    try {
+      return await this.insert(input, addressDigests(address)[0] ?? null);
+    } catch (err) {
+      // A sign-up that created nothing (the email taken, a wallet's concurrent first sign-in) does not
+      // count. Best effort: a count the store does not take back is one sign-up fewer for the day.
+      await counted.release().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  private async insert(
+    input: { email?: string | null; password?: string | null; displayName: string; dateOfBirth: string; workspaceName?: string | undefined; wallet?: string },
+    signedUpFromHash: string | null,
+  ): Promise<{ person: PersonRow; workspace: WorkspaceRow }> {
     const passwordHash = input.password ? await hashPassword(input.password) : null;
     return this.sql.tx(async (tx) => {
       if (input.email) {
@@ -74,8 +117,8 @@ export class People {
       const workspace = await this.workspaces.create({ name: input.workspaceName ?? `${input.displayName}'s workspace`, plan: 'free', origin: 'person_signup' }, tx);
       await this.workspaces.createTestWorkspace(workspace, tx);
       const person = await this.sql.one<PersonRow>(
-        `INSERT INTO people (id, email, password_hash, display_name, date_of_birth, default_workspace_id) VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
-        [newId('per'), input.email ?? null, passwordHash, input.displayName, input.dateOfBirth, workspace.id],
+        `INSERT INTO people (id, email, password_hash, display_name, date_of_birth, default_workspace_id, signed_up_from_hash) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
+        [newId('per'), input.email ?? null, passwordHash, input.displayName, input.dateOfBirth, workspace.id, signedUpFromHash],
         tx,
       );
       if (!person) throw new Error('person insert returned nothing');

@@ -1,3 +1,4 @@
+import { limitAddress } from '../../../core/address';
 import { ApiError, isApiError } from '../../../core/errors';
 import type { KvStore } from '../../../core/kv';
 
@@ -15,10 +16,16 @@ export class FailedAuthGuard {
   constructor(
     private readonly kv: KvStore,
     private readonly limit: number,
+    /** An IPv6 caller counts under its network of this many bits (core/address.ts: limitAddress). */
+    private readonly ipv6Prefix: number,
   ) {}
 
+  private key(ip: string): string {
+    return `authfail:${limitAddress(ip, this.ipv6Prefix)}`;
+  }
+
   async check(ip: string): Promise<void> {
-    const r = await this.kv.peekRateLimit(`authfail:${ip}`, this.limit, WINDOW_MS);
+    const r = await this.kv.peekRateLimit(this.key(ip), this.limit, WINDOW_MS);
     if (r.remaining > 0) return;
     // The window slides: rejections of this window still weigh in after it ends, so only the end of
     // this window plus one whole window is sure to let the address in again.
@@ -53,10 +60,10 @@ export class FailedAuthGuard {
    * a burst of concurrent guesses cannot all be checked before the first rejection is counted.
    */
   async verify<T>(ip: string, check: () => Promise<T | null>): Promise<T | null> {
-    const flightKey = `authflight:${ip}`;
+    const flightKey = `authflight:${limitAddress(ip, this.ipv6Prefix)}`;
     const inFlight = await this.kv.incr(flightKey, 1, FLIGHT_TTL_MS);
     try {
-      const r = await this.kv.peekRateLimit(`authfail:${ip}`, this.limit, WINDOW_MS);
+      const r = await this.kv.peekRateLimit(this.key(ip), this.limit, WINDOW_MS);
       if (r.remaining === 0) throw this.refusal(Math.max(1, Math.ceil((r.resetMs + WINDOW_MS) / 1000)));
       if (inFlight > r.remaining) throw this.refusal(1);
       const found = await check();
@@ -76,6 +83,6 @@ export class FailedAuthGuard {
   }
 
   async fail(ip: string): Promise<void> {
-    await this.kv.rateLimit(`authfail:${ip}`, this.limit, WINDOW_MS);
+    await this.kv.rateLimit(this.key(ip), this.limit, WINDOW_MS);
   }
 }

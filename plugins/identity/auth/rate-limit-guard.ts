@@ -1,6 +1,7 @@
 import { ApiError } from '../../../core/errors';
 import type { Guard } from '../../../core/hooks';
 import type { RequestContext } from '../../../core/http/route';
+import { limitAddress } from '../../../core/address';
 import type { KvStore, RateLimitResult } from '../../../core/kv';
 import { identityOf } from './principal';
 
@@ -29,6 +30,8 @@ export function bindingRate(rate: RequestRate): RateLimitResult & { scope: 'work
 export interface RateLimits {
   perWorkspacePerMinute: number;
   perAddressPerMinute: number;
+  /** An IPv6 caller counts under its network of this many bits (core/address.ts: limitAddress). */
+  ipv6Prefix: number;
 }
 
 /**
@@ -48,9 +51,10 @@ export class RateLimitGuard implements Guard {
   async run(ctx: RequestContext): Promise<void> {
     if (ctx.route.rateLimit === 'none') return;
     if (!ctx.principal) return this.anonymous(ctx);
+    const addressKey = this.addressKey(ctx);
     const [ws, ip] = await Promise.all([
       this.kv.rateLimit(`rl:ws:${ctx.principal.workspaceId}`, this.limits.perWorkspacePerMinute, WINDOW_MS),
-      this.kv.rateLimit(`rl:ip:${ctx.clientIp}`, this.limits.perAddressPerMinute, WINDOW_MS),
+      this.kv.rateLimit(addressKey, this.limits.perAddressPerMinute, WINDOW_MS),
     ]);
     const rate: RequestRate = { workspace: ws, address: ip };
     const tighter = bindingRate(rate);
@@ -61,7 +65,7 @@ export class RateLimitGuard implements Guard {
     // its workspace's allowance for the workspace's other callers, nor a workspace over its limit the
     // allowance of an address it shares with others.
     // Best effort: a refund Redis does not take leaves one request counted, not the 429 turned into a 503.
-    const refund = ws.allowed ? this.kv.refundRateLimit(`rl:ws:${ctx.principal.workspaceId}`, WINDOW_MS, 1, ws.window) : ip.allowed ? this.kv.refundRateLimit(`rl:ip:${ctx.clientIp}`, WINDOW_MS, 1, ip.window) : null;
+    const refund = ws.allowed ? this.kv.refundRateLimit(`rl:ws:${ctx.principal.workspaceId}`, WINDOW_MS, 1, ws.window) : ip.allowed ? this.kv.refundRateLimit(addressKey, WINDOW_MS, 1, ip.window) : null;
     await refund?.catch((err: unknown) => ctx.log.warn({ err }, 'a request refused by one rate limit stays counted by the other'));
     // An unclaimed sandbox may not use batch pricing, so it is not told to.
     throw rateLimited(tighter, !identityOf(ctx.principal).sandbox);
@@ -69,9 +73,13 @@ export class RateLimitGuard implements Guard {
 
   private async anonymous(ctx: RequestContext): Promise<void> {
     if (ctx.route.rateLimit === 'demo') return;
-    const ip = await this.kv.rateLimit(`rl:ip:${ctx.clientIp}`, this.limits.perAddressPerMinute, WINDOW_MS);
+    const ip = await this.kv.rateLimit(this.addressKey(ctx), this.limits.perAddressPerMinute, WINDOW_MS);
     setHeaders(ctx, ip);
     if (!ip.allowed) throw rateLimited({ ...ip, scope: 'address' });
+  }
+
+  private addressKey(ctx: RequestContext): string {
+    return `rl:ip:${limitAddress(ctx.clientIp, this.limits.ipv6Prefix)}`;
   }
 }
 

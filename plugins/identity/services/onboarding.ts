@@ -5,9 +5,10 @@ import type { Sql } from '../../../core/db/sql';
 import { ApiError } from '../../../core/errors';
 import { unknownClaimLink } from '../errors';
 import type { EventBus } from '../../../core/events';
-import { addressDigests } from '../../../core/address';
+import { addressDigests, limitAddress } from '../../../core/address';
 import { newId, randomToken } from '../../../core/ids';
-import { incrFromRecord, uncount } from '../../../core/kv';
+import { countDaily, secondsUntilUtcMidnight, utcDay, utcDayStart } from '../../../core/daily-quota';
+import { incrFromRecord } from '../../../core/kv';
 import type { KvStore } from '../../../core/kv';
 import type { ApiKeyRow, KeyKind, WorkspaceOrigin, WorkspaceRow } from '../domain';
 import type { AuditLog } from './audit';
@@ -38,18 +39,6 @@ export interface Registration {
 }
 
 export type Claimer = { type: 'person'; personId: string } | { type: 'api_key'; keyId: string; workspaceId: string };
-
-function utcDay(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 10);
-}
-
-function utcDayStart(ms: number): Date {
-  return new Date(Math.floor(ms / DAY_MS) * DAY_MS);
-}
-
-export function secondsUntilUtcMidnight(ms: number): number {
-  return Math.max(1, Math.ceil((Math.floor(ms / DAY_MS + 1) * DAY_MS - ms) / 1000));
-}
 
 export function hashClaimToken(token: string): string {
   return createHash('sha256').update(token).digest('hex');
@@ -85,48 +74,36 @@ export class Onboarding {
     return (await this.sql.one<{ n: number }>(query, params))?.n ?? 0;
   }
 
-  /** Counts a registration against the per-address and overall daily limits, or refuses it. */
+  /** Counts a registration against the per-address and overall daily limits, or refuses it. `ip`: the address the limits count under (limitAddress). */
   private async countRegistration(ip: string): Promise<number> {
     const { perAddressPerDay, overallPerDay } = this.config.limits.registrations;
-    const now = this.clock.now();
-    const day = utcDay(now);
-    const retryAfter = secondsUntilUtcMidnight(now);
-    const limit = { per_address_per_day: perAddressPerDay, overall_per_day: overallPerDay };
-    const byAddress = await incrFromRecord(this.kv, `reg:ip:${ip}:${day}`, 1, 2 * DAY_MS, () =>
-      this.countSince('SELECT count(*)::int AS n FROM agents WHERE registered_from_hash = ANY($1) AND created_at >= $2', [addressDigests(ip), utcDayStart(now)]),
-    );
-    if (byAddress > perAddressPerDay) {
-      throw new ApiError('daily_quota_exceeded', `Daily registration quota reached for this network address (${perAddressPerDay} per day).`, {
-        retry_after: retryAfter,
-        limit,
-        hint: `The quota resets at 00:00 UTC, in ${retryAfter} s. Reuse the key you already have, or rotate it (POST /api/api-keys/rotate).`,
-      });
-    }
-    const overall = await incrFromRecord(this.kv, `reg:all:${day}`, 1, 2 * DAY_MS, () =>
-      this.countSince('SELECT count(*)::int AS n FROM workspaces WHERE created_by_agent AND created_at >= $1', [utcDayStart(now)]),
-    );
-    if (overall > overallPerDay) {
-      await uncount(this.kv, `reg:ip:${ip}:${day}`, 1);
-      throw new ApiError('daily_quota_exceeded', `Daily registration quota of the service reached (${overallPerDay} per day).`, {
-        retry_after: retryAfter,
-        limit,
-        hint: `The quota resets at 00:00 UTC, in ${retryAfter} s. The keyless demo still answers meanwhile.`,
-      });
-    }
-    return perAddressPerDay - byAddress;
+    const counted = await countDaily(this.kv, this.clock.now(), {
+      what: 'registration',
+      counter: 'reg',
+      address: ip,
+      perAddressPerDay,
+      overallPerDay,
+      recordedForAddress: (since) => this.countSince('SELECT count(*)::int AS n FROM agents WHERE registered_from_hash = ANY($1) AND created_at >= $2', [addressDigests(ip), since]),
+      recordedOverall: (since) => this.countSince('SELECT count(*)::int AS n FROM workspaces WHERE created_by_agent AND created_at >= $1', [since]),
+      addressHint: (retryAfter) => `The quota resets at 00:00 UTC, in ${retryAfter} s. Reuse the key you already have, or rotate it (POST /api/api-keys/rotate).`,
+      overallHint: (retryAfter) => `The quota resets at 00:00 UTC, in ${retryAfter} s. The keyless demo still answers meanwhile.`,
+    });
+    return counted.remainingForAddress;
   }
 
   /** Creates an Agent Starter sandbox: workspace, agent, key shown once, one-time claim link. */
   async registerSandbox(input: { name: string; ip: string; userAgent?: string | undefined; origin: WorkspaceOrigin; keyKind: KeyKind }): Promise<Registration> {
     this.assertRegistrationOpen();
-    const remainingForAddress = await this.countRegistration(input.ip);
+    // The agent row keeps the address the limit counts under (an IPv6 caller's network), so a restart counts that network again.
+    const address = limitAddress(input.ip, this.config.limits.rateLimit.ipv6Prefix);
+    const remainingForAddress = await this.countRegistration(address);
     const claimToken = `pcs_clm_${randomToken(32)}`;
     const claimExpiresAt = new Date(this.clock.now() + this.config.identity.claimLinkTtlDays * DAY_MS);
     const keyExpiresAt = new Date(this.clock.now() + this.config.limits.sandbox.keyLifetimeDays * DAY_MS);
     const result = await this.sql.tx(async (tx) => {
       const workspace = await this.workspaces.create({ name: input.name, plan: 'agent_starter', origin: input.origin, isSandbox: true, createdByAgent: true }, tx);
       const agentId = newId('agt');
-      await this.sql.exec('INSERT INTO agents (id, workspace_id, name, user_agent, registered_from_hash) VALUES ($1, $2, $3, $4, $5)', [agentId, workspace.id, input.name, input.userAgent?.slice(0, 300) ?? null, addressDigests(input.ip)[0] ?? null], tx);
+      await this.sql.exec('INSERT INTO agents (id, workspace_id, name, user_agent, registered_from_hash) VALUES ($1, $2, $3, $4, $5)', [agentId, workspace.id, input.name, input.userAgent?.slice(0, 300) ?? null, addressDigests(address)[0] ?? null], tx);
       const { row, secret } = await this.keys.create(
         { workspaceId: workspace.id, name: `${input.name} sandbox key`, kind: input.keyKind, scopes: SANDBOX_SCOPES, agentId, expiresAt: keyExpiresAt },
         tx,

@@ -1,3 +1,4 @@
+import { limitAddress } from '../../../core/address';
 import { ApiError } from '../../../core/errors';
 import type { Guard } from '../../../core/hooks';
 import type { RequestContext } from '../../../core/http/route';
@@ -21,6 +22,8 @@ export class DemoBudgetGuard implements Guard {
     private readonly now: () => number,
     /** The keyless calls of an address the usage records hold since a time (a restart's starting point). */
     private readonly recorded: (ip: string, since: Date) => Promise<number>,
+    /** An IPv6 caller counts under its network of this many bits (core/address.ts: limitAddress). */
+    private readonly ipv6Prefix: () => number,
   ) {}
 
   /** Counts one keyless call of an address; the MCP endpoint calls it per keyless tool call. */
@@ -28,7 +31,9 @@ export class DemoBudgetGuard implements Guard {
     const limit = this.perHour();
     const now = this.now();
     const hourStart = Math.floor(now / HOUR_MS) * HOUR_MS;
-    const used = await incrFromRecord(this.kv, `demo:${ip}:${hourStart}`, 1, 2 * HOUR_MS, () => this.recorded(ip, new Date(hourStart)));
+    // Usage events keep the full address, so after a restart an IPv6 network's count starts from what
+    // this one address spent: the least the network spent.
+    const used = await incrFromRecord(this.kv, `demo:${limitAddress(ip, this.ipv6Prefix())}:${hourStart}`, 1, 2 * HOUR_MS, () => this.recorded(ip, new Date(hourStart)));
     const allowed = used <= limit;
     const resetsAt = new Date(hourStart + HOUR_MS).toISOString();
     return { allowed, limit, remaining: Math.max(0, limit - used), resetsAt, error: allowed ? null : this.refusal(limit, resetsAt, hourStart + HOUR_MS - now) };

@@ -104,6 +104,19 @@ describe('identity: request rate limits and the failed-credential guard', () => 
     expect((await api.get('/api/me', from('192.0.2.33', { 'x-api-key': keys[2] ?? '' }))).status, 'another address is not limited').to.equal(200);
   });
 
+  it('counts every IPv6 address of one /64 as one address for the request rate (RATE_LIMIT_IPV6_PREFIX), and another /64 apart', async () => {
+    const keys = [await register(svc.url), await register(svc.url), await register(svc.url)].map((r) => r.api_key.key);
+    for (let i = 0; i < 8; i++) {
+      const ok = await api.get('/api/me', from(`2001:db8:5::${i + 1}`, { 'x-api-key': keys[i % 3] ?? '' }));
+      expect(ok.status, `request ${i + 1}`).to.equal(200);
+    }
+    const res = await api.get<ErrorBody>('/api/me', from('2001:db8:5::9', { 'x-api-key': keys[2] ?? '' }));
+    expectRetryAfter(res);
+    expect(res.body.code).to.equal('rate_limited');
+    expect(res.body.limit).to.deep.equal({ scope: 'address', requests_per_minute: 8 });
+    expect((await api.get('/api/me', from('2001:db8:6::1', { 'x-api-key': keys[2] ?? '' }))).status, 'another /64 is not limited').to.equal(200);
+  });
+
   it('counts requests refused for their scope or plan, and puts the rate headers on the refusal', async () => {
     const ip = '192.0.2.9';
     const sandbox = await register(svc.url);
@@ -277,6 +290,20 @@ describe('identity: request rate limits and the failed-credential guard', () => 
     expect(another.status, 'further guesses are not even checked').to.equal(429);
     const elsewhere = await api.get('/api/me', from('192.0.2.44', { 'x-api-key': sandbox.api_key.key }));
     expect(elsewhere.status, 'another address is not slowed down').to.equal(200);
+  });
+
+  it('counts rejected credentials from every IPv6 address of one /64 against one allowance (RATE_LIMIT_IPV6_PREFIX), and another /64 apart', async () => {
+    const sandbox = await register(svc.url);
+    for (let i = 0; i < 3; i++) {
+      const bad = await api.get<ErrorBody>('/api/me', from(`2001:db8:7::${i + 1}`, { 'x-api-key': unknownKey('sbx') }));
+      expect(bad.status, `rejected key ${i + 1}`).to.equal(401);
+    }
+    const res = await api.get<ErrorBody>('/api/me', from('2001:db8:7::4', { 'x-api-key': sandbox.api_key.key }));
+    expectRetryAfter(res);
+    expect(res.body.code).to.equal('rate_limited');
+    expect(res.body.limit).to.deep.equal({ rejected_credentials_per_15_minutes: 3 });
+    const elsewhere = await api.get('/api/me', from('2001:db8:8::1', { 'x-api-key': sandbox.api_key.key }));
+    expect(elsewhere.status, 'another /64 is not slowed down').to.equal(200);
   });
 
   it('counts every kind of rejected credential toward the failed-credential limit: person tokens, session cookies, unrecognised bearer values and other schemes', async () => {

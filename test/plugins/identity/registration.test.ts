@@ -216,6 +216,47 @@ describe('identity: per-address registration limit across a restart without Redi
   });
 });
 
+describe('identity: registration limits count an IPv6 caller by its network (RATE_LIMIT_IPV6_PREFIX)', () => {
+  it('counts the registrations of every IPv6 address in one /64 as one address, another /64 apart, also after a restart without Redis', async () => {
+    const config = identityConfig({ registrations: { perAddressPerDay: 3, overallPerDay: 100 } });
+    const svc = await startTestService({ config });
+    try {
+      for (const [i, address] of ['2001:db8:1::1', '2001:db8:1::2', '2001:db8:1::3'].entries()) {
+        const r = await register(svc.url, `v6-agent-${i}`, address);
+        expect(r.limits.registrations.remaining_for_this_address_today).to.equal(2 - i);
+      }
+      const refused = await client(svc.url).post<ErrorBody>('/api/agents/register', { name: 'v6-agent-4' }, { 'x-forwarded-for': '2001:db8:1::4' });
+      expectRetryAfter(refused);
+      expect(refused.body.code).to.equal('daily_quota_exceeded');
+      expect(refused.body.limit).to.deep.include({ per_address_per_day: 3 });
+      const elsewhere = await register(svc.url, 'v6-agent-other', '2001:db8:2::1');
+      expect(elsewhere.limits.registrations.remaining_for_this_address_today).to.equal(2);
+      const restarted = await startTestService({ config, databaseUrl: svc.databaseUrl });
+      try {
+        const again = await client(restarted.url).post<ErrorBody>('/api/agents/register', { name: 'v6-agent-5' }, { 'x-forwarded-for': '2001:db8:1::5' });
+        expect(again.status, again.text).to.equal(429);
+        expect(again.body.code).to.equal('daily_quota_exceeded');
+      } finally {
+        await restarted.close();
+      }
+    } finally {
+      await svc.close();
+    }
+  });
+
+  it('counts each IPv6 address apart with RATE_LIMIT_IPV6_PREFIX=128', async () => {
+    const svc = await startTestService({ config: identityConfig({ registrations: { perAddressPerDay: 1, overallPerDay: 100 }, rateLimit: { ipv6Prefix: 128 } }) });
+    try {
+      await register(svc.url, 'v6-whole-1', '2001:db8:3::1');
+      await register(svc.url, 'v6-whole-2', '2001:db8:3::2');
+      const refused = await client(svc.url).post<ErrorBody>('/api/agents/register', { name: 'v6-whole-3' }, { 'x-forwarded-for': '2001:db8:3::1' });
+      expect(refused.status, refused.text).to.equal(429);
+    } finally {
+      await svc.close();
+    }
+  });
+});
+
 describe('identity: self-registration paused (SELF_REGISTRATION_OPEN=false)', () => {
   let svc: TestService;
   let api: ReturnType<typeof client>;

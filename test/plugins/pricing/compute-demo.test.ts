@@ -161,4 +161,26 @@ describe('keyless demo', function () {
     expect(res.body.example).to.deep.equal(demo?.example);
     expect(demo?.body?.safeParse(res.body.example).success).to.equal(true);
   });
+
+  it('counts the demo calls of every IPv6 address in one /64 against one budget (RATE_LIMIT_IPV6_PREFIX), and another /64 apart', async () => {
+    const api = client(svc.url);
+    const from = (address: string) => ({ 'x-forwarded-for': address });
+    const since = new Date(Date.now() - 1000);
+    for (const [i, address] of ['2001:db8:1::1', '2001:db8:1::2', '2001:db8:1::3'].entries()) {
+      const ok = await api.post('/api/public/compute/demo', { context: { current_price: 5 } }, from(address));
+      expect(ok.status, `${address}: ${ok.text}`).to.equal(200);
+      expect(ok.headers.get('x-demo-budget-remaining')).to.equal(String(2 - i));
+    }
+    const over = await api.post<Record<string, any>>('/api/public/compute/demo', { context: { current_price: 5 } }, from('2001:db8:1::4'));
+    expect(over.status, over.text).to.equal(429);
+    expect(over.body.code).to.equal('rate_limited');
+    expect(over.body.retry_after).to.equal(Number(over.headers.get('retry-after')));
+    expect(over.headers.get('x-demo-budget-remaining')).to.equal('0');
+    const elsewhere = await api.post('/api/public/compute/demo', { context: { current_price: 5 } }, from('2001:db8:2::1'));
+    expect(elsewhere.status, elsewhere.text).to.equal(200);
+    expect(elsewhere.headers.get('x-demo-budget-remaining')).to.equal('2');
+    // Usage events keep each caller's full address.
+    const [rows] = await svc.sequelize.query(`SELECT count(DISTINCT caller_address_hash)::int AS n FROM usage_events WHERE channel = 'demo' AND created_at >= $1`, { bind: [since] });
+    expect((rows as Array<{ n: number }>)[0]?.n).to.equal(4);
+  });
 });

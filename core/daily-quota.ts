@@ -1,0 +1,80 @@
+import { ApiError } from './errors';
+import { incrFromRecord, uncount } from './kv';
+import type { KvStore } from './kv';
+
+const DAY_MS = 86_400_000;
+
+export function utcDay(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
+}
+
+export function utcDayStart(ms: number): Date {
+  return new Date(Math.floor(ms / DAY_MS) * DAY_MS);
+}
+
+export function secondsUntilUtcMidnight(ms: number): number {
+  return Math.max(1, Math.ceil((Math.floor(ms / DAY_MS + 1) * DAY_MS - ms) / 1000));
+}
+
+/** One thing counted per UTC day per network address and overall (agent registrations, person sign-ups). */
+export interface DailyQuota {
+  /** What is counted, as the refusals name it: `registration`, `sign-up`. */
+  what: string;
+  /** Names the key-value counters: `<counter>:ip:<address>:<day>` and `<counter>:all:<day>`. */
+  counter: string;
+  /** The address the limit counts under (core/address.ts: limitAddress). */
+  address: string;
+  perAddressPerDay: number;
+  overallPerDay: number;
+  /** What the records hold since the start of the day: where a counter starts when the store lost it (a restart without Redis). */
+  recordedForAddress: (since: Date) => Promise<number>;
+  recordedOverall: (since: Date) => Promise<number>;
+  /** The refusals' hints, given the seconds until the quota resets. */
+  addressHint: (retryAfter: number) => string;
+  overallHint: (retryAfter: number) => string;
+}
+
+export interface DailyCount {
+  /** What the address has left today after this one. */
+  remainingForAddress: number;
+  /** Takes this one back (what it counted failed); best effort, see uncount. */
+  release: () => Promise<void>;
+}
+
+/**
+ * Counts one against the per-address and the overall daily limit, or refuses it with 429
+ * `daily_quota_exceeded` (`retry_after` to midnight UTC, `limit` naming both limits, a hint). One
+ * refused by the overall limit is taken back from its address.
+ */
+export async function countDaily(kv: KvStore, now: number, q: DailyQuota): Promise<DailyCount> {
+  const day = utcDay(now);
+  const since = utcDayStart(now);
+  const retryAfter = secondsUntilUtcMidnight(now);
+  const limit = { per_address_per_day: q.perAddressPerDay, overall_per_day: q.overallPerDay };
+  const addressKey = `${q.counter}:ip:${q.address}:${day}`;
+  const overallKey = `${q.counter}:all:${day}`;
+  const byAddress = await incrFromRecord(kv, addressKey, 1, 2 * DAY_MS, () => q.recordedForAddress(since));
+  if (byAddress > q.perAddressPerDay) {
+    throw new ApiError('daily_quota_exceeded', `Daily ${q.what} quota reached for this network address (${q.perAddressPerDay} per day).`, {
+      retry_after: retryAfter,
+      limit,
+      hint: q.addressHint(retryAfter),
+    });
+  }
+  const overall = await incrFromRecord(kv, overallKey, 1, 2 * DAY_MS, () => q.recordedOverall(since));
+  if (overall > q.overallPerDay) {
+    await uncount(kv, addressKey, 1);
+    throw new ApiError('daily_quota_exceeded', `Daily ${q.what} quota of the service reached (${q.overallPerDay} per day).`, {
+      retry_after: retryAfter,
+      limit,
+      hint: q.overallHint(retryAfter),
+    });
+  }
+  return {
+    remainingForAddress: q.perAddressPerDay - byAddress,
+    release: async () => {
+      await uncount(kv, addressKey, 1);
+      await uncount(kv, overallKey, 1);
+    },
+  };
+}
