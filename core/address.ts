@@ -69,6 +69,8 @@ export function clientIp(req: { ip?: string | undefined; socket: { remoteAddress
  * A string that does not parse counts as sent. Records and logs keep the full address (clientIp).
  */
 export function limitAddress(ip: string, ipv6Prefix: number): string {
+  // Dotted IPv4 as the socket reports it, the common case on every request: nothing to parse.
+  if (!ip.includes(':')) return ip;
   let parsed: ipaddr.IPv4 | ipaddr.IPv6;
   try {
     parsed = ipaddr.process(ip);
