@@ -132,8 +132,8 @@ export class PricingEngine {
     // A strategy's own order comes before the policy's chain (whether after a failure too: RouteDecision.alternatesAfterFailure).
     for (const alt of decision?.alternates ?? []) out.push({ fn: alt, ref: alt.id, role: 'alternate' });
     const chain = [...(policy?.fallback_chain ?? [])];
-    for (const ref of chain) out.push({ fn: this.registry.resolve(ref, scope) ?? null, ref, role: 'fallback_chain' });
-    if (policy?.fallback_function) out.push({ fn: this.registry.resolve(policy.fallback_function, scope) ?? null, ref: policy.fallback_function, role: 'fallback_function' });
+    for (const ref of chain) out.push({ fn: this.registry.resolveForPolicy(ref, scope, policy?.updated_at) ?? null, ref, role: 'fallback_chain' });
+    if (policy?.fallback_function) out.push({ fn: this.registry.resolveForPolicy(policy.fallback_function, scope, policy.updated_at) ?? null, ref: policy.fallback_function, role: 'fallback_function' });
     return out;
   }
 
@@ -162,7 +162,7 @@ export class PricingEngine {
         const evenOver = () => config.candidates ?? this.registry.ownAndBuiltIn(req.scope).map((f) => f.id);
         const weighted = Object.values(config.weights ?? {}).some((w) => w > 0);
         const routeConfig: PolicyConfig = strategy === 'weighted' && !weighted ? { ...config, weights: Object.fromEntries(evenOver().map((id) => [id, 1])) } : config;
-        decision = await this.router.decide({ context: req.context, scope: req.scope, strategy, config: routeConfig, policyId: policy?.id ?? null });
+        decision = await this.router.decide({ context: req.context, scope: req.scope, strategy, config: routeConfig, policyId: policy?.id ?? null, policySavedAt: policy?.updated_at });
         first = decision.chosen;
         stages.push({
           stage: 'route',

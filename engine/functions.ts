@@ -22,6 +22,8 @@ export interface FunctionDescriptor {
   timeoutMs?: number | null;
   /** The marketplace commission (percent) the function's listing keeps for good; null if never listed; absent for built-ins. */
   commissionPct?: string | null;
+  /** When it was registered (ISO 8601); absent for built-ins. */
+  createdAt?: string;
 }
 
 /** Who is asking, for reachability. */

@@ -154,6 +154,18 @@ export class FunctionRegistry {
     return fn && isReachable(fn, scope) ? fn : undefined;
   }
 
+  /**
+   * A policy's reference, as `resolve`, except that a name binds only to a function registered by the
+   * time the policy was saved (`savedAt`). Saving refuses names no function holds, and names are never
+   * freed, so this changes nothing for a policy saved since; one saved earlier with a name held for
+   * later never sends its calls (and charges) to whoever registered that name after it.
+   */
+  resolveForPolicy(ref: string, scope: CallerScope, savedAt: string | undefined): FunctionDescriptor | undefined {
+    const fn = this.resolve(ref, scope);
+    if (!fn || savedAt === undefined || fn.id === ref || fn.createdAt === undefined) return fn;
+    return Date.parse(fn.createdAt) <= Date.parse(savedAt) ? fn : undefined;
+  }
+
   all(): FunctionDescriptor[] {
     return [...this.byIdMap.values()];
   }

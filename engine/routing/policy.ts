@@ -46,4 +46,6 @@ export type PolicyShape = z.infer<typeof policySchema>;
 export interface RoutingPolicy extends PolicyShape {
   id: string;
   workspace_id: string;
+  /** When it was last saved (ISO 8601): its names bind only to functions registered by then. */
+  updated_at?: string;
 }

@@ -20,6 +20,8 @@ export interface RouteInput {
   config: PolicyConfig;
   /** Round-robin counters are kept per policy. */
   policyId: string | null;
+  /** When the policy was last saved: its names bind only to functions registered by then (FunctionRegistry.resolveForPolicy). */
+  policySavedAt?: string | undefined;
 }
 
 export interface RouteDecision {
@@ -110,12 +112,12 @@ export class Router {
     const weightById = new Map<string, number>();
     if (input.strategy === 'weighted') {
       for (const [ref, w] of Object.entries(input.config.weights ?? {})) {
-        const id = this.registry.resolve(ref, input.scope)?.id;
+        const id = this.registry.resolveForPolicy(ref, input.scope, input.policySavedAt)?.id;
         if (id !== undefined && Number.isFinite(w) && w > 0) weightById.set(id, (weightById.get(id) ?? 0) + w);
       }
     }
     for (const ref of this.candidateRefs(input)) {
-      const fn = this.registry.resolve(ref, input.scope);
+      const fn = this.registry.resolveForPolicy(ref, input.scope, input.policySavedAt);
       if (!fn) {
         reports.push({ function: ref, id: null, kept: false, reason: 'unreachable' });
         continue;
@@ -147,7 +149,7 @@ export class Router {
 
     const pick = (fn: FunctionDescriptor, extra: Partial<RouteDecision> = {}): RouteDecision => ({ strategy: input.strategy, chosen: fn, eligible, candidates: reports, ...extra });
     // A reference in a policy means what the registry resolves it to (an fn_… id is never taken as a name), and nothing else.
-    const idOf = (ref: string): string | undefined => this.registry.resolve(ref, input.scope)?.id;
+    const idOf = (ref: string): string | undefined => this.registry.resolveForPolicy(ref, input.scope, input.policySavedAt)?.id;
     const eligibleFor = (ref: string): FunctionDescriptor | undefined => {
       const id = idOf(ref);
       return id === undefined ? undefined : eligible.find((f) => f.id === id);

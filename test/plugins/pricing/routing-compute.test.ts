@@ -202,3 +202,35 @@ describe('pricing: compute routed by the default policy (HTTP)', function () {
     expect((closed.body.data as Body[]).find((d) => d.function.name === 'charm-pricing')?.breaker.state).to.equal('closed');
   });
 });
+
+describe('pricing: a policy saved before its names were checked (HTTP)', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  let world: World;
+
+  before(async () => {
+    svc = await startTestService({ config: { engine: { threads: 1 } } });
+    world = await buildWorld(svc);
+  });
+  after(() => svc.close());
+
+  it('never binds a name to a function registered after the policy was saved: a stranger taking the name later gets none of its calls', async () => {
+    const name = `squat-${Date.now()}`;
+    // As an earlier release stored it: a name no function held, kept with a warning.
+    await svc.sequelize.query(
+      `INSERT INTO routing_policies (id, workspace_id, name, strategy, is_default, fallback_chain, fallback_function, config, created_at, updated_at)
+       VALUES ($1, $2, 'legacy', 'cheapest', true, '{}', NULL, $3, now() - interval '1 hour', now() - interval '1 hour')`,
+      { bind: [`rp_legacy${Date.now()}`, world.a.owner.workspaceId, JSON.stringify({ candidates: [name, 'cost-plus'], weights: {} })] },
+    );
+    const stranger = client(svc.url, { 'x-api-key': world.b.key });
+    const fn = await stranger.post<Body>('/api/functions', { name, execution_type: 'external_api', endpoint_url: 'https://pricing.example.com/p', cost_per_unit: '0.0001', is_public: true });
+    expect(fn.status, fn.text).to.equal(201);
+    expect((await stranger.patch(`/api/functions/${fn.body.function.id}`, { status: 'active' })).status).to.equal(200);
+
+    const res = await client(svc.url, { 'x-api-key': world.a.key }).post<Body>('/api/compute/price', { context: { unit_cost: 2, currency: 'USD' } });
+    expect(res.status, res.text).to.equal(200);
+    expect(res.body.function.name).to.equal('cost-plus');
+    const candidates = ((res.body.trace.stages as Body[]).find((s) => s.stage === 'route') as Body).candidates as Body[];
+    expect(candidates.map((c) => [c.function, c.reason ?? 'kept'])).to.deep.equal([[name, 'unreachable'], ['cost-plus', 'kept']]);
+  });
+});
