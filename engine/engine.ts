@@ -101,9 +101,6 @@ export class PricingEngine {
       if (scope.builtInsOnly && this.registry.resolve(key, { ...scope, builtInsOnly: false }, ref.id ? 'id' : 'name')) {
         throw new EngineError('outside_plan', 'Marketplace functions are outside this plan: it prices with built-in functions only.', { functionId: key });
       }
-      // A listed function its owner deactivated was public: saying so reveals nothing, where a 404 would read as a typo.
-      const listed = scope.builtInsOnly ? undefined : ref.id ? this.registry.get(key) : this.registry.getByName(key);
-      if (listed?.isPublic && listed.status === 'inactive') throw new EngineError('function_inactive', `Function "${listed.name}" was deactivated by its owner.`, { functionId: listed.id });
       throw new EngineError('function_not_found', 'No pricing function with this id or name is available to you.', { functionId: key });
     }
     if (fn.status === 'draft') {

@@ -61,7 +61,7 @@ export function toApiError(err: unknown, opts: ErrorAudience = {}): unknown {
           ? 'Without a key the demo reaches built-in functions only; GET /api/catalog lists them. Marketplace functions need the key of a claimed workspace: a person signs up (POST /api/auth/signup) and creates one, or claims a sandbox made with POST /api/agents/register (sandboxes price with built-ins only until claimed).'
           : opts.sandbox
             ? 'A sandbox prices with built-in functions only until a person claims it; GET /api/functions?built_in=true lists them.'
-            : 'GET /api/functions lists the functions you can use: built-ins, your own, and public marketplace functions.',
+            : 'GET /api/functions lists the functions you can use: built-ins, your own, and public marketplace functions. A marketplace function its owner withdrew (deactivated or made private) answers this too.',
       });
     case 'outside_plan':
       // Keyless callers reach built-ins only too; their answer stays the demo's own 404.

@@ -370,7 +370,7 @@ describe('compute API', function () {
     expect(byName.body.hint).to.equal('Pick another function, or let your routing choose (omit function_name).');
   });
 
-  it("tells a consumer that a public function was deactivated by its owner (409 function_inactive), while another's public draft stays the 404", async () => {
+  it("answers another workspace's public function its owner deactivated, or a public draft, with the identical 404, whose hint says a withdrawn marketplace function answers it too", async () => {
     const author = await signUp(svc, 'author');
     const authorApi = client(svc.url, { 'x-api-key': (await createKey(svc, author, { name: 'author' })).key });
     const fn = await authorApi.post<Record<string, any>>('/api/functions', { name: `listed-${Date.now()}`, execution_type: 'external_api', endpoint_url: 'https://pricing.example.com/p', cost_per_unit: '0.001', is_public: true });
@@ -378,23 +378,19 @@ describe('compute API', function () {
     const id = fn.body.function.id as string;
     const consumer = client(svc.url, { 'x-api-key': key });
     const missing = await consumer.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 }, function_id: 'fn_doesnotexist12345678' });
-    const draft = await consumer.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 }, function_id: id });
-    expect(draft.status, 'a public draft was never listed').to.equal(404);
-    expect({ ...draft.body, request_id: undefined }).to.deep.equal({ ...missing.body, request_id: undefined });
+    expect(missing.body.hint).to.include('A marketplace function its owner withdrew (deactivated or made private) answers this too.');
+    const same = (res: { status: number; body: Record<string, any> }) => {
+      expect(res.status).to.equal(404);
+      expect({ ...res.body, request_id: undefined }).to.deep.equal({ ...missing.body, request_id: undefined });
+    };
+    same(await consumer.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 }, function_id: id }));
     expect((await authorApi.patch(`/api/functions/${id}`, { status: 'active' })).status).to.equal(200);
+    expect((await consumer.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 }, function_id: id })).status, 'listed and active: it runs (and fails at its address)').to.not.equal(404);
     expect((await authorApi.patch(`/api/functions/${id}`, { status: 'inactive' })).status).to.equal(200);
-    for (const res of [
-      await consumer.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 }, function_id: id }),
-      await consumer.post<Record<string, any>>('/api/price-router', { context: { current_price: 1 }, function_name: fn.body.function.name }),
-    ]) {
-      expect(res.status, res.text).to.equal(409);
-      expect(res.body.code).to.equal('function_inactive');
-      expect(res.body.error).to.equal(`Function "${fn.body.function.name}" was deactivated by its owner.`);
-    }
-    // Made private, it is out of reach again: the identical 404.
-    expect((await authorApi.patch(`/api/functions/${id}`, { is_public: false })).status).to.equal(200);
-    const hidden = await consumer.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 }, function_id: id });
-    expect({ ...hidden.body, request_id: undefined }).to.deep.equal({ ...missing.body, request_id: undefined });
+    same(await consumer.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 }, function_id: id }));
+    const byName = await consumer.post<Record<string, any>>('/api/price-router', { context: { current_price: 1 }, function_name: fn.body.function.name });
+    expect(byName.status).to.equal(404);
+    expect(byName.body.error).to.equal(missing.body.error);
   });
 
   it('only lets the owner change a function (others get 404)', async () => {
