@@ -28,6 +28,30 @@ function functionRefs(p: PolicyShape): Array<{ path: string; ref: string }> {
   ];
 }
 
+/**
+ * Refuses a PATCH that carries over, unsent, a name the policy held before any function did (saved
+ * before names were checked) now that a function holds it: the PATCH would bind the name to that
+ * function, registered later by whoever took it. Sent again, the name is meant and binds.
+ */
+function refuseLateBindings(current: PolicyRecord, body: { fallback_chain?: unknown; fallback_function?: unknown; config?: unknown }, registry: FunctionRegistry): void {
+  const carried: PolicyShape = {
+    ...current,
+    fallback_chain: body.fallback_chain === undefined ? current.fallback_chain : [],
+    fallback_function: body.fallback_function === undefined ? current.fallback_function : null,
+    config: body.config === undefined ? current.config : {},
+  };
+  const savedAt = Date.parse(current.updated_at);
+  const late = functionRefs(carried).filter((r) => {
+    const fn = /^fn_/i.test(r.ref) ? undefined : registry.find(r.ref);
+    return fn?.createdAt !== undefined && Date.parse(fn.createdAt) > savedAt;
+  });
+  if (late.length === 0) return;
+  throw new ApiError('validation_error', `This policy named ${[...new Set(late.map((r) => `"${r.ref}"`))].join(', ')} before any function held the name; a function registered later holds it now.`, {
+    issues: late.map((r) => ({ path: r.path, reason: `"${r.ref}" was saved here before any function held the name; send this field again to mean the function holding it now, or leave the name out` })),
+    hint: 'GET /api/functions shows who holds a name. Send the field again (with or without the name) in this PATCH.',
+  });
+}
+
 /** References a policy names that the workspace cannot reach now (kept, skipped at routing time). */
 function unreachableRefs(p: PolicyShape, registry: FunctionRegistry, principal: Principal): string[] {
   const scope = { workspaceId: principal.workspaceId, builtInsOnly: identityOf(principal).sandbox };
@@ -163,6 +187,7 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
             example,
           });
           refuseUnknownNames(shape, registry);
+          refuseLateBindings(current, body, registry);
           return shape;
         });
         if (!saved || !shape) throw notFoundPolicy();

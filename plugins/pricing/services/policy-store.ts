@@ -117,9 +117,12 @@ export class PolicyStore {
     await this.sql.many('SELECT pg_advisory_xact_lock(hashtext($1))', [`routing_policies.default:${workspaceId}`], tx);
   }
 
-  /** The workspace's default policy, other than `except`, is no longer the default. */
+  /**
+   * The workspace's default policy, other than `except`, is no longer the default. Its updated_at stays: it says
+   * when the policy's function names were last checked, which binds them (FunctionRegistry.resolveForPolicy).
+   */
   private async unsetDefault(workspaceId: string, except: string | null, tx: Transaction): Promise<void> {
-    await this.sql.exec("UPDATE routing_policies SET is_default = false, updated_at = now() WHERE workspace_id = $1 AND is_default AND id <> COALESCE($2, '')", [workspaceId, except], tx);
+    await this.sql.exec("UPDATE routing_policies SET is_default = false WHERE workspace_id = $1 AND is_default AND id <> COALESCE($2, '')", [workspaceId, except], tx);
   }
 
   /** Creates a validated policy; making it the default unsets the previous one. */
@@ -167,7 +170,7 @@ export class PolicyStore {
       const p = produce(toRecord(current));
       if (p.is_default) await this.unsetDefault(workspaceId, id, tx);
       return this.sql.one<PolicyRow>(
-        `UPDATE routing_policies SET name = $3, strategy = $4, is_default = $5, fallback_chain = $6, fallback_function = $7, config = $8, updated_at = now()
+        `UPDATE routing_policies SET name = $3, strategy = $4, is_default = $5, fallback_chain = $6, fallback_function = $7, config = $8, updated_at = statement_timestamp()
          WHERE id = $1 AND workspace_id = $2 RETURNING *`,
         [id, workspaceId, p.name, p.strategy, p.is_default, p.fallback_chain, p.fallback_function, JSON.stringify(p.config)],
         tx,

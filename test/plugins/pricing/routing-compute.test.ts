@@ -232,5 +232,22 @@ describe('pricing: a policy saved before its names were checked (HTTP)', functio
     expect(res.body.function.name).to.equal('cost-plus');
     const candidates = ((res.body.trace.stages as Body[]).find((s) => s.stage === 'route') as Body).candidates as Body[];
     expect(candidates.map((c) => [c.function, c.reason ?? 'kept'])).to.deep.equal([[name, 'unreachable'], ['cost-plus', 'kept']]);
+
+    // Another policy made the default leaves the legacy one's save time (its names stay unbound).
+    const owner = client(svc.url, { 'x-api-key': world.a.key });
+    const other = await owner.post<Body>('/api/routing-policies', { name: 'other', strategy: 'default', is_default: true });
+    expect(other.status, other.text).to.equal(201);
+    const [[legacy]] = (await svc.sequelize.query(`SELECT id, updated_at < now() - interval '30 minutes' AS kept FROM routing_policies WHERE name = 'legacy' AND workspace_id = $1`, { bind: [world.a.owner.workspaceId] })) as [Array<{ id: string; kept: boolean }>, unknown];
+    expect(legacy?.kept, 'updated_at untouched by losing the default').to.equal(true);
+    // A PATCH that carries the name over unsent would bind it: refused, naming where it sits.
+    const renamed = await owner.patch<Body>(`/api/routing-policies/${legacy?.id}`, { name: 'renamed', is_default: true });
+    expect(renamed.status, renamed.text).to.equal(400);
+    expect(renamed.body.code).to.equal('validation_error');
+    expect((renamed.body.issues as Body[]).map((i) => i.path)).to.deep.equal(['config.candidates[0]']);
+    const after = await owner.post<Body>('/api/compute/price', { context: { unit_cost: 2, currency: 'USD' } });
+    expect(after.body.function.name, 'the other policy still routes').to.equal('cost-plus');
+    // Sent again, the name is meant: it binds.
+    const meant = await owner.patch<Body>(`/api/routing-policies/${legacy?.id}`, { config: { candidates: [name, 'cost-plus'] } });
+    expect(meant.status, meant.text).to.equal(200);
   });
 });
