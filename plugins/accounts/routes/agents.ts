@@ -37,6 +37,14 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
     assertManagesAgent(p, a, 'manage');
     return a;
   };
+  /** AGENTS_PER_WORKSPACE: the active agents a workspace holds, for a create and a re-enable alike. */
+  const activeAgentsLimit = () => ({
+    setting: 'AGENTS_PER_WORKSPACE',
+    value: d.config.limits.perWorkspace.agents,
+    what: 'active agents',
+    count: `SELECT count(*)::int AS n FROM agents WHERE workspace_id = $1 AND status = 'active'`,
+    hint: 'Disable an agent no longer in use (DELETE /api/agents/{id} disables it and revokes its keys; its usage history stays; GET /api/agents lists them); disabled agents do not count.',
+  });
   return [
     defineRoute({
       id: 'agents.list',
@@ -72,13 +80,7 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       handler: async ({ principal, body }) => {
         const p = principal as Principal;
         const row = await d.sql.tx(async (tx) => {
-          await assertWorkspaceRoom(d.sql, tx, p.workspaceId, {
-            setting: 'AGENTS_PER_WORKSPACE',
-            value: d.config.limits.perWorkspace.agents,
-            what: 'active agents',
-            count: `SELECT count(*)::int AS n FROM agents WHERE workspace_id = $1 AND status = 'active'`,
-            hint: 'Disable an agent no longer in use (DELETE /api/agents/{id} disables it and revokes its keys; its usage history stays; GET /api/agents lists them); disabled agents do not count.',
-          });
+          await assertWorkspaceRoom(d.sql, tx, p.workspaceId, activeAgentsLimit());
           return d.sql.one<AgentRow>('INSERT INTO agents (id, workspace_id, name, created_by_person_id) VALUES ($1, $2, $3, $4) RETURNING *', [newId('agt'), p.workspaceId, body.name, p.personId ?? null], tx);
         });
         return created({ agent: agentView(row as AgentRow) });
@@ -109,12 +111,11 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       handler: async ({ principal, params, body }) => {
         const p = principal as Principal;
         const a = await findToManage(p, params.id);
-        const row = await d.sql.one<AgentRow>('UPDATE agents SET name = COALESCE($3, name), status = COALESCE($4, status), updated_at = now() WHERE id = $1 AND workspace_id = $2 RETURNING *', [
-          a.id,
-          p.workspaceId,
-          body.name ?? null,
-          body.status ?? null,
-        ]);
+        // Re-enabling takes a place among the active agents as creating one does, counted the same way.
+        const row = await d.sql.tx(async (tx) => {
+          if (body.status === 'active' && a.status !== 'active') await assertWorkspaceRoom(d.sql, tx, p.workspaceId, activeAgentsLimit());
+          return d.sql.one<AgentRow>('UPDATE agents SET name = COALESCE($3, name), status = COALESCE($4, status), updated_at = now() WHERE id = $1 AND workspace_id = $2 RETURNING *', [a.id, p.workspaceId, body.name ?? null, body.status ?? null], tx);
+        });
         if (body.status === 'disabled') await revokeAgentKeys(d, events, p.workspaceId, a.id);
         return ok({ agent: agentView(row as AgentRow) });
       },

@@ -123,6 +123,12 @@ describe('identity: how many records one workspace may create', function () {
     const [one] = await rows<{ id: string }>(svc, 'SELECT id FROM agents WHERE workspace_id = $1 LIMIT 1', [p.workspaceId]);
     expect((await call(svc.url, 'DELETE', `/api/agents/${one?.id}`, { headers: asPerson(p) })).status).to.equal(200);
     expect((await agents.create(p, unique())).status).to.equal(201);
+    // Its place is taken: re-enabling the disabled agent is refused as a create would be, and changes nothing.
+    const reenable = await call<Body>(svc.url, 'PATCH', `/api/agents/${one?.id}`, { body: { status: 'active' }, headers: asPerson(p) });
+    expectLimitReached(agents, reenable);
+    expect(await agents.held(p)).to.equal(LIMIT);
+    // A rename of a disabled agent takes no place.
+    expect((await call(svc.url, 'PATCH', `/api/agents/${one?.id}`, { body: { name: 'renamed while disabled' }, headers: asPerson(p) })).status).to.equal(200);
   });
 
   it('pendingInvitations: a revoked or expired invitation leaves room', async () => {
