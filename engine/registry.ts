@@ -186,6 +186,8 @@ export class FunctionRegistry {
   /** Built-ins and the workspace's own functions (those reachable), in the registry's order: the router's default candidates. */
   ownAndBuiltIn(scope: CallerScope): FunctionDescriptor[] {
     const own = scope.builtInsOnly ? undefined : this.byWorkspace.get(scope.workspaceId);
-    return own ? [...BUILTIN_DESCRIPTORS, ...own.values()] : [...BUILTIN_DESCRIPTORS];
+    if (!own) return [...BUILTIN_DESCRIPTORS];
+    // In the registry's order, as reachable(): a function re-indexed into the workspace sits at its map's end.
+    return [...BUILTIN_DESCRIPTORS, ...[...own.values()].sort((a, b) => (this.order.get(a.id) ?? 0) - (this.order.get(b.id) ?? 0))];
   }
 }

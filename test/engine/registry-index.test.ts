@@ -95,4 +95,20 @@ describe('engine: function registry index', () => {
       check(step);
     }
   });
+
+  it('keeps the registry order for a function moved into a workspace, in ownAndBuiltIn as in reachable', async () => {
+    const rows = new Map<string, FunctionDescriptor>([
+      ['fn_a', fn('fn_a', 'ws_a', false, 'active')],
+      ['fn_b', fn('fn_b', 'ws_b', false, 'active')],
+      ['fn_c', fn('fn_c', 'ws_a', false, 'active')],
+    ]);
+    const registry = new FunctionRegistry(tableSource(rows), new MemoryKvStore(systemClock));
+    await registry.start();
+    rows.set('fn_b', fn('fn_b', 'ws_a', false, 'active'));
+    await registry.changed('fn_b');
+    const scope = { workspaceId: 'ws_a', builtInsOnly: false };
+    const mine = (fns: FunctionDescriptor[]) => fns.filter((f) => !f.builtIn).map((f) => f.id);
+    expect(mine(registry.ownAndBuiltIn(scope))).to.deep.equal(['fn_a', 'fn_b', 'fn_c']);
+    expect(mine(registry.reachable(scope))).to.deep.equal(['fn_a', 'fn_b', 'fn_c']);
+  });
 });
