@@ -9,8 +9,10 @@ export interface WorkspaceLimit {
   value: number;
   /** What is counted, plural (functions, live API keys). */
   what: string;
-  /** SELECT count(*)::int AS n … with the workspace id as $1: the records that count. */
+  /** SELECT count(*)::int AS n … with the workspace id as $1 (and `params` after it): the records that count. */
   count: string;
+  /** Values of $2… in `count` (the service clock's now, where the count compares times). */
+  params?: readonly unknown[];
   /** What to delete, revoke or disable to make room. */
   hint: string;
 }
@@ -22,7 +24,7 @@ export interface WorkspaceLimit {
  */
 export async function assertWorkspaceRoom(sql: Sql, tx: Transaction, workspaceId: string, limit: WorkspaceLimit): Promise<void> {
   await sql.one('SELECT id FROM workspaces WHERE id = $1 FOR NO KEY UPDATE', [workspaceId], tx);
-  const n = (await sql.one<{ n: number }>(limit.count, [workspaceId], tx))?.n ?? 0;
+  const n = (await sql.one<{ n: number }>(limit.count, [workspaceId, ...(limit.params ?? [])], tx))?.n ?? 0;
   if (n >= limit.value) throw workspaceLimitReached(limit);
 }
 

@@ -118,7 +118,9 @@ export class Invitations {
           setting: 'PENDING_INVITATIONS_PER_WORKSPACE',
           value: this.config.limits.perWorkspace.pendingInvitations,
           what: 'pending invitations',
-          count: `SELECT count(*)::int AS n FROM invitations WHERE workspace_id = $1 AND status = 'pending' AND expires_at > now()`,
+          // Expiry against the service clock, as the duplicate check above and expires_at itself.
+          count: `SELECT count(*)::int AS n FROM invitations WHERE workspace_id = $1 AND status = 'pending' AND expires_at > $2`,
+          params: [new Date(this.clock.now())],
           hint: 'Revoke an invitation no longer wanted (DELETE /api/workspaces/{workspace_id}/invitations/{invitation_id}; GET /api/workspaces/{workspace_id}/invitations lists them); accepted, revoked and expired invitations do not count.',
         });
         const token = `pcs_inv_${randomToken(32)}`;

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
+import { ManualClock } from '../../../core/clock';
 import type { HttpResult } from '../../support/http';
 import { call } from '../../support/http';
-import { asPerson, exec, identityConfig, rows, signUp, uniqueEmail } from '../../support/identity';
+import { asPerson, createKey, exec, identityConfig, rows, signUp, uniqueEmail } from '../../support/identity';
 import type { Person } from '../../support/identity';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
@@ -151,5 +152,28 @@ describe('identity: how many records one workspace may create', function () {
     expect((await call(svc.url, 'DELETE', `/api/routing-policies/${one?.id}`, { headers: asPerson(p) })).status).to.equal(200);
     expect((await policies.create(p, unique())).status).to.equal(201);
     expectLimitReached(policies, await policies.create(p, unique()));
+  });
+});
+
+describe('identity: pending invitations counted on the service clock', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  const clock = new ManualClock(Date.now());
+  before(async () => {
+    svc = await startTestService({ clock, config: identityConfig({ perWorkspace: { pendingInvitations: 1 } }) });
+  });
+  after(() => svc.close());
+
+  it('an invitation expired by the service clock leaves room, as it can no longer be accepted', async () => {
+    const p = await signUp(svc.url);
+    // A key outlives the person's session across the month the clock moves.
+    const { key } = await createKey(svc.url, asPerson(p), { name: 'inviter', scopes: ['team:admin'] });
+    const invite = () => call<Body>(svc.url, 'POST', `/api/workspaces/${p.workspaceId}/invitations`, { body: { email: uniqueEmail(), role: 'member' }, headers: { 'x-api-key': key } });
+    const first = await invite();
+    expect(first.status, first.text).to.equal(201);
+    expect((await invite()).status, 'the one place is taken').to.equal(409);
+    clock.advance(31 * 86_400_000);
+    const res = await invite();
+    expect(res.status, res.text).to.equal(201);
   });
 });
