@@ -43,8 +43,8 @@ export interface DailyCount {
 
 /**
  * Counts one against the per-address and the overall daily limit, or refuses it with 429
- * `daily_quota_exceeded` (`retry_after` to midnight UTC, `limit` naming both limits, a hint). One
- * refused by the overall limit is taken back from its address.
+ * `daily_quota_exceeded` (`retry_after` to midnight UTC, `limit` naming both limits, a hint). A refused
+ * one is taken back from every counter it reached.
  */
 export async function countDaily(kv: KvStore, now: number, q: DailyQuota): Promise<DailyCount> {
   const day = utcDay(now);
@@ -55,6 +55,9 @@ export async function countDaily(kv: KvStore, now: number, q: DailyQuota): Promi
   const overallKey = `${q.counter}:all:${day}`;
   const byAddress = await incrFromRecord(kv, addressKey, 1, 2 * DAY_MS, () => q.recordedForAddress(since));
   if (byAddress > q.perAddressPerDay) {
+    // A refused one is taken back too: the counter then holds what was let through, so a release after it
+    // (a sign-up that created nothing) gives the address its place back instead of leaving it spent.
+    await uncount(kv, addressKey, 1);
     throw new ApiError('daily_quota_exceeded', `Daily ${q.what} quota reached for this network address (${q.perAddressPerDay} per day).`, {
       retry_after: retryAfter,
       limit,
@@ -64,6 +67,7 @@ export async function countDaily(kv: KvStore, now: number, q: DailyQuota): Promi
   const overall = await incrFromRecord(kv, overallKey, 1, 2 * DAY_MS, () => q.recordedOverall(since));
   if (overall > q.overallPerDay) {
     await uncount(kv, addressKey, 1);
+    await uncount(kv, overallKey, 1);
     throw new ApiError('daily_quota_exceeded', `Daily ${q.what} quota of the service reached (${q.overallPerDay} per day).`, {
       retry_after: retryAfter,
       limit,
