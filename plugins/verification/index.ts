@@ -60,7 +60,7 @@ export const verificationPlugin: PluginDefinition = {
       return observer.handle(e);
     });
 
-    const routes = observationRoutes(store, limits, () => clock.now(), { maxAgeDays: v.maxAgeDays, maxPerRequest: v.observationsMaxPerRequest });
+    const routes = observationRoutes(store, limits, () => clock.now(), { maxAgeDays: v.maxAgeDays, maxPerRequest: v.observationsMaxPerRequest, retentionDays: v.observationRetentionDays });
     for (const route of [...routes, ...verifyRoutes(service)]) ctx.route(route);
   },
 };

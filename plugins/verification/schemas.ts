@@ -30,21 +30,28 @@ const contextKey = z
   .regex(CONTEXT_KEY, 'context keys are lowercase letters, digits and "_", starting with a letter (at most 40)')
   .refine((k) => !RESERVED_CONTEXT_KEYS.includes(k), { message: 'this key belongs at the top level of the observation, not in context' });
 
-/** observed_at: an ISO 8601 date-time with a time zone, not in the future. */
-function observedAt(now: () => number) {
+/**
+ * observed_at: an ISO 8601 date-time with a time zone, not in the future, and within the retention
+ * (OBSERVATIONS_RETENTION_DAYS): an older one would be deleted by the next prune after being "stored".
+ */
+function observedAt(now: () => number, retentionDays: number) {
   return z.iso
     .datetime({ offset: true, message: 'observed_at must be an ISO 8601 date-time with a time zone, such as 2026-03-01T12:00:00Z' })
-    .refine((s) => !(Date.parse(s) > now() + OBSERVED_AT_SKEW_MS), { message: 'observed_at must not be in the future' });
+    .refine((s) => !(Date.parse(s) > now() + OBSERVED_AT_SKEW_MS), { message: 'observed_at must not be in the future' })
+    .refine((s) => !(Date.parse(s) < now() - retentionDays * 86_400_000), {
+      message: `observed_at must be within the last ${retentionDays} days (OBSERVATIONS_RETENTION_DAYS): older observations are not kept`,
+    });
 }
 
-export function observationItem(now: () => number) {
+/** `retentionDays`: OBSERVATIONS_RETENTION_DAYS (no bound when omitted). */
+export function observationItem(now: () => number, retentionDays = Number.POSITIVE_INFINITY) {
   return z.strictObject({
     product_type: productType,
     currency,
     amount: z
       .string({ message: 'amount must be a decimal string such as "12.50"' })
       .refine(isPositiveDecimal, { message: 'amount must be a decimal string greater than 0, such as "12.50" (at most 18 digits before and after the point)' }),
-    observed_at: observedAt(now),
+    observed_at: observedAt(now, retentionDays),
     source: z.string().trim().min(1, 'source must not be empty').max(100).regex(NO_CONTROL_CHARS, 'source must not contain control characters').describe('A label for where the price was seen, such as "shelf-scan" or "competitor-site".'),
     context: z
       .record(contextKey, z.string({ message: 'context values must be strings' }).max(200, 'context values must be at most 200 characters'), {
@@ -57,10 +64,10 @@ export function observationItem(now: () => number) {
 }
 
 /** `maxPerRequest`: OBSERVATIONS_MAX_PER_REQUEST (stated as maxItems in the OpenAPI document). */
-export function observationsBody(now: () => number, maxPerRequest: number) {
+export function observationsBody(now: () => number, maxPerRequest: number, retentionDays?: number) {
   return z.strictObject({
     observations: z
-      .array(observationItem(now))
+      .array(observationItem(now, retentionDays))
       .min(1, 'send at least one observation')
       .max(maxPerRequest, `send at most ${maxPerRequest} observations per request (OBSERVATIONS_MAX_PER_REQUEST)`),
   });

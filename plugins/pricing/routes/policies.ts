@@ -18,13 +18,13 @@ import type { PolicyRecord, PolicyStore } from '../services/policy-store';
 /** Every function reference a policy holds, with where it sits in the policy. */
 function functionRefs(p: PolicyShape): Array<{ path: string; ref: string }> {
   return [
-    ...p.fallback_chain.map((ref, i) => ({ path: `fallback_chain[${i}]`, ref })),
+    ...p.fallback_chain.map((ref, i) => ({ path: `fallback_chain.${i}`, ref })),
     ...(p.fallback_function ? [{ path: 'fallback_function', ref: p.fallback_function }] : []),
-    ...(p.config.rules ?? []).map((r, i) => ({ path: `config.rules[${i}].use`, ref: r.use })),
+    ...(p.config.rules ?? []).map((r, i) => ({ path: `config.rules.${i}.use`, ref: r.use })),
     ...(p.config.default_function ? [{ path: 'config.default_function', ref: p.config.default_function }] : []),
     ...Object.keys(p.config.weights ?? {}).map((ref) => ({ path: `config.weights.${ref}`, ref })),
-    ...(p.config.order ?? []).map((ref, i) => ({ path: `config.order[${i}]`, ref })),
-    ...(p.config.candidates ?? []).map((ref, i) => ({ path: `config.candidates[${i}]`, ref })),
+    ...(p.config.order ?? []).map((ref, i) => ({ path: `config.order.${i}`, ref })),
+    ...(p.config.candidates ?? []).map((ref, i) => ({ path: `config.candidates.${i}`, ref })),
   ];
 }
 
@@ -70,7 +70,7 @@ function refuseUnknownNames(p: PolicyShape, registry: FunctionRegistry): void {
   const names = [...new Set(unknown.map((r) => r.ref))];
   throw new ApiError('validation_error', `No pricing function is named ${names.map((n) => `"${n}"`).join(', ')}; a policy may name only functions that exist.`, {
     issues: unknown.map((r) => ({ path: r.path, reason: `no function is named "${r.ref}" (a name held for later would go to whoever registers it first)` })),
-    hint: 'Register the function first (POST /api/functions), then name it here; GET /api/functions lists the names you can reach.',
+    hint: 'Register the function first (POST /api/functions), then name it here; GET /api/functions lists the names you can reach. Registered a moment ago on another instance? Retry in a moment.',
   });
 }
 

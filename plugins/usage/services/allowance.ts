@@ -130,7 +130,9 @@ export class SandboxAllowance implements Admitter {
       // spent until the recorded calls fill it, and a retry soon may find a place.
       const recorded = await this.recordedToday(p.workspaceId, dayStart);
       if (recorded + request.units <= limit) {
-        const inFlight = used - request.units - recorded;
+        // Counted after the undo, and at most the places left: calls refused beside this one take theirs back too.
+        const counted = Number((await this.kv.get(key)) ?? used - request.units);
+        const inFlight = Math.min(limit - recorded, Math.max(1, counted - recorded));
         throw new ApiError('rate_limited', `${inFlight} calls of this sandbox are still in flight and hold the rest of its ${limit} calls for today; a call that fails gives its place back.`, {
           retry_after: 1,
           limit: { compute_calls_per_day: limit, in_flight: inFlight, recorded_today: recorded, scope: 'workspace', resets_at: resetsAt },

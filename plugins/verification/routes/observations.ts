@@ -36,9 +36,11 @@ export interface ObservationRouteOptions {
   maxAgeDays: number;
   /** OBSERVATIONS_MAX_PER_REQUEST. */
   maxPerRequest: number;
+  /** OBSERVATIONS_RETENTION_DAYS: older observed_at is refused. */
+  retentionDays: number;
 }
 
-export function observationRoutes(store: ObservationStore, limits: ObservationLimits, now: () => number, { maxAgeDays, maxPerRequest }: ObservationRouteOptions): RouteSpec[] {
+export function observationRoutes(store: ObservationStore, limits: ObservationLimits, now: () => number, { maxAgeDays, maxPerRequest, retentionDays }: ObservationRouteOptions): RouteSpec[] {
   return [
     defineRoute({
       id: 'observations.create',
@@ -49,7 +51,7 @@ export function observationRoutes(store: ObservationStore, limits: ObservationLi
         'Each observation: product_type, currency, amount (decimal string > 0), observed_at (ISO date-time, not in the future), source (a label) and optional context of string keys. Stored with your workspace; every bad item is reported in issues with its index path and nothing is stored. A workspace contributes a bounded number of observations per UTC day: a request that would pass it is refused whole (429 daily_quota_exceeded). Observations are kept for a bounded number of days after observed_at, never fewer than verification reads.',
       tags: ['Verification'],
       scopes: ['price:compute'],
-      body: s.observationsBody(now, maxPerRequest),
+      body: s.observationsBody(now, maxPerRequest, retentionDays),
       example: s.observationsExample(now),
       responses: { 201: { description: 'The stored observations; warnings name items observed before the verification window (stored, never used as evidence).', schema: observationsCreateResponse } },
       handler: async (ctx) => {

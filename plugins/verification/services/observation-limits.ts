@@ -54,12 +54,14 @@ export class ObservationLimits {
     const undo = () => uncount(this.kv, key, n);
     if (used > this.perDay) {
       await undo();
-      const left = Math.max(0, this.perDay - (used - n));
+      // Read after the undo: other requests refused at the same moment have taken theirs back too, or soon will.
+      const counted = Number((await this.kv.get(key)) ?? used - n);
+      const left = Math.max(0, this.perDay - counted);
       const retryAfter = Math.max(1, Math.ceil((dayStart + DAY_MS - now) / 1000));
       throw new ApiError('daily_quota_exceeded', `Daily quota reached: this workspace may contribute ${this.perDay} price observations per day, and this request's ${n} would pass it (${left} left today).`, {
         retry_after: retryAfter,
         limit: { observations_per_day: this.perDay, remaining: left, scope: 'workspace', resets_at: new Date(dayStart + DAY_MS).toISOString() },
-        hint: left > 0 ? `Send at most ${left} observations now, or the rest after 00:00 UTC (in ${retryAfter} s); nothing of this request was stored.` : `The quota resets at 00:00 UTC (in ${retryAfter} s); nothing of this request was stored.`,
+        hint: left > 0 ? `Send at most ${left} observation${left === 1 ? '' : 's'} now, or the rest after 00:00 UTC (in ${retryAfter} s); nothing of this request was stored.` : `The quota resets at 00:00 UTC (in ${retryAfter} s); nothing of this request was stored.`,
       });
     }
     return undo;

@@ -243,7 +243,7 @@ describe('pricing: a policy saved before its names were checked (HTTP)', functio
     const renamed = await owner.patch<Body>(`/api/routing-policies/${legacy?.id}`, { name: 'renamed', is_default: true });
     expect(renamed.status, renamed.text).to.equal(400);
     expect(renamed.body.code).to.equal('validation_error');
-    expect((renamed.body.issues as Body[]).map((i) => i.path)).to.deep.equal(['config.candidates[0]']);
+    expect((renamed.body.issues as Body[]).map((i) => i.path)).to.deep.equal(['config.candidates.0']);
     const after = await owner.post<Body>('/api/compute/price', { context: { unit_cost: 2, currency: 'USD' } });
     expect(after.body.function.name, 'the other policy still routes').to.equal('cost-plus');
     // Sent again, the name is meant: it binds.

@@ -136,7 +136,7 @@ describe('pricing: routing policies over HTTP', function () {
     expect(refused.status, refused.text).to.equal(400);
     expect(refused.body.code).to.equal('validation_error');
     expect(refused.body.error).to.equal(`No pricing function is named "${name}", "${name}-v2"; a policy may name only functions that exist.`);
-    expect(paths(refused.body)).to.deep.equal(['fallback_chain[1]', 'fallback_function', `config.weights.${name}`]);
+    expect(paths(refused.body)).to.deep.equal(['fallback_chain.1', 'fallback_function', `config.weights.${name}`]);
     expect(refused.body.hint).to.include('POST /api/functions');
     expect((await a.get<Record<string, any>>(PATH)).body.data.map((x: { name: string }) => x.name)).to.not.include('held for later');
 

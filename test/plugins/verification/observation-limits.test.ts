@@ -69,6 +69,18 @@ describe('verification: bounds on stored price observations', function () {
       expect(op.summary).to.include('1 to 8');
     });
 
+    it('refuses an observation older than OBSERVATIONS_RETENTION_DAYS (it would be pruned after being stored), naming the setting; one just inside is stored', async () => {
+      // A workspace of its own: the daily count of the others stays as the next tests expect.
+      const api = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'late-contributor'), { name: 'data' })).key });
+      const retention = svc.config.verification.observationRetentionDays;
+      const old = await api.post<Body>('/api/data/observations', { observations: [{ ...one(), observed_at: hoursAgo(24 * retention + 1) }] });
+      expect(old.status, old.text).to.equal(400);
+      expect(old.body.issues).to.deep.equal([{ path: 'observations.0.observed_at', reason: `observed_at must be within the last ${retention} days (OBSERVATIONS_RETENTION_DAYS): older observations are not kept` }]);
+      const inside = await api.post<Body>('/api/data/observations', { observations: [{ ...one(), observed_at: hoursAgo(24 * retention - 1) }] });
+      expect(inside.status, inside.text).to.equal(201);
+      expect(inside.body.warnings?.[0]).to.include('VERIFY_MAX_AGE_DAYS');
+    });
+
     it('refuses a request that would pass OBSERVATIONS_PER_WORKSPACE_PER_DAY whole with 429 daily_quota_exceeded, retry_after equal to Retry-After, and limit; what fits is still taken', async () => {
       const api = client(svc.url, { 'x-api-key': key });
       const before = await stored();

@@ -59,7 +59,7 @@ describe('price observations (data contributions)', function () {
   it('stores an observation older than the verification window with a warning naming it and VERIFY_MAX_AGE_DAYS; recent ones get no warnings', async () => {
     const api = client(svc.url, { 'x-api-key': key });
     const item = (observed_at: string) => ({ product_type: 'vintage', currency: 'USD', amount: '9.00', observed_at, source: 'archive' });
-    const res = await api.post<Record<string, any>>('/api/data/observations', { observations: [item('2020-01-01T00:00:00Z'), item(hoursAgo(1)), item('2021-06-01T00:00:00Z')] });
+    const res = await api.post<Record<string, any>>('/api/data/observations', { observations: [item(hoursAgo(24 * 170)), item(hoursAgo(1)), item(hoursAgo(24 * 130))] });
     expect(res.status, res.text).to.equal(201);
     expect(res.body.created).to.equal(3);
     expect(res.body.warnings).to.deep.equal([

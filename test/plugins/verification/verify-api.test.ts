@@ -273,7 +273,7 @@ describe('price verification API', function () {
 
     it('old: everything observed before the max age', async () => {
       const api = client(svc.url, { 'x-api-key': (await contributor(svc, 'archivist')).key });
-      const observations = ['a', 'b', 'c', 'd', 'e', 'f'].map((source, i) => ({ product_type: 'antique', currency: 'USD', amount: `${50 + i}.00`, observed_at: daysAgo(200 + i), source }));
+      const observations = ['a', 'b', 'c', 'd', 'e', 'f'].map((source, i) => ({ product_type: 'antique', currency: 'USD', amount: `${50 + i}.00`, observed_at: daysAgo(130 + i), source }));
       expect((await api.post('/api/data/observations', { observations })).status).to.equal(201);
       const res = await verify({ context: { product_type: 'antique' }, proposed_price: '52' });
       expect(res.body.verdict).to.equal('unknown');
