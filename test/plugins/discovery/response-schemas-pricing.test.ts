@@ -289,7 +289,7 @@ describe('OpenAPI response schemas of the function, routing policy, pipeline, ca
     const recent = await owned.post<Body>('/api/data/observations', { observations: [{ product_type: 'schemas-gadget', currency: 'usd', amount: '20.50', observed_at: hoursAgo(2), source: 'shelf', context: { region: 'eu' } }] });
     expect(recent.body).to.not.have.property('warnings');
     expectFits('observations.create', recent, 201);
-    const old = await client(svc.url, { cookie: owner.cookie }).post<Body>('/api/data/observations', { observations: [{ product_type: 'schemas-gadget', currency: 'USD', amount: '19', observed_at: hoursAgo(24 * 400), source: 'archive' }] });
+    const old = await client(svc.url, { cookie: owner.cookie }).post<Body>('/api/data/observations', { observations: [{ product_type: 'schemas-gadget', currency: 'USD', amount: '19', observed_at: hoursAgo(24 * 150), source: 'archive' }] });
     expect(old.body.warnings).to.have.length(1);
     expectFits('observations.create', old, 201);
 
