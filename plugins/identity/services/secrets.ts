@@ -22,6 +22,11 @@ async function keepFirst(sql: Sql, name: string, value: string): Promise<{ value
   return { value: row.value, first: false };
 }
 
+/** What the database keeps of a secret to tell a changed one: an HMAC under it, never the secret. */
+function fingerprintOf(secret: string, label: string): string {
+  return createHmac('sha256', secret).update(label).digest('hex');
+}
+
 /** Where the database keeps the fingerprint of the pepper its keys were made with. */
 const PEPPER_FINGERPRINT = 'api_key_pepper_fingerprint';
 
@@ -33,7 +38,7 @@ const PEPPER_FINGERPRINT = 'api_key_pepper_fingerprint';
  */
 export async function checkPepperUnchanged(sql: Sql, pepper: string, log: Logger): Promise<void> {
   if (pepper.length < 16) log.warn({ setting: 'API_KEY_PEPPER', length: pepper.length }, 'API_KEY_PEPPER is shorter than 16 characters; a longer random one protects stored key hashes better (it can only be changed while no key is live)');
-  const fingerprint = createHmac('sha256', pepper).update('api-key-pepper-fingerprint').digest('hex');
+  const fingerprint = fingerprintOf(pepper, 'api-key-pepper-fingerprint');
   const stored = await keepFirst(sql, PEPPER_FINGERPRINT, fingerprint);
   // Only keys that still work would be lost: revoked and expired ones do not hold a pepper change back.
   const live = async () => Number((await sql.one<{ n: string }>('SELECT count(*) AS n FROM api_keys WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())'))?.n ?? 0);
@@ -66,7 +71,7 @@ const TOKEN_SECRET_FINGERPRINT = 'token_secret_fingerprint';
  * at once. The fingerprint (an HMAC, not the secret) then follows the newest start.
  */
 export async function checkTokenSecretUnchanged(sql: Sql, secret: string, log: Logger): Promise<void> {
-  const fingerprint = createHmac('sha256', secret).update('token-secret-fingerprint').digest('hex');
+  const fingerprint = fingerprintOf(secret, 'token-secret-fingerprint');
   const stored = await keepFirst(sql, TOKEN_SECRET_FINGERPRINT, fingerprint);
   if (stored.value === fingerprint) return;
   await sql.exec('UPDATE service_secrets SET value = $2 WHERE name = $1', [TOKEN_SECRET_FINGERPRINT, fingerprint]);

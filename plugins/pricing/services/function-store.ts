@@ -159,7 +159,8 @@ export class FunctionStore implements FunctionSource {
     const rows = await this.sql.many<{ n: string }>('SELECT lower(name) AS n FROM pricing_functions WHERE left(lower(name), $2) = $1', [`${base}-`, base.length + 1]);
     const held = new Set(rows.map((r) => r.n));
     let i = 2;
-    while (held.has(`${base}-${i}`) || impersonatedBy(`${base}-${i}`)) i++;
+    // base-N passes for nothing base does not: no reserved name ends in a digit.
+    while (held.has(`${base}-${i}`)) i++;
     return `${base}-${i}`;
   }
 

@@ -1,4 +1,5 @@
 import type { Clock } from '../../../core/clock';
+import { secondsUntilUtcMidnight, utcDay, utcDayStart } from '../../../core/daily-quota';
 import type { Sql } from '../../../core/db/sql';
 import { ApiError } from '../../../core/errors';
 import { incrFromRecord, uncount } from '../../../core/kv';
@@ -42,12 +43,12 @@ export class ObservationLimits {
    */
   async admit(workspaceId: string, n: number): Promise<() => Promise<void>> {
     const now = this.clock.now();
-    const dayStart = Math.floor(now / DAY_MS) * DAY_MS;
-    const key = `obs:day:${workspaceId}:${new Date(dayStart).toISOString().slice(0, 10)}`;
+    const dayStart = utcDayStart(now);
+    const key = `obs:day:${workspaceId}:${utcDay(now)}`;
     const used = await incrFromRecord(this.kv, key, n, 2 * DAY_MS, async () => {
       const row = await this.sql.one<{ n: number }>(`SELECT count(*)::int AS n FROM price_observations WHERE workspace_id = $1 AND origin = 'contribution' AND created_at >= $2`, [
         workspaceId,
-        new Date(dayStart),
+        dayStart,
       ]);
       return row?.n ?? 0;
     });
@@ -57,10 +58,10 @@ export class ObservationLimits {
       // Read after the undo: other requests refused at the same moment have taken theirs back too, or soon will.
       const counted = Number((await this.kv.get(key)) ?? used - n);
       const left = Math.max(0, this.perDay - counted);
-      const retryAfter = Math.max(1, Math.ceil((dayStart + DAY_MS - now) / 1000));
+      const retryAfter = secondsUntilUtcMidnight(now);
       throw new ApiError('daily_quota_exceeded', `Daily quota reached: this workspace may contribute ${this.perDay} price observations per day, and this request's ${n} would pass it (${left} left today).`, {
         retry_after: retryAfter,
-        limit: { observations_per_day: this.perDay, remaining: left, scope: 'workspace', resets_at: new Date(dayStart + DAY_MS).toISOString() },
+        limit: { observations_per_day: this.perDay, remaining: left, scope: 'workspace', resets_at: new Date(dayStart.getTime() + DAY_MS).toISOString() },
         hint: left > 0 ? `Send at most ${left} observation${left === 1 ? '' : 's'} now, or the rest after 00:00 UTC (in ${retryAfter} s); nothing of this request was stored.` : `The quota resets at 00:00 UTC (in ${retryAfter} s); nothing of this request was stored.`,
       });
     }
