@@ -203,6 +203,12 @@ export const settingsTree = {
     },
     perCallPremiumPct: num('PER_CALL_PREMIUM_PCT', 20, 'How much more a pay-per-call price is than the prepaid price, in percent (SPEC: 20). Payments are not built yet: no effect until a payments plugin reads it.', { min: 0 }),
     paymentSettleAttempts: int('PAYMENT_SETTLE_ATTEMPTS', 3, 'Settlement attempts for one payment (SPEC: 3). Payments are not built yet: no effect until a payments plugin reads it.', { min: 1 }),
+    computeContextMaxBytes: int(
+      'COMPUTE_CONTEXT_MAX_BYTES',
+      32768,
+      'Largest compute or verification context, in bytes of its JSON (UTF-8), on every route and MCP tool that takes one (larger: 400 validation_error at context). The context is kept in the result cache and posted as it came to external functions. A batch item\'s context is bounded alone; the whole body by BODY_LIMIT_BYTES.',
+      { min: 256, max: 1048576 },
+    ),
     batchMaxItems: int('BATCH_MAX_ITEMS', 100, 'Largest number of items in one batch request (SPEC: 100).', { min: 1, max: 1000 }),
     mcp: {
       toolTimeoutMs: int('MCP_TOOL_TIMEOUT_MS', 30000, 'Time limit of one MCP tool call in ms (SPEC: 30000).', { min: 1, max: MAX_TIMER_MS }),

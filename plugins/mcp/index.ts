@@ -6,7 +6,7 @@ import { DISCOVERY } from '../discovery';
 import type { Changelog } from '../discovery';
 import { IDENTITY } from '../identity';
 import { PRICING } from '../pricing';
-import type { ComputeService, DemoBudgetGuard } from '../pricing';
+import type { CallSchemas, ComputeService, DemoBudgetGuard } from '../pricing';
 import { mcpRoutes } from './routes';
 import { McpSessions } from './services/sessions';
 import { catalogueTools } from './tools/catalogue-tools';
@@ -31,11 +31,12 @@ export const mcpPlugin: PluginDefinition = {
   register(ctx) {
     const { container, config, clock } = ctx;
     const routes = container.resolve<RouteTable>(TOKENS.Routes);
+    const schemas = container.resolve<CallSchemas>(PRICING.Schemas);
     const tools: McpTool[] = [
-      computeTool(container.resolve<ComputeService>(PRICING.Compute), container.resolve<DemoBudgetGuard>(PRICING.DemoBudget), routes),
+      computeTool(container.resolve<ComputeService>(PRICING.Compute), container.resolve<DemoBudgetGuard>(PRICING.DemoBudget), routes, schemas),
       // Resolved at call time: the verification plugin may register after this one.
       ...(config.plugins.enabled.includes('verification')
-        ? [verifyTool(() => container.resolve<VerificationService>(VERIFICATION.Service), container.resolve<DemoBudgetGuard>(PRICING.DemoBudget), routes)]
+        ? [verifyTool(() => container.resolve<VerificationService>(VERIFICATION.Service), container.resolve<DemoBudgetGuard>(PRICING.DemoBudget), routes, schemas.context)]
         : []),
       ...catalogueTools(container.resolve<FunctionRegistry>(PRICING.Registry), container.resolve<LatencyStats>(PRICING.Latency), container.resolve<CircuitBreakers>(PRICING.Breakers)),
     ];

@@ -17,6 +17,7 @@ import { DemoBudgetGuard } from './services/demo-budget';
 import { FunctionStore } from './services/function-store';
 import { MarketEvidenceSlot } from './services/market-evidence';
 import { PolicyStore } from './services/policy-store';
+import { callSchemas } from './schemas';
 import { PRICING } from './tokens';
 
 export { PRICING } from './tokens';
@@ -24,7 +25,8 @@ export type { ComputeService, ComputeCall, ComputeResult } from './services/comp
 export { callIdempotency } from './services/compute';
 export { DEMO_WORKSPACE_ID } from './migrations/0001-pricing-schema';
 export { DemoBudgetGuard } from './services/demo-budget';
-export { contextSchema, computeBody, computeExample } from './schemas';
+export { callSchemas, contextSchemaOf, computeExample } from './schemas';
+export type { CallSchemas, ComputeBody, ContextSchema } from './schemas';
 export { demoFields } from './responses';
 export { functionViewSchema } from './responses-functions';
 export { functionSortKey, functionView } from './routes/functions';
@@ -67,6 +69,8 @@ export const pricingPlugin: PluginDefinition = {
     container.register(PRICING.Pool, { useValue: parts.pool });
     container.register(PRICING.Compute, { useValue: compute });
     container.register(PRICING.Outbound, { useValue: parts.outbound });
+    const schemas = callSchemas(config.limits.computeContextMaxBytes);
+    container.register(PRICING.Schemas, { useValue: schemas });
 
     const demoBudget = new DemoBudgetGuard(
       kv,
@@ -82,8 +86,8 @@ export const pricingPlugin: PluginDefinition = {
     // so it names nothing of the host.
     const instanceId = newId('inst');
     const routeSpecs = [
-      ...computeRoutes(compute, config.limits.batchMaxItems),
-      ...functionRoutes({ store, registry: parts.registry, engine: parts.engine, market, latency: parts.latency, breakers: parts.breakers, outbound: parts.outbound, commissionPct: () => config.limits.marketplaceCommissionPct, maxCallCost: () => config.limits.functionMaxCallCost, idempotency, workspaces: container.resolve<Workspaces>(IDENTITY.Workspaces), instanceId }),
+      ...computeRoutes(compute, schemas, config.limits.batchMaxItems),
+      ...functionRoutes({ store, registry: parts.registry, engine: parts.engine, market, latency: parts.latency, breakers: parts.breakers, outbound: parts.outbound, commissionPct: () => config.limits.marketplaceCommissionPct, maxCallCost: () => config.limits.functionMaxCallCost, idempotency, workspaces: container.resolve<Workspaces>(IDENTITY.Workspaces), instanceId, testFunctionBody: schemas.testFunctionBody }),
       ...policyRoutes(policies, parts.registry, idempotency),
       ...operationRoutes(parts.registry, parts.breakers, parts.latency, instanceId),
     ];

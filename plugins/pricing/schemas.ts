@@ -4,8 +4,6 @@ import { moneyString, NON_NEGATIVE_DECIMAL_PATTERN } from '../../core/money';
 import { PREFERENCES, policyConfigSchema, STRATEGIES } from '../../engine';
 import { isReservedTag } from './services/reserved-names';
 
-const MAX_CONTEXT_BYTES = 32 * 1024;
-
 /** What is wrong with a context's current_price, in the words of its refusal; null when it is fine or absent. */
 function currentPriceProblem(value: unknown): string | null {
   if (value === undefined) return null;
@@ -16,25 +14,27 @@ function currentPriceProblem(value: unknown): string | null {
   return null;
 }
 
-/** The compute context: any object; the three keys SPEC names are type-checked. */
-export const contextSchema = z
-  .record(z.string(), z.unknown())
-  .superRefine((ctx, issue) => {
-    if (ctx.product_type !== undefined && typeof ctx.product_type !== 'string') issue.addIssue({ code: 'custom', path: ['product_type'], message: 'product_type must be a string' });
-    const priceProblem = currentPriceProblem(ctx.current_price);
-    if (priceProblem) issue.addIssue({ code: 'custom', path: ['current_price'], message: `current_price ${priceProblem}` });
-    if (ctx.currency !== undefined && (typeof ctx.currency !== 'string' || !/^[A-Za-z]{3,5}$/.test(ctx.currency))) issue.addIssue({ code: 'custom', path: ['currency'], message: 'currency must be a code such as USD' });
-    if (JSON.stringify(ctx).length > MAX_CONTEXT_BYTES) issue.addIssue({ code: 'custom', path: [], message: `context must be at most ${MAX_CONTEXT_BYTES} bytes of JSON` });
-  })
-  .describe('Describes the work to price: product_type, current_price, currency, and method inputs such as unit_cost, competitor_prices, elasticity.');
+/**
+ * The compute context: any object; the three keys SPEC names are type-checked, and its JSON is at
+ * most `maxBytes` long in UTF-8 (COMPUTE_CONTEXT_MAX_BYTES): it is kept in the result cache, and
+ * posted to external functions as it came.
+ */
+export function contextSchemaOf(maxBytes: number) {
+  return z
+    .record(z.string(), z.unknown())
+    .superRefine((ctx, issue) => {
+      if (ctx.product_type !== undefined && typeof ctx.product_type !== 'string') issue.addIssue({ code: 'custom', path: ['product_type'], message: 'product_type must be a string' });
+      const priceProblem = currentPriceProblem(ctx.current_price);
+      if (priceProblem) issue.addIssue({ code: 'custom', path: ['current_price'], message: `current_price ${priceProblem}` });
+      if (ctx.currency !== undefined && (typeof ctx.currency !== 'string' || !/^[A-Za-z]{3,5}$/.test(ctx.currency))) issue.addIssue({ code: 'custom', path: ['currency'], message: 'currency must be a code such as USD' });
+      const bytes = Buffer.byteLength(JSON.stringify(ctx));
+      if (bytes > maxBytes) issue.addIssue({ code: 'custom', path: [], message: `context must be at most ${maxBytes} bytes of JSON (COMPUTE_CONTEXT_MAX_BYTES); this one is ${bytes}` });
+    })
+    .describe(`Describes the work to price: product_type, current_price, currency, and method inputs such as unit_cost, competitor_prices, elasticity. At most ${maxBytes} bytes of JSON.`);
+}
+export type ContextSchema = ReturnType<typeof contextSchemaOf>;
 
 const functionRef = z.string().min(1).max(100);
-
-const computeFields = {
-  context: contextSchema,
-  function_id: functionRef.optional().describe('Pins one function (explicit routing).'),
-  routing_preference: z.enum(PREFERENCES).optional().describe('explicit, cheapest, fastest, round_robin or weighted; absent: the default policy decides.'),
-};
 
 function pinRule(b: { function_id?: string | undefined; function_name?: string | undefined; routing_preference?: string | undefined }, ctx: z.RefinementCtx): void {
   if ((b.function_id || b.function_name) && b.routing_preference && b.routing_preference !== 'explicit') {
@@ -52,20 +52,40 @@ const nameTakenElsewhere = {
   },
 };
 
-export const computeBody = z.strictObject(computeFields, nameTakenElsewhere).superRefine(pinRule);
+/**
+ * The bodies that carry a compute context, for a context of at most `contextMaxBytes`
+ * (COMPUTE_CONTEXT_MAX_BYTES): built once per service from its configuration.
+ */
+export function callSchemas(contextMaxBytes: number) {
+  const context = contextSchemaOf(contextMaxBytes);
+  const computeFields = {
+    context,
+    function_id: functionRef.optional().describe('Pins one function (explicit routing).'),
+    routing_preference: z.enum(PREFERENCES).optional().describe('explicit, cheapest, fastest, round_robin or weighted; absent: the default policy decides.'),
+  };
+  const batchItem = z.strictObject(computeFields, nameTakenElsewhere).superRefine(pinRule).meta({ id: 'BatchItem', description: 'One item: priced as one POST /api/compute/price call with this body.' });
+  return {
+    context,
+    computeBody: z.strictObject(computeFields, nameTakenElsewhere).superRefine(pinRule),
+    routerBody: z.strictObject({ ...computeFields, function_name: functionRef.optional().describe('Resolved among built-ins, your functions and public functions.') }).superRefine(pinRule),
+    batchItem,
+    batchBody: (maxItems: number) => batchBody(batchItem, maxItems),
+    demoBody: z.strictObject({ context, function_id: functionRef.optional(), routing_preference: z.enum(PREFERENCES).optional() }).superRefine(pinRule),
+    testFunctionBody: z.strictObject({ context }),
+  };
+}
+export type CallSchemas = ReturnType<typeof callSchemas>;
+export type ComputeBody = z.output<CallSchemas['computeBody']>;
+
 export const computeExample = { context: { product_type: 'coffee', currency: 'USD', current_price: 4.5, unit_cost: 1.2, target_margin: 0.65 } };
-
-export const routerBody = z.strictObject({ ...computeFields, function_name: functionRef.optional().describe('Resolved among built-ins, your functions and public functions.') }).superRefine(pinRule);
 export const routerExample = { context: { product_type: 'coffee', currency: 'USD', unit_cost: 1.2 }, function_name: 'cost-plus' };
-
-export const batchItem = z.strictObject(computeFields, nameTakenElsewhere).superRefine(pinRule).meta({ id: 'BatchItem', description: 'One item: priced as one POST /api/compute/price call with this body.' });
 
 /** A batch item that failed validation: answered with its own 400 inside the batch's 200, not by failing the batch. */
 export class InvalidBatchItem {
   constructor(readonly raw: unknown) {}
 }
 
-export function batchBody(maxItems: number) {
+function batchBody<Item extends z.ZodType>(batchItem: Item, maxItems: number) {
   return z.strictObject({
     items: z
       .array(
@@ -83,7 +103,6 @@ export function batchBody(maxItems: number) {
 }
 export const batchExample = { items: [{ context: { product_type: 'coffee', current_price: 4.5, currency: 'USD' } }, { context: { product_type: 'tea', unit_cost: 0.8, currency: 'USD' } }] };
 
-export const demoBody = z.strictObject({ context: contextSchema, function_id: functionRef.optional(), routing_preference: z.enum(PREFERENCES).optional() }).superRefine(pinRule);
 export const demoExample = { context: { product_type: 'coffee', currency: 'USD', current_price: 4.5 } };
 
 export const functionsQuery = z.object({
@@ -188,7 +207,6 @@ export const patchFunctionExample = { status: 'active' };
 
 export const idParams = z.object({ id: z.string().min(3).max(100) });
 
-export const testFunctionBody = z.strictObject({ context: contextSchema });
 /** Carries every built-in's inputs, so the example of a 400 on any built-in's test run prices when sent. */
 export const testFunctionExample = { context: { current_price: 10, unit_cost: 6, competitor_prices: [9.5, 10.5, 11], elasticity: 2, currency: 'USD' } };
 

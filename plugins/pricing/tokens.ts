@@ -8,4 +8,5 @@ export const PRICING = {
   Outbound: Symbol('pricing.SafeHttpClient'),
   DemoBudget: Symbol('pricing.DemoBudgetGuard'),
   MarketEvidence: Symbol('pricing.MarketEvidenceSlot'),
+  Schemas: Symbol('pricing.CallSchemas'),
 } as const;

@@ -3,7 +3,7 @@ import type { PluginDefinition } from '../../core/plugin';
 import type { FunctionRegistry } from '../../engine';
 import { TOKENS } from '../../core/tokens';
 import { PRICING } from '../pricing';
-import type { MarketEvidenceSlot } from '../pricing';
+import type { CallSchemas, MarketEvidenceSlot } from '../pricing';
 import { USAGE } from '../usage';
 import type { UsageRecorder } from '../usage';
 import { verificationSchema } from './migrations/0001-verification-schema';
@@ -16,6 +16,7 @@ import { ObservationStore } from './services/observations';
 import { ObservationLimits } from './services/observation-limits';
 import { ObservedProductTypes } from './services/product-types';
 import { VerificationService } from './services/verification';
+import { verifyBodyOf } from './schemas';
 import { VERIFICATION } from './tokens';
 
 export { VERIFICATION } from './tokens';
@@ -23,7 +24,8 @@ export type { VerificationService, VerifyCall, VerifyResult } from './services/v
 export type { ObservationStore, ObservationView } from './services/observations';
 export { evaluateVerdict } from './services/verdict';
 export type { VerdictInput, VerdictResult, VerdictThresholds, VerdictValue, Observation, Band, Reference, Independence } from './services/verdict';
-export { verifyBody, verifyExample, ALIAS_MISSING_MESSAGE } from './schemas';
+export { verifyBodyOf, verifyExample, ALIAS_MISSING_MESSAGE } from './schemas';
+export type { VerifyBody, VerifyBodySchema } from './schemas';
 
 /**
  * Price verification: a proposed price judged against stored price observations (data
@@ -61,6 +63,7 @@ export const verificationPlugin: PluginDefinition = {
     });
 
     const routes = observationRoutes(store, limits, () => clock.now(), { maxAgeDays: v.maxAgeDays, maxPerRequest: v.observationsMaxPerRequest, retentionDays: v.observationRetentionDays });
-    for (const route of [...routes, ...verifyRoutes(service)]) ctx.route(route);
+    const verifyBody = verifyBodyOf(container.resolve<CallSchemas>(PRICING.Schemas).context);
+    for (const route of [...routes, ...verifyRoutes(service, verifyBody)]) ctx.route(route);
   },
 };

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { dec, NON_NEGATIVE_DECIMAL_PATTERN } from '../../core/money';
 import { listQuery } from '../../core/pagination';
-import { contextSchema } from '../pricing';
+import type { ContextSchema } from '../pricing';
 
 /** observed_at may lead the server clock by this much (client clock skew), never more. */
 export const OBSERVED_AT_SKEW_MS = 5 * 60_000;
@@ -133,38 +133,46 @@ const currentPriceBoundProblem = (v: unknown): string | null => {
   return NON_NEGATIVE_DECIMAL_PATTERN.test(dec(v).toFixed()) ? null : 'current_price must be a non-negative number with at most 18 digits before and after the point';
 };
 
-/** The verify context: the compute context, with the floor and ceiling keys (and the current price, which marks circular evidence) type-checked. */
-export const verifyContextSchema = contextSchema.superRefine((ctx, issue) => {
-  for (const key of ['unit_cost', 'min_price', 'max_price']) {
-    const problem = positiveBound(key)(ctx[key]);
-    if (problem) issue.addIssue({ code: 'custom', path: [key], message: problem });
-  }
-  const current = currentPriceBoundProblem(ctx.current_price);
-  if (current) issue.addIssue({ code: 'custom', path: ['current_price'], message: current });
-});
-
 export const ALIAS_MISSING_MESSAGE = 'proposed_price is required: a positive number or decimal string (the alias price is accepted when proposed_price is absent)';
 
 const isObject = (payload: { value: unknown }): boolean => typeof payload.value === 'object' && payload.value !== null && !Array.isArray(payload.value);
 
+/** The verify context: the compute context, with the floor and ceiling keys (and the current price, which marks circular evidence) type-checked. */
+function verifyContextOf(contextSchema: ContextSchema) {
+  return contextSchema.superRefine((ctx, issue) => {
+    for (const key of ['unit_cost', 'min_price', 'max_price']) {
+      const problem = positiveBound(key)(ctx[key]);
+      if (problem) issue.addIssue({ code: 'custom', path: [key], message: problem });
+    }
+    const current = currentPriceBoundProblem(ctx.current_price);
+    if (current) issue.addIssue({ code: 'custom', path: ['current_price'], message: current });
+  });
+}
+
 /**
  * `{context, proposed_price}`; `price` is an alias accepted only when proposed_price is absent. The
- * alias rules run even when other fields fail, so every problem is reported at once.
+ * alias rules run even when other fields fail, so every problem is reported at once. The context is
+ * the compute context of the service's configured size (pricing's callSchemas).
  */
-export const verifyBody = z
-  .strictObject({
-    context: verifyContextSchema,
-    proposed_price: priceValue.optional().describe('The price to judge.'),
-    price: priceValue.optional().describe('Alias of proposed_price, accepted only when proposed_price is absent.'),
-  })
-  .refine((b) => !(b.proposed_price === undefined && b.price === undefined), { path: ['proposed_price'], message: ALIAS_MISSING_MESSAGE, when: isObject })
-  .refine((b) => !(b.proposed_price !== undefined && b.price !== undefined), {
-    path: ['price'],
-    message: 'send proposed_price or its alias price, not both: price is accepted only when proposed_price is absent',
-    when: isObject,
-  })
-  // What the refinements require, said in JSON Schema for OpenAPI and MCP's inputSchema (which cannot show a refinement).
-  .meta({ anyOf: [{ required: ['proposed_price'] }, { required: ['price'] }] });
-export type VerifyBody = z.output<typeof verifyBody>;
+export function verifyBodyOf(contextSchema: ContextSchema) {
+  return (
+    z
+      .strictObject({
+        context: verifyContextOf(contextSchema),
+        proposed_price: priceValue.optional().describe('The price to judge.'),
+        price: priceValue.optional().describe('Alias of proposed_price, accepted only when proposed_price is absent.'),
+      })
+      .refine((b) => !(b.proposed_price === undefined && b.price === undefined), { path: ['proposed_price'], message: ALIAS_MISSING_MESSAGE, when: isObject })
+      .refine((b) => !(b.proposed_price !== undefined && b.price !== undefined), {
+        path: ['price'],
+        message: 'send proposed_price or its alias price, not both: price is accepted only when proposed_price is absent',
+        when: isObject,
+      })
+      // What the refinements require, said in JSON Schema for OpenAPI and MCP's inputSchema (which cannot show a refinement).
+      .meta({ anyOf: [{ required: ['proposed_price'] }, { required: ['price'] }] })
+  );
+}
+export type VerifyBodySchema = ReturnType<typeof verifyBodyOf>;
+export type VerifyBody = z.output<VerifyBodySchema>;
 
 export const verifyExample = { context: { product_type: 'coffee', currency: 'USD', unit_cost: 1.2 }, proposed_price: '4.50' };

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import type { RouteTable } from '../../../core/http/pipeline';
 import { checkedIdempotencyKey } from '../../identity';
-import { callIdempotency, computeBody, computeExample } from '../../pricing';
-import type { ComputeService, DemoBudgetGuard } from '../../pricing';
+import { callIdempotency, computeExample } from '../../pricing';
+import type { CallSchemas, ComputeBody, ComputeService, DemoBudgetGuard } from '../../pricing';
 import { admitToolCall, demoFields } from './admission';
 import type { McpTool } from './types';
 import { jsonSchema } from './json-schema';
@@ -10,7 +10,8 @@ import { jsonSchema } from './json-schema';
 export const priceOutput = z.looseObject({ price: z.string(), currency: z.string(), confidence: z.number(), receipt: z.looseObject({ usage_event_id: z.string() }) });
 
 /** compute_price: the same engine call and usage recording as POST /api/compute/price, channel MCP. */
-export function computeTool(compute: ComputeService, demo: DemoBudgetGuard, routes: RouteTable): McpTool {
+export function computeTool(compute: ComputeService, demo: DemoBudgetGuard, routes: RouteTable, schemas: CallSchemas): McpTool {
+  const computeBody = schemas.computeBody;
   return {
     descriptor: {
       name: 'compute_price',
@@ -25,7 +26,7 @@ export function computeTool(compute: ComputeService, demo: DemoBudgetGuard, rout
     input: computeBody,
     example: computeExample,
     run: async (args, ctx) => {
-      const a = args as z.output<typeof computeBody>;
+      const a = args as ComputeBody;
       const p = ctx.principal;
       // A retried tool call (after the 30 s timeout, which SPEC says to retry once) is answered, not charged again. The key
       // and fingerprint are POST /api/compute/price's: the same call retried over REST is the same call. The demo keeps none.

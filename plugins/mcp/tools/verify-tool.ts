@@ -2,8 +2,9 @@ import { z } from 'zod';
 import type { RouteTable } from '../../../core/http/pipeline';
 import { ApiError } from '../../../core/errors';
 import type { DemoBudgetGuard } from '../../pricing';
-import { verifyBody, verifyExample } from '../../verification';
-import type { VerificationService } from '../../verification';
+import { verifyBodyOf, verifyExample } from '../../verification';
+import type { VerificationService, VerifyBody } from '../../verification';
+import type { ContextSchema } from '../../pricing';
 import { admitToolCall, demoFields } from './admission';
 import type { McpTool } from './types';
 import { jsonSchema } from './json-schema';
@@ -11,7 +12,8 @@ import { jsonSchema } from './json-schema';
 const verdictOutput = z.looseObject({ verdict: z.enum(['reasonable', 'high', 'low', 'unknown']), receipt: z.looseObject({ usage_event_id: z.string() }) });
 
 /** verify_price: the same verification and usage recording as the REST verify routes, channel MCP. */
-export function verifyTool(verification: () => VerificationService, demo: DemoBudgetGuard, routes: RouteTable): McpTool {
+export function verifyTool(verification: () => VerificationService, demo: DemoBudgetGuard, routes: RouteTable, context: ContextSchema): McpTool {
+  const verifyBody = verifyBodyOf(context);
   return {
     descriptor: {
       name: 'verify_price',
@@ -26,7 +28,7 @@ export function verifyTool(verification: () => VerificationService, demo: DemoBu
     input: verifyBody,
     example: verifyExample,
     run: async (args, ctx) => {
-      const a = args as z.output<typeof verifyBody>;
+      const a = args as VerifyBody;
       ctx.progress(0.5, 1, 'verifying');
       const proposed = a.proposed_price ?? a.price;
       if (proposed === undefined) throw new ApiError('validation_error', 'proposed_price is required.', { issues: [{ path: 'proposed_price', reason: 'required (alias: price)' }] });

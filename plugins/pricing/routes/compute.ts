@@ -61,9 +61,9 @@ function requestKey(ctx: RequestContext): string | null {
  * A batch item as priced: one that failed validation throws its own 400, whose message and issue
  * paths name it in the body (`items[2].context.current_price`), with an example item.
  */
-function validItem(item: PricedItem | s.InvalidBatchItem, index: number): PricedItem {
+function validItem(batchItem: s.CallSchemas['batchItem'], item: PricedItem | s.InvalidBatchItem, index: number): PricedItem {
   if (!(item instanceof s.InvalidBatchItem)) return item;
-  const parsed = s.batchItem.safeParse(item.raw);
+  const parsed = batchItem.safeParse(item.raw);
   if (parsed.success) return parsed.data;
   const at = `items[${index}]`;
   const issues = zodIssues(parsed.error, item.raw).map((i) => ({ ...i, path: i.path === '(root)' ? at : `${at}.${i.path}` }));
@@ -85,7 +85,7 @@ function pricedReply(ctx: RequestContext, compute: ComputeService, r: ComputeRes
   return r.body.idempotent_replay ? reply : { ...reply, notDelivered: () => compute.notDelivered([r.usageEventId], [r.reservation]) };
 }
 
-export function computeRoutes(compute: ComputeService, batchMax: number): RouteSpec[] {
+export function computeRoutes(compute: ComputeService, schemas: s.CallSchemas, batchMax: number): RouteSpec[] {
   return [
     defineRoute({
       id: 'compute.price',
@@ -95,9 +95,9 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       tags: ['Pricing'],
       scopes: ['price:compute'],
       sandbox: true,
-      body: s.computeBody,
+      body: schemas.computeBody,
       example: s.computeExample,
-      exampleFor: callExampleFor(s.computeBody, s.computeExample),
+      exampleFor: callExampleFor(schemas.computeBody, s.computeExample),
       headers: idempotencyHeaders,
       responses: { 200: { description: 'The price, who answered and how, the trace and the usage record; a retry under an answered Idempotency-Key repeats it (Idempotent-Replayed: true).', schema: priceResponse } },
       handler: async (ctx) => {
@@ -113,9 +113,9 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       tags: ['Pricing'],
       scopes: ['price:compute'],
       sandbox: true,
-      body: s.routerBody,
+      body: schemas.routerBody,
       example: s.routerExample,
-      exampleFor: callExampleFor(s.routerBody, s.routerExample),
+      exampleFor: callExampleFor(schemas.routerBody, s.routerExample),
       headers: idempotencyHeaders,
       responses: { 200: { description: 'As POST /api/compute/price answers.', schema: priceResponse } },
       handler: async (ctx) => {
@@ -130,7 +130,7 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       summary: 'Price up to 100 items, each as one call; a failing item answers its own error inside a 200.',
       tags: ['Pricing'],
       scopes: ['price:compute'],
-      body: s.batchBody(batchMax),
+      body: schemas.batchBody(batchMax),
       example: s.batchExample,
       headers: idempotencyHeaders,
       responses: { 200: { description: 'Each item\'s result or error, and counts; Idempotent-Replayed: true when every item repeats an earlier run.', schema: batchResponse } },
@@ -145,7 +145,7 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
           Promise.all(
             ctx.body.items.map(async (item, index) => {
               try {
-                const valid = validItem(item, index);
+                const valid = validItem(schemas.batchItem, item, index);
                 // A space cannot occur in a key sent (printable ASCII without spaces): no single call's key is an item's.
                 const idempotency = batch && { key: `${batch.key} ${index}`, fingerprint: batch.fingerprint, batchKey: batch.key };
                 const r = await compute.compute(callOf(ctx, 'batch_item', valid, { timed: false, idempotency }));
@@ -184,9 +184,9 @@ export function computeRoutes(compute: ComputeService, batchMax: number): RouteS
       auth: 'public',
       channel: 'demo',
       rateLimit: 'demo',
-      body: s.demoBody,
+      body: schemas.demoBody,
       example: s.demoExample,
-      exampleFor: callExampleFor(s.demoBody, s.demoExample),
+      exampleFor: callExampleFor(schemas.demoBody, s.demoExample),
       responses: { 200: { description: 'A priced call on the demo tenant, charging nothing, with the hourly budget left.', schema: demoPriceResponse } },
       refusal: DEMO_CREDENTIAL.refusal,
       handler: async (ctx) => {

@@ -12,6 +12,7 @@ import type { CircuitBreakers, FunctionDescriptor, FunctionRegistry, LatencyStat
 import { assertManagesWorkspace, createIdempotencyHeaders, identityOf } from '../../identity';
 import type { IdempotencyKeys, Workspaces } from '../../identity';
 import * as s from '../schemas';
+import type { CallSchemas } from '../schemas';
 import { functionCreateResponse, functionReadResponse, functionTestResponse, functionUpdateResponse, functionsListResponse } from '../responses-functions';
 import { pipelineUnavailable, toApiError } from '../services/engine-errors';
 import type { FunctionStore } from '../services/function-store';
@@ -33,6 +34,8 @@ export interface FunctionRouteDeps {
   workspaces: Pick<Workspaces, 'roleOf'>;
   /** This instance's id: breakers are kept per instance, so a reading says whose it is. */
   instanceId: string;
+  /** The test run's body carries a compute context of the configured size. */
+  testFunctionBody: CallSchemas['testFunctionBody'];
 }
 
 /** Completes "Only owners and admins …" in the 403 of a member (or a member's key, or an agent's) on create and PATCH. */
@@ -293,7 +296,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       tags: ['Functions'],
       scopes: ['price:compute'],
       params: s.idParams,
-      body: s.testFunctionBody,
+      body: d.testFunctionBody,
       example: s.testFunctionExample,
       responses: { 200: { description: 'The run: its result, or why the function could not price (a 200 either way).', schema: functionTestResponse } },
       handler: async ({ principal, params, body }) => {

@@ -15,7 +15,7 @@ const DEMO_CREDENTIAL = credentialIgnored(
 const DESCRIPTION =
   'Body: the context plus proposed_price (price is accepted as an alias only when proposed_price is absent). Answers a verdict (reasonable, high, low or unknown) with its evidence: the reference (time-weighted median of per-source medians of stored observations), the band and its bounds, whether the evidence is independent, the confidence and the thresholds used.';
 
-export function verifyRoutes(service: VerificationService): RouteSpec[] {
+export function verifyRoutes(service: VerificationService, verifyBody: s.VerifyBodySchema): RouteSpec[] {
   return [
     defineRoute({
       id: 'verify.price',
@@ -26,7 +26,7 @@ export function verifyRoutes(service: VerificationService): RouteSpec[] {
       tags: ['Verification'],
       scopes: ['price:compute'],
       sandbox: true,
-      body: s.verifyBody,
+      body: verifyBody,
       example: s.verifyExample,
       responses: { 200: { description: 'The verdict with its evidence and the usage record.', schema: verifyResponse } },
       handler: async (ctx) => {
@@ -52,7 +52,7 @@ export function verifyRoutes(service: VerificationService): RouteSpec[] {
       auth: 'public',
       channel: 'demo',
       rateLimit: 'demo',
-      body: s.verifyBody,
+      body: verifyBody,
       example: s.verifyExample,
       responses: { 200: { description: 'The verdict on the demo tenant, with the hourly budget left.', schema: demoVerifyResponse } },
       refusal: DEMO_CREDENTIAL.refusal,
