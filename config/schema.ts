@@ -209,6 +209,12 @@ export const settingsTree = {
       'Largest compute or verification context, in bytes of its JSON (UTF-8), on every route and MCP tool that takes one (larger: 400 validation_error at context). The context is kept in the result cache and posted as it came to external functions. A batch item\'s context is bounded alone; the whole body by BODY_LIMIT_BYTES.',
       { min: 256, max: 1048576 },
     ),
+    functionTestRunsPerDay: int(
+      'FUNCTION_TEST_RUNS_PER_DAY',
+      100,
+      'Test runs (POST /api/functions/{id}/test) per workspace and UTC day of functions it does not own: built-ins and marketplace functions (more: 429 daily_quota_exceeded). A test run is neither recorded nor charged; a workspace\'s own functions are not counted.',
+      { min: 1 },
+    ),
     batchMaxItems: int('BATCH_MAX_ITEMS', 100, 'Largest number of items in one batch request (SPEC: 100).', { min: 1, max: 1000 }),
     mcp: {
       toolTimeoutMs: int('MCP_TOOL_TIMEOUT_MS', 30000, 'Time limit of one MCP tool call in ms (SPEC: 30000).', { min: 1, max: MAX_TIMER_MS }),

@@ -352,7 +352,7 @@ export class PricingEngine {
   }
 
   /** Runs one function directly (POST /api/functions/{id}/test): no routing, fallback or cache, and no effect on its breaker or latency statistics. */
-  async test(fn: FunctionDescriptor, context: Record<string, unknown>, market: MarketEvidence | null | undefined, callerWorkspaceId: string): Promise<{ ok: true; result: MethodResult; ms: number } | { ok: false; error: string; missing?: string[]; refused?: string[]; ms: number }> {
+  async test(fn: FunctionDescriptor, context: Record<string, unknown>, market: MarketEvidence | null | undefined, callerWorkspaceId: string): Promise<{ ok: true; result: MethodResult; ms: number } | { ok: false; error: string; missing?: string[]; refused?: string[]; busy?: true; ms: number }> {
     const t = performance.now();
     const r = await this.runner.run(fn, context, { health: false, market, callerWorkspaceId });
     if (r.ok) return { ok: true, result: r.result, ms: since(t) };
@@ -362,6 +362,6 @@ export class PricingEngine {
     if (na?.refused) inputs = { refused: na.missing };
     else if (na?.declined) inputs = na.declined.length ? { refused: [...na.declined] } : {};
     else if (na) inputs = { missing: na.missing };
-    return { ok: false, error: r.error, ...inputs, ms: since(t) };
+    return { ok: false, error: r.error, ...inputs, ...(r.busy ? { busy: true as const } : {}), ms: since(t) };
   }
 }

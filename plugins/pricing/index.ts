@@ -8,6 +8,7 @@ import type { IdempotencyKeys, Workspaces } from '../identity';
 import { keylessCallsSince, USAGE } from '../usage';
 import type { CallReplays, UsageRecorder } from '../usage';
 import { DEMO_WORKSPACE_ID, pricingSchema } from './migrations/0001-pricing-schema';
+import { functionTestRuns } from './migrations/0002-function-test-runs';
 import { computeRoutes } from './routes/compute';
 import { functionRoutes } from './routes/functions';
 import { operationRoutes } from './routes/operations';
@@ -17,6 +18,7 @@ import { DemoBudgetGuard } from './services/demo-budget';
 import { FunctionStore } from './services/function-store';
 import { MarketEvidenceSlot } from './services/market-evidence';
 import { PolicyStore } from './services/policy-store';
+import { TestRunQuota } from './services/test-run-quota';
 import { callSchemas } from './schemas';
 import { PRICING } from './tokens';
 
@@ -41,7 +43,7 @@ export const pricingPlugin: PluginDefinition = {
   name: 'pricing',
   description: 'Compute API, functions, routing policies.',
   dependsOn: ['identity', 'usage'],
-  migrations: [pricingSchema],
+  migrations: [pricingSchema, functionTestRuns],
   async register(ctx) {
     const { config, sql, kv, clock, metrics, container, hooks } = ctx;
     const store = new FunctionStore(sql, config.limits.perWorkspace.functions);
@@ -87,7 +89,7 @@ export const pricingPlugin: PluginDefinition = {
     const instanceId = newId('inst');
     const routeSpecs = [
       ...computeRoutes(compute, schemas, config.limits.batchMaxItems),
-      ...functionRoutes({ store, registry: parts.registry, engine: parts.engine, market, latency: parts.latency, breakers: parts.breakers, outbound: parts.outbound, commissionPct: () => config.limits.marketplaceCommissionPct, maxCallCost: () => config.limits.functionMaxCallCost, idempotency, workspaces: container.resolve<Workspaces>(IDENTITY.Workspaces), instanceId, testFunctionBody: schemas.testFunctionBody }),
+      ...functionRoutes({ store, registry: parts.registry, engine: parts.engine, market, latency: parts.latency, breakers: parts.breakers, outbound: parts.outbound, commissionPct: () => config.limits.marketplaceCommissionPct, maxCallCost: () => config.limits.functionMaxCallCost, idempotency, workspaces: container.resolve<Workspaces>(IDENTITY.Workspaces), instanceId, testFunctionBody: schemas.testFunctionBody, testRuns: new TestRunQuota(sql, clock, ctx.log, config.limits.functionTestRunsPerDay) }),
       ...policyRoutes(policies, parts.registry, idempotency),
       ...operationRoutes(parts.registry, parts.breakers, parts.latency, instanceId),
     ];

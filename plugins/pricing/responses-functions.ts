@@ -129,6 +129,14 @@ export const functionTestResponse = z.object({
     .optional()
     .describe('Only when a built-in could not price: a body it prices, to send as is.'),
   ms: z.number().describe('How long the run took, in milliseconds.'),
+  test_runs: z
+    .object({
+      test_runs_per_day: z.number().int().describe('Test runs of functions this workspace does not own allowed per UTC day (FUNCTION_TEST_RUNS_PER_DAY).'),
+      remaining: z.number().int().describe('How many are left today after this one.'),
+      resets_at: z.string().describe('When the count starts again (ISO 8601, the next 00:00 UTC).'),
+    })
+    .optional()
+    .describe("Only on a run of a built-in or another workspace's function: the day's allowance of such runs. Runs of your own functions are not counted."),
 });
 
 export const routingHealthResponse = listEnvelopeSchema(

@@ -13,6 +13,7 @@ import { assertManagesWorkspace, createIdempotencyHeaders, identityOf } from '..
 import type { IdempotencyKeys, Workspaces } from '../../identity';
 import * as s from '../schemas';
 import type { CallSchemas } from '../schemas';
+import type { TestRunQuota } from '../services/test-run-quota';
 import { functionCreateResponse, functionReadResponse, functionTestResponse, functionUpdateResponse, functionsListResponse } from '../responses-functions';
 import { pipelineUnavailable, toApiError } from '../services/engine-errors';
 import type { FunctionStore } from '../services/function-store';
@@ -36,6 +37,8 @@ export interface FunctionRouteDeps {
   instanceId: string;
   /** The test run's body carries a compute context of the configured size. */
   testFunctionBody: CallSchemas['testFunctionBody'];
+  /** Counts test runs of functions the caller's workspace does not own. */
+  testRuns: TestRunQuota;
 }
 
 /** Completes "Only owners and admins …" in the 403 of a member (or a member's key, or an agent's) on create and PATCH. */
@@ -312,8 +315,19 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
           });
         }
         if (fn.executionType === 'pipeline') throw pipelineUnavailable();
-        const r = await d.engine.test(fn, body.context, (await d.market.forContext(body.context))?.evidence, p.workspaceId);
-        return ok({ function: { id: fn.id, name: fn.name, status: fn.status }, ...(r.ok ? { ok: true, result: r.result } : { ok: false, error: r.error, ...(r.missing ? { missing: r.missing } : {}), ...(r.refused ? { refused: r.refused } : {}), ...exampleFor(fn) }), ms: r.ms });
+        const counted = fn.workspaceId === p.workspaceId ? null : await d.testRuns.count(p.workspaceId);
+        let r: Awaited<ReturnType<typeof d.engine.test>>;
+        try {
+          r = await d.engine.test(fn, body.context, (await d.market.forContext(body.context))?.evidence, p.workspaceId);
+        } catch (err) {
+          await counted?.release();
+          throw err;
+        }
+        // A run no worker could take never reached the function: it is given back.
+        const neverRan = !r.ok && r.busy === true;
+        if (neverRan) await counted?.release();
+        const allowance = counted && !neverRan ? { test_runs: counted.allowance } : {};
+        return ok({ function: { id: fn.id, name: fn.name, status: fn.status }, ...(r.ok ? { ok: true, result: r.result } : { ok: false, error: r.error, ...(r.missing ? { missing: r.missing } : {}), ...(r.refused ? { refused: r.refused } : {}), ...exampleFor(fn) }), ms: r.ms, ...allowance });
       },
     }),
   ];
