@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { ManualClock } from '../../../core/clock';
+import { rowsOnceSettled } from '../../support/abandoned-call';
 import { client } from '../../support/http';
 import { sendJson, startUpstream } from '../../support/outbound';
 import type { Upstream } from '../../support/outbound';
@@ -73,12 +74,16 @@ describe('test runs of functions a workspace does not own (FUNCTION_TEST_RUNS_PE
     expect(theirs.status).to.equal(200);
     expect(theirs.body.test_runs.remaining).to.equal(PER_DAY - 1);
 
-    // The next UTC day starts again.
+    // The next UTC day starts again; counts older than the day before are pruned.
+    const workspaceOf = async (key: string) => (await client(svc.url, { 'x-api-key': key }).get<Record<string, any>>('/api/me')).body.tenant_id as string;
+    await svc.sequelize.query(`INSERT INTO function_test_runs (workspace_id, day, runs) VALUES ($1, '2026-03-08', 7)`, { bind: [await workspaceOf(consumer.key)] });
     clock.set(Date.parse('2026-03-11T00:00:01Z'));
     try {
       const nextDay = await consumer.post<Record<string, any>>('/api/functions/fn_builtin_charm/test', charm);
       expect(nextDay.status, nextDay.text).to.equal(200);
       expect(nextDay.body.test_runs).to.deep.equal({ test_runs_per_day: PER_DAY, remaining: PER_DAY - 1, resets_at: '2026-03-12T00:00:00.000Z' });
+      const days = await rowsOnceSettled<{ day: string }>(svc, `SELECT to_char(day, 'YYYY-MM-DD') AS day FROM function_test_runs ORDER BY day`, (rows) => !rows.some((r) => r.day < '2026-03-10'));
+      expect([...new Set(days.map((r) => r.day))]).to.deep.equal(['2026-03-10', '2026-03-11']);
     } finally {
       clock.set(START);
     }
