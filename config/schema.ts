@@ -120,6 +120,13 @@ export const settingsTree = {
     breakerMinCalls: int('BREAKER_MIN_CALLS', 5, 'Calls in the window before a breaker may open.', { min: 1 }),
     breakerFailureRatio: num('BREAKER_FAILURE_RATIO', 0.5, 'Failure share in the window that opens a breaker.', { min: 0.01, max: 1 }),
     breakerCooldownMs: int('BREAKER_COOLDOWN_MS', 30000, 'How long an open breaker skips its function before one trial call.', { min: 100 }),
+    breakerMinFailingCallers: int(
+      'BREAKER_MIN_FAILING_CALLERS',
+      2,
+      "Distinct caller workspaces whose own calls must be failing (at BREAKER_FAILURE_RATIO) before a function's breaker opens for everyone; they must also be at least BREAKER_FAILURE_RATIO of the workspaces calling it in the window. Until then a workspace whose calls fail has a breaker of its own, opened by its calls alone, which skips the function for that workspace only: one workspace sending contexts an endpoint fails on cannot take a marketplace function away from the others. 1: one failing workspace is enough when it is the only one calling.",
+      { min: 1, max: 1000 },
+    ),
+    breakerMaxCallerEntries: int('BREAKER_MAX_CALLER_ENTRIES', 50000, 'Most per-workspace breakers (one per function a workspace has called) one instance keeps; past it the oldest is dropped (that workspace\'s calls go through again until they fail anew).', { min: 100 }),
     randomSeed: optInt('ENGINE_RANDOM_SEED', 'Seed of the random source of weighted and tie-band choices (tests); unset = cryptographic randomness.'),
     extraWorkerModules: list(
       'ENGINE_EXTRA_WORKER_MODULES',

@@ -8,7 +8,7 @@ import { metricLabel } from './functions';
 import type { FunctionDescriptor } from './functions';
 import { PoolBusyError, PoolTimeoutError } from './pool';
 import type { PricingPool } from './pool';
-import type { Admission, CircuitBreakers } from './stats/breaker';
+import type { CallAdmission, CircuitBreakers } from './stats/function-breakers';
 import type { LatencyStats } from './stats/latency';
 
 /**
@@ -58,7 +58,7 @@ export class FunctionRunner {
   async run(
     fn: FunctionDescriptor,
     context: Record<string, unknown>,
-    opts: { health?: boolean; market?: MarketEvidence | null | undefined; admission?: Admission; callerWorkspaceId?: string; budgetMs?: number } = {},
+    opts: { health?: boolean; market?: MarketEvidence | null | undefined; admission?: CallAdmission; callerWorkspaceId?: string; budgetMs?: number } = {},
   ): Promise<AttemptResult> {
     const started = performance.now();
     let outcome: 'ok' | 'failed' | 'timeout' | 'not_applicable' | 'pool_busy' = 'failed';
@@ -124,7 +124,7 @@ export class FunctionRunner {
       if (outcome !== 'not_applicable' && outcome !== 'pool_busy' && !permanent && !cut && opts.health !== false) {
         // For `fastest`, a failure is as slow as a timeout: a function that fails at once must not look like the fastest.
         this.latency.record(fn.id, outcome === 'ok' ? ms : slowest, outcome !== 'ok');
-        this.breakers.record(fn.id, outcome === 'ok', opts.admission, failure);
+        this.breakers.record(fn.id, opts.callerWorkspaceId ?? '', outcome === 'ok', opts.admission, failure);
         this.duration.observe({ function: metricLabel(fn) }, recorded / 1000);
       }
       this.calls.inc({ function: metricLabel(fn), outcome });

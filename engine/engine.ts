@@ -17,7 +17,7 @@ import { excludedByPolicy, savingsOf } from './routing/comparisons';
 import type { Savings } from './routing/comparisons';
 import type { RouteDecision, Router } from './routing/router';
 import { wholeSecondsToWait } from './stats/breaker';
-import type { CircuitBreakers } from './stats/breaker';
+import type { CircuitBreakers } from './stats/function-breakers';
 import { latencyCeilingDetail } from './stats/latency';
 import type { LatencyStats } from './stats/latency';
 
@@ -247,18 +247,19 @@ export class PricingEngine {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'pricing pool busy', ms: 0 });
         continue;
       }
-      const admission = this.breakers.allow(fn.id);
+      const caller = req.scope.workspaceId;
+      const admission = this.breakers.allow(fn.id, caller);
       if (!admission) {
         // Open, or half-open with its one trial call in flight: that trial answers within the function's time limit.
-        const trialEndsMs = this.breakers.trialEndsInMs(fn.id, this.runner.timeoutOf(fn));
-        behind.set(fn.id, { waitMs: this.breakers.retryInMs(fn.id) ?? trialEndsMs, trial: trialEndsMs !== null });
+        const trialEndsMs = this.breakers.trialEndsInMs(fn.id, caller, this.runner.timeoutOf(fn));
+        behind.set(fn.id, { waitMs: this.breakers.retryInMs(fn.id, caller) ?? trialEndsMs, trial: trialEndsMs !== null });
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'breaker open', ms: 0 });
         continue;
       }
       const r = await this.runner.run(fn, req.context, { market: marketFor(fn), admission, callerWorkspaceId: req.scope.workspaceId, budgetMs });
       // Not being able to price this context, not getting a worker, or being stopped by the call's budget before its own
       // timeout says nothing about the function's health: a half-open trial slot is freed.
-      if (!r.ok && (r.notApplicable || r.busy || r.permanent || r.cutByBudget)) this.breakers.release(fn.id, admission);
+      if (!r.ok && (r.notApplicable || r.busy || r.permanent || r.cutByBudget)) this.breakers.release(fn.id, caller, admission);
       const ms = since(t);
       if (r.ok) {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'ok', ms });

@@ -13,7 +13,8 @@ import { FunctionRegistry } from './registry';
 import type { FunctionSource } from './registry';
 import { createRng } from './rng';
 import { Router } from './routing/router';
-import { CircuitBreakers } from './stats/breaker';
+import { BreakerSet } from './stats/breaker';
+import { CircuitBreakers } from './stats/function-breakers';
 import type { BreakerState } from './stats/breaker';
 import { LatencyStats } from './stats/latency';
 
@@ -33,7 +34,8 @@ export { currencyOf, minorUnits } from './builtins/inputs';
 export { policySchema, policyConfigSchema, STRATEGIES, PREFERENCES } from './routing/policy';
 export type { PolicyConfig, PolicyShape, Preference, RoutingPolicy, Strategy } from './routing/policy';
 export { OPERATORS } from './routing/rules';
-export type { CircuitBreakers, BreakerView } from './stats/breaker';
+export type { BreakerView } from './stats/breaker';
+export type { CircuitBreakers, CallerBreakerView } from './stats/function-breakers';
 export type { LatencyStats, LatencySnapshot, LatencyView } from './stats/latency';
 export { NO_DATA, latencyView } from './stats/latency';
 export { externalAnswer } from './external';
@@ -74,10 +76,10 @@ export function createEngine(deps: { config: Config; kv: KvStore; clock: Clock; 
       for (const id of breakers.known()) this.set({ function: labelOf(id) }, BREAKER_LEVEL[breakers.state(id)]);
     },
   });
+  const breakerOptions = { windowMs: e.breakerWindowMs, minCalls: e.breakerMinCalls, failureRatio: e.breakerFailureRatio, cooldownMs: e.breakerCooldownMs };
   const breakers = new CircuitBreakers(
-    clock,
-    { windowMs: e.breakerWindowMs, minCalls: e.breakerMinCalls, failureRatio: e.breakerFailureRatio, cooldownMs: e.breakerCooldownMs },
-    (fnId, state) => breakerGauge.set({ function: labelOf(fnId) }, BREAKER_LEVEL[state]),
+    new BreakerSet(clock, { ...breakerOptions, minFailingCallers: e.breakerMinFailingCallers }, (fnId, state) => breakerGauge.set({ function: labelOf(fnId) }, BREAKER_LEVEL[state])),
+    new BreakerSet(clock, { ...breakerOptions, minFailingCallers: 1, maxEntries: e.breakerMaxCallerEntries }),
   );
   const outbound = new SafeHttpClient({ allowList: config.outbound.allowList, httpsOnly: config.outbound.httpsOnly, allowedPorts: config.outbound.allowedPorts.includes('*') ? [] : config.outbound.allowedPorts.map(Number), defaultTimeoutMs: config.outbound.timeoutMs, maxBodyBytes: config.outbound.maxBodyBytes });
   const router = new Router(registry, latency, breakers, kv, createRng(e.randomSeed));

@@ -1,3 +1,4 @@
+import { BoundedMap } from '../../core/bounded-map';
 import type { Clock } from '../../core/clock';
 
 export type BreakerState = 'closed' | 'open' | 'half_open';
@@ -8,6 +9,14 @@ export interface BreakerOptions {
   /** Failure share (0 to 1) over the window that opens the breaker. */
   failureRatio: number;
   cooldownMs: number;
+  /**
+   * Distinct callers whose own calls in the window failed at least `failureRatio` of the time, needed
+   * (and needed to be at least `failureRatio` of the window's callers) before the breaker opens: one
+   * caller's failing calls cannot take the function away from the others. 1 for a breaker of one caller.
+   */
+  minFailingCallers: number;
+  /** Most breakers kept (the oldest made is dropped past it); unbounded when absent. */
+  maxEntries?: number;
 }
 
 export interface BreakerView {
@@ -15,6 +24,9 @@ export interface BreakerView {
   state: BreakerState;
   calls: number;
   failures: number;
+  /** Distinct callers in the window, and those whose own calls failed at least the failure ratio of the time. */
+  callers: number;
+  failing_callers: number;
   opened_at: string | null;
   retry_at: string | null;
 }
@@ -26,29 +38,54 @@ export interface BreakerView {
 class OutcomeWindow {
   private times: number[] = [];
   private oks: boolean[] = [];
+  private callers: string[] = [];
   private head = 0;
   failures = 0;
+  /** Calls and failures of each caller in the window. */
+  readonly byCaller = new Map<string, { calls: number; failures: number }>();
 
   get size(): number {
     return this.times.length - this.head;
   }
 
-  push(t: number, ok: boolean): void {
+  push(t: number, ok: boolean, caller: string): void {
     this.times.push(t);
     this.oks.push(ok);
+    this.callers.push(caller);
     if (!ok) this.failures++;
+    const c = this.byCaller.get(caller);
+    if (c) {
+      c.calls++;
+      if (!ok) c.failures++;
+    } else this.byCaller.set(caller, { calls: 1, failures: ok ? 0 : 1 });
+  }
+
+  /** Callers whose own calls in the window failed at least `ratio` of the time. */
+  failingCallers(ratio: number): number {
+    let n = 0;
+    for (const c of this.byCaller.values()) if (c.failures / c.calls >= ratio) n++;
+    return n;
   }
 
   /** Drops outcomes older than `horizon`. */
   expire(horizon: number): void {
     while (this.head < this.times.length && (this.times[this.head] as number) < horizon) {
-      if (!this.oks[this.head]) this.failures--;
+      const ok = this.oks[this.head];
+      if (!ok) this.failures--;
+      const caller = this.callers[this.head] as string;
+      const c = this.byCaller.get(caller);
+      if (c) {
+        c.calls--;
+        if (!ok) c.failures--;
+        if (c.calls <= 0) this.byCaller.delete(caller);
+      }
       this.head++;
     }
     // Compact once the dropped prefix is large, so memory stays proportional to the window.
     if (this.head > 1024 && this.head * 2 > this.times.length) {
       this.times = this.times.slice(this.head);
       this.oks = this.oks.slice(this.head);
+      this.callers = this.callers.slice(this.head);
       this.head = 0;
     }
   }
@@ -56,20 +93,32 @@ class OutcomeWindow {
   clear(): void {
     this.times = [];
     this.oks = [];
+    this.callers = [];
     this.head = 0;
     this.failures = 0;
+    this.byCaller.clear();
   }
 
-  /** Calls and failures at or after `horizon`, without dropping anything. */
-  countSince(horizon: number): { calls: number; failures: number } {
+  /** Calls, failures and callers (all, and those failing at least `ratio` of their calls) at or after `horizon`, without dropping anything. */
+  countSince(horizon: number, ratio: number): { calls: number; failures: number; callers: number; failingCallers: number } {
     let calls = 0;
     let failures = 0;
+    const byCaller = new Map<string, { calls: number; failures: number }>();
     for (let i = this.head; i < this.times.length; i++) {
       if ((this.times[i] as number) < horizon) continue;
       calls++;
-      if (!this.oks[i]) failures++;
+      const caller = this.callers[i] as string;
+      const c = byCaller.get(caller) ?? { calls: 0, failures: 0 };
+      c.calls++;
+      if (!this.oks[i]) {
+        failures++;
+        c.failures++;
+      }
+      byCaller.set(caller, c);
     }
-    return { calls, failures };
+    let failingCallers = 0;
+    for (const c of byCaller.values()) if (c.failures / c.calls >= ratio) failingCallers++;
+    return { calls, failures, callers: byCaller.size, failingCallers };
   }
 }
 
@@ -115,20 +164,23 @@ export interface Admission {
 }
 
 /**
- * One circuit breaker per function: it opens when, over the last `windowMs`, at least `minCalls`
- * calls happened and the failure share reached `failureRatio`; after `cooldownMs` one trial call
- * is let through (half-open); its success closes the breaker with an empty window, its failure opens it again.
- * Outcomes of other calls admitted before the breaker opened only join the window while it is open, and are left
+ * Circuit breakers by key (a function, or a function as one caller calls it): one opens when, over the last
+ * `windowMs`, at least `minCalls` calls happened, the failure share reached `failureRatio`, and so did the share of
+ * failing callers, `minFailingCallers` at least (a caller fails when its own calls do, at that ratio); after `cooldownMs`
+ * one trial call is let through (half-open); its success closes the breaker with an empty window, its failure opens it
+ * again. Outcomes of other calls admitted before the breaker opened only join the window while it is open, and are left
  * out once it has closed: many slow failures from before the recovery cannot reopen it.
  */
-export class CircuitBreakers {
-  private readonly entries = new Map<string, Entry>();
+export class BreakerSet {
+  private readonly entries: Map<string, Entry>;
 
   constructor(
     private readonly clock: Clock,
     private readonly opts: BreakerOptions,
     private readonly onChange: (fnId: string, state: BreakerState) => void = () => undefined,
-  ) {}
+  ) {
+    this.entries = opts.maxEntries === undefined ? new Map<string, Entry>() : new BoundedMap<string, Entry>(opts.maxEntries);
+  }
 
   private entry(fnId: string): Entry {
     let e = this.entries.get(fnId);
@@ -184,7 +236,7 @@ export class CircuitBreakers {
    * An outcome; without the trial's admission it only joins the window (and can open a closed breaker), unless the
    * call was admitted before the breaker last closed. Without an admission it counts as a call of the current window.
    */
-  record(fnId: string, ok: boolean, admission?: Admission, reason?: string): void {
+  record(fnId: string, ok: boolean, admission?: Admission, reason?: string, caller = ''): void {
     const e = this.entry(fnId);
     const now = this.clock.now();
     if (!ok && reason !== undefined) {
@@ -206,25 +258,32 @@ export class CircuitBreakers {
       return;
     }
     if (admission && admission.closing !== e.closings) return;
-    e.outcomes.push(now, ok);
+    e.outcomes.push(now, ok, caller);
     e.outcomes.expire(now - this.opts.windowMs);
     const calls = e.outcomes.size;
-    if (e.state === 'closed' && calls >= this.opts.minCalls && e.outcomes.failures / calls >= this.opts.failureRatio) {
+    if (e.state === 'closed' && calls >= this.opts.minCalls && e.outcomes.failures / calls >= this.opts.failureRatio && this.callersFail(e.outcomes)) {
       e.openedAt = now;
       this.set(fnId, e, 'open');
     }
+  }
+
+  private callersFail(w: OutcomeWindow): boolean {
+    const failing = w.failingCallers(this.opts.failureRatio);
+    return failing >= this.opts.minFailingCallers && failing / w.byCaller.size >= this.opts.failureRatio;
   }
 
   view(fnId: string): BreakerView {
     const e = this.entries.get(fnId);
     const state = this.state(fnId);
     const horizon = this.clock.now() - this.opts.windowMs;
-    const recent = e ? e.outcomes.countSince(horizon) : { calls: 0, failures: 0 };
+    const recent = e ? e.outcomes.countSince(horizon, this.opts.failureRatio) : { calls: 0, failures: 0, callers: 0, failingCallers: 0 };
     return {
       function_id: fnId,
       state,
       calls: recent.calls,
       failures: recent.failures,
+      callers: recent.callers,
+      failing_callers: recent.failingCallers,
       opened_at: e?.openedAt ? new Date(e.openedAt).toISOString() : null,
       retry_at: e?.openedAt && state !== 'closed' ? new Date(e.openedAt + this.opts.cooldownMs).toISOString() : null,
     };

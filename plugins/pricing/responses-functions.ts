@@ -58,14 +58,21 @@ export const functionsListResponse = listEnvelopeSchema(functionViewSchema, 'The
   notices: noticesField,
 });
 
-/** CircuitBreakers.view (engine/stats/breaker.ts): one function's breaker as this instance keeps it. */
+/** CircuitBreakers.view (engine/stats/function-breakers.ts): one function's breaker as this instance keeps it. */
 const breakerView = {
   function_id: z.string().describe("The function's id."),
   state: breakerState.describe('closed: calls go through; open: calls are skipped until retry_at; half_open: one trial call is let through.'),
   calls: z.number().int().describe('Calls recorded in the breaker window (BREAKER_WINDOW_MS).'),
   failures: z.number().int().describe('Of those, the failed ones.'),
+  callers: z.number().int().describe('Distinct workspaces whose calls those are (1 for a breaker of your workspace\'s own calls).'),
+  failing_callers: z.number().int().describe('Of those, the workspaces whose own calls failed at least BREAKER_FAILURE_RATIO of the time.'),
   opened_at: z.string().nullable().describe('While open or half-open: when it opened (ISO 8601); null while closed.'),
   retry_at: z.string().nullable().describe('While open or half-open: when its cooldown (BREAKER_COOLDOWN_MS) ends and one trial call is let through (ISO 8601); null while closed.'),
+  applies_to: z
+    .enum(['everyone', 'this_workspace'])
+    .describe(
+      "everyone: the function's breaker, over every workspace's calls (it opens only once BREAKER_MIN_FAILING_CALLERS workspaces' calls fail). this_workspace: your workspace's own breaker for the function, open or half-open on your calls' failures alone while the function's is closed; other workspaces' calls still reach it.",
+    ),
 };
 
 export const breakerViewSchema = z.object(breakerView).meta({ id: 'CircuitBreaker', description: "A function's circuit breaker, as the instance that answers keeps it." });

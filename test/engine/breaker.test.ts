@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { CandidateReport } from '../../engine';
-import { breakerGauge, engineError, fixture, harness, policy, stage } from './harness';
+import { breakerGauge, CALLER_WS, engineError, fixture, harness, policy, SCOPE, stage } from './harness';
 import type { Harness } from './harness';
 
 const COOLDOWN_MS = 10_000;
@@ -112,7 +112,7 @@ describe('engine: circuit breaker', function () {
   });
 
   it('a trial that cannot price its context releases the half-open slot; the next call is the trial', async () => {
-    for (let i = 0; i < 4; i++) h.parts.breakers.record('fn_builtin_cost_plus', false);
+    for (let i = 0; i < 4; i++) h.parts.breakers.record('fn_builtin_cost_plus', CALLER_WS, false);
     h.clock.advance(COOLDOWN_MS);
     const fallback = policy('default', {}, { fallback_function: 'test-ok' });
     // No unit_cost: cost-plus is not applicable, which says nothing about its health.
@@ -221,5 +221,88 @@ describe('engine: circuit breaker and calls answering late', function () {
     await call({ ...BAD, n: 3 });
     await call({ ...BAD, n: 4 });
     expect(state()).to.equal('open');
+  });
+});
+
+describe('engine: circuit breakers per function and per caller workspace (BREAKER_MIN_FAILING_CALLERS)', function () {
+  this.timeout(20_000);
+  let h: Harness;
+  const FLAKY = 'fn_test_flaky';
+
+  beforeEach(async () => {
+    h = await harness({
+      functions: [fixture('test-flaky', { costPerUnit: '0.001' }), fixture('test-ok', { costPerUnit: '0.002' })],
+      engine: { breakerMinCalls: 4, breakerFailureRatio: 0.5, breakerCooldownMs: COOLDOWN_MS, breakerWindowMs: 60_000, breakerMinFailingCallers: 2, cacheTtlMs: 0 },
+    });
+  });
+  afterEach(() => h.close());
+
+  const as = (workspaceId: string) => ({ ...SCOPE, workspaceId });
+  const callFlakyAs = (workspaceId: string, context: Record<string, unknown>) =>
+    h.price({ scope: as(workspaceId), pin: { name: 'test-flaky' }, context, policy: policy('default', {}, { fallback_function: 'test-ok' }) });
+  const fail = (caller: string, n: number) => {
+    for (let i = 0; i < n; i++) h.parts.breakers.record(FLAKY, caller, false);
+  };
+
+  it("one workspace's failing calls open its own breaker only: the function is skipped for it, and still reached by the others", async () => {
+    for (let i = 0; i < 4; i++) await callFlakyAs(CALLER_WS, FAIL);
+    expect(h.parts.breakers.state(FLAKY), "the function's breaker").to.equal('closed');
+    expect(await breakerGauge(h.metrics, FLAKY)).to.not.equal(2);
+    expect(h.parts.breakers.state(FLAKY, CALLER_WS)).to.equal('open');
+    expect(h.parts.breakers.view(FLAKY, CALLER_WS)).to.include({ function_id: FLAKY, state: 'open', calls: 4, failures: 4, callers: 1, failing_callers: 1, applies_to: 'this_workspace' });
+    expect(h.parts.breakers.view(FLAKY)).to.include({ state: 'closed', calls: 4, failures: 4, callers: 1, failing_callers: 1, applies_to: 'everyone' });
+
+    // The failing workspace's next call skips it without calling it; the fallback answers.
+    const skipped = await callFlakyAs(CALLER_WS, {});
+    expect(skipped.fn.name).to.equal('test-ok');
+    expect(skipped.attempts[0]).to.include({ function: 'test-flaky', outcome: 'skipped', error: 'breaker open' });
+    const routed = await h.price({ scope: SCOPE, policy: policy('cheapest', { candidates: ['test-flaky', 'test-ok'] }) });
+    const report = (stage(routed, 'route').candidates as CandidateReport[]).find((c) => c.function === 'test-flaky');
+    expect(report).to.include({ kept: false, reason: 'breaker open' });
+    expect(report?.detail).to.match(/^open for this workspace's calls, which kept failing; other workspaces' calls still reach it; a trial call from /);
+
+    // Another workspace reaches it and is answered by it.
+    const other = await callFlakyAs('ws_other', {});
+    expect(other.fn.name).to.equal('test-flaky');
+    expect(h.parts.breakers.view(FLAKY, 'ws_other')).to.include({ state: 'closed', applies_to: 'everyone' });
+
+    // After the cooldown the failing workspace's trial goes through, and its success closes its breaker.
+    h.clock.advance(COOLDOWN_MS);
+    expect(h.parts.breakers.state(FLAKY, CALLER_WS)).to.equal('half_open');
+    expect((await callFlakyAs(CALLER_WS, {})).fn.name).to.equal('test-flaky');
+    expect(h.parts.breakers.state(FLAKY, CALLER_WS)).to.equal('closed');
+  });
+
+  it("the function's breaker opens for everyone only once enough workspaces fail: BREAKER_MIN_FAILING_CALLERS, and the failure ratio of the workspaces calling", async () => {
+    fail('ws_a', 4);
+    expect(h.parts.breakers.state(FLAKY), 'one failing workspace').to.equal('closed');
+    for (const ok of ['ws_c', 'ws_d', 'ws_e', 'ws_f']) h.parts.breakers.record(FLAKY, ok, true);
+    fail('ws_b', 4);
+    // 8 of 12 calls failed, but only 2 of the 6 workspaces calling fail: most of its callers are served.
+    expect(h.parts.breakers.view(FLAKY)).to.include({ state: 'closed', calls: 12, failures: 8, callers: 6, failing_callers: 2 });
+    fail('ws_g', 2);
+    fail('ws_h', 2);
+    expect(h.parts.breakers.view(FLAKY)).to.include({ state: 'open', callers: 8, failing_callers: 4, applies_to: 'everyone' });
+    expect(await breakerGauge(h.metrics, FLAKY)).to.equal(2);
+    // Now a workspace that never failed is kept out too.
+    const served = await callFlakyAs('ws_c', {});
+    expect(served.fn.name).to.equal('test-ok');
+    expect(served.attempts[0]).to.include({ function: 'test-flaky', outcome: 'skipped', error: 'breaker open' });
+    expect(h.parts.breakers.view(FLAKY, 'ws_c')).to.include({ state: 'open', applies_to: 'everyone' });
+  });
+
+  it("a workspace kept out by its own breaker frees the function's half-open trial for another workspace", async () => {
+    fail('ws_a', 4);
+    fail('ws_b', 4);
+    expect(h.parts.breakers.state(FLAKY)).to.equal('open');
+    h.clock.advance(COOLDOWN_MS);
+    // ws_a's own breaker (opened with the function's) is half-open too: its call is the trial of both.
+    expect(h.parts.breakers.state(FLAKY, 'ws_a')).to.equal('half_open');
+    fail('ws_c', 4);
+    // ws_c's own breaker is open and keeps it out; the function's trial slot is not taken by it.
+    expect(h.parts.breakers.allow(FLAKY, 'ws_c')).to.equal(null);
+    const trial = h.parts.breakers.allow(FLAKY, 'ws_d');
+    expect(trial, 'another workspace takes the trial').to.not.equal(null);
+    expect(trial?.network.trial).to.be.a('number');
   });
 });

@@ -92,8 +92,8 @@ describe('engine: cost and latency ceilings', function () {
 
   it('lists each excluded candidate with its reason: cost ceiling, latency ceiling, breaker open, rule miss, unreachable, not active', async () => {
     recordLatency(h, 'fn_test_gamma', 900);
-    h.parts.breakers.record('fn_test_flaky', false);
-    h.parts.breakers.record('fn_test_flaky', false);
+    h.parts.breakers.record('fn_test_flaky', CALLER_WS, false);
+    h.parts.breakers.record('fn_test_flaky', CALLER_WS, false);
     const p = policy('policy', {
       rules: [
         { when: { x: 1 }, use: 'test-ok' },

@@ -79,7 +79,7 @@ export async function harness(opts: HarnessOptions = {}): Promise<Harness> {
   const kv = opts.shared?.kv ?? new MemoryKvStore(clock);
   const metrics = new Metrics({ defaultMetrics: false });
   const source = opts.shared?.source ?? new MemorySource(opts.functions ?? []);
-  const config = loadConfig({ LOG_LEVEL: 'silent' }, { engine: { threads: 1, functionTimeoutMs: 1000, randomSeed: 42, extraWorkerModules: [FIXTURE_MODULE], ...opts.engine }, ...(opts.outbound ? { outbound: opts.outbound } : {}) });
+  const config = loadConfig({ LOG_LEVEL: 'silent' }, { engine: { threads: 1, functionTimeoutMs: 1000, randomSeed: 42, extraWorkerModules: [FIXTURE_MODULE], breakerMinFailingCallers: 1, ...opts.engine }, ...(opts.outbound ? { outbound: opts.outbound } : {}) });
   const parts = createEngine({ config, kv, clock, metrics, source });
   await parts.start();
   return {

@@ -89,7 +89,8 @@ export function functionView(fn: FunctionDescriptor, d: Pick<FunctionRouteDeps, 
     effective_cost_per_call: effectiveCost(fn),
     average_latency_ms: d.latency.average(fn.id) ?? NO_DATA,
     latency: { p50_ms: lat.p50_ms, p95_ms: lat.p95_ms, samples: lat.samples, window_ms: lat.window_ms },
-    breaker: d.breakers.state(fn.id),
+    // As the viewer's calls meet it: the function's breaker, or the viewer's own when only that one keeps it out.
+    breaker: d.breakers.state(fn.id, viewer === '' ? undefined : viewer),
     ...(own && fn.endpointUrl ? { endpoint_url: fn.endpointUrl, timeout_ms: fn.timeoutMs ?? null } : {}),
     // The listing's commission is between its owner and the marketplace: shown to the owner, on every read.
     ...(own ? { commission_pct: fn.commissionPct ?? null } : {}),
@@ -173,7 +174,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         const own = !fn.builtIn && fn.workspaceId === p.workspaceId;
         return ok({
           function: functionView(fn, d, p.workspaceId),
-          breaker: { ...d.breakers.view(fn.id), instance: d.instanceId, kept_per: 'instance', ...(own ? { recent_failures: d.breakers.recentFailures(fn.id) } : {}) },
+          breaker: { ...d.breakers.view(fn.id, p.workspaceId), instance: d.instanceId, kept_per: 'instance', ...(own ? { recent_failures: d.breakers.recentFailures(fn.id) } : {}) },
         });
       },
     }),

@@ -691,7 +691,7 @@ describe("pricing: a context an external endpoint refuses is the context's fault
     expect((await owner.patch(`/api/functions/${res.body.function.id}`, { status: 'active' })).status).to.equal(200);
     return res.body.function as { id: string; name: string };
   };
-  const breakerOf = async (id: string) => (await owner.get<Record<string, any>>(`/api/functions/${id}`)).body.breaker as { state: string; calls: number; failures: number };
+  const breakerOf = async (id: string, reader = owner) => (await reader.get<Record<string, any>>(`/api/functions/${id}`)).body.breaker as { state: string; calls: number; failures: number };
 
   it("a stranger's calls in a currency the endpoint does not answer in: 422 insufficient_context naming currency, free, no breaker failure; the owner's call answers 200", async () => {
     const fn = await listed('/usd-only');
@@ -750,14 +750,28 @@ describe("pricing: a context an external endpoint refuses is the context's fault
   });
 
   for (const status of [401, 403, 405, 410, 429, 500, 503]) {
-    it(`HTTP ${status} stays a failure of the function: five of them open its breaker (502 with Retry-After)`, async () => {
+    it(`HTTP ${status} stays a failure of the function: five of a stranger's open the stranger's breaker (502 with Retry-After) and the owner's call is still answered; a second failing workspace opens the function's, for everyone`, async () => {
       const fn = await listed(`/status/${status}`);
       for (let i = 0; i < 5; i++) {
         const res = await stranger.post<Record<string, any>>('/api/compute/price', { context: EUR, function_id: fn.id });
         expect(res.status, res.text).to.equal(502);
         expect(res.body.attempts[0]).to.include({ outcome: 'failed', error: `The endpoint answered HTTP ${status}.` });
       }
-      expect(await breakerOf(fn.id)).to.include({ state: 'open', failures: 5 });
+      expect(await breakerOf(fn.id, stranger)).to.include({ state: 'open', failures: 5, applies_to: 'this_workspace' });
+      const kept = await stranger.post<Record<string, any>>('/api/compute/price', { context: EUR, function_id: fn.id });
+      expect(kept.status, kept.text).to.equal(502);
+      expect(kept.body.error).to.match(/circuit breaker open/);
+      expect(Number(kept.headers.get('retry-after'))).to.be.greaterThan(0);
+      // One workspace's failures (BREAKER_MIN_FAILING_CALLERS is 2) leave the function to the others: the endpoint fails only the
+      // stranger's contexts, and the owner's call is still answered by it.
+      expect(await breakerOf(fn.id)).to.include({ state: 'closed', failures: 5, failing_callers: 1, applies_to: 'everyone' });
+      const served = await owner.post<Record<string, any>>('/api/compute/price', { context: USD, function_id: fn.id });
+      expect(served.status, served.text).to.equal(200);
+      expect(served.body.function.id).to.equal(fn.id);
+      // A second workspace's calls failing too open the function's breaker, for everyone.
+      const another = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'ext-usd-stranger-2'), { name: 's2' })).key });
+      expect((await another.post('/api/compute/price', { context: EUR, function_id: fn.id })).status).to.equal(502);
+      expect(await breakerOf(fn.id)).to.include({ state: 'open', failures: 6, failing_callers: 2, applies_to: 'everyone' });
       const own = await owner.post<Record<string, any>>('/api/compute/price', { context: USD, function_id: fn.id });
       expect(own.status, own.text).to.equal(502);
       expect(own.body.error).to.match(/circuit breaker open/);
@@ -765,12 +779,16 @@ describe("pricing: a context an external endpoint refuses is the context's fault
     });
   }
 
-  it('a timeout stays a failure of the function: five of them open its breaker', async () => {
+  it("a timeout stays a failure of the function: five of a stranger's open the stranger's breaker, and the owner's failing too opens the function's", async () => {
     const res = await owner.post<Record<string, any>>('/api/functions', { name: uniqueName('refuses-hang'), execution_type: 'external_api', endpoint_url: upstream.url('/hang'), cost_per_unit: '0.002', is_public: true, timeout_ms: 50 });
     expect(res.status, res.text).to.equal(201);
     const id = res.body.function.id as string;
     expect((await owner.patch(`/api/functions/${id}`, { status: 'active' })).status).to.equal(200);
     for (let i = 0; i < 5; i++) expect((await stranger.post('/api/compute/price', { context: EUR, function_id: id })).status).to.equal(502);
-    expect(await breakerOf(id)).to.include({ state: 'open', failures: 5 });
+    expect(await breakerOf(id, stranger)).to.include({ state: 'open', failures: 5, applies_to: 'this_workspace' });
+    expect(await breakerOf(id)).to.include({ state: 'closed', failures: 5 });
+    // The endpoint hangs on every context: the owner's call fails too, and with a second failing workspace the function's breaker opens.
+    expect((await owner.post('/api/compute/price', { context: USD, function_id: id })).status).to.equal(502);
+    expect(await breakerOf(id)).to.include({ state: 'open', failures: 6, failing_callers: 2, applies_to: 'everyone' });
   });
 });
