@@ -117,6 +117,12 @@ export const settingsTree = {
     latencyMaxSamples: int('LATENCY_MAX_SAMPLES', 256, 'Most latency samples kept per function inside the window.', { min: 8 }),
     latencyColdBelow: int('LATENCY_COLD_BELOW', 3, 'A function with fewer samples in the window is cold and explored first by `fastest`.', { min: 1 }),
     breakerWindowMs: int('BREAKER_WINDOW_MS', 60000, 'Window over which a function\'s failures are counted by its circuit breaker.', { min: 1000 }),
+    breakerWindowMaxCalls: int(
+      'BREAKER_WINDOW_MAX_CALLS',
+      1000,
+      "Most calls a breaker's window holds, the latest (at least BREAKER_MIN_CALLS): a busy function's breaker judges its last calls within BREAKER_WINDOW_MS, and its memory stays bounded whatever the traffic.",
+      { min: 1, max: 1_000_000 },
+    ),
     breakerMinCalls: int('BREAKER_MIN_CALLS', 5, 'Calls in the window before a breaker may open.', { min: 1 }),
     breakerFailureRatio: num('BREAKER_FAILURE_RATIO', 0.5, 'Failure share in the window that opens a breaker.', { min: 0.01, max: 1 }),
     breakerCooldownMs: int('BREAKER_COOLDOWN_MS', 30000, 'How long an open breaker skips its function before one trial call.', { min: 100 }),
@@ -277,6 +283,12 @@ export function crossSettingProblems(c: Config): string[] {
   if (latencyColdBelow > latencyMaxSamples) {
     problems.push(
       `LATENCY_COLD_BELOW (engine.latencyColdBelow) = ${latencyColdBelow} is above LATENCY_MAX_SAMPLES (engine.latencyMaxSamples) = ${latencyMaxSamples}: a function never keeps enough samples to stop being cold, so \`fastest\` would explore forever; set LATENCY_COLD_BELOW to at most LATENCY_MAX_SAMPLES.`,
+    );
+  }
+  const { breakerMinCalls, breakerWindowMaxCalls } = c.engine;
+  if (breakerWindowMaxCalls < breakerMinCalls) {
+    problems.push(
+      `BREAKER_WINDOW_MAX_CALLS (engine.breakerWindowMaxCalls) = ${breakerWindowMaxCalls} is below BREAKER_MIN_CALLS (engine.breakerMinCalls) = ${breakerMinCalls}: a window never holds enough calls for a breaker to open; set BREAKER_WINDOW_MAX_CALLS to at least BREAKER_MIN_CALLS.`,
     );
   }
   const { maxAgeDays, observationRetentionDays } = c.verification;

@@ -76,7 +76,7 @@ export function createEngine(deps: { config: Config; kv: KvStore; clock: Clock; 
       for (const id of breakers.known()) this.set({ function: labelOf(id) }, BREAKER_LEVEL[breakers.state(id)]);
     },
   });
-  const breakerOptions = { windowMs: e.breakerWindowMs, minCalls: e.breakerMinCalls, failureRatio: e.breakerFailureRatio, cooldownMs: e.breakerCooldownMs };
+  const breakerOptions = { windowMs: e.breakerWindowMs, windowMaxCalls: e.breakerWindowMaxCalls, minCalls: e.breakerMinCalls, failureRatio: e.breakerFailureRatio, cooldownMs: e.breakerCooldownMs };
   const breakers = new CircuitBreakers(
     new BreakerSet(clock, { ...breakerOptions, minFailingCallers: e.breakerMinFailingCallers }, (fnId, state) => breakerGauge.set({ function: labelOf(fnId) }, BREAKER_LEVEL[state])),
     new BreakerSet(clock, { ...breakerOptions, minFailingCallers: 1, maxEntries: e.breakerMaxCallerEntries }),

@@ -5,6 +5,8 @@ export type BreakerState = 'closed' | 'open' | 'half_open';
 
 export interface BreakerOptions {
   windowMs: number;
+  /** Most outcomes a window keeps, the latest: a busy function's window holds its last calls, not every call of `windowMs`. */
+  windowMaxCalls: number;
   minCalls: number;
   /** Failure share (0 to 1) over the window that opens the breaker. */
   failureRatio: number;
@@ -67,9 +69,9 @@ class OutcomeWindow {
     return n;
   }
 
-  /** Drops outcomes older than `horizon`. */
-  expire(horizon: number): void {
-    while (this.head < this.times.length && (this.times[this.head] as number) < horizon) {
+  /** Drops outcomes older than `horizon`, and the oldest past the latest `maxSize`. */
+  expire(horizon: number, maxSize: number): void {
+    while (this.head < this.times.length && ((this.times[this.head] as number) < horizon || this.times.length - this.head > maxSize)) {
       const ok = this.oks[this.head];
       if (!ok) this.failures--;
       const caller = this.callers[this.head] as string;
@@ -259,7 +261,7 @@ export class BreakerSet {
     }
     if (admission && admission.closing !== e.closings) return;
     e.outcomes.push(now, ok, caller);
-    e.outcomes.expire(now - this.opts.windowMs);
+    e.outcomes.expire(now - this.opts.windowMs, this.opts.windowMaxCalls);
     const calls = e.outcomes.size;
     if (e.state === 'closed' && calls >= this.opts.minCalls && e.outcomes.failures / calls >= this.opts.failureRatio && this.callersFail(e.outcomes)) {
       e.openedAt = now;

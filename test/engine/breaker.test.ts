@@ -306,3 +306,31 @@ describe('engine: circuit breakers per function and per caller workspace (BREAKE
     expect(trial?.network.trial).to.be.a('number');
   });
 });
+
+describe('engine: a breaker window holds at most BREAKER_WINDOW_MAX_CALLS calls', function () {
+  let h: Harness;
+  const FLAKY = 'fn_test_flaky';
+  beforeEach(async () => {
+    h = await harness({ functions: [fixture('test-flaky')], engine: { breakerMinCalls: 4, breakerFailureRatio: 0.5, breakerWindowMs: 60_000, breakerWindowMaxCalls: 6, cacheTtlMs: 0 } });
+  });
+  afterEach(() => h.close());
+  const record = (ok: boolean, n: number, caller = CALLER_WS) => {
+    for (let i = 0; i < n; i++) h.parts.breakers.record(FLAKY, caller, ok);
+  };
+
+  it('judges the latest calls only: failures among a busy function\'s last calls open it, however many successes came before', async () => {
+    record(true, 100);
+    expect(h.parts.breakers.view(FLAKY)).to.include({ state: 'closed', calls: 6, failures: 0 });
+    record(false, 2);
+    expect(h.parts.breakers.view(FLAKY)).to.include({ state: 'closed', calls: 6, failures: 2 });
+    // 3 of the latest 6 failed: open (over all 103 calls of the window, 3 failures would have been nothing).
+    record(false, 1);
+    expect(h.parts.breakers.view(FLAKY)).to.include({ state: 'open', calls: 6, failures: 3 });
+  });
+
+  it('keeps its memory bounded under any traffic: the window holds the cap, the callers of those calls only', async () => {
+    record(true, 5000);
+    record(true, 5000, 'ws_other');
+    expect(h.parts.breakers.view(FLAKY)).to.include({ calls: 6, callers: 1 });
+  });
+});
