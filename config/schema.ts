@@ -132,7 +132,13 @@ export const settingsTree = {
       "Distinct caller workspaces whose own calls must be failing (at BREAKER_FAILURE_RATIO) before a function's breaker opens for everyone; they must also be at least BREAKER_FAILURE_RATIO of the workspaces calling it in the window. Until then a workspace whose calls fail has a breaker of its own, opened by its calls alone, which skips the function for that workspace only: one workspace sending contexts an endpoint fails on cannot take a marketplace function away from the others. 1: one failing workspace is enough when it is the only one calling.",
       { min: 1, max: 1000 },
     ),
-    breakerMaxCallerEntries: int('BREAKER_MAX_CALLER_ENTRIES', 50000, 'Most per-workspace breakers (one per function a workspace has called) one instance keeps; past it the oldest is dropped (that workspace\'s calls go through again until they fail anew).', { min: 100 }),
+    breakerMaxCallerEntries: int(
+      'BREAKER_MAX_CALLER_ENTRIES',
+      10000,
+      'Most per-workspace breakers (one per function a workspace calls) one instance keeps; past it the oldest made is dropped (that workspace\'s calls go through again until they fail anew). With BREAKER_CALLER_WINDOW_MAX_CALLS it bounds their memory: about 24 bytes a call held, 24 MB at the defaults.',
+      { min: 100 },
+    ),
+    breakerCallerWindowMaxCalls: int('BREAKER_CALLER_WINDOW_MAX_CALLS', 100, "Most calls a workspace's own breaker of a function holds, the latest (at least BREAKER_MIN_CALLS).", { min: 1, max: 100_000 }),
     randomSeed: optInt('ENGINE_RANDOM_SEED', 'Seed of the random source of weighted and tie-band choices (tests); unset = cryptographic randomness.'),
     extraWorkerModules: list(
       'ENGINE_EXTRA_WORKER_MODULES',
@@ -285,11 +291,16 @@ export function crossSettingProblems(c: Config): string[] {
       `LATENCY_COLD_BELOW (engine.latencyColdBelow) = ${latencyColdBelow} is above LATENCY_MAX_SAMPLES (engine.latencyMaxSamples) = ${latencyMaxSamples}: a function never keeps enough samples to stop being cold, so \`fastest\` would explore forever; set LATENCY_COLD_BELOW to at most LATENCY_MAX_SAMPLES.`,
     );
   }
-  const { breakerMinCalls, breakerWindowMaxCalls } = c.engine;
-  if (breakerWindowMaxCalls < breakerMinCalls) {
-    problems.push(
-      `BREAKER_WINDOW_MAX_CALLS (engine.breakerWindowMaxCalls) = ${breakerWindowMaxCalls} is below BREAKER_MIN_CALLS (engine.breakerMinCalls) = ${breakerMinCalls}: a window never holds enough calls for a breaker to open; set BREAKER_WINDOW_MAX_CALLS to at least BREAKER_MIN_CALLS.`,
-    );
+  const { breakerMinCalls } = c.engine;
+  for (const [name, key, value] of [
+    ['BREAKER_WINDOW_MAX_CALLS', 'breakerWindowMaxCalls', c.engine.breakerWindowMaxCalls],
+    ['BREAKER_CALLER_WINDOW_MAX_CALLS', 'breakerCallerWindowMaxCalls', c.engine.breakerCallerWindowMaxCalls],
+  ] as const) {
+    if (value < breakerMinCalls) {
+      problems.push(
+        `${name} (engine.${key}) = ${value} is below BREAKER_MIN_CALLS (engine.breakerMinCalls) = ${breakerMinCalls}: a window never holds enough calls for a breaker to open; set ${name} to at least BREAKER_MIN_CALLS.`,
+      );
+    }
   }
   const { maxAgeDays, observationRetentionDays } = c.verification;
   if (observationRetentionDays < maxAgeDays) {

@@ -79,7 +79,7 @@ export function createEngine(deps: { config: Config; kv: KvStore; clock: Clock; 
   const breakerOptions = { windowMs: e.breakerWindowMs, windowMaxCalls: e.breakerWindowMaxCalls, minCalls: e.breakerMinCalls, failureRatio: e.breakerFailureRatio, cooldownMs: e.breakerCooldownMs };
   const breakers = new CircuitBreakers(
     new BreakerSet(clock, { ...breakerOptions, minFailingCallers: e.breakerMinFailingCallers }, (fnId, state) => breakerGauge.set({ function: labelOf(fnId) }, BREAKER_LEVEL[state])),
-    new BreakerSet(clock, { ...breakerOptions, minFailingCallers: 1, maxEntries: e.breakerMaxCallerEntries }),
+    new BreakerSet(clock, { ...breakerOptions, windowMaxCalls: e.breakerCallerWindowMaxCalls, minFailingCallers: 1, maxEntries: e.breakerMaxCallerEntries }),
   );
   const outbound = new SafeHttpClient({ allowList: config.outbound.allowList, httpsOnly: config.outbound.httpsOnly, allowedPorts: config.outbound.allowedPorts.includes('*') ? [] : config.outbound.allowedPorts.map(Number), defaultTimeoutMs: config.outbound.timeoutMs, maxBodyBytes: config.outbound.maxBodyBytes });
   const router = new Router(registry, latency, breakers, kv, createRng(e.randomSeed));

@@ -328,6 +328,22 @@ describe('engine: a breaker window holds at most BREAKER_WINDOW_MAX_CALLS calls'
     expect(h.parts.breakers.view(FLAKY)).to.include({ state: 'open', calls: 6, failures: 3 });
   });
 
+  it("a workspace's own breaker holds its last BREAKER_CALLER_WINDOW_MAX_CALLS calls", async () => {
+    const own = await harness({
+      functions: [fixture('test-flaky')],
+      engine: { breakerMinCalls: 4, breakerFailureRatio: 0.5, breakerWindowMaxCalls: 1000, breakerCallerWindowMaxCalls: 4, breakerMinFailingCallers: 2, cacheTtlMs: 0 },
+    });
+    try {
+      for (let i = 0; i < 100; i++) own.parts.breakers.record(FLAKY, CALLER_WS, true);
+      for (let i = 0; i < 2; i++) own.parts.breakers.record(FLAKY, CALLER_WS, false);
+      // Its last 4 calls are half failures: its own breaker opens; the function's holds 102 calls, 2 failed.
+      expect(own.parts.breakers.view(FLAKY, CALLER_WS)).to.include({ state: 'open', calls: 4, failures: 2, applies_to: 'this_workspace' });
+      expect(own.parts.breakers.view(FLAKY)).to.include({ state: 'closed', calls: 102, failures: 2 });
+    } finally {
+      await own.close();
+    }
+  });
+
   it('keeps its memory bounded under any traffic: the window holds the cap, the callers of those calls only', async () => {
     record(true, 5000);
     record(true, 5000, 'ws_other');
