@@ -120,7 +120,7 @@ export const settingsTree = {
     breakerWindowMaxCalls: int(
       'BREAKER_WINDOW_MAX_CALLS',
       1000,
-      "Most calls a breaker's window holds, the latest (at least BREAKER_MIN_CALLS): a busy function's breaker judges its last calls within BREAKER_WINDOW_MS, and its memory stays bounded whatever the traffic.",
+      "Most calls a function's breaker window holds, the latest: a busy function's breaker judges its last calls within BREAKER_WINDOW_MS, and its memory stays bounded whatever the traffic (about 17 bytes a call). A value below BREAKER_MIN_CALLS counts as BREAKER_MIN_CALLS.",
       { min: 1, max: 1_000_000 },
     ),
     breakerMinCalls: int('BREAKER_MIN_CALLS', 5, 'Calls in the window before a breaker may open.', { min: 1 }),
@@ -135,10 +135,10 @@ export const settingsTree = {
     breakerMaxCallerEntries: int(
       'BREAKER_MAX_CALLER_ENTRIES',
       10000,
-      'Most per-workspace breakers (one per function a workspace calls) one instance keeps; past it the oldest made is dropped (that workspace\'s calls go through again until they fail anew). With BREAKER_CALLER_WINDOW_MAX_CALLS it bounds their memory: about 24 bytes a call held, 24 MB at the defaults.',
+      'Most per-workspace breakers (one per function a workspace calls) one instance keeps; past it the oldest made is dropped (that workspace\'s calls go through again until they fail anew). With BREAKER_CALLER_WINDOW_MAX_CALLS it bounds their memory: about 4 KB a breaker at the defaults, 40 MB in all.',
       { min: 100 },
     ),
-    breakerCallerWindowMaxCalls: int('BREAKER_CALLER_WINDOW_MAX_CALLS', 100, "Most calls a workspace's own breaker of a function holds, the latest (at least BREAKER_MIN_CALLS).", { min: 1, max: 100_000 }),
+    breakerCallerWindowMaxCalls: int('BREAKER_CALLER_WINDOW_MAX_CALLS', 100, "Most calls a workspace's own breaker of a function holds, the latest. A value below BREAKER_MIN_CALLS counts as BREAKER_MIN_CALLS.", { min: 1, max: 100_000 }),
     randomSeed: optInt('ENGINE_RANDOM_SEED', 'Seed of the random source of weighted and tie-band choices (tests); unset = cryptographic randomness.'),
     extraWorkerModules: list(
       'ENGINE_EXTRA_WORKER_MODULES',
@@ -290,17 +290,6 @@ export function crossSettingProblems(c: Config): string[] {
     problems.push(
       `LATENCY_COLD_BELOW (engine.latencyColdBelow) = ${latencyColdBelow} is above LATENCY_MAX_SAMPLES (engine.latencyMaxSamples) = ${latencyMaxSamples}: a function never keeps enough samples to stop being cold, so \`fastest\` would explore forever; set LATENCY_COLD_BELOW to at most LATENCY_MAX_SAMPLES.`,
     );
-  }
-  const { breakerMinCalls } = c.engine;
-  for (const [name, key, value] of [
-    ['BREAKER_WINDOW_MAX_CALLS', 'breakerWindowMaxCalls', c.engine.breakerWindowMaxCalls],
-    ['BREAKER_CALLER_WINDOW_MAX_CALLS', 'breakerCallerWindowMaxCalls', c.engine.breakerCallerWindowMaxCalls],
-  ] as const) {
-    if (value < breakerMinCalls) {
-      problems.push(
-        `${name} (engine.${key}) = ${value} is below BREAKER_MIN_CALLS (engine.breakerMinCalls) = ${breakerMinCalls}: a window never holds enough calls for a breaker to open; set ${name} to at least BREAKER_MIN_CALLS.`,
-      );
-    }
   }
   const { maxAgeDays, observationRetentionDays } = c.verification;
   if (observationRetentionDays < maxAgeDays) {

@@ -76,10 +76,10 @@ export function createEngine(deps: { config: Config; kv: KvStore; clock: Clock; 
       for (const id of breakers.known()) this.set({ function: labelOf(id) }, BREAKER_LEVEL[breakers.state(id)]);
     },
   });
-  const breakerOptions = { windowMs: e.breakerWindowMs, windowMaxCalls: e.breakerWindowMaxCalls, minCalls: e.breakerMinCalls, failureRatio: e.breakerFailureRatio, cooldownMs: e.breakerCooldownMs };
+  const breakerOptions = { windowMs: e.breakerWindowMs, windowMaxCalls: Math.max(e.breakerWindowMaxCalls, e.breakerMinCalls), minCalls: e.breakerMinCalls, failureRatio: e.breakerFailureRatio, cooldownMs: e.breakerCooldownMs };
   const breakers = new CircuitBreakers(
     new BreakerSet(clock, { ...breakerOptions, minFailingCallers: e.breakerMinFailingCallers }, (fnId, state) => breakerGauge.set({ function: labelOf(fnId) }, BREAKER_LEVEL[state])),
-    new BreakerSet(clock, { ...breakerOptions, windowMaxCalls: e.breakerCallerWindowMaxCalls, minFailingCallers: 1, maxEntries: e.breakerMaxCallerEntries }),
+    new BreakerSet(clock, { ...breakerOptions, windowMaxCalls: Math.max(e.breakerCallerWindowMaxCalls, e.breakerMinCalls), minFailingCallers: 1, maxEntries: e.breakerMaxCallerEntries }),
   );
   const outbound = new SafeHttpClient({ allowList: config.outbound.allowList, httpsOnly: config.outbound.httpsOnly, allowedPorts: config.outbound.allowedPorts.includes('*') ? [] : config.outbound.allowedPorts.map(Number), defaultTimeoutMs: config.outbound.timeoutMs, maxBodyBytes: config.outbound.maxBodyBytes });
   const router = new Router(registry, latency, breakers, kv, createRng(e.randomSeed));

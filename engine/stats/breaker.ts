@@ -34,32 +34,78 @@ export interface BreakerView {
 }
 
 /**
- * The outcomes of the last window, oldest first, with a running failure count: recording and
- * expiring are O(1) amortised, so a busy function does not rescan its whole window on every call.
+ * The outcomes of the last window, oldest first, in a ring of at most `cap` (the latest are kept), with running failure
+ * counts in all and per caller: recording and expiring are O(1) amortised, so a busy function does not rescan its window
+ * on every call, and a window's memory is bounded by its cap (about 17 bytes an outcome) however long it goes unread.
  */
 class OutcomeWindow {
-  private times: number[] = [];
-  private oks: boolean[] = [];
-  private callers: string[] = [];
-  private head = 0;
+  private times = new Float64Array(4);
+  private oks = new Uint8Array(4);
+  private callers: string[] = new Array<string>(4);
+  private start = 0;
+  private count = 0;
   failures = 0;
   /** Calls and failures of each caller in the window. */
   readonly byCaller = new Map<string, { calls: number; failures: number }>();
 
+  constructor(private readonly cap: number) {}
+
   get size(): number {
-    return this.times.length - this.head;
+    return this.count;
+  }
+
+  private slot(i: number): number {
+    return (this.start + i) % this.times.length;
   }
 
   push(t: number, ok: boolean, caller: string): void {
-    this.times.push(t);
-    this.oks.push(ok);
-    this.callers.push(caller);
+    if (this.count === this.times.length) {
+      if (this.times.length < this.cap) this.grow();
+      else this.dropOldest();
+    }
+    const at = this.slot(this.count);
+    this.times[at] = t;
+    this.oks[at] = ok ? 1 : 0;
+    this.callers[at] = caller;
+    this.count++;
     if (!ok) this.failures++;
     const c = this.byCaller.get(caller);
     if (c) {
       c.calls++;
       if (!ok) c.failures++;
     } else this.byCaller.set(caller, { calls: 1, failures: ok ? 0 : 1 });
+  }
+
+  /** Doubles the ring (up to the cap), oldest first again. */
+  private grow(): void {
+    const length = Math.min(this.cap, this.times.length * 2);
+    const times = new Float64Array(length);
+    const oks = new Uint8Array(length);
+    const callers = new Array<string>(length);
+    for (let i = 0; i < this.count; i++) {
+      const from = this.slot(i);
+      times[i] = this.times[from] as number;
+      oks[i] = this.oks[from] as number;
+      callers[i] = this.callers[from] as string;
+    }
+    this.times = times;
+    this.oks = oks;
+    this.callers = callers;
+    this.start = 0;
+  }
+
+  private dropOldest(): void {
+    const ok = this.oks[this.start] === 1;
+    if (!ok) this.failures--;
+    const caller = this.callers[this.start] as string;
+    const c = this.byCaller.get(caller);
+    if (c) {
+      c.calls--;
+      if (!ok) c.failures--;
+      if (c.calls <= 0) this.byCaller.delete(caller);
+    }
+    this.start = (this.start + 1) % this.times.length;
+    this.count--;
   }
 
   /** Callers whose own calls in the window failed at least `ratio` of the time. */
@@ -69,34 +115,17 @@ class OutcomeWindow {
     return n;
   }
 
-  /** Drops outcomes older than `horizon`, and the oldest past the latest `maxSize`. */
-  expire(horizon: number, maxSize: number): void {
-    while (this.head < this.times.length && ((this.times[this.head] as number) < horizon || this.times.length - this.head > maxSize)) {
-      const ok = this.oks[this.head];
-      if (!ok) this.failures--;
-      const caller = this.callers[this.head] as string;
-      const c = this.byCaller.get(caller);
-      if (c) {
-        c.calls--;
-        if (!ok) c.failures--;
-        if (c.calls <= 0) this.byCaller.delete(caller);
-      }
-      this.head++;
-    }
-    // Compact once the dropped prefix is large, so memory stays proportional to the window.
-    if (this.head > 1024 && this.head * 2 > this.times.length) {
-      this.times = this.times.slice(this.head);
-      this.oks = this.oks.slice(this.head);
-      this.callers = this.callers.slice(this.head);
-      this.head = 0;
-    }
+  /** Drops outcomes older than `horizon`. */
+  expire(horizon: number): void {
+    while (this.count > 0 && (this.times[this.start] as number) < horizon) this.dropOldest();
   }
 
   clear(): void {
-    this.times = [];
-    this.oks = [];
-    this.callers = [];
-    this.head = 0;
+    this.times = new Float64Array(4);
+    this.oks = new Uint8Array(4);
+    this.callers = new Array<string>(4);
+    this.start = 0;
+    this.count = 0;
     this.failures = 0;
     this.byCaller.clear();
   }
@@ -106,13 +135,14 @@ class OutcomeWindow {
     let calls = 0;
     let failures = 0;
     const byCaller = new Map<string, { calls: number; failures: number }>();
-    for (let i = this.head; i < this.times.length; i++) {
-      if ((this.times[i] as number) < horizon) continue;
+    for (let i = 0; i < this.count; i++) {
+      const at = this.slot(i);
+      if ((this.times[at] as number) < horizon) continue;
       calls++;
-      const caller = this.callers[i] as string;
+      const caller = this.callers[at] as string;
       const c = byCaller.get(caller) ?? { calls: 0, failures: 0 };
       c.calls++;
-      if (!this.oks[i]) {
+      if (this.oks[at] !== 1) {
         failures++;
         c.failures++;
       }
@@ -187,7 +217,7 @@ export class BreakerSet {
   private entry(fnId: string): Entry {
     let e = this.entries.get(fnId);
     if (!e) {
-      e = { outcomes: new OutcomeWindow(), state: 'closed', openedAt: null, trialInFlight: false, trialStartedAt: null, trials: 0, closings: 0, ordinary: Object.freeze({ trial: null, closing: 0 }), recentFailures: [] };
+      e = { outcomes: new OutcomeWindow(this.opts.windowMaxCalls), state: 'closed', openedAt: null, trialInFlight: false, trialStartedAt: null, trials: 0, closings: 0, ordinary: Object.freeze({ trial: null, closing: 0 }), recentFailures: [] };
       this.entries.set(fnId, e);
     }
     return e;
@@ -261,7 +291,7 @@ export class BreakerSet {
     }
     if (admission && admission.closing !== e.closings) return;
     e.outcomes.push(now, ok, caller);
-    e.outcomes.expire(now - this.opts.windowMs, this.opts.windowMaxCalls);
+    e.outcomes.expire(now - this.opts.windowMs);
     const calls = e.outcomes.size;
     if (e.state === 'closed' && calls >= this.opts.minCalls && e.outcomes.failures / calls >= this.opts.failureRatio && this.callersFail(e.outcomes)) {
       e.openedAt = now;

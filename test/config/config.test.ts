@@ -168,12 +168,6 @@ describe('configuration', () => {
     expect(loadConfig({ PORT: '0', EMBEDDED_PG_PORT: '0' }).server.port).to.equal(0);
   });
 
-  it('refuses a breaker window cap (BREAKER_WINDOW_MAX_CALLS, BREAKER_CALLER_WINDOW_MAX_CALLS) below BREAKER_MIN_CALLS, naming both settings', () => {
-    expect(() => loadConfig({ BREAKER_WINDOW_MAX_CALLS: '4' })).to.throw(ConfigError, /BREAKER_WINDOW_MAX_CALLS \(engine\.breakerWindowMaxCalls\) = 4 is below BREAKER_MIN_CALLS \(engine\.breakerMinCalls\) = 5/);
-    expect(loadConfig({ BREAKER_WINDOW_MAX_CALLS: '5' }).engine.breakerWindowMaxCalls).to.equal(5);
-    expect(() => loadConfig({ BREAKER_CALLER_WINDOW_MAX_CALLS: '3', BREAKER_MIN_CALLS: '4' })).to.throw(ConfigError, /BREAKER_CALLER_WINDOW_MAX_CALLS \(engine\.breakerCallerWindowMaxCalls\) = 3 is below BREAKER_MIN_CALLS \(engine\.breakerMinCalls\) = 4/);
-  });
-
   it('refuses LATENCY_COLD_BELOW above LATENCY_MAX_SAMPLES, naming both settings', () => {
     expect(() => loadConfig({ LATENCY_COLD_BELOW: '300' })).to.throw(ConfigError, /LATENCY_COLD_BELOW \(engine\.latencyColdBelow\) = 300 is above LATENCY_MAX_SAMPLES \(engine\.latencyMaxSamples\) = 256/);
     expect(() => loadConfig({ LATENCY_COLD_BELOW: '9', LATENCY_MAX_SAMPLES: '8' })).to.throw(ConfigError, /LATENCY_MAX_SAMPLES/);
