@@ -186,7 +186,7 @@ export class PricingEngine {
     const notApplicable: string[] = [];
     const tried = new Set<string>();
     // Functions skipped behind their breaker, with the milliseconds until one may be called again (null: unknown).
-    const behind = new Map<string, { waitMs: number | null; trial: boolean }>();
+    const behind = new Map<string, { waitMs: number | null; trial: boolean; own: boolean }>();
     // Fallbacks the policy's cost ceiling kept from running: the policy's own exclusion, like a candidate's.
     const overCeiling: CandidateReport[] = [];
     const poolBusy = () => attempts.some((a) => a.outcome === 'pool_busy');
@@ -252,7 +252,8 @@ export class PricingEngine {
       if (!admission) {
         // Open, or half-open with its one trial call in flight: that trial answers within the function's time limit.
         const trialEndsMs = this.breakers.trialEndsInMs(fn.id, caller, this.runner.timeoutOf(fn));
-        behind.set(fn.id, { waitMs: this.breakers.retryInMs(fn.id, caller) ?? trialEndsMs, trial: trialEndsMs !== null });
+        // Only the workspace's own breaker keeps it out while the function's is closed: the caller's calls failed, not everyone's.
+        behind.set(fn.id, { waitMs: this.breakers.retryInMs(fn.id, caller) ?? trialEndsMs, trial: trialEndsMs !== null, own: this.breakers.state(fn.id) === 'closed' });
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'breaker open', ms: 0 });
         continue;
       }
@@ -328,7 +329,9 @@ export class PricingEngine {
       throw new EngineError(
         'functions_failed',
         skippedOnly
-          ? trials
+          ? failedForReal.every((a) => behind.get(a.id)?.own)
+            ? `Every function that could answer has a circuit breaker open for this workspace: its calls to them kept failing (other workspaces' calls still reach them); the first lets a trial call of this workspace through in ${retryAfterS} s.`
+            : trials
             ? `Every function that could answer has its circuit breaker open after recent failures, or half-open with its one trial call in flight; retry in ${retryAfterS} s.`
             : `Every function that could answer has its circuit breaker open after recent failures; the first lets a trial call through in ${retryAfterS} s.`
           : `${failedWords}, each endpoint asking to be called again later${ranOnly ? '' : ' or behind an open circuit breaker'}: the soonest in ${retryAfterS} s.${couldNotPrice}`,

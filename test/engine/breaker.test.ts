@@ -261,6 +261,11 @@ describe('engine: circuit breakers per function and per caller workspace (BREAKE
     expect(report).to.include({ kept: false, reason: 'breaker open' });
     expect(report?.detail).to.match(/^open for this workspace's calls, which kept failing; other workspaces' calls still reach it; a trial call from /);
 
+    // Pinned with nothing else to run, the refusal says whose breaker it is.
+    const alone = await engineError(h.price({ scope: SCOPE, pin: { name: 'test-flaky' }, context: {}, policy: policy('default', {}, {}) }), 'functions_failed');
+    expect(alone.message).to.equal(`Every function that could answer has a circuit breaker open for this workspace: its calls to them kept failing (other workspaces' calls still reach them); the first lets a trial call of this workspace through in ${COOLDOWN_MS / 1000} s.`);
+    expect(alone.details.retryAfterS).to.equal(COOLDOWN_MS / 1000);
+
     // Another workspace reaches it and is answered by it.
     const other = await callFlakyAs('ws_other', {});
     expect(other.fn.name).to.equal('test-flaky');
