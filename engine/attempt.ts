@@ -123,7 +123,7 @@ export class FunctionRunner {
       // and answer retryable (it is refused as it is, each time, at once).
       if (outcome !== 'not_applicable' && outcome !== 'pool_busy' && !permanent && !cut && opts.health !== false) {
         // For `fastest`, a failure is as slow as a timeout: a function that fails at once must not look like the fastest.
-        this.latency.record(fn.id, outcome === 'ok' ? ms : slowest, outcome !== 'ok');
+        this.latency.record(fn.id, outcome === 'ok' ? ms : slowest, outcome !== 'ok', opts.callerWorkspaceId);
         this.breakers.record(fn.id, opts.callerWorkspaceId ?? '', outcome === 'ok', opts.admission, failure);
         this.duration.observe({ function: metricLabel(fn) }, recorded / 1000);
       }

@@ -108,10 +108,10 @@ class OutcomeWindow {
     this.count--;
   }
 
-  /** Callers whose own calls in the window failed at least `ratio` of the time. */
-  failingCallers(ratio: number): number {
+  /** Callers with at least `minCalls` calls in the window, at least `ratio` of them failed: those whose own breaker would open. */
+  failingCallers(ratio: number, minCalls: number): number {
     let n = 0;
-    for (const c of this.byCaller.values()) if (c.failures / c.calls >= ratio) n++;
+    for (const c of this.byCaller.values()) if (c.calls >= minCalls && c.failures / c.calls >= ratio) n++;
     return n;
   }
 
@@ -131,7 +131,7 @@ class OutcomeWindow {
   }
 
   /** Calls, failures and callers (all, and those failing at least `ratio` of their calls) at or after `horizon`, without dropping anything. */
-  countSince(horizon: number, ratio: number): { calls: number; failures: number; callers: number; failingCallers: number } {
+  countSince(horizon: number, ratio: number, minCalls: number): { calls: number; failures: number; callers: number; failingCallers: number } {
     let calls = 0;
     let failures = 0;
     const byCaller = new Map<string, { calls: number; failures: number }>();
@@ -149,7 +149,7 @@ class OutcomeWindow {
       byCaller.set(caller, c);
     }
     let failingCallers = 0;
-    for (const c of byCaller.values()) if (c.failures / c.calls >= ratio) failingCallers++;
+    for (const c of byCaller.values()) if (c.calls >= minCalls && c.failures / c.calls >= ratio) failingCallers++;
     return { calls, failures, callers: byCaller.size, failingCallers };
   }
 }
@@ -283,24 +283,32 @@ export class BreakerSet {
         e.ordinary = Object.freeze({ trial: null, closing: e.closings });
         e.openedAt = null;
         this.set(fnId, e, 'closed');
-      } else {
+      } else if (this.opts.minFailingCallers <= 1 || this.opensWith(e, now, caller)) {
         e.openedAt = now;
         this.set(fnId, e, 'open');
       }
+      // Otherwise it stays half-open, its trial slot free: one caller's failing trial cannot keep the function from the
+      // others once the failures that opened it have left the window; the next call is the trial.
       return;
     }
     if (admission && admission.closing !== e.closings) return;
-    e.outcomes.push(now, ok, caller);
-    e.outcomes.expire(now - this.opts.windowMs);
-    const calls = e.outcomes.size;
-    if (e.state === 'closed' && calls >= this.opts.minCalls && e.outcomes.failures / calls >= this.opts.failureRatio && this.callersFail(e.outcomes)) {
+    if (e.state === 'closed' && this.opensWith(e, now, caller, ok)) {
       e.openedAt = now;
       this.set(fnId, e, 'open');
-    }
+    } else if (e.state !== 'closed') this.join(e, now, caller, ok);
   }
 
-  private callersFail(w: OutcomeWindow): boolean {
-    const failing = w.failingCallers(this.opts.failureRatio);
+  private join(e: Entry, now: number, caller: string, ok: boolean): void {
+    e.outcomes.push(now, ok, caller);
+    e.outcomes.expire(now - this.opts.windowMs);
+  }
+
+  /** Adds the outcome to the window and says whether the window now opens the breaker (a failed trial's included). */
+  private opensWith(e: Entry, now: number, caller: string, ok = false): boolean {
+    this.join(e, now, caller, ok);
+    const w = e.outcomes;
+    if (w.size < this.opts.minCalls || w.failures / w.size < this.opts.failureRatio) return false;
+    const failing = w.failingCallers(this.opts.failureRatio, this.opts.minCalls);
     return failing >= this.opts.minFailingCallers && failing / w.byCaller.size >= this.opts.failureRatio;
   }
 
@@ -308,7 +316,7 @@ export class BreakerSet {
     const e = this.entries.get(fnId);
     const state = this.state(fnId);
     const horizon = this.clock.now() - this.opts.windowMs;
-    const recent = e ? e.outcomes.countSince(horizon, this.opts.failureRatio) : { calls: 0, failures: 0, callers: 0, failingCallers: 0 };
+    const recent = e ? e.outcomes.countSince(horizon, this.opts.failureRatio, this.opts.minCalls) : { calls: 0, failures: 0, callers: 0, failingCallers: 0 };
     return {
       function_id: fnId,
       state,

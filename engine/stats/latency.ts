@@ -34,6 +34,8 @@ interface Series {
   ms: number[];
   /** Whether each sample is a failure, recorded at the function's timeout. */
   failed: boolean[];
+  /** The workspace whose call a failure sample is, when known (null for successes): one failure sample per workspace is kept. */
+  by: Array<string | null>;
   /**
    * When its endpoint declined the context it was sent: no latency sample (the caller's context chose it), but an
    * exploration all the same, so a function that declines every context does not stay cold for `fastest` forever.
@@ -67,18 +69,31 @@ export class LatencyStats {
     private readonly opts: LatencyOptions,
   ) {}
 
-  /** A sample; `failed` marks a failure, recorded at the function's timeout so that one failing at once does not look fast. */
-  record(fnId: string, ms: number, failed = false): void {
+  /**
+   * A sample; `failed` marks a failure, recorded at the function's timeout so that one failing at once does not look
+   * fast. A failure of `caller`'s call replaces that workspace's earlier failure sample: whoever sends a context chooses
+   * it, so one workspace whose contexts fail weighs as one slow sample, and cannot make the function look slow to the
+   * others (a latency ceiling, `fastest`) while their calls are answered fast; its own breaker keeps it away instead.
+   */
+  record(fnId: string, ms: number, failed = false, caller?: string): void {
     const s = this.seriesOf(fnId);
+    if (failed && caller !== undefined) {
+      const earlier = s.by.indexOf(caller);
+      if (earlier >= 0) this.remove(s, earlier, 1);
+    }
     s.t.push(this.clock.now());
     s.ms.push(ms);
     s.failed.push(failed);
-    if (s.t.length > this.opts.maxSamples) {
-      s.t.shift();
-      s.ms.shift();
-      s.failed.shift();
-    }
+    s.by.push(failed ? (caller ?? null) : null);
+    if (s.t.length > this.opts.maxSamples) this.remove(s, 0, 1);
     s.cached = null;
+  }
+
+  private remove(s: Series, from: number, n: number): void {
+    s.t.splice(from, n);
+    s.ms.splice(from, n);
+    s.failed.splice(from, n);
+    s.by.splice(from, n);
   }
 
   /** An attempt its endpoint declined (a context it does not price): counts toward exploring it, not toward its latency. */
@@ -92,7 +107,7 @@ export class LatencyStats {
   private seriesOf(fnId: string): Series {
     let s = this.series.get(fnId);
     if (!s) {
-      s = { t: [], ms: [], failed: [], declinedAt: [], cached: null };
+      s = { t: [], ms: [], failed: [], by: [], declinedAt: [], cached: null };
       this.series.set(fnId, s);
     }
     return s;
@@ -106,9 +121,7 @@ export class LatencyStats {
     let drop = 0;
     while (drop < s.t.length && (s.t[drop] as number) < horizon) drop++;
     if (drop > 0) {
-      s.t.splice(0, drop);
-      s.ms.splice(0, drop);
-      s.failed.splice(0, drop);
+      this.remove(s, 0, drop);
       s.cached = null;
     }
     let declinedDrop = 0;

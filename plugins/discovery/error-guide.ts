@@ -40,7 +40,7 @@ export const ERROR_GUIDE: Record<ErrorCode, string> = {
   no_eligible_function: 'every candidate was excluded (cost or latency ceiling, breaker, rule miss, unreachable); candidates lists each and why. Relax the policy or pin a function.',
   insufficient_context: 'no function can price this context; missing and inputs_by_function name what to add, refused (and issues) a value a function would not take as sent (out of bounds, or a currency an endpoint does not price in). Not retryable as is.',
   rate_limited: 'too many requests; wait retry_after seconds (Retry-After).',
-  daily_quota_exceeded: 'the sandbox daily calls are spent, or the day\'s registrations, sign-ups or key rotations (of the address or the service), or the workspace\'s price observations for the day; retry_after says when they reset, next lists claim (and paid steps where offered) for a sandbox.',
+  daily_quota_exceeded: 'the sandbox daily calls are spent, or the day\'s registrations, sign-ups or key rotations (of the address or the service), or the workspace\'s price observations or test runs of functions it does not own (FUNCTION_TEST_RUNS_PER_DAY) for the day; retry_after says when they reset, next lists claim (and paid steps where offered) for a sandbox.',
   headers_too_large: 'the request headers are too large; send fewer or shorter ones.',
   internal_error: 'a fault on our side; the request_id finds it in our logs. Retry once, with the same Idempotency-Key on a priced call so it is never charged twice.',
   pipeline_execution_unavailable: 'pipeline functions are listed but cannot run; use an external_api or built-in function.',

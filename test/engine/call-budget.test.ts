@@ -69,7 +69,8 @@ describe("engine: one call's time budget (COMPUTE_CALL_MAX_MS)", function () {
         expect(err.details.attempts?.[0]?.error).to.equal(`The endpoint did not answer within ${BUDGET_MS} ms.`);
       }
       expect(own.parts.breakers.view('fn_test_hang_whole')).to.include({ calls: 2, failures: 2, state: 'open' });
-      expect(own.parts.latency.snapshot('fn_test_hang_whole').samples).to.equal(2);
+      // One workspace's failures are one latency sample, its latest.
+      expect(own.parts.latency.snapshot('fn_test_hang_whole').samples).to.equal(1);
     } finally {
       await own.close();
     }

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { usableResult } from '../../engine';
-import { CALLER_WS, engineError, fixture, harness, policy, recordLatency, stage } from './harness';
+import { CALLER_WS, engineError, fixture, harness, policy, recordLatency, SCOPE, stage } from './harness';
 import type { Harness } from './harness';
 
 const FUNCTIONS = [
@@ -102,8 +102,9 @@ describe('engine: fallback order and failing functions', function () {
 
   it('a function that fails at once counts as slow as a timeout for fastest, not as the fastest', async () => {
     // Earlier tests of this file failed test-throw too: every one of its samples is as slow as a timeout.
+    // Three workspaces' calls: each workspace's failures weigh as one sample (its latest).
     for (let i = 0; i < 3; i++) {
-      const out = await h.price({ policy: single('test-throw', [], 'test-ok'), context: { n: i } });
+      const out = await h.price({ scope: { ...SCOPE, workspaceId: `ws_thrower_${i}` }, policy: single('test-throw', [], 'test-ok'), context: { n: i } });
       expect(out.attempts[0]).to.include({ function: 'test-throw', outcome: 'failed' });
     }
     const lat = h.parts.latency.snapshot('fn_test_throw');

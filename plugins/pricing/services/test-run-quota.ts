@@ -60,7 +60,7 @@ export class TestRunQuota {
     );
     if (!row) {
       const retryAfter = secondsUntilUtcMidnight(now);
-      throw new ApiError('daily_quota_exceeded', `Daily test-run quota reached: this workspace may test ${this.perDay} functions it does not own per day (built-ins and marketplace functions; its own are not counted).`, {
+      throw new ApiError('daily_quota_exceeded', `Daily test-run quota reached: this workspace may make ${this.perDay} test runs a day of functions it does not own (built-ins and marketplace functions; runs of its own are not counted).`, {
         retry_after: retryAfter,
         limit: { test_runs_per_day: this.perDay, remaining: 0, scope: 'workspace', resets_at: resetsAt },
         hint: `Price with POST /api/compute/price, pinning the function with function_id (recorded and charged as a call), or test again after 00:00 UTC (in ${retryAfter} s).`,

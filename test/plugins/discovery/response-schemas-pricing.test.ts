@@ -174,10 +174,10 @@ describe('OpenAPI response schemas of the function, routing policy, pipeline, ca
     expectFits('functions.read', marketplace);
 
     const breakers = svc.container.resolve<CircuitBreakers>(PRICING.Breakers);
-    for (let i = 0; i < 5; i++) breakers.record('fn_builtin_charm', `ws_failing_${i % 2}`, false);
+    for (let i = 0; i < 10; i++) breakers.record('fn_builtin_charm', `ws_failing_${i % 2}`, false);
     const open = await owned.get<Body>('/api/functions/fn_builtin_charm');
     expect(open.body.function).to.include({ breaker: 'open', label: 'built-in' });
-    expect(open.body.breaker).to.include({ state: 'open', failures: 5, kept_per: 'instance' });
+    expect(open.body.breaker).to.include({ state: 'open', failures: 10, kept_per: 'instance' });
     expect(open.body.breaker.opened_at).to.be.a('string');
     expect(open.body.breaker.retry_at).to.be.a('string');
     expectFits('functions.read', open);

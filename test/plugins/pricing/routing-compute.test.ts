@@ -162,7 +162,8 @@ describe('pricing: compute routed by the default policy (HTTP)', function () {
   it('breaker state shows at GET /api/routing/health and in /metrics, and routing skips the open function', async () => {
     const breakers = svc.container.resolve<CircuitBreakers>(PRICING.Breakers);
     // Two workspaces' calls failing (BREAKER_MIN_FAILING_CALLERS, 2): the function's own breaker opens, for everyone.
-    for (const caller of ['ws_failing_one', 'ws_failing_two', 'ws_failing_one']) breakers.record('fn_builtin_charm', caller, false);
+    // (each with BREAKER_MIN_CALLS of its own calls failing, as its own breaker would open on them).
+    for (const caller of ['ws_failing_one', 'ws_failing_two']) for (let i = 0; i < 3; i++) breakers.record('fn_builtin_charm', caller, false);
     const health = await a.get<Body>('/api/routing/health');
     expect(health.status).to.equal(200);
     // Breakers are kept per instance: the answer says which instance's they are.
@@ -170,11 +171,11 @@ describe('pricing: compute routed by the default policy (HTTP)', function () {
     expect(health.body.instance).to.match(/^inst_/);
     expect((await a.get<Body>('/api/routing/health')).body.instance).to.equal(health.body.instance);
     const charm = (health.body.data as Body[]).find((d) => d.function.name === 'charm-pricing') as Body;
-    expect(charm.breaker).to.include({ state: 'open', failures: 3, failing_callers: 2, applies_to: 'everyone' });
+    expect(charm.breaker).to.include({ state: 'open', failures: 6, failing_callers: 2, applies_to: 'everyone' });
     expect(charm.breaker.retry_at).to.be.a('string');
     // One function's reading says the same: whose instance it is.
     const one = await a.get<Body>('/api/functions/fn_builtin_charm');
-    expect(one.body.breaker).to.include({ state: 'open', failures: 3, instance: health.body.instance, kept_per: 'instance' });
+    expect(one.body.breaker).to.include({ state: 'open', failures: 6, instance: health.body.instance, kept_per: 'instance' });
     const metrics = await client(svc.url).get('/metrics');
     expect(metrics.text).to.match(/pricing_breaker_state\{function="charm-pricing"\} 2/);
 
