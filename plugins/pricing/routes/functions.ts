@@ -297,6 +297,8 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       method: 'post',
       path: '/api/functions/:id/test',
       summary: 'Run one function on a context (no routing, fallback or cache).',
+      description:
+        "A test run is neither recorded nor charged. Runs of functions your workspace does not own (built-ins, marketplace functions) count against a daily allowance per workspace (FUNCTION_TEST_RUNS_PER_DAY): each such run answers test_runs, and the one past it 429 daily_quota_exceeded with retry_after to 00:00 UTC (price with POST /api/compute/price instead). Runs of your own functions are not counted.",
       tags: ['Functions'],
       scopes: ['price:compute'],
       params: s.idParams,
