@@ -32,6 +32,15 @@ export interface ErrorAudience {
   context?: Record<string, unknown>;
   /** The network's observations for that context, which decide whether competitive-position can price it. */
   market?: MarketEvidence | null;
+  /** Whether the caller's workspace has a default routing policy (false: a hint must not speak of "your routing policy"). */
+  hasPolicy?: boolean;
+}
+
+/** What the caller can do about functions that failed, in the words of what it has: a policy, none, or no policy at all to make. */
+function fallbackAdvice(opts: ErrorAudience): string {
+  if (opts.keyless || opts.sandbox) return 'pin another built-in with function_id';
+  if (opts.hasPolicy === false) return 'create a default routing policy with a fallback (POST /api/routing-policies with "is_default": true and, say, "fallback_function": "cost-plus")';
+  return 'add a fallback_chain or fallback_function to your routing policy';
 }
 
 /** The built-ins in the order the default strategy reaches for them (docs/routing.md). */
@@ -88,7 +97,7 @@ export function toApiError(err: unknown, opts: ErrorAudience = {}): unknown {
         const at = d.refusedAt?.length === 1 ? d.refusedAt[0] : '{id}';
         const meanwhile = d.pinned
           ? `meanwhile pin another function, or omit ${opts.pinnedBy ?? 'function_id'} to let your routing choose`
-          : 'meanwhile add a fallback_chain or fallback_function to your routing policy, or pin another function with function_id';
+          : `meanwhile ${fallbackAdvice(opts)}${opts.keyless || opts.sandbox ? '' : ', or pin another function with function_id'}`;
         return new ApiError('functions_failed', err.message, {
           hint: `Nothing was charged. The outbound guard refuses the address the function is registered with (private, loopback, link-local or metadata, or a port or scheme the operator does not allow); its owner sees which in the attempt's error and can register a public https endpoint_url with PATCH /api/functions/${at}; ${meanwhile}.`,
           fields: { retryable: false, attempts: d.attempts ?? [] },
@@ -98,7 +107,7 @@ export function toApiError(err: unknown, opts: ErrorAudience = {}): unknown {
         hint: `Nothing was charged. ${d.retryAfterS ? `Retry after ${d.retryAfterS} s` : 'Retry later'}, or ${
           (d.attempts ?? []).some((a) => a.role === 'fallback_chain' || a.role === 'fallback_function')
             ? "add another function to your routing policy's fallbacks: those it names failed or were skipped too (see attempts)."
-            : 'add a fallback_chain or fallback_function to your routing policy.'
+            : `${fallbackAdvice(opts)}.`
         }`,
         ...(d.retryAfterS ? { retry_after: d.retryAfterS } : {}),
         fields: { retryable: true, attempts: d.attempts ?? [] },

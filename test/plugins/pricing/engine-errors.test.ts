@@ -33,6 +33,18 @@ describe('pricing: engine outcomes as SPEC error bodies', () => {
     expect(api.extras.hint).to.equal('Nothing was charged. Retry later, or add a fallback_chain or fallback_function to your routing policy.');
   });
 
+  it('functions_failed speaks of a routing policy only to a workspace that has one: one without is told to create it, a sandbox and the demo to pin another built-in', () => {
+    const failed = () => new EngineError('functions_failed', 'Every function tried failed (chosen function).', { attempts: [] });
+    expect((toApiError(failed(), { hasPolicy: false }) as ApiError).extras.hint).to.equal(
+      'Nothing was charged. Retry later, or create a default routing policy with a fallback (POST /api/routing-policies with "is_default": true and, say, "fallback_function": "cost-plus").',
+    );
+    expect((toApiError(failed(), { hasPolicy: true }) as ApiError).extras.hint).to.equal('Nothing was charged. Retry later, or add a fallback_chain or fallback_function to your routing policy.');
+    expect((toApiError(failed(), { sandbox: true, hasPolicy: false }) as ApiError).extras.hint).to.equal('Nothing was charged. Retry later, or pin another built-in with function_id.');
+    expect((toApiError(failed(), { keyless: true }) as ApiError).extras.hint).to.equal('Nothing was charged. Retry later, or pin another built-in with function_id.');
+    const permanent = new EngineError('functions_failed', 'Every function tried failed at an address the service will not call.', { attempts: [], permanent: true, refusedAt: ['fn_x'], pinned: false });
+    expect((toApiError(permanent, { hasPolicy: false }) as ApiError).extras.hint).to.match(/; meanwhile create a default routing policy with a fallback \(POST \/api\/routing-policies .*\), or pin another function with function_id\.$/);
+  });
+
   it('functions_failed where the policy\'s fallbacks ran (or were skipped) too does not ask for a fallback_chain it has', () => {
     const attempts = [
       { function: 'a', id: 'fn_a', role: 'chosen' as const, outcome: 'failed' as const, error: 'boom', ms: 1 },
