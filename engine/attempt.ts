@@ -58,7 +58,7 @@ export class FunctionRunner {
   async run(
     fn: FunctionDescriptor,
     context: Record<string, unknown>,
-    opts: { health?: boolean; market?: MarketEvidence | null | undefined; admission?: CallAdmission; callerWorkspaceId?: string; budgetMs?: number } = {},
+    opts: { health?: boolean; market?: MarketEvidence | null | undefined; admission?: CallAdmission; callerWorkspaceId?: string; healthCaller?: string; budgetMs?: number } = {},
   ): Promise<AttemptResult> {
     const started = performance.now();
     let outcome: 'ok' | 'failed' | 'timeout' | 'not_applicable' | 'pool_busy' = 'failed';
@@ -123,8 +123,9 @@ export class FunctionRunner {
       // and answer retryable (it is refused as it is, each time, at once).
       if (outcome !== 'not_applicable' && outcome !== 'pool_busy' && !permanent && !cut && opts.health !== false) {
         // For `fastest`, a failure is as slow as a timeout: a function that fails at once must not look like the fastest.
-        this.latency.record(fn.id, outcome === 'ok' ? ms : slowest, outcome !== 'ok', opts.callerWorkspaceId);
-        this.breakers.record(fn.id, opts.callerWorkspaceId ?? '', outcome === 'ok', opts.admission, failure);
+        const caller = opts.healthCaller ?? opts.callerWorkspaceId;
+        this.latency.record(fn.id, outcome === 'ok' ? ms : slowest, outcome !== 'ok', caller);
+        this.breakers.record(fn.id, caller ?? '', outcome === 'ok', opts.admission, failure);
         this.duration.observe({ function: metricLabel(fn) }, recorded / 1000);
       }
       this.calls.inc({ function: metricLabel(fn), outcome });

@@ -8,7 +8,7 @@ import type { AttemptReport, CandidateReport } from './errors';
 import { triedRoles } from './errors';
 import { EngineError } from './errors';
 import type { ExternalExecutor } from './external';
-import { effectiveCost, metricLabel } from './functions';
+import { effectiveCost, healthCallerOf, metricLabel } from './functions';
 import type { CallerScope, FunctionDescriptor } from './functions';
 import type { PricingPool } from './pool';
 import type { FunctionRegistry } from './registry';
@@ -247,7 +247,7 @@ export class PricingEngine {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'pricing pool busy', ms: 0 });
         continue;
       }
-      const caller = req.scope.workspaceId;
+      const caller = healthCallerOf(req.scope);
       const admission = this.breakers.allow(fn.id, caller);
       if (!admission) {
         // Open, or half-open with its one trial call in flight: that trial answers within the function's time limit.
@@ -257,7 +257,7 @@ export class PricingEngine {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'breaker open', ms: 0 });
         continue;
       }
-      const r = await this.runner.run(fn, req.context, { market: marketFor(fn), admission, callerWorkspaceId: req.scope.workspaceId, budgetMs });
+      const r = await this.runner.run(fn, req.context, { market: marketFor(fn), admission, callerWorkspaceId: req.scope.workspaceId, healthCaller: caller, budgetMs });
       // Not being able to price this context, not getting a worker, or being stopped by the call's budget before its own
       // timeout says nothing about the function's health: a half-open trial slot is freed.
       if (!r.ok && (r.notApplicable || r.busy || r.permanent || r.cutByBudget)) this.breakers.release(fn.id, caller, admission);

@@ -31,7 +31,15 @@ export interface CallerScope {
   workspaceId: string;
   /** Unclaimed agent sandboxes reach built-in functions only. */
   builtInsOnly: boolean;
+  /**
+   * Whom the caller counts as in a function's breakers and latency statistics: its workspace, or the workspace its test
+   * workspace or claimed agent workspace belongs to, so one owner's workspaces count as one caller. Absent: the workspace.
+   */
+  healthCaller?: string;
 }
+
+/** Whom `scope`'s calls count as in breakers and latency statistics (CallerScope.healthCaller). */
+export const healthCallerOf = (scope: CallerScope): string => scope.healthCaller ?? scope.workspaceId;
 
 const costs = new Map<string, string>();
 

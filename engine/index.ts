@@ -26,7 +26,7 @@ export { EngineError } from './errors';
 export type { AttemptReport, CandidateReport, EngineErrorCode } from './errors';
 export { FunctionRegistry, BUILTIN_DESCRIPTORS } from './registry';
 export type { FunctionSource } from './registry';
-export { effectiveCost, isReachable } from './functions';
+export { effectiveCost, healthCallerOf, isReachable } from './functions';
 export type { CallerScope, ExecutionType, FunctionDescriptor, FunctionStatus } from './functions';
 export { BUILTINS, builtinOf } from './builtins/catalogue';
 export type { MarketEvidence, MethodResult } from './builtins/types';

@@ -69,6 +69,8 @@ export interface IdentityAttributes {
   createdByAgent: boolean;
   formerSandbox: boolean;
   claimedAt: string | null;
+  /** The workspace a test workspace belongs to, or a claimed agent workspace moved under; null otherwise. */
+  parentWorkspaceId: string | null;
   /** Scopes exactly as named on the key (before legacy expansion); null when none were named. */
   namedScopes: readonly string[] | null;
   legacy: boolean;

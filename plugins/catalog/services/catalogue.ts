@@ -4,7 +4,7 @@ import type { ListEnvelope } from '../../../core/pagination';
 import { isReachable } from '../../../engine';
 import type { CircuitBreakers, FunctionDescriptor, FunctionRegistry, LatencyStats } from '../../../engine';
 import { identityOf } from '../../identity';
-import { functionSortKey, functionView } from '../../pricing';
+import { functionSortKey, functionView, healthCallerOfPrincipal } from '../../pricing';
 
 export interface BrowseQuery {
   /** Case-insensitive substring of the name, the description or a tag. */
@@ -43,7 +43,7 @@ export class Catalogue {
   }
 
   view(fn: FunctionDescriptor, principal: Principal | null): CatalogueEntry {
-    return functionView(fn, { latency: this.latency, breakers: this.breakers }, principal?.workspaceId ?? '');
+    return functionView(fn, { latency: this.latency, breakers: this.breakers }, principal?.workspaceId ?? '', principal ? healthCallerOfPrincipal(principal) : undefined);
   }
 
   /** Every function the caller sees that matches the search and tags, unordered. */

@@ -10,7 +10,7 @@ export function identityOf(principal: Principal): IdentityAttributes {
 
 export function workspaceAttributes(w: WorkspaceRow): Pick<
   IdentityAttributes,
-  'plan' | 'workspaceName' | 'workspaceStatus' | 'sandbox' | 'isTest' | 'origin' | 'createdByAgent' | 'formerSandbox' | 'claimedAt'
+  'plan' | 'workspaceName' | 'workspaceStatus' | 'sandbox' | 'isTest' | 'origin' | 'createdByAgent' | 'formerSandbox' | 'claimedAt' | 'parentWorkspaceId'
 > {
   return {
     plan: w.plan,
@@ -22,6 +22,7 @@ export function workspaceAttributes(w: WorkspaceRow): Pick<
     createdByAgent: w.created_by_agent,
     formerSandbox: w.former_sandbox,
     claimedAt: w.claimed_at ? w.claimed_at.toISOString() : null,
+    parentWorkspaceId: w.parent_id,
   };
 }
 

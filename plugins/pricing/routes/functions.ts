@@ -14,6 +14,7 @@ import type { IdempotencyKeys, Workspaces } from '../../identity';
 import * as s from '../schemas';
 import type { CallSchemas } from '../schemas';
 import type { TestRunQuota } from '../services/test-run-quota';
+import { healthCallerOfPrincipal } from '../services/health-caller';
 import { functionCreateResponse, functionReadResponse, functionTestResponse, functionUpdateResponse, functionsListResponse } from '../responses-functions';
 import { pipelineUnavailable, toApiError } from '../services/engine-errors';
 import type { FunctionStore } from '../services/function-store';
@@ -71,7 +72,7 @@ function checkCallCost(costPerUnit: string, costMultiplier: string, max: number)
   });
 }
 
-export function functionView(fn: FunctionDescriptor, d: Pick<FunctionRouteDeps, 'latency' | 'breakers'>, viewer: string): Record<string, unknown> {
+export function functionView(fn: FunctionDescriptor, d: Pick<FunctionRouteDeps, 'latency' | 'breakers'>, viewer: string, breakerReader?: string): Record<string, unknown> {
   const lat = latencyView(d.latency.snapshot(fn.id));
   const own = fn.workspaceId === viewer;
   return {
@@ -89,8 +90,8 @@ export function functionView(fn: FunctionDescriptor, d: Pick<FunctionRouteDeps, 
     effective_cost_per_call: effectiveCost(fn),
     average_latency_ms: d.latency.average(fn.id) ?? NO_DATA,
     latency: { p50_ms: lat.p50_ms, p95_ms: lat.p95_ms, samples: lat.samples, window_ms: lat.window_ms },
-    // As the viewer's calls meet it: the function's breaker, or the viewer's own when only that one keeps it out.
-    breaker: d.breakers.state(fn.id, viewer === '' ? undefined : viewer),
+    // As the reader's calls meet it: the function's breaker, or the reader's own when only that one keeps it out.
+    breaker: d.breakers.state(fn.id, breakerReader),
     ...(own && fn.endpointUrl ? { endpoint_url: fn.endpointUrl, timeout_ms: fn.timeoutMs ?? null } : {}),
     // The listing's commission is between its owner and the marketplace: shown to the owner, on every read.
     ...(own ? { commission_pct: fn.commissionPct ?? null } : {}),
@@ -153,7 +154,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
           .all()
           .filter((f) => isReachable(f, scopeOf(p)))
           .filter((f) => (query.built_in === undefined ? true : query.built_in === 'true' ? f.builtIn : !f.builtIn));
-        return ok(pageByKey(fns, functionSortKey, (f) => f.id, query, (f) => functionView(f, d, p.workspaceId)));
+        return ok(pageByKey(fns, functionSortKey, (f) => f.id, query, (f) => functionView(f, d, p.workspaceId, healthCallerOfPrincipal(p))));
       },
     }),
     defineRoute({
@@ -173,8 +174,8 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         // events name no reason, and the owner's endpoint is theirs to fix.
         const own = !fn.builtIn && fn.workspaceId === p.workspaceId;
         return ok({
-          function: functionView(fn, d, p.workspaceId),
-          breaker: { ...d.breakers.view(fn.id, p.workspaceId), instance: d.instanceId, kept_per: 'instance', ...(own ? { recent_failures: d.breakers.recentFailures(fn.id) } : {}) },
+          function: functionView(fn, d, p.workspaceId, healthCallerOfPrincipal(p)),
+          breaker: { ...d.breakers.view(fn.id, healthCallerOfPrincipal(p)), instance: d.instanceId, kept_per: 'instance', ...(own ? { recent_failures: d.breakers.recentFailures(fn.id) } : {}) },
         });
       },
     }),
@@ -196,7 +197,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         checkCallCost(body.cost_per_unit, body.cost_multiplier, d.maxCallCost());
         const answer = (fn: FunctionDescriptor) =>
           created({
-            function: functionView(fn, d, p.workspaceId),
+            function: functionView(fn, d, p.workspaceId, healthCallerOfPrincipal(p)),
             ...pipelineWarning(fn),
             ...(fn.status === 'draft' ? { next: [{ action: 'activate', method: 'PATCH', path: `/api/functions/${fn.id}`, body: { status: 'active' } }] } : {}),
           });
@@ -289,7 +290,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         );
         if (!fn) throw notFound();
         await d.registry.changed(fn.id);
-        return ok({ function: functionView(fn, d, p.workspaceId), ...pipelineWarning(fn) });
+        return ok({ function: functionView(fn, d, p.workspaceId, healthCallerOfPrincipal(p)), ...pipelineWarning(fn) });
       },
     }),
     defineRoute({

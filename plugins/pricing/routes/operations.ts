@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { healthCallerOfPrincipal } from '../services/health-caller';
 import type { Principal } from '../../../core/auth';
 import { errorBodySchema } from '../../../core/errors';
 import { defineRoute, ok } from '../../../core/http/route';
@@ -100,7 +101,7 @@ export function operationRoutes(registry: FunctionRegistry, breakers: CircuitBre
       handler: ({ principal }) => {
         const p = principal as Principal;
         const scope = { workspaceId: p.workspaceId, builtInsOnly: identityOf(p).sandbox };
-        const data = registry.reachable(scope).map((f) => ({ function: { id: f.id, name: f.name }, breaker: breakers.view(f.id, p.workspaceId), latency: latencyView(latency.snapshot(f.id)) }));
+        const data = registry.reachable(scope).map((f) => ({ function: { id: f.id, name: f.name }, breaker: breakers.view(f.id, healthCallerOfPrincipal(p)), latency: latencyView(latency.snapshot(f.id)) }));
         return ok({ object: 'list', data, has_more: false, next_cursor: null, limit: data.length, instance: instanceId, kept_per: 'instance' });
       },
     }),

@@ -782,6 +782,23 @@ describe("pricing: a context an external endpoint refuses is the context's fault
     });
   }
 
+  it("a person's own workspace and test workspace count as one caller: their failures together never open the function's breaker for the others", async () => {
+    const fn = await listed('/status/500');
+    const person = await signUp(svc, 'ext-two-workspaces');
+    const own = client(svc.url, { 'x-api-key': (await createKey(svc, person, { name: 'own' })).key });
+    const testKey = await client(svc.url, { cookie: person.cookie, 'x-workspace-id': person.testWorkspaceId }).post<Record<string, any>>('/api/api-keys', { name: 'test' });
+    expect(testKey.status, testKey.text).to.equal(201);
+    const test = client(svc.url, { 'x-api-key': testKey.body.api_key.key as string });
+    for (let i = 0; i < 5; i++) expect((await own.post('/api/compute/price', { context: EUR, function_id: fn.id })).status).to.equal(502);
+    // The test workspace is the same caller: its own breaker is the one the person's calls opened.
+    const kept = await test.post<Record<string, any>>('/api/compute/price', { context: EUR, function_id: fn.id });
+    expect(kept.status, kept.text).to.equal(502);
+    expect(kept.body.error).to.match(/circuit breaker open for this workspace/);
+    expect(await breakerOf(fn.id, test)).to.include({ state: 'open', applies_to: 'this_workspace' });
+    expect(await breakerOf(fn.id)).to.include({ state: 'closed', callers: 1, failing_callers: 1 });
+    expect((await owner.post('/api/compute/price', { context: USD, function_id: fn.id })).status).to.equal(200);
+  });
+
   it("a timeout stays a failure of the function: five of a stranger's open the stranger's breaker, and the owner's failing too opens the function's", async () => {
     const res = await owner.post<Record<string, any>>('/api/functions', { name: uniqueName('refuses-hang'), execution_type: 'external_api', endpoint_url: upstream.url('/hang'), cost_per_unit: '0.002', is_public: true, timeout_ms: 50 });
     expect(res.status, res.text).to.equal(201);
