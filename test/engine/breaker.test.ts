@@ -224,16 +224,21 @@ describe('engine: circuit breaker and calls answering late', function () {
   });
 });
 
+/** Breakers as several workspaces meet them: 4 calls in the window, half failing, from at least 2 workspaces (BREAKER_MIN_FAILING_CALLERS). */
+function callerBreakersHarness(): Promise<Harness> {
+  return harness({
+    functions: [fixture('test-flaky', { costPerUnit: '0.001' }), fixture('test-ok', { costPerUnit: '0.002' })],
+    engine: { breakerMinCalls: 4, breakerFailureRatio: 0.5, breakerCooldownMs: COOLDOWN_MS, breakerWindowMs: 60_000, breakerMinFailingCallers: 2, cacheTtlMs: 0 },
+  });
+}
+
 describe('engine: circuit breakers per function and per caller workspace (BREAKER_MIN_FAILING_CALLERS)', function () {
   this.timeout(20_000);
   let h: Harness;
   const FLAKY = 'fn_test_flaky';
 
   beforeEach(async () => {
-    h = await harness({
-      functions: [fixture('test-flaky', { costPerUnit: '0.001' }), fixture('test-ok', { costPerUnit: '0.002' })],
-      engine: { breakerMinCalls: 4, breakerFailureRatio: 0.5, breakerCooldownMs: COOLDOWN_MS, breakerWindowMs: 60_000, breakerMinFailingCallers: 2, cacheTtlMs: 0 },
-    });
+    h = await callerBreakersHarness();
   });
   afterEach(() => h.close());
 
@@ -361,10 +366,7 @@ describe('engine: what one workspace cannot do to a function the others use', fu
   let h: Harness;
   const FLAKY = 'fn_test_flaky';
   beforeEach(async () => {
-    h = await harness({
-      functions: [fixture('test-flaky', { costPerUnit: '0.001' }), fixture('test-ok', { costPerUnit: '0.002' })],
-      engine: { breakerMinCalls: 4, breakerFailureRatio: 0.5, breakerCooldownMs: COOLDOWN_MS, breakerWindowMs: 60_000, breakerMinFailingCallers: 2, cacheTtlMs: 0 },
-    });
+    h = await callerBreakersHarness();
   });
   afterEach(() => h.close());
   const fail = (caller: string, n: number) => {
