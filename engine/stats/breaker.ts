@@ -315,7 +315,10 @@ export class BreakerSet {
   view(fnId: string): BreakerView {
     const e = this.entries.get(fnId);
     const state = this.state(fnId);
-    const horizon = this.clock.now() - this.opts.windowMs;
+    // While open or half-open no call reaches the function to refresh the window: the reading covers the window the
+    // breaker opened on (and what came after), rather than falling to zero calls while it still keeps callers out.
+    const end = state !== 'closed' && e?.openedAt ? Math.min(this.clock.now(), e.openedAt) : this.clock.now();
+    const horizon = end - this.opts.windowMs;
     const recent = e ? e.outcomes.countSince(horizon, this.opts.failureRatio, this.opts.minCalls) : { calls: 0, failures: 0, callers: 0, failingCallers: 0 };
     return {
       function_id: fnId,

@@ -62,7 +62,7 @@ export const functionsListResponse = listEnvelopeSchema(functionViewSchema, 'The
 const breakerView = {
   function_id: z.string().describe("The function's id."),
   state: breakerState.describe('closed: calls go through; open: calls are skipped until retry_at; half_open: one trial call is let through.'),
-  calls: z.number().int().describe('Calls recorded in the breaker window (BREAKER_WINDOW_MS).'),
+  calls: z.number().int().describe('Calls recorded in the breaker window (BREAKER_WINDOW_MS); while open or half-open, the window it opened on and what came after.'),
   failures: z.number().int().describe('Of those, the failed ones.'),
   callers: z.number().int().describe('Distinct workspaces whose calls those are (1 for a breaker of your workspace\'s own calls).'),
   failing_callers: z.number().int().describe('Of those, the workspaces whose own calls failed at least BREAKER_FAILURE_RATIO of the time.'),

@@ -386,6 +386,15 @@ describe('engine: what one workspace cannot do to a function the others use', fu
     expect(h.parts.breakers.view(FLAKY)).to.include({ state: 'open', failing_callers: 2 });
   });
 
+  it('reads, while open or half-open, the window it opened on: no zero counts for a breaker that still keeps callers out', () => {
+    fail('ws_a', 4);
+    fail('ws_b', 4);
+    h.clock.advance(61_000);
+    expect(h.parts.breakers.view(FLAKY)).to.include({ state: 'half_open', calls: 8, failures: 8, callers: 2, failing_callers: 2 });
+    trial('ws_c', true);
+    expect(h.parts.breakers.view(FLAKY)).to.include({ state: 'closed', calls: 0, failures: 0 });
+  });
+
   it("keep the function's breaker open by failing its half-open trials once the failures that opened it have left the window", () => {
     fail('ws_a', 4);
     fail('ws_b', 4);
