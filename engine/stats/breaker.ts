@@ -33,6 +33,13 @@ export interface BreakerView {
   retry_at: string | null;
 }
 
+/** Callers with at least `minCalls` calls, at least `ratio` of them failed. */
+function countFailing(callers: Iterable<{ calls: number; failures: number }>, ratio: number, minCalls: number): number {
+  let n = 0;
+  for (const c of callers) if (c.calls >= minCalls && c.failures / c.calls >= ratio) n++;
+  return n;
+}
+
 /**
  * The outcomes of the last window, oldest first, in a ring of at most `cap` (the latest are kept), with running failure
  * counts in all and per caller: recording and expiring are O(1) amortised, so a busy function does not rescan its window
@@ -110,9 +117,7 @@ class OutcomeWindow {
 
   /** Callers with at least `minCalls` calls in the window, at least `ratio` of them failed: those whose own breaker would open. */
   failingCallers(ratio: number, minCalls: number): number {
-    let n = 0;
-    for (const c of this.byCaller.values()) if (c.calls >= minCalls && c.failures / c.calls >= ratio) n++;
-    return n;
+    return countFailing(this.byCaller.values(), ratio, minCalls);
   }
 
   /** Drops outcomes older than `horizon`. */
@@ -148,9 +153,7 @@ class OutcomeWindow {
       }
       byCaller.set(caller, c);
     }
-    let failingCallers = 0;
-    for (const c of byCaller.values()) if (c.calls >= minCalls && c.failures / c.calls >= ratio) failingCallers++;
-    return { calls, failures, callers: byCaller.size, failingCallers };
+    return { calls, failures, callers: byCaller.size, failingCallers: countFailing(byCaller.values(), ratio, minCalls) };
   }
 }
 

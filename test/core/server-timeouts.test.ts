@@ -19,6 +19,18 @@ function open(port: number): { socket: Socket; answer: Promise<{ text: string; m
   return { socket, answer };
 }
 
+/** Sends `start`, then `piece` every `everyMs` until the server closes the connection; what it answered. */
+async function trickle(port: number, start: string, piece: string, everyMs: number): Promise<{ text: string; ms: number }> {
+  const c = open(port);
+  c.socket.write(start);
+  const drip = setInterval(() => c.socket.writable && c.socket.write(piece), everyMs);
+  try {
+    return await c.answer;
+  } finally {
+    clearInterval(drip);
+  }
+}
+
 describe('kernel HTTP server: slow callers and connection count', function () {
   this.timeout(20_000);
   let svc: TestService;
@@ -30,20 +42,12 @@ describe('kernel HTTP server: slow callers and connection count', function () {
   after(() => svc.close());
 
   it('cuts a body that trickles in past REQUEST_TIMEOUT_MS with 408 request_timeout, and headers that trickle past HEADERS_TIMEOUT_MS', async () => {
-    const body = open(port);
-    body.socket.write('POST /probe/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{');
-    const drip = setInterval(() => body.socket.writable && body.socket.write(' '), 200);
-    const slowBody = await body.answer;
-    clearInterval(drip);
+    const slowBody = await trickle(port, 'POST /probe/items HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{', ' ', 200);
     expect(slowBody.text).to.match(/^HTTP\/1.1 408 /);
     expect(slowBody.text).to.contain('"code":"request_timeout"');
     expect(slowBody.ms).to.be.within(1400, 6000);
 
-    const head = open(port);
-    head.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n');
-    const dripHead = setInterval(() => head.socket.writable && head.socket.write('X-Slow: 1\r\n'), 100);
-    const slowHead = await head.answer;
-    clearInterval(dripHead);
+    const slowHead = await trickle(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n', 'X-Slow: 1\r\n', 100);
     expect(slowHead.text).to.match(/^HTTP\/1.1 408 /);
     expect(slowHead.ms).to.be.within(700, 6000);
   });

@@ -315,6 +315,61 @@ describe('engine: circuit breakers per function and per caller workspace (BREAKE
     expect(trial, 'another workspace takes the trial').to.not.equal(null);
     expect(trial?.network.trial).to.be.a('number');
   });
+
+  describe('what one workspace cannot do to a function the others use', () => {
+    const trial = (caller: string, ok: boolean) => {
+      const admission = h.parts.breakers.allow(FLAKY, caller);
+      expect(admission, `${caller} is let through`).to.not.equal(null);
+      h.parts.breakers.record(FLAKY, caller, ok, admission ?? undefined);
+    };
+
+    it('count a second workspace as failing after one failed call (its test workspace, say): it needs BREAKER_MIN_CALLS of its own', () => {
+      fail('ws_a', 4);
+      fail('ws_a_test', 1);
+      expect(h.parts.breakers.view(FLAKY)).to.include({ state: 'closed', callers: 2, failing_callers: 1 });
+      fail('ws_a_test', 3);
+      expect(h.parts.breakers.view(FLAKY)).to.include({ state: 'open', failing_callers: 2 });
+    });
+
+    it('reads, while open or half-open, the window it opened on: no zero counts for a breaker that still keeps callers out', () => {
+      fail('ws_a', 4);
+      fail('ws_b', 4);
+      h.clock.advance(61_000);
+      expect(h.parts.breakers.view(FLAKY)).to.include({ state: 'half_open', calls: 8, failures: 8, callers: 2, failing_callers: 2 });
+      trial('ws_c', true);
+      expect(h.parts.breakers.view(FLAKY)).to.include({ state: 'closed', calls: 0, failures: 0 });
+    });
+
+    it("keep the function's breaker open by failing its half-open trials once the failures that opened it have left the window", () => {
+      fail('ws_a', 4);
+      fail('ws_b', 4);
+      expect(h.parts.breakers.state(FLAKY)).to.equal('open');
+      // Within the window, a failed trial reopens it: the failing workspaces are still there.
+      h.clock.advance(COOLDOWN_MS);
+      trial('ws_c', false);
+      expect(h.parts.breakers.state(FLAKY)).to.equal('open');
+      // Past the window, one workspace's failed trial alone leaves it half-open, and the next call is the trial.
+      h.clock.advance(61_000);
+      expect(h.parts.breakers.state(FLAKY)).to.equal('half_open');
+      trial('ws_a', false);
+      expect(h.parts.breakers.state(FLAKY)).to.equal('half_open');
+      expect(h.parts.breakers.state(FLAKY, 'ws_a'), 'its own breaker reopens').to.equal('open');
+      trial('ws_d', true);
+      expect(h.parts.breakers.state(FLAKY)).to.equal('closed');
+    });
+
+    it('make the function look slow to the others: its failures weigh as one latency sample, its latest', async () => {
+      for (let i = 0; i < 3; i++) h.parts.latency.record(FLAKY, 5, false);
+      for (let i = 0; i < 7; i++) h.parts.latency.record(FLAKY, 1000, true, 'ws_a');
+      expect(h.parts.latency.snapshot(FLAKY)).to.include({ samples: 4, p50_ms: 5 });
+      expect(h.parts.latency.failures(FLAKY)).to.equal(1);
+      const routed = await h.price({ policy: policy('cheapest', { candidates: ['test-flaky', 'test-ok'], max_latency_ms: 500 }) });
+      expect(routed.fn.name).to.equal('test-flaky');
+      // Failures of several workspaces each count: with the routed call's, 4 fast samples against 5 failures.
+      for (const caller of ['ws_b', 'ws_c', 'ws_d', 'ws_e']) h.parts.latency.record(FLAKY, 1000, true, caller);
+      expect(h.parts.latency.snapshot(FLAKY)).to.include({ samples: 9, p50_ms: 1000 });
+    });
+  });
 });
 
 describe('engine: a breaker window holds at most BREAKER_WINDOW_MAX_CALLS calls', function () {
@@ -358,70 +413,5 @@ describe('engine: a breaker window holds at most BREAKER_WINDOW_MAX_CALLS calls'
     record(true, 5000);
     record(true, 5000, 'ws_other');
     expect(h.parts.breakers.view(FLAKY)).to.include({ calls: 6, callers: 1 });
-  });
-});
-
-describe('engine: what one workspace cannot do to a function the others use', function () {
-  this.timeout(20_000);
-  let h: Harness;
-  const FLAKY = 'fn_test_flaky';
-  beforeEach(async () => {
-    h = await callerBreakersHarness();
-  });
-  afterEach(() => h.close());
-  const fail = (caller: string, n: number) => {
-    for (let i = 0; i < n; i++) h.parts.breakers.record(FLAKY, caller, false);
-  };
-  const trial = (caller: string, ok: boolean) => {
-    const admission = h.parts.breakers.allow(FLAKY, caller);
-    expect(admission, `${caller} is let through`).to.not.equal(null);
-    h.parts.breakers.record(FLAKY, caller, ok, admission ?? undefined);
-  };
-
-  it('count a second workspace as failing after one failed call (its test workspace, say): it needs BREAKER_MIN_CALLS of its own', () => {
-    fail('ws_a', 4);
-    fail('ws_a_test', 1);
-    expect(h.parts.breakers.view(FLAKY)).to.include({ state: 'closed', callers: 2, failing_callers: 1 });
-    fail('ws_a_test', 3);
-    expect(h.parts.breakers.view(FLAKY)).to.include({ state: 'open', failing_callers: 2 });
-  });
-
-  it('reads, while open or half-open, the window it opened on: no zero counts for a breaker that still keeps callers out', () => {
-    fail('ws_a', 4);
-    fail('ws_b', 4);
-    h.clock.advance(61_000);
-    expect(h.parts.breakers.view(FLAKY)).to.include({ state: 'half_open', calls: 8, failures: 8, callers: 2, failing_callers: 2 });
-    trial('ws_c', true);
-    expect(h.parts.breakers.view(FLAKY)).to.include({ state: 'closed', calls: 0, failures: 0 });
-  });
-
-  it("keep the function's breaker open by failing its half-open trials once the failures that opened it have left the window", () => {
-    fail('ws_a', 4);
-    fail('ws_b', 4);
-    expect(h.parts.breakers.state(FLAKY)).to.equal('open');
-    // Within the window, a failed trial reopens it: the failing workspaces are still there.
-    h.clock.advance(COOLDOWN_MS);
-    trial('ws_c', false);
-    expect(h.parts.breakers.state(FLAKY)).to.equal('open');
-    // Past the window, one workspace's failed trial alone leaves it half-open, and the next call is the trial.
-    h.clock.advance(61_000);
-    expect(h.parts.breakers.state(FLAKY)).to.equal('half_open');
-    trial('ws_a', false);
-    expect(h.parts.breakers.state(FLAKY)).to.equal('half_open');
-    expect(h.parts.breakers.state(FLAKY, 'ws_a'), 'its own breaker reopens').to.equal('open');
-    trial('ws_d', true);
-    expect(h.parts.breakers.state(FLAKY)).to.equal('closed');
-  });
-
-  it('make the function look slow to the others: its failures weigh as one latency sample, its latest', async () => {
-    for (let i = 0; i < 3; i++) h.parts.latency.record(FLAKY, 5, false);
-    for (let i = 0; i < 7; i++) h.parts.latency.record(FLAKY, 1000, true, 'ws_a');
-    expect(h.parts.latency.snapshot(FLAKY)).to.include({ samples: 4, p50_ms: 5 });
-    expect(h.parts.latency.failures(FLAKY)).to.equal(1);
-    const routed = await h.price({ policy: policy('cheapest', { candidates: ['test-flaky', 'test-ok'], max_latency_ms: 500 }) });
-    expect(routed.fn.name).to.equal('test-flaky');
-    // Failures of several workspaces each count: with the routed call's, 4 fast samples against 5 failures.
-    for (const caller of ['ws_b', 'ws_c', 'ws_d', 'ws_e']) h.parts.latency.record(FLAKY, 1000, true, caller);
-    expect(h.parts.latency.snapshot(FLAKY)).to.include({ samples: 9, p50_ms: 1000 });
   });
 });
