@@ -139,6 +139,7 @@ export const settingsTree = {
       { min: 100 },
     ),
     breakerCallerWindowMaxCalls: int('BREAKER_CALLER_WINDOW_MAX_CALLS', 100, "Most calls a workspace's own breaker of a function holds, the latest. A value below BREAKER_MIN_CALLS counts as BREAKER_MIN_CALLS.", { min: 1, max: 100_000 }),
+    policyCacheMaxEntries: int('ROUTING_POLICY_CACHE_MAX_ENTRIES', 50000, "Workspaces whose default routing policy (or its absence) each instance keeps in process, for up to a minute, since every compute reads it. Past it the oldest workspace's is dropped and read again from the database when next used, so workspaces that computed once do not stay in memory. 0 caches none.", { min: 0 }),
     randomSeed: optInt('ENGINE_RANDOM_SEED', 'Seed of the random source of weighted and tie-band choices (tests); unset = cryptographic randomness.'),
     extraWorkerModules: list(
       'ENGINE_EXTRA_WORKER_MODULES',

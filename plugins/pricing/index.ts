@@ -50,7 +50,7 @@ export const pricingPlugin: PluginDefinition = {
     const store = new FunctionStore(sql, config.limits.perWorkspace.functions);
     const parts = createEngine({ config, kv, clock, metrics, source: store });
     await parts.start();
-    const policies = new PolicyStore(sql, kv, clock, config.limits.perWorkspace.routingPolicies);
+    const policies = new PolicyStore(sql, kv, clock, config.limits.perWorkspace.routingPolicies, config.engine.policyCacheMaxEntries);
     await policies.start();
     ctx.onClose(async () => {
       await policies.stop();

@@ -1,3 +1,4 @@
+import { BoundedMap } from '../../../core/bounded-map';
 import type { Clock } from '../../../core/clock';
 import type { Transaction } from 'sequelize';
 import type { Sql } from '../../../core/db/sql';
@@ -48,18 +49,22 @@ const CACHE_TTL_MS = 60_000;
  * process; changes invalidate it on every instance through the store.
  */
 export class PolicyStore {
-  private readonly defaults = new Map<string, { policy: RoutingPolicy | null; until: number }>();
+  /** Kept for the workspaces that computed lately: every workspace that ever computes would otherwise stay. */
+  private readonly defaults: BoundedMap<string, { policy: RoutingPolicy | null; until: number }>;
   /** Bumped by every change seen: a read that a change overtook is not cached (it may hold the policy before it). */
   private changes = 0;
   private unsubscribe: Unsubscribe | null = null;
 
-  /** `perWorkspace`: ROUTING_POLICIES_PER_WORKSPACE. */
+  /** `perWorkspace`: ROUTING_POLICIES_PER_WORKSPACE; `cacheMaxEntries`: ROUTING_POLICY_CACHE_MAX_ENTRIES. */
   constructor(
     private readonly sql: Sql,
     private readonly kv: KvStore,
     private readonly clock: Clock,
     private readonly perWorkspace: number,
-  ) {}
+    cacheMaxEntries: number,
+  ) {
+    this.defaults = new BoundedMap(cacheMaxEntries);
+  }
 
   async start(): Promise<void> {
     this.unsubscribe = await this.kv.subscribe(

@@ -12,7 +12,7 @@ describe('pricing: the cached default policy', () => {
     const kv = new MemoryKvStore(clock);
     const reads: Array<(r: unknown) => void> = [];
     const sql = { one: () => new Promise((resolve) => reads.push(resolve)) } as unknown as Sql;
-    const store = new PolicyStore(sql, kv, clock, 100);
+    const store = new PolicyStore(sql, kv, clock, 100, 100);
     await store.start();
     try {
       const first = store.defaultFor('ws_1');
@@ -29,6 +29,29 @@ describe('pricing: the cached default policy', () => {
       expect(reads).to.have.length(2);
     } finally {
       await store.stop();
+      await kv.close();
+    }
+  });
+
+  it('holds at most ROUTING_POLICY_CACHE_MAX_ENTRIES workspaces: past it the oldest is read from the database again', async () => {
+    const clock = new ManualClock();
+    const kv = new MemoryKvStore(clock);
+    const reads: string[] = [];
+    const sql = {
+      one: (_text: string, params: unknown[]) => {
+        reads.push(String(params[0]));
+        return Promise.resolve(null);
+      },
+    } as unknown as Sql;
+    const store = new PolicyStore(sql, kv, clock, 100, 2);
+    try {
+      for (const ws of ['ws_1', 'ws_2', 'ws_1', 'ws_2']) expect(await store.defaultFor(ws)).to.equal(null);
+      expect(reads).to.deep.equal(['ws_1', 'ws_2']);
+      await store.defaultFor('ws_3');
+      await store.defaultFor('ws_2');
+      await store.defaultFor('ws_1');
+      expect(reads).to.deep.equal(['ws_1', 'ws_2', 'ws_3', 'ws_1']);
+    } finally {
       await kv.close();
     }
   });
