@@ -1,6 +1,6 @@
 import type { Principal } from '../../../core/auth';
 import type { MarketEvidenceSlot } from '../services/market-evidence';
-import { ApiError } from '../../../core/errors';
+import { ApiError, errorBodySchema } from '../../../core/errors';
 import { created, defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import { pageByKey } from '../../../core/pagination';
@@ -305,7 +305,14 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       params: s.idParams,
       body: d.testFunctionBody,
       example: s.testFunctionExample,
-      responses: { 200: { description: 'The run: its result, or why the function could not price (a 200 either way).', schema: functionTestResponse } },
+      responses: {
+        200: { description: 'The run: its result, or why the function could not price (a 200 either way).', schema: functionTestResponse },
+        429: {
+          description:
+            'rate_limited: wait Retry-After seconds; or daily_quota_exceeded: the workspace ran FUNCTION_TEST_RUNS_PER_DAY test runs of functions it does not own today (retry_after to 00:00 UTC, limit; price with POST /api/compute/price).',
+          schema: errorBodySchema,
+        },
+      },
       handler: async ({ principal, params, body }) => {
         const p = principal as Principal;
         const fn = d.registry.find(params.id);
