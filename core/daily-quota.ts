@@ -1,4 +1,4 @@
-import { ApiError } from './errors';
+import { ApiError, errorBodySchema } from './errors';
 import { incrFromRecord, uncount } from './kv';
 import type { KvStore } from './kv';
 
@@ -14,6 +14,16 @@ export function utcDayStart(ms: number): Date {
 
 export function secondsUntilUtcMidnight(ms: number): number {
   return Math.max(1, Math.ceil((Math.floor(ms / DAY_MS + 1) * DAY_MS - ms) / 1000));
+}
+
+/**
+ * A route's 429 for its OpenAPI entry when it has a daily quota: the generic one names only the per-minute rate limit
+ * (`rateLimited`: whether the route has one), which hid the refusal a caller of such a route is likeliest to meet.
+ * `what`: which count was spent, naming its settings.
+ */
+export function dailyQuotaRefusal(what: string, rateLimited: boolean, after = ''): { description: string; schema: typeof errorBodySchema } {
+  const quota = `daily_quota_exceeded: ${what}; retry_after runs to 00:00 UTC and limit names the limit${after}`;
+  return { description: rateLimited ? `rate_limited: wait Retry-After seconds; or ${quota}.` : `${quota}.`, schema: errorBodySchema };
 }
 
 /** One thing counted per UTC day per network address and overall (agent registrations, person sign-ups). */

@@ -26,7 +26,7 @@ export { USAGE } from './tokens';
 export type { RecordedEvent, UsageRecorder, UsageEventInput, CallClaim } from './services/recorder';
 export type { CallReplays, RecordedCall } from './services/call-replays';
 export type { UsageEvents } from './services/events';
-export { quotaNextSteps } from './services/allowance';
+export { quotaNextSteps, sandboxQuotaRefusal } from './services/allowance';
 export { addressHash } from '../../core/address';
 export { keylessCallsSince } from './services/keyless-calls';
 export { callerFields, contextKeys } from './services/caller';

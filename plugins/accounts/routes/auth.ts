@@ -10,6 +10,7 @@ import { SESSION_COOKIE } from '../services/sessions';
 import type { NewSession } from '../services/sessions';
 import type { AccountsDeps } from './deps';
 import { userAgentOf } from '../../../core/http/header-text';
+import { dailyQuotaRefusal } from '../../../core/daily-quota';
 
 export function sessionCookie(value: string, maxAgeS: number, secure: boolean): string {
   return `${SESSION_COOKIE}=${encodeURIComponent(value)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeS}${secure ? '; Secure' : ''}`;
@@ -41,7 +42,10 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       returnsSecret: true,
       body: s.signupBody,
       example: s.signupExample,
-      responses: { 201: { description: 'The new person, their workspace and a signed-in session (cookie and token).', schema: r.signupResponse } },
+      responses: {
+        201: { description: 'The new person, their workspace and a signed-in session (cookie and token).', schema: r.signupResponse },
+        429: dailyQuotaRefusal('SIGNUPS_PER_ADDRESS_PER_DAY sign-ups from this network address today, or SIGNUPS_PER_DAY on the whole service', true),
+      },
       handler: async ({ body, clientIp, req }) => {
         const { person, workspace } = await d.people.create({
           email: body.email,
@@ -114,6 +118,7 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       responses: {
         200: { description: 'Signed in to the account the wallet is linked to.', schema: r.walletSigninResponse },
         201: { description: 'The wallet\'s first sign-in: a new account, linked to the wallet, and signed in.', schema: r.walletSigninResponse },
+        429: dailyQuotaRefusal('a new wallet\'s first sign-in creates an account, counted with sign-ups: SIGNUPS_PER_ADDRESS_PER_DAY from this network address today, or SIGNUPS_PER_DAY on the whole service', true),
       },
       handler: async ({ body, clientIp, req }) => {
         await d.failures.check(clientIp);

@@ -9,6 +9,7 @@ import * as s from '../schemas';
 import { OAuthError } from '../services/oauth';
 import type { IdentityDeps } from './deps';
 import { userAgentOf } from '../../../core/http/header-text';
+import { dailyQuotaRefusal } from '../../../core/daily-quota';
 
 const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 
@@ -35,6 +36,7 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
           description: 'Metadata this server does not support (RFC 7591 invalid_client_metadata), or a body that is not JSON or fails validation (the common error shape).',
           schema: z.union([s.oauthErrorBody, errorBodySchema]),
         },
+        429: dailyQuotaRefusal('REGISTRATIONS_PER_ADDRESS_PER_DAY registrations from this network address today, or REGISTRATIONS_PER_DAY on the whole service', false),
       },
       handler: async ({ body, clientIp, req }): Promise<Reply> => {
         const grants = body.grant_types ?? ['client_credentials'];

@@ -9,6 +9,7 @@ import { keyView } from '../services/key-service';
 import { workspaceView } from '../services/workspaces';
 import type { IdentityDeps } from './deps';
 import { userAgentOf } from '../../../core/http/header-text';
+import { dailyQuotaRefusal } from '../../../core/daily-quota';
 
 /** What a credential of the wrong kind is told, by the pipeline (the route's `accepts`) and by the handler alike. */
 const CONFIRM_NEEDS_PERSON = {
@@ -36,7 +37,10 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       rateLimit: 'none',
       body: s.registerBody,
       example: s.registerExample,
-      responses: { 201: { description: 'The sandbox, its key (shown once), a one-time claim link, plan, limits and changelog pointer.', schema: registerResponse } },
+      responses: {
+        201: { description: 'The sandbox, its key (shown once), a one-time claim link, plan, limits and changelog pointer.', schema: registerResponse },
+        429: dailyQuotaRefusal('REGISTRATIONS_PER_ADDRESS_PER_DAY registrations from this network address today, or REGISTRATIONS_PER_DAY on the whole service', false),
+      },
       handler: async ({ body, clientIp, req }) => {
         const r = await d.onboarding.registerSandbox({ name: body.name, ip: clientIp, userAgent: userAgentOf(req), origin: 'agent_self_registration', keyKind: 'sandbox' });
         const base = d.publicUrl();
@@ -159,7 +163,10 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       sandbox: true,
       body: s.rotateBody,
       example: {},
-      responses: { 201: { description: 'The new key (shown once); the key sent is revoked.', schema: rotateResponse } },
+      responses: {
+        201: { description: 'The new key (shown once); the key sent is revoked.', schema: rotateResponse },
+        429: dailyQuotaRefusal('a sandbox or agent key made its SANDBOX_KEY_ROTATIONS_PER_DAY rotations today', true),
+      },
       handler: async ({ principal }) => {
         if (!principal?.keyId) throw wrongKindOfCredential(ROTATE_NEEDS_KEY.message, ROTATE_NEEDS_KEY.hint);
         const r = await d.onboarding.rotate(principal.keyId, principal.workspaceId);

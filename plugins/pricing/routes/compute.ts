@@ -5,6 +5,7 @@ import { defineRoute, ok } from '../../../core/http/route';
 import type { Reply, RequestContext, RouteSpec } from '../../../core/http/route';
 import { validationFailed, zodIssues } from '../../../core/validation';
 import { credentialIgnored, idempotencyKeyOf, REPLAYED_HEADER, requestRateOf } from '../../identity';
+import { sandboxQuotaRefusal } from '../../usage';
 import * as s from '../schemas';
 import { batchResponse, demoPriceResponse, idempotencyHeaders, priceResponse } from '../responses';
 import { callIdempotency } from '../services/compute';
@@ -99,7 +100,7 @@ export function computeRoutes(compute: ComputeService, schemas: s.CallSchemas, b
       example: s.computeExample,
       exampleFor: callExampleFor(schemas.computeBody, s.computeExample),
       headers: idempotencyHeaders,
-      responses: { 200: { description: 'The price, who answered and how, the trace and the usage record; a retry under an answered Idempotency-Key repeats it (Idempotent-Replayed: true).', schema: priceResponse } },
+      responses: { 200: { description: 'The price, who answered and how, the trace and the usage record; a retry under an answered Idempotency-Key repeats it (Idempotent-Replayed: true).', schema: priceResponse }, 429: sandboxQuotaRefusal },
       handler: async (ctx) => {
         const r = await compute.compute(callOf(ctx, 'compute', ctx.body, { timed: true, idempotency: keyedCall(ctx, 'compute.price', ctx.body) }));
         return pricedReply(ctx, compute, r);
@@ -117,7 +118,7 @@ export function computeRoutes(compute: ComputeService, schemas: s.CallSchemas, b
       example: s.routerExample,
       exampleFor: callExampleFor(schemas.routerBody, s.routerExample),
       headers: idempotencyHeaders,
-      responses: { 200: { description: 'As POST /api/compute/price answers.', schema: priceResponse } },
+      responses: { 200: { description: 'As POST /api/compute/price answers.', schema: priceResponse }, 429: sandboxQuotaRefusal },
       handler: async (ctx) => {
         const r = await compute.compute(callOf(ctx, 'router', ctx.body, { timed: true, idempotency: keyedCall(ctx, 'router.price', ctx.body) }));
         return pricedReply(ctx, compute, r);

@@ -1,6 +1,7 @@
 import type { Principal } from '../../../core/auth';
 import type { MarketEvidenceSlot } from '../services/market-evidence';
-import { ApiError, errorBodySchema } from '../../../core/errors';
+import { ApiError } from '../../../core/errors';
+import { dailyQuotaRefusal } from '../../../core/daily-quota';
 import { created, defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import { pageByKey } from '../../../core/pagination';
@@ -307,11 +308,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       example: s.testFunctionExample,
       responses: {
         200: { description: 'The run: its result, or why the function could not price (a 200 either way).', schema: functionTestResponse },
-        429: {
-          description:
-            'rate_limited: wait Retry-After seconds; or daily_quota_exceeded: the workspace ran FUNCTION_TEST_RUNS_PER_DAY test runs of functions it does not own today (retry_after to 00:00 UTC, limit; price with POST /api/compute/price).',
-          schema: errorBodySchema,
-        },
+        429: dailyQuotaRefusal('the workspace ran FUNCTION_TEST_RUNS_PER_DAY test runs of functions it does not own today', true, '; price with POST /api/compute/price meanwhile'),
       },
       handler: async ({ principal, params, body }) => {
         const p = principal as Principal;

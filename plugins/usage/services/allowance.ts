@@ -3,6 +3,7 @@ import type { Admitter, AdmissionRequest, Reservation } from '../../../core/admi
 import type { Clock } from '../../../core/clock';
 import type { Sql } from '../../../core/db/sql';
 import { ApiError } from '../../../core/errors';
+import { dailyQuotaRefusal } from '../../../core/daily-quota';
 import type { NextStep } from '../../../core/errors';
 import { randomToken } from '../../../core/ids';
 import { KvUnavailableError, incrFromRecord } from '../../../core/kv';
@@ -21,6 +22,13 @@ const UNDO_RETRY_MS = 1000;
  * plugin will serve; until a plugin takes payments (`paymentsOffered`) they say `available: false`,
  * so an agent does not spend a request on an address that answers 404.
  */
+/** The 429 of the routes the sandbox allowance meters, for OpenAPI. */
+export const sandboxQuotaRefusal = dailyQuotaRefusal(
+  'an unclaimed sandbox made its SANDBOX_COMPUTE_CALLS_PER_DAY calls today (price verifications included)',
+  true,
+  ', and next lists the steps to go on (claim always; day_pass, top_up, pay_per_call as offered). A sandbox whose calls still in flight hold the rest of its day gets rate_limited with retry_after 1',
+);
+
 export function quotaNextSteps(payable: boolean, dayPass: { calls: number; validHours: number }, paymentsOffered = false): NextStep[] {
   const steps: NextStep[] = [];
   const pending = paymentsOffered ? '' : ' Not offered by this service yet.';

@@ -6,6 +6,7 @@ import * as s from '../schemas';
 import { observationsCreateResponse, observationsListResponse } from '../responses';
 import type { ObservationStore } from '../services/observations';
 import type { ObservationLimits } from '../services/observation-limits';
+import { dailyQuotaRefusal } from '../../../core/daily-quota';
 
 function principalOf(p: Principal | null): Principal {
   if (!p) throw new ApiError('unauthorized', 'Send a credential.');
@@ -53,7 +54,10 @@ export function observationRoutes(store: ObservationStore, limits: ObservationLi
       scopes: ['price:compute'],
       body: s.observationsBody(now, maxPerRequest, retentionDays),
       example: s.observationsExample(now),
-      responses: { 201: { description: 'The stored observations; warnings name items observed before the verification window (stored, never used as evidence).', schema: observationsCreateResponse } },
+      responses: {
+        201: { description: 'The stored observations; warnings name items observed before the verification window (stored, never used as evidence).', schema: observationsCreateResponse },
+        429: dailyQuotaRefusal("this request's observations would pass the workspace's OBSERVATIONS_PER_WORKSPACE_PER_DAY today (refused whole; limit.remaining says how many still fit)", true),
+      },
       handler: async (ctx) => {
         const p = principalOf(ctx.principal);
         const undo = await limits.admit(p.workspaceId, ctx.body.observations.length);

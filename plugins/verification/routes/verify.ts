@@ -1,6 +1,7 @@
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import { credentialIgnored, requestRateOf } from '../../identity';
+import { sandboxQuotaRefusal } from '../../usage';
 import * as s from '../schemas';
 import { demoVerifyResponse, verifyResponse } from '../responses';
 import type { VerificationService } from '../services/verification';
@@ -28,7 +29,7 @@ export function verifyRoutes(service: VerificationService, verifyBody: s.VerifyB
       sandbox: true,
       body: verifyBody,
       example: s.verifyExample,
-      responses: { 200: { description: 'The verdict with its evidence and the usage record.', schema: verifyResponse } },
+      responses: { 200: { description: 'The verdict with its evidence and the usage record.', schema: verifyResponse }, 429: sandboxQuotaRefusal },
       handler: async (ctx) => {
         const r = await service.verify({
           principal: ctx.principal,
