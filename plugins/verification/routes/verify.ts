@@ -5,6 +5,7 @@ import { sandboxQuotaRefusal } from '../../usage';
 import * as s from '../schemas';
 import { demoVerifyResponse, verifyResponse } from '../responses';
 import type { VerificationService } from '../services/verification';
+import { verifyExampleFor } from './verify-example';
 
 const proposedOf = (b: s.VerifyBody): string | number => b.proposed_price ?? b.price ?? 0;
 
@@ -29,6 +30,7 @@ export function verifyRoutes(service: VerificationService, verifyBody: s.VerifyB
       sandbox: true,
       body: verifyBody,
       example: s.verifyExample,
+      exampleFor: verifyExampleFor(verifyBody, s.verifyExample),
       responses: { 200: { description: 'The verdict with its evidence and the usage record.', schema: verifyResponse }, 429: sandboxQuotaRefusal },
       handler: async (ctx) => {
         const r = await service.verify({
@@ -55,6 +57,7 @@ export function verifyRoutes(service: VerificationService, verifyBody: s.VerifyB
       rateLimit: 'demo',
       body: verifyBody,
       example: s.verifyExample,
+      exampleFor: verifyExampleFor(verifyBody, s.verifyExample),
       responses: { 200: { description: 'The verdict on the demo tenant, with the hourly budget left.', schema: demoVerifyResponse } },
       refusal: DEMO_CREDENTIAL.refusal,
       handler: async (ctx) => {

@@ -159,7 +159,24 @@ describe('price verification API', function () {
       expect(res.body.issues).to.deep.equal([{ path: 'proposed_price', reason: 'proposed_price is required: a positive number or decimal string (the alias price is accepted when proposed_price is absent)' }]);
       expect(res.body.message).to.contain('proposed_price');
       expect(res.body.message).to.match(/alias price/);
-      expect(res.body.example).to.deep.equal({ context: { product_type: 'coffee', currency: 'USD', unit_cost: 1.2 }, proposed_price: '4.50' });
+      // The example keeps the context sent and adds the price it lacks.
+      expect(res.body.example).to.deep.equal({ context: { product_type: 'widget' }, proposed_price: '4.50' });
+    });
+
+    it("makes the 400's example from what was sent: refused context keys and unknown fields left out, the price kept as sent or replaced when refused", async () => {
+      const kept = await verify({ context: { product_type: 'widget', currency: 'EUR', unit_cost: -1, max_price: 'lots' }, proposed_price: 4.5, extra: 1 });
+      expect(kept.status).to.equal(400);
+      expect(kept.body.example).to.deep.equal({ context: { product_type: 'widget', currency: 'EUR' }, proposed_price: 4.5 });
+      const both = await verify({ context: { product_type: 'widget' }, proposed_price: '20', price: '20' });
+      expect(both.body.example).to.deep.equal({ context: { product_type: 'widget' }, proposed_price: '20' });
+      const refusedAlias = await verify({ context: { product_type: 'widget' }, price: -2 });
+      expect(refusedAlias.body.example).to.deep.equal({ context: { product_type: 'widget' }, proposed_price: '4.50' });
+      const refused = await verify({ context: 'nope', proposed_price: 'abc' });
+      expect(refused.body.example).to.deep.equal({ context: { product_type: 'coffee', currency: 'USD', unit_cost: 1.2 }, proposed_price: '4.50' });
+      // The keyless demo's verify answers the same way.
+      const demo = await client(svc.url).post<Record<string, any>>('/api/public/price-router/verify', { context: { product_type: 'widget', unit_cost: 'x' }, proposed_price: 7 });
+      expect(demo.status).to.equal(400);
+      expect(demo.body.example).to.deep.equal({ context: { product_type: 'widget' }, proposed_price: 7 });
     });
 
     it('reports the missing price together with other problems', async () => {
