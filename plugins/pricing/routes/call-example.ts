@@ -1,8 +1,6 @@
 import type { z } from 'zod';
+import { exampleFromSent } from '../../../core/http/sent-example';
 import { BUILTINS } from '../../../engine';
-
-type Body = Record<string, unknown>;
-const isObject = (v: unknown): v is Body => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 const BUILTIN_ID_BY_NAME = new Map(BUILTINS.map((b) => [b.name, b.id]));
 
@@ -16,32 +14,16 @@ const BUILTIN_ID_BY_NAME = new Map(BUILTINS.map((b) => [b.name, b.id]));
  * uses it only when it passes the route's body schema.
  */
 export function callExampleFor(schema: z.ZodType, example: { context: unknown }): (sent: unknown) => unknown {
-  return (sent) => {
-    if (!isObject(sent)) return undefined;
-    const r = schema.safeParse(sent);
-    if (r.success) return undefined;
-    const out: Body = { ...sent };
-    let context: Body | undefined = isObject(out.context) ? { ...out.context } : undefined;
-    for (const issue of r.error.issues) {
-      const [top, key] = issue.path;
-      if (top === undefined && issue.code === 'unrecognized_keys') {
-        for (const k of issue.keys) {
-          const id = k === 'function_name' && typeof out[k] === 'string' ? BUILTIN_ID_BY_NAME.get(out[k].trim().toLowerCase()) : undefined;
-          if (k === 'function_name' && !id) return undefined;
-          if (id && out.function_id === undefined) out.function_id = id;
-          delete out[k];
-        }
-      } else if (top === 'context' && typeof key === 'string' && context) {
-        delete context[key];
-      } else if (top === 'context') {
-        context = undefined;
-      } else if (top === 'function_id' || top === 'function_name') {
-        return undefined;
-      } else if (typeof top === 'string') {
-        delete out[top];
-      }
-    }
-    out.context = context ?? example.context;
-    return out;
-  };
+  return (sent) =>
+    exampleFromSent(schema, sent, example.context, {
+      unknown(out, name) {
+        const id = name === 'function_name' && typeof out[name] === 'string' ? BUILTIN_ID_BY_NAME.get(out[name].trim().toLowerCase()) : undefined;
+        if (name === 'function_name' && !id) return false;
+        if (id && out.function_id === undefined) out.function_id = id;
+        return delete out[name];
+      },
+      field(out, name) {
+        return name !== 'function_id' && name !== 'function_name' && delete out[name];
+      },
+    });
 }
