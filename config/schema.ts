@@ -37,6 +37,12 @@ export const settingsTree = {
       'When set (at least 16 characters; a long random string), GET /metrics answers only requests with Authorization: Bearer <this token> (others 401). Unset, /metrics is open to anyone who reaches the service: keep it on a private network then, since it names every pricing function (private ones included, by id) with its call counts, outcomes and latency.',
       { secret: true, minLength: 16 },
     ),
+    maxFunctionLabels: int(
+      'METRICS_MAX_FUNCTION_LABELS',
+      1000,
+      "Functions other than built-ins that get their own `function` label in the pricing metrics, the first this instance runs; later ones share the label `other` (built-ins always have theirs). Each labelled function adds about 22 series to every scrape for the life of the process, and anyone who signs up can register functions: the cap bounds the scrape and the process's memory.",
+      { min: 0 },
+    ),
   },
   log: {
     level: oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info', 'Log level of the structured JSON log.'),

@@ -4,12 +4,12 @@ import { dec } from '../core/money';
 import type { MarketEvidence, MethodResult } from './builtins/types';
 import { ExternalFunctionError } from './external';
 import type { ExternalExecutor } from './external';
-import { metricLabel } from './functions';
 import type { FunctionDescriptor } from './functions';
 import { PoolBusyError, PoolTimeoutError } from './pool';
 import type { PricingPool } from './pool';
 import type { CallAdmission, CircuitBreakers } from './stats/function-breakers';
 import type { LatencyStats } from './stats/latency';
+import type { FunctionLabels } from './metric-labels';
 
 /**
  * `notApplicable`: the function could not price this context (`missing` inputs, or with `refused` the values it refuses
@@ -40,7 +40,7 @@ export class FunctionRunner {
     private readonly latency: LatencyStats,
     private readonly breakers: CircuitBreakers,
     metrics: Metrics,
-    private readonly opts: { functionTimeoutMs: number; callMaxMs: number },
+    private readonly opts: { functionTimeoutMs: number; callMaxMs: number; labels: FunctionLabels },
   ) {
     this.calls = metrics.counter({ name: 'pricing_function_calls_total', help: 'Attempts to run a pricing function, by function and outcome.', labelNames: ['function', 'outcome'] });
     this.duration = metrics.histogram({
@@ -126,9 +126,9 @@ export class FunctionRunner {
         const caller = opts.healthCaller ?? opts.callerWorkspaceId;
         this.latency.record(fn.id, outcome === 'ok' ? ms : slowest, outcome !== 'ok', caller);
         this.breakers.record(fn.id, caller ?? '', outcome === 'ok', opts.admission, failure);
-        this.duration.observe({ function: metricLabel(fn) }, recorded / 1000);
+        this.duration.observe({ function: this.opts.labels.of(fn) }, recorded / 1000);
       }
-      this.calls.inc({ function: metricLabel(fn), outcome });
+      this.calls.inc({ function: this.opts.labels.of(fn), outcome });
     }
   }
 

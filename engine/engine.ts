@@ -8,7 +8,8 @@ import type { AttemptReport, CandidateReport } from './errors';
 import { triedRoles } from './errors';
 import { EngineError } from './errors';
 import type { ExternalExecutor } from './external';
-import { effectiveCost, healthCallerOf, metricLabel } from './functions';
+import { effectiveCost, healthCallerOf } from './functions';
+import type { FunctionLabels } from './metric-labels';
 import type { CallerScope, FunctionDescriptor } from './functions';
 import type { PricingPool } from './pool';
 import type { FunctionRegistry } from './registry';
@@ -57,6 +58,8 @@ export interface EngineOptions {
   functionTimeoutMs: number;
   /** Time budget of one call's attempts (COMPUTE_CALL_MAX_MS). */
   callMaxMs: number;
+  /** The metrics' function labels (METRICS_MAX_FUNCTION_LABELS). */
+  labels: FunctionLabels;
 }
 
 const since = (t: number) => Math.round((performance.now() - t) * 1000) / 1000;
@@ -120,7 +123,7 @@ export class PricingEngine {
   }
 
   private noteFallback(stages: TraceStage[], first: FunctionDescriptor, fn: FunctionDescriptor, attempts: AttemptReport[]): void {
-    this.fallbacks.inc({ function: metricLabel(fn) });
+    this.fallbacks.inc({ function: this.opts.labels.of(fn) });
     stages.push({ stage: 'fallback', ms: 0, used: true, from: first.name, to: fn.name, after: attempts.filter((a) => a.outcome !== 'ok').map((a) => `${a.function}: ${a.error ?? a.outcome}`) });
   }
 
@@ -235,8 +238,8 @@ export class PricingEngine {
       const hit = await this.cache.get(fn, req.context, marketFor(fn));
       if (step.role === 'chosen' || hit) stages.push({ stage: 'cache', ms: since(t), hit: !!hit, ...(step.role === 'chosen' ? {} : { function: fn.name }), ...(this.cache.enabled ? {} : { disabled: true }) });
       if (hit) {
-        this.cacheHits.inc({ function: metricLabel(fn) });
-        this.requests.inc({ function: metricLabel(fn), outcome: 'ok' });
+        this.cacheHits.inc({ function: this.opts.labels.of(fn) });
+        this.requests.inc({ function: this.opts.labels.of(fn), outcome: 'ok' });
         const fallbackUsed = this.usedFallback(step.role, attempts);
         if (fallbackUsed) this.noteFallback(stages, first, fn, attempts);
         return { result: hit, fn, strategy, decision, attempts, fallbackUsed, cached: true, savings: null, cost: effectiveCost(fn), stages };
@@ -268,7 +271,7 @@ export class PricingEngine {
         const fallbackUsed = this.usedFallback(step.role, attempts);
         if (fallbackUsed) this.noteFallback(stages, first, fn, attempts);
         await this.cache.set(fn, req.context, r.result, marketFor(fn));
-        this.requests.inc({ function: metricLabel(fn), outcome: 'ok' });
+        this.requests.inc({ function: this.opts.labels.of(fn), outcome: 'ok' });
         return { result: r.result, fn, strategy, decision, attempts, fallbackUsed, cached: false, savings: fallbackUsed ? null : savingsOf(decision, fn, attempts, req.context, marketFor), cost: effectiveCost(fn), stages };
       }
       const outcome = r.notApplicable ? 'not_applicable' : r.busy ? 'pool_busy' : 'failed';
@@ -289,21 +292,21 @@ export class PricingEngine {
     }
     stages.push({ stage: 'execute', ms: 0, attempts });
     if (refused) {
-      this.requests.inc({ function: metricLabel(first), outcome: 'insufficient_context' });
+      this.requests.inc({ function: this.opts.labels.of(first), outcome: 'insufficient_context' });
       throw new EngineError('insufficient_context', `The context cannot be priced by ${refused.fn}: ${refused.message}`, { attempts, missing: [], refused: refused.inputs });
     }
     // A function out of reach or not active was never a candidate to run; an open breaker stands for real failures.
     const failedForReal = attempts.filter((a) => a.outcome === 'failed' || (a.outcome === 'skipped' && a.error === 'breaker open'));
     // Functions the pool never ran might have priced it: the service is at fault, and a retry can succeed.
     if (failedForReal.length === 0 && poolBusy()) {
-      this.requests.inc({ function: metricLabel(first), outcome: 'service_busy' });
+      this.requests.inc({ function: this.opts.labels.of(first), outcome: 'service_busy' });
       throw new EngineError('service_busy', 'Every pricing worker was busy: no function could be run in time.', { attempts });
     }
     // A function at an address the service will never call is as unable to price the context as one lacking its inputs:
     // beside functions that could not price it, the caller hears what the context lacks, not "retrying will not help".
     const mayPass = failedForReal.filter((a) => a.retryable !== false);
     if (mayPass.length === 0 && notApplicable.length > 0) {
-      this.requests.inc({ function: metricLabel(first), outcome: 'insufficient_context' });
+      this.requests.inc({ function: this.opts.labels.of(first), outcome: 'insufficient_context' });
       const ran = new Set(attempts.filter((a) => a.outcome !== 'skipped').map((a) => a.id));
       const excludedCouldPrice = excludedByPolicy(this.registry, decision, overCeiling, ran, req.context, marketFor);
       // The reasons of the functions that ran; a function skipped (out of reach, over the ceiling) is in attempts and excluded_by_policy.
@@ -311,7 +314,7 @@ export class PricingEngine {
       const declinedInputs = [...declined].map(([input, reason]) => ({ input, reason }));
       throw new EngineError('insufficient_context', `The context cannot be priced by ${notApplicable.join(', ')}: ${reasons.filter(Boolean).join(' ')}`, { attempts, missing: [...missing], ...(declinedInputs.length ? { declined: declinedInputs } : {}), ...(excludedCouldPrice.length ? { excludedCouldPrice, ...(req.policy?.id ? { policyId: req.policy.id } : {}) } : {}) });
     }
-    this.requests.inc({ function: metricLabel(first), outcome: 'functions_failed' });
+    this.requests.inc({ function: this.opts.labels.of(first), outcome: 'functions_failed' });
     // Functions that could not price the context did not fail: the message names the parts that did, and them apart.
     const failedWords = notApplicable.length
       ? `Every function that could price the context failed (${triedRoles(failedForReal.length ? failedForReal : attempts, !decision)})`

@@ -65,12 +65,3 @@ export function isReachable(fn: FunctionDescriptor, scope: CallerScope): boolean
   if (fn.workspaceId === scope.workspaceId) return true;
   return fn.isPublic && fn.status === 'active';
 }
-
-/**
- * The `function` label of the engine's metrics: a built-in's name, any other function's id. The
- * metrics endpoint is read without a credential (by the monitoring scraper), so the names workspaces
- * give their private functions never appear there.
- */
-export function metricLabel(fn: Pick<FunctionDescriptor, 'builtIn' | 'id' | 'name'>): string {
-  return fn.builtIn ? fn.name : fn.id;
-}

@@ -7,7 +7,7 @@ import { SafeHttpClient } from '../core/outbound/safe-http-client';
 import { ResultCache } from './cache';
 import { PricingEngine } from './engine';
 import { ExternalExecutor } from './external';
-import { metricLabel } from './functions';
+import { FunctionLabels, OTHER_FUNCTIONS } from './metric-labels';
 import { PricingPool } from './pool';
 import { FunctionRegistry } from './registry';
 import type { FunctionSource } from './registry';
@@ -63,28 +63,40 @@ export function createEngine(deps: { config: Config; kv: KvStore; clock: Clock; 
   );
   const registry = new FunctionRegistry(deps.source, kv);
   const latency = new LatencyStats(clock, { windowMs: e.latencyWindowMs, maxSamples: e.latencyMaxSamples, coldBelow: e.latencyColdBelow, ewmaAlpha: 0.3 });
+  const labels = new FunctionLabels(config.metrics.maxFunctionLabels);
   const labelOf = (id: string): string => {
     const fn = registry.get(id);
-    return fn ? metricLabel(fn) : id;
+    return fn ? labels.of(fn) : id;
   };
   const breakerGauge = metrics.gauge({
     name: 'pricing_breaker_state',
-    help: 'Circuit breaker per function: 0 closed, 1 half-open, 2 open.',
+    help: 'Circuit breaker per function: 0 closed, 1 half-open, 2 open; `other` shows the most open of the functions past METRICS_MAX_FUNCTION_LABELS.',
     labelNames: ['function'],
     // An open breaker turns half-open by the clock alone, with no call to announce it: read the state at scrape time.
     collect() {
-      for (const id of breakers.known()) this.set({ function: labelOf(id) }, BREAKER_LEVEL[breakers.state(id)]);
+      let others: number | undefined;
+      for (const id of breakers.known()) {
+        const label = labelOf(id);
+        const level = BREAKER_LEVEL[breakers.state(id)];
+        if (label === OTHER_FUNCTIONS) others = Math.max(others ?? 0, level);
+        else this.set({ function: label }, level);
+      }
+      if (others !== undefined) this.set({ function: OTHER_FUNCTIONS }, others);
     },
   });
   const breakerOptions = { windowMs: e.breakerWindowMs, windowMaxCalls: Math.max(e.breakerWindowMaxCalls, e.breakerMinCalls), minCalls: e.breakerMinCalls, failureRatio: e.breakerFailureRatio, cooldownMs: e.breakerCooldownMs };
   const breakers = new CircuitBreakers(
-    new BreakerSet(clock, { ...breakerOptions, minFailingCallers: e.breakerMinFailingCallers }, (fnId, state) => breakerGauge.set({ function: labelOf(fnId) }, BREAKER_LEVEL[state])),
+    new BreakerSet(clock, { ...breakerOptions, minFailingCallers: e.breakerMinFailingCallers }, (fnId, state) => {
+        // Past the cap, one function's state would overwrite the others' in the shared series: the scrape's collect() sets it.
+        const label = labelOf(fnId);
+        if (label !== OTHER_FUNCTIONS) breakerGauge.set({ function: label }, BREAKER_LEVEL[state]);
+      }),
     new BreakerSet(clock, { ...breakerOptions, windowMaxCalls: Math.max(e.breakerCallerWindowMaxCalls, e.breakerMinCalls), minFailingCallers: 1, maxEntries: e.breakerMaxCallerEntries }),
   );
   const outbound = new SafeHttpClient({ allowList: config.outbound.allowList, httpsOnly: config.outbound.httpsOnly, allowedPorts: config.outbound.allowedPorts.includes('*') ? [] : config.outbound.allowedPorts.map(Number), defaultTimeoutMs: config.outbound.timeoutMs, maxBodyBytes: config.outbound.maxBodyBytes });
   const router = new Router(registry, latency, breakers, kv, createRng(e.randomSeed));
   const cache = new ResultCache(kv, e.cacheTtlMs);
-  const engine = new PricingEngine(registry, router, pool, new ExternalExecutor(outbound), latency, breakers, cache, metrics, { functionTimeoutMs: e.functionTimeoutMs, callMaxMs: e.callMaxMs });
+  const engine = new PricingEngine(registry, router, pool, new ExternalExecutor(outbound), latency, breakers, cache, metrics, { functionTimeoutMs: e.functionTimeoutMs, callMaxMs: e.callMaxMs, labels });
   return {
     engine,
     registry,

@@ -8,6 +8,8 @@ import { client } from '../../support/http';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
 import { createKey, signUp } from '../../support/world';
+import { sendJson, startUpstream } from '../../support/outbound';
+import type { Upstream } from '../../support/outbound';
 
 type Body = Record<string, any>;
 
@@ -130,5 +132,47 @@ describe('pricing: compute metrics at GET /metrics (HTTP)', function () {
     // Idle since: the average falls.
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(series(await scrape(), 'pricing_pool_utilization') ?? 0).to.be.below(again);
+  });
+});
+
+describe('pricing metrics: functions past METRICS_MAX_FUNCTION_LABELS share the label other', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  let upstream: Upstream;
+  before(async () => {
+    // The second function fails on {"fail": true}: its breaker opens under the shared label.
+    upstream = await startUpstream((req, res) => (JSON.parse(req.body || '{}').context?.fail ? sendJson(res, 500, {}) : sendJson(res, 200, { price: 9, confidence: 0.5, currency: 'USD' })));
+    svc = await startTestService({ config: { metrics: { maxFunctionLabels: 1 }, outbound: { allowList: ['127.0.0.1'] }, engine: { cacheTtlMs: 0, breakerMinFailingCallers: 1 } } });
+  });
+  after(async () => {
+    await svc.close();
+    await upstream.close();
+  });
+
+  it('labels the first function it runs by id, every later one other, and built-ins by name whatever the cap', async () => {
+    const api = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'labels'), { name: 'labels' })).key });
+    const ids: string[] = [];
+    for (const n of [1, 2, 3]) {
+      const made = await api.post<Body>('/api/functions', { name: `label-cap-${process.pid}-${Date.now().toString(36)}-${n}`, execution_type: 'external_api', endpoint_url: upstream.url('/price'), cost_per_unit: '0.01' });
+      expect(made.status, made.text).to.equal(201);
+      ids.push(made.body.function.id);
+      expect((await api.patch(`/api/functions/${made.body.function.id}`, { status: 'active' })).status).to.equal(200);
+    }
+    const [first, second, third] = ids as [string, string, string];
+    for (const id of [first, second, third, first]) expect((await api.post<Body>('/api/compute/price', { context: { current_price: 10 }, function_id: id })).status).to.equal(200);
+    expect((await api.post<Body>('/api/compute/price', { context: { current_price: 10 }, function_id: 'fn_builtin_anchored' })).status).to.equal(200);
+    let text = (await client(svc.url).get('/metrics')).text;
+    expect(series(text, 'pricing_compute_requests_total', { function: first, outcome: 'ok' })).to.equal(2);
+    expect(series(text, 'pricing_compute_requests_total', { function: 'other', outcome: 'ok' })).to.equal(2);
+    expect(series(text, 'pricing_function_calls_total', { function: 'other', outcome: 'ok' })).to.equal(2);
+    expect(series(text, 'pricing_compute_requests_total', { function: 'anchored-adjustment', outcome: 'ok' })).to.equal(1);
+    expect(text).not.to.include(second).and.not.to.include(third);
+
+    // The shared breaker series shows the most open of the functions under it.
+    for (let i = 0; i < 5; i++) expect((await api.post<Body>('/api/compute/price', { context: { current_price: 10, fail: true }, function_id: second })).status).to.equal(502);
+    text = (await client(svc.url).get('/metrics')).text;
+    expect(series(text, 'pricing_breaker_state', { function: 'other' })).to.equal(2);
+    expect(series(text, 'pricing_breaker_state', { function: first })).to.equal(0);
+    expect(text).not.to.include(second);
   });
 });
