@@ -102,7 +102,7 @@ export const settingsTree = {
     sessionTtlHours: int('SESSION_TTL_HOURS', 168, 'Lifetime of a person\'s browser session, in hours.', { min: 1 }),
     claimLinkTtlDays: int('CLAIM_LINK_TTL_DAYS', 30, 'Days a sandbox claim link stays usable (it is also one-time).', { min: 1 }),
     invitationTtlDays: int('INVITATION_TTL_DAYS', 7, 'Days a team invitation stays acceptable.', { min: 1 }),
-    credentialCacheMaxEntries: int('CREDENTIAL_CACHE_MAX_ENTRIES', 50000, 'Most entries each in-process credential cache holds: verified API keys (and unknown ones, for 5 s), person sessions by cookie and id, and the keys whose seen notices are remembered. Past it the oldest entry is dropped (read again from the database when next used), so credentials callers make up cannot grow the process. 0 caches none.', { min: 0 }),
+    credentialCacheMaxEntries: int('CREDENTIAL_CACHE_MAX_ENTRIES', 50000, 'Most entries each in-process credential cache holds: verified API keys (and unknown ones, for 5 s), person sessions by cookie and id, and the keys whose seen notices are remembered. Past it the oldest entry is dropped (read again from the database when next used), so credentials callers make up cannot grow the process; entries past their time are dropped as new ones come, so the caches hold about what was used lately. 0 caches none.', { min: 0 }),
     keyCacheTtlMs: int('KEY_CACHE_TTL_MS', 30000, 'How long a verified key stays in the in-process cache. A revocation invalidates it at once on the instance that made it and, with REDIS_URL, on every instance; instances sharing a database without Redis may accept a revoked key until this passes.', { min: 0 }),
     secureCookies: bool('SECURE_COOKIES', false, 'Mark session cookies Secure (set true behind HTTPS).'),
   },

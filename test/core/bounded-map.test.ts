@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { BoundedMap } from '../../core/bounded-map';
+import { BoundedMap, ExpiringMap } from '../../core/bounded-map';
 
 describe('core: BoundedMap', () => {
   it('drops the oldest entry set when a new key would pass the bound; replacing a key drops nothing', () => {
@@ -17,5 +17,39 @@ describe('core: BoundedMap', () => {
     m.set('a', 1);
     expect(m.size).to.equal(0);
     expect(m.get('a')).to.equal(undefined);
+  });
+});
+
+describe('core: ExpiringMap', () => {
+  it('never returns an expired entry, and holds what was set within its TTL rather than the last keys ever set', () => {
+    let now = 0;
+    const m = new ExpiringMap<string, number | null>(50_000, () => now);
+    m.set('neg', null, 5);
+    expect(m.get('neg')).to.equal(null);
+    for (let i = 0; i < 10_000; i++) m.set(`key-${i}`, i, 30_000);
+    expect(m.get('key-0')).to.equal(0);
+    now = 31_000;
+    expect(m.get('key-1')).to.equal(undefined);
+    // Keys used since: each set drops expired entries from the oldest end, so the stale ones go without a lookup.
+    for (let i = 0; i < 3000; i++) m.set(`live-${i}`, i, 30_000);
+    expect(m.size).to.equal(3000);
+    expect(m.get('live-2999')).to.equal(2999);
+  });
+
+  it('moves a key set again to the newest end, so the bound drops the key least recently set', () => {
+    const m = new ExpiringMap<string, number>(2, () => 0);
+    m.set('a', 1, 1000);
+    m.set('b', 2, 1000);
+    m.set('a', 3, 1000);
+    m.set('c', 4, 1000);
+    expect([m.get('a'), m.get('b'), m.get('c')]).to.deep.equal([3, undefined, 4]);
+  });
+
+  it('deletes by predicate', () => {
+    const m = new ExpiringMap<string, { ws: string }>(10, () => 0);
+    m.set('k1', { ws: 'a' }, 1000);
+    m.set('k2', { ws: 'b' }, 1000);
+    m.deleteWhere((_k, v) => v.ws === 'a');
+    expect([m.get('k1'), m.get('k2')]).to.deep.equal([undefined, { ws: 'b' }]);
   });
 });

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { SignJWT } from 'jose';
-import { BoundedMap } from '../../../core/bounded-map';
+import { ExpiringMap } from '../../../core/bounded-map';
 import type { Clock } from '../../../core/clock';
 import type { Sql } from '../../../core/db/sql';
 import { randomToken } from '../../../core/ids';
@@ -39,7 +39,7 @@ export function hashSessionToken(token: string): string {
 /** Person sessions: an http-only cookie and a JWT bound to the same revocable session. */
 export class Sessions {
   /** By cookie hash (`c:`) and by session id; misses too, for the cache's lifetime, bounded: callers make cookies up. */
-  private readonly cache: BoundedMap<string, { row: SessionRow | null; until: number }>;
+  private readonly cache: ExpiringMap<string, SessionRow | null>;
   /** Bumped by every sign-out heard and every clear: a read begun before one is not cached after it. */
   private changes = 0;
   private unsubscribe: Unsubscribe | null = null;
@@ -53,7 +53,7 @@ export class Sessions {
     private readonly tokenTtlS: number,
     maxCached: number,
   ) {
-    this.cache = new BoundedMap(maxCached);
+    this.cache = new ExpiringMap(maxCached, () => this.clock.now());
   }
 
   async start(): Promise<void> {
@@ -74,7 +74,7 @@ export class Sessions {
 
   private dropCached(sessionId: string): void {
     this.changes++;
-    for (const [k, v] of this.cache) if (k === sessionId || v.row?.id === sessionId) this.cache.delete(k);
+    this.cache.deleteWhere((k, row) => k === sessionId || row?.id === sessionId);
   }
 
   async create(personId: string, method: string, meta: { ip: string; userAgent?: string | undefined }): Promise<NewSession> {
@@ -108,19 +108,19 @@ export class Sessions {
   async byCookie(cookie: string): Promise<SessionRow | null> {
     const key = `c:${hashSessionToken(cookie)}`;
     const hit = this.cache.get(key);
-    if (hit && hit.until > this.clock.now()) return this.usable(hit.row);
+    if (hit !== undefined) return this.usable(hit);
     const readAt = this.changes;
     const row = await this.sql.one<SessionRow>('SELECT * FROM person_sessions WHERE token_hash = $1', [hashSessionToken(cookie)]);
-    if (readAt === this.changes) this.cache.set(key, { row, until: this.clock.now() + CACHE_TTL_MS });
+    if (readAt === this.changes) this.cache.set(key, row, CACHE_TTL_MS);
     return this.usable(row);
   }
 
   async byId(id: string): Promise<SessionRow | null> {
     const hit = this.cache.get(id);
-    if (hit && hit.until > this.clock.now()) return this.usable(hit.row);
+    if (hit !== undefined) return this.usable(hit);
     const readAt = this.changes;
     const row = await this.sql.one<SessionRow>('SELECT * FROM person_sessions WHERE id = $1', [id]);
-    if (readAt === this.changes) this.cache.set(id, { row, until: this.clock.now() + CACHE_TTL_MS });
+    if (readAt === this.changes) this.cache.set(id, row, CACHE_TTL_MS);
     return this.usable(row);
   }
 

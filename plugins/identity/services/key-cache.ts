@@ -1,4 +1,4 @@
-import { BoundedMap } from '../../../core/bounded-map';
+import { ExpiringMap } from '../../../core/bounded-map';
 import type { KvStore, Unsubscribe } from '../../../core/kv';
 import type { Clock } from '../../../core/clock';
 import type { ApiKeyRow, WorkspaceRow } from '../domain';
@@ -8,8 +8,6 @@ export interface CachedKey {
   workspace: WorkspaceRow;
   agentName: string | null;
 }
-
-type Entry = { value: CachedKey | null; expiresAt: number };
 
 const CHANNEL = 'identity:key-invalidation';
 const NEGATIVE_TTL_MS = 5_000;
@@ -22,7 +20,7 @@ type Invalidation = { hash: string } | { workspaceId: string } | { keyId: string
  * with Redis every instance drops the entry at once.
  */
 export class KeyCache {
-  private readonly entries: BoundedMap<string, Entry>;
+  private readonly entries: ExpiringMap<string, CachedKey | null>;
   private unsubscribe: Unsubscribe | null = null;
   /**
    * Bumped by every invalidation and clear: a lookup that read the database before one (a revocation
@@ -32,11 +30,11 @@ export class KeyCache {
 
   constructor(
     private readonly kv: KvStore,
-    private readonly clock: Clock,
+    clock: Clock,
     private readonly ttlMs: number,
     maxEntries: number,
   ) {
-    this.entries = new BoundedMap(maxEntries);
+    this.entries = new ExpiringMap(maxEntries, () => clock.now());
   }
 
   async start(): Promise<void> {
@@ -58,13 +56,7 @@ export class KeyCache {
 
   /** undefined: not cached; null: known not to exist (short negative cache). */
   get(hash: string): CachedKey | null | undefined {
-    const e = this.entries.get(hash);
-    if (!e) return undefined;
-    if (e.expiresAt <= this.clock.now()) {
-      this.entries.delete(hash);
-      return undefined;
-    }
-    return e.value;
+    return this.entries.get(hash);
   }
 
   /** Where the invalidations stand: pass it to set() to store a read only if none came since. */
@@ -75,7 +67,7 @@ export class KeyCache {
   set(hash: string, value: CachedKey | null, readAt?: number): void {
     if (this.ttlMs <= 0) return;
     if (readAt !== undefined && readAt !== this.changes) return;
-    this.entries.set(hash, { value, expiresAt: this.clock.now() + (value ? this.ttlMs : Math.min(this.ttlMs, NEGATIVE_TTL_MS)) });
+    this.entries.set(hash, value, value ? this.ttlMs : Math.min(this.ttlMs, NEGATIVE_TTL_MS));
   }
 
   /** Drops matching entries here and, through the store, on every other instance. */
@@ -90,10 +82,6 @@ export class KeyCache {
       this.entries.delete(what.hash);
       return;
     }
-    for (const [hash, e] of this.entries) {
-      if (!e.value) continue;
-      if ('workspaceId' in what && e.value.workspace.id === what.workspaceId) this.entries.delete(hash);
-      if ('keyId' in what && e.value.key.id === what.keyId) this.entries.delete(hash);
-    }
+    this.entries.deleteWhere((_hash, value) => value !== null && ('workspaceId' in what ? value.workspace.id === what.workspaceId : value.key.id === what.keyId));
   }
 }

@@ -1,4 +1,4 @@
-import { BoundedMap } from '../../../core/bounded-map';
+import { ExpiringMap } from '../../../core/bounded-map';
 import type { Clock } from '../../../core/clock';
 import type { Transaction } from 'sequelize';
 import type { Sql } from '../../../core/db/sql';
@@ -50,7 +50,7 @@ const CACHE_TTL_MS = 60_000;
  */
 export class PolicyStore {
   /** Kept for the workspaces that computed lately: every workspace that ever computes would otherwise stay. */
-  private readonly defaults: BoundedMap<string, { policy: RoutingPolicy | null; until: number }>;
+  private readonly defaults: ExpiringMap<string, RoutingPolicy | null>;
   /** Bumped by every change seen: a read that a change overtook is not cached (it may hold the policy before it). */
   private changes = 0;
   private unsubscribe: Unsubscribe | null = null;
@@ -63,7 +63,7 @@ export class PolicyStore {
     private readonly perWorkspace: number,
     cacheMaxEntries: number,
   ) {
-    this.defaults = new BoundedMap(cacheMaxEntries);
+    this.defaults = new ExpiringMap(cacheMaxEntries, () => clock.now());
   }
 
   async start(): Promise<void> {
@@ -93,11 +93,11 @@ export class PolicyStore {
 
   async defaultFor(workspaceId: string): Promise<RoutingPolicy | null> {
     const hit = this.defaults.get(workspaceId);
-    if (hit && hit.until > this.clock.now()) return hit.policy;
+    if (hit !== undefined) return hit;
     const changesBefore = this.changes;
     const row = await this.sql.one<PolicyRow>('SELECT * FROM routing_policies WHERE workspace_id = $1 AND is_default', [workspaceId]);
     const policy = row ? toRecord(row) : null;
-    if (this.changes === changesBefore) this.defaults.set(workspaceId, { policy, until: this.clock.now() + CACHE_TTL_MS });
+    if (this.changes === changesBefore) this.defaults.set(workspaceId, policy, CACHE_TTL_MS);
     return policy;
   }
 
