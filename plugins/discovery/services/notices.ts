@@ -28,8 +28,14 @@ export interface Notice {
  */
 export class Notices implements ResponseDecorator {
   readonly name = 'notices';
-  /** Bounded: a key dropped from it costs one query when next seen, and keys are made without limit over time. */
-  private readonly seen: BoundedMap<string, Set<string>>;
+  /**
+   * Keys that have seen every recent entry, with the signature of those entries (one shared string, so an entry costs
+   * the key alone: a set of entry ids per key cost about 820 bytes). Bounded: a key dropped from it costs one query when
+   * next seen, and keys are made without limit over time.
+   */
+  private readonly seen: BoundedMap<string, string>;
+  /** The signature of the recent entries last seen, reused while they stay the same. */
+  private signature = '';
 
   constructor(
     private readonly sql: Sql,
@@ -61,8 +67,8 @@ export class Notices implements ResponseDecorator {
     const now = this.clock.now();
     const recent = this.changelog.agentEntriesSince(now - windowDays * DAY_MS);
     if (recent.length === 0 || perResponse === 0) return [];
-    const known = this.seen.get(keyId);
-    if (known && recent.every((e) => known.has(e.id))) return [];
+    const signature = this.signatureOf(recent);
+    if (this.seen.get(keyId) === signature) return [];
 
     const shown = await this.sql.many<{ entry_id: string }>('SELECT entry_id FROM notice_deliveries WHERE key_id = $1', [keyId]);
     const shownIds = new Set(shown.map((r) => r.entry_id));
@@ -78,10 +84,18 @@ export class Notices implements ResponseDecorator {
     }
     const claimed = due.length ? await this.claim(keyId, due.map((e) => e.id)) : new Set<string>();
     const mine = due.filter((e) => claimed.has(e.id));
-    const remembered = this.seen.get(keyId) ?? new Set<string>();
-    for (const id of [...shownIds, ...claimed]) remembered.add(id);
-    this.seen.set(keyId, remembered);
+    // Remembered only when every recent entry is accounted for: one past perResponse, or claimed by another instance
+    // just now, is read again next time.
+    if (recent.every((e) => shownIds.has(e.id) || claimed.has(e.id))) this.seen.set(keyId, signature);
+    else this.seen.delete(keyId);
     return mine.map((e) => ({ id: e.id, date: e.date, title: e.title, summary: e.summary, link: e.link }));
+  }
+
+  /** The recent entries' ids as one string, the same string object while they stay the same. */
+  private signatureOf(recent: ChangelogEntry[]): string {
+    const signature = recent.map((e) => e.id).join('\n');
+    if (signature !== this.signature) this.signature = signature;
+    return this.signature;
   }
 
   /** Inserts deliveries; returns the entry ids this call claimed (another instance may have won some). */
