@@ -39,6 +39,7 @@ export type { CircuitBreakers, CallerBreakerView } from './stats/function-breake
 export type { LatencyStats, LatencySnapshot, LatencyView } from './stats/latency';
 export { NO_DATA, latencyView } from './stats/latency';
 export { externalAnswer } from './external';
+export { roundRobinKey } from './routing/router';
 
 export interface EngineParts {
   engine: PricingEngine;

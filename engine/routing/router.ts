@@ -13,6 +13,11 @@ import type { PolicyConfig, Strategy } from './policy';
 import { firstMatchingRule } from './rules';
 import type { Rule } from './rules';
 
+/** The KV key of a round-robin policy's turn counter (of the workspace's own turns when no policy is named). */
+export function roundRobinKey(policyId: string | null | undefined, workspaceId: string): string {
+  return `rr:${policyId ?? `ws:${workspaceId}`}`;
+}
+
 export interface RouteInput {
   context: Record<string, unknown>;
   scope: CallerScope;
@@ -224,7 +229,7 @@ export class Router {
       }
       case 'round_robin': {
         const sorted = [...eligible].sort((a, b) => a.id.localeCompare(b.id));
-        const n = await this.kv.incr(`rr:${input.policyId ?? `ws:${input.scope.workspaceId}`}`, 1, 7 * 86_400_000);
+        const n = await this.kv.incr(roundRobinKey(input.policyId, input.scope.workspaceId), 1, 7 * 86_400_000);
         const at = (n - 1) % sorted.length;
         const chosen = sorted[at] as FunctionDescriptor;
         // After the choice: the rest of the cycle from there.

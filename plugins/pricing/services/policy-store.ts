@@ -4,6 +4,7 @@ import type { Transaction } from 'sequelize';
 import type { Sql } from '../../../core/db/sql';
 import { newId } from '../../../core/ids';
 import type { KvStore, Unsubscribe } from '../../../core/kv';
+import { roundRobinKey } from '../../../engine';
 import type { PolicyShape, RoutingPolicy } from '../../../engine';
 import { assertWorkspaceRoom } from '../../identity';
 import type { TakeClaim } from '../../identity';
@@ -188,6 +189,8 @@ export class PolicyStore {
   async remove(workspaceId: string, id: string): Promise<boolean> {
     const n = await this.sql.exec('DELETE FROM routing_policies WHERE id = $1 AND workspace_id = $2', [id, workspaceId]);
     await this.changed(workspaceId);
+    // Its round-robin turns would otherwise stay on the store until their 7-day expiry.
+    if (n > 0) await this.kv.del(roundRobinKey(id, workspaceId));
     return n > 0;
   }
 }

@@ -169,6 +169,18 @@ describe('pricing: routing policies over HTTP', function () {
     await a.delete(`${PATH}/${first.id}`);
   });
 
+  it("deleting a round_robin policy drops its turn counter from the store, where it would have stayed for 7 days", async () => {
+    const rr = await create(a, { name: 'rr to delete', strategy: 'round_robin', is_default: true });
+    for (let i = 0; i < 2; i++) {
+      const priced = await a.post<Record<string, any>>('/api/compute/price', { context: { current_price: 10, unit_cost: 4 } });
+      expect(priced.status, priced.text).to.equal(200);
+      expect(priced.body.trace.stages.find((st: { stage: string }) => st.stage === 'route').policy_id).to.equal(rr.id);
+    }
+    expect(await svc.kv.get(`rr:${rr.id}`)).to.equal('2');
+    expect((await a.delete(`${PATH}/${rr.id}`)).status).to.equal(200);
+    expect(await svc.kv.get(`rr:${rr.id}`)).to.equal(null);
+  });
+
   it('concurrent saves of a default all succeed, and one default remains', async () => {
     const created = await Promise.all(Array.from({ length: 8 }, (_, i) => b.post<Record<string, any>>(PATH, { name: `race ${i}`, strategy: 'cheapest', is_default: true })));
     expect(created.map((r) => r.status)).to.deep.equal(Array(8).fill(201));
