@@ -70,6 +70,7 @@ async function main(): Promise<void> {
     // Where the bare app writes its comparison usage events: the service's own database.
     databaseUrl: () => (pg as unknown as { options: { connectionString: string } }).options.connectionString,
     memory: () => rss.read(),
+    url: () => service.url,
     // V8's sampling heap profiler (bench/heap.ts): samples of objects still alive when read, plus those collected by a young (minor) or full (major) collection since if asked.
     heapStart: (payload) => {
       const { minor = false, major = false } = (payload ?? {}) as { minor?: boolean; major?: boolean };
@@ -81,6 +82,21 @@ async function main(): Promise<void> {
       await post('HeapProfiler.stopSampling');
       inspector.disconnect();
       return profile;
+    },
+    // bench/soak.ts: what the service retains. The scrape comes first so its own garbage is collected
+    // with the rest; two full collections, since objects freed by the first (weak references,
+    // finalizers) may only become collectable in the second.
+    heap: async () => {
+      const metricsLines = (await (await fetch(`${service.url}/metrics`)).text()).split('\n').filter(Boolean).length;
+      inspector.connect();
+      try {
+        await post('HeapProfiler.collectGarbage');
+        await post('HeapProfiler.collectGarbage');
+      } finally {
+        inspector.disconnect();
+      }
+      const { heapUsed, rss } = process.memoryUsage();
+      return { heapUsed, rss, metricsLines };
     },
     close,
   });
