@@ -118,6 +118,7 @@ export class FunctionRunner {
       // A timeout lasted at least its limit, whatever the timer's slack (a failure is recorded as slow as that too).
       const slowest = Math.max(ms, cap);
       const recorded = outcome === 'timeout' ? slowest : ms;
+      const label = this.opts.labels.of(fn);
       // A function that could not price the context, or never ran because the pool was busy, has no latency or health to
       // record; nor has one whose address the outbound guard refuses: no retry changes that, so its breaker must not open
       // and answer retryable (it is refused as it is, each time, at once).
@@ -126,9 +127,9 @@ export class FunctionRunner {
         const caller = opts.healthCaller ?? opts.callerWorkspaceId;
         this.latency.record(fn.id, outcome === 'ok' ? ms : slowest, outcome !== 'ok', caller);
         this.breakers.record(fn.id, caller ?? '', outcome === 'ok', opts.admission, failure);
-        this.duration.observe({ function: this.opts.labels.of(fn) }, recorded / 1000);
+        this.duration.observe({ function: label }, recorded / 1000);
       }
-      this.calls.inc({ function: this.opts.labels.of(fn), outcome });
+      this.calls.inc({ function: label, outcome });
     }
   }
 

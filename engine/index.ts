@@ -69,7 +69,7 @@ export function createEngine(deps: { config: Config; kv: KvStore; clock: Clock; 
     const fn = registry.get(id);
     return fn ? labels.of(fn) : id;
   };
-  const breakerGauge = metrics.gauge({
+  metrics.gauge({
     name: 'pricing_breaker_state',
     help: 'Circuit breaker per function: 0 closed, 1 half-open, 2 open; `other` shows the most open of the functions past METRICS_MAX_FUNCTION_LABELS.',
     labelNames: ['function'],
@@ -87,11 +87,7 @@ export function createEngine(deps: { config: Config; kv: KvStore; clock: Clock; 
   });
   const breakerOptions = { windowMs: e.breakerWindowMs, windowMaxCalls: Math.max(e.breakerWindowMaxCalls, e.breakerMinCalls), minCalls: e.breakerMinCalls, failureRatio: e.breakerFailureRatio, cooldownMs: e.breakerCooldownMs };
   const breakers = new CircuitBreakers(
-    new BreakerSet(clock, { ...breakerOptions, minFailingCallers: e.breakerMinFailingCallers }, (fnId, state) => {
-        // Past the cap, one function's state would overwrite the others' in the shared series: the scrape's collect() sets it.
-        const label = labelOf(fnId);
-        if (label !== OTHER_FUNCTIONS) breakerGauge.set({ function: label }, BREAKER_LEVEL[state]);
-      }),
+    new BreakerSet(clock, { ...breakerOptions, minFailingCallers: e.breakerMinFailingCallers }),
     new BreakerSet(clock, { ...breakerOptions, windowMaxCalls: Math.max(e.breakerCallerWindowMaxCalls, e.breakerMinCalls), minFailingCallers: 1, maxEntries: e.breakerMaxCallerEntries }),
   );
   const outbound = new SafeHttpClient({ allowList: config.outbound.allowList, httpsOnly: config.outbound.httpsOnly, allowedPorts: config.outbound.allowedPorts.includes('*') ? [] : config.outbound.allowedPorts.map(Number), defaultTimeoutMs: config.outbound.timeoutMs, maxBodyBytes: config.outbound.maxBodyBytes });

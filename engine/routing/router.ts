@@ -109,6 +109,7 @@ export class Router {
 
   async decide(input: RouteInput): Promise<RouteDecision> {
     const reports: CandidateReport[] = [];
+    const caller = healthCallerOf(input.scope);
     const eligible: FunctionDescriptor[] = [];
     const ceilingCost = input.config.max_cost_per_unit;
     const ceilingLatency = input.config.max_latency_ms;
@@ -135,8 +136,8 @@ export class Router {
       else if (fn.executionType === 'pipeline') reports.push({ ...base, reason: 'pipeline unavailable' });
       else if (ceilingCost !== undefined && dec(effectiveCost(fn)).gt(dec(ceilingCost))) reports.push({ ...base, reason: 'cost ceiling', detail: `${effectiveCost(fn)} > ${ceilingCost}` });
       else if (ceilingLatency !== undefined && lat.p50_ms !== null && lat.p50_ms > ceilingLatency) reports.push({ ...base, reason: 'latency ceiling', detail: latencyCeilingDetail(lat.p50_ms, ceilingLatency, this.latency.failures(fn.id)) });
-      else if (this.breakers.state(fn.id, healthCallerOf(input.scope)) === 'open') {
-        const view = this.breakers.view(fn.id, healthCallerOf(input.scope));
+      else if (this.breakers.state(fn.id, caller) === 'open') {
+        const view = this.breakers.view(fn.id, caller);
         const trial = view.retry_at ? `a trial call from ${view.retry_at}` : null;
         const detail = view.applies_to === 'this_workspace' ? `open for this workspace's calls, which kept failing; other workspaces' calls still reach it${trial ? `; ${trial}` : ''}` : trial;
         reports.push({ ...base, reason: 'breaker open', ...(detail ? { detail } : {}) });
@@ -149,7 +150,7 @@ export class Router {
     }
     const fail = (message: string): never => {
       // Open breakers pass: the first to let a trial through says when the same call may find a candidate.
-      const retryAfterS = this.breakers.firstTrialInS(reports.flatMap((r) => (r.reason === 'breaker open' && r.id ? [r.id] : [])), healthCallerOf(input.scope));
+      const retryAfterS = this.breakers.firstTrialInS(reports.flatMap((r) => (r.reason === 'breaker open' && r.id ? [r.id] : [])), caller);
       throw new EngineError('no_eligible_function', message, { candidates: reports, strategy: input.strategy, ...(input.policyId ? { policyId: input.policyId } : {}), ...(retryAfterS ? { retryAfterS } : {}) });
     };
     if (eligible.length === 0) fail(`No candidate function is eligible under strategy ${input.strategy}.`);

@@ -212,7 +212,6 @@ export class BreakerSet {
   constructor(
     private readonly clock: Clock,
     private readonly opts: BreakerOptions,
-    private readonly onChange: (fnId: string, state: BreakerState) => void = () => undefined,
   ) {
     this.entries = opts.maxEntries === undefined ? new Map<string, Entry>() : new BoundedMap<string, Entry>(opts.maxEntries);
   }
@@ -224,12 +223,6 @@ export class BreakerSet {
       this.entries.set(fnId, e);
     }
     return e;
-  }
-
-  private set(fnId: string, e: Entry, state: BreakerState): void {
-    if (e.state === state) return;
-    e.state = state;
-    this.onChange(fnId, state);
   }
 
   /** Current state without side effects (an open breaker past its cooldown reads as half-open). */
@@ -246,7 +239,7 @@ export class BreakerSet {
     const state = this.state(fnId);
     if (state === 'closed') return e.ordinary;
     if (state === 'open') return null;
-    this.set(fnId, e, 'half_open');
+    e.state = 'half_open';
     if (e.trialInFlight) return null;
     e.trialInFlight = true;
     e.trialStartedAt = this.clock.now();
@@ -285,10 +278,10 @@ export class BreakerSet {
         e.closings++;
         e.ordinary = Object.freeze({ trial: null, closing: e.closings });
         e.openedAt = null;
-        this.set(fnId, e, 'closed');
+        e.state = 'closed';
       } else if (this.opts.minFailingCallers <= 1 || this.opensWith(e, now, caller)) {
         e.openedAt = now;
-        this.set(fnId, e, 'open');
+        e.state = 'open';
       }
       // Otherwise it stays half-open, its trial slot free: one caller's failing trial cannot keep the function from the
       // others once the failures that opened it have left the window; the next call is the trial.
@@ -297,7 +290,7 @@ export class BreakerSet {
     if (admission && admission.closing !== e.closings) return;
     if (e.state === 'closed' && this.opensWith(e, now, caller, ok)) {
       e.openedAt = now;
-      this.set(fnId, e, 'open');
+      e.state = 'open';
     } else if (e.state !== 'closed') this.join(e, now, caller, ok);
   }
 

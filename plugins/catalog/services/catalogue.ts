@@ -3,8 +3,7 @@ import { pageByKey } from '../../../core/pagination';
 import type { ListEnvelope } from '../../../core/pagination';
 import { isReachable } from '../../../engine';
 import type { CircuitBreakers, FunctionDescriptor, FunctionRegistry, LatencyStats } from '../../../engine';
-import { identityOf } from '../../identity';
-import { functionSortKey, functionView, healthCallerOfPrincipal } from '../../pricing';
+import { callerScopeOf, functionSortKey, functionView, healthCallerOfPrincipal } from '../../pricing';
 
 export interface BrowseQuery {
   /** Case-insensitive substring of the name, the description or a tag. */
@@ -39,7 +38,7 @@ export class Catalogue {
   /** Whether the caller sees the function: reachability for a credential, the public listing otherwise. */
   visible(fn: FunctionDescriptor, principal: Principal | null): boolean {
     if (!principal) return fn.builtIn || (fn.isPublic && fn.status === 'active');
-    return isReachable(fn, { workspaceId: principal.workspaceId, builtInsOnly: identityOf(principal).sandbox });
+    return isReachable(fn, callerScopeOf(principal));
   }
 
   view(fn: FunctionDescriptor, principal: Principal | null): CatalogueEntry {

@@ -10,12 +10,12 @@ import { OutboundBlockedError, OutboundError } from '../../../core/outbound/safe
 import { dec } from '../../../core/money';
 import { EngineError, builtinOf, NO_DATA, effectiveCost, isReachable, latencyView } from '../../../engine';
 import type { CircuitBreakers, FunctionDescriptor, FunctionRegistry, LatencyStats, PricingEngine } from '../../../engine';
-import { assertManagesWorkspace, createIdempotencyHeaders, identityOf } from '../../identity';
+import { assertManagesWorkspace, createIdempotencyHeaders } from '../../identity';
 import type { IdempotencyKeys, Workspaces } from '../../identity';
 import * as s from '../schemas';
 import type { CallSchemas } from '../schemas';
 import type { TestRunQuota } from '../services/test-run-quota';
-import { healthCallerOfPrincipal } from '../services/health-caller';
+import { callerScopeOf, healthCallerOfPrincipal } from '../services/caller-scope';
 import { functionCreateResponse, functionReadResponse, functionTestResponse, functionUpdateResponse, functionsListResponse } from '../responses-functions';
 import { pipelineUnavailable, toApiError } from '../services/engine-errors';
 import type { FunctionStore } from '../services/function-store';
@@ -46,7 +46,6 @@ export interface FunctionRouteDeps {
 /** Completes "Only owners and admins …" in the 403 of a member (or a member's key, or an agent's) on create and PATCH. */
 const MANAGE_FUNCTIONS = "register or change this workspace's functions";
 
-const scopeOf = (p: Principal) => ({ workspaceId: p.workspaceId, builtInsOnly: identityOf(p).sandbox });
 
 /** The smallest amount a call is charged (usage costs hold 8 decimals). */
 const SMALLEST_CHARGE = '0.00000001';
@@ -131,7 +130,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
     // By id, or by the name of one of the workspace's own functions (GET and test take either too).
     let fn = await d.store.get(id);
     if (!fn) {
-      const named = d.registry.resolve(id, scopeOf(p), 'name');
+      const named = d.registry.resolve(id, callerScopeOf(p), 'name');
       if (named?.workspaceId === p.workspaceId) fn = await d.store.get(named.id);
     }
     if (!fn || fn.workspaceId !== p.workspaceId) throw notFound();
@@ -153,7 +152,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         const p = principal as Principal;
         const fns = d.registry
           .all()
-          .filter((f) => isReachable(f, scopeOf(p)))
+          .filter((f) => isReachable(f, callerScopeOf(p)))
           .filter((f) => (query.built_in === undefined ? true : query.built_in === 'true' ? f.builtIn : !f.builtIn));
         return ok(pageByKey(fns, functionSortKey, (f) => f.id, query, (f) => functionView(f, d, p.workspaceId, healthCallerOfPrincipal(p))));
       },
@@ -169,7 +168,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       responses: { 200: { description: 'The function and its circuit breaker on the instance that answered.', schema: functionReadResponse } },
       handler: ({ principal, params }) => {
         const p = principal as Principal;
-        const fn = d.registry.resolve(params.id, scopeOf(p));
+        const fn = d.registry.resolve(params.id, callerScopeOf(p));
         if (!fn) throw notFound();
         // Its owner also reads why its last calls failed (others' included), on this instance: other workspaces' usage
         // events name no reason, and the owner's endpoint is theirs to fix.
@@ -314,7 +313,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         const p = principal as Principal;
         const fn = d.registry.find(params.id);
         if (!fn) throw notFound();
-        if (!isReachable(fn, scopeOf(p))) {
+        if (!isReachable(fn, callerScopeOf(p))) {
           // One answer for a private function and a public one its owner has not activated (or has deactivated): neither is
           // on the marketplace, and which of the two it is (its listing flag, its status) is the owner's business.
           throw new ApiError('forbidden', "This is another workspace's function and it is not on the marketplace (private, or not active); only its owner can test it.", {

@@ -1,12 +1,11 @@
 import { z } from 'zod';
-import { healthCallerOfPrincipal } from '../services/health-caller';
+import { callerScopeOf } from '../services/caller-scope';
 import type { Principal } from '../../../core/auth';
 import { errorBodySchema } from '../../../core/errors';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import { latencyView } from '../../../engine';
 import type { CircuitBreakers, FunctionRegistry, LatencyStats } from '../../../engine';
-import { identityOf } from '../../identity';
 import { pipelineUnavailable } from '../services/engine-errors';
 import { routingHealthResponse } from '../responses-functions';
 import { pipelineListResponse, pipelineStagesResponse } from '../responses-policies';
@@ -100,8 +99,8 @@ export function operationRoutes(registry: FunctionRegistry, breakers: CircuitBre
       responses: { 200: { description: 'Every reachable function\'s breaker and latency on the instance that answered.', schema: routingHealthResponse } },
       handler: ({ principal }) => {
         const p = principal as Principal;
-        const scope = { workspaceId: p.workspaceId, builtInsOnly: identityOf(p).sandbox };
-        const data = registry.reachable(scope).map((f) => ({ function: { id: f.id, name: f.name }, breaker: breakers.view(f.id, healthCallerOfPrincipal(p)), latency: latencyView(latency.snapshot(f.id)) }));
+        const scope = callerScopeOf(p);
+        const data = registry.reachable(scope).map((f) => ({ function: { id: f.id, name: f.name }, breaker: breakers.view(f.id, scope.healthCaller), latency: latencyView(latency.snapshot(f.id)) }));
         return ok({ object: 'list', data, has_more: false, next_cursor: null, limit: data.length, instance: instanceId, kept_per: 'instance' });
       },
     }),

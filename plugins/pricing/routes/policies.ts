@@ -7,10 +7,11 @@ import { decodeTimeCursor, listEnvelope, listQuery } from '../../../core/paginat
 import { validate } from '../../../core/validation';
 import { policySchema } from '../../../engine';
 import type { FunctionRegistry, PolicyShape } from '../../../engine';
-import { createIdempotencyHeaders, identityOf } from '../../identity';
+import { createIdempotencyHeaders } from '../../identity';
 import type { IdempotencyKeys } from '../../identity';
 import * as s from '../schemas';
 import { policyView } from '../services/policy-store';
+import { callerScopeOf } from '../services/caller-scope';
 import { policyDeleteResponse, policyListResponse, policyReadResponse, policyWrittenResponse } from '../responses-policies';
 import { STRATEGY_NEEDS, createExampleFor, mended } from './policy-example';
 import type { PolicyRecord, PolicyStore } from '../services/policy-store';
@@ -54,7 +55,7 @@ function refuseLateBindings(current: PolicyRecord, body: { fallback_chain?: unkn
 
 /** References a policy names that the workspace cannot reach now (kept, skipped at routing time). */
 function unreachableRefs(p: PolicyShape, registry: FunctionRegistry, principal: Principal): string[] {
-  const scope = { workspaceId: principal.workspaceId, builtInsOnly: identityOf(principal).sandbox };
+  const scope = callerScopeOf(principal);
   return [...new Set(functionRefs(p).map((r) => r.ref).filter((r) => !registry.resolve(r, scope)))];
 }
 

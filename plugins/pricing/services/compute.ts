@@ -1,5 +1,5 @@
 import type { Request } from 'express';
-import { healthCallerOfPrincipal } from './health-caller';
+import { callerScopeOf } from './caller-scope';
 import type { Config } from '../../../config';
 import type { AdmissionRequest, Reservation } from '../../../core/admission';
 import { freeReservation } from '../../../core/admission';
@@ -11,7 +11,7 @@ import type { KvStore } from '../../../core/kv';
 import type { RequestRate } from '../../identity';
 import type { AttemptReport, MarketEvidence, PricingEngine, PriceOutcome, Preference, TraceStage } from '../../../engine';
 import { EngineError } from '../../../engine';
-import { identityOf, IDEMPOTENCY_HEADER, REPLAYED_HEADER, requestFingerprint } from '../../identity';
+import { IDEMPOTENCY_HEADER, REPLAYED_HEADER, requestFingerprint } from '../../identity';
 import { callerFields, contextKeys, receipt, receiptOfRow, remaining } from '../../usage';
 import type { CallReplays, RecordedCall, RecordedEvent, UsageEventInput, UsageRecorder } from '../../usage';
 import { DEMO_WORKSPACE_ID } from '../migrations/0001-pricing-schema';
@@ -209,7 +209,7 @@ export class ComputeService {
     if (call.startedAt !== undefined) stages.push({ stage: 'authenticate_and_validate', ms: Math.round((t0 - call.startedAt) * 1000) / 1000 });
     const p = call.principal;
     const demo = p === null;
-    const scope = p ? { workspaceId: p.workspaceId, builtInsOnly: identityOf(p).sandbox, healthCaller: healthCallerOfPrincipal(p) } : { workspaceId: DEMO_WORKSPACE_ID, builtInsOnly: true };
+    const scope = p ? callerScopeOf(p) : { workspaceId: DEMO_WORKSPACE_ID, builtInsOnly: true };
     // Keys belong to a workspace: the keyless demo, which charges nothing, keeps none.
     const keyed = p && call.idempotency ? { ...call.idempotency, workspaceId: p.workspaceId } : null;
     if (keyed) {

@@ -1,4 +1,5 @@
 import type { Principal } from '../../../core/auth';
+import type { CallerScope } from '../../../engine';
 import { identityOf } from '../../identity';
 
 /**
@@ -8,4 +9,9 @@ import { identityOf } from '../../identity';
  */
 export function healthCallerOfPrincipal(p: Principal): string {
   return identityOf(p).parentWorkspaceId ?? p.workspaceId;
+}
+
+/** What a principal reaches and whom its calls count as: unclaimed sandboxes reach built-ins only. */
+export function callerScopeOf(p: Principal): CallerScope {
+  return { workspaceId: p.workspaceId, builtInsOnly: identityOf(p).sandbox, healthCaller: healthCallerOfPrincipal(p) };
 }
