@@ -2,6 +2,8 @@ import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ask, startChild, stopChild } from './ipc';
+import { soakRedis } from './soak-redis';
+import type { RedisReading } from './soak-redis';
 import { SoakClient, Tally, badKeys, demoAddresses, functions, person, sandbox, sandboxes } from './soak-traffic';
 
 /**
@@ -10,7 +12,8 @@ import { SoakClient, Tally, badKeys, demoAddresses, functions, person, sandbox, 
  * what is left is what the service keeps, not what it is still using. For an A/B of cache changes.
  *
  * `npm run bench:soak` (SOAK_SANDBOXES 2000, SOAK_DEMO_ADDRESSES 3000, SOAK_BAD_KEYS 3000,
- * SOAK_FUNCTIONS 200, SOAK_IDLE_S 35).
+ * SOAK_FUNCTIONS 200, SOAK_IDLE_S 35); in Redis mode (SOAK_REDIS=1, or REDIS_URL set) also what Redis
+ * holds after each kind (bench/soak-redis.ts).
  */
 const SANDBOXES = Number(process.env.SOAK_SANDBOXES ?? 2000);
 const DEMO_ADDRESSES = Number(process.env.SOAK_DEMO_ADDRESSES ?? 3000);
@@ -45,6 +48,7 @@ interface Step {
   /** What the step made, for its bytes per item (0: none). */
   items: number;
   heap: Heap;
+  redis: RedisReading | null;
 }
 
 /** The external functions' endpoint: every call priced the same, so only the service's side varies. */
@@ -69,13 +73,19 @@ async function timed(label: string, tally: Tally, kind: string, run: () => Promi
 }
 
 function printTable(steps: Step[]): void {
-  console.log('\n| step | heap used after GC MB | change MB | bytes per item | RSS MB | /metrics lines |');
-  console.log('|---|---|---|---|---|---|');
+  const redis = steps.some((s) => s.redis);
+  console.log(`\n| step | heap used after GC MB | change MB | bytes per item | RSS MB | /metrics lines |${redis ? ' Redis used MB | Redis bytes per item | Redis keys | keys without expiry |' : ''}`);
+  console.log(`|---|---|---|---|---|---|${redis ? '---|---|---|---|' : ''}`);
   steps.forEach((s, i) => {
     const prev = steps[i - 1];
     const change = prev ? s.heap.heapUsed - prev.heap.heapUsed : null;
     const perItem = change !== null && s.items > 0 ? (change / s.items).toFixed(0) : '-';
-    console.log(`| ${s.name} | ${mb(s.heap.heapUsed)} | ${change === null ? '-' : mb(change)} | ${perItem} | ${mb(s.heap.rss)} | ${s.heap.metricsLines} |`);
+    let line = `| ${s.name} | ${mb(s.heap.heapUsed)} | ${change === null ? '-' : mb(change)} | ${perItem} | ${mb(s.heap.rss)} | ${s.heap.metricsLines} |`;
+    if (s.redis) {
+      const redisPerItem = prev?.redis && s.items > 0 ? ((s.redis.usedMemory - prev.redis.usedMemory) / s.items).toFixed(0) : '-';
+      line += ` ${mb(s.redis.usedMemory)} | ${redisPerItem} | ${s.redis.keys} | ${s.redis.withoutExpiry} |`;
+    }
+    console.log(line);
   });
 }
 
@@ -86,14 +96,24 @@ function perItem(steps: Step[], name: string): string {
   return s && prev && s.items > 0 ? ((s.heap.heapUsed - prev.heap.heapUsed) / s.items).toFixed(0) : 'n/a';
 }
 
+function redisPerItem(steps: Step[], name: string): string {
+  const i = steps.findIndex((s) => s.name.includes(name));
+  const s = steps[i]?.redis;
+  const prev = steps[i - 1]?.redis;
+  const items = steps[i]?.items ?? 0;
+  return s && prev && items > 0 ? ((s.usedMemory - prev.usedMemory) / items).toFixed(0) : 'n/a';
+}
+
 async function main(): Promise<void> {
+  // Before the service starts: in Redis mode this sets REDIS_URL and a key prefix of the soak's own for it.
+  const redis = await soakRedis();
   const upstream = await startUpstream();
   const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/price`;
   const service = await startChild('service-process.js', (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean));
   const tally = new Tally();
   const client = new SoakClient(await ask<string>(service, 'url'), tally);
   const steps: Step[] = [];
-  const measure = async (name: string, items: number) => steps.push({ name, items, heap: await ask<Heap>(service, 'heap') });
+  const measure = async (name: string, items: number) => steps.push({ name, items, heap: await ask<Heap>(service, 'heap'), redis: (await redis?.read()) ?? null });
   try {
     console.log(
       `Soak: ${SANDBOXES} sandboxes, ${DEMO_ADDRESSES} demo addresses, ${BAD_KEYS} made-up keys, ${FUNCTIONS} functions, ` +
@@ -144,12 +164,21 @@ async function main(): Promise<void> {
       `\nRetained bytes: ${perItem(steps, 'sandboxes')} per sandbox, ${perItem(steps, 'demo')} per demo address, ` +
         `${perItem(steps, 'made-up')} per made-up key, ${perItem(steps, 'functions')} per function; the whole soak ${mb(whole)} MB over the start.`,
     );
+    const last = steps[steps.length - 1]?.redis;
+    if (last) {
+      console.log(
+        `Redis: ${redisPerItem(steps, 'sandboxes')} bytes per sandbox, ${redisPerItem(steps, 'demo')} per demo address, ` +
+          `${redisPerItem(steps, 'made-up')} per made-up key, ${redisPerItem(steps, 'functions')} per function; ` +
+          `${last.keys} keys at the end, ${last.withoutExpiry} of them without an expiry.`,
+      );
+    }
     const unexpected = [...tally.unexpected];
     console.log(unexpected.length === 0 ? 'Every answer had the expected status.' : `\nUnexpected answers:\n${unexpected.map(([what, n]) => `  ${what}: ${n}`).join('\n')}`);
     for (const sample of tally.samples) console.log(`  e.g. ${sample}`);
   } finally {
     await stopChild(service);
     upstream.close();
+    await redis?.close();
   }
 }
 
