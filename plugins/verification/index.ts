@@ -39,7 +39,12 @@ export const verificationPlugin: PluginDefinition = {
   migrations: [verificationSchema, verificationObservedAtIndex],
   async register(ctx) {
     const { config, sql, kv, clock, container, hooks, events } = ctx;
-    const store = new ObservationStore(sql, container.resolve<Pool>(TOKENS.PgPool), config.verification.evidenceCacheTtlMs, () => clock.now());
+    const store = new ObservationStore(
+      sql,
+      container.resolve<Pool>(TOKENS.PgPool),
+      { ttlMs: config.verification.evidenceCacheTtlMs, maxObservations: config.verification.evidenceCacheMaxObservations, maxAccounts: config.identity.credentialCacheMaxEntries },
+      () => clock.now(),
+    );
     const recorder = container.resolve<UsageRecorder>(USAGE.Recorder);
     const service = new VerificationService(store, hooks, recorder, config, clock, ctx.publicUrl, container.resolve<FunctionRegistry>(PRICING.Registry));
     container.register(VERIFICATION.Service, { useValue: service });

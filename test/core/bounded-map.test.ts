@@ -52,4 +52,32 @@ describe('core: ExpiringMap', () => {
     m.deleteWhere((_k, v) => v.ws === 'a');
     expect([m.get('k1'), m.get('k2')]).to.deep.equal([undefined, { ws: 'b' }]);
   });
+
+  it('with weights, drops the oldest entries while their weights add up to more than the bound, and keeps none heavier than the bound alone', () => {
+    const m = new ExpiringMap<string, number[]>(1000, () => 0, { max: 10, of: (v) => v.length + 1 });
+    m.set('a', [1, 2, 3], 1000); // 4
+    m.set('b', [1, 2], 1000); // 3
+    expect(m.totalWeight).to.equal(7);
+    m.set('c', [1, 2, 3, 4], 1000); // 5: 12 > 10, so a goes
+    expect([m.get('a'), m.get('b'), m.get('c')]).to.deep.equal([undefined, [1, 2], [1, 2, 3, 4]]);
+    expect(m.totalWeight).to.equal(8);
+    m.set('b', [1], 1000); // replaced: its old weight is given back
+    expect(m.totalWeight).to.equal(7);
+    m.set('huge', Array.from({ length: 10 }, (_, i) => i), 1000); // 11 alone is over: not kept, nothing dropped for it
+    expect([m.get('huge'), m.size, m.totalWeight]).to.deep.equal([undefined, 2, 7]);
+    m.deleteWhere((k) => k === 'c');
+    m.delete('b');
+    expect([m.size, m.totalWeight]).to.deep.equal([0, 0]);
+  });
+
+  it('gives back the weight of entries that expire, read or swept', () => {
+    let now = 0;
+    const m = new ExpiringMap<string, number[]>(1000, () => now, { max: 100, of: (v) => v.length });
+    m.set('old', [1, 2, 3], 10);
+    m.set('older-read', [1, 2], 10);
+    now = 20;
+    expect(m.get('older-read')).to.equal(undefined);
+    m.set('new', [1], 10);
+    expect([m.size, m.totalWeight]).to.deep.equal([1, 1]);
+  });
 });

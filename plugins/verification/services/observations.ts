@@ -1,4 +1,5 @@
 import type { Pool } from 'pg';
+import { ExpiringMap } from '../../../core/bounded-map';
 import type { Sql } from '../../../core/db/sql';
 import { newId } from '../../../core/ids';
 import { decodeTimeCursor, listEnvelope } from '../../../core/pagination';
@@ -72,7 +73,15 @@ export interface Evidence {
   older: number;
 }
 
-const MAX_CACHED_KEYS = 1000;
+/** How an ObservationStore keeps its reads (config `verification`). */
+export interface EvidenceCacheOptions {
+  /** How long one product type and currency's read is reused (0: not cached). */
+  ttlMs: number;
+  /** Most observations all cached reads hold together: one read holds from none to VERIFY_MAX_OBSERVATIONS_READ (about 270 bytes each). */
+  maxObservations: number;
+  /** Most callers' workspaces whose account is kept. */
+  maxAccounts: number;
+}
 /** A product type and currency as one key, case folded as JavaScript folds it. */
 export const evidenceKey = (productType: string, currency: string): string => `${productType.toLowerCase()}\u0000${currency}`;
 
@@ -90,21 +99,28 @@ const ACCOUNT_JOINS = 'LEFT JOIN workspaces w ON w.id = o.workspace_id LEFT JOIN
 const ACCOUNT_OF = 'coalesce(pw.parent_id, w.parent_id, o.workspace_id)';
 
 export class ObservationStore {
-  private readonly cache = new Map<string, { at: number; evidence: Evidence }>();
-  /** Accounts of callers' workspaces (a claim can move a sandbox under another: kept for the evidence cache's time). */
-  private readonly accounts = new Map<string, { at: number; account: string }>();
+  /** Weighed by observations (an empty read counts one), since a read holds from none to thousands. */
+  private readonly cache: ExpiringMap<string, Evidence>;
+  /** Accounts of callers' workspaces (a claim can move a sandbox under another: kept for the evidence cache's time, at least 1 s). */
+  private readonly accounts: ExpiringMap<string, string>;
   /** Reads in flight: concurrent callers for the same product type and currency share one. */
   private readonly reading = new Map<string, Promise<Evidence>>();
   /** Bumped by every local write, so a read that raced a write is not cached. */
   private writes = 0;
   private readonly writeListeners: Array<(productType: string, currency: string) => void> = [];
 
+  private readonly cacheTtlMs: number;
+
   constructor(
     private readonly sql: Sql,
     private readonly pool: Pool,
-    private readonly cacheTtlMs: number,
+    cache: EvidenceCacheOptions,
     private readonly now: () => number,
-  ) {}
+  ) {
+    this.cacheTtlMs = cache.ttlMs;
+    this.cache = new ExpiringMap(cache.maxObservations, now, { max: cache.maxObservations, of: (e) => e.observations.length + 1 });
+    this.accounts = new ExpiringMap(cache.maxAccounts, now);
+  }
 
   private invalidate(productType: string, currency: string): void {
     this.writes++;
@@ -200,24 +216,21 @@ export class ObservationStore {
    */
   /** The account a workspace's observations count for (see ACCOUNT_OF), as its evidence is read. */
   async accountOf(workspaceId: string): Promise<string> {
-    const now = this.now();
     const hit = this.accounts.get(workspaceId);
-    if (hit && now - hit.at < Math.max(this.cacheTtlMs, 1000)) return hit.account;
+    if (hit !== undefined) return hit;
     const row = await this.sql.one<{ account: string }>(`SELECT ${ACCOUNT_OF} AS account FROM (SELECT $1::text AS workspace_id) o ${ACCOUNT_JOINS}`, [workspaceId]);
     const account = row?.account ?? workspaceId;
-    if (this.accounts.size >= MAX_CACHED_KEYS) this.accounts.clear();
-    this.accounts.set(workspaceId, { at: now, account });
+    this.accounts.set(workspaceId, account, Math.max(this.cacheTtlMs, 1000));
     return account;
   }
 
   async forVerification(productType: string, currency: string, since: Date, limit: number): Promise<Evidence> {
     const key = evidenceKey(productType, currency);
-    const now = this.now();
     const hit = this.cache.get(key);
-    if (hit && now - hit.at < this.cacheTtlMs) return hit.evidence;
+    if (hit !== undefined) return hit;
     const inFlight = this.reading.get(key);
     if (inFlight) return inFlight;
-    const read = this.read(key, productType, currency, since, limit, now);
+    const read = this.read(key, productType, currency, since, limit);
     this.reading.set(key, read);
     try {
       return await read;
@@ -226,7 +239,7 @@ export class ObservationStore {
     }
   }
 
-  private async read(key: string, productType: string, currency: string, since: Date, limit: number, now: number): Promise<Evidence> {
+  private async read(key: string, productType: string, currency: string, since: Date, limit: number): Promise<Evidence> {
     const writesBefore = this.writes;
     const res = await this.pool.query<{ id: string; workspace_id: string; source: string; origin: ObservationOrigin; amount: string; observed_at: Date }>({
       name: 'verification_evidence',
@@ -252,14 +265,7 @@ export class ObservationStore {
       observations: res.rows.map((r) => ({ id: r.id, workspaceId: r.workspace_id, source: r.source, origin: r.origin, amount: r.amount, observedAt: r.observed_at.getTime() })),
       older,
     };
-    if (this.cacheTtlMs > 0 && this.writes === writesBefore) {
-      this.cache.delete(key);
-      this.cache.set(key, { at: now, evidence });
-      if (this.cache.size > MAX_CACHED_KEYS) {
-        const oldest = this.cache.keys().next();
-        if (!oldest.done) this.cache.delete(oldest.value);
-      }
-    }
+    if (this.cacheTtlMs > 0 && this.writes === writesBefore) this.cache.set(key, evidence, this.cacheTtlMs);
     return evidence;
   }
 }

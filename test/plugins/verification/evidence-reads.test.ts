@@ -24,6 +24,8 @@ function countingPool(pool: Pool): { pool: Pool; count: () => number } {
   return { pool: counted, count: () => n };
 }
 
+const CACHE = { ttlMs: 5000, maxObservations: 100_000, maxAccounts: 1000 };
+
 describe('observation store: evidence reads under load', function () {
   this.timeout(30_000);
   let svc: TestService;
@@ -37,7 +39,7 @@ describe('observation store: evidence reads under load', function () {
 
   it('concurrent reads of one product type share a single database read; after the cache expires, one new read', async () => {
     const { pool, count } = countingPool(svc.container.resolve<Pool>(TOKENS.PgPool));
-    const store = new ObservationStore(svc.container.resolve<Sql>(TOKENS.Sql), pool, 5000, () => clock);
+    const store = new ObservationStore(svc.container.resolve<Sql>(TOKENS.Sql), pool, CACHE, () => clock);
     await store.contribute(workspaceId, [{ product_type: 'shared-read', currency: 'USD', amount: '3.00', observed_at: new Date().toISOString(), source: 's' }]);
     const since = new Date(clock - 86_400_000);
     const reads = await Promise.all(Array.from({ length: 25 }, () => store.forVerification('shared-read', 'USD', since, 100)));
@@ -50,7 +52,7 @@ describe('observation store: evidence reads under load', function () {
   });
 
   it('a write of a name outside ASCII refreshes every cached spelling the database would match it to (ΣΑΣ, σασ, σας)', async () => {
-    const store = new ObservationStore(svc.container.resolve<Sql>(TOKENS.Sql), svc.container.resolve<Pool>(TOKENS.PgPool), 5000, () => clock);
+    const store = new ObservationStore(svc.container.resolve<Sql>(TOKENS.Sql), svc.container.resolve<Pool>(TOKENS.PgPool), CACHE, () => clock);
     const since = new Date(clock - 86_400_000);
     // Cached before the write, under the spelling PostgreSQL's lower() gives.
     expect((await store.forVerification('σασ', 'USD', since, 100)).observations).to.have.length(0);
@@ -63,7 +65,7 @@ describe('observation store: evidence reads under load', function () {
 
   it('a write made while a read is under way is seen by the next caller', async () => {
     const { pool, count } = countingPool(svc.container.resolve<Pool>(TOKENS.PgPool));
-    const store = new ObservationStore(svc.container.resolve<Sql>(TOKENS.Sql), pool, 5000, () => clock);
+    const store = new ObservationStore(svc.container.resolve<Sql>(TOKENS.Sql), pool, CACHE, () => clock);
     const since = new Date(clock - 86_400_000);
     const first = store.forVerification('raced-read', 'USD', since, 100);
     await store.contribute(workspaceId, [{ product_type: 'raced-read', currency: 'USD', amount: '4.00', observed_at: new Date().toISOString(), source: 's' }]);
@@ -71,5 +73,24 @@ describe('observation store: evidence reads under load', function () {
     const after = await store.forVerification('raced-read', 'USD', since, 100);
     expect(after.observations.map((o) => o.amount)).to.deep.equal(['4.00']);
     expect(count()).to.be.at.least(2);
+  });
+
+  it('keeps reads up to VERIFY_EVIDENCE_CACHE_MAX_OBSERVATIONS observations together, dropping the oldest read past it, and never one larger than the bound', async () => {
+    const { pool, count } = countingPool(svc.container.resolve<Pool>(TOKENS.PgPool));
+    // Each read of three observations weighs 4: two fit in 9, a third drops the oldest.
+    const store = new ObservationStore(svc.container.resolve<Sql>(TOKENS.Sql), pool, { ...CACHE, maxObservations: 9 }, () => clock);
+    const three = (productType: string) => ['1.00', '2.00', '3.00'].map((amount) => ({ product_type: productType, currency: 'USD', amount, observed_at: new Date().toISOString(), source: 's' }));
+    for (const t of ['bound-a', 'bound-b', 'bound-c']) await store.contribute(workspaceId, three(t));
+    await store.contribute(workspaceId, [...three('bound-big'), ...three('bound-big'), ...three('bound-big')]);
+    const since = new Date(clock - 86_400_000);
+    const read = async (t: string) => {
+      const before = count();
+      expect((await store.forVerification(t, 'USD', since, 100)).observations.length).to.be.greaterThan(0);
+      return count() - before;
+    };
+    expect([await read('bound-a'), await read('bound-b'), await read('bound-a'), await read('bound-b')], 'both kept').to.deep.equal([1, 1, 0, 0]);
+    expect([await read('bound-c'), await read('bound-a'), await read('bound-c')], 'c dropped a, the oldest; a read again dropped b').to.deep.equal([1, 1, 0]);
+    expect([await read('bound-big'), await read('bound-big')], 'nine observations weigh 10: never kept').to.deep.equal([1, 1]);
+    expect([await read('bound-c'), await read('bound-a')], 'and dropped nothing').to.deep.equal([0, 0]);
   });
 });
