@@ -56,12 +56,20 @@ function quantile(sorted: number[], q: number): number {
   return (sorted[lo] as number) + ((sorted[hi] as number) - (sorted[lo] as number)) * (i - lo);
 }
 
+/** Series of functions not run within the window dropped on each record, from the least recently run: enough to keep up without a timer. */
+const SWEEP_PER_RECORD = 4;
+
 /**
  * Rolling latency per function: samples from the last `windowMs` (at most `maxSamples`, oldest
  * dropped first), their p50, p95 and EWMA. Timeouts are recorded at the timeout value, so a
  * hanging function looks slow rather than unknown. Kept per instance.
  */
 export class LatencyStats {
+  /**
+   * Least recently recorded first. A function's samples are only dropped when it is read, and a function no one runs
+   * any more is not read: its series (up to `maxSamples`, about 10 KB) would stay for every function ever run. One with
+   * nothing left in the window reads exactly as one never timed, so it is dropped as later records come.
+   */
   private readonly series = new Map<string, Series>();
 
   constructor(
@@ -110,13 +118,24 @@ export class LatencyStats {
     s.cached = null;
   }
 
+  /** The function's series, moved to the newest end (created when new), after dropping up to SWEEP_PER_RECORD series whose every sample is out of the window. */
   private seriesOf(fnId: string): Series {
-    let s = this.series.get(fnId);
-    if (!s) {
-      s = { t: [], ms: [], failed: [], by: [], declinedAt: [], cached: null };
-      this.series.set(fnId, s);
+    const horizon = this.clock.now() - this.opts.windowMs;
+    let swept = 0;
+    for (const [id, old] of this.series) {
+      if (swept++ === SWEEP_PER_RECORD || id === fnId || Math.max(old.t.at(-1) ?? -Infinity, old.declinedAt.at(-1) ?? -Infinity) >= horizon) break;
+      this.series.delete(id);
     }
+    let s = this.series.get(fnId);
+    if (s) this.series.delete(fnId);
+    else s = { t: [], ms: [], failed: [], by: [], declinedAt: [], cached: null };
+    this.series.set(fnId, s);
     return s;
+  }
+
+  /** Functions with a series kept (for tests of the sweep). */
+  get functionsKept(): number {
+    return this.series.size;
   }
 
   /** The function's series with samples older than the window dropped. */

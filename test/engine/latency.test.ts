@@ -49,6 +49,24 @@ describe('engine: rolling latency statistics', function () {
     expect(lat().snapshot('f')).to.include({ samples: 0, p50_ms: null, cold: true });
   });
 
+  it('drops the series of functions not run within the window as others are run, which then read as never timed; a function still run keeps its samples', () => {
+    for (let i = 0; i < 20; i++) lat().record(`idle-${i}`, 50);
+    lat().recordDeclined('declined');
+    lat().record('busy', 10);
+    expect(lat().functionsKept).to.equal(22);
+    h.clock.advance(6_000);
+    lat().record('busy', 10);
+    h.clock.advance(4_500);
+    // idle-* and declined are out of the window now; busy's second sample is not. Each record drops up to four.
+    for (let i = 0; i < 6; i++) lat().record('busy', 10);
+    expect(lat().functionsKept).to.equal(1);
+    expect(lat().snapshot('idle-0')).to.deep.equal({ samples: 0, p50_ms: null, p95_ms: null, ewma_ms: null, window_ms: 10_000, cold: true });
+    expect(lat().snapshot('busy')).to.include({ samples: 7, p50_ms: 10 });
+    // A function run again after its series went starts afresh.
+    lat().record('idle-3', 70);
+    expect(lat().snapshot('idle-3')).to.include({ samples: 1, p50_ms: 70, cold: true });
+  });
+
   it('the catalogue average is the mean over the same window', () => {
     lat().record('f', 900);
     h.clock.advance(6_000);
