@@ -67,7 +67,7 @@ const SWEEP_PER_RECORD = 4;
 export class LatencyStats {
   /**
    * Least recently recorded first. A function's samples are only dropped when it is read, and a function no one runs
-   * any more is not read: its series (up to `maxSamples`, about 10 KB) would stay for every function ever run. One with
+   * any more is not read: its series (about 12 KB at 256 samples) would stay for every function ever run. One with
    * nothing left in the window reads exactly as one never timed, so it is dropped as later records come.
    */
   private readonly series = new Map<string, Series>();
