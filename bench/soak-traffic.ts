@@ -142,14 +142,53 @@ export async function badKeys(client: SoakClient, kind: string, count: number, r
   });
 }
 
+const PASSWORD = 'correct horse battery';
+
 /** A person signed up from a new address, and a full-access key of their workspace. */
-export async function person(client: SoakClient, kind: string): Promise<{ ip: string; key: string } | null> {
+export async function person(client: SoakClient, kind: string): Promise<{ ip: string; key: string; email: string; cookie: string } | null> {
   const ip = client.address();
-  const signup = await client.call(kind, 'POST', '/api/auth/signup', { ip, body: { email: `${client.name('soak-person')}@example.com`, password: 'correct horse battery', date_of_birth: '1990-01-01' } }, 201);
+  const email = `${client.name('soak-person')}@example.com`;
+  const signup = await client.call(kind, 'POST', '/api/auth/signup', { ip, body: { email, password: PASSWORD, date_of_birth: '1990-01-01' } }, 201);
   const cookie = (signup?.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
   const created = await client.call<{ api_key: { key: string } }>(kind, 'POST', '/api/api-keys', { ip, headers: { cookie }, body: { name: 'soak' } }, 201);
   const key = created?.json?.api_key?.key;
-  return key ? { ip, key } : null;
+  return key ? { ip, key, email, cookie } : null;
+}
+
+/** A key of an agent of the person's workspace: the kind of key exchanged for access tokens. */
+export async function agentKey(client: SoakClient, kind: string, owner: { ip: string; cookie: string }): Promise<string | null> {
+  const headers = { cookie: owner.cookie };
+  const agent = await client.call<{ agent: { id: string } }>(kind, 'POST', '/api/agents', { ip: owner.ip, headers, body: { name: client.name('soak-agent') } }, 201);
+  const id = agent?.json?.agent?.id;
+  if (!id) return null;
+  const created = await client.call<{ api_key: { key: string } }>(kind, 'POST', `/api/agents/${id}/keys`, { ip: owner.ip, headers, body: { name: 'soak tokens' } }, 201);
+  return created?.json?.api_key?.key ?? null;
+}
+
+/**
+ * One person signing in again and again, each time from a new address (a new browser): each sign-in is a
+ * session, used once by its cookie and once by its person token, as the cached sessions are.
+ */
+export async function signIns(client: SoakClient, kind: string, owner: { email: string }, count: number): Promise<void> {
+  await inParallel(count, IN_FLIGHT, async () => {
+    const ip = client.address();
+    const signin = await client.call<{ token: { access_token: string } }>(kind, 'POST', '/api/auth/signin', { ip, body: { email: owner.email, password: PASSWORD } }, 200);
+    const cookie = (signin?.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+    const token = signin?.json?.token?.access_token;
+    if (!cookie || !token) return;
+    await client.call(kind, 'GET', '/api/me', { ip, headers: { cookie } }, 200);
+    await client.call(kind, 'GET', '/api/me', { ip, headers: { authorization: `Bearer ${token}` } }, 200);
+  });
+}
+
+/** OAuth access tokens minted from one agent key (client credentials), each used once for a priced call. */
+export async function tokens(client: SoakClient, kind: string, owner: { ip: string; key: string }, count: number): Promise<void> {
+  await inParallel(count, IN_FLIGHT, async () => {
+    const minted = await client.call<{ access_token: string }>(kind, 'POST', '/api/oauth/token', { ip: owner.ip, headers: { 'x-api-key': owner.key }, body: { grant_type: 'client_credentials' } }, 200);
+    const token = minted?.json?.access_token;
+    if (!token) return;
+    await client.call(kind, 'POST', '/api/compute/price', { ip: owner.ip, headers: { authorization: `Bearer ${token}` }, body: { context: pricedContext(client.name('soak-token')) } }, 200);
+  });
 }
 
 /**

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { ask, startChild, stopChild } from './ipc';
 import { soakRedis } from './soak-redis';
 import type { RedisReading } from './soak-redis';
-import { SoakClient, Tally, badKeys, demoAddresses, functions, person, sandbox, sandboxes } from './soak-traffic';
+import { SoakClient, Tally, agentKey, badKeys, demoAddresses, functions, person, sandbox, sandboxes, signIns, tokens } from './soak-traffic';
 
 /**
  * What the service retains per thing callers create or send: heap after full collections, measured
@@ -12,13 +12,15 @@ import { SoakClient, Tally, badKeys, demoAddresses, functions, person, sandbox, 
  * what is left is what the service keeps, not what it is still using. For an A/B of cache changes.
  *
  * `npm run bench:soak` (SOAK_SANDBOXES 2000, SOAK_DEMO_ADDRESSES 3000, SOAK_BAD_KEYS 3000,
- * SOAK_FUNCTIONS 200, SOAK_IDLE_S 35); in Redis mode (SOAK_REDIS=1, or REDIS_URL set) also what Redis
+ * SOAK_FUNCTIONS 200, SOAK_SIGN_INS 1000, SOAK_TOKENS 2000, SOAK_IDLE_S 35); in Redis mode (SOAK_REDIS=1, or REDIS_URL set) also what Redis
  * holds after each kind (bench/soak-redis.ts).
  */
 const SANDBOXES = Number(process.env.SOAK_SANDBOXES ?? 2000);
 const DEMO_ADDRESSES = Number(process.env.SOAK_DEMO_ADDRESSES ?? 3000);
 const BAD_KEYS = Number(process.env.SOAK_BAD_KEYS ?? 3000);
 const FUNCTIONS = Number(process.env.SOAK_FUNCTIONS ?? 200);
+const SIGN_INS = Number(process.env.SOAK_SIGN_INS ?? 1000);
+const TOKENS = Number(process.env.SOAK_TOKENS ?? 2000);
 const IDLE_S = Number(process.env.SOAK_IDLE_S ?? 35);
 const RAISED = String(1_000_000);
 
@@ -151,6 +153,17 @@ async function main(): Promise<void> {
     await idle();
     await measure(`${FUNCTIONS} functions`, FUNCTIONS);
 
+    const signedIn = await person(client, 'sign-ins');
+    if (signedIn) {
+      await timed(`${SIGN_INS} sign-ins`, tally, 'sign-ins', () => signIns(client, 'sign-ins', signedIn, SIGN_INS));
+      await idle();
+      await measure(`${SIGN_INS} sign-ins`, SIGN_INS);
+      const key = await agentKey(client, 'tokens', signedIn);
+      if (key) await timed(`${TOKENS} access tokens`, tally, 'tokens', () => tokens(client, 'tokens', { ip: signedIn.ip, key }, TOKENS));
+      await idle();
+      await measure(`${TOKENS} access tokens`, TOKENS);
+    }
+
     // Caches that drop expired entries only as new ones come need new traffic to shed the old.
     const fresh = Math.floor(SANDBOXES / 10);
     await idle();
@@ -162,13 +175,13 @@ async function main(): Promise<void> {
     const whole = (steps[steps.length - 1]?.heap.heapUsed ?? 0) - (steps[0]?.heap.heapUsed ?? 0);
     console.log(
       `\nRetained bytes: ${perItem(steps, 'sandboxes')} per sandbox, ${perItem(steps, 'demo')} per demo address, ` +
-        `${perItem(steps, 'made-up')} per made-up key, ${perItem(steps, 'functions')} per function; the whole soak ${mb(whole)} MB over the start.`,
+        `${perItem(steps, 'made-up')} per made-up key, ${perItem(steps, 'functions')} per function, ${perItem(steps, 'sign-ins')} per sign-in, ${perItem(steps, 'tokens')} per access token; the whole soak ${mb(whole)} MB over the start.`,
     );
     const last = steps[steps.length - 1]?.redis;
     if (last) {
       console.log(
         `Redis: ${redisPerItem(steps, 'sandboxes')} bytes per sandbox, ${redisPerItem(steps, 'demo')} per demo address, ` +
-          `${redisPerItem(steps, 'made-up')} per made-up key, ${redisPerItem(steps, 'functions')} per function; ` +
+          `${redisPerItem(steps, 'made-up')} per made-up key, ${redisPerItem(steps, 'functions')} per function, ${redisPerItem(steps, 'sign-ins')} per sign-in, ${redisPerItem(steps, 'tokens')} per access token; ` +
           `${last.keys} keys at the end, ${last.withoutExpiry} of them without an expiry.`,
       );
     }
