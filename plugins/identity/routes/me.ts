@@ -2,7 +2,7 @@ import { ApiError } from '../../../core/errors';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import { identityOf } from '../auth/principal';
-import { invalidCredentials } from '../errors';
+import { wrongKindOfCredential } from '../errors';
 import { AGENT_STARTER_PLAN, sandboxLimits } from '../limits';
 import { capabilitiesResponse } from '../responses';
 import * as s from '../schemas';
@@ -66,7 +66,11 @@ export function meRoutes(d: IdentityDeps): RouteSpec[] {
           });
         }
         if (principal.kind !== 'person' && principal.agentId !== params.id) {
-          throw invalidCredentials("This credential belongs to another agent and cannot reach this agent's capabilities.", "Use the agent's own key or token.");
+          // The credential is valid (its holder must not discard it), just not one this agent's route takes.
+          throw wrongKindOfCredential(
+            "This credential belongs to another agent and cannot reach this agent's capabilities.",
+            "Use this agent's own key or token, or sign in as a person of its workspace; your credential still works for your own agent.",
+          );
         }
         const agent = await d.sql.one<{ id: string; name: string; status: string; workspace_id: string }>('SELECT id, name, status, workspace_id FROM agents WHERE id = $1 AND workspace_id = $2', [
           params.id,

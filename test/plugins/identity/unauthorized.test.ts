@@ -286,12 +286,15 @@ describe('identity: 401 and 403 answers for credentials', () => {
     expect(res.body.error).to.match(/this key belongs to no agent/);
   });
 
-  it("answers an agent token on another agent's capabilities with 401, and its own with 200", async () => {
+  it("answers an agent token on another agent's capabilities with 401 unauthorized (the token is valid, not rejected), and its own with 200", async () => {
     const otherAgent = await createAgent(svc.url, asPerson(owner), 'pricing-agent/other');
     const token = await accessToken(svc.url, agentKey.key);
     const other = await api.get<ErrorBody>(`/api/agents/${otherAgent}/capabilities`, { authorization: `Bearer ${token}` });
     expect(other.status).to.equal(401);
-    expect(other.body.code).to.equal('invalid_credentials');
+    // Valid, only not this agent's: not invalid_credentials nor an invalid_token challenge, which tell a client to drop it.
+    expect(other.body).to.include({ code: 'unauthorized', retryable: false });
+    expect(other.body.hint).to.match(/still works for your own agent/);
+    expect(other.headers.get('www-authenticate')).to.match(/^Bearer realm="pricing-compute", error="invalid_request"/);
     expect(other.text).not.to.contain('pricing-agent/other');
     const own = await api.get<{ agent: { id: string } }>(`/api/agents/${agentId}/capabilities`, { authorization: `Bearer ${token}` });
     expect(own.status, own.text).to.equal(200);
