@@ -144,7 +144,7 @@ export function llmsText(config: Config, base: string, changelog: Changelog, s: 
       `- Free sandbox key: POST ${base}/api/agents/register with {"name": "my-pricing-agent"}${config.identity.selfRegistrationOpen ? '' : ' (currently paused: 503 self_registration_closed)'}. Registration limits in force: ${reg.per_address_per_day} per day per network address, ${reg.overall_per_day} per day overall.`,
     ),
     ...when(registration, `- Sandbox (Agent Starter) limits: ${l.sandbox.computeCallsPerDay} compute calls per day (price verifications count as calls), key valid ${l.sandbox.keyLifetimeDays} days unless claimed, ${l.sandbox.keyRotationsPerDay} key rotations per day, built-in functions only, no batch pricing; the usage API (your receipts' links), data contributions and test runs open once a person claims the sandbox, and until then every compute answer carries its own usage record (receipt) and the calls left (remaining).`),
-    ...when(s.serves('post', '/api/oauth/register') && s.serves('post', '/api/oauth/token'), `- OAuth client credentials: POST ${base}/api/oauth/register, then POST ${base}/api/oauth/token (grant_type=client_credentials).`),
+    ...when(s.serves('post', '/api/oauth/register') && s.serves('post', '/api/oauth/token'), `- OAuth client credentials: POST ${base}/api/oauth/register${config.identity.selfRegistrationOpen ? '' : ' (currently paused: 503 self_registration_closed; existing clients still get tokens)'}, then POST ${base}/api/oauth/token (grant_type=client_credentials).`),
   ];
   const price = [
     ...when(compute, `- POST ${base}/api/compute/price with x-api-key: {"context": {...}, "function_id"?: "...", "routing_preference"?: "cheapest|fastest|round_robin|weighted|explicit"}.`),

@@ -10,6 +10,7 @@ import { workspaceView } from '../services/workspaces';
 import type { IdentityDeps } from './deps';
 import { userAgentOf } from '../../../core/http/header-text';
 import { dailyQuotaRefusal } from '../../../core/daily-quota';
+import { pausedRegistrationRefusal, pausedRegistrationScreen } from './registration-paused';
 
 /** What a credential of the wrong kind is told, by the pipeline (the route's `accepts`) and by the handler alike. */
 const CONFIRM_NEEDS_PERSON = {
@@ -31,6 +32,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       returnsSecret: true,
       method: 'post',
       path: '/api/agents/register',
+      screen: pausedRegistrationScreen(d),
       summary: 'Create an Agent Starter sandbox workspace and key, with no credential.',
       tags: ['Agent onboarding'],
       auth: 'public',
@@ -40,6 +42,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       responses: {
         201: { description: 'The sandbox, its key (shown once), a one-time claim link, plan, limits and changelog pointer.', schema: registerResponse },
         429: dailyQuotaRefusal('REGISTRATIONS_PER_ADDRESS_PER_DAY registrations from this network address today, or REGISTRATIONS_PER_DAY on the whole service', false),
+        503: pausedRegistrationRefusal,
       },
       handler: async ({ body, clientIp, req }) => {
         const r = await d.onboarding.registerSandbox({ name: body.name, ip: clientIp, userAgent: userAgentOf(req), origin: 'agent_self_registration', keyKind: 'sandbox' });

@@ -284,4 +284,27 @@ describe('identity: self-registration paused (SELF_REGISTRATION_OPEN=false)', ()
     expect(res.body.code).to.equal('self_registration_closed');
     expect(res.headers.get('retry-after')).to.equal('900');
   });
+
+  it('answers 503 before reading the body: a bad body or no JSON is not sent off to be fixed first; other methods still get their 405', async () => {
+    for (const path of ['/api/agents/register', '/api/oauth/register']) {
+      const bad = await api.post<ErrorBody>(path, { name: '', unexpected: true, client_name: 7 });
+      expect(bad.status, `${path}: ${bad.text}`).to.equal(503);
+      expect(bad.body).to.include({ code: 'self_registration_closed', retry_after: 900 });
+      const notJson = await api.raw<ErrorBody>('POST', path, { rawBody: '{not json', headers: { 'content-type': 'application/json' } });
+      expect([notJson.status, notJson.body.code], path).to.deep.equal([503, 'self_registration_closed']);
+      const get = await api.get<ErrorBody>(path);
+      expect([get.status, get.headers.get('allow')], path).to.deep.equal([405, 'POST']);
+    }
+  });
+
+  it('declares the 503 on both registration routes in the OpenAPI document, and llms.txt says both are paused', async () => {
+    const doc = await api.get<Record<string, any>>('/api/openapi.json?format=json');
+    for (const path of ['/api/agents/register', '/api/oauth/register']) {
+      expect(doc.body.paths[path].post.responses['503']?.description, path).to.match(/^self_registration_closed: .*SELF_REGISTRATION_OPEN/);
+    }
+    const llms = await api.get('/llms.txt');
+    const paused = llms.text.split('\n').filter((l) => l.includes('currently paused'));
+    expect(paused.some((l) => l.includes('/api/agents/register')), 'agent registration line').to.equal(true);
+    expect(paused.some((l) => l.includes('/api/oauth/register')), 'OAuth registration line').to.equal(true);
+  });
 });
