@@ -50,7 +50,7 @@ export class EngineError extends Error {
 /** How a failure message names each part of the attempt order. */
 const ROLE_WORDS: Record<AttemptReport['role'], string> = {
   chosen: 'the chosen function',
-  alternate: 'a warm alternate',
+  alternate: "the strategy's alternates",
   fallback_chain: 'the fallback chain',
   fallback_function: 'the fallback function',
 };

@@ -1,5 +1,7 @@
 import { expect } from 'chai';
 import { usableResult } from '../../engine';
+import { triedRoles } from '../../engine/errors';
+import type { AttemptReport } from '../../engine/errors';
 import { CALLER_WS, engineError, fixture, harness, policy, recordLatency, SCOPE, stage } from './harness';
 import type { Harness } from './harness';
 
@@ -141,6 +143,12 @@ describe('engine: fallback order and failing functions', function () {
     // A chain whose every entry was skipped (out of reach) was not tried, and the message does not say it was.
     const skippedChain = await engineError(h.price({ policy: single('test-throw', ['nowhere']) }), 'functions_failed');
     expect(skippedChain.message).to.equal('Every function tried failed (the chosen function).');
+  });
+
+  it("names the strategy's alternates as such in a failure message, however many ran (not 'a warm alternate', which only fastest has)", () => {
+    const attempt = (role: AttemptReport['role'], fn: string): AttemptReport => ({ function: fn, id: `fn_${fn}`, role, outcome: 'failed', ms: 1 });
+    const attempts = [attempt('chosen', 'a'), attempt('alternate', 'b'), attempt('alternate', 'c'), attempt('fallback_function', 'd')];
+    expect(triedRoles(attempts, false)).to.equal("the chosen function, the strategy's alternates, the fallback function");
   });
 
   it('when functions that could not price the context sit beside ones that failed, the message names only the failed parts, and the others apart', async () => {

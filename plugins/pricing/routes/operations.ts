@@ -2,11 +2,14 @@ import { z } from 'zod';
 import { callerScopeOf } from '../services/caller-scope';
 import type { Principal } from '../../../core/auth';
 import { errorBodySchema } from '../../../core/errors';
+import { pageByKey } from '../../../core/pagination';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import { latencyView } from '../../../engine';
 import type { CircuitBreakers, FunctionRegistry, LatencyStats } from '../../../engine';
+import { functionsQuery } from '../schemas';
 import { pipelineUnavailable } from '../services/engine-errors';
+import { functionSortKey } from './functions';
 import { routingHealthResponse } from '../responses-functions';
 import { pipelineListResponse, pipelineStagesResponse } from '../responses-policies';
 
@@ -96,12 +99,15 @@ export function operationRoutes(registry: FunctionRegistry, breakers: CircuitBre
       summary: 'Circuit breaker state and latency statistics of the functions you can use, as this instance keeps them (instance, kept_per).',
       tags: ['Routing policies'],
       sandbox: true,
-      responses: { 200: { description: 'Every reachable function\'s breaker and latency on the instance that answered.', schema: routingHealthResponse } },
-      handler: ({ principal }) => {
+      // Paged and filtered as GET /api/functions, in its order: the marketplace makes the reachable functions many.
+      query: functionsQuery,
+      responses: { 200: { description: 'A page of the reachable functions\' breakers and latency on the instance that answered, in the order of GET /api/functions.', schema: routingHealthResponse } },
+      handler: ({ principal, query }) => {
         const p = principal as Principal;
         const scope = callerScopeOf(p);
-        const data = registry.reachable(scope).map((f) => ({ function: { id: f.id, name: f.name }, breaker: breakers.view(f.id, scope.healthCaller), latency: latencyView(latency.snapshot(f.id)) }));
-        return ok({ object: 'list', data, has_more: false, next_cursor: null, limit: data.length, instance: instanceId, kept_per: 'instance' });
+        const fns = registry.reachable(scope).filter((f) => query.built_in === undefined || (query.built_in === 'true') === f.builtIn);
+        const page = pageByKey(fns, functionSortKey, (f) => f.id, query, (f) => ({ function: { id: f.id, name: f.name }, breaker: breakers.view(f.id, scope.healthCaller), latency: latencyView(latency.snapshot(f.id)) }));
+        return ok({ ...page, instance: instanceId, kept_per: 'instance' });
       },
     }),
   ];

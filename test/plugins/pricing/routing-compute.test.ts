@@ -159,6 +159,23 @@ describe('pricing: compute routed by the default policy (HTTP)', function () {
     expect((health.body.data as Body[]).find((d) => d.function.id === id)?.latency).to.deep.equal({ samples: 0, p50_ms: 'no data', p95_ms: 'no data', ewma_ms: 'no data', window_ms: 300_000, cold: true });
   });
 
+  it('pages and filters GET /api/routing/health as GET /api/functions (limit, cursor, built_in, in its order), and refuses a parameter it does not take', async () => {
+    const api = client(svc.url, { 'x-api-key': world.b.key });
+    const all = (await api.get<Body>('/api/functions?limit=100')).body.data as Body[];
+    const first = await api.get<Body>('/api/routing/health?limit=2');
+    expect(first.status, first.text).to.equal(200);
+    expect(first.body).to.include({ limit: 2, has_more: true, kept_per: 'instance' });
+    expect((first.body.data as Body[]).map((d) => d.function.id)).to.deep.equal(all.slice(0, 2).map((f) => f.id));
+    const second = await api.get<Body>(`/api/routing/health?limit=2&cursor=${encodeURIComponent(first.body.next_cursor as string)}`);
+    expect((second.body.data as Body[]).map((d) => d.function.id)).to.deep.equal(all.slice(2, 4).map((f) => f.id));
+    const builtIns = (await api.get<Body>('/api/routing/health?built_in=true&limit=100')).body.data as Body[];
+    expect(builtIns.map((d) => d.function.id)).to.deep.equal(all.filter((f) => f.built_in).map((f) => f.id));
+    for (const bad of ['foo=bar', 'limit=0', 'built_in=maybe', 'cursor=nonsense']) {
+      const refused = await api.get<Body>(`/api/routing/health?${bad}`);
+      expect([refused.status, refused.body.code], bad).to.deep.equal([400, 'validation_error']);
+    }
+  });
+
   it('breaker state shows at GET /api/routing/health and in /metrics, and routing skips the open function', async () => {
     const breakers = svc.container.resolve<CircuitBreakers>(PRICING.Breakers);
     // Two workspaces' calls failing (BREAKER_MIN_FAILING_CALLERS, 2): the function's own breaker opens, for everyone.
