@@ -48,13 +48,17 @@ function callOf(ctx: RequestContext, operation: ComputeCall['operation'], item: 
 
 /**
  * The request's Idempotency-Key header; null without one. A malformed key is a 400 like a bad body,
- * with the route's example body as SPEC's compute and batch 400s carry.
+ * with an example as SPEC's compute and batch 400s carry: the body as sent, which passed (the header
+ * is read after it: only the header was wrong); for a batch, whose body may hold a hundred items, the
+ * route's own.
  */
-function requestKey(ctx: RequestContext): string | null {
+function requestKey(ctx: RequestContext, sentIsExample: boolean): string | null {
   try {
     return idempotencyKeyOf(ctx.req);
   } catch (err) {
-    throw isApiError(err) && ctx.route.example !== undefined ? err.with({ example: ctx.route.example }) : err;
+    if (!isApiError(err)) throw err;
+    const example = sentIsExample && ctx.sent !== undefined ? ctx.sent : ctx.route.example;
+    throw example !== undefined ? err.with({ example }) : err;
   }
 }
 
@@ -73,7 +77,7 @@ function validItem(batchItem: s.CallSchemas['batchItem'], item: PricedItem | s.I
 
 /** A call's Idempotency-Key header, as callIdempotency keeps it; undefined without one. */
 function keyedCall(ctx: RequestContext, route: string, body: unknown): ComputeCall['idempotency'] {
-  const key = requestKey(ctx);
+  const key = requestKey(ctx, true);
   return key === null ? undefined : callIdempotency(key, route, body);
 }
 
@@ -138,7 +142,7 @@ export function computeRoutes(compute: ComputeService, schemas: s.CallSchemas, b
       handler: async (ctx) => {
         // Each item is a call of its own under the batch's key and its index, claimed with the whole batch's
         // fingerprint: a retried batch replays the items already charged and prices the others.
-        const key = requestKey(ctx);
+        const key = requestKey(ctx, false);
         const batch = key === null ? undefined : callIdempotency(key, 'compute.batch', { items: ctx.body.items.map((item) => (item instanceof s.InvalidBatchItem ? item.raw : item)) });
         const recorded: string[] = [];
         const settled: Array<Reservation | null> = [];

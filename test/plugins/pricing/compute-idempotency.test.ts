@@ -144,7 +144,7 @@ describe('compute: Idempotency-Key on priced calls', function () {
     expect(later.body.receipt.usage_event_id).not.to.equal(first.body.receipt.usage_event_id);
   });
 
-  it('refuses a key of the wrong shape with 400 naming the header, before pricing anything', async () => {
+  it('refuses a key of the wrong shape with 400 naming the header, before pricing anything, with the body sent as the example (a batch: its own example)', async () => {
     const before = await eventCount(workspaceId);
     for (const [key, got] of [
       ['has spaces in it', 'a space'],
@@ -155,8 +155,9 @@ describe('compute: Idempotency-Key on priced calls', function () {
       expect(res.status, res.text).to.equal(400);
       expect(res.body.code).to.equal('validation_error');
       expect(res.body.issues).to.deep.equal([{ path: 'headers.idempotency-key', reason: `1 to 255 printable ASCII characters without spaces (got ${got})` }]);
-      // As every compute 400: an example body that passes.
-      expect(res.body.example).to.deep.equal(computeExample);
+      // As every compute 400: an example body that passes; the body sent passed, so it is the body sent (only the header was wrong).
+      expect(res.body.example).to.deep.equal(priced);
+      expect(priced).not.to.deep.equal(computeExample);
     }
     const batch = await api.post<Body>('/api/compute/batch', { items: [priced] }, { 'idempotency-key': 'has spaces in it' });
     expect(batch.status, batch.text).to.equal(400);
