@@ -134,7 +134,11 @@ export function keyRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       handler: async ({ principal, params }) => {
         const p = principal as Principal;
         const key = await d.keys.get(p.workspaceId, params.keyId);
-        if (!key) throw new ApiError('not_found', 'No API key with this id in the workspace.');
+        if (!key) {
+          throw new ApiError('not_found', 'No API key with this id in the workspace.', {
+            hint: 'Keys are per workspace: for a key of another of your workspaces, send x-workspace-id with that workspace (GET /api/user lists yours); GET /api/api-keys lists the keys of this one.',
+          });
+        }
         // Members revoke their own keys; another person's key (the owner's integration) is for owners and admins.
         if (identityOf(p).role === 'member' && key.created_by_person_id !== p.personId) {
           throw new ApiError('forbidden', "Members can revoke only the API keys they created; this key is another person's.", {

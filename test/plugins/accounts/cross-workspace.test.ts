@@ -66,7 +66,12 @@ describe('accounts: one workspace never reaches another’s records', () => {
   });
 
   it("answers a person deleting another workspace's key with 404, and the key keeps working", async () => {
-    expectNoData(await api.delete<ErrorBody>(`/api/api-keys/${bKey.id}`, asPerson(a)), 'delete key');
+    const foreign = await api.delete<ErrorBody>(`/api/api-keys/${bKey.id}`, asPerson(a));
+    expectNoData(foreign, 'delete key');
+    // The same body as for a key that does not exist, with a hint to the workspace a person's other key is in.
+    const missing = await api.delete<ErrorBody>('/api/api-keys/key_missing', asPerson(a));
+    expect(missing.body).to.deep.equal({ ...foreign.body, request_id: missing.body.request_id });
+    expect(foreign.body.hint).to.contain('send x-workspace-id with that workspace');
     expectNoData(await api.delete<ErrorBody>(`/api/api-keys/${bAgentKey.id}`, { authorization: `Bearer ${a.token}` }), 'delete agent key by person token');
     await bStillIntact();
   });
