@@ -235,5 +235,3 @@ export const patchPolicyBody = z.strictObject({
   fallback_function: functionRef.nullable().optional().describe('null clears it.'),
   config: policyConfigSchema.optional().describe('Replaces the whole config.'),
 });
-/** A PATCH that passes and changes nothing of how the policy routes (a body of the wrong shape gets it, sent as is). */
-export const patchPolicyExample = { name: 'cheapest with a cost ceiling' };

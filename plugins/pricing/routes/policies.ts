@@ -13,7 +13,7 @@ import * as s from '../schemas';
 import { policyView } from '../services/policy-store';
 import { callerScopeOf } from '../services/caller-scope';
 import { policyDeleteResponse, policyListResponse, policyReadResponse, policyWrittenResponse } from '../responses-policies';
-import { STRATEGY_NEEDS, createExampleFor, mended } from './policy-example';
+import { PATCH_CHANGING_NOTHING, createExampleFor, patchExample, patchExampleFromSent, withoutNames } from './policy-example';
 import type { PolicyRecord, PolicyStore } from '../services/policy-store';
 
 /** Every function reference a policy holds, with where it sits in the policy. */
@@ -34,7 +34,7 @@ function functionRefs(p: PolicyShape): Array<{ path: string; ref: string }> {
  * before names were checked) now that a function holds it: the PATCH would bind the name to that
  * function, registered later by whoever took it. Sent again, the name is meant and binds.
  */
-function refuseLateBindings(current: PolicyRecord, body: { fallback_chain?: unknown; fallback_function?: unknown; config?: unknown }, registry: FunctionRegistry): void {
+function refuseLateBindings(current: PolicyRecord, body: Record<string, unknown>, registry: FunctionRegistry): void {
   const carried: PolicyShape = {
     ...current,
     fallback_chain: body.fallback_chain === undefined ? current.fallback_chain : [],
@@ -47,9 +47,13 @@ function refuseLateBindings(current: PolicyRecord, body: { fallback_chain?: unkn
     return fn?.createdAt !== undefined && Date.parse(fn.createdAt) > savedAt;
   });
   if (late.length === 0) return;
-  throw new ApiError('validation_error', `This policy named ${[...new Set(late.map((r) => `"${r.ref}"`))].join(', ')} before any function held the name; a function registered later holds it now.`, {
+  const names = new Set(late.map((r) => r.ref));
+  // Without the names: binding them to whoever holds them now is the caller's call, not an example's.
+  const example = patchExample(current, body, (ref) => names.has(ref))?.example;
+  throw new ApiError('validation_error', `This policy named ${[...names].map((n) => `"${n}"`).join(', ')} before any function held the name; a function registered later holds it now.`, {
     issues: late.map((r) => ({ path: r.path, reason: `"${r.ref}" was saved here before any function held the name; send this field again to mean the function holding it now, or leave the name out` })),
-    hint: 'GET /api/functions shows who holds a name. Send the field again (with or without the name) in this PATCH.',
+    hint: `GET /api/functions shows who holds a name. Send the field again (with or without the name) in this PATCH${example ? '; example sends it without the name' : ''}.`,
+    ...(example ? { example } : {}),
   });
 }
 
@@ -65,15 +69,21 @@ function unreachableRefs(p: PolicyShape, registry: FunctionRegistry, principal: 
  * the workspace's calls there. Names are never freed or changed, so one that exists now always
  * means the same function. Ids cannot be taken over and stay as warnings when out of reach.
  */
-function refuseUnknownNames(p: PolicyShape, registry: FunctionRegistry): void {
-  const unknown = functionRefs(p).filter((r) => !/^fn_/i.test(r.ref) && !registry.find(r.ref));
+function refuseUnknownNames(p: PolicyShape, registry: FunctionRegistry, exampleWithout: (isUnknown: (ref: string) => boolean) => unknown): void {
+  const isUnknown = unknownName(registry);
+  const unknown = functionRefs(p).filter((r) => isUnknown(r.ref));
   if (unknown.length === 0) return;
   const names = [...new Set(unknown.map((r) => r.ref))];
+  const example = exampleWithout(isUnknown);
   throw new ApiError('validation_error', `No pricing function is named ${names.map((n) => `"${n}"`).join(', ')}; a policy may name only functions that exist.`, {
     issues: unknown.map((r) => ({ path: r.path, reason: `no function is named "${r.ref}" (a name held for later would go to whoever registers it first)` })),
-    hint: 'Register the function first (POST /api/functions), then name it here; GET /api/functions lists the names you can reach. Registered a moment ago on another instance? Retry in a moment.',
+    hint: `Register the function first (POST /api/functions), then name it here; GET /api/functions lists the names you can reach. Registered a moment ago on another instance? Retry in a moment.${example !== undefined ? ' example is your request without those names (with sample values, to replace, where the strategy needs one).' : ''}`,
+    ...(example !== undefined ? { example } : {}),
   });
 }
+
+/** Whether a reference is a name no function holds (an id is never taken over, so never refused). */
+const unknownName = (registry: FunctionRegistry) => (ref: string): boolean => !/^fn_/i.test(ref) && !registry.find(ref);
 
 function withWarnings(view: Record<string, unknown>, missing: string[]): Record<string, unknown> {
   return missing.length ? { ...view, warnings: [`These functions are out of reach and will be skipped: ${missing.join(', ')}.`] } : view;
@@ -112,15 +122,16 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
       body: s.createPolicyBody,
       example: s.createPolicyExample,
       headers: createIdempotencyHeaders,
-      exampleFor: (sent) => createExampleFor(s.createPolicyBody, policySchema, sent),
+      exampleFor: (sent) => createExampleFor(s.createPolicyBody, policySchema, withoutNames(sent, unknownName(registry))),
       responses: { 201: { description: 'The policy, with warnings for function references it cannot reach; a repeat under the same Idempotency-Key answers the policy as it is now (Idempotent-Replayed: true).', schema: policyWrittenResponse } },
       handler: async ({ principal, body, sent, req }) => {
         const p = principal as Principal;
         // Refused for what its strategy needs (weights, rules, order): the example is what was sent, mended, as for a body
         // the schema refuses, so sending it creates the policy meant and not the stock one.
         const checked = policySchema.safeParse(body);
-        const shape = checked.success ? checked.data : validate(policySchema, body, { example: createExampleFor(s.createPolicyBody, policySchema, sent) ?? s.createPolicyExample });
-        refuseUnknownNames(shape, registry);
+        const exampleWithout = (isBad: (ref: string) => boolean) => createExampleFor(s.createPolicyBody, policySchema, withoutNames(sent, isBad));
+        const shape = checked.success ? checked.data : validate(policySchema, body, { example: exampleWithout(unknownName(registry)) ?? s.createPolicyExample });
+        refuseUnknownNames(shape, registry, exampleWithout);
         const claim = idempotency.claimOf(req, 'policies.create', p.workspaceId, body);
         return idempotency.run(
           claim,
@@ -153,8 +164,9 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
       fullAccess: true,
       params: s.idParams,
       body: s.patchPolicyBody,
-      example: s.patchPolicyExample,
-      exampleFor: (sent) => mended(s.patchPolicyBody, sent),
+      // Not a stock change (a rename): sent back as is, an example must not change what the caller did not name.
+      example: PATCH_CHANGING_NOTHING,
+      exampleFor: (sent) => patchExampleFromSent(s.patchPolicyBody, withoutNames(sent, unknownName(registry))),
       responses: { 200: { description: 'The policy as changed, with warnings for function references it cannot reach.', schema: policyWrittenResponse } },
       handler: async ({ principal, params, body }) => {
         const p = principal as Principal;
@@ -170,24 +182,18 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
             config: body.config ?? current.config,
           };
           // config is replaced as a whole: the likely intent is the stored keys beside the sent ones, plus what the
-          // strategy asked for needs and neither holds (sample values, to be replaced).
-          const config = { ...STRATEGY_NEEDS[merged.strategy], ...current.config, ...body.config };
-          const kept = { ...(body.strategy ? { strategy: body.strategy } : {}), config };
-          const keptIsValid = policySchema.safeParse({ ...merged, config }).success;
-          const added = Object.keys(STRATEGY_NEEDS[merged.strategy] ?? {}).filter((k) => !(k in current.config) && !(body.config && k in body.config));
-          // Else the same with what was refused in the sent values replaced by samples or left out.
-          const mendedConfig = keptIsValid ? undefined : mended(policySchema, { ...merged, config })?.config;
-          const example = keptIsValid ? kept : mendedConfig ? { ...kept, config: mendedConfig } : s.patchPolicyExample;
-          const about = keptIsValid
-            ? `; the example keeps the stored keys beside yours${added.length ? ` and adds sample ${added.join(' and ')} for "${merged.strategy}" (replace the values)` : ''}`
-            : mendedConfig
-              ? '; the example keeps the stored keys beside yours, with sample values (to replace) or nothing where yours were refused'
-              : '';
+          // strategy asked for needs and neither holds (sample values, to be replaced); refused values left out.
+          const made = patchExample(current, body, unknownName(registry));
+          const about = !made
+            ? ''
+            : !made.mended
+              ? `; the example keeps the stored keys beside yours${made.added.length ? ` and adds sample ${made.added.join(' and ')} for "${merged.strategy}" (replace the values)` : ''}`
+              : '; the example keeps the stored keys beside yours, with sample values (to replace) or nothing where yours were refused';
           shape = validate(policySchema, merged, {
             hint: `The result must be a valid policy (e.g. "weighted" needs config.weights, "policy" needs config.rules). Fields you send replace the stored ones, and config is replaced as a whole: send every config key the policy keeps (GET /api/routing-policies/${params.id} shows them)${about}.`,
-            example,
+            example: made?.example ?? PATCH_CHANGING_NOTHING,
           });
-          refuseUnknownNames(shape, registry);
+          refuseUnknownNames(shape, registry, (isUnknown) => patchExample(current, body, isUnknown)?.example);
           refuseLateBindings(current, body, registry);
           return shape;
         });

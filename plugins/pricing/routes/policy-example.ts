@@ -1,4 +1,6 @@
 import type { z } from 'zod';
+import { stableStringify } from '../../../core/stable-json';
+import { policySchema } from '../../../engine';
 import type { PolicyShape } from '../../../engine';
 
 /** The config keys a strategy cannot do without, with sample values for an example. */
@@ -13,6 +15,9 @@ const SAMPLES: Record<string, unknown> = Object.values(STRATEGY_NEEDS).reduce<Re
 
 type Body = Record<string, unknown>;
 const isObject = (v: unknown): v is Body => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** The one PATCH safe on any policy without reading it: it changes nothing (a body that is not JSON gets it). */
+export const PATCH_CHANGING_NOTHING: Readonly<Record<string, never>> = Object.freeze({});
 
 /** A create's samples for a refused or missing field a policy cannot do without (a PATCH leaves such a field out). */
 const CREATE_SAMPLES: Body = { name: 'my routing policy', strategy: 'default' };
@@ -56,19 +61,115 @@ function mend(value: Body, issues: readonly z.core.$ZodIssue[], topSamples: Body
   return out;
 }
 
+/** `value` mended until `schema` passes it (possibly emptied); undefined when it is no object or does not pass. */
+function mendedOrEmpty<T>(schema: z.ZodType<T>, value: unknown, topSamples: Body = {}): Body | undefined {
+  if (!isObject(value)) return undefined;
+  let v: Body = value;
+  for (let pass = 0; pass < 4; pass++) {
+    const r = schema.safeParse(v);
+    if (r.success) return v;
+    v = mend(v, r.error.issues, topSamples);
+  }
+  return undefined;
+}
+
 /**
  * `value` with what `schema` refuses in it replaced by samples or left out, so an example stays as
  * close as possible to what the caller sent; undefined when that does not pass or leaves nothing.
  */
 export function mended<T>(schema: z.ZodType<T>, value: unknown, topSamples: Body = {}): Body | undefined {
-  if (!isObject(value)) return undefined;
-  let v: Body = value;
-  for (let pass = 0; pass < 4; pass++) {
-    const r = schema.safeParse(v);
-    if (r.success) return Object.keys(v).length > 0 ? v : undefined;
-    v = mend(v, r.error.issues, topSamples);
+  const v = mendedOrEmpty(schema, value, topSamples);
+  return v && Object.keys(v).length > 0 ? v : undefined;
+}
+
+/**
+ * A policy body (a create, a PATCH, a policy) without the function references `isBad` refuses: the rule that
+ * uses one, its weight, its place in a list, the field it fills; a list or weights left empty are left out
+ * too (a strategy that needs them gets samples when the result is mended). Anything not of the expected
+ * shape is kept for the schema to judge.
+ */
+export function withoutNames(value: unknown, isBad: (ref: string) => boolean): unknown {
+  if (!isObject(value)) return value;
+  const bad = (ref: unknown): boolean => typeof ref === 'string' && isBad(ref);
+  const out: Body = { ...value };
+  const config: Body | undefined = isObject(out.config) ? { ...out.config } : undefined;
+  const lists: Array<[Body | undefined, string, (item: unknown) => unknown]> = [
+    [out, 'fallback_chain', (ref) => ref],
+    [config, 'rules', (rule) => (isObject(rule) ? rule.use : undefined)],
+    [config, 'order', (ref) => ref],
+    [config, 'candidates', (ref) => ref],
+  ];
+  for (const [holder, key, refOf] of lists) {
+    const list = holder?.[key];
+    if (!holder || !Array.isArray(list)) continue;
+    const kept = list.filter((item) => !bad(refOf(item)));
+    if (kept.length === list.length) continue;
+    if (kept.length > 0) holder[key] = kept;
+    else delete holder[key];
   }
-  return undefined;
+  if (bad(out.fallback_function)) delete out.fallback_function;
+  if (config && bad(config.default_function)) delete config.default_function;
+  if (config && isObject(config.weights)) {
+    const weights = Object.fromEntries(Object.entries(config.weights).filter(([ref]) => !bad(ref)));
+    if (Object.keys(weights).length > 0) config.weights = weights;
+    else delete config.weights;
+  }
+  if (config) out.config = config;
+  return out;
+}
+
+/**
+ * The example of a PATCH the body schema refuses, made from what was sent alone (the stored policy is not read
+ * before the body passes): each refused value left out, or replaced by a sample where a config key is needed.
+ * A config left empty is left out, as sending it would clear the stored one; when nothing is left the example
+ * is {}, which changes nothing, never a field the caller did not send (a stock rename would pass for a fix).
+ */
+export function patchExampleFromSent<T>(body: z.ZodType<T>, sent: unknown): Body | undefined {
+  const sentConfig = isObject(sent) ? sent.config : undefined;
+  const v = mendedOrEmpty(body, sent);
+  if (!v) return undefined;
+  if (isObject(v.config) && Object.keys(v.config).length === 0 && !(isObject(sentConfig) && Object.keys(sentConfig).length === 0)) {
+    const { config: _emptied, ...rest } = v;
+    return rest;
+  }
+  return v;
+}
+
+export interface PatchExample {
+  example: Body;
+  /** Config keys the strategy needs that neither the stored policy nor the PATCH held: sample values. */
+  added: string[];
+  /** Whether values were replaced by samples or left out to make the example pass. */
+  mended: boolean;
+}
+
+/**
+ * The example of a PATCH refused once applied to `current` (what its strategy needs, a function name): what
+ * was sent, the function references `isBad` refuses left out, with `config` (replaced as a whole) holding the
+ * stored keys beside the sent ones and samples for what the strategy needs and neither holds. A field not
+ * sent is in it only when it must change for the example to pass (a stored reference left out).
+ */
+export function patchExample(current: PolicyShape, body: Body, isBad: (ref: string) => boolean): PatchExample | undefined {
+  const strategy = (body.strategy ?? current.strategy) as PolicyShape['strategy'];
+  const needs = STRATEGY_NEEDS[strategy] ?? {};
+  const sentConfig = isObject(body.config) ? body.config : {};
+  // What a PATCH leaves out keeps the stored value; a stored value that must lose a reference is sent without it.
+  const sent = withoutNames(body, isBad) as Body;
+  const carried = withoutNames({ fallback_chain: current.fallback_chain, fallback_function: current.fallback_function }, isBad) as Body;
+  const config = (withoutNames({ config: { ...needs, ...current.config, ...sentConfig } }, isBad) as Body).config;
+  const candidate: Body = { name: current.name, is_default: current.is_default, fallback_chain: [], fallback_function: null, ...carried, ...sent, strategy, config };
+  const full = mendedOrEmpty(policySchema, candidate);
+  if (!full) return undefined;
+  const example: Body = {};
+  for (const [key, value] of Object.entries(full)) {
+    const stored = (current as unknown as Body)[key];
+    if (key in sent || (key === 'config' && 'config' in body) || stableStringify(value) !== stableStringify(stored)) example[key] = value;
+  }
+  return {
+    example,
+    added: Object.keys(needs).filter((k) => !(k in current.config) && !(k in sentConfig)),
+    mended: !policySchema.safeParse(candidate).success,
+  };
 }
 
 /**
