@@ -9,6 +9,7 @@ import { sandboxQuotaRefusal } from '../../usage';
 import * as s from '../schemas';
 import { batchResponse, demoPriceResponse, idempotencyHeaders, priceResponse } from '../responses';
 import { callIdempotency } from '../services/compute';
+import { marketplaceOutsidePlan } from '../services/engine-errors';
 import { callExampleFor } from './call-example';
 import type { ComputeCall, ComputeResult, ComputeService } from '../services/compute';
 
@@ -104,7 +105,7 @@ export function computeRoutes(compute: ComputeService, schemas: s.CallSchemas, b
       example: s.computeExample,
       exampleFor: callExampleFor(schemas.computeBody, s.computeExample),
       headers: idempotencyHeaders,
-      responses: { 200: { description: 'The price, who answered and how, the trace and the usage record; a retry under an answered Idempotency-Key repeats it (Idempotent-Replayed: true).', schema: priceResponse }, 429: sandboxQuotaRefusal },
+      responses: { 200: { description: 'The price, who answered and how, the trace and the usage record; a retry under an answered Idempotency-Key repeats it (Idempotent-Replayed: true).', schema: priceResponse }, 403: marketplaceOutsidePlan, 429: sandboxQuotaRefusal },
       handler: async (ctx) => {
         const r = await compute.compute(callOf(ctx, 'compute', ctx.body, { timed: true, idempotency: keyedCall(ctx, 'compute.price', ctx.body) }));
         return pricedReply(ctx, compute, r);
@@ -122,7 +123,7 @@ export function computeRoutes(compute: ComputeService, schemas: s.CallSchemas, b
       example: s.routerExample,
       exampleFor: callExampleFor(schemas.routerBody, s.routerExample),
       headers: idempotencyHeaders,
-      responses: { 200: { description: 'As POST /api/compute/price answers.', schema: priceResponse }, 429: sandboxQuotaRefusal },
+      responses: { 200: { description: 'As POST /api/compute/price answers.', schema: priceResponse }, 403: marketplaceOutsidePlan, 429: sandboxQuotaRefusal },
       handler: async (ctx) => {
         const r = await compute.compute(callOf(ctx, 'router', ctx.body, { timed: true, idempotency: keyedCall(ctx, 'router.price', ctx.body) }));
         return pricedReply(ctx, compute, r);

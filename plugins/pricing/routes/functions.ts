@@ -17,7 +17,7 @@ import type { CallSchemas } from '../schemas';
 import type { TestRunQuota } from '../services/test-run-quota';
 import { callerScopeOf, healthCallerOfPrincipal } from '../services/caller-scope';
 import { functionCreateResponse, functionReadResponse, functionTestResponse, functionUpdateResponse, functionsListResponse } from '../responses-functions';
-import { pipelineUnavailable, toApiError } from '../services/engine-errors';
+import { marketplaceOutsidePlan, pipelineUnavailable, toApiError } from '../services/engine-errors';
 import type { FunctionStore } from '../services/function-store';
 
 export interface FunctionRouteDeps {
@@ -165,11 +165,16 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       tags: ['Functions'],
       sandbox: true,
       params: s.idParams,
-      responses: { 200: { description: 'The function and its circuit breaker on the instance that answered.', schema: functionReadResponse } },
+      responses: { 200: { description: 'The function and its circuit breaker on the instance that answered.', schema: functionReadResponse }, 403: marketplaceOutsidePlan },
       handler: ({ principal, params }) => {
         const p = principal as Principal;
-        const fn = d.registry.resolve(params.id, callerScopeOf(p));
-        if (!fn) throw notFound();
+        const scope = callerScopeOf(p);
+        const fn = d.registry.resolve(params.id, scope);
+        if (!fn) {
+          // As compute answers a sandbox naming a marketplace function (public and active: naming it reveals nothing).
+          if (scope.builtInsOnly && d.registry.resolve(params.id, { ...scope, builtInsOnly: false })) throw toApiError(new EngineError('outside_plan', ''));
+          throw notFound(scope.builtInsOnly);
+        }
         // Its owner also reads why its last calls failed (others' included), on this instance: other workspaces' usage
         // events name no reason, and the owner's endpoint is theirs to fix.
         const own = !fn.builtIn && fn.workspaceId === p.workspaceId;
@@ -234,7 +239,6 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
                   costMultiplier: body.cost_multiplier,
                   endpointUrl: body.endpoint_url ?? null,
                   timeoutMs: body.timeout_ms ?? null,
-                  commissionPct: d.commissionPct(),
                 },
                 take,
               )
@@ -353,4 +357,5 @@ function pipelineWarning(fn: FunctionDescriptor): { warnings?: string[] } {
     : {};
 }
 
-const notFound = (): unknown => toApiError(new EngineError('function_not_found', ''));
+/** `sandbox`: its hint names the built-ins a sandbox reaches, not marketplace functions it cannot. */
+const notFound = (sandbox = false): unknown => toApiError(new EngineError('function_not_found', ''), { sandbox });

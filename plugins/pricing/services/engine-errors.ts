@@ -1,5 +1,5 @@
 import { sandboxRefusal } from '../../identity';
-import { ApiError } from '../../../core/errors';
+import { ApiError, errorBodySchema } from '../../../core/errors';
 import { BUILTINS, EngineError } from '../../../engine';
 import type { MarketEvidence } from '../../../engine';
 
@@ -19,6 +19,12 @@ export function pipelineUnavailable(keyless = false): ApiError {
       : 'Reference pipelines and their stages can be listed (GET /api/pipelines, GET /api/pipelines/stages); price with the stages one at a time through POST /api/price-router, with a stage\'s name as function_name.',
   });
 }
+
+/** The OpenAPI 403 of a route where an unclaimed sandbox may name a marketplace function (compute, router, a function's read). */
+export const marketplaceOutsidePlan = {
+  description: 'plan_restricted: an unclaimed sandbox named a marketplace function (public and active); sandboxes use the built-in functions until a person claims them (next: claim).',
+  schema: errorBodySchema,
+};
 
 /** Who asked and how, so hints name only what this caller can do and the field it sent. */
 export interface ErrorAudience {

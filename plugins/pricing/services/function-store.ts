@@ -66,7 +66,6 @@ export interface NewFunction {
   costMultiplier: string;
   endpointUrl: string | null;
   timeoutMs: number | null;
-  commissionPct: number;
 }
 
 export interface FunctionPatch {
@@ -107,10 +106,11 @@ export class FunctionStore implements FunctionSource {
     const passesFor = impersonatedBy(f.name);
     if (passesFor) throw nameReserved(f.name, passesFor);
     const id = newId('fn');
+    // A draft is listed nowhere, public or not: no commission rate nor listing time until it is public and active (update).
     const insert = (tx?: Transaction) =>
       this.sql.one<FunctionRow>(
-        `INSERT INTO pricing_functions (id, workspace_id, name, description, tags, execution_type, is_public, cost_per_unit, cost_multiplier, endpoint_url, timeout_ms, commission_pct, listed_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING *`,
+        `INSERT INTO pricing_functions (id, workspace_id, name, description, tags, execution_type, is_public, cost_per_unit, cost_multiplier, endpoint_url, timeout_ms)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *`,
         [
           id,
           f.workspaceId,
@@ -123,8 +123,6 @@ export class FunctionStore implements FunctionSource {
           f.costMultiplier,
           f.endpointUrl,
           f.timeoutMs,
-          f.isPublic ? f.commissionPct : null,
-          f.isPublic ? new Date() : null,
         ],
         tx,
       );
@@ -164,7 +162,11 @@ export class FunctionStore implements FunctionSource {
     return `${base}-${i}`;
   }
 
-  /** Applies a patch of the owner; a first public listing fixes its commission rate for good. */
+  /**
+   * Applies a patch of the owner. A function is listed while public and active, so the patch that first makes it both
+   * (whichever of the two came last) fixes its commission rate for good; a public draft or inactive one has none yet.
+   * The patch is read over the row as the last committed PATCH left it, so two racing to make it so fix the rate once.
+   */
   async update(id: string, workspaceId: string, patch: FunctionPatch, commissionPct: number): Promise<FunctionRecord | null> {
     const row = await this.sql.one<FunctionRow>(
       `UPDATE pricing_functions SET
@@ -176,8 +178,8 @@ export class FunctionStore implements FunctionSource {
          cost_multiplier = COALESCE($8, cost_multiplier),
          endpoint_url = COALESCE($9, endpoint_url),
          timeout_ms = COALESCE($10, timeout_ms),
-         commission_pct = CASE WHEN COALESCE($6, is_public) AND commission_pct IS NULL THEN $11 ELSE commission_pct END,
-         listed_at = CASE WHEN COALESCE($6, is_public) AND listed_at IS NULL THEN now() ELSE listed_at END,
+         commission_pct = CASE WHEN COALESCE($6, is_public) AND COALESCE($3, status) = 'active' AND commission_pct IS NULL THEN $11 ELSE commission_pct END,
+         listed_at = CASE WHEN COALESCE($6, is_public) AND COALESCE($3, status) = 'active' AND listed_at IS NULL THEN now() ELSE listed_at END,
          updated_at = now()
        WHERE id = $1 AND workspace_id = $2 RETURNING *`,
       [

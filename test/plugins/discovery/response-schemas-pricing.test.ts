@@ -134,7 +134,7 @@ describe('OpenAPI response schemas of the function, routing policy, pipeline, ca
     const body = { name, execution_type: 'external_api', endpoint_url: upstream.url('/details'), timeout_ms: 1000, cost_per_unit: '0.002', is_public: true, tags: ['schemas'] };
     const created = await owned.post<Body>('/api/functions', body, idem);
     expect(created.body.next).to.have.length(1);
-    expect(created.body.function).to.include({ status: 'draft', endpoint_url: upstream.url('/details'), commission_pct: '30' });
+    expect(created.body.function).to.include({ status: 'draft', endpoint_url: upstream.url('/details'), commission_pct: null });
     expectFits('functions.create', created, 201);
     extId = created.body.function.id;
     const draft = await owned.get<Body>(`/api/functions/${extId}`);
