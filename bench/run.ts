@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { ask, askLoad, startChild, startLoadWorker, stopChild } from './ipc';
+import { SERVICE_MMAP_THRESHOLD, ask, askLoad, startChild, startLoadWorker, stopChild } from './ipc';
 import type { LoadResult, SequentialResult } from './load-worker';
 import { cpuDelta, cpuSnapshot, descendantsRss } from './proc-stats';
 import type { CpuSnapshot } from './proc-stats';
@@ -60,7 +60,7 @@ async function main(): Promise<void> {
     const scenarios = info.scenarios.filter((s) => !ONLY || s.name.includes(ONLY));
     console.log(
       `Benchmark: ${CONNECTIONS} connections, ${REPEATS} x ${DURATION_S}s per route (bare and service alternating), Node ${process.version}, ${info.kv}, ` +
-        `USAGE_SYNCHRONOUS_COMMIT=${info.synchronousCommit ? 'on' : 'off'}, ${new Date().toISOString().slice(0, 10)}`,
+        `USAGE_SYNCHRONOUS_COMMIT=${info.synchronousCommit ? 'on' : 'off'}, service MALLOC_MMAP_THRESHOLD_=${SERVICE_MMAP_THRESHOLD} (as npm start), ${new Date().toISOString().slice(0, 10)}`,
     );
     console.log('Medians over the repeats; the ratio is the median of the ratios of adjacent bare/service runs.\n');
     console.log('| scenario | service req/s | bare req/s | ratio | service p50/p99 ms | bare p50/p99 ms | p99 ratio | non-2xx | DB queries/req | hot-pool statements/req (usage inserts, key lookups) |');

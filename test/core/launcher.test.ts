@@ -98,4 +98,26 @@ describe('npm start: the signal a supervisor sends reaches the service', () => {
       rmSync(root, { recursive: true, force: true });
     }
   });
+
+  it("sets glibc's MALLOC_MMAP_THRESHOLD_ to 128 KiB unless the operator set one: large buffers (scrypt's 16 MB) go back to the system when freed", async () => {
+    const pkg = JSON.parse(readFileSync(path.resolve(__dirname, '../../../package.json'), 'utf8')) as { scripts: { start: string } };
+    const root = mkdtempSync(path.join(tmpdir(), 'pcs-start-'));
+    mkdirSync(path.join(root, 'core'));
+    writeFileSync(path.join(root, 'core/launcher.cjs'), 'console.log(`threshold=${process.env.MALLOC_MMAP_THRESHOLD_}`);\n');
+    const startWith = (extra: Record<string, string>) =>
+      new Promise<string>((resolve) => {
+        const env: NodeJS.ProcessEnv = { ...process.env, ...extra, PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? ''}` };
+        if (!('MALLOC_MMAP_THRESHOLD_' in extra)) delete env.MALLOC_MMAP_THRESHOLD_;
+        const child = spawn('sh', ['-c', pkg.scripts.start], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
+        let output = '';
+        child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+        child.once('exit', () => resolve(output.trim()));
+      });
+    try {
+      expect(await startWith({})).to.equal('threshold=131072');
+      expect(await startWith({ MALLOC_MMAP_THRESHOLD_: '65536' })).to.equal('threshold=65536');
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
 });
