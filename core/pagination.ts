@@ -76,7 +76,8 @@ function offsetMinutes(m: RegExpExecArray): number | null {
   return (m[2] === '-' ? -1 : 1) * (hours * 60 + minutes);
 }
 
-function badCursor(): ApiError {
+/** 400 for a cursor this service did not issue (a list whose cursor carries more than a time checks the rest with it). */
+export function badCursor(): ApiError {
   return new ApiError('validation_error', 'The cursor is not one this service issued.', {
     issues: [{ path: 'cursor', reason: 'not a valid cursor' }],
     hint: 'Pass the next_cursor value of the previous page unchanged, or omit cursor for the first page.',

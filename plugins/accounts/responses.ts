@@ -104,7 +104,7 @@ const sessionItem = z.object({
   current: z.boolean().describe('Whether it is the session this request came with (its cookie, or the session its person token is bound to).'),
 });
 
-export const sessionListResponse = listEnvelopeSchema(sessionItem, 'Your open sessions, newest first (all of them: has_more is false, next_cursor null and limit their number).');
+export const sessionListResponse = listEnvelopeSchema(sessionItem, 'Your open sessions, newest first, a page of at most limit (20 unless sent; next_cursor for the next).');
 
 export const revokeAllSessionsResponse = z.object({
   revoked: z.number().int().describe('How many sessions were ended (the current one too, unless it is the one kept).'),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { listQuery } from '../../core/pagination';
 
 /** A calendar date that exists: 2000-02-30 parses (as 1 March) but does not round-trip. */
 const isRealDate = (s: string): boolean => {
@@ -70,3 +71,6 @@ export const agentKeyBody = z.strictObject({
   expires_at: z.string().datetime().optional(),
 });
 export const agentKeyExample = { name: 'returns agent key', scopes: ['price:compute'] };
+
+/** GET /api/user/sessions: paged like every list (limit 1 to 100, default 20; cursor from next_cursor). */
+export const sessionListQuery = z.object({ ...listQuery });

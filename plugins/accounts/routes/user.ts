@@ -1,5 +1,6 @@
 import { ApiError } from '../../../core/errors';
 import { defineRoute, ok } from '../../../core/http/route';
+import { badCursor, decodeTimeCursor, listEnvelope } from '../../../core/pagination';
 import type { RouteSpec } from '../../../core/http/route';
 import * as r from '../responses';
 import * as s from '../schemas';
@@ -53,26 +54,31 @@ export function userRoutes(d: AccountsDeps): RouteSpec[] {
       id: 'user.sessions.list',
       method: 'get',
       path: '/api/user/sessions',
-      summary: 'Your open sessions.',
+      summary: 'Your open sessions, newest first, a page at a time.',
       tags: ['People'],
       accepts: ['person'],
-      responses: { 200: { description: 'Your open sessions.', schema: r.sessionListResponse } },
-      handler: async ({ principal }) => {
-        const rows = await d.sessions.list(personOf(principal));
-        return ok({
-          object: 'list',
-          data: rows.map((r) => ({
-            id: r.id,
-            method: r.method,
-            user_agent: r.user_agent,
-            created_at: new Date(r.created_at).toISOString(),
-            expires_at: new Date(r.expires_at).toISOString(),
-            current: r.id === principal?.sessionId,
-          })),
-          has_more: false,
-          next_cursor: null,
-          limit: rows.length,
-        });
+      query: s.sessionListQuery,
+      responses: { 200: { description: 'A page of your open sessions.', schema: r.sessionListResponse } },
+      handler: async ({ principal, query }) => {
+        const after = query.cursor === undefined ? undefined : decodeTimeCursor(query.cursor);
+        // The cursor's id goes to a uuid column: one that is not a UUID was not issued here.
+        if (after && !UUID.test(after.id)) throw badCursor();
+        const rows = await d.sessions.list(personOf(principal), query.limit, after);
+        return ok(
+          listEnvelope(
+            rows,
+            query.limit,
+            (r) => ({
+              id: r.id,
+              method: r.method,
+              user_agent: r.user_agent,
+              created_at: new Date(r.created_at).toISOString(),
+              expires_at: new Date(r.expires_at).toISOString(),
+              current: r.id === principal?.sessionId,
+            }),
+            (r) => ({ sort: r.sort_key, id: r.id }),
+          ),
+        );
       },
     }),
     defineRoute({

@@ -124,8 +124,21 @@ export class Sessions {
     return this.usable(row);
   }
 
-  async list(personId: string): Promise<SessionRow[]> {
-    return this.sql.many<SessionRow>('SELECT * FROM person_sessions WHERE person_id = $1 AND revoked_at IS NULL AND expires_at > now() ORDER BY created_at DESC', [personId]);
+  /**
+   * One page of the person's open sessions, newest first: `limit + 1` rows after `after` (the page's last row), the
+   * extra one only telling that there is more. Every sign-in is a session, so a person may have thousands.
+   */
+  async list(personId: string, limit: number, after?: { at: string; id: string }): Promise<Array<SessionRow & { sort_key: string }>> {
+    const bind: unknown[] = [personId, limit + 1];
+    let page = '';
+    if (after) {
+      bind.push(after.at, after.id);
+      page = 'AND (created_at, id) < ($3::timestamptz, $4::uuid)';
+    }
+    return this.sql.many<SessionRow & { sort_key: string }>(
+      `SELECT *, created_at::text AS sort_key FROM person_sessions WHERE person_id = $1 AND revoked_at IS NULL AND expires_at > now() ${page} ORDER BY created_at DESC, id DESC LIMIT $2`,
+      bind,
+    );
   }
 
   /** Revokes one session of the person; false when it is not theirs or already gone. */
