@@ -6,6 +6,7 @@ import { agentRoutes } from './routes/agents';
 import { authRoutes } from './routes/auth';
 import { keyRoutes } from './routes/keys';
 import { userRoutes } from './routes/user';
+import { personTokenRoutes } from './routes/person-tokens';
 import { People } from './services/people';
 import { PersonAuthenticator } from './services/person-authenticator';
 import { Sessions } from './services/sessions';
@@ -43,6 +44,6 @@ export const accountsPlugin: PluginDefinition = {
     const failures = new FailedAuthGuard(kv, config.limits.rateLimit.failedAuthPerAddressPer15Min, config.limits.rateLimit.ipv6Prefix);
     hooks.addAuthenticator(new PersonAuthenticator(sessions, people, sql, clock, secret, failures));
     const deps = { config, sql, people, sessions, wallets, keys, workspaces, audit, failures, idempotency };
-    for (const route of [...authRoutes(deps), ...userRoutes(deps), ...keyRoutes(deps, events), ...agentRoutes(deps, events)]) ctx.route(route);
+    for (const route of [...authRoutes(deps), ...userRoutes(deps), ...personTokenRoutes(deps), ...keyRoutes(deps, events), ...agentRoutes(deps, events)]) ctx.route(route);
   },
 };

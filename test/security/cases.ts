@@ -50,6 +50,7 @@ export const securityCases: Record<string, SecurityCase> = {
   'user.read': { as: 'person', request: () => ({ path: '/api/user' }) },
   'user.wallets.list': { as: 'person', request: () => ({ path: '/api/user/wallets' }) },
   'user.sessions.list': { as: 'person', request: () => ({ path: '/api/user/sessions' }) },
+  'user.tokens.create': { as: 'person', request: () => ({ path: '/api/user/tokens', body: { scopes: ['price:compute'] } }) },
   'user.sessions.revokeAll': { as: 'person', request: (w) => ({ path: `/api/user/sessions?currentSessionId=${w.a.owner.sessionId}` }) },
   'user.sessions.revoke': {
     as: 'person',

@@ -89,6 +89,11 @@ export class Sessions {
     return { session, cookie, token, tokenExpiresIn: this.tokenTtlS };
   }
 
+  /** Seconds a person token is valid for (PERSON_TOKEN_TTL_S). */
+  get tokenLifetimeS(): number {
+    return this.tokenTtlS;
+  }
+
   async mintToken(personId: string, sessionId: string, scopes: readonly string[] | null): Promise<string> {
     const now = Math.floor(this.clock.now() / 1000);
     return new SignJWT({ sid: sessionId, ...(scopes ? { scope: scopes.join(' ') } : {}) })

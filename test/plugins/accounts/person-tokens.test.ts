@@ -1,0 +1,56 @@
+import { expect } from 'chai';
+import { client } from '../../support/http';
+import { asPerson, signUp } from '../../support/identity';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+
+type Body = Record<string, any>;
+
+/** docs/identity.md: a person token may be minted with fewer scopes, and a scoped one creates keys only within them. */
+describe('accounts: narrower person tokens (POST /api/user/tokens)', function () {
+  this.timeout(30_000);
+  let svc: TestService;
+  let api: ReturnType<typeof client>;
+
+  before(async () => {
+    svc = await startTestService();
+    api = client(svc.url);
+  });
+  after(() => svc.close());
+
+  it('mints a token carrying the scopes asked for, bound to the session: within them it works, beyond them 403 insufficient_scope, and ending the session stops it', async () => {
+    const person = await signUp(svc.url);
+    const minted = await api.post<Body>('/api/user/tokens', { scopes: ['billing:read'] }, asPerson(person));
+    expect(minted.status, minted.text).to.equal(201);
+    expect(minted.headers.get('cache-control')).to.equal('no-store');
+    expect(minted.body.token).to.include({ token_type: 'Bearer', scope: 'billing:read', expires_in: 3600 });
+    const narrow = { authorization: `Bearer ${minted.body.token.access_token as string}` };
+    expect((await api.get<Body>('/api/me', narrow)).body.scopes).to.deep.equal(['billing:read']);
+    // Keys only within what it holds.
+    expect((await api.post<Body>('/api/api-keys', { name: 'reader', scopes: ['billing:read'] }, narrow)).status).to.equal(201);
+    const wider = await api.post<Body>('/api/api-keys', { name: 'pricer', scopes: ['price:compute'] }, narrow);
+    expect([wider.status, wider.body.code, wider.body.required_scopes]).to.deep.equal([403, 'insufficient_scope', ['price:compute']]);
+    const priced = await api.post<Body>('/api/compute/price', { context: { current_price: 4 } }, narrow);
+    expect([priced.status, priced.body.code]).to.deep.equal([403, 'insufficient_scope']);
+    // A narrower token cannot mint a wider one.
+    const widened = await api.post<Body>('/api/user/tokens', { scopes: ['billing:read', 'price:compute'] }, narrow);
+    expect([widened.status, widened.body.code, widened.body.required_scopes]).to.deep.equal([403, 'insufficient_scope', ['price:compute']]);
+    // Bound to the session that asked.
+    expect((await api.delete(`/api/user/sessions/${person.sessionId}`, asPerson(person))).status).to.equal(200);
+    expect((await api.get('/api/me', narrow)).status).to.equal(401);
+  });
+
+  it('refuses unknown scopes and the permissions granted by name only with 400 naming each, an API key with 401, and no scopes with 400', async () => {
+    const person = await signUp(svc.url);
+    const unknown = await api.post<Body>('/api/user/tokens', { scopes: ['price:compute', 'everything'] }, asPerson(person));
+    expect([unknown.status, unknown.body.code, unknown.body.issues]).to.deep.equal([400, 'validation_error', [{ path: 'scopes.1', reason: '"everything" is not a scope' }]]);
+    expect(unknown.body.example).to.deep.equal({ scopes: ['price:compute'] });
+    const nameOnly = await api.post<Body>('/api/user/tokens', { scopes: ['team:admin'] }, asPerson(person));
+    expect([nameOnly.status, nameOnly.body.issues[0].path]).to.deep.equal([400, 'scopes.0']);
+    expect(nameOnly.body.hint).to.contain('POST /api/api-keys');
+    expect((await api.post<Body>('/api/user/tokens', { scopes: [] }, asPerson(person))).status).to.equal(400);
+    const key = (await api.post<Body>('/api/api-keys', { name: 'k' }, asPerson(person))).body.api_key.key as string;
+    const byKey = await api.post<Body>('/api/user/tokens', { scopes: ['price:compute'] }, { 'x-api-key': key });
+    expect([byKey.status, byKey.body.code]).to.deep.equal([401, 'unauthorized']);
+  });
+});
