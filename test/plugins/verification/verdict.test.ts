@@ -239,7 +239,11 @@ describe('verification verdict (pure)', () => {
       expect(high.band).to.include({ upper: '10.02', method: 'log_median_k_mad_within_constraints' });
       // A floor above the whole band: the constraints alone are the band.
       const above = verdict('20.00', market(), { floor: { value: '30', from: ['unit_cost'] } });
-      expect(above.band).to.include({ lower: '30.00', upper_open: true });
+      expect(above.band).to.include({ lower: '30.00', upper_open: true, method: 'floor_only' });
+      // A floor below the whole band cuts nothing: the band is the market's, though the floor decided the verdict.
+      const under = verdict('4.00', market(), { floor: { value: '5', from: ['unit_cost'] } });
+      expect(under).to.include({ verdict: 'low', basis: 'floor' });
+      expect(under.band.method).to.equal('log_median_k_mad');
     });
   });
 
