@@ -19,7 +19,8 @@ const RESERVED_CONTEXT_KEYS = ['product_type', 'currency', 'amount', 'price', 'o
 // eslint-disable-next-line no-control-regex -- refusing control characters is the point
 const NO_CONTROL_CHARS = /^[^\u0000-\u001F\u007F-\u009F]*$/;
 
-const productType = z.string().trim().min(1, 'product_type must not be empty').max(100).regex(NO_CONTROL_CHARS, 'product_type must not contain control characters');
+const PRODUCT_TYPE_MAX = 100;
+const productType = z.string().trim().min(1, 'product_type must not be empty').max(PRODUCT_TYPE_MAX).regex(NO_CONTROL_CHARS, 'product_type must not contain control characters');
 const currency = z
   .string()
   .regex(CURRENCY, 'currency must be a three-letter code such as USD')
@@ -146,6 +147,11 @@ function verifyContextOf(contextSchema: ContextSchema) {
     }
     const current = currentPriceBoundProblem(ctx.current_price);
     if (current) issue.addIssue({ code: 'custom', path: ['current_price'], message: current });
+    // Judged against observations, stored under at most 100 characters: a longer name matches none, and would be
+    // echoed and recorded whole.
+    if (typeof ctx.product_type === 'string' && ctx.product_type.length > PRODUCT_TYPE_MAX) {
+      issue.addIssue({ code: 'custom', path: ['product_type'], message: `product_type is at most ${PRODUCT_TYPE_MAX} characters, as observations store it (a longer one matches none)` });
+    }
   });
 }
 

@@ -77,6 +77,18 @@ describe('price verification API', function () {
     expect(demo.status).to.equal(400);
   });
 
+  it('refuses a product_type longer than observations store (100 characters) with 400 naming it, on both verify routes; 100 is accepted', async () => {
+    const api = client(svc.url, { 'x-api-key': caller.key });
+    const long = await api.post<Record<string, any>>('/api/price-router/verify', { context: { product_type: 'x'.repeat(101) }, proposed_price: 5 });
+    expect(long.status, long.text).to.equal(400);
+    expect(long.body.issues).to.deep.equal([{ path: 'context.product_type', reason: 'product_type is at most 100 characters, as observations store it (a longer one matches none)' }]);
+    expect(long.body.example.context).not.to.have.property('product_type');
+    const demo = await client(svc.url).post<Record<string, any>>('/api/public/price-router/verify', { context: { product_type: 'x'.repeat(5000) }, proposed_price: 5 });
+    expect(demo.status).to.equal(400);
+    expect(demo.text.length, 'the name is not echoed').to.be.below(3000);
+    expect((await api.post('/api/price-router/verify', { context: { product_type: 'x'.repeat(100) }, proposed_price: 5 })).status).to.equal(200);
+  });
+
   it('takes current_price as the docs say (a non-negative number, 0 included), with one issue per refusal and a message saying so', async () => {
     const api = client(svc.url, { 'x-api-key': caller.key });
     const zero = await api.post<Record<string, any>>('/api/price-router/verify', { context: { product_type: 'widget', current_price: 0 }, proposed_price: '20.10' });
