@@ -192,7 +192,11 @@ export function validateQuery<S extends z.ZodType>(schema: S, query: Record<stri
       const meant = closest(k, known);
       return { path: k, reason: `unknown query parameter${meant ? `; did you mean "${meant}"?` : ''} (${accepted})` };
     });
-    throw validationFailed('query', issues, opts.hint ?? `Correct or remove the query parameters listed in issues; ${accepted}.`);
+    // The declared parameters' own problems too, as a body's are all reported at once: one round trip fixes them all.
+    const declared = Object.fromEntries(Object.entries(query).filter(([k]) => !unknown.includes(k)));
+    const checked = schema.safeParse(declared);
+    const more = checked.success ? [] : zodIssues(checked.error, declared, schema);
+    throw validationFailed('query', [...issues, ...more], opts.hint ?? `Correct or remove the query parameters listed in issues; ${accepted}.`);
   }
   return validate(schema, query, { ...opts, where: 'query' });
 }

@@ -124,5 +124,11 @@ describe('core validation: query parameters', () => {
     expect(validateQuery(z.object({}), {})).to.deep.equal({});
     expect(queryRefusal(z.object({}), { x: '1' }).extras.issues?.[0]?.reason).to.equal('unknown query parameter (this route takes none)');
   });
+
+  it('reports the declared parameters\' own problems beside the unknown ones, all at once as a body\'s', () => {
+    const err = queryRefusal(listQuery, { built_in: 'maybe', foo: '1', limit: '0' });
+    expect(err.extras.issues?.map((i) => i.path)).to.deep.equal(['foo', 'built_in', 'limit']);
+    expect(queryRefusal(listQuery, { foo: '1', limit: '5' }).extras.issues?.map((i) => i.path)).to.deep.equal(['foo']);
+  });
 });
 
