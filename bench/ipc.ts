@@ -1,6 +1,7 @@
 import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { MMAP_THRESHOLD } from '../core/banner';
 import type { Job } from './load-worker';
 
 /** One request to a benchmark child process and its answer, matched by id. */
@@ -72,7 +73,7 @@ export function rssSampler(): { read: () => { peak: number; now: number } } {
  * What `npm start` sets for the service (package.json): glibc returns large freed buffers to the system instead of
  * keeping them in per-thread arenas. The benchmarks run the service as operators do; an operator's value stands.
  */
-export const SERVICE_MMAP_THRESHOLD = process.env.MALLOC_MMAP_THRESHOLD_ ?? '131072';
+export const SERVICE_MMAP_THRESHOLD = process.env.MALLOC_MMAP_THRESHOLD_ ?? MMAP_THRESHOLD;
 
 export function startChild(file: string, execArgv: string[] = []): Promise<ChildProcess> {
   const env = file === 'service-process.js' ? { ...process.env, MALLOC_MMAP_THRESHOLD_: SERVICE_MMAP_THRESHOLD } : process.env;

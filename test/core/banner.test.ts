@@ -25,4 +25,11 @@ describe('core: the start banner', () => {
     expect(text).to.contain('get a key: sign up (POST http://127.0.0.1:3000/api/auth/signup), then POST http://127.0.0.1:3000/api/api-keys');
     expect(text).to.not.contain('/healthz');
   });
+
+  it('on Linux, asks for MALLOC_MMAP_THRESHOLD_ when the service was started without it (not through npm start); silent with it, and elsewhere', () => {
+    const config = loadConfig({});
+    expect(banner('http://127.0.0.1:3000', 'http://127.0.0.1:3000', config, [], {}, 'linux')).to.contain('memory:    set MALLOC_MMAP_THRESHOLD_=131072 in the environment, as npm start does');
+    expect(banner('http://127.0.0.1:3000', 'http://127.0.0.1:3000', config, [], { MALLOC_MMAP_THRESHOLD_: '131072' }, 'linux')).to.not.contain('MALLOC');
+    expect(banner('http://127.0.0.1:3000', 'http://127.0.0.1:3000', config, [], {}, 'darwin')).to.not.contain('MALLOC');
+  });
 });
