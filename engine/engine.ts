@@ -238,8 +238,9 @@ export class PricingEngine {
       const hit = await this.cache.get(fn, req.context, marketFor(fn));
       if (step.role === 'chosen' || hit) stages.push({ stage: 'cache', ms: since(t), hit: !!hit, ...(step.role === 'chosen' ? {} : { function: fn.name }), ...(this.cache.enabled ? {} : { disabled: true }) });
       if (hit) {
-        this.cacheHits.inc({ function: this.opts.labels.of(fn) });
-        this.requests.inc({ function: this.opts.labels.of(fn), outcome: 'ok' });
+        const label = this.opts.labels.of(fn);
+        this.cacheHits.inc({ function: label });
+        this.requests.inc({ function: label, outcome: 'ok' });
         const fallbackUsed = this.usedFallback(step.role, attempts);
         if (fallbackUsed) this.noteFallback(stages, first, fn, attempts);
         return { result: hit, fn, strategy, decision, attempts, fallbackUsed, cached: true, savings: null, cost: effectiveCost(fn), stages };

@@ -161,3 +161,14 @@ export const agentKeyResponse = z.object({
   api_key: issuedApiKeySchema,
   agent: agentSchema,
 });
+
+export const personTokenResponse = z.object({
+  token: z
+    .object({
+      access_token: z.string().describe('A person token (a JWT) bound to the session that asked: ending the session stops it.'),
+      token_type: z.literal('Bearer'),
+      expires_in: z.number().int().describe('Seconds the token is valid for (PERSON_TOKEN_TTL_S).'),
+      scope: z.string().describe('The scopes it carries, space-separated.'),
+    })
+    .describe('A narrower person token, for a script that should do less than its person may.'),
+});

@@ -74,3 +74,9 @@ export const agentKeyExample = { name: 'returns agent key', scopes: ['price:comp
 
 /** GET /api/user/sessions: paged like every list (limit 1 to 100, default 20; cursor from next_cursor). */
 export const sessionListQuery = z.object({ ...listQuery });
+
+/** POST /api/user/tokens: a narrower person token. */
+export const personTokenBody = z.strictObject({
+  scopes: z.array(z.string().min(1).max(64)).min(1).max(20).describe('The named scopes the token carries (legacy read, write and admin expand); at most those of the credential asking.'),
+});
+export const personTokenExample = { scopes: ['price:compute'] };

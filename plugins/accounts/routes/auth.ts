@@ -24,7 +24,7 @@ export function signedInReply(d: AccountsDeps, person: PersonRow, session: NewSe
     body: {
       person: personView(person),
       session: { id: session.session.id, expires_at: new Date(session.session.expires_at).toISOString() },
-      token: { access_token: session.token, token_type: 'Bearer', expires_in: session.tokenExpiresIn, use: 'Authorization: Bearer <access_token> (person token); browsers use the pcs_session cookie.' },
+      token: { access_token: session.token, token_type: 'Bearer', expires_in: d.sessions.tokenLifetimeS, use: 'Authorization: Bearer <access_token> (person token); browsers use the pcs_session cookie.' },
       ...extra,
     },
   };

@@ -26,6 +26,14 @@ export function requestedExpiry(expiresAt: string | undefined): Date | null {
   return at;
 }
 
+/** 400 naming each scope in `names` that is not one (a new key's, a narrower person token's). */
+export function unknownScopesRefusal(names: readonly string[], unknown: readonly string[], extras: { hint: string; example: unknown; fields?: Record<string, unknown> }): ApiError {
+  return new ApiError('validation_error', `Unknown scope${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}.`, {
+    issues: unknown.map((u) => ({ path: `scopes.${names.indexOf(u)}`, reason: `"${u}" is not a scope` })),
+    ...extras,
+  });
+}
+
 /**
  * Checks the scopes a person asks for on a new key: known names only; permissions granted by name
  * only need an owner or admin; a scoped person token may only grant scopes it holds.
@@ -35,8 +43,7 @@ export function checkRequestedScopes(principal: Principal, requested: string[] |
   if (names) {
     const unknown = unknownScopes(names);
     if (unknown.length > 0) {
-      throw new ApiError('validation_error', `Unknown scope${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}.`, {
-        issues: unknown.map((u) => ({ path: `scopes.${names.indexOf(u)}`, reason: `"${u}" is not a scope` })),
+      throw unknownScopesRefusal(names, unknown, {
         hint: `Valid scopes: ${NAMED_SCOPES.join(', ')} (legacy choices ${LEGACY_SCOPES.join(', ')} are still accepted). Omit scopes for full access.`,
         fields: { valid_scopes: NAMED_SCOPES, legacy_scopes: LEGACY_SCOPES },
         example: { name: 'checkout service', scopes: ['price:compute'] },

@@ -1,26 +1,12 @@
-import { z } from 'zod';
 import type { Principal } from '../../../core/auth';
 import { ApiError } from '../../../core/errors';
 import { created, defineRoute } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
-import { effectiveScopes, insufficientScope, NAME_ONLY_SCOPES, NAMED_SCOPES, unknownScopes } from '../../identity';
+import { effectiveScopes, FULL_ACCESS, insufficientScope, NAME_ONLY_SCOPES, unknownScopes } from '../../identity';
+import * as r from '../responses';
+import * as s from '../schemas';
 import type { AccountsDeps } from './deps';
-
-export const personTokenBody = z.strictObject({
-  scopes: z.array(z.string().min(1).max(64)).min(1).max(20).describe('The named scopes the token carries (legacy read, write and admin expand); at most those of the credential asking.'),
-});
-export const personTokenExample = { scopes: ['price:compute'] };
-
-const personTokenResponse = z.object({
-  token: z
-    .object({
-      access_token: z.string().describe('A person token (a JWT) bound to the session that asked: ending the session stops it.'),
-      token_type: z.literal('Bearer'),
-      expires_in: z.number().int().describe('Seconds the token is valid for (PERSON_TOKEN_TTL_S).'),
-      scope: z.string().describe('The scopes it carries, space-separated.'),
-    })
-    .describe('A narrower person token, for a script that should do less than its person may.'),
-});
+import { unknownScopesRefusal } from './keys';
 
 /**
  * The scopes a person token may be narrowed to: named ones only; never a permission granted by name only (a token
@@ -29,19 +15,13 @@ const personTokenResponse = z.object({
 function narrowedScopes(principal: Principal, requested: readonly string[]): string[] {
   const names = [...new Set(requested)];
   const unknown = unknownScopes(names);
-  if (unknown.length > 0) {
-    throw new ApiError('validation_error', `Unknown scope${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}.`, {
-      issues: unknown.map((u) => ({ path: `scopes.${names.indexOf(u)}`, reason: `"${u}" is not a scope` })),
-      hint: `Valid scopes: ${NAMED_SCOPES.filter((n) => !NAME_ONLY_SCOPES.includes(n)).join(', ')}.`,
-      example: personTokenExample,
-    });
-  }
+  if (unknown.length > 0) throw unknownScopesRefusal(names, unknown, { hint: `Valid scopes: ${FULL_ACCESS.join(', ')}.`, example: s.personTokenExample });
   const nameOnly = names.filter((n) => (NAME_ONLY_SCOPES as readonly string[]).includes(n));
   if (nameOnly.length > 0) {
     throw new ApiError('validation_error', `${nameOnly.join(', ')} count only on a key that names them, sent as itself: a token never carries them.`, {
       issues: nameOnly.map((n) => ({ path: `scopes.${names.indexOf(n)}`, reason: `"${n}" is granted by name only, on a key` })),
       hint: 'Create a key naming it (POST /api/api-keys, owners and admins) and send that key itself.',
-      example: personTokenExample,
+      example: s.personTokenExample,
     });
   }
   const wanted = effectiveScopes(names);
@@ -61,9 +41,9 @@ export function personTokenRoutes(d: AccountsDeps): RouteSpec[] {
       tags: ['People'],
       accepts: ['person'],
       returnsSecret: true,
-      body: personTokenBody,
-      example: personTokenExample,
-      responses: { 201: { description: 'The narrower token (shown once).', schema: personTokenResponse } },
+      body: s.personTokenBody,
+      example: s.personTokenExample,
+      responses: { 201: { description: 'The narrower token (shown once).', schema: r.personTokenResponse } },
       handler: async ({ principal, body }) => {
         const p = principal as Principal;
         const sessionId = p.sessionId;

@@ -29,7 +29,6 @@ export interface NewSession {
   cookie: string;
   /** Person bearer token (JWT) bound to the session. */
   token: string;
-  tokenExpiresIn: number;
 }
 
 export function hashSessionToken(token: string): string {
@@ -86,7 +85,7 @@ export class Sessions {
     );
     if (!session) throw new Error('session insert returned nothing');
     const token = await this.mintToken(personId, session.id, null);
-    return { session, cookie, token, tokenExpiresIn: this.tokenTtlS };
+    return { session, cookie, token };
   }
 
   /** Seconds a person token is valid for (PERSON_TOKEN_TTL_S). */

@@ -8,7 +8,7 @@ import { pageByKey } from '../../../core/pagination';
 import type { SafeHttpClient } from '../../../core/outbound/safe-http-client';
 import { OutboundBlockedError, OutboundError } from '../../../core/outbound/safe-http-client';
 import { dec } from '../../../core/money';
-import { EngineError, builtinOf, NO_DATA, effectiveCost, isReachable, latencyView } from '../../../engine';
+import { EngineError, builtinOf, NO_DATA, effectiveCost, healthCallerOf, isReachable, latencyView } from '../../../engine';
 import type { CircuitBreakers, FunctionDescriptor, FunctionRegistry, LatencyStats, PricingEngine } from '../../../engine';
 import { assertManagesWorkspace, createIdempotencyHeaders } from '../../identity';
 import type { IdempotencyKeys, Workspaces } from '../../identity';
@@ -179,8 +179,8 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         // events name no reason, and the owner's endpoint is theirs to fix.
         const own = !fn.builtIn && fn.workspaceId === p.workspaceId;
         return ok({
-          function: functionView(fn, d, p.workspaceId, healthCallerOfPrincipal(p)),
-          breaker: { ...d.breakers.view(fn.id, healthCallerOfPrincipal(p)), instance: d.instanceId, kept_per: 'instance', ...(own ? { recent_failures: d.breakers.recentFailures(fn.id) } : {}) },
+          function: functionView(fn, d, p.workspaceId, healthCallerOf(scope)),
+          breaker: { ...d.breakers.view(fn.id, healthCallerOf(scope)), instance: d.instanceId, kept_per: 'instance', ...(own ? { recent_failures: d.breakers.recentFailures(fn.id) } : {}) },
         });
       },
     }),

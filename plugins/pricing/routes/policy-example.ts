@@ -4,7 +4,7 @@ import { policySchema } from '../../../engine';
 import type { PolicyShape } from '../../../engine';
 
 /** The config keys a strategy cannot do without, with sample values for an example. */
-export const STRATEGY_NEEDS: Partial<Record<PolicyShape['strategy'], Record<string, unknown>>> = {
+const STRATEGY_NEEDS: Partial<Record<PolicyShape['strategy'], Record<string, unknown>>> = {
   weighted: { weights: { 'cost-plus': 3, 'anchored-adjustment': 1 } },
   policy: { rules: [{ when: { 'customer.tier': 'gold' }, use: 'charm-pricing' }] },
   priority: { order: ['anchored-adjustment', 'cost-plus'] },
@@ -77,7 +77,7 @@ function mendedOrEmpty<T>(schema: z.ZodType<T>, value: unknown, topSamples: Body
  * `value` with what `schema` refuses in it replaced by samples or left out, so an example stays as
  * close as possible to what the caller sent; undefined when that does not pass or leaves nothing.
  */
-export function mended<T>(schema: z.ZodType<T>, value: unknown, topSamples: Body = {}): Body | undefined {
+function mended<T>(schema: z.ZodType<T>, value: unknown, topSamples: Body = {}): Body | undefined {
   const v = mendedOrEmpty(schema, value, topSamples);
   return v && Object.keys(v).length > 0 ? v : undefined;
 }
