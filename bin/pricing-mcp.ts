@@ -8,7 +8,7 @@
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { createParser } from 'eventsource-parser';
 
 const base = (process.env.PRICING_SERVICE_URL ?? 'http://localhost:3000').replace(/\/$/, '');
@@ -20,11 +20,25 @@ type Rpc = { jsonrpc: '2.0'; id?: number | string | null; method?: string; param
 let nextId = 1;
 
 /**
+ * A JSON-RPC error passed to the client as is. The SDK's McpError would prefix its message with
+ * "MCP error <code>: ", which the client's McpError then prefixes again.
+ */
+class RpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+/**
  * An HTTP-level refusal from the service (401 for a key it does not recognise, 403, 429, …) as an
  * MCP error that carries the service's own message, code and hint instead of an empty one. The body
  * is the service's error shape, or a JSON-RPC error for the transport's own refusals.
  */
-function refusal(status: number, body: Record<string, unknown> | null): McpError {
+function refusal(status: number, body: Record<string, unknown> | null): RpcError {
   const rpcError = body && typeof body.error === 'object' && body.error !== null ? (body.error as { code?: unknown; message?: unknown; data?: unknown }) : null;
   const text = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
   const message = text(rpcError?.message) ?? text(body?.error) ?? text(body?.message) ?? 'no details given';
@@ -32,7 +46,7 @@ function refusal(status: number, body: Record<string, unknown> | null): McpError
   const { jsonrpc: _jsonrpc, id: _id, error: _error, ...fields } = body ?? {};
   const code = typeof rpcError?.code === 'number' ? rpcError.code : -32000;
   const data = { http_status: status, ...fields, ...(hint ? { hint } : {}), ...(rpcError?.data !== undefined && typeof rpcError.data === 'object' ? (rpcError.data as object) : {}) };
-  return new McpError(code, `The pricing service refused the request (HTTP ${status}): ${message}${hint ? ` ${hint}` : ''}`, data);
+  return new RpcError(code, `The pricing service refused the request (HTTP ${status}): ${message}${hint ? ` ${hint}` : ''}`, data);
 }
 
 /** One JSON-RPC request to the service; SSE replies are read with eventsource-parser. */
@@ -48,7 +62,7 @@ async function forward(method: string, params: Record<string, unknown>, onNotifi
   if (!type.includes('text/event-stream')) {
     const body = (await res.json().catch(() => null)) as Record<string, unknown> | null;
     if (!res.ok) throw refusal(res.status, body);
-    if (!body || body.jsonrpc !== '2.0') throw new McpError(-32603, `The service answered ${res.status} without JSON-RPC.`);
+    if (!body || body.jsonrpc !== '2.0') throw new RpcError(-32603, `The service answered ${res.status} without JSON-RPC.`);
     return body as Rpc;
   }
   let response: Rpc | null = null;
@@ -61,7 +75,7 @@ async function forward(method: string, params: Record<string, unknown>, onNotifi
   });
   const decoder = new TextDecoder();
   if (res.body) for await (const chunk of res.body as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }));
-  if (!response) throw new McpError(-32603, 'The service closed the stream without a response.');
+  if (!response) throw new RpcError(-32603, 'The service closed the stream without a response.');
   return response;
 }
 
@@ -72,7 +86,7 @@ async function call(method: string, params: Record<string, unknown>, tool: strin
     return await forward(method, params, onNotification, abort.signal);
   } catch (err) {
     if (abort.signal.aborted) {
-      throw new McpError(-32001, `The pricing service did not answer within ${timeoutMs} ms.`, {
+      throw new RpcError(-32001, `The pricing service did not answer within ${timeoutMs} ms.`, {
         code: 'upstream_timeout',
         retryable: true,
         timeout_ms: timeoutMs,
@@ -91,7 +105,7 @@ async function main(): Promise<void> {
   const server = new Server({ name: 'pricing-mcp', version: '0.1.0' }, { capabilities: { tools: { listChanged: false } }, instructions: `Forwards pricing tools to ${base}.` });
   server.setRequestHandler(ListToolsRequestSchema, async () => {
     const r = await call('tools/list', {}, null, () => undefined);
-    if (r.error) throw new McpError(r.error.code, r.error.message, r.error.data);
+    if (r.error) throw new RpcError(r.error.code, r.error.message, r.error.data);
     return r.result as { tools: [] };
   });
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
@@ -101,7 +115,7 @@ async function main(): Promise<void> {
         void extra.sendNotification({ method: 'notifications/progress', params: { ...(n.params as Record<string, unknown>), progressToken } as never });
       }
     });
-    if (r.error) throw new McpError(r.error.code, r.error.message, r.error.data);
+    if (r.error) throw new RpcError(r.error.code, r.error.message, r.error.data);
     return r.result as never;
   });
   await server.connect(new StdioServerTransport());

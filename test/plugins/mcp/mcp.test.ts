@@ -650,6 +650,10 @@ describe('local MCP server (pricing-mcp over stdio)', function () {
       expect(seen.length).to.be.greaterThan(0);
       const fns = await client.callTool({ name: 'list_functions', arguments: {} });
       expect(fns.isError).to.equal(false);
+      const unknown = (await callError(client, 'no_such_tool', {})) as { code: number; message: string; data: Record<string, unknown> };
+      expect(unknown.code).to.equal(-32602);
+      expect(unknown.message).to.equal('MCP error -32602: Unknown tool: no_such_tool');
+      expect(unknown.data.tools).to.include('compute_price');
       await client.close();
     } finally {
       await svc.close();
@@ -664,7 +668,9 @@ describe('local MCP server (pricing-mcp over stdio)', function () {
       const caught = await callError(client, 'compute_price', { context: { current_price: 1 } });
       expect(caught).to.be.instanceOf(McpError);
       const err = caught as { message: string; data: Record<string, unknown> };
-      expect(err.message).to.match(/HTTP 401/).and.not.match(/undefined/);
+      // One "MCP error <code>: " prefix, the client's own: the local server passes the message as is.
+      expect(err.message).to.match(/^MCP error -32000: The pricing service refused the request \(HTTP 401\): /).and.not.match(/undefined/);
+      expect(err.message.match(/MCP error/g)).to.have.length(1);
       expect(err.data).to.include({ http_status: 401, code: 'invalid_credentials', retryable: false });
       expect(err.data.hint).to.be.a('string').and.not.be.empty;
       await client.close();
