@@ -90,7 +90,7 @@ export const pricingPlugin: PluginDefinition = {
     const instanceId = newId('inst');
     const routeSpecs = [
       ...computeRoutes(compute, schemas, config.limits.batchMaxItems),
-      ...functionRoutes({ store, registry: parts.registry, engine: parts.engine, market, latency: parts.latency, breakers: parts.breakers, outbound: parts.outbound, commissionPct: () => config.limits.marketplaceCommissionPct, maxCallCost: () => config.limits.functionMaxCallCost, idempotency, workspaces: container.resolve<Workspaces>(IDENTITY.Workspaces), instanceId, testFunctionBody: schemas.testFunctionBody, testRuns: new TestRunQuota(sql, clock, ctx.log, config.limits.functionTestRunsPerDay) }),
+      ...functionRoutes({ store, registry: parts.registry, engine: parts.engine, market, latency: parts.latency, breakers: parts.breakers, outbound: parts.outbound, commissionPct: () => config.limits.marketplaceCommissionPct, maxCallCost: () => config.limits.functionMaxCallCost, callMaxMs: () => config.engine.callMaxMs, idempotency, workspaces: container.resolve<Workspaces>(IDENTITY.Workspaces), instanceId, testFunctionBody: schemas.testFunctionBody, testRuns: new TestRunQuota(sql, clock, ctx.log, config.limits.functionTestRunsPerDay) }),
       ...policyRoutes(policies, parts.registry, idempotency),
       ...operationRoutes(parts.registry, parts.breakers, parts.latency, instanceId),
     ];

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { limitParam } from '../../core/pagination';
-import { moneyString, NON_NEGATIVE_DECIMAL_PATTERN } from '../../core/money';
+import { dec } from '../../core/money';
 import { PREFERENCES, policyConfigSchema, STRATEGIES } from '../../engine';
 import { isReservedTag } from './services/reserved-names';
 
@@ -120,12 +120,20 @@ export const functionsQuery = z.object({
 function storedDecimal(precision: number, scale: number) {
   const largest = `${'9'.repeat(precision - scale)}.${'9'.repeat(scale)}`;
   const step = `0.${'0'.repeat(scale - 1)}1`;
-  return moneyString.superRefine((value, ctx) => {
-    // Anything else is moneyString's own issue.
-    if (!NON_NEGATIVE_DECIMAL_PATTERN.test(value)) return;
+  // Each refusal names what is wrong with the value sent, not the pattern a decimal string follows.
+  return z.string().superRefine((value, ctx) => {
+    const say = (message: string) => ctx.addIssue({ code: 'custom', message });
+    if (value.trim() === '') return say('must be a decimal string such as "0.002", not empty');
+    if (value.startsWith('-')) return say('must not be negative');
+    if (value.startsWith('+')) return say(`must be written without a sign: "${value.slice(1)}"`);
+    if (/^\d*\.?\d*[eE][+-]?\d+$/.test(value) && Number.isFinite(Number(value))) return say(`must be written out, without an exponent (${JSON.stringify(value)} is "${dec(Number(value)).toFixed()}")`);
+    if (!/^\d+(\.\d+)?$/.test(value)) return say('must be a decimal string of digits with an optional point, such as "0.002"');
+    if (/^0\d/.test(value)) return say(`must not start with a leading zero: "${value.replace(/^0+(?=\d)/, '')}"`);
     const [whole = '', fraction = ''] = value.split('.');
-    if (whole.length > precision - scale) ctx.addIssue({ code: 'custom', message: `must be at most ${largest}` });
-    if (fraction.replace(/0+$/, '').length > scale) ctx.addIssue({ code: 'custom', message: `must have at most ${scale} decimal places (the smallest step is ${step}); more would be rounded away` });
+    if (whole.length > precision - scale) say(`must be at most ${largest}`);
+    if (fraction.replace(/0+$/, '').length > scale) say(`must have at most ${scale} decimal places (the smallest step is ${step}); more would be rounded away`);
+    // Trailing zeros lose nothing, but amounts are read with at most 18 decimal places.
+    else if (fraction.length > 18) say(`must have at most ${scale} decimal places; drop the trailing zeros`);
   });
 }
 /** pricing_functions.cost_per_unit, numeric(20, 8). */
@@ -144,10 +152,19 @@ const functionTags = z
       .trim()
       .min(1)
       .max(40)
+      // A tag shows in the catalogue and filters it: one that reads as nothing, or as another tag, misleads.
+      .refine((t) => !/\p{C}/u.test(t), 'must not contain invisible or control characters (such as a zero-width space)')
       .refine((t) => !isReservedTag(t), { error: (iss) => `the tag ${JSON.stringify(iss.input)} is reserved: only the service's own functions are built-in or official (the catalogue labels them built-in itself)` }),
   )
   .max(20)
   .transform((tags) => tags.filter((t, i) => tags.findIndex((u) => u.toLowerCase() === t.toLowerCase()) === i));
+
+/** A fragment is never sent in a request: an address carrying one would not reach what its owner meant. */
+const endpointUrl = z
+  .string()
+  .url()
+  .max(2000)
+  .refine((u) => !u.includes('#'), 'must not carry a #fragment: it is never sent to the endpoint (put what it carries in the path or query)');
 
 export const registerFunctionBody = z
   .strictObject({
@@ -162,7 +179,7 @@ export const registerFunctionBody = z
     description: z.string().max(1000).default(''),
     tags: functionTags.default([]),
     execution_type: z.enum(['external_api', 'pipeline']),
-    endpoint_url: z.string().url().max(2000).optional().describe('external_api: where the service POSTs {context, function} and expects {price, confidence, currency?}.'),
+    endpoint_url: endpointUrl.optional().describe('external_api: where the service POSTs {context, function} and expects {price, confidence, currency?}.'),
     timeout_ms: z.number().int().min(50).max(30_000).optional(),
     cost_per_unit: costPerUnit.describe('USDC per call, decimal string: at most 8 decimal places, at most 999999999999.99999999.'),
     cost_multiplier: costMultiplier.default('1').describe('Decimal string: at most 6 decimal places, at most 999999.999999.'),
@@ -200,7 +217,7 @@ export const patchFunctionBody = z.strictObject({
   is_public: z.boolean().optional(),
   cost_per_unit: costPerUnit.optional(),
   cost_multiplier: costMultiplier.optional(),
-  endpoint_url: z.string().url().max(2000).optional(),
+  endpoint_url: endpointUrl.optional(),
   timeout_ms: z.number().int().min(50).max(30_000).optional(),
 }, nameFixed);
 export const patchFunctionExample = { status: 'active' };

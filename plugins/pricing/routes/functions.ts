@@ -32,6 +32,8 @@ export interface FunctionRouteDeps {
   commissionPct: () => number;
   /** FUNCTION_MAX_CALL_COST. */
   maxCallCost: () => number;
+  /** COMPUTE_CALL_MAX_MS: no attempt within a priced call runs longer, so no endpoint's timeout_ms may ask for more. */
+  callMaxMs: () => number;
   idempotency: IdempotencyKeys;
   /** Whose role decides who registers and changes functions (owners and admins; members read them). */
   workspaces: Pick<Workspaces, 'roleOf'>;
@@ -117,6 +119,29 @@ function checkEndpoint(outbound: SafeHttpClient, url: string, example: unknown):
   }
 }
 
+/** A timeout_ms longer than a priced call's whole budget could never be given: the call would cut every attempt short. */
+function checkTimeout(timeoutMs: number | undefined, callMaxMs: number, example: Record<string, unknown>): void {
+  if (timeoutMs === undefined || timeoutMs <= callMaxMs) return;
+  throw new ApiError('validation_error', `timeout_ms ${timeoutMs} is longer than a priced call may take (${callMaxMs} ms).`, {
+    issues: [{ path: 'timeout_ms', reason: `must be at most ${callMaxMs} (COMPUTE_CALL_MAX_MS, the time budget of one priced call, fallbacks included)` }],
+    hint: 'Lower timeout_ms; an endpoint that needs longer cannot answer within a compute call here.',
+    example: { ...example, timeout_ms: Math.min(callMaxMs, s.registerFunctionExample.timeout_ms) },
+  });
+}
+
+/** endpoint_url and timeout_ms belong to external_api functions: on another kind they would be stored and never used. */
+function checkEndpointFields(executionType: FunctionDescriptor['executionType'], name: string, body: { endpoint_url?: string | undefined; timeout_ms?: number | undefined }): void {
+  if (executionType === 'external_api') return;
+  const sent = (['endpoint_url', 'timeout_ms'] as const).filter((k) => body[k] !== undefined);
+  if (sent.length === 0) return;
+  const { endpoint_url: _url, timeout_ms: _timeout, ...rest } = body as Record<string, unknown>;
+  throw new ApiError('validation_error', `${sent.join(' and ')} only ${sent.length > 1 ? 'apply' : 'applies'} to external_api functions; ${name} is a ${executionType} function.`, {
+    issues: sent.map((path) => ({ path, reason: `only for external_api functions (this one is ${executionType})` })),
+    hint: 'Leave them out, or register an external_api function (POST /api/functions) to price at an endpoint of yours.',
+    example: rest,
+  });
+}
+
 export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
   const owned = async (p: Principal, id: string) => {
     const builtIn = d.registry.find(id);
@@ -198,7 +223,9 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       precheck: ({ principal }) => assertManagesWorkspace(principal as Principal, d.workspaces, MANAGE_FUNCTIONS),
       handler: async ({ principal, body, req }) => {
         const p = principal as Principal;
+        checkEndpointFields(body.execution_type, body.name, body);
         if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url, s.registerFunctionExample);
+        checkTimeout(body.timeout_ms, d.callMaxMs(), body);
         checkCallCost(body.cost_per_unit, body.cost_multiplier, d.maxCallCost());
         const answer = (fn: FunctionDescriptor) =>
           created({
@@ -268,7 +295,11 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       handler: async ({ principal, params, body }) => {
         const p = principal as Principal;
         const before = await owned(p, params.id);
+        checkEndpointFields(before.executionType, before.name, body);
         if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url, { endpoint_url: s.registerFunctionExample.endpoint_url });
+        // An address registered under other outbound rules (the operator changed them since) is checked again when it goes live.
+        else if (body.status === 'active' && before.endpointUrl) checkEndpoint(d.outbound, before.endpointUrl, { status: 'active', endpoint_url: s.registerFunctionExample.endpoint_url });
+        checkTimeout(body.timeout_ms, d.callMaxMs(), { timeout_ms: s.registerFunctionExample.timeout_ms });
         if (body.cost_per_unit !== undefined || body.cost_multiplier !== undefined) checkCallCost(body.cost_per_unit ?? before.costPerUnit, body.cost_multiplier ?? before.costMultiplier, d.maxCallCost());
         if (body.status === 'active' && before.executionType === 'external_api' && !(body.endpoint_url ?? before.endpointUrl)) {
           throw new ApiError('validation_error', 'An external_api function needs endpoint_url before activation.', {

@@ -175,6 +175,81 @@ describe('pricing: authoring workspace functions', function () {
       expect(patched.status, patched.text).to.equal(200);
       expect(patched.body.function.tags).to.deep.equal(['eu']);
     });
+
+    it('refuses a tag with an invisible or control character (a zero-width space reads as nothing, or as another tag), on create and PATCH', async () => {
+      for (const tag of ['\u200b', 're\u200btail', 'eu\u0007']) {
+        const res = await api().post<Record<string, any>>('/api/functions', draft('invisible', { tags: ['ok', tag] }));
+        expect(res.status, res.text).to.equal(400);
+        expect(res.body.issues).to.deep.equal([{ path: 'tags.1', reason: 'must not contain invisible or control characters (such as a zero-width space)' }]);
+      }
+      const made = await api().post<Record<string, any>>('/api/functions', draft('visible', { tags: ['café', 'B2B', 'eu-west'] }));
+      expect(made.status, made.text).to.equal(201);
+      const patched = await api().patch<Record<string, any>>(`/api/functions/${made.body.function.id}`, { tags: ['\u200b'] });
+      expect(patched.status, patched.text).to.equal(400);
+    });
+  });
+
+  describe('what an endpoint function may be given', () => {
+    const external = (label: string, extra: Record<string, unknown> = {}) => ({ name: fnName(label), execution_type: 'external_api', endpoint_url: 'https://pricing.acme.example/price', cost_per_unit: '0.001', ...extra });
+    const refused = (res: { status: number; body: Record<string, any>; text: string }, issues: Array<{ path: string; reason: RegExp }>) => {
+      expect(res.status, res.text).to.equal(400);
+      expect(res.body.code).to.equal('validation_error');
+      expect(res.body.issues.map((i: { path: string }) => i.path)).to.deep.equal(issues.map((i) => i.path));
+      issues.forEach((want, n) => expect(res.body.issues[n].reason).to.match(want.reason));
+    };
+
+    it('refuses a timeout_ms longer than COMPUTE_CALL_MAX_MS (a priced call could never give it) on create and PATCH, and its example passes', async () => {
+      const tooLong = await api().post<Record<string, any>>('/api/functions', external('too-long', { timeout_ms: 26_000 }));
+      refused(tooLong, [{ path: 'timeout_ms', reason: /^must be at most 25000 \(COMPUTE_CALL_MAX_MS/ }]);
+      expect(tooLong.body.error).to.equal('timeout_ms 26000 is longer than a priced call may take (25000 ms).');
+      const sentBack = await api().post<Record<string, any>>('/api/functions', tooLong.body.example);
+      expect(sentBack.status, sentBack.text).to.equal(201);
+      expect(sentBack.body.function.timeout_ms).to.equal(2000);
+      const longest = await api().post<Record<string, any>>('/api/functions', external('longest', { timeout_ms: 25_000 }));
+      expect(longest.status, longest.text).to.equal(201);
+      const id = longest.body.function.id as string;
+      refused(await api().patch<Record<string, any>>(`/api/functions/${id}`, { timeout_ms: 25_001 }), [{ path: 'timeout_ms', reason: /^must be at most 25000/ }]);
+      expect((await api().get<Record<string, any>>(`/api/functions/${id}`)).body.function.timeout_ms).to.equal(25_000);
+    });
+
+    it('refuses endpoint_url and timeout_ms on a pipeline function (stored, they would never be used) on create and PATCH, and changes nothing', async () => {
+      refused(await api().post<Record<string, any>>('/api/functions', draft('pipe-url', { endpoint_url: 'https://pricing.acme.example/price', timeout_ms: 500 })), [
+        { path: 'endpoint_url', reason: /^only for external_api functions \(this one is pipeline\)$/ },
+        { path: 'timeout_ms', reason: /^only for external_api functions/ },
+      ]);
+      const pipe = await api().post<Record<string, any>>('/api/functions', draft('pipe-patched'));
+      expect(pipe.status, pipe.text).to.equal(201);
+      const res = await api().patch<Record<string, any>>(`/api/functions/${pipe.body.function.id}`, { endpoint_url: 'https://pricing.acme.example/price', description: 'kept' });
+      refused(res, [{ path: 'endpoint_url', reason: /^only for external_api functions/ }]);
+      expect(res.body.example).to.deep.equal({ description: 'kept' });
+      const after = (await api().get<Record<string, any>>(`/api/functions/${pipe.body.function.id}`)).body.function;
+      expect(after).not.to.have.property('endpoint_url');
+      expect(after.description).to.equal('');
+    });
+
+    it('refuses an endpoint_url with a #fragment, which is never sent to the endpoint', async () => {
+      refused(await api().post<Record<string, any>>('/api/functions', external('fragment', { endpoint_url: 'https://pricing.acme.example/price#eu' })), [{ path: 'endpoint_url', reason: /^must not carry a #fragment/ }]);
+      const made = await api().post<Record<string, any>>('/api/functions', external('no-fragment'));
+      refused(await api().patch<Record<string, any>>(`/api/functions/${made.body.function.id}`, { endpoint_url: 'https://pricing.acme.example/#x' }), [{ path: 'endpoint_url', reason: /^must not carry a #fragment/ }]);
+    });
+
+    it('checks a stored endpoint against the outbound rules in force when it is activated (an http address registered before OUTBOUND_HTTPS_ONLY)', async () => {
+      const made = await api().post<Record<string, any>>('/api/functions', external('plain-http', { endpoint_url: 'http://pricing.acme.example/price' }));
+      expect(made.status, made.text).to.equal(201);
+      const strict = await startTestService({ databaseUrl: svc.databaseUrl, config: { outbound: { httpsOnly: true } } });
+      try {
+        const res = await client(strict.url, { 'x-api-key': ownerKey }).patch<Record<string, any>>(`/api/functions/${made.body.function.id}`, { status: 'active' });
+        refused(res, [{ path: 'endpoint_url', reason: /https/i }]);
+        expect(res.body.error).to.match(/^endpoint_url is refused: /);
+        expect(res.body.example).to.deep.include({ status: 'active', endpoint_url: 'https://pricing.acme.example/price' });
+        // Sent back (an https address with the activation), it passes.
+        const fixed = await client(strict.url, { 'x-api-key': ownerKey }).patch<Record<string, any>>(`/api/functions/${made.body.function.id}`, res.body.example);
+        expect(fixed.status, fixed.text).to.equal(200);
+        expect(fixed.body.function.status).to.equal('active');
+      } finally {
+        await strict.close();
+      }
+    });
   });
 
   describe('names and tags that pass for the service\'s own', () => {
@@ -275,6 +350,25 @@ describe('pricing: authoring workspace functions', function () {
       refusedOn(await api().patch<Record<string, any>>(`/api/functions/${id}`, { cost_per_unit: '0.000000004' }), 'cost_per_unit', /^must have at most 8 decimal places/);
       refusedOn(await api().patch<Record<string, any>>(`/api/functions/${id}`, { cost_multiplier: '1.23456789' }), 'cost_multiplier', /^must have at most 6 decimal places/);
       expect((await api().get<Record<string, any>>(`/api/functions/${id}`)).body.function).to.include({ cost_per_unit: '0.001', cost_multiplier: '1' });
+    });
+
+    it('says what is wrong with a cost that is no plain decimal string: a sign, an exponent, a leading zero, no digits, trailing zeros past 18 decimals', async () => {
+      const cases: Array<[string, RegExp]> = [
+        ['-0.001', /^must not be negative$/],
+        ['+0.001', /^must be written without a sign: "0\.001"$/],
+        ['1e-3', /^must be written out, without an exponent \("1e-3" is "0\.001"\)$/],
+        ['007', /^must not start with a leading zero: "7"$/],
+        ['abc', /^must be a decimal string of digits with an optional point, such as "0\.002"$/],
+        ['1.', /^must be a decimal string of digits/],
+        ['', /not empty$/],
+        [`0.001${'0'.repeat(20)}`, /^must have at most 8 decimal places; drop the trailing zeros$/],
+      ];
+      for (const [value, reason] of cases) refusedOn(await api().post<Record<string, any>>('/api/functions', draft('odd-cost', { cost_per_unit: value })), 'cost_per_unit', reason);
+      refusedOn(await api().post<Record<string, any>>('/api/functions', draft('odd-mult', { cost_multiplier: '-2' })), 'cost_multiplier', /^must not be negative$/);
+      // Trailing zeros within 18 decimals are still the same amount.
+      const zeros = await api().post<Record<string, any>>('/api/functions', draft('zeros-ok', { cost_per_unit: '0.00100000000' }));
+      expect(zeros.status, zeros.text).to.equal(201);
+      expect(zeros.body.function.cost_per_unit).to.equal('0.001');
     });
 
     it('refuses a priced function whose cost per call rounds to nothing (cost_per_unit x cost_multiplier under 0.00000001), on create and PATCH', async () => {
