@@ -122,13 +122,15 @@ export class PricingEngine {
     return role === 'fallback_chain' || role === 'fallback_function' || attempts.some((a) => a.outcome === 'failed' || a.outcome === 'pool_busy' || (a.outcome === 'skipped' && a.role === 'chosen'));
   }
 
-  private noteFallback(stages: TraceStage[], first: FunctionDescriptor, fn: FunctionDescriptor, attempts: AttemptReport[]): void {
+  private noteFallback(stages: TraceStage[], first: FunctionDescriptor | null, fn: FunctionDescriptor, attempts: AttemptReport[]): void {
     this.fallbacks.inc({ function: this.opts.labels.of(fn) });
-    stages.push({ stage: 'fallback', ms: 0, used: true, from: first.name, to: fn.name, after: attempts.filter((a) => a.outcome !== 'ok').map((a) => `${a.function}: ${a.error ?? a.outcome}`) });
+    // from: null when routing chose nothing (every candidate excluded) and the policy's fallbacks answered.
+    stages.push({ stage: 'fallback', ms: 0, used: true, from: first?.name ?? null, to: fn.name, after: attempts.filter((a) => a.outcome !== 'ok').map((a) => `${a.function}: ${a.error ?? a.outcome}`) });
   }
 
-  private fallbackOrder(policy: RoutingPolicy | null, decision: RouteDecision | null, first: FunctionDescriptor, scope: CallerScope): Array<{ fn: FunctionDescriptor | null; ref: string; role: AttemptReport['role'] }> {
-    const out: Array<{ fn: FunctionDescriptor | null; ref: string; role: AttemptReport['role'] }> = [{ fn: first, ref: first.id, role: 'chosen' }];
+  /** The attempt order; with no chosen function (routing excluded every candidate), the policy's fallbacks alone. */
+  private fallbackOrder(policy: RoutingPolicy | null, decision: RouteDecision | null, first: FunctionDescriptor | null, scope: CallerScope): Array<{ fn: FunctionDescriptor | null; ref: string; role: AttemptReport['role'] }> {
+    const out: Array<{ fn: FunctionDescriptor | null; ref: string; role: AttemptReport['role'] }> = first ? [{ fn: first, ref: first.id, role: 'chosen' }] : [];
     // A strategy's own order comes before the policy's chain (whether after a failure too: RouteDecision.alternatesAfterFailure).
     for (const alt of decision?.alternates ?? []) out.push({ fn: alt, ref: alt.id, role: 'alternate' });
     const chain = [...(policy?.fallback_chain ?? [])];
@@ -145,7 +147,9 @@ export class PricingEngine {
     // from it, or a function whose own limit is the budget would always look cut short and never count as failing).
     let deadline: number | undefined;
     let decision: RouteDecision | null = null;
-    let first: FunctionDescriptor;
+    let first: FunctionDescriptor | null = null;
+    // Routing excluded every candidate of a policy that has fallbacks: they are tried, and this is the answer if none may run.
+    let excluded: EngineError | null = null;
     let strategy: Strategy | 'explicit';
     const pinned = req.pin?.id ?? req.pin?.name;
     if (req.preference === 'explicit' && !pinned) throw new EngineError('explicit_without_function', 'routing_preference "explicit" needs function_id (or function_name on the price router).');
@@ -162,19 +166,29 @@ export class PricingEngine {
         const evenOver = () => config.candidates ?? this.registry.ownAndBuiltIn(req.scope).map((f) => f.id);
         const weighted = Object.values(config.weights ?? {}).some((w) => w > 0);
         const routeConfig: PolicyConfig = strategy === 'weighted' && !weighted ? { ...config, weights: Object.fromEntries(evenOver().map((id) => [id, 1])) } : config;
-        decision = await this.router.decide({ context: req.context, scope: req.scope, strategy, config: routeConfig, policyId: policy?.id ?? null, policySavedAt: policy?.updated_at });
-        first = decision.chosen;
-        stages.push({
-          stage: 'route',
-          ms: since(t),
-          strategy,
-          policy_id: policy?.id ?? null,
-          chosen: first.name,
-          chosen_id: first.id,
-          candidates: decision.candidates,
-          ...(decision.statistic ? { statistic: decision.statistic } : {}),
-          ...(decision.rule ? { rule: decision.rule } : {}),
-        });
+        try {
+          decision = await this.router.decide({ context: req.context, scope: req.scope, strategy, config: routeConfig, policyId: policy?.id ?? null, policySavedAt: policy?.updated_at });
+        } catch (err) {
+          // The policy's fallbacks are its safety net for every candidate out of the running too (breakers open, functions
+          // withdrawn), each still held to the ceilings, its breaker and reach: nothing is picked in spite of a ceiling.
+          if (!(err instanceof EngineError && err.code === 'no_eligible_function' && (policy?.fallback_chain?.length || policy?.fallback_function))) throw err;
+          excluded = err;
+          stages.push({ stage: 'route', ms: since(t), strategy, policy_id: policy?.id ?? null, chosen: null, chosen_id: null, candidates: err.details.candidates ?? [], every_candidate_excluded: true });
+        }
+        if (decision) {
+          first = decision.chosen;
+          stages.push({
+            stage: 'route',
+            ms: since(t),
+            strategy,
+            policy_id: policy?.id ?? null,
+            chosen: first.name,
+            chosen_id: first.id,
+            candidates: decision.candidates,
+            ...(decision.statistic ? { statistic: decision.statistic } : {}),
+            ...(decision.rule ? { rule: decision.rule } : {}),
+          });
+        }
       }
     } catch (err) {
       this.requests.inc({ function: 'none', outcome: err instanceof EngineError ? err.code : 'error' });
@@ -198,7 +212,8 @@ export class PricingEngine {
     for (const step of this.fallbackOrder(req.policy, decision, first, req.scope)) {
       t = performance.now();
       if (!step.fn) {
-        attempts.push({ function: step.ref, id: step.ref, role: step.role, outcome: 'skipped', error: 'out of reach', ms: 0 });
+        // Its id is not told: a reference out of reach names nothing the caller may see (candidates say id null alike).
+        attempts.push({ function: step.ref, id: null, role: step.role, outcome: 'skipped', error: 'out of reach', ms: 0 });
         continue;
       }
       // Past a failure, strategies other than default and priority go on to the fallback chain (RouteDecision), but for the
@@ -238,6 +253,8 @@ export class PricingEngine {
       const hit = await this.cache.get(fn, req.context, marketFor(fn));
       if (step.role === 'chosen' || hit) stages.push({ stage: 'cache', ms: since(t), hit: !!hit, ...(step.role === 'chosen' ? {} : { function: fn.name }), ...(this.cache.enabled ? {} : { disabled: true }) });
       if (hit) {
+        // Listed as the attempt that answered, so a fallback's cached answer reads after the failures before it.
+        attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'ok', cached: true, ms: 0 });
         const label = this.opts.labels.of(fn);
         this.cacheHits.inc({ function: label });
         this.requests.inc({ function: label, outcome: 'ok' });
@@ -292,48 +309,55 @@ export class PricingEngine {
       }
     }
     stages.push({ stage: 'execute', ms: 0, attempts });
+    // Every candidate excluded and no fallback allowed to run either: the exclusion is the answer, with why each fallback was skipped.
+    if (excluded && attempts.every((a) => a.outcome === 'skipped')) {
+      this.requests.inc({ function: 'none', outcome: excluded.code });
+      throw new EngineError(excluded.code, `${excluded.message} Nor could a fallback of the policy run: ${attempts.map((a) => `${a.function} (${a.error ?? a.outcome})`).join(', ')}.`, { ...excluded.details, attempts });
+    }
+    // The function the call's outcome is counted under: the chosen one, else the first fallback that ran.
+    const lead = first ?? (this.registry.find(attempts.find((a) => a.outcome !== 'skipped')?.id ?? '') as FunctionDescriptor);
     if (refused) {
-      this.requests.inc({ function: this.opts.labels.of(first), outcome: 'insufficient_context' });
+      this.requests.inc({ function: this.opts.labels.of(lead), outcome: 'insufficient_context' });
       throw new EngineError('insufficient_context', `The context cannot be priced by ${refused.fn}: ${refused.message}`, { attempts, missing: [], refused: refused.inputs });
     }
     // A function out of reach or not active was never a candidate to run; an open breaker stands for real failures.
     const failedForReal = attempts.filter((a) => a.outcome === 'failed' || (a.outcome === 'skipped' && a.error === 'breaker open'));
     // Functions the pool never ran might have priced it: the service is at fault, and a retry can succeed.
     if (failedForReal.length === 0 && poolBusy()) {
-      this.requests.inc({ function: this.opts.labels.of(first), outcome: 'service_busy' });
+      this.requests.inc({ function: this.opts.labels.of(lead), outcome: 'service_busy' });
       throw new EngineError('service_busy', 'Every pricing worker was busy: no function could be run in time.', { attempts });
     }
     // A function at an address the service will never call is as unable to price the context as one lacking its inputs:
     // beside functions that could not price it, the caller hears what the context lacks, not "retrying will not help".
     const mayPass = failedForReal.filter((a) => a.retryable !== false);
     if (mayPass.length === 0 && notApplicable.length > 0) {
-      this.requests.inc({ function: this.opts.labels.of(first), outcome: 'insufficient_context' });
-      const ran = new Set(attempts.filter((a) => a.outcome !== 'skipped').map((a) => a.id));
+      this.requests.inc({ function: this.opts.labels.of(lead), outcome: 'insufficient_context' });
+      const ran = new Set(attempts.flatMap((a) => (a.outcome !== 'skipped' && a.id ? [a.id] : [])));
       const excludedCouldPrice = excludedByPolicy(this.registry, decision, overCeiling, ran, req.context, marketFor);
       // The reasons of the functions that ran; a function skipped (out of reach, over the ceiling) is in attempts and excluded_by_policy.
       const reasons = attempts.filter((a) => a.outcome === 'not_applicable' || a.outcome === 'failed').map((a) => a.error);
       const declinedInputs = [...declined].map(([input, reason]) => ({ input, reason }));
       throw new EngineError('insufficient_context', `The context cannot be priced by ${notApplicable.join(', ')}: ${reasons.filter(Boolean).join(' ')}`, { attempts, missing: [...missing], ...(declinedInputs.length ? { declined: declinedInputs } : {}), ...(excludedCouldPrice.length ? { excludedCouldPrice, ...(req.policy?.id ? { policyId: req.policy.id } : {}) } : {}) });
     }
-    this.requests.inc({ function: this.opts.labels.of(first), outcome: 'functions_failed' });
+    this.requests.inc({ function: this.opts.labels.of(lead), outcome: 'functions_failed' });
     // Functions that could not price the context did not fail: the message names the parts that did, and them apart.
     const failedWords = notApplicable.length
-      ? `Every function that could price the context failed (${triedRoles(failedForReal.length ? failedForReal : attempts, !decision)})`
-      : `Every function tried failed (${triedRoles(attempts, !decision)})`;
+      ? `Every function that could price the context failed (${triedRoles(failedForReal.length ? failedForReal : attempts, Boolean(pinned))})`
+      : `Every function tried failed (${triedRoles(attempts, Boolean(pinned))})`;
     const couldNotPrice = notApplicable.length ? ` ${notApplicable.join(', ')} could not price it.` : '';
     // Every function that could answer is kept away for a while: behind its breaker (open, or half-open with its trial in
     // flight), or because its endpoint failed asking for a wait (Retry-After). The soonest of them says when a retry may be
     // answered (a retry finds the others as they are, and the first that takes a call again may answer it).
-    const waits = failedForReal.map((a) => (a.outcome === 'skipped' ? (behind.get(a.id)?.waitMs ?? null) : a.retry_after !== undefined ? a.retry_after * 1000 : null));
+    const waits = failedForReal.map((a) => (a.outcome === 'skipped' ? (behind.get(a.id ?? '')?.waitMs ?? null) : a.retry_after !== undefined ? a.retry_after * 1000 : null));
     if (failedForReal.length > 0 && waits.every((w) => w !== null)) {
       const retryAfterS = wholeSecondsToWait(Math.min(...waits));
-      const trials = failedForReal.some((a) => behind.get(a.id)?.trial);
+      const trials = failedForReal.some((a) => behind.get(a.id ?? '')?.trial);
       const skippedOnly = failedForReal.every((a) => a.outcome === 'skipped');
       const ranOnly = failedForReal.every((a) => a.outcome === 'failed');
       throw new EngineError(
         'functions_failed',
         skippedOnly
-          ? failedForReal.every((a) => behind.get(a.id)?.own)
+          ? failedForReal.every((a) => behind.get(a.id ?? '')?.own)
             ? `Every function that could answer has a circuit breaker open for this workspace: its calls to them kept failing (other workspaces' calls still reach them); the first lets a trial call of this workspace through in ${retryAfterS} s.`
             : trials
             ? `Every function that could answer has its circuit breaker open after recent failures, or half-open with its one trial call in flight; retry in ${retryAfterS} s.`
@@ -343,8 +367,8 @@ export class PricingEngine {
       );
     }
     if (failedForReal.length > 0 && failedForReal.every((a) => a.retryable === false)) {
-      const refusedAt = [...new Set(failedForReal.map((a) => a.id))];
-      throw new EngineError('functions_failed', 'Every function tried failed at an address the service will not call: retrying will not help.', { attempts, permanent: true, refusedAt, pinned: !decision, ...(missing.size ? { missing: [...missing] } : {}) });
+      const refusedAt = [...new Set(failedForReal.flatMap((a) => (a.id ? [a.id] : [])))];
+      throw new EngineError('functions_failed', 'Every function tried failed at an address the service will not call: retrying will not help.', { attempts, permanent: true, refusedAt, pinned: Boolean(pinned), ...(missing.size ? { missing: [...missing] } : {}) });
     }
     throw new EngineError('functions_failed', `${failedWords}.${couldNotPrice}`, { attempts, ...(missing.size ? { missing: [...missing] } : {}) });
   }

@@ -11,7 +11,8 @@ export interface CandidateReport {
 
 export interface AttemptReport {
   function: string;
-  id: string;
+  /** null for a reference out of the caller's reach (skipped): what it is, is not the caller's to know. */
+  id: string | null;
   role: 'chosen' | 'alternate' | 'fallback_chain' | 'fallback_function';
   outcome: 'ok' | 'failed' | 'skipped' | 'not_applicable' | 'pool_busy';
   error?: string;
@@ -19,6 +20,8 @@ export interface AttemptReport {
   retryable?: false;
   /** true on a timeout the call's time budget (COMPUTE_CALL_MAX_MS) imposed before the function's own: not counted against it. */
   cut_by_budget?: true;
+  /** true when the answer came from the result cache: the function did not run. */
+  cached?: true;
   /** Seconds the endpoint asked to wait before another call (its Retry-After with the failure, at most 300). */
   retry_after?: number;
   ms: number;

@@ -37,7 +37,7 @@ export const ERROR_GUIDE: Record<ErrorCode, string> = {
   unsupported_media_type: 'send Content-Type: application/json in UTF-8 (gzip, deflate or br encoding accepted).',
   unprocessable: 'the request is well formed but cannot be carried out as asked; error says why.',
   idempotency_key_reused: 'this Idempotency-Key was used for another request; use a new key for a new request.',
-  no_eligible_function: 'every candidate was excluded (cost or latency ceiling, breaker, rule miss, unreachable); candidates lists each and why. Relax the policy or pin a function.',
+  no_eligible_function: "every candidate was excluded (cost or latency ceiling, breaker, rule miss, unreachable) and none of the policy's fallbacks could run; candidates lists each and why, attempts each fallback. Relax the policy, add a fallback or pin a function.",
   insufficient_context: 'no function can price this context; missing and inputs_by_function name what to add, refused (and issues) a value a function would not take as sent (out of bounds, or a currency an endpoint does not price in). Not retryable as is.',
   rate_limited: 'too many requests; wait retry_after seconds (Retry-After).',
   daily_quota_exceeded: 'the sandbox daily calls are spent, or the day\'s registrations, sign-ups or key rotations (of the address or the service), or the workspace\'s price observations or test runs of functions it does not own (FUNCTION_TEST_RUNS_PER_DAY) for the day; retry_after says when they reset, next lists claim (and paid steps where offered) for a sandbox.',

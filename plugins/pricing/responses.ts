@@ -23,13 +23,14 @@ const charged = z
 const attempt = z
   .looseObject({
     function: z.string().describe('The function tried (its name).'),
-    id: z.string().describe('Its id.'),
+    id: z.string().nullable().describe('Its id; null for a reference out of your reach (skipped, "out of reach").'),
     role: z.enum(['chosen', 'alternate', 'fallback_chain', 'fallback_function']).describe('Why it was tried.'),
     outcome: z.enum(['ok', 'failed', 'skipped', 'not_applicable', 'pool_busy']).describe('How the try ended.'),
     error: z.string().optional().describe('Why it did not answer.'),
     retryable: z.literal(false).optional().describe('Present on a failure no retry can change (an address the service will not call).'),
     retry_after: z.number().int().optional().describe('Present on a failure whose endpoint asked to be called again later (its Retry-After, in seconds, at most 300).'),
     cut_by_budget: z.literal(true).optional().describe("Present on a timeout the call's time budget (COMPUTE_CALL_MAX_MS) imposed before the function's own: not counted against the function."),
+    cached: z.literal(true).optional().describe('Present when its answer came from the result cache (the function did not run).'),
     ms: z.number().describe('Its time in milliseconds.'),
   })
   .meta({ id: 'FunctionAttempt', description: 'One function tried, in order.' });

@@ -35,7 +35,8 @@ describe('engine: result cache', function () {
     expect(second.cached).to.equal(true);
     expect(stage(second, 'cache')).to.include({ hit: true });
     expect(second.result).to.deep.equal(first.result);
-    expect(second.attempts).to.deep.equal([]);
+    // The attempt that answered is listed, marked cached: the function did not run.
+    expect(second.attempts).to.deep.equal([{ function: 'test-alpha', id: 'fn_test_alpha', role: 'chosen', outcome: 'ok', cached: true, ms: 0 }]);
     expect(samples(), 'the function did not run again').to.equal(1);
   });
 
@@ -90,7 +91,7 @@ describe('engine: result cache', function () {
     expect(second.cached).to.equal(true);
     expect(second.result).to.deep.equal(first.result);
     expect(second.fallbackUsed).to.equal(false);
-    expect(second.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}`)).to.deep.equal(['cost-plus:chosen:not_applicable']);
+    expect(second.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}${a.cached ? ':cached' : ''}`)).to.deep.equal(['cost-plus:chosen:not_applicable', 'competitive-position:alternate:ok:cached']);
     const lookups = second.stages.filter((st) => st.stage === 'cache').map(({ ms: _ms, ...rest }) => rest);
     expect(lookups).to.deep.equal([
       { stage: 'cache', hit: false },

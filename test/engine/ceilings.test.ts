@@ -57,6 +57,16 @@ describe('engine: cost and latency ceilings', function () {
     expect(calls?.values ?? []).to.deep.equal([]);
   });
 
+  it('when the ceilings exclude every candidate the policy\'s fallbacks are tried, held to the same ceilings: one within them answers, one above is skipped', async () => {
+    const p = policy('cheapest', { candidates: ['test-beta', 'test-ok'], max_cost_per_unit: '0.001' }, { fallback_chain: ['test-gamma'], fallback_function: 'test-alpha' });
+    const out = await h.price({ policy: p });
+    expect(out.fn.name).to.equal('test-alpha');
+    expect(out.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}:${a.error ?? ''}`)).to.deep.equal(['test-gamma:fallback_chain:skipped:cost ceiling (0.004 > 0.001)', 'test-alpha:fallback_function:ok:']);
+    // Above the ceiling, the only fallback is skipped, and the exclusion is the answer: nothing is paid for in spite of it.
+    const err = await engineError(h.price({ policy: policy('cheapest', { candidates: ['test-beta'], max_cost_per_unit: '0.001' }, { fallback_function: 'test-ok' }) }), 'no_eligible_function');
+    expect((err.details.attempts ?? []).map((a) => `${a.function}:${a.error ?? ''}`)).to.deep.equal(['test-ok:cost ceiling (0.05 > 0.001)']);
+  });
+
   it('the latency ceiling holds back a fallback as the cost ceiling does: a function above it is skipped, never silently waited for', async () => {
     recordLatency(h, 'fn_test_ok', 900);
     recordLatency(h, 'fn_test_alpha', 20);

@@ -58,6 +58,48 @@ describe('engine: fallback order and failing functions', function () {
     expect(fb).to.include({ used: true, from: 'test-throw', to: 'test-ok' });
   });
 
+  describe('every candidate excluded by routing', () => {
+    it('tries the policy\'s fallbacks (out of reach, withdrawn candidates): fallback_function answers, the route stage says nothing was chosen', async () => {
+      const p = policy('priority', { order: ['test-gamma', 'no-such-function', 'test-flaky'] }, { fallback_chain: ['test-gamma', 'test-throw'], fallback_function: 'test-ok' });
+      const out = await h.price({ policy: p });
+      expect(out.fn.name).to.equal('test-ok');
+      expect(out.fallbackUsed).to.equal(true);
+      expect(out.savings).to.equal(null);
+      expect(out.decision).to.equal(null);
+      const route = stage(out, 'route');
+      expect(route).to.include({ strategy: 'priority', chosen: null, chosen_id: null, every_candidate_excluded: true });
+      expect((route.candidates as Array<{ function: string; reason: string }>).map((c) => `${c.function}:${c.reason}`)).to.deep.equal(['test-gamma:unreachable', 'no-such-function:unreachable', 'test-flaky:not active']);
+      expect(out.attempts.map((a) => `${a.function}:${a.id}:${a.role}:${a.outcome}`)).to.deep.equal([
+        'test-gamma:null:fallback_chain:skipped',
+        'test-throw:fn_test_throw:fallback_chain:failed',
+        'test-ok:fn_test_ok:fallback_function:ok',
+      ]);
+      expect(stage(out, 'fallback')).to.include({ used: true, from: null, to: 'test-ok' });
+    });
+
+    it('answers no_eligible_function, listing why each fallback was skipped too, when no fallback may run; nothing runs', async () => {
+      const before = (await h.metrics.registry.getSingleMetric('pricing_function_calls_total')?.get())?.values.reduce((n, v) => n + v.value, 0) ?? 0;
+      const p = policy('priority', { order: ['test-gamma'] }, { fallback_chain: ['no-such-function', 'test-flaky'] });
+      const err = await engineError(h.price({ policy: p }), 'no_eligible_function');
+      expect(err.message).to.equal('No candidate function is eligible under strategy priority. Nor could a fallback of the policy run: no-such-function (out of reach), test-flaky (not active (inactive)).');
+      expect((err.details.candidates ?? []).map((c) => `${c.function}:${c.reason}`)).to.deep.equal(['test-gamma:unreachable']);
+      expect((err.details.attempts ?? []).map((a) => `${a.function}:${a.outcome}`)).to.deep.equal(['no-such-function:skipped', 'test-flaky:skipped']);
+      const after = (await h.metrics.registry.getSingleMetric('pricing_function_calls_total')?.get())?.values.reduce((n, v) => n + v.value, 0) ?? 0;
+      expect(after).to.equal(before);
+    });
+
+    it('without fallbacks the exclusion is the answer at once, as before', async () => {
+      const err = await engineError(h.price({ policy: policy('priority', { order: ['test-gamma'] }) }), 'no_eligible_function');
+      expect(err.message).to.equal('No candidate function is eligible under strategy priority.');
+      expect(err.details.attempts).to.equal(undefined);
+    });
+
+    it('a failing fallback after the exclusion is a functions_failed naming the fallback chain, not the chosen function', async () => {
+      const err = await engineError(h.price({ policy: policy('priority', { order: ['test-gamma'] }, { fallback_chain: ['test-throw'] }) }), 'functions_failed');
+      expect(err.message).to.equal('Every function tried failed (the fallback chain).');
+    });
+  });
+
   it('uses the first fallback_chain entry that answers, before fallback_function', async () => {
     const out = await h.price({ policy: single('test-throw', ['test-bad-result', 'test-alpha', 'test-beta'], 'test-ok') });
     expect(out.fn.name).to.equal('test-alpha');

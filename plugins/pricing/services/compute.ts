@@ -89,7 +89,7 @@ const failedForReal = (a: AttemptReport): boolean => a.outcome === 'failed' && a
 /** The functions a call tried that failed, but the one its event names: their failures count against them too. */
 function failedOthers(attempts: readonly AttemptReport[], named: string | undefined): string[] | undefined {
   let ids: string[] | undefined;
-  for (const a of attempts) if (failedForReal(a) && a.id !== named && !ids?.includes(a.id)) (ids ??= []).push(a.id);
+  for (const a of attempts) if (a.id !== null && failedForReal(a) && a.id !== named && !ids?.includes(a.id)) (ids ??= []).push(a.id);
   return ids;
 }
 
@@ -256,8 +256,8 @@ export class ComputeService {
       if (err instanceof EngineError && mapped instanceof ApiError && mapped.status !== 400 && mapped.status !== 403) {
         // A call where every function failed names the chosen one, so its failure counts against it (leaderboard reliability).
         const chosen = err.code === 'functions_failed' ? err.details.attempts?.find((a) => a.role === 'chosen' && a.outcome === 'failed' && !a.cut_by_budget) : undefined;
-        const named = chosen ? { functionId: chosen.id, functionName: chosen.function } : {};
-        const failedFunctionIds = failedOthers(err.details.attempts ?? [], chosen?.id);
+        const named = chosen?.id ? { functionId: chosen.id, functionName: chosen.function } : {};
+        const failedFunctionIds = failedOthers(err.details.attempts ?? [], chosen?.id ?? undefined);
         await this.recorder.record(this.usageEvent(call, { ...named, failedFunctionIds, status: 'error', errorCode: mapped.code, cost: '0', billable: false, paidVia: null, latencyMs: ms(t0) }));
       }
       throw mapped;

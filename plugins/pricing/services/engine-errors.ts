@@ -87,15 +87,25 @@ export function toApiError(err: unknown, opts: ErrorAudience = {}): unknown {
     case 'function_inactive':
       return new ApiError('function_inactive', err.message, { hint: `Pick another function, or let your routing choose (omit ${opts.pinnedBy ?? 'function_id'}).`, fields: { function_id: d.functionId, status: 'inactive' } });
     case 'no_eligible_function': {
+      // What would let a candidate through, by the reasons actually given.
+      const reasons = new Set((d.candidates ?? []).map((c) => c.reason));
+      const levers = [
+        reasons.has('cost ceiling') ? 'raise max_cost_per_unit' : null,
+        reasons.has('latency ceiling') ? 'raise max_latency_ms' : null,
+        reasons.has('rule miss') ? 'add a rule or a default_function for this context' : null,
+        reasons.has('no weight') ? 'give the functions a weight' : null,
+        reasons.has('unreachable') || reasons.has('not active') || reasons.has('pipeline unavailable') ? 'replace the functions out of reach or not active (a marketplace function its owner withdrew, say)' : null,
+      ].filter((l): l is string => l !== null);
+      const fallbacks = d.attempts ? '' : '; or set a fallback_function: the fallbacks are tried when every candidate is excluded';
       const loosen = d.policyId
-        ? `loosen the policy (PATCH /api/routing-policies/${d.policyId}: its max_cost_per_unit, max_latency_ms, rules or weights) or add candidates`
-        : 'loosen the routing or add candidates';
+        ? `PATCH /api/routing-policies/${d.policyId}: ${levers.length ? levers.join(', ') : 'add candidates'}${fallbacks}`
+        : `choose another routing_preference, or pin a function with ${opts.pinnedBy ?? 'function_id'}`;
       return new ApiError('no_eligible_function', err.message, {
-        hint: `Every candidate was excluded; candidates lists each one and why. ${
+        hint: `Every candidate was excluded; candidates lists each one and why${d.attempts ? ", attempts why each of the policy's fallbacks could not run" : ''}. ${
           d.retryAfterS ? `An open breaker lets a trial call through in ${d.retryAfterS} s: retry then, or ${loosen}.` : `${loosen.charAt(0).toUpperCase()}${loosen.slice(1)}.`
         }`,
         ...(d.retryAfterS ? { retry_after: d.retryAfterS } : {}),
-        fields: { strategy: d.strategy, ...(d.policyId ? { policy_id: d.policyId } : {}), candidates: d.candidates ?? [] },
+        fields: { strategy: d.strategy, ...(d.policyId ? { policy_id: d.policyId } : {}), candidates: d.candidates ?? [], ...(d.attempts ? { attempts: d.attempts } : {}) },
       });
     }
     case 'functions_failed':

@@ -20,11 +20,25 @@ describe('pricing: engine outcomes as SPEC error bodies', () => {
     expect(withBreaker.extras.hint).to.include('An open breaker lets a trial call through in 4 s: retry then');
     const without = toApiError(new EngineError('no_eligible_function', 'No candidate function is eligible under strategy cheapest.', { candidates: [], strategy: 'cheapest' })) as ApiError;
     expect(without.extras).to.not.have.property('retry_after');
-    expect(without.extras.hint).to.match(/Loosen the routing or add candidates\.$/);
+    expect(without.extras.hint).to.match(/Choose another routing_preference, or pin a function with function_id\.$/);
     // Under a saved policy, the hint names the PATCH that loosens it, and the answer names the policy.
     const saved = toApiError(new EngineError('no_eligible_function', 'No candidate function is eligible under strategy cheapest.', { candidates: [], strategy: 'cheapest', policyId: 'rp_1' })) as ApiError;
-    expect(saved.extras.hint).to.match(/Loosen the policy \(PATCH \/api\/routing-policies\/rp_1: its max_cost_per_unit, max_latency_ms, rules or weights\) or add candidates\.$/);
+    expect(saved.extras.hint).to.match(/PATCH \/api\/routing-policies\/rp_1: add candidates; or set a fallback_function: the fallbacks are tried when every candidate is excluded\.$/);
     expect(saved.extras.fields).to.include({ policy_id: 'rp_1' });
+  });
+
+  it('no_eligible_function names the levers for the reasons given, and once the fallbacks could not run either, lists them under attempts', () => {
+    const candidate = (reason: string) => ({ function: `f-${reason}`, id: null, kept: false, reason }) as never;
+    const err = (reasons: string[], attempts?: unknown[]) =>
+      toApiError(new EngineError('no_eligible_function', 'No candidate function is eligible under strategy priority.', { candidates: reasons.map(candidate), strategy: 'priority', policyId: 'rp_2', ...(attempts ? { attempts: attempts as never } : {}) })) as ApiError;
+    expect(err(['unreachable', 'not active']).extras.hint).to.equal(
+      'Every candidate was excluded; candidates lists each one and why. PATCH /api/routing-policies/rp_2: replace the functions out of reach or not active (a marketplace function its owner withdrew, say); or set a fallback_function: the fallbacks are tried when every candidate is excluded.',
+    );
+    expect(err(['cost ceiling', 'latency ceiling', 'rule miss', 'no weight']).extras.hint).to.contain('PATCH /api/routing-policies/rp_2: raise max_cost_per_unit, raise max_latency_ms, add a rule or a default_function for this context, give the functions a weight;');
+    const skipped = [{ function: 'cost-plus', id: 'fn_builtin_cost_plus', role: 'fallback_function', outcome: 'skipped', error: 'cost ceiling (0.001 > 0)', ms: 0 }];
+    const after = err(['cost ceiling'], skipped);
+    expect(after.extras.hint).to.equal("Every candidate was excluded; candidates lists each one and why, attempts why each of the policy's fallbacks could not run. PATCH /api/routing-policies/rp_2: raise max_cost_per_unit.");
+    expect(after.extras.fields).to.deep.include({ attempts: skipped });
   });
 
   it('functions_failed after real failures has no retry_after', () => {
