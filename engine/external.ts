@@ -82,6 +82,30 @@ const CLOSED_EARLY = 'The endpoint closed the connection before answering.';
 const closedEarly = (err: unknown): boolean => err instanceof OutboundError && err.kind === 'network' && err.code === 'ECONNRESET';
 
 /** The owner-neutral wording of a failed call to an endpoint. */
+/** TLS failures by their system code: OpenSSL's own text (file and line of its sources) tells an owner little. */
+const TLS_CODE = /^(EPROTO|ERR_SSL_|ERR_TLS_|CERT_|UNABLE_TO_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|ERR_OSSL_)/;
+
+/**
+ * A network failure in its owner's words, by its system code; the address is in them only where the code alone
+ * would not say which (DNS). Anything unrecognised keeps the runtime's message.
+ */
+export function networkFailure(err: OutboundError): string {
+  const code = err.code ?? '';
+  if (code === 'ECONNRESET') return CLOSED_EARLY;
+  if (code === 'ECONNREFUSED') return 'The endpoint refused the connection (ECONNREFUSED): nothing accepts connections at its address and port.';
+  if (code === 'ENOTFOUND') {
+    const host = /ENOTFOUND (\S+)/.exec(err.message)?.[1];
+    return `The endpoint's host name does not resolve (ENOTFOUND${host ? `: ${host}` : ''}).`;
+  }
+  if (code === 'EAI_AGAIN') return "The endpoint's host name could not be resolved just now (EAI_AGAIN, a DNS failure that may pass).";
+  if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return `The endpoint's address is unreachable (${code}).`;
+  if (TLS_CODE.test(code)) {
+    const plain = /wrong version number|packet length too long|http request/i.test(err.message) ? ': the address may serve plain http where https was registered' : '';
+    return `The TLS handshake with the endpoint failed (${code})${plain || (code === 'EPROTO' ? '' : `: ${err.message.split('\n')[0]?.slice(0, 200) ?? ''}`)}.`;
+  }
+  return err.message;
+}
+
 function withoutAddress(err: unknown, timeoutMs: number): string {
   if (err instanceof OutboundBlockedError || (err instanceof OutboundError && err.kind === 'protocol')) return "The function's registered address is refused by this service's outbound guard; only its owner can change it.";
   if (closedEarly(err)) return CLOSED_EARLY;
@@ -138,7 +162,7 @@ export class ExternalExecutor {
         throw new ExternalFunctionError('declined', said, said);
       }
       const asked = err instanceof OutboundError && err.retryAfterS !== undefined ? Math.min(err.retryAfterS, MAX_UPSTREAM_RETRY_AFTER_S) : undefined;
-      throw new ExternalFunctionError('upstream', closedEarly(err) ? CLOSED_EARLY : (err as Error).message, forOthers, [], asked);
+      throw new ExternalFunctionError('upstream', err instanceof OutboundError && err.kind === 'network' ? networkFailure(err) : (err as Error).message, forOthers, [], asked);
     }
     const parsed = externalAnswer.safeParse(body);
     if (!parsed.success) throw new ExternalFunctionError('invalid_response', `The endpoint's answer is not a price: ${notAPrice(parsed.error, body)}.`);

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { createServer } from 'node:net';
 import { leaveMidway, rowsOnceSettled } from '../../support/abandoned-call';
 import { client } from '../../support/http';
 import { sendJson, startCanary, startUpstream } from '../../support/outbound';
@@ -262,6 +263,27 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
     const tested = await buyer.post<Record<string, any>>(`/api/functions/${fn.id}/test`, { context: CONTEXT });
     expect(tested.status, tested.text).to.equal(200);
     expect(tested.body).to.include({ ok: false, error: said });
+  });
+
+  it('a TLS handshake that fails and a refused connection are said in words to the owner (not OpenSSL\'s file and line), and without the address to others', async () => {
+    const port = Number(new URL(upstream.url('/ok')).port);
+    const tls = await register('/ok', { endpoint_url: `https://127.0.0.1:${port}/ok`, is_public: true });
+    const closed = await new Promise<number>((resolve) => {
+      const probe = createServer();
+      probe.listen(0, '127.0.0.1', () => {
+        const free = (probe.address() as { port: number }).port;
+        probe.close(() => resolve(free));
+      });
+    });
+    const refused = await register('/none', { endpoint_url: `http://127.0.0.1:${closed}/price` });
+    const tested = async (id: string) => (await api.post<Record<string, any>>(`/api/functions/${id}/test`, { context: CONTEXT })).body as { ok: boolean; error: string };
+    expect(await tested(tls.id)).to.include({ ok: false, error: 'The TLS handshake with the endpoint failed (EPROTO): the address may serve plain http where https was registered.' });
+    expect((await tested(refused.id)).error).to.equal('The endpoint refused the connection (ECONNREFUSED): nothing accepts connections at its address and port.');
+    // Another workspace hears that the endpoint could not be reached, not where it is.
+    await activate(tls.id);
+    const buyer = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'ext-tls-buyer'), { name: 'b' })).key });
+    const theirs = await buyer.post<Record<string, any>>(`/api/functions/${tls.id}/test`, { context: CONTEXT });
+    expect(theirs.body).to.include({ ok: false, error: 'The endpoint could not be reached.' });
   });
 
   it("an endpoint's price in another currency names both (422: the context asked for a currency it does not price in); an answer without a currency is in the context's currency", async () => {
