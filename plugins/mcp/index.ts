@@ -9,6 +9,7 @@ import { PRICING } from '../pricing';
 import type { CallSchemas, ComputeService, DemoBudgetGuard } from '../pricing';
 import { mcpRoutes } from './routes';
 import { McpSessions } from './services/sessions';
+import { ToolMetrics } from './services/tool-metrics';
 import { catalogueTools } from './tools/catalogue-tools';
 import { computeTool } from './tools/compute-tool';
 import type { McpTool } from './tools/types';
@@ -42,6 +43,7 @@ export const mcpPlugin: PluginDefinition = {
     ];
     container.register(DISCOVERY.McpTools, { useValue: tools.map((t) => t.descriptor) });
     const sessions = new McpSessions(container.resolve<Uint8Array>(IDENTITY.TokenSecret), config.limits.mcp.sessionTtlHours * 3_600_000, () => clock.now());
-    for (const r of mcpRoutes({ config, tools, sessions, changelog: container.resolve<Changelog>(DISCOVERY.Changelog), publicUrl: ctx.publicUrl, log: ctx.log })) ctx.route(r);
+    const toolMetrics = new ToolMetrics(ctx.metrics, tools.map((t) => t.descriptor.name));
+    for (const r of mcpRoutes({ config, tools, sessions, changelog: container.resolve<Changelog>(DISCOVERY.Changelog), publicUrl: ctx.publicUrl, log: ctx.log, toolMetrics })) ctx.route(r);
   },
 };

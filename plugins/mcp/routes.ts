@@ -13,6 +13,7 @@ import type { Changelog } from '../discovery';
 import { requestRateOf } from '../identity';
 import { openSse, originRefused, prefersSse, sseEvent, LATEST_VERSION, SUPPORTED_VERSIONS } from './services/transport';
 import { McpSessions } from './services/sessions';
+import type { ToolMetrics } from './services/tool-metrics';
 import type { McpTool, ToolContext } from './tools/types';
 
 export interface McpDeps {
@@ -22,6 +23,7 @@ export interface McpDeps {
   changelog: Changelog;
   publicUrl: () => string;
   log: Logger;
+  toolMetrics: ToolMetrics;
 }
 
 type Id = string | number | null;
@@ -121,7 +123,12 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
   const callTool = async (ctx: RequestContext, res: Response, id: Id, params: Record<string, unknown>): Promise<HandlerResult> => {
     const name = typeof params.name === 'string' ? params.name : '';
     const tool = byName.get(name);
-    if (!tool) return answer(ctx, rpcError(id, -32602, name === '' ? 'Invalid params: tools/call needs params.name, the tool to call.' : `Unknown tool: ${name}`, { tools: [...byName.keys()] }));
+    const began = performance.now();
+    const counted = (outcome: string) => d.toolMetrics.record(name, outcome, (performance.now() - began) / 1000);
+    if (!tool) {
+      counted('unknown_tool');
+      return answer(ctx, rpcError(id, -32602, name === '' ? 'Invalid params: tools/call needs params.name, the tool to call.' : `Unknown tool: ${name}`, { tools: [...byName.keys()] }));
+    }
     const meta = (params._meta ?? {}) as Record<string, unknown>;
     // MCP's progress token is a string or an integer; anything else is no token (nothing to echo back).
     const token = meta.progressToken;
@@ -164,6 +171,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       // A keyless call spent its demo budget whatever the outcome: its refusal reports the budget too, as REST's headers do.
       const body = toolCtx.demoBudget ? { ...failure, budget: toolCtx.demoBudget } : failure;
       if (!isApiError(err)) d.log.error({ err, tool: name }, 'MCP tool failed');
+      counted(typeof body.code === 'string' ? body.code : 'internal_error');
       return reply({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: JSON.stringify(body) }], isError: true } });
     };
     let args: unknown;
@@ -190,6 +198,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       work.catch(() => undefined);
       const outcome = await Promise.race([work, timeout]);
       if (outcome === 'timeout') {
+        counted('upstream_timeout');
         return reply(
           rpcError(id, -32001, `Tool ${name} timed out after ${timeoutMs} ms.`, {
             code: 'upstream_timeout',
@@ -202,6 +211,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
         );
       }
       if (progressToken !== undefined) progress(1, 1, 'done');
+      counted('ok');
       return reply({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: JSON.stringify(outcome) }], structuredContent: outcome, isError: false } });
     } catch (err) {
       return failed(err);

@@ -269,6 +269,41 @@ describe('MCP keyless demo budget', function () {
   });
 });
 
+describe('MCP tool calls in the metrics', function () {
+  this.timeout(30_000);
+  it('counts each tool call by tool and outcome (ok, an isError result by its code, unknown_tool, upstream_timeout), every tool at 0 from the start', async () => {
+    const svc = await startTestService({ config: { ...lenient, limits: { ...lenient.limits, mcp: { toolTimeoutMs: 300 } } } });
+    const count = async (tool: string, outcome: string): Promise<number | null> => {
+      const text = await (await fetch(`${svc.url}/metrics`)).text();
+      const line = text.split('\n').find((l) => l.startsWith(`mcp_tool_calls_total{tool="${tool}",outcome="${outcome}"} `));
+      return line ? Number(line.split(' ')[1]) : null;
+    };
+    try {
+      for (const tool of ['compute_price', 'verify_price', 'list_functions', 'browse_catalog']) expect(await count(tool, 'ok'), tool).to.equal(0);
+      const call = (id: number, name: string, args: unknown) => rpc(svc, { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+      expect((await call(1, 'compute_price', { context: { current_price: 3 } })).status).to.equal(200);
+      expect((await call(2, 'compute_price', { context: 'x' })).status).to.equal(200);
+      expect((await call(3, 'no_such_tool', {})).status).to.equal(200);
+      expect(await count('compute_price', 'ok')).to.equal(1);
+      expect(await count('compute_price', 'validation_error')).to.equal(1);
+      expect(await count('unknown', 'unknown_tool')).to.equal(1);
+      const holder = await svc.sequelize.transaction();
+      await svc.sequelize.query('LOCK TABLE usage_events IN SHARE MODE', { transaction: holder });
+      try {
+        const timedOut = (await (await call(4, 'compute_price', { context: { current_price: 4 } })).json()) as Record<string, any>;
+        expect(timedOut.error.code).to.equal(-32001);
+      } finally {
+        await holder.rollback();
+      }
+      expect(await count('compute_price', 'upstream_timeout')).to.equal(1);
+      const text = await (await fetch(`${svc.url}/metrics`)).text();
+      expect(text).to.match(/^mcp_tool_duration_seconds_count\{tool="compute_price"\} 3$/m);
+    } finally {
+      await svc.close();
+    }
+  });
+});
+
 describe('MCP tool timeout', function () {
   this.timeout(30_000);
   it('answers JSON-RPC -32001 with error.data {code: upstream_timeout, retryable, timeout_ms, tool, hint, next: []}', async () => {
