@@ -46,7 +46,10 @@ export const verificationPlugin: PluginDefinition = {
       () => clock.now(),
     );
     const recorder = container.resolve<UsageRecorder>(USAGE.Recorder);
-    const service = new VerificationService(store, hooks, recorder, config, clock, ctx.publicUrl, container.resolve<FunctionRegistry>(PRICING.Registry));
+    const verdicts = ctx.metrics.counter({ name: 'price_verifications_total', help: 'Price verifications answered, by verdict (reasonable, high, low, unknown) and channel (api, mcp, demo).', labelNames: ['verdict', 'channel'] });
+    // Every verdict's series exists from the start, so a share of unknown verdicts reads 0 rather than no data.
+    for (const verdict of ['reasonable', 'high', 'low', 'unknown']) for (const channel of ['api', 'mcp', 'demo']) verdicts.inc({ verdict, channel }, 0);
+    const service = new VerificationService(store, hooks, recorder, config, clock, ctx.publicUrl, container.resolve<FunctionRegistry>(PRICING.Registry), (verdict, channel) => verdicts.inc({ verdict, channel }));
     container.register(VERIFICATION.Service, { useValue: service });
     container.register(VERIFICATION.Observations, { useValue: store });
     // Compute positions against the same observations a verdict is judged on.

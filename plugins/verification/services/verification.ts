@@ -14,7 +14,7 @@ import type { ObservationStore } from './observations';
 import { acceptedOutcomeLabel } from './labels';
 import type { FunctionsByName } from './labels';
 import { evaluateVerdict } from './verdict';
-import type { Constraint, Observation, VerdictResult, VerdictThresholds } from './verdict';
+import type { Constraint, Observation, VerdictResult, VerdictThresholds, VerdictValue } from './verdict';
 
 const DAY_MS = 86_400_000;
 
@@ -93,6 +93,8 @@ export class VerificationService {
     private readonly clock: Clock,
     private readonly publicUrl: () => string,
     private readonly functions: FunctionsByName,
+    /** Called once per answered verification (recorded), with its verdict: the plugin counts them in the metrics. */
+    private readonly answered: (verdict: VerdictValue, channel: Channel) => void = () => undefined,
   ) {}
 
   /** The observations as this caller may see them: an accepted outcome's function named only where the caller could see the function. */
@@ -175,6 +177,7 @@ export class VerificationService {
     };
     const recorded = await this.recorder.recordAndSettle(usageEvent, reservation, () => callerGone(call.req));
     const usageEventId = recorded.id;
+    this.answered(verdict.verdict, call.channel);
 
     const body: Record<string, unknown> = {
       object: 'price_verification',

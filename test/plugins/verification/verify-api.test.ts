@@ -66,6 +66,24 @@ describe('price verification API', function () {
     expect(low.body.verdict).to.equal('low');
   });
 
+  it('counts answered verifications by verdict and channel in the metrics (price_verifications_total), every series from the start; a refused one is not counted', async () => {
+    const counts = async (): Promise<Record<string, number>> => {
+      const text = await (await fetch(`${svc.url}/metrics`)).text();
+      return Object.fromEntries([...text.matchAll(/^price_verifications_total\{verdict="(\w+)",channel="(\w+)"\} (\d+)$/gm)].map((m) => [`${m[1]}/${m[2]}`, Number(m[3])]));
+    };
+    const before = await counts();
+    expect(Object.keys(before)).to.have.length(12);
+    await verify({ context: { product_type: 'widget' }, proposed_price: 45 });
+    await verify({ context: { product_type: 'widget' }, proposed_price: '20.10' });
+    await verify({ context: { product_type: 'nothing-known' }, proposed_price: 1 });
+    expect((await verify({ context: { product_type: 'widget' }, proposed_price: -1 })).status).to.equal(400);
+    const demo = await client(svc.url).post<Record<string, any>>('/api/public/price-router/verify', { context: { product_type: 'widget' }, proposed_price: 9 });
+    expect(demo.status, demo.text).to.equal(200);
+    const after = await counts();
+    const grew = Object.fromEntries(Object.entries(after).filter(([k, v]) => v !== before[k]).map(([k, v]) => [k, v - (before[k] ?? 0)]));
+    expect(grew).to.deep.equal({ 'high/api': 1, 'reasonable/api': 1, 'unknown/api': 1, 'low/demo': 1 });
+  });
+
   it('refuses a current_price out of range with 400 naming it (a 1e19 or 1e-20 one failed the verdict with a 500)', async () => {
     const api = client(svc.url, { 'x-api-key': caller.key });
     for (const current of [1e19, 1e-20, '0']) {
