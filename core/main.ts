@@ -27,6 +27,9 @@ function fail(err: unknown): never {
 }
 
 
+/** A repeat of the stopping signal within this time is the same signal delivered twice, not a second request to exit at once. */
+const SIGNAL_REPEAT_WINDOW_MS = 1000;
+
 async function main(): Promise<void> {
   // Before the settings are read: a misspelt one may be why a value is refused or ignored.
   for (const { name, meant } of misspelledSettings(process.env)) {
@@ -46,13 +49,17 @@ async function main(): Promise<void> {
   const service = await startService({ config, plugins: builtInPlugins }).catch(fail);
   process.stdout.write(`${banner(service.url, service.publicUrl(), config, service.plugins)}\n`);
   let stopping = false;
+  let firstSignalAt = 0;
   const stop = (signal: string | null, exitCode: 0 | 1) => {
     if (stopping) {
       if (!signal) return;
+      // One Ctrl-C arrives twice: from the terminal to the whole process group, and again from npm passing it on.
+      if (performance.now() - firstSignalAt < SIGNAL_REPEAT_WINDOW_MS) return;
       process.stderr.write(`Second ${signal}: exiting now.\n`);
       process.exit(1);
     }
     stopping = true;
+    firstSignalAt = performance.now();
     service.log.info({ signal }, 'shutting down');
     service.close().then(
       () => process.exit(exitCode),

