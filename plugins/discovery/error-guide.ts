@@ -51,7 +51,7 @@ export const ERROR_GUIDE: Record<ErrorCode, string> = {
   self_registration_closed: 'self-registration is paused; retry after Retry-After, or have a person sign up.',
   not_ready: 'GET /readyz: a dependency of this instance is not reachable; it is not taking traffic.',
   shutting_down: 'the instance is stopping; retry (another instance answers).',
-  upstream_timeout: 'an MCP tool ran past its time limit; the call may still complete and be charged, so check your usage before repeating it.',
+  upstream_timeout: "an MCP tool ran past its time limit: the JSON-RPC error -32001 inside an HTTP 200 (error.data.code upstream_timeout; the local pricing-mcp server's own timeout too). The call may still complete and be counted: retry once with the same _meta.idempotency_key (a call that finished answers its first result, uncharged), then wait a minute.",
 };
 
 /** The codes only a payments plugin answers with. */
@@ -65,5 +65,6 @@ export function errorGuideLines(served: { payments: boolean; mcp: boolean }): st
   return (Object.keys(ERROR_GUIDE) as ErrorCode[])
     .filter((code) => (served.payments || !PAYMENT_CODES.includes(code)) && (served.mcp || !MCP_CODES.includes(code)))
     .sort((a, b) => errorStatus[a] - errorStatus[b])
-    .map((code) => `- ${errorStatus[code]} ${code}: ${ERROR_GUIDE[code]}`);
+    // The tool timeout is no HTTP status: it is a JSON-RPC error inside a 200.
+    .map((code) => `- ${code === 'upstream_timeout' ? 'JSON-RPC -32001' : errorStatus[code]} ${code}: ${ERROR_GUIDE[code]}`);
 }

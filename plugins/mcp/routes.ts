@@ -28,8 +28,13 @@ export interface McpDeps {
 
 type Id = string | number | null;
 
-const INSTRUCTIONS =
-  'Pricing tools: compute_price (a price for a context), verify_price (a verdict on a proposed price), list_functions, browse_catalog. Without a key you get the demo tenant and built-in functions within an hourly budget; send your API key (x-api-key or Authorization: Bearer) to price as your workspace. Sending Mcp-Session-Id back is optional.';
+/** What initialize says of each tool, when this instance serves it (verify_price needs the verification plugin). */
+const TOOL_WORDS: Record<string, string> = { compute_price: 'compute_price (a price for a context)', verify_price: 'verify_price (a verdict on a proposed price)' };
+
+/** initialize's instructions, naming the tools served and no other. */
+function instructionsFor(tools: readonly string[]): string {
+  return `Pricing tools: ${tools.map((t) => TOOL_WORDS[t] ?? t).join(', ')}. Without a key you get the demo tenant and built-in functions within an hourly budget; send your API key (x-api-key or Authorization: Bearer) to price as your workspace. Sending Mcp-Session-Id back is optional.`;
+}
 
 function ownerOf(ctx: RequestContext): string {
   const p = ctx.principal;
@@ -71,6 +76,7 @@ const ALLOW = 'GET, POST';
 
 export function mcpRoutes(d: McpDeps): RouteSpec[] {
   const byName = new Map(d.tools.map((t) => [t.descriptor.name, t]));
+  const instructions = instructionsFor([...byName.keys()]);
   const ownOrigin = () => new URL(d.publicUrl()).origin;
 
   /**
@@ -260,7 +266,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
           protocolVersion: SUPPORTED_VERSIONS.includes(asked) ? asked : LATEST_VERSION,
           capabilities: { tools: { listChanged: false } },
           serverInfo: { name: 'pricing-compute', title: 'Pricing Compute Service', version: process.env.npm_package_version ?? '0.1.0' },
-          instructions: INSTRUCTIONS,
+          instructions,
         };
         return answer(ctx, { jsonrpc: '2.0', id, result }, { 'Mcp-Session-Id': d.sessions.issue(ownerOf(ctx)) });
       }

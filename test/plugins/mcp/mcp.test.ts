@@ -269,6 +269,21 @@ describe('MCP keyless demo budget', function () {
   });
 });
 
+describe('MCP without the verification plugin', function () {
+  this.timeout(30_000);
+  it('names in initialize only the tools it serves: no verify_price in the instructions or tools/list', async () => {
+    const svc = await startTestService({ enabled: ['health', 'identity', 'accounts', 'team', 'usage', 'pricing', 'discovery', 'mcp', 'catalog'] });
+    try {
+      const init = (await (await rpc(svc, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } })).json()) as Record<string, any>;
+      expect(init.result.instructions).to.match(/^Pricing tools: compute_price \(a price for a context\), list_functions, browse_catalog\. /);
+      const list = (await (await rpc(svc, { jsonrpc: '2.0', id: 2, method: 'tools/list' })).json()) as Record<string, any>;
+      expect(list.result.tools.map((t: { name: string }) => t.name)).to.deep.equal(['compute_price', 'list_functions', 'browse_catalog']);
+    } finally {
+      await svc.close();
+    }
+  });
+});
+
 describe('MCP tool calls in the metrics', function () {
   this.timeout(30_000);
   it('counts each tool call by tool and outcome (ok, an isError result by its code, unknown_tool, upstream_timeout), every tool at 0 from the start', async () => {
