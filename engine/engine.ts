@@ -13,6 +13,7 @@ import type { FunctionLabels } from './metric-labels';
 import type { CallerScope, FunctionDescriptor } from './functions';
 import type { PricingPool } from './pool';
 import type { FunctionRegistry } from './registry';
+import { BUILTIN_DESCRIPTORS } from './registry';
 import type { RoutingPolicy, Preference, Strategy, PolicyConfig } from './routing/policy';
 import { excludedByPolicy, savingsOf } from './routing/comparisons';
 import type { Savings } from './routing/comparisons';
@@ -90,6 +91,11 @@ export class PricingEngine {
     this.runner = new FunctionRunner(pool, external, latency, breakers, metrics, opts);
     this.fallbacks = metrics.counter({ name: 'pricing_fallbacks_total', help: 'Compute requests answered by a fallback, by the function that answered.', labelNames: ['function'] });
     this.cacheHits = metrics.counter({ name: 'pricing_cache_hits_total', help: 'Compute requests answered from the result cache, by function.', labelNames: ['function'] });
+    // The built-ins' series exist from the start (a rate reads 0, not no data); other functions' appear with their first event.
+    for (const fn of BUILTIN_DESCRIPTORS) {
+      this.fallbacks.inc({ function: fn.name }, 0);
+      this.cacheHits.inc({ function: fn.name }, 0);
+    }
   }
 
   /** Resolves an explicitly named function, with SPEC's refusals for missing, draft and inactive ones. */

@@ -9,7 +9,7 @@ import { PricingEngine } from './engine';
 import { ExternalExecutor } from './external';
 import { FunctionLabels, OTHER_FUNCTIONS } from './metric-labels';
 import { PricingPool } from './pool';
-import { FunctionRegistry } from './registry';
+import { BUILTIN_DESCRIPTORS, FunctionRegistry } from './registry';
 import type { FunctionSource } from './registry';
 import { createRng } from './rng';
 import { Router } from './routing/router';
@@ -76,6 +76,8 @@ export function createEngine(deps: { config: Config; kv: KvStore; clock: Clock; 
     // An open breaker turns half-open by the clock alone, with no call to announce it: read the state at scrape time.
     collect() {
       let others: number | undefined;
+      // Built-ins read closed before their first call: an alert on an open breaker sees 0, not no data.
+      for (const fn of BUILTIN_DESCRIPTORS) this.set({ function: fn.name }, BREAKER_LEVEL[breakers.state(fn.id)]);
       for (const id of breakers.known()) {
         const label = labelOf(id);
         const level = BREAKER_LEVEL[breakers.state(id)];

@@ -27,6 +27,18 @@ describe('engine: circuit breaker', function () {
     expect(state()).to.equal('open');
   }
 
+  it('shows every built-in\'s breaker (closed, 0) and its fallback and cache-hit counters (0) before any call: alerts read 0, not no data', async () => {
+    for (const name of ['cost-plus', 'competitive-position', 'elasticity-optimum', 'charm-pricing', 'anchored-adjustment']) {
+      expect(await breakerGauge(h.metrics, name), name).to.equal(0);
+      for (const metric of ['pricing_fallbacks_total', 'pricing_cache_hits_total']) {
+        const values = (await h.metrics.registry.getSingleMetric(metric)?.get())?.values ?? [];
+        expect(values.find((v) => v.labels.function === name)?.value, `${metric} ${name}`).to.equal(0);
+      }
+    }
+    // A workspace function appears with its first call, as before.
+    expect(await breakerGauge(h.metrics, 'fn_test_flaky')).to.equal(undefined);
+  });
+
   it('stays closed below minCalls, then opens once the failure ratio is reached', async () => {
     for (let i = 0; i < 3; i++) await callFlaky(FAIL);
     expect(state()).to.equal('closed');
