@@ -59,7 +59,11 @@ export const SECURITY_SCHEMES = {
   PersonToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: "A person token (from sign-in) as Authorization: Bearer; acts as the person, by their role." },
   Session: { type: 'apiKey', in: 'cookie', name: 'pcs_session', description: "A person's browser session." },
   ClientBasic: { type: 'http', scheme: 'basic', description: 'OAuth client authentication at the token endpoint (client_secret_basic): client_id and client_secret as HTTP Basic.' },
+  MetricsToken: { type: 'http', scheme: 'bearer', description: "The operator's METRICS_TOKEN as Authorization: Bearer, on GET /metrics while it is set." },
 } as const;
+
+/** Schemes only some configurations use: listed in the document only when a route takes them. */
+export const CONDITIONAL_SCHEMES: ReadonlySet<string> = new Set(['MetricsToken']);
 
 /** The route's security requirements: none for a public route, the empty one first for an optional credential. */
 export function securityOf(route: RouteSpec): SecurityRequirement[] {

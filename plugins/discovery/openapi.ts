@@ -9,7 +9,7 @@ import type { RouteSpec } from '../../core/http/route';
 
 export { openApiPath } from '../../core/http/route';
 import { openApiPath } from '../../core/http/route';
-import { SECURITY_SCHEMES, accessExtensions, accessSentence, kindsOf, securityOf } from './openapi-security';
+import { CONDITIONAL_SCHEMES, SECURITY_SCHEMES, accessExtensions, accessSentence, kindsOf, securityOf } from './openapi-security';
 import { RESPONSE_HEADERS, headersFor, refusalsOf } from './openapi-responses';
 
 /** The catch-all refusal: where an agent reads what the codes mean and what to do. */
@@ -50,7 +50,8 @@ function rawBodyContent(types: readonly string[], fields?: z.ZodObject): Record<
  */
 export function buildOpenApi(routes: readonly RegisteredRoute[], info: { version: string; serverUrl: string }): Record<string, unknown> {
   const registry = new OpenAPIRegistry();
-  for (const [name, scheme] of Object.entries(SECURITY_SCHEMES)) registry.registerComponent('securitySchemes', name, scheme);
+  const used = new Set(routes.flatMap(({ spec }) => securityOf(spec).flatMap((req) => Object.keys(req))));
+  for (const [name, scheme] of Object.entries(SECURITY_SCHEMES)) if (!CONDITIONAL_SCHEMES.has(name) || used.has(name)) registry.registerComponent('securitySchemes', name, scheme);
   for (const [name, header] of Object.entries(RESPONSE_HEADERS)) registry.registerComponent('headers', name, header);
 
   for (const { plugin, spec } of routes) {

@@ -1,5 +1,5 @@
 import type { PluginDefinition } from '../../core/plugin';
-import { healthRoutes } from './routes';
+import { healthRoutes, registerDependencyGauge } from './routes';
 
 /** Liveness, readiness and the Prometheus scrape endpoint. */
 export const healthPlugin: PluginDefinition = {
@@ -7,5 +7,6 @@ export const healthPlugin: PluginDefinition = {
   description: 'GET /healthz, GET /readyz and GET /metrics.',
   register(ctx) {
     for (const route of healthRoutes(ctx)) ctx.route(route);
+    registerDependencyGauge(ctx);
   },
 };

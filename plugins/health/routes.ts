@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import { ApiError } from '../../core/errors';
+import { ApiError, errorBodySchema } from '../../core/errors';
 import { defineRoute, ok, HANDLED } from '../../core/http/route';
 import type { HandlerResult, RouteSpec } from '../../core/http/route';
 import type { PluginContext, ReadinessCheck } from '../../core/plugin';
@@ -42,6 +42,23 @@ async function runCheck(check: () => Promise<void>): Promise<{ status: 'up' | 'd
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * `service_dependency_up{dependency}`: each readiness check (database, redis when configured) run at scrape time, 1 when
+ * it answered within READINESS_TIMEOUT_MS. An outage then shows as a series to alert on, not only as 503s.
+ */
+export function registerDependencyGauge(ctx: PluginContext): void {
+  ctx.metrics.gauge({
+    name: 'service_dependency_up',
+    help: `Whether each dependency /readyz checks answered at scrape time (1) or not within ${READINESS_TIMEOUT_MS} ms (0): the database, and Redis when REDIS_URL is set.`,
+    labelNames: ['dependency'],
+    async collect() {
+      const entries = [...ctx.container.resolve<ReadonlyMap<string, ReadinessCheck>>(TOKENS.Readiness)];
+      const results = await Promise.all(entries.map(async ([name, check]) => [name, await runCheck(check)] as const));
+      for (const [name, result] of results) this.set({ dependency: name }, result.status === 'up' ? 1 : 0);
+    },
+  });
 }
 
 export function healthRoutes(ctx: PluginContext): RouteSpec[] {
@@ -89,7 +106,12 @@ export function healthRoutes(ctx: PluginContext): RouteSpec[] {
       auth: 'public',
       rateLimit: 'none',
       produces: ['text/plain'],
-      responses: { 200: { description: 'Prometheus text format.' } },
+      // With METRICS_TOKEN set the route takes that token itself: the document says so, with its 401.
+      ...(metricsToken ? { selfAuthenticated: { schemes: ['MetricsToken'] } } : {}),
+      responses: {
+        200: { description: 'Prometheus text format.' },
+        ...(metricsToken ? { 401: { description: 'The metrics token (METRICS_TOKEN) was not sent, or is not the one this service takes.', schema: errorBodySchema } } : {}),
+      },
       handler: async ({ req, res }): Promise<HandlerResult> => {
         if (metricsToken && !bearerIs(req.headers.authorization, metricsToken)) {
           // SPEC's 401 shapes: a token sent and refused is invalid_credentials, none sent unauthorized.

@@ -39,6 +39,19 @@ describe('health plugin', () => {
     } finally {
       await svc.close();
     }
+    // The OpenAPI document says what the route takes: the token scheme and its 401 while it is set, nothing while it is not.
+    for (const [config, secured] of [[{ metrics: { token } }, true], [{}, false]] as const) {
+      const docs = await startTestService({ enabled: ['health', 'identity', 'discovery'], config });
+      try {
+        const doc = (await client(docs.url).get<Record<string, any>>('/api/openapi.json?format=json')).body;
+        const op = doc.paths['/metrics'].get;
+        expect(op.security).to.deep.equal(secured ? [{ MetricsToken: [] }] : []);
+        expect(Object.keys(op.responses).includes('401')).to.equal(secured);
+        expect(Object.keys(doc.components.securitySchemes).includes('MetricsToken')).to.equal(secured);
+      } finally {
+        await docs.close();
+      }
+    }
     // Unset, it stays open (a scrape on a private network needs nothing).
     const open = await startTestService({ enabled: ['health'] });
     try {
@@ -59,8 +72,11 @@ describe('health plugin', () => {
       expect(up.status).to.equal(200);
       expect(up.body.status).to.equal('ready');
       expect((up.body.checks as Record<string, { status: string }>).database?.status).to.equal('up');
+      // The same check as a series to alert on.
+      expect((await api.get('/metrics')).text).to.match(/^service_dependency_up\{dependency="database"\} 1$/m);
 
       await pg.stop();
+      expect((await api.get('/metrics')).text).to.match(/^service_dependency_up\{dependency="database"\} 0$/m);
       const down = await api.get('/readyz');
       expect(down.status).to.equal(503);
       expect(down.body.status).to.equal('not_ready');
@@ -86,6 +102,7 @@ describe('health plugin', () => {
       const res = await client(svc.url).get('/readyz');
       expect(res.status).to.equal(200);
       expect((res.body.checks as Record<string, { status: string }>).redis?.status).to.equal('up');
+      expect((await client(svc.url).get('/metrics')).text).to.match(/^service_dependency_up\{dependency="redis"\} 1$/m);
     } finally {
       await svc.close();
     }
