@@ -69,7 +69,8 @@ export function agentsDocument(config: Config, base: string, changelog: Changelo
   const keyless = [
     ...when(s.serves('post', '/api/public/compute/demo'), `POST ${base}/api/public/compute/demo`),
     ...when(s.serves('post', '/api/public/price-router/verify'), `POST ${base}/api/public/price-router/verify`),
-    ...when(s.mcp, `${base}${MCP_PATH} without a key`),
+    // "METHOD URL" as the others: MCP is POSTed JSON-RPC, and under keyless_demo it is MCP without a key.
+    ...when(s.mcp, `POST ${base}${MCP_PATH}`),
   ];
   const registration = s.serves('post', '/api/agents/register');
   const oauth = s.serves('post', '/api/oauth/register') && s.serves('post', '/api/oauth/token') && s.serves('get', '/.well-known/oauth-authorization-server');

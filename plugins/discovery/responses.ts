@@ -60,7 +60,7 @@ const way = <I extends string, S extends z.ZodRawShape>(id: I, what: string, sha
 
 const wayIn = z.discriminatedUnion('id', [
   way('keyless_demo', 'No credential: the demo tenant, rate limited per caller address.', {
-    endpoints: z.array(z.string()).describe('The keyless calls this instance serves (the demos, MCP without a key).'),
+    endpoints: z.array(z.string()).describe('The keyless calls this instance serves, each "METHOD URL" (the demos, and the MCP endpoint called without a key).'),
     demo_calls_per_hour: z.number().int().describe('Keyless demo calls allowed per hour per caller address.'),
   }),
   way('self_registration', 'One unauthenticated call gives a sandbox key.', {

@@ -267,6 +267,12 @@ describe('discovery documents and OpenAPI', function () {
   it('agents.json states ways in, self-registration with the limits in force, MCP, OpenAPI and the changelog object', async () => {
     const doc = (await client(svc.url).get<Record<string, any>>('/.well-known/agents.json')).body;
     expect(doc.ways_in.map((w: { id: string }) => w.id)).to.include.members(['keyless_demo', 'self_registration', 'oauth_client_credentials', 'pay_per_call', 'person_account']);
+    // Each keyless endpoint is "METHOD URL", the MCP endpoint too, which a client can use as it is.
+    expect(doc.ways_in.find((w: { id: string }) => w.id === 'keyless_demo').endpoints).to.deep.equal([
+      'POST https://pricing.example.com/api/public/compute/demo',
+      'POST https://pricing.example.com/api/public/price-router/verify',
+      'POST https://pricing.example.com/api/mcp/rpc',
+    ]);
     expect(doc.self_registration.limits).to.deep.include({ per_address_per_day: 7, overall_per_day: 321 });
     expect(doc.self_registration.limits.sandbox.compute_calls_per_day).to.equal(17);
     expect(doc.mcp.endpoint).to.equal('https://pricing.example.com/api/mcp/rpc');
