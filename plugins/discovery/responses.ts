@@ -71,6 +71,7 @@ const wayIn = z.discriminatedUnion('id', [
     registration: z.string().describe('Dynamic client registration (method and address).'),
     token: z.string().describe('The token endpoint (method and address).'),
     metadata: z.string().describe('The authorization server metadata (RFC 8414).'),
+    protected_resource: z.string().describe('The protected resource metadata (RFC 9728), where MCP clients find the authorization server.'),
   }),
   way('pay_per_call', 'x402 payment on a compute request without a credential.', { enabled: z.boolean().describe('Whether it is on (not yet).') }),
   way('agent_owned_workspace', 'Sign-in with an agent identity provider.', { enabled: z.boolean().describe('Whether it is on (not yet).') }),

@@ -198,6 +198,16 @@ export const oauthTokenResponse = z.object({
   scope: z.string().describe('The scopes granted, space-separated: the key\'s, or fewer when scope was sent; never a name-only permission.'),
 });
 
+/** GET /.well-known/oauth-protected-resource[/api/mcp/rpc]: RFC 9728, where MCP clients find the authorization server. */
+export const protectedResourceResponse = z.object({
+  resource: z.string().describe('The protected resource: the service (its base address), or its MCP endpoint at the path-specific address.'),
+  resource_name: z.string().describe('Its name.'),
+  authorization_servers: z.array(z.string()).describe("The authorization server's issuer (this service; its metadata at /.well-known/oauth-authorization-server)."),
+  bearer_methods_supported: z.array(z.string()).describe('header: Authorization: Bearer.'),
+  scopes_supported: z.array(z.string()).describe('The scopes a token may carry.'),
+  resource_documentation: z.string().describe('Where the service is described for agents (llms.txt).'),
+});
+
 /** GET /.well-known/oauth-authorization-server: RFC 8414. */
 export const oauthMetadataResponse = z.object({
   issuer: z.string().describe('The service\'s base address.'),
@@ -205,7 +215,8 @@ export const oauthMetadataResponse = z.object({
   registration_endpoint: z.string().describe('The dynamic client registration endpoint.'),
   grant_types_supported: z.array(z.string()).describe('client_credentials only.'),
   token_endpoint_auth_methods_supported: z.array(z.string()).describe('client_secret_basic and client_secret_post.'),
-  response_types_supported: z.array(z.string()).describe('Empty: there is no authorization endpoint.'),
+  authorization_endpoint: z.string().describe('Listed because OAuth clients (the MCP SDK among them) require the field; it answers every request 400 unsupported_response_type: tokens are issued by client_credentials only.'),
+  response_types_supported: z.array(z.string()).describe('Empty: the authorization endpoint grants nothing.'),
   scopes_supported: z.array(z.string()).describe('The scopes a token may carry (name-only permissions excluded).'),
   service_documentation: z.string().describe('Where the service is described for agents (llms.txt).'),
   op_policy_uri: z.string().describe('The agents\' policy document (agents.json).'),

@@ -4,7 +4,7 @@ import { defineRoute } from '../../../core/http/route';
 import type { Reply, RouteSpec } from '../../../core/http/route';
 import { NAMED_SCOPES, NAME_ONLY_SCOPES } from '../scopes';
 import { AGENT_STARTER_PLAN, CLAIM_HOW, changelogFeedUrl, registrationLimits, sandboxLimits } from '../limits';
-import { oauthMetadataResponse, oauthRegisterResponse, oauthTokenResponse } from '../responses';
+import { oauthMetadataResponse, oauthRegisterResponse, oauthTokenResponse, protectedResourceResponse } from '../responses';
 import * as s from '../schemas';
 import { OAuthError } from '../services/oauth';
 import type { IdentityDeps } from './deps';
@@ -116,6 +116,7 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
           headers: { 'Cache-Control': 'public, max-age=300' },
           body: {
             issuer: base,
+            authorization_endpoint: `${base}/api/oauth/authorize`,
             token_endpoint: `${base}/api/oauth/token`,
             registration_endpoint: `${base}/api/oauth/register`,
             grant_types_supported: ['client_credentials'],
@@ -128,5 +129,61 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
         };
       },
     }),
+    defineRoute({
+      id: 'oauth.authorize',
+      method: 'get',
+      path: '/api/oauth/authorize',
+      summary: 'Authorization endpoint: refuses every request (unsupported_response_type); tokens are issued by client_credentials only.',
+      description:
+        'Listed in the authorization server metadata because OAuth clients (the MCP SDK among them) require authorization_endpoint there. No authorization-code or implicit flow exists: register a client (POST /api/oauth/register) and exchange its credentials at POST /api/oauth/token.',
+      tags: ['OAuth'],
+      auth: 'public',
+      responses: { 400: { description: 'RFC 6749 §4.1.2.1 unsupported_response_type, answered directly (no redirect URI is registered to send it to).', schema: s.oauthErrorBody } },
+      handler: (): Reply =>
+        oauthError(
+          new OAuthError(
+            'unsupported_response_type',
+            `This service has no authorization-code or implicit flow: register a client (POST ${d.publicUrl()}/api/oauth/register) and exchange its credentials with grant_type=client_credentials at POST ${d.publicUrl()}/api/oauth/token.`,
+          ),
+        ),
+    }),
+    ...protectedResourceRoutes(d),
+  ];
+}
+
+/**
+ * RFC 9728 protected resource metadata: where a client (the MCP SDK's auth()) learns which authorization server issues
+ * tokens for this service. At the root for the whole API, and at the MCP endpoint's path-specific address while MCP is served.
+ */
+function protectedResourceRoutes(d: IdentityDeps): RouteSpec[] {
+  const metadata = (path: string, resource: (base: string) => string, name: string): RouteSpec =>
+    defineRoute({
+      id: path === '' ? 'oauth.protected_resource' : 'oauth.protected_resource_mcp',
+      method: 'get',
+      path: `/.well-known/oauth-protected-resource${path}`,
+      summary: `OAuth 2.0 protected resource metadata (RFC 9728) of ${name}.`,
+      tags: ['OAuth'],
+      auth: 'public',
+      rateLimit: 'none',
+      responses: { 200: { description: 'The protected resource metadata (RFC 9728).', schema: protectedResourceResponse } },
+      handler: (): Reply => {
+        const base = d.publicUrl();
+        return {
+          status: 200,
+          headers: { 'Cache-Control': 'public, max-age=300' },
+          body: {
+            resource: resource(base),
+            resource_name: name,
+            authorization_servers: [base],
+            bearer_methods_supported: ['header'],
+            scopes_supported: NAMED_SCOPES.filter((x) => !NAME_ONLY_SCOPES.includes(x)),
+            resource_documentation: `${base}/llms.txt`,
+          },
+        };
+      },
+    });
+  return [
+    metadata('', (base) => base, 'the pricing compute API'),
+    ...(d.config.plugins.enabled.includes('mcp') ? [metadata('/api/mcp/rpc', (base) => `${base}/api/mcp/rpc`, 'the pricing compute MCP endpoint')] : []),
   ];
 }

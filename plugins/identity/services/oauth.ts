@@ -14,7 +14,19 @@ import type { FailedAuthGuard } from '../auth/failed-auth';
 import type { Onboarding, Registration } from './onboarding';
 
 /** RFC 6749 §5.2 token errors, and RFC 7591's for client registration. */
-export const OAUTH_ERROR_CODES = ['invalid_request', 'invalid_client', 'invalid_grant', 'unauthorized_client', 'unsupported_grant_type', 'invalid_scope', 'invalid_client_metadata', 'temporarily_unavailable'] as const;
+export const OAUTH_ERROR_CODES = ['invalid_request', 'invalid_client', 'invalid_grant', 'unauthorized_client', 'unsupported_grant_type', 'unsupported_response_type', 'invalid_scope', 'invalid_target', 'invalid_client_metadata', 'temporarily_unavailable'] as const;
+
+/** Whether an RFC 8707 resource indicator names this service (its base address or an address under it). */
+function withinService(resource: string, issuer: string): boolean {
+  try {
+    const asked = new URL(resource);
+    const base = new URL(issuer);
+    const path = base.pathname.replace(/\/$/, '');
+    return asked.origin === base.origin && (asked.pathname === path || asked.pathname === `${path}/` || asked.pathname.startsWith(`${path}/`)) && asked.hash === '';
+  } catch {
+    return false;
+  }
+}
 
 /** An RFC 6749 §5.2 error: the token endpoint speaks OAuth, not SPEC's common error shape. */
 export class OAuthError extends Error {
@@ -101,6 +113,10 @@ export class OAuthService {
     const grant = body.grant_type;
     if (!grant) throw new OAuthError('invalid_request', 'grant_type is required; this server supports client_credentials only.');
     if (grant !== 'client_credentials') throw new OAuthError('unsupported_grant_type', `grant_type ${grant} is not supported; use client_credentials (no authorization-code flow exists).`);
+    // RFC 8707: a client (the MCP SDK's) names the resource it wants the token for; the token is good for this service alone.
+    if (body.resource !== undefined && !withinService(body.resource, issuer)) {
+      throw new OAuthError('invalid_target', `resource ${body.resource} is not this service: tokens issued here are for ${issuer} and the addresses under it (its MCP endpoint ${issuer}/api/mcp/rpc included).`);
+    }
 
     const basic = basicCredentials(req);
     const header = credentialOf(req);

@@ -269,6 +269,49 @@ describe('MCP keyless demo budget', function () {
   });
 });
 
+describe('MCP with OAuth client credentials, as the official SDK does it', function () {
+  this.timeout(30_000);
+  it("authenticates through the SDK's auth() with ClientCredentialsProvider (RFC 9728 and RFC 8414 discovery, RFC 8707 resource), then prices as the client's own workspace", async () => {
+    const svc = await startTestService({ config: lenient });
+    try {
+      const reg = (await (await fetch(`${svc.url}/api/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'sdk-client-credentials' }) })).json()) as Record<string, string>;
+      const { auth } = await import('@modelcontextprotocol/sdk/client/auth.js');
+      const { ClientCredentialsProvider } = await import('@modelcontextprotocol/sdk/client/auth-extensions.js');
+      const { Client, StreamableHTTPClientTransport } = await sdk();
+      const mcpUrl = new URL(`${svc.url}/api/mcp/rpc`);
+      const provider = new ClientCredentialsProvider({ clientId: reg.client_id as string, clientSecret: reg.client_secret as string, expectedIssuer: svc.url });
+      expect(await auth(provider, { serverUrl: mcpUrl })).to.equal('AUTHORIZED');
+      const tokens = provider.tokens();
+      expect(tokens?.token_type).to.equal('Bearer');
+      const client = new Client({ name: 'cc', version: '1' });
+      await client.connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: provider }));
+      const priced = (await client.callTool({ name: 'compute_price', arguments: { context: { unit_cost: 2 } } })) as { structuredContent: Record<string, any> };
+      await client.close();
+      // Priced as the client's workspace, with its own credential (a keyless call would be the demo tenant's, classified others).
+      expect(priced.structuredContent.receipt.usage_event).to.include({ classification: 'mine', channel: 'mcp' });
+      expect(priced.structuredContent.remaining, 'a sandbox allowance: the client\'s own workspace').to.be.an('object');
+      // Discovery answers: the path-specific metadata names the MCP endpoint; the authorize endpoint refuses, in OAuth's shape.
+      const prm = (await (await fetch(`${svc.url}/.well-known/oauth-protected-resource/api/mcp/rpc`)).json()) as Record<string, any>;
+      expect(prm).to.deep.include({ resource: `${svc.url}/api/mcp/rpc`, authorization_servers: [svc.url], bearer_methods_supported: ['header'] });
+      const root = (await (await fetch(`${svc.url}/.well-known/oauth-protected-resource`)).json()) as Record<string, any>;
+      expect(root.resource).to.equal(svc.url);
+      const authorize = await fetch(`${svc.url}/api/oauth/authorize?response_type=code&client_id=${reg.client_id as string}`);
+      expect(authorize.status).to.equal(400);
+      expect(((await authorize.json()) as Record<string, any>).error).to.equal('unsupported_response_type');
+      // A token for another resource is refused (RFC 8707 invalid_target).
+      const elsewhere = await fetch(`${svc.url}/api/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`${reg.client_id as string}:${reg.client_secret as string}`).toString('base64')}` },
+        body: new URLSearchParams({ grant_type: 'client_credentials', resource: 'https://elsewhere.example/api' }).toString(),
+      });
+      expect(elsewhere.status).to.equal(400);
+      expect(((await elsewhere.json()) as Record<string, any>).error).to.equal('invalid_target');
+    } finally {
+      await svc.close();
+    }
+  });
+});
+
 describe('MCP without the verification plugin', function () {
   this.timeout(30_000);
   it('names in initialize only the tools it serves: no verify_price in the instructions or tools/list', async () => {
