@@ -341,9 +341,13 @@ export class PricingEngine {
       const ran = new Set(attempts.flatMap((a) => (a.outcome !== 'skipped' && a.id ? [a.id] : [])));
       const excludedCouldPrice = excludedByPolicy(this.registry, decision, overCeiling, ran, req.context, marketFor);
       // The reasons of the functions that ran; a function skipped (out of reach, over the ceiling) is in attempts and excluded_by_policy.
-      const reasons = attempts.filter((a) => a.outcome === 'not_applicable' || a.outcome === 'failed').map((a) => a.error);
+      const said = attempts.filter((a) => (a.outcome === 'not_applicable' || a.outcome === 'failed') && a.error);
+      // One function's reason reads as it is; several say whose each is.
+      const reasons = said.length === 1 ? (said[0]?.error ?? '') : said.map((a) => `${a.function}: ${a.error ?? ''}${/[.!?)]$/.test(a.error ?? '') ? '' : '.'}`).join(' ');
+      // Failures here are all at addresses the service will not call (mayPass is empty): named apart from the functions lacking inputs.
+      const uncallable = [...new Set(said.filter((a) => a.outcome === 'failed').map((a) => a.function))];
       const declinedInputs = [...declined].map(([input, reason]) => ({ input, reason }));
-      throw new EngineError('insufficient_context', `The context cannot be priced by ${notApplicable.join(', ')}: ${reasons.filter(Boolean).join(' ')}`, { attempts, missing: [...missing], ...(declinedInputs.length ? { declined: declinedInputs } : {}), ...(excludedCouldPrice.length ? { excludedCouldPrice, ...(req.policy?.id ? { policyId: req.policy.id } : {}) } : {}) });
+      throw new EngineError('insufficient_context', `The context cannot be priced by ${notApplicable.join(', ')}${uncallable.length ? `, and ${uncallable.join(', ')} cannot be called` : ''}: ${reasons}`, { attempts, missing: [...missing], ...(declinedInputs.length ? { declined: declinedInputs } : {}), ...(excludedCouldPrice.length ? { excludedCouldPrice, ...(req.policy?.id ? { policyId: req.policy.id } : {}) } : {}) });
     }
     this.requests.inc({ function: this.opts.labels.of(lead), outcome: 'functions_failed' });
     // Functions that could not price the context did not fail: the message names the parts that did, and them apart.

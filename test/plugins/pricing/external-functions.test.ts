@@ -424,6 +424,24 @@ describe('pricing: external_api functions without the allow-list (loopback refus
     expect((res.body.issues as Array<{ path: string }>).map((i) => i.path)).to.include('endpoint_url');
   });
 
+  it('a function the guard refuses beside a fallback that lacks inputs: 422 naming each function with its own reason, the refused one as one that cannot be called', async () => {
+    const name = uniqueName('refused-beside');
+    const created = await api.post<Record<string, any>>('/api/functions', { name, execution_type: 'external_api', endpoint_url: `http://localhost:${upstream.port}/price`, cost_per_unit: '0.002' });
+    expect(created.status, created.text).to.equal(201);
+    expect((await api.patch(`/api/functions/${created.body.function.id as string}`, { status: 'active' })).status).to.equal(200);
+    const policy = await api.post<Record<string, any>>('/api/routing-policies', { name: `fallback-${name}`, strategy: 'default', is_default: true, fallback_function: 'cost-plus' });
+    expect(policy.status, policy.text).to.equal(201);
+    try {
+      const res = await api.post<Record<string, any>>('/api/compute/price', { context: CONTEXT, function_id: created.body.function.id });
+      expect(res.status, res.text).to.equal(422);
+      expect(res.body.code).to.equal('insufficient_context');
+      expect(res.body.error).to.match(new RegExp(`^The context cannot be priced by cost-plus, and ${name.replace(/[.]/g, '\\.')} cannot be called: ${name.replace(/[.]/g, '\\.')}: Outbound request refused: localhost is a loopback address.* cost-plus: `));
+    } finally {
+      // The other tests of this workspace run without a policy.
+      expect((await api.delete(`/api/routing-policies/${policy.body.policy.id as string}`)).status).to.be.oneOf([200, 204]);
+    }
+  });
+
   it('accepts http://localhost at registration (a name), but the call is refused and the upstream sees no connection', async () => {
     const name = uniqueName('localhost');
     const created = await api.post<Record<string, any>>('/api/functions', { name, execution_type: 'external_api', endpoint_url: `http://localhost:${upstream.port}/price`, cost_per_unit: '0.002' });
