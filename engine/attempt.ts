@@ -17,7 +17,30 @@ import type { FunctionLabels } from './metric-labels';
  * `message` saying why.
  */
 export type NotApplicable = { message: string; missing: string[]; refused?: boolean; declined?: readonly string[] };
-export type AttemptResult = { ok: true; result: MethodResult } | { ok: false; notApplicable?: NotApplicable; busy?: boolean; permanent?: boolean; cutByBudget?: boolean; retryAfterS?: number; error: string };
+/**
+ * Why an attempt failed, for machines: `timeout` (its time limit, or the call's budget with cut_by_budget), `threw` (a
+ * built-in raised an error), `crashed` (its worker died, out of memory), `unusable_result` (no usable price or
+ * confidence), and for an endpoint `http_status`, `redirect`, `not_json`, `too_large`, `connection` (reset, refused, DNS,
+ * TLS) or `address_refused` (the outbound guard will not call its address).
+ */
+export type FailureKind = 'timeout' | 'threw' | 'crashed' | 'unusable_result' | 'http_status' | 'redirect' | 'not_json' | 'too_large' | 'connection' | 'address_refused';
+export const FAILURE_KINDS: readonly FailureKind[] = ['timeout', 'threw', 'crashed', 'unusable_result', 'http_status', 'redirect', 'not_json', 'too_large', 'connection', 'address_refused'];
+
+export type AttemptResult =
+  | { ok: true; result: MethodResult }
+  | { ok: false; notApplicable?: NotApplicable; busy?: boolean; permanent?: boolean; cutByBudget?: boolean; retryAfterS?: number; failure?: FailureKind; error: string };
+
+function failureOf(err: unknown): FailureKind {
+  if (err instanceof PoolTimeoutError) return 'timeout';
+  if (err instanceof ExternalFunctionError) {
+    if (err.kind === 'timeout') return 'timeout';
+    if (err.kind === 'blocked') return 'address_refused';
+    if (err.kind === 'invalid_response') return 'unusable_result';
+    return err.upstream ?? 'connection';
+  }
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'ERR_WORKER_OUT_OF_MEMORY' || code === 'ERR_WORKER_INIT_FAILED' ? 'crashed' : 'threw';
+}
 
 /** A result is usable when its price is a positive decimal and its confidence is a number in [0, 1]. */
 export function usableResult(r: unknown): r is MethodResult {
@@ -88,7 +111,7 @@ export class FunctionRunner {
       }
       if (!usableResult(result)) {
         failure = 'the function returned no usable price or confidence';
-        return { ok: false, error: failure };
+        return { ok: false, failure: 'unusable_result', error: failure };
       }
       outcome = 'ok';
       return { ok: true, result };
@@ -110,9 +133,9 @@ export class FunctionRunner {
       // Another workspace hears the failure without the owner's address.
       const said = err instanceof ExternalFunctionError && opts.callerWorkspaceId !== fn.workspaceId ? err.forOthers : failure;
       cut = outcome === 'timeout' && limit < cap;
-      if (cut) return { ok: false, cutByBudget: true, error: `${said} The call's time budget (COMPUTE_CALL_MAX_MS, ${this.opts.callMaxMs} ms) left it ${limit} ms of its ${own} ms.` };
+      if (cut) return { ok: false, cutByBudget: true, failure: 'timeout', error: `${said} The call's time budget (COMPUTE_CALL_MAX_MS, ${this.opts.callMaxMs} ms) left it ${limit} ms of its ${own} ms.` };
       const retryAfterS = err instanceof ExternalFunctionError ? err.retryAfterS : undefined;
-      return { ok: false, error: said, ...(permanent ? { permanent } : {}), ...(retryAfterS !== undefined ? { retryAfterS } : {}) };
+      return { ok: false, failure: failureOf(err), error: said, ...(permanent ? { permanent } : {}), ...(retryAfterS !== undefined ? { retryAfterS } : {}) };
     } finally {
       const ms = performance.now() - started;
       // A timeout lasted at least its limit, whatever the timer's slack (a failure is recorded as slow as that too).

@@ -299,7 +299,7 @@ export class PricingEngine {
         return { result: r.result, fn, strategy, decision, attempts, fallbackUsed, cached: false, savings: fallbackUsed ? null : savingsOf(decision, fn, attempts, req.context, marketFor), cost: effectiveCost(fn), stages };
       }
       const outcome = r.notApplicable ? 'not_applicable' : r.busy ? 'pool_busy' : 'failed';
-      attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome, error: r.error, ...(r.permanent ? { retryable: false as const } : {}), ...(r.cutByBudget ? { cut_by_budget: true as const } : {}), ...(r.retryAfterS !== undefined ? { retry_after: r.retryAfterS } : {}), ms });
+      attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome, error: r.error, ...(outcome === 'failed' && r.failure ? { failure: r.failure } : {}), ...(r.permanent ? { retryable: false as const } : {}), ...(r.cutByBudget ? { cut_by_budget: true as const } : {}), ...(r.retryAfterS !== undefined ? { retry_after: r.retryAfterS } : {}), ms });
       // Its time is in a stage of its own, so a slow failure is not read as the service's overhead.
       stages.push({ stage: 'execute', ms, function: fn.name, function_id: fn.id, role: step.role, execution: fn.executionType, outcome });
       if (r.notApplicable?.refused) {

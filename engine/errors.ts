@@ -1,3 +1,4 @@
+import type { FailureKind } from './attempt';
 /** Typed outcomes of the engine that the HTTP layer maps onto SPEC's errors. */
 export interface CandidateReport {
   function: string;
@@ -16,6 +17,8 @@ export interface AttemptReport {
   role: 'chosen' | 'alternate' | 'fallback_chain' | 'fallback_function';
   outcome: 'ok' | 'failed' | 'skipped' | 'not_applicable' | 'pool_busy';
   error?: string;
+  /** On a failed attempt: why, for machines (FailureKind; `error` says it in words). */
+  failure?: FailureKind;
   /** false on a failure no retry can change: the function's address is one the service will not call. */
   retryable?: false;
   /** true on a timeout the call's time budget (COMPUTE_CALL_MAX_MS) imposed before the function's own: not counted against it. */

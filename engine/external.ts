@@ -35,6 +35,8 @@ export class ExternalFunctionError extends Error {
     readonly inputs: readonly string[] = [],
     /** The wait the endpoint asked for with its failure (Retry-After), at most MAX_UPSTREAM_RETRY_AFTER_S. */
     readonly retryAfterS?: number,
+    /** An `upstream` failure's kind, for the attempt's machine-readable `failure`. */
+    readonly upstream?: 'http_status' | 'redirect' | 'not_json' | 'too_large' | 'connection',
   ) {
     super(message);
     this.name = 'ExternalFunctionError';
@@ -106,6 +108,23 @@ export function networkFailure(err: OutboundError): string {
   return err.message;
 }
 
+/** An endpoint failure's kind, from the guarded client's error. */
+function upstreamKind(err: unknown): ExternalFunctionError['upstream'] {
+  if (!(err instanceof OutboundError)) return 'connection';
+  switch (err.kind) {
+    case 'status':
+      return 'http_status';
+    case 'redirect':
+      return 'redirect';
+    case 'invalid_json':
+      return 'not_json';
+    case 'too_large':
+      return 'too_large';
+    default:
+      return 'connection';
+  }
+}
+
 function withoutAddress(err: unknown, timeoutMs: number): string {
   if (err instanceof OutboundBlockedError || (err instanceof OutboundError && err.kind === 'protocol')) return "The function's registered address is refused by this service's outbound guard; only its owner can change it.";
   if (closedEarly(err)) return CLOSED_EARLY;
@@ -162,7 +181,7 @@ export class ExternalExecutor {
         throw new ExternalFunctionError('declined', said, said);
       }
       const asked = err instanceof OutboundError && err.retryAfterS !== undefined ? Math.min(err.retryAfterS, MAX_UPSTREAM_RETRY_AFTER_S) : undefined;
-      throw new ExternalFunctionError('upstream', err instanceof OutboundError && err.kind === 'network' ? networkFailure(err) : (err as Error).message, forOthers, [], asked);
+      throw new ExternalFunctionError('upstream', err instanceof OutboundError && err.kind === 'network' ? networkFailure(err) : (err as Error).message, forOthers, [], asked, upstreamKind(err));
     }
     const parsed = externalAnswer.safeParse(body);
     if (!parsed.success) throw new ExternalFunctionError('invalid_response', `The endpoint's answer is not a price: ${notAPrice(parsed.error, body)}.`);

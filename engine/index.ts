@@ -19,7 +19,8 @@ import type { BreakerState } from './stats/breaker';
 import { LatencyStats } from './stats/latency';
 
 export { PricingEngine } from './engine';
-export { usableResult } from './attempt';
+export { FAILURE_KINDS, usableResult } from './attempt';
+export type { FailureKind } from './attempt';
 export type { PriceOutcome, PriceRequest, TraceStage } from './engine';
 export type { Savings } from './routing/comparisons';
 export { EngineError } from './errors';

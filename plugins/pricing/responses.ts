@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { FAILURE_KINDS } from '../../engine';
 import { errorBodySchema } from '../../core/errors';
 import { noticesField, requestIdField } from '../../core/http/reply-fields';
 import { receiptSchema, remainingSchema } from '../usage';
@@ -27,6 +28,12 @@ const attempt = z
     role: z.enum(['chosen', 'alternate', 'fallback_chain', 'fallback_function']).describe('Why it was tried.'),
     outcome: z.enum(['ok', 'failed', 'skipped', 'not_applicable', 'pool_busy']).describe('How the try ended.'),
     error: z.string().optional().describe('Why it did not answer.'),
+    failure: z
+      .enum(FAILURE_KINDS)
+      .optional()
+      .describe(
+        'On a failed attempt, why, for machines: timeout, threw (a built-in raised an error), crashed (its worker died), unusable_result (no usable price or confidence), http_status, redirect, not_json, too_large, connection (reset, refused, DNS, TLS), address_refused (the outbound guard will not call its address).',
+      ),
     retryable: z.literal(false).optional().describe('Present on a failure no retry can change (an address the service will not call).'),
     retry_after: z.number().int().optional().describe('Present on a failure whose endpoint asked to be called again later (its Retry-After, in seconds, at most 300).'),
     cut_by_budget: z.literal(true).optional().describe("Present on a timeout the call's time budget (COMPUTE_CALL_MAX_MS) imposed before the function's own: not counted against the function."),

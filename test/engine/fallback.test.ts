@@ -162,17 +162,19 @@ describe('engine: fallback order and failing functions', function () {
     expect(out.fn.name).to.equal('test-ok');
     expect(out.attempts[0]).to.include({ function: 'test-oom', role: 'chosen', outcome: 'failed' });
     expect(out.attempts[0]?.error).to.match(/memory limit/);
+    expect(out.attempts[0]?.failure).to.equal('crashed');
     const next = await h.price({ pin: { id: 'fn_test_beta' } });
     expect(next.fn.name).to.equal('test-beta');
   });
 
   it('when every function fails the engine throws functions_failed listing every attempt', async () => {
     const err = await engineError(h.price({ policy: single('test-throw', ['test-bad-result', 'nowhere'], 'test-hang') }), 'functions_failed');
-    expect((err.details.attempts ?? []).map((a) => `${a.function}:${a.outcome}`)).to.deep.equal([
-      'test-throw:failed',
-      'test-bad-result:failed',
-      'nowhere:skipped',
-      'test-hang:failed',
+    // failure says why each failed, for machines; a skipped entry has none.
+    expect((err.details.attempts ?? []).map((a) => `${a.function}:${a.outcome}:${a.failure ?? '-'}`)).to.deep.equal([
+      'test-throw:failed:threw',
+      'test-bad-result:failed:unusable_result',
+      'nowhere:skipped:-',
+      'test-hang:failed:timeout',
     ]);
     // Functions that ran and failed give no time to retry at (only open breakers do).
     expect(err.details.retryAfterS).to.equal(undefined);

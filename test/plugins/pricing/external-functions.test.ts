@@ -15,6 +15,7 @@ import { createKey, signUp } from '../../support/world';
  */
 
 interface Attempt {
+  failure?: string;
   function: string;
   id: string;
   role: string;
@@ -81,6 +82,9 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
         case '/redirect':
           res.writeHead(302, { location: upstream.url('/ok?followed=1') });
           return void res.end();
+        case '/html':
+          res.writeHead(200, { 'content-type': 'text/html' });
+          return void res.end('<html>not a price</html>');
         case '/never':
           return; // never answers
         case '/slow':
@@ -249,6 +253,23 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
       const res = await api.post<Record<string, any>>('/api/compute/price', { context: CONTEXT, function_id: fn.id });
       expect(res.status, res.text).to.equal(502);
       expect((res.body.attempts as Attempt[])[0]?.error, path).to.equal(said);
+    }
+  });
+
+  it('says why each endpoint attempt failed in failure, for machines: http_status, redirect, not_json, connection, unusable_result, timeout', async () => {
+    for (const [path, failure, extra] of [
+      ['/server-error', 'http_status', {}],
+      ['/redirect', 'redirect', {}],
+      ['/html', 'not_json', {}],
+      ['/reset', 'connection', {}],
+      ['/foo', 'unusable_result', {}],
+      ['/never', 'timeout', { timeout_ms: 100 }],
+    ] as const) {
+      const fn = await register(path, extra);
+      await activate(fn.id);
+      const res = await api.post<Record<string, any>>('/api/compute/price', { context: CONTEXT, function_id: fn.id });
+      expect(res.status, res.text).to.equal(502);
+      expect((res.body.attempts as Attempt[])[0], path).to.include({ outcome: 'failed', failure });
     }
   });
 
@@ -455,7 +476,7 @@ describe('pricing: external_api functions without the allow-list (loopback refus
     expect(res.body.code).to.equal('functions_failed');
     const attempts = res.body.attempts as Attempt[];
     expect(attempts).to.have.length(1);
-    expect(attempts[0]).to.include({ id, outcome: 'failed' });
+    expect(attempts[0]).to.include({ id, outcome: 'failed', failure: 'address_refused' });
     expect(attempts[0]?.error).to.match(/refused: localhost is a loopback address/);
     // No retry changes where the function's address points: the answer says so, and asks for no wait.
     expect(attempts[0]).to.include({ retryable: false });
