@@ -57,8 +57,8 @@ export const settingsTree = {
     poolMax: int(
       'DB_POOL_MAX',
       10,
-      'Largest number of connections of the main database pool per instance. A second pool (pricing-compute-hot: the usage writer and the reads of stored price observations) opens up to max(2, ceil(DB_POOL_MAX / 2)) more, so one instance opens at most DB_POOL_MAX + max(2, ceil(DB_POOL_MAX / 2)) connections (15 with the default 10); size PostgreSQL\'s max_connections for that times the instances.',
-      { min: 1 },
+      'Largest number of connections of the main database pool per instance. A second pool (pricing-compute-hot: the usage writer and the reads of stored price observations) opens up to max(2, ceil(DB_POOL_MAX / 2)) more, so one instance opens at most DB_POOL_MAX + max(2, ceil(DB_POOL_MAX / 2)) connections (15 with the default 10); size PostgreSQL\'s max_connections for that times the instances (the embedded PostgreSQL sizes its own for one instance).',
+      { min: 1, max: 1000 },
     ),
     statementTimeoutMs: int('DB_STATEMENT_TIMEOUT_MS', 15000, 'Statement timeout applied to every database session (the usage writer\'s included: an event that cannot be written in time answers 503 and is not charged).', { min: 0, max: MAX_TIMER_MS }),
     answerGraceMs: int(

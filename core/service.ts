@@ -14,7 +14,7 @@ import type { Config } from '../config';
 import { systemClock } from './clock';
 import type { Clock } from './clock';
 import { createHotPool, createSequelize, pingDatabase } from './db/database';
-import { startEmbeddedPostgres } from './db/embedded';
+import { EMBEDDED_MAX_CONNECTIONS, startEmbeddedPostgres } from './db/embedded';
 import type { EmbeddedDatabase } from './db/embedded';
 import { runMigrations } from './db/migrations';
 import { Sql } from './db/sql';
@@ -85,10 +85,18 @@ async function withTimeout<T>(what: string, ms: number, work: Promise<T>): Promi
   }
 }
 
+/** The second pool's size (the usage writer and observation reads), beside DB_POOL_MAX's. */
+const hotPoolMax = (poolMax: number): number => Math.max(2, Math.ceil(poolMax / 2));
+
+/** The most connections one instance opens: both pools full. */
+export const connectionsPerInstance = (poolMax: number): number => poolMax + hotPoolMax(poolMax);
+
 /** Resolves the database URL, starting the embedded PostgreSQL when none is configured. */
 export async function openDatabase(config: Config, log: Logger): Promise<{ url: string; embedded: EmbeddedDatabase | null }> {
   if (config.database.url) return { url: config.database.url, embedded: null };
-  const embedded = await startEmbeddedPostgres(config.database.dataDir, config.database.embeddedPort, log);
+  // The cluster takes every connection this instance may open (both pools), with room for a psql session and migrations.
+  const maxConnections = Math.max(EMBEDDED_MAX_CONNECTIONS, connectionsPerInstance(config.database.poolMax) + 20);
+  const embedded = await startEmbeddedPostgres(config.database.dataDir, config.database.embeddedPort, log, maxConnections);
   return { url: embedded.url, embedded };
 }
 
@@ -147,7 +155,7 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     const sql = new Sql(sequelize);
     container.register(TOKENS.Sql, { useValue: sql });
     // Its statements wait no longer than those of every other session (a locked table kept callers 24 s).
-    const pgPool = createHotPool({ url: db.url, max: Math.max(2, Math.ceil(config.database.poolMax / 2)), applicationName: 'pricing-compute-hot', ...timeouts });
+    const pgPool = createHotPool({ url: db.url, max: hotPoolMax(config.database.poolMax), applicationName: 'pricing-compute-hot', ...timeouts });
     pgPool.on('error', (err) => log.warn({ err }, 'idle database connection failed'));
     cleanups.push(() => pgPool.end());
     container.register(TOKENS.PgPool, { useValue: pgPool });

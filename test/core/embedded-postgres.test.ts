@@ -9,6 +9,8 @@ import path from 'node:path';
 import { EmbeddedPostgresAccessError, closedFolderOnPath, portUnavailable, startEmbeddedPostgres } from '../../core/db/embedded';
 import type { PostgresExit } from '../../core/db/embedded';
 import { createLogger } from '../../core/logger';
+import { connectionsPerInstance, openDatabase } from '../../core/service';
+import { loadConfig } from '../../config';
 import { Client } from 'pg';
 
 describe('embedded PostgreSQL: folders the postgres OS user must pass through', () => {
@@ -134,6 +136,28 @@ describe('embedded PostgreSQL: stopping it, and it dying', function () {
     const started = performance.now();
     await db.stop();
     expect(performance.now() - started).to.be.below(500);
+  });
+
+  it('is sized for the pools of the instance it serves: max_connections 200, or what DB_POOL_MAX needs with room to spare; DB_POOL_MAX above 1000 is refused', async () => {
+    const maxConnections = async (env: Record<string, string>): Promise<number> => {
+      const config = loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: path.join(base, `sized-${env.DB_POOL_MAX ?? 'default'}`), ...env });
+      const { url, embedded } = await openDatabase(config, createLogger('silent'));
+      try {
+        const client = new Client({ connectionString: url });
+        await client.connect();
+        try {
+          return Number((await client.query<{ max_connections: string }>('SHOW max_connections')).rows[0]?.max_connections);
+        } finally {
+          await client.end();
+        }
+      } finally {
+        await embedded?.stop('immediate');
+      }
+    };
+    expect(await maxConnections({})).to.equal(200);
+    expect(connectionsPerInstance(400)).to.equal(600);
+    expect(await maxConnections({ DB_POOL_MAX: '400' })).to.equal(620);
+    expect(() => loadConfig({ DB_POOL_MAX: '1001' })).to.throw(/DB_POOL_MAX.*at most 1000/);
   });
 
   it('a requested stop is not reported as unexpected', async () => {
