@@ -4,74 +4,10 @@ import { createLogger } from '../logger';
 import type { Logger } from '../logger';
 import { KvUnavailableError, checkIncrement, checkRateLimit, checkTokenTtl, checkTtl, isolateHandler, notACounter, onceKey } from './contract';
 import type { MessageHandler } from './contract';
+import { defineScripts } from './redis-scripts';
+import type { RedisWithScripts } from './redis-scripts';
 import { slidingWindow } from './types';
 import type { KvStore, RateLimitResult, Unsubscribe } from './types';
-
-/** INCRBY that sets the expiry only when the key has none, in one atomic step. */
-const INCR_WITH_EXPIRY = `
-local v = redis.call('INCRBY', KEYS[1], ARGV[1])
-if tonumber(ARGV[2]) > 0 and redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return v`;
-
-/** INCRBY of a key that exists; nil (nothing created) when it does not. */
-const INCR_IF_PRESENT = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return false end
-return redis.call('INCRBY', KEYS[1], ARGV[1])`;
-
-/**
- * INCR_IF_PRESENT at most once per token: KEYS[2] remembers the count (ARGV[2] ms). A repeat of the
- * token answers the value without adding; nil when the counter does not exist.
- */
-const INCR_IF_PRESENT_ONCE = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return false end
-if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return tonumber(redis.call('GET', KEYS[1])) end
-return redis.call('INCRBY', KEYS[1], ARGV[1])`;
-
-/** DEL of a key that still holds ARGV[1]. */
-const DEL_IF_EQUALS = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`;
-
-/** Takes back, once, what INCR_IF_PRESENT_ONCE counted under the token KEYS[2]. */
-const UNDO_ONCE = `
-if redis.call('DEL', KEYS[2]) == 1 and redis.call('EXISTS', KEYS[1]) == 1 then redis.call('INCRBY', KEYS[1], -tonumber(ARGV[1])) end
-return 1`;
-
-/**
- * Sliding-window counter. KEYS[1] = current window, KEYS[2] = previous window (same hash tag, so
- * the script is Redis Cluster safe). Returns {allowed, cur, prev}.
- */
-const RATE_LIMIT = `
-local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
-local prev = tonumber(redis.call('GET', KEYS[2]) or '0')
-local window = tonumber(ARGV[1])
-local elapsed = tonumber(ARGV[2])
-local limit = tonumber(ARGV[3])
-local cost = tonumber(ARGV[4])
-local weighted = prev * ((window - elapsed) / window) + cur
-if cost > 0 and weighted + cost <= limit then
-  redis.call('INCRBY', KEYS[1], cost)
-  redis.call('PEXPIRE', KEYS[1], window * 2)
-  return {1, cur, prev}
-end
-return {0, cur, prev}`;
-
-/** Takes back up to ARGV[1] from a window's count, never below 0. */
-const RATE_REFUND = `
-local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
-local back = math.min(tonumber(ARGV[1]), cur)
-if back > 0 then redis.call('DECRBY', KEYS[1], back) end
-return back`;
-
-type RedisWithScripts = Redis & {
-  pcsIncrIfPresentOnce(key: string, mark: string, by: number, tokenTtlMs: number): Promise<number | null>;
-  pcsUndoOnce(key: string, mark: string, by: number): Promise<number>;
-  pcsDelIfEquals(key: string, value: string): Promise<number>;
-  pcsRateRefund(cur: string, cost: number): Promise<number>;
-  pcsIncr(key: string, by: number, ttlMs: number): Promise<number>;
-  pcsIncrIfPresent(key: string, by: number): Promise<number | null>;
-  pcsRateLimit(cur: string, prev: string, windowMs: number, elapsed: number, limit: number, cost: number): Promise<[number, number, number]>;
-};
 
 /** Most messages kept while Redis cannot be reached (the oldest give way). */
 const UNSENT_MAX = 10_000;
@@ -95,12 +31,18 @@ function isReplyError(err: unknown): boolean {
  */
 export function connectionFailure(err: unknown): string {
   if (!(err instanceof Error)) return typeof err === 'string' && err !== '' ? err : 'unknown error';
+  // ioredis's words for a server that answered something other than Redis's protocol ("Please report this").
+  const foreign = /Protocol error, got "(.*?)" as reply type byte/.exec(err.message);
+  if (foreign) return `the server at REDIS_URL does not speak the Redis protocol (its answer began with ${JSON.stringify(foreign[1])}): check the host and port (an HTTP server, say, or TLS where rediss:// is needed)`;
   if (err.message) return err.message;
   const code = (err as NodeJS.ErrnoException).code;
   const inner = err instanceof AggregateError ? err.errors.map((e: unknown) => (e instanceof Error ? e.message : String(e))).filter((m) => m !== '') : [];
   if (inner.length > 0) return [...new Set(inner)].join('; ');
   return code ?? err.name;
 }
+
+/** How often the same connection failure is logged again while it lasts. */
+const FAILURE_LOG_INTERVAL_MS = 30_000;
 
 /**
  * Redis-backed store shared by every instance; scripts keep counters and limits atomic. A command
@@ -130,21 +72,40 @@ export class RedisKvStore implements KvStore {
     // answered) must not run later, when Redis is back, and count a call nobody was served for.
     // While the connection is down, commands fail at once rather than waiting out the timeout.
     const client = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: false, autoResendUnfulfilledCommands: false, commandTimeout: opts.commandTimeoutMs });
-    client.defineCommand('pcsIncr', { numberOfKeys: 1, lua: INCR_WITH_EXPIRY });
-    client.defineCommand('pcsIncrIfPresent', { numberOfKeys: 1, lua: INCR_IF_PRESENT });
-    client.defineCommand('pcsRateLimit', { numberOfKeys: 2, lua: RATE_LIMIT });
-    client.defineCommand('pcsRateRefund', { numberOfKeys: 1, lua: RATE_REFUND });
-    client.defineCommand('pcsIncrIfPresentOnce', { numberOfKeys: 2, lua: INCR_IF_PRESENT_ONCE });
-    client.defineCommand('pcsUndoOnce', { numberOfKeys: 2, lua: UNDO_ONCE });
-    client.defineCommand('pcsDelIfEquals', { numberOfKeys: 1, lua: DEL_IF_EQUALS });
+    defineScripts(client);
     // Reconnection attempts fail with an error event each; logged here rather than by ioredis on stderr,
     // one line per attempt naming the reason (a stack says nothing about a refused connection).
     client.on('error', (err: unknown) => {
-      this.lastError = err;
-      this.log.warn({ reason: connectionFailure(err) }, 'key-value store connection failed');
+      // A command refused while disconnected says only that: the reason that broke the connection stays the one told.
+      if (this.lastError === null || !/Stream isn't writeable/.test(err instanceof Error ? err.message : '')) this.lastError = err;
+      this.warnThrottled(connectionFailure(err));
     });
-    client.on('ready', () => this.flushUnsent());
+    client.on('ready', () => {
+      if (this.failing.size > 0) this.log.info('key-value store connected again');
+      this.failing.clear();
+      this.flushUnsent();
+    });
     this.client = client as RedisWithScripts;
+  }
+
+  /** The failures since the last line logged, by reason. */
+  private readonly failing = new Map<string, { loggedAt: number; since: number }>();
+
+  /**
+   * One warning per reason every FAILURE_LOG_INTERVAL_MS, with the count of the attempts since: a Redis down for an hour
+   * is reconnected to every few seconds, and each attempt's line said the same.
+   */
+  private warnThrottled(reason: string): void {
+    const now = Date.now();
+    const seen = this.failing.get(reason);
+    if (seen && now - seen.loggedAt < FAILURE_LOG_INTERVAL_MS) {
+      seen.since += 1;
+      return;
+    }
+    this.log.warn({ reason, ...(seen ? { attempts_since_last_logged: seen.since + 1 } : {}) }, 'key-value store connection failed');
+    this.failing.set(reason, { loggedAt: now, since: 0 });
+    // Reasons are few (refused, a timeout, a DNS failure…); the map is bounded anyway.
+    if (this.failing.size > 20) this.failing.delete(this.failing.keys().next().value as string);
   }
 
   private k(key: string): string {
