@@ -218,7 +218,7 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     app.use(direct.middleware);
     app.use(router);
     app.use(notFound);
-    const onError = errorHandler(log);
+    const onError = errorHandler(log, (method, path) => routes.serves(method, path));
     app.use(onError);
 
     const inFlight = new Set<ServerResponse>();

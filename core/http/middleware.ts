@@ -119,8 +119,12 @@ function tooLarge(bp: BodyParserError): ApiError {
   });
 }
 
-/** The one error middleware: SPEC's common error shape, never a stack trace. */
-export function errorHandler(log: Logger) {
+/**
+ * The one error middleware: SPEC's common error shape, never a stack trace. With `serves`, a next step pointing at a
+ * route this instance does not serve (its plugin disabled) is left out; a step marked `available: false` (announced,
+ * not built yet) is kept as it says so itself.
+ */
+export function errorHandler(log: Logger, serves?: (method: string, path: string) => boolean) {
   return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
     const requestId = res.locals.requestId as string | undefined;
     let apiErr: ApiError;
@@ -149,6 +153,11 @@ export function errorHandler(log: Logger) {
     }
     for (const [k, v] of Object.entries(apiErr.extras.headers ?? {})) res.setHeader(k, v);
     if (apiErr.extras.retry_after !== undefined && !res.getHeader('Retry-After')) res.setHeader('Retry-After', String(apiErr.extras.retry_after));
+    const next = apiErr.extras.next;
+    if (serves && Array.isArray(next)) {
+      const kept = next.filter((step) => step.available === false || typeof step.path !== 'string' || typeof step.method !== 'string' || serves(step.method, step.path));
+      if (kept.length !== next.length) apiErr = apiErr.with({ next: kept });
+    }
     res.status(apiErr.status).json(errorBody(apiErr, requestId));
   };
 }

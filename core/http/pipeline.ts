@@ -40,6 +40,27 @@ export class RouteTable {
   find(id: string): RouteSpec | undefined {
     return this.byId.get(id);
   }
+
+  /**
+   * Whether a route serves `method path`: a path as a refusal's next step gives it, with {placeholders} or <PLACEHOLDERS>
+   * or concrete values where the route has parameters; a query is ignored.
+   */
+  serves(method: string, path: string): boolean {
+    const concrete = path.split('?')[0]?.replace(/\{[^}/]+\}|<[^>/]+>/g, 'x') ?? '';
+    return this.routes.some(({ spec }) => spec.method === method.toLowerCase() && routePattern(spec.path).test(concrete));
+  }
+}
+
+const patterns = new Map<string, RegExp>();
+
+/** An Express route path as a regular expression over concrete paths (`:id` matches one segment). */
+function routePattern(path: string): RegExp {
+  let re = patterns.get(path);
+  if (!re) {
+    re = new RegExp(`^${path.split('/').map((part) => (part.startsWith(':') ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/')}/?$`);
+    patterns.set(path, re);
+  }
+  return re;
 }
 
 export interface PipelineDeps {
