@@ -217,7 +217,7 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     const direct = mountRoutes(router, routes, { hooks, log, bodyLimitBytes: config.server.bodyLimitBytes, bodyMaxDepth: config.server.bodyMaxDepth });
     app.use(direct.middleware);
     app.use(router);
-    app.use(notFound);
+    app.use(notFound((method, path) => routes.serves(method, path)));
     const onError = errorHandler(log, (method, path) => routes.serves(method, path));
     app.use(onError);
 

@@ -57,12 +57,21 @@ export function refuseWhileStopping(isStopping: () => boolean) {
   };
 }
 
-export function notFound(req: Request, _res: Response, next: NextFunction): void {
-  next(
-    new ApiError('not_found', `No route matches ${req.method} ${req.path}.`, {
-      hint: 'GET / says where to start: /llms.txt and /.well-known/agents.json for agents, /api/openapi.json for every route, and POST /api/agents/register for a free key.',
-    }),
-  );
+/**
+ * The JSON 404 of a path no route matches. Its hint names where to start among what this instance serves (`serves`):
+ * without the discovery plugin, GET / is itself a 404.
+ */
+export function notFound(serves: (method: string, path: string) => boolean = () => true) {
+  const places = [
+    serves('get', '/llms.txt') ? '/llms.txt and /.well-known/agents.json for agents' : null,
+    serves('get', '/api/openapi.json') ? '/api/openapi.json for every route' : null,
+    serves('post', '/api/agents/register') ? 'POST /api/agents/register for a free key' : null,
+  ].filter((p): p is string => p !== null);
+  const list = places.length > 1 ? `${places.slice(0, -1).join(', ')}, and ${places[places.length - 1] as string}` : (places[0] ?? '');
+  const hint = serves('get', '/') ? `GET / says where to start: ${list}.` : list ? `See ${list}.` : 'Check the path and method against the service\'s documentation.';
+  return (req: Request, _res: Response, next: NextFunction): void => {
+    next(new ApiError('not_found', `No route matches ${req.method} ${req.path}.`, { hint }));
+  };
 }
 
 interface BodyParserError {

@@ -138,13 +138,18 @@ export function llmsText(config: Config, base: string, changelog: Changelog, s: 
   const compute = s.serves('post', '/api/compute/price');
   const observations = s.serves('post', '/api/data/observations');
   const tools = s.tools.map((t) => t.name).join(', ');
+  const verifies = s.serves('post', '/api/price-router/verify');
+  const contributes = s.serves('post', '/api/data/observations');
   const start = [
     ...when(s.serves('post', '/api/public/compute/demo'), `- Keyless demo: POST ${base}/api/public/compute/demo with {"context": {"product_type": "coffee", "current_price": 4.5, "currency": "USD"}} (${l.demo.callsPerHour} calls per hour per address).`),
     ...when(
       registration,
       `- Free sandbox key: POST ${base}/api/agents/register with {"name": "my-pricing-agent"}${config.identity.selfRegistrationOpen ? '' : ' (currently paused: 503 self_registration_closed)'}. Registration limits in force: ${reg.per_address_per_day} per day per network address, ${reg.overall_per_day} per day overall.`,
     ),
-    ...when(registration, `- Sandbox (Agent Starter) limits: ${l.sandbox.computeCallsPerDay} compute calls per day (price verifications count as calls), key valid ${l.sandbox.keyLifetimeDays} days unless claimed, ${l.sandbox.keyRotationsPerDay} key rotations per day, built-in functions only, no batch pricing; the usage API (your receipts' links), data contributions and test runs open once a person claims the sandbox, and until then every compute answer carries its own usage record (receipt) and the calls left (remaining).`),
+    ...when(
+      registration,
+      `- Sandbox (Agent Starter) limits: ${l.sandbox.computeCallsPerDay} compute calls per day${verifies ? ' (price verifications count as calls)' : ''}, key valid ${l.sandbox.keyLifetimeDays} days unless claimed, ${l.sandbox.keyRotationsPerDay} key rotations per day, built-in functions only, no batch pricing; the usage API (your receipts' links)${contributes ? ', data contributions' : ''} and test runs open once a person claims the sandbox, and until then every compute answer carries its own usage record (receipt) and the calls left (remaining).`,
+    ),
     ...when(s.serves('post', '/api/oauth/register') && s.serves('post', '/api/oauth/token'), `- OAuth client credentials: POST ${base}/api/oauth/register${config.identity.selfRegistrationOpen ? '' : ' (currently paused: 503 self_registration_closed; existing clients still get tokens)'}, then POST ${base}/api/oauth/token (grant_type=client_credentials).`),
   ];
   const price = [
@@ -174,6 +179,6 @@ Every error has error, code and message, and often hint, next, example, issues, 
 Retry, after Retry-After, on retryable: true: 503 service_busy (every pricing worker was busy), 503 service_unavailable (the call could not be recorded, or the database or the key-value store did not answer), 502 functions_failed (every function tried failed; retryable: false when each failed only at an address the service will not call, so a retry cannot help). None of them is charged. Creating an API key, a function or a routing policy? Send Idempotency-Key (a UUID) and retry with the same one: a repeat answers what the first created (Idempotent-Replayed: true). Priced calls (compute, price router, batch) take it too: a retry with the same key and body answers the first result, charged once; a key stands for one request (another body, or a batch's key on a single call and the reverse, is 422 idempotency_key_reused). 422 insufficient_context is not retryable as is: it names what the context lacks, which amount is out of range, or which value (a currency) an endpoint would not price as sent.
 
 Each code, by status:
-${errorGuideLines({ payments: s.serves('post', '/api/payments/day-pass'), mcp: s.mcp }).join('\n')}
+${errorGuideLines({ payments: s.serves('post', '/api/payments/day-pass'), mcp: s.mcp, serves: (method, path) => s.serves(method, path) }).join('\n')}
 `;
 }

@@ -1,3 +1,4 @@
+import type { HttpMethod } from '../../core/http/route';
 import { errorStatus } from '../../core/errors';
 import type { ErrorCode } from '../../core/errors';
 
@@ -57,13 +58,23 @@ export const ERROR_GUIDE: Record<ErrorCode, string> = {
 /** The codes only a payments plugin answers with. */
 export const PAYMENT_CODES: readonly ErrorCode[] = ['payment_required', 'insufficient_balance', 'payment_settlement_failed'];
 
+/** Codes only one route answers with: explained only where that route is served (its plugin enabled). */
+const CODE_ROUTES: Partial<Record<ErrorCode, readonly [HttpMethod, string]>> = {
+  not_ready: ['get', '/readyz'],
+  gone: ['post', '/api/invitations/accept'],
+};
+
 /** The codes only the MCP endpoint answers with. */
 export const MCP_CODES: readonly ErrorCode[] = ['unsupported_protocol_version', 'invalid_session_id', 'session_not_found', 'origin_not_allowed', 'upstream_timeout'];
 
 /** llms.txt's lines: each code with its status and meaning, by status; payment and MCP codes only where those are served. */
-export function errorGuideLines(served: { payments: boolean; mcp: boolean }): string[] {
+export function errorGuideLines(served: { payments: boolean; mcp: boolean; serves?: (method: HttpMethod, path: string) => boolean }): string[] {
+  const routeServed = (code: ErrorCode): boolean => {
+    const route = CODE_ROUTES[code];
+    return !route || !served.serves || served.serves(route[0], route[1]);
+  };
   return (Object.keys(ERROR_GUIDE) as ErrorCode[])
-    .filter((code) => (served.payments || !PAYMENT_CODES.includes(code)) && (served.mcp || !MCP_CODES.includes(code)))
+    .filter((code) => (served.payments || !PAYMENT_CODES.includes(code)) && (served.mcp || !MCP_CODES.includes(code)) && routeServed(code))
     .sort((a, b) => errorStatus[a] - errorStatus[b])
     // The tool timeout is no HTTP status: it is a JSON-RPC error inside a 200.
     .map((code) => `- ${code === 'upstream_timeout' ? 'JSON-RPC -32001' : errorStatus[code]} ${code}: ${ERROR_GUIDE[code]}`);

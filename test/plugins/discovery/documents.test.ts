@@ -366,6 +366,11 @@ describe('discovery documents of a service without the accounts, pricing, verifi
     expect(unserved(svc, res.text, base)).to.deep.equal([]);
     expect(res.text).not.to.match(/MCP|compute_price|mcp\.json|## Price/);
     expect(res.text).to.contain(`- Discovery: ${base}/.well-known/agents.json.\n`);
+    // Explained only where their routes are served: invitations (team) and verification are not; /readyz (health) is.
+    expect(res.text).not.to.match(/^- \d+ gone: /m);
+    expect(res.text).to.match(/^- 503 not_ready: /m);
+    expect(res.text).not.to.contain('price verifications count as calls');
+    expect(res.text).not.to.contain('data contributions');
   });
 
   it('answers /.well-known/mcp.json with 404 not_found and a hint', async () => {
@@ -374,6 +379,21 @@ describe('discovery documents of a service without the accounts, pricing, verifi
     expect(res.body.code).to.equal('not_found');
     expect(res.body.hint).to.be.a('string').and.contain('agents.json');
     expect(res.headers.get('cache-control')).to.equal(null);
+  });
+});
+
+describe('a service without the discovery plugin', function () {
+  this.timeout(30_000);
+  it('answers an unknown path with a hint naming what it serves, not GET / (itself a 404 here)', async () => {
+    const svc = await startTestService({ enabled: ['health', 'identity'] });
+    try {
+      const res = await client(svc.url).get<Record<string, any>>('/nowhere');
+      expect(res.status).to.equal(404);
+      expect(res.body.hint).to.equal('See POST /api/agents/register for a free key.');
+      expect((await client(svc.url).get('/')).status).to.equal(404);
+    } finally {
+      await svc.close();
+    }
   });
 });
 
