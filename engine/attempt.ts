@@ -68,7 +68,7 @@ export class FunctionRunner {
     this.calls = metrics.counter({ name: 'pricing_function_calls_total', help: 'Attempts to run a pricing function, by function and outcome.', labelNames: ['function', 'outcome'] });
     this.duration = metrics.histogram({
       name: 'pricing_function_duration_seconds',
-      help: 'Time a pricing function took, by function (timeouts count at the timeout).',
+      help: "Time of a pricing function's attempt, by function, from its start to its answer: a built-in's wait for a free worker included, as callers see it and as fastest ranks it (timeouts count at the timeout).",
       labelNames: ['function'],
       buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     });
