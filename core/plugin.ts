@@ -10,6 +10,7 @@ import type { RouteSpec } from './http/route';
 import type { KvStore } from './kv';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
+import { closest } from './validation';
 
 export type ReadinessCheck = () => Promise<void>;
 
@@ -72,7 +73,12 @@ export function resolvePluginOrder(available: readonly PluginDefinition[], enabl
   const wanted = [...new Set(enabled)];
   const unknown = wanted.filter((n) => !byName.has(n));
   if (unknown.length > 0) {
-    throw new PluginLoadError(`Unknown plugin${unknown.length > 1 ? 's' : ''} ${unknown.map((n) => `"${n}"`).join(', ')} in PLUGINS. Available: ${[...byName.keys()].join(', ')}.`);
+    const names = [...byName.keys()];
+    const named = unknown.map((n) => {
+      const meant = closest(n, names);
+      return `"${n}"${meant ? ` (did you mean "${meant}"?)` : ''}`;
+    });
+    throw new PluginLoadError(`Unknown plugin${unknown.length > 1 ? 's' : ''} ${named.join(', ')} in PLUGINS. Available: ${names.join(', ')}.`);
   }
   const enabledSet = new Set(wanted);
   // Every missing dependency at once, transitively (a dependency not enabled brings its own), so

@@ -17,6 +17,8 @@ describe('plugin loader', () => {
 
   it('refuses an unknown plugin, naming it and the available ones', () => {
     expect(() => resolvePluginOrder([p('a')], ['a', 'nope'])).to.throw(PluginLoadError, /Unknown plugin "nope".*Available: a/);
+    // A misspelt name gets the one it most likely meant.
+    expect(() => resolvePluginOrder([p('identity'), p('pricing')], ['idnetity', 'pricing'])).to.throw(PluginLoadError, 'Unknown plugin "idnetity" (did you mean "identity"?) in PLUGINS. Available: identity, pricing.');
   });
 
   it('refuses a dependency that is not enabled', () => {
