@@ -73,3 +73,13 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
     destination,
   );
 }
+
+/**
+ * An operational failure (a database or Redis that did not answer) as log fields: its reason and code, without the
+ * stack a bug's report needs and an outage's does not.
+ */
+export function failureFields(err: unknown): { reason: string; code?: string } {
+  const reason = err instanceof Error ? err.message || err.name : String(err);
+  const code = (err as { code?: unknown } | null)?.code;
+  return { reason, ...(typeof code === 'string' ? { code } : {}) };
+}

@@ -25,7 +25,7 @@ import { appMessageClasses, dispatchDirect, targetPath } from './http/direct-dis
 import { RouteTable, mountRoutes } from './http/pipeline';
 import { createKvStore, RedisKvStore } from './kv';
 import type { KvStore } from './kv';
-import { createLogger } from './logger';
+import { createLogger, failureFields } from './logger';
 import type { Logger } from './logger';
 import { Metrics } from './metrics';
 import { OnceEvent } from './once';
@@ -156,7 +156,8 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     container.register(TOKENS.Sql, { useValue: sql });
     // Its statements wait no longer than those of every other session (a locked table kept callers 24 s).
     const pgPool = createHotPool({ url: db.url, max: hotPoolMax(config.database.poolMax), applicationName: 'pricing-compute-hot', ...timeouts });
-    pgPool.on('error', (err) => log.warn({ err }, 'idle database connection failed'));
+    // An expected failure (a restart, an administrator, a lost network): the reason and code, not the driver's stack.
+    pgPool.on('error', (err) => log.warn(failureFields(err), 'idle database connection failed'));
     cleanups.push(() => pgPool.end());
     container.register(TOKENS.PgPool, { useValue: pgPool });
     container.register(TOKENS.Kv, { useValue: kv });

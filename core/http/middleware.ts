@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import { newSortableId } from '../ids';
+import { failureFields } from '../logger';
 import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
 import { ApiError, errorBody, isApiError } from '../errors';
@@ -148,7 +149,8 @@ export function errorHandler(log: Logger, serves?: (method: string, path: string
         const reqLog = (res.locals.log as Logger | undefined) ?? log;
         const unavailable = unavailableError(err);
         if (unavailable) {
-          reqLog.warn({ err, method: req.method, path: req.path }, 'a store the request needed failed');
+          // A store that did not answer is an outage, not a bug: its reason and code, without the driver's stack.
+          reqLog.warn({ ...failureFields(err), method: req.method, path: req.path }, 'a store the request needed failed');
           apiErr = writeMayHaveHappened(req, err) ? unavailable.with({ hint: `${unavailable.extras.hint ?? ''} ${WRITE_MAY_HAVE_HAPPENED}`.trim() }) : unavailable;
         } else {
           reqLog.error({ err, method: req.method, path: req.path }, 'unhandled error');

@@ -4,6 +4,8 @@ import { loadConfig } from '../../config';
 import { startService } from '../../core/service';
 import { Pool } from 'pg';
 import { createLogger, scrubSecrets } from '../../core/logger';
+import { errorHandler } from '../../core/http/middleware';
+import { KvUnavailableError } from '../../core/kv/contract';
 import { builtInPlugins } from '../../plugins';
 import { createTestDatabase } from '../support/db';
 import { probePlugin } from '../support/probe-plugin';
@@ -79,6 +81,34 @@ describe('metrics and structured logs', () => {
     } finally {
       await svc.close();
     }
+  });
+
+  it('logs a store that did not answer a request as an outage: its reason, no stack', () => {
+    const { lines, sink } = capturedLog();
+    const handler = errorHandler(createLogger('info', sink));
+    const res = { locals: { requestId: 'req_x' }, headersSent: false, headers: {} as Record<string, string>, statusCode: 0, body: undefined as unknown };
+    const reply = {
+      ...res,
+      setHeader(k: string, v: string) {
+        res.headers[k] = v;
+      },
+      getHeader(k: string) {
+        return res.headers[k];
+      },
+      status(code: number) {
+        res.statusCode = code;
+        return this;
+      },
+      json(body: unknown) {
+        res.body = body;
+      },
+    };
+    handler(new KvUnavailableError(new Error('Connection is closed.')), { method: 'POST', path: '/api/compute/price', headers: {} } as never, reply as never, () => undefined);
+    expect(res.statusCode).to.equal(503);
+    expect(lines).to.have.length(1);
+    const entry = JSON.parse(lines[0] as string) as Record<string, unknown>;
+    expect(entry).to.include({ msg: 'a store the request needed failed', reason: 'The key-value store did not answer: Connection is closed.', method: 'POST', path: '/api/compute/price' });
+    expect(lines[0]).not.to.contain('stack');
   });
 
   it('scrubs our secret shapes from free-text log messages', () => {
