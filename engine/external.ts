@@ -164,14 +164,21 @@ function quotable(price: Dec, currency: string): string {
  * Calls the address a function's owner registered: JSON in (`{context, function}`), JSON out,
  * through the guarded client, with a timeout and a validated answer.
  */
+/** The headers that sign one request of a function to its endpoint, from the exact body sent; none for an unsigned function. */
+export type RequestSigner = (fn: FunctionDescriptor) => ((body: Buffer) => Record<string, string>) | undefined;
+
 export class ExternalExecutor {
-  constructor(private readonly client: SafeHttpClient) {}
+  constructor(
+    private readonly client: SafeHttpClient,
+    private readonly signer: RequestSigner = () => undefined,
+  ) {}
 
   async run(fn: FunctionDescriptor, context: Context, timeoutMs: number): Promise<MethodResult> {
     if (!fn.endpointUrl) throw new ExternalFunctionError('upstream', 'The function has no endpoint.');
     let body: unknown;
     try {
-      ({ body } = await this.client.postJson(fn.endpointUrl, { context, function: { id: fn.id, name: fn.name } }, { timeoutMs }));
+      const sign = this.signer(fn);
+      ({ body } = await this.client.postJson(fn.endpointUrl, { context, function: { id: fn.id, name: fn.name } }, { timeoutMs, ...(sign ? { sign } : {}) }));
     } catch (err) {
       const forOthers = withoutAddress(err, timeoutMs);
       if (err instanceof OutboundBlockedError || (err instanceof OutboundError && err.kind === 'protocol')) throw new ExternalFunctionError('blocked', err.message, forOthers);

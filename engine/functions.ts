@@ -24,6 +24,8 @@ export interface FunctionDescriptor {
   commissionPct?: string | null;
   /** When it was registered (ISO 8601); absent for built-ins. */
   createdAt?: string;
+  /** Which signing secret its requests are signed with (an external function's; each rotation adds 1). */
+  signingGeneration?: number;
 }
 
 /** Who is asking, for reachability. */

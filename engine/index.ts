@@ -7,6 +7,7 @@ import { SafeHttpClient } from '../core/outbound/safe-http-client';
 import { ResultCache } from './cache';
 import { PricingEngine } from './engine';
 import { ExternalExecutor } from './external';
+import type { RequestSigner } from './external';
 import { FunctionLabels, OTHER_FUNCTIONS } from './metric-labels';
 import { PricingPool } from './pool';
 import { BUILTIN_DESCRIPTORS, FunctionRegistry } from './registry';
@@ -40,6 +41,7 @@ export type { CircuitBreakers, CallerBreakerView } from './stats/function-breake
 export type { LatencyStats, LatencySnapshot, LatencyView } from './stats/latency';
 export { NO_DATA, latencyView } from './stats/latency';
 export { externalAnswer } from './external';
+export type { RequestSigner } from './external';
 export { roundRobinKey } from './routing/router';
 
 export interface EngineParts {
@@ -56,7 +58,7 @@ export interface EngineParts {
 const BREAKER_LEVEL: Record<BreakerState, number> = { closed: 0, half_open: 1, open: 2 };
 
 /** Builds the engine of one service instance from configuration. */
-export function createEngine(deps: { config: Config; kv: KvStore; clock: Clock; metrics: Metrics; source: FunctionSource }): EngineParts {
+export function createEngine(deps: { config: Config; kv: KvStore; clock: Clock; metrics: Metrics; source: FunctionSource; signer?: RequestSigner }): EngineParts {
   const { config, kv, clock, metrics } = deps;
   const e = config.engine;
   const pool = new PricingPool(
@@ -96,7 +98,7 @@ export function createEngine(deps: { config: Config; kv: KvStore; clock: Clock; 
   const outbound = new SafeHttpClient({ allowList: config.outbound.allowList, httpsOnly: config.outbound.httpsOnly, allowedPorts: config.outbound.allowedPorts.includes('*') ? [] : config.outbound.allowedPorts.map(Number), defaultTimeoutMs: config.outbound.timeoutMs, maxBodyBytes: config.outbound.maxBodyBytes });
   const router = new Router(registry, latency, breakers, kv, createRng(e.randomSeed));
   const cache = new ResultCache(kv, e.cacheTtlMs);
-  const engine = new PricingEngine(registry, router, pool, new ExternalExecutor(outbound), latency, breakers, cache, metrics, { functionTimeoutMs: e.functionTimeoutMs, callMaxMs: e.callMaxMs, labels });
+  const engine = new PricingEngine(registry, router, pool, new ExternalExecutor(outbound, deps.signer), latency, breakers, cache, metrics, { functionTimeoutMs: e.functionTimeoutMs, callMaxMs: e.callMaxMs, labels });
   return {
     engine,
     registry,

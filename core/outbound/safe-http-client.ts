@@ -169,9 +169,13 @@ export class SafeHttpClient {
     return url;
   }
 
-  async postJson(raw: string, payload: unknown, opts: { timeoutMs?: number; headers?: Record<string, string>; signal?: AbortSignal } = {}): Promise<JsonResponse> {
+  /**
+   * `sign`: headers computed from the exact bytes sent (a signature over the body), added to `headers`.
+   */
+  async postJson(raw: string, payload: unknown, opts: { timeoutMs?: number; headers?: Record<string, string>; signal?: AbortSignal; sign?: (body: Buffer) => Record<string, string> } = {}): Promise<JsonResponse> {
     const url = this.checkUrl(raw);
     const body = Buffer.from(JSON.stringify(payload), 'utf8');
+    const headers = opts.sign ? { ...opts.headers, ...opts.sign(body) } : opts.headers;
     const timeoutMs = opts.timeoutMs ?? this.defaultTimeoutMs;
     const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
     const port = portOf(url);
@@ -213,7 +217,7 @@ export class SafeHttpClient {
           path: `${url.pathname}${url.search}`,
           method: 'POST',
           // The caller's headers first: the body's length and type are the client's to state.
-          headers: { ...opts.headers, 'content-type': 'application/json', accept: 'application/json', 'content-length': String(body.length), 'user-agent': 'pricing-compute/1' },
+          headers: { ...headers, 'content-type': 'application/json', accept: 'application/json', 'content-length': String(body.length), 'user-agent': 'pricing-compute/1' },
           lookup: isIP(host) ? undefined : (lookup as never),
           agent: false,
           ...(opts.signal ? { signal: opts.signal } : {}),

@@ -24,6 +24,7 @@ import { invalidCredentials } from './errors';
 import { identityUnauthorized, unrecognisedCredential } from './unauthorized';
 
 export { IDENTITY } from './tokens';
+export { loadOrCreateSecret } from './services/secrets';
 export { requestRateOf, bindingRate } from './auth/rate-limit-guard';
 export type { RequestRate } from './auth/rate-limit-guard';
 export { FailedAuthGuard } from './auth/failed-auth';

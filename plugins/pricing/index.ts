@@ -3,14 +3,16 @@ import { newId } from '../../core/ids';
 import { TOKENS } from '../../core/tokens';
 import type { RouteTable } from '../../core/http/pipeline';
 import { createEngine } from '../../engine';
-import { IDENTITY } from '../identity';
+import { IDENTITY, loadOrCreateSecret } from '../identity';
 import type { IdempotencyKeys, Workspaces } from '../identity';
 import { keylessCallsSince, USAGE } from '../usage';
 import type { CallReplays, UsageRecorder } from '../usage';
 import { DEMO_WORKSPACE_ID, pricingSchema } from './migrations/0001-pricing-schema';
 import { functionTestRuns } from './migrations/0002-function-test-runs';
+import { functionSigning } from './migrations/0003-function-signing';
 import { computeRoutes } from './routes/compute';
 import { functionRoutes } from './routes/functions';
+import { functionSigningRoutes } from './routes/function-signing';
 import { operationRoutes } from './routes/operations';
 import { policyRoutes } from './routes/policies';
 import { ComputeService } from './services/compute';
@@ -18,6 +20,7 @@ import { DemoBudgetGuard } from './services/demo-budget';
 import { FunctionStore } from './services/function-store';
 import { MarketEvidenceSlot } from './services/market-evidence';
 import { PolicyStore } from './services/policy-store';
+import { RequestSigning } from './services/request-signing';
 import { TestRunQuota } from './services/test-run-quota';
 import { callSchemas } from './schemas';
 import { PRICING } from './tokens';
@@ -44,11 +47,13 @@ export const pricingPlugin: PluginDefinition = {
   name: 'pricing',
   description: 'Compute API, functions, routing policies.',
   dependsOn: ['identity', 'usage'],
-  migrations: [pricingSchema, functionTestRuns],
+  migrations: [pricingSchema, functionTestRuns, functionSigning],
   async register(ctx) {
     const { config, sql, kv, clock, metrics, container, hooks } = ctx;
     const store = new FunctionStore(sql, config.limits.perWorkspace.functions);
-    const parts = createEngine({ config, kv, clock, metrics, source: store });
+    // Every instance on the database signs with the same key (kept like the other server secrets).
+    const signing = new RequestSigning(await loadOrCreateSecret(sql, 'function_signing_key', undefined), () => clock.now());
+    const parts = createEngine({ config, kv, clock, metrics, source: store, signer: signing.signer });
     await parts.start();
     const policies = new PolicyStore(sql, kv, clock, config.limits.perWorkspace.routingPolicies, config.engine.policyCacheMaxEntries);
     await policies.start();
@@ -88,9 +93,11 @@ export const pricingPlugin: PluginDefinition = {
     // instance, so a caller comparing two readings can tell whether they came from the same one. Random,
     // so it names nothing of the host.
     const instanceId = newId('inst');
+    const functionDeps = { store, registry: parts.registry, engine: parts.engine, market, latency: parts.latency, breakers: parts.breakers, outbound: parts.outbound, commissionPct: () => config.limits.marketplaceCommissionPct, maxCallCost: () => config.limits.functionMaxCallCost, callMaxMs: () => config.engine.callMaxMs, idempotency, workspaces: container.resolve<Workspaces>(IDENTITY.Workspaces), instanceId, testFunctionBody: schemas.testFunctionBody, testRuns: new TestRunQuota(sql, clock, ctx.log, config.limits.functionTestRunsPerDay), signing };
     const routeSpecs = [
       ...computeRoutes(compute, schemas, config.limits.batchMaxItems),
-      ...functionRoutes({ store, registry: parts.registry, engine: parts.engine, market, latency: parts.latency, breakers: parts.breakers, outbound: parts.outbound, commissionPct: () => config.limits.marketplaceCommissionPct, maxCallCost: () => config.limits.functionMaxCallCost, callMaxMs: () => config.engine.callMaxMs, idempotency, workspaces: container.resolve<Workspaces>(IDENTITY.Workspaces), instanceId, testFunctionBody: schemas.testFunctionBody, testRuns: new TestRunQuota(sql, clock, ctx.log, config.limits.functionTestRunsPerDay) }),
+      ...functionRoutes(functionDeps),
+      ...functionSigningRoutes(functionDeps),
       ...policyRoutes(policies, parts.registry, idempotency),
       ...operationRoutes(parts.registry, parts.breakers, parts.latency, instanceId),
     ];

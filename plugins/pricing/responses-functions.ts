@@ -96,8 +96,27 @@ export const functionReadResponse = z.object({
     .describe("The function's circuit breaker on the instance that answered."),
 });
 
+/** An external function's signing secret, shown to its owner (services/request-signing.ts). */
+const signingFields = {
+  signing_secret: z
+    .string()
+    .optional()
+    .describe("An external_api function's signing secret (pcs_fsig_…): every request to its endpoint carries X-Pricing-Timestamp and X-Pricing-Signature made with it. Shown to its owner here (and on a rotation); keep it with the endpoint."),
+  signing: z
+    .object({
+      timestamp_header: z.string().describe('The header carrying the Unix time of the request, in seconds.'),
+      signature_header: z.string().describe('The header carrying the signature.'),
+      signature: z.string().describe('How the signature is made.'),
+      verify: z.string().describe('How the endpoint checks it.'),
+      rotate: z.string().describe('How to get a new secret.'),
+    })
+    .optional()
+    .describe('How requests are signed with signing_secret (with it, external_api functions only).'),
+};
+
 export const functionCreateResponse = z.object({
   function: functionViewSchema,
+  ...signingFields,
   warnings: pipelineWarnings,
   next: z
     .array(
@@ -163,3 +182,10 @@ export const routingHealthResponse = listEnvelopeSchema(
   }),
   'Every function the caller can reach, with its breaker and latency on the instance that answered; one page holds them all.',
 ).extend(keptPerInstance);
+
+/** POST /api/functions/{id}/signing-secret. */
+export const signingRotationResponse = z.object({
+  function: functionViewSchema,
+  signing_secret: z.string().describe('The new signing secret (pcs_fsig_…): requests are signed with it from now on, and the previous one ends.'),
+  signing: signingFields.signing.unwrap(),
+});

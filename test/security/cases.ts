@@ -165,6 +165,11 @@ export const securityCases: Record<string, SecurityCase> = {
     request: () => ({ path: '/api/functions/fn_builtin_anchored/test', body: { context: { current_price: 10 } } }),
     cross: async (w, svc) => ({ path: `/api/functions/${await privateFunction(svc, w.b.key)}/test`, body: { context: { current_price: 10 } } }),
   },
+  'functions.rotate_signing_secret': {
+    as: 'key',
+    request: async (w, svc) => ({ path: `/api/functions/${await externalFunction(svc, w.a.key)}/signing-secret`, body: {} }),
+    cross: async (w, svc) => ({ path: `/api/functions/${await externalFunction(svc, w.b.key)}/signing-secret`, body: {} }),
+  },
   'policies.list': { as: 'key', request: () => ({ path: '/api/routing-policies' }) },
   'policies.create': { as: 'key', request: () => ({ path: '/api/routing-policies', body: { name: 'security', strategy: 'cheapest' } }) },
   'policies.read': {
@@ -199,6 +204,17 @@ async function addMember(svc: TestService, owner: Person): Promise<Person> {
 /** A private draft function of the key's workspace; returns its id. */
 async function privateFunction(svc: TestService, key: string): Promise<string> {
   const res = await client(svc.url, { 'x-api-key': key }).post<Record<string, any>>('/api/functions', { name: `sec-private-${Date.now()}-${Math.floor(Math.random() * 1e6)}`, execution_type: 'pipeline', cost_per_unit: '0.001' });
+  return res.body.function.id as string;
+}
+
+/** An external_api function (a draft: never called) of the key's workspace; returns its id. */
+async function externalFunction(svc: TestService, key: string): Promise<string> {
+  const res = await client(svc.url, { 'x-api-key': key }).post<Record<string, any>>('/api/functions', {
+    name: `sec-external-${Date.now()}-${Math.floor(Math.random() * 1e6)}`,
+    execution_type: 'external_api',
+    endpoint_url: 'https://pricing.acme.example/price',
+    cost_per_unit: '0.001',
+  });
   return res.body.function.id as string;
 }
 

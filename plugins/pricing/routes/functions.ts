@@ -15,10 +15,11 @@ import type { IdempotencyKeys, Workspaces } from '../../identity';
 import * as s from '../schemas';
 import type { CallSchemas } from '../schemas';
 import type { TestRunQuota } from '../services/test-run-quota';
+import type { RequestSigning } from '../services/request-signing';
 import { callerScopeOf, healthCallerOfPrincipal } from '../services/caller-scope';
 import { functionCreateResponse, functionReadResponse, functionTestResponse, functionUpdateResponse, functionsListResponse } from '../responses-functions';
 import { marketplaceOutsidePlan, pipelineUnavailable, toApiError } from '../services/engine-errors';
-import type { FunctionStore } from '../services/function-store';
+import type { FunctionRecord, FunctionStore } from '../services/function-store';
 
 export interface FunctionRouteDeps {
   store: FunctionStore;
@@ -43,6 +44,8 @@ export interface FunctionRouteDeps {
   testFunctionBody: CallSchemas['testFunctionBody'];
   /** Counts test runs of functions the caller's workspace does not own. */
   testRuns: TestRunQuota;
+  /** External functions' signing secrets: shown to the owner on registration. */
+  signing: RequestSigning;
 }
 
 /** Completes "Only owners and admins …" in the 403 of a member (or a member's key, or an agent's) on create and PATCH. */
@@ -142,27 +145,33 @@ function checkEndpointFields(executionType: FunctionDescriptor['executionType'],
   });
 }
 
+/**
+ * The caller's own workspace function by id or name, for a change: a built-in is refused (403), another workspace's
+ * function is the 404 of a missing one, and a member is told only owners and admins change functions.
+ */
+export async function ownedFunction(d: Pick<FunctionRouteDeps, 'registry' | 'store' | 'workspaces'>, p: Principal, id: string): Promise<FunctionRecord> {
+  const builtIn = d.registry.find(id);
+  // Built-ins are everyone's to read and nobody's to change: saying so leaks nothing.
+  if (builtIn?.builtIn) {
+    throw new ApiError('forbidden', `${builtIn.name} is a built-in function: built-ins cannot be changed.`, {
+      fields: { reason: 'built-in function' },
+      hint: 'Register a function of your own (POST /api/functions) to set its cost, status or listing; route around a built-in with a routing policy.',
+    });
+  }
+  // By id, or by the name of one of the workspace's own functions (GET and test take either too).
+  let fn = await d.store.get(id);
+  if (!fn) {
+    const named = d.registry.resolve(id, callerScopeOf(p), 'name');
+    if (named?.workspaceId === p.workspaceId) fn = await d.store.get(named.id);
+  }
+  if (!fn || fn.workspaceId !== p.workspaceId) throw notFound();
+  // The workspace's own function is the member's to see (GET shows it), so its refusal says why rather than 404.
+  await assertManagesWorkspace(p, d.workspaces, MANAGE_FUNCTIONS);
+  return fn;
+}
+
 export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
-  const owned = async (p: Principal, id: string) => {
-    const builtIn = d.registry.find(id);
-    // Built-ins are everyone's to read and nobody's to change: saying so leaks nothing.
-    if (builtIn?.builtIn) {
-      throw new ApiError('forbidden', `${builtIn.name} is a built-in function: built-ins cannot be changed.`, {
-        fields: { reason: 'built-in function' },
-        hint: 'Register a function of your own (POST /api/functions) to set its cost, status or listing; route around a built-in with a routing policy.',
-      });
-    }
-    // By id, or by the name of one of the workspace's own functions (GET and test take either too).
-    let fn = await d.store.get(id);
-    if (!fn) {
-      const named = d.registry.resolve(id, callerScopeOf(p), 'name');
-      if (named?.workspaceId === p.workspaceId) fn = await d.store.get(named.id);
-    }
-    if (!fn || fn.workspaceId !== p.workspaceId) throw notFound();
-    // The workspace's own function is the member's to see (GET shows it), so its refusal says why rather than 404.
-    await assertManagesWorkspace(p, d.workspaces, MANAGE_FUNCTIONS);
-    return fn;
-  };
+  const owned = (p: Principal, id: string) => ownedFunction(d, p, id);
   return [
     defineRoute({
       id: 'functions.list',
@@ -230,6 +239,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         const answer = (fn: FunctionDescriptor) =>
           created({
             function: functionView(fn, d, p.workspaceId, healthCallerOfPrincipal(p)),
+            ...d.signing.shown(fn),
             ...pipelineWarning(fn),
             ...(fn.status === 'draft' ? { next: [{ action: 'activate', method: 'PATCH', path: `/api/functions/${fn.id}`, body: { status: 'active' } }] } : {}),
           });

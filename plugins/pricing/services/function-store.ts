@@ -24,6 +24,7 @@ interface FunctionRow {
   timeout_ms: number | null;
   commission_pct: string | null;
   listed_at: Date | null;
+  signing_generation: number;
   created_at: Date;
   updated_at: Date;
 }
@@ -50,6 +51,7 @@ function toRecord(r: FunctionRow): FunctionRecord {
     endpointUrl: r.endpoint_url,
     timeoutMs: r.timeout_ms,
     commissionPct: r.commission_pct === null ? null : formatMoney(r.commission_pct, 2, 0),
+    signingGeneration: r.signing_generation,
     createdAt: new Date(r.created_at).toISOString(),
     updatedAt: new Date(r.updated_at).toISOString(),
   };
@@ -195,6 +197,16 @@ export class FunctionStore implements FunctionSource {
         patch.timeoutMs ?? null,
         commissionPct,
       ],
+    );
+    return row ? toRecord(row) : null;
+  }
+
+  /** Moves an external function of the workspace to its next signing secret (the previous one ends now). */
+  async rotateSigning(id: string, workspaceId: string): Promise<FunctionRecord | null> {
+    const row = await this.sql.one<FunctionRow>(
+      `UPDATE pricing_functions SET signing_generation = signing_generation + 1, updated_at = now()
+       WHERE id = $1 AND workspace_id = $2 AND execution_type = 'external_api' RETURNING *`,
+      [id, workspaceId],
     );
     return row ? toRecord(row) : null;
   }

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { createHmac } from 'node:crypto';
 import { createServer } from 'node:net';
 import { leaveMidway, rowsOnceSettled } from '../../support/abandoned-call';
 import { client } from '../../support/http';
@@ -284,6 +285,47 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
     const tested = await buyer.post<Record<string, any>>(`/api/functions/${fn.id}/test`, { context: CONTEXT });
     expect(tested.status, tested.text).to.equal(200);
     expect(tested.body).to.include({ ok: false, error: said });
+  });
+
+  it("signs every request to an endpoint with the function's secret (X-Pricing-Timestamp, X-Pricing-Signature over the raw body), shown once to its owner; a rotation ends the old secret", async () => {
+    const fn = await register('/ok', { is_public: true });
+    const secret = fn.res.body.signing_secret as string;
+    expect(secret).to.match(/^pcs_fsig_[A-Za-z0-9_-]{43}$/);
+    expect(fn.res.body.signing).to.include({ timestamp_header: 'X-Pricing-Timestamp', signature_header: 'X-Pricing-Signature' });
+    await activate(fn.id);
+    const verifies = (r: { headers: Record<string, unknown>; body: string }, key: string) => {
+      const timestamp = String(r.headers['x-pricing-timestamp']);
+      const expected = `v1=${createHmac('sha256', key).update(`${timestamp}.${r.body}`).digest('hex')}`;
+      return r.headers['x-pricing-signature'] === expected;
+    };
+    const signedCalls = () => upstream.requests.filter((r) => r.path === '/ok' && (JSON.parse(r.body) as { function: { id: string } }).function.id === fn.id);
+    expect((await api.post('/api/compute/price', { context: CONTEXT, function_id: fn.id })).status).to.equal(200);
+    const first = signedCalls().at(-1);
+    expect(first, 'the endpoint was called').to.not.equal(undefined);
+    expect(verifies(first as never, secret)).to.equal(true);
+    expect(Math.abs(Number(first?.headers['x-pricing-timestamp']) - Date.now() / 1000)).to.be.below(60);
+    // Shown to its owner only: no reading of the function carries it, and another workspace cannot rotate it.
+    const read = await api.get<Record<string, any>>(`/api/functions/${fn.id}`);
+    expect(read.text).to.not.contain(secret);
+    const stranger = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'ext-sign-stranger'), { name: 's' })).key });
+    const theirs = await stranger.post<Record<string, any>>(`/api/functions/${fn.id}/signing-secret`, {});
+    expect(theirs.status).to.equal(404);
+    // Rotated: a new secret signs from now on, and the old one no longer verifies.
+    const rotated = await api.post<Record<string, any>>(`/api/functions/${fn.id}/signing-secret`, {});
+    expect(rotated.status, rotated.text).to.equal(200);
+    expect(rotated.headers.get('cache-control')).to.match(/no-store/);
+    const renewed = rotated.body.signing_secret as string;
+    expect(renewed).to.match(/^pcs_fsig_/).and.not.equal(secret);
+    expect((await api.post('/api/compute/price', { context: { ...CONTEXT, current_price: 4.6 }, function_id: fn.id })).status).to.equal(200);
+    const after = signedCalls().at(-1) as never;
+    expect(verifies(after, renewed)).to.equal(true);
+    expect(verifies(after, secret)).to.equal(false);
+    // A function that does not call an endpoint has no secret to rotate.
+    const pipeline = await api.post<Record<string, any>>('/api/functions', { name: uniqueName('pipe-sign'), execution_type: 'pipeline', cost_per_unit: '0.001' });
+    expect(pipeline.body).to.not.have.property('signing_secret');
+    const refused = await api.post<Record<string, any>>(`/api/functions/${pipeline.body.function.id as string}/signing-secret`, {});
+    expect(refused.status).to.equal(400);
+    expect(refused.body.error).to.match(/only external_api functions sign their requests/);
   });
 
   it('a TLS handshake that fails and a refused connection are said in words to the owner (not OpenSSL\'s file and line), and without the address to others', async () => {
