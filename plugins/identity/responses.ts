@@ -123,6 +123,12 @@ export const registerResponse = z.object({
 });
 
 /** POST /api/agents/claim and POST /api/agents/claim/{token}. */
+/** POST /api/agents/claim-link. */
+export const claimLinkReissueResponse = z.object({
+  claim: z.object({ ...claimLinkFields, how: z.string().describe('How a person, or a trusted agent, claims it.') }).describe('The new one-time claim link.'),
+  ended_links: z.number().int().describe('Earlier links not used yet, ended by this one (the one registration gave among them).'),
+});
+
 export const claimResponse = z.object({
   claimed: z.literal(true).describe('The sandbox is claimed.'),
   workspace: workspaceSchema,

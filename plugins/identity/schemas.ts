@@ -32,6 +32,8 @@ export const claimTokenParams = z.object({ token: z.string().min(10).max(200) })
 export const agentIdParams = z.object({ id: z.string().min(3).max(64) });
 
 export const rotateBody = z.strictObject({});
+/** POST /api/agents/claim-link takes no fields. */
+export const claimLinkBody = z.strictObject({});
 
 export const oauthRegisterBody = z
   .object({

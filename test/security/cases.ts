@@ -36,6 +36,10 @@ export const securityCases: Record<string, SecurityCase> = {
     as: 'sandboxKey',
     request: async (_w, svc) => ({ path: '/api/api-keys/rotate', body: {}, headers: { 'x-api-key': (await registerSandbox(svc, 'rotating')).key } }),
   },
+  'agents.claim_link': {
+    as: 'sandboxKey',
+    request: async (_w, svc) => ({ path: '/api/agents/claim-link', body: {}, headers: { 'x-api-key': (await registerSandbox(svc, 'relinking')).key } }),
+  },
   'me.read': { as: 'key', request: () => ({ path: '/api/me' }) },
   'agents.capabilities': {
     as: 'agentKey',

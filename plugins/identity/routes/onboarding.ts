@@ -1,9 +1,11 @@
 import { created, defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
+import { errorBodySchema } from '../../../core/errors';
+import type { Principal } from '../../../core/auth';
 import { identityOf } from '../auth/principal';
 import { unknownClaimLink, wrongKindOfCredential } from '../errors';
 import { AGENT_STARTER_PLAN, CLAIM_HOW, changelogFeedUrl, registrationLimits, sandboxLimits } from '../limits';
-import { claimLinkResponse, claimResponse, registerResponse, rotateResponse } from '../responses';
+import { claimLinkReissueResponse, claimLinkResponse, claimResponse, registerResponse, rotateResponse } from '../responses';
 import * as s from '../schemas';
 import { keyView } from '../services/key-service';
 import { workspaceView } from '../services/workspaces';
@@ -150,6 +152,29 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
           keepKey: body.keep_key ?? false,
         });
         return ok({ claimed: true, workspace: workspaceView(r.workspace), test_workspace: workspaceView(r.testWorkspace), agent_key: r.keptKeys.length ? 'kept' : 'revoked' });
+      },
+    }),
+    defineRoute({
+      id: 'agents.claim_link',
+      returnsSecret: true,
+      method: 'post',
+      path: '/api/agents/claim-link',
+      summary: "An unclaimed sandbox's credential: a new one-time claim link, for an agent that lost the one registration gave (earlier unused links end).",
+      tags: ['Agent onboarding'],
+      sandbox: true,
+      body: s.claimLinkBody,
+      example: {},
+      responses: {
+        201: { description: 'The new claim link; the links not used yet end.', schema: claimLinkReissueResponse },
+        409: { description: 'The workspace is not an unclaimed sandbox (claimed already, or never one).', schema: errorBodySchema },
+      },
+      handler: async ({ principal }) => {
+        const p = principal as Principal;
+        const r = await d.onboarding.reissueClaimLink(p.workspaceId);
+        return created({
+          claim: { url: claimUrl(r.claimToken), token: r.claimToken, expires_at: r.claimExpiresAt.toISOString(), one_time: true, how: CLAIM_HOW },
+          ended_links: r.ended,
+        });
       },
     }),
     defineRoute({

@@ -115,6 +115,27 @@ export class Onboarding {
     return { ...result, agentName: input.name, claimToken, claimExpiresAt, remainingForAddress };
   }
 
+  /**
+   * A new claim link for an unclaimed sandbox, for an agent that lost the one its registration gave: the links not used
+   * yet end, so only the newest works. A claimed workspace has none to give (409).
+   */
+  async reissueClaimLink(workspaceId: string): Promise<{ claimToken: string; claimExpiresAt: Date; ended: number }> {
+    const claimToken = `pcs_clm_${randomToken(32)}`;
+    const claimExpiresAt = new Date(this.clock.now() + this.config.identity.claimLinkTtlDays * DAY_MS);
+    const ended = await this.sql.tx(async (tx) => {
+      const ws = await this.sql.one<{ is_sandbox: boolean }>('SELECT is_sandbox FROM workspaces WHERE id = $1 FOR UPDATE', [workspaceId], tx);
+      if (!ws?.is_sandbox) {
+        throw new ApiError('conflict', 'This workspace is not an unclaimed sandbox: it has no claim link to give.', {
+          hint: 'Claim links belong to agent sandboxes until a person or a trusted agent claims them; this workspace was claimed already, or was never a sandbox.',
+        });
+      }
+      const gone = await this.sql.many<{ token_hash: string }>('DELETE FROM claim_tokens WHERE workspace_id = $1 AND used_at IS NULL RETURNING token_hash', [workspaceId], tx);
+      await this.sql.exec('INSERT INTO claim_tokens (token_hash, workspace_id, expires_at) VALUES ($1, $2, $3)', [hashClaimToken(claimToken), workspaceId, claimExpiresAt], tx);
+      return gone.length;
+    });
+    return { claimToken, claimExpiresAt, ended };
+  }
+
   /** New key with identical workspace, scopes, agent and expiry; the old key stops at once. */
   async rotate(keyId: string, workspaceId: string): Promise<{ row: ApiKeyRow; secret: string; rotationsLeftToday: number }> {
     const old = await this.keys.get(workspaceId, keyId);

@@ -47,7 +47,7 @@ export function quotaNextSteps(payable: boolean, dayPass: { calls: number; valid
     {
       action: 'claim',
       description:
-        'Have this workspace claimed and the limits lift: give a person the claim link from your registration (they open it and confirm), or give its token to a trusted agent whose key holds workspace:claim for POST /api/agents/claim. This sandbox key cannot claim its own workspace.',
+        'Have this workspace claimed and the limits lift: give a person the claim link from your registration (they open it and confirm; lost it? POST /api/agents/claim-link with this key answers a new one), or give its token to a trusted agent whose key holds workspace:claim for POST /api/agents/claim. This sandbox key cannot claim its own workspace.',
       method: 'POST',
       path: '/api/agents/claim',
       body: { token: '<CLAIM_TOKEN>' },

@@ -160,6 +160,35 @@ describe('identity: claiming an agent sandbox', () => {
     });
   });
 
+  describe('a new claim link for a sandbox that lost its own (POST /api/agents/claim-link)', () => {
+    it("answers a new one-time link to the sandbox's key; the registration's link ends; the new one claims", async () => {
+      const reg = await register(svc.url);
+      const res = await api.post<{ claim: { url: string; token: string; expires_at: string; one_time: boolean; how: string }; ended_links: number }>('/api/agents/claim-link', {}, { 'x-api-key': reg.api_key.key });
+      expect(res.status, res.text).to.equal(201);
+      expect(res.headers.get('cache-control')).to.match(/no-store/);
+      expect(res.body.claim.token).to.match(/^pcs_clm_/).and.not.equal(reg.claim.token);
+      expect(res.body.claim).to.include({ one_time: true });
+      expect(res.body.claim.url).to.equal(`${svc.url}/api/agents/claim/${res.body.claim.token}`);
+      expect(res.body.ended_links).to.equal(1);
+      expect((await api.get(claimPath(reg))).status, 'the lost link ended').to.equal(404);
+      const fresh = new URL(res.body.claim.url).pathname;
+      expect((await api.get(fresh)).status).to.equal(200);
+      const owner = await signUp(svc.url);
+      const claimed = await api.post<ClaimBody>(fresh, {}, asPerson(owner));
+      expect(claimed.status, claimed.text).to.equal(200);
+    });
+
+    it('refuses a workspace that is no unclaimed sandbox (409), and a request without its credential (401)', async () => {
+      const person = await signUp(svc.url);
+      const key = await createKey(svc.url, asPerson(person), { name: 'not a sandbox' });
+      const refused = await api.post<ErrorBody>('/api/agents/claim-link', {}, { 'x-api-key': key.key });
+      expect(refused.status, refused.text).to.equal(409);
+      expect(refused.body.code).to.equal('conflict');
+      expect(refused.body.error).to.match(/not an unclaimed sandbox/);
+      expect((await api.post<ErrorBody>('/api/agents/claim-link', {})).status).to.equal(401);
+    });
+  });
+
   it('makes the target owner the owner when an admin of the target confirms (the admin joins as admin)', async () => {
     const owner = await signUp(svc.url);
     const admin = await signUp(svc.url);
