@@ -148,7 +148,7 @@ export function llmsText(config: Config, base: string, changelog: Changelog, s: 
     ),
     ...when(
       registration,
-      `- Sandbox (Agent Starter) limits: ${l.sandbox.computeCallsPerDay} compute calls per day${verifies ? ' (price verifications count as calls)' : ''}, key valid ${l.sandbox.keyLifetimeDays} days unless claimed, ${l.sandbox.keyRotationsPerDay} key rotations per day, built-in functions only, no batch pricing; the usage API (your receipts' links)${contributes ? ', data contributions' : ''} and test runs open once a person claims the sandbox, and until then every compute answer carries its own usage record (receipt) and the calls left (remaining).`,
+      `- Sandbox (Agent Starter) limits: ${l.sandbox.computeCallsPerDay} compute calls per day${verifies ? ' (price verifications count as calls)' : ''}, key valid ${l.sandbox.keyLifetimeDays} days unless claimed, ${l.sandbox.keyRotationsPerDay} key rotations per day, built-in functions only, no batch pricing; the usage API (your receipts' links)${contributes ? ', data contributions' : ''} and test runs open once a person claims the sandbox, and until then every compute answer carries its own usage record (receipt) and the calls left (remaining). Give the person the claim link from your registration; lost it? POST ${base}/api/agents/claim-link with your key answers a new one.`,
     ),
     ...when(s.serves('post', '/api/oauth/register') && s.serves('post', '/api/oauth/token'), `- OAuth client credentials: POST ${base}/api/oauth/register${config.identity.selfRegistrationOpen ? '' : ' (currently paused: 503 self_registration_closed; existing clients still get tokens)'}, then POST ${base}/api/oauth/token (grant_type=client_credentials).`),
   ];
