@@ -51,7 +51,7 @@ async function runCheck(check: () => Promise<void>): Promise<{ status: 'up' | 'd
 export function registerDependencyGauge(ctx: PluginContext): void {
   ctx.metrics.gauge({
     name: 'service_dependency_up',
-    help: `Whether each dependency /readyz checks answered at scrape time (1) or not within ${READINESS_TIMEOUT_MS} ms (0): the database, and Redis when REDIS_URL is set.`,
+    help: `Whether each check /readyz makes passed at scrape time (1) or not within ${READINESS_TIMEOUT_MS} ms (0): the database, Redis when REDIS_URL is set, the pricing pool's queue.`,
     labelNames: ['dependency'],
     async collect() {
       const entries = [...ctx.container.resolve<ReadonlyMap<string, ReadinessCheck>>(TOKENS.Readiness)];
