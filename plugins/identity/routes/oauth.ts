@@ -100,35 +100,18 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
         }
       },
     }),
-    defineRoute({
-      id: 'oauth.metadata',
-      method: 'get',
-      path: '/.well-known/oauth-authorization-server',
-      summary: 'OAuth 2.0 authorization server metadata (RFC 8414).',
-      tags: ['OAuth'],
-      auth: 'public',
-      rateLimit: 'none',
-      responses: { 200: { description: 'The authorization server metadata (RFC 8414).', schema: oauthMetadataResponse } },
-      handler: (): Reply => {
-        const base = d.publicUrl();
-        return {
-          status: 200,
-          headers: { 'Cache-Control': 'public, max-age=300' },
-          body: {
-            issuer: base,
-            authorization_endpoint: `${base}/api/oauth/authorize`,
-            token_endpoint: `${base}/api/oauth/token`,
-            registration_endpoint: `${base}/api/oauth/register`,
-            grant_types_supported: ['client_credentials'],
-            token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
-            response_types_supported: [],
-            scopes_supported: NAMED_SCOPES.filter((x) => !NAME_ONLY_SCOPES.includes(x)),
-            service_documentation: `${base}/llms.txt`,
-            op_policy_uri: `${base}/.well-known/agents.json`,
-          },
-        };
-      },
-    }),
+    metadataRoute(d, { id: 'oauth.metadata', path: '/.well-known/oauth-authorization-server', summary: 'OAuth 2.0 authorization server metadata (RFC 8414).', schema: oauthMetadataResponse }, (base) => ({
+      issuer: base,
+      authorization_endpoint: `${base}/api/oauth/authorize`,
+      token_endpoint: `${base}/api/oauth/token`,
+      registration_endpoint: `${base}/api/oauth/register`,
+      grant_types_supported: ['client_credentials'],
+      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+      response_types_supported: [],
+      scopes_supported: GRANTABLE_SCOPES,
+      service_documentation: `${base}/llms.txt`,
+      op_policy_uri: `${base}/.well-known/agents.json`,
+    })),
     defineRoute({
       id: 'oauth.authorize',
       method: 'get',
@@ -157,33 +140,38 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
  */
 function protectedResourceRoutes(d: IdentityDeps): RouteSpec[] {
   const metadata = (path: string, resource: (base: string) => string, name: string): RouteSpec =>
-    defineRoute({
-      id: path === '' ? 'oauth.protected_resource' : 'oauth.protected_resource_mcp',
-      method: 'get',
-      path: `/.well-known/oauth-protected-resource${path}`,
-      summary: `OAuth 2.0 protected resource metadata (RFC 9728) of ${name}.`,
-      tags: ['OAuth'],
-      auth: 'public',
-      rateLimit: 'none',
-      responses: { 200: { description: 'The protected resource metadata (RFC 9728).', schema: protectedResourceResponse } },
-      handler: (): Reply => {
-        const base = d.publicUrl();
-        return {
-          status: 200,
-          headers: { 'Cache-Control': 'public, max-age=300' },
-          body: {
-            resource: resource(base),
-            resource_name: name,
-            authorization_servers: [base],
-            bearer_methods_supported: ['header'],
-            scopes_supported: NAMED_SCOPES.filter((x) => !NAME_ONLY_SCOPES.includes(x)),
-            resource_documentation: `${base}/llms.txt`,
-          },
-        };
-      },
-    });
+    metadataRoute(
+      d,
+      { id: path === '' ? 'oauth.protected_resource' : 'oauth.protected_resource_mcp', path: `/.well-known/oauth-protected-resource${path}`, summary: `OAuth 2.0 protected resource metadata (RFC 9728) of ${name}.`, schema: protectedResourceResponse },
+      (base) => ({
+        resource: resource(base),
+        resource_name: name,
+        authorization_servers: [base],
+        bearer_methods_supported: ['header'],
+        scopes_supported: GRANTABLE_SCOPES,
+        resource_documentation: `${base}/llms.txt`,
+      }),
+    );
   return [
     metadata('', (base) => base, 'the pricing compute API'),
     ...(d.config.plugins.enabled.includes('mcp') ? [metadata('/api/mcp/rpc', (base) => `${base}/api/mcp/rpc`, 'the pricing compute MCP endpoint')] : []),
   ];
+}
+
+/** The scopes a token may carry: every named scope but those granted by name only. */
+const GRANTABLE_SCOPES = NAMED_SCOPES.filter((x) => !NAME_ONLY_SCOPES.includes(x));
+
+/** A public metadata document of the service, made from its public address and cached for 5 minutes. */
+function metadataRoute(d: IdentityDeps, route: { id: string; path: string; summary: string; schema: z.ZodType }, body: (base: string) => Record<string, unknown>): RouteSpec {
+  return defineRoute({
+    id: route.id,
+    method: 'get',
+    path: route.path,
+    summary: route.summary,
+    tags: ['OAuth'],
+    auth: 'public',
+    rateLimit: 'none',
+    responses: { 200: { description: route.summary, schema: route.schema } },
+    handler: (): Reply => ({ status: 200, headers: { 'Cache-Control': 'public, max-age=300' }, body: body(d.publicUrl()) }),
+  });
 }
