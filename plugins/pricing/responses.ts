@@ -51,7 +51,7 @@ const trace = z
     fallback_used: z.boolean().describe('Whether a fallback answered instead of the function first chosen.'),
     cache: z.enum(['hit', 'miss', 'disabled', 'not_consulted']).describe('Whether the answer came from the cache; not_consulted on an idempotent replay.'),
     charged,
-    attempts: z.array(attempt).describe('Every function tried, in order; empty on a replay (nothing ran).'),
+    attempts: z.array(attempt).describe('Every function tried, in order (one whose answer came from the result cache with cached: true); empty on a replay (nothing ran).'),
     overhead_ms: z.number().describe('The service\'s own time: total_ms minus the time functions ran.'),
     total_ms: z.number().describe('The call\'s time in the service, from arrival (a batch item: from its own start).'),
   })
