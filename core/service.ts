@@ -219,7 +219,7 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     app.use(direct.middleware);
     app.use(router);
     app.use(notFound((method, path) => routes.serves(method, path)));
-    const onError = errorHandler(log, (method, path) => routes.serves(method, path));
+    const onError = errorHandler(log, (method, path) => routes.serves(method, path), () => publicUrl());
     app.use(onError);
 
     const inFlight = new Set<ServerResponse>();

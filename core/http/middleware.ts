@@ -134,7 +134,16 @@ function tooLarge(bp: BodyParserError): ApiError {
  * route this instance does not serve (its plugin disabled) is left out; a step marked `available: false` (announced,
  * not built yet) is kept as it says so itself.
  */
-export function errorHandler(log: Logger, serves?: (method: string, path: string) => boolean) {
+export function errorHandler(log: Logger, serves?: (method: string, path: string) => boolean, publicUrl?: () => string) {
+  /**
+   * RFC 9728 §5.1: a Bearer challenge names the protected resource metadata, where an OAuth client (the MCP SDK's) finds
+   * the authorization server: the path-specific document of the route asked, else the service's.
+   */
+  const withResourceMetadata = (challenge: string, path: string): string => {
+    if (!serves || !publicUrl || !/^Bearer realm="pricing-compute"/.test(challenge)) return challenge;
+    const doc = ['/.well-known/oauth-protected-resource' + path, '/.well-known/oauth-protected-resource'].find((d) => serves('get', d));
+    return doc ? `${challenge}, resource_metadata="${publicUrl()}${doc}"` : challenge;
+  };
   return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
     const requestId = res.locals.requestId as string | undefined;
     let apiErr: ApiError;
@@ -162,7 +171,7 @@ export function errorHandler(log: Logger, serves?: (method: string, path: string
       res.end();
       return;
     }
-    for (const [k, v] of Object.entries(apiErr.extras.headers ?? {})) res.setHeader(k, v);
+    for (const [k, v] of Object.entries(apiErr.extras.headers ?? {})) res.setHeader(k, k.toLowerCase() === 'www-authenticate' ? withResourceMetadata(v, req.path) : v);
     if (apiErr.extras.retry_after !== undefined && !res.getHeader('Retry-After')) res.setHeader('Retry-After', String(apiErr.extras.retry_after));
     const next = apiErr.extras.next;
     if (serves && Array.isArray(next)) {

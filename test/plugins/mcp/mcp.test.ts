@@ -298,6 +298,14 @@ describe('MCP with OAuth client credentials, as the official SDK does it', funct
       const authorize = await fetch(`${svc.url}/api/oauth/authorize?response_type=code&client_id=${reg.client_id as string}`);
       expect(authorize.status).to.equal(400);
       expect(((await authorize.json()) as Record<string, any>).error).to.equal('unsupported_response_type');
+      // A 401's challenge names where the metadata is (RFC 9728 §5.1): the MCP endpoint's own document there, the service's elsewhere.
+      const refusedMcp = await rpc(svc, { jsonrpc: '2.0', id: 9, method: 'tools/list' }, { 'x-api-key': 'pcs_sbx_0000000000000000000000000000dead' });
+      expect(refusedMcp.status).to.equal(401);
+      expect(refusedMcp.headers.get('www-authenticate')).to.match(/^Bearer realm="pricing-compute", .*, resource_metadata="([^"]+)"$/);
+      expect(refusedMcp.headers.get('www-authenticate')).to.contain(`resource_metadata="${svc.url}/.well-known/oauth-protected-resource/api/mcp/rpc"`);
+      const refusedRest = await fetch(`${svc.url}/api/compute/price`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      expect(refusedRest.status).to.equal(401);
+      expect(refusedRest.headers.get('www-authenticate')).to.contain(`resource_metadata="${svc.url}/.well-known/oauth-protected-resource"`);
       // A token for another resource is refused (RFC 8707 invalid_target).
       const elsewhere = await fetch(`${svc.url}/api/oauth/token`, {
         method: 'POST',
