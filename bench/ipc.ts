@@ -68,13 +68,13 @@ export function rssSampler(): { read: () => { peak: number; now: number } } {
   };
 }
 
-/** Forks a benchmark child (a file of this folder, as built) and waits for its `ready`. */
 /**
  * What `npm start` sets for the service (package.json): glibc returns large freed buffers to the system instead of
  * keeping them in per-thread arenas. The benchmarks run the service as operators do; an operator's value stands.
  */
 export const SERVICE_MMAP_THRESHOLD = process.env.MALLOC_MMAP_THRESHOLD_ ?? MMAP_THRESHOLD;
 
+/** Forks a benchmark child (a file of this folder, as built) and waits for its `ready`. */
 export function startChild(file: string, execArgv: string[] = []): Promise<ChildProcess> {
   const env = file === 'service-process.js' ? { ...process.env, MALLOC_MMAP_THRESHOLD_: SERVICE_MMAP_THRESHOLD } : process.env;
   const child = fork(path.join(__dirname, file), [], { stdio: 'inherit', execArgv, env });

@@ -23,8 +23,8 @@ export type NotApplicable = { message: string; missing: string[]; refused?: bool
  * confidence), and for an endpoint `http_status`, `redirect`, `not_json`, `too_large`, `connection` (reset, refused, DNS,
  * TLS) or `address_refused` (the outbound guard will not call its address).
  */
-export type FailureKind = 'timeout' | 'threw' | 'crashed' | 'unusable_result' | 'http_status' | 'redirect' | 'not_json' | 'too_large' | 'connection' | 'address_refused';
-export const FAILURE_KINDS: readonly FailureKind[] = ['timeout', 'threw', 'crashed', 'unusable_result', 'http_status', 'redirect', 'not_json', 'too_large', 'connection', 'address_refused'];
+export const FAILURE_KINDS = ['timeout', 'threw', 'crashed', 'unusable_result', 'http_status', 'redirect', 'not_json', 'too_large', 'connection', 'address_refused'] as const;
+export type FailureKind = (typeof FAILURE_KINDS)[number];
 
 export type AttemptResult =
   | { ok: true; result: MethodResult }

@@ -83,7 +83,6 @@ export const MAX_UPSTREAM_RETRY_AFTER_S = 300;
 const CLOSED_EARLY = 'The endpoint closed the connection before answering.';
 const closedEarly = (err: unknown): boolean => err instanceof OutboundError && err.kind === 'network' && err.code === 'ECONNRESET';
 
-/** The owner-neutral wording of a failed call to an endpoint. */
 /** TLS failures by their system code: OpenSSL's own text (file and line of its sources) tells an owner little. */
 const TLS_CODE = /^(EPROTO|ERR_SSL_|ERR_TLS_|CERT_|UNABLE_TO_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|ERR_OSSL_)/;
 
@@ -125,6 +124,7 @@ function upstreamKind(err: unknown): ExternalFunctionError['upstream'] {
   }
 }
 
+/** The owner-neutral wording of a failed call to an endpoint. */
 function withoutAddress(err: unknown, timeoutMs: number): string {
   if (err instanceof OutboundBlockedError || (err instanceof OutboundError && err.kind === 'protocol')) return "The function's registered address is refused by this service's outbound guard; only its owner can change it.";
   if (closedEarly(err)) return CLOSED_EARLY;
@@ -160,13 +160,13 @@ function quotable(price: Dec, currency: string): string {
   return quoted;
 }
 
+/** The headers that sign one request of a function to its endpoint, from the exact body sent; none for an unsigned function. */
+export type RequestSigner = (fn: FunctionDescriptor) => ((body: Buffer) => Record<string, string>) | undefined;
+
 /**
  * Calls the address a function's owner registered: JSON in (`{context, function}`), JSON out,
  * through the guarded client, with a timeout and a validated answer.
  */
-/** The headers that sign one request of a function to its endpoint, from the exact body sent; none for an unsigned function. */
-export type RequestSigner = (fn: FunctionDescriptor) => ((body: Buffer) => Record<string, string>) | undefined;
-
 export class ExternalExecutor {
   constructor(
     private readonly client: SafeHttpClient,

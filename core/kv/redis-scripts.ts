@@ -3,13 +3,13 @@ import type { Redis } from 'ioredis';
 /** The Lua scripts that keep the Redis store's counters and limits atomic, and the commands they define. */
 
 /** INCRBY that sets the expiry only when the key has none, in one atomic step. */
-export const INCR_WITH_EXPIRY = `
+const INCR_WITH_EXPIRY = `
 local v = redis.call('INCRBY', KEYS[1], ARGV[1])
 if tonumber(ARGV[2]) > 0 and redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return v`;
 
 /** INCRBY of a key that exists; nil (nothing created) when it does not. */
-export const INCR_IF_PRESENT = `
+const INCR_IF_PRESENT = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return false end
 return redis.call('INCRBY', KEYS[1], ARGV[1])`;
 
@@ -17,18 +17,18 @@ return redis.call('INCRBY', KEYS[1], ARGV[1])`;
  * INCR_IF_PRESENT at most once per token: KEYS[2] remembers the count (ARGV[2] ms). A repeat of the
  * token answers the value without adding; nil when the counter does not exist.
  */
-export const INCR_IF_PRESENT_ONCE = `
+const INCR_IF_PRESENT_ONCE = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return false end
 if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return tonumber(redis.call('GET', KEYS[1])) end
 return redis.call('INCRBY', KEYS[1], ARGV[1])`;
 
 /** DEL of a key that still holds ARGV[1]. */
-export const DEL_IF_EQUALS = `
+const DEL_IF_EQUALS = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
 /** Takes back, once, what INCR_IF_PRESENT_ONCE counted under the token KEYS[2]. */
-export const UNDO_ONCE = `
+const UNDO_ONCE = `
 if redis.call('DEL', KEYS[2]) == 1 and redis.call('EXISTS', KEYS[1]) == 1 then redis.call('INCRBY', KEYS[1], -tonumber(ARGV[1])) end
 return 1`;
 
@@ -36,7 +36,7 @@ return 1`;
  * Sliding-window counter. KEYS[1] = current window, KEYS[2] = previous window (same hash tag, so
  * the script is Redis Cluster safe). Returns {allowed, cur, prev}.
  */
-export const RATE_LIMIT = `
+const RATE_LIMIT = `
 local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
 local prev = tonumber(redis.call('GET', KEYS[2]) or '0')
 local window = tonumber(ARGV[1])
@@ -52,7 +52,7 @@ end
 return {0, cur, prev}`;
 
 /** Takes back up to ARGV[1] from a window's count, never below 0. */
-export const RATE_REFUND = `
+const RATE_REFUND = `
 local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
 local back = math.min(tonumber(ARGV[1]), cur)
 if back > 0 then redis.call('DECRBY', KEYS[1], back) end

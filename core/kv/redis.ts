@@ -60,6 +60,8 @@ export class RedisKvStore implements KvStore {
   private readonly unsent: Array<[string, string]> = [];
   /** Per channel, what to run once it is subscribed again after a lost connection (missed messages). */
   private readonly gapHandlers = new Map<string, Set<(message: string) => void>>();
+  /** The connection failures since the last line logged, by reason. */
+  private readonly failing = new Map<string, { loggedAt: number; since: number }>();
 
   constructor(
     url: string,
@@ -87,9 +89,6 @@ export class RedisKvStore implements KvStore {
     });
     this.client = client as RedisWithScripts;
   }
-
-  /** The failures since the last line logged, by reason. */
-  private readonly failing = new Map<string, { loggedAt: number; since: number }>();
 
   /**
    * One warning per reason every FAILURE_LOG_INTERVAL_MS, with the count of the attempts since: a Redis down for an hour

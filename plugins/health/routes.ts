@@ -45,8 +45,8 @@ async function runCheck(check: () => Promise<void>): Promise<{ status: 'up' | 'd
 }
 
 /**
- * `service_dependency_up{dependency}`: each readiness check (database, redis when configured) run at scrape time, 1 when
- * it answered within READINESS_TIMEOUT_MS. An outage then shows as a series to alert on, not only as 503s.
+ * `service_dependency_up{dependency}`: each readiness check (database, Redis when configured, the pricing pool's queue)
+ * run at scrape time, 1 when it passed within READINESS_TIMEOUT_MS. An outage then shows as a series to alert on, not only as 503s.
  */
 export function registerDependencyGauge(ctx: PluginContext): void {
   ctx.metrics.gauge({

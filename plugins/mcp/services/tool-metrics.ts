@@ -20,7 +20,7 @@ export class ToolMetrics {
     });
     this.duration = metrics.histogram({
       name: 'mcp_tool_duration_seconds',
-      help: 'Time of an MCP tool call, from its arrival to its answer (a timeout counts at MCP_TOOL_TIMEOUT_MS).',
+      help: 'Time of an MCP tool call, from the tools/call being dispatched to its answer (a timeout counts at MCP_TOOL_TIMEOUT_MS).',
       labelNames: ['tool'],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     });

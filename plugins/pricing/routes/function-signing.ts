@@ -5,7 +5,7 @@ import type { Principal } from '../../../core/auth';
 import { healthCallerOfPrincipal } from '../services/caller-scope';
 import { signingRotationResponse } from '../responses-functions';
 import * as s from '../schemas';
-import { functionView, ownedFunction } from './functions';
+import { functionView, notFound, ownedFunction } from './functions';
 import type { FunctionRouteDeps } from './functions';
 
 /**
@@ -34,7 +34,7 @@ export function functionSigningRoutes(d: FunctionRouteDeps): RouteSpec[] {
           });
         }
         const rotated = await d.store.rotateSigning(fn.id, p.workspaceId);
-        if (!rotated) throw new ApiError('not_found', 'No pricing function with this id or name is available to you.');
+        if (!rotated) throw notFound();
         await d.registry.changed(rotated.id);
         return ok({ function: functionView(rotated, d, p.workspaceId, healthCallerOfPrincipal(p)), ...d.signing.shown(rotated) });
       },

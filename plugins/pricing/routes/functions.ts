@@ -398,5 +398,5 @@ function pipelineWarning(fn: FunctionDescriptor): { warnings?: string[] } {
     : {};
 }
 
-/** `sandbox`: its hint names the built-ins a sandbox reaches, not marketplace functions it cannot. */
-const notFound = (sandbox = false): unknown => toApiError(new EngineError('function_not_found', ''), { sandbox });
+/** The 404 of a function missing or out of reach. `sandbox`: its hint names the built-ins a sandbox reaches, not marketplace functions it cannot. */
+export const notFound = (sandbox = false): unknown => toApiError(new EngineError('function_not_found', ''), { sandbox });
