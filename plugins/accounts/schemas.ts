@@ -48,6 +48,10 @@ export const uuidParam = z.object({ sessionId: z.string() });
 // A repeated currentSessionId arrives as an array; taken here so the route answers it, as any
 // value that is not one UUID, with SPEC's "Invalid session ID format".
 export const revokeAllQuery = z.object({ currentSessionId: z.union([z.string(), z.array(z.string())]).optional().describe('One session id (a UUID) to keep.') });
+// The same field in a JSON body, for clients that send it there: any value that is not one UUID is
+// refused with the same sentence, so it is taken as sent (documented as the string it must be).
+export const revokeAllBody = z.strictObject({ currentSessionId: z.unknown().optional().meta({ type: 'string', format: 'uuid', description: 'One session id (a UUID) to keep; the same as the query parameter.' }) });
+export const revokeAllExample = { currentSessionId: '5cd376a0-3f0e-4c38-9d2b-6a3f4e1b2c7d' };
 
 export const createKeyBody = z.strictObject({
   name: z.string().trim().min(1).max(80),

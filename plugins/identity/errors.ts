@@ -38,18 +38,38 @@ export function invalidCredentials(message: string, advice?: string): ApiError {
   });
 }
 
+/** Where a person whose sign-in was refused can go: sign in another way, or sign up. */
+const SIGN_IN_STEPS: NextStep[] = [
+  { action: 'sign_in', method: 'POST', path: '/api/auth/signin', body: { email: '<EMAIL>', password: '<PASSWORD>' }, description: 'Sign in with email and password.' },
+  { action: 'wallet_sign_in', method: 'POST', path: '/api/auth/wallet/nonce', body: { address: '<0xWALLET>' }, description: 'Ask for a message naming this service, sign it with the wallet, send it to POST /api/auth/wallet/signin.' },
+  { action: 'sign_up', method: 'POST', path: '/api/auth/signup', body: { email: '<EMAIL>', password: '<PASSWORD>', date_of_birth: '<YYYY-MM-DD>' }, description: 'No account yet: sign up (18 or older).' },
+];
+
+/**
+ * 401 for a sign-in (password or signed wallet message) that was refused: SPEC's invalid_credentials
+ * with its challenge, but a hint and next steps about signing in, not about API keys.
+ */
+export function signInRefused(message: string, advice: string): ApiError {
+  return new ApiError('invalid_credentials', message, {
+    hint: `${advice} People sign in with email and password (POST /api/auth/signin) or a signed wallet message (POST /api/auth/wallet/signin); programs use API keys.`,
+    next: SIGN_IN_STEPS,
+    fields: { retryable: false },
+    headers: { 'WWW-Authenticate': challenge(null, message) },
+  });
+}
+
 /**
  * Why a key was revoked and what its holder can do now, by the reason stored with the revocation: "use a current key"
  * helps only after a rotation, and a holder cut off by a claim or a departure needs to know whom to ask.
  */
 const REVOKED_BECAUSE: Record<string, { why: string; advice: string }> = {
-  rotated: { why: 'it was rotated', advice: 'Use the new key POST /api/api-keys/rotate returned; a rotated key stops working at once.' },
+  rotated: { why: 'it was rotated', advice: 'Use the new key that POST /api/api-keys/rotate returned; a rotated key stops working at once.' },
   claimed: {
     why: 'a person claimed its sandbox workspace, and the claim revokes the agent key unless the claimer keeps it',
     advice: "The claimed workspace is now managed by its new owner: ask its owner or an admin for a key (they create one at POST /api/api-keys, or an agent-bound key at POST /api/agents/{id}/keys).",
   },
   'creator left the workspace': {
-    why: 'the person who created it left the workspace',
+    why: 'the person who created it left the workspace or was removed from it',
     advice: 'Ask an owner or admin of the workspace for a new key.',
   },
   'revoked by a person': { why: 'a person of its workspace revoked it', advice: 'Ask an owner or admin of the workspace for a new key.' },
@@ -76,32 +96,42 @@ export function missingCredentials(message = 'This route needs a credential and 
   });
 }
 
-/** 401 for a valid credential of a kind the route does not take (person-only routes and API keys). */
-export function wrongKindOfCredential(message: string, hint: string): ApiError {
+/**
+ * 401 for a valid credential of a kind the route does not take. SPEC: person-only routes answer an
+ * empty `next` (a person signs in, nothing to fetch); elsewhere `next` lists where to get a credential.
+ */
+export function wrongKindOfCredential(message: string, hint: string, next: NextStep[] = []): ApiError {
   return new ApiError('unauthorized', message, {
     hint,
-    next: [],
+    next,
     fields: { retryable: false },
     headers: { 'WWW-Authenticate': challenge('invalid_request', message) },
   });
 }
 
-export function insufficientScope(required: readonly string[], hint: string): ApiError {
-  return new ApiError('insufficient_scope', `This request needs the scope${required.length > 1 ? 's' : ''} ${required.join(', ')}.`, {
+/** 403 naming the scopes a request needs; `message` replaces the generic sentence where the credential names them but they do not hold. */
+export function insufficientScope(required: readonly string[], hint: string, message?: string): ApiError {
+  return new ApiError('insufficient_scope', message ?? `This request needs the scope${required.length > 1 ? 's' : ''} ${required.join(', ')}.`, {
     hint,
     fields: { required_scopes: required },
   });
 }
 
 /** 403 for a scoped credential on a route that needs full access (RouteSpec.fullAccess). */
-export function fullAccessRequired(required: readonly string[], missing: readonly string[], what: string, accessToken = false): ApiError {
+export function fullAccessRequired(required: readonly string[], missing: readonly string[], what: string, credential: 'key' | 'access_token' | 'person_token' = 'key'): ApiError {
   return new ApiError('insufficient_scope', `${what} needs full access; this credential lacks ${missing.join(', ')}.`, {
-    hint: accessToken
-      ? 'An access token carries the scopes it was minted with: mint one without a scope parameter (POST /api/oauth/token) from a key with full access, or use such a key or a person\'s session.'
-      : 'Use a key created with no scopes (POST /api/api-keys without a scopes field) or a person\'s session; scoped keys do the work their scopes name.',
+    hint: FULL_ACCESS_HINTS[credential],
     fields: { required_scopes: required },
   });
 }
+
+const FULL_ACCESS_HINTS = {
+  key: 'Use a key created with no scopes (POST /api/api-keys without a scopes field) or a person\'s session; scoped keys do the work their scopes name.',
+  access_token:
+    'An access token carries the scopes it was minted with: mint one without a scope parameter (POST /api/oauth/token) from a key with full access, or use such a key or a person\'s session.',
+  person_token:
+    'A person token narrowed with POST /api/user/tokens does only the work its scopes name: use your session, or the person token answered at sign-in, for account, key and team management.',
+} as const;
 
 export function sandboxRefusal(what: string): ApiError {
   return new ApiError('plan_restricted', `The Agent Starter sandbox cannot ${what}.`, {

@@ -3,7 +3,7 @@ import { ApiError } from '../../core/errors';
 import type { Principal } from '../../core/auth';
 import type { RouteSpec } from '../../core/http/route';
 import { credentialOf, otherAuthorizationScheme } from './auth/authenticators';
-import { invalidCredentials, missingCredentials, wrongKindOfCredential } from './errors';
+import { invalidCredentials, missingCredentials, WHERE_TO_GET_A_CREDENTIAL, wrongKindOfCredential } from './errors';
 
 /**
  * The 401 for a credential that was sent and that no authenticator takes (a bearer value or key no
@@ -49,5 +49,5 @@ export function identityUnauthorized(route: RouteSpec, reason: 'missing' | 'wron
   const hint =
     route.wrongCredentialHint ??
     (personOnly ? 'Sign in (POST /api/auth/signin) and send the session cookie or Authorization: Bearer <person token>.' : 'See the route description in /api/openapi.json for the credentials it takes.');
-  return wrongKindOfCredential(message, hint);
+  return wrongKindOfCredential(message, hint, personOnly ? [] : WHERE_TO_GET_A_CREDENTIAL);
 }

@@ -50,7 +50,7 @@ export const securityCases: Record<string, SecurityCase> = {
     as: 'person',
     request: async (_w, svc) => ({ path: '/api/auth/signout', body: {}, headers: { cookie: (await signUp(svc, 'leaver')).cookie } }),
   },
-  'user.wallets.link': { as: 'person', request: () => ({ path: '/api/user/wallets', body: { message: 'x'.repeat(30), signature: '0x00' } }), okStatuses: [401] },
+  'user.wallets.link': { as: 'person', request: () => ({ path: '/api/user/wallets', body: { message: 'x'.repeat(30), signature: '0x00' } }), okStatuses: [400] },
   'user.read': { as: 'person', request: () => ({ path: '/api/user' }) },
   'user.wallets.list': { as: 'person', request: () => ({ path: '/api/user/wallets' }) },
   'user.sessions.list': { as: 'person', request: () => ({ path: '/api/user/sessions' }) },

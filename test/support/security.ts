@@ -118,8 +118,9 @@ export function routeSecuritySuite(parent: Mocha.Suite, ctx: SuiteContext, id: s
       const res = await send(await prepare(), { authorization: `Bearer ${ctx.world().a.agentToken}` });
       expect([401, 403], JSON.stringify(res.body)).to.include(res.status);
     });
-    if (applies.scoped) it('refuses a key without the required scopes with 403 insufficient_scope', async () => {
-      const res = await send(await prepare(), { 'x-api-key': ctx.world().a.narrowKey });
+    if (applies.scoped) it(`refuses ${applies.personOnly ? 'a narrowed person token' : 'a key'} without the required scopes with 403 insufficient_scope`, async () => {
+      const narrow: Record<string, string> = applies.personOnly ? { authorization: `Bearer ${ctx.world().a.narrowPersonToken}` } : { 'x-api-key': ctx.world().a.narrowKey };
+      const res = await send(await prepare(), narrow);
       expect(res.status, JSON.stringify(res.body)).to.equal(403);
       expect(res.body.code).to.equal('insufficient_scope');
       expect(res.body.required_scopes).to.be.an('array').that.is.not.empty;

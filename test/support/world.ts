@@ -18,6 +18,8 @@ export interface Tenant {
   keyId: string;
   /** Key of the workspace holding only billing:read. */
   narrowKey: string;
+  /** The owner's person token narrowed to billing:read (POST /api/user/tokens). */
+  narrowPersonToken: string;
   revokedKey: string;
   expiredKey: string;
   agentId: string;
@@ -81,6 +83,8 @@ async function tenant(svc: TestService, label: string): Promise<Tenant> {
   const api = client(svc.url, { cookie: owner.cookie });
   const full = await createKey(svc, owner, { name: `${label} full` });
   const narrow = await createKey(svc, owner, { name: `${label} narrow`, scopes: ['billing:read'] });
+  const narrowToken = await api.post<Record<string, any>>('/api/user/tokens', { scopes: ['billing:read'] });
+  if (narrowToken.status !== 201) throw new Error(`person token failed: ${narrowToken.status} ${narrowToken.text}`);
   const revoked = await createKey(svc, owner, { name: `${label} revoked` });
   await api.delete(`/api/api-keys/${revoked.id}`);
   const expired = await createKey(svc, owner, { name: `${label} expired` });
@@ -93,6 +97,7 @@ async function tenant(svc: TestService, label: string): Promise<Tenant> {
     key: full.key,
     keyId: full.id,
     narrowKey: narrow.key,
+    narrowPersonToken: narrowToken.body.token.access_token,
     revokedKey: revoked.key,
     expiredKey: expired.key,
     agentId: agent.body.agent.id,

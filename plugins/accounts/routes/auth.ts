@@ -1,7 +1,7 @@
 import { ApiError } from '../../../core/errors';
 import { created, defineRoute, ok } from '../../../core/http/route';
 import type { Reply, RouteSpec } from '../../../core/http/route';
-import { invalidCredentials, workspaceView } from '../../identity';
+import { signInRefused, workspaceView } from '../../identity';
 import * as r from '../responses';
 import * as s from '../schemas';
 import { personView } from '../services/people';
@@ -73,7 +73,7 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       handler: async ({ body, clientIp, req }) => {
         const person = await d.failures.verify(clientIp, () => d.people.checkPassword(body.email, body.password));
         if (!person) {
-          throw invalidCredentials('Email or password is wrong.', 'Check both, or sign up at POST /api/auth/signup.');
+          throw signInRefused('Email or password is wrong.', 'Check both; an account made by a wallet signs in with its wallet.');
         }
         const session = await d.sessions.create(person.id, 'password', { ip: clientIp, userAgent: userAgentOf(req) });
         return signedInReply(d, person, session, 200);
@@ -156,6 +156,7 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       id: 'user.wallets.link',
       method: 'post',
       path: '/api/user/wallets',
+      fullAccess: true,
       summary: 'Link another wallet to your account with a signed Sign-In with Ethereum message.',
       tags: ['People'],
       accepts: ['person'],
@@ -164,7 +165,14 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       example: s.walletLinkExample,
       handler: async ({ body, principal }) => {
         if (!principal?.personId) throw new ApiError('unauthorized', 'Sign in first.');
-        const address = await d.wallets.verify(body.message, body.signature);
+        // The session is fine; what failed is the wallet's proof: a 400 on the body, not a 401.
+        const address = await d.wallets.verify(body.message, body.signature, (why) =>
+          new ApiError('validation_error', `The wallet could not be linked: ${why}.`, {
+            issues: [{ path: 'signature', reason: why }],
+            hint: 'Ask for a new message at POST /api/auth/wallet/nonce for the wallet to link, sign it unchanged with that wallet, and send both.',
+            example: s.walletLinkExample,
+          }),
+        );
         await d.people.linkWallet(principal.personId, address);
         return created({ address: address.toLowerCase(), linked: true });
       },

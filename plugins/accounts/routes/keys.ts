@@ -132,6 +132,7 @@ export function keyRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       id: 'apiKeys.delete',
       method: 'delete',
       path: '/api/api-keys/:keyId',
+      fullAccess: true,
       summary: 'Revoke an API key of the workspace (members: only keys they created); it stops at once (and its team invitations are cancelled).',
       tags: ['API keys'],
       ...PERSON_ONLY,

@@ -15,6 +15,22 @@ function assertUuid(value: unknown, path: string): asserts value is string {
   }
 }
 
+/** currentSessionId from the query or the body (the same in both when sent twice), checked to be one UUID. */
+function sessionToKeep(fromQuery: unknown, fromBody: unknown): string | undefined {
+  if (Array.isArray(fromQuery)) {
+    throw new ApiError('invalid_session_id', 'Invalid session ID format', { issues: [{ path: 'currentSessionId', reason: 'must be one UUID, sent once' }], hint: 'Name one session to keep.' });
+  }
+  if (fromQuery !== undefined) assertUuid(fromQuery, 'currentSessionId');
+  if (fromBody !== undefined) assertUuid(fromBody, 'body.currentSessionId');
+  if (fromQuery !== undefined && fromBody !== undefined && fromQuery !== fromBody) {
+    throw new ApiError('validation_error', 'currentSessionId is sent twice with two values.', {
+      issues: [{ path: 'body.currentSessionId', reason: 'differs from the query parameter' }],
+      hint: 'Send it once, in the query or in the body.',
+    });
+  }
+  return fromQuery ?? fromBody;
+}
+
 export function userRoutes(d: AccountsDeps): RouteSpec[] {
   const personOf = (p: { personId?: string } | null): string => {
     if (!p?.personId) throw new ApiError('unauthorized', 'Sign in first.');
@@ -85,16 +101,27 @@ export function userRoutes(d: AccountsDeps): RouteSpec[] {
       id: 'user.sessions.revokeAll',
       method: 'delete',
       path: '/api/user/sessions',
-      summary: 'End all your sessions, except currentSessionId when given (query parameter, a UUID).',
+      fullAccess: true,
+      summary: 'End all your sessions, except currentSessionId when given (query parameter or JSON body, a UUID naming one of your open sessions).',
       tags: ['People'],
       givesUpAccess: true,
       accepts: ['person'],
       query: s.revokeAllQuery,
+      body: s.revokeAllBody,
+      example: s.revokeAllExample,
       responses: { 200: { description: 'How many sessions ended, and the one kept.', schema: r.revokeAllSessionsResponse } },
-      handler: async ({ principal, query }) => {
-        const keep = query.currentSessionId;
-        if (keep !== undefined) assertUuid(keep, 'currentSessionId');
-        const ended = await d.sessions.revokeAll(personOf(principal), keep);
+      handler: async ({ principal, query, body }) => {
+        const personId = personOf(principal);
+        const keep = sessionToKeep(query.currentSessionId, body.currentSessionId);
+        const ended = await d.sessions.revokeAll(personId, keep);
+        // Keeping a session that is not open would end every one, the caller's own included, while
+        // the answer says one was kept: refused, nothing ended.
+        if (ended === null) {
+          throw new ApiError('not_found', 'No open session of yours has this id: nothing was ended.', {
+            issues: [{ path: 'currentSessionId', reason: 'names no open session of yours' }],
+            hint: 'Send the id of the session to keep as listed by GET /api/user/sessions (the one marked current is this one), or leave currentSessionId out to end every session.',
+          });
+        }
         return ok({ revoked: ended, kept: keep ?? null });
       },
     }),
@@ -102,6 +129,7 @@ export function userRoutes(d: AccountsDeps): RouteSpec[] {
       id: 'user.sessions.revoke',
       method: 'delete',
       path: '/api/user/sessions/:sessionId',
+      fullAccess: true,
       summary: 'End one of your sessions.',
       tags: ['People'],
       givesUpAccess: true,

@@ -106,19 +106,26 @@ export class PersonAuthenticator implements Authenticator {
     const person = await this.people.get(personId);
     if (!person) throw invalidCredentials('This account no longer exists.');
     const asked = req.headers['x-workspace-id'];
+    // A team route names its workspace in the path: without the header, a person who is a member of
+    // it acts there. One who is not acts in their default workspace, so the route answers its own
+    // 404 and records the refused attempt there.
+    const named = (req.params as Record<string, string | undefined> | undefined)?.['workspace_id'];
+    const inPath = asked === undefined && named ? await this.membership(named, personId) : null;
     const workspaceId = typeof asked === 'string' && asked !== '' ? asked : person.default_workspace_id;
-    const row = workspaceId
-      ? // A test workspace belongs to its parent's team: its members act in it with their role there.
-        await this.sql.one<WorkspaceRow & { role: Role }>(`SELECT w.*, m.role FROM workspaces w JOIN memberships m ON m.workspace_id = ${MEMBERSHIP_WORKSPACE} WHERE w.id = $1 AND m.person_id = $2`, [
-          workspaceId,
-          personId,
-        ])
-      : null;
+    const row = inPath ?? (workspaceId ? await this.membership(workspaceId, personId) : null);
     if (!row) {
       throw new ApiError('not_found', 'You are not a member of that workspace.', { hint: 'Send x-workspace-id with one of the workspaces listed at GET /api/user, or omit it for your default workspace.' });
     }
     // A suspended or rejected person acts as restricted as their account is.
     const status = STATUS_RANK[person.status] > STATUS_RANK[row.status] ? person.status : row.status;
     return personPrincipal({ personId, sessionId, workspace: { ...row, status }, role: row.role, authMethod: sent.kind, scopes, email: person.email });
+  }
+
+  /** The workspace with the person's role in it, when they are a member (of a test workspace: of its parent). */
+  private membership(workspaceId: string, personId: string): Promise<(WorkspaceRow & { role: Role }) | null> {
+    return this.sql.one<WorkspaceRow & { role: Role }>(`SELECT w.*, m.role FROM workspaces w JOIN memberships m ON m.workspace_id = ${MEMBERSHIP_WORKSPACE} WHERE w.id = $1 AND m.person_id = $2`, [
+      workspaceId,
+      personId,
+    ]);
   }
 }

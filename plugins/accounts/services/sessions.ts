@@ -153,10 +153,20 @@ export class Sessions {
     return n > 0;
   }
 
-  /** Revokes every session of the person except `keep`; returns how many ended. */
-  async revokeAll(personId: string, keep?: string): Promise<number> {
+  /**
+   * Revokes every session of the person except `keep`; returns how many ended, or null (nothing
+   * ended) when `keep` names no open session of theirs. One statement, so a `keep` ended meanwhile
+   * cannot turn "all but this one" into "all".
+   */
+  async revokeAll(personId: string, keep?: string): Promise<number | null> {
+    if (keep !== undefined) {
+      const open = await this.sql.one<{ id: string }>('SELECT id FROM person_sessions WHERE id = $1 AND person_id = $2 AND revoked_at IS NULL AND expires_at > now()', [keep, personId]);
+      if (!open) return null;
+    }
     const ended = await this.sql.many<{ id: string }>(
-      'UPDATE person_sessions SET revoked_at = now() WHERE person_id = $1 AND revoked_at IS NULL AND ($2::uuid IS NULL OR id <> $2::uuid) RETURNING id',
+      `UPDATE person_sessions SET revoked_at = now() WHERE person_id = $1 AND revoked_at IS NULL AND ($2::uuid IS NULL OR id <> $2::uuid)
+         AND ($2::uuid IS NULL OR EXISTS (SELECT 1 FROM person_sessions k WHERE k.id = $2::uuid AND k.person_id = $1 AND k.revoked_at IS NULL AND k.expires_at > now()))
+       RETURNING id`,
       [personId, keep ?? null],
     );
     for (const { id } of ended) {

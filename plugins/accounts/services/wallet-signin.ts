@@ -2,6 +2,7 @@ import { getAddress, isAddress, verifyMessage } from 'viem';
 import { createSiweMessage, parseSiweMessage, validateSiweMessage } from 'viem/siwe';
 import type { Clock } from '../../../core/clock';
 import { ApiError } from '../../../core/errors';
+import { signInRefused } from '../../identity';
 import { randomToken } from '../../../core/ids';
 import type { KvStore } from '../../../core/kv';
 
@@ -43,9 +44,11 @@ export class WalletSignIn {
     return { nonce, message, expires_at: expirationTime.toISOString() };
   }
 
-  /** Returns the checksummed address that signed a valid, unused challenge. */
-  async verify(message: string, signature: `0x${string}`): Promise<string> {
-    const refuse = (why: string) => new ApiError('invalid_credentials', `Wallet sign-in refused: ${why}.`, { fields: { retryable: false }, hint: 'Ask for a new message at POST /api/auth/wallet/nonce and sign it unchanged.' });
+  /**
+   * Returns the checksummed address that signed a valid, unused challenge; else throws what `refuse`
+   * makes of the reason (by default the sign-in's 401).
+   */
+  async verify(message: string, signature: `0x${string}`, refuse: (why: string) => ApiError = signInRefusal): Promise<string> {
     let parsed;
     try {
       parsed = parseSiweMessage(message);
@@ -70,4 +73,8 @@ export class WalletSignIn {
     await this.kv.del(`siwe:${parsed.nonce}`);
     return getAddress(parsed.address);
   }
+}
+
+function signInRefusal(why: string): ApiError {
+  return signInRefused(`Wallet sign-in refused: ${why}.`, 'Ask for a new message at POST /api/auth/wallet/nonce and sign it unchanged.');
 }

@@ -8,7 +8,7 @@ import type { RouteSpec } from '../../../core/http/route';
 import { CONFIGURATION_ACCESS, NAME_ONLY_SCOPES } from '../scopes';
 import type { Scope } from '../scopes';
 import { fullAccessRequired, insufficientScope, sandboxRefusal } from '../errors';
-import { identityOf } from './principal';
+import { credentialKind, identityOf } from './principal';
 
 const READ_METHODS = new Set(['get', 'head']);
 
@@ -35,7 +35,7 @@ export class IdentityAuthorizer implements Authorizer {
     if (route.fullAccess && principal.scopes !== null) {
       const held = principal.scopes;
       const lacking = CONFIGURATION_ACCESS.filter((s) => !held.includes(s));
-      if (lacking.length > 0) throw fullAccessRequired(CONFIGURATION_ACCESS, lacking, `${route.method.toUpperCase()} ${openApiPath(route.path)}`, principal.kind === 'access_token');
+      if (lacking.length > 0) throw fullAccessRequired(CONFIGURATION_ACCESS, lacking, `${route.method.toUpperCase()} ${openApiPath(route.path)}`, credentialKind(principal));
     }
     const required = route.scopes ?? [];
     if (required.length === 0) return;
@@ -65,7 +65,11 @@ export class IdentityAuthorizer implements Authorizer {
       ? await this.sql.one<{ role: string }>('SELECT role FROM memberships WHERE workspace_id = $1 AND person_id = $2', [principal.workspaceId, id.creatorPersonId])
       : null;
     if (!role || (role.role !== 'owner' && role.role !== 'admin')) {
-      throw insufficientScope(nameOnly, `${nameOnly.join(' and ')} holds only while the key's creator is an owner or admin of this workspace, which is no longer the case.`);
+      throw insufficientScope(
+        nameOnly,
+        `${nameOnly.join(' and ')} holds only while the key's creator is an owner or admin of this workspace, which is no longer the case.`,
+        `This key names ${nameOnly.join(' and ')}, but it no longer holds: the key's creator is not an owner or admin of this workspace.`,
+      );
     }
   }
 }

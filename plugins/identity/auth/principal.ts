@@ -75,3 +75,9 @@ export function personPrincipal(opts: {
     attributes: attributes as unknown as Record<string, unknown>,
   };
 }
+
+/** Which kind of scoped credential a principal is, for the hint of a full-access refusal. */
+export function credentialKind(principal: Principal): 'key' | 'access_token' | 'person_token' {
+  if (principal.kind === 'access_token') return 'access_token';
+  return principal.kind === 'person' ? 'person_token' : 'key';
+}

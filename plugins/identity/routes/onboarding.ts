@@ -3,7 +3,7 @@ import type { RouteSpec } from '../../../core/http/route';
 import { errorBodySchema } from '../../../core/errors';
 import type { Principal } from '../../../core/auth';
 import { identityOf } from '../auth/principal';
-import { unknownClaimLink, wrongKindOfCredential } from '../errors';
+import { unknownClaimLink, WHERE_TO_GET_A_CREDENTIAL, wrongKindOfCredential } from '../errors';
 import { AGENT_STARTER_PLAN, CLAIM_HOW, changelogFeedUrl, registrationLimits, sandboxLimits } from '../limits';
 import { claimLinkReissueResponse, claimLinkResponse, claimResponse, registerResponse, rotateResponse } from '../responses';
 import * as s from '../schemas';
@@ -92,7 +92,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       example: s.claimExample,
       responses: { 200: { description: 'The claimed workspace, its new test workspace, and what became of the agent\'s key.', schema: claimResponse } },
       handler: async ({ body, principal }) => {
-        if (!principal?.keyId) throw wrongKindOfCredential(CLAIM_NEEDS_KEY.message, CLAIM_NEEDS_KEY.hint);
+        if (!principal?.keyId) throw wrongKindOfCredential(CLAIM_NEEDS_KEY.message, CLAIM_NEEDS_KEY.hint, WHERE_TO_GET_A_CREDENTIAL);
         const r = await d.onboarding.claim({
           token: body.token,
           targetWorkspaceId: principal.workspaceId,
@@ -134,6 +134,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       id: 'agents.claimLink.confirm',
       method: 'post',
       path: '/api/agents/claim/:token',
+      fullAccess: true,
       summary: 'A signed-in person confirms a claim link.',
       tags: ['Agent onboarding'],
       accepts: ['person'],
@@ -196,7 +197,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
         429: dailyQuotaRefusal('a sandbox or agent key made its SANDBOX_KEY_ROTATIONS_PER_DAY rotations today', true),
       },
       handler: async ({ principal }) => {
-        if (!principal?.keyId) throw wrongKindOfCredential(ROTATE_NEEDS_KEY.message, ROTATE_NEEDS_KEY.hint);
+        if (!principal?.keyId) throw wrongKindOfCredential(ROTATE_NEEDS_KEY.message, ROTATE_NEEDS_KEY.hint, WHERE_TO_GET_A_CREDENTIAL);
         const r = await d.onboarding.rotate(principal.keyId, principal.workspaceId);
         return created({
           api_key: { ...keyView(r.row), key: r.secret, shown_once: true },

@@ -66,6 +66,7 @@ export function invitationRoutes(d: TeamDeps): RouteSpec[] {
       id: 'team.invitations.accept',
       method: 'post',
       path: '/api/invitations/accept',
+      fullAccess: true,
       summary: 'Accept an invitation, signed in with the email it names; you join the workspace at the invited role.',
       tags: TEAM_TAGS,
       ...PERSON_ONLY,

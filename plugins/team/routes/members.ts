@@ -51,6 +51,7 @@ export function memberRoutes(d: TeamDeps): RouteSpec[] {
       id: 'team.members.leave',
       method: 'post',
       path: '/api/workspaces/:workspace_id/leave',
+      fullAccess: true,
       summary: 'Leave the workspace (the last owner cannot).',
       tags: TEAM_TAGS,
       ...PERSON_ONLY,

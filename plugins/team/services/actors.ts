@@ -1,7 +1,7 @@
 import type { Transaction } from 'sequelize';
 import type { Principal } from '../../../core/auth';
 import { ApiError } from '../../../core/errors';
-import { identityOf, insufficientScope } from '../../identity';
+import { CONFIGURATION_ACCESS, fullAccessRequired, identityOf, insufficientScope } from '../../identity';
 import type { AuditEntry, Role, Workspaces } from '../../identity';
 import type { Actor } from './policy';
 
@@ -67,6 +67,10 @@ export class ActorResolver {
       });
     }
     if (principal.kind === 'person') {
+      // A person acts by role only with full access: a token narrowed to a few scopes is for a
+      // script doing less than its person may, and no narrowed token can carry team:admin.
+      const lacking = CONFIGURATION_ACCESS.filter((s) => !(principal.scopes ?? CONFIGURATION_ACCESS).includes(s));
+      if (lacking.length > 0) throw fullAccessRequired(CONFIGURATION_ACCESS, lacking, 'Managing the team', 'person_token');
       const personId = principal.personId;
       const role = personId ? await this.roleOf(principal.workspaceId, personId, tx) : null;
       if (!personId || !role) throw new ApiError('forbidden', 'You are not a member of this workspace.', { hint: 'Choose one of your workspaces with x-workspace-id.', fields: { reason: 'not a member' } });
@@ -88,7 +92,11 @@ export class ActorResolver {
     const creator = id.creatorPersonId ?? null;
     const role = creator ? await this.roleOf(principal.workspaceId, creator, tx) : null;
     if (!creator || (role !== 'owner' && role !== 'admin')) {
-      throw insufficientScope([TEAM_ADMIN], "team:admin holds only while the key's creator is an owner or admin of this workspace, which is no longer the case.");
+      throw insufficientScope(
+        [TEAM_ADMIN],
+        "team:admin holds only while the key's creator is an owner or admin of this workspace, which is no longer the case.",
+        "This key names team:admin, but it no longer holds: the key's creator is not an owner or admin of this workspace.",
+      );
     }
     return { kind: 'api_key', workspaceId: principal.workspaceId, personId: creator, role, keyId: principal.keyId };
   }

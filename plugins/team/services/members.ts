@@ -93,16 +93,18 @@ export class Members {
   async remove(principal: Principal, workspaceId: string, personId: string): Promise<MemberRow> {
     return this.trail.attempt(principal, 'team.members.remove', personId, async () => {
       assertOwnWorkspace(principal, workspaceId);
+      const touched = [workspaceId];
       return this.sql.tx(async (tx) => {
         await lockWorkspace(this.sql, workspaceId, tx);
         const actor = await this.actors.resolve(principal, tx);
         const target = await this.member(workspaceId, personId, tx);
         if (!target) throw memberNotFound();
         assertCanRemove(actor, { personId: target.person_id, role: target.role });
-        const revokedKeys = await this.drop(workspaceId, personId, tx);
-        await this.trail.done(actor, 'team.members.remove', personId, { removed_role: target.role, revoked_keys: revokedKeys }, tx);
+        const { revokedKeys, claimedLeft } = await this.drop(workspaceId, personId, tx);
+        touched.push(...claimedLeft);
+        await this.trail.done(actor, 'team.members.remove', personId, { removed_role: target.role, revoked_keys: revokedKeys, claimed_workspaces_left: claimedLeft }, tx);
         return target;
-      }).finally(() => this.keys.invalidateWorkspace(workspaceId));
+      }).finally(() => this.invalidate(touched));
     });
   }
 
@@ -112,6 +114,7 @@ export class Members {
       assertOwnWorkspace(principal, workspaceId);
       const personId = principal.personId;
       if (principal.kind !== 'person' || !personId) throw new ApiError('unauthorized', 'Sign in to leave a workspace.');
+      const touched = [workspaceId];
       return this.sql.tx(async (tx) => {
         await lockWorkspace(this.sql, workspaceId, tx);
         const actor = await this.actors.resolve(principal, tx);
@@ -122,30 +125,49 @@ export class Members {
             throw refuse('the last owner cannot leave', 'A workspace always keeps an owner; the last owner stays.', 'The last owner of a workspace cannot leave it.');
           }
         }
-        const revokedKeys = await this.drop(workspaceId, personId, tx);
-        await this.trail.done(actor, 'team.members.leave', personId, { left_role: me.role, revoked_keys: revokedKeys }, tx);
+        const { revokedKeys, claimedLeft } = await this.drop(workspaceId, personId, tx);
+        touched.push(...claimedLeft);
+        await this.trail.done(actor, 'team.members.leave', personId, { left_role: me.role, revoked_keys: revokedKeys, claimed_workspaces_left: claimedLeft }, tx);
         return me;
-      }).finally(() => this.keys.invalidateWorkspace(workspaceId));
+      }).finally(() => this.invalidate(touched));
     });
   }
 
   /**
-   * Removes a membership; the API keys the person made in the workspace are revoked (a key must not
-   * outlive its maker's access; returns how many), the invitations they made are cancelled, and a
-   * person whose default workspace it was falls back to another of theirs. The caller drops the
-   * workspace's cached keys once the transaction is over.
+   * Removes a membership, and the person's non-owner memberships of the agent workspaces claimed under
+   * it (their admin role there came with the claim, through this team): in each, the API keys the
+   * person made are revoked (a key must not outlive its maker's access), the invitations they made are
+   * cancelled, and a person whose default workspace it was falls back to another of theirs. Returns how
+   * many keys were revoked and the claimed workspaces also left; the caller drops their cached keys
+   * once the transaction is over.
    */
-  private async drop(workspaceId: string, personId: string, tx: Transaction): Promise<number> {
-    await this.sql.exec('DELETE FROM memberships WHERE workspace_id = $1 AND person_id = $2', [workspaceId, personId], tx);
-    const revoked = await this.keys.revokeMadeBy(workspaceId, personId, 'creator left the workspace', tx);
-    await this.invitations.cancelForCreator(workspaceId, personId, null, tx);
-    await this.sql.exec(
-      `UPDATE people SET default_workspace_id = (SELECT workspace_id FROM memberships WHERE person_id = $1 ORDER BY created_at LIMIT 1), updated_at = now()
-        WHERE id = $1 AND default_workspace_id = $2`,
-      [personId, workspaceId],
+  private async drop(workspaceId: string, personId: string, tx: Transaction): Promise<{ revokedKeys: number; claimedLeft: string[] }> {
+    const claimed = await this.sql.many<{ id: string }>(
+      `WITH RECURSIVE under(id) AS (
+         SELECT id FROM workspaces WHERE parent_id = $1 AND former_sandbox
+         UNION SELECT w.id FROM workspaces w JOIN under u ON w.parent_id = u.id WHERE w.former_sandbox)
+       SELECT u.id FROM under u JOIN memberships m ON m.workspace_id = u.id AND m.person_id = $2 AND m.role <> 'owner' ORDER BY u.id`,
+      [workspaceId, personId],
       tx,
     );
-    return revoked;
+    let revokedKeys = 0;
+    for (const id of [workspaceId, ...claimed.map((c) => c.id)]) {
+      await this.sql.exec('DELETE FROM memberships WHERE workspace_id = $1 AND person_id = $2', [id, personId], tx);
+      revokedKeys += await this.keys.revokeMadeBy(id, personId, 'creator left the workspace', tx);
+      await this.invitations.cancelForCreator(id, personId, null, tx);
+    }
+    await this.sql.exec(
+      `UPDATE people SET default_workspace_id = (SELECT workspace_id FROM memberships WHERE person_id = $1 ORDER BY created_at LIMIT 1), updated_at = now()
+        WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM memberships WHERE person_id = $1 AND workspace_id = people.default_workspace_id)`,
+      [personId],
+      tx,
+    );
+    return { revokedKeys, claimedLeft: claimed.map((c) => c.id) };
+  }
+
+  /** Drops the cached keys of the workspaces a removal or departure touched. */
+  private async invalidate(workspaceIds: readonly string[]): Promise<void> {
+    for (const id of workspaceIds) await this.keys.invalidateWorkspace(id);
   }
 
   /** The audit log, for owners and admins (people, or team:admin keys whose creator is one). */

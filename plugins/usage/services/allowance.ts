@@ -148,11 +148,13 @@ export class SandboxAllowance implements Admitter {
         });
       }
       const retryAfter = Math.max(1, Math.ceil((dayStart + DAY_MS - now) / 1000));
+      const next = quotaNextSteps(request.operation === 'compute' || request.operation === 'router', this.config.limits.dayPass);
+      const usable = next.filter((step) => step.available === true).map((step) => step.action);
       throw new ApiError('daily_quota_exceeded', `Daily quota reached: this sandbox workspace may make ${limit} compute calls per day (price verifications included).`, {
         retry_after: retryAfter,
         limit: { compute_calls_per_day: limit, scope: 'workspace', resets_at: resetsAt },
-        hint: `The daily quota resets at 00:00 UTC (in ${retryAfter} s). To continue now, see next.`,
-        next: quotaNextSteps(request.operation === 'compute' || request.operation === 'router', this.config.limits.dayPass),
+        hint: `The daily quota resets at 00:00 UTC (in ${retryAfter} s). To continue now: ${usable.join(', ')} (see next; a step with available false is not offered by this service yet).`,
+        next,
       });
     }
     let settled = false;

@@ -133,6 +133,10 @@ describe('accounts: people, sign-up, sign-in and sessions', () => {
     expect(wrong.body.code).to.equal('invalid_credentials');
     expect(wrong.body.retryable).to.equal(false);
     expect(wrong.headers.get('set-cookie')).to.equal(null);
+    expect(wrong.headers.get('www-authenticate')).to.match(/^Bearer realm="pricing-compute"/);
+    // About signing in, not about API keys.
+    expect(wrong.body.hint).to.contain('POST /api/auth/wallet/signin');
+    expect((wrong.body.next as Array<{ action: string }>).map((n) => n.action)).to.deep.equal(['sign_in', 'wallet_sign_in', 'sign_up']);
     const unknown = await api.post<ErrorBody>('/api/auth/signin', { email: uniqueEmail(), password: 'not the password' });
     expect(unknown.status).to.equal(401);
     expect(unknown.body.error).to.equal(wrong.body.error);
@@ -213,6 +217,39 @@ describe('accounts: people, sign-up, sign-in and sessions', () => {
     expect((await api.get('/api/me', { cookie: person.cookie })).status).to.equal(200);
   });
 
+  it('reads currentSessionId from a JSON body as from the query: a bad one is 400 Invalid session ID format, a good one keeps that session', async () => {
+    const person = await signUp(svc.url);
+    const other = await api.post<SignedIn>('/api/auth/signin', { email: person.email, password: person.password });
+    for (const body of [{ currentSessionId: 'bad' }, { currentSessionId: 7 }]) {
+      const bad = await api.raw<ErrorBody>('DELETE', '/api/user/sessions', { body, headers: { cookie: person.cookie } });
+      expect([bad.status, bad.body.code, bad.body.error], bad.text).to.deep.equal([400, 'invalid_session_id', 'Invalid session ID format']);
+      expect(bad.body.issues?.map((i) => i.path)).to.deep.equal(['body.currentSessionId']);
+    }
+    const broken = await api.raw<ErrorBody>('DELETE', '/api/user/sessions', { rawBody: '{"currentSessionId":', headers: { cookie: person.cookie, 'content-type': 'application/json' } });
+    expect([broken.status, broken.body.code]).to.deep.equal([400, 'invalid_json']);
+    const twice = await api.raw<ErrorBody>('DELETE', `/api/user/sessions?currentSessionId=${person.sessionId}`, { body: { currentSessionId: other.body.session.id }, headers: { cookie: person.cookie } });
+    expect([twice.status, twice.body.code, twice.body.issues?.[0]?.path]).to.deep.equal([400, 'validation_error', 'body.currentSessionId']);
+    expect((await api.get('/api/me', { authorization: `Bearer ${other.body.token.access_token}` })).status, 'no refusal ended a session').to.equal(200);
+    const res = await api.raw<{ revoked: number; kept: string }>('DELETE', '/api/user/sessions', { body: { currentSessionId: person.sessionId }, headers: { cookie: person.cookie } });
+    expect([res.status, res.body], res.text).to.deep.equal([200, { revoked: 1, kept: person.sessionId }]);
+    expect((await api.get('/api/me', { authorization: `Bearer ${other.body.token.access_token}` })).status).to.equal(401);
+    expect((await api.get('/api/me', { cookie: person.cookie })).status).to.equal(200);
+  });
+
+  it('refuses to keep a session that is not open (unknown, another person\'s, already ended) with 404, ending none', async () => {
+    const person = await signUp(svc.url);
+    const stranger = await signUp(svc.url);
+    const ended = await api.post<SignedIn>('/api/auth/signin', { email: person.email, password: person.password });
+    expect((await api.delete(`/api/user/sessions/${ended.body.session.id}`, { cookie: person.cookie })).status).to.equal(200);
+    for (const keep of ['6f1c2b3a-4d5e-4f60-8a7b-9c0d1e2f3a4b', stranger.sessionId, ended.body.session.id]) {
+      const res = await api.delete<ErrorBody>(`/api/user/sessions?currentSessionId=${keep}`, { cookie: person.cookie });
+      expect([res.status, res.body.code, res.body.issues?.[0]?.path], res.text).to.deep.equal([404, 'not_found', 'currentSessionId']);
+      expect(res.body.error).to.contain('nothing was ended');
+      expect((await api.get('/api/me', { cookie: person.cookie })).status, 'the caller\'s session was not ended').to.equal(200);
+    }
+    expect((await api.get('/api/me', { cookie: stranger.cookie })).status, 'the stranger\'s session was not ended').to.equal(200);
+  });
+
   describe('wallet sign-in (Sign-In with Ethereum)', () => {
     const account: PrivateKeyAccount = privateKeyToAccount(generatePrivateKey());
 
@@ -258,6 +295,14 @@ describe('accounts: people, sign-up, sign-in and sessions', () => {
       const res = await api.post<ErrorBody>('/api/auth/wallet/signin', { message: tampered, signature });
       expect(res.status, res.text).to.equal(401);
       expect(res.body.code).to.equal('invalid_credentials');
+      expect(res.body.retryable).to.equal(false);
+      expect(res.headers.get('www-authenticate'), 'SPEC: a bearer challenge with every invalid_credentials').to.match(/^Bearer realm="pricing-compute"/);
+      expect((res.body.next as Array<{ path: string }>).map((n) => n.path)).to.include('/api/auth/wallet/nonce');
+      // Linking the same proof to a signed-in account: the session is fine, the body is not (400, not 401).
+      const person = await signUp(svc.url);
+      const link = await api.post<ErrorBody>('/api/user/wallets', { message: tampered, signature }, { cookie: person.cookie });
+      expect([link.status, link.body.code, link.body.issues?.[0]?.path], link.text).to.deep.equal([400, 'validation_error', 'signature']);
+      expect(link.body.error).to.match(/^The wallet could not be linked: /);
       const honest = await api.post('/api/auth/wallet/signin', { message, signature });
       expect(honest.status, 'a refused attempt does not use the nonce up').to.equal(200);
     });

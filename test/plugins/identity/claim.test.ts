@@ -391,7 +391,8 @@ describe('identity: claiming an agent sandbox', () => {
       expect(res.body.code).to.equal('unauthorized');
       expect(res.body.error).to.match(/workspace:claim key is required/);
       expect(res.body.hint).to.match(/POST \/api\/agents\/claim\/\{token\}/);
-      expect(res.body.next).to.deep.equal([]);
+      // SPEC: `next` lists where to get a credential; only person-only routes answer it empty.
+      expect((res.body.next as Array<{ path: string }>).map((n) => n.path)).to.include('/api/auth/signin');
       expect(res.body.retryable).to.equal(false);
       expect(res.headers.get('www-authenticate')).to.match(/^Bearer /);
       await expectStillUnclaimed(reg);

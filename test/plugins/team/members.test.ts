@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { client } from '../../support/http';
+import { claimPath, register } from '../../support/identity';
 import type { TestService } from '../../support/service';
 import type { Api } from './helpers';
 import { as, auditLog, createKey, expectForbidden, expectNotFound, invite, join, refusedEntry, signup, startTeamService, team, uniqueEmail, withKey } from './helpers';
@@ -310,5 +311,40 @@ describe('team plugin: members, roles and leaving', () => {
     // … but in the team workspace they are a member.
     expectForbidden(await invite(api, as(member, ws), ws, uniqueEmail('nope')), 'members cannot manage the team');
     expect(owner.workspaceId).to.equal(ws);
+  });
+
+  it("removal and leaving also end the person's admin role in agent workspaces claimed under the team (keys made there revoked); owners keep theirs", async () => {
+    for (const how of ['removed', 'left'] as const) {
+      const { owner, admin, ws } = await team(api);
+      const reg = await register(svc.url);
+      const claimed = await api.post<{ workspace: { id: string; parent_id: string } }>(claimPath(reg), { workspace_id: ws }, as(admin));
+      expect(claimed.status, claimed.text).to.equal(200);
+      const sandboxWs = claimed.body.workspace.id;
+      const key = await createKey(api, admin, sandboxWs);
+      expect((await api.get('/api/me', as(admin, sandboxWs))).status).to.equal(200);
+      const gone = how === 'removed' ? await remove(as(owner, ws), ws, admin.id) : await api.post(`/api/workspaces/${ws}/leave`, {}, as(admin, ws));
+      expect(gone.status, gone.text).to.equal(200);
+      expect((await api.get('/api/me', as(admin, sandboxWs))).status, `${how}: no longer acts in the claimed workspace`).to.equal(404);
+      const byKey = await api.get<{ code: string; error: string }>('/api/me', withKey(key.key));
+      expect([byKey.status, byKey.body.code], byKey.text).to.deep.equal([401, 'invalid_credentials']);
+      expect(byKey.body.error).to.contain('left the workspace or was removed from it');
+      const entry = (await auditLog(api, owner)).find((e) => e.action === (how === 'removed' ? 'team.members.remove' : 'team.members.leave') && e.outcome === 'done');
+      expect(entry?.details.claimed_workspaces_left).to.deep.equal([sandboxWs]);
+      // The owner of the team still owns the claimed workspace.
+      expect((await api.get('/api/me', as(owner, sandboxWs))).status).to.equal(200);
+    }
+  });
+
+  it('on the team routes the path names the workspace: a member acts there without x-workspace-id, by their role there', async () => {
+    const { admin, member, ws } = await team(api);
+    // Their default workspace is their own; the path names the team's.
+    const listed = await api.get<{ data: Array<{ person_id: string }> }>(`/api/workspaces/${ws}/members`, as(admin));
+    expect(listed.status, listed.text).to.equal(200);
+    expect(listed.body.data.map((m) => m.person_id)).to.include(member.id);
+    expectForbidden(await invite(api, as(member), ws, uniqueEmail('nope')), 'members cannot manage the team');
+    const left = await api.post<{ left: boolean }>(`/api/workspaces/${ws}/leave`, {}, as(member));
+    expect([left.status, left.body.left], left.text).to.deep.equal([200, true]);
+    // A header naming another workspace still decides, and the path then answers 404.
+    expectNotFound(await api.get(`/api/workspaces/${ws}/members`, as(admin, admin.workspaceId)));
   });
 });

@@ -33,6 +33,36 @@ describe('team plugin: team:admin keys', () => {
     }
   });
 
+  it('a person token narrowed with POST /api/user/tokens manages nothing: team routes, key revocation, agents, claims and sessions answer 403 insufficient_scope (recorded), its session does them', async () => {
+    const { owner, member, ws } = await team(api);
+    const minted = await api.post<{ token: { access_token: string } }>('/api/user/tokens', { scopes: ['price:compute'] }, as(owner));
+    expect(minted.status, minted.text).to.equal(201);
+    const narrow = { authorization: `Bearer ${minted.body.token.access_token}` };
+    const victim = await createKey(api, owner, ws);
+    const attempts = [
+      await api.get(`/api/workspaces/${ws}/members`, narrow),
+      await invite(api, narrow, ws, uniqueEmail('narrow'), 'admin'),
+      await api.patch(`/api/workspaces/${ws}/members/${member.id}`, { role: 'admin' }, narrow),
+      await api.delete(`/api/workspaces/${ws}/members/${member.id}`, narrow),
+      await api.get(`/api/workspaces/${ws}/audit-log`, narrow),
+      await api.delete(`/api/api-keys/${victim.id}`, narrow),
+      await api.post('/api/agents', { name: 'narrow-bot' }, narrow),
+      await api.delete('/api/user/sessions', narrow),
+    ];
+    for (const res of attempts) {
+      expect([res.status, (res.body as { code?: string }).code], res.text).to.deep.equal([403, 'insufficient_scope']);
+      expect((res.body as { hint?: string }).hint).to.match(/narrowed with POST \/api\/user\/tokens/);
+    }
+    const refused = (await auditLog(api, owner)).find((e) => e.outcome === 'refused' && e.action === 'team.invitations.create');
+    expect(refused?.actor).to.deep.equal({ type: 'person', id: owner.id });
+    // Nothing changed: the member is still a member, the key still works; the session itself may do it all.
+    const members = await api.get<{ data: Array<{ person_id: string; role: string }> }>(`/api/workspaces/${ws}/members`, as(owner));
+    expect(members.body.data.find((m) => m.person_id === member.id)?.role).to.equal('member');
+    expect((await api.get('/api/me', withKey(victim.key))).status).to.equal(200);
+    expect((await api.get('/api/me', narrow)).status, 'the narrowed token still works within its scopes').to.equal(200);
+    expect((await api.patch(`/api/workspaces/${ws}/members/${member.id}`, { role: 'admin' }, as(owner))).status).to.equal(200);
+  });
+
   it('a token made from a team:admin key is refused: the key itself must be sent', async () => {
     const owner = await signup(api, 'owner');
     const agent = await api.post<{ agent: { id: string } }>('/api/agents', { name: 'team-bot' }, as(owner));
