@@ -27,7 +27,7 @@ describe('identity: key rotation (POST /api/api-keys/rotate)', () => {
     const old = await api.get<ErrorBody>('/api/me', { 'x-api-key': reg.api_key.key });
     expect(old.status).to.equal(401);
     expect(old.body.error).to.equal('This API key has been revoked: it was rotated.');
-    expect(old.body.hint).to.match(/^Use the new key POST \/api\/api-keys\/rotate returned; a rotated key stops working at once\./);
+    expect(old.body.hint).to.match(/^Use the new key that POST \/api\/api-keys\/rotate returned; a rotated key stops working at once\./);
   });
 
   it('returns a new key that works at once while the old key answers 401 at once', async () => {
