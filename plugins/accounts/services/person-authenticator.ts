@@ -5,6 +5,7 @@ import type { Clock } from '../../../core/clock';
 import type { Sql } from '../../../core/db/sql';
 import { clientIp } from '../../../core/address';
 import { ApiError } from '../../../core/errors';
+import { originRefused } from '../../../core/http/origin';
 import { credentialOf, FULL_ACCESS, invalidCredentials, looksLikeJwt, MEMBERSHIP_WORKSPACE, personPrincipal } from '../../identity';
 import type { FailedAuthGuard, Role, WorkspaceRow } from '../../identity';
 import type { People } from './people';
@@ -28,6 +29,8 @@ export function readCookie(req: Request, name: string): string | null {
   }
   return null;
 }
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 const STATUS_RANK = { active: 0, restricted: 1, suspended: 2, rejected: 3 } as const;
 
@@ -71,11 +74,21 @@ export class PersonAuthenticator implements Authenticator {
     private readonly clock: Clock,
     private readonly secret: Uint8Array,
     private readonly failures: FailedAuthGuard,
+    private readonly ownOrigin: () => string,
   ) {}
 
   async authenticate(req: Request): Promise<Principal | null> {
     const sent = personCredentialOf(req);
     if (!sent) return null;
+    // A browser sends the cookie with a page of another site's request too. SameSite=Lax keeps it off
+    // cross-site POSTs in today's browsers; this refuses one that arrives anyway (an older browser, a
+    // sibling subdomain), whatever body type it smuggled JSON in.
+    if (sent.kind === 'session' && !SAFE_METHODS.has(req.method) && originRefused(req, [], this.ownOrigin())) {
+      throw new ApiError('forbidden', 'A change sent with a session cookie from a page of another site is refused.', {
+        hint: "Make changes from the service's own pages, or from a program with a person token (Authorization: Bearer) or an API key.",
+        fields: { reason: 'cross-site request with a session cookie' },
+      });
+    }
     return this.failures.attempt(clientIp(req), () => this.principalOf(sent, req));
   }
 

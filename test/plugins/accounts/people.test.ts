@@ -145,6 +145,20 @@ describe('accounts: people, sign-up, sign-in and sessions', () => {
     expect(right.body.person.id).to.equal(person.id);
   });
 
+  it("refuses a change sent with the session cookie from a page of another site (403), whatever its content type; reads, its own origin and person tokens pass", async () => {
+    const person = await signUp(svc.url);
+    const evil = { cookie: person.cookie, origin: 'https://evil.example' };
+    for (const headers of [{ ...evil, 'content-type': 'application/json' }, { ...evil, 'content-type': 'text/plain' }]) {
+      const res = await api.raw<ErrorBody>('POST', '/api/api-keys', { rawBody: '{"name":"csrf"}', headers });
+      expect([res.status, res.body.code, res.body.reason], res.text).to.deep.equal([403, 'forbidden', 'cross-site request with a session cookie']);
+    }
+    const keys = await api.get<{ data: Array<{ name: string }> }>('/api/api-keys', evil);
+    expect(keys.status, 'a read from another site is not a change').to.equal(200);
+    expect(keys.body.data.map((k) => k.name)).not.to.include('csrf');
+    expect((await api.post('/api/api-keys', { name: 'own page' }, { cookie: person.cookie, origin: new URL(svc.url).origin })).status).to.equal(201);
+    expect((await api.post('/api/api-keys', { name: 'program' }, { authorization: `Bearer ${person.token}`, origin: 'https://evil.example' })).status, 'a bearer token is no ambient credential').to.equal(201);
+  });
+
   it('does not take a browser session as an API key', async () => {
     const person = await signUp(svc.url);
     const value = person.cookie.replace(/^pcs_session=/, '');
