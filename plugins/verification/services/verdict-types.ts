@@ -53,6 +53,8 @@ export interface VerdictInput {
   /** Matching observations older than the max age that were not read (reported only). */
   olderIgnored?: number;
   thresholds: VerdictThresholds;
+  /** The currency's minor units: the fewest decimals an amount is shown with (default 2). */
+  minorDigits?: number;
 }
 
 export interface SourceSummary {

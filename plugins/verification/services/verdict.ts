@@ -62,8 +62,14 @@ function constraintDistance(p: Dec, bound: Dec, minRel: number): number {
 }
 
 /** Judges a proposed price against observations and the caller's floor and ceiling. */
+/** Formats an amount of the verdict's currency. */
+type Amount = (x: Dec) => string;
+
 export function evaluateVerdict(input: VerdictInput): VerdictResult {
   const t = input.thresholds;
+  // Amounts carry at least the currency's minor units (JPY "1500", KWD "1.500"), as compute answers them.
+  const digits = input.minorDigits ?? 2;
+  const amount = (x: Dec): string => formatMoney(x, 18, digits);
   const p = dec(input.proposedPrice);
   const halfLifeMs = t.halfLifeDays * DAY_MS;
   const maxAgeMs = t.maxAgeDays * DAY_MS;
@@ -137,7 +143,7 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
     const mid = Math.floor(ages.length / 2);
     const medianAge = ages.length % 2 === 1 ? (ages[mid] ?? 0) : ((ages[mid - 1] ?? 0) + (ages[mid] ?? 0)) / 2;
     reference = {
-      price: formatMoney(ref, 18),
+      price: amount(ref),
       statistic: 'time_weighted_median_of_source_medians',
       observations: weighted.length,
       effective_n: round(nEff, 2),
@@ -145,7 +151,7 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
       source_labels: sources.slice(0, MAX_SOURCES_LISTED).map((s) => ({
         label: s.label,
         observations: s.count,
-        median: formatMoney(s.median, 18),
+        median: amount(s.median),
         weight_share: round(s.weight / totalWeight),
         own_workspace: s.own,
       })),
@@ -210,7 +216,7 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   const sufficient = used.length > 0 && round(nEff, 2) >= t.minEffectiveObservations && workspaceCount >= t.minSources && oneWorkspace === null;
   const evidence = { matched: input.observations.length + (input.olderIgnored ?? 0), used: used.length, ignored_older_than_max_age: tooOld, sufficient };
   const constraints = { floor: input.floor ?? null, ceiling: input.ceiling ?? null };
-  const base = { proposed_price: formatMoney(p, 18), reference, constraints, independence, evidence, thresholds };
+  const base = { proposed_price: amount(p), reference, constraints, independence, evidence, thresholds };
 
   if (!sufficient) {
     if (used.length === 0 && circular > 0) reasons.push(`all ${circular} usable matching observation(s) are your own workspace's echo of the proposed or current price and were excluded as circular evidence`);
@@ -223,7 +229,7 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
       }
       if (oneWorkspace) {
         reasons.push(
-          `the reference rests on one workspace: without the one${oneWorkspace.own ? ' (your own)' : ''} that submitted ${pct(oneWorkspace.rawShare)} of the weight it would be ${formatMoney(oneWorkspace.withoutIt, 18)}, not ${formatMoney(oneWorkspace.reference, 18)}`,
+          `the reference rests on one workspace: without the one${oneWorkspace.own ? ' (your own)' : ''} that submitted ${pct(oneWorkspace.rawShare)} of the weight it would be ${amount(oneWorkspace.withoutIt)}, not ${amount(oneWorkspace.reference)}`,
         );
       }
     }
@@ -231,28 +237,28 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
 
   // Conflicting constraints: no judgement can honour both.
   if (floor && ceiling && floor.greaterThan(ceiling)) {
-    reasons.push(`the floor ${formatMoney(floor, 18)} (${constraints.floor?.from.join(', ')}) is above the ceiling ${formatMoney(ceiling, 18)} (max_price): the constraints conflict`);
+    reasons.push(`the floor ${amount(floor)} (${constraints.floor?.from.join(', ')}) is above the ceiling ${amount(ceiling)} (max_price): the constraints conflict`);
     return { ...base, verdict: 'unknown', basis: 'none', reasons, band: { lower: null, upper: null, lower_open: true, upper_open: true, method: 'conflicting_constraints' }, evidence, confidence: 0, confidence_factors: {} };
   }
 
   // A caller's hard constraint decides first: below the floor is low, above the ceiling is high.
   if (floor && p.lessThan(floor)) {
-    reasons.push(`the proposed price is below the floor ${formatMoney(floor, 18)} (${input.floor?.from.join(', ')})`);
-    const band = sufficient && observationBand ? constrainedBand(observationBand, floor, ceiling, t) : oneSidedBand(floor, ceiling);
+    reasons.push(`the proposed price is below the floor ${amount(floor)} (${input.floor?.from.join(', ')})`);
+    const band = sufficient && observationBand ? constrainedBand(observationBand, floor, ceiling, t, amount) : oneSidedBand(floor, ceiling, amount);
     const distance = constraintDistance(p, floor, t.minRelativeHalfWidth);
     return { ...base, verdict: 'low', basis: 'floor', reasons, band, confidence: round(CONSTRAINT_CONFIDENCE * distance), confidence_factors: { caller_constraint: CONSTRAINT_CONFIDENCE, distance } };
   }
   if (ceiling && p.greaterThan(ceiling)) {
-    reasons.push(`the proposed price is above the ceiling ${formatMoney(ceiling, 18)} (max_price)`);
-    const band = sufficient && observationBand ? constrainedBand(observationBand, floor, ceiling, t) : oneSidedBand(floor, ceiling);
+    reasons.push(`the proposed price is above the ceiling ${amount(ceiling)} (max_price)`);
+    const band = sufficient && observationBand ? constrainedBand(observationBand, floor, ceiling, t, amount) : oneSidedBand(floor, ceiling, amount);
     const distance = constraintDistance(p, ceiling, t.minRelativeHalfWidth);
     return { ...base, verdict: 'high', basis: 'ceiling', reasons, band, confidence: round(CONSTRAINT_CONFIDENCE * distance), confidence_factors: { caller_constraint: CONSTRAINT_CONFIDENCE, distance } };
   }
 
   if (!sufficient || !observationBand || !reference) {
-    const band = oneSidedBand(floor, ceiling);
-    if (floor && !ceiling) reasons.push(`only a floor is known: the price is not below ${formatMoney(floor, 18)}, and a floor alone never makes a price high`);
-    else if (ceiling && !floor) reasons.push(`only a ceiling is known: the price is not above ${formatMoney(ceiling, 18)}, and a ceiling alone never makes a price low`);
+    const band = oneSidedBand(floor, ceiling, amount);
+    if (floor && !ceiling) reasons.push(`only a floor is known: the price is not below ${amount(floor)}, and a floor alone never makes a price high`);
+    else if (ceiling && !floor) reasons.push(`only a ceiling is known: the price is not above ${amount(ceiling)}, and a ceiling alone never makes a price low`);
     else if (floor && ceiling) reasons.push('the price lies between the floor and the ceiling, which alone do not make it reasonable');
     return { ...base, verdict: 'unknown', basis: 'none', reasons, band, confidence: 0, confidence_factors: {} };
   }
@@ -263,17 +269,17 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   if (p.lessThan(lower)) {
     verdict = 'low';
     nearest = lower;
-    reasons.push(`the proposed price is below the band's lower bound ${formatMoney(lower, 18)} (reference ${reference.price})`);
+    reasons.push(`the proposed price is below the band's lower bound ${amount(lower)} (reference ${reference.price})`);
   } else if (p.greaterThan(upper)) {
     verdict = 'high';
     nearest = upper;
-    reasons.push(`the proposed price is above the band's upper bound ${formatMoney(upper, 18)} (reference ${reference.price})`);
+    reasons.push(`the proposed price is above the band's upper bound ${amount(upper)} (reference ${reference.price})`);
   } else {
     verdict = 'reasonable';
     const lp = Math.log(p.toNumber());
     nearest = Math.abs(lp - Math.log(lower.toNumber())) < Math.abs(Math.log(upper.toNumber()) - lp) ? lower : upper;
-    const from = lower.isZero() ? '(open below' : `[${formatMoney(lower, 18)}`;
-    reasons.push(`the proposed price lies within the band ${from}, ${formatMoney(upper, 18)}] around the reference ${reference.price}`);
+    const from = lower.isZero() ? '(open below' : `[${amount(lower)}`;
+    reasons.push(`the proposed price lies within the band ${from}, ${amount(upper)}] around the reference ${reference.price}`);
   }
   const unit = hw / t.bandK;
   const dist = Math.abs(Math.log(p.toNumber()) - Math.log(nearest.toNumber())) / (unit > 0 ? unit : 1);
@@ -290,18 +296,18 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
     distance: round(0.5 + 0.5 * Math.min(1, dist)),
   };
   const confidence = round(Math.min(1, Math.max(0, factors.amount * factors.independence * factors.agreement * factors.freshness * factors.distance)));
-  return { ...base, verdict, basis: 'observations', reasons, band: twoSidedBand(observationBand, t), confidence, confidence_factors: factors };
+  return { ...base, verdict, basis: 'observations', reasons, band: twoSidedBand(observationBand, t, amount), confidence, confidence_factors: factors };
 }
 
 /**
  * A lower bound that rounds to zero (below half the smallest price, 10^-18) is reported open: no
  * price can be below it, and "0.00", closed, would read as if 0 were an acceptable price.
  */
-function twoSidedBand(b: { lower: Dec; upper: Dec; sigma: number; estimator: 'mad' | 'iqr' | 'mean_absolute_deviation' | 'none'; hw: number; minApplied: boolean }, t: VerdictThresholds): Band {
+function twoSidedBand(b: { lower: Dec; upper: Dec; sigma: number; estimator: 'mad' | 'iqr' | 'mean_absolute_deviation' | 'none'; hw: number; minApplied: boolean }, t: VerdictThresholds, amount: Amount): Band {
   const open = b.lower.isZero();
   return {
-    lower: open ? null : formatMoney(b.lower, 18),
-    upper: formatMoney(b.upper, 18),
+    lower: open ? null : amount(b.lower),
+    upper: amount(b.upper),
     lower_open: open,
     upper_open: false,
     method: 'log_median_k_mad',
@@ -315,17 +321,17 @@ function twoSidedBand(b: { lower: Dec; upper: Dec; sigma: number; estimator: 'ma
  * cut to the constraints, so the band shown never contains the price judged low or high. When the
  * constraints leave nothing of it, the constraints alone are the band.
  */
-function constrainedBand(b: { lower: Dec; upper: Dec; sigma: number; estimator: 'mad' | 'iqr' | 'mean_absolute_deviation' | 'none'; hw: number; minApplied: boolean }, floor: Dec | null, ceiling: Dec | null, t: VerdictThresholds): Band {
+function constrainedBand(b: { lower: Dec; upper: Dec; sigma: number; estimator: 'mad' | 'iqr' | 'mean_absolute_deviation' | 'none'; hw: number; minApplied: boolean }, floor: Dec | null, ceiling: Dec | null, t: VerdictThresholds, amount: Amount): Band {
   const lower = floor && floor.greaterThan(b.lower) ? floor : b.lower;
   const upper = ceiling && ceiling.lessThan(b.upper) ? ceiling : b.upper;
-  if (lower.greaterThan(upper)) return oneSidedBand(floor, ceiling);
-  if (lower === b.lower && upper === b.upper) return twoSidedBand(b, t);
-  return { ...twoSidedBand({ ...b, lower, upper }, t), method: 'log_median_k_mad_within_constraints' };
+  if (lower.greaterThan(upper)) return oneSidedBand(floor, ceiling, amount);
+  if (lower === b.lower && upper === b.upper) return twoSidedBand(b, t, amount);
+  return { ...twoSidedBand({ ...b, lower, upper }, t, amount), method: 'log_median_k_mad_within_constraints' };
 }
 
-function oneSidedBand(floor: Dec | null, ceiling: Dec | null): Band {
-  if (floor && ceiling) return { lower: formatMoney(floor, 18), upper: formatMoney(ceiling, 18), lower_open: false, upper_open: false, method: 'floor_and_ceiling' };
-  if (floor) return { lower: formatMoney(floor, 18), upper: null, lower_open: false, upper_open: true, method: 'floor_only' };
-  if (ceiling) return { lower: null, upper: formatMoney(ceiling, 18), lower_open: true, upper_open: false, method: 'ceiling_only' };
+function oneSidedBand(floor: Dec | null, ceiling: Dec | null, amount: Amount): Band {
+  if (floor && ceiling) return { lower: amount(floor), upper: amount(ceiling), lower_open: false, upper_open: false, method: 'floor_and_ceiling' };
+  if (floor) return { lower: amount(floor), upper: null, lower_open: false, upper_open: true, method: 'floor_only' };
+  if (ceiling) return { lower: null, upper: amount(ceiling), lower_open: true, upper_open: false, method: 'ceiling_only' };
   return { lower: null, upper: null, lower_open: true, upper_open: true, method: 'none' };
 }

@@ -7,6 +7,7 @@ import type { Clock } from '../../../core/clock';
 import type { Hooks } from '../../../core/hooks';
 import type { RequestRate } from '../../identity';
 import { dec, formatMoney } from '../../../core/money';
+import { minorUnits } from '../../../engine';
 import { DEMO_WORKSPACE_ID } from '../../pricing';
 import { callerFields, contextKeys, receipt, remaining } from '../../usage';
 import type { UsageEventInput, UsageRecorder } from '../../usage';
@@ -67,16 +68,16 @@ function unknownHint(constraints: { floor: unknown; ceiling: unknown }): string 
 }
 
 /** The caller's hard lower bound: the larger of unit_cost and min_price (SPEC notes §7, §8). */
-export function floorOf(context: Record<string, unknown>): Constraint | null {
+export function floorOf(context: Record<string, unknown>, digits = 2): Constraint | null {
   const found = (['unit_cost', 'min_price'] as const).map((k) => ({ k, v: positive(context[k]) })).filter((x): x is { k: 'unit_cost' | 'min_price'; v: string } => x.v !== null);
   if (found.length === 0) return null;
   const max = found.reduce((m, x) => (dec(x.v).greaterThan(dec(m)) ? x.v : m), found[0]?.v ?? '0');
-  return { value: formatMoney(dec(max), 18), from: found.filter((x) => dec(x.v).eq(dec(max))).map((x) => x.k) };
+  return { value: formatMoney(dec(max), 18, digits), from: found.filter((x) => dec(x.v).eq(dec(max))).map((x) => x.k) };
 }
 
-export function ceilingOf(context: Record<string, unknown>): Constraint | null {
+export function ceilingOf(context: Record<string, unknown>, digits = 2): Constraint | null {
   const v = positive(context.max_price);
-  return v === null ? null : { value: formatMoney(dec(v), 18), from: ['max_price'] };
+  return v === null ? null : { value: formatMoney(dec(v), 18, digits), from: ['max_price'] };
 }
 
 /**
@@ -127,11 +128,13 @@ export class VerificationService {
   async verify(call: VerifyCall): Promise<VerifyResult> {
     const t0 = performance.now();
     const p = call.principal;
-    const proposed = formatMoney(dec(call.proposedPrice), 18);
     const rawType = call.context.product_type;
     const productType = typeof rawType === 'string' && rawType.trim() !== '' ? rawType.trim() : null;
     const rawCurrency = call.context.currency;
     const currency = typeof rawCurrency === 'string' && rawCurrency.trim() !== '' ? rawCurrency.trim().toUpperCase() : 'USD';
+    // Amounts in the currency's minor units at least (JPY "1500", KWD "1.500"), as compute and the receipt show them.
+    const digits = minorUnits(currency);
+    const proposed = formatMoney(dec(call.proposedPrice), 18, digits);
     const thresholds = this.thresholds();
 
     const reservation = await this.hooks.admit({ operation: 'verify', principal: p, units: 1, req: call.req });
@@ -149,9 +152,10 @@ export class VerificationService {
         // The caller's own quotes are those of its account, as the evidence counts them.
         callerWorkspaceId: p ? await this.store.accountOf(p.workspaceId) : null,
         currentPrice: current,
-        floor: floorOf(call.context),
-        ceiling: ceilingOf(call.context),
+        floor: floorOf(call.context, digits),
+        ceiling: ceilingOf(call.context, digits),
         thresholds,
+        minorDigits: digits,
       });
       if (!productType) verdict.reasons.unshift('the context has no product_type, so no stored observation can be matched');
     } catch (err) {

@@ -66,6 +66,21 @@ describe('price verification API', function () {
     expect(low.body.verdict).to.equal('low');
   });
 
+  it("shows amounts in the currency's minor units at least, as compute and the receipt do (JPY 1500, KWD 1.500)", async () => {
+    for (const [currency, sent, shown, floor] of [
+      ['JPY', 1500, '1500', '1'],
+      ['KWD', 1.5, '1.500', '1.000'],
+      ['JPY', '1500.5', '1500.5', '1'],
+      ['USD', 4, '4.00', '1.00'],
+    ] as const) {
+      const res = await verify({ context: { product_type: 'no-such-goods', currency, unit_cost: 1 }, proposed_price: sent });
+      expect(res.status, res.text).to.equal(200);
+      expect([res.body.proposed_price, res.body.constraints.floor.value, res.body.band.lower], `${currency} ${sent}`).to.deep.equal([shown, floor, floor]);
+      const event = await client(svc.url, { 'x-api-key': caller.key }).get<Record<string, any>>(`/api/usage/events/${res.body.receipt.usage_event_id as string}`);
+      expect(event.body.usage_event?.price, event.text).to.equal(shown);
+    }
+  });
+
   it('counts answered verifications by verdict and channel in the metrics (price_verifications_total), every series from the start; a refused one is not counted', async () => {
     const counts = async (): Promise<Record<string, number>> => {
       const text = await (await fetch(`${svc.url}/metrics`)).text();
