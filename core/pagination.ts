@@ -15,10 +15,13 @@ export function limitParam(dflt: number) {
   return z.string().regex(PAGE_SIZE, 'a whole number from 1 to 100').default(String(dflt)).transform(Number);
 }
 
+/** `cursor`: the next_cursor of the previous page. An empty one is refused like any other value not issued here. */
+export const cursorParam = z.string().min(1, 'must be the next_cursor of the previous page; leave cursor out for the first page').max(200).optional();
+
 /** Query parameters every list endpoint accepts. */
 export const listQuery = {
   limit: limitParam(20),
-  cursor: z.string().max(200).optional(),
+  cursor: cursorParam,
 };
 
 export interface CursorPosition {

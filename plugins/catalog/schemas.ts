@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { limitParam } from '../../core/pagination';
+import { limitParam, cursorParam } from '../../core/pagination';
 
 const tagValue = z.string().max(400);
 
@@ -11,7 +11,7 @@ export const catalogueQuery = z.object({
     .optional()
     .describe('Tag filter: repeat it (tag=a&tag=b) or give a comma list (tag=a,b); a function must carry every tag listed (case-insensitive).'),
   limit: limitParam(20),
-  cursor: z.string().max(200).optional(),
+  cursor: cursorParam,
 });
 
 export const catalogueParams = z.object({
@@ -20,5 +20,5 @@ export const catalogueParams = z.object({
 
 export const leaderboardQuery = z.object({
   limit: limitParam(50),
-  cursor: z.string().max(200).optional(),
+  cursor: cursorParam,
 });

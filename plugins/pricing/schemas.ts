@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { limitParam } from '../../core/pagination';
+import { limitParam, cursorParam } from '../../core/pagination';
 import { dec } from '../../core/money';
 import { PREFERENCES, policyConfigSchema, STRATEGIES } from '../../engine';
 import { isReservedTag } from './services/reserved-names';
@@ -108,7 +108,7 @@ export const demoExample = { context: { product_type: 'coffee', currency: 'USD',
 export const functionsQuery = z.object({
   built_in: z.enum(['true', 'false']).optional().describe('true: built-ins only; false: workspace and marketplace functions only.'),
   limit: limitParam(50),
-  cursor: z.string().max(200).optional(),
+  cursor: cursorParam,
 });
 
 /**

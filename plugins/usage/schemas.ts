@@ -44,9 +44,9 @@ function instantReason(input: unknown): string {
   return 'must be an ISO 8601 date-time such as 2026-01-31T00:00:00Z, or a date such as 2026-01-31';
 }
 
-/** An instant: a full ISO 8601 date-time with offset, or a date (midnight UTC). */
+/** An instant: an ISO 8601 date-time with offset (seconds optional), or a date (midnight UTC). */
 const instant = z
-  .union([z.iso.datetime({ offset: true }), z.iso.date()], { error: (iss) => instantReason(iss.input) })
+  .union([z.iso.datetime({ offset: true }), z.iso.datetime({ offset: true, precision: -1 }), z.iso.date()], { error: (iss) => instantReason(iss.input) })
   // The bound is compared as a JavaScript time: finer digits would be cut silently (from inclusive no more).
   .refine((v) => !/\.\d{4,}/.test(v), 'at most 3 decimals on the seconds (milliseconds)')
   .transform((v) => new Date(v.length === 10 ? `${v}T00:00:00Z` : v));
@@ -63,7 +63,7 @@ export const eventsQuery = z
     channel: z.enum(CHANNELS, { error: once }).optional(),
     classification: z.enum(CLASSIFICATIONS, { error: once }).optional().describe('Relative to your workspace: mine, testers or others.'),
     function: z.string().min(1).max(100).optional().describe('A function id or name.'),
-    operation: z.enum(OPERATIONS, { error: once }).optional().describe('The kind of call: compute, batch_item, router, demo or verify (a function\'s test run writes no usage event).'),
+    operation: z.enum(OPERATIONS, { error: (iss) => once(iss) ?? (iss.input === 'test' ? `a function's test run writes no usage event, so there is none to filter; one of ${OPERATIONS.join(', ')}` : undefined) }).optional().describe('The kind of call: compute, batch_item, router, demo or verify (a function\'s test run writes no usage event).'),
     request_id: z.string().min(1).max(128).optional().describe("The request id of a call's answer (its X-Request-Id); matches your own calls (mine) only, the only ones that show it."),
     outcome: z.enum([...OUTCOMES, 'none'], { error: once }).optional().describe('accepted, rejected, or none (no outcome reported).'),
     paid_via: z.enum([...PAID_VIA, 'none'], { error: once }).optional().describe('x402, day_pass, balance, or none (not paid at call time).'),

@@ -249,6 +249,17 @@ describe('usage: events list and receipt', function () {
       expect(res.body.error).to.equal('Request query failed validation (to: must be later than from (2025-04-01T00:00:00.000Z)).');
     });
 
+    it('takes a date-time without seconds; refuses an empty cursor like any cursor not issued, and operation=test saying a test run writes no event', async () => {
+      expect((await wApi.get('/api/usage/events?from=2025-03-01T00:00Z&to=2025-04-01T00:00%2B02:00')).status).to.equal(200);
+      expect(await list('from=2025-03-14T11:59Z&to=2025-03-16T00:00Z')).to.deep.equal(await list('from=2025-03-14T11:59:00Z&to=2025-03-16T00:00:00Z'));
+      const empty = await wApi.get<Record<string, any>>('/api/usage/events?cursor=');
+      expect([empty.status, empty.body.issues?.[0]?.path], empty.text).to.deep.equal([400, 'cursor']);
+      expect(empty.body.issues[0].reason).to.contain('leave cursor out for the first page');
+      const test = await wApi.get<Record<string, any>>('/api/usage/events?operation=test');
+      expect([test.status, test.body.issues?.[0]?.path], test.text).to.deep.equal([400, 'operation']);
+      expect(test.body.issues[0].reason).to.match(/^a function's test run writes no usage event/);
+    });
+
     it("says a time offset's unencoded '+' arrived as a space and is sent as %2B", async () => {
       const res = await wApi.get<Record<string, any>>('/api/usage/events?from=2026-11-27T12:00:00+01:00');
       expect(res.status, res.text).to.equal(400);
