@@ -67,15 +67,15 @@ export class RateLimitGuard implements Guard {
     // Best effort: a refund Redis does not take leaves one request counted, not the 429 turned into a 503.
     const refund = ws.allowed ? this.kv.refundRateLimit(`rl:ws:${ctx.principal.workspaceId}`, WINDOW_MS, 1, ws.window) : ip.allowed ? this.kv.refundRateLimit(addressKey, WINDOW_MS, 1, ip.window) : null;
     await refund?.catch((err: unknown) => ctx.log.warn({ err }, 'a request refused by one rate limit stays counted by the other'));
-    // An unclaimed sandbox may not use batch pricing, so it is not told to.
-    throw rateLimited(tighter, !identityOf(ctx.principal).sandbox);
+    // Batch pricing is advice for pricing calls only, and never for an unclaimed sandbox, which may not batch.
+    throw rateLimited(tighter, PRICING_PATH.test(ctx.route.path) && !identityOf(ctx.principal).sandbox);
   }
 
   private async anonymous(ctx: RequestContext): Promise<void> {
     if (ctx.route.rateLimit === 'demo') return;
     const ip = await this.kv.rateLimit(this.addressKey(ctx), this.limits.perAddressPerMinute, WINDOW_MS);
     setHeaders(ctx, ip);
-    if (!ip.allowed) throw rateLimited({ ...ip, scope: 'address' });
+    if (!ip.allowed) throw rateLimited({ ...ip, scope: 'address' }, false);
   }
 
   private addressKey(ctx: RequestContext): string {
@@ -89,7 +89,10 @@ function setHeaders(ctx: RequestContext, r: RateLimitResult): void {
   ctx.res.setHeader('X-RateLimit-Reset', String(Math.ceil(r.restoredMs / 1000)));
 }
 
-function rateLimited(r: RateLimitResult & { scope: 'workspace' | 'address' }, mayBatch = true): ApiError {
+/** The routes whose calls one batch could carry instead. */
+const PRICING_PATH = /^\/api\/(compute\/price|price-router)(\/|$)/;
+
+function rateLimited(r: RateLimitResult & { scope: 'workspace' | 'address' }, mayBatch: boolean): ApiError {
   const retryAfter = Math.max(1, Math.ceil(r.retryAfterMs / 1000));
   return new ApiError('rate_limited', `Request rate limit reached for this ${r.scope === 'workspace' ? 'workspace' : 'network address'}.`, {
     retry_after: retryAfter,

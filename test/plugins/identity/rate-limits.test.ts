@@ -81,13 +81,16 @@ describe('identity: request rate limits and the failed-credential guard', () => 
     expect((await api.get('/api/me', from(ip, { 'x-api-key': other.api_key.key }))).status, 'another workspace is not limited').to.equal(200);
   });
 
-  it('suggests batch pricing to a limited caller that may batch', async () => {
+  it('suggests batch pricing to a limited caller that may batch, on a pricing call only', async () => {
     const ip = '192.0.2.12';
     const person = await signUp(svc.url);
     for (let i = 0; i < 5; i++) await api.get('/api/me', from(ip, asPerson(person)));
-    const res = await api.get<ErrorBody>('/api/me', from(ip, asPerson(person)));
-    expect(res.body.code).to.equal('rate_limited');
-    expect(res.body.hint).to.match(/batch pricing \(POST \/api\/compute\/batch\)/);
+    const me = await api.get<ErrorBody>('/api/me', from(ip, asPerson(person)));
+    expect(me.body.code).to.equal('rate_limited');
+    expect(me.body.hint, 'reading /api/me is no call a batch could carry').to.match(/^Wait \d+ s, then retry; spread requests out\.$/);
+    const priced = await api.post<ErrorBody>('/api/compute/price', { context: { current_price: 4 } }, from(ip, asPerson(person)));
+    expect(priced.body.code).to.equal('rate_limited');
+    expect(priced.body.hint).to.match(/batch pricing \(POST \/api\/compute\/batch\)/);
   });
 
   it('answers requests over the per-address limit with 429 rate_limited naming the address limit', async () => {
