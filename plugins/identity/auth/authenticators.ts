@@ -1,7 +1,7 @@
 import type { Request } from 'express';
 import { decodeJwt, jwtVerify } from 'jose';
 import type { Authenticator, Principal } from '../../../core/auth';
-import type { ApiError } from '../../../core/errors';
+import { ApiError } from '../../../core/errors';
 import { clientIp } from '../../../core/address';
 import type { Clock } from '../../../core/clock';
 import { effectiveScopes } from '../scopes';
@@ -107,7 +107,7 @@ export class ApiKeyAuthenticator implements Authenticator {
     if (!cred) return null;
     if (cred.source === 'bearer' && !this.keys.looksLikeKey(cred.value)) return null;
     // An address that sent too many rejected credentials is slowed down for every key, valid or not; each rejection counts.
-    return this.failures.attempt(clientIp(req), async () => {
+    const principal = await this.failures.attempt(clientIp(req), async () => {
       if (!this.keys.isWellFormed(cred.value)) {
         throw invalidCredentials('The API key is malformed.', 'Keys look like pcs_sbx_… , pcs_agt_… , pcs_usr_… or pcs_oac_… followed by 32 characters; send the whole key as returned when it was created.');
       }
@@ -117,7 +117,22 @@ export class ApiKeyAuthenticator implements Authenticator {
       this.keys.touch(record.key.id);
       return principalFromKey(record);
     });
+    refuseOtherWorkspace(req, principal);
+    return principal;
   }
+}
+
+/**
+ * A key (or a token made from one) acts in its own workspace only. `x-workspace-id` is how people
+ * choose among theirs; a key sent with another workspace's id is refused rather than acting, silently,
+ * somewhere its program did not name. The same 404 a person gets for a workspace they are not in.
+ */
+function refuseOtherWorkspace(req: Request, principal: Principal): void {
+  const asked = req.headers['x-workspace-id'];
+  if (typeof asked !== 'string' || asked === '' || asked === principal.workspaceId) return;
+  throw new ApiError('not_found', 'You are not a member of that workspace.', {
+    hint: `A key acts in the workspace it was made in (${principal.workspaceId}, tenant_id in GET /api/me) only: leave x-workspace-id out, or use a key made in the workspace you name.`,
+  });
 }
 
 /** OAuth access tokens (`Authorization: Bearer <jwt>` with our access audience). */
@@ -143,7 +158,9 @@ export class AccessTokenAuthenticator implements Authenticator {
     if (audience !== ACCESS_TOKEN_AUDIENCE) return null;
     // Refused before it is verified when the address sent too many rejected credentials; each rejection (a bad or
     // expired token, its key gone, revoked or expired) counts.
-    return this.failures.attempt(clientIp(req), () => this.principalOf(cred.value));
+    const principal = await this.failures.attempt(clientIp(req), () => this.principalOf(cred.value));
+    refuseOtherWorkspace(req, principal);
+    return principal;
   }
 
   private async principalOf(token: string): Promise<Principal> {

@@ -96,6 +96,18 @@ describe('accounts: one workspace never reaches another’s records', () => {
     expect(keys.body.data.map((k) => k.name)).not.to.include('planted');
   });
 
+  it("answers a key, or a token made from it, naming another workspace in x-workspace-id with the same 404, instead of acting in its own; its own id passes", async () => {
+    const aKey = await createKey(svc.url, asPerson(a), { name: 'a key' });
+    const token = await accessToken(svc.url, aAgentKey.key);
+    for (const [who, headers] of [['key', { 'x-api-key': aKey.key }], ['token', { authorization: `Bearer ${token}` }]] as const) {
+      const res = await api.get<ErrorBody>('/api/me', { ...headers, 'x-workspace-id': b.workspaceId });
+      expectNoData(res, who);
+      expect([res.body.code, res.body.error]).to.deep.equal(['not_found', 'You are not a member of that workspace.']);
+      expect(res.body.hint).to.contain(a.workspaceId);
+      expect((await api.get('/api/me', { ...headers, 'x-workspace-id': a.workspaceId })).status, `${who}: its own workspace`).to.equal(200);
+    }
+  });
+
   it("keeps another workspace's agent capabilities out of reach: 404 for a person, 401 for another agent's key or token", async () => {
     expectNoData(await api.get<ErrorBody>(`/api/agents/${bAgent}/capabilities`, asPerson(a)), 'person');
     expectNoData(await api.get<ErrorBody>(`/api/agents/${bAgent}/capabilities`, { 'x-api-key': aAgentKey.key }), 'agent key', [401]);
