@@ -38,6 +38,14 @@ export function invalidCredentials(message: string, advice?: string): ApiError {
   });
 }
 
+/**
+ * 404 for a workspace the credential may not act in (a person's x-workspace-id naming one they are not a
+ * member of, or any other than a key's own): the same answer whether it exists or not.
+ */
+export function notAMember(hint = 'Send x-workspace-id with one of the workspaces listed at GET /api/user, or omit it for your default workspace.'): ApiError {
+  return new ApiError('not_found', 'You are not a member of that workspace.', { hint });
+}
+
 /** Where a person whose sign-in was refused can go: sign in another way, or sign up. */
 const SIGN_IN_STEPS: NextStep[] = [
   { action: 'sign_in', method: 'POST', path: '/api/auth/signin', body: { email: '<EMAIL>', password: '<PASSWORD>' }, description: 'Sign in with email and password.' },

@@ -6,7 +6,7 @@ import type { Sql } from '../../../core/db/sql';
 import { clientIp } from '../../../core/address';
 import { ApiError } from '../../../core/errors';
 import { originRefused } from '../../../core/http/origin';
-import { credentialOf, FULL_ACCESS, invalidCredentials, looksLikeJwt, MEMBERSHIP_WORKSPACE, personPrincipal } from '../../identity';
+import { credentialOf, FULL_ACCESS, invalidCredentials, looksLikeJwt, MEMBERSHIP_WORKSPACE, notAMember, personPrincipal } from '../../identity';
 import type { FailedAuthGuard, Role, WorkspaceRow } from '../../identity';
 import type { People } from './people';
 import { PERSON_TOKEN_AUDIENCE, SESSION_COOKIE } from './sessions';
@@ -127,7 +127,7 @@ export class PersonAuthenticator implements Authenticator {
     const workspaceId = typeof asked === 'string' && asked !== '' ? asked : person.default_workspace_id;
     const row = inPath ?? (workspaceId ? await this.membership(workspaceId, personId) : null);
     if (!row) {
-      throw new ApiError('not_found', 'You are not a member of that workspace.', { hint: 'Send x-workspace-id with one of the workspaces listed at GET /api/user, or omit it for your default workspace.' });
+      throw notAMember();
     }
     // A suspended or rejected person acts as restricted as their account is.
     const status = STATUS_RANK[person.status] > STATUS_RANK[row.status] ? person.status : row.status;

@@ -159,17 +159,17 @@ export class Sessions {
    * cannot turn "all but this one" into "all".
    */
   async revokeAll(personId: string, keep?: string): Promise<number | null> {
-    if (keep !== undefined) {
-      const open = await this.sql.one<{ id: string }>('SELECT id FROM person_sessions WHERE id = $1 AND person_id = $2 AND revoked_at IS NULL AND expires_at > now()', [keep, personId]);
-      if (!open) return null;
-    }
-    const ended = await this.sql.many<{ id: string }>(
-      `UPDATE person_sessions SET revoked_at = now() WHERE person_id = $1 AND revoked_at IS NULL AND ($2::uuid IS NULL OR id <> $2::uuid)
-         AND ($2::uuid IS NULL OR EXISTS (SELECT 1 FROM person_sessions k WHERE k.id = $2::uuid AND k.person_id = $1 AND k.revoked_at IS NULL AND k.expires_at > now()))
-       RETURNING id`,
+    const result = await this.sql.one<{ kept: boolean; ended: string[] }>(
+      `WITH kept AS (SELECT id FROM person_sessions WHERE id = $2::uuid AND person_id = $1 AND revoked_at IS NULL AND expires_at > now()),
+            ended AS (UPDATE person_sessions SET revoked_at = now()
+                       WHERE person_id = $1 AND revoked_at IS NULL AND ($2::uuid IS NULL OR (id <> $2::uuid AND EXISTS (SELECT 1 FROM kept)))
+                       RETURNING id)
+       SELECT EXISTS (SELECT 1 FROM kept) AS kept, COALESCE((SELECT array_agg(id::text) FROM ended), '{}') AS ended`,
       [personId, keep ?? null],
     );
-    for (const { id } of ended) {
+    if (keep !== undefined && !result?.kept) return null;
+    const ended = result?.ended ?? [];
+    for (const id of ended) {
       this.dropCached(id);
       await this.kv.publish(CHANNEL, id);
     }

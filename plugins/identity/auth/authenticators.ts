@@ -1,12 +1,12 @@
 import type { Request } from 'express';
 import { decodeJwt, jwtVerify } from 'jose';
 import type { Authenticator, Principal } from '../../../core/auth';
-import { ApiError } from '../../../core/errors';
+import type { ApiError } from '../../../core/errors';
 import { clientIp } from '../../../core/address';
 import type { Clock } from '../../../core/clock';
 import { effectiveScopes } from '../scopes';
 import type { IdentityAttributes } from '../domain';
-import { invalidCredentials, revokedKey } from '../errors';
+import { invalidCredentials, notAMember, revokedKey } from '../errors';
 import type { KeyService } from '../services/key-service';
 import type { CachedKey } from '../services/key-cache';
 import type { FailedAuthGuard } from './failed-auth';
@@ -130,9 +130,7 @@ export class ApiKeyAuthenticator implements Authenticator {
 function refuseOtherWorkspace(req: Request, principal: Principal): void {
   const asked = req.headers['x-workspace-id'];
   if (typeof asked !== 'string' || asked === '' || asked === principal.workspaceId) return;
-  throw new ApiError('not_found', 'You are not a member of that workspace.', {
-    hint: `A key acts in the workspace it was made in (${principal.workspaceId}, tenant_id in GET /api/me) only: leave x-workspace-id out, or use a key made in the workspace you name.`,
-  });
+  throw notAMember(`A key acts in the workspace it was made in (${principal.workspaceId}, tenant_id in GET /api/me) only: leave x-workspace-id out, or use a key made in the workspace you name.`);
 }
 
 /** OAuth access tokens (`Authorization: Bearer <jwt>` with our access audience). */

@@ -8,7 +8,7 @@ import type { RouteSpec } from '../../../core/http/route';
 import { CONFIGURATION_ACCESS, NAME_ONLY_SCOPES } from '../scopes';
 import type { Scope } from '../scopes';
 import { fullAccessRequired, insufficientScope, sandboxRefusal } from '../errors';
-import { credentialKind, identityOf } from './principal';
+import { credentialKind, identityOf, lackingFullAccess } from './principal';
 
 const READ_METHODS = new Set(['get', 'head']);
 
@@ -32,9 +32,8 @@ export class IdentityAuthorizer implements Authorizer {
     }
     if (id.sandbox && !route.sandbox) throw sandboxRefusal(`use ${route.method.toUpperCase()} ${openApiPath(route.path)} — ${sentenceTail(route.summary)}`);
 
-    if (route.fullAccess && principal.scopes !== null) {
-      const held = principal.scopes;
-      const lacking = CONFIGURATION_ACCESS.filter((s) => !held.includes(s));
+    if (route.fullAccess) {
+      const lacking = lackingFullAccess(principal);
       if (lacking.length > 0) throw fullAccessRequired(CONFIGURATION_ACCESS, lacking, `${route.method.toUpperCase()} ${openApiPath(route.path)}`, credentialKind(principal));
     }
     const required = route.scopes ?? [];

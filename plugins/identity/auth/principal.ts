@@ -1,6 +1,7 @@
 import type { Principal } from '../../../core/auth';
 import type { IdentityAttributes, Role, WorkspaceRow } from '../domain';
-import { effectiveScopes } from '../scopes';
+import { CONFIGURATION_ACCESS, effectiveScopes } from '../scopes';
+import type { Scope } from '../scopes';
 import type { CachedKey } from '../services/key-cache';
 
 /** The identity plugin's view of a principal's attributes. */
@@ -80,4 +81,10 @@ export function personPrincipal(opts: {
 export function credentialKind(principal: Principal): 'key' | 'access_token' | 'person_token' {
   if (principal.kind === 'access_token') return 'access_token';
   return principal.kind === 'person' ? 'person_token' : 'key';
+}
+
+/** The scopes of full access (RouteSpec.fullAccess) a scoped credential lacks; none for an unscoped one or a session. */
+export function lackingFullAccess(principal: Principal): Scope[] {
+  const held = principal.scopes;
+  return held === null ? [] : CONFIGURATION_ACCESS.filter((s) => !held.includes(s));
 }

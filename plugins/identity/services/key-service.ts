@@ -2,10 +2,10 @@ import { createHmac } from 'node:crypto';
 import type { Transaction } from 'sequelize';
 import type { Clock } from '../../../core/clock';
 import type { Sql } from '../../../core/db/sql';
-import { ApiError } from '../../../core/errors';
 import { newId, randomToken } from '../../../core/ids';
 import type { Logger } from '../../../core/logger';
 import type { ApiKeyRow, KeyKind, WorkspaceRow } from '../domain';
+import { notAMember } from '../errors';
 import type { CachedKey, KeyCache } from './key-cache';
 import type { TakeClaim } from './idempotency';
 import { MEMBERSHIP_WORKSPACE } from './workspaces';
@@ -109,7 +109,7 @@ export class KeyService {
       // membership, in the order team changes take them (lockWorkspace, then the membership row).
       if (!input.rotatedFromId) await assertWorkspaceRoom(this.sql, t, input.workspaceId, this.keysLimit());
       if (maker && !(await this.holdMembership(input.workspaceId, maker, t))) {
-        throw new ApiError('not_found', 'You are not a member of that workspace.', { hint: 'Send x-workspace-id with one of the workspaces listed at GET /api/user, or omit it for your default workspace.' });
+        throw notAMember();
       }
       return this.insert(id, input, t);
     };

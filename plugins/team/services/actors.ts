@@ -1,7 +1,7 @@
 import type { Transaction } from 'sequelize';
 import type { Principal } from '../../../core/auth';
 import { ApiError } from '../../../core/errors';
-import { CONFIGURATION_ACCESS, fullAccessRequired, identityOf, insufficientScope } from '../../identity';
+import { CONFIGURATION_ACCESS, fullAccessRequired, identityOf, insufficientScope, lackingFullAccess } from '../../identity';
 import type { AuditEntry, Role, Workspaces } from '../../identity';
 import type { Actor } from './policy';
 
@@ -69,7 +69,7 @@ export class ActorResolver {
     if (principal.kind === 'person') {
       // A person acts by role only with full access: a token narrowed to a few scopes is for a
       // script doing less than its person may, and no narrowed token can carry team:admin.
-      const lacking = CONFIGURATION_ACCESS.filter((s) => !(principal.scopes ?? CONFIGURATION_ACCESS).includes(s));
+      const lacking = lackingFullAccess(principal);
       if (lacking.length > 0) throw fullAccessRequired(CONFIGURATION_ACCESS, lacking, 'Managing the team', 'person_token');
       const personId = principal.personId;
       const role = personId ? await this.roleOf(principal.workspaceId, personId, tx) : null;
