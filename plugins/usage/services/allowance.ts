@@ -17,11 +17,6 @@ const COUNT_TOKEN_TTL_MS = 3_600_000;
 /** Between attempts to take back a count whose answer was lost, until Redis answers. */
 const UNDO_RETRY_MS = 1000;
 
-/**
- * Where a sandbox at its daily limit can go next. The payment steps name the addresses the payments
- * plugin will serve; until a plugin takes payments (`paymentsOffered`) they say `available: false`,
- * so an agent does not spend a request on an address that answers 404.
- */
 /** The 429 of the routes the sandbox allowance meters, for OpenAPI. */
 export const sandboxQuotaRefusal = dailyQuotaRefusal(
   'an unclaimed sandbox made its SANDBOX_COMPUTE_CALLS_PER_DAY calls today (price verifications included)',
@@ -29,6 +24,11 @@ export const sandboxQuotaRefusal = dailyQuotaRefusal(
   ', and next lists the steps to go on (claim always; day_pass, top_up, pay_per_call as offered). A sandbox whose calls still in flight hold the rest of its day gets rate_limited with retry_after 1',
 );
 
+/**
+ * Where a sandbox at its daily limit can go next. The payment steps name the addresses the payments
+ * plugin will serve; until a plugin takes payments (`paymentsOffered`) they say `available: false`,
+ * so an agent does not spend a request on an address that answers 404.
+ */
 export function quotaNextSteps(payable: boolean, dayPass: { calls: number; validHours: number }, paymentsOffered = false): NextStep[] {
   const steps: NextStep[] = [];
   const pending = paymentsOffered ? '' : ' Not offered by this service yet.';
