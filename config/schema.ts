@@ -198,6 +198,12 @@ export const settingsTree = {
   limits: {
     sandbox: {
       computeCallsPerDay: int('SANDBOX_COMPUTE_CALLS_PER_DAY', 25, 'Compute calls a sandbox workspace may make per day, price verifications included (SPEC: 25).', { min: 0 }),
+      callLeaseMs: int(
+        'SANDBOX_CALL_LEASE_MS',
+        15000,
+        "How long a sandbox call counted against the daily limit holds its place without word from its instance (which renews the hold every third of this while the call runs). A place held by an instance that stopped (crashed, killed) is given back this long after its last renewal, when the sandbox's next call finds the day's places taken.",
+        { min: 1000 },
+      ),
       keyLifetimeDays: int('SANDBOX_KEY_LIFETIME_DAYS', 30, 'Days a sandbox key stays valid unless the workspace is claimed (SPEC: 30).', { min: 1 }),
       keyRotationsPerDay: int('SANDBOX_KEY_ROTATIONS_PER_DAY', 5, 'Key rotations a sandbox or agent key may make per day (sandbox.limits.key_rotations_per_day).', { min: 0 }),
     },

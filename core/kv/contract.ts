@@ -58,6 +58,17 @@ export function onceKey(key: string, token: string): string {
   return hasHashTag(key) ? `${key}:once:${token}` : `{${key}}:once:${token}`;
 }
 
+/** A lease ends at a time in ms since the epoch, and a lease set lives at least 1 ms after its last hold. */
+export function checkLease(untilMs: number, keyTtlMs: number): void {
+  if (!Number.isSafeInteger(untilMs)) throw new RangeError(`A lease's end must be a whole number of milliseconds since the epoch (got ${untilMs})`);
+  checkTokenTtl(keyTtlMs);
+}
+
+/** How many expired leases one call may take: 1 or more. */
+export function checkLeaseBatch(max: number): void {
+  if (!(Number.isSafeInteger(max) && max >= 1)) throw new RangeError(`How many leases to take must be a whole number, 1 or more (got ${max})`);
+}
+
 /** A rate-limit call counts at least 1; reading without counting is peekRateLimit. */
 export function checkRateLimit(limit: number, windowMs: number, cost = 1): void {
   if (!(Number.isSafeInteger(limit) && limit >= 0)) throw new RangeError(`A rate limit must be a whole number, 0 or more (got ${limit})`);

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { Clock } from '../clock';
 import { createLogger } from '../logger';
 import type { Logger } from '../logger';
-import { checkIncrement, checkRateLimit, checkTokenTtl, checkTtl, counterValue, isolateHandler, onceKey } from './contract';
+import { checkIncrement, checkLease, checkLeaseBatch, checkRateLimit, checkTokenTtl, checkTtl, counterValue, isolateHandler, onceKey } from './contract';
 import type { MessageHandler } from './contract';
 import { slidingWindow } from './types';
 import type { KvStore, RateLimitResult, Unsubscribe } from './types';
@@ -12,10 +12,17 @@ interface Entry {
   expiresAt: number | null;
 }
 
+/** A lease set: each member and when its lease ends. */
+interface LeaseSet {
+  ends: Map<string, number>;
+  expiresAt: number;
+}
+
 /** In-process store for a single instance. Expired entries are dropped lazily and by a sweep. */
 export class MemoryKvStore implements KvStore {
   readonly kind = 'memory' as const;
   private readonly entries = new Map<string, Entry>();
+  private readonly leases = new Map<string, LeaseSet>();
   private readonly bus = new EventEmitter();
   private readonly sweeper: NodeJS.Timeout;
 
@@ -42,6 +49,7 @@ export class MemoryKvStore implements KvStore {
   private sweep(): void {
     const now = this.clock.now();
     for (const [key, entry] of this.entries) if (entry.expiresAt !== null && entry.expiresAt <= now) this.entries.delete(key);
+    for (const [key, set] of this.leases) if (set.expiresAt <= now) this.leases.delete(key);
   }
 
   async get(key: string): Promise<string | null> {
@@ -106,6 +114,49 @@ export class MemoryKvStore implements KvStore {
     await this.incrIfPresent(key, -by);
   }
 
+  async forgetOnce(key: string, token: string): Promise<boolean> {
+    const mark = onceKey(key, token);
+    if (!this.live(mark)) return false;
+    this.entries.delete(mark);
+    return true;
+  }
+
+  private leaseSet(key: string): LeaseSet | undefined {
+    const set = this.leases.get(key);
+    if (set && set.expiresAt <= this.clock.now()) {
+      this.leases.delete(key);
+      return undefined;
+    }
+    return set;
+  }
+
+  async holdLease(key: string, member: string, untilMs: number, keyTtlMs: number, renewOnly = false): Promise<void> {
+    checkLease(untilMs, keyTtlMs);
+    const set = this.leaseSet(key);
+    if (renewOnly && !set?.ends.has(member)) return;
+    const held = set ?? { ends: new Map<string, number>(), expiresAt: 0 };
+    held.ends.set(member, untilMs);
+    held.expiresAt = this.clock.now() + keyTtlMs;
+    this.leases.set(key, held);
+  }
+
+  async dropLease(key: string, member: string): Promise<void> {
+    const set = this.leaseSet(key);
+    set?.ends.delete(member);
+    if (set?.ends.size === 0) this.leases.delete(key);
+  }
+
+  async takeExpiredLeases(key: string, nowMs: number, max: number): Promise<string[]> {
+    checkLeaseBatch(max);
+    const set = this.leaseSet(key);
+    if (!set) return [];
+    // In lease-end order, as Redis's sorted set answers them.
+    const ended = [...set.ends].filter(([, end]) => end <= nowMs).sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : 1)).slice(0, max).map(([member]) => member);
+    for (const member of ended) set.ends.delete(member);
+    if (set.ends.size === 0) this.leases.delete(key);
+    return ended;
+  }
+
   private windowCounts(key: string, windowMs: number): { cur: number; prev: number; elapsed: number; curKey: string; idx: number } {
     const now = this.clock.now();
     const idx = Math.floor(now / windowMs);
@@ -155,6 +206,7 @@ export class MemoryKvStore implements KvStore {
   async close(): Promise<void> {
     clearInterval(this.sweeper);
     this.entries.clear();
+    this.leases.clear();
     this.bus.removeAllListeners();
   }
 }

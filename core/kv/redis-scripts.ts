@@ -32,6 +32,18 @@ const UNDO_ONCE = `
 if redis.call('DEL', KEYS[2]) == 1 and redis.call('EXISTS', KEYS[1]) == 1 then redis.call('INCRBY', KEYS[1], -tonumber(ARGV[1])) end
 return 1`;
 
+/** ZADD of a lease (XX when ARGV[4] is 1: renew only), then the set's expiry ARGV[3] ms on. */
+const HOLD_LEASE = `
+if ARGV[4] == '1' then redis.call('ZADD', KEYS[1], 'XX', ARGV[1], ARGV[2]) else redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2]) end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1`;
+
+/** Removes and answers up to ARGV[2] members whose scores (lease ends) are ARGV[1] or less. */
+const TAKE_EXPIRED_LEASES = `
+local ended = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
+if #ended > 0 then redis.call('ZREM', KEYS[1], unpack(ended)) end
+return ended`;
+
 /**
  * Sliding-window counter. KEYS[1] = current window, KEYS[2] = previous window (same hash tag, so
  * the script is Redis Cluster safe). Returns {allowed, cur, prev}.
@@ -62,6 +74,8 @@ export type RedisWithScripts = Redis & {
   pcsIncrIfPresentOnce(key: string, mark: string, by: number, tokenTtlMs: number): Promise<number | null>;
   pcsUndoOnce(key: string, mark: string, by: number): Promise<number>;
   pcsDelIfEquals(key: string, value: string): Promise<number>;
+  pcsHoldLease(key: string, untilMs: number, member: string, keyTtlMs: number, renewOnly: 0 | 1): Promise<number>;
+  pcsTakeExpiredLeases(key: string, nowMs: number, max: number): Promise<string[]>;
   pcsRateRefund(cur: string, cost: number): Promise<number>;
   pcsIncr(key: string, by: number, ttlMs: number): Promise<number>;
   pcsIncrIfPresent(key: string, by: number): Promise<number | null>;
@@ -77,4 +91,6 @@ export function defineScripts(client: Redis): void {
   client.defineCommand('pcsIncrIfPresentOnce', { numberOfKeys: 2, lua: INCR_IF_PRESENT_ONCE });
   client.defineCommand('pcsUndoOnce', { numberOfKeys: 2, lua: UNDO_ONCE });
   client.defineCommand('pcsDelIfEquals', { numberOfKeys: 1, lua: DEL_IF_EQUALS });
+  client.defineCommand('pcsHoldLease', { numberOfKeys: 1, lua: HOLD_LEASE });
+  client.defineCommand('pcsTakeExpiredLeases', { numberOfKeys: 1, lua: TAKE_EXPIRED_LEASES });
 }

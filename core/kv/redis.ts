@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import type { Clock } from '../clock';
 import { createLogger } from '../logger';
 import type { Logger } from '../logger';
-import { KvUnavailableError, checkIncrement, checkRateLimit, checkTokenTtl, checkTtl, isolateHandler, notACounter, onceKey } from './contract';
+import { KvUnavailableError, checkIncrement, checkLease, checkLeaseBatch, checkRateLimit, checkTokenTtl, checkTtl, isolateHandler, notACounter, onceKey } from './contract';
 import type { MessageHandler } from './contract';
 import { defineScripts } from './redis-scripts';
 import type { RedisWithScripts } from './redis-scripts';
@@ -182,6 +182,24 @@ export class RedisKvStore implements KvStore {
   async undoOnce(key: string, by: number, token: string): Promise<void> {
     checkIncrement(by);
     await this.counter(key, this.client.pcsUndoOnce(this.k(key), onceKey(this.k(key), token), by));
+  }
+
+  async forgetOnce(key: string, token: string): Promise<boolean> {
+    return (await this.send(this.client.del(onceKey(this.k(key), token)))) === 1;
+  }
+
+  async holdLease(key: string, member: string, untilMs: number, keyTtlMs: number, renewOnly = false): Promise<void> {
+    checkLease(untilMs, keyTtlMs);
+    await this.send(this.client.pcsHoldLease(this.k(key), untilMs, member, keyTtlMs, renewOnly ? 1 : 0));
+  }
+
+  async dropLease(key: string, member: string): Promise<void> {
+    await this.send(this.client.zrem(this.k(key), member));
+  }
+
+  async takeExpiredLeases(key: string, nowMs: number, max: number): Promise<string[]> {
+    checkLeaseBatch(max);
+    return this.send(this.client.pcsTakeExpiredLeases(this.k(key), nowMs, max));
   }
 
   /** A counter script's answer; Redis's refusal of a value that is not an integer becomes the contract's RangeError. */

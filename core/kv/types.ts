@@ -58,6 +58,22 @@ export interface KvStore {
   /** Takes back, once, what incrIfPresentOnce counted under `token`; nothing when it never counted or the key is gone. */
   undoOnce(key: string, by: number, token: string): Promise<void>;
   /**
+   * Makes what incrIfPresentOnce counted under `token` final: undoOnce of it does nothing after. True
+   * when this call made it final; false when it was already taken back (or never counted).
+   */
+  forgetOnce(key: string, token: string): Promise<boolean>;
+  /**
+   * Holds `member` in the lease set `key` until `untilMs` (ms since the epoch, by the caller's
+   * clock), or renews it; with `renewOnly`, a member no longer held (taken as expired) is not held
+   * again. The set is dropped `keyTtlMs` after its last hold. A lease tells others the holder is
+   * alive: one that its holder stops renewing (a crashed instance) ends.
+   */
+  holdLease(key: string, member: string, untilMs: number, keyTtlMs: number, renewOnly?: boolean): Promise<void>;
+  /** Gives a lease back. */
+  dropLease(key: string, member: string): Promise<void>;
+  /** Removes and answers, in one atomic step, up to `max` members whose leases ended by `nowMs`: each goes to one caller only. */
+  takeExpiredLeases(key: string, nowMs: number, max: number): Promise<string[]>;
+  /**
    * Sliding-window counter: counts `cost` (1 or more) against `limit` per `windowMs` unless that
    * would exceed the limit. Atomic in both implementations.
    */

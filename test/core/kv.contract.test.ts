@@ -155,6 +155,64 @@ function kvContract(name: string, make: (clock: ManualClock, log: Logger) => KvS
       expect(await kv.incrIfPresentOnce(`${ns}once`, 1, 'c', 0).catch((err: unknown) => err)).to.be.instanceOf(RangeError);
     });
 
+    it('forgetOnce makes a token\'s count final: an undoOnce after it takes nothing back; it answers false for a count already taken back', async () => {
+      await kv.set(`${ns}final`, '3', 60_000);
+      expect(await kv.incrIfPresentOnce(`${ns}final`, 1, 'a', 60_000)).to.equal(4);
+      expect(await kv.incrIfPresentOnce(`${ns}final`, 1, 'b', 60_000)).to.equal(5);
+      expect(await kv.forgetOnce(`${ns}final`, 'a')).to.equal(true);
+      expect(await kv.forgetOnce(`${ns}final`, 'a'), 'already final').to.equal(false);
+      await kv.undoOnce(`${ns}final`, 1, 'a');
+      expect(await kv.get(`${ns}final`)).to.equal('5');
+      await kv.undoOnce(`${ns}final`, 1, 'b');
+      expect(await kv.forgetOnce(`${ns}final`, 'b'), 'taken back before').to.equal(false);
+      expect(await kv.forgetOnce(`${ns}final`, 'never-counted')).to.equal(false);
+      expect(await kv.get(`${ns}final`)).to.equal('4');
+    });
+
+    it('takes each expired lease once, in the order they ended, up to the number asked; a held, renewed or dropped lease is not taken', async () => {
+      const set = `${ns}leases`;
+      const now = clock.now();
+      await kv.holdLease(set, 'a', now + 100, 60_000);
+      await kv.holdLease(set, 'b', now + 50, 60_000);
+      await kv.holdLease(set, 'c', now + 300, 60_000);
+      await kv.holdLease(set, 'd', now + 60, 60_000);
+      await kv.dropLease(set, 'd');
+      expect(await kv.takeExpiredLeases(set, now + 10, 10), 'none ended yet').to.deep.equal([]);
+      // Renewed before it ended: held on.
+      await kv.holdLease(set, 'a', now + 500, 60_000, true);
+      expect(await kv.takeExpiredLeases(set, now + 200, 10)).to.deep.equal(['b']);
+      expect(await kv.takeExpiredLeases(set, now + 200, 10), 'taken once').to.deep.equal([]);
+      // A renewal of a lease taken as expired does not hold it again; a plain hold does.
+      await kv.holdLease(set, 'b', now + 1000, 60_000, true);
+      await kv.holdLease(set, 'e', now + 1000, 60_000, true);
+      expect(await kv.takeExpiredLeases(set, now + 2000, 1)).to.deep.equal(['c']);
+      expect(await kv.takeExpiredLeases(set, now + 2000, 10)).to.deep.equal(['a']);
+      await kv.holdLease(set, 'b', now + 1000, 60_000);
+      expect(await kv.takeExpiredLeases(set, now + 2000, 10)).to.deep.equal(['b']);
+      expect(await kv.takeExpiredLeases(`${ns}no-leases`, now + 2000, 10)).to.deep.equal([]);
+      await kv.dropLease(`${ns}no-leases`, 'x');
+    });
+
+    it('takes each expired lease by one caller only when many take at once', async () => {
+      const set = `${ns}leases-race`;
+      const now = clock.now();
+      await Promise.all(Array.from({ length: 20 }, (_, i) => kv.holdLease(set, `m${i}`, now + i, 60_000)));
+      const taken = (await Promise.all(Array.from({ length: 8 }, () => kv.takeExpiredLeases(set, now + 100, 5)))).flat();
+      expect(taken).to.have.length(20);
+      expect(new Set(taken).size).to.equal(20);
+    });
+
+    it('drops a lease set its TTL after the last hold, and refuses a lease end or TTL out of contract', async () => {
+      const set = `${ns}leases-ttl`;
+      await kv.holdLease(set, 'a', clock.now() - 1, 150);
+      clock.advance(200);
+      await new Promise((r) => setTimeout(r, kv.kind === 'redis' ? 250 : 0));
+      expect(await kv.takeExpiredLeases(set, clock.now(), 10)).to.deep.equal([]);
+      for (const bad of [() => kv.holdLease(set, 'a', 1.5, 1000), () => kv.holdLease(set, 'a', clock.now(), 0), () => kv.takeExpiredLeases(set, clock.now(), 0)]) {
+        expect(await bad().catch((err: unknown) => err)).to.be.instanceOf(RangeError);
+      }
+    });
+
     it('incrIfPresent increments atomically under concurrency and keeps the key\'s expiry', async () => {
       await kv.setIfAbsent(`${ns}p`, '10', 150);
       const results = await Promise.all(Array.from({ length: 50 }, () => kv.incrIfPresent(`${ns}p`, 1)));

@@ -12,10 +12,18 @@ import type { Logger } from '../../../core/logger';
 import { identityOf } from '../../identity';
 
 const DAY_MS = 86_400_000;
-/** How long a call's count stays undoable: past any stall after which a count could still be carried out. */
-const COUNT_TOKEN_TTL_MS = 3_600_000;
+/**
+ * How long a call's count stays undoable: as long as the day's counter lives, so a count whose
+ * instance died can be taken back whenever the sandbox next calls. Made final (forgotten) when the
+ * call ends, so only counts of calls in flight or lost keep one.
+ */
+const COUNT_TOKEN_TTL_MS = 2 * DAY_MS;
+/** How long a lost count is retried: past any stall after which Redis could still carry it out. */
+const UNDO_GIVE_UP_MS = 3_600_000;
 /** Between attempts to take back a count whose answer was lost, until Redis answers. */
 const UNDO_RETRY_MS = 1000;
+/** Most counts of dead instances one refused call takes back. */
+const TAKE_BACK_MAX = 100;
 
 /** The 429 of the routes the sandbox allowance meters, for OpenAPI. */
 export const sandboxQuotaRefusal = dailyQuotaRefusal(
@@ -74,6 +82,9 @@ export class SandboxAllowance implements Admitter {
   /** Counts whose answer was lost, to take back once Redis answers. */
   private readonly pendingUndos = new Set<PendingUndo>();
   private undoTimer: NodeJS.Timeout | null = null;
+  /** The leases of this instance's calls in flight (member → lease set), renewed while they run. */
+  private readonly held = new Map<string, string>();
+  private renewTimer: NodeJS.Timeout | null = null;
   private closed = false;
 
   constructor(
@@ -99,9 +110,43 @@ export class SandboxAllowance implements Admitter {
   }
 
   /** The day's counter of a sandbox, and when the day ends. */
-  private dayOf(workspaceId: string): { dayStart: number; resetsAt: string; key: string } {
+  private dayOf(workspaceId: string): { dayStart: number; resetsAt: string; key: string; leases: string } {
     const dayStart = Math.floor(this.clock.now() / DAY_MS) * DAY_MS;
-    return { dayStart, resetsAt: new Date(dayStart + DAY_MS).toISOString(), key: `allowance:${workspaceId}:${new Date(dayStart).toISOString().slice(0, 10)}` };
+    const key = `allowance:${workspaceId}:${new Date(dayStart).toISOString().slice(0, 10)}`;
+    return { dayStart, resetsAt: new Date(dayStart + DAY_MS).toISOString(), key, leases: `${key}:held` };
+  }
+
+  /**
+   * Takes back the counts of calls whose instance stopped renewing their leases (it crashed or was
+   * killed mid-call, so neither their commit nor their release will come). Each count is taken back
+   * once, by its token, whoever else (a late release) tries too. Answers how many.
+   */
+  private async takeBackAbandoned(key: string, leases: string): Promise<number> {
+    const ended = await this.kv.takeExpiredLeases(leases, this.clock.now(), TAKE_BACK_MAX);
+    for (const member of ended) {
+      const [units, token] = member.split(':') as [string, string];
+      await this.kv.undoOnce(key, Number(units), token);
+    }
+    if (ended.length > 0) this.log.warn({ key, calls: ended.length }, 'took back the daily counts of sandbox calls whose instance stopped while they ran');
+    return ended.length;
+  }
+
+  /** Renews this instance's leases every third of their life, while it has calls in flight. */
+  private renewLeases(): void {
+    if (this.renewTimer || this.closed) return;
+    const leaseMs = this.config.limits.sandbox.callLeaseMs;
+    this.renewTimer = setInterval(() => {
+      if (this.held.size === 0) {
+        if (this.renewTimer) clearInterval(this.renewTimer);
+        this.renewTimer = null;
+        return;
+      }
+      const until = this.clock.now() + leaseMs;
+      for (const [member, leases] of this.held) {
+        this.kv.holdLease(leases, member, until, 2 * DAY_MS, true).catch((err: unknown) => this.log.warn({ err }, 'could not renew the lease of a sandbox call in flight'));
+      }
+    }, Math.max(1, Math.floor(leaseMs / 3)));
+    this.renewTimer.unref();
   }
 
   async standing(request: Omit<AdmissionRequest, 'units'>): Promise<Record<string, unknown> | null> {
@@ -114,18 +159,21 @@ export class SandboxAllowance implements Admitter {
     return { daily_compute_calls: { limit, remaining: Math.max(0, limit - used), resets_at: resetsAt } };
   }
 
-  async admit(request: AdmissionRequest): Promise<Reservation | null> {
+  async admit(request: AdmissionRequest, tookBack = false): Promise<Reservation | null> {
     const p = request.principal;
     if (!p || !identityOf(p).sandbox) return null;
     const limit = this.config.limits.sandbox.computeCallsPerDay;
     const now = this.clock.now();
-    const { dayStart, resetsAt, key } = this.dayOf(p.workspaceId);
-    // Each call counts under a token of its own, so its count can be taken back whatever became of it.
+    const { dayStart, resetsAt, key, leases } = this.dayOf(p.workspaceId);
+    // Each call counts under a token of its own, so its count can be taken back whatever became of it, and holds a
+    // lease while it runs, so a count its instance can no longer settle (it died) is taken back by another.
     const token = randomToken(12);
+    const member = `${request.units}:${token}`;
     const undo = () => this.kv.undoOnce(key, request.units, token);
     let used: number;
     try {
       used = await incrFromRecord(this.kv, key, request.units, 2 * DAY_MS, () => this.recordedToday(p.workspaceId, dayStart), { token, ttlMs: COUNT_TOKEN_TTL_MS });
+      if (used <= limit) await this.kv.holdLease(leases, member, now + this.config.limits.sandbox.callLeaseMs, 2 * DAY_MS);
     } catch (err) {
       // The answer was lost, not necessarily the count: a stalled Redis carries it out when it resumes, for a call
       // answered 503. Taken back once Redis answers (a no-op when it never counted).
@@ -134,6 +182,8 @@ export class SandboxAllowance implements Admitter {
     }
     if (used > limit) {
       await undo();
+      // Places held by calls of an instance that died come back once their leases end; then this call tries again.
+      if (!tookBack && (await this.takeBackAbandoned(key, leases)) > 0) return this.admit(request, true);
       // Calls still running hold their places until they end (a failure gives its place back): the day is not
       // spent until the recorded calls fill it, and a retry soon may find a place.
       const recorded = await this.recordedToday(p.workspaceId, dayStart);
@@ -157,6 +207,15 @@ export class SandboxAllowance implements Admitter {
         next,
       });
     }
+    this.held.set(member, leases);
+    this.renewLeases();
+    const settle = async (outcome: () => Promise<void>) => {
+      this.held.delete(member);
+      await outcome();
+      // Not waited for, and best effort: a lease left behind ends unrenewed, and taking back a count already settled
+      // does nothing.
+      this.kv.dropLease(leases, member).catch((err: unknown) => this.log.warn({ err }, 'could not drop the lease of a settled sandbox call'));
+    };
     let settled = false;
     let committed = false;
     return {
@@ -164,18 +223,26 @@ export class SandboxAllowance implements Admitter {
       paidVia: null,
       remaining: { daily_compute_calls: { limit, remaining: Math.max(0, limit - used), resets_at: resetsAt } },
       commit: async () => {
+        if (settled) return;
         settled = true;
         committed = true;
+        // Not waited for: the call is recorded and its answer must not wait for, or fail on, Redis. Left undone (Redis
+        // gone), the count keeps its token and lease, and may be taken back once the lease ends: the sandbox gains a call.
+        settle(async () => {
+          // Final from here. Already taken back when this instance was taken for dead (stalled past its lease):
+          // counted again, for the call was made.
+          if (!(await this.kv.forgetOnce(key, token))) await this.kv.incrIfPresent(key, request.units);
+        }).catch((err: unknown) => this.log.warn({ err, workspaceId: p.workspaceId }, 'could not make the daily count of a sandbox call final'));
       },
       release: async () => {
         if (settled) return;
         settled = true;
-        await undo();
+        await settle(undo);
       },
       refund: async () => {
         if (!committed) return;
         committed = false;
-        await undo();
+        await this.kv.incrIfPresent(key, -request.units);
       },
     };
   }
@@ -186,7 +253,7 @@ export class SandboxAllowance implements Admitter {
    * order, takes it back right after carrying it out.
    */
   private undoWhenBack(undo: () => Promise<void>, workspaceId: string): void {
-    const pending = { undo, workspaceId, giveUpAt: Date.now() + COUNT_TOKEN_TTL_MS };
+    const pending = { undo, workspaceId, giveUpAt: Date.now() + UNDO_GIVE_UP_MS };
     this.pendingUndos.add(pending);
     void this.attemptUndo(pending);
   }
@@ -213,6 +280,8 @@ export class SandboxAllowance implements Admitter {
     this.closed = true;
     if (this.undoTimer) clearTimeout(this.undoTimer);
     this.undoTimer = null;
+    if (this.renewTimer) clearInterval(this.renewTimer);
+    this.renewTimer = null;
     await Promise.all([...this.pendingUndos].map((p) => this.attemptUndo(p)));
   }
 }
