@@ -3,7 +3,7 @@ import type { Request } from 'express';
 import type { Principal } from '../../../core/auth';
 import { ManualClock } from '../../../core/clock';
 import type { Sql } from '../../../core/db/sql';
-import { ApiError } from '../../../core/errors';
+import type { ApiError } from '../../../core/errors';
 import { newId, randomToken } from '../../../core/ids';
 import { MemoryKvStore, RedisKvStore } from '../../../core/kv';
 import type { KvStore } from '../../../core/kv';
