@@ -3,19 +3,39 @@ import { exampleFromSent } from '../../../core/http/sent-example';
 import { BUILTINS } from '../../../engine';
 
 const BUILTIN_ID_BY_NAME = new Map(BUILTINS.map((b) => [b.name, b.id]));
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/**
+ * The example's context made one the call can price, when what was left of the caller's cannot (a
+ * refused current_price taken out may leave nothing to price from): the route's example context (or
+ * the pinned built-in's own example) under the caller's fields, which stay as sent. A call pinned
+ * to a workspace's function is left as it is: only the function knows what it needs.
+ */
+function priceable(body: Record<string, unknown>, exampleContext: unknown): Record<string, unknown> {
+  const ctx = isObject(body.context) ? body.context : {};
+  const named = typeof body.function_name === 'string' ? (BUILTIN_ID_BY_NAME.get(body.function_name.trim().toLowerCase()) ?? body.function_name) : undefined;
+  const pinnedId = typeof body.function_id === 'string' ? body.function_id : named;
+  const pinned = pinnedId !== undefined ? BUILTINS.find((b) => b.id === pinnedId) : undefined;
+  if (pinnedId !== undefined && !pinned) return body;
+  const prices = (c: Record<string, unknown>) => (pinned ? pinned.mayPrice(c) : BUILTINS.some((b) => b.mayPrice(c)));
+  if (prices(ctx)) return body;
+  const base = pinned ? pinned.example : isObject(exampleContext) ? exampleContext : {};
+  return { ...body, context: { ...base, ...ctx } };
+}
 
 /**
  * A priced call's refused body made into its example, as close to what was sent as passes: a
  * refused field left out (and with a refused pin, the `explicit` preference that needed it; with a
  * pin, a routing preference it contradicts), a refused context key left out (a context that is no
  * object replaced by the example's), a built-in's name sent where only an id is taken turned into
- * its id. undefined (the route's own example) when the caller's pin cannot be kept: an example
- * priced by another function than the one named would charge for what was not asked. The pipeline
- * uses it only when it passes the route's body schema.
+ * its id, and a context left unable to price completed from the example's. undefined (the route's
+ * own example) when the caller's pin cannot be kept: an example priced by another function than
+ * the one named would charge for what was not asked. The pipeline uses it only when it passes the
+ * route's body schema.
  */
 export function callExampleFor(schema: z.ZodType, example: { context: unknown }): (sent: unknown) => unknown {
-  return (sent) =>
-    exampleFromSent(schema, sent, example.context, {
+  return (sent) => {
+    const mended = exampleFromSent(schema, sent, example.context, {
       unknown(out, name) {
         const id = name === 'function_name' && typeof out[name] === 'string' ? BUILTIN_ID_BY_NAME.get(out[name].trim().toLowerCase()) : undefined;
         if (name === 'function_name' && !id) return false;
@@ -26,4 +46,6 @@ export function callExampleFor(schema: z.ZodType, example: { context: unknown })
         return name !== 'function_id' && name !== 'function_name' && delete out[name];
       },
     });
+    return isObject(mended) ? priceable(mended, example.context) : mended;
+  };
 }

@@ -572,6 +572,27 @@ describe('compute API', function () {
     }
   });
 
+  it("completes a refused call's example from the route's example when what is left of the caller's context cannot be priced; sent as is, it prices", async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const example = { product_type: 'coffee', currency: 'USD', current_price: 4.5, unit_cost: 1.2, target_margin: 0.65 };
+    const cases: Array<[string, Record<string, unknown>, Record<string, unknown>]> = [
+      // the refused current_price was all there was to price from: the example's context, no empty one.
+      ['/api/compute/price', { context: { current_price: -5 }, routing_preference: 'fancy' }, { context: example }],
+      ['/api/compute/price', { context: { current_price: 'abc' } }, { context: example }],
+      // what the caller sent and was valid stays as sent, over the example's.
+      ['/api/compute/price', { context: { current_price: -5, product_type: 'tea', currency: 'EUR' } }, { context: { ...example, product_type: 'tea', currency: 'EUR' } }],
+      // pinned to a built-in: that built-in's own example under the caller's fields.
+      ['/api/price-router', { context: { current_price: -5, currency: 'EUR' }, function_name: 'anchored-adjustment' }, { context: { current_price: 10, target_price: 11, currency: 'EUR' }, function_name: 'anchored-adjustment' }],
+    ];
+    for (const [path, sent, expected] of cases) {
+      const res = await api.post<Record<string, any>>(path, sent);
+      expect(res.status, res.text).to.equal(400);
+      expect(res.body.example, JSON.stringify(sent)).to.deep.equal(expected);
+      const again = await api.post<Record<string, any>>(path, res.body.example);
+      expect(again.status, `${JSON.stringify(res.body.example)}: ${again.text}`).to.equal(200);
+    }
+  });
+
   it('lists functions with a built-in filter and rejects an unknown filter value', async () => {
     const api = client(svc.url, { 'x-api-key': key });
     const builtIns = await api.get<Record<string, any>>('/api/functions?built_in=true');
