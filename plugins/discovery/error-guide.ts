@@ -46,7 +46,7 @@ export const ERROR_GUIDE: Record<ErrorCode, string> = {
   internal_error: 'a fault on our side; the request_id finds it in our logs. Retry once, with the same Idempotency-Key on a priced call so it is never charged twice.',
   pipeline_execution_unavailable: 'pipeline functions are listed but cannot run; use an external_api or built-in function.',
   bad_gateway: 'a service this one depends on answered badly; retry later.',
-  functions_failed: 'every function tried failed; attempts lists each. Retry after Retry-After when retryable is true; nothing was charged.',
+  functions_failed: 'every function tried failed; attempts lists each. When retryable is true, retry after Retry-After when it is sent (an open breaker\'s wait), else soon or with another function; when false, retrying the same call fails the same way. Nothing was charged.',
   service_unavailable: 'the database or key-value store did not answer, or the call could not be recorded; retry after Retry-After. Nothing was charged.',
   service_busy: 'every pricing worker was busy; retry after Retry-After. Nothing was charged.',
   self_registration_closed: 'self-registration is paused; retry after Retry-After, or have a person sign up.',

@@ -124,6 +124,11 @@ export function toApiError(err: unknown, opts: ErrorAudience = {}): unknown {
           (d.attempts ?? []).some((a) => a.role === 'fallback_chain' || a.role === 'fallback_function')
             ? "add another function to your routing policy's fallbacks: those it names failed or were skipped too (see attempts)."
             : `${fallbackAdvice(opts)}.`
+        }${
+          // The functions that did not fail could not price this context: more inputs would let them, failure or not.
+          (d.attempts ?? []).some((a) => a.outcome === 'not_applicable')
+            ? ' The others tried could not price this context as given; their errors in attempts name the inputs they need.'
+            : ''
         }`,
         ...(d.retryAfterS ? { retry_after: d.retryAfterS } : {}),
         fields: { retryable: true, attempts: d.attempts ?? [] },

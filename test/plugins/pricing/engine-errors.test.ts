@@ -47,6 +47,17 @@ describe('pricing: engine outcomes as SPEC error bodies', () => {
     expect(api.extras.hint).to.equal('Nothing was charged. Retry later, or add a fallback_chain or fallback_function to your routing policy.');
   });
 
+  it('functions_failed whose other attempts could not price the context says so: more inputs would let them price', () => {
+    const attempts = [
+      { function: 'cost-plus', id: 'fn_builtin_cost_plus', role: 'fallback_function', outcome: 'not_applicable', error: 'needs unit_cost', ms: 0.1 },
+      { function: 'acme.pricer', id: 'fn_1', role: 'chosen', outcome: 'failed', error: 'ENOTFOUND', ms: 3 },
+    ];
+    const api = toApiError(new EngineError('functions_failed', 'Every function tried failed (chosen function, fallback function).', { attempts: attempts as never }), { hasPolicy: true }) as ApiError;
+    expect(api.extras.hint).to.equal(
+      "Nothing was charged. Retry later, or add another function to your routing policy's fallbacks: those it names failed or were skipped too (see attempts). The others tried could not price this context as given; their errors in attempts name the inputs they need.",
+    );
+  });
+
   it('functions_failed speaks of a routing policy only to a workspace that has one: one without is told to create it, a sandbox and the demo to pin another built-in', () => {
     const failed = () => new EngineError('functions_failed', 'Every function tried failed (chosen function).', { attempts: [] });
     expect((toApiError(failed(), { hasPolicy: false }) as ApiError).extras.hint).to.equal(
