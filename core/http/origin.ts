@@ -20,3 +20,29 @@ export function originRefused(req: Request, allowed: readonly string[], ownOrigi
     return true;
   }
 }
+
+/** The origin a URL's scheme, host and port make, with a loopback host read as 127.0.0.1 (localhost and [::1] are the same machine). */
+function loopbackAsOne(origin: string): string | null {
+  try {
+    const o = new URL(origin);
+    if (o.protocol !== 'http:' && o.protocol !== 'https:') return null;
+    return LOOPBACK_HOSTS.has(o.hostname) ? `${o.protocol}//127.0.0.1:${o.port || (o.protocol === 'https:' ? '443' : '80')}` : `${o.protocol}//${o.host}`;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A request with Origin from a page other than the service's own: for an ambient credential (the
+ * session cookie), where pages on this machine's loopback are no exception. A browser sends the
+ * cookie of localhost:3000 with a page on localhost:8080 too (cookies are not kept per port, and
+ * SameSite counts both as the same site), so any local dev server's page could act as the person.
+ * The service's own address under another loopback name (localhost for 127.0.0.1) is its own.
+ */
+export function notOwnOrigin(req: Request, ownOrigin: string): boolean {
+  const origin = req.headers.origin;
+  if (origin === undefined || origin === '') return false;
+  if (origin === ownOrigin) return false;
+  const sent = loopbackAsOne(origin);
+  return sent === null || sent !== loopbackAsOne(ownOrigin);
+}

@@ -5,7 +5,7 @@ import type { Clock } from '../../../core/clock';
 import type { Sql } from '../../../core/db/sql';
 import { clientIp } from '../../../core/address';
 import { ApiError } from '../../../core/errors';
-import { originRefused } from '../../../core/http/origin';
+import { notOwnOrigin } from '../../../core/http/origin';
 import { credentialOf, FULL_ACCESS, invalidCredentials, looksLikeJwt, MEMBERSHIP_WORKSPACE, notAMember, personPrincipal } from '../../identity';
 import type { FailedAuthGuard, Role, WorkspaceRow } from '../../identity';
 import type { People } from './people';
@@ -82,9 +82,10 @@ export class PersonAuthenticator implements Authenticator {
     if (!sent) return null;
     // A browser sends the cookie with a page of another site's request too. SameSite=Lax keeps it off
     // cross-site POSTs in today's browsers; this refuses one that arrives anyway (an older browser, a
-    // sibling subdomain), whatever body type it smuggled JSON in.
-    if (sent.kind === 'session' && !SAFE_METHODS.has(req.method) && originRefused(req, [], this.ownOrigin())) {
-      throw new ApiError('forbidden', 'A change sent with a session cookie from a page of another site is refused.', {
+    // sibling subdomain, a page on another port of this machine, which is the same site), whatever body
+    // type it smuggled JSON in.
+    if (sent.kind === 'session' && !SAFE_METHODS.has(req.method) && notOwnOrigin(req, this.ownOrigin())) {
+      throw new ApiError('forbidden', 'A change sent with a session cookie from a page other than the service\'s own is refused.', {
         hint: "Make changes from the service's own pages, or from a program with a person token (Authorization: Bearer) or an API key.",
         fields: { reason: 'cross-site request with a session cookie' },
       });

@@ -159,6 +159,25 @@ describe('accounts: people, sign-up, sign-in and sessions', () => {
     expect((await api.post('/api/api-keys', { name: 'program' }, { authorization: `Bearer ${person.token}`, origin: 'https://evil.example' })).status, 'a bearer token is no ambient credential').to.equal(201);
   });
 
+  it('refuses a change sent with the session cookie from a page on another port of this machine (the same site to a browser); the service under another loopback name is its own', async () => {
+    const person = await signUp(svc.url);
+    const port = new URL(svc.url).port;
+    for (const origin of ['http://localhost:8080', 'http://127.0.0.1:5173', 'http://[::1]:3001', 'null']) {
+      const res = await api.post<ErrorBody>('/api/api-keys', { name: 'local page' }, { cookie: person.cookie, origin });
+      expect([res.status, res.body.code, res.body.reason], `${origin}: ${res.text}`).to.deep.equal([403, 'forbidden', 'cross-site request with a session cookie']);
+    }
+    for (const origin of [`http://localhost:${port}`, `http://[::1]:${port}`]) {
+      expect((await api.post('/api/api-keys', { name: `own ${origin}` }, { cookie: person.cookie, origin })).status, origin).to.equal(201);
+    }
+    // The MCP endpoint lets loopback pages in with a key, but not act as the person whose cookie the browser holds.
+    const rpc = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'compute_price', arguments: { context: { current_price: 8.88 } } } };
+    const viaCookie = await api.raw<ErrorBody>('POST', '/api/mcp/rpc', {
+      rawBody: JSON.stringify(rpc),
+      headers: { cookie: person.cookie, origin: 'http://localhost:8080', 'content-type': 'text/plain', accept: 'application/json, text/event-stream' },
+    });
+    expect(viaCookie.status, viaCookie.text).to.equal(403);
+  });
+
   it('does not take a browser session as an API key', async () => {
     const person = await signUp(svc.url);
     const value = person.cookie.replace(/^pcs_session=/, '');
