@@ -35,7 +35,7 @@ export const ERROR_GUIDE: Record<ErrorCode, string> = {
   function_inactive: 'the function named was deactivated by its owner; pick another.',
   gone: 'the invitation exists but can no longer be accepted (used, revoked or expired); ask for a new one.',
   payload_too_large: 'the body is over the size limit (error names it); send less.',
-  unsupported_media_type: 'send Content-Type: application/json in UTF-8 (gzip, deflate or br encoding accepted).',
+  unsupported_media_type: 'the body\'s charset is not UTF-8, or its Content-Encoding is not gzip, deflate, br or identity: send UTF-8 JSON (any Content-Type is read as JSON; one that does not parse is 400 invalid_json).',
   unprocessable: 'the request is well formed but cannot be carried out as asked; error says why.',
   idempotency_key_reused: 'this Idempotency-Key was used for another request; use a new key for a new request.',
   no_eligible_function: "every candidate was excluded (cost or latency ceiling, breaker, rule miss, unreachable) and none of the policy's fallbacks could run; candidates lists each and why, attempts each fallback. Relax the policy, add a fallback or pin a function.",

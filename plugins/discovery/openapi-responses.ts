@@ -45,7 +45,7 @@ export const RESPONSE_HEADERS: Record<ResponseHeader, HeaderDefinition> = {
   'X-Demo-Budget-Remaining': { description: 'Keyless demo calls left this hour for this address.', schema: int },
   'X-Demo-Budget-Reset': { description: 'When the demo budget starts again (ISO 8601, the next full hour).', schema: { type: 'string', format: 'date-time' } },
   'Idempotent-Replayed': { description: 'true when this answer repeats what an earlier request with the same Idempotency-Key produced (nothing new was created or charged).', schema: { type: 'string', enum: ['true'] } },
-  'X-Service-Notices': { description: 'The number of changelog notices in the body (`notices`); sent only to API keys, when there are any.', schema: int },
+  'X-Service-Notices': { description: 'The number of changelog notices in the body (`notices`), 0 when there are none; sent only to API keys.', schema: int },
   'WWW-Authenticate': { description: 'The Bearer challenge (RFC 6750), with error and error_description when a credential was sent and refused.', schema: str },
   'Mcp-Session-Id': { description: 'The MCP session id issued on initialize; send it back on later requests (optional).', schema: str },
   Allow: { description: 'The methods the path takes.', schema: str },
@@ -62,13 +62,14 @@ const idempotent = (route: RouteSpec): boolean => Object.keys(route.headers?.sha
 export function headersFor(route: RouteSpec, status: string): ResponseHeader[] {
   const out: ResponseHeader[] = ['X-Request-Id'];
   // The guards run before anything else of the route (its screen aside), so every answer after them carries their counts.
-  if (rateLimited(route)) out.push(...RATE);
+  // A demo route is keyless: its budget per address stands in for the per-minute rate.
   if (route.rateLimit === 'demo') out.push(...DEMO);
+  else if (rateLimited(route)) out.push(...RATE);
   const success = status.startsWith('2');
   if (success && idempotent(route)) out.push('Idempotent-Replayed');
   if (success && NOTICE_ROUTES.has(route.id)) out.push('X-Service-Notices');
   if (success && route.method === 'post' && route.path === MCP_PATH) out.push('Mcp-Session-Id');
-  if (status === '401' && takesCredentials(route)) out.push('WWW-Authenticate');
+  if (status === '401') out.push('WWW-Authenticate');
   if (status === '429' || status === '503' || status === '5XX') out.push('Retry-After');
   if (status === '405') out.push('Allow');
   return out;
@@ -93,7 +94,13 @@ export function refusalsOf(route: RouteSpec): Record<string, string> {
   const forbidden = forbiddenBecause(route);
   if (forbidden.length) out['403'] = `Refused for this caller: ${forbidden.join('; ')}.`;
   if (route.body || route.rawBody) out['413'] = 'payload_too_large: the body is over the size limit.';
-  if (route.body) out['415'] = 'unsupported_media_type: a body charset or Content-Encoding the service does not read.';
-  if (rateLimited(route)) out['429'] = `rate_limited${route.rateLimit === 'demo' ? ' (the per-minute rate, or the keyless demo budget of this address)' : ''}: wait Retry-After seconds.`;
+  if (route.body || route.rawBody) out['415'] = 'unsupported_media_type: a body charset or Content-Encoding the service does not read.';
+  if (rateLimited(route)) out['429'] = `rate_limited${
+      route.rateLimit === 'demo'
+        ? ' (the keyless demo budget of this address, per hour; X-Demo-Budget-* count it)'
+        : takesCredentials(route)
+          ? ' (X-RateLimit-* count the per-minute rate; an address locked out after too many rejected credentials gets Retry-After only)'
+          : ''
+    }: wait Retry-After seconds.`;
   return out;
 }

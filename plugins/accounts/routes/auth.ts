@@ -1,4 +1,4 @@
-import { ApiError } from '../../../core/errors';
+import { ApiError, errorBodySchema } from '../../../core/errors';
 import { created, defineRoute, ok } from '../../../core/http/route';
 import type { Reply, RouteSpec } from '../../../core/http/route';
 import { signInRefused, workspaceView } from '../../identity';
@@ -44,6 +44,7 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       example: s.signupExample,
       responses: {
         201: { description: 'The new person, their workspace and a signed-in session (cookie and token).', schema: r.signupResponse },
+        403: { description: 'forbidden: the date of birth is under the minimum age (reason "minimum age").', schema: errorBodySchema },
         429: dailyQuotaRefusal('SIGNUPS_PER_ADDRESS_PER_DAY sign-ups from this network address today, or SIGNUPS_PER_DAY on the whole service', true),
       },
       handler: async ({ body, clientIp, req }) => {
@@ -69,7 +70,10 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       returnsSecret: true,
       body: s.signinBody,
       example: s.signinExample,
-      responses: { 200: { description: 'Signed in: the person, the session (its cookie in Set-Cookie) and a person token.', schema: r.signinResponse } },
+      responses: {
+        200: { description: 'Signed in: the person, the session (its cookie in Set-Cookie) and a person token.', schema: r.signinResponse },
+        401: { description: 'invalid_credentials: the email or the password is wrong (one answer for both); WWW-Authenticate carries the challenge, next lists sign_in, wallet_sign_in and sign_up.', schema: errorBodySchema },
+      },
       handler: async ({ body, clientIp, req }) => {
         const person = await d.failures.verify(clientIp, () => d.people.checkPassword(body.email, body.password));
         if (!person) {

@@ -1,4 +1,4 @@
-import { ApiError } from '../../../core/errors';
+import { ApiError, errorBodySchema } from '../../../core/errors';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import { identityOf } from '../auth/principal';
@@ -55,7 +55,10 @@ export function meRoutes(d: IdentityDeps): RouteSpec[] {
       tags: ['Identity'],
       sandbox: true,
       params: s.agentIdParams,
-      responses: { 200: { description: 'The agent, its plan and the asking credential\'s scopes; for a sandbox also its limits and capabilities.', schema: capabilitiesResponse } },
+      responses: {
+        200: { description: 'The agent, its plan and the asking credential\'s scopes; for a sandbox also its limits and capabilities.', schema: capabilitiesResponse },
+        403: { description: 'forbidden: a workspace key that belongs to no agent (reason "not an agent credential"); use the agent\'s own key or token, or a person of its workspace.', schema: errorBodySchema },
+      },
       handler: async ({ params, principal }) => {
         if (!principal) throw new ApiError('unauthorized', 'Send a credential.');
         if (principal.kind !== 'person' && !principal.agentId) {

@@ -124,6 +124,29 @@ describe('OpenAPI: refusal statuses and response headers as the service sends th
     expectDeclared('delete', '/api/mcp/rpc', gone);
   });
 
+  it('declares the refusals found answered but undeclared: a wrong password, an under-age sign-up, a key of no agent on capabilities, an MCP body encoding; the demo declares its budget, not the per-minute rate it does not have', async () => {
+    const wrong = await client(svc.url).post('/api/auth/signin', { email: `nobody-${randomUUID()}@example.com`, password: 'not the password' });
+    expect(wrong.status).to.equal(401);
+    expect(wrong.headers.get('www-authenticate')).to.be.a('string');
+    expectDeclared('post', '/api/auth/signin', wrong);
+    const young = await client(svc.url).post('/api/auth/signup', { email: `young-${randomUUID()}@example.com`, password: 'correct horse battery', date_of_birth: '2015-01-01' });
+    expect(young.status, young.text).to.equal(403);
+    expectDeclared('post', '/api/auth/signup', young);
+    const owner = await signUp(svc, 'openapi-undeclared');
+    const key = (await createKey(svc, owner, { name: 'no agent' })).key;
+    const capabilities = await client(svc.url).get('/api/agents/agt_x/capabilities', { 'x-api-key': key });
+    expect(capabilities.status, capabilities.text).to.equal(403);
+    expectDeclared('get', '/api/agents/{id}/capabilities', capabilities);
+    const encoded = await call(svc.url, 'POST', '/api/mcp/rpc', {
+      body: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      headers: { accept: 'application/json, text/event-stream', 'content-encoding': 'zstd-nope' },
+    });
+    expect(encoded.status, encoded.text).to.equal(415);
+    expectDeclared('post', '/api/mcp/rpc', encoded);
+    const demo = resolved(doc.paths['/api/public/compute/demo'].post.responses['200']);
+    expect(Object.keys(demo?.headers ?? {})).to.include('X-Demo-Budget-Remaining').and.not.include('X-RateLimit-Limit');
+  });
+
   it('declares the refusals an operation can give: 401 where it takes credentials, 403 where scoped, 429 where rate limited, 413 and 415 with a JSON body', () => {
     const price = doc.paths['/api/compute/price'].post.responses;
     expect(price).to.include.keys('401', '403', '413', '415', '429', '4XX', '5XX');
