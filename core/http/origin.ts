@@ -3,6 +3,25 @@ import type { Request } from 'express';
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
 /**
+ * The service's own base URL as a client on this machine named it: without PUBLIC_URL the service
+ * calls itself 127.0.0.1, but a caller may have used localhost or [::1] for the same port, and
+ * clients that check a document names the address they called (RFC 9728's resource, as the MCP
+ * SDK does) would refuse 127.0.0.1. Only loopback names on the service's own port are taken from
+ * Host; anything else answers `base`.
+ */
+export function asCalledOnLoopback(base: string, host: string | undefined): string {
+  if (!host) return base;
+  try {
+    const own = new URL(base);
+    const asked = new URL(`${own.protocol}//${host}`);
+    if (LOOPBACK_HOSTS.has(own.hostname) && LOOPBACK_HOSTS.has(asked.hostname) && asked.port === own.port && own.pathname === '/') return `${own.protocol}//${asked.host}`;
+  } catch {
+    // A Host that is no host: the service's own name.
+  }
+  return base;
+}
+
+/**
  * A request from a page of another site: Origin present and not allowed. Allowed are the service's
  * own origin (PUBLIC_URL, else the address it listens on), the origins in `allowed` (`*`: any) and
  * pages served from this machine's loopback (local tools such as the MCP inspector). The Host header

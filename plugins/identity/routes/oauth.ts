@@ -1,6 +1,8 @@
+import type { Request } from 'express';
 import { z } from 'zod';
 import { ApiError, errorBodySchema, isApiError } from '../../../core/errors';
 import { defineRoute } from '../../../core/http/route';
+import { asCalledOnLoopback } from '../../../core/http/origin';
 import type { Reply, RouteSpec } from '../../../core/http/route';
 import { NAMED_SCOPES, NAME_ONLY_SCOPES } from '../scopes';
 import { AGENT_STARTER_PLAN, CLAIM_HOW, changelogFeedUrl, registrationLimits, sandboxLimits } from '../limits';
@@ -90,7 +92,7 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
       },
       handler: async ({ req }): Promise<Reply> => {
         try {
-          const token = await d.oauth.token(req, d.publicUrl());
+          const token = await d.oauth.token(req, serviceBase(d, req));
           return { status: 200, headers: NO_STORE, body: token };
         } catch (err) {
           if (err instanceof OAuthError) return oauthError(err);
@@ -161,6 +163,15 @@ function protectedResourceRoutes(d: IdentityDeps): RouteSpec[] {
 /** The scopes a token may carry: every named scope but those granted by name only. */
 const GRANTABLE_SCOPES = NAMED_SCOPES.filter((x) => !NAME_ONLY_SCOPES.includes(x));
 
+/**
+ * The address OAuth documents and the token endpoint name the service by: PUBLIC_URL when the operator set it;
+ * without it, the loopback name a client on this machine used (localhost as well as 127.0.0.1), which RFC 9728 and
+ * RFC 8707 clients compare with the address they called.
+ */
+function serviceBase(d: IdentityDeps, req: Request): string {
+  return d.config.server.publicUrl ? d.publicUrl() : asCalledOnLoopback(d.publicUrl(), req.headers.host);
+}
+
 /** A public metadata document of the service, made from its public address and cached for 5 minutes. */
 function metadataRoute(d: IdentityDeps, route: { id: string; path: string; summary: string; schema: z.ZodType }, body: (base: string) => Record<string, unknown>): RouteSpec {
   return defineRoute({
@@ -172,6 +183,6 @@ function metadataRoute(d: IdentityDeps, route: { id: string; path: string; summa
     auth: 'public',
     rateLimit: 'none',
     responses: { 200: { description: route.summary, schema: route.schema } },
-    handler: (): Reply => ({ status: 200, headers: { 'Cache-Control': 'public, max-age=300' }, body: body(d.publicUrl()) }),
+    handler: ({ req }): Reply => ({ status: 200, headers: { 'Cache-Control': 'public, max-age=300' }, body: body(serviceBase(d, req)) }),
   });
 }

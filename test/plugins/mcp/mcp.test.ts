@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import http from 'node:http';
 import path from 'node:path';
 import { ManualClock } from '../../../core/clock';
 import { startTestService } from '../../support/service';
@@ -314,6 +315,39 @@ describe('MCP with OAuth client credentials, as the official SDK does it', funct
       });
       expect(elsewhere.status).to.equal(400);
       expect(((await elsewhere.json()) as Record<string, any>).error).to.equal('invalid_target');
+    } finally {
+      await svc.close();
+    }
+  });
+
+  it("without PUBLIC_URL, a client on this machine that calls the service localhost gets localhost in the metadata and authenticates through auth(); another Host gets the service's own address", async () => {
+    const svc = await startTestService({ config: lenient });
+    try {
+      const port = new URL(svc.url).port;
+      const local = `http://localhost:${port}`;
+      const reg = (await (await fetch(`${local}/api/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'sdk-localhost' }) })).json()) as Record<string, string>;
+      const { auth } = await import('@modelcontextprotocol/sdk/client/auth.js');
+      const { ClientCredentialsProvider } = await import('@modelcontextprotocol/sdk/client/auth-extensions.js');
+      const provider = new ClientCredentialsProvider({ clientId: reg.client_id as string, clientSecret: reg.client_secret as string, expectedIssuer: local });
+      expect(await auth(provider, { serverUrl: new URL(`${local}/api/mcp/rpc`) })).to.equal('AUTHORIZED');
+      const prm = (await (await fetch(`${local}/.well-known/oauth-protected-resource/api/mcp/rpc`)).json()) as Record<string, any>;
+      expect(prm).to.deep.include({ resource: `${local}/api/mcp/rpc`, authorization_servers: [local] });
+      // fetch sets Host itself: a raw request sends the one under test.
+      const withHost = (pathname: string, host: string) =>
+        new Promise<Record<string, any>>((resolve, reject) => {
+          http
+            .get({ host: '127.0.0.1', port, path: pathname, headers: { host } }, (res) => {
+              let text = '';
+              res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+              res.on('end', () => resolve(JSON.parse(text) as Record<string, any>));
+            })
+            .on('error', reject);
+        });
+      expect((await withHost('/.well-known/oauth-authorization-server', `localhost:${port}`)).issuer, 'the Host header sent is the one read').to.equal(local);
+      expect((await withHost('/.well-known/oauth-authorization-server', `[::1]:${port}`)).issuer).to.equal(`http://[::1]:${port}`);
+      // A name that is not this machine's loopback (DNS rebinding, a proxy) is never echoed, nor a loopback name on another port.
+      expect((await withHost('/.well-known/oauth-protected-resource/api/mcp/rpc', `evil.example:${port}`)).resource).to.equal(`${svc.url}/api/mcp/rpc`);
+      expect((await withHost('/.well-known/oauth-authorization-server', 'localhost:1')).issuer).to.equal(svc.url);
     } finally {
       await svc.close();
     }
