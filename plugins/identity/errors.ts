@@ -87,11 +87,18 @@ const REVOKED_BECAUSE: Record<string, { why: string; advice: string }> = {
   },
 };
 
-/** 401 for a revoked key, saying why (from revoked_reason) and what to do next. */
-export function revokedKey(reason: string | null): ApiError {
+/** What an access token's holder does once its key is gone: the token dies with it. */
+const NEW_TOKEN = 'then get a new access token at POST /api/oauth/token with it (a rotated client secret is the new key; the client_id stays).';
+
+/**
+ * 401 for a revoked key, saying why (from revoked_reason) and what to do next; `viaToken` when the
+ * key is the one behind an access token, whose holder also needs a new token.
+ */
+export function revokedKey(reason: string | null, viaToken = false): ApiError {
   const known = reason === null ? undefined : REVOKED_BECAUSE[reason];
-  if (!known) return invalidCredentials('This API key has been revoked.', 'Use a current key. People can create keys at POST /api/api-keys.');
-  return invalidCredentials(`This API key has been revoked: ${known.why}.`, known.advice);
+  const subject = viaToken ? 'The key behind this access token' : 'This API key';
+  const advice = known?.advice ?? 'Use a current key. People can create keys at POST /api/api-keys.';
+  return invalidCredentials(`${subject} has been revoked${known ? `: ${known.why}` : ''}.`, viaToken ? `${advice.replace(/\.$/, '')}; ${NEW_TOKEN}` : advice);
 }
 
 /** 401 when no credential was sent. */

@@ -72,14 +72,14 @@ export function looksLikeJwt(value: string): boolean {
 
 
 /** Checks that a key found by hash may be used now. */
-export function assertKeyUsable(found: CachedKey, now: number): void {
+export function assertKeyUsable(found: CachedKey, now: number, viaToken = false): void {
   const { key } = found;
-  if (key.revoked_at) throw revokedKey(key.revoked_reason);
+  if (key.revoked_at) throw revokedKey(key.revoked_reason, viaToken);
   if (key.expires_at && key.expires_at.getTime() <= now) {
     // A sandbox's (or OAuth client's) key expires on its own; a person's or agent's key on the date it was made with.
     const selfIssued = key.kind === 'sandbox' || key.kind === 'oauth_client';
     throw invalidCredentials(
-      `This API key expired at ${key.expires_at.toISOString()}.`,
+      `${viaToken ? 'The key behind this access token' : 'This API key'} expired at ${key.expires_at.toISOString()}.`,
       selfIssued
         ? 'Sandbox keys expire 30 days after registration unless a person claims the workspace. Register again (POST /api/agents/register) or ask a person to claim the workspace.'
         : key.kind === 'agent'
@@ -175,7 +175,7 @@ export class AccessTokenAuthenticator implements Authenticator {
     }
     const record = payload.sub ? await this.keys.lookupById(payload.sub) : null;
     if (!record) throw invalidCredentials('The key behind this access token no longer exists.');
-    assertKeyUsable(record, this.clock.now());
+    assertKeyUsable(record, this.clock.now(), true);
     const keyPrincipal = principalFromKey(record);
     const tokenScopes = typeof payload.scope === 'string' ? payload.scope.split(' ').filter(Boolean) : [];
     const keyScopes = effectiveScopes(record.key.scopes);

@@ -121,7 +121,7 @@ describe('identity: key rotation (POST /api/api-keys/rotate)', () => {
     }
   });
 
-  it('stops access tokens minted from the old key', async () => {
+  it('stops access tokens minted from the old key, telling their holder to get a new token with the new key', async () => {
     const reg = await register(svc.url);
     const token = await accessToken(svc.url, reg.api_key.key);
     const ok = await api.get<MeBody>('/api/me', { authorization: `Bearer ${token}` });
@@ -132,6 +132,10 @@ describe('identity: key rotation (POST /api/api-keys/rotate)', () => {
     const after = await api.get<ErrorBody>('/api/me', { authorization: `Bearer ${token}` });
     expect(after.status).to.equal(401);
     expect(after.body.code).to.equal('invalid_credentials');
+    expect(after.body.error).to.equal('The key behind this access token has been revoked: it was rotated.');
+    expect(after.body.hint).to.match(
+      /^Use the new key that POST \/api\/api-keys\/rotate returned; a rotated key stops working at once; then get a new access token at POST \/api\/oauth\/token with it \(a rotated client secret is the new key; the client_id stays\)\./,
+    );
     const fresh = await accessToken(svc.url, res.body.api_key.key);
     expect((await api.get('/api/me', { authorization: `Bearer ${fresh}` })).status).to.equal(200);
   });
