@@ -45,7 +45,7 @@ const attempt = z
 const trace = z
   .object({
     stages: z
-      .array(z.looseObject({ stage: z.string().describe('authenticate_and_validate, idempotent_replay, admission, market_evidence, route, resolve, cache, execute, fallback, charge or record_usage.'), ms: z.number().describe('Its time in milliseconds.') }))
+      .array(z.looseObject({ stage: z.string().describe('authenticate_and_validate, idempotency_wait (with an Idempotency-Key: waiting for a call with the same key in flight), idempotent_replay, admission, market_evidence, route, resolve, cache, execute, fallback, charge or record_usage.'), ms: z.number().describe('Its time in milliseconds.') }))
       .describe('What the call went through, in order, each with its own fields (see docs/routing.md, "Compute response").'),
     chosen_function: chosenFunction.describe('The function that answered.'),
     fallback_used: z.boolean().describe('Whether a fallback answered instead of the function first chosen.'),

@@ -188,10 +188,12 @@ export class ComputeService {
   async compute(call: ComputeCall): Promise<ComputeResult> {
     const p = call.principal;
     if (!p || !call.idempotency) return this.computeOnce(call);
+    const waitFrom = performance.now();
     const done = await this.turns.take(`${p.workspaceId}\n${call.idempotency.key}`, this.config.limits.idempotencyWaitMs, () => callerLeftSignal(call.req));
+    const waitedMs = performance.now() - waitFrom;
     let held = false;
     try {
-      const r = await this.computeOnce(call);
+      const r = await this.computeOnce(call, false, waitedMs);
       // A replay has nothing that could still be marked: its turn ends here.
       if (call.holdTurn && !r.body.idempotent_replay) {
         held = true;
@@ -203,10 +205,13 @@ export class ComputeService {
     }
   }
 
-  private async computeOnce(call: ComputeCall, claimLost = false): Promise<ComputeResult> {
+  /** `waitedMs`: how long the call waited for its Idempotency-Key's turn, a stage of its own (up to IDEMPOTENCY_WAIT_MS). */
+  private async computeOnce(call: ComputeCall, claimLost = false, waitedMs?: number): Promise<ComputeResult> {
     const t0 = performance.now();
     const stages: TraceStage[] = [];
-    if (call.startedAt !== undefined) stages.push({ stage: 'authenticate_and_validate', ms: Math.round((t0 - call.startedAt) * 1000) / 1000 });
+    const round = (x: number) => Math.round(x * 1000) / 1000;
+    if (call.startedAt !== undefined) stages.push({ stage: 'authenticate_and_validate', ms: round(t0 - call.startedAt - (waitedMs ?? 0)) });
+    if (waitedMs !== undefined) stages.push({ stage: 'idempotency_wait', ms: round(waitedMs) });
     const p = call.principal;
     const demo = p === null;
     const scope = p ? callerScopeOf(p) : { workspaceId: DEMO_WORKSPACE_ID, builtInsOnly: true };
@@ -311,7 +316,7 @@ export class ComputeService {
       if (!claimed) {
         // Another call with this key was recorded first (concurrently): this one is not charged, and answers that one.
         const first = await this.replays.find(keyed.workspaceId, keyed.key);
-        const replayed = first ? await this.replay(call, first, stages.filter((s) => s.stage === 'authenticate_and_validate'), t0) : null;
+        const replayed = first ? await this.replay(call, first, stages.filter((s) => s.stage === 'authenticate_and_validate' || s.stage === 'idempotency_wait'), t0) : null;
         if (replayed) return replayed;
         // That call was not delivered (its key is free again): this one is priced and claims it, once more at most.
         if (!claimLost) return this.computeOnce(call, true);

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { rowsOnceSettled } from '../../support/abandoned-call';
 import { createTestDatabase } from '../../support/db';
 import { client } from '../../support/http';
+import type { HttpResult } from '../../support/http';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
 import { tcpProxy } from '../../support/tcp-proxy';
@@ -66,7 +67,7 @@ describe('compute: Idempotency-Key on priced calls', function () {
     expect(again.body.idempotent_replay).to.deep.equal({ first_request_id: first.body.request_id, recorded_at: first.body.receipt.recorded_at });
     // What this request did is the replay; what the first charged is in the receipt, and nothing now.
     const stages = (again.body.trace.stages as Array<{ stage: string }>).map((s) => s.stage);
-    expect(stages).to.deep.equal(['authenticate_and_validate', 'idempotent_replay']);
+    expect(stages).to.deep.equal(['authenticate_and_validate', 'idempotency_wait', 'idempotent_replay']);
     expect(again.body.trace.charged).to.deep.equal({ amount: '0.00', currency: 'USDC', paid_via: null, billable: false });
     // Nothing ran and no cache was asked in this request; the answer (and its function) is the first call's.
     expect(again.body.trace).to.deep.include({ cache: 'not_consulted', chosen_function: first.body.trace.chosen_function, fallback_used: first.body.trace.fallback_used });
@@ -96,6 +97,30 @@ describe('compute: Idempotency-Key on priced calls', function () {
     expect(router.status, router.text).to.equal(422);
     expect(router.body.code).to.equal('idempotency_key_reused');
     expect(await eventCount(workspaceId)).to.equal(before);
+  });
+
+  it("reports the wait for a call with the same key in flight as the trace's idempotency_wait, not as authenticating", async () => {
+    const key = randomUUID();
+    // The first call holds its key's turn while its usage event cannot be written.
+    const holder = await svc.sequelize.transaction();
+    await svc.sequelize.query('LOCK TABLE usage_events IN SHARE MODE', { transaction: holder });
+    let first: Promise<HttpResult<Body>>;
+    let second: Promise<HttpResult<Body>>;
+    try {
+      first = api.post<Body>('/api/compute/price', priced, { 'idempotency-key': key });
+      await new Promise((r) => setTimeout(r, 100));
+      second = api.post<Body>('/api/compute/price', priced, { 'idempotency-key': key });
+      await new Promise((r) => setTimeout(r, 400));
+    } finally {
+      await holder.rollback();
+    }
+    const [a, b] = await Promise.all([first, second]);
+    expect([a.status, b.status]).to.deep.equal([200, 200]);
+    const stage = (res: HttpResult<Body>, name: string) => (res.body.trace.stages as Array<{ stage: string; ms: number }>).find((x) => x.stage === name)?.ms ?? NaN;
+    expect(b.headers.get('idempotent-replayed')).to.equal('true');
+    expect(stage(b, 'idempotency_wait')).to.be.above(300);
+    expect(stage(b, 'authenticate_and_validate')).to.be.below(100);
+    expect(stage(a, 'idempotency_wait'), 'the first found the key free').to.be.below(50);
   });
 
   it('records one event for 20 concurrent calls with one key; every answer names it and all but one are replays', async () => {
