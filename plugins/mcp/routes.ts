@@ -12,7 +12,7 @@ import type { HandlerResult, RequestContext, RouteSpec } from '../../core/http/r
 import type { Changelog } from '../discovery';
 import { requestRateOf } from '../identity';
 import { originRefused } from '../../core/http/origin';
-import { openSse, prefersSse, sseEvent, LATEST_VERSION, SUPPORTED_VERSIONS } from './services/transport';
+import { acceptsSse, openSse, prefersSse, sseEvent, LATEST_VERSION, SUPPORTED_VERSIONS } from './services/transport';
 import { McpSessions } from './services/sessions';
 import type { ToolMetrics } from './services/tool-metrics';
 import type { McpTool, ToolContext } from './tools/types';
@@ -140,7 +140,9 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
     // MCP's progress token is a string or an integer; anything else is no token (nothing to echo back).
     const token = meta.progressToken;
     const progressToken = typeof token === 'string' || (typeof token === 'number' && Number.isInteger(token)) ? token : undefined;
-    const streaming = prefersSse(ctx.req) || progressToken !== undefined;
+    // A progress token asks for notifications before the response, which only a stream carries: unless the client's
+    // Accept rules a stream out (JSON only), then it gets the response alone.
+    const streaming = prefersSse(ctx.req) || (progressToken !== undefined && acceptsSse(ctx.req));
     if (streaming) openSse(res);
     let done = false;
     let sent = -1;
@@ -282,7 +284,14 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       case 'tools/call':
         return callTool(ctx, res, id, p);
       default:
-        return answer(ctx, rpcError(id, -32601, `Method not found: ${method}`));
+        return answer(
+          ctx,
+          rpcError(id, -32601, `Method not found: ${method}`, {
+            code: 'method_not_found',
+            hint: 'This endpoint answers initialize, ping, tools/list and tools/call; notifications (no id) are accepted with 202.',
+            request_id: ctx.requestId,
+          }),
+        );
     }
   };
 
@@ -361,7 +370,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       produces: ['application/json', 'text/event-stream'],
       responses: {
         ...refusals,
-        200: { description: 'A request\'s JSON-RPC response; as text/event-stream (when asked for, or a tool call carries a progress token) its progress notifications, then the response.', schema: jsonRpcResponse },
+        200: { description: 'A request\'s JSON-RPC response; as text/event-stream (when asked for, or a tool call carries a progress token and Accept allows a stream) its progress notifications, then the response.', schema: jsonRpcResponse },
         202: { description: 'A notification, or a response the client sends: accepted, no body.', noBody: true },
       },
       handler: post,

@@ -24,3 +24,9 @@ export function prefersSse(req: Request): boolean {
   return accept.includes('text/event-stream') && !accept.includes('application/json');
 }
 
+/** Whether the client takes an SSE reply at all: no Accept, or one naming text/event-stream or a wildcard over it. */
+export function acceptsSse(req: Request): boolean {
+  const accept = String(req.headers.accept ?? '').toLowerCase();
+  return accept === '' || accept.includes('text/event-stream') || accept.includes('*/*') || accept.includes('text/*');
+}
+

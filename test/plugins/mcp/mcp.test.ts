@@ -682,8 +682,24 @@ describe('MCP endpoint over raw HTTP', function () {
     expect(invalid).to.include({ code: 'invalid_request' });
     const method = (await (await rpc(svc, { jsonrpc: '2.0', id: 5, method: 'nope/nope' })).json()) as Record<string, any>;
     expect(method.error.code).to.equal(-32601);
+    expect(method.error.data).to.include({ code: 'method_not_found' });
+    expect(method.error.data.hint).to.contain('tools/call');
+    expect(method.error.data.request_id).to.match(/^req_/);
     const tool = (await (await rpc(svc, { jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'nope', arguments: {} } })).json()) as Record<string, any>;
     expect(tool.error.code).to.equal(-32602);
+  });
+
+  it('answers a tool call with a progress token as a stream, unless Accept takes JSON only: then the response alone, as JSON', async () => {
+    const call = { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'list_functions', arguments: {}, _meta: { progressToken: 7 } } };
+    const streamed = await rpc(svc, call);
+    expect(streamed.headers.get('content-type')).to.match(/^text\/event-stream/);
+    expect(await streamed.text()).to.contain('notifications/progress');
+    const jsonOnly = await rpc(svc, call, { accept: 'application/json' });
+    expect(jsonOnly.status).to.equal(200);
+    expect(jsonOnly.headers.get('content-type')).to.match(/^application\/json/);
+    const body = (await jsonOnly.json()) as Record<string, any>;
+    expect(body.id).to.equal(7);
+    expect(body.result.isError).to.not.equal(true);
   });
 
   it('answers methods it takes no messages on with a JSON-RPC 405 and one Allow, and OPTIONS with that Allow', async () => {
