@@ -140,10 +140,11 @@ export class MemoryKvStore implements KvStore {
     this.leases.set(key, held);
   }
 
-  async dropLease(key: string, member: string): Promise<void> {
+  async dropLease(key: string, member: string): Promise<boolean> {
     const set = this.leaseSet(key);
-    set?.ends.delete(member);
+    const held = set?.ends.delete(member) ?? false;
     if (set?.ends.size === 0) this.leases.delete(key);
+    return held;
   }
 
   async takeExpiredLeases(key: string, nowMs: number, max: number): Promise<string[]> {

@@ -193,8 +193,8 @@ export class RedisKvStore implements KvStore {
     await this.send(this.client.pcsHoldLease(this.k(key), untilMs, member, keyTtlMs, renewOnly ? 1 : 0));
   }
 
-  async dropLease(key: string, member: string): Promise<void> {
-    await this.send(this.client.zrem(this.k(key), member));
+  async dropLease(key: string, member: string): Promise<boolean> {
+    return (await this.send(this.client.zrem(this.k(key), member))) === 1;
   }
 
   async takeExpiredLeases(key: string, nowMs: number, max: number): Promise<string[]> {

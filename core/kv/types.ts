@@ -69,8 +69,8 @@ export interface KvStore {
    * alive: one that its holder stops renewing (a crashed instance) ends.
    */
   holdLease(key: string, member: string, untilMs: number, keyTtlMs: number, renewOnly?: boolean): Promise<void>;
-  /** Gives a lease back. */
-  dropLease(key: string, member: string): Promise<void>;
+  /** Gives a lease back; true when it was still held (not taken as expired, nor given back before). */
+  dropLease(key: string, member: string): Promise<boolean>;
   /** Removes and answers, in one atomic step, up to `max` members whose leases ended by `nowMs`: each goes to one caller only. */
   takeExpiredLeases(key: string, nowMs: number, max: number): Promise<string[]>;
   /**

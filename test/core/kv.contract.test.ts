@@ -176,12 +176,14 @@ function kvContract(name: string, make: (clock: ManualClock, log: Logger) => KvS
       await kv.holdLease(set, 'b', now + 50, 60_000);
       await kv.holdLease(set, 'c', now + 300, 60_000);
       await kv.holdLease(set, 'd', now + 60, 60_000);
-      await kv.dropLease(set, 'd');
+      expect(await kv.dropLease(set, 'd')).to.equal(true);
+      expect(await kv.dropLease(set, 'd'), 'given back before').to.equal(false);
       expect(await kv.takeExpiredLeases(set, now + 10, 10), 'none ended yet').to.deep.equal([]);
       // Renewed before it ended: held on.
       await kv.holdLease(set, 'a', now + 500, 60_000, true);
       expect(await kv.takeExpiredLeases(set, now + 200, 10)).to.deep.equal(['b']);
       expect(await kv.takeExpiredLeases(set, now + 200, 10), 'taken once').to.deep.equal([]);
+      expect(await kv.dropLease(set, 'b'), 'taken as expired').to.equal(false);
       // A renewal of a lease taken as expired does not hold it again; a plain hold does.
       await kv.holdLease(set, 'b', now + 1000, 60_000, true);
       await kv.holdLease(set, 'e', now + 1000, 60_000, true);
@@ -190,7 +192,7 @@ function kvContract(name: string, make: (clock: ManualClock, log: Logger) => KvS
       await kv.holdLease(set, 'b', now + 1000, 60_000);
       expect(await kv.takeExpiredLeases(set, now + 2000, 10)).to.deep.equal(['b']);
       expect(await kv.takeExpiredLeases(`${ns}no-leases`, now + 2000, 10)).to.deep.equal([]);
-      await kv.dropLease(`${ns}no-leases`, 'x');
+      expect(await kv.dropLease(`${ns}no-leases`, 'x')).to.equal(false);
     });
 
     it('takes each expired lease by one caller only when many take at once', async () => {

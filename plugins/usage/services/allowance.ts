@@ -209,13 +209,8 @@ export class SandboxAllowance implements Admitter {
     }
     this.held.set(member, leases);
     this.renewLeases();
-    const settle = async (outcome: () => Promise<void>) => {
-      this.held.delete(member);
-      await outcome();
-      // Not waited for, and best effort: a lease left behind ends unrenewed, and taking back a count already settled
-      // does nothing.
-      this.kv.dropLease(leases, member).catch((err: unknown) => this.log.warn({ err }, 'could not drop the lease of a settled sandbox call'));
-    };
+    // Best effort: a lease left behind ends unrenewed, and taking back a count already settled does nothing.
+    const dropLease = () => this.kv.dropLease(leases, member).catch((err: unknown) => (this.log.warn({ err }, 'could not drop the lease of a settled sandbox call'), true));
     let settled = false;
     let committed = false;
     return {
@@ -228,16 +223,22 @@ export class SandboxAllowance implements Admitter {
         committed = true;
         // Not waited for: the call is recorded and its answer must not wait for, or fail on, Redis. Left undone (Redis
         // gone), the count keeps its token and lease, and may be taken back once the lease ends: the sandbox gains a call.
-        settle(async () => {
-          // Final from here. Already taken back when this instance was taken for dead (stalled past its lease):
-          // counted again, for the call was made.
-          if (!(await this.kv.forgetOnce(key, token))) await this.kv.incrIfPresent(key, request.units);
-        }).catch((err: unknown) => this.log.warn({ err, workspaceId: p.workspaceId }, 'could not make the daily count of a sandbox call final'));
+        this.held.delete(member);
+        (async () => {
+          // Final from here. Already taken back when this instance was taken for dead (stalled past its lease, which
+          // another took): counted again, for the call was made. A count without a token (a counter lost twice
+          // while it was made) keeps its lease: nothing took it back.
+          const madeFinal = await this.kv.forgetOnce(key, token);
+          const stillHeld = await dropLease();
+          if (!madeFinal && !stillHeld) await this.kv.incrIfPresent(key, request.units);
+        })().catch((err: unknown) => this.log.warn({ err, workspaceId: p.workspaceId }, 'could not make the daily count of a sandbox call final'));
       },
       release: async () => {
         if (settled) return;
         settled = true;
-        await settle(undo);
+        this.held.delete(member);
+        await undo();
+        void dropLease();
       },
       refund: async () => {
         if (!committed) return;
