@@ -13,6 +13,8 @@ export interface ToolDescriptor {
   inputSchema: Record<string, unknown>;
   outputSchema?: Record<string, unknown>;
   requiresKey: boolean;
+  /** MCP tool annotations, as tools/list gives them: whether it only reads, and whether it reaches beyond this service. */
+  annotations: { readOnlyHint: boolean; openWorldHint: boolean };
 }
 
 export const MCP_PATH = '/api/mcp/rpc';

@@ -131,6 +131,9 @@ const tool = z.object({
   inputSchema: z.looseObject({}).describe('The JSON Schema of its arguments (open: a JSON Schema document).'),
   outputSchema: z.looseObject({}).optional().describe('The JSON Schema of its structured result (open: a JSON Schema document); absent when it has none.'),
   requiresKey: z.boolean().describe('Whether it needs a credential (false: it works keyless, on the demo tenant).'),
+  annotations: z
+    .object({ readOnlyHint: z.boolean().describe('true when it only reads (false: it prices and records a usage event).'), openWorldHint: z.boolean().describe('Whether it reaches beyond this service (always false).') })
+    .describe('The MCP tool annotations tools/list gives.'),
 });
 
 export const mcpDocumentResponse = z.object({

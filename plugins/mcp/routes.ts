@@ -279,7 +279,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
         return answer(ctx, {
           jsonrpc: '2.0',
           id,
-          result: { tools: d.tools.map((t) => ({ name: t.descriptor.name, title: t.descriptor.title, description: t.descriptor.description, inputSchema: t.descriptor.inputSchema, ...(t.descriptor.outputSchema ? { outputSchema: t.descriptor.outputSchema } : {}), annotations: { readOnlyHint: t.descriptor.name !== 'compute_price' && t.descriptor.name !== 'verify_price', openWorldHint: false } })) },
+          result: { tools: d.tools.map((t) => ({ name: t.descriptor.name, title: t.descriptor.title, description: t.descriptor.description, inputSchema: t.descriptor.inputSchema, ...(t.descriptor.outputSchema ? { outputSchema: t.descriptor.outputSchema } : {}), annotations: t.descriptor.annotations })) },
         });
       case 'tools/call':
         return callTool(ctx, res, id, p);

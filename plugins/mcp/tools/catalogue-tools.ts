@@ -27,6 +27,7 @@ export function catalogueTools(registry: FunctionRegistry, latency: LatencyStats
         inputSchema: jsonSchema(listInput),
         outputSchema: jsonSchema(functionsOutput, 'output'),
         requiresKey: false,
+        annotations: { readOnlyHint: true, openWorldHint: false },
       },
       input: listInput,
       run: async (args, ctx) => {
@@ -46,6 +47,7 @@ export function catalogueTools(registry: FunctionRegistry, latency: LatencyStats
         inputSchema: jsonSchema(browseInput),
         outputSchema: jsonSchema(catalogOutput, 'output'),
         requiresKey: false,
+        annotations: { readOnlyHint: true, openWorldHint: false },
       },
       input: browseInput,
       run: async (args, ctx) => {

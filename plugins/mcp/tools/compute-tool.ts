@@ -21,6 +21,7 @@ export function computeTool(compute: ComputeService, demo: DemoBudgetGuard, rout
       inputSchema: jsonSchema(computeBody),
       outputSchema: jsonSchema(priceOutput, 'output'),
       requiresKey: false,
+      annotations: { readOnlyHint: false, openWorldHint: false },
     },
     admit: (ctx) => admitToolCall(ctx, demo, routes, 'compute.price', 'compute prices'),
     input: computeBody,

@@ -23,6 +23,7 @@ export function verifyTool(verification: () => VerificationService, demo: DemoBu
       inputSchema: jsonSchema(verifyBody),
       outputSchema: jsonSchema(verdictOutput, 'output'),
       requiresKey: false,
+      annotations: { readOnlyHint: false, openWorldHint: false },
     },
     admit: (ctx) => admitToolCall(ctx, demo, routes, 'verify.price', 'verify prices'),
     input: verifyBody,

@@ -689,6 +689,14 @@ describe('MCP endpoint over raw HTTP', function () {
     expect(tool.error.code).to.equal(-32602);
   });
 
+  it('describes the same tools in mcp.json as tools/list: name, title, description, schemas and annotations', async () => {
+    const listed = ((await (await rpc(svc, { jsonrpc: '2.0', id: 8, method: 'tools/list' })).json()) as Record<string, any>).result.tools as Array<Record<string, unknown>>;
+    const documented = ((await (await fetch(`${svc.url}/.well-known/mcp.json`)).json()) as Record<string, any>).tools as Array<Record<string, unknown>>;
+    expect(documented.map(({ requiresKey: _, ...tool }) => tool)).to.deep.equal(listed);
+    expect(listed.find((t) => t.name === 'compute_price')?.annotations).to.deep.equal({ readOnlyHint: false, openWorldHint: false });
+    expect(listed.find((t) => t.name === 'browse_catalog')?.annotations).to.deep.equal({ readOnlyHint: true, openWorldHint: false });
+  });
+
   it('answers a tool call with a progress token as a stream, unless Accept takes JSON only: then the response alone, as JSON', async () => {
     const call = { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'list_functions', arguments: {}, _meta: { progressToken: 7 } } };
     const streamed = await rpc(svc, call);
