@@ -62,7 +62,8 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
             client_name: clientName,
             grant_types: ['client_credentials'],
             token_endpoint_auth_method: body.token_endpoint_auth_method ?? 'client_secret_basic',
-            token_endpoint: `${base}/api/oauth/token`,
+            // As the metadata names it; the claim link, for a person, keeps the service's own address.
+            token_endpoint: `${serviceBase(d, req)}/api/oauth/token`,
             workspace_id: reg.workspace.id,
             api_key_note: 'client_secret is also an API key: send it in x-api-key.',
             claim: { url: `${base}/api/agents/claim/${reg.claimToken}`, token: reg.claimToken, expires_at: reg.claimExpiresAt.toISOString(), one_time: true, how: CLAIM_HOW },
@@ -124,11 +125,11 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
       tags: ['OAuth'],
       auth: 'public',
       responses: { 400: { description: 'RFC 6749 §4.1.2.1 unsupported_response_type, answered directly (no redirect URI is registered to send it to).', schema: s.oauthErrorBody } },
-      handler: (): Reply =>
+      handler: ({ req }): Reply =>
         oauthError(
           new OAuthError(
             'unsupported_response_type',
-            `This service has no authorization-code or implicit flow: register a client (POST ${d.publicUrl()}/api/oauth/register) and exchange its credentials with grant_type=client_credentials at POST ${d.publicUrl()}/api/oauth/token.`,
+            `This service has no authorization-code or implicit flow: register a client (POST ${serviceBase(d, req)}/api/oauth/register) and exchange its credentials with grant_type=client_credentials at POST ${serviceBase(d, req)}/api/oauth/token.`,
           ),
         ),
     }),

@@ -326,6 +326,7 @@ describe('MCP with OAuth client credentials, as the official SDK does it', funct
       const port = new URL(svc.url).port;
       const local = `http://localhost:${port}`;
       const reg = (await (await fetch(`${local}/api/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'sdk-localhost' }) })).json()) as Record<string, string>;
+      expect(reg.token_endpoint, 'the registration names the token endpoint as the metadata does').to.equal(`${local}/api/oauth/token`);
       const { auth } = await import('@modelcontextprotocol/sdk/client/auth.js');
       const { ClientCredentialsProvider } = await import('@modelcontextprotocol/sdk/client/auth-extensions.js');
       const provider = new ClientCredentialsProvider({ clientId: reg.client_id as string, clientSecret: reg.client_secret as string, expectedIssuer: local });
