@@ -14,7 +14,8 @@ export function asCalledOnLoopback(base: string, host: string | undefined): stri
   try {
     const own = new URL(base);
     const asked = new URL(`${own.protocol}//${host}`);
-    if (LOOPBACK_HOSTS.has(own.hostname) && LOOPBACK_HOSTS.has(asked.hostname) && asked.port === own.port && own.pathname === '/') return `${own.protocol}//${asked.host}`;
+    // The same loopback address (the same port) under another name; a base with a path stays as it is.
+    if (LOOPBACK_HOSTS.has(own.hostname) && own.pathname === '/' && loopbackAsOne(asked.origin) === loopbackAsOne(own.origin)) return asked.origin;
   } catch {
     // A Host that is no host: the service's own name.
   }

@@ -76,7 +76,8 @@ export function callIdempotency(key: string, route: string, body: unknown): NonN
 /** What admission knows a call as: a batch item is paid as part of its batch. */
 const admissionOperation = (call: ComputeCall): AdmissionRequest['operation'] => (call.operation === 'batch_item' ? 'batch' : call.operation);
 
-const ms = (from: number) => Math.round((performance.now() - from) * 1000) / 1000;
+const toMs = (x: number) => Math.round(x * 1000) / 1000;
+const ms = (from: number) => toMs(performance.now() - from);
 
 /**
  * A fallback's failure that counts against it (leaderboard reliability), as its breaker counts it: not one whose address
@@ -209,9 +210,8 @@ export class ComputeService {
   private async computeOnce(call: ComputeCall, claimLost = false, waitedMs?: number): Promise<ComputeResult> {
     const t0 = performance.now();
     const stages: TraceStage[] = [];
-    const round = (x: number) => Math.round(x * 1000) / 1000;
-    if (call.startedAt !== undefined) stages.push({ stage: 'authenticate_and_validate', ms: round(t0 - call.startedAt - (waitedMs ?? 0)) });
-    if (waitedMs !== undefined) stages.push({ stage: 'idempotency_wait', ms: round(waitedMs) });
+    if (call.startedAt !== undefined) stages.push({ stage: 'authenticate_and_validate', ms: toMs(t0 - call.startedAt - (waitedMs ?? 0)) });
+    if (waitedMs !== undefined) stages.push({ stage: 'idempotency_wait', ms: toMs(waitedMs) });
     const p = call.principal;
     const demo = p === null;
     const scope = p ? callerScopeOf(p) : { workspaceId: DEMO_WORKSPACE_ID, builtInsOnly: true };
@@ -340,7 +340,7 @@ export class ComputeService {
         cache,
         charged,
         attempts: outcome.attempts,
-        overhead_ms: Math.max(0, Math.round((total - functionMs) * 1000) / 1000),
+        overhead_ms: Math.max(0, toMs(total - functionMs)),
         total_ms: total,
       },
       // The demo charges nothing, whichever function answers: there is nothing to have saved.

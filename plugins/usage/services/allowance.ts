@@ -210,7 +210,12 @@ export class SandboxAllowance implements Admitter {
     this.held.set(member, leases);
     this.renewLeases();
     // Best effort: a lease left behind ends unrenewed, and taking back a count already settled does nothing.
-    const dropLease = () => this.kv.dropLease(leases, member).catch((err: unknown) => (this.log.warn({ err }, 'could not drop the lease of a settled sandbox call'), true));
+    const dropLease = () =>
+      this.kv.dropLease(leases, member).catch((err: unknown) => {
+        this.log.warn({ err }, 'could not drop the lease of a settled sandbox call');
+        // Read as still held: nothing took the count back, so nothing is counted again.
+        return true;
+      });
     let settled = false;
     let committed = false;
     return {

@@ -61,10 +61,10 @@ function constraintDistance(p: Dec, bound: Dec, minRel: number): number {
   return round(0.5 + 0.5 * Math.min(1, d / unit));
 }
 
-/** Judges a proposed price against observations and the caller's floor and ceiling. */
 /** Formats an amount of the verdict's currency. */
 type Amount = (x: Dec) => string;
 
+/** Judges a proposed price against observations and the caller's floor and ceiling. */
 export function evaluateVerdict(input: VerdictInput): VerdictResult {
   const t = input.thresholds;
   // Amounts carry at least the currency's minor units (JPY "1500", KWD "1.500"), as compute answers them.
