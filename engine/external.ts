@@ -100,6 +100,9 @@ export function networkFailure(err: OutboundError): string {
   }
   if (code === 'EAI_AGAIN') return "The endpoint's host name could not be resolved just now (EAI_AGAIN, a DNS failure that may pass).";
   if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return `The endpoint's address is unreachable (${code}).`;
+  // llhttp's refusals of what the endpoint sent ("Parse Error: Header overflow"): its answer is no HTTP the service reads.
+  if (code === 'HPE_HEADER_OVERFLOW') return "The endpoint's answer headers are larger than the service reads (HPE_HEADER_OVERFLOW; Node's limit, 16 KB by default).";
+  if (code.startsWith('HPE_')) return `The endpoint's answer is not valid HTTP (${code}${err.message ? `: ${err.message.replace(/^Parse Error: /, '').slice(0, 120)}` : ''}).`;
   if (TLS_CODE.test(code)) {
     const plain = /wrong version number|packet length too long|http request/i.test(err.message) ? ': the address may serve plain http where https was registered' : '';
     return `The TLS handshake with the endpoint failed (${code})${plain || (code === 'EPROTO' ? '' : `: ${err.message.split('\n')[0]?.slice(0, 200) ?? ''}`)}.`;

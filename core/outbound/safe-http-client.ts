@@ -95,6 +95,13 @@ const systemResolver: Resolver = (hostname) =>
     dnsLookup(hostname, { all: true, verbatim: true }, (err, addresses: LookupAddress[]) => (err ? reject(err) : resolve(addresses.map((a) => a.address)))),
   );
 
+/** Why an answer is not JSON, in words its owner can act on: an encoding it was not asked for, nothing at all, or how it begins. */
+function notJson(text: string, encoding: string | undefined, type: string | undefined): string {
+  if (encoding && !/^identity$/i.test(encoding.trim())) return `The endpoint's answer is not JSON: it came encoded (Content-Encoding: ${encoding.slice(0, 40)}), though the request asked for none (Accept-Encoding: identity).`;
+  if (text.trim() === '') return "The endpoint's answer is not JSON: its body is empty.";
+  return `The endpoint's answer is not JSON (Content-Type: ${type?.slice(0, 80) ?? 'none'}); it begins ${JSON.stringify(text.slice(0, 60))}.`;
+}
+
 /**
  * The one outbound HTTP client of the service (plugins and the engine may not open connections
  * themselves; a lint rule enforces it). The address is checked at connection time — literal IPs
@@ -217,7 +224,8 @@ export class SafeHttpClient {
           path: `${url.pathname}${url.search}`,
           method: 'POST',
           // The caller's headers first: the body's length and type are the client's to state.
-          headers: { ...headers, 'content-type': 'application/json', accept: 'application/json', 'content-length': String(body.length), 'user-agent': 'pricing-compute/1' },
+          // identity: an answer is read as JSON as it arrives (an unrequested encoding is named in the refusal, not decoded).
+          headers: { ...headers, 'content-type': 'application/json', accept: 'application/json', 'accept-encoding': 'identity', 'content-length': String(body.length), 'user-agent': 'pricing-compute/1' },
           lookup: isIP(host) ? undefined : (lookup as never),
           agent: false,
           ...(opts.signal ? { signal: opts.signal } : {}),
@@ -242,12 +250,13 @@ export class SafeHttpClient {
             chunks.push(chunk);
           });
           res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
+            // A byte order mark before JSON is allowed to be ignored (RFC 8259, 8.1), and some servers send one.
+            const text = Buffer.concat(chunks).toString('utf8').replace(/^\uFEFF/, '');
             if (status < 200 || status >= 300) return finish(new OutboundError('status', `The endpoint answered HTTP ${status}.`, status, undefined, retryAfterSeconds(res.headers['retry-after'])));
             try {
               finish(null, { status, body: JSON.parse(text) as unknown });
             } catch {
-              finish(new OutboundError('invalid_json', "The endpoint's answer is not JSON.", status));
+              finish(new OutboundError('invalid_json', notJson(text, res.headers['content-encoding'], res.headers['content-type']), status));
             }
           });
           res.on('error', (err: NodeJS.ErrnoException) => finish(new OutboundError('network', err.message, undefined, err.code)));

@@ -166,6 +166,13 @@ const endpointUrl = z
   .max(2000)
   .refine((u) => !u.includes('#'), 'must not carry a #fragment: it is never sent to the endpoint (put what it carries in the path or query)');
 
+/** An endpoint's time limit: its ceiling is the operator's COMPUTE_CALL_MAX_MS, checked by the route, so the schema states it in words. */
+const functionTimeoutMs = z
+  .number()
+  .int()
+  .min(50)
+  .describe('external_api: how long one call to endpoint_url may take, in ms; at least 50 and at most COMPUTE_CALL_MAX_MS (25000 by default: a priced call\'s whole time budget), refused above it. Unset: ENGINE_FUNCTION_TIMEOUT_MS.');
+
 export const registerFunctionBody = z
   .strictObject({
     name: z
@@ -180,7 +187,7 @@ export const registerFunctionBody = z
     tags: functionTags.default([]),
     execution_type: z.enum(['external_api', 'pipeline']),
     endpoint_url: endpointUrl.optional().describe('external_api: where the service POSTs {context, function} and expects {price, confidence, currency?}.'),
-    timeout_ms: z.number().int().min(50).max(30_000).optional(),
+    timeout_ms: functionTimeoutMs.optional(),
     cost_per_unit: costPerUnit.describe('USDC per call, decimal string: at most 8 decimal places, at most 999999999999.99999999.'),
     cost_multiplier: costMultiplier.default('1').describe('Decimal string: at most 6 decimal places, at most 999999.999999.'),
     is_public: z.boolean().default(false).describe('List on the marketplace (reachable by every workspace once active).'),
@@ -218,7 +225,7 @@ export const patchFunctionBody = z.strictObject({
   cost_per_unit: costPerUnit.optional(),
   cost_multiplier: costMultiplier.optional(),
   endpoint_url: endpointUrl.optional(),
-  timeout_ms: z.number().int().min(50).max(30_000).optional(),
+  timeout_ms: functionTimeoutMs.optional(),
 }, nameFixed);
 export const patchFunctionExample = { status: 'active' };
 

@@ -132,6 +132,18 @@ function checkTimeout(timeoutMs: number | undefined, callMaxMs: number, example:
   });
 }
 
+/**
+ * A draft was never active, so there is nothing to deactivate (SPEC's states: draft to active, active to inactive):
+ * it is already out of routing, and an inactive one's refusal would say its owner deactivated it.
+ */
+function draftNotDeactivated(fn: FunctionDescriptor): ApiError {
+  return new ApiError('function_draft', `Function "${fn.name}" is a draft: it has never been active, so it cannot be deactivated; it stays out of routing until its owner activates it with PATCH /api/functions/${fn.id} {"status":"active"}.`, {
+    hint: 'Leave it as a draft to keep it unused, or activate it; only an active function is deactivated.',
+    fields: { function_id: fn.id, status: 'draft' },
+    example: { status: 'active' },
+  });
+}
+
 /** endpoint_url and timeout_ms belong to external_api functions: on another kind they would be stored and never used. */
 function checkEndpointFields(executionType: FunctionDescriptor['executionType'], name: string, body: { endpoint_url?: string | undefined; timeout_ms?: number | undefined }): void {
   if (executionType === 'external_api') return;
@@ -228,6 +240,8 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       body: s.registerFunctionBody,
       example: s.registerFunctionExample,
       headers: createIdempotencyHeaders,
+      // An external_api function's answer carries its signing secret, shown here (and on a replay) only.
+      returnsSecret: true,
       responses: { 201: { description: 'The function, as a draft, and how to activate it; a repeat under the same Idempotency-Key answers the function as it is now (Idempotent-Replayed: true).', schema: functionCreateResponse } },
       precheck: ({ principal }) => assertManagesWorkspace(principal as Principal, d.workspaces, MANAGE_FUNCTIONS),
       handler: async ({ principal, body, req }) => {
@@ -305,6 +319,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       handler: async ({ principal, params, body }) => {
         const p = principal as Principal;
         const before = await owned(p, params.id);
+        if (body.status === 'inactive' && before.status === 'draft') throw draftNotDeactivated(before);
         checkEndpointFields(before.executionType, before.name, body);
         if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url, { endpoint_url: s.registerFunctionExample.endpoint_url });
         // An address registered under other outbound rules (the operator changed them since) is checked again when it goes live.

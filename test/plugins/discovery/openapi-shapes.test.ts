@@ -121,6 +121,19 @@ describe('OpenAPI: known shapes typed', function () {
     expect(strict.safeParse({ ...refusals[0]?.[2].body, undeclared_field: 1 }).success).to.equal(false);
   });
 
+  it("states timeout_ms's ceiling as the one enforced (COMPUTE_CALL_MAX_MS, a setting), not a fixed maximum a client would trust and be refused below", async () => {
+    for (const [path, method] of [['/api/functions', 'post'], ['/api/functions/{id}', 'patch']] as const) {
+      const timeout = resolve(requestSchema(path, method)).properties.timeout_ms as Body;
+      expect(timeout, `${method} ${path}`).to.include({ type: 'integer', minimum: 50 });
+      expect(timeout, `${method} ${path}`).to.not.have.property('maximum');
+      expect(timeout.description).to.contain('at most COMPUTE_CALL_MAX_MS (25000 by default');
+    }
+    const api = client(svc.url, { 'x-api-key': key });
+    const refused = await api.post<Body>('/api/functions', { name: `timeout-${Date.now()}`, execution_type: 'external_api', endpoint_url: 'https://pricing.example.com/p', cost_per_unit: '0.001', timeout_ms: 26_000 });
+    expect(refused.status, refused.text).to.equal(400);
+    expect(refused.body.issues).to.deep.equal([{ path: 'timeout_ms', reason: 'must be at most 25000 (COMPUTE_CALL_MAX_MS, the time budget of one priced call, fallbacks included)' }]);
+  });
+
   it('documents the MCP POST body as one JSON-RPC 2.0 request (jsonrpc, id, method, params), not an object of anything; a batch is refused', async () => {
     const schema = resolve(requestSchema('/api/mcp/rpc'));
     expect(schema.properties.jsonrpc.enum).to.deep.equal(['2.0']);

@@ -356,6 +356,13 @@ describe('compute API', function () {
     expect(draft.status).to.equal(409);
     expect(draft.body.code).to.equal('function_draft');
     expect(draft.body.error).to.contain(`PATCH /api/functions/${id}`);
+    // A draft was never active: deactivating it is refused (SPEC's states go draft, active, inactive), naming the activating PATCH.
+    const deactivateDraft = await api.patch<Record<string, any>>(`/api/functions/${id}`, { status: 'inactive' });
+    expect(deactivateDraft.status, deactivateDraft.text).to.equal(409);
+    expect(deactivateDraft.body).to.include({ code: 'function_draft', function_id: id, status: 'draft' });
+    expect(deactivateDraft.body.error).to.contain(`PATCH /api/functions/${id} {"status":"active"}`);
+    expect(deactivateDraft.body.example).to.deep.equal({ status: 'active' });
+    expect((await api.get<Record<string, any>>(`/api/functions/${id}`)).body.function.status).to.equal('draft');
     expect((await api.patch(`/api/functions/${id}`, { status: 'active' })).status).to.equal(200);
     expect((await api.patch(`/api/functions/${id}`, { status: 'inactive' })).status).to.equal(200);
     const inactive = await api.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 }, function_id: id });

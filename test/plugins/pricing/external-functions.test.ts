@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { createHmac } from 'node:crypto';
 import { createServer } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { leaveMidway, rowsOnceSettled } from '../../support/abandoned-call';
 import { client } from '../../support/http';
 import { sendJson, startCanary, startUpstream } from '../../support/outbound';
@@ -86,6 +87,18 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
         case '/html':
           res.writeHead(200, { 'content-type': 'text/html' });
           return void res.end('<html>not a price</html>');
+        case '/gzip':
+          res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+          return void res.end(gzipSync(JSON.stringify({ price: 10, confidence: 0.5 })));
+        case '/bom':
+          res.writeHead(200, { 'content-type': 'application/json' });
+          return void res.end(`\uFEFF${JSON.stringify({ price: 10.5, confidence: 0.5 })}`);
+        case '/empty':
+          res.writeHead(200, { 'content-type': 'application/json' });
+          return void res.end();
+        case '/big-header':
+          res.writeHead(200, { 'content-type': 'application/json', 'x-padding': 'a'.repeat(60_000) });
+          return void res.end(JSON.stringify({ price: 10, confidence: 0.5 }));
         case '/never':
           return; // never answers
         case '/slow':
@@ -274,6 +287,27 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
     }
   });
 
+  it("says to the owner why an answer could not be read (an encoding it did not ask for, an empty body, how a non-JSON body begins, headers too large), and reads JSON after a byte order mark", async () => {
+    for (const [path, failure, said] of [
+      ['/gzip', 'not_json', "The endpoint's answer is not JSON: it came encoded (Content-Encoding: gzip), though the request asked for none (Accept-Encoding: identity)."],
+      ['/empty', 'not_json', "The endpoint's answer is not JSON: its body is empty."],
+      ['/html', 'not_json', 'The endpoint\'s answer is not JSON (Content-Type: text/html); it begins "<html>not a price</html>".'],
+      ['/big-header', 'connection', "The endpoint's answer headers are larger than the service reads (HPE_HEADER_OVERFLOW; Node's limit, 16 KB by default)."],
+    ] as const) {
+      const fn = await register(path);
+      await activate(fn.id);
+      const res = await api.post<Record<string, any>>('/api/compute/price', { context: CONTEXT, function_id: fn.id });
+      expect(res.status, res.text).to.equal(502);
+      expect((res.body.attempts as Attempt[])[0], path).to.include({ outcome: 'failed', failure, error: said });
+    }
+    expect(requestsTo('/gzip').at(-1)?.headers['accept-encoding']).to.equal('identity');
+    const bom = await register('/bom');
+    await activate(bom.id);
+    const res = await api.post<Record<string, any>>('/api/compute/price', { context: CONTEXT, function_id: bom.id });
+    expect(res.status, res.text).to.equal(200);
+    expect(res.body.price).to.equal('10.50');
+  });
+
   it('an endpoint that closes the connection without answering is said to have done so, to its owner and to other workspaces', async () => {
     const fn = await register('/reset', { is_public: true });
     await activate(fn.id);
@@ -291,6 +325,9 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
     const fn = await register('/ok', { is_public: true });
     const secret = fn.res.body.signing_secret as string;
     expect(secret).to.match(/^pcs_fsig_[A-Za-z0-9_-]{43}$/);
+    // Shown once: no cache may keep the answer that carries it.
+    expect(fn.res.headers.get('cache-control')).to.equal('no-store');
+    expect(fn.res.headers.get('pragma')).to.equal('no-cache');
     expect(fn.res.body.signing).to.include({ timestamp_header: 'X-Pricing-Timestamp', signature_header: 'X-Pricing-Signature' });
     await activate(fn.id);
     const verifies = (r: { headers: Record<string, unknown>; body: string }, key: string) => {

@@ -60,9 +60,10 @@ describe('pricing: function listings and what a sandbox reads', function () {
       expect((await patch(owner, active.id, { status: 'active' })).commission_pct).to.equal(null);
       expect((await patch(owner, active.id, { is_public: true })).commission_pct).to.equal('30');
       const fixedAt = await listedAt(active.id as string);
-      // Made public and inactive without ever being listed: no rate yet.
-      const neverListed = await create(owner, 'public-inactive', true);
-      expect((await patch(owner, neverListed.id, { status: 'inactive' })).commission_pct).to.equal(null);
+      // Made public as a draft, never listed: no rate yet (and a draft cannot be deactivated, so it stays one).
+      const neverListed = await create(owner, 'public-draft-unlisted', true);
+      expect((await owner.patch(`/api/functions/${neverListed.id}`, { status: 'inactive' })).status).to.equal(409);
+      expect((await patch(owner, neverListed.id, { description: 'still a draft' })).commission_pct).to.equal(null);
       expect(await listedAt(neverListed.id as string)).to.equal(null);
 
       const changed = await startTestService({ config: { limits: { marketplaceCommissionPct: 20 } }, databaseUrl: svc.databaseUrl });
