@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { callerScopeOf } from '../services/caller-scope';
 import type { Principal } from '../../../core/auth';
 import { errorBodySchema } from '../../../core/errors';
-import { pageByKey } from '../../../core/pagination';
+import { listQuery, pageByKey } from '../../../core/pagination';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import { latencyView } from '../../../engine';
@@ -15,6 +15,11 @@ import { pipelineListResponse, pipelineStagesResponse } from '../responses-polic
 
 /** Running a pipeline has no success to show: 501, always. */
 const PIPELINE_RUN_RESPONSES = { 501: { description: 'Always: pipeline execution is not available (pipeline_execution_unavailable).', schema: errorBodySchema } };
+
+/** A reference list paged as every list is (limit, cursor), in its declared order. */
+const referenceQuery = z.object(listQuery);
+const inDeclaredOrder = <T>(rows: readonly T[], idOf: (row: T) => string, q: { limit: number; cursor?: string | undefined }) =>
+  pageByKey(rows.map((row, i) => ({ row, key: String(i).padStart(6, '0') })), (x) => x.key, (x) => idOf(x.row), q, (x) => x.row);
 
 /** Any id: running a pipeline is 501 whatever it names (SPEC: always). */
 const anyPipelineId = z.object({ id: z.string() });
@@ -53,8 +58,9 @@ export function operationRoutes(registry: FunctionRegistry, breakers: CircuitBre
       summary: 'Reference pipelines (listing works; execution answers 501).',
       tags: ['Pipelines'],
       sandbox: true,
-      responses: { 200: { description: 'The reference pipelines.', schema: pipelineListResponse } },
-      handler: () => ok({ object: 'list', data: REFERENCE_PIPELINES, has_more: false, next_cursor: null, limit: REFERENCE_PIPELINES.length }),
+      query: referenceQuery,
+      responses: { 200: { description: 'A page of the reference pipelines.', schema: pipelineListResponse } },
+      handler: ({ query }) => ok(inDeclaredOrder(REFERENCE_PIPELINES, (p) => p.id, query)),
     }),
     defineRoute({
       id: 'pipelines.stages',
@@ -63,8 +69,9 @@ export function operationRoutes(registry: FunctionRegistry, breakers: CircuitBre
       summary: 'Stages reference pipelines are made of.',
       tags: ['Pipelines'],
       sandbox: true,
-      responses: { 200: { description: 'The stages.', schema: pipelineStagesResponse } },
-      handler: () => ok({ object: 'list', data: PIPELINE_STAGES, has_more: false, next_cursor: null, limit: PIPELINE_STAGES.length }),
+      query: referenceQuery,
+      responses: { 200: { description: 'A page of the stages.', schema: pipelineStagesResponse } },
+      handler: ({ query }) => ok(inDeclaredOrder(PIPELINE_STAGES, (st) => st.name, query)),
     }),
     defineRoute({
       id: 'pipelines.run',

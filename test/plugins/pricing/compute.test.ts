@@ -688,6 +688,24 @@ describe('compute API', function () {
     expect(list.status).to.equal(200);
     expect(list.body.data.length).to.be.greaterThan(0);
     expect((await api.get('/api/pipelines/stages', { 'x-api-key': key })).status).to.equal(200);
+    // Paged as every list is: limit and cursor walk the whole list in order; an unknown parameter is refused.
+    for (const path of ['/api/pipelines', '/api/pipelines/stages']) {
+      const whole = (await api.get<Record<string, any>>(path, { 'x-api-key': key })).body.data as unknown[];
+      const walked: unknown[] = [];
+      let cursor: string | null = null;
+      do {
+        const page: { status: number; body: Record<string, any> } = await api.get<Record<string, any>>(`${path}?limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { 'x-api-key': key });
+        expect(page.status).to.equal(200);
+        expect(page.body.limit).to.equal(1);
+        expect(page.body.data).to.have.length(1);
+        walked.push(...(page.body.data as unknown[]));
+        cursor = page.body.next_cursor as string | null;
+      } while (cursor);
+      expect(walked, path).to.deep.equal(whole);
+      const unknown = await api.get<Record<string, any>>(`${path}?foo=1`, { 'x-api-key': key });
+      expect(unknown.status).to.equal(400);
+      expect(unknown.body.issues[0]).to.include({ path: 'foo' });
+    }
     const run = await api.post<Record<string, any>>('/api/pipelines/pl_cost_to_shelf/run', {}, { 'x-api-key': key });
     expect(run.status).to.equal(501);
     expect(run.body.code).to.equal('pipeline_execution_unavailable');
