@@ -1,5 +1,5 @@
 import { D, currencyOf, lacking, num, percent, positiveMoney, round3, toPrice, methodResult } from './inputs';
-import type { Dec } from './inputs';
+import type { Bound, Dec } from './inputs';
 import { competitive, competitorPricesProblem, hasNetworkReference } from './competitive';
 import { costPlus } from './cost-plus';
 import { MethodNotApplicable } from './types';
@@ -107,7 +107,9 @@ export function anchored(ctx: Context, market?: MarketEvidence): MethodResult {
         target = current;
         notes.push(`on plan (pace ${round3(pace)}): hold`);
       }
-      factors = { elapsed: round3(Math.min(1, elapsed / 0.25)), volume: round3(sold / (sold + 20)), method: 0.6 };
+      // The evidence in a pace grows with the stock it is measured on (a sell-through of 0 of 1000 says more than 0 of 5), not with
+      // the units sold: nothing sold is the strongest markdown signal there is, and would otherwise give a price at confidence 0.
+      factors = { elapsed: round3(Math.min(1, elapsed / 0.25)), volume: round3(stock / (stock + 20)), method: 0.6 };
     } else if (hasNetworkReference(ctx, market)) {
       // The caller's own signals come first; the network's prices of the product type beat an echo.
       const inner = competitive(ctx, market);
@@ -135,6 +137,35 @@ export function anchored(ctx: Context, market?: MarketEvidence): MethodResult {
     price = current;
     notes.push('change under 1%: held');
   }
-  return methodResult(price, currency, factors, used, notes, { current_price: toPrice(current, currency), change_pct: round3(price.div(current).minus(1).times(100).toNumber()), bounds: [toPrice(lower, currency), toPrice(upper, currency)], ...evidence });
+  // The caller's own bounds are hard: they outrank the step limit and the dead band (a current price outside them moves inside at once).
+  const minPrice = positiveMoney(ctx, 'min_price');
+  const maxPrice = positiveMoney(ctx, 'max_price');
+  if (minPrice && maxPrice && minPrice.gt(maxPrice)) {
+    throw new MethodNotApplicable(`The floor (min_price: ${toPrice(minPrice, currency)}) is above max_price (${toPrice(maxPrice, currency)}): no price satisfies both.`, ['min_price', 'max_price'], true);
+  }
+  if (minPrice && price.lt(minPrice)) {
+    price = minPrice;
+    factors = { ...factors, bounds: 0.9 };
+    used = [...used, 'min_price'];
+    notes.push(`min_price ${minPrice.toFixed()} raised the price${minPrice.gt(upper) ? `, beyond the +${percent(step)} step: the bound outranks it` : ''}`);
+  } else if (maxPrice && price.gt(maxPrice)) {
+    price = maxPrice;
+    factors = { ...factors, bounds: 0.9 };
+    used = [...used, 'max_price'];
+    notes.push(`max_price ${maxPrice.toFixed()} lowered the price${maxPrice.lt(lower) ? `, beyond the -${percent(step)} step: the bound outranks it` : ''}`);
+  }
+  const unitCost = positiveMoney(ctx, 'unit_cost');
+  if (unitCost && price.lt(unitCost)) notes.push(`the price is below unit_cost ${unitCost.toFixed()}: ${target.lt(unitCost) ? 'the target is under cost, as asked' : `the step limit (${percent(step)}) keeps it from reaching cost this call`}`);
+  const floors: Bound[] = [...(minPrice ? [{ value: minPrice, name: 'min_price' }] : []), ...(unitCost && price.gte(unitCost) ? [{ value: unitCost, name: 'unit_cost' }] : [])];
+  const floor = floors.reduce<Bound | undefined>((a, b) => (a && a.value.gte(b.value) ? a : b), undefined);
+  return methodResult(
+    price,
+    currency,
+    factors,
+    used,
+    notes,
+    { current_price: toPrice(current, currency), change_pct: round3(price.div(current).minus(1).times(100).toNumber()), bounds: [toPrice(lower, currency), toPrice(upper, currency)], ...evidence },
+    { floor, ceiling: maxPrice ? { value: maxPrice, name: 'max_price' } : undefined },
+  );
 }
 

@@ -23,6 +23,17 @@ const amount = (ctx: Context, key: string): boolean => {
   }
 };
 
+/**
+ * An elasticity the optimum exists for (|ε| > 1): inelastic demand is refused, so such a context is no saving to compare
+ * with. Anything but a number is left to the method to refuse by name.
+ */
+const elastic = (ctx: Context): boolean => {
+  const v = ctx.elasticity;
+  if (v === undefined || v === null) return false;
+  const e = typeof v === 'number' ? v : typeof v === 'string' ? Number(v) : Number.NaN;
+  return !Number.isFinite(e) || Math.abs(e) > 1;
+};
+
 /** A list input (competitor prices, price history) the method can read: an array with something in it. */
 const listed = (ctx: Context, key: string): boolean => Array.isArray(ctx[key]) && (ctx[key] as unknown[]).length > 0;
 
@@ -81,7 +92,7 @@ export const BUILTINS: readonly BuiltinSpec[] = [
     costPerUnit: '0.002',
     costMultiplier: '1',
     inputs: ['unit_cost', 'elasticity', 'price_history', 'demand_intercept', 'demand_slope', 'max_markup_multiple', 'currency'],
-    mayPrice: (ctx) => amount(ctx, 'unit_cost') && (has(ctx, 'elasticity') || listed(ctx, 'price_history') || (has(ctx, 'demand_intercept') && has(ctx, 'demand_slope'))),
+    mayPrice: (ctx) => amount(ctx, 'unit_cost') && (elastic(ctx) || listed(ctx, 'price_history') || (has(ctx, 'demand_intercept') && has(ctx, 'demand_slope'))),
     example: { unit_cost: 4.2, elasticity: -2.5, currency: 'USD' },
     method: elasticityOptimum,
   },
@@ -104,7 +115,7 @@ export const BUILTINS: readonly BuiltinSpec[] = [
     tags: ['current-price', 'inventory', 'cold-start'],
     costPerUnit: '0.001',
     costMultiplier: '1',
-    inputs: ['current_price', 'target_price', 'competitor_prices', 'unit_cost', 'max_step_pct', 'units_sold', 'units_received', 'inventory_start', 'season_elapsed', 'elasticity', 'product_type', 'currency'],
+    inputs: ['current_price', 'target_price', 'competitor_prices', 'unit_cost', 'min_price', 'max_price', 'max_step_pct', 'units_sold', 'units_received', 'inventory_start', 'season_elapsed', 'elasticity', 'product_type', 'currency'],
     mayPrice: (ctx) => amount(ctx, 'current_price'),
     example: { current_price: 10, target_price: 11, currency: 'USD' },
     method: anchored,

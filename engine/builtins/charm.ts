@@ -56,10 +56,24 @@ export function charm(ctx: Context): MethodResult {
     notes.push('base price from cost-plus', ...cp.notes);
   } else throw new MethodNotApplicable(`charm pricing needs a base: target_price, current_price or unit_cost${lacking(ctx, 'target_price', 'current_price', 'unit_cost')}.`, ['target_price', 'current_price', 'unit_cost']);
 
-  const p: Dec = base;
   const tolerance = fraction(ctx, 'charm_tolerance') ?? DEFAULT_TOLERANCE;
-  const floor = floorOf(ctx, p);
+  const floor = floorOf(ctx, base);
   const max = positiveMoney(ctx, 'max_price');
+  if (floor && max && floor.value.gt(max)) {
+    throw new MethodNotApplicable(`The floor (${floor.name}: ${toPrice(floor.value, currency)}) is above max_price (${toPrice(max, currency)}): no price satisfies both.`, [floor.name, 'max_price'], true);
+  }
+  // A base outside the caller's bounds is brought inside them first: rounding is cosmetic, the bounds are not.
+  let p: Dec = base;
+  let bounds = 1;
+  if (floor && p.lt(floor.value)) {
+    p = floor.value;
+    bounds = 0.9;
+    notes.push(`base price ${toPrice(base, currency)} is under ${floor.name} ${floor.value.toFixed()}: raised to it`);
+  } else if (max && p.gt(max)) {
+    p = max;
+    bounds = 0.9;
+    notes.push(`base price ${toPrice(base, currency)} is over max_price ${max.toFixed()}: lowered to it`);
+  }
   const wholeUnitsOnly = minorUnits(currency) === 0;
   const withinTolerance = (c: Dec) => c.minus(p).abs().div(p).lte(tolerance);
   const inBounds = (c: Dec) => (!floor || c.gte(floor.value)) && (!max || c.lte(max));
@@ -70,7 +84,7 @@ export function charm(ctx: Context): MethodResult {
   // With the nearest ending under the floor, the endings just above the floor compete too (101 on a cost of 99.97 → 99.99).
   const candidates = floor && crossing ? [...endings, ...charmCandidates(floor.value, wholeUnitsOnly)] : endings;
   const best = candidates.filter(inBounds).sort(byDistance)[0];
-  const crossed = floor && crossing ? `charm ending ${toPrice(crossing, currency)} would cross the floor (${floor.name} ${toPrice(floor.value, currency)})` : undefined;
+  const crossed = floor && crossing ? `charm ending ${toPrice(crossing, currency)} would cross the floor (${floor.name} ${floor.value.toFixed()})` : undefined;
   let price: Dec = p;
   if (best && withinTolerance(best)) {
     price = best;
@@ -78,5 +92,6 @@ export function charm(ctx: Context): MethodResult {
     if (crossed) notes.push(`${crossed}: the nearest ending above it taken`);
   } else if (crossed) notes.push(`${crossed} and no ending above it lies within ${percent(tolerance)}: base price kept`);
   else notes.push(`no charm ending within ${percent(tolerance)} (or inside the bounds): base price kept`);
-  return methodResult(price, currency, { base: baseConfidence }, used, notes, { base_price: toPrice(p, currency) });
+  if (bounds < 1) used.push(...[floor && p.eq(floor.value) ? floor.name : 'max_price'].filter((k) => !used.includes(k)));
+  return methodResult(price, currency, { base: baseConfidence, bounds }, used, notes, { base_price: toPrice(base, currency) }, { floor, ceiling: max ? { value: max, name: 'max_price' } : undefined });
 }

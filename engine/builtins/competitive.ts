@@ -1,4 +1,5 @@
-import { D, MAX_AMOUNT, currencyOf, describeCurrencies, mad, markupFraction, median, num, observations, positiveMoney, round3, toPrice, methodResult } from './inputs';
+import { D, MAX_AMOUNT, currencyOf, describeCurrencies, exactMedian, mad, markupFraction, median, num, observations, positiveMoney, round3, toPrice, methodResult } from './inputs';
+import type { Bound } from './inputs';
 import { MethodNotApplicable } from './types';
 import type { Context, MarketEvidence, MethodResult } from './types';
 
@@ -63,11 +64,17 @@ function callerReference(ctx: Context, currency: string): Reference | NoReferenc
   if (notPositive > 0) notes.push(`${notPositive} competitor price(s) were not positive numbers and were dropped`);
   if (tooLarge > 0) notes.push(`${tooLarge} competitor price(s) were ${over}, and were dropped`);
   if (foreign > 0) notes.push(`${foreign} competitor price(s) in another currency than ${currency} were dropped (${describeCurrencies(otherCurrency)}): prices are never mixed across currencies`);
+  // An unlabelled price repeated exactly (same amount, same observed_at or none) is one observation copied, not another
+  // seller: counted once (a repeated quote is not more evidence). Distinct sellers at one price are told apart by source.
   const groups = new Map<string, number[]>();
-  usable.forEach((o, i) => {
-    const key = o.source ?? `unlabelled-${i}`;
-    groups.set(key, [...(groups.get(key) ?? []), o.price]);
-  });
+  let copies = 0;
+  for (const o of usable) {
+    const key = o.source !== null ? `source:${o.source}` : `unlabelled:${o.price}:${o.observedAt ?? ''}`;
+    const group = groups.get(key);
+    if (group && o.source === null) copies++;
+    else groups.set(key, [...(group ?? []), o.price]);
+  }
+  if (copies > 0) notes.push(`${copies} unlabelled competitor price(s) repeated another exactly and were counted once: label each with its source ({price, source}) to count distinct sellers at one price`);
   const labelled = new Set(usable.filter((o) => o.source !== null).map((o) => o.source));
   const independence = labelled.size === 1 && usable.every((o) => o.source !== null) ? 0.5 : 1;
   if (independence < 1) notes.push('every competitor price comes from one source: evidence is not independent');
@@ -137,25 +144,36 @@ export function competitive(ctx: Context, market?: MarketEvidence): MethodResult
   const { perSource, independence } = reference;
   const notes = [...reference.notes];
   const n = perSource.length;
-  const ref = reference.ref ?? median(perSource);
+  // In exact decimal: the mean of two middle prices in binary floating point can round the wrong way (1.135 → 1.13).
+  const refExact = reference.ref !== undefined ? new D(reference.ref) : exactMedian(perSource);
+  const ref = refExact.toNumber();
 
   const position = typeof ctx.position === 'string' ? ctx.position : 'match';
   if (!['match', 'undercut', 'premium', 'lowest'].includes(position)) throw new MethodNotApplicable('position must be match, undercut, premium or lowest.', ['position'], true);
-  const step = num(ctx, position === 'premium' ? 'premium_pct' : 'undercut_pct') ?? DEFAULT_STEP;
-  if (step < 0 || step >= 1) throw new MethodNotApplicable('undercut_pct and premium_pct are fractions in [0, 1).', [position === 'premium' ? 'premium_pct' : 'undercut_pct'], true);
-  let price = new D(ref);
+  // Only the rate the position uses is read: another one sent is unused, and said so rather than refused or applied.
+  const stepKey = position === 'premium' ? 'premium_pct' : position === 'match' ? undefined : 'undercut_pct';
+  const step = (stepKey ? num(ctx, stepKey) : undefined) ?? DEFAULT_STEP;
+  if (stepKey && (step < 0 || step >= 1)) throw new MethodNotApplicable(`${stepKey} is a fraction in [0, 1) (0.05 means 5%), got ${step}.`, [stepKey], true);
+  const unused = ['undercut_pct', 'premium_pct'].filter((k) => k !== stepKey && ctx[k] != null);
+  if (unused.length) notes.push(`${unused.join(' and ')} not used: position ${position} ${stepKey ? `reads ${stepKey}` : 'takes no rate'}`);
+  let price = refExact;
   if (position === 'undercut') price = price.times(1 - step);
   else if (position === 'premium') price = price.times(1 + step);
   else if (position === 'lowest') price = new D(Math.min(...perSource)).times(1 - step);
 
   const unitCost = positiveMoney(ctx, 'unit_cost');
   const minMarkup = markupFraction(ctx, 'min_markup') ?? 0;
-  const floors = [positiveMoney(ctx, 'min_price'), unitCost?.times(1 + minMarkup)].filter((x): x is InstanceType<typeof D> => x !== undefined);
-  const floor = floors.length ? floors.reduce((a, b) => (a.gt(b) ? a : b)) : undefined;
-  const ceiling = positiveMoney(ctx, 'max_price');
-  if (floor && ceiling && floor.gt(ceiling)) {
+  const minPrice = positiveMoney(ctx, 'min_price');
+  const costKeys = ['unit_cost', ...(ctx.min_markup != null ? ['min_markup'] : [])];
+  const floors: Bound[] = [...(minPrice ? [{ value: minPrice, name: 'min_price' }] : []), ...(unitCost ? [{ value: unitCost.times(1 + minMarkup), name: costKeys.join(' with '), keys: costKeys }] : [])];
+  const floorBound = floors.reduce<Bound | undefined>((a, b) => (a && a.value.gte(b.value) ? a : b), undefined);
+  const floor = floorBound?.value;
+  const maxPrice = positiveMoney(ctx, 'max_price');
+  const ceilingBound = maxPrice ? { value: maxPrice, name: 'max_price' } : undefined;
+  const ceiling = maxPrice;
+  if (floorBound && floor && ceiling && floor.gt(ceiling)) {
     // Bounds of the caller's that contradict each other: its mistake, named, not a missing input another function could stand in for.
-    const from = positiveMoney(ctx, 'min_price')?.eq(floor) ? ['min_price'] : ['unit_cost', ...(ctx.min_markup !== undefined ? ['min_markup'] : [])];
+    const from = floorBound.keys ?? [floorBound.name];
     throw new MethodNotApplicable(`The floor (${from.join(' with ')}: ${toPrice(floor, currency)}) is above max_price (${toPrice(ceiling, currency)}): no price satisfies both.`, [...from, 'max_price'], true);
   }
   let bound = 1;
@@ -172,10 +190,10 @@ export function competitive(ctx: Context, market?: MarketEvidence): MethodResult
   const rcv = ref > 0 ? (1.4826 * mad(perSource)) / ref : 1;
   const factors = { amount: round3(n / (n + 3)), agreement: round3(1 / (1 + rcv)), independence, bounds: bound, ...reference.factors };
   return methodResult(price, currency, factors, [...reference.used, ...(ctx.position ? ['position'] : []), ...(floor ? ['floor'] : []), ...(ceiling ? ['max_price'] : [])], notes, {
-    reference_price: toPrice(new D(ref), currency),
+    reference_price: toPrice(refExact, currency),
     sources: n,
     price_index: round3((price.toNumber() / ref) * 100),
     position,
     ...reference.details,
-  });
+  }, { floor: floorBound, ceiling: ceilingBound });
 }

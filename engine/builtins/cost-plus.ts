@@ -1,5 +1,5 @@
 import { D, currencyOf, fraction, lacking, markupFraction, num, percent, positiveMoney, round3, toPrice, methodResult } from './inputs';
-import type { Dec } from './inputs';
+import type { Bound, Dec } from './inputs';
 import { MethodNotApplicable } from './types';
 import type { Context, MethodResult } from './types';
 
@@ -42,7 +42,9 @@ export function costPlus(ctx: Context): MethodResult {
     inputQuality = 0.35;
     notes.push(`no target_margin or markup given: default target margin ${percent(DEFAULT_TARGET_MARGIN)}`);
   }
-  if ((margin !== undefined && margin < 0) || (markup !== undefined && markup < 0)) notes.push('negative margin: the price is below cost, as requested');
+  // The rate applied, not one the other outranked: a negative markup beside the margin that wins prices nothing below cost.
+  const belowCost = (margin ?? markup ?? 0) < 0;
+  if (belowCost) notes.push(`negative ${margin !== undefined ? 'target_margin' : 'markup'}: the price is below cost, as requested`);
   const minPrice = positiveMoney(ctx, 'min_price');
   let boundFactor = 1;
   if (minPrice && price.lt(minPrice)) {
@@ -52,5 +54,8 @@ export function costPlus(ctx: Context): MethodResult {
     notes.push('min_price raised the price');
   }
   const factors = { input_quality: inputQuality, bounds: boundFactor };
-  return methodResult(price, currency, factors, used, notes, { unit_cost_with_fixed: toPrice(cost, currency), markup_applied: round3(price.div(cost).minus(1).toNumber()) });
+  // Rounding to the currency's units keeps to the floor: min_price, and the cost itself unless a price below it was asked for.
+  const floors: Bound[] = [...(minPrice ? [{ value: minPrice, name: 'min_price' }] : []), ...(belowCost ? [] : [{ value: cost, name: used.includes('fixed_costs') ? 'unit_cost with fixed costs' : 'unit_cost', keys: used.filter((k) => ['unit_cost', 'fixed_costs', 'expected_volume'].includes(k)) }])];
+  const floor = floors.reduce<Bound | undefined>((a, b) => (a && a.value.gte(b.value) ? a : b), undefined);
+  return methodResult(price, currency, factors, used, notes, { unit_cost_with_fixed: toPrice(cost, currency), markup_applied: round3(price.div(cost).minus(1).toNumber()) }, { floor });
 }

@@ -10,6 +10,8 @@ const T975 = [0, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262,
 interface Estimate {
   /** Rows left out for being in another currency than the context's. */
   otherCurrency: Map<string, number>;
+  /** Rows left out for a price or quantity that is not a number above 0 (ln cannot take them). */
+  unusable: number;
   epsilon: number;
   se: number;
   r2: number;
@@ -21,7 +23,7 @@ interface Estimate {
 export function estimateElasticity(history: unknown, currency: string): Estimate | { problem: string } {
   if (!Array.isArray(history)) return { problem: 'price_history must be a list of {price, quantity}' };
   const otherCurrency = new Map<string, number>();
-  const pts = history
+  let pts = history
     .map((h) => (h && typeof h === 'object' ? (h as Record<string, unknown>) : {}))
     // Prices in two currencies would shift ln p between rows and fake a slope.
     .filter((h) => {
@@ -30,9 +32,11 @@ export function estimateElasticity(history: unknown, currency: string): Estimate
       otherCurrency.set(c, (otherCurrency.get(c) ?? 0) + 1);
       return false;
     })
-    .map((h) => ({ p: Number(h.price), q: Number(h.quantity) }))
-    .filter((x) => Number.isFinite(x.p) && Number.isFinite(x.q) && x.p > 0 && x.q > 0);
+    .map((h) => ({ p: Number(h.price), q: Number(h.quantity) }));
+  const inCurrency = pts.length;
+  pts = pts.filter((x) => Number.isFinite(x.p) && Number.isFinite(x.q) && x.p > 0 && x.q > 0);
   const n = pts.length;
+  const unusable = inCurrency - n;
   const foreign = otherCurrency.size ? ` in ${currency}; ${describeCurrencies(otherCurrency)} left out` : '';
   if (n < 5) return { problem: `price_history needs at least 5 usable points with price and quantity above 0${foreign} (has ${n})` };
   if (new Set(pts.map((x) => x.p)).size < 3) return { problem: 'price_history needs at least three distinct prices' };
@@ -58,7 +62,7 @@ export function estimateElasticity(history: unknown, currency: string): Estimate
   if (beta >= 0) return { problem: 'quantity does not fall as price rises in price_history: no usable elasticity' };
   if (se > 0 && Math.abs(beta) / se < 2) return { problem: 'the elasticity estimate is not distinguishable from zero (|t| < 2)' };
   const t = T975[Math.min(n - 2, T975.length - 1)] ?? 1.96;
-  return { otherCurrency, epsilon: -beta, se, r2, n, lowerEpsilon: -beta - t * se };
+  return { otherCurrency, unusable, epsilon: -beta, se, r2, n, lowerEpsilon: -beta - t * se };
 }
 
 /**
@@ -77,7 +81,12 @@ export function elasticityOptimum(ctx: Context): MethodResult {
     const slope = Math.abs(b);
     if (slope === 0 || a / slope <= cost.toNumber()) throw new MethodNotApplicable('Linear demand: the choke price a/b must be above unit_cost.', ['demand_intercept', 'demand_slope']);
     const price = new D(a).div(slope).plus(cost).div(2);
-    return methodResult(price, currency, { model_supplied: 0.45 }, ['unit_cost', 'demand_intercept', 'demand_slope'], ['linear demand optimum (a/b + c)/2'], { expected_quantity: round3(a - slope * price.toNumber()) });
+    const linearNotes = ['linear demand optimum (a/b + c)/2'];
+    // Either sign means the same fall of demand with price (q = a − b·p, b > 0), as elasticity's sign does; said, not silently flipped.
+    if (b < 0) linearNotes.push(`demand_slope ${b} read as ${slope}: demand q = a − b·p falls as price rises`);
+    const ignored = ['elasticity', 'price_history'].filter((k) => ctx[k] != null);
+    if (ignored.length) linearNotes.push(`${ignored.join(' and ')} not used: the linear demand curve (demand_intercept, demand_slope) was given and outranks them`);
+    return methodResult(price, currency, { model_supplied: 0.45 }, ['unit_cost', 'demand_intercept', 'demand_slope'], linearNotes, { expected_quantity: round3(a - slope * price.toNumber()) }, { floor: { value: cost, name: 'unit_cost' } });
   }
   let epsilon: number;
   let factors: Record<string, number>;
@@ -97,6 +106,7 @@ export function elasticityOptimum(ctx: Context): MethodResult {
       notes.push('the 95% interval reaches ε ≤ 1: the optimum is fragile');
     }
     used = ['unit_cost', 'price_history'];
+    if (est.unusable) notes.push(`${est.unusable} price_history row(s) with a price or quantity that is not a number above 0 were dropped (a log-log fit cannot take them; zero-sale periods need a count model)`);
     if (est.otherCurrency.size) notes.push(`price_history rows in another currency than ${currency} were dropped (${describeCurrencies(est.otherCurrency)}): prices are never mixed across currencies`);
     notes.push(`estimated ε = ${round3(epsilon)} from ${est.n} points (R² ${round3(est.r2)})`);
   } else throw new MethodNotApplicable('the elasticity optimum needs elasticity, price_history, or demand_intercept with demand_slope.', ['elasticity', 'price_history']);
@@ -118,5 +128,6 @@ export function elasticityOptimum(ctx: Context): MethodResult {
     factors.capped = 0.6;
   }
   const price: Dec = cost.times(multiple);
-  return methodResult(price, currency, factors, used, notes, { elasticity: round3(epsilon), markup_multiple: round3(multiple) });
+  if (given !== undefined && ctx.price_history != null) notes.push('price_history not used: elasticity was given and outranks an estimate');
+  return methodResult(price, currency, factors, used, notes, { elasticity: round3(epsilon), markup_multiple: round3(multiple) }, { floor: { value: cost, name: 'unit_cost' } });
 }

@@ -122,23 +122,71 @@ export function toPrice(value: Dec, currency: string): string {
 }
 
 /**
+ * The caller's hard bounds on a method's price: a floor (min_price, unit_cost…) and a ceiling
+ * (max_price), each with the input it came from for notes. Rounding to minor units keeps within them.
+ */
+export interface Bound {
+  value: Dec;
+  /** The bound as a note names it: `min_price`, `unit_cost with min_markup`. */
+  name: string;
+  /** The context keys it comes from, when not just `name`. */
+  keys?: string[];
+}
+export interface PriceBounds {
+  floor?: Bound | undefined;
+  ceiling?: Bound | undefined;
+}
+
+/** A bound as given, to 8 decimals at most (a cost with fixed costs spread can have forty). */
+const shownBound = (b: Bound): string => b.value.toDecimalPlaces(8).toFixed();
+
+/**
+ * `rounded` kept within `bounds` in whole minor units: a floor with finer digits than the currency
+ * (min_price 13.001) is met by rounding up (13.01), a ceiling by rounding down, since half-up rounding
+ * of a price on the bound would cross it. A note says so; no minor-unit price between the two is refused.
+ */
+function keptWithin(rounded: Dec, digits: number, currency: string, bounds: PriceBounds, notes: string[] | undefined): Dec {
+  const { floor, ceiling } = bounds;
+  let price = rounded;
+  if (floor && price.lt(floor.value)) {
+    price = floor.value.toDecimalPlaces(digits, Decimal.ROUND_CEIL);
+    notes?.push(`rounded up to ${price.toFixed(digits)} ${currency}, not to the nearest unit: ${floor.name} ${shownBound(floor)} is a floor`);
+  }
+  if (ceiling && price.gt(ceiling.value)) {
+    price = ceiling.value.toDecimalPlaces(digits, Decimal.ROUND_FLOOR);
+    notes?.push(`rounded down to ${price.toFixed(digits)} ${currency}, not to the nearest unit: ${ceiling.name} ${shownBound(ceiling)} is a ceiling`);
+  }
+  // Only a ceiling can bring it back under the floor: both inside one minor unit (13.001 to 13.009).
+  if (floor && ceiling && price.lt(floor.value)) {
+    throw new MethodNotApplicable(
+      `No price in ${currency}'s smallest unit lies between ${floor.name} ${shownBound(floor)} and ${ceiling.name} ${shownBound(ceiling)}: widen them, or use a currency with finer units.`,
+      [...(floor.keys ?? [floor.name]), ...(ceiling.keys ?? [ceiling.name])],
+      true,
+    );
+  }
+  return price;
+}
+
+/**
  * The price a method answers: `value` rounded to the currency's minor units, refused (not
  * applicable: the inputs, not the method, are at fault) when it is not a finite number, rounds to
  * nothing or passes MAX_AMOUNT, so odd inputs never make a built-in fail and count against its
  * breaker. `inputs` are the context keys the value was computed from, named in the refusal.
  */
-export function quote(value: Dec, currency: string, inputs: readonly string[] = []): string {
+export function quote(value: Dec, currency: string, inputs: readonly string[] = [], bounds: PriceBounds = {}, notes?: string[]): string {
   if (!value.isFinite()) {
     // NaN compares false with everything: without this it would pass both checks below and be quoted as "NaN".
     const from = inputs.length ? ` (${inputs.join(', ')})` : '';
     throw new MethodNotApplicable(`These inputs${from} give no finite price (${value.toString()} ${currency}): check their values.`, [...inputs]);
   }
   const digits = minorUnits(currency);
-  const rounded = roundToMinor(value, digits);
-  if (rounded.lte(0)) {
+  const nearest = roundToMinor(value, digits);
+  // A price under half a unit is refused as such before any floor could lift it to a whole unit (0.00011 to 0.01).
+  if (nearest.lte(0)) {
     const unit = new D(1).div(new D(10).pow(digits)).toFixed(digits);
     throw new MethodNotApplicable(`These inputs give a price of ${value.toSignificantDigits(6).toString()} ${currency}, which rounds to nothing in ${currency}'s smallest unit (${unit}); price a larger quantity, or use a currency with finer units (USDC has 6 decimals).`, []);
   }
+  const rounded = keptWithin(nearest, digits, currency, bounds, notes);
   if (rounded.gt(MAX_AMOUNT)) throw new MethodNotApplicable(`These inputs give a price of ${value.toSignificantDigits(6).toString()} ${currency}, above the largest quotable amount (${MAX_AMOUNT.toFixed()}).`, []);
   return rounded.toFixed(digits);
 }
@@ -168,9 +216,9 @@ export function confidenceOf(factors: Readonly<Record<string, number>>): number 
  * A method's answer: the quoted price (refused, naming `inputsUsed`, when it is not finite), and the
  * confidence as the product of the factors it reports, each kept within [0, 1].
  */
-export function methodResult(price: Dec, currency: string, factors: Record<string, number>, inputsUsed: string[], notes: string[], details: Record<string, unknown>): MethodResult {
+export function methodResult(price: Dec, currency: string, factors: Record<string, number>, inputsUsed: string[], notes: string[], details: Record<string, unknown>, bounds: PriceBounds = {}): MethodResult {
   const bounded = Object.fromEntries(Object.entries(factors).map(([k, f]) => [k, clamp01(f)]));
-  return { price: quote(price, currency, inputsUsed), currency, confidence: confidenceOf(bounded), confidence_factors: bounded, inputs_used: inputsUsed, notes, details };
+  return { price: quote(price, currency, inputsUsed, bounds, notes), currency, confidence: confidenceOf(bounded), confidence_factors: bounded, inputs_used: inputsUsed, notes, details };
 }
 
 export interface Observation {
@@ -236,6 +284,17 @@ export function currencyLabel(value: unknown): string {
 
 export function describeCurrencies(counts: ReadonlyMap<string, number>): string {
   return [...counts].map(([c, n]) => `${n} in ${c}`).join(', ');
+}
+
+/**
+ * The median of amounts in exact decimal: the mean of the middle two of an even count is taken on
+ * their decimal values (1.13 and 1.14 → 1.135, which rounds half-up to 1.14), not in binary
+ * floating point (1.1349999…, which rounds to 1.13).
+ */
+export function exactMedian(values: number[]): Dec {
+  const s = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? new D(s[mid] as number) : new D(s[mid - 1] as number).plus(s[mid] as number).div(2);
 }
 
 export function median(values: number[]): number {

@@ -202,7 +202,7 @@ describe('engine: built-in pricing methods', () => {
       const r = run(charm, { unit_cost: 10, markup: 0.01, currency: 'USD' });
       expect(r.details).to.deep.include({ base_price: '10.10' });
       expect(r.price, 'charm price below unit_cost').to.equal('10.10');
-      expect(r.notes.join(' ')).to.match(/charm ending 9\.99 would cross the floor \(unit_cost 10\.00\).*base price kept/);
+      expect(r.notes.join(' ')).to.match(/charm ending 9\.99 would cross the floor \(unit_cost 10\).*base price kept/);
     });
 
     it('takes the nearest ending above the floor when the nearest one lies under it, if within the tolerance', () => {
