@@ -263,7 +263,19 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
     return { ...base, verdict: 'unknown', basis: 'none', reasons, band, confidence: 0, confidence_factors: {} };
   }
 
-  const { lower, upper, sigma, hw } = observationBand;
+  const { sigma, hw } = observationBand;
+  // A floor or ceiling inside the market's band cuts it (the price is judged against what the caller may charge and the
+  // market bears); one beyond the whole band leaves the band as it is, and says the market is out of the caller's reach.
+  const cutLower = floor && floor.greaterThan(observationBand.lower) ? floor : observationBand.lower;
+  const cutUpper = ceiling && ceiling.lessThan(observationBand.upper) ? ceiling : observationBand.upper;
+  const cut = !cutLower.greaterThan(cutUpper);
+  const lower = cut ? cutLower : observationBand.lower;
+  const upper = cut ? cutUpper : observationBand.upper;
+  if (!cut && floor && floor.greaterThan(observationBand.upper)) {
+    reasons.push(`the floor ${amount(floor)} (${constraints.floor?.from.join(', ')}) is above the market's whole band [${amount(observationBand.lower)}, ${amount(observationBand.upper)}]: no price it allows is inside, so the price is judged against the market as it is`);
+  } else if (!cut && ceiling && ceiling.lessThan(observationBand.lower)) {
+    reasons.push(`the ceiling ${amount(ceiling)} (max_price) is below the market's whole band [${amount(observationBand.lower)}, ${amount(observationBand.upper)}]: no price it allows is inside, so the price is judged against the market as it is`);
+  }
   let verdict: VerdictValue;
   let nearest: Dec;
   if (p.lessThan(lower)) {
@@ -296,7 +308,8 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
     distance: round(0.5 + 0.5 * Math.min(1, dist)),
   };
   const confidence = round(Math.min(1, Math.max(0, factors.amount * factors.independence * factors.agreement * factors.freshness * factors.distance)));
-  return { ...base, verdict, basis: 'observations', reasons, band: twoSidedBand(observationBand, t, amount), confidence, confidence_factors: factors };
+  const band = cut ? constrainedBand(observationBand, floor, ceiling, t, amount) : twoSidedBand(observationBand, t, amount);
+  return { ...base, verdict, basis: 'observations', reasons, band, confidence, confidence_factors: factors };
 }
 
 /**

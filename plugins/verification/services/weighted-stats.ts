@@ -220,9 +220,13 @@ export function sourceMedians<T extends AgedObservation>(
   };
 }
 
-/** A weight share over one half; exactly half (two workspaces equalised by the cap give 0.5 + ε) is not. */
+/**
+ * A weight share over one half, to a tenth of a percent: exactly half is not (two workspaces equalised by the cap give
+ * 0.5 + ε), nor is a half that time decay tilts by less (the same quote from two workspaces a second apart weighs
+ * 0.5 + 10⁻⁸), which would be disclosed as dependence on one of them. So a share called over half reads 50.1% or more.
+ */
 export function overHalf(share: number): boolean {
-  return share > 0.5 + 1e-9;
+  return Math.round(share * 1000) > 500;
 }
 
 /** The reference resting on one workspace: what it would be without it, and that workspace's share of the raw weight. */

@@ -149,6 +149,15 @@ describe('verification verdict (pure)', () => {
       expect(v.reasons.join(' ')).not.to.match(/rests on one workspace/);
     });
 
+    it('two workspaces quoting a second apart are not called "over half": time decay tilting a half by less than a tenth of a percent is no dominance', () => {
+      const second = 1 / 86_400;
+      const v = verdict('10.5', [obs('ws_a', 'x', '10', 1), obs('ws_b', 'y', '11', 1 + 0.3 * second)], { callerWorkspaceId: null });
+      expect(v.independence.reasons.join(' ')).not.to.match(/over half/);
+      // A share that is over half to a tenth of a percent still is, and reads so.
+      const tilted = verdict('10.5', [obs('ws_a', 'x', '10', 1), obs('ws_b', 'y', '11', 1.2)], { callerWorkspaceId: null });
+      expect(tilted.independence.reasons.join(' ')).to.match(/submitted 50\.\d+% of the weight .* over half/);
+    });
+
     it('a source with exactly half the weight of two workspaces equalised by the cap is not called "over half"', () => {
       const big = Array.from({ length: 10 }, (_, i) => obs('ws_a', 'shelf', (20 + i / 10).toFixed(2), 1 + i / 10));
       const small = Array.from({ length: 7 }, (_, i) => obs('ws_b', 'web', (20.3 + i / 10).toFixed(2), 1 + i / 7));
@@ -244,6 +253,28 @@ describe('verification verdict (pure)', () => {
       const under = verdict('4.00', market(), { floor: { value: '5', from: ['unit_cost'] } });
       expect(under).to.include({ verdict: 'low', basis: 'floor' });
       expect(under.band.method).to.equal('log_median_k_mad');
+    });
+
+    it('a floor or ceiling inside the band cuts the band the price is judged against, when the market decides too', () => {
+      const plain = verdict('10.20', market());
+      const floored = verdict('10.20', market(), { floor: { value: '10.05', from: ['unit_cost'] } });
+      expect(floored).to.include({ verdict: 'reasonable', basis: 'observations' });
+      expect(floored.band).to.include({ lower: '10.05', upper: plain.band.upper, method: 'log_median_k_mad_within_constraints' });
+      const capped = verdict('10.00', market(), { ceiling: { value: '10.30', from: ['max_price'] } });
+      expect(capped.band).to.include({ lower: plain.band.lower, upper: '10.30', method: 'log_median_k_mad_within_constraints' });
+      // The distance factor is measured to the bound of the cut band nearest the price: on the floor, the least.
+      const onFloor = verdict('10.05', market(), { floor: { value: '10.05', from: ['unit_cost'] } });
+      expect(onFloor.confidence_factors).to.include({ distance: 0.5 });
+    });
+
+    it('a floor above the whole band leaves the market to judge, and says that no price the floor allows is inside it', () => {
+      const v = verdict('31', market(), { floor: { value: '30', from: ['unit_cost'] } });
+      expect(v).to.include({ verdict: 'high', basis: 'observations' });
+      expect(v.band.method).to.equal('log_median_k_mad');
+      expect(v.reasons[0]).to.match(/^the floor 30\.00 \(unit_cost\) is above the market's whole band \[\d+\.\d+, \d+\.\d+\]: no price it allows is inside, so the price is judged against the market as it is$/);
+      const under = verdict('5', market(), { ceiling: { value: '6', from: ['max_price'] } });
+      expect(under).to.include({ verdict: 'low', basis: 'observations' });
+      expect(under.reasons[0]).to.match(/^the ceiling 6\.00 \(max_price\) is below the market's whole band/);
     });
   });
 
