@@ -173,7 +173,7 @@ export class PricingEngine {
         const weighted = Object.values(config.weights ?? {}).some((w) => w > 0);
         const routeConfig: PolicyConfig = strategy === 'weighted' && !weighted ? { ...config, weights: Object.fromEntries(evenOver().map((id) => [id, 1])) } : config;
         try {
-          decision = await this.router.decide({ context: req.context, scope: req.scope, strategy, config: routeConfig, policyId: policy?.id ?? null, policySavedAt: policy?.updated_at });
+          decision = await this.router.decide({ context: req.context, scope: req.scope, strategy, config: routeConfig, policyId: policy?.id ?? null, policySavedAt: policy?.updated_at, market: req.market ?? undefined });
         } catch (err) {
           // The policy's fallbacks are its safety net for every candidate out of the running too (breakers open, functions
           // withdrawn), each still held to the ceilings, its breaker and reach: nothing is picked in spite of a ceiling.

@@ -3,6 +3,8 @@ import type { KvStore } from '../../core/kv';
 import type { CandidateReport } from '../errors';
 import { EngineError } from '../errors';
 import { effectiveCost, healthCallerOf } from '../functions';
+import { mayPrice } from '../builtins/catalogue';
+import type { MarketEvidence } from '../builtins/types';
 import type { CallerScope, FunctionDescriptor } from '../functions';
 import type { FunctionRegistry } from '../registry';
 import type { Rng } from '../rng';
@@ -27,6 +29,8 @@ export interface RouteInput {
   policyId: string | null;
   /** When the policy was last saved: its names bind only to functions registered by then (FunctionRegistry.resolveForPolicy). */
   policySavedAt?: string | undefined;
+  /** The network's observations of the context's product type, when looked up: what a built-in may price from. */
+  market?: MarketEvidence | undefined;
 }
 
 export interface RouteDecision {
@@ -192,32 +196,46 @@ export class Router {
         return pick(chosen as FunctionDescriptor, { rule, eligible: [chosen as FunctionDescriptor] });
       }
       case 'cheapest': {
-        const sorted = [...eligible].sort(
-          (a, b) =>
-            dec(effectiveCost(a)).comparedTo(dec(effectiveCost(b))) ||
-            (this.latency.snapshot(a.id).p50_ms ?? Infinity) - (this.latency.snapshot(b.id).p50_ms ?? Infinity) ||
-            a.id.localeCompare(b.id),
-        );
+        // Within a cost tie: a function never timed (cold) is tried first, as fastest explores, or the one timed first would
+        // keep the tie's traffic for good and the others never get a latency to compare; then p50; then id. A cold one that
+        // failed for this caller within the window, or one with no latency to rank by, comes last.
+        const tieRank = (f: FunctionDescriptor): number => {
+          const snap = this.latency.snapshot(f.id);
+          if (snap.cold) return this.latency.failedFor(f.id, caller) ? Infinity : -1;
+          return snap.p50_ms ?? Infinity;
+        };
+        const sorted = [...eligible].sort((a, b) => dec(effectiveCost(a)).comparedTo(dec(effectiveCost(b))) || tieRank(a) - tieRank(b) || a.id.localeCompare(b.id));
         const chosen = sorted[0] as FunctionDescriptor;
-        return pick(chosen, { statistic: { cost_per_unit: effectiveCost(chosen), tie_break: 'latency p50, then id' }, alternates: sorted.slice(1) });
+        return pick(chosen, { statistic: { cost_per_unit: effectiveCost(chosen), tie_break: 'never timed first, then latency p50, then id' }, alternates: sorted.slice(1) });
       }
       case 'fastest': {
         const snaps = eligible.map((f) => ({ f, s: this.latency.snapshot(f.id) }));
-        const cold = snaps.filter((x) => x.s.cold).map((x) => x.f).sort((a, b) => a.id.localeCompare(b.id));
+        // A cold function that failed for this caller within the window is not explored again for it on every call (its one
+        // failure sample keeps it cold): it comes last, until that failure leaves the window. Others still explore it.
+        const failedHere = (f: FunctionDescriptor): boolean => this.latency.failedFor(f.id, caller);
+        const cold = snaps.filter((x) => x.s.cold && !failedHere(x.f)).map((x) => x.f).sort((a, b) => a.id.localeCompare(b.id));
+        const coldFailedHere = snaps.filter((x) => x.s.cold && failedHere(x.f)).map((x) => x.f).sort((a, b) => a.id.localeCompare(b.id));
         const withP50 = snaps.filter((x) => !x.s.cold && x.s.p50_ms !== null).sort((a, b) => (a.s.p50_ms as number) - (b.s.p50_ms as number) || a.f.id.localeCompare(b.f.id));
         // Explored enough, but every recent call to it was declined by its endpoint: no latency to rank it by, so last.
         const declining = snaps.filter((x) => !x.s.cold && x.s.p50_ms === null).map((x) => x.f).sort((a, b) => a.id.localeCompare(b.id));
         // After the choice: the other cold functions, then the warm ones fastest first, then the declining ones.
-        const rest = (chosen: FunctionDescriptor) => [...cold, ...withP50.map((x) => x.f), ...declining].filter((f) => f !== chosen);
+        const rest = (chosen: FunctionDescriptor) => [...cold, ...withP50.map((x) => x.f), ...declining, ...coldFailedHere].filter((f) => f !== chosen);
         if (cold.length > 0) {
           const chosen = cold[Math.floor(this.rng() * cold.length)] as FunctionDescriptor;
-          // An exploration that fails costs the caller no error: the fastest warm function answers, or, with none, the next cold one.
-          const afterFailure = withP50[0]?.f ?? cold.find((f) => f !== chosen);
+          // An exploration that fails costs the caller no error: the fastest warm function that may price the context answers,
+          // or, with none, the next cold one that may (one more function, not the whole list; a built-in without its inputs would
+          // only decline, and the call end in an error another warm one could have spared).
+          const canPrice = (f: FunctionDescriptor) => f !== chosen && mayPrice(f, input.context, input.market);
+          const afterFailure = withP50.map((x) => x.f).find(canPrice) ?? cold.find(canPrice);
           return pick(chosen, { statistic: { name: 'exploring cold function', samples: this.latency.snapshot(chosen.id).samples }, alternates: rest(chosen), ...(afterFailure ? { afterFailure: [afterFailure] } : {}) });
         }
-        if (withP50.length === 0) {
+        if (withP50.length === 0 && declining.length > 0) {
           const chosen = declining[0] as FunctionDescriptor;
           return pick(chosen, { statistic: { name: 'no latency samples: its endpoint declined every recent call', samples: 0 }, alternates: rest(chosen) });
+        }
+        if (withP50.length === 0) {
+          const chosen = coldFailedHere[0] as FunctionDescriptor;
+          return pick(chosen, { statistic: { name: 'cold, and failed for this workspace within the window: no other candidate', samples: this.latency.snapshot(chosen.id).samples }, alternates: rest(chosen) });
         }
         const best = (withP50[0] as { s: LatencySnapshot }).s.p50_ms as number;
         const band = input.config.tie_band_pct ?? DEFAULT_TIE_BAND_PCT;

@@ -179,6 +179,11 @@ export class LatencyStats {
     return s.cached;
   }
 
+  /** Whether `caller`'s latest failure of the function is still in the window (one failure sample is kept per workspace). */
+  failedFor(fnId: string, caller: string | undefined): boolean {
+    return caller !== undefined && (this.inWindow(fnId)?.by.includes(caller) ?? false);
+  }
+
   /** Failures among the samples in the window. */
   failures(fnId: string): number {
     return this.inWindow(fnId)?.failed.filter(Boolean).length ?? 0;

@@ -236,6 +236,47 @@ describe('engine: fallback order and failing functions', function () {
     }
   });
 
+  it('fastest: a cold function that failed for this workspace is not explored for it on every call (its one failure sample keeps it cold); another workspace still explores it', async () => {
+    const own = await harness({ functions: [fixture('test-throw'), fixture('test-alpha')], engine: { cacheTtlMs: 0, breakerMinCalls: 1000 } });
+    try {
+      recordLatency(own, 'fn_test_alpha', 5);
+      const fastest = policy('fastest', { candidates: ['test-throw', 'test-alpha'] });
+      const first = await own.price({ policy: fastest, context: { explore: 10 } });
+      expect(first.attempts.map((a) => `${a.function}:${a.outcome}`)).to.deep.equal(['test-throw:failed', 'test-alpha:ok']);
+      for (const n of [11, 12, 13]) {
+        const again = await own.price({ policy: fastest, context: { explore: n } });
+        expect(again.attempts.map((a) => `${a.function}:${a.outcome}`), `call ${n}`).to.deep.equal(['test-alpha:ok']);
+        expect(stage(again, 'route').statistic).to.deep.include({ name: 'windowed p50 latency' });
+        expect(again.fallbackUsed).to.equal(false);
+      }
+      // Still cold for everyone else: one workspace's failures do not decide another's exploration.
+      const other = await own.price({ policy: fastest, context: { explore: 14 }, scope: { workspaceId: 'ws_other', builtInsOnly: false } });
+      expect(stage(other, 'route')).to.deep.include({ chosen: 'test-throw', statistic: { name: 'exploring cold function', samples: 1 } });
+      // Once its failure leaves the window, this workspace explores it again.
+      own.clock.advance(5 * 60_000 + 1);
+      recordLatency(own, 'fn_test_alpha', 5);
+      const later = await own.price({ policy: fastest, context: { explore: 15 } });
+      expect(stage(later, 'route')).to.deep.include({ chosen: 'test-throw' });
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('fastest: after a failed exploration the warm function tried is the fastest that may price the context, not one that would only decline it', async () => {
+    const own = await harness({ functions: [fixture('test-throw')], engine: { cacheTtlMs: 0, breakerMinCalls: 1000 } });
+    try {
+      // anchored-adjustment is the fastest warm one, but without current_price it cannot price: cost-plus answers.
+      recordLatency(own, 'fn_builtin_anchored', 1);
+      recordLatency(own, 'fn_builtin_cost_plus', 9);
+      const out = await own.price({ policy: policy('fastest', { candidates: ['test-throw', 'anchored-adjustment', 'cost-plus'] }), context: { unit_cost: 2.41 } });
+      expect(stage(out, 'route')).to.deep.include({ chosen: 'test-throw' });
+      expect(out.attempts.map((a) => `${a.function}:${a.outcome}`)).to.deep.equal(['test-throw:failed', 'cost-plus:ok']);
+      expect(out.fn.name).to.equal('cost-plus');
+    } finally {
+      await own.close();
+    }
+  });
+
   it('fastest: a cold function explored and failing, with no warm function, gives way to the next cold one rather than an error', async () => {
     // Its own engine: every function is cold (never timed).
     const own = await harness({ functions: [fixture('test-throw'), fixture('test-alpha'), fixture('test-bad-result')], engine: { cacheTtlMs: 0, breakerMinCalls: 1000 } });

@@ -162,6 +162,18 @@ describe('engine: routing strategies', function () {
       recordLatency(h, 'fn_test_gamma', 5);
       expect((await h.price({ policy: cheapest, context: { n: 2 } })).fn.name).to.equal('test-gamma');
     });
+
+    it('tries a never-timed function of a cost tie first, so the one timed first does not keep the tie for good', async () => {
+      h.source.put(fixture('test-gamma', { costPerUnit: '0.002' }));
+      await h.parts.registry.changed('fn_test_gamma');
+      recordLatency(h, 'fn_test_alpha', 1);
+      const out = await h.price({ policy: cheapest, context: { n: 3 } });
+      expect(out.fn.name).to.equal('test-gamma');
+      expect(stage(out, 'route').statistic).to.deep.include({ tie_break: 'never timed first, then latency p50, then id' });
+      // Timed, and slower: the tie goes by p50.
+      recordLatency(h, 'fn_test_gamma', 80);
+      expect((await h.price({ policy: cheapest, context: { n: 4 } })).fn.name).to.equal('test-alpha');
+    });
   });
 
   describe('fastest', () => {
