@@ -24,13 +24,14 @@ const CREATE_SAMPLES: Body = { name: 'my routing policy', strategy: 'default' };
 
 /**
  * One pass: what `issues` refuse in `value` replaced by a sample (a field a policy needs, a config
- * key its strategy needs) or left out. A refused rule is left out alone, the caller's other rules
- * kept; the sample rule stands in only when none is left.
+ * key its strategy needs) or left out. A refused rule or weight is left out alone, the caller's other
+ * rules or weights kept; the sample stands in only when none is left.
  */
 function mend(value: Body, issues: readonly z.core.$ZodIssue[], topSamples: Body): Body {
   const out: Body = { ...value };
   let config: Body | undefined = isObject(out.config) ? { ...out.config } : undefined;
   const refusedRules = new Set<number>();
+  const refusedWeights = new Set<string>();
   for (const issue of issues) {
     const [top, key, index] = issue.path;
     if (issue.code === 'unrecognized_keys' && issue.path.length <= 1) {
@@ -38,6 +39,9 @@ function mend(value: Body, issues: readonly z.core.$ZodIssue[], topSamples: Body
       for (const k of issue.keys) if (from) delete from[k];
     } else if (top === 'config' && key === 'rules' && typeof index === 'number' && config && Array.isArray(config.rules)) {
       refusedRules.add(index);
+    } else if (top === 'config' && key === 'weights' && typeof index === 'string' && config && isObject(config.weights)) {
+      // One refused weight (negative, not a number) is left out alone; the caller's other weights stay.
+      refusedWeights.add(index);
     } else if (top === 'config' && typeof key === 'string' && config) {
       // A sample replaces a refused needed key once; refused again, or a key nothing needs, it is left out.
       if (key in SAMPLES && config[key] !== SAMPLES[key]) config[key] = SAMPLES[key];
@@ -56,6 +60,10 @@ function mend(value: Body, issues: readonly z.core.$ZodIssue[], topSamples: Body
   if (config && refusedRules.size > 0) {
     const kept = (config.rules as unknown[]).filter((_, i) => !refusedRules.has(i));
     config.rules = kept.length > 0 ? kept : SAMPLES.rules;
+  }
+  if (config && refusedWeights.size > 0 && isObject(config.weights)) {
+    const kept = Object.fromEntries(Object.entries(config.weights).filter(([ref]) => !refusedWeights.has(ref)));
+    config.weights = Object.keys(kept).length > 0 ? kept : SAMPLES.weights;
   }
   if (config) out.config = config;
   return out;

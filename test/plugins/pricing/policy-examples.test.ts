@@ -62,6 +62,12 @@ describe('pricing: the examples of refused routing policies', function () {
     await refusedPatch({ config: { max_latency_ms: 50, bogus: 1 } }, 'validation_error', ['config'], { config: { max_latency_ms: 50 } }, { ...STORED, config: { max_latency_ms: 50 } });
     // Nothing was sent that could be kept: the example changes nothing.
     await refusedPatch('{"fallback_chain": ', 'invalid_json', null, {});
+    // One refused weight is left out alone: the caller's valid weights stay, and no function it never named is added.
+    const weights = { strategy: 'weighted', config: { weights: { 'cost-plus': -1, 'charm-pricing': 2 } } };
+    await refusedPatch(weights, 'validation_error', ['config.weights.cost-plus'], { strategy: 'weighted', config: { weights: { 'charm-pricing': 2 } } }, { ...STORED, strategy: 'weighted', config: { weights: { 'charm-pricing': 2 } } });
+    const created = await a.post<Body>(PATH, { name: 'weights-create', ...weights });
+    expect(created.status, created.text).to.equal(400);
+    expect(created.body.example).to.deep.equal({ name: 'weights-create', strategy: 'weighted', config: { weights: { 'charm-pricing': 2 } } });
   });
 
   it('a create naming a function that does not exist gets an example without the name (samples where the strategy needs one) that creates the policy', async () => {
