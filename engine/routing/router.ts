@@ -152,10 +152,10 @@ export class Router {
         eligible.push(fn);
       }
     }
-    const fail = (message: string): never => {
+    const fail = (message: string, ruleMatched = false): never => {
       // Open breakers pass: the first to let a trial through says when the same call may find a candidate.
       const retryAfterS = this.breakers.firstTrialInS(reports.flatMap((r) => (r.reason === 'breaker open' && r.id ? [r.id] : [])), caller);
-      throw new EngineError('no_eligible_function', message, { candidates: reports, strategy: input.strategy, ...(input.policyId ? { policyId: input.policyId } : {}), ...(retryAfterS ? { retryAfterS } : {}) });
+      throw new EngineError('no_eligible_function', message, { candidates: reports, strategy: input.strategy, ...(input.policyId ? { policyId: input.policyId } : {}), ...(retryAfterS ? { retryAfterS } : {}), ...(ruleMatched ? { ruleMatched } : {}) });
     };
     if (eligible.length === 0) fail(`No candidate function is eligible under strategy ${input.strategy}.`);
 
@@ -190,6 +190,7 @@ export class Router {
               : target
                 ? `No rule matched the context, and the policy's default_function ${target} is not eligible (${why as string}).`
                 : 'No rule matched the context and the policy has no default_function.',
+            index >= 0,
           );
         }
         const rule = index >= 0 ? { index, ...((rules[index] as Rule).name ? { name: (rules[index] as Rule).name } : {}), when: (rules[index] as Rule).when, use: (rules[index] as Rule).use } : { index: -1 as const, default_function: target as string };

@@ -123,7 +123,9 @@ describe('engine: routing strategies', function () {
       const ruled = policy('policy', { rules: [{ when: { vip: true }, use: 'gone-function' }, { when: { quantity: { gte: 1 } }, use: 'test-alpha' }], default_function: 'gone-default' });
       const err = await engineError(h.price({ policy: ruled, context: { vip: true } }), 'no_eligible_function');
       expect(err.message).to.equal('Rule 0 matched, but its function gone-function is not eligible (unreachable); default_function applies only when no rule matches.');
+      expect(err.details.ruleMatched).to.equal(true);
       const missed = await engineError(h.price({ policy: ruled, context: { vip: false } }), 'no_eligible_function');
+      expect(missed.details).to.not.have.property('ruleMatched');
       expect(missed.message).to.equal("No rule matched the context, and the policy's default_function gone-default is not eligible (unreachable).");
     });
 

@@ -92,7 +92,8 @@ export function toApiError(err: unknown, opts: ErrorAudience = {}): unknown {
       const levers = [
         reasons.has('cost ceiling') ? 'raise max_cost_per_unit' : null,
         reasons.has('latency ceiling') ? 'raise max_latency_ms' : null,
-        reasons.has('rule miss') ? 'add a rule or a default_function for this context' : null,
+        // A rule that matched sends the context to its function whatever else holds: only letting that function through helps.
+        reasons.has('rule miss') && !d.ruleMatched ? 'add a rule or a default_function for this context' : null,
         reasons.has('no weight') ? 'give the functions a weight' : null,
         reasons.has('unreachable') || reasons.has('not active') || reasons.has('pipeline unavailable') ? 'replace the functions out of reach or not active (a marketplace function its owner withdrew, say)' : null,
       ].filter((l): l is string => l !== null);

@@ -35,6 +35,16 @@ describe('pricing: engine outcomes as SPEC error bodies', () => {
       'Every candidate was excluded; candidates lists each one and why. PATCH /api/routing-policies/rp_2: replace the functions out of reach or not active (a marketplace function its owner withdrew, say); or set a fallback_function: the fallbacks are tried when every candidate is excluded.',
     );
     expect(err(['cost ceiling', 'latency ceiling', 'rule miss', 'no weight']).extras.hint).to.contain('PATCH /api/routing-policies/rp_2: raise max_cost_per_unit, raise max_latency_ms, add a rule or a default_function for this context, give the functions a weight;');
+    // A rule that matched sends the context to its function: adding a rule or a default_function would not help, so neither is offered.
+    const matched = toApiError(
+      new EngineError('no_eligible_function', 'Rule 0 matched, but its function qa-slow is not eligible (latency ceiling); default_function applies only when no rule matches.', {
+        candidates: [candidate('latency ceiling'), candidate('rule miss')],
+        strategy: 'policy',
+        policyId: 'rp_3',
+        ruleMatched: true,
+      }),
+    ) as ApiError;
+    expect(matched.extras.hint).to.contain('PATCH /api/routing-policies/rp_3: raise max_latency_ms;').and.not.contain('add a rule');
     const skipped = [{ function: 'cost-plus', id: 'fn_builtin_cost_plus', role: 'fallback_function', outcome: 'skipped', error: 'cost ceiling (0.001 > 0)', ms: 0 }];
     const after = err(['cost ceiling'], skipped);
     expect(after.extras.hint).to.equal("Every candidate was excluded; candidates lists each one and why, attempts why each of the policy's fallbacks could not run. PATCH /api/routing-policies/rp_2: raise max_cost_per_unit.");
