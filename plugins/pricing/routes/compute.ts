@@ -76,6 +76,17 @@ function validItem(batchItem: s.CallSchemas['batchItem'], item: PricedItem | s.I
   throw validationFailed('body', issues, 'Fix the fields listed in issues; example shows a batch item that passes.', s.batchExample.items[0]);
 }
 
+/**
+ * A batch item's refusal of its fields found past the schema (`explicit` without a function, say) named as the schema's
+ * are: its message and issue paths in the body (`items[2].function_id`), so the caller knows which item to fix.
+ */
+function itemNamed(err: ApiError, index: number): ApiError {
+  const at = `items[${index}]`;
+  const issues = err.extras.issues;
+  if (err.code !== 'validation_error' || !issues?.length || issues.every((i) => i.path.startsWith(at))) return err;
+  return new ApiError(err.code, err.message.startsWith(at) ? err.message : `${at}: ${err.message}`, { ...err.extras, issues: issues.map((i) => (i.path.startsWith(at) ? i : { ...i, path: i.path === '(root)' ? at : `${at}.${i.path}` })) });
+}
+
 /** A call's Idempotency-Key header, as callIdempotency keeps it; undefined without one. */
 function keyedCall(ctx: RequestContext, route: string, body: unknown): ComputeCall['idempotency'] {
   const key = requestKey(ctx, true);
@@ -163,7 +174,7 @@ export function computeRoutes(compute: ComputeService, schemas: s.CallSchemas, b
                 return { index, status: 200, result: r.body };
               } catch (err) {
                 // A store that failed (database, Redis) is the same retryable 503 as on a single call.
-                const apiErr = isApiError(err) ? err : (unavailableError(err) ?? new ApiError('internal_error', 'This item could not be priced.'));
+                const apiErr = isApiError(err) ? itemNamed(err, index) : (unavailableError(err) ?? new ApiError('internal_error', 'This item could not be priced.'));
                 if (!isApiError(err)) ctx.log.error({ err, index }, 'batch item failed');
                 return { index, status: apiErr.status, error: errorBody(apiErr) };
               }

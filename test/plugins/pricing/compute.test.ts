@@ -501,9 +501,12 @@ describe('compute API', function () {
 
   it('names a batch item that fails validation (items[i]) in its error\'s message and issue paths', async () => {
     const api = client(svc.url, { 'x-api-key': key });
-    const res = await api.post<Record<string, any>>('/api/compute/batch', { items: [{ context: { current_price: 5 } }, null, { context: { current_price: -2 } }] });
+    const res = await api.post<Record<string, any>>('/api/compute/batch', { items: [{ context: { current_price: 5 } }, null, { context: { current_price: -2 } }, { context: { unit_cost: 2 }, routing_preference: 'explicit' }] });
     expect(res.status, res.text).to.equal(200);
-    expect(res.body.items.map((i: { status: number }) => i.status)).to.deep.equal([200, 400, 400]);
+    expect(res.body.items.map((i: { status: number }) => i.status)).to.deep.equal([200, 400, 400, 400]);
+    // Refused past the schema (explicit without a function): named the same way.
+    expect(res.body.items[3].error.error).to.match(/^items\[3\]: routing_preference "explicit" needs function_id/);
+    expect(res.body.items[3].error.issues).to.deep.equal([{ path: 'items[3].function_id', reason: 'required when routing_preference is "explicit"' }]);
     expect(res.body.items[1].error).to.include({ code: 'validation_error', error: 'Request body failed validation (items[1]: must be an object, not null).' });
     expect(res.body.items[1].error.issues).to.deep.equal([{ path: 'items[1]', reason: 'must be an object, not null' }]);
     expect(res.body.items[1].error.hint).to.equal('Fix the fields listed in issues; example shows a batch item that passes.');
