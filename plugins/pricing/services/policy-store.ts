@@ -1,3 +1,4 @@
+import { stableStringify } from '../../../core/stable-json';
 import { ExpiringMap } from '../../../core/bounded-map';
 import type { Clock } from '../../../core/clock';
 import type { Transaction } from 'sequelize';
@@ -173,7 +174,11 @@ export class PolicyStore {
       await this.takeTurn(workspaceId, tx);
       const current = await this.sql.one<PolicyRow>('SELECT * FROM routing_policies WHERE id = $1 AND workspace_id = $2 FOR UPDATE', [id, workspaceId], tx);
       if (!current) return null;
-      const p = produce(toRecord(current));
+      const stored = toRecord(current);
+      const p = produce(stored);
+      // A patch that changes nothing ({}, or every field as stored) leaves the row as it is: updated_at says when the policy
+      // last changed, and its names bind to the functions registered by then.
+      if (samePolicy(p, stored)) return current;
       if (p.is_default) await this.unsetDefault(workspaceId, id, tx);
       return this.sql.one<PolicyRow>(
         `UPDATE routing_policies SET name = $3, strategy = $4, is_default = $5, fallback_chain = $6, fallback_function = $7, config = $8, updated_at = statement_timestamp()
@@ -193,6 +198,12 @@ export class PolicyStore {
     if (n > 0) await this.kv.del(roundRobinKey(id, workspaceId));
     return n > 0;
   }
+}
+
+/** Whether two policies hold the same fields (config compared by value, key order aside). */
+function samePolicy(a: PolicyShape, b: PolicyShape): boolean {
+  const fields = (p: PolicyShape) => stableStringify({ name: p.name, strategy: p.strategy, is_default: p.is_default, fallback_chain: p.fallback_chain, fallback_function: p.fallback_function, config: p.config });
+  return fields(a) === fields(b);
 }
 
 export function policyView(p: PolicyRecord): Record<string, unknown> {

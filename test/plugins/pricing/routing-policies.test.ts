@@ -190,6 +190,18 @@ describe('pricing: routing policies over HTTP', function () {
   });
 
   describe('PATCH is validated against the policy it produces', () => {
+    it('a PATCH that changes nothing ({}, or fields as stored) leaves updated_at as it was; one that changes something moves it', async () => {
+      const p = await create(a, { name: 'unchanged by patch', strategy: 'cheapest', config: { max_cost_per_unit: '0.002' } });
+      await new Promise((r) => setTimeout(r, 15));
+      for (const body of [{}, { name: 'unchanged by patch' }, { strategy: 'cheapest', config: { max_cost_per_unit: '0.002' } }]) {
+        const res = await a.patch<Record<string, any>>(`${PATH}/${p.id as string}`, body);
+        expect(res.status, res.text).to.equal(200);
+        expect(res.body.policy.updated_at, JSON.stringify(body)).to.equal(p.updated_at);
+      }
+      const changed = await a.patch<Record<string, any>>(`${PATH}/${p.id as string}`, { config: { max_cost_per_unit: '0.003' } });
+      expect(changed.body.policy.updated_at).to.not.equal(p.updated_at);
+    });
+
     it('switching to weighted without weights: 400 naming config.weights, nothing changed', async () => {
       const p = await create(a, { name: 'to weighted', strategy: 'cheapest' });
       const res = await a.patch<Record<string, any>>(`${PATH}/${p.id}`, { strategy: 'weighted' });
