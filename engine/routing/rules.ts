@@ -10,6 +10,37 @@ import { z } from 'zod';
 const scalar = z.union([z.string().max(500), z.number(), z.boolean(), z.null()]);
 export const OPERATORS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'nin', 'exists', 'contains', 'starts_with'] as const;
 
+/** What each operator takes, as a refusal of a wrong value says it ("Invalid input" leaves the author guessing). */
+const OPERAND: Record<(typeof OPERATORS)[number], string> = {
+  eq: 'a string, number, boolean or null',
+  ne: 'a string, number, boolean or null',
+  gt: 'a number',
+  gte: 'a number',
+  lt: 'a number',
+  lte: 'a number',
+  in: 'a list of 1 to 100 strings, numbers, booleans or nulls',
+  nin: 'a list of 1 to 100 strings, numbers, booleans or nulls',
+  exists: 'true or false',
+  contains: 'a string of 1 to 200 characters',
+  starts_with: 'a string of 1 to 200 characters',
+};
+
+const shownValue = (v: unknown): string => (JSON.stringify(v) ?? String(v)).slice(0, 60);
+
+/** Why a condition is refused: a list, or each wrong operator with what it takes and what came. */
+function conditionProblem(iss: { code: string; input?: unknown; errors?: ReadonlyArray<ReadonlyArray<{ path: PropertyKey[]; message: string }>> }): string | undefined {
+  if (iss.code !== 'invalid_union') return undefined;
+  const v = iss.input;
+  if (Array.isArray(v)) return 'a condition is a value or an object of operators, not a list: to match any of several values use {"in": [...]}';
+  if (v === null || typeof v !== 'object') return 'a condition is a string of at most 500 characters, a number, a boolean, null, or an object of operators';
+  const reasons = (iss.errors?.[1] ?? []).map((i) => {
+    const op = i.path[0];
+    if (typeof op !== 'string' || !(op in OPERAND)) return i.message;
+    return `${op} must be ${OPERAND[op as keyof typeof OPERAND]}, got ${shownValue((v as Record<string, unknown>)[op])}`;
+  });
+  return reasons.length ? [...new Set(reasons)].join('; ') : undefined;
+}
+
 export const conditionSchema = z.union([
   scalar,
   z
@@ -31,7 +62,7 @@ export const conditionSchema = z.union([
     })
     // Only for a truly empty object: an unknown operator is already reported by name.
     .refine((c) => Object.keys(c).length > 0, { message: `a condition needs at least one operator (${OPERATORS.join(', ')})`, when: (payload) => payload.issues.length === 0 }),
-]);
+], { error: (iss) => conditionProblem(iss as never) });
 export type Condition = z.infer<typeof conditionSchema>;
 
 export const PATH_PATTERN = /^(context\.)?[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+){0,7}$/;
@@ -52,7 +83,7 @@ export const ruleSchema = z.strictObject({
     })
     .pipe(
       z
-        .record(z.string().regex(PATH_PATTERN, 'a dotted context path such as customer.tier or items.0.sku (at most 8 levels)'), conditionSchema)
+        .record(z.string().regex(PATH_PATTERN, 'a dotted context path such as customer.tier or items.0.sku (at most 8 levels; the first step a letter or _ followed by letters, digits or _, the others letters, digits or _)'), conditionSchema)
         .refine((w) => Object.keys(w).length > 0 && Object.keys(w).length <= 20, 'when needs 1 to 20 conditions'),
     ),
   use: z.string().min(1).max(100),

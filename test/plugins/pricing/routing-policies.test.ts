@@ -87,11 +87,26 @@ describe('pricing: routing policies over HTTP', function () {
       expect(res.body.issues).to.deep.equal([{ path: 'config.rules.0.when.product_type', reason: 'unknown operator "regex" (operators: eq, ne, gt, gte, lt, lte, in, nin, exists, contains, starts_with)' }]);
     });
 
+    it('a condition with a value its operator does not take: 400 saying what the operator takes and what came', async () => {
+      for (const [when, reason] of [
+        [{ gt: '5' }, 'gt must be a number, got "5"'],
+        [{ in: 5 }, 'in must be a list of 1 to 100 strings, numbers, booleans or nulls, got 5'],
+        [{ exists: 'yes' }, 'exists must be true or false, got "yes"'],
+        [{ starts_with: 5 }, 'starts_with must be a string of 1 to 200 characters, got 5'],
+        [{ eq: { a: 1 } }, 'eq must be a string, number, boolean or null, got {"a":1}'],
+        [[1, 2], 'a condition is a value or an object of operators, not a list: to match any of several values use {"in": [...]}'],
+      ] as const) {
+        const res = await a.post<Record<string, any>>(PATH, { name: 'typed', strategy: 'policy', config: { rules: [{ when: { x: when }, use: 'cost-plus' }] } });
+        expect(res.status, JSON.stringify(when)).to.equal(400);
+        expect(res.body.issues, JSON.stringify(when)).to.deep.equal([{ path: 'config.rules.0.when.x', reason }]);
+      }
+    });
+
     it('a rule path deeper than 8 levels: 400', async () => {
       const res = await a.post<Record<string, any>>(PATH, { name: 'deep', strategy: 'policy', config: { rules: [{ when: { 'a.b.c.d.e.f.g.h.i': 1 }, use: 'cost-plus' }] } });
       expect(res.status).to.equal(400);
       expect(res.body.issues).to.deep.equal([
-        { path: 'config.rules.0.when.a.b.c.d.e.f.g.h.i', reason: 'key "a.b.c.d.e.f.g.h.i" not accepted: a dotted context path such as customer.tier or items.0.sku (at most 8 levels)' },
+        { path: 'config.rules.0.when.a.b.c.d.e.f.g.h.i', reason: 'key "a.b.c.d.e.f.g.h.i" not accepted: a dotted context path such as customer.tier or items.0.sku (at most 8 levels; the first step a letter or _ followed by letters, digits or _, the others letters, digits or _)' },
       ]);
       const ok = await a.post<Record<string, any>>(PATH, { name: 'deep ok', strategy: 'policy', config: { rules: [{ when: { 'a.b.c.d.e.f.g.h': 1 }, use: 'cost-plus' }] } });
       expect(ok.status, ok.text).to.equal(201);
