@@ -6,6 +6,8 @@ export interface CandidateReport {
   kept: boolean;
   reason?: 'cost ceiling' | 'latency ceiling' | 'breaker open' | 'rule miss' | 'unreachable' | 'not active' | 'no weight' | 'pipeline unavailable';
   detail?: string;
+  /** A ceiling it is over besides `reason`'s (over both): raising one alone would still leave it out. */
+  also?: Array<{ reason: 'latency ceiling'; detail: string }>;
   cost_per_unit?: string;
   latency_p50_ms?: number | 'no data';
 }

@@ -138,8 +138,10 @@ export class Router {
       const base: CandidateReport = { function: fn.name, id: fn.id, kept: false, cost_per_unit: effectiveCost(fn), latency_p50_ms: this.latencyLabel(lat) };
       if (fn.status !== 'active') reports.push({ ...base, reason: 'not active', detail: fn.status });
       else if (fn.executionType === 'pipeline') reports.push({ ...base, reason: 'pipeline unavailable' });
-      else if (ceilingCost !== undefined && dec(effectiveCost(fn)).gt(dec(ceilingCost))) reports.push({ ...base, reason: 'cost ceiling', detail: `${effectiveCost(fn)} > ${ceilingCost}` });
-      else if (ceilingLatency !== undefined && lat.p50_ms !== null && lat.p50_ms > ceilingLatency) reports.push({ ...base, reason: 'latency ceiling', detail: latencyCeilingDetail(lat.p50_ms, ceilingLatency, this.latency.failures(fn.id)) });
+      else if (ceilingCost !== undefined && dec(effectiveCost(fn)).gt(dec(ceilingCost))) {
+        const slow = ceilingLatency !== undefined && lat.p50_ms !== null && lat.p50_ms > ceilingLatency;
+        reports.push({ ...base, reason: 'cost ceiling', detail: `${effectiveCost(fn)} > ${ceilingCost}`, ...(slow ? { also: [{ reason: 'latency ceiling' as const, detail: latencyCeilingDetail(lat.p50_ms as number, ceilingLatency, this.latency.failures(fn.id)) }] } : {}) });
+      } else if (ceilingLatency !== undefined && lat.p50_ms !== null && lat.p50_ms > ceilingLatency) reports.push({ ...base, reason: 'latency ceiling', detail: latencyCeilingDetail(lat.p50_ms, ceilingLatency, this.latency.failures(fn.id)) });
       else if (this.breakers.state(fn.id, caller) === 'open') {
         const view = this.breakers.view(fn.id, caller);
         const trial = view.retry_at ? `a trial call from ${view.retry_at}` : null;

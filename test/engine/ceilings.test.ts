@@ -57,6 +57,12 @@ describe('engine: cost and latency ceilings', function () {
     expect(calls?.values ?? []).to.deep.equal([]);
   });
 
+  it('a candidate over both ceilings says so (also), so raising one alone is not taken for enough', async () => {
+    recordLatency(h, 'fn_test_ok', 500);
+    const err = await engineError(h.price({ policy: policy('cheapest', { candidates: ['test-ok'], max_cost_per_unit: '0.001', max_latency_ms: 100 }) }), 'no_eligible_function');
+    expect(err.details.candidates?.[0]).to.deep.include({ reason: 'cost ceiling', detail: '0.05 > 0.001', also: [{ reason: 'latency ceiling', detail: 'p50 500 ms > 100 ms' }] });
+  });
+
   it('when the ceilings exclude every candidate the policy\'s fallbacks are tried, held to the same ceilings: one within them answers, one above is skipped', async () => {
     const p = policy('cheapest', { candidates: ['test-beta', 'test-ok'], max_cost_per_unit: '0.001' }, { fallback_chain: ['test-gamma'], fallback_function: 'test-alpha' });
     const out = await h.price({ policy: p });

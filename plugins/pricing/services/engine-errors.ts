@@ -88,7 +88,7 @@ export function toApiError(err: unknown, opts: ErrorAudience = {}): unknown {
       return new ApiError('function_inactive', err.message, { hint: `Pick another function, or let your routing choose (omit ${opts.pinnedBy ?? 'function_id'}).`, fields: { function_id: d.functionId, status: 'inactive' } });
     case 'no_eligible_function': {
       // What would let a candidate through, by the reasons actually given.
-      const reasons = new Set((d.candidates ?? []).map((c) => c.reason));
+      const reasons = new Set((d.candidates ?? []).flatMap((c) => [c.reason, ...(c.also ?? []).map((a) => a.reason)]));
       const levers = [
         reasons.has('cost ceiling') ? 'raise max_cost_per_unit' : null,
         reasons.has('latency ceiling') ? 'raise max_latency_ms' : null,

@@ -45,6 +45,15 @@ describe('pricing: engine outcomes as SPEC error bodies', () => {
       }),
     ) as ApiError;
     expect(matched.extras.hint).to.contain('PATCH /api/routing-policies/rp_3: raise max_latency_ms;').and.not.contain('add a rule');
+    // A candidate over both ceilings names both levers.
+    const both = toApiError(
+      new EngineError('no_eligible_function', 'No candidate function is eligible under strategy cheapest.', {
+        candidates: [{ function: 'slow-and-dear', id: null, kept: false, reason: 'cost ceiling', detail: '0.0005 > 0.0004', also: [{ reason: 'latency ceiling', detail: 'p50 124 ms > 50 ms' }] }],
+        strategy: 'cheapest',
+        policyId: 'rp_4',
+      }),
+    ) as ApiError;
+    expect(both.extras.hint).to.contain('PATCH /api/routing-policies/rp_4: raise max_cost_per_unit, raise max_latency_ms;');
     const skipped = [{ function: 'cost-plus', id: 'fn_builtin_cost_plus', role: 'fallback_function', outcome: 'skipped', error: 'cost ceiling (0.001 > 0)', ms: 0 }];
     const after = err(['cost ceiling'], skipped);
     expect(after.extras.hint).to.equal("Every candidate was excluded; candidates lists each one and why, attempts why each of the policy's fallbacks could not run. PATCH /api/routing-policies/rp_2: raise max_cost_per_unit.");
