@@ -1,4 +1,4 @@
-import { D, currencyOf, lacking, num, percent, positiveMoney, round3, toPrice, methodResult } from './inputs';
+import { D, currencyOf, lacking, num, percent, positiveMoney, round3, toPrice, methodResult, highestFloor } from './inputs';
 import type { Bound, Dec } from './inputs';
 import { competitive, competitorPricesProblem, hasNetworkReference } from './competitive';
 import { costPlus } from './cost-plus';
@@ -157,7 +157,7 @@ export function anchored(ctx: Context, market?: MarketEvidence): MethodResult {
   const unitCost = positiveMoney(ctx, 'unit_cost');
   if (unitCost && price.lt(unitCost)) notes.push(`the price is below unit_cost ${unitCost.toFixed()}: ${target.lt(unitCost) ? 'the target is under cost, as asked' : `the step limit (${percent(step)}) keeps it from reaching cost this call`}`);
   const floors: Bound[] = [...(minPrice ? [{ value: minPrice, name: 'min_price' }] : []), ...(unitCost && price.gte(unitCost) ? [{ value: unitCost, name: 'unit_cost' }] : [])];
-  const floor = floors.reduce<Bound | undefined>((a, b) => (a && a.value.gte(b.value) ? a : b), undefined);
+  const floor = highestFloor(floors);
   return methodResult(
     price,
     currency,

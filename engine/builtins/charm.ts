@@ -1,5 +1,5 @@
-import { D, currencyOf, fraction, lacking, minorUnits, percent, positiveMoney, toPrice, methodResult } from './inputs';
-import type { Dec } from './inputs';
+import { D, currencyOf, fraction, lacking, minorUnits, percent, positiveMoney, toPrice, methodResult, highestFloor } from './inputs';
+import type { Bound, Dec } from './inputs';
 import { costPlus } from './cost-plus';
 import { MethodNotApplicable } from './types';
 import type { Context, MethodResult } from './types';
@@ -23,14 +23,14 @@ export function charmCandidates(p: Dec, wholeUnitsOnly: boolean): Dec[] {
 }
 
 /** The floor charm rounding may not cross: min_price, and unit_cost unless the base is already below cost as asked. */
-function floorOf(ctx: Context, base: Dec): { value: Dec; name: string } | undefined {
-  const floors: Array<{ value: Dec; name: string }> = [];
+function floorOf(ctx: Context, base: Dec): Bound | undefined {
+  const floors: Bound[] = [];
   const minPrice = positiveMoney(ctx, 'min_price');
   if (minPrice) floors.push({ value: minPrice, name: 'min_price' });
   const unitCost = positiveMoney(ctx, 'unit_cost');
   // A base below cost was asked for (a negative markup, a target under cost): cost is no floor for it.
   if (unitCost && base.gte(unitCost)) floors.push({ value: unitCost, name: 'unit_cost' });
-  return floors.reduce<{ value: Dec; name: string } | undefined>((a, b) => (a && a.value.gte(b.value) ? a : b), undefined);
+  return highestFloor(floors);
 }
 
 /**

@@ -1,4 +1,4 @@
-import { D, MAX_AMOUNT, currencyOf, describeCurrencies, exactMedian, mad, markupFraction, median, num, observations, positiveMoney, round3, toPrice, methodResult } from './inputs';
+import { D, MAX_AMOUNT, currencyOf, describeCurrencies, exactMedian, mad, markupFraction, median, num, observations, positiveMoney, round3, toPrice, methodResult, highestFloor } from './inputs';
 import type { Bound } from './inputs';
 import { MethodNotApplicable } from './types';
 import type { Context, MarketEvidence, MethodResult } from './types';
@@ -166,7 +166,7 @@ export function competitive(ctx: Context, market?: MarketEvidence): MethodResult
   const minPrice = positiveMoney(ctx, 'min_price');
   const costKeys = ['unit_cost', ...(ctx.min_markup != null ? ['min_markup'] : [])];
   const floors: Bound[] = [...(minPrice ? [{ value: minPrice, name: 'min_price' }] : []), ...(unitCost ? [{ value: unitCost.times(1 + minMarkup), name: costKeys.join(' with '), keys: costKeys }] : [])];
-  const floorBound = floors.reduce<Bound | undefined>((a, b) => (a && a.value.gte(b.value) ? a : b), undefined);
+  const floorBound = highestFloor(floors);
   const floor = floorBound?.value;
   const maxPrice = positiveMoney(ctx, 'max_price');
   const ceilingBound = maxPrice ? { value: maxPrice, name: 'max_price' } : undefined;

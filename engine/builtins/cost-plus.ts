@@ -1,4 +1,4 @@
-import { D, currencyOf, fraction, lacking, markupFraction, num, percent, positiveMoney, round3, toPrice, methodResult } from './inputs';
+import { D, currencyOf, fraction, lacking, markupFraction, num, percent, positiveMoney, round3, toPrice, methodResult, highestFloor } from './inputs';
 import type { Bound, Dec } from './inputs';
 import { MethodNotApplicable } from './types';
 import type { Context, MethodResult } from './types';
@@ -56,6 +56,6 @@ export function costPlus(ctx: Context): MethodResult {
   const factors = { input_quality: inputQuality, bounds: boundFactor };
   // Rounding to the currency's units keeps to the floor: min_price, and the cost itself unless a price below it was asked for.
   const floors: Bound[] = [...(minPrice ? [{ value: minPrice, name: 'min_price' }] : []), ...(belowCost ? [] : [{ value: cost, name: used.includes('fixed_costs') ? 'unit_cost with fixed costs' : 'unit_cost', keys: used.filter((k) => ['unit_cost', 'fixed_costs', 'expected_volume'].includes(k)) }])];
-  const floor = floors.reduce<Bound | undefined>((a, b) => (a && a.value.gte(b.value) ? a : b), undefined);
+  const floor = highestFloor(floors);
   return methodResult(price, currency, factors, used, notes, { unit_cost_with_fixed: toPrice(cost, currency), markup_applied: round3(price.div(cost).minus(1).toNumber()) }, { floor });
 }

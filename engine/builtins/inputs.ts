@@ -137,6 +137,11 @@ export interface PriceBounds {
   ceiling?: Bound | undefined;
 }
 
+/** The binding floor of several (the highest; the first of equals), or undefined when there is none. */
+export function highestFloor(floors: readonly Bound[]): Bound | undefined {
+  return floors.reduce<Bound | undefined>((a, b) => (a && a.value.gte(b.value) ? a : b), undefined);
+}
+
 /** A bound as given, to 8 decimals at most (a cost with fixed costs spread can have forty). */
 const shownBound = (b: Bound): string => b.value.toDecimalPlaces(8).toFixed();
 
