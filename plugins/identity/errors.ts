@@ -152,6 +152,6 @@ export function sandboxRefusal(what: string): ApiError {
   return new ApiError('plan_restricted', `The Agent Starter sandbox cannot ${what}.`, {
     hint: 'Sandbox keys compute with built-in functions, read functions and routing policies, rotate themselves and work as OAuth client credentials. Have a person claim the workspace (the claim link from registration) to lift the limits.',
     fields: { plan: 'agent_starter', reason: `Agent Starter sandboxes cannot ${what}.` },
-    next: [{ action: 'claim', description: 'A person opens the claim link returned at registration (a lost one: POST /api/agents/claim-link with this key answers a new one), or a trusted agent calls POST /api/agents/claim with a workspace:claim key; this sandbox key cannot claim its own workspace.', method: 'POST', path: '/api/agents/claim', body: { token: '<CLAIM_TOKEN>' } }],
+    next: [{ action: 'claim', description: 'A person opens the claim link returned at registration (a lost one: POST /api/agents/claim-link with this key answers a new one), or a trusted agent calls POST /api/agents/claim with a workspace:claim key; this sandbox key cannot claim its own workspace.', method: 'POST', path: '/api/agents/claim', body: { token: '<CLAIM_TOKEN>' }, available: true }],
   });
 }

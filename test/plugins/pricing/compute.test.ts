@@ -521,6 +521,9 @@ describe('compute API', function () {
     expect(res.status).to.equal(403);
     expect(res.body.code).to.equal('plan_restricted');
     expect(res.body.reason).to.be.a('string');
+    // Its claim step reads as the quota's steps do: available, or not.
+    expect(res.body.next).to.have.length(1);
+    expect(res.body.next[0]).to.include({ action: 'claim', method: 'POST', path: '/api/agents/claim', available: true });
   });
 
   it('resolves function_name on the price router and answers invalid JSON with invalid_json', async () => {
