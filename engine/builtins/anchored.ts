@@ -155,6 +155,7 @@ export function anchored(ctx: Context, market?: MarketEvidence): MethodResult {
     notes.push(`max_price ${maxPrice.toFixed()} lowered the price${maxPrice.lt(lower) ? `, beyond the -${percent(step)} step: the bound outranks it` : ''}`);
   }
   const unitCost = positiveMoney(ctx, 'unit_cost');
+  if (unitCost && price.lt(unitCost) && !used.includes('unit_cost')) used = [...used, 'unit_cost'];
   if (unitCost && price.lt(unitCost)) notes.push(`the price is below unit_cost ${unitCost.toFixed()}: ${target.lt(unitCost) ? 'the target is under cost, as asked' : `the step limit (${percent(step)}) keeps it from reaching cost this call`}`);
   const floors: Bound[] = [...(minPrice ? [{ value: minPrice, name: 'min_price' }] : []), ...(unitCost && price.gte(unitCost) ? [{ value: unitCost, name: 'unit_cost' }] : [])];
   const floor = highestFloor(floors);

@@ -68,11 +68,11 @@ export function charm(ctx: Context): MethodResult {
   if (floor && p.lt(floor.value)) {
     p = floor.value;
     bounds = 0.9;
-    notes.push(`base price ${toPrice(base, currency)} is under ${floor.name} ${floor.value.toFixed()}: raised to it`);
+    notes.push(`base price ${base.toFixed()} is under ${floor.name} ${floor.value.toFixed()}: raised to it`);
   } else if (max && p.gt(max)) {
     p = max;
     bounds = 0.9;
-    notes.push(`base price ${toPrice(base, currency)} is over max_price ${max.toFixed()}: lowered to it`);
+    notes.push(`base price ${base.toFixed()} is over max_price ${max.toFixed()}: lowered to it`);
   }
   const wholeUnitsOnly = minorUnits(currency) === 0;
   const withinTolerance = (c: Dec) => c.minus(p).abs().div(p).lte(tolerance);

@@ -75,9 +75,9 @@ function callerReference(ctx: Context, currency: string): Reference | NoReferenc
     else groups.set(key, [...(group ?? []), o.price]);
   }
   if (copies > 0) notes.push(`${copies} unlabelled competitor price(s) repeated another exactly and were counted once: label each with its source ({price, source}) to count distinct sellers at one price`);
-  const labelled = new Set(usable.filter((o) => o.source !== null).map((o) => o.source));
-  const independence = labelled.size === 1 && usable.every((o) => o.source !== null) ? 0.5 : 1;
-  if (independence < 1) notes.push('every competitor price comes from one source: evidence is not independent');
+  // Fewer than two sources is no independent evidence, labelled or not (one price is one source, as one seller is).
+  const independence = groups.size < 2 ? 0.5 : 1;
+  if (independence < 1) notes.push(usable.length === 1 ? 'one competitor price: evidence from a single source is not independent' : 'every competitor price comes from one source: evidence is not independent');
   return { perSource: [...groups.values()].map(median), independence, factors: {}, used: ['competitor_prices'], notes, details: {} };
 }
 

@@ -1,4 +1,4 @@
-import { D, currencyOf, fraction, lacking, markupFraction, num, percent, positiveMoney, round3, toPrice, methodResult, highestFloor } from './inputs';
+import { D, currencyOf, fraction, lacking, markupFraction, num, percent, positiveMoney, round3, toPrice, methodResult, callerBounds } from './inputs';
 import type { Bound, Dec } from './inputs';
 import { MethodNotApplicable } from './types';
 import type { Context, MethodResult } from './types';
@@ -45,17 +45,11 @@ export function costPlus(ctx: Context): MethodResult {
   // The rate applied, not one the other outranked: a negative markup beside the margin that wins prices nothing below cost.
   const belowCost = (margin ?? markup ?? 0) < 0;
   if (belowCost) notes.push(`negative ${margin !== undefined ? 'target_margin' : 'markup'}: the price is below cost, as requested`);
-  const minPrice = positiveMoney(ctx, 'min_price');
-  let boundFactor = 1;
-  if (minPrice && price.lt(minPrice)) {
-    price = minPrice;
-    used.push('min_price');
-    boundFactor = 0.9;
-    notes.push('min_price raised the price');
-  }
-  const factors = { input_quality: inputQuality, bounds: boundFactor };
   // Rounding to the currency's units keeps to the floor: min_price, and the cost itself unless a price below it was asked for.
-  const floors: Bound[] = [...(minPrice ? [{ value: minPrice, name: 'min_price' }] : []), ...(belowCost ? [] : [{ value: cost, name: used.includes('fixed_costs') ? 'unit_cost with fixed costs' : 'unit_cost', keys: used.filter((k) => ['unit_cost', 'fixed_costs', 'expected_volume'].includes(k)) }])];
-  const floor = highestFloor(floors);
-  return methodResult(price, currency, factors, used, notes, { unit_cost_with_fixed: toPrice(cost, currency), markup_applied: round3(price.div(cost).minus(1).toNumber()) }, { floor });
+  const costFloor: Bound[] = belowCost ? [] : [{ value: cost, name: used.includes('fixed_costs') ? 'unit_cost with fixed costs' : 'unit_cost', keys: used.filter((k) => ['unit_cost', 'fixed_costs', 'expected_volume'].includes(k)) }];
+  const bounded = callerBounds(ctx, price, currency, notes, used, costFloor);
+  price = bounded.price;
+  if (price.lt(cost) && !belowCost) notes.push(`max_price holds the price below cost (${toPrice(cost, currency)})`);
+  const factors = { input_quality: inputQuality, bounds: bounded.factor };
+  return methodResult(price, currency, factors, used, notes, { unit_cost_with_fixed: toPrice(cost, currency), markup_applied: round3(price.div(cost).minus(1).toNumber()) }, bounded.bounds);
 }

@@ -1,4 +1,4 @@
-import { D, clamp01, currencyLabel, currencyOf, describeCurrencies, lacking, num, positiveMoney, round3, methodResult, sameCurrency } from './inputs';
+import { D, callerBounds, clamp01, currencyLabel, currencyOf, describeCurrencies, lacking, num, positiveMoney, round3, methodResult, sameCurrency } from './inputs';
 import type { Dec } from './inputs';
 import { MethodNotApplicable } from './types';
 import type { Context, MethodResult } from './types';
@@ -82,11 +82,13 @@ export function elasticityOptimum(ctx: Context): MethodResult {
     if (slope === 0 || a / slope <= cost.toNumber()) throw new MethodNotApplicable('Linear demand: the choke price a/b must be above unit_cost.', ['demand_intercept', 'demand_slope']);
     const price = new D(a).div(slope).plus(cost).div(2);
     const linearNotes = ['linear demand optimum (a/b + c)/2'];
+    const linearUsed = ['unit_cost', 'demand_intercept', 'demand_slope'];
     // Either sign means the same fall of demand with price (q = a − b·p, b > 0), as elasticity's sign does; said, not silently flipped.
     if (b < 0) linearNotes.push(`demand_slope ${b} read as ${slope}: demand q = a − b·p falls as price rises`);
     const ignored = ['elasticity', 'price_history'].filter((k) => ctx[k] != null);
     if (ignored.length) linearNotes.push(`${ignored.join(' and ')} not used: the linear demand curve (demand_intercept, demand_slope) was given and outranks them`);
-    return methodResult(price, currency, { model_supplied: 0.45 }, ['unit_cost', 'demand_intercept', 'demand_slope'], linearNotes, { expected_quantity: round3(a - slope * price.toNumber()) }, { floor: { value: cost, name: 'unit_cost' } });
+    const bounded = callerBounds(ctx, price, currency, linearNotes, linearUsed, [{ value: cost, name: 'unit_cost' }]);
+    return methodResult(bounded.price, currency, { model_supplied: 0.45, ...(bounded.factor < 1 ? { bounds: bounded.factor } : {}) }, linearUsed, linearNotes, { expected_quantity: round3(a - slope * bounded.price.toNumber()) }, bounded.bounds);
   }
   let epsilon: number;
   let factors: Record<string, number>;
@@ -127,7 +129,9 @@ export function elasticityOptimum(ctx: Context): MethodResult {
     multiple = maxMultiple;
     factors.capped = 0.6;
   }
-  const price: Dec = cost.times(multiple);
   if (given !== undefined && ctx.price_history != null) notes.push('price_history not used: elasticity was given and outranks an estimate');
-  return methodResult(price, currency, factors, used, notes, { elasticity: round3(epsilon), markup_multiple: round3(multiple) }, { floor: { value: cost, name: 'unit_cost' } });
+  const bounded = callerBounds(ctx, cost.times(multiple), currency, notes, used, [{ value: cost, name: 'unit_cost' }]);
+  if (bounded.factor < 1) factors.bounds = bounded.factor;
+  const price: Dec = bounded.price;
+  return methodResult(price, currency, factors, used, notes, { elasticity: round3(epsilon), markup_multiple: round3(price.div(cost).toNumber()) }, bounded.bounds);
 }

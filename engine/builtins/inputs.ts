@@ -142,6 +142,35 @@ export function highestFloor(floors: readonly Bound[]): Bound | undefined {
   return floors.reduce<Bound | undefined>((a, b) => (a && a.value.gte(b.value) ? a : b), undefined);
 }
 
+/**
+ * The caller's `min_price` and `max_price` applied to a method's price, said in `notes` and named in `used`: a price
+ * below the floor is raised to it, one above the ceiling lowered to it (bounds factor 0.9), and a floor above the
+ * ceiling is refused naming both. `roundingFloors` (a cost not to be rounded below) keep the price at or above them in
+ * rounding while they are not above the ceiling. The bounds returned are for `methodResult`.
+ */
+export function callerBounds(ctx: Context, price: Dec, currency: string, notes: string[], used: string[], roundingFloors: readonly Bound[] = []): { price: Dec; factor: number; bounds: PriceBounds } {
+  const minPrice = positiveMoney(ctx, 'min_price');
+  const maxPrice = positiveMoney(ctx, 'max_price');
+  if (minPrice && maxPrice && minPrice.gt(maxPrice)) {
+    throw new MethodNotApplicable(`The floor (min_price: ${toPrice(minPrice, currency)}) is above max_price (${toPrice(maxPrice, currency)}): no price satisfies both.`, ['min_price', 'max_price'], true);
+  }
+  let bounded = price;
+  let factor = 1;
+  if (minPrice && bounded.lt(minPrice)) {
+    bounded = minPrice;
+    factor = 0.9;
+    used.push('min_price');
+    notes.push('min_price raised the price');
+  } else if (maxPrice && bounded.gt(maxPrice)) {
+    bounded = maxPrice;
+    factor = 0.9;
+    used.push('max_price');
+    notes.push('max_price lowered the price');
+  }
+  const floors = [...(minPrice ? [{ value: minPrice, name: 'min_price' }] : []), ...roundingFloors.filter((f) => !maxPrice || f.value.lte(maxPrice))];
+  return { price: bounded, factor, bounds: { floor: highestFloor(floors), ceiling: maxPrice ? { value: maxPrice, name: 'max_price' } : undefined } };
+}
+
 /** A bound as given, to 8 decimals at most (a cost with fixed costs spread can have forty). */
 const shownBound = (b: Bound): string => b.value.toDecimalPlaces(8).toFixed();
 

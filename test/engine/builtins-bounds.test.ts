@@ -58,11 +58,11 @@ describe("engine: built-ins keep the caller's bounds and count the evidence exac
     it('charm-pricing: a base over max_price is lowered to it, one under min_price raised, and confidence notes the bound', () => {
       const over = run(charm, { target_price: 19.995, max_price: 19.5 });
       expect(over.price).to.equal('19.50');
-      expect(notes(over)).to.contain('base price 20.00 is over max_price 19.5: lowered to it');
+      expect(notes(over)).to.contain('base price 19.995 is over max_price 19.5: lowered to it');
       expect(over.confidence_factors).to.deep.equal({ base: 0.4, bounds: 0.9 });
       const under = run(charm, { target_price: 5, min_price: 8 });
       expect(Number(under.price)).to.be.at.least(8);
-      expect(notes(under)).to.contain('base price 5.00 is under min_price 8: raised to it');
+      expect(notes(under)).to.contain('base price 5 is under min_price 8: raised to it');
       expect(under.details).to.include({ base_price: '5.00' });
     });
 
@@ -96,7 +96,45 @@ describe("engine: built-ins keep the caller's bounds and count the evidence exac
     });
   });
 
+  describe('cost-plus and elasticity-optimum read min_price and max_price too', () => {
+    it('max_price lowers a cost-plus price, says so, and says when it holds it below cost', () => {
+      const r = run(costPlus, { unit_cost: 10, markup: 0.3, max_price: 12 });
+      expect(r.price).to.equal('12.00');
+      expect(r.inputs_used).to.include('max_price');
+      expect(r.confidence_factors).to.include({ bounds: 0.9 });
+      expect(notes(r)).to.contain('max_price lowered the price');
+      expect(notes(run(costPlus, { unit_cost: 10, markup: 0.3, max_price: 9 }))).to.contain('max_price holds the price below cost (10.00)');
+    });
+
+    it('a min_price above max_price is refused naming both, by cost-plus and elasticity-optimum alike', () => {
+      for (const [method, ctx] of [
+        [costPlus, { unit_cost: 10, markup: 0.3, min_price: 20, max_price: 15 }],
+        [elasticityOptimum, { unit_cost: 10, elasticity: -2, min_price: 20, max_price: 15 }],
+      ] as const) {
+        expect(() => run(method, ctx)).to.throw(MethodNotApplicable, 'The floor (min_price: 20.00) is above max_price (15.00): no price satisfies both.');
+      }
+    });
+
+    it('elasticity-optimum keeps to max_price and min_price, with a bounds factor', () => {
+      const capped = run(elasticityOptimum, { unit_cost: 10, elasticity: -2, max_price: 15 });
+      expect(capped.price).to.equal('15.00');
+      expect(capped.confidence_factors).to.include({ supplied_elasticity: 0.5, bounds: 0.9 });
+      expect(capped.details).to.include({ markup_multiple: 1.5 });
+      expect(run(elasticityOptimum, { unit_cost: 10, elasticity: -2, min_price: 25 }).price).to.equal('25.00');
+      expect(run(elasticityOptimum, { unit_cost: 10, demand_intercept: 100, demand_slope: 2, max_price: 20 }).price).to.equal('20.00');
+    });
+  });
+
   describe('the evidence is counted as it is', () => {
+    it('competitive-position: one competitor price is a single source, no more independent than two of one seller', () => {
+      const one = run(competitive, { competitor_prices: [10] });
+      expect(one.confidence_factors).to.include({ independence: 0.5 });
+      expect(notes(one)).to.contain('one competitor price: evidence from a single source is not independent');
+      const seller = run(competitive, { competitor_prices: [{ price: 10, source: 'x' }, { price: 11, source: 'x' }] });
+      expect(seller.confidence_factors).to.include({ independence: 0.5 });
+      expect(one.confidence).to.be.at.most(seller.confidence);
+    });
+
     it('competitive-position takes the median of two prices in exact decimal (1.13 and 1.14 → 1.135 → 1.14), as numbers or strings', () => {
       expect(run(competitive, { competitor_prices: [1.13, 1.14] }).price).to.equal('1.14');
       expect(run(competitive, { competitor_prices: ['1.13', '1.14'] }).price).to.equal('1.14');

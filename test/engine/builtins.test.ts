@@ -502,7 +502,7 @@ describe('engine: built-in pricing methods', () => {
       const r = run(competitive, { competitor_prices: [10, 10.2, 1e300, '2000000000000000', { price: '1e16' }, -1, 'x'] });
       expect(r.price).to.equal('10.10');
       expect(r.notes).to.deep.equal(['2 competitor price(s) were not positive numbers and were dropped', '3 competitor price(s) were above 1000000000000000, too large to be a price, and were dropped']);
-      expect(run(competitive, { competitor_prices: [10, 1e300] }).notes).to.deep.equal(['1 competitor price(s) were above 1000000000000000, too large to be a price, and were dropped']);
+      expect(run(competitive, { competitor_prices: [10, 1e300] }).notes[0]).to.equal('1 competitor price(s) were above 1000000000000000, too large to be a price, and were dropped');
       const none = notApplicable(competitive, { competitor_prices: [1e300, -1] });
       expect(none.message).to.equal('competitive positioning needs competitor_prices (positive numbers or {price, source}); none of the 2 is usable (1 not a positive number, 1 above 1000000000000000, too large to be a price).');
       expect(run(anchored, { current_price: 10, competitor_prices: [1e300], unit_cost: 8 }).notes[0]).to.equal(
