@@ -1,9 +1,9 @@
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
-import { decodePositionCursor, encodeCursor } from '../../../core/pagination';
+import { badCursor, decodeCursor, pageByKey } from '../../../core/pagination';
 import * as s from '../schemas';
 import { leaderboardResponse, scoringResponse } from '../responses';
-import type { Leaderboard } from '../services/leaderboard';
+import type { Leaderboard, LeaderboardEntry } from '../services/leaderboard';
 import { PRIORS, SCORING_DESCRIPTION, SCORING_METHOD_VERSION, WEIGHTS } from '../services/scoring';
 
 export interface LeaderboardRouteDeps {
@@ -16,6 +16,13 @@ export interface LeaderboardRouteDeps {
 const SCORING_PATH = '/api/public/leaderboard/scoring';
 
 const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
+
+/**
+ * An entry's place in the ranking as a key ordered as the ranking is (score descending, then name), so a cursor resumes
+ * after the last entry served wherever the ranking has moved it. Scores lie in [0, 100] with at most a few decimals.
+ */
+const RANKING_KEY = /^\d{12}:./;
+const rankingKey = (e: LeaderboardEntry): string => `${String(Math.round((1000 - e.score) * 1e6)).padStart(12, '0')}:${e.function.name}`;
 
 export function leaderboardRoutes(d: LeaderboardRouteDeps): RouteSpec[] {
   const rules = d.leaderboard.rules;
@@ -35,23 +42,19 @@ export function leaderboardRoutes(d: LeaderboardRouteDeps): RouteSpec[] {
       responses: { 200: { description: 'A page of the ranking, with the aggregate it rests on and the thresholds in force.', schema: leaderboardResponse } },
       handler: async ({ query }) => {
         const { snapshot, entries } = await d.leaderboard.ranking();
-        const start = query.cursor ? decodePositionCursor(query.cursor) : 0;
-        const page = entries.slice(start, start + query.limit);
-        const last = page[page.length - 1];
-        const more = start + query.limit < entries.length;
+        // Paged by the ranking's own order (score, then name) rather than by position: the ranking moves at each refresh and
+        // listing change, and a position would then skip or repeat entries between pages.
+        if (query.cursor !== undefined && !RANKING_KEY.test(String(decodeCursor(query.cursor).sort))) throw badCursor();
+        const page = pageByKey(entries, rankingKey, (e) => e.function.id, query, (e) => e);
         return ok(
           {
-            object: 'list',
             scoring: scoring(),
             computed_at: iso(snapshot?.computedAt),
             aggregate_status: snapshot ? 'ready' : 'pending',
             refresh_interval_ms: d.refreshMs,
             window: { days: snapshot?.windowDays ?? d.windowDays, from: iso(snapshot?.windowFrom), to: iso(snapshot?.computedAt) },
             thresholds: { min_distinct_consumers: rules.minDistinctConsumers, confidence_min_customers: rules.confidenceMinCustomers, confidence_rounding: rules.confidenceRounding },
-            data: page,
-            has_more: more,
-            next_cursor: more && last ? encodeCursor({ sort: start + page.length, id: last.function.id }) : null,
-            limit: query.limit,
+            ...page,
           },
           { 'Cache-Control': `public, max-age=${maxAge}` },
         );

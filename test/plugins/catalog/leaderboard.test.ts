@@ -461,9 +461,23 @@ describe('catalog: public leaderboard', function () {
     expect(seen).to.deep.equal(all);
   });
 
-  it('refuses a cursor it did not issue (a position that is not a whole number from 0) as the catalogue does', async () => {
+  it('resumes after the last entry served when the ranking moves between pages: an entry leaving page 1 makes the next page skip nothing', async () => {
+    const mine = await publicFunction('lb-moving');
+    const all = (await board()).data.map((e) => e.function.id);
+    const at = all.indexOf(mine.id);
+    expect(at, 'listed').to.be.at.least(0);
+    expect(at + 1, 'an entry after it').to.be.below(all.length);
+    // Page 1 ends with it; then it leaves the ranking before page 2 is asked for.
+    const first = await board(`?limit=${at + 1}`);
+    expect(first.data.at(-1)?.function.id).to.equal(mine.id);
+    expect((await client(svc.url, { 'x-api-key': publisherKey }).patch(`/api/functions/${mine.id}`, { status: 'inactive' })).status).to.equal(200);
+    const second = await board(`?limit=1&cursor=${encodeURIComponent(first.next_cursor ?? '')}`);
+    expect(second.data.map((e) => e.function.id)).to.deep.equal([all[at + 1]]);
+  });
+
+  it('refuses a cursor it did not issue (one that is no place in the ranking, a bare position included) as the catalogue does', async () => {
     const forged = (sort: unknown): string => Buffer.from(JSON.stringify([sort, 'x'])).toString('base64url');
-    for (const cursor of [forged('abc'), forged(1.5), forged('1e400'), forged('3'), forged(-1), forged(1e300), 'nonsense']) {
+    for (const cursor of [forged('abc'), forged(1.5), forged('1e400'), forged('3'), forged(3), forged(-1), forged(1e300), 'nonsense']) {
       const res = await client(svc.url).get<Record<string, any>>(`/api/public/leaderboard?cursor=${cursor}`);
       expect(res.status, `${Buffer.from(cursor, 'base64url').toString()}: ${res.text.slice(0, 80)}`).to.equal(400);
       expect(res.body).to.include({ code: 'validation_error', error: 'The cursor is not one this service issued.' });
