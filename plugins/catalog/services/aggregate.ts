@@ -55,7 +55,8 @@ interface AggregateRow {
  * once however many workspaces they call from; then per function, where each consumer's outcomes
  * and quality scores make one view (its accepted share, its mean score), so many reports from one
  * consumer weigh as one. Keyless demo calls and test runs are left out, and the function's publisher
- * (its workspace mapped the same way) is no consumer of its own function: its calls count towards
+ * (its workspace mapped the same way, and every person of its workspace: an admin or member who
+ * calls it from a workspace of their own) is no consumer of its own function: its calls count towards
  * `calls` (total invocations) only, never towards the consumers, outcomes, quality, success share
  * or confidence, so an author cannot raise its own function. Answers that never reached
  * their caller (`not_delivered`: the caller left, or the service's own store failed) say nothing
@@ -105,7 +106,13 @@ const AGGREGATE_SQL = `
   consumers AS (
     SELECT p.*, coalesce('person:' || o.person_id, 'person:' || po.person_id, 'workspace:' || p.workspace_id) AS consumer,
            CASE WHEN f.workspace_id IS NULL THEN NULL
-                ELSE coalesce('person:' || fo.person_id, 'person:' || fpo.person_id, 'workspace:' || f.workspace_id) END AS publisher
+                ELSE coalesce('person:' || fo.person_id, 'person:' || fpo.person_id, 'workspace:' || f.workspace_id) END AS publisher,
+           -- A person of the publishing workspace (an admin or member as much as its owner) calling from a workspace of
+           -- their own is on the author's side: no consumer of the function.
+           f.workspace_id IS NOT NULL AND EXISTS (
+             SELECT 1 FROM memberships m
+              WHERE m.workspace_id IN (f.workspace_id, fw.parent_id) AND m.person_id = coalesce(o.person_id, po.person_id)
+           ) AS insider
       FROM per_ws p
       LEFT JOIN workspaces w ON w.id = p.workspace_id
       LEFT JOIN owners o ON o.workspace_id = p.workspace_id
@@ -116,7 +123,7 @@ const AGGREGATE_SQL = `
       LEFT JOIN owners fpo ON fpo.workspace_id = fw.parent_id
   ),
   per_consumer AS (
-    SELECT function_id, consumer, consumer IS NOT DISTINCT FROM publisher AS is_publisher,
+    SELECT function_id, consumer, consumer IS NOT DISTINCT FROM publisher OR bool_or(insider) AS is_publisher,
            sum(calls) AS calls, sum(ok) AS ok, sum(accepted) AS accepted, sum(rejected) AS rejected,
            sum(quality_n) AS quality_n, sum(quality_sum) AS quality_sum,
            sum(confidence_n) AS confidence_n, sum(confidence_sum) AS confidence_sum

@@ -185,6 +185,23 @@ describe('catalog: public leaderboard', function () {
     expect(three.total_invocations).to.equal(5);
   });
 
+  it("does not count a person of the publisher's workspace (an admin, not its owner) as a consumer when they call from a workspace of their own", async () => {
+    const fn = await publicFunction('lb-admin-author');
+    const admin = await signUp(svc, 'lb-publisher-admin');
+    await svc.sequelize.query("INSERT INTO memberships (workspace_id, person_id, role) VALUES ($1, $2, 'admin')", { bind: [publisherWs, admin.id] });
+    const call = (w: string): EventSpec => ({ functionId: fn.id, workspaceId: w, outcome: 'accepted', quality: 1 });
+    await insertEvents(svc, [call(admin.workspaceId), call(admin.workspaceId), call(admin.workspaceId), call(ws(0)), call(ws(1))]);
+    await aggregator.refresh();
+    const entry = entryOf(await board(), fn.id);
+    expect(entry.distinct_consumers, 'two consumers: below the threshold').to.equal(null);
+    expect(entry.stats.usage_status).to.equal('below_threshold');
+    await insertEvents(svc, [call(ws(2))]);
+    await aggregator.refresh();
+    const published = entryOf(await board(), fn.id);
+    expect(published.distinct_consumers).to.equal(3);
+    expect(published.total_invocations).to.equal(6);
+  });
+
   it('leaves the publisher\'s own calls and reports out of acceptance, quality and reliability: self-reports do not move its score', async () => {
     const fn = await publicFunction('lb-self-report');
     await insertEvents(svc, [0, 1, 2].map((i): EventSpec => ({ functionId: fn.id, workspaceId: ws(i) })));
