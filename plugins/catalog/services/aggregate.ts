@@ -65,7 +65,7 @@ interface AggregateRow {
  */
 const AGGREGATE_SQL = `
   WITH counted AS (
-    SELECT function_id, workspace_id, status, outcome, quality_score, confidence, failed_function_ids
+    SELECT function_id, workspace_id, status, outcome, quality_score, confidence, failed_function_ids, cached
       FROM usage_events
      WHERE created_at >= $1
        AND workspace_id <> $2
@@ -74,19 +74,22 @@ const AGGREGATE_SQL = `
        AND error_code IS DISTINCT FROM 'not_delivered'
   ),
   calls AS (
-    SELECT function_id, workspace_id, status, outcome, quality_score, confidence
+    SELECT function_id, workspace_id, status, outcome, quality_score, confidence, cached
       FROM counted WHERE function_id IS NOT NULL
     UNION ALL
     -- A function tried and failed during a call its event does not name (a fallback answered, or it
     -- was not the chosen one of a call where all failed): a failed call of that function.
-    SELECT f.id, c.workspace_id, 'error', NULL, NULL, NULL
+    SELECT f.id, c.workspace_id, 'error', NULL, NULL, NULL, false
       FROM counted c CROSS JOIN LATERAL jsonb_array_elements_text(c.failed_function_ids) AS f(id)
      WHERE c.failed_function_ids <> '[]'::jsonb
   ),
   per_ws AS (
     SELECT function_id, workspace_id,
            count(*) AS calls,
-           count(*) FILTER (WHERE status = 'ok') AS ok,
+           -- Reliability reads the calls the function itself answered or failed: an answer from the result cache says
+           -- nothing of its health now (served while its endpoint is down, it would count as a success).
+           count(*) FILTER (WHERE NOT cached) AS fresh_calls,
+           count(*) FILTER (WHERE status = 'ok' AND NOT cached) AS ok,
            -- Outcomes judge a price: only answered calls had one (an outcome on a failed call says nothing of the function).
            count(*) FILTER (WHERE outcome = 'accepted' AND status = 'ok') AS accepted,
            count(*) FILTER (WHERE outcome = 'rejected' AND status = 'ok') AS rejected,
@@ -124,7 +127,7 @@ const AGGREGATE_SQL = `
   ),
   per_consumer AS (
     SELECT function_id, consumer, consumer IS NOT DISTINCT FROM publisher OR bool_or(insider) AS is_publisher,
-           sum(calls) AS calls, sum(ok) AS ok, sum(accepted) AS accepted, sum(rejected) AS rejected,
+           sum(calls) AS calls, sum(fresh_calls) AS fresh_calls, sum(ok) AS ok, sum(accepted) AS accepted, sum(rejected) AS rejected,
            sum(quality_n) AS quality_n, sum(quality_sum) AS quality_sum,
            sum(confidence_n) AS confidence_n, sum(confidence_sum) AS confidence_sum
       FROM consumers
@@ -132,7 +135,7 @@ const AGGREGATE_SQL = `
   )
   SELECT function_id,
          sum(calls) AS calls,
-         coalesce(sum(calls) FILTER (WHERE NOT is_publisher), 0) AS consumer_calls,
+         coalesce(sum(fresh_calls) FILTER (WHERE NOT is_publisher), 0) AS consumer_calls,
          coalesce(sum(ok) FILTER (WHERE NOT is_publisher), 0) AS ok,
          coalesce(sum(accepted) FILTER (WHERE NOT is_publisher), 0) AS accepted,
          coalesce(sum(rejected) FILTER (WHERE NOT is_publisher), 0) AS rejected,

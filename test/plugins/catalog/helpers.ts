@@ -60,14 +60,16 @@ export interface EventSpec {
   operation?: 'compute' | 'batch_item' | 'router' | 'demo' | 'verify' | 'test';
   /** Default: now. */
   createdAt?: Date;
+  /** Answered from the result cache. Default: false. */
+  cached?: boolean;
 }
 
 /** Writes usage events straight into the table, as the usage recorder and the outcome PATCH would. */
 export async function insertEvents(svc: TestService, events: EventSpec[]): Promise<void> {
   for (const e of events) {
     await svc.sequelize.query(
-      `INSERT INTO usage_events (id, workspace_id, operation, channel, status, function_id, confidence, outcome, quality_score, classification, created_at, error_code)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'mine', $10, $11)`,
+      `INSERT INTO usage_events (id, workspace_id, operation, channel, status, function_id, confidence, outcome, quality_score, classification, created_at, error_code, cached)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'mine', $10, $11, $12)`,
       {
         bind: [
           newId('use'),
@@ -81,6 +83,7 @@ export async function insertEvents(svc: TestService, events: EventSpec[]): Promi
           e.quality ?? null,
           (e.createdAt ?? new Date()).toISOString(),
           e.errorCode ?? null,
+          e.cached ?? false,
         ],
       },
     );

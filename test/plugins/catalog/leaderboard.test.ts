@@ -202,6 +202,17 @@ describe('catalog: public leaderboard', function () {
     expect(published.total_invocations).to.equal(6);
   });
 
+  it('reads reliability from the calls the function answered or failed itself: answers from the result cache count as invocations, not as successes', async () => {
+    const fn = await publicFunction('lb-cached');
+    const call = (w: string, extra: Partial<EventSpec> = {}): EventSpec => ({ functionId: fn.id, workspaceId: w, ...extra });
+    // Two fresh answers, two failures (the endpoint went down), and three answers from the cache meanwhile.
+    await insertEvents(svc, [call(ws(0)), call(ws(1)), call(ws(2), { status: 'error', errorCode: 'functions_failed' }), call(ws(3), { status: 'error', errorCode: 'functions_failed' }), ...[0, 2, 3].map((i) => call(ws(i), { cached: true }))]);
+    await aggregator.refresh();
+    const entry = entryOf(await board(), fn.id);
+    expect(entry.total_invocations).to.equal(7);
+    expect(entry.stats.success_rate).to.equal(0.5);
+  });
+
   it('leaves the publisher\'s own calls and reports out of acceptance, quality and reliability: self-reports do not move its score', async () => {
     const fn = await publicFunction('lb-self-report');
     await insertEvents(svc, [0, 1, 2].map((i): EventSpec => ({ functionId: fn.id, workspaceId: ws(i) })));
