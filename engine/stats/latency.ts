@@ -71,6 +71,12 @@ export class LatencyStats {
    * nothing left in the window reads exactly as one never timed, so it is dropped as later records come.
    */
   private readonly series = new Map<string, Series>();
+  /**
+   * Every answered call's latency since the instance started, per function (a count and a sum): the catalogue's average
+   * once the window holds none, so a function timed an hour ago does not read "no data" (never timed). Two numbers per
+   * function ever answered, of which there are as many as the registry holds.
+   */
+  private readonly lifetime = new Map<string, { n: number; sum: number }>();
 
   constructor(
     private readonly clock: Clock,
@@ -84,6 +90,12 @@ export class LatencyStats {
    * others (a latency ceiling, `fastest`) while their calls are answered fast; its own breaker keeps it away instead.
    */
   record(fnId: string, ms: number, failed = false, caller?: string): void {
+    if (!failed) {
+      const life = this.lifetime.get(fnId) ?? { n: 0, sum: 0 };
+      life.n++;
+      life.sum += ms;
+      this.lifetime.set(fnId, life);
+    }
     const s = this.seriesOf(fnId);
     if (failed && caller !== undefined) {
       const earlier = s.by.indexOf(caller);
@@ -189,10 +201,25 @@ export class LatencyStats {
     return this.inWindow(fnId)?.failed.filter(Boolean).length ?? 0;
   }
 
-  /** Average latency for the catalogue: the windowed mean, or null ("no data") when never timed. */
+  /**
+   * Average latency for the catalogue: the mean of the answered calls in the window (a failure, recorded at its timeout
+   * for ranking, is no latency of an answer), else of every answered call since the instance started; null ("no data")
+   * when the function never answered here.
+   */
   average(fnId: string): number | null {
     const s = this.inWindow(fnId);
-    if (!s || s.ms.length === 0) return null;
-    return Math.round((s.ms.reduce((a, b) => a + b, 0) / s.ms.length) * 1000) / 1000;
+    let n = 0;
+    let sum = 0;
+    s?.ms.forEach((ms, i) => {
+      if (s.failed[i]) return;
+      n++;
+      sum += ms;
+    });
+    if (n === 0) {
+      const life = this.lifetime.get(fnId);
+      if (!life) return null;
+      ({ n, sum } = life);
+    }
+    return Math.round((sum / n) * 1000) / 1000;
   }
 }

@@ -29,7 +29,7 @@ export const functionViewSchema = z
     cost_per_unit: z.string().describe('USDC per call before the multiplier, a decimal string with 2 to 8 decimals ("0.001", "1.50").'),
     cost_multiplier: z.string().describe('The multiplier, a decimal string in its shortest form ("1", "1.5").'),
     effective_cost_per_call: z.string().describe('What one call is charged: cost_per_unit x cost_multiplier, USDC, a decimal string with 2 to 8 decimals.'),
-    average_latency_ms: latencyFigure('Mean latency of its calls in the latency window (LATENCY_WINDOW_MS)'),
+    average_latency_ms: latencyFigure('Mean latency of its answered calls in the latency window (LATENCY_WINDOW_MS), else since the instance started'),
     latency: z
       .object({
         p50_ms: latencyFigure('Median latency'),

@@ -75,7 +75,17 @@ describe('engine: rolling latency statistics', function () {
     h.clock.advance(4_001);
     expect(lat().average('f')).to.equal(100);
     h.clock.advance(10_000);
-    expect(lat().average('f'), 'no data once every sample left the window').to.equal(null);
+    // Timed before, though nothing is left in the window: the mean since the instance started, never "no data".
+    expect(lat().average('f'), 'every answered call since start').to.equal(500);
+    expect(lat().average('never-timed')).to.equal(null);
+  });
+
+  it('the catalogue average reads answered calls only: a failure, recorded at its timeout for ranking, is no latency of an answer', () => {
+    lat().record('g', 2000, true, 'ws_a');
+    expect(lat().average('g'), 'never answered').to.equal(null);
+    lat().record('g', 4);
+    expect(lat().average('g')).to.equal(4);
+    expect(lat().snapshot('g')).to.include({ samples: 2, p50_ms: 1002 });
   });
 
   it('the EWMA covers only the samples in the window: older ones no longer weigh in', () => {
