@@ -36,6 +36,7 @@ export { demoFields } from './responses';
 export { functionViewSchema } from './responses-functions';
 export { functionSortKey, functionView } from './routes/functions';
 export { mayCall } from './services/next-actions';
+export { marketplaceOutsidePlan } from './services/engine-errors';
 export { callerScopeOf, healthCallerOfPrincipal } from './services/caller-scope';
 export type { MarketEvidenceSlot, MarketEvidenceSource, MarketLookup } from './services/market-evidence';
 

@@ -1,6 +1,8 @@
 import { ApiError } from '../../../core/errors';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
+import { sandboxRefusal } from '../../identity';
+import { marketplaceOutsidePlan } from '../../pricing';
 import * as s from '../schemas';
 import { catalogueListResponse, catalogueReadResponse } from '../responses';
 import { parseTags } from '../services/catalogue';
@@ -45,9 +47,10 @@ export function catalogueRoutes(catalogue: Catalogue): RouteSpec[] {
       auth: 'optional',
       sandbox: true,
       params: s.catalogueParams,
-      responses: { 200: { description: 'The entry.', schema: catalogueReadResponse } },
+      responses: { 200: { description: 'The entry.', schema: catalogueReadResponse }, 403: marketplaceOutsidePlan },
       handler: ({ principal, params }) => {
         const entry = catalogue.entry(params.id, principal);
+        if (!entry && catalogue.outsidePlan(params.id, principal)) throw sandboxRefusal('price with marketplace functions');
         if (!entry) throw catalogueNotFound();
         return ok({ function: entry });
       },

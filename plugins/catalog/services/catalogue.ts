@@ -68,6 +68,16 @@ export class Catalogue {
     return pageByKey(matches, functionSortKey, (f) => f.id, q, (f) => this.view(f, principal));
   }
 
+  /**
+   * Whether a sandbox asks for a marketplace function (public and active, so nothing is revealed): outside its plan,
+   * answered 403 plan_restricted as GET /api/functions/{id} and compute answer it, not the 404 of a missing one.
+   */
+  outsidePlan(ref: string, principal: Principal | null): boolean {
+    if (!principal || !callerScopeOf(principal).builtInsOnly) return false;
+    const fn = this.registry.find(ref);
+    return !!fn && !fn.builtIn && fn.isPublic && fn.status === 'active';
+  }
+
   /** One entry by id or name; undefined when missing and when out of the caller's sight alike. */
   entry(ref: string, principal: Principal | null): CatalogueEntry | undefined {
     const fn = this.registry.find(ref);

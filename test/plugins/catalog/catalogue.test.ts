@@ -211,13 +211,23 @@ describe('catalog: function catalogue', function () {
         await client(svc.url).get<Record<string, unknown>>(`/api/catalog/${alicePrivate.name}`, { 'x-api-key': bobKey }),
         await client(svc.url).get<Record<string, unknown>>(`/api/catalog/${alicePublicDraft.id}`, { 'x-api-key': bobKey }),
         await client(svc.url).get<Record<string, unknown>>(`/api/catalog/${alicePrivate.id}`),
-        await client(svc.url).get<Record<string, unknown>>(`/api/catalog/${bobPublic.id}`, { 'x-api-key': sandboxKey }),
       ];
       for (const res of outOfReach) {
         expect(res.status).to.equal(404);
         expect(strip(res.body)).to.deep.equal(strip(missing.body));
       }
       expect(JSON.stringify(outOfReach.map((r) => r.body))).not.to.contain(alicePrivate.name);
+    });
+
+    it('answers a sandbox reading a marketplace function (public and active: nothing is revealed) 403 plan_restricted, as GET /api/functions/{id} does', async () => {
+      const asSandbox = { 'x-api-key': sandboxKey };
+      const entry = await client(svc.url).get<Record<string, any>>(`/api/catalog/${bobPublic.id}`, asSandbox);
+      const fn = await client(svc.url).get<Record<string, any>>(`/api/functions/${bobPublic.id}`, asSandbox);
+      expect(entry.status, entry.text).to.equal(403);
+      expect(entry.body).to.include({ code: 'plan_restricted', plan: 'agent_starter' });
+      for (const field of ['error', 'code', 'plan', 'reason', 'hint', 'next']) expect(entry.body[field], field).to.deep.equal(fn.body[field]);
+      // A private one of another workspace stays the 404 of a missing one.
+      expect((await client(svc.url).get(`/api/catalog/${bobPrivate.id}`, asSandbox)).status).to.equal(404);
     });
 
     it('checks a credential when one is sent: a wrong key is refused, not served as anonymous', async () => {
