@@ -159,6 +159,7 @@ export const summaryResponse = z.object({
     .extend({
       by_key: z.object(Object.fromEntries(KEY_SOURCES.map((k) => [k, aiTotals])) as Record<(typeof KEY_SOURCES)[number], typeof aiTotals>).describe('By which key paid the model: own_provider_key or platform_key.'),
       by_feature: z.object(Object.fromEntries(AI_FEATURES.map((f) => [f, aiTotals])) as Record<(typeof AI_FEATURES)[number], typeof aiTotals>).describe('By feature: agent_generation or task_estimation.'),
+      offered_features: z.array(z.enum(AI_FEATURES)).describe('The AI features this service runs; empty: none is offered yet, so the figures are zeros because nothing writes them, not because they went unused.'),
     })
     .describe('AI-feature usage over the same period, apart from compute requests and costs (zeros until a feature writes any).'),
 });

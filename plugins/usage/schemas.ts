@@ -6,6 +6,8 @@ export const CLASSIFICATIONS = ['mine', 'testers', 'others'] as const;
 export const OUTCOMES = ['accepted', 'rejected'] as const;
 export const PAID_VIA = ['x402', 'day_pass', 'balance'] as const;
 export const AI_FEATURES = ['agent_generation', 'task_estimation'] as const;
+/** The AI features this service runs, which write AI-feature usage: none yet, so a summary's zeros say "not offered", not "unused". */
+export const AI_FEATURES_OFFERED: ReadonlyArray<(typeof AI_FEATURES)[number]> = [];
 export const KEY_SOURCES = ['own_provider_key', 'platform_key'] as const;
 /** The operations the recorder writes (UsageEventInput.operation). */
 /**

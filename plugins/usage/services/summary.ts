@@ -1,6 +1,6 @@
 import type { Sql } from '../../../core/db/sql';
 import { formatMoney, money } from '../../../core/money';
-import { AI_FEATURES, CHANNELS, KEY_SOURCES, OUTCOMES, PAID_VIA } from '../schemas';
+import { AI_FEATURES, AI_FEATURES_OFFERED, CHANNELS, KEY_SOURCES, OUTCOMES, PAID_VIA } from '../schemas';
 
 interface EventTotals {
   requests: number;
@@ -124,5 +124,5 @@ function aiFeatures(rows: AiRow[]): Record<string, unknown> {
     const f = byFeature[r.feature];
     if (f) add(f, r);
   }
-  return { ...all, by_key: byKey, by_feature: byFeature };
+  return { ...all, by_key: byKey, by_feature: byFeature, offered_features: [...AI_FEATURES_OFFERED] };
 }

@@ -114,6 +114,7 @@ describe('usage: summary', function () {
       cost: '0.0425',
       by_key: { own_provider_key: { calls: 2, tokens: 1500, cost: '0.03' }, platform_key: { calls: 1, tokens: 500, cost: '0.0125' } },
       by_feature: { agent_generation: { calls: 2, tokens: 1500, cost: '0.03' }, task_estimation: { calls: 1, tokens: 500, cost: '0.0125' } },
+      offered_features: [],
     });
     expect(s.requests).to.equal(7);
     const longer = await summary(`?from=${monthStart(-1).toISOString()}`);
@@ -126,7 +127,8 @@ describe('usage: summary', function () {
     const s = await summary('', k);
     expect(s).to.include({ requests: 0, prepaid_requests: 0, prepaid_cost: '0.00', billable_cost: '0.00', current_period_cost: '0.00', total_cost: '0.00' });
     const zero = { calls: 0, tokens: 0, cost: '0.00' };
-    expect(s.ai_features).to.deep.equal({ ...zero, by_key: { own_provider_key: zero, platform_key: zero }, by_feature: { agent_generation: zero, task_estimation: zero } });
+    // Zeros, and said to be so because no AI feature is offered here, not because none was used.
+    expect(s.ai_features).to.deep.equal({ ...zero, by_key: { own_provider_key: zero, platform_key: zero }, by_feature: { agent_generation: zero, task_estimation: zero }, offered_features: [] });
   });
 
   it('answers current_period_cost 0.00 when every call was already paid for', async () => {
