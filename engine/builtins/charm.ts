@@ -92,6 +92,7 @@ export function charm(ctx: Context): MethodResult {
     if (crossed) notes.push(`${crossed}: the nearest ending above it taken`);
   } else if (crossed) notes.push(`${crossed} and no ending above it lies within ${percent(tolerance)}: base price kept`);
   else notes.push(`no charm ending within ${percent(tolerance)} (or inside the bounds): base price kept`);
-  if (bounds < 1) used.push(...[floor && p.eq(floor.value) ? floor.name : 'max_price'].filter((k) => !used.includes(k)));
+  const boundBy = floor && p.eq(floor.value) ? floor.name : 'max_price';
+  if (bounds < 1 && !used.includes(boundBy)) used.push(boundBy);
   return methodResult(price, currency, { base: baseConfidence, bounds }, used, notes, { base_price: toPrice(base, currency) }, { floor, ceiling: max ? { value: max, name: 'max_price' } : undefined });
 }
