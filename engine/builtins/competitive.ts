@@ -180,7 +180,7 @@ export function competitive(ctx: Context, market?: MarketEvidence): MethodResult
   if (floor && price.lt(floor)) {
     price = floor;
     bound = 0.8;
-    notes.push(`${position} not possible above the floor: the floor binds`);
+    notes.push(`${position} not possible above the floor (${floorBound?.name ?? 'floor'} ${floor.toDecimalPlaces(8).toFixed()}): the floor binds`);
   }
   if (ceiling && price.gt(ceiling)) {
     price = ceiling;
@@ -189,7 +189,7 @@ export function competitive(ctx: Context, market?: MarketEvidence): MethodResult
   }
   const rcv = ref > 0 ? (1.4826 * mad(perSource)) / ref : 1;
   const factors = { amount: round3(n / (n + 3)), agreement: round3(1 / (1 + rcv)), independence, bounds: bound, ...reference.factors };
-  return methodResult(price, currency, factors, [...reference.used, ...(ctx.position ? ['position'] : []), ...(floor ? ['floor'] : []), ...(ceiling ? ['max_price'] : [])], notes, {
+  return methodResult(price, currency, factors, [...reference.used, ...(ctx.position ? ['position'] : []), ...(floorBound ? (floorBound.keys ?? [floorBound.name]) : []), ...(ceiling ? ['max_price'] : [])], notes, {
     reference_price: toPrice(refExact, currency),
     sources: n,
     price_index: round3((price.toNumber() / ref) * 100),

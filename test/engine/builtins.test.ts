@@ -55,7 +55,10 @@ describe('engine: built-in pricing methods', () => {
       expect(run(costPlus, { unit_cost: 10, markup: -0.5 }).price).to.equal('5.00');
       const floored = run(competitive, { competitor_prices: [10], unit_cost: 5, min_markup: 1.5 });
       expect(floored.price).to.equal('12.50');
-      expect(floored.notes).to.include('match not possible above the floor: the floor binds');
+      expect(floored.notes).to.include('match not possible above the floor (unit_cost with min_markup 12.5): the floor binds');
+      // The inputs that made the floor, by their names in the context.
+      expect(floored.inputs_used).to.deep.equal(['competitor_prices', 'unit_cost', 'min_markup']);
+      expect(run(competitive, { competitor_prices: [10, 11, 12], min_price: 12.5 }).inputs_used).to.deep.equal(['competitor_prices', 'min_price']);
       expect(run(competitive, { competitor_prices: [10], unit_cost: 5, min_markup: 0 }).price).to.equal('10.00');
       const refusals: Array<[PricingMethod, Context, string]> = [
         [costPlus, { unit_cost: 5, markup: 10.5 }, 'markup must be a markup over cost above -1 up to 10 (0.3 means 30%, 1.5 means 150%), got 10.5.'],

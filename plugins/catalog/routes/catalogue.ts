@@ -2,7 +2,7 @@ import { ApiError } from '../../../core/errors';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import { sandboxRefusal } from '../../identity';
-import { marketplaceOutsidePlan } from '../../pricing';
+import { callerScopeOf, marketplaceOutsidePlan } from '../../pricing';
 import * as s from '../schemas';
 import { catalogueListResponse, catalogueReadResponse } from '../responses';
 import { parseTags } from '../services/catalogue';
@@ -11,9 +11,11 @@ import type { Catalogue } from '../services/catalogue';
 const MAX_TAGS = 20;
 
 /** Identical for a missing function and one out of the caller's sight, so existence does not leak. */
-export const catalogueNotFound = (): ApiError =>
+export const catalogueNotFound = (sandbox = false): ApiError =>
   new ApiError('function_not_found', 'No pricing function with this id or name is available to you.', {
-    hint: 'GET /api/catalog lists the functions you can see: built-ins, your own, and public marketplace functions.',
+    hint: sandbox
+      ? 'GET /api/catalog lists the functions an unclaimed sandbox can see: the built-ins (claimed, it sees its own and the marketplace too).'
+      : 'GET /api/catalog lists the functions you can see: built-ins, your own, and public marketplace functions.',
   });
 
 export function catalogueRoutes(catalogue: Catalogue): RouteSpec[] {
@@ -51,7 +53,7 @@ export function catalogueRoutes(catalogue: Catalogue): RouteSpec[] {
       handler: ({ principal, params }) => {
         const entry = catalogue.entry(params.id, principal);
         if (!entry && catalogue.outsidePlan(params.id, principal)) throw sandboxRefusal('price with marketplace functions');
-        if (!entry) throw catalogueNotFound();
+        if (!entry) throw catalogueNotFound(principal !== null && callerScopeOf(principal).builtInsOnly);
         return ok({ function: entry });
       },
     }),

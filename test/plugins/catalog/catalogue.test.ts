@@ -226,8 +226,10 @@ describe('catalog: function catalogue', function () {
       expect(entry.status, entry.text).to.equal(403);
       expect(entry.body).to.include({ code: 'plan_restricted', plan: 'agent_starter' });
       for (const field of ['error', 'code', 'plan', 'reason', 'hint', 'next']) expect(entry.body[field], field).to.deep.equal(fn.body[field]);
-      // A private one of another workspace stays the 404 of a missing one.
-      expect((await client(svc.url).get(`/api/catalog/${bobPrivate.id}`, asSandbox)).status).to.equal(404);
+      // A private one of another workspace stays the 404 of a missing one, whose hint says what a sandbox sees.
+      const hidden = await client(svc.url).get<Record<string, any>>(`/api/catalog/${bobPrivate.id}`, asSandbox);
+      expect(hidden.status).to.equal(404);
+      expect(hidden.body.hint).to.match(/^GET \/api\/catalog lists the functions an unclaimed sandbox can see: the built-ins/);
     });
 
     it('checks a credential when one is sent: a wrong key is refused, not served as anonymous', async () => {
