@@ -17,11 +17,13 @@ const SCORING_PATH = '/api/public/leaderboard/scoring';
 
 const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
 
+/** What a ranking key looks like: a cursor whose sort value is anything else was not issued here. */
+const RANKING_KEY = /^\d{12}:./;
+
 /**
  * An entry's place in the ranking as a key ordered as the ranking is (score descending, then name), so a cursor resumes
  * after the last entry served wherever the ranking has moved it. Scores lie in [0, 100] with at most a few decimals.
  */
-const RANKING_KEY = /^\d{12}:./;
 const rankingKey = (e: LeaderboardEntry): string => `${String(Math.round((1000 - e.score) * 1e6)).padStart(12, '0')}:${e.function.name}`;
 
 export function leaderboardRoutes(d: LeaderboardRouteDeps): RouteSpec[] {
