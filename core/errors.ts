@@ -181,6 +181,7 @@ export const errorBodySchema = z
     function_id: z.string().optional().describe('function_draft and function_inactive: the function pinned.'),
     status: z.string().optional().describe('With function_id: its status (draft, inactive).'),
     suggested_function_id: z.string().optional().describe('function_not_found for a name sent as function_id: the id to send.'),
+    suggested_function_name: z.string().optional().describe('function_not_found for an id sent as function_name: the name to send.'),
     strategy: z.string().optional().describe('no_eligible_function: the routing strategy that excluded every candidate.'),
     policy_id: z.string().optional().describe('no_eligible_function: the routing policy applied.'),
     candidates: openObjects.optional().describe('no_eligible_function: each candidate (function, id, kept) and why it was left out (reason, detail, cost_per_unit, latency_p50_ms).'),

@@ -106,6 +106,9 @@ export class PricingEngine {
       // An id field holding the name of a function the caller reaches: say which id it is (nothing unreachable is named).
       const named = ref.id ? this.registry.resolve(ref.id, scope, 'name') : undefined;
       if (named) throw new EngineError('function_not_found', `function_id takes a function's id, and "${ref.id}" is the name of ${named.id}.`, { functionId: key, suggestedId: named.id });
+      // The other way round: a name field holding the id of a function the caller reaches.
+      const byId = ref.id ? undefined : this.registry.resolve(key, scope, 'id');
+      if (byId) throw new EngineError('function_not_found', `function_name takes a function's name, and "${key}" is the id of ${byId.name}.`, { functionId: key, suggestedName: byId.name });
       // A marketplace function is public: naming it to a caller held to built-ins reveals nothing, and says why it cannot run.
       if (scope.builtInsOnly && this.registry.resolve(key, { ...scope, builtInsOnly: false }, ref.id ? 'id' : 'name')) {
         throw new EngineError('outside_plan', 'Marketplace functions are outside this plan: it prices with built-in functions only.', { functionId: key });

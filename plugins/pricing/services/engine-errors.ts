@@ -70,6 +70,12 @@ export function toApiError(err: unknown, opts: ErrorAudience = {}): unknown {
           fields: { suggested_function_id: d.suggestedId },
         });
       }
+      if (d.suggestedName) {
+        return new ApiError('function_not_found', err.message, {
+          hint: `Send "function_name": "${d.suggestedName}", or the id as function_id.`,
+          fields: { suggested_function_name: d.suggestedName },
+        });
+      }
       // Identical for a missing function and one out of reach, so existence does not leak.
       return new ApiError('function_not_found', 'No pricing function with this id or name is available to you.', {
         hint: opts.keyless

@@ -538,6 +538,18 @@ describe('compute API', function () {
     expect(bad.body.example).to.have.property('context');
   });
 
+  it("answers an id sent as function_name with 404 naming the function's name (suggested_function_name); an id out of reach gets the plain 404", async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const res = await api.post<Record<string, any>>('/api/price-router', { context: { unit_cost: 10 }, function_name: 'fn_builtin_cost_plus' });
+    expect(res.status, res.text).to.equal(404);
+    expect(res.body).to.include({ code: 'function_not_found', suggested_function_name: 'cost-plus', error: 'function_name takes a function\'s name, and "fn_builtin_cost_plus" is the id of cost-plus.' });
+    expect(res.body.hint).to.equal('Send "function_name": "cost-plus", or the id as function_id.');
+    const missing = await api.post<Record<string, any>>('/api/price-router', { context: { unit_cost: 10 }, function_name: 'fn_doesnotexist12345678' });
+    expect(missing.status).to.equal(404);
+    expect(missing.body).to.not.have.property('suggested_function_name');
+    expect(missing.body.error).to.equal('No pricing function with this id or name is available to you.');
+  });
+
   it('refuses routing_preference explicit without a function as a validation failure with issues, hint and example', async () => {
     const api = client(svc.url, { 'x-api-key': key });
     for (const path of ['/api/compute/price', '/api/price-router']) {
