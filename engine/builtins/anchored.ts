@@ -1,5 +1,5 @@
-import { D, currencyOf, lacking, num, percent, positiveMoney, round3, toPrice, methodResult, highestFloor } from './inputs';
-import type { Bound, Dec } from './inputs';
+import { D, callerBounds, currencyOf, lacking, num, percent, positiveMoney, round3, toPrice, methodResult } from './inputs';
+import type { Dec } from './inputs';
 import { competitive, competitorPricesProblem, hasNetworkReference } from './competitive';
 import { costPlus } from './cost-plus';
 import { MethodNotApplicable } from './types';
@@ -138,27 +138,21 @@ export function anchored(ctx: Context, market?: MarketEvidence): MethodResult {
     notes.push('change under 1%: held');
   }
   // The caller's own bounds are hard: they outrank the step limit and the dead band (a current price outside them moves inside at once).
-  const minPrice = positiveMoney(ctx, 'min_price');
-  const maxPrice = positiveMoney(ctx, 'max_price');
-  if (minPrice && maxPrice && minPrice.gt(maxPrice)) {
-    throw new MethodNotApplicable(`The floor (min_price: ${toPrice(minPrice, currency)}) is above max_price (${toPrice(maxPrice, currency)}): no price satisfies both.`, ['min_price', 'max_price'], true);
-  }
-  if (minPrice && price.lt(minPrice)) {
-    price = minPrice;
-    factors = { ...factors, bounds: 0.9 };
-    used = [...used, 'min_price'];
-    notes.push(`min_price ${minPrice.toFixed()} raised the price${minPrice.gt(upper) ? `, beyond the +${percent(step)} step: the bound outranks it` : ''}`);
-  } else if (maxPrice && price.gt(maxPrice)) {
-    price = maxPrice;
-    factors = { ...factors, bounds: 0.9 };
-    used = [...used, 'max_price'];
-    notes.push(`max_price ${maxPrice.toFixed()} lowered the price${maxPrice.lt(lower) ? `, beyond the -${percent(step)} step: the bound outranks it` : ''}`);
-  }
   const unitCost = positiveMoney(ctx, 'unit_cost');
-  if (unitCost && price.lt(unitCost) && !used.includes('unit_cost')) used = [...used, 'unit_cost'];
-  if (unitCost && price.lt(unitCost)) notes.push(`the price is below unit_cost ${unitCost.toFixed()}: ${target.lt(unitCost) ? 'the target is under cost, as asked' : `the step limit (${percent(step)}) keeps it from reaching cost this call`}`);
-  const floors: Bound[] = [...(minPrice ? [{ value: minPrice, name: 'min_price' }] : []), ...(unitCost && price.gte(unitCost) ? [{ value: unitCost, name: 'unit_cost' }] : [])];
-  const floor = highestFloor(floors);
+  const bounded = callerBounds(ctx, price, currency, notes, used, {
+    // Cost is kept in rounding only by a price at or above it: one below cost stays there, as its note says.
+    roundingFloors: (p) => (unitCost && p.gte(unitCost) ? [{ value: unitCost, name: 'unit_cost' }] : []),
+    said: {
+      raised: (min) => `min_price ${min.toFixed()} raised the price${min.gt(upper) ? `, beyond the +${percent(step)} step: the bound outranks it` : ''}`,
+      lowered: (max) => `max_price ${max.toFixed()} lowered the price${max.lt(lower) ? `, beyond the -${percent(step)} step: the bound outranks it` : ''}`,
+    },
+  });
+  price = bounded.price;
+  if (bounded.factor < 1) factors = { ...factors, bounds: bounded.factor };
+  if (unitCost && price.lt(unitCost)) {
+    if (!used.includes('unit_cost')) used.push('unit_cost');
+    notes.push(`the price is below unit_cost ${unitCost.toFixed()}: ${target.lt(unitCost) ? 'the target is under cost, as asked' : `the step limit (${percent(step)}) keeps it from reaching cost this call`}`);
+  }
   return methodResult(
     price,
     currency,
@@ -166,7 +160,7 @@ export function anchored(ctx: Context, market?: MarketEvidence): MethodResult {
     used,
     notes,
     { current_price: toPrice(current, currency), change_pct: round3(price.div(current).minus(1).times(100).toNumber()), bounds: [toPrice(lower, currency), toPrice(upper, currency)], ...evidence },
-    { floor, ceiling: maxPrice ? { value: maxPrice, name: 'max_price' } : undefined },
+    bounded.bounds,
   );
 }
 

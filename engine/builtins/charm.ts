@@ -1,4 +1,4 @@
-import { D, currencyOf, fraction, lacking, minorUnits, percent, positiveMoney, toPrice, methodResult, highestFloor } from './inputs';
+import { D, currencyOf, fraction, lacking, minorUnits, percent, positiveMoney, toPrice, methodResult, highestFloor, floorAboveCeiling } from './inputs';
 import type { Bound, Dec } from './inputs';
 import { costPlus } from './cost-plus';
 import { MethodNotApplicable } from './types';
@@ -59,9 +59,7 @@ export function charm(ctx: Context): MethodResult {
   const tolerance = fraction(ctx, 'charm_tolerance') ?? DEFAULT_TOLERANCE;
   const floor = floorOf(ctx, base);
   const max = positiveMoney(ctx, 'max_price');
-  if (floor && max && floor.value.gt(max)) {
-    throw new MethodNotApplicable(`The floor (${floor.name}: ${toPrice(floor.value, currency)}) is above max_price (${toPrice(max, currency)}): no price satisfies both.`, [floor.name, 'max_price'], true);
-  }
+  if (floor && max && floor.value.gt(max)) throw floorAboveCeiling(floor, max, currency);
   // A base outside the caller's bounds is brought inside them first: rounding is cosmetic, the bounds are not.
   let p: Dec = base;
   let bounds = 1;

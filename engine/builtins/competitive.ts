@@ -1,4 +1,4 @@
-import { D, MAX_AMOUNT, currencyOf, describeCurrencies, exactMedian, mad, markupFraction, median, num, observations, positiveMoney, round3, toPrice, methodResult, highestFloor } from './inputs';
+import { D, MAX_AMOUNT, currencyOf, describeCurrencies, exactMedian, mad, markupFraction, median, num, observations, positiveMoney, round3, toPrice, methodResult, highestFloor, floorAboveCeiling } from './inputs';
 import type { Bound } from './inputs';
 import { MethodNotApplicable } from './types';
 import type { Context, MarketEvidence, MethodResult } from './types';
@@ -166,21 +166,14 @@ export function competitive(ctx: Context, market?: MarketEvidence): MethodResult
   const minPrice = positiveMoney(ctx, 'min_price');
   const costKeys = ['unit_cost', ...(ctx.min_markup != null ? ['min_markup'] : [])];
   const floors: Bound[] = [...(minPrice ? [{ value: minPrice, name: 'min_price' }] : []), ...(unitCost ? [{ value: unitCost.times(1 + minMarkup), name: costKeys.join(' with '), keys: costKeys }] : [])];
-  const floorBound = highestFloor(floors);
-  const floor = floorBound?.value;
-  const maxPrice = positiveMoney(ctx, 'max_price');
-  const ceilingBound = maxPrice ? { value: maxPrice, name: 'max_price' } : undefined;
-  const ceiling = maxPrice;
-  if (floorBound && floor && ceiling && floor.gt(ceiling)) {
-    // Bounds of the caller's that contradict each other: its mistake, named, not a missing input another function could stand in for.
-    const from = floorBound.keys ?? [floorBound.name];
-    throw new MethodNotApplicable(`The floor (${from.join(' with ')}: ${toPrice(floor, currency)}) is above max_price (${toPrice(ceiling, currency)}): no price satisfies both.`, [...from, 'max_price'], true);
-  }
+  const floor = highestFloor(floors);
+  const ceiling = positiveMoney(ctx, 'max_price');
+  if (floor && ceiling && floor.value.gt(ceiling)) throw floorAboveCeiling(floor, ceiling, currency);
   let bound = 1;
-  if (floor && price.lt(floor)) {
-    price = floor;
+  if (floor && price.lt(floor.value)) {
+    price = floor.value;
     bound = 0.8;
-    notes.push(`${position} not possible above the floor (${floorBound?.name ?? 'floor'} ${floor.toDecimalPlaces(8).toFixed()}): the floor binds`);
+    notes.push(`${position} not possible above the floor (${floor.name} ${floor.value.toDecimalPlaces(8).toFixed()}): the floor binds`);
   }
   if (ceiling && price.gt(ceiling)) {
     price = ceiling;
@@ -189,11 +182,11 @@ export function competitive(ctx: Context, market?: MarketEvidence): MethodResult
   }
   const rcv = ref > 0 ? (1.4826 * mad(perSource)) / ref : 1;
   const factors = { amount: round3(n / (n + 3)), agreement: round3(1 / (1 + rcv)), independence, bounds: bound, ...reference.factors };
-  return methodResult(price, currency, factors, [...reference.used, ...(ctx.position ? ['position'] : []), ...(floorBound ? (floorBound.keys ?? [floorBound.name]) : []), ...(ceiling ? ['max_price'] : [])], notes, {
+  return methodResult(price, currency, factors, [...reference.used, ...(ctx.position ? ['position'] : []), ...(floor ? (floor.keys ?? [floor.name]) : []), ...(ceiling ? ['max_price'] : [])], notes, {
     reference_price: toPrice(refExact, currency),
     sources: n,
     price_index: round3((price.toNumber() / ref) * 100),
     position,
     ...reference.details,
-  }, { floor: floorBound, ceiling: ceilingBound });
+  }, { floor, ceiling: ceiling ? { value: ceiling, name: 'max_price' } : undefined });
 }

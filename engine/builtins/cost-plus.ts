@@ -47,7 +47,7 @@ export function costPlus(ctx: Context): MethodResult {
   if (belowCost) notes.push(`negative ${margin !== undefined ? 'target_margin' : 'markup'}: the price is below cost, as requested`);
   // Rounding to the currency's units keeps to the floor: min_price, and the cost itself unless a price below it was asked for.
   const costFloor: Bound[] = belowCost ? [] : [{ value: cost, name: used.includes('fixed_costs') ? 'unit_cost with fixed costs' : 'unit_cost', keys: used.filter((k) => ['unit_cost', 'fixed_costs', 'expected_volume'].includes(k)) }];
-  const bounded = callerBounds(ctx, price, currency, notes, used, costFloor);
+  const bounded = callerBounds(ctx, price, currency, notes, used, { roundingFloors: () => costFloor });
   price = bounded.price;
   if (price.lt(cost) && !belowCost) notes.push(`max_price holds the price below cost (${toPrice(cost, currency)})`);
   const factors = { input_quality: inputQuality, bounds: bounded.factor };

@@ -87,7 +87,7 @@ export function elasticityOptimum(ctx: Context): MethodResult {
     if (b < 0) linearNotes.push(`demand_slope ${b} read as ${slope}: demand q = a − b·p falls as price rises`);
     const ignored = ['elasticity', 'price_history'].filter((k) => ctx[k] != null);
     if (ignored.length) linearNotes.push(`${ignored.join(' and ')} not used: the linear demand curve (demand_intercept, demand_slope) was given and outranks them`);
-    const bounded = callerBounds(ctx, price, currency, linearNotes, linearUsed, [{ value: cost, name: 'unit_cost' }]);
+    const bounded = callerBounds(ctx, price, currency, linearNotes, linearUsed, { roundingFloors: () => [{ value: cost, name: 'unit_cost' }] });
     return methodResult(bounded.price, currency, { model_supplied: 0.45, ...(bounded.factor < 1 ? { bounds: bounded.factor } : {}) }, linearUsed, linearNotes, { expected_quantity: round3(a - slope * bounded.price.toNumber()) }, bounded.bounds);
   }
   let epsilon: number;
@@ -130,7 +130,7 @@ export function elasticityOptimum(ctx: Context): MethodResult {
     factors.capped = 0.6;
   }
   if (given !== undefined && ctx.price_history != null) notes.push('price_history not used: elasticity was given and outranks an estimate');
-  const bounded = callerBounds(ctx, cost.times(multiple), currency, notes, used, [{ value: cost, name: 'unit_cost' }]);
+  const bounded = callerBounds(ctx, cost.times(multiple), currency, notes, used, { roundingFloors: () => [{ value: cost, name: 'unit_cost' }] });
   if (bounded.factor < 1) factors.bounds = bounded.factor;
   const price: Dec = bounded.price;
   return methodResult(price, currency, factors, used, notes, { elasticity: round3(epsilon), markup_multiple: round3(price.div(cost).toNumber()) }, bounded.bounds);

@@ -142,32 +142,52 @@ export function highestFloor(floors: readonly Bound[]): Bound | undefined {
   return floors.reduce<Bound | undefined>((a, b) => (a && a.value.gte(b.value) ? a : b), undefined);
 }
 
+/** Bounds of the caller's that contradict each other: its mistake, named, not a missing input another function could stand in for. */
+export function floorAboveCeiling(floor: Bound, ceiling: Dec, currency: string): MethodNotApplicable {
+  return new MethodNotApplicable(`The floor (${floor.name}: ${toPrice(floor.value, currency)}) is above max_price (${toPrice(ceiling, currency)}): no price satisfies both.`, [...(floor.keys ?? [floor.name]), 'max_price'], true);
+}
+
+/** How a method says which of the caller's bounds moved its price. */
+export interface BoundNotes {
+  raised: (minPrice: Dec) => string;
+  lowered: (maxPrice: Dec) => string;
+}
+
+const PLAIN_BOUND_NOTES: BoundNotes = { raised: () => 'min_price raised the price', lowered: () => 'max_price lowered the price' };
+
 /**
  * The caller's `min_price` and `max_price` applied to a method's price, said in `notes` and named in `used`: a price
  * below the floor is raised to it, one above the ceiling lowered to it (bounds factor 0.9), and a floor above the
- * ceiling is refused naming both. `roundingFloors` (a cost not to be rounded below) keep the price at or above them in
- * rounding while they are not above the ceiling. The bounds returned are for `methodResult`.
+ * ceiling is refused naming both. `roundingFloors` (a cost not to be rounded below), given the bounded price, keep it
+ * at or above them in rounding while they are not above the ceiling. The bounds returned are for `methodResult`.
  */
-export function callerBounds(ctx: Context, price: Dec, currency: string, notes: string[], used: string[], roundingFloors: readonly Bound[] = []): { price: Dec; factor: number; bounds: PriceBounds } {
+export function callerBounds(
+  ctx: Context,
+  price: Dec,
+  currency: string,
+  notes: string[],
+  used: string[],
+  opts: { roundingFloors?: (bounded: Dec) => readonly Bound[]; said?: BoundNotes } = {},
+): { price: Dec; factor: number; bounds: PriceBounds } {
   const minPrice = positiveMoney(ctx, 'min_price');
   const maxPrice = positiveMoney(ctx, 'max_price');
-  if (minPrice && maxPrice && minPrice.gt(maxPrice)) {
-    throw new MethodNotApplicable(`The floor (min_price: ${toPrice(minPrice, currency)}) is above max_price (${toPrice(maxPrice, currency)}): no price satisfies both.`, ['min_price', 'max_price'], true);
-  }
+  if (minPrice && maxPrice && minPrice.gt(maxPrice)) throw floorAboveCeiling({ value: minPrice, name: 'min_price' }, maxPrice, currency);
+  const said = opts.said ?? PLAIN_BOUND_NOTES;
   let bounded = price;
   let factor = 1;
   if (minPrice && bounded.lt(minPrice)) {
     bounded = minPrice;
     factor = 0.9;
     used.push('min_price');
-    notes.push('min_price raised the price');
+    notes.push(said.raised(minPrice));
   } else if (maxPrice && bounded.gt(maxPrice)) {
     bounded = maxPrice;
     factor = 0.9;
     used.push('max_price');
-    notes.push('max_price lowered the price');
+    notes.push(said.lowered(maxPrice));
   }
-  const floors = [...(minPrice ? [{ value: minPrice, name: 'min_price' }] : []), ...roundingFloors.filter((f) => !maxPrice || f.value.lte(maxPrice))];
+  const roundingFloors = (opts.roundingFloors?.(bounded) ?? []).filter((f) => !maxPrice || f.value.lte(maxPrice));
+  const floors = [...(minPrice ? [{ value: minPrice, name: 'min_price' }] : []), ...roundingFloors];
   return { price: bounded, factor, bounds: { floor: highestFloor(floors), ceiling: maxPrice ? { value: maxPrice, name: 'max_price' } : undefined } };
 }
 

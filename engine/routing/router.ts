@@ -202,12 +202,14 @@ export class Router {
         // Within a cost tie: a function never timed (cold) is tried first, as fastest explores, or the one timed first would
         // keep the tie's traffic for good and the others never get a latency to compare; then p50; then id. A cold one that
         // failed for this caller within the window, or one with no latency to rank by, comes last.
-        const tieRank = (f: FunctionDescriptor): number => {
-          const snap = this.latency.snapshot(f.id);
-          if (snap.cold) return this.latency.failedFor(f.id, caller) ? Infinity : -1;
-          return snap.p50_ms ?? Infinity;
-        };
-        const sorted = [...eligible].sort((a, b) => dec(effectiveCost(a)).comparedTo(dec(effectiveCost(b))) || tieRank(a) - tieRank(b) || a.id.localeCompare(b.id));
+        const tieRank = new Map(
+          eligible.map((f) => {
+            const snap = this.latency.snapshot(f.id);
+            return [f.id, snap.cold ? (this.latency.failedFor(f.id, caller) ? Infinity : -1) : (snap.p50_ms ?? Infinity)];
+          }),
+        );
+        const rankOf = (f: FunctionDescriptor): number => tieRank.get(f.id) as number;
+        const sorted = [...eligible].sort((a, b) => dec(effectiveCost(a)).comparedTo(dec(effectiveCost(b))) || rankOf(a) - rankOf(b) || a.id.localeCompare(b.id));
         const chosen = sorted[0] as FunctionDescriptor;
         return pick(chosen, { statistic: { cost_per_unit: effectiveCost(chosen), tie_break: 'never timed first, then latency p50, then id' }, alternates: sorted.slice(1) });
       }

@@ -63,6 +63,9 @@ function requestKey(ctx: RequestContext, sentIsExample: boolean): string | null 
   }
 }
 
+/** An issue path of a batch item's body as a path in the batch's (`(root)` is the item itself). */
+const inItem = (index: number, path: string): string => (path === '(root)' ? `items[${index}]` : `items[${index}].${path}`);
+
 /**
  * A batch item as priced: one that failed validation throws its own 400, whose message and issue
  * paths name it in the body (`items[2].context.current_price`), with an example item.
@@ -71,8 +74,7 @@ function validItem(batchItem: s.CallSchemas['batchItem'], item: PricedItem | s.I
   if (!(item instanceof s.InvalidBatchItem)) return item;
   const parsed = batchItem.safeParse(item.raw);
   if (parsed.success) return parsed.data;
-  const at = `items[${index}]`;
-  const issues = zodIssues(parsed.error, item.raw).map((i) => ({ ...i, path: i.path === '(root)' ? at : `${at}.${i.path}` }));
+  const issues = zodIssues(parsed.error, item.raw).map((i) => ({ ...i, path: inItem(index, i.path) }));
   throw validationFailed('body', issues, 'Fix the fields listed in issues; example shows a batch item that passes.', s.batchExample.items[0]);
 }
 
@@ -81,10 +83,10 @@ function validItem(batchItem: s.CallSchemas['batchItem'], item: PricedItem | s.I
  * are: its message and issue paths in the body (`items[2].function_id`), so the caller knows which item to fix.
  */
 function itemNamed(err: ApiError, index: number): ApiError {
-  const at = `items[${index}]`;
+  const at = inItem(index, '(root)');
   const issues = err.extras.issues;
   if (err.code !== 'validation_error' || !issues?.length || issues.every((i) => i.path.startsWith(at))) return err;
-  return new ApiError(err.code, err.message.startsWith(at) ? err.message : `${at}: ${err.message}`, { ...err.extras, issues: issues.map((i) => (i.path.startsWith(at) ? i : { ...i, path: i.path === '(root)' ? at : `${at}.${i.path}` })) });
+  return new ApiError(err.code, err.message.startsWith(at) ? err.message : `${at}: ${err.message}`, { ...err.extras, issues: issues.map((i) => (i.path.startsWith(at) ? i : { ...i, path: inItem(index, i.path) })) });
 }
 
 /** A call's Idempotency-Key header, as callIdempotency keeps it; undefined without one. */

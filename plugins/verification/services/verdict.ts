@@ -266,11 +266,8 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   const { sigma, hw } = observationBand;
   // A floor or ceiling inside the market's band cuts it (the price is judged against what the caller may charge and the
   // market bears); one beyond the whole band leaves the band as it is, and says the market is out of the caller's reach.
-  const cutLower = floor && floor.greaterThan(observationBand.lower) ? floor : observationBand.lower;
-  const cutUpper = ceiling && ceiling.lessThan(observationBand.upper) ? ceiling : observationBand.upper;
-  const cut = !cutLower.greaterThan(cutUpper);
-  const lower = cut ? cutLower : observationBand.lower;
-  const upper = cut ? cutUpper : observationBand.upper;
+  const cut = cutBand(observationBand, floor, ceiling);
+  const { lower, upper } = cut ?? observationBand;
   if (!cut && floor && floor.greaterThan(observationBand.upper)) {
     reasons.push(`the floor ${amount(floor)} (${constraints.floor?.from.join(', ')}) is above the market's whole band [${amount(observationBand.lower)}, ${amount(observationBand.upper)}]: no price it allows is inside, so the price is judged against the market as it is`);
   } else if (!cut && ceiling && ceiling.lessThan(observationBand.lower)) {
@@ -335,11 +332,17 @@ function twoSidedBand(b: { lower: Dec; upper: Dec; sigma: number; estimator: 'ma
  * constraints leave nothing of it, the constraints alone are the band.
  */
 function constrainedBand(b: { lower: Dec; upper: Dec; sigma: number; estimator: 'mad' | 'iqr' | 'mean_absolute_deviation' | 'none'; hw: number; minApplied: boolean }, floor: Dec | null, ceiling: Dec | null, t: VerdictThresholds, amount: Amount): Band {
+  const cut = cutBand(b, floor, ceiling);
+  if (!cut) return oneSidedBand(floor, ceiling, amount);
+  if (cut.lower === b.lower && cut.upper === b.upper) return twoSidedBand(b, t, amount);
+  return { ...twoSidedBand({ ...b, ...cut }, t, amount), method: 'log_median_k_mad_within_constraints' };
+}
+
+/** The band cut to a floor or ceiling inside it; null when they leave nothing of it (one beyond the whole band). */
+function cutBand(b: { lower: Dec; upper: Dec }, floor: Dec | null, ceiling: Dec | null): { lower: Dec; upper: Dec } | null {
   const lower = floor && floor.greaterThan(b.lower) ? floor : b.lower;
   const upper = ceiling && ceiling.lessThan(b.upper) ? ceiling : b.upper;
-  if (lower.greaterThan(upper)) return oneSidedBand(floor, ceiling, amount);
-  if (lower === b.lower && upper === b.upper) return twoSidedBand(b, t, amount);
-  return { ...twoSidedBand({ ...b, lower, upper }, t, amount), method: 'log_median_k_mad_within_constraints' };
+  return lower.greaterThan(upper) ? null : { lower, upper };
 }
 
 function oneSidedBand(floor: Dec | null, ceiling: Dec | null, amount: Amount): Band {
