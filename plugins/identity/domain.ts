@@ -78,6 +78,8 @@ export interface IdentityAttributes {
   keyName?: string;
   keyExpiresAt?: string | null;
   creatorPersonId?: string | null;
+  /** For a key (and tokens made from it): its creator's account status; a suspended or rejected creator's keys only read. */
+  creatorStatus?: WorkspaceStatus;
   /** For access tokens: the key the token was minted from. */
   tokenOfKeyId?: string;
   tokenExpiresAt?: string;

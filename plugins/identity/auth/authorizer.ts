@@ -11,6 +11,7 @@ import { fullAccessRequired, insufficientScope, sandboxRefusal } from '../errors
 import { credentialKind, identityOf, lackingFullAccess } from './principal';
 
 const READ_METHODS = new Set(['get', 'head']);
+const READ_ONLY_STATUSES: ReadonlySet<string> = new Set(['suspended', 'rejected']);
 
 /**
  * SPEC's "Scopes", "Permissions granted by name only", the sandbox capabilities and account
@@ -23,12 +24,21 @@ export class IdentityAuthorizer implements Authorizer {
 
   async authorize(principal: Principal, route: RouteSpec, _req: Request): Promise<void> {
     const id = identityOf(principal);
-    if ((id.workspaceStatus === 'suspended' || id.workspaceStatus === 'rejected') && !READ_METHODS.has(route.method) && !route.givesUpAccess) {
+    if (!READ_METHODS.has(route.method) && !route.givesUpAccess) {
       // For a person the status is the stricter of theirs and the workspace's (person-authenticator).
-      throw new ApiError('account_restricted', `This account is ${id.workspaceStatus}; it can only read, sign out, end sessions and revoke keys.`, {
-        hint: 'Contact support to have the account reviewed.',
-        fields: { reason: `account ${id.workspaceStatus}` },
-      });
+      if (READ_ONLY_STATUSES.has(id.workspaceStatus)) {
+        throw new ApiError('account_restricted', `This account is ${id.workspaceStatus}; it can only read, sign out, end sessions and revoke keys.`, {
+          hint: 'Contact support to have the account reviewed.',
+          fields: { reason: `account ${id.workspaceStatus}` },
+        });
+      }
+      // A key acts for the person who made it: their own session is refused, so are their keys.
+      if (id.creatorStatus && READ_ONLY_STATUSES.has(id.creatorStatus)) {
+        throw new ApiError('account_restricted', `The account of the person who created this key is ${id.creatorStatus}; the key can only read and revoke keys.`, {
+          hint: 'Use a key created by an active member of this workspace, or contact support to have the account reviewed.',
+          fields: { reason: `key creator's account ${id.creatorStatus}` },
+        });
+      }
     }
     if (id.sandbox && !route.sandbox) throw sandboxRefusal(`use ${route.method.toUpperCase()} ${openApiPath(route.path)} — ${sentenceTail(route.summary)}`);
 

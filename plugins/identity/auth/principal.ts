@@ -38,6 +38,7 @@ export function principalFromKey(found: CachedKey): Principal {
     keyName: key.name,
     keyExpiresAt: key.expires_at ? key.expires_at.toISOString() : null,
     creatorPersonId: key.created_by_person_id,
+    creatorStatus: found.creatorStatus,
     ...(found.agentName ? { agentName: found.agentName } : {}),
   };
   return {

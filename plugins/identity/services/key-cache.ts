@@ -1,12 +1,14 @@
 import { ExpiringMap } from '../../../core/bounded-map';
 import type { KvStore, Unsubscribe } from '../../../core/kv';
 import type { Clock } from '../../../core/clock';
-import type { ApiKeyRow, WorkspaceRow } from '../domain';
+import type { ApiKeyRow, WorkspaceRow, WorkspaceStatus } from '../domain';
 
 export interface CachedKey {
   key: ApiKeyRow;
   workspace: WorkspaceRow;
   agentName: string | null;
+  /** The account status of the person who created the key ('active' for agent keys). */
+  creatorStatus: WorkspaceStatus;
 }
 
 const CHANNEL = 'identity:key-invalidation';

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { client } from '../../support/http';
-import { asPerson, createKey, identityConfig, signUp } from '../../support/identity';
+import { asPerson, createKey, identityConfig, setRole, signUp } from '../../support/identity';
 import type { ErrorBody } from '../../support/identity';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
@@ -60,5 +60,32 @@ describe('accounts: a suspended or rejected workspace can only read, but can alw
     expect(write.body).to.include({ code: 'account_restricted', reason: 'account suspended' });
     expect((await api.post('/api/auth/signout', {}, asPerson(person))).status).to.equal(200);
     expect((await api.get('/api/me', asPerson(person))).status).to.equal(401);
+  });
+
+  it("a suspended person's keys only read (writes 403 naming the key creator), while another member's key in the same workspace still writes", async () => {
+    const owner = await signUp(svc.url);
+    const admin = await signUp(svc.url);
+    await setRole(svc, owner.workspaceId, admin.id, 'admin');
+    const adminKey = await createKey(svc.url, asPerson(admin, owner.workspaceId), { name: 'admin integration' });
+    const ownerKey = await createKey(svc.url, asPerson(owner), { name: 'owner integration' });
+    await svc.sequelize.query('UPDATE people SET status = $2 WHERE id = $1', { bind: [admin.id, 'suspended'] });
+
+    const write = await api.post<ErrorBody>('/api/routing-policies', { name: 'after-suspension', strategy: 'fastest' }, { 'x-api-key': adminKey.key });
+    expect(write.status, write.text).to.equal(403);
+    expect(write.body).to.include({
+      code: 'account_restricted',
+      error: 'The account of the person who created this key is suspended; the key can only read and revoke keys.',
+      reason: "key creator's account suspended",
+    });
+    const compute = await api.post<ErrorBody>('/api/compute/price', { context: { unit_cost: 10 } }, { 'x-api-key': adminKey.key });
+    expect(compute.status, compute.text).to.equal(403);
+    expect(compute.body.code).to.equal('account_restricted');
+    const read = await api.get('/api/me', { 'x-api-key': adminKey.key });
+    expect(read.status, read.text).to.equal(200);
+
+    const others = await api.post('/api/compute/price', { context: { unit_cost: 10 } }, { 'x-api-key': ownerKey.key });
+    expect(others.status, others.text).to.equal(200);
+    const revoke = await api.delete(`/api/api-keys/${adminKey.id}`, asPerson(owner));
+    expect(revoke.status, revoke.text).to.equal(200);
   });
 });

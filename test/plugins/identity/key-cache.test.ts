@@ -5,7 +5,7 @@ import { KeyCache } from '../../../plugins/identity/services/key-cache';
 import type { CachedKey } from '../../../plugins/identity/services/key-cache';
 
 // Only what the cache reads of a key: its id and its workspace's.
-const found = { key: { id: 'key_cache_1' }, workspace: { id: 'ws_cache_1' }, agentName: null } as unknown as CachedKey;
+const found = { key: { id: 'key_cache_1' }, workspace: { id: 'ws_cache_1' }, agentName: null, creatorStatus: 'active' } as unknown as CachedKey;
 
 describe('identity: the verified-key cache', () => {
   const clock = new ManualClock(Date.parse('2026-11-27T00:00:00Z'));
