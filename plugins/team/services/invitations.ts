@@ -209,11 +209,11 @@ export class Invitations {
             }),
           };
         }
-        const keyProblem = inv.via_key_id ? await this.keyProblem(inv, tx) : null;
-        if (keyProblem) {
+        const inviterProblem = await this.inviterProblem(inv, tx);
+        if (inviterProblem) {
           await this.sql.exec(`UPDATE invitations SET status = 'cancelled' WHERE id = $1`, [inv.id], tx);
-          await this.trail.system(inv.workspace_id, 'team.invitations.cancel', inv.id, keyProblem, { email: inv.email, invited_role: inv.role }, inv.via_key_id, tx);
-          return { refused: notAcceptable(keyProblem, 'cancelled') };
+          await this.trail.system(inv.workspace_id, 'team.invitations.cancel', inv.id, inviterProblem, { email: inv.email, invited_role: inv.role }, inv.via_key_id, tx);
+          return { refused: notAcceptable(inviterProblem, 'cancelled') };
         }
         const already = await this.actors.roleOf(inv.workspace_id, personId, tx);
         if (already) {
@@ -235,38 +235,52 @@ export class Invitations {
     });
   }
 
-  /** Why an invitation made through a key is no longer acceptable, or null when it still is. */
-  private async keyProblem(inv: InvitationRow, tx: Transaction): Promise<string | null> {
-    const key = await this.sql.one<{ revoked_at: Date | null; expires_at: Date | null; created_by_person_id: string | null }>(
-      'SELECT revoked_at, expires_at, created_by_person_id FROM api_keys WHERE id = $1',
-      [inv.via_key_id],
-      tx,
-    );
-    if (!key || key.revoked_at) return 'the key that made the invitation was revoked';
-    if (key.expires_at && new Date(key.expires_at).getTime() <= this.clock.now()) return 'the key that made the invitation has expired';
-    const creator = key.created_by_person_id;
-    const role = creator ? await this.actors.roleOf(inv.workspace_id, creator, tx) : null;
-    if (!canInviteAt(role, inv.role)) return `the key's creator can no longer invite at role ${inv.role}`;
-    if (creator && (await restrictionOf(this.sql, inv.workspace_id, creator, "the key creator's", tx))) return `the key's creator can no longer invite at role ${inv.role} (account restricted)`;
+  /**
+   * Why an invitation is no longer acceptable because of who made it, or null when it still is. An
+   * invitation carries its maker's authority: the key that made it must still be valid, and the
+   * person (the key's creator, or the inviter) must still be able to invite at its role.
+   */
+  private async inviterProblem(inv: InvitationRow, tx: Transaction): Promise<string | null> {
+    let inviter = inv.invited_by_person_id;
+    let who = 'the inviter';
+    if (inv.via_key_id) {
+      const key = await this.sql.one<{ revoked_at: Date | null; expires_at: Date | null; created_by_person_id: string | null }>(
+        'SELECT revoked_at, expires_at, created_by_person_id FROM api_keys WHERE id = $1',
+        [inv.via_key_id],
+        tx,
+      );
+      if (!key || key.revoked_at) return 'the key that made the invitation was revoked';
+      if (key.expires_at && new Date(key.expires_at).getTime() <= this.clock.now()) return 'the key that made the invitation has expired';
+      inviter = key.created_by_person_id;
+      who = "the key's creator";
+    }
+    const role = inviter ? await this.actors.roleOf(inv.workspace_id, inviter, tx) : null;
+    if (!canInviteAt(role, inv.role)) return `${who} can no longer invite at role ${inv.role}`;
+    if (inviter && (await restrictionOf(this.sql, inv.workspace_id, inviter, inv.via_key_id ? "the key creator's" : "the inviter's", tx))) {
+      return `${who} can no longer invite at role ${inv.role} (account restricted)`;
+    }
     return null;
   }
 
   /**
    * After a person's role changed (or they left or were removed: `role` null), cancels the pending
-   * invitations their keys made that they can no longer make. Accepting checks the same again.
+   * invitations they made (themselves or through their keys) that they can no longer make.
+   * Accepting checks the same again.
    */
   async cancelForCreator(workspaceId: string, personId: string, role: Role | null, tx: Transaction): Promise<number> {
     const lost = (['member', 'admin'] as const).filter((r) => !canInviteAt(role, r));
     if (lost.length === 0) return 0;
-    const rows = await this.sql.many<{ id: string; email: string; role: Role; via_key_id: string }>(
-      `UPDATE invitations i SET status = 'cancelled' FROM api_keys k
-        WHERE i.via_key_id = k.id AND k.created_by_person_id = $2 AND i.workspace_id = $1 AND i.status = 'pending' AND i.role = ANY($3::text[])
-        RETURNING i.id, i.email, i.role, i.via_key_id`,
+    const rows = await this.sql.many<{ id: string; email: string; role: Role; via_key_id: string | null }>(
+      `UPDATE invitations SET status = 'cancelled'
+        WHERE workspace_id = $1 AND status = 'pending' AND role = ANY($3::text[])
+          AND (invited_by_person_id = $2 OR via_key_id IN (SELECT id FROM api_keys WHERE created_by_person_id = $2))
+        RETURNING id, email, role, via_key_id`,
       [workspaceId, personId, lost],
       tx,
     );
     for (const r of rows) {
-      await this.trail.system(workspaceId, 'team.invitations.cancel', r.id, `the key's creator can no longer invite at role ${r.role}`, { email: r.email, invited_role: r.role }, r.via_key_id, tx);
+      const who = r.via_key_id ? "the key's creator" : 'the inviter';
+      await this.trail.system(workspaceId, 'team.invitations.cancel', r.id, `${who} can no longer invite at role ${r.role}`, { email: r.email, invited_role: r.role }, r.via_key_id, tx);
     }
     return rows.length;
   }

@@ -136,8 +136,8 @@ export class Members {
   /**
    * Removes a membership, and the person's non-owner memberships of the agent workspaces claimed under
    * it (their admin role there came with the claim, through this team): in each, the API keys the
-   * person made are revoked (a key must not outlive its maker's access), the invitations they made are
-   * cancelled, and a person whose default workspace it was falls back to another of theirs. Returns how
+   * person made are revoked (a key must not outlive its maker's access), the invitations they
+   * made (themselves or through those keys) are cancelled, and a person whose default workspace it was falls back to another of theirs. Returns how
    * many keys were revoked and the claimed workspaces also left; the caller drops their cached keys
    * once the transaction is over.
    */

@@ -21,7 +21,7 @@ export function accountRestricted(reason: string): ApiError {
  * Why team membership cannot change for `personId` in `workspaceId` (the workspace's status, or the
  * person's), read fresh from the database; null when both are active.
  */
-export async function restrictionOf(sql: Sql, workspaceId: string, personId: string | null, who: 'your' | "the key creator's" | "the invited person's", tx?: Transaction): Promise<string | null> {
+export async function restrictionOf(sql: Sql, workspaceId: string, personId: string | null, who: 'your' | "the key creator's" | "the invited person's" | "the inviter's", tx?: Transaction): Promise<string | null> {
   const row = await sql.one<{ workspace_status: Status; person_status: Status | null }>(
     'SELECT w.status AS workspace_status, p.status AS person_status FROM workspaces w LEFT JOIN people p ON p.id = $2 WHERE w.id = $1',
     [workspaceId, personId],

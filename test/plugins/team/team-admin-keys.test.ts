@@ -231,7 +231,7 @@ describe('team plugin: team:admin keys', () => {
     expect(refusedEntry(log, 'team.invitations.accept', 'invitation cancelled')?.actor.id).to.equal(p.id);
   });
 
-  it("demoting a key's creator cancels the key's pending invitations at once; they cannot be accepted", async () => {
+  it("demoting an inviter cancels the pending invitations they made, through their key or themselves, at once; they cannot be accepted", async () => {
     const { owner, admin, ws } = await team(api);
     const { key, id } = await createKey(api, admin, ws, ['team:admin']);
     const p = await signup(api, 'p');
@@ -242,15 +242,20 @@ describe('team plugin: team:admin keys', () => {
 
     const list = await api.get<{ data: Array<{ id: string; status: string }> }>(`/api/workspaces/${ws}/invitations`, as(owner));
     expect(list.body.data.find((i) => i.id === inv.body.invitation.id)?.status).to.equal('cancelled');
-    expect(list.body.data.find((i) => i.id === byPerson.body.invitation.id)?.status).to.equal('pending');
+    expect(list.body.data.find((i) => i.id === byPerson.body.invitation.id)?.status).to.equal('cancelled');
     const res = await accept(api, p, inv.body.accept.token);
     expect(res.status, res.text).to.equal(410);
     expect(res.body.code).to.equal('gone');
     expect(res.body.reason).to.equal('invitation cancelled');
     expect(res.body.invitation_status).to.equal('cancelled');
-    const cancel = (await auditLog(api, owner)).find((e) => e.action === 'team.invitations.cancel');
+    const log = await auditLog(api, owner);
+    const cancel = log.find((e) => e.action === 'team.invitations.cancel' && e.target === inv.body.invitation.id);
     expect(cancel?.reason).to.equal("the key's creator can no longer invite at role member");
     expect(cancel?.via_key_id).to.equal(id);
+    const cancelPerson = log.find((e) => e.action === 'team.invitations.cancel' && e.target === byPerson.body.invitation.id);
+    expect(cancelPerson?.actor.type).to.equal('system');
+    expect(cancelPerson?.reason).to.equal('the inviter can no longer invite at role member');
+    expect(cancelPerson?.via_key_id).to.equal(null);
 
     // Restoring the creator's role does not revive a cancelled invitation.
     expect((await api.patch(`/api/workspaces/${ws}/members/${admin.id}`, { role: 'admin' }, as(owner))).status).to.equal(200);
@@ -261,13 +266,36 @@ describe('team plugin: team:admin keys', () => {
     expect(members.body.data.map((m) => m.person_id)).to.not.include(p.id);
   });
 
-  it("removing a key's creator cancels the key's pending invitations", async () => {
+  it("removing an admin cancels the pending invitations they made, through their key or themselves: a removed admin cannot come back through one sent to another address of theirs", async () => {
     const { owner, admin, ws } = await team(api);
     const { key } = await createKey(api, admin, ws, ['team:admin']);
     const inv = await invite(api, withKey(key), ws, uniqueEmail('gone'));
+    const alt = await signup(api, 'admin-alt');
+    const byPerson = await invite(api, as(admin, ws), ws, alt.email);
+    expect(byPerson.status, byPerson.text).to.equal(201);
+    const ownersOwn = await invite(api, as(owner), ws, uniqueEmail('owners-own'));
     expect((await api.delete(`/api/workspaces/${ws}/members/${admin.id}`, as(owner))).status).to.equal(200);
     const list = await api.get<{ data: Array<{ id: string; status: string }> }>(`/api/workspaces/${ws}/invitations`, as(owner));
     expect(list.body.data.find((i) => i.id === inv.body.invitation.id)?.status).to.equal('cancelled');
+    expect(list.body.data.find((i) => i.id === byPerson.body.invitation.id)?.status).to.equal('cancelled');
+    expect(list.body.data.find((i) => i.id === ownersOwn.body.invitation.id)?.status).to.equal('pending');
+    const back = await accept(api, alt, byPerson.body.accept.token);
+    expect(back.status, back.text).to.equal(410);
+    expect(back.body.reason).to.equal('invitation cancelled');
+  });
+
+  it("accepting checks the inviter again: a role lost outside the team routes makes a person's invitation unacceptable and cancels it", async () => {
+    const { owner, admin, ws } = await team(api);
+    const p = await signup(api, 'p');
+    const inv = await invite(api, as(admin, ws), ws, p.email);
+    await svc.sequelize.query(`UPDATE memberships SET role = 'member' WHERE workspace_id = $1 AND person_id = $2`, { bind: [ws, admin.id] });
+    const res = await accept(api, p, inv.body.accept.token);
+    expect(res.status, res.text).to.equal(410);
+    expect(res.body.reason).to.equal('the inviter can no longer invite at role member');
+    expect(res.body.invitation_status).to.equal('cancelled');
+    const cancel = (await auditLog(api, owner)).find((e) => e.action === 'team.invitations.cancel' && e.target === inv.body.invitation.id);
+    expect(cancel?.reason).to.equal('the inviter can no longer invite at role member');
+    expect(cancel?.via_key_id).to.equal(null);
   });
 
   it("accepting checks the creator again: a role lost outside the team routes makes the key's invitation unacceptable and cancels it", async () => {
