@@ -54,6 +54,14 @@ export function checkRequestedScopes(principal: Principal, requested: string[] |
     if (nameOnly.length > 0 && role !== 'owner' && role !== 'admin') {
       throw new ApiError('forbidden', `Only workspace owners and admins can create keys with ${nameOnly.join(', ')}.`, { fields: { reason: 'role too low', role } });
     }
+    const { isTest, parentWorkspaceId } = identityOf(principal);
+    if (nameOnly.length > 0 && isTest) {
+      // Its team is the parent's and nothing is claimed into it: such a key would be refused on every use.
+      throw new ApiError('conflict', `A test workspace cannot hold ${nameOnly.join(', ')}: it has no team of its own and agent workspaces are claimed into production workspaces only.`, {
+        hint: `Create the key in the parent workspace (x-workspace-id: ${parentWorkspaceId ?? 'the parent workspace id'}).`,
+        fields: { reason: 'test workspace', parent_workspace_id: parentWorkspaceId },
+      });
+    }
   }
   const held = principal.scopes ?? [];
   const fullAccess = identityOf(principal).authMethod === 'session' || held.length >= effectiveScopes(null).length;

@@ -128,6 +128,19 @@ describe('accounts: API keys and scopes (POST /api/api-keys)', () => {
     expect(plain.status, 'members still create ordinary keys').to.equal(201);
   });
 
+  it('refuses a workspace:claim or team:admin key in a test workspace (409 naming the parent), where it would be refused on every use; ordinary keys are created there', async () => {
+    for (const scope of ['workspace:claim', 'team:admin']) {
+      const res = await api.post<ErrorBody>('/api/api-keys', { name: scope, scopes: [scope] }, asPerson(owner, owner.testWorkspaceId));
+      expect(res.status, res.text).to.equal(409);
+      expect(res.body.code).to.equal('conflict');
+      expect(res.body.error).to.contain(scope).and.contain('test workspace');
+      expect(res.body).to.include({ reason: 'test workspace', parent_workspace_id: owner.workspaceId });
+      expect(res.body.hint).to.contain(owner.workspaceId);
+    }
+    const plain = await api.post('/api/api-keys', { name: 'test key', scopes: ['price:compute'] }, asPerson(owner, owner.testWorkspaceId));
+    expect(plain.status, plain.text).to.equal(201);
+  });
+
   describe('a scoped person token', () => {
     let token: string;
 
