@@ -40,6 +40,11 @@ export interface Registration {
 
 export type Claimer = { type: 'person'; personId: string } | { type: 'api_key'; keyId: string; workspaceId: string };
 
+/** Who an audit entry of a claim names: the person, or the key (also as the key it came through, as every entry by a key). */
+function auditActor(claimer: Claimer): { actorType: Claimer['type']; actorId: string; viaKeyId?: string } {
+  return claimer.type === 'person' ? { actorType: 'person', actorId: claimer.personId } : { actorType: 'api_key', actorId: claimer.keyId, viaKeyId: claimer.keyId };
+}
+
 export function hashClaimToken(token: string): string {
   return createHash('sha256').update(token).digest('hex');
 }
@@ -264,9 +269,7 @@ export class Onboarding {
       await this.audit.record(
         {
           workspaceId: target.id,
-          actorType: input.claimer.type,
-          actorId: input.claimer.type === 'person' ? input.claimer.personId : input.claimer.keyId,
-          ...(input.claimer.type === 'api_key' ? { viaKeyId: input.claimer.keyId } : {}),
+          ...auditActor(input.claimer),
           action: 'agent.claim',
           target: sandbox.id,
           outcome: 'done',
@@ -282,8 +285,7 @@ export class Onboarding {
       if (targetId) {
         await this.audit.record({
           workspaceId: targetId,
-          actorType: input.claimer.type,
-          actorId: input.claimer.type === 'person' ? input.claimer.personId : input.claimer.keyId,
+          ...auditActor(input.claimer),
           action: 'agent.claim',
           target: sandboxId,
           outcome: 'refused',

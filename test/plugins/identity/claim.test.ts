@@ -458,6 +458,25 @@ describe('identity: claiming an agent sandbox', () => {
       await expectStillUnclaimed(reg);
     });
 
+    it('records a refused claim by a key with the key it came through (via_key_id), as a completed one', async () => {
+      const owner = await signUp(svc.url);
+      const key = await createKey(svc.url, asPerson(owner), { name: 'claimer', scopes: ['workspace:claim'] });
+      const first = await register(svc.url, 'first');
+      expect((await api.post('/api/agents/claim', { token: first.claim.token }, { 'x-api-key': key.key })).status).to.equal(200);
+      const second = await register(svc.url, 'second');
+      const res = await api.post<ErrorBody>('/api/agents/claim', { token: second.claim.token }, { 'x-api-key': key.key });
+      expectRefusal(res, /already holds 1 claimed agents/);
+      const audit = await rows<{ actor_type: string; actor_id: string; via_key_id: string; outcome: string }>(
+        svc,
+        `SELECT actor_type, actor_id, via_key_id, outcome FROM audit_log WHERE workspace_id = $1 AND action = 'agent.claim' ORDER BY created_at`,
+        [owner.workspaceId],
+      );
+      expect(audit).to.deep.equal([
+        { actor_type: 'api_key', actor_id: key.id, via_key_id: key.id, outcome: 'done' },
+        { actor_type: 'api_key', actor_id: key.id, via_key_id: key.id, outcome: 'refused' },
+      ]);
+    });
+
     it('refuses a workspace:claim key whose creator is no longer owner or admin; it works again once they are', async () => {
       const owner = await signUp(svc.url);
       const key = await createKey(svc.url, asPerson(owner), { name: 'claimer', scopes: ['workspace:claim'] });
