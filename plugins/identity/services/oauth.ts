@@ -120,11 +120,18 @@ export class OAuthService {
 
     const basic = basicCredentials(req);
     const header = credentialOf(req);
+    // RFC 6749 2.3: one authentication method per request, and a client_id sent beside it names the same client.
+    const methods = [basic ? 'HTTP Basic' : null, body.client_secret ? 'client_secret in the body' : null, header?.source === 'x-api-key' ? 'a key in x-api-key' : null].filter((m) => m !== null);
+    if (methods.length > 1) throw new OAuthError('invalid_request', `Use one client authentication method, not ${methods.join(' and ')}.`);
+    if (basic && body.client_id !== undefined && body.client_id !== basic.id) throw new OAuthError('invalid_request', 'client_id in the body names another client than the HTTP Basic credentials.');
     let secret: string | undefined;
     let clientId: string | undefined;
     if (basic) ({ id: clientId, secret } = basic);
     else if (body.client_secret) ({ client_id: clientId, client_secret: secret } = body);
-    else if (header?.source === 'x-api-key') secret = header.value;
+    else if (header?.source === 'x-api-key') {
+      secret = header.value;
+      clientId = body.client_id;
+    }
     if (!secret) throw new OAuthError('invalid_client', 'Client authentication is required: HTTP Basic with client_id and client_secret, client_secret in the body, or an agent key in x-api-key.', 401, { 'WWW-Authenticate': 'Basic realm="pricing-compute"' });
 
     const ip = clientIp(req);

@@ -153,6 +153,40 @@ describe('identity: OAuth client credentials', () => {
     expect(res.body.error).to.equal('invalid_client');
   });
 
+  it('answers two client authentication methods in one request with 400 invalid_request, issuing no token (RFC 6749 2.3)', async () => {
+    const person = await signUp(svc.url);
+    const agentId = await createAgent(svc.url, asPerson(person));
+    const agentKey = await createAgentKey(svc.url, asPerson(person), agentId);
+    const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: oauthClient.client_id, client_secret: oauthClient.client_secret }).toString();
+    const cases: Array<[string, HttpResult<TokenBody & OAuthErrorBody>]> = [
+      ['Basic and x-api-key', await token('grant_type=client_credentials', { authorization: basic(oauthClient.client_id, oauthClient.client_secret), 'x-api-key': agentKey.key })],
+      ['Basic and a body secret', await token(form, { authorization: basic(oauthClient.client_id, oauthClient.client_secret) })],
+      ['a body secret and x-api-key', await token(form, { 'x-api-key': agentKey.key })],
+    ];
+    for (const [what, res] of cases) {
+      expect(res.status, what).to.equal(400);
+      expect(res.body.error, what).to.equal('invalid_request');
+      expect(res.body.error_description, what).to.match(/^Use one client authentication method, not /);
+      expect(res.text, what).not.to.match(/access_token/);
+    }
+  });
+
+  it('answers a client_id that names another client than the credential with an error, issuing no token', async () => {
+    const other = await api.post<ClientBody>('/api/oauth/register', { client_name: 'third-framework' });
+    const person = await signUp(svc.url);
+    const agentId = await createAgent(svc.url, asPerson(person));
+    const agentKey = await createAgentKey(svc.url, asPerson(person), agentId);
+    const withKey = await token(`grant_type=client_credentials&client_id=${other.body.client_id}`, { 'x-api-key': agentKey.key });
+    expect(withKey.status, withKey.text).to.equal(401);
+    expect(withKey.body.error).to.equal('invalid_client');
+    const withBasic = await token(`grant_type=client_credentials&client_id=${other.body.client_id}`, { authorization: basic(oauthClient.client_id, oauthClient.client_secret) });
+    expect(withBasic.status, withBasic.text).to.equal(400);
+    expect(withBasic.body.error).to.equal('invalid_request');
+    expect(withBasic.body.error_description).to.match(/client_id/);
+    // The client's own id beside its secret sent as a key is fine.
+    expectToken(await token(`grant_type=client_credentials&client_id=${oauthClient.client_id}`, { 'x-api-key': oauthClient.client_secret }));
+  });
+
   it('answers a scope beyond the key with 400 invalid_scope', async () => {
     const res = await token('grant_type=client_credentials&scope=price:compute%20billing:read', { authorization: basic(oauthClient.client_id, oauthClient.client_secret) });
     expect(res.status).to.equal(400);
