@@ -6,15 +6,12 @@ import * as r from '../responses';
 import * as s from '../schemas';
 import { personView } from '../services/people';
 import type { PersonRow } from '../services/people';
-import { SESSION_COOKIE } from '../services/sessions';
+import { sessionCookie } from '../services/sessions';
 import type { NewSession } from '../services/sessions';
 import type { AccountsDeps } from './deps';
 import { userAgentOf } from '../../../core/http/header-text';
 import { dailyQuotaRefusal } from '../../../core/daily-quota';
 
-export function sessionCookie(value: string, maxAgeS: number, secure: boolean): string {
-  return `${SESSION_COOKIE}=${encodeURIComponent(value)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeS}${secure ? '; Secure' : ''}`;
-}
 
 export function signedInReply(d: AccountsDeps, person: PersonRow, session: NewSession, status: 200 | 201, extra: Record<string, unknown> = {}): Reply {
   return {

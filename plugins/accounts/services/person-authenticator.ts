@@ -9,7 +9,7 @@ import { notOwnOrigin } from '../../../core/http/origin';
 import { credentialOf, FULL_ACCESS, invalidCredentials, looksLikeJwt, MEMBERSHIP_WORKSPACE, notAMember, personPrincipal } from '../../identity';
 import type { FailedAuthGuard, Role, WorkspaceRow } from '../../identity';
 import type { People } from './people';
-import { PERSON_TOKEN_AUDIENCE, SESSION_COOKIE } from './sessions';
+import { PERSON_TOKEN_AUDIENCE, SESSION_COOKIE, sessionCookie } from './sessions';
 import type { Sessions } from './sessions';
 
 export function readCookie(req: Request, name: string): string | null {
@@ -75,6 +75,7 @@ export class PersonAuthenticator implements Authenticator {
     private readonly secret: Uint8Array,
     private readonly failures: FailedAuthGuard,
     private readonly ownOrigin: () => string,
+    private readonly secureCookies: boolean,
   ) {}
 
   async authenticate(req: Request): Promise<Principal | null> {
@@ -112,7 +113,8 @@ export class PersonAuthenticator implements Authenticator {
       if (typeof payload.scope === 'string') scopes = payload.scope.split(' ').filter((s) => (FULL_ACCESS as readonly string[]).includes(s));
     } else {
       const session = await this.sessions.byCookie(sent.cookie);
-      if (!session) throw invalidCredentials('The session has ended.', 'Sign in again (POST /api/auth/signin).');
+      // Cleared, so a browser whose session was ended elsewhere stops sending it (each one sent counts as a rejected credential).
+      if (!session) throw invalidCredentials('The session has ended.', 'Sign in again (POST /api/auth/signin).').with({ headers: { 'Set-Cookie': sessionCookie('', 0, this.secureCookies) } });
       personId = session.person_id;
       sessionId = session.id;
     }

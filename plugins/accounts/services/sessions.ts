@@ -8,6 +8,11 @@ import type { KvStore, Unsubscribe } from '../../../core/kv';
 
 export const PERSON_TOKEN_AUDIENCE = 'pcs:person';
 export const SESSION_COOKIE = 'pcs_session';
+
+/** The session cookie's Set-Cookie value; an empty value with Max-Age 0 clears it. */
+export function sessionCookie(value: string, maxAgeS: number, secure: boolean): string {
+  return `${SESSION_COOKIE}=${encodeURIComponent(value)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeS}${secure ? '; Secure' : ''}`;
+}
 const CHANNEL = 'accounts:session-invalidation';
 const CACHE_TTL_MS = 30_000;
 

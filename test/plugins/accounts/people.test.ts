@@ -240,6 +240,25 @@ describe('accounts: people, sign-up, sign-in and sessions', () => {
     expect((await api.get('/api/me', { authorization: `Bearer ${person.token}` })).status, 'the other session is untouched').to.equal(200);
   });
 
+  it('clears a session cookie that has ended on its 401 (sign-out included), so a browser signed out elsewhere stops sending it; a person token\'s 401 sets no cookie', async () => {
+    const person = await signUp(svc.url);
+    const second = await api.post<SignedIn>('/api/auth/signin', { email: person.email, password: person.password });
+    const secondCookie = sessionCookieOf(second);
+    const secondToken = second.body.token.access_token;
+    expect((await api.delete(`/api/user/sessions/${second.body.session.id}`, { cookie: person.cookie })).status).to.equal(200);
+    for (const res of [await api.post<ErrorBody>('/api/auth/signout', {}, { cookie: secondCookie }), await api.get<ErrorBody>('/api/user', { cookie: secondCookie })]) {
+      expect(res.status, res.text).to.equal(401);
+      expect(res.body.code).to.equal('invalid_credentials');
+      expect(res.body.error).to.equal('The session has ended.');
+      const cleared = res.headers.get('set-cookie') ?? '';
+      expect(cleared).to.match(/^pcs_session=;/);
+      expect(cleared).to.contain('Max-Age=0').and.contain('HttpOnly').and.contain('Path=/');
+    }
+    const byToken = await api.get<ErrorBody>('/api/me', { authorization: `Bearer ${secondToken}` });
+    expect(byToken.status).to.equal(401);
+    expect(byToken.headers.get('set-cookie')).to.equal(null);
+  });
+
   it('ends every other session with DELETE /api/user/sessions?currentSessionId=<current>', async () => {
     const person = await signUp(svc.url);
     const other = await api.post<SignedIn>('/api/auth/signin', { email: person.email, password: person.password });
