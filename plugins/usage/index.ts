@@ -11,6 +11,7 @@ import { usageReplayedKeys } from './migrations/0005-replayed-keys';
 import { usageBatchKeys } from './migrations/0006-batch-keys';
 import { usageRequestIdIndex } from './migrations/0007-request-id-index';
 import { usageFailedFunctionIds } from './migrations/0008-failed-function-ids';
+import { usageExactPrices } from './migrations/0009-exact-prices';
 import { eventRoutes } from './routes/events';
 import { summaryRoutes } from './routes/summary';
 import { testerTagRoutes } from './routes/tester-tags';
@@ -42,7 +43,7 @@ export const usagePlugin: PluginDefinition = {
   name: 'usage',
   description: 'Usage events, outcomes, summary, tester tags and the sandbox daily allowance.',
   dependsOn: ['identity'],
-  migrations: [usageEvents, usageApi, usageNetworkEvidence, usageComputeIdempotencyKeys, usageReplayedKeys, usageBatchKeys, usageRequestIdIndex, usageFailedFunctionIds],
+  migrations: [usageEvents, usageApi, usageNetworkEvidence, usageComputeIdempotencyKeys, usageReplayedKeys, usageBatchKeys, usageRequestIdIndex, usageFailedFunctionIds, usageExactPrices],
   async register(ctx) {
     const synchronousCommit = ctx.config.usage.synchronousCommit;
     if (!synchronousCommit) ctx.log.warn('USAGE_SYNCHRONOUS_COMMIT=off: usage events are acknowledged before their WAL record is on disk; a database crash can lose the last few hundred milliseconds of them');

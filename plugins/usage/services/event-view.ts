@@ -62,11 +62,12 @@ function callerType(r: EventRow): CallerType {
 export const decimalText = (v: string | null): string | null => (v === null ? null : isDecimalString(v) ? formatMoney(v, 8) : v);
 
 /**
- * A price as the compute response wrote it: with its currency's minor units (JPY "1500", KWD
- * "1.500", USD "12.50"), never fewer, and any further digits it was stored with kept.
+ * A price as the call answered it: with its currency's minor units (JPY "1500", KWD "1.500", USD
+ * "12.50"), never fewer, and every further digit it was stored with kept (a proposed price may
+ * carry 18 decimals).
  */
 export const priceText = (v: string | null, currency: string | null): string | null =>
-  v === null || currency === null || !isDecimalString(v) ? decimalText(v) : formatMoney(v, 8, minorUnits(currency));
+  v === null || !isDecimalString(v) ? v : formatMoney(v, 18, currency === null ? 2 : minorUnits(currency));
 
 /**
  * One usage event as a workspace sees it. Key, agent and person ids and the request id are shown

@@ -81,6 +81,17 @@ describe('price verification API', function () {
     }
   });
 
+  it('records the proposed price exactly in the usage event, every decimal kept, and the receipt shows it as GET does (0.000000001, 18 digits either side)', async () => {
+    for (const sent of ['0.000000001', '12.123456789', '999999999999999999.999999999999999999']) {
+      const res = await verify({ context: { product_type: 'no-such-goods', currency: 'USD' }, proposed_price: sent });
+      expect(res.status, res.text).to.equal(200);
+      expect(res.body.proposed_price).to.equal(sent);
+      expect(res.body.receipt.usage_event.price, 'receipt').to.equal(sent);
+      const event = await client(svc.url, { 'x-api-key': caller.key }).get<Record<string, any>>(`/api/usage/events/${res.body.receipt.usage_event_id as string}`);
+      expect(event.body.usage_event?.price, event.text).to.equal(sent);
+    }
+  });
+
   it('counts answered verifications by verdict and channel in the metrics (price_verifications_total), every series from the start; a refused one is not counted', async () => {
     const counts = async (): Promise<Record<string, number>> => {
       const text = await (await fetch(`${svc.url}/metrics`)).text();
