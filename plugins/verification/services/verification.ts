@@ -158,6 +158,13 @@ export class VerificationService {
         minorDigits: digits,
       });
       if (!productType) verdict.reasons.unshift('the context has no product_type, so no stored observation can be matched');
+      const listed = call.context.competitor_prices;
+      if (Array.isArray(listed) && listed.length > 0) {
+        // Compute positions on them; a verdict may not: the caller's own list is one unverified source, and would echo the price it led to.
+        verdict.reasons.push(
+          `context.competitor_prices (${listed.length}) is not evidence for a verdict: a caller's own list is one unverified source; the band rests on observations workspaces recorded (POST /api/data/observations records these, from a claimed workspace)`,
+        );
+      }
     } catch (err) {
       await reservation.release();
       throw err;

@@ -81,6 +81,17 @@ describe('price verification API', function () {
     }
   });
 
+  it("says among its reasons that context.competitor_prices is not evidence, pointing at observations; a context without one gets no such reason", async () => {
+    const listed = await verify({ context: { product_type: 'no-such-goods', competitor_prices: [5, 5.1, 5.2] }, proposed_price: '5.05' });
+    expect(listed.status, listed.text).to.equal(200);
+    expect(listed.body.verdict).to.equal('unknown');
+    expect(listed.body.reasons).to.include(
+      "context.competitor_prices (3) is not evidence for a verdict: a caller's own list is one unverified source; the band rests on observations workspaces recorded (POST /api/data/observations records these, from a claimed workspace)",
+    );
+    const plain = await verify({ context: { product_type: 'no-such-goods' }, proposed_price: '5.05' });
+    expect((plain.body.reasons as string[]).some((r) => r.includes('competitor_prices'))).to.equal(false);
+  });
+
   it('records the proposed price exactly in the usage event, every decimal kept, and the receipt shows it as GET does (0.000000001, 18 digits either side)', async () => {
     for (const sent of ['0.000000001', '12.123456789', '999999999999999999.999999999999999999']) {
       const res = await verify({ context: { product_type: 'no-such-goods', currency: 'USD' }, proposed_price: sent });
