@@ -109,14 +109,28 @@ async function main(): Promise<void> {
     return r.result as { tools: [] };
   });
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-    const progressToken = request.params._meta?.progressToken;
-    const r = await call('tools/call', { name: request.params.name, arguments: request.params.arguments ?? {}, ...(progressToken !== undefined ? { _meta: { progressToken } } : {}) }, request.params.name, (n) => {
-      if (n.method === 'notifications/progress' && progressToken !== undefined) {
-        void extra.sendNotification({ method: 'notifications/progress', params: { ...(n.params as Record<string, unknown>), progressToken } as never });
-      }
-    });
-    if (r.error) throw new RpcError(r.error.code, r.error.message, r.error.data);
-    return r.result as never;
+    // _meta goes on whole: its idempotency_key makes a retry after a timeout answer the first result, uncharged.
+    const meta = request.params._meta;
+    const progressToken = meta?.progressToken;
+    const sent: Array<Promise<void>> = [];
+    try {
+      const r = await call('tools/call', { name: request.params.name, arguments: request.params.arguments ?? {}, ...(meta !== undefined ? { _meta: meta } : {}) }, request.params.name, (n) => {
+        const params = n.params as { progress?: unknown; total?: unknown } | undefined;
+        // The final report (progress = total) comes just before the response, which says as much: the SDK's stdio
+        // client handles a notification a microtask after a response read in the same chunk, and would take it for
+        // one about a finished request.
+        const final = typeof params?.progress === 'number' && params.progress === params.total;
+        if (n.method === 'notifications/progress' && progressToken !== undefined && !final) {
+          sent.push(extra.sendNotification({ method: 'notifications/progress', params: { ...params, progressToken } as never }).catch(() => undefined));
+        }
+      });
+      if (r.error) throw new RpcError(r.error.code, r.error.message, r.error.data);
+      return r.result as never;
+    } finally {
+      // Progress stops once the response has gone (MCP): every notification is out, and given a turn to be read, before it.
+      await Promise.all(sent);
+      if (sent.length > 0) await new Promise((resolve) => setImmediate(resolve));
+    }
   });
   await server.connect(new StdioServerTransport());
 }

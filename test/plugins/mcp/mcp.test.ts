@@ -820,6 +820,34 @@ describe('local MCP server (pricing-mcp over stdio)', function () {
     }
   });
 
+  it('passes _meta on whole, so a retry with the same idempotency_key answers the first result uncharged; every progress notification but the final one goes out before the result', async () => {
+    const svc = await startTestService({ config: lenient });
+    try {
+      const person = await signUp(svc, 'stdio-idem');
+      const key = (await createKey(svc, person, { name: 'stdio' })).key;
+      const client = await stdioClient({ PRICING_SERVICE_URL: svc.url, PRICING_API_KEY: key, SERVICE_TIMEOUT_MS: '10000' });
+      const errors: unknown[] = [];
+      client.onerror = (err) => errors.push(err);
+      const idem = `stdio-${Date.now()}`;
+      const args = { context: { unit_cost: 3, currency: 'USD' }, function_id: 'fn_builtin_cost_plus' };
+      const seen: Array<{ progress: number; total?: number }> = [];
+      const first = (await client.callTool({ name: 'compute_price', arguments: args, _meta: { idempotency_key: idem } }, undefined, { onprogress: (p) => seen.push(p) })) as { structuredContent: Record<string, any> };
+      const again = (await client.callTool({ name: 'compute_price', arguments: args, _meta: { idempotency_key: idem } }, undefined, { onprogress: (p) => seen.push(p) })) as { structuredContent: Record<string, any> };
+      expect(first.structuredContent).to.not.have.property('idempotent_replay');
+      expect(again.structuredContent.idempotent_replay).to.include({ first_request_id: first.structuredContent.request_id });
+      expect(again.structuredContent.receipt.usage_event_id).to.equal(first.structuredContent.receipt.usage_event_id);
+      const events = (await (await fetch(`${svc.url}/api/usage/events`, { headers: { 'x-api-key': key } })).json()) as { data: unknown[] };
+      expect(events.data).to.have.length(1);
+      // Every report reached the client while its call was open; the final one (progress = total) is the response's to say.
+      expect(seen.map((p) => p.progress), JSON.stringify(seen)).to.deep.equal([0, 0.5, 0, 0.5]);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(errors, String(errors[0])).to.deep.equal([]);
+      await client.close();
+    } finally {
+      await svc.close();
+    }
+  });
+
   it('passes the service\'s refusal through as an MCP error with its message, code and hint (a key the service does not recognise)', async () => {
     const svc = await startTestService({ config: lenient });
     try {
