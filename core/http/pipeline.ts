@@ -73,14 +73,13 @@ export interface PipelineDeps {
 
 /**
  * Reads a route's body. A body its Content-Encoding cannot decode (a broken gzip, deflate or br
- * stream; the reader says 400 without a type) is a body that is not JSON on a JSON route, and a
- * bad request on a raw one; the reader's other refusals (too large, unknown encoding, cut short)
- * keep theirs.
- */
-/**
- * Reads the body; a body refused while read (too large, undecodable) is kept for the route handler
- * to throw after the guards, so the refusal counts and carries the rate and budget headers like
- * any other answer of the route (the demo's budget headers are promised on every answer).
+ * stream; the reader says 400 without a type) is a body that is not JSON on a JSON route (the MCP
+ * endpoint's raw JSON-RPC included), and a bad request on another raw one (OAuth's form or JSON);
+ * the reader's other refusals (too large, unknown encoding, cut short) keep theirs.
+ *
+ * A body refused while read (too large, undecodable) is kept for the route handler to throw after
+ * the guards, so the refusal counts and carries the rate and budget headers like any other answer
+ * of the route (the demo's budget headers are promised on every answer).
  */
 function bodyReader(rawBody: RequestHandler, route: RouteSpec): RequestHandler {
   return (req, res, next) => {
@@ -91,7 +90,8 @@ function bodyReader(rawBody: RequestHandler, route: RouteSpec): RequestHandler {
       else {
         const encoding = req.headers['content-encoding'] ?? 'identity';
         const what = `Request body could not be decoded as Content-Encoding ${encoding} (${e.message ?? 'bad stream'}).`;
-        res.locals.bodyRefusal = route.body ? invalidJson(route, what) : new ApiError('bad_request', what, { hint: 'Send the body uncompressed, or compressed whole with the encoding you name.' });
+        const json = route.body !== undefined || (route.consumes?.length === 1 && route.consumes[0] === 'application/json');
+        res.locals.bodyRefusal = json ? invalidJson(route, what) : new ApiError('bad_request', what, { hint: 'Send the body uncompressed, or compressed whole with the encoding you name.' });
       }
       next();
     });

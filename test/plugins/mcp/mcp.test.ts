@@ -481,6 +481,15 @@ describe('MCP endpoint over raw HTTP', function () {
     }
   });
 
+  it('answers a compressed body that does not decode with 400 invalid_json in the common shape, as every JSON route does', async () => {
+    const res = await fetch(`${svc.url}/api/mcp/rpc`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'content-encoding': 'gzip' }, body: 'not gzip' });
+    expect(res.status).to.equal(400);
+    const body = (await res.json()) as Record<string, any>;
+    expect(body.code).to.equal('invalid_json');
+    expect(body.error).to.match(/could not be decoded as Content-Encoding gzip/);
+    expect(body.hint).to.be.a('string');
+  });
+
   it('does not require MCP-Protocol-Version on initialize, and answers 400 to an unsupported one', async () => {
     const init = await rpc(svc, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }, { 'mcp-protocol-version': '1999-01-01' });
     expect(init.status).to.equal(200);
