@@ -1,5 +1,5 @@
 import type { PluginDefinition } from '../../core/plugin';
-import { AccessTokenAuthenticator, ApiKeyAuthenticator, credentialOf, otherAuthorizationScheme } from './auth/authenticators';
+import { AccessTokenAuthenticator, ApiKeyAuthenticator, credentialOf, emptyApiKey, otherAuthorizationScheme } from './auth/authenticators';
 import { clientIp } from '../../core/address';
 import { IdentityAuthorizer } from './auth/authorizer';
 import { FailedAuthGuard } from './auth/failed-auth';
@@ -94,7 +94,7 @@ export const identityPlugin: PluginDefinition = {
     hooks.unauthorized = identityUnauthorized;
     // An Authorization header this service cannot read (another scheme, none, Bearer without a token) was sent all the
     // same: an optional route answers it the 401 a required route gives, never as a keyless caller.
-    hooks.credentialSent = (req) => credentialOf(req) !== null || otherAuthorizationScheme(req) !== null;
+    hooks.credentialSent = (req) => credentialOf(req) !== null || otherAuthorizationScheme(req) !== null || emptyApiKey(req);
     // A credential sent that no authenticator takes is a rejected credential like any other: refused (429) from an
     // address that sent too many, counted otherwise.
     hooks.refuseUnrecognised = (req) => failures.refuse(clientIp(req), unrecognisedCredential(req) ?? invalidCredentials('The credential sent is not one this service recognises.'));

@@ -2,7 +2,7 @@ import type { Request } from 'express';
 import { ApiError } from '../../core/errors';
 import type { Principal } from '../../core/auth';
 import type { RouteSpec } from '../../core/http/route';
-import { credentialOf, otherAuthorizationScheme } from './auth/authenticators';
+import { credentialOf, emptyApiKey, otherAuthorizationScheme } from './auth/authenticators';
 import { invalidCredentials, missingCredentials, WHERE_TO_GET_A_CREDENTIAL, wrongKindOfCredential } from './errors';
 
 /**
@@ -17,6 +17,7 @@ export function unrecognisedCredential(req: Request): ApiError | null {
   const scheme = otherAuthorizationScheme(req);
   // The hint of every 401 names the accepted forms.
   if (scheme === 'Bearer') return invalidCredentials('The Authorization header carries the Bearer scheme and no token (an empty variable?).');
+  if (emptyApiKey(req)) return invalidCredentials('The x-api-key header is empty (an empty variable?).');
   if (scheme === '') return invalidCredentials('The Authorization header carries no scheme (Bearer).');
   if (scheme !== null) return invalidCredentials(`The Authorization scheme "${scheme}" is not accepted here; only Bearer is.`);
   return null;

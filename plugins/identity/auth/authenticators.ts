@@ -57,6 +57,11 @@ export function otherAuthorizationScheme(req: Request): string | null {
   return scheme ?? '';
 }
 
+/** An x-api-key header sent with nothing in it: a key meant to be sent (an empty variable), not the absence of one. */
+export function emptyApiKey(req: Request): boolean {
+  return req.headers['x-api-key'] === '';
+}
+
 /** The credential a request carries: x-api-key, or the Authorization bearer value. */
 export function credentialOf(req: Request): { source: 'x-api-key' | 'bearer'; value: string } | null {
   const key = req.headers['x-api-key'];

@@ -130,6 +130,12 @@ describe('identity: 401 and 403 answers for credentials', () => {
     }
   });
 
+  it('answers an empty x-api-key header with 401 invalid_credentials saying so (a key variable that is not set), not as no credential', async () => {
+    const res = await api.get<ErrorBody>('/api/me', { 'x-api-key': '' });
+    expect401(res, 'invalid_credentials');
+    expect(res.body.error).to.equal('The x-api-key header is empty (an empty variable?).');
+  });
+
   it('refuses a request carrying two x-api-key or two Authorization headers, whichever comes first', async () => {
     for (const headers of [
       ['x-api-key', personKey.key, 'x-api-key', personKey.key],

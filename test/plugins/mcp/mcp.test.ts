@@ -556,7 +556,7 @@ describe('MCP endpoint over raw HTTP', function () {
     expect(allowed.status).to.equal(401);
   });
 
-  it('answers an unusable Authorization header (Bearer without a token, another scheme) with 401 invalid_credentials in the shape a wrong key gets, not as the demo tenant', async () => {
+  it('answers an unusable Authorization header (Bearer without a token, another scheme) or an empty x-api-key with 401 invalid_credentials in the shape a wrong key gets, not as the demo tenant', async () => {
     const list = { jsonrpc: '2.0', id: 4, method: 'tools/list' };
     const wrongKey = await rpc(svc, list, { 'x-api-key': 'pk_live_notarealkeyatall' });
     expect(wrongKey.status).to.equal(401);
@@ -577,6 +577,13 @@ describe('MCP endpoint over raw HTTP', function () {
       expect(body.retryable).to.equal(false);
       expect(body).not.to.have.property('result');
     }
+    // An empty x-api-key (a key variable that is not set) is a credential sent, refused the same way.
+    const empty = await rpc(svc, list, { 'x-api-key': '' });
+    expect(empty.status).to.equal(401);
+    const emptyBody = (await empty.json()) as Record<string, any>;
+    expect(Object.keys(emptyBody).sort()).to.deep.equal(shape);
+    expect(emptyBody.code).to.equal('invalid_credentials');
+    expect(emptyBody.message).to.equal('The x-api-key header is empty (an empty variable?).');
     // No credential at all: the demo tenant.
     expect((await rpc(svc, list)).status).to.equal(200);
   });
