@@ -96,7 +96,8 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], info: { version
         ...(spec.query ? { query: spec.query as z.ZodObject } : {}),
         ...(acceptsPerson(spec) || spec.headers ? { headers: acceptsPerson(spec) && spec.headers ? workspaceHeader.extend(spec.headers.shape) : (spec.headers ?? workspaceHeader) } : {}),
         ...(spec.body
-          ? { body: { required: true, content: { 'application/json': { schema: spec.body, ...(spec.example !== undefined ? { example: spec.example } : {}) } } } }
+          ? // An empty body is read as {}: a route that takes {} takes no body at all.
+            { body: { required: !spec.body.safeParse({}).success, content: { 'application/json': { schema: spec.body, ...(spec.example !== undefined ? { example: spec.example } : {}) } } } }
           : spec.rawBody
             ? { body: { content: rawBodyContent(spec.consumes ?? ['application/x-www-form-urlencoded', 'application/json'], spec.rawBodyFields) } }
             : {}),

@@ -54,6 +54,21 @@ describe('OpenAPI: known shapes typed', function () {
     expect(res.body.items[1].error.code).to.equal('validation_error');
   });
 
+  it('marks a request body required exactly where an empty one is refused: rotation and the claim link take none, compute and registration need theirs', async () => {
+    const required = (path: string, method = 'post'): unknown => doc.paths[path][method].requestBody.required;
+    expect(required('/api/api-keys/rotate')).to.equal(false);
+    expect(required('/api/agents/claim-link')).to.equal(false);
+    expect(required('/api/workspaces/{workspace_id}/leave')).to.equal(false);
+    expect(required('/api/compute/price')).to.equal(true);
+    expect(required('/api/functions')).to.equal(true);
+    // As declared: a sandbox asks for its claim link with no body at all.
+    const sandbox = await registerSandbox(svc);
+    const link = await client(svc.url).raw('POST', '/api/agents/claim-link', { headers: { 'x-api-key': sandbox.key } });
+    expect(link.status, link.text).to.equal(201);
+    const compute = await client(svc.url).raw<Body>('POST', '/api/compute/price', { headers: { 'x-api-key': key } });
+    expect(compute.status, compute.text).to.equal(400);
+  });
+
   it("types GET /api/me's token fields as the route answers them: expires_at a date-time, key_id the key's id", async () => {
     const token = resolve(doc.paths['/api/me'].get.responses['200'].content['application/json'].schema).properties.token;
     expect(token.properties.expires_at).to.include({ type: 'string', format: 'date-time' });
