@@ -137,7 +137,27 @@ export function nextActions(
     if (!mayCall(principal, routes.find(c.route))) continue;
     if (principal === null && (routes.find(c.route)?.auth ?? 'required') !== 'public') continue;
     const { route: _route, when: _when, priced: _priced, ...action } = c;
-    out.push(action);
+    const example = fittedExample(routes.find(c.route), action.example);
+    if (example === undefined) continue;
+    out.push({ ...action, example });
   }
   return out;
+}
+
+/**
+ * The example as a body its route accepts: the context a call was priced with may hold keys another
+ * route refuses (verification wants a positive min_price, compute lets 0 through); those keys are
+ * left out. Undefined when it still does not pass, and the action is not offered.
+ */
+function fittedExample(route: RouteSpec | undefined, example: unknown): unknown {
+  const checked = route?.body?.safeParse(example);
+  if (!route?.body || !checked || checked.success) return example;
+  const context = typeof example === 'object' && example !== null ? (example as { context?: unknown }).context : undefined;
+  if (typeof context !== 'object' || context === null) return undefined;
+  const refused = new Set(checked.error.issues.map((i) => (i.path[0] === 'context' && i.path.length > 1 ? String(i.path[1]) : null)));
+  // A problem outside the context's own keys is not one leaving keys out can mend; nor is one with the product
+  // type, which names what the request is about.
+  if (refused.has(null) || refused.has('product_type')) return undefined;
+  const fitted = { ...(example as object), context: Object.fromEntries(Object.entries(context).filter(([k]) => !refused.has(k))) };
+  return route.body.safeParse(fitted).success ? fitted : undefined;
 }

@@ -153,6 +153,26 @@ describe('compute API', function () {
     expect(verdict.body.verdict).to.be.a('string');
   });
 
+  it("fits verify_price's example to what verification accepts: context keys it refuses (min_price 0, unit_cost 0, a current price below 10^-18) are left out, and a product type too long to match is not offered at all", async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    for (const [context, left] of [
+      [{ product_type: 'fit-widget', current_price: 4.5, min_price: 0 }, ['product_type', 'current_price']],
+      [{ product_type: 'fit-widget', current_price: 4.5, unit_cost: 0, max_price: 9 }, ['product_type', 'current_price', 'max_price']],
+      [{ product_type: 'fit-widget', current_price: 1e-21, unit_cost: 2 }, ['product_type', 'unit_cost']],
+    ] as const) {
+      const res = await api.post<Record<string, any>>('/api/compute/price', { context });
+      expect(res.status, res.text).to.equal(200);
+      const verify = (res.body.next_actions as Array<{ action: string; path: string; example: { context: Record<string, unknown> } }>).find((a) => a.action === 'verify_price');
+      expect(verify, JSON.stringify(res.body.next_actions)).to.not.equal(undefined);
+      expect(Object.keys(verify?.example.context ?? {}), JSON.stringify(context)).to.deep.equal(left);
+      const verdict = await api.post<Record<string, any>>(verify?.path ?? '', verify?.example);
+      expect(verdict.status, verdict.text).to.equal(200);
+    }
+    const long = await api.post<Record<string, any>>('/api/compute/price', { context: { product_type: 'x'.repeat(150), current_price: 4.5 } });
+    expect(long.status, long.text).to.equal(200);
+    expect((long.body.next_actions as Array<{ action: string }>).map((a) => a.action)).to.not.include('verify_price');
+  });
+
   it('offers in next_actions only what the credential may do and the workspace lacks: a policy to a full-access key without a default, no batch to a batch item', async () => {
     const owner = await signUp(svc, 'next-actions');
     const full = client(svc.url, { 'x-api-key': (await createKey(svc, owner, { name: 'full' })).key });
