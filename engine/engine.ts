@@ -182,7 +182,17 @@ export class PricingEngine {
           // withdrawn), each still held to the ceilings, its breaker and reach: nothing is picked in spite of a ceiling.
           if (!(err instanceof EngineError && err.code === 'no_eligible_function' && (policy?.fallback_chain?.length || policy?.fallback_function))) throw err;
           excluded = err;
-          stages.push({ stage: 'route', ms: since(t), strategy, policy_id: policy?.id ?? null, chosen: null, chosen_id: null, candidates: err.details.candidates ?? [], every_candidate_excluded: true });
+          stages.push({
+            stage: 'route',
+            ms: since(t),
+            strategy,
+            policy_id: policy?.id ?? null,
+            chosen: null,
+            chosen_id: null,
+            candidates: err.details.candidates ?? [],
+            every_candidate_excluded: true,
+            ...(err.details.rule ? { rule: err.details.rule } : {}),
+          });
         }
         if (decision) {
           first = decision.chosen;

@@ -33,6 +33,9 @@ export interface RouteInput {
   market?: MarketEvidence | undefined;
 }
 
+/** The policy rule that sent a context to its function (`index` -1: none matched, and default_function applied). */
+export type AppliedRule = { index: number; name?: string; when: Rule['when']; use: string } | { index: -1; default_function: string };
+
 export interface RouteDecision {
   strategy: Strategy;
   chosen: FunctionDescriptor;
@@ -40,7 +43,7 @@ export interface RouteDecision {
   eligible: FunctionDescriptor[];
   candidates: CandidateReport[];
   statistic?: Record<string, unknown>;
-  rule?: { index: number; name?: string; when: Rule['when']; use: string } | { index: -1; default_function: string };
+  rule?: AppliedRule;
   /** The other eligible functions in the strategy's own order, tried after the choice (see `alternatesAfterFailure`). */
   alternates?: FunctionDescriptor[];
   /**
@@ -154,12 +157,28 @@ export class Router {
         eligible.push(fn);
       }
     }
-    const fail = (message: string, ruleMatched = false): never => {
+    // Under a policy, the rule that sends this context to its function, named in the trace whether or not that function may run.
+    const appliedRule = (): AppliedRule | undefined => {
+      if (input.strategy !== 'policy') return undefined;
+      const rules = input.config.rules ?? [];
+      const index = firstMatchingRule(rules, input.context);
+      const matched = rules[index];
+      if (matched) return { index, ...(matched.name ? { name: matched.name } : {}), when: matched.when, use: matched.use };
+      return input.config.default_function ? { index: -1, default_function: input.config.default_function } : undefined;
+    };
+    const fail = (message: string, rule?: AppliedRule): never => {
       // Open breakers pass: the first to let a trial through says when the same call may find a candidate.
       const retryAfterS = this.breakers.firstTrialInS(reports.flatMap((r) => (r.reason === 'breaker open' && r.id ? [r.id] : [])), caller);
-      throw new EngineError('no_eligible_function', message, { candidates: reports, strategy: input.strategy, ...(input.policyId ? { policyId: input.policyId } : {}), ...(retryAfterS ? { retryAfterS } : {}), ...(ruleMatched ? { ruleMatched } : {}) });
+      throw new EngineError('no_eligible_function', message, {
+        candidates: reports,
+        strategy: input.strategy,
+        ...(input.policyId ? { policyId: input.policyId } : {}),
+        ...(retryAfterS ? { retryAfterS } : {}),
+        ...(rule ? { rule } : {}),
+        ...(rule && rule.index >= 0 ? { ruleMatched: true } : {}),
+      });
     };
-    if (eligible.length === 0) fail(`No candidate function is eligible under strategy ${input.strategy}.`);
+    if (eligible.length === 0) fail(`No candidate function is eligible under strategy ${input.strategy}.`, appliedRule());
 
     const pick = (fn: FunctionDescriptor, extra: Partial<RouteDecision> = {}): RouteDecision => ({ strategy: input.strategy, chosen: fn, eligible, candidates: reports, ...extra });
     // A reference in a policy means what the registry resolves it to (an fn_… id is never taken as a name), and nothing else.
@@ -171,9 +190,9 @@ export class Router {
 
     switch (input.strategy) {
       case 'policy': {
-        const rules = input.config.rules ?? [];
-        const index = firstMatchingRule(rules, input.context);
-        const target = index >= 0 ? (rules[index] as Rule).use : input.config.default_function;
+        const rule = appliedRule();
+        const index = rule?.index ?? -1;
+        const target = rule ? ('use' in rule ? rule.use : rule.default_function) : undefined;
         const chosen = target ? eligibleFor(target) : undefined;
         for (const r of reports) {
           if (r.kept && chosen && r.id !== chosen.id) {
@@ -192,11 +211,10 @@ export class Router {
               : target
                 ? `No rule matched the context, and the policy's default_function ${target} is not eligible (${why as string}).`
                 : 'No rule matched the context and the policy has no default_function.',
-            index >= 0,
+            rule,
           );
         }
-        const rule = index >= 0 ? { index, ...((rules[index] as Rule).name ? { name: (rules[index] as Rule).name } : {}), when: (rules[index] as Rule).when, use: (rules[index] as Rule).use } : { index: -1 as const, default_function: target as string };
-        return pick(chosen as FunctionDescriptor, { rule, eligible: [chosen as FunctionDescriptor] });
+        return pick(chosen as FunctionDescriptor, { ...(rule ? { rule } : {}), eligible: [chosen as FunctionDescriptor] });
       }
       case 'cheapest': {
         // Within a cost tie: a function never timed (cold) is tried first, as fastest explores, or the one timed first would

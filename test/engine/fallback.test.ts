@@ -77,6 +77,20 @@ describe('engine: fallback order and failing functions', function () {
       expect(stage(out, 'fallback')).to.include({ used: true, from: null, to: 'test-ok' });
     });
 
+    it("names the policy rule that matched in the route stage when that rule's function is excluded and a fallback answers, as in the refusal without fallbacks", async () => {
+      const rules = [{ when: { tier: 'gold' }, use: 'test-gamma', name: 'gold' }];
+      const p = policy('policy', { rules, default_function: 'test-ok' }, { fallback_function: 'test-ok' });
+      const out = await h.price({ policy: p, context: { tier: 'gold' } });
+      expect(out.fn.name).to.equal('test-ok');
+      expect(out.fallbackUsed).to.equal(true);
+      const route = stage(out, 'route');
+      expect(route).to.include({ every_candidate_excluded: true, chosen: null });
+      expect(route.rule).to.deep.equal({ index: 0, name: 'gold', when: { tier: 'gold' }, use: 'test-gamma' });
+      const refused = await engineError(h.price({ policy: policy('policy', { rules, default_function: 'test-ok' }), context: { tier: 'gold' } }), 'no_eligible_function');
+      expect(refused.details.rule).to.deep.equal({ index: 0, name: 'gold', when: { tier: 'gold' }, use: 'test-gamma' });
+      expect(refused.details.ruleMatched).to.equal(true);
+    });
+
     it('answers no_eligible_function, listing why each fallback was skipped too, when no fallback may run; nothing runs', async () => {
       const before = (await h.metrics.registry.getSingleMetric('pricing_function_calls_total')?.get())?.values.reduce((n, v) => n + v.value, 0) ?? 0;
       const p = policy('priority', { order: ['test-gamma'] }, { fallback_chain: ['no-such-function', 'test-flaky'] });

@@ -126,6 +126,7 @@ describe('engine: routing strategies', function () {
       expect(err.details.ruleMatched).to.equal(true);
       const missed = await engineError(h.price({ policy: ruled, context: { vip: false } }), 'no_eligible_function');
       expect(missed.details).to.not.have.property('ruleMatched');
+      expect(missed.details.rule).to.deep.equal({ index: -1, default_function: 'gone-default' });
       expect(missed.message).to.equal("No rule matched the context, and the policy's default_function gone-default is not eligible (unreachable).");
     });
 

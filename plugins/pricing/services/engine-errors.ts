@@ -112,7 +112,7 @@ export function toApiError(err: unknown, opts: ErrorAudience = {}): unknown {
           d.retryAfterS ? `An open breaker lets a trial call through in ${d.retryAfterS} s: retry then, or ${loosen}.` : `${loosen.charAt(0).toUpperCase()}${loosen.slice(1)}.`
         }`,
         ...(d.retryAfterS ? { retry_after: d.retryAfterS } : {}),
-        fields: { strategy: d.strategy, ...(d.policyId ? { policy_id: d.policyId } : {}), candidates: d.candidates ?? [], ...(d.attempts ? { attempts: d.attempts } : {}) },
+        fields: { strategy: d.strategy, ...(d.policyId ? { policy_id: d.policyId } : {}), ...(d.rule ? { rule: d.rule } : {}), candidates: d.candidates ?? [], ...(d.attempts ? { attempts: d.attempts } : {}) },
       });
     }
     case 'functions_failed':
