@@ -27,9 +27,10 @@ export function requestedExpiry(expiresAt: string | undefined): Date | null {
 }
 
 /** 400 naming each scope in `names` that is not one (a new key's, a narrower person token's). */
-export function unknownScopesRefusal(names: readonly string[], unknown: readonly string[], extras: { hint: string; example: unknown; fields?: Record<string, unknown> }): ApiError {
+/** `sent` is the list as sent, duplicates included, so each issue's path points at the element the caller wrote. */
+export function unknownScopesRefusal(sent: readonly string[], unknown: readonly string[], extras: { hint: string; example: unknown; fields?: Record<string, unknown> }): ApiError {
   return new ApiError('validation_error', `Unknown scope${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}.`, {
-    issues: unknown.map((u) => ({ path: `scopes.${names.indexOf(u)}`, reason: `"${u}" is not a scope` })),
+    issues: unknown.map((u) => ({ path: `scopes.${sent.indexOf(u)}`, reason: `"${u}" is not a scope` })),
     ...extras,
   });
 }
@@ -43,7 +44,7 @@ export function checkRequestedScopes(principal: Principal, requested: string[] |
   if (names) {
     const unknown = unknownScopes(names);
     if (unknown.length > 0) {
-      throw unknownScopesRefusal(names, unknown, {
+      throw unknownScopesRefusal(requested ?? names, unknown, {
         hint: `Valid scopes: ${NAMED_SCOPES.join(', ')} (legacy choices ${LEGACY_SCOPES.join(', ')} are still accepted). Omit scopes for full access.`,
         fields: { valid_scopes: NAMED_SCOPES, legacy_scopes: LEGACY_SCOPES },
         example: { name: 'checkout service', scopes: ['price:compute'] },

@@ -15,11 +15,16 @@ import { unknownScopesRefusal } from './keys';
 function narrowedScopes(principal: Principal, requested: readonly string[]): string[] {
   const names = [...new Set(requested)];
   const unknown = unknownScopes(names);
-  if (unknown.length > 0) throw unknownScopesRefusal(names, unknown, { hint: `Valid scopes: ${FULL_ACCESS.join(', ')}.`, example: s.personTokenExample });
   const nameOnly = names.filter((n) => (NAME_ONLY_SCOPES as readonly string[]).includes(n));
+  // Each refused scope is named at once, at the place it was sent.
+  const nameOnlyIssues = nameOnly.map((n) => ({ path: `scopes.${requested.indexOf(n)}`, reason: `"${n}" is granted by name only, on a key` }));
+  if (unknown.length > 0) {
+    const refusal = unknownScopesRefusal(requested, unknown, { hint: `Valid scopes: ${FULL_ACCESS.join(', ')}.`, example: s.personTokenExample });
+    throw nameOnly.length > 0 ? refusal.with({ issues: [...(refusal.extras.issues ?? []), ...nameOnlyIssues] }) : refusal;
+  }
   if (nameOnly.length > 0) {
     throw new ApiError('validation_error', `${nameOnly.join(', ')} count only on a key that names them, sent as itself: a token never carries them.`, {
-      issues: nameOnly.map((n) => ({ path: `scopes.${names.indexOf(n)}`, reason: `"${n}" is granted by name only, on a key` })),
+      issues: nameOnlyIssues,
       hint: 'Create a key naming it (POST /api/api-keys, owners and admins) and send that key itself.',
       example: s.personTokenExample,
     });

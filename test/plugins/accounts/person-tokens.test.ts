@@ -48,6 +48,17 @@ describe('accounts: narrower person tokens (POST /api/user/tokens)', function ()
     const nameOnly = await api.post<Body>('/api/user/tokens', { scopes: ['team:admin'] }, asPerson(person));
     expect([nameOnly.status, nameOnly.body.issues[0].path]).to.deep.equal([400, 'scopes.0']);
     expect(nameOnly.body.hint).to.contain('POST /api/api-keys');
+    // Every refused scope at once, each at the place it was sent (duplicates included).
+    const both = await api.post<Body>('/api/user/tokens', { scopes: ['price:compute', 'price:compute', 'nope', 'team:admin'] }, asPerson(person));
+    expect([both.status, both.body.issues]).to.deep.equal([
+      400,
+      [
+        { path: 'scopes.2', reason: '"nope" is not a scope' },
+        { path: 'scopes.3', reason: '"team:admin" is granted by name only, on a key' },
+      ],
+    ]);
+    const keyDup = await api.post<Body>('/api/api-keys', { name: 'dup', scopes: ['price:compute', 'price:compute', 'nope'] }, asPerson(person));
+    expect([keyDup.status, keyDup.body.issues?.[0]?.path]).to.deep.equal([400, 'scopes.2']);
     expect((await api.post<Body>('/api/user/tokens', { scopes: [] }, asPerson(person))).status).to.equal(400);
     const key = (await api.post<Body>('/api/api-keys', { name: 'k' }, asPerson(person))).body.api_key.key as string;
     const byKey = await api.post<Body>('/api/user/tokens', { scopes: ['price:compute'] }, { 'x-api-key': key });
