@@ -11,7 +11,7 @@ export const settingsTree = {
   server: {
     host: str('HOST', '0.0.0.0', 'Address the HTTP server binds to.'),
     port: int('PORT', 3000, 'TCP port of the HTTP server (0 picks a free port).', { min: 0, max: 65535 }),
-    publicUrl: optStr('PUBLIC_URL', 'Production base URL, used in OpenAPI, discovery documents and links (default: the address the service listens on, http://HOST:PORT, with 127.0.0.1 for HOST 0.0.0.0 or ::).', { url: true }),
+    publicUrl: optStr('PUBLIC_URL', 'Production base URL, used in OpenAPI, discovery documents and links (default: the address the service listens on, http://HOST:PORT, with 127.0.0.1 for HOST 0.0.0.0 or ::). An http or https URL.', { url: true, check: { test: (v) => /^https?:\/\//i.test(v), message: 'must be an http or https URL such as https://pricing.example.com' } }),
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10000, 'How long a graceful shutdown waits for in-flight requests before closing connections.', { min: 0 }),
     headersTimeoutMs: int('HEADERS_TIMEOUT_MS', 66000, 'How long a request may take to send its headers before the server answers 408 and closes the connection (Node headersTimeout). Keep it above KEEP_ALIVE_TIMEOUT_MS (advice, not checked), so a load balancer reusing an idle connection is never cut; at most REQUEST_TIMEOUT_MS (checked at start).', { min: 100 }),
     requestTimeoutMs: int('REQUEST_TIMEOUT_MS', 120000, 'How long a request may take to arrive whole, headers and body, before the server answers 408 and closes the connection (Node requestTimeout; Node\'s own default is 5 minutes, which lets slow callers hold connections). At least HEADERS_TIMEOUT_MS.', { min: 100 }),
@@ -179,7 +179,7 @@ export const settingsTree = {
     maxBodyBytes: int('OUTBOUND_MAX_BODY_BYTES', 65536, 'Largest response body accepted from an outbound request.', { min: 1024 }),
   },
   mcp: {
-    allowedOrigins: list('MCP_ALLOWED_ORIGINS', [], 'Web origins (scheme://host[:port]) allowed to call the MCP endpoint from a browser; others get 403. The service\'s own origin and pages on loopback (localhost, 127.0.0.1, [::1]) are always allowed.', { check: (e) => e === '*' || isOrigin(e), message: 'must be an origin such as https://console.example.com (scheme, host and optional port; no path), or * for any', normalize: browserOrigin }),
+    allowedOrigins: list('MCP_ALLOWED_ORIGINS', [], 'Web origins (scheme://host[:port]) allowed to call the MCP endpoint from a browser; others get 403. The service\'s own origin and pages on loopback (localhost, 127.0.0.1, [::1]) are always allowed. * allows every origin, which turns off the protection against pages of other sites and DNS rebinding: only for a service whose gateway checks origins itself.', { check: (e) => e === '*' || isOrigin(e), message: 'must be an origin such as https://console.example.com (scheme, host and optional port; no path), or * for any', normalize: browserOrigin }),
   },
   verification: {
     minEffectiveObservations: num('VERIFY_MIN_EFFECTIVE_OBSERVATIONS', 5, 'Smallest Kish effective number of time-weighted observations that supports a two-sided verdict; below it the verdict is unknown (or one-sided on a floor or ceiling).', { min: 1 }),

@@ -111,6 +111,17 @@ export function missingCredentials(message = 'This route needs a credential and 
   });
 }
 
+/** 401 when no credential was sent to a route only people may call: the credentials it takes, and how to get one. */
+export function missingPersonCredentials(): ApiError {
+  const message = "This route needs a person's session or person token and none was sent.";
+  return new ApiError('unauthorized', message, {
+    hint: 'Sign in (POST /api/auth/signin, or sign up at POST /api/auth/signup) and send the session cookie or Authorization: Bearer <person token>; API keys and OAuth access tokens are not accepted here.',
+    next: WHERE_TO_GET_A_CREDENTIAL.filter((n) => n.action === 'sign_in'),
+    fields: { retryable: false },
+    headers: { 'WWW-Authenticate': challenge(null, message) },
+  });
+}
+
 /**
  * 401 for a valid credential of a kind the route does not take. SPEC: person-only routes answer an
  * empty `next` (a person signs in, nothing to fetch); elsewhere `next` lists where to get a credential.

@@ -73,12 +73,24 @@ describe('identity: 401 and 403 answers for credentials', () => {
       ['GET', '/api/me'],
       ['POST', '/api/api-keys/rotate'],
       ['POST', '/api/agents/claim'],
-      ['GET', '/api/api-keys'],
-      ['GET', '/api/agents'],
     ] as const) {
       const res = await api.raw<ErrorBody>(method, path, method === 'POST' ? { body: {} } : {});
       expect401(res, 'unauthorized');
       expectWhereToGetOne(res);
+    }
+  });
+
+  it("answers a person-only route without a credential with 401 naming a person's session or token, and only the sign-in step (a sandbox key would be refused there)", async () => {
+    for (const [method, path] of [
+      ['GET', '/api/api-keys'],
+      ['GET', '/api/agents'],
+      ['GET', '/api/user'],
+    ] as const) {
+      const res = await api.raw<ErrorBody>(method, path);
+      expect401(res, 'unauthorized');
+      expect(res.body.error, path).to.equal("This route needs a person's session or person token and none was sent.");
+      expect(res.body.hint, path).to.match(/POST \/api\/auth\/signin/).and.match(/API keys and OAuth access tokens are not accepted here/);
+      expect(res.body.next?.map((s) => s.action), path).to.deep.equal(['sign_in']);
     }
   });
 
