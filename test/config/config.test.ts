@@ -92,6 +92,14 @@ describe('configuration', () => {
     expect(loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8,192.168.1.1/255.255.255.0, fd00::/8' }).server.trustProxy).to.deep.equal(['loopback', '10.0.0.0/8', '192.168.1.1/255.255.255.0', 'fd00::/8']);
   });
 
+  it('refuses a PUBLIC_URL of another scheme than http or https (every link the service answers would carry it), and takes either', () => {
+    for (const bad of ['ftp://x.example', 'javascript:alert(1)', 'notaurl']) {
+      expect(() => loadConfig({ PUBLIC_URL: bad }), bad).to.throw(ConfigError, 'PUBLIC_URL (server.publicUrl)');
+    }
+    expect(loadConfig({ PUBLIC_URL: 'https://pricing.example.com' }).server.publicUrl).to.equal('https://pricing.example.com');
+    expect(loadConfig({ PUBLIC_URL: 'http://10.0.0.5:3000' }).server.publicUrl).to.equal('http://10.0.0.5:3000');
+  });
+
   it('refuses a TRUST_PROXY entry Express would misread as another address (1 in a list is 0.0.0.1)', () => {
     for (const bad of ['loopback,1', '10.1', '0x0a000001', '10.0.0.0/33', '[::1]', 'proxy.internal', '-1']) {
       expect(() => loadConfig({ TRUST_PROXY: bad }), bad).to.throw(ConfigError, 'TRUST_PROXY (server.trustProxy)');
