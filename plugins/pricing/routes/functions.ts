@@ -59,21 +59,23 @@ const SMALLEST_CHARGE = '0.00000001';
  * Refuses a cost per call (cost_per_unit x cost_multiplier) that rounds to nothing, or above
  * FUNCTION_MAX_CALL_COST: such a call could not even be recorded.
  */
-function checkCallCost(costPerUnit: string, costMultiplier: string, max: number): void {
+/** `sent`: the rest of the body, kept in the example (a registration's whole body; nothing for a PATCH, which takes the two alone). */
+function checkCallCost(costPerUnit: string, costMultiplier: string, max: number, sent: Record<string, unknown> = {}): void {
   const cost = dec(costPerUnit).times(dec(costMultiplier));
+  const example = { ...sent, cost_per_unit: s.registerFunctionExample.cost_per_unit, cost_multiplier: s.registerFunctionExample.cost_multiplier };
   // A call is charged in whole 0.00000001 USDC: a priced function whose product rounds to nothing would be free.
   if (cost.gt(0) && cost.lt(SMALLEST_CHARGE)) {
     throw new ApiError('validation_error', `cost_per_unit x cost_multiplier is ${cost.toFixed()} USDC a call, which rounds to 0: calls are charged in steps of ${SMALLEST_CHARGE} USDC.`, {
       issues: [{ path: 'cost_multiplier', reason: `cost_per_unit x cost_multiplier must be 0 or at least ${SMALLEST_CHARGE}` }],
       hint: 'Raise cost_per_unit or cost_multiplier, or set cost_per_unit to 0 for a free function.',
-      example: { cost_per_unit: s.registerFunctionExample.cost_per_unit, cost_multiplier: s.registerFunctionExample.cost_multiplier },
+      example,
     });
   }
   if (cost.lte(max)) return;
   throw new ApiError('validation_error', `A call would cost ${cost.toFixed()} USDC; at most ${max} USDC per call is accepted.`, {
     issues: [{ path: 'cost_per_unit', reason: `cost_per_unit x cost_multiplier must not exceed ${max}` }],
     hint: 'Lower cost_per_unit or cost_multiplier (FUNCTION_MAX_CALL_COST sets the limit).',
-    example: { cost_per_unit: s.registerFunctionExample.cost_per_unit, cost_multiplier: s.registerFunctionExample.cost_multiplier },
+    example,
   });
 }
 
@@ -249,7 +251,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         checkEndpointFields(body.execution_type, body.name, body);
         if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url, s.registerFunctionExample);
         checkTimeout(body.timeout_ms, d.callMaxMs(), body);
-        checkCallCost(body.cost_per_unit, body.cost_multiplier, d.maxCallCost());
+        checkCallCost(body.cost_per_unit, body.cost_multiplier, d.maxCallCost(), body);
         const answer = (fn: FunctionDescriptor) =>
           created({
             function: functionView(fn, d, p.workspaceId, healthCallerOfPrincipal(p)),

@@ -132,11 +132,15 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
   const requestsTo = (path: string) => upstream.requests.filter((r) => r.path === path);
 
   it('refuses a cost per call above FUNCTION_MAX_CALL_COST at registration and on PATCH (such a call could not even be recorded)', async () => {
-    const res = await api.post<Record<string, any>>('/api/functions', { name: uniqueName('pricey'), execution_type: 'external_api', endpoint_url: upstream.url('/ok'), cost_per_unit: '999999999999', cost_multiplier: '2' });
+    const name = uniqueName('pricey');
+    const res = await api.post<Record<string, any>>('/api/functions', { name, execution_type: 'external_api', endpoint_url: upstream.url('/ok'), cost_per_unit: '999999999999', cost_multiplier: '2' });
     expect(res.status, res.text).to.equal(400);
     expect(res.body.code).to.equal('validation_error');
     expect(res.body.issues.map((i: { path: string }) => i.path)).to.deep.equal(['cost_per_unit']);
-    expect(res.body.example).to.deep.equal({ cost_per_unit: '0.002', cost_multiplier: '1' });
+    // The whole registration as sent, its cost brought within the limit: sent back as is, it registers.
+    expect(res.body.example).to.include({ name, execution_type: 'external_api', endpoint_url: upstream.url('/ok'), cost_per_unit: '0.002', cost_multiplier: '1' });
+    const again = await api.post<Record<string, any>>('/api/functions', res.body.example);
+    expect(again.status, again.text).to.equal(201);
     const fn = await register('/ok', { cost_per_unit: '600000' });
     const patched = await api.patch<Record<string, any>>(`/api/functions/${fn.id}`, { cost_multiplier: '2' });
     expect(patched.status, patched.text).to.equal(400);
