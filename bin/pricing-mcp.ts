@@ -127,9 +127,9 @@ async function main(): Promise<void> {
       if (r.error) throw new RpcError(r.error.code, r.error.message, r.error.data);
       return r.result as never;
     } finally {
-      // Progress stops once the response has gone (MCP): every notification is out, and given a turn to be read, before it.
+      // Progress stops once the response has gone (MCP): every notification is out, and given a moment to be read, before it.
       await Promise.all(sent);
-      if (sent.length > 0) await new Promise((resolve) => setImmediate(resolve));
+      if (sent.length > 0) await new Promise((resolve) => setTimeout(resolve, 5));
     }
   });
   await server.connect(new StdioServerTransport());
