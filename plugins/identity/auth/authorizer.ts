@@ -34,7 +34,7 @@ export class IdentityAuthorizer implements Authorizer {
       }
       // A key acts for the person who made it: their own session is refused, so are their keys.
       if (id.creatorStatus && READ_ONLY_STATUSES.has(id.creatorStatus)) {
-        throw new ApiError('account_restricted', `The account of the person who created this key is ${id.creatorStatus}; the key can only read and revoke keys.`, {
+        throw new ApiError('account_restricted', `The account of the person who created this key is ${id.creatorStatus}; the key can only read (a person of the workspace revokes it).`, {
           hint: 'Use a key created by an active member of this workspace, or contact support to have the account reviewed.',
           fields: { reason: `key creator's account ${id.creatorStatus}` },
         });

@@ -74,7 +74,7 @@ describe('accounts: a suspended or rejected workspace can only read, but can alw
     expect(write.status, write.text).to.equal(403);
     expect(write.body).to.include({
       code: 'account_restricted',
-      error: 'The account of the person who created this key is suspended; the key can only read and revoke keys.',
+      error: 'The account of the person who created this key is suspended; the key can only read (a person of the workspace revokes it).',
       reason: "key creator's account suspended",
     });
     const compute = await api.post<ErrorBody>('/api/compute/price', { context: { unit_cost: 10 } }, { 'x-api-key': adminKey.key });
