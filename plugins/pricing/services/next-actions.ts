@@ -134,10 +134,11 @@ export function nextActions(
     if (out.length >= max) break;
     if (c.when && !c.when(principal)) continue;
     if (c.priced && ctx.allowanceSpent) continue;
-    if (!mayCall(principal, routes.find(c.route))) continue;
-    if (principal === null && (routes.find(c.route)?.auth ?? 'required') !== 'public') continue;
+    const route = routes.find(c.route);
+    if (!mayCall(principal, route)) continue;
+    if (principal === null && (route?.auth ?? 'required') !== 'public') continue;
     const { route: _route, when: _when, priced: _priced, ...action } = c;
-    const example = fittedExample(routes.find(c.route), action.example);
+    const example = fittedExample(route, action.example);
     if (example === undefined) continue;
     out.push({ ...action, example });
   }
@@ -150,8 +151,10 @@ export function nextActions(
  * left out. Undefined when it still does not pass, and the action is not offered.
  */
 function fittedExample(route: RouteSpec | undefined, example: unknown): unknown {
-  const checked = route?.body?.safeParse(example);
-  if (!route?.body || !checked || checked.success) return example;
+  const body = route?.body;
+  if (!body) return example;
+  const checked = body.safeParse(example);
+  if (checked.success) return example;
   const context = typeof example === 'object' && example !== null ? (example as { context?: unknown }).context : undefined;
   if (typeof context !== 'object' || context === null) return undefined;
   const refused = new Set(checked.error.issues.map((i) => (i.path[0] === 'context' && i.path.length > 1 ? String(i.path[1]) : null)));
@@ -159,5 +162,5 @@ function fittedExample(route: RouteSpec | undefined, example: unknown): unknown 
   // type, which names what the request is about.
   if (refused.has(null) || refused.has('product_type')) return undefined;
   const fitted = { ...(example as object), context: Object.fromEntries(Object.entries(context).filter(([k]) => !refused.has(k))) };
-  return route.body.safeParse(fitted).success ? fitted : undefined;
+  return body.safeParse(fitted).success ? fitted : undefined;
 }
