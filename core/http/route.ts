@@ -88,6 +88,11 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
    * which can otherwise only read, may still call it.
    */
   givesUpAccess?: boolean;
+  /**
+   * The body carries operations of its own, reads and writes (MCP's tools/call): authorizers treat the request as a
+   * read, and the handler authorizes each write it runs (a suspended account lists and browses, and is refused a price).
+   */
+  authorizesEachOperation?: boolean;
   /** Whether an unclaimed agent sandbox (Agent Starter plan) may call the route (default: no). */
   sandbox?: boolean;
   /** Scopes required (checked by the registered authorizer). */

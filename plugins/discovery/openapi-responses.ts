@@ -81,7 +81,7 @@ function forbiddenBecause(route: RouteSpec): string[] {
   const why: string[] = [];
   if (route.scopes?.length || route.handlerScopes?.length || route.fullAccess) why.push('insufficient_scope (required_scopes names what is missing)');
   if (!route.sandbox) why.push('plan_restricted for an unclaimed sandbox');
-  if (route.method !== 'get' && !route.givesUpAccess) why.push('account_restricted for a suspended account');
+  if (route.method !== 'get' && !route.givesUpAccess && !route.authorizesEachOperation) why.push('account_restricted for a suspended account');
   if (route.precheck || route.handlerScopes?.length) why.push('forbidden for a role that may not');
   if (route.accepts?.length === 1 && route.accepts[0] === 'person') why.push('forbidden for an agent token');
   return why;

@@ -364,6 +364,8 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       path: '/api/mcp/rpc',
       summary: 'MCP (Streamable HTTP 2025-11-25): one JSON-RPC message per POST; JSON reply, or SSE when asked or when a tool call carries a progress token.',
       ...common,
+      // initialize, tools/list and the catalogue tools read; compute_price and verify_price refuse a read-only account themselves.
+      authorizesEachOperation: true,
       rawBody: true,
       consumes: ['application/json'],
       rawBodyFields: jsonRpcRequest,

@@ -24,21 +24,10 @@ export class IdentityAuthorizer implements Authorizer {
 
   async authorize(principal: Principal, route: RouteSpec, _req: Request): Promise<void> {
     const id = identityOf(principal);
-    if (!READ_METHODS.has(route.method) && !route.givesUpAccess) {
-      // For a person the status is the stricter of theirs and the workspace's (person-authenticator).
-      if (READ_ONLY_STATUSES.has(id.workspaceStatus)) {
-        throw new ApiError('account_restricted', `This account is ${id.workspaceStatus}; it can only read, sign out, end sessions and revoke keys.`, {
-          hint: 'Contact support to have the account reviewed.',
-          fields: { reason: `account ${id.workspaceStatus}` },
-        });
-      }
-      // A key acts for the person who made it: their own session is refused, so are their keys.
-      if (id.creatorStatus && READ_ONLY_STATUSES.has(id.creatorStatus)) {
-        throw new ApiError('account_restricted', `The account of the person who created this key is ${id.creatorStatus}; the key can only read (a person of the workspace revokes it).`, {
-          hint: 'Use a key created by an active member of this workspace, or contact support to have the account reviewed.',
-          fields: { reason: `key creator's account ${id.creatorStatus}` },
-        });
-      }
+    // A route carrying several operations (MCP) is a read here: its handler refuses each write itself (readOnlyRefusal).
+    if (!READ_METHODS.has(route.method) && !route.givesUpAccess && !route.authorizesEachOperation) {
+      const refusal = readOnlyRefusal(principal);
+      if (refusal) throw refusal;
     }
     if (id.sandbox && !route.sandbox) throw sandboxRefusal(`use ${route.method.toUpperCase()} ${openApiPath(route.path)} — ${sentenceTail(route.summary)}`);
 
@@ -81,6 +70,29 @@ export class IdentityAuthorizer implements Authorizer {
       );
     }
   }
+}
+
+/**
+ * Why `principal` may only read, or null when it may write: its account (for a person, the stricter of theirs and the
+ * workspace's) is suspended or rejected, or the person who created the key is.
+ */
+export function readOnlyRefusal(principal: Principal): ApiError | null {
+  const id = identityOf(principal);
+  // For a person the status is the stricter of theirs and the workspace's (person-authenticator).
+  if (READ_ONLY_STATUSES.has(id.workspaceStatus)) {
+    return new ApiError('account_restricted', `This account is ${id.workspaceStatus}; it can only read, sign out, end sessions and revoke keys.`, {
+      hint: 'Contact support to have the account reviewed.',
+      fields: { reason: `account ${id.workspaceStatus}` },
+    });
+  }
+  // A key acts for the person who made it: their own session is refused, so are their keys.
+  if (id.creatorStatus && READ_ONLY_STATUSES.has(id.creatorStatus)) {
+    return new ApiError('account_restricted', `The account of the person who created this key is ${id.creatorStatus}; the key can only read (a person of the workspace revokes it).`, {
+      hint: 'Use a key created by an active member of this workspace, or contact support to have the account reviewed.',
+      fields: { reason: `key creator's account ${id.creatorStatus}` },
+    });
+  }
+  return null;
 }
 
 /** A route summary as the end of a sentence: first letter lowered (unless an acronym), no final period. */

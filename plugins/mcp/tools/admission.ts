@@ -1,5 +1,6 @@
 import { ApiError } from '../../../core/errors';
 import type { RouteTable } from '../../../core/http/pipeline';
+import { readOnlyRefusal } from '../../identity';
 import { mayCall } from '../../pricing';
 import type { DemoBudgetGuard } from '../../pricing';
 import type { ToolContext } from './types';
@@ -7,7 +8,8 @@ import type { ToolContext } from './types';
 /**
  * Who may run a priced tool: without a key the call spends the demo budget of the caller's address
  * (as the keyless REST routes do); with one, the credential needs the scopes of the REST route the
- * tool mirrors (`routeId`). `refused` completes "This credential may not …".
+ * tool mirrors (`routeId`), and an account that may write (the MCP route is a read to the authorizer, since listing and
+ * browsing are). `refused` completes "This credential may not …".
  */
 export async function admitToolCall(ctx: ToolContext, demo: DemoBudgetGuard, routes: RouteTable, routeId: string, refused: string): Promise<void> {
   const p = ctx.principal;
@@ -15,7 +17,11 @@ export async function admitToolCall(ctx: ToolContext, demo: DemoBudgetGuard, rou
     const budget = await demo.consume(ctx.clientIp);
     ctx.demoBudget = { limit_per_hour: budget.limit, remaining: budget.remaining, resets_at: budget.resetsAt };
     if (budget.error) throw budget.error;
-  } else if (!mayCall(p, routes.find(routeId))) {
+  } else {
+    // What REST's authorizer refuses for the mirrored route, in its order: a read-only account first, then the scope.
+    const readOnly = readOnlyRefusal(p);
+    if (readOnly) throw readOnly;
+    if (mayCall(p, routes.find(routeId))) return;
     throw new ApiError('insufficient_scope', `This credential may not ${refused}.`, { fields: { required_scopes: ['price:compute'] }, hint: 'Use a key with price:compute (or created with no scopes).' });
   }
 }

@@ -172,6 +172,38 @@ describe('MCP endpoint with the official SDK client', function () {
     await client.close();
   });
 
+  for (const [who, restrict] of [
+    ['a suspended workspace', (p: { id: string; workspaceId: string }) => svc.sequelize.query("UPDATE workspaces SET status = 'suspended' WHERE id = $1", { bind: [p.workspaceId] })],
+    ["a suspended person's key", (p: { id: string; workspaceId: string }) => svc.sequelize.query("UPDATE people SET status = 'suspended' WHERE id = $1", { bind: [p.id] })],
+  ] as const) {
+    it(`lets ${who} read over MCP (initialize, tools/list, list_functions, browse_catalog) and refuses compute_price and verify_price as REST does, recording nothing`, async () => {
+      const person = await signUp(svc, 'mcp-suspended');
+      const restricted = await createKey(svc, person, { name: 'restricted' });
+      await restrict(person);
+      const { client } = await connect(svc, { 'x-api-key': restricted.key });
+      expect((await client.listTools()).tools).to.have.length(4);
+      const fns = await client.callTool({ name: 'list_functions', arguments: { built_in: true } });
+      expect(fns.isError, JSON.stringify(fns)).to.equal(false);
+      expect((fns.structuredContent as { functions: unknown[] }).functions.length).to.be.greaterThan(4);
+      const cat = await client.callTool({ name: 'browse_catalog', arguments: { limit: 1 } });
+      expect(cat.isError, JSON.stringify(cat)).to.equal(false);
+      const reason = who === 'a suspended workspace' ? 'account suspended' : "key creator's account suspended";
+      const price = await client.callTool({ name: 'compute_price', arguments: { context: { current_price: 12 } } });
+      const verdict = await client.callTool({ name: 'verify_price', arguments: { context: { product_type: 'mcp-widget', currency: 'USD' }, proposed_price: 10.2 } });
+      const rest = await fetch(`${svc.url}/api/compute/price`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': restricted.key }, body: JSON.stringify({ context: { current_price: 12 } }) });
+      const restBody = (await rest.json()) as Record<string, unknown>;
+      expect(rest.status).to.equal(403);
+      for (const result of [price, verdict]) {
+        expect(result.isError).to.equal(true);
+        const body = JSON.parse((result.content as Array<{ text: string }>)[0]?.text ?? '{}') as Record<string, unknown>;
+        expect(body).to.include({ code: 'account_restricted', reason, error: restBody.error, hint: restBody.hint });
+      }
+      const [rows] = await svc.sequelize.query(`SELECT count(*)::int AS n FROM usage_events WHERE caller_key_id = $1`, { bind: [restricted.id] });
+      expect(rows).to.deep.equal([{ n: 0 }]);
+      await client.close();
+    });
+  }
+
   it('gives a sandbox key the same remaining as REST: daily calls and the request-rate allowance, each with its reset', async () => {
     const sandbox = await registerSandbox(svc, 'mcp-sandbox');
     const { client } = await connect(svc, { 'x-api-key': sandbox.key });
