@@ -7,7 +7,7 @@ import type { Sql } from '../../../core/db/sql';
 import { newId } from '../../../core/ids';
 import { effectiveScopes, NAME_ONLY_SCOPES } from '../scopes';
 import type { Scope } from '../scopes';
-import { ACCESS_TOKEN_AUDIENCE, credentialOf } from '../auth/authenticators';
+import { ACCESS_TOKEN_AUDIENCE, looksLikeJwt } from '../auth/authenticators';
 import type { KeyService } from './key-service';
 import type { CachedKey } from './key-cache';
 import type { FailedAuthGuard } from '../auth/failed-auth';
@@ -81,6 +81,16 @@ function basicCredentials(req: Request): { id: string; secret: string } | null {
   }
 }
 
+/** The key headers a token request may carry, each read on its own (credentialOf picks one, and one must be refused when both come). */
+function keyHeaders(req: Request): { apiKey?: string; bearer?: string } {
+  const key = req.headers['x-api-key'];
+  const auth = req.headers.authorization;
+  return {
+    ...(typeof key === 'string' && key.trim() !== '' ? { apiKey: key.trim() } : {}),
+    ...(typeof auth === 'string' && /^bearer\s+\S/i.test(auth) ? { bearer: auth.replace(/^bearer\s+/i, '').trim() } : {}),
+  };
+}
+
 /** OAuth dynamic client registration (RFC 7591 style) and the client-credentials token endpoint. */
 export class OAuthService {
   constructor(
@@ -119,20 +129,29 @@ export class OAuthService {
     }
 
     const basic = basicCredentials(req);
-    const header = credentialOf(req);
+    const header = keyHeaders(req);
     // RFC 6749 2.3: one authentication method per request, and a client_id sent beside it names the same client.
-    const methods = [basic ? 'HTTP Basic' : null, body.client_secret ? 'client_secret in the body' : null, header?.source === 'x-api-key' ? 'a key in x-api-key' : null].filter((m) => m !== null);
+    const methods = [
+      basic ? 'HTTP Basic' : null,
+      body.client_secret ? 'client_secret in the body' : null,
+      header.apiKey !== undefined ? 'a key in x-api-key' : null,
+      header.bearer !== undefined ? 'Authorization: Bearer' : null,
+    ].filter((m) => m !== null);
     if (methods.length > 1) throw new OAuthError('invalid_request', `Use one client authentication method, not ${methods.join(' and ')}.`);
     if (basic && body.client_id !== undefined && body.client_id !== basic.id) throw new OAuthError('invalid_request', 'client_id in the body names another client than the HTTP Basic credentials.');
+    // Everywhere else a key may come as Authorization: Bearer, and so it may here; an access token is no client credential.
+    if (header.bearer !== undefined && looksLikeJwt(header.bearer)) {
+      throw new OAuthError('invalid_client', 'An access token cannot be exchanged for another: send the client secret (HTTP Basic, or client_secret in the body) or the agent key (x-api-key).', 401, { 'WWW-Authenticate': 'Basic realm="pricing-compute"' });
+    }
     let secret: string | undefined;
     let clientId: string | undefined;
     if (basic) ({ id: clientId, secret } = basic);
     else if (body.client_secret) ({ client_id: clientId, client_secret: secret } = body);
-    else if (header?.source === 'x-api-key') {
-      secret = header.value;
+    else if (header.apiKey !== undefined || header.bearer !== undefined) {
+      secret = header.apiKey ?? header.bearer;
       clientId = body.client_id;
     }
-    if (!secret) throw new OAuthError('invalid_client', 'Client authentication is required: HTTP Basic with client_id and client_secret, client_secret in the body, or an agent key in x-api-key.', 401, { 'WWW-Authenticate': 'Basic realm="pricing-compute"' });
+    if (!secret) throw new OAuthError('invalid_client', 'Client authentication is required: HTTP Basic with client_id and client_secret, client_secret in the body, or an agent key in x-api-key (or as Authorization: Bearer).', 401, { 'WWW-Authenticate': 'Basic realm="pricing-compute"' });
 
     const ip = clientIp(req);
     // Guessing secrets here is slowed down exactly like guessing keys anywhere else.

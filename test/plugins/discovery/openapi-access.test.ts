@@ -109,9 +109,9 @@ describe('OpenAPI: scopes, full access and sandbox keys as the routes check them
     expect((await client(svc.url).get('/api/me', { authorization: `Bearer ${token}` })).status).to.equal(200);
   });
 
-  it('documents the token endpoint\'s client authentication (Basic, body, x-api-key) and its body fields, each of which gets a token', async () => {
+  it('documents the token endpoint\'s client authentication (Basic, body, x-api-key, a key as Bearer) and its body fields, each of which gets a token', async () => {
     const token = op('post', '/api/oauth/token');
-    expect(token.security).to.deep.equal([{ ClientBasic: [] }, { ApiKey: [] }, {}]);
+    expect(token.security).to.deep.equal([{ ClientBasic: [] }, { ApiKey: [] }, { ApiKeyBearer: [] }, {}]);
     expect(doc.components.securitySchemes.ClientBasic).to.include({ type: 'http', scheme: 'basic' });
     for (const type of ['application/x-www-form-urlencoded', 'application/json']) {
       expect(token.requestBody.content[type].schema, type).to.deep.equal({ $ref: '#/components/schemas/OAuthTokenRequest' });
@@ -127,7 +127,8 @@ describe('OpenAPI: scopes, full access and sandbox keys as the routes check them
       await call(svc.url, 'POST', '/api/oauth/token', { rawBody: new URLSearchParams({ grant_type: 'client_credentials', client_id: reg.client_id, client_secret: reg.client_secret }).toString(), headers: form }),
       await call(svc.url, 'POST', '/api/oauth/token', { body: { grant_type: 'client_credentials', client_id: reg.client_id, client_secret: reg.client_secret, scope: 'price:compute' } }),
       await call(svc.url, 'POST', '/api/oauth/token', { rawBody: 'grant_type=client_credentials', headers: { ...form, 'x-api-key': sandbox.key } }),
+      await call(svc.url, 'POST', '/api/oauth/token', { rawBody: 'grant_type=client_credentials', headers: { ...form, authorization: `Bearer ${sandbox.key}` } }),
     ];
-    expect(answers.map((r) => r.status)).to.deep.equal([200, 200, 200, 200]);
+    expect(answers.map((r) => r.status)).to.deep.equal([200, 200, 200, 200, 200]);
   });
 });

@@ -162,6 +162,8 @@ describe('identity: OAuth client credentials', () => {
       ['Basic and x-api-key', await token('grant_type=client_credentials', { authorization: basic(oauthClient.client_id, oauthClient.client_secret), 'x-api-key': agentKey.key })],
       ['Basic and a body secret', await token(form, { authorization: basic(oauthClient.client_id, oauthClient.client_secret) })],
       ['a body secret and x-api-key', await token(form, { 'x-api-key': agentKey.key })],
+      ['x-api-key and Authorization: Bearer', await token('grant_type=client_credentials', { 'x-api-key': agentKey.key, authorization: `Bearer ${agentKey.key}` })],
+      ['a body secret and Authorization: Bearer', await token(form, { authorization: `Bearer ${agentKey.key}` })],
     ];
     for (const [what, res] of cases) {
       expect(res.status, what).to.equal(400);
@@ -169,6 +171,21 @@ describe('identity: OAuth client credentials', () => {
       expect(res.body.error_description, what).to.match(/^Use one client authentication method, not /);
       expect(res.text, what).not.to.match(/access_token/);
     }
+  });
+
+  it('takes an agent key or client secret as Authorization: Bearer, as every other route does, and refuses an access token there with 401 invalid_client', async () => {
+    const person = await signUp(svc.url);
+    const agentId = await createAgent(svc.url, asPerson(person));
+    const agentKey = await createAgentKey(svc.url, asPerson(person), agentId);
+    const byKey = await token('grant_type=client_credentials', { authorization: `Bearer ${agentKey.key}` });
+    expectToken(byKey);
+    const bySecret = await token(`grant_type=client_credentials&client_id=${oauthClient.client_id}`, { authorization: `Bearer ${oauthClient.client_secret}` });
+    expectToken(bySecret);
+    const byToken = await token('grant_type=client_credentials', { authorization: `Bearer ${byKey.body.access_token}` });
+    expect(byToken.status, byToken.text).to.equal(401);
+    expect(byToken.body).to.deep.include({ error: 'invalid_client', error_description: 'An access token cannot be exchanged for another: send the client secret (HTTP Basic, or client_secret in the body) or the agent key (x-api-key).' });
+    expect(byToken.headers.get('www-authenticate')).to.match(/^Basic/);
+    expect(byToken.text).not.to.match(/access_token/);
   });
 
   it('answers a client_id that names another client than the credential with an error, issuing no token', async () => {
