@@ -129,6 +129,15 @@ function tooLarge(bp: BodyParserError): ApiError {
   });
 }
 
+/** The answer to a body the reader refused (too large, an encoding it cannot decode, cut short); undefined for other errors. */
+export function bodyReadError(err: unknown): ApiError | undefined {
+  const bp = err as BodyParserError | undefined;
+  if (bp?.type === 'entity.too.large') return tooLarge(bp);
+  if (bp?.type === 'encoding.unsupported' || bp?.type === 'charset.unsupported') return new ApiError('unsupported_media_type', 'Request body encoding is not supported.', { hint: 'Send UTF-8 JSON.' });
+  if (bp?.type === 'request.aborted' || bp?.type === 'request.size.invalid') return new ApiError('bad_request', 'The request body was cut short.');
+  return undefined;
+}
+
 /**
  * The one error middleware: SPEC's common error shape, never a stack trace. With `serves`, a next step pointing at a
  * route this instance does not serve (its plugin disabled) is left out; a step marked `available: false` (announced,
@@ -149,10 +158,8 @@ export function errorHandler(log: Logger, serves?: (method: string, path: string
     let apiErr: ApiError;
     if (isApiError(err)) apiErr = err;
     else {
-      const bp = err as BodyParserError;
-      if (bp?.type === 'entity.too.large') apiErr = tooLarge(bp);
-      else if (bp?.type === 'encoding.unsupported' || bp?.type === 'charset.unsupported') apiErr = new ApiError('unsupported_media_type', 'Request body encoding is not supported.', { hint: 'Send UTF-8 JSON.' });
-      else if (bp?.type === 'request.aborted' || bp?.type === 'request.size.invalid') apiErr = new ApiError('bad_request', 'The request body was cut short.');
+      const read = bodyReadError(err);
+      if (read) apiErr = read;
       else if (isUndecodablePath(err)) apiErr = undecodablePathError();
       else {
         const reqLog = (res.locals.log as Logger | undefined) ?? log;

@@ -8,7 +8,7 @@ import type { Logger } from '../logger';
 import { validate, validateQuery } from '../validation';
 import { callerGone } from './caller-gone';
 import { invalidJson, parseJsonBody, refuseUnstorableText } from './json-body';
-import { isUndecodablePath, undecodablePathError } from './middleware';
+import { bodyReadError, isUndecodablePath, undecodablePathError } from './middleware';
 import { runStages } from './direct-dispatch';
 import { isStaticPath, templateMatcher, undecodableParam } from './path-templates';
 import { HANDLED } from './route';
@@ -86,7 +86,7 @@ function bodyReader(rawBody: RequestHandler, route: RouteSpec): RequestHandler {
     void rawBody(req, res, (err?: unknown) => {
       const e = err as { type?: string; status?: number; message?: string } | undefined;
       if (!e) return next();
-      if (e.type !== undefined || e.status !== 400) res.locals.bodyRefusal = err;
+      if (e.type !== undefined || e.status !== 400) res.locals.bodyRefusal = bodyReadError(err) ?? err;
       else {
         const encoding = req.headers['content-encoding'] ?? 'identity';
         const what = `Request body could not be decoded as Content-Encoding ${encoding} (${e.message ?? 'bad stream'}).`;
@@ -218,7 +218,9 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
       }
       if (principal && route.precheck) await route.precheck(ctx);
       // After the credential and its permissions: a caller without them hears that first, whatever it sent.
-      if (res.locals.bodyRefusal !== undefined) throw res.locals.bodyRefusal;
+      const heldBody = res.locals.bodyRefusal as unknown;
+      const answerBody = route.answerBodyRefusal;
+      if (heldBody !== undefined && !(answerBody && isApiError(heldBody))) throw heldBody;
       if (route.params) ctx.params = validate(route.params, req.params, { where: 'params' });
       if (route.query) ctx.query = validateQuery(route.query, req.query as Record<string, unknown>);
       if (route.body) {
@@ -227,7 +229,7 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
         ctx.body = validBody(route, parsed.value);
         refuseUnstorableText(parsed);
       }
-      const result = await route.handler(ctx);
+      const result = heldBody !== undefined && answerBody ? await answerBody(heldBody, ctx) : await route.handler(ctx);
       if (result === HANDLED) return;
       try {
         cachedDecorators ??= decorators();

@@ -142,6 +142,11 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
    * plan, before the body: a caller who can never use the route is not coached into fixing a body.
    */
   precheck?: (ctx: RequestContext) => Promise<void> | void;
+  /**
+   * A raw-body route speaking its own protocol's errors (MCP's JSON-RPC, OAuth's RFC 6749) answers a body refused while
+   * read (too large, undecodable, cut short) itself, in place of the handler, after the credential checks.
+   */
+  answerBodyRefusal?: (err: ApiError, ctx: RequestContext) => HandlerResult | Promise<HandlerResult>;
   /** Every refusal of the route (from its guards, validation or handler) passes through this on its way out. */
   refusal?: (err: ApiError, req: Request) => ApiError;
   /** Response schemas by status, for the OpenAPI document; 4XX/5XX replace the common error shape where a route answers refusals in another (MCP: JSON-RPC). */

@@ -2,6 +2,7 @@ import JsonRpc from 'jsonrpc-lite';
 import type { Request, Response } from 'express';
 import type { Config } from '../../config';
 import { errorBody, errorBodySchema, isApiError } from '../../core/errors';
+import type { ApiError } from '../../core/errors';
 import { validate } from '../../core/validation';
 import type { Logger } from '../../core/logger';
 import { z } from 'zod';
@@ -295,6 +296,13 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
     }
   };
 
+  /** A body the reader refused (too large, undecodable, cut short) is refused as a body that does not parse is: a JSON-RPC error. */
+  const bodyRefused = (err: ApiError, ctx: RequestContext): HandlerResult => {
+    if (precheck(ctx, ctx.res, false)) return HANDLED;
+    if (err.code === 'invalid_json') return refuse(ctx, err.status, -32700, err.code, `Parse error: ${err.message}`, 'Send one JSON-RPC 2.0 message as JSON, uncompressed or compressed whole with the Content-Encoding you name.');
+    return refuse(ctx, err.status, -32000, err.code, err.message, err.extras.hint ?? 'Send one JSON-RPC 2.0 message as JSON.', { data: err.extras.limit ? { limit: err.extras.limit } : {} });
+  };
+
   const get = (ctx: RequestContext): HandlerResult => {
     const { req, res } = ctx;
     if (precheck(ctx, res, false)) return HANDLED;
@@ -323,7 +331,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       jsonrpc: z.literal('2.0'),
       id: z.null(),
       error: z.object({ code: z.number().int(), message: z.string(), data: z.record(z.string(), z.unknown()).optional() }),
-      code: z.string().describe('Stable machine-readable code (origin_not_allowed, invalid_session_id, session_not_found, unsupported_protocol_version, invalid_json, invalid_request, not_acceptable, method_not_allowed).'),
+      code: z.string().describe('Stable machine-readable code (origin_not_allowed, invalid_session_id, session_not_found, unsupported_protocol_version, invalid_json, invalid_request, not_acceptable, method_not_allowed; for a body refused while read: payload_too_large, unsupported_media_type, bad_request).'),
       hint: z.string(),
       request_id: z.string(),
     })
@@ -367,6 +375,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       // initialize, tools/list and the catalogue tools read; compute_price and verify_price refuse a read-only account themselves.
       authorizesEachOperation: true,
       rawBody: true,
+      answerBodyRefusal: bodyRefused,
       consumes: ['application/json'],
       rawBodyFields: jsonRpcRequest,
       produces: ['application/json', 'text/event-stream'],

@@ -91,6 +91,8 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
         400: { description: 'RFC 6749 §5.2 error: invalid_request, unsupported_grant_type, invalid_scope, unauthorized_client.', schema: s.oauthErrorBody },
         401: { description: 'RFC 6749 §5.2 invalid_client: client authentication failed or was not sent.', schema: s.oauthErrorBody },
       },
+      // RFC 6749 §5.2 for a body that could not be read too (too large, undecodable, cut short), keeping its status.
+      answerBodyRefusal: (err) => oauthError(new OAuthError('invalid_request', err.message, err.status)),
       handler: async ({ req }): Promise<Reply> => {
         try {
           const token = await d.oauth.token(req, serviceBase(d, req));

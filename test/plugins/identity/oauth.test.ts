@@ -153,6 +153,19 @@ describe('identity: OAuth client credentials', () => {
     expect(res.body.error).to.equal('invalid_client');
   });
 
+  it('answers a body it cannot read in RFC 6749 shape too: undecodable is 400 invalid_request, too large 413 invalid_request', async () => {
+    const undecodable = await token('grant_type=client_credentials', { 'content-encoding': 'gzip', authorization: basic(oauthClient.client_id, oauthClient.client_secret) });
+    expect(undecodable.status, undecodable.text).to.equal(400);
+    expect(undecodable.body.error).to.equal('invalid_request');
+    expect(undecodable.body.error_description).to.match(/could not be decoded as Content-Encoding gzip/);
+    expect(undecodable.headers.get('cache-control')).to.equal('no-store');
+    const tooLarge = await token(`grant_type=client_credentials&pad=${'x'.repeat(1_100_000)}`, { authorization: basic(oauthClient.client_id, oauthClient.client_secret) });
+    expect(tooLarge.status, tooLarge.text.slice(0, 200)).to.equal(413);
+    expect(tooLarge.body.error).to.equal('invalid_request');
+    expect(tooLarge.body.error_description).to.match(/over the limit of 1048576 bytes/);
+    for (const res of [undecodable, tooLarge]) expect(Object.keys(res.body).sort()).to.deep.equal(['error', 'error_description']);
+  });
+
   it('answers two client authentication methods in one request with 400 invalid_request, issuing no token (RFC 6749 2.3)', async () => {
     const person = await signUp(svc.url);
     const agentId = await createAgent(svc.url, asPerson(person));

@@ -513,13 +513,31 @@ describe('MCP endpoint over raw HTTP', function () {
     }
   });
 
-  it('answers a compressed body that does not decode with 400 invalid_json in the common shape, as every JSON route does', async () => {
-    const res = await fetch(`${svc.url}/api/mcp/rpc`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'content-encoding': 'gzip' }, body: 'not gzip' });
-    expect(res.status).to.equal(400);
-    const body = (await res.json()) as Record<string, any>;
-    expect(body.code).to.equal('invalid_json');
-    expect(body.error).to.match(/could not be decoded as Content-Encoding gzip/);
-    expect(body.hint).to.be.a('string');
+  it('answers a body the reader refuses as it answers one that does not parse: a JSON-RPC error with the service code (undecodable: 400 -32700; too large: 413 -32000 with the limit; an unknown encoding: 415)', async () => {
+    const post = (headers: Record<string, string>, body: string) =>
+      fetch(`${svc.url}/api/mcp/rpc`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body });
+    const notJson = await post({}, 'not json');
+    const notGzip = await post({ 'content-encoding': 'gzip' }, 'not gzip');
+    for (const res of [notJson, notGzip]) {
+      expect(res.status).to.equal(400);
+      const body = (await res.json()) as Record<string, any>;
+      expect(body).to.include({ jsonrpc: '2.0', id: null, code: 'invalid_json' });
+      expect(body.error.code).to.equal(-32700);
+      expect(body.error.message).to.match(/^Parse error: /);
+      expect(body.error.data.code).to.equal('invalid_json');
+      expect(body.hint).to.be.a('string');
+      expect(body.request_id).to.equal(res.headers.get('x-request-id'));
+    }
+    const big = await post({}, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', params: { pad: 'x'.repeat(1_100_000) } }));
+    expect(big.status).to.equal(413);
+    const bigBody = (await big.json()) as Record<string, any>;
+    expect(bigBody).to.include({ jsonrpc: '2.0', id: null, code: 'payload_too_large' });
+    expect(bigBody.error).to.deep.include({ code: -32000 });
+    expect(bigBody.error.message).to.match(/over the limit of 1048576 bytes/);
+    expect(bigBody.error.data.limit).to.deep.equal({ body_bytes: 1048576 });
+    const unknownEncoding = await post({ 'content-encoding': 'br2' }, '{"jsonrpc":"2.0","id":1,"method":"ping"}');
+    expect(unknownEncoding.status).to.equal(415);
+    expect(await unknownEncoding.json()).to.deep.include({ jsonrpc: '2.0', id: null, code: 'unsupported_media_type' });
   });
 
   it('does not require MCP-Protocol-Version on initialize, and answers 400 to an unsupported one', async () => {
