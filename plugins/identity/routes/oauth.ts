@@ -90,6 +90,8 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
         200: { description: 'The access token (RFC 6749 §5.1).', schema: oauthTokenResponse },
         400: { description: 'RFC 6749 §5.2 error: invalid_request, unsupported_grant_type, invalid_scope, unauthorized_client.', schema: s.oauthErrorBody },
         401: { description: 'RFC 6749 §5.2 invalid_client: client authentication failed or was not sent.', schema: s.oauthErrorBody },
+        413: { description: 'RFC 6749 §5.2 invalid_request: the body is over BODY_LIMIT_BYTES.', schema: s.oauthErrorBody },
+        415: { description: 'RFC 6749 §5.2 invalid_request: a Content-Encoding or charset the service does not read.', schema: s.oauthErrorBody },
       },
       // RFC 6749 §5.2 for a body that could not be read too (too large, undecodable, cut short), keeping its status.
       answerBodyRefusal: (err) => oauthError(new OAuthError('invalid_request', err.message, err.status)),

@@ -112,6 +112,12 @@ describe('OpenAPI: scopes, full access and sandbox keys as the routes check them
   it('documents the token endpoint\'s client authentication (Basic, body, x-api-key, a key as Bearer) and its body fields, each of which gets a token', async () => {
     const token = op('post', '/api/oauth/token');
     expect(token.security).to.deep.equal([{ ClientBasic: [] }, { ApiKey: [] }, { ApiKeyBearer: [] }, {}]);
+    // Every refusal, a body it cannot read included, is an RFC 6749 error body.
+    const response = (status: string) => {
+      const r = token.responses[status];
+      return typeof r.$ref === 'string' ? doc.components.responses[r.$ref.split('/').pop()] : r;
+    };
+    for (const status of ['400', '401', '413', '415']) expect(response(status).content['application/json'].schema, status).to.deep.equal({ $ref: '#/components/schemas/OAuthError' });
     expect(doc.components.securitySchemes.ClientBasic).to.include({ type: 'http', scheme: 'basic' });
     for (const type of ['application/x-www-form-urlencoded', 'application/json']) {
       expect(token.requestBody.content[type].schema, type).to.deep.equal({ $ref: '#/components/schemas/OAuthTokenRequest' });
