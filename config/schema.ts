@@ -150,7 +150,7 @@ export const settingsTree = {
     extraWorkerModules: list(
       'ENGINE_EXTRA_WORKER_MODULES',
       [],
-      'Absolute paths of extra modules loaded in pricing workers (each exports `functions`), for operators adding in-process methods and for tests. The start fails when a worker cannot load one.',
+      'Absolute paths of extra modules loaded in pricing workers (each exports `functions`, an object of methods by name), for operators adding in-process methods and for tests. The start fails when a worker cannot load one, or one exports no such object.',
       { check: (entry) => path.isAbsolute(entry) && existsSync(entry) && statSync(entry).isFile(), message: 'must be the absolute path of an existing file' },
     ),
   },

@@ -34,8 +34,14 @@ const data = (workerData ?? {}) as PoolWorkerData;
 const methods: Record<string, PricingMethod> = { ...BUILTIN_METHODS };
 for (const file of data.extraModules ?? []) {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const mod = require(file) as { functions?: Record<string, PricingMethod> };
-  Object.assign(methods, mod.functions ?? {});
+  const mod = require(file) as { functions?: unknown };
+  // A module of another shape would add nothing in silence, and the functions meant to run from it would be unknown.
+  const fns = mod.functions;
+  if (typeof fns !== 'object' || fns === null || Array.isArray(fns)) throw new Error(`${file} exports no \`functions\` object (exports.functions = { name: method })`);
+  for (const [name, method] of Object.entries(fns as Record<string, unknown>)) {
+    if (typeof method !== 'function') throw new Error(`${file}: functions.${name} is not a function`);
+    methods[name] = method as PricingMethod;
+  }
 }
 const ring = data.ring ? new Int32Array(data.ring) : null;
 const ringSize = data.ringSize ?? 1;

@@ -26,6 +26,25 @@ describe('engine: a pricing pool whose workers cannot start fails the start', fu
     expect((refusal as Error).message).to.contain('A pricing worker could not start').and.contain('this module is broken').and.contain(`ENGINE_EXTRA_WORKER_MODULES (${broken})`);
   });
 
+  for (const [what, text, said] of [
+    ['exports no functions', 'exports.pricers = {};\n', 'exports no `functions` object'],
+    ['exports a functions entry that is not a function', 'exports.functions = { half: 0.5 };\n', 'functions.half is not a function'],
+  ] as const) {
+    it(`refuses to start, naming the module, when an extra worker module ${what}`, async () => {
+      const odd = path.join(dir, `odd-${what.length}.js`);
+      writeFileSync(odd, text);
+      const refusal = await startTestService({ config: { engine: { extraWorkerModules: [odd] } } }).then(
+        async (svc) => {
+          await svc.close();
+          return null;
+        },
+        (err: unknown) => err as Error,
+      );
+      expect(refusal, 'the start was refused').to.be.instanceOf(Error);
+      expect((refusal as Error).message).to.contain('A pricing worker could not start').and.contain(`${odd}`).and.contain(said);
+    });
+  }
+
   it('starts with a module that loads, and its methods are there', async () => {
     const fine = path.join(dir, 'fine.js');
     writeFileSync(fine, 'exports.functions = {};\n');
