@@ -300,7 +300,10 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
   const bodyRefused = (err: ApiError, ctx: RequestContext): HandlerResult => {
     if (precheck(ctx, ctx.res, false)) return HANDLED;
     if (err.code === 'invalid_json') return refuse(ctx, err.status, -32700, err.code, `Parse error: ${err.message}`, 'Send one JSON-RPC 2.0 message as JSON, uncompressed or compressed whole with the Content-Encoding you name.');
-    return refuse(ctx, err.status, -32000, err.code, err.message, err.extras.hint ?? 'Send one JSON-RPC 2.0 message as JSON.', { data: err.extras.limit ? { limit: err.extras.limit } : {} });
+    // The reader's hint for a body too large speaks of REST's batches; here the arguments are what to shrink.
+    const limit = (err.extras.limit as { body_bytes?: number } | undefined)?.body_bytes;
+    const hint = limit !== undefined ? `Send at most ${limit} bytes: one JSON-RPC message per POST, with smaller arguments (compute_price takes one context; REST's POST /api/compute/batch prices up to 100).` : (err.extras.hint ?? 'Send one JSON-RPC 2.0 message as JSON.');
+    return refuse(ctx, err.status, -32000, err.code, err.message, hint, { data: err.extras.limit ? { limit: err.extras.limit } : {} });
   };
 
   const get = (ctx: RequestContext): HandlerResult => {

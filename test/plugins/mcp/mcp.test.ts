@@ -535,6 +535,7 @@ describe('MCP endpoint over raw HTTP', function () {
     expect(bigBody.error).to.deep.include({ code: -32000 });
     expect(bigBody.error.message).to.match(/over the limit of 1048576 bytes/);
     expect(bigBody.error.data.limit).to.deep.equal({ body_bytes: 1048576 });
+    expect(bigBody.hint).to.match(/^Send at most 1048576 bytes: one JSON-RPC message per POST/);
     const unknownEncoding = await post({ 'content-encoding': 'br2' }, '{"jsonrpc":"2.0","id":1,"method":"ping"}');
     expect(unknownEncoding.status).to.equal(415);
     expect(await unknownEncoding.json()).to.deep.include({ jsonrpc: '2.0', id: null, code: 'unsupported_media_type' });
