@@ -218,8 +218,9 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     const direct = mountRoutes(router, routes, { hooks, log, bodyLimitBytes: config.server.bodyLimitBytes, bodyMaxDepth: config.server.bodyMaxDepth });
     app.use(direct.middleware);
     app.use(router);
-    app.use(notFound((method, path) => routes.serves(method, path)));
-    const onError = errorHandler(log, (method, path) => routes.serves(method, path), () => publicUrl());
+    // Steps and hints name only what is served and open now (paused self-registration is served, and closed).
+    app.use(notFound((method, path) => routes.offers(method, path)));
+    const onError = errorHandler(log, (method, path) => routes.offers(method, path), () => publicUrl());
     app.use(onError);
 
     const inFlight = new Set<ServerResponse>();

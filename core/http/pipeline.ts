@@ -49,6 +49,12 @@ export class RouteTable {
     const concrete = path.split('?')[0]?.replace(/\{[^}/]+\}|<[^>/]+>/g, 'x') ?? '';
     return this.routes.some(({ spec }) => spec.method === method.toLowerCase() && routePattern(spec.path).test(concrete));
   }
+
+  /** Whether `method path` is served and open now (not `closed`): what a next step or a link may offer. */
+  offers(method: string, path: string): boolean {
+    const concrete = path.split('?')[0]?.replace(/\{[^}/]+\}|<[^>/]+>/g, 'x') ?? '';
+    return this.routes.some(({ spec }) => spec.method === method.toLowerCase() && routePattern(spec.path).test(concrete) && !spec.closed?.());
+  }
 }
 
 const patterns = new Map<string, RegExp>();

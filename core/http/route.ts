@@ -93,6 +93,11 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
    * read, and the handler authorizes each write it runs (a suspended account lists and browses, and is refused a price).
    */
   authorizesEachOperation?: boolean;
+  /**
+   * The route is served but refuses every call for now (self-registration paused: 503): while this holds, no refusal's
+   * next step, link or next action offers it.
+   */
+  closed?: () => boolean;
   /** Whether an unclaimed agent sandbox (Agent Starter plan) may call the route (default: no). */
   sandbox?: boolean;
   /** Scopes required (checked by the registered authorizer). */

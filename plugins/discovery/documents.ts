@@ -26,6 +26,8 @@ export const MCP_PROTOCOL_VERSION = '2025-11-25';
  */
 export interface Surface {
   serves(method: HttpMethod, path: string): boolean;
+  /** Served and open now (paused self-registration is served and closed): what a link offering a step may name. */
+  offers(method: HttpMethod, path: string): boolean;
   /** Whether the MCP endpoint is registered. */
   mcp: boolean;
   /** The MCP tools registered (none without the endpoint). */
@@ -33,10 +35,14 @@ export interface Surface {
 }
 
 export function surfaceOf(routes: readonly RegisteredRoute[], tools: readonly ToolDescriptor[]): Surface {
-  const served = new Set(routes.map(({ spec }) => `${spec.method} ${spec.path}`));
+  const served = new Map(routes.map(({ spec }) => [`${spec.method} ${spec.path}`, spec]));
   const serves = (method: HttpMethod, path: string): boolean => served.has(`${method} ${path}`);
+  const offers = (method: HttpMethod, path: string): boolean => {
+    const spec = served.get(`${method} ${path}`);
+    return spec !== undefined && !spec.closed?.();
+  };
   const mcp = serves('post', MCP_PATH);
-  return { serves, mcp, tools: mcp ? tools : [] };
+  return { serves, offers, mcp, tools: mcp ? tools : [] };
 }
 
 /** `[value]` when `cond` holds, else nothing: for entries spread into a list. */

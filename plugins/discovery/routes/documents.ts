@@ -122,7 +122,7 @@ function rootDocument(base: string, s: Surface): Record<string, unknown> {
       mcp_json: s.mcp ? link('get', '/.well-known/mcp.json') : undefined,
       openapi: link('get', '/api/openapi.json'),
     },
-    ...(s.serves('post', '/api/agents/register') ? { get_a_key: { method: 'POST', url: `${base}/api/agents/register`, body: { name: 'my-pricing-agent' }, note: 'A free sandbox key, no human needed.' } } : {}),
+    ...(s.offers('post', '/api/agents/register') ? { get_a_key: { method: 'POST', url: `${base}/api/agents/register`, body: { name: 'my-pricing-agent' }, note: 'A free sandbox key, no human needed.' } } : {}),
     ...(s.serves('post', '/api/public/compute/demo') ? { try_without_a_key: { method: 'POST', url: `${base}/api/public/compute/demo`, body: { context: { product_type: 'coffee', current_price: 4.5, currency: 'USD' } } } } : {}),
     ...(s.mcp ? { mcp: `${base}/api/mcp/rpc` } : {}),
     health: link('get', '/healthz'),

@@ -28,6 +28,7 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
       method: 'post',
       path: '/api/oauth/register',
       screen: pausedRegistrationScreen(d),
+      closed: () => !d.config.identity.selfRegistrationOpen,
       summary: 'Dynamic client registration (RFC 7591 style): client credentials for a new sandbox workspace.',
       tags: ['OAuth'],
       auth: 'public',

@@ -35,6 +35,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       method: 'post',
       path: '/api/agents/register',
       screen: pausedRegistrationScreen(d),
+      closed: () => !d.config.identity.selfRegistrationOpen,
       summary: 'Create an Agent Starter sandbox workspace and key, with no credential.',
       tags: ['Agent onboarding'],
       auth: 'public',

@@ -20,7 +20,7 @@ interface Candidate extends NextAction {
 
 /** Whether a principal may make a request to a route, as the authorizer would judge it. */
 export function mayCall(principal: Principal | null, route: RouteSpec | undefined): boolean {
-  if (!route) return false;
+  if (!route || route.closed?.()) return false;
   if ((route.auth ?? 'required') === 'public') return true;
   if (!principal) return false;
   if (route.accepts && !route.accepts.includes(principal.kind)) return false;

@@ -307,4 +307,22 @@ describe('identity: self-registration paused (SELF_REGISTRATION_OPEN=false)', ()
     expect(paused.some((l) => l.includes('/api/agents/register')), 'agent registration line').to.equal(true);
     expect(paused.some((l) => l.includes('/api/oauth/register')), 'OAuth registration line').to.equal(true);
   });
+
+  it('offers registration nowhere while it is paused: not in a 401\'s next, a demo\'s next_actions, GET / or a 404\'s hint; signing in and the demo still are', async () => {
+    const unauthorized = await api.post<ErrorBody & { next: Array<{ action: string; path: string }> }>('/api/compute/price', { context: { current_price: 3 } });
+    expect(unauthorized.status).to.equal(401);
+    expect(unauthorized.body.next.map((n) => n.action)).to.deep.equal(['sign_in', 'try_demo']);
+    const invalid = await api.get<ErrorBody & { next: Array<{ action: string }> }>('/api/me', { 'x-api-key': 'pcs_live_not_a_real_key_0000000000000000' });
+    expect(invalid.status).to.equal(401);
+    expect(invalid.body.next.map((n) => n.action)).to.deep.equal(['sign_in', 'try_demo']);
+    const demo = await api.post<{ next_actions: Array<{ action: string; path: string }> }>('/api/public/compute/demo', { context: { current_price: 3 } });
+    expect(demo.status, demo.text).to.equal(200);
+    expect(demo.body.next_actions.map((a) => a.path)).to.not.include('/api/agents/register');
+    const root = await api.get<Record<string, unknown>>('/');
+    expect(root.body).to.not.have.property('get_a_key');
+    expect(root.body).to.have.property('try_without_a_key');
+    const missing = await api.get<ErrorBody>('/no/such/path');
+    expect(missing.status).to.equal(404);
+    expect(missing.body.hint).to.not.include('/api/agents/register');
+  });
 });
