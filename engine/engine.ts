@@ -18,6 +18,7 @@ import type { RoutingPolicy, Preference, Strategy, PolicyConfig } from './routin
 import { excludedByPolicy, savingsOf } from './routing/comparisons';
 import type { Savings } from './routing/comparisons';
 import type { RouteDecision, Router } from './routing/router';
+import { namedCandidates } from './routing/router';
 import { wholeSecondsToWait } from './stats/breaker';
 import type { CircuitBreakers } from './stats/function-breakers';
 import { latencyCeilingDetail } from './stats/latency';
@@ -169,8 +170,12 @@ export class PricingEngine {
         stages.push({ stage: 'resolve', ms: since(t), function: first.name, function_id: first.id, explicit: true });
       } else {
         const policy = req.policy;
-        const config: PolicyConfig = policy?.config ?? {};
-        strategy = req.preference && req.preference !== 'explicit' ? req.preference : (policy?.strategy ?? 'default');
+        const policyStrategy = policy?.strategy ?? 'default';
+        strategy = req.preference && req.preference !== 'explicit' ? req.preference : policyStrategy;
+        // A preference changes how the policy chooses, not among what: its order, weights' keys or rule targets stay the
+        // candidates (docs/routing.md), with its ceilings and fallbacks.
+        const named = strategy !== policyStrategy ? namedCandidates(policyStrategy, policy?.config ?? {}) : undefined;
+        const config: PolicyConfig = named ? { ...policy?.config, candidates: named } : (policy?.config ?? {});
         // A weighted preference on a policy without weights spreads evenly over the policy's candidates.
         const evenOver = () => config.candidates ?? this.registry.ownAndBuiltIn(req.scope).map((f) => f.id);
         const weighted = Object.values(config.weights ?? {}).some((w) => w > 0);

@@ -99,19 +99,8 @@ export class Router {
 
   /** The candidate refs a strategy chooses among. */
   private candidateRefs(input: RouteInput): string[] {
-    const c = input.config;
-    switch (input.strategy) {
-      case 'weighted':
-        return Object.keys(c.weights ?? {});
-      case 'priority':
-        return c.order ?? [];
-      case 'policy':
-        return [...new Set([...(c.rules ?? []).map((r) => r.use), ...(c.default_function ? [c.default_function] : [])])];
-      default:
-        if (c.candidates) return c.candidates;
-        // Built-ins and the caller's own active functions; marketplace functions only when named.
-        return this.registry.ownAndBuiltIn(input.scope).map((f) => f.id);
-    }
+    // Built-ins and the caller's own active functions; marketplace functions only when named.
+    return namedCandidates(input.strategy, input.config) ?? this.registry.ownAndBuiltIn(input.scope).map((f) => f.id);
   }
 
   async decide(input: RouteInput): Promise<RouteDecision> {
@@ -310,5 +299,23 @@ export class Router {
         return pick(chosen, { statistic: { name: 'context-based choice', order: ranked.map((f) => f.name) }, alternates: ranked.slice(1), alternatesAfterFailure: true });
       }
     }
+  }
+}
+
+/**
+ * The functions a policy's configuration names for its strategy (`order`, the weights' keys, the rules' targets and
+ * default function, else `candidates`), or undefined when it names none and the strategy takes the built-ins and the
+ * workspace's own. A routing preference keeps these: it changes how the policy chooses, not among what.
+ */
+export function namedCandidates(strategy: Strategy, c: PolicyConfig): string[] | undefined {
+  switch (strategy) {
+    case 'weighted':
+      return Object.keys(c.weights ?? {});
+    case 'priority':
+      return c.order ?? [];
+    case 'policy':
+      return [...new Set([...(c.rules ?? []).map((r) => r.use), ...(c.default_function ? [c.default_function] : [])])];
+    default:
+      return c.candidates;
   }
 }

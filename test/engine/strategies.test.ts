@@ -427,5 +427,20 @@ describe('engine: routing strategies', function () {
       expect(routeOf(out)).to.include({ strategy: 'fastest', policy_id: 'rp_test' });
       expect(candidatesOf(out).map((c) => c.function)).to.deep.equal(['test-alpha', 'test-beta']);
     });
+
+    for (const [strategy, p, named] of [
+      ['priority', policy('priority', { order: ['test-gamma', 'test-beta'] }), ['test-gamma', 'test-beta']],
+      ['weighted', policy('weighted', { weights: { 'test-gamma': 1 } }), ['test-gamma']],
+      ['policy', policy('policy', { rules: [{ when: { tier: { eq: 'gold' } }, use: 'test-gamma' }], default_function: 'test-beta' }), ['test-gamma', 'test-beta']],
+    ] as const) {
+      it(`a routing_preference on a ${strategy} policy chooses among the functions it names, not the built-ins and the workspace's own`, async () => {
+        for (const preference of ['cheapest', 'fastest', 'round_robin', 'weighted'] as const) {
+          const out = await h.price({ policy: p, preference });
+          expect(out.strategy, preference).to.equal(preference);
+          expect(named, preference).to.include(out.fn.name);
+          expect(candidatesOf(out).map((c) => c.function), preference).to.have.members([...named]);
+        }
+      });
+    }
   });
 });
