@@ -80,10 +80,9 @@ const toMs = (x: number) => Math.round(x * 1000) / 1000;
 const ms = (from: number) => toMs(performance.now() - from);
 
 /**
- * A fallback's failure that counts against it (leaderboard reliability), as its breaker counts it: not one whose address
+ * A failure that counts against its function (leaderboard reliability), as its breaker counts it: not one whose address
  * the outbound guard refused (never called, retryable: false), nor one the call's time budget stopped before its own
- * timeout. The chosen function is named by the event whatever the guard said (its owner sees the call), so a chosen
- * function at a refused address does count as failing; only a cut by the budget is left out for it.
+ * timeout (docs/leaderboard.md). The same holds for the chosen function, which a failed call's event names only then.
  */
 const failedForReal = (a: AttemptReport): boolean => a.outcome === 'failed' && a.retryable !== false && !a.cut_by_budget;
 
@@ -260,7 +259,7 @@ export class ComputeService {
       // others are recorded with the code their caller was given.
       if (err instanceof EngineError && mapped instanceof ApiError && mapped.status !== 400 && mapped.status !== 403) {
         // A call where every function failed names the chosen one, so its failure counts against it (leaderboard reliability).
-        const chosen = err.code === 'functions_failed' ? err.details.attempts?.find((a) => a.role === 'chosen' && a.outcome === 'failed' && !a.cut_by_budget) : undefined;
+        const chosen = err.code === 'functions_failed' ? err.details.attempts?.find((a) => a.role === 'chosen' && failedForReal(a)) : undefined;
         const named = chosen?.id ? { functionId: chosen.id, functionName: chosen.function } : {};
         const failedFunctionIds = failedOthers(err.details.attempts ?? [], chosen?.id ?? undefined);
         await this.recorder.record(this.usageEvent(call, { ...named, failedFunctionIds, status: 'error', errorCode: mapped.code, cost: '0', billable: false, paidVia: null, latencyMs: ms(t0) }));

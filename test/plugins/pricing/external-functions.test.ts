@@ -569,8 +569,9 @@ describe('pricing: external_api functions without the allow-list (loopback refus
     expect(res.body.error).to.equal('Every function tried failed at an address the service will not call: retrying will not help.');
     expect(res.body.hint).to.include(`PATCH /api/functions/${id}`).and.include('omit function_id');
 
-    const [rows] = await svc.sequelize.query('SELECT status, cost::text AS cost, billable FROM usage_events WHERE request_id = $1', { bind: [res.body.request_id] });
-    expect(rows).to.deep.equal([{ status: 'error', cost: '0.00000000', billable: false }]);
+    // The function was never called: its event names it not, so the leaderboard counts no failure of it (docs/leaderboard.md).
+    const [rows] = await svc.sequelize.query('SELECT status, cost::text AS cost, billable, function_id, failed_function_ids FROM usage_events WHERE request_id = $1', { bind: [res.body.request_id] });
+    expect(rows).to.deep.equal([{ status: 'error', cost: '0.00000000', billable: false, function_id: null, failed_function_ids: [] }]);
 
     expect(upstream.connections()).to.equal(0);
     expect(upstream.requests).to.have.length(0);
