@@ -227,7 +227,8 @@ export const patchFunctionBody = z.strictObject({
   endpoint_url: endpointUrl.optional(),
   timeout_ms: functionTimeoutMs.optional(),
 }, nameFixed);
-export const patchFunctionExample = { status: 'active' };
+/** What a PATCH body looks like (a body that is no JSON object gets it): a change of text, never an activation or listing. */
+export const patchFunctionExample = { description: 'Cost-plus with our regional margins.' };
 
 export const idParams = z.object({ id: z.string().min(3).max(100) });
 

@@ -20,6 +20,7 @@ import { callerScopeOf, healthCallerOfPrincipal } from '../services/caller-scope
 import { functionCreateResponse, functionReadResponse, functionTestResponse, functionUpdateResponse, functionsListResponse } from '../responses-functions';
 import { marketplaceOutsidePlan, pipelineUnavailable, toApiError } from '../services/engine-errors';
 import type { FunctionRecord, FunctionStore } from '../services/function-store';
+import { patchExampleFromSent } from './policy-example';
 
 export interface FunctionRouteDeps {
   store: FunctionStore;
@@ -317,6 +318,9 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       params: s.idParams,
       body: s.patchFunctionBody,
       example: s.patchFunctionExample,
+      // What was sent with each refused field left out ({} when nothing is left, which changes nothing): never an
+      // activation or a listing the caller did not ask for.
+      exampleFor: (sent) => patchExampleFromSent(s.patchFunctionBody, sent),
       responses: { 200: { description: 'The function as changed.', schema: functionUpdateResponse } },
       handler: async ({ principal, params, body }) => {
         const p = principal as Principal;

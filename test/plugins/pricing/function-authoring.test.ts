@@ -300,6 +300,27 @@ describe('pricing: authoring workspace functions', function () {
     });
   });
 
+  it("answers a refused PATCH with what was sent less the refused values as its example: resent, it changes only what was asked, and never activates or lists a draft", async () => {
+    const made = await api().post<Record<string, any>>('/api/functions', { ...draft('example-trap'), is_public: true });
+    expect(made.status, made.text).to.equal(201);
+    const id = made.body.function.id as string;
+    for (const [sent, example] of [
+      // A reserved tag refuses the list: the example leaves the tags out, and keeps the description asked for.
+      [{ description: 'Better text', tags: ['retail', 'Official'] }, { description: 'Better text' }],
+      [{ descripton: 'typo' }, {}],
+    ] as const) {
+      const refused = await api().patch<Record<string, any>>(`/api/functions/${id}`, sent);
+      expect(refused.status, refused.text).to.equal(400);
+      expect(refused.body.example, JSON.stringify(sent)).to.deep.equal(example);
+      const resent = await api().patch<Record<string, any>>(`/api/functions/${id}`, refused.body.example);
+      expect(resent.status, resent.text).to.equal(200);
+    }
+    const read = await api().get<Record<string, any>>(`/api/functions/${id}`);
+    expect(read.body.function).to.include({ status: 'draft', description: 'Better text' });
+    expect(read.body.function.tags).to.deep.equal(made.body.function.tags);
+    expect(read.body.function.is_public).to.equal(true);
+  });
+
   describe('names are fixed once registered', () => {
     it('answers a PATCH of name with 400 saying names are fixed once registered (register a new function for a new name), and changes nothing', async () => {
       const made = await api().post<Record<string, any>>('/api/functions', draft('fixed-name'));
@@ -309,9 +330,11 @@ describe('pricing: authoring workspace functions', function () {
       expect(renamed.status, renamed.text).to.equal(400);
       expect(renamed.body.code).to.equal('validation_error');
       expect(renamed.body.issues).to.deep.equal([{ path: '(root)', reason: '"name" cannot be changed: names are fixed once registered; register a new function (POST /api/functions) for a new name' }]);
-      expect(renamed.body.example).to.deep.equal({ status: 'active' });
+      // What was sent without the refused field: nothing, which changes nothing (never an activation nobody asked for).
+      expect(renamed.body.example).to.deep.equal({});
       const withOther = await api().patch<Record<string, any>>(`/api/functions/${id}`, { name: 'x', colour: 'red', description: 'kept out' });
       expect(withOther.status, withOther.text).to.equal(400);
+      expect(withOther.body.example).to.deep.equal({ description: 'kept out' });
       expect(withOther.body.issues).to.deep.equal([{ path: '(root)', reason: '"name" cannot be changed: names are fixed once registered; register a new function (POST /api/functions) for a new name; also not accepted: "colour"' }]);
       expect((await api().get<Record<string, any>>(`/api/functions/${id}`)).body.function).to.include({ name: made.body.function.name, description: '' });
     });
