@@ -8,7 +8,8 @@ import type { FunctionDescriptor } from './functions';
 
 /** What an owner's endpoint must answer: a positive price and a confidence in [0, 1]. */
 export const externalAnswer = z.object({
-  price: z.union([z.number().positive().finite(), z.string().regex(/^\d+(\.\d+)?$/)]),
+  // A decimal string of zero ("0.00") is no positive price either: the same rule as the number 0.
+  price: z.union([z.number().positive().finite(), z.string().regex(/^\d+(\.\d+)?$/).refine((p) => /[1-9]/.test(p))]),
   currency: z.string().regex(/^[A-Za-z]{3,5}$/).optional(),
   confidence: z.number().min(0).max(1),
   notes: z.array(z.string().max(500)).max(20).optional(),

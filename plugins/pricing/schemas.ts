@@ -154,6 +154,8 @@ const functionTags = z
       .max(40)
       // A tag shows in the catalogue and filters it: one that reads as nothing, or as another tag, misleads.
       .refine((t) => !/\p{C}/u.test(t), 'must not contain invisible or control characters (such as a zero-width space)')
+      // The catalogue's tag filter reads a comma as between two tags: a tag holding one could never be found by it.
+      .refine((t) => !t.includes(','), 'must not contain a comma: the catalogue filter (?tag=a,b) reads a comma as between two tags; send two tags')
       .refine((t) => !isReservedTag(t), { error: (iss) => `the tag ${JSON.stringify(iss.input)} is reserved: only the service's own functions are built-in or official (the catalogue labels them built-in itself)` }),
   )
   .max(20)
@@ -230,7 +232,8 @@ export const patchFunctionBody = z.strictObject({
 /** What a PATCH body looks like (a body that is no JSON object gets it): a change of text, never an activation or listing. */
 export const patchFunctionExample = { description: 'Cost-plus with our regional margins.' };
 
-export const idParams = z.object({ id: z.string().min(3).max(100) });
+// Any id too short or long to be one is an unknown id: the same 404 as every other (SPEC's identical body), not a 400.
+export const idParams = z.object({ id: z.string().max(100) });
 
 /** Carries every built-in's inputs, so the example of a 400 on any built-in's test run prices when sent. */
 export const testFunctionExample = { context: { current_price: 10, unit_cost: 6, competitor_prices: [9.5, 10.5, 11], elasticity: 2, currency: 'USD' } };

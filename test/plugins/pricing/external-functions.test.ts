@@ -238,7 +238,6 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
 
   it("an endpoint's price outside what can be quoted is refused saying which bound, as a built-in's is", async () => {
     for (const [path, said] of [
-      ['/zero', "The endpoint's price 0 USD rounds to nothing in USD's smallest unit (0.01)."],
       ['/tiny', "The endpoint's price 0.004 USD rounds to nothing in USD's smallest unit (0.01)."],
       ['/huge', "The endpoint's price 10000000000000000 USD is above the largest quotable amount (1000000000000000)."],
       ['/long', "The endpoint's price 1.11111e+39 USD is above the largest quotable amount (1000000000000000)."],
@@ -257,6 +256,8 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
       ['/confidence-7', "The endpoint's answer is not a price: confidence: must be a number between 0 and 1."],
       ['/no-confidence', "The endpoint's answer is not a price: confidence: required, a number between 0 and 1."],
       ['/negative', "The endpoint's answer is not a price: price: must be a positive number or a decimal string such as \"12.50\"."],
+      // Zero as a decimal string is no positive price, as the number 0 is not: not a price "that rounds to nothing".
+      ['/zero', "The endpoint's answer is not a price: price: must be a positive number or a decimal string such as \"12.50\"."],
       [
         '/bad-fields',
         "The endpoint's answer is not a price: price: must be a positive number or a decimal string such as \"12.50\"; currency: must be a currency code of 3 to 5 letters such as \"USD\"; confidence: must be a number between 0 and 1; notes: must be a list of at most 20 strings of at most 500 characters each.",

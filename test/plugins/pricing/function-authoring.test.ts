@@ -187,6 +187,33 @@ describe('pricing: authoring workspace functions', function () {
       const patched = await api().patch<Record<string, any>>(`/api/functions/${made.body.function.id}`, { tags: ['\u200b'] });
       expect(patched.status, patched.text).to.equal(400);
     });
+
+    it('refuses a tag holding a comma, which the catalogue filter (?tag=a,b) would read as two tags and never find, on create and PATCH', async () => {
+      const reason = 'must not contain a comma: the catalogue filter (?tag=a,b) reads a comma as between two tags; send two tags';
+      const res = await api().post<Record<string, any>>('/api/functions', draft('comma', { tags: ['ok', 'eu,retail'] }));
+      expect(res.status, res.text).to.equal(400);
+      expect(res.body.issues).to.deep.equal([{ path: 'tags.1', reason }]);
+      const made = await api().post<Record<string, any>>('/api/functions', draft('no-comma', { tags: ['eu', 'retail'] }));
+      expect(made.status, made.text).to.equal(201);
+      const patched = await api().patch<Record<string, any>>(`/api/functions/${made.body.function.id}`, { tags: ['red,blue', 'x'] });
+      expect(patched.status, patched.text).to.equal(400);
+      expect(patched.body.issues).to.deep.equal([{ path: 'tags.0', reason }]);
+    });
+  });
+
+  it('answers an id of any length that names no function with the same 404 as any unknown id, on read, PATCH and test runs', async () => {
+    const unknown = await api().get<Record<string, any>>('/api/functions/fn_no_such_function');
+    expect(unknown.status, unknown.text).to.equal(404);
+    for (const id of ['a', 'ab']) {
+      for (const res of [
+        await api().get<Record<string, any>>(`/api/functions/${id}`),
+        await api().patch<Record<string, any>>(`/api/functions/${id}`, { description: 'x' }),
+        await api().post<Record<string, any>>(`/api/functions/${id}/test`, { context: { current_price: 3 } }),
+      ]) {
+        expect(res.status, `${id}: ${res.text}`).to.equal(404);
+        expect(res.body.code).to.equal(unknown.body.code);
+      }
+    }
   });
 
   describe('what an endpoint function may be given', () => {
