@@ -73,7 +73,7 @@ export function signInRefused(message: string, advice: string): ApiError {
 const REVOKED_BECAUSE: Record<string, { why: string; advice: string }> = {
   rotated: { why: 'it was rotated', advice: 'Use the new key that POST /api/api-keys/rotate returned; a rotated key stops working at once.' },
   claimed: {
-    why: 'a person claimed its sandbox workspace, and the claim revokes the agent key unless the claimer keeps it',
+    why: 'its sandbox workspace was claimed (by a person, or a key with workspace:claim), and the claim revokes the agent key unless the claimer keeps it',
     advice: "The claimed workspace is now managed by its new owner: ask its owner or an admin for a key (they create one at POST /api/api-keys, or an agent-bound key at POST /api/agents/{id}/keys).",
   },
   'creator left the workspace': {

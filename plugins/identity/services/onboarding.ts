@@ -224,7 +224,9 @@ export class Onboarding {
       // whether a workspace id exists (one 404 for missing and foreign, as for any record of another workspace) nor
       // write into its log.
       let member = input.claimer.type === 'api_key' ? input.claimer.workspaceId === target?.id : false;
-      const refuse = (reason: string, hint: string) => ({ refused: { reason, hint, targetId: member && target ? target.id : null, sandboxId: sandbox.id } }) as const;
+      // A test workspace keeps no audit log of its own (its team's is its parent's), so its refusals go there.
+      const logOf = (w: WorkspaceRow) => (w.is_test && w.parent_id ? w.parent_id : w.id);
+      const refuse = (reason: string, hint: string) => ({ refused: { reason, hint, targetId: member && target ? logOf(target) : null, sandboxId: sandbox.id } }) as const;
       if (input.claimer.type === 'person') {
         const role = target ? await this.workspaces.roleOf(target.id, input.claimer.personId, tx) : null;
         member = role !== null;

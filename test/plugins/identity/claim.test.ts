@@ -130,7 +130,7 @@ describe('identity: claiming an agent sandbox', () => {
       const res = await api.get<ErrorBody>('/api/me', { 'x-api-key': reg.api_key.key });
       expect(res.status).to.equal(401);
       expect(res.body.code).to.equal('invalid_credentials');
-      expect(res.body.error).to.equal('This API key has been revoked: a person claimed its sandbox workspace, and the claim revokes the agent key unless the claimer keeps it.');
+      expect(res.body.error).to.equal('This API key has been revoked: its sandbox workspace was claimed (by a person, or a key with workspace:claim), and the claim revokes the agent key unless the claimer keeps it.');
       expect(res.body.hint).to.match(/^The claimed workspace is now managed by its new owner: ask its owner or an admin for a key/);
       expect(res.body.hint).not.to.match(/rotated/);
     });
@@ -300,7 +300,7 @@ describe('identity: claiming an agent sandbox', () => {
       expect(res.body.workspace.parent_id).to.equal(owner.workspaceId);
     });
 
-    it('refuses a target that is a test workspace with 403, recorded in its audit log (its owner is the parent\'s owner)', async () => {
+    it('refuses a target that is a test workspace with 403, recorded in its parent\'s audit log, which its owners read (a test workspace keeps none)', async () => {
       const owner = await signUp(svc.url);
       expect(owner.testWorkspaceId).to.match(/^ws_/);
       // As signed up: the test workspace shares its parent's team, so its owner administers it and only the test-workspace rule can refuse.
@@ -308,8 +308,9 @@ describe('identity: claiming an agent sandbox', () => {
       const res = await api.post<ErrorBody>(claimPath(reg), { workspace_id: owner.testWorkspaceId }, asPerson(owner));
       expectRefusal(res, /test workspace/);
       await expectStillUnclaimed(reg);
-      const audit = await rows<{ action: string; outcome: string; reason: string }>(svc, 'SELECT action, outcome, reason FROM audit_log WHERE workspace_id = $1', [owner.testWorkspaceId]);
+      const audit = await rows<{ action: string; outcome: string; reason: string }>(svc, "SELECT action, outcome, reason FROM audit_log WHERE workspace_id = $1 AND action = 'agent.claim'", [owner.workspaceId]);
       expect(audit).to.deep.equal([{ action: 'agent.claim', outcome: 'refused', reason: res.body.reason }]);
+      expect(await rows(svc, 'SELECT id FROM audit_log WHERE workspace_id = $1', [owner.testWorkspaceId])).to.deep.equal([]);
     });
 
     it('refuses a target that is an unclaimed agent sandbox', async () => {
