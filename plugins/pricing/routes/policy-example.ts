@@ -136,6 +136,13 @@ export function patchExampleFromSent<T>(body: z.ZodType<T>, sent: unknown): Body
   const sentConfig = isObject(sent) ? sent.config : undefined;
   const v = mendedOrEmpty(body, sent);
   if (!v) return undefined;
+  // A sent config replaces the stored one whole: with a strategy sent beside it, it must hold what that strategy needs,
+  // or the example would be refused for it once applied (samples, as a create's example has).
+  const needs = typeof v.strategy === 'string' ? STRATEGY_NEEDS[v.strategy as PolicyShape['strategy']] : undefined;
+  if (needs && isObject(sentConfig)) {
+    const withNeeds = { ...needs, ...(isObject(v.config) ? v.config : {}) };
+    if (body.safeParse({ ...v, config: withNeeds }).success) v.config = withNeeds;
+  }
   if (isObject(v.config) && Object.keys(v.config).length === 0 && !(isObject(sentConfig) && Object.keys(sentConfig).length === 0)) {
     const { config: _emptied, ...rest } = v;
     return rest;

@@ -62,6 +62,15 @@ describe('pricing: the examples of refused routing policies', function () {
     await refusedPatch({ config: { max_latency_ms: 50, bogus: 1 } }, 'validation_error', ['config'], { config: { max_latency_ms: 50 } }, { ...STORED, config: { max_latency_ms: 50 } });
     // Nothing was sent that could be kept: the example changes nothing.
     await refusedPatch('{"fallback_chain": ', 'invalid_json', null, {});
+    // A new strategy with a config (which replaces the stored one whole): the config holds samples of what the strategy needs.
+    for (const [strategy, needs] of [
+      ['priority', { order: ['anchored-adjustment', 'cost-plus'] }],
+      ['weighted', { weights: { 'cost-plus': 3, 'anchored-adjustment': 1 } }],
+    ] as const) {
+      const sent = { strategy, config: { max_cost_per_unit: 'abc', max_latency_ms: 40 } };
+      const example = { strategy, config: { ...needs, max_latency_ms: 40 } };
+      await refusedPatch(sent, 'validation_error', ['config.max_cost_per_unit'], example, { ...STORED, ...example });
+    }
     // One refused weight is left out alone: the caller's valid weights stay, and no function it never named is added.
     const weights = { strategy: 'weighted', config: { weights: { 'cost-plus': -1, 'charm-pricing': 2 } } };
     await refusedPatch(weights, 'validation_error', ['config.weights.cost-plus'], { strategy: 'weighted', config: { weights: { 'charm-pricing': 2 } } }, { ...STORED, strategy: 'weighted', config: { weights: { 'charm-pricing': 2 } } });
