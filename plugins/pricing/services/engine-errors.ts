@@ -177,6 +177,19 @@ export function toApiError(err: unknown, opts: ErrorAudience = {}): unknown {
           fields: { missing: [], ...declined, inputs_by_function: INPUT_MENU, attempts: d.attempts ?? [] },
         });
       }
+      // A pinned function, or a policy's narrower set, may not price what any built-in would: the general advice and a stock
+      // example (priced by another function than the one meant) would contradict the call.
+      const missing = d.missing ?? [];
+      const them = missing.length > 1 ? 'them' : 'it';
+      if (opts.pinnedBy || opts.hasPolicy) {
+        return new ApiError('insufficient_context', err.message, {
+          hint: opts.pinnedBy
+            ? `Add ${missing.join(', ')} to the context: the function you named with ${opts.pinnedBy} needs ${them} (attempts give its reason, inputs_by_function what each built-in reads), or omit ${opts.pinnedBy} to let routing choose a function that prices what you sent.`
+            : `Add ${missing.join(', ')} to the context: the functions your default routing policy let run need ${them} (attempts give each one's reason, inputs_by_function what each built-in reads). A current_price alone gets a (low-confidence) price from anchored-adjustment, where the policy lets it run.`,
+          ...declinedIssues,
+          fields: { missing, ...declined, inputs_by_function: INPUT_MENU, attempts: d.attempts ?? [] },
+        });
+      }
       return new ApiError('insufficient_context', err.message, {
         hint: 'Add the inputs a method needs; with no price history a current_price alone still gets a (low-confidence) price, and so does a product_type the network holds price observations of.',
         ...declinedIssues,

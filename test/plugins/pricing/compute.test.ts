@@ -135,7 +135,21 @@ describe('compute API', function () {
     expect(res.body).to.not.have.property('example');
     const lacking = await api.post<Record<string, any>>('/api/compute/price', { context: {}, function_id: 'fn_builtin_anchored' });
     expect(lacking.body.missing).to.deep.equal(['current_price']);
-    expect(lacking.body.hint).to.match(/^Add the inputs a method needs/);
+    // Pinned: the hint speaks of the function named, and offers no stock example another function would price.
+    expect(lacking.body.hint).to.equal(
+      'Add current_price to the context: the function you named with function_id needs it (attempts give its reason, inputs_by_function what each built-in reads), or omit function_id to let routing choose a function that prices what you sent.',
+    );
+    expect(lacking.body).to.not.have.property('example');
+    const byName = await api.post<Record<string, any>>('/api/price-router', { context: { current_price: 4.2 }, function_name: 'cost-plus' });
+    expect(byName.status, byName.text).to.equal(422);
+    expect(byName.body.hint).to.match(/^Add unit_cost to the context: the function you named with function_name needs it/);
+    expect(byName.body.hint).to.not.include('current_price alone');
+    expect(byName.body).to.not.have.property('example');
+    // Unpinned, without a policy: the general advice and a stock example stand.
+    const open = await api.post<Record<string, any>>('/api/compute/price', { context: {} });
+    expect(open.status, open.text).to.equal(422);
+    expect(open.body.hint).to.match(/^Add the inputs a method needs/);
+    expect(open.body.example).to.be.an('object');
   });
 
   it('offers verify_price only for a context with a product_type (the evidence it weighs), and its example body passes as offered', async () => {

@@ -131,7 +131,8 @@ describe('pricing: compute routed by the default policy (HTTP)', function () {
     const plain = await compute({ context: { product_type: 'no-such-product' } });
     expect(plain.status, plain.text).to.equal(422);
     expect(plain.body).to.not.have.property('excluded_by_policy');
-    expect(plain.body.hint).to.match(/^Add the inputs a method needs/);
+    expect(plain.body.hint).to.match(/^Add .* to the context: the functions your default routing policy let run need them/);
+    expect(plain.body).to.not.have.property('example');
   });
 
   it('a pinned function is the caller\'s choice and runs above the ceiling; a fallback held back by the ceiling that could have priced the context is named in excluded_by_policy', async () => {
