@@ -26,8 +26,8 @@ export const settingsTree = {
     ),
     heapGrowingPercent: int(
       'HEAP_GROWING_PERCENT',
-      60,
-      'How far the JavaScript heap may grow past its live size before a full garbage collection, in percent (V8 --heap-growing-percent, set at start for the process and its worker threads). Under load, short-lived request objects reach the old generation; with 0 (V8\'s own policy) a host with much memory lets them pile up to several times the live heap. Peak resident memory of the service under the compute benchmark: about 300 MB with 0, 265 MB with 100, 250 MB with 60, at the same throughput. Lower saves memory for a little more collector CPU.',
+      150,
+      "How far the JavaScript heap may grow past its live size before a full garbage collection, in percent (V8 --heap-growing-percent, set at start for the process and its worker threads). Under load, short-lived request objects reach the old generation (about 11 KB per compute request, `npm run bench:heap`), so this sets how often a full collection pauses every request in flight. Compute benchmark, 2026-11-28, three alternating runs each (p99 against the bare route's, peak resident memory of the service): 60 gave 2.1 to 2.4 times at 193 MB, 100 gave 1.7 to 1.9 at 213 MB, 150 gave 1.6 to 1.8 at 240 MB; 0 (V8's own policy, under which a host with much memory lets them pile up to several times the live heap) 1.6 at 312 MB. Lower saves memory for more frequent pauses.",
       { min: 0, max: 1000 },
     ),
   },
