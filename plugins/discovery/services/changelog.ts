@@ -47,6 +47,8 @@ export class Changelog {
   private unsubscribe: Unsubscribe | null = null;
   /** The reloads, one after another in the order asked. */
   private readonly reloads = new Serial();
+  /** The last agent signature made: reused while the entries held and the span of them it covers stay the same. */
+  private agentSignature: { entries: Held[]; first: number; last: number; signature: string } | null = null;
 
   constructor(
     private readonly sql: Sql,
@@ -123,6 +125,29 @@ export class Changelog {
 
   forAgents(): ChangelogEntry[] {
     return this.published(-Infinity, 'agents');
+  }
+
+  /**
+   * The ids of the agent entries `agentEntriesSince` would return, as one string: the same string object while they stay
+   * the same. Notices compare it on every keyed response, so it is found without building the entries' views.
+   */
+  agentSignatureSince(sinceMs: number): string {
+    const now = this.clock.now();
+    let first = -1;
+    let last = -1;
+    for (let i = 0; i < this.entries.length; i++) {
+      const e = this.entries[i] as Held;
+      if (e.publishedMs > now) continue;
+      if (e.publishedMs < sinceMs) break;
+      if (first < 0) first = i;
+      last = i;
+    }
+    const memo = this.agentSignature;
+    if (memo && memo.entries === this.entries && memo.first === first && memo.last === last) return memo.signature;
+    const span = first < 0 ? [] : this.entries.slice(first, last + 1);
+    const signature = span.filter((e) => e.audience.includes('agents')).map((e) => e.id).join('\n');
+    this.agentSignature = { entries: this.entries, first, last, signature };
+    return signature;
   }
 
   /** Agent entries published since `sinceMs` (response notices, on the hot path: only those are built). */

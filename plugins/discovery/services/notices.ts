@@ -34,8 +34,6 @@ export class Notices implements ResponseDecorator {
    * next seen, and keys are made without limit over time.
    */
   private readonly seen: BoundedMap<string, string>;
-  /** The signature of the recent entries last seen, reused while they stay the same. */
-  private signature = '';
 
   constructor(
     private readonly sql: Sql,
@@ -65,10 +63,12 @@ export class Notices implements ResponseDecorator {
   async forKey(keyId: string): Promise<Notice[]> {
     const { perResponse, windowDays, firstContactMaxAgeDays } = this.config.limits.notices;
     const now = this.clock.now();
-    const recent = this.changelog.agentEntriesSince(now - windowDays * DAY_MS);
-    if (recent.length === 0 || perResponse === 0) return [];
-    const signature = this.signatureOf(recent);
+    const since = now - windowDays * DAY_MS;
+    const signature = this.changelog.agentSignatureSince(since);
+    if (signature === '' || perResponse === 0) return [];
     if (this.seen.get(keyId) === signature) return [];
+    const recent = this.changelog.agentEntriesSince(since);
+    if (recent.length === 0) return [];
 
     const shown = await this.sql.many<{ entry_id: string }>('SELECT entry_id FROM notice_deliveries WHERE key_id = $1', [keyId]);
     const shownIds = new Set(shown.map((r) => r.entry_id));
@@ -89,13 +89,6 @@ export class Notices implements ResponseDecorator {
     if (recent.every((e) => shownIds.has(e.id) || claimed.has(e.id))) this.seen.set(keyId, signature);
     else this.seen.delete(keyId);
     return mine.map((e) => ({ id: e.id, date: e.date, title: e.title, summary: e.summary, link: e.link }));
-  }
-
-  /** The recent entries' ids as one string, the same string object while they stay the same. */
-  private signatureOf(recent: ChangelogEntry[]): string {
-    const signature = recent.map((e) => e.id).join('\n');
-    if (signature !== this.signature) this.signature = signature;
-    return this.signature;
   }
 
   /** Inserts deliveries; returns the entry ids this call claimed (another instance may have won some). */

@@ -26,7 +26,7 @@ function world(perResponse = 3) {
       return claimed.map((entry_id) => ({ entry_id }));
     },
   } as unknown as Sql;
-  const changelog = { agentEntriesSince: () => recent } as unknown as Changelog;
+  const changelog = { agentEntriesSince: () => recent, agentSignatureSince: () => recent.map((e) => e.id).join('\n') } as unknown as Changelog;
   const config = loadConfig({ LOG_LEVEL: 'silent' }, { limits: { notices: { perResponse } } });
   const notices = new Notices(sql, changelog, new ManualClock(NOW), config);
   return { notices, statements, racing, setRecent: (e: ChangelogEntry[]) => (recent = e) };

@@ -170,4 +170,27 @@ describe('response notices', function () {
     expect(after.ids).to.deep.equal(['n-head']);
     expect(after.header).to.equal('1');
   });
+  it('compares keys against a signature of the recent agent entries that is the ids agentEntriesSince gives, the same string while they stay, and new when an entry comes into or falls out of the window', async () => {
+    const changelog = svc.container.resolve<Changelog>(DISCOVERY.Changelog);
+    const saved = clock.now();
+    try {
+      const since = () => clock.now() - 30 * DAY;
+      const idsOf = () => changelog.agentEntriesSince(since()).map((e) => e.id).join('\n');
+      await publish(svc, 'sig-people', clock.now() - 2 * 3600_000, ['people']);
+      await publish(svc, 'sig-later', clock.now() + 3600_000);
+      const before = changelog.agentSignatureSince(since());
+      expect(before).to.equal(idsOf());
+      expect(before.split('\n')).to.not.include.members(['sig-people', 'sig-later']);
+      expect(changelog.agentSignatureSince(since())).to.equal(before);
+      clock.advance(2 * 3600_000);
+      const later = changelog.agentSignatureSince(since());
+      expect(later.split('\n')[0]).to.equal('sig-later');
+      expect(later).to.equal(idsOf());
+      clock.advance(40 * DAY);
+      expect(changelog.agentSignatureSince(since())).to.equal('');
+      expect(idsOf()).to.equal('');
+    } finally {
+      clock.set(saved);
+    }
+  });
 });
