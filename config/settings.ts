@@ -39,17 +39,34 @@ const typeMessage =
   (issue: { code?: string }): string | undefined =>
     issue.code === 'invalid_type' ? message : undefined;
 
+/**
+ * The longest duration a setting named in a unit may hold unless it says otherwise: a Node timer's
+ * longest wait for milliseconds (longer ones fire at once, with a warning), and a hundred years for
+ * seconds, hours and days, so an expiry computed from it is still a date (a JavaScript Date ends
+ * at 275760, and one past it writes NaN-NaN-NaN to the database).
+ */
+const DURATION_CAPS: Array<[RegExp, number]> = [
+  [/_MS$/, MAX_TIMER_MS],
+  [/_S$/, 100 * 365 * 86_400],
+  [/_HOURS$/, 100 * 365 * 24],
+  [/_DAYS$/, 100 * 365],
+];
+
+const durationCap = (env: string): number | undefined => DURATION_CAPS.find(([unit]) => unit.test(env))?.[1];
+
 export function int(env: string, dflt: number, doc: string, range: { min?: number; max?: number } = {}): SettingDef<number> {
   let schema = z.number({ error: typeMessage('must be a whole number') }).int({ message: 'must be a whole number' });
+  const max = range.max ?? durationCap(env);
   if (range.min !== undefined) schema = schema.min(range.min);
-  if (range.max !== undefined) schema = schema.max(range.max);
+  if (max !== undefined) schema = schema.max(max);
   return def(env, schema, dflt, doc, (raw) => (/^-?\d+$/.test(raw.trim()) ? Number(raw) : raw));
 }
 
 export function num(env: string, dflt: number, doc: string, range: { min?: number; max?: number } = {}): SettingDef<number> {
   let schema = z.number({ error: typeMessage('must be a number') });
+  const max = range.max ?? durationCap(env);
   if (range.min !== undefined) schema = schema.min(range.min);
-  if (range.max !== undefined) schema = schema.max(range.max);
+  if (max !== undefined) schema = schema.max(max);
   return def(env, schema, dflt, doc, (raw) => (raw.trim() !== '' && Number.isFinite(Number(raw)) ? Number(raw) : raw));
 }
 

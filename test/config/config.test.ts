@@ -4,7 +4,7 @@ import { createServer as createHttpServer } from 'node:http';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { ConfigError, loadConfig, misspelledSettings, renderConfigTable } from '../../config';
+import { ConfigError, listSettings, loadConfig, misspelledSettings, renderConfigTable } from '../../config';
 
 const root = path.resolve(__dirname, '../../..');
 
@@ -112,6 +112,26 @@ describe('configuration', () => {
       expect(loadConfig({ [env]: '2147483647' }), `${env} at the limit`).to.be.an('object');
       expect(() => loadConfig({ [env]: '2147483648' }), env).to.throw(ConfigError, `${env} (`);
     }
+  });
+
+  it('refuses a duration in days, hours or seconds an expiry date cannot be computed from (the claim link, session and key lifetimes), and a millisecond one no timer can wait, for every such setting', () => {
+    expect(() => loadConfig({ CLAIM_LINK_TTL_DAYS: '150000000' })).to.throw(ConfigError, 'CLAIM_LINK_TTL_DAYS (identity.claimLinkTtlDays)');
+    expect(() => loadConfig({ SESSION_TTL_HOURS: '3000000000' })).to.throw(ConfigError, 'SESSION_TTL_HOURS (');
+    expect(() => loadConfig({ KEEP_ALIVE_TIMEOUT_MS: '3000000000' })).to.throw(ConfigError, 'KEEP_ALIVE_TIMEOUT_MS (');
+    const caps: Array<[RegExp, number]> = [
+      [/_MS$/, 2_147_483_647],
+      [/_S$/, 3_153_600_000],
+      [/_HOURS$/, 876_000],
+      [/_DAYS$/, 36_500],
+    ];
+    let checked = 0;
+    for (const { def } of listSettings()) {
+      const cap = caps.find(([unit]) => unit.test(def.env))?.[1];
+      if (cap === undefined || typeof def.default !== 'number') continue;
+      expect(() => loadConfig({ [def.env]: String(cap + 1) }), def.env).to.throw(ConfigError, `${def.env} (`);
+      checked++;
+    }
+    expect(checked).to.be.greaterThan(30);
   });
 
   it('hides secret values in the refusal', () => {
