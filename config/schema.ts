@@ -54,6 +54,12 @@ export const settingsTree = {
     }),
     dataDir: str('DATA_DIR', './data', 'Folder holding the embedded PostgreSQL cluster (used only without DATABASE_URL).'),
     embeddedPort: int('EMBEDDED_PG_PORT', 0, 'Port of the embedded PostgreSQL (0 picks a free port).', { min: 0, max: 65535 }),
+    embeddedStopTimeoutMs: int(
+      'EMBEDDED_PG_STOP_TIMEOUT_MS',
+      10000,
+      'At shutdown, how long the embedded PostgreSQL gets for a fast shutdown (every usage event already committed); past it an immediate one (no checkpoint: the next start replays its write-ahead log) gets as long again, and past that its processes are killed, so a paused or hung server cannot hold the stop forever. Each step is logged.',
+      { min: 100 },
+    ),
     poolMax: int(
       'DB_POOL_MAX',
       10,

@@ -96,7 +96,7 @@ export async function openDatabase(config: Config, log: Logger): Promise<{ url: 
   if (config.database.url) return { url: config.database.url, embedded: null };
   // The cluster takes every connection this instance may open (both pools), with room for a psql session and migrations.
   const maxConnections = Math.max(EMBEDDED_MAX_CONNECTIONS, connectionsPerInstance(config.database.poolMax) + 20);
-  const embedded = await startEmbeddedPostgres(config.database.dataDir, config.database.embeddedPort, log, maxConnections);
+  const embedded = await startEmbeddedPostgres(config.database.dataDir, config.database.embeddedPort, log, maxConnections, config.database.embeddedStopTimeoutMs);
   return { url: embedded.url, embedded };
 }
 

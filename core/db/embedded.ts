@@ -44,6 +44,23 @@ function parentOf(pid: number): number | null {
   }
 }
 
+/** EMBEDDED_PG_STOP_TIMEOUT_MS's default: how long each step of stopping the cluster waits before the next, harder one. */
+const DEFAULT_STOP_TIMEOUT_MS = 10_000;
+
+/** Whether `promise` settles within `ms` (the timer does not hold the process open). */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([promise.then(() => true), timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** How long a postmaster left running by a service that died gets to shut down before start-up gives up. */
 const ORPHAN_STOP_TIMEOUT_MS = 15_000;
 
@@ -175,7 +192,13 @@ export const EMBEDDED_MAX_CONNECTIONS = 200;
  * free port. The cluster persists across restarts; its password is generated once and kept in the
  * data folder (mode 0600). `maxConnections` sizes it for the pools of the instance it serves.
  */
-export async function startEmbeddedPostgres(dataDir: string, port: number, log: Logger, maxConnections = EMBEDDED_MAX_CONNECTIONS): Promise<EmbeddedDatabase> {
+export async function startEmbeddedPostgres(
+  dataDir: string,
+  port: number,
+  log: Logger,
+  maxConnections = EMBEDDED_MAX_CONNECTIONS,
+  stopTimeoutMs = DEFAULT_STOP_TIMEOUT_MS,
+): Promise<EmbeddedDatabase> {
   const root = path.resolve(dataDir);
   if (process.getuid?.() === 0) {
     for (const [what, file] of [
@@ -280,10 +303,29 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
       }
       // The library asks for a fast shutdown (SIGINT) and waits for the exit; SIGQUIT on top of it
       // turns it into an immediate one.
-      const stopping = pg.stop();
+      const stopping = pg.stop().catch((err: unknown) => log.warn({ err }, 'embedded PostgreSQL stop reported an error'));
       if (mode === 'immediate') postmaster?.kill('SIGQUIT');
-      await stopping;
-      log.info({ mode }, 'embedded PostgreSQL stopped');
+      if (await settlesWithin(stopping, stopTimeoutMs)) {
+        log.info({ mode }, 'embedded PostgreSQL stopped');
+        return;
+      }
+      // A server that neither stops nor answers (paused, hung on its disk) would hold the shutdown forever.
+      log.warn({ mode, timeoutMs: stopTimeoutMs }, 'embedded PostgreSQL did not stop within EMBEDDED_PG_STOP_TIMEOUT_MS: asking for an immediate shutdown');
+      postmaster?.kill('SIGQUIT');
+      if (await settlesWithin(stopping, stopTimeoutMs)) {
+        log.info({ mode: 'immediate' }, 'embedded PostgreSQL stopped');
+        return;
+      }
+      log.error({ timeoutMs: stopTimeoutMs }, 'embedded PostgreSQL did not answer an immediate shutdown either: killing its processes; it recovers from its write-ahead log at the next start');
+      // Its own process group (inOwnProcessGroup): the postmaster and every backend.
+      if (postmaster?.pid !== undefined) {
+        try {
+          process.kill(-postmaster.pid, 'SIGKILL');
+        } catch {
+          postmaster.kill('SIGKILL');
+        }
+      }
+      await settlesWithin(stopping, stopTimeoutMs);
     },
   };
 }

@@ -160,6 +160,31 @@ describe('embedded PostgreSQL: stopping it, and it dying', function () {
     expect(() => loadConfig({ DB_POOL_MAX: '1001' })).to.throw(/DB_POOL_MAX.*at most 1000/);
   });
 
+  it('a stop of a server that neither stops nor answers (paused) asks for an immediate shutdown after EMBEDDED_PG_STOP_TIMEOUT_MS, kills it after as long again, logs each step, and the next start recovers its rows', async () => {
+    const dir = path.join(base, 'paused');
+    const lines: string[] = [];
+    const db = await startEmbeddedPostgres(dir, 0, capture(lines), undefined, 300);
+    await query(db.url, 'CREATE TABLE kept (n int); INSERT INTO kept SELECT generate_series(1, 10)');
+    const postmaster = Number(readFileSync(path.join(dir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    // The postmaster and every backend: the cluster runs in a process group of its own.
+    process.kill(-postmaster, 'SIGSTOP');
+    const started = performance.now();
+    await db.stop();
+    const took = performance.now() - started;
+    expect(took).to.be.above(550).and.below(3000);
+    expect(() => process.kill(postmaster, 0)).to.throw();
+    const log = lines.join('');
+    expect(log).to.include('did not stop within EMBEDDED_PG_STOP_TIMEOUT_MS: asking for an immediate shutdown');
+    expect(log).to.include('did not answer an immediate shutdown either: killing its processes');
+
+    const again = await startEmbeddedPostgres(dir, 0, createLogger('silent'));
+    try {
+      expect(await query(again.url, 'SELECT count(*)::int AS n FROM kept')).to.deep.equal([{ n: 10 }]);
+    } finally {
+      await again.stop();
+    }
+  });
+
   it('a requested stop is not reported as unexpected', async () => {
     const db = await startEmbeddedPostgres(path.join(base, 'stopped'), 0, createLogger('silent'));
     const seen: PostgresExit[] = [];
