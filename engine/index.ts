@@ -33,6 +33,7 @@ export type { CallerScope, ExecutionType, FunctionDescriptor, FunctionStatus } f
 export { BUILTINS, builtinOf } from './builtins/catalogue';
 export type { MarketEvidence, MethodResult } from './builtins/types';
 export { currencyOf, minorUnits } from './builtins/inputs';
+export { NETWORK_OBSERVATIONS_CLAUSE } from './builtins/competitive';
 export { policySchema, policyConfigSchema, STRATEGIES, PREFERENCES } from './routing/policy';
 export type { PolicyConfig, PolicyShape, Preference, RoutingPolicy, Strategy } from './routing/policy';
 export { OPERATORS } from './routing/rules';

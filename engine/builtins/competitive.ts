@@ -34,6 +34,8 @@ interface NoReference {
 }
 
 const NEEDS_COMPETITOR_PRICES = 'competitive positioning needs competitor_prices (positive numbers or {price, source})';
+/** The other way in, while the network's observations are served (a service without them takes this clause out of its answers). */
+export const NETWORK_OBSERVATIONS_CLAUSE = ', or a product_type the network holds price observations of (POST /api/data/observations)';
 
 /**
  * The caller's competitor_prices, grouped by source (a seller listed many times counts once); null
@@ -139,7 +141,7 @@ export function hasNetworkReference(ctx: Context, market: MarketEvidence | undef
 export function competitive(ctx: Context, market?: MarketEvidence): MethodResult {
   const currency = currencyOf(ctx);
   const reference = callerReference(ctx, currency) ?? networkReference(ctx, market, currency);
-  if (!reference) throw new MethodNotApplicable(`${NEEDS_COMPETITOR_PRICES}, or a product_type the network holds price observations of (POST /api/data/observations).`, ['competitor_prices']);
+  if (!reference) throw new MethodNotApplicable(`${NEEDS_COMPETITOR_PRICES}${NETWORK_OBSERVATIONS_CLAUSE}.`, ['competitor_prices']);
   if ('why' in reference) throw new MethodNotApplicable(reference.message, ['competitor_prices']);
   const { perSource, independence } = reference;
   const notes = [...reference.notes];

@@ -38,4 +38,28 @@ describe('next steps of a refusal point only at routes this instance serves', fu
       await without.close();
     }
   });
+  it('a 422 insufficient_context offers the network\'s price observations as a way to a price only where they are taken (the verification plugin)', async () => {
+    const withObservations = await startTestService();
+    const without = await startTestService({ enabled: ['health', 'identity', 'usage', 'pricing', 'discovery'] });
+    try {
+      const refusal = async (url: string, path: string, headers: Record<string, string> = {}) => {
+        const res = await client(url).post<Record<string, any>>(path, { context: { product_type: 'tea-nobody-observed', currency: 'USD' } }, headers);
+        expect(res.status, res.text).to.equal(422);
+        expect(res.body.code).to.equal('insufficient_context');
+        return res.text;
+      };
+      const keyOf = async (url: string) => ((await client(url).post<Record<string, any>>('/api/agents/register', { name: 'observer' })).body.api_key as { key: string }).key;
+      const served = await refusal(withObservations.url, '/api/compute/price', { 'x-api-key': await keyOf(withObservations.url) });
+      expect(served).to.include('POST /api/data/observations');
+      for (const text of [await refusal(without.url, '/api/compute/price', { 'x-api-key': await keyOf(without.url) }), await refusal(without.url, '/api/public/compute/demo')]) {
+        expect(text).to.not.include('/api/data/observations');
+        expect(text).to.not.include('price observations of');
+        expect(text).to.include('competitive positioning needs competitor_prices');
+      }
+      expect((await client(without.url).post('/api/data/observations', {})).status).to.equal(404);
+    } finally {
+      await withObservations.close();
+      await without.close();
+    }
+  });
 });

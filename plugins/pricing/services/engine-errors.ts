@@ -1,6 +1,7 @@
 import { sandboxRefusal } from '../../identity';
 import { ApiError, errorBodySchema } from '../../../core/errors';
-import { BUILTINS, EngineError } from '../../../engine';
+import type { ErrorExtras } from '../../../core/errors';
+import { BUILTINS, EngineError, NETWORK_OBSERVATIONS_CLAUSE } from '../../../engine';
 import type { MarketEvidence } from '../../../engine';
 
 const INPUT_MENU = Object.fromEntries(BUILTINS.map((b) => [b.name, b.inputs.filter((i) => i !== 'currency')]));
@@ -40,6 +41,8 @@ export interface ErrorAudience {
   market?: MarketEvidence | null;
   /** Whether the caller's workspace has a default routing policy (false: a hint must not speak of "your routing policy"). */
   hasPolicy?: boolean;
+  /** False when this service does not take price observations (the verification plugin is off): no answer offers them. */
+  observationsServed?: boolean;
 }
 
 /** What the caller can do about functions that failed, in the words of what it has: a policy, none, or no policy at all to make. */
@@ -60,6 +63,27 @@ function explicitExample(context: Record<string, unknown> | undefined, market: M
 
 /** The engine's typed outcomes as SPEC's error bodies, with hints for `opts`'s caller. */
 export function toApiError(err: unknown, opts: ErrorAudience = {}): unknown {
+  const mapped = engineErrorBody(err, opts);
+  return opts.observationsServed === false && mapped instanceof ApiError ? withoutObservations(mapped) : mapped;
+}
+
+/** The hint's mention of the network's observations as a way to a price. */
+const OBSERVATIONS_HINT = ', and so does a product_type the network holds price observations of';
+
+/** Every mention of the network's observations as a way to a price taken out: message, hint and each attempt's reason. */
+function withoutObservations(e: ApiError): ApiError {
+  const strip = (v: unknown): unknown =>
+    typeof v === 'string'
+      ? v.split(NETWORK_OBSERVATIONS_CLAUSE).join('').split(OBSERVATIONS_HINT).join('')
+      : Array.isArray(v)
+        ? v.map(strip)
+        : v !== null && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype
+          ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, strip(x)]))
+          : v;
+  return new ApiError(e.code, strip(e.message) as string, strip(e.extras) as ErrorExtras);
+}
+
+function engineErrorBody(err: unknown, opts: ErrorAudience): unknown {
   if (!(err instanceof EngineError)) return err;
   const d = err.details;
   switch (err.code) {
@@ -191,7 +215,7 @@ export function toApiError(err: unknown, opts: ErrorAudience = {}): unknown {
         });
       }
       return new ApiError('insufficient_context', err.message, {
-        hint: 'Add the inputs a method needs; with no price history a current_price alone still gets a (low-confidence) price, and so does a product_type the network holds price observations of.',
+        hint: `Add the inputs a method needs; with no price history a current_price alone still gets a (low-confidence) price${OBSERVATIONS_HINT}.`,
         ...declinedIssues,
         fields: { missing: d.missing ?? [], ...declined, inputs_by_function: INPUT_MENU, attempts: d.attempts ?? [] },
         example: { context: { product_type: 'coffee', currency: 'USD', current_price: 4.5, unit_cost: 1.2 } },
