@@ -87,6 +87,7 @@ export const pricingPlugin: PluginDefinition = {
       () => clock.now(),
       (ip, since) => keylessCallsSince(sql, ip, DEMO_WORKSPACE_ID, since),
       () => config.limits.rateLimit.ipv6Prefix,
+      () => config.identity.selfRegistrationOpen,
     );
     container.register(PRICING.DemoBudget, { useValue: demoBudget });
     hooks.addGuard(demoBudget);

@@ -62,4 +62,29 @@ describe('next steps of a refusal point only at routes this instance serves', fu
       await without.close();
     }
   });
+  it('while self-registration is paused, a keyless demo call\'s receipt and its 429 at the end of the hourly budget offer no sandbox key', async () => {
+    const paused = await startTestService({ config: { identity: { selfRegistrationOpen: false }, limits: { demo: { callsPerHour: 1 } } } });
+    const open = await startTestService({ config: { limits: { demo: { callsPerHour: 1 } } } });
+    try {
+      const body = { context: { current_price: 3, currency: 'USD' } };
+      const priced = await client(paused.url).post<Record<string, any>>('/api/public/compute/demo', body);
+      expect(priced.status, priced.text).to.equal(200);
+      expect(priced.body.receipt.hint).to.be.a('string').and.not.include('/api/agents/register');
+      const spent = await client(paused.url).post<Record<string, any>>('/api/public/compute/demo', body);
+      expect(spent.status).to.equal(429);
+      expect(spent.body.hint).to.not.match(/sandbox/);
+      expect(spent.body.next).to.deep.equal([]);
+      expect((await client(paused.url).post('/api/agents/register', { name: 'late' })).status).to.equal(503);
+
+      const openPriced = await client(open.url).post<Record<string, any>>('/api/public/compute/demo', body);
+      expect(openPriced.body.receipt.hint).to.include('POST /api/agents/register');
+      const openSpent = await client(open.url).post<Record<string, any>>('/api/public/compute/demo', body);
+      expect(openSpent.status).to.equal(429);
+      expect(openSpent.body.hint).to.include('free sandbox key');
+      expect((openSpent.body.next as Array<{ action: string }>).map((s) => s.action)).to.deep.equal(['register_agent']);
+    } finally {
+      await paused.close();
+      await open.close();
+    }
+  });
 });

@@ -345,7 +345,7 @@ export class ComputeService {
       // The demo charges nothing, whichever function answers: there is nothing to have saved.
       ...(outcome.savings && !demo ? { savings: outcome.savings } : {}),
       next_actions: this.nextActionsOf(call, usageEventId, outcome.result.price, outcome.strategy, hasDefaultPolicy, reservation.remaining),
-      receipt: receipt(this.publicUrl(), recorded, usageEvent, p),
+      receipt: receipt(this.publicUrl(), recorded, usageEvent, p, this.config.identity.selfRegistrationOpen),
     };
     const left = remaining(p, reservation, call.rateLimit);
     if (left) body.remaining = left;
@@ -397,7 +397,7 @@ export class ComputeService {
         total_ms: total,
       },
       next_actions: this.nextActionsOf(call, first.event.id, answer.price, answer.strategy, hasDefaultPolicy, standing ?? undefined),
-      receipt: receiptOfRow(this.publicUrl(), first.event, p),
+      receipt: receiptOfRow(this.publicUrl(), first.event, p, this.config.identity.selfRegistrationOpen),
       idempotent_replay: { first_request_id: firstRequestId, recorded_at: first.event.created_at.toISOString() },
     };
     const left = remaining(p, { ...freeReservation(), ...(standing ? { remaining: standing } : {}) }, call.rateLimit);

@@ -24,6 +24,8 @@ export class DemoBudgetGuard implements Guard {
     private readonly recorded: (ip: string, since: Date) => Promise<number>,
     /** An IPv6 caller counts under its network of this many bits (core/address.ts: limitAddress). */
     private readonly ipv6Prefix: () => number,
+    /** Whether agents may register now (SELF_REGISTRATION_OPEN): the refusal offers a sandbox key only then. */
+    private readonly registrationOpen: () => boolean = () => true,
   ) {}
 
   /** Counts one keyless call of an address; the MCP endpoint calls it per keyless tool call. */
@@ -54,8 +56,8 @@ export class DemoBudgetGuard implements Guard {
     return new ApiError('rate_limited', `The demo budget of this address is used up (${limit} calls per hour).`, {
       retry_after: retryAfter,
       limit: { demo_calls_per_hour: limit, resets_at: resetsAt },
-      hint: `Wait ${retryAfter} s, or get a free sandbox key (no human needed) for your own daily allowance.`,
-      next: [{ action: 'register_agent', method: 'POST', path: '/api/agents/register', body: { name: 'my-pricing-agent' } }],
+      hint: this.registrationOpen() ? `Wait ${retryAfter} s, or get a free sandbox key (no human needed) for your own daily allowance.` : `Wait ${retryAfter} s, or call with a key of your own for your own daily allowance.`,
+      next: this.registrationOpen() ? [{ action: 'register_agent', method: 'POST', path: '/api/agents/register', body: { name: 'my-pricing-agent' } }] : [],
     });
   }
 }

@@ -6,8 +6,12 @@ import { eventView, recordedEventRow } from './event-view';
 import type { EventRow } from './event-view';
 import type { RecordedEvent, UsageEventInput } from './recorder';
 
-export const DEMO_RECEIPT_HINT =
-  'Keyless demo calls are recorded on the shared demo tenant, whose records a caller without a key cannot open; register a sandbox (POST /api/agents/register) for usage records of your own: each receipt carries its record, and the records open at their links once a person claims the sandbox.';
+/** A keyless demo call's receipt; registration is offered only while it is open (SELF_REGISTRATION_OPEN). */
+export function demoReceiptHint(registrationOpen: boolean): string {
+  return registrationOpen
+    ? 'Keyless demo calls are recorded on the shared demo tenant, whose records a caller without a key cannot open; register a sandbox (POST /api/agents/register) for usage records of your own: each receipt carries its record, and the records open at their links once a person claims the sandbox.'
+    : 'Keyless demo calls are recorded on the shared demo tenant, whose records a caller without a key cannot open.';
+}
 
 /** An unclaimed sandbox may not read the usage API (SPEC's sandbox capabilities), so its receipt says where the record is. */
 export const SANDBOX_RECEIPT_HINT =
@@ -18,8 +22,8 @@ export const SANDBOX_RECEIPT_HINT =
  * to it. A keyless demo call has no workspace of its own to open the link with, and an unclaimed
  * sandbox may not open it yet, so their receipts say so in `hint`.
  */
-export function receipt(baseUrl: string, recorded: RecordedEvent, event: UsageEventInput, principal: Principal | null): Receipt {
-  return receiptOfRow(baseUrl, recordedEventRow(recorded, event), principal);
+export function receipt(baseUrl: string, recorded: RecordedEvent, event: UsageEventInput, principal: Principal | null, registrationOpen = true): Receipt {
+  return receiptOfRow(baseUrl, recordedEventRow(recorded, event), principal, registrationOpen);
 }
 
 export interface Receipt {
@@ -31,13 +35,13 @@ export interface Receipt {
 }
 
 /** receipt() of an event read back from the record (a replayed call's). */
-export function receiptOfRow(baseUrl: string, row: EventRow, principal: Principal | null): Receipt {
+export function receiptOfRow(baseUrl: string, row: EventRow, principal: Principal | null, registrationOpen = true): Receipt {
   return {
     usage_event_id: row.id,
     url: `${baseUrl}/api/usage/events/${row.id}`,
     recorded_at: row.created_at.toISOString(),
     usage_event: eventView(row),
-    ...(principal ? (identityOf(principal).sandbox ? { hint: SANDBOX_RECEIPT_HINT } : {}) : { hint: DEMO_RECEIPT_HINT }),
+    ...(principal ? (identityOf(principal).sandbox ? { hint: SANDBOX_RECEIPT_HINT } : {}) : { hint: demoReceiptHint(registrationOpen) }),
   };
 }
 

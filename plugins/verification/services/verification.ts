@@ -206,7 +206,7 @@ export class VerificationService {
       constraints: verdict.constraints,
       evidence: verdict.evidence,
       thresholds: verdict.thresholds,
-      receipt: receipt(this.publicUrl(), recorded, usageEvent, p),
+      receipt: receipt(this.publicUrl(), recorded, usageEvent, p, this.config.identity.selfRegistrationOpen),
     };
     // Without evidence the verdict says why; the hint says what would give one.
     if (verdict.verdict === 'unknown' && !verdict.evidence.sufficient) body.hint = unknownHint(verdict.constraints);
