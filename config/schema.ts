@@ -52,7 +52,7 @@ export const settingsTree = {
       secret: true,
       check: { test: isPostgresUrl, message: 'must be a postgres:// or postgresql:// URL' },
     }),
-    dataDir: str('DATA_DIR', './data', 'Folder holding the embedded PostgreSQL cluster (used only without DATABASE_URL).'),
+    dataDir: str('DATA_DIR', './data', 'Folder holding the embedded PostgreSQL cluster (without DATABASE_URL), and, with or without it, the usage events a stop could not mark not delivered (the database did not answer), which the next start marks.'),
     embeddedPort: int('EMBEDDED_PG_PORT', 0, 'Port of the embedded PostgreSQL (0 picks a free port).', { min: 0, max: 65535 }),
     embeddedStopTimeoutMs: int(
       'EMBEDDED_PG_STOP_TIMEOUT_MS',

@@ -83,9 +83,9 @@ export class UsageRecorder {
   constructor(
     private readonly pool: Pool,
     private readonly log: Logger,
-    opts: { maxBatch?: number; synchronousCommit?: boolean; concurrentInserts?: number; undeliveredRetryMs?: number; claimTtlHours?: number } = {},
+    opts: { maxBatch?: number; synchronousCommit?: boolean; concurrentInserts?: number; undeliveredRetryMs?: number; claimTtlHours?: number; undeliveredJournalDir?: string } = {},
   ) {
-    this.undelivered = new UndeliveredMarks(pool, log, { upsert: UPSERT_UNDELIVERED, toParam: batchJson, retryMs: opts.undeliveredRetryMs });
+    this.undelivered = new UndeliveredMarks(pool, log, { upsert: UPSERT_UNDELIVERED, toParam: batchJson, retryMs: opts.undeliveredRetryMs, ...(opts.undeliveredJournalDir ? { journalDir: opts.undeliveredJournalDir } : {}) });
     this.maxBatch = opts.maxBatch ?? 200;
     this.concurrentInserts = Math.max(1, opts.concurrentInserts ?? 1);
     const async = opts.synchronousCommit === false;

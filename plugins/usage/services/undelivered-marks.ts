@@ -1,3 +1,5 @@
+import { mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import type { Pool } from 'pg';
 import { isValueRefusal } from '../../../core/db/failures';
 import type { Logger } from '../../../core/logger';
@@ -15,6 +17,18 @@ export interface UndeliveredMarksOptions {
   retryMs?: number;
   /** Most events kept waiting; beyond it the oldest are given up (and logged by id). */
   maxPending?: number;
+  /**
+   * Folder where marks still waiting at shutdown are kept, one file per stop, for the next start to
+   * write (every instance that starts on the folder takes them: writing a mark twice changes nothing).
+   */
+  journalDir?: string;
+}
+
+const JOURNAL_FILE = /^undelivered-usage-marks-[\w.-]+\.json$/;
+
+interface Journal {
+  rows: Array<[id: string, row: unknown[]]>;
+  ids: string[];
 }
 
 const MAX_RETRY_MS = 30_000;
@@ -75,6 +89,62 @@ export class UndeliveredMarks {
     this.retryMs = opts.retryMs ?? 1000;
     this.delayMs = this.retryMs;
     this.maxPending = opts.maxPending ?? 20_000;
+    this.takeJournals();
+  }
+
+  /** Journal files of earlier stops, read back: they go once their marks are written (or kept in this run's file). */
+  private journals: string[] = [];
+
+  /** Marks an earlier stop could not write, taken up to be written now. */
+  private takeJournals(): void {
+    const dir = this.opts.journalDir;
+    if (!dir) return;
+    let names: string[];
+    try {
+      names = readdirSync(dir).filter((n) => JOURNAL_FILE.test(n));
+    } catch {
+      return; // no folder yet: nothing was left
+    }
+    for (const name of names) {
+      const file = path.join(dir, name);
+      try {
+        const kept = JSON.parse(readFileSync(file, 'utf8')) as Journal;
+        for (const [id, row] of kept.rows) this.rows.set(id, row);
+        for (const id of kept.ids) this.ids.add(id);
+        this.journals.push(file);
+      } catch (err) {
+        this.log.error({ err, file }, 'a file of usage events to be marked not delivered could not be read; left in place');
+      }
+    }
+    if (this.pending > 0) {
+      this.log.warn({ events: this.pending, files: this.journals }, 'usage events a previous run could not mark not delivered are marked now');
+      this.schedule();
+    }
+  }
+
+  /** Keeps what is still waiting in a file of this stop's own, for the next start; the files read at start are in it. */
+  private keepForNextStart(): string | null {
+    const dir = this.opts.journalDir;
+    if (!dir || this.pending === 0) return null;
+    const file = path.join(dir, `undelivered-usage-marks-${Date.now()}-${process.pid}.json`);
+    try {
+      mkdirSync(dir, { recursive: true });
+      const journal: Journal = { rows: [...this.rows], ids: [...this.ids] };
+      // Whole or not at all: a file cut short by a crash would not parse.
+      writeFileSync(`${file}.tmp`, JSON.stringify(journal), { mode: 0o600 });
+      renameSync(`${file}.tmp`, file);
+      this.dropJournals(file);
+      return file;
+    } catch (err) {
+      this.log.error({ err, file }, 'usage events to be marked not delivered could not be kept for the next start');
+      return null;
+    }
+  }
+
+  /** Removes the journal files read at start (their marks are written, or kept in `except`). */
+  private dropJournals(except?: string): void {
+    for (const file of this.journals) if (file !== except) rmSync(file, { force: true });
+    this.journals = [];
   }
 
   get pending(): number {
@@ -105,10 +175,15 @@ export class UndeliveredMarks {
     if (this.pending > 0) await this.write();
     this.cancelTimer();
     if (this.pending > 0) {
-      this.log.error(
-        { usageEventIds: [...this.rows.keys(), ...this.ids] },
-        'usage events whose answer was not delivered could not be marked so before shutdown: check them, they may stand as charged',
-      );
+      const kept = this.keepForNextStart();
+      if (kept) {
+        this.log.error({ usageEventIds: [...this.rows.keys(), ...this.ids], file: kept }, 'usage events whose answer was not delivered could not be marked so before shutdown: kept in a file the next start marks them from');
+      } else {
+        this.log.error(
+          { usageEventIds: [...this.rows.keys(), ...this.ids] },
+          'usage events whose answer was not delivered could not be marked so before shutdown: check them, they may stand as charged',
+        );
+      }
     }
   }
 
@@ -166,6 +241,7 @@ export class UndeliveredMarks {
       if (rows.length > 0) await this.upsert(rows);
       if (ids.length > 0) await this.pool.query(MARK_NOT_DELIVERED, [ids]);
       for (const id of ids) this.ids.delete(id);
+      if (this.pending === 0) this.dropJournals();
       this.delayMs = this.retryMs;
       this.log.info({ events: rows.length + ids.length }, 'usage events whose answer was not delivered are now marked so');
     } catch (err) {

@@ -1,4 +1,7 @@
 import { expect } from 'chai';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { Pool } from 'pg';
 import { ApiError } from '../../../core/errors';
 import { mayHaveCommitted } from '../../../core/db/failures';
@@ -193,6 +196,37 @@ describe('usage recorder: events whose insert outcome is unknown', function () {
     const [[at]] = (await svc.sequelize.query('SELECT created_at FROM usage_events WHERE request_id = $1', { bind: ['held-time'] })) as [Array<{ created_at: Date }>, unknown];
     expect(at?.created_at.getTime()).to.be.within(failedBy - 1000, failedBy + 1000);
     await rec.close();
+  });
+
+  it('marks the database did not take before shutdown are kept in a file in DATA_DIR, and the next start writes them and removes the file', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'pcs-marks-'));
+    try {
+      pool = new Pool({ connectionString: proxy.via(svc.databaseUrl), max: 2, query_timeout: 200, connectionTimeoutMillis: 200 });
+      const log: string[] = [];
+      const first = new UsageRecorder(pool, createLogger('warn', { write: (l: string) => log.push(l) }), { undeliveredRetryMs: 60_000, undeliveredJournalDir: dir });
+      const id = await first.record(event('kept-for-next-start'));
+      proxy.mode = 'hold';
+      await first.markNotDelivered([id]);
+      await first.close();
+      expect(log.join('')).to.match(/kept in a file the next start marks them from/).and.include(id);
+      const files = readdirSync(dir);
+      expect(files).to.have.length(1);
+      expect(statSync(path.join(dir, files[0] as string)).mode & 0o777).to.equal(0o600);
+      expect(await rows('kept-for-next-start'), 'still charged while no instance runs').to.deep.equal([{ status: 'ok', error_code: null, billable: true, cost: '0.00100000' }]);
+      await pool.end();
+      proxy.release();
+      proxy.mode = 'pass';
+
+      // The next start, with the database answering.
+      pool = new Pool({ connectionString: svc.databaseUrl, max: 2 });
+      const next = new UsageRecorder(pool, createLogger('silent'), { undeliveredRetryMs: 50, undeliveredJournalDir: dir });
+      expect(await settled('kept-for-next-start', (r) => r[0]?.status === 'error')).to.deep.equal(undelivered);
+      for (let i = 0; i < 40 && readdirSync(dir).length > 0; i++) await sleep(25);
+      expect(readdirSync(dir), 'the file goes once its marks are written').to.deep.equal([]);
+      await next.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('after shutdown nothing is retried any more, even with marks left waiting', async () => {
