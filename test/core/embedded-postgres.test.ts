@@ -208,6 +208,17 @@ describe('embedded PostgreSQL: start failures an operator can fix are one senten
   });
   after(() => rmSync(base, { recursive: true, force: true }));
 
+  it('a DATA_DIR that cannot be created (under /proc, where a recursive mkdir of Node 20 never returns) fails at once, naming DATA_DIR', async () => {
+    const started = performance.now();
+    const err = await startEmbeddedPostgres('/proc/pcs-no-such-folder/data', 0, createLogger('silent')).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).to.be.instanceOf(Error);
+    expect((err as Error).message).to.match(/^DATA_DIR \/proc\/pcs-no-such-folder\/data cannot be created \(ENOENT/);
+    expect(performance.now() - started).to.be.below(1000);
+  });
+
   it('a busy EMBEDDED_PG_PORT stops npm start with a sentence naming the setting and the port, no stack and no "undefined"', async () => {
     const holder = createServer();
     await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));

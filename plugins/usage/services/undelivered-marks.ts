@@ -1,6 +1,7 @@
-import { mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Pool } from 'pg';
+import { makeFolder } from '../../../core/folders';
 import { isValueRefusal } from '../../../core/db/failures';
 import type { Logger } from '../../../core/logger';
 
@@ -128,7 +129,7 @@ export class UndeliveredMarks {
     if (!dir || this.pending === 0) return null;
     const file = path.join(dir, `undelivered-usage-marks-${Date.now()}-${process.pid}.json`);
     try {
-      mkdirSync(dir, { recursive: true });
+      makeFolder(dir);
       const journal: Journal = { rows: [...this.rows], ids: [...this.ids] };
       // Whole or not at all: a file cut short by a crash would not parse.
       writeFileSync(`${file}.tmp`, JSON.stringify(journal), { mode: 0o600 });
