@@ -138,6 +138,20 @@ export function bodyReadError(err: unknown): ApiError | undefined {
   return undefined;
 }
 
+/** A parenthesis naming a route, "(POST /api/auth/signin, or sign up at …)": it says where to go, by its first route. */
+const ROUTE_ASIDE = / ?\(((?:GET|POST|PUT|PATCH|DELETE) \/[^\s,;:)]*)[^()]*\)/g;
+
+/**
+ * The hint without the asides pointing at routes this instance does not serve (a plugin turned
+ * off): "Sign in (POST /api/auth/signin) and send …" keeps its advice and loses the 404 it pointed at.
+ */
+export function hintWithServedRoutes(hint: string, serves: (method: string, path: string) => boolean): string {
+  return hint.replace(ROUTE_ASIDE, (aside: string, route: string) => {
+    const [method, path] = route.split(' ') as [string, string];
+    return serves(method, path.replace(/\.$/, '')) ? aside : '';
+  });
+}
+
 /**
  * The one error middleware: SPEC's common error shape, never a stack trace. With `serves`, a next step pointing at a
  * route this instance does not serve (its plugin disabled) is left out; a step marked `available: false` (announced,
@@ -184,6 +198,11 @@ export function errorHandler(log: Logger, serves?: (method: string, path: string
     if (serves && Array.isArray(next)) {
       const kept = next.filter((step) => step.available === false || typeof step.path !== 'string' || typeof step.method !== 'string' || serves(step.method, step.path));
       if (kept.length !== next.length) apiErr = apiErr.with({ next: kept });
+    }
+    const hint = apiErr.extras.hint;
+    if (serves && typeof hint === 'string') {
+      const served = hintWithServedRoutes(hint, serves);
+      if (served !== hint) apiErr = apiErr.with({ hint: served });
     }
     res.status(apiErr.status).json(errorBody(apiErr, requestId));
   };

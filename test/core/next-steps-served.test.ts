@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { hintWithServedRoutes } from '../../core/http/middleware';
 import { RouteTable } from '../../core/http/pipeline';
 import { defineRoute, ok } from '../../core/http/route';
 import { client } from '../support/http';
@@ -85,6 +86,40 @@ describe('next steps of a refusal point only at routes this instance serves', fu
     } finally {
       await paused.close();
       await open.close();
+    }
+  });
+  it('a hint keeps its advice and loses the asides naming routes this instance does not serve', () => {
+    // As RouteTable.serves: a path with a colon after its id is no route.
+    const serves = (method: string, path: string) => !path.includes(':') && !(method.toUpperCase() === 'POST' && path.startsWith('/api/auth/'));
+    expect(hintWithServedRoutes('Sign in (POST /api/auth/signin, or sign up at POST /api/auth/signup) and send the session cookie.', serves)).to.equal('Sign in and send the session cookie.');
+    expect(hintWithServedRoutes('Rotate it (POST /api/api-keys/rotate) today.', serves)).to.equal('Rotate it (POST /api/api-keys/rotate) today.');
+    expect(hintWithServedRoutes('Nothing to change (see the docs).', serves)).to.equal('Nothing to change (see the docs).');
+    // A served route with a value and a colon after it stays.
+    expect(hintWithServedRoutes('Loosen the policy (PATCH /api/routing-policies/pol_1: its ceilings).', serves)).to.equal('Loosen the policy (PATCH /api/routing-policies/pol_1: its ceilings).');
+  });
+
+  it('with the accounts plugin off, a claim link\'s 401 hints no longer send a person to sign in at a route that answers 404', async () => {
+    const withAccounts = await startTestService();
+    const without = await startTestService({ enabled: ['health', 'identity', 'usage', 'pricing', 'discovery'] });
+    try {
+      const hints = async (url: string) => {
+        const reg = await client(url).post<Record<string, any>>('/api/agents/register', { name: 'claimable' });
+        const claimPath = new URL(reg.body.claim.url as string).pathname;
+        const none = await client(url).post<Record<string, any>>(claimPath, {});
+        const key = await client(url).post<Record<string, any>>(claimPath, {}, { 'x-api-key': reg.body.api_key.key as string });
+        expect(none.status).to.equal(401);
+        expect(key.status).to.equal(401);
+        return [none.body.hint as string, key.body.hint as string];
+      };
+      for (const hint of await hints(withAccounts.url)) expect(hint).to.include('POST /api/auth/signin');
+      for (const hint of await hints(without.url)) {
+        expect(hint).to.not.include('/api/auth/');
+        expect(hint).to.match(/^Sign in and /);
+      }
+      expect((await client(without.url).post('/api/auth/signin', {})).status).to.equal(404);
+    } finally {
+      await withAccounts.close();
+      await without.close();
     }
   });
 });
