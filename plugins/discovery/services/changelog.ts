@@ -106,16 +106,32 @@ export class Changelog {
     return { id: e.id, date: e.date, title: e.title, summary: e.summary, link: this.absolute(e.link), audience: e.audience };
   }
 
-  /** Published entries (not future-dated) from `sinceMs` on, newest first, optionally for one audience. */
-  private published(sinceMs: number, audience?: string): ChangelogEntry[] {
+  /**
+   * Where the published entries (not future-dated) from `sinceMs` on lie in `entries`: indexes of the first and last,
+   * -1 for none. Entries are newest first, so they are one run; found without allocating (notices ask per response).
+   */
+  private span(sinceMs: number): { first: number; last: number } {
     const now = this.clock.now();
-    const out: ChangelogEntry[] = [];
-    for (const e of this.entries) {
+    let first = -1;
+    let last = -1;
+    for (let i = 0; i < this.entries.length; i++) {
+      const e = this.entries[i] as Held;
       if (e.publishedMs > now) continue;
       if (e.publishedMs < sinceMs) break; // newest first: the rest are older
-      if (!audience || e.audience.includes(audience)) out.push(this.view(e));
+      if (first < 0) first = i;
+      last = i;
     }
-    return out;
+    return { first, last };
+  }
+
+  /** Published entries from `sinceMs` on, newest first, optionally for one audience. */
+  private published(sinceMs: number, audience?: string): ChangelogEntry[] {
+    const { first, last } = this.span(sinceMs);
+    if (first < 0) return [];
+    return this.entries
+      .slice(first, last + 1)
+      .filter((e) => !audience || e.audience.includes(audience))
+      .map((e) => this.view(e));
   }
 
   /** Newest first; links made absolute. */
@@ -132,16 +148,7 @@ export class Changelog {
    * the same. Notices compare it on every keyed response, so it is found without building the entries' views.
    */
   agentSignatureSince(sinceMs: number): string {
-    const now = this.clock.now();
-    let first = -1;
-    let last = -1;
-    for (let i = 0; i < this.entries.length; i++) {
-      const e = this.entries[i] as Held;
-      if (e.publishedMs > now) continue;
-      if (e.publishedMs < sinceMs) break;
-      if (first < 0) first = i;
-      last = i;
-    }
+    const { first, last } = this.span(sinceMs);
     const memo = this.agentSignature;
     if (memo && memo.entries === this.entries && memo.first === first && memo.last === last) return memo.signature;
     const span = first < 0 ? [] : this.entries.slice(first, last + 1);

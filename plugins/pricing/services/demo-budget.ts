@@ -53,11 +53,12 @@ export class DemoBudgetGuard implements Guard {
 
   private refusal(limit: number, resetsAt: string, retryAfterMs: number): ApiError {
     const retryAfter = Math.max(1, Math.ceil(retryAfterMs / 1000));
+    const open = this.registrationOpen();
     return new ApiError('rate_limited', `The demo budget of this address is used up (${limit} calls per hour).`, {
       retry_after: retryAfter,
       limit: { demo_calls_per_hour: limit, resets_at: resetsAt },
-      hint: this.registrationOpen() ? `Wait ${retryAfter} s, or get a free sandbox key (no human needed) for your own daily allowance.` : `Wait ${retryAfter} s, or call with a key of your own for your own daily allowance.`,
-      next: this.registrationOpen() ? [{ action: 'register_agent', method: 'POST', path: '/api/agents/register', body: { name: 'my-pricing-agent' } }] : [],
+      hint: open ? `Wait ${retryAfter} s, or get a free sandbox key (no human needed) for your own daily allowance.` : `Wait ${retryAfter} s, or call with a key of your own for your own daily allowance.`,
+      next: open ? [{ action: 'register_agent', method: 'POST', path: '/api/agents/register', body: { name: 'my-pricing-agent' } }] : [],
     });
   }
 }

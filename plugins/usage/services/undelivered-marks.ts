@@ -78,6 +78,8 @@ export class UndeliveredMarks {
   private writing: Promise<void> | null = null;
   /** After shutdown's last attempt nothing is scheduled any more (the pool is ending). */
   private closed = false;
+  /** Journal files of earlier stops, read back: they go once their marks are written (or kept in this run's file). */
+  private journals: string[] = [];
   private readonly retryMs: number;
   private delayMs: number;
   private readonly maxPending: number;
@@ -92,9 +94,6 @@ export class UndeliveredMarks {
     this.maxPending = opts.maxPending ?? 20_000;
     this.takeJournals();
   }
-
-  /** Journal files of earlier stops, read back: they go once their marks are written (or kept in this run's file). */
-  private journals: string[] = [];
 
   /** Marks an earlier stop could not write, taken up to be written now. */
   private takeJournals(): void {
@@ -177,14 +176,10 @@ export class UndeliveredMarks {
     this.cancelTimer();
     if (this.pending > 0) {
       const kept = this.keepForNextStart();
-      if (kept) {
-        this.log.error({ usageEventIds: [...this.rows.keys(), ...this.ids], file: kept }, 'usage events whose answer was not delivered could not be marked so before shutdown: kept in a file the next start marks them from');
-      } else {
-        this.log.error(
-          { usageEventIds: [...this.rows.keys(), ...this.ids] },
-          'usage events whose answer was not delivered could not be marked so before shutdown: check them, they may stand as charged',
-        );
-      }
+      this.log.error(
+        { usageEventIds: [...this.rows.keys(), ...this.ids], ...(kept ? { file: kept } : {}) },
+        `usage events whose answer was not delivered could not be marked so before shutdown: ${kept ? 'kept in a file the next start marks them from' : 'check them, they may stand as charged'}`,
+      );
     }
   }
 
