@@ -45,15 +45,18 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
         429: dailyQuotaRefusal('SIGNUPS_PER_ADDRESS_PER_DAY sign-ups from this network address today, or SIGNUPS_PER_DAY on the whole service', true),
       },
       handler: async ({ body, clientIp, req }) => {
-        const { person, workspace } = await d.people.create({
-          email: body.email,
-          password: body.password,
-          displayName: body.display_name ?? body.email.split('@')[0] ?? 'person',
-          dateOfBirth: body.date_of_birth,
-          workspaceName: body.workspace_name,
-          ip: clientIp,
-        });
-        const session = await d.sessions.create(person.id, 'password', { ip: clientIp, userAgent: userAgentOf(req) });
+        const meta = { ip: clientIp, userAgent: userAgentOf(req) };
+        const { person, workspace, session } = await d.people.create(
+          {
+            email: body.email,
+            password: body.password,
+            displayName: body.display_name ?? body.email.split('@')[0] ?? 'person',
+            dateOfBirth: body.date_of_birth,
+            workspaceName: body.workspace_name,
+            ip: clientIp,
+          },
+          (p, tx) => d.sessions.create(p.id, 'password', meta, tx),
+        );
         return signedInReply(d, person, session, 201, { workspace: workspaceView(workspace) });
       },
     }),
@@ -130,27 +133,26 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
           await d.failures.fail(clientIp);
           throw err;
         }
-        let person = await d.people.byWallet(address);
-        let status: 200 | 201 = 200;
-        if (!person) {
-          if (!body.date_of_birth) {
-            throw new ApiError('validation_error', 'A new wallet account needs date_of_birth.', {
-              issues: [{ path: 'date_of_birth', reason: 'required the first time a wallet signs in' }],
-              hint: 'Ask for a new message (the nonce was used) and send date_of_birth (YYYY-MM-DD) with the signature.',
-            });
-          }
-          try {
-            ({ person } = await d.people.create({ displayName: `${address.slice(0, 6)}…${address.slice(-4)}`, dateOfBirth: body.date_of_birth, wallet: address, ip: clientIp }));
-            status = 201;
-          } catch (err) {
-            // A concurrent first sign-in of this wallet created the account: this one signs in to it.
-            const winner = await d.people.byWallet(address);
-            if (!winner) throw err;
-            person = winner;
-          }
+        const meta = { ip: clientIp, userAgent: userAgentOf(req) };
+        const known = await d.people.byWallet(address);
+        if (known) return signedInReply(d, known, await d.sessions.create(known.id, 'wallet', meta), 200, { wallet: address });
+        if (!body.date_of_birth) {
+          throw new ApiError('validation_error', 'A new wallet account needs date_of_birth.', {
+            issues: [{ path: 'date_of_birth', reason: 'required the first time a wallet signs in' }],
+            hint: 'Ask for a new message (the nonce was used) and send date_of_birth (YYYY-MM-DD) with the signature.',
+          });
         }
-        const session = await d.sessions.create(person.id, 'wallet', { ip: clientIp, userAgent: userAgentOf(req) });
-        return signedInReply(d, person, session, status, { wallet: address });
+        try {
+          const created = await d.people.create({ displayName: `${address.slice(0, 6)}…${address.slice(-4)}`, dateOfBirth: body.date_of_birth, wallet: address, ip: clientIp }, (p, tx) =>
+            d.sessions.create(p.id, 'wallet', meta, tx),
+          );
+          return signedInReply(d, created.person, created.session, 201, { wallet: address });
+        } catch (err) {
+          // A concurrent first sign-in of this wallet created the account: this one signs in to it.
+          const winner = await d.people.byWallet(address);
+          if (!winner) throw err;
+          return signedInReply(d, winner, await d.sessions.create(winner.id, 'wallet', meta), 200, { wallet: address });
+        }
       },
     }),
     defineRoute({

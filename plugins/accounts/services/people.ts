@@ -8,6 +8,7 @@ import type { Sql } from '../../../core/db/sql';
 import { ApiError } from '../../../core/errors';
 import { newId } from '../../../core/ids';
 import type { KvStore } from '../../../core/kv';
+import type { Transaction } from 'sequelize';
 import type { Workspaces, WorkspaceRow } from '../../identity';
 import { DUMMY_HASH, hashPassword, verifyPassword } from './passwords';
 
@@ -88,14 +89,19 @@ export class People {
    * sign-up limits of `ip` (the caller's address) and of the service. With `wallet`, the wallet is
    * linked in the same transaction, so two first sign-ins of one wallet cannot both create an
    * account: the second fails on the link's unique address and leaves nothing behind (nor a count).
+   * `signIn` runs in that transaction too (the first session): a sign-up answered 500 leaves no
+   * account behind for its retry to find taken.
    */
-  async create(input: { email?: string | null; password?: string | null; displayName: string; dateOfBirth: string; workspaceName?: string | undefined; wallet?: string; ip: string }): Promise<{ person: PersonRow; workspace: WorkspaceRow }> {
+  async create<S>(
+    input: { email?: string | null; password?: string | null; displayName: string; dateOfBirth: string; workspaceName?: string | undefined; wallet?: string; ip: string },
+    signIn: (person: PersonRow, tx: Transaction) => Promise<S>,
+  ): Promise<{ person: PersonRow; workspace: WorkspaceRow; session: S }> {
     this.assertOldEnough(input.dateOfBirth);
     // The record keeps the address the limit counts under (an IPv6 caller's network), so a restart counts it again.
     const address = limitAddress(input.ip, this.config.limits.rateLimit.ipv6Prefix);
     const counted = await this.countSignup(address);
     try {
-      return await this.insert(input, addressDigests(address)[0] ?? null);
+      return await this.insert(input, addressDigests(address)[0] ?? null, signIn);
     } catch (err) {
       // A sign-up that created nothing (the email taken, a wallet's concurrent first sign-in) does not
       // count. Best effort: a count the store does not take back is one sign-up fewer for the day.
@@ -104,10 +110,11 @@ export class People {
     }
   }
 
-  private async insert(
+  private async insert<S>(
     input: { email?: string | null; password?: string | null; displayName: string; dateOfBirth: string; workspaceName?: string | undefined; wallet?: string },
     signedUpFromHash: string | null,
-  ): Promise<{ person: PersonRow; workspace: WorkspaceRow }> {
+    signIn: (person: PersonRow, tx: Transaction) => Promise<S>,
+  ): Promise<{ person: PersonRow; workspace: WorkspaceRow; session: S }> {
     const passwordHash = input.password ? await hashPassword(input.password) : null;
     return this.sql.tx(async (tx) => {
       if (input.email) {
@@ -124,7 +131,8 @@ export class People {
       if (!person) throw new Error('person insert returned nothing');
       await this.workspaces.addMember(workspace.id, person.id, 'owner', tx);
       if (input.wallet) await this.sql.exec('INSERT INTO wallet_links (address, person_id) VALUES ($1, $2)', [input.wallet.toLowerCase(), person.id], tx);
-      return { person, workspace: (await this.workspaces.get(workspace.id, tx)) as WorkspaceRow };
+      const session = await signIn(person, tx);
+      return { person, workspace: (await this.workspaces.get(workspace.id, tx)) as WorkspaceRow, session };
     }).catch((err: unknown) => {
       // A sign-up of the same email in parallel passed the check above too; the index decides.
       throw isUniqueViolation(err, 'people_email_idx') ? emailTaken() : err;

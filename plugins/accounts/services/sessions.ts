@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { SignJWT } from 'jose';
+import type { Transaction } from 'sequelize';
 import { ExpiringMap } from '../../../core/bounded-map';
 import type { Clock } from '../../../core/clock';
 import type { Sql } from '../../../core/db/sql';
@@ -81,12 +82,14 @@ export class Sessions {
     this.cache.deleteWhere((k, row) => k === sessionId || row?.id === sessionId);
   }
 
-  async create(personId: string, method: string, meta: { ip: string; userAgent?: string | undefined }): Promise<NewSession> {
+  /** With `tx`, the session is the transaction's (a sign-up's person and its first session land together or not at all). */
+  async create(personId: string, method: string, meta: { ip: string; userAgent?: string | undefined }, tx?: Transaction): Promise<NewSession> {
     const cookie = `pcs_ses_${randomToken(32)}`;
     const expires = new Date(this.clock.now() + this.ttlHours * 3_600_000);
     const session = await this.sql.one<SessionRow>(
       `INSERT INTO person_sessions (id, person_id, token_hash, method, user_agent, ip, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
       [randomUUID(), personId, hashSessionToken(cookie), method, meta.userAgent?.slice(0, 300) ?? null, meta.ip, expires],
+      tx,
     );
     if (!session) throw new Error('session insert returned nothing');
     const token = await this.mintToken(personId, session.id, null);

@@ -111,6 +111,40 @@ describe('accounts: people, sign-up, sign-in and sessions', () => {
     expect(res.body.hint).to.match(/signin/);
   });
 
+  it('leaves no account behind when the first session cannot be written (500): the same sign-up retried gets 201, and a wallet\'s first sign-in retried gets 201', async () => {
+    // A real fault inside PostgreSQL: the session insert of a request sent with this user agent fails.
+    await svc.sequelize.query(
+      `CREATE FUNCTION fail_session_for_test() RETURNS trigger AS $$ BEGIN IF NEW.user_agent = 'fail-session' THEN RAISE EXCEPTION 'session write failed for test'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql`,
+    );
+    await svc.sequelize.query('CREATE TRIGGER fail_session_for_test BEFORE INSERT ON person_sessions FOR EACH ROW EXECUTE FUNCTION fail_session_for_test()');
+    try {
+      const email = uniqueEmail();
+      const body = { email, password: 'correct horse battery', date_of_birth: '1990-01-01' };
+      const failed = await api.post<ErrorBody>('/api/auth/signup', body, { 'user-agent': 'fail-session' });
+      expect(failed.status, failed.text).to.equal(500);
+      const [[left]] = (await svc.sequelize.query('SELECT count(*)::int AS n FROM people WHERE lower(email) = lower($1)', { bind: [email] })) as [Array<{ n: number }>, unknown];
+      expect(left?.n, 'people left by the failed sign-up').to.equal(0);
+      const retried = await api.post<SignedIn>('/api/auth/signup', body);
+      expect(retried.status, retried.text).to.equal(201);
+      expect(retried.body.person.email).to.equal(email);
+
+      const wallet = privateKeyToAccount(generatePrivateKey());
+      const walletSignIn = async (userAgent: string) => {
+        const nonce = await api.post<{ message: string }>('/api/auth/wallet/nonce', { address: wallet.address });
+        const signature = await wallet.signMessage({ message: nonce.body.message });
+        return api.post<SignedIn>('/api/auth/wallet/signin', { message: nonce.body.message, signature, date_of_birth: '1990-12-10' }, { 'user-agent': userAgent });
+      };
+      const walletFailed = await walletSignIn('fail-session');
+      expect(walletFailed.status, walletFailed.text).to.equal(500);
+      const walletRetried = await walletSignIn('a wallet app');
+      expect(walletRetried.status, `the account is made by the retry: ${walletRetried.text}`).to.equal(201);
+      expect(walletRetried.body.wallet).to.equal(wallet.address);
+    } finally {
+      await svc.sequelize.query('DROP TRIGGER fail_session_for_test ON person_sessions');
+      await svc.sequelize.query('DROP FUNCTION fail_session_for_test()');
+    }
+  });
+
   it('sets the session cookie HttpOnly (SameSite=Lax, Path=/) at sign-up and sign-in', async () => {
     const email = uniqueEmail();
     const up = await api.post('/api/auth/signup', { email, password: 'correct horse battery', date_of_birth: '1990-01-01' });
