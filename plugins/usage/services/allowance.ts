@@ -131,6 +131,17 @@ export class SandboxAllowance implements Admitter {
     return ended.length;
   }
 
+  /**
+   * A call taken back may have been recorded: its instance died between the usage event's commit and
+   * the count's. The counter then never holds fewer than the calls recorded today, which it counted.
+   * Read then raised, not atomic: only after a takeback, which follows an instance's death.
+   */
+  private async keepRecordedCounted(key: string, workspaceId: string, dayStart: number): Promise<void> {
+    const recorded = await this.recordedToday(workspaceId, dayStart);
+    const counted = Number((await this.kv.get(key)) ?? 0);
+    if (recorded > counted) await this.kv.incrIfPresent(key, recorded - counted);
+  }
+
   /** Renews this instance's leases every third of their life, while it has calls in flight. */
   private renewLeases(): void {
     if (this.renewTimer || this.closed) return;
@@ -183,7 +194,10 @@ export class SandboxAllowance implements Admitter {
     if (used > limit) {
       await undo();
       // Places held by calls of an instance that died come back once their leases end; then this call tries again.
-      if (!tookBack && (await this.takeBackAbandoned(key, leases)) > 0) return this.admit(request, true);
+      if (!tookBack && (await this.takeBackAbandoned(key, leases)) > 0) {
+        await this.keepRecordedCounted(key, p.workspaceId, dayStart);
+        return this.admit(request, true);
+      }
       // Calls still running hold their places until they end (a failure gives its place back): the day is not
       // spent until the recorded calls fill it, and a retry soon may find a place.
       const recorded = await this.recordedToday(p.workspaceId, dayStart);

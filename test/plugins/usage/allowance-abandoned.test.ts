@@ -121,6 +121,40 @@ function abandonedCounts(name: string, makeKv: (clock: ManualClock) => KvStore |
       expect(await counted(p)).to.equal(2);
     });
 
+    it('keeps counted the calls of a dead instance that were recorded before it died: only the unrecorded ones\' places come back', async () => {
+      const p = sandbox();
+      const dying = instance();
+      await dying.admit(request(p));
+      await dying.admit(request(p));
+      await dying.admit(request(p));
+      // Two of its calls committed their usage events; the instance died before their counts were made final.
+      const sql = svc.container.resolve<Sql>(TOKENS.Sql);
+      for (let i = 0; i < 2; i++) {
+        await sql.exec(
+          `INSERT INTO usage_events (id, workspace_id, request_id, operation, channel, status, price, currency, cost, billable, classification)
+           VALUES ($1, $2, $3, 'compute', 'api', 'ok', '1.00', 'USD', '0.001', true, 'mine')`,
+          [newId('use'), p.workspaceId, newId('req')],
+        );
+      }
+      await dying.close();
+      clock.advance(LEASE_MS + 1);
+      const other = instance();
+      const admitted: Array<Reservation | null> = [];
+      let refused: ApiError | null = null;
+      while (!refused && admitted.length < 5) {
+        try {
+          admitted.push(await other.admit(request(p)));
+        } catch (err) {
+          refused = err as ApiError;
+        }
+      }
+      expect(admitted, 'the one place its unrecorded call held').to.have.length(1);
+      expect(refused?.code, 'two recorded, one in flight').to.equal('rate_limited');
+      expect(refused?.extras.limit).to.deep.include({ recorded_today: 2, in_flight: 1 });
+      expect(await counted(p)).to.equal(3);
+      await admitted[0]?.release();
+    });
+
     it('makes a committed count final: a refused call taking back ended leases never takes back a call that was committed', async () => {
       const p = sandbox();
       const a = instance();
