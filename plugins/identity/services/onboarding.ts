@@ -8,7 +8,7 @@ import type { EventBus } from '../../../core/events';
 import { addressDigests, limitAddress } from '../../../core/address';
 import { newId, randomToken } from '../../../core/ids';
 import { countDaily, secondsUntilUtcMidnight, utcDay, utcDayStart } from '../../../core/daily-quota';
-import { incrFromRecord } from '../../../core/kv';
+import { incrFromRecord, uncount } from '../../../core/kv';
 import type { KvStore } from '../../../core/kv';
 import type { ApiKeyRow, KeyKind, WorkspaceOrigin, WorkspaceRow } from '../domain';
 import type { AuditLog } from './audit';
@@ -150,10 +150,13 @@ export class Onboarding {
     }
     const perDay = this.config.limits.sandbox.keyRotationsPerDay;
     const now = this.clock.now();
-    const used = await incrFromRecord(this.kv, `rot:${workspaceId}:${utcDay(now)}`, 1, 2 * DAY_MS, () =>
+    const counter = `rot:${workspaceId}:${utcDay(now)}`;
+    const used = await incrFromRecord(this.kv, counter, 1, 2 * DAY_MS, () =>
       this.countSince(`SELECT count(*)::int AS n FROM api_keys WHERE workspace_id = $2 AND revoked_reason = 'rotated' AND revoked_at >= $1`, [utcDayStart(now), workspaceId]),
     );
     if (used > perDay) {
+      // Refused ones are taken back too: the counter holds the rotations let through, as its record does.
+      await uncount(this.kv, counter, 1);
       const retryAfter = secondsUntilUtcMidnight(now);
       throw new ApiError('daily_quota_exceeded', `Daily key rotation quota reached (${perDay} per day).`, {
         retry_after: retryAfter,
@@ -163,6 +166,9 @@ export class Onboarding {
     }
     const created = await this.sql.tx(async (tx) => {
       const revokedMeanwhile = () => new ApiError('invalid_credentials', 'This key was revoked while rotating.');
+      // The workspace before the key, in a claim's order: the new key's reference to its workspace waits on a claim
+      // holding it, which then updates this key; taken after the key's lock, that wait was a deadlock (a 500).
+      await this.sql.one('SELECT id FROM workspaces WHERE id = $1 FOR KEY SHARE', [workspaceId], tx);
       // The maker's membership before the key (a removal's order), or the removal could miss the new key.
       const maker = (await this.sql.one<{ created_by_person_id: string | null }>('SELECT created_by_person_id FROM api_keys WHERE id = $1', [keyId], tx))?.created_by_person_id;
       if (maker && !(await this.keys.holdMembership(workspaceId, maker, tx))) throw revokedMeanwhile();
@@ -185,6 +191,10 @@ export class Onboarding {
       await this.sql.exec(`UPDATE api_keys SET revoked_at = now(), revoked_reason = 'rotated' WHERE id = $1`, [keyId], tx);
       await this.sql.exec('UPDATE oauth_clients SET key_id = $2 WHERE key_id = $1', [keyId, fresh.row.id], tx);
       return fresh;
+    }).catch(async (err: unknown) => {
+      // A rotation that made no key (the key revoked meanwhile, a failure) does not count. Best effort, as for sign-ups.
+      await uncount(this.kv, counter, 1).catch(() => undefined);
+      throw err;
     });
     await this.keys.invalidateKey(keyId);
     await this.events.emit('api_key.revoked', { workspaceId, keyId, reason: 'rotated' });

@@ -102,6 +102,17 @@ describe('identity: key rotation (POST /api/api-keys/rotate)', () => {
     expect(stillWorks.status, 'the refused rotation leaves the current key working').to.equal(200);
   });
 
+  it('counts only the rotations that made a key: rotations at once with one key (one made, the rest 401 or 429) leave the rest of the day\'s rotations', async () => {
+    const reg = await register(svc.url);
+    const results = await Promise.all(Array.from({ length: 4 }, () => api.post<RotateBody & ErrorBody>('/api/api-keys/rotate', {}, { 'x-api-key': reg.api_key.key })));
+    const made = results.filter((r) => r.status === 201);
+    expect(made, results.map((r) => r.text).join('\n')).to.have.length(1);
+    for (const r of results.filter((x) => x.status !== 201)) expect([401, 429], r.text).to.include(r.status);
+    const next = await api.post<RotateBody>('/api/api-keys/rotate', {}, { 'x-api-key': made[0]?.body.api_key.key ?? '' });
+    expect(next.status, `the day's second rotation: ${next.text}`).to.equal(201);
+    expect(next.body.rotations_left_today).to.equal(0);
+  });
+
   it("keeps a day's rotation count across a restart without Redis: a new instance counts the rotations the day recorded", async () => {
     const reg = await register(svc.url);
     const first = await api.post<RotateBody>('/api/api-keys/rotate', {}, { 'x-api-key': reg.api_key.key });
