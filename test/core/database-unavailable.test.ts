@@ -15,7 +15,7 @@ import type { HttpResult } from '../support/http';
 import { startTestService } from '../support/service';
 import type { TestService } from '../support/service';
 import { registerSandbox } from '../support/world';
-import { whileFrozen } from '../support/db';
+import { freezeBackends, whileFrozen } from '../support/db';
 import { tcpProxy } from '../support/tcp-proxy';
 
 type Body = Record<string, any>;
@@ -243,5 +243,31 @@ describe('database unavailable: the central error mapping', function () {
       expect(isDatabaseUnavailable(null)).to.equal(false);
       expect(isDatabaseUnavailable('Connection terminated')).to.equal(false);
     });
+  });
+});
+
+describe('database: a stop while the server is frozen', () => {
+  it('ends within DB_CLOSE_TIMEOUT_MS per pool instead of waiting for the frozen server to answer the connections\' goodbye', async function () {
+    // Freezing needs the server's processes on this machine: the embedded test database.
+    if (process.env.TEST_DATABASE_URL) this.skip();
+    this.timeout(20_000);
+    const svc = await startTestService({ config: { database: { closeTimeoutMs: 300 } } });
+    // Idle connections in both pools, and no write left for the stop (no key was used): the main pool's from the
+    // readiness check, the hot pool's from the keyless demo's usage event.
+    expect((await client(svc.url).get('/readyz')).status).to.equal(200);
+    const demo = await client(svc.url).post('/api/public/compute/demo', { context: { unit_cost: 1 } });
+    expect(demo.status, demo.text).to.equal(200);
+    const thawMain = await freezeBackends(svc.databaseUrl, 'pricing-compute');
+    const thawHot = await freezeBackends(svc.databaseUrl, 'pricing-compute-hot');
+    const thaw = () => (thawMain(), thawHot());
+    const safety = setTimeout(thaw, 10_000);
+    try {
+      const started = Date.now();
+      await svc.close();
+      expect(Date.now() - started, 'not held until the server thaws').to.be.below(3000);
+    } finally {
+      clearTimeout(safety);
+      thaw();
+    }
   });
 });
