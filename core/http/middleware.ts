@@ -114,6 +114,8 @@ export function unavailableError(err: unknown): ApiError | undefined {
 const WRITE_MAY_HAVE_HAPPENED =
   'The change may have been made before the answer was lost: check before repeating it, or repeat it with the same Idempotency-Key where the route accepts one (creating API keys, functions and routing policies).';
 
+const NOTHING_CHARGED = 'Nothing was charged: a call is charged only with its answer.';
+
 /** A write request whose statement broke after it was sent: the caller must not assume nothing happened. */
 export function writeMayHaveHappened(req: Pick<Request, 'method'>, err: unknown): boolean {
   return req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'OPTIONS' && mayHaveCommitted(err);
@@ -181,7 +183,8 @@ export function errorHandler(log: Logger, serves?: (method: string, path: string
         if (unavailable) {
           // A store that did not answer is an outage, not a bug: its reason and code, without the driver's stack.
           reqLog.warn({ ...failureFields(err), method: req.method, path: req.path }, 'a store the request needed failed');
-          apiErr = writeMayHaveHappened(req, err) ? unavailable.with({ hint: `${unavailable.extras.hint ?? ''} ${WRITE_MAY_HAVE_HAPPENED}`.trim() }) : unavailable;
+          if (res.locals.recordsCallsOnly === true) apiErr = unavailable.with({ hint: `${NOTHING_CHARGED} ${unavailable.extras.hint ?? ''}`.trim() });
+          else apiErr = writeMayHaveHappened(req, err) ? unavailable.with({ hint: `${unavailable.extras.hint ?? ''} ${WRITE_MAY_HAVE_HAPPENED}`.trim() }) : unavailable;
         } else {
           reqLog.error({ err, method: req.method, path: req.path }, 'unhandled error');
           apiErr = new ApiError('internal_error', 'Something went wrong on our side.', { hint: 'Retry later; quote the request_id if you report it.' });

@@ -302,6 +302,7 @@ export function mountRoutes(router: Router, table: RouteTable, deps: PipelineDep
     const stages: RequestHandler[] = [
       (req, res, next) => {
         res.locals.routeTemplate = spec.path;
+        if (spec.recordsCallsOnly) res.locals.recordsCallsOnly = true;
         // Here, before the body is read: a body refused as too large or undecodable is an answer of the operation too.
         deprecationHeaders(res, spec.deprecated);
         next();

@@ -113,6 +113,12 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
    * proposal approval, what a legacy write key holds).
    */
   fullAccess?: boolean;
+  /**
+   * The route's only write is the usage event of the call it answers, and a recorded call whose answer is lost is marked
+   * not delivered, not billed: a store failing under it leaves nothing for a retry to check. Its 503 says that nothing
+   * was charged, not that a change may have been made.
+   */
+  recordsCallsOnly?: boolean;
   /** The reply carries a secret shown once (a new key, a claim link, an invitation token): sent with Cache-Control: no-store, so no cache keeps it. */
   returnsSecret?: boolean;
   /** Channel recorded for usage made through this route (default `api`). */

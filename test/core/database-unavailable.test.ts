@@ -23,11 +23,12 @@ type Body = Record<string, any>;
 const DEMO = { context: { current_price: 4, currency: 'USD' } };
 
 /** The writer's answer to a database it cannot reach, which every route now gives (usage-write-failure.test.ts). */
-function expectDatabaseUnavailable(res: HttpResult<Body>): void {
+/** `call`: a priced call's route (compute, demo, verify), whose hint first says that nothing was charged. */
+function expectDatabaseUnavailable(res: HttpResult<Body>, call = false): void {
   expect(res.status, res.text).to.equal(503);
   expect(res.headers.get('retry-after')).to.equal('5');
   expect(res.body).to.include({ code: 'service_unavailable', error: 'The request could not be completed: the database did not answer.', retryable: true, retry_after: 5 });
-  expect(res.body.hint).to.equal('The database is not reachable or did not answer in time; retry in 5 s.');
+  expect(res.body.hint).to.equal(`${call ? 'Nothing was charged: a call is charged only with its answer. ' : ''}The database is not reachable or did not answer in time; retry in 5 s.`);
   expect(res.body.request_id).to.be.a('string');
 }
 
@@ -98,7 +99,7 @@ describe('database unavailable: the central error mapping', function () {
 
     it('the keyless demo whose budget read is cut off by the statement timeout answers 503 service_unavailable, and 200 once the lock is gone', async () => {
       await lock('usage_events');
-      expectDatabaseUnavailable(await client(svc.url).post<Body>('/api/public/compute/demo', DEMO));
+      expectDatabaseUnavailable(await client(svc.url).post<Body>('/api/public/compute/demo', DEMO), true);
       await unlock();
       const res = await client(svc.url).post<Body>('/api/public/compute/demo', DEMO);
       expect(res.status, res.text).to.equal(200);
@@ -128,7 +129,7 @@ describe('database unavailable: the central error mapping', function () {
       const key = (await registerSandbox(svc, 'stopped-db-agent')).key;
       await pg.stop();
       expectDatabaseUnavailable(await client(svc.url, { 'x-api-key': key }).get<Body>('/api/me'));
-      expectDatabaseUnavailable(await client(svc.url).post<Body>('/api/public/compute/demo', DEMO));
+      expectDatabaseUnavailable(await client(svc.url).post<Body>('/api/public/compute/demo', DEMO), true);
     } finally {
       await svc.close().catch(() => undefined);
       await pg.stop().catch(() => undefined);
@@ -160,6 +161,19 @@ describe('database unavailable: the central error mapping', function () {
       expectDatabaseUnavailable(res);
       expect(Date.now() - started, 'bounded by the client side, not by the frozen server').to.be.within(900, 3000);
       expect((await api.get('/api/me')).status).to.equal(200);
+    });
+
+    it('a compute call cut off by a frozen server before its usage event answers 503 saying nothing was charged, not that a change may have been made', async function () {
+      if (process.env.TEST_DATABASE_URL) this.skip();
+      const api = client(svc.url, { 'x-api-key': key });
+      // Connections in both pools: the key's reads and the usage event's insert.
+      expect((await api.post('/api/compute/price', { context: { unit_cost: 1 } })).status).to.equal(200);
+      const res = await whileFrozen(svc.databaseUrl, 'pricing-compute', () =>
+        whileFrozen(svc.databaseUrl, 'pricing-compute-hot', () => api.post<Body>('/api/compute/price', { context: { unit_cost: 1 } }, { 'idempotency-key': 'frozen-read-1' })),
+      );
+      expectDatabaseUnavailable(res, true);
+      expect(res.body.hint).not.to.match(/may have been made/);
+      expect((await api.post('/api/compute/price', { context: { unit_cost: 1 } })).status).to.equal(200);
     });
 
     it('a hot-path connection the server never completes gives up after DB_CONNECT_TIMEOUT_MS: an outage, and nothing was sent', async () => {

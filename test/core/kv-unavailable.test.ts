@@ -17,11 +17,12 @@ const DEMO = { context: { current_price: 4, currency: 'USD' } };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The writer's answer to a store it cannot reach (usage-write-failure.test.ts), for the key-value store. */
-function expectStoreUnavailable(res: HttpResult<Body>): void {
+/** `call`: a priced call's route (compute, demo, verify), whose hint first says that nothing was charged. */
+function expectStoreUnavailable(res: HttpResult<Body>, call = false): void {
   expect(res.status, res.text).to.equal(503);
   expect(res.headers.get('retry-after')).to.equal('5');
   expect(res.body).to.include({ code: 'service_unavailable', error: 'The request could not be completed: the key-value store did not answer.', retryable: true, retry_after: 5 });
-  expect(res.body.hint).to.equal('The shared key-value store (rate limits, counters) is not reachable or did not answer in time; retry in 5 s.');
+  expect(res.body.hint).to.equal(`${call ? 'Nothing was charged: a call is charged only with its answer. ' : ''}The shared key-value store (rate limits, counters) is not reachable or did not answer in time; retry in 5 s.`);
 }
 
 /**
@@ -82,7 +83,7 @@ describe('key-value store unavailable: Redis frozen or down', function () {
       await redis.stop();
       try {
         expectStoreUnavailable(await api.get<Body>('/api/me'));
-        expectStoreUnavailable(await client(svc.url).post<Body>('/api/public/compute/demo', DEMO));
+        expectStoreUnavailable(await client(svc.url).post<Body>('/api/public/compute/demo', DEMO), true);
       } finally {
         await redis.start();
       }

@@ -108,6 +108,7 @@ export function computeRoutes(compute: ComputeService, schemas: s.CallSchemas, b
   return [
     defineRoute({
       id: 'compute.price',
+      recordsCallsOnly: true,
       method: 'post',
       path: '/api/compute/price',
       summary: 'Compute a price for a context; the default routing policy picks the function unless one is pinned.',
@@ -126,6 +127,7 @@ export function computeRoutes(compute: ComputeService, schemas: s.CallSchemas, b
     }),
     defineRoute({
       id: 'router.price',
+      recordsCallsOnly: true,
       method: 'post',
       path: '/api/price-router',
       summary: 'The price router: as compute, and also resolves function_name among built-ins, your functions and public functions.',
@@ -144,6 +146,7 @@ export function computeRoutes(compute: ComputeService, schemas: s.CallSchemas, b
     }),
     defineRoute({
       id: 'compute.batch',
+      recordsCallsOnly: true,
       method: 'post',
       path: '/api/compute/batch',
       summary: 'Price up to 100 items, each as one call; a failing item answers its own error inside a 200.',
@@ -196,6 +199,7 @@ export function computeRoutes(compute: ComputeService, schemas: s.CallSchemas, b
     }),
     defineRoute({
       id: 'demo.compute',
+      recordsCallsOnly: true,
       method: 'post',
       path: '/api/public/compute/demo',
       summary: 'Keyless demo pricing with built-in functions, on the demo tenant, within an hourly budget per caller address.',

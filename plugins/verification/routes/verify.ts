@@ -21,6 +21,7 @@ export function verifyRoutes(service: VerificationService, verifyBody: s.VerifyB
   return [
     defineRoute({
       id: 'verify.price',
+      recordsCallsOnly: true,
       method: 'post',
       path: '/api/price-router/verify',
       summary: 'Verify a proposed price against stored observations and the context\'s floor and ceiling.',
@@ -47,6 +48,7 @@ export function verifyRoutes(service: VerificationService, verifyBody: s.VerifyB
     }),
     defineRoute({
       id: 'demo.verify',
+      recordsCallsOnly: true,
       method: 'post',
       path: '/api/public/price-router/verify',
       summary: 'Keyless price verification on the demo tenant, within the demo\'s hourly budget per caller address.',
