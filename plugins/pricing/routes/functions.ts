@@ -60,10 +60,9 @@ const SMALLEST_CHARGE = '0.00000001';
  * Refuses a cost per call (cost_per_unit x cost_multiplier) that rounds to nothing, or above
  * FUNCTION_MAX_CALL_COST: such a call could not even be recorded.
  */
-/** `sent`: the rest of the body, kept in the example (a registration's whole body; nothing for a PATCH, which takes the two alone). */
-function checkCallCost(costPerUnit: string, costMultiplier: string, max: number, sent: Record<string, unknown> = {}): void {
+/** `example`: what the refusal offers instead (a registration's body with sample costs; a PATCH's body without its costs). */
+function checkCallCost(costPerUnit: string, costMultiplier: string, max: number, example: Record<string, unknown>): void {
   const cost = dec(costPerUnit).times(dec(costMultiplier));
-  const example = { ...sent, cost_per_unit: s.registerFunctionExample.cost_per_unit, cost_multiplier: s.registerFunctionExample.cost_multiplier };
   // A call is charged in whole 0.00000001 USDC: a priced function whose product rounds to nothing would be free.
   if (cost.gt(0) && cost.lt(SMALLEST_CHARGE)) {
     throw new ApiError('validation_error', `cost_per_unit x cost_multiplier is ${cost.toFixed()} USDC a call, which rounds to 0: calls are charged in steps of ${SMALLEST_CHARGE} USDC.`, {
@@ -131,7 +130,7 @@ function checkTimeout(timeoutMs: number | undefined, callMaxMs: number, example:
   throw new ApiError('validation_error', `timeout_ms ${timeoutMs} is longer than a priced call may take (${callMaxMs} ms).`, {
     issues: [{ path: 'timeout_ms', reason: `must be at most ${callMaxMs} (COMPUTE_CALL_MAX_MS, the time budget of one priced call, fallbacks included)` }],
     hint: 'Lower timeout_ms; an endpoint that needs longer cannot answer within a compute call here.',
-    example: { ...example, timeout_ms: Math.min(callMaxMs, s.registerFunctionExample.timeout_ms) },
+    example,
   });
 }
 
@@ -251,8 +250,8 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         const p = principal as Principal;
         checkEndpointFields(body.execution_type, body.name, body);
         if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url, s.registerFunctionExample);
-        checkTimeout(body.timeout_ms, d.callMaxMs(), body);
-        checkCallCost(body.cost_per_unit, body.cost_multiplier, d.maxCallCost(), body);
+        checkTimeout(body.timeout_ms, d.callMaxMs(), { ...body, timeout_ms: Math.min(d.callMaxMs(), s.registerFunctionExample.timeout_ms) });
+        checkCallCost(body.cost_per_unit, body.cost_multiplier, d.maxCallCost(), { ...body, cost_per_unit: s.registerFunctionExample.cost_per_unit, cost_multiplier: s.registerFunctionExample.cost_multiplier });
         const answer = (fn: FunctionDescriptor) =>
           created({
             function: functionView(fn, d, p.workspaceId, healthCallerOfPrincipal(p)),
@@ -327,16 +326,20 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         const before = await owned(p, params.id);
         if (body.status === 'inactive' && before.status === 'draft') throw draftNotDeactivated(before);
         checkEndpointFields(before.executionType, before.name, body);
-        if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url, { endpoint_url: s.registerFunctionExample.endpoint_url });
+        // As for a refused body: what was sent without the refused values, never a sample that would change the function.
+        const sentWithout = (...refused: string[]) => Object.fromEntries(Object.entries(body).filter(([k, v]) => v !== undefined && !refused.includes(k)));
+        if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url, sentWithout('endpoint_url'));
         // An address registered under other outbound rules (the operator changed them since) is checked again when it goes live.
-        else if (body.status === 'active' && before.endpointUrl) checkEndpoint(d.outbound, before.endpointUrl, { status: 'active', endpoint_url: s.registerFunctionExample.endpoint_url });
-        checkTimeout(body.timeout_ms, d.callMaxMs(), { timeout_ms: s.registerFunctionExample.timeout_ms });
-        if (body.cost_per_unit !== undefined || body.cost_multiplier !== undefined) checkCallCost(body.cost_per_unit ?? before.costPerUnit, body.cost_multiplier ?? before.costMultiplier, d.maxCallCost());
+        else if (body.status === 'active' && before.endpointUrl) checkEndpoint(d.outbound, before.endpointUrl, sentWithout('status'));
+        checkTimeout(body.timeout_ms, d.callMaxMs(), sentWithout('timeout_ms'));
+        if (body.cost_per_unit !== undefined || body.cost_multiplier !== undefined) {
+          checkCallCost(body.cost_per_unit ?? before.costPerUnit, body.cost_multiplier ?? before.costMultiplier, d.maxCallCost(), sentWithout('cost_per_unit', 'cost_multiplier'));
+        }
         if (body.status === 'active' && before.executionType === 'external_api' && !(body.endpoint_url ?? before.endpointUrl)) {
           throw new ApiError('validation_error', 'An external_api function needs endpoint_url before activation.', {
             issues: [{ path: 'endpoint_url', reason: 'required to activate' }],
-            hint: 'Send the public https address the service should call, with the activation or before it.',
-            example: { status: 'active', endpoint_url: s.registerFunctionExample.endpoint_url },
+            hint: `Send the public https address the service should call, with the activation or before it (for example "endpoint_url": "${s.registerFunctionExample.endpoint_url}", your own address in its place).`,
+            example: sentWithout('status'),
           });
         }
         const fn = await d.store.update(

@@ -488,15 +488,33 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
     expect((await api.patch(`/api/functions/${fn.id}`, { endpoint_url: upstream.url('/never') })).status).to.equal(200);
   });
 
-  it('refuses a PATCH moving an endpoint to the metadata address, and keeps the old one', async () => {
+  it('refuses a PATCH moving an endpoint to the metadata address, and keeps the old one; its example is the rest of what was sent, no placeholder address', async () => {
     const fn = await register('/ok');
-    const res = await api.patch<Record<string, any>>(`/api/functions/${fn.id}`, { endpoint_url: 'http://169.254.169.254/' });
+    const res = await api.patch<Record<string, any>>(`/api/functions/${fn.id}`, { endpoint_url: 'http://169.254.169.254/', description: 'kept' });
     expect(res.status, res.text).to.equal(400);
     expect(res.body.code).to.equal('validation_error');
-    expect(res.body.example).to.deep.equal({ endpoint_url: 'https://pricing.acme.example/price' });
+    expect(res.body.example).to.deep.equal({ description: 'kept' });
     expect((res.body.issues as Array<{ path: string }>).map((i) => i.path)).to.include('endpoint_url');
     const read = await api.get<Record<string, any>>(`/api/functions/${fn.id}`);
     expect(read.body.function.endpoint_url).to.equal(upstream.url('/ok'));
+    const followed = await api.patch<Record<string, any>>(`/api/functions/${fn.id}`, res.body.example);
+    expect(followed.status, followed.text).to.equal(200);
+    expect([followed.body.function.endpoint_url, followed.body.function.description]).to.deep.equal([upstream.url('/ok'), 'kept']);
+  });
+
+  it('answers a PATCH refused for its cost or its timeout with an example that leaves cost, multiplier and endpoint as they are (the rest of what was sent)', async () => {
+    const fn = await register('/ok');
+    const before = (await api.get<Record<string, any>>(`/api/functions/${fn.id}`)).body.function;
+    const costly = await api.patch<Record<string, any>>(`/api/functions/${fn.id}`, { cost_per_unit: '500000', cost_multiplier: '3', description: 'keep me' });
+    expect(costly.status, costly.text).to.equal(400);
+    expect(costly.body.example).to.deep.equal({ description: 'keep me' });
+    const slow = await api.patch<Record<string, any>>(`/api/functions/${fn.id}`, { timeout_ms: 3_600_000, tags: ['kept'] });
+    expect(slow.status, slow.text).to.equal(400);
+    expect(slow.body.example).to.deep.equal({ tags: ['kept'] });
+    for (const example of [costly.body.example, slow.body.example]) expect((await api.patch(`/api/functions/${fn.id}`, example)).status).to.equal(200);
+    const after = (await api.get<Record<string, any>>(`/api/functions/${fn.id}`)).body.function;
+    expect([after.cost_per_unit, after.cost_multiplier, after.endpoint_url, after.timeout_ms]).to.deep.equal([before.cost_per_unit, before.cost_multiplier, before.endpoint_url, before.timeout_ms]);
+    expect([after.description, after.tags]).to.deep.equal(['keep me', ['kept']]);
   });
 });
 
