@@ -155,11 +155,13 @@ export class Router {
       if (matched) return { index, ...(matched.name ? { name: matched.name } : {}), when: matched.when, use: matched.use };
       return input.config.default_function ? { index: -1, default_function: input.config.default_function } : undefined;
     };
-    const fail = (message: string, rule?: AppliedRule): never => {
+    /** `decisive`: the reports whose reasons keep this call from a price (all of them unless a policy's rules narrowed them). */
+    const fail = (message: string, rule?: AppliedRule, decisive: CandidateReport[] = reports): never => {
       // Open breakers pass: the first to let a trial through says when the same call may find a candidate.
-      const retryAfterS = this.breakers.firstTrialInS(reports.flatMap((r) => (r.reason === 'breaker open' && r.id ? [r.id] : [])), caller);
+      const retryAfterS = this.breakers.firstTrialInS(decisive.flatMap((r) => (r.reason === 'breaker open' && r.id ? [r.id] : [])), caller);
       throw new EngineError('no_eligible_function', message, {
         candidates: reports,
+        ...(decisive !== reports ? { decisive } : {}),
         strategy: input.strategy,
         ...(input.policyId ? { policyId: input.policyId } : {}),
         ...(retryAfterS ? { retryAfterS } : {}),
@@ -167,7 +169,8 @@ export class Router {
         ...(rule && rule.index >= 0 ? { ruleMatched: true } : {}),
       });
     };
-    if (eligible.length === 0) fail(`No candidate function is eligible under strategy ${input.strategy}.`, appliedRule());
+    // Under a policy the rules decide first: the policy case says which function the context goes to, and why it cannot run.
+    if (eligible.length === 0 && input.strategy !== 'policy') fail(`No candidate function is eligible under strategy ${input.strategy}.`, appliedRule());
 
     const pick = (fn: FunctionDescriptor, extra: Partial<RouteDecision> = {}): RouteDecision => ({ strategy: input.strategy, chosen: fn, eligible, candidates: reports, ...extra });
     // A reference in a policy means what the registry resolves it to (an fn_… id is never taken as a name), and nothing else.
@@ -191,9 +194,11 @@ export class Router {
         }
         if (!chosen) {
           for (const r of reports) if (r.kept) Object.assign(r, { kept: false, reason: 'rule miss' });
-          // Why the function the policy sends this context to cannot take it: its own report's reason.
+          // Why the function the policy sends this context to cannot take it: its own report's reason. Only that reason is a
+          // lever: another function's ceiling or breaker is not what keeps this context from a price.
           const targetId = target ? idOf(target) : undefined;
-          const why = target ? (reports.find((r) => (targetId !== undefined && r.id === targetId) || r.function === target)?.reason ?? 'unreachable') : undefined;
+          const targetReport = target ? reports.find((r) => (targetId !== undefined && r.id === targetId) || r.function === target) : undefined;
+          const why = target ? (targetReport?.reason ?? 'unreachable') : undefined;
           fail(
             index >= 0
               ? `Rule ${index} matched, but its function ${target as string} is not eligible (${why as string}); default_function applies only when no rule matches.`
@@ -201,6 +206,7 @@ export class Router {
                 ? `No rule matched the context, and the policy's default_function ${target} is not eligible (${why as string}).`
                 : 'No rule matched the context and the policy has no default_function.',
             rule,
+            targetReport ? [targetReport] : [],
           );
         }
         return pick(chosen as FunctionDescriptor, { ...(rule ? { rule } : {}), eligible: [chosen as FunctionDescriptor] });

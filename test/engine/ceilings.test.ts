@@ -135,7 +135,13 @@ describe('engine: cost and latency ceilings', function () {
       'test-alpha': 'rule miss',
     });
     expect((err.details.candidates ?? []).every((c) => !c.kept)).to.equal(true);
-    // test-flaky's breaker will let a trial through: the error says when.
-    expect(err.details.retryAfterS).to.be.a('number').and.at.least(1);
+    // test-flaky's breaker will let a trial through, but this context goes to test-ok: no retry time, and only test-ok's
+    // reason is a lever.
+    expect(err.details.retryAfterS).to.equal(undefined);
+    expect((err.details.decisive ?? []).map((c) => c.reason)).to.deep.equal(['cost ceiling']);
+    // The context rule 2 sends to test-flaky: its breaker's trial says when the same call may be answered.
+    const flaky = await engineError(h.price({ policy: p, context: { x: 3 } }), 'no_eligible_function');
+    expect(flaky.message).to.match(/Rule 2 matched/);
+    expect(flaky.details.retryAfterS).to.be.a('number').and.at.least(1);
   });
 });

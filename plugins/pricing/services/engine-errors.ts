@@ -117,13 +117,14 @@ function engineErrorBody(err: unknown, opts: ErrorAudience): unknown {
     case 'function_inactive':
       return new ApiError('function_inactive', err.message, { hint: `Pick another function, or let your routing choose (omit ${opts.pinnedBy ?? 'function_id'}).`, fields: { function_id: d.functionId, status: 'inactive' } });
     case 'no_eligible_function': {
-      // What would let a candidate through, by the reasons actually given.
-      const reasons = new Set((d.candidates ?? []).flatMap((c) => [c.reason, ...(c.also ?? []).map((a) => a.reason)]));
+      // What would let a candidate through, by the reasons actually given: under a policy, those of the function its rules
+      // send this context to (another's ceiling is no lever).
+      const reasons = new Set((d.decisive ?? d.candidates ?? []).flatMap((c) => [c.reason, ...(c.also ?? []).map((a) => a.reason)]));
       const levers = [
         reasons.has('cost ceiling') ? 'raise max_cost_per_unit' : null,
         reasons.has('latency ceiling') ? 'raise max_latency_ms' : null,
         // A rule that matched sends the context to its function whatever else holds: only letting that function through helps.
-        reasons.has('rule miss') && !d.ruleMatched ? 'add a rule or a default_function for this context' : null,
+        (d.strategy === 'policy' || reasons.has('rule miss')) && !d.ruleMatched ? 'add a rule or a default_function for this context' : null,
         reasons.has('no weight') ? 'give the functions a weight' : null,
         reasons.has('unreachable') || reasons.has('not active') || reasons.has('pipeline unavailable') ? 'replace the functions out of reach or not active (a marketplace function its owner withdrew, say)' : null,
       ].filter((l): l is string => l !== null);

@@ -116,6 +116,19 @@ describe('pricing: compute routed by the default policy (HTTP)', function () {
     ]);
   });
 
+  it('a policy whose rules send the context nowhere: the 422 says no rule matched and offers a rule, not the ceiling another function is over', async () => {
+    const policyId = await makeDefault({ name: 'gold only', strategy: 'policy', config: { rules: [{ when: { tier: 'gold' }, use: 'elasticity-optimum' }], max_cost_per_unit: '0.001' } });
+    const res = await compute({ context: { unit_cost: 2 } });
+    expect(res.status, res.text).to.equal(422);
+    expect([res.body.code, res.body.policy_id, res.body.error]).to.deep.equal(['no_eligible_function', policyId, 'No rule matched the context and the policy has no default_function.']);
+    expect(res.body.hint).to.include(`PATCH /api/routing-policies/${policyId}: add a rule or a default_function for this context`).and.not.include('max_cost_per_unit');
+    // The context a rule sends to that function: its ceiling is the lever.
+    const gold = await compute({ context: { unit_cost: 2, tier: 'gold' } });
+    expect(gold.status, gold.text).to.equal(422);
+    expect(gold.body.error).to.match(/^Rule 0 matched, but its function elasticity-optimum is not eligible \(cost ceiling\)/);
+    expect(gold.body.hint).to.include(`PATCH /api/routing-policies/${policyId}: raise max_cost_per_unit`).and.not.include('add a rule');
+  });
+
   it('a ceiling that left out the only functions able to price the context: the 422 names them and the policy, not only the missing inputs', async () => {
     const policyId = await makeDefault({ name: 'budget', strategy: 'cheapest', config: { candidates: ['charm-pricing', 'cost-plus', 'competitive-position'], max_cost_per_unit: '0.001' } });
     const res = await compute({ context: { competitor_prices: [10, 11, 12] } });
