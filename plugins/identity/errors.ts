@@ -14,8 +14,8 @@ export const WHERE_TO_GET_A_CREDENTIAL: NextStep[] = [
 
 /** A claim token that matches no open claim link: most often one pasted with its prefix doubled or cut, else used or expired. */
 export function unknownClaimLink(): ApiError {
-  return new ApiError('not_found', 'This claim link is unknown, already used or expired.', {
-    hint: 'Send the token exactly as registration returned it (claim.token, which already begins pcs_clm_). Claim links are one-time and expire; for one that was used or expired, the agent registers again.',
+  return new ApiError('not_found', 'This claim link is unknown, already used, replaced or expired.', {
+    hint: 'Send the token exactly as registration returned it (claim.token, which already begins pcs_clm_). Claim links are one-time, expire, and a new one replaces the last: while the sandbox is unclaimed, its agent gets a fresh link with POST /api/agents/claim-link (with its own key); a link that was used means the sandbox is claimed.',
   });
 }
 

@@ -170,7 +170,11 @@ describe('identity: claiming an agent sandbox', () => {
       expect(res.body.claim).to.include({ one_time: true });
       expect(res.body.claim.url).to.equal(`${svc.url}/api/agents/claim/${res.body.claim.token}`);
       expect(res.body.ended_links).to.equal(1);
-      expect((await api.get(claimPath(reg))).status, 'the lost link ended').to.equal(404);
+      const ended = await api.get<ErrorBody>(claimPath(reg));
+      expect(ended.status, 'the lost link ended').to.equal(404);
+      // Replaced, not used: its 404 sends the agent to a fresh link, not to register again.
+      expect(ended.body.error).to.equal('This claim link is unknown, already used, replaced or expired.');
+      expect(ended.body.hint).to.include('POST /api/agents/claim-link').and.not.include('registers again');
       const fresh = new URL(res.body.claim.url).pathname;
       expect((await api.get(fresh)).status).to.equal(200);
       const owner = await signUp(svc.url);

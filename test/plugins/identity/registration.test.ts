@@ -308,6 +308,16 @@ describe('identity: self-registration paused (SELF_REGISTRATION_OPEN=false)', ()
     expect(paused.some((l) => l.includes('/api/oauth/register')), 'OAuth registration line').to.equal(true);
   });
 
+  it('lists neither self-registration nor OAuth client registration among agents.json\'s ways in while it is paused; self_registration.open says why', async () => {
+    const agents = await api.get<Record<string, any>>('/.well-known/agents.json');
+    expect(agents.status, agents.text).to.equal(200);
+    const ways = (agents.body.ways_in as Array<{ id: string }>).map((w) => w.id);
+    expect(ways).to.not.include.members(['self_registration']);
+    expect(ways).to.not.include('oauth_client_credentials');
+    expect(ways).to.include.members(['keyless_demo', 'person_account']);
+    expect(agents.body.self_registration.open).to.equal(false);
+  });
+
   it('offers registration nowhere while it is paused: not in a 401\'s next, a demo\'s next_actions, GET / or a 404\'s hint; signing in and the demo still are', async () => {
     const unauthorized = await api.post<ErrorBody & { next: Array<{ action: string; path: string }> }>('/api/compute/price', { context: { current_price: 3 } });
     expect(unauthorized.status).to.equal(401);
