@@ -13,6 +13,7 @@ import type { Reservation } from '../../../core/admission';
 import { SandboxAllowance } from '../../../plugins/usage/services/allowance';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
+import { recordSandboxCall } from './helpers';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const LEASE_MS = 1000;
@@ -130,11 +131,7 @@ function abandonedCounts(name: string, makeKv: (clock: ManualClock) => KvStore |
       // Two of its calls committed their usage events; the instance died before their counts were made final.
       const sql = svc.container.resolve<Sql>(TOKENS.Sql);
       for (let i = 0; i < 2; i++) {
-        await sql.exec(
-          `INSERT INTO usage_events (id, workspace_id, request_id, operation, channel, status, price, currency, cost, billable, classification)
-           VALUES ($1, $2, $3, 'compute', 'api', 'ok', '1.00', 'USD', '0.001', true, 'mine')`,
-          [newId('use'), p.workspaceId, newId('req')],
-        );
+        await recordSandboxCall(sql, p.workspaceId);
       }
       await dying.close();
       clock.advance(LEASE_MS + 1);

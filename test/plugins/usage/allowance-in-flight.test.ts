@@ -11,6 +11,7 @@ import { TOKENS } from '../../../core/tokens';
 import { SandboxAllowance } from '../../../plugins/usage/services/allowance';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
+import { recordSandboxCall } from './helpers';
 
 /**
  * A sandbox's calls count when admitted and a failed one gives its count back when it ends: calls
@@ -52,11 +53,7 @@ describe('sandbox allowance: calls still in flight', function () {
     const p = sandbox();
     const sql = svc.container.resolve<Sql>(TOKENS.Sql);
     for (let i = 0; i < 3; i++) {
-      await sql.exec(
-        `INSERT INTO usage_events (id, workspace_id, request_id, operation, channel, status, price, currency, cost, billable, classification)
-         VALUES ($1, $2, $3, 'compute', 'api', 'ok', '1.00', 'USD', '0.001', true, 'mine')`,
-        [newId('use'), p.workspaceId, newId('req')],
-      );
+      await recordSandboxCall(sql, p.workspaceId);
     }
     const err = await refusal(p);
     expect(err?.code).to.equal('daily_quota_exceeded');

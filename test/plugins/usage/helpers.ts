@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import type { ConfigInput } from '../../../config';
+import type { Sql } from '../../../core/db/sql';
 import { newId } from '../../../core/ids';
 import { client } from '../../support/http';
 import type { HttpResult } from '../../support/http';
@@ -146,3 +147,12 @@ export const recorderEvent = (over: Partial<UsageEventInput> = {}): UsageEventIn
   contextKeys: { product_type: 'coffee', currency: 'USD' },
   ...over,
 });
+
+/** One answered, unpaid compute call of `workspaceId` recorded today: what a sandbox's daily allowance counts. */
+export async function recordSandboxCall(sql: Sql, workspaceId: string): Promise<void> {
+  await sql.exec(
+    `INSERT INTO usage_events (id, workspace_id, request_id, operation, channel, status, price, currency, cost, billable, classification)
+     VALUES ($1, $2, $3, 'compute', 'api', 'ok', '1.00', 'USD', '0.001', true, 'mine')`,
+    [newId('use'), workspaceId, newId('req')],
+  );
+}
