@@ -11,3 +11,18 @@ export async function settlesWithin(promise: Promise<unknown>, ms: number): Prom
     clearTimeout(timer);
   }
 }
+
+/** `work`'s value, or an error naming `what` when it takes longer than `ms`. */
+export async function withTimeout<T>(what: string, ms: number, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      work,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -13,7 +13,7 @@ import type { DestinationStream } from 'pino';
 import type { Config } from '../config';
 import { systemClock } from './clock';
 import type { Clock } from './clock';
-import { settlesWithin } from './deadline';
+import { settlesWithin, withTimeout } from './deadline';
 import { createHotPool, createSequelize, pingDatabase } from './db/database';
 import { EMBEDDED_MAX_CONNECTIONS, startEmbeddedPostgres } from './db/embedded';
 import type { EmbeddedDatabase } from './db/embedded';
@@ -71,20 +71,6 @@ export interface Service {
 }
 
 const PLUGIN_REGISTER_TIMEOUT_MS = 30_000;
-
-async function withTimeout<T>(what: string, ms: number, work: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      work,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms`)), ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** The second pool's size (the usage writer and observation reads), beside DB_POOL_MAX's. */
 const hotPoolMax = (poolMax: number): number => Math.max(2, Math.ceil(poolMax / 2));

@@ -57,19 +57,8 @@ function childrenOf(pid: number): number[] {
   } catch {
     return [];
   }
-  const children: number[] = [];
-  for (const entry of entries) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      // "pid (comm) state ppid …": comm may hold spaces and parentheses, so read after its last ")".
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === pid) children.push(Number(entry));
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  return children;
+  // A process gone meanwhile has no parent to read (null).
+  return entries.filter((entry) => /^\d+$/.test(entry) && parentOf(Number(entry)) === pid).map(Number);
 }
 
 /**

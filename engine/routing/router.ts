@@ -156,12 +156,12 @@ export class Router {
       return input.config.default_function ? { index: -1, default_function: input.config.default_function } : undefined;
     };
     /** `decisive`: the reports whose reasons keep this call from a price (all of them unless a policy's rules narrowed them). */
-    const fail = (message: string, rule?: AppliedRule, decisive: CandidateReport[] = reports): never => {
+    const fail = (message: string, rule?: AppliedRule, decisive?: CandidateReport[]): never => {
       // Open breakers pass: the first to let a trial through says when the same call may find a candidate.
-      const retryAfterS = this.breakers.firstTrialInS(decisive.flatMap((r) => (r.reason === 'breaker open' && r.id ? [r.id] : [])), caller);
+      const retryAfterS = this.breakers.firstTrialInS((decisive ?? reports).flatMap((r) => (r.reason === 'breaker open' && r.id ? [r.id] : [])), caller);
       throw new EngineError('no_eligible_function', message, {
         candidates: reports,
-        ...(decisive !== reports ? { decisive } : {}),
+        ...(decisive ? { decisive } : {}),
         strategy: input.strategy,
         ...(input.policyId ? { policyId: input.policyId } : {}),
         ...(retryAfterS ? { retryAfterS } : {}),
