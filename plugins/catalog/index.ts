@@ -1,5 +1,6 @@
 import type { PluginDefinition } from '../../core/plugin';
 import type { CircuitBreakers, FunctionRegistry, LatencyStats } from '../../engine';
+import { claimOffered } from '../identity';
 import { DEMO_WORKSPACE_ID, PRICING } from '../pricing';
 import { catalogueRoutes } from './routes/catalogue';
 import { leaderboardRoutes } from './routes/leaderboard';
@@ -46,7 +47,7 @@ export const catalogPlugin: PluginDefinition = {
     ctx.onClose(() => aggregator.stop());
 
     const routes = [
-      ...catalogueRoutes(catalogue),
+      ...catalogueRoutes(catalogue, claimOffered(config)),
       ...leaderboardRoutes({ leaderboard, publicUrl: ctx.publicUrl, refreshMs: config.catalog.leaderboardRefreshMs, windowDays: config.catalog.leaderboardWindowDays }),
     ];
     for (const r of routes) ctx.route(r);

@@ -1,7 +1,7 @@
 import type { Config } from '../../config';
 import type { RegisteredRoute } from '../../core/http/pipeline';
 import type { HttpMethod } from '../../core/http/route';
-import { NAMED_SCOPES, registrationLimits, sandboxLimits } from '../identity';
+import { NAMED_SCOPES, claimOffered, registrationLimits, sandboxLimits } from '../identity';
 import type { Changelog } from './services/changelog';
 import { errorGuideLines } from './error-guide';
 
@@ -92,7 +92,7 @@ export function agentsDocument(config: Config, base: string, changelog: Changelo
     base_url: base,
     ways_in: [
       ...when(keyless.length > 0, { id: 'keyless_demo', how: 'No credential; demo tenant, rate limited per caller address.', endpoints: keyless, demo_calls_per_hour: config.limits.demo.callsPerHour }),
-      ...when(registration && registering, { id: 'self_registration', how: 'One unauthenticated call gives a free sandbox key; a person can claim the workspace later.', endpoint: `POST ${base}/api/agents/register`, body: { name: 'my-pricing-agent' } }),
+      ...when(registration && registering, { id: 'self_registration', how: claimOffered(config) ? 'One unauthenticated call gives a free sandbox key; a person can claim the workspace later.' : 'One unauthenticated call gives a free sandbox key; it keeps the sandbox limits (this service has no sign-in, so nobody claims it here).', endpoint: `POST ${base}/api/agents/register`, body: { name: 'my-pricing-agent' } }),
       ...when(oauth && registering, { id: 'oauth_client_credentials', how: 'Register a client, then exchange its credentials for an access token. No authorization-code flow.', registration: `POST ${base}/api/oauth/register`, token: `POST ${base}/api/oauth/token`, metadata: `${base}/.well-known/oauth-authorization-server`, protected_resource: `${base}/.well-known/oauth-protected-resource` }),
       { id: 'pay_per_call', how: 'Where enabled, a compute request without a credential answers 402 with x402 payment requirements (USDC).', enabled: false },
       { id: 'agent_owned_workspace', how: 'Interactive sign-in with an agent identity provider, authorised with an inbox the agent controls; then a key from Settings.', enabled: false },
@@ -150,6 +150,7 @@ export function llmsText(config: Config, base: string, changelog: Changelog, s: 
   const tools = s.tools.map((t) => t.name).join(', ');
   const verifies = s.serves('post', '/api/price-router/verify');
   const contributes = s.serves('post', '/api/data/observations');
+  const claimable = claimOffered(config);
   const start = [
     ...when(s.serves('post', '/api/public/compute/demo'), `- Keyless demo: POST ${base}/api/public/compute/demo with {"context": {"product_type": "coffee", "current_price": 4.5, "currency": "USD"}} (${l.demo.callsPerHour} calls per hour per address).`),
     ...when(
@@ -158,7 +159,11 @@ export function llmsText(config: Config, base: string, changelog: Changelog, s: 
     ),
     ...when(
       registration,
-      `- Sandbox (Agent Starter) limits: ${l.sandbox.computeCallsPerDay} compute calls per day${verifies ? ' (price verifications count as calls)' : ''}, key valid ${l.sandbox.keyLifetimeDays} days unless claimed, ${l.sandbox.keyRotationsPerDay} key rotations per day, built-in functions only, no batch pricing; the usage API (your receipts' links)${contributes ? ', data contributions' : ''} and test runs open once a person claims the sandbox, and until then every compute answer carries its own usage record (receipt) and the calls left (remaining). Give the person the claim link from your registration; lost it? POST ${base}/api/agents/claim-link with your key answers a new one.`,
+      `- Sandbox (Agent Starter) limits: ${l.sandbox.computeCallsPerDay} compute calls per day${verifies ? ' (price verifications count as calls)' : ''}, key valid ${l.sandbox.keyLifetimeDays} days unless claimed, ${l.sandbox.keyRotationsPerDay} key rotations per day, built-in functions only, no batch pricing; ${
+        claimable
+          ? `the usage API (your receipts' links)${contributes ? ', data contributions' : ''} and test runs open once a person claims the sandbox, and until then every compute answer carries its own usage record (receipt) and the calls left (remaining). Give the person the claim link from your registration; lost it? POST ${base}/api/agents/claim-link with your key answers a new one.`
+          : `no usage API${contributes ? ', data contributions' : ''} or test runs, and every compute answer carries its own usage record (receipt) and the calls left (remaining). This service has no sign-in, so no person can claim a sandbox here: the limits stay.`
+      }`,
     ),
     ...when(s.serves('post', '/api/oauth/register') && s.serves('post', '/api/oauth/token'), `- OAuth client credentials: POST ${base}/api/oauth/register${config.identity.selfRegistrationOpen ? '' : ' (currently paused: 503 self_registration_closed; existing clients still get tokens)'}, then POST ${base}/api/oauth/token (grant_type=client_credentials).`),
   ];

@@ -159,10 +159,29 @@ const FULL_ACCESS_HINTS = {
     'A person token narrowed with POST /api/user/tokens does only the work its scopes name: use your session, or the person token answered at sign-in, for account, key and team management.',
 } as const;
 
-export function sandboxRefusal(what: string): ApiError {
+/**
+ * The `claim` step SPEC lists always (a sandbox at its daily limit, a sandbox refused by its plan). Where nobody can
+ * claim (claimOffered false: no accounts) it stays listed, marked `available: false`, so an agent spends no request on it.
+ */
+export function claimStep(offered: boolean): NextStep {
+  return {
+    action: 'claim',
+    description: offered
+      ? 'Have this workspace claimed and the limits lift: give a person the claim link from your registration (they open it and confirm; lost it? POST /api/agents/claim-link with this key answers a new one), or give its token to a trusted agent whose key holds workspace:claim for POST /api/agents/claim. This sandbox key cannot claim its own workspace.'
+      : 'Not offered by this service: it runs without sign-in (no accounts), so no person can claim this sandbox here and its limits stay.',
+    method: 'POST',
+    path: '/api/agents/claim',
+    body: { token: '<CLAIM_TOKEN>' },
+    available: offered,
+  };
+}
+
+export function sandboxRefusal(what: string, claimOffered: boolean): ApiError {
   return new ApiError('plan_restricted', `The Agent Starter sandbox cannot ${what}.`, {
-    hint: 'Sandbox keys compute with built-in functions, read functions and routing policies, rotate themselves and work as OAuth client credentials. Have a person claim the workspace (the claim link from registration) to lift the limits.',
+    hint: `Sandbox keys compute with built-in functions, read functions and routing policies, rotate themselves and work as OAuth client credentials. ${
+      claimOffered ? 'Have a person claim the workspace (the claim link from registration) to lift the limits.' : 'This service runs without sign-in (no accounts), so the limits cannot be lifted here.'
+    }`,
     fields: { plan: 'agent_starter', reason: `Agent Starter sandboxes cannot ${what}.` },
-    next: [{ action: 'claim', description: 'A person opens the claim link returned at registration (a lost one: POST /api/agents/claim-link with this key answers a new one), or a trusted agent calls POST /api/agents/claim with a workspace:claim key; this sandbox key cannot claim its own workspace.', method: 'POST', path: '/api/agents/claim', body: { token: '<CLAIM_TOKEN>' }, available: true }],
+    next: [claimStep(claimOffered)],
   });
 }

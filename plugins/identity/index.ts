@@ -21,6 +21,7 @@ import { loadOrCreateSecret, checkPepperUnchanged, checkTokenSecretUnchanged } f
 import { Workspaces } from './services/workspaces';
 import { IDENTITY } from './tokens';
 import { invalidCredentials } from './errors';
+import { claimOffered } from './limits';
 import { identityUnauthorized, unrecognisedCredential } from './unauthorized';
 
 export { IDENTITY } from './tokens';
@@ -34,9 +35,9 @@ export { credentialOf, looksLikeJwt } from './auth/authenticators';
 export { credentialIgnored } from './auth/credential-ignored';
 export { readOnlyRefusal } from './auth/authorizer';
 export { apiKeySchema, createIdempotencyHeaders, issuedApiKeySchema, sandboxLimitsSchema, workspaceSchema } from './responses';
-export { invalidCredentials, notAMember, signInRefused, missingCredentials, wrongKindOfCredential, insufficientScope, fullAccessRequired, sandboxRefusal, WHERE_TO_GET_A_CREDENTIAL } from './errors';
+export { invalidCredentials, notAMember, signInRefused, missingCredentials, wrongKindOfCredential, insufficientScope, fullAccessRequired, sandboxRefusal, claimStep, WHERE_TO_GET_A_CREDENTIAL } from './errors';
 export { NAMED_SCOPES, NAME_ONLY_SCOPES, LEGACY_SCOPES, FULL_ACCESS, CONFIGURATION_ACCESS, effectiveScopes, unknownScopes, isLegacyReadOnly } from './scopes';
-export { sandboxLimits, registrationLimits, AGENT_STARTER_PLAN, changelogFeedUrl } from './limits';
+export { sandboxLimits, registrationLimits, AGENT_STARTER_PLAN, changelogFeedUrl, claimOffered } from './limits';
 export { keyView } from './services/key-service';
 export { MEMBERSHIP_WORKSPACE, workspaceView } from './services/workspaces';
 export type { KeyService, NewKey } from './services/key-service';
@@ -90,7 +91,7 @@ export const identityPlugin: PluginDefinition = {
 
     hooks.addAuthenticator(new ApiKeyAuthenticator(keys, failures, clock));
     hooks.addAuthenticator(new AccessTokenAuthenticator(keys, failures, clock, tokenSecret));
-    hooks.addAuthorizer(new IdentityAuthorizer(sql));
+    hooks.addAuthorizer(new IdentityAuthorizer(sql, claimOffered(config)));
     hooks.addGuard(new RateLimitGuard(kv, config.limits.rateLimit));
     hooks.unauthorized = identityUnauthorized;
     // An Authorization header this service cannot read (another scheme, none, Bearer without a token) was sent all the

@@ -32,6 +32,18 @@ export function changelogFeedUrl(base: string): string {
   return `${base}/api/changelog/feed.json`;
 }
 
+/**
+ * Whether a sandbox can be claimed on this instance. A claim needs a person: a signed-in one confirms the link, and
+ * only an owner or admin (a person) creates the workspace:claim key a trusted agent claims with. Without the accounts
+ * plugin nobody signs in, so the claim link is still issued (SPEC) but nothing offers a claim as a way on.
+ */
+export function claimOffered(config: Config): boolean {
+  return config.plugins.enabled.includes('accounts');
+}
+
 /** How a sandbox's one-time claim link is used, said with the link wherever a sandbox is registered (agent or OAuth). */
-export const CLAIM_HOW =
-  'Give the url to a person: signed in, they open it and confirm (POST to the same url). A trusted agent with a workspace:claim key can instead POST /api/agents/claim with {"token": …}.';
+export function claimHow(offered: boolean): string {
+  return offered
+    ? 'Give the url to a person: signed in, they open it and confirm (POST to the same url). A trusted agent with a workspace:claim key can instead POST /api/agents/claim with {"token": …}.'
+    : 'Nobody can confirm it on this service for now: it runs without sign-in (no accounts), so the sandbox keeps its Agent Starter limits. Keep the link: if the operator enables accounts, a signed-in person opens it and confirms (POST to the same url) until it expires.';
+}

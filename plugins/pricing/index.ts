@@ -3,7 +3,7 @@ import { newId } from '../../core/ids';
 import { TOKENS } from '../../core/tokens';
 import type { RouteTable } from '../../core/http/pipeline';
 import { createEngine } from '../../engine';
-import { IDENTITY, loadOrCreateSecret } from '../identity';
+import { IDENTITY, claimOffered, loadOrCreateSecret } from '../identity';
 import type { IdempotencyKeys, Workspaces } from '../identity';
 import { keylessCallsSince, USAGE } from '../usage';
 import type { CallReplays, UsageRecorder } from '../usage';
@@ -95,7 +95,7 @@ export const pricingPlugin: PluginDefinition = {
     // instance, so a caller comparing two readings can tell whether they came from the same one. Random,
     // so it names nothing of the host.
     const instanceId = newId('inst');
-    const functionDeps = { store, registry: parts.registry, engine: parts.engine, market, latency: parts.latency, breakers: parts.breakers, outbound: parts.outbound, commissionPct: () => config.limits.marketplaceCommissionPct, maxCallCost: () => config.limits.functionMaxCallCost, callMaxMs: () => config.engine.callMaxMs, idempotency, workspaces: container.resolve<Workspaces>(IDENTITY.Workspaces), instanceId, testFunctionBody: schemas.testFunctionBody, testRuns: new TestRunQuota(sql, clock, ctx.log, config.limits.functionTestRunsPerDay), signing };
+    const functionDeps = { store, registry: parts.registry, engine: parts.engine, market, latency: parts.latency, breakers: parts.breakers, outbound: parts.outbound, commissionPct: () => config.limits.marketplaceCommissionPct, maxCallCost: () => config.limits.functionMaxCallCost, callMaxMs: () => config.engine.callMaxMs, idempotency, workspaces: container.resolve<Workspaces>(IDENTITY.Workspaces), instanceId, testFunctionBody: schemas.testFunctionBody, testRuns: new TestRunQuota(sql, clock, ctx.log, config.limits.functionTestRunsPerDay), signing, claimOffered: claimOffered(config) };
     const routeSpecs = [
       ...computeRoutes(compute, schemas, config.limits.batchMaxItems),
       ...functionRoutes(functionDeps),

@@ -122,4 +122,44 @@ describe('next steps of a refusal point only at routes this instance serves', fu
       await without.close();
     }
   });
+  it('with the accounts plugin off, nobody can claim a sandbox: its refusals keep the claim step marked unavailable and registration and the discovery documents say so', async () => {
+    const config = { limits: { sandbox: { computeCallsPerDay: 1 } } };
+    const withAccounts = await startTestService({ config });
+    const without = await startTestService({ config, enabled: ['health', 'identity', 'usage', 'pricing', 'discovery', 'catalog'] });
+    try {
+      const claimStepOf = (body: Record<string, any>) => (body.next as Array<Record<string, unknown>>).find((s) => s.action === 'claim');
+      const walk = async (url: string) => {
+        const reg = await client(url).post<Record<string, any>>('/api/agents/register', { name: 'unclaimable' });
+        expect(reg.status, reg.text).to.equal(201);
+        const api = client(url, { 'x-api-key': reg.body.api_key.key as string });
+        expect((await api.post('/api/compute/price', { context: { current_price: 3 } })).status).to.equal(200);
+        const quota = await api.post<Record<string, any>>('/api/compute/price', { context: { current_price: 3 } });
+        expect(quota.status, quota.text).to.equal(429);
+        const plan = await api.post<Record<string, any>>('/api/compute/batch', { items: [] });
+        expect(plan.status, plan.text).to.equal(403);
+        expect(plan.body.code).to.equal('plan_restricted');
+        return { how: reg.body.claim.how as string, quota: claimStepOf(quota.body), plan: plan.body, llms: (await client(url).get('/llms.txt')).text, agents: (await client(url).get<Record<string, any>>('/.well-known/agents.json')).body };
+      };
+      const on = await walk(withAccounts.url);
+      expect(on.quota).to.include({ available: true, path: '/api/agents/claim' });
+      expect(claimStepOf(on.plan)).to.include({ available: true });
+      expect(on.plan.hint).to.include('Have a person claim the workspace');
+      expect(on.how).to.include('signed in, they open it and confirm');
+      expect(on.llms).to.include('POST ' + withAccounts.url + '/api/agents/claim-link');
+
+      const off = await walk(without.url);
+      expect(off.quota).to.include({ available: false, path: '/api/agents/claim' });
+      expect(off.quota?.description).to.match(/^Not offered by this service/);
+      expect(claimStepOf(off.plan)).to.include({ available: false });
+      expect(off.plan.hint).to.include('cannot be lifted here').and.not.include('Have a person claim');
+      expect(off.how).to.match(/^Nobody can confirm it on this service/);
+      expect(off.llms).to.include('no person can claim a sandbox here').and.not.include('/api/agents/claim-link');
+      const selfRegistration = (off.agents.ways_in as Array<Record<string, string>>).find((w) => w.id === 'self_registration');
+      expect(selfRegistration?.how).to.include('nobody claims it here');
+      expect((await client(without.url).post('/api/auth/signin', {})).status).to.equal(404);
+    } finally {
+      await withAccounts.close();
+      await without.close();
+    }
+  });
 });

@@ -18,7 +18,7 @@ export const catalogueNotFound = (sandbox = false): ApiError =>
       : 'GET /api/catalog lists the functions you can see: built-ins, your own, and public marketplace functions.',
   });
 
-export function catalogueRoutes(catalogue: Catalogue): RouteSpec[] {
+export function catalogueRoutes(catalogue: Catalogue, claimable: boolean): RouteSpec[] {
   return [
     defineRoute({
       id: 'catalog.list',
@@ -52,7 +52,7 @@ export function catalogueRoutes(catalogue: Catalogue): RouteSpec[] {
       responses: { 200: { description: 'The entry.', schema: catalogueReadResponse }, 403: marketplaceOutsidePlan },
       handler: ({ principal, params }) => {
         const entry = catalogue.entry(params.id, principal);
-        if (!entry && catalogue.outsidePlan(params.id, principal)) throw sandboxRefusal('price with marketplace functions');
+        if (!entry && catalogue.outsidePlan(params.id, principal)) throw sandboxRefusal('price with marketplace functions', claimable);
         if (!entry) throw catalogueNotFound(principal !== null && callerScopeOf(principal).builtInsOnly);
         return ok({ function: entry });
       },

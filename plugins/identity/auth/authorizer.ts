@@ -20,7 +20,11 @@ const READ_ONLY_STATUSES: ReadonlySet<string> = new Set(['suspended', 'rejected'
 export class IdentityAuthorizer implements Authorizer {
   readonly name = 'identity';
 
-  constructor(private readonly sql: Sql) {}
+  constructor(
+    private readonly sql: Sql,
+    /** Whether a sandbox can be claimed here (claimOffered): its refusals offer the claim only then. */
+    private readonly claimOffered: boolean,
+  ) {}
 
   async authorize(principal: Principal, route: RouteSpec, _req: Request): Promise<void> {
     const id = identityOf(principal);
@@ -29,7 +33,7 @@ export class IdentityAuthorizer implements Authorizer {
       const refusal = readOnlyRefusal(principal);
       if (refusal) throw refusal;
     }
-    if (id.sandbox && !route.sandbox) throw sandboxRefusal(`use ${route.method.toUpperCase()} ${openApiPath(route.path)} — ${sentenceTail(route.summary)}`);
+    if (id.sandbox && !route.sandbox) throw sandboxRefusal(`use ${route.method.toUpperCase()} ${openApiPath(route.path)} — ${sentenceTail(route.summary)}`, this.claimOffered);
 
     if (route.fullAccess) {
       const lacking = lackingFullAccess(principal);

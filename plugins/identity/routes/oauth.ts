@@ -5,7 +5,7 @@ import { defineRoute } from '../../../core/http/route';
 import { asCalledOnLoopback } from '../../../core/http/origin';
 import type { Reply, RouteSpec } from '../../../core/http/route';
 import { NAMED_SCOPES, NAME_ONLY_SCOPES } from '../scopes';
-import { AGENT_STARTER_PLAN, CLAIM_HOW, changelogFeedUrl, registrationLimits, sandboxLimits } from '../limits';
+import { AGENT_STARTER_PLAN, changelogFeedUrl, claimHow, claimOffered, registrationLimits, sandboxLimits } from '../limits';
 import { oauthMetadataResponse, oauthRegisterResponse, oauthTokenResponse, protectedResourceResponse } from '../responses';
 import * as s from '../schemas';
 import { OAuthError } from '../services/oauth';
@@ -67,7 +67,7 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
             token_endpoint: `${serviceBase(d, req)}/api/oauth/token`,
             workspace_id: reg.workspace.id,
             api_key_note: 'client_secret is also an API key: send it in x-api-key.',
-            claim: { url: `${base}/api/agents/claim/${reg.claimToken}`, token: reg.claimToken, expires_at: reg.claimExpiresAt.toISOString(), one_time: true, how: CLAIM_HOW },
+            claim: { url: `${base}/api/agents/claim/${reg.claimToken}`, token: reg.claimToken, expires_at: reg.claimExpiresAt.toISOString(), one_time: true, how: claimHow(claimOffered(d.config)) },
             plan: AGENT_STARTER_PLAN,
             limits: { ...sandboxLimits(d.config), registrations: { ...registrationLimits(d.config), remaining_for_this_address_today: reg.remainingForAddress } },
             changelog: changelogFeedUrl(base),

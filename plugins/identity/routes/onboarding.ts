@@ -4,7 +4,7 @@ import { errorBodySchema } from '../../../core/errors';
 import type { Principal } from '../../../core/auth';
 import { identityOf } from '../auth/principal';
 import { unknownClaimLink, WHERE_TO_GET_A_CREDENTIAL, wrongKindOfCredential } from '../errors';
-import { AGENT_STARTER_PLAN, CLAIM_HOW, changelogFeedUrl, registrationLimits, sandboxLimits } from '../limits';
+import { AGENT_STARTER_PLAN, changelogFeedUrl, claimHow, claimOffered, registrationLimits, sandboxLimits } from '../limits';
 import { claimLinkReissueResponse, claimLinkResponse, claimResponse, registerResponse, rotateResponse } from '../responses';
 import * as s from '../schemas';
 import { keyView } from '../services/key-service';
@@ -59,7 +59,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
             token: r.claimToken,
             expires_at: r.claimExpiresAt.toISOString(),
             one_time: true,
-            how: CLAIM_HOW,
+            how: claimHow(claimOffered(d.config)),
           },
           plan: AGENT_STARTER_PLAN,
           limits: { ...sandboxLimits(d.config), registrations: { ...registrationLimits(d.config), remaining_for_this_address_today: r.remainingForAddress } },
@@ -174,7 +174,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
         const p = principal as Principal;
         const r = await d.onboarding.reissueClaimLink(p.workspaceId);
         return created({
-          claim: { url: claimUrl(r.claimToken), token: r.claimToken, expires_at: r.claimExpiresAt.toISOString(), one_time: true, how: CLAIM_HOW },
+          claim: { url: claimUrl(r.claimToken), token: r.claimToken, expires_at: r.claimExpiresAt.toISOString(), one_time: true, how: claimHow(claimOffered(d.config)) },
           ended_links: r.ended,
         });
       },

@@ -47,6 +47,8 @@ export interface FunctionRouteDeps {
   testRuns: TestRunQuota;
   /** External functions' signing secrets: shown to the owner on registration. */
   signing: RequestSigning;
+  /** Whether a sandbox can be claimed here (claimOffered): a sandbox's refusal offers the claim only then. */
+  claimOffered: boolean;
 }
 
 /** Completes "Only owners and admins …" in the 403 of a member (or a member's key, or an agent's) on create and PATCH. */
@@ -220,7 +222,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         const fn = d.registry.resolve(params.id, scope);
         if (!fn) {
           // As compute answers a sandbox naming a marketplace function (public and active: naming it reveals nothing).
-          if (scope.builtInsOnly && d.registry.resolve(params.id, { ...scope, builtInsOnly: false })) throw toApiError(new EngineError('outside_plan', ''));
+          if (scope.builtInsOnly && d.registry.resolve(params.id, { ...scope, builtInsOnly: false })) throw toApiError(new EngineError('outside_plan', ''), { claimOffered: d.claimOffered });
           throw notFound(scope.builtInsOnly);
         }
         // Its owner also reads why its last calls failed (others' included), on this instance: other workspaces' usage

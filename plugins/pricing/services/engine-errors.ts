@@ -33,6 +33,8 @@ export interface ErrorAudience {
   keyless?: boolean;
   /** An unclaimed sandbox: it prices with built-ins only. */
   sandbox?: boolean;
+  /** False where nobody can claim a sandbox (claimOffered: no accounts): its refusal offers no claim. */
+  claimOffered?: boolean;
   /** The field the request named its function in (the price router takes function_name too). */
   pinnedBy?: 'function_id' | 'function_name';
   /** The context the call sent: an example made of it prices what the caller meant. */
@@ -111,7 +113,7 @@ function engineErrorBody(err: unknown, opts: ErrorAudience): unknown {
     case 'outside_plan':
       // Keyless callers reach built-ins only too; their answer stays the demo's own 404.
       if (opts.keyless) return toApiError(new EngineError('function_not_found', ''), opts);
-      return sandboxRefusal('price with marketplace functions');
+      return sandboxRefusal('price with marketplace functions', opts.claimOffered ?? true);
     case 'function_draft':
       return new ApiError('function_draft', err.message, { hint: 'Only active functions can be routed to explicitly.', fields: { function_id: d.functionId, status: 'draft' } });
     case 'function_inactive':

@@ -9,7 +9,7 @@ import { randomToken } from '../../../core/ids';
 import { KvUnavailableError, incrFromRecord } from '../../../core/kv';
 import type { KvStore } from '../../../core/kv';
 import type { Logger } from '../../../core/logger';
-import { identityOf } from '../../identity';
+import { claimOffered, claimStep, identityOf } from '../../identity';
 
 const DAY_MS = 86_400_000;
 /**
@@ -37,7 +37,8 @@ export const sandboxQuotaRefusal = dailyQuotaRefusal(
  * plugin will serve; until a plugin takes payments (`paymentsOffered`) they say `available: false`,
  * so an agent does not spend a request on an address that answers 404.
  */
-export function quotaNextSteps(payable: boolean, dayPass: { calls: number; validHours: number }, paymentsOffered = false): NextStep[] {
+export function quotaNextSteps(payable: boolean, dayPass: { calls: number; validHours: number }, offered: { payments?: boolean; claim?: boolean } = {}): NextStep[] {
+  const paymentsOffered = offered.payments ?? false;
   const steps: NextStep[] = [];
   const pending = paymentsOffered ? '' : ' Not offered by this service yet.';
   if (payable) {
@@ -52,15 +53,7 @@ export function quotaNextSteps(payable: boolean, dayPass: { calls: number; valid
   steps.push(
     { action: 'day_pass', description: `Buy a day pass (${dayPass.calls} calls for ${dayPass.validHours} hours) with one USDC payment and your key.${pending}`, method: 'POST', path: '/api/payments/day-pass', available: paymentsOffered },
     { action: 'top_up', description: `Top up a prepaid USDC balance; calls past the daily limit draw from it.${pending}`, method: 'POST', path: '/api/balance/top-up', available: paymentsOffered },
-    {
-      action: 'claim',
-      description:
-        'Have this workspace claimed and the limits lift: give a person the claim link from your registration (they open it and confirm; lost it? POST /api/agents/claim-link with this key answers a new one), or give its token to a trusted agent whose key holds workspace:claim for POST /api/agents/claim. This sandbox key cannot claim its own workspace.',
-      method: 'POST',
-      path: '/api/agents/claim',
-      body: { token: '<CLAIM_TOKEN>' },
-      available: true,
-    },
+    claimStep(offered.claim ?? true),
   );
   return steps;
 }
@@ -212,7 +205,7 @@ export class SandboxAllowance implements Admitter {
         });
       }
       const retryAfter = Math.max(1, Math.ceil((dayStart + DAY_MS - now) / 1000));
-      const next = quotaNextSteps(request.operation === 'compute' || request.operation === 'router', this.config.limits.dayPass);
+      const next = quotaNextSteps(request.operation === 'compute' || request.operation === 'router', this.config.limits.dayPass, { claim: claimOffered(this.config) });
       const usable = next.filter((step) => step.available === true).map((step) => step.action);
       throw new ApiError('daily_quota_exceeded', `Daily quota reached: this sandbox workspace may make ${limit} compute calls per day (price verifications included).`, {
         retry_after: retryAfter,
