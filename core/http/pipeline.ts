@@ -165,16 +165,12 @@ function requestContext(req: Request, res: Response, route: RouteSpec): RequestC
   };
 }
 
-/** The body validated; refused, its example made from what was sent when the route makes one that passes (else the route's own). */
-function validBody(route: RouteSpec, sent: unknown): unknown {
-  const body = route.body as NonNullable<RouteSpec['body']>;
-  try {
-    return validate(body, sent, { where: 'body', example: route.example });
-  } catch (err) {
-    const better = isApiError(err) && route.exampleFor ? route.exampleFor(sent) : undefined;
-    if (better === undefined || !body.safeParse(better).success) throw err;
-    throw (err as ApiError).with({ example: better });
-  }
+/** A refused body's error, with an example made from what was sent when the route makes one that passes (else the route's own). */
+async function withExampleFromSent(route: RouteSpec, err: unknown, sent: unknown, ctx: RequestContext): Promise<unknown> {
+  if (!isApiError(err) || !route.exampleFor) return err;
+  const better = await route.exampleFor(sent, ctx);
+  if (better === undefined || !(route.body as NonNullable<RouteSpec['body']>).safeParse(better).success) return err;
+  return err.with({ example: better });
 }
 
 /** One Express handler running every stage of the request pipeline for a declared route. */
@@ -232,7 +228,11 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
       if (route.body) {
         const parsed = parseJsonBody(req, route, deps.bodyMaxDepth);
         ctx.sent = parsed.value;
-        ctx.body = validBody(route, parsed.value);
+        try {
+          ctx.body = validate(route.body, parsed.value, { where: 'body', example: route.example });
+        } catch (err) {
+          throw await withExampleFromSent(route, err, parsed.value, ctx);
+        }
         refuseUnstorableText(parsed);
       }
       const result = heldBody !== undefined && answerBody ? await answerBody(heldBody, ctx) : await route.handler(ctx);

@@ -145,9 +145,10 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
   example?: unknown;
   /**
    * An example made from the body the caller sent (what was refused replaced or left out): returned
-   * with a validation error instead of `example` when it passes `body`.
+   * with a validation error instead of `example` when it passes `body`. It runs after authorization, with the
+   * params validated, so it may read what the caller's change applies to (a stored record).
    */
-  exampleFor?: (sent: unknown) => unknown;
+  exampleFor?: (sent: unknown, ctx: RequestContext) => unknown;
   /**
    * A refusal that depends on the caller alone (a role the route needs), checked with the scopes and
    * plan, before the body: a caller who can never use the route is not coached into fixing a body.

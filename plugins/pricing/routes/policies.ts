@@ -166,21 +166,24 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
       body: s.patchPolicyBody,
       // Not a stock change (a rename): sent back as is, an example must not change what the caller did not name.
       example: PATCH_CHANGING_NOTHING,
-      exampleFor: (sent) => patchExampleFromSent(s.patchPolicyBody, withoutNames(sent, unknownName(registry))),
+      // What was sent, its refused values left out; when that would leave the stored policy invalid (a config sent
+      // replaces the stored one whole, weights or rules lost with it), made as the handler's refusal makes its example:
+      // the stored keys kept beside the sent ones.
+      exampleFor: async (sent, { principal, params }) => {
+        const isBad = unknownName(registry);
+        const fromSent = patchExampleFromSent(s.patchPolicyBody, withoutNames(sent, isBad));
+        if (!fromSent || !principal) return fromSent;
+        const current = await store.get(principal.workspaceId, (params as { id: string }).id);
+        if (!current || policySchema.safeParse(patched(current, fromSent)).success) return fromSent;
+        return patchExample(current, fromSent, isBad)?.example ?? fromSent;
+      },
       responses: { 200: { description: 'The policy as changed, with warnings for function references it cannot reach.', schema: policyWrittenResponse } },
       handler: async ({ principal, params, body }) => {
         const p = principal as Principal;
         let shape: PolicyShape | undefined;
         // Applied to the row as stored when the change is made, not as read before it.
         const saved = await store.update(p.workspaceId, params.id, (current) => {
-          const merged = {
-            name: body.name ?? current.name,
-            strategy: body.strategy ?? current.strategy,
-            is_default: body.is_default ?? current.is_default,
-            fallback_chain: body.fallback_chain ?? current.fallback_chain,
-            fallback_function: body.fallback_function === undefined ? current.fallback_function : body.fallback_function,
-            config: body.config ?? current.config,
-          };
+          const merged = patched(current, body);
           // config is replaced as a whole: the likely intent is the stored keys beside the sent ones, plus what the
           // strategy asked for needs and neither holds (sample values, to be replaced); refused values left out.
           const made = patchExample(current, body, unknownName(registry));
@@ -218,4 +221,16 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
       },
     }),
   ];
+}
+
+/** The policy a PATCH makes of the stored one: a field sent replaces the stored field (config as a whole), null clears the fallback. */
+function patched(current: PolicyShape, body: z.infer<typeof s.patchPolicyBody>) {
+  return {
+    name: body.name ?? current.name,
+    strategy: body.strategy ?? current.strategy,
+    is_default: body.is_default ?? current.is_default,
+    fallback_chain: body.fallback_chain ?? current.fallback_chain,
+    fallback_function: body.fallback_function === undefined ? current.fallback_function : body.fallback_function,
+    config: body.config ?? current.config,
+  };
 }

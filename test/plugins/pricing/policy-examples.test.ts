@@ -39,8 +39,8 @@ describe('pricing: the examples of refused routing policies', function () {
   const read = async (id: string): Promise<Body> => (await a.get<Body>(`${PATH}/${id}`)).body.policy as Body;
 
   /** Sends a refused PATCH, checks its 400, then its example: accepted, and what it leaves as `after` says. */
-  const refusedPatch = async (bad: unknown, code: string, issuePaths: string[] | null, example: Body, after: Body = STORED) => {
-    const p = await stored();
+  const refusedPatch = async (bad: unknown, code: string, issuePaths: string[] | null, example: Body, after: Body = STORED, before: Body = STORED) => {
+    const p = await stored(before);
     const raw = typeof bad === 'string';
     const res = raw ? await a.raw<Body>('PATCH', `${PATH}/${p.id}`, { rawBody: bad, headers: { 'content-type': 'application/json' } }) : await a.patch<Body>(`${PATH}/${p.id}`, bad);
     const what = JSON.stringify(bad);
@@ -77,6 +77,15 @@ describe('pricing: the examples of refused routing policies', function () {
     const created = await a.post<Body>(PATH, { name: 'weights-create', ...weights });
     expect(created.status, created.text).to.equal(400);
     expect(created.body.example).to.deep.equal({ name: 'weights-create', strategy: 'weighted', config: { weights: { 'charm-pricing': 2 } } });
+  });
+
+  it('a PATCH refused by the body schema whose rest would leave the stored policy without what its strategy needs gets an example keeping the stored keys, accepted as is', async () => {
+    const weighted = { name: 'weighted-stored', strategy: 'weighted', config: { weights: { 'cost-plus': 1, 'charm-pricing': 2 } } };
+    const withWeights = { ...weighted, config: { ...weighted.config, max_latency_ms: 50 } };
+    await refusedPatch({ config: { max_latency_ms: 50, bogus: 1 } }, 'validation_error', ['config'], { config: withWeights.config }, withWeights, weighted);
+    const ruled = { name: 'policy-stored', strategy: 'policy', config: { rules: SAMPLE_RULES } };
+    const withCeiling = { ...ruled, config: { ...ruled.config, max_cost_per_unit: '0.5' } };
+    await refusedPatch({ config: { max_cost_per_unit: '0.5', rules: 'gold' } }, 'validation_error', ['config.rules'], { config: withCeiling.config }, withCeiling, ruled);
   });
 
   it('a create naming a function that does not exist gets an example without the name (samples where the strategy needs one) that creates the policy', async () => {
