@@ -53,8 +53,9 @@ const instant = z
   .refine((v) => !/\.\d{4,}/.test(v), 'at most 3 decimals on the seconds (milliseconds)')
   .transform((v) => new Date(v.length === 10 ? `${v}T00:00:00Z` : v));
 
+/** Runs even when a bound was refused (zod checks the object after its fields): such a bound is still the string sent. */
 function orderedRange(q: { from?: Date | undefined; to?: Date | undefined }, ctx: z.RefinementCtx): void {
-  if (q.from && q.to && q.from.getTime() >= q.to.getTime()) ctx.addIssue({ code: 'custom', path: ['to'], message: `must be later than from (${q.from.toISOString()})` });
+  if (q.from instanceof Date && q.to instanceof Date && q.from.getTime() >= q.to.getTime()) ctx.addIssue({ code: 'custom', path: ['to'], message: `must be later than from (${q.from.toISOString()})` });
 }
 
 export const eventsQuery = z

@@ -249,6 +249,19 @@ describe('usage: events list and receipt', function () {
       expect(res.body.error).to.equal('Request query failed validation (to: must be later than from (2025-04-01T00:00:00.000Z)).');
     });
 
+    it('refuses a bound with more than 3 decimals on the seconds with 400 naming it, also beside a valid other bound', async () => {
+      for (const [query, path] of [
+        ['from=2025-03-01T00:00:00.0001Z', 'from'],
+        ['from=2025-03-01T00:00:00.0001Z&to=2025-04-01', 'from'],
+        ['from=2025-03-01&to=2025-04-01T00:00:00.1234Z', 'to'],
+      ]) {
+        const res = await wApi.get<Record<string, any>>(`/api/usage/events?${query}`);
+        expect(res.status, `${query}: ${res.text}`).to.equal(400);
+        expect(res.body.code).to.equal('validation_error');
+        expect(res.body.issues, query).to.deep.equal([{ path, reason: 'at most 3 decimals on the seconds (milliseconds)' }]);
+      }
+    });
+
     it('takes a date-time without seconds; refuses an empty cursor like any cursor not issued, and operation=test saying a test run writes no event', async () => {
       expect((await wApi.get('/api/usage/events?from=2025-03-01T00:00Z&to=2025-04-01T00:00%2B02:00')).status).to.equal(200);
       expect(await list('from=2025-03-14T11:59Z&to=2025-03-16T00:00Z')).to.deep.equal(await list('from=2025-03-14T11:59:00Z&to=2025-03-16T00:00:00Z'));

@@ -153,6 +153,9 @@ describe('usage: summary', function () {
     ['?from=last-week', 'from'],
     ['?to=2025-02-30T25:00:00Z', 'to'],
     ['?from=2025-05-01&to=2025-04-01', 'to'],
+    // A bound refused beside a valid one: the order check meets the string sent, not a time (was 500).
+    ['?from=2025-04-01T00:00:00.0001Z&to=2025-05-01', 'from'],
+    ['?from=2025-04-01&to=2025-05-01T00:00:00.1234Z', 'to'],
     [`?from=${new Date(Date.now() + 86_400_000).toISOString()}`, 'from'],
     ['?period=month', 'period'],
   ] as const) {
