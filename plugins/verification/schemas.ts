@@ -115,10 +115,26 @@ export const observationsQuery = z.object({
 
 /** A proposed price: a positive number or a positive decimal string. */
 const PRICE_MESSAGE = 'must be greater than 0, with at most 18 digits before and after the point: a number or a decimal string, such as 12.5 or "12.50"';
-const priceValue = z.union([z.number().refine(isPositiveDecimalNumber, { error: PRICE_MESSAGE }), z.string().refine(isPositiveDecimal, { error: PRICE_MESSAGE })], { error: PRICE_MESSAGE });
+/**
+ * A JSON number past 2^53 with more than 15 significant digits may reach the service already rounded
+ * (123456789012345678 arrives as …680, 999999999999999999 as 1e18), so judging it could judge another price: one
+ * the 18-digit limit would allow is refused asking for a decimal string, which is kept digit for digit. Up to 15
+ * significant digits (1e17, 1.25e17) a number arrives exactly; past the limit, the limit is what is said.
+ */
+const arrivesRounded = (n: number): boolean =>
+  Math.abs(n) === 1e18 || (Math.abs(n) > Number.MAX_SAFE_INTEGER && Math.abs(n) < 1e18 && dec(n).toFixed().replace(/0+$/, '').replace(/^-/, '').length > 15);
+const ROUNDED_NUMBER = `is too large to arrive exactly as a JSON number (above ${Number.MAX_SAFE_INTEGER}, digits are rounded away): send it as a decimal string, such as "123456789012345678"`;
+const priceValue = z.union(
+  [
+    z.number().refine((n) => isPositiveDecimalNumber(n) && !arrivesRounded(n), { error: (iss) => (arrivesRounded(iss.input as number) ? ROUNDED_NUMBER : PRICE_MESSAGE) }),
+    z.string().refine(isPositiveDecimal, { error: PRICE_MESSAGE }),
+  ],
+  { error: PRICE_MESSAGE },
+);
 
 const positiveBound = (key: string) => (v: unknown): string | null => {
   if (v === undefined) return null;
+  if (typeof v === 'number' && arrivesRounded(v)) return `${key} ${ROUNDED_NUMBER}`;
   if (typeof v === 'number' && isPositiveDecimalNumber(v)) return null;
   if (typeof v === 'string' && isPositiveDecimal(v)) return null;
   return `${key} must be greater than 0, with at most 18 digits before and after the point: a number or a decimal string`;

@@ -103,6 +103,28 @@ describe('price verification API', function () {
     }
   });
 
+  it('refuses a JSON-number price or bound above 2^53 with 400 asking for a decimal string (it arrives rounded), and judges the same value sent as a string digit for digit', async () => {
+    // The client's JSON writer sends 123456789012345678 as is; JSON.parse makes it …680, another price.
+    const raw = async (text: string) =>
+      client(svc.url, { 'x-api-key': caller.key }).raw<Record<string, any>>('POST', '/api/price-router/verify', { rawBody: text, headers: { 'content-type': 'application/json' } });
+    for (const [text, path] of [
+      ['{"context": {"product_type": "no-such-goods"}, "proposed_price": 123456789012345678}', 'proposed_price'],
+      ['{"context": {"product_type": "no-such-goods"}, "price": 999999999999999999}', 'price'],
+      ['{"context": {"product_type": "no-such-goods", "max_price": 123456789012345678}, "proposed_price": "5"}', 'context.max_price'],
+    ] as const) {
+      const res = await raw(text);
+      expect(res.status, res.text).to.equal(400);
+      expect(res.body.code).to.equal('validation_error');
+      expect(res.body.issues, text).to.have.length(1);
+      expect(res.body.issues[0].path, text).to.equal(path);
+      expect(res.body.issues[0].reason, text).to.match(/too large to arrive exactly as a JSON number .* send it as a decimal string/);
+    }
+    const exact = await raw('{"context": {"product_type": "no-such-goods"}, "proposed_price": "123456789012345678"}');
+    expect(exact.status, exact.text).to.equal(200);
+    expect(exact.body.proposed_price).to.equal('123456789012345678.00');
+    expect((await raw('{"context": {"product_type": "no-such-goods"}, "proposed_price": 9007199254740991}')).status).to.equal(200);
+  });
+
   it('counts answered verifications by verdict and channel in the metrics (price_verifications_total), every series from the start; a refused one is not counted', async () => {
     const counts = async (): Promise<Record<string, number>> => {
       const text = await (await fetch(`${svc.url}/metrics`)).text();
