@@ -138,10 +138,11 @@ describe('next steps of a refusal point only at routes this instance serves', fu
         const plan = await api.post<Record<string, any>>('/api/compute/batch', { items: [] });
         expect(plan.status, plan.text).to.equal(403);
         expect(plan.body.code).to.equal('plan_restricted');
-        return { how: reg.body.claim.how as string, quota: claimStepOf(quota.body), plan: plan.body, llms: (await client(url).get('/llms.txt')).text, agents: (await client(url).get<Record<string, any>>('/.well-known/agents.json')).body };
+        return { how: reg.body.claim.how as string, quota: claimStepOf(quota.body), quotaHint: quota.body.hint as string, plan: plan.body, llms: (await client(url).get('/llms.txt')).text, agents: (await client(url).get<Record<string, any>>('/.well-known/agents.json')).body };
       };
       const on = await walk(withAccounts.url);
       expect(on.quota).to.include({ available: true, path: '/api/agents/claim' });
+      expect(on.quotaHint).to.include('To continue now: claim (see next;');
       expect(claimStepOf(on.plan)).to.include({ available: true });
       expect(on.plan.hint).to.include('Have a person claim the workspace');
       expect(on.how).to.include('signed in, they open it and confirm');
@@ -150,6 +151,7 @@ describe('next steps of a refusal point only at routes this instance serves', fu
       const off = await walk(without.url);
       expect(off.quota).to.include({ available: false, path: '/api/agents/claim' });
       expect(off.quota?.description).to.match(/^Not offered by this service/);
+      expect(off.quotaHint).to.match(/^The daily quota resets at 00:00 UTC \(in \d+ s\)\. Nothing this service offers lets it continue sooner/).and.not.include('To continue now');
       expect(claimStepOf(off.plan)).to.include({ available: false });
       expect(off.plan.hint).to.include('cannot be lifted here').and.not.include('Have a person claim');
       expect(off.how).to.match(/^Nobody can confirm it on this service/);

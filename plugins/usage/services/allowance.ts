@@ -210,7 +210,9 @@ export class SandboxAllowance implements Admitter {
       throw new ApiError('daily_quota_exceeded', `Daily quota reached: this sandbox workspace may make ${limit} compute calls per day (price verifications included).`, {
         retry_after: retryAfter,
         limit: { compute_calls_per_day: limit, scope: 'workspace', resets_at: resetsAt },
-        hint: `The daily quota resets at 00:00 UTC (in ${retryAfter} s). To continue now: ${usable.join(', ')} (see next; a step with available false is not offered by this service yet).`,
+        hint: `The daily quota resets at 00:00 UTC (in ${retryAfter} s). ${
+          usable.length > 0 ? `To continue now: ${usable.join(', ')} (see next; a step with available false is not offered by this service yet).` : 'Nothing this service offers lets it continue sooner (every step in next says available false).'
+        }`,
         next,
       });
     }
