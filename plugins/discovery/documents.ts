@@ -122,6 +122,13 @@ export function agentsDocument(config: Config, base: string, changelog: Changelo
   };
 }
 
+/**
+ * Clients that fetch an OAuth token only when refused 401 (the MCP SDK's authProvider) never are here: keyless calls
+ * are served as the demo. Said where such a client's author looks, since its calls would otherwise run keyless unnoticed.
+ */
+const KEYLESS_MCP_OAUTH =
+  'Keyless calls are served (as the demo), so this endpoint never answers 401 to make a client fetch a token: an OAuth client (client credentials, POST /api/oauth/token) gets its token before its first call and sends it as Authorization: Bearer (with the MCP SDK: await auth(provider, { serverUrl }) before connecting). A result with demo: true was served without a credential.';
+
 /** The MCP manifest; only for a surface with the MCP endpoint (the route answers 404 otherwise). */
 export function mcpDocument(config: Config, base: string, changelog: Changelog, s: Surface): Record<string, unknown> {
   const verifies = s.tools.some((t) => t.name === 'verify_price');
@@ -133,7 +140,12 @@ export function mcpDocument(config: Config, base: string, changelog: Changelog, 
     protocol_version: MCP_PROTOCOL_VERSION,
     sessions: 'stateless',
     session_rules: sessionRules(config),
-    authentication: { optional: true, headers: ['x-api-key', 'Authorization: Bearer'], without_key: `initialize, tools/list, demo pricing${verifies ? ' and verification' : ''} on the demo tenant` },
+    authentication: {
+      optional: true,
+      headers: ['x-api-key', 'Authorization: Bearer'],
+      without_key: `initialize, tools/list, demo pricing${verifies ? ' and verification' : ''} on the demo tenant`,
+      ...(s.serves('post', '/api/oauth/token') ? { oauth: KEYLESS_MCP_OAUTH } : {}),
+    },
     limits: { tool_call_timeout_ms: config.limits.mcp.toolTimeoutMs, demo_calls_per_hour: config.limits.demo.callsPerHour },
     tools: s.tools,
     changelog: changelogObject(base, changelog),
@@ -178,7 +190,9 @@ export function llmsText(config: Config, base: string, changelog: Changelog, s: 
   const agents = [
     ...when(
       s.mcp,
-      `- MCP (Streamable HTTP ${MCP_PROTOCOL_VERSION}): ${base}${MCP_PATH}${tools ? `; tools: ${tools}` : ''}. Session id optional; sessions last ${l.mcp.sessionTtlHours} hours; tool calls time out after ${l.mcp.toolTimeoutMs} ms.`,
+      `- MCP (Streamable HTTP ${MCP_PROTOCOL_VERSION}): ${base}${MCP_PATH}${tools ? `; tools: ${tools}` : ''}. Session id optional; sessions last ${l.mcp.sessionTtlHours} hours; tool calls time out after ${l.mcp.toolTimeoutMs} ms.${
+        s.serves('post', '/api/oauth/token') ? ` ${KEYLESS_MCP_OAUTH}` : ''
+      }`,
     ),
     `- Discovery: ${base}/.well-known/agents.json${s.mcp ? `, ${base}/.well-known/mcp.json` : ''}.`,
     `- OpenAPI: ${base}/api/openapi.json (YAML; JSON with ?format=json).`,

@@ -323,6 +323,10 @@ describe('MCP with OAuth client credentials, as the official SDK does it', funct
       // Priced as the client's workspace, with its own credential (a keyless call would be the demo tenant's, classified others).
       expect(priced.structuredContent.receipt.usage_event).to.include({ classification: 'mine', channel: 'mcp' });
       expect(priced.structuredContent.remaining, 'a sandbox allowance: the client\'s own workspace').to.be.an('object');
+      // The SDK's transport alone (no auth() first) never meets a 401 here, so its calls stay keyless: the manifest and llms.txt say so.
+      const manifest = (await (await fetch(`${svc.url}/.well-known/mcp.json`)).json()) as Record<string, any>;
+      expect(manifest.authentication.oauth).to.match(/never answers 401 to make a client fetch a token/).and.include('await auth(provider, { serverUrl })');
+      expect(await (await fetch(`${svc.url}/llms.txt`)).text()).to.include(manifest.authentication.oauth as string);
       // Discovery answers: the path-specific metadata names the MCP endpoint; the authorize endpoint refuses, in OAuth's shape.
       const prm = (await (await fetch(`${svc.url}/.well-known/oauth-protected-resource/api/mcp/rpc`)).json()) as Record<string, any>;
       expect(prm).to.deep.include({ resource: `${svc.url}/api/mcp/rpc`, authorization_servers: [svc.url], bearer_methods_supported: ['header'] });
