@@ -135,7 +135,17 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
     const counted = (outcome: string) => d.toolMetrics.record(name, outcome, (performance.now() - began) / 1000);
     if (!tool) {
       counted('unknown_tool');
-      return answer(ctx, rpcError(id, -32602, name === '' ? 'Invalid params: tools/call needs params.name, the tool to call.' : `Unknown tool: ${name}`, { tools: [...byName.keys()] }));
+      const tools = [...byName.keys()];
+      // The service's error fields beside JSON-RPC's, as an unknown method has them.
+      return answer(
+        ctx,
+        rpcError(id, -32602, name === '' ? 'Invalid params: tools/call needs params.name, the tool to call.' : `Unknown tool: ${name}`, {
+          code: name === '' ? 'validation_error' : 'unknown_tool',
+          hint: `Call one of the tools tools/list gives (${tools.join(', ')}) by its name in params.name, with its arguments in params.arguments.`,
+          request_id: ctx.requestId,
+          tools,
+        }),
+      );
     }
     const meta = (params._meta ?? {}) as Record<string, unknown>;
     // MCP's progress token is a string or an integer; anything else is no token (nothing to echo back).

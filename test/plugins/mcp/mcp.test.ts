@@ -696,6 +696,9 @@ describe('MCP endpoint over raw HTTP', function () {
     expect(body.error.code).to.equal(-32602);
     expect(body.error.message).to.equal('Invalid params: tools/call needs params.name, the tool to call.');
     expect(body.error.data.tools).to.include('compute_price');
+    // The service's error fields beside JSON-RPC's, as an unknown method has them.
+    expect(body.error.data).to.include({ code: 'validation_error', request_id: res.headers.get('x-request-id') });
+    expect(body.error.data.hint).to.include('params.name');
   });
 
   it('takes an empty MCP-Protocol-Version as no header, as an empty Mcp-Session-Id is', async () => {
@@ -885,6 +888,9 @@ describe('local MCP server (pricing-mcp over stdio)', function () {
       expect(unknown.code).to.equal(-32602);
       expect(unknown.message).to.equal('MCP error -32602: Unknown tool: no_such_tool');
       expect(unknown.data.tools).to.include('compute_price');
+      expect(unknown.data).to.include({ code: 'unknown_tool' });
+      expect(unknown.data.hint).to.match(/^Call one of the tools tools\/list gives \(.*compute_price/);
+      expect(unknown.data.request_id).to.match(/^req_/);
       await client.close();
     } finally {
       await svc.close();
