@@ -10,6 +10,8 @@ const escapeXml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').
 
 export function changelogRoutes(changelog: Changelog, publicUrl: () => string): RouteSpec[] {
   const pick = (audience?: 'agents' | 'people'): ChangelogEntry[] => changelog.all().filter((e) => !audience || e.audience.includes(audience));
+  // A feed's own address is its identity to readers: a filtered feed names itself with its filter.
+  const selfUrl = (path: string, audience?: 'agents' | 'people'): string => `${publicUrl()}${path}${audience ? `?audience=${audience}` : ''}`;
   return [
     defineRoute({
       id: 'changelog.jsonFeed',
@@ -31,7 +33,7 @@ export function changelogRoutes(changelog: Changelog, publicUrl: () => string): 
             version: 'https://jsonfeed.org/version/1.1',
             title: 'Pricing Compute Service changelog',
             home_page_url: `${base}/changelog`,
-            feed_url: `${base}/api/changelog/feed.json`,
+            feed_url: selfUrl('/api/changelog/feed.json', query.audience),
             description: 'Changes to the pricing compute service. Entries for agents have _service.audience including "agents".',
             language: 'en',
             items: pick(query.audience).map((e) => ({
@@ -69,7 +71,7 @@ export function changelogRoutes(changelog: Changelog, publicUrl: () => string): 
         res.setHeader('Content-Type', 'application/rss+xml; charset=utf-8');
         res.setHeader('Cache-Control', 'public, max-age=300');
         res.status(200).end(
-          `<?xml version="1.0" encoding="UTF-8"?>\n<rss version="2.0" xmlns:atom="http://www.w3.org/2005/Atom">\n  <channel>\n    <title>Pricing Compute Service changelog</title>\n    <link>${escapeXml(`${base}/changelog`)}</link>\n    <description>Changes to the pricing compute service.</description>\n    <atom:link href="${escapeXml(`${base}/api/changelog/rss.xml`)}" rel="self" type="application/rss+xml"/>\n${items}\n  </channel>\n</rss>\n`,
+          `<?xml version="1.0" encoding="UTF-8"?>\n<rss version="2.0" xmlns:atom="http://www.w3.org/2005/Atom">\n  <channel>\n    <title>Pricing Compute Service changelog</title>\n    <link>${escapeXml(`${base}/changelog`)}</link>\n    <description>Changes to the pricing compute service.</description>\n    <atom:link href="${escapeXml(selfUrl('/api/changelog/rss.xml', query.audience))}" rel="self" type="application/rss+xml"/>\n${items}\n  </channel>\n</rss>\n`,
         );
         return HANDLED;
       },

@@ -418,6 +418,9 @@ describe('changelog feeds', function () {
     const agents = JSON.parse((await client(svc.url).get('/api/changelog/feed.json?audience=agents')).text) as Record<string, any>;
     expect(agents.items.every((i: { _service: { audience: string[] } }) => i._service.audience.includes('agents'))).to.equal(true);
     expect(agents.items.length).to.be.lessThan(feed.items.length);
+    // A feed names itself (feed_url is its identity to readers): the filtered one with its filter.
+    expect(feed.feed_url).to.equal(`${svc.url}/api/changelog/feed.json`);
+    expect(agents.feed_url).to.equal(`${svc.url}/api/changelog/feed.json?audience=agents`);
   });
 
   it('publishes RSS 2.0 that parses as XML', async () => {
@@ -427,6 +430,9 @@ describe('changelog feeds', function () {
     const rss = new XMLParser({ ignoreAttributes: false }).parse(res.text) as Record<string, any>;
     expect(rss.rss['@_version']).to.equal('2.0');
     expect(rss.rss.channel.item.length).to.be.greaterThan(0);
+    expect(rss.rss.channel['atom:link']['@_href']).to.equal(`${svc.url}/api/changelog/rss.xml`);
+    const people = new XMLParser({ ignoreAttributes: false }).parse((await client(svc.url).get('/api/changelog/rss.xml?audience=people')).text) as Record<string, any>;
+    expect(people.rss.channel['atom:link']['@_href']).to.equal(`${svc.url}/api/changelog/rss.xml?audience=people`);
   });
 
   it('has a page', async () => {
