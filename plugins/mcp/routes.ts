@@ -61,6 +61,13 @@ function answer(ctx: RequestContext, message: unknown, headers: Record<string, s
 
 const rpcError = (id: Id, code: number, message: string, data?: unknown) => ({ jsonrpc: '2.0', id, error: { code, message, ...(data !== undefined ? { data } : {}) } });
 
+/** A refusal of a tool's arguments, its example made from what was sent when the tool makes one that passes (as REST's pipeline does). */
+function withExampleFromSent(tool: McpTool, err: unknown, sent: unknown): unknown {
+  if (!isApiError(err) || err.code !== 'validation_error' || !tool.exampleFor) return err;
+  const better = tool.exampleFor(sent);
+  return better !== undefined && tool.input.safeParse(better).success ? err.with({ example: better }) : err;
+}
+
 /**
  * An HTTP-level refusal by the transport (origin, protocol version, session, malformed message, method).
  * The body is a JSON-RPC error, which MCP clients read, with the service's error fields beside it:
@@ -206,7 +213,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       // MCP reads its own body: the text REST refuses at the door is refused here, by path.
       refuseUnstorableValue(params.arguments, 'arguments');
     } catch (err) {
-      return failed(err);
+      return failed(withExampleFromSent(tool, err, params.arguments ?? {}));
     }
     const timeoutMs = d.config.limits.mcp.toolTimeoutMs;
     let timer: NodeJS.Timeout | undefined;

@@ -31,6 +31,7 @@ export { callIdempotency } from './services/compute';
 export { DEMO_WORKSPACE_ID } from './migrations/0001-pricing-schema';
 export { DemoBudgetGuard } from './services/demo-budget';
 export { callSchemas, contextSchemaOf, computeExample } from './schemas';
+export { callExampleFor } from './routes/call-example';
 export type { CallSchemas, ComputeBody, ContextSchema } from './schemas';
 export { demoFields } from './responses';
 export { functionViewSchema } from './responses-functions';

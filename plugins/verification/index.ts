@@ -25,6 +25,7 @@ export type { ObservationStore, ObservationView } from './services/observations'
 export { evaluateVerdict } from './services/verdict';
 export type { VerdictInput, VerdictResult, VerdictThresholds, VerdictValue, Observation, Band, Reference, Independence } from './services/verdict';
 export { verifyBodyOf, verifyExample, ALIAS_MISSING_MESSAGE } from './schemas';
+export { verifyExampleFor } from './routes/verify-example';
 export type { VerifyBody, VerifyBodySchema } from './schemas';
 
 /**

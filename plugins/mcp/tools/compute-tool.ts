@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { RouteTable } from '../../../core/http/pipeline';
 import { checkedIdempotencyKey } from '../../identity';
-import { callIdempotency, computeExample } from '../../pricing';
+import { callExampleFor, callIdempotency, computeExample } from '../../pricing';
 import type { CallSchemas, ComputeBody, ComputeService, DemoBudgetGuard } from '../../pricing';
 import { admitToolCall, demoFields } from './admission';
 import type { McpTool } from './types';
@@ -26,6 +26,7 @@ export function computeTool(compute: ComputeService, demo: DemoBudgetGuard, rout
     admit: (ctx) => admitToolCall(ctx, demo, routes, 'compute.price', 'compute prices'),
     input: computeBody,
     example: computeExample,
+    exampleFor: callExampleFor(computeBody, computeExample),
     run: async (args, ctx) => {
       const a = args as ComputeBody;
       const p = ctx.principal;

@@ -27,6 +27,8 @@ export interface McpTool {
   input: z.ZodType;
   /** Arguments that pass `input`, returned with validation failures (as REST returns its example body). */
   example?: unknown;
+  /** The example made from the arguments sent (what was refused left out), as the REST route makes its body's; used when it passes `input`. */
+  exampleFor?: (sent: unknown) => unknown;
   /** Who may call it (credential scopes, or the demo budget without a key); runs before the arguments are validated. */
   admit?(ctx: ToolContext): Promise<void>;
   run(args: unknown, ctx: ToolContext): Promise<Record<string, unknown>>;

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { RouteTable } from '../../../core/http/pipeline';
 import { ApiError } from '../../../core/errors';
 import type { DemoBudgetGuard } from '../../pricing';
-import { verifyBodyOf, verifyExample } from '../../verification';
+import { verifyBodyOf, verifyExample, verifyExampleFor } from '../../verification';
 import type { VerificationService, VerifyBody } from '../../verification';
 import type { ContextSchema } from '../../pricing';
 import { admitToolCall, demoFields } from './admission';
@@ -28,6 +28,7 @@ export function verifyTool(verification: () => VerificationService, demo: DemoBu
     admit: (ctx) => admitToolCall(ctx, demo, routes, 'verify.price', 'verify prices'),
     input: verifyBody,
     example: verifyExample,
+    exampleFor: verifyExampleFor(verifyBody, verifyExample),
     run: async (args, ctx) => {
       const a = args as VerifyBody;
       ctx.progress(0.5, 1, 'verifying');

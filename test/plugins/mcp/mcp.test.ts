@@ -5,6 +5,7 @@ import { ManualClock } from '../../../core/clock';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
 import { createKey, registerSandbox, signUp } from '../../support/world';
+import { client as httpClient } from '../../support/http';
 
 // The SDK ships ESM and CJS; dynamic import keeps the test independent of the module format.
 async function sdk() {
@@ -240,6 +241,27 @@ describe('MCP endpoint with the official SDK client', function () {
     const verifyBody = JSON.parse((verify.content as Array<{ text: string }>)[0]?.text ?? '{}') as Record<string, any>;
     expect(verifyBody.code).to.equal('validation_error');
     expect(verifyBody.example).to.have.property('proposed_price');
+    await client.close();
+  });
+
+  it("makes a refused tool call's example from the arguments sent, as REST makes its body's: the same example for the same mistake", async () => {
+    const { client } = await connect(svc, { 'x-api-key': key });
+    const refusedBoth = async (tool: string, path: string, args: Record<string, unknown>) => {
+      const viaMcp = await client.callTool({ name: tool, arguments: args });
+      expect(viaMcp.isError).to.equal(true);
+      const mcpBody = JSON.parse((viaMcp.content as Array<{ text: string }>)[0]?.text ?? '{}') as Record<string, any>;
+      const rest = await httpClient(svc.url, { 'x-api-key': key }).post<Record<string, any>>(path, args);
+      expect(rest.status, rest.text).to.equal(400);
+      expect(mcpBody.code).to.equal('validation_error');
+      expect(mcpBody.example, tool).to.deep.equal(rest.body.example);
+      return mcpBody.example as Record<string, any>;
+    };
+    const priced = await refusedBoth('compute_price', '/api/compute/price', { context: { product_type: 'tea', current_price: 3.5 }, bogus: 1 });
+    expect(priced).to.deep.equal({ context: { product_type: 'tea', current_price: 3.5 } });
+    expect((await client.callTool({ name: 'compute_price', arguments: priced })).isError).to.equal(false);
+    const judged = await refusedBoth('verify_price', '/api/price-router/verify', { context: { product_type: 'tea', currency: 'USD' }, proposed_price: -1 });
+    expect(judged.context).to.deep.equal({ product_type: 'tea', currency: 'USD' });
+    expect((await client.callTool({ name: 'verify_price', arguments: judged })).isError).to.equal(false);
     await client.close();
   });
 
