@@ -123,7 +123,7 @@ const observation = z
     id: z.string().describe("The observation's id (obs_…)."),
     object: z.literal('price_observation').describe('Always price_observation.'),
     product_type: z.string().describe('The product type, as sent without surrounding spaces (matched case-insensitively).'),
-    currency: z.string().describe('The currency, an upper-case three-letter code.'),
+    currency: z.string().describe('The currency, an upper-case code of 3 to 5 letters (USD, USDC).'),
     amount: z.string().describe('The price observed, a decimal string above 0.'),
     observed_at: z.string().describe('When the price was seen (ISO 8601).'),
     source: z.string().describe('Where it was seen, as labelled; accepted:<function name> for an accepted compute outcome.'),

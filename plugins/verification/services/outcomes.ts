@@ -32,7 +32,7 @@ export class OutcomeObserver {
     const productType = typeof e.contextKeys.product_type === 'string' ? e.contextKeys.product_type.trim().slice(0, 100) : '';
     const currency = (e.currency ?? '').trim().toUpperCase();
     const price = (e.price ?? '').trim();
-    if (!productType || !/^[A-Z]{3}$/.test(currency) || !e.functionName || !DECIMAL_PATTERN.test(price) || !dec(price).greaterThan(0)) return;
+    if (!productType || !/^[A-Z]{3,5}$/.test(currency) || !e.functionName || !DECIMAL_PATTERN.test(price) || !dec(price).greaterThan(0)) return;
     const context: Record<string, string> = {};
     for (const [k, v] of Object.entries(e.contextKeys)) {
       if (k === 'product_type' || k === 'currency' || typeof v !== 'string' || !CONTEXT_KEY.test(k)) continue;
