@@ -65,7 +65,7 @@ const CODE_ROUTES: Partial<Record<ErrorCode, readonly [HttpMethod, string]>> = {
 };
 
 /** The codes only the MCP endpoint answers with. */
-export const MCP_CODES: readonly ErrorCode[] = ['unsupported_protocol_version', 'invalid_session_id', 'session_not_found', 'origin_not_allowed', 'upstream_timeout'];
+export const MCP_CODES: readonly ErrorCode[] = ['unsupported_protocol_version', 'invalid_session_id', 'session_not_found', 'origin_not_allowed', 'upstream_timeout', 'not_acceptable'];
 
 /** llms.txt's lines: each code with its status and meaning, by status; payment and MCP codes only where those are served. */
 export function errorGuideLines(served: { payments: boolean; mcp: boolean; serves?: (method: HttpMethod, path: string) => boolean }): string[] {

@@ -63,7 +63,7 @@ export const SECURITY_SCHEMES = {
 } as const;
 
 /** Schemes only some configurations use: listed in the document only when a route takes them. */
-export const CONDITIONAL_SCHEMES: ReadonlySet<string> = new Set(['MetricsToken']);
+export const CONDITIONAL_SCHEMES: ReadonlySet<string> = new Set(['MetricsToken', 'PersonToken', 'Session']);
 
 /** The route's security requirements: none for a public route, the empty one first for an optional credential. */
 export function securityOf(route: RouteSpec): SecurityRequirement[] {

@@ -48,7 +48,20 @@ function rawBodyContent(types: readonly string[], fields?: z.ZodObject): Record<
  * The OpenAPI 3.1 description, generated from the route declarations (their zod schemas), so code
  * and document cannot drift. Lists the production server only.
  */
-export function buildOpenApi(routes: readonly RegisteredRoute[], info: { version: string; serverUrl: string }): Record<string, unknown> {
+/**
+ * Without people (no accounts plugin: nobody signs in) a route's person credentials are not offered, unless a person is
+ * all it takes, which its documentation then keeps saying (it answers 401 to everyone there).
+ */
+function withoutPeople(routes: readonly RegisteredRoute[]): RegisteredRoute[] {
+  return routes.map((r) => {
+    const kinds = kindsOf(r.spec);
+    const others = kinds.filter((k) => k !== 'person');
+    return others.length === kinds.length || others.length === 0 ? r : { ...r, spec: { ...r.spec, accepts: others } };
+  });
+}
+
+export function buildOpenApi(all: readonly RegisteredRoute[], info: { version: string; serverUrl: string; people?: boolean }): Record<string, unknown> {
+  const routes = info.people === false ? withoutPeople(all) : all;
   const registry = new OpenAPIRegistry();
   const used = new Set(routes.flatMap(({ spec }) => securityOf(spec).flatMap((req) => Object.keys(req))));
   for (const [name, scheme] of Object.entries(SECURITY_SCHEMES)) if (!CONDITIONAL_SCHEMES.has(name) || used.has(name)) registry.registerComponent('securitySchemes', name, scheme);

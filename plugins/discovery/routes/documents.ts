@@ -30,7 +30,10 @@ export function documentRoutes(d: DocumentDeps): RouteSpec[] {
   const surface = (): Surface => (surfaceCache ??= surfaceOf(d.routes.all(), d.tools()));
   const openapi = () => {
     openapiCache ??= (() => {
-      const doc = buildOpenApi(d.routes.all(), { version: d.version, serverUrl: d.publicUrl() });
+      // The manifest route answers 404 without the MCP endpoint, so it is not offered then; nor is a person's way in
+      // without anyone to sign in (the accounts plugin).
+      const routes = d.routes.all().filter((r) => r.spec.id !== 'discovery.mcp' || surface().mcp);
+      const doc = buildOpenApi(routes, { version: d.version, serverUrl: d.publicUrl(), people: surface().serves('post', '/api/auth/signin') });
       return { json: JSON.stringify(doc), yaml: stringify(doc, { aliasDuplicateObjects: false }) };
     })();
     return openapiCache;

@@ -373,6 +373,17 @@ describe('discovery documents of a service without the accounts, pricing, verifi
     expect(res.text).not.to.contain('data contributions');
   });
 
+  it('OpenAPI offers neither the MCP manifest (a 404 here) nor a person\'s credentials and x-workspace-id where a key also serves (nobody signs in here)', async () => {
+    const doc = JSON.parse((await client(svc.url).get('/api/openapi.json?format=json')).text) as Record<string, any>;
+    expect(doc.paths).to.not.have.property('/.well-known/mcp.json');
+    const me = doc.paths['/api/me'].get as Record<string, any>;
+    expect(me.security.flatMap((r: Record<string, unknown>) => Object.keys(r))).to.include('ApiKey').and.not.include.members(['PersonToken']).and.not.include('Session');
+    expect((me.parameters ?? []).map((p: { name: string }) => p.name)).to.not.include('x-workspace-id');
+    // A route a person alone may call keeps saying so (it answers 401 to everyone here).
+    const confirm = doc.paths['/api/agents/claim/{token}'].post as Record<string, any>;
+    expect(confirm.security.flatMap((r: Record<string, unknown>) => Object.keys(r))).to.include('PersonToken');
+  });
+
   it('answers /.well-known/mcp.json with 404 not_found and a hint', async () => {
     const res = await client(svc.url).get('/.well-known/mcp.json');
     expect(res.status).to.equal(404);
