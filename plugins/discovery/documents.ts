@@ -123,11 +123,11 @@ export function agentsDocument(config: Config, base: string, changelog: Changelo
 }
 
 /**
- * Clients that fetch an OAuth token only when refused 401 (the MCP SDK's authProvider) never are here: keyless calls
+ * Clients that ask for an OAuth token only when refused 401 (the MCP SDK's authProvider) never are here: keyless calls
  * are served as the demo. Said where such a client's author looks, since its calls would otherwise run keyless unnoticed.
  */
 const KEYLESS_MCP_OAUTH =
-  'Keyless calls are served (as the demo), so this endpoint never answers 401 to make a client fetch a token: an OAuth client (client credentials, POST /api/oauth/token) gets its token before its first call and sends it as Authorization: Bearer (with the MCP SDK: await auth(provider, { serverUrl }) before connecting). A result with demo: true was served without a credential.';
+  'Keyless calls are served (as the demo), so this endpoint never answers 401 to make a client ask for a token: an OAuth client (client credentials, POST /api/oauth/token) gets its token before its first call and sends it as Authorization: Bearer (with the MCP SDK: await auth(provider, { serverUrl }) before connecting). A result with demo: true was served without a credential.';
 
 /** The MCP manifest; only for a surface with the MCP endpoint (the route answers 404 otherwise). */
 export function mcpDocument(config: Config, base: string, changelog: Changelog, s: Surface): Record<string, unknown> {

@@ -347,7 +347,7 @@ describe('MCP with OAuth client credentials, as the official SDK does it', funct
       expect(priced.structuredContent.remaining, 'a sandbox allowance: the client\'s own workspace').to.be.an('object');
       // The SDK's transport alone (no auth() first) never meets a 401 here, so its calls stay keyless: the manifest and llms.txt say so.
       const manifest = (await (await fetch(`${svc.url}/.well-known/mcp.json`)).json()) as Record<string, any>;
-      expect(manifest.authentication.oauth).to.match(/never answers 401 to make a client fetch a token/).and.include('await auth(provider, { serverUrl })');
+      expect(manifest.authentication.oauth).to.match(/never answers 401 to make a client ask for a token/).and.include('await auth(provider, { serverUrl })');
       expect(await (await fetch(`${svc.url}/llms.txt`)).text()).to.include(manifest.authentication.oauth as string);
       // Discovery answers: the path-specific metadata names the MCP endpoint; the authorize endpoint refuses, in OAuth's shape.
       const prm = (await (await fetch(`${svc.url}/.well-known/oauth-protected-resource/api/mcp/rpc`)).json()) as Record<string, any>;
