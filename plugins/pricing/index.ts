@@ -101,7 +101,7 @@ export const pricingPlugin: PluginDefinition = {
       ...computeRoutes(compute, schemas, config.limits.batchMaxItems),
       ...functionRoutes(functionDeps),
       ...functionSigningRoutes(functionDeps),
-      ...policyRoutes(policies, parts.registry, idempotency),
+      ...policyRoutes(policies, parts.registry, idempotency, functionDeps.workspaces),
       ...operationRoutes(parts.registry, parts.breakers, parts.latency, instanceId),
     ];
     for (const r of routeSpecs) ctx.route(r);

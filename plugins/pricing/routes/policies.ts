@@ -7,8 +7,8 @@ import { decodeTimeCursor, listEnvelope, listQuery } from '../../../core/paginat
 import { validate } from '../../../core/validation';
 import { policySchema } from '../../../engine';
 import type { FunctionRegistry, PolicyShape } from '../../../engine';
-import { createIdempotencyHeaders } from '../../identity';
-import type { IdempotencyKeys } from '../../identity';
+import { assertManagesWorkspace, createIdempotencyHeaders } from '../../identity';
+import type { IdempotencyKeys, Workspaces } from '../../identity';
 import * as s from '../schemas';
 import { policyView } from '../services/policy-store';
 import { callerScopeOf } from '../services/caller-scope';
@@ -91,7 +91,11 @@ function withWarnings(view: Record<string, unknown>, missing: string[]): Record<
 
 const notFoundPolicy = (): ApiError => new ApiError('not_found', 'No routing policy with this id in the workspace.');
 
-export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, idempotency: IdempotencyKeys): RouteSpec[] {
+/** Completes "Only owners and admins …": the default policy decides which function, and so what cost, every call of the workspace gets. */
+const MANAGE_POLICIES = "create, change or delete this workspace's routing policies";
+
+export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, idempotency: IdempotencyKeys, workspaces: Pick<Workspaces, 'roleOf'>): RouteSpec[] {
+  const managesPolicies = ({ principal }: { principal: Principal | null }) => assertManagesWorkspace(principal as Principal, workspaces, MANAGE_POLICIES);
   const find = async (p: Principal, id: string): Promise<PolicyRecord> => {
     const found = await store.get(p.workspaceId, id);
     if (!found) throw notFoundPolicy();
@@ -116,9 +120,10 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
       id: 'policies.create',
       method: 'post',
       path: '/api/routing-policies',
-      summary: 'Create a routing policy; is_default true makes it the workspace default (one per workspace).',
+      summary: 'Owners and admins: create a routing policy; is_default true makes it the workspace default (one per workspace).',
       tags: ['Routing policies'],
       fullAccess: true,
+      precheck: managesPolicies,
       body: s.createPolicyBody,
       example: s.createPolicyExample,
       headers: createIdempotencyHeaders,
@@ -159,9 +164,10 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
       id: 'policies.update',
       method: 'patch',
       path: '/api/routing-policies/:id',
-      summary: 'Change a routing policy; the policy the patch produces is validated as a whole (400 when invalid).',
+      summary: 'Owners and admins: change a routing policy; the policy the patch produces is validated as a whole (400 when invalid).',
       tags: ['Routing policies'],
       fullAccess: true,
+      precheck: managesPolicies,
       params: s.idParams,
       body: s.patchPolicyBody,
       // Not a stock change (a rename): sent back as is, an example must not change what the caller did not name.
@@ -208,9 +214,10 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
       id: 'policies.delete',
       method: 'delete',
       path: '/api/routing-policies/:id',
-      summary: 'Delete a routing policy (deleting the default one leaves the built-in default choice).',
+      summary: 'Owners and admins: delete a routing policy (deleting the default one leaves the built-in default choice).',
       tags: ['Routing policies'],
       fullAccess: true,
+      precheck: managesPolicies,
       params: s.idParams,
       responses: { 200: { description: 'The policy is gone.', schema: policyDeleteResponse } },
       handler: async ({ principal, params }) => {

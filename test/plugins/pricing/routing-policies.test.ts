@@ -374,9 +374,12 @@ describe('pricing: routing policies over HTTP', function () {
       expect(res.body.hint).to.equal(
         "An access token carries the scopes it was minted with: mint one without a scope parameter (POST /api/oauth/token) from a key with full access, or use such a key or a person's session.",
       );
-      // Minted without a scope, the same key's token may write (a routing policy; functions are for owners and admins, docs/routing.md).
+      // Minted without a scope, the same key's token passes the scope check and meets the role rule: routing policies, as
+      // functions, are for owners and admins and the keys they made, not an agent's (policy-managers.test.ts).
       const full = await accessToken(svc.url, world.a.agentKey);
-      expect((await client(svc.url, { authorization: `Bearer ${full}` }).post(PATH, { name: 'by agent token', strategy: 'cheapest' })).status).to.equal(201);
+      const byAgent = await client(svc.url, { authorization: `Bearer ${full}` }).post<Record<string, any>>(PATH, { name: 'by agent token', strategy: 'cheapest' });
+      expect(byAgent.status, byAgent.text).to.equal(403);
+      expect(byAgent.body).to.include({ code: 'forbidden', reason: 'agent-bound key' });
     });
 
         it('an unscoped key, a legacy write key and a person session may write', async () => {
