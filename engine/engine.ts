@@ -223,6 +223,8 @@ export class PricingEngine {
     const missing = new Set<string>();
     // Context values an endpoint would not price as given, by the first reason given.
     const declined = new Map<string, string>();
+    // What the chosen function itself lacked: for a pinned call, the inputs to name (the fallbacks' are theirs, not its).
+    let chosenMissing: string[] = [];
     let refused: { fn: string; message: string; inputs: string[] } | null = null;
     const notApplicable: string[] = [];
     const tried = new Set<string>();
@@ -328,6 +330,7 @@ export class PricingEngine {
       }
       if (r.notApplicable) {
         notApplicable.push(fn.name);
+        if (step.role === 'chosen') chosenMissing = r.notApplicable.missing;
         for (const m of r.notApplicable.missing) missing.add(m);
         for (const input of r.notApplicable.declined ?? []) if (!declined.has(input)) declined.set(input, r.notApplicable.message);
       }
@@ -365,7 +368,7 @@ export class PricingEngine {
       // Failures here are all at addresses the service will not call (mayPass is empty): named apart from the functions lacking inputs.
       const uncallable = [...new Set(said.filter((a) => a.outcome === 'failed').map((a) => a.function))];
       const declinedInputs = [...declined].map(([input, reason]) => ({ input, reason }));
-      throw new EngineError('insufficient_context', `The context cannot be priced by ${notApplicable.join(', ')}${uncallable.length ? `, and ${uncallable.join(', ')} cannot be called` : ''}: ${reasons}`, { attempts, missing: [...missing], ...(declinedInputs.length ? { declined: declinedInputs } : {}), ...(excludedCouldPrice.length ? { excludedCouldPrice, ...(req.policy?.id ? { policyId: req.policy.id } : {}) } : {}) });
+      throw new EngineError('insufficient_context', `The context cannot be priced by ${notApplicable.join(', ')}${uncallable.length ? `, and ${uncallable.join(', ')} cannot be called` : ''}: ${reasons}`, { attempts, missing: [...missing], chosenMissing, ...(declinedInputs.length ? { declined: declinedInputs } : {}), ...(excludedCouldPrice.length ? { excludedCouldPrice, ...(req.policy?.id ? { policyId: req.policy.id } : {}) } : {}) });
     }
     this.requests.inc({ function: this.opts.labels.of(lead), outcome: 'functions_failed' });
     // Functions that could not price the context did not fail: the message names the parts that did, and them apart.

@@ -209,9 +209,14 @@ function engineErrorBody(err: unknown, opts: ErrorAudience): unknown {
       const missing = d.missing ?? [];
       const them = missing.length > 1 ? 'them' : 'it';
       if (opts.pinnedBy || opts.hasPolicy) {
+        // Under a pin, `missing` also holds what the policy's fallbacks lacked: only the pinned function's own inputs are its needs.
+        const own = d.chosenMissing ?? [];
+        const pinnedHint = own.length
+          ? `Add ${own.join(', ')} to the context: the function you named with ${opts.pinnedBy} needs ${own.length > 1 ? 'them' : 'it'} (attempts give its reason, inputs_by_function what each built-in reads), or omit ${opts.pinnedBy} to let routing choose a function that prices what you sent.`
+          : `The function you named with ${opts.pinnedBy} lacks no input: it could not price this context as sent (its attempt gives why${d.declined?.length ? `; issues name the values it would not price` : ''}). ${missing.join(', ')} (missing) ${missing.length > 1 ? 'are' : 'is'} what your policy's fallbacks need: adding ${them} gets a price from a fallback, not from the function you named. Send values it prices, or omit ${opts.pinnedBy} to let routing choose.`;
         return new ApiError('insufficient_context', err.message, {
           hint: opts.pinnedBy
-            ? `Add ${missing.join(', ')} to the context: the function you named with ${opts.pinnedBy} needs ${them} (attempts give its reason, inputs_by_function what each built-in reads), or omit ${opts.pinnedBy} to let routing choose a function that prices what you sent.`
+            ? pinnedHint
             : `Add ${missing.join(', ')} to the context: the functions your default routing policy let run need ${them} (attempts give each one's reason, inputs_by_function what each built-in reads). A current_price alone gets a (low-confidence) price from anchored-adjustment, where the policy lets it run.`,
           ...declinedIssues,
           fields: { missing, ...declined, inputs_by_function: INPUT_MENU, attempts: d.attempts ?? [] },

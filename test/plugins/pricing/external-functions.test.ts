@@ -857,6 +857,22 @@ describe("pricing: a context an external endpoint refuses is the context's fault
   };
   const breakerOf = async (id: string, reader = owner) => (await reader.get<Record<string, any>>(`/api/functions/${id}`)).body.breaker as { state: string; calls: number; failures: number };
 
+  it("a pinned endpoint that declines the currency, beside a fallback lacking an input: the hint does not name the fallback's input as the pinned function's need", async () => {
+    const fn = await listed('/usd-only');
+    const caller = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'ext-usd-fallback'), { name: 'f' })).key });
+    const policy = await caller.post<Record<string, any>>('/api/routing-policies', { name: 'with fallback', strategy: 'cheapest', is_default: true, fallback_function: 'cost-plus' });
+    expect(policy.status, policy.text).to.equal(201);
+    const res = await caller.post<Record<string, any>>('/api/compute/price', { context: { product_type: 'coffee', currency: 'EUR', current_price: 10 }, function_id: fn.id });
+    expect(res.status, res.text).to.equal(422);
+    expect(res.body).to.include({ code: 'insufficient_context' });
+    expect(res.body.missing).to.deep.equal(['unit_cost']);
+    expect(res.body.refused).to.deep.equal(['currency']);
+    expect((res.body.attempts as Array<{ role: string; outcome: string }>).map((a) => [a.role, a.outcome])).to.deep.equal([['chosen', 'not_applicable'], ['fallback_function', 'not_applicable']]);
+    expect(res.body.hint).to.match(/^The function you named with function_id lacks no input: it could not price this context as sent/);
+    expect(res.body.hint).to.include("unit_cost (missing) is what your policy's fallbacks need: adding it gets a price from a fallback, not from the function you named");
+    expect(res.body.hint).to.not.match(/^Add unit_cost/);
+  });
+
   it("a stranger's calls in a currency the endpoint does not answer in: 422 insufficient_context naming currency, free, no breaker failure; the owner's call answers 200", async () => {
     const fn = await listed('/usd-only');
     for (let i = 0; i < 6; i++) {
