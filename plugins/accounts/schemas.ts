@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { shownName } from '../../core/shown-name';
 import { listQuery } from '../../core/pagination';
 
 /** A calendar date that exists: 2000-02-30 parses (as 1 March) but does not round-trip. */
@@ -20,9 +21,9 @@ const hexSignature = z.string().regex(/^0x[0-9a-fA-F]+$/, 'a 0x-prefixed hex sig
 export const signupBody = z.strictObject({
   email,
   password,
-  display_name: z.string().trim().min(1).max(80).optional(),
+  display_name: shownName(1, 80).optional(),
   date_of_birth: dateOfBirth.describe('Accounts are for people aged 18 or over.'),
-  workspace_name: z.string().trim().min(1).max(80).optional(),
+  workspace_name: shownName(1, 80).optional(),
 });
 export const signupExample = { email: 'ada@example.com', password: 'correct horse battery', display_name: 'Ada', date_of_birth: '1990-12-10' };
 
@@ -54,7 +55,7 @@ export const revokeAllBody = z.strictObject({ currentSessionId: z.unknown().opti
 export const revokeAllExample = { currentSessionId: '5cd376a0-3f0e-4c38-9d2b-6a3f4e1b2c7d' };
 
 export const createKeyBody = z.strictObject({
-  name: z.string().trim().min(1).max(80),
+  name: shownName(1, 80),
   scopes: z.array(z.string().min(1).max(64)).max(20).optional().describe('Named scopes; omit or [] for full access (except permissions granted by name only).'),
   agent_id: z.string().min(3).max(64).optional(),
   expires_at: z.string().datetime().optional(),
@@ -64,13 +65,13 @@ export const createKeyExample = { name: 'checkout service', scopes: ['price:comp
 export const keyIdParams = z.object({ keyId: z.string().min(3).max(64) });
 export const agentIdParams = z.object({ id: z.string().min(3).max(64) });
 
-export const createAgentBody = z.strictObject({ name: z.string().trim().min(2).max(80) });
+export const createAgentBody = z.strictObject({ name: shownName(2, 80) });
 export const createAgentExample = { name: 'pricing-agent/returns' };
-export const updateAgentBody = z.strictObject({ name: z.string().trim().min(2).max(80).optional(), status: z.enum(['active', 'disabled']).optional() });
+export const updateAgentBody = z.strictObject({ name: shownName(2, 80).optional(), status: z.enum(['active', 'disabled']).optional() });
 export const updateAgentExample = { status: 'disabled' };
 
 export const agentKeyBody = z.strictObject({
-  name: z.string().trim().min(1).max(80).optional(),
+  name: shownName(1, 80).optional(),
   scopes: z.array(z.string().min(1).max(64)).max(20).optional(),
   expires_at: z.string().datetime().optional(),
 });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { shownName } from '../../core/shown-name';
 import { limitParam, cursorParam } from '../../core/pagination';
 import { dec } from '../../core/money';
 import { PREFERENCES, policyConfigSchema, STRATEGIES } from '../../engine';
@@ -239,7 +240,7 @@ export const idParams = z.object({ id: z.string().max(100) });
 export const testFunctionExample = { context: { current_price: 10, unit_cost: 6, competitor_prices: [9.5, 10.5, 11], elasticity: 2, currency: 'USD' } };
 
 export const createPolicyBody = z.strictObject({
-  name: z.string().trim().min(1).max(80),
+  name: shownName(1, 80),
   strategy: z.enum(STRATEGIES),
   is_default: z.boolean().default(false),
   fallback_chain: z.array(functionRef).max(20).default([]),
@@ -256,7 +257,7 @@ export const createPolicyExample = {
 };
 
 export const patchPolicyBody = z.strictObject({
-  name: z.string().trim().min(1).max(80).optional(),
+  name: shownName(1, 80).optional(),
   strategy: z.enum(STRATEGIES).optional(),
   is_default: z.boolean().optional(),
   fallback_chain: z.array(functionRef).max(20).optional(),

@@ -1,0 +1,17 @@
+import { z } from 'zod';
+
+/**
+ * Characters that show nothing or rearrange what follows: C0 and C1 controls, bidirectional marks, embeddings,
+ * overrides and isolates, and zero-width spaces. A name shown to other people (a member's display name, a key's or an
+ * agent's name in lists and usage records) holds none: they would hide it, disguise it as another, or drive a terminal.
+ * Zero-width joiners stay: scripts and emoji sequences need them.
+ */
+// eslint-disable-next-line no-control-regex -- refusing control characters is the point
+const HIDDEN = /[\u0000-\u001F\u007F-\u009F\u200B\u200E\u200F\u202A-\u202E\u2060\u2066-\u2069\uFEFF]/;
+
+export const HIDDEN_CHARACTERS_REASON = 'must not contain control, bidirectional-override or zero-width characters: they hide or disguise a name shown to others';
+
+/** A name people see: trimmed, `min` to `max` characters, and nothing in it hidden (HIDDEN). */
+export function shownName(min: number, max: number) {
+  return z.string().trim().min(min).max(max).refine((s) => !HIDDEN.test(s), HIDDEN_CHARACTERS_REASON);
+}
