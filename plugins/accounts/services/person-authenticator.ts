@@ -122,12 +122,19 @@ export class PersonAuthenticator implements Authenticator {
     const person = await this.people.get(personId);
     if (!person) throw invalidCredentials('This account no longer exists.');
     const asked = req.headers['x-workspace-id'];
+    // Sent with nothing in it (an empty variable), it meant to name a workspace: acting in the default one instead could
+    // change the wrong workspace, so it is refused, as an empty x-api-key is.
+    if (typeof asked === 'string' && asked.trim() === '') {
+      throw new ApiError('bad_request', 'The x-workspace-id header is empty (an empty variable?).', {
+        hint: 'Name one of your workspaces in it (GET /api/user lists them), or leave the header out to act in your default workspace.',
+      });
+    }
     // A team route names its workspace in the path: without the header, a person who is a member of
     // it acts there. One who is not acts in their default workspace, so the route answers its own
     // 404 and records the refused attempt there.
     const named = (req.params as Record<string, string | undefined> | undefined)?.['workspace_id'];
     const inPath = asked === undefined && named ? await this.membership(named, personId) : null;
-    const workspaceId = typeof asked === 'string' && asked !== '' ? asked : person.default_workspace_id;
+    const workspaceId = typeof asked === 'string' ? asked : person.default_workspace_id;
     const row = inPath ?? (workspaceId ? await this.membership(workspaceId, personId) : null);
     if (!row) {
       throw notAMember();

@@ -96,6 +96,19 @@ describe('accounts: one workspace never reaches another’s records', () => {
     expect(keys.body.data.map((k) => k.name)).not.to.include('planted');
   });
 
+  it('refuses a person\'s empty or blank x-workspace-id with 400 (an empty variable), creating nothing in the default workspace', async () => {
+    for (const blank of ['', '  ']) {
+      for (const headers of [{ cookie: a.cookie }, { authorization: `Bearer ${a.token}` }] as Array<Record<string, string>>) {
+        const res = await api.post<ErrorBody>('/api/api-keys', { name: 'blank-header' }, { ...headers, 'x-workspace-id': blank });
+        expect(res.status, res.text).to.equal(400);
+        expect(res.body).to.include({ code: 'bad_request', error: 'The x-workspace-id header is empty (an empty variable?).' });
+        expect(res.body.hint).to.include('GET /api/user');
+      }
+    }
+    const keys = await api.get<{ data: KeyView[] }>('/api/api-keys', asPerson(a));
+    expect(keys.body.data.map((k) => k.name)).not.to.include('blank-header');
+  });
+
   it("answers a key, or a token made from it, naming another workspace in x-workspace-id with the same 404, instead of acting in its own; its own id passes", async () => {
     const aKey = await createKey(svc.url, asPerson(a), { name: 'a key' });
     const token = await accessToken(svc.url, aAgentKey.key);
