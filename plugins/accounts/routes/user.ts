@@ -7,7 +7,8 @@ import * as s from '../schemas';
 import { personView } from '../services/people';
 import type { AccountsDeps } from './deps';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+// Any UUID in its text form (RFC 9562), the nil and max UUIDs included: one no session holds is not found (404), not malformed.
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function assertUuid(value: unknown, path: string): asserts value is string {
   if (typeof value !== 'string' || !UUID.test(value)) {

@@ -71,6 +71,16 @@ describe('accounts: people, sign-up, sign-in and sessions', () => {
     expect((await api.post('/api/auth/signup', { email: uniqueEmail(), password: 'correct horse battery', date_of_birth: '1900-01-01' })).status).to.equal(201);
   });
 
+  it('refuses a date of birth in the future with 400 naming date_of_birth, not the 403 of an under-aged person', async () => {
+    const nextYear = `${new Date().getUTCFullYear() + 1}-01-01`;
+    for (const date of ['3000-01-01', nextYear]) {
+      const res = await api.post<ErrorBody>('/api/auth/signup', { email: uniqueEmail(), password: 'correct horse battery', date_of_birth: date });
+      expect(res.status, `${date}: ${res.text}`).to.equal(400);
+      expect(res.body.code).to.equal('validation_error');
+      expect(res.body.issues).to.deep.equal([{ path: 'date_of_birth', reason: 'not a date of birth: it is in the future' }]);
+    }
+  });
+
   it('refuses a password shorter than 10 characters with 400 validation_error', async () => {
     const res = await api.post<ErrorBody>('/api/auth/signup', { email: uniqueEmail(), password: 'short', date_of_birth: '1990-01-01' });
     expect(res.status).to.equal(400);
@@ -256,6 +266,12 @@ describe('accounts: people, sign-up, sign-in and sessions', () => {
     const res = await api.delete<ErrorBody>('/api/user/sessions/not-a-uuid', { cookie: person.cookie });
     expect(res.status).to.equal(400);
     expect(res.body.error).to.equal('Invalid session ID format');
+    // The nil and max UUIDs are UUIDs (RFC 9562): no session holds them, so they are not found, not malformed.
+    for (const id of ['00000000-0000-0000-0000-000000000000', 'FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF']) {
+      const none = await api.delete<ErrorBody>(`/api/user/sessions/${id}`, { cookie: person.cookie });
+      expect(none.status, none.text).to.equal(404);
+      expect(none.body.code).to.equal('not_found');
+    }
   });
 
   it('ends a session and its person token at once', async () => {
