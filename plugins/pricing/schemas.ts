@@ -231,7 +231,6 @@ export const patchFunctionBody = z.strictObject({
   timeout_ms: functionTimeoutMs.optional(),
 }, nameFixed);
 /** What a PATCH body looks like (a body that is no JSON object gets it): a change of text, never an activation or listing. */
-export const patchFunctionExample = { description: 'Cost-plus with our regional margins.' };
 
 // Any id too short or long to be one is an unknown id: the same 404 as every other (SPEC's identical body), not a 400.
 export const idParams = z.object({ id: z.string().max(100) });

@@ -20,7 +20,7 @@ import { callerScopeOf, healthCallerOfPrincipal } from '../services/caller-scope
 import { functionCreateResponse, functionReadResponse, functionTestResponse, functionUpdateResponse, functionsListResponse } from '../responses-functions';
 import { marketplaceOutsidePlan, pipelineUnavailable, toApiError } from '../services/engine-errors';
 import type { FunctionRecord, FunctionStore } from '../services/function-store';
-import { patchExampleFromSent } from './policy-example';
+import { PATCH_CHANGING_NOTHING, patchExampleFromSent } from './policy-example';
 
 export interface FunctionRouteDeps {
   store: FunctionStore;
@@ -318,7 +318,8 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       fullAccess: true,
       params: s.idParams,
       body: s.patchFunctionBody,
-      example: s.patchFunctionExample,
+      // Not a stock change (a new description): a body that is not JSON gets {}, which changes nothing, as a policy's does.
+      example: PATCH_CHANGING_NOTHING,
       // What was sent with each refused field left out ({} when nothing is left, which changes nothing): never an
       // activation or a listing the caller did not ask for.
       exampleFor: (sent) => patchExampleFromSent(s.patchFunctionBody, sent),

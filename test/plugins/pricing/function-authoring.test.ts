@@ -343,6 +343,11 @@ describe('pricing: authoring workspace functions', function () {
       const resent = await api().patch<Record<string, any>>(`/api/functions/${id}`, refused.body.example);
       expect(resent.status, resent.text).to.equal(200);
     }
+    // A body that is not JSON leaves nothing of what was sent: {} changes nothing (no stock description written over).
+    const notJson = await api().raw<Record<string, any>>('PATCH', `/api/functions/${id}`, { rawBody: 'notjson', headers: { 'content-type': 'application/json' } });
+    expect(notJson.status, notJson.text).to.equal(400);
+    expect(notJson.body.code).to.equal('invalid_json');
+    expect(notJson.body.example).to.deep.equal({});
     const read = await api().get<Record<string, any>>(`/api/functions/${id}`);
     expect(read.body.function).to.include({ status: 'draft', description: 'Better text' });
     expect(read.body.function.tags).to.deep.equal(made.body.function.tags);
