@@ -35,7 +35,8 @@ export function contextSchemaOf(maxBytes: number) {
 }
 export type ContextSchema = ReturnType<typeof contextSchemaOf>;
 
-const functionRef = z.string().min(1).max(100);
+// Trimmed as a registered name is (" acme.pricer" names acme.pricer), so a reference with stray spaces finds what it names.
+const functionRef = z.string().trim().min(1).max(100);
 
 function pinRule(b: { function_id?: string | undefined; function_name?: string | undefined; routing_preference?: string | undefined }, ctx: z.RefinementCtx): void {
   if ((b.function_id || b.function_name) && b.routing_preference && b.routing_preference !== 'explicit') {

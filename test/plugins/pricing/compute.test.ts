@@ -348,6 +348,16 @@ describe('compute API', function () {
     // Followed, the hint works both ways.
     expect((await api.post('/api/compute/price', { context: { unit_cost: 10 }, function_id: 'fn_builtin_cost_plus' })).status).to.equal(200);
     expect((await api.post('/api/price-router', { context: { unit_cost: 10 }, function_name: 'cost-plus' })).status).to.equal(200);
+    // A reference with stray spaces names what it names trimmed, as a registered name is trimmed.
+    for (const [path, body] of [
+      ['/api/price-router', { context: { unit_cost: 10 }, function_name: ' cost-plus\t' }],
+      ['/api/compute/price', { context: { unit_cost: 10 }, function_id: ' fn_builtin_cost_plus ' }],
+    ] as const) {
+      const spaced = await api.post<Record<string, any>>(path, body);
+      expect(spaced.status, spaced.text).to.equal(200);
+      expect(spaced.body.function).to.include({ id: 'fn_builtin_cost_plus', name: 'cost-plus' });
+      expect(spaced.body.strategy).to.equal('explicit');
+    }
     // function_name where only an id pins says where it is taken, on a call and on a batch item.
     const named = await api.post<Record<string, any>>('/api/compute/price', { context: { unit_cost: 10 }, function_name: 'cost-plus' });
     expect(named.status, named.text).to.equal(400);
