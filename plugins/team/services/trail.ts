@@ -113,7 +113,8 @@ export class TeamTrail {
     try {
       return await work(scope);
     } catch (err) {
-      if (isApiError(err)) await this.refused(principal, scope, action, err);
+      // A malformed request (400: a bad cursor, say) is no attempt at the change: not recorded (README, Audit log).
+      if (isApiError(err) && err.status !== 400) await this.refused(principal, scope, action, err);
       throw err;
     }
   }

@@ -31,6 +31,17 @@ describe('team plugin: audit log and restricted accounts', () => {
       expect(entry?.details.code).to.equal('forbidden');
     });
 
+    it('does not record a malformed request (400: a cursor it never issued), as the README says of 400s', async () => {
+      const { owner, ws } = await team(api);
+      const before = (await auditLog(api, owner)).length;
+      const res = await api.get<Record<string, any>>(`/api/workspaces/${ws}/audit-log?cursor=garbage`, as(owner));
+      expect(res.status, res.text).to.equal(400);
+      expect(res.body.issues).to.deep.equal([{ path: 'cursor', reason: 'not a valid cursor' }]);
+      const after = await auditLog(api, owner);
+      expect(after.length).to.equal(before);
+      expect(after.some((e) => e.action === 'team.audit.list' && e.outcome === 'refused')).to.equal(false);
+    });
+
     it('a team:admin key reads it only while its creator is an owner or admin', async () => {
       const { owner, admin, ws } = await team(api);
       const { key } = await createKey(api, admin, ws, ['team:admin']);
