@@ -233,6 +233,20 @@ export class BreakerSet {
     return e.state;
   }
 
+  /**
+   * Ends the cooldown of an open breaker now, so the next call is its trial: what it failed on has changed (its owner
+   * gave it a new address). A success closes it as ever; a failure opens it again.
+   */
+  expedite(fnId: string): void {
+    const e = this.entries.get(fnId);
+    if (e?.state === 'open' && e.openedAt !== null) e.openedAt = Math.min(e.openedAt, this.clock.now() - this.opts.cooldownMs);
+  }
+
+  /** The ids of breakers kept (a caller's breakers are keyed by function and caller). */
+  keys(): IterableIterator<string> {
+    return this.entries.keys();
+  }
+
   /** Whether a call may go to the function now (null: not); a half-open breaker admits one trial at a time. */
   allow(fnId: string): Admission | null {
     const e = this.entry(fnId);

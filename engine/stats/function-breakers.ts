@@ -98,6 +98,13 @@ export class CircuitBreakers {
     return waits.length ? wholeSecondsToWait(Math.min(...waits)) : null;
   }
 
+  /** Ends the cooldown of the function's breaker and of every caller's open one for it: the next call of each is a trial (BreakerSet.expedite). */
+  expedite(fnId: string): void {
+    this.network.expedite(fnId);
+    const prefix = this.key(fnId, '');
+    for (const key of [...this.perCaller.keys()]) if (key.startsWith(prefix)) this.perCaller.expedite(key);
+  }
+
   /** The function's last failures, whoever's calls they were (see BreakerSet.recentFailures). */
   recentFailures(fnId: string): RecentFailure[] {
     return this.network.recentFailures(fnId);

@@ -362,6 +362,9 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         );
         if (!fn) throw notFound();
         await d.registry.changed(fn.id);
+        // Its failures were at the old address: its breakers (on this instance) let the next call through as their trial
+        // instead of keeping it out until their cooldown ends.
+        if (body.endpoint_url !== undefined && body.endpoint_url !== before.endpointUrl) d.breakers.expedite(fn.id);
         return ok({ function: functionView(fn, d, p.workspaceId, healthCallerOfPrincipal(p)), ...pipelineWarning(fn) });
       },
     }),

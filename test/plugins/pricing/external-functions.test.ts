@@ -962,6 +962,26 @@ describe("pricing: a context an external endpoint refuses is the context's fault
     });
   }
 
+  it("an owner giving the function a new endpoint lets the next call through as its breakers' trial, instead of keeping it out for the cooldown", async () => {
+    const fn = await listed('/status/500');
+    const another = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'ext-moved-2'), { name: 's2' })).key });
+    for (const caller of [stranger, another]) for (let i = 0; i < 5; i++) expect((await caller.post('/api/compute/price', { context: EUR, function_id: fn.id })).status).to.equal(502);
+    expect(await breakerOf(fn.id)).to.include({ state: 'open', applies_to: 'everyone' });
+    expect(await breakerOf(fn.id, stranger)).to.include({ state: 'open' });
+    // A change that leaves the address alone changes nothing.
+    expect((await owner.patch(`/api/functions/${fn.id}`, { description: 'still failing' })).status).to.equal(200);
+    expect(await breakerOf(fn.id)).to.include({ state: 'open' });
+    const moved = await owner.patch<Record<string, any>>(`/api/functions/${fn.id}`, { endpoint_url: upstream.url('/usd-only') });
+    expect(moved.status, moved.text).to.equal(200);
+    expect(await breakerOf(fn.id)).to.include({ state: 'half_open' });
+    // The stranger's own breaker let its call through too: the new endpoint answers (in USD), and the trial closes both.
+    const served = await stranger.post<Record<string, any>>('/api/compute/price', { context: USD, function_id: fn.id });
+    expect(served.status, served.text).to.equal(200);
+    expect(served.body.function.id).to.equal(fn.id);
+    expect(await breakerOf(fn.id)).to.include({ state: 'closed' });
+    expect(await breakerOf(fn.id, stranger)).to.include({ state: 'closed' });
+  });
+
   it("a person's own workspace and test workspace count as one caller: their failures together never open the function's breaker for the others", async () => {
     const fn = await listed('/status/500');
     const person = await signUp(svc, 'ext-two-workspaces');
