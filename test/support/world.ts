@@ -69,6 +69,16 @@ export async function createKey(svc: TestService, person: Person, body: Record<s
   return { key: res.body.api_key.key, id: res.body.api_key.id };
 }
 
+/** A person signed up as `label` who joined `owner`'s workspace with `role` (invited and accepted), with the headers of their session there. */
+export async function joinWorkspace(svc: TestService, owner: Person, label: string, role: 'admin' | 'member'): Promise<{ person: Person; session: Record<string, string> }> {
+  const person = await signUp(svc, label);
+  const inv = await client(svc.url, { cookie: owner.cookie }).post<Record<string, any>>(`/api/workspaces/${owner.workspaceId}/invitations`, { email: person.email, role });
+  if (inv.status !== 201) throw new Error(`invitation failed: ${inv.status} ${inv.text}`);
+  const accepted = await client(svc.url, { cookie: person.cookie }).post('/api/invitations/accept', { token: inv.body.accept.token });
+  if (accepted.status !== 200) throw new Error(`accepting failed: ${accepted.status} ${accepted.text}`);
+  return { person, session: { cookie: person.cookie, 'x-workspace-id': owner.workspaceId } };
+}
+
 export async function mintToken(svc: TestService, key: string): Promise<string> {
   const res = await client(svc.url).raw<Record<string, any>>('POST', '/api/oauth/token', {
     rawBody: 'grant_type=client_credentials',

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { client } from '../../support/http';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
-import { createKey, mintToken, signUp } from '../../support/world';
+import { createKey, joinWorkspace, mintToken, signUp } from '../../support/world';
 import type { Person } from '../../support/world';
 
 /**
@@ -30,13 +30,7 @@ describe('pricing: authoring workspace functions', function () {
   const api = (headers: Record<string, string> = { 'x-api-key': ownerKey }) => client(svc.url, headers);
 
   /** A person who joined the owner's workspace with `role`, as headers of their session there. */
-  const join = async (label: string, role: 'admin' | 'member'): Promise<{ person: Person; session: Record<string, string> }> => {
-    const person = await signUp(svc, label);
-    const inv = await api({ cookie: owner.cookie }).post<Record<string, any>>(`/api/workspaces/${owner.workspaceId}/invitations`, { email: person.email, role });
-    expect(inv.status, inv.text).to.equal(201);
-    expect((await api({ cookie: person.cookie }).post('/api/invitations/accept', { token: inv.body.accept.token })).status).to.equal(200);
-    return { person, session: { cookie: person.cookie, 'x-workspace-id': owner.workspaceId } };
-  };
+  const join = (label: string, role: 'admin' | 'member') => joinWorkspace(svc, owner, label, role);
   const keyOf = async (session: Record<string, string>, name: string): Promise<string> => {
     const res = await api(session).post<Record<string, any>>('/api/api-keys', { name });
     expect(res.status, res.text).to.equal(201);

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { client } from '../../support/http';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
-import { createKey, mintToken, signUp } from '../../support/world';
+import { createKey, joinWorkspace, mintToken, signUp } from '../../support/world';
 import type { Person } from '../../support/world';
 
 /**
@@ -23,13 +23,7 @@ describe('pricing: who may manage routing policies', function () {
   after(() => svc?.close());
 
   const api = (headers: Record<string, string> = { 'x-api-key': ownerKey }) => client(svc.url, headers);
-  const join = async (label: string, role: 'admin' | 'member'): Promise<Record<string, string>> => {
-    const person = await signUp(svc, label);
-    const inv = await api({ cookie: owner.cookie }).post<Record<string, any>>(`/api/workspaces/${owner.workspaceId}/invitations`, { email: person.email, role });
-    expect(inv.status, inv.text).to.equal(201);
-    expect((await api({ cookie: person.cookie }).post('/api/invitations/accept', { token: inv.body.accept.token })).status).to.equal(200);
-    return { cookie: person.cookie, 'x-workspace-id': owner.workspaceId };
-  };
+  const join = async (label: string, role: 'admin' | 'member') => (await joinWorkspace(svc, owner, label, role)).session;
   const ownerDefault = async (label: string): Promise<string> => {
     const res = await api().post<Record<string, any>>('/api/routing-policies', { name: `default-${label}`, strategy: 'cheapest', is_default: true });
     expect(res.status, res.text).to.equal(201);
