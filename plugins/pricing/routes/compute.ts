@@ -66,6 +66,9 @@ function requestKey(ctx: RequestContext, sentIsExample: boolean): string | null 
 /** An issue path of a batch item's body as a path in the batch's (`(root)` is the item itself). */
 const inItem = (index: number, path: string): string => (path === '(root)' ? `items[${index}]` : `items[${index}].${path}`);
 
+const STOCK_ITEM = s.batchExample.items[0] as { context: Record<string, unknown> };
+const itemExampleFor = (batchItem: s.CallSchemas['batchItem']) => callExampleFor(batchItem, STOCK_ITEM);
+
 /**
  * A batch item as priced: one that failed validation throws its own 400, whose message and issue
  * paths name it in the body (`items[2].context.current_price`), with an example item.
@@ -75,7 +78,10 @@ function validItem(batchItem: s.CallSchemas['batchItem'], item: PricedItem | s.I
   const parsed = batchItem.safeParse(item.raw);
   if (parsed.success) return parsed.data;
   const issues = zodIssues(parsed.error, item.raw).map((i) => ({ ...i, path: inItem(index, i.path) }));
-  throw validationFailed('body', issues, 'Fix the fields listed in issues; example shows a batch item that passes.', s.batchExample.items[0]);
+  // As a single call's: the item sent with what was refused left out, where that passes (else the stock item).
+  const mended = itemExampleFor(batchItem)(item.raw);
+  const example = mended !== undefined && batchItem.safeParse(mended).success ? mended : STOCK_ITEM;
+  throw validationFailed('body', issues, 'Fix the fields listed in issues; example shows a batch item that passes.', example);
 }
 
 /**

@@ -534,6 +534,10 @@ describe('compute API', function () {
     expect(mixed.body.items[1].error.code).to.equal('validation_error');
     expect(mixed.body.items[2].result.price).to.equal('3.00');
     expect(mixed.body.items[3].error.issues[0].reason).to.match(/unknown field "colour"/);
+    // As a single call's example: the item sent without what was refused (a refused context gets the stock one above).
+    expect(mixed.body.items[3].error.example).to.deep.equal({ context: { current_price: 4 } });
+    const single = await api.post<Record<string, any>>('/api/compute/price', { context: { current_price: 4 }, colour: 'red' });
+    expect(single.body.example).to.deep.equal(mixed.body.items[3].error.example);
     const hundred = await api.post<Record<string, any>>('/api/compute/batch', { items: Array.from({ length: 100 }, (_, i) => ({ context: { current_price: i + 1 } })) });
     expect(hundred.status).to.equal(200);
     expect(hundred.body.summary.succeeded).to.equal(100);
