@@ -181,7 +181,8 @@ export function sandboxRefusal(what: string, claimOffered: boolean): ApiError {
     hint: `Sandbox keys compute with built-in functions, read functions and routing policies, rotate themselves and work as OAuth client credentials. ${
       claimOffered ? 'Have a person claim the workspace (the claim link from registration) to lift the limits.' : 'This service runs without sign-in (no accounts), so the limits cannot be lifted here.'
     }`,
-    fields: { plan: 'agent_starter', reason: `Agent Starter sandboxes cannot ${what}.` },
+    // The reason says what lifts it (SPEC: batch "needs a claimed workspace"), not only what was refused.
+    fields: { plan: 'agent_starter', reason: `Agent Starter sandboxes cannot ${what}.${claimOffered ? ' A claimed workspace can.' : ''}` },
     next: [claimStep(claimOffered)],
   });
 }

@@ -319,7 +319,7 @@ describe('compute API', function () {
       const res = await sandbox.post<Record<string, any>>(path, body);
       expect(res.status, res.text).to.equal(403);
       refusedIds.push(res.body.request_id as string);
-      expect(res.body).to.include({ code: 'plan_restricted', plan: 'agent_starter', reason: 'Agent Starter sandboxes cannot price with marketplace functions.' });
+      expect(res.body).to.include({ code: 'plan_restricted', plan: 'agent_starter', reason: 'Agent Starter sandboxes cannot price with marketplace functions. A claimed workspace can.' });
       expect(res.body.next.map((n: { action: string }) => n.action)).to.deep.equal(['claim']);
     }
     // Refused for its plan (a permission) before pricing: no usage event, as docs/routing.md says.
@@ -568,7 +568,8 @@ describe('compute API', function () {
     const res = await client(svc.url).post<Record<string, any>>('/api/compute/batch', { items: [{ context: { current_price: 1 } }] }, { 'x-api-key': sandbox.key });
     expect(res.status).to.equal(403);
     expect(res.body.code).to.equal('plan_restricted');
-    expect(res.body.reason).to.be.a('string');
+    // The reason says what lifts the refusal (SPEC: batch needs a claimed workspace).
+    expect(res.body.reason).to.match(/^Agent Starter sandboxes cannot use POST \/api\/compute\/batch — .* A claimed workspace can\.$/);
     // Its claim step reads as the quota's steps do: available, or not.
     expect(res.body.next).to.have.length(1);
     expect(res.body.next[0]).to.include({ action: 'claim', method: 'POST', path: '/api/agents/claim', available: true });

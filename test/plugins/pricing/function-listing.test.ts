@@ -93,7 +93,7 @@ describe('pricing: function listings and what a sandbox reads', function () {
       for (const ref of [fn.id as string, fn.name as string]) {
         const read = await sandbox.get<Body>(`/api/functions/${ref}`);
         expect(read.status, read.text).to.equal(403);
-        expect(read.body).to.include({ code: 'plan_restricted', plan: 'agent_starter', reason: 'Agent Starter sandboxes cannot price with marketplace functions.' });
+        expect(read.body).to.include({ code: 'plan_restricted', plan: 'agent_starter', reason: 'Agent Starter sandboxes cannot price with marketplace functions. A claimed workspace can.' });
         expect(read.body.next.map((n: { action: string }) => n.action)).to.deep.equal(['claim']);
         for (const field of ['error', 'code', 'plan', 'reason', 'hint', 'next']) expect(read.body[field], field).to.deep.equal(priced.body[field]);
       }
