@@ -27,7 +27,8 @@ const REDACT = [
 ];
 
 /** Shapes of our own secrets, scrubbed from free-text messages as a second line of defence. */
-const SECRET_PATTERNS = [/\b(pk|sk|cs|pcs)_(live|test|sbx|agt|usr|oac)_[A-Za-z0-9]{16,}\b/g, /\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\b/g];
+// Keys, and the other one-time or bearer secrets the service issues: claim links, invitations, sessions, signing secrets.
+const SECRET_PATTERNS = [/\b(pk|sk|cs|pcs)_(live|test|sbx|agt|usr|oac|clm|inv|ses|fsig)_[A-Za-z0-9]{16,}\b/g, /\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\b/g];
 
 export function scrubSecrets(text: string): string {
   return SECRET_PATTERNS.reduce((acc, re) => acc.replace(re, '[redacted]'), text);

@@ -30,7 +30,7 @@ export function requestContext(log: Logger, metrics: Metrics) {
     // (the caller left, a shutdown's deadline): such a request gets its line too, marked cut off.
     res.on('close', () => {
       const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-      const route = (res.locals.routeTemplate as string | undefined) ?? 'unmatched';
+      const route = routeOf(res);
       const ms = Math.round(seconds * 1e5) / 100;
       if (!res.writableFinished) {
         if (log.isLevelEnabled('info')) childLog().info({ method: req.method, route, status: res.headersSent ? res.statusCode : null, ms, cut_off: true }, 'request closed before its answer was complete');
@@ -56,6 +56,14 @@ export function refuseWhileStopping(isStopping: () => boolean) {
     res.setHeader('Connection', 'close');
     next(new ApiError('shutting_down', 'The service is shutting down.', { hint: 'Retry in a moment; another instance will answer.', headers: { 'Retry-After': '1' } }));
   };
+}
+
+/**
+ * The route a request matched, as declared (`/api/agents/claim/:token`), never the path sent: a path can carry a secret
+ * (a one-time claim token), and logs hold no secrets (docs/architecture.md).
+ */
+function routeOf(res: Response): string {
+  return (res.locals.routeTemplate as string | undefined) ?? 'unmatched';
 }
 
 /**
@@ -182,11 +190,11 @@ export function errorHandler(log: Logger, serves?: (method: string, path: string
         const unavailable = unavailableError(err);
         if (unavailable) {
           // A store that did not answer is an outage, not a bug: its reason and code, without the driver's stack.
-          reqLog.warn({ ...failureFields(err), method: req.method, path: req.path }, 'a store the request needed failed');
+          reqLog.warn({ ...failureFields(err), method: req.method, route: routeOf(res) }, 'a store the request needed failed');
           if (res.locals.recordsCallsOnly === true) apiErr = unavailable.with({ hint: `${NOTHING_CHARGED} ${unavailable.extras.hint ?? ''}`.trim() });
           else apiErr = writeMayHaveHappened(req, err) ? unavailable.with({ hint: `${unavailable.extras.hint ?? ''} ${WRITE_MAY_HAVE_HAPPENED}`.trim() }) : unavailable;
         } else {
-          reqLog.error({ err, method: req.method, path: req.path }, 'unhandled error');
+          reqLog.error({ err, method: req.method, route: routeOf(res) }, 'unhandled error');
           apiErr = new ApiError('internal_error', 'Something went wrong on our side.', { hint: 'Retry later; quote the request_id if you report it.' });
         }
       }

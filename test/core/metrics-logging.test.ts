@@ -86,7 +86,7 @@ describe('metrics and structured logs', () => {
   it('logs a store that did not answer a request as an outage: its reason, no stack', () => {
     const { lines, sink } = capturedLog();
     const handler = errorHandler(createLogger('info', sink));
-    const res = { locals: { requestId: 'req_x' }, headersSent: false, headers: {} as Record<string, string>, statusCode: 0, body: undefined as unknown };
+    const res = { locals: { requestId: 'req_x', routeTemplate: '/api/agents/claim/:token' }, headersSent: false, headers: {} as Record<string, string>, statusCode: 0, body: undefined as unknown };
     const reply = {
       ...res,
       setHeader(k: string, v: string) {
@@ -103,16 +103,24 @@ describe('metrics and structured logs', () => {
         res.body = body;
       },
     };
-    handler(new KvUnavailableError(new Error('Connection is closed.')), { method: 'POST', path: '/api/compute/price', headers: {} } as never, reply as never, () => undefined);
+    const token = 'pcs_clm_ctq5aGgKYh9yDXY1uoqjSFY468hKQj0c';
+    handler(new KvUnavailableError(new Error('Connection is closed.')), { method: 'POST', path: `/api/agents/claim/${token}`, headers: {} } as never, reply as never, () => undefined);
     expect(res.statusCode).to.equal(503);
     expect(lines).to.have.length(1);
     const entry = JSON.parse(lines[0] as string) as Record<string, unknown>;
-    expect(entry).to.include({ msg: 'a store the request needed failed', reason: 'The key-value store did not answer: Connection is closed.', method: 'POST', path: '/api/compute/price' });
+    // The route as declared, never the path sent: this one carries a one-time claim token.
+    expect(entry).to.include({ msg: 'a store the request needed failed', reason: 'The key-value store did not answer: Connection is closed.', method: 'POST', route: '/api/agents/claim/:token' });
+    expect(entry).to.not.have.property('path');
+    expect(lines[0]).not.to.contain(token);
     expect(lines[0]).not.to.contain('stack');
   });
 
   it('scrubs our secret shapes from free-text log messages', () => {
     expect(scrubSecrets('key sk_live_ABCDEFGHIJKLMNOPQRSTUVWX used')).to.equal('key [redacted] used');
+    // The other secrets the service issues: claim links, invitations, session cookies, signing secrets.
+    for (const secret of ['pcs_clm_ctq5aGgKYh9yDXY1uoqjSFY468hKQj0c', 'pcs_inv_ctq5aGgKYh9yDXY1uoqjSFY468hKQj0c', 'pcs_ses_ctq5aGgKYh9yDXY1uoqjSFY468hKQj0c', 'pcs_fsig_ctq5aGgKYh9yDXY1uoqjSFY468hKQj0c']) {
+      expect(scrubSecrets(`seen ${secret}.`)).to.equal('seen [redacted].');
+    }
   });
 
   it('logs a database connection error with its own fields, not the client node-postgres attaches to it', async () => {
