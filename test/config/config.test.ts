@@ -93,11 +93,13 @@ describe('configuration', () => {
   });
 
   it('refuses a PUBLIC_URL of another scheme than http or https (every link the service answers would carry it), and takes either', () => {
-    for (const bad of ['ftp://x.example', 'javascript:alert(1)', 'notaurl']) {
+    // A query or fragment would sit inside every link made by appending a path to it.
+    for (const bad of ['ftp://x.example', 'javascript:alert(1)', 'notaurl', 'https://example.com/?x=1', 'https://example.com/#f']) {
       expect(() => loadConfig({ PUBLIC_URL: bad }), bad).to.throw(ConfigError, 'PUBLIC_URL (server.publicUrl)');
     }
     expect(loadConfig({ PUBLIC_URL: 'https://pricing.example.com' }).server.publicUrl).to.equal('https://pricing.example.com');
     expect(loadConfig({ PUBLIC_URL: 'http://10.0.0.5:3000' }).server.publicUrl).to.equal('http://10.0.0.5:3000');
+    expect(loadConfig({ PUBLIC_URL: 'https://example.com/pricing' }).server.publicUrl).to.equal('https://example.com/pricing');
   });
 
   it('refuses a TRUST_PROXY entry Express would misread as another address (1 in a list is 0.0.0.1)', () => {
@@ -227,6 +229,8 @@ describe('configuration', () => {
       { name: 'DATABASE_URI', meant: 'DATABASE_URL' },
       { name: 'sandbox_compute_calls_per_day', meant: 'SANDBOX_COMPUTE_CALLS_PER_DAY' },
     ]);
+    // A name spelt out past an edit or two: the HOURS of every other hours setting.
+    expect(misspelledSettings({ IDEMPOTENCY_KEY_TTL_HOURS: '48' })).to.deep.equal([{ name: 'IDEMPOTENCY_KEY_TTL_HOURS', meant: 'IDEMPOTENCY_KEY_TTL_H' }]);
   });
 
   it('warns at start about a misspelt setting, naming the one it likely meant', function () {
