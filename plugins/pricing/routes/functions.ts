@@ -20,7 +20,7 @@ import { callerScopeOf, healthCallerOfPrincipal } from '../services/caller-scope
 import { functionCreateResponse, functionReadResponse, functionTestResponse, functionUpdateResponse, functionsListResponse } from '../responses-functions';
 import { marketplaceOutsidePlan, pipelineUnavailable, toApiError } from '../services/engine-errors';
 import type { FunctionRecord, FunctionStore } from '../services/function-store';
-import { PATCH_CHANGING_NOTHING, patchExampleFromSent } from './policy-example';
+import { PATCH_CHANGING_NOTHING, createExampleFromSent, patchExampleFromSent } from './policy-example';
 
 export interface FunctionRouteDeps {
   store: FunctionStore;
@@ -243,12 +243,14 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       fullAccess: true,
       body: s.registerFunctionBody,
       example: s.registerFunctionExample,
+      // What was sent, a refused or missing field the body needs (name, endpoint) replaced by the example's placeholder.
+      exampleFor: (sent) => createExampleFromSent(s.registerFunctionBody, sent, s.registerFunctionExample),
       headers: createIdempotencyHeaders,
       // An external_api function's answer carries its signing secret, shown here (and on a replay) only.
       returnsSecret: true,
       responses: { 201: { description: 'The function, as a draft, and how to activate it; a repeat under the same Idempotency-Key answers the function as it is now (Idempotent-Replayed: true).', schema: functionCreateResponse } },
       precheck: ({ principal }) => assertManagesWorkspace(principal as Principal, d.workspaces, MANAGE_FUNCTIONS),
-      handler: async ({ principal, body, req }) => {
+      handler: async ({ principal, body, req, sent }) => {
         const p = principal as Principal;
         checkEndpointFields(body.execution_type, body.name, body);
         if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url, s.registerFunctionExample);
@@ -274,7 +276,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
           }
           const free = await d.store.freeVariant(body.name);
           if (!free) throw err;
-          throw err.with({ hint: `"${free}" is free right now: example is your request under that name. Or choose your own, for example prefixed with your company or product.`, example: { ...body, name: free } });
+          throw err.with({ hint: `"${free}" is free right now: example is your request under that name. Or choose your own, for example prefixed with your company or product.`, example: { ...(sent as Record<string, unknown>), name: free } });
         };
         // Amounts compared by value: "0.0010" repeats "0.001".
         const claim = d.idempotency.claimOf(req, 'functions.create', p.workspaceId, { ...body, cost_per_unit: dec(body.cost_per_unit).toString(), cost_multiplier: dec(body.cost_multiplier).toString() });

@@ -127,6 +127,14 @@ export function withoutNames(value: unknown, isBad: (ref: string) => boolean): u
 }
 
 /**
+ * The example of a create the body schema refuses, made from what was sent: each refused or missing field the body
+ * needs replaced by its sample (`samples`, the route's own example), others left out, the rest kept as sent.
+ */
+export function createExampleFromSent<T>(body: z.ZodType<T>, sent: unknown, samples: Body): Body | undefined {
+  return mended(body, sent, samples);
+}
+
+/**
  * The example of a PATCH the body schema refuses, made from what was sent alone (the stored policy is not read
  * before the body passes): each refused value left out, or replaced by a sample where a config key is needed.
  * A config left empty is left out, as sending it would clear the stored one; when nothing is left the example

@@ -322,6 +322,21 @@ describe('pricing: authoring workspace functions', function () {
     });
   });
 
+  it('answers a refused registration with what was sent as its example: a refused field the body needs takes the placeholder, an unknown one is left out, the rest is kept', async () => {
+    const name = fnName('kept');
+    const refused = await api().post<Record<string, any>>('/api/functions', { name, execution_type: 'pipeline', cost_per_unit: '-1', description: 'mine', is_public: true, colour: 'red' });
+    expect(refused.status, refused.text).to.equal(400);
+    // The caller's name, description and listing stay; the refused cost takes the placeholder; colour is left out.
+    expect(refused.body.example).to.deep.equal({ name, execution_type: 'pipeline', cost_per_unit: '0.002', description: 'mine', is_public: true });
+    const resent = await api().post<Record<string, any>>('/api/functions', refused.body.example);
+    expect(resent.status, resent.text).to.equal(201);
+    expect(resent.body.function).to.include({ name, description: 'mine', is_public: true, status: 'draft' });
+    // A refused name takes the placeholder one (names are unique: sent back as is, it is offered a free variant).
+    const badName = await api().post<Record<string, any>>('/api/functions', { name: 'Upper.Case', execution_type: 'pipeline', cost_per_unit: '0.001' });
+    expect(badName.status).to.equal(400);
+    expect(badName.body.example).to.deep.equal({ name: 'your-company.dynamic-pricer', execution_type: 'pipeline', cost_per_unit: '0.001' });
+  });
+
   it("answers a refused PATCH with what was sent less the refused values as its example: resent, it changes only what was asked, and never activates or lists a draft", async () => {
     const made = await api().post<Record<string, any>>('/api/functions', { ...draft('example-trap'), is_public: true });
     expect(made.status, made.text).to.equal(201);
