@@ -99,7 +99,7 @@ export function misspelledSettings(env: NodeJS.ProcessEnv): Array<{ name: string
   for (const name of Object.keys(env)) {
     if (known.has(name) || name.length < 6) continue;
     // A setting's name cut short or spelt out (IDEMPOTENCY_KEY_TTL_HOURS for IDEMPOTENCY_KEY_TTL_H) is past an edit or two.
-    const meant = closest(name, lower) ?? names.find((n) => n.length >= 10 && (name.startsWith(`${n}`) || n.startsWith(name)) && Math.abs(n.length - name.length) <= 4)?.toLowerCase();
+    const meant = closest(name, lower) ?? names.find((n) => n.length >= 10 && (name.startsWith(n) || n.startsWith(name)) && Math.abs(n.length - name.length) <= 4)?.toLowerCase();
     if (meant) out.push({ name, meant: meant.toUpperCase() });
   }
   return out;

@@ -9,6 +9,8 @@ const D = Decimal.clone({ precision: 40, rounding: Decimal.ROUND_HALF_UP, toExpN
 export type Dec = InstanceType<typeof D>;
 
 export const DECIMAL_PATTERN = /^-?(0|[1-9]\d{0,17})(\.\d{1,18})?$/;
+/** A currency code as the service takes one: 3 to 5 letters (ISO 4217's USD, and tokens such as USDC), any case. */
+export const CURRENCY_CODE = /^[A-Za-z]{3,5}$/;
 export const NON_NEGATIVE_DECIMAL_PATTERN = /^(0|[1-9]\d{0,17})(\.\d{1,18})?$/;
 
 /** zod schema of a money amount on the wire: a non-negative decimal string such as "12.50". */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CURRENCY_CODE } from '../core/money';
 import { OutboundBlockedError, OutboundError } from '../core/outbound/safe-http-client';
 import type { SafeHttpClient } from '../core/outbound/safe-http-client';
 import { D, MAX_AMOUNT, currencyOf, minorUnits, toPrice } from './builtins/inputs';
@@ -10,7 +11,7 @@ import type { FunctionDescriptor } from './functions';
 export const externalAnswer = z.object({
   // A decimal string of zero ("0.00") is no positive price either: the same rule as the number 0.
   price: z.union([z.number().positive().finite(), z.string().regex(/^\d+(\.\d+)?$/).refine((p) => /[1-9]/.test(p))]),
-  currency: z.string().regex(/^[A-Za-z]{3,5}$/).optional(),
+  currency: z.string().regex(CURRENCY_CODE).optional(),
   confidence: z.number().min(0).max(1),
   notes: z.array(z.string().max(500)).max(20).optional(),
   details: z.record(z.string(), z.unknown()).optional(),

@@ -12,6 +12,7 @@ import { bodyReadError, isUndecodablePath, undecodablePathError } from './middle
 import { runStages } from './direct-dispatch';
 import { isStaticPath, templateMatcher, undecodableParam } from './path-templates';
 import { HANDLED } from './route';
+import { passingExample } from './sent-example';
 import type { Deprecation, HttpMethod, Reply, RequestContext, RouteSpec } from './route';
 
 export interface RegisteredRoute {
@@ -168,9 +169,8 @@ function requestContext(req: Request, res: Response, route: RouteSpec): RequestC
 /** A refused body's error, with an example made from what was sent when the route makes one that passes (else the route's own). */
 async function withExampleFromSent(route: RouteSpec, err: unknown, sent: unknown, ctx: RequestContext): Promise<unknown> {
   if (!isApiError(err) || !route.exampleFor) return err;
-  const better = await route.exampleFor(sent, ctx);
-  if (better === undefined || !(route.body as NonNullable<RouteSpec['body']>).safeParse(better).success) return err;
-  return err.with({ example: better });
+  const better = passingExample(route.body as NonNullable<RouteSpec['body']>, await route.exampleFor(sent, ctx));
+  return better === undefined ? err : err.with({ example: better });
 }
 
 /** One Express handler running every stage of the request pipeline for a declared route. */

@@ -3,6 +3,11 @@ import type { z } from 'zod';
 type Body = Record<string, unknown>;
 const isObject = (v: unknown): v is Body => v !== null && typeof v === 'object' && !Array.isArray(v);
 
+/** `candidate` when it is an example `schema` passes, else undefined: a made example is offered only then (else the stock one). */
+export function passingExample(schema: z.ZodType, candidate: unknown): unknown {
+  return candidate !== undefined && schema.safeParse(candidate).success ? candidate : undefined;
+}
+
 /** Where a refused body with a `context` is mended into its example, field by field. */
 export interface BodyMender {
   /** A refused top-level field other than `context`, mended in `out`; false when no honest example can be made. */

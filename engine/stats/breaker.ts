@@ -242,11 +242,6 @@ export class BreakerSet {
     if (e?.state === 'open' && e.openedAt !== null) e.openedAt = Math.min(e.openedAt, this.clock.now() - this.opts.cooldownMs);
   }
 
-  /** The ids of breakers kept (a caller's breakers are keyed by function and caller). */
-  keys(): IterableIterator<string> {
-    return this.entries.keys();
-  }
-
   /** Whether a call may go to the function now (null: not); a half-open breaker admits one trial at a time. */
   allow(fnId: string): Admission | null {
     const e = this.entry(fnId);

@@ -102,7 +102,7 @@ export class CircuitBreakers {
   expedite(fnId: string): void {
     this.network.expedite(fnId);
     const prefix = this.key(fnId, '');
-    for (const key of [...this.perCaller.keys()]) if (key.startsWith(prefix)) this.perCaller.expedite(key);
+    for (const key of this.perCaller.known()) if (key.startsWith(prefix)) this.perCaller.expedite(key);
   }
 
   /** The function's last failures, whoever's calls they were (see BreakerSet.recentFailures). */

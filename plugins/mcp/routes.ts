@@ -10,6 +10,7 @@ import { nestedDeeperThan, refuseUnstorableValue } from '../../core/http/json-bo
 import { unavailableError } from '../../core/http/middleware';
 import { HANDLED, defineRoute } from '../../core/http/route';
 import type { HandlerResult, RequestContext, RouteSpec } from '../../core/http/route';
+import { passingExample } from '../../core/http/sent-example';
 import type { Changelog } from '../discovery';
 import { requestRateOf } from '../identity';
 import { originRefused } from '../../core/http/origin';
@@ -64,8 +65,8 @@ const rpcError = (id: Id, code: number, message: string, data?: unknown) => ({ j
 /** A refusal of a tool's arguments, its example made from what was sent when the tool makes one that passes (as REST's pipeline does). */
 function withExampleFromSent(tool: McpTool, err: unknown, sent: unknown): unknown {
   if (!isApiError(err) || err.code !== 'validation_error' || !tool.exampleFor) return err;
-  const better = tool.exampleFor(sent);
-  return better !== undefined && tool.input.safeParse(better).success ? err.with({ example: better }) : err;
+  const better = passingExample(tool.input, tool.exampleFor(sent));
+  return better === undefined ? err : err.with({ example: better });
 }
 
 /**

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { shownName } from '../../core/shown-name';
 import { limitParam, cursorParam } from '../../core/pagination';
-import { dec } from '../../core/money';
+import { CURRENCY_CODE, dec } from '../../core/money';
 import { PREFERENCES, policyConfigSchema, STRATEGIES } from '../../engine';
 import { isReservedTag } from './services/reserved-names';
 
@@ -27,7 +27,7 @@ export function contextSchemaOf(maxBytes: number) {
       if (ctx.product_type !== undefined && typeof ctx.product_type !== 'string') issue.addIssue({ code: 'custom', path: ['product_type'], message: 'product_type must be a string' });
       const priceProblem = currentPriceProblem(ctx.current_price);
       if (priceProblem) issue.addIssue({ code: 'custom', path: ['current_price'], message: `current_price ${priceProblem}` });
-      if (ctx.currency !== undefined && (typeof ctx.currency !== 'string' || !/^[A-Za-z]{3,5}$/.test(ctx.currency))) issue.addIssue({ code: 'custom', path: ['currency'], message: 'currency must be a code such as USD' });
+      if (ctx.currency !== undefined && (typeof ctx.currency !== 'string' || !CURRENCY_CODE.test(ctx.currency))) issue.addIssue({ code: 'custom', path: ['currency'], message: 'currency must be a code such as USD' });
       const bytes = Buffer.byteLength(JSON.stringify(ctx));
       if (bytes > maxBytes) issue.addIssue({ code: 'custom', path: [], message: `context must be at most ${maxBytes} bytes of JSON (COMPUTE_CONTEXT_MAX_BYTES); this one is ${bytes}` });
     })

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { dec, NON_NEGATIVE_DECIMAL_PATTERN } from '../../core/money';
+import { CURRENCY_CODE, dec, NON_NEGATIVE_DECIMAL_PATTERN } from '../../core/money';
 import { listQuery } from '../../core/pagination';
 import type { ContextSchema } from '../pricing';
 
@@ -11,8 +11,6 @@ const POSITIVE_DECIMAL = /^(0|[1-9]\d{0,17})(\.\d{1,18})?$/;
 const isPositiveDecimal = (s: string): boolean => POSITIVE_DECIMAL.test(s) && /[1-9]/.test(s);
 /** A JSON number whose plain decimal form is such a string (1e308 and 5e-324 are not: hundreds of digits). */
 const isPositiveDecimalNumber = (n: number): boolean => Number.isFinite(n) && n > 0 && isPositiveDecimal(dec(n).toFixed());
-/** As a compute context's currency (pricing's contextSchemaOf): 3 to 5 letters, so USDC can be observed as it can be priced. */
-const CURRENCY = /^[A-Za-z]{3,5}$/;
 const CONTEXT_KEY = /^[a-z][a-z0-9_]{0,39}$/;
 const RESERVED_CONTEXT_KEYS = ['product_type', 'currency', 'amount', 'price', 'observed_at', 'source'];
 // The C0 and C1 controls (Unicode Cc) spelled as ranges: a regexp with flags cannot be stated as an OpenAPI pattern.
@@ -24,7 +22,8 @@ const PRODUCT_TYPE_MAX = 100;
 const productType = z.string().trim().min(1, 'product_type must not be empty').max(PRODUCT_TYPE_MAX).regex(NO_CONTROL_CHARS, 'product_type must not contain control characters');
 const currency = z
   .string()
-  .regex(CURRENCY, 'currency must be a code of 3 to 5 letters such as USD or USDC')
+  // As a compute context's currency, so USDC can be observed as it can be priced.
+  .regex(CURRENCY_CODE, 'currency must be a code of 3 to 5 letters such as USD or USDC')
   .transform((c) => c.toUpperCase());
 
 const contextKey = z

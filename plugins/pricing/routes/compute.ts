@@ -3,6 +3,7 @@ import { ApiError, errorBody, isApiError } from '../../../core/errors';
 import { unavailableError } from '../../../core/http/middleware';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { Reply, RequestContext, RouteSpec } from '../../../core/http/route';
+import { passingExample } from '../../../core/http/sent-example';
 import { validationFailed, zodIssues } from '../../../core/validation';
 import { credentialIgnored, idempotencyKeyOf, REPLAYED_HEADER, requestRateOf } from '../../identity';
 import { sandboxQuotaRefusal } from '../../usage';
@@ -67,7 +68,6 @@ function requestKey(ctx: RequestContext, sentIsExample: boolean): string | null 
 const inItem = (index: number, path: string): string => (path === '(root)' ? `items[${index}]` : `items[${index}].${path}`);
 
 const STOCK_ITEM = s.batchExample.items[0] as { context: Record<string, unknown> };
-const itemExampleFor = (batchItem: s.CallSchemas['batchItem']) => callExampleFor(batchItem, STOCK_ITEM);
 
 /**
  * A batch item as priced: one that failed validation throws its own 400, whose message and issue
@@ -79,8 +79,7 @@ function validItem(batchItem: s.CallSchemas['batchItem'], item: PricedItem | s.I
   if (parsed.success) return parsed.data;
   const issues = zodIssues(parsed.error, item.raw).map((i) => ({ ...i, path: inItem(index, i.path) }));
   // As a single call's: the item sent with what was refused left out, where that passes (else the stock item).
-  const mended = itemExampleFor(batchItem)(item.raw);
-  const example = mended !== undefined && batchItem.safeParse(mended).success ? mended : STOCK_ITEM;
+  const example = passingExample(batchItem, callExampleFor(batchItem, STOCK_ITEM)(item.raw)) ?? STOCK_ITEM;
   throw validationFailed('body', issues, 'Fix the fields listed in issues; example shows a batch item that passes.', example);
 }
 

@@ -1,6 +1,6 @@
 import type { DomainEvents } from '../../../core/events';
 import type { Logger } from '../../../core/logger';
-import { DECIMAL_PATTERN, dec, formatMoney } from '../../../core/money';
+import { CURRENCY_CODE, DECIMAL_PATTERN, dec, formatMoney } from '../../../core/money';
 import type { ObservationStore } from './observations';
 
 type OutcomeEvent = DomainEvents['usage.outcome_recorded'];
@@ -32,7 +32,7 @@ export class OutcomeObserver {
     const productType = typeof e.contextKeys.product_type === 'string' ? e.contextKeys.product_type.trim().slice(0, 100) : '';
     const currency = (e.currency ?? '').trim().toUpperCase();
     const price = (e.price ?? '').trim();
-    if (!productType || !/^[A-Z]{3,5}$/.test(currency) || !e.functionName || !DECIMAL_PATTERN.test(price) || !dec(price).greaterThan(0)) return;
+    if (!productType || !CURRENCY_CODE.test(currency) || !e.functionName || !DECIMAL_PATTERN.test(price) || !dec(price).greaterThan(0)) return;
     const context: Record<string, string> = {};
     for (const [k, v] of Object.entries(e.contextKeys)) {
       if (k === 'product_type' || k === 'currency' || typeof v !== 'string' || !CONTEXT_KEY.test(k)) continue;
