@@ -191,7 +191,10 @@ export async function createKey(url: string, headers: Record<string, string>, bo
   return res.body.api_key;
 }
 
-export async function createAgent(url: string, headers: Record<string, string>, name = 'pricing-agent/returns'): Promise<string> {
+let agentsMade = 0;
+
+/** An agent in the caller's workspace; active agents' names are distinct there, so the default one is numbered. */
+export async function createAgent(url: string, headers: Record<string, string>, name = `pricing-agent/returns-${++agentsMade}`): Promise<string> {
   const res = await call<{ agent: { id: string } }>(url, 'POST', '/api/agents', { body: { name }, headers });
   expect(res.status, res.text).to.equal(201);
   return res.body.agent.id;

@@ -1,3 +1,4 @@
+import type { Transaction } from 'sequelize';
 import type { Principal } from '../../../core/auth';
 import type { EventBus } from '../../../core/events';
 import { ApiError } from '../../../core/errors';
@@ -36,6 +37,26 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
     const a = await find(p, id);
     assertManagesAgent(p, a, 'manage');
     return a;
+  };
+  /**
+   * Active agents of a workspace have distinct names, compared without case: lists, audit entries and key names ("<agent>
+   * key") show the name, and two alike cannot be told apart there. Disabled agents keep theirs (history shows it), so a
+   * re-enable is checked as a create is. Run inside the transaction, after the workspace row is locked, so two creates
+   * racing for one name cannot both pass.
+   */
+  const assertNameFree = async (tx: Transaction, workspaceId: string, name: string, exceptId: string | null): Promise<void> => {
+    await d.sql.one('SELECT id FROM workspaces WHERE id = $1 FOR NO KEY UPDATE', [workspaceId], tx);
+    const other = await d.sql.one<{ id: string; name: string }>(
+      `SELECT id, name FROM agents WHERE workspace_id = $1 AND status = 'active' AND lower(name) = lower($2) AND id <> $3 LIMIT 1`,
+      [workspaceId, name, exceptId ?? ''],
+      tx,
+    );
+    if (other) {
+      throw new ApiError('conflict', `An active agent of this workspace is already named "${other.name}".`, {
+        hint: `Active agents' names are distinct (without regard to case) so lists and audit entries tell them apart: choose another name, or rename or disable the other agent (PATCH /api/agents/${other.id}).`,
+        fields: { agent_id: other.id, reason: 'agent name taken' },
+      });
+    }
   };
   /** AGENTS_PER_WORKSPACE: the active agents a workspace holds, for a create and a re-enable alike. */
   const activeAgentsLimit = () => ({
@@ -82,6 +103,7 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
         const p = principal as Principal;
         const row = await d.sql.tx(async (tx) => {
           await assertWorkspaceRoom(d.sql, tx, p.workspaceId, activeAgentsLimit());
+          await assertNameFree(tx, p.workspaceId, body.name, null);
           return d.sql.one<AgentRow>('INSERT INTO agents (id, workspace_id, name, created_by_person_id) VALUES ($1, $2, $3, $4) RETURNING *', [newId('agt'), p.workspaceId, body.name, p.personId ?? null], tx);
         });
         return created({ agent: agentView(row as AgentRow) });
@@ -115,7 +137,11 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
         const a = await findToManage(p, params.id);
         // Re-enabling takes a place among the active agents as creating one does, counted the same way.
         const row = await d.sql.tx(async (tx) => {
-          if (body.status === 'active' && a.status !== 'active') await assertWorkspaceRoom(d.sql, tx, p.workspaceId, activeAgentsLimit());
+          const enabling = body.status === 'active' && a.status !== 'active';
+          if (enabling) await assertWorkspaceRoom(d.sql, tx, p.workspaceId, activeAgentsLimit());
+          // Only a name an active agent will carry can clash: a rename of an agent staying disabled cannot.
+          const activeAfter = body.status === 'active' || (body.status === undefined && a.status === 'active');
+          if (activeAfter && (enabling || body.name !== undefined)) await assertNameFree(tx, p.workspaceId, body.name ?? a.name, a.id);
           return d.sql.one<AgentRow>('UPDATE agents SET name = COALESCE($3, name), status = COALESCE($4, status), updated_at = now() WHERE id = $1 AND workspace_id = $2 RETURNING *', [a.id, p.workspaceId, body.name ?? null, body.status ?? null], tx);
         });
         if (body.status === 'disabled') await revokeAgentKeys(d, events, p.workspaceId, a.id);
