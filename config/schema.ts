@@ -13,6 +13,12 @@ export const settingsTree = {
     port: int('PORT', 3000, 'TCP port of the HTTP server (0 picks a free port).', { min: 0, max: 65535 }),
     publicUrl: optStr('PUBLIC_URL', 'Production base URL, used in OpenAPI, discovery documents and links (default: the address the service listens on, http://HOST:PORT, with 127.0.0.1 for HOST 0.0.0.0 or ::). An http or https URL, optionally with a path, without a query or fragment (links are made by appending paths to it).', { url: true, check: { test: (v) => /^https?:\/\/[^?#]+$/i.test(v), message: 'must be an http or https URL without a query or fragment, such as https://pricing.example.com' } }),
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10000, 'How long a graceful shutdown waits for in-flight requests before closing connections.', { min: 0 }),
+    shutdownIdleGraceMs: int(
+      'SHUTDOWN_IDLE_GRACE_MS',
+      500,
+      'How long a graceful shutdown keeps idle kept-alive connections open once it has stopped accepting new ones, so a request a busy client has already sent on one (still in the socket, unread) is answered 503 shutting_down with Connection: close instead of cut by a reset, which would leave the client unsure whether it ran. Ends early once no client connection is open; within SHUTDOWN_TIMEOUT_MS.',
+      { min: 0 },
+    ),
     headersTimeoutMs: int('HEADERS_TIMEOUT_MS', 66000, 'How long a request may take to send its headers before the server answers 408 and closes the connection (Node headersTimeout). Keep it above KEEP_ALIVE_TIMEOUT_MS (advice, not checked), so a load balancer reusing an idle connection is never cut; at most REQUEST_TIMEOUT_MS (checked at start).', { min: 100 }),
     requestTimeoutMs: int('REQUEST_TIMEOUT_MS', 120000, 'How long a request may take to arrive whole, headers and body, before the server answers 408 and closes the connection (Node requestTimeout; Node\'s own default is 5 minutes, which lets slow callers hold connections). At least HEADERS_TIMEOUT_MS.', { min: 100 }),
     keepAliveTimeoutMs: int('KEEP_ALIVE_TIMEOUT_MS', 65000, 'How long an idle kept-alive connection stays open for its next request. Above the idle timeout of a load balancer in front (60 s for the common ones), so the service never closes a connection the balancer is about to reuse.', { min: 0 }),

@@ -3,6 +3,7 @@ import { createServer, maxHeaderSize } from 'node:http';
 import { clientErrorHandler } from './http/client-error';
 import { setFlagsFromString } from 'node:v8';
 import type { Server, ServerResponse } from 'node:http';
+import { Server as NetServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import type { Express, Router } from 'express';
@@ -268,9 +269,15 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
         // Answers still to be written close their connections instead of keeping them alive for reuse.
         for (const res of inFlight) if (!res.headersSent) res.shouldKeepAlive = false;
         await events.emit('service.stopping', {});
-        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-        server.closeIdleConnections();
+        // Stop listening but keep idle kept-alive connections for a grace: a busy client's next request may already
+        // sit unread in one, and closing it then resets the request (did it run?) where it would be refused 503
+        // shutting_down. (http's close() would close them at once; the listener alone is net's.)
+        const closed = new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve()));
         const deadline = Date.now() + config.server.shutdownTimeoutMs;
+        const graceEnds = Math.min(deadline, Date.now() + config.server.shutdownIdleGraceMs);
+        while (Date.now() < graceEnds && (await openConnections(server)) > 0) await new Promise((r) => setTimeout(r, 10));
+        // Now http's close: idle connections close (the listener is already closed) and its timeout checks stop.
+        server.close();
         while (inFlight.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
         if (inFlight.size > 0) log.warn({ inFlight: inFlight.size }, 'shutdown deadline reached; closing remaining connections');
         server.closeAllConnections();
@@ -337,4 +344,9 @@ function databaseAddress(url: string): string {
   } catch {
     return 'an unreadable URL';
   }
+}
+
+/** Client connections the server holds open (idle kept-alive ones included). */
+function openConnections(server: Server): Promise<number> {
+  return new Promise((resolve) => server.getConnections((err, n) => resolve(err ? 0 : n)));
 }

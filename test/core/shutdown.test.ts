@@ -43,6 +43,38 @@ describe('graceful shutdown', () => {
     }
   });
 
+  it('answers what busy kept-alive clients send during the stop with 503 shutting_down and Connection: close, never a reset', async () => {
+    const svc = await startTestService({ enabled: ['health'], config: { server: { shutdownIdleGraceMs: 2000 } } });
+    const agent = new Agent({ keepAlive: true, maxSockets: 16 });
+    const outcomes: string[] = [];
+    const once = () =>
+      new Promise<string>((resolve) => {
+        get(`${svc.url}/healthz`, { agent }, (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString()));
+          res.on('end', () => resolve(res.statusCode === 503 ? `503 ${(JSON.parse(body) as { code: string }).code} ${res.headers.connection ?? ''}` : String(res.statusCode)));
+        }).on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+      });
+    // Each client sends its next request the moment its answer arrives, so at the stop most connections hold one unread.
+    const client = async () => {
+      for (;;) {
+        const outcome = await once();
+        outcomes.push(outcome);
+        if (outcome === 'ECONNREFUSED') return;
+      }
+    };
+    try {
+      const clients = Array.from({ length: 16 }, client);
+      await new Promise((r) => setTimeout(r, 300));
+      await svc.close();
+      await Promise.all(clients);
+    } finally {
+      agent.destroy();
+    }
+    const kinds = [...new Set(outcomes)].sort();
+    expect(kinds, kinds.join(', ')).to.deep.equal(['200', '503 shutting_down close', 'ECONNREFUSED']);
+  });
+
   it('does not wait past the configured deadline', async () => {
     const svc = await startTestService({ extraPlugins: [probePlugin({ slowMs: 5000 })], enabled: ['health', 'probe'], config: { server: { shutdownTimeoutMs: 200 } } });
     const inFlight = fetch(`${svc.url}/probe/slow`).catch(() => 'cut');

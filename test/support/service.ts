@@ -26,7 +26,9 @@ export interface TestService extends Service {
 const running = new Set<Service>();
 
 export function testConfig(overrides: ConfigInput = {}, env: NodeJS.ProcessEnv = {}): Config {
-  return loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', HOST: '127.0.0.1', PORT: '0', ...env }, overrides);
+  // SHUTDOWN_IDLE_GRACE_MS 0: a test's own kept-alive connections would hold every close for the whole grace; the
+  // grace itself is tested where it is set (test/core/shutdown.test.ts) and at the real entry point.
+  return loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', HOST: '127.0.0.1', PORT: '0', SHUTDOWN_IDLE_GRACE_MS: '0', ...env }, overrides);
 }
 
 /** Starts a real service instance on a loopback port against a real PostgreSQL. */
