@@ -5,7 +5,7 @@ import { created, defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import { decodeTimeCursor, listEnvelope, listQuery } from '../../../core/pagination';
 import { z } from 'zod';
-import { createIdempotencyHeaders, effectiveScopes, identityOf, insufficientScope, keyView, LEGACY_SCOPES, NAME_ONLY_SCOPES, NAMED_SCOPES, unknownScopes } from '../../identity';
+import { CONFIGURATION_ACCESS, createIdempotencyHeaders, effectiveScopes, fullAccessRequired, identityOf, insufficientScope, lackingFullAccess, keyView, LEGACY_SCOPES, NAME_ONLY_SCOPES, NAMED_SCOPES, unknownScopes } from '../../identity';
 import * as r from '../responses';
 import * as s from '../schemas';
 import type { AccountsDeps } from './deps';
@@ -109,6 +109,10 @@ export function keyRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
         const { scopes, legacy } = checkRequestedScopes(p, body.scopes);
         let agentId: string | null = null;
         if (body.agent_id) {
+          // As POST /api/agents/{id}/keys (fullAccess): minting an agent's key is managing agents, which a narrowed person
+          // token does not do even within its scopes; a plain key within them it may create.
+          const lacking = lackingFullAccess(p);
+          if (lacking.length > 0) throw fullAccessRequired(CONFIGURATION_ACCESS, lacking, 'POST /api/api-keys with agent_id (an agent-bound key)', 'person_token');
           const agent = await d.sql.one<{ id: string; created_by_person_id: string | null }>(`SELECT id, created_by_person_id FROM agents WHERE id = $1 AND workspace_id = $2 AND status = 'active'`, [body.agent_id, p.workspaceId]);
           if (!agent) throw new ApiError('not_found', 'No active agent with this id in the workspace.');
           // The rule of POST /api/agents/{id}/keys.

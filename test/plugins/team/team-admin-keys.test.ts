@@ -39,7 +39,12 @@ describe('team plugin: team:admin keys', () => {
     expect(minted.status, minted.text).to.equal(201);
     const narrow = { authorization: `Bearer ${minted.body.token.access_token}` };
     const victim = await createKey(api, owner, ws);
+    const bot = await api.post<{ agent: { id: string } }>('/api/agents', { name: 'narrow-target-bot' }, as(owner));
+    expect(bot.status, bot.text).to.equal(201);
     const attempts = [
+      // An agent's key by either route: a lasting credential acting as the agent, beyond what the token was made for.
+      await api.post(`/api/agents/${bot.body.agent.id}/keys`, { name: 'x', scopes: ['price:compute'] }, narrow),
+      await api.post('/api/api-keys', { name: 'via agent_id', scopes: ['price:compute'], agent_id: bot.body.agent.id }, narrow),
       await api.get(`/api/workspaces/${ws}/members`, narrow),
       await invite(api, narrow, ws, uniqueEmail('narrow'), 'admin'),
       await api.patch(`/api/workspaces/${ws}/members/${member.id}`, { role: 'admin' }, narrow),
