@@ -1,6 +1,6 @@
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { MAX_TIMER_MS, bool, browserOrigin, decimal, int, isAddressOrCidr, isOrigin, isPort, isPostgresUrl, list, num, oneOf, optInt, optStr, proxyTrust, str } from './settings';
+import { MAX_TIMER_MS, bool, browserOrigin, decimal, int, isAddressOrCidr, isOrigin, isPort, isPostgresUrl, list, num, oneOf, optBool, optInt, optStr, proxyTrust, str } from './settings';
 import type { ConfigOf, ConfigOverrides } from './settings';
 
 /**
@@ -122,7 +122,10 @@ export const settingsTree = {
     invitationTtlDays: int('INVITATION_TTL_DAYS', 7, 'Days a team invitation stays acceptable.', { min: 1 }),
     credentialCacheMaxEntries: int('CREDENTIAL_CACHE_MAX_ENTRIES', 50000, 'Most entries each in-process credential cache holds: verified API keys (and unknown ones, for 5 s), person sessions by cookie and id, the keys whose seen notices are remembered, and the account verification counts each caller\'s workspace under. Past it the oldest entry is dropped (read again from the database when next used), so credentials callers make up cannot grow the process; entries past their time are dropped as new ones come, so the caches hold about what was used lately. 0 caches none.', { min: 0 }),
     keyCacheTtlMs: int('KEY_CACHE_TTL_MS', 30000, 'How long a verified key stays in the in-process cache. A revocation invalidates it at once on the instance that made it and, with REDIS_URL, on every instance; instances sharing a database without Redis may accept a revoked key until this passes.', { min: 0 }),
-    secureCookies: bool('SECURE_COOKIES', false, 'Mark session cookies Secure (set true behind HTTPS).'),
+    secureCookies: optBool(
+      'SECURE_COOKIES',
+      'Mark session cookies Secure, so browsers send them over HTTPS only. Unset: Secure exactly when PUBLIC_URL is an https URL (the service is reached over HTTPS, TLS ended in front of it or not). Set false only to sign in over plain HTTP to a service whose PUBLIC_URL says https.',
+    ),
   },
   engine: {
     threads: int('ENGINE_THREADS', 0, 'Worker threads of the pricing pool (0 = the number of cores).', { min: 0, max: 256 }),

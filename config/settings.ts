@@ -70,13 +70,22 @@ export function num(env: string, dflt: number, doc: string, range: { min?: numbe
   return def(env, schema, dflt, doc, (raw) => (raw.trim() !== '' && Number.isFinite(Number(raw)) ? Number(raw) : raw));
 }
 
+const BOOLEAN_MESSAGE = 'must be true or false (also 1/0, yes/no, on/off)';
+
+function parseBoolean(raw: string): boolean | string {
+  const v = raw.trim().toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+  if (['0', 'false', 'no', 'off'].includes(v)) return false;
+  return raw;
+}
+
 export function bool(env: string, dflt: boolean, doc: string): SettingDef<boolean> {
-  return def(env, z.boolean({ error: typeMessage('must be true or false (also 1/0, yes/no, on/off)') }), dflt, doc, (raw) => {
-    const v = raw.trim().toLowerCase();
-    if (['1', 'true', 'yes', 'on'].includes(v)) return true;
-    if (['0', 'false', 'no', 'off'].includes(v)) return false;
-    return raw;
-  });
+  return def(env, z.boolean({ error: typeMessage(BOOLEAN_MESSAGE) }), dflt, doc, parseBoolean);
+}
+
+/** A yes or no that may be left unset, for a default another setting decides (the doc says which). */
+export function optBool(env: string, doc: string): SettingDef<boolean | undefined> {
+  return def<boolean | undefined>(env, z.boolean({ error: typeMessage(BOOLEAN_MESSAGE) }).optional(), undefined, doc, (raw) => (raw.trim() === '' ? undefined : parseBoolean(raw)));
 }
 
 export function str(env: string, dflt: string, doc: string, opts: Options & { pattern?: RegExp } = {}): SettingDef<string> {

@@ -9,7 +9,7 @@ import { userRoutes } from './routes/user';
 import { personTokenRoutes } from './routes/person-tokens';
 import { People } from './services/people';
 import { PersonAuthenticator } from './services/person-authenticator';
-import { Sessions } from './services/sessions';
+import { Sessions, secureSessionCookies } from './services/sessions';
 import { WalletSignIn } from './services/wallet-signin';
 import { ACCOUNTS } from './tokens';
 
@@ -42,7 +42,7 @@ export const accountsPlugin: PluginDefinition = {
     container.register(ACCOUNTS.Sessions, { useValue: sessions });
 
     const failures = new FailedAuthGuard(kv, config.limits.rateLimit.failedAuthPerAddressPer15Min, config.limits.rateLimit.ipv6Prefix);
-    hooks.addAuthenticator(new PersonAuthenticator(sessions, people, sql, clock, secret, failures, () => new URL(ctx.publicUrl()).origin, config.identity.secureCookies));
+    hooks.addAuthenticator(new PersonAuthenticator(sessions, people, sql, clock, secret, failures, () => new URL(ctx.publicUrl()).origin, secureSessionCookies(config)));
     const deps = { config, sql, people, sessions, wallets, keys, workspaces, audit, failures, idempotency };
     for (const route of [...authRoutes(deps), ...userRoutes(deps), ...personTokenRoutes(deps), ...keyRoutes(deps, events), ...agentRoutes(deps, events)]) ctx.route(route);
   },

@@ -6,7 +6,7 @@ import * as r from '../responses';
 import * as s from '../schemas';
 import { personView } from '../services/people';
 import type { PersonRow } from '../services/people';
-import { sessionCookie } from '../services/sessions';
+import { secureSessionCookies, sessionCookie } from '../services/sessions';
 import type { NewSession } from '../services/sessions';
 import type { AccountsDeps } from './deps';
 import { userAgentOf } from '../../../core/http/header-text';
@@ -17,7 +17,7 @@ export function signedInReply(d: AccountsDeps, person: PersonRow, session: NewSe
   return {
     status,
     // The routes declare returnsSecret: the session and its token go out with Cache-Control: no-store and Pragma: no-cache.
-    headers: { 'Set-Cookie': sessionCookie(session.cookie, d.config.identity.sessionTtlHours * 3600, d.config.identity.secureCookies) },
+    headers: { 'Set-Cookie': sessionCookie(session.cookie, d.config.identity.sessionTtlHours * 3600, secureSessionCookies(d.config)) },
     body: {
       person: personView(person),
       session: { id: session.session.id, expires_at: new Date(session.session.expires_at).toISOString() },
@@ -94,7 +94,7 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       responses: { 200: { description: 'Signed out; the cookie is cleared.', schema: r.signoutResponse } },
       handler: async ({ principal }): Promise<Reply> => {
         if (principal?.personId && principal.sessionId) await d.sessions.revoke(principal.personId, principal.sessionId);
-        return { status: 200, headers: { 'Set-Cookie': sessionCookie('', 0, d.config.identity.secureCookies) }, body: { signed_out: true } };
+        return { status: 200, headers: { 'Set-Cookie': sessionCookie('', 0, secureSessionCookies(d.config)) }, body: { signed_out: true } };
       },
     }),
     defineRoute({

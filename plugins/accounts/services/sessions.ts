@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { SignJWT } from 'jose';
 import type { Transaction } from 'sequelize';
+import type { Config } from '../../../config';
 import { ExpiringMap } from '../../../core/bounded-map';
 import type { Clock } from '../../../core/clock';
 import type { Sql } from '../../../core/db/sql';
@@ -9,6 +10,11 @@ import type { KvStore, Unsubscribe } from '../../../core/kv';
 
 export const PERSON_TOKEN_AUDIENCE = 'pcs:person';
 export const SESSION_COOKIE = 'pcs_session';
+
+/** Whether session cookies carry Secure: SECURE_COOKIES when set, else whether PUBLIC_URL is https (browsers reach it so). */
+export function secureSessionCookies(config: Config): boolean {
+  return config.identity.secureCookies ?? /^https:/i.test(config.server.publicUrl ?? '');
+}
 
 /** The session cookie's Set-Cookie value; an empty value with Max-Age 0 clears it. */
 export function sessionCookie(value: string, maxAgeS: number, secure: boolean): string {

@@ -4,7 +4,8 @@ import type { PrivateKeyAccount } from 'viem/accounts';
 import { client } from '../../support/http';
 import { identityConfig, sessionCookieOf, signUp, uniqueEmail } from '../../support/identity';
 import type { ErrorBody, MeBody } from '../../support/identity';
-import { startTestService } from '../../support/service';
+import { startTestService, testConfig } from '../../support/service';
+import { secureSessionCookies } from '../../../plugins/accounts/services/sessions';
 import type { TestService } from '../../support/service';
 
 interface SignedIn {
@@ -166,7 +167,28 @@ describe('accounts: people, sign-up, sign-in and sessions', () => {
       expect(cookie).to.match(/;\s*HttpOnly(;|$)/);
       expect(cookie).to.match(/;\s*SameSite=Lax/);
       expect(cookie).to.match(/;\s*Path=\//);
+      // This service's PUBLIC_URL is unset (plain http on loopback): a Secure cookie would never come back.
+      expect(cookie).not.to.match(/;\s*Secure/i);
       expect(res.headers.get('cache-control')).to.match(/no-store/);
+    }
+  });
+
+  it('marks the session cookie Secure when PUBLIC_URL is https, unless SECURE_COOKIES says otherwise', async () => {
+    const decide = (env: Record<string, string>) => secureSessionCookies(testConfig({}, env));
+    expect(decide({})).to.equal(false);
+    expect(decide({ PUBLIC_URL: 'https://pricing.example.com' })).to.equal(true);
+    expect(decide({ PUBLIC_URL: 'HTTPS://pricing.example.com/base' })).to.equal(true);
+    expect(decide({ PUBLIC_URL: 'http://pricing.example.com' })).to.equal(false);
+    expect(decide({ PUBLIC_URL: 'https://pricing.example.com', SECURE_COOKIES: 'false' })).to.equal(false);
+    expect(decide({ PUBLIC_URL: 'http://pricing.example.com', SECURE_COOKIES: 'yes' })).to.equal(true);
+    expect(decide({ SECURE_COOKIES: ' ' })).to.equal(false);
+    const https = await startTestService({ config: identityConfig(), env: { PUBLIC_URL: 'https://pricing.example.com' } });
+    try {
+      const up = await client(https.url).post('/api/auth/signup', { email: uniqueEmail(), password: 'correct horse battery', date_of_birth: '1990-01-01' });
+      expect(up.status, up.text).to.equal(201);
+      expect(up.headers.get('set-cookie')).to.match(/^pcs_session=[^;]+;.*;\s*Secure(;|$)/);
+    } finally {
+      await https.close();
     }
   });
 
