@@ -344,7 +344,8 @@ export class ComputeService {
       },
       // The demo charges nothing, whichever function answers: there is nothing to have saved.
       ...(outcome.savings && !demo ? { savings: outcome.savings } : {}),
-      next_actions: this.nextActionsOf(call, usageEventId, outcome.result.price, outcome.strategy, hasDefaultPolicy, reservation.remaining),
+      // The pinned function as resolved (a function_name names it; a fallback may have answered in its place).
+      next_actions: this.nextActionsOf(call, usageEventId, { price: outcome.result.price, strategy: outcome.strategy, pinnedFunctionId: resolvedPin(outcome.stages) }, hasDefaultPolicy, reservation.remaining),
       receipt: receipt(this.publicUrl(), recorded, usageEvent, p, this.config.identity.selfRegistrationOpen),
     };
     const left = remaining(p, reservation, call.rateLimit);
@@ -353,13 +354,17 @@ export class ComputeService {
   }
 
   /** `standing`: what the caller's admitter reports left (a sandbox's daily calls), which decides whether priced calls are offered. */
-  private nextActionsOf(call: ComputeCall, usageEventId: string, price: string, strategy: string, hasDefaultPolicy: boolean, standing: Record<string, unknown> | undefined) {
+  private nextActionsOf(call: ComputeCall, usageEventId: string, answered: { price: string; strategy: string; pinnedFunctionId: string | undefined }, hasDefaultPolicy: boolean, standing: Record<string, unknown> | undefined) {
     const daily = (standing?.daily_compute_calls as { remaining?: unknown } | undefined)?.remaining;
+    const allowances = [typeof daily === 'number' ? daily : undefined, call.demoBudgetLeft].filter((n): n is number => n !== undefined);
     return nextActions(call.principal, this.routes, this.config.limits.nextActionsMax, {
-      allowanceSpent: daily === 0 || call.demoBudgetLeft === 0,
+      pricedCallsLeft: allowances.length > 0 ? Math.min(...allowances) : undefined,
+      pinned: call.functionId !== undefined || call.functionName !== undefined,
+      pinnedFunctionId: answered.pinnedFunctionId ?? call.functionId,
+      preference: call.preference,
       usageEventId,
-      price,
-      strategy,
+      price: answered.price,
+      strategy: answered.strategy,
       context: call.context,
       sandboxCallsPerDay: this.config.limits.sandbox.computeCallsPerDay,
       inBatch: call.operation === 'batch_item',
@@ -396,7 +401,8 @@ export class ComputeService {
         overhead_ms: total,
         total_ms: total,
       },
-      next_actions: this.nextActionsOf(call, first.event.id, answer.price, answer.strategy, hasDefaultPolicy, standing ?? undefined),
+      // The first call's function is the pinned one unless a fallback answered (then only a function_id names it here).
+      next_actions: this.nextActionsOf(call, first.event.id, { price: answer.price, strategy: answer.strategy, pinnedFunctionId: answer.strategy === 'explicit' && trace.fallback_used === false ? (trace.chosen_function as { id?: string } | undefined)?.id : undefined }, hasDefaultPolicy, standing ?? undefined),
       receipt: receiptOfRow(this.publicUrl(), first.event, p, this.config.identity.selfRegistrationOpen),
       idempotent_replay: { first_request_id: firstRequestId, recorded_at: first.event.created_at.toISOString() },
     };
@@ -404,4 +410,10 @@ export class ComputeService {
     if (left) body.remaining = left;
     return { body, headers: { [REPLAYED_HEADER]: 'true' }, usageEventId: first.event.id, reservation: null };
   }
+}
+
+/** The function a pinned call resolved to, from its resolve stage (undefined for a routed call). */
+function resolvedPin(stages: readonly TraceStage[]): string | undefined {
+  const id = stages.find((s) => s.stage === 'resolve' && s.explicit === true)?.function_id;
+  return typeof id === 'string' ? id : undefined;
 }

@@ -48,8 +48,17 @@ export function nextActions(
     strategy: string;
     inBatch?: boolean;
     hasDefaultPolicy?: boolean;
-    /** The caller's allowance of priced calls (a sandbox's day, the demo's hour) is used up: priced calls would be refused 429. */
-    allowanceSpent?: boolean;
+    /**
+     * What is left of the caller's allowance of priced calls (a sandbox's day, the demo's hour); undefined: no such
+     * allowance. No more priced actions are offered than it holds: the one past it would be refused 429.
+     */
+    pricedCallsLeft?: number | undefined;
+    /** The call was pinned to a function (function_id or function_name). */
+    pinned?: boolean;
+    /** The function it was pinned to, by id (function_name resolved): the batch example prices with it too. */
+    pinnedFunctionId?: string | undefined;
+    /** The call's routing_preference (not explicit): the batch example routes its item the same way. */
+    preference?: string | undefined;
   },
 ): NextAction[] {
   const candidates: Candidate[] = [
@@ -77,9 +86,12 @@ export function nextActions(
       method: 'POST',
       path: '/api/compute/batch',
       reason: 'Price up to 100 items in one request.',
-      example: { items: [{ context: ctx.context }] },
-      // Not to an item of a batch: its caller is doing just that.
-      when: () => !ctx.inBatch,
+      // Each item routed as this call was: a call pinned to a function (or given a preference) priced unpinned in a
+      // batch would quietly get another function's price.
+      example: { items: [{ context: ctx.context, ...routedAsThisCall(ctx) }] },
+      // Not to an item of a batch: its caller is doing just that; nor to a pinned call whose function's id is not known
+      // here (items take no function_name).
+      when: () => !ctx.inBatch && (!ctx.pinned || ctx.pinnedFunctionId !== undefined),
     },
     {
       route: 'policies.create',
@@ -130,10 +142,11 @@ export function nextActions(
   const demo = candidates.find((c) => c.route === 'demo.verify');
   if (demo) demo.when = (p) => hasProductType && !mayCall(p, routes.find('verify.price'));
   const out: NextAction[] = [];
+  let pricedOffered = 0;
   for (const c of candidates) {
     if (out.length >= max) break;
     if (c.when && !c.when(principal)) continue;
-    if (c.priced && ctx.allowanceSpent) continue;
+    if (c.priced && ctx.pricedCallsLeft !== undefined && pricedOffered >= ctx.pricedCallsLeft) continue;
     const route = routes.find(c.route);
     if (!mayCall(principal, route)) continue;
     if (principal === null && (route?.auth ?? 'required') !== 'public') continue;
@@ -141,8 +154,14 @@ export function nextActions(
     const example = fittedExample(route, action.example);
     if (example === undefined) continue;
     out.push({ ...action, example });
+    if (c.priced) pricedOffered++;
   }
   return out;
+}
+
+function routedAsThisCall(ctx: { pinnedFunctionId?: string | undefined; preference?: string | undefined }): Record<string, string> {
+  if (ctx.pinnedFunctionId) return { function_id: ctx.pinnedFunctionId };
+  return ctx.preference && ctx.preference !== 'explicit' ? { routing_preference: ctx.preference } : {};
 }
 
 /**

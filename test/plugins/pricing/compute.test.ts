@@ -255,6 +255,30 @@ describe('compute API', function () {
     expect([...followed]).to.include.members(['report_outcome', 'verify_price', 'price_in_batch', 'set_routing_policy', 'price_cheapest']);
   });
 
+  it('routes the price_in_batch example as the call was routed: pinned by id or by name, or with its routing_preference', async () => {
+    const owner = await signUp(svc, 'batch-example-routing');
+    const api = client(svc.url, { 'x-api-key': (await createKey(svc, owner, { name: 'full' })).key });
+    const calls: Array<[string, Record<string, unknown>, Record<string, unknown>]> = [
+      ['/api/compute/price', { context: { current_price: 12, unit_cost: 3 }, function_id: 'fn_builtin_anchored' }, { function_id: 'fn_builtin_anchored' }],
+      ['/api/price-router', { context: { current_price: 12, unit_cost: 3 }, function_name: 'cost-plus' }, { function_id: 'fn_builtin_cost_plus' }],
+      ['/api/compute/price', { context: { current_price: 12, unit_cost: 3 }, routing_preference: 'fastest' }, { routing_preference: 'fastest' }],
+    ];
+    for (const [path, body, routing] of calls) {
+      const res = await api.post<Record<string, any>>(path, body);
+      expect(res.status, res.text).to.equal(200);
+      const action = (res.body.next_actions as Array<{ action: string; example: { items: Array<Record<string, unknown>> } }>).find((a) => a.action === 'price_in_batch');
+      expect(action?.example.items, JSON.stringify(body)).to.deep.equal([{ context: body.context, ...routing }]);
+      const batch = await api.post<Record<string, any>>('/api/compute/batch', action?.example);
+      expect(batch.status, batch.text).to.equal(200);
+      expect(batch.body.items[0].status, batch.text).to.equal(200);
+      // A pinned call's item is priced by the same function, to the same price (fastest may explore another).
+      if (routing.function_id) {
+        expect(batch.body.items[0].result.function.id, JSON.stringify(body)).to.equal(res.body.function.id);
+        expect(batch.body.items[0].result.price).to.equal(res.body.price);
+      } else expect(batch.body.items[0].result.strategy).to.equal('fastest');
+    }
+  });
+
   it('keeps every field it ever published (response compatibility)', async () => {
     const res = await client(svc.url).post<Record<string, any>>('/api/compute/price', { context: { unit_cost: 3 } }, { 'x-api-key': key });
     expect(res.status).to.equal(200);
