@@ -245,7 +245,8 @@ export class Router {
           // only decline, and the call end in an error another warm one could have spared).
           const canPrice = (f: FunctionDescriptor) => f !== chosen && mayPrice(f, input.context, input.market);
           const afterFailure = withP50.map((x) => x.f).find(canPrice) ?? cold.find(canPrice);
-          return pick(chosen, { statistic: { name: 'exploring cold function', samples: this.latency.snapshot(chosen.id).samples }, alternates: rest(chosen), ...(afterFailure ? { afterFailure: [afterFailure] } : {}) });
+          // Which function is explored and among which: a reader of the trace sees why the choice was not by latency.
+          return pick(chosen, { statistic: { name: 'exploring cold function', function: chosen.name, samples: this.latency.snapshot(chosen.id).samples, cold: cold.map((f) => f.name) }, alternates: rest(chosen), ...(afterFailure ? { afterFailure: [afterFailure] } : {}) });
         }
         if (withP50.length === 0 && declining.length > 0) {
           const chosen = declining[0] as FunctionDescriptor;

@@ -265,7 +265,7 @@ describe('engine: fallback order and failing functions', function () {
       }
       // Still cold for everyone else: one workspace's failures do not decide another's exploration.
       const other = await own.price({ policy: fastest, context: { explore: 14 }, scope: { workspaceId: 'ws_other', builtInsOnly: false } });
-      expect(stage(other, 'route')).to.deep.include({ chosen: 'test-throw', statistic: { name: 'exploring cold function', samples: 1 } });
+      expect(stage(other, 'route')).to.deep.include({ chosen: 'test-throw', statistic: { name: 'exploring cold function', function: 'test-throw', samples: 1, cold: ['test-throw'] } });
       // Once its failure leaves the window, this workspace explores it again.
       own.clock.advance(5 * 60_000 + 1);
       recordLatency(own, 'fn_test_alpha', 5);
@@ -297,7 +297,7 @@ describe('engine: fallback order and failing functions', function () {
     try {
       const out = await own.price({ policy: policy('fastest', { candidates: ['test-throw', 'test-alpha'] }), context: { explore: 3 } });
       // ENGINE_RANDOM_SEED 42 explores test-throw first (the second of fn_test_alpha, fn_test_throw).
-      expect(stage(out, 'route')).to.deep.include({ chosen: 'test-throw', statistic: { name: 'exploring cold function', samples: 0 } });
+      expect(stage(out, 'route')).to.deep.include({ chosen: 'test-throw', statistic: { name: 'exploring cold function', function: 'test-throw', samples: 0, cold: ['test-alpha', 'test-throw'] } });
       expect(out.attempts.map((a) => `${a.function}:${a.role}:${a.outcome}`)).to.deep.equal(['test-throw:chosen:failed', 'test-alpha:alternate:ok']);
       expect(out.fn.name).to.equal('test-alpha');
       expect(out.fallbackUsed).to.equal(true);
