@@ -258,7 +258,9 @@ export async function startEmbeddedPostgres(
     const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
     if (Number.isInteger(pid) && pid > 0 && processAlive(pid)) {
       if (!isOrphaned(pid, ownerFile)) {
-        throw new StartupError(`The embedded PostgreSQL in ${clusterDir} is already running (pid ${pid}); stop the other instance or set DATA_DIR/DATABASE_URL.`);
+        throw new StartupError(
+          `The embedded PostgreSQL in ${clusterDir} is already running (pid ${pid}): another instance uses this DATA_DIR. Stop it, give this one another DATA_DIR, or share that database with DATABASE_URL=postgres://postgres:<the content of ${secretFile}>@127.0.0.1:<its port, EMBEDDED_PG_PORT or the one it logged>/postgres (it stops when that instance stops; docs/architecture.md).`,
+        );
       }
       await stopOrphan(pid, clusterDir, log);
     }

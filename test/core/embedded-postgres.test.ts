@@ -261,17 +261,23 @@ describe('embedded PostgreSQL: start failures an operator can fix are one senten
     }
   });
 
-  it('a cluster already running in DATA_DIR stops npm start with that sentence alone, no stack trace', async () => {
+  it('a cluster already running in DATA_DIR stops npm start with that sentence alone, no stack trace, naming how to share it; the DATABASE_URL it names connects', async () => {
     const dir = path.join(base, 'running');
     const db = await startEmbeddedPostgres(dir, 0, createLogger('silent'));
     try {
+      // The recipe docs/architecture.md and the sentence give: user and database postgres, the password file's content.
+      const port = new URL(db.url).port;
+      const shared = new Client({ connectionString: `postgres://postgres:${encodeURIComponent(readFileSync(path.join(dir, 'postgres.password'), 'utf8').trim())}@127.0.0.1:${port}/postgres` });
+      await shared.connect();
+      expect((await shared.query<{ one: number }>('SELECT 1 AS one')).rows[0]?.one).to.equal(1);
+      await shared.end();
       const res = spawnSync(process.execPath, [main], {
         env: { ...process.env, PORT: '0', DATABASE_URL: '', REDIS_URL: '', EMBEDDED_PG_PORT: '0', DATA_DIR: dir, LOG_LEVEL: 'silent' },
         encoding: 'utf8',
         timeout: 30_000,
       });
       expect(res.status, res.stderr).to.equal(1);
-      expect(res.stderr).to.match(/^The embedded PostgreSQL in .* is already running \(pid \d+\); stop the other instance or set DATA_DIR\/DATABASE_URL\.\n$/);
+      expect(res.stderr).to.match(/^The embedded PostgreSQL in .* is already running \(pid \d+\): another instance uses this DATA_DIR\. Stop it, give this one another DATA_DIR, or share that database with DATABASE_URL=postgres:\/\/postgres:<the content of .*postgres\.password>@127\.0\.0\.1:<its port, EMBEDDED_PG_PORT or the one it logged>\/postgres \(it stops when that instance stops; docs\/architecture\.md\)\.\n$/);
     } finally {
       await db.stop('immediate');
     }
