@@ -25,7 +25,7 @@ import { Hooks } from './hooks';
 import { errorHandler, notFound, refuseWhileStopping, requestContext } from './http/middleware';
 import { appMessageClasses, dispatchDirect, targetPath } from './http/direct-dispatch';
 import { RouteTable, mountRoutes } from './http/pipeline';
-import { createKvStore, RedisKvStore } from './kv';
+import { createKvStore, isAuthRefusal, RedisKvStore } from './kv';
 import type { KvStore } from './kv';
 import { createLogger, failureFields } from './logger';
 import type { Logger } from './logger';
@@ -135,8 +135,9 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     // Commands are not queued while the first connection is made (core/kv/redis.ts). Without Redis at
     // start the key cache could not hear revocations from other instances: the start fails, to be retried.
     if (kv instanceof RedisKvStore && !(await kv.connected(config.redis.connectWaitMs))) {
-      const why = kv.connectionError ? ` (${kv.connectionError})` : '';
-      throw new StartupError(`Redis at REDIS_URL was not ready within REDIS_CONNECT_WAIT_MS (${config.redis.connectWaitMs} ms)${why}; start the service again once it is reachable.`);
+      const why = kv.connectionError;
+      if (why !== null && isAuthRefusal(why)) throw new StartupError(`Redis at REDIS_URL refused the credentials it was given (${why}); check the user and password in REDIS_URL (redis://user:password@host:port), since starting again with the same ones will not help.`);
+      throw new StartupError(`Redis at REDIS_URL was not ready within REDIS_CONNECT_WAIT_MS (${config.redis.connectWaitMs} ms)${why ? ` (${why})` : ''}; start the service again once it is reachable.`);
     }
     const metrics = new Metrics();
     const hooks = new Hooks();

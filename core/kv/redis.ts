@@ -41,6 +41,11 @@ export function connectionFailure(err: unknown): string {
   return code ?? err.name;
 }
 
+/** Redis refused the connection's credentials (a wrong password or user, none sent, or a user without the right): no retry mends it. */
+export function isAuthRefusal(reason: string): boolean {
+  return /\b(WRONGPASS|NOAUTH|NOPERM)\b|invalid password|invalid username-password/i.test(reason);
+}
+
 /** How often the same connection failure is logged again while it lasts. */
 const FAILURE_LOG_INTERVAL_MS = 30_000;
 
@@ -367,16 +372,23 @@ export class RedisKvStore implements KvStore {
   async connected(ms: number): Promise<boolean> {
     if (this.client.status === 'ready') return true;
     let onReady: (() => void) | undefined;
+    let onError: ((err: unknown) => void) | undefined;
     let timer: NodeJS.Timeout | undefined;
     try {
       return await new Promise<boolean>((resolve) => {
         onReady = () => resolve(true);
+        // Refused credentials end the wait at once: waiting the rest of `ms` for them to change would be for nothing.
+        onError = (err: unknown) => {
+          if (isAuthRefusal(connectionFailure(err))) resolve(false);
+        };
         this.client.once('ready', onReady);
+        this.client.on('error', onError);
         timer = setTimeout(() => resolve(false), ms);
       });
     } finally {
       clearTimeout(timer);
       if (onReady) this.client.off('ready', onReady);
+      if (onError) this.client.off('error', onError);
     }
   }
 

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { spawn, spawnSync } from 'node:child_process';
 import { createServer as createHttpServer } from 'node:http';
+import { createServer as createNetServer } from 'node:net';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -276,6 +277,36 @@ describe('configuration', () => {
       for (const line of retries) expect(JSON.parse(line)).to.include({ reason: 'connect ECONNREFUSED 127.0.0.1:1' }).and.not.to.have.property('err');
       expect(res.stdout + res.stderr).not.to.match(/^\s+at /m);
     } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('stops at once, without waiting out REDIS_CONNECT_WAIT_MS, when Redis refuses the credentials in REDIS_URL, saying that a retry will not help', async function () {
+    this.timeout(60_000);
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'pcs-redis-auth-'));
+    chmodSync(dataDir, 0o755);
+    // A Redis that refuses every credential, as one with requirepass answers a wrong password.
+    const redis = createNetServer((socket) => socket.on('data', () => socket.write('-WRONGPASS invalid username-password pair or user is disabled.\r\n')));
+    await new Promise<void>((resolve) => redis.listen(0, '127.0.0.1', () => resolve()));
+    const port = (redis.address() as { port: number }).port;
+    try {
+      const res = await new Promise<{ status: number | null; stdout: string; stderr: string; ms: number }>((resolve) => {
+        const child = spawn(process.execPath, [path.join(root, 'dist/core/main.js')], { env: { ...process.env, PORT: '0', DATA_DIR: dataDir, DATABASE_URL: '', REDIS_URL: `redis://:NotThePassword@127.0.0.1:${port}`, REDIS_CONNECT_WAIT_MS: '30000', LOG_LEVEL: 'warn' } });
+        let stdout = '';
+        let stderr = '';
+        let askedAt = 0;
+        child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+        child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+        redis.once('connection', () => (askedAt = Date.now()));
+        child.on('exit', (status) => resolve({ status, stdout, stderr, ms: Date.now() - askedAt }));
+      });
+      expect(res.status, res.stderr).to.equal(1);
+      expect(res.stderr).to.match(/^Redis at REDIS_URL refused the credentials it was given \(WRONGPASS invalid username-password pair or user is disabled\.\); check the user and password in REDIS_URL/);
+      expect(res.stderr + res.stdout).not.to.include('NotThePassword');
+      // Far from the 30 s it would otherwise wait (the rest is stopping the embedded PostgreSQL).
+      expect(res.ms).to.be.lessThan(15_000);
+    } finally {
+      redis.close();
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
