@@ -52,6 +52,12 @@ export const settingsTree = {
   },
   log: {
     level: oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info', 'Log level of the structured JSON log.'),
+    repeatIntervalMs: int(
+      'LOG_REPEAT_INTERVAL_MS',
+      30000,
+      'How often the same failure of a store is logged again while it lasts: Redis or the database not answering requests (503), a usage write failing, a Redis reconnection failing. The first is logged at once; the next of its kind after this interval, with the count held back meanwhile. An outage fails every request alike, and a line each would flood the log. 0 logs every one.',
+      { min: 0 },
+    ),
   },
   database: {
     url: optStr('DATABASE_URL', 'PostgreSQL connection URL (postgres:// or postgresql://). When unset an embedded PostgreSQL is started in DATA_DIR.', {

@@ -130,7 +130,7 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
       log,
     );
 
-    const kv = createKvStore(config.redis.url, config.redis.keyPrefix, clock, log.child({ component: 'kv' }), { commandTimeoutMs: config.redis.commandTimeoutMs });
+    const kv = createKvStore(config.redis.url, config.redis.keyPrefix, clock, log.child({ component: 'kv' }), { commandTimeoutMs: config.redis.commandTimeoutMs, failureLogIntervalMs: config.log.repeatIntervalMs });
     cleanups.push(() => kv.close());
     // Commands are not queued while the first connection is made (core/kv/redis.ts). Without Redis at
     // start the key cache could not hear revocations from other instances: the start fails, to be retried.
@@ -215,7 +215,7 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     app.use(router);
     // Steps and hints name only what is served and open now (paused self-registration is served, and closed).
     app.use(notFound((method, path) => routes.offers(method, path)));
-    const onError = errorHandler(log, (method, path) => routes.offers(method, path), () => publicUrl());
+    const onError = errorHandler(log, (method, path) => routes.offers(method, path), () => publicUrl(), { repeatIntervalMs: config.log.repeatIntervalMs });
     app.use(onError);
 
     const inFlight = new Set<ServerResponse>();

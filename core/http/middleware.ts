@@ -1,6 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { newSortableId } from '../ids';
 import { failureFields } from '../logger';
+import { RepeatedLines } from '../repeated-lines';
 import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
 import { ApiError, errorBody, isApiError } from '../errors';
@@ -167,7 +168,9 @@ export function hintWithServedRoutes(hint: string, serves: (method: string, path
  * route this instance does not serve (its plugin disabled) is left out; a step marked `available: false` (announced,
  * not built yet) is kept as it says so itself.
  */
-export function errorHandler(log: Logger, serves?: (method: string, path: string) => boolean, publicUrl?: () => string) {
+export function errorHandler(log: Logger, serves?: (method: string, path: string) => boolean, publicUrl?: () => string, opts: { repeatIntervalMs?: number } = {}) {
+  // A store's outage fails every request alike: one line per reason and route every LOG_REPEAT_INTERVAL_MS, with the count held back.
+  const outageLines = new RepeatedLines(opts.repeatIntervalMs ?? 30_000);
   /**
    * RFC 9728 §5.1: a Bearer challenge names the protected resource metadata, where an OAuth client (the MCP SDK's) finds
    * the authorization server: the path-specific document of the route asked, else the service's.
@@ -190,7 +193,9 @@ export function errorHandler(log: Logger, serves?: (method: string, path: string
         const unavailable = unavailableError(err);
         if (unavailable) {
           // A store that did not answer is an outage, not a bug: its reason and code, without the driver's stack.
-          reqLog.warn({ ...failureFields(err), method: req.method, route: routeOf(res) }, 'a store the request needed failed');
+          const fields = { ...failureFields(err), method: req.method, route: routeOf(res) };
+          const due = outageLines.due(`${String(fields.reason)}|${fields.method} ${fields.route}`);
+          if (due) reqLog.warn({ ...fields, ...(due.heldBack > 0 ? { repeats_since_last_logged: due.heldBack } : {}) }, 'a store the request needed failed');
           if (res.locals.recordsCallsOnly === true) apiErr = unavailable.with({ hint: `${NOTHING_CHARGED} ${unavailable.extras.hint ?? ''}`.trim() });
           else apiErr = writeMayHaveHappened(req, err) ? unavailable.with({ hint: `${unavailable.extras.hint ?? ''} ${WRITE_MAY_HAVE_HAPPENED}`.trim() }) : unavailable;
         } else {

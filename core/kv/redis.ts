@@ -6,6 +6,7 @@ import { KvUnavailableError, checkIncrement, checkLease, checkLeaseBatch, checkR
 import type { MessageHandler } from './contract';
 import { defineScripts } from './redis-scripts';
 import type { RedisWithScripts } from './redis-scripts';
+import { RepeatedLines } from '../repeated-lines';
 import { slidingWindow } from './types';
 import type { KvStore, RateLimitResult, Unsubscribe } from './types';
 
@@ -18,6 +19,8 @@ export interface RedisKvOptions {
    * KvUnavailableError; unset: no limit. Also bounds this store's subscribe and unsubscribe calls.
    */
   commandTimeoutMs?: number;
+  /** How often the same connection failure is logged again while it lasts (LOG_REPEAT_INTERVAL_MS); default 30 s. */
+  failureLogIntervalMs?: number;
 }
 
 /** Redis answered the command with an error (a script's refusal, a wrong type): Redis is there. */
@@ -66,7 +69,7 @@ export class RedisKvStore implements KvStore {
   /** Per channel, what to run once it is subscribed again after a lost connection (missed messages). */
   private readonly gapHandlers = new Map<string, Set<(message: string) => void>>();
   /** The connection failures since the last line logged, by reason. */
-  private readonly failing = new Map<string, { loggedAt: number; since: number }>();
+  private readonly failing: RepeatedLines;
 
   constructor(
     url: string,
@@ -75,6 +78,7 @@ export class RedisKvStore implements KvStore {
     private readonly log: Logger = createLogger('warn'),
     private readonly opts: RedisKvOptions = {},
   ) {
+    this.failing = new RepeatedLines(opts.failureLogIntervalMs ?? FAILURE_LOG_INTERVAL_MS, 20);
     // No offline queue and no resending after a reconnect: a command that failed its caller (a 503
     // answered) must not run later, when Redis is back, and count a call nobody was served for.
     // While the connection is down, commands fail at once rather than waiting out the timeout.
@@ -88,7 +92,7 @@ export class RedisKvStore implements KvStore {
       this.warnThrottled(connectionFailure(err));
     });
     client.on('ready', () => {
-      if (this.failing.size > 0) this.log.info('key-value store connected again');
+      if (this.failing.any) this.log.info('key-value store connected again');
       this.failing.clear();
       this.flushUnsent();
     });
@@ -96,20 +100,13 @@ export class RedisKvStore implements KvStore {
   }
 
   /**
-   * One warning per reason every FAILURE_LOG_INTERVAL_MS, with the count of the attempts since: a Redis down for an hour
+   * One warning per reason every LOG_REPEAT_INTERVAL_MS, with the count of the attempts since: a Redis down for an hour
    * is reconnected to every few seconds, and each attempt's line said the same.
    */
   private warnThrottled(reason: string): void {
-    const now = Date.now();
-    const seen = this.failing.get(reason);
-    if (seen && now - seen.loggedAt < FAILURE_LOG_INTERVAL_MS) {
-      seen.since += 1;
-      return;
-    }
-    this.log.warn({ reason, ...(seen ? { attempts_since_last_logged: seen.since + 1 } : {}) }, 'key-value store connection failed');
-    this.failing.set(reason, { loggedAt: now, since: 0 });
-    // Reasons are few (refused, a timeout, a DNS failure…); the map is bounded anyway.
-    if (this.failing.size > 20) this.failing.delete(this.failing.keys().next().value as string);
+    const due = this.failing.due(reason);
+    if (!due) return;
+    this.log.warn({ reason, ...(due.first ? {} : { attempts_since_last_logged: due.heldBack + 1 }) }, 'key-value store connection failed');
   }
 
   private k(key: string): string {

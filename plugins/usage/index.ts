@@ -49,7 +49,7 @@ export const usagePlugin: PluginDefinition = {
     if (!synchronousCommit) ctx.log.warn('USAGE_SYNCHRONOUS_COMMIT=off: usage events are acknowledged before their WAL record is on disk; a database crash can lose the last few hundred milliseconds of them');
     const claimTtlHours = ctx.config.limits.idempotencyKeyTtlHours;
     const pool = ctx.container.resolve<Pool>(TOKENS.PgPool);
-    const recorder = new UsageRecorder(pool, ctx.log, { synchronousCommit, concurrentInserts: ctx.config.usage.concurrentInserts, claimTtlHours, undeliveredJournalDir: ctx.config.database.dataDir });
+    const recorder = new UsageRecorder(pool, ctx.log, { synchronousCommit, concurrentInserts: ctx.config.usage.concurrentInserts, claimTtlHours, undeliveredJournalDir: ctx.config.database.dataDir, failureLogIntervalMs: ctx.config.log.repeatIntervalMs });
     ctx.container.register(USAGE.Recorder, { useValue: recorder });
     ctx.container.register(USAGE.Replays, { useValue: new CallReplays(pool, ctx.clock, ctx.log, claimTtlHours) });
     const allowance = new SandboxAllowance(ctx.kv, ctx.clock, ctx.config, ctx.sql, ctx.log);

@@ -115,6 +115,29 @@ describe('metrics and structured logs', () => {
     expect(lines[0]).not.to.contain('stack');
   });
 
+  it('logs an outage once per reason and route every LOG_REPEAT_INTERVAL_MS, the next line counting the ones held back, however many requests it fails', async () => {
+    const { lines, sink } = capturedLog();
+    const handler = errorHandler(createLogger('info', sink), undefined, undefined, { repeatIntervalMs: 200 });
+    const fail = (route: string, reason: string) => {
+      const res = { locals: { requestId: 'req_x', routeTemplate: route }, headersSent: false, headers: {} as Record<string, string>, statusCode: 0 };
+      const reply = { ...res, setHeader: (k: string, v: string) => (res.headers[k] = v), getHeader: (k: string) => res.headers[k], status: (code: number) => ((res.statusCode = code), reply), json: () => undefined };
+      handler(new KvUnavailableError(new Error(reason)), { method: 'POST', path: route, headers: {} } as never, reply as never, () => undefined);
+      return res.statusCode;
+    };
+    for (let i = 0; i < 50; i++) expect(fail('/api/compute/price', 'Connection is closed.')).to.equal(503);
+    fail('/api/compute/batch', 'Connection is closed.');
+    fail('/api/compute/price', 'Command timed out');
+    const entries = () => lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(entries().map((e) => [e.route, e.reason])).to.deep.equal([
+      ['/api/compute/price', 'The key-value store did not answer: Connection is closed.'],
+      ['/api/compute/batch', 'The key-value store did not answer: Connection is closed.'],
+      ['/api/compute/price', 'The key-value store did not answer: Command timed out'],
+    ]);
+    await new Promise((r) => setTimeout(r, 250));
+    fail('/api/compute/price', 'Connection is closed.');
+    expect(entries()[3]).to.include({ route: '/api/compute/price', repeats_since_last_logged: 49 });
+  });
+
   it('scrubs our secret shapes from free-text log messages', () => {
     expect(scrubSecrets('key sk_live_ABCDEFGHIJKLMNOPQRSTUVWX used')).to.equal('key [redacted] used');
     // The other secrets the service issues: claim links, invitations, session cookies, signing secrets.

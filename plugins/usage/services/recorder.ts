@@ -3,7 +3,9 @@ import type { Reservation } from '../../../core/admission';
 import { UNAVAILABLE_RETRY_AFTER_S, serviceUnavailable } from '../../../core/errors';
 import type { ApiError } from '../../../core/errors';
 import { newSortableId } from '../../../core/ids';
+import { failureFields } from '../../../core/logger';
 import type { Logger } from '../../../core/logger';
+import { RepeatedLines } from '../../../core/repeated-lines';
 import { isValueRefusal, mayHaveCommitted } from '../../../core/db/failures';
 import { MARK_NOT_DELIVERED, UndeliveredMarks } from './undelivered-marks';
 import { CLAIMED_ONLY, CLAIM_KEYS, INSERT, INSERT_ASYNC_COMMIT, ASYNC_COMMIT, RETURNING, UPSERT_UNDELIVERED, batchJson, row } from './usage-event-statements';
@@ -79,12 +81,15 @@ export class UsageRecorder {
   private readonly undelivered: UndeliveredMarks;
   private readonly maxBatch: number;
   private readonly concurrentInserts: number;
+  /** Write failures logged, by reason (LOG_REPEAT_INTERVAL_MS). */
+  private readonly failures: RepeatedLines;
 
   constructor(
     private readonly pool: Pool,
     private readonly log: Logger,
-    opts: { maxBatch?: number; synchronousCommit?: boolean; concurrentInserts?: number; undeliveredRetryMs?: number; claimTtlHours?: number; undeliveredJournalDir?: string } = {},
+    opts: { maxBatch?: number; synchronousCommit?: boolean; concurrentInserts?: number; undeliveredRetryMs?: number; claimTtlHours?: number; undeliveredJournalDir?: string; failureLogIntervalMs?: number } = {},
   ) {
+    this.failures = new RepeatedLines(opts.failureLogIntervalMs ?? 30_000);
     this.undelivered = new UndeliveredMarks(pool, log, { upsert: UPSERT_UNDELIVERED, toParam: batchJson, retryMs: opts.undeliveredRetryMs, ...(opts.undeliveredJournalDir ? { journalDir: opts.undeliveredJournalDir } : {}) });
     this.maxBatch = opts.maxBatch ?? 200;
     this.concurrentInserts = Math.max(1, opts.concurrentInserts ?? 1);
@@ -266,7 +271,9 @@ export class UsageRecorder {
         await this.insert(batch.slice(mid));
         return;
       }
-      this.log.error({ err, events: batch.length }, 'usage events could not be written');
+      // The database gone fails every batch alike: the first with its stack, then one line per reason and interval.
+      const due = this.failures.due(failureFields(err).reason);
+      if (due) this.log.error({ err, events: batch.length, ...(due.heldBack > 0 ? { repeats_since_last_logged: due.heldBack } : {}) }, 'usage events could not be written');
       // The caller hears that nothing was charged; an insert that may commit all the same must end not billable.
       if (mayHaveCommitted(err)) {
         const failedAt = new Date().toISOString();
