@@ -127,8 +127,11 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       }
       const verdict = d.sessions.check(session, ownerOf(ctx));
       if (verdict !== 'ok') {
-        refuse(ctx, 404, -32000, 'session_not_found', `Session not found (${verdict}): send initialize again, or continue without Mcp-Session-Id.`, 'Send initialize for a new session id, or continue without Mcp-Session-Id: sessions are optional.', {
-          data: { reason: verdict },
+        // An altered id and another owner's answer alike: whoever holds someone else's id learns nothing of it. Only its
+        // own id's age is told (expired), which its holder can do something about.
+        const reason = verdict === 'expired' ? 'expired' : 'unknown';
+        refuse(ctx, 404, -32000, 'session_not_found', `Session not found (${reason}): send initialize again, or continue without Mcp-Session-Id.`, 'Send initialize for a new session id, or continue without Mcp-Session-Id: sessions are optional.', {
+          data: { reason },
         });
         return true;
       }

@@ -687,10 +687,19 @@ describe('MCP endpoint over raw HTTP', function () {
     const session = init.headers.get('mcp-session-id') as string;
     expect((await rpc(svc, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, { 'mcp-session-id': session })).status).to.equal(200);
     const altered = `${session.slice(0, -2)}${session.endsWith('AA') ? 'BB' : 'AA'}`;
-    expect((await rpc(svc, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, { 'mcp-session-id': altered })).status).to.equal(404);
     const person = await signUp(svc, 'foreign');
     const key = (await createKey(svc, person, { name: 'f' })).key;
-    expect((await rpc(svc, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, { 'mcp-session-id': session, 'x-api-key': key })).status).to.equal(404);
+    // An altered id and another owner's answer alike (but for the request id): the holder of another's id learns nothing.
+    const refusals: string[] = [];
+    for (const headers of [{ 'mcp-session-id': altered }, { 'mcp-session-id': session, 'x-api-key': key }] as Array<Record<string, string>>) {
+      const res = await rpc(svc, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers);
+      expect(res.status).to.equal(404);
+      const { request_id: _id, ...rest } = (await res.json()) as Record<string, any>;
+      expect(rest.error.data.reason).to.equal('unknown');
+      delete rest.error.data.request_id;
+      refusals.push(JSON.stringify(rest));
+    }
+    expect(refusals[0]).to.equal(refusals[1]);
     clock.advance(24 * 3_600_000 + 1000);
     const expired = await rpc(svc, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, { 'mcp-session-id': session });
     expect(expired.status).to.equal(404);
