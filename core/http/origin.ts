@@ -61,7 +61,12 @@ function loopbackAsOne(origin: string): string | null {
  */
 export function notOwnOrigin(req: Request, ownOrigin: string): boolean {
   const origin = req.headers.origin;
-  if (origin === undefined || origin === '') return false;
+  // Without Origin, a browser's Fetch Metadata still tells another site's page (cross-site) or a sibling's, another port
+  // of this machine included (same-site); programs send neither header, and a page of the service's own says same-origin.
+  if (origin === undefined || origin === '') {
+    const site = req.headers['sec-fetch-site'];
+    return site === 'cross-site' || site === 'same-site';
+  }
   if (origin === ownOrigin) return false;
   const sent = loopbackAsOne(origin);
   return sent === null || sent !== loopbackAsOne(ownOrigin);

@@ -218,6 +218,14 @@ describe('accounts: people, sign-up, sign-in and sessions', () => {
       const res = await api.raw<ErrorBody>('POST', '/api/api-keys', { rawBody: '{"name":"csrf"}', headers });
       expect([res.status, res.body.code, res.body.reason], res.text).to.deep.equal([403, 'forbidden', 'cross-site request with a session cookie']);
     }
+    // No Origin, but the browser's Fetch Metadata says whose page sent it.
+    for (const site of ['cross-site', 'same-site']) {
+      const res = await api.post<ErrorBody>('/api/api-keys', { name: 'csrf' }, { cookie: person.cookie, 'sec-fetch-site': site });
+      expect([res.status, res.body.code, res.body.reason], `${site}: ${res.text}`).to.deep.equal([403, 'forbidden', 'cross-site request with a session cookie']);
+    }
+    for (const site of ['same-origin', 'none']) {
+      expect((await api.post('/api/api-keys', { name: `fetch-site ${site}` }, { cookie: person.cookie, 'sec-fetch-site': site })).status, site).to.equal(201);
+    }
     const keys = await api.get<{ data: Array<{ name: string }> }>('/api/api-keys', evil);
     expect(keys.status, 'a read from another site is not a change').to.equal(200);
     expect(keys.body.data.map((k) => k.name)).not.to.include('csrf');
