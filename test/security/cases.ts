@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { client } from '../support/http';
 import type { SecurityCase } from '../support/security';
 import { mcpSecurityCases } from './cases-mcp';
@@ -82,7 +83,8 @@ export const securityCases: Record<string, SecurityCase> = {
   'agents.delete': {
     as: 'person',
     request: async (w, svc) => {
-      const res = await client(svc.url, { cookie: w.a.owner.cookie }).post<Record<string, any>>('/api/agents', { name: 'doomed-agent' });
+      // A name of its own each time: active agents of a workspace have distinct names.
+      const res = await client(svc.url, { cookie: w.a.owner.cookie }).post<Record<string, any>>('/api/agents', { name: `doomed-agent-${randomUUID()}` });
       return { path: `/api/agents/${res.body.agent.id}` };
     },
     cross: (w) => ({ path: `/api/agents/${w.b.agentId}` }),
