@@ -25,7 +25,7 @@ import { Hooks } from './hooks';
 import { errorHandler, notFound, refuseWhileStopping, requestContext } from './http/middleware';
 import { appMessageClasses, dispatchDirect, targetPath } from './http/direct-dispatch';
 import { RouteTable, mountRoutes } from './http/pipeline';
-import { createKvStore, isAuthRefusal, RedisKvStore } from './kv';
+import { authRefusal, createKvStore, RedisKvStore } from './kv';
 import type { KvStore } from './kv';
 import { createLogger, failureFields } from './logger';
 import type { Logger } from './logger';
@@ -136,7 +136,9 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     // start the key cache could not hear revocations from other instances: the start fails, to be retried.
     if (kv instanceof RedisKvStore && !(await kv.connected(config.redis.connectWaitMs))) {
       const why = kv.connectionError;
-      if (why !== null && isAuthRefusal(why)) throw new StartupError(`Redis at REDIS_URL refused the credentials it was given (${why}); check the user and password in REDIS_URL (redis://user:password@host:port), since starting again with the same ones will not help.`);
+      const refused = why === null ? null : authRefusal(why);
+      if (refused === 'credentials') throw new StartupError(`Redis at REDIS_URL refused the credentials it was given (${why}); check the user and password in REDIS_URL (redis://user:password@host:port), since starting again with the same ones will not help.`);
+      if (refused === 'permission') throw new StartupError(`Redis at REDIS_URL accepted the user but refused it a command (${why}); let that user run what the service sends (reads and writes on its keys under REDIS_KEY_PREFIX, Lua scripts, publish and subscribe, INFO and PING), since starting again will not help.`);
       throw new StartupError(`Redis at REDIS_URL was not ready within REDIS_CONNECT_WAIT_MS (${config.redis.connectWaitMs} ms)${why ? ` (${why})` : ''}; start the service again once it is reachable.`);
     }
     const metrics = new Metrics();

@@ -120,6 +120,19 @@ export function unavailableError(err: unknown): ApiError | undefined {
   return undefined;
 }
 
+/**
+ * Logs `err` if it is a store's outage (unavailableError): a warning with its reason and no stack, once per reason and
+ * `where` every LOG_REPEAT_INTERVAL_MS (`outages`), the next line counting those held back. True when it was one; the
+ * caller logs anything else as the bug it is.
+ */
+export function logOutage(log: Logger, outages: RepeatedLines, err: unknown, fields: Record<string, unknown>, where: string, msg: string): boolean {
+  if (!unavailableError(err)) return false;
+  const failure = failureFields(err);
+  const due = outages.due(`${failure.reason}|${where}`);
+  if (due) log.warn({ ...failure, ...fields, ...(due.heldBack > 0 ? { repeats_since_last_logged: due.heldBack } : {}) }, msg);
+  return true;
+}
+
 const WRITE_MAY_HAVE_HAPPENED =
   'The change may have been made before the answer was lost: check before repeating it, or repeat it with the same Idempotency-Key where the route accepts one (creating API keys, functions and routing policies).';
 
@@ -170,7 +183,8 @@ export function hintWithServedRoutes(hint: string, serves: (method: string, path
  */
 export function errorHandler(log: Logger, serves?: (method: string, path: string) => boolean, publicUrl?: () => string, opts: { repeatIntervalMs?: number } = {}) {
   // A store's outage fails every request alike: one line per reason and route every LOG_REPEAT_INTERVAL_MS, with the count held back.
-  const outageLines = new RepeatedLines(opts.repeatIntervalMs ?? 30_000);
+  // Kinds are reasons times declared routes (a fixed set): room for all, or the bound would forget each before it recurs.
+  const outageLines = new RepeatedLines(opts.repeatIntervalMs ?? 30_000, 2000);
   /**
    * RFC 9728 §5.1: a Bearer challenge names the protected resource metadata, where an OAuth client (the MCP SDK's) finds
    * the authorization server: the path-specific document of the route asked, else the service's.
@@ -193,9 +207,7 @@ export function errorHandler(log: Logger, serves?: (method: string, path: string
         const unavailable = unavailableError(err);
         if (unavailable) {
           // A store that did not answer is an outage, not a bug: its reason and code, without the driver's stack.
-          const fields = { ...failureFields(err), method: req.method, route: routeOf(res) };
-          const due = outageLines.due(`${String(fields.reason)}|${fields.method} ${fields.route}`);
-          if (due) reqLog.warn({ ...fields, ...(due.heldBack > 0 ? { repeats_since_last_logged: due.heldBack } : {}) }, 'a store the request needed failed');
+          logOutage(reqLog, outageLines, err, { method: req.method, route: routeOf(res) }, `${req.method} ${routeOf(res)}`, 'a store the request needed failed');
           if (res.locals.recordsCallsOnly === true) apiErr = unavailable.with({ hint: `${NOTHING_CHARGED} ${unavailable.extras.hint ?? ''}`.trim() });
           else apiErr = writeMayHaveHappened(req, err) ? unavailable.with({ hint: `${unavailable.extras.hint ?? ''} ${WRITE_MAY_HAVE_HAPPENED}`.trim() }) : unavailable;
         } else {

@@ -10,7 +10,7 @@ export type { MessageHandler } from './contract';
 export { KvUnavailableError, storeUnavailable } from './contract';
 export type { RedisKvOptions } from './redis';
 export { MemoryKvStore } from './memory';
-export { RedisKvStore, isAuthRefusal } from './redis';
+export { RedisKvStore, authRefusal } from './redis';
 export { incrFromRecord, uncount } from './recorded-counter';
 
 /** Redis when a URL is configured, otherwise the in-process store. */

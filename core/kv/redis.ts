@@ -44,9 +44,13 @@ export function connectionFailure(err: unknown): string {
   return code ?? err.name;
 }
 
-/** Redis refused the connection's credentials (a wrong password or user, none sent, or a user without the right): no retry mends it. */
-export function isAuthRefusal(reason: string): boolean {
-  return /\b(WRONGPASS|NOAUTH|NOPERM)\b|invalid password|invalid username-password/i.test(reason);
+/**
+ * Redis refused the connection for who it is: its credentials (a wrong password or user, none sent), or a user the ACL
+ * does not let run what the service sends first (NOPERM). No retry mends either; null for anything else.
+ */
+export function authRefusal(reason: string): 'credentials' | 'permission' | null {
+  if (/\bNOPERM\b/.test(reason)) return 'permission';
+  return /\b(WRONGPASS|NOAUTH)\b|invalid password|invalid username-password/i.test(reason) ? 'credentials' : null;
 }
 
 /** How often the same connection failure is logged again while it lasts. */
@@ -376,7 +380,7 @@ export class RedisKvStore implements KvStore {
         onReady = () => resolve(true);
         // Refused credentials end the wait at once: waiting the rest of `ms` for them to change would be for nothing.
         onError = (err: unknown) => {
-          if (isAuthRefusal(connectionFailure(err))) resolve(false);
+          if (authRefusal(connectionFailure(err))) resolve(false);
         };
         this.client.once('ready', onReady);
         this.client.on('error', onError);

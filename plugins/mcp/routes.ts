@@ -7,7 +7,8 @@ import { validate } from '../../core/validation';
 import type { Logger } from '../../core/logger';
 import { z } from 'zod';
 import { nestedDeeperThan, refuseUnstorableValue } from '../../core/http/json-body';
-import { unavailableError } from '../../core/http/middleware';
+import { logOutage, unavailableError } from '../../core/http/middleware';
+import { RepeatedLines } from '../../core/repeated-lines';
 import { HANDLED, defineRoute } from '../../core/http/route';
 import type { HandlerResult, RequestContext, RouteSpec } from '../../core/http/route';
 import { passingExample } from '../../core/http/sent-example';
@@ -85,6 +86,8 @@ const ID_STAND_IN = '\u0000odd-id';
 const ALLOW = 'GET, POST';
 
 export function mcpRoutes(d: McpDeps): RouteSpec[] {
+  // A tool failing for a store's outage is logged as the error handler logs outages: once per reason and interval.
+  const outages = new RepeatedLines(d.config.log.repeatIntervalMs);
   const byName = new Map(d.tools.map((t) => [t.descriptor.name, t]));
   const instructions = instructionsFor([...byName.keys()]);
   const ownOrigin = () => new URL(d.publicUrl()).origin;
@@ -201,7 +204,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       const failure = known ? errorBody(known, ctx.requestId) : { error: 'The tool failed on our side.', code: 'internal_error', request_id: ctx.requestId };
       // A keyless call spent its demo budget whatever the outcome: its refusal reports the budget too, as REST's headers do.
       const body = toolCtx.demoBudget ? { ...failure, budget: toolCtx.demoBudget } : failure;
-      if (!isApiError(err)) d.log.error({ err, tool: name }, 'MCP tool failed');
+      if (!isApiError(err) && !logOutage(d.log, outages, err, { tool: name }, `tool ${name}`, 'a store an MCP tool needed failed')) d.log.error({ err, tool: name }, 'MCP tool failed');
       counted(typeof body.code === 'string' ? body.code : 'internal_error');
       return reply({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: JSON.stringify(body) }], isError: true } });
     };

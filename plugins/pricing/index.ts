@@ -98,7 +98,7 @@ export const pricingPlugin: PluginDefinition = {
     const instanceId = newId('inst');
     const functionDeps = { store, registry: parts.registry, engine: parts.engine, market, latency: parts.latency, breakers: parts.breakers, outbound: parts.outbound, commissionPct: () => config.limits.marketplaceCommissionPct, maxCallCost: () => config.limits.functionMaxCallCost, callMaxMs: () => config.engine.callMaxMs, idempotency, workspaces: container.resolve<Workspaces>(IDENTITY.Workspaces), instanceId, testFunctionBody: schemas.testFunctionBody, testRuns: new TestRunQuota(sql, clock, ctx.log, config.limits.functionTestRunsPerDay), signing, claimOffered: claimOffered(config) };
     const routeSpecs = [
-      ...computeRoutes(compute, schemas, config.limits.batchMaxItems),
+      ...computeRoutes(compute, schemas, config.limits.batchMaxItems, config.log.repeatIntervalMs),
       ...functionRoutes(functionDeps),
       ...functionSigningRoutes(functionDeps),
       ...policyRoutes(policies, parts.registry, idempotency, functionDeps.workspaces),

@@ -4,7 +4,8 @@ import { loadConfig } from '../../config';
 import { startService } from '../../core/service';
 import { Pool } from 'pg';
 import { createLogger, scrubSecrets } from '../../core/logger';
-import { errorHandler } from '../../core/http/middleware';
+import { errorHandler, logOutage } from '../../core/http/middleware';
+import { RepeatedLines } from '../../core/repeated-lines';
 import { KvUnavailableError } from '../../core/kv/contract';
 import { builtInPlugins } from '../../plugins';
 import { createTestDatabase } from '../support/db';
@@ -136,6 +137,17 @@ describe('metrics and structured logs', () => {
     await new Promise((r) => setTimeout(r, 250));
     fail('/api/compute/price', 'Connection is closed.');
     expect(entries()[3]).to.include({ route: '/api/compute/price', repeats_since_last_logged: 49 });
+  });
+
+  it('logs an outage a route caught itself (a batch item, an MCP tool) as the error handler does, and leaves anything else to its caller', () => {
+    const { lines, sink } = capturedLog();
+    const log = createLogger('info', sink);
+    const outages = new RepeatedLines(60_000);
+    for (let index = 0; index < 100; index++) expect(logOutage(log, outages, new KvUnavailableError(new Error('Connection is closed.')), { index }, 'batch item', 'a store a batch item needed failed')).to.equal(true);
+    expect(logOutage(log, outages, new Error('a bug'), { index: 0 }, 'batch item', 'a store a batch item needed failed')).to.equal(false);
+    expect(lines).to.have.length(1);
+    expect(JSON.parse(lines[0] as string)).to.include({ level: 'warn', msg: 'a store a batch item needed failed', index: 0, reason: 'The key-value store did not answer: Connection is closed.' });
+    expect(lines[0]).not.to.contain('stack');
   });
 
   it('scrubs our secret shapes from free-text log messages', () => {

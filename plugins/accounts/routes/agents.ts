@@ -41,11 +41,10 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
   /**
    * Active agents of a workspace have distinct names, compared without case: lists, audit entries and key names ("<agent>
    * key") show the name, and two alike cannot be told apart there. Disabled agents keep theirs (history shows it), so a
-   * re-enable is checked as a create is. Run inside the transaction, after the workspace row is locked, so two creates
-   * racing for one name cannot both pass.
+   * re-enable is checked as a create is. Run inside the transaction after lockWorkspace, so two changes racing for one
+   * name cannot both pass.
    */
   const assertNameFree = async (tx: Transaction, workspaceId: string, name: string, exceptId: string | null): Promise<void> => {
-    await d.sql.one('SELECT id FROM workspaces WHERE id = $1 FOR NO KEY UPDATE', [workspaceId], tx);
     const other = await d.sql.one<{ id: string; name: string }>(
       `SELECT id, name FROM agents WHERE workspace_id = $1 AND status = 'active' AND lower(name) = lower($2) AND id <> $3 LIMIT 1`,
       [workspaceId, name, exceptId ?? ''],
@@ -57,6 +56,10 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
         fields: { agent_id: other.id, reason: 'agent name taken' },
       });
     }
+  };
+  /** Every change that can make an agent active or rename one takes the workspace's lock first: they run one at a time. */
+  const lockWorkspace = async (tx: Transaction, workspaceId: string): Promise<void> => {
+    await d.sql.one('SELECT id FROM workspaces WHERE id = $1 FOR NO KEY UPDATE', [workspaceId], tx);
   };
   /** AGENTS_PER_WORKSPACE: the active agents a workspace holds, for a create and a re-enable alike. */
   const activeAgentsLimit = () => ({
@@ -102,6 +105,7 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       handler: async ({ principal, body }) => {
         const p = principal as Principal;
         const row = await d.sql.tx(async (tx) => {
+          await lockWorkspace(tx, p.workspaceId);
           await assertWorkspaceRoom(d.sql, tx, p.workspaceId, activeAgentsLimit());
           await assertNameFree(tx, p.workspaceId, body.name, null);
           return d.sql.one<AgentRow>('INSERT INTO agents (id, workspace_id, name, created_by_person_id) VALUES ($1, $2, $3, $4) RETURNING *', [newId('agt'), p.workspaceId, body.name, p.personId ?? null], tx);
@@ -134,9 +138,13 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       responses: { 200: { description: 'The agent as changed.', schema: r.agentResponse } },
       handler: async ({ principal, params, body }) => {
         const p = principal as Principal;
-        const a = await findToManage(p, params.id);
+        const found = await findToManage(p, params.id);
         // Re-enabling takes a place among the active agents as creating one does, counted the same way.
         const row = await d.sql.tx(async (tx) => {
+          // Decided on the agent as it is under the lock, not as read before it: a rename racing a re-enable of the same
+          // agent would otherwise each see it as it was and pass checks the other makes wrong.
+          await lockWorkspace(tx, p.workspaceId);
+          const a = (await d.sql.one<AgentRow>('SELECT * FROM agents WHERE id = $1 AND workspace_id = $2', [found.id, p.workspaceId], tx)) ?? found;
           const enabling = body.status === 'active' && a.status !== 'active';
           if (enabling) await assertWorkspaceRoom(d.sql, tx, p.workspaceId, activeAgentsLimit());
           // Only a name an active agent will carry can clash: a rename of an agent staying disabled cannot.
@@ -144,7 +152,7 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
           if (activeAfter && (enabling || body.name !== undefined)) await assertNameFree(tx, p.workspaceId, body.name ?? a.name, a.id);
           return d.sql.one<AgentRow>('UPDATE agents SET name = COALESCE($3, name), status = COALESCE($4, status), updated_at = now() WHERE id = $1 AND workspace_id = $2 RETURNING *', [a.id, p.workspaceId, body.name ?? null, body.status ?? null], tx);
         });
-        if (body.status === 'disabled') await revokeAgentKeys(d, events, p.workspaceId, a.id);
+        if (body.status === 'disabled') await revokeAgentKeys(d, events, p.workspaceId, found.id);
         return ok({ agent: agentView(row as AgentRow) });
       },
     }),

@@ -39,8 +39,9 @@ export class McpSessions {
     } catch {
       return 'altered';
     }
-    if (typeof data.t !== 'number' || this.now() - data.t > this.ttlMs) return 'expired';
+    // The owner before the age: another owner's id, however old, tells its holder nothing (not even that it is genuine).
     if (data.o !== owner) return 'foreign';
+    if (typeof data.t !== 'number' || this.now() - data.t > this.ttlMs) return 'expired';
     return 'ok';
   }
 }

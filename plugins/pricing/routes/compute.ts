@@ -1,6 +1,7 @@
 import type { Reservation } from '../../../core/admission';
 import { ApiError, errorBody, isApiError } from '../../../core/errors';
-import { unavailableError } from '../../../core/http/middleware';
+import { logOutage, unavailableError } from '../../../core/http/middleware';
+import { RepeatedLines } from '../../../core/repeated-lines';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { Reply, RequestContext, RouteSpec } from '../../../core/http/route';
 import { passingExample } from '../../../core/http/sent-example';
@@ -109,7 +110,9 @@ function pricedReply(ctx: RequestContext, compute: ComputeService, r: ComputeRes
   return r.body.idempotent_replay ? reply : { ...reply, notDelivered: () => compute.notDelivered([r.usageEventId], [r.reservation]) };
 }
 
-export function computeRoutes(compute: ComputeService, schemas: s.CallSchemas, batchMax: number): RouteSpec[] {
+export function computeRoutes(compute: ComputeService, schemas: s.CallSchemas, batchMax: number, repeatIntervalMs: number): RouteSpec[] {
+  // A 100-item batch in an outage fails every item alike: logged as the error handler logs outages, not a stack per item.
+  const outages = new RepeatedLines(repeatIntervalMs);
   return [
     defineRoute({
       id: 'compute.price',
@@ -185,7 +188,7 @@ export function computeRoutes(compute: ComputeService, schemas: s.CallSchemas, b
               } catch (err) {
                 // A store that failed (database, Redis) is the same retryable 503 as on a single call.
                 const apiErr = isApiError(err) ? itemNamed(err, index) : (unavailableError(err) ?? new ApiError('internal_error', 'This item could not be priced.'));
-                if (!isApiError(err)) ctx.log.error({ err, index }, 'batch item failed');
+                if (!isApiError(err) && !logOutage(ctx.log, outages, err, { index }, 'batch item', 'a store a batch item needed failed')) ctx.log.error({ err, index }, 'batch item failed');
                 return { index, status: apiErr.status, error: errorBody(apiErr) };
               }
             }),

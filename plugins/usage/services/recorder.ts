@@ -262,6 +262,8 @@ export class UsageRecorder {
       const res = await this.pool.query<{ id: string; created_at: Date }>(this.queryOf(batch));
       // One transaction: every row has its time (now()), read by id all the same. A claimed call missing from the
       // rows found its key held by another.
+      // Writing again: the next failure is a new outage, logged at once.
+      if (this.failures.any) this.failures.clear();
       const times = new Map(res.rows.map((r) => [r.id, r.created_at]));
       for (const p of batch) p.resolve(times.get(p.id) ?? (p.claim ? null : new Date()));
     } catch (err) {
@@ -272,8 +274,8 @@ export class UsageRecorder {
         return;
       }
       // The database gone fails every batch alike: the first with its stack, then one line per reason and interval.
-      const due = this.failures.due(failureFields(err).reason);
-      if (due) this.log.error({ err, events: batch.length, ...(due.heldBack > 0 ? { repeats_since_last_logged: due.heldBack } : {}) }, 'usage events could not be written');
+      const due = this.failures.due(failureFields(err).reason, Date.now(), batch.length);
+      if (due) this.log.error({ err, events: batch.length, ...(due.heldBack > 0 ? { repeats_since_last_logged: due.heldBack, events_since_last_logged: due.heldBackUnits } : {}) }, 'usage events could not be written');
       // The caller hears that nothing was charged; an insert that may commit all the same must end not billable.
       if (mayHaveCommitted(err)) {
         const failedAt = new Date().toISOString();

@@ -72,6 +72,22 @@ describe('accounts: active agents of a workspace have distinct names', function 
     for (const r of results.filter((x) => x.status !== 201)) expectNameTaken(r, winner);
   });
 
+  it('never leaves two active agents with one name when a rename races a re-enable of the same agent', async () => {
+    const holder = await create('Held Name');
+    expect(holder.status, holder.text).to.equal(201);
+    for (let i = 0; i < 8; i++) {
+      const racer = await create(`Racer ${i}`);
+      const id = racer.body.agent.id as string;
+      expect((await send('PATCH', `/api/agents/${id}`, { status: 'disabled' })).status).to.equal(200);
+      // Each alone is fine (a disabled agent may take the name; an agent may come back under its own); together they would clash.
+      const [enabled, renamed] = await Promise.all([send('PATCH', `/api/agents/${id}`, { status: 'active' }), send('PATCH', `/api/agents/${id}`, { name: 'held name' })]);
+      expect([enabled.status, renamed.status].sort(), `${enabled.text}\n${renamed.text}`).to.deep.equal([200, 409]);
+    }
+    const listed = await call<Body>(svc.url, 'GET', '/api/agents?limit=100', { headers: asPerson(owner) });
+    const active = (listed.body.data as Array<{ name: string; status: string }>).filter((a) => a.status === 'active').map((a) => a.name.toLowerCase());
+    expect(active.length, active.join(', ')).to.equal(new Set(active).size);
+  });
+
   it('lets another workspace use the same name', async () => {
     const other = await signUp(svc.url);
     const res = await create('Returns Bot', other);

@@ -701,6 +701,10 @@ describe('MCP endpoint over raw HTTP', function () {
     }
     expect(refusals[0]).to.equal(refusals[1]);
     clock.advance(24 * 3_600_000 + 1000);
+    // Expired, but another owner's: unknown to them, as a forged one is.
+    const expiredForeign = await rpc(svc, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, { 'mcp-session-id': session, 'x-api-key': key });
+    expect(expiredForeign.status).to.equal(404);
+    expect(((await expiredForeign.json()) as Record<string, any>).error.data.reason).to.equal('unknown');
     const expired = await rpc(svc, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, { 'mcp-session-id': session });
     expect(expired.status).to.equal(404);
     const body = (await expired.json()) as Record<string, any>;
