@@ -12,7 +12,7 @@ export const ERROR_GUIDE: Record<ErrorCode, string> = {
   invalid_json: 'the body is not JSON (or not decodable, or nested too deep); send the example body the error carries.',
   validation_error: 'fields are wrong; issues lists each path and reason, and example is a body that passes.',
   unsupported_protocol_version: 'MCP-Protocol-Version names a version this server does not speak; send a supported one or leave it out.',
-  invalid_session_id: 'an Mcp-Session-Id not shaped like one this server issues; leave it out or use the one initialize returned.',
+  invalid_session_id: 'an Mcp-Session-Id not shaped like one this server issues (leave it out or use the one initialize returned), or a person\'s session id that is not a UUID (DELETE /api/user/sessions).',
   invalid_credentials: 'the key or token sent was rejected (unknown, revoked, expired, malformed); hint says why, next where to get one. Not retryable.',
   unauthorized: 'no credential, or not the kind this route takes; hint names the accepted ones.',
   payment_required: 'this call must be paid (x402); the body carries the payment requirements.',

@@ -116,7 +116,7 @@ const pricedFields = {
 export const priceResponse = z.object({ ...pricedFields, notices: noticesField, request_id: requestIdField }).meta({ id: 'PriceResult', description: 'A priced call: the price, who answered and how, the trace, what is left, and the usage record.' });
 
 /** A batch item's result: a priced call's answer without the request id (the batch's is at the top). */
-const batchItemResult = z.object(pricedFields).meta({ id: 'BatchItemResult', description: 'The item\'s answer, as a single priced call\'s without request_id.' });
+const batchItemResult = z.object(pricedFields).meta({ id: 'BatchItemResult', description: 'The item\'s answer (priced items, status 200, only), as a single priced call\'s without request_id.' });
 
 /** An item's error is not an HTTP body: the common shape without request_id (the batch's is at the top). */
 const batchItemError = errorBodySchema
@@ -131,7 +131,8 @@ export const batchResponse = z
         z.object({
           index: z.number().describe('The item\'s position in the request, from 0.'),
           status: z.number().describe('The item\'s own status: 200 priced, else its error\'s.'),
-          result: batchItemResult.optional().describe('Priced items (status 200) only.'),
+          // No describe() here: it would make an unnamed copy, and the document would lose the BatchItemResult component.
+          result: batchItemResult.optional(),
           error: batchItemError.optional(),
         }),
       )

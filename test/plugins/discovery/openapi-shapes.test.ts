@@ -52,6 +52,11 @@ describe('OpenAPI: known shapes typed', function () {
     expect(res.status, res.text).to.equal(200);
     expect(res.body.items.map((i: { status: number }) => i.status)).to.deep.equal([200, 400]);
     expect(res.body.items[1].error.code).to.equal('validation_error');
+    // The answer's items name their result's schema (docs/agents.md lists BatchItemResult), for generated clients to type.
+    const answered = doc.paths['/api/compute/batch'].post.responses['200'].content['application/json'].schema;
+    const resultSchema = resolve(answered).properties.items.items.properties.result;
+    expect(resultSchema).to.deep.equal({ $ref: '#/components/schemas/BatchItemResult' });
+    expect(doc.components.schemas.BatchItemResult.description).to.match(/status 200/);
   });
 
   it('marks a request body required exactly where an empty one is refused: rotation and the claim link take none, compute and registration need theirs', async () => {
