@@ -1,5 +1,8 @@
 import { BoundedMap } from './bounded-map';
 
+/** LOG_REPEAT_INTERVAL_MS's default, for users built without the setting at hand (tests, a store made alone). */
+export const DEFAULT_REPEAT_INTERVAL_MS = 30_000;
+
 /**
  * Which log lines of a repeating kind are due. A failure that lasts (Redis down, the database gone) fails every
  * request and every reconnection the same way: one line per kind every `intervalMs`, carrying how many were held back

@@ -1,7 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { newSortableId } from '../ids';
 import { failureFields } from '../logger';
-import { RepeatedLines } from '../repeated-lines';
+import { DEFAULT_REPEAT_INTERVAL_MS, RepeatedLines } from '../repeated-lines';
 import type { Logger } from '../logger';
 import type { Metrics } from '../metrics';
 import { ApiError, errorBody, isApiError } from '../errors';
@@ -184,7 +184,7 @@ export function hintWithServedRoutes(hint: string, serves: (method: string, path
 export function errorHandler(log: Logger, serves?: (method: string, path: string) => boolean, publicUrl?: () => string, opts: { repeatIntervalMs?: number } = {}) {
   // A store's outage fails every request alike: one line per reason and route every LOG_REPEAT_INTERVAL_MS, with the count held back.
   // Kinds are reasons times declared routes (a fixed set): room for all, or the bound would forget each before it recurs.
-  const outageLines = new RepeatedLines(opts.repeatIntervalMs ?? 30_000, 2000);
+  const outageLines = new RepeatedLines(opts.repeatIntervalMs ?? DEFAULT_REPEAT_INTERVAL_MS, 2000);
   /**
    * RFC 9728 §5.1: a Bearer challenge names the protected resource metadata, where an OAuth client (the MCP SDK's) finds
    * the authorization server: the path-specific document of the route asked, else the service's.

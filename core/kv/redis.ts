@@ -6,7 +6,7 @@ import { KvUnavailableError, checkIncrement, checkLease, checkLeaseBatch, checkR
 import type { MessageHandler } from './contract';
 import { defineScripts } from './redis-scripts';
 import type { RedisWithScripts } from './redis-scripts';
-import { RepeatedLines } from '../repeated-lines';
+import { DEFAULT_REPEAT_INTERVAL_MS, RepeatedLines } from '../repeated-lines';
 import { slidingWindow } from './types';
 import type { KvStore, RateLimitResult, Unsubscribe } from './types';
 
@@ -53,8 +53,6 @@ export function authRefusal(reason: string): 'credentials' | 'permission' | null
   return /\b(WRONGPASS|NOAUTH)\b|invalid password|invalid username-password/i.test(reason) ? 'credentials' : null;
 }
 
-/** How often the same connection failure is logged again while it lasts. */
-const FAILURE_LOG_INTERVAL_MS = 30_000;
 
 /**
  * Redis-backed store shared by every instance; scripts keep counters and limits atomic. A command
@@ -82,7 +80,7 @@ export class RedisKvStore implements KvStore {
     private readonly log: Logger = createLogger('warn'),
     private readonly opts: RedisKvOptions = {},
   ) {
-    this.failing = new RepeatedLines(opts.failureLogIntervalMs ?? FAILURE_LOG_INTERVAL_MS, 20);
+    this.failing = new RepeatedLines(opts.failureLogIntervalMs ?? DEFAULT_REPEAT_INTERVAL_MS, 20);
     // No offline queue and no resending after a reconnect: a command that failed its caller (a 503
     // answered) must not run later, when Redis is back, and count a call nobody was served for.
     // While the connection is down, commands fail at once rather than waiting out the timeout.

@@ -128,11 +128,8 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
         refuse(ctx, 400, -32000, 'invalid_session_id', 'Bad Request: invalid session id format.', 'Send the Mcp-Session-Id the initialize response gave you unchanged, or leave the header out: sessions are optional.');
         return true;
       }
-      const verdict = d.sessions.check(session, ownerOf(ctx));
-      if (verdict !== 'ok') {
-        // An altered id and another owner's answer alike: whoever holds someone else's id learns nothing of it. Only its
-        // own id's age is told (expired), which its holder can do something about.
-        const reason = verdict === 'expired' ? 'expired' : 'unknown';
+      const reason = d.sessions.check(session, ownerOf(ctx));
+      if (reason !== 'ok') {
         refuse(ctx, 404, -32000, 'session_not_found', `Session not found (${reason}): send initialize again, or continue without Mcp-Session-Id.`, 'Send initialize for a new session id, or continue without Mcp-Session-Id: sessions are optional.', {
           data: { reason },
         });

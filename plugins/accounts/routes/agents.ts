@@ -105,7 +105,7 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       handler: async ({ principal, body }) => {
         const p = principal as Principal;
         const row = await d.sql.tx(async (tx) => {
-          await lockWorkspace(tx, p.workspaceId);
+          // assertWorkspaceRoom takes the workspace's lock (lockWorkspace's) before counting: the name check runs under it.
           await assertWorkspaceRoom(d.sql, tx, p.workspaceId, activeAgentsLimit());
           await assertNameFree(tx, p.workspaceId, body.name, null);
           return d.sql.one<AgentRow>('INSERT INTO agents (id, workspace_id, name, created_by_person_id) VALUES ($1, $2, $3, $4) RETURNING *', [newId('agt'), p.workspaceId, body.name, p.personId ?? null], tx);

@@ -26,21 +26,24 @@ export class McpSessions {
     return id.length <= 512 && /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(id);
   }
 
-  /** 'ok', or why the id is refused. */
-  check(id: string, owner: string): 'ok' | 'altered' | 'expired' | 'foreign' {
+  /**
+   * 'ok', or why the id is refused as its holder may be told: 'expired' (its own id, too old), or 'unknown' for an altered
+   * id and another owner's alike, so whoever holds someone else's id learns nothing of it.
+   */
+  check(id: string, owner: string): 'ok' | 'expired' | 'unknown' {
     const [payload, mac] = id.split('.');
-    if (!payload || !mac || !/^[A-Za-z0-9_-]+$/.test(payload) || !/^[A-Za-z0-9_-]+$/.test(mac)) return 'altered';
+    if (!payload || !mac || !/^[A-Za-z0-9_-]+$/.test(payload) || !/^[A-Za-z0-9_-]+$/.test(mac)) return 'unknown';
     const expected = Buffer.from(this.sign(payload));
     const given = Buffer.from(mac);
-    if (expected.length !== given.length || !timingSafeEqual(expected, given)) return 'altered';
+    if (expected.length !== given.length || !timingSafeEqual(expected, given)) return 'unknown';
     let data: { t?: unknown; o?: unknown };
     try {
       data = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { t?: unknown; o?: unknown };
     } catch {
-      return 'altered';
+      return 'unknown';
     }
     // The owner before the age: another owner's id, however old, tells its holder nothing (not even that it is genuine).
-    if (data.o !== owner) return 'foreign';
+    if (data.o !== owner) return 'unknown';
     if (typeof data.t !== 'number' || this.now() - data.t > this.ttlMs) return 'expired';
     return 'ok';
   }

@@ -5,7 +5,7 @@ import type { ApiError } from '../../../core/errors';
 import { newSortableId } from '../../../core/ids';
 import { failureFields } from '../../../core/logger';
 import type { Logger } from '../../../core/logger';
-import { RepeatedLines } from '../../../core/repeated-lines';
+import { DEFAULT_REPEAT_INTERVAL_MS, RepeatedLines } from '../../../core/repeated-lines';
 import { isValueRefusal, mayHaveCommitted } from '../../../core/db/failures';
 import { MARK_NOT_DELIVERED, UndeliveredMarks } from './undelivered-marks';
 import { CLAIMED_ONLY, CLAIM_KEYS, INSERT, INSERT_ASYNC_COMMIT, ASYNC_COMMIT, RETURNING, UPSERT_UNDELIVERED, batchJson, row } from './usage-event-statements';
@@ -89,7 +89,7 @@ export class UsageRecorder {
     private readonly log: Logger,
     opts: { maxBatch?: number; synchronousCommit?: boolean; concurrentInserts?: number; undeliveredRetryMs?: number; claimTtlHours?: number; undeliveredJournalDir?: string; failureLogIntervalMs?: number } = {},
   ) {
-    this.failures = new RepeatedLines(opts.failureLogIntervalMs ?? 30_000);
+    this.failures = new RepeatedLines(opts.failureLogIntervalMs ?? DEFAULT_REPEAT_INTERVAL_MS);
     this.undelivered = new UndeliveredMarks(pool, log, { upsert: UPSERT_UNDELIVERED, toParam: batchJson, retryMs: opts.undeliveredRetryMs, ...(opts.undeliveredJournalDir ? { journalDir: opts.undeliveredJournalDir } : {}) });
     this.maxBatch = opts.maxBatch ?? 200;
     this.concurrentInserts = Math.max(1, opts.concurrentInserts ?? 1);
