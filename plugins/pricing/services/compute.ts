@@ -309,8 +309,9 @@ export class ComputeService {
     let recorded: RecordedEvent;
     if (keyed) {
       // What a retry with the key answers: the answer but for what the replay rebuilds (a replay consults no cache and
-      // runs nothing, so its trace keeps only who answered).
-      const response = { ...answer, trace: { chosen_function: chosen, fallback_used: outcome.fallbackUsed }, request_id: call.requestId };
+      // runs nothing, so its trace keeps only who answered, and the function a pinned call named, for its next actions).
+      const pinned = resolvedPin(outcome.stages);
+      const response = { ...answer, trace: { chosen_function: chosen, fallback_used: outcome.fallbackUsed, ...(pinned ? { pinned_function_id: pinned } : {}) }, request_id: call.requestId };
       const claimed = await this.recorder.recordAndSettle(usageEvent, settles, () => callerGone(call.req), { key: keyed.key, fingerprint: keyed.fingerprint, response, batchKey: keyed.batchKey });
       if (!claimed) {
         // Another call with this key was recorded first (concurrently): this one is not charged, and answers that one.
@@ -401,8 +402,7 @@ export class ComputeService {
         overhead_ms: total,
         total_ms: total,
       },
-      // The first call's function is the pinned one unless a fallback answered (then only a function_id names it here).
-      next_actions: this.nextActionsOf(call, first.event.id, { price: answer.price, strategy: answer.strategy, pinnedFunctionId: answer.strategy === 'explicit' && trace.fallback_used === false ? (trace.chosen_function as { id?: string } | undefined)?.id : undefined }, hasDefaultPolicy, standing ?? undefined),
+      next_actions: this.nextActionsOf(call, first.event.id, { price: answer.price, strategy: answer.strategy, pinnedFunctionId: answer.strategy === 'explicit' ? replayedPin(trace) : undefined }, hasDefaultPolicy, standing ?? undefined),
       receipt: receiptOfRow(this.publicUrl(), first.event, p, this.config.identity.selfRegistrationOpen),
       idempotent_replay: { first_request_id: firstRequestId, recorded_at: first.event.created_at.toISOString() },
     };
@@ -410,6 +410,15 @@ export class ComputeService {
     if (left) body.remaining = left;
     return { body, headers: { [REPLAYED_HEADER]: 'true' }, usageEventId: first.event.id, reservation: null };
   }
+}
+
+/**
+ * The function a replayed pinned call named, as its first call kept it; a call recorded before that was kept names it only
+ * when no fallback answered (then the function that answered is the pinned one).
+ */
+function replayedPin(trace: Record<string, unknown>): string | undefined {
+  if (typeof trace.pinned_function_id === 'string') return trace.pinned_function_id;
+  return trace.fallback_used === false ? (trace.chosen_function as { id?: string } | undefined)?.id : undefined;
 }
 
 /** The function a pinned call resolved to, from its resolve stage (undefined for a routed call). */

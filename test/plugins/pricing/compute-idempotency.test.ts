@@ -312,6 +312,26 @@ describe('compute: Idempotency-Key on priced calls', function () {
     expect(again.body.items[1].result.receipt.usage_event_id).to.equal(charged);
     expect(again.body.summary).to.deep.equal({ total: 2, succeeded: 1, failed: 1, replayed: 1 });
   });
+
+  it('a replayed call pinned by name and answered by a fallback offers the first answer\'s next actions, price_in_batch pinned to the same function included', async () => {
+    const owner = await signUp(svc, 'idem-pinned-fallback');
+    const own = client(svc.url, { 'x-api-key': (await createKey(svc, owner, { name: 'full' })).key });
+    const policy = await own.post<Body>('/api/routing-policies', { name: 'anchored rescues', strategy: 'default', is_default: true, fallback_function: 'anchored-adjustment' });
+    expect(policy.status, policy.text).to.equal(201);
+    // cost-plus lacks unit_cost here: the fallback answers.
+    const body = { context: { current_price: 20 }, function_name: 'cost-plus' };
+    const key = randomUUID();
+    const first = await own.post<Body>('/api/price-router', body, { 'idempotency-key': key });
+    expect(first.status, first.text).to.equal(200);
+    expect(first.body.trace.fallback_used).to.equal(true);
+    expect(first.body.function.name).to.equal('anchored-adjustment');
+    const batchOf = (res: HttpResult<Body>) => (res.body.next_actions as Array<{ action: string; example: Body }>).find((a) => a.action === 'price_in_batch');
+    expect(batchOf(first)?.example, first.text).to.deep.equal({ items: [{ context: body.context, function_id: 'fn_builtin_cost_plus' }] });
+    const again = await own.post<Body>('/api/price-router', body, { 'idempotency-key': key });
+    expect(again.status, again.text).to.equal(200);
+    expect(again.headers.get('idempotent-replayed')).to.equal('true');
+    expect(again.body.next_actions).to.deep.equal(first.body.next_actions);
+  });
 });
 
 describe('compute: Idempotency-Key and the sandbox daily allowance', function () {
