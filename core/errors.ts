@@ -72,6 +72,10 @@ export const nextStepSchema = z
     body: z.unknown().optional().describe('An example body that works as sent once the <PLACEHOLDERS> are filled in.'),
     description: z.string().optional().describe('What the step gives and when to take it.'),
     available: z.boolean().optional().describe('false while this service does not offer the step yet (payments); true, or absent, when it does.'),
+    by: z
+      .literal('claimer')
+      .optional()
+      .describe('Who sends the request, when not the caller refused: claimer (a signed-in person confirming the claim link, or a trusted agent whose key holds workspace:claim). Absent: the caller.'),
   })
   .meta({ id: 'NextStep', description: 'A request that helps after this refusal.' });
 

@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import type { z } from 'zod';
 import type { Channel, Principal, PrincipalKind } from '../auth';
-import type { ApiError } from '../errors';
+import type { ApiError, NextStep } from '../errors';
 import type { Logger } from '../logger';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -81,6 +81,8 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
   /** 401 text for a credential of a kind the route does not accept. */
   wrongCredentialMessage?: string;
   wrongCredentialHint?: string;
+  /** The `next` steps of that 401, in place of where to get a credential (for a route whose other credential is already held). */
+  wrongCredentialNext?: NextStep[];
   /** The route manages API keys (an agent token there answers 403 agent_cannot_manage_keys). */
   keyManagement?: boolean;
   /**

@@ -80,6 +80,8 @@ export interface IdentityAttributes {
   creatorPersonId?: string | null;
   /** For a key (and tokens made from it): its creator's account status; a suspended or rejected creator's keys only read. */
   creatorStatus?: WorkspaceStatus;
+  /** For a key (and tokens made from it): its creator's role in the workspace when the key was read (see CachedKey). */
+  creatorRole?: Role | null;
   /** For access tokens: the key the token was minted from. */
   tokenOfKeyId?: string;
   tokenExpiresAt?: string;

@@ -173,6 +173,8 @@ export function claimStep(offered: boolean): NextStep {
     path: '/api/agents/claim',
     body: { token: '<CLAIM_TOKEN>' },
     available: offered,
+    // The sandbox's key is refused this request: an agent that sends it itself only loops.
+    by: 'claimer',
   };
 }
 

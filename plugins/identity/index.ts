@@ -30,7 +30,7 @@ export { requestRateOf, bindingRate } from './auth/rate-limit-guard';
 export type { RequestRate } from './auth/rate-limit-guard';
 export { FailedAuthGuard } from './auth/failed-auth';
 export { credentialKind, identityOf, lackingFullAccess, personPrincipal, workspaceAttributes } from './auth/principal';
-export { assertManagesWorkspace } from './auth/managers';
+export { assertManagesWorkspace, seemsToManageWorkspace } from './auth/managers';
 export { credentialOf, looksLikeJwt } from './auth/authenticators';
 export { credentialIgnored } from './auth/credential-ignored';
 export { readOnlyRefusal } from './auth/authorizer';

@@ -133,7 +133,7 @@ export const claimResponse = z.object({
   claimed: z.literal(true).describe('The sandbox is claimed.'),
   workspace: workspaceSchema,
   test_workspace: workspaceSchema,
-  agent_key: z.enum(['kept', 'revoked']).describe('What became of the agent\'s key: kept (full access until revoked) when keep_key was true, revoked otherwise.'),
+  agent_key: z.enum(['kept', 'revoked']).describe('What became of the agent\'s key: kept (full access until revoked) when keep_key was true and the key had not expired; revoked otherwise (an expired key is never revived).'),
 });
 
 /** GET /api/agents/claim/{token}. */
@@ -147,6 +147,12 @@ export const claimLinkResponse = z.object({
     })
     .describe('The sandbox the link would claim.'),
   expires_at: z.string().describe('When the link stops working (ISO 8601).'),
+  agent_key: z
+    .object({
+      state: z.enum(['live', 'expired', 'none']).describe('live: keep_key would keep it; expired: it stopped working and a claim revokes it, keep_key or not; none: the agent holds no key (it was revoked).'),
+      expires_at: z.string().nullable().describe('When it expires or expired unless the claim keeps it (ISO 8601); null: no expiry.'),
+    })
+    .describe("The agent's key, as keep_key would find it."),
   confirm: z
     .object({
       method: z.literal('POST').describe('The method that confirms.'),

@@ -50,5 +50,5 @@ export function identityUnauthorized(route: RouteSpec, reason: 'missing' | 'wron
   const hint =
     route.wrongCredentialHint ??
     (personOnly ? 'Sign in (POST /api/auth/signin) and send the session cookie or Authorization: Bearer <person token>.' : 'See the route description in /api/openapi.json for the credentials it takes.');
-  return wrongKindOfCredential(message, hint, personOnly ? [] : WHERE_TO_GET_A_CREDENTIAL);
+  return wrongKindOfCredential(message, hint, route.wrongCredentialNext ?? (personOnly ? [] : WHERE_TO_GET_A_CREDENTIAL));
 }

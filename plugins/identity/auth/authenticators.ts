@@ -86,7 +86,7 @@ export function assertKeyUsable(found: CachedKey, now: number, viaToken = false)
     throw invalidCredentials(
       `${viaToken ? 'The key behind this access token' : 'This API key'} expired at ${key.expires_at.toISOString()}.`,
       selfIssued
-        ? 'Sandbox keys expire 30 days after registration unless a person claims the workspace. Register again (POST /api/agents/register) or ask a person to claim the workspace.'
+        ? 'A sandbox key expires key_lifetime_days after registration (the limits its registration answered) unless its workspace is claimed first; a later claim does not revive it. Register again (POST /api/agents/register, or POST /api/oauth/register for client credentials).'
         : key.kind === 'agent'
           ? 'It expired on the date it was created with. Ask a person of the workspace for a new key for this agent (POST /api/agents/{id}/keys).'
           : 'It expired on the date it was created with. Create a new key (POST /api/api-keys), or ask a person of the workspace for one.',

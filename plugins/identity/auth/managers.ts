@@ -31,3 +31,16 @@ export async function assertManagesWorkspace(p: Principal, workspaces: Pick<Work
     fields: { reason: 'agent-bound key' },
   });
 }
+
+const MANAGING_ROLES: ReadonlySet<string> = new Set(['owner', 'admin']);
+
+/**
+ * What assertManagesWorkspace would answer, judged from the credential as it was read (a key's creator's role as of the
+ * key's lookup), without a database read: for what a response offers (next actions), never for what is allowed.
+ */
+export function seemsToManageWorkspace(p: Principal): boolean {
+  const id = identityOf(p);
+  if (p.kind === 'person') return MANAGING_ROLES.has(id.role ?? '');
+  if (p.kind === 'api_key' && id.keyKind === 'person' && !p.agentId) return MANAGING_ROLES.has(id.creatorRole ?? '');
+  return p.kind === 'api_key' && Boolean(id.claimedAt) && !id.sandbox && (id.keyKind === 'sandbox' || id.keyKind === 'oauth_client');
+}

@@ -39,6 +39,7 @@ export function principalFromKey(found: CachedKey): Principal {
     keyExpiresAt: key.expires_at ? key.expires_at.toISOString() : null,
     creatorPersonId: key.created_by_person_id,
     creatorStatus: found.creatorStatus,
+    creatorRole: found.creatorRole ?? null,
     ...(found.agentName ? { agentName: found.agentName } : {}),
   };
   return {

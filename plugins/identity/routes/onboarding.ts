@@ -89,6 +89,24 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       accepts: ['api_key', 'access_token'],
       wrongCredentialMessage: CLAIM_NEEDS_KEY.message,
       wrongCredentialHint: CLAIM_NEEDS_KEY.hint,
+      // Sent mostly by a signed-in person, who already holds what the claim link takes: the link's route first, then where
+      // the credential this route takes comes from (not sign-up or a sandbox, which cannot claim).
+      wrongCredentialNext: [
+        {
+          action: 'confirm_claim_link',
+          method: 'POST',
+          path: '/api/agents/claim/<CLAIM_TOKEN>',
+          body: { keep_key: false },
+          description: 'A signed-in person confirms a claim with the link itself (the token this body sent), with the session cookie or person token; GET on the link first shows what it claims.',
+        },
+        {
+          action: 'create_claim_key',
+          method: 'POST',
+          path: '/api/api-keys',
+          body: { name: 'claims agents', scopes: ['workspace:claim'] },
+          description: 'An owner or admin, signed in, creates the key this route takes, for a trusted agent that claims sandboxes into this workspace.',
+        },
+      ],
       body: s.claimBody,
       example: s.claimExample,
       responses: { 200: { description: 'The claimed workspace, its new test workspace, and what became of the agent\'s key.', schema: claimResponse } },
@@ -118,13 +136,14 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
         return ok({
           sandbox: { id: found.workspace.id, name: found.workspace.name, plan: found.workspace.plan, created_at: new Date(found.workspace.created_at).toISOString() },
           expires_at: found.expiresAt.toISOString(),
+          agent_key: found.agentKey,
           confirm: {
             method: 'POST',
             url: claimUrl(params.token),
             body: s.claimConfirmExample,
             fields: {
               workspace_id: 'Optional: the workspace to claim into, one you own or administer; left out, your current workspace (tenant_id in GET /api/me).',
-              keep_key: "Optional: true keeps the agent's key working with full access; default false revokes it.",
+              keep_key: "Optional: true keeps the agent's key working with full access (unless it has expired: an expired key is revoked, never revived); default false revokes it.",
             },
             who: 'A signed-in person who owns or administers the target workspace (session cookie or person token).',
           },

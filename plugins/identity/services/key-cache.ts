@@ -1,7 +1,7 @@
 import { ExpiringMap } from '../../../core/bounded-map';
 import type { KvStore, Unsubscribe } from '../../../core/kv';
 import type { Clock } from '../../../core/clock';
-import type { ApiKeyRow, WorkspaceRow, WorkspaceStatus } from '../domain';
+import type { ApiKeyRow, Role, WorkspaceRow, WorkspaceStatus } from '../domain';
 
 export interface CachedKey {
   key: ApiKeyRow;
@@ -9,6 +9,11 @@ export interface CachedKey {
   agentName: string | null;
   /** The account status of the person who created the key ('active' for agent keys). */
   creatorStatus: WorkspaceStatus;
+  /**
+   * The creator's role in the key's workspace when the key was read (null: not a member, or no creator). Only for what a
+   * response offers (next actions); what the key may do is decided on a fresh read.
+   */
+  creatorRole?: Role | null;
 }
 
 const CHANNEL = 'identity:key-invalidation';

@@ -4,7 +4,7 @@ import type { Clock } from '../../../core/clock';
 import type { Sql } from '../../../core/db/sql';
 import { newId, randomToken } from '../../../core/ids';
 import type { Logger } from '../../../core/logger';
-import type { ApiKeyRow, KeyKind, WorkspaceRow, WorkspaceStatus } from '../domain';
+import type { ApiKeyRow, KeyKind, Role, WorkspaceRow, WorkspaceStatus } from '../domain';
 import { notAMember } from '../errors';
 import type { CachedKey, KeyCache } from './key-cache';
 import type { TakeClaim } from './idempotency';
@@ -178,15 +178,16 @@ export class KeyService {
   }
 
   async lookupByHash(hash: string): Promise<CachedKey | null> {
-    const row = await this.sql.one<{ k: Record<string, unknown>; w: Record<string, unknown>; agent_name: string | null; creator_status: WorkspaceStatus | null }>(
-      `SELECT to_jsonb(k) AS k, to_jsonb(w) AS w, a.name AS agent_name, p.status AS creator_status
+    const row = await this.sql.one<{ k: Record<string, unknown>; w: Record<string, unknown>; agent_name: string | null; creator_status: WorkspaceStatus | null; creator_role: Role | null }>(
+      `SELECT to_jsonb(k) AS k, to_jsonb(w) AS w, a.name AS agent_name, p.status AS creator_status, m.role AS creator_role
          FROM api_keys k JOIN workspaces w ON w.id = k.workspace_id LEFT JOIN agents a ON a.id = k.agent_id
          LEFT JOIN people p ON p.id = k.created_by_person_id
+         LEFT JOIN memberships m ON m.workspace_id = k.workspace_id AND m.person_id = k.created_by_person_id
         WHERE k.key_hash = $1`,
       [hash],
     );
     if (!row) return null;
-    return { key: keyFromJson(row.k), workspace: workspaceFromJson(row.w), agentName: row.agent_name, creatorStatus: row.creator_status ?? 'active' };
+    return { key: keyFromJson(row.k), workspace: workspaceFromJson(row.w), agentName: row.agent_name, creatorStatus: row.creator_status ?? 'active', creatorRole: row.creator_role };
   }
 
   /** The key record behind an access token (tokens stop when their key is revoked). */

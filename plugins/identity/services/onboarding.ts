@@ -15,6 +15,12 @@ import type { AuditLog } from './audit';
 import type { KeyService } from './key-service';
 import type { Workspaces } from './workspaces';
 
+/** The agent's key as a claim link's reader sees it: what keep_key would keep (an expired key is not kept). */
+export interface AgentKeyState {
+  state: 'live' | 'expired' | 'none';
+  expires_at: string | null;
+}
+
 declare module '../../../core/events' {
   interface DomainEvents {
     /** A sandbox became an ordinary workspace under `targetWorkspaceId`. */
@@ -202,14 +208,22 @@ export class Onboarding {
   }
 
   /** The sandbox a claim token points at, if the token is still usable. */
-  async findClaimable(token: string): Promise<{ workspace: WorkspaceRow; expiresAt: Date } | null> {
+  async findClaimable(token: string): Promise<{ workspace: WorkspaceRow; expiresAt: Date; agentKey: AgentKeyState } | null> {
     const row = await this.sql.one<{ workspace_id: string; expires_at: Date; used_at: Date | null }>('SELECT workspace_id, expires_at, used_at FROM claim_tokens WHERE token_hash = $1', [
       hashClaimToken(token),
     ]);
     if (!row || row.used_at || new Date(row.expires_at).getTime() <= this.clock.now()) return null;
     const workspace = await this.workspaces.get(row.workspace_id);
     if (!workspace?.is_sandbox) return null;
-    return { workspace, expiresAt: new Date(row.expires_at) };
+    // What keep_key would keep: the agent's unrevoked key (a rotation leaves one), live or expired.
+    const key = await this.sql.one<{ expires_at: Date | null }>(
+      `SELECT expires_at FROM api_keys WHERE workspace_id = $1 AND revoked_at IS NULL AND kind IN ('sandbox', 'oauth_client') ORDER BY expires_at DESC NULLS FIRST LIMIT 1`,
+      [workspace.id],
+    );
+    const agentKey: AgentKeyState = !key
+      ? { state: 'none', expires_at: null }
+      : { state: key.expires_at && key.expires_at.getTime() <= this.clock.now() ? 'expired' : 'live', expires_at: key.expires_at ? key.expires_at.toISOString() : null };
+    return { workspace, expiresAt: new Date(row.expires_at), agentKey };
   }
 
   /**
@@ -265,19 +279,21 @@ export class Onboarding {
       if (ownerId) await this.workspaces.addMember(sandbox.id, ownerId, 'owner', tx);
       if (input.claimer.type === 'person' && input.claimer.personId !== ownerId) await this.workspaces.addMember(sandbox.id, input.claimer.personId, 'admin', tx);
 
-      const agentKeys = await this.sql.many<{ id: string }>(
-        `SELECT id FROM api_keys WHERE workspace_id = $1 AND revoked_at IS NULL AND kind IN ('sandbox', 'oauth_client')`,
-        [sandbox.id],
+      const agentKeys = await this.sql.many<{ id: string; live: boolean }>(
+        `SELECT id, (expires_at IS NULL OR expires_at > $2) AS live FROM api_keys WHERE workspace_id = $1 AND revoked_at IS NULL AND kind IN ('sandbox', 'oauth_client')`,
+        [sandbox.id, new Date(this.clock.now())],
         tx,
       );
-      const ids = agentKeys.map((k) => k.id);
-      if (input.keepKey) {
+      // An expired key is not brought back by keep_key: whoever held it may have dropped or leaked it long ago, and the
+      // person confirming sees no sign of it. It is revoked as the keys not kept are.
+      const kept = input.keepKey ? agentKeys.filter((k) => k.live).map((k) => k.id) : [];
+      const revoked = agentKeys.filter((k) => !kept.includes(k.id)).map((k) => k.id);
+      if (kept.length) {
         // A kept key has the full access of an API key in the workspace until revoked: no longer a sandbox key (SPEC
         // calls it the agent key), so the name registration gave it stops saying so. Only that suffix is replaced.
-        await this.sql.exec(`UPDATE api_keys SET expires_at = NULL, scopes = NULL, name = regexp_replace(name, ' sandbox key$', ' agent key') WHERE id = ANY($1::text[])`, [ids], tx);
-      } else {
-        await this.sql.exec(`UPDATE api_keys SET revoked_at = now(), revoked_reason = 'claimed' WHERE id = ANY($1::text[])`, [ids], tx);
+        await this.sql.exec(`UPDATE api_keys SET expires_at = NULL, scopes = NULL, name = regexp_replace(name, ' sandbox key$', ' agent key') WHERE id = ANY($1::text[])`, [kept], tx);
       }
+      if (revoked.length) await this.sql.exec(`UPDATE api_keys SET revoked_at = now(), revoked_reason = 'claimed' WHERE id = ANY($1::text[])`, [revoked], tx);
       await this.audit.record(
         {
           workspaceId: target.id,
@@ -285,11 +301,11 @@ export class Onboarding {
           action: 'agent.claim',
           target: sandbox.id,
           outcome: 'done',
-          details: { kept_key: input.keepKey, test_workspace_id: testWorkspace.id },
+          details: { kept_key: kept.length > 0, test_workspace_id: testWorkspace.id },
         },
         tx,
       );
-      return { workspace: { ...claimed, test_workspace_id: testWorkspace.id }, testWorkspace, revokedKeys: input.keepKey ? [] : ids, keptKeys: input.keepKey ? ids : [] };
+      return { workspace: { ...claimed, test_workspace_id: testWorkspace.id }, testWorkspace, revokedKeys: revoked, keptKeys: kept };
     });
     if ('refused' in result) {
       // Recorded outside the transaction, which had nothing to keep.
@@ -312,7 +328,7 @@ export class Onboarding {
       workspaceId: outcome.workspace.id,
       targetWorkspaceId: input.targetWorkspaceId,
       claimedBy: { type: input.claimer.type, id: input.claimer.type === 'person' ? input.claimer.personId : input.claimer.keyId },
-      keptKey: input.keepKey,
+      keptKey: outcome.keptKeys.length > 0,
       at: new Date(this.clock.now()).toISOString(),
     });
     return outcome;

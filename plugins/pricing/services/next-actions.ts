@@ -1,7 +1,7 @@
 import type { Principal } from '../../../core/auth';
 import type { RouteTable } from '../../../core/http/pipeline';
 import type { RouteSpec } from '../../../core/http/route';
-import { CONFIGURATION_ACCESS, identityOf } from '../../identity';
+import { CONFIGURATION_ACCESS, identityOf, seemsToManageWorkspace } from '../../identity';
 
 export interface NextAction {
   action: string;
@@ -100,8 +100,9 @@ export function nextActions(
       path: '/api/routing-policies',
       reason: 'Choose how functions are picked for you: cheapest, fastest, rules on the context, with ceilings and fallbacks.',
       example: { name: 'cheapest under a ceiling', strategy: 'cheapest', is_default: true, config: { max_cost_per_unit: '0.0015' } },
-      // Its example makes a new default: offered only to a workspace that has none, which it would not replace.
-      when: () => !ctx.hasDefaultPolicy,
+      // Its example makes a new default: offered only to a workspace that has none, which it would not replace; and only
+      // to a credential that manages the workspace (an agent's key or token, or a member's key, is refused 403).
+      when: (p) => !ctx.hasDefaultPolicy && p !== null && seemsToManageWorkspace(p),
     },
     {
       route: 'compute.price',

@@ -86,7 +86,8 @@ export class Members {
         await this.trail.done(actor, 'team.members.update', personId, { from_role: target.role, to_role: role }, tx);
         await this.invitations.cancelForCreator(workspaceId, personId, role, tx);
         return (await this.member(workspaceId, personId, tx)) as MemberRow;
-      });
+        // Keys carry their creator's role as read (what a response offers them); what they may do is read afresh.
+      }).finally(() => this.invalidate([workspaceId]));
     });
   }
 

@@ -243,6 +243,35 @@ describe('identity: claiming an agent sandbox', () => {
     expect(list.body.data.find((k) => k.id === reg.api_key.id)?.name).to.equal('pricing-agent/kept agent key');
   });
 
+  it('shows on the claim link whether the agent key is live, and never revives an expired one: keep_key true then revokes it, and the claim answers revoked', async () => {
+    const owner = await signUp(svc.url);
+    const live = await register(svc.url, 'pricing-agent/live-key');
+    const shown = await api.get<{ agent_key: { state: string; expires_at: string | null } }>(claimPath(live));
+    expect(shown.status, shown.text).to.equal(200);
+    expect(shown.body.agent_key).to.deep.equal({ state: 'live', expires_at: live.api_key.expires_at });
+
+    const reg = await register(svc.url, 'pricing-agent/expired-key');
+    await exec(svc, "UPDATE api_keys SET expires_at = now() - interval '1 minute' WHERE id = $1", [reg.api_key.id]);
+    const expired = await api.get<ErrorBody>('/api/me', { 'x-api-key': reg.api_key.key });
+    expect(expired.status, expired.text).to.equal(401);
+    // Its holder is told a claim now would not help it, and what would.
+    expect(expired.body.hint).to.include('a later claim does not revive it').and.include('POST /api/agents/register');
+    const preview = await api.get<{ agent_key: { state: string; expires_at: string | null }; confirm: { fields: { keep_key: string } } }>(claimPath(reg));
+    expect(preview.body.agent_key.state).to.equal('expired');
+    expect(preview.body.confirm.fields.keep_key).to.include('an expired key is revoked, never revived');
+
+    const res = await api.post<ClaimBody>(claimPath(reg), { keep_key: true }, asPerson(owner));
+    expect(res.status, res.text).to.equal(200);
+    expect(res.body.agent_key).to.equal('revoked');
+    const after = await api.get<ErrorBody>('/api/me', { 'x-api-key': reg.api_key.key });
+    expect(after.status, after.text).to.equal(401);
+    const [key] = await rows<{ revoked_reason: string | null; expires_at: Date | null }>(svc, 'SELECT revoked_reason, expires_at FROM api_keys WHERE id = $1', [reg.api_key.id]);
+    expect(key?.revoked_reason).to.equal('claimed');
+    expect(key?.expires_at).to.not.equal(null);
+    const [audit] = await rows<{ details: { kept_key: boolean } }>(svc, "SELECT details FROM audit_log WHERE action = 'agent.claim' AND target = $1 AND outcome = 'done'", [reg.workspace.id]);
+    expect(audit?.details.kept_key).to.equal(false);
+  });
+
   describe('refusals (403 with a reason; nothing changes)', () => {
     it('refuses a claimer who is only a member of the target workspace', async () => {
       const owner = await signUp(svc.url);
@@ -396,11 +425,22 @@ describe('identity: claiming an agent sandbox', () => {
       expect(res.body.code).to.equal('unauthorized');
       expect(res.body.error).to.match(/workspace:claim key is required/);
       expect(res.body.hint).to.match(/POST \/api\/agents\/claim\/\{token\}/);
-      // SPEC: `next` lists where to get a credential; only person-only routes answer it empty.
-      expect((res.body.next as Array<{ path: string }>).map((n) => n.path)).to.include('/api/auth/signin');
+      // SPEC: `next` lists where to get a credential (only person-only routes answer it empty): for a person, already
+      // signed in, the claim link's own route, then the key this route takes; both work as given.
+      const next = res.body.next as Array<{ action: string; method: string; path: string; body: Record<string, unknown> }>;
+      expect(next.map((n) => [n.action, n.method, n.path])).to.deep.equal([
+        ['confirm_claim_link', 'POST', '/api/agents/claim/<CLAIM_TOKEN>'],
+        ['create_claim_key', 'POST', '/api/api-keys'],
+      ]);
+      const made = await api.post<{ api_key: { key: string; scopes: string[] } }>(next[1]?.path as string, next[1]?.body, asPerson(owner));
+      expect(made.status, made.text).to.equal(201);
+      expect(made.body.api_key.scopes).to.deep.equal(['workspace:claim']);
+      await expectStillUnclaimed(reg);
+      const confirmed = await api.post<ClaimBody>((next[0]?.path as string).replace('<CLAIM_TOKEN>', reg.claim.token), next[0]?.body, asPerson(owner));
+      expect(confirmed.status, confirmed.text).to.equal(200);
+      expect(confirmed.body.agent_key).to.equal('revoked');
       expect(res.body.retryable).to.equal(false);
       expect(res.headers.get('www-authenticate')).to.match(/^Bearer /);
-      await expectStillUnclaimed(reg);
     });
 
     it('claims with the documented example filled in with claim.token as given, and answers a token with its prefix doubled 404 with a hint to send it as given', async () => {

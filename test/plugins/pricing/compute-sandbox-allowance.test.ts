@@ -86,6 +86,8 @@ describe('sandbox daily compute allowance', function () {
     // The payment steps name the addresses the payments plugin will serve, and say they are not offered yet.
     expect(steps.map((n) => [n.action, n.available])).to.deep.equal([['pay_per_call', false], ['day_pass', false], ['top_up', false], ['claim', true]]);
     expect(steps.find((n) => n.action === 'claim')?.path).to.equal('/api/agents/claim');
+    // Sent by whoever claims, never by this key (which is refused it): the others are the caller's own.
+    expect(steps.map((n) => [n.action, (n as { by?: string }).by])).to.deep.equal([['pay_per_call', undefined], ['day_pass', undefined], ['top_up', undefined], ['claim', 'claimer']]);
     expect(steps.find((n) => n.action === 'pay_per_call')?.header).to.equal('X-PAYMENT');
     expect(steps.find((n) => n.action === 'day_pass')).to.include({ method: 'POST', path: '/api/payments/day-pass' });
     // The pass it describes is the configured one (DAY_PASS_CALLS, DAY_PASS_VALID_HOURS; here the defaults).

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
 import { client } from '../../support/http';
-import { createKey, registerSandbox, signUp } from '../../support/world';
+import { createKey, joinWorkspace, mintToken, registerSandbox, signUp } from '../../support/world';
 
 const lenient = {
   limits: {
@@ -233,6 +233,47 @@ describe('compute API', function () {
       expect(followed.status, `${a.action} ${a.method} ${a.path}: ${followed.text}`).to.not.equal(403);
       expect(followed.status, `${a.action} ${a.method} ${a.path}: ${followed.text}`).to.be.within(200, 299);
     }
+  });
+
+  it('offers set_routing_policy only to a credential that may create one: not to an agent\'s key or its token, nor to a member\'s key, and no longer to a key whose creator became a member', async () => {
+    const owner = await signUp(svc, 'policy-offer-owner');
+    const ownerApi = client(svc.url, { cookie: owner.cookie });
+    const agent = await ownerApi.post<Record<string, any>>('/api/agents', { name: 'policy-offer-agent' });
+    expect(agent.status, agent.text).to.equal(201);
+    const agentKey = await ownerApi.post<Record<string, any>>(`/api/agents/${agent.body.agent.id as string}/keys`, { name: 'policy offer agent key' });
+    expect(agentKey.status, agentKey.text).to.equal(201);
+    const admin = await joinWorkspace(svc, owner, 'policy-offer-admin', 'admin');
+    const adminKey = await client(svc.url, admin.session).post<Record<string, any>>('/api/api-keys', { name: 'admin key' });
+    expect(adminKey.status, adminKey.text).to.equal(201);
+    const member = await joinWorkspace(svc, owner, 'policy-offer-member', 'member');
+    const memberKey = await client(svc.url, member.session).post<Record<string, any>>('/api/api-keys', { name: 'member key' });
+    expect(memberKey.status, memberKey.text).to.equal(201);
+    const credentials: Array<[string, Record<string, string>, boolean]> = [
+      ['owner key', { 'x-api-key': (await createKey(svc, owner, { name: 'owner key' })).key }, true],
+      ['admin key', { 'x-api-key': adminKey.body.api_key.key as string }, true],
+      ['owner session', { cookie: owner.cookie }, true],
+      ['agent key', { 'x-api-key': agentKey.body.api_key.key as string }, false],
+      ['agent token', { authorization: `Bearer ${await mintToken(svc, agentKey.body.api_key.key as string)}` }, false],
+      ['member key', { 'x-api-key': memberKey.body.api_key.key as string }, false],
+      ['member session', member.session, false],
+    ];
+    const offer = async (headers: Record<string, string>) => {
+      const res = await client(svc.url, headers).post<Record<string, any>>('/api/compute/price', { context: { current_price: 10 } });
+      expect(res.status, res.text).to.equal(200);
+      return (res.body.next_actions as Array<{ action: string; method: string; path: string; example: unknown }>).find((a) => a.action === 'set_routing_policy');
+    };
+    for (const [label, headers, offered] of credentials) {
+      const action = await offer(headers);
+      expect(Boolean(action), label).to.equal(offered);
+      // Whoever is not offered it would be refused it: the offer follows the route's own rule.
+      const sent = await client(svc.url, headers).post<Record<string, any>>('/api/routing-policies', { name: `tried by ${label}`, strategy: 'cheapest' });
+      expect(sent.status, `${label}: ${sent.text}`).to.equal(offered ? 201 : 403);
+      if (offered) expect((await client(svc.url, headers).delete(`/api/routing-policies/${sent.body.policy.id as string}`)).status).to.be.oneOf([200, 204]);
+    }
+    // The admin made a member: their key is no longer offered it (nor allowed it).
+    const demoted = await ownerApi.patch(`/api/workspaces/${owner.workspaceId}/members/${admin.person.id}`, { role: 'member' });
+    expect(demoted.status, demoted.text).to.equal(200);
+    expect(await offer({ 'x-api-key': adminKey.body.api_key.key as string })).to.equal(undefined);
   });
 
   it('gives every offered action an example body its path accepts from the same key (report_outcome, verify_price, price_in_batch, set_routing_policy, price_cheapest)', async () => {
