@@ -44,6 +44,6 @@ export function claimOffered(config: Config): boolean {
 /** How a sandbox's one-time claim link is used, said with the link wherever a sandbox is registered (agent or OAuth). */
 export function claimHow(offered: boolean): string {
   return offered
-    ? 'Give the url to a person: signed in, they open it and confirm (POST to the same url). A trusted agent with a workspace:claim key can instead POST /api/agents/claim with {"token": …}.'
+    ? 'Give the url to a person: signed in, they open it and confirm (POST to the same url; no account yet? POST /api/auth/signup first, or POST /api/auth/signin, and send the session cookie or the person token). A trusted agent with a workspace:claim key can instead POST /api/agents/claim with {"token": …}.'
     : 'Nobody can confirm it on this service for now: it runs without sign-in (no accounts), so the sandbox keeps its Agent Starter limits. Keep the link: if the operator enables accounts, a signed-in person opens it and confirms (POST to the same url) until it expires.';
 }

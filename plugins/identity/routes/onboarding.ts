@@ -145,7 +145,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
               workspace_id: 'Optional: the workspace to claim into, one you own or administer; left out, your current workspace (tenant_id in GET /api/me).',
               keep_key: "Optional: true keeps the agent's key working with full access (unless it has expired: an expired key is revoked, never revived); default false revokes it.",
             },
-            who: 'A signed-in person who owns or administers the target workspace (session cookie or person token).',
+            who: 'A signed-in person who owns or administers the target workspace (session cookie or person token, from POST /api/auth/signup or POST /api/auth/signin).',
           },
         });
       },
