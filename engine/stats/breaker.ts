@@ -297,10 +297,12 @@ export class BreakerSet {
       return;
     }
     if (admission && admission.closing !== e.closings) return;
-    if (e.state === 'closed' && this.opensWith(e, now, caller, ok)) {
+    // Only a failure opens a closed breaker. A success joins the window like any call, but a window that already met the
+    // ratio before it must not shut callers out just when the function answers again.
+    if (e.state === 'closed' && !ok && this.opensWith(e, now, caller)) {
       e.openedAt = now;
       e.state = 'open';
-    } else if (e.state !== 'closed') this.join(e, now, caller, ok);
+    } else if (e.state !== 'closed' || ok) this.join(e, now, caller, ok);
   }
 
   private join(e: Entry, now: number, caller: string, ok: boolean): void {
@@ -308,9 +310,9 @@ export class BreakerSet {
     e.outcomes.expire(now - this.opts.windowMs);
   }
 
-  /** Adds the outcome to the window and says whether the window now opens the breaker (a failed trial's included). */
-  private opensWith(e: Entry, now: number, caller: string, ok = false): boolean {
-    this.join(e, now, caller, ok);
+  /** Adds a failure to the window and says whether the window now opens the breaker (a failed trial's included). */
+  private opensWith(e: Entry, now: number, caller: string): boolean {
+    this.join(e, now, caller, false);
     const w = e.outcomes;
     if (w.size < this.opts.minCalls || w.failures / w.size < this.opts.failureRatio) return false;
     const failing = w.failingCallers(this.opts.failureRatio, this.opts.minCalls);

@@ -49,6 +49,17 @@ describe('engine: circuit breaker', function () {
     expect(h.parts.breakers.view('fn_test_flaky')).to.include({ state: 'open', calls: 4, failures: 4 });
   });
 
+  it('never opens on a success: failures below minCalls then an answer keep it closed (the function is answering again); the next failure opens it', async () => {
+    for (let i = 0; i < 3; i++) await callFlaky(FAIL);
+    const answered = await callFlaky({ unit_cost: 2 });
+    expect(answered.fn.name).to.equal('test-flaky');
+    // The window now holds 3 failures in 4 calls, over the ratio: still no reason to shut callers out on an answer.
+    expect(state()).to.equal('closed');
+    expect(h.parts.breakers.view('fn_test_flaky')).to.include({ state: 'closed', calls: 4, failures: 3 });
+    await callFlaky(FAIL);
+    expect(state()).to.equal('open');
+  });
+
   it('test runs (POST /api/functions/{id}/test) neither open the breaker nor add latency samples: anyone may test a public function', async () => {
     const fn = h.parts.registry.resolve('test-flaky', { workspaceId: 'ws_test', builtInsOnly: false }, 'name');
     if (!fn) throw new Error('test-flaky is not registered');
