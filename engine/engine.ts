@@ -176,9 +176,10 @@ export class PricingEngine {
         // candidates (docs/routing.md), with its ceilings and fallbacks.
         const named = strategy !== policyStrategy ? namedCandidates(policyStrategy, policy?.config ?? {}) : undefined;
         const config: PolicyConfig = named ? { ...policy?.config, candidates: named } : (policy?.config ?? {});
-        // A weighted preference on a policy without weights spreads evenly over the policy's candidates.
+        // A weighted preference on a policy without weights spreads evenly over the policy's candidates. Weights a policy of
+        // another strategy still holds (left from a PATCH of its strategy) are not its weights: they choose nothing.
         const evenOver = () => config.candidates ?? this.registry.ownAndBuiltIn(req.scope).map((f) => f.id);
-        const weighted = Object.values(config.weights ?? {}).some((w) => w > 0);
+        const weighted = policyStrategy === 'weighted' && Object.values(config.weights ?? {}).some((w) => w > 0);
         const routeConfig: PolicyConfig = strategy === 'weighted' && !weighted ? { ...config, weights: Object.fromEntries(evenOver().map((id) => [id, 1])) } : config;
         try {
           decision = await this.router.decide({ context: req.context, scope: req.scope, strategy, config: routeConfig, policyId: policy?.id ?? null, policySavedAt: policy?.updated_at, market: req.market ?? undefined });
@@ -248,9 +249,11 @@ export class PricingEngine {
       if (step.role === 'alternate' && !decision?.alternatesAfterFailure && !decision?.afterFailure?.includes(step.fn) && attempts.some((a) => a.outcome === 'failed')) continue;
       const fn = step.fn;
       if (tried.has(fn.id)) {
-        // A fallback the policy names that this call already tried (the chosen function in its own chain, a name twice) is
-        // shown, not run again: its configuration then reads as it is.
-        if (step.role === 'fallback_chain' || step.role === 'fallback_function') attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'already tried in this call', ms: 0 });
+        // A fallback the policy names that this call already met (the chosen function in its own chain, a name twice) is
+        // shown, not run or judged again: its configuration then reads as it is. A function skipped before (not active,
+        // over a ceiling) never ran, so it is not said to have been tried.
+        const ran = attempts.some((a) => a.id === fn.id && a.outcome !== 'skipped');
+        if (step.role === 'fallback_chain' || step.role === 'fallback_function') attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: ran ? 'already tried in this call' : 'already skipped in this call', ms: 0 });
         continue;
       }
       tried.add(fn.id);

@@ -142,6 +142,12 @@ describe('engine: fallback order and failing functions', function () {
     ]);
   });
 
+  it('names a fallback listed twice that was skipped the first time (not active) as already skipped, never as tried: it never ran', async () => {
+    const out = await h.price({ policy: single('test-throw', ['test-flaky', 'fn_test_flaky'], 'test-ok') });
+    expect(out.fn.name).to.equal('test-ok');
+    expect(out.attempts.slice(1, 3).map((a) => `${a.function}:${a.outcome}:${a.error ?? ''}`)).to.deep.equal(['test-flaky:skipped:not active (inactive)', 'test-flaky:skipped:already skipped in this call']);
+  });
+
   it('a hanging function times out, counts as a slow sample, its worker is replaced and the next call works', async () => {
     const started = performance.now();
     const out = await h.price({ policy: single('test-hang', [], 'test-ok') });

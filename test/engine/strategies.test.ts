@@ -301,6 +301,17 @@ describe('engine: routing strategies', function () {
       }
     });
 
+    it('a weighted preference on a policy of another strategy ignores weights it still holds: they are not its weights, its candidates are', async () => {
+      const h = await harness({ functions: [ALPHA, BETA, GAMMA] });
+      try {
+        const seen = new Set<string>();
+        for (let i = 0; i < 24; i++) seen.add((await h.price({ policy: policy('cheapest', { candidates: ['fn_test_alpha', 'fn_test_beta'], weights: { 'test-gamma': 1 } }), preference: 'weighted' })).fn.id);
+        expect([...seen].sort()).to.deep.equal(['fn_test_alpha', 'fn_test_beta']);
+      } finally {
+        await h.close();
+      }
+    });
+
     async function draws(h: Harness, n: number, weights: Record<string, number>): Promise<string[]> {
       const names: string[] = [];
       for (let i = 0; i < n; i++) names.push((await h.price({ policy: weighted(weights) })).fn.name);

@@ -130,9 +130,13 @@ function engineErrorBody(err: unknown, opts: ErrorAudience): unknown {
         reasons.has('no weight') ? 'give the functions a weight' : null,
         reasons.has('unreachable') || reasons.has('not active') || reasons.has('pipeline unavailable') ? 'replace the functions out of reach or not active (a marketplace function its owner withdrew, say)' : null,
       ].filter((l): l is string => l !== null);
-      const fallbacks = d.attempts ? '' : '; or set a fallback_function: the fallbacks are tried when every candidate is excluded';
+      // A fallback is held to the ceilings too: where they alone shut every candidate out, only one within them helps.
+      const ceilingsOnly = reasons.size > 0 && [...reasons].every((r) => r === 'cost ceiling' || r === 'latency ceiling');
+      const fallbacks = d.attempts ? '' : `; or set a fallback_function${ceilingsOnly ? ' within the ceilings (fallbacks are held to them too)' : ''}: the fallbacks are tried when every candidate is excluded`;
+      // What names the candidates depends on the strategy: config.candidates is read by cheapest, fastest and round_robin only.
+      const moreCandidates = ({ priority: 'add functions to config.order', weighted: 'give more functions a weight in config.weights', policy: 'add a rule or a default_function' } as Record<string, string>)[d.strategy ?? ''] ?? 'add candidates';
       const loosen = d.policyId
-        ? `PATCH /api/routing-policies/${d.policyId}: ${levers.length ? levers.join(', ') : 'add candidates'}${fallbacks}`
+        ? `PATCH /api/routing-policies/${d.policyId}: ${levers.length ? levers.join(', ') : moreCandidates}${fallbacks}`
         : `choose another routing_preference, or pin a function with ${opts.pinnedBy ?? 'function_id'}`;
       return new ApiError('no_eligible_function', err.message, {
         hint: `Every candidate was excluded; candidates lists each one and why${d.attempts ? ", attempts why each of the policy's fallbacks could not run" : ''}. ${

@@ -54,6 +54,14 @@ describe('pricing: engine outcomes as SPEC error bodies', () => {
       }),
     ) as ApiError;
     expect(both.extras.hint).to.contain('PATCH /api/routing-policies/rp_4: raise max_cost_per_unit, raise max_latency_ms;');
+    // Ceilings alone: a fallback helps only within them, which the hint says. And where no lever applies, the config key
+    // that names candidates is the strategy's own (priority reads order, weighted its weights, policy its rules).
+    expect(both.extras.hint).to.match(/; or set a fallback_function within the ceilings \(fallbacks are held to them too\): the fallbacks are tried when every candidate is excluded\.$/);
+    const byStrategy = (strategy: string) => (toApiError(new EngineError('no_eligible_function', `No candidate function is eligible under strategy ${strategy}.`, { candidates: [], strategy, policyId: 'rp_5' })) as ApiError).extras.hint as string;
+    expect(byStrategy('priority')).to.contain('PATCH /api/routing-policies/rp_5: add functions to config.order;');
+    expect(byStrategy('weighted')).to.contain('PATCH /api/routing-policies/rp_5: give more functions a weight in config.weights;');
+    expect(byStrategy('policy')).to.contain('PATCH /api/routing-policies/rp_5: add a rule or a default_function');
+    expect(byStrategy('round_robin')).to.contain('PATCH /api/routing-policies/rp_5: add candidates;');
     const skipped = [{ function: 'cost-plus', id: 'fn_builtin_cost_plus', role: 'fallback_function', outcome: 'skipped', error: 'cost ceiling (0.001 > 0)', ms: 0 }];
     const after = err(['cost ceiling'], skipped);
     expect(after.extras.hint).to.equal("Every candidate was excluded; candidates lists each one and why, attempts why each of the policy's fallbacks could not run. PATCH /api/routing-policies/rp_2: raise max_cost_per_unit.");
