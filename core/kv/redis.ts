@@ -72,6 +72,8 @@ export class RedisKvStore implements KvStore {
   private readonly gapHandlers = new Map<string, Set<(message: string) => void>>();
   /** The connection failures since the last line logged, by reason. */
   private readonly failing: RepeatedLines;
+  /** The subscribed connection reconnects on its own schedule: its failures are told apart, as rarely. */
+  private readonly subscriberFailing: RepeatedLines;
 
   constructor(
     url: string,
@@ -81,6 +83,7 @@ export class RedisKvStore implements KvStore {
     private readonly opts: RedisKvOptions = {},
   ) {
     this.failing = new RepeatedLines(opts.failureLogIntervalMs ?? DEFAULT_REPEAT_INTERVAL_MS, 20);
+    this.subscriberFailing = new RepeatedLines(opts.failureLogIntervalMs ?? DEFAULT_REPEAT_INTERVAL_MS, 20);
     // No offline queue and no resending after a reconnect: a command that failed its caller (a 503
     // answered) must not run later, when Redis is back, and count a call nobody was served for.
     // While the connection is down, commands fail at once rather than waiting out the timeout.
@@ -91,7 +94,7 @@ export class RedisKvStore implements KvStore {
     client.on('error', (err: unknown) => {
       // A command refused while disconnected says only that: the reason that broke the connection stays the one told.
       if (this.lastError === null || !/Stream isn't writeable/.test(err instanceof Error ? err.message : '')) this.lastError = err;
-      this.warnThrottled(connectionFailure(err));
+      this.warnThrottled(this.failing, connectionFailure(err), 'key-value store connection failed');
     });
     client.on('ready', () => {
       if (this.failing.any) this.log.info('key-value store connected again');
@@ -105,10 +108,10 @@ export class RedisKvStore implements KvStore {
    * One warning per reason every LOG_REPEAT_INTERVAL_MS, with the count of the attempts since: a Redis down for an hour
    * is reconnected to every few seconds, and each attempt's line said the same.
    */
-  private warnThrottled(reason: string): void {
-    const due = this.failing.due(reason);
+  private warnThrottled(lines: RepeatedLines, reason: string, message: string): void {
+    const due = lines.due(reason);
     if (!due) return;
-    this.log.warn({ reason, ...(due.first ? {} : { attempts_since_last_logged: due.heldBack + 1 }) }, 'key-value store connection failed');
+    this.log.warn({ reason, ...(due.first ? {} : { attempts_since_last_logged: due.heldBack + 1 }) }, message);
   }
 
   private k(key: string): string {
@@ -299,14 +302,17 @@ export class RedisKvStore implements KvStore {
     // without the resend a SUBSCRIBE cut off by a dropped connection would never settle (ioredis drops
     // unfulfilled commands silently then, and this connection has no command timeout).
     const subscriber = this.client.duplicate({ commandTimeout: undefined, autoResubscribe: false, enableOfflineQueue: true, autoResendUnfulfilledCommands: true });
-    subscriber.on('error', (err: unknown) => this.log.warn({ reason: connectionFailure(err) }, 'key-value subscriber connection failed'));
+    subscriber.on('error', (err: unknown) => this.warnThrottled(this.subscriberFailing, connectionFailure(err), 'key-value subscriber connection failed'));
     subscriber.on('message', (ch: string, msg: string) => {
       for (const h of this.handlers.get(ch) ?? []) h(msg);
     });
     // Every time, the first included: ioredis may write a SUBSCRIBE queued while it was connecting
     // before its ready check, whose INFO is then refused in subscriber mode and the connection made
     // again, so even the first ready can find the channel unsubscribed. A second SUBSCRIBE is harmless.
-    subscriber.on('ready', () => this.resubscribe(subscriber));
+    subscriber.on('ready', () => {
+      this.subscriberFailing.clear();
+      this.resubscribe(subscriber);
+    });
     this.subscriber = subscriber;
     return subscriber;
   }

@@ -214,6 +214,36 @@ describe('key-value store unavailable: Redis frozen or down', function () {
       await hears(publisher, got, 'hello');
     });
 
+    it('logs each connection\'s failures once per reason while Redis stays unreachable (the subscribed connection too), and again after it is back and fails anew', async () => {
+      const lines: Array<{ msg: string; reason: string }> = [];
+      const sink = { write: (line: string) => void lines.push(JSON.parse(line) as { msg: string; reason: string }) };
+      const proxy = await redisProxy(redis.url);
+      const store = new RedisKvStore(`redis://127.0.0.1:${proxy.port}`, `pcs-outage-${randomToken(6)}:`, clock, createLogger('warn', sink), { commandTimeoutMs: 200 });
+      stores.push(store);
+      try {
+        expect(await store.connected(5000)).to.equal(true);
+        await store.subscribe('ch', () => undefined);
+        await proxy.refuse();
+        // ioredis retries every 50, 100, 150 ms…: a dozen attempts on each connection in 3 s.
+        await sleep(3000);
+        const told = (msg: string) => lines.filter((l) => l.msg === msg).map((l) => l.reason);
+        for (const msg of ['key-value store connection failed', 'key-value subscriber connection failed']) {
+          const reasons = told(msg);
+          expect(reasons.length, `${msg}: ${reasons.join(' | ')}`).to.be.greaterThan(0);
+          expect(new Set(reasons).size, `${msg}, each reason once: ${reasons.join(' | ')}`).to.equal(reasons.length);
+        }
+        await proxy.accept();
+        expect(await getOnceBack(store, 'any')).to.equal(null);
+        await sleep(300);
+        const before = told('key-value subscriber connection failed').length;
+        await proxy.refuse();
+        await sleep(1000);
+        expect(told('key-value subscriber connection failed').length, 'a new outage is told again').to.be.greaterThan(before);
+      } finally {
+        await proxy.close();
+      }
+    });
+
     it('a subscription outlives the command timeout: it hears messages after idling past it, after a resubscription Redis leaves unanswered, and across an outage', async () => {
       const unhandled: unknown[] = [];
       const onUnhandled = (reason: unknown) => void unhandled.push(reason);
