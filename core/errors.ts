@@ -75,7 +75,7 @@ export const nextStepSchema = z
     by: z
       .literal('claimer')
       .optional()
-      .describe('Who sends the request, when not the caller refused: claimer (a signed-in person confirming the claim link, or a trusted agent whose key holds workspace:claim). Absent: the caller.'),
+      .describe('Who sends the request, when not the caller refused: claimer (a trusted agent whose key holds workspace:claim sends this request; a signed-in person confirms the claim link instead, POST /api/agents/claim/{token}). Absent: the caller.'),
   })
   .meta({ id: 'NextStep', description: 'A request that helps after this refusal.' });
 

@@ -182,7 +182,7 @@ export class PricingEngine {
         const weighted = policyStrategy === 'weighted' && Object.values(config.weights ?? {}).some((w) => w > 0);
         const routeConfig: PolicyConfig = strategy === 'weighted' && !weighted ? { ...config, weights: Object.fromEntries(evenOver().map((id) => [id, 1])) } : config;
         try {
-          decision = await this.router.decide({ context: req.context, scope: req.scope, strategy, config: routeConfig, policyId: policy?.id ?? null, policySavedAt: policy?.updated_at, market: req.market ?? undefined });
+          decision = await this.router.decide({ context: req.context, scope: req.scope, strategy, config: routeConfig, policyId: policy?.id ?? null, policySavedAt: policy?.updated_at, ...(policy ? { policyStrategy } : {}), market: req.market ?? undefined });
         } catch (err) {
           // The policy's fallbacks are its safety net for every candidate out of the running too (breakers open, functions
           // withdrawn), each still held to the ceilings, its breaker and reach: nothing is picked in spite of a ceiling.
@@ -251,8 +251,8 @@ export class PricingEngine {
       if (tried.has(fn.id)) {
         // A fallback the policy names that this call already met (the chosen function in its own chain, a name twice) is
         // shown, not run or judged again: its configuration then reads as it is. A function skipped before (not active,
-        // over a ceiling) never ran, so it is not said to have been tried.
-        const ran = attempts.some((a) => a.id === fn.id && a.outcome !== 'skipped');
+        // over a ceiling) or that a busy pool never ran is not said to have been tried.
+        const ran = attempts.some((a) => a.id === fn.id && a.outcome !== 'skipped' && a.outcome !== 'pool_busy');
         if (step.role === 'fallback_chain' || step.role === 'fallback_function') attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: ran ? 'already tried in this call' : 'already skipped in this call', ms: 0 });
         continue;
       }

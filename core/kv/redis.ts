@@ -310,6 +310,7 @@ export class RedisKvStore implements KvStore {
     // before its ready check, whose INFO is then refused in subscriber mode and the connection made
     // again, so even the first ready can find the channel unsubscribed. A second SUBSCRIBE is harmless.
     subscriber.on('ready', () => {
+      if (this.subscriberFailing.any) this.log.info('key-value subscriber connected again');
       this.subscriberFailing.clear();
       this.resubscribe(subscriber);
     });

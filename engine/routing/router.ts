@@ -29,6 +29,8 @@ export interface RouteInput {
   policyId: string | null;
   /** When the policy was last saved: its names bind only to functions registered by then (FunctionRegistry.resolveForPolicy). */
   policySavedAt?: string | undefined;
+  /** The saved policy's own strategy, when a routing_preference routes by another: what names its candidates. */
+  policyStrategy?: Strategy | undefined;
   /** The network's observations of the context's product type, when looked up: what a built-in may price from. */
   market?: MarketEvidence | undefined;
 }
@@ -164,6 +166,7 @@ export class Router {
         ...(decisive ? { decisive } : {}),
         strategy: input.strategy,
         ...(input.policyId ? { policyId: input.policyId } : {}),
+        ...(input.policyStrategy ? { policyStrategy: input.policyStrategy } : {}),
         ...(retryAfterS ? { retryAfterS } : {}),
         ...(rule ? { rule } : {}),
         ...(rule && rule.index >= 0 ? { ruleMatched: true } : {}),

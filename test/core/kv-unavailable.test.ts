@@ -218,11 +218,13 @@ describe('key-value store unavailable: Redis frozen or down', function () {
       const lines: Array<{ msg: string; reason: string }> = [];
       const sink = { write: (line: string) => void lines.push(JSON.parse(line) as { msg: string; reason: string }) };
       const proxy = await redisProxy(redis.url);
-      const store = new RedisKvStore(`redis://127.0.0.1:${proxy.port}`, `pcs-outage-${randomToken(6)}:`, clock, createLogger('warn', sink), { commandTimeoutMs: 200 });
+      const prefix = `pcs-outage-${randomToken(6)}:`;
+      const store = new RedisKvStore(`redis://127.0.0.1:${proxy.port}`, prefix, clock, createLogger('warn', sink), { commandTimeoutMs: 200 });
       stores.push(store);
       try {
         expect(await store.connected(5000)).to.equal(true);
-        await store.subscribe('ch', () => undefined);
+        const got: string[] = [];
+        await store.subscribe('ch', (m) => void got.push(m));
         await proxy.refuse();
         // ioredis retries every 50, 100, 150 ms…: a dozen attempts on each connection in 3 s.
         await sleep(3000);
@@ -234,7 +236,8 @@ describe('key-value store unavailable: Redis frozen or down', function () {
         }
         await proxy.accept();
         expect(await getOnceBack(store, 'any')).to.equal(null);
-        await sleep(300);
+        // The subscribed connection reconnects on its own back-off: once it hears again, its failures were cleared.
+        await hears(await open(redis.url, 1000, prefix), got, 'back');
         const before = told('key-value subscriber connection failed').length;
         await proxy.refuse();
         await sleep(1000);

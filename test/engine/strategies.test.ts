@@ -312,6 +312,16 @@ describe('engine: routing strategies', function () {
       }
     });
 
+    it('an exclusion under a routing_preference names the saved policy\'s own strategy too (what names its candidates)', async () => {
+      const h = await harness({ functions: [ALPHA, BETA, GAMMA] });
+      try {
+        const err = await engineError(h.price({ policy: policy('priority', { order: ['test-alpha'], max_cost_per_unit: '0.001' }), preference: 'cheapest' }), 'no_eligible_function');
+        expect(err.details).to.include({ strategy: 'cheapest', policyStrategy: 'priority' });
+      } finally {
+        await h.close();
+      }
+    });
+
     async function draws(h: Harness, n: number, weights: Record<string, number>): Promise<string[]> {
       const names: string[] = [];
       for (let i = 0; i < n; i++) names.push((await h.price({ policy: weighted(weights) })).fn.name);

@@ -1,5 +1,6 @@
 import type { Principal } from '../../../core/auth';
 import { ApiError } from '../../../core/errors';
+import type { Role } from '../domain';
 import type { Workspaces } from '../services/workspaces';
 import { identityOf } from './principal';
 
@@ -14,33 +15,43 @@ const roleTooLow = (message: string) => new ApiError('forbidden', message, { hin
  */
 export async function assertManagesWorkspace(p: Principal, workspaces: Pick<Workspaces, 'roleOf'>, action: string): Promise<void> {
   const id = identityOf(p);
-  if (p.kind === 'person') {
-    if (id.role === 'owner' || id.role === 'admin') return;
-    throw roleTooLow(`Only owners and admins ${action}.`);
+  // A person key acts by its creator's role now, read afresh: the one the key was read with may be stale.
+  const creatorRole = actsByCreatorRole(p) && id.creatorPersonId ? await workspaces.roleOf(p.workspaceId, id.creatorPersonId) : null;
+  switch (managingStanding(p, creatorRole)) {
+    case 'manages':
+      return;
+    case 'role too low':
+      throw roleTooLow(`Only owners and admins ${action}.`);
+    case 'creator role too low':
+      throw roleTooLow(`Only owners and admins ${action}, and a key only while its creator is one; this key's creator is not.`);
+    case 'agent-bound':
+      throw new ApiError('forbidden', `Agent keys${p.kind === 'access_token' ? ' and their access tokens' : ''} cannot ${action}; use a workspace key or a person's session.`, {
+        hint: 'Create a workspace key (POST /api/api-keys, person only) or sign in.',
+        fields: { reason: 'agent-bound key' },
+      });
   }
-  if (p.kind === 'api_key' && id.keyKind === 'person' && !p.agentId) {
-    const role = id.creatorPersonId ? await workspaces.roleOf(p.workspaceId, id.creatorPersonId) : null;
-    if (role === 'owner' || role === 'admin') return;
-    throw roleTooLow(`Only owners and admins ${action}, and a key only while its creator is one; this key's creator is not.`);
-  }
-  // SPEC: the key an agent kept at its workspace's claim has "full access of an API key in that workspace until
-  // revoked". Only such a key is of a registration's kind in a claimed workspace; its access tokens stay an agent's.
-  if (p.kind === 'api_key' && id.claimedAt && !id.sandbox && (id.keyKind === 'sandbox' || id.keyKind === 'oauth_client')) return;
-  throw new ApiError('forbidden', `Agent keys${p.kind === 'access_token' ? ' and their access tokens' : ''} cannot ${action}; use a workspace key or a person's session.`, {
-    hint: 'Create a workspace key (POST /api/api-keys, person only) or sign in.',
-    fields: { reason: 'agent-bound key' },
-  });
 }
-
-const MANAGING_ROLES: ReadonlySet<string> = new Set(['owner', 'admin']);
 
 /**
  * What assertManagesWorkspace would answer, judged from the credential as it was read (a key's creator's role as of the
  * key's lookup), without a database read: for what a response offers (next actions), never for what is allowed.
  */
 export function seemsToManageWorkspace(p: Principal): boolean {
+  return managingStanding(p, identityOf(p).creatorRole ?? null) === 'manages';
+}
+
+const MANAGING_ROLES: ReadonlySet<string> = new Set(['owner', 'admin']);
+
+/** A full-access person key, not bound to an agent: it does what its creator's role allows. */
+const actsByCreatorRole = (p: Principal): boolean => p.kind === 'api_key' && identityOf(p).keyKind === 'person' && !p.agentId;
+
+/** The one rule both answer by; `creatorRole` is the role of a person key's creator in the workspace. */
+function managingStanding(p: Principal, creatorRole: Role | null): 'manages' | 'role too low' | 'creator role too low' | 'agent-bound' {
   const id = identityOf(p);
-  if (p.kind === 'person') return MANAGING_ROLES.has(id.role ?? '');
-  if (p.kind === 'api_key' && id.keyKind === 'person' && !p.agentId) return MANAGING_ROLES.has(id.creatorRole ?? '');
-  return p.kind === 'api_key' && Boolean(id.claimedAt) && !id.sandbox && (id.keyKind === 'sandbox' || id.keyKind === 'oauth_client');
+  if (p.kind === 'person') return MANAGING_ROLES.has(id.role ?? '') ? 'manages' : 'role too low';
+  if (actsByCreatorRole(p)) return MANAGING_ROLES.has(creatorRole ?? '') ? 'manages' : 'creator role too low';
+  // SPEC: the key an agent kept at its workspace's claim has "full access of an API key in that workspace until
+  // revoked". Only such a key is of a registration's kind in a claimed workspace; its access tokens stay an agent's.
+  if (p.kind === 'api_key' && id.claimedAt && !id.sandbox && (id.keyKind === 'sandbox' || id.keyKind === 'oauth_client')) return 'manages';
+  return 'agent-bound';
 }

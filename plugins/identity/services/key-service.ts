@@ -182,7 +182,7 @@ export class KeyService {
       `SELECT to_jsonb(k) AS k, to_jsonb(w) AS w, a.name AS agent_name, p.status AS creator_status, m.role AS creator_role
          FROM api_keys k JOIN workspaces w ON w.id = k.workspace_id LEFT JOIN agents a ON a.id = k.agent_id
          LEFT JOIN people p ON p.id = k.created_by_person_id
-         LEFT JOIN memberships m ON m.workspace_id = k.workspace_id AND m.person_id = k.created_by_person_id
+         LEFT JOIN memberships m ON m.workspace_id = ${MEMBERSHIP_WORKSPACE} AND m.person_id = k.created_by_person_id
         WHERE k.key_hash = $1`,
       [hash],
     );

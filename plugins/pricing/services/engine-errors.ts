@@ -133,8 +133,11 @@ function engineErrorBody(err: unknown, opts: ErrorAudience): unknown {
       // A fallback is held to the ceilings too: where they alone shut every candidate out, only one within them helps.
       const ceilingsOnly = reasons.size > 0 && [...reasons].every((r) => r === 'cost ceiling' || r === 'latency ceiling');
       const fallbacks = d.attempts ? '' : `; or set a fallback_function${ceilingsOnly ? ' within the ceilings (fallbacks are held to them too)' : ''}: the fallbacks are tried when every candidate is excluded`;
-      // What names the candidates depends on the strategy: config.candidates is read by cheapest, fastest and round_robin only.
-      const moreCandidates = ({ priority: 'add functions to config.order', weighted: 'give more functions a weight in config.weights', policy: 'add a rule or a default_function' } as Record<string, string>)[d.strategy ?? ''] ?? 'add candidates';
+      // What names the candidates is the saved policy's own strategy (a routing_preference keeps them): config.candidates is
+      // read by cheapest, fastest and round_robin only. A rule that matched sends the context to its function whatever else.
+      const moreCandidates = d.ruleMatched
+        ? 'point the matched rule at another function'
+        : (({ priority: 'add functions to config.order', weighted: 'give more functions a weight in config.weights', policy: 'add a rule or a default_function' } as Record<string, string>)[d.policyStrategy ?? d.strategy ?? ''] ?? 'add candidates');
       const loosen = d.policyId
         ? `PATCH /api/routing-policies/${d.policyId}: ${levers.length ? levers.join(', ') : moreCandidates}${fallbacks}`
         : `choose another routing_preference, or pin a function with ${opts.pinnedBy ?? 'function_id'}`;

@@ -75,19 +75,22 @@ export class Members {
   async changeRole(principal: Principal, workspaceId: string, personId: string, role: Role): Promise<MemberRow> {
     return this.trail.attempt(principal, 'team.members.update', personId, async () => {
       assertOwnWorkspace(principal, workspaceId);
-      return this.sql.tx(async (tx) => {
+      const changed = await this.sql.tx(async (tx) => {
         await lockWorkspace(this.sql, workspaceId, tx);
         const actor = await this.actors.resolve(principal, tx);
         const target = await this.member(workspaceId, personId, tx);
         if (!target) throw memberNotFound();
         assertCanChangeRole(actor, { personId: target.person_id, role: target.role }, role);
-        if (target.role === role) return target;
+        if (target.role === role) return { member: target, changed: false };
         await this.sql.exec('UPDATE memberships SET role = $3, updated_at = now() WHERE workspace_id = $1 AND person_id = $2', [workspaceId, personId, role], tx);
         await this.trail.done(actor, 'team.members.update', personId, { from_role: target.role, to_role: role }, tx);
         await this.invitations.cancelForCreator(workspaceId, personId, role, tx);
-        return (await this.member(workspaceId, personId, tx)) as MemberRow;
-        // Keys carry their creator's role as read (what a response offers them); what they may do is read afresh.
-      }).finally(() => this.invalidate([workspaceId]));
+        return { member: (await this.member(workspaceId, personId, tx)) as MemberRow, changed: true };
+      });
+      // Keys carry their creator's role as read (what a response offers them; what they may do is read afresh): once the
+      // role changed, not on a refusal or a role unchanged, which anyone could repeat to flush every instance's cache.
+      if (changed.changed) await this.invalidate([workspaceId]);
+      return changed.member;
     });
   }
 

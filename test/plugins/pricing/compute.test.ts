@@ -248,8 +248,12 @@ describe('compute API', function () {
     const member = await joinWorkspace(svc, owner, 'policy-offer-member', 'member');
     const memberKey = await client(svc.url, member.session).post<Record<string, any>>('/api/api-keys', { name: 'member key' });
     expect(memberKey.status, memberKey.text).to.equal(201);
+    // A test workspace's team is its parent's: its owner's key there manages it too.
+    const testKey = await client(svc.url, { cookie: owner.cookie, 'x-workspace-id': owner.testWorkspaceId }).post<Record<string, any>>('/api/api-keys', { name: 'owner key, test workspace' });
+    expect(testKey.status, testKey.text).to.equal(201);
     const credentials: Array<[string, Record<string, string>, boolean]> = [
       ['owner key', { 'x-api-key': (await createKey(svc, owner, { name: 'owner key' })).key }, true],
+      ['owner key in the test workspace', { 'x-api-key': testKey.body.api_key.key as string }, true],
       ['admin key', { 'x-api-key': adminKey.body.api_key.key as string }, true],
       ['owner session', { cookie: owner.cookie }, true],
       ['agent key', { 'x-api-key': agentKey.body.api_key.key as string }, false],

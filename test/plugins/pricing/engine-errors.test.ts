@@ -62,6 +62,12 @@ describe('pricing: engine outcomes as SPEC error bodies', () => {
     expect(byStrategy('weighted')).to.contain('PATCH /api/routing-policies/rp_5: give more functions a weight in config.weights;');
     expect(byStrategy('policy')).to.contain('PATCH /api/routing-policies/rp_5: add a rule or a default_function');
     expect(byStrategy('round_robin')).to.contain('PATCH /api/routing-policies/rp_5: add candidates;');
+    // Under a routing_preference the policy's own strategy still names the candidates; a matched rule is its own lever.
+    const breakerOpen = [{ function: 'f', id: 'fn_f', kept: false, reason: 'breaker open' }] as never;
+    const preferred = toApiError(new EngineError('no_eligible_function', 'No candidate function is eligible under strategy cheapest.', { candidates: breakerOpen, strategy: 'cheapest', policyStrategy: 'priority', policyId: 'rp_6' })) as ApiError;
+    expect(preferred.extras.hint).to.contain('PATCH /api/routing-policies/rp_6: add functions to config.order;');
+    const ruled = toApiError(new EngineError('no_eligible_function', 'Rule 0 matched, but its function f is not eligible (breaker open).', { candidates: breakerOpen, strategy: 'policy', policyStrategy: 'policy', policyId: 'rp_7', ruleMatched: true })) as ApiError;
+    expect(ruled.extras.hint).to.contain('PATCH /api/routing-policies/rp_7: point the matched rule at another function;');
     const skipped = [{ function: 'cost-plus', id: 'fn_builtin_cost_plus', role: 'fallback_function', outcome: 'skipped', error: 'cost ceiling (0.001 > 0)', ms: 0 }];
     const after = err(['cost ceiling'], skipped);
     expect(after.extras.hint).to.equal("Every candidate was excluded; candidates lists each one and why, attempts why each of the policy's fallbacks could not run. PATCH /api/routing-policies/rp_2: raise max_cost_per_unit.");
