@@ -149,6 +149,15 @@ export class PricingEngine {
     return out;
   }
 
+  /**
+   * Counts a priced outcome in pricing_compute_requests_total once its caller's fate is known: `ok` when it was answered,
+   * `not_recorded` when the answer was withheld because its usage record could not be written (a 503, nothing charged).
+   * The engine counts its refusals and failures itself; a price it leaves to the caller, who writes the record.
+   */
+  countPriced(outcome: PriceOutcome, answered: boolean): void {
+    this.requests.inc({ function: this.opts.labels.of(outcome.fn), outcome: answered ? 'ok' : 'not_recorded' });
+  }
+
   async price(req: PriceRequest): Promise<PriceOutcome> {
     const stages: TraceStage[] = [];
     let t = performance.now();
@@ -284,9 +293,7 @@ export class PricingEngine {
       if (hit) {
         // Listed as the attempt that answered, so a fallback's cached answer reads after the failures before it.
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'ok', cached: true, ms: 0 });
-        const label = this.opts.labels.of(fn);
-        this.cacheHits.inc({ function: label });
-        this.requests.inc({ function: label, outcome: 'ok' });
+        this.cacheHits.inc({ function: this.opts.labels.of(fn) });
         const fallbackUsed = this.usedFallback(step.role, attempts);
         if (fallbackUsed) this.noteFallback(stages, first, fn, attempts);
         return { result: hit, fn, strategy, decision, attempts, fallbackUsed, cached: true, savings: null, cost: effectiveCost(fn), stages };
@@ -318,7 +325,6 @@ export class PricingEngine {
         const fallbackUsed = this.usedFallback(step.role, attempts);
         if (fallbackUsed) this.noteFallback(stages, first, fn, attempts);
         await this.cache.set(fn, req.context, r.result, marketFor(fn));
-        this.requests.inc({ function: this.opts.labels.of(fn), outcome: 'ok' });
         return { result: r.result, fn, strategy, decision, attempts, fallbackUsed, cached: false, savings: fallbackUsed ? null : savingsOf(decision, fn, attempts, req.context, marketFor), cost: effectiveCost(fn), stages };
       }
       const outcome = r.notApplicable ? 'not_applicable' : r.busy ? 'pool_busy' : 'failed';

@@ -307,25 +307,40 @@ export class ComputeService {
     const chosen = { id: outcome.fn.id, name: outcome.fn.name };
     const cache = outcome.cached ? 'hit' : outcome.stages.some((s) => s.stage === 'cache' && s.disabled) ? 'disabled' : 'miss';
     let recorded: RecordedEvent;
+    // Counted once the answer's fate is known: a price whose record could not be written is answered 503, not ok.
+    const recording = async <T>(write: Promise<T>): Promise<T> => {
+      try {
+        return await write;
+      } catch (err) {
+        this.engine.countPriced(outcome, false);
+        throw err;
+      }
+    };
     if (keyed) {
       // What a retry with the key answers: the answer but for what the replay rebuilds (a replay consults no cache and
       // runs nothing, so its trace keeps only who answered, and the function a pinned call named, for its next actions).
       const pinned = resolvedPin(outcome.stages);
       const response = { ...answer, trace: { chosen_function: chosen, fallback_used: outcome.fallbackUsed, ...(pinned ? { pinned_function_id: pinned } : {}) }, request_id: call.requestId };
-      const claimed = await this.recorder.recordAndSettle(usageEvent, settles, () => callerGone(call.req), { key: keyed.key, fingerprint: keyed.fingerprint, response, batchKey: keyed.batchKey });
+      const claimed = await recording(this.recorder.recordAndSettle(usageEvent, settles, () => callerGone(call.req), { key: keyed.key, fingerprint: keyed.fingerprint, response, batchKey: keyed.batchKey }));
       if (!claimed) {
         // Another call with this key was recorded first (concurrently): this one is not charged, and answers that one.
-        const first = await this.replays.find(keyed.workspaceId, keyed.key);
-        const replayed = first ? await this.replay(call, first, stages.filter((s) => s.stage === 'authenticate_and_validate' || s.stage === 'idempotency_wait'), t0) : null;
-        if (replayed) return replayed;
-        // That call was not delivered (its key is free again): this one is priced and claims it, once more at most.
+        const first = await recording(this.replays.find(keyed.workspaceId, keyed.key));
+        const replayed = first ? await recording(this.replay(call, first, stages.filter((s) => s.stage === 'authenticate_and_validate' || s.stage === 'idempotency_wait'), t0)) : null;
+        if (replayed) {
+          this.engine.countPriced(outcome, true);
+          return replayed;
+        }
+        // That call was not delivered (its key is free again): this one is priced and claims it, once more at most (and
+        // that pricing is the one counted).
         if (!claimLost) return this.computeOnce(call, true);
+        this.engine.countPriced(outcome, false);
         throw new ApiError('conflict', `Another call with this ${IDEMPOTENCY_HEADER} was being recorded at the same time; this one was not charged.`, { hint: 'Send the same request with the same key again: it answers what the other call recorded.' });
       }
       recorded = claimed;
     } else {
-      recorded = await this.recorder.recordAndSettle(usageEvent, settles, () => callerGone(call.req));
+      recorded = await recording(this.recorder.recordAndSettle(usageEvent, settles, () => callerGone(call.req)));
     }
+    this.engine.countPriced(outcome, true);
     const usageEventId = recorded.id;
     stages.push({ stage: 'record_usage', ms: ms(t), usage_event_id: usageEventId });
 

@@ -57,6 +57,24 @@ describe('pricing and verification: a usage event that cannot be written', funct
       expect(dailyRemaining(after.body)).to.equal(left - 1);
     });
   }
+
+  it('counts a price whose record could not be written as not_recorded in pricing_compute_requests_total, never as ok: it was not answered', async () => {
+    const first = await api.post<Body>('/api/compute/price', COMPUTE);
+    expect(first.status, first.text).to.equal(200);
+    const fn = first.body.function.name as string;
+    const count = async (outcome: string) => {
+      const text = (await client(svc.url).get('/metrics')).text;
+      const line = text.split('\n').find((l) => l.startsWith(`pricing_compute_requests_total{function="${fn}",outcome="${outcome}"}`));
+      return line ? Number(line.split(' ').pop()) : 0;
+    };
+    const [ok, notRecorded] = [await count('ok'), await count('not_recorded')];
+    await blockWrites();
+    expect((await api.post<Body>('/api/compute/price', COMPUTE)).status).to.equal(503);
+    expect([await count('ok'), await count('not_recorded')]).to.deep.equal([ok, notRecorded + 1]);
+    await allowWrites();
+    expect((await api.post<Body>('/api/compute/price', COMPUTE)).status).to.equal(200);
+    expect([await count('ok'), await count('not_recorded')]).to.deep.equal([ok + 1, notRecorded + 1]);
+  });
 });
 
 describe('pricing: a usage write that waits on a lock', function () {
