@@ -242,7 +242,10 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
       if (stages) dispatchDirect(app, req, res, leading, stages, onError);
       else app(req, res);
     });
-    server.on('clientError', clientErrorHandler(maxHeaderSize, log));
+    // Never seen by a route, so not in http_request_duration_seconds: a burst of malformed requests is counted apart.
+    const unparsed = metrics.counter({ name: 'http_requests_refused_by_parser_total', help: "Requests Node's HTTP parser refused before any route saw them, by the error code answered.", labelNames: ['code'] });
+    for (const code of ['bad_request', 'headers_too_large', 'request_timeout']) unparsed.inc({ code }, 0);
+    server.on('clientError', clientErrorHandler(maxHeaderSize, log, (code) => unparsed.inc({ code })));
     server.keepAliveTimeout = keepAliveTimeoutMs;
     if (maxConnections > 0) {
       server.maxConnections = maxConnections;

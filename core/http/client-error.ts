@@ -10,7 +10,7 @@ import type { Logger } from '../logger';
  * shape instead of Node's bare status line, then the connection is closed as Node would. It gets a
  * request id like any answer (body and X-Request-Id, logged with the refusal), so a caller can quote it.
  */
-export function clientErrorHandler(maxHeaderBytes: number, log?: Logger) {
+export function clientErrorHandler(maxHeaderBytes: number, log?: Logger, onRefused?: (code: string) => void) {
   return (err: Error & { code?: string }, socket: Duplex): void => {
     // Nothing to answer on a connection already gone, or one whose response has begun.
     if (err.code === 'ECONNRESET' || !socket.writable || (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent) {
@@ -28,6 +28,7 @@ export function clientErrorHandler(maxHeaderBytes: number, log?: Logger) {
     // The headers were not read, so an X-Request-Id sent is not taken up: the id is always a new one.
     const requestId = newSortableId('req');
     log?.info({ req_id: requestId, status: apiErr.status, code: apiErr.code, parser_error: err.code }, 'request refused by the HTTP parser');
+    onRefused?.(apiErr.code);
     const body = JSON.stringify(errorBody(apiErr, requestId));
     socket.end(
       `HTTP/1.1 ${apiErr.status} ${STATUS_CODES[apiErr.status] ?? ''}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,

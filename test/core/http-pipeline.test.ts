@@ -100,8 +100,13 @@ describe('kernel HTTP pipeline', () => {
     expect(pair.body.created).to.deep.equal({ label: '\u{1F600}' });
   });
 
-  it('answers a request Node\'s parser refuses (a control character in a header, headers too large) in the error shape, not a bare status line', async () => {
+  it('answers a request Node\'s parser refuses (a control character in a header, headers too large) in the error shape, not a bare status line, and counts it', async () => {
     const { port } = new URL(svc.url);
+    const refusedCount = async (code: string) => {
+      const line = (await client(svc.url).get('/metrics')).text.split('\n').find((l) => l.startsWith(`http_requests_refused_by_parser_total{code="${code}"}`));
+      return Number(line?.split(' ').pop());
+    };
+    const before = { bad_request: await refusedCount('bad_request'), headers_too_large: await refusedCount('headers_too_large') };
     for (const [head, status, code] of [
       [`GET /healthz HTTP/1.1\r\nHost: x\r\nUser-Agent: a\x01b\r\n\r\n`, 400, 'bad_request'],
       [`GET /healthz HTTP/1.1\r\nHost: x\r\nUser-Agent: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'headers_too_large'],
@@ -115,6 +120,8 @@ describe('kernel HTTP pipeline', () => {
       expect(body.error).to.be.a('string').and.equal(body.message);
       expect(body.hint).to.be.a('string');
     }
+    // Never seen by a route (so not in http_request_duration_seconds), each is counted by the code it was answered.
+    expect({ bad_request: await refusedCount('bad_request'), headers_too_large: await refusedCount('headers_too_large') }).to.deep.equal({ bad_request: before.bad_request + 1, headers_too_large: before.headers_too_large + 1 });
   });
 
   /** An HTTP answer as raw text: its status, headers (lower-case names) and JSON body. */
