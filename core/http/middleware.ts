@@ -54,6 +54,9 @@ const METRIC_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'PUT
 export function refuseWhileStopping(isStopping: () => boolean) {
   return (_req: Request, res: Response, next: NextFunction): void => {
     if (!isStopping()) return next();
+    // Refused before any route matched: labelled as such in the access log and http_request_duration_seconds, apart from
+    // the 404s of paths no route serves ("unmatched").
+    res.locals.routeTemplate = 'shutting_down';
     res.setHeader('Connection', 'close');
     next(new ApiError('shutting_down', 'The service is shutting down.', { hint: 'Retry in a moment; another instance will answer.', headers: { 'Retry-After': '1' } }));
   };

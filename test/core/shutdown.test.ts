@@ -1,6 +1,8 @@
 import { expect } from 'chai';
 import { Agent, get } from 'node:http';
 import { probePlugin } from '../support/probe-plugin';
+import type { Metrics } from '../../core/metrics';
+import { TOKENS } from '../../core/tokens';
 import { startTestService } from '../support/service';
 
 describe('graceful shutdown', () => {
@@ -73,6 +75,11 @@ describe('graceful shutdown', () => {
     }
     const kinds = [...new Set(outcomes)].sort();
     expect(kinds, kinds.join(', ')).to.deep.equal(['200', '503 shutting_down close', 'ECONNREFUSED']);
+    // Measured apart from the 404s of unserved paths: refused before any route matched, under route "shutting_down".
+    const histogram = await svc.container.resolve<Metrics>(TOKENS.Metrics).registry.getSingleMetric('http_request_duration_seconds')?.get();
+    const counted = (route: string, status: string) => histogram?.values.find((v) => (v as { metricName?: string }).metricName === 'http_request_duration_seconds_count' && v.labels.route === route && String(v.labels.status) === status)?.value ?? 0;
+    expect(counted('shutting_down', '503')).to.equal(outcomes.filter((o) => o.startsWith('503')).length);
+    expect(counted('unmatched', '503')).to.equal(0);
   });
 
   it('does not wait past the configured deadline', async () => {
