@@ -6,7 +6,7 @@ import { newSortableId } from '../../../core/ids';
 import { failureFields } from '../../../core/logger';
 import type { Logger } from '../../../core/logger';
 import { DEFAULT_REPEAT_INTERVAL_MS, RepeatedLines } from '../../../core/repeated-lines';
-import { isValueRefusal, mayHaveCommitted } from '../../../core/db/failures';
+import { isDatabaseUnavailable, isValueRefusal, mayHaveCommitted } from '../../../core/db/failures';
 import { MARK_NOT_DELIVERED, UndeliveredMarks } from './undelivered-marks';
 import { CLAIMED_ONLY, CLAIM_KEYS, INSERT, INSERT_ASYNC_COMMIT, ASYNC_COMMIT, RETURNING, UPSERT_UNDELIVERED, batchJson, row } from './usage-event-statements';
 import type { UsageEventInput } from './usage-event-statements';
@@ -273,9 +273,15 @@ export class UsageRecorder {
         await this.insert(batch.slice(mid));
         return;
       }
-      // The database gone fails every batch alike: the first with its stack, then one line per reason and interval.
+      // The database gone fails every batch alike: one line per reason and interval, a warning with the reason alone (an
+      // outage's stack says nothing more); any other failure is the bug it is, with its stack. The request ids tie the
+      // line to the 503s it caused.
       const due = this.failures.due(failureFields(err).reason, Date.now(), batch.length);
-      if (due) this.log.error({ err, events: batch.length, ...(due.heldBack > 0 ? { repeats_since_last_logged: due.heldBack, events_since_last_logged: due.heldBackUnits } : {}) }, 'usage events could not be written');
+      if (due) {
+        const fields = { events: batch.length, request_ids: batch.slice(0, 10).flatMap((p) => (p.event.requestId ? [p.event.requestId] : [])), ...(due.heldBack > 0 ? { repeats_since_last_logged: due.heldBack, events_since_last_logged: due.heldBackUnits } : {}) };
+        if (isDatabaseUnavailable(err)) this.log.warn({ ...failureFields(err), ...fields }, 'usage events could not be written');
+        else this.log.error({ err, ...fields }, 'usage events could not be written');
+      }
       // The caller hears that nothing was charged; an insert that may commit all the same must end not billable.
       if (mayHaveCommitted(err)) {
         const failedAt = new Date().toISOString();

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { Pool } from 'pg';
 import { ApiError } from '../../../core/errors';
 import { createLogger } from '../../../core/logger';
+import { TOKENS } from '../../../core/tokens';
 import { USAGE } from '../../../plugins/usage';
 import { UsageRecorder } from '../../../plugins/usage/services/recorder';
 import type { RecordedEvent } from '../../../plugins/usage/services/recorder';
@@ -121,6 +122,30 @@ describe('usage recorder: grouped inserts', function () {
       expect(later.id).not.to.equal(first.id);
       expect((await claimsOf(key))[0]?.usage_event_id).to.equal(later.id);
     });
+  });
+
+  it('logs a database outage as a warning with its reason and the request ids it failed, no stack; a statement the database refuses as an error with its stack', async () => {
+    const lines: Array<Record<string, any>> = [];
+    const sink = { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, any>) };
+    // Nothing listens on port 1: every insert fails to connect, as with the database gone.
+    const gone = new Pool({ connectionString: 'postgres://pcs:x@127.0.0.1:1/pcs', max: 1, connectionTimeoutMillis: 2000 });
+    try {
+      const rec = new UsageRecorder(gone, createLogger('warn', sink));
+      const err = await rec.record(event({ requestId: 'req_outage_1' })).catch((e: unknown) => e);
+      expect(err).to.be.instanceOf(ApiError).and.include({ code: 'service_unavailable' });
+      expect(lines).to.have.length(1);
+      expect(lines[0]).to.include({ level: 'warn', msg: 'usage events could not be written', events: 1 });
+      expect(lines[0]?.request_ids).to.deep.equal(['req_outage_1']);
+      expect(lines[0]?.reason).to.be.a('string').and.match(/ECONNREFUSED/);
+      expect(lines[0]).to.not.have.property('err');
+    } finally {
+      await gone.end();
+    }
+    const refused = new UsageRecorder(svc.container.resolve<Pool>(TOKENS.PgPool), createLogger('warn', sink));
+    await refused.record(event({ requestId: 'req_refused_1', price: 'not a number' })).catch(() => undefined);
+    const bug = lines.find((l) => l.request_ids?.[0] === 'req_refused_1');
+    expect(bug).to.include({ level: 'error', msg: 'usage events could not be written' });
+    expect(bug?.err?.stack).to.be.a('string');
   });
 
   describe('USAGE_CONCURRENT_INSERTS', () => {
