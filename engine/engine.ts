@@ -151,11 +151,12 @@ export class PricingEngine {
 
   /**
    * Counts a priced outcome in pricing_compute_requests_total once its caller's fate is known: `ok` when it was answered,
-   * `not_recorded` when the answer was withheld because its usage record could not be written (a 503, nothing charged).
-   * The engine counts its refusals and failures itself; a price it leaves to the caller, who writes the record.
+   * `not_answered` when the answer was withheld (its usage record could not be written: a 503, nothing charged),
+   * `not_delivered` when its caller left while it was recorded. The engine counts its refusals and failures itself; a
+   * price it leaves to the caller, who writes the record.
    */
-  countPriced(outcome: PriceOutcome, answered: boolean): void {
-    this.requests.inc({ function: this.opts.labels.of(outcome.fn), outcome: answered ? 'ok' : 'not_recorded' });
+  countPriced(outcome: PriceOutcome, fate: 'ok' | 'not_answered' | 'not_delivered'): void {
+    this.requests.inc({ function: this.opts.labels.of(outcome.fn), outcome: fate });
   }
 
   async price(req: PriceRequest): Promise<PriceOutcome> {

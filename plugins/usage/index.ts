@@ -32,6 +32,7 @@ export { addressHash } from '../../core/address';
 export { keylessCallsSince } from './services/keyless-calls';
 export { callerFields, contextKeys } from './services/caller';
 export { receipt, receiptOfRow, remaining } from './services/reply';
+export { isCallerGoneError } from './services/recorder';
 export { receiptSchema, remainingSchema } from './responses';
 
 /**

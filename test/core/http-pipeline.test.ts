@@ -104,6 +104,8 @@ describe('kernel HTTP pipeline', () => {
     const { port } = new URL(svc.url);
     const refusedCount = async (code: string) => {
       const line = (await client(svc.url).get('/metrics')).text.split('\n').find((l) => l.startsWith(`http_requests_refused_by_parser_total{code="${code}"}`));
+      // The series exists from the start, at 0.
+      expect(line, code).to.be.a('string');
       return Number(line?.split(' ').pop());
     };
     const before = { bad_request: await refusedCount('bad_request'), headers_too_large: await refusedCount('headers_too_large') };

@@ -12,7 +12,7 @@ import type { RequestRate } from '../../identity';
 import type { AttemptReport, MarketEvidence, PricingEngine, PriceOutcome, Preference, TraceStage } from '../../../engine';
 import { EngineError } from '../../../engine';
 import { IDEMPOTENCY_HEADER, REPLAYED_HEADER, claimOffered, requestFingerprint } from '../../identity';
-import { callerFields, contextKeys, receipt, receiptOfRow, remaining } from '../../usage';
+import { callerFields, contextKeys, isCallerGoneError, receipt, receiptOfRow, remaining } from '../../usage';
 import type { CallReplays, RecordedCall, RecordedEvent, UsageEventInput, UsageRecorder } from '../../usage';
 import { DEMO_WORKSPACE_ID } from '../migrations/0001-pricing-schema';
 import { callerGone, callerLeftSignal } from '../../../core/http/caller-gone';
@@ -307,12 +307,13 @@ export class ComputeService {
     const chosen = { id: outcome.fn.id, name: outcome.fn.name };
     const cache = outcome.cached ? 'hit' : outcome.stages.some((s) => s.stage === 'cache' && s.disabled) ? 'disabled' : 'miss';
     let recorded: RecordedEvent;
-    // Counted once the answer's fate is known: a price whose record could not be written is answered 503, not ok.
+    // Counted once the answer's fate is known: a price whose record could not be written (or whose key's concurrent
+    // call could not be answered instead) is not answered; one whose caller left meanwhile is not delivered.
     const recording = async <T>(write: Promise<T>): Promise<T> => {
       try {
         return await write;
       } catch (err) {
-        this.engine.countPriced(outcome, false);
+        this.engine.countPriced(outcome, isCallerGoneError(err) ? 'not_delivered' : 'not_answered');
         throw err;
       }
     };
@@ -327,20 +328,21 @@ export class ComputeService {
         const first = await recording(this.replays.find(keyed.workspaceId, keyed.key));
         const replayed = first ? await recording(this.replay(call, first, stages.filter((s) => s.stage === 'authenticate_and_validate' || s.stage === 'idempotency_wait'), t0)) : null;
         if (replayed) {
-          this.engine.countPriced(outcome, true);
+          // Answered, with the concurrent call's price: counted under the function that priced this one.
+          this.engine.countPriced(outcome, 'ok');
           return replayed;
         }
         // That call was not delivered (its key is free again): this one is priced and claims it, once more at most (and
         // that pricing is the one counted).
         if (!claimLost) return this.computeOnce(call, true);
-        this.engine.countPriced(outcome, false);
+        this.engine.countPriced(outcome, 'not_answered');
         throw new ApiError('conflict', `Another call with this ${IDEMPOTENCY_HEADER} was being recorded at the same time; this one was not charged.`, { hint: 'Send the same request with the same key again: it answers what the other call recorded.' });
       }
       recorded = claimed;
     } else {
       recorded = await recording(this.recorder.recordAndSettle(usageEvent, settles, () => callerGone(call.req)));
     }
-    this.engine.countPriced(outcome, true);
+    this.engine.countPriced(outcome, 'ok');
     const usageEventId = recorded.id;
     stages.push({ stage: 'record_usage', ms: ms(t), usage_event_id: usageEventId });
 

@@ -13,9 +13,18 @@ import type { UsageEventInput } from './usage-event-statements';
 
 export type { UsageEventInput } from './usage-event-statements';
 
+const callerGoneErrors = new WeakSet<object>();
+
 /** What a call whose caller left before its answer ends with: nobody reads it, the log and the metrics do. */
 function callerGoneError(): ApiError {
-  return serviceUnavailable('The caller left before the answer: the call was recorded as not delivered and not charged.', 'Nothing was charged. Send the request again.');
+  const err = serviceUnavailable('The caller left before the answer: the call was recorded as not delivered and not charged.', 'Nothing was charged. Send the request again.');
+  callerGoneErrors.add(err);
+  return err;
+}
+
+/** Whether a write ended because its caller had left (recorded as not delivered), not because the store failed. */
+export function isCallerGoneError(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && callerGoneErrors.has(err);
 }
 
 /**
@@ -274,11 +283,11 @@ export class UsageRecorder {
         return;
       }
       // The database gone fails every batch alike: one line per reason and interval, a warning with the reason alone (an
-      // outage's stack says nothing more); any other failure is the bug it is, with its stack. The request ids tie the
-      // line to the 503s it caused.
+      // outage's stack says nothing more); any other failure is the bug it is, with its stack. The request ids (the first
+      // ten distinct) tie the line to the 503s of that write; the writes held back meanwhile are only counted.
       const due = this.failures.due(failureFields(err).reason, Date.now(), batch.length);
       if (due) {
-        const fields = { events: batch.length, request_ids: batch.slice(0, 10).flatMap((p) => (p.event.requestId ? [p.event.requestId] : [])), ...(due.heldBack > 0 ? { repeats_since_last_logged: due.heldBack, events_since_last_logged: due.heldBackUnits } : {}) };
+        const fields = { events: batch.length, request_ids: [...new Set(batch.flatMap((p) => (p.event.requestId ? [p.event.requestId] : [])))].slice(0, 10), ...(due.heldBack > 0 ? { repeats_since_last_logged: due.heldBack, events_since_last_logged: due.heldBackUnits } : {}) };
         if (isDatabaseUnavailable(err)) this.log.warn({ ...failureFields(err), ...fields }, 'usage events could not be written');
         else this.log.error({ err, ...fields }, 'usage events could not be written');
       }

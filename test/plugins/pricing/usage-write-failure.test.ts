@@ -11,6 +11,13 @@ type Body = Record<string, any>;
 const COMPUTE = { context: { product_type: 'coffee', currency: 'USD', current_price: 4.5 } };
 const VERIFY = { context: { product_type: 'coffee', currency: 'USD' }, proposed_price: '4.50' };
 
+/** pricing_compute_requests_total for one function and outcome, as scraped (0 before its first count). */
+async function computeCount(svc: TestService, fn: string, outcome: string): Promise<number> {
+  const text = (await client(svc.url).get('/metrics')).text;
+  const line = text.split('\n').find((l) => l.startsWith(`pricing_compute_requests_total{function="${fn}",outcome="${outcome}"}`));
+  return line ? Number(line.split(' ').pop()) : 0;
+}
+
 /**
  * A usage event that cannot be written (here a constraint refusing every new row, a real database
  * error) must leave the caller unanswered and uncharged: no price without its record.
@@ -58,22 +65,18 @@ describe('pricing and verification: a usage event that cannot be written', funct
     });
   }
 
-  it('counts a price whose record could not be written as not_recorded in pricing_compute_requests_total, never as ok: it was not answered', async () => {
+  it('counts a price whose record could not be written as not_answered in pricing_compute_requests_total, never as ok', async () => {
     const first = await api.post<Body>('/api/compute/price', COMPUTE);
     expect(first.status, first.text).to.equal(200);
     const fn = first.body.function.name as string;
-    const count = async (outcome: string) => {
-      const text = (await client(svc.url).get('/metrics')).text;
-      const line = text.split('\n').find((l) => l.startsWith(`pricing_compute_requests_total{function="${fn}",outcome="${outcome}"}`));
-      return line ? Number(line.split(' ').pop()) : 0;
-    };
-    const [ok, notRecorded] = [await count('ok'), await count('not_recorded')];
+    const count = (outcome: string) => computeCount(svc, fn, outcome);
+    const [ok, notAnswered] = [await count('ok'), await count('not_answered')];
     await blockWrites();
     expect((await api.post<Body>('/api/compute/price', COMPUTE)).status).to.equal(503);
-    expect([await count('ok'), await count('not_recorded')]).to.deep.equal([ok, notRecorded + 1]);
+    expect([await count('ok'), await count('not_answered')]).to.deep.equal([ok, notAnswered + 1]);
     await allowWrites();
     expect((await api.post<Body>('/api/compute/price', COMPUTE)).status).to.equal(200);
-    expect([await count('ok'), await count('not_recorded')]).to.deep.equal([ok + 1, notRecorded + 1]);
+    expect([await count('ok'), await count('not_answered')]).to.deep.equal([ok + 1, notAnswered + 1]);
   });
 });
 
@@ -121,6 +124,8 @@ describe('pricing: an answer that can no longer be delivered', function () {
       const before = await api.post<Body>(path, payload);
       expect(before.status, before.text).to.equal(200);
       const left = before.body.remaining.daily_compute_calls.remaining as number;
+      const fn = name === 'compute' ? (before.body.function.name as string) : null;
+      const counted = fn ? [await computeCount(svc, fn, 'ok'), await computeCount(svc, fn, 'not_delivered')] : [];
 
       const requestId = `gone-${name}-${Date.now()}`;
       await whileLocked(svc, 'usage_events', 'ACCESS EXCLUSIVE', () => leaveMidway(svc.url, path, { headers: { 'x-api-key': key, 'x-request-id': requestId }, body: payload }));
@@ -130,6 +135,8 @@ describe('pricing: an answer that can no longer be delivered', function () {
         (r) => r[0]?.status === 'error',
       );
       expect(rows).to.deep.equal([{ status: 'error', error_code: 'not_delivered', billable: false, cost: '0.00000000' }]);
+      // Counted as not delivered, not as answered.
+      if (fn) expect([await computeCount(svc, fn, 'ok'), await computeCount(svc, fn, 'not_delivered')]).to.deep.equal([counted[0], (counted[1] as number) + 1]);
       const after = await api.post<Body>(path, payload);
       expect(after.status, after.text).to.equal(200);
       expect(after.body.remaining.daily_compute_calls.remaining, 'only the call after counted').to.equal(left - 1);
