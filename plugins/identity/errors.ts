@@ -154,7 +154,7 @@ export function fullAccessRequired(required: readonly string[], missing: readonl
 const FULL_ACCESS_HINTS = {
   key: 'Use a key created with no scopes (POST /api/api-keys without a scopes field) or a person\'s session; scoped keys do the work their scopes name.',
   access_token:
-    'An access token carries the scopes it was minted with: mint one without a scope parameter (POST /api/oauth/token) from a key with full access, or use such a key or a person\'s session.',
+    'An access token carries the scopes it was minted with: mint one without a scope parameter (POST /api/oauth/token) from a key with full access, or use such a key or a person\'s session. Routes that change the workspace\'s configuration (functions, routing policies) take a workspace key or a person\'s session only, never an agent\'s token.',
   person_token:
     'A person token narrowed with POST /api/user/tokens does only the work its scopes name: use your session, or the person token answered at sign-in, for account, key and team management.',
 } as const;

@@ -141,7 +141,7 @@ export class OAuthService {
     if (basic && body.client_id !== undefined && body.client_id !== basic.id) throw new OAuthError('invalid_request', 'client_id in the body names another client than the HTTP Basic credentials.');
     // Everywhere else a key may come as Authorization: Bearer, and so it may here; an access token is no client credential.
     if (header.bearer !== undefined && looksLikeJwt(header.bearer)) {
-      throw new OAuthError('invalid_client', 'An access token cannot be exchanged for another: send the client secret (HTTP Basic, or client_secret in the body) or the agent key (x-api-key).', 401, { 'WWW-Authenticate': 'Basic realm="pricing-compute"' });
+      throw new OAuthError('invalid_client', 'A token (an access token or a person token) cannot be exchanged for an access token: send the client secret (HTTP Basic, or client_secret in the body) or the agent key (x-api-key).', 401, { 'WWW-Authenticate': 'Basic realm="pricing-compute"' });
     }
     let secret: string | undefined;
     let clientId: string | undefined;
@@ -175,7 +175,8 @@ export class OAuthService {
     const allowed = effectiveScopes(found.key.scopes).filter((s) => !NAME_ONLY_SCOPES.includes(s));
     let granted: Scope[] = allowed;
     if (body.scope) {
-      const asked = body.scope.split(/\s+/).filter(Boolean);
+      // A scope named twice is asked once: the token's scope lists each once.
+      const asked = [...new Set(body.scope.split(/\s+/).filter(Boolean))];
       const beyond = asked.filter((s) => !(allowed as string[]).includes(s));
       if (beyond.length > 0) throw new OAuthError('invalid_scope', `The key cannot grant: ${beyond.join(', ')}. Grantable: ${allowed.join(' ') || '(none)'}.`);
       granted = asked as Scope[];

@@ -196,7 +196,7 @@ describe('identity: OAuth client credentials', () => {
     expectToken(bySecret);
     const byToken = await token('grant_type=client_credentials', { authorization: `Bearer ${byKey.body.access_token}` });
     expect(byToken.status, byToken.text).to.equal(401);
-    expect(byToken.body).to.deep.include({ error: 'invalid_client', error_description: 'An access token cannot be exchanged for another: send the client secret (HTTP Basic, or client_secret in the body) or the agent key (x-api-key).' });
+    expect(byToken.body).to.deep.include({ error: 'invalid_client', error_description: 'A token (an access token or a person token) cannot be exchanged for an access token: send the client secret (HTTP Basic, or client_secret in the body) or the agent key (x-api-key).' });
     expect(byToken.headers.get('www-authenticate')).to.match(/^Basic/);
     expect(byToken.text).not.to.match(/access_token/);
   });
@@ -224,6 +224,10 @@ describe('identity: OAuth client credentials', () => {
     expect(res.body.error_description).to.match(/billing:read/);
     const ok = await token('grant_type=client_credentials&scope=price:compute', { authorization: basic(oauthClient.client_id, oauthClient.client_secret) });
     expectToken(ok);
+    // A scope named twice is granted once.
+    const twice = await token('grant_type=client_credentials&scope=price:compute%20price:compute', { authorization: basic(oauthClient.client_id, oauthClient.client_secret) });
+    expect(twice.status, JSON.stringify(twice.body)).to.equal(200);
+    expect(twice.body.scope).to.equal('price:compute');
   });
 
   it('does not exchange a person key (tokens come from agent and client keys only)', async () => {

@@ -372,7 +372,7 @@ describe('pricing: routing policies over HTTP', function () {
       expect(res.status, res.text).to.equal(403);
       expect(res.body.code).to.equal('insufficient_scope');
       expect(res.body.hint).to.equal(
-        "An access token carries the scopes it was minted with: mint one without a scope parameter (POST /api/oauth/token) from a key with full access, or use such a key or a person's session.",
+        "An access token carries the scopes it was minted with: mint one without a scope parameter (POST /api/oauth/token) from a key with full access, or use such a key or a person's session. Routes that change the workspace's configuration (functions, routing policies) take a workspace key or a person's session only, never an agent's token.",
       );
       // Minted without a scope, the same key's token passes the scope check and meets the role rule: routing policies, as
       // functions, are for owners and admins and the keys they made, not an agent's (policy-managers.test.ts).
