@@ -6,7 +6,8 @@ import { memberRoutes } from './routes/members';
 import { ActorResolver } from './services/actors';
 import { Invitations } from './services/invitations';
 import { Members } from './services/members';
-import { TeamStatusAuthorizer } from './services/restrictions';
+import { TEAM_ADMIN } from './services/actors';
+import { TeamKeyAuthorizer, TeamStatusAuthorizer } from './services/restrictions';
 import { TeamTrail } from './services/trail';
 import { TEAM } from './tokens';
 
@@ -44,6 +45,8 @@ export const teamPlugin: PluginDefinition = {
     // identity authorizer, which would refuse suspended workspaces without a record.
     const changing = new Set(routes.filter((r) => r.method !== 'get').map((r) => r.id));
     hooks.authorizers.unshift(new TeamStatusAuthorizer(sql, trail, changing));
+    // After the identity authorizer: a key that may not use these routes is refused before its body is read.
+    hooks.authorizers.push(new TeamKeyAuthorizer(actors, trail, new Set(routes.filter((r) => r.handlerScopes?.includes(TEAM_ADMIN)).map((r) => r.id))));
     for (const route of routes) ctx.route(route);
   },
 };

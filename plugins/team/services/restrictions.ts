@@ -6,6 +6,7 @@ import { ApiError } from '../../../core/errors';
 import type { Authorizer } from '../../../core/hooks';
 import type { RouteSpec } from '../../../core/http/route';
 import { personBehind } from './actors';
+import type { ActorResolver } from './actors';
 import type { TeamTrail } from './trail';
 
 type Status = 'active' | 'suspended' | 'rejected' | 'restricted';
@@ -57,5 +58,34 @@ export class TeamStatusAuthorizer implements Authorizer {
     const params = req.params as Record<string, string | undefined>;
     await this.trail.refused(principal, { workspaceId: principal.workspaceId, target: params.person_id ?? params.invitation_id ?? null }, route.id, err);
     throw err;
+  }
+}
+
+/**
+ * Runs before the body is read on the routes a key uses only when it names team:admin (`handlerScopes`), so that a key
+ * or token that may never use them hears that first (docs/identity.md: credential, then permissions, then the body),
+ * not "email: required". The refusal is recorded as the service records its own. People act by role: their role is
+ * checked by the service, with what they sent.
+ */
+export class TeamKeyAuthorizer implements Authorizer {
+  readonly name = 'team-key';
+
+  constructor(
+    private readonly actors: Pick<ActorResolver, 'resolve'>,
+    private readonly trail: TeamTrail,
+    private readonly keyRoutes: ReadonlySet<string>,
+  ) {}
+
+  async authorize(principal: Principal, route: RouteSpec, req: Request): Promise<void> {
+    if (!this.keyRoutes.has(route.id) || principal.kind === 'person') return;
+    try {
+      await this.actors.resolve(principal);
+    } catch (err) {
+      if (err instanceof ApiError) {
+        const params = req.params as Record<string, string | undefined>;
+        await this.trail.refused(principal, { workspaceId: principal.workspaceId, target: params.person_id ?? params.invitation_id ?? null }, route.id, err);
+      }
+      throw err;
+    }
   }
 }

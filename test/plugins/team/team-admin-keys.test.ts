@@ -33,6 +33,28 @@ describe('team plugin: team:admin keys', () => {
     }
   });
 
+  it('refuses a key without team:admin before reading the body: 403 insufficient_scope (recorded once), never a 400 about the body', async () => {
+    const owner = await signup(api, 'owner');
+    const ws = owner.workspaceId;
+    const { key, id } = await createKey(api, owner, ws, ['price:compute']);
+    const member = await signup(api, 'body-after-scope');
+    await join(api, owner, member);
+    for (const [what, send] of [
+      ['empty body', () => api.post(`/api/workspaces/${ws}/invitations`, {}, withKey(key))],
+      ['not JSON', () => api.raw('POST', `/api/workspaces/${ws}/invitations`, { rawBody: 'notjson', headers: { 'content-type': 'application/json', ...withKey(key) } })],
+      ['a role that does not exist', () => api.patch(`/api/workspaces/${ws}/members/${member.id}`, { role: 'emperor' }, withKey(key))],
+    ] as const) {
+      const res = await send();
+      expect(res.status, `${what}: ${res.text}`).to.equal(403);
+      expectInsufficientScope(res, /granted by name only/);
+    }
+    const refused = (await auditLog(api, owner)).filter((e) => e.outcome === 'refused' && e.actor.id === id);
+    expect(refused.map((e) => e.action).sort()).to.deep.equal(['team.invitations.create', 'team.invitations.create', 'team.members.update']);
+    // A person acts by role and is told about the body as before.
+    const bad = await api.post(`/api/workspaces/${ws}/invitations`, {}, as(owner));
+    expect(bad.status, bad.text).to.equal(400);
+  });
+
   it('a person token narrowed with POST /api/user/tokens manages nothing: team routes, key revocation, agents, claims and sessions answer 403 insufficient_scope (recorded), its session does them', async () => {
     const { owner, member, ws } = await team(api);
     const minted = await api.post<{ token: { access_token: string } }>('/api/user/tokens', { scopes: ['price:compute'] }, as(owner));
