@@ -140,8 +140,10 @@ export class OAuthService {
     if (methods.length > 1) throw new OAuthError('invalid_request', `Use one client authentication method, not ${methods.join(' and ')}.`);
     if (basic && body.client_id !== undefined && body.client_id !== basic.id) throw new OAuthError('invalid_request', 'client_id in the body names another client than the HTTP Basic credentials.');
     // Everywhere else a key may come as Authorization: Bearer, and so it may here; an access token is no client credential.
+    // RFC 6749 §5.2: a client that authenticated in the Authorization header hears the challenge of the scheme it used.
+    const challenge: Record<string, string> = basic ? { 'WWW-Authenticate': 'Basic realm="pricing-compute"' } : header.bearer !== undefined ? { 'WWW-Authenticate': 'Bearer realm="pricing-compute"' } : {};
     if (header.bearer !== undefined && looksLikeJwt(header.bearer)) {
-      throw new OAuthError('invalid_client', 'A token (an access token or a person token) cannot be exchanged for an access token: send the client secret (HTTP Basic, or client_secret in the body) or the agent key (x-api-key).', 401, { 'WWW-Authenticate': 'Basic realm="pricing-compute"' });
+      throw new OAuthError('invalid_client', 'A token (an access token or a person token) cannot be exchanged for an access token: send the client secret (HTTP Basic, or client_secret in the body) or the agent key (x-api-key).', 401, challenge);
     }
     let secret: string | undefined;
     let clientId: string | undefined;
@@ -158,7 +160,7 @@ export class OAuthService {
     await this.failures.check(ip);
     const bad = async () => {
       await this.failures.fail(ip);
-      return new OAuthError('invalid_client', 'Client authentication failed.', 401, basic ? { 'WWW-Authenticate': 'Basic realm="pricing-compute"' } : {});
+      return new OAuthError('invalid_client', 'Client authentication failed.', 401, challenge);
     };
     if (!this.keys.isWellFormed(secret)) throw await bad();
     const found: CachedKey | null = await this.keys.lookup(secret);

@@ -197,8 +197,13 @@ describe('identity: OAuth client credentials', () => {
     const byToken = await token('grant_type=client_credentials', { authorization: `Bearer ${byKey.body.access_token}` });
     expect(byToken.status, byToken.text).to.equal(401);
     expect(byToken.body).to.deep.include({ error: 'invalid_client', error_description: 'A token (an access token or a person token) cannot be exchanged for an access token: send the client secret (HTTP Basic, or client_secret in the body) or the agent key (x-api-key).' });
-    expect(byToken.headers.get('www-authenticate')).to.match(/^Basic/);
+    // RFC 6749 §5.2: the challenge of the scheme the client used.
+    expect(byToken.headers.get('www-authenticate')).to.match(/^Bearer /);
     expect(byToken.text).not.to.match(/access_token/);
+    const unknown = await token('grant_type=client_credentials', { authorization: `Bearer pcs_agt_${'x'.repeat(32)}` });
+    expect(unknown.status, unknown.text).to.equal(401);
+    expect(unknown.body.error).to.equal('invalid_client');
+    expect(unknown.headers.get('www-authenticate')).to.match(/^Bearer /);
   });
 
   it('answers a client_id that names another client than the credential with an error, issuing no token', async () => {
