@@ -22,9 +22,16 @@ export async function admitToolCall(ctx: ToolContext, demo: DemoBudgetGuard, rou
     const readOnly = readOnlyRefusal(p);
     if (readOnly) throw readOnly;
     if (mayCall(p, routes.find(routeId))) return;
-    throw new ApiError('insufficient_scope', `This credential may not ${refused}.`, { fields: { required_scopes: ['price:compute'] }, hint: 'Use a key with price:compute (or created with no scopes).' });
+    throw new ApiError('insufficient_scope', `This credential may not ${refused}.`, { fields: { required_scopes: ['price:compute'] }, hint: SCOPE_HINTS[p.kind] ?? SCOPE_HINTS.api_key });
   }
 }
+
+/** Where the credential's holder gets price:compute, by the kind of credential it sent (as REST's authorizer says). */
+const SCOPE_HINTS: Record<string, string> = {
+  api_key: 'Use a key with price:compute (or created with no scopes).',
+  access_token: 'An access token carries the scopes it was minted with: mint one with scope price:compute, or with no scope parameter, from a key that has it (POST /api/oauth/token).',
+  person: 'A person token narrowed with POST /api/user/tokens does only the work its scopes name: mint one with price:compute, or use your session.',
+};
 
 /** What a keyless tool call adds to its result, as the REST demo routes do: `demo` and its `budget` after the call. */
 export function demoFields(ctx: ToolContext): { demo?: true; budget?: NonNullable<ToolContext['demoBudget']> } {

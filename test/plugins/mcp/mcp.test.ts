@@ -6,6 +6,7 @@ import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
 import { createKey, registerSandbox, signUp } from '../../support/world';
 import { client as httpClient } from '../../support/http';
+import { accessToken } from '../../support/identity';
 
 // The SDK ships ESM and CJS; dynamic import keeps the test independent of the module format.
 async function sdk() {
@@ -167,7 +168,16 @@ describe('MCP endpoint with the official SDK client', function () {
       expect(body.code).to.equal('insufficient_scope');
       expect(body.error).to.equal(`This credential may not ${verb} prices.`);
       expect(body.required_scopes).to.deep.equal(['price:compute']);
+      expect(body.hint).to.equal('Use a key with price:compute (or created with no scopes).');
     }
+    // An access token narrowed at minting is told to mint another, as REST tells it.
+    const agent = await httpClient(svc.url, { cookie: person.cookie }).post<Record<string, any>>('/api/agents', { name: 'mcp-narrowed-agent' });
+    const agentKey = await httpClient(svc.url, { cookie: person.cookie }).post<Record<string, any>>(`/api/agents/${agent.body.agent.id as string}/keys`, { name: 'narrowed', scopes: ['price:compute', 'billing:read'] });
+    expect(agentKey.status, agentKey.text).to.equal(201);
+    const narrowed = await accessToken(svc.url, agentKey.body.api_key.key as string, 'billing:read');
+    const byToken = await (await connect(svc, { authorization: `Bearer ${narrowed}` })).client.callTool({ name: 'compute_price', arguments: { context: { current_price: 12 } } });
+    expect(byToken.isError).to.equal(true);
+    expect((JSON.parse((byToken.content as Array<{ text: string }>)[0]?.text ?? '{}') as Record<string, any>).hint).to.match(/^An access token carries the scopes it was minted with: mint one with scope price:compute/);
     const [rows] = await svc.sequelize.query(`SELECT count(*)::int AS n FROM usage_events WHERE caller_key_id = $1`, { bind: [billing.id] });
     expect(rows).to.deep.equal([{ n: 0 }]);
     await client.close();
