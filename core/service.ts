@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { createServer, maxHeaderSize } from 'node:http';
-import { clientErrorHandler } from './http/client-error';
+import { PARSER_REFUSAL_CODES, clientErrorHandler } from './http/client-error';
 import { setFlagsFromString } from 'node:v8';
 import type { Server, ServerResponse } from 'node:http';
 import { Server as NetServer } from 'node:net';
@@ -244,7 +244,7 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     });
     // Never seen by a route, so not in http_request_duration_seconds: a burst of malformed requests is counted apart.
     const unparsed = metrics.counter({ name: 'http_requests_refused_by_parser_total', help: "Requests Node's HTTP parser refused before any route saw them, by the error code answered.", labelNames: ['code'] });
-    for (const code of ['bad_request', 'headers_too_large', 'request_timeout']) unparsed.inc({ code }, 0);
+    for (const code of PARSER_REFUSAL_CODES) unparsed.inc({ code }, 0);
     server.on('clientError', clientErrorHandler(maxHeaderSize, log, (code) => unparsed.inc({ code })));
     server.keepAliveTimeout = keepAliveTimeoutMs;
     if (maxConnections > 0) {

@@ -46,7 +46,7 @@ export type { AuditLog, AuditEntry } from './services/audit';
 export { IDEMPOTENCY_HEADER, REPLAYED_HEADER, checkedIdempotencyKey, idempotencyKeyOf, requestFingerprint } from './services/idempotency';
 export type { IdempotencyKeys, IdempotencyClaim, TakeClaim } from './services/idempotency';
 export type { Onboarding } from './services/onboarding';
-export { assertWorkspaceRoom, workspaceLimitReached } from './services/workspace-limits';
+export { assertWorkspaceRoom, lockWorkspace, workspaceLimitReached } from './services/workspace-limits';
 export type { WorkspaceLimit } from './services/workspace-limits';
 export type { IdentityAttributes, Role, Plan, KeyKind, WorkspaceRow, ApiKeyRow, AuthMethod, AgentRow } from './domain';
 export { ROLE_RANK } from './domain';

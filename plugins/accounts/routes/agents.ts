@@ -7,7 +7,7 @@ import { created, defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import { decodeTimeCursor, listEnvelope, listQuery } from '../../../core/pagination';
 import { z } from 'zod';
-import { assertWorkspaceRoom, keyView } from '../../identity';
+import { assertWorkspaceRoom, keyView, lockWorkspace } from '../../identity';
 import type { AgentRow } from '../../identity';
 import * as r from '../responses';
 import * as s from '../schemas';
@@ -56,10 +56,6 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
         fields: { agent_id: other.id, reason: 'agent name taken' },
       });
     }
-  };
-  /** Every change that can make an agent active or rename one takes the workspace's lock first: they run one at a time. */
-  const lockWorkspace = async (tx: Transaction, workspaceId: string): Promise<void> => {
-    await d.sql.one('SELECT id FROM workspaces WHERE id = $1 FOR NO KEY UPDATE', [workspaceId], tx);
   };
   /** AGENTS_PER_WORKSPACE: the active agents a workspace holds, for a create and a re-enable alike. */
   const activeAgentsLimit = () => ({
@@ -143,7 +139,8 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
         const row = await d.sql.tx(async (tx) => {
           // Decided on the agent as it is under the lock, not as read before it: a rename racing a re-enable of the same
           // agent would otherwise each see it as it was and pass checks the other makes wrong.
-          await lockWorkspace(tx, p.workspaceId);
+          // Every change that can make an agent active or rename one takes the workspace's lock first: one at a time.
+          await lockWorkspace(d.sql, p.workspaceId, tx);
           const a = (await d.sql.one<AgentRow>('SELECT * FROM agents WHERE id = $1 AND workspace_id = $2', [found.id, p.workspaceId], tx)) ?? found;
           const enabling = body.status === 'active' && a.status !== 'active';
           if (enabling) await assertWorkspaceRoom(d.sql, tx, p.workspaceId, activeAgentsLimit());

@@ -18,12 +18,20 @@ export interface WorkspaceLimit {
 }
 
 /**
+ * Serialises changes of one workspace's members, agents and counted records until the transaction ends: holds its row
+ * FOR NO KEY UPDATE, which rows merely referencing the workspace do not wait for.
+ */
+export async function lockWorkspace(sql: Sql, workspaceId: string, tx: Transaction): Promise<void> {
+  await sql.one('SELECT id FROM workspaces WHERE id = $1 FOR NO KEY UPDATE', [workspaceId], tx);
+}
+
+/**
  * Refuses a create that would put the workspace past a count limit. Call it inside the transaction that inserts: it
  * holds the workspace row (FOR NO KEY UPDATE, which rows merely referencing the workspace do not wait for) until the
  * commit, so two creates of one workspace count one after the other and cannot both take the last place.
  */
 export async function assertWorkspaceRoom(sql: Sql, tx: Transaction, workspaceId: string, limit: WorkspaceLimit): Promise<void> {
-  await sql.one('SELECT id FROM workspaces WHERE id = $1 FOR NO KEY UPDATE', [workspaceId], tx);
+  await lockWorkspace(sql, workspaceId, tx);
   const n = (await sql.one<{ n: number }>(limit.count, [workspaceId, ...(limit.params ?? [])], tx))?.n ?? 0;
   if (n >= limit.value) throw workspaceLimitReached(limit);
 }

@@ -307,6 +307,8 @@ export class ComputeService {
     const chosen = { id: outcome.fn.id, name: outcome.fn.name };
     const cache = outcome.cached ? 'hit' : outcome.stages.some((s) => s.stage === 'cache' && s.disabled) ? 'disabled' : 'miss';
     let recorded: RecordedEvent;
+    // The function a pinned call named: kept with a keyed answer, and what its price_in_batch example pins.
+    const pinned = resolvedPin(outcome.stages);
     // Counted once the answer's fate is known: a price whose record could not be written (or whose key's concurrent
     // call could not be answered instead) is not answered; one whose caller left meanwhile is not delivered.
     const recording = async <T>(write: Promise<T>): Promise<T> => {
@@ -320,7 +322,6 @@ export class ComputeService {
     if (keyed) {
       // What a retry with the key answers: the answer but for what the replay rebuilds (a replay consults no cache and
       // runs nothing, so its trace keeps only who answered, and the function a pinned call named, for its next actions).
-      const pinned = resolvedPin(outcome.stages);
       const response = { ...answer, trace: { chosen_function: chosen, fallback_used: outcome.fallbackUsed, ...(pinned ? { pinned_function_id: pinned } : {}) }, request_id: call.requestId };
       const claimed = await recording(this.recorder.recordAndSettle(usageEvent, settles, () => callerGone(call.req), { key: keyed.key, fingerprint: keyed.fingerprint, response, batchKey: keyed.batchKey }));
       if (!claimed) {
@@ -363,7 +364,7 @@ export class ComputeService {
       // The demo charges nothing, whichever function answers: there is nothing to have saved.
       ...(outcome.savings && !demo ? { savings: outcome.savings } : {}),
       // The pinned function as resolved (a function_name names it; a fallback may have answered in its place).
-      next_actions: this.nextActionsOf(call, usageEventId, { price: outcome.result.price, strategy: outcome.strategy, pinnedFunctionId: resolvedPin(outcome.stages) }, hasDefaultPolicy, reservation.remaining),
+      next_actions: this.nextActionsOf(call, usageEventId, { price: outcome.result.price, strategy: outcome.strategy, pinnedFunctionId: pinned }, hasDefaultPolicy, reservation.remaining),
       receipt: receipt(this.publicUrl(), recorded, usageEvent, p, this.config.identity.selfRegistrationOpen),
     };
     const left = remaining(p, reservation, call.rateLimit);

@@ -8,7 +8,7 @@ import { ApiError } from '../../../core/errors';
 import { newId, randomToken } from '../../../core/ids';
 import { decodeTimeCursor, listEnvelope } from '../../../core/pagination';
 import type { ListEnvelope } from '../../../core/pagination';
-import { assertWorkspaceRoom } from '../../identity';
+import { assertWorkspaceRoom, lockWorkspace } from '../../identity';
 import type { Role } from '../../identity';
 import { assertOwnWorkspace } from './actors';
 import type { ActorResolver } from './actors';
@@ -65,11 +65,6 @@ function notAcceptable(reason: string, status: InvitationStatus): ApiError {
     hint: 'Ask a workspace owner or admin for a new invitation.',
     fields: { reason, invitation_status: status },
   });
-}
-
-/** Serialises team changes of one workspace (without blocking rows that merely reference it). */
-export async function lockWorkspace(sql: Sql, workspaceId: string, tx: Transaction): Promise<void> {
-  await sql.one('SELECT id FROM workspaces WHERE id = $1 FOR NO KEY UPDATE', [workspaceId], tx);
 }
 
 /**

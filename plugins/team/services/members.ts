@@ -7,7 +7,7 @@ import type { ListEnvelope } from '../../../core/pagination';
 import type { KeyService, Role } from '../../identity';
 import { assertOwnWorkspace } from './actors';
 import type { ActorResolver } from './actors';
-import { lockWorkspace } from './invitations';
+import { lockWorkspace } from '../../identity';
 import type { Invitations } from './invitations';
 import { assertCanChangeRole, assertCanRemove, assertCanReadAudit, refuse } from './policy';
 import type { TeamTrail } from './trail';
@@ -75,7 +75,7 @@ export class Members {
   async changeRole(principal: Principal, workspaceId: string, personId: string, role: Role): Promise<MemberRow> {
     return this.trail.attempt(principal, 'team.members.update', personId, async () => {
       assertOwnWorkspace(principal, workspaceId);
-      const changed = await this.sql.tx(async (tx) => {
+      const outcome = await this.sql.tx(async (tx) => {
         await lockWorkspace(this.sql, workspaceId, tx);
         const actor = await this.actors.resolve(principal, tx);
         const target = await this.member(workspaceId, personId, tx);
@@ -89,8 +89,8 @@ export class Members {
       });
       // Keys carry their creator's role as read (what a response offers them; what they may do is read afresh): once the
       // role changed, not on a refusal or a role unchanged, which anyone could repeat to flush every instance's cache.
-      if (changed.changed) await this.invalidate([workspaceId]);
-      return changed.member;
+      if (outcome.changed) await this.invalidate([workspaceId]);
+      return outcome.member;
     });
   }
 

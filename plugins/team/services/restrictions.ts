@@ -34,6 +34,12 @@ export async function restrictionOf(sql: Sql, workspaceId: string, personId: str
   return null;
 }
 
+/** What a team attempt refused before its handler is recorded against: the workspace, and the member or invitation named. */
+function attemptScope(principal: Principal, req: Request): { workspaceId: string; target: string | null } {
+  const params = req.params as Record<string, string | undefined>;
+  return { workspaceId: principal.workspaceId, target: params.person_id ?? params.invitation_id ?? null };
+}
+
 /**
  * Runs before the identity authorizer on the team's changing routes, so that an account that may
  * not change team membership gets 403 `account_restricted` with a reason and the attempt is
@@ -55,8 +61,7 @@ export class TeamStatusAuthorizer implements Authorizer {
     const reason = await restrictionOf(this.sql, principal.workspaceId, personId, principal.kind === 'api_key' ? "the key creator's" : 'your');
     if (!reason) return;
     const err = accountRestricted(reason);
-    const params = req.params as Record<string, string | undefined>;
-    await this.trail.refused(principal, { workspaceId: principal.workspaceId, target: params.person_id ?? params.invitation_id ?? null }, route.id, err);
+    await this.trail.refused(principal, attemptScope(principal, req), route.id, err);
     throw err;
   }
 }
@@ -81,10 +86,7 @@ export class TeamKeyAuthorizer implements Authorizer {
     try {
       await this.actors.resolve(principal);
     } catch (err) {
-      if (err instanceof ApiError) {
-        const params = req.params as Record<string, string | undefined>;
-        await this.trail.refused(principal, { workspaceId: principal.workspaceId, target: params.person_id ?? params.invitation_id ?? null }, route.id, err);
-      }
+      if (err instanceof ApiError) await this.trail.refused(principal, attemptScope(principal, req), route.id, err);
       throw err;
     }
   }
