@@ -114,6 +114,8 @@ export function agentsDocument(config: Config, base: string, changelog: Changelo
       api_key_header: 'x-api-key',
       bearer: 'Authorization: Bearer <access token, person token or API key>',
       scopes: [...NAMED_SCOPES],
+      // Not only under ways_in: registered clients keep exchanging their credentials while registration is paused.
+      ...(s.serves('post', '/api/oauth/token') ? { token_endpoint: `POST ${base}/api/oauth/token` } : {}),
     },
     ...(s.mcp ? { mcp: { endpoint: `${base}${MCP_PATH}`, transport: 'streamable-http', protocol_version: MCP_PROTOCOL_VERSION, manifest: `${base}/.well-known/mcp.json`, tools: s.tools.map((t) => t.name) } } : {}),
     openapi: `${base}/api/openapi.json`,

@@ -107,6 +107,10 @@ export const agentsDocumentResponse = z.object({
       api_key_header: z.string().describe('The header an API key goes in.'),
       bearer: z.string().describe('What Authorization: Bearer accepts.'),
       scopes: z.array(z.string()).describe('The named scopes a key may be given.'),
+      token_endpoint: z
+        .string()
+        .optional()
+        .describe('Where client credentials (or an agent key) are exchanged for an access token, as "POST URL"; listed while client registration is paused too, since clients registered before still get tokens. Absent when not served.'),
     })
     .describe('How to send a credential.'),
   mcp: z

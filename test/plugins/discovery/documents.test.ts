@@ -277,6 +277,7 @@ describe('discovery documents and OpenAPI', function () {
     expect(doc.self_registration.limits.sandbox.compute_calls_per_day).to.equal(17);
     expect(doc.mcp.endpoint).to.equal('https://pricing.example.com/api/mcp/rpc');
     expect(doc.openapi).to.equal('https://pricing.example.com/api/openapi.json');
+    expect(doc.authentication.token_endpoint).to.equal('POST https://pricing.example.com/api/oauth/token');
     expect(doc.changelog).to.include.keys('json_feed', 'rss', 'page', 'agent_filter', 'check', 'newest_agent_entry');
     expect(doc.changelog.json_feed).to.equal('https://pricing.example.com/api/changelog/feed.json');
   });

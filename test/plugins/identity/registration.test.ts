@@ -308,7 +308,7 @@ describe('identity: self-registration paused (SELF_REGISTRATION_OPEN=false)', ()
     expect(paused.some((l) => l.includes('/api/oauth/register')), 'OAuth registration line').to.equal(true);
   });
 
-  it('lists neither self-registration nor OAuth client registration among agents.json\'s ways in while it is paused; self_registration.open says why', async () => {
+  it('lists neither self-registration nor OAuth client registration among agents.json\'s ways in while it is paused; self_registration.open says why, and the token endpoint stays named for clients registered before', async () => {
     const agents = await api.get<Record<string, any>>('/.well-known/agents.json');
     expect(agents.status, agents.text).to.equal(200);
     const ways = (agents.body.ways_in as Array<{ id: string }>).map((w) => w.id);
@@ -316,6 +316,7 @@ describe('identity: self-registration paused (SELF_REGISTRATION_OPEN=false)', ()
     expect(ways).to.not.include('oauth_client_credentials');
     expect(ways).to.include.members(['keyless_demo', 'person_account']);
     expect(agents.body.self_registration.open).to.equal(false);
+    expect(agents.body.authentication.token_endpoint).to.match(/^POST http:\/\/[^ ]+\/api\/oauth\/token$/);
   });
 
   it('offers registration nowhere while it is paused: not in a 401\'s next, a demo\'s next_actions, GET / or a 404\'s hint; signing in and the demo still are', async () => {
