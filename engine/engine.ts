@@ -244,6 +244,8 @@ export class PricingEngine {
     // Fallbacks the policy's cost ceiling kept from running: the policy's own exclusion, like a candidate's.
     const overCeiling: CandidateReport[] = [];
     const poolBusy = () => attempts.some((a) => a.outcome === 'pool_busy');
+    // Whose breaker a failure counts in, and which keeps this caller out: the network's, or its own workspace's.
+    const caller = healthCallerOf(req.scope);
     // Only built-ins read the network's observations (an external function gets the caller's context alone), so only their cached results depend on them.
     const marketFor = (fn: FunctionDescriptor): MarketEvidence | undefined => (fn.executionType === 'builtin' ? (req.market ?? undefined) : undefined);
     for (const step of this.fallbackOrder(req.policy, decision, first, req.scope)) {
@@ -305,7 +307,6 @@ export class PricingEngine {
         attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'pricing pool busy', ms: 0 });
         continue;
       }
-      const caller = healthCallerOf(req.scope);
       const admission = this.breakers.allow(fn.id, caller);
       if (!admission) {
         // Open, or half-open with its one trial call in flight: that trial answers within the function's time limit.
@@ -387,14 +388,17 @@ export class PricingEngine {
       : `Every function tried failed (${triedRoles(attempts, Boolean(pinned))})`;
     const couldNotPrice = notApplicable.length ? ` ${notApplicable.join(', ')} could not price it.` : '';
     // Every function that could answer is kept away for a while: behind its breaker (open, or half-open with its trial in
-    // flight), or because its endpoint failed asking for a wait (Retry-After). The soonest of them says when a retry may be
-    // answered (a retry finds the others as they are, and the first that takes a call again may answer it).
-    const waits = failedForReal.map((a) => (a.outcome === 'skipped' ? (behind.get(a.id ?? '')?.waitMs ?? null) : a.retry_after !== undefined ? a.retry_after * 1000 : null));
+    // flight; or opened by its failure in this very call), or because its endpoint failed asking for a wait (Retry-After).
+    // The soonest of them says when a retry may be answered (a retry finds the others as they are, and the first that takes
+    // a call again may answer it).
+    const waits = failedForReal.map((a) => (a.outcome === 'skipped' ? (behind.get(a.id ?? '')?.waitMs ?? null) : this.waitAfterFailure(a, caller)));
     if (failedForReal.length > 0 && waits.every((w) => w !== null)) {
       const retryAfterS = wholeSecondsToWait(Math.min(...waits));
       const trials = failedForReal.some((a) => behind.get(a.id ?? '')?.trial);
       const skippedOnly = failedForReal.every((a) => a.outcome === 'skipped');
-      const ranOnly = failedForReal.every((a) => a.outcome === 'failed');
+      // Why the ones that ran stay away: their endpoints asked for a wait, or their failures opened their breakers.
+      const asked = failedForReal.some((a) => a.retry_after !== undefined);
+      const guarded = failedForReal.some((a) => a.outcome === 'skipped' || (a.id !== null && a.id !== undefined && this.breakers.retryInMs(a.id, caller) !== null));
       throw new EngineError(
         'functions_failed',
         skippedOnly
@@ -403,7 +407,7 @@ export class PricingEngine {
             : trials
             ? `Every function that could answer has its circuit breaker open after recent failures, or half-open with its one trial call in flight; retry in ${retryAfterS} s.`
             : `Every function that could answer has its circuit breaker open after recent failures; the first lets a trial call through in ${retryAfterS} s.`
-          : `${failedWords}, each endpoint asking to be called again later${ranOnly ? '' : ' or behind an open circuit breaker'}: the soonest in ${retryAfterS} s.${couldNotPrice}`,
+          : `${failedWords}, ${asked && guarded ? 'each endpoint asking to be called again later or behind an open circuit breaker' : asked ? 'each endpoint asking to be called again later' : 'each now behind an open circuit breaker'}: the soonest in ${retryAfterS} s.${couldNotPrice}`,
         { attempts, retryAfterS, ...(missing.size ? { missing: [...missing] } : {}) },
       );
     }
@@ -412,6 +416,16 @@ export class PricingEngine {
       throw new EngineError('functions_failed', 'Every function tried failed at an address the service will not call: retrying will not help.', { attempts, permanent: true, refusedAt, pinned: Boolean(pinned), ...(missing.size ? { missing: [...missing] } : {}) });
     }
     throw new EngineError('functions_failed', `${failedWords}.${couldNotPrice}`, { attempts, ...(missing.size ? { missing: [...missing] } : {}) });
+  }
+
+  /**
+   * How long a function that failed in this call stays out of a retry's reach (ms), or null when a retry may call it at
+   * once: its endpoint's Retry-After, or the breaker its failure opened, whichever ends later (the breaker skips it till then).
+   */
+  private waitAfterFailure(a: AttemptReport, caller: string): number | null {
+    const asked = a.retry_after !== undefined ? a.retry_after * 1000 : null;
+    const breaker = a.id ? this.breakers.retryInMs(a.id, caller) : null;
+    return asked === null ? breaker : breaker === null ? asked : Math.max(asked, breaker);
   }
 
   /** The policy ceiling a function is above, as the router reports a candidate's: cost first, then the latency it has shown. */

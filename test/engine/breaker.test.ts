@@ -104,6 +104,22 @@ describe('engine: circuit breaker', function () {
     expect(err.message).to.equal(`Every function that could answer has its circuit breaker open after recent failures; the first lets a trial call through in ${err.details.retryAfterS} s.`);
   });
 
+  it('the call whose failure opens the breaker says when a trial is let through, as the calls after it do; the failures before it name no wait', async () => {
+    const alone = () => engineError(h.price({ pin: { name: 'test-flaky' }, context: FAIL, policy: policy('default', {}, {}) }), 'functions_failed');
+    for (let i = 0; i < 3; i++) {
+      const before = await alone();
+      expect(before.details.retryAfterS, `failure ${i + 1}, breaker closed`).to.equal(undefined);
+    }
+    const opening = await alone();
+    expect(state()).to.equal('open');
+    expect(opening.details.attempts?.map((a) => [a.function, a.outcome])).to.deep.equal([['test-flaky', 'failed']]);
+    expect(opening.details.retryAfterS).to.equal(COOLDOWN_MS / 1000);
+    expect(opening.message).to.equal(`Every function tried failed (the function named in the request), each now behind an open circuit breaker: the soonest in ${COOLDOWN_MS / 1000} s.`);
+    h.clock.advance(4_000);
+    const next = await alone();
+    expect(next.details.retryAfterS).to.equal(COOLDOWN_MS / 1000 - 4);
+  });
+
   it('half-opens after the cooldown and lets one trial through; its success closes the breaker', async () => {
     await open();
     h.clock.advance(COOLDOWN_MS - 1);

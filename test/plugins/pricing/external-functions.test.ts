@@ -936,6 +936,10 @@ describe("pricing: a context an external endpoint refuses is the context's fault
         const res = await stranger.post<Record<string, any>>('/api/compute/price', { context: EUR, function_id: fn.id });
         expect(res.status, res.text).to.equal(502);
         expect(res.body.attempts[0]).to.include({ outcome: 'failed', error: `The endpoint answered HTTP ${status}.` });
+        // The failure that opens the breaker (the fifth) says when to retry, as the refusals after it do; those before it cannot.
+        const opening = i === 4;
+        expect(res.headers.get('retry-after') !== null, `call ${i + 1}: Retry-After`).to.equal(opening || res.body.attempts[0].retry_after !== undefined);
+        if (opening) expect(res.body.error).to.match(/each now behind an open circuit breaker|or behind an open circuit breaker/);
       }
       expect(await breakerOf(fn.id, stranger)).to.include({ state: 'open', failures: 5, applies_to: 'this_workspace' });
       const kept = await stranger.post<Record<string, any>>('/api/compute/price', { context: EUR, function_id: fn.id });
