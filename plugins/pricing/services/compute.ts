@@ -193,7 +193,7 @@ export class ComputeService {
     const waitedMs = performance.now() - waitFrom;
     let held = false;
     try {
-      const r = await this.computeOnce(call, false, waitedMs);
+      const r = await this.computeOnce(call, waitedMs);
       // A replay has nothing that could still be marked: its turn ends here.
       if (call.holdTurn && !r.body.idempotent_replay) {
         held = true;
@@ -205,8 +205,12 @@ export class ComputeService {
     }
   }
 
-  /** `waitedMs`: how long the call waited for its Idempotency-Key's turn, a stage of its own (up to IDEMPOTENCY_WAIT_MS). */
-  private async computeOnce(call: ComputeCall, claimLost = false, waitedMs?: number): Promise<ComputeResult> {
+  /**
+   * `waitedMs`: how long the call waited for its Idempotency-Key's turn, a stage of its own (up to IDEMPOTENCY_WAIT_MS).
+   * `earlier`: this call's pricing whose key was claimed by a concurrent call that was then not delivered; the call is
+   * counted once, under it unless it is priced again (that pricing then counts).
+   */
+  private async computeOnce(call: ComputeCall, waitedMs?: number, earlier?: PriceOutcome): Promise<ComputeResult> {
     const t0 = performance.now();
     const stages: TraceStage[] = [];
     if (call.startedAt !== undefined) stages.push({ stage: 'authenticate_and_validate', ms: toMs(t0 - call.startedAt - (waitedMs ?? 0)) });
@@ -216,14 +220,28 @@ export class ComputeService {
     const scope = p ? callerScopeOf(p) : { workspaceId: DEMO_WORKSPACE_ID, builtInsOnly: true };
     // Keys belong to a workspace: the keyless demo, which charges nothing, keeps none.
     const keyed = p && call.idempotency ? { ...call.idempotency, workspaceId: p.workspaceId } : null;
+    // Refused or answered before pricing again: the earlier pricing is the one this call is counted under.
+    const countEarlier = async <T>(step: Promise<T>): Promise<T> => {
+      if (!earlier) return step;
+      try {
+        return await step;
+      } catch (err) {
+        this.engine.countPriced(earlier, isCallerGoneError(err) ? 'not_delivered' : 'not_answered');
+        throw err;
+      }
+    };
     if (keyed) {
-      const first = await this.replays.find(keyed.workspaceId, keyed.key);
-      const replayed = first ? await this.replay(call, first, stages, t0) : null;
-      if (replayed) return replayed;
+      const first = await countEarlier(this.replays.find(keyed.workspaceId, keyed.key));
+      const replayed = first ? await countEarlier(this.replay(call, first, stages, t0)) : null;
+      if (replayed) {
+        // Answered with the price of a call under the same key, as a lost claim is (below).
+        if (earlier) this.engine.countPriced(earlier, 'ok');
+        return replayed;
+      }
     }
 
     let t = performance.now();
-    const reservation = call.reservation ?? (await this.hooks.admit({ operation: admissionOperation(call), principal: p, units: 1, req: call.req }));
+    const reservation = call.reservation ?? (await countEarlier(this.hooks.admit({ operation: admissionOperation(call), principal: p, units: 1, req: call.req })));
     if (!call.reservation) stages.push({ stage: 'admission', ms: ms(t), admitter: reservation.admitter, paid_via: reservation.paidVia });
 
     let outcome: PriceOutcome;
@@ -335,7 +353,7 @@ export class ComputeService {
         }
         // That call was not delivered (its key is free again): this one is priced and claims it, once more at most (and
         // that pricing is the one counted).
-        if (!claimLost) return this.computeOnce(call, true);
+        if (!earlier) return this.computeOnce(call, undefined, outcome);
         this.engine.countPriced(outcome, 'not_answered');
         throw new ApiError('conflict', `Another call with this ${IDEMPOTENCY_HEADER} was being recorded at the same time; this one was not charged.`, { hint: 'Send the same request with the same key again: it answers what the other call recorded.' });
       }

@@ -5,6 +5,12 @@ import { client } from '../../support/http';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
 import { createKey, registerSandbox, signUp } from '../../support/world';
+import { computeCount } from '../../support/metrics';
+import { ApiError } from '../../../core/errors';
+import type { PluginDefinition } from '../../../core/plugin';
+import { builtInPlugins } from '../../../plugins';
+import { TOKENS } from '../../../core/tokens';
+import type { Pool } from 'pg';
 
 type Body = Record<string, any>;
 const priced = { context: { unit_cost: 4, target_margin: 0.3, currency: 'USD' }, function_id: 'fn_builtin_cost_plus' };
@@ -194,5 +200,89 @@ describe('compute idempotency: a retry whose caller leaves while it waits for it
     expect(await functionRuns(), 'the first call alone ran a function').to.equal(before + 1);
     const rows = await rowsOnceSettled<{ billable: boolean }>(svc, `SELECT billable FROM usage_events WHERE workspace_id = '${person.workspaceId}'`, (x) => x.length >= 1);
     expect(rows).to.deep.equal([{ billable: true }]);
+  });
+});
+
+/** Refuses the second admission of one request sent with x-test-refuse-readmission (a payment path running dry between two pricings of it). */
+function readmissionRefuser(): PluginDefinition {
+  const admitted = new WeakSet<object>();
+  return {
+    name: 'readmission-refuser',
+    description: 'test: refuses a request admitted once already',
+    dependsOn: [],
+    register(ctx) {
+      ctx.hooks.addAdmitter({
+        name: 'readmission-refuser',
+        admit: async ({ req }) => {
+          if (req.headers['x-test-refuse-readmission'] === undefined) return null;
+          if (!admitted.has(req)) {
+            admitted.add(req);
+            return null;
+          }
+          throw new ApiError('rate_limited', 'Refused on its second admission (test).', { retry_after: 1 });
+        },
+      });
+    },
+  };
+}
+
+/**
+ * Holds chosen statements back, as a slow database would at those moments: `delayOf` names the wait (ms) for a
+ * statement's text and parameters, or 0.
+ */
+function slowStatements(svc: TestService, delayOf: (text: string, values: unknown[]) => number): void {
+  const pool = svc.container.resolve<Pool>(TOKENS.PgPool);
+  const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>;
+  (pool as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = async (...args: unknown[]) => {
+    const [first, second] = args;
+    const config = typeof first === 'string' ? { text: first, values: second } : (first as { text: string; values?: unknown });
+    const ms = delayOf(config.text, Array.isArray(config.values) ? config.values : []);
+    if (ms > 0) await sleep(ms);
+    return query(...args);
+  };
+}
+
+describe('compute idempotency: a retry that lost its key\'s claim to a call then not delivered, and is refused before it is priced again', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  const idem = randomUUID();
+  let finds = 0;
+  before(async () => {
+    // No wait for the key's turn: the retry runs beside the first call, as on an instance that shares no store with it.
+    svc = await startTestService({ config: { limits: { ...lenient.limits, idempotencyWaitMs: 0 } }, extraPlugins: [readmissionRefuser()], enabled: [...builtInPlugins.map((p) => p.name), 'readmission-refuser'] });
+    slowStatements(svc, (text, values) => {
+      const rows = typeof values[0] === 'string' ? values[0] : '';
+      if (text.includes('INSERT INTO compute_idempotency_keys')) {
+        // The first call's record commits at about 300 ms, after its caller left; the retry's claim comes later and finds the key taken.
+        if (rows.includes('first-caller')) return 300;
+        if (rows.includes('retry-caller')) return 700;
+      }
+      // The first call's not-delivered mark (which frees the key) lands after the retry lost its claim ...
+      if (text.includes("error_code = 'not_delivered'") && text.startsWith('WITH keys')) return 1_000;
+      // ... and before the retry looks up the call that holds it (its third lookup of the key: the first call's, its own, this one).
+      if (text.includes('FROM compute_idempotency_keys k JOIN usage_events') && values[1] === idem && ++finds === 3) return 1_500;
+      return 0;
+    });
+  });
+  after(() => svc.close());
+
+  it('is counted once, under its withheld pricing, as not answered: no price goes uncounted', async () => {
+    const person = await signUp(svc, 'lost-claim-count');
+    const key = (await createKey(svc, person, { name: 'k' })).key;
+    const count = (outcome: string) => computeCount(svc, 'cost-plus', outcome);
+    const before = { ok: await count('ok'), notAnswered: await count('not_answered'), notDelivered: await count('not_delivered') };
+    await leaveMidway(svc.url, '/api/compute/price', { headers: { 'x-api-key': key, 'idempotency-key': idem, 'user-agent': 'first-caller' }, body: priced, afterMs: 150 });
+    const r = await client(svc.url, { 'x-api-key': key, 'user-agent': 'retry-caller' }).post<Body>('/api/compute/price', priced, { 'idempotency-key': idem, 'x-test-refuse-readmission': '1' });
+    // Priced, its claim lost to the first call, that call then marked not delivered (its key free again): the retry goes
+    // to be priced again and is refused at admission.
+    expect(r.status, JSON.stringify(r.body)).to.equal(429);
+    expect(r.body.code).to.equal('rate_limited');
+    expect(finds, 'the retry looked the key up again after losing its claim').to.be.at.least(4);
+    const rows = await rowsOnceSettled<{ error_code: string | null; billable: boolean }>(svc, `SELECT error_code, billable FROM usage_events WHERE workspace_id = '${person.workspaceId}'`, (x) => x.some((e) => e.error_code === 'not_delivered'));
+    expect(rows).to.deep.equal([{ error_code: 'not_delivered', billable: false }]);
+    const after = { ok: await count('ok'), notAnswered: await count('not_answered'), notDelivered: await count('not_delivered') };
+    expect(after.ok - before.ok, 'nothing was answered with a price').to.equal(0);
+    expect(after.notAnswered - before.notAnswered, "the retry's pricing, withheld").to.equal(1);
+    expect(after.notDelivered - before.notDelivered, 'the first call, whose caller left').to.equal(1);
   });
 });

@@ -5,18 +5,12 @@ import type { TestService } from '../../support/service';
 import { leaveMidway, rowsOnceSettled, whileLocked } from '../../support/abandoned-call';
 import { createKey, registerSandbox, signUp } from '../../support/world';
 import { whileFrozen } from '../../support/db';
+import { computeCount } from '../../support/metrics';
 
 type Body = Record<string, any>;
 
 const COMPUTE = { context: { product_type: 'coffee', currency: 'USD', current_price: 4.5 } };
 const VERIFY = { context: { product_type: 'coffee', currency: 'USD' }, proposed_price: '4.50' };
-
-/** pricing_compute_requests_total for one function and outcome, as scraped (0 before its first count). */
-async function computeCount(svc: TestService, fn: string, outcome: string): Promise<number> {
-  const text = (await client(svc.url).get('/metrics')).text;
-  const line = text.split('\n').find((l) => l.startsWith(`pricing_compute_requests_total{function="${fn}",outcome="${outcome}"}`));
-  return line ? Number(line.split(' ').pop()) : 0;
-}
 
 /**
  * A usage event that cannot be written (here a constraint refusing every new row, a real database
