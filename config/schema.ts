@@ -38,6 +38,12 @@ export const settingsTree = {
     ),
   },
   metrics: {
+    readinessCacheMs: int(
+      'READINESS_CACHE_MS',
+      1000,
+      'How long the outcome of the readiness checks (the database, Redis when configured, the pricing pool) is reused: by GET /readyz, which anyone may call, and by the service_dependency_up gauge at each scrape. Requests meanwhile share one run of the checks instead of each sending the database a query. 0 runs them for every request (concurrent requests still share a run).',
+      { min: 0, max: 60_000 },
+    ),
     token: optStr(
       'METRICS_TOKEN',
       'When set (at least 16 characters; a long random string), GET /metrics answers only requests with Authorization: Bearer <this token> (others 401). Unset, /metrics is open to anyone who reaches the service: keep it on a private network then, since it names every pricing function (private ones included, by id) with its call counts, outcomes and latency.',

@@ -3,10 +3,9 @@ import { z } from 'zod';
 import { ApiError, errorBodySchema } from '../../core/errors';
 import { defineRoute, ok, HANDLED } from '../../core/http/route';
 import type { HandlerResult, RouteSpec } from '../../core/http/route';
-import type { PluginContext, ReadinessCheck } from '../../core/plugin';
-import { TOKENS } from '../../core/tokens';
-
-const READINESS_TIMEOUT_MS = 2000;
+import type { PluginContext } from '../../core/plugin';
+import { READINESS_TIMEOUT_MS } from './readiness';
+import type { ReadinessProbe } from './readiness';
 
 /** Whether an Authorization header carries exactly `token` as a Bearer credential (compared in constant time). */
 function bearerIs(header: string | undefined, token: string): boolean {
@@ -22,46 +21,26 @@ const readyBody = z.object({
   status: z.enum(['ready', 'not_ready']),
   checks: z.record(z.string(), z.object({ status: z.enum(['up', 'down']), ms: z.number(), error: z.string().optional() })),
   failing: z.array(z.string()).optional(),
+  checked_at: z.string().describe('When the checks ran (ISO 8601): answers within READINESS_CACHE_MS of it share that run.'),
 });
-
-async function runCheck(check: () => Promise<void>): Promise<{ status: 'up' | 'down'; ms: number; error?: string }> {
-  const start = performance.now();
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      check(),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${READINESS_TIMEOUT_MS} ms`)), READINESS_TIMEOUT_MS);
-      }),
-    ]);
-    return { status: 'up', ms: Math.round(performance.now() - start) };
-  } catch (err) {
-    // /readyz is public: the driver's message stays, its internal addresses do not.
-    const said = ((err as Error).message || String(err)).replace(/\[?[0-9a-f]*[:.][0-9a-f:.]+\]?:\d+|\b\d{1,3}(?:\.\d{1,3}){3}\b/gi, '<address>');
-    return { status: 'down', ms: Math.round(performance.now() - start), error: said };
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /**
  * `service_dependency_up{dependency}`: each readiness check (database, Redis when configured, the pricing pool's queue)
  * run at scrape time, 1 when it passed within READINESS_TIMEOUT_MS. An outage then shows as a series to alert on, not only as 503s.
  */
-export function registerDependencyGauge(ctx: PluginContext): void {
+export function registerDependencyGauge(ctx: PluginContext, probe: ReadinessProbe): void {
   ctx.metrics.gauge({
     name: 'service_dependency_up',
-    help: `Whether each check /readyz makes passed at scrape time (1) or not within ${READINESS_TIMEOUT_MS} ms (0): the database, Redis when REDIS_URL is set, the pricing pool's queue.`,
+    help: `Whether each check /readyz makes passed at its last run, at most READINESS_CACHE_MS before the scrape (1) or not within ${READINESS_TIMEOUT_MS} ms (0): the database, Redis when REDIS_URL is set, the pricing pool's queue.`,
     labelNames: ['dependency'],
     async collect() {
-      const entries = [...ctx.container.resolve<ReadonlyMap<string, ReadinessCheck>>(TOKENS.Readiness)];
-      const results = await Promise.all(entries.map(async ([name, check]) => [name, await runCheck(check)] as const));
-      for (const [name, result] of results) this.set({ dependency: name }, result.status === 'up' ? 1 : 0);
+      const { checks } = await probe.read();
+      for (const [name, result] of Object.entries(checks)) this.set({ dependency: name }, result.status === 'up' ? 1 : 0);
     },
   });
 }
 
-export function healthRoutes(ctx: PluginContext): RouteSpec[] {
+export function healthRoutes(ctx: PluginContext, probe: ReadinessProbe): RouteSpec[] {
   const metricsToken = ctx.config.metrics.token;
   const started = Date.now();
   return [
@@ -81,6 +60,7 @@ export function healthRoutes(ctx: PluginContext): RouteSpec[] {
       method: 'get',
       path: '/readyz',
       summary: 'Readiness: the database and Redis (when configured) answer.',
+      description: 'The checks run at most once per READINESS_CACHE_MS (1 s by default), and once at a time: answers meanwhile share that run, and checked_at says when it was.',
       tags: ['Operations'],
       auth: 'public',
       rateLimit: 'none',
@@ -89,12 +69,10 @@ export function healthRoutes(ctx: PluginContext): RouteSpec[] {
         503: { description: 'A dependency does not answer; `failing` names it.', schema: readyBody },
       },
       handler: async () => {
-        const checks: Record<string, Awaited<ReturnType<typeof runCheck>>> = {};
-        const entries = [...ctx.container.resolve<ReadonlyMap<string, ReadinessCheck>>(TOKENS.Readiness)];
-        await Promise.all(entries.map(async ([name, check]) => (checks[name] = await runCheck(check))));
+        const { checks, checkedAt } = await probe.read();
         const failing = Object.keys(checks).filter((k) => checks[k]?.status === 'down');
-        if (failing.length === 0) return ok({ status: 'ready', checks });
-        return { status: 503, body: { status: 'not_ready', checks, failing, error: `Not ready: ${failing.join(', ')} not reachable.`, code: 'not_ready' } };
+        if (failing.length === 0) return ok({ status: 'ready', checks, checked_at: checkedAt });
+        return { status: 503, body: { status: 'not_ready', checks, failing, checked_at: checkedAt, error: `Not ready: ${failing.join(', ')} not reachable.`, code: 'not_ready' } };
       },
     }),
     defineRoute({

@@ -6,6 +6,24 @@ import { startEmbeddedPostgres } from '../../../core/db/embedded';
 import { createLogger } from '../../../core/logger';
 import { startTestService } from '../../support/service';
 import { client } from '../../support/http';
+import type { PluginDefinition } from '../../../core/plugin';
+
+/** A readiness check that counts its runs and takes `ms` to answer. */
+function countedCheck(ms: number): { plugin: PluginDefinition; runs: () => number } {
+  let runs = 0;
+  const plugin: PluginDefinition = {
+    name: 'counted-check',
+    description: 'test: a readiness check that counts its runs',
+    dependsOn: [],
+    register(ctx) {
+      ctx.readiness('counted', async () => {
+        runs++;
+        await new Promise((r) => setTimeout(r, ms));
+      });
+    },
+  };
+  return { plugin, runs: () => runs };
+}
 
 describe('health plugin', () => {
   it('GET /healthz answers while the process is up', async () => {
@@ -65,7 +83,8 @@ describe('health plugin', () => {
     this.timeout(60_000);
     const dir = mkdtempSync(path.join(tmpdir(), 'pcs-ready-'));
     const pg = await startEmbeddedPostgres(dir, 0, createLogger('silent'));
-    const svc = await startTestService({ enabled: ['health'], databaseUrl: pg.url });
+    // Checks run for every request (READINESS_CACHE_MS=0): the stop is seen by the very next one.
+    const svc = await startTestService({ enabled: ['health'], databaseUrl: pg.url, config: { metrics: { readinessCacheMs: 0 } } });
     try {
       const api = client(svc.url);
       const up = await api.get('/readyz');
@@ -105,6 +124,43 @@ describe('health plugin', () => {
       expect((await client(svc.url).get('/metrics')).text).to.match(/^service_dependency_up\{dependency="redis"\} 1$/m);
     } finally {
       await svc.close();
+    }
+  });
+
+  it('GET /readyz and the dependency gauge share one run of the checks within READINESS_CACHE_MS, and one at a time: a flood of the public route is not a flood of database queries', async () => {
+    const counted = countedCheck(50);
+    const svc = await startTestService({ enabled: ['health', 'counted-check'], extraPlugins: [counted.plugin], config: { metrics: { readinessCacheMs: 1000 } } });
+    try {
+      const api = client(svc.url);
+      const before = counted.runs();
+      const answers = await Promise.all([...Array.from({ length: 40 }, () => api.get<Record<string, any>>('/readyz')), ...Array.from({ length: 5 }, () => api.get('/metrics'))]);
+      const ready = answers.slice(0, 40) as Array<{ status: number; body: Record<string, any> }>;
+      expect(ready.map((r) => r.status)).to.deep.equal(Array(40).fill(200));
+      expect(new Set(ready.map((r) => r.body.checked_at)).size, 'one run answered them all').to.equal(1);
+      expect(ready[0]?.body.checks.counted).to.include({ status: 'up' });
+      expect(answers.slice(40).every((r) => /^service_dependency_up\{dependency="counted"\} 1$/m.test(r.text))).to.equal(true);
+      expect(counted.runs() - before, 'checks run for 45 requests').to.equal(1);
+      // Past READINESS_CACHE_MS, the next request runs them again.
+      await new Promise((r) => setTimeout(r, 1100));
+      const later = await api.get<Record<string, any>>('/readyz');
+      expect(counted.runs() - before).to.equal(2);
+      expect(Date.parse(later.body.checked_at)).to.be.greaterThan(Date.parse(ready[0]?.body.checked_at));
+    } finally {
+      await svc.close();
+    }
+    // READINESS_CACHE_MS=0: each request runs them, but requests at the same moment still share the run in flight.
+    const each = countedCheck(200);
+    const svc0 = await startTestService({ enabled: ['health', 'counted-check'], extraPlugins: [each.plugin], config: { metrics: { readinessCacheMs: 0 } } });
+    try {
+      const api = client(svc0.url);
+      const before = each.runs();
+      await Promise.all(Array.from({ length: 20 }, () => api.get('/readyz')));
+      expect(each.runs() - before).to.equal(1);
+      await api.get('/readyz');
+      await api.get('/readyz');
+      expect(each.runs() - before).to.equal(3);
+    } finally {
+      await svc0.close();
     }
   });
 });
