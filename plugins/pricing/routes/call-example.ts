@@ -6,7 +6,7 @@ const BUILTIN_ID_BY_NAME = new Map(BUILTINS.map((b) => [b.name, b.id]));
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /**
- * The example's context made one the call can price, when what was left of the caller's cannot (a
+ * The example's context made one the call can price, when what the refusal left of the caller's cannot (a
  * refused current_price taken out may leave nothing to price from): the route's example context (or
  * the pinned built-in's own example) under the caller's fields, which stay as sent. A call pinned
  * to a workspace's function is left as it is: only the function knows what it needs.
@@ -28,7 +28,7 @@ function priceable(body: Record<string, unknown>, exampleContext: unknown): Reco
  * refused field left out (and with a refused pin, the `explicit` preference that needed it; with a
  * pin, a routing preference it contradicts), a refused context key left out (a context that is no
  * object replaced by the example's), a built-in's name sent where only an id is taken turned into
- * its id, and a context left unable to price completed from the example's. undefined (the route's
+ * its id, and a context that lost a refused part and cannot price completed from the example's. undefined (the route's
  * own example) when the caller's pin cannot be kept: an example priced by another function than
  * the one named would charge for what was not asked. The pipeline uses it only when it passes the
  * route's body schema.
@@ -46,6 +46,11 @@ export function callExampleFor(schema: z.ZodType, example: { context: unknown })
         return name !== 'function_id' && name !== 'function_name' && delete out[name];
       },
     });
-    return isObject(mended) ? priceable(mended, example.context) : mended;
+    if (!isObject(mended)) return mended;
+    // Completed only where the refusal took part of the context away: a context kept whole is the caller's, and inputs
+    // added to it would price what the caller never said (the 422 of a call sent as it is names what it lacks instead).
+    const sentContext = isObject(sent) && isObject(sent.context) ? sent.context : null;
+    const keptWhole = sentContext !== null && isObject(mended.context) && Object.keys(sentContext).every((k) => k in (mended.context as Record<string, unknown>));
+    return keptWhole ? mended : priceable(mended, example.context);
   };
 }

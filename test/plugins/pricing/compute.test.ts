@@ -736,6 +736,23 @@ describe('compute API', function () {
     }
   });
 
+  it("never adds pricing inputs to a context the refusal kept whole: the example is the call as sent without the refused field, and it answers 422 naming what is missing, not a price built on made-up inputs", async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const cases: Array<[string, Record<string, unknown>, Record<string, unknown>]> = [
+      ['/api/price-router', { context: { current_price: 3 }, function_name: 'cost-plus', verify: true }, { context: { current_price: 3 }, function_name: 'cost-plus' }],
+      ['/api/compute/price', { context: { current_price: 3 }, function_name: 'cost-plus' }, { context: { current_price: 3 }, function_id: 'fn_builtin_cost_plus' }],
+      ['/api/compute/price', { context: { product_type: 'nothing-known' }, routing_preference: 'fancy' }, { context: { product_type: 'nothing-known' } }],
+    ];
+    for (const [path, sent, expected] of cases) {
+      const res = await api.post<Record<string, any>>(path, sent);
+      expect(res.status, res.text).to.equal(400);
+      expect(res.body.example, JSON.stringify(sent)).to.deep.equal(expected);
+      const again = await api.post<Record<string, any>>(path, res.body.example);
+      expect(again.status, `${JSON.stringify(res.body.example)}: ${again.text}`).to.equal(422);
+      expect(again.body.code).to.equal('insufficient_context');
+    }
+  });
+
   it('lists functions with a built-in filter and rejects an unknown filter value', async () => {
     const api = client(svc.url, { 'x-api-key': key });
     const builtIns = await api.get<Record<string, any>>('/api/functions?built_in=true');
