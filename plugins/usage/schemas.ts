@@ -1,3 +1,4 @@
+import { genericUserAgentPart } from './generic-user-agents';
 import { z } from 'zod';
 import { listQuery } from '../../core/pagination';
 
@@ -95,11 +96,26 @@ const testerTag = z
   .strictObject({
     id: z.string().min(1).max(100).optional().describe('A tag returned by GET; with it, its masked address may be sent back unchanged to keep the address.'),
     label: z.string().trim().min(1).max(80),
-    user_agent_contains: z.string().trim().min(4).max(200).nullable().optional().describe('Case-insensitive part of the User-Agent (at least 4 characters).'),
+    user_agent_contains: z
+      .string()
+      .trim()
+      .min(4)
+      .max(200)
+      .nullable()
+      .optional()
+      .describe('Case-insensitive part of the User-Agent (at least 4 characters), one only your testers send: a part of a common client\'s User-Agent (a browser, curl, an HTTP library, an agent SDK) is refused, since it would label strangers\' calls.'),
     address: z.string().trim().min(1).max(64).nullable().optional().describe('The caller address (IPv4 or IPv6); only a hash of it is kept.'),
   })
   .superRefine((t, ctx) => {
     if (!t.user_agent_contains && !t.address) ctx.addIssue({ code: 'custom', path: ['user_agent_contains'], message: 'a tag needs user_agent_contains or address (or both)' });
+    const generic = t.user_agent_contains ? genericUserAgentPart(t.user_agent_contains) : null;
+    if (generic) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['user_agent_contains'],
+        message: `would match strangers' keyless calls: "${generic}" is in the User-Agent of common clients; use a part only your testers send, with at least 4 letters of its own (such as "acme-qa-bot"), or match them by address`,
+      });
+    }
   });
 
 export const testerTagsBody = z.strictObject({

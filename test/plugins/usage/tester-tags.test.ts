@@ -92,7 +92,11 @@ describe('usage: tester tags (Settings)', function () {
     ['an unknown field', { tags: [{ label: 'x', user_agent_contains: 'abcd-bot', grants: 'admin' }] }, 'tags.0'],
     ['an unknown id', { tags: [{ id: 'ttag_doesnotexist00000000', label: 'x', user_agent_contains: 'abcd-bot' }] }, 'tags.0.id'],
     ['no tags field', {}, 'tags'],
-    ['more than 50 tags', { tags: Array.from({ length: 51 }, (_, i) => ({ label: `t${i}`, user_agent_contains: `agent-${i}` })) }, 'tags'],
+    ['more than 50 tags', { tags: Array.from({ length: 51 }, (_, i) => ({ label: `t${i}`, user_agent_contains: `lab-runner-${i}` })) }, 'tags'],
+    // A part every curl, browser or Python client sends would show strangers' keyless calls (and their prices) as testers'.
+    ...(['curl', 'Mozi', 'pyth', 'okhttp', 'curl/8.4.0', 'Mozilla/5.0 (X11; Linux x86_64)', 'python-requests/2.31', 'HeadlessChrome', 'Claude-User', 'node-fetch/1.0'] as const).map(
+      (ua): [string, unknown, string] => [`the common client's User-Agent part "${ua}"`, { tags: [{ label: 'QA', user_agent_contains: 'acme-qa-bot' }, { label: 'sweep', user_agent_contains: ua }] }, 'tags.1.user_agent_contains'],
+    ),
   ];
   for (const [what, body, path] of invalid) {
     it(`refuses ${what} with 400 and issues naming ${path}`, async () => {
@@ -104,6 +108,15 @@ describe('usage: tester tags (Settings)', function () {
       expect((await get()).body).to.deep.equal(before);
     });
   }
+
+  it("refuses a common client's User-Agent part with a reason and a way out, and takes a part with letters of its own around it", async () => {
+    const res = await put({ tags: [{ label: 'sweep', user_agent_contains: 'curl/7.88.1' }] });
+    expect(res.status, res.text).to.equal(400);
+    const issue = (res.body.issues as Array<{ path: string; reason: string }>).find((i) => i.path === 'tags.0.user_agent_contains');
+    expect(issue?.reason).to.match(/^would match strangers' keyless calls: "curl" is in the User-Agent of common clients; use a part only your testers send/);
+    const taken = await put({ tags: [{ label: 'QA', user_agent_contains: 'acme-curl-tester' }] });
+    expect(taken.status, taken.text).to.equal(200);
+  });
 
   it('refuses a body that is not JSON with 400 invalid_json', async () => {
     const res = await client(svc.url).raw<Record<string, any>>('PUT', '/api/settings/tester-tags', { rawBody: '{tags: [', headers: { 'x-api-key': key, 'content-type': 'application/json' } });
