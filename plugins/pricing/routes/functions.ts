@@ -140,11 +140,13 @@ function checkTimeout(timeoutMs: number | undefined, callMaxMs: number, example:
  * A draft was never active, so there is nothing to deactivate (SPEC's states: draft to active, active to inactive):
  * it is already out of routing, and an inactive one's refusal would say its owner deactivated it.
  */
-function draftNotDeactivated(fn: FunctionDescriptor): ApiError {
+function draftNotDeactivated(fn: FunctionDescriptor, rest: Record<string, unknown>): ApiError {
+  const others = Object.keys(rest).length > 0;
   return new ApiError('function_draft', `Function "${fn.name}" is a draft: it has never been active, so it cannot be deactivated; it stays out of routing until its owner activates it with PATCH /api/functions/${fn.id} {"status":"active"}.`, {
-    hint: 'Leave it as a draft to keep it unused, or activate it; only an active function is deactivated.',
+    hint: `Leave it as a draft to keep it unused${others ? ': the example is your change without the status, and keeps it a draft' : ''}, or activate it; only an active function is deactivated.`,
     fields: { function_id: fn.id, status: 'draft' },
-    example: { status: 'active' },
+    // Never the activation: the caller asked to keep the function out of use, and activating a public draft lists it.
+    ...(others ? { example: rest } : {}),
   });
 }
 
@@ -329,10 +331,10 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       handler: async ({ principal, params, body }) => {
         const p = principal as Principal;
         const before = await owned(p, params.id);
-        if (body.status === 'inactive' && before.status === 'draft') throw draftNotDeactivated(before);
-        checkEndpointFields(before.executionType, before.name, body);
         // As for a refused body: what was sent without the refused values, never a sample that would change the function.
         const sentWithout = (...refused: string[]) => Object.fromEntries(Object.entries(body).filter(([k, v]) => v !== undefined && !refused.includes(k)));
+        if (body.status === 'inactive' && before.status === 'draft') throw draftNotDeactivated(before, sentWithout('status'));
+        checkEndpointFields(before.executionType, before.name, body);
         if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url, sentWithout('endpoint_url'));
         // An address registered under other outbound rules (the operator changed them since) is checked again when it goes live.
         else if (body.status === 'active' && before.endpointUrl) checkEndpoint(d.outbound, before.endpointUrl, sentWithout('status'));

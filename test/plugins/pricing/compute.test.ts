@@ -474,7 +474,15 @@ describe('compute API', function () {
     expect(deactivateDraft.status, deactivateDraft.text).to.equal(409);
     expect(deactivateDraft.body).to.include({ code: 'function_draft', function_id: id, status: 'draft' });
     expect(deactivateDraft.body.error).to.contain(`PATCH /api/functions/${id} {"status":"active"}`);
-    expect(deactivateDraft.body.example).to.deep.equal({ status: 'active' });
+    // Never the activation as its example: the caller asked to keep it out of use (and a public draft activated is listed).
+    expect(deactivateDraft.body).to.not.have.property('example');
+    const withChange = await api.patch<Record<string, any>>(`/api/functions/${id}`, { status: 'inactive', description: 'kept private' });
+    expect(withChange.status, withChange.text).to.equal(409);
+    expect(withChange.body.example).to.deep.equal({ description: 'kept private' });
+    expect(withChange.body.hint).to.include('the example is your change without the status, and keeps it a draft');
+    const sentAsGiven = await api.patch<Record<string, any>>(`/api/functions/${id}`, withChange.body.example);
+    expect(sentAsGiven.status, sentAsGiven.text).to.equal(200);
+    expect(sentAsGiven.body.function).to.include({ status: 'draft', description: 'kept private' });
     expect((await api.get<Record<string, any>>(`/api/functions/${id}`)).body.function.status).to.equal('draft');
     expect((await api.patch(`/api/functions/${id}`, { status: 'active' })).status).to.equal(200);
     expect((await api.patch(`/api/functions/${id}`, { status: 'inactive' })).status).to.equal(200);
