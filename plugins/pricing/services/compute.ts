@@ -11,7 +11,7 @@ import type { KvStore } from '../../../core/kv';
 import type { RequestRate } from '../../identity';
 import type { AttemptReport, MarketEvidence, PricingEngine, PriceOutcome, Preference, TraceStage } from '../../../engine';
 import { EngineError } from '../../../engine';
-import { IDEMPOTENCY_HEADER, REPLAYED_HEADER, claimOffered, requestFingerprint } from '../../identity';
+import { IDEMPOTENCY_HEADER, REPLAYED_HEADER, claimOffered, requestFingerprint, seemsToManageWorkspace } from '../../identity';
 import { callerFields, contextKeys, isCallerGoneError, receipt, receiptOfRow, remaining } from '../../usage';
 import type { CallReplays, RecordedCall, RecordedEvent, UsageEventInput, UsageRecorder } from '../../usage';
 import { DEMO_WORKSPACE_ID } from '../migrations/0001-pricing-schema';
@@ -19,7 +19,7 @@ import { callerGone, callerLeftSignal } from '../../../core/http/caller-gone';
 import { toApiError } from './engine-errors';
 import type { MarketEvidenceSlot } from './market-evidence';
 import { KeyedTurns } from './keyed-turns';
-import { nextActions } from './next-actions';
+import { mayCall, nextActions } from './next-actions';
 import type { PolicyStore } from './policy-store';
 
 export interface ComputeCall {
@@ -272,7 +272,7 @@ export class ComputeService {
       });
     } catch (err) {
       if (!call.reservation) await reservation.release();
-      const mapped = toApiError(err, { keyless: p === null, sandbox: scope.builtInsOnly && p !== null, claimOffered: claimOffered(this.config), context: call.context, market, hasPolicy: hasDefaultPolicy, observationsServed: this.routes.offers('post', '/api/data/observations'), ...(call.functionName ? { pinnedBy: 'function_name' as const } : call.functionId ? { pinnedBy: 'function_id' as const } : {}) });
+      const mapped = toApiError(err, { keyless: p === null, sandbox: scope.builtInsOnly && p !== null, claimOffered: claimOffered(this.config), context: call.context, market, hasPolicy: hasDefaultPolicy, managesPolicies: p !== null && seemsToManageWorkspace(p) && mayCall(p, this.routes.find('policies.create')), observationsServed: this.routes.offers('post', '/api/data/observations'), ...(call.functionName ? { pinnedBy: 'function_name' as const } : call.functionId ? { pinnedBy: 'function_id' as const } : {}) });
       // A call refused for its body (400) or its plan (403) was refused before pricing and is no call (docs/routing.md); the
       // others are recorded with the code their caller was given.
       if (err instanceof EngineError && mapped instanceof ApiError && mapped.status !== 400 && mapped.status !== 403) {

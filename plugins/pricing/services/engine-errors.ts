@@ -45,23 +45,46 @@ export interface ErrorAudience {
   hasPolicy?: boolean;
   /** False when this service does not take price observations (the verification plugin is off): no answer offers them. */
   observationsServed?: boolean;
-}
-
-/** What the caller can do about functions that failed, in the words of what it has: a policy, none, or no policy at all to make. */
-function fallbackAdvice(opts: ErrorAudience): string {
-  if (opts.keyless || opts.sandbox) return 'pin another built-in with function_id';
-  if (opts.hasPolicy === false) return 'create a default routing policy with a fallback (POST /api/routing-policies with "is_default": true and, say, "fallback_function": "cost-plus")';
-  return 'add a fallback_chain or fallback_function to your routing policy';
+  /**
+   * False when the credential may not change the workspace's routing policies (an agent's key or token, a member's key):
+   * a hint then asks those who may, rather than pointing at a change this caller would be refused.
+   */
+  managesPolicies?: boolean;
 }
 
 /** The built-ins in the order the default strategy reaches for them (docs/routing.md). */
 const DEFAULT_ORDER = ['anchored-adjustment', 'competitive-position', 'elasticity-optimum', 'cost-plus', 'charm-pricing'].flatMap((name) => BUILTINS.filter((b) => b.name === name));
+
+/**
+ * What the caller can do about functions that failed, in the words of what it has: a policy, none, or no policy at all to
+ * make; or, for a credential that may not change policies, who can. `failed`: the functions that failed in this call, which
+ * a suggested fallback is not.
+ */
+function fallbackAdvice(opts: ErrorAudience, failed: ReadonlySet<string> = new Set()): string {
+  if (opts.keyless || opts.sandbox) return 'pin another built-in with function_id';
+  if (opts.managesPolicies === false) {
+    return opts.hasPolicy === false
+      ? "ask an owner or admin of the workspace for a default routing policy with a fallback (this credential may not create one)"
+      : "ask an owner or admin of the workspace to add a fallback_chain or fallback_function to its routing policy (this credential may not change it)";
+  }
+  if (opts.hasPolicy === false) {
+    // A fallback that could price this very context (the caller's inputs, the network's observations), never one that just failed.
+    const fallback = DEFAULT_ORDER.find((b) => !failed.has(b.id) && (opts.context === undefined || b.mayPrice(opts.context, opts.market ?? undefined)));
+    return fallback
+      ? `create a default routing policy with a fallback (POST /api/routing-policies {"name": "with a fallback", "strategy": "default", "is_default": true, "fallback_function": "${fallback.name}"}, a built-in that can price this context)`
+      : 'create a default routing policy whose fallback_function can price this context (POST /api/routing-policies with "name", "strategy": "default", "is_default": true and "fallback_function"; GET /api/functions lists what each function reads)';
+  }
+  return 'add a fallback_chain or fallback_function to your routing policy';
+}
 
 /** An explicit call's example: the caller's context pinned to the first built-in that can price it, else the stock one. */
 function explicitExample(context: Record<string, unknown> | undefined, market: MarketEvidence | null | undefined): Record<string, unknown> {
   const pin = context ? DEFAULT_ORDER.find((b) => b.mayPrice(context, market ?? undefined)) : undefined;
   return pin && context ? { context, function_id: pin.id, routing_preference: 'explicit' } : { context: { current_price: 10 }, function_id: 'fn_builtin_anchored', routing_preference: 'explicit' };
 }
+
+/** The functions that failed among a call's attempts. */
+const failedIn = (attempts: ReadonlyArray<{ id?: string | null; outcome: string }> | undefined): Set<string> => new Set((attempts ?? []).flatMap((a) => (a.outcome === 'failed' && a.id ? [a.id] : [])));
 
 /** The engine's typed outcomes as SPEC's error bodies, with hints for `opts`'s caller. */
 export function toApiError(err: unknown, opts: ErrorAudience = {}): unknown {
@@ -154,7 +177,7 @@ function engineErrorBody(err: unknown, opts: ErrorAudience): unknown {
         const at = d.refusedAt?.length === 1 ? d.refusedAt[0] : '{id}';
         const meanwhile = d.pinned
           ? `meanwhile pin another function, or omit ${opts.pinnedBy ?? 'function_id'} to let your routing choose`
-          : `meanwhile ${fallbackAdvice(opts)}${opts.keyless || opts.sandbox ? '' : ', or pin another function with function_id'}`;
+          : `meanwhile ${fallbackAdvice(opts, failedIn(d.attempts))}${opts.keyless || opts.sandbox ? '' : ', or pin another function with function_id'}`;
         return new ApiError('functions_failed', err.message, {
           hint: `Nothing was charged. The outbound guard refuses the address the function is registered with (private, loopback, link-local or metadata, or a port or scheme the operator does not allow); its owner sees which in the attempt's error and can register a public https endpoint_url with PATCH /api/functions/${at}; ${meanwhile}.`,
           fields: { retryable: false, attempts: d.attempts ?? [] },
@@ -163,8 +186,10 @@ function engineErrorBody(err: unknown, opts: ErrorAudience): unknown {
       return new ApiError('functions_failed', err.message, {
         hint: `Nothing was charged. ${d.retryAfterS ? `Retry after ${d.retryAfterS} s` : 'Retry later'}, or ${
           (d.attempts ?? []).some((a) => a.role === 'fallback_chain' || a.role === 'fallback_function')
-            ? "add another function to your routing policy's fallbacks: those it names failed or were skipped too (see attempts)."
-            : `${fallbackAdvice(opts)}.`
+            ? opts.managesPolicies === false
+              ? "ask an owner or admin of the workspace to add another function to its routing policy's fallbacks: those it names failed or were skipped too (see attempts)."
+              : "add another function to your routing policy's fallbacks: those it names failed or were skipped too (see attempts)."
+            : `${fallbackAdvice(opts, failedIn(d.attempts))}.`
         }${
           // The functions that did not fail could not price this context: more inputs would let them, failure or not.
           (d.attempts ?? []).some((a) => a.outcome === 'not_applicable')

@@ -94,13 +94,34 @@ describe('pricing: engine outcomes as SPEC error bodies', () => {
   it('functions_failed speaks of a routing policy only to a workspace that has one: one without is told to create it, a sandbox and the demo to pin another built-in', () => {
     const failed = () => new EngineError('functions_failed', 'Every function tried failed (chosen function).', { attempts: [] });
     expect((toApiError(failed(), { hasPolicy: false }) as ApiError).extras.hint).to.equal(
-      'Nothing was charged. Retry later, or create a default routing policy with a fallback (POST /api/routing-policies with "is_default": true and, say, "fallback_function": "cost-plus").',
+      'Nothing was charged. Retry later, or create a default routing policy with a fallback (POST /api/routing-policies {"name": "with a fallback", "strategy": "default", "is_default": true, "fallback_function": "anchored-adjustment"}, a built-in that can price this context).',
     );
     expect((toApiError(failed(), { hasPolicy: true }) as ApiError).extras.hint).to.equal('Nothing was charged. Retry later, or add a fallback_chain or fallback_function to your routing policy.');
     expect((toApiError(failed(), { sandbox: true, hasPolicy: false }) as ApiError).extras.hint).to.equal('Nothing was charged. Retry later, or pin another built-in with function_id.');
     expect((toApiError(failed(), { keyless: true }) as ApiError).extras.hint).to.equal('Nothing was charged. Retry later, or pin another built-in with function_id.');
     const permanent = new EngineError('functions_failed', 'Every function tried failed at an address the service will not call.', { attempts: [], permanent: true, refusedAt: ['fn_x'], pinned: false });
     expect((toApiError(permanent, { hasPolicy: false }) as ApiError).extras.hint).to.match(/; meanwhile create a default routing policy with a fallback \(POST \/api\/routing-policies .*\), or pin another function with function_id\.$/);
+  });
+
+  it('functions_failed suggests as a fallback a built-in that can price the context sent and did not just fail, and none when no built-in can', () => {
+    const failed = (attempts: Array<{ function: string; id: string }> = []) =>
+      new EngineError('functions_failed', 'Every function tried failed.', { attempts: attempts.map((a) => ({ ...a, role: 'chosen' as const, outcome: 'failed' as const, error: 'boom', ms: 1 })) });
+    const hint = (err: EngineError, context: Record<string, unknown>) => (toApiError(err, { hasPolicy: false, context }) as ApiError).extras.hint as string;
+    expect(hint(failed(), { unit_cost: 4 })).to.include('"fallback_function": "cost-plus"}');
+    expect(hint(failed([{ function: 'anchored-adjustment', id: 'fn_builtin_anchored' }]), { current_price: 3 })).to.include('"fallback_function": "charm-pricing"}');
+    expect(hint(failed(), { product_type: 'nothing-known' })).to.include('create a default routing policy whose fallback_function can price this context (POST /api/routing-policies with "name"');
+  });
+
+  it('functions_failed asks a credential that may not change routing policies to ask an owner or admin, instead of pointing at a change it would be refused', () => {
+    const failed = () => new EngineError('functions_failed', 'Every function tried failed.', { attempts: [] });
+    expect((toApiError(failed(), { hasPolicy: true, managesPolicies: false }) as ApiError).extras.hint).to.equal(
+      'Nothing was charged. Retry later, or ask an owner or admin of the workspace to add a fallback_chain or fallback_function to its routing policy (this credential may not change it).',
+    );
+    expect((toApiError(failed(), { hasPolicy: false, managesPolicies: false }) as ApiError).extras.hint).to.equal(
+      'Nothing was charged. Retry later, or ask an owner or admin of the workspace for a default routing policy with a fallback (this credential may not create one).',
+    );
+    const ranFallbacks = new EngineError('functions_failed', 'Every function tried failed.', { attempts: [{ function: 'b', id: 'fn_b', role: 'fallback_chain' as const, outcome: 'failed' as const, error: 'boom', ms: 1 }] });
+    expect((toApiError(ranFallbacks, { hasPolicy: true, managesPolicies: false }) as ApiError).extras.hint).to.match(/^Nothing was charged\. Retry later, or ask an owner or admin of the workspace to add another function to its routing policy's fallbacks/);
   });
 
   it('functions_failed where the policy\'s fallbacks ran (or were skipped) too does not ask for a fallback_chain it has', () => {

@@ -8,7 +8,7 @@ import { sendJson, startCanary, startUpstream } from '../../support/outbound';
 import type { Canary, Upstream } from '../../support/outbound';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
-import { createKey, signUp } from '../../support/world';
+import { createKey, joinWorkspace, signUp } from '../../support/world';
 
 /**
  * external_api pricing functions end to end: registration, draft → active, the call to the owner's
@@ -856,6 +856,33 @@ describe("pricing: a context an external endpoint refuses is the context's fault
     return res.body.function as { id: string; name: string };
   };
   const breakerOf = async (id: string, reader = owner) => (await reader.get<Record<string, any>>(`/api/functions/${id}`)).body.breaker as { state: string; calls: number; failures: number };
+
+  it("a failing function's 502 hint: the owner's key is offered a whole default policy whose fallback can price the context; a member's key, which may not create one, is asked to turn to an owner or admin", async () => {
+    const fn = await listed('/status/500');
+    const person = await signUp(svc, 'ext-hint-owner');
+    const ownKey = client(svc.url, { 'x-api-key': (await createKey(svc, person, { name: 'own' })).key });
+    const member = await joinWorkspace(svc, person, 'ext-hint-member', 'member');
+    const made = await client(svc.url, member.session).post<Record<string, any>>('/api/api-keys', { name: 'member' });
+    expect(made.status, made.text).to.equal(201);
+    const memberKey = client(svc.url, { 'x-api-key': made.body.api_key.key as string });
+    const byOwner = await ownKey.post<Record<string, any>>('/api/compute/price', { context: EUR, function_id: fn.id });
+    expect(byOwner.status, byOwner.text).to.equal(502);
+    const body = /POST \/api\/routing-policies (\{.*?\}), a built-in/.exec(byOwner.body.hint as string)?.[1];
+    expect(body, byOwner.body.hint).to.be.a('string');
+    // Sent as given, the policy is created, and the call it was offered for is answered by its fallback.
+    const created = await ownKey.post<Record<string, any>>('/api/routing-policies', JSON.parse(body as string));
+    expect(created.status, created.text).to.equal(201);
+    const again = await ownKey.post<Record<string, any>>('/api/compute/price', { context: EUR, function_id: fn.id });
+    expect(again.status, again.text).to.equal(200);
+    expect(again.body.trace.fallback_used).to.equal(true);
+    // The member's key acts in the same workspace: its policy's fallback answers it too.
+    const byMember = await memberKey.post<Record<string, any>>('/api/compute/price', { context: EUR, function_id: fn.id });
+    expect(byMember.status, byMember.text).to.equal(200);
+    expect((await ownKey.delete(`/api/routing-policies/${created.body.policy.id as string}`)).status).to.be.oneOf([200, 204]);
+    const refused = await memberKey.post<Record<string, any>>('/api/compute/price', { context: EUR, function_id: fn.id });
+    expect(refused.status, refused.text).to.equal(502);
+    expect(refused.body.hint).to.include('ask an owner or admin of the workspace for a default routing policy with a fallback (this credential may not create one)');
+  });
 
   it("a pinned endpoint that declines the currency, beside a fallback lacking an input: the hint does not name the fallback's input as the pinned function's need", async () => {
     const fn = await listed('/usd-only');
