@@ -150,6 +150,46 @@ function draftNotDeactivated(fn: FunctionDescriptor, rest: Record<string, unknow
   });
 }
 
+/** Whether a check throws its refusal (an ApiError) for what it is given. */
+function refuses(check: () => void): boolean {
+  try {
+    check();
+    return false;
+  } catch (err) {
+    if (err instanceof ApiError) return true;
+    throw err;
+  }
+}
+
+/**
+ * The fields of a function's body the checks after its schema would refuse (address, time limit, cost), all at once: an
+ * example keeping one of them would be refused by the next check, a round trip each.
+ */
+function refusedAfterSchema(body: Record<string, unknown>, d: Pick<FunctionRouteDeps, 'outbound' | 'callMaxMs' | 'maxCallCost'>, stored?: { costPerUnit: string; costMultiplier: string }): Set<'endpoint_url' | 'timeout_ms' | 'cost'> {
+  const out = new Set<'endpoint_url' | 'timeout_ms' | 'cost'>();
+  if (typeof body.endpoint_url === 'string' && refuses(() => checkEndpoint(d.outbound, body.endpoint_url as string, {}))) out.add('endpoint_url');
+  if (typeof body.timeout_ms === 'number' && refuses(() => checkTimeout(body.timeout_ms as number, d.callMaxMs(), {}))) out.add('timeout_ms');
+  const cost = typeof body.cost_per_unit === 'string' ? body.cost_per_unit : stored?.costPerUnit;
+  const multiplier = typeof body.cost_multiplier === 'string' ? body.cost_multiplier : (stored?.costMultiplier ?? '1');
+  const sentCost = body.cost_per_unit !== undefined || body.cost_multiplier !== undefined;
+  if (sentCost && cost !== undefined && DECIMAL.test(cost) && DECIMAL.test(multiplier) && refuses(() => checkCallCost(cost, multiplier, d.maxCallCost(), {}))) out.add('cost');
+  return out;
+}
+
+const DECIMAL = /^\d+(\.\d+)?$/;
+
+/** A create's body with every field the checks after its schema refuse replaced by the stock example's placeholder. */
+function mendedCreate(body: Record<string, unknown>, d: Pick<FunctionRouteDeps, 'outbound' | 'callMaxMs' | 'maxCallCost'>): Record<string, unknown> {
+  const refused = refusedAfterSchema(body, d);
+  const ex = s.registerFunctionExample;
+  return {
+    ...body,
+    ...(refused.has('endpoint_url') ? { endpoint_url: ex.endpoint_url } : {}),
+    ...(refused.has('timeout_ms') ? { timeout_ms: Math.min(d.callMaxMs(), ex.timeout_ms) } : {}),
+    ...(refused.has('cost') ? { cost_per_unit: ex.cost_per_unit, cost_multiplier: ex.cost_multiplier } : {}),
+  };
+}
+
 /** endpoint_url and timeout_ms belong to external_api functions: on another kind they would be stored and never used. */
 function checkEndpointFields(executionType: FunctionDescriptor['executionType'], name: string, body: { endpoint_url?: string | undefined; timeout_ms?: number | undefined }): void {
   if (executionType === 'external_api') return;
@@ -246,7 +286,10 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       body: s.registerFunctionBody,
       example: s.registerFunctionExample,
       // What was sent, a refused or missing field the body needs (name, endpoint) replaced by the example's placeholder.
-      exampleFor: (sent) => createExampleFromSent(s.registerFunctionBody, sent, s.registerFunctionExample),
+      exampleFor: (sent) => {
+        const example = createExampleFromSent(s.registerFunctionBody, sent, s.registerFunctionExample);
+        return example ? mendedCreate(example, d) : example;
+      },
       headers: createIdempotencyHeaders,
       // An external_api function's answer carries its signing secret, shown here (and on a replay) only.
       returnsSecret: true,
@@ -255,9 +298,11 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       handler: async ({ principal, body, req, sent }) => {
         const p = principal as Principal;
         checkEndpointFields(body.execution_type, body.name, body);
-        if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url, s.registerFunctionExample);
-        checkTimeout(body.timeout_ms, d.callMaxMs(), { ...body, timeout_ms: Math.min(d.callMaxMs(), s.registerFunctionExample.timeout_ms) });
-        checkCallCost(body.cost_per_unit, body.cost_multiplier, d.maxCallCost(), { ...body, cost_per_unit: s.registerFunctionExample.cost_per_unit, cost_multiplier: s.registerFunctionExample.cost_multiplier });
+        // One example for every refusal below: what was sent, each refused field as the stock placeholder.
+        const example = mendedCreate(body, d);
+        if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url, example);
+        checkTimeout(body.timeout_ms, d.callMaxMs(), example);
+        checkCallCost(body.cost_per_unit, body.cost_multiplier, d.maxCallCost(), example);
         const answer = (fn: FunctionDescriptor) =>
           created({
             function: functionView(fn, d, p.workspaceId, healthCallerOfPrincipal(p)),
@@ -335,12 +380,14 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         const sentWithout = (...refused: string[]) => Object.fromEntries(Object.entries(body).filter(([k, v]) => v !== undefined && !refused.includes(k)));
         if (body.status === 'inactive' && before.status === 'draft') throw draftNotDeactivated(before, sentWithout('status'));
         checkEndpointFields(before.executionType, before.name, body);
-        if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url, sentWithout('endpoint_url'));
+        // Every field the checks below refuse left out at once, so the example is not refused by the next of them.
+        const refused = [...refusedAfterSchema(body, d, before)].flatMap((f) => (f === 'cost' ? ['cost_per_unit', 'cost_multiplier'] : [f]));
+        if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url, sentWithout(...refused));
         // An address registered under other outbound rules (the operator changed them since) is checked again when it goes live.
-        else if (body.status === 'active' && before.endpointUrl) checkEndpoint(d.outbound, before.endpointUrl, sentWithout('status'));
-        checkTimeout(body.timeout_ms, d.callMaxMs(), sentWithout('timeout_ms'));
+        else if (body.status === 'active' && before.endpointUrl) checkEndpoint(d.outbound, before.endpointUrl, sentWithout('status', ...refused));
+        checkTimeout(body.timeout_ms, d.callMaxMs(), sentWithout(...refused));
         if (body.cost_per_unit !== undefined || body.cost_multiplier !== undefined) {
-          checkCallCost(body.cost_per_unit ?? before.costPerUnit, body.cost_multiplier ?? before.costMultiplier, d.maxCallCost(), sentWithout('cost_per_unit', 'cost_multiplier'));
+          checkCallCost(body.cost_per_unit ?? before.costPerUnit, body.cost_multiplier ?? before.costMultiplier, d.maxCallCost(), sentWithout(...refused));
         }
         if (body.status === 'active' && before.executionType === 'external_api' && !(body.endpoint_url ?? before.endpointUrl)) {
           throw new ApiError('validation_error', 'An external_api function needs endpoint_url before activation.', {

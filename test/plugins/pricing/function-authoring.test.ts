@@ -274,6 +274,36 @@ describe('pricing: authoring workspace functions', function () {
     });
   });
 
+  describe('examples of a refused function body', () => {
+    it('replaces every field the checks after the schema refuse at once, on a create refused by its schema, its address or its time limit: sent as given, the example registers the caller\'s function', async () => {
+      const name = fnName('mended');
+      const sent = { name, execution_type: 'external_api', description: 'mine', endpoint_url: 'http://10.0.0.1/price', timeout_ms: 30_000, cost_per_unit: '0.001' };
+      // Schema refusal (the cost), then the address refusal, then the time limit alone: each example passes all three checks.
+      for (const body of [{ ...sent, cost_per_unit: 'abc' }, sent, { ...sent, endpoint_url: 'https://pricing.acme.example/mine' }]) {
+        const res = await api().post<Record<string, any>>('/api/functions', body);
+        expect(res.status, res.text).to.equal(400);
+        expect(res.body.example, JSON.stringify(body)).to.include({ name, description: 'mine', execution_type: 'external_api' });
+        expect(res.body.example.timeout_ms, 'no time limit the next check refuses').to.be.at.most(25_000);
+        expect(res.body.example.endpoint_url, 'no address the guard refuses').to.not.include('10.0.0.1');
+        if (body.endpoint_url.startsWith('https://')) expect(res.body.example.endpoint_url).to.equal('https://pricing.acme.example/mine');
+      }
+      const last = await api().post<Record<string, any>>('/api/functions', { ...sent, cost_per_unit: 'abc' });
+      const resent = await api().post<Record<string, any>>('/api/functions', last.body.example);
+      expect(resent.status, resent.text).to.equal(201);
+      expect(resent.body.function).to.include({ name, description: 'mine' });
+    });
+
+    it('leaves out every field the checks refuse at once on a PATCH, so its example is not refused by the next check', async () => {
+      const made = await api().post<Record<string, any>>('/api/functions', { name: fnName('patch-mended'), execution_type: 'external_api', endpoint_url: 'https://pricing.acme.example/price', cost_per_unit: '0.001' });
+      expect(made.status, made.text).to.equal(201);
+      const res = await api().patch<Record<string, any>>(`/api/functions/${made.body.function.id}`, { endpoint_url: 'http://10.0.0.1/x', timeout_ms: 30_000, description: 'moved' });
+      expect(res.status, res.text).to.equal(400);
+      expect(res.body.example).to.deep.equal({ description: 'moved' });
+      const resent = await api().patch<Record<string, any>>(`/api/functions/${made.body.function.id}`, res.body.example);
+      expect(resent.status, resent.text).to.equal(200);
+    });
+  });
+
   describe('names and tags that pass for the service\'s own', () => {
     const suffix = () => `${process.pid}-${Date.now().toString(36)}-${seq++}`;
     const expectReserved = (res: { status: number; body: Record<string, any>; text: string }, name: string) => {
