@@ -83,7 +83,7 @@ function boundReason(issue: z.ZodError['issues'][number]): string | null {
 }
 
 export function zodIssues(error: z.ZodError, value?: unknown, schema?: z.ZodType): ErrorIssue[] {
-  return tightestMaxima(error.issues).map((issue) => {
+  return tightestMaxima(error.issues).flatMap((issue): ErrorIssue | ErrorIssue[] => {
     if (issue.code === 'invalid_value' && issue.path.length > 0 && valueAt(value, issue.path) === undefined) {
       return { path: formatPath(issue.path), reason: `required: one of ${issue.values.map((v) => JSON.stringify(v)).join('|')}` };
     }
@@ -96,14 +96,18 @@ export function zodIssues(error: z.ZodError, value?: unknown, schema?: z.ZodType
     }
     const bound = boundReason(issue);
     if (bound) return { path: formatPath(issue.path), reason: bound };
-    // A schema's own wording for its unknown keys (zod's default starts "Unrecognized key") stands.
-    if (issue.code === 'unrecognized_keys' && !issue.message.startsWith('Unrecognized key')) return { path: formatPath(issue.path), reason: issue.message };
     if (issue.code === 'unrecognized_keys') {
+      // One issue per unknown key, at the key's own path: a client placing issues by field can place these too.
       const keys = (issue as { keys?: string[] }).keys ?? [];
+      // A schema's own wording for its unknown keys (zod's default starts "Unrecognized key") stands for the keys it names.
+      const own = issue.message.startsWith('Unrecognized key') ? null : issue.message;
       // With the schema, each key is told the declared one it likely meant ("max_cost" for max_cost_per_unit).
       const declared = schema ? keysDeclaredAt(schema, issue.path) : undefined;
-      const meant = declared ? keys.flatMap((k) => { const m = closest(k, declared); return m ? [`"${k}" (did you mean "${m}"?)`] : [`"${k}"`]; }) : keys.map((k) => `"${k}"`);
-      return { path: formatPath(issue.path), reason: `unknown field${keys.length > 1 ? 's' : ''} ${meant.join(', ')} not accepted` };
+      return keys.map((k) => {
+        if (own !== null && (own.includes(`"${k}"`) || keys.length === 1)) return { path: formatPath([...issue.path, k]), reason: own };
+        const meant = declared ? closest(k, declared) : undefined;
+        return { path: formatPath([...issue.path, k]), reason: `unknown field "${k}"${meant ? ` (did you mean "${meant}"?)` : ''} not accepted` };
+      });
     }
     if (issue.code === 'invalid_key') {
       // zod reports only "Invalid key in record"; the key schema's own message says what a key must be.

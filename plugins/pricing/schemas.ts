@@ -49,8 +49,8 @@ function pinRule(b: { function_id?: string | undefined; function_name?: string |
 const nameTakenElsewhere = {
   error: (iss: { code: string; keys?: string[] }) => {
     if (iss.code !== 'unrecognized_keys' || !iss.keys?.includes('function_name')) return undefined;
-    const others = iss.keys.filter((k) => k !== 'function_name');
-    return `"function_name" is taken by POST /api/price-router; here pin a function by its id in function_id (GET /api/functions lists ids)${others.length ? `; also not accepted: ${others.map((k) => `"${k}"`).join(', ')}` : ''}`;
+    // Said of function_name alone: each other unknown key gets its own issue (core/validation.ts).
+    return '"function_name" is taken by POST /api/price-router; here pin a function by its id in function_id (GET /api/functions lists ids)';
   },
 };
 
@@ -216,8 +216,8 @@ export const registerFunctionExample = {
 const nameFixed = {
   error: (iss: { code: string; keys?: string[] }) => {
     if (iss.code !== 'unrecognized_keys' || !iss.keys?.includes('name')) return undefined;
-    const others = iss.keys.filter((k) => k !== 'name');
-    return `"name" cannot be changed: names are fixed once registered; register a new function (POST /api/functions) for a new name${others.length ? `; also not accepted: ${others.map((k) => `"${k}"`).join(', ')}` : ''}`;
+    // Said of name alone: each other unknown key gets its own issue (core/validation.ts).
+    return '"name" cannot be changed: names are fixed once registered; register a new function (POST /api/functions) for a new name';
   },
 };
 

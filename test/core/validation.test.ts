@@ -23,9 +23,12 @@ describe('core validation: issues say what to fix', () => {
     expect(err.message).to.equal('Request body failed validation (when.a.b.c.d: key "a.b.c.d" not accepted: a dotted path of at most 3 levels).');
   });
 
-  it('unknown fields of a strict object are listed by name', () => {
+  it('unknown fields of a strict object are each an issue at its own path, named in the reason', () => {
     const err = refusal(z.strictObject({ a: z.number() }), { a: 1, b: 2, c: 3 });
-    expect(err.extras.issues).to.deep.equal([{ path: '(root)', reason: 'unknown fields "b", "c" not accepted' }]);
+    expect(err.extras.issues).to.deep.equal([
+      { path: 'b', reason: 'unknown field "b" not accepted' },
+      { path: 'c', reason: 'unknown field "c" not accepted' },
+    ]);
   });
 
   it('an unknown field is told the declared one it likely meant, at any depth (through optional, arrays and records)', () => {
@@ -35,9 +38,10 @@ describe('core validation: issues say what to fix', () => {
     });
     const err = refusal(schema, { config: { max_cost: '1', zzz: 1 }, items: [{ contxt: {}, context: {} }], Config: 1 });
     expect(err.extras.issues).to.deep.equal([
-      { path: 'config', reason: 'unknown fields "max_cost" (did you mean "max_cost_per_unit"?), "zzz" not accepted' },
-      { path: 'items.0', reason: 'unknown field "contxt" (did you mean "context"?) not accepted' },
-      { path: '(root)', reason: 'unknown field "Config" (did you mean "config"?) not accepted' },
+      { path: 'config.max_cost', reason: 'unknown field "max_cost" (did you mean "max_cost_per_unit"?) not accepted' },
+      { path: 'config.zzz', reason: 'unknown field "zzz" not accepted' },
+      { path: 'items.0.contxt', reason: 'unknown field "contxt" (did you mean "context"?) not accepted' },
+      { path: 'Config', reason: 'unknown field "Config" (did you mean "config"?) not accepted' },
     ]);
   });
 

@@ -241,7 +241,7 @@ describe('MCP endpoint with the official SDK client', function () {
     expect(body.error).to.match(/^Request arguments failed validation/);
     expect(body.hint).to.match(/tools\/list/);
     expect(body.issues).to.deep.include({ path: 'context', reason: 'must be an object, not a string' });
-    expect(body.issues.map((i: { path: string }) => i.path)).to.include('(root)');
+    expect(body.issues.map((i: { path: string }) => i.path)).to.include('surplus');
     expect(body.request_id).to.match(/^req_/);
     // As on REST: an example that passes, here arguments the tool accepts.
     expect(body.example).to.have.property('context');

@@ -430,9 +430,12 @@ describe('compute API', function () {
     // function_name where only an id pins says where it is taken, on a call and on a batch item.
     const named = await api.post<Record<string, any>>('/api/compute/price', { context: { unit_cost: 10 }, function_name: 'cost-plus' });
     expect(named.status, named.text).to.equal(400);
-    expect(named.body.issues).to.deep.equal([{ path: '(root)', reason: '"function_name" is taken by POST /api/price-router; here pin a function by its id in function_id (GET /api/functions lists ids)' }]);
+    expect(named.body.issues).to.deep.equal([{ path: 'function_name', reason: '"function_name" is taken by POST /api/price-router; here pin a function by its id in function_id (GET /api/functions lists ids)' }]);
     const item = await api.post<Record<string, any>>('/api/compute/batch', { items: [{ context: { unit_cost: 10 }, function_name: 'cost-plus', colour: 'red' }] });
-    expect(item.body.items[0].error.issues[0].reason).to.equal('"function_name" is taken by POST /api/price-router; here pin a function by its id in function_id (GET /api/functions lists ids); also not accepted: "colour"');
+    expect(item.body.items[0].error.issues).to.deep.equal([
+      { path: 'items[0].function_name', reason: '"function_name" is taken by POST /api/price-router; here pin a function by its id in function_id (GET /api/functions lists ids)' },
+      { path: 'items[0].colour', reason: 'unknown field "colour" not accepted' },
+    ]);
     for (const ref of ['fn_builtin_cost_plus', 'cost-plus']) {
       const patched = await api.patch<Record<string, any>>(`/api/functions/${ref}`, { status: 'inactive' });
       expect(patched.status, patched.text).to.equal(403);

@@ -401,13 +401,16 @@ describe('pricing: authoring workspace functions', function () {
       const renamed = await api().patch<Record<string, any>>(`/api/functions/${id}`, { name: 'x' });
       expect(renamed.status, renamed.text).to.equal(400);
       expect(renamed.body.code).to.equal('validation_error');
-      expect(renamed.body.issues).to.deep.equal([{ path: '(root)', reason: '"name" cannot be changed: names are fixed once registered; register a new function (POST /api/functions) for a new name' }]);
+      expect(renamed.body.issues).to.deep.equal([{ path: 'name', reason: '"name" cannot be changed: names are fixed once registered; register a new function (POST /api/functions) for a new name' }]);
       // What was sent without the refused field: nothing, which changes nothing (never an activation nobody asked for).
       expect(renamed.body.example).to.deep.equal({});
       const withOther = await api().patch<Record<string, any>>(`/api/functions/${id}`, { name: 'x', colour: 'red', description: 'kept out' });
       expect(withOther.status, withOther.text).to.equal(400);
       expect(withOther.body.example).to.deep.equal({ description: 'kept out' });
-      expect(withOther.body.issues).to.deep.equal([{ path: '(root)', reason: '"name" cannot be changed: names are fixed once registered; register a new function (POST /api/functions) for a new name; also not accepted: "colour"' }]);
+      expect(withOther.body.issues).to.deep.equal([
+        { path: 'name', reason: '"name" cannot be changed: names are fixed once registered; register a new function (POST /api/functions) for a new name' },
+        { path: 'colour', reason: 'unknown field "colour" not accepted' },
+      ]);
       expect((await api().get<Record<string, any>>(`/api/functions/${id}`)).body.function).to.include({ name: made.body.function.name, description: '' });
     });
   });

@@ -58,8 +58,8 @@ describe('pricing: the examples of refused routing policies', function () {
     await refusedPatch({ name: '' }, 'validation_error', ['name'], {});
     await refusedPatch({ fallback_chain: 'cost-plus', name: 'renamed' }, 'validation_error', ['fallback_chain'], { name: 'renamed' }, { ...STORED, name: 'renamed' });
     // A config left empty is left out: sent, it would clear the stored ceiling.
-    await refusedPatch({ config: { bogus: 1 } }, 'validation_error', ['config'], {});
-    await refusedPatch({ config: { max_latency_ms: 50, bogus: 1 } }, 'validation_error', ['config'], { config: { max_latency_ms: 50 } }, { ...STORED, config: { max_latency_ms: 50 } });
+    await refusedPatch({ config: { bogus: 1 } }, 'validation_error', ['config.bogus'], {});
+    await refusedPatch({ config: { max_latency_ms: 50, bogus: 1 } }, 'validation_error', ['config.bogus'], { config: { max_latency_ms: 50 } }, { ...STORED, config: { max_latency_ms: 50 } });
     // Nothing was sent that could be kept: the example changes nothing.
     await refusedPatch('{"fallback_chain": ', 'invalid_json', null, {});
     // A new strategy with a config (which replaces the stored one whole): the config holds samples of what the strategy needs.
@@ -82,7 +82,7 @@ describe('pricing: the examples of refused routing policies', function () {
   it('a PATCH refused by the body schema whose rest would leave the stored policy without what its strategy needs gets an example keeping the stored keys, accepted as is', async () => {
     const weighted = { name: 'weighted-stored', strategy: 'weighted', config: { weights: { 'cost-plus': 1, 'charm-pricing': 2 } } };
     const withWeights = { ...weighted, config: { ...weighted.config, max_latency_ms: 50 } };
-    await refusedPatch({ config: { max_latency_ms: 50, bogus: 1 } }, 'validation_error', ['config'], { config: withWeights.config }, withWeights, weighted);
+    await refusedPatch({ config: { max_latency_ms: 50, bogus: 1 } }, 'validation_error', ['config.bogus'], { config: withWeights.config }, withWeights, weighted);
     const ruled = { name: 'policy-stored', strategy: 'policy', config: { rules: SAMPLE_RULES } };
     const withCeiling = { ...ruled, config: { ...ruled.config, max_cost_per_unit: '0.5' } };
     await refusedPatch({ config: { max_cost_per_unit: '0.5', rules: 'gold' } }, 'validation_error', ['config.rules'], { config: withCeiling.config }, withCeiling, ruled);
@@ -128,22 +128,25 @@ describe('pricing: the examples of refused routing policies', function () {
     );
   });
 
-  it('unknown config keys are named in the reason at the object holding them (config), as unknown keys everywhere, with the key each likely meant; the example leaves them out and is accepted', async () => {
+  it('unknown config keys are each an issue at their own path (config.bogus), as unknown keys everywhere, with the key each likely meant; the example leaves them out and is accepted', async () => {
     const res = await a.post<Body>(PATH, { name: 'x', strategy: 'cheapest', config: { bogus: 1 } });
     expect(res.status, res.text).to.equal(400);
     expect(res.body.code).to.equal('validation_error');
-    expect(res.body.issues).to.deep.equal([{ path: 'config', reason: 'unknown field "bogus" not accepted' }]);
+    expect(res.body.issues).to.deep.equal([{ path: 'config.bogus', reason: 'unknown field "bogus" not accepted' }]);
     expect(res.body.example).to.deep.equal({ name: 'x', strategy: 'cheapest', config: {} });
     expect((await a.post<Body>(PATH, res.body.example)).status).to.equal(201);
 
     const two = await a.post<Body>(PATH, { name: 'y', strategy: 'cheapest', config: { max_cost: '0.1', zzz: 1 } });
     expect(two.status, two.text).to.equal(400);
-    expect(two.body.issues).to.deep.equal([{ path: 'config', reason: 'unknown fields "max_cost" (did you mean "max_cost_per_unit"?), "zzz" not accepted' }]);
+    expect(two.body.issues).to.deep.equal([
+      { path: 'config.max_cost', reason: 'unknown field "max_cost" (did you mean "max_cost_per_unit"?) not accepted' },
+      { path: 'config.zzz', reason: 'unknown field "zzz" not accepted' },
+    ]);
 
     const p = await stored();
     const patched = await a.patch<Body>(`${PATH}/${p.id}`, { config: { max_latency: 50 } });
     expect(patched.status, patched.text).to.equal(400);
-    expect(patched.body.issues).to.deep.equal([{ path: 'config', reason: 'unknown field "max_latency" (did you mean "max_latency_ms"?) not accepted' }]);
+    expect(patched.body.issues).to.deep.equal([{ path: 'config.max_latency', reason: 'unknown field "max_latency" (did you mean "max_latency_ms"?) not accepted' }]);
     expect(patched.body.example).to.deep.equal({});
     expect((await a.patch<Body>(`${PATH}/${p.id}`, patched.body.example)).status).to.equal(200);
   });

@@ -89,7 +89,7 @@ describe('usage: reporting an outcome', function () {
     ['a quality score above 1', { outcome: 'accepted', quality_score: 1.5 }, 'quality_score'],
     ['a negative quality score', { outcome: 'accepted', quality_score: -0.1 }, 'quality_score'],
     ['a quality score as a string', { outcome: 'accepted', quality_score: '0.5' }, 'quality_score'],
-    ['an extra field', { outcome: 'accepted', note: 'great' }, '(root)'],
+    ['an extra field', { outcome: 'accepted', note: 'great' }, 'note'],
   ];
   for (const [what, body, path] of invalid) {
     it(`refuses ${what} with 400 validation_error, issues and an example, changing nothing`, async () => {

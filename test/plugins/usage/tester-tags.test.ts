@@ -89,7 +89,7 @@ describe('usage: tester tags (Settings)', function () {
     ['a tag without a label', { tags: [{ user_agent_contains: 'abcd-bot' }] }, 'tags.0.label'],
     ['a User-Agent part under 4 characters', { tags: [{ label: 'short', user_agent_contains: 'Moz' }] }, 'tags.0.user_agent_contains'],
     ['an address that is not an IP', { tags: [{ label: 'host', address: 'office.example.com' }] }, 'tags.0.address'],
-    ['an unknown field', { tags: [{ label: 'x', user_agent_contains: 'abcd-bot', grants: 'admin' }] }, 'tags.0'],
+    ['an unknown field', { tags: [{ label: 'x', user_agent_contains: 'abcd-bot', grants: 'admin' }] }, 'tags.0.grants'],
     ['an unknown id', { tags: [{ id: 'ttag_doesnotexist00000000', label: 'x', user_agent_contains: 'abcd-bot' }] }, 'tags.0.id'],
     ['no tags field', {}, 'tags'],
     ['more than 50 tags', { tags: Array.from({ length: 51 }, (_, i) => ({ label: `t${i}`, user_agent_contains: `lab-runner-${i}` })) }, 'tags'],

@@ -108,7 +108,7 @@ describe('price observations (data contributions)', function () {
       'observations.1.source',
       'observations.2.amount',
       'observations.2.observed_at',
-      'observations.2',
+      'observations.2.colour',
       'observations.3.amount',
       'observations.3.observed_at',
       'observations.3.context.Region',
@@ -122,7 +122,7 @@ describe('price observations (data contributions)', function () {
     const reasonOf = (path: string) => (res.body.issues as Array<{ path: string; reason: string }>).find((i) => i.path === path)?.reason ?? '';
     expect(reasonOf('observations.1.observed_at')).to.match(/future/);
     expect(reasonOf('observations.1.amount')).to.match(/greater than 0/);
-    expect(reasonOf('observations.2')).to.match(/unknown field "colour"/);
+    expect(reasonOf('observations.2.colour')).to.match(/unknown field "colour"/);
     expect(res.body.example).to.have.property('observations');
     const [rows] = await svc.sequelize.query(`SELECT count(*)::int AS n FROM price_observations WHERE product_type = 'ok'`);
     expect((rows[0] as { n: number }).n).to.equal(0);
