@@ -1,6 +1,7 @@
 import type { Counter } from 'prom-client';
 import type { Metrics } from '../core/metrics';
 import { FunctionRunner } from './attempt';
+import type { FailureKind } from './attempt';
 import { dec } from '../core/money';
 import type { MarketEvidence, MethodResult } from './builtins/types';
 import type { ResultCache } from './cache';
@@ -439,7 +440,7 @@ export class PricingEngine {
   }
 
   /** Runs one function directly (POST /api/functions/{id}/test): no routing, fallback or cache, and no effect on its breaker or latency statistics. */
-  async test(fn: FunctionDescriptor, context: Record<string, unknown>, market: MarketEvidence | null | undefined, callerWorkspaceId: string): Promise<{ ok: true; result: MethodResult; ms: number } | { ok: false; error: string; missing?: string[]; refused?: string[]; busy?: true; ms: number }> {
+  async test(fn: FunctionDescriptor, context: Record<string, unknown>, market: MarketEvidence | null | undefined, callerWorkspaceId: string): Promise<{ ok: true; result: MethodResult; ms: number } | { ok: false; error: string; missing?: string[]; refused?: string[]; busy?: true; failure?: FailureKind; retryAfterS?: number; ms: number }> {
     const t = performance.now();
     const r = await this.runner.run(fn, context, { health: false, market, callerWorkspaceId });
     if (r.ok) return { ok: true, result: r.result, ms: since(t) };
@@ -449,6 +450,8 @@ export class PricingEngine {
     if (na?.refused) inputs = { refused: na.missing };
     else if (na?.declined) inputs = na.declined.length ? { refused: [...na.declined] } : {};
     else if (na) inputs = { missing: na.missing };
-    return { ok: false, error: r.error, ...inputs, ...(r.busy ? { busy: true as const } : {}), ms: since(t) };
+    // A failure reads as in a compute's attempts: why, for machines, and the wait its endpoint asked for.
+    const failed = !na && !r.busy && r.failure ? { failure: r.failure, ...(r.retryAfterS !== undefined ? { retryAfterS: r.retryAfterS } : {}) } : {};
+    return { ok: false, error: r.error, ...inputs, ...(r.busy ? { busy: true as const } : {}), ...failed, ms: since(t) };
   }
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { listEnvelopeSchema, nextRequestSchema, noticesField } from '../../core/http/reply-fields';
+import { FAILURE_KINDS } from '../../engine';
 
 /**
  * The 2xx bodies of the function routes (routes/functions.ts) and of GET /api/routing/health
@@ -148,6 +149,8 @@ export const functionTestResponse = z.object({
   ok: z.boolean().describe('Whether it priced the context.'),
   result: methodResult.optional(),
   error: z.string().optional().describe("Only when not ok: why it could not price (another workspace's function's failure never names its address)."),
+  failure: z.enum(FAILURE_KINDS).optional().describe("Only when it failed (not when it could not price the context as given): why, for machines, as a compute attempt's failure says it."),
+  retry_after: z.number().int().optional().describe('Only when its endpoint failed asking to be called again later: its Retry-After, in seconds (at most 300), as a compute attempt carries it.'),
   missing: z.array(z.string()).optional().describe('Only when it could not price for want of inputs: the context keys it needs.'),
   refused: z.array(z.string()).optional().describe('Only when the context gave a value it refuses to read (a rate of 30 meant as 30 %), or one an external endpoint would not price (it answered in another currency): the keys refused.'),
   example: z

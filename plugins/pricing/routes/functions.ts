@@ -460,7 +460,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         const neverRan = !r.ok && r.busy === true;
         if (neverRan) await counted?.release();
         const allowance = counted && !neverRan ? { test_runs: counted.allowance } : {};
-        return ok({ function: { id: fn.id, name: fn.name, status: fn.status }, ...(r.ok ? { ok: true, result: r.result } : { ok: false, error: r.error, ...(r.missing ? { missing: r.missing } : {}), ...(r.refused ? { refused: r.refused } : {}), ...exampleFor(fn) }), ms: r.ms, ...allowance });
+        return ok({ function: { id: fn.id, name: fn.name, status: fn.status }, ...(r.ok ? { ok: true, result: r.result } : { ok: false, error: r.error, ...(r.failure ? { failure: r.failure } : {}), ...(r.retryAfterS !== undefined ? { retry_after: r.retryAfterS } : {}), ...(r.missing ? { missing: r.missing } : {}), ...(r.refused ? { refused: r.refused } : {}), ...exampleFor(fn) }), ms: r.ms, ...allowance });
       },
     }),
   ];

@@ -81,6 +81,9 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
           return void res.socket?.destroy();
         case '/server-error':
           return sendJson(res, 500, { error: 'boom' });
+        case '/busy':
+          res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '7' });
+          return void res.end('{"error":"slow down"}');
         case '/redirect':
           res.writeHead(302, { location: upstream.url('/ok?followed=1') });
           return void res.end();
@@ -285,11 +288,27 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
       ['/never', 'timeout', { timeout_ms: 100 }],
     ] as const) {
       const fn = await register(path, extra);
+      // A test run says it the same way, before the function is active.
+      const tested = await api.post<Record<string, any>>(`/api/functions/${fn.id}/test`, { context: CONTEXT });
+      expect(tested.body, `test run ${path}`).to.include({ ok: false, failure });
       await activate(fn.id);
       const res = await api.post<Record<string, any>>('/api/compute/price', { context: CONTEXT, function_id: fn.id });
       expect(res.status, res.text).to.equal(502);
       expect((res.body.attempts as Attempt[])[0], path).to.include({ outcome: 'failed', failure });
     }
+  });
+
+  it("passes on an endpoint's Retry-After in a test run as a compute attempt does (retry_after), and no failure code where the function could not price the context", async () => {
+    const fn = await register('/busy');
+    const tested = await api.post<Record<string, any>>(`/api/functions/${fn.id}/test`, { context: CONTEXT });
+    expect(tested.status, tested.text).to.equal(200);
+    expect(tested.body).to.include({ ok: false, failure: 'http_status', retry_after: 7, error: 'The endpoint answered HTTP 429.' });
+    await activate(fn.id);
+    const res = await api.post<Record<string, any>>('/api/compute/price', { context: CONTEXT, function_id: fn.id });
+    expect((res.body.attempts as Attempt[])[0]).to.include({ failure: 'http_status', retry_after: 7 });
+    const builtIn = await api.post<Record<string, any>>('/api/functions/fn_builtin_cost_plus/test', { context: { current_price: 3 } });
+    expect(builtIn.body.ok).to.equal(false);
+    expect(builtIn.body).to.not.have.any.keys('failure', 'retry_after');
   });
 
   it("says to the owner why an answer could not be read (an encoding it did not ask for, an empty body, how a non-JSON body begins, headers too large), and reads JSON after a byte order mark", async () => {
