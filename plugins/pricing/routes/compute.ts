@@ -85,14 +85,17 @@ function validItem(batchItem: s.CallSchemas['batchItem'], item: PricedItem | s.I
 }
 
 /**
- * A batch item's refusal of its fields found past the schema (`explicit` without a function, say) named as the schema's
- * are: its message and issue paths in the body (`items[2].function_id`), so the caller knows which item to fix.
+ * A batch item's refusal of its fields found past the schema (`explicit` without a function, say, or a 422 refusing a
+ * value) named as the schema's are: its issue paths in the body (`items[2].function_id`), so the caller knows which item
+ * to fix, and a validation message prefixed with the item.
  */
 function itemNamed(err: ApiError, index: number): ApiError {
   const at = inItem(index, '(root)');
   const issues = err.extras.issues;
-  if (err.code !== 'validation_error' || !issues?.length || issues.every((i) => i.path.startsWith(at))) return err;
-  return new ApiError(err.code, err.message.startsWith(at) ? err.message : `${at}: ${err.message}`, { ...err.extras, issues: issues.map((i) => (i.path.startsWith(at) ? i : { ...i, path: inItem(index, i.path) })) });
+  if (!issues?.length || issues.every((i) => i.path.startsWith(at))) return err;
+  // Any refusal's issues name the item (a 422's context.current_price too); only a validation message is prefixed, as the schema's are.
+  const message = err.code !== 'validation_error' || err.message.startsWith(at) ? err.message : `${at}: ${err.message}`;
+  return new ApiError(err.code, message, { ...err.extras, issues: issues.map((i) => (i.path.startsWith(at) ? i : { ...i, path: inItem(index, i.path) })) });
 }
 
 /** A call's Idempotency-Key header, as callIdempotency keeps it; undefined without one. */

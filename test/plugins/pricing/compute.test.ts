@@ -643,6 +643,21 @@ describe('compute API', function () {
     expect(res.body.items[2].error.issues).to.deep.equal([{ path: 'items[2].context.current_price', reason: 'current_price must be a non-negative number' }]);
   });
 
+  it("names the item in the issue paths of any refusal of a batch item, a 422 refusing a value too, as a single call's paths name its body", async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const single = await api.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1e300 } });
+    expect(single.status, single.text).to.equal(422);
+    const paths = (single.body.issues as Array<{ path: string }>).map((i) => i.path);
+    expect(paths, single.text).to.include('context.current_price');
+    const batch = await api.post<Record<string, any>>('/api/compute/batch', { items: [{ context: { current_price: 5 } }, { context: { current_price: 1e300 } }] });
+    expect(batch.status, batch.text).to.equal(200);
+    const item = batch.body.items[1];
+    expect(item.status).to.equal(422);
+    expect(item.error.code).to.equal(single.body.code);
+    expect(item.error.issues.map((i: { path: string }) => i.path)).to.deep.equal(paths.map((p) => `items[1].${p}`));
+    expect(item.error.error, 'a 422 message is the single call\'s').to.equal(single.body.error);
+  });
+
   it('refuses batch pricing to an unclaimed agent workspace with 403 and a reason', async () => {
     const sandbox = await registerSandbox(svc, 'batcher');
     const res = await client(svc.url).post<Record<string, any>>('/api/compute/batch', { items: [{ context: { current_price: 1 } }] }, { 'x-api-key': sandbox.key });
