@@ -191,7 +191,7 @@ function mendedCreate(body: Record<string, unknown>, d: Pick<FunctionRouteDeps, 
 }
 
 /** endpoint_url and timeout_ms belong to external_api functions: on another kind they would be stored and never used. */
-function checkEndpointFields(executionType: FunctionDescriptor['executionType'], name: string, body: { endpoint_url?: string | undefined; timeout_ms?: number | undefined }): void {
+function checkEndpointFields(executionType: FunctionDescriptor['executionType'], name: string, body: { endpoint_url?: string | undefined; timeout_ms?: number | null | undefined }): void {
   if (executionType === 'external_api') return;
   const sent = (['endpoint_url', 'timeout_ms'] as const).filter((k) => body[k] !== undefined);
   if (sent.length === 0) return;
@@ -385,7 +385,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url, sentWithout(...refused));
         // An address registered under other outbound rules (the operator changed them since) is checked again when it goes live.
         else if (body.status === 'active' && before.endpointUrl) checkEndpoint(d.outbound, before.endpointUrl, sentWithout('status', ...refused));
-        checkTimeout(body.timeout_ms, d.callMaxMs(), sentWithout(...refused));
+        checkTimeout(body.timeout_ms ?? undefined, d.callMaxMs(), sentWithout(...refused));
         if (body.cost_per_unit !== undefined || body.cost_multiplier !== undefined) {
           checkCallCost(body.cost_per_unit ?? before.costPerUnit, body.cost_multiplier ?? before.costMultiplier, d.maxCallCost(), sentWithout(...refused));
         }

@@ -78,7 +78,8 @@ export interface FunctionPatch {
   costPerUnit?: string | undefined;
   costMultiplier?: string | undefined;
   endpointUrl?: string | undefined;
-  timeoutMs?: number | undefined;
+  /** null: back to the service default (ENGINE_FUNCTION_TIMEOUT_MS). */
+  timeoutMs?: number | null | undefined;
 }
 
 /** Workspace functions in PostgreSQL; the engine's registry loads them through `FunctionSource`. */
@@ -179,7 +180,7 @@ export class FunctionStore implements FunctionSource {
          cost_per_unit = COALESCE($7, cost_per_unit),
          cost_multiplier = COALESCE($8, cost_multiplier),
          endpoint_url = COALESCE($9, endpoint_url),
-         timeout_ms = COALESCE($10, timeout_ms),
+         timeout_ms = CASE WHEN $12 THEN NULL ELSE COALESCE($10, timeout_ms) END,
          commission_pct = CASE WHEN COALESCE($6, is_public) AND COALESCE($3, status) = 'active' AND commission_pct IS NULL THEN $11 ELSE commission_pct END,
          listed_at = CASE WHEN COALESCE($6, is_public) AND COALESCE($3, status) = 'active' AND listed_at IS NULL THEN now() ELSE listed_at END,
          updated_at = now()
@@ -196,6 +197,7 @@ export class FunctionStore implements FunctionSource {
         patch.endpointUrl ?? null,
         patch.timeoutMs ?? null,
         commissionPct,
+        patch.timeoutMs === null,
       ],
     );
     return row ? toRecord(row) : null;

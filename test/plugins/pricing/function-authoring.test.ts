@@ -293,6 +293,22 @@ describe('pricing: authoring workspace functions', function () {
       expect(resent.body.function).to.include({ name, description: 'mine' });
     });
 
+    it('takes timeout_ms null on a PATCH as going back to the service default; a PATCH without it keeps the stored one', async () => {
+      const made = await api().post<Record<string, any>>('/api/functions', { name: fnName('timeout-reset'), execution_type: 'external_api', endpoint_url: 'https://pricing.acme.example/price', cost_per_unit: '0.001', timeout_ms: 700 });
+      expect(made.status, made.text).to.equal(201);
+      const id = made.body.function.id as string;
+      expect(made.body.function.timeout_ms).to.equal(700);
+      const kept = await api().patch<Record<string, any>>(`/api/functions/${id}`, { description: 'kept' });
+      expect(kept.body.function.timeout_ms).to.equal(700);
+      const reset = await api().patch<Record<string, any>>(`/api/functions/${id}`, { timeout_ms: null });
+      expect(reset.status, reset.text).to.equal(200);
+      expect(reset.body.function.timeout_ms).to.equal(null);
+      expect((await api().get<Record<string, any>>(`/api/functions/${id}`)).body.function.timeout_ms).to.equal(null);
+      const pipeline = await api().post<Record<string, any>>('/api/functions', draft('timeout-pipeline'));
+      const refusedNull = await api().patch<Record<string, any>>(`/api/functions/${pipeline.body.function.id}`, { timeout_ms: null });
+      expect(refusedNull.status, refusedNull.text).to.equal(400);
+    });
+
     it('leaves out every field the checks refuse at once on a PATCH, so its example is not refused by the next check', async () => {
       const made = await api().post<Record<string, any>>('/api/functions', { name: fnName('patch-mended'), execution_type: 'external_api', endpoint_url: 'https://pricing.acme.example/price', cost_per_unit: '0.001' });
       expect(made.status, made.text).to.equal(201);
