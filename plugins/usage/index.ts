@@ -86,7 +86,10 @@ declare module '../../core/events' {
       contextKeys: Record<string, unknown>;
       /** The price was positioned on the network's price observations. */
       networkEvidence: boolean;
+      /** When the outcome was reported. */
       at: string;
+      /** When the call that quoted the price was made (the event's created_at): when the price held. */
+      calledAt: string;
     };
   }
 }

@@ -125,6 +125,7 @@ export function eventRoutes(d: { events: UsageEvents; bus: EventBus; clock: Cloc
           contextKeys: e.context_keys,
           networkEvidence: e.network_evidence,
           at: at.toISOString(),
+          calledAt: new Date(e.created_at).toISOString(),
         });
         return ok({ usage_event: eventView(e), previous: change.previous });
       },

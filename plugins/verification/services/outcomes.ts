@@ -38,7 +38,9 @@ export class OutcomeObserver {
       if (k === 'product_type' || k === 'currency' || typeof v !== 'string' || !CONTEXT_KEY.test(k)) continue;
       context[k] = v.slice(0, 200);
     }
-    const at = Date.parse(e.at);
+    // The price held when it was quoted, not when the caller got round to reporting it: a report (or a rejection turned
+    // back into an acceptance) weeks later must not pass an old price off as fresh evidence.
+    const at = Date.parse(e.calledAt);
     const stored = await this.store.recordAcceptedOutcome({
       usageEventId: e.eventId,
       workspaceId: e.workspaceId,

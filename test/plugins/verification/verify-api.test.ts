@@ -497,6 +497,7 @@ describe('price verification API', function () {
       contextKeys: ev.context_keys,
       networkEvidence: false,
       at: new Date().toISOString(),
+      calledAt: computed.body.receipt.recorded_at as string,
     };
     await svc.events.emit('usage.outcome_recorded', payload);
     await svc.events.emit('usage.outcome_recorded', payload);
@@ -514,6 +515,23 @@ describe('price verification API', function () {
     await svc.events.emit('usage.outcome_recorded', { ...payload, outcome: 'rejected' });
     const after = await api.get<Record<string, any>>('/api/data/observations?origin=accepted_outcome&product_type=sprocket');
     expect(after.body.data).to.have.length(0);
+  });
+
+  it("dates an accepted outcome's observation when its price was quoted, not when it was reported: an acceptance turned rejected and back later does not pass the price off as fresh", async () => {
+    const api = client(svc.url, { 'x-api-key': caller.key });
+    const computed = await api.post<Record<string, any>>('/api/compute/price', { context: { product_type: 'flange', unit_cost: 4, target_margin: 0.5 }, function_id: 'fn_builtin_cost_plus' });
+    expect(computed.status, computed.text).to.equal(200);
+    const id = computed.body.receipt.usage_event_id as string;
+    const quotedAt = computed.body.receipt.recorded_at as string;
+    const report = (outcome: string) => api.patch<Record<string, any>>(`/api/usage/events/${id}/outcome`, { outcome });
+    await new Promise((r) => setTimeout(r, 1100));
+    expect((await report('accepted')).status).to.equal(200);
+    await new Promise((r) => setTimeout(r, 1100));
+    expect((await report('rejected')).status).to.equal(200);
+    expect((await report('accepted')).status).to.equal(200);
+    const listed = await api.get<Record<string, any>>('/api/data/observations?origin=accepted_outcome&product_type=flange');
+    expect(listed.body.data).to.have.length(1);
+    expect(Date.parse(listed.body.data[0].observed_at as string)).to.equal(Date.parse(quotedAt));
   });
 
   it('never shows a private function\'s name in source labels outside its workspace: others and the demo see accepted:workspace-function, until it is listed publicly, and again once it is not', async () => {
@@ -537,6 +555,7 @@ describe('price verification API', function () {
         contextKeys: { product_type: 'secret-sauce' },
         networkEvidence: false,
         at: new Date().toISOString(),
+        calledAt: new Date().toISOString(),
       });
     await accepted(`use_secret_${Date.now()}`, fn.id, fn.name, '12.00');
     await accepted(`use_builtin_${Date.now()}`, 'fn_builtin_cost_plus', 'cost-plus', '12.50');
