@@ -151,7 +151,7 @@ function tooLarge(bp: BodyParserError): ApiError {
   const limit = bp.limit;
   if (limit === undefined) return new ApiError('payload_too_large', 'Request body is too large.', { hint: 'Send a smaller body.' });
   return new ApiError('payload_too_large', `Request body is too large${bp.length !== undefined ? `: ${bp.length} bytes,` : ','} over the limit of ${limit} bytes.`, {
-    hint: `Send at most ${limit} bytes; split large batches into several requests.`,
+    hint: `Send at most ${limit} bytes.`,
     limit: { body_bytes: limit },
   });
 }

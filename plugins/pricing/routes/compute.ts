@@ -158,6 +158,8 @@ export function computeRoutes(compute: ComputeService, schemas: s.CallSchemas, b
     defineRoute({
       id: 'compute.batch',
       recordsCallsOnly: true,
+      // A batch over the body limit has a way through that no other body has: fewer items per request.
+      refusal: (err) => (err.code === 'payload_too_large' && err.extras.limit ? err.with({ hint: `${err.extras.hint ?? ''} Split the items into several batches.`.trim() }) : err),
       method: 'post',
       path: '/api/compute/batch',
       summary: 'Price up to 100 items, each as one call; a failing item answers its own error inside a 200.',

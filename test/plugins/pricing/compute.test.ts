@@ -643,6 +643,18 @@ describe('compute API', function () {
     expect(res.body.items[2].error.issues).to.deep.equal([{ path: 'items[2].context.current_price', reason: 'current_price must be a non-negative number' }]);
   });
 
+  it('answers a body over the limit 413 with the limit in bytes, and tells only a batch to split its items', async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const big = 'x'.repeat(1_100_000);
+    const batch = await api.raw<Record<string, any>>('POST', '/api/compute/batch', { rawBody: JSON.stringify({ items: [{ context: { note: big } }] }), headers: { 'content-type': 'application/json' } });
+    expect(batch.status, batch.text).to.equal(413);
+    expect(batch.body.hint).to.match(/^Send at most \d+ bytes\. Split the items into several batches\.$/);
+    const single = await api.raw<Record<string, any>>('POST', '/api/compute/price', { rawBody: JSON.stringify({ context: { note: big } }), headers: { 'content-type': 'application/json' } });
+    expect(single.status, single.text).to.equal(413);
+    expect(single.body.hint).to.match(/^Send at most \d+ bytes\.$/);
+    expect(single.body.limit).to.deep.equal(batch.body.limit);
+  });
+
   it("names the item in the issue paths of any refusal of a batch item, a 422 refusing a value too, as a single call's paths name its body", async () => {
     const api = client(svc.url, { 'x-api-key': key });
     const single = await api.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1e300 } });
