@@ -50,7 +50,10 @@ export class IdentityAuthorizer implements Authorizer {
         missing,
         principal.kind === 'access_token'
           ? 'Access tokens carry the scopes they were minted with (never more than their key); request a token with the scope, from a key that has it.'
-          : 'Create a key with this scope (POST /api/api-keys), or use a key created with no scopes.',
+          : principal.kind === 'person'
+          ? 'A person token narrowed with POST /api/user/tokens does only the work its scopes name: mint one with this scope, or use your session.'
+          : // Keys are made by people (POST /api/api-keys takes a session or person token, never a key).
+            'Use a key with this scope, or one created with no scopes: a person of the workspace creates it (POST /api/api-keys, with their session or person token).',
       );
     }
     // People act by their role; the handler checks it. Keys must name the permission themselves.

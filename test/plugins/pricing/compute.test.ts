@@ -643,6 +643,17 @@ describe('compute API', function () {
     expect(res.body.items[2].error.issues).to.deep.equal([{ path: 'items[2].context.current_price', reason: 'current_price must be a non-negative number' }]);
   });
 
+  it('tells a key without price:compute that people create keys, not to create one itself (POST /api/api-keys refuses keys)', async () => {
+    const scoped = await client(svc.url, { cookie: personCookie }).post<Record<string, any>>('/api/api-keys', { name: 'billing only', scopes: ['billing:read'] });
+    expect(scoped.status, scoped.text).to.equal(201);
+    const res = await client(svc.url, { 'x-api-key': scoped.body.api_key.key as string }).post<Record<string, any>>('/api/compute/price', { context: { current_price: 3 } });
+    expect(res.status, res.text).to.equal(403);
+    expect(res.body.code).to.equal('insufficient_scope');
+    expect(res.body.hint).to.equal('Use a key with this scope, or one created with no scopes: a person of the workspace creates it (POST /api/api-keys, with their session or person token).');
+    // As the hint says: the key itself is refused there.
+    expect((await client(svc.url, { 'x-api-key': scoped.body.api_key.key as string }).post('/api/api-keys', { name: 'wider' })).status).to.be.oneOf([401, 403]);
+  });
+
   it('answers a body over the limit 413 with the limit in bytes, and tells only a batch to split its items', async () => {
     const api = client(svc.url, { 'x-api-key': key });
     const big = 'x'.repeat(1_100_000);
