@@ -84,7 +84,7 @@ describe('pricing: routing policies over HTTP', function () {
     it('an unknown rule operator: 400 naming it, and only it, in the rule', async () => {
       const res = await a.post<Record<string, any>>(PATH, { name: 'regex', strategy: 'policy', config: { rules: [{ when: { product_type: { regex: '^cof' } }, use: 'cost-plus' }] } });
       expect(res.status).to.equal(400);
-      expect(res.body.issues).to.deep.equal([{ path: 'config.rules.0.when.product_type', reason: 'unknown operator "regex" (operators: eq, ne, gt, gte, lt, lte, in, nin, exists, contains, starts_with)' }]);
+      expect(res.body.issues).to.deep.equal([{ path: 'config.rules.0.when.product_type.regex', reason: 'unknown operator "regex" (operators: eq, ne, gt, gte, lt, lte, in, nin, exists, contains, starts_with)' }]);
     });
 
     it('a condition with a value its operator does not take: 400 saying what the operator takes and what came', async () => {
