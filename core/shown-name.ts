@@ -11,6 +11,17 @@ const HIDDEN = /[\u0000-\u001F\u007F-\u009F\u200B\u200E\u200F\u202A-\u202E\u2060
 
 export const HIDDEN_CHARACTERS_REASON = 'must not contain control, bidirectional-override or zero-width characters: they hide or disguise a name shown to others';
 
+/** HIDDEN but for line breaks and tabs, which a text of several lines (a description) holds. */
+// eslint-disable-next-line no-control-regex -- refusing control characters is the point
+const HIDDEN_IN_TEXT = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u200B\u200E\u200F\u202A-\u202E\u2060\u2066-\u2069\uFEFF]/;
+
+export const HIDDEN_IN_TEXT_REASON = 'must not contain control (but line breaks and tabs), bidirectional-override or zero-width characters: they hide or disguise text shown to others';
+
+/** A text people see (a description on the marketplace): at most `max` characters, nothing in it hidden but line breaks and tabs. */
+export function shownText(max: number) {
+  return z.string().max(max).refine((s) => !HIDDEN_IN_TEXT.test(s), HIDDEN_IN_TEXT_REASON);
+}
+
 /** A name people see: trimmed, `min` to `max` characters, and nothing in it hidden (HIDDEN). */
 export function shownName(min: number, max: number) {
   return z.string().trim().min(min).max(max).refine((s) => !HIDDEN.test(s), HIDDEN_CHARACTERS_REASON);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { shownName } from '../../core/shown-name';
+import { shownName, shownText } from '../../core/shown-name';
 import { limitParam, cursorParam } from '../../core/pagination';
 import { CURRENCY_CODE, dec } from '../../core/money';
 import { PREFERENCES, policyConfigSchema, STRATEGIES } from '../../engine';
@@ -187,7 +187,7 @@ export const registerFunctionBody = z
       .regex(/^[a-z0-9][a-z0-9._-]*$/, 'lowercase letters, digits, ".", "_" and "-", starting with a letter or digit')
       // A name shaped like a function id could stand in for a built-in's id where callers name functions.
       .refine((n) => !n.startsWith('fn_'), 'must not start with "fn_", the prefix of function ids'),
-    description: z.string().max(1000).default(''),
+    description: shownText(1000).default(''),
     tags: functionTags.default([]),
     execution_type: z.enum(['external_api', 'pipeline']),
     endpoint_url: endpointUrl.optional().describe('external_api: where the service POSTs {context, function} and expects {price, confidence, currency?}.'),
@@ -223,7 +223,7 @@ const nameFixed = {
 
 export const patchFunctionBody = z.strictObject({
   status: z.enum(['active', 'inactive']).optional(),
-  description: z.string().max(1000).optional(),
+  description: shownText(1000).optional(),
   tags: functionTags.optional(),
   is_public: z.boolean().optional(),
   cost_per_unit: costPerUnit.optional(),

@@ -293,6 +293,19 @@ describe('pricing: authoring workspace functions', function () {
       expect(resent.body.function).to.include({ name, description: 'mine' });
     });
 
+    it("refuses a description with a bidirectional override, a zero-width space or a control character (the marketplace shows it to others), and keeps line breaks and tabs", async () => {
+      for (const description of ['Best \u202Etxt.exe\u202C pricer', 'zero\u200Bwidth', 'bell\u0007']) {
+        const res = await api().post<Record<string, any>>('/api/functions', draft('desc-hidden', { description }));
+        expect(res.status, JSON.stringify(description)).to.equal(400);
+        expect(res.body.issues).to.deep.equal([{ path: 'description', reason: 'must not contain control (but line breaks and tabs), bidirectional-override or zero-width characters: they hide or disguise text shown to others' }]);
+      }
+      const made = await api().post<Record<string, any>>('/api/functions', draft('desc-lines', { description: 'First line\n\tSecond line, in עברית too' }));
+      expect(made.status, made.text).to.equal(201);
+      const patched = await api().patch<Record<string, any>>(`/api/functions/${made.body.function.id}`, { description: 'now \u2066isolated\u2069' });
+      expect(patched.status, patched.text).to.equal(400);
+      expect(patched.body.issues.map((i: { path: string }) => i.path)).to.deep.equal(['description']);
+    });
+
     it('takes timeout_ms null on a PATCH as going back to the service default; a PATCH without it keeps the stored one', async () => {
       const made = await api().post<Record<string, any>>('/api/functions', { name: fnName('timeout-reset'), execution_type: 'external_api', endpoint_url: 'https://pricing.acme.example/price', cost_per_unit: '0.001', timeout_ms: 700 });
       expect(made.status, made.text).to.equal(201);
