@@ -475,7 +475,7 @@ function exampleFor(fn: FunctionDescriptor): { example?: { context: Record<strin
 /** Said whenever a pipeline function is created or changed: it can be registered and listed, but never run (yet). */
 function pipelineWarning(fn: FunctionDescriptor): { warnings?: string[] } {
   return fn.executionType === 'pipeline'
-    ? { warnings: ['Pipeline execution is not available: this function is listed, but a compute, a test run or a routing policy naming it answers 501 pipeline_execution_unavailable (a policy skips it). Use an external_api function to price now.'] }
+    ? { warnings: ['Pipeline execution is not available: this function is registered, but a compute, a test run or a routing policy naming it answers 501 pipeline_execution_unavailable (a policy skips it). Use an external_api function to price now.'] }
     : {};
 }
 
