@@ -229,7 +229,7 @@ export const patchFunctionBody = z.strictObject({
   cost_per_unit: costPerUnit.optional(),
   cost_multiplier: costMultiplier.optional(),
   endpoint_url: endpointUrl.optional(),
-  timeout_ms: functionTimeoutMs.nullable().optional().describe('external_api: the call time limit in ms (50 to COMPUTE_CALL_MAX_MS); null goes back to the service default, ENGINE_FUNCTION_TIMEOUT_MS.'),
+  timeout_ms: functionTimeoutMs.nullable().optional().describe(`${functionTimeoutMs.description ?? ''} null goes back to that default.`),
 }, nameFixed);
 /** What a PATCH body looks like (a body that is no JSON object gets it): a change of text, never an activation or listing. */
 

@@ -59,6 +59,7 @@ describe('usage: reporting an outcome', function () {
       contextKeys: { product_type: 'coffee', currency: 'USD' },
       networkEvidence: false,
       at: res.body.usage_event.outcome_at,
+      calledAt: res.body.usage_event.created_at,
     });
   });
 
