@@ -221,15 +221,14 @@ export class ComputeService {
     // Keys belong to a workspace: the keyless demo, which charges nothing, keeps none.
     const keyed = p && call.idempotency ? { ...call.idempotency, workspaceId: p.workspaceId } : null;
     // Refused or answered before pricing again: the earlier pricing is the one this call is counted under.
-    const countEarlier = async <T>(step: Promise<T>): Promise<T> => {
-      if (!earlier) return step;
-      try {
-        return await step;
-      } catch (err) {
-        this.engine.countPriced(earlier, isCallerGoneError(err) ? 'not_delivered' : 'not_answered');
-        throw err;
-      }
-    };
+    // The step itself when there is no earlier pricing: the hot path gets no extra promise.
+    const countEarlier = <T>(step: Promise<T>): Promise<T> =>
+      earlier
+        ? step.catch((err: unknown) => {
+            this.engine.countPriced(earlier, isCallerGoneError(err) ? 'not_delivered' : 'not_answered');
+            throw err;
+          })
+        : step;
     if (keyed) {
       const first = await countEarlier(this.replays.find(keyed.workspaceId, keyed.key));
       const replayed = first ? await countEarlier(this.replay(call, first, stages, t0)) : null;
