@@ -113,7 +113,7 @@ const testerTag = z
       ctx.addIssue({
         code: 'custom',
         path: ['user_agent_contains'],
-        message: `would match strangers' keyless calls: "${generic}" is in the User-Agent of common clients; use a part only your testers send, with at least 4 letters of its own (such as "acme-qa-bot"), or match them by address`,
+        message: `would match strangers' keyless calls: ${generic}; use a part only your testers send, with at least 4 letters of its own (such as "acme-qa-bot"), or match them by address`,
       });
     }
   });

@@ -273,10 +273,10 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         const before = await owned(p, params.id);
         // As for a refused body: what was sent without the refused values, never a sample that would change the function.
         const sentWithout = (...refused: string[]) => Object.fromEntries(Object.entries(body).filter(([k, v]) => v !== undefined && !refused.includes(k)));
-        if (body.status === 'inactive' && before.status === 'draft') throw draftNotDeactivated(before, sentWithout('status'));
-        checkEndpointFields(before.executionType, before.name, body);
-        // Every field the checks below refuse left out at once, so the example is not refused by the next of them.
+        // Every field the checks below refuse left out at once, so no example is refused by the next of them.
         const refused = [...refusedAfterSchema(body, d, before)].flatMap((f) => (f === 'cost' ? ['cost_per_unit', 'cost_multiplier'] : [f]));
+        if (body.status === 'inactive' && before.status === 'draft') throw draftNotDeactivated(before, sentWithout('status', ...refused));
+        checkEndpointFields(before.executionType, before.name, body);
         if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url, sentWithout(...refused));
         // An address registered under other outbound rules (the operator changed them since) is checked again when it goes live.
         else if (body.status === 'active' && before.endpointUrl) checkEndpoint(d.outbound, before.endpointUrl, sentWithout('status', ...refused));

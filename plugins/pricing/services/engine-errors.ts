@@ -83,8 +83,9 @@ function explicitExample(context: Record<string, unknown> | undefined, market: M
   return pin && context ? { context, function_id: pin.id, routing_preference: 'explicit' } : { context: { current_price: 10 }, function_id: 'fn_builtin_anchored', routing_preference: 'explicit' };
 }
 
-/** The functions that failed among a call's attempts. */
-const failedIn = (attempts: ReadonlyArray<{ id?: string | null; outcome: string }> | undefined): Set<string> => new Set((attempts ?? []).flatMap((a) => (a.outcome === 'failed' && a.id ? [a.id] : [])));
+/** The functions that failed among a call's attempts, or were kept out by their breakers (their calls kept failing). */
+const failedIn = (attempts: ReadonlyArray<{ id?: string | null; outcome: string; error?: string | undefined }> | undefined): Set<string> =>
+  new Set((attempts ?? []).flatMap((a) => ((a.outcome === 'failed' || (a.outcome === 'skipped' && a.error === 'breaker open')) && a.id ? [a.id] : [])));
 
 /** The engine's typed outcomes as SPEC's error bodies, with hints for `opts`'s caller. */
 export function toApiError(err: unknown, opts: ErrorAudience = {}): unknown {

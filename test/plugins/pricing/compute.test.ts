@@ -483,6 +483,10 @@ describe('compute API', function () {
     expect(withChange.status, withChange.text).to.equal(409);
     expect(withChange.body.example).to.deep.equal({ description: 'kept private' });
     expect(withChange.body.hint).to.include('the example is your change without the status, and keeps it a draft');
+    // A field the next check would refuse is left out of it too.
+    const withBadTimeout = await api.patch<Record<string, any>>(`/api/functions/${id}`, { status: 'inactive', description: 'kept private', cost_per_unit: '99999999' });
+    expect(withBadTimeout.status, withBadTimeout.text).to.equal(409);
+    expect(withBadTimeout.body.example).to.deep.equal({ description: 'kept private' });
     const sentAsGiven = await api.patch<Record<string, any>>(`/api/functions/${id}`, withChange.body.example);
     expect(sentAsGiven.status, sentAsGiven.text).to.equal(200);
     expect(sentAsGiven.body.function).to.include({ status: 'draft', description: 'kept private' });

@@ -110,6 +110,14 @@ describe('pricing: engine outcomes as SPEC error bodies', () => {
     expect(hint(failed(), { unit_cost: 4 })).to.include('"fallback_function": "cost-plus"}');
     expect(hint(failed([{ function: 'anchored-adjustment', id: 'fn_builtin_anchored' }]), { current_price: 3 })).to.include('"fallback_function": "charm-pricing"}');
     expect(hint(failed(), { product_type: 'nothing-known' })).to.include('create a default routing policy whose fallback_function can price this context (POST /api/routing-policies with "name"');
+    // Nor one its breaker kept out of this call: its calls kept failing.
+    const behindBreaker = new EngineError('functions_failed', 'Every function tried failed.', {
+      attempts: [
+        { function: 'x', id: 'fn_x', role: 'chosen' as const, outcome: 'failed' as const, error: 'boom', ms: 1 },
+        { function: 'cost-plus', id: 'fn_builtin_cost_plus', role: 'alternate' as const, outcome: 'skipped' as const, error: 'breaker open', ms: 0 },
+      ],
+    });
+    expect(hint(behindBreaker, { unit_cost: 4 })).to.not.include('"fallback_function": "cost-plus"');
   });
 
   it('functions_failed asks a credential that may not change routing policies to ask an owner or admin, instead of pointing at a change it would be refused', () => {

@@ -94,7 +94,7 @@ describe('usage: tester tags (Settings)', function () {
     ['no tags field', {}, 'tags'],
     ['more than 50 tags', { tags: Array.from({ length: 51 }, (_, i) => ({ label: `t${i}`, user_agent_contains: `lab-runner-${i}` })) }, 'tags'],
     // A part every curl, browser or Python client sends would show strangers' keyless calls (and their prices) as testers'.
-    ...(['curl', 'Mozi', 'pyth', 'okhttp', 'curl/8.4.0', 'Mozilla/5.0 (X11; Linux x86_64)', 'python-requests/2.31', 'HeadlessChrome', 'Claude-User', 'node-fetch/1.0'] as const).map(
+    ...(['curl', 'Mozi', 'pyth', 'okhttp', 'curl/8.4.0', 'Mozilla/5.0 (X11; Linux x86_64)', 'python-requests/2.31', 'HeadlessChrome', 'Claude-User', 'node-fetch/1.0', '537.36', 'ozilla/5.0', 'ython-requests/2.31', 'Intel Mac OS X', 'Win64', 'Version/17.4'] as const).map(
       (ua): [string, unknown, string] => [`the common client's User-Agent part "${ua}"`, { tags: [{ label: 'QA', user_agent_contains: 'acme-qa-bot' }, { label: 'sweep', user_agent_contains: ua }] }, 'tags.1.user_agent_contains'],
     ),
   ];
@@ -114,6 +114,10 @@ describe('usage: tester tags (Settings)', function () {
     expect(res.status, res.text).to.equal(400);
     const issue = (res.body.issues as Array<{ path: string; reason: string }>).find((i) => i.path === 'tags.0.user_agent_contains');
     expect(issue?.reason).to.match(/^would match strangers' keyless calls: "curl" is in the User-Agent of common clients; use a part only your testers send/);
+    // A part without a common name but without letters of its own matches every browser (537.36 is in Chrome's, Safari's and Edge's).
+    const digits = await put({ tags: [{ label: 'sweep', user_agent_contains: '537.36' }] });
+    expect(digits.status, digits.text).to.equal(400);
+    expect(digits.body.issues[0].reason).to.match(/^would match strangers' keyless calls: it has fewer than 4 letters: versions and punctuation are in every client's User-Agent; /);
     const taken = await put({ tags: [{ label: 'QA', user_agent_contains: 'acme-curl-tester' }] });
     expect(taken.status, taken.text).to.equal(200);
   });
