@@ -7,6 +7,9 @@ import genericProducts from './generic-user-agents.json';
  * testers and show their prices: a tag's User-Agent part must tell the workspace's testers apart.
  */
 const GENERIC_PRODUCTS: readonly string[] = genericProducts;
+// Longest first, so a name goes whole before a shorter one inside it ("python-requests" before "requests").
+const BY_LENGTH = [...GENERIC_PRODUCTS].sort((a, b) => b.length - a.length);
+// Longest first, so a name goes whole before a shorter one inside it ("python-requests" before "requests").
 
 /** What must be left of a tag's part once the generic names in it are taken out: the letters that are the workspace's own. */
 const OWN_LETTERS = 4;
@@ -15,13 +18,14 @@ const OWN_LETTERS = 4;
 function longestShared(a: string, b: string): [number, number] {
   let best: [number, number] = [0, 0];
   // One row of the classic table at a time: parts are at most 200 characters and names a few dozen.
-  let prev = new Array<number>(b.length + 1).fill(0);
+  let prev = new Int32Array(b.length + 1);
   for (let i = 1; i <= a.length; i++) {
-    const row = new Array<number>(b.length + 1).fill(0);
+    const row = new Int32Array(b.length + 1);
     for (let j = 1; j <= b.length; j++) {
       if (a[i - 1] !== b[j - 1]) continue;
-      row[j] = (prev[j - 1] ?? 0) + 1;
-      if ((row[j] ?? 0) > best[1]) best = [i - (row[j] ?? 0), row[j] ?? 0];
+      const run = (prev[j - 1] ?? 0) + 1;
+      row[j] = run;
+      if (run > best[1]) best = [i - run, run];
     }
     prev = row;
   }
@@ -58,4 +62,3 @@ export function genericUserAgentPart(part: string): string | null {
   return named ? `"${named}" is in the User-Agent of common clients` : `it has fewer than ${OWN_LETTERS} letters: versions and punctuation are in every client's User-Agent`;
 }
 
-const BY_LENGTH = [...GENERIC_PRODUCTS].sort((a, b) => b.length - a.length);

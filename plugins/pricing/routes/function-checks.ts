@@ -22,29 +22,29 @@ const SMALLEST_CHARGE = '0.00000001';
 
 /**
  * Refuses a cost per call (cost_per_unit x cost_multiplier) that rounds to nothing, or above
- * FUNCTION_MAX_CALL_COST: such a call could not even be recorded. `example`: what the refusal offers instead (a
- * registration's body with sample costs; a PATCH's body without its costs).
+ * FUNCTION_MAX_CALL_COST: such a call could not even be recorded. `exampleOf`: what the refusal offers instead (a
+ * registration's body with sample costs; a PATCH's body without its costs), made only when it refuses, as for every check here.
  */
-export function checkCallCost(costPerUnit: string, costMultiplier: string, max: number, example: Record<string, unknown>): void {
+export function checkCallCost(costPerUnit: string, costMultiplier: string, max: number, exampleOf: () => unknown): void {
   const cost = dec(costPerUnit).times(dec(costMultiplier));
   // A call is charged in whole 0.00000001 USDC: a priced function whose product rounds to nothing would be free.
   if (cost.gt(0) && cost.lt(SMALLEST_CHARGE)) {
     throw new ApiError('validation_error', `cost_per_unit x cost_multiplier is ${cost.toFixed()} USDC a call, which rounds to 0: calls are charged in steps of ${SMALLEST_CHARGE} USDC.`, {
       issues: [{ path: 'cost_multiplier', reason: `cost_per_unit x cost_multiplier must be 0 or at least ${SMALLEST_CHARGE}` }],
       hint: 'Raise cost_per_unit or cost_multiplier, or set cost_per_unit to 0 for a free function.',
-      example,
+      example: exampleOf(),
     });
   }
   if (cost.lte(max)) return;
   throw new ApiError('validation_error', `A call would cost ${cost.toFixed()} USDC; at most ${max} USDC per call is accepted.`, {
     issues: [{ path: 'cost_per_unit', reason: `cost_per_unit x cost_multiplier must not exceed ${max}` }],
     hint: 'Lower cost_per_unit or cost_multiplier (FUNCTION_MAX_CALL_COST sets the limit).',
-    example,
+    example: exampleOf(),
   });
 }
 
 /** Checks an owner-registered address at registration with the rule the call applies (scheme, port, literal private addresses). */
-export function checkEndpoint(outbound: SafeHttpClient, url: string, example: unknown): void {
+export function checkEndpoint(outbound: SafeHttpClient, url: string, exampleOf: () => unknown): void {
   try {
     outbound.checkUrl(url);
   } catch (err) {
@@ -52,7 +52,7 @@ export function checkEndpoint(outbound: SafeHttpClient, url: string, example: un
       throw new ApiError('validation_error', `endpoint_url is refused: ${err.message}`, {
         issues: [{ path: 'endpoint_url', reason: err.message }],
         hint: outbound.describeRules(),
-        example,
+        example: exampleOf(),
       });
     }
     throw err;
@@ -60,12 +60,12 @@ export function checkEndpoint(outbound: SafeHttpClient, url: string, example: un
 }
 
 /** A timeout_ms longer than a priced call's whole budget could never be given: the call would cut every attempt short. */
-export function checkTimeout(timeoutMs: number | undefined, callMaxMs: number, example: Record<string, unknown>): void {
+export function checkTimeout(timeoutMs: number | undefined, callMaxMs: number, exampleOf: () => unknown): void {
   if (timeoutMs === undefined || timeoutMs <= callMaxMs) return;
   throw new ApiError('validation_error', `timeout_ms ${timeoutMs} is longer than a priced call may take (${callMaxMs} ms).`, {
     issues: [{ path: 'timeout_ms', reason: `must be at most ${callMaxMs} (COMPUTE_CALL_MAX_MS, the time budget of one priced call, fallbacks included)` }],
     hint: 'Lower timeout_ms; an endpoint that needs longer cannot answer within a compute call here.',
-    example,
+    example: exampleOf(),
   });
 }
 
@@ -86,12 +86,12 @@ function refuses(check: () => void): boolean {
  */
 export function refusedAfterSchema(body: Record<string, unknown>, d: FunctionCheckLimits, stored?: { costPerUnit: string; costMultiplier: string }): Set<'endpoint_url' | 'timeout_ms' | 'cost'> {
   const out = new Set<'endpoint_url' | 'timeout_ms' | 'cost'>();
-  if (typeof body.endpoint_url === 'string' && refuses(() => checkEndpoint(d.outbound, body.endpoint_url as string, {}))) out.add('endpoint_url');
-  if (typeof body.timeout_ms === 'number' && refuses(() => checkTimeout(body.timeout_ms as number, d.callMaxMs(), {}))) out.add('timeout_ms');
+  if (typeof body.endpoint_url === 'string' && refuses(() => checkEndpoint(d.outbound, body.endpoint_url as string, () => ({})))) out.add('endpoint_url');
+  if (typeof body.timeout_ms === 'number' && refuses(() => checkTimeout(body.timeout_ms as number, d.callMaxMs(), () => ({})))) out.add('timeout_ms');
   const cost = typeof body.cost_per_unit === 'string' ? body.cost_per_unit : stored?.costPerUnit;
   const multiplier = typeof body.cost_multiplier === 'string' ? body.cost_multiplier : (stored?.costMultiplier ?? '1');
   const sentCost = body.cost_per_unit !== undefined || body.cost_multiplier !== undefined;
-  if (sentCost && cost !== undefined && DECIMAL.test(cost) && DECIMAL.test(multiplier) && refuses(() => checkCallCost(cost, multiplier, d.maxCallCost(), {}))) out.add('cost');
+  if (sentCost && cost !== undefined && DECIMAL.test(cost) && DECIMAL.test(multiplier) && refuses(() => checkCallCost(cost, multiplier, d.maxCallCost(), () => ({})))) out.add('cost');
   return out;
 }
 

@@ -193,8 +193,8 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       handler: async ({ principal, body, req, sent }) => {
         const p = principal as Principal;
         checkEndpointFields(body.execution_type, body.name, body);
-        // One example for every refusal below: what was sent, each refused field as the stock placeholder.
-        const example = mendedCreate(body, d);
+        // One example for every refusal below, made only by one: what was sent, each refused field as the stock placeholder.
+        const example = () => mendedCreate(body, d);
         if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url, example);
         checkTimeout(body.timeout_ms, d.callMaxMs(), example);
         checkCallCost(body.cost_per_unit, body.cost_multiplier, d.maxCallCost(), example);
@@ -273,16 +273,18 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         const before = await owned(p, params.id);
         // As for a refused body: what was sent without the refused values, never a sample that would change the function.
         const sentWithout = (...refused: string[]) => Object.fromEntries(Object.entries(body).filter(([k, v]) => v !== undefined && !refused.includes(k)));
-        // Every field the checks below refuse left out at once, so no example is refused by the next of them.
-        const refused = [...refusedAfterSchema(body, d, before)].flatMap((f) => (f === 'cost' ? ['cost_per_unit', 'cost_multiplier'] : [f]));
-        if (body.status === 'inactive' && before.status === 'draft') throw draftNotDeactivated(before, sentWithout('status', ...refused));
+        // Every field the checks below refuse left out at once, so no example is refused by the next of them; worked out
+        // only when one refuses.
+        const refused = () => [...refusedAfterSchema(body, d, before)].flatMap((f) => (f === 'cost' ? ['cost_per_unit', 'cost_multiplier'] : [f]));
+        const sentWithoutRefused = (...also: string[]) => () => sentWithout(...also, ...refused());
+        if (body.status === 'inactive' && before.status === 'draft') throw draftNotDeactivated(before, sentWithoutRefused('status')());
         checkEndpointFields(before.executionType, before.name, body);
-        if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url, sentWithout(...refused));
+        if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url, sentWithoutRefused());
         // An address registered under other outbound rules (the operator changed them since) is checked again when it goes live.
-        else if (body.status === 'active' && before.endpointUrl) checkEndpoint(d.outbound, before.endpointUrl, sentWithout('status', ...refused));
-        checkTimeout(body.timeout_ms ?? undefined, d.callMaxMs(), sentWithout(...refused));
+        else if (body.status === 'active' && before.endpointUrl) checkEndpoint(d.outbound, before.endpointUrl, sentWithoutRefused('status'));
+        checkTimeout(body.timeout_ms ?? undefined, d.callMaxMs(), sentWithoutRefused());
         if (body.cost_per_unit !== undefined || body.cost_multiplier !== undefined) {
-          checkCallCost(body.cost_per_unit ?? before.costPerUnit, body.cost_multiplier ?? before.costMultiplier, d.maxCallCost(), sentWithout(...refused));
+          checkCallCost(body.cost_per_unit ?? before.costPerUnit, body.cost_multiplier ?? before.costMultiplier, d.maxCallCost(), sentWithoutRefused());
         }
         if (body.status === 'active' && before.executionType === 'external_api' && !(body.endpoint_url ?? before.endpointUrl)) {
           throw new ApiError('validation_error', 'An external_api function needs endpoint_url before activation.', {

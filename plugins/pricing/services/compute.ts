@@ -205,6 +205,14 @@ export class ComputeService {
     }
   }
 
+  /** `step`, counting `priced` when it fails: not delivered when its caller left, else not answered. */
+  private countedIfFailing<T>(priced: PriceOutcome, step: Promise<T>): Promise<T> {
+    return step.catch((err: unknown) => {
+      this.engine.countPriced(priced, isCallerGoneError(err) ? 'not_delivered' : 'not_answered');
+      throw err;
+    });
+  }
+
   /**
    * `waitedMs`: how long the call waited for its Idempotency-Key's turn, a stage of its own (up to IDEMPOTENCY_WAIT_MS).
    * `earlier`: this call's pricing whose key was claimed by a concurrent call that was then not delivered; the call is
@@ -222,13 +230,7 @@ export class ComputeService {
     const keyed = p && call.idempotency ? { ...call.idempotency, workspaceId: p.workspaceId } : null;
     // Refused or answered before pricing again: the earlier pricing is the one this call is counted under.
     // The step itself when there is no earlier pricing: the hot path gets no extra promise.
-    const countEarlier = <T>(step: Promise<T>): Promise<T> =>
-      earlier
-        ? step.catch((err: unknown) => {
-            this.engine.countPriced(earlier, isCallerGoneError(err) ? 'not_delivered' : 'not_answered');
-            throw err;
-          })
-        : step;
+    const countEarlier = <T>(step: Promise<T>): Promise<T> => (earlier ? this.countedIfFailing(earlier, step) : step);
     if (keyed) {
       const first = await countEarlier(this.replays.find(keyed.workspaceId, keyed.key));
       const replayed = first ? await countEarlier(this.replay(call, first, stages, t0)) : null;
@@ -328,14 +330,7 @@ export class ComputeService {
     const pinned = resolvedPin(outcome.stages);
     // Counted once the answer's fate is known: a price whose record could not be written (or whose key's concurrent
     // call could not be answered instead) is not answered; one whose caller left meanwhile is not delivered.
-    const recording = async <T>(write: Promise<T>): Promise<T> => {
-      try {
-        return await write;
-      } catch (err) {
-        this.engine.countPriced(outcome, isCallerGoneError(err) ? 'not_delivered' : 'not_answered');
-        throw err;
-      }
-    };
+    const recording = <T>(write: Promise<T>): Promise<T> => this.countedIfFailing(outcome, write);
     if (keyed) {
       // What a retry with the key answers: the answer but for what the replay rebuilds (a replay consults no cache and
       // runs nothing, so its trace keeps only who answered, and the function a pinned call named, for its next actions).
