@@ -7,6 +7,7 @@ import { ApiError } from '../../../core/errors';
 import type { Channel, Principal } from '../../../core/auth';
 import type { Hooks } from '../../../core/hooks';
 import type { RouteTable } from '../../../core/http/pipeline';
+import type { RouteSpec } from '../../../core/http/route';
 import type { KvStore } from '../../../core/kv';
 import type { RequestRate } from '../../identity';
 import type { AttemptReport, MarketEvidence, PricingEngine, PriceOutcome, Preference, TraceStage } from '../../../engine';
@@ -75,6 +76,16 @@ export function callIdempotency(key: string, route: string, body: unknown): NonN
 
 /** What admission knows a call as: a batch item is paid as part of its batch. */
 const admissionOperation = (call: ComputeCall): AdmissionRequest['operation'] => (call.operation === 'batch_item' ? 'batch' : call.operation);
+
+/**
+ * How a failed call's hint may speak of routing policies to this caller: one who manages the workspace but whose credential
+ * was narrowed is told which credential may change them, not to ask an owner (it may be one).
+ */
+function policyAccessOf(p: Principal | null, create: RouteSpec | undefined): 'manages' | 'ask_manager' | 'needs_full_access' | undefined {
+  if (p === null) return undefined;
+  if (!seemsToManageWorkspace(p) || !create) return 'ask_manager';
+  return mayCall(p, create) ? 'manages' : 'needs_full_access';
+}
 
 const toMs = (x: number) => Math.round(x * 1000) / 1000;
 const ms = (from: number) => toMs(performance.now() - from);
@@ -273,7 +284,7 @@ export class ComputeService {
       });
     } catch (err) {
       if (!call.reservation) await reservation.release();
-      const mapped = toApiError(err, { keyless: p === null, sandbox: scope.builtInsOnly && p !== null, claimOffered: claimOffered(this.config), context: call.context, market, hasPolicy: hasDefaultPolicy, managesPolicies: p !== null && seemsToManageWorkspace(p) && mayCall(p, this.routes.find('policies.create')), observationsServed: this.routes.offers('post', '/api/data/observations'), ...(call.functionName ? { pinnedBy: 'function_name' as const } : call.functionId ? { pinnedBy: 'function_id' as const } : {}) });
+      const mapped = toApiError(err, { keyless: p === null, sandbox: scope.builtInsOnly && p !== null, claimOffered: claimOffered(this.config), context: call.context, market, hasPolicy: hasDefaultPolicy, policyAccess: policyAccessOf(p, this.routes.find('policies.create')), observationsServed: this.routes.offers('post', '/api/data/observations'), ...(call.functionName ? { pinnedBy: 'function_name' as const } : call.functionId ? { pinnedBy: 'function_id' as const } : {}) });
       // A call refused for its body (400) or its plan (403) was refused before pricing and is no call (docs/routing.md); the
       // others are recorded with the code their caller was given.
       if (err instanceof EngineError && mapped instanceof ApiError && mapped.status !== 400 && mapped.status !== 403) {

@@ -46,11 +46,16 @@ export interface ErrorAudience {
   /** False when this service does not take price observations (the verification plugin is off): no answer offers them. */
   observationsServed?: boolean;
   /**
-   * False when the credential may not change the workspace's routing policies (an agent's key or token, a member's key):
-   * a hint then asks those who may, rather than pointing at a change this caller would be refused.
+   * Whether the credential may change the workspace's routing policies. `ask_manager`: it acts for someone who may not (an
+   * agent's key or token, a member's key), so a hint asks those who may; `needs_full_access`: it acts for an owner or admin
+   * but was narrowed (a scoped key, a narrowed person token), so a hint names the credential that may. Either way, never a
+   * change this caller would be refused.
    */
-  managesPolicies?: boolean;
+  policyAccess?: 'manages' | 'ask_manager' | 'needs_full_access';
 }
+
+/** Who may change routing policies for an owner or admin (policies.create takes full access). */
+const FULL_ACCESS_CREDENTIAL = 'your session, or a key created with no scopes';
 
 /** The built-ins in the order the default strategy reaches for them (docs/routing.md). */
 const DEFAULT_ORDER = ['anchored-adjustment', 'competitive-position', 'elasticity-optimum', 'cost-plus', 'charm-pricing'].flatMap((name) => BUILTINS.filter((b) => b.name === name));
@@ -62,7 +67,10 @@ const DEFAULT_ORDER = ['anchored-adjustment', 'competitive-position', 'elasticit
  */
 function fallbackAdvice(opts: ErrorAudience, failed: ReadonlySet<string> = new Set()): string {
   if (opts.keyless || opts.sandbox) return 'pin another built-in with function_id';
-  if (opts.managesPolicies === false) {
+  if (opts.policyAccess === 'needs_full_access') {
+    return `${opts.hasPolicy === false ? 'create a default routing policy with a fallback' : 'add a fallback_chain or fallback_function to your routing policy'} with a credential of full access (${FULL_ACCESS_CREDENTIAL}; this one was narrowed by its scopes)`;
+  }
+  if (opts.policyAccess === 'ask_manager') {
     return opts.hasPolicy === false
       ? "ask an owner or admin of the workspace for a default routing policy with a fallback (this credential may not create one)"
       : "ask an owner or admin of the workspace to add a fallback_chain or fallback_function to its routing policy (this credential may not change it)";
@@ -187,8 +195,10 @@ function engineErrorBody(err: unknown, opts: ErrorAudience): unknown {
       return new ApiError('functions_failed', err.message, {
         hint: `Nothing was charged. ${d.retryAfterS ? `Retry after ${d.retryAfterS} s` : 'Retry later'}, or ${
           (d.attempts ?? []).some((a) => a.role === 'fallback_chain' || a.role === 'fallback_function')
-            ? opts.managesPolicies === false
+            ? opts.policyAccess === 'ask_manager'
               ? "ask an owner or admin of the workspace to add another function to its routing policy's fallbacks: those it names failed or were skipped too (see attempts)."
+              : opts.policyAccess === 'needs_full_access'
+              ? `add another function to your routing policy's fallbacks with a credential of full access (${FULL_ACCESS_CREDENTIAL}): those it names failed or were skipped too (see attempts).`
               : "add another function to your routing policy's fallbacks: those it names failed or were skipped too (see attempts)."
             : `${fallbackAdvice(opts, failedIn(d.attempts))}.`
         }${

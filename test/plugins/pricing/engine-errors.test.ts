@@ -122,14 +122,28 @@ describe('pricing: engine outcomes as SPEC error bodies', () => {
 
   it('functions_failed asks a credential that may not change routing policies to ask an owner or admin, instead of pointing at a change it would be refused', () => {
     const failed = () => new EngineError('functions_failed', 'Every function tried failed.', { attempts: [] });
-    expect((toApiError(failed(), { hasPolicy: true, managesPolicies: false }) as ApiError).extras.hint).to.equal(
+    expect((toApiError(failed(), { hasPolicy: true, policyAccess: 'ask_manager' }) as ApiError).extras.hint).to.equal(
       'Nothing was charged. Retry later, or ask an owner or admin of the workspace to add a fallback_chain or fallback_function to its routing policy (this credential may not change it).',
     );
-    expect((toApiError(failed(), { hasPolicy: false, managesPolicies: false }) as ApiError).extras.hint).to.equal(
+    expect((toApiError(failed(), { hasPolicy: false, policyAccess: 'ask_manager' }) as ApiError).extras.hint).to.equal(
       'Nothing was charged. Retry later, or ask an owner or admin of the workspace for a default routing policy with a fallback (this credential may not create one).',
     );
     const ranFallbacks = new EngineError('functions_failed', 'Every function tried failed.', { attempts: [{ function: 'b', id: 'fn_b', role: 'fallback_chain' as const, outcome: 'failed' as const, error: 'boom', ms: 1 }] });
-    expect((toApiError(ranFallbacks, { hasPolicy: true, managesPolicies: false }) as ApiError).extras.hint).to.match(/^Nothing was charged\. Retry later, or ask an owner or admin of the workspace to add another function to its routing policy's fallbacks/);
+    expect((toApiError(ranFallbacks, { hasPolicy: true, policyAccess: 'ask_manager' }) as ApiError).extras.hint).to.match(/^Nothing was charged\. Retry later, or ask an owner or admin of the workspace to add another function to its routing policy's fallbacks/);
+  });
+
+  it("functions_failed tells an owner's narrowed credential which credential may change routing policies, not to ask an owner", () => {
+    const failed = () => new EngineError('functions_failed', 'Every function tried failed.', { attempts: [] });
+    const withPolicy = (toApiError(failed(), { hasPolicy: true, policyAccess: 'needs_full_access' }) as ApiError).extras.hint as string;
+    expect(withPolicy).to.equal(
+      'Nothing was charged. Retry later, or add a fallback_chain or fallback_function to your routing policy with a credential of full access (your session, or a key created with no scopes; this one was narrowed by its scopes).',
+    );
+    const without = (toApiError(failed(), { hasPolicy: false, policyAccess: 'needs_full_access' }) as ApiError).extras.hint as string;
+    expect(without).to.include('create a default routing policy with a fallback with a credential of full access').and.not.include('ask an owner');
+    const ranFallbacks = new EngineError('functions_failed', 'Every function tried failed.', { attempts: [{ function: 'b', id: 'fn_b', role: 'fallback_chain' as const, outcome: 'failed' as const, error: 'boom', ms: 1 }] });
+    expect((toApiError(ranFallbacks, { hasPolicy: true, policyAccess: 'needs_full_access' }) as ApiError).extras.hint).to.match(
+      /^Nothing was charged\. Retry later, or add another function to your routing policy's fallbacks with a credential of full access \(your session, or a key created with no scopes\)/,
+    );
   });
 
   it('functions_failed where the policy\'s fallbacks ran (or were skipped) too does not ask for a fallback_chain it has', () => {

@@ -876,7 +876,7 @@ describe("pricing: a context an external endpoint refuses is the context's fault
   };
   const breakerOf = async (id: string, reader = owner) => (await reader.get<Record<string, any>>(`/api/functions/${id}`)).body.breaker as { state: string; calls: number; failures: number };
 
-  it("a failing function's 502 hint: the owner's key is offered a whole default policy whose fallback can price the context; a member's key, which may not create one, is asked to turn to an owner or admin", async () => {
+  it("a failing function's 502 hint: the owner's key is offered a whole default policy whose fallback can price the context; a member's key, which may not create one, is asked to turn to an owner or admin; the owner's key narrowed by scopes is told which credential may", async () => {
     const fn = await listed('/status/500');
     const person = await signUp(svc, 'ext-hint-owner');
     const ownKey = client(svc.url, { 'x-api-key': (await createKey(svc, person, { name: 'own' })).key });
@@ -901,6 +901,13 @@ describe("pricing: a context an external endpoint refuses is the context's fault
     const refused = await memberKey.post<Record<string, any>>('/api/compute/price', { context: EUR, function_id: fn.id });
     expect(refused.status, refused.text).to.equal(502);
     expect(refused.body.hint).to.include('ask an owner or admin of the workspace for a default routing policy with a fallback (this credential may not create one)');
+    // The owner's own key narrowed to computing may not create the policy either, but its creator may: it is told with what.
+    const narrowed = client(svc.url, { 'x-api-key': (await createKey(svc, person, { name: 'compute only', scopes: ['price:compute'] })).key });
+    const byNarrowed = await narrowed.post<Record<string, any>>('/api/compute/price', { context: EUR, function_id: fn.id });
+    expect(byNarrowed.status, byNarrowed.text).to.equal(502);
+    expect(byNarrowed.body.hint).to.include('create a default routing policy with a fallback with a credential of full access (your session, or a key created with no scopes').and.not.include('ask an owner');
+    const tried = await narrowed.post<Record<string, any>>('/api/routing-policies', { name: 'by narrowed', strategy: 'default', is_default: true, fallback_function: 'cost-plus' });
+    expect(tried.status, tried.text).to.equal(403);
   });
 
   it("a pinned endpoint that declines the currency, beside a fallback lacking an input: the hint does not name the fallback's input as the pinned function's need", async () => {
