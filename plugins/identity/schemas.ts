@@ -57,7 +57,14 @@ export const oauthTokenFields = z
   })
   .meta({ id: 'OAuthTokenRequest' });
 
-export const oauthErrorBody = z.object({ error: z.enum(OAUTH_ERROR_CODES), error_description: z.string() }).meta({ id: 'OAuthError' });
+export const oauthErrorBody = z
+  .object({
+    error: z.enum(OAUTH_ERROR_CODES).describe('The RFC 6749 / RFC 7591 error code.'),
+    error_description: z.string(),
+    code: z.enum(OAUTH_ERROR_CODES).describe('The same as error, as in every error of this service.'),
+    hint: z.string().describe('What to do about it.'),
+  })
+  .meta({ id: 'OAuthError' });
 
 export const oauthRegisterExample = { client_name: 'my-agent-framework', grant_types: ['client_credentials'], token_endpoint_auth_method: 'client_secret_basic' };
 

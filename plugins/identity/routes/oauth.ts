@@ -8,7 +8,7 @@ import { NAMED_SCOPES, NAME_ONLY_SCOPES } from '../scopes';
 import { AGENT_STARTER_PLAN, changelogFeedUrl, claimHow, claimOffered, registrationLimits, sandboxLimits } from '../limits';
 import { oauthMetadataResponse, oauthRegisterResponse, oauthTokenResponse, protectedResourceResponse } from '../responses';
 import * as s from '../schemas';
-import { OAuthError } from '../services/oauth';
+import { OAUTH_HINTS, OAuthError } from '../services/oauth';
 import type { IdentityDeps } from './deps';
 import { userAgentOf } from '../../../core/http/header-text';
 import { dailyQuotaRefusal } from '../../../core/daily-quota';
@@ -17,7 +17,7 @@ import { pausedRegistrationRefusal, pausedRegistrationScreen } from './registrat
 const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 
 function oauthError(err: OAuthError): Reply {
-  return { status: err.status, headers: { ...NO_STORE, ...err.headers }, body: { error: err.error, error_description: err.description } };
+  return { status: err.status, headers: { ...NO_STORE, ...err.headers }, body: { error: err.error, error_description: err.description, code: err.error, hint: OAUTH_HINTS[err.error] } };
 }
 
 export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
@@ -47,7 +47,7 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
       handler: async ({ body, clientIp, req }): Promise<Reply> => {
         const grants = body.grant_types ?? ['client_credentials'];
         if (grants.some((g) => g !== 'client_credentials')) {
-          return { status: 400, body: { error: 'invalid_client_metadata', error_description: 'Only the client_credentials grant exists here; no authorization-code flow.' } };
+          return oauthError(new OAuthError('invalid_client_metadata', 'Only the client_credentials grant exists here; no authorization-code flow.'));
         }
         const clientName = body.client_name ?? 'oauth-client';
         const r = await d.oauth.registerClient({ clientName, ip: clientIp, userAgent: userAgentOf(req), metadata: { software_id: body.software_id, software_version: body.software_version } });

@@ -28,7 +28,24 @@ function withinService(resource: string, issuer: string): boolean {
   }
 }
 
-/** An RFC 6749 §5.2 error: the token endpoint speaks OAuth, not SPEC's common error shape. */
+/** What a client does about each OAuth error, sent as `hint` beside RFC 6749's fields (as every error of the service has one). */
+export const OAUTH_HINTS: Record<(typeof OAUTH_ERROR_CODES)[number], string> = {
+  invalid_request: 'Send grant_type=client_credentials with one client authentication (HTTP Basic with client_id and client_secret, client_secret in the body, or an agent key in x-api-key), form-encoded or JSON; /.well-known/oauth-authorization-server describes this server.',
+  invalid_client: 'Send the client_secret POST /api/oauth/register answered (or an agent key) as it was given; a revoked or expired one no longer works, so register a new client.',
+  invalid_grant: 'Send grant_type=client_credentials with the client secret.',
+  unauthorized_client: 'Send the person key itself in x-api-key on each request; no token is needed.',
+  unsupported_grant_type: 'Send grant_type=client_credentials: it is the only grant here.',
+  unsupported_response_type: 'Register a client (POST /api/oauth/register) and exchange its credentials at POST /api/oauth/token with grant_type=client_credentials.',
+  invalid_scope: 'Ask only for scopes the key can grant (listed in error_description), or leave scope out for all of them.',
+  invalid_target: "Leave resource out, or name this service's address (or its MCP endpoint under it).",
+  invalid_client_metadata: 'Leave grant_types out, or send ["client_credentials"]: no other grant exists here.',
+  temporarily_unavailable: 'Retry in a moment.',
+};
+
+/**
+ * An RFC 6749 §5.2 error: the token endpoint speaks OAuth (`error` is the OAuth code, `error_description` the sentence),
+ * with SPEC's `code` (the same code) and a `hint` beside them, extra members RFC 6749 clients ignore.
+ */
 export class OAuthError extends Error {
   constructor(
     readonly error: (typeof OAUTH_ERROR_CODES)[number],

@@ -209,7 +209,7 @@ describe('discovery documents and OpenAPI', function () {
       const schemas = documented(path, res.status);
       expect(schemas.some((schema) => fits(schema, res.body)), `${path} ${res.status} ${res.text} fits none of ${JSON.stringify(schemas.map((x) => x.required))}`).to.equal(true);
     }
-    expect(answers.slice(0, 3).map(([, res]) => Object.keys(res.body).sort())).to.deep.equal([['error', 'error_description'], ['error', 'error_description'], ['error', 'error_description']]);
+    expect(answers.slice(0, 3).map(([, res]) => Object.keys(res.body).sort())).to.deep.equal([['code', 'error', 'error_description', 'hint'], ['code', 'error', 'error_description', 'hint'], ['code', 'error', 'error_description', 'hint']]);
     // Every field the Error component requires is one errorBody always writes, request_id included.
     expect(component('#/components/schemas/Error').required).to.have.members(['error', 'code', 'message', 'request_id']);
   });

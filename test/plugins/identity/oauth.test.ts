@@ -21,6 +21,8 @@ interface ClientBody {
 interface OAuthErrorBody {
   error: string;
   error_description: string;
+  code: string;
+  hint: string;
 }
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
@@ -75,10 +77,15 @@ describe('identity: OAuth client credentials', () => {
     expect(res.body.workspace.sandbox).to.equal(true);
   });
 
-  it('refuses client metadata asking for another grant or for redirect URIs', async () => {
+  it('refuses client metadata asking for another grant (RFC 7591 invalid_client_metadata, with code and a hint that works) or for redirect URIs', async () => {
     const grant = await api.post<OAuthErrorBody>('/api/oauth/register', { grant_types: ['authorization_code'] });
     expect(grant.status).to.equal(400);
     expect(grant.body.error).to.equal('invalid_client_metadata');
+    expect(grant.body.code).to.equal('invalid_client_metadata');
+    expect(grant.body.hint).to.equal('Leave grant_types out, or send ["client_credentials"]: no other grant exists here.');
+    expect(grant.headers.get('cache-control')).to.equal('no-store');
+    // As the hint says.
+    expect((await api.post('/api/oauth/register', { grant_types: ['client_credentials'] })).status).to.equal(201);
     const redirect = await api.post('/api/oauth/register', { redirect_uris: ['https://example.com/cb'] });
     expect(redirect.status).to.equal(400);
   });
@@ -115,6 +122,8 @@ describe('identity: OAuth client credentials', () => {
     expect(res.status).to.equal(400);
     expect(res.body.error).to.equal('unsupported_grant_type');
     expect(res.body.error_description).to.match(/client_credentials/);
+    expect(res.body.code).to.equal('unsupported_grant_type');
+    expect(res.body.hint).to.equal('Send grant_type=client_credentials: it is the only grant here.');
   });
 
   it('answers a missing grant type with 400 invalid_request', async () => {
@@ -163,7 +172,10 @@ describe('identity: OAuth client credentials', () => {
     expect(tooLarge.status, tooLarge.text.slice(0, 200)).to.equal(413);
     expect(tooLarge.body.error).to.equal('invalid_request');
     expect(tooLarge.body.error_description).to.match(/over the limit of 1048576 bytes/);
-    for (const res of [undecodable, tooLarge]) expect(Object.keys(res.body).sort()).to.deep.equal(['error', 'error_description']);
+    for (const res of [undecodable, tooLarge]) {
+      expect(Object.keys(res.body).sort()).to.deep.equal(['code', 'error', 'error_description', 'hint']);
+      expect(res.body.code).to.equal('invalid_request');
+    }
   });
 
   it('answers two client authentication methods in one request with 400 invalid_request, issuing no token (RFC 6749 2.3)', async () => {
