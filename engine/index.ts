@@ -38,7 +38,7 @@ export { policySchema, policyConfigSchema, STRATEGIES, PREFERENCES } from './rou
 export type { PolicyConfig, PolicyShape, Preference, RoutingPolicy, Strategy } from './routing/policy';
 export { OPERATORS } from './routing/rules';
 export type { BreakerView } from './stats/breaker';
-export type { CircuitBreakers, CallerBreakerView } from './stats/function-breakers';
+export type { CircuitBreakers, CallerBreakerView, ReaderBreakerView } from './stats/function-breakers';
 export type { LatencyStats, LatencySnapshot, LatencyView } from './stats/latency';
 export { NO_DATA, latencyView } from './stats/latency';
 export { externalAnswer } from './external';
@@ -95,6 +95,7 @@ export function createEngine(deps: { config: Config; kv: KvStore; clock: Clock; 
   const breakers = new CircuitBreakers(
     new BreakerSet(clock, { ...breakerOptions, minFailingCallers: e.breakerMinFailingCallers }),
     new BreakerSet(clock, { ...breakerOptions, windowMaxCalls: Math.max(e.breakerCallerWindowMaxCalls, e.breakerMinCalls), minFailingCallers: 1, maxEntries: e.breakerMaxCallerEntries }),
+    config.limits.leaderboard.minDistinctConsumers,
   );
   const outbound = new SafeHttpClient({ allowList: config.outbound.allowList, httpsOnly: config.outbound.httpsOnly, allowedPorts: config.outbound.allowedPorts.includes('*') ? [] : config.outbound.allowedPorts.map(Number), defaultTimeoutMs: config.outbound.timeoutMs, maxBodyBytes: config.outbound.maxBodyBytes });
   const router = new Router(registry, latency, breakers, kv, createRng(e.randomSeed));

@@ -240,6 +240,8 @@ export class Router {
         // Explored enough, but every recent call to it was declined by its endpoint: no latency to rank it by, so last.
         const declining = snaps.filter((x) => !x.s.cold && x.s.p50_ms === null).map((x) => x.f).sort((a, b) => a.id.localeCompare(b.id));
         // After the choice: the other cold functions, then the warm ones fastest first, then the declining ones.
+        // Another workspace's function's sample count is its call volume, which this caller reads only as the leaderboard would.
+        const samplesOf = (f: FunctionDescriptor): number | null => (this.breakers.showsVolume(f, input.scope.workspaceId) ? this.latency.snapshot(f.id).samples : null);
         const rest = (chosen: FunctionDescriptor) => [...cold, ...withP50.map((x) => x.f), ...declining, ...coldFailedHere].filter((f) => f !== chosen);
         if (cold.length > 0) {
           const chosen = cold[Math.floor(this.rng() * cold.length)] as FunctionDescriptor;
@@ -249,7 +251,7 @@ export class Router {
           const canPrice = (f: FunctionDescriptor) => f !== chosen && mayPrice(f, input.context, input.market);
           const afterFailure = withP50.map((x) => x.f).find(canPrice) ?? cold.find(canPrice);
           // Which function is explored and among which: a reader of the trace sees why the choice was not by latency.
-          return pick(chosen, { statistic: { name: 'exploring cold function', function: chosen.name, samples: this.latency.snapshot(chosen.id).samples, cold: cold.map((f) => f.name) }, alternates: rest(chosen), ...(afterFailure ? { afterFailure: [afterFailure] } : {}) });
+          return pick(chosen, { statistic: { name: 'exploring cold function', function: chosen.name, samples: samplesOf(chosen), cold: cold.map((f) => f.name) }, alternates: rest(chosen), ...(afterFailure ? { afterFailure: [afterFailure] } : {}) });
         }
         if (withP50.length === 0 && declining.length > 0) {
           const chosen = declining[0] as FunctionDescriptor;
@@ -257,14 +259,14 @@ export class Router {
         }
         if (withP50.length === 0) {
           const chosen = coldFailedHere[0] as FunctionDescriptor;
-          return pick(chosen, { statistic: { name: 'cold, and failed for this workspace within the window: no other candidate', samples: this.latency.snapshot(chosen.id).samples }, alternates: rest(chosen) });
+          return pick(chosen, { statistic: { name: 'cold, and failed for this workspace within the window: no other candidate', samples: samplesOf(chosen) }, alternates: rest(chosen) });
         }
         const best = (withP50[0] as { s: LatencySnapshot }).s.p50_ms as number;
         const band = input.config.tie_band_pct ?? DEFAULT_TIE_BAND_PCT;
         const inBand = withP50.filter((x) => (x.s.p50_ms as number) <= best * (1 + band / 100));
         const choice = inBand[Math.floor(this.rng() * inBand.length)] as { f: FunctionDescriptor; s: LatencySnapshot };
         return pick(choice.f, {
-          statistic: { name: 'windowed p50 latency', p50_ms: choice.s.p50_ms, p95_ms: choice.s.p95_ms, samples: choice.s.samples, window_ms: choice.s.window_ms, tie_band_pct: band, in_band: inBand.map((x) => x.f.name) },
+          statistic: { name: 'windowed p50 latency', p50_ms: choice.s.p50_ms, p95_ms: choice.s.p95_ms, samples: samplesOf(choice.f), window_ms: choice.s.window_ms, tie_band_pct: band, in_band: inBand.map((x) => x.f.name) },
           alternates: rest(choice.f),
         });
       }

@@ -135,6 +135,17 @@ class OutcomeWindow {
     this.byCaller.clear();
   }
 
+  /** Distinct callers at or after `horizon` other than `except`, without dropping anything. */
+  callersSince(horizon: number, except: string | null): number {
+    const seen = new Set<string>();
+    for (let i = 0; i < this.count; i++) {
+      const at = this.slot(i);
+      const caller = this.callers[at] as string;
+      if ((this.times[at] as number) >= horizon && caller !== except) seen.add(caller);
+    }
+    return seen.size;
+  }
+
   /** Calls, failures and callers (all, and those failing at least `ratio` of their calls) at or after `horizon`, without dropping anything. */
   countSince(horizon: number, ratio: number, minCalls: number): { calls: number; failures: number; callers: number; failingCallers: number } {
     let calls = 0;
@@ -319,13 +330,22 @@ export class BreakerSet {
     return failing >= this.opts.minFailingCallers && failing / w.byCaller.size >= this.opts.failureRatio;
   }
 
+  /** Where a reading's window starts. While open or half-open no call reaches the function to refresh the window: the reading covers the window the breaker opened on (and what came after), rather than falling to zero calls while it still keeps callers out. */
+  private readingHorizon(e: Entry | undefined, state: BreakerState): number {
+    const end = state !== 'closed' && e?.openedAt ? Math.min(this.clock.now(), e.openedAt) : this.clock.now();
+    return end - this.opts.windowMs;
+  }
+
+  /** Distinct callers in the window a reading covers, `except` (the function's owner) left out. */
+  callersBesides(fnId: string, except: string | null): number {
+    const e = this.entries.get(fnId);
+    return e ? e.outcomes.callersSince(this.readingHorizon(e, this.state(fnId)), except) : 0;
+  }
+
   view(fnId: string): BreakerView {
     const e = this.entries.get(fnId);
     const state = this.state(fnId);
-    // While open or half-open no call reaches the function to refresh the window: the reading covers the window the
-    // breaker opened on (and what came after), rather than falling to zero calls while it still keeps callers out.
-    const end = state !== 'closed' && e?.openedAt ? Math.min(this.clock.now(), e.openedAt) : this.clock.now();
-    const horizon = end - this.opts.windowMs;
+    const horizon = this.readingHorizon(e, state);
     const recent = e ? e.outcomes.countSince(horizon, this.opts.failureRatio, this.opts.minCalls) : { calls: 0, failures: 0, callers: 0, failingCallers: 0 };
     return {
       function_id: fnId,

@@ -1,5 +1,6 @@
 import type { Admission, BreakerSet, BreakerState, BreakerView, RecentFailure } from './breaker';
 import { wholeSecondsToWait } from './breaker';
+import type { FunctionDescriptor } from '../functions';
 
 /** Whom an open breaker keeps out: every caller of the function, or the workspace reading it. */
 export type BreakerReach = 'everyone' | 'this_workspace';
@@ -7,6 +8,12 @@ export type BreakerReach = 'everyone' | 'this_workspace';
 export interface CallerBreakerView extends BreakerView {
   applies_to: BreakerReach;
 }
+
+/** The counts of a breaker reading that tell how much a function is called, and by how many. */
+type VolumeField = 'calls' | 'failures' | 'callers' | 'failing_callers';
+
+/** A reading whose volume counts may be withheld from this reader (null; see CircuitBreakers.showsVolume). */
+export type ReaderBreakerView = Omit<CallerBreakerView, VolumeField> & { [K in VolumeField]: number | null };
 
 /** What `allow` let through: an admission of the function's breaker and one of the caller's. */
 export interface CallAdmission {
@@ -31,7 +38,30 @@ export class CircuitBreakers {
     readonly network: BreakerSet,
     /** Per function and caller workspace. */
     private readonly perCaller: BreakerSet,
+    /**
+     * Distinct callers in the function's window before other workspaces read how much a workspace's function is called
+     * (LEADERBOARD_MIN_DISTINCT_CONSUMERS: SPEC publishes usage only from 3 distinct consumers, and a count read here
+     * would otherwise tell what the leaderboard withholds).
+     */
+    private readonly volumeFloor = 1,
   ) {}
+
+  /**
+   * Whether the workspace `reader` may read the function's call volume (breaker counts, latency samples): its own
+   * function or a built-in always; another workspace's only once at least `volumeFloor` distinct callers besides its
+   * owner are in the function's window (the leaderboard's consumers leave the publisher out too).
+   */
+  showsVolume(fn: Pick<FunctionDescriptor, 'id' | 'builtIn' | 'workspaceId'>, reader: string | undefined): boolean {
+    if (fn.builtIn || (reader !== undefined && fn.workspaceId === reader)) return true;
+    return this.network.callersBesides(fn.id, fn.workspaceId) >= this.volumeFloor;
+  }
+
+  /** `view` as `reader` may read it: the function's counts withheld (null) unless showsVolume; the reader's own breaker is its own calls. */
+  readerView(fn: Pick<FunctionDescriptor, 'id' | 'builtIn' | 'workspaceId'>, caller: string | undefined, reader: string | undefined): ReaderBreakerView {
+    const v = this.view(fn.id, caller);
+    if (v.applies_to === 'this_workspace' || this.showsVolume(fn, reader)) return v;
+    return { ...v, calls: null, failures: null, callers: null, failing_callers: null };
+  }
 
   private key(fnId: string, caller: string): string {
     return `${fnId}\u0000${caller}`;

@@ -35,7 +35,7 @@ export const functionViewSchema = z
       .object({
         p50_ms: latencyFigure('Median latency'),
         p95_ms: latencyFigure('95th percentile latency'),
-        samples: z.number().int().describe('Calls timed in the window.'),
+        samples: z.number().int().nullable().describe("Calls timed in the window; null: withheld, as another workspace's function called by fewer than LEADERBOARD_MIN_DISTINCT_CONSUMERS distinct consumers in the breaker window (BREAKER_WINDOW_MS) on this instance (the leaderboard withholds its usage the same way)."),
         window_ms: z.number().int().describe('The latency window, in milliseconds (LATENCY_WINDOW_MS).'),
       })
       .describe('Latency statistics of the window, as this instance keeps them.'),
@@ -63,10 +63,10 @@ export const functionsListResponse = listEnvelopeSchema(functionViewSchema, 'The
 const breakerView = {
   function_id: z.string().describe("The function's id."),
   state: breakerState.describe('closed: calls go through; open: calls are skipped until retry_at; half_open: one trial call is let through.'),
-  calls: z.number().int().describe('Calls recorded in the breaker window (BREAKER_WINDOW_MS); while open or half-open, the window it opened on and what came after.'),
-  failures: z.number().int().describe('Of those, the failed ones.'),
-  callers: z.number().int().describe('Distinct workspaces whose calls those are (1 for a breaker of your workspace\'s own calls).'),
-  failing_callers: z.number().int().describe('Of those, the workspaces whose own calls failed at least BREAKER_FAILURE_RATIO of the time.'),
+  calls: z.number().int().nullable().describe("Calls recorded in the breaker window (BREAKER_WINDOW_MS); while open or half-open, the window it opened on and what came after. This and the three counts after it are null: withheld, as another workspace's function called by fewer than LEADERBOARD_MIN_DISTINCT_CONSUMERS distinct consumers in the breaker window (BREAKER_WINDOW_MS) on this instance (the leaderboard withholds its usage the same way)."),
+  failures: z.number().int().nullable().describe('Of those, the failed ones (null: withheld, as calls).'),
+  callers: z.number().int().nullable().describe('Distinct workspaces whose calls those are (1 for a breaker of your workspace\'s own calls; null: withheld, as calls).'),
+  failing_callers: z.number().int().nullable().describe('Of those, the workspaces whose own calls failed at least BREAKER_FAILURE_RATIO of the time (null: withheld, as calls).'),
   opened_at: z.string().nullable().describe('While open or half-open: when it opened (ISO 8601); null while closed.'),
   retry_at: z.string().nullable().describe('While open or half-open: when its cooldown (BREAKER_COOLDOWN_MS) ends and one trial call is let through (ISO 8601); null while closed.'),
   applies_to: z
@@ -174,7 +174,7 @@ export const routingHealthResponse = listEnvelopeSchema(
     breaker: breakerViewSchema,
     latency: z
       .object({
-        samples: z.number().int().describe('Calls timed in the window.'),
+        samples: z.number().int().nullable().describe("Calls timed in the window; null: withheld, as another workspace's function called by fewer than LEADERBOARD_MIN_DISTINCT_CONSUMERS distinct consumers in the breaker window (BREAKER_WINDOW_MS) on this instance (the leaderboard withholds its usage the same way)."),
         p50_ms: latencyFigure('Median latency'),
         p95_ms: latencyFigure('95th percentile latency'),
         ewma_ms: latencyFigure('Exponentially weighted mean latency (recent calls weigh most)'),

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { CandidateReport, FunctionDescriptor, PriceOutcome } from '../../engine';
 import { BUILTINS } from '../../engine';
-import { CALLER_WS, SCOPE, engineError, fixture, harness, policy, recordLatency, stage } from './harness';
+import { CALLER_WS, FIXTURE_WS, SCOPE, engineError, fixture, harness, policy, recordLatency, stage } from './harness';
 import type { Harness } from './harness';
 
 const ALPHA = fixture('test-alpha', { costPerUnit: '0.002' });
@@ -12,6 +12,9 @@ const OK = fixture('test-ok', { costPerUnit: '0.005' });
 const routeOf = (out: PriceOutcome) => stage(out, 'route');
 const candidatesOf = (out: PriceOutcome) => routeOf(out).candidates as CandidateReport[];
 const report = (out: PriceOutcome, name: string) => candidatesOf(out).find((c) => c.function === name);
+
+/** The fixtures' own workspace: it reads their call volume. */
+const OWNER = { workspaceId: FIXTURE_WS, builtInsOnly: false };
 
 describe('engine: routing strategies', function () {
   this.timeout(20_000);
@@ -190,7 +193,8 @@ describe('engine: routing strategies', function () {
     it('explores cold functions first, and reports never-timed ones as "no data"', async () => {
       recordLatency(h, 'fn_test_alpha', 1);
       recordLatency(h, 'fn_test_gamma', 2);
-      const out = await h.price({ policy: fastest() });
+      // As the functions' owner, who reads their sample counts (another workspace reads null: see the volume test below).
+      const out = await h.price({ policy: fastest(), scope: OWNER });
       expect(out.fn.name).to.equal('test-beta');
       expect(routeOf(out).statistic).to.deep.include({ name: 'exploring cold function', samples: 0 });
       expect(report(out, 'test-beta')?.latency_p50_ms).to.equal('no data');
@@ -201,9 +205,24 @@ describe('engine: routing strategies', function () {
       recordLatency(h, 'fn_test_alpha', 30, 20);
       recordLatency(h, 'fn_test_beta', 10, 20);
       recordLatency(h, 'fn_test_gamma', 20, 20);
-      const out = await h.price({ policy: fastest({ tie_band_pct: 0 }) });
+      const out = await h.price({ policy: fastest({ tie_band_pct: 0 }), scope: OWNER });
       expect(out.fn.name).to.equal('test-beta');
       expect(routeOf(out).statistic).to.deep.include({ name: 'windowed p50 latency', p50_ms: 10, samples: 20, window_ms: 60_000 });
+    });
+
+    it("withholds another workspace's function's sample count (its call volume) from the trace until LEADERBOARD_MIN_DISTINCT_CONSUMERS callers besides its owner are in its breaker window", async () => {
+      recordLatency(h, 'fn_test_alpha', 30, 20);
+      recordLatency(h, 'fn_test_beta', 10, 20);
+      recordLatency(h, 'fn_test_gamma', 20, 20);
+      // Contexts of their own: an answer from the result cache adds no sample.
+      const hidden = await h.price({ policy: fastest({ tie_band_pct: 0 }), context: { volume: 1 } });
+      expect(routeOf(hidden).statistic).to.deep.include({ name: 'windowed p50 latency', p50_ms: 10, samples: null });
+      // That call made the caller one; the owner's own calls are no consumer's; a second consumer, then a third.
+      for (const caller of [FIXTURE_WS, 'ws_consumer_1']) h.parts.breakers.record('fn_test_beta', caller, true);
+      expect(routeOf(await h.price({ policy: fastest({ tie_band_pct: 0 }), context: { volume: 2 } })).statistic).to.deep.include({ samples: null });
+      h.parts.breakers.record('fn_test_beta', 'ws_consumer_2', true);
+      // 20 recorded, and the two calls above.
+      expect(routeOf(await h.price({ policy: fastest({ tie_band_pct: 0 }), context: { volume: 3 } })).statistic).to.deep.include({ samples: 22 });
     });
 
     it('shares traffic among functions within the tie band, never beyond it', async () => {

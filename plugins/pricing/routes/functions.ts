@@ -72,7 +72,8 @@ export function functionView(fn: FunctionDescriptor, d: Pick<FunctionRouteDeps, 
     cost_multiplier: fn.costMultiplier,
     effective_cost_per_call: effectiveCost(fn),
     average_latency_ms: d.latency.average(fn.id) ?? NO_DATA,
-    latency: { p50_ms: lat.p50_ms, p95_ms: lat.p95_ms, samples: lat.samples, window_ms: lat.window_ms },
+    // Another workspace's function's sample count is its call volume: withheld as the leaderboard withholds its usage.
+    latency: { p50_ms: lat.p50_ms, p95_ms: lat.p95_ms, samples: d.breakers.showsVolume(fn, viewer) ? lat.samples : null, window_ms: lat.window_ms },
     // As the reader's calls meet it: the function's breaker, or the reader's own when only that one keeps it out.
     breaker: d.breakers.state(fn.id, breakerReader),
     ...(own && fn.endpointUrl ? { endpoint_url: fn.endpointUrl, timeout_ms: fn.timeoutMs ?? null } : {}),
@@ -167,7 +168,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         const own = !fn.builtIn && fn.workspaceId === p.workspaceId;
         return ok({
           function: functionView(fn, d, p.workspaceId, healthCallerOf(scope)),
-          breaker: { ...d.breakers.view(fn.id, healthCallerOf(scope)), instance: d.instanceId, kept_per: 'instance', ...(own ? { recent_failures: d.breakers.recentFailures(fn.id) } : {}) },
+          breaker: { ...d.breakers.readerView(fn, healthCallerOf(scope), p.workspaceId), instance: d.instanceId, kept_per: 'instance', ...(own ? { recent_failures: d.breakers.recentFailures(fn.id) } : {}) },
         });
       },
     }),

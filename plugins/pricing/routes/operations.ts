@@ -6,7 +6,7 @@ import { listQuery, pageByKey } from '../../../core/pagination';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import { latencyView } from '../../../engine';
-import type { CircuitBreakers, FunctionRegistry, LatencyStats } from '../../../engine';
+import type { CircuitBreakers, FunctionDescriptor, FunctionRegistry, LatencyStats } from '../../../engine';
 import { functionsQuery } from '../schemas';
 import { pipelineUnavailable } from '../services/engine-errors';
 import { functionSortKey } from './functions';
@@ -112,8 +112,13 @@ export function operationRoutes(registry: FunctionRegistry, breakers: CircuitBre
       handler: ({ principal, query }) => {
         const p = principal as Principal;
         const scope = callerScopeOf(p);
+        // Another workspace's function's sample count is its call volume: withheld as the leaderboard withholds its usage.
+        const readerLatency = (f: FunctionDescriptor, reader: string) => {
+          const v = latencyView(latency.snapshot(f.id));
+          return breakers.showsVolume(f, reader) ? v : { ...v, samples: null };
+        };
         const fns = registry.reachable(scope).filter((f) => query.built_in === undefined || (query.built_in === 'true') === f.builtIn);
-        const page = pageByKey(fns, functionSortKey, (f) => f.id, query, (f) => ({ function: { id: f.id, name: f.name }, breaker: breakers.view(f.id, scope.healthCaller), latency: latencyView(latency.snapshot(f.id)) }));
+        const page = pageByKey(fns, functionSortKey, (f) => f.id, query, (f) => ({ function: { id: f.id, name: f.name }, breaker: breakers.readerView(f, scope.healthCaller, p.workspaceId), latency: readerLatency(f, p.workspaceId) }));
         return ok({ ...page, instance: instanceId, kept_per: 'instance' });
       },
     }),
