@@ -118,7 +118,18 @@ export async function ownedFunction(d: Pick<FunctionRouteDeps, 'registry' | 'sto
     const named = d.registry.resolve(id, callerScopeOf(p), 'name');
     if (named?.workspaceId === p.workspaceId) fn = await d.store.get(named.id);
   }
-  if (!fn || fn.workspaceId !== p.workspaceId) throw notFound();
+  if (!fn || fn.workspaceId !== p.workspaceId) {
+    // A marketplace function the caller reaches (it prices with it, GET shows it) hides nothing: a 404 would say it is not
+    // there. One out of reach answers the same 404 as a missing one.
+    const listed = d.registry.resolve(id, callerScopeOf(p));
+    if (listed && !listed.builtIn && listed.workspaceId !== p.workspaceId) {
+      throw new ApiError('forbidden', `${listed.name} is another workspace's function, listed on the marketplace: only its owner can change it.`, {
+        fields: { reason: 'function of another workspace' },
+        hint: 'Register a function of your own (POST /api/functions) to set its cost, status or listing; to stop using this one, route around it with a routing policy.',
+      });
+    }
+    throw notFound();
+  }
   // The workspace's own function is the member's to see (GET shows it), so its refusal says why rather than 404.
   await assertManagesWorkspace(p, d.workspaces, MANAGE_FUNCTIONS);
   return fn;

@@ -528,12 +528,28 @@ describe('compute API', function () {
     expect(byName.body.error).to.equal(missing.body.error);
   });
 
-  it('only lets the owner change a function (others get 404)', async () => {
+  it("only lets the owner change a function: others get the identical 404 while it is out of their reach, and 403 naming its owner's right once it is on the marketplace", async () => {
     const other = await signUp(svc, 'intruder');
-    const otherKey = (await createKey(svc, other, { name: 'x' })).key;
-    const fn = await client(svc.url, { 'x-api-key': key }).post<Record<string, any>>('/api/functions', { name: `owned-${Date.now()}`, execution_type: 'pipeline', cost_per_unit: '0.001', is_public: true });
-    const res = await client(svc.url, { 'x-api-key': otherKey }).patch(`/api/functions/${fn.body.function.id}`, { status: 'active' });
-    expect(res.status).to.equal(404);
+    const intruder = client(svc.url, { 'x-api-key': (await createKey(svc, other, { name: 'x' })).key });
+    const owner = client(svc.url, { 'x-api-key': key });
+    const fn = await owner.post<Record<string, any>>('/api/functions', { name: `owned-${Date.now()}`, execution_type: 'pipeline', cost_per_unit: '0.001', is_public: true });
+    const id = fn.body.function.id as string;
+    const missing = await intruder.patch<Record<string, any>>('/api/functions/fn_nonexistent', { status: 'active' });
+    expect(missing.status).to.equal(404);
+    // A public draft is out of its reach: nothing about it shows.
+    const draft = await intruder.patch<Record<string, any>>(`/api/functions/${id}`, { status: 'active' });
+    expect(draft.status).to.equal(404);
+    expect({ ...draft.body, request_id: null }).to.deep.equal({ ...missing.body, request_id: null });
+    // Listed, it is the intruder's to use and read, not to change: a 404 would say it is not there.
+    expect((await owner.patch(`/api/functions/${id}`, { status: 'active' })).status).to.equal(200);
+    for (const ref of [id, fn.body.function.name as string]) {
+      const listed = await intruder.patch<Record<string, any>>(`/api/functions/${ref}`, { description: 'mine now' });
+      expect(listed.status, listed.text).to.equal(403);
+      expect(listed.body).to.include({ code: 'forbidden', reason: 'function of another workspace', error: `${fn.body.function.name as string} is another workspace's function, listed on the marketplace: only its owner can change it.` });
+      expect(listed.body.hint).to.include('POST /api/functions');
+    }
+    expect((await intruder.post<Record<string, any>>(`/api/functions/${id}/signing-secret`, {})).status).to.equal(403);
+    expect((await owner.get<Record<string, any>>(`/api/functions/${id}`)).body.function.description).to.not.equal('mine now');
   });
 
   it('warns on creating and changing a pipeline function that it cannot run yet; an external_api function carries no such warning', async () => {
