@@ -10,7 +10,7 @@ import { Leaderboard } from './services/leaderboard';
 import { CATALOG } from './tokens';
 
 export { CATALOG } from './tokens';
-export { Catalogue, parseTags } from './services/catalogue';
+export { Catalogue, filterTags } from './services/catalogue';
 export type { BrowseQuery, CatalogueEntry } from './services/catalogue';
 export type { Leaderboard, LeaderboardEntry, Ranking } from './services/leaderboard';
 export type { LeaderboardAggregator, LeaderboardSnapshot } from './services/aggregate';

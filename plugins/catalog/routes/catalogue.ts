@@ -5,10 +5,9 @@ import { sandboxRefusal } from '../../identity';
 import { callerScopeOf, marketplaceOutsidePlan } from '../../pricing';
 import * as s from '../schemas';
 import { catalogueListResponse, catalogueReadResponse } from '../responses';
-import { parseTags } from '../services/catalogue';
+import { filterTags } from '../services/catalogue';
 import type { Catalogue } from '../services/catalogue';
 
-const MAX_TAGS = 20;
 
 /** Identical for a missing function and one out of the caller's sight, so existence does not leak. */
 export const catalogueNotFound = (sandbox = false): ApiError =>
@@ -33,10 +32,7 @@ export function catalogueRoutes(catalogue: Catalogue, claimable: boolean): Route
       query: s.catalogueQuery,
       responses: { 200: { description: 'A page of catalogue entries.', schema: catalogueListResponse } },
       handler: ({ principal, query }) => {
-        const tags = parseTags(query.tag);
-        if (tags.length > MAX_TAGS) {
-          throw new ApiError('validation_error', `At most ${MAX_TAGS} tags can be filtered on.`, { issues: [{ path: 'tag', reason: `at most ${MAX_TAGS} tags` }], hint: 'Narrow the tag list, or use search.' });
-        }
+        const tags = filterTags(query.tag);
         return ok(catalogue.browse(principal, { search: query.search, tags, limit: query.limit, cursor: query.cursor }));
       },
     }),

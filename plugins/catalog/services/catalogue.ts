@@ -1,3 +1,4 @@
+import { ApiError } from '../../../core/errors';
 import type { Principal } from '../../../core/auth';
 import { pageByKey } from '../../../core/pagination';
 import type { ListEnvelope } from '../../../core/pagination';
@@ -15,6 +16,18 @@ export interface BrowseQuery {
 }
 
 export type CatalogueEntry = Record<string, unknown>;
+
+/** Most tags one filter names (a function carries at most 20, so more could match nothing). */
+export const MAX_FILTER_TAGS = 20;
+
+/** parseTags, refusing more than MAX_FILTER_TAGS: REST and MCP filter alike. */
+export function filterTags(raw: string | readonly string[] | undefined): string[] {
+  const tags = parseTags(raw);
+  if (tags.length > MAX_FILTER_TAGS) {
+    throw new ApiError('validation_error', `At most ${MAX_FILTER_TAGS} tags can be filtered on.`, { issues: [{ path: 'tag', reason: `at most ${MAX_FILTER_TAGS} tags` }], hint: 'Narrow the tag list, or use search.' });
+  }
+  return tags;
+}
 
 /** Splits `tag` query values (repeated and/or comma lists) into distinct lower-case tags. */
 export function parseTags(raw: string | readonly string[] | undefined): string[] {

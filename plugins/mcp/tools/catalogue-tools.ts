@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { FunctionRegistry, LatencyStats, CircuitBreakers } from '../../../engine';
-import { Catalogue, parseTags } from '../../catalog';
+import { Catalogue, filterTags } from '../../catalog';
 import { functionSortKey } from '../../pricing';
 import type { McpTool } from './types';
 import { jsonSchema } from './json-schema';
@@ -8,7 +8,7 @@ import { jsonSchema } from './json-schema';
 const listInput = z.strictObject({ built_in: z.boolean().optional().describe('true: built-ins only; false: workspace and marketplace functions only.') });
 const browseInput = z.strictObject({
   search: z.string().max(100).optional().describe('Matches name, description and tags.'),
-  tag: z.string().max(200).optional().describe('A tag, or a comma list of tags that must all be on the function (case-insensitive).'),
+  tag: z.string().max(400).optional().describe('A tag, or a comma list of at most 20 tags that must all be on the function (case-insensitive), as GET /api/catalog takes.'),
   limit: z.number().int().min(1).max(100).optional().describe('Entries per page (default 50).'),
   cursor: z.string().max(500).optional().describe('next_cursor of the previous page.'),
 });
@@ -52,7 +52,7 @@ export function catalogueTools(registry: FunctionRegistry, latency: LatencyStats
       input: browseInput,
       run: async (args, ctx) => {
         const a = args as z.output<typeof browseInput>;
-        const matches = catalogue.matching(ctx.principal, { search: a.search, tags: parseTags(a.tag) });
+        const matches = catalogue.matching(ctx.principal, { search: a.search, tags: filterTags(a.tag) });
         const page = catalogue.page(matches, ctx.principal, { limit: a.limit ?? 50, cursor: a.cursor });
         return { entries: page.data, total: matches.length, has_more: page.has_more, next_cursor: page.next_cursor };
       },

@@ -136,6 +136,17 @@ describe('MCP endpoint with the official SDK client', function () {
     expect(fns.map((f) => f.name)).to.deep.equal((fnRest.data as Array<{ name: string }>).map((f) => f.name));
     const badCursor = await client.callTool({ name: 'browse_catalog', arguments: { cursor: 'not-a-cursor' } });
     expect(badCursor.isError).to.equal(true);
+    // As many tags as REST takes, and no more: 21 are refused as GET /api/catalog refuses them.
+    const tags = (n: number) => Array.from({ length: n }, (_, i) => `t${i}`).join(',');
+    const twenty = await client.callTool({ name: 'browse_catalog', arguments: { tag: tags(20) } });
+    expect(twenty.isError).to.equal(false);
+    const tooMany = await client.callTool({ name: 'browse_catalog', arguments: { tag: tags(21) } });
+    expect(tooMany.isError).to.equal(true);
+    const refused = JSON.parse((tooMany.content as Array<{ text: string }>)[0]?.text ?? '{}') as Record<string, unknown>;
+    expect(refused).to.deep.include({ code: 'validation_error', error: 'At most 20 tags can be filtered on.' });
+    const restTooMany = await fetch(`${svc.url}/api/catalog?tag=${tags(21)}`);
+    expect(restTooMany.status).to.equal(400);
+    expect(((await restTooMany.json()) as Record<string, unknown>).error).to.equal('At most 20 tags can be filtered on.');
     await client.close();
   });
 
