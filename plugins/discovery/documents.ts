@@ -48,6 +48,26 @@ export function surfaceOf(routes: readonly RegisteredRoute[], tools: readonly To
 /** `[value]` when `cond` holds, else nothing: for entries spread into a list. */
 const when = <T>(cond: boolean, value: T): T[] => (cond ? [value] : []);
 
+/**
+ * What this instance does, in the words of each document: prices and verdicts only where their routes are served (the
+ * pricing and verification plugins are an operator's to turn off), so no document promises what the instance refuses.
+ */
+export function offerSummary(s: Surface): { prices: boolean; verdicts: boolean } {
+  return {
+    prices: s.serves('post', '/api/compute/price') || s.serves('post', '/api/public/compute/demo'),
+    verdicts: s.serves('post', '/api/price-router/verify') || s.serves('post', '/api/public/price-router/verify'),
+  };
+}
+
+/** offerSummary as one sentence per clause: `price` and `verdict` name each clause, `neither` what is said without them. */
+function offerText(s: Surface, price: string, verdict: string, neither: string): string {
+  const { prices, verdicts } = offerSummary(s);
+  const clauses = [...when(prices, price), ...when(verdicts, verdict)];
+  return clauses.length ? `${clauses.join('; ')}.` : neither;
+}
+
+const NEITHER = 'This instance serves neither prices nor verdicts (its operator turned them off); its OpenAPI document lists what it serves.';
+
 export function changelogObject(base: string, changelog: Changelog): Record<string, unknown> {
   return {
     json_feed: `${base}/api/changelog/feed.json`,
@@ -88,7 +108,7 @@ export function agentsDocument(config: Config, base: string, changelog: Changelo
   const wallet = s.serves('post', '/api/auth/wallet/nonce');
   return {
     name: 'Pricing Compute Service',
-    description: 'Send a context, get a computed price; send a proposed price, get a verdict (reasonable, high, low or unknown) with its evidence.',
+    description: offerText(s, 'Send a context, get a computed price', `${offerSummary(s).prices ? 's' : 'S'}end a proposed price, get a verdict (reasonable, high, low or unknown) with its evidence`, NEITHER),
     base_url: base,
     ways_in: [
       ...when(keyless.length > 0, { id: 'keyless_demo', how: 'No credential; demo tenant, rate limited per caller address.', endpoints: keyless, demo_calls_per_hour: config.limits.demo.callsPerHour }),
@@ -202,7 +222,7 @@ export function llmsText(config: Config, base: string, changelog: Changelog, s: 
   ];
   return `# Pricing Compute Service
 
-> A network service that computes prices. Send a context and get a computed price; send a proposed price with its context and get a verdict (reasonable, high, low or unknown) with evidence.
+> A network service that computes prices. ${offerText(s, 'Send a context and get a computed price', `${offerSummary(s).prices ? 's' : 'S'}end a proposed price with its context and get a verdict (reasonable, high, low or unknown) with evidence`, NEITHER)}
 
 ${section('Start without a human', start)}${section('Price', price)}${section('For agents', agents)}## Errors
 

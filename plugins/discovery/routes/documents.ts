@@ -6,7 +6,7 @@ import { ApiError } from '../../../core/errors';
 import type { RouteTable } from '../../../core/http/pipeline';
 import { HANDLED, defineRoute, ok } from '../../../core/http/route';
 import type { HandlerResult, RouteSpec } from '../../../core/http/route';
-import { agentsDocument, llmsText, mcpDocument, surfaceOf } from '../documents';
+import { agentsDocument, llmsText, mcpDocument, offerSummary, surfaceOf } from '../documents';
 import type { Surface, ToolDescriptor } from '../documents';
 import { buildOpenApi } from '../openapi';
 import * as r from '../responses';
@@ -113,12 +113,21 @@ export function documentRoutes(d: DocumentDeps): RouteSpec[] {
   ];
 }
 
+/** What `/` says the service does: prices, verdicts, or what this instance serves of them (offerSummary). */
+function rootDescription(s: Surface): string {
+  const { prices, verdicts } = offerSummary(s);
+  if (prices && verdicts) return 'Computes prices for a context, and verdicts on proposed prices, with built-in, workspace and marketplace pricing functions.';
+  if (prices) return 'Computes prices for a context with built-in, workspace and marketplace pricing functions.';
+  if (verdicts) return 'Gives verdicts on proposed prices for a context, from the network\'s price observations.';
+  return 'A pricing compute service; this instance serves neither prices nor verdicts (its operator turned them off): its OpenAPI document lists what it serves.';
+}
+
 /** The answer at `/`: a caller given only the base URL learns where to go, from what this instance serves. */
 function rootDocument(base: string, s: Surface): Record<string, unknown> {
   const link = (method: 'get' | 'post', path: string) => (s.serves(method, path) ? `${base}${path}` : undefined);
   return {
     service: 'Pricing compute service',
-    description: 'Computes prices for a context, and verdicts on proposed prices, with built-in, workspace and marketplace pricing functions.',
+    description: rootDescription(s),
     documents: {
       llms_txt: link('get', '/llms.txt'),
       agents_json: link('get', '/.well-known/agents.json'),

@@ -385,12 +385,38 @@ describe('discovery documents of a service without the accounts, pricing, verifi
     expect(confirm.security.flatMap((r: Record<string, unknown>) => Object.keys(r))).to.include('PersonToken');
   });
 
+  it('promises neither prices nor verdicts where neither is served: agents.json, llms.txt and / say so', async () => {
+    const said = 'This instance serves neither prices nor verdicts (its operator turned them off); its OpenAPI document lists what it serves.';
+    expect((await client(svc.url).get<Record<string, any>>('/.well-known/agents.json')).body.description).to.equal(said);
+    const llms = (await client(svc.url).get('/llms.txt')).text;
+    expect(llms).to.contain(`> A network service that computes prices. ${said}`);
+    expect(llms).to.not.match(/get a verdict|get a computed price/);
+    expect((await client(svc.url).get<Record<string, any>>('/')).body.description).to.match(/serves neither prices nor verdicts/);
+  });
+
   it('answers /.well-known/mcp.json with 404 not_found and a hint', async () => {
     const res = await client(svc.url).get('/.well-known/mcp.json');
     expect(res.status).to.equal(404);
     expect(res.body.code).to.equal('not_found');
     expect(res.body.hint).to.be.a('string').and.contain('agents.json');
     expect(res.headers.get('cache-control')).to.equal(null);
+  });
+});
+
+describe('discovery documents of a service without the verification plugin', function () {
+  this.timeout(30_000);
+  let svc: TestService;
+  before(async () => {
+    svc = await startTestService({ enabled: ['health', 'identity', 'accounts', 'team', 'usage', 'pricing', 'catalog', 'discovery', 'mcp'] });
+  });
+  after(() => svc.close());
+
+  it('describes prices and no verdicts in agents.json, llms.txt and /, as it serves them', async () => {
+    expect((await client(svc.url).get<Record<string, any>>('/.well-known/agents.json')).body.description).to.equal('Send a context, get a computed price.');
+    const llms = (await client(svc.url).get('/llms.txt')).text;
+    expect(llms).to.contain('> A network service that computes prices. Send a context and get a computed price.\n');
+    expect(llms).to.not.match(/verdict/);
+    expect((await client(svc.url).get<Record<string, any>>('/')).body.description).to.equal('Computes prices for a context with built-in, workspace and marketplace pricing functions.');
   });
 });
 
