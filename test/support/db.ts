@@ -18,7 +18,7 @@ export function testDatabaseServer(): Promise<{ adminUrl: string }> {
     const external = process.env.TEST_DATABASE_URL;
     if (external) return { adminUrl: external, embedded: null, dir: null };
     const dir = mkdtempSync(path.join(tmpdir(), 'pcs-test-pg-'));
-    // Each stop step (fast, immediate, kill) waits at most 5 s: the three together stay inside the root hook's 30 s on a
+    // Each stop step (fast, immediate, kill) waits at most 5 s: the three together stay well inside the root hook's 60 s on a
     // loaded machine, where the default 10 s each could not (the cluster is deleted next anyway).
     const embedded = await startEmbeddedPostgres(dir, 0, createLogger('silent'), undefined, 5000);
     return { adminUrl: embedded.url, embedded, dir };
