@@ -202,6 +202,14 @@ export function validateQuery<S extends z.ZodType>(schema: S, query: Record<stri
     const more = checked.success ? [] : zodIssues(checked.error, declared, schema);
     throw validationFailed('query', [...issues, ...more], opts.hint ?? `Correct or remove the query parameters listed in issues; ${accepted}.`);
   }
-  return validate(schema, query, { ...opts, where: 'query' });
+  const parsed = schema.safeParse(query);
+  if (parsed.success) return parsed.data;
+  // A parameter sent twice (limit=1&limit=2) arrives as an array: its issue says so, rather than "must be a string, not an
+  // array" or an option list that holds both values sent. One that takes several (tag) has its issues at an element's path.
+  const issues = zodIssues(parsed.error, query, schema).map((i) => {
+    const sent = query[i.path];
+    return Array.isArray(sent) ? { path: i.path, reason: `sent ${sent.length} times (${sent.map((v) => `${i.path}=${String(v)}`).join('&')}); send it once` } : i;
+  });
+  throw validationFailed('query', issues, opts.hint ?? `Fix the fields listed in issues${opts.example !== undefined ? '; example shows a request query that passes' : ''}.`, opts.example);
 }
 

@@ -30,19 +30,11 @@ export const eventParams = z.strictObject({ id: z.string().min(1).max(100) });
 /** The query of a route that takes no parameters: any one sent is refused, as the list refuses unknown ones. */
 export const noQuery = z.strictObject({});
 
-/**
- * A parameter sent more than once arrives as an array. An option list ("Invalid option: expected
- * one of …") would not say so; this is the kernel's wording for a string sent as an array
- * (core/validation.ts), which `limit`, `cursor` and `function` get from zod's type check.
- */
-const ARRAY_SENT = 'must be a string, not an array';
-const once = (iss: { input?: unknown }): string | undefined => (Array.isArray(iss.input) ? ARRAY_SENT : undefined);
 
 /** A date-time whose offset's '+' became a space: a query string decodes an unencoded '+' so. */
 const PLUS_AS_SPACE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)? \d{2}(?::?\d{2})?$/;
 
 function instantReason(input: unknown): string {
-  if (Array.isArray(input)) return ARRAY_SENT;
   if (typeof input === 'string' && PLUS_AS_SPACE.test(input)) return `a '+' in a query string arrives as a space: send it as %2B (${input.replace(' ', '%2B')})`;
   return 'must be an ISO 8601 date-time such as 2026-01-31T00:00:00Z, or a date such as 2026-01-31';
 }
@@ -64,13 +56,13 @@ export const eventsQuery = z
     ...listQuery,
     from: instant.optional().describe('Events at or after this instant.'),
     to: instant.optional().describe('Events before this instant.'),
-    channel: z.enum(CHANNELS, { error: once }).optional(),
-    classification: z.enum(CLASSIFICATIONS, { error: once }).optional().describe('Relative to your workspace: mine, testers or others.'),
+    channel: z.enum(CHANNELS).optional(),
+    classification: z.enum(CLASSIFICATIONS).optional().describe('Relative to your workspace: mine, testers or others.'),
     function: z.string().min(1).max(100).optional().describe('A function id or name.'),
-    operation: z.enum(OPERATIONS, { error: (iss) => once(iss) ?? (iss.input === 'test' ? `a function's test run writes no usage event, so there is none to filter; one of ${OPERATIONS.join(', ')}` : undefined) }).optional().describe('The kind of call: compute, batch_item, router, demo or verify (a function\'s test run writes no usage event).'),
+    operation: z.enum(OPERATIONS, { error: (iss) => (iss.input === 'test' ? `a function's test run writes no usage event, so there is none to filter; one of ${OPERATIONS.join(', ')}` : undefined) }).optional().describe('The kind of call: compute, batch_item, router, demo or verify (a function\'s test run writes no usage event).'),
     request_id: z.string().min(1).max(128).optional().describe("The request id of a call's answer (its X-Request-Id); matches your own calls (mine) only, the only ones that show it."),
-    outcome: z.enum([...OUTCOMES, 'none'], { error: once }).optional().describe('accepted, rejected, or none (no outcome reported).'),
-    paid_via: z.enum([...PAID_VIA, 'none'], { error: once }).optional().describe('x402, day_pass, balance, or none (not paid at call time).'),
+    outcome: z.enum([...OUTCOMES, 'none']).optional().describe('accepted, rejected, or none (no outcome reported).'),
+    paid_via: z.enum([...PAID_VIA, 'none']).optional().describe('x402, day_pass, balance, or none (not paid at call time).'),
   })
   .superRefine(orderedRange);
 export type EventsQuery = z.output<typeof eventsQuery>;

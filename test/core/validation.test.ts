@@ -110,6 +110,15 @@ describe('core validation: query parameters', () => {
     expect(err.extras.hint).to.equal('Correct or remove the query parameters listed in issues; accepted: built_in, limit, cursor.');
   });
 
+  it('says a parameter was sent more than once, rather than an option list holding both values sent or a type', () => {
+    expect(queryRefusal(listQuery, { built_in: ['true', 'false'] }).extras.issues).to.deep.equal([{ path: 'built_in', reason: 'sent 2 times (built_in=true&built_in=false); send it once' }]);
+    expect(queryRefusal(listQuery, { limit: ['1', '2', '3'] }).extras.issues).to.deep.equal([{ path: 'limit', reason: 'sent 3 times (limit=1&limit=2&limit=3); send it once' }]);
+    // One that takes several keeps its own issues, at an element's path.
+    const tagged = z.object({ tag: z.union([z.string().max(3), z.array(z.string().max(3))]).optional() });
+    expect(validateQuery(tagged, { tag: ['a', 'b'] })).to.deep.equal({ tag: ['a', 'b'] });
+    expect(queryRefusal(tagged, { tag: ['a', 'toolong'] }).extras.issues?.[0]?.reason).to.not.match(/send it once/);
+  });
+
   it('suggests by case and separators, or one or two edits, and nothing for a name far from every one', () => {
     expect(queryRefusal(listQuery, { BuiltIn: 'true' }).extras.issues?.[0]?.reason).to.match(/did you mean "built_in"/);
     expect(queryRefusal(listQuery, { limt: '5' }).extras.issues?.[0]?.reason).to.match(/did you mean "limit"/);

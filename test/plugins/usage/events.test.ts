@@ -290,7 +290,7 @@ describe('usage: events list and receipt', function () {
         return res.body.issues as Array<{ path: string; reason: string }>;
       };
       const limit = await reasonFor('limit=1&limit=2');
-      expect(limit).to.deep.equal([{ path: 'limit', reason: 'must be a string, not an array' }]);
+      expect(limit).to.deep.equal([{ path: 'limit', reason: 'sent 2 times (limit=1&limit=2); send it once' }]);
       for (const [name, a, b] of [
         ['channel', 'api', 'mcp'],
         ['classification', 'mine', 'others'],
@@ -303,7 +303,7 @@ describe('usage: events list and receipt', function () {
         ['to', '2025-01-01', '2025-02-01'],
         ['cursor', 'a', 'b'],
       ] as const) {
-        expect(await reasonFor(`${name}=${a}&${name}=${b}`), name).to.deep.equal([{ path: name, reason: limit[0]?.reason }]);
+        expect(await reasonFor(`${name}=${a}&${name}=${b}`), name).to.deep.equal([{ path: name, reason: `sent 2 times (${name}=${a}&${name}=${b}); send it once` }]);
       }
     });
 
