@@ -101,11 +101,17 @@ export function revokedKey(reason: string | null, viaToken = false): ApiError {
   return invalidCredentials(`${subject} has been revoked${known ? `: ${known.why}` : ''}.`, viaToken ? `${advice.replace(/\.$/, '')}; ${NEW_TOKEN}` : advice);
 }
 
-/** 401 when no credential was sent. */
-export function missingCredentials(message = 'This route needs a credential and none was sent.'): ApiError {
+/**
+ * Where to get a credential a route that refuses unclaimed agent workspaces takes: registering (an agent or an OAuth
+ * client) makes one, and the demo is keyless, so only people's keys and sessions are left.
+ */
+export const WHERE_TO_GET_A_WORKSPACE_CREDENTIAL: NextStep[] = WHERE_TO_GET_A_CREDENTIAL.filter((n) => n.action === 'sign_in');
+
+/** 401 when no credential was sent; `next`, where to get one the route takes. */
+export function missingCredentials(message = 'This route needs a credential and none was sent.', next: NextStep[] = WHERE_TO_GET_A_CREDENTIAL): ApiError {
   return new ApiError('unauthorized', message, {
     hint: ACCEPTED_CREDENTIALS_HINT,
-    next: WHERE_TO_GET_A_CREDENTIAL,
+    next,
     fields: { retryable: false },
     headers: { 'WWW-Authenticate': challenge(null, message) },
   });

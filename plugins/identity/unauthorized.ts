@@ -3,7 +3,7 @@ import { ApiError } from '../../core/errors';
 import type { Principal } from '../../core/auth';
 import type { RouteSpec } from '../../core/http/route';
 import { credentialOf, emptyApiKey, otherAuthorizationScheme } from './auth/authenticators';
-import { invalidCredentials, missingCredentials, missingPersonCredentials, WHERE_TO_GET_A_CREDENTIAL, wrongKindOfCredential } from './errors';
+import { invalidCredentials, missingCredentials, missingPersonCredentials, WHERE_TO_GET_A_CREDENTIAL, WHERE_TO_GET_A_WORKSPACE_CREDENTIAL, wrongKindOfCredential } from './errors';
 
 /**
  * The 401 for a credential that was sent and that no authenticator takes (a bearer value or key no
@@ -30,7 +30,10 @@ export function unrecognisedCredential(req: Request): ApiError | null {
 export function identityUnauthorized(route: RouteSpec, reason: 'missing' | 'wrong_kind', ctx: { req: Request; principal: Principal | null }): ApiError {
   // A credential sent and not recognised is refused by authentication (refuseUnrecognised), counted; this is for none sent.
   const personOnly = route.accepts?.length === 1 && route.accepts[0] === 'person';
-  if (reason === 'missing') return unrecognisedCredential(ctx.req) ?? (personOnly ? missingPersonCredentials() : missingCredentials());
+  if (reason === 'missing') {
+    // A route an unclaimed sandbox is refused offers no registration: the key it would give is refused here too.
+    return unrecognisedCredential(ctx.req) ?? (personOnly ? missingPersonCredentials() : missingCredentials(undefined, route.sandbox ? WHERE_TO_GET_A_CREDENTIAL : WHERE_TO_GET_A_WORKSPACE_CREDENTIAL));
+  }
   const principal = ctx.principal;
   // SPEC: an agent token on key management is 403 agent_cannot_manage_keys, rotation (which takes the key itself) included.
   if (principal?.kind === 'access_token' && route.keyManagement) {

@@ -72,7 +72,6 @@ describe('identity: 401 and 403 answers for credentials', () => {
     for (const [method, path] of [
       ['GET', '/api/me'],
       ['POST', '/api/api-keys/rotate'],
-      ['POST', '/api/agents/claim'],
     ] as const) {
       const res = await api.raw<ErrorBody>(method, path, method === 'POST' ? { body: {} } : {});
       expect401(res, 'unauthorized');
@@ -92,6 +91,24 @@ describe('identity: 401 and 403 answers for credentials', () => {
       expect(res.body.hint, path).to.match(/POST \/api\/auth\/signin/).and.match(/API keys and OAuth access tokens are not accepted here/);
       expect(res.body.next?.map((s) => s.action), path).to.deep.equal(['sign_in']);
     }
+  });
+
+  it('answers a route an unclaimed sandbox is refused (team, policy changes) without a credential with the sign-in step only: registering gives a sandbox key it refuses', async () => {
+    for (const [method, path] of [
+      ['GET', '/api/workspaces/ws_anything/members'],
+      ['POST', '/api/routing-policies'],
+      ['POST', '/api/functions'],
+      // A key naming workspace:claim, which a person creates.
+      ['POST', '/api/agents/claim'],
+    ] as const) {
+      const res = await api.raw<ErrorBody>(method, path, method === 'POST' ? { body: {} } : {});
+      expect401(res, 'unauthorized');
+      expect(res.body.next?.map((s) => s.action), path).to.deep.equal(['sign_in']);
+    }
+    // One a sandbox may call keeps every way in.
+    const compute = await api.raw<ErrorBody>('POST', '/api/compute/price', { body: { context: { current_price: 3 } } });
+    expect401(compute, 'unauthorized');
+    expect(compute.body.next?.map((s) => s.action)).to.deep.equal(['register_agent', 'register_oauth_client', 'sign_in', 'try_demo']);
   });
 
   it("offers a try_demo step whose body prices when sent as is", async () => {
