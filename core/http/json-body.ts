@@ -37,17 +37,17 @@ export function nestedDeeperThan(text: string, max: number): boolean {
 
 /**
  * A body declared in another charset than UTF-8 would be read as UTF-8 and mangled (latin-1 é
- * becomes U+FFFD) or fail as JSON for a misleading reason: it is refused as such instead.
+ * becomes U+FFFD) or fail as JSON for a misleading reason: it is refused as such instead. Returned
+ * rather than thrown for a route reading its raw body itself (MCP answers it as a JSON-RPC error).
  */
-export function assertUtf8Body(req: Request): void {
+export function unsupportedCharset(req: Request): ApiError | undefined {
   const type = req.headers['content-type'];
-  if (!type) return;
+  if (!type) return undefined;
   const charset = /;\s*charset\s*=\s*"?([^";\s]*)"?/i.exec(type)?.[1];
-  if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
-    throw new ApiError('unsupported_media_type', `Request body charset "${charset}" is not supported.`, {
-      hint: 'Send the body as UTF-8 JSON: Content-Type: application/json, with charset=utf-8 or no charset.',
-    });
-  }
+  if (charset === undefined || /^utf-?8$/i.test(charset)) return undefined;
+  return new ApiError('unsupported_media_type', `Request body charset "${charset}" is not supported.`, {
+    hint: 'Send the body as UTF-8 JSON: Content-Type: application/json, with charset=utf-8 or no charset.',
+  });
 }
 
 /** A parsed body, and whether its text escapes NUL or a surrogate (then refuseUnstorableText walks it). */
@@ -63,7 +63,8 @@ export function parseJsonBody(req: Request, route: RouteSpec, maxDepth: number):
   const text = Buffer.isBuffer(raw) ? raw.toString('utf8') : typeof raw === 'string' ? raw : undefined;
   if (text === undefined) return { value: raw, escapesUnstorable: false };
   if (text.trim() === '') return { value: {}, escapesUnstorable: false };
-  assertUtf8Body(req);
+  const charset = unsupportedCharset(req);
+  if (charset) throw charset;
   if (nestedDeeperThan(text, maxDepth)) throw invalidJson(route, `Request body nests arrays and objects deeper than ${maxDepth} levels (BODY_MAX_DEPTH).`);
   try {
     return { value: JSON.parse(text) as unknown, escapesUnstorable: UNSTORABLE_ESCAPE.test(text) };

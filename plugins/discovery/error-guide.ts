@@ -28,7 +28,7 @@ export const ERROR_GUIDE: Record<ErrorCode, string> = {
   function_not_found: 'no function by that id or name within your reach (built-in, your own, or public); GET /api/functions lists them.',
   session_not_found: 'the MCP session is altered, expired or another caller\'s; initialize again.',
   method_not_allowed: 'the path takes other methods; Allow lists them.',
-  not_acceptable: 'the Accept header names nothing this route answers with: GET on the MCP endpoint without text/event-stream, the one route answering a single kind; elsewhere JSON is answered whatever Accept says.',
+  not_acceptable: 'the Accept header names nothing this route answers with: GET on the MCP endpoint with an Accept ruling text/event-stream out (application/json alone, or text/event-stream;q=0), the one route answering a single kind; elsewhere JSON is answered whatever Accept says.',
   request_timeout: 'the request was not received in time; send it again.',
   conflict: 'the request conflicts with the current state (already a member, a replayed create whose record was deleted, a workspace holding as many records of a kind as it may: limit names the setting); error says which.',
   function_draft: 'the function named is a draft; its owner activates it (the error names the PATCH).',

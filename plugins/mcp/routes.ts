@@ -6,7 +6,7 @@ import type { ApiError } from '../../core/errors';
 import { validate } from '../../core/validation';
 import type { Logger } from '../../core/logger';
 import { z } from 'zod';
-import { nestedDeeperThan, refuseUnstorableValue } from '../../core/http/json-body';
+import { nestedDeeperThan, refuseUnstorableValue, unsupportedCharset } from '../../core/http/json-body';
 import { logOutage, unavailableError } from '../../core/http/middleware';
 import { RepeatedLines } from '../../core/repeated-lines';
 import { HANDLED, defineRoute } from '../../core/http/route';
@@ -73,17 +73,21 @@ function withExampleFromSent(tool: McpTool, err: unknown, sent: unknown): unknow
 /**
  * An HTTP-level refusal by the transport (origin, protocol version, session, malformed message, method).
  * The body is a JSON-RPC error, which MCP clients read, with the service's error fields beside it:
- * `code` (a stable string), `hint` and `request_id`. `error` stays the JSON-RPC object here.
+ * `code` (a stable string), `hint` and `request_id`. `error` stays the JSON-RPC object here. Its id is
+ * the request's when it could be read, else null (JSON-RPC 2.0 §5).
  */
-function refuse(ctx: RequestContext, status: number, rpcCode: number, code: string, message: string, hint: string, extra: { headers?: Record<string, string>; data?: Record<string, unknown> } = {}): HandlerResult {
-  const body = { ...rpcError(null, rpcCode, message, { code, hint, ...extra.data }), code, hint, request_id: ctx.requestId };
+function refuse(ctx: RequestContext, status: number, rpcCode: number, code: string, message: string, hint: string, extra: { headers?: Record<string, string>; data?: Record<string, unknown>; id?: Id } = {}): HandlerResult {
+  const body = { ...rpcError(extra.id ?? null, rpcCode, message, { code, hint, ...extra.data }), code, hint, request_id: ctx.requestId };
   return send(ctx.res, status, body, extra.headers);
 }
 
 const ID_STAND_IN = '\u0000odd-id';
 
-/** The methods the endpoint takes (DELETE answers 405: sessions are stateless). */
-const ALLOW = 'GET, POST';
+/**
+ * The methods the endpoint takes (DELETE answers 405: sessions are stateless). HEAD is GET without
+ * the body, as Express serves it, so it is listed as core's 405 lists it beside a GET.
+ */
+const ALLOW = 'GET, POST, HEAD';
 
 export function mcpRoutes(d: McpDeps): RouteSpec[] {
   // A tool failing for a store's outage is logged as the error handler logs outages: once per reason and interval.
@@ -112,12 +116,13 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
   };
 
   /** Protocol version and session checks shared by every method (the origin was screened before). Returns true when it answered. */
-  const precheck = (ctx: RequestContext, res: Response, isInitialize: boolean): boolean => {
+  const precheck = (ctx: RequestContext, res: Response, isInitialize: boolean, id: Id = null): boolean => {
     const version = ctx.req.headers['mcp-protocol-version'];
     // An empty header is no header, as an empty Mcp-Session-Id is.
     if (!isInitialize && typeof version === 'string' && version !== '' && !SUPPORTED_VERSIONS.includes(version)) {
       refuse(ctx, 400, -32000, 'unsupported_protocol_version', `Bad Request: Unsupported protocol version: ${version}`, `Send MCP-Protocol-Version with one of ${SUPPORTED_VERSIONS.join(', ')}, or leave it out.`, {
         data: { supported: SUPPORTED_VERSIONS },
+        id,
       });
       return true;
     }
@@ -125,13 +130,14 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
     if (!isInitialize && typeof session === 'string' && session !== '') {
       // SPEC: a malformed id is a bad request (400); a well-formed one that was altered, expired or issued to someone else is not found (404).
       if (!McpSessions.wellFormed(session)) {
-        refuse(ctx, 400, -32000, 'invalid_session_id', 'Bad Request: invalid session id format.', 'Send the Mcp-Session-Id the initialize response gave you unchanged, or leave the header out: sessions are optional.');
+        refuse(ctx, 400, -32000, 'invalid_session_id', 'Bad Request: invalid session id format.', 'Send the Mcp-Session-Id the initialize response gave you unchanged, or leave the header out: sessions are optional.', { id });
         return true;
       }
       const reason = d.sessions.check(session, ownerOf(ctx));
       if (reason !== 'ok') {
         refuse(ctx, 404, -32000, 'session_not_found', `Session not found (${reason}): send initialize again, or continue without Mcp-Session-Id.`, 'Send initialize for a new session id, or continue without Mcp-Session-Id: sessions are optional.', {
           data: { reason },
+          id,
         });
         return true;
       }
@@ -238,6 +244,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
             tool: name,
             hint: 'Retry once, then wait a minute; work in progress may still finish and be counted.',
             next: [],
+            request_id: ctx.requestId,
           }),
         );
       }
@@ -253,6 +260,9 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
 
   const post = async (ctx: RequestContext): Promise<HandlerResult> => {
     const { req, res } = ctx;
+    // Read as UTF-8, a body in another charset would be priced and charged mangled: refused as REST refuses it.
+    const charset = unsupportedCharset(req);
+    if (charset) return bodyRefused(charset, ctx);
     const raw = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
     const maxDepth = d.config.server.bodyMaxDepth;
     if (nestedDeeperThan(raw, maxDepth)) {
@@ -277,10 +287,14 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
     const parsed = JsonRpc.parseObject(oddId ? { ...(message as object), id: ID_STAND_IN } : message);
     if (oddId && parsed.type === 'request') (parsed.payload as { id: Id }).id = sentId;
     const isInitialize = parsed.type === 'request' && (parsed.payload as { method: string }).method === 'initialize';
-    if (precheck(ctx, res, isInitialize)) return HANDLED;
+    // A refusal names the id it could read, so the client can match it to its request. Not a response's: that id
+    // is one of ours, which the client could mistake for one of its own pending requests.
+    const readableId = typeof sentId === 'string' || (typeof sentId === 'number' && Number.isFinite(sentId)) ? sentId : null;
+    const refusalId = parsed.type === 'success' || parsed.type === 'error' ? null : readableId;
+    if (precheck(ctx, res, isInitialize, refusalId)) return HANDLED;
     if (parsed.type === 'notification' || parsed.type === 'success' || parsed.type === 'error') return send(res, 202, undefined);
     if (parsed.type !== 'request') {
-      return refuse(ctx, 400, -32600, 'invalid_request', 'Invalid Request: not a JSON-RPC 2.0 message.', 'A request needs "jsonrpc": "2.0", an id and a method, e.g. {"jsonrpc":"2.0","id":1,"method":"tools/list"}.');
+      return refuse(ctx, 400, -32600, 'invalid_request', 'Invalid Request: not a JSON-RPC 2.0 message.', 'A request needs "jsonrpc": "2.0", an id and a method, e.g. {"jsonrpc":"2.0","id":1,"method":"tools/list"}.', { id: refusalId });
     }
     const { id, method, params } = parsed.payload as { id: Id; method: string; params?: unknown };
     const p = (params && typeof params === 'object' ? params : {}) as Record<string, unknown>;
@@ -317,7 +331,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
     }
   };
 
-  /** A body the reader refused (too large, undecodable, cut short) is refused as a body that does not parse is: a JSON-RPC error. */
+  /** A body the reader refused (too large, undecodable, cut short, in a charset other than UTF-8) is refused as a body that does not parse is: a JSON-RPC error. */
   const bodyRefused = (err: ApiError, ctx: RequestContext): HandlerResult => {
     if (precheck(ctx, ctx.res, false)) return HANDLED;
     if (err.code === 'invalid_json') return refuse(ctx, err.status, -32700, err.code, `Parse error: ${err.message}`, 'Send one JSON-RPC 2.0 message as JSON, uncompressed or compressed whole with the Content-Encoding you name.');
@@ -330,7 +344,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
   const get = (ctx: RequestContext): HandlerResult => {
     const { req, res } = ctx;
     if (precheck(ctx, res, false)) return HANDLED;
-    if (!String(req.headers.accept ?? '').includes('text/event-stream')) {
+    if (!acceptsSse(req)) {
       return refuse(ctx, 406, -32000, 'not_acceptable', 'Not Acceptable: GET needs Accept: text/event-stream.', 'GET answers only an SSE stream of changelog notices; send JSON-RPC messages with POST.');
     }
     const entries = d.changelog
@@ -353,7 +367,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
   const transportRefusal = z
     .object({
       jsonrpc: z.literal('2.0'),
-      id: z.null(),
+      id: z.union([z.string(), z.number(), z.null()]).describe("The request's id when one could be read; otherwise null (a body that does not parse, a batch, a notification or a client's response, a refusal before the body is read)."),
       error: z.object({ code: z.number().int(), message: z.string(), data: z.record(z.string(), z.unknown()).optional() }),
       code: z.string().describe('Stable machine-readable code (origin_not_allowed, invalid_session_id, session_not_found, unsupported_protocol_version, invalid_json, invalid_request, not_acceptable, method_not_allowed; for a body refused while read: payload_too_large, unsupported_media_type, bad_request).'),
       hint: z.string(),

@@ -100,7 +100,8 @@ export function routeSecuritySuite(parent: Mocha.Suite, ctx: SuiteContext, id: s
       const res = await send(await prepare(), {});
       expect(res.status < 400 || res.status === 404 || (c.okStatuses ?? []).includes(res.status), `${res.status} ${JSON.stringify(res.body)}`).to.equal(true);
       const w = ctx.world();
-      for (const secret of [w.a.keyId, w.a.agentId, w.a.owner.id, w.a.owner.workspaceId, w.a.owner.email]) expect(JSON.stringify(res.body)).not.to.contain(secret);
+      // The text as sent: an answer that is not JSON (MCP's GET stream, served to a caller's default Accept: */*) is searched too.
+      for (const secret of [w.a.keyId, w.a.agentId, w.a.owner.id, w.a.owner.workspaceId, w.a.owner.email]) expect(res.text).not.to.contain(secret);
     });
     else it('refuses a request without credentials with 401 unauthorized', async () => {
       expect401(await send(await prepare(), {}), 'unauthorized');

@@ -18,15 +18,20 @@ export function openSse(res: Response, status = 200, headers: Record<string, str
   res.flushHeaders();
 }
 
-/** JSON unless Accept lists text/event-stream without JSON. */
+/** JSON unless Accept lists text/event-stream without JSON (and does not refuse it with q=0). */
 export function prefersSse(req: Request): boolean {
   const accept = String(req.headers.accept ?? '').toLowerCase();
-  return accept.includes('text/event-stream') && !accept.includes('application/json');
+  return accept.includes('text/event-stream') && !accept.includes('application/json') && acceptsSse(req);
 }
 
-/** Whether the client takes an SSE reply at all: no Accept, or one naming text/event-stream or a wildcard over it. */
+/**
+ * Whether the client takes an SSE reply at all: no Accept, or one covering text/event-stream in any
+ * case or through a wildcard, and not refusing it with q=0. POST's progress stream and the GET stream
+ * decide by this one rule, so a client is never streamed to on one method and refused on the other.
+ */
 export function acceptsSse(req: Request): boolean {
-  const accept = String(req.headers.accept ?? '').toLowerCase();
-  return accept === '' || accept.includes('text/event-stream') || accept.includes('*/*') || accept.includes('text/*');
+  // An empty header is no header, as elsewhere on this endpoint (Express's negotiator reads it as accepting nothing).
+  if (String(req.headers.accept ?? '') === '') return true;
+  return req.accepts('text/event-stream') !== false;
 }
 

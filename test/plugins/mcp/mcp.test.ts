@@ -486,7 +486,7 @@ describe('MCP tool calls in the metrics', function () {
 
 describe('MCP tool timeout', function () {
   this.timeout(30_000);
-  it('answers JSON-RPC -32001 with error.data {code: upstream_timeout, retryable, timeout_ms, tool, hint, next: []}', async () => {
+  it('answers JSON-RPC -32001 with error.data {code: upstream_timeout, retryable, timeout_ms, tool, hint, next: [], request_id}, as every other MCP error carries its request id', async () => {
     const svc = await startTestService({ config: { limits: { mcp: { toolTimeoutMs: 300 } } } });
     // The tool cannot finish while its usage event waits on this lock (reads still pass), so the timeout always wins
     // (a 1 ms timeout raced the tool itself on a busy machine).
@@ -507,13 +507,16 @@ describe('MCP tool timeout', function () {
       expect(e.code).to.equal(-32001);
       expect(e.data).to.deep.include({ code: 'upstream_timeout', retryable: true, timeout_ms: 300, tool: 'compute_price', next: [] });
       expect(e.data.hint).to.be.a('string');
+      expect(e.data.request_id).to.be.a('string').and.match(/^req_/);
       await client.close();
       const raw = await rpc(svc, { jsonrpc: '2.0', id: 41, method: 'tools/call', params: { name: 'compute_price', arguments: { context: { current_price: 3 } }, _meta: { progressToken: 'p' } } });
       expect(raw.headers.get('content-type')).to.match(/text\/event-stream/);
       const events = (await raw.text()).split('\n\n').filter((b) => b.includes('data:'));
       const last = JSON.parse((events[events.length - 1] ?? '').replace(/^[\s\S]*data: /, '')) as Record<string, any>;
+      expect(raw.status).to.equal(200);
       expect(last.id).to.equal(41);
       expect(last.error.code).to.equal(-32001);
+      expect(last.error.data).to.deep.include({ code: 'upstream_timeout', retryable: true, timeout_ms: 300, tool: 'compute_price', next: [], request_id: raw.headers.get('x-request-id') });
     } finally {
       await holder.rollback();
       await svc.close();
@@ -586,6 +589,45 @@ describe('MCP endpoint over raw HTTP', function () {
     const unknownEncoding = await post({ 'content-encoding': 'br2' }, '{"jsonrpc":"2.0","id":1,"method":"ping"}');
     expect(unknownEncoding.status).to.equal(415);
     expect(await unknownEncoding.json()).to.deep.include({ jsonrpc: '2.0', id: null, code: 'unsupported_media_type' });
+  });
+
+  it('refuses a body declared in a charset other than UTF-8 with 415 unsupported_media_type as a JSON-RPC error, as REST does, pricing and recording nothing; under utf-8 or no charset it prices the same bytes as REST does', async () => {
+    const person = await signUp(svc, 'mcp-charset');
+    const k = await createKey(svc, person, { name: 'charset' });
+    // é as latin-1 writes it, one byte 0xE9: read as UTF-8 it is U+FFFD.
+    const latin1 = (json: string) => Buffer.from(json, 'latin1');
+    const context = '{"current_price":3,"currency":"USD","label":"caf\u00e9"}';
+    const mcpBody = latin1(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"compute_price","arguments":{"context":${context}}}}`);
+    const restBody = latin1(`{"context":${context}}`);
+    expect(mcpBody.includes(0xe9)).to.equal(true);
+    const send = (path: string, body: Buffer, type: string) =>
+      fetch(`${svc.url}${path}`, { method: 'POST', headers: { 'content-type': type, accept: 'application/json, text/event-stream', 'x-api-key': k.key }, body });
+    const used = async () => ((await svc.sequelize.query('SELECT count(*)::int AS n FROM usage_events WHERE caller_key_id = $1', { bind: [k.id] }))[0] as Array<{ n: number }>)[0]?.n;
+    for (const [charset, named] of [['iso-8859-1', 'iso-8859-1'], ['utf-16', 'utf-16'], ['"windows-1252"', 'windows-1252']] as const) {
+      const type = `application/json; charset=${charset}`;
+      const res = await send('/api/mcp/rpc', mcpBody, type);
+      expect(res.status, charset).to.equal(415);
+      expect(res.headers.get('content-type'), charset).to.match(/^application\/json/);
+      const body = (await res.json()) as Record<string, any>;
+      expect(body, charset).to.deep.include({ jsonrpc: '2.0', id: null, code: 'unsupported_media_type', request_id: res.headers.get('x-request-id') });
+      expect(body.error, charset).to.deep.include({ code: -32000, message: `Request body charset "${named}" is not supported.` });
+      expect(body.error.data.code, charset).to.equal('unsupported_media_type');
+      expect(body.hint, charset).to.match(/UTF-8/);
+      const rest = await send('/api/compute/price', restBody, type);
+      expect(rest.status, charset).to.equal(415);
+      expect(((await rest.json()) as Record<string, any>).code, charset).to.equal(body.code);
+    }
+    expect(await used()).to.equal(0);
+    for (const type of ['application/json; charset=utf-8', 'application/json; charset=UTF8', 'application/json']) {
+      const res = await send('/api/mcp/rpc', mcpBody, type);
+      expect(res.status, type).to.equal(200);
+      const body = (await res.json()) as Record<string, any>;
+      expect(body.result.isError, type).to.equal(false);
+      const rest = await send('/api/compute/price', restBody, type);
+      expect(rest.status, type).to.equal(200);
+      expect(((await rest.json()) as Record<string, any>).price, type).to.equal(body.result.structuredContent.price);
+    }
+    expect(await used()).to.equal(6);
   });
 
   it('does not require MCP-Protocol-Version on initialize, and answers 400 to an unsupported one', async () => {
@@ -737,6 +779,34 @@ describe('MCP endpoint over raw HTTP', function () {
     expect(body.request_id).to.be.a('string');
   });
 
+  it('echoes the request id it could read in a refusal (not JSON-RPC 2.0, a method not a string, an unsupported protocol version, a malformed or unknown session); null only when none could be read', async () => {
+    const init = await rpc(svc, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+    const session = init.headers.get('mcp-session-id') as string;
+    const altered = `${session.slice(0, -2)}${session.endsWith('AA') ? 'BB' : 'AA'}`;
+    const cases: Array<[string, unknown, Record<string, string>, number, string, number, string | number | null]> = [
+      ['jsonrpc 1.0', '{"jsonrpc":"1.0","id":1,"method":"ping"}', {}, 400, 'invalid_request', -32600, 1],
+      ['method not a string', '{"jsonrpc":"2.0","id":"m-5","method":5}', {}, 400, 'invalid_request', -32600, 'm-5'],
+      ['protocol version', { jsonrpc: '2.0', id: 2, method: 'tools/list' }, { 'mcp-protocol-version': '1999-01-01' }, 400, 'unsupported_protocol_version', -32000, 2],
+      ['malformed session', { jsonrpc: '2.0', id: 'abc', method: 'tools/list' }, { 'mcp-session-id': 'not-a-session' }, 400, 'invalid_session_id', -32000, 'abc'],
+      ['unknown session', { jsonrpc: '2.0', id: 0, method: 'tools/list' }, { 'mcp-session-id': altered }, 404, 'session_not_found', -32000, 0],
+      ['not JSON', '{"jsonrpc":"2.0","id":3,', {}, 400, 'invalid_json', -32700, null],
+      ['a batch', [{ jsonrpc: '2.0', id: 4, method: 'ping' }], {}, 400, 'invalid_request', -32600, null],
+      ['an id of no JSON-RPC type', '{"jsonrpc":"2.0","id":{"n":5},"method":"ping"}', {}, 400, 'invalid_request', -32600, null],
+      ['a notification', { jsonrpc: '2.0', method: 'notifications/initialized' }, { 'mcp-protocol-version': '1999-01-01' }, 400, 'unsupported_protocol_version', -32000, null],
+      // A response's id is one the server gave: echoed, the client could take it for an answer to a request of its own.
+      ['a client response', { jsonrpc: '2.0', id: 99, result: {} }, { 'mcp-protocol-version': '1999-01-01' }, 400, 'unsupported_protocol_version', -32000, null],
+    ];
+    for (const [what, message, headers, status, code, rpcCode, id] of cases) {
+      const res = await rpc(svc, message, headers);
+      expect(res.status, what).to.equal(status);
+      expect(res.headers.get('content-type'), what).to.match(/^application\/json/);
+      const body = (await res.json()) as Record<string, any>;
+      expect(body, what).to.deep.include({ jsonrpc: '2.0', id, code, request_id: res.headers.get('x-request-id') });
+      expect(body.error.code, what).to.equal(rpcCode);
+      expect(body.error.data.code, what).to.equal(code);
+    }
+  });
+
   it('takes a fractional number as a request id (JSON-RPC 2.0 and MCP allow any number) and answers with it', async () => {
     const res = await rpc(svc, { jsonrpc: '2.0', id: 1.5, method: 'ping' });
     expect(res.status).to.equal(200);
@@ -845,18 +915,39 @@ describe('MCP endpoint over raw HTTP', function () {
     for (const method of ['PUT', 'PATCH', 'DELETE']) {
       const res = await fetch(`${svc.url}/api/mcp/rpc`, { method });
       expect(res.status, method).to.equal(405);
-      expect(res.headers.get('allow'), method).to.equal('GET, POST');
+      expect(res.headers.get('allow'), method).to.equal('GET, POST, HEAD');
       const body = (await res.json()) as Record<string, any>;
       expect(body, method).to.deep.include({ jsonrpc: '2.0', id: null, code: 'method_not_allowed' });
       expect(body.error.code, method).to.equal(-32000);
     }
     const options = await fetch(`${svc.url}/api/mcp/rpc`, { method: 'OPTIONS' });
     expect(options.status).to.equal(204);
-    expect(options.headers.get('allow')).to.equal('GET, POST, OPTIONS');
+    expect(options.headers.get('allow')).to.equal('GET, POST, HEAD, OPTIONS');
     // Counted under the endpoint's route in the metrics, not as an unmatched path.
     const metrics = await (await fetch(`${svc.url}/metrics`)).text();
     expect(metrics).to.match(/http_request_duration_seconds_count\{method="OPTIONS",route="\/api\/mcp\/rpc",status="204"\}/);
     expect(metrics).to.match(/http_request_duration_seconds_count\{method="PUT",route="\/api\/mcp\/rpc",status="405"\}/);
+  });
+
+  it('lists HEAD in Allow (on a 405 and OPTIONS), as it serves HEAD as GET without the body, and serves every method its Allow lists', async () => {
+    const head = await fetch(`${svc.url}/api/mcp/rpc`, { method: 'HEAD', headers: { accept: 'text/event-stream' } });
+    expect(head.status).to.equal(200);
+    expect(head.headers.get('content-type')).to.equal('text/event-stream');
+    expect(head.headers.get('x-request-id')).to.match(/^req_/);
+    expect(await head.text()).to.equal('');
+    const put = await fetch(`${svc.url}/api/mcp/rpc`, { method: 'PUT' });
+    expect(put.status).to.equal(405);
+    const allow = (put.headers.get('allow') ?? '').split(', ');
+    expect(allow).to.include('HEAD');
+    expect(((await put.json()) as Record<string, any>).code).to.equal('method_not_allowed');
+    const options = await fetch(`${svc.url}/api/mcp/rpc`, { method: 'OPTIONS' });
+    expect(options.status).to.equal(204);
+    expect(options.headers.get('allow')).to.equal([...allow, 'OPTIONS'].join(', '));
+    for (const method of allow) {
+      const res = await fetch(`${svc.url}/api/mcp/rpc`, { method, headers: { accept: 'application/json, text/event-stream', 'content-type': 'application/json' }, ...(method === 'POST' ? { body: '{"jsonrpc":"2.0","id":1,"method":"ping"}' } : {}) });
+      expect(res.status, method).to.equal(200);
+      await res.arrayBuffer();
+    }
   });
 
   it('answers DELETE with 405, and OpenAPI documents no success for it: the 405 and the refusals any request may meet first', async () => {
@@ -874,13 +965,55 @@ describe('MCP endpoint over raw HTTP', function () {
     expect(Object.keys(ops.post.requestBody.content)).to.deep.equal(['application/json']);
   });
 
-  it('answers GET without Accept: text/event-stream with 406, its code and a hint', async () => {
+  it('answers GET with an Accept ruling text/event-stream out (application/json) with 406, its code and a hint', async () => {
     const res = await fetch(`${svc.url}/api/mcp/rpc`, { headers: { accept: 'application/json' } });
     expect(res.status).to.equal(406);
     const body = (await res.json()) as Record<string, any>;
     expect(body).to.include({ code: 'not_acceptable' });
     expect(body.error.code).to.equal(-32000);
     expect(body.hint).to.match(/POST/);
+  });
+
+  it('serves the GET stream to every Accept covering text/event-stream (any case, */*, text/*, none) and answers 406 to one ruling it out (application/json, q=0), by the rule a progress stream on POST follows', async () => {
+    const covering: Array<string | undefined> = ['Text/Event-Stream', '*/*', 'text/*', 'application/json;q=0.9, TEXT/EVENT-STREAM', undefined];
+    for (const accept of covering) {
+      // node:http, as fetch sends Accept: */* when none is given.
+      const { status, headers, text } = await new Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }>((resolve, reject) => {
+        http
+          .get(`${svc.url}/api/mcp/rpc`, { headers: accept === undefined ? {} : { accept } }, (res) => {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (c: string) => (text += c));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
+          })
+          .on('error', reject);
+      });
+      expect(status, String(accept)).to.equal(200);
+      expect(headers['content-type'], String(accept)).to.equal('text/event-stream');
+      expect(headers['cache-control'], String(accept)).to.equal('no-cache, no-transform');
+      expect(text, String(accept)).to.contain('retry: 300000').and.contain('notifications/service/changelog');
+    }
+    for (const accept of ['application/json', 'text/event-stream;q=0', 'text/event-stream;q=0, application/json', 'application/json, */*;q=0']) {
+      const res = await fetch(`${svc.url}/api/mcp/rpc`, { headers: { accept } });
+      expect(res.status, accept).to.equal(406);
+      expect(res.headers.get('content-type'), accept).to.match(/^application\/json/);
+      const body = (await res.json()) as Record<string, any>;
+      expect(body, accept).to.deep.include({ jsonrpc: '2.0', id: null, code: 'not_acceptable', request_id: res.headers.get('x-request-id') });
+      expect(body.error.code, accept).to.equal(-32000);
+    }
+    // The same rule on POST: a progress token gets no stream from a client that refused it with q=0.
+    const call = { jsonrpc: '2.0', id: 17, method: 'tools/call', params: { name: 'list_functions', arguments: {}, _meta: { progressToken: 17 } } };
+    const refused = await rpc(svc, call, { accept: 'text/event-stream;q=0, application/json' });
+    expect(refused.status).to.equal(200);
+    expect(refused.headers.get('content-type')).to.match(/^application\/json/);
+    expect(((await refused.json()) as Record<string, any>).id).to.equal(17);
+    const ping = await rpc(svc, { jsonrpc: '2.0', id: 18, method: 'ping' }, { accept: 'text/event-stream;q=0' });
+    expect(ping.status).to.equal(200);
+    expect(ping.headers.get('content-type')).to.match(/^application\/json/);
+    expect(await ping.json()).to.deep.equal({ jsonrpc: '2.0', id: 18, result: {} });
+    const taken = await rpc(svc, call, { accept: 'application/json, Text/Event-Stream' });
+    expect(taken.headers.get('content-type')).to.equal('text/event-stream');
+    expect(await taken.text()).to.contain('notifications/progress');
   });
 
   it('GET with Accept: text/event-stream sends up to three newest agent changelog entries, no response, then closes with a retry of five minutes', async () => {
