@@ -127,10 +127,14 @@ export function listEnvelope<R, T>(rows: R[], limit: number, toItem: (row: R) =>
 /**
  * One page of an in-memory list, ordered by a string key compared by code point (never
  * localeCompare: the cursor's "after this key" test must order exactly as the sort does, or a
- * page boundary skips or repeats rows). Keys must be unique.
+ * page boundary skips or repeats rows). Keys must be unique. `keyShape`: what every key of this
+ * list looks like; a cursor whose key does not is refused as not issued here (rather than paging
+ * from some made-up place, an empty page as likely as not).
  */
-export function pageByKey<R, T>(rows: R[], keyOf: (row: R) => string, idOf: (row: R) => string, q: { limit: number; cursor?: string | undefined }, toItem: (row: R) => T): ListEnvelope<T> {
-  const after = q.cursor === undefined ? null : String(decodeCursor(q.cursor).sort);
+export function pageByKey<R, T>(rows: R[], keyOf: (row: R) => string, idOf: (row: R) => string, q: { limit: number; cursor?: string | undefined }, toItem: (row: R) => T, keyShape?: RegExp): ListEnvelope<T> {
+  const sort = q.cursor === undefined ? null : decodeCursor(q.cursor).sort;
+  if (sort !== null && keyShape && (typeof sort !== 'string' || !keyShape.test(sort))) throw badCursor();
+  const after = sort === null ? null : String(sort);
   const keyed = rows
     .map((row) => ({ row, key: keyOf(row) }))
     .filter((x) => after === null || x.key > after)

@@ -35,7 +35,7 @@ export { callExampleFor } from './routes/call-example';
 export type { CallSchemas, ComputeBody, ContextSchema } from './schemas';
 export { demoFields } from './responses';
 export { functionViewSchema } from './responses-functions';
-export { functionSortKey, functionView } from './routes/functions';
+export { FUNCTION_SORT_KEY, functionSortKey, functionView } from './routes/functions';
 export { mayCall } from './services/next-actions';
 export { marketplaceOutsidePlan } from './services/engine-errors';
 export { callerScopeOf, healthCallerOfPrincipal } from './services/caller-scope';

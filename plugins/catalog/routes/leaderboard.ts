@@ -1,6 +1,6 @@
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
-import { badCursor, decodeCursor, pageByKey } from '../../../core/pagination';
+import { pageByKey } from '../../../core/pagination';
 import * as s from '../schemas';
 import { leaderboardResponse, scoringResponse } from '../responses';
 import type { Leaderboard, LeaderboardEntry } from '../services/leaderboard';
@@ -46,8 +46,7 @@ export function leaderboardRoutes(d: LeaderboardRouteDeps): RouteSpec[] {
         const { snapshot, entries } = await d.leaderboard.ranking();
         // Paged by the ranking's own order (score, then name) rather than by position: the ranking moves at each refresh and
         // listing change, and a position would then skip or repeat entries between pages.
-        if (query.cursor !== undefined && !RANKING_KEY.test(String(decodeCursor(query.cursor).sort))) throw badCursor();
-        const page = pageByKey(entries, rankingKey, (e) => e.function.id, query, (e) => e);
+        const page = pageByKey(entries, rankingKey, (e) => e.function.id, query, (e) => e, RANKING_KEY);
         return ok(
           {
             scoring: scoring(),

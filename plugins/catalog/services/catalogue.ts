@@ -4,7 +4,7 @@ import { pageByKey } from '../../../core/pagination';
 import type { ListEnvelope } from '../../../core/pagination';
 import { isReachable } from '../../../engine';
 import type { CircuitBreakers, FunctionDescriptor, FunctionRegistry, LatencyStats } from '../../../engine';
-import { callerScopeOf, functionSortKey, functionView, healthCallerOfPrincipal } from '../../pricing';
+import { FUNCTION_SORT_KEY, callerScopeOf, functionSortKey, functionView, healthCallerOfPrincipal } from '../../pricing';
 
 export interface BrowseQuery {
   /** Case-insensitive substring of the name, the description or a tag. */
@@ -78,7 +78,7 @@ export class Catalogue {
   }
 
   page(matches: FunctionDescriptor[], principal: Principal | null, q: Pick<BrowseQuery, 'limit' | 'cursor'>): ListEnvelope<CatalogueEntry> {
-    return pageByKey(matches, functionSortKey, (f) => f.id, q, (f) => this.view(f, principal));
+    return pageByKey(matches, functionSortKey, (f) => f.id, q, (f) => this.view(f, principal), FUNCTION_SORT_KEY);
   }
 
   /**

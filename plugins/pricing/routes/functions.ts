@@ -84,6 +84,8 @@ export function functionView(fn: FunctionDescriptor, d: Pick<FunctionRouteDeps, 
 
 /** Listing order: built-ins first, then by name (names are unique and lowercase). */
 export const functionSortKey = (fn: FunctionDescriptor): string => `${fn.builtIn ? 0 : 1}:${fn.name}`;
+/** What every functionSortKey looks like (pageByKey's keyShape). */
+export const FUNCTION_SORT_KEY = /^[01]:./;
 
 /**
  * A draft was never active, so there is nothing to deactivate (SPEC's states: draft to active, active to inactive):
@@ -153,7 +155,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
           .all()
           .filter((f) => isReachable(f, callerScopeOf(p)))
           .filter((f) => (query.built_in === undefined ? true : query.built_in === 'true' ? f.builtIn : !f.builtIn));
-        return ok(pageByKey(fns, functionSortKey, (f) => f.id, query, (f) => functionView(f, d, p.workspaceId, healthCallerOfPrincipal(p))));
+        return ok(pageByKey(fns, functionSortKey, (f) => f.id, query, (f) => functionView(f, d, p.workspaceId, healthCallerOfPrincipal(p)), FUNCTION_SORT_KEY));
       },
     }),
     defineRoute({

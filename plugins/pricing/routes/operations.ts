@@ -9,7 +9,7 @@ import { latencyView } from '../../../engine';
 import type { CircuitBreakers, FunctionDescriptor, FunctionRegistry, LatencyStats } from '../../../engine';
 import { functionsQuery } from '../schemas';
 import { pipelineUnavailable } from '../services/engine-errors';
-import { functionSortKey } from './functions';
+import { FUNCTION_SORT_KEY, functionSortKey } from './functions';
 import { routingHealthResponse } from '../responses-functions';
 import { pipelineListResponse, pipelineStagesResponse } from '../responses-policies';
 
@@ -19,7 +19,7 @@ const PIPELINE_RUN_RESPONSES = { 501: { description: 'Always: pipeline execution
 /** A reference list paged as every list is (limit, cursor), in its declared order. */
 const referenceQuery = z.object(listQuery);
 const inDeclaredOrder = <T>(rows: readonly T[], idOf: (row: T) => string, q: { limit: number; cursor?: string | undefined }) =>
-  pageByKey(rows.map((row, i) => ({ row, key: String(i).padStart(6, '0') })), (x) => x.key, (x) => idOf(x.row), q, (x) => x.row);
+  pageByKey(rows.map((row, i) => ({ row, key: String(i).padStart(6, '0') })), (x) => x.key, (x) => idOf(x.row), q, (x) => x.row, /^\d{6}$/);
 
 /** Any id: running a pipeline is 501 whatever it names (SPEC: always). */
 const anyPipelineId = z.object({ id: z.string() });
@@ -118,7 +118,7 @@ export function operationRoutes(registry: FunctionRegistry, breakers: CircuitBre
           return breakers.showsVolume(f, reader) ? v : { ...v, samples: null };
         };
         const fns = registry.reachable(scope).filter((f) => query.built_in === undefined || (query.built_in === 'true') === f.builtIn);
-        const page = pageByKey(fns, functionSortKey, (f) => f.id, query, (f) => ({ function: { id: f.id, name: f.name }, breaker: breakers.readerView(f, scope.healthCaller, p.workspaceId), latency: readerLatency(f, p.workspaceId) }));
+        const page = pageByKey(fns, functionSortKey, (f) => f.id, query, (f) => ({ function: { id: f.id, name: f.name }, breaker: breakers.readerView(f, scope.healthCaller, p.workspaceId), latency: readerLatency(f, p.workspaceId) }), FUNCTION_SORT_KEY);
         return ok({ ...page, instance: instanceId, kept_per: 'instance' });
       },
     }),

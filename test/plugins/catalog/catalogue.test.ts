@@ -158,6 +158,15 @@ describe('catalog: function catalogue', function () {
       const cursor = await client(svc.url).get<Record<string, any>>('/api/catalog?cursor=nonsense');
       expect(cursor.status).to.equal(400);
       expect(cursor.body.issues[0].path).to.equal('cursor');
+      // Decodable, but no place in this list (an empty page before): refused as any cursor not issued here.
+      for (const sort of ['zzz', 3, null]) {
+        const forged = Buffer.from(JSON.stringify([sort, 'x'])).toString('base64url');
+        for (const path of ['/api/catalog', '/api/functions', '/api/routing/health']) {
+          const res = await client(svc.url, { 'x-api-key': aliceKey }).get<Record<string, any>>(`${path}?cursor=${forged}`);
+          expect(res.status, `${path} ${String(sort)}: ${res.text}`).to.equal(400);
+          expect(res.body.issues).to.deep.equal([{ path: 'cursor', reason: 'not a valid cursor' }]);
+        }
+      }
     });
   });
 
