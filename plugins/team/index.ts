@@ -34,8 +34,8 @@ export const teamPlugin: PluginDefinition = {
     container.register(TEAM.Invitations, { useValue: invitations });
     container.register(TEAM.Members, { useValue: members });
 
-    events.on('api_key.revoked', 'team', async ({ keyId, reason }) => {
-      const n = await invitations.cancelForKey(keyId, reason);
+    events.on('api_key.revoked', 'team', async ({ keyId, reason, by }) => {
+      const n = await invitations.cancelForKey(keyId, reason, by);
       if (n > 0) ctx.log.info({ keyId, cancelled: n }, 'cancelled pending invitations of a revoked key');
     });
 

@@ -13,6 +13,7 @@ import * as r from '../responses';
 import * as s from '../schemas';
 import type { AccountsDeps } from './deps';
 import { assertManagesAgent } from './agent-access';
+import { assertMayRevoke } from './key-access';
 import { checkRequestedScopes, requestedExpiry } from './keys';
 
 const PERSON_ONLY = {
@@ -125,7 +126,7 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       method: 'patch',
       path: '/api/agents/:id',
       fullAccess: true,
-      summary: 'Rename, disable or re-enable an agent (disabling revokes its keys; members: only agents they created).',
+      summary: 'Rename, disable or re-enable an agent (disabling revokes its keys, refused while it holds a key you may not revoke; members: only agents they created).',
       tags: ['Agents'],
       ...PERSON_ONLY,
       params: s.agentIdParams,
@@ -135,6 +136,7 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       handler: async ({ principal, params, body }) => {
         const p = principal as Principal;
         const found = await findToManage(p, params.id);
+        if (body.status === 'disabled') await assertMayRevokeAgentKeys(d, p, found.id);
         // Re-enabling takes a place among the active agents as creating one does, counted the same way.
         const row = await d.sql.tx(async (tx) => {
           // Decided on the agent as it is under the lock, not as read before it: a rename racing a re-enable of the same
@@ -149,7 +151,7 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
           if (activeAfter && (enabling || body.name !== undefined)) await assertNameFree(tx, p.workspaceId, body.name ?? a.name, a.id);
           return d.sql.one<AgentRow>('UPDATE agents SET name = COALESCE($3, name), status = COALESCE($4, status), updated_at = now() WHERE id = $1 AND workspace_id = $2 RETURNING *', [a.id, p.workspaceId, body.name ?? null, body.status ?? null], tx);
         });
-        if (body.status === 'disabled') await revokeAgentKeys(d, events, p.workspaceId, found.id);
+        if (body.status === 'disabled') await revokeAgentKeys(d, events, p, found.id);
         return ok({ agent: agentView(row as AgentRow) });
       },
     }),
@@ -158,7 +160,7 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       method: 'delete',
       path: '/api/agents/:id',
       fullAccess: true,
-      summary: 'Disable an agent and revoke its keys (its usage history stays; members: only agents they created).',
+      summary: 'Disable an agent and revoke its keys (its usage history stays; refused while it holds a key you may not revoke; members: only agents they created).',
       tags: ['Agents'],
       ...PERSON_ONLY,
       params: s.agentIdParams,
@@ -166,8 +168,9 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       handler: async ({ principal, params }) => {
         const p = principal as Principal;
         const a = await findToManage(p, params.id);
+        await assertMayRevokeAgentKeys(d, p, a.id);
         await d.sql.exec(`UPDATE agents SET status = 'disabled', updated_at = now() WHERE id = $1`, [a.id]);
-        const revoked = await revokeAgentKeys(d, events, p.workspaceId, a.id);
+        const revoked = await revokeAgentKeys(d, events, p, a.id);
         return ok({ id: a.id, status: 'disabled', revoked_keys: revoked });
       },
     }),
@@ -198,11 +201,24 @@ export function agentRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
   ];
 }
 
-async function revokeAgentKeys(d: AccountsDeps, events: EventBus, workspaceId: string, agentId: string): Promise<number> {
+/**
+ * Disabling an agent revokes its keys, so it is refused when one of them is a key the person may not revoke (an owner's
+ * key, which may act as the owner on the team): the rule of DELETE /api/api-keys, not a way around it.
+ */
+async function assertMayRevokeAgentKeys(d: AccountsDeps, p: Principal, agentId: string): Promise<void> {
+  const keys = await d.sql.many<{ id: string; created_by_person_id: string | null }>(
+    'SELECT id, created_by_person_id FROM api_keys WHERE agent_id = $1 AND workspace_id = $2 AND revoked_at IS NULL ORDER BY created_at, id',
+    [agentId, p.workspaceId],
+  );
+  for (const k of keys) await assertMayRevoke(d.workspaces, p, k, agentId);
+}
+
+async function revokeAgentKeys(d: AccountsDeps, events: EventBus, p: Principal, agentId: string): Promise<number> {
+  const workspaceId = p.workspaceId;
   const keys = await d.sql.many<{ id: string }>('SELECT id FROM api_keys WHERE agent_id = $1 AND workspace_id = $2 AND revoked_at IS NULL', [agentId, workspaceId]);
   for (const k of keys) {
     await d.keys.revoke(k.id, 'agent disabled');
-    await events.emit('api_key.revoked', { workspaceId, keyId: k.id, reason: 'agent disabled' });
+    await events.emit('api_key.revoked', { workspaceId, keyId: k.id, reason: 'agent disabled', by: p.personId ? { type: 'person', id: p.personId } : null });
   }
   return keys.length;
 }

@@ -10,6 +10,7 @@ import * as r from '../responses';
 import * as s from '../schemas';
 import type { AccountsDeps } from './deps';
 import { assertManagesAgent } from './agent-access';
+import { assertMayRevoke } from './key-access';
 
 const PERSON_ONLY = {
   accepts: ['person'] as const,
@@ -146,7 +147,7 @@ export function keyRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
       method: 'delete',
       path: '/api/api-keys/:keyId',
       fullAccess: true,
-      summary: 'Revoke an API key of the workspace (members: only keys they created); it stops at once (and its team invitations are cancelled).',
+      summary: 'Revoke an API key of the workspace (members: only keys they created; admins: not keys an owner or another admin created); it stops at once (and its team invitations are cancelled).',
       tags: ['API keys'],
       ...PERSON_ONLY,
       givesUpAccess: true,
@@ -160,15 +161,9 @@ export function keyRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
             hint: 'Keys are per workspace: for a key of another of your workspaces, send x-workspace-id with that workspace (GET /api/user lists yours); GET /api/api-keys lists the keys of this one.',
           });
         }
-        // Members revoke their own keys; another person's key (the owner's integration) is for owners and admins.
-        if (identityOf(p).role === 'member' && key.created_by_person_id !== p.personId) {
-          throw new ApiError('forbidden', "Members can revoke only the API keys they created; this key is another person's.", {
-            hint: 'Ask a workspace owner or admin to revoke it.',
-            fields: { reason: 'members revoke only their own keys' },
-          });
-        }
+        await assertMayRevoke(d.workspaces, p, key);
         const revoked = await d.keys.revoke(key.id, 'revoked by a person');
-        if (revoked) await events.emit('api_key.revoked', { workspaceId: p.workspaceId, keyId: key.id, reason: 'revoked' });
+        if (revoked) await events.emit('api_key.revoked', { workspaceId: p.workspaceId, keyId: key.id, reason: 'revoked', by: p.personId ? { type: 'person', id: p.personId } : null });
         return ok({ id: key.id, revoked: true });
       },
     }),

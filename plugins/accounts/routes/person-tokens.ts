@@ -23,7 +23,8 @@ function narrowedScopes(principal: Principal, requested: readonly string[]): str
     throw nameOnly.length > 0 ? refusal.with({ issues: [...(refusal.extras.issues ?? []), ...nameOnlyIssues] }) : refusal;
   }
   if (nameOnly.length > 0) {
-    throw new ApiError('validation_error', `${nameOnly.join(', ')} count only on a key that names them, sent as itself: a token never carries them.`, {
+    const one = nameOnly.length === 1;
+    throw new ApiError('validation_error', `${nameOnly.join(' and ')} ${one ? 'counts' : 'count'} only on a key that names ${one ? 'it' : 'them'}, sent as itself: a token never carries ${one ? 'it' : 'them'}.`, {
       issues: nameOnlyIssues,
       hint: 'Create a key naming it (POST /api/api-keys, owners and admins) and send that key itself.',
       example: s.personTokenExample,

@@ -26,7 +26,8 @@ declare module '../../../core/events' {
     /** A sandbox became an ordinary workspace under `targetWorkspaceId`. */
     'workspace.claimed': { workspaceId: string; targetWorkspaceId: string; claimedBy: { type: 'person' | 'api_key'; id: string }; keptKey: boolean; at: string };
     'workspace.registered': { workspaceId: string; agentId: string; origin: WorkspaceOrigin };
-    'api_key.revoked': { workspaceId: string; keyId: string; reason: string };
+    /** `by`: who revoked it (a person, or the key itself when rotated), so what the revocation cancels names them, not the system. */
+    'api_key.revoked': { workspaceId: string; keyId: string; reason: string; by: { type: 'person' | 'api_key'; id: string } | null };
   }
 }
 
@@ -203,7 +204,7 @@ export class Onboarding {
       throw err;
     });
     await this.keys.invalidateKey(keyId);
-    await this.events.emit('api_key.revoked', { workspaceId, keyId, reason: 'rotated' });
+    await this.events.emit('api_key.revoked', { workspaceId, keyId, reason: 'rotated', by: { type: 'api_key', id: keyId } });
     return { ...created, rotationsLeftToday: Math.max(0, perDay - used) };
   }
 

@@ -14,7 +14,7 @@ import { assertOwnWorkspace } from './actors';
 import type { ActorResolver } from './actors';
 import { assertCanInvite, assertCanManage, assertCanRevokeInvitation, canInviteAt } from './policy';
 import { accountRestricted, restrictionOf } from './restrictions';
-import type { TeamTrail } from './trail';
+import type { Cause, TeamTrail } from './trail';
 
 export type InvitationStatus = 'pending' | 'accepted' | 'revoked' | 'cancelled' | 'expired';
 
@@ -60,6 +60,23 @@ export function invitationView(r: InvitationRow, now: number): Record<string, un
   };
 }
 
+/** Why a revoked key's invitations were cancelled, saying by whom in words (the entry's actor names them exactly). */
+function keyRevokedReason(why: string, cause: Cause | null, creatorId: string | null): string {
+  const own = cause?.type === 'person' && cause.id === creatorId;
+  const role = cause?.type === 'person' ? cause.role : null;
+  const who = (creator: string) => (own ? creator : role === 'owner' || role === 'admin' ? `an ${role}` : 'a person of the workspace');
+  switch (why) {
+    case 'revoked':
+      return `the key that made the invitation was revoked by ${who('its creator')}`;
+    case 'agent disabled':
+      return `the key that made the invitation was revoked: its agent was disabled by ${who("the key's creator")}`;
+    case 'rotated':
+      return 'the key that made the invitation was rotated (a new key replaced it)';
+    default:
+      return `the key that made the invitation was revoked: ${why}`;
+  }
+}
+
 function notAcceptable(reason: string, status: InvitationStatus): ApiError {
   return new ApiError('gone', 'This invitation can no longer be accepted.', {
     hint: 'Ask a workspace owner or admin for a new invitation.',
@@ -94,7 +111,7 @@ export class Invitations {
         );
         if (member) {
           throw new ApiError('conflict', 'This person is already a member of the workspace.', {
-            hint: 'Change their role with PATCH /api/workspaces/{workspace_id}/members/{person_id} instead.',
+            hint: `Change their role with PATCH /api/workspaces/${workspaceId}/members/${member.person_id} instead.`,
             fields: { reason: 'already a member', person_id: member.person_id },
           });
         }
@@ -105,7 +122,7 @@ export class Invitations {
         ], tx);
         if (pending) {
           throw new ApiError('conflict', 'A pending invitation for this email already exists.', {
-            hint: 'Revoke it (DELETE /api/workspaces/{workspace_id}/invitations/{invitation_id}) before inviting again.',
+            hint: `Revoke it (DELETE /api/workspaces/${workspaceId}/invitations/${pending.id}) before inviting again.`,
             fields: { reason: 'pending invitation exists', invitation_id: pending.id },
           });
         }
@@ -116,7 +133,7 @@ export class Invitations {
           // Expiry against the service clock, as the duplicate check above and expires_at itself.
           count: `SELECT count(*)::int AS n FROM invitations WHERE workspace_id = $1 AND status = 'pending' AND expires_at > $2`,
           params: [new Date(this.clock.now())],
-          hint: 'Revoke an invitation no longer wanted (DELETE /api/workspaces/{workspace_id}/invitations/{invitation_id}; GET /api/workspaces/{workspace_id}/invitations lists them); accepted, revoked and expired invitations do not count.',
+          hint: `Revoke an invitation no longer wanted (DELETE /api/workspaces/${workspaceId}/invitations/{invitation_id}; GET /api/workspaces/${workspaceId}/invitations lists them); accepted, revoked and expired invitations do not count.`,
         });
         const token = `pcs_inv_${randomToken(32)}`;
         const expiresAt = new Date(this.clock.now() + this.config.identity.invitationTtlDays * DAY_MS);
@@ -280,16 +297,25 @@ export class Invitations {
     return rows.length;
   }
 
-  /** Revoking a key cancels its pending invitations (subscribed to `api_key.revoked`). */
-  async cancelForKey(keyId: string, why: string): Promise<number> {
+  /**
+   * Revoking a key cancels its pending invitations (subscribed to `api_key.revoked`); each cancellation names who revoked
+   * the key as its actor. `why` is the event's reason (`revoked`, `agent disabled`, `rotated`).
+   */
+  async cancelForKey(keyId: string, why: string, by: { type: 'person' | 'api_key'; id: string } | null): Promise<number> {
     return this.sql.tx(async (tx) => {
       const rows = await this.sql.many<{ id: string; workspace_id: string; email: string; role: string }>(
         `UPDATE invitations SET status = 'cancelled' WHERE via_key_id = $1 AND status = 'pending' RETURNING id, workspace_id, email, role`,
         [keyId],
         tx,
       );
+      const first = rows[0];
+      if (!first) return 0;
+      const key = await this.sql.one<{ created_by_person_id: string | null }>('SELECT created_by_person_id FROM api_keys WHERE id = $1', [keyId], tx);
+      // A key's invitations are all in its own workspace.
+      const cause: Cause | null = by?.type === 'person' ? { ...by, type: 'person', role: await this.actors.roleOf(first.workspace_id, by.id, tx) } : by ? { type: 'api_key', id: by.id } : null;
+      const reason = keyRevokedReason(why, cause, key?.created_by_person_id ?? null);
       for (const r of rows) {
-        await this.trail.system(r.workspace_id, 'team.invitations.cancel', r.id, `the key that made the invitation was revoked (${why})`, { email: r.email, invited_role: r.role }, keyId, tx);
+        await this.trail.causedBy(cause, r.workspace_id, 'team.invitations.cancel', r.id, reason, { email: r.email, invited_role: r.role, key_revoked_reason: why }, keyId, tx);
       }
       return rows.length;
     });

@@ -10,6 +10,7 @@ import type { ActorResolver } from './actors';
 import { lockWorkspace } from '../../identity';
 import type { Invitations } from './invitations';
 import { assertCanChangeRole, assertCanRemove, assertCanReadAudit, refuse } from './policy';
+import type { Actor } from './policy';
 import type { TeamTrail } from './trail';
 
 export interface MemberRow {
@@ -39,9 +40,16 @@ export function memberView(m: MemberRow): Record<string, unknown> {
 const MEMBER_SELECT = `SELECT m.person_id, m.role, m.created_at, m.updated_at, m.created_at::text AS sort_key, p.email, p.display_name, p.status
   FROM memberships m JOIN people p ON p.id = m.person_id`;
 
-function memberNotFound(): ApiError {
-  return new ApiError('not_found', 'No member with this id in the workspace.', { hint: 'List members with GET /api/workspaces/{workspace_id}/members.', fields: { reason: 'member not found' } });
+function memberNotFound(workspaceId: string): ApiError {
+  return new ApiError('not_found', 'No member with this id in the workspace.', { hint: `List members with GET /api/workspaces/${workspaceId}/members.`, fields: { reason: 'member not found' } });
 }
+
+interface ClaimedRolesEnded {
+  revokedKeys: number;
+  ids: string[];
+}
+
+const NONE_ENDED: ClaimedRolesEnded = { revokedKeys: 0, ids: [] };
 
 /** Members of a workspace: listing, role changes, removal and leaving, under the team rules. */
 export class Members {
@@ -79,17 +87,20 @@ export class Members {
         await lockWorkspace(this.sql, workspaceId, tx);
         const actor = await this.actors.resolve(principal, tx);
         const target = await this.member(workspaceId, personId, tx);
-        if (!target) throw memberNotFound();
+        if (!target) throw memberNotFound(workspaceId);
         assertCanChangeRole(actor, { personId: target.person_id, role: target.role }, role);
-        if (target.role === role) return { member: target, changed: false };
+        if (target.role === role) return { member: target, touched: [] };
         await this.sql.exec('UPDATE memberships SET role = $3, updated_at = now() WHERE workspace_id = $1 AND person_id = $2', [workspaceId, personId, role], tx);
-        await this.trail.done(actor, 'team.members.update', personId, { from_role: target.role, to_role: role }, tx);
+        // An admin role in the agent workspaces claimed under this one came with the admin role here (the claim): it ends
+        // with it, as it does with leaving. Member roles there did not come from the rank here, so they stay.
+        const claimed = target.role === 'admin' && role === 'member' ? await this.endClaimedRoles(actor, workspaceId, personId, ['admin'], 'demoted to member in the workspace this one was claimed under', tx) : NONE_ENDED;
+        await this.trail.done(actor, 'team.members.update', personId, { from_role: target.role, to_role: role, revoked_keys: claimed.revokedKeys, claimed_workspaces_left: claimed.ids }, tx);
         await this.invitations.cancelForCreator(workspaceId, personId, role, tx);
-        return { member: (await this.member(workspaceId, personId, tx)) as MemberRow, changed: true };
+        return { member: (await this.member(workspaceId, personId, tx)) as MemberRow, touched: [workspaceId, ...claimed.ids] };
       });
       // Keys carry their creator's role as read (what a response offers them; what they may do is read afresh): once the
       // role changed, not on a refusal or a role unchanged, which anyone could repeat to flush every instance's cache.
-      if (outcome.changed) await this.invalidate([workspaceId]);
+      await this.invalidate(outcome.touched);
       return outcome.member;
     });
   }
@@ -102,11 +113,9 @@ export class Members {
         await lockWorkspace(this.sql, workspaceId, tx);
         const actor = await this.actors.resolve(principal, tx);
         const target = await this.member(workspaceId, personId, tx);
-        if (!target) throw memberNotFound();
+        if (!target) throw memberNotFound(workspaceId);
         assertCanRemove(actor, { personId: target.person_id, role: target.role });
-        const { revokedKeys, claimedLeft } = await this.drop(workspaceId, personId, tx);
-        touched.push(...claimedLeft);
-        await this.trail.done(actor, 'team.members.remove', personId, { removed_role: target.role, revoked_keys: revokedKeys, claimed_workspaces_left: claimedLeft }, tx);
+        touched.push(...(await this.drop(actor, 'team.members.remove', workspaceId, personId, { removed_role: target.role }, tx)));
         return target;
       }).finally(() => this.invalidate(touched));
     });
@@ -129,44 +138,60 @@ export class Members {
             throw refuse('the last owner cannot leave', 'A workspace always keeps an owner; the last owner stays.', 'The last owner of a workspace cannot leave it.');
           }
         }
-        const { revokedKeys, claimedLeft } = await this.drop(workspaceId, personId, tx);
-        touched.push(...claimedLeft);
-        await this.trail.done(actor, 'team.members.leave', personId, { left_role: me.role, revoked_keys: revokedKeys, claimed_workspaces_left: claimedLeft }, tx);
+        touched.push(...(await this.drop(actor, 'team.members.leave', workspaceId, personId, { left_role: me.role }, tx)));
         return me;
       }).finally(() => this.invalidate(touched));
     });
   }
 
   /**
-   * Removes a membership, and the person's non-owner memberships of the agent workspaces claimed under
-   * it (their admin role there came with the claim, through this team): in each, the API keys the
-   * person made are revoked (a key must not outlive its maker's access), the invitations they
-   * made (themselves or through those keys) are cancelled, and a person whose default workspace it was falls back to another of theirs. Returns how
-   * many keys were revoked and the claimed workspaces also left; the caller drops their cached keys
-   * once the transaction is over.
+   * Removes a membership (the person is removed, or leaves), and the person's non-owner memberships of the agent
+   * workspaces claimed under it (their admin role there came with the claim, through this team). The person's API keys
+   * there are revoked (a key must not outlive its maker's access) and the invitations they made (themselves or through
+   * those keys) cancelled; a person whose default workspace it was falls back to another of theirs. The change is
+   * recorded as `action` before the invitation cancellations it causes, so the log lists cause then effects. Returns the
+   * claimed workspaces also left; the caller drops their cached keys once the transaction is over.
    */
-  private async drop(workspaceId: string, personId: string, tx: Transaction): Promise<{ revokedKeys: number; claimedLeft: string[] }> {
-    const claimed = await this.sql.many<{ id: string }>(
-      `WITH RECURSIVE under(id) AS (
-         SELECT id FROM workspaces WHERE parent_id = $1 AND former_sandbox
-         UNION SELECT w.id FROM workspaces w JOIN under u ON w.parent_id = u.id WHERE w.former_sandbox)
-       SELECT u.id FROM under u JOIN memberships m ON m.workspace_id = u.id AND m.person_id = $2 AND m.role <> 'owner' ORDER BY u.id`,
-      [workspaceId, personId],
-      tx,
-    );
-    let revokedKeys = 0;
-    for (const id of [workspaceId, ...claimed.map((c) => c.id)]) {
-      await this.sql.exec('DELETE FROM memberships WHERE workspace_id = $1 AND person_id = $2', [id, personId], tx);
-      revokedKeys += await this.keys.revokeMadeBy(id, personId, 'creator left the workspace', tx);
-      await this.invitations.cancelForCreator(id, personId, null, tx);
-    }
+  private async drop(actor: Actor, action: 'team.members.remove' | 'team.members.leave', workspaceId: string, personId: string, details: Record<string, unknown>, tx: Transaction): Promise<string[]> {
+    const why = action === 'team.members.remove' ? 'removed from the workspace this one was claimed under' : 'left the workspace this one was claimed under';
+    const claimed = await this.endClaimedRoles(actor, workspaceId, personId, ['admin', 'member'], why, tx);
+    await this.sql.exec('DELETE FROM memberships WHERE workspace_id = $1 AND person_id = $2', [workspaceId, personId], tx);
+    const revokedKeys = claimed.revokedKeys + (await this.keys.revokeMadeBy(workspaceId, personId, 'creator left the workspace', tx));
+    await this.trail.done(actor, action, personId, { ...details, revoked_keys: revokedKeys, claimed_workspaces_left: claimed.ids }, tx);
+    await this.invitations.cancelForCreator(workspaceId, personId, null, tx);
     await this.sql.exec(
       `UPDATE people SET default_workspace_id = (SELECT workspace_id FROM memberships WHERE person_id = $1 ORDER BY created_at LIMIT 1), updated_at = now()
         WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM memberships WHERE person_id = $1 AND workspace_id = people.default_workspace_id)`,
       [personId],
       tx,
     );
-    return { revokedKeys, claimedLeft: claimed.map((c) => c.id) };
+    return claimed.ids;
+  }
+
+  /**
+   * Ends the person's `roles` in the agent workspaces claimed under `workspaceId` (and those claimed under them), where
+   * they hold them because of their place in this team: each membership goes with the keys the person made there and
+   * the invitations they made there. Each claimed workspace's own log records it (`team.members.role_ended`, naming the
+   * team's actor and `why`), since its owner and admins read that log, not the team's.
+   */
+  private async endClaimedRoles(actor: Actor, workspaceId: string, personId: string, roles: readonly Exclude<Role, 'owner'>[], why: string, tx: Transaction): Promise<ClaimedRolesEnded> {
+    const claimed = await this.sql.many<{ id: string; role: Role }>(
+      `WITH RECURSIVE under(id) AS (
+         SELECT id FROM workspaces WHERE parent_id = $1 AND former_sandbox
+         UNION SELECT w.id FROM workspaces w JOIN under u ON w.parent_id = u.id WHERE w.former_sandbox)
+       SELECT u.id, m.role FROM under u JOIN memberships m ON m.workspace_id = u.id AND m.person_id = $2 AND m.role = ANY($3::text[]) ORDER BY u.id`,
+      [workspaceId, personId, roles],
+      tx,
+    );
+    let revokedKeys = 0;
+    for (const c of claimed) {
+      await this.sql.exec('DELETE FROM memberships WHERE workspace_id = $1 AND person_id = $2', [c.id, personId], tx);
+      const revoked = await this.keys.revokeMadeBy(c.id, personId, 'creator left the workspace', tx);
+      revokedKeys += revoked;
+      await this.trail.doneIn(c.id, actor, 'team.members.role_ended', personId, why, { ended_role: c.role, revoked_keys: revoked, team_workspace_id: workspaceId }, tx);
+      await this.invitations.cancelForCreator(c.id, personId, null, tx);
+    }
+    return { revokedKeys, ids: claimed.map((c) => c.id) };
   }
 
   /** Drops the cached keys of the workspaces a removal or departure touched. */

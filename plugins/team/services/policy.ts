@@ -57,15 +57,26 @@ function noOwners(): ApiError {
   return refuse('nobody can be made an owner through the team routes', 'Invite or set role admin or member.', 'Nobody can be made an owner through the team routes.');
 }
 
+/**
+ * Who can do what the actor may not do to themselves (for a key, to its creator): nobody changes their own role, so
+ * the hint names who may, by the role in question; owners are changed by no one here.
+ */
+function selfHint(actor: Actor, what: 'change' | 'remove'): string {
+  const key = actor.kind === 'api_key';
+  const leave = `POST /api/workspaces/${actor.workspaceId}/leave`;
+  if (what === 'change') {
+    if (actor.role === 'owner') return key ? "The key's creator is an owner, and owners are never changed through the team routes." : 'Owners are never changed through the team routes.';
+    return key ? "Only an owner (or a key an owner created) changes an admin's role: ask a workspace owner." : 'Ask an owner to change your role.';
+  }
+  const how = key ? `The creator may leave, signed in as themselves (${leave})` : `Leave the workspace with ${leave}`;
+  if (actor.role === 'owner') return `${how} while another owner remains; owners are never removed through the team routes.`;
+  return key ? `${how}, or a workspace owner may remove them.` : `${how}, or ask a workspace owner to remove you.`;
+}
+
 function assertNotSelfOrOwner(actor: Actor, target: { personId: string; role: Role }, what: 'change' | 'remove'): void {
   if (target.personId === actor.personId) {
-    if (actor.kind === 'api_key') {
-      throw refuse(`a team:admin key never ${what === 'change' ? 'changes' : 'removes'} its creator`, 'The creator manages their own membership, signed in as themselves.');
-    }
-    throw refuse(
-      what === 'change' ? 'you cannot change your own role' : 'you cannot remove yourself',
-      what === 'change' ? 'Ask an owner to change your role.' : 'Leave the workspace with POST /api/workspaces/{workspace_id}/leave.',
-    );
+    if (actor.kind === 'api_key') throw refuse(`a team:admin key never ${what === 'change' ? 'changes' : 'removes'} its creator`, selfHint(actor, what));
+    throw refuse(what === 'change' ? 'you cannot change your own role' : 'you cannot remove yourself', selfHint(actor, what));
   }
   if (target.role === 'owner') {
     throw refuse(

@@ -7,9 +7,12 @@ import type { Logger } from '../../../core/logger';
 import { decodeTimeCursor, listEnvelope } from '../../../core/pagination';
 import type { ListEnvelope } from '../../../core/pagination';
 import { identityOf } from '../../identity';
-import type { AuditLog } from '../../identity';
+import type { AuditLog, Role } from '../../identity';
 import { auditActor } from './actors';
 import type { Actor } from './policy';
+
+/** Who did what caused an entry: a person (with their role in the workspace, null once they hold none) or a key. */
+export type Cause = { type: 'person'; id: string; role: Role | null } | { type: 'api_key'; id: string };
 
 /** Where a refused attempt is recorded; an operation may point it at another workspace (accepting an invitation). */
 export interface AttemptScope {
@@ -60,15 +63,24 @@ export class TeamTrail {
   ) {}
 
   async done(actor: Actor, action: string, target: string | null, details: Record<string, unknown>, tx?: Transaction): Promise<void> {
+    await this.doneIn(actor.workspaceId, actor, action, target, null, details, tx);
+  }
+
+  /**
+   * `done` in another workspace's log: a change in a team reaches the agent workspaces claimed under it, whose own logs
+   * must show it too (the actor's role is the one they hold where they acted).
+   */
+  async doneIn(workspaceId: string, actor: Actor, action: string, target: string | null, reason: string | null, details: Record<string, unknown>, tx?: Transaction): Promise<void> {
     await this.audit.record(
       {
-        workspaceId: actor.workspaceId,
+        workspaceId,
         actorType: actor.kind,
         actorId: actor.kind === 'api_key' && actor.keyId ? actor.keyId : actor.personId,
         viaKeyId: actor.keyId,
         action,
         target,
         outcome: 'done',
+        reason,
         details: { ...details, ...(actor.kind === 'api_key' ? { acting_as: actor.personId, acting_role: actor.role } : { role: actor.role }) },
       },
       tx,
@@ -77,6 +89,18 @@ export class TeamTrail {
 
   async system(workspaceId: string, action: string, target: string | null, reason: string, details: Record<string, unknown>, viaKeyId: string | null, tx?: Transaction): Promise<void> {
     await this.audit.record({ workspaceId, actorType: 'system', actorId: 'team', viaKeyId, action, target, outcome: 'done', reason, details }, tx);
+  }
+
+  /**
+   * An effect of something done outside the team routes (a key revoked, an agent disabled): the one who did it is its
+   * actor, so the log says who ended an invitation; `system` only when nobody is known.
+   */
+  async causedBy(cause: Cause | null, workspaceId: string, action: string, target: string | null, reason: string, details: Record<string, unknown>, viaKeyId: string | null, tx?: Transaction): Promise<void> {
+    if (!cause) return this.system(workspaceId, action, target, reason, details, viaKeyId, tx);
+    await this.audit.record(
+      { workspaceId, actorType: cause.type, actorId: cause.id, viaKeyId, action, target, outcome: 'done', reason, details: cause.type === 'person' ? { ...details, role: cause.role } : details },
+      tx,
+    );
   }
 
   /** Records a refused attempt (never inside a transaction). A failure to record is logged, never hides the refusal. */

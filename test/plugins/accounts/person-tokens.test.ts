@@ -40,6 +40,17 @@ describe('accounts: narrower person tokens (POST /api/user/tokens)', function ()
     expect((await api.get('/api/me', narrow)).status).to.equal(401);
   });
 
+  it('a refusal of the permissions granted by name only says so in a sentence agreeing with how many were asked for', async () => {
+    const person = await signUp(svc.url);
+    const one = await api.post<Body>('/api/user/tokens', { scopes: ['team:admin'] }, asPerson(person));
+    expect([one.status, one.body.code]).to.deep.equal([400, 'validation_error']);
+    expect(one.body.error).to.equal('team:admin counts only on a key that names it, sent as itself: a token never carries it.');
+    const two = await api.post<Body>('/api/user/tokens', { scopes: ['workspace:claim', 'team:admin'] }, asPerson(person));
+    expect([two.status, two.body.code]).to.deep.equal([400, 'validation_error']);
+    expect(two.body.error).to.equal('workspace:claim and team:admin count only on a key that names them, sent as itself: a token never carries them.');
+    expect(two.body.issues.map((i: { path: string }) => i.path)).to.deep.equal(['scopes.0', 'scopes.1']);
+  });
+
   it('refuses unknown scopes and the permissions granted by name only with 400 naming each, an API key with 401, and no scopes with 400', async () => {
     const person = await signUp(svc.url);
     const unknown = await api.post<Body>('/api/user/tokens', { scopes: ['price:compute', 'everything'] }, asPerson(person));

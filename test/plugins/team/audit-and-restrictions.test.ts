@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { client } from '../../support/http';
 import type { TestService } from '../../support/service';
 import type { Api, AuditItem } from './helpers';
-import { accept, as, auditLog, createKey, expectForbidden, expectRestricted, invite, refusedEntry, signup, startTeamService, team, uniqueEmail, withKey } from './helpers';
+import { accept, as, auditLog, createKey, expectForbidden, expectRestricted, invite, join, refusedEntry, signup, startTeamService, team, uniqueEmail, withKey } from './helpers';
 
 describe('team plugin: audit log and restricted accounts', () => {
   let svc: TestService;
@@ -83,6 +83,38 @@ describe('team plugin: audit log and restricted accounts', () => {
         cursor = page.body.next_cursor;
       } while (cursor);
       expect(seen).to.deep.equal(res.body.data.map((e) => (e as AuditItem & { id: string }).id));
+    });
+
+    it('lists the entries one change writes in the order written, a role change or removal before the cancellations it causes, and pages through them', async () => {
+      const { owner, admin, ws } = await team(api);
+      const admin2 = await signup(api, 'admin2');
+      await join(api, owner, admin2, 'admin');
+      for (let i = 0; i < 4; i++) {
+        expect((await invite(api, as(admin, ws), ws, uniqueEmail(`a${i}`))).status).to.equal(201);
+        expect((await invite(api, as(admin2, ws), ws, uniqueEmail(`b${i}`))).status).to.equal(201);
+      }
+      expect((await api.patch(`/api/workspaces/${ws}/members/${admin.id}`, { role: 'member' }, as(owner))).status).to.equal(200);
+      expect((await api.delete(`/api/workspaces/${ws}/members/${admin2.id}`, as(owner))).status).to.equal(200);
+
+      // Newest first: the removal's four cancellations, the removal, the demotion's four cancellations, the demotion.
+      const log = (await auditLog(api, owner)) as Array<AuditItem & { id: string }>;
+      const cancel = ['team.invitations.cancel', 'team.invitations.cancel', 'team.invitations.cancel', 'team.invitations.cancel'];
+      expect(log.slice(0, 10).map((e) => e.action)).to.deep.equal([...cancel, 'team.members.remove', ...cancel, 'team.members.update']);
+      expect(log[4]?.target).to.equal(admin2.id);
+      expect(log[9]?.target).to.equal(admin.id);
+      expect(log.slice(0, 4).every((e) => e.reason === 'the inviter can no longer invite at role member' && e.details.invited_role === 'member')).to.equal(true);
+
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page: { body: { data: Array<{ id: string }>; next_cursor: string | null } } = await api.get<{ data: Array<{ id: string }>; next_cursor: string | null }>(
+          `/api/workspaces/${ws}/audit-log?limit=3${cursor ? `&cursor=${cursor}` : ''}`,
+          as(owner),
+        );
+        seen.push(...page.body.data.map((e) => e.id));
+        cursor = page.body.next_cursor;
+      } while (cursor);
+      expect(seen).to.deep.equal(log.map((e) => e.id));
     });
   });
 

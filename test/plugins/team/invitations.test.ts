@@ -175,6 +175,23 @@ describe('team plugin: invitations', () => {
     expect(refusedEntry(await auditLog(api, owner), 'team.invitations.create', 'already a member')).to.exist;
   });
 
+  it('the 409 hints name the real ids: the pending invitation to revoke, and the member whose role to change', async () => {
+    const { owner, member, ws } = await team(api);
+    const email = uniqueEmail('dup');
+    const first = await invite(api, as(owner), ws, email);
+    expect(first.status, first.text).to.equal(201);
+    const dup = await invite(api, as(owner), ws, email);
+    expect([dup.status, dup.body.code, dup.body.reason, dup.body.invitation_id]).to.deep.equal([409, 'conflict', 'pending invitation exists', first.body.invitation.id]);
+    expect(dup.body.error).to.be.a('string').and.not.empty;
+    expect(dup.body.hint).to.equal(`Revoke it (DELETE /api/workspaces/${ws}/invitations/${first.body.invitation.id}) before inviting again.`);
+    const existing = await invite(api, as(owner), ws, member.email);
+    expect([existing.status, existing.body.code, existing.body.reason]).to.deep.equal([409, 'conflict', 'already a member']);
+    expect(existing.body.hint).to.equal(`Change their role with PATCH /api/workspaces/${ws}/members/${member.id} instead.`);
+    // The hint's request works as written.
+    const revoked = await api.delete(`/api/workspaces/${ws}/invitations/${first.body.invitation.id}`, as(owner));
+    expect(revoked.status, revoked.text).to.equal(200);
+  });
+
   it('nobody is invited as owner (403, recorded)', async () => {
     const owner = await signup(api, 'owner');
     const res = await invite(api, as(owner), owner.workspaceId, uniqueEmail('boss'), 'owner');

@@ -109,6 +109,19 @@ describe('team plugin: members, roles and leaving', () => {
     expect(log.find((e) => e.action === 'team.members.remove' && e.outcome === 'done' && e.target === member.id)?.actor.id).to.equal(admin.id);
   });
 
+  it('a person refused a change of their own role or their own removal is told who can: an owner for an admin, nobody for an owner; leaving names this workspace', async () => {
+    const { owner, admin, ws } = await team(api);
+    const adminSelf = await patch(as(admin, ws), ws, admin.id, 'member');
+    expectForbidden(adminSelf, 'you cannot change your own role');
+    expect(adminSelf.body.hint).to.equal('Ask an owner to change your role.');
+    const ownerSelf = await patch(as(owner), ws, owner.id, 'admin');
+    expectForbidden(ownerSelf, 'you cannot change your own role');
+    expect(ownerSelf.body.hint).to.equal('Owners are never changed through the team routes.');
+    const adminOut = await remove(as(admin, ws), ws, admin.id);
+    expectForbidden(adminOut, 'you cannot remove yourself');
+    expect(adminOut.body.hint).to.equal(`Leave the workspace with POST /api/workspaces/${ws}/leave, or ask a workspace owner to remove you.`);
+  });
+
   it('members cannot manage the team', async () => {
     const { owner, admin, member, ws } = await team(api);
     const other = await signup(api, 'other');
@@ -155,14 +168,15 @@ describe('team plugin: members, roles and leaving', () => {
     expect(removal?.details).to.deep.include({ removed_role: 'member', revoked_keys: 1 });
   });
 
-  it('a member revokes only the API keys they created; owners and admins revoke any key of the workspace', async () => {
+  it("a member revokes only the API keys they created; admins revoke members' keys; owners revoke any key of the workspace", async () => {
     const { owner, admin, member, ws } = await team(api);
     const ownerKey = await createKey(api, owner, ws);
     const memberKey = await createKey(api, member, ws);
     const otherMemberKey = await createKey(api, member, ws);
     const refused = await api.delete<Record<string, any>>(`/api/api-keys/${ownerKey.id}`, as(member, ws));
     expect(refused.status).to.equal(403);
-    expect(refused.body).to.include({ code: 'forbidden', reason: 'members revoke only their own keys', hint: 'Ask a workspace owner or admin to revoke it.' });
+    // An admin may not revoke an owner's key either: the hint names who can.
+    expect(refused.body).to.include({ code: 'forbidden', reason: 'members revoke only their own keys', hint: 'Ask a workspace owner to revoke it.' });
     expect((await api.get('/api/me', withKey(ownerKey.key))).status).to.equal(200);
     expect((await api.delete(`/api/api-keys/${memberKey.id}`, as(member, ws))).status).to.equal(200);
     expect((await api.delete(`/api/api-keys/${otherMemberKey.id}`, as(admin, ws))).status).to.equal(200);
@@ -194,7 +208,10 @@ describe('team plugin: members, roles and leaving', () => {
     expect((await api.post(`/api/agents/${membersAgent.body.agent.id}/keys`, { name: 'k' }, as(member, ws))).status).to.equal(201);
     expect((await api.post('/api/api-keys', { name: 'k2', agent_id: membersAgent.body.agent.id }, as(member, ws))).status).to.equal(201);
     expect((await api.patch(`/api/agents/${membersAgent.body.agent.id}`, { name: 'renamed' }, as(member, ws))).status).to.equal(200);
-    expect((await api.delete(path, as(admin, ws))).status).to.equal(200);
+    expect((await api.delete(`/api/agents/${membersAgent.body.agent.id}`, as(admin, ws))).status).to.equal(200);
+    // Disabling the owner's agent would revoke the key the owner minted, which an admin may not revoke; the owner may.
+    expect((await api.delete(path, as(admin, ws))).status).to.equal(403);
+    expect((await api.delete(path, as(owner))).status).to.equal(200);
     expect((await api.get('/api/me', withKey(ownersKey.body.api_key.key))).status).to.equal(401);
   });
 
@@ -329,9 +346,69 @@ describe('team plugin: members, roles and leaving', () => {
       expect(byKey.body.error).to.contain('left the workspace or was removed from it');
       const entry = (await auditLog(api, owner)).find((e) => e.action === (how === 'removed' ? 'team.members.remove' : 'team.members.leave') && e.outcome === 'done');
       expect(entry?.details.claimed_workspaces_left).to.deep.equal([sandboxWs]);
+      // The claimed workspace's own log says so too, naming who made the change in the team.
+      const ended = (await auditLog(api, owner, sandboxWs)).find((e) => e.action === 'team.members.role_ended');
+      expect(ended?.actor, how).to.deep.equal({ type: 'person', id: how === 'removed' ? owner.id : admin.id });
+      expect(ended?.target).to.equal(admin.id);
+      expect(ended?.reason).to.equal(`${how === 'removed' ? 'removed from' : 'left'} the workspace this one was claimed under`);
+      expect(ended?.details).to.deep.include({ ended_role: 'admin', revoked_keys: 1, team_workspace_id: ws });
       // The owner of the team still owns the claimed workspace.
       expect((await api.get('/api/me', as(owner, sandboxWs))).status).to.equal(200);
     }
+  });
+
+  it("demoting an admin to member ends their admin role in the agent workspaces claimed under the team: keys made there revoked, invitations made there cancelled, recorded in both logs", async () => {
+    const { owner, admin, ws } = await team(api);
+    const reg = await register(svc.url);
+    const claimed = await api.post<{ workspace: { id: string } }>(claimPath(reg), { workspace_id: ws }, as(admin));
+    expect(claimed.status, claimed.text).to.equal(200);
+    const sandboxWs = claimed.body.workspace.id;
+    const keyThere = await createKey(api, admin, sandboxWs);
+    const keyHere = await createKey(api, admin, ws);
+    const invThere = await invite(api, as(admin, sandboxWs), sandboxWs, uniqueEmail('there'));
+    expect(invThere.status, invThere.text).to.equal(201);
+
+    const down = await patch(as(owner), ws, admin.id, 'member');
+    expect(down.status, down.text).to.equal(200);
+    expect(down.body.member.role).to.equal('member');
+    const there = await api.get<{ code: string }>('/api/me', as(admin, sandboxWs));
+    expect([there.status, there.body.code], 'no longer acts in the claimed workspace').to.deep.equal([404, 'not_found']);
+    const byKey = await api.get<{ code: string; error: string }>('/api/me', withKey(keyThere.key));
+    expect([byKey.status, byKey.body.code], byKey.text).to.deep.equal([401, 'invalid_credentials']);
+    // Demotion here only narrows: the key made in the team workspace still works.
+    expect((await api.get('/api/me', withKey(keyHere.key))).status).to.equal(200);
+    const invitations = await api.get<{ data: Array<{ id: string; status: string }> }>(`/api/workspaces/${sandboxWs}/invitations`, as(owner, sandboxWs));
+    expect(invitations.body.data.find((i) => i.id === invThere.body.invitation.id)?.status).to.equal('cancelled');
+
+    const update = (await auditLog(api, owner)).find((e) => e.action === 'team.members.update' && e.outcome === 'done' && e.target === admin.id);
+    expect(update?.details).to.deep.include({ from_role: 'admin', to_role: 'member', revoked_keys: 1, claimed_workspaces_left: [sandboxWs] });
+    const claimedLog = await auditLog(api, owner, sandboxWs);
+    const ended = claimedLog.find((e) => e.action === 'team.members.role_ended');
+    expect(ended?.actor).to.deep.equal({ type: 'person', id: owner.id });
+    expect(ended?.target).to.equal(admin.id);
+    expect(ended?.reason).to.equal('demoted to member in the workspace this one was claimed under');
+    expect(ended?.details).to.deep.include({ ended_role: 'admin', revoked_keys: 1, team_workspace_id: ws, role: 'owner' });
+    // The cause lists before its effect (newest first: the cancellation above it).
+    expect(claimedLog.map((e) => e.action).slice(0, 2)).to.deep.equal(['team.invitations.cancel', 'team.members.role_ended']);
+    // The owner of the team still owns the claimed workspace; promoting again does not bring the role back.
+    expect((await api.get('/api/me', as(owner, sandboxWs))).status).to.equal(200);
+    expect((await patch(as(owner), ws, admin.id, 'admin')).status).to.equal(200);
+    expect((await api.get('/api/me', as(admin, sandboxWs))).status).to.equal(404);
+  });
+
+  it('a member role held in a claimed workspace is not the admin rank of the team: demoting its holder there leaves it', async () => {
+    const { owner, admin, ws } = await team(api);
+    const reg = await register(svc.url);
+    const claimed = await api.post<{ workspace: { id: string } }>(claimPath(reg), { workspace_id: ws }, as(owner));
+    expect(claimed.status, claimed.text).to.equal(200);
+    const sandboxWs = claimed.body.workspace.id;
+    const inv = await invite(api, as(owner, sandboxWs), sandboxWs, admin.email);
+    expect((await api.post('/api/invitations/accept', { token: inv.body.accept.token }, as(admin))).status).to.equal(200);
+    const down = await patch(as(owner), ws, admin.id, 'member');
+    expect(down.status, down.text).to.equal(200);
+    expect((await api.get('/api/me', as(admin, sandboxWs))).status).to.equal(200);
+    const update = (await auditLog(api, owner)).find((e) => e.action === 'team.members.update' && e.outcome === 'done' && e.target === admin.id);
+    expect(update?.details.claimed_workspaces_left).to.deep.equal([]);
   });
 
   it('on the team routes the path names the workspace: a member acts there without x-workspace-id, by their role there', async () => {

@@ -201,6 +201,28 @@ describe('team plugin: team:admin keys', () => {
     expect(refusedEntry(await auditLog(api, owner), 'team.members.remove', 'a team:admin key never removes its creator')).to.exist;
   });
 
+  it('refused on its own creator, a key is told who can do it: an owner changes an admin creator, the creator leaves signed in; an owner creator is changed by no one here', async () => {
+    const { owner, admin, ws } = await team(api);
+    const byAdmin = (await createKey(api, admin, ws, ['team:admin'])).key;
+    const byOwner = (await createKey(api, owner, ws, ['team:admin'])).key;
+    const changeAdmin = await patch(byAdmin, ws, admin.id, 'member');
+    expectForbidden(changeAdmin, 'a team:admin key never changes its creator');
+    expect((changeAdmin.body as Record<string, unknown>).hint).to.equal("Only an owner (or a key an owner created) changes an admin's role: ask a workspace owner.");
+    const removeAdmin = await remove(byAdmin, ws, admin.id);
+    expectForbidden(removeAdmin, 'a team:admin key never removes its creator');
+    expect(removeAdmin.body.hint).to.equal(`The creator may leave, signed in as themselves (POST /api/workspaces/${ws}/leave), or a workspace owner may remove them.`);
+    const changeOwner = await patch(byOwner, ws, owner.id, 'admin');
+    expectForbidden(changeOwner, 'a team:admin key never changes its creator');
+    expect((changeOwner.body as Record<string, unknown>).hint).to.equal("The key's creator is an owner, and owners are never changed through the team routes.");
+    const removeOwner = await remove(byOwner, ws, owner.id);
+    expect(removeOwner.body.hint).to.equal(
+      `The creator may leave, signed in as themselves (POST /api/workspaces/${ws}/leave) while another owner remains; owners are never removed through the team routes.`,
+    );
+    // The hint is true: an owner changes the admin's role, which the admin signed in could not.
+    expectForbidden(await api.patch(`/api/workspaces/${ws}/members/${admin.id}`, { role: 'member' }, as(admin, ws)), 'you cannot change your own role');
+    expect((await api.patch(`/api/workspaces/${ws}/members/${admin.id}`, { role: 'member' }, as(owner))).status).to.equal(200);
+  });
+
   it("acts with its creator's current role: once the creator is demoted the key is refused, once removed it is revoked", async () => {
     const { owner, admin, member, ws } = await team(api);
     const { key, id } = await createKey(api, admin, ws, ['team:admin']);
@@ -252,7 +274,8 @@ describe('team plugin: team:admin keys', () => {
     expect(res.body.hint).to.be.a('string');
     const log = await auditLog(api, owner);
     const cancel = log.find((e) => e.action === 'team.invitations.cancel');
-    expect(cancel?.actor.type).to.equal('system');
+    expect(cancel?.actor).to.deep.equal({ type: 'person', id: owner.id });
+    expect(cancel?.reason).to.equal('the key that made the invitation was revoked by its creator');
     expect(cancel?.via_key_id).to.equal(id);
     expect(cancel?.target).to.equal(inv.body.invitation.id);
     expect(refusedEntry(log, 'team.invitations.accept', 'invitation cancelled')?.actor.id).to.equal(p.id);
