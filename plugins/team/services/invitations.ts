@@ -33,7 +33,24 @@ export interface InvitationRow {
   created_at: Date;
 }
 
-type ListedInvitation = InvitationRow & { sort_key: string };
+/** `via_key_expires_at`: when the key that made it expires, read beside it (an expired key's invitations are over). */
+type ListedInvitation = InvitationRow & { sort_key: string; via_key_expires_at?: Date | null };
+
+/**
+ * A pending invitation's key has not expired (SQL over `invitations`, `nowParam` the service clock's now): one whose key
+ * expired is cancelled (SPEC: the key's creator can no longer invite through it), whether or not anyone has tried to
+ * accept it yet, so it neither blocks a new invitation to the same email nor counts against the workspace's limit.
+ */
+const keyNotExpired = (nowParam: string): string =>
+  `(invitations.via_key_id IS NULL OR NOT EXISTS (SELECT 1 FROM api_keys k WHERE k.id = invitations.via_key_id AND k.expires_at IS NOT NULL AND k.expires_at <= ${nowParam}))`;
+
+/** What an invitation is now: a pending one past its time is expired, and one whose key expired is cancelled. */
+function statusNow(r: InvitationRow & { via_key_expires_at?: Date | null }, now: number): InvitationStatus {
+  if (r.status !== 'pending') return r.status;
+  if (new Date(r.expires_at).getTime() <= now) return 'expired';
+  if (r.via_key_expires_at && new Date(r.via_key_expires_at).getTime() <= now) return 'cancelled';
+  return 'pending';
+}
 
 const DAY_MS = 86_400_000;
 
@@ -41,16 +58,15 @@ export function hashInvitationToken(token: string): string {
   return createHash('sha256').update(token).digest('hex');
 }
 
-/** The public view of an invitation: never its token or hash. A pending one past its time shows as expired. */
-export function invitationView(r: InvitationRow, now: number): Record<string, unknown> {
-  const expired = r.status === 'pending' && new Date(r.expires_at).getTime() <= now;
+/** The public view of an invitation: never its token or hash. Its status is what it is now (statusNow). */
+export function invitationView(r: InvitationRow & { via_key_expires_at?: Date | null }, now: number): Record<string, unknown> {
   return {
     id: r.id,
     object: 'invitation',
     workspace_id: r.workspace_id,
     email: r.email,
     role: r.role,
-    status: expired ? 'expired' : r.status,
+    status: statusNow(r, now),
     invited_by: r.invited_by_person_id,
     via_key_id: r.via_key_id,
     expires_at: new Date(r.expires_at).toISOString(),
@@ -115,7 +131,7 @@ export class Invitations {
             fields: { reason: 'already a member', person_id: member.person_id },
           });
         }
-        const pending = await this.sql.one<{ id: string }>(`SELECT id FROM invitations WHERE workspace_id = $1 AND lower(email) = lower($2) AND status = 'pending' AND expires_at > $3`, [
+        const pending = await this.sql.one<{ id: string }>(`SELECT id FROM invitations WHERE workspace_id = $1 AND lower(email) = lower($2) AND status = 'pending' AND expires_at > $3 AND ${keyNotExpired('$3')}`, [
           workspaceId,
           email,
           new Date(this.clock.now()),
@@ -131,7 +147,7 @@ export class Invitations {
           value: this.config.limits.perWorkspace.pendingInvitations,
           what: 'pending invitations',
           // Expiry against the service clock, as the duplicate check above and expires_at itself.
-          count: `SELECT count(*)::int AS n FROM invitations WHERE workspace_id = $1 AND status = 'pending' AND expires_at > $2`,
+          count: `SELECT count(*)::int AS n FROM invitations WHERE workspace_id = $1 AND status = 'pending' AND expires_at > $2 AND ${keyNotExpired('$2')}`,
           params: [new Date(this.clock.now())],
           hint: `Revoke an invitation no longer wanted (DELETE /api/workspaces/${workspaceId}/invitations/{invitation_id}; GET /api/workspaces/${workspaceId}/invitations lists them); accepted, revoked and expired invitations do not count.`,
         });
@@ -155,9 +171,10 @@ export class Invitations {
       assertCanManage(await this.actors.resolve(principal));
       const after = cursor ? decodeTimeCursor(cursor) : null;
       const rows = await this.sql.many<ListedInvitation>(
-        `SELECT *, created_at::text AS sort_key FROM invitations
-          WHERE workspace_id = $1 AND ($2::timestamptz IS NULL OR (created_at, id) < ($2::timestamptz, $3::text))
-          ORDER BY created_at DESC, id DESC LIMIT $4`,
+        `SELECT invitations.*, invitations.created_at::text AS sort_key, k.expires_at AS via_key_expires_at
+           FROM invitations LEFT JOIN api_keys k ON k.id = invitations.via_key_id
+          WHERE invitations.workspace_id = $1 AND ($2::timestamptz IS NULL OR (invitations.created_at, invitations.id) < ($2::timestamptz, $3::text))
+          ORDER BY invitations.created_at DESC, invitations.id DESC LIMIT $4`,
         [workspaceId, after?.at ?? null, after?.id ?? null, limit + 1],
       );
       const now = this.clock.now();
@@ -175,8 +192,11 @@ export class Invitations {
         const inv = await this.sql.one<InvitationRow>('SELECT * FROM invitations WHERE id = $1 AND workspace_id = $2 FOR UPDATE', [invitationId, workspaceId], tx);
         if (!inv) throw new ApiError('not_found', 'No invitation with this id in the workspace.', { fields: { reason: 'invitation not found' } });
         assertCanRevokeInvitation(actor, inv.role);
-        if (inv.status !== 'pending') {
-          throw new ApiError('conflict', `The invitation is already ${inv.status}.`, { hint: 'Only pending invitations can be revoked.', fields: { reason: `invitation ${inv.status}` } });
+        // As the list shows it: one past its time, or whose key expired, is over already.
+        const key = inv.via_key_id ? await this.sql.one<{ expires_at: Date | null }>('SELECT expires_at FROM api_keys WHERE id = $1', [inv.via_key_id], tx) : null;
+        const status = statusNow({ ...inv, via_key_expires_at: key?.expires_at ?? null }, this.clock.now());
+        if (status !== 'pending') {
+          throw new ApiError('conflict', `The invitation is already ${status}.`, { hint: 'Only pending invitations can be revoked.', fields: { reason: `invitation ${status}` } });
         }
         const row = (await this.sql.one<InvitationRow>(`UPDATE invitations SET status = 'revoked' WHERE id = $1 RETURNING *`, [inv.id], tx)) as InvitationRow;
         await this.trail.done(actor, 'team.invitations.revoke', inv.id, { email: inv.email, invited_role: inv.role }, tx);

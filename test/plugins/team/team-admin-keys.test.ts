@@ -377,6 +377,34 @@ describe('team plugin: team:admin keys', () => {
     expect(res.body.invitation_status).to.equal('cancelled');
   });
 
+  it('an invitation made by a key that has since expired is over before anyone tries it: listed cancelled, not revocable, blocking no new invitation to that email', async () => {
+    const owner = await signup(api, 'owner');
+    const ws = owner.workspaceId;
+    const { key, id } = await createKey(api, owner, ws, ['team:admin']);
+    const p = await signup(api, 'p');
+    const inv = await invite(api, withKey(key), ws, p.email);
+    expect(inv.status, inv.text).to.equal(201);
+    await svc.sequelize.query(`UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = $1`, { bind: [id] });
+    const listed = await api.get<Record<string, any>>(`/api/workspaces/${ws}/invitations`, as(owner));
+    expect(listed.status, listed.text).to.equal(200);
+    expect((listed.body.data as Array<{ id: string; status: string }>).find((i) => i.id === inv.body.invitation.id)?.status).to.equal('cancelled');
+    const revoked = await api.delete<Record<string, any>>(`/api/workspaces/${ws}/invitations/${inv.body.invitation.id}`, as(owner));
+    expect(revoked.status, revoked.text).to.equal(409);
+    expect(revoked.body).to.include({ code: 'conflict', error: 'The invitation is already cancelled.', reason: 'invitation cancelled' });
+    const again = await invite(api, as(owner), ws, p.email);
+    expect(again.status, again.text).to.equal(201);
+    expect((await accept(api, p, again.body.accept.token)).status).to.equal(200);
+  });
+
+  it('an invitation past its time cannot be revoked: it is already expired, as the list shows it', async () => {
+    const owner = await signup(api, 'owner');
+    const inv = await invite(api, as(owner), owner.workspaceId, uniqueEmail('late'));
+    await svc.sequelize.query(`UPDATE invitations SET expires_at = now() - interval '1 minute' WHERE id = $1`, { bind: [inv.body.invitation.id] });
+    const revoked = await api.delete<Record<string, any>>(`/api/workspaces/${owner.workspaceId}/invitations/${inv.body.invitation.id}`, as(owner));
+    expect(revoked.status, revoked.text).to.equal(409);
+    expect(revoked.body.error).to.equal('The invitation is already expired.');
+  });
+
   it("an admin invitation made by an owner's key stops being acceptable once the creator is no longer an owner", async () => {
     const owner = await signup(api, 'owner');
     const ws = owner.workspaceId;
