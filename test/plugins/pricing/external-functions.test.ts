@@ -370,7 +370,10 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
     expect(read.text).to.not.contain(secret);
     const stranger = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'ext-sign-stranger'), { name: 's' })).key });
     const theirs = await stranger.post<Record<string, any>>(`/api/functions/${fn.id}/signing-secret`, {});
-    expect(theirs.status).to.equal(404);
+    // Listed on the marketplace, it is theirs to use, not to change.
+    expect(theirs.status, theirs.text).to.equal(403);
+    expect(theirs.body.reason).to.equal('function of another workspace');
+    expect(theirs.text).to.not.contain(secret);
     // Rotated: a new secret signs from now on, and the old one no longer verifies.
     const rotated = await api.post<Record<string, any>>(`/api/functions/${fn.id}/signing-secret`, {});
     expect(rotated.status, rotated.text).to.equal(200);
