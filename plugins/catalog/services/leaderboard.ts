@@ -22,8 +22,12 @@ export interface Ranking {
   entries: LeaderboardEntry[];
 }
 
-/** Functions on the public leaderboard: built-ins and active public marketplace functions. */
-export const onLeaderboard = (fn: FunctionDescriptor): boolean => fn.builtIn || (fn.isPublic && fn.status === 'active');
+/**
+ * Functions on the public leaderboard: built-ins and active public marketplace functions that can run. A pipeline
+ * function answers every call 501 here (pipeline_execution_unavailable): ranked on the priors alone, with no call to
+ * fail, it would sit among working functions.
+ */
+export const onLeaderboard = (fn: FunctionDescriptor): boolean => fn.builtIn || (fn.isPublic && fn.status === 'active' && fn.executionType !== 'pipeline');
 
 /**
  * Ranks the public functions with the aggregate in memory. The ranking is kept until the snapshot

@@ -22,9 +22,14 @@ export interface FunctionSpec {
   status?: 'draft' | 'active' | 'inactive';
   endpointUrl?: string;
   costPerUnit?: string;
+  pipeline?: boolean;
 }
 
-/** Registers a workspace function (pipeline unless an endpoint is given) and brings it to `status`. */
+/**
+ * Registers a workspace function and brings it to `status`: external_api at `endpointUrl`, or at an address that never
+ * answers when none is given (these tests rank and list it, never call it); a pipeline only when asked for (`pipeline`),
+ * since one is never ranked (it cannot run).
+ */
 export async function createFunction(svc: TestService, key: string, spec: FunctionSpec = {}): Promise<{ id: string; name: string }> {
   const api = client(svc.url, { 'x-api-key': key });
   const name = uniqueName(spec.label ?? 'fn');
@@ -32,8 +37,8 @@ export async function createFunction(svc: TestService, key: string, spec: Functi
     name,
     description: spec.description ?? `Test function ${name}`,
     tags: spec.tags ?? [],
-    execution_type: spec.endpointUrl ? 'external_api' : 'pipeline',
-    ...(spec.endpointUrl ? { endpoint_url: spec.endpointUrl } : {}),
+    execution_type: spec.pipeline ? 'pipeline' : 'external_api',
+    ...(spec.pipeline ? {} : { endpoint_url: spec.endpointUrl ?? 'https://pricing.example.invalid/price' }),
     cost_per_unit: spec.costPerUnit ?? '0.003',
     is_public: spec.isPublic ?? false,
   });

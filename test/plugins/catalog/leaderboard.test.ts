@@ -130,15 +130,21 @@ describe('catalog: public leaderboard', function () {
     expect(b.window.days).to.equal(30);
   });
 
-  it('ranks the built-ins and the active public functions only, without a credential', async () => {
+  it('ranks the built-ins and the active public functions that can run only (no pipeline), without a credential', async () => {
     const listed = await publicFunction('lb-listed');
     const draft = await createFunction(svc, publisherKey, { label: 'lb-draft', isPublic: true, status: 'draft' });
     const retired = await createFunction(svc, publisherKey, { label: 'lb-retired', isPublic: true, status: 'inactive' });
     const secret = await createFunction(svc, publisherKey, { label: 'lb-private' });
+    // Listed, but every call of it answers 501: nothing to rank it by but the priors.
+    const pipeline = await createFunction(svc, publisherKey, { label: 'lb-pipeline', isPublic: true, pipeline: true });
     const b = await board();
     const got = b.data.map((e) => e.function.id);
     expect(got).to.include.members(['fn_builtin_cost_plus', 'fn_builtin_competitive', 'fn_builtin_elasticity', 'fn_builtin_charm', 'fn_builtin_anchored', listed.id]);
-    for (const hidden of [draft.id, retired.id, secret.id]) expect(got).not.to.include(hidden);
+    for (const hidden of [draft.id, retired.id, secret.id, pipeline.id]) expect(got).not.to.include(hidden);
+    // The catalogue still lists it, as a pipeline.
+    const listing = await client(svc.url).get<Record<string, any>>(`/api/catalog/${pipeline.id}`);
+    expect(listing.status, listing.text).to.equal(200);
+    expect(listing.body.function.execution_type).to.equal('pipeline');
     expect(entryOf(b, 'fn_builtin_cost_plus').function).to.include({ label: 'built-in', built_in: true });
     expect(entryOf(b, listed.id).function).to.include({ label: 'marketplace', built_in: false });
     expect(b.data.map((e) => e.rank)).to.deep.equal(b.data.map((_, i) => i + 1));
