@@ -1,4 +1,4 @@
-import type { Principal } from './auth';
+import type { Channel, Principal } from './auth';
 import type { Request } from 'express';
 
 export type PaidVia = 'x402' | 'day_pass' | 'balance' | null;
@@ -9,6 +9,8 @@ export interface AdmissionRequest {
   /** Number of calls this request stands for (batch items). */
   units: number;
   req: Request;
+  /** Where the call came in (api, mcp, demo): an MCP tool call carries no payment header, so it is offered no per-call payment. */
+  channel?: Channel;
 }
 
 /**

@@ -253,7 +253,7 @@ export class ComputeService {
     }
 
     let t = performance.now();
-    const reservation = call.reservation ?? (await countEarlier(this.hooks.admit({ operation: admissionOperation(call), principal: p, units: 1, req: call.req })));
+    const reservation = call.reservation ?? (await countEarlier(this.hooks.admit({ operation: admissionOperation(call), principal: p, units: 1, req: call.req, channel: call.channel })));
     if (!call.reservation) stages.push({ stage: 'admission', ms: ms(t), admitter: reservation.admitter, paid_via: reservation.paidVia });
 
     let outcome: PriceOutcome;
@@ -429,7 +429,7 @@ export class ComputeService {
     stages.push({ stage: 'idempotent_replay', ms: ms(t0), usage_event_id: first.event.id, first_request_id: firstRequestId });
     const total = call.startedAt !== undefined ? ms(call.startedAt) : ms(t0);
     const hasDefaultPolicy = (await this.policies.defaultFor(p.workspaceId)) !== null;
-    const standing = await this.hooks.standing({ operation: admissionOperation(call), principal: p, req: call.req });
+    const standing = await this.hooks.standing({ operation: admissionOperation(call), principal: p, req: call.req, channel: call.channel });
     const body: Record<string, unknown> = {
       ...answer,
       trace: {

@@ -205,7 +205,9 @@ export class SandboxAllowance implements Admitter {
         });
       }
       const retryAfter = Math.max(1, Math.ceil((dayStart + DAY_MS - now) / 1000));
-      const next = quotaNextSteps(request.operation === 'compute' || request.operation === 'router', this.config.limits.dayPass, { claim: claimOffered(this.config) });
+      // A per-call payment rides in an HTTP header of the call itself, which an MCP tool call cannot send.
+      const payable = (request.operation === 'compute' || request.operation === 'router') && request.channel !== 'mcp';
+      const next = quotaNextSteps(payable, this.config.limits.dayPass, { claim: claimOffered(this.config) });
       const usable = next.filter((step) => step.available === true).map((step) => step.action);
       throw new ApiError('daily_quota_exceeded', `Daily quota reached: this sandbox workspace may make ${limit} compute calls per day (price verifications included).`, {
         retry_after: retryAfter,

@@ -307,6 +307,30 @@ describe('MCP endpoint with the official SDK client', function () {
   });
 });
 
+describe('MCP sandbox at its daily limit', function () {
+  this.timeout(30_000);
+  it('answers the call past the limit with daily_quota_exceeded whose next steps offer no per-call payment (a tool call carries no payment header); REST still offers it', async () => {
+    const svc = await startTestService({ config: { ...lenient, limits: { ...lenient.limits, sandbox: { computeCallsPerDay: 1 } } } });
+    try {
+      const sandbox = await registerSandbox(svc, 'mcp-quota');
+      const { client } = await connect(svc, { 'x-api-key': sandbox.key });
+      await client.listTools();
+      expect((await client.callTool({ name: 'compute_price', arguments: { context: { current_price: 5 } } })).isError).to.equal(false);
+      const over = await client.callTool({ name: 'compute_price', arguments: { context: { current_price: 6 } } });
+      expect(over.isError).to.equal(true);
+      const refused = JSON.parse((over.content as Array<{ text: string }>)[0]?.text ?? '{}') as { code: string; next: Array<{ action: string }> };
+      expect(refused.code).to.equal('daily_quota_exceeded');
+      expect(refused.next.map((n) => n.action)).to.deep.equal(['day_pass', 'top_up', 'claim']);
+      const rest = await httpClient(svc.url, { 'x-api-key': sandbox.key }).post<Record<string, any>>('/api/compute/price', { context: { current_price: 7 } });
+      expect(rest.status).to.equal(429);
+      expect((rest.body.next as Array<{ action: string }>).map((n) => n.action)).to.deep.equal(['pay_per_call', 'day_pass', 'top_up', 'claim']);
+      await client.close();
+    } finally {
+      await svc.close();
+    }
+  });
+});
+
 describe('MCP keyless demo budget', function () {
   this.timeout(30_000);
   it('spends the demo budget on keyless calls with invalid arguments too, as the REST demo route does', async () => {
