@@ -306,6 +306,23 @@ export class Onboarding {
         },
         tx,
       );
+      // The claimed workspace's own log says how it came to be managed and by whom its first people joined: its Team
+      // page would otherwise show an owner and an admin with no entry.
+      const joined = [
+        ...(ownerId ? [{ person_id: ownerId, role: 'owner' }] : []),
+        ...(input.claimer.type === 'person' && input.claimer.personId !== ownerId ? [{ person_id: input.claimer.personId, role: 'admin' }] : []),
+      ];
+      await this.audit.record(
+        {
+          workspaceId: sandbox.id,
+          ...auditActor(input.claimer),
+          action: 'workspace.claimed',
+          target: target.id,
+          outcome: 'done',
+          details: { claimed_into: target.id, members_joined: joined, kept_key: kept.length > 0, revoked_keys: revoked.length, test_workspace_id: testWorkspace.id },
+        },
+        tx,
+      );
       return { workspace: { ...claimed, test_workspace_id: testWorkspace.id }, testWorkspace, revokedKeys: revoked, keptKeys: kept };
     });
     if ('refused' in result) {

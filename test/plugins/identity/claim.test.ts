@@ -270,6 +270,11 @@ describe('identity: claiming an agent sandbox', () => {
     expect(key?.expires_at).to.not.equal(null);
     const [audit] = await rows<{ details: { kept_key: boolean } }>(svc, "SELECT details FROM audit_log WHERE action = 'agent.claim' AND target = $1 AND outcome = 'done'", [reg.workspace.id]);
     expect(audit?.details.kept_key).to.equal(false);
+    // The claimed workspace's own log says it too, with who joined it by the claim.
+    const own = await rows<{ actor_type: string; actor_id: string; target: string; details: Record<string, unknown> }>(svc, "SELECT actor_type, actor_id, target, details FROM audit_log WHERE workspace_id = $1 AND action = 'workspace.claimed'", [reg.workspace.id]);
+    expect(own).to.have.length(1);
+    expect(own[0]).to.deep.include({ actor_type: 'person', actor_id: owner.id, target: owner.workspaceId });
+    expect(own[0]?.details).to.deep.include({ claimed_into: owner.workspaceId, members_joined: [{ person_id: owner.id, role: 'owner' }], kept_key: false, revoked_keys: 1 });
   });
 
   describe('refusals (403 with a reason; nothing changes)', () => {
