@@ -126,8 +126,11 @@ export function validate<S extends z.ZodType>(schema: S, value: unknown, opts: V
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
   const where = opts.where ?? 'body';
-  throw validationFailed(where, zodIssues(parsed.error, value, schema), opts.hint ?? `Fix the fields listed in issues${opts.example !== undefined ? '; example shows a request ' + where + ' that passes' : ''}.`, opts.example);
+  throw validationFailed(where, zodIssues(parsed.error, value, schema), opts.hint ?? fixHint(where, opts.example), opts.example);
 }
+
+/** The hint of a validation failure whose route gave none: fix the issues, and the example passes when there is one. */
+const fixHint = (where: string, example: unknown): string => `Fix the fields listed in issues${example !== undefined ? `; example shows a request ${where} that passes` : ''}.`;
 
 /** The 400 of a request part that failed validation, its first issue in the message. */
 export function validationFailed(where: string, issues: ErrorIssue[], hint: string, example?: unknown): ApiError {
@@ -210,6 +213,6 @@ export function validateQuery<S extends z.ZodType>(schema: S, query: Record<stri
     const sent = query[i.path];
     return Array.isArray(sent) ? { path: i.path, reason: `sent ${sent.length} times (${sent.map((v) => `${i.path}=${String(v)}`).join('&')}); send it once` } : i;
   });
-  throw validationFailed('query', issues, opts.hint ?? `Fix the fields listed in issues${opts.example !== undefined ? '; example shows a request query that passes' : ''}.`, opts.example);
+  throw validationFailed('query', issues, opts.hint ?? fixHint('query', opts.example), opts.example);
 }
 

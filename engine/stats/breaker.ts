@@ -135,34 +135,35 @@ class OutcomeWindow {
     this.byCaller.clear();
   }
 
-  /** Distinct callers at or after `horizon` other than `except`, without dropping anything. */
-  callersSince(horizon: number, except: string | null): number {
-    const seen = new Set<string>();
-    for (let i = 0; i < this.count; i++) {
-      const at = this.slot(i);
-      const caller = this.callers[at] as string;
-      if ((this.times[at] as number) >= horizon && caller !== except) seen.add(caller);
-    }
-    return seen.size;
-  }
-
-  /** Calls, failures and callers (all, and those failing at least `ratio` of their calls) at or after `horizon`, without dropping anything. */
-  countSince(horizon: number, ratio: number, minCalls: number): { calls: number; failures: number; callers: number; failingCallers: number } {
-    let calls = 0;
-    let failures = 0;
+  /** Each caller's calls and failures at or after `horizon`, without dropping anything. */
+  private byCallerSince(horizon: number): Map<string, { calls: number; failures: number }> {
     const byCaller = new Map<string, { calls: number; failures: number }>();
     for (let i = 0; i < this.count; i++) {
       const at = this.slot(i);
       if ((this.times[at] as number) < horizon) continue;
-      calls++;
       const caller = this.callers[at] as string;
       const c = byCaller.get(caller) ?? { calls: 0, failures: 0 };
       c.calls++;
-      if (this.oks[at] !== 1) {
-        failures++;
-        c.failures++;
-      }
+      if (this.oks[at] !== 1) c.failures++;
       byCaller.set(caller, c);
+    }
+    return byCaller;
+  }
+
+  /** Distinct callers at or after `horizon` other than `except`, without dropping anything. */
+  callersSince(horizon: number, except: string | null): number {
+    const byCaller = this.byCallerSince(horizon);
+    return byCaller.size - (except !== null && byCaller.has(except) ? 1 : 0);
+  }
+
+  /** Calls, failures and callers (all, and those failing at least `ratio` of their calls) at or after `horizon`, without dropping anything. */
+  countSince(horizon: number, ratio: number, minCalls: number): { calls: number; failures: number; callers: number; failingCallers: number } {
+    const byCaller = this.byCallerSince(horizon);
+    let calls = 0;
+    let failures = 0;
+    for (const c of byCaller.values()) {
+      calls += c.calls;
+      failures += c.failures;
     }
     return { calls, failures, callers: byCaller.size, failingCallers: countFailing(byCaller.values(), ratio, minCalls) };
   }

@@ -50,6 +50,11 @@ export const PIPELINE_STAGES = [
 
 
 export function operationRoutes(registry: FunctionRegistry, breakers: CircuitBreakers, latency: LatencyStats, instanceId: string): RouteSpec[] {
+  // Another workspace's function's sample count is its call volume: withheld as the leaderboard withholds its usage.
+  const readerLatency = (f: FunctionDescriptor, reader: string) => {
+    const v = latencyView(latency.snapshot(f.id));
+    return breakers.showsVolume(f, reader) ? v : { ...v, samples: null };
+  };
   return [
     defineRoute({
       id: 'pipelines.list',
@@ -112,11 +117,6 @@ export function operationRoutes(registry: FunctionRegistry, breakers: CircuitBre
       handler: ({ principal, query }) => {
         const p = principal as Principal;
         const scope = callerScopeOf(p);
-        // Another workspace's function's sample count is its call volume: withheld as the leaderboard withholds its usage.
-        const readerLatency = (f: FunctionDescriptor, reader: string) => {
-          const v = latencyView(latency.snapshot(f.id));
-          return breakers.showsVolume(f, reader) ? v : { ...v, samples: null };
-        };
         const fns = registry.reachable(scope).filter((f) => query.built_in === undefined || (query.built_in === 'true') === f.builtIn);
         const page = pageByKey(fns, functionSortKey, (f) => f.id, query, (f) => ({ function: { id: f.id, name: f.name }, breaker: breakers.readerView(f, scope.healthCaller, p.workspaceId), latency: readerLatency(f, p.workspaceId) }), FUNCTION_SORT_KEY);
         return ok({ ...page, instance: instanceId, kept_per: 'instance' });
