@@ -292,7 +292,7 @@ export class PricingEngine {
       }
       // Every function's answer is cached under its own key, so one that answered after the chosen function could not
       // price the context (or failed) is looked up too; the trace shows the chosen function's lookup, and a later one that hit.
-      const hit = await this.cache.get(fn, req.context, marketFor(fn));
+      const hit = await this.cache.get(req.scope.workspaceId, fn, req.context, marketFor(fn));
       if (step.role === 'chosen' || hit) stages.push({ stage: 'cache', ms: since(t), hit: !!hit, ...(step.role === 'chosen' ? {} : { function: fn.name }), ...(this.cache.enabled ? {} : { disabled: true }) });
       if (hit) {
         // Listed as the attempt that answered, so a fallback's cached answer reads after the failures before it.
@@ -327,7 +327,7 @@ export class PricingEngine {
         stages.push({ stage: 'execute', ms, function: fn.name, function_id: fn.id, role: step.role, execution: fn.executionType, outcome: 'ok' });
         const fallbackUsed = this.usedFallback(step.role, attempts);
         if (fallbackUsed) this.noteFallback(stages, first, fn, attempts);
-        await this.cache.set(fn, req.context, r.result, marketFor(fn));
+        await this.cache.set(req.scope.workspaceId, fn, req.context, r.result, marketFor(fn));
         return { result: r.result, fn, strategy, decision, attempts, fallbackUsed, cached: false, savings: fallbackUsed ? null : savingsOf(decision, fn, attempts, req.context, marketFor), cost: effectiveCost(fn), stages };
       }
       const outcome = r.notApplicable ? 'not_applicable' : r.busy ? 'pool_busy' : 'failed';

@@ -57,6 +57,17 @@ describe('engine: result cache', function () {
     expect(otherFn.fn.name).to.equal('test-beta');
   });
 
+  it("misses for another calling workspace: one workspace's answer never tells another that the context was just priced", async () => {
+    const first = await h.price({ pin: { name: 'test-alpha' }, context: ctx });
+    expect(first.cached).to.equal(false);
+    const other = await h.price({ pin: { name: 'test-alpha' }, context: ctx, scope: { workspaceId: 'ws_competitor', builtInsOnly: false } });
+    expect(other.cached, "another workspace's identical context").to.equal(false);
+    expect(stage(other, 'cache')).to.include({ hit: false });
+    expect(samples(), 'the function ran for each workspace').to.equal(2);
+    const again = await h.price({ pin: { name: 'test-alpha' }, context: ctx, scope: { workspaceId: 'ws_competitor', builtInsOnly: false } });
+    expect(again.cached, "the workspace's own answer is reused").to.equal(true);
+  });
+
   it('misses once the function changed (registry.changed), on this instance and on another sharing the store', async () => {
     const one = await harness({ functions: [fixture('test-alpha')], engine: { cacheTtlMs: TTL_MS } });
     const two = await harness({ shared: { kv: one.kv, source: one.source }, clock: one.clock, engine: { cacheTtlMs: TTL_MS } });
