@@ -18,6 +18,7 @@ type MarketFor = (fn: FunctionDescriptor) => MarketEvidence | undefined;
 
 /** Why a candidate was left out that is the routing policy's own choice, which its owner can change. */
 const POLICY_EXCLUSIONS: ReadonlySet<string> = new Set(['cost ceiling', 'latency ceiling', 'rule miss', 'no weight']);
+const CEILINGS: ReadonlySet<string> = new Set(['cost ceiling', 'latency ceiling']);
 
 /**
  * Savings against the most expensive eligible function that could have priced this context, only when
@@ -48,6 +49,9 @@ export function excludedByPolicy(registry: FunctionRegistry, decision: RouteDeci
   const seen = new Set<string>();
   return [...(decision?.candidates ?? []), ...overCeiling].filter((c) => {
     if (c.kept || !c.id || seen.has(c.id) || ran.has(c.id) || !POLICY_EXCLUSIONS.has(c.reason ?? '')) return false;
+    // Under `policy` the rules send the context to one function: raising a ceiling another candidate is over would not
+    // send it there (a held-back fallback, from `overCeiling`, is another matter: the ceiling alone keeps it from running).
+    if (decision?.strategy === 'policy' && CEILINGS.has(c.reason ?? '') && c.id !== decision.chosen.id && !overCeiling.includes(c)) return false;
     const fn = registry.get(c.id);
     if (!fn || !mayPrice(fn, context, marketFor(fn))) return false;
     seen.add(c.id);

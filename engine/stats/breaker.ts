@@ -300,7 +300,7 @@ export class BreakerSet {
         e.ordinary = Object.freeze({ trial: null, closing: e.closings });
         e.openedAt = null;
         e.state = 'closed';
-      } else if (this.opts.minFailingCallers <= 1 || this.opensWith(e, now, caller)) {
+      } else if (this.opts.minFailingCallers <= 1 ? this.joinFailure(e, now, caller) : this.opensWith(e, now, caller)) {
         e.openedAt = now;
         e.state = 'open';
       }
@@ -320,6 +320,12 @@ export class BreakerSet {
   private join(e: Entry, now: number, caller: string, ok: boolean): void {
     e.outcomes.push(now, ok, caller);
     e.outcomes.expire(now - this.opts.windowMs);
+  }
+
+  /** A failed trial of a breaker that reopens on it alone: in the window all the same, or the reopened breaker would read 0 calls. */
+  private joinFailure(e: Entry, now: number, caller: string): true {
+    this.join(e, now, caller, false);
+    return true;
   }
 
   /** Adds a failure to the window and says whether the window now opens the breaker (a failed trial's included). */

@@ -150,6 +150,14 @@ describe('engine: circuit breaker', function () {
     expect(state()).to.equal('open');
   });
 
+  it('a failed trial after the failures that opened the breaker left the window reads as the failure it is, not an open breaker with 0 calls', async () => {
+    await open();
+    h.clock.advance(60_001);
+    await callFlaky(FAIL);
+    expect(state()).to.equal('open');
+    expect(h.parts.breakers.view('fn_test_flaky')).to.include({ state: 'open', calls: 1, failures: 1 });
+  });
+
   it('a trial that cannot price its context releases the half-open slot; the next call is the trial', async () => {
     for (let i = 0; i < 4; i++) h.parts.breakers.record('fn_builtin_cost_plus', CALLER_WS, false);
     h.clock.advance(COOLDOWN_MS);

@@ -129,6 +129,18 @@ describe('pricing: compute routed by the default policy (HTTP)', function () {
     expect(gold.body.hint).to.include(`PATCH /api/routing-policies/${policyId}: raise max_cost_per_unit`).and.not.include('add a rule');
   });
 
+  it("under policy, a function no rule sends the context to is no lever though it is over a ceiling: the 422 asks for inputs, not a higher ceiling", async () => {
+    const policyId = await makeDefault({ name: 'gold to market', strategy: 'policy', config: { rules: [{ when: { tier: 'gold' }, use: 'competitive-position' }], default_function: 'anchored-adjustment', max_cost_per_unit: '0.001' } });
+    const res = await compute({ context: { competitor_prices: [10, 11, 12] } });
+    expect(res.status, res.text).to.equal(422);
+    expect(res.body.code).to.equal('insufficient_context');
+    // The trace's candidates still say what is true of the other function.
+    expect(res.body.attempts.map((x: Body) => `${x.function}:${x.outcome}`)).to.deep.equal(['anchored-adjustment:not_applicable']);
+    expect(res.body, 'raising the ceiling would not send this context to competitive-position').to.not.have.property('excluded_by_policy');
+    expect(res.body.hint).to.not.include('max_cost_per_unit').and.not.include(policyId);
+    expect(res.body.missing).to.include('current_price');
+  });
+
   it('a ceiling that left out the only functions able to price the context: the 422 names them and the policy, not only the missing inputs', async () => {
     const policyId = await makeDefault({ name: 'budget', strategy: 'cheapest', config: { candidates: ['charm-pricing', 'cost-plus', 'competitive-position'], max_cost_per_unit: '0.001' } });
     const res = await compute({ context: { competitor_prices: [10, 11, 12] } });
