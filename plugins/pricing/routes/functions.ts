@@ -102,8 +102,9 @@ function draftNotDeactivated(fn: FunctionDescriptor, rest: Record<string, unknow
 }
 
 /**
- * The caller's own workspace function by id or name, for a change: a built-in is refused (403), another workspace's
- * function is the 404 of a missing one, and a member is told only owners and admins change functions.
+ * The caller's own workspace function by id or name, for a change: a built-in is refused (403), as is another workspace's
+ * function the caller reaches on the marketplace; one out of reach is the 404 of a missing one, and a member is told only
+ * owners and admins change functions.
  */
 export async function ownedFunction(d: Pick<FunctionRouteDeps, 'registry' | 'store' | 'workspaces'>, p: Principal, id: string): Promise<FunctionRecord> {
   const builtIn = d.registry.find(id);

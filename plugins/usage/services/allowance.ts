@@ -198,7 +198,7 @@ export class SandboxAllowance implements Admitter {
         // Counted after the undo, and at most the places left: calls refused beside this one take theirs back too.
         const counted = Number((await this.kv.get(key)) ?? used - request.units);
         const inFlight = Math.min(limit - recorded, Math.max(1, counted - recorded));
-        throw new ApiError('rate_limited', `${inFlight} calls of this sandbox are still in flight and hold the rest of its ${limit} calls for today; a call that fails gives its place back.`, {
+        throw new ApiError('rate_limited', `${inFlight === 1 ? '1 call of this sandbox is still in flight and holds' : `${inFlight} calls of this sandbox are still in flight and hold`} the rest of its ${limit} calls for today; a call that fails gives its place back.`, {
           retry_after: 1,
           limit: { compute_calls_per_day: limit, in_flight: inFlight, recorded_today: recorded, scope: 'workspace', resets_at: resetsAt },
           hint: 'Retry in 1 s, or send fewer calls at once: the daily quota is not reached while calls in flight may still fail.',

@@ -49,6 +49,18 @@ describe('sandbox allowance: calls still in flight', function () {
     expect(await allowance.admit(request(p)), 'the released place').to.not.equal(null);
   });
 
+  it('says "1 call … is" when one call in flight holds the last place', async () => {
+    const p = sandbox();
+    const sql = svc.container.resolve<Sql>(TOKENS.Sql);
+    for (let i = 0; i < 2; i++) await recordSandboxCall(sql, p.workspaceId);
+    const inFlight = await allowance.admit(request(p));
+    const err = await refusal(p);
+    expect(err?.code, err?.message).to.equal('rate_limited');
+    expect(err?.message).to.equal('1 call of this sandbox is still in flight and holds the rest of its 3 calls for today; a call that fails gives its place back.');
+    expect(err?.extras.limit).to.deep.include({ in_flight: 1, recorded_today: 2 });
+    await inFlight?.commit();
+  });
+
   it('answers daily_quota_exceeded when the day\'s calls are recorded', async () => {
     const p = sandbox();
     const sql = svc.container.resolve<Sql>(TOKENS.Sql);
