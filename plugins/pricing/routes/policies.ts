@@ -89,7 +89,11 @@ function withWarnings(view: Record<string, unknown>, missing: string[]): Record<
   return missing.length ? { ...view, warnings: [`These functions are out of reach and will be skipped: ${missing.join(', ')}.`] } : view;
 }
 
-const notFoundPolicy = (): ApiError => new ApiError('not_found', 'No routing policy with this id in the workspace.');
+// Another workspace's policy reads as a missing one: whose it is, is not the caller's to know.
+const notFoundPolicy = (): ApiError =>
+  new ApiError('not_found', 'No routing policy with this id in the workspace.', {
+    hint: "GET /api/routing-policies lists this workspace's policies and their ids; a deleted policy is gone for good, create it again with POST /api/routing-policies.",
+  });
 
 /** Completes "Only owners and admins …": the default policy decides which function, and so what cost, every call of the workspace gets. */
 const MANAGE_POLICIES = "create, change or delete this workspace's routing policies";

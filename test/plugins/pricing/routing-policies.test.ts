@@ -322,6 +322,12 @@ describe('pricing: routing policies over HTTP', function () {
       expect((await b.patch(`${PATH}/${p.id}`, { name: 'theirs' })).status).to.equal(404);
       expect((await b.delete(`${PATH}/${p.id}`)).status).to.equal(404);
       expect((await a.get<Record<string, any>>(`${PATH}/${p.id}`)).body.policy.name).to.equal('mine');
+      // The same answer as an id nobody holds.
+      const pick = (body: Record<string, unknown>) => ({ error: body.error, code: body.code, hint: body.hint });
+      const theirs = await b.get<Record<string, unknown>>(`${PATH}/${p.id}`);
+      const nobodys = await b.get<Record<string, unknown>>(`${PATH}/rp_nobody`);
+      expect([theirs.status, nobodys.status]).to.deep.equal([404, 404]);
+      expect(pick(theirs.body)).to.deep.equal(pick(nobodys.body));
     });
   });
 
@@ -330,7 +336,10 @@ describe('pricing: routing policies over HTTP', function () {
     const res = await a.delete<Record<string, any>>(`${PATH}/${p.id}`);
     expect(res.status).to.equal(200);
     expect(res.body).to.deep.equal({ id: p.id, deleted: true });
-    expect((await a.get(`${PATH}/${p.id}`)).status).to.equal(404);
+    const gone = await a.get(`${PATH}/${p.id}`);
+    expect(gone.status).to.equal(404);
+    expect(gone.body).to.include({ code: 'not_found', error: 'No routing policy with this id in the workspace.' });
+    expect(gone.body.hint).to.include('GET /api/routing-policies');
     expect((await a.delete(`${PATH}/${p.id}`)).status).to.equal(404);
   });
 
