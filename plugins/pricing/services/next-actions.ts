@@ -1,6 +1,7 @@
 import type { Principal } from '../../../core/auth';
 import type { RouteTable } from '../../../core/http/pipeline';
 import type { RouteSpec } from '../../../core/http/route';
+import { dec } from '../../../core/money';
 import { CONFIGURATION_ACCESS, identityOf, seemsToManageWorkspace } from '../../identity';
 
 export interface NextAction {
@@ -9,6 +10,15 @@ export interface NextAction {
   path: string;
   reason: string;
   example: unknown;
+}
+
+/**
+ * The computed price as a verification example sends it: a JSON number where one holds it exactly, else the decimal string
+ * (a price of 17 or more digits as a number would be verified as another price than the one computed).
+ */
+export function proposedPrice(price: string): number | string {
+  const n = Number(price);
+  return Number.isFinite(n) && dec(n).eq(dec(price)) ? n : price;
 }
 
 interface Candidate extends NextAction {
@@ -77,7 +87,7 @@ export function nextActions(
       method: 'POST',
       path: '/api/price-router/verify',
       reason: 'Check a proposed price against observed market evidence before publishing it.',
-      example: { context: ctx.context, proposed_price: Number(ctx.price) },
+      example: { context: ctx.context, proposed_price: proposedPrice(ctx.price) },
     },
     {
       route: 'compute.batch',
@@ -122,7 +132,7 @@ export function nextActions(
       method: 'POST',
       path: '/api/public/price-router/verify',
       reason: 'Check a proposed price against market evidence (keyless demo).',
-      example: { context: ctx.context, proposed_price: Number(ctx.price) },
+      example: { context: ctx.context, proposed_price: proposedPrice(ctx.price) },
     },
     {
       route: 'agents.register',

@@ -167,6 +167,23 @@ describe('compute API', function () {
     expect(verdict.body.verdict).to.be.a('string');
   });
 
+  it("verify_price's example proposes exactly the computed price: a number where one holds it, the decimal string where a number would round it", async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const verifyOf = (body: Record<string, any>) => (body.next_actions as Array<{ action: string; path: string; example: { proposed_price: unknown } }>).find((a) => a.action === 'verify_price');
+    const plain = await api.post<Record<string, any>>('/api/compute/price', { function_id: 'fn_builtin_cost_plus', context: { product_type: 'next-action-widget', unit_cost: '10', markup: 0 } });
+    expect(plain.status, plain.text).to.equal(200);
+    expect(verifyOf(plain.body)?.example.proposed_price).to.equal(Number(plain.body.price));
+    const big = await api.post<Record<string, any>>('/api/compute/price', { function_id: 'fn_builtin_cost_plus', context: { product_type: 'yacht', unit_cost: '987654321098765.43', markup: 0 } });
+    expect(big.status, big.text).to.equal(200);
+    expect(big.body.price).to.equal('987654321098765.43');
+    const verify = verifyOf(big.body);
+    expect(verify?.example.proposed_price).to.equal('987654321098765.43');
+    // Sent as offered, the service's own price is not judged below its floor.
+    const verdict = await api.post<Record<string, any>>(verify?.path ?? '', verify?.example);
+    expect(verdict.status, verdict.text).to.equal(200);
+    expect(verdict.body.verdict).to.not.equal('low');
+  });
+
   it("fits verify_price's example to what verification accepts: context keys it refuses (min_price 0, unit_cost 0, a current price below 10^-18) are left out, and a product type too long to match is not offered at all", async () => {
     const api = client(svc.url, { 'x-api-key': key });
     for (const [context, left] of [
