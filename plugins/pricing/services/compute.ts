@@ -10,7 +10,7 @@ import type { RouteTable } from '../../../core/http/pipeline';
 import type { RouteSpec } from '../../../core/http/route';
 import type { KvStore } from '../../../core/kv';
 import type { RequestRate } from '../../identity';
-import type { AttemptReport, MarketEvidence, PricingEngine, PriceOutcome, Preference, TraceStage } from '../../../engine';
+import type { AttemptReport, CallerScope, MarketEvidence, PricingEngine, PriceOutcome, Preference, TraceStage } from '../../../engine';
 import { EngineError } from '../../../engine';
 import { IDEMPOTENCY_HEADER, REPLAYED_HEADER, claimOffered, requestFingerprint, seemsToManageWorkspace } from '../../identity';
 import { callerFields, contextKeys, isCallerGoneError, receipt, receiptOfRow, remaining } from '../../usage';
@@ -18,6 +18,7 @@ import type { CallReplays, RecordedCall, RecordedEvent, UsageEventInput, UsageRe
 import { DEMO_WORKSPACE_ID } from '../migrations/0001-pricing-schema';
 import { callerGone, callerLeftSignal } from '../../../core/http/caller-gone';
 import { toApiError } from './engine-errors';
+import type { ErrorAudience } from './engine-errors';
 import type { MarketEvidenceSlot } from './market-evidence';
 import { KeyedTurns } from './keyed-turns';
 import { mayCall, nextActions } from './next-actions';
@@ -216,6 +217,15 @@ export class ComputeService {
     }
   }
 
+  /** Throws the plan's refusal when the pinned function is a marketplace one the caller's plan does not reach; any other refusal of the pin is the pricing's to give. */
+  private refuseOutsidePlan(call: ComputeCall, scope: CallerScope, audience: () => ErrorAudience): void {
+    try {
+      this.engine.resolvePinned({ id: call.functionId, name: call.functionName }, scope);
+    } catch (err) {
+      if (err instanceof EngineError && err.code === 'outside_plan') throw toApiError(err, audience());
+    }
+  }
+
   /** `step`, counting `priced` when it fails: not delivered when its caller left, else not answered. */
   private countedIfFailing<T>(priced: PriceOutcome, step: Promise<T>): Promise<T> {
     return step.catch((err: unknown) => {
@@ -252,6 +262,12 @@ export class ComputeService {
       }
     }
 
+    const errorAudience = (market: MarketEvidence | null, hasPolicy: boolean) => ({ keyless: p === null, sandbox: scope.builtInsOnly && p !== null, claimOffered: claimOffered(this.config), context: call.context, market, hasPolicy, policyAccess: policyAccessOf(p, this.routes.find('policies.create')), observationsServed: this.routes.offers('post', '/api/data/observations'), ...(call.functionName ? { pinnedBy: 'function_name' as const } : call.functionId ? { pinnedBy: 'function_id' as const } : {}) });
+    // A marketplace function named by a sandbox is refused for its plan (403, no call) whatever is left of its day's calls:
+    // told at once that the function is outside its plan, not to wait for a reset that changes nothing. (The keyless demo
+    // answers it with a 404 that is a call of its budget, recorded as such.)
+    if (p && scope.builtInsOnly && (call.functionId || call.functionName)) this.refuseOutsidePlan(call, scope, () => errorAudience(null, false));
+
     let t = performance.now();
     const reservation = call.reservation ?? (await countEarlier(this.hooks.admit({ operation: admissionOperation(call), principal: p, units: 1, req: call.req, channel: call.channel })));
     if (!call.reservation) stages.push({ stage: 'admission', ms: ms(t), admitter: reservation.admitter, paid_via: reservation.paidVia });
@@ -284,7 +300,7 @@ export class ComputeService {
       });
     } catch (err) {
       if (!call.reservation) await reservation.release();
-      const mapped = toApiError(err, { keyless: p === null, sandbox: scope.builtInsOnly && p !== null, claimOffered: claimOffered(this.config), context: call.context, market, hasPolicy: hasDefaultPolicy, policyAccess: policyAccessOf(p, this.routes.find('policies.create')), observationsServed: this.routes.offers('post', '/api/data/observations'), ...(call.functionName ? { pinnedBy: 'function_name' as const } : call.functionId ? { pinnedBy: 'function_id' as const } : {}) });
+      const mapped = toApiError(err, errorAudience(market, hasDefaultPolicy));
       // A call refused for its body (400) or its plan (403) was refused before pricing and is no call (docs/routing.md); the
       // others are recorded with the code their caller was given.
       if (err instanceof EngineError && mapped instanceof ApiError && mapped.status !== 400 && mapped.status !== 403) {

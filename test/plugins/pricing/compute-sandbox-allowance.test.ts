@@ -131,6 +131,16 @@ describe('sandbox daily compute allowance', function () {
     expect(res.body.code).to.equal('plan_restricted');
     const listed = await client(svc.url, { 'x-api-key': sandbox.key }).get<Record<string, any>>('/api/functions');
     expect((listed.body.data as Array<{ built_in: boolean }>).every((f) => f.built_in)).to.equal(true);
+    // With the day's calls spent it is still the plan that refuses, not the quota: waiting for midnight would change nothing.
+    const sandboxApi = client(svc.url, { 'x-api-key': sandbox.key });
+    for (let i = 1; i <= 25; i++) expect((await sandboxApi.post('/api/compute/price', { context: { current_price: i } })).status, `call ${i}`).to.equal(200);
+    expect((await sandboxApi.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 } })).body.code).to.equal('daily_quota_exceeded');
+    const spent = await sandboxApi.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 }, function_id: fn.body.function.id });
+    expect([spent.status, spent.body.code], spent.text).to.deep.equal([403, 'plan_restricted']);
+    const byName = await sandboxApi.post<Record<string, any>>('/api/price-router', { context: { current_price: 1 }, function_name: fn.body.function.name });
+    expect([byName.status, byName.body.code], byName.text).to.deep.equal([403, 'plan_restricted']);
+    // A built-in named explicitly meets the quota as ever.
+    expect((await sandboxApi.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 }, function_id: 'fn_builtin_anchored' })).body.code).to.equal('daily_quota_exceeded');
   });
 
   it('refuses test runs to a sandbox with 403 and a reason, built-ins included: its compute is the daily allowance', async () => {
