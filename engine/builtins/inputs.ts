@@ -47,6 +47,8 @@ export function money(ctx: Context, key: string): Dec | undefined {
   let m: Dec | undefined;
   if (typeof v === 'number' && Number.isFinite(v)) m = new D(v);
   else if (typeof v === 'string' && /^[-+]?\d+(\.\d+)?$/.test(v.trim())) m = new D(v.trim());
+  // A JSON number beyond a double's range (1e400) arrives as ±Infinity: it was a number, too large to read.
+  if (typeof v === 'number' && !Number.isFinite(v)) throw new MethodNotApplicable(`${key} must not exceed ${MAX_AMOUNT.toFixed()} in size (got a number too large to represent).`, [key], true);
   if (!m) throw new MethodNotApplicable(`${key} must be an amount: a number or a decimal string such as "12.50" (got ${shown(v)}).`, [key], true);
   if (m.abs().gt(MAX_AMOUNT)) throw new MethodNotApplicable(`${key} must not exceed ${MAX_AMOUNT.toFixed()} in size (got ${shown(v)}).`, [key], true);
   return m;
@@ -79,6 +81,7 @@ export function num(ctx: Context, key: string): number | undefined {
   const v = ctx[key];
   if (typeof v === 'number' && Number.isFinite(v)) return v;
   if (typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v))) return Number(v);
+  if (typeof v === 'number') throw new MethodNotApplicable(`${key} must be a finite number (got a number too large to represent).`, [key], true);
   throw new MethodNotApplicable(`${key} must be a number (got ${shown(v)}).`, [key], true);
 }
 

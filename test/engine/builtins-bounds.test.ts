@@ -199,4 +199,22 @@ describe("engine: built-ins keep the caller's bounds and count the evidence exac
       expect(mayPrice(fn, { unit_cost: 10, elasticity: 'high' }), 'left to the method to refuse by name').to.equal(true);
     });
   });
+
+  describe('a JSON number beyond the range of a double (1e400 parses as Infinity)', () => {
+    const refusal = (method: PricingMethod, ctx: Context): string => {
+      try {
+        run(method, ctx);
+      } catch (err) {
+        expect(err).to.be.instanceOf(MethodNotApplicable);
+        return (err as Error).message;
+      }
+      throw new Error('not refused');
+    };
+
+    it('is refused as too large to represent, not as "not an amount" or "not a number"', () => {
+      expect(refusal(costPlus, { unit_cost: Number.POSITIVE_INFINITY })).to.match(/^unit_cost must not exceed \d+ in size \(got a number too large to represent\)\.$/);
+      expect(refusal(costPlus, { unit_cost: 10, target_margin: Number.NEGATIVE_INFINITY })).to.equal('target_margin must be a finite number (got a number too large to represent).');
+      expect(refusal(costPlus, { unit_cost: 'ten' })).to.match(/^unit_cost must be an amount/);
+    });
+  });
 });
