@@ -265,8 +265,12 @@ function engineErrorBody(err: unknown, opts: ErrorAudience): unknown {
           fields: { missing, ...declined, inputs_by_function: INPUT_MENU, attempts: d.attempts ?? [] },
         });
       }
+      // "A current_price alone gets a price" is no advice to a caller whose current_price did not get one (one too small to price).
+      const sentCurrentPrice = opts.context?.current_price !== undefined && opts.context.current_price !== null;
       return new ApiError('insufficient_context', err.message, {
-        hint: `Add the inputs a method needs; with no price history a current_price alone still gets a (low-confidence) price${OBSERVATIONS_HINT}.`,
+        hint: sentCurrentPrice
+          ? 'Add one of the inputs in missing (inputs_by_function says what each built-in reads): the current_price you sent did not get a price on its own (attempts give each function\'s reason).'
+          : `Add the inputs a method needs; with no price history a current_price alone still gets a (low-confidence) price${OBSERVATIONS_HINT}.`,
         ...declinedIssues,
         fields: { missing: d.missing ?? [], ...declined, inputs_by_function: INPUT_MENU, attempts: d.attempts ?? [] },
         example: { context: { product_type: 'coffee', currency: 'USD', current_price: 4.5, unit_cost: 1.2 } },

@@ -133,6 +133,11 @@ describe('compute API', function () {
     expect(res.body.error).to.match(/rounds to nothing in USD's smallest unit/);
     expect(res.body.hint).to.equal('No input is missing: the message gives the reason each function could not price this context and how to change the values it names.');
     expect(res.body).to.not.have.property('example');
+    // Routed: other functions lack inputs, and the hint does not offer the current_price that was sent as the way to a price.
+    const routed = await api.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1e-30 } });
+    expect(routed.status, routed.text).to.equal(422);
+    expect(routed.body.missing).to.include('unit_cost');
+    expect(routed.body.hint).to.equal("Add one of the inputs in missing (inputs_by_function says what each built-in reads): the current_price you sent did not get a price on its own (attempts give each function's reason).");
     const lacking = await api.post<Record<string, any>>('/api/compute/price', { context: {}, function_id: 'fn_builtin_anchored' });
     expect(lacking.body.missing).to.deep.equal(['current_price']);
     // Pinned: the hint speaks of the function named, and offers no stock example another function would price.
