@@ -46,13 +46,15 @@ function pinRule(b: { function_id?: string | undefined; function_name?: string |
 }
 
 /** function_name sent where only an id pins: said where it is taken, instead of a bare "unknown field". */
-const nameTakenElsewhere = {
+const nameTakenElsewhereSaying = (reason: string) => ({
   error: (iss: { code: string; keys?: string[] }) => {
     if (iss.code !== 'unrecognized_keys' || !iss.keys?.includes('function_name')) return undefined;
     // Said of function_name alone: each other unknown key gets its own issue (core/validation.ts).
-    return '"function_name" is taken by POST /api/price-router; here pin a function by its id in function_id (GET /api/functions lists ids)';
+    return reason;
   },
-};
+});
+const nameTakenElsewhere = nameTakenElsewhereSaying('"function_name" is taken by POST /api/price-router; here pin a function by its id in function_id (GET /api/functions lists ids)');
+const demoNameTakenElsewhere = nameTakenElsewhereSaying('"function_name" is taken by POST /api/price-router, with a key; the demo pins a built-in by its id in function_id (GET /api/catalog lists them)');
 
 /**
  * The bodies that carry a compute context, for a context of at most `contextMaxBytes`
@@ -72,7 +74,7 @@ export function callSchemas(contextMaxBytes: number) {
     routerBody: z.strictObject({ ...computeFields, function_name: functionRef.optional().describe('Resolved among built-ins, your functions and public functions.') }).superRefine(pinRule),
     batchItem,
     batchBody: (maxItems: number) => batchBody(batchItem, maxItems),
-    demoBody: z.strictObject({ context, function_id: functionRef.optional(), routing_preference: z.enum(PREFERENCES).optional() }).superRefine(pinRule),
+    demoBody: z.strictObject({ context, function_id: functionRef.optional(), routing_preference: z.enum(PREFERENCES).optional() }, demoNameTakenElsewhere).superRefine(pinRule),
     testFunctionBody: z.strictObject({ context }),
   };
 }

@@ -151,6 +151,12 @@ describe('keyless demo', function () {
     }
   });
 
+  it('answers function_name with where it is taken (the price router, with a key) and how the demo pins a built-in', async () => {
+    const res = await client(svc.url, { 'x-forwarded-for': '198.51.100.91' }).post<Record<string, any>>('/api/public/compute/demo', { context: { current_price: 2 }, function_name: 'cost-plus' });
+    expect(res.status, res.text).to.equal(400);
+    expect(res.body.issues).to.deep.equal([{ path: 'function_name', reason: '"function_name" is taken by POST /api/price-router, with a key; the demo pins a built-in by its id in function_id (GET /api/catalog lists them)' }]);
+  });
+
   it("answers GET with 405, Allow: POST, a hint and the POST's example body", async () => {
     const res = await client(svc.url).get<Record<string, any>>('/api/public/compute/demo');
     expect(res.status).to.equal(405);
