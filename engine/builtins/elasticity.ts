@@ -111,7 +111,7 @@ export function elasticityOptimum(ctx: Context): MethodResult {
     if (est.unusable) notes.push(`${est.unusable} price_history row(s) with a price or quantity that is not a number above 0 were dropped (a log-log fit cannot take them; zero-sale periods need a count model)`);
     if (est.otherCurrency.size) notes.push(`price_history rows in another currency than ${currency} were dropped (${describeCurrencies(est.otherCurrency)}): prices are never mixed across currencies`);
     notes.push(`estimated ε = ${round3(epsilon)} from ${est.n} points (R² ${round3(est.r2)})`);
-  } else throw new MethodNotApplicable('the elasticity optimum needs elasticity, price_history, or demand_intercept with demand_slope.', ['elasticity', 'price_history']);
+  } else throw new MethodNotApplicable('the elasticity optimum needs elasticity, price_history, or demand_intercept with demand_slope.', ['elasticity', 'price_history', 'demand_intercept', 'demand_slope']);
 
   if (epsilon <= 1) throw new MethodNotApplicable(`Demand is inelastic (ε = ${round3(epsilon)} ≤ 1): no profit-maximising price exists; raise prices in small steps instead (anchored-adjustment).`, ['elasticity']);
   const maxMultiple = num(ctx, 'max_markup_multiple') ?? DEFAULT_MAX_MULTIPLE;

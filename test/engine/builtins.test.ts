@@ -88,6 +88,12 @@ describe('engine: built-in pricing methods', () => {
       expect(notApplicable(elasticityOptimum, { unit_cost: 10, elasticity: 0.8 }).missing).to.deep.equal(['elasticity']);
     });
 
+    it('with unit_cost alone, lists in missing every input its refusal names: elasticity, price_history, demand_intercept and demand_slope', () => {
+      const err = notApplicable(elasticityOptimum, { unit_cost: 10 });
+      expect(err.message).to.equal('the elasticity optimum needs elasticity, price_history, or demand_intercept with demand_slope.');
+      expect(err.missing).to.deep.equal(['elasticity', 'price_history', 'demand_intercept', 'demand_slope']);
+    });
+
     it('max_markup_multiple must be above 1: a cap of 1 or less is refused by name (not read as missing), never a price at or below cost', () => {
       for (const cap of [0.5, 1, 0, -1, '0.9']) {
         const err = notApplicable(elasticityOptimum, { unit_cost: 10, elasticity: 1.1, max_markup_multiple: cap });
