@@ -3,6 +3,7 @@ import { ApiError, errorBodySchema } from '../../../core/errors';
 import type { ErrorExtras } from '../../../core/errors';
 import { BUILTINS, EngineError, NETWORK_OBSERVATIONS_CLAUSE } from '../../../engine';
 import type { MarketEvidence } from '../../../engine';
+import { builtinSpelledAs } from './reserved-names';
 
 const INPUT_MENU = Object.fromEntries(BUILTINS.map((b) => [b.name, b.inputs.filter((i) => i !== 'currency')]));
 
@@ -121,7 +122,7 @@ function engineErrorBody(err: unknown, opts: ErrorAudience): unknown {
   if (!(err instanceof EngineError)) return err;
   const d = err.details;
   switch (err.code) {
-    case 'function_not_found':
+    case 'function_not_found': {
       if (d.suggestedId) {
         return new ApiError('function_not_found', err.message, {
           hint: `Send "function_id": "${d.suggestedId}"; a name goes in function_name, which POST /api/price-router accepts.`,
@@ -134,14 +135,21 @@ function engineErrorBody(err: unknown, opts: ErrorAudience): unknown {
           fields: { suggested_function_name: d.suggestedName },
         });
       }
-      // Identical for a missing function and one out of reach, so existence does not leak.
+      // Identical for a missing function and one out of reach, so existence does not leak (a built-in spelled another way
+      // is suggested from the reference alone).
+      const where = opts.keyless
+        ? 'Without a key the demo reaches built-in functions only; GET /api/catalog lists them. Marketplace functions need the key of a claimed workspace: a person signs up (POST /api/auth/signup) and creates one, or claims a sandbox made with POST /api/agents/register (sandboxes price with built-ins only until claimed).'
+        : opts.sandbox
+          ? 'A sandbox prices with built-in functions only until a person claims it; GET /api/functions?built_in=true lists them.'
+          : 'GET /api/functions lists the functions you can use: built-ins, your own, and public marketplace functions. A marketplace function its owner withdrew (deactivated or made private) answers this too.';
+      const like = d.functionId ? builtinSpelledAs(d.functionId) : undefined;
+      if (!like) return new ApiError('function_not_found', 'No pricing function with this id or name is available to you.', { hint: where });
+      const [field, value] = opts.pinnedBy === 'function_name' ? (['function_name', like.name] as const) : (['function_id', like.id] as const);
       return new ApiError('function_not_found', 'No pricing function with this id or name is available to you.', {
-        hint: opts.keyless
-          ? 'Without a key the demo reaches built-in functions only; GET /api/catalog lists them. Marketplace functions need the key of a claimed workspace: a person signs up (POST /api/auth/signup) and creates one, or claims a sandbox made with POST /api/agents/register (sandboxes price with built-ins only until claimed).'
-          : opts.sandbox
-            ? 'A sandbox prices with built-in functions only until a person claims it; GET /api/functions?built_in=true lists them.'
-            : 'GET /api/functions lists the functions you can use: built-ins, your own, and public marketplace functions. A marketplace function its owner withdrew (deactivated or made private) answers this too.',
+        hint: `Did you mean the built-in ${like.name}? Send "${field}": "${value}". ${where}`,
+        fields: field === 'function_name' ? { suggested_function_name: value } : { suggested_function_id: value },
       });
+    }
     case 'outside_plan':
       // Keyless callers reach built-ins only too; their answer stays the demo's own 404.
       if (opts.keyless) return toApiError(new EngineError('function_not_found', ''), opts);

@@ -23,5 +23,14 @@ export function impersonatedBy(name: string): string | null {
   return OFFICIAL_WORDS.has(stem) ? "the service's own functions" : null;
 }
 
+/**
+ * The built-in a reference spells another way (`cost_plus`, `CostPlus`, `cost plus` for cost-plus), or undefined. No
+ * workspace function may take such a name, so a 404 suggesting the built-in says nothing of any workspace's functions.
+ */
+export function builtinSpelledAs(ref: string): (typeof BUILTINS)[number] | undefined {
+  const stem = squash(ref.trim());
+  return BUILTINS.find((b) => squash(b.name) === stem || squash(b.id) === stem);
+}
+
 /** Whether a workspace function may not carry `tag` (built-in, builtin, official, in any case or spelling). */
 export const isReservedTag = (tag: string): boolean => OFFICIAL_WORDS.has(squash(tag));

@@ -484,6 +484,27 @@ describe('compute API', function () {
     expect(strip(nameAsId.body)).to.deep.equal(strip(missing.body));
   });
 
+  it('suggests the built-in a 404 reference spells another way (cost_plus, CostPlus), in the field it was sent in', async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const byName = await api.post<Record<string, any>>('/api/price-router', { context: { unit_cost: 10 }, function_name: 'cost_plus' });
+    expect(byName.status, byName.text).to.equal(404);
+    expect(byName.body).to.include({ code: 'function_not_found', error: 'No pricing function with this id or name is available to you.', suggested_function_name: 'cost-plus' });
+    expect(byName.body.hint).to.match(/^Did you mean the built-in cost-plus\? Send "function_name": "cost-plus"\. GET \/api\/functions lists/);
+    const byId = await api.post<Record<string, any>>('/api/compute/price', { context: { unit_cost: 10 }, function_id: 'CostPlus' });
+    expect(byId.status, byId.text).to.equal(404);
+    expect(byId.body).to.include({ suggested_function_id: 'fn_builtin_cost_plus' });
+    // Sent as suggested, it prices.
+    expect((await api.post('/api/compute/price', { context: { unit_cost: 10 }, function_id: byId.body.suggested_function_id })).status).to.equal(200);
+    // Keyless too, with the demo's own hint after the suggestion.
+    const demo = await client(svc.url).post<Record<string, any>>('/api/public/compute/demo', { context: { unit_cost: 10 }, function_id: 'cost plus' });
+    expect(demo.status, demo.text).to.equal(404);
+    expect(demo.body).to.include({ suggested_function_id: 'fn_builtin_cost_plus' });
+    expect(demo.body.hint).to.match(/^Did you mean the built-in cost-plus\? Send "function_id": "fn_builtin_cost_plus"\. Without a key the demo/);
+    // A name no built-in spells gets no suggestion.
+    const none = await api.post<Record<string, any>>('/api/price-router', { context: { unit_cost: 10 }, function_name: 'costplusplus' });
+    expect(none.body).to.not.have.property('suggested_function_name');
+  });
+
   it('refuses a draft named explicitly with the activating PATCH, and a deactivated one without it', async () => {
     const api = client(svc.url, { 'x-api-key': key });
     const fn = await api.post<Record<string, any>>('/api/functions', { name: `mine-${Date.now()}`, execution_type: 'external_api', endpoint_url: 'https://pricing.example.com/p', cost_per_unit: '0.001' });
