@@ -34,8 +34,12 @@ export const noQuery = z.strictObject({});
 /** A date-time whose offset's '+' became a space: a query string decodes an unencoded '+' so. */
 const PLUS_AS_SPACE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)? \d{2}(?::?\d{2})?$/;
 
+/** A date-time without its offset: which instant it means depends on a time zone the service cannot know. */
+const NO_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?$/;
+
 function instantReason(input: unknown): string {
   if (typeof input === 'string' && PLUS_AS_SPACE.test(input)) return `a '+' in a query string arrives as a space: send it as %2B (${input.replace(' ', '%2B')})`;
+  if (typeof input === 'string' && NO_OFFSET.test(input)) return `a date-time needs its time zone: add Z for UTC (${input}Z) or an offset such as %2B02:00`;
   return 'must be an ISO 8601 date-time such as 2026-01-31T00:00:00Z, or a date such as 2026-01-31';
 }
 

@@ -282,6 +282,13 @@ describe('usage: events list and receipt', function () {
       expect((await wApi.get('/api/usage/events?from=2026-11-27T12:00:00%2B01:00')).status).to.equal(200);
     });
 
+    it('tells a date-time sent without its time zone to add Z or an offset', async () => {
+      const res = await wApi.get<Record<string, any>>('/api/usage/events?to=2026-11-27T12:00:00');
+      expect(res.status, res.text).to.equal(400);
+      expect(res.body.issues).to.deep.equal([{ path: 'to', reason: 'a date-time needs its time zone: add Z for UTC (2026-11-27T12:00:00Z) or an offset such as %2B02:00' }]);
+      expect((await wApi.get('/api/usage/events?to=2026-11-27T12:00:00Z')).status).to.equal(200);
+    });
+
     it('refuses a repeated single-valued parameter with the message a repeated limit gets, whichever it is', async () => {
       const reasonFor = async (query: string) => {
         const res = await wApi.get<Record<string, any>>(`/api/usage/events?${query}`);
