@@ -8,6 +8,8 @@ import { isReservedTag } from './services/reserved-names';
 /** What is wrong with a context's current_price, in the words of its refusal; null when it is fine or absent. */
 function currentPriceProblem(value: unknown): string | null {
   if (value === undefined) return null;
+  // A number in quotes is the commonest slip: said as such, with the value to send.
+  if (typeof value === 'string') return /^\s*\d+(\.\d+)?\s*$/.test(value) ? `must be a JSON number, not a string: send ${value.trim()} without quotes` : 'must be a non-negative number, not a string';
   if (typeof value !== 'number') return 'must be a non-negative number';
   // JSON such as 1e400 reads as Infinity: too large, not negative.
   if (!Number.isFinite(value)) return 'must be a finite number; this one is too large to represent';

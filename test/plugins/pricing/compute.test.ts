@@ -672,7 +672,7 @@ describe('compute API', function () {
     expect(mixed.body.summary).to.deep.equal({ total: 4, succeeded: 1, failed: 3, replayed: 0 });
     expect(mixed.body.items.map((i: { status: number }) => i.status)).to.deep.equal([400, 400, 200, 400]);
     expect(mixed.body.items[0].error).to.include({ code: 'validation_error' });
-    expect(mixed.body.items[0].error.issues).to.deep.equal([{ path: 'items[0].context.current_price', reason: 'current_price must be a non-negative number' }]);
+    expect(mixed.body.items[0].error.issues).to.deep.equal([{ path: 'items[0].context.current_price', reason: 'current_price must be a non-negative number, not a string' }]);
     expect(mixed.body.items[0].error.example).to.deep.equal({ context: { product_type: 'coffee', current_price: 4.5, currency: 'USD' } });
     expect(mixed.body.items[1].error.code).to.equal('validation_error');
     expect(mixed.body.items[2].result.price).to.equal('3.00');

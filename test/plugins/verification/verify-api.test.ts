@@ -171,10 +171,14 @@ describe('price verification API', function () {
     const zero = await api.post<Record<string, any>>('/api/price-router/verify', { context: { product_type: 'widget', current_price: 0 }, proposed_price: '20.10' });
     expect(zero.status, zero.text).to.equal(200);
     expect(zero.body.verdict).to.equal('reasonable');
-    for (const bad of [-3, '4.5']) {
+    for (const [bad, reason] of [
+      [-3, 'current_price must be a non-negative number'],
+      ['4.5', 'current_price must be a JSON number, not a string: send 4.5 without quotes'],
+      ['cheap', 'current_price must be a non-negative number, not a string'],
+    ] as const) {
       const res = await api.post<Record<string, any>>('/api/price-router/verify', { context: { product_type: 'widget', current_price: bad }, proposed_price: '20.10' });
       expect(res.status, `${JSON.stringify(bad)}: ${res.text}`).to.equal(400);
-      expect(res.body.issues, JSON.stringify(bad)).to.deep.equal([{ path: 'context.current_price', reason: 'current_price must be a non-negative number' }]);
+      expect(res.body.issues, JSON.stringify(bad)).to.deep.equal([{ path: 'context.current_price', reason }]);
     }
     const tooPrecise = await api.post<Record<string, any>>('/api/price-router/verify', { context: { product_type: 'widget', current_price: 1e-20 }, proposed_price: '20.10' });
     expect(tooPrecise.body.issues).to.deep.equal([{ path: 'context.current_price', reason: 'current_price must be a non-negative number with at most 18 digits before and after the point' }]);
