@@ -112,7 +112,9 @@ export class PricingEngine {
       const byId = ref.id ? undefined : this.registry.resolve(key, scope, 'id');
       if (byId) throw new EngineError('function_not_found', `function_name takes a function's name, and "${key}" is the id of ${byId.name}.`, { functionId: key, suggestedName: byId.name });
       // A marketplace function is public: naming it to a caller held to built-ins reveals nothing, and says why it cannot run.
-      if (scope.builtInsOnly && this.registry.resolve(key, { ...scope, builtInsOnly: false }, ref.id ? 'id' : 'name')) {
+      // Its name sent as function_id too: the plan refuses it either way.
+      const wide = { ...scope, builtInsOnly: false };
+      if (scope.builtInsOnly && (this.registry.resolve(key, wide, ref.id ? 'id' : 'name') || (ref.id && this.registry.resolve(key, wide, 'name')))) {
         throw new EngineError('outside_plan', 'Marketplace functions are outside this plan: it prices with built-in functions only.', { functionId: key });
       }
       throw new EngineError('function_not_found', 'No pricing function with this id or name is available to you.', { functionId: key });

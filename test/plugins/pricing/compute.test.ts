@@ -406,6 +406,8 @@ describe('compute API', function () {
     for (const [path, body] of [
       ['/api/compute/price', { context: { unit_cost: 10 }, function_id: fn.id }],
       ['/api/price-router', { context: { unit_cost: 10 }, function_name: fn.name }],
+      // Its name in function_id: still the plan that refuses it.
+      ['/api/compute/price', { context: { unit_cost: 10 }, function_id: fn.name }],
     ] as const) {
       const res = await sandbox.post<Record<string, any>>(path, body);
       expect(res.status, res.text).to.equal(403);
@@ -414,7 +416,7 @@ describe('compute API', function () {
       expect(res.body.next.map((n: { action: string }) => n.action)).to.deep.equal(['claim']);
     }
     // Refused for its plan (a permission) before pricing: no usage event, as docs/routing.md says.
-    expect(refusedIds).to.have.length(2);
+    expect(refusedIds).to.have.length(3);
     const [refusedRows] = await svc.sequelize.query(`SELECT error_code FROM usage_events WHERE request_id = ANY($1::text[])`, { bind: [refusedIds] });
     expect(refusedRows).to.deep.equal([]);
     // Keyless, the same name answers the demo's 404: its event records the code the caller was given.
