@@ -102,7 +102,7 @@ const signingFields = {
   signing_secret: z
     .string()
     .optional()
-    .describe("An external_api function's signing secret (pcs_fsig_…): every request to its endpoint carries X-Pricing-Timestamp and X-Pricing-Signature made with it. Shown to its owner here (and on a rotation); keep it with the endpoint."),
+    .describe("An external_api function's signing secret (pcs_fsig_…): every request to its endpoint carries X-Pricing-Timestamp and X-Pricing-Signature made with it. Shown to its owner here (and on a rotation); keep it with the endpoint. A replay of the registration under its Idempotency-Key shows it only while it has not been rotated."),
   signing: z
     .object({
       timestamp_header: z.string().describe('The header carrying the Unix time of the request, in seconds.'),

@@ -213,10 +213,10 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url, example);
         checkTimeout(body.timeout_ms, d.callMaxMs(), example);
         checkCallCost(body.cost_per_unit, body.cost_multiplier, d.maxCallCost(), example);
-        const answer = (fn: FunctionDescriptor) =>
+        const answer = (fn: FunctionDescriptor, replay = false) =>
           created({
             function: functionView(fn, d, p.workspaceId, healthCallerOfPrincipal(p)),
-            ...d.signing.shown(fn),
+            ...(replay ? d.signing.shownOnReplay(fn) : d.signing.shown(fn)),
             ...pipelineWarning(fn),
             ...(fn.status === 'draft' ? { next: [{ action: 'activate', method: 'PATCH', path: `/api/functions/${fn.id}`, body: { status: 'active' } }] } : {}),
           });
@@ -263,7 +263,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
           // The function as it is now (it may have been activated since): what the first request created.
           async (id) => {
             const fn = await d.store.get(id);
-            return fn && fn.workspaceId === p.workspaceId ? answer(fn) : null;
+            return fn && fn.workspaceId === p.workspaceId ? answer(fn, true) : null;
           },
         );
       },

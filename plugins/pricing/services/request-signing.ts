@@ -44,6 +44,16 @@ export class RequestSigning {
     return { signing_secret: this.secretOf(fn.id, fn.signingGeneration ?? 1), signing: SIGNING_SCHEME };
   }
 
+  /**
+   * What a replay of the registration (its Idempotency-Key) shows: the secret only while it is still the one the
+   * registration made. A rotation ends a secret that may have leaked; a replay must not hand out its successor, which the
+   * rotation's own answer showed.
+   */
+  shownOnReplay(fn: FunctionDescriptor): { signing_secret?: string; signing?: typeof SIGNING_SCHEME } {
+    const shown = this.shown(fn);
+    return (fn.signingGeneration ?? 1) > 1 && shown.signing ? { signing: shown.signing } : shown;
+  }
+
   /** The engine's signer: every external function's request carries the timestamp and its signature. */
   readonly signer: RequestSigner = (fn: FunctionDescriptor) => {
     if (fn.executionType !== 'external_api' || fn.builtIn) return undefined;

@@ -384,6 +384,21 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
     const after = signedCalls().at(-1) as never;
     expect(verifies(after, renewed)).to.equal(true);
     expect(verifies(after, secret)).to.equal(false);
+    // A replay of a registration shows its secret until the first rotation, never the secret that replaced it.
+    const keyed = { 'Idempotency-Key': `sign-replay-${Date.now()}` };
+    const body = { name: uniqueName('sign-replay'), execution_type: 'external_api', endpoint_url: upstream.url('/ok'), cost_per_unit: '0.002' };
+    const made = await api.post<Record<string, any>>('/api/functions', body, keyed);
+    expect(made.status, made.text).to.equal(201);
+    const replayed = await api.post<Record<string, any>>('/api/functions', body, keyed);
+    expect(replayed.headers.get('idempotent-replayed')).to.equal('true');
+    expect(replayed.body.signing_secret).to.equal(made.body.signing_secret);
+    const cut = await api.post<Record<string, any>>(`/api/functions/${made.body.function.id as string}/signing-secret`, {});
+    expect(cut.status, cut.text).to.equal(200);
+    const afterRotation = await api.post<Record<string, any>>('/api/functions', body, keyed);
+    expect([afterRotation.status, afterRotation.headers.get('idempotent-replayed')]).to.deep.equal([201, 'true']);
+    expect(afterRotation.body).to.not.have.property('signing_secret');
+    expect(afterRotation.body.signing).to.include({ signature_header: 'X-Pricing-Signature' });
+    expect(afterRotation.text).to.not.contain(cut.body.signing_secret as string);
     // A function that does not call an endpoint has no secret to rotate.
     const pipeline = await api.post<Record<string, any>>('/api/functions', { name: uniqueName('pipe-sign'), execution_type: 'pipeline', cost_per_unit: '0.001' });
     expect(pipeline.body).to.not.have.property('signing_secret');
