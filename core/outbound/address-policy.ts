@@ -4,11 +4,17 @@ import ipaddr from 'ipaddr.js';
 const GLOBAL_UNICAST_V6 = ipaddr.IPv6.parseCIDR('2000::/3');
 /** Deprecated IPv4-compatible IPv6 (::a.b.c.d, RFC 4291 2.5.5.1). */
 const IPV4_COMPATIBLE = ipaddr.IPv6.parseCIDR('::/96');
+/**
+ * Cloud platform endpoints at addresses that are otherwise public unicast: Azure's WireServer (its instance metadata
+ * and health probes; 169.254.169.254 and the other clouds' are refused by their ranges already).
+ */
+const PLATFORM_ADDRESSES: ReadonlySet<string> = new Set(['168.63.129.16']);
 
 /**
  * Which addresses an owner-registered URL may reach. Only globally routable unicast addresses are
  * allowed: loopback, private, CGNAT, link-local (cloud metadata), multicast, unspecified, reserved,
- * benchmarking and documentation ranges are refused, and IPv6 forms that embed an IPv4 address
+ * benchmarking and documentation ranges are refused, as are cloud platform endpoints at public addresses (Azure's
+ * 168.63.129.16), and IPv6 forms that embed an IPv4 address
  * (IPv4-mapped, IPv4-compatible, NAT64, 6to4, Teredo) are refused too, as is any IPv6 address
  * outside global unicast 2000::/3. An allow-list (for tests and on-premises
  * deployments) can open specific ranges.
@@ -41,6 +47,7 @@ export class AddressPolicy {
     for (const [net, bits] of this.allowed) {
       if (net.kind() === parsed.kind() && parsed.match(net, bits)) return { allowed: true, range: 'allow-listed' };
     }
+    if (parsed.kind() === 'ipv4' && PLATFORM_ADDRESSES.has(parsed.toString())) return { allowed: false, range: 'cloudPlatform' };
     const range = parsed.range();
     // Outside 2000::/3 an IPv6 address is never globally routable, whatever ipaddr.js names it.
     if (range === 'unicast' && parsed.kind() === 'ipv6' && !parsed.match(GLOBAL_UNICAST_V6)) {

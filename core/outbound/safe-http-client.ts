@@ -21,6 +21,12 @@ const RANGE_WORDS: Record<string, string> = {
   as112: 'an AS112',
   as112v6: 'an AS112',
   orchid2: 'an ORCHIDv2',
+  deprecatedOrchid: 'an ORCHID',
+  rfc6145: 'an IPv4-translated (RFC 6145)',
+  ipv4Compatible: 'an IPv4-compatible',
+  '6to4': 'a 6to4',
+  discard: 'a discard-only',
+  cloudPlatform: "a cloud platform's own (metadata)",
 };
 
 function rangeWords(range: string): string {

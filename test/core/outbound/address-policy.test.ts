@@ -20,6 +20,8 @@ describe('outbound guard: AddressPolicy', () => {
     ['1::1', 'reserved'],
     ['e000::1', 'reserved'],
     ['::ffff:127.0.0.1', 'loopback'],
+    ['168.63.129.16', 'cloudPlatform'],
+    ['::ffff:168.63.129.16', 'cloudPlatform'],
     ['127.0.0.1', 'loopback'],
     ['not-an-address', 'unparseable'],
     ['', 'unparseable'],

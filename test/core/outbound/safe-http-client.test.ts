@@ -100,6 +100,9 @@ describe('outbound guard: SafeHttpClient against an allow-listed loopback upstre
     expect(new OutboundBlockedError('169.254.169.254', 'linkLocal').message).to.equal('Outbound request refused: 169.254.169.254 is a link-local address.');
     expect(new OutboundBlockedError('[fd00::1]', 'uniqueLocal').message).to.equal('Outbound request refused: [fd00::1] is a unique local (private IPv6) address.');
     expect(new OutboundBlockedError('0.0.0.0', 'unspecified').message).to.equal('Outbound request refused: 0.0.0.0 is an unspecified address.');
+    expect(new OutboundBlockedError('[::ffff:0:7f00:1]', 'rfc6145').message).to.equal('Outbound request refused: [::ffff:0:7f00:1] is an IPv4-translated (RFC 6145) address.');
+    expect(new OutboundBlockedError('[::7f00:1]', 'ipv4Compatible').message).to.equal('Outbound request refused: [::7f00:1] is an IPv4-compatible address.');
+    expect(new OutboundBlockedError('168.63.129.16', 'cloudPlatform').message).to.equal("Outbound request refused: 168.63.129.16 is a cloud platform's own (metadata) address.");
     expect(new OutboundBlockedError('100.64.0.1', 'carrierGradeNat').range).to.equal('carrierGradeNat');
   });
 
