@@ -281,9 +281,10 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       return refuse(ctx, 400, -32600, 'invalid_request', 'Invalid Request: batches are not supported (one JSON-RPC message per POST).', 'Send each JSON-RPC message in its own POST.');
     }
     // JSON-RPC 2.0 allows any string id, "" too, and any number (MCP's RequestId is string | number), which jsonrpc-lite
-    // refuses for "" and fractions: it parses a stand-in, and the answer carries the id as sent.
+    // refuses for "" and anything but a safe integer (fractions, integers beyond 2^53): it parses a stand-in, and the answer
+    // carries the id as JSON read it.
     const sentId = typeof message === 'object' && message !== null ? (message as { id?: unknown }).id : undefined;
-    const oddId = sentId === '' || (typeof sentId === 'number' && Number.isFinite(sentId) && !Number.isInteger(sentId));
+    const oddId = sentId === '' || (typeof sentId === 'number' && Number.isFinite(sentId) && !Number.isSafeInteger(sentId));
     const parsed = JsonRpc.parseObject(oddId ? { ...(message as object), id: ID_STAND_IN } : message);
     if (oddId && parsed.type === 'request') (parsed.payload as { id: Id }).id = sentId;
     const isInitialize = parsed.type === 'request' && (parsed.payload as { method: string }).method === 'initialize';

@@ -839,6 +839,14 @@ describe('MCP endpoint over raw HTTP', function () {
     expect(body).to.have.property('result');
   });
 
+  it('takes an integer id beyond 2^53 as a request id too, answering with it as JSON reads it', async () => {
+    const res = await rpc(svc, { jsonrpc: '2.0', id: 2 ** 60, method: 'ping' });
+    expect(res.status).to.equal(200);
+    const body = (await res.json()) as Record<string, any>;
+    expect(body).to.deep.include({ jsonrpc: '2.0', id: 2 ** 60 });
+    expect(body).to.have.property('result');
+  });
+
   it('answers tools/call without a tool name with -32602 saying the name is needed, and the tools there are', async () => {
     const res = await rpc(svc, { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { arguments: {} } });
     const body = (await res.json()) as Record<string, any>;
