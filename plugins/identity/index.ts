@@ -33,7 +33,7 @@ export { credentialKind, identityOf, lackingFullAccess, personPrincipal, workspa
 export { assertManagesWorkspace, seemsToManageWorkspace } from './auth/managers';
 export { credentialOf, looksLikeJwt } from './auth/authenticators';
 export { credentialIgnored } from './auth/credential-ignored';
-export { readOnlyRefusal } from './auth/authorizer';
+export { missingScopeHint, readOnlyRefusal } from './auth/authorizer';
 export { apiKeySchema, createIdempotencyHeaders, issuedApiKeySchema, sandboxLimitsSchema, workspaceSchema } from './responses';
 export { invalidCredentials, notAMember, signInRefused, missingCredentials, wrongKindOfCredential, insufficientScope, fullAccessRequired, sandboxRefusal, claimStep, WHERE_TO_GET_A_CREDENTIAL } from './errors';
 export { NAMED_SCOPES, NAME_ONLY_SCOPES, LEGACY_SCOPES, FULL_ACCESS, CONFIGURATION_ACCESS, effectiveScopes, unknownScopes, isLegacyReadOnly } from './scopes';

@@ -45,17 +45,7 @@ export class IdentityAuthorizer implements Authorizer {
     const ordinary = required.filter((s) => !NAME_ONLY_SCOPES.includes(s as Scope));
 
     const missing = ordinary.filter((s) => !(principal.scopes ?? []).includes(s));
-    if (missing.length > 0) {
-      throw insufficientScope(
-        missing,
-        principal.kind === 'access_token'
-          ? 'Access tokens carry the scopes they were minted with (never more than their key); request a token with the scope, from a key that has it.'
-          : principal.kind === 'person'
-          ? 'A person token narrowed with POST /api/user/tokens does only the work its scopes name: mint one with this scope, or use your session.'
-          : // Keys are made by people (POST /api/api-keys takes a session or person token, never a key).
-            'Use a key with this scope, or one created with no scopes: a person of the workspace creates it (POST /api/api-keys, with their session or person token).',
-      );
-    }
+    if (missing.length > 0) throw insufficientScope(missing, missingScopeHint(principal));
     // People act by their role; the handler checks it. Keys must name the permission themselves.
     if (principal.kind === 'person' || nameOnly.length === 0) return;
     if (principal.kind !== 'api_key') {
@@ -77,6 +67,14 @@ export class IdentityAuthorizer implements Authorizer {
       );
     }
   }
+}
+
+/** Where the holder of `principal` gets a scope it lacks, by the kind of credential it sent. */
+export function missingScopeHint(principal: Principal): string {
+  if (principal.kind === 'access_token') return 'Access tokens carry the scopes they were minted with (never more than their key); request a token with the scope, from a key that has it.';
+  if (principal.kind === 'person') return 'A person token narrowed with POST /api/user/tokens does only the work its scopes name: mint one with this scope, or use your session.';
+  // Keys are made by people (POST /api/api-keys takes a session or person token, never a key).
+  return 'Use a key with this scope, or one created with no scopes: a person of the workspace creates it (POST /api/api-keys, with their session or person token).';
 }
 
 /**

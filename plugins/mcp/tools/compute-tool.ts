@@ -23,7 +23,7 @@ export function computeTool(compute: ComputeService, demo: DemoBudgetGuard, rout
       requiresKey: false,
       annotations: { readOnlyHint: false, openWorldHint: false },
     },
-    admit: (ctx) => admitToolCall(ctx, demo, routes, 'compute.price', 'compute prices'),
+    admit: (ctx) => admitToolCall(ctx, demo, routes, 'compute.price'),
     input: computeBody,
     example: computeExample,
     exampleFor: callExampleFor(computeBody, computeExample),

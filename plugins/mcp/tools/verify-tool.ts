@@ -25,7 +25,7 @@ export function verifyTool(verification: () => VerificationService, demo: DemoBu
       requiresKey: false,
       annotations: { readOnlyHint: false, openWorldHint: false },
     },
-    admit: (ctx) => admitToolCall(ctx, demo, routes, 'verify.price', 'verify prices'),
+    admit: (ctx) => admitToolCall(ctx, demo, routes, 'verify.price'),
     input: verifyBody,
     example: verifyExample,
     exampleFor: verifyExampleFor(verifyBody, verifyExample),

@@ -173,13 +173,17 @@ describe('MCP endpoint with the official SDK client', function () {
     await client.listTools();
     const price = await client.callTool({ name: 'compute_price', arguments: { context: { current_price: 12 } } });
     const verdict = await client.callTool({ name: 'verify_price', arguments: { context: { product_type: 'mcp-widget', currency: 'USD' }, proposed_price: 10.2 } });
-    for (const [result, verb] of [[price, 'compute'], [verdict, 'verify']] as const) {
+    // The refusal REST answers for the route each tool mirrors, word for word.
+    const rest = await httpClient(svc.url, { 'x-api-key': billing.key }).post<Record<string, any>>('/api/compute/price', { context: { current_price: 12 } });
+    expect(rest.status, rest.text).to.equal(403);
+    for (const result of [price, verdict]) {
       expect(result.isError).to.equal(true);
       const body = JSON.parse((result.content as Array<{ text: string }>)[0]?.text ?? '{}') as Record<string, any>;
       expect(body.code).to.equal('insufficient_scope');
-      expect(body.error).to.equal(`This credential may not ${verb} prices.`);
+      expect(body.error).to.equal('This request needs the scope price:compute.');
       expect(body.required_scopes).to.deep.equal(['price:compute']);
-      expect(body.hint).to.equal('Use a key with price:compute (or created with no scopes).');
+      expect(body.hint).to.equal('Use a key with this scope, or one created with no scopes: a person of the workspace creates it (POST /api/api-keys, with their session or person token).');
+      expect([body.error, body.hint, body.required_scopes]).to.deep.equal([rest.body.error, rest.body.hint, rest.body.required_scopes]);
     }
     // An access token narrowed at minting is told to mint another, as REST tells it.
     const agent = await httpClient(svc.url, { cookie: person.cookie }).post<Record<string, any>>('/api/agents', { name: 'mcp-narrowed-agent' });
@@ -188,7 +192,7 @@ describe('MCP endpoint with the official SDK client', function () {
     const narrowed = await accessToken(svc.url, agentKey.body.api_key.key as string, 'billing:read');
     const byToken = await (await connect(svc, { authorization: `Bearer ${narrowed}` })).client.callTool({ name: 'compute_price', arguments: { context: { current_price: 12 } } });
     expect(byToken.isError).to.equal(true);
-    expect((JSON.parse((byToken.content as Array<{ text: string }>)[0]?.text ?? '{}') as Record<string, any>).hint).to.match(/^An access token carries the scopes it was minted with: mint one with scope price:compute/);
+    expect((JSON.parse((byToken.content as Array<{ text: string }>)[0]?.text ?? '{}') as Record<string, any>).hint).to.match(/^Access tokens carry the scopes they were minted with/);
     const [rows] = await svc.sequelize.query(`SELECT count(*)::int AS n FROM usage_events WHERE caller_key_id = $1`, { bind: [billing.id] });
     expect(rows).to.deep.equal([{ n: 0 }]);
     await client.close();
