@@ -23,7 +23,7 @@ export function catalogueTools(registry: FunctionRegistry, latency: LatencyStats
       descriptor: {
         name: 'list_functions',
         title: 'List pricing functions',
-        description: 'The pricing functions you can use: built-ins, your own and public marketplace ones (without a key: built-ins and public ones), with cost and latency.',
+        description: 'The pricing functions you can use: built-ins, your own and public marketplace ones (without a key: built-ins and public ones; an unclaimed sandbox: built-ins only, until a person claims it), with cost and latency.',
         inputSchema: jsonSchema(listInput),
         outputSchema: jsonSchema(functionsOutput, 'output'),
         requiresKey: false,
