@@ -242,7 +242,11 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
             retryable: true,
             timeout_ms: timeoutMs,
             tool: name,
-            hint: 'Retry once, then wait a minute; work in progress may still finish and be counted.',
+            // A priced call that may still finish is charged once only when its retry carries the same key.
+            hint:
+              name === 'compute_price'
+                ? 'Retry once with the same params._meta.idempotency_key: a keyed call and its keyed retries are charged once (a call sent without a key may still finish and be charged beside its retry; key every call, a UUID say). Then wait a minute; work in progress may still finish and be counted.'
+                : 'Retry once, then wait a minute; work in progress may still finish and be counted.',
             next: [],
             request_id: ctx.requestId,
           }),

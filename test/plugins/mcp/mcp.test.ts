@@ -534,7 +534,8 @@ describe('MCP tool timeout', function () {
       const e = caught as { code: number; data: Record<string, unknown> };
       expect(e.code).to.equal(-32001);
       expect(e.data).to.deep.include({ code: 'upstream_timeout', retryable: true, timeout_ms: 300, tool: 'compute_price', next: [] });
-      expect(e.data.hint).to.be.a('string');
+      // A priced tool's retry is told how not to be charged twice.
+      expect(e.data.hint).to.match(/^Retry once with the same params\._meta\.idempotency_key/);
       expect(e.data.request_id).to.be.a('string').and.match(/^req_/);
       await client.close();
       const raw = await rpc(svc, { jsonrpc: '2.0', id: 41, method: 'tools/call', params: { name: 'compute_price', arguments: { context: { current_price: 3 } }, _meta: { progressToken: 'p' } } });
