@@ -7,9 +7,14 @@ import { credentialOf } from './authenticators';
  * nor uses it, on its answers and on its refusals alike, or a mistyped key would seem to work and a
  * refusal (budget spent, a function out of the demo's reach) would seem to be the key's.
  */
-export function credentialIgnored(said: string): { fields: (req: Request) => { credential_ignored?: string }; refusal: (err: ApiError, req: Request) => ApiError } {
+export function credentialIgnored(said: string, keyed?: { method: string; path: string }): { fields: (req: Request) => { credential_ignored?: string }; refusal: (err: ApiError, req: Request) => ApiError } {
   return {
     fields: (req) => (credentialOf(req) ? { credential_ignored: said } : {}),
-    refusal: (err, req) => (credentialOf(req) ? err.with({ fields: { credential_ignored: said } }) : err),
+    refusal: (err, req) => {
+      if (!credentialOf(req)) return err;
+      // A caller with a credential of its own is offered the route that takes it, not a sandbox registration.
+      const next = keyed && err.extras.next?.some((n) => n.action === 'register_agent') ? { next: [{ action: 'use_your_credential', method: keyed.method, path: keyed.path, description: `Send the same body with your credential to ${keyed.method} ${keyed.path}: it is checked there, and the call counts as your workspace's.` }] } : {};
+      return err.with({ ...next, fields: { credential_ignored: said } });
+    },
   };
 }

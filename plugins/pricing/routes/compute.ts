@@ -16,7 +16,7 @@ import { callExampleFor } from './call-example';
 import type { ComputeCall, ComputeResult, ComputeService } from '../services/compute';
 
 /** The compute demo's words to a caller that sent a credential along, on its answers and refusals. */
-const DEMO_CREDENTIAL = credentialIgnored('The demo prices every call as the keyless demo tenant and did not check the credential sent; send it to POST /api/compute/price to price as your workspace.');
+const DEMO_CREDENTIAL = credentialIgnored('The demo prices every call as the keyless demo tenant and did not check the credential sent; send it to POST /api/compute/price to price as your workspace.', { method: 'POST', path: '/api/compute/price' });
 
 interface PricedItem {
   context: Record<string, unknown>;

@@ -12,6 +12,7 @@ const proposedOf = (b: s.VerifyBody): string | number => b.proposed_price ?? b.p
 /** Said to a demo caller that sent a credential, in the compute demo's words, on answers and refusals. */
 const DEMO_CREDENTIAL = credentialIgnored(
   'The demo verifies every call as the keyless demo tenant and did not check the credential sent; send it to POST /api/price-router/verify to verify as your workspace.',
+  { method: 'POST', path: '/api/price-router/verify' },
 );
 
 const DESCRIPTION =

@@ -142,10 +142,13 @@ describe('keyless demo', function () {
         expect(res.status, res.text).to.equal(status);
         if (code) expect(res.body.code).to.equal(code);
         expect(res.body.credential_ignored, res.text).to.match(/did not check the credential sent; send it to POST \/api\/compute\/price/);
+        // The spent budget offers the route that takes the credential, not a sandbox registration.
+        if (status === 429) expect(res.body.next.map((n: { action: string; path: string }) => `${n.action} ${n.path}`)).to.deep.equal(['use_your_credential /api/compute/price']);
       }
       const keyless = await client(fresh.url).post<Record<string, any>>('/api/public/compute/demo', { context: { unit_cost: 2 } });
       expect(keyless.status).to.equal(429);
       expect(keyless.body).to.not.have.property('credential_ignored');
+      expect(keyless.body.next.map((n: { action: string }) => n.action)).to.deep.equal(['register_agent']);
     } finally {
       await fresh.close();
     }
