@@ -85,8 +85,32 @@ function refuseUnknownNames(p: PolicyShape, registry: FunctionRegistry, exampleW
 /** Whether a reference is a name no function holds (an id is never taken over, so never refused). */
 const unknownName = (registry: FunctionRegistry) => (ref: string): boolean => !/^fn_/i.test(ref) && !registry.find(ref);
 
-function withWarnings(view: Record<string, unknown>, missing: string[]): Record<string, unknown> {
-  return missing.length ? { ...view, warnings: [`These functions are out of reach and will be skipped: ${missing.join(', ')}.`] } : view;
+/**
+ * The lists of a policy that name one function more than once (by name and by id, say): kept as sent, but each function
+ * is tried once, where it first appears, so the repeat is most likely a mistake for another function.
+ */
+function repeatedRefs(p: PolicyShape, registry: FunctionRegistry, principal: Principal): string[] {
+  const scope = callerScopeOf(principal);
+  const lists: Array<[string, readonly string[] | undefined]> = [
+    ['config.candidates', p.config.candidates],
+    ['config.order', p.config.order],
+    ['fallback_chain', p.fallback_chain],
+  ];
+  return lists.flatMap(([where, refs]) => {
+    const seen = new Set<string>();
+    const repeated = new Set<string>();
+    for (const ref of refs ?? []) {
+      const key = registry.resolve(ref, scope)?.id ?? ref.trim().toLowerCase();
+      if (seen.has(key)) repeated.add(ref);
+      else seen.add(key);
+    }
+    return repeated.size ? [`${where} names ${[...repeated].join(', ')} more than once (by name or by id): each function is tried once, where it first appears.`] : [];
+  });
+}
+
+function withWarnings(view: Record<string, unknown>, missing: string[], repeated: string[] = []): Record<string, unknown> {
+  const warnings = [...(missing.length ? [`These functions are out of reach and will be skipped: ${missing.join(', ')}.`] : []), ...repeated];
+  return warnings.length ? { ...view, warnings } : view;
 }
 
 // Another workspace's policy reads as a missing one: whose it is, is not the caller's to know.
@@ -144,11 +168,11 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
         const claim = idempotency.claimOf(req, 'policies.create', p.workspaceId, body);
         return idempotency.run(
           claim,
-          async (take) => created({ policy: withWarnings(policyView(await store.create(p.workspaceId, shape, take)), unreachableRefs(shape, registry, p)) }),
+          async (take) => created({ policy: withWarnings(policyView(await store.create(p.workspaceId, shape, take)), unreachableRefs(shape, registry, p), repeatedRefs(shape, registry, p)) }),
           // The policy as it is now (it may have been changed since): what the first request created.
           async (id) => {
             const saved = await store.get(p.workspaceId, id);
-            return saved ? created({ policy: withWarnings(policyView(saved), unreachableRefs(saved, registry, p)) }) : null;
+            return saved ? created({ policy: withWarnings(policyView(saved), unreachableRefs(saved, registry, p), repeatedRefs(saved, registry, p)) }) : null;
           },
         );
       },
@@ -211,7 +235,7 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
           return shape;
         });
         if (!saved || !shape) throw notFoundPolicy();
-        return ok({ policy: withWarnings(policyView(saved), unreachableRefs(shape, registry, p)) });
+        return ok({ policy: withWarnings(policyView(saved), unreachableRefs(shape, registry, p), repeatedRefs(shape, registry, p)) });
       },
     }),
     defineRoute({

@@ -119,6 +119,16 @@ describe('pricing: routing policies over HTTP', function () {
     });
   });
 
+  it('warns when a list names one function twice (by name and by id), and says nothing of lists without repeats', async () => {
+    const p = await create(a, { name: 'twice', strategy: 'priority', fallback_chain: ['cost-plus', 'fn_builtin_cost_plus', 'charm-pricing'], config: { order: ['anchored-adjustment', 'charm-pricing'] } });
+    expect(p.warnings).to.deep.equal(['fallback_chain names fn_builtin_cost_plus more than once (by name or by id): each function is tried once, where it first appears.']);
+    const patched = await a.patch<Record<string, any>>(`${PATH}/${p.id}`, { fallback_chain: ['cost-plus'], config: { order: ['charm-pricing', 'Charm-Pricing', 'anchored-adjustment'] } });
+    expect(patched.status, patched.text).to.equal(200);
+    expect(patched.body.policy.warnings).to.deep.equal(['config.order names Charm-Pricing more than once (by name or by id): each function is tried once, where it first appears.']);
+    const clean = await a.patch<Record<string, any>>(`${PATH}/${p.id}`, { config: { order: ['charm-pricing', 'anchored-adjustment'] } });
+    expect(clean.body.policy).to.not.have.property('warnings');
+  });
+
   it('creates, reads and lists a policy; an unreachable reference is kept with a warning', async () => {
     const p = await create(a, {
       name: 'by tier',
