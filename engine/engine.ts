@@ -100,6 +100,20 @@ export class PricingEngine {
     }
   }
 
+  /**
+   * Throws (and counts, as a pricing refused so would be) the plan's refusal of a pinned function the caller's plan does
+   * not reach; any other refusal of the pin is left to the pricing. Lets a caller be refused before its allowance is touched.
+   */
+  assertWithinPlan(ref: { id?: string | undefined; name?: string | undefined }, scope: CallerScope): void {
+    try {
+      this.resolvePinned(ref, scope);
+    } catch (err) {
+      if (!(err instanceof EngineError && err.code === 'outside_plan')) return;
+      this.requests.inc({ function: 'none', outcome: err.code });
+      throw err;
+    }
+  }
+
   /** Resolves an explicitly named function, with SPEC's refusals for missing, draft and inactive ones. */
   resolvePinned(ref: { id?: string | undefined; name?: string | undefined }, scope: CallerScope): FunctionDescriptor {
     const key = ref.id ?? ref.name ?? '';

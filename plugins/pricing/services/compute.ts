@@ -220,9 +220,9 @@ export class ComputeService {
   /** Throws the plan's refusal when the pinned function is a marketplace one the caller's plan does not reach; any other refusal of the pin is the pricing's to give. */
   private refuseOutsidePlan(call: ComputeCall, scope: CallerScope, audience: () => ErrorAudience): void {
     try {
-      this.engine.resolvePinned({ id: call.functionId, name: call.functionName }, scope);
+      this.engine.assertWithinPlan({ id: call.functionId, name: call.functionName }, scope);
     } catch (err) {
-      if (err instanceof EngineError && err.code === 'outside_plan') throw toApiError(err, audience());
+      throw toApiError(err, audience());
     }
   }
 

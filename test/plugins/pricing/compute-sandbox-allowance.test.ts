@@ -135,8 +135,11 @@ describe('sandbox daily compute allowance', function () {
     const sandboxApi = client(svc.url, { 'x-api-key': sandbox.key });
     for (let i = 1; i <= 25; i++) expect((await sandboxApi.post('/api/compute/price', { context: { current_price: i } })).status, `call ${i}`).to.equal(200);
     expect((await sandboxApi.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 } })).body.code).to.equal('daily_quota_exceeded');
+    const refusedSoFar = async () => Number(/pricing_compute_requests_total\{function="none",outcome="outside_plan"\} (\d+)/.exec((await client(svc.url).get('/metrics')).text)?.[1] ?? 0);
+    const before = await refusedSoFar();
     const spent = await sandboxApi.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 }, function_id: fn.body.function.id });
     expect([spent.status, spent.body.code], spent.text).to.deep.equal([403, 'plan_restricted']);
+    expect(await refusedSoFar(), 'counted as the pricing counts such a refusal').to.equal(before + 1);
     const byName = await sandboxApi.post<Record<string, any>>('/api/price-router', { context: { current_price: 1 }, function_name: fn.body.function.name });
     expect([byName.status, byName.body.code], byName.text).to.deep.equal([403, 'plan_restricted']);
     // A built-in named explicitly meets the quota as ever.
