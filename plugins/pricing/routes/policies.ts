@@ -85,27 +85,26 @@ function refuseUnknownNames(p: PolicyShape, registry: FunctionRegistry, exampleW
 /** Whether a reference is a name no function holds (an id is never taken over, so never refused). */
 const unknownName = (registry: FunctionRegistry) => (ref: string): boolean => !/^fn_/i.test(ref) && !registry.find(ref);
 
+/** The lists among functionRefs' places whose entries are tried in turn, in the order their warnings are given. */
+const REPEATABLE_LISTS = ['config.candidates', 'config.order', 'fallback_chain'] as const;
+
 /**
  * The lists of a policy that name one function more than once (by name and by id, say): kept as sent, but each function
  * is tried once, where it first appears, so the repeat is most likely a mistake for another function.
  */
 function repeatedRefs(p: PolicyShape, registry: FunctionRegistry, principal: Principal): string[] {
   const scope = callerScopeOf(principal);
-  const lists: Array<[string, readonly string[] | undefined]> = [
-    ['config.candidates', p.config.candidates],
-    ['config.order', p.config.order],
-    ['fallback_chain', p.fallback_chain],
-  ];
-  return lists.flatMap(([where, refs]) => {
-    const seen = new Set<string>();
-    const repeated = new Set<string>();
-    for (const ref of refs ?? []) {
-      const key = registry.resolve(ref, scope)?.id ?? ref.trim().toLowerCase();
-      if (seen.has(key)) repeated.add(ref);
-      else seen.add(key);
-    }
-    return repeated.size ? [`${where} names ${[...repeated].join(', ')} more than once (by name or by id): each function is tried once, where it first appears.`] : [];
-  });
+  const seen = new Set<string>();
+  const repeated = new Map<string, Set<string>>(REPEATABLE_LISTS.map((list) => [list, new Set<string>()]));
+  for (const { path, ref } of functionRefs(p)) {
+    const list = path.slice(0, path.lastIndexOf('.'));
+    const inList = repeated.get(list);
+    if (!inList) continue;
+    const key = `${list}\u0000${registry.resolve(ref, scope)?.id ?? ref.trim().toLowerCase()}`;
+    if (seen.has(key)) inList.add(ref);
+    else seen.add(key);
+  }
+  return [...repeated].flatMap(([list, refs]) => (refs.size ? [`${list} names ${[...refs].join(', ')} more than once (by name or by id): each function is tried once, where it first appears.`] : []));
 }
 
 function withWarnings(view: Record<string, unknown>, missing: string[], repeated: string[] = []): Record<string, unknown> {
