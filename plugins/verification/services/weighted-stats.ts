@@ -229,6 +229,14 @@ export function overHalf(share: number): boolean {
   return Math.round(share * 1000) > 500;
 }
 
+/**
+ * A weight share of one half or more, to a tenth of a percent. The heaviest of two workspaces always has it, so two
+ * workspaces that disagree in equal measure (a tie, or one a second fresher) are weighed as one resting on the other.
+ */
+export function halfOrMore(share: number): boolean {
+  return Math.round(share * 1000) >= 500;
+}
+
 /** The reference resting on one workspace: what it would be without it, and that workspace's share of the raw weight. */
 export interface OneWorkspaceReference {
   rawShare: number;
@@ -237,7 +245,7 @@ export interface OneWorkspaceReference {
 }
 
 /**
- * Whether the reference rests on one workspace: the heaviest carries over half of the raw weight and
+ * Whether the reference rests on one workspace: the heaviest carries half or more of the raw weight and
  * the reference with it differs from the reference without it by more than the band's minimum
  * half-width (|ln a − ln b| > ln(1 + minRelativeHalfWidth)). Then neither a verdict nor compute's
  * network reference stands on it.
@@ -247,7 +255,7 @@ export function restsOnOneWorkspace(
   minRelativeHalfWidth: number,
 ): OneWorkspaceReference | null {
   const { heaviest, reference, withoutHeaviest } = stats;
-  if (!heaviest || !withoutHeaviest || !overHalf(heaviest.rawShare)) return null;
+  if (!heaviest || !withoutHeaviest || !halfOrMore(heaviest.rawShare)) return null;
   const gap = Math.abs(Math.log(reference.toNumber()) - Math.log(withoutHeaviest.toNumber()));
   return gap > Math.log(1 + minRelativeHalfWidth) ? { rawShare: heaviest.rawShare, reference, withoutIt: withoutHeaviest } : null;
 }

@@ -99,15 +99,16 @@ describe('pricing: network price observations as market evidence for compute', f
     const again = await bob.post<Record<string, any>>('/api/compute/price', ctx);
     expect(again.body.trace.cache).to.equal('hit');
     expect(again.body.price).to.equal(first.body.price);
-    // From a third workspace: had bob posted them, his three observations would outweigh alice's (newer), and the
-    // reference 4.60 would rest on him (4.00 without him), which gives no network evidence.
-    expect((await observe(carol, [['9.00', 'kiosk'], ['9.20', 'airport']])).status).to.equal(201);
+    // From a third workspace: had bob posted them, his observations would outweigh alice's (newer), and the
+    // reference 4.60 would rest on him (4.00 without him), which gives no network evidence. Three of them, as many as
+    // alice's: with two, alice would still hold half the weight, and the reference would rest on her (9.00 without her).
+    expect((await observe(carol, [['9.00', 'kiosk'], ['9.20', 'airport'], ['9.10', 'station']])).status).to.equal(201);
     const after = await bob.post<Record<string, any>>('/api/compute/price', ctx);
     expect(after.body.trace.cache).to.equal('miss');
-    // Five sources now. Alice's three observations are capped at carol's two: 4.00 (weight about 4/3), 5.00 (2/3), and
-    // 4.60, 9.00, 9.20 (about 1 each); half the weight (2.5) is reached at 5.00.
+    // Six sources now, weighing about 2 (alice's 4.00), then 1 each: 4.60, 5.00, 9.00, 9.10, 9.20; half the weight
+    // (3.5) is reached at 5.00.
     expect(after.body.price, JSON.stringify(after.body.method)).to.equal('5.00');
-    expect(after.body.method.details).to.deep.include({ sources: 5, observations: 6 });
+    expect(after.body.method.details).to.deep.include({ sources: 6, observations: 7 });
   });
 
   it('the function test endpoint sees the same evidence a compute does', async () => {

@@ -55,16 +55,19 @@ describe('verification: the network\'s observations as market evidence for compu
     const distinct = Array.from({ length: 38 }, (_, i) => ({ ...obs(`x${i}`, 'ws_x', i % 2 ? 'feed-1' : 'feed-2', (100 + (i + 1) / 100).toFixed(2), 1), observedAt: now - HOUR + i * 1000 }));
     expect(await sourceOver([...alone, ...distinct], now).lookup('tea', 'USD')).to.equal(null);
     expect(await sourceOver([...alone, obs('x', 'ws_x', 'feed', '100', 1)], now).lookup('tea', 'USD')).to.equal(null);
+    // Two workspaces in equal measure, 99 to 101 against 19 to 21: their midpoint, 60, is no one's price.
+    const split = [...['99', '100', '101'].map((v, i) => obs(`h${i}`, 'ws_h', 'shelf', v, 2)), ...['19', '20', '21'].map((v, i) => obs(`l${i}`, 'ws_l', 'web', v, 2))];
+    expect(await sourceOver(split, now).lookup('tea', 'USD')).to.equal(null);
     // A second workspace that agrees leaves the evidence standing.
     const agreeing = await sourceOver([...alone, ...Array.from({ length: 12 }, (_, i) => obs(`b${i}`, 'ws_b', 'feed', (21 + i / 10).toFixed(2), 1 + i))], now).lookup('tea', 'USD');
     expect(agreeing?.reference_price).to.be.within(18, 25);
   });
 
   it('counts exact copies once as verification does, whatever the written scale (4.5 and 4.50)', async () => {
-    const rows = [obs('1', 'ws_a', 'shelf', '4.50', 1), obs('2', 'ws_a', 'shelf', '4.5', 1), obs('3', 'ws_b', 'cafe', '5.00', 1)];
+    const rows = [obs('1', 'ws_a', 'shelf', '4.50', 1), obs('2', 'ws_a', 'shelf', '4.5', 1), obs('3', 'ws_b', 'cafe', '4.70', 1)];
     const market = (await sourceOver(rows, now).lookup('tea', 'USD')) as MarketEvidence;
     expect(market.observations).to.equal(2);
-    expect(market.reference_price).to.equal(4.75);
+    expect(market.reference_price).to.equal(4.6);
     expect(market.largest_source_share).to.equal(0.5);
   });
 });

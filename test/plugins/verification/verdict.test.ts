@@ -142,6 +142,23 @@ describe('verification verdict (pure)', () => {
       expect(own.reasons.join(' ')).to.match(/without the one \(your own\) that submitted 86% of the weight/);
     });
 
+    it('two workspaces that disagree in equal measure make no price reasonable: the midpoint nobody quoted rests on either of them', () => {
+      const high = ['99', '100', '101'].map((v) => obs('ws_a', 'shelf', v));
+      const low = ['19', '20', '21'].map((v) => obs('ws_b', 'web', v));
+      for (const price of ['2', '60', '1900']) {
+        const v = verdict(price, [...high, ...low], { callerWorkspaceId: null });
+        expect(v.verdict, price).to.equal('unknown');
+        expect(v.evidence.sufficient, price).to.equal(false);
+        expect(v.reference?.price, price).to.equal('60.00');
+        expect(v.reasons, price).to.include('the reference rests on one workspace: without the one that submitted 50% of the weight it would be 20.00, not 60.00');
+      }
+      // One of them a second fresher tilts the raw weight by 10⁻⁸: the same answer, without the other.
+      const fresher = low.map((o) => ({ ...o, observedAt: o.observedAt + 1000 }));
+      const tilted = verdict('60', [...high, ...fresher], { callerWorkspaceId: null });
+      expect(tilted.verdict).to.equal('unknown');
+      expect(tilted.reasons).to.include('the reference rests on one workspace: without the one that submitted 50% of the weight it would be 100.00, not 60.00');
+    });
+
     it('two workspaces that agree keep a two-sided verdict, however unequal their weights', () => {
       const agreeing = Array.from({ length: 12 }, (_, i) => obs('ws_b', 'feed', (21 + i / 10).toFixed(2)));
       const v = verdict('22', [...alone(), ...agreeing], { callerWorkspaceId: null });

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { dec } from '../../../core/money';
-import { overHalf, restsOnOneWorkspace, robustSigma, sourceMedians, weightedMedianDec, withoutCopies } from '../../../plugins/verification/services/weighted-stats';
+import { halfOrMore, overHalf, restsOnOneWorkspace, robustSigma, sourceMedians, weightedMedianDec, withoutCopies } from '../../../plugins/verification/services/weighted-stats';
 
 const w = (value: string, weight = 1) => ({ value: dec(value), weight });
 const n = (value: number, weight = 1) => ({ value, weight });
@@ -64,6 +64,12 @@ describe('verification: weighted order statistics', () => {
       expect(overHalf(0.5)).to.equal(false);
       expect(overHalf(0.5 + 1e-12)).to.equal(false);
       expect(overHalf(0.51)).to.equal(true);
+    });
+
+    it('the heaviest of two workspaces always has half or more: a tie, and a tie tilted by time, count', () => {
+      expect(halfOrMore(0.5)).to.equal(true);
+      expect(halfOrMore(0.5 - 1e-8)).to.equal(true);
+      expect(halfOrMore(0.49)).to.equal(false);
     });
   });
 });
