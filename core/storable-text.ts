@@ -38,3 +38,16 @@ export function unstorablePath(value: unknown, path: Array<string | number> = []
   }
   return null;
 }
+
+/** A parsed JSON value with every string, and every key, that cannot be stored left out: the example of a refusal of them. */
+export function withoutUnstorable(value: unknown): unknown {
+  if (Array.isArray(value)) return value.filter((v) => typeof v !== 'string' || !unstorable(v)).map(withoutUnstorable);
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.entries(value)
+        .filter(([k, v]) => !unstorable(k) && (typeof v !== 'string' || !unstorable(v)))
+        .map(([k, v]) => [k, withoutUnstorable(v)]),
+    );
+  }
+  return value;
+}

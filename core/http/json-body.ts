@@ -1,8 +1,9 @@
 import type { Request } from 'express';
 import { ApiError } from '../errors';
-import { UNSTORABLE_ESCAPE, unstorablePath } from '../storable-text';
+import { UNSTORABLE_ESCAPE, unstorablePath, withoutUnstorable } from '../storable-text';
 import { validationFailed } from '../validation';
 import type { RouteSpec } from './route';
+import { passingExample } from './sent-example';
 
 /** The invalid_json answer of a route: what was wrong, a hint and, where the route has one, an example body. */
 export function invalidJson(route: RouteSpec, what: string): ApiError {
@@ -65,7 +66,11 @@ export function parseJsonBody(req: Request, route: RouteSpec, maxDepth: number):
   if (text.trim() === '') return { value: {}, escapesUnstorable: false };
   const charset = unsupportedCharset(req);
   if (charset) throw charset;
-  if (nestedDeeperThan(text, maxDepth)) throw invalidJson(route, `Request body nests arrays and objects deeper than ${maxDepth} levels (BODY_MAX_DEPTH).`);
+  // An item of a batch may nest as deep as a single call's body: the list and its entry are two levels more.
+  const limit = route.bodyOfItems ? maxDepth + 2 : maxDepth;
+  if (nestedDeeperThan(text, limit)) {
+    throw invalidJson(route, `Request body nests arrays and objects deeper than ${route.bodyOfItems ? `${maxDepth} levels in an item` : `${maxDepth} levels`} (BODY_MAX_DEPTH).`);
+  }
   try {
     return { value: JSON.parse(text) as unknown, escapesUnstorable: UNSTORABLE_ESCAPE.test(text) };
   } catch (err) {
@@ -79,17 +84,25 @@ export function parseJsonBody(req: Request, route: RouteSpec, maxDepth: number):
  * validation, whose issues (its wording for control characters among them) come first. Only a body
  * whose text escapes one of them is walked.
  */
-export function refuseUnstorableText(parsed: ParsedBody): void {
-  if (parsed.escapesUnstorable) refuseUnstorableValue(parsed.value, 'body');
+export function refuseUnstorableText(parsed: ParsedBody, route: RouteSpec): void {
+  if (!parsed.escapesUnstorable) return;
+  // The example: what was sent with each such text left out, where that passes the route's body (else its stock example).
+  const mended = route.body ? passingExample(route.body, withoutUnstorable(parsed.value)) : undefined;
+  refuseUnstorableValue(parsed.value, 'body', mended ?? route.example);
 }
 
-/** The same refusal for a value parsed elsewhere (an MCP tool's arguments), walked whole. */
-export function refuseUnstorableValue(value: unknown, where: 'body' | 'arguments'): void {
+/**
+ * The same refusal for a value parsed elsewhere, walked whole: an MCP tool's arguments, or a batch item (`within` names
+ * it, `items[2]`). `example` goes with it when given.
+ */
+export function refuseUnstorableValue(value: unknown, where: 'body' | 'arguments', example?: unknown, within?: string): void {
   const at = unstorablePath(value);
   if (!at) return;
+  const parts = within === undefined ? at : [within, ...at];
   throw validationFailed(
     where,
-    [{ path: at.length ? at.join('.') : '(root)', reason: 'must not contain NUL (\\u0000) or an unpaired UTF-16 surrogate (\\ud800-\\udfff alone): text that cannot be stored' }],
+    [{ path: parts.length ? parts.join('.') : '(root)', reason: 'must not contain NUL (\\u0000) or an unpaired UTF-16 surrogate (\\ud800-\\udfff alone): text that cannot be stored' }],
     'Remove the NUL character or the half of a surrogate pair from that string (or key); send characters outside the Basic Multilingual Plane as whole pairs or as UTF-8.',
+    example,
   );
 }

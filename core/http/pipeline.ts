@@ -233,7 +233,7 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
         } catch (err) {
           throw await withExampleFromSent(route, err, parsed.value, ctx);
         }
-        refuseUnstorableText(parsed);
+        if (!route.bodyOfItems) refuseUnstorableText(parsed, route);
       }
       const result = heldBody !== undefined && answerBody ? await answerBody(heldBody, ctx) : await route.handler(ctx);
       if (result === HANDLED) return;

@@ -143,6 +143,12 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
    * OpenAPI; `bodyCredentials` adds the alternative of credentials in the body (no scheme).
    */
   selfAuthenticated?: { schemes: readonly string[]; bodyCredentials?: boolean };
+  /**
+   * The body is a list of calls answered each in its own place (a batch's `items`): BODY_MAX_DEPTH counts from an item,
+   * as on a single call (the list and its entry are two levels more), and text PostgreSQL cannot store is left to the
+   * handler to refuse in the item's place, not for the whole body.
+   */
+  bodyOfItems?: boolean;
   /** A request body that passes `body`, returned with invalid_json and validation errors. */
   example?: unknown;
   /**

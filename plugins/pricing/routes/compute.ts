@@ -1,7 +1,9 @@
 import type { Reservation } from '../../../core/admission';
 import { ApiError, errorBody, isApiError } from '../../../core/errors';
+import { refuseUnstorableValue } from '../../../core/http/json-body';
 import { logOutage, unavailableError } from '../../../core/http/middleware';
 import { RepeatedLines } from '../../../core/repeated-lines';
+import { withoutUnstorable } from '../../../core/storable-text';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { Reply, RequestContext, RouteSpec } from '../../../core/http/route';
 import { passingExample } from '../../../core/http/sent-example';
@@ -74,8 +76,12 @@ const STOCK_ITEM = s.batchExample.items[0] as { context: Record<string, unknown>
  * A batch item as priced: one that failed validation throws its own 400, whose message and issue
  * paths name it in the body (`items[2].context.current_price`), with an example item.
  */
-function validItem(batchItem: s.CallSchemas['batchItem'], item: PricedItem | s.InvalidBatchItem, index: number): PricedItem {
-  if (!(item instanceof s.InvalidBatchItem)) return item;
+function validItem(batchItem: s.CallSchemas['batchItem'], item: PricedItem | s.InvalidBatchItem, index: number, sent: unknown): PricedItem {
+  if (!(item instanceof s.InvalidBatchItem)) {
+    // Text PostgreSQL cannot store, refused in the item's place (the pipeline leaves it to the batch): the example is the item without it.
+    refuseUnstorableValue(sent, 'body', passingExample(batchItem, withoutUnstorable(sent)) ?? STOCK_ITEM, inItem(index, '(root)'));
+    return item;
+  }
   const parsed = batchItem.safeParse(item.raw);
   if (parsed.success) return parsed.data;
   const issues = zodIssues(parsed.error, item.raw).map((i) => ({ ...i, path: inItem(index, i.path) }));
@@ -166,6 +172,7 @@ export function computeRoutes(compute: ComputeService, schemas: s.CallSchemas, b
       tags: ['Pricing'],
       scopes: ['price:compute'],
       body: schemas.batchBody(batchMax),
+      bodyOfItems: true,
       example: s.batchExample,
       headers: idempotencyHeaders,
       responses: { 200: { description: 'Each item\'s result or error, and counts; Idempotent-Replayed: true when every item repeats an earlier run.', schema: batchResponse } },
@@ -174,13 +181,14 @@ export function computeRoutes(compute: ComputeService, schemas: s.CallSchemas, b
         // fingerprint: a retried batch replays the items already charged and prices the others.
         const key = requestKey(ctx, false);
         const batch = key === null ? undefined : callIdempotency(key, 'compute.batch', { items: ctx.body.items.map((item) => (item instanceof s.InvalidBatchItem ? item.raw : item)) });
+        const sentItems = (ctx.sent as { items?: unknown[] } | undefined)?.items;
         const recorded: string[] = [];
         const settled: Array<Reservation | null> = [];
         const priceItems = () =>
           Promise.all(
             ctx.body.items.map(async (item, index) => {
               try {
-                const valid = validItem(schemas.batchItem, item, index);
+                const valid = validItem(schemas.batchItem, item, index, sentItems?.[index]);
                 // A space cannot occur in a key sent (printable ASCII without spaces): no single call's key is an item's.
                 const idempotency = batch && { key: `${batch.key} ${index}`, fingerprint: batch.fingerprint, batchKey: batch.key };
                 const r = await compute.compute(callOf(ctx, 'batch_item', valid, { timed: false, idempotency }));
