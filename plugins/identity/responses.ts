@@ -67,7 +67,7 @@ export const agentStarterPlanSchema = z
 const sandboxLimitFields = {
   compute_calls_per_day: z.number().int().describe('Priced calls allowed per UTC day.'),
   key_lifetime_days: z.number().int().describe('Days a sandbox key works, unless the sandbox is claimed.'),
-  key_rotations_per_day: z.number().int().describe('Key rotations allowed per workspace per UTC day.'),
+  key_rotations_per_day: z.number().int().describe("Key rotations allowed per agent (a sandbox is its agent's) per UTC day."),
   requests_per_minute: z.number().int().describe('Requests allowed per minute for the workspace.'),
   requests_per_minute_per_address: z.number().int().describe('Requests allowed per minute from one network address, whichever workspace they are for; also binding.'),
   batch_pricing: z.literal(false).describe('Batch pricing is not included.'),

@@ -43,6 +43,13 @@ export function identityUnauthorized(route: RouteSpec, reason: 'missing' | 'wron
         : 'Send the sandbox or agent key itself in x-api-key to rotate it; a token made from the key cannot.',
     });
   }
+  // A token where the key itself is taken (a sandbox's claim link): the credential is good, a token of it is not enough.
+  if (principal?.kind === 'access_token' && route.accepts?.includes('api_key')) {
+    return new ApiError('forbidden', route.wrongCredentialMessage ?? 'This route takes the key itself; a token made from the key is refused.', {
+      hint: route.wrongCredentialHint ?? 'Send the key itself in x-api-key.',
+      fields: { reason: 'the key itself' },
+    });
+  }
   if (principal?.kind === 'access_token' && personOnly) {
     return new ApiError('forbidden', 'Agent tokens cannot use this route; it accepts person credentials only.', {
       hint: 'Agent management, agent keys, the agent inbox and approval decisions are for people signed in to the workspace.',

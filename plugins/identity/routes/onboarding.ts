@@ -182,6 +182,10 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       path: '/api/agents/claim-link',
       summary: "An unclaimed sandbox's credential: a new one-time claim link, for an agent that lost the one registration gave (earlier unused links end).",
       tags: ['Agent onboarding'],
+      // A new link ends the one the agent gave its person: only the key itself may, never an hour's token made from it.
+      accepts: ['api_key'],
+      wrongCredentialMessage: 'A claim link is issued to the sandbox key itself; a token made from the key cannot end the link its agent gave out.',
+      wrongCredentialHint: 'Send the sandbox key (or the OAuth client secret) in x-api-key.',
       sandbox: true,
       body: s.claimLinkBody,
       example: {},
@@ -214,7 +218,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       example: {},
       responses: {
         201: { description: 'The new key (shown once); the key sent is revoked.', schema: rotateResponse },
-        429: dailyQuotaRefusal('a sandbox or agent key made its SANDBOX_KEY_ROTATIONS_PER_DAY rotations today', true),
+        429: dailyQuotaRefusal("the key's agent (a sandbox's, or an agent of a claimed workspace) made its SANDBOX_KEY_ROTATIONS_PER_DAY rotations today", true),
       },
       handler: async ({ principal }) => {
         if (!principal?.keyId) throw wrongKindOfCredential(ROTATE_NEEDS_KEY.message, ROTATE_NEEDS_KEY.hint, WHERE_TO_GET_A_CREDENTIAL);

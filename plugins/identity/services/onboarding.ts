@@ -157,18 +157,26 @@ export class Onboarding {
     }
     const perDay = this.config.limits.sandbox.keyRotationsPerDay;
     const now = this.clock.now();
-    const counter = `rot:${workspaceId}:${utcDay(now)}`;
+    // Counted per agent (a sandbox is its agent's): one agent's rotations never leave another agent of the workspace
+    // unable to rotate a leaked key. A key of no agent counts for its workspace.
+    const agentId = old.agent_id;
+    const counter = agentId ? `rot:${workspaceId}:${agentId}:${utcDay(now)}` : `rot:${workspaceId}:${utcDay(now)}`;
     const used = await incrFromRecord(this.kv, counter, 1, 2 * DAY_MS, () =>
-      this.countSince(`SELECT count(*)::int AS n FROM api_keys WHERE workspace_id = $2 AND revoked_reason = 'rotated' AND revoked_at >= $1`, [utcDayStart(now), workspaceId]),
+      this.countSince(
+        `SELECT count(*)::int AS n FROM api_keys WHERE workspace_id = $2 AND revoked_reason = 'rotated' AND revoked_at >= $1 AND agent_id IS NOT DISTINCT FROM $3`,
+        [utcDayStart(now), workspaceId, agentId],
+      ),
     );
     if (used > perDay) {
       // Refused ones are taken back too: the counter holds the rotations let through, as its record does.
       await uncount(this.kv, counter, 1);
       const retryAfter = secondsUntilUtcMidnight(now);
-      throw new ApiError('daily_quota_exceeded', `Daily key rotation quota reached (${perDay} per day).`, {
+      // A leaked key cannot wait for midnight: a person of a claimed workspace replaces it at once.
+      const replace = old.kind === 'agent' && agentId ? ` If it leaked, a person of the workspace revokes it (DELETE /api/api-keys/${old.id}) and mints the agent a new one (POST /api/agents/${agentId}/keys).` : '';
+      throw new ApiError('daily_quota_exceeded', `Daily key rotation quota reached (${perDay} per day${agentId ? ' for this agent' : ''}).`, {
         retry_after: retryAfter,
         limit: { key_rotations_per_day: perDay },
-        hint: `Keep using the current key; rotations reset at 00:00 UTC, in ${retryAfter} s.`,
+        hint: `Keep using the current key; rotations reset at 00:00 UTC, in ${retryAfter} s.${replace}`,
       });
     }
     const created = await this.sql.tx(async (tx) => {

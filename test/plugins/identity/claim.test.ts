@@ -182,6 +182,20 @@ describe('identity: claiming an agent sandbox', () => {
       expect(claimed.status, claimed.text).to.equal(200);
     });
 
+    it('refuses a token made from the sandbox key with 403: only the key itself may end the link its agent gave out', async () => {
+      const reg = await register(svc.url);
+      const token = await accessToken(svc.url, reg.api_key.key);
+      const refused = await api.post<ErrorBody>('/api/agents/claim-link', {}, { authorization: `Bearer ${token}` });
+      expect(refused.status, refused.text).to.equal(403);
+      expect(refused.body).to.deep.include({
+        code: 'forbidden',
+        error: 'A claim link is issued to the sandbox key itself; a token made from the key cannot end the link its agent gave out.',
+        hint: 'Send the sandbox key (or the OAuth client secret) in x-api-key.',
+        reason: 'the key itself',
+      });
+      expect((await api.get(claimPath(reg))).status, 'the link given out still works').to.equal(200);
+    });
+
     it('refuses a workspace that is no unclaimed sandbox (409), and a request without its credential (401)', async () => {
       const person = await signUp(svc.url);
       const key = await createKey(svc.url, asPerson(person), { name: 'not a sandbox' });

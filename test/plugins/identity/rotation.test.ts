@@ -102,6 +102,26 @@ describe('identity: key rotation (POST /api/api-keys/rotate)', () => {
     expect(stillWorks.status, 'the refused rotation leaves the current key working').to.equal(200);
   });
 
+  it("counts each agent's rotations apart: one agent's day of rotations leaves another agent's leaked key rotatable, and its refusal says how a person replaces it", async () => {
+    const person = await signUp(svc.url);
+    const busy = await createAgent(svc.url, asPerson(person));
+    const leaked = await createAgentKey(svc.url, asPerson(person), await createAgent(svc.url, asPerson(person)));
+    let key = (await createAgentKey(svc.url, asPerson(person), busy)).key;
+    for (let i = 0; i < 2; i++) {
+      const res = await api.post<RotateBody>('/api/api-keys/rotate', {}, { 'x-api-key': key });
+      expect(res.status, res.text).to.equal(201);
+      key = res.body.api_key.key;
+    }
+    const refused = await api.post<ErrorBody>('/api/api-keys/rotate', {}, { 'x-api-key': key });
+    expect(refused.status, refused.text).to.equal(429);
+    expect(refused.body.error).to.equal('Daily key rotation quota reached (2 per day for this agent).');
+    const me = await api.get<MeBody>('/api/me', { 'x-api-key': key });
+    expect(refused.body.hint).to.include(`DELETE /api/api-keys/${me.body.key?.id ?? ''}`).and.include(`POST /api/agents/${busy}/keys`);
+    const other = await api.post<RotateBody>('/api/api-keys/rotate', {}, { 'x-api-key': leaked.key });
+    expect(other.status, other.text).to.equal(201);
+    expect(other.body.rotations_left_today).to.equal(1);
+  });
+
   it('counts only the rotations that made a key: rotations at once with one key (one made, the rest 401 or 429) leave the rest of the day\'s rotations', async () => {
     const reg = await register(svc.url);
     const results = await Promise.all(Array.from({ length: 4 }, () => api.post<RotateBody & ErrorBody>('/api/api-keys/rotate', {}, { 'x-api-key': reg.api_key.key })));
