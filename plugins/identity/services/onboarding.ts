@@ -3,7 +3,7 @@ import type { Config } from '../../../config';
 import type { Clock } from '../../../core/clock';
 import type { Sql } from '../../../core/db/sql';
 import { ApiError } from '../../../core/errors';
-import { unknownClaimLink } from '../errors';
+import { invalidCredentials, revokedKey, unknownClaimLink } from '../errors';
 import type { EventBus } from '../../../core/events';
 import { addressDigests, limitAddress } from '../../../core/address';
 import { newId, randomToken } from '../../../core/ids';
@@ -151,7 +151,8 @@ export class Onboarding {
   /** New key with identical workspace, scopes, agent and expiry; the old key stops at once. */
   async rotate(keyId: string, workspaceId: string): Promise<{ row: ApiKeyRow; secret: string; rotationsLeftToday: number }> {
     const old = await this.keys.get(workspaceId, keyId);
-    if (!old || old.revoked_at) throw new ApiError('invalid_credentials', 'This key can no longer be rotated.');
+    // As authentication answers a revoked key (why, and what to do): a rotation racing this one got here first.
+    if (!old || old.revoked_at) throw old ? revokedKey(old.revoked_reason) : invalidCredentials('This key can no longer be rotated.');
     if (old.kind !== 'sandbox' && old.kind !== 'agent' && old.kind !== 'oauth_client') {
       throw new ApiError('forbidden', 'Only sandbox and agent keys rotate themselves.', { hint: 'People replace their keys in Settings: create a new key (POST /api/api-keys), then delete the old one.' });
     }
@@ -180,15 +181,16 @@ export class Onboarding {
       });
     }
     const created = await this.sql.tx(async (tx) => {
-      const revokedMeanwhile = () => new ApiError('invalid_credentials', 'This key was revoked while rotating.');
+      const revokedMeanwhile = () => invalidCredentials('This key was revoked while rotating.');
       // The workspace before the key, in a claim's order: the new key's reference to its workspace waits on a claim
       // holding it, which then updates this key; taken after the key's lock, that wait was a deadlock (a 500).
       await this.sql.one('SELECT id FROM workspaces WHERE id = $1 FOR KEY SHARE', [workspaceId], tx);
       // The maker's membership before the key (a removal's order), or the removal could miss the new key.
       const maker = (await this.sql.one<{ created_by_person_id: string | null }>('SELECT created_by_person_id FROM api_keys WHERE id = $1', [keyId], tx))?.created_by_person_id;
       if (maker && !(await this.keys.holdMembership(workspaceId, maker, tx))) throw revokedMeanwhile();
-      const locked = await this.sql.one<ApiKeyRow>('SELECT * FROM api_keys WHERE id = $1 AND revoked_at IS NULL FOR UPDATE', [keyId], tx);
+      const locked = await this.sql.one<ApiKeyRow>('SELECT * FROM api_keys WHERE id = $1 FOR UPDATE', [keyId], tx);
       if (!locked) throw revokedMeanwhile();
+      if (locked.revoked_at) throw revokedKey(locked.revoked_reason);
       const fresh = await this.keys.create(
         {
           workspaceId,

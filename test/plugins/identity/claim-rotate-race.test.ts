@@ -29,7 +29,10 @@ describe('identity: a claim and a rotation of the sandbox key at once', function
     const rotate = await api.post<ErrorBody>('/api/api-keys/rotate', {}, { 'x-api-key': reg.api_key.key });
     const claimed = await claim;
     expect(claimed.status, claimed.text).to.equal(200);
-    expect([rotate.status, rotate.body.code, rotate.body.error], rotate.text).to.deep.equal([401, 'invalid_credentials', 'This key was revoked while rotating.']);
+    // As a request after the claim would be told: why the key stopped, and who issues keys now.
+    expect([rotate.status, rotate.body.code, rotate.body.retryable], rotate.text).to.deep.equal([401, 'invalid_credentials', false]);
+    expect(rotate.body.error).to.match(/^This API key has been revoked: its sandbox workspace was claimed/);
+    expect(rotate.headers.get('www-authenticate')).to.match(/error="invalid_token"/);
     const [keys] = (await svc.sequelize.query('SELECT count(*)::int AS n FROM api_keys WHERE workspace_id = $1 AND revoked_at IS NULL', { bind: [reg.workspace.id] })) as [Array<{ n: number }>, unknown];
     expect(keys[0]?.n, 'no key left usable in the claimed sandbox').to.equal(0);
   });

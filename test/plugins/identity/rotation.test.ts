@@ -127,7 +127,14 @@ describe('identity: key rotation (POST /api/api-keys/rotate)', () => {
     const results = await Promise.all(Array.from({ length: 4 }, () => api.post<RotateBody & ErrorBody>('/api/api-keys/rotate', {}, { 'x-api-key': reg.api_key.key })));
     const made = results.filter((r) => r.status === 201);
     expect(made, results.map((r) => r.text).join('\n')).to.have.length(1);
-    for (const r of results.filter((x) => x.status !== 201)) expect([401, 429], r.text).to.include(r.status);
+    for (const r of results.filter((x) => x.status !== 201)) {
+      expect([401, 429], r.text).to.include(r.status);
+      // A rotation that lost the race is told, as authentication tells a rotated key, to use the new key.
+      if (r.status === 401) {
+        expect(r.body, r.text).to.deep.include({ code: 'invalid_credentials', error: 'This API key has been revoked: it was rotated.', retryable: false });
+        expect(r.headers.get('www-authenticate')).to.match(/error="invalid_token"/);
+      }
+    }
     const next = await api.post<RotateBody>('/api/api-keys/rotate', {}, { 'x-api-key': made[0]?.body.api_key.key ?? '' });
     expect(next.status, `the day's second rotation: ${next.text}`).to.equal(201);
     expect(next.body.rotations_left_today).to.equal(0);
