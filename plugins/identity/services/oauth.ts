@@ -193,12 +193,19 @@ export class OAuthService {
     // A token carries its key's scopes, never the name-only permissions (the key itself must be sent for those).
     const allowed = effectiveScopes(found.key.scopes).filter((s) => !NAME_ONLY_SCOPES.includes(s));
     let granted: Scope[] = allowed;
-    if (body.scope) {
-      // A scope named twice is asked once: the token's scope lists each once.
-      const asked = [...new Set(body.scope.split(/\s+/).filter(Boolean))];
+    // A scope named twice is asked once: the token's scope lists each once. One of spaces only asks nothing: all of them.
+    const asked = [...new Set((body.scope ?? '').split(/\s+/).filter(Boolean))];
+    if (asked.length > 0) {
       const beyond = asked.filter((s) => !(allowed as string[]).includes(s));
       if (beyond.length > 0) throw new OAuthError('invalid_scope', `The key cannot grant: ${beyond.join(', ')}. Grantable: ${allowed.join(' ') || '(none)'}.`);
       granted = asked as Scope[];
+    }
+    // A token that could do nothing is no token: a key holding only name-only permissions is used itself.
+    if (granted.length === 0) {
+      throw new OAuthError(
+        'invalid_scope',
+        `The key's scopes (${(found.key.scopes ?? []).join(', ') || 'none'}) are permissions a token never carries (${NAME_ONLY_SCOPES.join(', ')}): a token of it could do nothing. Send the key itself in x-api-key instead.`,
+      );
     }
     const ttl = this.config.identity.accessTokenTtlS;
     const now = Math.floor(this.clock.now() / 1000);

@@ -247,6 +247,22 @@ describe('identity: OAuth client credentials', () => {
     expect(twice.body.scope).to.equal('price:compute');
   });
 
+  it('answers a key holding only permissions a token never carries (workspace:claim) with 400 invalid_scope, not a token that can do nothing', async () => {
+    const person = await signUp(svc.url);
+    const agentId = await createAgent(svc.url, asPerson(person));
+    const claimOnly = await createAgentKey(svc.url, asPerson(person), agentId, { scopes: ['workspace:claim'] });
+    const res = await token('grant_type=client_credentials', { 'x-api-key': claimOnly.key });
+    expect(res.status, res.text).to.equal(400);
+    expect(res.body.error).to.equal('invalid_scope');
+    expect(res.body.error_description).to.equal(
+      "The key's scopes (workspace:claim) are permissions a token never carries (workspace:claim, team:admin): a token of it could do nothing. Send the key itself in x-api-key instead.",
+    );
+    // A scope of spaces only asks for nothing in particular: all the key grants.
+    const spaces = await token('grant_type=client_credentials&scope=%20%20', { authorization: basic(oauthClient.client_id, oauthClient.client_secret) });
+    expect(spaces.status, spaces.text).to.equal(200);
+    expect(spaces.body.scope).to.equal('price:compute');
+  });
+
   it('does not exchange a person key (tokens come from agent and client keys only)', async () => {
     const person = await signUp(svc.url);
     const key = await createKey(svc.url, asPerson(person));
