@@ -93,6 +93,7 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
         401: { description: 'RFC 6749 §5.2 invalid_client: client authentication failed or was not sent.', schema: s.oauthErrorBody },
         413: { description: 'RFC 6749 §5.2 invalid_request: the body is over BODY_LIMIT_BYTES.', schema: s.oauthErrorBody },
         415: { description: 'RFC 6749 §5.2 invalid_request: a Content-Encoding or charset the service does not read.', schema: s.oauthErrorBody },
+        429: { description: 'Too many rejected credentials from this address (RATE_LIMIT_FAILED_AUTH_PER_ADDRESS_PER_15MIN): the service\'s error shape, with Retry-After.', schema: errorBodySchema },
       },
       // RFC 6749 §5.2 for a body that could not be read too (too large, undecodable, cut short), keeping its status.
       answerBodyRefusal: (err) => oauthError(new OAuthError('invalid_request', err.message, err.status)),
@@ -102,7 +103,8 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
           return { status: 200, headers: NO_STORE, body: token };
         } catch (err) {
           if (err instanceof OAuthError) return oauthError(err);
-          if (isApiError(err) && err.code === 'rate_limited') throw err;
+          // The address lockout and a store that failed are no OAuth errors: answered in the service's shape, with Retry-After.
+          if (isApiError(err) && (err.code === 'rate_limited' || err.status >= 500)) throw err;
           if (err instanceof ApiError) return oauthError(new OAuthError('invalid_request', err.message));
           throw err;
         }
