@@ -83,6 +83,8 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
   wrongCredentialHint?: string;
   /** The `next` steps of that 401, in place of where to get a credential (for a route whose other credential is already held). */
   wrongCredentialNext?: NextStep[];
+  /** The keyless route doing what this one does (the verification demo): a 401 for no credential offers it as its `try_demo`. */
+  keylessTwin?: NextStep;
   /** The route manages API keys (an agent token there answers 403 agent_cannot_manage_keys). */
   keyManagement?: boolean;
   /**

@@ -32,7 +32,10 @@ export function identityUnauthorized(route: RouteSpec, reason: 'missing' | 'wron
   const personOnly = route.accepts?.length === 1 && route.accepts[0] === 'person';
   if (reason === 'missing') {
     // A route an unclaimed sandbox is refused offers no registration: the key it would give is refused here too.
-    return unrecognisedCredential(ctx.req) ?? (personOnly ? missingPersonCredentials() : missingCredentials(undefined, route.sandbox ? WHERE_TO_GET_A_CREDENTIAL : WHERE_TO_GET_A_WORKSPACE_CREDENTIAL));
+    const where = route.sandbox ? WHERE_TO_GET_A_CREDENTIAL : WHERE_TO_GET_A_WORKSPACE_CREDENTIAL;
+    const twin = route.keylessTwin;
+    const next = twin ? where.map((n) => (n.action === 'try_demo' ? twin : n)) : where;
+    return unrecognisedCredential(ctx.req) ?? (personOnly ? missingPersonCredentials() : missingCredentials(undefined, next));
   }
   const principal = ctx.principal;
   // SPEC: an agent token on key management is 403 agent_cannot_manage_keys, rotation (which takes the key itself) included.

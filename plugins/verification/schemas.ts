@@ -115,6 +115,9 @@ export const observationsQuery = z.object({
 
 /** A proposed price: a positive number or a positive decimal string. */
 const PRICE_MESSAGE = 'must be greater than 0, with at most 18 digits before and after the point: a number or a decimal string, such as 12.5 or "12.50"';
+/** A string that is no decimal at all ("abc", "2,000", " 20 ") is told so, not that it must be greater than 0. */
+const DECIMAL_SHAPE = /^-?\d+(\.\d+)?$/;
+const NOT_A_DECIMAL = 'must be a decimal number: digits with at most one point and digits after it, such as "12.50" (no spaces, signs, exponents or thousands separators)';
 /**
  * A JSON number past 2^53 with more than 15 significant digits may reach the service already rounded
  * (123456789012345678 arrives as …680, 999999999999999999 as 1e18), so judging it could judge another price: one
@@ -127,7 +130,7 @@ const ROUNDED_NUMBER = `is too large to arrive exactly as a JSON number (above $
 const priceValue = z.union(
   [
     z.number().refine((n) => isPositiveDecimalNumber(n) && !arrivesRounded(n), { error: (iss) => (arrivesRounded(iss.input as number) ? ROUNDED_NUMBER : PRICE_MESSAGE) }),
-    z.string().refine(isPositiveDecimal, { error: PRICE_MESSAGE }),
+    z.string().refine(isPositiveDecimal, { error: (iss) => (DECIMAL_SHAPE.test(iss.input as string) ? PRICE_MESSAGE : NOT_A_DECIMAL) }),
   ],
   { error: PRICE_MESSAGE },
 );
@@ -137,6 +140,7 @@ const positiveBound = (key: string) => (v: unknown): string | null => {
   if (typeof v === 'number' && arrivesRounded(v)) return `${key} ${ROUNDED_NUMBER}`;
   if (typeof v === 'number' && isPositiveDecimalNumber(v)) return null;
   if (typeof v === 'string' && isPositiveDecimal(v)) return null;
+  if (typeof v === 'string' && !DECIMAL_SHAPE.test(v)) return `${key} ${NOT_A_DECIMAL}`;
   return `${key} must be greater than 0, with at most 18 digits before and after the point: a number or a decimal string`;
 };
 

@@ -30,6 +30,7 @@ export function verifyRoutes(service: VerificationService, verifyBody: s.VerifyB
       tags: ['Verification'],
       scopes: ['price:compute'],
       sandbox: true,
+      keylessTwin: { action: 'try_demo', method: 'POST', path: '/api/public/price-router/verify', body: s.verifyExample, description: 'Keyless verification, rate limited per address.' },
       body: verifyBody,
       example: s.verifyExample,
       exampleFor: verifyExampleFor(verifyBody, s.verifyExample),

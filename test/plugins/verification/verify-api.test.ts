@@ -207,6 +207,19 @@ describe('price verification API', function () {
     expect(floored.body).to.not.have.property('hint');
   });
 
+  it('answers a keyless call with 401 whose try_demo is the keyless verification, whose example it verifies', async () => {
+    const res = await client(svc.url).post<Record<string, any>>('/api/price-router/verify', { context: { product_type: 'widget' }, proposed_price: '20' });
+    expect(res.status, res.text).to.equal(401);
+    const demo = (res.body.next as Array<Record<string, any>>).find((n) => n.action === 'try_demo');
+    expect(demo).to.deep.include({ method: 'POST', path: '/api/public/price-router/verify' });
+    const tried = await client(svc.url).post<Record<string, any>>(demo?.path as string, demo?.body);
+    expect(tried.status, tried.text).to.equal(200);
+    expect(tried.body.verdict).to.be.oneOf(['reasonable', 'high', 'low', 'unknown']);
+    // Compute's 401 still offers the compute demo.
+    const compute = await client(svc.url).post<Record<string, any>>('/api/compute/price', { context: { current_price: 5 } });
+    expect((compute.body.next as Array<Record<string, any>>).find((n) => n.action === 'try_demo')?.path).to.equal('/api/public/compute/demo');
+  });
+
   it('records every verification as a usage event (operation verify, channel api)', async () => {
     const res = await verify({ context: { product_type: 'widget', category: 'tools' }, proposed_price: '20' });
     const [rows] = await svc.sequelize.query(`SELECT workspace_id, operation, channel, status, price::text AS price, currency, classification, cost::text AS cost, context_keys FROM usage_events WHERE id = $1`, {
@@ -279,13 +292,23 @@ describe('price verification API', function () {
     });
 
     it('refuses a price that is not positive, or too large, saying what it must be', async () => {
-      for (const bad of [0, -1, '0.00', 'abc', '1e3', true, 1e308, 5e-324, 1e-19, '1'.padEnd(30, '0')]) {
+      for (const bad of [0, -1, '0.00', '-3.5', true, 1e308, 5e-324, 1e-19, '1'.padEnd(30, '0')]) {
         const res = await verify({ context: { product_type: 'widget' }, proposed_price: bad });
         expect(res.status, `${JSON.stringify(bad)}: ${res.text}`).to.equal(400);
         expect(res.body.issues).to.deep.equal([
           { path: 'proposed_price', reason: 'must be greater than 0, with at most 18 digits before and after the point: a number or a decimal string, such as 12.5 or "12.50"' },
         ]);
       }
+      // A string that is no decimal at all is told so, not that it must be greater than 0.
+      for (const bad of ['abc', '1e3', 'NaN', '20.', ' 20 ', '2,000', '+5']) {
+        const res = await verify({ context: { product_type: 'widget' }, proposed_price: bad });
+        expect(res.status, `${JSON.stringify(bad)}: ${res.text}`).to.equal(400);
+        expect(res.body.issues).to.deep.equal([
+          { path: 'proposed_price', reason: 'must be a decimal number: digits with at most one point and digits after it, such as "12.50" (no spaces, signs, exponents or thousands separators)' },
+        ]);
+      }
+      const floor = await verify({ context: { product_type: 'widget', max_price: 'lots' }, proposed_price: '20' });
+      expect(floor.body.issues).to.deep.equal([{ path: 'context.max_price', reason: 'max_price must be a decimal number: digits with at most one point and digits after it, such as "12.50" (no spaces, signs, exponents or thousands separators)' }]);
       const alias = await verify({ context: { product_type: 'widget' }, price: -2 });
       expect(alias.body.issues[0].path).to.equal('price');
     });
