@@ -43,6 +43,8 @@ export function callExampleFor(schema: z.ZodType, example: { context: unknown })
         return delete out[name];
       },
       field(out, name) {
+        // function_name refused beside a function_id (both sent): the function_id the caller sent is its pin, kept.
+        if (name === 'function_name' && typeof out.function_id === 'string') return delete out[name];
         return name !== 'function_id' && name !== 'function_name' && delete out[name];
       },
     });

@@ -803,6 +803,8 @@ describe('compute API', function () {
       // a pinned function with another preference: the preference is left out.
       ['/api/compute/price', { context, function_id: 'fn_builtin_cost_plus', routing_preference: 'cheapest' }, { context, function_id: 'fn_builtin_cost_plus' }],
       ['/api/price-router', { context, function_name: 'cost-plus', routing_preference: 'fastest' }, { context, function_name: 'cost-plus' }],
+      // both pins: function_name is refused, the function_id sent is the pin kept.
+      ['/api/price-router', { context, function_name: 'cost-plus', function_id: 'fn_builtin_charm' }, { context, function_id: 'fn_builtin_charm' }],
       // an unknown field is left out, the rest kept.
       ['/api/compute/price', { context, routing: 'cheapest' }, { context }],
       // a built-in's name where compute takes only an id: its id, the pin kept.
