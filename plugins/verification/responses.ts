@@ -61,14 +61,14 @@ const band = z
 
 const independence = z
   .object({
-    independent: z.boolean().describe('Whether the evidence is independent enough to judge on.'),
+    independent: z.boolean().describe('Whether the evidence stands on more than one party with none of the caveats in reasons (several sources, no dominant workspace or source, none of the caller\'s own observations). It discloses; it does not decide the verdict: a verdict may be given while it is false: evidence.sufficient decides that.'),
     reasons: z.array(z.string()).describe('Why not, when it is not.'),
     sources: z.number().describe('Distinct sources.'),
     workspaces: z.number().describe('Distinct submitting workspaces: what the minimum of sources counts.'),
     largest_source_share: z.number().nullable().describe('The largest source\'s share of the weight; null without evidence.'),
     own_workspace_share: z.number().describe('The caller\'s own workspace\'s share of the weight.'),
     own_workspace_observations: z.number().describe('Observations the caller\'s workspace submitted.'),
-    excluded_circular: z.number().describe('Observations left out as the caller\'s own accepted outcomes (circular).'),
+    excluded_circular: z.number().describe('Observations of the caller\'s own workspace left out as circular: those whose amount equals the proposed price or the context\'s current_price.'),
     duplicates_removed: z.number().describe('Copies of one workspace\'s quote of one amount dropped (the freshest kept).'),
   })
   .meta({ id: 'VerificationIndependence', description: 'Whether the evidence stands on more than one party.' });

@@ -196,7 +196,11 @@ export function sourceMedians<T extends AgedObservation>(
     const first = items[0] as T & { weight: number };
     return { workspaceId: first.workspaceId, label: first.label ?? first.source, items, weight: items.reduce((s, o) => s + o.weight, 0), median: weightedMedianDec(items) };
   });
-  sources.sort((a, b) => b.weight - a.weight || a.label.localeCompare(b.label));
+  // Heaviest first by the share shown (a tenth of a percent), then by label: sources tied as shown keep one order while
+  // their observations age (time decay moves tied weights apart by a hair, one way then the other).
+  const sourceTotal = sources.reduce((s, x) => s + x.weight, 0);
+  const shown = (w: number): number => (sourceTotal > 0 ? Math.round((w / sourceTotal) * 1000) : 0);
+  sources.sort((a, b) => shown(b.weight) - shown(a.weight) || a.label.localeCompare(b.label));
 
   let totalCapped = 0;
   let spread = 0;

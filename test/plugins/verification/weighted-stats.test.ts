@@ -60,6 +60,15 @@ describe('verification: weighted order statistics', () => {
       expect(restsOnOneWorkspace(near, 0.05)).to.equal(null);
     });
 
+    it('lists sources tied at the share shown by label, whichever is a second fresher', () => {
+      const at = (freshest: string) =>
+        sourceMedians(
+          ['site', 'feed', 'shelf-scan'].map((label, i) => o(label, `ws_${label}`, label, '20', 9 * DAY + (label === freshest ? 1000 : i))),
+          30 * DAY,
+        ).sources.map((x) => x.label);
+      for (const freshest of ['site', 'feed', 'shelf-scan']) expect(at(freshest), freshest).to.deep.equal(['feed', 'shelf-scan', 'site']);
+    });
+
     it('a share of exactly one half, up to rounding, is not over half', () => {
       expect(overHalf(0.5)).to.equal(false);
       expect(overHalf(0.5 + 1e-12)).to.equal(false);
