@@ -8,7 +8,7 @@ import { NAMED_SCOPES, NAME_ONLY_SCOPES } from '../scopes';
 import { AGENT_STARTER_PLAN, changelogFeedUrl, claimHow, claimOffered, registrationLimits, sandboxLimits } from '../limits';
 import { oauthMetadataResponse, oauthRegisterResponse, oauthTokenResponse, protectedResourceResponse } from '../responses';
 import * as s from '../schemas';
-import { OAUTH_HINTS, OAuthError } from '../services/oauth';
+import { OAuthError } from '../services/oauth';
 import type { IdentityDeps } from './deps';
 import { userAgentOf } from '../../../core/http/header-text';
 import { dailyQuotaRefusal } from '../../../core/daily-quota';
@@ -17,7 +17,7 @@ import { pausedRegistrationRefusal, pausedRegistrationScreen } from './registrat
 const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 
 function oauthError(err: OAuthError): Reply {
-  return { status: err.status, headers: { ...NO_STORE, ...err.headers }, body: { error: err.error, error_description: err.description, code: err.error, hint: OAUTH_HINTS[err.error] } };
+  return { status: err.status, headers: { ...NO_STORE, ...err.headers }, body: { error: err.error, error_description: err.description, code: err.error, hint: err.hint } };
 }
 
 export function oauthRoutes(d: IdentityDeps): RouteSpec[] {

@@ -52,6 +52,8 @@ export class OAuthError extends Error {
     readonly description: string,
     readonly status = error === 'invalid_client' ? 401 : 400,
     readonly headers: Record<string, string> = {},
+    /** What to do, when it differs from the code's usual advice (OAUTH_HINTS). */
+    readonly hint: string = OAUTH_HINTS[error],
   ) {
     super(description);
   }
@@ -205,6 +207,9 @@ export class OAuthService {
       throw new OAuthError(
         'invalid_scope',
         `The key's scopes (${(found.key.scopes ?? []).join(', ') || 'none'}) are permissions a token never carries (${NAME_ONLY_SCOPES.join(', ')}): a token of it could do nothing. Send the key itself in x-api-key instead.`,
+        400,
+        {},
+        'Send this key itself in x-api-key where its permission is needed (POST /api/agents/claim with workspace:claim); for a token, exchange a key or client secret that holds an ordinary scope such as price:compute.',
       );
     }
     const ttl = this.config.identity.accessTokenTtlS;

@@ -257,6 +257,7 @@ describe('identity: OAuth client credentials', () => {
     expect(res.body.error_description).to.equal(
       "The key's scopes (workspace:claim) are permissions a token never carries (workspace:claim, team:admin): a token of it could do nothing. Send the key itself in x-api-key instead.",
     );
+    expect(res.body.hint).to.match(/^Send this key itself in x-api-key where its permission is needed/);
     // A scope of spaces only asks for nothing in particular: all the key grants.
     const spaces = await token('grant_type=client_credentials&scope=%20%20', { authorization: basic(oauthClient.client_id, oauthClient.client_secret) });
     expect(spaces.status, spaces.text).to.equal(200);
