@@ -238,7 +238,7 @@ export const settingsTree = {
         { min: 1000 },
       ),
       keyLifetimeDays: int('SANDBOX_KEY_LIFETIME_DAYS', 30, 'Days a sandbox key stays valid unless the workspace is claimed (SPEC: 30).', { min: 1 }),
-      keyRotationsPerDay: int('SANDBOX_KEY_ROTATIONS_PER_DAY', 5, 'Key rotations a sandbox or agent key may make per day (sandbox.limits.key_rotations_per_day).', { min: 0 }),
+      keyRotationsPerDay: int('SANDBOX_KEY_ROTATIONS_PER_DAY', 5, "Key rotations per day for each agent's keys (a sandbox's, or an agent's in a claimed workspace) (sandbox.limits.key_rotations_per_day).", { min: 0 }),
     },
     registrations: {
       perAddressPerDay: int('REGISTRATIONS_PER_ADDRESS_PER_DAY', 5, 'Self-registrations per network address per day (SPEC: 5).', { min: 0 }),
