@@ -47,7 +47,8 @@ export function identityUnauthorized(route: RouteSpec, reason: 'missing' | 'wron
     });
   }
   // A token where the key itself is taken (a sandbox's claim link): the credential is good, a token of it is not enough.
-  if (principal?.kind === 'access_token' && route.accepts?.includes('api_key')) {
+  const keyItself = route.accepts?.length === 1 && route.accepts[0] === 'api_key';
+  if (principal?.kind === 'access_token' && keyItself) {
     return new ApiError('forbidden', route.wrongCredentialMessage ?? 'This route takes the key itself; a token made from the key is refused.', {
       hint: route.wrongCredentialHint ?? 'Send the key itself in x-api-key.',
       fields: { reason: 'the key itself' },
