@@ -308,7 +308,10 @@ export class ComputeService {
         const chosen = err.code === 'functions_failed' ? err.details.attempts?.find((a) => a.role === 'chosen' && failedForReal(a)) : undefined;
         const named = chosen?.id ? { functionId: chosen.id, functionName: chosen.function } : {};
         const failedFunctionIds = failedOthers(err.details.attempts ?? [], chosen?.id ?? undefined);
-        await this.recorder.record(this.usageEvent(call, { ...named, failedFunctionIds, status: 'error', errorCode: mapped.code, cost: '0', billable: false, paidVia: null, latencyMs: ms(t0) }));
+        const usageEventId = await this.recorder.record(this.usageEvent(call, { ...named, failedFunctionIds, status: 'error', errorCode: mapped.code, cost: '0', billable: false, paidVia: null, latencyMs: ms(t0) }));
+        // The failed call's record, named as a priced call's receipt names its own: a batch's items share one request id,
+        // so this is how a failed item's event is found. A keyless demo call's record is nobody's to open (its receipt names no id).
+        throw demo ? mapped : mapped.with({ fields: { usage_event_id: usageEventId } });
       }
       throw mapped;
     }

@@ -476,7 +476,9 @@ describe('compute API', function () {
     const missing = await api.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 }, function_id: 'fn_doesnotexist12345678' });
     expect(hidden.status).to.equal(404);
     expect(missing.status).to.equal(404);
-    const strip = (b: Record<string, unknown>) => ({ ...b, request_id: undefined });
+    // Each failed call names its own record; nothing else differs.
+    expect(hidden.body.usage_event_id).to.be.a('string').and.not.equal(missing.body.usage_event_id);
+    const strip = (b: Record<string, unknown>) => ({ ...b, request_id: undefined, usage_event_id: undefined });
     expect(strip(hidden.body)).to.deep.equal(strip(missing.body));
     const byName = await client(svc.url, { 'x-api-key': key }).post<Record<string, any>>('/api/price-router', { context: { current_price: 1 }, function_name: fn.body.function.name });
     expect(byName.status).to.equal(404);
@@ -561,7 +563,7 @@ describe('compute API', function () {
     expect(missing.body.hint).to.include('A marketplace function its owner withdrew (deactivated or made private) answers this too.');
     const same = (res: { status: number; body: Record<string, any> }) => {
       expect(res.status).to.equal(404);
-      expect({ ...res.body, request_id: undefined }).to.deep.equal({ ...missing.body, request_id: undefined });
+      expect({ ...res.body, request_id: undefined, usage_event_id: undefined }).to.deep.equal({ ...missing.body, request_id: undefined, usage_event_id: undefined });
     };
     same(await consumer.post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 }, function_id: id }));
     expect((await authorApi.patch(`/api/functions/${id}`, { status: 'active' })).status).to.equal(200);
@@ -668,6 +670,18 @@ describe('compute API', function () {
     expect(res.body.items[1]).to.include({ index: 1, status: 422 });
     expect(res.body.items[1].error.code).to.equal('insufficient_context');
     expect(res.body.items[2].status).to.equal(404);
+    // A failed item names its own record (the items share one request id): each event is found by its id, as the
+    // priced item's receipt names its own.
+    const ids = [res.body.items[0].result.receipt.usage_event_id, res.body.items[1].error.usage_event_id, res.body.items[2].error.usage_event_id] as string[];
+    expect(new Set(ids).size).to.equal(3);
+    const events = await Promise.all(ids.map((id) => api.get<Record<string, any>>(`/api/usage/events/${id}`)));
+    expect(events.map((e) => [e.status, e.body.usage_event?.operation, e.body.usage_event?.status, e.body.usage_event?.error_code ?? null])).to.deep.equal([
+      [200, 'batch_item', 'ok', null],
+      [200, 'batch_item', 'error', 'insufficient_context'],
+      [200, 'batch_item', 'error', 'function_not_found'],
+    ]);
+    // An item refused before pricing is no call and has no record.
+    expect((await api.post<Record<string, any>>('/api/compute/batch', { items: [{ context: { current_price: 'x' } }] })).body.items[0].error).to.not.have.property('usage_event_id');
     // An item that fails validation gets its own 400 in its place; the others are priced.
     const mixed = await api.post<Record<string, any>>('/api/compute/batch', { items: [{ context: { current_price: 'x' } }, 'not an item', { context: { current_price: 3 } }, { context: { current_price: 4 }, colour: 'red' }] });
     expect(mixed.status).to.equal(200);
