@@ -12,7 +12,7 @@ import { OAuthError } from '../services/oauth';
 import type { IdentityDeps } from './deps';
 import { userAgentOf } from '../../../core/http/header-text';
 import { dailyQuotaRefusal } from '../../../core/daily-quota';
-import { pausedRegistrationRefusal, pausedRegistrationScreen } from './registration-paused';
+import { crossSiteRegistrationRefusal, pausedRegistrationRefusal, registrationScreen } from './registration-screen';
 
 const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 
@@ -27,7 +27,7 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
       returnsSecret: true,
       method: 'post',
       path: '/api/oauth/register',
-      screen: pausedRegistrationScreen(d),
+      screen: registrationScreen(d),
       closed: () => !d.config.identity.selfRegistrationOpen,
       summary: 'Dynamic client registration (RFC 7591 style): client credentials for a new sandbox workspace.',
       tags: ['OAuth'],
@@ -42,6 +42,7 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
           schema: z.union([s.oauthErrorBody, errorBodySchema]),
         },
         429: dailyQuotaRefusal('REGISTRATIONS_PER_ADDRESS_PER_DAY registrations from this network address today, or REGISTRATIONS_PER_DAY on the whole service', false),
+        403: crossSiteRegistrationRefusal,
         503: pausedRegistrationRefusal,
       },
       handler: async ({ body, clientIp, req }): Promise<Reply> => {

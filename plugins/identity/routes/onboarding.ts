@@ -12,7 +12,7 @@ import { workspaceView } from '../services/workspaces';
 import type { IdentityDeps } from './deps';
 import { userAgentOf } from '../../../core/http/header-text';
 import { dailyQuotaRefusal } from '../../../core/daily-quota';
-import { pausedRegistrationRefusal, pausedRegistrationScreen } from './registration-paused';
+import { crossSiteRegistrationRefusal, pausedRegistrationRefusal, registrationScreen } from './registration-screen';
 
 /** What a credential of the wrong kind is told, by the pipeline (the route's `accepts`) and by the handler alike. */
 const CONFIRM_NEEDS_PERSON = {
@@ -34,7 +34,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       returnsSecret: true,
       method: 'post',
       path: '/api/agents/register',
-      screen: pausedRegistrationScreen(d),
+      screen: registrationScreen(d),
       closed: () => !d.config.identity.selfRegistrationOpen,
       summary: 'Create an Agent Starter sandbox workspace and key, with no credential.',
       tags: ['Agent onboarding'],
@@ -45,6 +45,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       responses: {
         201: { description: 'The sandbox, its key (shown once), a one-time claim link, plan, limits and changelog pointer.', schema: registerResponse },
         429: dailyQuotaRefusal('REGISTRATIONS_PER_ADDRESS_PER_DAY registrations from this network address today, or REGISTRATIONS_PER_DAY on the whole service', false),
+        403: crossSiteRegistrationRefusal,
         503: pausedRegistrationRefusal,
       },
       handler: async ({ body, clientIp, req }) => {

@@ -67,6 +67,31 @@ describe('identity: agent self-registration (POST /api/agents/register)', () => 
     }
   });
 
+  it('refuses a registration posted by a web page of another site (403, nothing registered, no registration counted); programs, the service\'s own pages, loopback pages and allowed origins register', async () => {
+    const own = await startTestService({ config: { identity: { registrationAllowedOrigins: ['https://console.example.com'] } } });
+    try {
+      const raw = (path: string, headers: Record<string, string>, body: unknown) => client(own.url).raw<Record<string, any>>('POST', path, { rawBody: JSON.stringify(body), headers: { 'content-type': 'text/plain', ...headers } });
+      // A page's text/plain post needs no CORS preflight: it would reach the route from every visitor's browser.
+      for (const [path, body] of [['/api/agents/register', { name: 'drive-by' }], ['/api/oauth/register', { client_name: 'drive-by' }]] as const) {
+        const res = await raw(path, { origin: 'https://evil.example' }, body);
+        expect(res.status, res.text).to.equal(403);
+        expect(res.body).to.deep.include({ code: 'forbidden', error: 'Registration from a web page of another site is refused.', reason: 'page of another site' });
+        expect(res.body.hint).to.include('REGISTRATION_ALLOWED_ORIGINS');
+      }
+      const [count] = (await own.sequelize.query('SELECT count(*)::int AS n FROM agents')) as [Array<{ n: number }>, unknown];
+      expect(count[0]?.n, 'nothing registered').to.equal(0);
+      // None of the day's five was spent: a program registers with four left after it.
+      const program = await raw('/api/agents/register', {}, { name: 'program' });
+      expect(program.status, program.text).to.equal(201);
+      expect(program.body.limits.registrations.remaining_for_this_address_today).to.equal(4);
+      for (const origin of [new URL(own.url).origin, 'http://localhost:6274', 'https://console.example.com']) {
+        expect((await raw('/api/agents/register', { origin }, { name: 'page' })).status, origin).to.equal(201);
+      }
+    } finally {
+      await own.close();
+    }
+  });
+
   it('never returns a key secret again: a person listing keys sees prefixes, not secrets', async () => {
     const person = await signUp(svc.url);
     const made = await createKey(svc.url, asPerson(person), { name: 'listing check' });
