@@ -42,8 +42,9 @@ export const accountsPlugin: PluginDefinition = {
     container.register(ACCOUNTS.Sessions, { useValue: sessions });
 
     const failures = new FailedAuthGuard(kv, config.limits.rateLimit.failedAuthPerAddressPer15Min, config.limits.rateLimit.ipv6Prefix);
-    hooks.addAuthenticator(new PersonAuthenticator(sessions, people, sql, clock, secret, failures, () => new URL(ctx.publicUrl()).origin, secureSessionCookies(config)));
-    const deps = { config, sql, people, sessions, wallets, keys, workspaces, audit, failures, idempotency };
+    const ownOrigin = () => new URL(ctx.publicUrl()).origin;
+    hooks.addAuthenticator(new PersonAuthenticator(sessions, people, sql, clock, secret, failures, ownOrigin, secureSessionCookies(config)));
+    const deps = { config, sql, people, sessions, wallets, keys, workspaces, audit, failures, idempotency, ownOrigin };
     for (const route of [...authRoutes(deps), ...userRoutes(deps), ...personTokenRoutes(deps), ...keyRoutes(deps, events), ...agentRoutes(deps, events)]) ctx.route(route);
   },
 };

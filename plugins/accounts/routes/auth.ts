@@ -1,6 +1,7 @@
 import { ApiError, errorBodySchema } from '../../../core/errors';
 import { created, defineRoute, ok } from '../../../core/http/route';
-import type { Reply, RouteSpec } from '../../../core/http/route';
+import type { Reply, RequestContext, RouteSpec } from '../../../core/http/route';
+import { notOwnOrigin } from '../../../core/http/origin';
 import { signInRefused, workspaceView } from '../../identity';
 import * as r from '../responses';
 import * as s from '../schemas';
@@ -27,10 +28,30 @@ export function signedInReply(d: AccountsDeps, person: PersonRow, session: NewSe
   };
 }
 
+/**
+ * Signing in or up from a page of another site is refused before anything is read or counted: such a page could sign
+ * its visitors in to an account it chose (a text/plain form post needs no preflight, and SameSite=Lax lets a top-level
+ * post set the cookie), or spend its visitors' and the service's sign-ups. Programs send no Origin.
+ */
+function ownPagesOnly(d: AccountsDeps): (ctx: RequestContext) => undefined {
+  return (ctx) => {
+    if (ctx.req.method === 'POST' && notOwnOrigin(ctx.req, d.ownOrigin())) {
+      throw new ApiError('forbidden', 'Signing in or up from a web page of another site is refused.', {
+        hint: "Sign in from this service's own pages, or from a program (it sends no Origin header).",
+        fields: { reason: 'page of another site' },
+      });
+    }
+    return undefined;
+  };
+}
+
+const CROSS_SITE = 'forbidden (reason "page of another site"): the request came from a web page of another site than the service\'s own.';
+
 export function authRoutes(d: AccountsDeps): RouteSpec[] {
   return [
     defineRoute({
       id: 'auth.signup',
+      screen: ownPagesOnly(d),
       method: 'post',
       path: '/api/auth/signup',
       summary: 'Sign up with email and password; creates your workspace (and its test workspace).',
@@ -41,7 +62,7 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       example: s.signupExample,
       responses: {
         201: { description: 'The new person, their workspace and a signed-in session (cookie and token).', schema: r.signupResponse },
-        403: { description: 'forbidden: the date of birth is under the minimum age (reason "minimum age").', schema: errorBodySchema },
+        403: { description: `forbidden: the date of birth is under the minimum age (reason "minimum age"); or ${CROSS_SITE}`, schema: errorBodySchema },
         429: dailyQuotaRefusal('SIGNUPS_PER_ADDRESS_PER_DAY sign-ups from this network address today, or SIGNUPS_PER_DAY on the whole service', true),
       },
       handler: async ({ body, clientIp, req }) => {
@@ -62,6 +83,7 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
     }),
     defineRoute({
       id: 'auth.signin',
+      screen: ownPagesOnly(d),
       method: 'post',
       path: '/api/auth/signin',
       summary: 'Sign in with email and password: a session cookie and a person token.',
@@ -73,6 +95,7 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       responses: {
         200: { description: 'Signed in: the person, the session (its cookie in Set-Cookie) and a person token.', schema: r.signinResponse },
         401: { description: 'invalid_credentials: the email or the password is wrong (one answer for both); WWW-Authenticate carries the challenge, next lists sign_in, wallet_sign_in and sign_up.', schema: errorBodySchema },
+        403: { description: CROSS_SITE, schema: errorBodySchema },
       },
       handler: async ({ body, clientIp, req }) => {
         const person = await d.failures.verify(clientIp, () => d.people.checkPassword(body.email, body.password));
@@ -111,6 +134,7 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
     }),
     defineRoute({
       id: 'auth.wallet.signin',
+      screen: ownPagesOnly(d),
       method: 'post',
       path: '/api/auth/wallet/signin',
       summary: 'Sign in with a signed Sign-In with Ethereum message (nothing on chain); the first sign-in creates the account.',
@@ -122,6 +146,7 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       responses: {
         200: { description: 'Signed in to the account the wallet is linked to.', schema: r.walletSigninResponse },
         201: { description: 'The wallet\'s first sign-in: a new account, linked to the wallet, and signed in.', schema: r.walletSigninResponse },
+        403: { description: CROSS_SITE, schema: errorBodySchema },
         429: dailyQuotaRefusal('a new wallet\'s first sign-in creates an account, counted with sign-ups: SIGNUPS_PER_ADDRESS_PER_DAY from this network address today, or SIGNUPS_PER_DAY on the whole service', true),
       },
       handler: async ({ body, clientIp, req }) => {

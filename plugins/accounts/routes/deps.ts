@@ -16,4 +16,6 @@ export interface AccountsDeps {
   audit: AuditLog;
   failures: FailedAuthGuard;
   idempotency: IdempotencyKeys;
+  /** The service's own origin (PUBLIC_URL, else the address it listens on): the only page that may sign people in. */
+  ownOrigin: () => string;
 }

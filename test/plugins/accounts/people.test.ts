@@ -211,6 +211,25 @@ describe('accounts: people, sign-up, sign-in and sessions', () => {
     expect(right.body.person.id).to.equal(person.id);
   });
 
+  it('refuses a sign-up or sign-in posted by a page of another site (403, no cookie set, no account made): it could sign its visitors in to an account it chose; the service\'s own page signs in', async () => {
+    const email = uniqueEmail();
+    const body = JSON.stringify({ email, password: 'correct horse battery', date_of_birth: yearsAgo(30) });
+    for (const headers of [{ origin: 'https://evil.example' }, { 'sec-fetch-site': 'cross-site' }, { origin: 'http://localhost:8080' }] as Array<Record<string, string>>) {
+      for (const path of ['/api/auth/signup', '/api/auth/signin']) {
+        const res = await api.raw<ErrorBody>('POST', path, { rawBody: body, headers: { 'content-type': 'text/plain', ...headers } });
+        expect([res.status, res.body.code, res.body.reason], `${path} ${JSON.stringify(headers)}: ${res.text}`).to.deep.equal([403, 'forbidden', 'page of another site']);
+        expect(res.headers.get('set-cookie'), path).to.equal(null);
+      }
+    }
+    const count = await svc.sequelize.query('SELECT count(*)::int AS n FROM people WHERE email = $1', { bind: [email], plain: true });
+    expect(count?.n).to.equal(0);
+    const own = { 'content-type': 'application/json', origin: new URL(svc.url).origin };
+    expect((await api.raw('POST', '/api/auth/signup', { rawBody: body, headers: own })).status).to.equal(201);
+    const signedIn = await api.raw('POST', '/api/auth/signin', { rawBody: JSON.stringify({ email, password: 'correct horse battery' }), headers: own });
+    expect(signedIn.status, signedIn.text).to.equal(200);
+    expect(signedIn.headers.get('set-cookie')).to.match(/^pcs_session=/);
+  });
+
   it("refuses a change sent with the session cookie from a page of another site (403), whatever its content type; reads, its own origin and person tokens pass", async () => {
     const person = await signUp(svc.url);
     const evil = { cookie: person.cookie, origin: 'https://evil.example' };
