@@ -94,11 +94,17 @@ describe('team plugin: team:admin keys', () => {
     const owner = await signup(api, 'owner');
     const agent = await api.post<{ agent: { id: string } }>('/api/agents', { name: 'team-bot' }, as(owner));
     expect(agent.status, agent.text).to.equal(201);
-    const agentKey = await api.post<{ api_key: { key: string } }>(`/api/agents/${agent.body.agent.id}/keys`, { scopes: ['team:admin'] }, as(owner));
+    // A key of team:admin alone gets no token at all: one that carries none of its permissions could do nothing.
+    const alone = await api.post<{ api_key: { key: string } }>(`/api/agents/${agent.body.agent.id}/keys`, { scopes: ['team:admin'] }, as(owner));
+    const none = await api.post<{ error: string }>('/api/oauth/token', { grant_type: 'client_credentials' }, withKey(alone.body.api_key.key));
+    expect([none.status, none.body.error], none.text).to.deep.equal([400, 'invalid_scope']);
+    // With an ordinary scope beside it, the token carries that one only, and the team routes refuse it.
+    const agentKey = await api.post<{ api_key: { key: string } }>(`/api/agents/${agent.body.agent.id}/keys`, { scopes: ['team:admin', 'price:compute'] }, as(owner));
     expect(agentKey.status, agentKey.text).to.equal(201);
     const key = agentKey.body.api_key.key;
-    const tok = await api.post<{ access_token: string }>('/api/oauth/token', { grant_type: 'client_credentials' }, withKey(key));
+    const tok = await api.post<{ access_token: string; scope: string }>('/api/oauth/token', { grant_type: 'client_credentials' }, withKey(key));
     expect(tok.status, tok.text).to.equal(200);
+    expect(tok.body.scope).to.equal('price:compute');
     const res = await api.get(`/api/workspaces/${owner.workspaceId}/members`, { authorization: `Bearer ${tok.body.access_token}` });
     expectInsufficientScope(res, /key itself/);
     // The agent key itself, naming team:admin, acts as its creator.
