@@ -23,13 +23,16 @@ function sessionToKeep(fromQuery: unknown, fromBody: unknown): string | undefine
   }
   if (fromQuery !== undefined) assertUuid(fromQuery, 'currentSessionId');
   if (fromBody !== undefined) assertUuid(fromBody, 'body.currentSessionId');
-  if (fromQuery !== undefined && fromBody !== undefined && fromQuery !== fromBody) {
+  // A UUID is one value in either case: the canonical (lower-case) form is compared, kept and answered.
+  const query = typeof fromQuery === 'string' ? fromQuery.toLowerCase() : undefined;
+  const sent = typeof fromBody === 'string' ? fromBody.toLowerCase() : undefined;
+  if (query !== undefined && sent !== undefined && query !== sent) {
     throw new ApiError('validation_error', 'currentSessionId is sent twice with two values.', {
       issues: [{ path: 'body.currentSessionId', reason: 'differs from the query parameter' }],
       hint: 'Send it once, in the query or in the body.',
     });
   }
-  return fromQuery ?? fromBody;
+  return query ?? sent;
 }
 
 export function userRoutes(d: AccountsDeps): RouteSpec[] {
@@ -139,9 +142,10 @@ export function userRoutes(d: AccountsDeps): RouteSpec[] {
       responses: { 200: { description: 'The session is ended.', schema: r.revokeSessionResponse } },
       handler: async ({ principal, params }) => {
         assertUuid(params.sessionId, 'sessionId');
-        const done = await d.sessions.revoke(personOf(principal), params.sessionId);
+        const id = params.sessionId.toLowerCase();
+        const done = await d.sessions.revoke(personOf(principal), id);
         if (!done) throw new ApiError('not_found', 'No open session of yours has this id.');
-        return ok({ revoked: params.sessionId });
+        return ok({ revoked: id });
       },
     }),
   ];
