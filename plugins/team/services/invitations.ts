@@ -225,13 +225,8 @@ export class Invitations {
       const outcome = await this.sql.tx(async (tx) => {
         await lockWorkspace(this.sql, found.workspace_id, tx);
         const inv = (await this.sql.one<InvitationRow>('SELECT * FROM invitations WHERE id = $1 FOR UPDATE', [found.id], tx)) as InvitationRow;
-        const restriction = await restrictionOf(this.sql, inv.workspace_id, personId, 'your', tx);
-        if (restriction) return { refused: accountRestricted(restriction) };
-        if (inv.status !== 'pending') return { refused: notAcceptable(`invitation ${inv.status}`, inv.status) };
-        if (new Date(inv.expires_at).getTime() <= this.clock.now()) {
-          await this.sql.exec(`UPDATE invitations SET status = 'expired' WHERE id = $1`, [inv.id], tx);
-          return { refused: notAcceptable('invitation expired', 'expired') };
-        }
+        // The invitee first: anyone else holding the token is answered alike whatever became of the invitation, and
+        // changes nothing (a timed-out one is not marked expired by a stranger).
         const person = await this.sql.one<{ email: string | null }>('SELECT email FROM people WHERE id = $1', [personId], tx);
         if (!person?.email || person.email.toLowerCase() !== inv.email.toLowerCase()) {
           return {
@@ -240,6 +235,13 @@ export class Invitations {
               fields: { reason: 'email does not match the invitation' },
             }),
           };
+        }
+        const restriction = await restrictionOf(this.sql, inv.workspace_id, personId, 'your', tx);
+        if (restriction) return { refused: accountRestricted(restriction) };
+        if (inv.status !== 'pending') return { refused: notAcceptable(`invitation ${inv.status}`, inv.status) };
+        if (new Date(inv.expires_at).getTime() <= this.clock.now()) {
+          await this.sql.exec(`UPDATE invitations SET status = 'expired' WHERE id = $1`, [inv.id], tx);
+          return { refused: notAcceptable('invitation expired', 'expired') };
         }
         const inviterProblem = await this.inviterProblem(inv, tx);
         if (inviterProblem) {

@@ -90,6 +90,22 @@ describe('team plugin: invitations', () => {
     expect(status[0]?.status).to.equal('pending');
   });
 
+  it('answers anyone but the invitee alike, whatever became of the invitation, and a stranger changes nothing (a timed-out one is not marked expired)', async () => {
+    const owner = await signup(api, 'owner');
+    const invitee = await signup(api, 'invitee');
+    const stranger = await signup(api, 'stranger');
+    const late = await invite(api, as(owner), owner.workspaceId, uniqueEmail('late'));
+    await svc.sequelize.query(`UPDATE invitations SET expires_at = now() - interval '1 minute' WHERE id = $1`, { bind: [late.body.invitation.id] });
+    expectForbidden(await accept(api, stranger, late.body.accept.token), 'email does not match the invitation');
+    const rows = await svc.sequelize.query<{ status: string }>('SELECT status FROM invitations WHERE id = $1', { bind: [late.body.invitation.id], type: QueryTypes.SELECT });
+    expect(rows[0]?.status).to.equal('pending');
+    const taken = await invite(api, as(owner), owner.workspaceId, invitee.email);
+    expect((await accept(api, invitee, taken.body.accept.token)).status).to.equal(200);
+    const after = await accept(api, stranger, taken.body.accept.token);
+    expectForbidden(after, 'email does not match the invitation');
+    expect(after.body).to.not.have.property('invitation_status');
+  });
+
   it('accepting takes person credentials only (an API key gets 401) and an unknown token gets 404', async () => {
     const owner = await signup(api, 'owner');
     const { key } = await createKey(api, owner, owner.workspaceId, ['team:admin']);
