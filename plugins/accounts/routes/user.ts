@@ -5,6 +5,7 @@ import type { RouteSpec } from '../../../core/http/route';
 import * as r from '../responses';
 import * as s from '../schemas';
 import { personView } from '../services/people';
+import { secureSessionCookies, sessionCookie } from '../services/sessions';
 import type { AccountsDeps } from './deps';
 
 // Any UUID in its text form (RFC 9562), the nil and max UUIDs included: one no session holds is not found (404), not malformed.
@@ -36,6 +37,9 @@ function sessionToKeep(fromQuery: unknown, fromBody: unknown): string | undefine
 }
 
 export function userRoutes(d: AccountsDeps): RouteSpec[] {
+  // The caller's own session ended: its cookie is cleared, as signing out clears it, so a browser does not send a dead
+  // cookie whose 401s count against its address's failed credentials.
+  const endedOwn = (ended: boolean): Record<string, string> | undefined => (ended ? { 'Set-Cookie': sessionCookie('', 0, secureSessionCookies(d.config)) } : undefined);
   const personOf = (p: { personId?: string } | null): string => {
     if (!p?.personId) throw new ApiError('unauthorized', 'Sign in first.');
     return p.personId;
@@ -126,7 +130,8 @@ export function userRoutes(d: AccountsDeps): RouteSpec[] {
             hint: 'Send the id of the session to keep as listed by GET /api/user/sessions (the one marked current is this one), or leave currentSessionId out to end every session.',
           });
         }
-        return ok({ revoked: ended, kept: keep ?? null });
+        const own = principal?.sessionId;
+        return ok({ revoked: ended, kept: keep ?? null }, endedOwn(own !== undefined && own !== keep));
       },
     }),
     defineRoute({
@@ -145,7 +150,7 @@ export function userRoutes(d: AccountsDeps): RouteSpec[] {
         const id = params.sessionId.toLowerCase();
         const done = await d.sessions.revoke(personOf(principal), id);
         if (!done) throw new ApiError('not_found', 'No open session of yours has this id.');
-        return ok({ revoked: id });
+        return ok({ revoked: id }, endedOwn(id === principal?.sessionId));
       },
     }),
   ];

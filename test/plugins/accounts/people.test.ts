@@ -339,6 +339,22 @@ describe('accounts: people, sign-up, sign-in and sessions', () => {
     expect((await api.get('/api/me', { authorization: `Bearer ${person.token}` })).status, 'the other session is untouched').to.equal(200);
   });
 
+  it("clears the caller's own cookie in the 200 that ends its own session (one by id, or all), and only then", async () => {
+    const person = await signUp(svc.url);
+    const other = await api.post<SignedIn>('/api/auth/signin', { email: person.email, password: person.password });
+    const byId = await api.delete(`/api/user/sessions/${other.body.session.id}`, { cookie: person.cookie });
+    expect([byId.status, byId.headers.get('set-cookie')], 'another session ended: the caller keeps its cookie').to.deep.equal([200, null]);
+    const kept = await api.delete(`/api/user/sessions?currentSessionId=${person.sessionId}`, { cookie: person.cookie });
+    expect([kept.status, kept.headers.get('set-cookie')]).to.deep.equal([200, null]);
+    const all = await api.delete('/api/user/sessions', { cookie: person.cookie });
+    expect(all.status, all.text).to.equal(200);
+    expect(all.headers.get('set-cookie')).to.match(/^pcs_session=;/).and.contain('Max-Age=0');
+    const again = await signUp(svc.url);
+    const own = await api.delete(`/api/user/sessions/${again.sessionId}`, { cookie: again.cookie });
+    expect(own.status, own.text).to.equal(200);
+    expect(own.headers.get('set-cookie')).to.match(/^pcs_session=;/).and.contain('Max-Age=0');
+  });
+
   it('clears a session cookie that has ended on its 401 (sign-out included), so a browser signed out elsewhere stops sending it; a person token\'s 401 sets no cookie', async () => {
     const person = await signUp(svc.url);
     const second = await api.post<SignedIn>('/api/auth/signin', { email: person.email, password: person.password });
