@@ -56,7 +56,7 @@ export function identityUnauthorized(route: RouteSpec, reason: 'missing' | 'wron
   }
   if (principal?.kind === 'access_token' && personOnly) {
     return new ApiError('forbidden', 'Agent tokens cannot use this route; it accepts person credentials only.', {
-      hint: 'Agent management, agent keys, the agent inbox and approval decisions are for people signed in to the workspace.',
+      hint: "This route is for a person signed in to the workspace (session or person token); an agent's token reaches only its agent's own capabilities.",
       fields: { reason: 'person credentials only' },
     });
   }

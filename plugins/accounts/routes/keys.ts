@@ -54,7 +54,10 @@ export function checkRequestedScopes(principal: Principal, requested: string[] |
     const nameOnly = names.filter((n) => (NAME_ONLY_SCOPES as readonly string[]).includes(n));
     const role = identityOf(principal).role;
     if (nameOnly.length > 0 && role !== 'owner' && role !== 'admin') {
-      throw new ApiError('forbidden', `Only workspace owners and admins can create keys with ${nameOnly.join(', ')}.`, { fields: { reason: 'role too low', role } });
+      throw new ApiError('forbidden', `Only workspace owners and admins can create keys with ${nameOnly.join(', ')}.`, {
+        hint: `Ask an owner or admin of this workspace to create it, or create the key without ${nameOnly.join(' and ')}.`,
+        fields: { reason: 'role too low', role },
+      });
     }
     const { isTest, parentWorkspaceId } = identityOf(principal);
     if (nameOnly.length > 0 && isTest) {

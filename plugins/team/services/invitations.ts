@@ -190,7 +190,12 @@ export class Invitations {
         const actor = await this.actors.resolve(principal, tx);
         assertCanManage(actor);
         const inv = await this.sql.one<InvitationRow>('SELECT * FROM invitations WHERE id = $1 AND workspace_id = $2 FOR UPDATE', [invitationId, workspaceId], tx);
-        if (!inv) throw new ApiError('not_found', 'No invitation with this id in the workspace.', { fields: { reason: 'invitation not found' } });
+        if (!inv) {
+          throw new ApiError('not_found', 'No invitation with this id in the workspace.', {
+            hint: `GET /api/workspaces/${workspaceId}/invitations lists this workspace's invitations with their ids.`,
+            fields: { reason: 'invitation not found' },
+          });
+        }
         assertCanRevokeInvitation(actor, inv.role);
         // As the list shows it: one past its time, or whose key expired, is over already.
         const key = inv.via_key_id ? await this.sql.one<{ expires_at: Date | null }>('SELECT expires_at FROM api_keys WHERE id = $1', [inv.via_key_id], tx) : null;

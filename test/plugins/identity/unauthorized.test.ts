@@ -296,6 +296,10 @@ describe('identity: 401 and 403 answers for credentials', () => {
     expect(res.body.code).to.equal('forbidden');
     expect(res.body.reason).to.be.a('string').and.not.be.empty;
     expect(res.text).not.to.contain(agentId);
+    // The hint fits every person-only route (accepting an invitation, leaving a team), not agent management alone.
+    expect(res.body.hint).to.equal("This route is for a person signed in to the workspace (session or person token); an agent's token reaches only its agent's own capabilities.");
+    const accepting = await api.post<ErrorBody>('/api/invitations/accept', { token: 'pcs_inv_x' }, { authorization: `Bearer ${token}` });
+    expect([accepting.status, accepting.body.hint]).to.deep.equal([403, res.body.hint]);
   });
 
   it('answers agent management sent an agent access token with 403', async () => {

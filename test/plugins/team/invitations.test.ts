@@ -173,6 +173,7 @@ describe('team plugin: invitations', () => {
     const missing = await api.delete(`/api/workspaces/${owner.workspaceId}/invitations/inv_doesnotexist`, as(owner));
     expect(missing.status).to.equal(404);
     expect(missing.body.reason).to.equal('invitation not found');
+    expect(missing.body.hint).to.equal(`GET /api/workspaces/${owner.workspaceId}/invitations lists this workspace's invitations with their ids.`);
   });
 
   it('refuses a second pending invitation for the same email and inviting someone already in the team (409)', async () => {

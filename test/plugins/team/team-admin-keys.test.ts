@@ -90,6 +90,13 @@ describe('team plugin: team:admin keys', () => {
     expect((await api.patch(`/api/workspaces/${ws}/members/${member.id}`, { role: 'admin' }, as(owner))).status).to.equal(200);
   });
 
+  it('a member is refused a team:admin key (403 role too low) with what to do instead', async () => {
+    const { member, ws } = await team(api);
+    const res = await api.post<{ reason: string; hint: string }>('/api/api-keys', { name: 'mine', scopes: ['team:admin'] }, as(member, ws));
+    expectForbidden(res, 'role too low');
+    expect(res.body.hint).to.equal('Ask an owner or admin of this workspace to create it, or create the key without team:admin.');
+  });
+
   it('a token made from a team:admin key is refused: the key itself must be sent', async () => {
     const owner = await signup(api, 'owner');
     const agent = await api.post<{ agent: { id: string } }>('/api/agents', { name: 'team-bot' }, as(owner));
