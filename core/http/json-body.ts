@@ -87,15 +87,14 @@ export function parseJsonBody(req: Request, route: RouteSpec, maxDepth: number):
 export function refuseUnstorableText(parsed: ParsedBody, route: RouteSpec): void {
   if (!parsed.escapesUnstorable) return;
   // The example: what was sent with each such text left out, where that passes the route's body (else its stock example).
-  const mended = route.body ? passingExample(route.body, withoutUnstorable(parsed.value)) : undefined;
-  refuseUnstorableValue(parsed.value, 'body', mended ?? route.example);
+  refuseUnstorableValue(parsed.value, 'body', () => (route.body ? passingExample(route.body, withoutUnstorable(parsed.value)) : undefined) ?? route.example);
 }
 
 /**
  * The same refusal for a value parsed elsewhere, walked whole: an MCP tool's arguments, or a batch item (`within` names
- * it, `items[2]`). `example` goes with it when given.
+ * it, `items[2]`). `exampleOf` makes the example that goes with it, only when there is a refusal.
  */
-export function refuseUnstorableValue(value: unknown, where: 'body' | 'arguments', example?: unknown, within?: string): void {
+export function refuseUnstorableValue(value: unknown, where: 'body' | 'arguments', exampleOf?: () => unknown, within?: string): void {
   const at = unstorablePath(value);
   if (!at) return;
   const parts = within === undefined ? at : [within, ...at];
@@ -103,6 +102,6 @@ export function refuseUnstorableValue(value: unknown, where: 'body' | 'arguments
     where,
     [{ path: parts.length ? parts.join('.') : '(root)', reason: 'must not contain NUL (\\u0000) or an unpaired UTF-16 surrogate (\\ud800-\\udfff alone): text that cannot be stored' }],
     'Remove the NUL character or the half of a surrogate pair from that string (or key); send characters outside the Basic Multilingual Plane as whole pairs or as UTF-8.',
-    example,
+    exampleOf?.(),
   );
 }

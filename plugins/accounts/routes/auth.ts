@@ -7,7 +7,7 @@ import * as r from '../responses';
 import * as s from '../schemas';
 import { personView } from '../services/people';
 import type { PersonRow } from '../services/people';
-import { secureSessionCookies, sessionCookie } from '../services/sessions';
+import { clearedSessionCookie, secureSessionCookies, sessionCookie } from '../services/sessions';
 import type { NewSession } from '../services/sessions';
 import type { AccountsDeps } from './deps';
 import { userAgentOf } from '../../../core/http/header-text';
@@ -117,7 +117,7 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       responses: { 200: { description: 'Signed out; the cookie is cleared.', schema: r.signoutResponse } },
       handler: async ({ principal }): Promise<Reply> => {
         if (principal?.personId && principal.sessionId) await d.sessions.revoke(principal.personId, principal.sessionId);
-        return { status: 200, headers: { 'Set-Cookie': sessionCookie('', 0, secureSessionCookies(d.config)) }, body: { signed_out: true } };
+        return { status: 200, headers: { 'Set-Cookie': clearedSessionCookie(secureSessionCookies(d.config)) }, body: { signed_out: true } };
       },
     }),
     defineRoute({

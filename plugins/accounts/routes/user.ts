@@ -5,7 +5,7 @@ import type { RouteSpec } from '../../../core/http/route';
 import * as r from '../responses';
 import * as s from '../schemas';
 import { personView } from '../services/people';
-import { secureSessionCookies, sessionCookie } from '../services/sessions';
+import { clearedSessionCookie, secureSessionCookies } from '../services/sessions';
 import type { AccountsDeps } from './deps';
 
 // Any UUID in its text form (RFC 9562), the nil and max UUIDs included: one no session holds is not found (404), not malformed.
@@ -39,7 +39,7 @@ function sessionToKeep(fromQuery: unknown, fromBody: unknown): string | undefine
 export function userRoutes(d: AccountsDeps): RouteSpec[] {
   // The caller's own session ended: its cookie is cleared, as signing out clears it, so a browser does not send a dead
   // cookie whose 401s count against its address's failed credentials.
-  const endedOwn = (ended: boolean): Record<string, string> | undefined => (ended ? { 'Set-Cookie': sessionCookie('', 0, secureSessionCookies(d.config)) } : undefined);
+  const endedOwn = (ended: boolean): Record<string, string> | undefined => (ended ? { 'Set-Cookie': clearedSessionCookie(secureSessionCookies(d.config)) } : undefined);
   const personOf = (p: { personId?: string } | null): string => {
     if (!p?.personId) throw new ApiError('unauthorized', 'Sign in first.');
     return p.personId;

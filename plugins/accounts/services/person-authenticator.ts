@@ -9,7 +9,7 @@ import { notOwnOrigin } from '../../../core/http/origin';
 import { credentialOf, FULL_ACCESS, invalidCredentials, looksLikeJwt, MEMBERSHIP_WORKSPACE, notAMember, personPrincipal } from '../../identity';
 import type { FailedAuthGuard, Role, WorkspaceRow } from '../../identity';
 import type { People } from './people';
-import { PERSON_TOKEN_AUDIENCE, SESSION_COOKIE, sessionCookie } from './sessions';
+import { clearedSessionCookie, PERSON_TOKEN_AUDIENCE, SESSION_COOKIE } from './sessions';
 import type { Sessions } from './sessions';
 
 export function readCookie(req: Request, name: string): string | null {
@@ -114,7 +114,7 @@ export class PersonAuthenticator implements Authenticator {
     } else {
       const session = await this.sessions.byCookie(sent.cookie);
       // Cleared, so a browser whose session was ended elsewhere stops sending it (each one sent counts as a rejected credential).
-      if (!session) throw invalidCredentials('The session has ended.', 'Sign in again (POST /api/auth/signin).').with({ headers: { 'Set-Cookie': sessionCookie('', 0, this.secureCookies) } });
+      if (!session) throw invalidCredentials('The session has ended.', 'Sign in again (POST /api/auth/signin).').with({ headers: { 'Set-Cookie': clearedSessionCookie(this.secureCookies) } });
       personId = session.person_id;
       sessionId = session.id;
     }

@@ -20,6 +20,11 @@ export function secureSessionCookies(config: Config): boolean {
 export function sessionCookie(value: string, maxAgeS: number, secure: boolean): string {
   return `${SESSION_COOKIE}=${encodeURIComponent(value)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeS}${secure ? '; Secure' : ''}`;
 }
+
+/** The session cookie cleared (signing out, a session found ended, the caller's own session ended). */
+export function clearedSessionCookie(secure: boolean): string {
+  return sessionCookie('', 0, secure);
+}
 const CHANNEL = 'accounts:session-invalidation';
 const CACHE_TTL_MS = 30_000;
 

@@ -79,7 +79,7 @@ const STOCK_ITEM = s.batchExample.items[0] as { context: Record<string, unknown>
 function validItem(batchItem: s.CallSchemas['batchItem'], item: PricedItem | s.InvalidBatchItem, index: number, sent: unknown): PricedItem {
   if (!(item instanceof s.InvalidBatchItem)) {
     // Text PostgreSQL cannot store, refused in the item's place (the pipeline leaves it to the batch): the example is the item without it.
-    refuseUnstorableValue(sent, 'body', passingExample(batchItem, withoutUnstorable(sent)) ?? STOCK_ITEM, inItem(index, '(root)'));
+    refuseUnstorableValue(sent, 'body', () => passingExample(batchItem, withoutUnstorable(sent)) ?? STOCK_ITEM, inItem(index, '(root)'));
     return item;
   }
   const parsed = batchItem.safeParse(item.raw);

@@ -11,6 +11,8 @@ const MAD_TO_SIGMA = 1.4826;
 const IQR_TO_SIGMA = 1 / 1.349;
 /** 1.2533 × mean absolute deviation estimates a normal standard deviation. */
 const MEAN_AD_TO_SIGMA = 1.2533;
+/** A share to a tenth of a percent, as shares are shown and compared. */
+const perMille = (share: number): number => Math.round(share * 1000);
 
 export interface Weighted<T> {
   value: T;
@@ -199,7 +201,7 @@ export function sourceMedians<T extends AgedObservation>(
   // Heaviest first by the share shown (a tenth of a percent), then by label: sources tied as shown keep one order while
   // their observations age (time decay moves tied weights apart by a hair, one way then the other).
   const sourceTotal = sources.reduce((s, x) => s + x.weight, 0);
-  const shown = (w: number): number => (sourceTotal > 0 ? Math.round((w / sourceTotal) * 1000) : 0);
+  const shown = (w: number): number => (sourceTotal > 0 ? perMille(w / sourceTotal) : 0);
   sources.sort((a, b) => shown(b.weight) - shown(a.weight) || a.label.localeCompare(b.label));
 
   let totalCapped = 0;
@@ -230,7 +232,7 @@ export function sourceMedians<T extends AgedObservation>(
  * 0.5 + 10⁻⁸), which would be disclosed as dependence on one of them. So a share called over half reads 50.1% or more.
  */
 export function overHalf(share: number): boolean {
-  return Math.round(share * 1000) > 500;
+  return perMille(share) > 500;
 }
 
 /**
@@ -238,7 +240,7 @@ export function overHalf(share: number): boolean {
  * workspaces that disagree in equal measure (a tie, or one a second fresher) are weighed as one resting on the other.
  */
 export function halfOrMore(share: number): boolean {
-  return Math.round(share * 1000) >= 500;
+  return perMille(share) >= 500;
 }
 
 /** The reference resting on one workspace: what it would be without it, and that workspace's share of the raw weight. */
