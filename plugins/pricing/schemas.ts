@@ -216,6 +216,18 @@ export const registerFunctionExample = {
   is_public: false,
 };
 
+/**
+ * The fields a registration cannot do without, and their placeholders for a refused one's example: anything else
+ * refused (a description, tags, a time limit, the listing flag) is left out, as it has a default, rather than
+ * replaced by a stock value the caller never chose (a sent-back example would register it).
+ */
+export const registerFunctionNeeds = {
+  name: registerFunctionExample.name,
+  execution_type: registerFunctionExample.execution_type,
+  endpoint_url: registerFunctionExample.endpoint_url,
+  cost_per_unit: registerFunctionExample.cost_per_unit,
+};
+
 /** name sent to PATCH: said that names are fixed and how to get another, instead of a bare "unknown field". */
 const nameFixed = {
   error: (iss: { code: string; keys?: string[] }) => {

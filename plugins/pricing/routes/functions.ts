@@ -197,7 +197,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       example: s.registerFunctionExample,
       // What was sent, a refused or missing field the body needs (name, endpoint) replaced by the example's placeholder.
       exampleFor: (sent) => {
-        const example = createExampleFromSent(s.registerFunctionBody, sent, s.registerFunctionExample);
+        const example = createExampleFromSent(s.registerFunctionBody, sent, s.registerFunctionNeeds);
         return example ? mendedCreate(example, d) : example;
       },
       headers: createIdempotencyHeaders,

@@ -27,11 +27,12 @@ const CREATE_SAMPLES: Body = { name: 'my routing policy', strategy: 'default' };
  * key its strategy needs) or left out. A refused rule or weight is left out alone, the caller's other
  * rules or weights kept; the sample stands in only when none is left.
  */
-function mend(value: Body, issues: readonly z.core.$ZodIssue[], topSamples: Body): Body {
+function mend(value: Body, issues: readonly z.core.$ZodIssue[], topSamples: Body, configSamples: boolean): Body {
   const out: Body = { ...value };
   let config: Body | undefined = isObject(out.config) ? { ...out.config } : undefined;
   const refusedRules = new Set<number>();
   const refusedWeights = new Set<string>();
+  const refusedItems = new Map<string, Set<number>>();
   for (const issue of issues) {
     const [top, key, index] = issue.path;
     if (issue.code === 'unrecognized_keys' && issue.path.length <= 1) {
@@ -44,12 +45,15 @@ function mend(value: Body, issues: readonly z.core.$ZodIssue[], topSamples: Body
       refusedWeights.add(index);
     } else if (top === 'config' && typeof key === 'string' && config) {
       // A sample replaces a refused needed key once; refused again, or a key nothing needs, it is left out.
-      if (key in SAMPLES && config[key] !== SAMPLES[key]) config[key] = SAMPLES[key];
+      if (configSamples && key in SAMPLES && config[key] !== SAMPLES[key]) config[key] = SAMPLES[key];
       else delete config[key];
     } else if (top === 'config' && key === undefined && config) {
       // The config as a whole misses what its strategy needs.
       const needs = typeof out.strategy === 'string' ? STRATEGY_NEEDS[out.strategy as PolicyShape['strategy']] : undefined;
       config = { ...needs, ...config };
+    } else if (typeof top === 'string' && top !== 'config' && typeof key === 'number' && Array.isArray(out[top])) {
+      // One refused item of a list (a tag, a fallback) is left out alone; the caller's other items stay.
+      refusedItems.set(top, (refusedItems.get(top) ?? new Set<number>()).add(key));
     } else if (typeof top === 'string' && top in topSamples && out[top] !== topSamples[top]) {
       out[top] = topSamples[top];
     } else if (typeof top === 'string') {
@@ -57,26 +61,34 @@ function mend(value: Body, issues: readonly z.core.$ZodIssue[], topSamples: Body
       if (top === 'config') config = undefined;
     }
   }
+  for (const [top, refused] of refusedItems) {
+    const kept = (out[top] as unknown[]).filter((_, i) => !refused.has(i));
+    if (kept.length > 0) out[top] = kept;
+    else if (top in topSamples) out[top] = topSamples[top];
+    else delete out[top];
+  }
   if (config && refusedRules.size > 0) {
     const kept = (config.rules as unknown[]).filter((_, i) => !refusedRules.has(i));
-    config.rules = kept.length > 0 ? kept : SAMPLES.rules;
+    if (kept.length > 0 || configSamples) config.rules = kept.length > 0 ? kept : SAMPLES.rules;
+    else delete config.rules;
   }
   if (config && refusedWeights.size > 0 && isObject(config.weights)) {
     const kept = Object.fromEntries(Object.entries(config.weights).filter(([ref]) => !refusedWeights.has(ref)));
-    config.weights = Object.keys(kept).length > 0 ? kept : SAMPLES.weights;
+    if (Object.keys(kept).length > 0 || configSamples) config.weights = Object.keys(kept).length > 0 ? kept : SAMPLES.weights;
+    else delete config.weights;
   }
   if (config) out.config = config;
   return out;
 }
 
 /** `value` mended until `schema` passes it (possibly emptied); undefined when it is no object or does not pass. */
-function mendedOrEmpty<T>(schema: z.ZodType<T>, value: unknown, topSamples: Body = {}): Body | undefined {
+function mendedOrEmpty<T>(schema: z.ZodType<T>, value: unknown, topSamples: Body = {}, configSamples = true): Body | undefined {
   if (!isObject(value)) return undefined;
   let v: Body = value;
   for (let pass = 0; pass < 4; pass++) {
     const r = schema.safeParse(v);
     if (r.success) return v;
-    v = mend(v, r.error.issues, topSamples);
+    v = mend(v, r.error.issues, topSamples, configSamples);
   }
   return undefined;
 }
@@ -136,13 +148,16 @@ export function createExampleFromSent<T>(body: z.ZodType<T>, sent: unknown, samp
 
 /**
  * The example of a PATCH the body schema refuses, made from what was sent alone (the stored policy is not read
- * before the body passes): each refused value left out, or replaced by a sample where a config key is needed.
+ * before the body passes): each refused value left out, never a sample (refused rules or weights replaced by
+ * samples would, sent back, replace the stored ones; the caller keeps the stored keys when what is left needs them).
  * A config left empty is left out, as sending it would clear the stored one; when nothing is left the example
  * is {}, which changes nothing, never a field the caller did not send (a stock rename would pass for a fix).
  */
 export function patchExampleFromSent<T>(body: z.ZodType<T>, sent: unknown): Body | undefined {
   const sentConfig = isObject(sent) ? sent.config : undefined;
-  const v = mendedOrEmpty(body, sent);
+  // No samples for refused rules or weights: sent back, they would replace the stored ones (the stored policy,
+  // not read here, is kept beside what is left by the caller of this when the result needs it).
+  const v = mendedOrEmpty(body, sent, {}, false);
   if (!v) return undefined;
   // A sent config replaces the stored one whole: with a strategy sent beside it, it must hold what that strategy needs,
   // or the example would be refused for it once applied (samples, as a create's example has).

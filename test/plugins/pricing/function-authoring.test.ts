@@ -381,6 +381,18 @@ describe('pricing: authoring workspace functions', function () {
     });
   });
 
+  it('leaves a refused optional field out of a registration\'s example rather than inventing one, and a refused tag out alone', async () => {
+    const name = fnName('optional');
+    const sent = { name, execution_type: 'external_api', endpoint_url: 'https://pricing.acme.example/mine', cost_per_unit: '0.001', tags: ['mine', 'a,b'], description: 'bad\u202Etext', timeout_ms: 10, is_public: 'no' };
+    const refused = await api().post<Record<string, any>>('/api/functions', sent);
+    expect(refused.status, refused.text).to.equal(400);
+    // No stock description, tag, time limit or listing flag the caller never chose: each refused one takes its default.
+    expect(refused.body.example).to.deep.equal({ name, execution_type: 'external_api', endpoint_url: 'https://pricing.acme.example/mine', cost_per_unit: '0.001', tags: ['mine'] });
+    const onlyBadTags = await api().post<Record<string, any>>('/api/functions', { ...sent, tags: ['a,b'], description: 'kept', timeout_ms: 3000, is_public: true });
+    expect(onlyBadTags.status, onlyBadTags.text).to.equal(400);
+    expect(onlyBadTags.body.example).to.deep.equal({ name, execution_type: 'external_api', endpoint_url: 'https://pricing.acme.example/mine', cost_per_unit: '0.001', description: 'kept', timeout_ms: 3000, is_public: true });
+  });
+
   it('answers a refused registration with what was sent as its example: a refused field the body needs takes the placeholder, an unknown one is left out, the rest is kept', async () => {
     const name = fnName('kept');
     const refused = await api().post<Record<string, any>>('/api/functions', { name, execution_type: 'pipeline', cost_per_unit: '-1', description: 'mine', is_public: true, colour: 'red' });
@@ -401,8 +413,9 @@ describe('pricing: authoring workspace functions', function () {
     expect(made.status, made.text).to.equal(201);
     const id = made.body.function.id as string;
     for (const [sent, example] of [
-      // A reserved tag refuses the list: the example leaves the tags out, and keeps the description asked for.
-      [{ description: 'Better text', tags: ['retail', 'Official'] }, { description: 'Better text' }],
+      // A reserved tag is left out alone: the example keeps the caller's other tags and the description asked for.
+      [{ description: 'Better text', tags: ['retail', 'Official'] }, { description: 'Better text', tags: ['retail'] }],
+      [{ description: 'Better text', tags: ['Official'] }, { description: 'Better text' }],
       [{ descripton: 'typo' }, {}],
     ] as const) {
       const refused = await api().patch<Record<string, any>>(`/api/functions/${id}`, sent);
@@ -418,7 +431,8 @@ describe('pricing: authoring workspace functions', function () {
     expect(notJson.body.example).to.deep.equal({});
     const read = await api().get<Record<string, any>>(`/api/functions/${id}`);
     expect(read.body.function).to.include({ status: 'draft', description: 'Better text' });
-    expect(read.body.function.tags).to.deep.equal(made.body.function.tags);
+    // The resent examples set the tags asked for without the refused one.
+    expect(read.body.function.tags).to.deep.equal(['retail']);
     expect(read.body.function.is_public).to.equal(true);
   });
 

@@ -88,6 +88,17 @@ describe('pricing: the examples of refused routing policies', function () {
     await refusedPatch({ config: { max_cost_per_unit: '0.5', rules: 'gold' } }, 'validation_error', ['config.rules'], { config: withCeiling.config }, withCeiling, ruled);
   });
 
+  it('a PATCH whose every sent rule or weight is refused gets an example that keeps the stored ones, never the stock sample in their place', async () => {
+    const ruled = { name: 'rules-kept', strategy: 'policy', config: { rules: [{ when: { 'customer.tier': 'silver' }, use: 'cost-plus' }, { when: { region: 'eu' }, use: 'anchored-adjustment' }], default_function: 'cost-plus' } };
+    // Only the refused rule was sent: nothing is left to change, so the example changes nothing.
+    await refusedPatch({ config: { rules: [{ when: { b: { bad: 1 } }, use: 'cost-plus' }] } }, 'validation_error', ['config.rules.0.when.b.bad'], {}, ruled, ruled);
+    // A ceiling sent beside it: the example keeps the stored rules and default function beside the ceiling.
+    const withCeiling = { ...ruled, config: { ...ruled.config, max_cost_per_unit: '0.5' } };
+    await refusedPatch({ config: { rules: [{ when: { b: { bad: 1 } }, use: 'cost-plus' }], max_cost_per_unit: '0.5' } }, 'validation_error', ['config.rules.0.when.b.bad'], { config: withCeiling.config }, withCeiling, ruled);
+    const weighted = { name: 'weights-kept', strategy: 'weighted', config: { weights: { 'cost-plus': 1, 'charm-pricing': 2 } } };
+    await refusedPatch({ config: { weights: { 'cost-plus': -1 } } }, 'validation_error', ['config.weights.cost-plus'], {}, weighted, weighted);
+  });
+
   it('a create naming a function that does not exist gets an example without the name (samples where the strategy needs one) that creates the policy', async () => {
     for (const [bad, issuePaths, example] of [
       [{ name: 'r6', strategy: 'policy', config: { rules: [{ when: { a: 1 }, use: NOPE }] } }, ['config.rules.0.use'], { name: 'r6', strategy: 'policy', config: { rules: SAMPLE_RULES } }],
