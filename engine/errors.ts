@@ -7,8 +7,11 @@ export interface CandidateReport {
   kept: boolean;
   reason?: 'cost ceiling' | 'latency ceiling' | 'breaker open' | 'rule miss' | 'unreachable' | 'not active' | 'no weight' | 'pipeline unavailable';
   detail?: string;
-  /** A ceiling it is over besides `reason`'s (over both): raising one alone would still leave it out. */
-  also?: Array<{ reason: 'latency ceiling'; detail: string }>;
+  /**
+   * What else leaves it out besides `reason`: a second ceiling (over both, raising one alone would still leave it out),
+   * or, under a policy, that no rule sends this context to it (its ceiling is then not what keeps the call from it).
+   */
+  also?: Array<{ reason: 'latency ceiling' | 'rule miss'; detail: string }>;
   cost_per_unit?: string;
   latency_p50_ms?: number | 'no data';
 }

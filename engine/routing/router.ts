@@ -64,6 +64,12 @@ export interface RouteDecision {
 
 const DEFAULT_TIE_BAND_PCT = 10;
 
+/**
+ * Ids in code-unit order, never localeCompare: the order (a round-robin cycle, a tie-break) must not depend on the
+ * process's locale, as instances sharing one round-robin counter must agree on the cycle.
+ */
+const byId = (a: FunctionDescriptor, b: FunctionDescriptor): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
 /** The order `default` prefers, by what the context carries. */
 function defaultPreference(ctx: Record<string, unknown>): string[] {
   const has = (k: string) => ctx[k] !== undefined && ctx[k] !== null;
@@ -189,22 +195,25 @@ export class Router {
         const index = rule?.index ?? -1;
         const target = rule ? ('use' in rule ? rule.use : rule.default_function) : undefined;
         const chosen = target ? eligibleFor(target) : undefined;
+        const targetId = target ? idOf(target) : undefined;
         for (const r of reports) {
           if (r.kept && chosen && r.id !== chosen.id) {
             r.kept = false;
             r.reason = 'rule miss';
+          } else if (!r.kept && r.reason !== 'rule miss' && !(targetId !== undefined && r.id === targetId) && r.function !== target) {
+            // Left out already (a ceiling, a breaker), and no rule sends this context to it either: raising its ceiling alone would not let it price.
+            r.also = [...(r.also ?? []), { reason: 'rule miss', detail: 'no rule sends this context to it' }];
           }
         }
         if (!chosen) {
           for (const r of reports) if (r.kept) Object.assign(r, { kept: false, reason: 'rule miss' });
           // Why the function the policy sends this context to cannot take it: its own report's reason. Only that reason is a
           // lever: another function's ceiling or breaker is not what keeps this context from a price.
-          const targetId = target ? idOf(target) : undefined;
           const targetReport = target ? reports.find((r) => (targetId !== undefined && r.id === targetId) || r.function === target) : undefined;
           const why = target ? (targetReport?.reason ?? 'unreachable') : undefined;
           fail(
             index >= 0
-              ? `Rule ${index} matched, but its function ${target as string} is not eligible (${why as string}); default_function applies only when no rule matches.`
+              ? `Rule ${index} matched, but its function ${target as string} is not eligible (${why as string})${input.config.default_function ? '; default_function applies only when no rule matches' : ''}.`
               : target
                 ? `No rule matched the context, and the policy's default_function ${target} is not eligible (${why as string}).`
                 : 'No rule matched the context and the policy has no default_function.',
@@ -225,7 +234,7 @@ export class Router {
           }),
         );
         const rankOf = (f: FunctionDescriptor): number => tieRank.get(f.id) as number;
-        const sorted = [...eligible].sort((a, b) => dec(effectiveCost(a)).comparedTo(dec(effectiveCost(b))) || rankOf(a) - rankOf(b) || a.id.localeCompare(b.id));
+        const sorted = [...eligible].sort((a, b) => dec(effectiveCost(a)).comparedTo(dec(effectiveCost(b))) || rankOf(a) - rankOf(b) || byId(a, b));
         const chosen = sorted[0] as FunctionDescriptor;
         return pick(chosen, { statistic: { cost_per_unit: effectiveCost(chosen), tie_break: 'never timed first, then latency p50, then id' }, alternates: sorted.slice(1) });
       }
@@ -234,11 +243,11 @@ export class Router {
         // A cold function that failed for this caller within the window is not explored again for it on every call (its one
         // failure sample keeps it cold): it comes last, until that failure leaves the window. Others still explore it.
         const failedHere = (f: FunctionDescriptor): boolean => this.latency.failedFor(f.id, caller);
-        const cold = snaps.filter((x) => x.s.cold && !failedHere(x.f)).map((x) => x.f).sort((a, b) => a.id.localeCompare(b.id));
-        const coldFailedHere = snaps.filter((x) => x.s.cold && failedHere(x.f)).map((x) => x.f).sort((a, b) => a.id.localeCompare(b.id));
-        const withP50 = snaps.filter((x) => !x.s.cold && x.s.p50_ms !== null).sort((a, b) => (a.s.p50_ms as number) - (b.s.p50_ms as number) || a.f.id.localeCompare(b.f.id));
+        const cold = snaps.filter((x) => x.s.cold && !failedHere(x.f)).map((x) => x.f).sort((a, b) => byId(a, b));
+        const coldFailedHere = snaps.filter((x) => x.s.cold && failedHere(x.f)).map((x) => x.f).sort((a, b) => byId(a, b));
+        const withP50 = snaps.filter((x) => !x.s.cold && x.s.p50_ms !== null).sort((a, b) => (a.s.p50_ms as number) - (b.s.p50_ms as number) || byId(a.f, b.f));
         // Explored enough, but every recent call to it was declined by its endpoint: no latency to rank it by, so last.
-        const declining = snaps.filter((x) => !x.s.cold && x.s.p50_ms === null).map((x) => x.f).sort((a, b) => a.id.localeCompare(b.id));
+        const declining = snaps.filter((x) => !x.s.cold && x.s.p50_ms === null).map((x) => x.f).sort((a, b) => byId(a, b));
         // After the choice: the other cold functions, then the warm ones fastest first, then the declining ones.
         // Another workspace's function's sample count is its call volume, which this caller reads only as the leaderboard would.
         const samplesOf = (f: FunctionDescriptor): number | null => (this.breakers.showsVolume(f, input.scope.workspaceId) ? this.latency.snapshot(f.id).samples : null);
@@ -271,7 +280,7 @@ export class Router {
         });
       }
       case 'round_robin': {
-        const sorted = [...eligible].sort((a, b) => a.id.localeCompare(b.id));
+        const sorted = [...eligible].sort((a, b) => byId(a, b));
         const n = await this.kv.incr(roundRobinKey(input.policyId, input.scope.workspaceId), 1, 7 * 86_400_000);
         const at = (n - 1) % sorted.length;
         const chosen = sorted[at] as FunctionDescriptor;
@@ -293,7 +302,7 @@ export class Router {
           }
         }
         // After the choice: the others heaviest first (then by id), without spending draws of the seeded source.
-        const rest = eligible.filter((f) => f !== chosen).sort((a, b) => weightOf(b) - weightOf(a) || a.id.localeCompare(b.id));
+        const rest = eligible.filter((f) => f !== chosen).sort((a, b) => weightOf(b) - weightOf(a) || byId(a, b));
         return pick(chosen, { statistic: { weight: weightOf(chosen), total_weight: total }, alternates: rest });
       }
       case 'priority': {

@@ -25,7 +25,9 @@ const OPERAND: Record<(typeof OPERATORS)[number], string> = {
   starts_with: 'a string of 1 to 200 characters',
 };
 
-const shownValue = (v: unknown): string => (JSON.stringify(v) ?? String(v)).slice(0, 60);
+/** JSON reads a number beyond a double's range (1e400) as Infinity, which JSON.stringify would show as null: never sent. */
+const shownValue = (v: unknown): string =>
+  typeof v === 'number' && !Number.isFinite(v) ? 'a number beyond the range a JSON number can hold here (about ±1.8e308)' : (JSON.stringify(v) ?? String(v)).slice(0, 60);
 
 /** Why a condition is refused: a list, or each wrong operator with what it takes and what came. */
 function conditionProblem(iss: { code: string; input?: unknown; errors?: ReadonlyArray<ReadonlyArray<{ path: PropertyKey[]; message: string }>> }): string | undefined {

@@ -133,6 +133,25 @@ describe('engine: routing strategies', function () {
       expect(missed.message).to.equal("No rule matched the context, and the policy's default_function gone-default is not eligible (unreachable).");
     });
 
+    it('a matched rule whose function is excluded, on a policy without default_function, says nothing of a default_function', async () => {
+      const ruled = policy('policy', { rules: [{ when: { vip: true }, use: 'gone-function' }] });
+      const err = await engineError(h.price({ policy: ruled, context: { vip: true } }), 'no_eligible_function');
+      expect(err.message).to.equal('Rule 0 matched, but its function gone-function is not eligible (unreachable).');
+    });
+
+    it('a candidate over a ceiling that no rule sends the context to lists the rule miss too: raising its ceiling alone would not let it price', async () => {
+      const ceiled = policy('policy', { rules: [{ when: { tier: 'gold' }, use: 'test-alpha' }], max_cost_per_unit: '0.001' });
+      const err = await engineError(h.price({ policy: ceiled, context: { quantity: 1 } }), 'no_eligible_function');
+      expect(err.message).to.equal('No rule matched the context and the policy has no default_function.');
+      const alpha = (err.details.candidates ?? []).find((c) => c.function === 'test-alpha');
+      expect(alpha).to.deep.include({ kept: false, reason: 'cost ceiling', also: [{ reason: 'rule miss', detail: 'no rule sends this context to it' }] });
+      // The rule's own function, when the rule holds: its ceiling is the decisive reason, no rule miss beside it.
+      const matched = await engineError(h.price({ policy: ceiled, context: { tier: 'gold' } }), 'no_eligible_function');
+      const target = (matched.details.candidates ?? []).find((c) => c.function === 'test-alpha');
+      expect(target).to.include({ reason: 'cost ceiling' });
+      expect(target).to.not.have.property('also');
+    });
+
     it('with no rule holding and no default_function it refuses: no_eligible_function, every candidate a rule miss', async () => {
       const noDefault = policy('policy', { rules: [{ when: { quantity: { gte: 100 } }, use: 'test-alpha' }, { when: { vip: true }, use: 'test-beta' }] });
       const err = await engineError(h.price({ policy: noDefault, context: { quantity: 1 } }), 'no_eligible_function');
@@ -278,6 +297,18 @@ describe('engine: routing strategies', function () {
         // The 7th turn over 3 functions lands on the first of the cycle.
         expect(routeOf(out).statistic).to.deep.equal({ name: 'round-robin turn', counter: 7, of: 3, position: 1, cycle: ['test-alpha', 'test-beta', 'test-gamma'] });
         expect(out.fn.name).to.equal('test-alpha');
+      } finally {
+        await h.close();
+      }
+    });
+
+    it('orders the cycle by id in code units, not by locale: an upper-case id comes before a lower-case one on every instance', async () => {
+      // Generated workspace ids mix cases; locale order would put fn_alpha before fn_Beta, and differ between processes' locales.
+      const h = await harness({ functions: [fixture('test-alpha', { id: 'fn_alpha' }), fixture('test-beta', { id: 'fn_Beta' })] });
+      try {
+        const out = await h.price({ policy: policy('round_robin', { candidates: ['test-alpha', 'test-beta'] }) });
+        expect(routeOf(out).statistic).to.deep.include({ cycle: ['test-beta', 'test-alpha'], position: 1 });
+        expect(out.fn.name).to.equal('test-beta');
       } finally {
         await h.close();
       }

@@ -100,6 +100,10 @@ describe('pricing: routing policies over HTTP', function () {
         expect(res.status, JSON.stringify(when)).to.equal(400);
         expect(res.body.issues, JSON.stringify(when)).to.deep.equal([{ path: 'config.rules.0.when.x', reason }]);
       }
+      // 1e400 parses as Infinity, which JSON would show as null: the caller never sent null.
+      const huge = await a.raw<Record<string, any>>('POST', PATH, { rawBody: '{"name":"typed","strategy":"policy","config":{"rules":[{"when":{"x":{"gt":1e400}},"use":"cost-plus"}]}}', headers: { 'content-type': 'application/json' } });
+      expect(huge.status, huge.text).to.equal(400);
+      expect(huge.body.issues).to.deep.equal([{ path: 'config.rules.0.when.x', reason: 'gt must be a number, got a number beyond the range a JSON number can hold here (about ±1.8e308)' }]);
     });
 
     it('a rule path deeper than 8 levels: 400', async () => {
