@@ -378,7 +378,8 @@ function otherMethods(path: string, specs: RouteSpec[]): RequestHandler {
   const screening = specs.find((spec) => spec.screen);
   // A path of one route taking a body: the 405 shows a body it takes, so the retry with the right method works as sent.
   const only = specs.length === 1 ? specs[0] : undefined;
-  const refuse = methodNotAllowed(path, specs.map((spec) => spec.method), pathDeprecation(specs), only?.body ? only.example : undefined);
+  const missing = Object.assign({}, ...specs.map((spec) => spec.missingMethods ?? {})) as NonNullable<RouteSpec['missingMethods']>;
+  const refuse = methodNotAllowed(path, specs.map((spec) => spec.method), pathDeprecation(specs), only?.body ? only.example : undefined, missing);
   const handler = screening ? screenedFirst(screening, refuse) : refuse;
   Object.defineProperty(handler, 'name', { value: METHOD_NOT_ALLOWED });
   return handler;
@@ -395,7 +396,7 @@ function screenedFirst(route: RouteSpec, then: RequestHandler): RequestHandler {
 }
 
 /** The 405 helper: `Allow` header plus a hint naming the methods the path accepts, and the path's deprecation signals. */
-export function methodNotAllowed(path: string, methods: readonly HttpMethod[], deprecated?: Deprecation, example?: unknown): RequestHandler {
+export function methodNotAllowed(path: string, methods: readonly HttpMethod[], deprecated?: Deprecation, example?: unknown, missing: RouteSpec['missingMethods'] = {}): RequestHandler {
   const allowed = methods.map((m) => m.toUpperCase());
   if (allowed.includes('GET')) allowed.push('HEAD');
   const allow = allowed.join(', ');
@@ -410,6 +411,11 @@ export function methodNotAllowed(path: string, methods: readonly HttpMethod[], d
     // The path as the caller sent it (not Express's template with its :params), the methods as a reader lists them.
     const methods = allowed.filter((m) => m !== 'HEAD');
     const listed = methods.length > 1 ? `${methods.slice(0, -1).join(', ')} or ${methods.at(-1) ?? ''}` : (methods[0] ?? '');
+    const meant = missing?.[req.method.toLowerCase() as HttpMethod];
+    if (meant) {
+      next(new ApiError('method_not_allowed', `${req.method} is not supported on ${req.path}.`, { hint: meant.hint, headers: { Allow: allow }, ...(meant.example === undefined ? {} : { example: meant.example }) }));
+      return;
+    }
     next(
       new ApiError('method_not_allowed', `${req.method} is not supported on ${req.path}.`, {
         hint: example === undefined ? `Use ${listed} on this path.` : `Use ${listed} on this path; example is a body it takes.`,

@@ -85,6 +85,11 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
   wrongCredentialNext?: NextStep[];
   /** The keyless route doing what this one does (the verification demo): a 401 for no credential offers it as its `try_demo`. */
   keylessTwin?: NextStep;
+  /**
+   * What a caller trying a method the path has no route for is told in its 405, in place of the bare list of methods:
+   * where the operation it likely meant lives (DELETE of a record that is withdrawn, never deleted, say).
+   */
+  missingMethods?: Partial<Record<HttpMethod, { hint: string; example?: unknown }>>;
   /** The route manages API keys (an agent token there answers 403 agent_cannot_manage_keys). */
   keyManagement?: boolean;
   /**

@@ -272,6 +272,13 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       id: 'functions.update',
       method: 'patch',
       path: '/api/functions/:id',
+      // Usage records and policies name a function for good: it is withdrawn, never deleted.
+      missingMethods: {
+        delete: {
+          hint: 'Functions are never deleted (usage records and routing policies name them for good): PATCH /api/functions/{id} with example {"status":"inactive"} withdraws one from routing and the marketplace; {"status":"active"} brings it back.',
+          example: { status: 'inactive' },
+        },
+      },
       summary: 'Owners and admins: activate, deactivate, list publicly, or change description, tags, cost or endpoint.',
       tags: ['Functions'],
       fullAccess: true,

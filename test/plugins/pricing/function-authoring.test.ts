@@ -436,6 +436,21 @@ describe('pricing: authoring workspace functions', function () {
     expect(read.body.function.is_public).to.equal(true);
   });
 
+  it('answers DELETE of a function with 405 saying functions are withdrawn, never deleted, and the PATCH that withdraws one as example', async () => {
+    const made = await api().post<Record<string, any>>('/api/functions', draft('never-deleted'));
+    expect(made.status, made.text).to.equal(201);
+    const res = await api().raw<Record<string, any>>('DELETE', `/api/functions/${made.body.function.id}`);
+    expect(res.status, res.text).to.equal(405);
+    expect(res.headers.get('allow')).to.equal('GET, PATCH, HEAD');
+    expect(res.body.code).to.equal('method_not_allowed');
+    expect(res.body.hint).to.include('never deleted').and.include('PATCH /api/functions/{id}');
+    expect(res.body.example).to.deep.equal({ status: 'inactive' });
+    // Another method the path lacks keeps the plain list.
+    const put = await api().raw<Record<string, any>>('PUT', `/api/functions/${made.body.function.id}`);
+    expect(put.status).to.equal(405);
+    expect(put.body.hint).to.equal('Use GET or PATCH on this path.');
+  });
+
   describe('names are fixed once registered', () => {
     it('answers a PATCH of name with 400 saying names are fixed once registered (register a new function for a new name), and changes nothing', async () => {
       const made = await api().post<Record<string, any>>('/api/functions', draft('fixed-name'));
