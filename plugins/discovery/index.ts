@@ -37,6 +37,6 @@ export const discoveryPlugin: PluginDefinition = {
     const routes = container.resolve<RouteTable>(TOKENS.Routes);
     const tools = (): readonly ToolDescriptor[] => (container.isRegistered(DISCOVERY.McpTools, true) ? container.resolve<readonly ToolDescriptor[]>(DISCOVERY.McpTools) : []);
     const version = process.env.npm_package_version ?? '0.1.0';
-    for (const r of [...documentRoutes({ config, routes, changelog, publicUrl: ctx.publicUrl, tools, version }), ...changelogRoutes(changelog, ctx.publicUrl)]) ctx.route(r);
+    for (const r of [...documentRoutes({ config, routes, changelog, publicUrl: ctx.publicUrl, tools, version, clock }), ...changelogRoutes(changelog, ctx.publicUrl)]) ctx.route(r);
   },
 };

@@ -2,6 +2,7 @@ import type { Response } from 'express';
 import { z } from 'zod';
 import { stringify } from 'yaml';
 import type { Config } from '../../../config';
+import type { Clock } from '../../../core/clock';
 import { ApiError } from '../../../core/errors';
 import type { RouteTable } from '../../../core/http/pipeline';
 import { HANDLED, defineRoute, ok } from '../../../core/http/route';
@@ -19,23 +20,31 @@ export interface DocumentDeps {
   publicUrl: () => string;
   tools: () => readonly ToolDescriptor[];
   version: string;
+  clock: Clock;
 }
+
+/**
+ * How long a built OpenAPI document is served: examples computed when read (observations' observed_at, hours before
+ * now) must not age out of the verification window on a long-running instance, and the ~400 KB build is not repeated
+ * per request. The document is rebuilt on the first request of each UTC hour.
+ */
+const OPENAPI_REBUILD_MS = 3_600_000;
 
 const publicDoc = { auth: 'public' as const, rateLimit: 'none', tags: ['Discovery'] };
 
 export function documentRoutes(d: DocumentDeps): RouteSpec[] {
-  let openapiCache: { json: string; yaml: string } | null = null;
+  let openapiCache: { period: number; json: string; yaml: string } | null = null;
   // Read on first request: plugins registering after this one (mcp) have added their routes by then.
   let surfaceCache: Surface | null = null;
   const surface = (): Surface => (surfaceCache ??= surfaceOf(d.routes.all(), d.tools()));
   const openapi = () => {
-    openapiCache ??= (() => {
-      // The manifest route answers 404 without the MCP endpoint, so it is not offered then; nor is a person's way in
-      // without anyone to sign in (the accounts plugin).
-      const routes = d.routes.all().filter((r) => r.spec.id !== 'discovery.mcp' || surface().mcp);
-      const doc = buildOpenApi(routes, { version: d.version, serverUrl: d.publicUrl(), people: surface().serves('post', '/api/auth/signin') });
-      return { json: JSON.stringify(doc), yaml: stringify(doc, { aliasDuplicateObjects: false }) };
-    })();
+    const period = Math.floor(d.clock.now() / OPENAPI_REBUILD_MS);
+    if (openapiCache?.period === period) return openapiCache;
+    // The manifest route answers 404 without the MCP endpoint, so it is not offered then; nor is a person's way in
+    // without anyone to sign in (the accounts plugin).
+    const routes = d.routes.all().filter((r) => r.spec.id !== 'discovery.mcp' || surface().mcp);
+    const doc = buildOpenApi(routes, { version: d.version, serverUrl: d.publicUrl(), people: surface().serves('post', '/api/auth/signin') });
+    openapiCache = { period, json: JSON.stringify(doc), yaml: stringify(doc, { aliasDuplicateObjects: false }) };
     return openapiCache;
   };
   const text = (body: string, type: string): ((ctx: { res: Response }) => HandlerResult) => ({ res }) => {

@@ -1,0 +1,42 @@
+import { expect } from 'chai';
+import { ManualClock } from '../../../core/clock';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+import { client } from '../../support/http';
+
+const HOUR = 3_600_000;
+
+/** The observed_at times of the observations example in a JSON OpenAPI document. */
+function observedAts(doc: Record<string, any>): string[] {
+  const example = doc.paths['/api/data/observations'].post.requestBody.content['application/json'].example as { observations: Array<{ observed_at: string }> };
+  return example.observations.map((o) => o.observed_at);
+}
+
+describe('serving the OpenAPI document', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  const clock = new ManualClock(Date.parse('2026-06-01T10:15:00Z'));
+  before(async () => {
+    svc = await startTestService({ clock });
+  });
+  after(() => svc.close());
+
+  it('rebuilds the document once the UTC hour turns, so examples read at serve time (observed_at) stay inside the verification window', async () => {
+    const api = client(svc.url);
+    const first = await api.get<Record<string, any>>('/api/openapi.json?format=json');
+    expect(first.status).to.equal(200);
+    const before = observedAts(first.body);
+    expect(Date.parse(before[0] ?? '')).to.be.below(clock.now()).and.above(clock.now() - 12 * HOUR);
+    // Within the hour the built document is served as it is.
+    clock.advance(30 * 60_000);
+    expect(observedAts((await api.get<Record<string, any>>('/api/openapi.json?format=json')).body)).to.deep.equal(before);
+    // A long-running instance, 200 days on (past VERIFY_MAX_AGE_DAYS): the times are hours before the new now, in both formats.
+    clock.advance(200 * 24 * HOUR);
+    const later = await api.get<Record<string, any>>('/api/openapi.json?format=json');
+    const after = observedAts(later.body);
+    expect(after).to.have.lengthOf(before.length);
+    for (const [i, t] of after.entries()) expect(Date.parse(t) - Date.parse(before[i] ?? ''), t).to.equal(200 * 24 * HOUR + 30 * 60_000);
+    const yaml = await api.get('/api/openapi.json');
+    expect(yaml.text).to.include(after[0]);
+  });
+});
