@@ -58,14 +58,15 @@ export function documentRoutes(d: DocumentDeps): RouteSpec[] {
       id: 'discovery.openapi',
       method: 'get',
       path: '/api/openapi.json',
-      summary: 'OpenAPI 3.1 description of this service: YAML by default, JSON with format=json or Accept: application/json.',
+      summary: 'OpenAPI 3.1 description of this service: YAML by default, JSON with format=json or an Accept preferring application/json (q-values count).',
       ...publicDoc,
       query: z.object({ format: z.enum(['json', 'yaml']).optional() }),
       produces: ['application/yaml', 'application/json'],
       handler: (ctx): HandlerResult => {
         const doc = openapi();
-        const accept = String(ctx.req.headers.accept ?? '');
-        const asJson = ctx.query.format === 'json' || (ctx.query.format !== 'yaml' && /application\/json/.test(accept));
+        // Negotiated as Express does: the higher q wins (q=0 refuses a type), equal q goes by the Accept header's order,
+        // and no Accept, a wildcard or an Accept naming neither gets YAML (never a 406: the format is also in the address).
+        const asJson = ctx.query.format === 'json' || (ctx.query.format !== 'yaml' && ctx.req.accepts(['application/yaml', 'application/json']) === 'application/json');
         // Publicly cacheable: without Vary a shared cache would hand the first caller's format to everyone.
         if (ctx.query.format === undefined) ctx.res.vary('Accept');
         return text(asJson ? doc.json : doc.yaml, asJson ? 'application/json; charset=utf-8' : 'application/yaml; charset=utf-8')(ctx);

@@ -39,4 +39,33 @@ describe('serving the OpenAPI document', function () {
     const yaml = await api.get('/api/openapi.json');
     expect(yaml.text).to.include(after[0]);
   });
+
+  it('chooses the format by Accept as Express negotiates it: q=0 refuses JSON, the higher q-value wins, YAML without a preference', async () => {
+    const api = client(svc.url);
+    const cases: Array<[string | undefined, 'yaml' | 'json']> = [
+      [undefined, 'yaml'],
+      ['*/*', 'yaml'],
+      ['application/json', 'json'],
+      ['application/yaml, application/json;q=0', 'yaml'],
+      ['application/json;q=0', 'yaml'],
+      ['application/json;q=0.5, application/yaml;q=0.9', 'yaml'],
+      ['application/yaml;q=0.4, application/json;q=0.8', 'json'],
+      ['application/json;q=0.9, */*;q=0.1', 'json'],
+      ['text/html', 'yaml'],
+    ];
+    for (const [accept, format] of cases) {
+      const res = await api.get('/api/openapi.json', accept === undefined ? {} : { accept });
+      expect(res.status, `Accept: ${accept}`).to.equal(200);
+      expect(res.headers.get('content-type'), `Accept: ${accept}`).to.equal(`application/${format}; charset=utf-8`);
+      expect(res.headers.get('vary'), `Accept: ${accept}`).to.equal('Accept');
+      expect(res.text.startsWith('{'), `Accept: ${accept}`).to.equal(format === 'json');
+    }
+    // format= in the address wins over Accept, and the answer then does not vary on it.
+    const yaml = await api.get('/api/openapi.json?format=yaml', { accept: 'application/json' });
+    expect(yaml.headers.get('content-type')).to.equal('application/yaml; charset=utf-8');
+    expect(yaml.headers.get('vary')).to.equal(null);
+    const json = await api.get('/api/openapi.json?format=json', { accept: 'application/yaml, application/json;q=0' });
+    expect(json.headers.get('content-type')).to.equal('application/json; charset=utf-8');
+    expect(json.headers.get('vary')).to.equal(null);
+  });
 });
