@@ -44,7 +44,9 @@ export function documentRoutes(d: DocumentDeps): RouteSpec[] {
     // without anyone to sign in (the accounts plugin).
     const routes = d.routes.all().filter((r) => r.spec.id !== 'discovery.mcp' || surface().mcp);
     const doc = buildOpenApi(routes, { version: d.version, serverUrl: d.publicUrl(), people: surface().serves('post', '/api/auth/signin') });
-    openapiCache = { period, json: JSON.stringify(doc), yaml: stringify(doc, { aliasDuplicateObjects: false }) };
+    // compat: a string that YAML 1.1 (PyYAML, js-yaml's default) would read as something else — a date such as
+    // 1990-12-10, yes/no, 0x1F — is quoted, as are those YAML 1.2 would, so every reader gets the JSON document's values.
+    openapiCache = { period, json: JSON.stringify(doc), yaml: stringify(doc, { aliasDuplicateObjects: false, compat: 'yaml-1.1' }) };
     return openapiCache;
   };
   const text = (body: string, type: string): ((ctx: { res: Response }) => HandlerResult) => ({ res }) => {

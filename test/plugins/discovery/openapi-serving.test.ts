@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { parse as parseYaml } from 'yaml';
 import { ManualClock } from '../../../core/clock';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
@@ -67,5 +68,18 @@ describe('serving the OpenAPI document', function () {
     const json = await api.get('/api/openapi.json?format=json', { accept: 'application/yaml, application/json;q=0' });
     expect(json.headers.get('content-type')).to.equal('application/json; charset=utf-8');
     expect(json.headers.get('vary')).to.equal(null);
+  });
+
+  it('quotes strings in the YAML document that YAML 1.1 or 1.2 would read as another type (dates), so both read the JSON document', async () => {
+    const api = client(svc.url);
+    const json = await api.get<Record<string, any>>('/api/openapi.json?format=json');
+    const yaml = await api.get('/api/openapi.json?format=yaml');
+    expect(yaml.status).to.equal(200);
+    // The examples hold such strings: a date of birth and observation times.
+    expect(yaml.text).to.match(/observed_at: "\d{4}-\d{2}-\d{2}T[\d:]+Z"/);
+    expect(yaml.text).to.match(/: "\d{4}-\d{2}-\d{2}"\n/);
+    // PyYAML and js-yaml's default read 1.1, where an unquoted 2026-11-29T19:00:46Z is a timestamp.
+    expect(parseYaml(yaml.text, { version: '1.1' })).to.deep.equal(json.body);
+    expect(parseYaml(yaml.text)).to.deep.equal(json.body);
   });
 });
