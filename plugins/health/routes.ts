@@ -23,6 +23,15 @@ const readyBody = z.object({
   failing: z.array(z.string()).optional(),
   checked_at: z.string().describe('When the checks ran (ISO 8601): answers within READINESS_CACHE_MS of it share that run.'),
 });
+/** The 503: the common error fields (core/errors.ts) beside the status, so it reads as every other refusal does. */
+const notReadyBody = readyBody.extend({
+  status: z.literal('not_ready'),
+  failing: z.array(z.string()).describe('The checks that failed (keys of checks).'),
+  error: z.string().describe('What went wrong, for people (the same text as message).'),
+  code: z.literal('not_ready'),
+  message: z.string().describe('The same text as error.'),
+  request_id: z.string().describe('The request id (req_…), also the X-Request-Id header.'),
+});
 
 /**
  * `service_dependency_up{dependency}`: each readiness check (database, Redis when configured, the pricing pool's queue)
@@ -59,20 +68,21 @@ export function healthRoutes(ctx: PluginContext, probe: ReadinessProbe): RouteSp
       id: 'health.ready',
       method: 'get',
       path: '/readyz',
-      summary: 'Readiness: the database and Redis (when configured) answer.',
+      summary: "Readiness: the database and Redis (when configured) answer, and the pricing pool's queue is under 90% of ENGINE_MAX_QUEUE.",
       description: 'The checks run at most once per READINESS_CACHE_MS (1 s by default), and once at a time: answers meanwhile share that run, and checked_at says when it was.',
       tags: ['Operations'],
       auth: 'public',
       rateLimit: 'none',
       responses: {
         200: { description: 'Every dependency answers.', schema: readyBody },
-        503: { description: 'A dependency does not answer; `failing` names it.', schema: readyBody },
+        503: { description: 'A check failed; `failing` names it, in the common error shape (code not_ready).', schema: notReadyBody },
       },
       handler: async () => {
         const { checks, checkedAt } = await probe.read();
         const failing = Object.keys(checks).filter((k) => checks[k]?.status === 'down');
         if (failing.length === 0) return ok({ status: 'ready', checks, checked_at: checkedAt });
-        return { status: 503, body: { status: 'not_ready', checks, failing, checked_at: checkedAt, error: `Not ready: ${failing.join(', ')} not reachable.`, code: 'not_ready' } };
+        // Thrown, so the error handler writes it as every refusal (error, code, message, request_id), status fields beside.
+        throw new ApiError('not_ready', `Not ready: ${failing.join(', ')} not reachable.`, { fields: { status: 'not_ready', checks, failing, checked_at: checkedAt } });
       },
     }),
     defineRoute({

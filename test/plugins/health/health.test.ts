@@ -25,6 +25,16 @@ function countedCheck(ms: number): { plugin: PluginDefinition; runs: () => numbe
   return { plugin, runs: () => runs };
 }
 
+/** A readiness check that always fails. */
+const failingCheck: PluginDefinition = {
+  name: 'failing-check',
+  description: 'test: a readiness check that fails',
+  dependsOn: [],
+  register(ctx) {
+    ctx.readiness('broken', () => Promise.reject(new Error('it is broken')));
+  },
+};
+
 describe('health plugin', () => {
   it('GET /healthz answers while the process is up', async () => {
     const svc = await startTestService({ enabled: ['health'] });
@@ -161,6 +171,41 @@ describe('health plugin', () => {
       expect(each.runs() - before).to.equal(3);
     } finally {
       await svc0.close();
+    }
+  });
+
+  it('GET /readyz answers 503 in the common error shape (error, code, message, request_id) beside its status fields, as its OpenAPI schema declares', async () => {
+    const svc = await startTestService({ enabled: ['health', 'identity', 'discovery', 'failing-check'], extraPlugins: [failingCheck] });
+    try {
+      const api = client(svc.url);
+      const down = await api.get<Record<string, any>>('/readyz');
+      expect(down.status).to.equal(503);
+      expect(down.body).to.include({ status: 'not_ready', code: 'not_ready', request_id: down.headers.get('x-request-id') });
+      expect(down.body.error).to.be.a('string').and.include('broken');
+      expect(down.body.message).to.equal(down.body.error);
+      expect(down.body.failing).to.deep.equal(['broken']);
+      expect(down.body.checks.broken).to.include({ status: 'down', error: 'it is broken' });
+      expect(down.body.checks.database).to.include({ status: 'up' });
+      expect(Date.parse(down.body.checked_at)).to.be.a('number').and.not.NaN;
+      const doc = (await api.get<Record<string, any>>('/api/openapi.json?format=json')).body;
+      const schema = doc.paths['/readyz'].get.responses['503'].content['application/json'].schema as { required: string[]; properties: Record<string, unknown> };
+      expect(schema.required).to.include.members(['error', 'code', 'message', 'request_id', 'status', 'checks', 'failing', 'checked_at']);
+      expect(Object.keys(down.body).filter((k) => !(k in schema.properties))).to.deep.equal([]);
+    } finally {
+      await svc.close();
+    }
+  });
+
+  it("GET /readyz's summary names every check it makes (the pricing pool's too)", async () => {
+    const svc = await startTestService();
+    try {
+      const api = client(svc.url);
+      const checks = Object.keys((await api.get<Record<string, any>>('/readyz')).body.checks as object);
+      expect(checks).to.include.members(['database', 'pricing_pool']);
+      const summary = (await api.get<Record<string, any>>('/api/openapi.json?format=json')).body.paths['/readyz'].get.summary as string;
+      for (const name of [...checks, 'redis']) expect(summary.toLowerCase(), name).to.include(name.replace(/_/g, ' '));
+    } finally {
+      await svc.close();
     }
   });
 });
