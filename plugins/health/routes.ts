@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { ApiError, errorBodySchema } from '../../core/errors';
 import { defineRoute, ok, HANDLED } from '../../core/http/route';
+import { sendBody } from '../../core/http/send-body';
 import type { HandlerResult, RouteSpec } from '../../core/http/route';
 import type { PluginContext } from '../../core/plugin';
 import { READINESS_TIMEOUT_MS } from './readiness';
@@ -110,8 +111,8 @@ export function healthRoutes(ctx: PluginContext, probe: ReadinessProbe): RouteSp
             fields: { retryable: false, next: [] },
           });
         }
-        res.setHeader('Content-Type', ctx.metrics.registry.contentType);
-        res.status(200).end(await ctx.metrics.registry.metrics());
+        const body = await ctx.metrics.registry.metrics();
+        sendBody(res.status(200), body, ctx.metrics.registry.contentType);
         return HANDLED;
       },
     }),

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { HANDLED, defineRoute, ok } from '../../../core/http/route';
+import { sendBody } from '../../../core/http/send-body';
 import type { HandlerResult, RouteSpec } from '../../../core/http/route';
 import * as r from '../responses';
 import type { Changelog, ChangelogEntry } from '../services/changelog';
@@ -26,9 +27,9 @@ export function changelogRoutes(changelog: Changelog, publicUrl: () => string): 
       responses: { 200: { description: 'The changelog as JSON Feed 1.1.', schema: r.jsonFeedResponse } },
       handler: ({ query, res }): HandlerResult => {
         const base = publicUrl();
-        res.setHeader('Content-Type', 'application/feed+json; charset=utf-8');
         res.setHeader('Cache-Control', 'public, max-age=300');
-        res.status(200).end(
+        sendBody(
+          res.status(200),
           JSON.stringify({
             version: 'https://jsonfeed.org/version/1.1',
             title: 'Pricing Compute Service changelog',
@@ -46,6 +47,7 @@ export function changelogRoutes(changelog: Changelog, publicUrl: () => string): 
               _service: { audience: e.audience },
             })),
           }),
+          'application/feed+json; charset=utf-8',
         );
         return HANDLED;
       },
@@ -68,10 +70,11 @@ export function changelogRoutes(changelog: Changelog, publicUrl: () => string): 
               `    <item>\n      <guid isPermaLink="false">${escapeXml(e.id)}</guid>\n      <title>${escapeXml(e.title)}</title>\n      <link>${escapeXml(e.link)}</link>\n      <description>${escapeXml(e.summary)}</description>\n      <pubDate>${new Date(e.date).toUTCString()}</pubDate>\n${e.audience.map((a) => `      <category>${escapeXml(a)}</category>`).join('\n')}\n    </item>`,
           )
           .join('\n');
-        res.setHeader('Content-Type', 'application/rss+xml; charset=utf-8');
         res.setHeader('Cache-Control', 'public, max-age=300');
-        res.status(200).end(
+        sendBody(
+          res.status(200),
           `<?xml version="1.0" encoding="UTF-8"?>\n<rss version="2.0" xmlns:atom="http://www.w3.org/2005/Atom">\n  <channel>\n    <title>Pricing Compute Service changelog</title>\n    <link>${escapeXml(`${base}/changelog`)}</link>\n    <description>Changes to the pricing compute service.</description>\n    <atom:link href="${escapeXml(selfUrl('/api/changelog/rss.xml', query.audience))}" rel="self" type="application/rss+xml"/>\n${items}\n  </channel>\n</rss>\n`,
+          'application/rss+xml; charset=utf-8',
         );
         return HANDLED;
       },
@@ -91,9 +94,10 @@ export function changelogRoutes(changelog: Changelog, publicUrl: () => string): 
           .all()
           .map((e) => `<article id="${escapeXml(e.id)}"><h2>${escapeXml(e.title)}</h2><p><time datetime="${e.date}">${e.date.slice(0, 10)}</time> · for ${escapeXml(e.audience.join(', '))}</p><p>${escapeXml(e.summary)}</p></article>`)
           .join('\n');
-        res.setHeader('Content-Type', 'text/html; charset=utf-8');
-        res.status(200).end(
+        sendBody(
+          res.status(200),
           `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Changelog · Pricing Compute Service</title><link rel="alternate" type="application/feed+json" href="${base}/api/changelog/feed.json"><link rel="alternate" type="application/rss+xml" href="${base}/api/changelog/rss.xml"></head><body><h1>Changelog</h1>\n${body}\n</body></html>`,
+          'text/html; charset=utf-8',
         );
         return HANDLED;
       },

@@ -5,6 +5,7 @@ import type { Config } from '../../../config';
 import type { Clock } from '../../../core/clock';
 import { ApiError } from '../../../core/errors';
 import type { RouteTable } from '../../../core/http/pipeline';
+import { sendBody } from '../../../core/http/send-body';
 import { HANDLED, defineRoute, ok } from '../../../core/http/route';
 import type { HandlerResult, RouteSpec } from '../../../core/http/route';
 import { agentsDocument, llmsText, mcpDocument, offerSummary, surfaceOf } from '../documents';
@@ -50,9 +51,8 @@ export function documentRoutes(d: DocumentDeps): RouteSpec[] {
     return openapiCache;
   };
   const text = (body: string, type: string): ((ctx: { res: Response }) => HandlerResult) => ({ res }) => {
-    res.setHeader('Content-Type', type);
     res.setHeader('Cache-Control', 'public, max-age=60');
-    res.status(200).end(body);
+    sendBody(res.status(200), body, type);
     return HANDLED;
   };
   return [
