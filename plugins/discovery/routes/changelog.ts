@@ -83,20 +83,19 @@ export function changelogRoutes(changelog: Changelog, publicUrl: () => string): 
       id: 'changelog.page',
       method: 'get',
       path: '/changelog',
-      summary: 'The changelog as a web page.',
+      summary: 'The changelog as a web page; audience (agents, people) filters it as it does the feeds.',
       tags: ['Changelog'],
       auth: 'public',
       rateLimit: 'none',
+      query: audienceQuery,
       produces: ['text/html'],
-      handler: ({ res }): HandlerResult => {
-        const base = publicUrl();
-        const body = changelog
-          .all()
+      handler: ({ query, res }): HandlerResult => {
+        const body = pick(query.audience)
           .map((e) => `<article id="${escapeXml(e.id)}"><h2>${escapeXml(e.title)}</h2><p><time datetime="${e.date}">${e.date.slice(0, 10)}</time> · for ${escapeXml(e.audience.join(', '))}</p><p>${escapeXml(e.summary)}</p></article>`)
           .join('\n');
         sendBody(
           res.status(200),
-          `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Changelog · Pricing Compute Service</title><link rel="alternate" type="application/feed+json" href="${base}/api/changelog/feed.json"><link rel="alternate" type="application/rss+xml" href="${base}/api/changelog/rss.xml"></head><body><h1>Changelog</h1>\n${body}\n</body></html>`,
+          `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Changelog · Pricing Compute Service</title><link rel="alternate" type="application/feed+json" href="${escapeXml(selfUrl('/api/changelog/feed.json', query.audience))}"><link rel="alternate" type="application/rss+xml" href="${escapeXml(selfUrl('/api/changelog/rss.xml', query.audience))}"></head><body><h1>Changelog</h1>\n${body}\n</body></html>`,
           'text/html; charset=utf-8',
         );
         return HANDLED;
