@@ -102,7 +102,8 @@ export function agentsDocument(config: Config, base: string, changelog: Changelo
   ];
   const registration = s.serves('post', '/api/agents/register');
   const oauth = s.serves('post', '/api/oauth/register') && s.serves('post', '/api/oauth/token') && s.serves('get', '/.well-known/oauth-authorization-server');
-  // Paused (SELF_REGISTRATION_OPEN=false), both answer 503: not offered as ways in meanwhile (self_registration.open says so).
+  // Paused (SELF_REGISTRATION_OPEN=false), both registrations answer 503: self-registration is not offered as a way in
+  // meanwhile (self_registration.open says so), while OAuth stays one, marked paused: clients registered before still get tokens.
   const registering = config.identity.selfRegistrationOpen;
   const signup = s.serves('post', '/api/auth/signup');
   const wallet = s.serves('post', '/api/auth/wallet/nonce');
@@ -113,7 +114,15 @@ export function agentsDocument(config: Config, base: string, changelog: Changelo
     ways_in: [
       ...when(keyless.length > 0, { id: 'keyless_demo', how: 'No credential; demo tenant, rate limited per caller address.', endpoints: keyless, demo_calls_per_hour: config.limits.demo.callsPerHour }),
       ...when(registration && registering, { id: 'self_registration', how: claimOffered(config) ? 'One unauthenticated call gives a free sandbox key; a person can claim the workspace later.' : 'One unauthenticated call gives a free sandbox key; it keeps the sandbox limits (this service has no sign-in, so nobody claims it here).', endpoint: `POST ${base}/api/agents/register`, body: { name: 'my-pricing-agent' } }),
-      ...when(oauth && registering, { id: 'oauth_client_credentials', how: 'Register a client, then exchange its credentials for an access token. No authorization-code flow.', registration: `POST ${base}/api/oauth/register`, token: `POST ${base}/api/oauth/token`, metadata: `${base}/.well-known/oauth-authorization-server`, protected_resource: `${base}/.well-known/oauth-protected-resource` }),
+      ...when(oauth, {
+        id: 'oauth_client_credentials',
+        how: `Register a client, then exchange its credentials for an access token. No authorization-code flow.${registering ? '' : ' Client registration is currently paused (503 self_registration_closed); clients registered before still get tokens.'}`,
+        registration: `POST ${base}/api/oauth/register`,
+        registration_open: registering,
+        token: `POST ${base}/api/oauth/token`,
+        metadata: `${base}/.well-known/oauth-authorization-server`,
+        protected_resource: `${base}/.well-known/oauth-protected-resource`,
+      }),
       { id: 'pay_per_call', how: 'Where enabled, a compute request without a credential answers 402 with x402 payment requirements (USDC).', enabled: false },
       { id: 'agent_owned_workspace', how: 'Interactive sign-in with an agent identity provider, authorised with an inbox the agent controls; then a key from Settings.', enabled: false },
       ...when(signup, { id: 'person_account', how: `A person signs up (email${wallet ? ' or wallet' : ''}) and creates keys or agent-bound keys.`, signup: `POST ${base}/api/auth/signup`, ...(wallet ? { wallet: `POST ${base}/api/auth/wallet/nonce` } : {}) }),

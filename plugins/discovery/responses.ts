@@ -69,6 +69,7 @@ const wayIn = z.discriminatedUnion('id', [
   }),
   way('oauth_client_credentials', 'OAuth client registration, then the client_credentials grant.', {
     registration: z.string().describe('Dynamic client registration (method and address).'),
+    registration_open: z.boolean().describe('Whether client registration is open now (closed: 503 self_registration_closed, while clients registered before still get tokens).'),
     token: z.string().describe('The token endpoint (method and address).'),
     metadata: z.string().describe('The authorization server metadata (RFC 8414).'),
     protected_resource: z.string().describe('The protected resource metadata (RFC 9728), where MCP clients find the authorization server.'),

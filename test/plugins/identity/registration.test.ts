@@ -3,6 +3,7 @@ import { client } from '../../support/http';
 import type { HttpResult } from '../../support/http';
 import { expectRetryAfter, identityConfig, register, signUp, createKey, asPerson } from '../../support/identity';
 import type { ErrorBody, KeyView, RegistrationBody } from '../../support/identity';
+import { expectFitsDeclared } from '../../support/response-schema';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
 
@@ -333,15 +334,24 @@ describe('identity: self-registration paused (SELF_REGISTRATION_OPEN=false)', ()
     expect(paused.some((l) => l.includes('/api/oauth/register')), 'OAuth registration line').to.equal(true);
   });
 
-  it('lists neither self-registration nor OAuth client registration among agents.json\'s ways in while it is paused; self_registration.open says why, and the token endpoint stays named for clients registered before', async () => {
+  it("keeps OAuth client credentials among agents.json's ways in while registration is paused, marked paused with its token and metadata links (clients registered before still get tokens); self-registration is left out, self_registration.open says why", async () => {
     const agents = await api.get<Record<string, any>>('/.well-known/agents.json');
     expect(agents.status, agents.text).to.equal(200);
     const ways = (agents.body.ways_in as Array<{ id: string }>).map((w) => w.id);
-    expect(ways).to.not.include.members(['self_registration']);
-    expect(ways).to.not.include('oauth_client_credentials');
-    expect(ways).to.include.members(['keyless_demo', 'person_account']);
+    expect(ways).to.not.include('self_registration');
+    expect(ways).to.include.members(['keyless_demo', 'oauth_client_credentials', 'person_account']);
     expect(agents.body.self_registration.open).to.equal(false);
     expect(agents.body.authentication.token_endpoint).to.match(/^POST http:\/\/[^ ]+\/api\/oauth\/token$/);
+    const oauth = (agents.body.ways_in as Array<Record<string, any>>).find((w) => w.id === 'oauth_client_credentials') ?? {};
+    expectFitsDeclared(svc, 'discovery.agents', agents.body);
+    expect(oauth.registration_open).to.equal(false);
+    expect(oauth.how).to.include('paused (503 self_registration_closed)').and.include('clients registered before still get tokens');
+    expect(oauth.registration).to.match(/^POST http:\/\/[^ ]+\/api\/oauth\/register$/);
+    expect(oauth.token).to.equal(agents.body.authentication.token_endpoint);
+    for (const link of [oauth.metadata, oauth.protected_resource] as string[]) {
+      expect(link).to.match(/\/\.well-known\/oauth-/);
+      expect((await fetch(link)).status, link).to.equal(200);
+    }
   });
 
   it('offers registration nowhere while it is paused: not in a 401\'s next, a demo\'s next_actions, GET / or a 404\'s hint; signing in and the demo still are', async () => {
