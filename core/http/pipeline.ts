@@ -12,6 +12,7 @@ import { bodyReadError, isUndecodablePath, undecodablePathError } from './middle
 import { runStages } from './direct-dispatch';
 import { isStaticPath, templateMatcher, undecodableParam } from './path-templates';
 import { HANDLED } from './route';
+import { sendBody } from './send-body';
 import { passingExample } from './sent-example';
 import type { Deprecation, HttpMethod, Reply, RequestContext, RouteSpec } from './route';
 
@@ -110,17 +111,14 @@ export function sendReply(res: Response, reply: Reply): void {
   res.status(reply.status);
   if (reply.body === undefined) res.end();
   else if (reply.status >= 200 && reply.status < 300 && reply.status !== 204 && reply.status !== 205 && !res.hasHeader('Content-Type') && !res.hasHeader('ETag') && !res.hasHeader('Last-Modified') && !res.hasHeader('Transfer-Encoding')) {
-    // What res.json writes for a plain JSON reply (no ETag: the app disables them), without its
+    // What res.json writes for a plain JSON reply (Express's ETags are off: a reply asks for one), without its
     // content-type parsing and formatting: same headers, same bytes.
     const json = JSON.stringify(reply.body);
     if (json === undefined) {
       res.json(reply.body);
       return;
     }
-    res.setHeader('Content-Type', 'application/json; charset=utf-8');
-    res.setHeader('Content-Length', Buffer.byteLength(json));
-    if (res.req.method === 'HEAD') res.end();
-    else res.end(json);
+    sendBody(res, json, 'application/json; charset=utf-8', { etag: reply.etag === true });
   } else res.json(reply.body);
 }
 

@@ -53,6 +53,11 @@ export interface Reply {
   notDelivered?: () => Promise<void>;
   /** Run once the reply is written, or once notDelivered has run for a caller found gone. */
   afterReply?: () => void;
+  /**
+   * A public document: a 200 JSON body goes out with a strong ETag of its bytes, and a GET or HEAD naming it in
+   * If-None-Match gets 304 without the body (core/http/send-body.ts).
+   */
+  etag?: true;
 }
 
 /** Returned by handlers that wrote the response themselves (streams). */

@@ -5,9 +5,9 @@ import type { Config } from '../../../config';
 import type { Clock } from '../../../core/clock';
 import { ApiError } from '../../../core/errors';
 import type { RouteTable } from '../../../core/http/pipeline';
-import { sendBody } from '../../../core/http/send-body';
+import { sendBody, strongEtag } from '../../../core/http/send-body';
 import { HANDLED, defineRoute, ok } from '../../../core/http/route';
-import type { HandlerResult, RouteSpec } from '../../../core/http/route';
+import type { HandlerResult, Reply, RouteSpec } from '../../../core/http/route';
 import { agentsDocument, llmsText, mcpDocument, offerSummary, surfaceOf } from '../documents';
 import type { Surface, ToolDescriptor } from '../documents';
 import { buildOpenApi } from '../openapi';
@@ -33,8 +33,27 @@ const OPENAPI_REBUILD_MS = 3_600_000;
 
 const publicDoc = { auth: 'public' as const, rateLimit: 'none', tags: ['Discovery'] };
 
+/** A body built once and served many times, with its ETag computed once too. */
+interface Rendered {
+  body: string;
+  etag: string;
+}
+const rendered = (body: string): Rendered => ({ body, etag: strongEtag(body) });
+
+/**
+ * The discovery documents are public and cached for a minute; each carries a strong ETag of its bytes, so a client
+ * polling one (If-None-Match) gets 304 without the body until it changes.
+ */
+const CACHE_CONTROL = 'public, max-age=60';
+const json = (body: Record<string, unknown>): Reply => ({ ...ok(body, { 'Cache-Control': CACHE_CONTROL }), etag: true });
+function text(res: Response, body: string, type: string, etag: string | true = true): HandlerResult {
+  res.setHeader('Cache-Control', CACHE_CONTROL);
+  sendBody(res.status(200), body, type, { etag });
+  return HANDLED;
+}
+
 export function documentRoutes(d: DocumentDeps): RouteSpec[] {
-  let openapiCache: { period: number; json: string; yaml: string } | null = null;
+  let openapiCache: { period: number; json: Rendered; yaml: Rendered } | null = null;
   // Read on first request: plugins registering after this one (mcp) have added their routes by then.
   let surfaceCache: Surface | null = null;
   const surface = (): Surface => (surfaceCache ??= surfaceOf(d.routes.all(), d.tools()));
@@ -47,13 +66,8 @@ export function documentRoutes(d: DocumentDeps): RouteSpec[] {
     const doc = buildOpenApi(routes, { version: d.version, serverUrl: d.publicUrl(), people: surface().serves('post', '/api/auth/signin') });
     // compat: a string that YAML 1.1 (PyYAML, js-yaml's default) would read as something else — a date such as
     // 1990-12-10, yes/no, 0x1F — is quoted, as are those YAML 1.2 would, so every reader gets the JSON document's values.
-    openapiCache = { period, json: JSON.stringify(doc), yaml: stringify(doc, { aliasDuplicateObjects: false, compat: 'yaml-1.1' }) };
+    openapiCache = { period, json: rendered(JSON.stringify(doc)), yaml: rendered(stringify(doc, { aliasDuplicateObjects: false, compat: 'yaml-1.1' })) };
     return openapiCache;
-  };
-  const text = (body: string, type: string): ((ctx: { res: Response }) => HandlerResult) => ({ res }) => {
-    res.setHeader('Cache-Control', 'public, max-age=60');
-    sendBody(res.status(200), body, type);
-    return HANDLED;
   };
   return [
     defineRoute({
@@ -71,7 +85,8 @@ export function documentRoutes(d: DocumentDeps): RouteSpec[] {
         const asJson = ctx.query.format === 'json' || (ctx.query.format !== 'yaml' && ctx.req.accepts(['application/yaml', 'application/json']) === 'application/json');
         // Publicly cacheable: without Vary a shared cache would hand the first caller's format to everyone.
         if (ctx.query.format === undefined) ctx.res.vary('Accept');
-        return text(asJson ? doc.json : doc.yaml, asJson ? 'application/json; charset=utf-8' : 'application/yaml; charset=utf-8')(ctx);
+        const { body, etag } = asJson ? doc.json : doc.yaml;
+        return text(ctx.res, body, asJson ? 'application/json; charset=utf-8' : 'application/yaml; charset=utf-8', etag);
       },
     }),
     defineRoute({
@@ -81,7 +96,7 @@ export function documentRoutes(d: DocumentDeps): RouteSpec[] {
       summary: 'Where to start: the documents for agents and people, the OpenAPI description, and how to get a key.',
       ...publicDoc,
       responses: { 200: { description: 'Where to start.', schema: r.rootResponse } },
-      handler: () => ok(rootDocument(d.publicUrl(), surface()), { 'Cache-Control': 'public, max-age=60' }),
+      handler: () => json(rootDocument(d.publicUrl(), surface())),
     }),
     defineRoute({
       id: 'discovery.agents',
@@ -90,7 +105,7 @@ export function documentRoutes(d: DocumentDeps): RouteSpec[] {
       summary: 'How agents get in: ways in, self-registration with the limits in force, MCP, OpenAPI, changelog.',
       ...publicDoc,
       responses: { 200: { description: 'The agents document.', schema: r.agentsDocumentResponse } },
-      handler: () => ok(agentsDocument(d.config, d.publicUrl(), d.changelog, surface()), { 'Cache-Control': 'public, max-age=60' }),
+      handler: () => json(agentsDocument(d.config, d.publicUrl(), d.changelog, surface())),
     }),
     defineRoute({
       id: 'discovery.mcp',
@@ -101,7 +116,7 @@ export function documentRoutes(d: DocumentDeps): RouteSpec[] {
       responses: { 200: { description: 'The MCP manifest (404 without the MCP endpoint).', schema: r.mcpDocumentResponse } },
       handler: () => {
         if (!surface().mcp) throw new ApiError('not_found', 'This service runs without an MCP endpoint.', { hint: 'agents.json at /.well-known/agents.json lists the ways in this service offers.' });
-        return ok(mcpDocument(d.config, d.publicUrl(), d.changelog, surface()), { 'Cache-Control': 'public, max-age=60' });
+        return json(mcpDocument(d.config, d.publicUrl(), d.changelog, surface()));
       },
     }),
     defineRoute({
@@ -111,7 +126,7 @@ export function documentRoutes(d: DocumentDeps): RouteSpec[] {
       summary: 'A plain-text guide for language models, from the live configuration.',
       ...publicDoc,
       produces: ['text/plain'],
-      handler: (ctx) => text(llmsText(d.config, d.publicUrl(), d.changelog, surface()), 'text/plain; charset=utf-8')(ctx),
+      handler: ({ res }) => text(res, llmsText(d.config, d.publicUrl(), d.changelog, surface()), 'text/plain; charset=utf-8'),
     }),
     defineRoute({
       id: 'discovery.llmsWellKnown',
@@ -120,7 +135,7 @@ export function documentRoutes(d: DocumentDeps): RouteSpec[] {
       summary: 'The same text as /llms.txt.',
       ...publicDoc,
       produces: ['text/plain'],
-      handler: (ctx) => text(llmsText(d.config, d.publicUrl(), d.changelog, surface()), 'text/plain; charset=utf-8')(ctx),
+      handler: ({ res }) => text(res, llmsText(d.config, d.publicUrl(), d.changelog, surface()), 'text/plain; charset=utf-8'),
     }),
   ];
 }
