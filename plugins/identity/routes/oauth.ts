@@ -111,7 +111,8 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
         }
       },
     }),
-    metadataRoute(d, { id: 'oauth.metadata', path: '/.well-known/oauth-authorization-server', summary: 'OAuth 2.0 authorization server metadata (RFC 8414).', schema: oauthMetadataResponse }, (base) => ({
+    ...issuerPaths(d).map((at) =>
+      metadataRoute(d, { id: at ? 'oauth.metadata_at_path' : 'oauth.metadata', path: `/.well-known/oauth-authorization-server${at}`, summary: at ? `OAuth 2.0 authorization server metadata (RFC 8414), at the address an issuer with the path ${at} has.` : 'OAuth 2.0 authorization server metadata (RFC 8414).', schema: oauthMetadataResponse }, (base) => ({
       issuer: base,
       authorization_endpoint: `${base}/api/oauth/authorize`,
       token_endpoint: `${base}/api/oauth/token`,
@@ -123,6 +124,7 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
       service_documentation: `${base}/llms.txt`,
       op_policy_uri: `${base}/.well-known/agents.json`,
     })),
+    ),
     defineRoute({
       id: 'oauth.authorize',
       method: 'get',
@@ -150,10 +152,15 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
  * tokens for this service. At the root for the whole API, and at the MCP endpoint's path-specific address while MCP is served.
  */
 function protectedResourceRoutes(d: IdentityDeps): RouteSpec[] {
-  const metadata = (path: string, resource: (base: string) => string, name: string): RouteSpec =>
+  const metadata = (at: string, path: string, resource: (base: string) => string, name: string): RouteSpec =>
     metadataRoute(
       d,
-      { id: path === '' ? 'oauth.protected_resource' : 'oauth.protected_resource_mcp', path: `/.well-known/oauth-protected-resource${path}`, summary: `OAuth 2.0 protected resource metadata (RFC 9728) of ${name}.`, schema: protectedResourceResponse },
+      {
+        id: `${path === '' ? 'oauth.protected_resource' : 'oauth.protected_resource_mcp'}${at ? '_at_path' : ''}`,
+        path: `/.well-known/oauth-protected-resource${at}${path}`,
+        summary: `OAuth 2.0 protected resource metadata (RFC 9728) of ${name}${at ? `, at the address a resource under the path ${at} has` : ''}.`,
+        schema: protectedResourceResponse,
+      },
       (base) => ({
         resource: resource(base),
         resource_name: name,
@@ -163,10 +170,23 @@ function protectedResourceRoutes(d: IdentityDeps): RouteSpec[] {
         resource_documentation: `${base}/llms.txt`,
       }),
     );
-  return [
-    metadata('', (base) => base, 'the pricing compute API'),
-    ...(d.config.plugins.enabled.includes('mcp') ? [metadata('/api/mcp/rpc', (base) => `${base}/api/mcp/rpc`, 'the pricing compute MCP endpoint')] : []),
-  ];
+  return issuerPaths(d).flatMap((at) => [
+    metadata(at, '', (base) => base, 'the pricing compute API'),
+    ...(d.config.plugins.enabled.includes('mcp') ? [metadata(at, '/api/mcp/rpc', (base) => `${base}/api/mcp/rpc`, 'the pricing compute MCP endpoint')] : []),
+  ]);
+}
+
+/**
+ * Where the metadata documents are served: at the root, and, when PUBLIC_URL has a path (https://example.com/pricing),
+ * also after the well-known prefix as RFC 8414 §3.1 and RFC 9728 §3.1 place an issuer's or a resource's with a path
+ * (/.well-known/oauth-authorization-server/pricing): clients such as the MCP SDK look there first. The proxy in front
+ * must forward those addresses, outside the path, to the service (README, "PUBLIC_URL with a path").
+ */
+function issuerPaths(d: IdentityDeps): string[] {
+  const configured = d.config.server.publicUrl;
+  const path = configured ? new URL(configured).pathname.replace(/\/+$/, '') : '';
+  // Only plain segments: the path becomes a route template, where ':' or '*' would mean something else.
+  return path && /^(\/[A-Za-z0-9._~-]+)+$/.test(path) ? ['', path] : [''];
 }
 
 /** The scopes a token may carry: every named scope but those granted by name only. */

@@ -335,3 +335,32 @@ describe('OAuth token endpoint brute-force guard', () => {
     }
   });
 });
+
+describe('OAuth metadata of a service whose PUBLIC_URL has a path', () => {
+  it('serves the metadata also where RFC 8414 and RFC 9728 clients look for an issuer or resource with that path', async () => {
+    const svc = await startTestService({ config: { server: { publicUrl: 'https://pricing.example.com/base/' } } });
+    try {
+      const get = async (path: string) => {
+        const res = await fetch(`${svc.url}${path}`);
+        return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+      };
+      for (const path of ['/.well-known/oauth-authorization-server/base', '/.well-known/oauth-authorization-server']) {
+        const res = await get(path);
+        expect(res.status, path).to.equal(200);
+        expect(res.body, path).to.include({ issuer: 'https://pricing.example.com/base', token_endpoint: 'https://pricing.example.com/base/api/oauth/token' });
+      }
+      for (const [path, resource] of [
+        ['/.well-known/oauth-protected-resource/base/api/mcp/rpc', 'https://pricing.example.com/base/api/mcp/rpc'],
+        ['/.well-known/oauth-protected-resource/base', 'https://pricing.example.com/base'],
+        ['/.well-known/oauth-protected-resource/api/mcp/rpc', 'https://pricing.example.com/base/api/mcp/rpc'],
+      ] as const) {
+        const res = await get(path);
+        expect(res.status, path).to.equal(200);
+        expect(res.body, path).to.include({ resource });
+        expect(res.body.authorization_servers, path).to.deep.equal(['https://pricing.example.com/base']);
+      }
+    } finally {
+      await svc.close();
+    }
+  });
+});
