@@ -52,7 +52,7 @@ function send(res: Response, status: number, body: unknown, headers: Record<stri
   return HANDLED;
 }
 
-/** A JSON-RPC response in the form the client's Accept asks for: SSE when it lists text/event-stream without JSON. */
+/** A JSON-RPC response in the form the client's Accept asks for: SSE when it prefers text/event-stream to JSON (prefersSse). */
 function answer(ctx: RequestContext, message: unknown, headers: Record<string, string> = {}): HandlerResult {
   if (!prefersSse(ctx.req)) return send(ctx.res, 200, message, headers);
   openSse(ctx.res, 200, headers);

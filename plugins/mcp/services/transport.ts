@@ -18,10 +18,39 @@ export function openSse(res: Response, status = 200, headers: Record<string, str
   res.flushHeaders();
 }
 
-/** JSON unless Accept lists text/event-stream without JSON (and does not refuse it with q=0). */
+/**
+ * SSE when Accept allows text/event-stream (acceptsSse) and either leaves application/json out (not covered, or q=0)
+ * or gives the stream the higher q. Equal q goes to the more specific naming (`text/event-stream` beside a wildcard
+ * streams) and otherwise to JSON, so `application/json, text/event-stream` (what MCP clients send) stays JSON.
+ */
 export function prefersSse(req: Request): boolean {
-  const accept = String(req.headers.accept ?? '').toLowerCase();
-  return accept.includes('text/event-stream') && !accept.includes('application/json') && acceptsSse(req);
+  const accept = String(req.headers.accept ?? '');
+  if (accept.trim() === '' || !acceptsSse(req)) return false;
+  const json = acceptRank(accept, 'application', 'json');
+  if (json === undefined || json.q <= 0) return true;
+  const sse = acceptRank(accept, 'text', 'event-stream');
+  return sse !== undefined && (sse.q > json.q || (sse.q === json.q && sse.s > json.s));
+}
+
+/**
+ * The q an Accept header gives a type and how specifically it names it (2 exact, 1 a `type/` wildcard, 0 the full
+ * wildcard): the most specific range covering it and, among equally specific ones, the highest q, as Express's
+ * negotiator reads it. Other parameters are ignored, so `application/json; charset=utf-8` still names JSON (the
+ * negotiator would match it to nothing, and such a client would be streamed to).
+ */
+function acceptRank(accept: string, main: string, sub: string): { q: number; s: number } | undefined {
+  let best: { q: number; s: number } | undefined;
+  for (const entry of accept.toLowerCase().split(',')) {
+    const [range = '', ...params] = entry.split(';').map((part) => part.trim());
+    const [m, t] = range.split('/');
+    const s = m === main && t === sub ? 2 : m === main && t === '*' ? 1 : m === '*' && t === '*' ? 0 : -1;
+    if (s < 0) continue;
+    const qParam = params.find((p) => p.startsWith('q='));
+    const parsed = qParam === undefined ? 1 : parseFloat(qParam.slice(2));
+    const q = Number.isNaN(parsed) ? 0 : parsed;
+    if (!best || s > best.s || (s === best.s && q > best.q)) best = { q, s };
+  }
+  return best;
 }
 
 /**

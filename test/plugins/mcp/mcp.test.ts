@@ -592,6 +592,39 @@ describe('MCP endpoint over raw HTTP', function () {
     }
   });
 
+  it('answers POST in the type Accept ranks higher: SSE when JSON has q=0 or a lower q, JSON on a tie or when the stream is ruled out', async () => {
+    const ping = { jsonrpc: '2.0', id: 14, method: 'ping' };
+    const sse = [
+      'text/event-stream, application/json;q=0',
+      'application/json;q=0.1, text/event-stream',
+      'Text/Event-Stream;q=0.9, application/json;q=0.5',
+      'text/event-stream, */*',
+      'text/*',
+    ];
+    for (const accept of sse) {
+      const res = await rpc(svc, ping, { accept });
+      expect(res.status, accept).to.equal(200);
+      expect(res.headers.get('content-type'), accept).to.equal('text/event-stream');
+      const data = (await res.text()).split('\n').filter((l) => l.startsWith('data: '));
+      expect(data.map((l) => JSON.parse(l.slice(6)) as unknown), accept).to.deep.equal([{ jsonrpc: '2.0', id: 14, result: {} }]);
+    }
+    const json = [
+      'application/json, text/event-stream',
+      'text/event-stream, application/json',
+      'text/event-stream;q=0.5, application/json;q=0.5',
+      'text/event-stream, application/json; charset=utf-8',
+      'text/event-stream;q=0.4, application/json;q=0.6',
+      '*/*',
+      'application/json;q=0, text/event-stream;q=0',
+    ];
+    for (const accept of json) {
+      const res = await rpc(svc, ping, { accept });
+      expect(res.status, accept).to.equal(200);
+      expect(res.headers.get('content-type'), accept).to.match(/^application\/json/);
+      expect(await res.json(), accept).to.deep.equal({ jsonrpc: '2.0', id: 14, result: {} });
+    }
+  });
+
   it('answers a body the reader refuses as it answers one that does not parse: a JSON-RPC error with the service code (undecodable: 400 -32700; too large: 413 -32000 with the limit; an unknown encoding: 415)', async () => {
     const post = (headers: Record<string, string>, body: string) =>
       fetch(`${svc.url}/api/mcp/rpc`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body });
