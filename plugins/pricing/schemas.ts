@@ -5,35 +5,50 @@ import { CURRENCY_CODE, dec } from '../../core/money';
 import { PREFERENCES, policyConfigSchema, STRATEGIES } from '../../engine';
 import { isReservedTag } from './services/reserved-names';
 
-/** What is wrong with a context's current_price, in the words of its refusal; null when it is fine or absent. */
-function currentPriceProblem(value: unknown): string | null {
-  if (value === undefined) return null;
+/** What is wrong with a context's current_price, in the words of its refusal (it is not a non-negative finite number). */
+function currentPriceProblem(value: unknown): string {
   // A number in quotes is the commonest slip: said as such, with the value to send.
   if (typeof value === 'string') return /^\s*\d+(\.\d+)?\s*$/.test(value) ? `must be a JSON number, not a string: send ${value.trim()} without quotes` : 'must be a non-negative number, not a string';
-  if (typeof value !== 'number') return 'must be a non-negative number';
   // JSON such as 1e400 reads as Infinity: too large, not negative.
-  if (!Number.isFinite(value)) return 'must be a finite number; this one is too large to represent';
-  if (value < 0) return 'must be a non-negative number';
-  return null;
+  if (typeof value === 'number' && !Number.isFinite(value)) return 'must be a finite number; this one is too large to represent';
+  return 'must be a non-negative number';
 }
+
+const isPlainObject = (v: unknown): boolean => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * The context keys SPEC names, checked as declared fields rather than in a refinement, so the JSON Schema made from
+ * this schema (OpenAPI, MCP's inputSchema) states what is refused. Other keys pass as sent. No check here may
+ * `abort`: an explicitly aborted issue stops every later `when` refinement up the body (the size, verify's alias rules).
+ */
+const contextKeys = {
+  product_type: z.string({ error: 'product_type must be a string' }).optional(),
+  current_price: z
+    .number({ error: (iss) => `current_price ${currentPriceProblem(iss.input)}` })
+    .min(0, 'current_price must be a non-negative number')
+    .optional(),
+  currency: z.string({ error: 'currency must be a code such as USD' }).regex(CURRENCY_CODE, 'currency must be a code such as USD').optional(),
+};
 
 /**
  * The compute context: any object; the three keys SPEC names are type-checked, and its JSON is at
  * most `maxBytes` long in UTF-8 (COMPUTE_CONTEXT_MAX_BYTES): it is kept in the result cache, and
- * posted to external functions as it came.
+ * posted to external functions with the values it came with (the declared keys first).
  */
 export function contextSchemaOf(maxBytes: number) {
-  return z
-    .record(z.string(), z.unknown())
-    .superRefine((ctx, issue) => {
-      if (ctx.product_type !== undefined && typeof ctx.product_type !== 'string') issue.addIssue({ code: 'custom', path: ['product_type'], message: 'product_type must be a string' });
-      const priceProblem = currentPriceProblem(ctx.current_price);
-      if (priceProblem) issue.addIssue({ code: 'custom', path: ['current_price'], message: `current_price ${priceProblem}` });
-      if (ctx.currency !== undefined && (typeof ctx.currency !== 'string' || !CURRENCY_CODE.test(ctx.currency))) issue.addIssue({ code: 'custom', path: ['currency'], message: 'currency must be a code such as USD' });
-      const bytes = Buffer.byteLength(JSON.stringify(ctx));
-      if (bytes > maxBytes) issue.addIssue({ code: 'custom', path: [], message: `context must be at most ${maxBytes} bytes of JSON (COMPUTE_CONTEXT_MAX_BYTES); this one is ${bytes}` });
-    })
-    .describe(`Describes the work to price: product_type, current_price, currency, and method inputs such as unit_cost, competitor_prices, elasticity. At most ${maxBytes} bytes of JSON.`);
+  return (
+    z
+      .looseObject(contextKeys)
+      // `when`: the size is told beside a refused key too, as every problem is reported at once.
+      .superRefine(
+        (ctx, issue) => {
+          const bytes = Buffer.byteLength(JSON.stringify(ctx));
+          if (bytes > maxBytes) issue.addIssue({ code: 'custom', path: [], message: `context must be at most ${maxBytes} bytes of JSON (COMPUTE_CONTEXT_MAX_BYTES); this one is ${bytes}` });
+        },
+        { when: (payload) => isPlainObject(payload.value) },
+      )
+      .describe(`Describes the work to price: product_type, current_price, currency, and method inputs such as unit_cost, competitor_prices, elasticity. At most ${maxBytes} bytes of JSON.`)
+  );
 }
 export type ContextSchema = ReturnType<typeof contextSchemaOf>;
 

@@ -127,52 +127,67 @@ const NOT_A_DECIMAL = 'must be a decimal number: digits with at most one point a
 const arrivesRounded = (n: number): boolean =>
   Math.abs(n) === 1e18 || (Math.abs(n) > Number.MAX_SAFE_INTEGER && Math.abs(n) < 1e18 && dec(n).toFixed().replace(/0+$/, '').replace(/^-/, '').length > 15);
 const ROUNDED_NUMBER = `is too large to arrive exactly as a JSON number (above ${Number.MAX_SAFE_INTEGER}, digits are rounded away): send it as a decimal string, such as "123456789012345678"`;
-const priceValue = z.union(
-  [
-    z.number().refine((n) => isPositiveDecimalNumber(n) && !arrivesRounded(n), { error: (iss) => (arrivesRounded(iss.input as number) ? ROUNDED_NUMBER : PRICE_MESSAGE) }),
-    z.string().refine(isPositiveDecimal, { error: (iss) => (DECIMAL_SHAPE.test(iss.input as string) ? PRICE_MESSAGE : NOT_A_DECIMAL) }),
-  ],
-  { error: PRICE_MESSAGE },
-);
-
-const positiveBound = (key: string) => (v: unknown): string | null => {
-  if (v === undefined) return null;
-  if (typeof v === 'number' && arrivesRounded(v)) return `${key} ${ROUNDED_NUMBER}`;
-  if (typeof v === 'number' && isPositiveDecimalNumber(v)) return null;
-  if (typeof v === 'string' && isPositiveDecimal(v)) return null;
-  if (typeof v === 'string' && !DECIMAL_SHAPE.test(v)) return `${key} ${NOT_A_DECIMAL}`;
-  return `${key} must be greater than 0, with at most 18 digits before and after the point: a number or a decimal string`;
-};
+const BOUND_MESSAGE = 'must be greater than 0, with at most 18 digits before and after the point: a number or a decimal string';
 
 /**
- * current_price beyond what the compute context checks: the compute context refuses anything but a
- * non-negative number; here such a number must also have a plain decimal form within the amount
- * bounds (it marks circular evidence, compared as an amount). 0 is allowed, as in compute.
+ * A positive amount, a number or a decimal string, refused in the words given (led by `lead`: a context key names
+ * itself). Its sign and its string's shape are checks JSON Schema states (exclusiveMinimum, pattern), so a published
+ * schema refuses what they refuse; a number's digit limit and its rounding past 2^53 are refinements it cannot state.
+ * Every failure, of a branch or of the union, is told by one reading of the value sent, so a value gets one reason.
  */
-const currentPriceBoundProblem = (v: unknown): string | null => {
-  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) return null; // the compute context's own issue
-  return NON_NEGATIVE_DECIMAL_PATTERN.test(dec(v).toFixed()) ? null : 'current_price must be a non-negative number with at most 18 digits before and after the point';
-};
+function positiveAmount(lead: string, message: string) {
+  const said = (v: unknown): string =>
+    lead + (typeof v === 'number' && arrivesRounded(v) ? ROUNDED_NUMBER : typeof v === 'string' && !DECIMAL_SHAPE.test(v) ? NOT_A_DECIMAL : message);
+  const error = (iss: { input?: unknown }) => said(iss.input);
+  // `abort` stays inside the union: a branch's issues reach the body only when the other branch took the type, and
+  // those are never aborted ones, so the body's `when` refinements still run.
+  return z.union(
+    [
+      z
+        .number()
+        .positive({ error, abort: true })
+        .refine((n) => isPositiveDecimalNumber(n) && !arrivesRounded(n), { error }),
+      z.string().regex(POSITIVE_DECIMAL, { error, abort: true }).regex(/[1-9]/, { error }),
+    ],
+    { error },
+  );
+}
+const priceValue = positiveAmount('', PRICE_MESSAGE);
+
+/**
+ * current_price beyond what the compute context checks (a non-negative number): here it must also have a plain
+ * decimal form within the amount bounds (it marks circular evidence, compared as an amount). 0 is allowed, as in compute.
+ */
+const CURRENT_PRICE_BOUND = 'current_price must be a non-negative number with at most 18 digits before and after the point';
 
 export const ALIAS_MISSING_MESSAGE = 'proposed_price is required: a positive number or decimal string (the alias price is accepted when proposed_price is absent)';
 
 const isObject = (payload: { value: unknown }): boolean => typeof payload.value === 'object' && payload.value !== null && !Array.isArray(payload.value);
 
-/** The verify context: the compute context, with the floor and ceiling keys (and the current price, which marks circular evidence) type-checked. */
+/**
+ * The verify context: the compute context, with the floor and ceiling keys (and the current price, which marks
+ * circular evidence) type-checked, declared as fields so the published JSON Schema states them too.
+ */
 function verifyContextOf(contextSchema: ContextSchema) {
-  return contextSchema.superRefine((ctx, issue) => {
-    for (const key of ['unit_cost', 'min_price', 'max_price']) {
-      const problem = positiveBound(key)(ctx[key]);
-      if (problem) issue.addIssue({ code: 'custom', path: [key], message: problem });
-    }
-    const current = currentPriceBoundProblem(ctx.current_price);
-    if (current) issue.addIssue({ code: 'custom', path: ['current_price'], message: current });
+  const { product_type: productType, current_price: currentPrice } = contextSchema.shape;
+  const bound = (key: string) => positiveAmount(`${key} `, BOUND_MESSAGE).optional();
+  const extended = contextSchema.safeExtend({
     // Judged against observations, stored under at most 100 characters: a longer name matches none, and would be
     // echoed and recorded whole.
-    if (typeof ctx.product_type === 'string' && ctx.product_type.length > PRODUCT_TYPE_MAX) {
-      issue.addIssue({ code: 'custom', path: ['product_type'], message: `product_type is at most ${PRODUCT_TYPE_MAX} characters, as observations store it (a longer one matches none)` });
-    }
+    product_type: productType.unwrap().max(PRODUCT_TYPE_MAX, `product_type is at most ${PRODUCT_TYPE_MAX} characters, as observations store it (a longer one matches none)`).optional(),
+    // The digit limit only where the sign and size checks passed, so a value gets one reason (and no `abort`: an
+    // explicitly aborted issue stops every later `when` refinement up the body, such as the context's size).
+    current_price: currentPrice
+      .unwrap()
+      .lt(1e18, CURRENT_PRICE_BOUND)
+      .refine((v) => NON_NEGATIVE_DECIMAL_PATTERN.test(dec(v).toFixed()), { error: CURRENT_PRICE_BOUND, when: (p) => typeof p.value === 'number' && p.value >= 0 && p.value < 1e18 })
+      .optional(),
+    unit_cost: bound('unit_cost'),
+    min_price: bound('min_price'),
+    max_price: bound('max_price'),
   });
+  // An extended schema is a new one, without the description the compute context carries.
+  return contextSchema.description === undefined ? extended : extended.describe(contextSchema.description);
 }
 
 /**
@@ -194,8 +209,9 @@ export function verifyBodyOf(contextSchema: ContextSchema) {
         message: 'send proposed_price or its alias price, not both: price is accepted only when proposed_price is absent',
         when: isObject,
       })
-      // What the refinements require, said in JSON Schema for OpenAPI and MCP's inputSchema (which cannot show a refinement).
-      .meta({ anyOf: [{ required: ['proposed_price'] }, { required: ['price'] }] })
+      // What the refinements require, said in JSON Schema for OpenAPI and MCP's inputSchema (which cannot show a refinement):
+      // exactly one of the two, as both sent match both branches.
+      .meta({ oneOf: [{ required: ['proposed_price'] }, { required: ['price'] }] })
   );
 }
 export type VerifyBodySchema = ReturnType<typeof verifyBodyOf>;

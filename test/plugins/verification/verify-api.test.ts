@@ -231,17 +231,17 @@ describe('price verification API', function () {
   });
 
   describe('proposed_price and its alias price', () => {
-    it('declares one of them required in the OpenAPI request bodies and in the MCP verify_price inputSchema', async () => {
+    it('declares exactly one of them required (oneOf: both sent match both) in the OpenAPI request bodies and in the MCP verify_price inputSchema', async () => {
       const doc = (await client(svc.url).get<Record<string, any>>('/api/openapi.json?format=json')).body;
       const need = [{ required: ['proposed_price'] }, { required: ['price'] }];
       for (const path of ['/api/price-router/verify', '/api/public/price-router/verify']) {
         let schema = doc.paths[path].post.requestBody.content['application/json'].schema as Record<string, any>;
         if (schema.$ref) schema = doc.components.schemas[(schema.$ref as string).split('/').pop() as string];
-        expect(schema.anyOf, path).to.deep.equal(need);
+        expect(schema.oneOf, path).to.deep.equal(need);
       }
       const tools = await client(svc.url, { 'x-api-key': caller.key }).post<Record<string, any>>('/api/mcp/rpc', { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { accept: 'application/json, text/event-stream' });
       const tool = (tools.body.result.tools as Array<Record<string, any>>).find((t) => t.name === 'verify_price');
-      expect(tool?.inputSchema.anyOf).to.deep.equal(need);
+      expect(tool?.inputSchema.oneOf).to.deep.equal(need);
     });
 
     it('accepts price when proposed_price is absent', async () => {
