@@ -160,9 +160,21 @@ export function agentsDocument(config: Config, base: string, changelog: Changelo
 const KEYLESS_MCP_OAUTH =
   'Keyless calls are served (as the demo), so this endpoint never answers 401 to make a client ask for a token: an OAuth client (client credentials, POST /api/oauth/token) gets its token before its first call and sends it as Authorization: Bearer (with the MCP SDK: await auth(provider, { serverUrl }) before connecting). A result with demo: true was served without a credential.';
 
+/**
+ * What answers without a credential, read from the tools' own declarations so it cannot drift from them: the tools
+ * declaring `requiresKey: false`, and of those the ones that price and record (not read-only), served as the demo.
+ */
+function withoutKey(tools: readonly ToolDescriptor[]): string {
+  const keyless = tools.filter((t) => !t.requiresKey).map((t) => t.name);
+  const demo = tools.filter((t) => !t.requiresKey && !t.annotations.readOnlyHint).map((t) => t.name);
+  return [
+    `initialize, tools/list, ping${keyless.length ? ` and the tools ${keyless.join(', ')}` : ''}`,
+    ...(demo.length ? [`${demo.join(' and ')} on the demo tenant, within the hourly demo budget per address (their results carry demo: true)`] : []),
+  ].join('; ');
+}
+
 /** The MCP manifest; only for a surface with the MCP endpoint (the route answers 404 otherwise). */
 export function mcpDocument(config: Config, base: string, changelog: Changelog, s: Surface): Record<string, unknown> {
-  const verifies = s.tools.some((t) => t.name === 'verify_price');
   return {
     name: 'pricing-compute',
     endpoint: `${base}${MCP_PATH}`,
@@ -174,7 +186,7 @@ export function mcpDocument(config: Config, base: string, changelog: Changelog, 
     authentication: {
       optional: true,
       headers: ['x-api-key', 'Authorization: Bearer'],
-      without_key: `initialize, tools/list, demo pricing${verifies ? ' and verification' : ''} on the demo tenant`,
+      without_key: withoutKey(s.tools),
       ...(s.serves('post', '/api/oauth/token') ? { oauth: KEYLESS_MCP_OAUTH } : {}),
     },
     limits: { tool_call_timeout_ms: config.limits.mcp.toolTimeoutMs, demo_calls_per_hour: config.limits.demo.callsPerHour },

@@ -135,7 +135,7 @@ const tool = z.object({
   description: z.string().describe('What it does.'),
   inputSchema: z.looseObject({}).describe('The JSON Schema of its arguments (open: a JSON Schema document).'),
   outputSchema: z.looseObject({}).optional().describe('The JSON Schema of its structured result (open: a JSON Schema document); absent when it has none.'),
-  requiresKey: z.boolean().describe('Whether it needs a credential (false: it works keyless, on the demo tenant).'),
+  requiresKey: z.boolean().describe('Whether it needs a credential (false: it works keyless; one that prices runs on the demo tenant).'),
   annotations: z
     .object({ readOnlyHint: z.boolean().describe('true when it only reads (false: it prices and records a usage event).'), openWorldHint: z.boolean().describe('Whether it reaches beyond this service (always false).') })
     .describe('The MCP tool annotations tools/list gives.'),
@@ -161,7 +161,7 @@ export const mcpDocumentResponse = z.object({
     .object({
       optional: z.boolean().describe('Whether a credential may be left out (true).'),
       headers: z.array(z.string()).describe('Where a credential may go.'),
-      without_key: z.string().describe('What works without one.'),
+      without_key: z.string().describe('What works without one: the methods, the tools declaring requiresKey false, and which of them run on the demo tenant.'),
     })
     .describe('How to send a credential.'),
   limits: z
