@@ -44,6 +44,6 @@ export const mcpPlugin: PluginDefinition = {
     container.register(DISCOVERY.McpTools, { useValue: tools.map((t) => t.descriptor) });
     const sessions = new McpSessions(container.resolve<Uint8Array>(IDENTITY.TokenSecret), config.limits.mcp.sessionTtlHours * 3_600_000, () => clock.now());
     const toolMetrics = new ToolMetrics(ctx.metrics, tools.map((t) => t.descriptor.name));
-    for (const r of mcpRoutes({ config, tools, sessions, changelog: container.resolve<Changelog>(DISCOVERY.Changelog), publicUrl: ctx.publicUrl, log: ctx.log, toolMetrics })) ctx.route(r);
+    for (const r of mcpRoutes({ config, tools, routes, sessions, changelog: container.resolve<Changelog>(DISCOVERY.Changelog), publicUrl: ctx.publicUrl, log: ctx.log, toolMetrics })) ctx.route(r);
   },
 };

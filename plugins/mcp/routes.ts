@@ -11,6 +11,7 @@ import { logOutage, unavailableError } from '../../core/http/middleware';
 import { RepeatedLines } from '../../core/repeated-lines';
 import { HANDLED, defineRoute } from '../../core/http/route';
 import type { HandlerResult, RequestContext, RouteSpec } from '../../core/http/route';
+import type { RouteTable } from '../../core/http/pipeline';
 import { passingExample } from '../../core/http/sent-example';
 import type { Changelog } from '../discovery';
 import { requestRateOf } from '../identity';
@@ -19,10 +20,13 @@ import { acceptsSse, openSse, prefersSse, sseEvent, LATEST_VERSION, SUPPORTED_VE
 import { McpSessions } from './services/sessions';
 import type { ToolMetrics } from './services/tool-metrics';
 import type { McpTool, ToolContext } from './tools/types';
+import { withStepTools } from './services/step-tools';
 
 export interface McpDeps {
   config: Config;
   tools: readonly McpTool[];
+  /** The REST routes, for the tools' twins (read at call time: plugins registering later add theirs). */
+  routes: RouteTable;
   sessions: McpSessions;
   changelog: Changelog;
   publicUrl: () => string;
@@ -206,7 +210,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       const known = isApiError(err) ? err : unavailableError(err);
       const failure = known ? errorBody(known, ctx.requestId) : { error: 'The tool failed on our side.', code: 'internal_error', request_id: ctx.requestId };
       // A keyless call spent its demo budget whatever the outcome: its refusal reports the budget too, as REST's headers do.
-      const body = toolCtx.demoBudget ? { ...failure, budget: toolCtx.demoBudget } : failure;
+      const body = withStepTools(toolCtx.demoBudget ? { ...failure, budget: toolCtx.demoBudget } : failure, d.tools, d.routes, ctx.principal !== null);
       if (!isApiError(err) && !logOutage(d.log, outages, err, { tool: name }, `tool ${name}`, 'a store an MCP tool needed failed')) d.log.error({ err, tool: name }, 'MCP tool failed');
       counted(typeof body.code === 'string' ? body.code : 'internal_error');
       return reply({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: JSON.stringify(body) }], isError: true } });
@@ -254,7 +258,8 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       }
       if (progressToken !== undefined) progress(1, 1, 'done');
       counted('ok');
-      return reply({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: JSON.stringify(outcome) }], structuredContent: outcome, isError: false } });
+      const result = withStepTools(outcome, d.tools, d.routes, ctx.principal !== null);
+      return reply({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result, isError: false } });
     } catch (err) {
       return failed(err);
     } finally {

@@ -29,6 +29,7 @@ export function catalogueTools(registry: FunctionRegistry, latency: LatencyStats
         requiresKey: false,
         annotations: { readOnlyHint: true, openWorldHint: false },
       },
+      twin: { keyed: 'functions.list', keyless: 'functions.list' },
       input: listInput,
       run: async (args, ctx) => {
         const a = args as z.output<typeof listInput>;
@@ -49,6 +50,7 @@ export function catalogueTools(registry: FunctionRegistry, latency: LatencyStats
         requiresKey: false,
         annotations: { readOnlyHint: true, openWorldHint: false },
       },
+      twin: { keyed: 'catalog.list', keyless: 'catalog.list' },
       input: browseInput,
       run: async (args, ctx) => {
         const a = args as z.output<typeof browseInput>;

@@ -11,6 +11,7 @@ export const priceOutput = z.looseObject({ price: z.string(), currency: z.string
 
 /** compute_price: the same engine call and usage recording as POST /api/compute/price, channel MCP. */
 export function computeTool(compute: ComputeService, demo: DemoBudgetGuard, routes: RouteTable, schemas: CallSchemas): McpTool {
+  const twin = { keyed: 'compute.price', keyless: 'demo.compute' };
   const computeBody = schemas.computeBody;
   return {
     descriptor: {
@@ -23,7 +24,8 @@ export function computeTool(compute: ComputeService, demo: DemoBudgetGuard, rout
       requiresKey: false,
       annotations: { readOnlyHint: false, openWorldHint: false },
     },
-    admit: (ctx) => admitToolCall(ctx, demo, routes, 'compute.price'),
+    twin,
+    admit: (ctx) => admitToolCall(ctx, demo, routes, twin.keyed),
     input: computeBody,
     example: computeExample,
     exampleFor: callExampleFor(computeBody, computeExample),

@@ -29,6 +29,11 @@ export interface McpTool {
   example?: unknown;
   /** The example made from the arguments sent (what was refused left out), as the REST route makes its body's; used when it passes `input`. */
   exampleFor?: (sent: unknown) => unknown;
+  /**
+   * The REST routes (ids) it does the same as, for a caller with a credential and for one without: a next step in a
+   * tool result that names one is given this tool's name (services/step-tools.ts).
+   */
+  twin?: { keyed: string; keyless: string };
   /** Who may call it (credential scopes, or the demo budget without a key); runs before the arguments are validated. */
   admit?(ctx: ToolContext): Promise<void>;
   run(args: unknown, ctx: ToolContext): Promise<Record<string, unknown>>;

@@ -13,6 +13,7 @@ const verdictOutput = z.looseObject({ verdict: z.enum(['reasonable', 'high', 'lo
 
 /** verify_price: the same verification and usage recording as the REST verify routes, channel MCP. */
 export function verifyTool(verification: () => VerificationService, demo: DemoBudgetGuard, routes: RouteTable, context: ContextSchema): McpTool {
+  const twin = { keyed: 'verify.price', keyless: 'demo.verify' };
   const verifyBody = verifyBodyOf(context);
   return {
     descriptor: {
@@ -25,7 +26,8 @@ export function verifyTool(verification: () => VerificationService, demo: DemoBu
       requiresKey: false,
       annotations: { readOnlyHint: false, openWorldHint: false },
     },
-    admit: (ctx) => admitToolCall(ctx, demo, routes, 'verify.price'),
+    twin,
+    admit: (ctx) => admitToolCall(ctx, demo, routes, twin.keyed),
     input: verifyBody,
     example: verifyExample,
     exampleFor: verifyExampleFor(verifyBody, verifyExample),
