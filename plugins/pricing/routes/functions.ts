@@ -275,7 +275,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
       // Usage records and policies name a function for good: it is withdrawn, never deleted.
       missingMethods: {
         delete: {
-          hint: 'Functions are never deleted (usage records and routing policies name them for good): PATCH /api/functions/{id} with example {"status":"inactive"} withdraws one from routing and the marketplace; {"status":"active"} brings it back.',
+          hint: 'Functions are never deleted (usage records and routing policies name them for good): a PATCH of this path with example {"status":"inactive"} withdraws one from routing and the marketplace; {"status":"active"} brings it back.',
           example: { status: 'inactive' },
         },
       },

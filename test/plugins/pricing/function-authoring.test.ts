@@ -443,7 +443,7 @@ describe('pricing: authoring workspace functions', function () {
     expect(res.status, res.text).to.equal(405);
     expect(res.headers.get('allow')).to.equal('GET, PATCH, HEAD');
     expect(res.body.code).to.equal('method_not_allowed');
-    expect(res.body.hint).to.include('never deleted').and.include('PATCH /api/functions/{id}');
+    expect(res.body.hint).to.include('never deleted').and.include('a PATCH of this path');
     expect(res.body.example).to.deep.equal({ status: 'inactive' });
     // Another method the path lacks keeps the plain list.
     const put = await api().raw<Record<string, any>>('PUT', `/api/functions/${made.body.function.id}`);
