@@ -37,6 +37,7 @@ export const publicFuzzCases: Record<string, FuzzCase> = {
   'changelog.list': { request: () => ({ path: '/api/changelog?audience=agents' }) },
   'changelog.jsonFeed': { request: () => ({ path: '/api/changelog/feed.json' }) },
   'changelog.rss': { request: () => ({ path: '/api/changelog/rss.xml' }) },
+  'changelog.page': { request: () => ({ path: '/changelog?audience=people' }) },
   'leaderboard.read': { request: () => ({ path: '/api/public/leaderboard' }) },
   'mcp.post': {
     as: 'key',
