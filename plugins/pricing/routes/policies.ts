@@ -75,12 +75,17 @@ function refuseUnknownNames(p: PolicyShape, registry: FunctionRegistry, exampleW
   if (unknown.length === 0) return;
   const names = [...new Set(unknown.map((r) => r.ref))];
   const example = exampleWithout(isUnknown);
-  throw new ApiError('validation_error', `No pricing function is named ${names.map((n) => `"${n}"`).join(', ')}; a policy may name only functions that exist.`, {
+  // The message names a few (1000 unknown weights would make it 10 KB); issues name every one, each at its place.
+  const shown = names.slice(0, NAMES_IN_MESSAGE).map((n) => `"${n}"`).join(', ') + (names.length > NAMES_IN_MESSAGE ? ` and ${names.length - NAMES_IN_MESSAGE} more (issues lists each)` : '');
+  throw new ApiError('validation_error', `No pricing function is named ${shown}; a policy may name only functions that exist.`, {
     issues: unknown.map((r) => ({ path: r.path, reason: `no function is named "${r.ref}" (a name held for later would go to whoever registers it first)` })),
     hint: `Register the function first (POST /api/functions), then name it here; GET /api/functions lists the names you can reach. Registered a moment ago on another instance? Retry in a moment.${example !== undefined ? ' example is your request without those names (with sample values, to replace, where the strategy needs one).' : ''}`,
     ...(example !== undefined ? { example } : {}),
   });
 }
+
+/** How many unknown names a refusal's message names before "and N more". */
+const NAMES_IN_MESSAGE = 5;
 
 /** Whether a reference is a name no function holds (an id is never taken over, so never refused). */
 const unknownName = (registry: FunctionRegistry) => (ref: string): boolean => !/^fn_/i.test(ref) && !registry.find(ref);
