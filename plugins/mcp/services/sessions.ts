@@ -2,8 +2,9 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { randomToken } from '../../../core/ids';
 
 /**
- * Stateless MCP sessions: the id is a signed token carrying its issue time and owner, so any
- * instance can check it without shared state. An altered, expired or foreign id is refused (404).
+ * Stateless MCP sessions: the id is a signed token carrying its issue time and a keyed digest of its owner, so any
+ * instance can check it without shared state. An altered, expired or foreign id is refused (404). The owner (a key id,
+ * a person id) is never readable in it: session ids travel in headers that proxies and clients log.
  */
 export class McpSessions {
   constructor(
@@ -16,8 +17,13 @@ export class McpSessions {
     return createHmac('sha256', this.secret).update(`mcp-session:${payload}`).digest('base64url');
   }
 
+  /** Who the session is for, as only this service can tell: equal for one owner, unreadable to anyone else. */
+  private ownerDigest(owner: string): string {
+    return createHmac('sha256', this.secret).update(`mcp-session-owner:${owner}`).digest('base64url').slice(0, 22);
+  }
+
   issue(owner: string): string {
-    const payload = Buffer.from(JSON.stringify({ t: this.now(), o: owner, n: randomToken(8) })).toString('base64url');
+    const payload = Buffer.from(JSON.stringify({ t: this.now(), o: this.ownerDigest(owner), n: randomToken(8) })).toString('base64url');
     return `${payload}.${this.sign(payload)}`;
   }
 
@@ -43,7 +49,7 @@ export class McpSessions {
       return 'unknown';
     }
     // The owner before the age: another owner's id, however old, tells its holder nothing (not even that it is genuine).
-    if (data.o !== owner) return 'unknown';
+    if (data.o !== this.ownerDigest(owner)) return 'unknown';
     if (typeof data.t !== 'number' || this.now() - data.t > this.ttlMs) return 'expired';
     return 'ok';
   }

@@ -807,6 +807,18 @@ describe('MCP endpoint over raw HTTP', function () {
     expect(status).to.equal(403);
   });
 
+  it('issues session ids that name no owner readably (no key or person id in what a proxy log would show)', async () => {
+    const person = await signUp(svc, 'session-owner');
+    const made = await createKey(svc, person, { name: 'session' });
+    const init = await rpc(svc, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }, { 'x-api-key': made.key });
+    const session = init.headers.get('mcp-session-id') as string;
+    const readable = Buffer.from(session.split('.')[0] as string, 'base64url').toString('utf8');
+    expect(readable).to.not.include(made.id);
+    expect(readable).to.not.include('api_key');
+    // Still its owner's: the same key goes on with it.
+    expect((await rpc(svc, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, { 'mcp-session-id': session, 'x-api-key': made.key })).status).to.equal(200);
+  });
+
   it('answers 404 to an altered, a foreign and an expired session id', async () => {
     const init = await rpc(svc, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
     const session = init.headers.get('mcp-session-id') as string;
