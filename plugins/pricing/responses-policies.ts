@@ -55,7 +55,7 @@ const policyWithWarnings = policyViewSchema
     warnings: z
       .array(z.string())
       .optional()
-      .describe('Only when some function the policy names is out of the workspace\'s reach now (kept, and skipped when routing), or a list (config.candidates, config.order, fallback_chain) names one function more than once (kept; each function is tried once, where it first appears).'),
+      .describe('Only when some function the policy names is out of the workspace\'s reach now (kept, and skipped when routing), or a list (config.candidates, config.order, fallback_chain) names one function more than once (kept; each function is tried once, where it first appears), or a function it names is a draft or deactivated (kept; skipped until activated).'),
   })
   .describe('The policy as saved.');
 

@@ -112,6 +112,23 @@ function repeatedRefs(p: PolicyShape, registry: FunctionRegistry, principal: Pri
   return [...repeated].flatMap(([list, refs]) => (refs.size ? [`${list} names ${[...refs].join(', ')} more than once (by name or by id): each function is tried once, where it first appears.`] : []));
 }
 
+/**
+ * The functions a policy names that are within reach but not active (the owner's drafts, deactivated ones): kept, and
+ * skipped when routing until activated, so a call the policy sends there fails or falls back.
+ */
+function inactiveRefs(p: PolicyShape, registry: FunctionRegistry, principal: Principal): string[] {
+  const scope = callerScopeOf(principal);
+  const inactive = new Map<string, string>();
+  for (const { ref } of functionRefs(p)) {
+    const fn = registry.resolve(ref, scope);
+    if (fn && fn.status !== 'active') inactive.set(fn.id, `${fn.name} (${fn.status})`);
+  }
+  return inactive.size ? [`These functions are not active and will be skipped until activated (PATCH /api/functions/{id} with {"status":"active"}): ${[...inactive.values()].join(', ')}.`] : [];
+}
+
+/** Warnings beside the unreachable ones: repeated references, then functions not active. */
+const otherWarnings = (p: PolicyShape, registry: FunctionRegistry, principal: Principal): string[] => [...repeatedRefs(p, registry, principal), ...inactiveRefs(p, registry, principal)];
+
 function withWarnings(view: Record<string, unknown>, missing: string[], repeated: string[] = []): Record<string, unknown> {
   const warnings = [...(missing.length ? [`These functions are out of reach and will be skipped: ${missing.join(', ')}.`] : []), ...repeated];
   return warnings.length ? { ...view, warnings } : view;
@@ -172,11 +189,11 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
         const claim = idempotency.claimOf(req, 'policies.create', p.workspaceId, body);
         return idempotency.run(
           claim,
-          async (take) => created({ policy: withWarnings(policyView(await store.create(p.workspaceId, shape, take)), unreachableRefs(shape, registry, p), repeatedRefs(shape, registry, p)) }),
+          async (take) => created({ policy: withWarnings(policyView(await store.create(p.workspaceId, shape, take)), unreachableRefs(shape, registry, p), otherWarnings(shape, registry, p)) }),
           // The policy as it is now (it may have been changed since): what the first request created.
           async (id) => {
             const saved = await store.get(p.workspaceId, id);
-            return saved ? created({ policy: withWarnings(policyView(saved), unreachableRefs(saved, registry, p), repeatedRefs(saved, registry, p)) }) : null;
+            return saved ? created({ policy: withWarnings(policyView(saved), unreachableRefs(saved, registry, p), otherWarnings(saved, registry, p)) }) : null;
           },
         );
       },
@@ -239,7 +256,7 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
           return shape;
         });
         if (!saved || !shape) throw notFoundPolicy();
-        return ok({ policy: withWarnings(policyView(saved), unreachableRefs(shape, registry, p), repeatedRefs(shape, registry, p)) });
+        return ok({ policy: withWarnings(policyView(saved), unreachableRefs(shape, registry, p), otherWarnings(shape, registry, p)) });
       },
     }),
     defineRoute({

@@ -133,6 +133,21 @@ describe('pricing: routing policies over HTTP', function () {
     expect(clean.body.policy).to.not.have.property('warnings');
   });
 
+  it('warns when the policy names its own draft or deactivated function (skipped until activated), and not once it is active', async () => {
+    const name = `draft-ref-${Date.now()}-${Math.floor(Math.random() * 1e6)}`;
+    const fn = await a.post<Record<string, any>>('/api/functions', { name, execution_type: 'external_api', endpoint_url: 'https://example.com/price', cost_per_unit: '0.001' });
+    expect(fn.status, fn.text).to.equal(201);
+    const p = await create(a, { name: 'names a draft', strategy: 'default', fallback_chain: ['cost-plus', name] });
+    expect(p.warnings).to.deep.equal([`These functions are not active and will be skipped until activated (PATCH /api/functions/{id} with {"status":"active"}): ${name} (draft).`]);
+    expect((await a.patch<Record<string, any>>(`/api/functions/${fn.body.function.id}`, { status: 'active' })).status).to.equal(200);
+    const again = await a.patch<Record<string, any>>(`${PATH}/${p.id}`, { fallback_chain: ['cost-plus', name] });
+    expect(again.status, again.text).to.equal(200);
+    expect(again.body.policy).to.not.have.property('warnings');
+    expect((await a.patch<Record<string, any>>(`/api/functions/${fn.body.function.id}`, { status: 'inactive' })).status).to.equal(200);
+    const off = await a.patch<Record<string, any>>(`${PATH}/${p.id}`, { fallback_function: name });
+    expect(off.body.policy.warnings).to.deep.equal([`These functions are not active and will be skipped until activated (PATCH /api/functions/{id} with {"status":"active"}): ${name} (inactive).`]);
+  });
+
   it('creates, reads and lists a policy; an unreachable reference is kept with a warning', async () => {
     const p = await create(a, {
       name: 'by tier',
