@@ -83,7 +83,7 @@ export function healthRoutes(ctx: PluginContext, probe: ReadinessProbe): RouteSp
         const failing = Object.keys(checks).filter((k) => checks[k]?.status === 'down');
         if (failing.length === 0) return ok({ status: 'ready', checks, checked_at: checkedAt });
         // Thrown, so the error handler writes it as every refusal (error, code, message, request_id), status fields beside.
-        throw new ApiError('not_ready', `Not ready: ${failing.join(', ')} not reachable.`, { fields: { status: 'not_ready', checks, failing, checked_at: checkedAt } });
+        throw new ApiError('not_ready', `Not ready: the ${failing.join(', ')} check${failing.length > 1 ? 's' : ''} failed (checks gives why).`, { fields: { status: 'not_ready', checks, failing, checked_at: checkedAt } });
       },
     }),
     defineRoute({
