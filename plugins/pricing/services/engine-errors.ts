@@ -172,7 +172,11 @@ function engineErrorBody(err: unknown, opts: ErrorAudience): unknown {
       ].filter((l): l is string => l !== null);
       // A fallback is held to the ceilings too: where they alone shut every candidate out, only one within them helps.
       const ceilingsOnly = reasons.size > 0 && [...reasons].every((r) => r === 'cost ceiling' || r === 'latency ceiling');
-      const fallbacks = d.attempts ? '' : `; or set a fallback_function${ceilingsOnly ? ' within the ceilings (fallbacks are held to them too)' : ''}: the fallbacks are tried when every candidate is excluded`;
+      // Offered while the policy has none: a fallback chain whose entries were all skipped still leaves that lever.
+      const hasFallbackFunction = (d.attempts ?? []).some((a) => a.role === 'fallback_function');
+      const fallbacks = hasFallbackFunction
+        ? ''
+        : `; or set a fallback_function${ceilingsOnly ? ' within the ceilings (fallbacks are held to them too)' : ''}${d.attempts ? '' : ': the fallbacks are tried when every candidate is excluded'}`;
       // What names the candidates is the saved policy's own strategy (a routing_preference keeps them): config.candidates is
       // read by cheapest, fastest and round_robin only. A rule that matched sends the context to its function whatever else.
       const moreCandidates = d.ruleMatched

@@ -72,6 +72,11 @@ describe('pricing: engine outcomes as SPEC error bodies', () => {
     const after = err(['cost ceiling'], skipped);
     expect(after.extras.hint).to.equal("Every candidate was excluded; candidates lists each one and why, attempts why each of the policy's fallbacks could not run. PATCH /api/routing-policies/rp_2: raise max_cost_per_unit.");
     expect(after.extras.fields).to.deep.include({ attempts: skipped });
+    // Only a fallback chain, every entry skipped: the policy has no fallback_function yet, which is still a lever.
+    const chainOnly = err(['cost ceiling'], [{ ...skipped[0], role: 'fallback_chain' }]);
+    expect(chainOnly.extras.hint).to.equal(
+      "Every candidate was excluded; candidates lists each one and why, attempts why each of the policy's fallbacks could not run. PATCH /api/routing-policies/rp_2: raise max_cost_per_unit; or set a fallback_function within the ceilings (fallbacks are held to them too).",
+    );
   });
 
   it('functions_failed after real failures has no retry_after', () => {
