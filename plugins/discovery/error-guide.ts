@@ -58,10 +58,23 @@ export const ERROR_GUIDE: Record<ErrorCode, string> = {
 /** The codes only a payments plugin answers with. */
 export const PAYMENT_CODES: readonly ErrorCode[] = ['payment_required', 'insufficient_balance', 'payment_settlement_failed'];
 
-/** Codes only one route answers with: explained only where that route is served (its plugin enabled). */
-const CODE_ROUTES: Partial<Record<ErrorCode, readonly [HttpMethod, string]>> = {
-  not_ready: ['get', '/readyz'],
-  gone: ['post', '/api/invitations/accept'],
+type Route = readonly [HttpMethod, string];
+/** The routes that run pricing functions (compute, the price router, test runs): their plugin answers the engine's codes. */
+const PRICING: readonly Route[] = [['post', '/api/compute/price'], ['post', '/api/price-router'], ['post', '/api/functions/:id/test']];
+
+/** Codes only some routes answer with: explained only where one of them is served (its plugin enabled). */
+const CODE_ROUTES: Partial<Record<ErrorCode, readonly Route[]>> = {
+  not_ready: [['get', '/readyz']],
+  gone: [['post', '/api/invitations/accept']],
+  self_registration_closed: [['post', '/api/agents/register'], ['post', '/api/oauth/register']],
+  function_not_found: PRICING,
+  function_draft: PRICING,
+  function_inactive: PRICING,
+  no_eligible_function: PRICING,
+  insufficient_context: PRICING,
+  functions_failed: PRICING,
+  service_busy: PRICING,
+  pipeline_execution_unavailable: PRICING,
 };
 
 /** The codes only the MCP endpoint answers with. */
@@ -70,8 +83,8 @@ export const MCP_CODES: readonly ErrorCode[] = ['unsupported_protocol_version', 
 /** llms.txt's lines: each code with its status and meaning, by status; payment and MCP codes only where those are served. */
 export function errorGuideLines(served: { payments: boolean; mcp: boolean; serves?: (method: HttpMethod, path: string) => boolean }): string[] {
   const routeServed = (code: ErrorCode): boolean => {
-    const route = CODE_ROUTES[code];
-    return !route || !served.serves || served.serves(route[0], route[1]);
+    const routes = CODE_ROUTES[code];
+    return !routes || !served.serves || routes.some(([method, path]) => served.serves?.(method, path) === true);
   };
   return (Object.keys(ERROR_GUIDE) as ErrorCode[])
     .filter((code) => (served.payments || !PAYMENT_CODES.includes(code)) && (served.mcp || !MCP_CODES.includes(code)) && routeServed(code))

@@ -372,6 +372,12 @@ describe('discovery documents of a service without the accounts, pricing, verifi
     expect(res.text).to.match(/^- 503 not_ready: /m);
     expect(res.text).not.to.contain('price verifications count as calls');
     expect(res.text).not.to.contain('data contributions');
+    // Nor the pricing engine's codes and retries, with no pricing plugin here; registration's pause, which is served, is.
+    for (const code of ['function_not_found', 'function_draft', 'no_eligible_function', 'insufficient_context', 'functions_failed', 'service_busy', 'pipeline_execution_unavailable']) {
+      expect(res.text, code).not.to.contain(code);
+    }
+    expect(res.text).not.to.contain('Priced calls');
+    expect(res.text).to.match(/^- 503 self_registration_closed: /m);
   });
 
   it('OpenAPI offers neither the MCP manifest (a 404 here) nor a person\'s credentials and x-workspace-id where a key also serves (nobody signs in here)', async () => {
