@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { getAddress, isAddress, verifyMessage } from 'viem';
 import { createSiweMessage, parseSiweMessage, validateSiweMessage } from 'viem/siwe';
 import type { Clock } from '../../../core/clock';
@@ -29,7 +30,6 @@ export class WalletSignIn {
     const nonce = randomToken(24);
     const issuedAt = new Date(this.clock.now());
     const expirationTime = new Date(this.clock.now() + NONCE_TTL_MS);
-    await this.kv.set(`siwe:${nonce}`, getAddress(address), NONCE_TTL_MS);
     const message = createSiweMessage({
       address: getAddress(address),
       chainId,
@@ -41,6 +41,9 @@ export class WalletSignIn {
       issuedAt,
       expirationTime,
     });
+    // The nonce is bound to the whole message issued: a signed message with any line changed (chain id, URI, expiry,
+    // resources) is refused, not only one whose domain, statement or time fail.
+    await this.kv.set(`siwe:${nonce}`, issuedRecord(getAddress(address), message), NONCE_TTL_MS);
     return { nonce, message, expires_at: expirationTime.toISOString() };
   }
 
@@ -59,7 +62,8 @@ export class WalletSignIn {
     if (parsed.statement !== SIWE_STATEMENT) throw refuse('the message does not name this service');
     if (!validateSiweMessage({ message: parsed, domain: this.domain(), time: new Date(this.clock.now()) })) throw refuse('the message is for another site or has expired');
     const expected = await this.kv.get(`siwe:${parsed.nonce}`);
-    if (!expected || expected !== getAddress(parsed.address)) throw refuse('the nonce is unknown, used or expired');
+    if (!expected || !expected.startsWith(`${getAddress(parsed.address)}|`)) throw refuse('the nonce is unknown, used or expired');
+    if (expected !== issuedRecord(getAddress(parsed.address), message)) throw refuse('the message is not the one issued with this nonce (a line was changed)');
     let valid = false;
     try {
       valid = await verifyMessage({ address: parsed.address, message, signature });
@@ -73,6 +77,11 @@ export class WalletSignIn {
     await this.kv.del(`siwe:${parsed.nonce}`);
     return getAddress(parsed.address);
   }
+}
+
+/** What is kept with a nonce: the address it was issued to and a digest of the exact message to sign. */
+function issuedRecord(address: string, message: string): string {
+  return `${address}|${createHash('sha256').update(message).digest('base64url')}`;
 }
 
 function signInRefusal(why: string): ApiError {

@@ -478,6 +478,27 @@ describe('accounts: people, sign-up, sign-in and sessions', () => {
       expect(honest.status, 'a refused attempt does not use the nonce up').to.equal(200);
     });
 
+    it('refuses a message the wallet itself edited and signed (chain id, URI, expiry, resources): the nonce binds the whole message issued', async () => {
+      const edits: Array<(m: string) => string> = [
+        (m) => m.replace(/Chain ID: \d+/, 'Chain ID: 5'),
+        (m) => m.replace(/^URI: .*$/m, 'URI: https://evil.example/login'),
+        (m) => m.replace(/^Expiration Time: .*$/m, 'Expiration Time: 2030-01-01T00:00:00.000Z'),
+        (m) => m.replace(/\nExpiration Time: .*$/m, ''),
+        (m) => `${m}\nResources:\n- https://evil.example/grant`,
+      ];
+      for (const edit of edits) {
+        const message = await challenge(account.address);
+        const edited = edit(message);
+        expect(edited, 'the edit changed the message').not.to.equal(message);
+        const res = await api.post<ErrorBody>('/api/auth/wallet/signin', { message: edited, signature: await account.signMessage({ message: edited }) });
+        expect(res.status, `${edited}: ${res.text}`).to.equal(401);
+        expect(res.body.code).to.equal('invalid_credentials');
+        expect(res.body.error).to.include('the message is not the one issued with this nonce');
+        // The message as issued still signs in: the refusal did not use the nonce up.
+        expect((await api.post('/api/auth/wallet/signin', { message, signature: await account.signMessage({ message }) })).status).to.equal(200);
+      }
+    });
+
     it('refuses a message signed by another wallet with 401', async () => {
       const intruder = privateKeyToAccount(generatePrivateKey());
       const message = await challenge(account.address);
