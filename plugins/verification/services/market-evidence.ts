@@ -34,7 +34,7 @@ export class NetworkMarketEvidence implements MarketEvidenceSource {
     if (!this.observed.mayHave(productType, currency)) return null;
     const v = this.config.verification;
     const now = this.now();
-    const evidence = await this.store.forVerification(productType, currency, new Date(now - v.maxAgeDays * DAY_MS), v.maxObservationsRead);
+    const evidence = await this.store.forVerification(productType, currency, new Date(now - v.maxAgeDays * DAY_MS), v.maxObservationsRead, v.maxObservationsPerAccount);
     let summary = this.summaries.get(evidence);
     if (summary === undefined) {
       summary = summarise(evidence, { now, halfLifeMs: v.halfLifeDays * DAY_MS, maxSources: this.config.engine.marketMaxSources, minRelativeHalfWidth: v.minRelativeHalfWidth });

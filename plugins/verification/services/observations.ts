@@ -98,6 +98,35 @@ export const foldsAlike = (productType: string): boolean => /^[\x20-\x7e]*$/.tes
 const ACCOUNT_JOINS = 'LEFT JOIN workspaces w ON w.id = o.workspace_id LEFT JOIN workspaces pw ON pw.id = w.parent_id';
 const ACCOUNT_OF = 'coalesce(pw.parent_id, w.parent_id, o.workspace_id)';
 
+interface EvidenceRow {
+  id: string;
+  /** The workspace that posted it. */
+  submitted_by: string;
+  /** The account it counts for (ACCOUNT_OF). */
+  workspace_id: string;
+  source: string;
+  origin: ObservationOrigin;
+  amount: string;
+  observed_at: Date;
+}
+
+/** The accounts holding more than `cap` of `rows`. */
+function accountsOver(rows: readonly EvidenceRow[], cap: number): Set<string> {
+  const counts = new Map<string, number>();
+  for (const r of rows) counts.set(r.workspace_id, (counts.get(r.workspace_id) ?? 0) + 1);
+  return new Set([...counts].filter(([, n]) => n > cap).map(([account]) => account));
+}
+
+/** `rows` (newest first) with at most `cap` per account, the newest kept, in their order. */
+function newestPerAccount(rows: readonly EvidenceRow[], cap: number): EvidenceRow[] {
+  const kept = new Map<string, number>();
+  return rows.filter((r) => {
+    const n = kept.get(r.workspace_id) ?? 0;
+    kept.set(r.workspace_id, n + 1);
+    return n < cap;
+  });
+}
+
 export class ObservationStore {
   /** Weighed by observations (an empty read counts one), since a read holds from none to thousands. */
   private readonly cache: ExpiringMap<string, Evidence>;
@@ -224,13 +253,13 @@ export class ObservationStore {
     return account;
   }
 
-  async forVerification(productType: string, currency: string, since: Date, limit: number): Promise<Evidence> {
+  async forVerification(productType: string, currency: string, since: Date, limit: number, perAccount = limit): Promise<Evidence> {
     const key = evidenceKey(productType, currency);
     const hit = this.cache.get(key);
     if (hit !== undefined) return hit;
     const inFlight = this.reading.get(key);
     if (inFlight) return inFlight;
-    const read = this.read(key, productType, currency, since, limit);
+    const read = this.read(key, productType, currency, since, limit, perAccount);
     this.reading.set(key, read);
     try {
       return await read;
@@ -239,21 +268,49 @@ export class ObservationStore {
     }
   }
 
-  private async read(key: string, productType: string, currency: string, since: Date, limit: number): Promise<Evidence> {
+  /**
+   * The newest `limit` matching observations, none of the raw workspaces in `without`. Each counts for its submitter's
+   * account: a workspace with its test workspace and the agent workspaces claimed into it (and their test workspaces)
+   * is one submitter, or one person's free test workspace would make their quotes look independent.
+   */
+  private async newest(productType: string, currency: string, since: Date, limit: number, without: readonly string[]): Promise<EvidenceRow[]> {
+    const res = await this.pool.query<EvidenceRow>(
+      without.length === 0
+        ? {
+            name: 'verification_evidence',
+            text: `SELECT o.id, o.workspace_id AS submitted_by, ${ACCOUNT_OF} AS workspace_id, o.source, o.origin, o.amount::text AS amount, o.observed_at FROM price_observations o
+                   ${ACCOUNT_JOINS}
+                   WHERE lower(o.product_type) = lower($1) AND o.currency = $2 AND o.observed_at >= $3
+                   ORDER BY o.observed_at DESC LIMIT $4`,
+            values: [productType, currency, since, limit],
+          }
+        : {
+            name: 'verification_evidence_without',
+            text: `SELECT o.id, o.workspace_id AS submitted_by, ${ACCOUNT_OF} AS workspace_id, o.source, o.origin, o.amount::text AS amount, o.observed_at FROM price_observations o
+                   ${ACCOUNT_JOINS}
+                   WHERE lower(o.product_type) = lower($1) AND o.currency = $2 AND o.observed_at >= $3 AND NOT (o.workspace_id = ANY($5::text[]))
+                   ORDER BY o.observed_at DESC LIMIT $4`,
+            values: [productType, currency, since, limit, [...without]],
+          },
+    );
+    return res.rows;
+  }
+
+  private async read(key: string, productType: string, currency: string, since: Date, limit: number, perAccount: number): Promise<Evidence> {
     const writesBefore = this.writes;
-    const res = await this.pool.query<{ id: string; workspace_id: string; source: string; origin: ObservationOrigin; amount: string; observed_at: Date }>({
-      name: 'verification_evidence',
-      // Each observation counts for its submitter's account: a workspace with its test workspace and the agent workspaces
-      // claimed into it (and their test workspaces) is one submitter, or one person's free test workspace would make their
-      // quotes look independent.
-      text: `SELECT o.id, ${ACCOUNT_OF} AS workspace_id, o.source, o.origin, o.amount::text AS amount, o.observed_at FROM price_observations o
-             ${ACCOUNT_JOINS}
-             WHERE lower(o.product_type) = lower($1) AND o.currency = $2 AND o.observed_at >= $3
-             ORDER BY o.observed_at DESC LIMIT $4`,
-      values: [productType, currency, since, limit],
-    });
+    let rows = await this.newest(productType, currency, since, limit, []);
+    // One submitter's flood (thousands of fresh quotes) must not push every other submitter's evidence out of the read:
+    // each account keeps at most `perAccount` of its newest, and when a full read held more of some account's, the
+    // read is made again without that account's workspaces, so the others' older quotes fill the room it left.
+    const crowding = accountsOver(rows, perAccount);
+    if (crowding.size > 0 && rows.length === limit) {
+      const flooders = rows.filter((r) => crowding.has(r.workspace_id));
+      const others = await this.newest(productType, currency, since, limit, [...new Set(flooders.map((r) => r.submitted_by))]);
+      rows = [...flooders, ...others].sort((a, b) => b.observed_at.getTime() - a.observed_at.getTime());
+    }
+    rows = newestPerAccount(rows, perAccount).slice(0, limit);
     let older = 0;
-    if (res.rows.length === 0) {
+    if (rows.length === 0) {
       const r = await this.pool.query<{ n: number }>({
         name: 'verification_evidence_older',
         text: 'SELECT count(*)::int AS n FROM price_observations WHERE lower(product_type) = lower($1) AND currency = $2 AND observed_at < $3',
@@ -262,7 +319,7 @@ export class ObservationStore {
       older = r.rows[0]?.n ?? 0;
     }
     const evidence: Evidence = {
-      observations: res.rows.map((r) => ({ id: r.id, workspaceId: r.workspace_id, source: r.source, origin: r.origin, amount: r.amount, observedAt: r.observed_at.getTime() })),
+      observations: rows.map((r) => ({ id: r.id, workspaceId: r.workspace_id, source: r.source, origin: r.origin, amount: r.amount, observedAt: r.observed_at.getTime() })),
       older,
     };
     if (this.cacheTtlMs > 0 && this.writes === writesBefore) this.cache.set(key, evidence, this.cacheTtlMs);

@@ -142,7 +142,7 @@ export class VerificationService {
     try {
       const now = this.clock.now();
       const since = new Date(now - thresholds.maxAgeDays * DAY_MS);
-      const found = productType ? await this.store.forVerification(productType, currency, since, this.config.verification.maxObservationsRead) : { observations: [], older: 0 };
+      const found = productType ? await this.store.forVerification(productType, currency, since, this.config.verification.maxObservationsRead, this.config.verification.maxObservationsPerAccount) : { observations: [], older: 0 };
       const current = positive(call.context.current_price);
       verdict = evaluateVerdict({
         proposedPrice: proposed,

@@ -51,6 +51,25 @@ describe('observation store: evidence reads under load', function () {
     expect(count()).to.equal(2);
   });
 
+  it("one submitter's flood of fresh quotes does not push the others' older evidence out of the read: each account keeps its newest VERIFY_MAX_OBSERVATIONS_PER_ACCOUNT", async () => {
+    const store = new ObservationStore(svc.container.resolve<Sql>(TOKENS.Sql), svc.container.resolve<Pool>(TOKENS.PgPool), CACHE, () => clock);
+    const at = (hoursAgo: number) => new Date(Date.now() - hoursAgo * 3_600_000).toISOString();
+    const honest = await Promise.all(['flood-a', 'flood-b', 'flood-c'].map(async (n) => (await signUp(svc, n)).workspaceId));
+    for (const [i, ws] of honest.entries()) {
+      await store.contribute(ws, [10, 11].map((h) => ({ product_type: 'flooded', currency: 'USD', amount: `${10 + i}.00`, observed_at: at(h), source: 'shop' })));
+    }
+    const flooder = (await signUp(svc, 'flooder')).workspaceId;
+    await store.contribute(flooder, Array.from({ length: 30 }, (_, i) => ({ product_type: 'flooded', currency: 'USD', amount: '50.00', observed_at: at(i / 100), source: 'flood' })));
+    const read = await store.forVerification('flooded', 'USD', new Date(Date.now() - 86_400_000), 10, 3);
+    const byAccount = (id: string) => read.observations.filter((o) => o.workspaceId === id).length;
+    expect(byAccount(flooder)).to.equal(3);
+    for (const ws of honest) expect(byAccount(ws), ws).to.equal(2);
+    expect(read.observations).to.have.length(9);
+    // Newest first, as before.
+    const times = read.observations.map((o) => o.observedAt);
+    expect(times).to.deep.equal([...times].sort((a, b) => b - a));
+  });
+
   it('a write of a name outside ASCII refreshes every cached spelling the database would match it to (ΣΑΣ, σασ, σας)', async () => {
     const store = new ObservationStore(svc.container.resolve<Sql>(TOKENS.Sql), svc.container.resolve<Pool>(TOKENS.PgPool), CACHE, () => clock);
     const since = new Date(clock - 86_400_000);
