@@ -1,4 +1,4 @@
-import { ApiError, errorBodySchema } from '../../../core/errors';
+import { ApiError, isApiError, errorBodySchema } from '../../../core/errors';
 import { created, defineRoute, ok } from '../../../core/http/route';
 import type { Reply, RequestContext, RouteSpec } from '../../../core/http/route';
 import { notOwnOrigin } from '../../../core/http/origin';
@@ -67,7 +67,10 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       },
       handler: async ({ body, clientIp, req }) => {
         const meta = { ip: clientIp, userAgent: userAgentOf(req) };
-        const { person, workspace, session } = await d.people.create(
+        // "An account with this email already exists" tells whoever asks that the email has an account: each such answer
+        // counts as a rejected credential of the address, so sign-up cannot be used to test emails faster than sign-in.
+        await d.failures.check(clientIp);
+        const created = d.people.create(
           {
             email: body.email,
             password: body.password,
@@ -78,6 +81,10 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
           },
           (p, tx) => d.sessions.create(p.id, 'password', meta, tx),
         );
+        const { person, workspace, session } = await created.catch(async (err: unknown) => {
+          if (isApiError(err) && err.code === 'conflict') await d.failures.fail(clientIp);
+          throw err;
+        });
         return signedInReply(d, person, session, 201, { workspace: workspaceView(workspace) });
       },
     }),

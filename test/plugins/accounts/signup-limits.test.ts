@@ -54,6 +54,31 @@ describe('accounts: daily sign-up limits (SIGNUPS_PER_ADDRESS_PER_DAY, SIGNUPS_P
     }
   });
 
+  it('counts a sign-up refused because the email has an account as a rejected credential of the address: emails cannot be tested faster than sign-in allows', async () => {
+    const svc = await startTestService({ config: identityConfig({ rateLimit: { failedAuthPerAddressPer15Min: 3 } }) });
+    try {
+      const api = client(svc.url);
+      const email = uniqueEmail();
+      expect((await signUpFrom(api, '198.51.100.60', email)).status).to.equal(201);
+      for (let i = 0; i < 3; i++) {
+        const taken = await signUpFrom(api, '198.51.100.60', email);
+        expect(taken.status, taken.text).to.equal(409);
+        expect(taken.body.code).to.equal('conflict');
+      }
+      // Over the allowance: refused before anything is looked up, a new email too.
+      const locked = await signUpFrom(api, '198.51.100.60', email);
+      expect(locked.status, locked.text).to.equal(429);
+      expect(locked.body.code).to.equal('rate_limited');
+      expect(locked.body.limit).to.deep.equal({ rejected_credentials_per_15_minutes: 3 });
+      expectRetryAfter(locked);
+      expect((await signUpFrom(api, '198.51.100.60')).status).to.equal(429);
+      // Another address is not held back.
+      expect((await signUpFrom(api, '198.51.100.61')).status).to.equal(201);
+    } finally {
+      await svc.close();
+    }
+  });
+
   describe('with small limits', () => {
     let svc: TestService;
     let api: Api;
