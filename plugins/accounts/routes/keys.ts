@@ -23,7 +23,12 @@ const PERSON_ONLY = {
 export function requestedExpiry(expiresAt: string | undefined): Date | null {
   if (!expiresAt) return null;
   const at = new Date(expiresAt);
-  if (at.getTime() <= Date.now()) throw new ApiError('validation_error', 'expires_at must be in the future.', { issues: [{ path: 'expires_at', reason: 'in the past' }] });
+  if (at.getTime() <= Date.now()) {
+    throw new ApiError('validation_error', 'expires_at must be in the future.', {
+      issues: [{ path: 'expires_at', reason: 'in the past' }],
+      hint: 'Send a future ISO 8601 date-time with a time zone (2027-01-01T00:00:00Z), or leave expires_at out for a key that does not expire.',
+    });
+  }
   return at;
 }
 
@@ -118,7 +123,7 @@ export function keyRoutes(d: AccountsDeps, events: EventBus): RouteSpec[] {
           const lacking = lackingFullAccess(p);
           if (lacking.length > 0) throw fullAccessRequired(CONFIGURATION_ACCESS, lacking, 'POST /api/api-keys with agent_id (an agent-bound key)', 'person_token');
           const agent = await d.sql.one<{ id: string; created_by_person_id: string | null }>(`SELECT id, created_by_person_id FROM agents WHERE id = $1 AND workspace_id = $2 AND status = 'active'`, [body.agent_id, p.workspaceId]);
-          if (!agent) throw new ApiError('not_found', 'No active agent with this id in the workspace.');
+          if (!agent) throw new ApiError('not_found', 'No active agent with this id in the workspace.', { hint: "GET /api/agents lists this workspace's agents and their ids (a disabled agent gets no new key; an agent of another workspace is answered as a missing one)." });
           // The rule of POST /api/agents/{id}/keys.
           assertManagesAgent(p, agent, 'mint keys for');
           agentId = agent.id;

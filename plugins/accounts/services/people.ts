@@ -160,7 +160,9 @@ export class People {
     const inserted = await this.sql.one('INSERT INTO wallet_links (address, person_id) VALUES ($1, $2) ON CONFLICT (address) DO NOTHING RETURNING address', [key, personId]);
     if (inserted) return;
     const owner = await this.sql.one<{ person_id: string }>('SELECT person_id FROM wallet_links WHERE address = $1', [key]);
-    if (owner && owner.person_id !== personId) throw new ApiError('conflict', 'This wallet is linked to another account.');
+    if (owner && owner.person_id !== personId) {
+      throw new ApiError('conflict', 'This wallet is linked to another account.', { hint: 'A wallet signs in to one account: sign in with it (POST /api/auth/wallet/nonce, then /api/auth/wallet/signin) to use that account, or link another wallet here.' });
+    }
   }
 
   async wallets(personId: string): Promise<Array<{ address: string; created_at: Date }>> {

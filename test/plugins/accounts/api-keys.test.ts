@@ -68,6 +68,11 @@ describe('accounts: API keys and scopes (POST /api/api-keys)', () => {
     expect(viaAgent.body.error).to.equal('expires_at must be in the future.');
     expect(viaAgent.body.issues).to.deep.equal([{ path: 'expires_at', reason: 'in the past' }]);
     expect({ status: viaAgent.status, error: viaAgent.body.error, issues: viaAgent.body.issues }).to.deep.equal({ status: direct.status, error: direct.body.error, issues: direct.body.issues });
+    // Both say what to send instead.
+    for (const res of [direct, viaAgent]) expect(res.body.hint).to.include('a future ISO 8601 date-time').and.include('leave expires_at out');
+    const noAgent = await api.post<ErrorBody>('/api/api-keys', { name: 'k', agent_id: 'agt_nosuchagent0000000' }, asPerson(owner));
+    expect(noAgent.status, noAgent.text).to.equal(404);
+    expect(noAgent.body.hint).to.include('GET /api/agents');
     const keys = await svc.sequelize.query('SELECT count(*)::int AS n FROM api_keys WHERE agent_id = $1', { bind: [agentId], plain: true });
     expect((keys as { n: number } | null)?.n).to.equal(0);
     const later = await api.post(`/api/agents/${agentId}/keys`, { name: 'k', expires_at: new Date(Date.now() + 86_400_000).toISOString() }, asPerson(owner));
