@@ -16,7 +16,11 @@ const dateOfBirth = z
   .refine((s) => Number(s.slice(0, 4)) >= EARLIEST_BIRTH_YEAR, `not a plausible date of birth: the year must be ${EARLIEST_BIRTH_YEAR} or later`)
   // A day ahead is still today somewhere: a later date is a typo, not an age to refuse (403 is for the under-aged).
   .refine((s) => !(Date.parse(`${s}T00:00:00Z`) > Date.now() + 86_400_000), 'not a date of birth: it is in the future');
-const password = z.string().min(10, 'use at least 10 characters').max(200);
+const password = z
+  .string()
+  .min(10, 'use at least 10 characters')
+  .max(200)
+  .refine((p) => p.trim().length > 0, 'must not be only spaces: use at least 10 characters that are not all blank');
 const email = z.string().trim().toLowerCase().email().max(254);
 const hexSignature = z.string().regex(/^0x[0-9a-fA-F]+$/, 'a 0x-prefixed hex signature') as unknown as z.ZodType<`0x${string}`>;
 

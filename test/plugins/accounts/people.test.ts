@@ -89,6 +89,21 @@ describe('accounts: people, sign-up, sign-in and sessions', () => {
     expect(res.body.issues?.map((i) => i.path)).to.include('password');
   });
 
+  it('refuses a password of spaces only, and takes one typed composed or decomposed (Unicode NFC) as the same password', async () => {
+    const blank = await api.post<ErrorBody>('/api/auth/signup', { email: uniqueEmail(), password: '          ', date_of_birth: '1990-01-01' });
+    expect(blank.status, blank.text).to.equal(400);
+    expect(blank.body.issues).to.deep.equal([{ path: 'password', reason: 'must not be only spaces: use at least 10 characters that are not all blank' }]);
+    const composed = 'p\u00e4ssw\u00f6rd123';
+    const decomposed = 'pa\u0308sswo\u0308rd123';
+    for (const [made, typed] of [[composed, decomposed], [decomposed, composed]]) {
+      const email = uniqueEmail();
+      const up = await api.post('/api/auth/signup', { email, password: made, date_of_birth: '1990-01-01' });
+      expect(up.status, up.text).to.equal(201);
+      for (const password of [typed, made]) expect((await api.post('/api/auth/signin', { email, password })).status, JSON.stringify(password)).to.equal(200);
+      expect((await api.post('/api/auth/signin', { email, password: 'pa\u0308sswo\u0308rd124' })).status).to.equal(401);
+    }
+  });
+
   it('answers a duplicate email with 409, whatever its case', async () => {
     const email = uniqueEmail();
     await signUp(svc.url, { email });
