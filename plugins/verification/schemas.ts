@@ -38,9 +38,12 @@ const contextKey = z
 function observedAt(now: () => number, retentionDays: number) {
   return z.iso
     .datetime({ offset: true, message: 'observed_at must be an ISO 8601 date-time with a time zone, such as 2026-03-01T12:00:00Z' })
-    .refine((s) => !(Date.parse(s) > now() + OBSERVED_AT_SKEW_MS), { message: 'observed_at must not be in the future' })
+    // Judged only as a date-time that passed: "2026-02-30T21:00:00Z" is refused as no date-time, and not also as too old
+    // because Date.parse rolls it over to March (one issue per field).
+    .refine((s) => !(Date.parse(s) > now() + OBSERVED_AT_SKEW_MS), { message: 'observed_at must not be in the future', when: (payload) => payload.issues.length === 0 })
     .refine((s) => !(Date.parse(s) < now() - retentionDays * 86_400_000), {
       message: `observed_at must be within the last ${retentionDays} days (OBSERVATIONS_RETENTION_DAYS): older observations are not kept`,
+      when: (payload) => payload.issues.length === 0,
     });
 }
 
