@@ -409,16 +409,14 @@ export function methodNotAllowed(path: string, methods: readonly HttpMethod[], d
     // The path as the caller sent it (not Express's template with its :params), the methods as a reader lists them.
     const methods = allowed.filter((m) => m !== 'HEAD');
     const listed = methods.length > 1 ? `${methods.slice(0, -1).join(', ')} or ${methods.at(-1) ?? ''}` : (methods[0] ?? '');
-    const meant = missing?.[req.method.toLowerCase() as HttpMethod];
-    if (meant) {
-      next(new ApiError('method_not_allowed', `${req.method} is not supported on ${req.path}.`, { hint: meant.hint, headers: { Allow: allow }, ...(meant.example === undefined ? {} : { example: meant.example }) }));
-      return;
-    }
+    // A method the routes say what to do instead of (missingMethods) gets that hint and its example.
+    const meant = missing[req.method.toLowerCase() as HttpMethod];
+    const shown = meant ? meant.example : example;
     next(
       new ApiError('method_not_allowed', `${req.method} is not supported on ${req.path}.`, {
-        hint: example === undefined ? `Use ${listed} on this path.` : `Use ${listed} on this path; example is a body it takes.`,
+        hint: meant?.hint ?? (example === undefined ? `Use ${listed} on this path.` : `Use ${listed} on this path; example is a body it takes.`),
         headers: { Allow: allow },
-        ...(example === undefined ? {} : { example }),
+        ...(shown === undefined ? {} : { example: shown }),
       }),
     );
   };

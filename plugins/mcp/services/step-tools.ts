@@ -1,6 +1,24 @@
 import type { RouteTable } from '../../../core/http/pipeline';
 import type { McpTool } from '../tools/types';
 
+type StepTools = Record<'keyed' | 'keyless', Map<string, string>>;
+/** Per tool list, "METHOD /path" of each tool's REST twin → the tool's name: made once, on the first result (routes are all registered by then). */
+const madeFor = new WeakMap<readonly McpTool[], StepTools>();
+function stepToolsOf(tools: readonly McpTool[], routes: RouteTable): StepTools {
+  let made = madeFor.get(tools);
+  if (!made) {
+    made = { keyed: new Map(), keyless: new Map() };
+    for (const t of tools) {
+      for (const kind of ['keyed', 'keyless'] as const) {
+        const route = t.twin ? routes.find(t.twin[kind]) : undefined;
+        if (route) made[kind].set(`${route.method.toUpperCase()} ${route.path}`, t.descriptor.name);
+      }
+    }
+    madeFor.set(tools, made);
+  }
+  return made;
+}
+
 const isStep = (v: unknown): v is { method: string; path: string } =>
   typeof v === 'object' && v !== null && typeof (v as { method?: unknown }).method === 'string' && typeof (v as { path?: unknown }).path === 'string';
 
@@ -11,11 +29,7 @@ const isStep = (v: unknown): v is { method: string; path: string } =>
  * copied, not changed: a result may be an idempotent replay's stored answer. Hints stay in REST's words.
  */
 export function withStepTools(body: Record<string, unknown>, tools: readonly McpTool[], routes: RouteTable, keyed: boolean): Record<string, unknown> {
-  const served = new Map<string, string>();
-  for (const t of tools) {
-    const route = t.twin ? routes.find(keyed ? t.twin.keyed : t.twin.keyless) : undefined;
-    if (route) served.set(`${route.method.toUpperCase()} ${route.path}`, t.descriptor.name);
-  }
+  const served = stepToolsOf(tools, routes)[keyed ? 'keyed' : 'keyless'];
   const tagged = (steps: unknown): unknown =>
     Array.isArray(steps)
       ? steps.map((step: unknown) => {
