@@ -186,6 +186,12 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
   deprecated?: Deprecation;
   /** Content types the route answers with, for OpenAPI (default application/json). */
   produces?: string[];
+  /**
+   * The route answers its 200 with a strong ETag and a GET or HEAD naming it in If-None-Match with 304 and no body (its
+   * handler sends through sendBody with `etag`, or returns a Reply with `etag`): declared so in OpenAPI, where a client
+   * learns it may poll conditionally.
+   */
+  conditional?: true;
   handler: (ctx: RequestContext<z.output<B>, z.output<Q>, z.output<P>>) => Promise<HandlerResult> | HandlerResult;
 }
 

@@ -24,7 +24,8 @@ export type ResponseHeader =
   | 'X-Service-Notices'
   | 'WWW-Authenticate'
   | 'Mcp-Session-Id'
-  | 'Allow';
+  | 'Allow'
+  | 'ETag';
 
 type HeaderDefinition = {
   description: string;
@@ -49,6 +50,7 @@ export const RESPONSE_HEADERS: Record<ResponseHeader, HeaderDefinition> = {
   'WWW-Authenticate': { description: 'The Bearer challenge (RFC 6750), with error and error_description when a credential was sent and refused.', schema: str },
   'Mcp-Session-Id': { description: 'The MCP session id issued on initialize; send it back on later requests (optional).', schema: str },
   Allow: { description: 'The methods the path takes.', schema: str },
+  ETag: { description: 'A strong validator of the body sent (its digest): send it back in If-None-Match to get 304 without the body while the document is unchanged.', schema: str },
 };
 
 const RATE: ResponseHeader[] = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'];
@@ -72,6 +74,8 @@ export function headersFor(route: RouteSpec, status: string): ResponseHeader[] {
   if (status === '401') out.push('WWW-Authenticate');
   if (status === '429' || status === '503' || status === '5XX') out.push('Retry-After');
   if (status === '405') out.push('Allow');
+  // RFC 9110 §15.4.5: a 304 carries the ETag a 200 would have.
+  if (route.conditional && (status === '200' || status === '304')) out.push('ETag');
   return out;
 }
 

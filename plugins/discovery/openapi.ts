@@ -40,6 +40,17 @@ const workspaceHeader = z.object({
     .describe('For a person: the workspace to act in (one they are a member of, listed at GET /api/user); without it, their default workspace. Another workspace answers 404.'),
 });
 
+/**
+ * The request headers an operation reads beyond its credentials: x-workspace-id for a person, If-None-Match where
+ * conditional (`ifNoneMatch`: the registered parameter, so each operation $refs one definition), its own.
+ */
+function requestHeaders(spec: RouteSpec, ifNoneMatch: z.ZodType): z.ZodObject | undefined {
+  const parts = [acceptsPerson(spec) ? workspaceHeader : undefined, spec.conditional ? z.object({ 'if-none-match': ifNoneMatch }) : undefined, spec.headers].filter(
+    (h): h is z.ZodObject => h !== undefined,
+  );
+  return parts.length ? parts.reduce((all, h) => all.extend(h.shape)) : undefined;
+}
+
 function rawBodyContent(types: readonly string[], fields?: z.ZodObject): Record<string, { schema: z.ZodType }> {
   return Object.fromEntries(types.map((t) => [t, { schema: fields ?? (t === 'application/x-www-form-urlencoded' ? z.record(z.string(), z.string()) : z.record(z.string(), z.unknown())) }]));
 }
@@ -66,6 +77,10 @@ export function buildOpenApi(all: readonly RegisteredRoute[], info: { version: s
   const used = new Set(routes.flatMap(({ spec }) => securityOf(spec).flatMap((req) => Object.keys(req))));
   for (const [name, scheme] of Object.entries(SECURITY_SCHEMES)) if (!CONDITIONAL_SCHEMES.has(name) || used.has(name)) registry.registerComponent('securitySchemes', name, scheme);
   for (const [name, header] of Object.entries(RESPONSE_HEADERS)) registry.registerComponent('headers', name, header);
+  const ifNoneMatch = registry.registerParameter(
+    'IfNoneMatch',
+    z.string().optional().openapi({ param: { name: 'if-none-match', in: 'header', description: 'The ETag of the copy you hold: while the document is unchanged the answer is 304 without a body.' } }),
+  );
 
   for (const { plugin, spec } of routes) {
     const responses: Record<string, { description: string; content?: Record<string, { schema: z.ZodType }>; headers?: Record<string, { $ref: string }> }> = {};
@@ -84,6 +99,7 @@ export function buildOpenApi(all: readonly RegisteredRoute[], info: { version: s
     if (!onlyRefuses && !Object.keys(responses).some((s) => s.startsWith('2'))) {
       responses['200'] = { description: 'Success.', content: bodyContent(produces) };
     }
+    if (spec.conditional) responses['304'] ??= { description: 'Not Modified: If-None-Match named the current ETag; no body.' };
     const errorContent = { 'application/json': { schema: errorBodySchema } };
     // A route answering refusals in its own shape (MCP: JSON-RPC) gives its added refusals that shape too.
     const refusalContent = responses['4XX']?.content ?? errorContent;
@@ -107,7 +123,7 @@ export function buildOpenApi(all: readonly RegisteredRoute[], info: { version: s
       request: {
         ...(spec.params ? { params: spec.params as z.ZodObject } : {}),
         ...(spec.query ? { query: spec.query as z.ZodObject } : {}),
-        ...(acceptsPerson(spec) || spec.headers ? { headers: acceptsPerson(spec) && spec.headers ? workspaceHeader.extend(spec.headers.shape) : (spec.headers ?? workspaceHeader) } : {}),
+        ...(requestHeaders(spec, ifNoneMatch) ? { headers: requestHeaders(spec, ifNoneMatch) } : {}),
         ...(spec.body
           ? // An empty body is read as {}: a route that takes {} takes no body at all.
             { body: { required: !spec.body.safeParse({}).success, content: { 'application/json': { schema: spec.body, ...(spec.example !== undefined ? { example: spec.example } : {}) } } } }
@@ -143,16 +159,19 @@ interface OpenApiDocument {
   components?: Record<string, unknown>;
 }
 
-/** Refusals that many operations declare word for word: each distinct one is written once, in components.responses. */
-const SHARED_REFUSALS: Record<string, string> = { '401': 'Unauthorized', '413': 'PayloadTooLarge', '415': 'UnsupportedMediaType', '429': 'RateLimited', '4XX': 'Refused', '5XX': 'Failed' };
+/** Refusals (and the 304) that many operations declare word for word: each distinct one is written once, in components.responses. */
+const SHARED_REFUSALS: Record<string, string> = { '304': 'NotModified', '401': 'Unauthorized', '413': 'PayloadTooLarge', '415': 'UnsupportedMediaType', '429': 'RateLimited', '4XX': 'Refused', '5XX': 'Failed' };
 
 /** A shared refusal's name: its kind, then how it differs (the demo's budget headers, no rate headers, a shape of its own). */
 function refusalName(label: string, r: ResponseObject, taken: Record<string, unknown>): string {
   const headers = Object.keys(r.headers ?? {});
   let base = label;
-  if (headers.includes('X-Demo-Budget-Limit')) base += 'Demo';
-  else if (!headers.includes('X-RateLimit-Limit')) base += 'Unmetered';
-  if (r.content?.['application/json']?.schema?.$ref !== '#/components/schemas/Error') base += 'OwnShape';
+  // A 304 has no body, and is sent only by the unmetered public documents.
+  if (r.content) {
+    if (headers.includes('X-Demo-Budget-Limit')) base += 'Demo';
+    else if (!headers.includes('X-RateLimit-Limit')) base += 'Unmetered';
+    if (r.content['application/json']?.schema?.$ref !== '#/components/schemas/Error') base += 'OwnShape';
+  }
   let name = base;
   for (let i = 2; name in taken; i++) name = `${base}${i}`;
   return name;

@@ -34,6 +34,7 @@ export function changelogRoutes(changelog: Changelog, publicUrl: () => string): 
       tags: ['Changelog'],
       auth: 'public',
       rateLimit: 'none',
+      conditional: true,
       query: audienceQuery,
       produces: ['application/feed+json'],
       responses: { 200: { description: 'The changelog as JSON Feed 1.1.', schema: r.jsonFeedResponse } },
@@ -70,6 +71,7 @@ export function changelogRoutes(changelog: Changelog, publicUrl: () => string): 
       tags: ['Changelog'],
       auth: 'public',
       rateLimit: 'none',
+      conditional: true,
       query: audienceQuery,
       produces: ['application/rss+xml'],
       handler: ({ query, res }): HandlerResult => {
@@ -95,6 +97,7 @@ export function changelogRoutes(changelog: Changelog, publicUrl: () => string): 
       tags: ['Changelog'],
       auth: 'public',
       rateLimit: 'none',
+      conditional: true,
       query: audienceQuery,
       produces: ['text/html'],
       handler: ({ query, res }): HandlerResult => {
@@ -116,6 +119,7 @@ export function changelogRoutes(changelog: Changelog, publicUrl: () => string): 
       tags: ['Changelog'],
       auth: 'public',
       rateLimit: 'none',
+      conditional: true,
       query: audienceQuery,
       responses: { 200: { description: 'Every published entry.', schema: r.changelogListResponse } },
       handler: ({ query }) => {

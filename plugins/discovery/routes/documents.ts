@@ -31,7 +31,7 @@ export interface DocumentDeps {
  */
 const OPENAPI_REBUILD_MS = 3_600_000;
 
-const publicDoc = { auth: 'public' as const, rateLimit: 'none', tags: ['Discovery'] };
+const publicDoc = { auth: 'public' as const, rateLimit: 'none', tags: ['Discovery'], conditional: true as const };
 
 /** A body built once and served many times, with its ETag computed once too. */
 interface Rendered {

@@ -21,6 +21,7 @@ const LISTED = [
   'Mcp-Session-Id',
   'Allow',
   'X-Request-Id',
+  'ETag',
 ];
 
 /**
@@ -147,6 +148,27 @@ describe('OpenAPI: refusal statuses and response headers as the service sends th
     expect(Object.keys(demo?.headers ?? {})).to.include('X-Demo-Budget-Remaining').and.not.include('X-RateLimit-Limit');
   });
 
+  it('declares the ETag and the 304 of every conditional document, and If-None-Match as a request header; an API answer has neither', async () => {
+    for (const path of ['/', '/.well-known/agents.json', '/llms.txt', '/api/openapi.json', '/api/changelog', '/api/changelog/feed.json', '/api/changelog/rss.xml', '/changelog']) {
+      const first = await call(svc.url, 'GET', path);
+      const etag = first.headers.get('etag');
+      expect(etag, path).to.be.a('string');
+      expectDeclared('get', path, first);
+      const again = await call(svc.url, 'GET', path, { headers: { 'if-none-match': etag as string } });
+      expect(again.status, path).to.equal(304);
+      expect(again.headers.get('etag'), path).to.equal(etag);
+      expectDeclared('get', path, again);
+      // Each operation $refs the one definition in components.parameters.
+      const parameters = (doc.paths[path].get.parameters as Array<{ $ref?: string; in?: string; name?: string }>).map((p) =>
+        p.$ref ? doc.components.parameters[p.$ref.replace('#/components/parameters/', '')] : p,
+      );
+      expect(parameters.filter((p) => p.in === 'header').map((p) => p.name), path).to.include('if-none-match');
+    }
+    const functions = doc.paths['/api/functions'].get;
+    expect(functions.responses).not.to.have.property('304');
+    expect(Object.keys(resolved(functions.responses['200'])?.headers)).not.to.include('ETag');
+  });
+
   it('declares the refusals an operation can give: 401 where it takes credentials, 403 where scoped, 429 where rate limited, 413 and 415 with a JSON body', () => {
     const price = doc.paths['/api/compute/price'].post.responses;
     expect(price).to.include.keys('401', '403', '413', '415', '429', '4XX', '5XX');
@@ -173,7 +195,8 @@ describe('OpenAPI: refusal statuses and response headers as the service sends th
     for (const ref of refs) expect(resolved({ $ref: ref }), ref).to.be.an('object').with.property('description');
     const inComponents = Object.values(doc.components.responses as Record<string, unknown>).map((r) => JSON.stringify(r));
     expect(new Set(inComponents).size, 'no two shared refusals alike').to.equal(inComponents.length);
-    // What an agent reading the whole document pays for: it was 538 KB with every refusal written out per operation.
-    expect(JSON.stringify(doc).length).to.be.below(420_000);
+    // What an agent reading the whole document pays for: it was 538 KB with every refusal written out per operation
+    // (418 KB before the conditional documents declared ETag, 304 and If-None-Match, each written once in components).
+    expect(JSON.stringify(doc).length).to.be.below(425_000);
   });
 });
