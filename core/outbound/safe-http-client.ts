@@ -101,6 +101,9 @@ const systemResolver: Resolver = (hostname) =>
     dnsLookup(hostname, { all: true, verbatim: true }, (err, addresses: LookupAddress[]) => (err ? reject(err) : resolve(addresses.map((a) => a.address)))),
   );
 
+/** `localhost`, `localhost.`, `app.localhost`: the special-use names (RFC 6761) URL has lower-cased already. */
+const isLocalhostName = (host: string): boolean => /(?:^|\.)localhost\.?$/.test(host);
+
 /** Why an answer is not JSON, in words its owner can act on: an encoding it was not asked for, nothing at all, or how it begins. */
 function notJson(text: string, encoding: string | undefined, type: string | undefined): string {
   if (encoding && !/^identity$/i.test(encoding.trim())) return `The endpoint's answer is not JSON: it came encoded (Content-Encoding: ${encoding.slice(0, 40)}), though the request asked for none (Accept-Encoding: identity).`;
@@ -162,6 +165,16 @@ export class SafeHttpClient {
   }
 
   /**
+   * RFC 6761 §6.3: `localhost` and every name under it are loopback whatever a resolver answers, so they are judged as
+   * loopback before any lookup (registration refuses them as it refuses 127.0.0.1), unless the allow-list opens loopback;
+   * then the connection-time lookup judges the addresses as for any name.
+   */
+  private assertLoopbackName(host: string): void {
+    if (this.policy.check('127.0.0.1').allowed || this.policy.check('::1').allowed) return;
+    throw new OutboundBlockedError(host, 'loopback');
+  }
+
+  /**
    * Checks a URL's scheme and port and, for literal IPs, its address, without connecting: whatever can be decided
    * before resolving a name is refused here, so registration and the call apply one rule.
    */
@@ -178,6 +191,7 @@ export class SafeHttpClient {
     const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
     // WHATWG URL has already normalised decimal, hex, octal and short IPv4 forms to dotted quads.
     if (isIP(host)) this.assertAddress(host, url.host);
+    else if (isLocalhostName(host)) this.assertLoopbackName(host);
     this.assertPort(isIP(host) ? host : null, portOf(url), url.host);
     return url;
   }

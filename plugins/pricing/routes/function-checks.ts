@@ -43,7 +43,7 @@ export function checkCallCost(costPerUnit: string, costMultiplier: string, max: 
   });
 }
 
-/** Checks an owner-registered address at registration with the rule the call applies (scheme, port, literal private addresses). */
+/** Checks an owner-registered address at registration with the rule the call applies (scheme, port, literal private addresses, localhost names). */
 export function checkEndpoint(outbound: SafeHttpClient, url: string, exampleOf: () => unknown): void {
   try {
     outbound.checkUrl(url);

@@ -154,8 +154,6 @@ const NAMES: NameEntry[] = [
   { name: 'compat.attacker.test', answer: ['::7f00:1'], range: 'ipv4Compatible' },
   { name: 'compat-dotted.attacker.test', answer: ['::169.254.169.254'], range: 'ipv4Compatible', note: 'as resolvers print ::a9fe:a9fe' },
   { name: 'garbage.attacker.test', answer: ['not-an-address'], range: 'unparseable' },
-  { name: 'localhost', answer: ['127.0.0.1', '::1'], range: 'loopback' },
-  { name: 'localhost.', answer: ['127.0.0.1', '::1'], range: 'loopback', note: 'trailing dot' },
   { name: 'localtest.me', answer: ['127.0.0.1'], range: 'loopback' },
   { name: 'customer1.app.localhost.my.company.127.0.0.1.nip.io', answer: ['127.0.0.1'], range: 'loopback' },
   { name: '169.254.169.254.nip.io', answer: ['169.254.169.254'], range: 'linkLocal' },
@@ -163,6 +161,12 @@ const NAMES: NameEntry[] = [
   { name: 'https-loopback.attacker.test', answer: ['127.0.0.1'], range: 'loopback', scheme: 'https' },
   { name: 'https-metadata.attacker.test', answer: ['169.254.169.254'], range: 'linkLocal', scheme: 'https' },
 ];
+
+/**
+ * Loopback by definition (RFC 6761 §6.3), whatever a resolver would answer: refused before any lookup, so registration
+ * refuses them as it refuses 127.0.0.1; the stub resolver is never asked.
+ */
+const LOCALHOST_NAMES = ['localhost', 'localhost.', 'LocalHost', 'app.localhost', 'a.b.localhost.'];
 
 /** Refused before any address is judged (not a URL, wrong scheme, credentials): OutboundError 'protocol'. */
 const NOT_URLS: Array<{ label: string; url: (port: number) => string }> = [
@@ -208,8 +212,8 @@ describe('outbound guard: SSRF corpus over real sockets', () => {
     await canary.close();
   });
 
-  it(`has at least 60 hostile targets (${LITERALS.length + HTTPS.length + NAMES.length})`, () => {
-    expect(LITERALS.length + HTTPS.length + NAMES.length).to.be.at.least(60);
+  it(`has at least 60 hostile targets (${LITERALS.length + HTTPS.length + NAMES.length + LOCALHOST_NAMES.length})`, () => {
+    expect(LITERALS.length + HTTPS.length + NAMES.length + LOCALHOST_NAMES.length).to.be.at.least(60);
   });
 
   describe('literal addresses are refused before connecting', () => {
@@ -239,6 +243,25 @@ describe('outbound guard: SSRF corpus over real sockets', () => {
         expect(resolver.calls.get(n.name) ?? 0).to.equal(before + 1);
       });
     }
+
+    for (const name of LOCALHOST_NAMES) {
+      it(`refuses ${name} as loopback before any lookup, at registration (checkUrl) and at the call`, async () => {
+        const before = resolver.calls.get(name.toLowerCase()) ?? 0;
+        expect(() => client.checkUrl(`http://${name}:${canary.port}/`)).to.throw(OutboundBlockedError, 'loopback');
+        await expectBlocked(client.postJson(`http://${name}:${canary.port}/price`, { probe: true }), 'loopback');
+        expect(resolver.calls.get(name.toLowerCase()) ?? 0).to.equal(before);
+      });
+    }
+
+    it('lets localhost through to the lookup when the allow-list opens loopback (tests, on-premises)', () => {
+      const open = new SafeHttpClient({ resolver: resolver.resolve, allowList: ['127.0.0.1'] });
+      expect(open.checkUrl(`http://localhost:${canary.port}/`).hostname).to.equal('localhost');
+    });
+
+    it('does not take a name that only contains localhost for it (judged by the lookup)', () => {
+      expect(client.checkUrl(`http://localhost.example.test:${canary.port}/`).hostname).to.equal('localhost.example.test');
+      expect(client.checkUrl(`http://mylocalhost:${canary.port}/`).hostname).to.equal('mylocalhost');
+    });
 
     it('checkUrl alone (registration time) lets names through: only the connection-time lookup can judge them', () => {
       expect(client.checkUrl(`http://loopback.attacker.test:${canary.port}/`).hostname).to.equal('loopback.attacker.test');

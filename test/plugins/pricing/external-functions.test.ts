@@ -2,6 +2,8 @@ import { expect } from 'chai';
 import { createHmac } from 'node:crypto';
 import { createServer } from 'node:net';
 import { gzipSync } from 'node:zlib';
+import type { FunctionRegistry } from '../../../engine';
+import { PRICING } from '../../../plugins/pricing';
 import { leaveMidway, rowsOnceSettled } from '../../support/abandoned-call';
 import { client } from '../../support/http';
 import { sendJson, startCanary, startUpstream } from '../../support/outbound';
@@ -40,6 +42,21 @@ const CONTEXT = { product_type: 'coffee', currency: 'USD', current_price: 4.5 };
 async function usageOf(svc: TestService, requestId: string): Promise<UsageRow[]> {
   const [rows] = await svc.sequelize.query('SELECT status, error_code, cost::text AS cost, billable FROM usage_events WHERE request_id = $1', { bind: [requestId] });
   return rows as UsageRow[];
+}
+
+/**
+ * An active function whose stored address the guard now refuses: registered and activated at a name, then pointed at
+ * localhost (`port`, `path`) in the database, as when OUTBOUND_ALLOW_LIST opened loopback at registration and the
+ * operator later removed it (localhost itself is refused at registration, as 127.0.0.1 is), and the registry told.
+ */
+async function storedAtLocalhost(svc: TestService, as: ReturnType<typeof client>, port: number, body: Record<string, unknown>, path = '/price'): Promise<{ id: string; name: string }> {
+  const res = await as.post<Record<string, any>>('/api/functions', { execution_type: 'external_api', cost_per_unit: '0.002', ...body, endpoint_url: 'http://moved-later.invalid/price' });
+  expect(res.status, res.text).to.equal(201);
+  const fn = res.body.function as { id: string; name: string };
+  expect((await as.patch(`/api/functions/${fn.id}`, { status: 'active' })).status).to.equal(200);
+  await svc.sequelize.query('UPDATE pricing_functions SET endpoint_url = $1 WHERE id = $2', { bind: [`http://localhost:${port}${path}`, fn.id] });
+  await svc.container.resolve<FunctionRegistry>(PRICING.Registry).changed(fn.id);
+  return fn;
 }
 
 describe('pricing: external_api functions over HTTP (allow-listed loopback upstream)', () => {
@@ -586,9 +603,7 @@ describe('pricing: external_api functions without the allow-list (loopback refus
 
   it('a function the guard refuses beside a fallback that lacks inputs: 422 naming each function with its own reason, the refused one as one that cannot be called', async () => {
     const name = uniqueName('refused-beside');
-    const created = await api.post<Record<string, any>>('/api/functions', { name, execution_type: 'external_api', endpoint_url: `http://localhost:${upstream.port}/price`, cost_per_unit: '0.002' });
-    expect(created.status, created.text).to.equal(201);
-    expect((await api.patch(`/api/functions/${created.body.function.id as string}`, { status: 'active' })).status).to.equal(200);
+    const created = { body: { function: await storedAtLocalhost(svc, api, upstream.port, { name }) } };
     const policy = await api.post<Record<string, any>>('/api/routing-policies', { name: `fallback-${name}`, strategy: 'default', is_default: true, fallback_function: 'cost-plus' });
     expect(policy.status, policy.text).to.equal(201);
     try {
@@ -602,13 +617,18 @@ describe('pricing: external_api functions without the allow-list (loopback refus
     }
   });
 
-  it('accepts http://localhost at registration (a name), but the call is refused and the upstream sees no connection', async () => {
-    const name = uniqueName('localhost');
-    const created = await api.post<Record<string, any>>('/api/functions', { name, execution_type: 'external_api', endpoint_url: `http://localhost:${upstream.port}/price`, cost_per_unit: '0.002' });
-    expect(created.status, created.text).to.equal(201);
-    const id = created.body.function.id as string;
-    const patched = await api.patch(`/api/functions/${id}`, { status: 'active' });
-    expect(patched.status, patched.text).to.equal(200);
+  it('refuses http://localhost and names under it at registration, as loopback (RFC 6761), naming endpoint_url', async () => {
+    for (const host of ['localhost', 'app.localhost', 'LOCALHOST.']) {
+      const res = await api.post<Record<string, any>>('/api/functions', { name: uniqueName('localhost'), execution_type: 'external_api', endpoint_url: `http://${host}:${upstream.port}/price`, cost_per_unit: '0.002' });
+      expect(res.status, `${host}: ${res.text}`).to.equal(400);
+      expect(res.body.code).to.equal('validation_error');
+      expect((res.body.issues as Array<{ path: string; reason: string }>).find((i) => i.path === 'endpoint_url')?.reason).to.match(/loopback/);
+    }
+    expect(canary.connections(), canary.seen.join(', ')).to.equal(0);
+  });
+
+  it('refuses the call of a function whose stored address is localhost (allow-list since removed); the upstream sees no connection', async () => {
+    const id = (await storedAtLocalhost(svc, api, upstream.port, { name: uniqueName('localhost') })).id;
 
     const res = await api.post<Record<string, any>>('/api/compute/price', { context: CONTEXT, function_id: id });
     expect(res.status, res.text).to.equal(502);
@@ -650,9 +670,7 @@ describe('pricing: external_api functions without the allow-list (loopback refus
   it('a function refused by address, routed beside built-ins that lack their inputs: 422 naming the missing inputs, not a 502 that says retrying will not help', async () => {
     const other = await signUp(svc, 'ext-routed');
     const routed = client(svc.url, { 'x-api-key': (await createKey(svc, other, { name: 'routed' })).key });
-    const made = await routed.post<Record<string, any>>('/api/functions', { name: uniqueName('routed-local'), execution_type: 'external_api', endpoint_url: `http://localhost:${upstream.port}/price`, cost_per_unit: '0.002' });
-    expect(made.status, made.text).to.equal(201);
-    expect((await routed.patch(`/api/functions/${made.body.function.id}`, { status: 'active' })).status).to.equal(200);
+    const made = { body: { function: await storedAtLocalhost(svc, routed, upstream.port, { name: uniqueName('routed-local') }) } };
     const res = await routed.post<Record<string, any>>('/api/compute/price', { context: { product_type: 'nothing-known' } });
     expect(res.status, res.text).to.equal(422);
     expect(res.body.code).to.equal('insufficient_context');
@@ -666,9 +684,7 @@ describe('pricing: external_api functions without the allow-list (loopback refus
   it('a function refused by address and rescued by a fallback is not recorded as a failed call of it: it was never called (leaderboard reliability)', async () => {
     const other = await signUp(svc, 'ext-rescued');
     const rescuedApi = client(svc.url, { 'x-api-key': (await createKey(svc, other, { name: 'rescued' })).key });
-    const made = await rescuedApi.post<Record<string, any>>('/api/functions', { name: uniqueName('rescued-local'), execution_type: 'external_api', endpoint_url: `http://localhost:${upstream.port}/price`, cost_per_unit: '0.002' });
-    expect(made.status, made.text).to.equal(201);
-    expect((await rescuedApi.patch(`/api/functions/${made.body.function.id}`, { status: 'active' })).status).to.equal(200);
+    const made = { body: { function: await storedAtLocalhost(svc, rescuedApi, upstream.port, { name: uniqueName('rescued-local') }) } };
     const policy = await rescuedApi.post<Record<string, any>>('/api/routing-policies', { name: 'refused first', is_default: true, strategy: 'cheapest', config: { candidates: [made.body.function.name] }, fallback_function: 'anchored-adjustment' });
     expect(policy.status, policy.text).to.equal(201);
     const res = await rescuedApi.post<Record<string, any>>('/api/compute/price', { context: { current_price: 20 } });
@@ -688,7 +704,7 @@ describe('pricing: external_api functions without the allow-list (loopback refus
       expect((await mixed.patch(`/api/functions/${res.body.function.id}`, { status: 'active' })).status).to.equal(200);
       return res.body.function as { id: string; name: string };
     };
-    const blocked = await make('blocked', `http://localhost:${upstream.port}/price`);
+    const blocked = await storedAtLocalhost(svc, mixed, upstream.port, { name: uniqueName('blocked') });
     // A name that does not resolve: a network failure, which can pass (the name may resolve later).
     const flaky = await make('flaky', 'http://pricing.no-such-host.invalid/price');
     const policy = await mixed.post<Record<string, any>>('/api/routing-policies', { name: 'mixed', strategy: 'cheapest', is_default: true, config: { candidates: [blocked.name] }, fallback_chain: [flaky.name] });
@@ -731,7 +747,7 @@ describe('pricing: what another workspace hears of a marketplace function\'s fai
       return res.body.function as { id: string; name: string };
     };
     const unresolvable = await list('dns', 'http://pricing.secret-upstream.invalid/price');
-    const blocked = await list('blocked', `http://localhost:${upstream.port}/internal`);
+    const blocked = await storedAtLocalhost(svc, owner, upstream.port, { name: uniqueName('blocked'), is_public: true }, '/internal');
     for (const [fn, said] of [
       [unresolvable, 'The endpoint could not be reached.'],
       [blocked, "The function's registered address is refused by this service's outbound guard; only its owner can change it."],
