@@ -209,7 +209,6 @@ export const settingsTree = {
     allowList: list('OUTBOUND_ALLOW_LIST', [], 'Addresses or CIDRs that owner-registered URLs may reach although private or loopback (tests, on-premises upstreams).', { check: isAddressOrCidr, message: 'must be a full IP address or a CIDR range such as 10.0.0.0/8' }),
     httpsOnly: bool('OUTBOUND_HTTPS_ONLY', false, 'Refuse plain-http function endpoints and webhooks.'),
     allowedPorts: list('OUTBOUND_ALLOWED_PORTS', ['443', '80'], 'Ports owner-registered URLs may use (`*`: any); an address on OUTBOUND_ALLOW_LIST may use any port.', { check: (e) => e === '*' || isPort(e), message: 'must be a port from 1 to 65535, or * for any', nonEmpty: 'must name at least one port, or * for any' }),
-    timeoutMs: int('OUTBOUND_TIMEOUT_MS', 5000, 'Default time limit of outbound requests.', { min: 1, max: MAX_TIMER_MS }),
     maxBodyBytes: int('OUTBOUND_MAX_BODY_BYTES', 65536, 'Largest response body accepted from an outbound request.', { min: 1024 }),
   },
   mcp: {

@@ -97,7 +97,7 @@ export function createEngine(deps: { config: Config; kv: KvStore; clock: Clock; 
     new BreakerSet(clock, { ...breakerOptions, windowMaxCalls: Math.max(e.breakerCallerWindowMaxCalls, e.breakerMinCalls), minFailingCallers: 1, maxEntries: e.breakerMaxCallerEntries }),
     config.limits.leaderboard.minDistinctConsumers,
   );
-  const outbound = new SafeHttpClient({ allowList: config.outbound.allowList, httpsOnly: config.outbound.httpsOnly, allowedPorts: config.outbound.allowedPorts.includes('*') ? [] : config.outbound.allowedPorts.map(Number), defaultTimeoutMs: config.outbound.timeoutMs, maxBodyBytes: config.outbound.maxBodyBytes });
+  const outbound = new SafeHttpClient({ allowList: config.outbound.allowList, httpsOnly: config.outbound.httpsOnly, allowedPorts: config.outbound.allowedPorts.includes('*') ? [] : config.outbound.allowedPorts.map(Number), maxBodyBytes: config.outbound.maxBodyBytes });
   const router = new Router(registry, latency, breakers, kv, createRng(e.randomSeed));
   const cache = new ResultCache(kv, e.cacheTtlMs);
   const engine = new PricingEngine(registry, router, pool, new ExternalExecutor(outbound, deps.signer), latency, breakers, cache, metrics, { functionTimeoutMs: e.functionTimeoutMs, callMaxMs: e.callMaxMs, labels });

@@ -82,6 +82,10 @@ export interface SafeHttpClientOptions {
   /** Name resolution; defaults to the system resolver. Tests substitute a stub. */
   resolver?: Resolver;
   maxBodyBytes?: number;
+  /**
+   * The time limit of a request that names none. The service's calls always name theirs (a function's timeout_ms, else
+   * ENGINE_FUNCTION_TIMEOUT_MS), so this serves the guard's own tests; it is no setting.
+   */
   defaultTimeoutMs?: number;
   /** Refuse plain http: (production); tests talk to loopback servers over http. */
   httpsOnly?: boolean;

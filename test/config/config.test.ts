@@ -110,7 +110,7 @@ describe('configuration', () => {
   });
 
   it('refuses a timeout or interval longer than a Node timer can wait (2^31-1 ms), naming the setting', () => {
-    const timers = ['ENGINE_FUNCTION_TIMEOUT_MS', 'ENGINE_MARKET_LOOKUP_TIMEOUT_MS', 'ENGINE_MARKET_INDEX_REFRESH_MS', 'LEADERBOARD_REFRESH_MS', 'OUTBOUND_TIMEOUT_MS', 'MCP_TOOL_TIMEOUT_MS', 'REDIS_COMMAND_TIMEOUT_MS'];
+    const timers = ['ENGINE_FUNCTION_TIMEOUT_MS', 'ENGINE_MARKET_LOOKUP_TIMEOUT_MS', 'ENGINE_MARKET_INDEX_REFRESH_MS', 'LEADERBOARD_REFRESH_MS', 'MCP_TOOL_TIMEOUT_MS', 'REDIS_COMMAND_TIMEOUT_MS'];
     for (const env of timers) {
       expect(loadConfig({ [env]: '2147483647' }), `${env} at the limit`).to.be.an('object');
       expect(() => loadConfig({ [env]: '2147483648' }), env).to.throw(ConfigError, `${env} (`);
