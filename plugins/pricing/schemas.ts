@@ -27,13 +27,19 @@ const contextKeys = {
     .number({ error: (iss) => `current_price ${currentPriceProblem(iss.input)}` })
     .min(0, 'current_price must be a non-negative number')
     .optional(),
-  currency: z.string({ error: 'currency must be a code such as USD' }).regex(CURRENCY_CODE, 'currency must be a code such as USD').optional(),
+  // Upper-cased as read (overwrite keeps the JSON Schema a string), as every method and the answer read it: "usd" and
+  // "USD" are one context to the cache, to an Idempotency-Key's retry and to an external function.
+  currency: z
+    .string({ error: 'currency must be a code such as USD' })
+    .regex(CURRENCY_CODE, 'currency must be a code such as USD')
+    .overwrite((c) => c.toUpperCase())
+    .optional(),
 };
 
 /**
  * The compute context: any object; the three keys SPEC names are type-checked, and its JSON is at
  * most `maxBytes` long in UTF-8 (COMPUTE_CONTEXT_MAX_BYTES): it is kept in the result cache, and
- * posted to external functions with the values it came with (the declared keys first).
+ * posted to external functions with the values it came with (the declared keys first; currency upper-cased).
  */
 export function contextSchemaOf(maxBytes: number) {
   return (

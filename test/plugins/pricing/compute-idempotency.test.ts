@@ -82,6 +82,23 @@ describe('compute: Idempotency-Key on priced calls', function () {
     expect(await eventCount(workspaceId)).to.equal(before + 2);
   });
 
+  it('takes a retry whose currency differs only in case (usd, USD) for the same call: a replay, as the cache takes it for the same context', async () => {
+    const key = randomUUID();
+    const before = await eventCount(workspaceId);
+    const body = (currency: string) => ({ context: { unit_cost: 4, target_margin: 0.25, currency }, function_id: 'fn_builtin_cost_plus' });
+    const first = await api.post<Body>('/api/compute/price', body('usd'), { 'idempotency-key': key });
+    expect(first.status, first.text).to.equal(200);
+    expect(first.body.currency).to.equal('USD');
+    const again = await api.post<Body>('/api/compute/price', body('USD'), { 'idempotency-key': key });
+    expect(again.status, again.text).to.equal(200);
+    expect(again.headers.get('idempotent-replayed')).to.equal('true');
+    expect(await eventCount(workspaceId)).to.equal(before + 1);
+    // Without a key: the second spelling is answered from the cache the first filled.
+    const unkeyed = await api.post<Body>('/api/compute/price', body('Usd'));
+    expect(unkeyed.status, unkeyed.text).to.equal(200);
+    expect(unkeyed.body.trace.cache, JSON.stringify(unkeyed.body.trace)).to.equal('hit');
+  });
+
   it('refuses the same key with another body with 422 idempotency_key_reused naming the first call\'s usage event, recording nothing', async () => {
     const key = randomUUID();
     const first = await api.post<Body>('/api/compute/price', priced, { 'idempotency-key': key });
