@@ -274,8 +274,11 @@ export class Onboarding {
       if (target.is_test) return refuse('the target is a test workspace', 'Claim into the production workspace, not its test workspace.');
       if (target.is_sandbox) return refuse('the target is an unclaimed agent workspace', 'An unclaimed sandbox cannot hold other agents; claim it first.');
       const limit = this.config.limits.claimedAgentsPerWorkspace;
-      if ((await this.workspaces.countClaimedAgents(target.id, tx)) >= limit) {
-        return refuse(`the target already holds ${limit} claimed agents`, `A workspace holds at most ${limit} claimed agents.`);
+      if ((await this.workspaces.countClaimedAgentsInTree(target.id, tx)) >= limit) {
+        return refuse(
+          `the target's workspace already holds ${limit} claimed agents (counted with the agents claimed into them, at any depth)`,
+          `A workspace holds at most ${limit} claimed agents, those claimed into its claimed agents included (CLAIMED_AGENTS_PER_WORKSPACE).`,
+        );
       }
 
       await this.sql.exec(

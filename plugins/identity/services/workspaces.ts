@@ -69,8 +69,30 @@ export class Workspaces {
     );
   }
 
-  async countClaimedAgents(workspaceId: string, tx?: Transaction): Promise<number> {
-    const row = await this.sql.one<{ n: string }>('SELECT count(*) AS n FROM workspaces WHERE parent_id = $1 AND former_sandbox', [workspaceId], tx);
+  /**
+   * The claimed agents of the tree `workspaceId` belongs to: under its top workspace, at any depth. A claimed agent
+   * workspace may hold claims itself, so counting a workspace's direct children alone let claims nested one level
+   * deeper pass the limit without end. The top workspace is locked, so claims into one tree are counted one at a time.
+   */
+  async countClaimedAgentsInTree(workspaceId: string, tx: Transaction): Promise<number> {
+    const top = await this.sql.one<{ id: string }>(
+      `WITH RECURSIVE up AS (
+         SELECT id, parent_id FROM workspaces WHERE id = $1
+         UNION SELECT w.id, w.parent_id FROM workspaces w JOIN up ON w.id = up.parent_id
+       ) SELECT id FROM up WHERE parent_id IS NULL`,
+      [workspaceId],
+      tx,
+    );
+    const root = top?.id ?? workspaceId;
+    await this.sql.one('SELECT id FROM workspaces WHERE id = $1 FOR UPDATE', [root], tx);
+    const row = await this.sql.one<{ n: string }>(
+      `WITH RECURSIVE down AS (
+         SELECT id FROM workspaces WHERE id = $1
+         UNION SELECT w.id FROM workspaces w JOIN down ON w.parent_id = down.id
+       ) SELECT count(*) AS n FROM workspaces WHERE id IN (SELECT id FROM down) AND former_sandbox`,
+      [root],
+      tx,
+    );
     return Number(row?.n ?? 0);
   }
 }

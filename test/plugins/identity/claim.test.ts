@@ -387,6 +387,17 @@ describe('identity: claiming an agent sandbox', () => {
       await expectStillUnclaimed(second);
     });
 
+    it('counts the agents claimed into a claimed agent toward the limit: a claim nested one level deeper does not pass it', async () => {
+      const owner = await signUp(svc.url);
+      const first = await register(svc.url, 'first');
+      expect((await api.post(claimPath(first), {}, asPerson(owner))).status).to.equal(200);
+      const nested = await register(svc.url, 'nested');
+      const res = await api.post<ErrorBody>(claimPath(nested), { workspace_id: first.workspace.id }, asPerson(owner));
+      expectRefusal(res, /already holds 1 claimed agents \(counted with the agents claimed into them, at any depth\)/);
+      expect(res.body.hint).to.include('CLAIMED_AGENTS_PER_WORKSPACE');
+      await expectStillUnclaimed(nested);
+    });
+
     it('answers 404 for an unknown claim token', async () => {
       const owner = await signUp(svc.url);
       const res = await api.post<ErrorBody>(`/api/agents/claim/${unknownKey().replace('pcs_usr_', 'pcs_clm_')}`, {}, asPerson(owner));
