@@ -118,6 +118,24 @@ export function markupFraction(ctx: Context, key: string, opts: { allowNegative?
 
 const roundToMinor = (value: Dec, digits: number): Dec => value.toDecimalPlaces(digits, Decimal.ROUND_HALF_UP);
 
+/** A currency's smallest unit, made once per count of digits: quote runs on every compute. */
+interface SmallestUnit {
+  value: Dec;
+  text: string;
+  /** The way out of a unit too coarse, while a finer currency exists. */
+  finer: string;
+}
+const UNITS: SmallestUnit[] = [];
+function smallestUnit(digits: number): SmallestUnit {
+  let unit = UNITS[digits];
+  if (!unit) {
+    const value = new D(10).pow(-digits);
+    unit = { value, text: value.toFixed(digits), finer: digits < 6 ? ', or use a currency with finer units (USDC has 6 decimals)' : '' };
+    UNITS[digits] = unit;
+  }
+  return unit;
+}
+
 /** Rounds to the currency's minor units and returns the decimal string. */
 export function toPrice(value: Dec, currency: string): string {
   const digits = minorUnits(currency);
@@ -221,6 +239,15 @@ function keptWithin(rounded: Dec, digits: number, currency: string, bounds: Pric
       true,
     );
   }
+  // A ceiling under one unit: rounding down leaves 0, no price but an unusable answer counted against the method.
+  if (ceiling && price.lte(0)) {
+    const unit = smallestUnit(digits);
+    throw new MethodNotApplicable(
+      `No price in ${currency}'s smallest unit (${unit.text}) lies at or under ${ceiling.name} ${shownBound(ceiling)}: raise it to ${unit.text} or more${unit.finer}.`,
+      [...(ceiling.keys ?? [ceiling.name])],
+      true,
+    );
+  }
   return price;
 }
 
@@ -238,10 +265,10 @@ export function quote(value: Dec, currency: string, inputs: readonly string[] = 
   }
   const digits = minorUnits(currency);
   const nearest = roundToMinor(value, digits);
+  const unit = smallestUnit(digits);
   // A price under half a unit is refused as such before any floor could lift it to a whole unit (0.00011 to 0.01).
   if (nearest.lte(0)) {
-    const unit = new D(1).div(new D(10).pow(digits)).toFixed(digits);
-    throw new MethodNotApplicable(`These inputs give a price of ${value.toSignificantDigits(6).toString()} ${currency}, which rounds to nothing in ${currency}'s smallest unit (${unit}); price a larger quantity, or use a currency with finer units (USDC has 6 decimals).`, []);
+    throw new MethodNotApplicable(`These inputs give a price of ${value.toSignificantDigits(6).toString()} ${currency}, which rounds to nothing in ${currency}'s smallest unit (${unit.text}); price a larger quantity${unit.finer}.`, []);
   }
   const rounded = keptWithin(nearest, digits, currency, bounds, notes);
   if (rounded.gt(MAX_AMOUNT)) throw new MethodNotApplicable(`These inputs give a price of ${value.toSignificantDigits(6).toString()} ${currency}, above the largest quotable amount (${MAX_AMOUNT.toFixed()}).`, []);

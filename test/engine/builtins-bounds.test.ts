@@ -52,6 +52,36 @@ describe("engine: built-ins keep the caller's bounds and count the evidence exac
     it('a price under half a unit is still refused as rounding to nothing, not lifted to a whole cent by its cost', () => {
       expect(() => run(costPlus, { unit_cost: 0.0001, markup: 0.1 })).to.throw(MethodNotApplicable, /rounds to nothing/);
     });
+
+    it('a max_price under one unit is refused naming it and the unit, by every built-in, never quoted as 0.00', () => {
+      for (const [method, ctx] of [
+        [anchored, { current_price: 0.005, currency: 'USD', max_price: 0.006 }],
+        [charm, { target_price: 0.005, max_price: 0.006 }],
+        [competitive, { competitor_prices: [0.005, 0.006], max_price: 0.006 }],
+        [costPlus, { unit_cost: 0.004, markup: 0.3, max_price: 0.006 }],
+        [elasticityOptimum, { unit_cost: 0.0025, elasticity: -2, max_price: 0.006 }],
+      ] as const) {
+        let err: unknown;
+        try {
+          run(method, ctx);
+        } catch (e) {
+          err = e;
+        }
+        expect(err, `${method.name} ${JSON.stringify(ctx)}`).to.be.instanceOf(MethodNotApplicable);
+        // cost-plus and elasticity keep the cost as a floor too, and name both: no whole cent lies between them.
+        expect((err as MethodNotApplicable).message, method.name).to.match(/^No price in USD's smallest unit (\(0\.01\) lies at or under max_price 0\.006: raise it to 0\.01 or more|lies between unit_cost 0\.00\d+ and max_price 0\.006)/);
+        expect(err).to.include({ refused: true });
+        expect((err as MethodNotApplicable).missing).to.include('max_price');
+      }
+      const jpy = (() => {
+        try {
+          return run(anchored, { current_price: 0.5, currency: 'JPY', max_price: 0.9 });
+        } catch (e) {
+          return e as MethodNotApplicable;
+        }
+      })();
+      expect(jpy).to.be.instanceOf(MethodNotApplicable).and.to.have.property('message', "No price in JPY's smallest unit (1) lies at or under max_price 0.9: raise it to 1 or more, or use a currency with finer units (USDC has 6 decimals).");
+    });
   });
 
   describe('a base or a target outside the bounds is brought inside them', () => {

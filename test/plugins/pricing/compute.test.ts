@@ -157,6 +157,28 @@ describe('compute API', function () {
     expect(open.body.example).to.be.an('object');
   });
 
+  it("answers a max_price under one cent 422 naming it and the cent, as the context's fault: such calls leave a built-in's breaker closed and a good call answers 200", async () => {
+    // A workspace of its own: its breaker counts these calls alone.
+    const api = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'sub-cent'), { name: 'sub-cent' })).key });
+    const calls: Array<[string, Record<string, unknown>]> = [
+      ['fn_builtin_anchored', { current_price: 0.005, currency: 'USD', max_price: 0.006 }],
+      ['fn_builtin_charm', { target_price: 0.005, max_price: 0.006 }],
+      ['fn_builtin_competitive', { competitor_prices: [0.005, 0.006], max_price: 0.006 }],
+    ];
+    for (let i = 0; i < 6; i++) calls.push(['fn_builtin_anchored', { current_price: 0.005, max_price: 0.006 + i / 10_000 }]);
+    for (const [fn, context] of calls) {
+      const res = await api.post<Record<string, any>>('/api/compute/price', { context, function_id: fn });
+      expect(res.status, `${fn} ${res.text}`).to.equal(422);
+      expect(res.body.code).to.equal('insufficient_context');
+      expect(res.body.error).to.match(/No price in USD's smallest unit \(0\.01\) lies at or under max_price 0\.00\d+: raise it to 0\.01 or more/);
+      expect(res.body.refused).to.deep.equal(['max_price']);
+      expect((res.body.attempts as Array<{ outcome: string }>).map((a) => a.outcome)).to.deep.equal(['not_applicable']);
+    }
+    const good = await api.post<Record<string, any>>('/api/compute/price', { context: { current_price: 10.5 }, function_id: 'fn_builtin_anchored' });
+    expect(good.status, good.text).to.equal(200);
+    expect(good.body.price).to.equal('10.50');
+  });
+
   it('offers verify_price only for a context with a product_type (the evidence it weighs), and its example body passes as offered', async () => {
     const api = client(svc.url, { 'x-api-key': key });
     const actionsOf = (body: Record<string, any>) => body.next_actions as Array<{ action: string; method: string; path: string; example?: unknown }>;
