@@ -1,4 +1,4 @@
-import { D, callerBounds, currencyOf, lacking, num, percent, positiveMoney, round3, toPrice, methodResult } from './inputs';
+import { D, callerBounds, currencyOf, lacking, num, percent, positiveMoney, round3, shownAmount, toQuotable, methodResult } from './inputs';
 import type { Dec } from './inputs';
 import { competitive, competitorPricesProblem, hasNetworkReference } from './competitive';
 import { costPlus } from './cost-plus';
@@ -153,14 +153,11 @@ export function anchored(ctx: Context, market?: MarketEvidence): MethodResult {
     if (!used.includes('unit_cost')) used.push('unit_cost');
     notes.push(`the price is below unit_cost ${unitCost.toFixed()}: ${target.lt(unitCost) ? 'the target is under cost, as asked' : `the step limit (${percent(step)}) keeps it from reaching cost this call`}`);
   }
-  return methodResult(
-    price,
-    currency,
-    factors,
-    used,
-    notes,
-    { current_price: toPrice(current, currency), change_pct: round3(price.div(current).minus(1).times(100).toNumber()), bounds: [toPrice(lower, currency), toPrice(upper, currency)], ...evidence },
-    bounded.bounds,
-  );
+  // The current price as given and the step's bounds as a price could be (never 0): rounded alike, an echo of 0.005 USD read as one of 0.01.
+  const details = { current_price: shownAmount(current, currency), change_pct: 0, bounds: [toQuotable(lower, currency), toQuotable(upper, currency)], ...evidence };
+  const result = methodResult(price, currency, factors, used, notes, details, bounded.bounds);
+  // The change answered, from the price as quoted: rounding to the currency's unit can move it (an echo of 0.005 USD is 0.01, +100%).
+  details.change_pct = round3(new D(result.price).div(current).minus(1).times(100).toNumber());
+  return result;
 }
 

@@ -118,10 +118,15 @@ export function markupFraction(ctx: Context, key: string, opts: { allowNegative?
 
 const roundToMinor = (value: Dec, digits: number): Dec => value.toDecimalPlaces(digits, Decimal.ROUND_HALF_UP);
 
+/** Past this share of a price, rounding it to the currency's unit is a change worth saying (anchored's dead band is 1% too). */
+const NOTICEABLE_SHIFT = 0.01;
+
 /** A currency's smallest unit, made once per count of digits: quote runs on every compute. */
 interface SmallestUnit {
   value: Dec;
   text: string;
+  /** 50 units: only a price under it can move by NOTICEABLE_SHIFT or more when rounded (half a unit is 1% of 50). */
+  coarse: Dec;
   /** The way out of a unit too coarse, while a finer currency exists. */
   finer: string;
 }
@@ -130,7 +135,7 @@ function smallestUnit(digits: number): SmallestUnit {
   let unit = UNITS[digits];
   if (!unit) {
     const value = new D(10).pow(-digits);
-    unit = { value, text: value.toFixed(digits), finer: digits < 6 ? ', or use a currency with finer units (USDC has 6 decimals)' : '' };
+    unit = { value, text: value.toFixed(digits), coarse: value.times(50), finer: digits < 6 ? ', or use a currency with finer units (USDC has 6 decimals)' : '' };
     UNITS[digits] = unit;
   }
   return unit;
@@ -140,6 +145,19 @@ function smallestUnit(digits: number): SmallestUnit {
 export function toPrice(value: Dec, currency: string): string {
   const digits = minorUnits(currency);
   return roundToMinor(value, digits).toFixed(digits);
+}
+
+/** A bound of a price for details, rounded as a price is but never under one unit: no answer is (one rounding to nothing is refused). */
+export function toQuotable(value: Dec, currency: string): string {
+  const digits = minorUnits(currency);
+  const rounded = roundToMinor(value, digits);
+  return (rounded.lte(0) ? smallestUnit(digits).value : rounded).toFixed(digits);
+}
+
+/** An amount the caller gave, for details: in the currency's digits, or its own when finer (0.005 USD is not shown as 0.01), at most 8. */
+export function shownAmount(value: Dec, currency: string): string {
+  const digits = minorUnits(currency);
+  return value.decimalPlaces() > digits ? value.toDecimalPlaces(8).toFixed() : value.toFixed(digits);
 }
 
 /**
@@ -251,6 +269,13 @@ function keptWithin(rounded: Dec, digits: number, currency: string, bounds: Pric
   return price;
 }
 
+/** Says a price rounding to the unit moved by NOTICEABLE_SHIFT or more (0.005 to 0.01 is +100%): the answer is not the price computed. */
+function noteShift(value: Dec, nearest: Dec, currency: string, digits: number, notes: string[]): void {
+  const shift = nearest.div(value).minus(1);
+  if (shift.abs().lt(NOTICEABLE_SHIFT)) return;
+  notes.push(`the price computed, ${value.toSignificantDigits(6).toString()} ${currency}, is finer than ${currency}'s smallest unit (${smallestUnit(digits).text}): rounded to ${nearest.toFixed(digits)}, ${percent(shift.abs().toNumber())} ${shift.gt(0) ? 'above' : 'below'} it`);
+}
+
 /**
  * The price a method answers: `value` rounded to the currency's minor units, refused (not
  * applicable: the inputs, not the method, are at fault) when it is not a finite number, rounds to
@@ -272,6 +297,8 @@ export function quote(value: Dec, currency: string, inputs: readonly string[] = 
   }
   const rounded = keptWithin(nearest, digits, currency, bounds, notes);
   if (rounded.gt(MAX_AMOUNT)) throw new MethodNotApplicable(`These inputs give a price of ${value.toSignificantDigits(6).toString()} ${currency}, above the largest quotable amount (${MAX_AMOUNT.toFixed()}).`, []);
+  // Only under 50 units can the rounding be noticeable, so an ordinary price costs one comparison; a bound's rounding says itself.
+  if (notes && value.lt(unit.coarse) && rounded.eq(nearest)) noteShift(value, nearest, currency, digits, notes);
   return rounded.toFixed(digits);
 }
 

@@ -82,6 +82,16 @@ describe("engine: built-ins keep the caller's bounds and count the evidence exac
       })();
       expect(jpy).to.be.instanceOf(MethodNotApplicable).and.to.have.property('message', "No price in JPY's smallest unit (1) lies at or under max_price 0.9: raise it to 1 or more, or use a currency with finer units (USDC has 6 decimals).");
     });
+
+    it('a price that rounding to the unit moves by 1% or more says so; an ordinary price gets no such note', () => {
+      const r = run(competitive, { competitor_prices: [0.005, 0.006] });
+      expect(r.price).to.equal('0.01');
+      expect(notes(r)).to.contain("the price computed, 0.0055 USD, is finer than USD's smallest unit (0.01): rounded to 0.01, 81.8182% above it");
+      expect(notes(run(costPlus, { unit_cost: 0.0149, markup: 0 }))).to.not.contain('finer than');
+      expect(notes(run(charm, { target_price: 0.0149, charm_tolerance: 0 }))).to.contain("the price computed, 0.0149 USD, is finer than USD's smallest unit (0.01): rounded to 0.01, 32.8859% below it");
+      expect(notes(run(costPlus, { unit_cost: 100, target_margin: 0.3 }))).to.not.contain('finer than');
+      expect(notes(run(anchored, { current_price: 10.004 }))).to.not.contain('finer than');
+    });
   });
 
   describe('a base or a target outside the bounds is brought inside them', () => {
@@ -114,6 +124,20 @@ describe("engine: built-ins keep the caller's bounds and count the evidence exac
       const r = run(anchored, { current_price: 80, target_price: 100, min_price: 95 });
       expect(r.price).to.equal('95.00');
       expect(notes(r)).to.contain('min_price 95 raised the price, beyond the +10% step: the bound outranks it');
+    });
+
+    it('anchored-adjustment: an echo that rounding to the unit moves says so, with change_pct from the price answered, the current price as given and no bound of 0', () => {
+      const usd = run(anchored, { current_price: 0.005, currency: 'USD' });
+      expect(usd.price).to.equal('0.01');
+      expect(usd.details).to.deep.equal({ current_price: '0.005', change_pct: 100, bounds: ['0.01', '0.01'] });
+      expect(notes(usd)).to.contain("the price computed, 0.005 USD, is finer than USD's smallest unit (0.01): rounded to 0.01, 100% above it");
+      const jpy = run(anchored, { current_price: 0.5, currency: 'JPY' });
+      expect(jpy.price).to.equal('1');
+      expect(jpy.details).to.deep.equal({ current_price: '0.5', change_pct: 100, bounds: ['1', '1'] });
+      expect(notes(jpy)).to.contain("the price computed, 0.5 JPY, is finer than JPY's smallest unit (1): rounded to 1, 100% above it");
+      // A rounding under 1% is no news, but change_pct is still the change answered; a price in whole units keeps its digits.
+      expect(run(anchored, { current_price: 10.004 }).details).to.deep.equal({ current_price: '10.004', change_pct: -0.04, bounds: ['9.00', '11.00'] });
+      expect(run(anchored, { current_price: 10.5, target_price: 12 }).details).to.deep.equal({ current_price: '10.50', change_pct: 10, bounds: ['9.45', '11.55'] });
     });
 
     it('anchored-adjustment: a price left below unit_cost says why', () => {
