@@ -13,8 +13,11 @@ export function credentialIgnored(said: string, keyed?: { method: string; path: 
     refusal: (err, req) => {
       if (!credentialOf(req)) return err;
       // A caller with a credential of its own is offered the route that takes it, not a sandbox registration.
-      const next = keyed && err.extras.next?.some((n) => n.action === 'register_agent') ? { next: [{ action: 'use_your_credential', method: keyed.method, path: keyed.path, description: `Send the same body with your credential to ${keyed.method} ${keyed.path}: it is checked there, and the call counts as your workspace's.` }] } : {};
-      return err.with({ ...next, fields: { credential_ignored: said } });
+      if (!keyed || !err.extras.next?.some((n) => n.action === 'register_agent')) return err.with({ fields: { credential_ignored: said } });
+      const instead = `Send the same body with your credential to ${keyed.method} ${keyed.path}: it is checked there, and the call counts as your workspace's.`;
+      // The hint offered the same registration: it says what next says instead (keeping how long the demo's wait is).
+      const wait = err.extras.retry_after !== undefined ? ` Or wait ${err.extras.retry_after} s for the demo.` : '';
+      return err.with({ next: [{ action: 'use_your_credential', method: keyed.method, path: keyed.path, description: instead }], hint: `${instead}${wait}`, fields: { credential_ignored: said } });
     },
   };
 }

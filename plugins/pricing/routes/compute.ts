@@ -237,8 +237,9 @@ export function computeRoutes(compute: ComputeService, schemas: s.CallSchemas, b
         // Always the demo tenant, whatever credential comes along (public routes resolve none); one that came along is
         // told so, or a mistyped key would seem to work.
         const budget = ctx.state.demoBudget as { remaining: number } | undefined;
-        const r = await compute.compute({ ...callOf(ctx, 'demo', ctx.body), principal: null, demoBudgetLeft: budget?.remaining });
-        return ok({ ...r.body, demo: true, budget: ctx.state.demoBudget, ...DEMO_CREDENTIAL.fields(ctx.req), request_id: ctx.requestId }, r.headers);
+        const ignored = DEMO_CREDENTIAL.fields(ctx.req);
+        const r = await compute.compute({ ...callOf(ctx, 'demo', ctx.body), principal: null, demoBudgetLeft: budget?.remaining, credentialIgnored: ignored.credential_ignored !== undefined });
+        return ok({ ...r.body, demo: true, budget: ctx.state.demoBudget, ...ignored, request_id: ctx.requestId }, r.headers);
       },
     }),
   ];

@@ -41,6 +41,8 @@ export interface ComputeCall {
   reservation?: Reservation;
   /** What is left of a keyless caller's demo budget after this call; at 0 no priced call is offered next. */
   demoBudgetLeft?: number | undefined;
+  /** A keyless call that came with a credential it did not use (the demo): its caller holds a key, so none is offered. */
+  credentialIgnored?: boolean;
   /**
    * The call's Idempotency-Key and its request's fingerprint. A batch item's key is the batch's with
    * the item's index, its fingerprint the whole batch's, and `batchKey` the batch's key.
@@ -430,6 +432,7 @@ export class ComputeService {
       sandboxCallsPerDay: this.config.limits.sandbox.computeCallsPerDay,
       inBatch: call.operation === 'batch_item',
       hasDefaultPolicy,
+      credentialIgnored: call.credentialIgnored === true,
     });
   }
 

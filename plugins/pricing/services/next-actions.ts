@@ -69,6 +69,8 @@ export function nextActions(
     pinnedFunctionId?: string | undefined;
     /** The call's routing_preference (not explicit): the batch example routes its item the same way. */
     preference?: string | undefined;
+    /** A keyless call that came with a credential it did not use: its caller is not offered a key of its own. */
+    credentialIgnored?: boolean;
   },
 ): NextAction[] {
   const candidates: Candidate[] = [
@@ -141,7 +143,8 @@ export function nextActions(
       path: '/api/agents/register',
       reason: `A free sandbox key: ${ctx.sandboxCallsPerDay} priced calls a day, each with its own usage record in the receipt.`,
       example: { name: 'my-pricing-agent' },
-      when: (p) => p === null,
+      // credential_ignored tells a caller that sent one where it is taken instead.
+      when: (p) => p === null && !ctx.credentialIgnored,
     },
   ];
   // Verification weighs the market's observations of the context's product type: without one it has no evidence to

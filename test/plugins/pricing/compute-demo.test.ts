@@ -142,13 +142,19 @@ describe('keyless demo', function () {
         expect(res.status, res.text).to.equal(status);
         if (code) expect(res.body.code).to.equal(code);
         expect(res.body.credential_ignored, res.text).to.match(/did not check the credential sent; send it to POST \/api\/compute\/price/);
-        // The spent budget offers the route that takes the credential, not a sandbox registration.
-        if (status === 429) expect(res.body.next.map((n: { action: string; path: string }) => `${n.action} ${n.path}`)).to.deep.equal(['use_your_credential /api/compute/price']);
+        // The spent budget offers the route that takes the credential, not a sandbox registration, and the hint says so too.
+        if (status === 429) {
+          expect(res.body.next.map((n: { action: string; path: string }) => `${n.action} ${n.path}`)).to.deep.equal(['use_your_credential /api/compute/price']);
+          expect(res.body.hint).to.match(/^Send the same body with your credential to POST \/api\/compute\/price: .* Or wait \d+ s for the demo\.$/).and.not.match(/sandbox key/);
+        }
+        // A priced answer offers no key of its own to a caller holding one.
+        if (status === 200) expect(res.body.next_actions.map((n: { action: string }) => n.action)).to.not.include('get_a_free_key');
       }
       const keyless = await client(fresh.url).post<Record<string, any>>('/api/public/compute/demo', { context: { unit_cost: 2 } });
       expect(keyless.status).to.equal(429);
       expect(keyless.body).to.not.have.property('credential_ignored');
       expect(keyless.body.next.map((n: { action: string }) => n.action)).to.deep.equal(['register_agent']);
+      expect(keyless.body.hint).to.match(/get a free sandbox key/);
     } finally {
       await fresh.close();
     }
