@@ -8,15 +8,28 @@ export const agentName = z
   .trim()
   .min(2)
   .max(80)
-  .regex(/^[A-Za-z0-9][A-Za-z0-9 ._:/@()-]*$/, 'use letters, digits, spaces and . _ : / @ ( ) -, starting with a letter or digit');
+  .regex(/^[A-Za-z0-9][A-Za-z0-9 ._:/@()-]*$/, 'use ASCII letters (A-Z, a-z), digits, spaces and . _ : / @ ( ) -, starting with a letter or digit');
 
 export const registerBody = z.strictObject({
   name: agentName.describe('A system/role style label for the agent, e.g. "pricing-agent/checkout".'),
 });
 export const registerExample = { name: 'pricing-agent/checkout' };
 
+/**
+ * The claim link handed on whole (what registration names claim.url, which people and agents forward as it is) stands
+ * for its token, its last segment: read as that, not refused as a link unknown, used or expired.
+ */
+const tokenOfClaimLink = (sent: string): string => /^https?:\/\/\S*\/agents\/claim\/(pcs_clm_[^/?#\s]+)\/?$/.exec(sent)?.[1] ?? sent;
+
 export const claimBody = z.strictObject({
-  token: z.string().min(10).max(200).describe('The claim token exactly as registration returned it (claim.token, which already begins pcs_clm_; also the last segment of the claim link).'),
+  token: z
+    .string()
+    .max(500)
+    .trim()
+    .overwrite(tokenOfClaimLink)
+    .min(10)
+    .max(200)
+    .describe('The claim token as registration returned it (claim.token, which already begins pcs_clm_), or the claim link (claim.url) whole, whose last segment it is; spaces around it are ignored.'),
   keep_key: z.boolean().optional().describe('Keep the agent key working after the claim (default false: the claim revokes it).'),
 });
 export const claimExample = { token: '<CLAIM_TOKEN>' };

@@ -432,6 +432,20 @@ describe('identity: claiming an agent sandbox', () => {
   });
 
   describe('claim by key (POST /api/agents/claim)', () => {
+    it('takes the claim link sent whole, or the token with spaces around it, for the token (not 404 as a link unknown or spent)', async () => {
+      const owner = await signUp(svc.url);
+      const key = await createKey(svc.url, asPerson(owner), { name: 'claimer-link', scopes: ['workspace:claim'] });
+      const byLink = await register(svc.url, 'by-link');
+      const linked = await api.post<ClaimBody>('/api/agents/claim', { token: byLink.claim.url }, { 'x-api-key': key.key });
+      expect(linked.status, linked.text).to.equal(200);
+      expect(linked.body.workspace.id).to.equal(byLink.workspace.id);
+      const spaced = await register(svc.url, 'spaced');
+      const trimmed = await api.post<ErrorBody>('/api/agents/claim', { token: ` ${spaced.claim.token}\n` }, { 'x-api-key': key.key });
+      // The limit here is 1 claimed agent: reaching the limit check means the token was read and found.
+      expectRefusal(trimmed, /already holds 1 claimed agents/);
+      await expectStillUnclaimed(spaced);
+    });
+
     it('claims into the key’s own workspace with a workspace:claim key created by an owner; the owner owns the claimed workspace', async () => {
       const owner = await signUp(svc.url);
       const key = await createKey(svc.url, asPerson(owner), { name: 'claimer', scopes: ['workspace:claim'] });

@@ -129,6 +129,14 @@ describe('identity: agent self-registration (POST /api/agents/register)', () => 
     expect(res.body.example).to.deep.equal({ name: 'pricing-agent/checkout' });
   });
 
+  it('says a name takes ASCII letters only when it has others (é, Cyrillic), not just "letters" it does have', async () => {
+    for (const name of ['agent-é', 'Агент']) {
+      const res = await api.post<ErrorBody>('/api/agents/register', { name });
+      expect(res.status, res.text).to.equal(400);
+      expect((res.body.issues as Array<{ path: string; reason: string }>).find((i) => i.path === 'name')?.reason).to.match(/^use ASCII letters \(A-Z, a-z\), digits/);
+    }
+  });
+
   it('answers a body that is not JSON with 400 invalid_json, a hint and an example body', async () => {
     const res = await api.raw<ErrorBody>('POST', '/api/agents/register', { rawBody: '{"name": "pricing', headers: { 'content-type': 'application/json' } });
     expect(res.status).to.equal(400);
