@@ -12,6 +12,7 @@ import { usageBatchKeys } from './migrations/0006-batch-keys';
 import { usageRequestIdIndex } from './migrations/0007-request-id-index';
 import { usageFailedFunctionIds } from './migrations/0008-failed-function-ids';
 import { usageExactPrices } from './migrations/0009-exact-prices';
+import { usageFailedFunctionsIndex } from './migrations/0010-failed-functions-index';
 import { eventRoutes } from './routes/events';
 import { summaryRoutes } from './routes/summary';
 import { testerTagRoutes } from './routes/tester-tags';
@@ -44,7 +45,7 @@ export const usagePlugin: PluginDefinition = {
   name: 'usage',
   description: 'Usage events, outcomes, summary, tester tags and the sandbox daily allowance.',
   dependsOn: ['identity'],
-  migrations: [usageEvents, usageApi, usageNetworkEvidence, usageComputeIdempotencyKeys, usageReplayedKeys, usageBatchKeys, usageRequestIdIndex, usageFailedFunctionIds, usageExactPrices],
+  migrations: [usageEvents, usageApi, usageNetworkEvidence, usageComputeIdempotencyKeys, usageReplayedKeys, usageBatchKeys, usageRequestIdIndex, usageFailedFunctionIds, usageExactPrices, usageFailedFunctionsIndex],
   async register(ctx) {
     const synchronousCommit = ctx.config.usage.synchronousCommit;
     if (!synchronousCommit) ctx.log.warn('USAGE_SYNCHRONOUS_COMMIT=off: usage events are acknowledged before their WAL record is on disk; a database crash can lose the last few hundred milliseconds of them');

@@ -62,7 +62,7 @@ export const eventsQuery = z
     to: instant.optional().describe('Events before this instant.'),
     channel: z.enum(CHANNELS).optional(),
     classification: z.enum(CLASSIFICATIONS).optional().describe('Relative to your workspace: mine, testers or others.'),
-    function: z.string().min(1).max(100).optional().describe('A function id or name.'),
+    function: z.string().min(1).max(100).optional().describe('A function id or name: the function the event names, or one the call tried that failed before another answered.'),
     operation: z.enum(OPERATIONS, { error: (iss) => (iss.input === 'test' ? `a function's test run writes no usage event, so there is none to filter; one of ${OPERATIONS.join(', ')}` : undefined) }).optional().describe('The kind of call: compute, batch_item, router, demo or verify (a function\'s test run writes no usage event).'),
     request_id: z.string().min(1).max(128).optional().describe("The request id of a call's answer (its X-Request-Id); matches your own calls (mine) only, the only ones that show it."),
     outcome: z.enum([...OUTCOMES, 'none']).optional().describe('accepted, rejected, or none (no outcome reported).'),

@@ -41,13 +41,19 @@ export interface EventRow {
   tester_label: string | null;
 }
 
-/** The select list shared by every query of the usage API (alias `e`). */
-export const EVENT_COLUMNS = `e.id, e.workspace_id, e.created_at,
+/**
+ * The select list shared by every query of the usage API (alias `e`); with `functionShown` (an SQL
+ * condition), the function the event names reads as null where it is false.
+ */
+export const eventColumns = (functionShown?: string): string => `e.id, e.workspace_id, e.created_at,
   to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_key,
-  e.request_id, e.operation, e.channel, e.status, e.error_code, e.function_id, e.function_name, e.strategy,
+  e.request_id, e.operation, e.channel, e.status, e.error_code,
+  ${functionShown ? `CASE WHEN ${functionShown} THEN e.function_id END AS function_id, CASE WHEN ${functionShown} THEN e.function_name END AS function_name` : 'e.function_id, e.function_name'}, e.strategy,
   e.price::text AS price, e.currency, e.confidence, e.cost::text AS cost, e.billable, e.paid_via,
   e.outcome, e.quality_score, e.outcome_at, e.caller_key_id, e.caller_agent_id, e.caller_person_id,
   e.caller_user_agent, e.caller_verified, e.cached, e.fallback_used, e.network_evidence, e.latency_ms, e.context_keys`;
+
+export const EVENT_COLUMNS = eventColumns();
 
 export type CallerType = 'agent' | 'api_key' | 'person' | 'anonymous';
 

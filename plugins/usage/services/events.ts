@@ -2,7 +2,8 @@ import type { Sql } from '../../../core/db/sql';
 import { decodeTimeCursor, listEnvelope } from '../../../core/pagination';
 import type { ListEnvelope } from '../../../core/pagination';
 import type { Classification, EventsQuery, Outcome } from '../schemas';
-import { EVENT_COLUMNS, eventView } from './event-view';
+import { BUILTINS } from '../../../engine';
+import { EVENT_COLUMNS, eventColumns, eventView } from './event-view';
 import type { EventRow } from './event-view';
 
 /** Collects bound parameters; `add` returns the placeholder ($n) of the value. */
@@ -32,10 +33,18 @@ export interface OutcomeChange {
 }
 
 /**
+ * The filters of a list, as SQL appended to a branch's WHERE (each starting with AND). A branch that
+ * hides the function its events name passes the condition under which it is shown, so a filter does
+ * not match what the branch does not show.
+ */
+type Where = (functionShown: string) => string;
+
+/**
  * Reads of usage events relative to a viewing workspace W, classified at read time:
  * - Mine: events of W (made with W's keys, agent keys, tokens or people);
  * - Testers: keyless calls whose User-Agent or address matches one of W's tester tags;
- * - Others: calls by anyone else to W's own functions.
+ * - Others: calls by anyone else to W's own functions: answered by one, or where one was tried and
+ *   failed before another answered (or before the call failed on another function).
  * Anything else is invisible to W.
  */
 export class UsageEvents {
@@ -52,10 +61,6 @@ export class UsageEvents {
     if (q.from) filters.push(`e.created_at >= ${b.add(q.from)}`);
     if (q.to) filters.push(`e.created_at < ${b.add(q.to)}`);
     if (q.channel) filters.push(`e.channel = ${b.add(q.channel)}`);
-    if (q.function) {
-      const f = b.add(q.function);
-      filters.push(`(e.function_id = ${f} OR lower(e.function_name) = lower(${f}))`);
-    }
     if (q.operation) filters.push(`e.operation = ${b.add(q.operation)}`);
     if (q.request_id) filters.push(`e.request_id = ${b.add(q.request_id)}`);
     if (q.outcome) filters.push(q.outcome === 'none' ? 'e.outcome IS NULL' : `e.outcome = ${b.add(q.outcome)}`);
@@ -64,49 +69,92 @@ export class UsageEvents {
       const pos = decodeTimeCursor(q.cursor);
       filters.push(`(e.created_at, e.id) < (${b.add(pos.at)}::timestamptz, ${b.add(pos.id)})`);
     }
-    const where = filters.map((f) => ` AND ${f}`).join('');
+    const fixed = filters.map((f) => ` AND ${f}`).join('');
+    const named = q.function ? this.namesFunction(b, ws, q.function) : null;
+    const where: Where = (shown) => fixed + (named ? ` AND ${named(shown)}` : '');
     const limit = b.add(q.limit + 1);
 
     // Only mine show request_id: matching it on testers and others would disclose what they hide.
     const classification = q.request_id ? (q.classification ?? 'mine') : q.classification;
-    const text = q.request_id && classification !== 'mine' ? null : this.visibleTo(ws, where, limit, classification);
+    const text = q.request_id && classification !== 'mine' ? null : this.visibleTo(b, ws, where, limit, classification);
     const rows = text === null ? [] : await this.sql.many<EventRow>(text, b.values);
     return listEnvelope(rows, q.limit, eventView, (r) => ({ sort: r.created_key, id: r.id }));
+  }
+
+  /**
+   * The `function` filter: the event names the function (id, or name as recorded) where it is shown,
+   * or the call tried it and it failed (failed_function_ids). Failed functions are recorded by id
+   * only, so a name is resolved against the functions the viewer may name: built-ins, its own, and
+   * other workspaces' public active ones (naming another's private function matches nothing).
+   */
+  private namesFunction(b: Binds, ws: string, value: string): (shown: string) => string {
+    const f = b.add(value);
+    const builtin = BUILTINS.find((x) => x.id === value || x.name.toLowerCase() === value.toLowerCase());
+    let failed = 'false';
+    if (builtin) failed = `e.failed_function_ids @> jsonb_build_array(${b.add(builtin.id)}::text)`;
+    else if (this.functionsTable) {
+      failed = `e.failed_function_ids @> ANY (ARRAY(SELECT jsonb_build_array(p.id) FROM pricing_functions p
+        WHERE (p.id = ${f} OR lower(p.name) = lower(${f})) AND (p.workspace_id = ${ws} OR (p.is_public AND p.status = 'active'))))`;
+    }
+    return (shown) => `((${shown} AND (e.function_id = ${f} OR lower(e.function_name) = lower(${f}))) OR ${failed})`;
   }
 
   /**
    * The events workspace `ws` (a bound parameter) sees, classified, filtered by `where`, newest first,
    * at most `limit` (a bound parameter or literal); null when no classification is wanted.
    */
-  private visibleTo(ws: string, where: string, limit: string, classification?: Classification): string | null {
+  private visibleTo(b: Binds, ws: string, where: Where, limit: string, classification?: Classification): string | null {
     const tail = `ORDER BY e.created_at DESC, e.id DESC LIMIT ${limit}`;
     const wanted = (c: Classification) => classification === undefined || classification === c;
     const branches: string[] = [];
     if (wanted('mine')) {
       branches.push(`SELECT ${EVENT_COLUMNS}, 'mine'::text AS viewer_class, NULL::text AS tester_label
-        FROM usage_events e WHERE e.workspace_id = ${ws}${where} ${tail}`);
+        FROM usage_events e WHERE e.workspace_id = ${ws}${where('true')} ${tail}`);
     }
     if (wanted('testers')) {
       branches.push(`SELECT ${EVENT_COLUMNS}, 'testers'::text AS viewer_class, tag.label AS tester_label
         FROM usage_events e CROSS JOIN LATERAL (${matchingTags(ws)} ORDER BY t.position LIMIT 1) tag
-        WHERE e.workspace_id <> ${ws} AND ${KEYLESS}${where} ${tail}`);
+        WHERE e.workspace_id <> ${ws} AND ${KEYLESS}${where('true')} ${tail}`);
     }
     if (wanted('others') && this.functionsTable) {
+      const notTesters = `NOT (${KEYLESS} AND EXISTS (${matchingTags(ws)}))`;
       branches.push(`SELECT ${EVENT_COLUMNS}, 'others'::text AS viewer_class, NULL::text AS tester_label
         FROM usage_events e
         WHERE e.function_id IN (SELECT f.id FROM pricing_functions f WHERE f.workspace_id = ${ws})
           AND e.workspace_id <> ${ws}
-          AND NOT (${KEYLESS} AND EXISTS (${matchingTags(ws)}))${where} ${tail}`);
+          AND ${notTesters}${where('true')} ${tail}`);
+      // Calls where one of ws's functions was tried and failed, and the event names another (the
+      // branch above has the rest). The partial GIN index of failed_function_ids serves it.
+      const shown = this.othersMayName(b, ws);
+      branches.push(`SELECT ${eventColumns(shown)}, 'others'::text AS viewer_class, NULL::text AS tester_label
+        FROM usage_events e
+        WHERE e.failed_function_ids <> '[]'::jsonb
+          AND e.failed_function_ids @> ANY (ARRAY(SELECT jsonb_build_array(f.id) FROM pricing_functions f WHERE f.workspace_id = ${ws}))
+          AND NOT EXISTS (SELECT 1 FROM pricing_functions f WHERE f.id = e.function_id AND f.workspace_id = ${ws})
+          AND e.workspace_id <> ${ws}
+          AND ${notTesters}${where(shown)} ${tail}`);
     }
     if (branches.length === 0) return null;
     return `SELECT * FROM (${branches.map((s) => `(${s})`).join(' UNION ALL ')}) u ORDER BY u.created_at DESC, u.id DESC LIMIT ${limit}`;
+  }
+
+  /**
+   * Whether `ws` may see the function an event of another workspace names: a built-in, or a public
+   * active function (what any workspace may call). Another's private function — a caller's own
+   * fallback after ws's function failed — is not disclosed to ws (its event shows no function).
+   */
+  private othersMayName(b: Binds, ws: string): string {
+    const builtins = b.add(BUILTINS.map((x) => x.id));
+    return `(e.function_id IS NULL OR e.function_id = ANY (${builtins}::text[])
+      OR EXISTS (SELECT 1 FROM pricing_functions p WHERE p.id = e.function_id AND (p.workspace_id = ${ws} OR (p.is_public AND p.status = 'active'))))`;
   }
 
   /** One event the viewer sees in its list (Mine, Testers or Others, shown alike); null for anything else. */
   async visible(viewer: string, id: string): Promise<EventRow | null> {
     const b = new Binds();
     const ws = b.add(viewer);
-    const text = this.visibleTo(ws, ` AND e.id = ${b.add(id)}`, '1');
+    const byId = ` AND e.id = ${b.add(id)}`;
+    const text = this.visibleTo(b, ws, () => byId, '1');
     return text === null ? null : this.sql.one<EventRow>(text, b.values);
   }
 
