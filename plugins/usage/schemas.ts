@@ -65,6 +65,8 @@ export const eventsQuery = z
     function: z.string().min(1).max(100).optional().describe('A function id or name: the function the event names, or one the call tried that failed before another answered.'),
     operation: z.enum(OPERATIONS, { error: (iss) => (iss.input === 'test' ? `a function's test run writes no usage event, so there is none to filter; one of ${OPERATIONS.join(', ')}` : undefined) }).optional().describe('The kind of call: compute, batch_item, router, demo or verify (a function\'s test run writes no usage event).'),
     request_id: z.string().min(1).max(128).optional().describe("The request id of a call's answer (its X-Request-Id); matches your own calls (mine) only, the only ones that show it."),
+    agent_id: z.string().min(1).max(100).optional().describe('The agent whose key or token made the call (caller.agent_id); matches your own calls (mine) only, the only ones that show their caller.'),
+    key_id: z.string().min(1).max(100).optional().describe('The API key that made the call (caller.key_id), an agent\'s key included; matches your own calls (mine) only, the only ones that show their caller.'),
     outcome: z.enum([...OUTCOMES, 'none']).optional().describe('accepted, rejected, or none (no outcome reported).'),
     paid_via: z.enum([...PAID_VIA, 'none']).optional().describe('x402, day_pass, balance, or none (not paid at call time).'),
   })

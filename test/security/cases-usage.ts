@@ -11,7 +11,7 @@ async function usageEvent(svc: TestService, key: string): Promise<string> {
 
 /** Security suites of the usage plugin's authenticated routes (spread into securityCases). */
 export const usageSecurityCases: Record<string, SecurityCase> = {
-  'usage.events.list': { as: 'key', request: () => ({ path: '/api/usage/events?classification=mine&limit=5' }) },
+  'usage.events.list': { as: 'key', request: (w) => ({ path: `/api/usage/events?classification=mine&limit=5&agent_id=${w.a.agentId}&key_id=${w.a.agentKeyId}` }) },
   'usage.events.read': {
     as: 'key',
     request: async (w, svc) => ({ path: `/api/usage/events/${await usageEvent(svc, w.a.key)}` }),

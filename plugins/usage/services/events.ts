@@ -63,6 +63,8 @@ export class UsageEvents {
     if (q.channel) filters.push(`e.channel = ${b.add(q.channel)}`);
     if (q.operation) filters.push(`e.operation = ${b.add(q.operation)}`);
     if (q.request_id) filters.push(`e.request_id = ${b.add(q.request_id)}`);
+    if (q.agent_id) filters.push(`e.caller_agent_id = ${b.add(q.agent_id)}`);
+    if (q.key_id) filters.push(`e.caller_key_id = ${b.add(q.key_id)}`);
     if (q.outcome) filters.push(q.outcome === 'none' ? 'e.outcome IS NULL' : `e.outcome = ${b.add(q.outcome)}`);
     if (q.paid_via) filters.push(q.paid_via === 'none' ? 'e.paid_via IS NULL' : `e.paid_via = ${b.add(q.paid_via)}`);
     if (q.cursor) {
@@ -74,9 +76,10 @@ export class UsageEvents {
     const where: Where = (shown) => fixed + (named ? ` AND ${named(shown)}` : '');
     const limit = b.add(q.limit + 1);
 
-    // Only mine show request_id: matching it on testers and others would disclose what they hide.
-    const classification = q.request_id ? (q.classification ?? 'mine') : q.classification;
-    const text = q.request_id && classification !== 'mine' ? null : this.visibleTo(b, ws, where, limit, classification);
+    // Only mine show request_id and the caller's ids: matching them on testers and others would disclose what they hide.
+    const mineOnly = Boolean(q.request_id || q.agent_id || q.key_id);
+    const classification = mineOnly ? (q.classification ?? 'mine') : q.classification;
+    const text = mineOnly && classification !== 'mine' ? null : this.visibleTo(b, ws, where, limit, classification);
     const rows = text === null ? [] : await this.sql.many<EventRow>(text, b.values);
     return listEnvelope(rows, q.limit, eventView, (r) => ({ sort: r.created_key, id: r.id }));
   }
