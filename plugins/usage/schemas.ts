@@ -82,7 +82,8 @@ export const summaryQuery = z
 
 export const outcomeBody = z.strictObject({
   outcome: z.enum(OUTCOMES).describe('accepted or rejected'),
-  quality_score: z.number().min(0).max(1).optional().describe('0 to 1'),
+  // Null is none, as absent: a read shows "quality_score": null, and sending that back is no error.
+  quality_score: z.number().min(0).max(1).nullable().optional().describe('0 to 1; absent or null: none'),
 });
 export const outcomeExample = { outcome: 'accepted', quality_score: 0.9 };
 

@@ -78,6 +78,23 @@ describe('usage: reporting an outcome', function () {
     ]);
   });
 
+  it('takes quality_score null as none, as absent: what a read shows can be sent back', async () => {
+    const { eventId } = await price(svc, { 'x-api-key': key });
+    expect((await patch(eventId, { outcome: 'accepted', quality_score: 0.6 })).status).to.equal(200);
+    const read = await client(svc.url, { 'x-api-key': key }).get<Record<string, any>>(`/api/usage/events/${eventId}`);
+    const res = await patch(eventId, { outcome: 'accepted', quality_score: null });
+    expect(res.status, res.text).to.equal(200);
+    expect(res.body.usage_event).to.include({ outcome: 'accepted', quality_score: null });
+    expect(res.body.previous).to.include({ outcome: 'accepted', quality_score: 0.6 });
+    // The event as read, its score now null, sent back as it reads.
+    const again = await client(svc.url, { 'x-api-key': key }).get<Record<string, any>>(`/api/usage/events/${eventId}`);
+    expect(again.body.usage_event.quality_score).to.equal(null);
+    expect(read.body.usage_event.quality_score).to.equal(0.6);
+    const resent = await patch(eventId, { outcome: again.body.usage_event.outcome, quality_score: again.body.usage_event.quality_score });
+    expect(resent.status, resent.text).to.equal(200);
+    expect(emitted.map((e) => e.qualityScore)).to.deep.equal([0.6, null, null]);
+  });
+
   it('accepts the bounds 0 and 1 of the quality score', async () => {
     const { eventId } = await price(svc, { 'x-api-key': key });
     expect((await patch(eventId, { outcome: 'rejected', quality_score: 0 })).body.usage_event.quality_score).to.equal(0);
