@@ -119,6 +119,10 @@ export function authRoutes(d: AccountsDeps): RouteSpec[] {
       path: '/api/auth/signout',
       summary: 'End the current session.',
       tags: ['People'],
+      // Ending the session ends every token bound to it, the full one answered at sign-in included: that is managing the
+      // session, which a person token narrowed with POST /api/user/tokens may not do (as DELETE /api/user/sessions[/{id}]).
+      // givesUpAccess still lets a suspended or rejected account's session or full token sign out.
+      fullAccess: true,
       givesUpAccess: true,
       accepts: ['person'],
       responses: { 200: { description: 'Signed out; the cookie is cleared.', schema: r.signoutResponse } },

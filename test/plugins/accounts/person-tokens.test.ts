@@ -40,6 +40,24 @@ describe('accounts: narrower person tokens (POST /api/user/tokens)', function ()
     expect((await api.get('/api/me', narrow)).status).to.equal(401);
   });
 
+  it('a narrowed token cannot sign out (403 insufficient_scope, as ending sessions): its session and the full token answered at sign-in keep working, and the full token signs out', async () => {
+    const person = await signUp(svc.url);
+    const minted = await api.post<Body>('/api/user/tokens', { scopes: ['price:compute'] }, asPerson(person));
+    expect(minted.status, minted.text).to.equal(201);
+    const narrow = { authorization: `Bearer ${minted.body.token.access_token as string}` };
+    const signout = await api.post<Body>('/api/auth/signout', {}, narrow);
+    expect([signout.status, signout.body.code], signout.text).to.deep.equal([403, 'insufficient_scope']);
+    expect(signout.body.error).to.match(/^POST \/api\/auth\/signout needs full access/);
+    expect(signout.body.hint).to.match(/narrowed with POST \/api\/user\/tokens/);
+    expect(signout.headers.get('set-cookie'), 'the cookie is not cleared either').to.equal(null);
+    expect((await api.get('/api/me', asPerson(person))).status, 'the session still works').to.equal(200);
+    expect((await api.get('/api/me', narrow)).status).to.equal(200);
+    const full = await api.post<Body>('/api/auth/signout', {}, { authorization: `Bearer ${person.token}` });
+    expect([full.status, full.body.signed_out]).to.deep.equal([200, true]);
+    expect((await api.get('/api/me', asPerson(person))).status, 'the session is ended').to.equal(401);
+    expect((await api.get('/api/me', narrow)).status, 'the narrowed token ends with its session').to.equal(401);
+  });
+
   it('a refusal of the permissions granted by name only says so in a sentence agreeing with how many were asked for', async () => {
     const person = await signUp(svc.url);
     const one = await api.post<Body>('/api/user/tokens', { scopes: ['team:admin'] }, asPerson(person));

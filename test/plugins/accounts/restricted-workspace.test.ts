@@ -52,13 +52,17 @@ describe('accounts: a suspended or rejected workspace can only read, but can alw
     });
   }
 
-  it('a suspended person in an active workspace is as restricted, and can still sign out', async () => {
+  it('a suspended person in an active workspace is as restricted, and can still sign out (with the session or the full person token; a narrowed token may not)', async () => {
     const person = await signUp(svc.url);
+    const narrowed = await api.post<{ token: { access_token: string } }>('/api/user/tokens', { scopes: ['price:compute'] }, asPerson(person));
+    expect(narrowed.status, narrowed.text).to.equal(201);
     await svc.sequelize.query('UPDATE people SET status = $2 WHERE id = $1', { bind: [person.id, 'suspended'] });
     const write = await api.post<ErrorBody>('/api/api-keys', { name: 'more' }, asPerson(person));
     expect(write.status).to.equal(403);
     expect(write.body).to.include({ code: 'account_restricted', reason: 'account suspended' });
-    expect((await api.post('/api/auth/signout', {}, asPerson(person))).status).to.equal(200);
+    const byNarrowed = await api.post<ErrorBody>('/api/auth/signout', {}, { authorization: `Bearer ${narrowed.body.token.access_token}` });
+    expect([byNarrowed.status, byNarrowed.body.code]).to.deep.equal([403, 'insufficient_scope']);
+    expect((await api.post('/api/auth/signout', {}, { authorization: `Bearer ${person.token}` })).status).to.equal(200);
     expect((await api.get('/api/me', asPerson(person))).status).to.equal(401);
   });
 
