@@ -66,7 +66,7 @@ export const oauthTokenFields = z
     grant_type: z.enum(['client_credentials']).describe('The grant: client_credentials is the only one (no authorization-code flow).'),
     client_id: z.string().optional().describe('The client id (client_secret_post); with HTTP Basic it goes in the header instead.'),
     client_secret: z.string().optional().describe('The client secret (client_secret_post), or left out for HTTP Basic or an agent key in x-api-key.'),
-    scope: z.string().optional().describe("Space-separated scopes to narrow the token to; left out, the key's own (never a name-only permission)."),
+    scope: z.string().optional().describe("Space-separated scopes to narrow the token to, in one string (RFC 6749 §3.3; in JSON too, never an array); left out, the key's own (never a name-only permission)."),
   })
   .meta({ id: 'OAuthTokenRequest' });
 

@@ -81,7 +81,7 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
       method: 'post',
       path: '/api/oauth/token',
       summary: 'Client-credentials grant: exchanges a client secret or an agent key for a short-lived access token.',
-      description: 'Form-encoded or JSON body with grant_type=client_credentials; client authentication by HTTP Basic, client_id/client_secret in the body, or an agent key in x-api-key (or as Authorization: Bearer; an access token there is refused, it is no client credential). One method per request. Errors follow RFC 6749 §5.2.',
+      description: 'Form-encoded (Content-Type: application/x-www-form-urlencoded) or JSON (application/json) body in UTF-8, with grant_type=client_credentials; scope, when sent, is one string of space-separated scope names (RFC 6749 §3.3); client authentication by HTTP Basic, client_id/client_secret in the body, or an agent key in x-api-key (or as Authorization: Bearer; an access token there is refused, it is no client credential). One method per request. Errors follow RFC 6749 §5.2.',
       tags: ['OAuth'],
       auth: 'public',
       rateLimit: 'none',
@@ -93,7 +93,10 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
         400: { description: 'RFC 6749 §5.2 error: invalid_request, unsupported_grant_type, invalid_scope, unauthorized_client.', schema: s.oauthErrorBody },
         401: { description: 'RFC 6749 §5.2 invalid_client: client authentication failed or was not sent.', schema: s.oauthErrorBody },
         413: { description: 'RFC 6749 §5.2 invalid_request: the body is over BODY_LIMIT_BYTES.', schema: s.oauthErrorBody },
-        415: { description: 'RFC 6749 §5.2 invalid_request: a Content-Encoding or charset the service does not read.', schema: s.oauthErrorBody },
+        415: {
+          description: 'RFC 6749 §5.2 invalid_request: a body of no Content-Type or another than application/x-www-form-urlencoded and application/json, a charset other than UTF-8, or a Content-Encoding the service does not read.',
+          schema: s.oauthErrorBody,
+        },
         429: { description: 'Too many rejected credentials from this address (RATE_LIMIT_FAILED_AUTH_PER_ADDRESS_PER_15MIN): the service\'s error shape, with Retry-After.', schema: errorBodySchema },
       },
       // RFC 6749 §5.2 for a body that could not be read too (too large, undecodable, cut short), keeping its status.

@@ -2,6 +2,7 @@ import { SignJWT } from 'jose';
 import type { Request } from 'express';
 import type { Config } from '../../../config';
 import { clientIp } from '../../../core/address';
+import { unsupportedCharset } from '../../../core/http/json-body';
 import type { Clock } from '../../../core/clock';
 import type { Sql } from '../../../core/db/sql';
 import { newId } from '../../../core/ids';
@@ -68,21 +69,62 @@ export interface IssuedToken {
 
 const EXCHANGEABLE = new Set(['sandbox', 'agent', 'oauth_client']);
 
+const FORM_TYPE = 'application/x-www-form-urlencoded';
+const JSON_TYPE = 'application/json';
+const READABLE = `Content-Type: ${FORM_TYPE} (as RFC 6749 asks) or ${JSON_TYPE}, in UTF-8`;
+
+/** The token request's parameters a client sends; each is one string (RFC 6749 §3.3 makes scope one space-separated string). */
+const PARAMETERS = ['grant_type', 'client_id', 'client_secret', 'scope', 'resource'] as const;
+
+/**
+ * The token request's parameters, read by the body's declared media type (compared without case, as media types are).
+ * A body of another or no Content-Type, or in another charset than UTF-8, is refused naming what is read rather than
+ * read as something it is not, which would answer a misleading "grant_type is required" (or, for a charset, mangle it).
+ */
 function parseBody(req: Request): Record<string, string> {
   const raw = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
   if (raw.trim() === '') return {};
-  const type = String(req.headers['content-type'] ?? '');
-  if (type.includes('application/json')) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(raw);
-    } catch {
-      throw new OAuthError('invalid_request', 'The request body is not valid JSON; send application/x-www-form-urlencoded or JSON.');
-    }
-    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new OAuthError('invalid_request', 'The request body must be an object.');
-    return Object.fromEntries(Object.entries(parsed).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)]));
+  const charset = unsupportedCharset(req);
+  if (charset) throw new OAuthError('invalid_request', charset.message, 415, {}, `Send the body in UTF-8 (charset=utf-8, or no charset): ${READABLE}.`);
+  const header = req.headers['content-type'];
+  const type = (typeof header === 'string' ? (header.split(';')[0] ?? '') : '').trim().toLowerCase();
+  if (type === FORM_TYPE) return Object.fromEntries(new URLSearchParams(raw));
+  if (type === JSON_TYPE) return jsonParameters(raw);
+  throw new OAuthError(
+    'invalid_request',
+    type === '' ? `The request body has no Content-Type, so it cannot be read: send ${READABLE}.` : `A body of Content-Type ${type} is not read here: send ${READABLE}.`,
+    415,
+    {},
+    `Send the parameters form-encoded with Content-Type: ${FORM_TYPE} (grant_type=client_credentials&scope=price:compute), or as a JSON object with Content-Type: ${JSON_TYPE}.`,
+  );
+}
+
+/** A JSON body's parameters: an object whose parameters are strings (others it may carry are ignored, as in a form). */
+function jsonParameters(raw: string): Record<string, string> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new OAuthError('invalid_request', 'The request body is not valid JSON; send application/x-www-form-urlencoded or JSON.');
   }
-  return Object.fromEntries(new URLSearchParams(raw));
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new OAuthError('invalid_request', 'The request body must be an object.');
+  const fields = parsed as Record<string, unknown>;
+  for (const name of PARAMETERS) {
+    const value = fields[name];
+    if (value === undefined || typeof value === 'string') continue;
+    // Read as text, ["price:compute"] would become a scope nobody has, refused as if the key could not grant it.
+    if (name === 'scope') {
+      throw new OAuthError(
+        'invalid_request',
+        `scope must be one string of space-separated scope names (RFC 6749 §3.3), not ${Array.isArray(value) ? 'an array' : `a JSON ${value === null ? 'null' : typeof value}`}.`,
+        400,
+        {},
+        'Send scope as one string, such as "price:compute billing:read", or leave it out for everything the key can grant.',
+      );
+    }
+    throw new OAuthError('invalid_request', `${name} must be a string, not ${Array.isArray(value) ? 'an array' : `a JSON ${value === null ? 'null' : typeof value}`}.`);
+  }
+  return Object.fromEntries(Object.entries(fields).filter((e): e is [string, string] => typeof e[1] === 'string'));
 }
 
 function basicCredentials(req: Request): { id: string; secret: string } | null {

@@ -106,6 +106,47 @@ describe('identity: OAuth client credentials', () => {
     expectToken(res);
   });
 
+  it('reads the body by its Content-Type compared without case; no Content-Type, another one or a charset other than UTF-8 is 415 invalid_request naming what is read', async () => {
+    const auth = { authorization: basic(oauthClient.client_id, oauthClient.client_secret) };
+    const json = JSON.stringify({ grant_type: 'client_credentials' });
+    // Media types and their parameters are case-insensitive (RFC 9110 §8.3.1).
+    expectToken(await token(json, { ...auth, 'content-type': 'Application/JSON' }));
+    expectToken(await token('grant_type=client_credentials', { ...auth, 'content-type': 'Application/X-WWW-Form-Urlencoded; Charset=UTF-8' }));
+    // fetch adds text/plain to a string body, none to bytes.
+    const untyped = await fetch(`${svc.url}/api/oauth/token`, { method: 'POST', headers: auth, body: Buffer.from(json) });
+    const refusals: Array<[string, HttpResult<TokenBody & OAuthErrorBody>]> = [
+      ['no Content-Type', { status: untyped.status, headers: untyped.headers, body: (await untyped.json()) as TokenBody & OAuthErrorBody, text: '' }],
+      ['text/plain', await token('grant_type=client_credentials', { ...auth, 'content-type': 'text/plain' })],
+      ['form in UTF-16', await token('grant_type=client_credentials', { ...auth, 'content-type': 'application/x-www-form-urlencoded; charset=utf-16le' })],
+      ['JSON in Latin-1', await token(json, { ...auth, 'content-type': 'application/json; charset=latin1' })],
+    ];
+    for (const [what, res] of refusals) {
+      expect([res.status, res.body.error, res.body.code], what).to.deep.equal([415, 'invalid_request', 'invalid_request']);
+      expect(Object.keys(res.body).sort(), what).to.deep.equal(['code', 'error', 'error_description', 'hint']);
+      expect(res.headers.get('cache-control'), what).to.equal('no-store');
+      expect(res.body.error_description + res.body.hint, what).to.contain('application/x-www-form-urlencoded').and.contain('application/json');
+    }
+    expect(refusals[0]?.[1].body.error_description).to.equal(
+      'The request body has no Content-Type, so it cannot be read: send Content-Type: application/x-www-form-urlencoded (as RFC 6749 asks) or application/json, in UTF-8.',
+    );
+    expect(refusals[1]?.[1].body.error_description).to.match(/^A body of Content-Type text\/plain is not read here/);
+    expect(refusals[2]?.[1].body.error_description).to.equal('Request body charset "utf-16le" is not supported.');
+    expect(refusals[3]?.[1].body.error_description).to.equal('Request body charset "latin1" is not supported.');
+  });
+
+  it('refuses a scope that is not one string (a JSON array) with 400 invalid_request saying scope is space-separated (RFC 6749 §3.3), not invalid_scope', async () => {
+    const res = await api.post<OAuthErrorBody>('/api/oauth/token', { grant_type: 'client_credentials', client_secret: oauthClient.client_secret, scope: ['price:compute'] });
+    expect([res.status, res.body.error]).to.deep.equal([400, 'invalid_request']);
+    expect(res.body.error_description).to.equal('scope must be one string of space-separated scope names (RFC 6749 §3.3), not an array.');
+    expect(res.body.hint).to.contain('"price:compute billing:read"');
+    const number = await api.post<OAuthErrorBody>('/api/oauth/token', { grant_type: 'client_credentials', client_secret: 42 });
+    expect([number.status, number.body.error, number.body.error_description]).to.deep.equal([400, 'invalid_request', 'client_secret must be a string, not a JSON number.']);
+    // The same scope as one string is granted.
+    const ok = await api.post<TokenBody>('/api/oauth/token', { grant_type: 'client_credentials', client_secret: oauthClient.client_secret, scope: 'price:compute' });
+    expectToken(ok);
+    expect(ok.body.scope).to.equal('price:compute');
+  });
+
   it('issues an access token to an agent key in x-api-key', async () => {
     const person = await signUp(svc.url);
     const agentId = await createAgent(svc.url, asPerson(person));
