@@ -95,10 +95,20 @@ const NEW_TOKEN = 'then get a new access token at POST /api/oauth/token with it 
  * key is the one behind an access token, whose holder also needs a new token.
  */
 export function revokedKey(reason: string | null, viaToken = false): ApiError {
+  const { message, advice } = revokedKeyExplained(reason, viaToken ? 'The key behind this access token' : 'This API key');
+  return invalidCredentials(message, viaToken ? `${advice.replace(/\.$/, '')}; ${NEW_TOKEN}` : advice);
+}
+
+/**
+ * The sentence saying that `subject` ("This API key", "This client secret") was revoked and why, from revoked_reason, and
+ * the advice that fits: revokedKey's, and the token endpoint's for a client secret that matched a revoked key.
+ */
+export function revokedKeyExplained(reason: string | null, subject: string): { message: string; advice: string } {
   const known = reason === null ? undefined : REVOKED_BECAUSE[reason];
-  const subject = viaToken ? 'The key behind this access token' : 'This API key';
-  const advice = known?.advice ?? 'Use a current key. People can create keys at POST /api/api-keys.';
-  return invalidCredentials(`${subject} has been revoked${known ? `: ${known.why}` : ''}.`, viaToken ? `${advice.replace(/\.$/, '')}; ${NEW_TOKEN}` : advice);
+  return {
+    message: `${subject} has been revoked${known ? `: ${known.why}` : ''}.`,
+    advice: known?.advice ?? 'Use a current key. People can create keys at POST /api/api-keys.',
+  };
 }
 
 /**

@@ -6,7 +6,7 @@ import { clientIp } from '../../../core/address';
 import type { Clock } from '../../../core/clock';
 import { effectiveScopes } from '../scopes';
 import type { IdentityAttributes } from '../domain';
-import { invalidCredentials, notAMember, revokedKey } from '../errors';
+import { invalidCredentials, notAMember, revokedKey, revokedKeyExplained } from '../errors';
 import type { KeyService } from '../services/key-service';
 import type { CachedKey } from '../services/key-cache';
 import type { FailedAuthGuard } from './failed-auth';
@@ -78,20 +78,33 @@ export function looksLikeJwt(value: string): boolean {
 
 /** Checks that a key found by hash may be used now. */
 export function assertKeyUsable(found: CachedKey, now: number, viaToken = false): void {
+  if (found.key.revoked_at) throw revokedKey(found.key.revoked_reason, viaToken);
+  const expired = keyExpiry(found, now, viaToken ? 'The key behind this access token' : 'This API key');
+  if (expired) throw invalidCredentials(expired.message, expired.advice);
+}
+
+/**
+ * Why a key found by hash may not be used now (revoked, from its revoked_reason, or expired) and what its holder does
+ * instead, or null while it may; `subject` names it in the sentence ("This client secret" at the token endpoint).
+ */
+export function unusableKey(found: CachedKey, now: number, subject: string): { message: string; advice: string } | null {
+  if (found.key.revoked_at) return revokedKeyExplained(found.key.revoked_reason, subject);
+  return keyExpiry(found, now, subject);
+}
+
+function keyExpiry(found: CachedKey, now: number, subject: string): { message: string; advice: string } | null {
   const { key } = found;
-  if (key.revoked_at) throw revokedKey(key.revoked_reason, viaToken);
-  if (key.expires_at && key.expires_at.getTime() <= now) {
-    // A sandbox's (or OAuth client's) key expires on its own; a person's or agent's key on the date it was made with.
-    const selfIssued = key.kind === 'sandbox' || key.kind === 'oauth_client';
-    throw invalidCredentials(
-      `${viaToken ? 'The key behind this access token' : 'This API key'} expired at ${key.expires_at.toISOString()}.`,
-      selfIssued
-        ? 'A sandbox key expires key_lifetime_days after registration (the limits its registration answered) unless its workspace is claimed first; a later claim does not revive it. Register again (POST /api/agents/register, or POST /api/oauth/register for client credentials).'
-        : key.kind === 'agent'
-          ? 'It expired on the date it was created with. Ask a person of the workspace for a new key for this agent (POST /api/agents/{id}/keys).'
-          : 'It expired on the date it was created with. Create a new key (POST /api/api-keys), or ask a person of the workspace for one.',
-    );
-  }
+  if (!key.expires_at || key.expires_at.getTime() > now) return null;
+  // A sandbox's (or OAuth client's) key expires on its own; a person's or agent's key on the date it was made with.
+  const selfIssued = key.kind === 'sandbox' || key.kind === 'oauth_client';
+  return {
+    message: `${subject} expired at ${key.expires_at.toISOString()}.`,
+    advice: selfIssued
+      ? 'A sandbox key expires key_lifetime_days after registration (the limits its registration answered) unless its workspace is claimed first; a later claim does not revive it. Register again (POST /api/agents/register, or POST /api/oauth/register for client credentials).'
+      : key.kind === 'agent'
+        ? 'It expired on the date it was created with. Ask a person of the workspace for a new key for this agent (POST /api/agents/{id}/keys).'
+        : 'It expired on the date it was created with. Create a new key (POST /api/api-keys), or ask a person of the workspace for one.',
+  };
 }
 
 /** API keys in `x-api-key` (or as a bearer value shaped like a key). */

@@ -8,7 +8,7 @@ import type { Sql } from '../../../core/db/sql';
 import { newId } from '../../../core/ids';
 import { effectiveScopes, NAME_ONLY_SCOPES } from '../scopes';
 import type { Scope } from '../scopes';
-import { ACCESS_TOKEN_AUDIENCE, looksLikeJwt } from '../auth/authenticators';
+import { ACCESS_TOKEN_AUDIENCE, looksLikeJwt, unusableKey } from '../auth/authenticators';
 import type { KeyService } from './key-service';
 import type { CachedKey } from './key-cache';
 import type { FailedAuthGuard } from '../auth/failed-auth';
@@ -32,7 +32,7 @@ function withinService(resource: string, issuer: string): boolean {
 /** What a client does about each OAuth error, sent as `hint` beside RFC 6749's fields (as every error of the service has one). */
 export const OAUTH_HINTS: Record<(typeof OAUTH_ERROR_CODES)[number], string> = {
   invalid_request: 'Send grant_type=client_credentials with one client authentication (HTTP Basic with client_id and client_secret, client_secret in the body, or an agent key in x-api-key), form-encoded or JSON; /.well-known/oauth-authorization-server describes this server.',
-  invalid_client: 'Send the client_secret POST /api/oauth/register answered (or an agent key) as it was given; a revoked or expired one no longer works, so register a new client.',
+  invalid_client: 'Send the client_secret POST /api/oauth/register answered (or the one its rotation answered), or an agent key, exactly as it was given; a client whose secret is lost registers anew.',
   invalid_grant: 'Send grant_type=client_credentials with the client secret.',
   unauthorized_client: 'Send the person key itself in x-api-key on each request; no token is needed.',
   unsupported_grant_type: 'Send grant_type=client_credentials: it is the only grant here.',
@@ -68,6 +68,10 @@ export interface IssuedToken {
 }
 
 const EXCHANGEABLE = new Set(['sandbox', 'agent', 'oauth_client']);
+
+/** What a credential sent to the token endpoint is called in the answer saying it was revoked or expired, by its key's kind. */
+const SECRET_NAMES: Record<string, string> = { oauth_client: 'This client secret', sandbox: 'This sandbox key', agent: 'This agent key', person: 'This API key' };
+const ROTATED_CLIENT = "For an OAuth client that new key is the client's secret now; its client_id stays.";
 
 const FORM_TYPE = 'application/x-www-form-urlencoded';
 const JSON_TYPE = 'application/json';
@@ -219,13 +223,17 @@ export class OAuthService {
     const ip = clientIp(req);
     // Guessing secrets here is slowed down exactly like guessing keys anywhere else.
     await this.failures.check(ip);
-    const bad = async () => {
+    const bad = async (why?: { message: string; advice: string }) => {
       await this.failures.fail(ip);
-      return new OAuthError('invalid_client', 'Client authentication failed.', 401, challenge);
+      return new OAuthError('invalid_client', why?.message ?? 'Client authentication failed.', 401, challenge, why?.advice);
     };
     if (!this.keys.isWellFormed(secret)) throw await bad();
     const found: CachedKey | null = await this.keys.lookup(secret);
-    if (!found || found.key.revoked_at || (found.key.expires_at && found.key.expires_at.getTime() <= this.clock.now())) throw await bad();
+    if (!found) throw await bad();
+    // The secret matched a key by its digest: its holder has the key, so hearing why it stopped (and what to do instead)
+    // tells them nothing they could not know. A secret that matched nothing keeps the bare answer.
+    const unusable = unusableKey(found, this.clock.now(), SECRET_NAMES[found.key.kind] ?? 'This key');
+    if (unusable) throw await bad(found.key.kind === 'oauth_client' && found.key.revoked_reason === 'rotated' ? { ...unusable, advice: `${unusable.advice} ${ROTATED_CLIENT}` } : unusable);
     if (clientId) {
       const client = await this.sql.one<{ key_id: string }>('SELECT key_id FROM oauth_clients WHERE client_id = $1', [clientId]);
       if (!client || client.key_id !== found.key.id) throw await bad();

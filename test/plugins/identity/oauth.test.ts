@@ -335,6 +335,34 @@ describe('identity: OAuth client credentials', () => {
     expect(old.body.error).to.equal('invalid_client');
   });
 
+  it('tells the holder of a secret that matched a revoked key why it stopped, with the advice that fits (rotated: the new secret; claimed: ask the new owner), and a wrong secret nothing', async () => {
+    const rotating = await api.post<ClientBody>('/api/oauth/register', { client_name: 'rotated-framework' });
+    expect((await api.post('/api/api-keys/rotate', {}, { 'x-api-key': rotating.body.client_secret })).status).to.equal(201);
+    const rotated = await token('grant_type=client_credentials', { authorization: basic(rotating.body.client_id, rotating.body.client_secret) });
+    expect([rotated.status, rotated.body.error, rotated.body.code]).to.deep.equal([401, 'invalid_client', 'invalid_client']);
+    expect(rotated.body.error_description).to.equal('This client secret has been revoked: it was rotated.');
+    expect(rotated.body.hint).to.equal(
+      "Use the new key that POST /api/api-keys/rotate returned; a rotated key stops working at once. For an OAuth client that new key is the client's secret now; its client_id stays.",
+    );
+    expect(rotated.headers.get('www-authenticate')).to.match(/^Basic/);
+
+    const claimed = await api.post<ClientBody>('/api/oauth/register', { client_name: 'claimed-framework' });
+    const owner = await signUp(svc.url);
+    const claim = await api.post(new URL(claimed.body.claim.url).pathname, {}, asPerson(owner));
+    expect(claim.status, claim.text).to.equal(200);
+    const afterClaim = await token(new URLSearchParams({ grant_type: 'client_credentials', client_id: claimed.body.client_id, client_secret: claimed.body.client_secret }).toString());
+    expect([afterClaim.status, afterClaim.body.error]).to.deep.equal([401, 'invalid_client']);
+    expect(afterClaim.body.error_description).to.match(/^This client secret has been revoked: its sandbox workspace was claimed/);
+    expect(afterClaim.body.hint).to.match(/^The claimed workspace is now managed by its new owner: ask its owner or an admin for a key/);
+
+    // A secret that matches no key hears the bare answer, whatever the client_id it names.
+    const wrong = await token('grant_type=client_credentials', { authorization: basic(rotating.body.client_id, unknownKey('oac')) });
+    expect([wrong.status, wrong.body.error, wrong.body.error_description]).to.deep.equal([401, 'invalid_client', 'Client authentication failed.']);
+    expect(wrong.body.hint).to.equal(
+      'Send the client_secret POST /api/oauth/register answered (or the one its rotation answered), or an agent key, exactly as it was given; a client whose secret is lost registers anew.',
+    );
+  });
+
   it('publishes RFC 8414 authorization server metadata at /.well-known/oauth-authorization-server', async () => {
     const res = await api.get<{
       issuer: string;
