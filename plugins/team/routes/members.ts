@@ -52,7 +52,7 @@ export function memberRoutes(d: TeamDeps): RouteSpec[] {
       method: 'post',
       path: '/api/workspaces/:workspace_id/leave',
       fullAccess: true,
-      summary: 'Leave the workspace (the last owner cannot).',
+      summary: "Leave the workspace (its only owner cannot: no route makes another owner).",
       tags: TEAM_TAGS,
       ...PERSON_ONLY,
       params: s.workspaceParams,

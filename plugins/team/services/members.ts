@@ -9,7 +9,7 @@ import { assertOwnWorkspace } from './actors';
 import type { ActorResolver } from './actors';
 import { lockWorkspace } from '../../identity';
 import type { Invitations } from './invitations';
-import { assertCanChangeRole, assertCanRemove, assertCanReadAudit, refuse } from './policy';
+import { assertCanChangeRole, assertCanRemove, assertCanReadAudit, OWNER_STAYS, refuse } from './policy';
 import type { Actor } from './policy';
 import type { TeamTrail } from './trail';
 
@@ -135,7 +135,8 @@ export class Members {
         if (me.role === 'owner') {
           const owners = await this.sql.one<{ n: string }>(`SELECT count(*) AS n FROM memberships WHERE workspace_id = $1 AND role = 'owner'`, [workspaceId], tx);
           if (Number(owners?.n ?? 0) <= 1) {
-            throw refuse('the last owner cannot leave', 'A workspace always keeps an owner; the last owner stays.', 'The last owner of a workspace cannot leave it.');
+            // The reason stays as it was (machine-read); the sentence and hint promise no second owner, which no route makes.
+            throw refuse('the last owner cannot leave', `A workspace always keeps an owner, and no route makes anyone else one. ${OWNER_STAYS}`, "A workspace's only owner cannot leave it.");
           }
         }
         touched.push(...(await this.drop(actor, 'team.members.leave', workspaceId, personId, { left_role: me.role }, tx)));

@@ -68,10 +68,22 @@ function selfHint(actor: Actor, what: 'change' | 'remove'): string {
     if (actor.role === 'owner') return key ? "The key's creator is an owner, and owners are never changed through the team routes." : 'Owners are never changed through the team routes.';
     return key ? "Only an owner (or a key an owner created) changes an admin's role: ask a workspace owner." : 'Ask an owner to change your role.';
   }
+  if (actor.role === 'owner') {
+    return key
+      ? `The key's creator is an owner: owners are never removed through the team routes, and the owner cannot leave either (no route makes anyone else an owner). ${OWNER_STAYS}`
+      : `Owners are never removed through the team routes, and you cannot leave either (no route makes anyone else an owner). ${OWNER_STAYS}`;
+  }
   const how = key ? `The creator may leave, signed in as themselves (${leave})` : `Leave the workspace with ${leave}`;
-  if (actor.role === 'owner') return `${how} while another owner remains; owners are never removed through the team routes.`;
   return key ? `${how}, or a workspace owner may remove them.` : `${how}, or ask a workspace owner to remove you.`;
 }
+
+/**
+ * What a workspace's owner can do instead of leaving it or being removed. Nothing hands ownership over (no route makes
+ * anyone an owner) and no route deletes a workspace, so the hint offers neither: the workspace stays its owner's, who
+ * may stop its use and work elsewhere.
+ */
+export const OWNER_STAYS =
+  "The workspace stays its owner's: to stop its use, revoke its keys (DELETE /api/api-keys/{keyId}) and remove its other members (DELETE /api/workspaces/{workspace_id}/members/{person_id}); to work elsewhere, act in another workspace of theirs with x-workspace-id (GET /api/user lists them).";
 
 function assertNotSelfOrOwner(actor: Actor, target: { personId: string; role: Role }, what: 'change' | 'remove'): void {
   if (target.personId === actor.personId) {

@@ -122,6 +122,21 @@ describe('team plugin: members, roles and leaving', () => {
     expect(adminOut.body.hint).to.equal(`Leave the workspace with POST /api/workspaces/${ws}/leave, or ask a workspace owner to remove you.`);
   });
 
+  it('an owner removing themselves is not told to leave while another owner remains (no route makes one): the workspace stays theirs, and what they can do instead', async () => {
+    const { owner, ws } = await team(api);
+    const ownerOut = await remove(as(owner), ws, owner.id);
+    expectForbidden(ownerOut, 'you cannot remove yourself');
+    expect(ownerOut.body.hint).to.equal(
+      "Owners are never removed through the team routes, and you cannot leave either (no route makes anyone else an owner). The workspace stays its owner's: to stop its use, revoke its keys (DELETE /api/api-keys/{keyId}) and remove its other members (DELETE /api/workspaces/{workspace_id}/members/{person_id}); to work elsewhere, act in another workspace of theirs with x-workspace-id (GET /api/user lists them).",
+    );
+    expect(ownerOut.body.hint).not.to.match(/another owner remains/);
+    // The leave it would have pointed at is refused the same way, promising no other owner either.
+    const leave = await api.post<Record<string, string>>(`/api/workspaces/${ws}/leave`, {}, as(owner));
+    expectForbidden(leave, 'the last owner cannot leave');
+    expect(leave.body.error).to.equal("A workspace's only owner cannot leave it.");
+    expect(leave.body.hint).to.match(/^A workspace always keeps an owner, and no route makes anyone else one\. The workspace stays its owner's: /);
+  });
+
   it('members cannot manage the team', async () => {
     const { owner, admin, member, ws } = await team(api);
     const other = await signup(api, 'other');
@@ -273,7 +288,7 @@ describe('team plugin: members, roles and leaving', () => {
     expect((await api.get('/api/me', withKey(memberKey.key))).status).to.equal(401);
   });
 
-  it('the last owner cannot leave (403, recorded); an owner may leave while another owner remains', async () => {
+  it('the only owner cannot leave (403, recorded); an owner may leave while another owner (one set in the database: no route makes one) remains', async () => {
     const owner = await signup(api, 'owner');
     const res = await api.post(`/api/workspaces/${owner.workspaceId}/leave`, {}, as(owner));
     expectForbidden(res, 'the last owner cannot leave');
