@@ -46,6 +46,15 @@ export function notAMember(hint = 'Send x-workspace-id with one of the workspace
   return new ApiError('not_found', 'You are not a member of that workspace.', { hint });
 }
 
+/**
+ * 400 for an x-workspace-id header sent with nothing in it (an empty variable): it meant to name a workspace, and acting
+ * in the credential's own or default one instead could change the wrong workspace, so it is refused, as an empty
+ * x-api-key is. The same for people and keys; `hint` says what the credential may name.
+ */
+export function emptyWorkspaceHeader(hint: string): ApiError {
+  return new ApiError('bad_request', 'The x-workspace-id header is empty (an empty variable?).', { hint });
+}
+
 /** Where a person whose sign-in was refused can go: sign in another way, or sign up. */
 const SIGN_IN_STEPS: NextStep[] = [
   { action: 'sign_in', method: 'POST', path: '/api/auth/signin', body: { email: '<EMAIL>', password: '<PASSWORD>' }, description: 'Sign in with email and password.' },

@@ -35,7 +35,7 @@ export { credentialOf, looksLikeJwt } from './auth/authenticators';
 export { credentialIgnored } from './auth/credential-ignored';
 export { missingScopeHint, readOnlyRefusal } from './auth/authorizer';
 export { apiKeySchema, createIdempotencyHeaders, issuedApiKeySchema, sandboxLimitsSchema, workspaceSchema } from './responses';
-export { invalidCredentials, notAMember, signInRefused, missingCredentials, wrongKindOfCredential, insufficientScope, fullAccessRequired, sandboxRefusal, claimStep, WHERE_TO_GET_A_CREDENTIAL } from './errors';
+export { invalidCredentials, notAMember, emptyWorkspaceHeader, signInRefused, missingCredentials, wrongKindOfCredential, insufficientScope, fullAccessRequired, sandboxRefusal, claimStep, WHERE_TO_GET_A_CREDENTIAL } from './errors';
 export { NAMED_SCOPES, NAME_ONLY_SCOPES, LEGACY_SCOPES, FULL_ACCESS, CONFIGURATION_ACCESS, effectiveScopes, unknownScopes, isLegacyReadOnly } from './scopes';
 export { sandboxLimits, registrationLimits, AGENT_STARTER_PLAN, changelogFeedUrl, claimOffered } from './limits';
 export { keyView } from './services/key-service';

@@ -6,7 +6,7 @@ import type { Sql } from '../../../core/db/sql';
 import { clientIp } from '../../../core/address';
 import { ApiError } from '../../../core/errors';
 import { notOwnOrigin } from '../../../core/http/origin';
-import { credentialOf, FULL_ACCESS, invalidCredentials, looksLikeJwt, MEMBERSHIP_WORKSPACE, notAMember, personPrincipal } from '../../identity';
+import { credentialOf, emptyWorkspaceHeader, FULL_ACCESS, invalidCredentials, looksLikeJwt, MEMBERSHIP_WORKSPACE, notAMember, personPrincipal } from '../../identity';
 import type { FailedAuthGuard, Role, WorkspaceRow } from '../../identity';
 import type { People } from './people';
 import { clearedSessionCookie, PERSON_TOKEN_AUDIENCE, SESSION_COOKIE } from './sessions';
@@ -125,9 +125,7 @@ export class PersonAuthenticator implements Authenticator {
     // Sent with nothing in it (an empty variable), it meant to name a workspace: acting in the default one instead could
     // change the wrong workspace, so it is refused, as an empty x-api-key is.
     if (typeof asked === 'string' && asked.trim() === '') {
-      throw new ApiError('bad_request', 'The x-workspace-id header is empty (an empty variable?).', {
-        hint: 'Name one of your workspaces in it (GET /api/user lists them), or leave the header out to act in your default workspace.',
-      });
+      throw emptyWorkspaceHeader('Name one of your workspaces in it (GET /api/user lists them), or leave the header out to act in your default workspace.');
     }
     // A team route names its workspace in the path: without the header, a person who is a member of
     // it acts there. One who is not acts in their default workspace, so the route answers its own

@@ -6,7 +6,7 @@ import { clientIp } from '../../../core/address';
 import type { Clock } from '../../../core/clock';
 import { effectiveScopes } from '../scopes';
 import type { IdentityAttributes } from '../domain';
-import { invalidCredentials, notAMember, revokedKey, revokedKeyExplained } from '../errors';
+import { emptyWorkspaceHeader, invalidCredentials, notAMember, revokedKey, revokedKeyExplained } from '../errors';
 import type { KeyService } from '../services/key-service';
 import type { CachedKey } from '../services/key-cache';
 import type { FailedAuthGuard } from './failed-auth';
@@ -147,7 +147,9 @@ export class ApiKeyAuthenticator implements Authenticator {
  */
 function refuseOtherWorkspace(req: Request, principal: Principal): void {
   const asked = req.headers['x-workspace-id'];
-  if (typeof asked !== 'string' || asked === '' || asked === principal.workspaceId) return;
+  if (typeof asked !== 'string' || asked === principal.workspaceId) return;
+  // Empty, it meant to name a workspace (an unset variable): refused as a person's is, not taken as "the key's own".
+  if (asked.trim() === '') throw emptyWorkspaceHeader(`A key acts in the workspace it was made in (${principal.workspaceId}, tenant_id in GET /api/me) only: leave the header out, or name that workspace in it.`);
   throw notAMember(`A key acts in the workspace it was made in (${principal.workspaceId}, tenant_id in GET /api/me) only: leave x-workspace-id out, or use a key made in the workspace you name.`);
 }
 

@@ -109,6 +109,19 @@ describe('accounts: one workspace never reaches another’s records', () => {
     expect(keys.body.data.map((k) => k.name)).not.to.include('blank-header');
   });
 
+  it('refuses a key\'s, or its token\'s, empty or blank x-workspace-id with the same 400 a person gets, instead of ignoring it', async () => {
+    const aKey = await createKey(svc.url, asPerson(a), { name: 'a key for a blank header' });
+    const token = await accessToken(svc.url, aAgentKey.key);
+    for (const blank of ['', '  ']) {
+      for (const [who, headers] of [['key', { 'x-api-key': aKey.key }], ['token', { authorization: `Bearer ${token}` }]] as const) {
+        const res = await api.get<ErrorBody>('/api/me', { ...headers, 'x-workspace-id': blank });
+        expect(res.status, `${who} ${JSON.stringify(blank)}: ${res.text}`).to.equal(400);
+        expect(res.body).to.include({ code: 'bad_request', error: 'The x-workspace-id header is empty (an empty variable?).' });
+        expect(res.body.hint).to.contain(a.workspaceId);
+      }
+    }
+  });
+
   it("answers a key, or a token made from it, naming another workspace in x-workspace-id with the same 404, instead of acting in its own; its own id passes", async () => {
     const aKey = await createKey(svc.url, asPerson(a), { name: 'a key' });
     const token = await accessToken(svc.url, aAgentKey.key);
