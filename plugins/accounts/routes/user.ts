@@ -149,7 +149,13 @@ export function userRoutes(d: AccountsDeps): RouteSpec[] {
         assertUuid(params.sessionId, 'sessionId');
         const id = params.sessionId.toLowerCase();
         const done = await d.sessions.revoke(personOf(principal), id);
-        if (!done) throw new ApiError('not_found', 'No open session of yours has this id.');
+        if (!done) {
+          // Ended already (signed out, expired), another person's, or never issued: one answer, as for currentSessionId.
+          throw new ApiError('not_found', 'No open session of yours has this id.', {
+            issues: [{ path: 'sessionId', reason: 'names no open session of yours' }],
+            hint: 'GET /api/user/sessions lists your open sessions with their ids (the one marked current is this one); a session that was signed out, ended or expired is gone already.',
+          });
+        }
         return ok({ revoked: id }, endedOwn(id === principal?.sessionId));
       },
     }),

@@ -146,6 +146,13 @@ describe('accounts: one workspace never reaches another’s records', () => {
   it("answers a person ending another person's session with 404, and that session keeps working", async () => {
     const res = await api.delete<ErrorBody>(`/api/user/sessions/${b.sessionId}`, asPerson(a));
     expect(res.status).to.equal(404);
+    // The same answer as for a session id nobody holds, with where to find one's own.
+    const unknown = await api.delete<ErrorBody>('/api/user/sessions/00000000-0000-4000-8000-000000000000', asPerson(a));
+    for (const r of [res, unknown]) {
+      expect(r.body).to.include({ code: 'not_found', error: 'No open session of yours has this id.' });
+      expect(r.body.hint).to.match(/^GET \/api\/user\/sessions lists your open sessions/);
+      expect(r.body.issues).to.deep.equal([{ path: 'sessionId', reason: 'names no open session of yours' }]);
+    }
     expect((await api.get('/api/me', asPerson(b))).status).to.equal(200);
     expect((await api.get('/api/me', { authorization: `Bearer ${b.token}` })).status).to.equal(200);
   });
