@@ -28,7 +28,19 @@ function keyShapeOf(key: string): string {
 /** The request's Idempotency-Key, or null when it sends none; 400 for a key of the wrong shape. */
 export function idempotencyKeyOf(req: Request): string | null {
   const key = req.get(IDEMPOTENCY_HEADER);
-  return key === undefined ? null : checkedIdempotencyKey(key, `headers.${IDEMPOTENCY_HEADER.toLowerCase()}`, `The ${IDEMPOTENCY_HEADER} header`);
+  if (key === undefined) return null;
+  const path = `headers.${IDEMPOTENCY_HEADER.toLowerCase()}`;
+  // Node joins a header sent twice with ", ": said as such, not as a key that "got a space".
+  if (key.includes(', ')) {
+    const sent = req.rawHeaders.filter((h, i) => i % 2 === 0 && h.toLowerCase() === 'idempotency-key').length;
+    if (sent > 1) {
+      throw new ApiError('validation_error', `The ${IDEMPOTENCY_HEADER} header is sent ${sent} times; send it once.`, {
+        issues: [{ path, reason: `sent ${sent} times (one key per request)` }],
+        hint: 'Send one Idempotency-Key per request, such as a UUID, and the same one when retrying that request.',
+      });
+    }
+  }
+  return checkedIdempotencyKey(key, path, `The ${IDEMPOTENCY_HEADER} header`);
 }
 
 /** A key sent elsewhere than the header (an MCP tool call's `_meta.idempotency_key`), checked the same way; 400 naming `path`. */

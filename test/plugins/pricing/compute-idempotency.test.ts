@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { batchExample, computeExample } from '../../../plugins/pricing/schemas';
 import { randomUUID } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 import { rowsOnceSettled } from '../../support/abandoned-call';
 import { createTestDatabase } from '../../support/db';
 import { client } from '../../support/http';
@@ -32,13 +33,15 @@ describe('compute: Idempotency-Key on priced calls', function () {
   this.timeout(90_000);
   let svc: TestService;
   let api: Api;
+  let apiKey: string;
   let workspaceId: string;
 
   before(async () => {
     svc = await startTestService({ config: lenient });
     const person = await signUp(svc, 'idem-compute');
     workspaceId = person.workspaceId;
-    api = client(svc.url, { 'x-api-key': (await createKey(svc, person, { name: 'full' })).key });
+    apiKey = (await createKey(svc, person, { name: 'full' })).key;
+    api = client(svc.url, { 'x-api-key': apiKey });
   });
   after(() => svc.close());
 
@@ -174,6 +177,30 @@ describe('compute: Idempotency-Key on priced calls', function () {
     const third = await api.post<Body>('/api/compute/price', priced, { 'idempotency-key': lostKey });
     expect(third.headers.get('idempotent-replayed')).to.equal('true');
     expect(third.body.receipt.usage_event_id).to.equal(retry.body.receipt.usage_event_id);
+  });
+
+  it('says an Idempotency-Key header sent twice is sent twice, not that the key "got a space" (Node joins the two), pricing nothing', async () => {
+    const before = await eventCount(workspaceId);
+    const { status, body } = await new Promise<{ status: number; body: Body }>((resolve, reject) => {
+      const payload = JSON.stringify(priced);
+      const req = httpRequest(
+        `${svc.url}/api/compute/price`,
+        // An array sends the header once per value, as a client adding it twice does.
+        { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': apiKey, 'idempotency-key': [randomUUID(), randomUUID()] } },
+        (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Body }));
+        },
+      );
+      req.on('error', reject);
+      req.end(payload);
+    });
+    expect(status, JSON.stringify(body)).to.equal(400);
+    expect(body.code).to.equal('validation_error');
+    expect(body.error).to.equal('The Idempotency-Key header is sent 2 times; send it once.');
+    expect(body.issues).to.deep.equal([{ path: 'headers.idempotency-key', reason: 'sent 2 times (one key per request)' }]);
+    expect(await eventCount(workspaceId)).to.equal(before);
   });
 
   it('takes a key afresh once it is older than IDEMPOTENCY_KEY_TTL_H', async () => {
