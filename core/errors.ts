@@ -186,9 +186,9 @@ export const errorBodySchema = z
     status: z.string().optional().describe('With function_id: its status (draft, inactive).'),
     suggested_function_id: z.string().optional().describe('function_not_found for a name sent as function_id: the id to send.'),
     suggested_function_name: z.string().optional().describe('function_not_found for an id sent as function_name: the name to send.'),
-    strategy: z.string().optional().describe('no_eligible_function: the routing strategy that excluded every candidate.'),
-    policy_id: z.string().optional().describe('no_eligible_function: the routing policy applied.'),
-    candidates: openObjects.optional().describe('no_eligible_function: each candidate (function, id, kept) and why it was left out (reason, detail, cost_per_unit, latency_p50_ms).'),
+    strategy: z.string().optional().describe('no_eligible_function (and functions_failed when routing excluded every candidate, one only by its open breaker): the routing strategy that excluded every candidate.'),
+    policy_id: z.string().optional().describe('With strategy: the routing policy applied.'),
+    candidates: openObjects.optional().describe('With strategy: each candidate (function, id, kept) and why it was left out (reason, detail, cost_per_unit, latency_p50_ms).'),
     attempts: openObjects
       .optional()
       .describe('functions_failed, service_busy, insufficient_context: every function tried, in order, as trace.attempts of a priced answer (function, id, role, outcome, error, ms).'),

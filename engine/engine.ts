@@ -8,6 +8,8 @@ import type { ResultCache } from './cache';
 import type { AttemptReport, CandidateReport } from './errors';
 import { triedRoles } from './errors';
 import { EngineError } from './errors';
+import { excludedAnswer } from './excluded';
+import type { BehindBreaker } from './excluded';
 import type { ExternalExecutor } from './external';
 import { effectiveCost, healthCallerOf } from './functions';
 import type { FunctionLabels } from './metric-labels';
@@ -185,7 +187,7 @@ export class PricingEngine {
     let deadline: number | undefined;
     let decision: RouteDecision | null = null;
     let first: FunctionDescriptor | null = null;
-    // Routing excluded every candidate of a policy that has fallbacks: they are tried, and this is the answer if none may run.
+    // Routing excluded every candidate: the policy's fallbacks are tried, and excludedAnswer makes the answer if none may run.
     let excluded: EngineError | null = null;
     let strategy: Strategy | 'explicit';
     const pinned = req.pin?.id ?? req.pin?.name;
@@ -213,7 +215,8 @@ export class PricingEngine {
         } catch (err) {
           // The policy's fallbacks are its safety net for every candidate out of the running too (breakers open, functions
           // withdrawn), each still held to the ceilings, its breaker and reach: nothing is picked in spite of a ceiling.
-          if (!(err instanceof EngineError && err.code === 'no_eligible_function' && (policy?.fallback_chain?.length || policy?.fallback_function))) throw err;
+          // Without fallbacks nothing runs, and excludedAnswer says whether the exclusion is the answer or a breaker's wait.
+          if (!(err instanceof EngineError && err.code === 'no_eligible_function')) throw err;
           excluded = err;
           stages.push({
             stage: 'route',
@@ -257,7 +260,7 @@ export class PricingEngine {
     const notApplicable: string[] = [];
     const tried = new Set<string>();
     // Functions skipped behind their breaker, with the milliseconds until one may be called again (null: unknown).
-    const behind = new Map<string, { waitMs: number | null; trial: boolean; own: boolean }>();
+    const behind = new Map<string, BehindBreaker>();
     // Fallbacks the policy's cost ceiling kept from running: the policy's own exclusion, like a candidate's.
     const overCeiling: CandidateReport[] = [];
     const poolBusy = () => attempts.some((a) => a.outcome === 'pool_busy');
@@ -364,10 +367,12 @@ export class PricingEngine {
       }
     }
     stages.push({ stage: 'execute', ms: 0, attempts });
-    // Every candidate excluded and no fallback allowed to run either: the exclusion is the answer, with why each fallback was skipped.
+    // Every candidate excluded and no fallback allowed to run either: the exclusion is the answer, with why each fallback
+    // was skipped, unless an open breaker alone keeps out something that would run (then a wait, as for a pinned call).
     if (excluded && attempts.every((a) => a.outcome === 'skipped')) {
-      this.requests.inc({ function: 'none', outcome: excluded.code });
-      throw new EngineError(excluded.code, `${excluded.message} Nor could a fallback of the policy run: ${attempts.map((a) => `${a.function} (${a.error ?? a.outcome})`).join(', ')}.`, { ...excluded.details, attempts });
+      const answer = excludedAnswer(excluded, attempts, behind, this.breakers, caller);
+      this.requests.inc({ function: 'none', outcome: answer.code });
+      throw answer;
     }
     // The function the call's outcome is counted under: the chosen one, else the first fallback that ran.
     const lead = first ?? (this.registry.find(attempts.find((a) => a.outcome !== 'skipped')?.id ?? '') as FunctionDescriptor);

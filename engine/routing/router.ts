@@ -142,14 +142,14 @@ export class Router {
         const slow = ceilingLatency !== undefined && lat.p50_ms !== null && lat.p50_ms > ceilingLatency;
         reports.push({ ...base, reason: 'cost ceiling', detail: `${effectiveCost(fn)} > ${ceilingCost}`, ...(slow ? { also: [{ reason: 'latency ceiling' as const, detail: latencyCeilingDetail(lat.p50_ms as number, ceilingLatency, this.latency.failures(fn.id)) }] } : {}) });
       } else if (ceilingLatency !== undefined && lat.p50_ms !== null && lat.p50_ms > ceilingLatency) reports.push({ ...base, reason: 'latency ceiling', detail: latencyCeilingDetail(lat.p50_ms, ceilingLatency, this.latency.failures(fn.id)) });
+      // Before the breaker: a candidate reported `breaker open` is one its breaker alone keeps out (a retry may find it).
+      else if (input.strategy === 'weighted' && !weightById.has(fn.id)) reports.push({ ...base, reason: 'no weight' });
       else if (this.breakers.state(fn.id, caller) === 'open') {
         const view = this.breakers.view(fn.id, caller);
         const trial = view.retry_at ? `a trial call from ${view.retry_at}` : null;
         const detail = view.applies_to === 'this_workspace' ? `open for this workspace's calls, which kept failing; other workspaces' calls still reach it${trial ? `; ${trial}` : ''}` : trial;
         reports.push({ ...base, reason: 'breaker open', ...(detail ? { detail } : {}) });
-      }
-      else if (input.strategy === 'weighted' && !weightById.has(fn.id)) reports.push({ ...base, reason: 'no weight' });
-      else {
+      } else {
         reports.push({ ...base, kept: true });
         eligible.push(fn);
       }

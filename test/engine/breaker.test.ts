@@ -104,6 +104,40 @@ describe('engine: circuit breaker', function () {
     expect(err.message).to.equal(`Every function that could answer has its circuit breaker open after recent failures; the first lets a trial call through in ${err.details.retryAfterS} s.`);
   });
 
+  it('a routed call whose only candidate is behind an open breaker gets the pinned call\'s answer: functions_failed with retry_after, listing each candidate', async () => {
+    const routed = policy('priority', { order: ['test-flaky'] });
+    // Its failures open the breaker as a pinned call's do: the opening call already names the wait.
+    for (let i = 0; i < 3; i++) await engineError(h.price({ policy: routed, context: FAIL }), 'functions_failed');
+    const opening = await engineError(h.price({ policy: routed, context: FAIL }), 'functions_failed');
+    expect(state()).to.equal('open');
+    expect(opening.details.retryAfterS).to.equal(COOLDOWN_MS / 1000);
+    h.clock.advance(3_000);
+    // Routing now leaves it out: still the transient answer (not a 422 the caller should change the call for), with the candidates.
+    const kept = await engineError(h.price({ policy: routed, context: FAIL }), 'functions_failed');
+    expect(kept.details.retryAfterS).to.equal(COOLDOWN_MS / 1000 - 3);
+    expect((kept.details.candidates ?? []).map((c) => [c.function, c.reason])).to.deep.equal([['test-flaky', 'breaker open']]);
+    expect(kept.details.attempts).to.deep.equal([]);
+    expect(kept.details).to.include({ strategy: 'priority', policyId: 'rp_test' });
+    expect(kept.message).to.equal(`No candidate function can run under strategy priority now: test-flaky has its circuit breaker open after recent failures. The first lets a trial call through in ${COOLDOWN_MS / 1000 - 3} s.`);
+  });
+
+  it('every candidate excluded, one by a ceiling and one by its open breaker: the wait is the answer; by ceilings alone it stays no_eligible_function', async () => {
+    await open();
+    const both = policy('cheapest', { candidates: ['test-flaky', 'test-ok'], max_cost_per_unit: '0.0015' });
+    const waiting = await engineError(h.price({ policy: both }), 'functions_failed');
+    expect((waiting.details.candidates ?? []).map((c) => [c.function, c.reason])).to.deep.equal([['test-flaky', 'breaker open'], ['test-ok', 'cost ceiling']]);
+    expect(waiting.details.retryAfterS).to.be.within(1, COOLDOWN_MS / 1000);
+    expect(waiting.message).to.match(/^No candidate function can run under strategy cheapest now: test-flaky has its circuit breaker open after recent failures; every other candidate is excluded \(candidates gives each reason\)\. The first lets a trial call through in \d+ s\.$/);
+    // The ceilings alone: no retry changes that.
+    const ceiled = await engineError(h.price({ policy: policy('cheapest', { candidates: ['test-ok'], max_cost_per_unit: '0.0015' }) }), 'no_eligible_function');
+    expect(ceiled.details.retryAfterS).to.equal(undefined);
+    // A fallback behind its breaker is a wait too: once it lets a trial through, it runs.
+    const fellBack = await engineError(h.price({ policy: policy('cheapest', { candidates: ['test-ok'], max_cost_per_unit: '0.0015' }, { fallback_function: 'test-flaky' }) }), 'functions_failed');
+    expect(fellBack.details.attempts?.map((a) => [a.function, a.role, a.error])).to.deep.equal([['test-flaky', 'fallback_function', 'breaker open']]);
+    expect(fellBack.details.retryAfterS).to.be.within(1, COOLDOWN_MS / 1000);
+    expect(fellBack.message).to.match(/^No candidate function is eligible under strategy cheapest\. Nor could a fallback of the policy run: test-flaky \(breaker open\)\. The first lets a trial call through in \d+ s\.$/);
+  });
+
   it('the call whose failure opens the breaker says when a trial is let through, as the calls after it do; the failures before it name no wait', async () => {
     const alone = () => engineError(h.price({ pin: { name: 'test-flaky' }, context: FAIL, policy: policy('default', {}, {}) }), 'functions_failed');
     for (let i = 0; i < 3; i++) {

@@ -139,9 +139,11 @@ describe('engine: cost and latency ceilings', function () {
     // reason is a lever.
     expect(err.details.retryAfterS).to.equal(undefined);
     expect((err.details.decisive ?? []).map((c) => c.reason)).to.deep.equal(['cost ceiling']);
-    // The context rule 2 sends to test-flaky: its breaker's trial says when the same call may be answered.
-    const flaky = await engineError(h.price({ policy: p, context: { x: 3 } }), 'no_eligible_function');
-    expect(flaky.message).to.match(/Rule 2 matched/);
+    // The context rule 2 sends to test-flaky: only its breaker keeps it out, so the answer is the wait (a 502 a retry
+    // after the breaker's trial may see answered), still listing every candidate and why.
+    const flaky = await engineError(h.price({ policy: p, context: { x: 3 } }), 'functions_failed');
+    expect(flaky.message).to.match(/^Rule 2 matched, but its function test-flaky is not eligible \(breaker open\); default_function applies only when no rule matches\. The first lets a trial call through in \d+ s\.$/);
     expect(flaky.details.retryAfterS).to.be.a('number').and.at.least(1);
+    expect((flaky.details.candidates ?? []).map((c) => c.reason)).to.include.members(['cost ceiling', 'breaker open', 'unreachable']);
   });
 });

@@ -96,6 +96,44 @@ function explicitExample(context: Record<string, unknown> | undefined, market: M
 const failedIn = (attempts: ReadonlyArray<{ id?: string | null; outcome: string; error?: string | undefined }> | undefined): Set<string> =>
   new Set((attempts ?? []).flatMap((a) => ((a.outcome === 'failed' || (a.outcome === 'skipped' && a.error === 'breaker open')) && a.id ? [a.id] : [])));
 
+const capitalized = (text: string): string => `${text.charAt(0).toUpperCase()}${text.slice(1)}`;
+
+/** What a call whose candidates were all excluded carries, 422 or 502 alike: the strategy, the policy, the rule and each candidate. */
+function exclusionFields(d: EngineError['details']): Record<string, unknown> {
+  return { strategy: d.strategy, ...(d.policyId ? { policy_id: d.policyId } : {}), ...(d.rule ? { rule: d.rule } : {}), candidates: d.candidates ?? [], ...(d.attempts ? { attempts: d.attempts } : {}) };
+}
+
+/**
+ * What would let a candidate through, by the reasons actually given (under a policy, those of the function its rules
+ * send this context to: another's ceiling is no lever), as the PATCH of the policy that routed the call.
+ */
+function loosenAdvice(d: EngineError['details'], opts: ErrorAudience): string {
+  const reasons = new Set((d.decisive ?? d.candidates ?? []).flatMap((c) => [c.reason, ...(c.also ?? []).map((a) => a.reason)]));
+  const levers = [
+    reasons.has('cost ceiling') ? 'raise max_cost_per_unit' : null,
+    reasons.has('latency ceiling') ? 'raise max_latency_ms' : null,
+    // A rule that matched sends the context to its function whatever else holds: only letting that function through helps.
+    (d.strategy === 'policy' || reasons.has('rule miss')) && !d.ruleMatched ? 'add a rule or a default_function for this context' : null,
+    reasons.has('no weight') ? 'give the functions a weight' : null,
+    reasons.has('unreachable') || reasons.has('not active') || reasons.has('pipeline unavailable') ? 'replace the functions out of reach or not active (a marketplace function its owner withdrew, say)' : null,
+  ].filter((l): l is string => l !== null);
+  // A fallback is held to the ceilings too: where they alone shut every candidate out, only one within them helps.
+  const ceilingsOnly = reasons.size > 0 && [...reasons].every((r) => r === 'cost ceiling' || r === 'latency ceiling');
+  // Offered while the policy has none: a fallback chain whose entries were all skipped still leaves that lever.
+  const hasFallbackFunction = (d.attempts ?? []).some((a) => a.role === 'fallback_function');
+  const fallbacks = hasFallbackFunction
+    ? ''
+    : `; or set a fallback_function${ceilingsOnly ? ' within the ceilings (fallbacks are held to them too)' : ''}${d.attempts?.length ? '' : ': the fallbacks are tried when every candidate is excluded'}`;
+  // What names the candidates is the saved policy's own strategy (a routing_preference keeps them): config.candidates is
+  // read by cheapest, fastest and round_robin only. A rule that matched sends the context to its function whatever else.
+  const moreCandidates = d.ruleMatched
+    ? 'point the matched rule at another function'
+    : (({ priority: 'add functions to config.order', weighted: 'give more functions a weight in config.weights', policy: 'add a rule or a default_function' } as Record<string, string>)[d.policyStrategy ?? d.strategy ?? ''] ?? 'add candidates');
+  return d.policyId
+    ? `PATCH /api/routing-policies/${d.policyId}: ${levers.length ? levers.join(', ') : moreCandidates}${fallbacks}`
+    : `choose another routing_preference, or pin a function with ${opts.pinnedBy ?? 'function_id'}`;
+}
+
 /** The engine's typed outcomes as SPEC's error bodies, with hints for `opts`'s caller. */
 export function toApiError(err: unknown, opts: ErrorAudience = {}): unknown {
   const mapped = engineErrorBody(err, opts);
@@ -158,42 +196,22 @@ function engineErrorBody(err: unknown, opts: ErrorAudience): unknown {
       return new ApiError('function_draft', err.message, { hint: 'Only active functions can be routed to explicitly.', fields: { function_id: d.functionId, status: 'draft' } });
     case 'function_inactive':
       return new ApiError('function_inactive', err.message, { hint: `Pick another function, or let your routing choose (omit ${opts.pinnedBy ?? 'function_id'}).`, fields: { function_id: d.functionId, status: 'inactive' } });
-    case 'no_eligible_function': {
-      // What would let a candidate through, by the reasons actually given: under a policy, those of the function its rules
-      // send this context to (another's ceiling is no lever).
-      const reasons = new Set((d.decisive ?? d.candidates ?? []).flatMap((c) => [c.reason, ...(c.also ?? []).map((a) => a.reason)]));
-      const levers = [
-        reasons.has('cost ceiling') ? 'raise max_cost_per_unit' : null,
-        reasons.has('latency ceiling') ? 'raise max_latency_ms' : null,
-        // A rule that matched sends the context to its function whatever else holds: only letting that function through helps.
-        (d.strategy === 'policy' || reasons.has('rule miss')) && !d.ruleMatched ? 'add a rule or a default_function for this context' : null,
-        reasons.has('no weight') ? 'give the functions a weight' : null,
-        reasons.has('unreachable') || reasons.has('not active') || reasons.has('pipeline unavailable') ? 'replace the functions out of reach or not active (a marketplace function its owner withdrew, say)' : null,
-      ].filter((l): l is string => l !== null);
-      // A fallback is held to the ceilings too: where they alone shut every candidate out, only one within them helps.
-      const ceilingsOnly = reasons.size > 0 && [...reasons].every((r) => r === 'cost ceiling' || r === 'latency ceiling');
-      // Offered while the policy has none: a fallback chain whose entries were all skipped still leaves that lever.
-      const hasFallbackFunction = (d.attempts ?? []).some((a) => a.role === 'fallback_function');
-      const fallbacks = hasFallbackFunction
-        ? ''
-        : `; or set a fallback_function${ceilingsOnly ? ' within the ceilings (fallbacks are held to them too)' : ''}${d.attempts ? '' : ': the fallbacks are tried when every candidate is excluded'}`;
-      // What names the candidates is the saved policy's own strategy (a routing_preference keeps them): config.candidates is
-      // read by cheapest, fastest and round_robin only. A rule that matched sends the context to its function whatever else.
-      const moreCandidates = d.ruleMatched
-        ? 'point the matched rule at another function'
-        : (({ priority: 'add functions to config.order', weighted: 'give more functions a weight in config.weights', policy: 'add a rule or a default_function' } as Record<string, string>)[d.policyStrategy ?? d.strategy ?? ''] ?? 'add candidates');
-      const loosen = d.policyId
-        ? `PATCH /api/routing-policies/${d.policyId}: ${levers.length ? levers.join(', ') : moreCandidates}${fallbacks}`
-        : `choose another routing_preference, or pin a function with ${opts.pinnedBy ?? 'function_id'}`;
+    case 'no_eligible_function':
       return new ApiError('no_eligible_function', err.message, {
-        hint: `Every candidate was excluded; candidates lists each one and why${d.attempts ? ", attempts why each of the policy's fallbacks could not run" : ''}. ${
-          d.retryAfterS ? `An open breaker lets a trial call through in ${d.retryAfterS} s: retry then, or ${loosen}.` : `${loosen.charAt(0).toUpperCase()}${loosen.slice(1)}.`
-        }`,
-        ...(d.retryAfterS ? { retry_after: d.retryAfterS } : {}),
-        fields: { strategy: d.strategy, ...(d.policyId ? { policy_id: d.policyId } : {}), ...(d.rule ? { rule: d.rule } : {}), candidates: d.candidates ?? [], ...(d.attempts ? { attempts: d.attempts } : {}) },
+        hint: `Every candidate was excluded; candidates lists each one and why${d.attempts ? ", attempts why each of the policy's fallbacks could not run" : ''}. ${capitalized(loosenAdvice(d, opts))}.`,
+        fields: exclusionFields(d),
       });
-    }
     case 'functions_failed':
+      // Every candidate excluded, some only by an open breaker (engine/excluded.ts): the exclusion's fields, and a wait.
+      if (d.candidates) {
+        return new ApiError('functions_failed', err.message, {
+          hint: `Nothing was charged. Every candidate was excluded, and an open circuit breaker is all that keeps out one that would run (candidates lists each one and why${d.attempts?.length ? ", attempts why each of the policy's fallbacks could not run" : ''}): ${
+            d.retryAfterS ? `retry after ${d.retryAfterS} s, when the first lets a trial call through` : 'retry later'
+          }, or ${loosenAdvice(d, opts)}.`,
+          ...(d.retryAfterS ? { retry_after: d.retryAfterS } : {}),
+          fields: { retryable: true, ...exclusionFields(d) },
+        });
+      }
       if (d.permanent) {
         const at = d.refusedAt?.length === 1 ? d.refusedAt[0] : '{id}';
         const meanwhile = d.pinned

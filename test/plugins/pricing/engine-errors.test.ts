@@ -13,11 +13,15 @@ describe('pricing: engine outcomes as SPEC error bodies', () => {
     expect(api.extras.hint).to.equal('Nothing was charged. Retry after 7 s, or add a fallback_chain or fallback_function to your routing policy.');
   });
 
-  it('no_eligible_function with an open breaker among the exclusions carries retry_after and says when; without one, none', () => {
-    const withBreaker = toApiError(new EngineError('no_eligible_function', 'No candidate function is eligible under strategy cheapest.', { candidates: [], strategy: 'cheapest', retryAfterS: 4 })) as ApiError;
-    expect(withBreaker.status).to.equal(422);
+  it('every candidate excluded, one only by an open breaker, is the retryable 502 with retry_after and each candidate; no_eligible_function never carries a wait', () => {
+    const breakerOpen = [{ function: 'f', id: 'fn_f', kept: false, reason: 'breaker open' }] as never;
+    const withBreaker = toApiError(new EngineError('functions_failed', 'No candidate function can run under strategy cheapest now: f has its circuit breaker open after recent failures. The first lets a trial call through in 4 s.', { candidates: breakerOpen, attempts: [], strategy: 'cheapest', policyId: 'rp_1', retryAfterS: 4 })) as ApiError;
+    expect(withBreaker.status).to.equal(502);
     expect(withBreaker.extras.retry_after).to.equal(4);
-    expect(withBreaker.extras.hint).to.include('An open breaker lets a trial call through in 4 s: retry then');
+    expect(withBreaker.extras.fields).to.deep.include({ retryable: true, strategy: 'cheapest', policy_id: 'rp_1', candidates: breakerOpen, attempts: [] });
+    expect(withBreaker.extras.hint).to.equal(
+      'Nothing was charged. Every candidate was excluded, and an open circuit breaker is all that keeps out one that would run (candidates lists each one and why): retry after 4 s, when the first lets a trial call through, or PATCH /api/routing-policies/rp_1: add candidates; or set a fallback_function: the fallbacks are tried when every candidate is excluded.',
+    );
     const without = toApiError(new EngineError('no_eligible_function', 'No candidate function is eligible under strategy cheapest.', { candidates: [], strategy: 'cheapest' })) as ApiError;
     expect(without.extras).to.not.have.property('retry_after');
     expect(without.extras.hint).to.match(/Choose another routing_preference, or pin a function with function_id\.$/);

@@ -230,15 +230,18 @@ describe('pricing: compute routed by the default policy (HTTP)', function () {
     const body = await ok({ context: { unit_cost: 10, target_price: 20.1 } });
     expect(body.function.name).to.equal('cost-plus');
     expect(route(body).candidates.find((c: Body) => c.function === 'charm-pricing')).to.include({ kept: false, reason: 'breaker open' });
-    // With nothing but the open function to route to: the typed 422, and when the same call may find it again.
-    await makeDefault({ name: 'only charm', strategy: 'cheapest', config: { candidates: ['charm-pricing'] } });
+    // With nothing but the open function to route to: the answer a pinned call behind the breaker gets (502, retryable,
+    // when the same call may find it again), still listing each candidate and why it was excluded.
+    const only = await makeDefault({ name: 'only charm', strategy: 'cheapest', config: { candidates: ['charm-pricing'] } });
     const excluded = await a.post<Body>('/api/compute/price', { context: { unit_cost: 10, target_price: 20.1 } });
-    expect(excluded.status, excluded.text).to.equal(422);
-    expect(excluded.body.code).to.equal('no_eligible_function');
+    expect(excluded.status, excluded.text).to.equal(502);
+    expect(excluded.body).to.include({ code: 'functions_failed', retryable: true, strategy: 'cheapest', policy_id: only });
     expect((excluded.body.candidates as Body[]).map((c) => `${c.function}: ${c.reason}`)).to.deep.equal(['charm-pricing: breaker open']);
     expect(excluded.body.retry_after).to.be.within(1, Math.ceil(COOLDOWN_MS / 1000));
     expect(excluded.headers.get('retry-after')).to.equal(String(excluded.body.retry_after));
-    expect(excluded.body.hint).to.include(`lets a trial call through in ${excluded.body.retry_after} s`);
+    expect(excluded.body.hint).to.include(`retry after ${excluded.body.retry_after} s, when the first lets a trial call through, or PATCH /api/routing-policies/${only}: add candidates`);
+    const pinned = await a.post<Body>('/api/compute/price', { context: { unit_cost: 10, target_price: 20.1 }, function_id: 'fn_builtin_charm' });
+    expect([pinned.status, pinned.body.code, pinned.body.retryable], 'the pinned call answers alike').to.deep.equal([502, 'functions_failed', true]);
 
     await new Promise((resolve) => setTimeout(resolve, COOLDOWN_MS + 20));
     const later = await a.get<Body>('/api/routing/health');
