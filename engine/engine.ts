@@ -9,6 +9,7 @@ import type { AttemptReport, CandidateReport } from './errors';
 import { triedRoles } from './errors';
 import { EngineError } from './errors';
 import { excludedAnswer } from './excluded';
+import { unpricedContext } from './unpriced';
 import type { BehindBreaker } from './excluded';
 import type { ExternalExecutor } from './external';
 import { effectiveCost, healthCallerOf } from './functions';
@@ -258,6 +259,8 @@ export class PricingEngine {
     let chosenMissing: string[] = [];
     let refused: { fn: string; message: string; inputs: string[] } | null = null;
     const notApplicable: string[] = [];
+    // An alternate the strategy did not try after a failure (RouteDecision.alternatesAfterFailure): it was never judged.
+    let passedOver = false;
     const tried = new Set<string>();
     // Functions skipped behind their breaker, with the milliseconds until one may be called again (null: unknown).
     const behind = new Map<string, BehindBreaker>();
@@ -278,7 +281,10 @@ export class PricingEngine {
       // Past a failure, strategies other than default and priority go on to the fallback chain (RouteDecision), but for the
       // alternates they name as still worth a try (fastest's warm function, or next cold one, after a failed exploration). A function that
       // could not price the context, or that a busy pool never ran, has not failed: the strategy's order goes on.
-      if (step.role === 'alternate' && !decision?.alternatesAfterFailure && !decision?.afterFailure?.includes(step.fn) && attempts.some((a) => a.outcome === 'failed')) continue;
+      if (step.role === 'alternate' && !decision?.alternatesAfterFailure && !decision?.afterFailure?.includes(step.fn) && attempts.some((a) => a.outcome === 'failed')) {
+        passedOver = true;
+        continue;
+      }
       const fn = step.fn;
       if (tried.has(fn.id)) {
         // A fallback the policy names that this call already met (the chosen function in its own chain, a name twice) is
@@ -390,23 +396,33 @@ export class PricingEngine {
     // A function at an address the service will never call is as unable to price the context as one lacking its inputs:
     // beside functions that could not price it, the caller hears what the context lacks, not "retrying will not help".
     const mayPass = failedForReal.filter((a) => a.retryable !== false);
-    if (mayPass.length === 0 && notApplicable.length > 0) {
+    // A routed call whose every function able to judge the context could not price it is the context's fault, whether the
+    // others failed on it or are behind an open breaker (left out by routing, or skipped): the same context answers the same
+    // 422 in every breaker state, not a 502 while a breaker is closed or half-open and a 422 while it is open. Only when
+    // every function in the order was judged: one the pool or the time budget never ran, or a strategy passed over after
+    // a failure, might have priced it. A pinned function is the caller's own choice: its failure stays the answer (502).
+    const judgedAll = !passedOver && !attempts.some((a) => a.outcome === 'pool_busy' || a.cut_by_budget || a.error === 'call time budget spent');
+    if (notApplicable.length > 0 && (mayPass.length === 0 || (!pinned && judgedAll))) {
       this.requests.inc({ function: this.opts.labels.of(lead), outcome: 'insufficient_context' });
       const ran = new Set(attempts.flatMap((a) => (a.outcome !== 'skipped' && a.id ? [a.id] : [])));
-      const excludedCouldPrice = excludedByPolicy(this.registry, decision, overCeiling, ran, req.context, marketFor);
-      // The reasons of the functions that ran; a function skipped (out of reach, over the ceiling) is in attempts and excluded_by_policy.
-      const said = attempts.filter((a) => (a.outcome === 'not_applicable' || a.outcome === 'failed') && a.error);
-      // One function's reason reads as it is; several say whose each is.
-      const reasons = said.length === 1 ? (said[0]?.error ?? '') : said.map((a) => `${a.function}: ${a.error ?? ''}${/[.!?)]$/.test(a.error ?? '') ? '' : '.'}`).join(' ');
-      // Failures here are all at addresses the service will not call (mayPass is empty): named apart from the functions lacking inputs.
-      const uncallable = [...new Set(said.filter((a) => a.outcome === 'failed').map((a) => a.function))];
-      const declinedInputs = [...declined].map(([input, reason]) => ({ input, reason }));
-      throw new EngineError('insufficient_context', `The context cannot be priced by ${notApplicable.join(', ')}${uncallable.length ? `, and ${uncallable.join(', ')} cannot be called` : ''}: ${reasons}`, { attempts, missing: [...missing], chosenMissing, ...(declinedInputs.length ? { declined: declinedInputs } : {}), ...(excludedCouldPrice.length ? { excludedCouldPrice, ...(req.policy?.id ? { policyId: req.policy.id } : {}) } : {}) });
+      // Under `policy`, a candidate another rule sends contexts to was never this context's to run, breaker or not.
+      const heldOut = (decision?.candidates ?? []).filter((c) => c.reason === 'breaker open' && !c.also?.some((x) => x.reason === 'rule miss')).map((c) => c.function);
+      throw unpricedContext({
+        attempts,
+        notApplicable,
+        missing: [...missing],
+        chosenMissing,
+        declined: [...declined].map(([input, reason]) => ({ input, reason })),
+        excludedCouldPrice: excludedByPolicy(this.registry, decision, overCeiling, ran, req.context, marketFor),
+        policyId: req.policy?.id,
+        heldOut,
+      });
     }
     this.requests.inc({ function: this.opts.labels.of(lead), outcome: 'functions_failed' });
     // Functions that could not price the context did not fail: the message names the parts that did, and them apart.
+    // Named, not only by role: the functions that could not price it share those roles.
     const failedWords = notApplicable.length
-      ? `Every function that could price the context failed (${triedRoles(failedForReal.length ? failedForReal : attempts, Boolean(pinned))})`
+      ? `Every function that could price the context failed (${triedRoles(failedForReal.length ? failedForReal : attempts, Boolean(pinned))}${failedForReal.length ? `: ${[...new Set(failedForReal.map((a) => a.function))].join(', ')}` : ''})`
       : `Every function tried failed (${triedRoles(attempts, Boolean(pinned))})`;
     const couldNotPrice = notApplicable.length ? ` ${notApplicable.join(', ')} could not price it.` : '';
     // Every function that could answer is kept away for a while: behind its breaker (open, or half-open with its trial in

@@ -154,6 +154,21 @@ describe('engine: circuit breaker', function () {
     expect(next.details.retryAfterS).to.equal(COOLDOWN_MS / 1000 - 4);
   });
 
+  it('a routed context no function could price answers 422 in every breaker state, naming the function that failed or is behind its breaker', async () => {
+    const routed = policy('default', { candidates: ['cost-plus', 'test-flaky'] });
+    const call = () => engineError(h.price({ policy: routed, context: FAIL }), 'insufficient_context');
+    for (let i = 0; i < 4; i++) expect((await call()).message, `call ${i + 1}, breaker closed`).to.match(/^The context cannot be priced by cost-plus, and test-flaky failed: cost-plus: .+ test-flaky: test-flaky failed on request/);
+    expect(state()).to.equal('open');
+    const kept = await call();
+    expect(kept.message).to.match(/^The context cannot be priced by cost-plus, and test-flaky is behind an open circuit breaker: /);
+    expect(kept.details.missing).to.include('unit_cost');
+    h.clock.advance(COOLDOWN_MS);
+    expect(state()).to.equal('half_open');
+    const trial = await call();
+    expect(trial.message).to.match(/^The context cannot be priced by cost-plus, and test-flaky failed: /);
+    expect(state()).to.equal('open');
+  });
+
   it('half-opens after the cooldown and lets one trial through; its success closes the breaker', async () => {
     await open();
     h.clock.advance(COOLDOWN_MS - 1);

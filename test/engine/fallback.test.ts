@@ -222,10 +222,17 @@ describe('engine: fallback order and failing functions', function () {
     expect(triedRoles(attempts, false)).to.equal("the chosen function, the strategy's alternates, the fallback function");
   });
 
-  it('when functions that could not price the context sit beside ones that failed, the message names only the failed parts, and the others apart', async () => {
-    const err = await engineError(h.price({ policy: single('cost-plus', ['test-throw']), context: { current_price: 5 } }), 'functions_failed');
+  it('when functions that could not price the context sit beside ones that failed on a pinned call, the message names the failed parts and functions, and the others apart', async () => {
+    const err = await engineError(h.price({ pin: { name: 'cost-plus' }, policy: single('cost-plus', ['test-throw']), context: { current_price: 5 } }), 'functions_failed');
     expect((err.details.attempts ?? []).map((a) => `${a.function}:${a.outcome}`)).to.deep.equal(['cost-plus:not_applicable', 'test-throw:failed']);
-    expect(err.message).to.equal('Every function that could price the context failed (the fallback chain). cost-plus could not price it.');
+    expect(err.message).to.equal('Every function that could price the context failed (the fallback chain: test-throw). cost-plus could not price it.');
+  });
+
+  it('a routed call whose every function either could not price the context or failed on it is insufficient_context naming what failed, not a 502 that turns 422 once the breaker opens', async () => {
+    const err = await engineError(h.price({ policy: single('cost-plus', ['test-throw']), context: { current_price: 5 } }), 'insufficient_context');
+    expect((err.details.attempts ?? []).map((a) => `${a.function}:${a.outcome}`)).to.deep.equal(['cost-plus:not_applicable', 'test-throw:failed']);
+    expect(err.details.missing).to.include('unit_cost');
+    expect(err.message).to.match(/^The context cannot be priced by cost-plus, and test-throw failed: cost-plus: .+ test-throw: .+$/);
   });
 
   it('when no function could price the context it is insufficient_context, even past an out-of-reach fallback', async () => {
