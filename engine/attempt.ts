@@ -151,6 +151,9 @@ export class FunctionRunner {
         this.latency.record(fn.id, outcome === 'ok' ? ms : slowest, outcome !== 'ok', caller);
         this.breakers.record(fn.id, caller ?? '', outcome === 'ok', opts.admission, failure);
         this.duration.observe({ function: label }, recorded / 1000);
+      } else if (permanent && failure !== undefined && opts.health !== false) {
+        // Not counted, but shown to the owner (breaker.recent_failures): how else would it learn its address is refused?
+        this.breakers.noteFailure(fn.id, failure);
       }
       this.calls.inc({ function: label, outcome });
     }

@@ -288,10 +288,7 @@ export class BreakerSet {
   record(fnId: string, ok: boolean, admission?: Admission, reason?: string, caller = ''): void {
     const e = this.entry(fnId);
     const now = this.clock.now();
-    if (!ok && reason !== undefined) {
-      e.recentFailures.push({ at: now, reason });
-      if (e.recentFailures.length > RECENT_FAILURES_KEPT) e.recentFailures.shift();
-    }
+    if (!ok && reason !== undefined) this.keepFailure(e, now, reason);
     if (this.isTrial(e, admission)) {
       e.trialInFlight = false;
       if (ok) {
@@ -315,6 +312,20 @@ export class BreakerSet {
       e.openedAt = now;
       e.state = 'open';
     } else if (e.state !== 'closed' || ok) this.join(e, now, caller, ok);
+  }
+
+  /**
+   * A failure kept for the function's owner that does not count toward opening the breaker (an address the outbound
+   * guard refuses: no retry changes it, so no cooldown should read as a time to retry); the owner still reads why
+   * callers' calls fail.
+   */
+  noteFailure(fnId: string, reason: string): void {
+    this.keepFailure(this.entry(fnId), this.clock.now(), reason);
+  }
+
+  private keepFailure(e: Entry, now: number, reason: string): void {
+    e.recentFailures.push({ at: now, reason });
+    if (e.recentFailures.length > RECENT_FAILURES_KEPT) e.recentFailures.shift();
   }
 
   private join(e: Entry, now: number, caller: string, ok: boolean): void {

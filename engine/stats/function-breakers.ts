@@ -92,6 +92,11 @@ export class CircuitBreakers {
     this.perCaller.record(this.key(fnId, caller), ok, admission?.caller, undefined, caller);
   }
 
+  /** A failure shown to the function's owner (recentFailures) that counts in neither breaker (see BreakerSet.noteFailure). */
+  noteFailure(fnId: string, reason: string): void {
+    this.network.noteFailure(fnId, reason);
+  }
+
   /** The state a call from `caller` meets (the more closed of the two lets it less); without a caller, the function's. */
   state(fnId: string, caller?: string): BreakerState {
     const network = this.network.state(fnId);

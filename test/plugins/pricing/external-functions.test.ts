@@ -667,6 +667,21 @@ describe('pricing: external_api functions without the allow-list (loopback refus
     expect(read.body.function.latency.p50_ms, JSON.stringify(read.body.function.latency)).to.equal('no data');
   });
 
+  it("its owner reads the guard's refusals of the address in breaker.recent_failures, though they count toward no breaker", async () => {
+    const name = uniqueName('refused-seen');
+    const created = await api.post<Record<string, any>>('/api/functions', { name, execution_type: 'external_api', endpoint_url: `http://localhost:${upstream.port}/price`, cost_per_unit: '0.002' });
+    expect(created.status, created.text).to.equal(201);
+    const id = created.body.function.id as string;
+    expect((await api.patch(`/api/functions/${id}`, { status: 'active' })).status).to.equal(200);
+    for (let i = 0; i < 2; i++) expect((await api.post('/api/compute/price', { context: CONTEXT, function_id: id })).status).to.equal(502);
+    const read = await api.get<Record<string, any>>(`/api/functions/${id}`);
+    expect(read.status, read.text).to.equal(200);
+    expect(read.body.breaker).to.include({ state: 'closed', calls: 0, failures: 0 });
+    const seen = read.body.breaker.recent_failures as Array<{ at: string; reason: string }>;
+    expect(seen).to.have.length(2);
+    for (const f of seen) expect(f.reason).to.match(/refused: localhost is a loopback address/);
+  });
+
   it('a function refused by address, routed beside built-ins that lack their inputs: 422 naming the missing inputs, not a 502 that says retrying will not help', async () => {
     const other = await signUp(svc, 'ext-routed');
     const routed = client(svc.url, { 'x-api-key': (await createKey(svc, other, { name: 'routed' })).key });
