@@ -7,6 +7,12 @@ import { builtinSpelledAs } from './reserved-names';
 
 const INPUT_MENU = Object.fromEntries(BUILTINS.map((b) => [b.name, b.inputs.filter((i) => i !== 'currency')]));
 
+/**
+ * The functions a keyless caller reaches, named: no route lists the built-ins alone without a key (GET /api/functions
+ * needs one, and GET /api/catalog lists the marketplace's functions beside them, which the demo does not reach).
+ */
+const KEYLESS_REACH = BUILTINS.map((b) => `${b.name} (${b.id})`).join(', ');
+
 /** Seconds a caller is asked to wait when every pricing worker was busy: long enough for the queue to drain. */
 const BUSY_RETRY_AFTER_S = 1;
 
@@ -176,7 +182,7 @@ function engineErrorBody(err: unknown, opts: ErrorAudience): unknown {
       // Identical for a missing function and one out of reach, so existence does not leak (a built-in spelled another way
       // is suggested from the reference alone).
       const where = opts.keyless
-        ? 'Without a key the demo reaches built-in functions only; GET /api/catalog lists them. Marketplace functions need the key of a claimed workspace: a person signs up (POST /api/auth/signup) and creates one, or claims a sandbox made with POST /api/agents/register (sandboxes price with built-ins only until claimed).'
+        ? `Without a key the demo reaches the built-in functions only: ${KEYLESS_REACH}. Marketplace functions need the key of a claimed workspace: a person signs up (POST /api/auth/signup) and creates one, or claims a sandbox made with POST /api/agents/register (sandboxes price with built-ins only until claimed).`
         : opts.sandbox
           ? 'A sandbox prices with built-in functions only until a person claims it; GET /api/functions?built_in=true lists them.'
           : 'GET /api/functions lists the functions you can use: built-ins, your own, and public marketplace functions. A marketplace function its owner withdrew (deactivated or made private) answers this too.';
@@ -312,7 +318,7 @@ function engineErrorBody(err: unknown, opts: ErrorAudience): unknown {
       return new ApiError('validation_error', err.message, {
         issues: [{ path: 'function_id', reason: 'required when routing_preference is "explicit"' }],
         hint: opts.keyless
-          ? 'Name the function to pin (function_id; GET /api/catalog lists the built-in functions the demo reaches), or leave routing_preference out to let the demo choose.'
+          ? `Name the built-in to pin as function_id (the demo reaches ${BUILTINS.map((b) => b.id).join(', ')}), or leave routing_preference out to let the demo choose.`
           : 'Name the function to pin (function_id; GET /api/functions lists those you can use), or leave routing_preference out to let your default routing policy choose.',
         example: explicitExample(opts.context, opts.market),
       });

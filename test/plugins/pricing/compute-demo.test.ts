@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
 import { client } from '../../support/http';
-import { registerSandbox } from '../../support/world';
+import { createKey, registerSandbox, signUp } from '../../support/world';
 
 describe('keyless demo', function () {
   this.timeout(30_000);
@@ -158,6 +158,18 @@ describe('keyless demo', function () {
     } finally {
       await fresh.close();
     }
+  });
+
+  it('naming a marketplace function keyless: 404 naming the built-ins the demo reaches, not the catalogue that lists the marketplace beside them', async () => {
+    const owner = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'demo-market'), { name: 'm' })).key });
+    const made = await owner.post<Record<string, any>>('/api/functions', { name: `demo-market-${Date.now().toString(36)}`, execution_type: 'external_api', endpoint_url: 'https://pricing.example.com/price', cost_per_unit: '0.001', is_public: true });
+    expect(made.status, made.text).to.equal(201);
+    expect((await owner.patch(`/api/functions/${made.body.function.id as string}`, { status: 'active' })).status).to.equal(200);
+    const res = await client(svc.url, { 'x-forwarded-for': '198.51.100.92' }).post<Record<string, any>>('/api/public/compute/demo', { context: { unit_cost: 2 }, function_id: made.body.function.id });
+    expect(res.status, res.text).to.equal(404);
+    expect(res.body.code).to.equal('function_not_found');
+    expect(res.body.hint).to.match(/^Without a key the demo reaches the built-in functions only: cost-plus \(fn_builtin_cost_plus\), /);
+    expect(res.body.hint).to.include('anchored-adjustment (fn_builtin_anchored)').and.not.include('GET /api/catalog');
   });
 
   it('answers function_name with where it is taken (the price router, with a key) and how the demo pins a built-in', async () => {

@@ -1029,12 +1029,12 @@ describe('compute API', function () {
     }
   });
 
-  it('points a keyless caller who names an unknown function at the catalogue it can read, not at GET /api/functions (401 without a key)', async () => {
+  it('names to a keyless caller who names an unknown function the built-ins the demo reaches, not GET /api/functions (401 without a key) nor the catalogue (marketplace functions too)', async () => {
     const api = client(svc.url);
     const demo = await api.post<Record<string, any>>('/api/public/compute/demo', { context: { current_price: 1 }, function_id: 'fn_doesnotexist12345678' });
     expect(demo.status, demo.text).to.equal(404);
     expect(demo.body.code).to.equal('function_not_found');
-    expect(demo.body.hint).to.include('GET /api/catalog').and.not.include('GET /api/functions');
+    expect(demo.body.hint).to.include('anchored-adjustment (fn_builtin_anchored)').and.not.include('GET /api/functions').and.not.include('GET /api/catalog');
     // A sandbox key would not reach marketplace functions either: the way there is a claimed workspace's key.
     expect(demo.body.hint).to.include('claimed workspace').and.include('POST /api/auth/signup');
     expect((await api.get('/api/functions')).status).to.equal(401);
@@ -1043,7 +1043,7 @@ describe('compute API', function () {
     expect((catalogue.body.data as Array<{ name: string }>).map((f) => f.name)).to.include('anchored-adjustment');
     const explicit = await api.post<Record<string, any>>('/api/public/compute/demo', { context: { current_price: 1 }, routing_preference: 'explicit' });
     expect(explicit.status, explicit.text).to.equal(400);
-    expect(explicit.body.hint).to.include('GET /api/catalog').and.include('let the demo choose');
+    expect(explicit.body.hint).to.include('the demo reaches fn_builtin_cost_plus, ').and.include('let the demo choose');
     // With a key the same mistake names the caller's own listing.
     const keyed = await client(svc.url, { 'x-api-key': key }).post<Record<string, any>>('/api/compute/price', { context: { current_price: 1 }, function_id: 'fn_doesnotexist12345678' });
     expect(keyed.body.hint).to.include('GET /api/functions');
