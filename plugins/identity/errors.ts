@@ -203,9 +203,15 @@ export function claimStep(offered: boolean): NextStep {
   };
 }
 
-export function sandboxRefusal(what: string, claimOffered: boolean): ApiError {
-  return new ApiError('plan_restricted', `The Agent Starter sandbox cannot ${what}.`, {
-    hint: `Sandbox keys compute with built-in functions, read functions and routing policies, rotate themselves and work as OAuth client credentials. ${
+/**
+ * 403 plan_restricted: what an unclaimed sandbox may not do. `route`, for a route the sandbox may not use at all: the
+ * message names it and says the request was refused, and what the route does (its summary) goes in the hint, labelled,
+ * so it does not read as an account of what the call did.
+ */
+export function sandboxRefusal(what: string, claimOffered: boolean, route?: { operation: string; summary: string }): ApiError {
+  const does = route ? `What ${route.operation} does, for a claimed workspace: ${route.summary.replace(/[.\s]+$/, '')}. ` : '';
+  return new ApiError('plan_restricted', route ? `The Agent Starter sandbox is refused ${route.operation} (open to claimed workspaces only); nothing was done.` : `The Agent Starter sandbox cannot ${what}.`, {
+    hint: `${does}Sandbox keys compute with built-in functions, read functions and routing policies, rotate themselves and work as OAuth client credentials. ${
       claimOffered ? 'Have a person claim the workspace (the claim link from registration) to lift the limits.' : 'This service runs without sign-in (no accounts), so the limits cannot be lifted here.'
     }`,
     // The reason says what lifts it (SPEC: batch "needs a claimed workspace"), not only what was refused.

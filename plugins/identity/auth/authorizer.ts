@@ -33,7 +33,10 @@ export class IdentityAuthorizer implements Authorizer {
       const refusal = readOnlyRefusal(principal);
       if (refusal) throw refusal;
     }
-    if (id.sandbox && !route.sandbox) throw sandboxRefusal(`use ${route.method.toUpperCase()} ${openApiPath(route.path)} — ${sentenceTail(route.summary)}`, this.claimOffered);
+    if (id.sandbox && !route.sandbox) {
+      const operation = `${route.method.toUpperCase()} ${openApiPath(route.path)}`;
+      throw sandboxRefusal(`use ${operation}`, this.claimOffered, { operation, summary: sentenceTail(route.summary) });
+    }
 
     if (route.fullAccess) {
       const lacking = lackingFullAccess(principal);

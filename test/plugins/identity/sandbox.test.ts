@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { ManualClock } from '../../../core/clock';
+import { openApiPath } from '../../../core/http/route';
 import { client } from '../../support/http';
 import { asPerson, claimPath, identityConfig, register, signUp } from '../../support/identity';
 import type { ClaimBody, ErrorBody, MeBody, RegistrationBody, TokenBody } from '../../support/identity';
@@ -70,8 +71,10 @@ describe('identity: what a sandbox key may do', () => {
       expect(res.status, `${route.method} ${route.path}: ${res.text}`).to.equal(403);
       expect(res.body.code).to.equal('plan_restricted');
       expect(res.body.reason, route.id).to.be.a('string').and.not.be.empty;
-      // The refusal names the route in one plain sentence (no nested parentheses).
-      expect(res.body.error, route.id).to.match(new RegExp(`^The Agent Starter sandbox cannot use ${route.method.toUpperCase()} ${route.path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} — (?:[^()]|\\([^()]*\\))+\\.$`));
+      // The refusal names the route and says it was refused, in one plain sentence; what the route does is in the hint, labelled.
+      const operation = `${route.method.toUpperCase()} ${openApiPath(route.path)}`;
+      expect(res.body.error, route.id).to.equal(`The Agent Starter sandbox is refused ${operation} (open to claimed workspaces only); nothing was done.`);
+      expect(res.body.hint, route.id).to.match(new RegExp(`^What ${operation.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} does, for a claimed workspace: [^]+?\\. Sandbox keys `));
     }
   });
 });

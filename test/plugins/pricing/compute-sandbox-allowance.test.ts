@@ -151,7 +151,8 @@ describe('sandbox daily compute allowance', function () {
     const res = await client(svc.url, { 'x-api-key': sandbox.key }).post<Record<string, any>>('/api/functions/fn_builtin_anchored/test', { context: { current_price: 10 } });
     expect(res.status, res.text).to.equal(403);
     expect(res.body).to.include({ code: 'plan_restricted', plan: 'agent_starter' });
-    expect(res.body.reason).to.equal('Agent Starter sandboxes cannot use POST /api/functions/{id}/test — run one function on a context (no routing, fallback or cache). A claimed workspace can.');
+    expect(res.body.reason).to.equal('Agent Starter sandboxes cannot use POST /api/functions/{id}/test. A claimed workspace can.');
+    expect(res.body.hint).to.match(/^What POST \/api\/functions\/\{id\}\/test does, for a claimed workspace: run one function on a context \(no routing, fallback or cache\)\. /);
     expect(res.body.hint).to.include('claim');
     expect((res.body.next as Array<{ action: string }>).map((n) => n.action)).to.include('claim');
   });

@@ -788,7 +788,10 @@ describe('compute API', function () {
     expect(res.status).to.equal(403);
     expect(res.body.code).to.equal('plan_restricted');
     // The reason says what lifts the refusal (SPEC: batch needs a claimed workspace).
-    expect(res.body.reason).to.match(/^Agent Starter sandboxes cannot use POST \/api\/compute\/batch — .* A claimed workspace can\.$/);
+    expect(res.body.reason).to.equal('Agent Starter sandboxes cannot use POST /api/compute/batch. A claimed workspace can.');
+    // The refusal reads as one: the route's summary (which describes a batch that worked) is labelled in the hint, not pasted in the message.
+    expect(res.body.error).to.equal('The Agent Starter sandbox is refused POST /api/compute/batch (open to claimed workspaces only); nothing was done.');
+    expect(res.body.hint).to.match(/^What POST \/api\/compute\/batch does, for a claimed workspace: price up to 100 items, .+\. Sandbox keys compute with built-in functions/);
     // Its claim step reads as the quota's steps do: available, or not.
     expect(res.body.next).to.have.length(1);
     expect(res.body.next[0]).to.include({ action: 'claim', method: 'POST', path: '/api/agents/claim', available: true });
