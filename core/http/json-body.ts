@@ -86,8 +86,9 @@ export function parseJsonBody(req: Request, route: RouteSpec, maxDepth: number):
  */
 export function refuseUnstorableText(parsed: ParsedBody, route: RouteSpec): void {
   if (!parsed.escapesUnstorable) return;
-  // The example: what was sent with each such text left out, where that passes the route's body (else its stock example).
-  refuseUnstorableValue(parsed.value, 'body', () => (route.body ? passingExample(route.body, withoutUnstorable(parsed.value)) : undefined) ?? route.example);
+  // The example: what was sent with each such text left out, where that passes the route's body (else its stock example),
+  // unless the route says that would change what the request means.
+  refuseUnstorableValue(parsed.value, 'body', () => route.unstorableExample?.(parsed.value) ?? (route.body ? passingExample(route.body, withoutUnstorable(parsed.value)) : undefined) ?? route.example);
 }
 
 /**

@@ -170,6 +170,11 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
    */
   exampleFor?: (sent: unknown, ctx: RequestContext) => unknown;
   /**
+   * The example of a body refused for text that cannot be stored, when what was sent without that text is not one (a
+   * field whose loss changes what the request means, such as the function a call pins); undefined keeps that default.
+   */
+  unstorableExample?: (sent: unknown) => unknown;
+  /**
    * A refusal that depends on the caller alone (a role the route needs), checked with the scopes and
    * plan, before the body: a caller who can never use the route is not coached into fixing a body.
    */

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { exampleFromSent } from '../../../core/http/sent-example';
+import { unstorablePath } from '../../../core/storable-text';
 import { BUILTINS } from '../../../engine';
 
 const BUILTIN_ID_BY_NAME = new Map(BUILTINS.map((b) => [b.name, b.id]));
@@ -55,4 +56,16 @@ export function callExampleFor(schema: z.ZodType, example: { context: unknown })
     const keptWhole = sentContext !== null && isObject(mended.context) && Object.keys(sentContext).every((k) => k in (mended.context as Record<string, unknown>));
     return keptWhole ? mended : priceable(mended, example.context);
   };
+}
+
+/**
+ * The example of a call refused for text that cannot be stored in its pin (`function_id`, or `function_name` with no
+ * `function_id` beside it to stay the pin): the route's own `example`, never the caller's context unpinned, which would
+ * look like the call mended while another function than the one meant priced it (as for any refused pin). undefined
+ * otherwise: what was sent without that text.
+ */
+export function unstorablePinExample(sent: unknown, example: unknown): unknown {
+  if (!isObject(sent)) return undefined;
+  const unstorable = (field: string): boolean => typeof sent[field] === 'string' && unstorablePath(sent[field]) !== null;
+  return unstorable('function_id') || (unstorable('function_name') && typeof sent.function_id !== 'string') ? example : undefined;
 }

@@ -14,7 +14,7 @@ import * as s from '../schemas';
 import { batchResponse, demoPriceResponse, idempotencyHeaders, priceResponse } from '../responses';
 import { callIdempotency } from '../services/compute';
 import { marketplaceOutsidePlan } from '../services/engine-errors';
-import { callExampleFor } from './call-example';
+import { callExampleFor, unstorablePinExample } from './call-example';
 import type { ComputeCall, ComputeResult, ComputeService } from '../services/compute';
 
 /** The compute demo's words to a caller that sent a credential along, on its answers and refusals. */
@@ -79,7 +79,7 @@ const STOCK_ITEM = s.batchExample.items[0] as { context: Record<string, unknown>
 function validItem(batchItem: s.CallSchemas['batchItem'], item: PricedItem | s.InvalidBatchItem, index: number, sent: unknown): PricedItem {
   if (!(item instanceof s.InvalidBatchItem)) {
     // Text PostgreSQL cannot store, refused in the item's place (the pipeline leaves it to the batch): the example is the item without it.
-    refuseUnstorableValue(sent, 'body', () => passingExample(batchItem, withoutUnstorable(sent)) ?? STOCK_ITEM, inItem(index, '(root)'));
+    refuseUnstorableValue(sent, 'body', () => unstorablePinExample(sent, STOCK_ITEM) ?? passingExample(batchItem, withoutUnstorable(sent)) ?? STOCK_ITEM, inItem(index, '(root)'));
     return item;
   }
   const parsed = batchItem.safeParse(item.raw);
@@ -135,6 +135,7 @@ export function computeRoutes(compute: ComputeService, schemas: s.CallSchemas, b
       body: schemas.computeBody,
       example: s.computeExample,
       exampleFor: callExampleFor(schemas.computeBody, s.computeExample),
+      unstorableExample: (sent) => unstorablePinExample(sent, s.computeExample),
       headers: idempotencyHeaders,
       responses: { 200: { description: 'The price, who answered and how, the trace and the usage record; a retry under an answered Idempotency-Key repeats it (Idempotent-Replayed: true).', schema: priceResponse }, 403: marketplaceOutsidePlan, 429: sandboxQuotaRefusal },
       handler: async (ctx) => {
@@ -154,6 +155,7 @@ export function computeRoutes(compute: ComputeService, schemas: s.CallSchemas, b
       body: schemas.routerBody,
       example: s.routerExample,
       exampleFor: callExampleFor(schemas.routerBody, s.routerExample),
+      unstorableExample: (sent) => unstorablePinExample(sent, s.routerExample),
       headers: idempotencyHeaders,
       responses: { 200: { description: 'As POST /api/compute/price answers.', schema: priceResponse }, 403: marketplaceOutsidePlan, 429: sandboxQuotaRefusal },
       handler: async (ctx) => {
@@ -231,6 +233,7 @@ export function computeRoutes(compute: ComputeService, schemas: s.CallSchemas, b
       body: schemas.demoBody,
       example: s.demoExample,
       exampleFor: callExampleFor(schemas.demoBody, s.demoExample),
+      unstorableExample: (sent) => unstorablePinExample(sent, s.demoExample),
       responses: { 200: { description: 'A priced call on the demo tenant, charging nothing, with the hourly budget left.', schema: demoPriceResponse } },
       refusal: DEMO_CREDENTIAL.refusal,
       handler: async (ctx) => {

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
 import { client } from '../../support/http';
+import * as s from '../../../plugins/pricing/schemas';
 import { createKey, signUp } from '../../support/world';
 
 const UNSTORABLE = 'must not contain NUL (\\u0000) or an unpaired UTF-16 surrogate (\\ud800-\\udfff alone): text that cannot be stored';
@@ -44,6 +45,24 @@ describe('batch: an item\'s body is refused in its place, as a single call\'s wo
     expect(res.body.issues).to.deep.equal([{ path: 'context.note', reason: UNSTORABLE }]);
     expect(res.body.example).to.deep.equal({ context: { current_price: 5 }, function_id: 'fn_builtin_charm' });
     expect((await api.post('/api/compute/price', res.body.example)).status).to.equal(200);
+  });
+
+  it('a pin refused for text that cannot be stored gets the route\'s own example, never the caller\'s context unpinned (batch item, router, single call)', async () => {
+    const batch = await post('/api/compute/batch', '{"items":[{"context":{"unit_cost":7},"function_id":"fn_\\u0000x"},{"context":{"current_price":6}}]}');
+    expect(batch.status, batch.text).to.equal(200);
+    const [item] = batch.body.items as Array<Record<string, any>>;
+    expect(item?.error.issues).to.deep.equal([{ path: 'items[0].function_id', reason: UNSTORABLE }]);
+    expect(item?.error.example).to.deep.equal(s.batchExample.items[0]);
+    const routed = await post('/api/price-router', '{"context":{"unit_cost":7},"function_name":"x\\ud800"}');
+    expect(routed.status, routed.text).to.equal(400);
+    expect(routed.body.issues).to.deep.equal([{ path: 'function_name', reason: UNSTORABLE }]);
+    expect(routed.body.example).to.deep.equal(s.routerExample);
+    // Beside a function_id, a function_name is left out as ever: the function_id stays the pin.
+    const both = await post('/api/price-router', '{"context":{"unit_cost":7},"function_id":"fn_builtin_cost_plus","function_name":"x\\ud800"}');
+    expect(both.body.example).to.deep.equal({ context: { unit_cost: 7 }, function_id: 'fn_builtin_cost_plus' });
+    const single = await post('/api/compute/price', '{"context":{"unit_cost":7},"function_id":"fn_\\ud800x"}');
+    expect(single.status, single.text).to.equal(400);
+    expect(single.body.example).to.deep.equal(s.computeExample);
   });
 
   it('an item may nest as deep as a single call\'s body (BODY_MAX_DEPTH counts from the item); one deeper refuses the batch, saying so', async () => {
