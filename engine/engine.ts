@@ -259,6 +259,7 @@ export class PricingEngine {
     let chosenMissing: string[] = [];
     let refused: { fn: string; message: string; inputs: string[] } | null = null;
     const notApplicable: string[] = [];
+    const endpointRefused: string[] = [];
     // An alternate the strategy did not try after a failure (RouteDecision.alternatesAfterFailure): it was never judged.
     let passedOver = false;
     const tried = new Set<string>();
@@ -370,6 +371,8 @@ export class PricingEngine {
         if (step.role === 'chosen') chosenMissing = r.notApplicable.missing;
         for (const m of r.notApplicable.missing) missing.add(m);
         for (const input of r.notApplicable.declined ?? []) if (!declined.has(input)) declined.set(input, r.notApplicable.message);
+        // An endpoint that refused the context without naming a value (HTTP 400, 404, 413, 422): no input to ask for.
+        if (r.notApplicable.declined?.length === 0) endpointRefused.push(fn.name);
       }
     }
     stages.push({ stage: 'execute', ms: 0, attempts });
@@ -413,6 +416,7 @@ export class PricingEngine {
         missing: [...missing],
         chosenMissing,
         declined: [...declined].map(([input, reason]) => ({ input, reason })),
+        endpointRefused,
         excludedCouldPrice: excludedByPolicy(this.registry, decision, overCeiling, ran, req.context, marketFor),
         policyId: req.policy?.id,
         heldOut,

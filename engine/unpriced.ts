@@ -8,6 +8,8 @@ export interface UnpricedContext {
   missing: string[];
   chosenMissing: string[];
   declined: Array<{ input: string; reason: string }>;
+  /** Functions whose endpoint refused the context without naming a value (HTTP 400, 404, 413, 422). */
+  endpointRefused: string[];
   excludedCouldPrice: CandidateReport[];
   policyId: string | undefined;
   /** Candidates routing left out for their open breaker alone (not in attempts): named beside those that failed. */
@@ -40,6 +42,7 @@ export function unpricedContext(u: UnpricedContext): EngineError {
     missing: u.missing,
     chosenMissing: u.chosenMissing,
     ...(u.declined.length ? { declined: u.declined } : {}),
+    ...(u.endpointRefused.length ? { endpointRefused: u.endpointRefused } : {}),
     ...(u.excludedCouldPrice.length ? { excludedCouldPrice: u.excludedCouldPrice, ...(u.policyId ? { policyId: u.policyId } : {}) } : {}),
   });
 }

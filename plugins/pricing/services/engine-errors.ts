@@ -140,6 +140,29 @@ function loosenAdvice(d: EngineError['details'], opts: ErrorAudience): string {
     : `choose another routing_preference, or pin a function with ${opts.pinnedBy ?? 'function_id'}`;
 }
 
+/**
+ * inputs_by_function: what each built-in this call considered reads (tried, skipped, or left out by the policy while it
+ * could have priced the context); none for a call that considered no built-in (a pinned workspace function).
+ */
+function inputsOf(d: EngineError['details']): { inputs_by_function?: Record<string, string[]> } {
+  const considered = new Set([...(d.attempts ?? []).map((a) => a.function), ...(d.excludedCouldPrice ?? []).map((c) => c.function)]);
+  const menu = Object.entries(INPUT_MENU).filter(([name]) => considered.has(name));
+  return menu.length ? { inputs_by_function: Object.fromEntries(menu) } : {};
+}
+
+/**
+ * The hint of a 422 where an endpoint refused the context as a whole (HTTP 400, 404, 413, 422) and no input is missing:
+ * there is no value to name, only the endpoint's answer, which the message quotes.
+ */
+function endpointRefusedHint(endpoints: string[], attempts: ReadonlyArray<{ function: string; outcome: string }>, opts: ErrorAudience): string {
+  const many = endpoints.length > 1;
+  const others = attempts.some((a) => a.outcome === 'not_applicable' && !endpoints.includes(a.function));
+  const way = opts.pinnedBy
+    ? `Send a context that endpoint prices (its owner says what it reads), or omit ${opts.pinnedBy} to let routing choose a function that prices what you sent.`
+    : `Send a context ${many ? 'these endpoints price' : 'that endpoint prices'} (${many ? 'their owners say' : 'its owner says'} what ${many ? 'they read' : 'it reads'}), or name another function with function_id.`;
+  return `No input is missing: the endpoint of ${endpoints.join(', ')} refused this context as sent, and the message quotes ${many ? 'their answers' : 'its answer'}${others ? " beside each other function's reason" : ''}. ${way}`;
+}
+
 /** The engine's typed outcomes as SPEC's error bodies, with hints for `opts`'s caller. */
 export function toApiError(err: unknown, opts: ErrorAudience = {}): unknown {
   const mapped = engineErrorBody(err, opts);
@@ -270,7 +293,7 @@ function engineErrorBody(err: unknown, opts: ErrorAudience): unknown {
         return new ApiError('insufficient_context', err.message, {
           hint: `Your routing policy left out ${ex.length > 1 ? 'functions' : 'a function'} that could price this context: ${named}. Loosen the policy (PATCH /api/routing-policies/${d.policyId ?? '{id}'}: its max_cost_per_unit, max_latency_ms, rules or weights), name one with function_id, or add the inputs the functions tried need (missing).`,
           ...declinedIssues,
-          fields: { missing: d.missing ?? [], ...declined, excluded_by_policy: ex, inputs_by_function: INPUT_MENU, attempts: d.attempts ?? [] },
+          fields: { missing: d.missing ?? [], ...declined, excluded_by_policy: ex, ...inputsOf(d), attempts: d.attempts ?? [] },
         });
       }
       if (!d.missing?.length) {
@@ -278,9 +301,11 @@ function engineErrorBody(err: unknown, opts: ErrorAudience): unknown {
         return new ApiError('insufficient_context', err.message, {
           hint: d.declined?.length
             ? `No input is missing: the functions tried would not price ${d.declined.map((x) => x.input).join(' and ')} as sent (issues give why, attempts each function's reason). Send a value they price, or name a function that prices this one with function_id.`
-            : 'No input is missing: the message gives the reason each function could not price this context and how to change the values it names.',
+            : d.endpointRefused?.length
+              ? endpointRefusedHint(d.endpointRefused, d.attempts ?? [], opts)
+              : 'No input is missing: the message gives the reason each function could not price this context and how to change the values it names.',
           ...declinedIssues,
-          fields: { missing: [], ...declined, inputs_by_function: INPUT_MENU, attempts: d.attempts ?? [] },
+          fields: { missing: [], ...declined, ...inputsOf(d), attempts: d.attempts ?? [] },
         });
       }
       // A pinned function, or a policy's narrower set, may not price what any built-in would: the general advice and a stock
@@ -298,7 +323,7 @@ function engineErrorBody(err: unknown, opts: ErrorAudience): unknown {
             ? pinnedHint
             : `Add ${missing.join(', ')} to the context: the functions your default routing policy let run need ${them} (attempts give each one's reason, inputs_by_function what each built-in reads). A current_price alone gets a (low-confidence) price from anchored-adjustment, where the policy lets it run.`,
           ...declinedIssues,
-          fields: { missing, ...declined, inputs_by_function: INPUT_MENU, attempts: d.attempts ?? [] },
+          fields: { missing, ...declined, ...inputsOf(d), attempts: d.attempts ?? [] },
         });
       }
       // "A current_price alone gets a price" is no advice to a caller whose current_price did not get one (one too small to price).
@@ -308,7 +333,7 @@ function engineErrorBody(err: unknown, opts: ErrorAudience): unknown {
           ? 'Add one of the inputs in missing (inputs_by_function says what each built-in reads): the current_price you sent did not get a price on its own (attempts give each function\'s reason).'
           : `Add the inputs a method needs; with no price history a current_price alone still gets a (low-confidence) price${OBSERVATIONS_HINT}.`,
         ...declinedIssues,
-        fields: { missing: d.missing ?? [], ...declined, inputs_by_function: INPUT_MENU, attempts: d.attempts ?? [] },
+        fields: { missing: d.missing ?? [], ...declined, ...inputsOf(d), attempts: d.attempts ?? [] },
         example: { context: { product_type: 'coffee', currency: 'USD', current_price: 4.5, unit_cost: 1.2 } },
       });
     }

@@ -959,6 +959,19 @@ describe("pricing: a context an external endpoint refuses is the context's fault
     expect(tried.status, tried.text).to.equal(403);
   });
 
+  for (const status of [404, 413, 422]) {
+    it(`a pinned endpoint refusing the context with HTTP ${status}: the hint says the endpoint refused it (no value to change is named), and no built-in's inputs are listed`, async () => {
+      const fn = await listed(`/status/${status}`);
+      const res = await stranger.post<Record<string, any>>('/api/compute/price', { context: EUR, function_id: fn.id });
+      expect(res.status, res.text).to.equal(422);
+      expect(res.body).to.include({ code: 'insufficient_context', error: `The context cannot be priced by ${fn.name}: The endpoint refused this context (HTTP ${status}).` });
+      expect(res.body.missing).to.deep.equal([]);
+      expect(res.body.hint).to.equal(`No input is missing: the endpoint of ${fn.name} refused this context as sent, and the message quotes its answer. Send a context that endpoint prices (its owner says what it reads), or omit function_id to let routing choose a function that prices what you sent.`);
+      // No built-in ran or was considered on this pinned call.
+      expect(res.body).to.not.have.property('inputs_by_function');
+    });
+  }
+
   it("a pinned endpoint that declines the currency, beside a fallback lacking an input: the hint does not name the fallback's input as the pinned function's need", async () => {
     const fn = await listed('/usd-only');
     const caller = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'ext-usd-fallback'), { name: 'f' })).key });
