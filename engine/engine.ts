@@ -455,7 +455,9 @@ export class PricingEngine {
     }
     if (failedForReal.length > 0 && failedForReal.every((a) => a.retryable === false)) {
       const refusedAt = [...new Set(failedForReal.flatMap((a) => (a.id ? [a.id] : [])))];
-      throw new EngineError('functions_failed', 'Every function tried failed at an address the service will not call: retrying will not help.', { attempts, permanent: true, refusedAt, pinned: Boolean(pinned), ...(missing.size ? { missing: [...missing] } : {}) });
+      // Only the caller's own functions are its to PATCH: the others' owners are told apart, by no id.
+      const ownRefusedAt = refusedAt.filter((id) => this.registry.find(id)?.workspaceId === req.scope.workspaceId);
+      throw new EngineError('functions_failed', 'Every function tried failed at an address the service will not call: retrying will not help.', { attempts, permanent: true, refusedAt, ownRefusedAt, pinned: Boolean(pinned), ...(missing.size ? { missing: [...missing] } : {}) });
     }
     throw new EngineError('functions_failed', `${failedWords}.${couldNotPrice}`, { attempts, ...(missing.size ? { missing: [...missing] } : {}) });
   }

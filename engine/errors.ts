@@ -52,7 +52,7 @@ export class EngineError extends Error {
   constructor(
     readonly code: EngineErrorCode,
     message: string,
-    readonly details: { candidates?: CandidateReport[]; decisive?: CandidateReport[]; attempts?: AttemptReport[]; missing?: string[]; refused?: string[]; retryAfterS?: number; functionId?: string; strategy?: string; policyStrategy?: string; permanent?: boolean; excludedCouldPrice?: CandidateReport[]; policyId?: string; refusedAt?: string[]; pinned?: boolean; suggestedId?: string; suggestedName?: string; declined?: Array<{ input: string; reason: string }>; chosenMissing?: string[]; endpointRefused?: string[]; ruleMatched?: boolean; rule?: AppliedRule } = {},
+    readonly details: { candidates?: CandidateReport[]; decisive?: CandidateReport[]; attempts?: AttemptReport[]; missing?: string[]; refused?: string[]; retryAfterS?: number; functionId?: string; strategy?: string; policyStrategy?: string; permanent?: boolean; excludedCouldPrice?: CandidateReport[]; policyId?: string; refusedAt?: string[]; ownRefusedAt?: string[]; pinned?: boolean; suggestedId?: string; suggestedName?: string; declined?: Array<{ input: string; reason: string }>; chosenMissing?: string[]; endpointRefused?: string[]; ruleMatched?: boolean; rule?: AppliedRule } = {},
   ) {
     super(message);
     this.name = 'EngineError';

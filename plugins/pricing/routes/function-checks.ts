@@ -59,6 +59,25 @@ export function checkEndpoint(outbound: SafeHttpClient, url: string, exampleOf: 
   }
 }
 
+/**
+ * An activation of a function whose stored address the outbound rules now refuse (the operator changed them since it was
+ * registered): a PATCH of status alone cannot pass, one that sends a new endpoint_url with it can. `exampleOf`: that PATCH.
+ */
+export function checkStoredEndpoint(outbound: SafeHttpClient, url: string, exampleOf: () => unknown): void {
+  try {
+    outbound.checkUrl(url);
+  } catch (err) {
+    if (err instanceof OutboundBlockedError || err instanceof OutboundError) {
+      throw new ApiError('validation_error', `The function's stored endpoint_url is refused under the current outbound rules: ${err.message}`, {
+        issues: [{ path: 'endpoint_url', reason: `the stored address is refused: ${err.message}` }],
+        hint: `Send endpoint_url with status in one PATCH: {"status": "active", "endpoint_url": "https://…"}, your own public address in its place (the example has a placeholder). ${outbound.describeRules()}`,
+        example: exampleOf(),
+      });
+    }
+    throw err;
+  }
+}
+
 /** A timeout_ms longer than a priced call's whole budget could never be given: the call would cut every attempt short. */
 export function checkTimeout(timeoutMs: number | undefined, callMaxMs: number, exampleOf: () => unknown): void {
   if (timeoutMs === undefined || timeoutMs <= callMaxMs) return;

@@ -20,7 +20,7 @@ import { functionCreateResponse, functionReadResponse, functionTestResponse, fun
 import { marketplaceOutsidePlan, pipelineUnavailable, toApiError } from '../services/engine-errors';
 import type { FunctionRecord, FunctionStore } from '../services/function-store';
 import { PATCH_CHANGING_NOTHING, createExampleFromSent, patchExampleFromSent } from './policy-example';
-import { checkCallCost, checkEndpoint, checkEndpointFields, checkTimeout, mendedCreate, refusedAfterSchema } from './function-checks';
+import { checkCallCost, checkEndpoint, checkEndpointFields, checkStoredEndpoint, checkTimeout, mendedCreate, refusedAfterSchema } from './function-checks';
 
 export interface FunctionRouteDeps {
   store: FunctionStore;
@@ -303,7 +303,10 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         checkEndpointFields(before.executionType, before.name, body);
         if (body.endpoint_url) checkEndpoint(d.outbound, body.endpoint_url, sentWithoutRefused());
         // An address registered under other outbound rules (the operator changed them since) is checked again when it goes live.
-        else if (body.status === 'active' && before.endpointUrl) checkEndpoint(d.outbound, before.endpointUrl, sentWithoutRefused('status'));
+        // Its example is the activation with a new address: status alone would be refused again.
+        else if (body.status === 'active' && before.endpointUrl) {
+          checkStoredEndpoint(d.outbound, before.endpointUrl, () => ({ ...sentWithoutRefused('status')(), status: 'active', endpoint_url: s.registerFunctionExample.endpoint_url }));
+        }
         checkTimeout(body.timeout_ms ?? undefined, d.callMaxMs(), sentWithoutRefused());
         if (body.cost_per_unit !== undefined || body.cost_multiplier !== undefined) {
           checkCallCost(body.cost_per_unit ?? before.costPerUnit, body.cost_multiplier ?? before.costMultiplier, d.maxCallCost(), sentWithoutRefused());

@@ -163,6 +163,20 @@ function endpointRefusedHint(endpoints: string[], attempts: ReadonlyArray<{ func
   return `No input is missing: the endpoint of ${endpoints.join(', ')} refused this context as sent, and the message quotes ${many ? 'their answers' : 'its answer'}${others ? " beside each other function's reason" : ''}. ${way}`;
 }
 
+/**
+ * Who can mend addresses the outbound guard refuses, and how: the caller, by the PATCH of each of its own functions
+ * (named by id); another workspace's owner, told apart by no id (the PATCH is not the caller's to send).
+ */
+function refusedAddressAdvice(refusedAt: readonly string[], own: readonly string[]): string {
+  const many = refusedAt.length > 1;
+  const rule = `The outbound guard refuses the address${many ? 'es' : ''} ${many ? 'these functions are' : 'the function is'} registered with (private, loopback, link-local or metadata, or a port or scheme the operator does not allow)`;
+  const others = refusedAt.length - own.length;
+  const patches = own.map((id) => `PATCH /api/functions/${id}`).join(' and ');
+  const mine = own.length ? `; ${own.length > 1 ? 'they are yours' : 'it is yours'}: ${own.length > 1 ? "each attempt's error says why" : "the attempt's error says why"}, and ${patches} with a public https endpoint_url ({"endpoint_url": "https://…"}) mends ${own.length > 1 ? 'each' : 'it'}` : '';
+  const theirs = others > 0 ? `; ${own.length ? `the owner${others > 1 ? 's' : ''} of the other${others > 1 ? 's' : ''}` : `${many ? 'their owners see' : 'its owner sees'} which in the attempt's error and`} can register a public https endpoint_url${own.length ? ' the same way' : ''}` : '';
+  return `${rule}${mine}${theirs}`;
+}
+
 /** The engine's typed outcomes as SPEC's error bodies, with hints for `opts`'s caller. */
 export function toApiError(err: unknown, opts: ErrorAudience = {}): unknown {
   const mapped = engineErrorBody(err, opts);
@@ -242,12 +256,11 @@ function engineErrorBody(err: unknown, opts: ErrorAudience): unknown {
         });
       }
       if (d.permanent) {
-        const at = d.refusedAt?.length === 1 ? d.refusedAt[0] : '{id}';
         const meanwhile = d.pinned
           ? `meanwhile pin another function, or omit ${opts.pinnedBy ?? 'function_id'} to let your routing choose`
           : `meanwhile ${fallbackAdvice(opts, failedIn(d.attempts))}${opts.keyless || opts.sandbox ? '' : ', or pin another function with function_id'}`;
         return new ApiError('functions_failed', err.message, {
-          hint: `Nothing was charged. The outbound guard refuses the address the function is registered with (private, loopback, link-local or metadata, or a port or scheme the operator does not allow); its owner sees which in the attempt's error and can register a public https endpoint_url with PATCH /api/functions/${at}; ${meanwhile}.`,
+          hint: `Nothing was charged. ${refusedAddressAdvice(d.refusedAt ?? [], d.ownRefusedAt ?? [])}; ${meanwhile}.`,
           fields: { retryable: false, attempts: d.attempts ?? [] },
         });
       }

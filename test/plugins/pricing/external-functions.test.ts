@@ -710,6 +710,27 @@ describe('pricing: external_api functions without the allow-list (loopback refus
     expect(rows).to.deep.equal([{ function_id: 'fn_builtin_anchored', failed_function_ids: [] }]);
   });
 
+  it("two functions refused by address: the owner's hint names each one's PATCH by id (no {id} placeholder); another workspace's names none", async () => {
+    const owner = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'ext-two-refused'), { name: 'o' })).key });
+    const make = async (label: string) => {
+      const res = await owner.post<Record<string, any>>('/api/functions', { name: uniqueName(label), execution_type: 'external_api', endpoint_url: `http://localhost:${upstream.port}/price`, cost_per_unit: '0.002', is_public: true });
+      expect(res.status, res.text).to.equal(201);
+      expect((await owner.patch(`/api/functions/${res.body.function.id}`, { status: 'active' })).status).to.equal(200);
+      return res.body.function as { id: string; name: string };
+    };
+    const [a, b] = [await make('two-a'), await make('two-b')];
+    const policy = await owner.post<Record<string, any>>('/api/routing-policies', { name: 'two refused', strategy: 'cheapest', is_default: true, config: { candidates: [a.name] }, fallback_chain: [b.name] });
+    expect(policy.status, policy.text).to.equal(201);
+    const res = await owner.post<Record<string, any>>('/api/compute/price', { context: CONTEXT });
+    expect(res.status, res.text).to.equal(502);
+    expect(res.body.retryable).to.equal(false);
+    expect(res.body.hint).to.include(`PATCH /api/functions/${a.id} and PATCH /api/functions/${b.id} with a public https endpoint_url`).and.not.include('{id}');
+    const stranger = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'ext-two-stranger'), { name: 's' })).key });
+    const theirs = await stranger.post<Record<string, any>>('/api/compute/price', { context: CONTEXT, function_id: a.id });
+    expect(theirs.status, theirs.text).to.equal(502);
+    expect(theirs.body.hint).to.include("its owner sees which in the attempt's error and can register a public https endpoint_url").and.not.include('PATCH /api/functions/');
+  });
+
   it('stays retryable when a function refused by address is followed by one that failed for a reason that can pass (a name that does not resolve)', async () => {
     const other = await signUp(svc, 'ext-mixed');
     const mixed = client(svc.url, { 'x-api-key': (await createKey(svc, other, { name: 'mixed' })).key });

@@ -260,10 +260,11 @@ describe('pricing: authoring workspace functions', function () {
       const strict = await startTestService({ databaseUrl: svc.databaseUrl, config: { outbound: { httpsOnly: true } } });
       try {
         const res = await client(strict.url, { 'x-api-key': ownerKey }).patch<Record<string, any>>(`/api/functions/${made.body.function.id}`, { status: 'active' });
-        refused(res, [{ path: 'endpoint_url', reason: /https/i }]);
-        expect(res.body.error).to.match(/^endpoint_url is refused: /);
-        // What was sent without the refused activation: no placeholder address the function would go live on.
-        expect(res.body.example).to.deep.equal({});
+        refused(res, [{ path: 'endpoint_url', reason: /^the stored address is refused: .*https/i }]);
+        expect(res.body.error).to.match(/^The function's stored endpoint_url is refused under the current outbound rules: /);
+        // Status alone would be refused again: the example and the hint are the activation with a new address, in one PATCH.
+        expect(res.body.example).to.deep.equal({ status: 'active', endpoint_url: 'https://pricing.acme.example/price' });
+        expect(res.body.hint).to.match(/^Send endpoint_url with status in one PATCH: \{"status": "active", "endpoint_url": "https:\/\/…"\}, your own public address in its place/);
         // The owner's own https address with the activation passes.
         const fixed = await client(strict.url, { 'x-api-key': ownerKey }).patch<Record<string, any>>(`/api/functions/${made.body.function.id}`, { status: 'active', endpoint_url: 'https://pricing.acme.example/price' });
         expect(fixed.status, fixed.text).to.equal(200);
