@@ -669,10 +669,7 @@ describe('pricing: external_api functions without the allow-list (loopback refus
 
   it("its owner reads the guard's refusals of the address in breaker.recent_failures, though they count toward no breaker", async () => {
     const name = uniqueName('refused-seen');
-    const created = await api.post<Record<string, any>>('/api/functions', { name, execution_type: 'external_api', endpoint_url: `http://localhost:${upstream.port}/price`, cost_per_unit: '0.002' });
-    expect(created.status, created.text).to.equal(201);
-    const id = created.body.function.id as string;
-    expect((await api.patch(`/api/functions/${id}`, { status: 'active' })).status).to.equal(200);
+    const id = (await storedAtLocalhost(svc, api, upstream.port, { name })).id;
     for (let i = 0; i < 2; i++) expect((await api.post('/api/compute/price', { context: CONTEXT, function_id: id })).status).to.equal(502);
     const read = await api.get<Record<string, any>>(`/api/functions/${id}`);
     expect(read.status, read.text).to.equal(200);
@@ -712,12 +709,7 @@ describe('pricing: external_api functions without the allow-list (loopback refus
 
   it("two functions refused by address: the owner's hint names each one's PATCH by id (no {id} placeholder); another workspace's names none", async () => {
     const owner = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'ext-two-refused'), { name: 'o' })).key });
-    const make = async (label: string) => {
-      const res = await owner.post<Record<string, any>>('/api/functions', { name: uniqueName(label), execution_type: 'external_api', endpoint_url: `http://localhost:${upstream.port}/price`, cost_per_unit: '0.002', is_public: true });
-      expect(res.status, res.text).to.equal(201);
-      expect((await owner.patch(`/api/functions/${res.body.function.id}`, { status: 'active' })).status).to.equal(200);
-      return res.body.function as { id: string; name: string };
-    };
+    const make = (label: string) => storedAtLocalhost(svc, owner, upstream.port, { name: uniqueName(label), is_public: true });
     const [a, b] = [await make('two-a'), await make('two-b')];
     const policy = await owner.post<Record<string, any>>('/api/routing-policies', { name: 'two refused', strategy: 'cheapest', is_default: true, config: { candidates: [a.name] }, fallback_chain: [b.name] });
     expect(policy.status, policy.text).to.equal(201);
