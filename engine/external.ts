@@ -83,7 +83,10 @@ export const MAX_UPSTREAM_RETRY_AFTER_S = 300;
 
 /** A connection the endpoint closed (or reset) before its answer was complete: Node says "socket hang up". */
 const CLOSED_EARLY = 'The endpoint closed the connection before answering.';
-const closedEarly = (err: unknown): boolean => err instanceof OutboundError && err.kind === 'network' && err.code === 'ECONNRESET';
+/** The same once its answer had begun (a status sent, the body cut short). */
+const cutShort = (status: number): string => `The endpoint closed the connection in the middle of its answer (HTTP ${status} begun, its body cut short).`;
+const closedEarly = (err: unknown): err is OutboundError => err instanceof OutboundError && err.kind === 'network' && err.code === 'ECONNRESET';
+const closedWording = (err: OutboundError): string => (err.status === undefined ? CLOSED_EARLY : cutShort(err.status));
 
 /** TLS failures by their system code: OpenSSL's own text (file and line of its sources) tells an owner little. */
 const TLS_CODE = /^(EPROTO|ERR_SSL_|ERR_TLS_|CERT_|UNABLE_TO_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|ERR_OSSL_)/;
@@ -94,7 +97,7 @@ const TLS_CODE = /^(EPROTO|ERR_SSL_|ERR_TLS_|CERT_|UNABLE_TO_|DEPTH_ZERO_SELF_SI
  */
 export function networkFailure(err: OutboundError): string {
   const code = err.code ?? '';
-  if (code === 'ECONNRESET') return CLOSED_EARLY;
+  if (code === 'ECONNRESET') return closedWording(err);
   if (code === 'ECONNREFUSED') return 'The endpoint refused the connection (ECONNREFUSED): nothing accepts connections at its address and port.';
   if (code === 'ENOTFOUND') {
     const host = /ENOTFOUND (\S+)/.exec(err.message)?.[1];
@@ -132,7 +135,7 @@ function upstreamKind(err: unknown): ExternalFunctionError['upstream'] {
 /** The owner-neutral wording of a failed call to an endpoint. */
 function withoutAddress(err: unknown, timeoutMs: number): string {
   if (err instanceof OutboundBlockedError || (err instanceof OutboundError && err.kind === 'protocol')) return "The function's registered address is refused by this service's outbound guard; only its owner can change it.";
-  if (closedEarly(err)) return CLOSED_EARLY;
+  if (closedEarly(err)) return closedWording(err);
   if (!(err instanceof OutboundError)) return 'The endpoint could not be reached.';
   switch (err.kind) {
     case 'timeout':
@@ -140,7 +143,7 @@ function withoutAddress(err: unknown, timeoutMs: number): string {
     case 'status':
       return `The endpoint answered HTTP ${err.status ?? '?'}.`;
     case 'redirect':
-      return `The endpoint answered with a redirect (${err.status ?? '3xx'}), which is not followed.`;
+      return err.status === 304 ? 'The endpoint answered 304 Not Modified, which answers no POST.' : `The endpoint answered with a redirect (${err.status ?? '3xx'}), which is not followed.`;
     case 'too_large':
       return "The endpoint's answer was too large.";
     case 'invalid_json':

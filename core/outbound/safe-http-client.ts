@@ -52,6 +52,7 @@ export class OutboundError extends Error {
   constructor(
     readonly kind: 'timeout' | 'redirect' | 'too_large' | 'status' | 'invalid_json' | 'network' | 'protocol',
     message: string,
+    /** The HTTP status answered; on a network failure, of the answer it cut short (none: it came before any answer). */
     readonly status?: number,
     /** A network failure's system code (ECONNRESET, ECONNREFUSED, …), to word it without parsing its message. */
     readonly code?: string,
@@ -240,6 +241,8 @@ export class SafeHttpClient {
         if (err) reject(err);
         else resolve(value as JsonResponse);
       };
+      // The status of an answer that began: a connection lost after it is an answer cut short, not one never given.
+      let begun: number | undefined;
       const req = send(
         {
           protocol: url.protocol,
@@ -256,9 +259,12 @@ export class SafeHttpClient {
         },
         (res: IncomingMessage) => {
           const status = res.statusCode ?? 0;
+          begun = status;
           if (status >= 300 && status < 400) {
             res.resume();
-            finish(new OutboundError('redirect', `Redirects are not followed (${status} ${res.headers.location === undefined ? 'without a Location' : `to ${res.headers.location}`}).`, status));
+            // 304 is no redirect: it answers a conditional GET, which these POSTs never are.
+            const said = status === 304 ? 'The endpoint answered 304 Not Modified, which answers no POST: a price is expected (200 with JSON).' : `Redirects are not followed (${status} ${res.headers.location === undefined ? 'without a Location' : `to ${res.headers.location}`}).`;
+            finish(new OutboundError('redirect', said, status));
             req.destroy();
             return;
           }
@@ -283,14 +289,14 @@ export class SafeHttpClient {
               finish(new OutboundError('invalid_json', notJson(text, res.headers['content-encoding'], res.headers['content-type']), status));
             }
           });
-          res.on('error', (err: NodeJS.ErrnoException) => finish(new OutboundError('network', err.message, undefined, err.code)));
+          res.on('error', (err: NodeJS.ErrnoException) => finish(new OutboundError('network', err.message, status, err.code)));
         },
       );
       const timer = setTimeout(() => {
         finish(new OutboundError('timeout', `The endpoint did not answer within ${timeoutMs} ms.`));
         req.destroy();
       }, timeoutMs);
-      req.on('error', (err: NodeJS.ErrnoException) => finish(err instanceof OutboundBlockedError || err instanceof OutboundError ? err : new OutboundError('network', err.message, undefined, err.code)));
+      req.on('error', (err: NodeJS.ErrnoException) => finish(err instanceof OutboundBlockedError || err instanceof OutboundError ? err : new OutboundError('network', err.message, begun, err.code)));
       req.end(body);
     });
   }

@@ -96,6 +96,11 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
           return sendJson(res, 200, [{ price: 10, confidence: 0.5 }]);
         case '/reset':
           return void res.socket?.destroy();
+        case '/reset-midway':
+          // Headers and half a body, then the connection is cut (as a crashing upstream does).
+          res.writeHead(200, { 'content-type': 'application/json', 'content-length': '40' });
+          res.write('{"price": 12.5, "conf');
+          return void setTimeout(() => res.socket?.destroy(), 20);
         case '/server-error':
           return sendJson(res, 500, { error: 'boom' });
         case '/busy':
@@ -103,6 +108,9 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
           return void res.end('{"error":"slow down"}');
         case '/redirect':
           res.writeHead(302, { location: upstream.url('/ok?followed=1') });
+          return void res.end();
+        case '/not-modified':
+          res.writeHead(304);
           return void res.end();
         case '/html':
           res.writeHead(200, { 'content-type': 'text/html' });
@@ -359,6 +367,29 @@ describe('pricing: external_api functions over HTTP (allow-listed loopback upstr
     const buyer = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'ext-reset-buyer'), { name: 'b' })).key });
     const tested = await buyer.post<Record<string, any>>(`/api/functions/${fn.id}/test`, { context: CONTEXT });
     expect(tested.status, tested.text).to.equal(200);
+    expect(tested.body).to.include({ ok: false, error: said });
+  });
+
+  it('an endpoint answering 304 is said to have answered Not Modified, not a redirect without a Location', async () => {
+    const fn = await register('/not-modified', { is_public: true });
+    await activate(fn.id);
+    const owned = await api.post<Record<string, any>>('/api/compute/price', { context: CONTEXT, function_id: fn.id });
+    expect(owned.status, owned.text).to.equal(502);
+    expect((owned.body.attempts as Attempt[])[0]).to.include({ outcome: 'failed', failure: 'redirect', error: 'The endpoint answered 304 Not Modified, which answers no POST: a price is expected (200 with JSON).' });
+    const buyer = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'ext-304-buyer'), { name: 'b' })).key });
+    const tested = await buyer.post<Record<string, any>>(`/api/functions/${fn.id}/test`, { context: CONTEXT });
+    expect(tested.body).to.include({ ok: false, error: 'The endpoint answered 304 Not Modified, which answers no POST.' });
+  });
+
+  it('an endpoint that cuts its answer short after the status is said to have done so mid-answer, not before answering', async () => {
+    const fn = await register('/reset-midway', { is_public: true });
+    await activate(fn.id);
+    const said = 'The endpoint closed the connection in the middle of its answer (HTTP 200 begun, its body cut short).';
+    const owned = await api.post<Record<string, any>>('/api/compute/price', { context: CONTEXT, function_id: fn.id });
+    expect(owned.status, owned.text).to.equal(502);
+    expect((owned.body.attempts as Attempt[])[0]).to.include({ outcome: 'failed', error: said, failure: 'connection' });
+    const buyer = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'ext-midway-buyer'), { name: 'b' })).key });
+    const tested = await buyer.post<Record<string, any>>(`/api/functions/${fn.id}/test`, { context: CONTEXT });
     expect(tested.body).to.include({ ok: false, error: said });
   });
 
