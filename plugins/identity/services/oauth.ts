@@ -92,7 +92,7 @@ function parseBody(req: Request): Record<string, string> {
   if (charset) throw new OAuthError('invalid_request', charset.message, 415, {}, `Send the body in UTF-8 (charset=utf-8, or no charset): ${READABLE}.`);
   const header = req.headers['content-type'];
   const type = (typeof header === 'string' ? (header.split(';')[0] ?? '') : '').trim().toLowerCase();
-  if (type === FORM_TYPE) return Object.fromEntries(new URLSearchParams(raw));
+  if (type === FORM_TYPE) return formParameters(raw);
   if (type === JSON_TYPE) return jsonParameters(raw);
   throw new OAuthError(
     'invalid_request',
@@ -101,6 +101,27 @@ function parseBody(req: Request): Record<string, string> {
     {},
     `Send the parameters form-encoded with Content-Type: ${FORM_TYPE} (grant_type=client_credentials&scope=price:compute), or as a JSON object with Content-Type: ${JSON_TYPE}.`,
   );
+}
+
+/**
+ * A form body's parameters. RFC 6749 §3.1: a parameter must not be sent more than once; read silently, the last value
+ * would win (scope=a&scope=b a token of b alone, where the client may have meant both).
+ */
+function formParameters(raw: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of new URLSearchParams(raw)) {
+    if (name in out) {
+      throw new OAuthError(
+        'invalid_request',
+        `${name} is sent more than once; each parameter is sent once (RFC 6749 §3.1).`,
+        400,
+        {},
+        name === 'scope' ? 'Send every scope in one scope parameter, separated by spaces: scope=price:compute%20billing:read.' : `Send ${name} once.`,
+      );
+    }
+    out[name] = value;
+  }
+  return out;
 }
 
 /** A JSON body's parameters: an object whose parameters are strings (others it may carry are ignored, as in a form). */

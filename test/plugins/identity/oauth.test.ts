@@ -134,6 +134,15 @@ describe('identity: OAuth client credentials', () => {
     expect(refusals[3]?.[1].body.error_description).to.equal('Request body charset "latin1" is not supported.');
   });
 
+  it('refuses a form parameter sent twice (scope=a&scope=b) with 400 invalid_request (RFC 6749 §3.1), not a token of the last value', async () => {
+    const auth = { authorization: basic(oauthClient.client_id, oauthClient.client_secret) };
+    const res = await token('grant_type=client_credentials&scope=price:compute&scope=billing:read', auth);
+    expect([res.status, res.body.error]).to.deep.equal([400, 'invalid_request']);
+    expect(res.body.error_description).to.equal('scope is sent more than once; each parameter is sent once (RFC 6749 §3.1).');
+    expect(res.body.hint).to.match(/one scope parameter, separated by spaces/);
+    expect(res).to.not.have.nested.property('body.access_token');
+  });
+
   it('refuses a scope that is not one string (a JSON array) with 400 invalid_request saying scope is space-separated (RFC 6749 §3.3), not invalid_scope', async () => {
     const res = await api.post<OAuthErrorBody>('/api/oauth/token', { grant_type: 'client_credentials', client_secret: oauthClient.client_secret, scope: ['price:compute'] });
     expect([res.status, res.body.error]).to.deep.equal([400, 'invalid_request']);
