@@ -121,11 +121,17 @@ export class UsageEvents {
     }
     if (wanted('others') && this.functionsTable) {
       const notTesters = `NOT (${KEYLESS} AND EXISTS (${matchingTags(ws)}))`;
-      branches.push(`SELECT ${EVENT_COLUMNS}, 'others'::text AS viewer_class, NULL::text AS tester_label
-        FROM usage_events e
-        WHERE e.function_id IN (SELECT f.id FROM pricing_functions f WHERE f.workspace_id = ${ws})
-          AND e.workspace_id <> ${ws}
-          AND ${notTesters}${where('true')} ${tail}`);
+      // Newest first per function of ws (an index scan of usage_events_function_idx each, at most
+      // `limit` rows), then merged: bounded by functions × limit however many events they have. As
+      // `function_id IN (SELECT ...)` the planner read the whole table for workspaces with many functions.
+      branches.push(`SELECT o.* FROM pricing_functions f CROSS JOIN LATERAL (
+          SELECT ${EVENT_COLUMNS}, 'others'::text AS viewer_class, NULL::text AS tester_label
+          FROM usage_events e
+          WHERE e.function_id = f.id
+            AND e.workspace_id <> ${ws}
+            AND ${notTesters}${where('true')} ${tail}) o
+        WHERE f.workspace_id = ${ws}
+        ORDER BY o.created_at DESC, o.id DESC LIMIT ${limit}`);
       // Calls where one of ws's functions was tried and failed, and the event names another (the
       // branch above has the rest). The partial GIN index of failed_function_ids serves it.
       const shown = this.othersMayName(b, ws);
