@@ -6,8 +6,17 @@ const D = Decimal.clone({ precision: 40, rounding: Decimal.ROUND_HALF_UP });
 export type Dec = InstanceType<typeof D>;
 export { D };
 
-/** Minor-unit digits of currencies that do not use two. */
-const MINOR_UNITS: Record<string, number> = { JPY: 0, KRW: 0, VND: 0, CLP: 0, ISK: 0, HUF: 2, KWD: 3, BHD: 3, OMR: 3, JOD: 3, TND: 3, USDC: 6 };
+/**
+ * Minor-unit digits of currencies that do not use two: ISO 4217's exponents (its list of 0, 3 and 4), and USDC's 6.
+ * Any other code is priced in two.
+ */
+const MINOR_UNITS: Record<string, number> = {
+  ...Object.fromEntries(['BIF', 'CLP', 'DJF', 'GNF', 'ISK', 'JPY', 'KMF', 'KRW', 'PYG', 'RWF', 'UGX', 'UYI', 'VND', 'VUV', 'XAF', 'XOF', 'XPF'].map((c) => [c, 0])),
+  ...Object.fromEntries(['BHD', 'IQD', 'JOD', 'KWD', 'LYD', 'OMR', 'TND'].map((c) => [c, 3])),
+  CLF: 4,
+  UYW: 4,
+  USDC: 6,
+};
 
 export function minorUnits(currency: string): number {
   return MINOR_UNITS[currency.toUpperCase()] ?? 2;

@@ -272,3 +272,13 @@ describe("engine: built-ins keep the caller's bounds and count the evidence exac
     });
   });
 });
+
+describe('built-ins: a currency is quoted in its ISO 4217 minor units', () => {
+  it('rounds to none for XOF, XAF, UGX and PYG, three for IQD and LYD, four for CLF, and two for a code it does not list', () => {
+    const quoted = (currency: string) => run(costPlus, { unit_cost: 10.12345, target_margin: 0.3, currency }).price;
+    for (const c of ['XOF', 'XAF', 'UGX', 'PYG', 'JPY']) expect(quoted(c), c).to.match(/^\d+$/);
+    for (const c of ['IQD', 'LYD', 'KWD']) expect(quoted(c), c).to.match(/^\d+\.\d{3}$/);
+    expect(quoted('CLF')).to.match(/^\d+\.\d{4}$/);
+    for (const c of ['EUR', 'HUF', 'XYZ']) expect(quoted(c), c).to.match(/^\d+\.\d{2}$/);
+  });
+});
