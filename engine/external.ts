@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { CURRENCY_CODE } from '../core/money';
 import { OutboundBlockedError, OutboundError } from '../core/outbound/safe-http-client';
 import type { SafeHttpClient } from '../core/outbound/safe-http-client';
-import { D, MAX_AMOUNT, currencyOf, minorUnits, toPrice } from './builtins/inputs';
+import { D, MAX_AMOUNT, currencyOf, smallestUnitText, toPrice } from './builtins/inputs';
 import type { Dec } from './builtins/inputs';
 import type { Context, MethodResult } from './builtins/types';
 import type { FunctionDescriptor } from './functions';
@@ -161,8 +161,7 @@ function quotable(price: Dec, currency: string): string {
   const quoted = toPrice(price, currency);
   const said = price.toSignificantDigits(6).toString();
   if (new D(quoted).lte(0)) {
-    const unit = new D(1).div(new D(10).pow(minorUnits(currency))).toFixed(minorUnits(currency));
-    throw new ExternalFunctionError('invalid_response', `The endpoint's price ${said} ${currency} rounds to nothing in ${currency}'s smallest unit (${unit}).`);
+    throw new ExternalFunctionError('invalid_response', `The endpoint's price ${said} ${currency} rounds to nothing in ${currency}'s smallest unit (${smallestUnitText(currency)}).`);
   }
   if (new D(quoted).gt(MAX_AMOUNT)) throw new ExternalFunctionError('invalid_response', `The endpoint's price ${said} ${currency} is above the largest quotable amount (${MAX_AMOUNT.toFixed()}).`);
   return quoted;

@@ -156,6 +156,9 @@ export function toPrice(value: Dec, currency: string): string {
   return roundToMinor(value, digits).toFixed(digits);
 }
 
+/** The currency's smallest unit as written (0.01 USD, 1 JPY), for refusals. */
+export const smallestUnitText = (currency: string): string => smallestUnit(minorUnits(currency)).text;
+
 /** A bound of a price for details, rounded as a price is but never under one unit: no answer is (one rounding to nothing is refused). */
 export function toQuotable(value: Dec, currency: string): string {
   const digits = minorUnits(currency);

@@ -124,6 +124,9 @@ function formParameters(raw: string): Record<string, string> {
   return out;
 }
 
+/** A JSON value's kind, as a refusal names it: "an array", "a JSON null", "a JSON number". */
+const jsonKind = (value: unknown): string => (Array.isArray(value) ? 'an array' : `a JSON ${value === null ? 'null' : typeof value}`);
+
 /** A JSON body's parameters: an object whose parameters are strings (others it may carry are ignored, as in a form). */
 function jsonParameters(raw: string): Record<string, string> {
   let parsed: unknown;
@@ -141,13 +144,13 @@ function jsonParameters(raw: string): Record<string, string> {
     if (name === 'scope') {
       throw new OAuthError(
         'invalid_request',
-        `scope must be one string of space-separated scope names (RFC 6749 §3.3), not ${Array.isArray(value) ? 'an array' : `a JSON ${value === null ? 'null' : typeof value}`}.`,
+        `scope must be one string of space-separated scope names (RFC 6749 §3.3), not ${jsonKind(value)}.`,
         400,
         {},
         'Send scope as one string, such as "price:compute billing:read", or leave it out for everything the key can grant.',
       );
     }
-    throw new OAuthError('invalid_request', `${name} must be a string, not ${Array.isArray(value) ? 'an array' : `a JSON ${value === null ? 'null' : typeof value}`}.`);
+    throw new OAuthError('invalid_request', `${name} must be a string, not ${jsonKind(value)}.`);
   }
   return Object.fromEntries(Object.entries(fields).filter((e): e is [string, string] => typeof e[1] === 'string'));
 }

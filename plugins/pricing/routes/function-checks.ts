@@ -43,20 +43,26 @@ export function checkCallCost(costPerUnit: string, costMultiplier: string, max: 
   });
 }
 
-/** Checks an owner-registered address at registration with the rule the call applies (scheme, port, literal private addresses, localhost names). */
-export function checkEndpoint(outbound: SafeHttpClient, url: string, exampleOf: () => unknown): void {
+/** Why the outbound rules refuse `url` (scheme, port, literal private addresses, localhost names), or null while they allow it. */
+function addressRefusal(outbound: SafeHttpClient, url: string): string | null {
   try {
     outbound.checkUrl(url);
+    return null;
   } catch (err) {
-    if (err instanceof OutboundBlockedError || err instanceof OutboundError) {
-      throw new ApiError('validation_error', `endpoint_url is refused: ${err.message}`, {
-        issues: [{ path: 'endpoint_url', reason: err.message }],
-        hint: outbound.describeRules(),
-        example: exampleOf(),
-      });
-    }
+    if (err instanceof OutboundBlockedError || err instanceof OutboundError) return err.message;
     throw err;
   }
+}
+
+/** Checks an owner-registered address at registration with the rule the call applies. */
+export function checkEndpoint(outbound: SafeHttpClient, url: string, exampleOf: () => unknown): void {
+  const refused = addressRefusal(outbound, url);
+  if (refused === null) return;
+  throw new ApiError('validation_error', `endpoint_url is refused: ${refused}`, {
+    issues: [{ path: 'endpoint_url', reason: refused }],
+    hint: outbound.describeRules(),
+    example: exampleOf(),
+  });
 }
 
 /**
@@ -64,18 +70,13 @@ export function checkEndpoint(outbound: SafeHttpClient, url: string, exampleOf: 
  * registered): a PATCH of status alone cannot pass, one that sends a new endpoint_url with it can. `exampleOf`: that PATCH.
  */
 export function checkStoredEndpoint(outbound: SafeHttpClient, url: string, exampleOf: () => unknown): void {
-  try {
-    outbound.checkUrl(url);
-  } catch (err) {
-    if (err instanceof OutboundBlockedError || err instanceof OutboundError) {
-      throw new ApiError('validation_error', `The function's stored endpoint_url is refused under the current outbound rules: ${err.message}`, {
-        issues: [{ path: 'endpoint_url', reason: `the stored address is refused: ${err.message}` }],
-        hint: `Send endpoint_url with status in one PATCH: {"status": "active", "endpoint_url": "https://…"}, your own public address in its place (the example has a placeholder). ${outbound.describeRules()}`,
-        example: exampleOf(),
-      });
-    }
-    throw err;
-  }
+  const refused = addressRefusal(outbound, url);
+  if (refused === null) return;
+  throw new ApiError('validation_error', `The function's stored endpoint_url is refused under the current outbound rules: ${refused}`, {
+    issues: [{ path: 'endpoint_url', reason: `the stored address is refused: ${refused}` }],
+    hint: `Send endpoint_url with status in one PATCH: {"status": "active", "endpoint_url": "https://…"}, your own public address in its place (the example has a placeholder). ${outbound.describeRules()}`,
+    example: exampleOf(),
+  });
 }
 
 /** A timeout_ms longer than a priced call's whole budget could never be given: the call would cut every attempt short. */
