@@ -1,29 +1,29 @@
 import type { Counter } from 'prom-client';
 import type { Metrics } from '../core/metrics';
+import { dec } from '../core/money';
 import { FunctionRunner } from './attempt';
 import type { FailureKind } from './attempt';
-import { dec } from '../core/money';
 import type { MarketEvidence, MethodResult } from './builtins/types';
 import type { ResultCache } from './cache';
-import type { AttemptReport, CandidateReport } from './errors';
-import { triedRoles } from './errors';
+import { CallAttempts } from './call-attempts';
+import type { AttemptReport } from './errors';
 import { EngineError } from './errors';
 import { excludedAnswer } from './excluded';
-import { unpricedContext } from './unpriced';
-import type { BehindBreaker } from './excluded';
 import type { ExternalExecutor } from './external';
+import { failedCallAnswer } from './failed-call';
 import { effectiveCost, healthCallerOf } from './functions';
-import type { FunctionLabels } from './metric-labels';
 import type { CallerScope, FunctionDescriptor } from './functions';
+import type { FunctionLabels } from './metric-labels';
+import { resolvePinned } from './pinned';
+import type { PinnedRef } from './pinned';
 import type { PricingPool } from './pool';
 import type { FunctionRegistry } from './registry';
 import { BUILTIN_DESCRIPTORS } from './registry';
 import type { RoutingPolicy, Preference, Strategy, PolicyConfig } from './routing/policy';
-import { excludedByPolicy, savingsOf } from './routing/comparisons';
+import { savingsOf } from './routing/comparisons';
 import type { Savings } from './routing/comparisons';
 import type { RouteDecision, Router } from './routing/router';
 import { namedCandidates } from './routing/router';
-import { wholeSecondsToWait } from './stats/breaker';
 import type { CircuitBreakers } from './stats/function-breakers';
 import { latencyCeilingDetail } from './stats/latency';
 import type { LatencyStats } from './stats/latency';
@@ -68,6 +68,13 @@ export interface EngineOptions {
   labels: FunctionLabels;
 }
 
+/** One function of a call's attempt order, null when the reference is out of the caller's reach. */
+interface OrderStep {
+  fn: FunctionDescriptor | null;
+  ref: string;
+  role: AttemptReport['role'];
+}
+
 const since = (t: number) => Math.round((performance.now() - t) * 1000) / 1000;
 
 /**
@@ -107,41 +114,14 @@ export class PricingEngine {
    * Throws (and counts, as a pricing refused so would be) the plan's refusal of a pinned function the caller's plan does
    * not reach; any other refusal of the pin is left to the pricing. Lets a caller be refused before its allowance is touched.
    */
-  assertWithinPlan(ref: { id?: string | undefined; name?: string | undefined }, scope: CallerScope): void {
+  assertWithinPlan(ref: PinnedRef, scope: CallerScope): void {
     try {
-      this.resolvePinned(ref, scope);
+      resolvePinned(this.registry, ref, scope);
     } catch (err) {
       if (!(err instanceof EngineError && err.code === 'outside_plan')) return;
       this.requests.inc({ function: 'none', outcome: err.code });
       throw err;
     }
-  }
-
-  /** Resolves an explicitly named function, with SPEC's refusals for missing, draft and inactive ones. */
-  resolvePinned(ref: { id?: string | undefined; name?: string | undefined }, scope: CallerScope): FunctionDescriptor {
-    const key = ref.id ?? ref.name ?? '';
-    const fn = this.registry.resolve(key, scope, ref.id ? 'id' : 'name');
-    if (!fn) {
-      // An id field holding the name of a function the caller reaches: say which id it is (nothing unreachable is named).
-      const named = ref.id ? this.registry.resolve(ref.id, scope, 'name') : undefined;
-      if (named) throw new EngineError('function_not_found', `function_id takes a function's id, and "${ref.id}" is the name of ${named.id}.`, { functionId: key, suggestedId: named.id });
-      // The other way round: a name field holding the id of a function the caller reaches.
-      const byId = ref.id ? undefined : this.registry.resolve(key, scope, 'id');
-      if (byId) throw new EngineError('function_not_found', `function_name takes a function's name, and "${key}" is the id of ${byId.name}.`, { functionId: key, suggestedName: byId.name });
-      // A marketplace function is public: naming it to a caller held to built-ins reveals nothing, and says why it cannot run.
-      // Its name sent as function_id too: the plan refuses it either way.
-      const wide = { ...scope, builtInsOnly: false };
-      if (scope.builtInsOnly && (this.registry.resolve(key, wide, ref.id ? 'id' : 'name') || (ref.id && this.registry.resolve(key, wide, 'name')))) {
-        throw new EngineError('outside_plan', 'Marketplace functions are outside this plan: it prices with built-in functions only.', { functionId: key });
-      }
-      throw new EngineError('function_not_found', 'No pricing function with this id or name is available to you.', { functionId: key });
-    }
-    if (fn.status === 'draft') {
-      throw new EngineError('function_draft', `Function "${fn.name}" is a draft. Activate it with PATCH /api/functions/${fn.id} {"status":"active"} before routing to it.`, { functionId: fn.id });
-    }
-    if (fn.status === 'inactive') throw new EngineError('function_inactive', `Function "${fn.name}" was deactivated by its owner.`, { functionId: fn.id });
-    if (fn.executionType === 'pipeline') throw new EngineError('pipeline_execution_unavailable', 'Pipeline execution is not available.', { functionId: fn.id });
-    return fn;
   }
 
   /**
@@ -159,8 +139,8 @@ export class PricingEngine {
   }
 
   /** The attempt order; with no chosen function (routing excluded every candidate), the policy's fallbacks alone. */
-  private fallbackOrder(policy: RoutingPolicy | null, decision: RouteDecision | null, first: FunctionDescriptor | null, scope: CallerScope): Array<{ fn: FunctionDescriptor | null; ref: string; role: AttemptReport['role'] }> {
-    const out: Array<{ fn: FunctionDescriptor | null; ref: string; role: AttemptReport['role'] }> = first ? [{ fn: first, ref: first.id, role: 'chosen' }] : [];
+  private fallbackOrder(policy: RoutingPolicy | null, decision: RouteDecision | null, first: FunctionDescriptor | null, scope: CallerScope): OrderStep[] {
+    const out: OrderStep[] = first ? [{ fn: first, ref: first.id, role: 'chosen' }] : [];
     // A strategy's own order comes before the policy's chain (whether after a failure too: RouteDecision.alternatesAfterFailure).
     for (const alt of decision?.alternates ?? []) out.push({ fn: alt, ref: alt.id, role: 'alternate' });
     const chain = [...(policy?.fallback_chain ?? [])];
@@ -179,141 +159,120 @@ export class PricingEngine {
     this.requests.inc({ function: this.opts.labels.of(outcome.fn), outcome: fate });
   }
 
+  /**
+   * The function to try first: the pinned one, or routing's choice. Routing that excluded every candidate gives none, with
+   * its refusal: the policy's fallbacks are tried, and excludedAnswer makes the answer if none may run.
+   */
+  private async choose(req: PriceRequest, pinned: string | undefined, stages: TraceStage[], t: number): Promise<{ strategy: Strategy | 'explicit'; decision: RouteDecision | null; first: FunctionDescriptor | null; excluded: EngineError | null }> {
+    if (pinned) {
+      const first = resolvePinned(this.registry, req.pin ?? {}, req.scope);
+      stages.push({ stage: 'resolve', ms: since(t), function: first.name, function_id: first.id, explicit: true });
+      return { strategy: 'explicit', decision: null, first, excluded: null };
+    }
+    const policy = req.policy;
+    const policyStrategy = policy?.strategy ?? 'default';
+    const strategy = req.preference && req.preference !== 'explicit' ? req.preference : policyStrategy;
+    // A preference changes how the policy chooses, not among what: its order, weights' keys or rule targets stay the
+    // candidates (docs/routing.md), with its ceilings and fallbacks.
+    const named = strategy !== policyStrategy ? namedCandidates(policyStrategy, policy?.config ?? {}) : undefined;
+    const config: PolicyConfig = named ? { ...policy?.config, candidates: named } : (policy?.config ?? {});
+    // A weighted preference on a policy without weights spreads evenly over the policy's candidates. Weights a policy of
+    // another strategy still holds (left from a PATCH of its strategy) are not its weights: they choose nothing.
+    const evenOver = () => config.candidates ?? this.registry.ownAndBuiltIn(req.scope).map((f) => f.id);
+    const weighted = policyStrategy === 'weighted' && Object.values(config.weights ?? {}).some((w) => w > 0);
+    const routeConfig: PolicyConfig = strategy === 'weighted' && !weighted ? { ...config, weights: Object.fromEntries(evenOver().map((id) => [id, 1])) } : config;
+    const route = { stage: 'route', strategy, policy_id: policy?.id ?? null };
+    try {
+      const decision = await this.router.decide({ context: req.context, scope: req.scope, strategy, config: routeConfig, policyId: policy?.id ?? null, policySavedAt: policy?.updated_at, ...(policy ? { policyStrategy } : {}), market: req.market ?? undefined });
+      const first = decision.chosen;
+      stages.push({ ...route, ms: since(t), chosen: first.name, chosen_id: first.id, candidates: decision.candidates, ...(decision.statistic ? { statistic: decision.statistic } : {}), ...(decision.rule ? { rule: decision.rule } : {}) });
+      return { strategy, decision, first, excluded: null };
+    } catch (err) {
+      // The policy's fallbacks are its safety net for every candidate out of the running too (breakers open, functions
+      // withdrawn), each still held to the ceilings, its breaker and reach: nothing is picked in spite of a ceiling.
+      // Without fallbacks nothing runs, and excludedAnswer says whether the exclusion is the answer or a breaker's wait.
+      if (!(err instanceof EngineError && err.code === 'no_eligible_function')) throw err;
+      stages.push({ ...route, ms: since(t), chosen: null, chosen_id: null, candidates: err.details.candidates ?? [], every_candidate_excluded: true, ...(err.details.rule ? { rule: err.details.rule } : {}) });
+      return { strategy, decision: null, first: null, excluded: err };
+    }
+  }
+
+  /**
+   * The step's function when it may run now, or null, having recorded why not in `calls` (skipped with its reason, or an
+   * alternate passed over).
+   */
+  private runnable(step: OrderStep, calls: CallAttempts, decision: RouteDecision | null, policy: RoutingPolicy | null): FunctionDescriptor | null {
+    const attempts = calls.list;
+    if (!step.fn) {
+      // Its id is not told: a reference out of reach names nothing the caller may see (candidates say id null alike).
+      calls.skip({ name: step.ref, id: null }, step.role, 'out of reach');
+      return null;
+    }
+    // Past a failure, strategies other than default and priority go on to the fallback chain (RouteDecision), but for the
+    // alternates they name as still worth a try (fastest's warm function, or next cold one, after a failed exploration). A function that
+    // could not price the context, or that a busy pool never ran, has not failed: the strategy's order goes on.
+    if (step.role === 'alternate' && !decision?.alternatesAfterFailure && !decision?.afterFailure?.includes(step.fn) && attempts.some((a) => a.outcome === 'failed')) {
+      calls.passedOver = true;
+      return null;
+    }
+    const fn = step.fn;
+    if (calls.tried.has(fn.id)) {
+      // A fallback the policy names that this call already met (the chosen function in its own chain, a name twice) is
+      // shown, not run or judged again: its configuration then reads as it is. A function skipped before (not active,
+      // over a ceiling) or that a busy pool never ran is not said to have been tried.
+      const ran = attempts.some((a) => a.id === fn.id && a.outcome !== 'skipped' && a.outcome !== 'pool_busy');
+      if (step.role === 'fallback_chain' || step.role === 'fallback_function') calls.skip(fn, step.role, ran ? 'already tried in this call' : 'already skipped in this call');
+      return null;
+    }
+    calls.tried.add(fn.id);
+    if (step.role !== 'chosen' && (fn.status !== 'active' || fn.executionType === 'pipeline')) {
+      calls.skip(fn, step.role, fn.executionType === 'pipeline' ? 'pipeline unavailable' : `not active (${fn.status})`);
+      return null;
+    }
+    // The ceilings bound every function the policy runs: a fallback above one is skipped too, never silently paid for
+    // or waited on.
+    const over = step.role === 'chosen' ? null : this.overCeiling(fn, policy);
+    if (over) {
+      calls.skip(fn, step.role, `${over.reason} (${over.detail})`);
+      calls.overCeiling.push({ function: fn.name, id: fn.id, kept: false, ...over, cost_per_unit: effectiveCost(fn) });
+      return null;
+    }
+    return fn;
+  }
+
   async price(req: PriceRequest): Promise<PriceOutcome> {
     const stages: TraceStage[] = [];
     let t = performance.now();
-    // One call's attempts share COMPUTE_CALL_MAX_MS from the first attempt on: a chain of hanging functions must not hold
-    // a caller for minutes, and the first attempt gets the whole budget (routing's milliseconds before it are not taken
-    // from it, or a function whose own limit is the budget would always look cut short and never count as failing).
-    let deadline: number | undefined;
-    let decision: RouteDecision | null = null;
-    let first: FunctionDescriptor | null = null;
-    // Routing excluded every candidate: the policy's fallbacks are tried, and excludedAnswer makes the answer if none may run.
-    let excluded: EngineError | null = null;
-    let strategy: Strategy | 'explicit';
     const pinned = req.pin?.id ?? req.pin?.name;
     if (req.preference === 'explicit' && !pinned) throw new EngineError('explicit_without_function', 'routing_preference "explicit" needs function_id (or function_name on the price router).');
+    let chosen: Awaited<ReturnType<PricingEngine['choose']>>;
     try {
-      if (pinned) {
-        first = this.resolvePinned(req.pin ?? {}, req.scope);
-        strategy = 'explicit';
-        stages.push({ stage: 'resolve', ms: since(t), function: first.name, function_id: first.id, explicit: true });
-      } else {
-        const policy = req.policy;
-        const policyStrategy = policy?.strategy ?? 'default';
-        strategy = req.preference && req.preference !== 'explicit' ? req.preference : policyStrategy;
-        // A preference changes how the policy chooses, not among what: its order, weights' keys or rule targets stay the
-        // candidates (docs/routing.md), with its ceilings and fallbacks.
-        const named = strategy !== policyStrategy ? namedCandidates(policyStrategy, policy?.config ?? {}) : undefined;
-        const config: PolicyConfig = named ? { ...policy?.config, candidates: named } : (policy?.config ?? {});
-        // A weighted preference on a policy without weights spreads evenly over the policy's candidates. Weights a policy of
-        // another strategy still holds (left from a PATCH of its strategy) are not its weights: they choose nothing.
-        const evenOver = () => config.candidates ?? this.registry.ownAndBuiltIn(req.scope).map((f) => f.id);
-        const weighted = policyStrategy === 'weighted' && Object.values(config.weights ?? {}).some((w) => w > 0);
-        const routeConfig: PolicyConfig = strategy === 'weighted' && !weighted ? { ...config, weights: Object.fromEntries(evenOver().map((id) => [id, 1])) } : config;
-        try {
-          decision = await this.router.decide({ context: req.context, scope: req.scope, strategy, config: routeConfig, policyId: policy?.id ?? null, policySavedAt: policy?.updated_at, ...(policy ? { policyStrategy } : {}), market: req.market ?? undefined });
-        } catch (err) {
-          // The policy's fallbacks are its safety net for every candidate out of the running too (breakers open, functions
-          // withdrawn), each still held to the ceilings, its breaker and reach: nothing is picked in spite of a ceiling.
-          // Without fallbacks nothing runs, and excludedAnswer says whether the exclusion is the answer or a breaker's wait.
-          if (!(err instanceof EngineError && err.code === 'no_eligible_function')) throw err;
-          excluded = err;
-          stages.push({
-            stage: 'route',
-            ms: since(t),
-            strategy,
-            policy_id: policy?.id ?? null,
-            chosen: null,
-            chosen_id: null,
-            candidates: err.details.candidates ?? [],
-            every_candidate_excluded: true,
-            ...(err.details.rule ? { rule: err.details.rule } : {}),
-          });
-        }
-        if (decision) {
-          first = decision.chosen;
-          stages.push({
-            stage: 'route',
-            ms: since(t),
-            strategy,
-            policy_id: policy?.id ?? null,
-            chosen: first.name,
-            chosen_id: first.id,
-            candidates: decision.candidates,
-            ...(decision.statistic ? { statistic: decision.statistic } : {}),
-            ...(decision.rule ? { rule: decision.rule } : {}),
-          });
-        }
-      }
+      chosen = await this.choose(req, pinned, stages, t);
     } catch (err) {
       this.requests.inc({ function: 'none', outcome: err instanceof EngineError ? err.code : 'error' });
       throw err;
     }
-
-    const attempts: AttemptReport[] = [];
-    const missing = new Set<string>();
-    // Context values an endpoint would not price as given, by the first reason given.
-    const declined = new Map<string, string>();
-    // What the chosen function itself lacked: for a pinned call, the inputs to name (the fallbacks' are theirs, not its).
-    let chosenMissing: string[] = [];
-    let refused: { fn: string; message: string; inputs: string[] } | null = null;
-    const notApplicable: string[] = [];
-    const endpointRefused: string[] = [];
-    // An alternate the strategy did not try after a failure (RouteDecision.alternatesAfterFailure): it was never judged.
-    let passedOver = false;
-    const tried = new Set<string>();
-    // Functions skipped behind their breaker, with the milliseconds until one may be called again (null: unknown).
-    const behind = new Map<string, BehindBreaker>();
-    // Fallbacks the policy's cost ceiling kept from running: the policy's own exclusion, like a candidate's.
-    const overCeiling: CandidateReport[] = [];
-    const poolBusy = () => attempts.some((a) => a.outcome === 'pool_busy');
+    const { strategy, decision, first, excluded } = chosen;
+    // One call's attempts share COMPUTE_CALL_MAX_MS from the first attempt on: a chain of hanging functions must not hold
+    // a caller for minutes, and the first attempt gets the whole budget (routing's milliseconds before it are not taken
+    // from it, or a function whose own limit is the budget would always look cut short and never count as failing).
+    let deadline: number | undefined;
+    const calls = new CallAttempts();
+    const attempts = calls.list;
     // Whose breaker a failure counts in, and which keeps this caller out: the network's, or its own workspace's.
     const caller = healthCallerOf(req.scope);
     // Only built-ins read the network's observations (an external function gets the caller's context alone), so only their cached results depend on them.
     const marketFor = (fn: FunctionDescriptor): MarketEvidence | undefined => (fn.executionType === 'builtin' ? (req.market ?? undefined) : undefined);
     for (const step of this.fallbackOrder(req.policy, decision, first, req.scope)) {
       t = performance.now();
-      if (!step.fn) {
-        // Its id is not told: a reference out of reach names nothing the caller may see (candidates say id null alike).
-        attempts.push({ function: step.ref, id: null, role: step.role, outcome: 'skipped', error: 'out of reach', ms: 0 });
-        continue;
-      }
-      // Past a failure, strategies other than default and priority go on to the fallback chain (RouteDecision), but for the
-      // alternates they name as still worth a try (fastest's warm function, or next cold one, after a failed exploration). A function that
-      // could not price the context, or that a busy pool never ran, has not failed: the strategy's order goes on.
-      if (step.role === 'alternate' && !decision?.alternatesAfterFailure && !decision?.afterFailure?.includes(step.fn) && attempts.some((a) => a.outcome === 'failed')) {
-        passedOver = true;
-        continue;
-      }
-      const fn = step.fn;
-      if (tried.has(fn.id)) {
-        // A fallback the policy names that this call already met (the chosen function in its own chain, a name twice) is
-        // shown, not run or judged again: its configuration then reads as it is. A function skipped before (not active,
-        // over a ceiling) or that a busy pool never ran is not said to have been tried.
-        const ran = attempts.some((a) => a.id === fn.id && a.outcome !== 'skipped' && a.outcome !== 'pool_busy');
-        if (step.role === 'fallback_chain' || step.role === 'fallback_function') attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: ran ? 'already tried in this call' : 'already skipped in this call', ms: 0 });
-        continue;
-      }
-      tried.add(fn.id);
-      if (step.role !== 'chosen' && (fn.status !== 'active' || fn.executionType === 'pipeline')) {
-        attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: fn.executionType === 'pipeline' ? 'pipeline unavailable' : `not active (${fn.status})`, ms: 0 });
-        continue;
-      }
-      // The ceilings bound every function the policy runs: a fallback above one is skipped too, never silently paid for
-      // or waited on.
-      const over = step.role === 'chosen' ? null : this.overCeiling(fn, req.policy);
-      if (over) {
-        attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: `${over.reason} (${over.detail})`, ms: 0 });
-        overCeiling.push({ function: fn.name, id: fn.id, kept: false, ...over, cost_per_unit: effectiveCost(fn) });
-        continue;
-      }
+      const fn = this.runnable(step, calls, decision, req.policy);
+      if (!fn) continue;
       const now = performance.now();
       deadline ??= now + this.opts.callMaxMs;
       const budgetMs = deadline - now;
       // An attempt the budget cut short has used it up, whatever the timer's slack left of it (a fraction of a ms).
       if (budgetMs <= 0 || attempts.some((a) => a.cut_by_budget)) {
-        attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'call time budget spent', ms: 0 });
+        calls.skip(fn, step.role, 'call time budget spent');
         continue;
       }
       // Every function's answer is cached under its own key, so one that answered after the chosen function could not
@@ -330,8 +289,8 @@ export class PricingEngine {
       }
       t = performance.now();
       // Built-ins share the pool that just could not run a call: another would wait the same way.
-      if (fn.executionType === 'builtin' && poolBusy()) {
-        attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'pricing pool busy', ms: 0 });
+      if (fn.executionType === 'builtin' && calls.poolBusy()) {
+        calls.skip(fn, step.role, 'pricing pool busy');
         continue;
       }
       const admission = this.breakers.allow(fn.id, caller);
@@ -339,8 +298,8 @@ export class PricingEngine {
         // Open, or half-open with its one trial call in flight: that trial answers within the function's time limit.
         const trialEndsMs = this.breakers.trialEndsInMs(fn.id, caller, this.runner.timeoutOf(fn));
         // Only the workspace's own breaker keeps it out while the function's is closed: the caller's calls failed, not everyone's.
-        behind.set(fn.id, { waitMs: this.breakers.retryInMs(fn.id, caller) ?? trialEndsMs, trial: trialEndsMs !== null, own: this.breakers.state(fn.id) === 'closed' });
-        attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome: 'skipped', error: 'breaker open', ms: 0 });
+        calls.behind.set(fn.id, { waitMs: this.breakers.retryInMs(fn.id, caller) ?? trialEndsMs, trial: trialEndsMs !== null, own: this.breakers.state(fn.id) === 'closed' });
+        calls.skip(fn, step.role, 'breaker open');
         continue;
       }
       const r = await this.runner.run(fn, req.context, { market: marketFor(fn), admission, callerWorkspaceId: req.scope.workspaceId, healthCaller: caller, budgetMs });
@@ -360,116 +319,21 @@ export class PricingEngine {
       attempts.push({ function: fn.name, id: fn.id, role: step.role, outcome, error: r.error, ...(outcome === 'failed' && r.failure ? { failure: r.failure } : {}), ...(r.permanent ? { retryable: false as const } : {}), ...(r.cutByBudget ? { cut_by_budget: true as const } : {}), ...(r.retryAfterS !== undefined ? { retry_after: r.retryAfterS } : {}), ms });
       // Its time is in a stage of its own, so a slow failure is not read as the service's overhead.
       stages.push({ stage: 'execute', ms, function: fn.name, function_id: fn.id, role: step.role, execution: fn.executionType, outcome });
-      if (r.notApplicable?.refused) {
-        // A value of the caller's no method may read that way: another function that happens not to read it must not
-        // hide the mistake behind its price.
-        refused = { fn: fn.name, message: r.notApplicable.message, inputs: r.notApplicable.missing };
-        break;
-      }
-      if (r.notApplicable) {
-        notApplicable.push(fn.name);
-        if (step.role === 'chosen') chosenMissing = r.notApplicable.missing;
-        for (const m of r.notApplicable.missing) missing.add(m);
-        for (const input of r.notApplicable.declined ?? []) if (!declined.has(input)) declined.set(input, r.notApplicable.message);
-        // An endpoint that refused the context without naming a value (HTTP 400, 404, 413, 422): no input to ask for.
-        if (r.notApplicable.declined?.length === 0) endpointRefused.push(fn.name);
-      }
+      if (r.notApplicable && calls.unpriced(fn.name, step.role, r.notApplicable)) break;
     }
     stages.push({ stage: 'execute', ms: 0, attempts });
     // Every candidate excluded and no fallback allowed to run either: the exclusion is the answer, with why each fallback
     // was skipped, unless an open breaker alone keeps out something that would run (then a wait, as for a pinned call).
     if (excluded && attempts.every((a) => a.outcome === 'skipped')) {
-      const answer = excludedAnswer(excluded, attempts, behind, this.breakers, caller);
+      const answer = excludedAnswer(excluded, attempts, calls.behind, this.breakers, caller);
       this.requests.inc({ function: 'none', outcome: answer.code });
       throw answer;
     }
     // The function the call's outcome is counted under: the chosen one, else the first fallback that ran.
     const lead = first ?? (this.registry.find(attempts.find((a) => a.outcome !== 'skipped')?.id ?? '') as FunctionDescriptor);
-    if (refused) {
-      this.requests.inc({ function: this.opts.labels.of(lead), outcome: 'insufficient_context' });
-      throw new EngineError('insufficient_context', `The context cannot be priced by ${refused.fn}: ${refused.message}`, { attempts, missing: [], refused: refused.inputs });
-    }
-    // A function out of reach or not active was never a candidate to run; an open breaker stands for real failures.
-    const failedForReal = attempts.filter((a) => a.outcome === 'failed' || (a.outcome === 'skipped' && a.error === 'breaker open'));
-    // Functions the pool never ran might have priced it: the service is at fault, and a retry can succeed.
-    if (failedForReal.length === 0 && poolBusy()) {
-      this.requests.inc({ function: this.opts.labels.of(lead), outcome: 'service_busy' });
-      throw new EngineError('service_busy', 'Every pricing worker was busy: no function could be run in time.', { attempts });
-    }
-    // A function at an address the service will never call is as unable to price the context as one lacking its inputs:
-    // beside functions that could not price it, the caller hears what the context lacks, not "retrying will not help".
-    const mayPass = failedForReal.filter((a) => a.retryable !== false);
-    // A routed call whose every function able to judge the context could not price it is the context's fault, whether the
-    // others failed on it or are behind an open breaker (left out by routing, or skipped): the same context answers the same
-    // 422 in every breaker state, not a 502 while a breaker is closed or half-open and a 422 while it is open. Only when
-    // every function in the order was judged: one the pool or the time budget never ran, or a strategy passed over after
-    // a failure, might have priced it. A pinned function is the caller's own choice: its failure stays the answer (502).
-    const judgedAll = !passedOver && !attempts.some((a) => a.outcome === 'pool_busy' || a.cut_by_budget || a.error === 'call time budget spent');
-    if (notApplicable.length > 0 && (mayPass.length === 0 || (!pinned && judgedAll))) {
-      this.requests.inc({ function: this.opts.labels.of(lead), outcome: 'insufficient_context' });
-      const ran = new Set(attempts.flatMap((a) => (a.outcome !== 'skipped' && a.id ? [a.id] : [])));
-      // Under `policy`, a candidate another rule sends contexts to was never this context's to run, breaker or not.
-      const heldOut = (decision?.candidates ?? []).filter((c) => c.reason === 'breaker open' && !c.also?.some((x) => x.reason === 'rule miss')).map((c) => c.function);
-      throw unpricedContext({
-        attempts,
-        notApplicable,
-        missing: [...missing],
-        chosenMissing,
-        declined: [...declined].map(([input, reason]) => ({ input, reason })),
-        endpointRefused,
-        excludedCouldPrice: excludedByPolicy(this.registry, decision, overCeiling, ran, req.context, marketFor),
-        policyId: req.policy?.id,
-        heldOut,
-      });
-    }
-    this.requests.inc({ function: this.opts.labels.of(lead), outcome: 'functions_failed' });
-    // Functions that could not price the context did not fail: the message names the parts that did, and them apart.
-    // Named, not only by role: the functions that could not price it share those roles.
-    const failedWords = notApplicable.length
-      ? `Every function that could price the context failed (${triedRoles(failedForReal.length ? failedForReal : attempts, Boolean(pinned))}${failedForReal.length ? `: ${[...new Set(failedForReal.map((a) => a.function))].join(', ')}` : ''})`
-      : `Every function tried failed (${triedRoles(attempts, Boolean(pinned))})`;
-    const couldNotPrice = notApplicable.length ? ` ${notApplicable.join(', ')} could not price it.` : '';
-    // Every function that could answer is kept away for a while: behind its breaker (open, or half-open with its trial in
-    // flight; or opened by its failure in this very call), or because its endpoint failed asking for a wait (Retry-After).
-    // The soonest of them says when a retry may be answered (a retry finds the others as they are, and the first that takes
-    // a call again may answer it).
-    const waits = failedForReal.map((a) => (a.outcome === 'skipped' ? (behind.get(a.id ?? '')?.waitMs ?? null) : this.waitAfterFailure(a, caller)));
-    if (failedForReal.length > 0 && waits.every((w) => w !== null)) {
-      const retryAfterS = wholeSecondsToWait(Math.min(...waits));
-      const trials = failedForReal.some((a) => behind.get(a.id ?? '')?.trial);
-      const skippedOnly = failedForReal.every((a) => a.outcome === 'skipped');
-      // Why the ones that ran stay away: their endpoints asked for a wait, or their failures opened their breakers.
-      const asked = failedForReal.some((a) => a.retry_after !== undefined);
-      const guarded = failedForReal.some((a) => a.outcome === 'skipped' || (a.id !== null && a.id !== undefined && this.breakers.retryInMs(a.id, caller) !== null));
-      throw new EngineError(
-        'functions_failed',
-        skippedOnly
-          ? failedForReal.every((a) => behind.get(a.id ?? '')?.own)
-            ? `Every function that could answer has a circuit breaker open for this workspace: its calls to them kept failing (other workspaces' calls still reach them); the first lets a trial call of this workspace through in ${retryAfterS} s.`
-            : trials
-            ? `Every function that could answer has its circuit breaker open after recent failures, or half-open with its one trial call in flight; retry in ${retryAfterS} s.`
-            : `Every function that could answer has its circuit breaker open after recent failures; the first lets a trial call through in ${retryAfterS} s.`
-          : `${failedWords}, ${asked && guarded ? 'each endpoint asking to be called again later or behind an open circuit breaker' : asked ? 'each endpoint asking to be called again later' : 'each now behind an open circuit breaker'}: the soonest in ${retryAfterS} s.${couldNotPrice}`,
-        { attempts, retryAfterS, ...(missing.size ? { missing: [...missing] } : {}) },
-      );
-    }
-    if (failedForReal.length > 0 && failedForReal.every((a) => a.retryable === false)) {
-      const refusedAt = [...new Set(failedForReal.flatMap((a) => (a.id ? [a.id] : [])))];
-      // Only the caller's own functions are its to PATCH: the others' owners are told apart, by no id.
-      const ownRefusedAt = refusedAt.filter((id) => this.registry.find(id)?.workspaceId === req.scope.workspaceId);
-      throw new EngineError('functions_failed', 'Every function tried failed at an address the service will not call: retrying will not help.', { attempts, permanent: true, refusedAt, ownRefusedAt, pinned: Boolean(pinned), ...(missing.size ? { missing: [...missing] } : {}) });
-    }
-    throw new EngineError('functions_failed', `${failedWords}.${couldNotPrice}`, { attempts, ...(missing.size ? { missing: [...missing] } : {}) });
-  }
-
-  /**
-   * How long a function that failed in this call stays out of a retry's reach (ms), or null when a retry may call it at
-   * once: its endpoint's Retry-After, or the breaker its failure opened, whichever ends later (the breaker skips it till then).
-   */
-  private waitAfterFailure(a: AttemptReport, caller: string): number | null {
-    const asked = a.retry_after !== undefined ? a.retry_after * 1000 : null;
-    const breaker = a.id ? this.breakers.retryInMs(a.id, caller) : null;
-    return asked === null ? breaker : breaker === null ? asked : Math.max(asked, breaker);
+    const answer = failedCallAnswer({ calls, pinned: Boolean(pinned), decision, policy: req.policy, context: req.context, workspaceId: req.scope.workspaceId, caller, marketFor }, this.registry, this.breakers);
+    this.requests.inc({ function: this.opts.labels.of(lead), outcome: answer.code });
+    throw answer;
   }
 
   /** The policy ceiling a function is above, as the router reports a candidate's: cost first, then the latency it has shown. */
