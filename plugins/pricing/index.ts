@@ -26,8 +26,9 @@ import { callSchemas } from './schemas';
 import { PRICING } from './tokens';
 
 export { PRICING } from './tokens';
-export type { ComputeService, ComputeCall, ComputeResult } from './services/compute';
-export { callIdempotency } from './services/compute';
+export type { ComputeService } from './services/compute';
+export type { ComputeCall, ComputeResult } from './services/compute-call';
+export { callIdempotency } from './services/compute-call';
 export { DEMO_WORKSPACE_ID } from './migrations/0001-pricing-schema';
 export { DemoBudgetGuard } from './services/demo-budget';
 export { callSchemas, contextSchemaOf, computeExample } from './schemas';

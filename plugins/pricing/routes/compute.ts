@@ -12,10 +12,11 @@ import { credentialIgnored, idempotencyKeyOf, REPLAYED_HEADER, requestRateOf } f
 import { sandboxQuotaRefusal } from '../../usage';
 import * as s from '../schemas';
 import { batchResponse, demoPriceResponse, idempotencyHeaders, priceResponse } from '../responses';
-import { callIdempotency } from '../services/compute';
+import { callIdempotency } from '../services/compute-call';
 import { marketplaceOutsidePlan } from '../services/engine-errors';
 import { callExampleFor, unstorablePinExample } from './call-example';
-import type { ComputeCall, ComputeResult, ComputeService } from '../services/compute';
+import type { ComputeCall, ComputeResult } from '../services/compute-call';
+import type { ComputeService } from '../services/compute';
 
 /** The compute demo's words to a caller that sent a credential along, on its answers and refusals. */
 const DEMO_CREDENTIAL = credentialIgnored('The demo prices every call as the keyless demo tenant and did not check the credential sent; send it to POST /api/compute/price to price as your workspace.', { method: 'POST', path: '/api/compute/price' });

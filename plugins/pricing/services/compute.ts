@@ -4,78 +4,26 @@ import type { Config } from '../../../config';
 import type { AdmissionRequest, Reservation } from '../../../core/admission';
 import { freeReservation } from '../../../core/admission';
 import { ApiError } from '../../../core/errors';
-import type { Channel, Principal } from '../../../core/auth';
+import type { Principal } from '../../../core/auth';
 import type { Hooks } from '../../../core/hooks';
 import type { RouteTable } from '../../../core/http/pipeline';
 import type { RouteSpec } from '../../../core/http/route';
 import type { KvStore } from '../../../core/kv';
-import type { RequestRate } from '../../identity';
-import type { AttemptReport, CallerScope, MarketEvidence, PricingEngine, PriceOutcome, Preference, TraceStage } from '../../../engine';
+import type { CallerScope, MarketEvidence, PricingEngine, PriceOutcome, TraceStage } from '../../../engine';
 import { EngineError } from '../../../engine';
-import { IDEMPOTENCY_HEADER, REPLAYED_HEADER, claimOffered, requestFingerprint, seemsToManageWorkspace } from '../../identity';
-import { callerFields, contextKeys, isCallerGoneError, receipt, receiptOfRow, remaining } from '../../usage';
-import type { CallReplays, RecordedCall, RecordedEvent, UsageEventInput, UsageRecorder } from '../../usage';
+import { IDEMPOTENCY_HEADER, REPLAYED_HEADER, claimOffered, seemsToManageWorkspace } from '../../identity';
+import { isCallerGoneError, receipt, receiptOfRow, remaining } from '../../usage';
+import type { CallReplays, RecordedCall, RecordedEvent, UsageRecorder } from '../../usage';
 import { DEMO_WORKSPACE_ID } from '../migrations/0001-pricing-schema';
 import { callerGone, callerLeftSignal } from '../../../core/http/caller-gone';
+import type { ComputeCall, ComputeResult } from './compute-call';
+import { failedForReal, failedOthers, usageEventOf } from './compute-usage-event';
 import { toApiError } from './engine-errors';
 import type { ErrorAudience } from './engine-errors';
 import type { MarketEvidenceSlot } from './market-evidence';
 import { KeyedTurns } from './keyed-turns';
 import { mayCall, nextActions } from './next-actions';
 import type { PolicyStore } from './policy-store';
-
-export interface ComputeCall {
-  principal: Principal | null;
-  channel: Channel;
-  operation: 'compute' | 'router' | 'demo' | 'batch_item';
-  context: Record<string, unknown>;
-  functionId?: string | undefined;
-  functionName?: string | undefined;
-  preference?: Preference | undefined;
-  req: Request;
-  requestId: string;
-  /** performance.now() when the request arrived, for the trace's own overhead. */
-  startedAt?: number;
-  rateLimit?: RequestRate | undefined;
-  /** A batch admits all its items at once. */
-  reservation?: Reservation;
-  /** What is left of a keyless caller's demo budget after this call; at 0 no priced call is offered next. */
-  demoBudgetLeft?: number | undefined;
-  /** A keyless call that came with a credential it did not use (the demo): its caller holds a key, so none is offered. */
-  credentialIgnored?: boolean;
-  /**
-   * The call's Idempotency-Key and its request's fingerprint. A batch item's key is the batch's with
-   * the item's index, its fingerprint the whole batch's, and `batchKey` the batch's key.
-   */
-  idempotency?: { key: string; fingerprint: string; batchKey?: string } | undefined;
-  /**
-   * The caller gives the key's turn back itself (ComputeResult.releaseTurn) once the reply is
-   * written or marked not delivered, so a retry never replays an answer about to be marked.
-   */
-  holdTurn?: boolean;
-}
-
-export interface ComputeResult {
-  body: Record<string, unknown>;
-  headers: Record<string, string>;
-  usageEventId: string;
-  /** What this call committed (null when the caller brought the reservation): given back by notDelivered. */
-  reservation: Reservation | null;
-  /** With ComputeCall.holdTurn: gives the key's turn back (after the reply). */
-  releaseTurn?: () => void;
-}
-
-/** What differs between the usage events of one call's outcomes. */
-type UsageOutcome = Pick<UsageEventInput, 'status' | 'cost' | 'billable' | 'paidVia'> &
-  Partial<Pick<UsageEventInput, 'errorCode' | 'functionId' | 'functionName' | 'strategy' | 'price' | 'currency' | 'confidence' | 'cached' | 'fallbackUsed' | 'networkEvidence' | 'failedFunctionIds'>> & { latencyMs: number };
-
-/**
- * A priced call's Idempotency-Key, with what tells its retry from another call under the key: the
- * route and the validated body. REST and MCP share it, so a call retried over either is the same.
- */
-export function callIdempotency(key: string, route: string, body: unknown): NonNullable<ComputeCall['idempotency']> {
-  return { key, fingerprint: requestFingerprint({ route, body }) };
-}
 
 /** What admission knows a call as: a batch item is paid as part of its batch. */
 const admissionOperation = (call: ComputeCall): AdmissionRequest['operation'] => (call.operation === 'batch_item' ? 'batch' : call.operation);
@@ -92,20 +40,6 @@ function policyAccessOf(p: Principal | null, create: RouteSpec | undefined): 'ma
 
 const toMs = (x: number) => Math.round(x * 1000) / 1000;
 const ms = (from: number) => toMs(performance.now() - from);
-
-/**
- * A failure that counts against its function (leaderboard reliability), as its breaker counts it: not one whose address
- * the outbound guard refused (never called, retryable: false), nor one the call's time budget stopped before its own
- * timeout (docs/leaderboard.md). The same holds for the chosen function, which a failed call's event names only then.
- */
-const failedForReal = (a: AttemptReport): boolean => a.outcome === 'failed' && a.retryable !== false && !a.cut_by_budget;
-
-/** The functions a call tried that failed, but the one its event names: their failures count against them too. */
-function failedOthers(attempts: readonly AttemptReport[], named: string | undefined): string[] | undefined {
-  let ids: string[] | undefined;
-  for (const a of attempts) if (a.id !== null && failedForReal(a) && a.id !== named && !ids?.includes(a.id)) (ids ??= []).push(a.id);
-  return ids;
-}
 
 /**
  * One priced call, the same for REST, batch items, the price router, the demo and MCP:
@@ -129,35 +63,6 @@ export class ComputeService {
     kv: KvStore,
   ) {
     this.turns = new KeyedTurns(kv);
-  }
-
-  /** The usage event of a call: its outcome and who made it. */
-  private usageEvent(call: ComputeCall, r: UsageOutcome): UsageEventInput {
-    const p = call.principal;
-    return {
-      workspaceId: p?.workspaceId ?? DEMO_WORKSPACE_ID,
-      requestId: call.requestId,
-      operation: call.operation,
-      channel: call.channel,
-      status: r.status,
-      errorCode: r.errorCode ?? null,
-      functionId: r.functionId ?? null,
-      functionName: r.functionName ?? null,
-      strategy: r.strategy ?? null,
-      price: r.price ?? null,
-      currency: r.currency ?? null,
-      confidence: r.confidence ?? null,
-      cost: r.cost,
-      billable: r.billable,
-      paidVia: r.paidVia,
-      ...callerFields(p, call.req),
-      cached: r.cached ?? false,
-      fallbackUsed: r.fallbackUsed ?? false,
-      networkEvidence: r.networkEvidence ?? false,
-      latencyMs: r.latencyMs,
-      contextKeys: contextKeys(call.context),
-      failedFunctionIds: r.failedFunctionIds,
-    };
   }
 
   /**
@@ -310,7 +215,7 @@ export class ComputeService {
         const chosen = err.code === 'functions_failed' ? err.details.attempts?.find((a) => a.role === 'chosen' && failedForReal(a)) : undefined;
         const named = chosen?.id ? { functionId: chosen.id, functionName: chosen.function } : {};
         const failedFunctionIds = failedOthers(err.details.attempts ?? [], chosen?.id ?? undefined);
-        const usageEventId = await this.recorder.record(this.usageEvent(call, { ...named, failedFunctionIds, status: 'error', errorCode: mapped.code, cost: '0', billable: false, paidVia: null, latencyMs: ms(t0) }));
+        const usageEventId = await this.recorder.record(usageEventOf(call, { ...named, failedFunctionIds, status: 'error', errorCode: mapped.code, cost: '0', billable: false, paidVia: null, latencyMs: ms(t0) }));
         // The failed call's record, named as a priced call's receipt names its own: a batch's items share one request id,
         // so this is how a failed item's event is found. A keyless demo call's record is nobody's to open (its receipt names no id).
         throw demo ? mapped : mapped.with({ fields: { usage_event_id: usageEventId } });
@@ -322,7 +227,7 @@ export class ComputeService {
     const charged = { amount: demo ? '0.00' : outcome.cost, currency: 'USDC', paid_via: reservation.paidVia, billable: !demo && reservation.paidVia === null };
     stages.push({ stage: 'charge', ms: 0, ...charged });
     t = performance.now();
-    const usageEvent = this.usageEvent(call, {
+    const usageEvent = usageEventOf(call, {
       status: 'ok',
       functionId: outcome.fn.id,
       functionName: outcome.fn.name,

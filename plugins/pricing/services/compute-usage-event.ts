@@ -1,0 +1,52 @@
+import type { AttemptReport } from '../../../engine';
+import { callerFields, contextKeys } from '../../usage';
+import type { UsageEventInput } from '../../usage';
+import { DEMO_WORKSPACE_ID } from '../migrations/0001-pricing-schema';
+import type { ComputeCall } from './compute-call';
+
+/** What differs between the usage events of one call's outcomes. */
+export type UsageOutcome = Pick<UsageEventInput, 'status' | 'cost' | 'billable' | 'paidVia'> &
+  Partial<Pick<UsageEventInput, 'errorCode' | 'functionId' | 'functionName' | 'strategy' | 'price' | 'currency' | 'confidence' | 'cached' | 'fallbackUsed' | 'networkEvidence' | 'failedFunctionIds'>> & { latencyMs: number };
+
+/**
+ * A failure that counts against its function (leaderboard reliability), as its breaker counts it: not one whose address
+ * the outbound guard refused (never called, retryable: false), nor one the call's time budget stopped before its own
+ * timeout (docs/leaderboard.md). The same holds for the chosen function, which a failed call's event names only then.
+ */
+export const failedForReal = (a: AttemptReport): boolean => a.outcome === 'failed' && a.retryable !== false && !a.cut_by_budget;
+
+/** The functions a call tried that failed, but the one its event names: their failures count against them too. */
+export function failedOthers(attempts: readonly AttemptReport[], named: string | undefined): string[] | undefined {
+  let ids: string[] | undefined;
+  for (const a of attempts) if (a.id !== null && failedForReal(a) && a.id !== named && !ids?.includes(a.id)) (ids ??= []).push(a.id);
+  return ids;
+}
+
+/** The usage event of a call: its outcome and who made it. */
+export function usageEventOf(call: ComputeCall, r: UsageOutcome): UsageEventInput {
+  const p = call.principal;
+  return {
+    workspaceId: p?.workspaceId ?? DEMO_WORKSPACE_ID,
+    requestId: call.requestId,
+    operation: call.operation,
+    channel: call.channel,
+    status: r.status,
+    errorCode: r.errorCode ?? null,
+    functionId: r.functionId ?? null,
+    functionName: r.functionName ?? null,
+    strategy: r.strategy ?? null,
+    price: r.price ?? null,
+    currency: r.currency ?? null,
+    confidence: r.confidence ?? null,
+    cost: r.cost,
+    billable: r.billable,
+    paidVia: r.paidVia,
+    ...callerFields(p, call.req),
+    cached: r.cached ?? false,
+    fallbackUsed: r.fallbackUsed ?? false,
+    networkEvidence: r.networkEvidence ?? false,
+    latencyMs: r.latencyMs,
+    contextKeys: contextKeys(call.context),
+    failedFunctionIds: r.failedFunctionIds,
+  };
+}
