@@ -77,6 +77,15 @@ const nextAction = z
   .meta({ id: 'NextAction', description: 'A request this credential may make next.' });
 
 /** What every priced call answers, whatever the route (compute, router, batch item, demo). */
+/** Only on a retry with an Idempotency-Key already answered (priced calls and verifications): the first call's answer. */
+export const idempotentReplayField = z
+  .object({
+    first_request_id: z.string().describe('The request id of the call this answer repeats.'),
+    recorded_at: z.string().describe('When that call was recorded (ISO 8601).'),
+  })
+  .optional()
+  .describe('Only on a retry with an Idempotency-Key already answered: the first call\'s answer, charged and recorded once.');
+
 const pricedFields = {
   price: z.string().describe('The price, a decimal string.'),
   currency: z.string().describe('The price\'s currency (the context\'s, else USD).'),
@@ -103,13 +112,7 @@ const pricedFields = {
   next_actions: z.array(nextAction).describe('At most NEXT_ACTIONS_MAX (3) requests this credential may make next.'),
   receipt: receiptSchema,
   remaining: remainingSchema.optional(),
-  idempotent_replay: z
-    .object({
-      first_request_id: z.string().describe('The request id of the call this answer repeats.'),
-      recorded_at: z.string().describe('When that call was recorded (ISO 8601).'),
-    })
-    .optional()
-    .describe('Only on a retry with an Idempotency-Key already answered: the first call\'s answer, charged and recorded once.'),
+  idempotent_replay: idempotentReplayField,
 };
 
 /** A priced call's answer (POST /api/compute/price, POST /api/price-router). */

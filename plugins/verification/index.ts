@@ -5,7 +5,7 @@ import { TOKENS } from '../../core/tokens';
 import { PRICING } from '../pricing';
 import type { CallSchemas, MarketEvidenceSlot } from '../pricing';
 import { USAGE } from '../usage';
-import type { UsageRecorder } from '../usage';
+import type { CallReplays, UsageRecorder } from '../usage';
 import { verificationSchema } from './migrations/0001-verification-schema';
 import { verificationObservedAtIndex } from './migrations/0002-observations-observed-at';
 import { observationRoutes } from './routes/observations';
@@ -50,7 +50,7 @@ export const verificationPlugin: PluginDefinition = {
     const verdicts = ctx.metrics.counter({ name: 'price_verifications_total', help: 'Price verifications answered, by verdict (reasonable, high, low, unknown) and channel (api, mcp, demo).', labelNames: ['verdict', 'channel'] });
     // Every verdict's series exists from the start, so a share of unknown verdicts reads 0 rather than no data.
     for (const verdict of ['reasonable', 'high', 'low', 'unknown']) for (const channel of ['api', 'mcp', 'demo']) verdicts.inc({ verdict, channel }, 0);
-    const service = new VerificationService(store, hooks, recorder, config, clock, ctx.publicUrl, container.resolve<FunctionRegistry>(PRICING.Registry), (verdict, channel) => verdicts.inc({ verdict, channel }));
+    const service = new VerificationService(store, hooks, recorder, config, clock, ctx.publicUrl, container.resolve<FunctionRegistry>(PRICING.Registry), (verdict, channel) => verdicts.inc({ verdict, channel }), container.resolve<CallReplays>(USAGE.Replays), kv);
     container.register(VERIFICATION.Service, { useValue: service });
     container.register(VERIFICATION.Observations, { useValue: store });
     // Compute positions against the same observations a verdict is judged on.

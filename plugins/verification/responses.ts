@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { listEnvelopeSchema, requestIdField } from '../../core/http/reply-fields';
-import { demoFields } from '../pricing';
+import { demoFields, idempotentReplayField } from '../pricing';
 import { receiptSchema, remainingSchema } from '../usage';
 
 /**
@@ -110,6 +110,7 @@ const verifyFields = {
   receipt: receiptSchema,
   hint: z.string().optional().describe('Only on an unknown verdict for want of evidence: what would decide the next one.'),
   remaining: remainingSchema.optional(),
+  idempotent_replay: idempotentReplayField,
   request_id: requestIdField,
 };
 

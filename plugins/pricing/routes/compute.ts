@@ -8,11 +8,12 @@ import { defineRoute, ok } from '../../../core/http/route';
 import type { Reply, RequestContext, RouteSpec } from '../../../core/http/route';
 import { passingExample } from '../../../core/http/sent-example';
 import { validationFailed, zodIssues } from '../../../core/validation';
-import { credentialIgnored, idempotencyKeyOf, REPLAYED_HEADER, requestRateOf } from '../../identity';
+import { credentialIgnored, REPLAYED_HEADER, requestRateOf } from '../../identity';
 import { sandboxQuotaRefusal } from '../../usage';
 import * as s from '../schemas';
 import { batchResponse, demoPriceResponse, idempotencyHeaders, priceResponse } from '../responses';
 import { callIdempotency } from '../services/compute-call';
+import { keyedCall, requestKey } from './request-key';
 import { marketplaceOutsidePlan } from '../services/engine-errors';
 import { callExampleFor, unstorablePinExample } from './call-example';
 import type { ComputeCall, ComputeResult } from '../services/compute-call';
@@ -52,21 +53,6 @@ function callOf(ctx: RequestContext, operation: ComputeCall['operation'], item: 
   };
 }
 
-/**
- * The request's Idempotency-Key header; null without one. A malformed key is a 400 like a bad body,
- * with an example as SPEC's compute and batch 400s carry: the body as sent, which passed (the header
- * is read after it: only the header was wrong); for a batch, whose body may hold a hundred items, the
- * route's own.
- */
-function requestKey(ctx: RequestContext, sentIsExample: boolean): string | null {
-  try {
-    return idempotencyKeyOf(ctx.req);
-  } catch (err) {
-    if (!isApiError(err)) throw err;
-    const example = sentIsExample && ctx.sent !== undefined ? ctx.sent : ctx.route.example;
-    throw example !== undefined ? err.with({ example }) : err;
-  }
-}
 
 /** An issue path of a batch item's body as a path in the batch's (`(root)` is the item itself). */
 const inItem = (index: number, path: string): string => (path === '(root)' ? `items[${index}]` : `items[${index}].${path}`);
@@ -105,11 +91,6 @@ function itemNamed(err: ApiError, index: number): ApiError {
   return new ApiError(err.code, message, { ...err.extras, issues: issues.map((i) => (i.path.startsWith(at) ? i : { ...i, path: inItem(index, i.path) })) });
 }
 
-/** A call's Idempotency-Key header, as callIdempotency keeps it; undefined without one. */
-function keyedCall(ctx: RequestContext, route: string, body: unknown): ComputeCall['idempotency'] {
-  const key = requestKey(ctx, true);
-  return key === null ? undefined : callIdempotency(key, route, body);
-}
 
 /**
  * A priced call's reply. One that reaches nobody is marked not delivered, uncharged; a replay's is

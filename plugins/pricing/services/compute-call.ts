@@ -1,8 +1,9 @@
 import type { Request } from 'express';
+import { ApiError } from '../../../core/errors';
 import type { Reservation } from '../../../core/admission';
 import type { Channel, Principal } from '../../../core/auth';
 import type { Preference } from '../../../engine';
-import { requestFingerprint } from '../../identity';
+import { IDEMPOTENCY_HEADER, requestFingerprint } from '../../identity';
 import type { RequestRate } from '../../identity';
 
 export interface ComputeCall {
@@ -52,4 +53,15 @@ export interface ComputeResult {
  */
 export function callIdempotency(key: string, route: string, body: unknown): NonNullable<ComputeCall['idempotency']> {
   return { key, fingerprint: requestFingerprint({ route, body }) };
+}
+
+/**
+ * Another request under a key that holds a charged call (a priced call's or a verification's): 422, naming that call's
+ * usage event.
+ */
+export function idempotencyKeyReused(usageEventId: string, ttlHours: number): ApiError {
+  return new ApiError('idempotency_key_reused', `This ${IDEMPOTENCY_HEADER} was already used in this workspace for a different call (another body, or another route: a priced call or a verification).`, {
+    hint: `A key stands for one intended call: retry that one with its own body and route, or send a new key (a fresh UUID) for this one. Keys are kept ${ttlHours} hours.`,
+    fields: { usage_event_id: usageEventId },
+  });
 }

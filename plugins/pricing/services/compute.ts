@@ -16,6 +16,7 @@ import { isCallerGoneError, receipt, receiptOfRow, remaining } from '../../usage
 import type { CallReplays, RecordedCall, RecordedEvent, UsageRecorder } from '../../usage';
 import { DEMO_WORKSPACE_ID } from '../migrations/0001-pricing-schema';
 import { callerGone, callerLeftSignal } from '../../../core/http/caller-gone';
+import { idempotencyKeyReused } from './compute-call';
 import type { ComputeCall, ComputeResult } from './compute-call';
 import { failedForReal, failedOthers, usageEventOf } from './compute-usage-event';
 import { toApiError } from './engine-errors';
@@ -85,19 +86,11 @@ export class ComputeService {
     const done = await this.turns.take(`${principal.workspaceId}\n${idempotency.key}`, this.config.limits.idempotencyWaitMs, () => callerLeftSignal(req));
     try {
       const held = await this.replays.heldByAnother(principal.workspaceId, idempotency.key, idempotency.fingerprint);
-      if (held !== null) throw this.keyReused(held);
+      if (held !== null) throw idempotencyKeyReused(held, this.replays.ttlHours);
       return await run();
     } finally {
       done();
     }
-  }
-
-  /** Another request under a key that holds a charged call: 422, naming that call's usage event. */
-  private keyReused(usageEventId: string): ApiError {
-    return new ApiError('idempotency_key_reused', `This ${IDEMPOTENCY_HEADER} was already used in this workspace for a different priced call (another body, or another route).`, {
-      hint: `A key stands for one intended call: retry that one with its own body and route, or send a new key (a fresh UUID) for this one. Keys are kept ${this.replays.ttlHours} hours.`,
-      fields: { usage_event_id: usageEventId },
-    });
   }
 
   /**
@@ -349,7 +342,7 @@ export class ComputeService {
    */
   private async replay(call: ComputeCall, first: RecordedCall, stages: TraceStage[], t0: number): Promise<ComputeResult | null> {
     const p = call.principal as Principal;
-    if (first.fingerprint !== call.idempotency?.fingerprint) throw this.keyReused(first.event.id);
+    if (first.fingerprint !== call.idempotency?.fingerprint) throw idempotencyKeyReused(first.event.id, this.replays.ttlHours);
     // Its answer now reaches a caller: a not-delivered mark arriving later (from any instance) leaves it charged.
     if (!(await this.replays.markReplayed(p.workspaceId, call.idempotency.key, first.event.id))) return null;
     const { request_id: firstRequestId, trace, ...answer } = first.response as { request_id: string; trace: Record<string, unknown>; price: string; strategy: string };

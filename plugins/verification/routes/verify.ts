@@ -1,6 +1,7 @@
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
 import { credentialIgnored, requestRateOf } from '../../identity';
+import { idempotencyHeaders, keyedCall } from '../../pricing';
 import { sandboxQuotaRefusal } from '../../usage';
 import * as s from '../schemas';
 import { demoVerifyResponse, verifyResponse } from '../responses';
@@ -34,8 +35,10 @@ export function verifyRoutes(service: VerificationService, verifyBody: s.VerifyB
       body: verifyBody,
       example: s.verifyExample,
       exampleFor: verifyExampleFor(verifyBody, s.verifyExample),
-      responses: { 200: { description: 'The verdict with its evidence and the usage record.', schema: verifyResponse }, 429: sandboxQuotaRefusal },
+      headers: idempotencyHeaders,
+      responses: { 200: { description: 'The verdict with its evidence and the usage record; a retry under an answered Idempotency-Key repeats it (Idempotent-Replayed: true), counted once.', schema: verifyResponse }, 429: sandboxQuotaRefusal },
       handler: async (ctx) => {
+        const idempotency = keyedCall(ctx, 'verify.price', ctx.body);
         const r = await service.verify({
           principal: ctx.principal,
           channel: ctx.channel,
@@ -44,8 +47,12 @@ export function verifyRoutes(service: VerificationService, verifyBody: s.VerifyB
           req: ctx.req,
           requestId: ctx.requestId,
           rateLimit: requestRateOf(ctx),
+          idempotency,
+          holdTurn: idempotency !== undefined,
         });
-        return { ...ok({ ...r.body, request_id: ctx.requestId }, r.headers), notDelivered: () => service.notDelivered(r.usageEventId, r.reservation) };
+        const reply = { ...ok({ ...r.body, request_id: ctx.requestId }, r.headers), ...(r.releaseTurn ? { afterReply: r.releaseTurn } : {}) };
+        // A replay's reply that reaches nobody leaves the call it repeats as recorded (answered before).
+        return r.reservation === null ? reply : { ...reply, notDelivered: () => service.notDelivered(r.usageEventId, r.reservation) };
       },
     }),
     defineRoute({

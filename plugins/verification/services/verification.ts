@@ -1,16 +1,21 @@
 import type { Request } from 'express';
 import type { Reservation } from '../../../core/admission';
+import { freeReservation } from '../../../core/admission';
+import { ApiError } from '../../../core/errors';
+import { callerLeftSignal } from '../../../core/http/caller-gone';
 import { callerGone } from '../../../core/http/caller-gone';
 import type { Config } from '../../../config';
 import type { Channel, Principal } from '../../../core/auth';
 import type { Clock } from '../../../core/clock';
 import type { Hooks } from '../../../core/hooks';
+import { IDEMPOTENCY_HEADER, REPLAYED_HEADER } from '../../identity';
 import type { RequestRate } from '../../identity';
+import type { KvStore } from '../../../core/kv';
 import { dec, formatMoney } from '../../../core/money';
 import { minorUnits } from '../../../engine';
-import { DEMO_WORKSPACE_ID } from '../../pricing';
-import { callerFields, contextKeys, receipt, remaining } from '../../usage';
-import type { UsageEventInput, UsageRecorder } from '../../usage';
+import { DEMO_WORKSPACE_ID, KeyedTurns, idempotencyKeyReused } from '../../pricing';
+import { callerFields, contextKeys, receipt, receiptOfRow, remaining } from '../../usage';
+import type { CallReplays, RecordedCall, RecordedEvent, UsageEventInput, UsageRecorder } from '../../usage';
 import type { ObservationStore } from './observations';
 import { acceptedOutcomeLabel } from './labels';
 import type { FunctionsByName } from './labels';
@@ -30,15 +35,20 @@ export interface VerifyCall {
   requestId: string;
   /** The request-rate counters of this request, reported in `remaining` for sandboxes. */
   rateLimit?: RequestRate | undefined;
+  /** The call's Idempotency-Key and its request's fingerprint (callIdempotency, route verify.price); the demo keeps none. */
+  idempotency?: { key: string; fingerprint: string } | undefined;
+  /** The caller gives the key's turn back itself (VerifyResult.releaseTurn) once the reply is written or marked not delivered. */
+  holdTurn?: boolean;
 }
 
 export interface VerifyResult {
   body: Record<string, unknown>;
   headers: Record<string, string>;
   usageEventId: string;
-  verdict: VerdictResult;
-  /** What this verification committed: given back by notDelivered. */
-  reservation: Reservation;
+  /** What this verification committed, given back by notDelivered; null for a replay, which committed nothing. */
+  reservation: Reservation | null;
+  /** With VerifyCall.holdTurn: gives the key's turn back (after the reply). */
+  releaseTurn?: () => void;
 }
 
 function positive(v: unknown): string | null {
@@ -86,6 +96,9 @@ export function ceilingOf(context: Record<string, unknown>, digits = 2): Constra
  * usage event written → response body with the receipt.
  */
 export class VerificationService {
+  /** One verification at a time per Idempotency-Key, on this instance and, with Redis, across instances. */
+  private readonly turns: KeyedTurns;
+
   constructor(
     private readonly store: ObservationStore,
     private readonly hooks: Hooks,
@@ -95,8 +108,12 @@ export class VerificationService {
     private readonly publicUrl: () => string,
     private readonly functions: FunctionsByName,
     /** Called once per answered verification (recorded), with its verdict: the plugin counts them in the metrics. */
-    private readonly answered: (verdict: VerdictValue, channel: Channel) => void = () => undefined,
-  ) {}
+    private readonly answered: (verdict: VerdictValue, channel: Channel) => void,
+    private readonly replays: CallReplays,
+    kv: KvStore,
+  ) {
+    this.turns = new KeyedTurns(kv);
+  }
 
   /** The observations as this caller may see them: an accepted outcome's function named only where the caller could see the function. */
   private shownTo(observations: readonly Observation[], callerWorkspaceId: string | null): readonly Observation[] {
@@ -121,12 +138,41 @@ export class VerificationService {
   }
 
   /** Marks a recorded verification whose answer reached nobody: not delivered, not charged, what it committed given back. */
-  notDelivered(usageEventId: string, reservation: Reservation): Promise<void> {
+  notDelivered(usageEventId: string, reservation: Reservation | null): Promise<void> {
     return this.recorder.undeliver([usageEventId], [reservation]);
   }
 
+  /**
+   * A verification with an Idempotency-Key takes its key's turn first: a retry racing it (on this instance or another
+   * sharing Redis) waits, then answers what it recorded without counting again.
+   */
   async verify(call: VerifyCall): Promise<VerifyResult> {
+    const p = call.principal;
+    if (!p || !call.idempotency) return this.verifyOnce(call);
+    const done = await this.turns.take(`${p.workspaceId}\n${call.idempotency.key}`, this.config.limits.idempotencyWaitMs, () => callerLeftSignal(call.req));
+    let held = false;
+    try {
+      const r = await this.verifyOnce(call);
+      // A replay has nothing that could still be marked: its turn ends here.
+      if (call.holdTurn && r.reservation !== null) {
+        held = true;
+        return { ...r, releaseTurn: done };
+      }
+      return r;
+    } finally {
+      if (!held) done();
+    }
+  }
+
+  /** `again`: this call lost its key's claim to a concurrent one that was then not delivered, and verifies once more. */
+  private async verifyOnce(call: VerifyCall, again = false): Promise<VerifyResult> {
     const t0 = performance.now();
+    const keyed = call.principal && call.idempotency ? { ...call.idempotency, workspaceId: call.principal.workspaceId } : null;
+    if (keyed) {
+      const first = await this.replays.find(keyed.workspaceId, keyed.key);
+      const replayed = first ? await this.replay(call, first) : null;
+      if (replayed) return replayed;
+    }
     const p = call.principal;
     const rawType = call.context.product_type;
     const productType = typeof rawType === 'string' && rawType.trim() !== '' ? rawType.trim() : null;
@@ -184,12 +230,9 @@ export class VerificationService {
       paidVia: reservation.paidVia,
       ...callerFields(p, call.req),
       latencyMs: Math.round((performance.now() - t0) * 1000) / 1000,
-      contextKeys: contextKeys(call.context, { currency }),
+      // The currency as read (upper-cased), only when the caller sent one: the verdict's USD default is not the caller's.
+      contextKeys: contextKeys(call.context, typeof rawCurrency === 'string' ? { currency } : {}),
     };
-    const recorded = await this.recorder.recordAndSettle(usageEvent, reservation, () => callerGone(call.req));
-    const usageEventId = recorded.id;
-    this.answered(verdict.verdict, call.channel);
-
     const body: Record<string, unknown> = {
       object: 'price_verification',
       verdict: verdict.verdict,
@@ -206,12 +249,52 @@ export class VerificationService {
       constraints: verdict.constraints,
       evidence: verdict.evidence,
       thresholds: verdict.thresholds,
-      receipt: receipt(this.publicUrl(), recorded, usageEvent, p, this.config.identity.selfRegistrationOpen),
     };
     // Without evidence the verdict says why; the hint says what would give one.
     if (verdict.verdict === 'unknown' && !verdict.evidence.sufficient) body.hint = unknownHint(verdict.constraints);
+    let recorded: RecordedEvent;
+    if (keyed) {
+      // What a retry with the key answers: the verdict as given now (its receipt and remaining allowance are rebuilt).
+      const claimed = await this.recorder.recordAndSettle(usageEvent, reservation, () => callerGone(call.req), { key: keyed.key, fingerprint: keyed.fingerprint, response: { ...body, request_id: call.requestId } });
+      if (!claimed) {
+        // Another call with this key was recorded first (concurrently): this one counts for nothing, and answers that one.
+        const first = await this.replays.find(keyed.workspaceId, keyed.key);
+        const replayed = first ? await this.replay(call, first) : null;
+        if (replayed) return replayed;
+        // That call was not delivered (its key is free again): this one verifies once more and claims it.
+        if (!again) return this.verifyOnce(call, true);
+        throw new ApiError('conflict', `Another verification with this ${IDEMPOTENCY_HEADER} was being recorded at the same time; this one was not counted.`, { hint: 'Send the same request with the same key again: it answers what the other call recorded.' });
+      }
+      recorded = claimed;
+    } else {
+      recorded = await this.recorder.recordAndSettle(usageEvent, reservation, () => callerGone(call.req));
+    }
+    this.answered(verdict.verdict, call.channel);
+    body.receipt = receipt(this.publicUrl(), recorded, usageEvent, p, this.config.identity.selfRegistrationOpen);
     const left = remaining(p, reservation, call.rateLimit);
     if (left) body.remaining = left;
-    return { body, headers: reservation.headers ?? {}, usageEventId, verdict, reservation };
+    return { body, headers: reservation.headers ?? {}, usageEventId: recorded.id, reservation };
+  }
+
+  /**
+   * The answer to a retry of a verification recorded under the same Idempotency-Key: that call's verdict, its receipt as
+   * the record is now, and nothing counted or recorded now; another request under the key is 422 idempotency_key_reused.
+   * Null when the key was let go meanwhile (that call was just marked not delivered): this one verifies afresh.
+   */
+  private async replay(call: VerifyCall, first: RecordedCall): Promise<VerifyResult | null> {
+    const p = call.principal as Principal;
+    if (first.fingerprint !== call.idempotency?.fingerprint) throw idempotencyKeyReused(first.event.id, this.replays.ttlHours);
+    // Its answer now reaches a caller: a not-delivered mark arriving later (from any instance) leaves it counted.
+    if (!(await this.replays.markReplayed(p.workspaceId, call.idempotency.key, first.event.id))) return null;
+    const { request_id: firstRequestId, ...answer } = first.response as { request_id: string };
+    const standing = await this.hooks.standing({ operation: 'verify', principal: p, req: call.req, channel: call.channel });
+    const body: Record<string, unknown> = {
+      ...answer,
+      receipt: receiptOfRow(this.publicUrl(), first.event, p, this.config.identity.selfRegistrationOpen),
+      idempotent_replay: { first_request_id: firstRequestId, recorded_at: first.event.created_at.toISOString() },
+    };
+    const left = remaining(p, { ...freeReservation(), ...(standing ? { remaining: standing } : {}) }, call.rateLimit);
+    if (left) body.remaining = left;
+    return { body, headers: { [REPLAYED_HEADER]: 'true' }, usageEventId: first.event.id, reservation: null };
   }
 }

@@ -157,7 +157,7 @@ describe('OpenAPI response schemas of the priced and verify routes', function ()
       const schema = resolve(op.responses['200'].content['application/json'].schema);
       expect(Object.keys(schema.properties ?? {}).sort(), id).to.deep.equal(Object.keys(declared(id).shape).sort());
       const params = (op.parameters ?? []).filter((p: { in: string; name: string }) => p.in === 'header' && p.name === 'idempotency-key');
-      expect(params, id).to.have.length(['compute.price', 'router.price', 'compute.batch'].includes(id) ? 1 : 0);
+      expect(params, id).to.have.length(['compute.price', 'router.price', 'compute.batch', 'verify.price'].includes(id) ? 1 : 0);
     }
   });
 });
