@@ -67,7 +67,7 @@ export const BUILTINS: readonly BuiltinSpec[] = [
     tags: ['cost', 'margin', 'cold-start'],
     costPerUnit: '0.001',
     costMultiplier: '1',
-    inputs: ['unit_cost', 'target_margin', 'markup', 'fixed_costs', 'expected_volume', 'min_price', 'max_price', 'currency'],
+    inputs: ['unit_cost', 'target_margin', 'markup', 'fixed_costs', 'expected_volume', 'min_price', 'max_price', 'product_type', 'currency'],
     mayPrice: (ctx) => amount(ctx, 'unit_cost'),
     example: { unit_cost: 4.2, target_margin: 0.3, currency: 'USD' },
     method: costPlus,

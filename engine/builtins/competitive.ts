@@ -1,5 +1,5 @@
 import { D, MAX_AMOUNT, currencyOf, describeCurrencies, exactMedian, mad, markupFraction, median, num, observations, positiveMoney, round3, toPrice, methodResult, highestFloor, floorAboveCeiling } from './inputs';
-import type { Bound } from './inputs';
+import type { Bound, Dec } from './inputs';
 import { MethodNotApplicable } from './types';
 import type { Context, MarketEvidence, MethodResult } from './types';
 
@@ -123,6 +123,16 @@ function networkReference(ctx: Context, market: MarketEvidence | undefined, curr
     notes,
     details: { reference: 'network_observations', observations: market.observations },
   };
+}
+
+/**
+ * The reference competitive positioning would take from the network's observations (in exact decimal), with what it
+ * rests on; null when it would take none (a competitor list sent, no evidence in the context's currency, none usable).
+ */
+export function networkReferencePrice(ctx: Context, market: MarketEvidence | undefined): { price: Dec; sources: number; observations: number } | null {
+  const r = networkReference(ctx, market, currencyOf(ctx));
+  if (!r || !market) return null;
+  return { price: r.ref !== undefined ? new D(r.ref) : exactMedian(r.perSource), sources: r.perSource.length, observations: market.observations };
 }
 
 /** Whether competitive positioning would take its reference from the network's observations. */

@@ -1,16 +1,21 @@
-import { D, currencyOf, fraction, lacking, markupFraction, num, percent, positiveMoney, round3, toPrice, methodResult, callerBounds } from './inputs';
+import { D, confidenceOf, currencyOf, fraction, lacking, markupFraction, num, percent, positiveMoney, round3, toPrice, methodResult, callerBounds } from './inputs';
 import type { Bound, Dec } from './inputs';
+import { networkReferencePrice } from './competitive';
 import { MethodNotApplicable } from './types';
-import type { Context, MethodResult } from './types';
+import type { Context, MarketEvidence, MethodResult } from './types';
 
 export const DEFAULT_TARGET_MARGIN = 0.3;
+/** What a price inside the network's band adds to the input quality, and the factor one outside it is lowered by (pricing-methods §1: "raise it a little … lower it when outside"). */
+export const INSIDE_NETWORK_BAND_RAISE = 0.05;
+export const OUTSIDE_NETWORK_BAND = 0.7;
 
 /**
  * Cost-plus with a target margin: p = c / (1 − g), or with a markup: p = c · (1 + m). Fixed costs
  * are spread over the expected volume. Confidence reflects input quality only (the method ignores
- * demand and competitors): 0.5 when the caller gives the margin, 0.35 on the default margin.
+ * demand and competitors): 0.5 when the caller gives the margin, 0.35 on the default margin; raised a
+ * little when the price lies within the network's band of the product type, lowered outside it (placeOnNetwork).
  */
-export function costPlus(ctx: Context): MethodResult {
+export function costPlus(ctx: Context, market?: MarketEvidence): MethodResult {
   const currency = currencyOf(ctx);
   const unitCost = positiveMoney(ctx, 'unit_cost');
   if (!unitCost) throw new MethodNotApplicable(`cost-plus needs unit_cost (a positive amount)${lacking(ctx, 'unit_cost')}.`, ['unit_cost']);
@@ -51,5 +56,49 @@ export function costPlus(ctx: Context): MethodResult {
   price = bounded.price;
   if (price.lt(cost) && !belowCost) notes.push(`max_price holds the price below cost (${toPrice(cost, currency)})`);
   const factors = { input_quality: inputQuality, bounds: bounded.factor };
-  return methodResult(price, currency, factors, used, notes, { unit_cost_with_fixed: toPrice(cost, currency), markup_applied: round3(price.div(cost).minus(1).toNumber()) }, bounded.bounds);
+  const result = methodResult(price, currency, factors, used, notes, { unit_cost_with_fixed: toPrice(cost, currency), markup_applied: round3(price.div(cost).minus(1).toNumber()) }, bounded.bounds);
+  if (market) placeOnNetwork(result, ctx, market);
+  return result;
+}
+
+/** A bound of the network's band as a verdict shows it: as given, to 8 decimals at most. */
+const bandBound = (x: number): string => new D(x).toDecimalPlaces(8).toFixed();
+
+/**
+ * Where the price answered sits against the network's observations of the product type: inside, above or below the
+ * band a verdict on it would use (bounds inclusive, as the verdict reads them), or, with no band given, how far from
+ * the reference. Only the confidence follows (pricing-methods §1); the price stays cost-based, so the observations are
+ * not among `inputs_used`: an accepted outcome of this price is new evidence, not the network's echoed back.
+ */
+function placeOnNetwork(result: MethodResult, ctx: Context, market: MarketEvidence): void {
+  const network = networkReferencePrice(ctx, market);
+  if (!network) return;
+  const { currency } = result;
+  const p = new D(result.price);
+  const reference = toPrice(network.price, currency);
+  const index = round3(p.div(network.price).times(100).toNumber());
+  const of = `${network.observations} price observation(s) of "${market.product_type}" in ${currency} from ${network.sources} source(s)`;
+  const band = market.band;
+  if (!band || !(band.upper > 0) || !(band.lower <= band.upper)) {
+    const off = p.div(network.price).minus(1);
+    const where = off.isZero() ? 'at' : `${off.abs().times(100).toDecimalPlaces(1).toFixed()}% ${off.gt(0) ? 'above' : 'below'}`;
+    result.notes.push(`the price ${result.price} is ${where} the network's reference ${reference} (${of}); no band was given to judge it against: confidence unchanged, the price stays cost-based`);
+    result.details = { ...result.details, network: { reference_price: reference, observations: network.observations, sources: network.sources, price_index: index } };
+    return;
+  }
+  const lower = new D(band.lower);
+  const upper = new D(band.upper);
+  const position = p.lt(lower) ? 'below' : p.gt(upper) ? 'above' : 'inside';
+  const shown = `${lower.isZero() ? '(open below' : `[${bandBound(band.lower)}`}, ${bandBound(band.upper)}]`;
+  const factors = result.confidence_factors;
+  if (position === 'inside') {
+    const before = factors.input_quality ?? 0;
+    factors.input_quality = round3(Math.min(1, before + INSIDE_NETWORK_BAND_RAISE));
+    result.notes.push(`the price ${result.price} lies within the network's band ${shown} around its reference ${reference} (${of}): input_quality raised from ${before} to ${factors.input_quality}`);
+  } else {
+    factors.network_band = OUTSIDE_NETWORK_BAND;
+    result.notes.push(`the price ${result.price} is ${position} the network's band ${shown} around its reference ${reference} (${of}): confidence × ${OUTSIDE_NETWORK_BAND} (network_band); the price stays cost-based`);
+  }
+  result.confidence = confidenceOf(factors);
+  result.details = { ...result.details, network: { reference_price: reference, observations: network.observations, sources: network.sources, price_index: index, band: [bandBound(band.lower), bandBound(band.upper)], position } };
 }

@@ -54,6 +54,13 @@ export interface MarketEvidence {
    * source_prices is used.
    */
   reference_price?: number;
+  /**
+   * The band a price verdict judges against (lower and upper bound, a price on a bound being inside), when the provider
+   * computes it and its evidence is sufficient for a verdict (the service: verification's reference × exp(±max(k·σ,
+   * ln(1 + minimum half-width))), its bounds as a verdict shows them; a lower bound of 0 is open). Without it no price is
+   * called inside or outside the network's band: the reference alone is compared with.
+   */
+  band?: { lower: number; upper: number };
   /** The largest source's share of the total weight (0 to 1), when the provider weighs sources. */
   largest_source_share?: number;
   /** Distinct workspaces the observations come from. */

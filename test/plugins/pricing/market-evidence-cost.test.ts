@@ -1,0 +1,48 @@
+import { expect } from 'chai';
+import { client } from '../../support/http';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+import { createKey, signUp } from '../../support/world';
+
+/**
+ * A context carrying a unit_cost for a product type the network holds observations of: compute and
+ * price verification read the same evidence, so a price computed on it is not judged against it.
+ */
+describe('pricing: a unit_cost beside the network\'s observations of the product type', function () {
+  this.timeout(60_000);
+  let svc: TestService;
+  let alice: ReturnType<typeof client>;
+  let bob: ReturnType<typeof client>;
+  let carol: ReturnType<typeof client>;
+  const product = `widget-${process.pid}-${Date.now().toString(36)}`;
+  const observe = (api: ReturnType<typeof client>, product_type: string, amounts: Array<[string, string]>) =>
+    api.post<Record<string, any>>('/api/data/observations', {
+      observations: amounts.map(([amount, source], i) => ({ product_type, currency: 'USD', amount, source, observed_at: new Date(Date.now() - (i + 1) * 3_600_000).toISOString() })),
+    });
+  const compute = (body: Record<string, unknown>) => carol.post<Record<string, any>>('/api/compute/price', body);
+  const verify = (price: string) => carol.post<Record<string, any>>('/api/price-router/verify', { context: { product_type: product, currency: 'USD' }, proposed_price: price });
+
+  before(async () => {
+    svc = await startTestService();
+    alice = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'widget-alice'), { name: 'a' })).key });
+    bob = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'widget-bob'), { name: 'b' })).key });
+    carol = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'widget-carol'), { name: 'c' })).key });
+    // Seven observations from four sources of three workspaces, around 19.80.
+    expect((await observe(alice, product, [['19.50', 'shelf'], ['19.80', 'shelf'], ['20.10', 'web']])).status).to.equal(201);
+    expect((await observe(bob, product, [['19.70', 'cafe'], ['19.90', 'cafe']])).status).to.equal(201);
+    expect((await observe(carol, product, [['19.60', 'kiosk'], ['20.00', 'kiosk']])).status).to.equal(201);
+  });
+  after(() => svc.close());
+
+  it('cost-plus says where its cost-based price sits against the network\'s reference, and does not count as positioned on the observations', async () => {
+    const res = await compute({ context: { product_type: product, currency: 'USD', unit_cost: 20 }, function_id: 'fn_builtin_cost_plus' });
+    expect(res.status, res.text).to.equal(200);
+    expect(res.body.price).to.equal('28.57');
+    const judged = await verify(res.body.price);
+    expect(judged.body.verdict).to.equal('high');
+    const reference = judged.body.reference.price as string;
+    expect(res.body.method.details.network).to.deep.include({ reference_price: reference, sources: 4 });
+    expect(res.body.method.notes.join(' ')).to.match(new RegExp(`the price 28\\.57 is [0-9.]+% above the network's reference ${reference.replace('.', '\\.')} \\(7 price observation\\(s\\) of "${product}" in USD from 4 source\\(s\\)\\)`));
+    expect(res.body.method.inputs_used).to.not.include('network_observations');
+  });
+});
