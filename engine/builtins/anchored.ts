@@ -1,7 +1,7 @@
-import { D, callerBounds, currencyOf, lacking, num, percent, positiveMoney, round3, shownAmount, toQuotable, methodResult } from './inputs';
+import { D, callerBounds, currencyOf, given, lacking, num, percent, positiveMoney, round3, shownAmount, toQuotable, methodResult } from './inputs';
 import type { Dec } from './inputs';
 import { competitive, competitorPricesProblem, hasNetworkReference } from './competitive';
-import { costPlus } from './cost-plus';
+import { DEFAULT_TARGET_MARGIN, costPlus } from './cost-plus';
 import { MethodNotApplicable } from './types';
 import type { Context, MarketEvidence, MethodResult } from './types';
 
@@ -45,8 +45,25 @@ function pacingInputs(ctx: Context): Pacing | undefined {
 }
 
 /**
+ * The competitive position of the network's observations as anchored's target: its factors, the inputs it adds to
+ * `used`, and what it rests on, shown as that method shows it (its notes added to `notes`, after the one naming it).
+ */
+function towardsNetwork(ctx: Context, market: MarketEvidence | undefined, used: string[], notes: string[], why: string): { target: Dec; factors: Record<string, number>; used: string[]; evidence: Record<string, unknown> } {
+  const inner = competitive(ctx, market);
+  notes.push(`target ${inner.price} from competitive positioning on network observations${why}`, ...inner.notes);
+  return {
+    target: new D(inner.price),
+    factors: { ...inner.confidence_factors, anchored: 1 },
+    used: [...used, ...inner.inputs_used],
+    evidence: { reference: inner.details?.reference, observations: inner.details?.observations, reference_price: inner.details?.reference_price, target_price: inner.price },
+  };
+}
+
+/**
  * Anchored adjustment of `current_price`: towards a target — `target_price`, else the competitive
- * position of `competitor_prices`, else cost-plus on `unit_cost` — or by sell-through pacing (units
+ * position of `competitor_prices`, else (a `unit_cost` without the caller's margin or markup, and
+ * network observations of the product type) their competitive position floored at the cost, else
+ * cost-plus on `unit_cost` — or by sell-through pacing (units
  * sold against a linear plan over the season), else towards the competitive position of the
  * network's observations of the product type, never more than `max_step_pct` (default 10%) per
  * call and not at all inside a 1% dead band. With only a current price it echoes it, honestly
@@ -71,10 +88,16 @@ export function anchored(ctx: Context, market?: MarketEvidence): MethodResult {
   const noCompetitors = !target && ctx.competitor_prices != null ? competitorPricesProblem(ctx) : undefined;
   if (noCompetitors) notes.push(`competitor_prices gave no reference: ${noCompetitors}; the next target in the order is used`);
   const byCompetitors = ctx.competitor_prices != null && !noCompetitors;
+  // A unit_cost with no margin or markup of the caller's would take cost-plus's default margin, which no one chose: the
+  // network's reference of the product type is evidence, the default a guess (pricing-methods §1, §3), so it is the
+  // target, with the cost as its floor. The evidence is asked about first: a context without it pays nothing for this.
+  const costOnly = market !== undefined && !target && !byCompetitors && !given(ctx, 'target_margin') && !given(ctx, 'markup') && positiveMoney(ctx, 'unit_cost') !== undefined;
 
   if (target) {
     used.push('target_price');
     factors = { target_supplied: 0.4 };
+  } else if (costOnly && hasNetworkReference(ctx, market)) {
+    ({ target, factors, used, evidence } = towardsNetwork(ctx, market, used, notes, `: no target_margin or markup given, so the network's observations rather than a default ${percent(DEFAULT_TARGET_MARGIN)} margin on unit_cost (the floor)`));
   } else if (byCompetitors || positiveMoney(ctx, 'unit_cost')) {
     // Another method proposes the target; the anchor keeps the move small.
     const inner = byCompetitors ? competitive(ctx) : costPlus(ctx);
@@ -112,12 +135,7 @@ export function anchored(ctx: Context, market?: MarketEvidence): MethodResult {
       factors = { elapsed: round3(Math.min(1, elapsed / 0.25)), volume: round3(stock / (stock + 20)), method: 0.6 };
     } else if (hasNetworkReference(ctx, market)) {
       // The caller's own signals come first; the network's prices of the product type beat an echo.
-      const inner = competitive(ctx, market);
-      target = new D(inner.price);
-      used = [...used, ...inner.inputs_used];
-      factors = { ...inner.confidence_factors, anchored: 1 };
-      evidence = { reference: inner.details?.reference, observations: inner.details?.observations, reference_price: inner.details?.reference_price, target_price: inner.price };
-      notes.push(`target ${inner.price} from competitive positioning on network observations`, ...inner.notes);
+      ({ target, factors, used, evidence } = towardsNetwork(ctx, market, used, notes, ''));
     } else {
       target = current;
       factors = { current_price_echoed: 0.15 };

@@ -115,7 +115,7 @@ export const BUILTINS: readonly BuiltinSpec[] = [
     tags: ['current-price', 'inventory', 'cold-start'],
     costPerUnit: '0.001',
     costMultiplier: '1',
-    inputs: ['current_price', 'target_price', 'competitor_prices', 'unit_cost', 'min_price', 'max_price', 'max_step_pct', 'units_sold', 'units_received', 'inventory_start', 'season_elapsed', 'elasticity', 'product_type', 'currency'],
+    inputs: ['current_price', 'target_price', 'competitor_prices', 'unit_cost', 'target_margin', 'markup', 'min_price', 'max_price', 'max_step_pct', 'units_sold', 'units_received', 'inventory_start', 'season_elapsed', 'elasticity', 'product_type', 'currency'],
     mayPrice: (ctx) => amount(ctx, 'current_price'),
     example: { current_price: 10, target_price: 11, currency: 'USD' },
     method: anchored,

@@ -88,10 +88,30 @@ describe('engine: built-ins positioned on the network\'s price observations (mar
     expect(run(anchored, { product_type: 'coffee', current_price: 15 }).notes.join(' ')).to.match(/current price echoed/);
   });
 
-  it('anchored-adjustment prefers the caller\'s own signals: a target_price or unit_cost beats the network', () => {
+  it('anchored-adjustment prefers the caller\'s own signals: a target_price, or a unit_cost with its own margin or markup, beats the network', () => {
     expect(run(anchored, { product_type: 'coffee', current_price: 15, target_price: 16 }, market()).price).to.equal('16.00');
     const cost = run(anchored, { product_type: 'coffee', current_price: 15, unit_cost: 10, target_margin: 0.4 }, market());
     expect(cost.inputs_used).to.not.include('network_observations');
+    expect(cost.notes).to.include('target 16.67 from cost-plus');
+    expect(run(anchored, { product_type: 'coffee', current_price: 15, unit_cost: 10, markup: 0.5 }, market()).notes).to.include('target 15.00 from cost-plus');
+  });
+
+  it('anchored-adjustment with a unit_cost but no margin of the caller\'s moves towards the network reference, not a default-margin price, the cost its floor', () => {
+    // The walk's case: a current price at the market is not moved below it towards cost / 0.7 = 14.29.
+    const atMarket = run(anchored, { product_type: 'coffee', current_price: 11.5, unit_cost: 5 }, market());
+    expect(atMarket.price).to.equal('12.00');
+    expect(atMarket.inputs_used).to.deep.equal(['current_price', 'product_type', 'network_observations', 'unit_cost']);
+    expect(atMarket.notes[0]).to.equal('target 12.00 from competitive positioning on network observations: no target_margin or markup given, so the network\'s observations rather than a default 30% margin on unit_cost (the floor)');
+    expect(atMarket.details).to.deep.include({ reference: 'network_observations', reference_price: '12.00', target_price: '12.00' });
+    // Never below unit_cost: a cost above the reference is the target.
+    const overCost = run(anchored, { product_type: 'coffee', current_price: 12, unit_cost: 12.6 }, market());
+    expect(overCost.price).to.equal('12.60');
+    expect(overCost.notes.join(' ')).to.match(/match not possible above the floor \(unit_cost 12\.6\): the floor binds/);
+    // The caller's min_price and max_price still win.
+    expect(run(anchored, { product_type: 'coffee', current_price: 12, unit_cost: 5, min_price: 12.4 }, market()).price).to.equal('12.40');
+    expect(run(anchored, { product_type: 'coffee', current_price: 12.5, unit_cost: 5, max_price: 11.8 }, market()).price).to.equal('11.80');
+    // Without network evidence the default-margin cost-plus target is as before.
+    expect(run(anchored, { product_type: 'coffee', current_price: 11.5, unit_cost: 5 }).notes[0]).to.equal('target 7.14 from cost-plus');
   });
 });
 

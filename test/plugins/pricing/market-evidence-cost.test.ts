@@ -45,4 +45,15 @@ describe('pricing: a unit_cost beside the network\'s observations of the product
     expect(res.body.method.notes.join(' ')).to.match(new RegExp(`the price 28\\.57 is [0-9.]+% above the network's reference ${reference.replace('.', '\\.')} \\(7 price observation\\(s\\) of "${product}" in USD from 4 source\\(s\\)\\)`));
     expect(res.body.method.inputs_used).to.not.include('network_observations');
   });
+
+  it('anchored-adjustment with a unit_cost and no margin moves a market-level current_price towards the network reference, not below the market towards a default margin', async () => {
+    expect((await verify('19.50')).body.verdict).to.equal('reasonable');
+    const res = await compute({ context: { product_type: product, currency: 'USD', current_price: 19.5, unit_cost: 10 }, function_id: 'fn_builtin_anchored' });
+    expect(res.status, res.text).to.equal(200);
+    const judged = await verify(res.body.price);
+    expect(judged.body.verdict, JSON.stringify(judged.body.reasons)).to.equal('reasonable');
+    expect(res.body.method.details).to.deep.include({ reference: 'network_observations', reference_price: judged.body.reference.price });
+    expect(res.body.method.inputs_used).to.include('network_observations');
+    expect(res.body.method.notes[0]).to.match(/^target [0-9.]+ from competitive positioning on network observations: no target_margin or markup given/);
+  });
 });
