@@ -4,6 +4,7 @@ import type { CandidateReport } from '../errors';
 import { EngineError } from '../errors';
 import { effectiveCost, healthCallerOf } from '../functions';
 import { mayPrice } from '../builtins/catalogue';
+import { hasNetworkReference } from '../builtins/competitive';
 import type { MarketEvidence } from '../builtins/types';
 import type { CallerScope, FunctionDescriptor } from '../functions';
 import type { FunctionRegistry } from '../registry';
@@ -70,14 +71,18 @@ const DEFAULT_TIE_BAND_PCT = 10;
  */
 const byId = (a: FunctionDescriptor, b: FunctionDescriptor): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
-/** The order `default` prefers, by what the context carries. */
-function defaultPreference(ctx: Record<string, unknown>): string[] {
+/** The order `default` prefers, by what the context carries (and the network's observations of its product type, when found). */
+function defaultPreference(ctx: Record<string, unknown>, market: MarketEvidence | undefined): string[] {
   const has = (k: string) => ctx[k] !== undefined && ctx[k] !== null;
   const order: string[] = [];
   // A live price is an anchor: other methods become its target and the move stays bounded.
   if (has('current_price')) order.push('anchored-adjustment');
   if (has('competitor_prices')) order.push('competitive-position');
   if (has('unit_cost') && (has('elasticity') || has('price_history') || (has('demand_intercept') && has('demand_slope')))) order.push('elasticity-optimum');
+  // A unit_cost with no margin or markup of the caller's leaves cost-plus a default margin no one chose, and the network's
+  // prices of the product type are evidence: positioned on them, the cost a floor (pricing-methods §3; §8's cost-plus first
+  // is for a context with no references at all).
+  if (market && has('unit_cost') && !has('target_margin') && !has('markup') && hasNetworkReference(ctx, market)) order.push('competitive-position');
   if (has('unit_cost')) order.push('cost-plus');
   if (has('target_price')) order.push('charm-pricing');
   // With no number of its own, a context's likeliest evidence is the network's observations of its product type.
@@ -313,7 +318,7 @@ export class Router {
       }
       case 'default':
       default: {
-        const prefs = defaultPreference(input.context);
+        const prefs = defaultPreference(input.context, input.market);
         const ranked = [...prefs.map((name) => eligible.find((f) => f.name === name)).filter((f): f is FunctionDescriptor => !!f), ...eligible.filter((f) => !prefs.includes(f.name))];
         const chosen = ranked[0] as FunctionDescriptor;
         // The whole order, as it is tried: the trace shows what comes after the choice if it cannot price the context.

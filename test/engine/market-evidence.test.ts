@@ -115,7 +115,7 @@ describe('engine: built-ins positioned on the network\'s price observations (mar
   });
 });
 
-describe('engine: the default order for a context with nothing but a product type', function () {
+describe('engine: the default order beside the network\'s observations of the product type', function () {
   this.timeout(20_000);
   let h: Harness;
   before(async () => {
@@ -127,6 +127,23 @@ describe('engine: the default order for a context with nothing but a product typ
     const out = await h.price({ context: { product_type: 'coffee', currency: 'USD' }, market: market() });
     expect(out.fn.name).to.equal('competitive-position');
     expect(out.attempts.map((a) => [a.function, a.outcome])).to.deep.equal([['competitive-position', 'ok']]);
+  });
+
+  it('a unit_cost without a margin of the caller\'s is positioned on the network\'s observations first, the cost its floor; with a margin, or no evidence, cost-plus comes first as before', async () => {
+    const positioned = await h.price({ context: { product_type: 'coffee', unit_cost: 5 }, market: market() });
+    expect(positioned.fn.name).to.equal('competitive-position');
+    expect(positioned.result.price).to.equal('12.00');
+    expect(positioned.decision?.statistic?.order).to.deep.equal(['competitive-position', 'cost-plus', 'anchored-adjustment', 'elasticity-optimum', 'charm-pricing']);
+    const floored = await h.price({ context: { product_type: 'coffee', unit_cost: 12.6 }, market: market() });
+    expect(floored.fn.name).to.equal('competitive-position');
+    expect(floored.result.price).to.equal('12.60');
+    for (const margin of [{ target_margin: 0.3 }, { markup: 0.4 }]) {
+      const own = await h.price({ context: { product_type: 'coffee', unit_cost: 5, ...margin }, market: market() });
+      expect(own.fn.name).to.equal('cost-plus');
+      expect(own.result.price).to.equal(margin.markup ? '7.00' : '7.14');
+    }
+    expect((await h.price({ context: { product_type: 'coffee', unit_cost: 5 } })).fn.name).to.equal('cost-plus');
+    expect((await h.price({ context: { product_type: 'coffee', unit_cost: 5, currency: 'EUR' }, market: market() })).fn.name).to.equal('cost-plus');
   });
 
   it('with a number of the caller\'s own, the order is as before (a current price is the anchor)', async () => {

@@ -46,6 +46,21 @@ describe('pricing: a unit_cost beside the network\'s observations of the product
     expect(res.body.method.inputs_used).to.not.include('network_observations');
   });
 
+  it('routed by default, a unit_cost without a margin is positioned on the observations with the cost as floor, a price verification calls reasonable; a margin of the caller\'s keeps cost-plus', async () => {
+    const res = await compute({ context: { product_type: product, currency: 'USD', unit_cost: 20 } });
+    expect(res.status, res.text).to.equal(200);
+    expect(res.body.function.name).to.equal('competitive-position');
+    // The reference is under the cost: the cost is the floor, and says so.
+    expect(res.body.price).to.equal('20.00');
+    expect(res.body.method.notes.join(' ')).to.match(/match not possible above the floor \(unit_cost 20\): the floor binds/);
+    const judged = await verify(res.body.price);
+    expect(judged.body.verdict, JSON.stringify(judged.body.reasons)).to.equal('reasonable');
+    const own = await compute({ context: { product_type: product, currency: 'USD', unit_cost: 20, target_margin: 0.3 } });
+    expect(own.status, own.text).to.equal(200);
+    expect(own.body.function.name).to.equal('cost-plus');
+    expect(own.body.price).to.equal('28.57');
+  });
+
   it('anchored-adjustment with a unit_cost and no margin moves a market-level current_price towards the network reference, not below the market towards a default margin', async () => {
     expect((await verify('19.50')).body.verdict).to.equal('reasonable');
     const res = await compute({ context: { product_type: product, currency: 'USD', current_price: 19.5, unit_cost: 10 }, function_id: 'fn_builtin_anchored' });
