@@ -106,6 +106,8 @@ function networkReference(ctx: Context, market: MarketEvidence | undefined, curr
   const notes = [
     `no competitor_prices sent: the reference is ${market.observations} price observation(s) of "${market.product_type}" in ${currency} from ${perSource.length} source(s) on the network, not a competitor list of your own`,
   ];
+  const dropped = market.source_prices.length - perSource.length;
+  if (dropped > 0) notes.push(`${dropped} of the network's source price(s) were above ${MAX_AMOUNT.toFixed()}, the largest price the service quotes, and were dropped`);
   if (independence < 1) notes.push('every observation comes from one workspace: evidence is not independent');
   const factors: Record<string, number> = { provenance: NETWORK_PROVENANCE };
   const share = market.largest_source_share;
@@ -135,6 +137,16 @@ export function networkReferencePrice(ctx: Context, market: MarketEvidence | und
   return { price: r.ref !== undefined ? new D(r.ref) : exactMedian(r.perSource), sources: r.perSource.length, observations: market.observations };
 }
 
+/**
+ * Why the network's observations give no reference though the context would take one from them: every source's price
+ * is past the largest amount the service quotes (a clause for the refusal); '' otherwise.
+ */
+function networkTooLarge(ctx: Context, market: MarketEvidence | undefined, currency: string): string {
+  if (ctx.competitor_prices != null || !market || market.currency !== currency || market.source_prices.length === 0) return '';
+  if (!market.source_prices.every((p) => p > MAX_AMOUNT_NUMBER)) return '';
+  return `; the network holds ${market.observations} price observation(s) of "${market.product_type}" in ${currency}, but every source's price is above ${MAX_AMOUNT.toFixed()}, the largest price the service quotes, so none is a reference`;
+}
+
 /** Whether competitive positioning would take its reference from the network's observations. */
 export function hasNetworkReference(ctx: Context, market: MarketEvidence | undefined): boolean {
   return networkReference(ctx, market, currencyOf(ctx)) !== null;
@@ -151,7 +163,7 @@ export function hasNetworkReference(ctx: Context, market: MarketEvidence | undef
 export function competitive(ctx: Context, market?: MarketEvidence): MethodResult {
   const currency = currencyOf(ctx);
   const reference = callerReference(ctx, currency) ?? networkReference(ctx, market, currency);
-  if (!reference) throw new MethodNotApplicable(`${NEEDS_COMPETITOR_PRICES}${NETWORK_OBSERVATIONS_CLAUSE}.`, ['competitor_prices']);
+  if (!reference) throw new MethodNotApplicable(`${NEEDS_COMPETITOR_PRICES}${NETWORK_OBSERVATIONS_CLAUSE}${networkTooLarge(ctx, market, currency)}.`, ['competitor_prices']);
   if ('why' in reference) throw new MethodNotApplicable(reference.message, ['competitor_prices']);
   const { perSource, independence } = reference;
   const notes = [...reference.notes];

@@ -43,6 +43,16 @@ describe('engine: built-ins positioned on the network\'s price observations (mar
     const r = run(competitive, { product_type: 'coffee' }, market({ source_prices: [10, 12, 2e18], reference_price: 12 }));
     expect(r.price).to.equal('11.00');
     expect(r.details).to.deep.include({ sources: 2 });
+    expect(r.notes).to.include('1 of the network\'s source price(s) were above 1000000000000000, the largest price the service quotes, and were dropped');
+  });
+
+  it('network observations all past 10^15 leave no reference, and the refusal says so rather than that the network holds none', () => {
+    const err = refused(() => competitive({ product_type: 'huge' }, market({ product_type: 'huge', observations: 6, source_prices: [9.4e17, 9.5e17, 9.6e17], reference_price: 9.5e17, workspaces: 3 })));
+    expect(err.missing).to.deep.equal(['competitor_prices']);
+    expect(err.refused).to.equal(false);
+    expect(err.message).to.match(/; the network holds 6 price observation\(s\) of "huge" in USD, but every source's price is above 1000000000000000, the largest price the service quotes, so none is a reference\.$/);
+    // No observations at all: the refusal as before.
+    expect(refused(() => competitive({ product_type: 'huge' })).message).to.not.match(/largest price/);
   });
 
   it('one source carrying over half the weight lowers confidence as verification does (factor 1 − (share − 0.5)), and it says so', () => {

@@ -61,6 +61,17 @@ describe('pricing: a unit_cost beside the network\'s observations of the product
     expect(own.body.price).to.equal('28.57');
   });
 
+  it('a product type whose observations are all past the largest price the service quotes answers a 422 that says so, not that the network holds none', async () => {
+    const huge = `${product}-huge`;
+    for (const [api, source] of [[alice, 'a'], [bob, 'b'], [carol, 'c']] as const) {
+      expect((await observe(api, huge, [['950000000000000000', source], ['951000000000000000', source]])).status).to.equal(201);
+    }
+    const res = await compute({ context: { product_type: huge, currency: 'USD' } });
+    expect(res.status, res.text).to.equal(422);
+    expect(res.body.code).to.equal('insufficient_context');
+    expect(res.body.error).to.match(/the network holds 6 price observation\(s\) of "[^"]+" in USD, but every source's price is above 1000000000000000, the largest price the service quotes/);
+  });
+
   it('anchored-adjustment with a unit_cost and no margin moves a market-level current_price towards the network reference, not below the market towards a default margin', async () => {
     expect((await verify('19.50')).body.verdict).to.equal('reasonable');
     const res = await compute({ context: { product_type: product, currency: 'USD', current_price: 19.5, unit_cost: 10 }, function_id: 'fn_builtin_anchored' });
