@@ -226,10 +226,10 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
       // the stored keys kept beside the sent ones.
       exampleFor: async (sent, { principal, params }) => {
         const isBad = unknownName(registry);
-        const fromSent = patchExampleFromSent(s.patchPolicyBody, withoutNames(sent, isBad));
-        if (!fromSent || !principal) return fromSent;
-        const current = await store.get(principal.workspaceId, (params as { id: string }).id);
-        if (!current || policySchema.safeParse(patched(current, fromSent)).success) return fromSent;
+        // Read first: what a strategy sent with a config needs comes from the stored config, never a sample that would replace it.
+        const current = principal ? await store.get(principal.workspaceId, (params as { id: string }).id) : undefined;
+        const fromSent = patchExampleFromSent(s.patchPolicyBody, withoutNames(sent, isBad), current?.config);
+        if (!fromSent || !current || policySchema.safeParse(patched(current, fromSent)).success) return fromSent;
         return patchExample(current, fromSent, isBad)?.example ?? fromSent;
       },
       responses: { 200: { description: 'The policy as changed, with warnings for function references it cannot reach.', schema: policyWrittenResponse } },
@@ -240,13 +240,12 @@ export function policyRoutes(store: PolicyStore, registry: FunctionRegistry, ide
         const saved = await store.update(p.workspaceId, params.id, (current) => {
           const merged = patched(current, body);
           // config is replaced as a whole: the likely intent is the stored keys beside the sent ones, plus what the
-          // strategy asked for needs and neither holds (sample values, to be replaced); refused values left out.
+          // strategy asked for needs and neither holds (sample values, to be replaced); a refused value gives way to the
+          // stored one, or is left out, never to a sample that would replace the stored rules or weights.
           const made = patchExample(current, body, unknownName(registry));
           const about = !made
             ? ''
-            : !made.mended
-              ? `; the example keeps the stored keys beside yours${made.added.length ? ` and adds sample ${made.added.join(' and ')} for "${merged.strategy}" (replace the values)` : ''}`
-              : '; the example keeps the stored keys beside yours, with sample values (to replace) or nothing where yours were refused';
+            : `; the example keeps the stored keys beside yours${made.mended ? ', the stored value (or nothing) where yours was refused' : ''}${made.added.length ? ` and adds sample ${made.added.join(' and ')} for "${merged.strategy}" (replace the values)` : ''}`;
           shape = validate(policySchema, merged, {
             hint: `The result must be a valid policy (e.g. "weighted" needs config.weights, "policy" needs config.rules). Fields you send replace the stored ones, and config is replaced as a whole: send every config key the policy keeps (GET /api/routing-policies/${params.id} shows them)${about}.`,
             example: made?.example ?? PATCH_CHANGING_NOTHING,

@@ -99,6 +99,39 @@ describe('pricing: the examples of refused routing policies', function () {
     await refusedPatch({ config: { weights: { 'cost-plus': -1 } } }, 'validation_error', ['config.weights.cost-plus'], {}, weighted, weighted);
   });
 
+  describe("a refused PATCH of a policy over the workspace's functions: its example keeps the stored weights or rules (without what was refused, with what was sent and valid), never sample ones", () => {
+    const tag = Date.now().toString(36);
+    const [okA, okB, slow] = ['ok-a', 'ok-b', 'slow'].map((n) => `kept-${n}-${tag}`) as [string, string, string];
+    const weighted = { name: 'ws-weights', strategy: 'weighted', config: { weights: { [okA]: 3, [okB]: 1, [slow]: 0 } } };
+    const ruled = { name: 'ws-rules', strategy: 'policy', config: { rules: [{ when: { 'customer.tier': 'gold' }, use: okA }, { when: { region: 'eu' }, use: okB }, { when: { qty: { gt: 10 } }, use: slow }] } };
+    before(async () => {
+      for (const name of [okA, okB, slow]) {
+        const fn = await a.post<Body>('/api/functions', { name, execution_type: 'external_api', endpoint_url: 'https://pricing.example.com/p', cost_per_unit: '0.0001' });
+        expect(fn.status, fn.text).to.equal(201);
+        expect((await a.patch(`/api/functions/${fn.body.function.id as string}`, { status: 'active' })).status).to.equal(200);
+      }
+    });
+
+    it('weights all naming no function, or leaving no positive weight: the stored weights (the one sent over its stored value)', async () => {
+      await refusedPatch({ config: { weights: { [NOPE]: 5 } } }, 'validation_error', [`config.weights.${NOPE}`], { config: weighted.config }, weighted, weighted);
+      const zeroed = { config: { weights: { [okA]: 0, [okB]: 1, [slow]: 0 } } };
+      await refusedPatch({ config: { weights: { [okA]: 0 } } }, 'validation_error', ['config.weights'], zeroed, { ...weighted, ...zeroed }, weighted);
+      const hinted = await a.patch<Body>(`${PATH}/${(await stored(weighted)).id as string}`, { config: { weights: { [okA]: 0 } } });
+      expect(hinted.body.hint).to.include('the stored value (or nothing) where yours was refused').and.not.include('sample');
+    });
+
+    it('a weight the body schema refuses, the strategy sent beside it: the stored weights', async () => {
+      await refusedPatch({ strategy: 'weighted', config: { weights: { [okA]: -1 } } }, 'validation_error', [`config.weights.${okA}`], { strategy: 'weighted', config: weighted.config }, weighted, weighted);
+    });
+
+    it('rules all naming no function, or none: the stored rules; a valid rule sent beside a refused one is kept alone', async () => {
+      await refusedPatch({ config: { rules: [{ when: { qty: 1 }, use: NOPE }] } }, 'validation_error', ['config.rules.0.use'], { config: ruled.config }, ruled, ruled);
+      await refusedPatch({ config: { rules: [] } }, 'validation_error', ['config.rules'], { config: ruled.config }, ruled, ruled);
+      const sentRule = { when: { qty: 2 }, use: okB };
+      await refusedPatch({ config: { rules: [{ when: { qty: 1 }, use: NOPE }, sentRule] } }, 'validation_error', ['config.rules.0.use'], { config: { rules: [sentRule] } }, { ...ruled, config: { rules: [sentRule] } }, ruled);
+    });
+  });
+
   it('a create naming a function that does not exist gets an example without the name (samples where the strategy needs one) that creates the policy', async () => {
     for (const [bad, issuePaths, example] of [
       [{ name: 'r6', strategy: 'policy', config: { rules: [{ when: { a: 1 }, use: NOPE }] } }, ['config.rules.0.use'], { name: 'r6', strategy: 'policy', config: { rules: SAMPLE_RULES } }],

@@ -319,11 +319,11 @@ describe('pricing: routing policies over HTTP', function () {
       }
     });
 
-    it('a PATCH whose values are refused gets an example made of what it sent, the refused values replaced by samples or left out, that sent as is succeeds', async () => {
+    it('a PATCH whose values are refused gets an example made of what it sent, the refused values replaced by the stored ones or left out, that sent as is succeeds', async () => {
       const p = await create(a, { name: 'weighs', strategy: 'weighted', config: { weights: { 'cost-plus': 1 }, max_latency_ms: 100 } });
       for (const [bad, expected] of [
-        // A weight of 0 leaves no positive weight: the sample weights take their place, the stored ceiling stays.
-        [{ config: { weights: { 'cost-plus': 0 } } }, { config: { weights: { 'cost-plus': 3, 'anchored-adjustment': 1 }, max_latency_ms: 100 } }],
+        // A weight of 0 leaves no positive weight: the stored weights take their place (a sample would replace them), the stored ceiling stays.
+        [{ config: { weights: { 'cost-plus': 0 } } }, { config: { weights: { 'cost-plus': 1 }, max_latency_ms: 100 } }],
         // A misspelt key is left out, what was sent beside it kept.
         [{ config: { weights: { 'cost-plus': 2 }, max_cost: '0.1' } }, { config: { weights: { 'cost-plus': 2 } } }],
         [{ strategy: 'nope', name: 'renamed' }, { name: 'renamed' }],
