@@ -9,12 +9,23 @@ export type Preference = (typeof PREFERENCES)[number];
 
 const fnRef = z.string().min(1).max(100);
 
+/**
+ * The functions one of a policy's lists (`candidates`, `order`) or its `weights` may name: each is a candidate the
+ * router reports on every call (in the trace, and in a 422's `candidates`), so a policy naming thousands would make every
+ * answer megabytes long. Rules (100) and the fallback chain (20) have their own caps.
+ */
+export const POLICY_FUNCTIONS_MAX = 50;
+
 export const policyConfigSchema = z.strictObject({
   rules: z.array(ruleSchema).max(100).optional().describe('policy: rules tried in order; the first that holds picks the function.'),
   default_function: fnRef.optional().describe('policy: the function when no rule holds.'),
-  weights: z.record(fnRef, z.number().min(0).max(1_000_000)).optional().describe('weighted: function → weight.'),
-  order: z.array(fnRef).min(1).max(50).optional().describe('priority: functions in order of preference.'),
-  candidates: z.array(fnRef).min(1).max(50).optional().describe('default/cheapest/fastest/round_robin: the functions to choose among (default: built-ins and your active functions).'),
+  weights: z
+    .record(fnRef, z.number().min(0).max(1_000_000))
+    .refine((w) => Object.keys(w).length <= POLICY_FUNCTIONS_MAX, { error: (iss) => `at most ${POLICY_FUNCTIONS_MAX} functions may have a weight, got ${Object.keys(iss.input as object).length}` })
+    .optional()
+    .describe(`weighted: function → weight (at most ${POLICY_FUNCTIONS_MAX} functions).`),
+  order: z.array(fnRef).min(1).max(POLICY_FUNCTIONS_MAX).optional().describe('priority: functions in order of preference.'),
+  candidates: z.array(fnRef).min(1).max(POLICY_FUNCTIONS_MAX).optional().describe('default/cheapest/fastest/round_robin: the functions to choose among (default: built-ins and your active functions).'),
   max_cost_per_unit: z.string().regex(NON_NEGATIVE_DECIMAL_PATTERN, 'a non-negative decimal string such as "0.002"').optional(),
   max_latency_ms: z.number().positive().max(600_000).optional(),
   tie_band_pct: z.number().min(0).max(100).optional().describe('fastest: candidates within this % of the best p50 share the traffic (default 10).'),

@@ -87,6 +87,14 @@ function refuseUnknownNames(p: PolicyShape, registry: FunctionRegistry, exampleW
 /** How many unknown names a refusal's message names before "and N more". */
 const NAMES_IN_MESSAGE = 5;
 
+/**
+ * How many functions a warning names before "and N more": a policy may name a few hundred (50 candidates, 50 in order,
+ * 50 weights, 100 rules, 20 fallbacks), and a warning is answered on every create and PATCH.
+ */
+const NAMES_IN_WARNING = 10;
+const someOf = (names: readonly string[]): string =>
+  names.slice(0, NAMES_IN_WARNING).join(', ') + (names.length > NAMES_IN_WARNING ? ` and ${names.length - NAMES_IN_WARNING} more` : '');
+
 /** Whether a reference is a name no function holds (an id is never taken over, so never refused). */
 const unknownName = (registry: FunctionRegistry) => (ref: string): boolean => !/^fn_/i.test(ref) && !registry.find(ref);
 
@@ -109,7 +117,7 @@ function repeatedRefs(p: PolicyShape, registry: FunctionRegistry, principal: Pri
     if (seen.has(key)) inList.add(ref);
     else seen.add(key);
   }
-  return [...repeated].flatMap(([list, refs]) => (refs.size ? [`${list} names ${[...refs].join(', ')} more than once (by name or by id): each function is tried once, where it first appears.`] : []));
+  return [...repeated].flatMap(([list, refs]) => (refs.size ? [`${list} names ${someOf([...refs])} more than once (by name or by id): each function is tried once, where it first appears.`] : []));
 }
 
 /**
@@ -123,14 +131,14 @@ function inactiveRefs(p: PolicyShape, registry: FunctionRegistry, principal: Pri
     const fn = registry.resolve(ref, scope);
     if (fn && fn.status !== 'active') inactive.set(fn.id, `${fn.name} (${fn.status})`);
   }
-  return inactive.size ? [`These functions are not active and will be skipped until activated (PATCH /api/functions/{id} with {"status":"active"}): ${[...inactive.values()].join(', ')}.`] : [];
+  return inactive.size ? [`These functions are not active and will be skipped until activated (PATCH /api/functions/{id} with {"status":"active"}): ${someOf([...inactive.values()])}.`] : [];
 }
 
 /** Warnings beside the unreachable ones: repeated references, then functions not active. */
 const otherWarnings = (p: PolicyShape, registry: FunctionRegistry, principal: Principal): string[] => [...repeatedRefs(p, registry, principal), ...inactiveRefs(p, registry, principal)];
 
 function withWarnings(view: Record<string, unknown>, missing: string[], repeated: string[] = []): Record<string, unknown> {
-  const warnings = [...(missing.length ? [`These functions are out of reach and will be skipped: ${missing.join(', ')}.`] : []), ...repeated];
+  const warnings = [...(missing.length ? [`These functions are out of reach and will be skipped: ${someOf(missing)}.`] : []), ...repeated];
   return warnings.length ? { ...view, warnings } : view;
 }
 
