@@ -155,7 +155,7 @@ export const settingsTree = {
     cacheTtlMs: int('ENGINE_CACHE_TTL_MS', 30000, 'How long a computed result is reused for the same function and context (0 disables the cache).', { min: 0 }),
     latencyWindowMs: int('LATENCY_WINDOW_MS', 300000, 'Window of the latency statistics used by `fastest` and the catalogue.', { min: 1000 }),
     latencyMaxSamples: int('LATENCY_MAX_SAMPLES', 256, 'Most latency samples kept per function inside the window.', { min: 8 }),
-    latencyColdBelow: int('LATENCY_COLD_BELOW', 3, 'A function with fewer samples in the window is cold and explored first by `fastest`.', { min: 1 }),
+    latencyColdBelow: int('LATENCY_COLD_BELOW', 3, 'A function with fewer samples in the window is cold: explored first by `fastest`, and first within a cost tie by `cheapest` (the fewest samples first).', { min: 1 }),
     breakerWindowMs: int('BREAKER_WINDOW_MS', 60000, 'Window over which a function\'s failures are counted by its circuit breaker.', { min: 1000 }),
     breakerWindowMaxCalls: int(
       'BREAKER_WINDOW_MAX_CALLS',

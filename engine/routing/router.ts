@@ -229,19 +229,22 @@ export class Router {
         return pick(chosen as FunctionDescriptor, { ...(rule ? { rule } : {}), eligible: [chosen as FunctionDescriptor] });
       }
       case 'cheapest': {
-        // Within a cost tie: a function never timed (cold) is tried first, as fastest explores, or the one timed first would
-        // keep the tie's traffic for good and the others never get a latency to compare; then p50; then id. A cold one that
-        // failed for this caller within the window, or one with no latency to rank by, comes last.
+        // Within a cost tie: a cold function (fewer samples than LATENCY_COLD_BELOW) is tried first, the fewest samples
+        // first, so a never-timed one comes before one timed once or twice, as fastest explores: else the one timed first
+        // would keep the tie's traffic for good and the others never get a latency to compare. Then p50; then id. A cold
+        // one that failed for this caller within the window, or one with no latency to rank by, comes last.
         const tieRank = new Map(
           eligible.map((f) => {
             const snap = this.latency.snapshot(f.id);
-            return [f.id, snap.cold ? (this.latency.failedFor(f.id, caller) ? Infinity : -1) : (snap.p50_ms ?? Infinity)];
+            const rank: [number, number] = snap.cold ? (this.latency.failedFor(f.id, caller) ? [2, 0] : [0, snap.samples]) : snap.p50_ms === null ? [2, 0] : [1, snap.p50_ms];
+            return [f.id, rank];
           }),
         );
-        const rankOf = (f: FunctionDescriptor): number => tieRank.get(f.id) as number;
-        const sorted = [...eligible].sort((a, b) => dec(effectiveCost(a)).comparedTo(dec(effectiveCost(b))) || rankOf(a) - rankOf(b) || byId(a, b));
+        const rankOf = (f: FunctionDescriptor): [number, number] => tieRank.get(f.id) as [number, number];
+        const byRank = (a: FunctionDescriptor, b: FunctionDescriptor): number => rankOf(a)[0] - rankOf(b)[0] || rankOf(a)[1] - rankOf(b)[1];
+        const sorted = [...eligible].sort((a, b) => dec(effectiveCost(a)).comparedTo(dec(effectiveCost(b))) || byRank(a, b) || byId(a, b));
         const chosen = sorted[0] as FunctionDescriptor;
-        return pick(chosen, { statistic: { cost_per_unit: effectiveCost(chosen), tie_break: 'never timed first, then latency p50, then id' }, alternates: sorted.slice(1) });
+        return pick(chosen, { statistic: { cost_per_unit: effectiveCost(chosen), tie_break: cheapestTieBreak(this.latency.coldBelow) }, alternates: sorted.slice(1) });
       }
       case 'fastest': {
         const snaps = eligible.map((f) => ({ f, s: this.latency.snapshot(f.id) }));
@@ -327,6 +330,10 @@ export class Router {
     }
   }
 }
+
+/** How `cheapest` breaks a cost tie, as its trace states it (docs/routing.md, "Strategies"). */
+export const cheapestTieBreak = (coldBelow: number): string =>
+  `cold first (fewer than ${coldBelow} latency samples), the fewest samples first, so never timed before timed; then latency p50; then id`;
 
 /**
  * The functions a policy's configuration names for its strategy (`order`, the weights' keys, the rules' targets and

@@ -83,6 +83,11 @@ export class LatencyStats {
     private readonly opts: LatencyOptions,
   ) {}
 
+  /** Samples (and declined explorations) below which a function is cold (LATENCY_COLD_BELOW): a trace's tie-break names it. */
+  get coldBelow(): number {
+    return this.opts.coldBelow;
+  }
+
   /**
    * A sample; `failed` marks a failure, recorded at the function's timeout so that one failing at once does not look
    * fast. A failure of `caller`'s call replaces that workspace's earlier failure sample: whoever sends a context chooses

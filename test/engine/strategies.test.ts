@@ -194,10 +194,36 @@ describe('engine: routing strategies', function () {
       recordLatency(h, 'fn_test_alpha', 1);
       const out = await h.price({ policy: cheapest, context: { n: 3 } });
       expect(out.fn.name).to.equal('test-gamma');
-      expect(stage(out, 'route').statistic).to.deep.include({ tie_break: 'never timed first, then latency p50, then id' });
+      expect(stage(out, 'route').statistic).to.deep.include({ tie_break: 'cold first (fewer than 3 latency samples), the fewest samples first, so never timed before timed; then latency p50; then id' });
       // Timed, and slower: the tie goes by p50.
       recordLatency(h, 'fn_test_gamma', 80);
       expect((await h.price({ policy: cheapest, context: { n: 4 } })).fn.name).to.equal('test-alpha');
+    });
+  });
+
+  describe('cheapest: a cost tie among cold functions', () => {
+    let h: Harness;
+    beforeEach(async () => {
+      h = await harness({ functions: [fixture('test-alpha', { costPerUnit: '0.002' }), fixture('test-gamma', { costPerUnit: '0.002' })], engine: { latencyColdBelow: 3 } });
+    });
+    afterEach(() => h.close());
+    const cheapest = policy('cheapest', { candidates: ['test-alpha', 'test-gamma'] });
+
+    it('goes to a never-timed function before one timed fewer times than the cold threshold, as the trace says', async () => {
+      // alpha is timed twice, still cold (3 samples make a function warm); gamma was never timed. By id alpha would win.
+      recordLatency(h, 'fn_test_alpha', 27, 2);
+      const out = await h.price({ policy: cheapest, context: { n: 1 } });
+      expect(out.fn.name).to.equal('test-gamma');
+      expect(stage(out, 'route').statistic).to.deep.include({ tie_break: 'cold first (fewer than 3 latency samples), the fewest samples first, so never timed before timed; then latency p50; then id' });
+      // Each call times what it ran. Both timed, both still cold: the fewer samples first (gamma 1, alpha 2), then id (2 and 2).
+      const samples = () => ['fn_test_alpha', 'fn_test_gamma'].map((id) => h.parts.latency.snapshot(id).samples);
+      expect(samples()).to.deep.equal([2, 1]);
+      expect((await h.price({ policy: cheapest, context: { n: 2 } })).fn.name).to.equal('test-gamma');
+      expect(samples()).to.deep.equal([2, 2]);
+      expect((await h.price({ policy: cheapest, context: { n: 3 } })).fn.name).to.equal('test-alpha');
+      // Cold before warm, whatever the warm one's p50: alpha is warm now (3 samples), gamma still cold.
+      expect(samples()).to.deep.equal([3, 2]);
+      expect((await h.price({ policy: cheapest, context: { n: 4 } })).fn.name).to.equal('test-gamma');
     });
   });
 
