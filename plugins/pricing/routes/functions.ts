@@ -397,7 +397,7 @@ function exampleFor(fn: FunctionDescriptor): { example?: { context: Record<strin
 /** Said whenever a pipeline function is created or changed: it can be registered and listed, but never run (yet). */
 function pipelineWarning(fn: FunctionDescriptor): { warnings?: string[] } {
   return fn.executionType === 'pipeline'
-    ? { warnings: ['Pipeline execution is not available: this function is registered, but a compute, a test run or a routing policy naming it answers 501 pipeline_execution_unavailable (a policy skips it). Use an external_api function to price now.'] }
+    ? { warnings: ['Pipeline execution is not available: this function is registered, but a compute or a test run naming it (function_id, function_name) answers 501 pipeline_execution_unavailable, and a routing policy naming it skips it (candidate reason "pipeline unavailable"; a call the policy leaves with no other function answers 422 no_eligible_function). Use an external_api function to price now.'] }
     : {};
 }
 

@@ -129,13 +129,34 @@ function inactiveRefs(p: PolicyShape, registry: FunctionRegistry, principal: Pri
   const inactive = new Map<string, string>();
   for (const { ref } of functionRefs(p)) {
     const fn = registry.resolve(ref, scope);
-    if (fn && fn.status !== 'active') inactive.set(fn.id, `${fn.name} (${fn.status})`);
+    // A pipeline function is skipped whatever its status (pipelineRefs says so): activating it would not help.
+    if (fn && fn.status !== 'active' && fn.executionType !== 'pipeline') inactive.set(fn.id, `${fn.name} (${fn.status})`);
   }
   return inactive.size ? [`These functions are not active and will be skipped until activated (PATCH /api/functions/{id} with {"status":"active"}): ${someOf([...inactive.values()])}.`] : [];
 }
 
-/** Warnings beside the unreachable ones: repeated references, then functions not active. */
-const otherWarnings = (p: PolicyShape, registry: FunctionRegistry, principal: Principal): string[] => [...repeatedRefs(p, registry, principal), ...inactiveRefs(p, registry, principal)];
+/**
+ * The pipeline functions a policy names (within reach): kept, but pipelines cannot run yet, so routing skips them
+ * (candidate reason "pipeline unavailable") and a call the policy leaves with no other function answers 422.
+ */
+function pipelineRefs(p: PolicyShape, registry: FunctionRegistry, principal: Principal): string[] {
+  const scope = callerScopeOf(principal);
+  const pipelines = new Map<string, string>();
+  for (const { ref } of functionRefs(p)) {
+    const fn = registry.resolve(ref, scope);
+    if (fn?.executionType === 'pipeline') pipelines.set(fn.id, fn.name);
+  }
+  return pipelines.size
+    ? [`These are pipeline functions, which cannot run yet (pipeline execution is not available): routing skips them (candidate reason "pipeline unavailable"), and a call left with no other function answers 422 no_eligible_function. Name an external_api or built-in function instead: ${someOf([...pipelines.values()])}.`]
+    : [];
+}
+
+/** Warnings beside the unreachable ones: repeated references, then functions not active, then pipeline functions. */
+const otherWarnings = (p: PolicyShape, registry: FunctionRegistry, principal: Principal): string[] => [
+  ...repeatedRefs(p, registry, principal),
+  ...inactiveRefs(p, registry, principal),
+  ...pipelineRefs(p, registry, principal),
+];
 
 function withWarnings(view: Record<string, unknown>, missing: string[], repeated: string[] = []): Record<string, unknown> {
   const warnings = [...(missing.length ? [`These functions are out of reach and will be skipped: ${someOf(missing)}.`] : []), ...repeated];

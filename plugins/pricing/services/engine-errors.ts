@@ -121,7 +121,9 @@ function loosenAdvice(d: EngineError['details'], opts: ErrorAudience): string {
     // A rule that matched sends the context to its function whatever else holds: only letting that function through helps.
     (d.strategy === 'policy' || reasons.has('rule miss')) && !d.ruleMatched ? 'add a rule or a default_function for this context' : null,
     reasons.has('no weight') ? 'give the functions a weight' : null,
-    reasons.has('unreachable') || reasons.has('not active') || reasons.has('pipeline unavailable') ? 'replace the functions out of reach or not active (a marketplace function its owner withdrew, say)' : null,
+    reasons.has('unreachable') || reasons.has('not active') ? 'replace the functions out of reach or not active (a marketplace function its owner withdrew, say)' : null,
+    // Active and within reach: activating or waiting changes nothing until pipelines run, only another function helps.
+    reasons.has('pipeline unavailable') ? 'replace the pipeline functions, which cannot run yet (pipeline execution is not available), with external_api or built-in ones' : null,
   ].filter((l): l is string => l !== null);
   // A fallback is held to the ceilings too: where they alone shut every candidate out, only one within them helps.
   const ceilingsOnly = reasons.size > 0 && [...reasons].every((r) => r === 'cost ceiling' || r === 'latency ceiling');

@@ -626,7 +626,7 @@ describe('compute API', function () {
     const fn = await api.post<Record<string, any>>('/api/functions', { name: `pipe-${Date.now()}`, execution_type: 'pipeline', cost_per_unit: '0.001' });
     expect(fn.status).to.equal(201);
     expect(fn.body.warnings).to.have.length(1);
-    expect(fn.body.warnings[0]).to.match(/^Pipeline execution is not available/).and.include('501 pipeline_execution_unavailable');
+    expect(fn.body.warnings[0]).to.match(/^Pipeline execution is not available/).and.include('a compute or a test run naming it (function_id, function_name) answers 501 pipeline_execution_unavailable');
     const activated = await api.patch<Record<string, any>>(`/api/functions/${fn.body.function.id}`, { status: 'active' });
     expect(activated.status).to.equal(200);
     expect(activated.body.warnings).to.deep.equal(fn.body.warnings);

@@ -38,6 +38,10 @@ describe('pricing: engine outcomes as SPEC error bodies', () => {
     expect(err(['unreachable', 'not active']).extras.hint).to.equal(
       'Every candidate was excluded; candidates lists each one and why. PATCH /api/routing-policies/rp_2: replace the functions out of reach or not active (a marketplace function its owner withdrew, say); or set a fallback_function: the fallbacks are tried when every candidate is excluded.',
     );
+    // A pipeline function is within reach and active: the hint names it as what it is, not as one out of reach or not active.
+    expect(err(['pipeline unavailable']).extras.hint).to.equal(
+      'Every candidate was excluded; candidates lists each one and why. PATCH /api/routing-policies/rp_2: replace the pipeline functions, which cannot run yet (pipeline execution is not available), with external_api or built-in ones; or set a fallback_function: the fallbacks are tried when every candidate is excluded.',
+    );
     expect(err(['cost ceiling', 'latency ceiling', 'rule miss', 'no weight']).extras.hint).to.contain('PATCH /api/routing-policies/rp_2: raise max_cost_per_unit, raise max_latency_ms, add a rule or a default_function for this context, give the functions a weight;');
     // A rule that matched sends the context to its function: adding a rule or a default_function would not help, so neither is offered.
     const matched = toApiError(

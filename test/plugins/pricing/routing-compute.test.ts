@@ -116,6 +116,23 @@ describe('pricing: compute routed by the default policy (HTTP)', function () {
     ]);
   });
 
+  it('a policy naming a pipeline function warns on save that routing skips it, and the 422 of a call left with it alone names it as a pipeline function', async () => {
+    const name = `walk-pipe-${Date.now()}`;
+    const fn = await a.post<Body>('/api/functions', { name, execution_type: 'pipeline', cost_per_unit: '0.001' });
+    expect(fn.status, fn.text).to.equal(201);
+    expect(fn.body.warnings[0]).to.include('a routing policy naming it skips it (candidate reason "pipeline unavailable"; a call the policy leaves with no other function answers 422 no_eligible_function)');
+    expect((await a.patch(`/api/functions/${fn.body.function.id as string}`, { status: 'active' })).status).to.equal(200);
+    const made = await a.post<Body>('/api/routing-policies', { name: 'pipe only', strategy: 'cheapest', is_default: true, config: { candidates: [name] } });
+    expect(made.status, made.text).to.equal(201);
+    expect(made.body.policy.warnings).to.deep.equal([
+      `These are pipeline functions, which cannot run yet (pipeline execution is not available): routing skips them (candidate reason "pipeline unavailable"), and a call left with no other function answers 422 no_eligible_function. Name an external_api or built-in function instead: ${name}.`,
+    ]);
+    const res = await compute({ context: { unit_cost: 10 } });
+    expect(res.status, res.text).to.equal(422);
+    expect(res.body.candidates.map((c: Body) => [c.function, c.reason])).to.deep.equal([[name, 'pipeline unavailable']]);
+    expect(res.body.hint).to.include(`PATCH /api/routing-policies/${made.body.policy.id as string}: replace the pipeline functions, which cannot run yet`).and.not.include('out of reach or not active');
+  });
+
   it('a policy whose rules send the context nowhere: the 422 says no rule matched and offers a rule, not the ceiling another function is over', async () => {
     const policyId = await makeDefault({ name: 'gold only', strategy: 'policy', config: { rules: [{ when: { tier: 'gold' }, use: 'elasticity-optimum' }], max_cost_per_unit: '0.001' } });
     const res = await compute({ context: { unit_cost: 2 } });
