@@ -37,6 +37,36 @@ export function nestedDeeperThan(text: string, max: number): boolean {
 }
 
 /**
+ * The path of the first array or object in a parsed value that opens a level deeper than `max` (the value itself is
+ * level 1), or null. It goes at most `max + 1` levels down, so it is safe on a value of any depth.
+ */
+export function pathDeeperThan(value: unknown, max: number, path: Array<string | number> = []): Array<string | number> | null {
+  if (value === null || typeof value !== 'object') return null;
+  if (path.length >= max) return path;
+  const entries: Array<[string | number, unknown]> = Array.isArray(value) ? value.map((v: unknown, i) => [i, v]) : Object.entries(value);
+  for (const [k, v] of entries) {
+    const found = pathDeeperThan(v, max, [...path, k]);
+    if (found) return found;
+  }
+  return null;
+}
+
+/**
+ * A value parsed within a larger message (an MCP tool's arguments) refused by path when it nests deeper than `max`, the
+ * limit a REST body has: the message's own levels around it are not the caller's to spend.
+ */
+export function refuseDeeperThan(value: unknown, max: number, where: 'body' | 'arguments', example?: unknown): void {
+  const at = pathDeeperThan(value, max);
+  if (!at) return;
+  throw validationFailed(
+    where,
+    [{ path: at.length ? at.join('.') : '(root)', reason: `nests arrays and objects deeper than ${max} levels, counted from the ${where} (BODY_MAX_DEPTH)` }],
+    `Flatten the value at that path: the ${where} may nest arrays and objects ${max} levels deep.`,
+    example,
+  );
+}
+
+/**
  * A body declared in another charset than UTF-8 would be read as UTF-8 and mangled (latin-1 é
  * becomes U+FFFD) or fail as JSON for a misleading reason: it is refused as such instead. Returned
  * rather than thrown for a route reading its raw body itself (MCP answers it as a JSON-RPC error).

@@ -6,7 +6,7 @@ import type { ApiError } from '../../core/errors';
 import { validate } from '../../core/validation';
 import type { Logger } from '../../core/logger';
 import { z } from 'zod';
-import { nestedDeeperThan, refuseUnstorableValue, unsupportedCharset } from '../../core/http/json-body';
+import { nestedDeeperThan, refuseDeeperThan, refuseUnstorableValue, unsupportedCharset } from '../../core/http/json-body';
 import { logOutage, unavailableError } from '../../core/http/middleware';
 import { RepeatedLines } from '../../core/repeated-lines';
 import { HANDLED, defineRoute } from '../../core/http/route';
@@ -86,6 +86,20 @@ function refuse(ctx: RequestContext, status: number, rpcCode: number, code: stri
 }
 
 const ID_STAND_IN = '\u0000odd-id';
+
+/** The levels a tools/call message opens above its arguments: the message and params. */
+const ENVELOPE_DEPTH = 2;
+
+/**
+ * The id a refusal of a parsed message may echo: a request's string or number; never a response's, whose id is one
+ * of ours, which the client could mistake for one of its own pending requests.
+ */
+function requestIdOf(message: unknown): Id {
+  if (typeof message !== 'object' || message === null || Array.isArray(message)) return null;
+  const m = message as Record<string, unknown>;
+  if (!('method' in m) && ('result' in m || 'error' in m)) return null;
+  return typeof m.id === 'string' || (typeof m.id === 'number' && Number.isFinite(m.id)) ? m.id : null;
+}
 
 /**
  * The methods the endpoint takes (DELETE answers 405: sessions are stateless). HEAD is GET without
@@ -219,6 +233,13 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
     try {
       // Admission before validation, as on REST: invalid keyless calls spend the demo budget too.
       await tool.admit?.(toolCtx);
+      // BODY_MAX_DEPTH counts from the arguments, as REST counts from its body. With the stock example: one made from
+      // what was sent would keep the value too deep.
+      refuseDeeperThan(params.arguments, d.config.server.bodyMaxDepth, 'arguments', tool.example);
+    } catch (err) {
+      return failed(err);
+    }
+    try {
       args = validate(tool.input, params.arguments ?? {}, {
         where: 'arguments',
         hint: `Fix the arguments listed in issues; tools/list gives the inputSchema of ${name}${tool.example !== undefined ? ', and example shows arguments that pass' : ''}.`,
@@ -273,17 +294,22 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
     const charset = unsupportedCharset(req);
     if (charset) return bodyRefused(charset, ctx);
     const raw = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
-    const maxDepth = d.config.server.bodyMaxDepth;
-    if (nestedDeeperThan(raw, maxDepth)) {
-      if (precheck(ctx, res, false)) return HANDLED;
-      return refuse(ctx, 400, -32700, 'invalid_json', `Parse error: the message nests arrays and objects deeper than ${maxDepth} levels.`, 'Flatten the arguments; BODY_MAX_DEPTH sets the limit.');
-    }
     let message: unknown;
     try {
       message = JSON.parse(raw) as unknown;
     } catch {
       if (precheck(ctx, res, false)) return HANDLED;
       return refuse(ctx, 400, -32700, 'invalid_json', 'Parse error: the body is not JSON.', 'Send one JSON-RPC 2.0 message as JSON, e.g. {"jsonrpc":"2.0","id":1,"method":"tools/list"}.');
+    }
+    // A tool's arguments may nest BODY_MAX_DEPTH levels, counted from them (callTool, which refuses deeper ones by path).
+    // What follows walks the message recursively (validation, JSON.stringify), so a message deeper than the envelope and
+    // twice the limit is refused whole first, as no request; JSON.parse copes with any depth, so its id is still read.
+    const maxDepth = d.config.server.bodyMaxDepth;
+    const outerDepth = 2 * maxDepth + ENVELOPE_DEPTH;
+    if (nestedDeeperThan(raw, outerDepth)) {
+      const id = requestIdOf(message);
+      if (precheck(ctx, res, false, id)) return HANDLED;
+      return refuse(ctx, 400, -32600, 'invalid_json', `Invalid Request: the message nests arrays and objects deeper than ${outerDepth} levels.`, `Flatten the arguments: a tool's arguments may nest arrays and objects ${maxDepth} levels deep (BODY_MAX_DEPTH).`, { id });
     }
     if (Array.isArray(message)) {
       if (precheck(ctx, res, false)) return HANDLED;

@@ -731,14 +731,38 @@ describe('MCP endpoint over raw HTTP', function () {
     }
   });
 
-  it('answers a message nested deeper than BODY_MAX_DEPTH with 400 and a JSON-RPC parse error, not a failed tool', async () => {
+  it('answers a message nested far deeper than BODY_MAX_DEPTH with 400 and a JSON-RPC invalid request carrying its id, not a parse error', async () => {
     const deep = `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"compute_price","arguments":{"context":{"currency":"USD","x":${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}}}}}`;
     const res = await fetch(`${svc.url}/api/mcp/rpc`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: deep });
     expect(res.status).to.equal(400);
     const body = (await res.json()) as Record<string, any>;
-    expect(body.error.code).to.equal(-32700);
+    expect(body.id).to.equal(9);
+    expect(body.error.code).to.equal(-32600);
     expect(body.code).to.equal('invalid_json');
-    expect(body.error.message).to.match(/deeper than 64 levels/);
+    expect(body.error.message).to.match(/^Invalid Request: .*deeper than 130 levels/);
+    expect(body.hint).to.match(/64 levels/);
+  });
+
+  it('counts BODY_MAX_DEPTH from a tool\'s arguments, as REST counts from its body: as deep as REST takes passes, one level more is a tool validation error naming the path', async () => {
+    // A context value nesting n objects: the body (or the arguments) opens two levels more.
+    const nest = (n: number): unknown => (n === 0 ? 1 : { a: nest(n - 1) });
+    const key = (await createKey(svc, await signUp(svc, 'deep'), { name: 'deep' })).key;
+    const call = (levels: number) => ({ jsonrpc: '2.0', id: 'deep-1', method: 'tools/call', params: { name: 'compute_price', arguments: { context: { current_price: 3, x: nest(levels) } } } });
+    const rest = await fetch(`${svc.url}/api/compute/price`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ context: { current_price: 3, x: nest(62) } }) });
+    expect(rest.status).to.equal(200);
+    const ok = (await (await rpc(svc, call(62), { 'x-api-key': key })).json()) as Record<string, any>;
+    expect(ok.id).to.equal('deep-1');
+    expect(ok.result.isError, JSON.stringify(ok)).to.equal(false);
+    const res = await rpc(svc, call(63), { 'x-api-key': key });
+    expect(res.status).to.equal(200);
+    const refused = (await res.json()) as Record<string, any>;
+    expect(refused.id).to.equal('deep-1');
+    expect(refused.result.isError).to.equal(true);
+    const body = JSON.parse(refused.result.content[0].text) as Record<string, any>;
+    expect(body.code).to.equal('validation_error');
+    expect(body.issues[0].path).to.equal(['context', 'x', ...Array<string>(62).fill('a')].join('.'));
+    expect(body.issues[0].reason).to.match(/deeper than 64 levels, counted from the arguments/);
+    expect(body.example).to.have.property('context');
   });
 
   it('answers 403 to a page of another origin before reading its credential, on every method', async () => {
