@@ -59,7 +59,8 @@ export function contextSchemaOf(maxBytes: number) {
 export type ContextSchema = ReturnType<typeof contextSchemaOf>;
 
 // Trimmed as a registered name is (" acme.pricer" names acme.pricer), so a reference with stray spaces finds what it names.
-const functionRef = z.string().trim().min(1).max(100);
+// The JSON Schema checks the untrimmed value: `pattern` says a blank one (trimmed to nothing) is refused.
+const functionRef = z.string().trim().min(1).max(100).meta({ pattern: '\\S' });
 
 function pinRule(b: { function_id?: string | undefined; function_name?: string | undefined; routing_preference?: string | undefined }, ctx: z.RefinementCtx): void {
   if ((b.function_id || b.function_name) && b.routing_preference && b.routing_preference !== 'explicit') {
@@ -67,6 +68,23 @@ function pinRule(b: { function_id?: string | undefined; function_name?: string |
   }
   if (b.function_id && b.function_name) ctx.addIssue({ code: 'custom', path: ['function_name'], message: 'send function_id or function_name, not both' });
 }
+
+/**
+ * What pinRule and the engine's explicit routing refuse, said in JSON Schema for OpenAPI and MCP's inputSchema (which
+ * cannot show a refinement): a pin (one of `pins`) routes explicitly, routing_preference "explicit" needs a pin, and
+ * with two ways to pin, not both.
+ */
+function pinSchema(pins: readonly [string, ...string[]]): { allOf: Array<Record<string, unknown>> } {
+  const pinned = pins.length === 1 ? { required: [...pins] } : { anyOf: pins.map((p) => ({ required: [p] })) };
+  return {
+    allOf: [
+      { if: pinned, then: { properties: { routing_preference: { const: 'explicit' } } } },
+      { if: { required: ['routing_preference'], properties: { routing_preference: { const: 'explicit' } } }, then: pinned },
+      ...(pins.length > 1 ? [{ not: { required: [...pins] } }] : []),
+    ],
+  };
+}
+const byId = pinSchema(['function_id']);
 
 /** function_name sent where only an id pins: said where it is taken, instead of a bare "unknown field". */
 const nameTakenElsewhereSaying = (reason: string) => ({
@@ -90,14 +108,20 @@ export function callSchemas(contextMaxBytes: number) {
     function_id: functionRef.optional().describe('Pins one function (explicit routing).'),
     routing_preference: z.enum(PREFERENCES).optional().describe('explicit, cheapest, fastest, round_robin or weighted; absent: the default policy decides.'),
   };
-  const batchItem = z.strictObject(computeFields, nameTakenElsewhere).superRefine(pinRule).meta({ id: 'BatchItem', description: 'One item: priced as one POST /api/compute/price call with this body.' });
+  const batchItem = z
+    .strictObject(computeFields, nameTakenElsewhere)
+    .superRefine(pinRule)
+    .meta({ id: 'BatchItem', description: 'One item: priced as one POST /api/compute/price call with this body.', ...byId });
   return {
     context,
-    computeBody: z.strictObject(computeFields, nameTakenElsewhere).superRefine(pinRule),
-    routerBody: z.strictObject({ ...computeFields, function_name: functionRef.optional().describe('Resolved among built-ins, your functions and public functions.') }).superRefine(pinRule),
+    computeBody: z.strictObject(computeFields, nameTakenElsewhere).superRefine(pinRule).meta(byId),
+    routerBody: z
+      .strictObject({ ...computeFields, function_name: functionRef.optional().describe('Resolved among built-ins, your functions and public functions.') })
+      .superRefine(pinRule)
+      .meta(pinSchema(['function_id', 'function_name'])),
     batchItem,
     batchBody: (maxItems: number) => batchBody(batchItem, maxItems),
-    demoBody: z.strictObject({ context, function_id: functionRef.optional(), routing_preference: z.enum(PREFERENCES).optional() }, demoNameTakenElsewhere).superRefine(pinRule),
+    demoBody: z.strictObject({ context, function_id: functionRef.optional(), routing_preference: z.enum(PREFERENCES).optional() }, demoNameTakenElsewhere).superRefine(pinRule).meta(byId),
     testFunctionBody: z.strictObject({ context }),
   };
 }

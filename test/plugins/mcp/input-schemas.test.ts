@@ -86,9 +86,44 @@ describe('MCP tools publish in inputSchema what they refuse', function () {
       // Keys SPEC does not name pass as sent, and the named ones at their bounds.
       { context: { product_type: 'coffee', current_price: 0, currency: 'usdc', unit_cost: 3, note: { any: ['thing'] } }, ...pin },
     ]);
+    // The routing rules the tool refuses as well, and the arguments they leave alone.
+    const priced = { current_price: 1 };
+    await expectAgreement(
+      'compute_price',
+      [
+        ['routing_preference', { context: priced, function_id: 'fn_builtin_charm', routing_preference: 'cheapest' }],
+        ['function_id', { context: priced, routing_preference: 'explicit' }],
+        ['function_id', { context: priced, function_id: '   ' }],
+      ],
+      [{ context: priced, function_id: 'fn_builtin_charm', routing_preference: 'explicit' }, { context: priced, function_id: ' fn_builtin_charm ' }, { context: priced, routing_preference: 'cheapest' }],
+    );
     const context = (schemas.get('compute_price') as Record<string, any>).properties.context as Record<string, any>;
     expect(context.additionalProperties, 'other keys are allowed').to.deep.equal({});
     expect(context.properties).to.deep.include({ product_type: { type: 'string' }, current_price: { type: 'number', minimum: 0 } });
+  });
+
+  it('compute_price: its routing rules (a pin routes explicitly, explicit routing needs a pin, a blank function_id) are stated in the OpenAPI request bodies that share them too, and the documented examples pass them', async () => {
+    const doc = (await (await fetch(`${svc.url}/api/openapi.json?format=json`)).json()) as Record<string, any>;
+    const resolved = (schema: Record<string, any>): Record<string, any> => (schema.$ref ? doc.components.schemas[(schema.$ref as string).split('/').pop() as string] : schema);
+    const bodies: Array<[string, Record<string, any>]> = ['/api/compute/price', '/api/public/compute/demo', '/api/price-router'].map((path) => [path, resolved(doc.paths[path].post.requestBody.content['application/json'].schema)]);
+    bodies.push(['BatchItem', doc.components.schemas.BatchItem]);
+    const priced = { current_price: 1 };
+    for (const [where, schema] of bodies) {
+      const validate = await validatorFor(schema);
+      for (const refused of [
+        { context: priced, function_id: 'fn_builtin_charm', routing_preference: 'cheapest' },
+        { context: priced, routing_preference: 'explicit' },
+        { context: priced, function_id: '   ' },
+      ]) {
+        expect(validate(refused).valid, `${where}: ${JSON.stringify(refused)}`).to.equal(false);
+      }
+      for (const example of [{ context: { product_type: 'coffee', currency: 'USD', current_price: 4.5 } }, { context: priced, function_id: 'fn_builtin_charm', routing_preference: 'explicit' }, { context: priced, routing_preference: 'cheapest' }]) {
+        expect(validate(example), `${where}: ${JSON.stringify(example)}`).to.deep.include({ valid: true });
+      }
+    }
+    const router = validatorFor(bodies[2]?.[1] as Record<string, unknown>);
+    expect((await router)({ context: priced, function_name: 'cost-plus', routing_preference: 'explicit' }).valid).to.equal(true);
+    expect((await router)({ context: priced, function_name: 'cost-plus', function_id: 'fn_builtin_charm' }).valid).to.equal(false);
   });
 
   it('verify_price: every context key, proposed_price and price value it refuses is refused by a JSON Schema validator over its inputSchema (exactly one of the two prices), and valid arguments pass both', async () => {
