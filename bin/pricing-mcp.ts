@@ -10,6 +10,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { createParser } from 'eventsource-parser';
+import { timeoutHint } from '../plugins/mcp/services/timeout-hint';
 
 const base = (process.env.PRICING_SERVICE_URL ?? 'http://localhost:3000').replace(/\/$/, '');
 const apiKey = process.env.PRICING_API_KEY;
@@ -91,7 +92,8 @@ async function call(method: string, params: Record<string, unknown>, tool: strin
         retryable: true,
         timeout_ms: timeoutMs,
         tool,
-        hint: 'Retry once, then wait a minute; work in progress may still finish and be counted.',
+        // The endpoint's own words for this tool: compute_price's retry keeps its _meta.idempotency_key, which goes on whole.
+        hint: timeoutHint(tool),
         next: [],
       });
     }

@@ -21,6 +21,7 @@ import { McpSessions } from './services/sessions';
 import type { ToolMetrics } from './services/tool-metrics';
 import type { McpTool, ToolContext } from './tools/types';
 import { withStepTools } from './services/step-tools';
+import { timeoutHint } from './services/timeout-hint';
 
 export interface McpDeps {
   config: Config;
@@ -267,11 +268,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
             retryable: true,
             timeout_ms: timeoutMs,
             tool: name,
-            // A priced call that may still finish is charged once only when its retry carries the same key.
-            hint:
-              name === 'compute_price'
-                ? 'Retry once with the same params._meta.idempotency_key: a keyed call and its keyed retries are charged once (a call sent without a key may still finish and be charged beside its retry; key every call, a UUID say). Then wait a minute; work in progress may still finish and be counted.'
-                : 'Retry once, then wait a minute; work in progress may still finish and be counted.',
+            hint: timeoutHint(name),
             next: [],
             request_id: ctx.requestId,
           }),
