@@ -407,7 +407,13 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
       request_id: z.string(),
     })
     .meta({ id: 'McpTransportError' });
-  const refusals = { '4XX': { description: 'A transport refusal as a JSON-RPC error (origin, session, protocol version, malformed message, method), or a credential refusal in the common error shape.', schema: z.union([transportRefusal, errorBodySchema]) } };
+  const refusals = {
+    '4XX': {
+      description:
+        "A transport refusal as a JSON-RPC error (origin, session, protocol version, malformed message, method, a body not read), or in the common error shape what any route answers about the credential and the request rate before the message is read: 401, 400 bad_request for an empty x-workspace-id, 404 not_found for an x-workspace-id the credential may not act in, 403 forbidden for another site's page sending the session cookie, 429.",
+      schema: z.union([transportRefusal, errorBodySchema]),
+    },
+  };
   const common = { tags: ['MCP'], auth: 'optional' as const, channel: 'mcp' as const, sandbox: true, screen: screenOrigin, headers: transportHeaders, responses: refusals };
   // A JSON-RPC 2.0 response: what a tool returns is described by each tool's outputSchema (tools/list, /.well-known/mcp.json).
   const jsonRpcResponse = z

@@ -743,6 +743,23 @@ describe('MCP endpoint over raw HTTP', function () {
     expect(body.hint).to.match(/64 levels/);
   });
 
+  it('answers what every route says of x-workspace-id (empty: 400, another workspace: 404) in the common shape, and llms.txt and agents.md say so', async () => {
+    const key = (await createKey(svc, await signUp(svc, 'ws-header'), { name: 'ws-header' })).key;
+    const list = { jsonrpc: '2.0', id: 5, method: 'tools/list' };
+    for (const [value, status, code] of [['', 400, 'bad_request'], ['ws_someone_else', 404, 'not_found']] as const) {
+      const res = await rpc(svc, list, { 'x-api-key': key, 'x-workspace-id': value });
+      expect(res.status, value).to.equal(status);
+      const body = (await res.json()) as Record<string, any>;
+      expect(body, value).to.not.have.property('jsonrpc');
+      expect(body).to.include({ code });
+      expect(body.error).to.be.a('string');
+    }
+    const errors = (await (await fetch(`${svc.url}/llms.txt`)).text()).split('## Errors')[1] ?? '';
+    expect(errors).to.contain('400 bad_request for an empty x-workspace-id').and.contain('404 not_found for an x-workspace-id');
+    const agents = await import('node:fs').then((fs) => fs.readFileSync(path.resolve(__dirname, '../../../../docs/agents.md'), 'utf8'));
+    expect(agents).to.match(/empty `x-workspace-id` \(an unset\s+variable\) 400 `bad_request`/);
+  });
+
   it('counts BODY_MAX_DEPTH from a tool\'s arguments, as REST counts from its body: as deep as REST takes passes, one level more is a tool validation error naming the path', async () => {
     // A context value nesting n objects: the body (or the arguments) opens two levels more.
     const nest = (n: number): unknown => (n === 0 ? 1 : { a: nest(n - 1) });
