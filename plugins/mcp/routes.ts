@@ -137,8 +137,10 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
   /** Protocol version and session checks shared by every method (the origin was screened before). Returns true when it answered. */
   const precheck = (ctx: RequestContext, res: Response, isInitialize: boolean, id: Id = null): boolean => {
     const version = ctx.req.headers['mcp-protocol-version'];
-    // An empty header is no header, as an empty Mcp-Session-Id is.
-    if (!isInitialize && typeof version === 'string' && version !== '' && !SUPPORTED_VERSIONS.includes(version)) {
+    // An empty header is no header, as an empty Mcp-Session-Id is. Checked on initialize too (SPEC): a client sends it
+    // there only when re-initializing with the version it negotiated (the SDK's), which is one of these; its absence
+    // is fine, and the version the body asks for is negotiated as before.
+    if (typeof version === 'string' && version !== '' && !SUPPORTED_VERSIONS.includes(version)) {
       refuse(ctx, 400, -32000, 'unsupported_protocol_version', `Bad Request: Unsupported protocol version: ${version}`, `Send MCP-Protocol-Version with one of ${SUPPORTED_VERSIONS.join(', ')}, or leave it out.`, {
         data: { supported: SUPPORTED_VERSIONS },
         id,
@@ -394,7 +396,7 @@ export function mcpRoutes(d: McpDeps): RouteSpec[] {
 
   const transportHeaders = z.object({
     'mcp-session-id': z.string().optional().describe('The session id the initialize response gave (optional: sessions are stateless). Malformed: 400; altered, expired or another caller\'s: 404.'),
-    'mcp-protocol-version': z.string().optional().describe(`The MCP protocol version in use, one of ${SUPPORTED_VERSIONS.join(', ')}; not checked on initialize, another value elsewhere: 400.`),
+    'mcp-protocol-version': z.string().optional().describe(`The MCP protocol version in use, one of ${SUPPORTED_VERSIONS.join(', ')}; optional (a client has none before initialize); another value: 400, on initialize too.`),
   });
   // Transport refusals are JSON-RPC errors with the service's fields beside them; credential refusals come from the pipeline in the common shape.
   const transportRefusal = z

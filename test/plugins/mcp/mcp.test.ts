@@ -692,10 +692,34 @@ describe('MCP endpoint over raw HTTP', function () {
     expect(await used()).to.equal(6);
   });
 
-  it('does not require MCP-Protocol-Version on initialize, and answers 400 to an unsupported one', async () => {
-    const init = await rpc(svc, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }, { 'mcp-protocol-version': '1999-01-01' });
-    expect(init.status).to.equal(200);
-    expect(init.headers.get('mcp-session-id')).to.be.a('string');
+  it('does not require MCP-Protocol-Version on initialize, and answers 400 to an unsupported one, on initialize too', async () => {
+    const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+    for (const headers of [{}, { 'mcp-protocol-version': '2025-06-18' }] as Array<Record<string, string>>) {
+      const init = await rpc(svc, initialize, headers);
+      expect(init.status).to.equal(200);
+      expect(init.headers.get('mcp-session-id')).to.be.a('string');
+      expect(((await init.json()) as Record<string, any>).result.protocolVersion).to.equal('2025-11-25');
+    }
+    const refused = await rpc(svc, initialize, { 'mcp-protocol-version': '1999-01-01' });
+    expect(refused.status).to.equal(400);
+    expect(refused.headers.get('mcp-session-id')).to.equal(null);
+    expect((await refused.json()) as Record<string, any>).to.include({ id: 1, code: 'unsupported_protocol_version' });
+    // The official SDK client sends the header only once a version is negotiated, so it still connects.
+    const { Client, StreamableHTTPClientTransport } = await sdk();
+    const sent: Array<[string, string | null]> = [];
+    const watching: typeof fetch = (url, init) => {
+      const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as { method?: string }) : {};
+      sent.push([body.method ?? '', new Headers(init?.headers).get('mcp-protocol-version')]);
+      return fetch(url, init);
+    };
+    const client = new Client({ name: 'test-harness', version: '0.0.1' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${svc.url}/api/mcp/rpc`), { fetch: watching }));
+    await client.listTools();
+    await client.close();
+    expect(sent.filter(([method]) => method !== '')).to.deep.include.members([
+      ['initialize', null],
+      ['tools/list', '2025-11-25'],
+    ]);
     const bad = await rpc(svc, { jsonrpc: '2.0', id: 2, method: 'tools/list' }, { 'mcp-protocol-version': '1999-01-01' });
     expect(bad.status).to.equal(400);
     const body = (await bad.json()) as Record<string, any>;
