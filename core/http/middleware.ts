@@ -1,4 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
+import * as zlib from 'node:zlib';
 import { newSortableId } from '../ids';
 import { failureFields } from '../logger';
 import { DEFAULT_REPEAT_INTERVAL_MS, RepeatedLines } from '../repeated-lines';
@@ -93,7 +94,12 @@ interface BodyParserError {
   /** entity.too.large: the limit and the declared or read length, in bytes. */
   limit?: number;
   length?: number;
+  /** encoding.unsupported: the Content-Encoding sent. */
+  encoding?: string;
 }
+
+/** The Content-Encodings the body reader decodes, as body-parser decides: zstd only on a Node.js that has it (22.15 and later). */
+const READ_ENCODINGS = ['gzip', 'deflate', 'br', ...('createZstdDecompress' in zlib ? ['zstd'] : []), 'identity'];
 
 /**
  * Express's router refuses a path whose parameter holds a malformed percent-escape (`%E0%A4%A`) by
@@ -160,7 +166,13 @@ function tooLarge(bp: BodyParserError): ApiError {
 export function bodyReadError(err: unknown): ApiError | undefined {
   const bp = err as BodyParserError | undefined;
   if (bp?.type === 'entity.too.large') return tooLarge(bp);
-  if (bp?.type === 'encoding.unsupported' || bp?.type === 'charset.unsupported') return new ApiError('unsupported_media_type', 'Request body encoding is not supported.', { hint: 'Send UTF-8 JSON.' });
+  // The encodings that are read, by name: a caller can pick one of them (or none) and send again.
+  if (bp?.type === 'encoding.unsupported') {
+    return new ApiError('unsupported_media_type', `Request body encoding${bp.encoding ? ` "${bp.encoding}"` : ''} is not supported.`, {
+      hint: `Send UTF-8 JSON uncompressed, or compressed whole with Content-Encoding ${READ_ENCODINGS.filter((e) => e !== 'identity').join(', ')} (identity is uncompressed).`,
+    });
+  }
+  if (bp?.type === 'charset.unsupported') return new ApiError('unsupported_media_type', 'Request body encoding is not supported.', { hint: 'Send UTF-8 JSON.' });
   if (bp?.type === 'request.aborted' || bp?.type === 'request.size.invalid') return new ApiError('bad_request', 'The request body was cut short.');
   return undefined;
 }

@@ -57,6 +57,13 @@ describe('kernel HTTP pipeline', () => {
     expect(res.body.code).to.equal('unsupported_media_type');
   });
 
+  it('names, in the 415 of a Content-Encoding it does not read, the one sent and the ones it reads', async () => {
+    const res = await api.raw('POST', '/probe/items', { rawBody: '{"label":"widget","quantity":2}', headers: { 'content-type': 'application/json', 'content-encoding': 'br2' } });
+    expect(res.status, res.text).to.equal(415);
+    expect(res.body.error).to.equal('Request body encoding "br2" is not supported.');
+    expect(res.body.hint).to.match(/^Send UTF-8 JSON uncompressed, or compressed whole with Content-Encoding gzip, deflate, br(, zstd)? \(identity is uncompressed\)\.$/);
+  });
+
   it('treats a non-JSON body sent as text/plain as invalid_json too', async () => {
     const res = await api.raw('POST', '/probe/items', { rawBody: 'label=widget', headers: { 'content-type': 'text/plain' } });
     expect(res.status).to.equal(400);

@@ -650,7 +650,10 @@ describe('MCP endpoint over raw HTTP', function () {
     expect(bigBody.hint).to.match(/^Send at most 1048576 bytes: one JSON-RPC message per POST/);
     const unknownEncoding = await post({ 'content-encoding': 'br2' }, '{"jsonrpc":"2.0","id":1,"method":"ping"}');
     expect(unknownEncoding.status).to.equal(415);
-    expect(await unknownEncoding.json()).to.deep.include({ jsonrpc: '2.0', id: null, code: 'unsupported_media_type' });
+    const unknownBody = (await unknownEncoding.json()) as Record<string, any>;
+    expect(unknownBody).to.deep.include({ jsonrpc: '2.0', id: null, code: 'unsupported_media_type' });
+    // The encodings that are read, named, as on REST.
+    expect(unknownBody.hint).to.match(/Content-Encoding gzip, deflate, br/);
   });
 
   it('refuses a body declared in a charset other than UTF-8 with 415 unsupported_media_type as a JSON-RPC error, as REST does, pricing and recording nothing; under utf-8 or no charset it prices the same bytes as REST does', async () => {
