@@ -1299,7 +1299,7 @@ describe('local MCP server (pricing-mcp over stdio)', function () {
     }
   });
 
-  it('answers a timeout with the endpoint\'s hint for the tool: compute_price\'s says to retry with the same _meta.idempotency_key, another tool\'s does not', async () => {
+  it('answers a timeout with the endpoint\'s hint for the tool: compute_price\'s and verify_price\'s say to retry with the same _meta.idempotency_key, another tool\'s does not', async () => {
     const { createServer } = await import('node:net');
     const blackhole = createServer(() => undefined);
     await new Promise<void>((r) => blackhole.listen(0, '127.0.0.1', () => r()));
@@ -1308,6 +1308,8 @@ describe('local MCP server (pricing-mcp over stdio)', function () {
       const client = await stdioClient({ PRICING_SERVICE_URL: `http://127.0.0.1:${port}`, SERVICE_TIMEOUT_MS: '300' });
       const priced = (await callError(client, 'compute_price', { context: { current_price: 1 } })) as { data: Record<string, unknown> };
       expect(priced.data.hint).to.match(/^Retry once with the same params\._meta\.idempotency_key/);
+      const verified = (await callError(client, 'verify_price', { context: { product_type: 'x' }, proposed_price: 1 })) as { data: Record<string, unknown> };
+      expect(verified.data.hint).to.match(/^Retry once with the same params\._meta\.idempotency_key: a keyed verification/);
       const listed = (await callError(client, 'list_functions', {})) as { data: Record<string, unknown> };
       expect(listed.data).to.deep.include({ code: 'upstream_timeout', tool: 'list_functions', hint: 'Retry once, then wait a minute; work in progress may still finish and be counted.' });
       await client.close();
