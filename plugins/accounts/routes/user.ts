@@ -23,13 +23,14 @@ function sessionToKeep(fromQuery: unknown, fromBody: unknown): string | undefine
     throw new ApiError('invalid_session_id', 'Invalid session ID format', { issues: [{ path: 'currentSessionId', reason: 'must be one UUID, sent once' }], hint: 'Name one session to keep.' });
   }
   if (fromQuery !== undefined) assertUuid(fromQuery, 'currentSessionId');
-  if (fromBody !== undefined) assertUuid(fromBody, 'body.currentSessionId');
+  // The bare field, as every validation error names it: the query and the body carry one parameter.
+  if (fromBody !== undefined) assertUuid(fromBody, 'currentSessionId');
   // A UUID is one value in either case: the canonical (lower-case) form is compared, kept and answered.
   const query = typeof fromQuery === 'string' ? fromQuery.toLowerCase() : undefined;
   const sent = typeof fromBody === 'string' ? fromBody.toLowerCase() : undefined;
   if (query !== undefined && sent !== undefined && query !== sent) {
     throw new ApiError('validation_error', 'currentSessionId is sent twice with two values.', {
-      issues: [{ path: 'body.currentSessionId', reason: 'differs from the query parameter' }],
+      issues: [{ path: 'currentSessionId', reason: 'differs from the query parameter' }],
       hint: 'Send it once, in the query or in the body.',
     });
   }

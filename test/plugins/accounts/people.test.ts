@@ -399,18 +399,18 @@ describe('accounts: people, sign-up, sign-in and sessions', () => {
     expect((await api.get('/api/me', { cookie: person.cookie })).status).to.equal(200);
   });
 
-  it('reads currentSessionId from a JSON body as from the query: a bad one is 400 Invalid session ID format, a good one keeps that session', async () => {
+  it('reads currentSessionId from a JSON body as from the query: a bad one is 400 Invalid session ID format naming the bare field currentSessionId, as every validation error does; a good one keeps that session', async () => {
     const person = await signUp(svc.url);
     const other = await api.post<SignedIn>('/api/auth/signin', { email: person.email, password: person.password });
     for (const body of [{ currentSessionId: 'bad' }, { currentSessionId: 7 }]) {
       const bad = await api.raw<ErrorBody>('DELETE', '/api/user/sessions', { body, headers: { cookie: person.cookie } });
       expect([bad.status, bad.body.code, bad.body.error], bad.text).to.deep.equal([400, 'invalid_session_id', 'Invalid session ID format']);
-      expect(bad.body.issues?.map((i) => i.path)).to.deep.equal(['body.currentSessionId']);
+      expect(bad.body.issues?.map((i) => i.path)).to.deep.equal(['currentSessionId']);
     }
     const broken = await api.raw<ErrorBody>('DELETE', '/api/user/sessions', { rawBody: '{"currentSessionId":', headers: { cookie: person.cookie, 'content-type': 'application/json' } });
     expect([broken.status, broken.body.code]).to.deep.equal([400, 'invalid_json']);
     const twice = await api.raw<ErrorBody>('DELETE', `/api/user/sessions?currentSessionId=${person.sessionId}`, { body: { currentSessionId: other.body.session.id }, headers: { cookie: person.cookie } });
-    expect([twice.status, twice.body.code, twice.body.issues?.[0]?.path]).to.deep.equal([400, 'validation_error', 'body.currentSessionId']);
+    expect([twice.status, twice.body.code, twice.body.issues?.[0]?.path]).to.deep.equal([400, 'validation_error', 'currentSessionId']);
     expect((await api.get('/api/me', { authorization: `Bearer ${other.body.token.access_token}` })).status, 'no refusal ended a session').to.equal(200);
     // The same UUID in upper case in the query and lower case in the body is one value, answered in its canonical form.
     const res = await api.raw<{ revoked: number; kept: string }>('DELETE', `/api/user/sessions?currentSessionId=${person.sessionId.toUpperCase()}`, {
