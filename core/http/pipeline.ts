@@ -11,7 +11,7 @@ import { invalidJson, parseJsonBody, refuseUnstorableText } from './json-body';
 import { bodyReadError, isUndecodablePath, undecodablePathError } from './middleware';
 import { runStages } from './direct-dispatch';
 import { isStaticPath, templateMatcher, undecodableParam } from './path-templates';
-import { HANDLED } from './route';
+import { HANDLED, offeringKeylessTwin } from './route';
 import { sendBody } from './send-body';
 import { passingExample } from './sent-example';
 import type { Deprecation, HttpMethod, Reply, RequestContext, RouteSpec } from './route';
@@ -249,7 +249,8 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
         result.afterReply?.();
       }
     } catch (err) {
-      next(route.refusal && isApiError(err) ? route.refusal(err, req) : err);
+      const refused = isApiError(err) ? offeringKeylessTwin(route, err) : err;
+      next(route.refusal && isApiError(refused) ? route.refusal(refused, req) : refused);
     }
   };
 }

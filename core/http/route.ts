@@ -88,7 +88,10 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
   wrongCredentialHint?: string;
   /** The `next` steps of that 401, in place of where to get a credential (for a route whose other credential is already held). */
   wrongCredentialNext?: NextStep[];
-  /** The keyless route doing what this one does (the verification demo): a 401 for no credential offers it as its `try_demo`. */
+  /**
+   * The keyless route doing what this one does (the verification demo): a 401, for no credential or one refused, offers
+   * it in place of the `next` step of the same action (`try_demo`).
+   */
   keylessTwin?: NextStep;
   /**
    * What a caller trying a method the path has no route for is told in its 405, in place of the bare list of methods:
@@ -214,4 +217,16 @@ export const noContent = (): Reply => ({ status: 204 });
 /** Express path template → the template SPEC and OpenAPI write (`/a/:id` → `/a/{id}`), also in messages. */
 export function openApiPath(path: string): string {
   return path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+}
+
+/**
+ * A 401's `next` offers the route's keyless twin (RouteSpec.keylessTwin) in place of the step of the same action, whatever
+ * the credential's trouble: none sent, or one refused (unknown, malformed, revoked). The pipeline applies it to every
+ * refusal of the route, once: the refusal of a sent credential is made by the authenticators, which know no route.
+ */
+export function offeringKeylessTwin(route: RouteSpec, err: ApiError): ApiError {
+  const twin = route.keylessTwin;
+  const next = err.extras.next;
+  if (!twin || err.status !== 401 || !next?.some((n) => n.action === twin.action)) return err;
+  return err.with({ next: next.map((n) => (n.action === twin.action ? twin : n)) });
 }

@@ -32,9 +32,8 @@ export function identityUnauthorized(route: RouteSpec, reason: 'missing' | 'wron
   const personOnly = route.accepts?.length === 1 && route.accepts[0] === 'person';
   if (reason === 'missing') {
     // A route an unclaimed sandbox is refused offers no registration: the key it would give is refused here too.
-    const where = route.sandbox ? WHERE_TO_GET_A_CREDENTIAL : WHERE_TO_GET_A_WORKSPACE_CREDENTIAL;
-    const twin = route.keylessTwin;
-    const next = twin ? where.map((n) => (n.action === 'try_demo' ? twin : n)) : where;
+    // The pipeline puts the route's keylessTwin in place of try_demo, here as on a refused credential's 401.
+    const next = route.sandbox ? WHERE_TO_GET_A_CREDENTIAL : WHERE_TO_GET_A_WORKSPACE_CREDENTIAL;
     return unrecognisedCredential(ctx.req) ?? (personOnly ? missingPersonCredentials() : missingCredentials(undefined, next));
   }
   const principal = ctx.principal;

@@ -119,6 +119,23 @@ describe('identity: 401 and 403 answers for credentials', () => {
     expect(demo.body.price).to.be.a('string');
   });
 
+  it('offers the keyless verification as try_demo on the verify route\'s 401 for a refused credential too, as for none', async () => {
+    const body = { context: { product_type: 'widget' }, proposed_price: '20' };
+    const sent: Array<Record<string, string>> = [{}, { 'x-api-key': unknownKey('usr') }, { 'x-api-key': 'pcs_usr_short' }, { authorization: 'Bearer garbage' }, { authorization: 'Basic eDp5' }];
+    for (const headers of sent) {
+      const res = await api.post<ErrorBody>('/api/price-router/verify', body, headers);
+      expect(res.status, res.text).to.equal(401);
+      const demo = (res.body.next as Array<{ action: string; path: string; body: unknown }>).find((s) => s.action === 'try_demo');
+      expect(demo?.path, JSON.stringify(headers)).to.equal('/api/public/price-router/verify');
+      const tried = await api.post<Record<string, any>>(demo?.path ?? '', demo?.body);
+      expect(tried.status, tried.text).to.equal(200);
+      expect(tried.body.verdict).to.be.oneOf(['reasonable', 'high', 'low', 'unknown']);
+    }
+    // Compute's refused credential still offers the compute demo.
+    const compute = await api.post<ErrorBody>('/api/compute/price', { context: { current_price: 3 } }, { 'x-api-key': unknownKey('usr') });
+    expect((compute.body.next as Array<{ action: string; path: string }>).find((s) => s.action === 'try_demo')?.path).to.equal('/api/public/compute/demo');
+  });
+
   it('answers a malformed key with 401 invalid_credentials and the same fields', async () => {
     for (const bad of ['pcs_sbx_short', 'not-a-key-at-all']) {
       const res = await api.get<ErrorBody>('/api/me', { 'x-api-key': bad });
