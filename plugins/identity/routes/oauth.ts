@@ -204,7 +204,10 @@ function serviceBase(d: IdentityDeps, req: Request): string {
   return d.config.server.publicUrl ? d.publicUrl() : asCalledOnLoopback(d.publicUrl(), req.headers.host);
 }
 
-/** A public metadata document of the service, made from its public address and cached for 5 minutes. */
+/**
+ * A public metadata document of the service, made from its public address and cached for 5 minutes. Like every discovery
+ * document it carries a strong ETag of its bytes, and a GET or HEAD naming it in If-None-Match gets 304 without the body.
+ */
 function metadataRoute(d: IdentityDeps, route: { id: string; path: string; summary: string; schema: z.ZodType }, body: (base: string) => Record<string, unknown>): RouteSpec {
   return defineRoute({
     id: route.id,
@@ -214,7 +217,8 @@ function metadataRoute(d: IdentityDeps, route: { id: string; path: string; summa
     tags: ['OAuth'],
     auth: 'public',
     rateLimit: 'none',
+    conditional: true,
     responses: { 200: { description: route.summary, schema: route.schema } },
-    handler: ({ req }): Reply => ({ status: 200, headers: { 'Cache-Control': 'public, max-age=300' }, body: body(serviceBase(d, req)) }),
+    handler: ({ req }): Reply => ({ status: 200, headers: { 'Cache-Control': 'public, max-age=300' }, body: body(serviceBase(d, req)), etag: true }),
   });
 }

@@ -26,6 +26,10 @@ const DOCUMENTS = [
   '/api/changelog',
   '/api/changelog?audience=people',
   '/changelog?audience=agents',
+  // The identity plugin's OAuth metadata, which OAuth clients and the MCP SDK poll like the others.
+  '/.well-known/oauth-authorization-server',
+  '/.well-known/oauth-protected-resource',
+  '/.well-known/oauth-protected-resource/api/mcp/rpc',
 ];
 
 describe('discovery documents: headers', function () {

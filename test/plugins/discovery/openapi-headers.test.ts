@@ -149,7 +149,8 @@ describe('OpenAPI: refusal statuses and response headers as the service sends th
   });
 
   it('declares the ETag and the 304 of every conditional document, and If-None-Match as a request header; an API answer has neither', async () => {
-    for (const path of ['/', '/.well-known/agents.json', '/llms.txt', '/api/openapi.json', '/api/changelog', '/api/changelog/feed.json', '/api/changelog/rss.xml', '/changelog']) {
+    const oauth = ['/.well-known/oauth-authorization-server', '/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/api/mcp/rpc'];
+    for (const path of ['/', '/.well-known/agents.json', '/llms.txt', '/api/openapi.json', '/api/changelog', '/api/changelog/feed.json', '/api/changelog/rss.xml', '/changelog', ...oauth]) {
       const first = await call(svc.url, 'GET', path);
       const etag = first.headers.get('etag');
       expect(etag, path).to.be.a('string');
