@@ -66,7 +66,10 @@ export function documentRoutes(d: DocumentDeps): RouteSpec[] {
     const doc = buildOpenApi(routes, { version: d.version, serverUrl: d.publicUrl(), people: surface().serves('post', '/api/auth/signin') });
     // compat: a string that YAML 1.1 (PyYAML, js-yaml's default) would read as something else — a date such as
     // 1990-12-10, yes/no, 0x1F — is quoted, as are those YAML 1.2 would, so every reader gets the JSON document's values.
-    openapiCache = { period, json: rendered(JSON.stringify(doc)), yaml: rendered(stringify(doc, { aliasDuplicateObjects: false, compat: 'yaml-1.1' })) };
+    // The YAML is written from the JSON's values: an example read as it is serialized (observations' observed_at, a
+    // getter of the clock) is read once, so both formats of one build say the same.
+    const asJson = JSON.stringify(doc);
+    openapiCache = { period, json: rendered(asJson), yaml: rendered(stringify(JSON.parse(asJson) as unknown, { aliasDuplicateObjects: false, compat: 'yaml-1.1' })) };
     return openapiCache;
   };
   return [

@@ -82,4 +82,29 @@ describe('serving the OpenAPI document', function () {
     expect(parseYaml(yaml.text, { version: '1.1' })).to.deep.equal(json.body);
     expect(parseYaml(yaml.text)).to.deep.equal(json.body);
   });
+
+  it('serves the YAML and the JSON of one build with identical values, even when the clock moves while the document is serialized', async () => {
+    // A clock that ticks a second at every read once armed: each read of observed_at (a getter) then gives another time.
+    class TickingClock extends ManualClock {
+      armed = false;
+      override now(): number {
+        if (this.armed) this.advance(1000);
+        return super.now();
+      }
+    }
+    const ticking = new TickingClock(Date.parse('2026-06-01T10:00:00Z'));
+    const other = await startTestService({ clock: ticking });
+    try {
+      const api = client(other.url);
+      ticking.armed = true;
+      const json = await api.get<Record<string, any>>('/api/openapi.json?format=json');
+      const yaml = await api.get('/api/openapi.json?format=yaml');
+      ticking.armed = false;
+      expect([json.status, yaml.status]).to.deep.equal([200, 200]);
+      expect(observedAts(parseYaml(yaml.text, { version: '1.1' }) as Record<string, any>)).to.deep.equal(observedAts(json.body));
+      expect(parseYaml(yaml.text)).to.deep.equal(json.body);
+    } finally {
+      await other.close();
+    }
+  });
 });
