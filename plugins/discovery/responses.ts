@@ -162,6 +162,10 @@ export const mcpDocumentResponse = z.object({
       optional: z.boolean().describe('Whether a credential may be left out (true).'),
       headers: z.array(z.string()).describe('Where a credential may go.'),
       without_key: z.string().describe('What works without one: the methods, the tools declaring requiresKey false, and which of them run on the demo tenant.'),
+      oauth: z
+        .string()
+        .optional()
+        .describe('For an OAuth client (client credentials): get a token before the first call and send it as Authorization: Bearer, since keyless calls are served as the demo and never answered 401. Absent when the token endpoint is not served.'),
     })
     .describe('How to send a credential.'),
   limits: z

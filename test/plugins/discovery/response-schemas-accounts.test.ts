@@ -61,10 +61,10 @@ describe('OpenAPI response schemas of the accounts and discovery routes', functi
   });
   after(() => svc.close());
 
-  /** Expects `status` and that the body fits what route `id` declares for it. */
+  /** Expects `status` and that the body fits what route `id` declares for it, no field at any depth left undeclared. */
   const expectAnswer = (id: string, res: { status: number; text: string; body: unknown }, status = 200, label = ''): void => {
     expect(res.status, `${id} ${label}: ${res.text}`).to.equal(status);
-    expectFitsDeclared(svc, id, res.body, status);
+    expectFitsDeclared(svc, id, res.body, status, { anyDepth: true });
   };
 
   /** A message from the nonce route, checked against its schema, signed by `wallet`. */
@@ -226,7 +226,7 @@ describe('OpenAPI response schemas of the accounts and discovery routes', functi
     expect(list.body.next_cursor).to.be.a('string');
   });
 
-  it('the discovery documents (/, agents.json, mcp.json) fit the declared schemas, with and without their optional parts', async () => {
+  it('the discovery documents (/, agents.json, mcp.json) fit the declared schemas at every depth (mcp.json\'s authentication.oauth included), with and without their optional parts', async () => {
     const api = client(svc.url);
     const root = await api.get<Body>('/');
     expectAnswer('discovery.root', root, 200, 'every plugin');
@@ -238,17 +238,18 @@ describe('OpenAPI response schemas of the accounts and discovery routes', functi
     const mcp = await api.get<Body>('/.well-known/mcp.json');
     expectAnswer('discovery.mcp', mcp, 200);
     expect(mcp.body.tools.some((t: Body) => t.outputSchema !== undefined)).to.equal(true);
+    expect(mcp.body.authentication).to.have.property('oauth');
 
     const bare = await startTestService({ enabled: ['identity', 'discovery'], config: lenient });
     try {
       const few = client(bare.url);
       const bareRoot = await few.get<Body>('/');
       expect(bareRoot.status, bareRoot.text).to.equal(200);
-      expectFitsDeclared(bare, 'discovery.root', bareRoot.body);
+      expectFitsDeclared(bare, 'discovery.root', bareRoot.body, 200, { anyDepth: true });
       expect(bareRoot.body).to.not.have.any.keys('try_without_a_key', 'mcp', 'health');
       const bareAgents = await few.get<Body>('/.well-known/agents.json');
       expect(bareAgents.status, bareAgents.text).to.equal(200);
-      expectFitsDeclared(bare, 'discovery.agents', bareAgents.body);
+      expectFitsDeclared(bare, 'discovery.agents', bareAgents.body, 200, { anyDepth: true });
       expect(bareAgents.body).to.not.have.any.keys('mcp');
       expect(bareAgents.body.ways_in.map((w: Body) => w.id)).to.not.include.members(['keyless_demo', 'person_account']);
     } finally {

@@ -1,5 +1,4 @@
 import { expect } from 'chai';
-import type { z } from 'zod';
 import type { CircuitBreakers } from '../../../engine';
 import { CATALOG } from '../../../plugins/catalog';
 import type { LeaderboardAggregator } from '../../../plugins/catalog';
@@ -7,7 +6,7 @@ import { PRICING } from '../../../plugins/pricing';
 import { client } from '../../support/http';
 import { sendJson, startUpstream } from '../../support/outbound';
 import type { Upstream } from '../../support/outbound';
-import { declaredSchema, expectFitsDeclared } from '../../support/response-schema';
+import { declaredSchema, expectFitsDeclared, undeclared } from '../../support/response-schema';
 import { startTestService } from '../../support/service';
 import type { TestService } from '../../support/service';
 import { createKey, registerSandbox, signUp } from '../../support/world';
@@ -38,41 +37,6 @@ const ROUTES = [
   ['observations.list', 'get', '/api/data/observations', 200],
 ] as const;
 type RouteId = (typeof ROUTES)[number][0];
-
-/**
- * Paths in `value` holding a key that no object of `schema` declares, at any depth (the shared check
- * is strict at the top level only): a nested field without its description fails too. Open objects
- * (looseObject) and records declare every key.
- */
-function undeclared(schema: z.ZodType, value: unknown, at = '$'): string[] {
-  if (value === undefined || value === null) return [];
-  const def = (schema as unknown as { _zod: { def: Record<string, any> } })._zod.def;
-  switch (def.type) {
-    case 'optional':
-    case 'nullable':
-    case 'default':
-    case 'readonly':
-      return undeclared(def.innerType, value, at);
-    case 'pipe':
-      return undeclared(def.in, value, at);
-    case 'array':
-      return Array.isArray(value) ? value.flatMap((v, i) => undeclared(def.element, v, `${at}[${i}]`)) : [];
-    case 'union': {
-      const fits = (def.options as z.ZodType[]).find((o) => o.safeParse(value).success);
-      return fits ? undeclared(fits, value, at) : [];
-    }
-    case 'record':
-      return typeof value === 'object' ? Object.entries(value).flatMap(([k, v]) => undeclared(def.valueType, v, `${at}.${k}`)) : [];
-    case 'object': {
-      if (typeof value !== 'object' || Array.isArray(value)) return [];
-      const shape = def.shape as Record<string, z.ZodType>;
-      const open = def.catchall !== undefined && def.catchall._zod.def.type !== 'never';
-      return Object.entries(value).flatMap(([k, v]) => (shape[k] ? undeclared(shape[k], v, `${at}.${k}`) : open ? [] : [`${at}.${k}`]));
-    }
-    default:
-      return [];
-  }
-}
 
 describe('OpenAPI response schemas of the function, routing policy, pipeline, catalogue, leaderboard and observation routes', function () {
   this.timeout(180_000);
