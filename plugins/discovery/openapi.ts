@@ -5,7 +5,7 @@ import { z } from 'zod';
 extendZodWithOpenApi(z);
 import { errorBodySchema } from '../../core/errors';
 import type { RegisteredRoute } from '../../core/http/pipeline';
-import type { RouteSpec } from '../../core/http/route';
+import type { HttpMethod, RouteSpec } from '../../core/http/route';
 
 export { openApiPath } from '../../core/http/route';
 import { openApiPath } from '../../core/http/route';
@@ -134,6 +134,24 @@ export function buildOpenApi(all: readonly RegisteredRoute[], info: { version: s
       responses,
     });
   }
+  for (const refused of refusedMethods(routes)) {
+    registry.registerPath({
+      method: refused.method,
+      path: openApiPath(refused.path),
+      operationId: `${refused.spec.id}.${refused.method}_not_allowed`,
+      summary: `Not served: 405, Allow names the methods that are.`,
+      tags: [...(refused.spec.tags ?? [refused.plugin])],
+      security: [],
+      ...(refused.spec.params ? { request: { params: refused.spec.params as z.ZodObject } } : {}),
+      responses: {
+        405: {
+          description: `Always (method_not_allowed): ${refused.hint}`,
+          content: { 'application/json': { schema: errorBodySchema } },
+          headers: Object.fromEntries(['X-Request-Id', 'Allow'].map((h) => [h, { $ref: `#/components/headers/${h}` }])),
+        },
+      },
+    });
+  }
   const doc = new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',
     info: {
@@ -147,6 +165,25 @@ export function buildOpenApi(all: readonly RegisteredRoute[], info: { version: s
   shareRefusals(doc as unknown as OpenApiDocument);
   const tags = [...new Set(routes.flatMap(({ plugin, spec }) => spec.tags ?? [plugin]))].sort();
   return { ...(doc as unknown as Record<string, unknown>), tags: tags.map((name) => ({ name, description: `${name} operations.` })) };
+}
+
+/**
+ * The methods a path has no route for whose 405 a route declares (`missingMethods`: a GET of the keyless demo, a DELETE of
+ * a function): each is documented as an operation answering 405 alone, so a client reading the document learns what
+ * the call it might try gets. The 405 is sent before any guard, so it carries no rate or budget headers.
+ */
+export function refusedMethods(routes: readonly RegisteredRoute[]): Array<{ plugin: string; spec: RouteSpec; path: string; method: HttpMethod; hint: string }> {
+  const served = new Set(routes.map(({ spec }) => `${spec.method} ${spec.path}`));
+  const out: Array<{ plugin: string; spec: RouteSpec; path: string; method: HttpMethod; hint: string }> = [];
+  for (const { plugin, spec } of routes) {
+    for (const [method, meant] of Object.entries(spec.missingMethods ?? {}) as Array<[HttpMethod, { hint: string }]>) {
+      const key = `${method} ${spec.path}`;
+      if (served.has(key)) continue;
+      served.add(key);
+      out.push({ plugin, spec, path: spec.path, method, hint: meant.hint });
+    }
+  }
+  return out;
 }
 
 interface ResponseObject {

@@ -209,6 +209,8 @@ export function computeRoutes(compute: ComputeService, schemas: s.CallSchemas, b
       path: '/api/public/compute/demo',
       summary: 'Keyless demo pricing with built-in functions, on the demo tenant, within an hourly budget per caller address.',
       tags: ['Public demo'],
+      // SPEC: a GET (a link followed, a browser) answers 405 with Allow: POST and a hint; declared, so OpenAPI shows it.
+      missingMethods: { get: { hint: 'Use POST on this path; example is a body it takes.', example: s.demoExample } },
       auth: 'public',
       channel: 'demo',
       rateLimit: 'demo',

@@ -63,6 +63,8 @@ export function verifyRoutes(service: VerificationService, verifyBody: s.VerifyB
       summary: 'Keyless price verification on the demo tenant, within the demo\'s hourly budget per caller address.',
       description: DESCRIPTION,
       tags: ['Public demo'],
+      // As the compute demo: a GET answers 405 with Allow: POST and a hint, declared so OpenAPI shows it.
+      missingMethods: { get: { hint: 'Use POST on this path; example is a body it takes.', example: s.verifyExample } },
       auth: 'public',
       channel: 'demo',
       rateLimit: 'demo',

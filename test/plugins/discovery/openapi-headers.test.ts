@@ -125,6 +125,19 @@ describe('OpenAPI: refusal statuses and response headers as the service sends th
     expectDeclared('delete', '/api/mcp/rpc', gone);
   });
 
+  it("declares the 405 a GET of either keyless demo answers (Allow: POST and a hint, as SPEC has it), as MCP's DELETE declares its own", async () => {
+    for (const path of ['/api/public/compute/demo', '/api/public/price-router/verify']) {
+      const get = await call<Record<string, any>>(svc.url, 'GET', path);
+      expect([get.status, get.headers.get('allow')], path).to.deep.equal([405, 'POST']);
+      expect(get.body.hint, path).to.be.a('string').and.contain('POST');
+      expectDeclared('get', path, get);
+      const op = doc.paths[path].get;
+      expect(Object.keys(op.responses), path).to.deep.equal(['405']);
+      expect(op.security, path).to.deep.equal([]);
+      expect(resolved(op.responses['405'])?.description, path).to.contain(get.body.hint);
+    }
+  });
+
   it('declares the refusals found answered but undeclared: a wrong password, an under-age sign-up, a key of no agent on capabilities, an MCP body encoding; the demo declares its budget, not the per-minute rate it does not have', async () => {
     const wrong = await client(svc.url).post('/api/auth/signin', { email: `nobody-${randomUUID()}@example.com`, password: 'not the password' });
     expect(wrong.status).to.equal(401);
