@@ -97,7 +97,21 @@ export function accessSentence(route: RouteSpec): string | undefined {
       `Needs scope${named.length > 1 ? 's' : ''} ${named.join(', ')}${byName.length ? ` (${byName.join(', ')} named on the API key itself; people act by their role)` : ''}.`,
     );
   }
-  if (route.fullAccess) parts.push(`Needs a full-access credential: a key created without scopes, a person's session, or a scoped credential holding ${CONFIGURATION_ACCESS.join(', ')}.`);
+  if (route.fullAccess) parts.push(fullAccessSentence(route));
   if (takesKey(route)) parts.push(route.sandbox ? 'Sandbox keys may call this.' : 'Sandbox keys may not call this (403 plan_restricted until a person claims the workspace).');
   return parts.length ? parts.join(' ') : undefined;
+}
+
+/**
+ * What full access means on the route, in the credentials its security lists: a person-only route (the person's own
+ * account, keys, agents, team) refuses every API key whatever its scopes, so it names the person's credentials alone.
+ */
+function fullAccessSentence(route: RouteSpec): string {
+  const kinds = kindsOf(route);
+  const holding = CONFIGURATION_ACCESS.join(', ');
+  if (!takesKey(route)) {
+    return `Needs a person's full access: their session, or a person token (one narrowed with POST /api/user/tokens must hold ${holding}). API keys, whatever their scopes, are refused (401), and access tokens (403).`;
+  }
+  const full = [...(kinds.includes('api_key') ? ['a key created without scopes'] : []), ...(kinds.includes('person') ? ["a person's session"] : [])];
+  return `Needs a full-access credential: ${full.length ? `${full.join(', ')}, or ` : ''}a scoped credential holding ${holding}.`;
 }

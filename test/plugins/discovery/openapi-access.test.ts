@@ -64,6 +64,46 @@ describe('OpenAPI: scopes, full access and sandbox keys as the routes check them
     expect(demo).not.to.have.property('x-required-scopes');
   });
 
+  it("says in every operation's description only what its security list takes: a person-only full-access operation says API keys are refused, as they are", async () => {
+    const KEY = ['ApiKey', 'ApiKeyBearer'];
+    const personOnlyFullAccess: string[] = [];
+    for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, Operation>>)) {
+      for (const [method, o] of Object.entries(ops)) {
+        const schemes = ((o.security ?? []) as Array<Record<string, string[]>>).flatMap((r) => Object.keys(r));
+        const takesKey = schemes.some((s) => KEY.includes(s));
+        const takesAgent = takesKey || schemes.includes('AccessToken');
+        const text = (o.description ?? '') as string;
+        const at = `${method.toUpperCase()} ${path}`;
+        if (!takesKey) expect(text, at).not.to.match(/key created without scopes|a key naming|named on the API key/);
+        if (!takesAgent) expect(text, at).not.to.match(/Sandbox keys may/);
+        if (o['x-full-access'] !== true) continue;
+        if (takesKey) expect(text, at).to.contain('a key created without scopes');
+        else {
+          expect(text, at).to.contain('API keys, whatever their scopes, are refused (401)');
+          personOnlyFullAccess.push(at);
+        }
+        expect(text.includes("a person's session") || text.includes('their session'), at).to.equal(schemes.includes('Session'));
+      }
+    }
+    expect(personOnlyFullAccess).to.include.members([
+      'POST /api/agents/claim/{token}',
+      'POST /api/auth/signout',
+      'POST /api/user/wallets',
+      'DELETE /api/user/sessions',
+      'DELETE /api/user/sessions/{sessionId}',
+      'DELETE /api/api-keys/{keyId}',
+      'POST /api/agents',
+      'PATCH /api/agents/{id}',
+      'DELETE /api/agents/{id}',
+      'POST /api/agents/{id}/keys',
+      'POST /api/invitations/accept',
+      'POST /api/workspaces/{workspace_id}/leave',
+    ]);
+    // As answered: an unscoped person key on the claim link's confirmation is refused 401.
+    const claim = await client(svc.url).post('/api/agents/claim/pcs_clm_unknown', {}, { 'x-api-key': fullKey });
+    expect([claim.status, claim.body.code], claim.text).to.deep.equal([401, 'unauthorized']);
+  });
+
   it('lets a person act by role where a key must name a scope, and leaves tokens out where a key must name one', () => {
     const members = op('get', '/api/workspaces/{workspace_id}/members');
     expect(members.security.find((r: Record<string, string[]>) => 'Session' in r)?.Session).to.deep.equal([]);
