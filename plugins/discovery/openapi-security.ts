@@ -1,6 +1,6 @@
 import type { PrincipalKind } from '../../core/auth';
 import type { RouteSpec } from '../../core/http/route';
-import { CONFIGURATION_ACCESS, NAME_ONLY_SCOPES } from '../identity';
+import { CONFIGURATION_ACCESS, NAME_ONLY_SCOPES, configuresWorkspace } from '../identity';
 
 /**
  * What the OpenAPI document says about who may call a route: its security requirements (each naming
@@ -98,6 +98,7 @@ export function accessSentence(route: RouteSpec): string | undefined {
     );
   }
   if (route.fullAccess) parts.push(fullAccessSentence(route));
+  if (configuresWorkspace(route)) parts.push(managersSentence(route));
   if (takesKey(route)) parts.push(route.sandbox ? 'Sandbox keys may call this.' : 'Sandbox keys may not call this (403 plan_restricted until a person claims the workspace).');
   return parts.length ? parts.join(' ') : undefined;
 }
@@ -114,4 +115,13 @@ function fullAccessSentence(route: RouteSpec): string {
   }
   const full = [...(kinds.includes('api_key') ? ['a key created without scopes'] : []), ...(kinds.includes('person') ? ["a person's session"] : [])];
   return `Needs a full-access credential: ${full.length ? `${full.join(', ')}, or ` : ''}a scoped credential holding ${holding}.`;
+}
+
+/**
+ * Full access is not all workspace configuration takes (identity's assertManagesWorkspace): an agent's key minted
+ * without scopes holds full access and is refused all the same, which the sentence above alone would not tell.
+ */
+function managersSentence(route: RouteSpec): string {
+  const tokens = kindsOf(route).includes('access_token') ? ' and access tokens' : '';
+  return `Only owners and admins change it, with keys they made while they are, and the key an agent kept at its workspace's claim; other agent keys${tokens} get 403 forbidden, reason "agent-bound key" (GET /api/me: not_allowed).`;
 }

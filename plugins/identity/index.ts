@@ -1,4 +1,6 @@
 import type { PluginDefinition } from '../../core/plugin';
+import type { RouteTable } from '../../core/http/pipeline';
+import { TOKENS } from '../../core/tokens';
 import { AccessTokenAuthenticator, ApiKeyAuthenticator, credentialOf, emptyApiKey, otherAuthorizationScheme } from './auth/authenticators';
 import { clientIp } from '../../core/address';
 import { IdentityAuthorizer } from './auth/authorizer';
@@ -30,7 +32,7 @@ export { requestRateOf, bindingRate } from './auth/rate-limit-guard';
 export type { RequestRate } from './auth/rate-limit-guard';
 export { FailedAuthGuard } from './auth/failed-auth';
 export { credentialKind, identityOf, lackingFullAccess, personPrincipal, workspaceAttributes } from './auth/principal';
-export { assertManagesWorkspace, seemsToManageWorkspace } from './auth/managers';
+export { assertManagesWorkspace, configuresWorkspace, seemsToManageWorkspace } from './auth/managers';
 export { credentialOf, looksLikeJwt } from './auth/authenticators';
 export { credentialIgnored } from './auth/credential-ignored';
 export { missingScopeHint, readOnlyRefusal } from './auth/authorizer';
@@ -101,7 +103,8 @@ export const identityPlugin: PluginDefinition = {
     // address that sent too many, counted otherwise.
     hooks.refuseUnrecognised = (req) => failures.refuse(clientIp(req), unrecognisedCredential(req) ?? invalidCredentials('The credential sent is not one this service recognises.'));
 
-    const deps = { config, sql, keys, workspaces, onboarding, oauth, audit, publicUrl: ctx.publicUrl };
+    const table = container.resolve<RouteTable>(TOKENS.Routes);
+    const deps = { config, sql, keys, workspaces, onboarding, oauth, audit, publicUrl: ctx.publicUrl, routes: () => table.all().map((r) => r.spec) };
     for (const route of [...onboardingRoutes(deps), ...meRoutes(deps), ...oauthRoutes(deps)]) ctx.route(route);
   },
 };

@@ -172,6 +172,21 @@ export const rotateResponse = z.object({
   plan: z.string().describe('The workspace\'s plan (agent_starter for a sandbox).'),
 });
 
+/** GET /api/me and capabilities: the workspace configuration the credential is refused (auth/managers.ts, refusedConfiguration). */
+export const notAllowedSchema = z
+  .array(
+    z.object({
+      operation: z.string().describe('The operation, as "METHOD /path" in the OpenAPI document.'),
+      status: z.union([z.literal(401), z.literal(403)]).describe('What it answers this credential: 403 forbidden, or 401 where the route does not take its kind.'),
+      reason: z.enum(['agent-bound key', 'role too low', 'credential kind not accepted']).describe('The reason of that refusal.'),
+    }),
+  )
+  .meta({
+    id: 'NotAllowed',
+    description:
+      "Workspace configuration (functions, routing policies, tester tags) this credential is refused though its scopes may name it: only owners and admins, the keys they made while they are, and the key an agent kept at its workspace's claim change it; another agent's key or its token, a member or a member's key does not. Absent when none is refused (a sandbox's plan says what it may do).",
+  });
+
 /** GET /api/agents/{id}/capabilities. */
 export const capabilitiesResponse = z.object({
   agent: z
@@ -182,6 +197,7 @@ export const capabilitiesResponse = z.object({
   scopes: z.array(z.string()).describe('The scopes of the credential asking (a full-access credential lists every scope).'),
   limits: sandboxLimitsSchema.optional(),
   capabilities: z.array(z.string()).optional().describe('A sandbox only: what the Agent Starter plan allows, in words.'),
+  not_allowed: notAllowedSchema.optional(),
 });
 
 /** POST /api/oauth/register (201): RFC 7591 client information, with the sandbox's claim link, plan and limits. */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { noticesField } from '../../core/http/reply-fields';
-import { agentStarterPlanSchema, sandboxLimitsSchema } from './responses';
+import { agentStarterPlanSchema, notAllowedSchema, sandboxLimitsSchema } from './responses';
 import { OAUTH_ERROR_CODES } from './services/oauth';
 
 export const agentName = z
@@ -107,5 +107,6 @@ export const meResponse = z.object({
   created_by_agent: z.boolean().optional(),
   former_sandbox: z.boolean().optional(),
   claimed_at: z.string().optional(),
+  not_allowed: notAllowedSchema.optional(),
   notices: noticesField,
 });

@@ -1,5 +1,7 @@
 import type { Principal } from '../../../core/auth';
 import { ApiError } from '../../../core/errors';
+import { openApiPath } from '../../../core/http/route';
+import type { RouteSpec } from '../../../core/http/route';
 import type { Role } from '../domain';
 import type { Workspaces } from '../services/workspaces';
 import { identityOf } from './principal';
@@ -54,4 +56,40 @@ function managingStanding(p: Principal, creatorRole: Role | null): 'manages' | '
   // revoked". Only such a key is of a registration's kind in a claimed workspace; its access tokens stay an agent's.
   if (p.kind === 'api_key' && id.claimedAt && !id.sandbox && (id.keyKind === 'sandbox' || id.keyKind === 'oauth_client')) return 'manages';
   return 'agent-bound';
+}
+
+/**
+ * The routes assertManagesWorkspace guards: those declared fullAccess (workspace configuration no named scope covers:
+ * functions, routing policies, tester tags) that take an API key. The other fullAccess routes take people alone (their
+ * own account, keys, agents, team), whom their role or the record decides. The OpenAPI document and the refusals
+ * /api/me and capabilities report read this one rule (test/plugins/identity/managers.test.ts holds every such route
+ * to it).
+ */
+export function configuresWorkspace(route: RouteSpec): boolean {
+  return route.fullAccess === true && (!route.accepts || route.accepts.includes('api_key'));
+}
+
+/** An operation of workspace configuration a credential is refused, as /api/me and capabilities report it. */
+export interface RefusedOperation {
+  operation: string;
+  status: 401 | 403;
+  reason: string;
+}
+
+/**
+ * The workspace configuration `p` is refused though its scopes may allow it (an agent's key or token other than the key
+ * kept at a claim, a member, a member's key), judged as seemsToManageWorkspace judges: for what an answer reports,
+ * never for what is allowed. A sandbox's plan refuses these first, and its capabilities say so: none here.
+ */
+export function refusedConfiguration(p: Principal, routes: readonly RouteSpec[]): RefusedOperation[] {
+  const id = identityOf(p);
+  if (id.sandbox) return [];
+  const standing = managingStanding(p, id.creatorRole ?? null);
+  if (standing === 'manages') return [];
+  return routes.filter(configuresWorkspace).map((r) => {
+    const operation = `${r.method.toUpperCase()} ${openApiPath(r.path)}`;
+    // A route that does not take the credential's kind (tester tags and access tokens) answers 401 before any rule.
+    if (r.accepts && !r.accepts.includes(p.kind)) return { operation, status: 401, reason: 'credential kind not accepted' };
+    return { operation, status: 403, reason: standing === 'agent-bound' ? 'agent-bound key' : 'role too low' };
+  });
 }

@@ -1,5 +1,6 @@
 import type { Config } from '../../../config';
 import type { Sql } from '../../../core/db/sql';
+import type { RouteSpec } from '../../../core/http/route';
 import type { AuditLog } from '../services/audit';
 import type { KeyService } from '../services/key-service';
 import type { OAuthService } from '../services/oauth';
@@ -15,4 +16,6 @@ export interface IdentityDeps {
   oauth: OAuthService;
   audit: AuditLog;
   publicUrl: () => string;
+  /** Every route the service declares, read when asked (plugins after this one add theirs later). */
+  routes: () => readonly RouteSpec[];
 }

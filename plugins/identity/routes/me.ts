@@ -1,6 +1,7 @@
 import { ApiError, errorBodySchema } from '../../../core/errors';
 import { defineRoute, ok } from '../../../core/http/route';
 import type { RouteSpec } from '../../../core/http/route';
+import { refusedConfiguration } from '../auth/managers';
 import { identityOf } from '../auth/principal';
 import { wrongKindOfCredential } from '../errors';
 import { AGENT_STARTER_PLAN, sandboxLimits } from '../limits';
@@ -44,6 +45,9 @@ export function meRoutes(d: IdentityDeps): RouteSpec[] {
           body.former_sandbox = id.formerSandbox;
           body.claimed_at = id.claimedAt;
         }
+        // Its scopes may name what the managers rule refuses it (an agent's key after a claim): said, so it is not tried.
+        const refused = refusedConfiguration(principal, d.routes());
+        if (refused.length > 0) body.not_allowed = refused;
         return ok(body);
       },
     }),
@@ -56,7 +60,7 @@ export function meRoutes(d: IdentityDeps): RouteSpec[] {
       sandbox: true,
       params: s.agentIdParams,
       responses: {
-        200: { description: 'The agent, its plan and the asking credential\'s scopes; for a sandbox also its limits and capabilities.', schema: capabilitiesResponse },
+        200: { description: 'The agent, its plan and the asking credential\'s scopes and the workspace configuration it is refused; for a sandbox also its limits and capabilities.', schema: capabilitiesResponse },
         403: { description: 'forbidden: a workspace key that belongs to no agent (reason "not an agent credential"); use the agent\'s own key or token, or a person of its workspace.', schema: errorBodySchema },
       },
       handler: async ({ params, principal }) => {
@@ -81,12 +85,14 @@ export function meRoutes(d: IdentityDeps): RouteSpec[] {
         ]);
         if (!agent) throw new ApiError('not_found', 'No such agent in this workspace.');
         const id = identityOf(principal);
+        const refused = refusedConfiguration(principal, d.routes());
         return ok({
           agent: { id: agent.id, name: agent.name, status: agent.status },
           workspace_id: agent.workspace_id,
           plan: id.plan,
           scopes: [...(principal.scopes ?? [])],
           ...(id.sandbox ? { limits: sandboxLimits(d.config), capabilities: AGENT_STARTER_PLAN.capabilities } : {}),
+          ...(refused.length > 0 ? { not_allowed: refused } : {}),
         });
       },
     }),
