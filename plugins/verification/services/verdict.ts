@@ -192,7 +192,7 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   const dominantWorkspace = workspaceCount >= 2 && heaviest !== null && overHalf(heaviest.rawShare) ? heaviest : null;
   if (dominantWorkspace) {
     independenceReasons.push(
-      `one workspace${dominantWorkspace.own ? ' (your own)' : ''} submitted ${pct(dominantWorkspace.rawShare)} of the weight (${dominantWorkspace.observations} of ${used.length} observations), over half: its weight and effective count are capped at the next-heaviest workspace's`,
+      `one workspace${dominantWorkspace.own ? ' (your own)' : ''} submitted ${pct(dominantWorkspace.rawShare)} of the weight (${dominantWorkspace.observations} of ${used.length} observations), over half: its weight is capped at the next-heaviest workspace's, and like every workspace it counts once`,
     );
   }
   if (ownCount > 0) independenceReasons.push(`${ownCount} observation(s) (${pct(ownShare)} of the weight) come from your own workspace`);
@@ -223,7 +223,7 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
     else if (used.length === 0 && tooOld > 0) reasons.push(`all ${tooOld} matching observation(s) are older than ${t.maxAgeDays} days and were ignored`);
     else if (used.length === 0) reasons.push('no stored observation matches this product type and currency');
     else {
-      if (round(nEff, 2) < t.minEffectiveObservations) reasons.push(`effective number of observations ${round(nEff, 2)} is below the minimum ${t.minEffectiveObservations}`);
+      if (round(nEff, 2) < t.minEffectiveObservations) reasons.push(`effective number of independent submitters ${round(nEff, 2)} is below the minimum ${t.minEffectiveObservations}: a workspace counts once, however many quotes it posts`);
       if (workspaceCount < t.minSources) {
         reasons.push(`${workspaceCount} distinct source(s), below the minimum ${t.minSources}: sources are counted by submitting workspace (with its test workspace and the agent workspaces claimed into it), one however many labels it uses`);
       }

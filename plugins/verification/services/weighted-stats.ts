@@ -132,15 +132,17 @@ function topTwo(values: ReadonlyMap<string, number>): { top: string | null; firs
  *
  * - each observation weighs 0.5^(age / half-life);
  * - a workspace's weight (the sum of its observations') is capped at the largest weight of any
- *   other workspace, and its Kish effective count at the largest count of any other; its
- *   observations' weights shrink in proportion, so its labels keep their shares. One workspace
- *   posting N copies then weighs and counts no more than the next-heaviest workspace. Alone, a
- *   workspace is not capped (it cannot meet the minimum of sources anyway);
+ *   other workspace; its observations' weights shrink in proportion, so its labels keep their
+ *   shares. One workspace posting N quotes then weighs no more than the next-heaviest workspace.
+ *   Alone, a workspace is not capped (it cannot meet the minimum of sources anyway);
  * - each source (workspace and label) has the weighted median of its observations and the sum of
  *   their weights, and the reference is the weighted median of the source medians;
- * - the effective n is Kish's over independent groups: (Σ T_w)² / Σ (T_w² / n_w) over workspaces
- *   with capped weight T_w and capped count n_w — Kish's (Σw)² / Σw² over the observations exactly
- *   when no cap applies.
+ * - the effective n counts independent submitters, not quotes: one submitter's quotes are one
+ *   cluster whose members are taken as fully correlated (notes §7: design effect 1 + (m − 1)·ρ with
+ *   ρ = 1, "one value per group"), so each workspace counts once, with the weight T_w the reference
+ *   gives it: Kish's (Σ T_w)² / Σ T_w² over workspaces. Two workspaces however many quotes they
+ *   post count 2 (less when their weights differ); ρ cannot be estimated from a handful of
+ *   workspaces, and quotes that agree within a submitter say nothing about other submitters.
  *
  * Sources come heaviest first (then by label). The one statistic behind a verdict's reference and
  * compute's network reference. With two workspaces or more it also gives the reference without the
@@ -164,26 +166,20 @@ export function sourceMedians<T extends AgedObservation>(
   withoutHeaviest: Dec | null;
 } {
   const raw = observations.map((o) => 0.5 ** (o.age / halfLifeMs));
-  const perWorkspace = new Map<string, { sum: number; sumSq: number; count: number }>();
+  const perWorkspace = new Map<string, { sum: number; count: number }>();
   observations.forEach((o, i) => {
-    const w = raw[i] as number;
-    const g = perWorkspace.get(o.workspaceId) ?? { sum: 0, sumSq: 0, count: 0 };
-    g.sum += w;
-    g.sumSq += w * w;
+    const g = perWorkspace.get(o.workspaceId) ?? { sum: 0, count: 0 };
+    g.sum += raw[i] as number;
     g.count += 1;
     perWorkspace.set(o.workspaceId, g);
   });
-  const kish = (g: { sum: number; sumSq: number }): number => (g.sumSq > 0 ? (g.sum * g.sum) / g.sumSq : 0);
   const sums = topTwo(new Map([...perWorkspace].map(([k, g]) => [k, g.sum])));
-  const counts = topTwo(new Map([...perWorkspace].map(([k, g]) => [k, kish(g)])));
-  const capped = new Map<string, { factor: number; weight: number; n: number }>();
+  const capped = new Map<string, { factor: number; weight: number }>();
   for (const [k, g] of perWorkspace) {
     const maxOtherSum = k === sums.top ? sums.second : sums.first;
-    const maxOtherCount = k === counts.top ? counts.second : counts.first;
     // Alone (no other workspace), nothing caps it.
     const weight = perWorkspace.size > 1 ? Math.min(g.sum, maxOtherSum) : g.sum;
-    const n = perWorkspace.size > 1 ? Math.min(kish(g), maxOtherCount) : kish(g);
-    capped.set(k, { factor: g.sum > 0 ? weight / g.sum : 1, weight, n });
+    capped.set(k, { factor: g.sum > 0 ? weight / g.sum : 1, weight });
   }
 
   const weighted = observations.map((o, i) => ({ ...o, weight: (raw[i] as number) * (capped.get(o.workspaceId)?.factor ?? 1) }));
@@ -204,11 +200,12 @@ export function sourceMedians<T extends AgedObservation>(
   const shown = (w: number): number => (sourceTotal > 0 ? perMille(w / sourceTotal) : 0);
   sources.sort((a, b) => shown(b.weight) - shown(a.weight) || a.label.localeCompare(b.label));
 
+  // Each workspace is one independent unit weighing its capped weight: Kish's n over workspaces.
   let totalCapped = 0;
-  let spread = 0;
+  let sumSq = 0;
   for (const c of capped.values()) {
     totalCapped += c.weight;
-    if (c.weight > 0 && c.n > 0) spread += (c.weight * c.weight) / c.n;
+    sumSq += c.weight * c.weight;
   }
   const rawTotal = [...perWorkspace.values()].reduce((s, g) => s + g.sum, 0);
   const top = sums.top === null ? undefined : perWorkspace.get(sums.top);
@@ -218,7 +215,7 @@ export function sourceMedians<T extends AgedObservation>(
     sources,
     totalWeight: weighted.reduce((s, o) => s + o.weight, 0),
     reference: weightedMedianDec(sources.map((s) => ({ value: s.median, weight: s.weight }))),
-    effectiveN: spread > 0 ? (totalCapped * totalCapped) / spread : 0,
+    effectiveN: sumSq > 0 ? (totalCapped * totalCapped) / sumSq : 0,
     counted: observations.reduce((s, o) => s + (capped.get(o.workspaceId)?.factor ?? 1), 0),
     workspaces: perWorkspace.size,
     heaviest: sums.top !== null && top && rawTotal > 0 ? { workspaceId: sums.top, rawShare: top.sum / rawTotal, observations: top.count } : null,

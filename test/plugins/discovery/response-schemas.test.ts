@@ -27,8 +27,14 @@ describe('OpenAPI response schemas of the priced and verify routes', function ()
   before(async () => {
     svc = await startTestService({ config: lenient });
     key = (await createKey(svc, await signUp(svc, 'schemas'), { name: 'schemas' })).key;
-    // Evidence for a verification: two other workspaces' observations of "gadget".
-    for (const [label, amounts] of [['shop-a', ['19.50', '20.50', '20.10']], ['shop-b', ['20.00', '20.20', '19.90']]] as const) {
+    // Evidence for a verification: five other workspaces' observations of "gadget" (each counts once, with the weight of its quotes: five alike are the minimum for a band).
+    for (const [label, amounts] of [
+      ['shop-a', ['19.50', '20.50']],
+      ['shop-b', ['20.00', '20.20']],
+      ['shop-c', ['19.80', '20.30']],
+      ['shop-d', ['19.90', '20.05']],
+      ['shop-e', ['19.95', '20.15']],
+    ] as const) {
       const other = (await createKey(svc, await signUp(svc, label), { name: label })).key;
       const res = await client(svc.url, { 'x-api-key': other }).post('/api/data/observations', {
         observations: amounts.map((amount, i) => ({ product_type: 'gadget', currency: 'USD', amount, observed_at: new Date(Date.now() - (i + 1) * 3_600_000).toISOString(), source: label })),

@@ -38,9 +38,15 @@ describe('MCP endpoint with the official SDK client', function () {
     svc = await startTestService({ config: lenient });
     const person = await signUp(svc, 'mcp');
     key = (await createKey(svc, person, { name: 'mcp' })).key;
-    // Evidence for verify_price, from two other workspaces (one workspace alone is one source, too few for a two-sided verdict).
+    // Evidence for verify_price, from five other workspaces (each counts once, and five independent submitters are the minimum for a two-sided verdict).
     const peer = async (label: string) => (await createKey(svc, await signUp(svc, label), { name: label })).key;
-    for (const [k, shops] of [[await peer('mcp-peer-1'), ['a', 'b', 'c']], [await peer('mcp-peer-2'), ['d', 'e', 'f']]] as const) {
+    for (const [k, shops] of [
+      [await peer('mcp-peer-1'), ['a', 'b']],
+      [await peer('mcp-peer-2'), ['c']],
+      [await peer('mcp-peer-3'), ['d']],
+      [await peer('mcp-peer-4'), ['e']],
+      [await peer('mcp-peer-5'), ['f']],
+    ] as const) {
       const res = await fetch(`${svc.url}/api/data/observations`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-api-key': k },

@@ -12,7 +12,7 @@ function obs(workspaceId: string, source: string, amount: string, daysAgo = 1): 
   return { id: `obs_${seq++}`, workspaceId, source, amount, observedAt: NOW - daysAgo * DAY };
 }
 
-/** Three independent sources around 10, two observations each, a day old. */
+/** Five independent sources around 10 (each workspace counts once: five is the minimum), two observations each, a day old. */
 const market = (): Observation[] => [
   obs('ws_a', 'shelf-scan', '9.80'),
   obs('ws_a', 'shelf-scan', '10.20'),
@@ -20,6 +20,10 @@ const market = (): Observation[] => [
   obs('ws_b', 'competitor-site', '10.10'),
   obs('ws_c', 'marketplace', '9.90'),
   obs('ws_c', 'marketplace', '10.30'),
+  obs('ws_d', 'catalogue', '9.95'),
+  obs('ws_d', 'catalogue', '10.05'),
+  obs('ws_e', 'flyer', '10.00'),
+  obs('ws_e', 'flyer', '10.20'),
 ];
 
 const round3 = (x: number): number => Math.round(x * 1000) / 1000;
@@ -42,7 +46,7 @@ describe('verification verdict (pure)', () => {
     });
 
     it('reports a lower bound below the smallest price (10^-18) as open, not as a closed "0.00"', () => {
-      const tiny = ['ws_a', 'ws_b', 'ws_c'].flatMap((w) => [obs(w, 'src', '0.000000000000000001', 1), obs(w, 'src', '0.000000000000000003', 2)]);
+      const tiny = ['ws_a', 'ws_b', 'ws_c', 'ws_d', 'ws_e'].flatMap((w) => [obs(w, 'src', '0.000000000000000001', 1), obs(w, 'src', '0.000000000000000003', 2)]);
       const v = verdict('0.000000000000000001', tiny);
       expect(v.verdict).to.equal('reasonable');
       expect(v.band).to.include({ lower: null, lower_open: true, upper_open: false, method: 'log_median_k_mad' });
@@ -70,7 +74,7 @@ describe('verification verdict (pure)', () => {
       expect(v.independence.reasons).to.include('all 3 sources come from one workspace');
       // One workspace is one source: no two-sided verdict unless VERIFY_MIN_SOURCES is 1, and then at half the independence.
       expect(v.verdict).to.equal('unknown');
-      expect(verdict('10.00', oneWorkspace, { thresholds: { ...THRESHOLDS, minSources: 1 } }).confidence_factors.independence).to.equal(0.5);
+      expect(verdict('10.00', oneWorkspace, { thresholds: { ...THRESHOLDS, minSources: 1, minEffectiveObservations: 1 } }).confidence_factors.independence).to.equal(0.5);
       expect(verdict('10.00', market()).independence.independent).to.equal(true);
     });
 
@@ -83,8 +87,19 @@ describe('verification verdict (pure)', () => {
   });
 
   describe('one workspace cannot outweigh the others', () => {
-    /** Six honest quotes at 18–25 from three workspaces, a day old. */
-    const honest = (): Observation[] => [obs('ws_a', 'shelf', '18.00'), obs('ws_a', 'shelf', '20.00'), obs('ws_b', 'web', '21.00'), obs('ws_b', 'web', '23.00'), obs('ws_c', 'kiosk', '22.00'), obs('ws_c', 'kiosk', '25.00')];
+    /** Ten honest quotes at 18–25 from five workspaces, a day old. */
+    const honest = (): Observation[] => [
+      obs('ws_a', 'shelf', '18.00'),
+      obs('ws_a', 'shelf', '20.00'),
+      obs('ws_b', 'web', '21.00'),
+      obs('ws_b', 'web', '23.00'),
+      obs('ws_c', 'kiosk', '22.00'),
+      obs('ws_c', 'kiosk', '25.00'),
+      obs('ws_d', 'stall', '19.00'),
+      obs('ws_d', 'stall', '21.00'),
+      obs('ws_e', 'app', '20.00'),
+      obs('ws_e', 'app', '24.00'),
+    ];
     /** 38 copies of 100 from one workspace, a second apart (so not exact copies), under two labels. */
     const flood = (): Observation[] => Array.from({ length: 38 }, (_, i) => ({ ...obs('ws_x', i % 2 ? 'feed-1' : 'feed-2', '100'), observedAt: NOW - DAY + i * 1000 }));
 
@@ -93,10 +108,11 @@ describe('verification verdict (pure)', () => {
       expect(Number(v.reference?.price)).to.be.within(18, 25);
       expect(v.verdict).to.equal('reasonable');
       expect(verdict('100', [...honest(), ...flood()], { callerWorkspaceId: null }).verdict).to.equal('high');
-      // Whatever the label or time, one workspace's quotes of one amount are one observation: 6 + 1.
+      // Whatever the label or time, one workspace's quotes of one amount are one observation: 10 + 1.
       expect(v.independence.duplicates_removed).to.equal(37);
-      expect(v.reference?.observations).to.equal(7);
-      expect(v.reference?.effective_n).to.equal(7);
+      expect(v.reference?.observations).to.equal(11);
+      // Six workspaces, each counting once with its weight: five of two quotes, the flood's one → 11² / (5·2² + 1²) = 5.76.
+      expect(v.reference?.effective_n).to.equal(5.76);
       expect(v.independence.largest_source_share).to.be.at.most(0.5);
       expect(v.independence.reasons.join(' ')).not.to.match(/one workspace submitted/);
     });
@@ -131,8 +147,8 @@ describe('verification verdict (pure)', () => {
       const v = verdict('61', [...alone(), ...distinct], { callerWorkspaceId: null });
       expect(v.verdict).to.equal('unknown');
       expect(v.evidence.sufficient).to.equal(false);
-      // Everything else would suffice: 6 + 6 effective observations from two workspaces.
-      expect(v.reference?.effective_n).to.equal(12);
+      // 44 distinct quotes, but two submitters: the effective n counts workspaces, once each.
+      expect(v.reference?.effective_n).to.equal(2);
       expect(v.independence.workspaces).to.equal(2);
       const reason = v.reasons.find((r) => r.startsWith('the reference rests on one workspace'));
       expect(reason).to.equal(`the reference rests on one workspace: without the one that submitted 86% of the weight it would be 22.00, not ${v.reference?.price ?? ''}`);
@@ -159,9 +175,9 @@ describe('verification verdict (pure)', () => {
       expect(tilted.reasons).to.include('the reference rests on one workspace: without the one that submitted 50% of the weight it would be 100.00, not 60.00');
     });
 
-    it('two workspaces that agree keep a two-sided verdict, however unequal their weights', () => {
+    it('two workspaces that agree keep a two-sided verdict, however unequal their weights (with a minimum of 2 effective submitters)', () => {
       const agreeing = Array.from({ length: 12 }, (_, i) => obs('ws_b', 'feed', (21 + i / 10).toFixed(2)));
-      const v = verdict('22', [...alone(), ...agreeing], { callerWorkspaceId: null });
+      const v = verdict('22', [...alone(), ...agreeing], { callerWorkspaceId: null, thresholds: { ...THRESHOLDS, minEffectiveObservations: 2 } });
       expect(v.verdict).to.equal('reasonable');
       expect(v.reasons.join(' ')).not.to.match(/rests on one workspace/);
     });
@@ -178,17 +194,34 @@ describe('verification verdict (pure)', () => {
     it('a source with exactly half the weight of two workspaces equalised by the cap is not called "over half"', () => {
       const big = Array.from({ length: 10 }, (_, i) => obs('ws_a', 'shelf', (20 + i / 10).toFixed(2), 1 + i / 10));
       const small = Array.from({ length: 7 }, (_, i) => obs('ws_b', 'web', (20.3 + i / 10).toFixed(2), 1 + i / 7));
-      const v = verdict('20.5', [...big, ...small], { callerWorkspaceId: null });
+      const v = verdict('20.5', [...big, ...small], { callerWorkspaceId: null, thresholds: { ...THRESHOLDS, minEffectiveObservations: 2 } });
       expect(v.independence.largest_source_share).to.equal(0.5);
       expect(v.independence.reasons.join(' ')).not.to.match(/one source .* over half/);
       expect(v.verdict).to.equal('reasonable');
     });
 
-    it('keeps honest data of workspaces of like size as it was: no cap applies, Kish\'s n over the observations', () => {
+    it('counts a submitter\'s many distinct quotes once: two workspaces of 30 quotes each are 2 independent submitters, not 60, and give no two-sided verdict', () => {
+      // Two workspaces, 30 distinct quotes each at 49.07–51.10 and 49.10–51.13, an hour apart.
+      const duo = ['ws_a', 'ws_b'].flatMap((w, j) => Array.from({ length: 30 }, (_, i) => ({ ...obs(w, `${w}-feed`, (49.07 + j * 0.03 + i * 0.07).toFixed(2)), observedAt: NOW - (i + 1) * 3_600_000 })));
+      const v = verdict('56', duo, { callerWorkspaceId: null });
+      expect(v.reference?.observations).to.equal(60);
+      expect(v.reference?.effective_n).to.equal(2);
+      expect(v.independence).to.include({ workspaces: 2 });
+      expect(v).to.include({ verdict: 'unknown', confidence: 0 });
+      expect(v.evidence.sufficient).to.equal(false);
+      expect(v.reasons).to.include('effective number of independent submitters 2 is below the minimum 5: a workspace counts once, however many quotes it posts');
+      // Where a deployment allows two, the amount factor says how little two submitters are: 2 / (2 + 5).
+      const allowed = verdict('56', duo, { callerWorkspaceId: null, thresholds: { ...THRESHOLDS, minEffectiveObservations: 2 } });
+      expect(allowed.verdict).to.equal('high');
+      expect(allowed.confidence_factors.amount).to.equal(0.286);
+      expect(allowed.confidence).to.be.below(0.3);
+    });
+
+    it('keeps honest data of workspaces of like size as it was: no cap applies, and each workspace counts once', () => {
       const v = verdict('22', honest(), { callerWorkspaceId: null });
-      expect(v.reference?.effective_n).to.equal(6);
-      expect(v.reference?.total_weight).to.equal(round3(6 * 0.5 ** (1 / 30)));
-      expect(v.independence).to.include({ independent: true, workspaces: 3 });
+      expect(v.reference?.effective_n).to.equal(5);
+      expect(v.reference?.total_weight).to.equal(round3(10 * 0.5 ** (1 / 30)));
+      expect(v.independence).to.include({ independent: true, workspaces: 5 });
     });
 
     it('one workspace under several labels is one source for VERIFY_MIN_SOURCES: no two-sided verdict on it', () => {
@@ -200,7 +233,7 @@ describe('verification verdict (pure)', () => {
       expect(v.independence.workspaces).to.equal(1);
       expect(v.reasons).to.include('1 distinct source(s), below the minimum 2: sources are counted by submitting workspace (with its test workspace and the agent workspaces claimed into it), one however many labels it uses');
       // An accepted outcome counts as its workspace's: with another workspace's observations, two sources.
-      const withOther = verdict('10.00', [...one, ...[1, 2, 3].map((d) => obs('ws_b', 'accepted:cost-plus', (10.09 + d * 0.01).toFixed(2), d))]);
+      const withOther = verdict('10.00', [...one, ...[1, 2, 3].map((d) => obs('ws_b', 'accepted:cost-plus', (10.09 + d * 0.01).toFixed(2), d))], { thresholds: { ...THRESHOLDS, minEffectiveObservations: 2 } });
       expect(withOther.independence.workspaces).to.equal(2);
       expect(withOther.verdict).to.equal('reasonable');
     });
@@ -211,11 +244,12 @@ describe('verification verdict (pure)', () => {
       const v = verdict('10.05', market());
       expect(v.verdict).to.equal('reasonable');
       expect(v.basis).to.equal('observations');
-      // Per-source medians 10.00, 10.05, 10.10 with equal weights: the reference is 10.05.
+      // Per-source medians 10.00, 10.00, 10.05, 10.10, 10.10 with equal weights: the reference is 10.05.
       expect(v.reference?.price).to.equal('10.05');
-      expect(v.reference).to.include({ statistic: 'time_weighted_median_of_source_medians', observations: 6, sources: 3, half_life_days: 30 });
-      expect(v.reference?.effective_n).to.equal(6);
-      expect(v.reference?.source_labels.map((s) => s.label).sort()).to.deep.equal(['competitor-site', 'marketplace', 'shelf-scan']);
+      expect(v.reference).to.include({ statistic: 'time_weighted_median_of_source_medians', observations: 10, sources: 5, half_life_days: 30 });
+      // Ten quotes from five workspaces: five independent submitters.
+      expect(v.reference?.effective_n).to.equal(5);
+      expect(v.reference?.source_labels.map((s) => s.label).sort()).to.deep.equal(['catalogue', 'competitor-site', 'flyer', 'marketplace', 'shelf-scan']);
       expect(v.reference?.newest_age_days).to.equal(1);
       expect(v.reference?.oldest_age_days).to.equal(1);
       expect(v.reference?.median_age_days).to.equal(1);
@@ -313,13 +347,13 @@ describe('verification verdict (pure)', () => {
       expect(decayed.reference?.total_weight).to.equal(2.75);
     });
 
-    it('counts evidence with the Kish effective n, not the raw count', () => {
+    it('counts evidence with Kish\'s effective n over the workspaces, not the raw count', () => {
       const v = verdict('20', mixed());
-      // weights: six of 0.125 and two of 1 → (2.75)² / (6·0.015625 + 2) = 3.61
+      // workspace weights: three of 2·0.125 and two of 1 → (2.75)² / (3·0.0625 + 2) = 3.46
       expect(v.reference?.observations).to.equal(8);
-      expect(v.reference?.effective_n).to.equal(3.61);
+      expect(v.reference?.effective_n).to.equal(3.46);
       expect(v.verdict).to.equal('unknown');
-      expect(v.reasons.join(' ')).to.match(/effective number of observations 3.61 is below the minimum 5/);
+      expect(v.reasons.join(' ')).to.match(/effective number of independent submitters 3.46 is below the minimum 5: a workspace counts once, however many quotes it posts/);
     });
   });
 
@@ -339,8 +373,8 @@ describe('verification verdict (pure)', () => {
       const v = verdict('10', old);
       expect(v.verdict).to.equal('unknown');
       expect(v.reference).to.equal(null);
-      expect(v.evidence).to.include({ matched: 6, used: 0, ignored_older_than_max_age: 6, sufficient: false });
-      expect(v.reasons[0]).to.match(/all 6 matching observation\(s\) are older than 120 days/);
+      expect(v.evidence).to.include({ matched: 10, used: 0, ignored_older_than_max_age: 10, sufficient: false });
+      expect(v.reasons[0]).to.match(/all 10 matching observation\(s\) are older than 120 days/);
     });
 
     it('with no observations and no floor or ceiling', () => {
@@ -398,8 +432,8 @@ describe('verification verdict (pure)', () => {
       expect(v.verdict).to.equal('reasonable');
       expect(v.independence.independent).to.equal(false);
       expect(v.independence.own_workspace_observations).to.equal(2);
-      expect(v.independence.own_workspace_share).to.equal(0.25);
-      expect(v.independence.reasons.join(' ')).to.match(/2 observation\(s\) \(25% of the weight\) come from your own workspace/);
+      expect(v.independence.own_workspace_share).to.equal(0.167);
+      expect(v.independence.reasons.join(' ')).to.match(/2 observation\(s\) \(17% of the weight\) come from your own workspace/);
       expect(v.reference?.source_labels.find((s) => s.label === 'my-shop')?.own_workspace).to.equal(true);
       expect(v.confidence_factors.independence).to.be.lessThan(1);
     });
@@ -411,7 +445,7 @@ describe('verification verdict (pure)', () => {
       expect(v.independence.independent).to.equal(false);
       expect(v.independence.reasons[0]).to.match(/fewer than 2 distinct sources: all 8 observation\(s\) come from one source \("one-feed"\)/);
       expect(v.reasons.join(' ')).to.match(/1 distinct source\(s\), below the minimum 2/);
-      const allowed = verdict('10.3', single, { thresholds: { ...THRESHOLDS, minSources: 1 } });
+      const allowed = verdict('10.3', single, { thresholds: { ...THRESHOLDS, minSources: 1, minEffectiveObservations: 1 } });
       expect(allowed.verdict).to.equal('reasonable');
       expect(allowed.independence.independent).to.equal(false);
       expect(allowed.confidence_factors.independence).to.equal(0.5);
@@ -420,7 +454,7 @@ describe('verification verdict (pure)', () => {
     it('discloses one workspace submitting over half the weight, and caps it at the next-heaviest workspace\'s', () => {
       const v = verdict('10', [...Array.from({ length: 6 }, (_, i) => obs('ws_a', 'bulk', (10 + i / 100).toFixed(2), i + 1)), obs('ws_b', 'b', '10.20'), obs('ws_c', 'c', '9.90')]);
       expect(v.independence.independent).to.equal(false);
-      expect(v.independence.reasons.join(' ')).to.match(/one workspace submitted \d+% of the weight \(6 of 8 observations\), over half: its weight and effective count are capped/);
+      expect(v.independence.reasons.join(' ')).to.match(/one workspace submitted \d+% of the weight \(6 of 8 observations\), over half: its weight is capped at the next-heaviest workspace's, and like every workspace it counts once/);
       // Capped, "bulk" weighs as much as each of the other two.
       expect(v.independence.largest_source_share).to.equal(0.333);
       expect(v.reference?.effective_n).to.equal(3);
@@ -436,7 +470,7 @@ describe('verification verdict (pure)', () => {
       const echo = [obs('ws_caller', 'mine', '12.00'), obs('ws_caller', 'mine', '11.00'), obs('ws_other', 'theirs', '12.00')];
       const v = verdict('12.00', [...market(), ...echo], { currentPrice: '11' });
       expect(v.independence.excluded_circular).to.equal(2);
-      expect(v.evidence.used).to.equal(7);
+      expect(v.evidence.used).to.equal(11);
       expect(v.independence.independent).to.equal(false);
       expect(v.independence.reasons.join(' ')).to.match(/2 observation\(s\) of your own workspace equal to the proposed price or your current price were excluded as circular evidence/);
       // Another workspace's equal price is evidence, not an echo.
@@ -444,17 +478,17 @@ describe('verification verdict (pure)', () => {
     });
 
     it('counts exact copies once', () => {
-      const o = obs('ws_d', 'copy', '10.00');
+      const o = obs('ws_f', 'copy', '10.00');
       const v = verdict('10', [...market(), o, { ...o, id: 'obs_copy' }]);
       expect(v.independence.duplicates_removed).to.equal(1);
-      expect(v.evidence.used).to.equal(7);
+      expect(v.evidence.used).to.equal(11);
     });
 
     it('counts one workspace\'s quotes of one amount once, whatever the label or time, keeping the freshest', () => {
-      const copies = [obs('ws_d', 'a', '10.00', 5), obs('ws_d', 'b', '10.0', 1), obs('ws_d', 'a', '10.00', 3), obs('ws_e', 'e', '10.00', 2)];
+      const copies = [obs('ws_f', 'a', '10.00', 5), obs('ws_f', 'b', '10.0', 1), obs('ws_f', 'a', '10.00', 3), obs('ws_g', 'e', '10.00', 2)];
       const v = verdict('10', [...market(), ...copies]);
       expect(v.independence.duplicates_removed).to.equal(2);
-      expect(v.evidence.used).to.equal(8);
+      expect(v.evidence.used).to.equal(12);
       // The freshest (a day old, under "b") is kept, wherever it comes in the rows; another workspace's equal quote is its own evidence.
       expect(v.reference?.source_labels.map((s) => s.label)).to.include.members(['b', 'e']).and.not.include('a');
       expect(v.reference?.newest_age_days).to.equal(1);
