@@ -118,6 +118,8 @@ export interface VerdictResult {
   evidence: { matched: number; used: number; ignored_older_than_max_age: number; sufficient: boolean };
   confidence: number;
   confidence_factors: Record<string, number>;
+  /** What would make the evidence judgeable, when the verdict alone knows (prices split into two groups); the service adds it to its hint. */
+  hint?: string;
   thresholds: {
     min_effective_observations: number;
     min_sources: number;

@@ -1,7 +1,7 @@
 import { dec, formatMoney } from '../../../core/money';
 import type { Dec } from '../../../core/money';
-import { overHalf, restsOnOneWorkspace, robustSigma, sourceMedians, withoutCopies } from './weighted-stats';
-import type { OneWorkspaceReference } from './weighted-stats';
+import { overHalf, restsOnOneWorkspace, robustSigma, sourceMedians, splitAround, withoutCopies } from './weighted-stats';
+import type { OneWorkspaceReference, SplitEvidence } from './weighted-stats';
 import type { VerdictValue, Observation, VerdictThresholds, VerdictInput, Reference, Band, Independence, VerdictResult } from './verdict-types';
 
 export type { VerdictValue, Observation, VerdictThresholds, Constraint, VerdictInput, SourceSummary, Reference, Band, Independence, VerdictResult } from './verdict-types';
@@ -121,6 +121,7 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   let observationBand: { lower: Dec; upper: Dec; sigma: number; estimator: 'mad' | 'iqr' | 'mean_absolute_deviation' | 'none'; hw: number; minApplied: boolean } | null = null;
   let freshness = 0;
   let oneWorkspace: (OneWorkspaceReference & { own: boolean }) | null = null;
+  let split: SplitEvidence | null = null;
   if (used.length > 0) {
     const stats = sourceMedians(used, halfLifeMs);
     const { weighted, totalWeight } = stats;
@@ -134,6 +135,7 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
     const ref = stats.reference;
     const rests = restsOnOneWorkspace(stats, t.minRelativeHalfWidth);
     oneWorkspace = rests ? { ...rests, own: stats.heaviest?.workspaceId === input.callerWorkspaceId } : null;
+    split = splitAround(weighted, ref, t.minRelativeHalfWidth);
     const top = sources[0];
     largestShare = top ? top.weight / totalWeight : null;
     largestLabel = top?.label ?? '';
@@ -212,11 +214,15 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   // The effective n is compared as reported (two decimals), so five fresh observations a few
   // minutes apart count as 5, not 4.9999.
   // Sources are counted by submitting workspace here: one workspace under several labels is one source.
-  // A reference that one workspace alone moves by more than the band's minimum half-width is not evidence enough either.
-  const sufficient = used.length > 0 && round(nEff, 2) >= t.minEffectiveObservations && workspaceCount >= t.minSources && oneWorkspace === null;
+  // A reference that one workspace alone moves by more than the band's minimum half-width is not evidence enough either,
+  // nor one lying in a gap between two groups of prices (no price anyone quotes).
+  const sufficient = used.length > 0 && round(nEff, 2) >= t.minEffectiveObservations && workspaceCount >= t.minSources && oneWorkspace === null && split === null;
   const evidence = { matched: input.observations.length + (input.olderIgnored ?? 0), used: used.length, ignored_older_than_max_age: tooOld, sufficient };
   const constraints = { floor: input.floor ?? null, ceiling: input.ceiling ?? null };
-  const base = { proposed_price: amount(p), reference, constraints, independence, evidence, thresholds };
+  const hint = split
+    ? `The quotes fall into two separate price groups (around ${amount(split.below)} and ${amount(split.above)}), often two products, sizes or packagings under one product_type: a more specific product_type, for the observations and the verification, separates them.`
+    : undefined;
+  const base = { proposed_price: amount(p), reference, constraints, independence, evidence, thresholds, ...(hint ? { hint } : {}) };
 
   if (!sufficient) {
     if (used.length === 0 && circular > 0) reasons.push(`all ${circular} usable matching observation(s) are your own workspace's echo of the proposed or current price and were excluded as circular evidence`);
@@ -230,6 +236,11 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
       if (oneWorkspace) {
         reasons.push(
           `the reference rests on one workspace: without the one${oneWorkspace.own ? ' (your own)' : ''} that submitted ${pct(oneWorkspace.rawShare)} of the weight it would be ${amount(oneWorkspace.withoutIt)}, not ${amount(oneWorkspace.reference)}`,
+        );
+      }
+      if (split && reference) {
+        reasons.push(
+          `quotes split into two groups around ${amount(split.below)} and ${amount(split.above)}: the reference ${reference.price} lies in the gap between them, with ${pct(split.nearShare)} of the weight within ${Math.round(split.nearRelative * 100)}% of it`,
         );
       }
     }

@@ -251,7 +251,7 @@ export class VerificationService {
       thresholds: verdict.thresholds,
     };
     // Without evidence the verdict says why; the hint says what would give one.
-    if (verdict.verdict === 'unknown' && !verdict.evidence.sufficient) body.hint = unknownHint(verdict.constraints);
+    if (verdict.verdict === 'unknown' && !verdict.evidence.sufficient) body.hint = [verdict.hint, unknownHint(verdict.constraints)].filter(Boolean).join(' ');
     let recorded: RecordedEvent;
     if (keyed) {
       // What a retry with the key answers: the verdict as given now (its receipt and remaining allowance are rebuilt).

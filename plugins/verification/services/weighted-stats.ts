@@ -262,3 +262,47 @@ export function restsOnOneWorkspace(
   const gap = Math.abs(Math.log(reference.toNumber()) - Math.log(withoutHeaviest.toNumber()));
   return gap > Math.log(1 + minRelativeHalfWidth) ? { rawShare: heaviest.rawShare, reference, withoutIt: withoutHeaviest } : null;
 }
+
+/**
+ * "Almost no" weight near the reference: below a tenth of it (to a tenth of a percent, as shares are compared). One stray
+ * quote among ten or more does not hide a gap; a real cluster at the reference holds far more.
+ */
+const NEAR_SHARE_PER_MILLE = 100;
+
+/** Evidence split around the reference: the groups on either side and how little lies near the reference. */
+export interface SplitEvidence {
+  /** Weighted median of the observations below the near zone, and of those above it. */
+  below: Dec;
+  above: Dec;
+  /** Share of the weight within the near zone. */
+  nearShare: number;
+  /** The near zone's half-width as a ratio: e^radius − 1 (0.19 = within 19 % either way). */
+  nearRelative: number;
+}
+
+/**
+ * Whether the reference lies in a gap between separated groups of prices (two price clusters: a
+ * median of source medians then falls between them, on a price nobody quotes). On log prices around
+ * the reference c, with the weights the band uses: the near zone is |ln x − c| ≤ max(MAD / 2,
+ * ln(1 + minRelativeHalfWidth)), MAD the weighted median absolute deviation from c (unscaled). By
+ * definition half the weight lies within one MAD of c; a single cluster around c puts about a
+ * quarter within half of it (a normal or a uniform sample alike), two clusters either side of c put
+ * none. Split when under a tenth of the weight is near, with weight on both sides. The floor at the
+ * band's minimum half-width keeps two groups closer than that (9.90 and 10.10) from counting as two.
+ */
+export function splitAround(items: readonly Weighted<Dec>[], reference: Dec, minRelativeHalfWidth: number): SplitEvidence | null {
+  const total = items.reduce((s, i) => s + i.weight, 0);
+  if (items.length < 2 || total <= 0) return null;
+  const centre = Math.log(reference.toNumber());
+  const logs = items.map((i) => ({ ...i, d: Math.log(i.value.toNumber()) - centre }));
+  const mad = weightedQuantile(logs.map((l) => ({ value: Math.abs(l.d), weight: l.weight })), 0.5);
+  const radius = Math.max(mad / 2, Math.log(1 + minRelativeHalfWidth));
+  // A hair of tolerance so a price exactly on the zone's edge (as computed in floating point) counts as near.
+  const edge = radius + 1e-12;
+  const nearShare = logs.filter((l) => Math.abs(l.d) <= edge).reduce((s, l) => s + l.weight, 0) / total;
+  if (perMille(nearShare) >= NEAR_SHARE_PER_MILLE) return null;
+  const below = logs.filter((l) => l.d < -edge);
+  const above = logs.filter((l) => l.d > edge);
+  if (below.length === 0 || above.length === 0) return null;
+  return { below: weightedMedianDec(below), above: weightedMedianDec(above), nearShare, nearRelative: Math.exp(radius) - 1 };
+}

@@ -358,6 +358,32 @@ describe('verification verdict (pure)', () => {
   });
 
   describe('unknown', () => {
+    it('when the quotes split into two groups and the reference lies in the gap between them: no price is reasonable, and the reason names the groups', () => {
+      // Three workspaces quote 9.90–10.20, three others 19.80–20.40, a few hours old: the median of source medians falls near 15, where nobody quotes.
+      const low = ['ws_a', 'ws_b', 'ws_c'].flatMap((w, j) => ['9.90', '10.05', '10.20'].map((a, i) => ({ ...obs(w, `${w}-src`, (Number(a) - j * 0.01).toFixed(2)), observedAt: NOW - (i + 1) * 3_600_000 })));
+      const high = ['ws_d', 'ws_e', 'ws_f'].flatMap((w, j) => ['19.80', '20.10', '20.40'].map((a, i) => ({ ...obs(w, `${w}-src`, (Number(a) + j * 0.01).toFixed(2)), observedAt: NOW - (i + 1) * 3_600_000 })));
+      for (const price of ['3.50', '15', '60.00']) {
+        const v = verdict(price, [...low, ...high], { callerWorkspaceId: null });
+        expect(v, price).to.include({ verdict: 'unknown', confidence: 0, basis: 'none' });
+        expect(v.evidence.sufficient, price).to.equal(false);
+        // Everything else suffices: six independent submitters, none dominant.
+        expect(v.reference?.effective_n, price).to.equal(6);
+        expect(v.band.method, price).to.equal('none');
+        expect(v.reasons, price).to.include(`quotes split into two groups around 10.04 and 20.11: the reference ${v.reference?.price ?? ''} lies in the gap between them, with 0% of the weight within 19% of it`);
+        expect(v.hint, price).to.match(/^The quotes fall into two separate price groups \(around 10\.04 and 20\.11\)/);
+      }
+      expect(Number(verdict('15', [...low, ...high]).reference?.price)).to.be.within(14, 16);
+      // One group alone is judged as before.
+      expect(verdict('10.05', [...low, ...high.slice(0, 0)], { thresholds: { ...THRESHOLDS, minEffectiveObservations: 3 } }).verdict).to.equal('reasonable');
+    });
+
+    it('does not call a wide single group split: ten workspaces spread evenly from 10 to 20 keep a two-sided verdict', () => {
+      const wide = Array.from({ length: 10 }, (_, i) => obs(`ws_${i}`, `s${i}`, (10 + (i * 10) / 9).toFixed(2)));
+      const v = verdict('15', wide, { callerWorkspaceId: null });
+      expect(v.verdict).to.equal('reasonable');
+      expect(v.reasons.join(' ')).not.to.match(/split/);
+    });
+
     it('on thin evidence: two observations cannot support a judgement', () => {
       const v = verdict('10', [obs('ws_a', 'a', '10.00'), obs('ws_b', 'b', '10.50')]);
       expect(v.verdict).to.equal('unknown');

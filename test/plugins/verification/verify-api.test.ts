@@ -406,6 +406,29 @@ describe('price verification API', function () {
       expect(res.body.reasons.join(' ')).to.match(/effective number of independent submitters 1 is below the minimum 5/);
     });
 
+    it('split: quotes in two groups (9.90–10.20 and 19.80–20.40) answer unknown naming the groups, with a hint to tell them apart', async () => {
+      // One set of times for every workspace, so the two groups weigh exactly alike and the reference is their midpoint.
+      const base = Date.now() - 3_600_000;
+      for (const [label, amounts] of [
+        ['bimodal-a', ['9.90', '10.00', '10.10', '10.20']],
+        ['bimodal-b', ['9.95', '10.05', '10.15']],
+        ['bimodal-c', ['19.80', '20.00', '20.20', '20.40']],
+        ['bimodal-d', ['19.90', '20.10', '20.30']],
+      ] as const) {
+        const api = client(svc.url, { 'x-api-key': (await contributor(svc, label)).key });
+        const observations = amounts.map((amount, i) => ({ product_type: 'bimodal', currency: 'USD', amount, observed_at: new Date(base - i * 3_600_000).toISOString(), source: label }));
+        expect((await api.post('/api/data/observations', { observations })).status).to.equal(201);
+      }
+      for (const price of ['3.50', '60.00']) {
+        const res = await verify({ context: { product_type: 'bimodal' }, proposed_price: price });
+        expect(res.status, res.text).to.equal(200);
+        expect(res.body, price).to.include({ verdict: 'unknown', confidence: 0 });
+        expect(res.body.reference.price, price).to.equal('15.025');
+        expect(res.body.reasons, price).to.include('quotes split into two groups around 10.05 and 20.10: the reference 15.025 lies in the gap between them, with 0% of the weight within 19% of it');
+        expect(res.body.hint, price).to.match(/^The quotes fall into two separate price groups \(around 10\.05 and 20\.10\), .* Not enough market evidence/);
+      }
+    });
+
     it('old: everything observed before the max age', async () => {
       const api = client(svc.url, { 'x-api-key': (await contributor(svc, 'archivist')).key });
       const observations = ['a', 'b', 'c', 'd', 'e', 'f'].map((source, i) => ({ product_type: 'antique', currency: 'USD', amount: `${50 + i}.00`, observed_at: daysAgo(130 + i), source }));
