@@ -4,7 +4,7 @@ import type { MarketEvidence } from '../../../engine';
 import type { MarketEvidenceSource } from '../../pricing';
 import type { Evidence, ObservationStore } from './observations';
 import type { ObservedProductTypes } from './product-types';
-import { restsOnOneWorkspace, sourceMedians, withoutCopies } from './weighted-stats';
+import { restsOnOneWorkspace, sourceMedians, splitAround, withoutCopies } from './weighted-stats';
 
 const DAY_MS = 86_400_000;
 
@@ -15,8 +15,9 @@ type Summary = Omit<MarketEvidence, 'product_type' | 'currency'>;
  * read limit and statistic as verification (one observation per workspace and amount, each
  * weighted 0.5^(age / half-life), one weighted median per source, the reference the weighted median
  * of those), so a computed price and a verdict on it rest on the same reference. A reference that
- * rests on one workspace (restsOnOneWorkspace: the verdict's "not sufficient") is no evidence, so no
- * price is positioned on it. Verification's one
+ * rests on one workspace (restsOnOneWorkspace) or lies in the gap between two groups of prices
+ * (splitAround) — the verdict's "not sufficient" — is no evidence, so no price is positioned on it.
+ * Verification's one
  * caller-dependent step, dropping the caller's own echo of the price it proposes, has no
  * counterpart here. Summaries follow the store's cached reads: a new read gives a new summary.
  */
@@ -56,6 +57,8 @@ function summarise(evidence: Evidence, opts: { now: number; halfLifeMs: number; 
   if (recent.length === 0) return null;
   const stats = sourceMedians(recent, opts.halfLifeMs);
   if (restsOnOneWorkspace(stats, opts.minRelativeHalfWidth)) return null;
+  // A median between two price groups is a price nobody quotes: positioning on it would invent one.
+  if (splitAround(stats.weighted, stats.reference, opts.minRelativeHalfWidth)) return null;
   const { sources, totalWeight, reference } = stats;
   return {
     observations: recent.length,

@@ -63,6 +63,20 @@ describe('verification: the network\'s observations as market evidence for compu
     expect(agreeing?.reference_price).to.be.within(18, 25);
   });
 
+  it('gives no network evidence when the quotes split into two groups and their reference lies in the gap (9.90–10.20 against 19.80–20.40)', async () => {
+    const groups = [
+      ['ws_a', ['9.90', '10.00', '10.10', '10.20']],
+      ['ws_b', ['9.95', '10.05', '10.15']],
+      ['ws_c', ['19.80', '20.00', '20.20', '20.40']],
+      ['ws_d', ['19.90', '20.10', '20.30']],
+    ] as const;
+    const rows = groups.flatMap(([w, amounts]) => amounts.map((a, i) => obs(`${w}${i}`, w, w, a, 1 + i)));
+    expect(await sourceOver(rows, now).lookup('duo-pack', 'USD')).to.equal(null);
+    // One of the groups alone is evidence as before.
+    const one = await sourceOver(rows.filter((r) => r.workspaceId === 'ws_a' || r.workspaceId === 'ws_b'), now).lookup('duo-pack', 'USD');
+    expect(one?.reference_price).to.be.within(9.9, 10.2);
+  });
+
   it('counts exact copies once as verification does, whatever the written scale (4.5 and 4.50)', async () => {
     const rows = [obs('1', 'ws_a', 'shelf', '4.50', 1), obs('2', 'ws_a', 'shelf', '4.5', 1), obs('3', 'ws_b', 'cafe', '4.70', 1)];
     const market = (await sourceOver(rows, now).lookup('tea', 'USD')) as MarketEvidence;

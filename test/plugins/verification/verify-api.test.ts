@@ -427,6 +427,10 @@ describe('price verification API', function () {
         expect(res.body.reasons, price).to.include('quotes split into two groups around 10.05 and 20.10: the reference 15.025 lies in the gap between them, with 0% of the weight within 19% of it');
         expect(res.body.hint, price).to.match(/^The quotes fall into two separate price groups \(around 10\.05 and 20\.10\), .* Not enough market evidence/);
       }
+      // Compute positions on the same evidence: none, so no price is invented between the groups.
+      const computed = await client(svc.url, { 'x-api-key': caller.key }).post<Record<string, any>>('/api/compute/price', { context: { product_type: 'bimodal' } });
+      expect(computed.status, computed.text).to.equal(422);
+      expect(computed.body.code).to.equal('insufficient_context');
     });
 
     it('old: everything observed before the max age', async () => {
