@@ -20,14 +20,23 @@ export interface Weighted<T> {
 }
 
 /**
- * Where the weighted q-quantile of items sorted ascending lies: the first index whose cumulative
- * weight reaches q of the total, and whether it lands exactly on it with an item after it (the
- * median then takes the mean of the two, so equal weights give the usual median).
+ * How close to one half the cumulative weight must come for a median to count as "exactly half" and take the mean of
+ * the two neighbours: a hundredth of the total. Time decay makes no two weights equal — at the 30-day half-life, two
+ * quotes of one source an hour and five hours old weigh 0.999 and 0.995, a share of 50.1 % — and the median of two
+ * quotes was then the fresher one, decided by four hours of ageing. A percent of the weight is about 1.7 days of ageing
+ * between two quotes at that half-life (4 % apart in weight): quotes that close weigh alike here.
  */
-function quantilePosition(sorted: readonly Weighted<unknown>[], q: number): { index: number; between: boolean } {
+const MEDIAN_TIE = 0.01;
+
+/**
+ * Where the weighted q-quantile of items sorted ascending lies: the first index whose cumulative
+ * weight reaches q of the total, and whether it lands on it (within `tie` of the total) with an item
+ * after it (the median then takes the mean of the two, so near-equal weights give the usual median).
+ */
+function quantilePosition(sorted: readonly Weighted<unknown>[], q: number, tie = 1e-12): { index: number; between: boolean } {
   const total = sorted.reduce((s, i) => s + i.weight, 0);
   const target = total * q;
-  const eps = total * 1e-12;
+  const eps = total * tie;
   let cum = 0;
   for (let i = 0; i < sorted.length; i++) {
     cum += (sorted[i] as Weighted<unknown>).weight;
@@ -36,22 +45,23 @@ function quantilePosition(sorted: readonly Weighted<unknown>[], q: number): { in
   return { index: sorted.length - 1, between: false };
 }
 
-/** The weighted median of decimals (see quantilePosition for the tie at exactly half). */
+/** The weighted median of decimals (see quantilePosition and MEDIAN_TIE for the tie at half). */
 export function weightedMedianDec(items: readonly Weighted<Dec>[]): Dec {
   if (items.length === 0) throw new RangeError('weighted median of nothing');
   const sorted = [...items].sort((a, b) => a.value.comparedTo(b.value));
-  const { index, between } = quantilePosition(sorted, 0.5);
+  const { index, between } = quantilePosition(sorted, 0.5, MEDIAN_TIE);
   const value = (sorted[index] as Weighted<Dec>).value;
   return between ? value.plus((sorted[index + 1] as Weighted<Dec>).value).dividedBy(2) : value;
 }
 
-/** The weighted q-quantile of numbers; the median (q = 0.5) takes the mean at an exact tie. */
+/** The weighted q-quantile of numbers; the median (q = 0.5) takes the mean at a tie (MEDIAN_TIE), other quantiles do not. */
 function weightedQuantile(items: readonly Weighted<number>[], q: number): number {
   if (items.length === 0) return 0;
   const sorted = [...items].sort((a, b) => a.value - b.value);
-  const { index, between } = quantilePosition(sorted, q);
+  const median = q === 0.5;
+  const { index, between } = quantilePosition(sorted, q, median ? MEDIAN_TIE : undefined);
   const value = (sorted[index] as Weighted<number>).value;
-  return q === 0.5 && between ? (value + (sorted[index + 1] as Weighted<number>).value) / 2 : value;
+  return median && between ? (value + (sorted[index + 1] as Weighted<number>).value) / 2 : value;
 }
 
 /** Robust spread of log prices around the centre: MAD, then IQR, then mean absolute deviation. */

@@ -46,7 +46,8 @@ describe('verification verdict (pure)', () => {
     });
 
     it('reports a lower bound below the smallest price (10^-18) as open, not as a closed "0.00"', () => {
-      const tiny = ['ws_a', 'ws_b', 'ws_c', 'ws_d', 'ws_e'].flatMap((w) => [obs(w, 'src', '0.000000000000000001', 1), obs(w, 'src', '0.000000000000000003', 2)]);
+      // Three quotes each (1, 2 and 3 × 10^-18): one group around 2 × 10^-18, not two at 1 and 3 with the reference between them.
+      const tiny = ['ws_a', 'ws_b', 'ws_c', 'ws_d', 'ws_e'].flatMap((w) => [obs(w, 'src', '0.000000000000000001', 1), obs(w, 'src', '0.000000000000000002', 1.5), obs(w, 'src', '0.000000000000000003', 2)]);
       const v = verdict('0.000000000000000001', tiny);
       expect(v.verdict).to.equal('reasonable');
       expect(v.band).to.include({ lower: null, lower_open: true, upper_open: false, method: 'log_median_k_mad' });

@@ -49,7 +49,8 @@ describe('price verification API', function () {
     const ok = await verify({ context: { product_type: 'Widget', currency: 'usd' }, proposed_price: '20.10' });
     expect(ok.status, ok.text).to.equal(200);
     expect(ok.body).to.include({ object: 'price_verification', verdict: 'reasonable', proposed_price: '20.10', currency: 'USD', product_type: 'Widget', basis: 'observations' });
-    expect(ok.body.reference).to.include({ price: '19.80', statistic: 'time_weighted_median_of_source_medians', observations: 10, sources: 5, effective_n: 5, half_life_days: 30 });
+    // Each shop's two quotes an hour apart weigh alike: its median is their mean (20.00, 20.10, 20.10, 20.10, 19.90).
+    expect(ok.body.reference).to.include({ price: '20.10', statistic: 'time_weighted_median_of_source_medians', observations: 10, sources: 5, effective_n: 5, half_life_days: 30 });
     expect(ok.body.reference.source_labels.map((s: any) => s.label).sort()).to.deep.equal(['catalogue', 'competitor-site', 'flyer', 'marketplace', 'shelf-scan']);
     expect(ok.body.reference).to.include.keys('newest_age_days', 'oldest_age_days', 'median_age_days', 'effective_n');
     expect(ok.body.band).to.include({ lower_open: false, upper_open: false });
@@ -423,8 +424,8 @@ describe('price verification API', function () {
         const res = await verify({ context: { product_type: 'bimodal' }, proposed_price: price });
         expect(res.status, res.text).to.equal(200);
         expect(res.body, price).to.include({ verdict: 'unknown', confidence: 0 });
-        expect(res.body.reference.price, price).to.equal('15.025');
-        expect(res.body.reasons, price).to.include('quotes split into two groups around 10.05 and 20.10: the reference 15.025 lies in the gap between them, with 0% of the weight within 19% of it');
+        expect(res.body.reference.price, price).to.equal('15.075');
+        expect(res.body.reasons, price).to.include('quotes split into two groups around 10.05 and 20.10: the reference 15.075 lies in the gap between them, with 0% of the weight within 19% of it');
         expect(res.body.hint, price).to.match(/^The quotes fall into two separate price groups \(around 10\.05 and 20\.10\), .* Not enough market evidence/);
       }
       // Compute positions on the same evidence: none, so no price is invented between the groups.

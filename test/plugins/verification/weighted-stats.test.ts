@@ -17,6 +17,20 @@ describe('verification: weighted order statistics', () => {
     expect(weightedMedianDec([w('7.25', 0.4)]).toString()).to.equal('7.25');
   });
 
+  it('a two-quote source\'s median is their mean when time decay weighs them a hair apart: 19.80 an hour old and 20.20 five hours old give 20.00', () => {
+    const HOUR = 3_600_000;
+    const quote = (id: string, amount: string, hours: number) => ({ id, workspaceId: 'ws_scan', source: 'scan', value: dec(amount), observedAt: -hours * HOUR, age: hours * HOUR });
+    const stats = sourceMedians([quote('1', '19.80', 1), quote('2', '20.20', 5)], 30 * 24 * HOUR);
+    expect(stats.sources[0]?.median.toString()).to.equal('20');
+    expect(stats.reference.toString()).to.equal('20');
+    // A quote a month fresher than the other still decides: twice the weight is no tie.
+    expect(sourceMedians([quote('1', '19.80', 1), quote('2', '20.20', 30 * 24)], 30 * 24 * HOUR).sources[0]?.median.toString()).to.equal('19.8');
+    // Within a percent of the total of one half is a tie; beyond it, the heavier side decides.
+    expect(weightedMedianDec([w('1', 0.509), w('3', 0.491)]).toString()).to.equal('2');
+    expect(weightedMedianDec([w('1', 0.52), w('3', 0.48)]).toString()).to.equal('1');
+    expect(weightedMedianDec([w('1', 0.48), w('3', 0.52)]).toString()).to.equal('3');
+  });
+
   it('refuses the median of nothing', () => {
     expect(() => weightedMedianDec([])).to.throw(RangeError, /nothing/);
   });
