@@ -1,7 +1,10 @@
 import type { Request } from 'express';
-import { ApiError } from '../errors';
+import { ApiError, isApiError } from '../errors';
+import type { ErrorIssue } from '../errors';
 import { UNSTORABLE_ESCAPE, unstorablePath, withoutUnstorable } from '../storable-text';
 import { validationFailed } from '../validation';
+import { inexactNumbers } from './json-numbers';
+import type { InexactNumber } from './json-numbers';
 import type { RouteSpec } from './route';
 import { passingExample } from './sent-example';
 
@@ -85,6 +88,8 @@ export function unsupportedCharset(req: Request): ApiError | undefined {
 export interface ParsedBody {
   value: unknown;
   escapesUnstorable: boolean;
+  /** JSON numbers at the route's exactNumbers paths that do not arrive as sent. */
+  inexact?: InexactNumber[];
 }
 
 /** A route's JSON body: an empty one is {}, text that is not JSON or nests too deep is invalid_json. */
@@ -102,7 +107,8 @@ export function parseJsonBody(req: Request, route: RouteSpec, maxDepth: number):
     throw invalidJson(route, `Request body nests arrays and objects deeper than ${route.bodyOfItems ? `${maxDepth} levels in an item` : `${maxDepth} levels`} (BODY_MAX_DEPTH).`);
   }
   try {
-    return { value: JSON.parse(text) as unknown, escapesUnstorable: UNSTORABLE_ESCAPE.test(text) };
+    const value = JSON.parse(text) as unknown;
+    return { value, escapesUnstorable: UNSTORABLE_ESCAPE.test(text), inexact: route.exactNumbers ? inexactNumbers(text, route.exactNumbers) : [] };
   } catch (err) {
     throw invalidJson(route, `Request body is not valid JSON (${(err as Error).message}).`);
   }
@@ -135,4 +141,46 @@ export function refuseUnstorableValue(value: unknown, where: 'body' | 'arguments
     'Remove the NUL character or the half of a surrogate pair from that string (or key); send characters outside the Basic Multilingual Plane as whole pairs or as UTF-8.',
     exampleOf?.(),
   );
+}
+
+const inexactIssue = (n: InexactNumber): ErrorIssue => ({
+  path: n.path,
+  reason: `must be sent as a decimal string: the JSON number ${n.sent} arrives as ${n.read} (a JSON number is read as a double, exact to about 15 significant digits); send "${n.sent}" in quotes`,
+});
+
+/**
+ * The refusal of a body holding JSON numbers that do not arrive as sent (RouteSpec.exactNumbers), merged with the
+ * route's own validation failure so every problem is told at once: a path that failure already names keeps its issue
+ * alone (one reason per field). Undefined when there is nothing to refuse; any other failure is returned as it is.
+ */
+export function withInexactNumbers(failure: unknown, parsed: ParsedBody, route: RouteSpec): unknown {
+  const inexact = parsed.inexact ?? [];
+  if (inexact.length === 0) return failure;
+  if (failure === undefined) {
+    return validationFailed(
+      'body',
+      inexact.map(inexactIssue),
+      'Send these amounts as decimal strings, in quotes: a JSON number is read as a double, which keeps about 15 significant digits; example shows the body with them as strings.',
+      route.example,
+    );
+  }
+  if (!isApiError(failure) || failure.code !== 'validation_error') return failure;
+  const issues = failure.extras.issues ?? [];
+  const named = new Set(issues.map((i) => i.path));
+  return failure.with({ issues: [...issues, ...inexact.filter((n) => !named.has(n.path)).map(inexactIssue)] });
+}
+
+/** The body sent, with each inexact number replaced by its text as a decimal string: what an example of it should send. */
+export function sentWithExactStrings(parsed: ParsedBody): unknown {
+  const inexact = parsed.inexact ?? [];
+  if (inexact.length === 0) return parsed.value;
+  const copy = structuredClone(parsed.value);
+  for (const n of inexact) {
+    const keys = n.path.split('.');
+    const last = keys.pop();
+    let at: unknown = copy;
+    for (const k of keys) at = at !== null && typeof at === 'object' ? (at as Record<string, unknown>)[k] : undefined;
+    if (last !== undefined && at !== null && typeof at === 'object') (at as Record<string, unknown>)[last] = n.sent;
+  }
+  return copy;
 }

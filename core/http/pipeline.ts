@@ -7,7 +7,7 @@ import type { Hooks, ResponseDecorator } from '../hooks';
 import type { Logger } from '../logger';
 import { validate, validateQuery } from '../validation';
 import { callerGone } from './caller-gone';
-import { invalidJson, parseJsonBody, refuseUnstorableText } from './json-body';
+import { invalidJson, parseJsonBody, refuseUnstorableText, sentWithExactStrings, withInexactNumbers } from './json-body';
 import { bodyReadError, isUndecodablePath, undecodablePathError } from './middleware';
 import { runStages } from './direct-dispatch';
 import { isStaticPath, templateMatcher, undecodableParam } from './path-templates';
@@ -165,9 +165,11 @@ function requestContext(req: Request, res: Response, route: RouteSpec): RequestC
 }
 
 /** A refused body's error, with an example made from what was sent when the route makes one that passes (else the route's own). */
-async function withExampleFromSent(route: RouteSpec, err: unknown, sent: unknown, ctx: RequestContext): Promise<unknown> {
-  if (!isApiError(err) || !route.exampleFor) return err;
-  const better = passingExample(route.body as NonNullable<RouteSpec['body']>, await route.exampleFor(sent, ctx));
+async function withExampleFromSent(route: RouteSpec, err: unknown, sent: unknown, ctx: RequestContext, sentIsMended = false): Promise<unknown> {
+  if (!isApiError(err) || !(route.exampleFor || sentIsMended)) return err;
+  // A body mended already (its inexact numbers made strings) may pass as it is, where exampleFor makes none.
+  const made = route.exampleFor ? await route.exampleFor(sent, ctx) : undefined;
+  const better = passingExample(route.body as NonNullable<RouteSpec['body']>, made ?? (sentIsMended ? sent : undefined));
   return better === undefined ? err : err.with({ example: better });
 }
 
@@ -226,10 +228,16 @@ function routeHandler(route: RouteSpec, deps: PipelineDeps): RequestHandler {
       if (route.body) {
         const parsed = parseJsonBody(req, route, deps.bodyMaxDepth);
         ctx.sent = parsed.value;
+        let failure: unknown;
         try {
           ctx.body = validate(route.body, parsed.value, { where: 'body', example: route.example });
         } catch (err) {
-          throw await withExampleFromSent(route, err, parsed.value, ctx);
+          failure = err;
+        }
+        const refused = withInexactNumbers(failure, parsed, route);
+        if (refused !== undefined) {
+          const sent = sentWithExactStrings(parsed);
+          throw await withExampleFromSent(route, refused, sent, ctx, sent !== parsed.value);
         }
         if (!route.bodyOfItems) refuseUnstorableText(parsed, route);
       }

@@ -164,6 +164,12 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
    * handler to refuse in the item's place, not for the whole body.
    */
   bodyOfItems?: boolean;
+  /**
+   * Dotted body paths where an amount may come as a JSON number (`proposed_price`, `context.unit_cost`): one there whose
+   * text a double cannot hold (20.123456789012345 arrives as …344) is refused asking for the decimal string, judged on
+   * the raw body text (core/http/json-numbers.ts). A route reading amounts only as strings needs none.
+   */
+  exactNumbers?: readonly string[];
   /** A request body that passes `body`, returned with invalid_json and validation errors. */
   example?: unknown;
   /**

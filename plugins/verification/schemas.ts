@@ -11,6 +11,25 @@ const POSITIVE_DECIMAL = /^(0|[1-9]\d{0,17})(\.\d{1,18})?$/;
 const isPositiveDecimal = (s: string): boolean => POSITIVE_DECIMAL.test(s) && /[1-9]/.test(s);
 /** A JSON number whose plain decimal form is such a string (1e308 and 5e-324 are not: hundreds of digits). */
 const isPositiveDecimalNumber = (n: number): boolean => Number.isFinite(n) && n > 0 && isPositiveDecimal(dec(n).toFixed());
+/** A string that is no decimal at all ("abc", "2,000", " 20 ") is told so, not that it must be greater than 0. */
+const DECIMAL_SHAPE = /^-?\d+(\.\d+)?$/;
+const NOT_A_DECIMAL = 'must be a decimal number: digits with at most one point and digits after it, such as "12.50" (no spaces, signs, exponents or thousands separators)';
+/**
+ * What a refused amount is, when that is not the rule of its sign and size: a string that is no decimal, one with a
+ * leading zero (refused as core/money's decimal strings and function costs refuse it, naming the plain form), or a
+ * value of another JSON type than number or string. Undefined: the sign-and-size message applies.
+ */
+function amountReason(v: unknown, numbers: boolean): string | undefined {
+  const expected = numbers ? 'a number or a decimal string, such as 12.5 or "12.50"' : 'a decimal string such as "12.50"';
+  if (typeof v === 'string') {
+    if (!DECIMAL_SHAPE.test(v)) return NOT_A_DECIMAL;
+    if (/^0\d/.test(v) && /[1-9]/.test(v)) return `must not start with a leading zero: "${v.replace(/^0+(?=\d)/, '')}"`;
+    return undefined;
+  }
+  if (typeof v === 'number') return numbers ? undefined : `must be ${expected}, not a number: send it in quotes`;
+  const kind = v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : typeof v === 'boolean' ? `a boolean (${String(v)})` : typeof v;
+  return `must be ${expected}, not ${kind}`;
+}
 const CONTEXT_KEY = /^[a-z][a-z0-9_]{0,39}$/;
 const RESERVED_CONTEXT_KEYS = ['product_type', 'currency', 'amount', 'price', 'observed_at', 'source'];
 // The C0 and C1 controls (Unicode Cc) spelled as ranges: a regexp with flags cannot be stated as an OpenAPI pattern.
@@ -53,8 +72,8 @@ export function observationItem(now: () => number, retentionDays = Number.POSITI
     product_type: productType,
     currency,
     amount: z
-      .string({ message: 'amount must be a decimal string such as "12.50"' })
-      .refine(isPositiveDecimal, { message: 'amount must be a decimal string greater than 0, such as "12.50" (at most 18 digits before and after the point)' }),
+      .string({ error: (iss) => `amount ${amountReason(iss.input, false) ?? 'must be a decimal string such as "12.50"'}` })
+      .refine(isPositiveDecimal, { error: (iss) => `amount ${amountReason(iss.input, false) ?? 'must be a decimal string greater than 0, such as "12.50" (at most 18 digits before and after the point)'}` }),
     observed_at: observedAt(now, retentionDays),
     source: z.string().trim().min(1, 'source must not be empty').max(100).regex(NO_CONTROL_CHARS, 'source must not contain control characters').describe('A label for where the price was seen, such as "shelf-scan" or "competitor-site".'),
     context: z
@@ -118,9 +137,6 @@ export const observationsQuery = z.object({
 
 /** A proposed price: a positive number or a positive decimal string. */
 const PRICE_MESSAGE = 'must be greater than 0, with at most 18 digits before and after the point: a number or a decimal string, such as 12.5 or "12.50"';
-/** A string that is no decimal at all ("abc", "2,000", " 20 ") is told so, not that it must be greater than 0. */
-const DECIMAL_SHAPE = /^-?\d+(\.\d+)?$/;
-const NOT_A_DECIMAL = 'must be a decimal number: digits with at most one point and digits after it, such as "12.50" (no spaces, signs, exponents or thousands separators)';
 /**
  * A JSON number past 2^53 with more than 15 significant digits may reach the service already rounded
  * (123456789012345678 arrives as …680, 999999999999999999 as 1e18), so judging it could judge another price: one
@@ -139,8 +155,7 @@ const BOUND_MESSAGE = 'must be greater than 0, with at most 18 digits before and
  * Every failure, of a branch or of the union, is told by one reading of the value sent, so a value gets one reason.
  */
 function positiveAmount(lead: string, message: string) {
-  const said = (v: unknown): string =>
-    lead + (typeof v === 'number' && arrivesRounded(v) ? ROUNDED_NUMBER : typeof v === 'string' && !DECIMAL_SHAPE.test(v) ? NOT_A_DECIMAL : message);
+  const said = (v: unknown): string => lead + (typeof v === 'number' && arrivesRounded(v) ? ROUNDED_NUMBER : (amountReason(v, true) ?? message));
   const error = (iss: { input?: unknown }) => said(iss.input);
   // `abort` stays inside the union: a branch's issues reach the body only when the other branch took the type, and
   // those are never aborted ones, so the body's `when` refinements still run.

@@ -9,6 +9,8 @@ import type { VerificationService } from '../services/verification';
 import { verifyExampleFor } from './verify-example';
 
 const proposedOf = (b: s.VerifyBody): string | number => b.proposed_price ?? b.price ?? 0;
+/** The amounts a JSON number may carry: one whose text a double cannot hold exactly is refused (RouteSpec.exactNumbers). */
+const EXACT_NUMBERS = ['proposed_price', 'price', 'context.unit_cost', 'context.min_price', 'context.max_price'] as const;
 
 /** Said to a demo caller that sent a credential, in the compute demo's words, on answers and refusals. */
 const DEMO_CREDENTIAL = credentialIgnored(
@@ -33,6 +35,7 @@ export function verifyRoutes(service: VerificationService, verifyBody: s.VerifyB
       sandbox: true,
       keylessTwin: { action: 'try_demo', method: 'POST', path: '/api/public/price-router/verify', body: s.verifyExample, description: 'Keyless verification, rate limited per address.' },
       body: verifyBody,
+      exactNumbers: EXACT_NUMBERS,
       example: s.verifyExample,
       exampleFor: verifyExampleFor(verifyBody, s.verifyExample),
       headers: idempotencyHeaders,
@@ -69,6 +72,7 @@ export function verifyRoutes(service: VerificationService, verifyBody: s.VerifyB
       channel: 'demo',
       rateLimit: 'demo',
       body: verifyBody,
+      exactNumbers: EXACT_NUMBERS,
       example: s.verifyExample,
       exampleFor: verifyExampleFor(verifyBody, s.verifyExample),
       responses: { 200: { description: 'The verdict on the demo tenant, with the hourly budget left.', schema: demoVerifyResponse } },

@@ -128,6 +128,25 @@ describe('price observations (data contributions)', function () {
     expect((rows[0] as { n: number }).n).to.equal(0);
   });
 
+  it('names the rule an amount breaks: a leading zero, no decimal at all, or another JSON type than a string', async () => {
+    const api = client(svc.url, { 'x-api-key': key });
+    const amounts = ['0020.10', 'abc', 20, [20], { amount: 20 }, true, '0', '-3'];
+    const res = await api.post<Record<string, any>>('/api/data/observations', {
+      observations: amounts.map((amount) => ({ product_type: 'tea', currency: 'USD', amount, observed_at: hoursAgo(1), source: 'shelf' })),
+    });
+    expect(res.status, res.text).to.equal(400);
+    expect((res.body.issues as Array<{ path: string; reason: string }>).map((i) => i.reason)).to.deep.equal([
+      'amount must not start with a leading zero: "20.10"',
+      'amount must be a decimal number: digits with at most one point and digits after it, such as "12.50" (no spaces, signs, exponents or thousands separators)',
+      'amount must be a decimal string such as "12.50", not a number: send it in quotes',
+      'amount must be a decimal string such as "12.50", not an array',
+      'amount must be a decimal string such as "12.50", not an object',
+      'amount must be a decimal string such as "12.50", not a boolean (true)',
+      'amount must be a decimal string greater than 0, such as "12.50" (at most 18 digits before and after the point)',
+      'amount must be a decimal string greater than 0, such as "12.50" (at most 18 digits before and after the point)',
+    ]);
+  });
+
   it('answers an empty (or blank) product_type or source with one issue each, saying it must not be empty', async () => {
     const api = client(svc.url, { 'x-api-key': key });
     const res = await api.post<Record<string, any>>('/api/data/observations', { observations: [{ product_type: '', currency: 'USD', amount: '1.00', observed_at: hoursAgo(1), source: '  ' }] });

@@ -295,7 +295,7 @@ describe('price verification API', function () {
     });
 
     it('refuses a price that is not positive, or too large, saying what it must be', async () => {
-      for (const bad of [0, -1, '0.00', '-3.5', true, 1e308, 5e-324, 1e-19, '1'.padEnd(30, '0')]) {
+      for (const bad of [0, -1, '0.00', '-3.5', '000', 1e308, 5e-324, 1e-19, '1'.padEnd(30, '0')]) {
         const res = await verify({ context: { product_type: 'widget' }, proposed_price: bad });
         expect(res.status, `${JSON.stringify(bad)}: ${res.text}`).to.equal(400);
         expect(res.body.issues).to.deep.equal([
@@ -314,6 +314,55 @@ describe('price verification API', function () {
       expect(floor.body.issues).to.deep.equal([{ path: 'context.max_price', reason: 'max_price must be a decimal number: digits with at most one point and digits after it, such as "12.50" (no spaces, signs, exponents or thousands separators)' }]);
       const alias = await verify({ context: { product_type: 'widget' }, price: -2 });
       expect(alias.body.issues[0].path).to.equal('price');
+    });
+
+    it('names the rule a price breaks: a leading zero ("0020.10") is refused as such, another JSON type than number or string gets a type error', async () => {
+      const reasonFor = async (body: Record<string, unknown>) => ((await verify({ context: { product_type: 'widget' }, ...body })).body.issues as Array<{ path: string; reason: string }>);
+      expect(await reasonFor({ proposed_price: '0020.10' })).to.deep.equal([{ path: 'proposed_price', reason: 'must not start with a leading zero: "20.10"' }]);
+      expect(await reasonFor({ price: '00.5' })).to.deep.equal([{ path: 'price', reason: 'must not start with a leading zero: "0.5"' }]);
+      for (const [bad, kind] of [[[20], 'an array'], [{ amount: 20 }, 'an object'], [true, 'a boolean (true)'], [null, 'null']] as const) {
+        expect(await reasonFor({ proposed_price: bad }), kind).to.deep.equal([{ path: 'proposed_price', reason: `must be a number or a decimal string, such as 12.5 or "12.50", not ${kind}` }]);
+      }
+      const bound = await verify({ context: { product_type: 'widget', unit_cost: '007', max_price: [30] }, proposed_price: '20' });
+      expect(bound.body.issues).to.deep.equal([
+        { path: 'context.unit_cost', reason: 'unit_cost must not start with a leading zero: "7"' },
+        { path: 'context.max_price', reason: 'max_price must be a number or a decimal string, such as 12.5 or "12.50", not an array' },
+      ]);
+    });
+
+    it('refuses a JSON number whose text a double does not hold (20.123456789012345 arrives as …344), asking for the decimal string; one that arrives exactly is judged', async () => {
+      const raw = async (text: string) =>
+        client(svc.url, { 'x-api-key': caller.key }).raw<Record<string, any>>('POST', '/api/price-router/verify', { rawBody: text, headers: { 'content-type': 'application/json' } });
+      const res = await raw('{"context": {"product_type": "widget"}, "proposed_price": 20.123456789012345}');
+      expect(res.status, res.text).to.equal(400);
+      expect(res.body.code).to.equal('validation_error');
+      expect(res.body.issues).to.deep.equal([
+        {
+          path: 'proposed_price',
+          reason: 'must be sent as a decimal string: the JSON number 20.123456789012345 arrives as 20.123456789012344 (a JSON number is read as a double, exact to about 15 significant digits); send "20.123456789012345" in quotes',
+        },
+      ]);
+      expect(res.body.hint).to.match(/^Send these amounts as decimal strings, in quotes/);
+      expect(res.body.example).to.deep.equal({ context: { product_type: 'widget' }, proposed_price: '20.123456789012345' });
+      // In the context's bounds too, told together with the body's other problems (one reason per field).
+      const mixed = await raw('{"context": {"product_type": "widget", "min_price": 1.0000000000000000001, "max_price": "lots"}, "price": 9007199254740993, "extra": 1}');
+      expect(mixed.status, mixed.text).to.equal(400);
+      expect((mixed.body.issues as Array<{ path: string }>).map((i) => i.path).sort()).to.deep.equal(['context.max_price', 'context.min_price', 'extra', 'price']);
+      expect(mixed.body.issues.find((i: { path: string }) => i.path === 'context.min_price').reason).to.match(/^must be sent as a decimal string: the JSON number 1\.0000000000000000001 arrives as 1 /);
+      // The same digits as a string are judged digit for digit; a number that arrives as sent (0.30000000000000004, 20.1) is judged as before.
+      const exact = await raw('{"context": {"product_type": "widget"}, "proposed_price": "20.123456789012345"}');
+      expect(exact.status, exact.text).to.equal(200);
+      expect(exact.body.proposed_price).to.equal('20.123456789012345');
+      for (const text of ['0.30000000000000004', '20.1', '20.10000000000000']) {
+        const ok = await raw(`{"context": {"product_type": "widget"}, "proposed_price": ${text}}`);
+        expect(ok.status, `${text}: ${ok.text}`).to.equal(200);
+      }
+      // A repeated key counts as JSON.parse reads it: the last one.
+      expect((await raw('{"context": {"product_type": "widget"}, "proposed_price": 20.123456789012345, "proposed_price": 20.5}')).status).to.equal(200);
+      // The keyless demo route refuses it the same way.
+      const demo = await client(svc.url).raw<Record<string, any>>('POST', '/api/public/price-router/verify', { rawBody: '{"context": {"product_type": "widget"}, "price": 20.123456789012345}', headers: { 'content-type': 'application/json' } });
+      expect(demo.status, demo.text).to.equal(400);
+      expect(demo.body.issues[0].path).to.equal('price');
     });
 
     it('refuses a malformed floor or ceiling in the context and unknown body fields', async () => {
