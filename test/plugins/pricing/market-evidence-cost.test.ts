@@ -14,6 +14,9 @@ describe('pricing: a unit_cost beside the network\'s observations of the product
   let alice: ReturnType<typeof client>;
   let bob: ReturnType<typeof client>;
   let carol: ReturnType<typeof client>;
+  let dave: ReturnType<typeof client>;
+  let erin: ReturnType<typeof client>;
+  let frank: ReturnType<typeof client>;
   const product = `widget-${process.pid}-${Date.now().toString(36)}`;
   const observe = (api: ReturnType<typeof client>, product_type: string, amounts: Array<[string, string]>) =>
     api.post<Record<string, any>>('/api/data/observations', {
@@ -27,10 +30,16 @@ describe('pricing: a unit_cost beside the network\'s observations of the product
     alice = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'widget-alice'), { name: 'a' })).key });
     bob = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'widget-bob'), { name: 'b' })).key });
     carol = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'widget-carol'), { name: 'c' })).key });
-    // Seven observations from four sources of three workspaces, around 19.80.
+    dave = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'widget-dave'), { name: 'd' })).key });
+    erin = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'widget-erin'), { name: 'e' })).key });
+    frank = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'widget-frank'), { name: 'f' })).key });
+    // Ten observations from seven sources of six workspaces (a verdict counts each workspace once), around 19.80.
     expect((await observe(alice, product, [['19.50', 'shelf'], ['19.80', 'shelf'], ['20.10', 'web']])).status).to.equal(201);
     expect((await observe(bob, product, [['19.70', 'cafe'], ['19.90', 'cafe']])).status).to.equal(201);
     expect((await observe(carol, product, [['19.60', 'kiosk'], ['20.00', 'kiosk']])).status).to.equal(201);
+    expect((await observe(dave, product, [['19.85', 'stall']])).status).to.equal(201);
+    expect((await observe(erin, product, [['19.75', 'market']])).status).to.equal(201);
+    expect((await observe(frank, product, [['19.80', 'booth']])).status).to.equal(201);
   });
   after(() => svc.close());
 
@@ -41,8 +50,8 @@ describe('pricing: a unit_cost beside the network\'s observations of the product
     const judged = await verify(res.body.price);
     expect(judged.body.verdict).to.equal('high');
     const reference = judged.body.reference.price as string;
-    expect(res.body.method.details.network).to.deep.include({ reference_price: reference, sources: 4 });
-    expect(res.body.method.notes.join(' ')).to.match(new RegExp(`the price 28\\.57 is [0-9.]+% above the network's reference ${reference.replace('.', '\\.')} \\(7 price observation\\(s\\) of "${product}" in USD from 4 source\\(s\\)\\)`));
+    expect(res.body.method.details.network).to.deep.include({ reference_price: reference, sources: 7 });
+    expect(res.body.method.notes.join(' ')).to.match(new RegExp(`the price 28\\.57 is [0-9.]+% above the network's reference ${reference.replace('.', '\\.')} \\(10 price observation\\(s\\) of "${product}" in USD from 7 source\\(s\\)\\)`));
     expect(res.body.method.inputs_used).to.not.include('network_observations');
   });
 
