@@ -89,7 +89,7 @@ export interface ParsedBody {
   value: unknown;
   escapesUnstorable: boolean;
   /** JSON numbers at the route's exactNumbers paths that do not arrive as sent. */
-  inexact?: InexactNumber[];
+  inexact?: InexactNumber[] | undefined;
 }
 
 /** A route's JSON body: an empty one is {}, text that is not JSON or nests too deep is invalid_json. */
@@ -108,7 +108,7 @@ export function parseJsonBody(req: Request, route: RouteSpec, maxDepth: number):
   }
   try {
     const value = JSON.parse(text) as unknown;
-    return { value, escapesUnstorable: UNSTORABLE_ESCAPE.test(text), inexact: route.exactNumbers ? inexactNumbers(text, route.exactNumbers) : [] };
+    return { value, escapesUnstorable: UNSTORABLE_ESCAPE.test(text), inexact: route.exactNumbers ? inexactNumbers(text, route.exactNumbers) : undefined };
   } catch (err) {
     throw invalidJson(route, `Request body is not valid JSON (${(err as Error).message}).`);
   }
@@ -154,8 +154,9 @@ const inexactIssue = (n: InexactNumber): ErrorIssue => ({
  * alone (one reason per field). Undefined when there is nothing to refuse; any other failure is returned as it is.
  */
 export function withInexactNumbers(failure: unknown, parsed: ParsedBody, route: RouteSpec): unknown {
-  const inexact = parsed.inexact ?? [];
-  if (inexact.length === 0) return failure;
+  // Most routes read no number exactly: nothing is allocated for them on the request's path.
+  const inexact = parsed.inexact;
+  if (!inexact?.length) return failure;
   if (failure === undefined) {
     return validationFailed(
       'body',
@@ -172,8 +173,8 @@ export function withInexactNumbers(failure: unknown, parsed: ParsedBody, route: 
 
 /** The body sent, with each inexact number replaced by its text as a decimal string: what an example of it should send. */
 export function sentWithExactStrings(parsed: ParsedBody): unknown {
-  const inexact = parsed.inexact ?? [];
-  if (inexact.length === 0) return parsed.value;
+  const inexact = parsed.inexact;
+  if (!inexact?.length) return parsed.value;
   const copy = structuredClone(parsed.value);
   for (const n of inexact) {
     const keys = n.path.split('.');
