@@ -4,7 +4,8 @@ import type { MarketEvidence } from '../../../engine';
 import type { MarketEvidenceSource } from '../../pricing';
 import type { Evidence, ObservationStore } from './observations';
 import type { ObservedProductTypes } from './product-types';
-import { restsOnOneWorkspace, sourceMedians, splitAround, withoutCopies } from './weighted-stats';
+import { priceString } from './verdict';
+import { enoughForVerdict, logBand, restsOnOneWorkspace, sourceMedians, splitAround, withoutCopies } from './weighted-stats';
 
 const DAY_MS = 86_400_000;
 
@@ -17,7 +18,7 @@ type Summary = Omit<MarketEvidence, 'product_type' | 'currency'>;
  * of those), so a computed price and a verdict on it rest on the same reference. A reference that
  * rests on one workspace (restsOnOneWorkspace) or lies in the gap between two groups of prices
  * (splitAround) — the verdict's "not sufficient" — is no evidence, so no price is positioned on it.
- * Verification's one
+ * With the evidence a two-sided verdict needs, the summary carries the verdict's band too. Verification's one
  * caller-dependent step, dropping the caller's own echo of the price it proposes, has no
  * counterpart here. Summaries follow the store's cached reads: a new read gives a new summary.
  */
@@ -38,14 +39,24 @@ export class NetworkMarketEvidence implements MarketEvidenceSource {
     const evidence = await this.store.forVerification(productType, currency, new Date(now - v.maxAgeDays * DAY_MS), v.maxObservationsRead, v.maxObservationsPerAccount);
     let summary = this.summaries.get(evidence);
     if (summary === undefined) {
-      summary = summarise(evidence, { now, halfLifeMs: v.halfLifeDays * DAY_MS, maxSources: this.config.engine.marketMaxSources, minRelativeHalfWidth: v.minRelativeHalfWidth });
+      summary = summarise(evidence, { now, halfLifeMs: v.halfLifeDays * DAY_MS, maxSources: this.config.engine.marketMaxSources, minRelativeHalfWidth: v.minRelativeHalfWidth, bandK: v.bandK, minEffectiveObservations: v.minEffectiveObservations, minSources: v.minSources });
       this.summaries.set(evidence, summary);
     }
     return summary ? { product_type: productType, currency, ...summary } : null;
   }
 }
 
-function summarise(evidence: Evidence, opts: { now: number; halfLifeMs: number; maxSources: number; minRelativeHalfWidth: number }): Summary | null {
+interface SummaryOptions {
+  now: number;
+  halfLifeMs: number;
+  maxSources: number;
+  minRelativeHalfWidth: number;
+  bandK: number;
+  minEffectiveObservations: number;
+  minSources: number;
+}
+
+function summarise(evidence: Evidence, opts: SummaryOptions): Summary | null {
   const aged = withoutCopies(evidence.observations.map((o) => ({ ...o, value: dec(o.amount), age: Math.max(0, opts.now - o.observedAt) })));
   // Rows come newest first: the newest maxSources sources are kept.
   const kept = new Set<string>();
@@ -60,6 +71,8 @@ function summarise(evidence: Evidence, opts: { now: number; halfLifeMs: number; 
   // A median between two price groups is a price nobody quotes: positioning on it would invent one.
   if (splitAround(stats.weighted, stats.reference, opts.minRelativeHalfWidth)) return null;
   const { sources, totalWeight, reference } = stats;
+  // The verdict's band, only where a verdict would draw one: with less evidence no price is called inside or outside it.
+  const band = enoughForVerdict(stats.effectiveN, stats.workspaces, opts) ? logBand(stats.weighted, reference, opts.bandK, opts.minRelativeHalfWidth) : null;
   return {
     observations: recent.length,
     source_prices: sources.map((s) => s.median.toNumber()),
@@ -67,5 +80,6 @@ function summarise(evidence: Evidence, opts: { now: number; halfLifeMs: number; 
     // Rounded as the factor reads it, so the cached results keyed by it do not change as the weights age by the second.
     largest_source_share: totalWeight > 0 ? Math.round(((sources[0]?.weight ?? 0) / totalWeight) * 1000) / 1000 : 1,
     workspaces: new Set(sources.map((s) => s.workspaceId)).size,
+    ...(band ? { band: { lower: Number(priceString(Math.exp(band.centre - band.hw))), upper: Number(priceString(Math.exp(band.centre + band.hw))) } } : {}),
   };
 }

@@ -1,7 +1,7 @@
 import { dec, formatMoney } from '../../../core/money';
 import type { Dec } from '../../../core/money';
-import { overHalf, restsOnOneWorkspace, robustSigma, sourceMedians, splitAround, withoutCopies } from './weighted-stats';
-import type { OneWorkspaceReference, SplitEvidence } from './weighted-stats';
+import { enoughForVerdict, logBand, overHalf, restsOnOneWorkspace, sourceMedians, splitAround, withoutCopies } from './weighted-stats';
+import type { LogBand, OneWorkspaceReference, SplitEvidence } from './weighted-stats';
 import type { VerdictValue, Observation, VerdictThresholds, VerdictInput, Reference, Band, Independence, VerdictResult } from './verdict-types';
 
 export type { VerdictValue, Observation, VerdictThresholds, Constraint, VerdictInput, SourceSummary, Reference, Band, Independence, VerdictResult } from './verdict-types';
@@ -13,6 +13,9 @@ export type { VerdictValue, Observation, VerdictThresholds, Constraint, VerdictI
  */
 
 const DAY_MS = 86_400_000;
+
+/** The band of the observations with its bounds as shown (priceString). */
+type ObservationBand = LogBand & { lower: Dec; upper: Dec };
 /** Weight share above which one source dominates the evidence (compared with overHalf: exactly half is not over it). */
 const DOMINANT_SHARE = 0.5;
 /** Prior count in the amount-of-evidence factor n/(n + k). */
@@ -118,7 +121,7 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   let ownShare = 0;
   let ownCount = 0;
   let largestLabel = '';
-  let observationBand: { lower: Dec; upper: Dec; sigma: number; estimator: 'mad' | 'iqr' | 'mean_absolute_deviation' | 'none'; hw: number; minApplied: boolean } | null = null;
+  let observationBand: ObservationBand | null = null;
   let freshness = 0;
   let oneWorkspace: (OneWorkspaceReference & { own: boolean }) | null = null;
   let split: SplitEvidence | null = null;
@@ -166,21 +169,8 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
     };
 
     // 5. The band: centre ± k robust standard deviations of log prices, never narrower than the minimum.
-    const centre = Math.log(ref.toNumber());
-    const { sigma, estimator } = robustSigma(
-      weighted.map((o) => ({ value: Math.log(o.value.toNumber()), weight: o.weight })),
-      centre,
-    );
-    const minHw = Math.log(1 + t.minRelativeHalfWidth);
-    const hw = Math.max(t.bandK * sigma, minHw);
-    observationBand = {
-      lower: dec(priceString(Math.exp(centre - hw))),
-      upper: dec(priceString(Math.exp(centre + hw))),
-      sigma,
-      estimator,
-      hw,
-      minApplied: t.bandK * sigma < minHw,
-    };
+    const band = logBand(weighted, ref, t.bandK, t.minRelativeHalfWidth);
+    observationBand = { ...band, lower: dec(priceString(Math.exp(band.centre - band.hw))), upper: dec(priceString(Math.exp(band.centre + band.hw))) };
   }
 
   // 6. Independence disclosure.
@@ -216,7 +206,7 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
   // Sources are counted by submitting workspace here: one workspace under several labels is one source.
   // A reference that one workspace alone moves by more than the band's minimum half-width is not evidence enough either,
   // nor one lying in a gap between two groups of prices (no price anyone quotes).
-  const sufficient = used.length > 0 && round(nEff, 2) >= t.minEffectiveObservations && workspaceCount >= t.minSources && oneWorkspace === null && split === null;
+  const sufficient = used.length > 0 && enoughForVerdict(nEff, workspaceCount, t) && oneWorkspace === null && split === null;
   const evidence = { matched: input.observations.length + (input.olderIgnored ?? 0), used: used.length, ignored_older_than_max_age: tooOld, sufficient };
   const constraints = { floor: input.floor ?? null, ceiling: input.ceiling ?? null };
   const hint = split
@@ -324,7 +314,7 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
  * A lower bound that rounds to zero (below half the smallest price, 10^-18) is reported open: no
  * price can be below it, and "0.00", closed, would read as if 0 were an acceptable price.
  */
-function twoSidedBand(b: { lower: Dec; upper: Dec; sigma: number; estimator: 'mad' | 'iqr' | 'mean_absolute_deviation' | 'none'; hw: number; minApplied: boolean }, t: VerdictThresholds, amount: Amount): Band {
+function twoSidedBand(b: ObservationBand, t: VerdictThresholds, amount: Amount): Band {
   const open = b.lower.isZero();
   return {
     lower: open ? null : amount(b.lower),
@@ -342,7 +332,7 @@ function twoSidedBand(b: { lower: Dec; upper: Dec; sigma: number; estimator: 'ma
  * cut to the constraints, so the band shown never contains the price judged low or high. When the
  * constraints leave nothing of it, the constraints alone are the band.
  */
-function constrainedBand(b: { lower: Dec; upper: Dec; sigma: number; estimator: 'mad' | 'iqr' | 'mean_absolute_deviation' | 'none'; hw: number; minApplied: boolean }, floor: Dec | null, ceiling: Dec | null, t: VerdictThresholds, amount: Amount): Band {
+function constrainedBand(b: ObservationBand, floor: Dec | null, ceiling: Dec | null, t: VerdictThresholds, amount: Amount): Band {
   const cut = cutBand(b, floor, ceiling);
   if (!cut) return oneSidedBand(floor, ceiling, amount);
   if (cut.lower === b.lower && cut.upper === b.upper) return twoSidedBand(b, t, amount);

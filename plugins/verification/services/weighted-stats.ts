@@ -65,7 +65,7 @@ function weightedQuantile(items: readonly Weighted<number>[], q: number): number
 }
 
 /** Robust spread of log prices around the centre: MAD, then IQR, then mean absolute deviation. */
-export function robustSigma(logs: readonly Weighted<number>[], centre: number): { sigma: number; estimator: 'mad' | 'iqr' | 'mean_absolute_deviation' | 'none' } {
+export function robustSigma(logs: readonly Weighted<number>[], centre: number): { sigma: number; estimator: SpreadEstimator } {
   const deviations = logs.map((l) => ({ value: Math.abs(l.value - centre), weight: l.weight }));
   const mad = weightedQuantile(deviations, 0.5);
   if (mad > 1e-12) return { sigma: MAD_TO_SIGMA * mad, estimator: 'mad' };
@@ -75,6 +75,39 @@ export function robustSigma(logs: readonly Weighted<number>[], centre: number): 
   const meanAd = total > 0 ? deviations.reduce((s, d) => s + d.value * d.weight, 0) / total : 0;
   if (meanAd > 1e-12) return { sigma: MEAN_AD_TO_SIGMA * meanAd, estimator: 'mean_absolute_deviation' };
   return { sigma: 0, estimator: 'none' };
+}
+
+export type SpreadEstimator = 'mad' | 'iqr' | 'mean_absolute_deviation' | 'none';
+
+/** The verdict's band in log space around a reference (docs/verification.md, step 5). */
+export interface LogBand {
+  /** ln(reference). */
+  centre: number;
+  sigma: number;
+  estimator: SpreadEstimator;
+  /** The half-width in log space: max(k·σ, ln(1 + minimum half-width)). */
+  hw: number;
+  /** Whether the minimum half-width, not k·σ, set it. */
+  minApplied: boolean;
+}
+
+/**
+ * The band a verdict judges against: ln(reference) ± max(k·σ, ln(1 + minRelativeHalfWidth)), σ the robust spread of the
+ * weighted log prices around ln(reference). One function, so the verdict and compute's market evidence draw one band.
+ */
+export function logBand(items: readonly Weighted<Dec>[], reference: Dec, bandK: number, minRelativeHalfWidth: number): LogBand {
+  const centre = Math.log(reference.toNumber());
+  const { sigma, estimator } = robustSigma(
+    items.map((o) => ({ value: Math.log(o.value.toNumber()), weight: o.weight })),
+    centre,
+  );
+  const minHw = Math.log(1 + minRelativeHalfWidth);
+  return { centre, sigma, estimator, hw: Math.max(bandK * sigma, minHw), minApplied: bandK * sigma < minHw };
+}
+
+/** Enough independent evidence for a two-sided verdict: the effective n as reported (two decimals) and distinct workspaces. */
+export function enoughForVerdict(effectiveN: number, workspaces: number, t: { minEffectiveObservations: number; minSources: number }): boolean {
+  return Math.round(effectiveN * 100) / 100 >= t.minEffectiveObservations && workspaces >= t.minSources;
 }
 
 /** An observation as the source statistic reads it: who, under which label, what amount, how old. */

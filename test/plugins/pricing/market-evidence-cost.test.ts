@@ -43,15 +43,18 @@ describe('pricing: a unit_cost beside the network\'s observations of the product
   });
   after(() => svc.close());
 
-  it('cost-plus says where its cost-based price sits against the network\'s reference, and does not count as positioned on the observations', async () => {
+  it('cost-plus says where its cost-based price sits against the band a verdict on it draws (lowering its confidence above it), and does not count as positioned on the observations', async () => {
     const res = await compute({ context: { product_type: product, currency: 'USD', unit_cost: 20 }, function_id: 'fn_builtin_cost_plus' });
     expect(res.status, res.text).to.equal(200);
     expect(res.body.price).to.equal('28.57');
     const judged = await verify(res.body.price);
     expect(judged.body.verdict).to.equal('high');
     const reference = judged.body.reference.price as string;
-    expect(res.body.method.details.network).to.deep.include({ reference_price: reference, sources: 7 });
-    expect(res.body.method.notes.join(' ')).to.match(new RegExp(`the price 28\\.57 is [0-9.]+% above the network's reference ${reference.replace('.', '\\.')} \\(10 price observation\\(s\\) of "${product}" in USD from 7 source\\(s\\)\\)`));
+    // The verifier's band on the same evidence: above it, cost-plus's confidence is lowered.
+    const band = [judged.body.band.lower as string, judged.body.band.upper as string];
+    expect(res.body.method.details.network).to.deep.include({ reference_price: reference, sources: 7, band, position: 'above' });
+    expect(res.body.method.confidence_factors).to.include({ network_band: 0.7 });
+    expect(res.body.method.notes.join(' ')).to.include(`the price 28.57 is above the network's band [${band.join(', ')}] around its reference ${reference} (10 price observation(s) of "${product}" in USD from 7 source(s))`);
     expect(res.body.method.inputs_used).to.not.include('network_observations');
   });
 

@@ -77,6 +77,21 @@ describe('verification: the network\'s observations as market evidence for compu
     expect(one?.reference_price).to.be.within(9.9, 10.2);
   });
 
+  it('carries the verdict\'s band on the same rows exactly when a verdict would draw one (5 workspaces by default, not 4)', async () => {
+    const t = testConfig().verification;
+    const thresholds = { minEffectiveObservations: t.minEffectiveObservations, minSources: t.minSources, halfLifeDays: t.halfLifeDays, maxAgeDays: t.maxAgeDays, bandK: t.bandK, minRelativeHalfWidth: t.minRelativeHalfWidth };
+    const rows = ['7.10', '7.40', '6.90', '8.20', '7.00'].map((a, i) => obs(`${i}`, `ws_${i}`, 'shelf', a, 2));
+    const market = (await sourceOver(rows, now).lookup('soap', 'USD')) as MarketEvidence;
+    const verdict = evaluateVerdict({ proposedPrice: '7.20', observations: rows, now, callerWorkspaceId: null, thresholds });
+    expect(verdict.evidence.sufficient).to.equal(true);
+    expect(market.band).to.deep.equal({ lower: Number(verdict.band?.lower), upper: Number(verdict.band?.upper) });
+    const four = rows.slice(0, 4);
+    expect(evaluateVerdict({ proposedPrice: '7.20', observations: four, now, callerWorkspaceId: null, thresholds }).evidence.sufficient).to.equal(false);
+    const fewer = (await sourceOver(four, now).lookup('soap', 'USD')) as MarketEvidence;
+    expect(fewer.reference_price).to.be.a('number');
+    expect(fewer).to.not.have.property('band');
+  });
+
   it('counts exact copies once as verification does, whatever the written scale (4.5 and 4.50)', async () => {
     const rows = [obs('1', 'ws_a', 'shelf', '4.50', 1), obs('2', 'ws_a', 'shelf', '4.5', 1), obs('3', 'ws_b', 'cafe', '4.70', 1)];
     const market = (await sourceOver(rows, now).lookup('tea', 'USD')) as MarketEvidence;
