@@ -138,11 +138,14 @@ export function networkReferencePrice(ctx: Context, market: MarketEvidence | und
 }
 
 /**
- * Why the network's observations give no reference though the context would take one from them: every source's price
- * is past the largest amount the service quotes (a clause for the refusal); '' otherwise.
+ * Why the network's observations give no reference though the context would take one from them: the provider set them
+ * aside (withheld), or every source's price is past the largest amount the service quotes (a clause for the refusal);
+ * '' otherwise.
  */
 function networkTooLarge(ctx: Context, market: MarketEvidence | undefined, currency: string): string {
-  if (ctx.competitor_prices != null || !market || market.currency !== currency || market.source_prices.length === 0) return '';
+  if (ctx.competitor_prices != null || !market || market.currency !== currency) return '';
+  if (market.withheld) return `; the network holds ${market.observations} price observation(s) of "${market.product_type}" in ${currency}, but ${market.withheld}, so they give no reference (POST /api/price-router/verify shows the evidence)`;
+  if (market.source_prices.length === 0) return '';
   if (!market.source_prices.every((p) => p > MAX_AMOUNT_NUMBER)) return '';
   return `; the network holds ${market.observations} price observation(s) of "${market.product_type}" in ${currency}, but every source's price is above ${MAX_AMOUNT.toFixed()}, the largest price the service quotes, so none is a reference`;
 }

@@ -65,6 +65,12 @@ export interface MarketEvidence {
   largest_source_share?: number;
   /** Distinct workspaces the observations come from. */
   workspaces: number;
+  /**
+   * Why the observations give no reference though there are some: the provider's statistic sets them aside (the
+   * service: a reference one workspace moves, or one lying between two groups of prices, as a verdict would call it).
+   * `source_prices` is then empty, so nothing is positioned on them, and a refusal says why rather than that none exist.
+   */
+  withheld?: string;
 }
 
 export type PricingMethod = (context: Context, market?: MarketEvidence) => MethodResult | Promise<MethodResult>;

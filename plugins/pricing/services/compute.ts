@@ -187,7 +187,7 @@ export class ComputeService {
           ms: ms(t),
           found: market !== null,
           ...(lookup.outcome === 'timeout' || lookup.outcome === 'error' ? { unavailable: lookup.outcome } : {}),
-          ...(market ? { product_type: market.product_type, currency: market.currency, observations: market.observations, sources: market.source_prices.length } : {}),
+          ...(market ? { product_type: market.product_type, currency: market.currency, observations: market.observations, ...(market.withheld ? { withheld: market.withheld } : { sources: market.source_prices.length }) } : {}),
         });
       }
       outcome = await this.engine.price({

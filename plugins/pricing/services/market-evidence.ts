@@ -13,7 +13,7 @@ export interface MarketEvidenceSource {
   lookup(productType: string, currency: string): Promise<MarketEvidence | null>;
 }
 
-export type LookupOutcome = 'found' | 'none' | 'timeout' | 'error';
+export type LookupOutcome = 'found' | 'withheld' | 'none' | 'timeout' | 'error';
 
 /** What a lookup gave: evidence only when found. */
 export interface MarketLookup {
@@ -38,7 +38,7 @@ export class MarketEvidenceSlot {
     private readonly log: Logger,
     metrics: Metrics,
   ) {
-    this.lookups = metrics.counter({ name: 'pricing_market_evidence_lookups_total', help: 'Lookups of network price observations for compute contexts, by outcome (found, none, timeout, error).', labelNames: ['outcome'] });
+    this.lookups = metrics.counter({ name: 'pricing_market_evidence_lookups_total', help: 'Lookups of network price observations for compute contexts, by outcome (found, withheld: found but set aside as no reference, none, timeout, error).', labelNames: ['outcome'] });
   }
 
   provide(source: MarketEvidenceSource): void {
@@ -65,7 +65,7 @@ export class MarketEvidenceSlot {
       timer = setTimeout(() => resolve({ evidence: null, outcome: 'timeout' }), this.opts.timeoutMs);
     });
     const read = source.lookup(productType, currency).then(
-      (evidence): MarketLookup => ({ evidence, outcome: evidence ? 'found' : 'none' }),
+      (evidence): MarketLookup => ({ evidence, outcome: evidence ? (evidence.withheld ? 'withheld' : 'found') : 'none' }),
       (err: unknown): MarketLookup => {
         this.log.warn({ err }, 'network price observations could not be read; pricing without them');
         return { evidence: null, outcome: 'error' };

@@ -1,10 +1,12 @@
 import type { Config } from '../../../config';
-import { dec } from '../../../core/money';
+import { dec, formatMoney } from '../../../core/money';
+import type { Dec } from '../../../core/money';
+import { minorUnits } from '../../../engine';
 import type { MarketEvidence } from '../../../engine';
 import type { MarketEvidenceSource } from '../../pricing';
 import type { Evidence, ObservationStore } from './observations';
 import type { ObservedProductTypes } from './product-types';
-import { priceString } from './verdict';
+import { pct, priceString } from './verdict';
 import { enoughForVerdict, logBand, restsOnOneWorkspace, sourceMedians, splitAround, withoutCopies } from './weighted-stats';
 
 const DAY_MS = 86_400_000;
@@ -17,8 +19,8 @@ type Summary = Omit<MarketEvidence, 'product_type' | 'currency'>;
  * weighted 0.5^(age / half-life), one weighted median per source, the reference the weighted median
  * of those), so a computed price and a verdict on it rest on the same reference. A reference that
  * rests on one workspace (restsOnOneWorkspace) or lies in the gap between two groups of prices
- * (splitAround) — the verdict's "not sufficient" — is no evidence, so no price is positioned on it.
- * With the evidence a two-sided verdict needs, the summary carries the verdict's band too. Verification's one
+ * (splitAround) — the verdict's "not sufficient" — is no evidence, so no price is positioned on it: the
+ * summary then has no source price and says why (withheld). With the evidence a two-sided verdict needs, the summary carries the verdict's band too. Verification's one
  * caller-dependent step, dropping the caller's own echo of the price it proposes, has no
  * counterpart here. Summaries follow the store's cached reads: a new read gives a new summary.
  */
@@ -39,7 +41,7 @@ export class NetworkMarketEvidence implements MarketEvidenceSource {
     const evidence = await this.store.forVerification(productType, currency, new Date(now - v.maxAgeDays * DAY_MS), v.maxObservationsRead, v.maxObservationsPerAccount);
     let summary = this.summaries.get(evidence);
     if (summary === undefined) {
-      summary = summarise(evidence, { now, halfLifeMs: v.halfLifeDays * DAY_MS, maxSources: this.config.engine.marketMaxSources, minRelativeHalfWidth: v.minRelativeHalfWidth, bandK: v.bandK, minEffectiveObservations: v.minEffectiveObservations, minSources: v.minSources });
+      summary = summarise(evidence, { now, halfLifeMs: v.halfLifeDays * DAY_MS, maxSources: this.config.engine.marketMaxSources, minRelativeHalfWidth: v.minRelativeHalfWidth, bandK: v.bandK, minEffectiveObservations: v.minEffectiveObservations, minSources: v.minSources, minorDigits: minorUnits(currency) });
       this.summaries.set(evidence, summary);
     }
     return summary ? { product_type: productType, currency, ...summary } : null;
@@ -54,6 +56,8 @@ interface SummaryOptions {
   bandK: number;
   minEffectiveObservations: number;
   minSources: number;
+  /** The currency's minor units, which amounts in a reason carry at least. */
+  minorDigits: number;
 }
 
 function summarise(evidence: Evidence, opts: SummaryOptions): Summary | null {
@@ -67,10 +71,16 @@ function summarise(evidence: Evidence, opts: SummaryOptions): Summary | null {
   });
   if (recent.length === 0) return null;
   const stats = sourceMedians(recent, opts.halfLifeMs);
-  if (restsOnOneWorkspace(stats, opts.minRelativeHalfWidth)) return null;
-  // A median between two price groups is a price nobody quotes: positioning on it would invent one.
-  if (splitAround(stats.weighted, stats.reference, opts.minRelativeHalfWidth)) return null;
   const { sources, totalWeight, reference } = stats;
+  const workspaces = new Set(sources.map((s) => s.workspaceId)).size;
+  const amount = (x: Dec): string => formatMoney(x, 18, opts.minorDigits);
+  const withheld = (why: string): Summary => ({ observations: recent.length, source_prices: [], workspaces, withheld: why });
+  // Said first when both hold (two workspaces, one group each): it says what separates them.
+  // A median between two price groups is a price nobody quotes: positioning on it would invent one.
+  const split = splitAround(stats.weighted, reference, opts.minRelativeHalfWidth);
+  if (split) return withheld(`the quotes split into two groups around ${amount(split.below)} and ${amount(split.above)}, and their reference ${amount(reference)} lies in the gap (a more specific product_type separates them)`);
+  const rests = restsOnOneWorkspace(stats, opts.minRelativeHalfWidth);
+  if (rests) return withheld(`the reference rests on one workspace: without the one that submitted ${pct(rests.rawShare)} of the weight it would be ${amount(rests.withoutIt)}, not ${amount(rests.reference)}`);
   // The verdict's band, only where a verdict would draw one: with less evidence no price is called inside or outside it.
   const band = enoughForVerdict(stats.effectiveN, stats.workspaces, opts) ? logBand(stats.weighted, reference, opts.bandK, opts.minRelativeHalfWidth) : null;
   return {
@@ -79,7 +89,7 @@ function summarise(evidence: Evidence, opts: SummaryOptions): Summary | null {
     reference_price: reference.toNumber(),
     // Rounded as the factor reads it, so the cached results keyed by it do not change as the weights age by the second.
     largest_source_share: totalWeight > 0 ? Math.round(((sources[0]?.weight ?? 0) / totalWeight) * 1000) / 1000 : 1,
-    workspaces: new Set(sources.map((s) => s.workspaceId)).size,
+    workspaces,
     ...(band ? { band: { lower: Number(priceString(Math.exp(band.centre - band.hw))), upper: Number(priceString(Math.exp(band.centre + band.hw))) } } : {}),
   };
 }

@@ -84,6 +84,22 @@ describe('pricing: a unit_cost beside the network\'s observations of the product
     expect(res.body.error).to.match(/the network holds 6 price observation\(s\) of "[^"]+" in USD, but every source's price is above 1000000000000000, the largest price the service quotes/);
   });
 
+  it('observations set aside as no reference (two price groups) are named with the reason: the 422 does not say the network holds none, and the trace says why', async () => {
+    const dual = `${product}-dual`;
+    expect((await observe(alice, dual, [['99', 'a'], ['100', 'a'], ['101', 'a']])).status).to.equal(201);
+    expect((await observe(bob, dual, [['19', 'b'], ['20', 'b'], ['21', 'b']])).status).to.equal(201);
+    const refused = await compute({ context: { product_type: dual, currency: 'USD' } });
+    expect(refused.status, refused.text).to.equal(422);
+    expect(refused.body.code).to.equal('insufficient_context');
+    expect(refused.body.error).to.include(`the network holds 6 price observation(s) of "${dual}" in USD, but the quotes split into two groups around 20.00 and 100.00, and their reference 60.00 lies in the gap (a more specific product_type separates them), so they give no reference`);
+    const priced = await compute({ context: { product_type: dual, currency: 'USD', unit_cost: 10 } });
+    expect(priced.status, priced.text).to.equal(200);
+    expect(priced.body.function.name).to.equal('cost-plus');
+    const stage = (priced.body.trace.stages as Array<Record<string, any>>).find((s) => s.stage === 'market_evidence');
+    expect(stage).to.deep.include({ found: true, observations: 6, withheld: 'the quotes split into two groups around 20.00 and 100.00, and their reference 60.00 lies in the gap (a more specific product_type separates them)' });
+    expect(stage).to.not.have.property('sources');
+  });
+
   it('anchored-adjustment with a unit_cost and no margin moves a market-level current_price towards the network reference, not below the market towards a default margin', async () => {
     expect((await verify('19.50')).body.verdict).to.equal('reasonable');
     const res = await compute({ context: { product_type: product, currency: 'USD', current_price: 19.5, unit_cost: 10 }, function_id: 'fn_builtin_anchored' });

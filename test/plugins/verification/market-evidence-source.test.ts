@@ -50,20 +50,27 @@ describe('verification: the network\'s observations as market evidence for compu
     expect(market).to.deep.include({ observations: 7, workspaces: 4 });
   });
 
-  it('gives no network evidence when the reference rests on one workspace (38 quotes near 100, or one of 100, against another workspace\'s six)', async () => {
+  it('gives no source price, and says why, when the reference rests on one workspace (38 quotes near 100, or one of 100, against another workspace\'s six)', async () => {
     const alone = ['18.00', '20.00', '21.00', '23.00', '22.00', '25.00'].map((v, i) => obs(`a${i}`, 'ws_a', ['shelf', 'web', 'kiosk'][Math.floor(i / 2)] as string, v, 3 + i));
     const distinct = Array.from({ length: 38 }, (_, i) => ({ ...obs(`x${i}`, 'ws_x', i % 2 ? 'feed-1' : 'feed-2', (100 + (i + 1) / 100).toFixed(2), 1), observedAt: now - HOUR + i * 1000 }));
-    expect(await sourceOver([...alone, ...distinct], now).lookup('tea', 'USD')).to.equal(null);
-    expect(await sourceOver([...alone, obs('x', 'ws_x', 'feed', '100', 1)], now).lookup('tea', 'USD')).to.equal(null);
+    const flooded = await sourceOver([...alone, ...distinct], now).lookup('tea', 'USD');
+    expect(flooded).to.deep.include({ observations: 44, source_prices: [], workspaces: 2 });
+    // Both hold here; the two groups are named first, as what separates them is the caller's to change.
+    expect(flooded?.withheld).to.match(/^the quotes split into two groups around 21\.50 and 100\.195, and their reference 61\.845 lies in the gap/);
+    // One workspace moving the reference with no gap: 20 to 23 against another's 24.
+    const rests = await sourceOver([...['20.00', '21.00', '22.00', '23.00'].map((v, i) => obs(`r${i}`, 'ws_r', 'shelf', v, 2 + i)), obs('s', 'ws_s', 'web', '24.00', 2)], now).lookup('tea', 'USD');
+    expect(rests).to.deep.include({ source_prices: [], workspaces: 2, withheld: 'the reference rests on one workspace: without the one that submitted 80% of the weight it would be 24.00, not 22.75' });
+    expect(flooded).to.not.have.any.keys('reference_price', 'band', 'largest_source_share');
+    expect((await sourceOver([...alone, obs('x', 'ws_x', 'feed', '100', 1)], now).lookup('tea', 'USD'))?.source_prices).to.deep.equal([]);
     // Two workspaces in equal measure, 99 to 101 against 19 to 21: their midpoint, 60, is no one's price.
     const split = [...['99', '100', '101'].map((v, i) => obs(`h${i}`, 'ws_h', 'shelf', v, 2)), ...['19', '20', '21'].map((v, i) => obs(`l${i}`, 'ws_l', 'web', v, 2))];
-    expect(await sourceOver(split, now).lookup('tea', 'USD')).to.equal(null);
+    expect((await sourceOver(split, now).lookup('tea', 'USD'))?.source_prices).to.deep.equal([]);
     // A second workspace that agrees leaves the evidence standing.
     const agreeing = await sourceOver([...alone, ...Array.from({ length: 12 }, (_, i) => obs(`b${i}`, 'ws_b', 'feed', (21 + i / 10).toFixed(2), 1 + i))], now).lookup('tea', 'USD');
     expect(agreeing?.reference_price).to.be.within(18, 25);
   });
 
-  it('gives no network evidence when the quotes split into two groups and their reference lies in the gap (9.90–10.20 against 19.80–20.40)', async () => {
+  it('gives no source price, and says why, when the quotes split into two groups and their reference lies in the gap (9.90–10.20 against 19.80–20.40)', async () => {
     const groups = [
       ['ws_a', ['9.90', '10.00', '10.10', '10.20']],
       ['ws_b', ['9.95', '10.05', '10.15']],
@@ -71,7 +78,9 @@ describe('verification: the network\'s observations as market evidence for compu
       ['ws_d', ['19.90', '20.10', '20.30']],
     ] as const;
     const rows = groups.flatMap(([w, amounts]) => amounts.map((a, i) => obs(`${w}${i}`, w, w, a, 1 + i)));
-    expect(await sourceOver(rows, now).lookup('duo-pack', 'USD')).to.equal(null);
+    const split = await sourceOver(rows, now).lookup('duo-pack', 'USD');
+    expect(split).to.deep.include({ observations: 14, source_prices: [], workspaces: 4 });
+    expect(split?.withheld).to.match(/^the quotes split into two groups around 10\.05 and 20\.10, and their reference 15\.075 lies in the gap \(a more specific product_type separates them\)$/);
     // One of the groups alone is evidence as before.
     const one = await sourceOver(rows.filter((r) => r.workspaceId === 'ws_a' || r.workspaceId === 'ws_b'), now).lookup('duo-pack', 'USD');
     expect(one?.reference_price).to.be.within(9.9, 10.2);
