@@ -1,4 +1,4 @@
-import { D, currencyOf, fraction, lacking, minorUnits, percent, positiveMoney, toPrice, methodResult, highestFloor, floorAboveCeiling } from './inputs';
+import { D, currencyOf, fraction, lacking, minorUnits, percent, positiveMoney, shownAmount, toPrice, methodResult, highestFloor, floorAboveCeiling } from './inputs';
 import type { Bound, Dec } from './inputs';
 import { costPlus } from './cost-plus';
 import { MethodNotApplicable } from './types';
@@ -92,5 +92,5 @@ export function charm(ctx: Context): MethodResult {
   else notes.push(`no charm ending within ${percent(tolerance)} (or inside the bounds): base price kept`);
   const boundBy = floor && p.eq(floor.value) ? floor.name : 'max_price';
   if (bounds < 1 && !used.includes(boundBy)) used.push(boundBy);
-  return methodResult(price, currency, { base: baseConfidence, bounds }, used, notes, { base_price: toPrice(base, currency) }, { floor, ceiling: max ? { value: max, name: 'max_price' } : undefined });
+  return methodResult(price, currency, { base: baseConfidence, bounds }, used, notes, { base_price: shownAmount(base, currency) }, { floor, ceiling: max ? { value: max, name: 'max_price' } : undefined });
 }

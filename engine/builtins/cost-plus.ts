@@ -1,4 +1,4 @@
-import { D, confidenceOf, currencyOf, fraction, lacking, markupFraction, num, percent, positiveMoney, round3, toPrice, methodResult, callerBounds } from './inputs';
+import { D, confidenceOf, currencyOf, fraction, lacking, markupFraction, num, percent, positiveMoney, round3, shownAmount, toPrice, methodResult, callerBounds } from './inputs';
 import type { Bound, Dec } from './inputs';
 import { networkReferencePrice } from './competitive';
 import { MethodNotApplicable } from './types';
@@ -56,7 +56,7 @@ export function costPlus(ctx: Context, market?: MarketEvidence): MethodResult {
   price = bounded.price;
   if (price.lt(cost) && !belowCost) notes.push(`max_price holds the price below cost (${toPrice(cost, currency)})`);
   const factors = { input_quality: inputQuality, bounds: bounded.factor };
-  const result = methodResult(price, currency, factors, used, notes, { unit_cost_with_fixed: toPrice(cost, currency), markup_applied: round3(price.div(cost).minus(1).toNumber()) }, bounded.bounds);
+  const result = methodResult(price, currency, factors, used, notes, { unit_cost_with_fixed: shownAmount(cost, currency), markup_applied: round3(price.div(cost).minus(1).toNumber()) }, bounded.bounds);
   if (market) placeOnNetwork(result, ctx, market);
   return result;
 }

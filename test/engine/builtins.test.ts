@@ -23,6 +23,13 @@ function notApplicable(method: PricingMethod, ctx: Context): MethodNotApplicable
 
 describe('engine: built-in pricing methods', () => {
   describe('cost-plus', () => {
+    it('details show the cost as computed, not rounded to cents: 10.004 stays 10.004 (the floor its note names), 0.0055 stays 0.0055', () => {
+      expect(run(costPlus, { unit_cost: 10.004, markup: 0 }).details).to.deep.include({ unit_cost_with_fixed: '10.004', markup_applied: 0 });
+      expect(run(costPlus, { unit_cost: 0.0055, markup: 0 }).details).to.deep.include({ unit_cost_with_fixed: '0.0055' });
+      expect(run(costPlus, { unit_cost: 2, fixed_costs: 1, expected_volume: 3, markup: 0.1 }).details).to.deep.include({ unit_cost_with_fixed: '2.33333333', markup_applied: 0.1 });
+      expect(run(costPlus, { unit_cost: 2 }).details).to.deep.include({ unit_cost_with_fixed: '2.00' });
+    });
+
     it('margin is profit over price: cost 100 at a 30% margin is 142.86', () => {
       const r = run(costPlus, { unit_cost: 100, target_margin: 0.3 });
       expect(r.price).to.equal('142.86');
@@ -189,6 +196,12 @@ describe('engine: built-in pricing methods', () => {
   });
 
   describe('charm-pricing', () => {
+    it('details show the base as read: a target of 19.995 under max_price 19.5 is base_price 19.995, not 20.00 (over the ceiling)', () => {
+      const r = run(charm, { target_price: 19.995, max_price: 19.5 });
+      expect(r.price).to.equal('19.50');
+      expect(r.details).to.deep.equal({ base_price: '19.995' });
+    });
+
     it('moves to the nearest .99/.95 ending within the 2% tolerance', () => {
       expect(run(charm, { target_price: 20.1 }).price).to.equal('19.99');
       expect(run(charm, { target_price: 152 }).price).to.equal('149.00');
