@@ -21,6 +21,8 @@ interface Reference {
   /** The reference across sources when already computed; else the median of perSource. */
   ref?: number;
   independence: number;
+  /** What the amount factor counts when not every source is independent (the network's: its workspaces). */
+  independent?: number;
   factors: Record<string, number>;
   used: string[];
   notes: string[];
@@ -116,8 +118,12 @@ function networkReference(ctx: Context, market: MarketEvidence | undefined, curr
     notes.push(`one source carries ${Math.round(share * 100)}% of the observations' weight, over half`);
   }
   const ref = market.reference_price;
+  // As a verdict counts them: one workspace under several source labels is one piece of evidence.
+  const independent = Math.min(perSource.length, Math.max(1, market.workspaces));
+  if (independent < perSource.length) notes.push(`the amount of evidence counts the ${independent} workspace(s) behind the ${perSource.length} sources: a workspace counts once, however many labels it quotes under`);
   return {
     perSource,
+    independent,
     ...(ref !== undefined && usable(ref) && perSource.length === market.source_prices.length ? { ref } : {}),
     independence,
     factors,
@@ -161,7 +167,7 @@ export function hasNetworkReference(ctx: Context, market: MarketEvidence | undef
  * The reference comes from the caller's `competitor_prices`, else from the network's observations of
  * the context's `product_type` (market evidence the service supplies).
  * Confidence = n/(n + 3) × 1/(1 + rCV) × independence (× provenance 0.6 for network observations),
- * where rCV = 1.4826·MAD/median.
+ * where rCV = 1.4826·MAD/median; n counts sources, of the network's observations their workspaces.
  */
 export function competitive(ctx: Context, market?: MarketEvidence): MethodResult {
   const currency = currencyOf(ctx);
@@ -208,7 +214,8 @@ export function competitive(ctx: Context, market?: MarketEvidence): MethodResult
     notes.push('max_price caps the price');
   }
   const rcv = ref > 0 ? (1.4826 * mad(perSource)) / ref : 1;
-  const factors = { amount: round3(n / (n + 3)), agreement: round3(1 / (1 + rcv)), independence, bounds: bound, ...reference.factors };
+  const counted = reference.independent ?? n;
+  const factors = { amount: round3(counted / (counted + 3)), agreement: round3(1 / (1 + rcv)), independence, bounds: bound, ...reference.factors };
   return methodResult(price, currency, factors, [...reference.used, ...(ctx.position ? ['position'] : []), ...(floor ? (floor.keys ?? [floor.name]) : []), ...(ceiling ? ['max_price'] : [])], notes, {
     reference_price: toPrice(refExact, currency),
     sources: n,

@@ -6,8 +6,8 @@ import type { Context, MarketEvidence, MethodResult } from '../../engine/builtin
 import { harness } from './harness';
 import type { Harness } from './harness';
 
-/** Three sources' medians 10, 12 and 14 from two workspaces: reference 12. */
-const market = (over: Partial<MarketEvidence> = {}): MarketEvidence => ({ product_type: 'coffee', currency: 'USD', observations: 7, source_prices: [10, 12, 14], workspaces: 2, ...over });
+/** Three sources' medians 10, 12 and 14 from three workspaces: reference 12. */
+const market = (over: Partial<MarketEvidence> = {}): MarketEvidence => ({ product_type: 'coffee', currency: 'USD', observations: 7, source_prices: [10, 12, 14], workspaces: 3, ...over });
 
 function refused(fn: () => unknown): MethodNotApplicable {
   try {
@@ -28,9 +28,16 @@ describe('engine: built-ins positioned on the network\'s price observations (mar
     expect(r.inputs_used).to.deep.equal(['product_type', 'network_observations']);
     expect(r.details).to.deep.include({ reference_price: '12.00', sources: 3, reference: 'network_observations', observations: 7 });
     expect(r.confidence_factors).to.deep.include({ provenance: NETWORK_PROVENANCE, independence: 1 });
-    // amount 3/6 × agreement 1/(1 + 1.4826·2/12) × provenance 0.6 = 0.3 × 0.802 ≈ 0.241
+    // amount 3/6 (three workspaces) × agreement 1/(1 + 1.4826·2/12) × provenance 0.6 = 0.3 × 0.802 ≈ 0.241
     expect(r.confidence).to.be.closeTo(0.241, 0.002);
     expect(r.notes.join(' ')).to.match(/7 price observation\(s\) of "coffee" in USD from 3 source\(s\) on the network/);
+  });
+
+  it('the amount of network evidence counts workspaces, as a verdict does: three sources of two workspaces are amount 2/5, not 3/6, and a note says so', () => {
+    const r = run(competitive, { product_type: 'coffee', currency: 'USD' }, market({ workspaces: 2 }));
+    expect(r.confidence_factors).to.deep.include({ amount: 0.4 });
+    expect(r.details).to.deep.include({ sources: 3 });
+    expect(r.notes).to.include('the amount of evidence counts the 2 workspace(s) behind the 3 sources: a workspace counts once, however many labels it quotes under');
   });
 
   it('a reference the provider computed (the service: verification\'s time-weighted statistic) is used as given', () => {
