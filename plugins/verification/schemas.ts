@@ -8,7 +8,7 @@ export const OBSERVED_AT_SKEW_MS = 5 * 60_000;
 
 /** A positive decimal string: up to 18 integer and 18 fractional digits, greater than zero. */
 const POSITIVE_DECIMAL = /^(0|[1-9]\d{0,17})(\.\d{1,18})?$/;
-const isPositiveDecimal = (s: string): boolean => POSITIVE_DECIMAL.test(s) && /[1-9]/.test(s);
+export const isPositiveDecimal = (s: string): boolean => POSITIVE_DECIMAL.test(s) && /[1-9]/.test(s);
 /** A JSON number whose plain decimal form is such a string (1e308 and 5e-324 are not: hundreds of digits). */
 const isPositiveDecimalNumber = (n: number): boolean => Number.isFinite(n) && n > 0 && isPositiveDecimal(dec(n).toFixed());
 /** A string that is no decimal at all ("abc", "2,000", " 20 ") is told so, not that it must be greater than 0. */
@@ -98,31 +98,34 @@ export function observationsBody(now: () => number, maxPerRequest: number, reten
 export type ObservationInput = z.output<ReturnType<typeof observationItem>>;
 
 /**
- * observed_at is read when the example is served (a getter), a few hours before `now`: a fixed date would age out
- * of the verification window and be stored yet ignored by verify.
+ * What an example puts where the caller gave no product type or source: text that names itself as a placeholder, so an
+ * example posted as given is stored under it, never as evidence about a real product (pricing-methods §0: no number
+ * is made up for a product someone prices).
+ */
+export const EXAMPLE_PRODUCT_TYPE = 'example-product (replace with your product type)';
+export const EXAMPLE_SOURCE = 'example-source (replace with where the price was seen)';
+
+/** An ISO date-time `h` hours before `now`, to the second: the form observed_at is shown in. */
+export const isoHoursAgo = (now: () => number, h: number): string => new Date(now() - h * 3_600_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+/**
+ * The stock example, for a body from which no observation can be made: one observation of a product type and source
+ * that name themselves as placeholders (its amount prices nothing anyone computes or verifies). observed_at is read
+ * when the example is served (a getter), an hour before `now`: a fixed date would age out of the verification window
+ * and be stored yet ignored by verify.
  */
 export function observationsExample(now: () => number) {
-  const hoursAgo = (h: number) => new Date(now() - h * 3_600_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
   return {
     observations: [
       {
-        product_type: 'coffee',
+        product_type: EXAMPLE_PRODUCT_TYPE,
         currency: 'USD',
-        amount: '4.50',
+        amount: '1.00',
         get observed_at() {
-          return hoursAgo(2);
+          return isoHoursAgo(now, 1);
         },
-        source: 'shelf-scan',
-        context: { category: 'beverages', region: 'us-east' },
-      },
-      {
-        product_type: 'coffee',
-        currency: 'USD',
-        amount: '4.75',
-        get observed_at() {
-          return hoursAgo(1);
-        },
-        source: 'competitor-site',
+        source: EXAMPLE_SOURCE,
+        context: { category: 'example-category' },
       },
     ],
   };

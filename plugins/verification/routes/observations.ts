@@ -7,6 +7,7 @@ import { observationsCreateResponse, observationsListResponse } from '../respons
 import type { ObservationStore } from '../services/observations';
 import type { ObservationLimits } from '../services/observation-limits';
 import { dailyQuotaRefusal } from '../../../core/daily-quota';
+import { observationsExampleFor } from './observations-example';
 
 function principalOf(p: Principal | null): Principal {
   if (!p) throw new ApiError('unauthorized', 'Send a credential.');
@@ -54,6 +55,7 @@ export function observationRoutes(store: ObservationStore, limits: ObservationLi
       scopes: ['price:compute'],
       body: s.observationsBody(now, maxPerRequest, retentionDays),
       example: s.observationsExample(now),
+      exampleFor: observationsExampleFor(now, maxPerRequest, retentionDays),
       responses: {
         201: { description: 'The stored observations; warnings name items observed before the verification window (stored, never used as evidence).', schema: observationsCreateResponse },
         429: dailyQuotaRefusal("this request's observations would pass the workspace's OBSERVATIONS_PER_WORKSPACE_PER_DAY today (refused whole; limit.remaining says how many still fit)", true),

@@ -200,14 +200,14 @@ describe('price observations (data contributions)', function () {
 
   it('offers an example whose observations, posted as given, are recent and count as evidence in verify', async () => {
     const api = client(svc.url, { 'x-api-key': key });
-    const example = (await api.post<Record<string, any>>('/api/data/observations', {})).body.example as { observations: Array<{ observed_at: string }> };
+    const example = (await api.post<Record<string, any>>('/api/data/observations', {})).body.example as { observations: Array<{ product_type: string; observed_at: string }> };
     for (const o of example.observations) expect(Date.now() - Date.parse(o.observed_at)).to.be.within(0, 86_400_000);
     const res = await api.post<Record<string, any>>('/api/data/observations', example);
     expect(res.status, res.text).to.equal(201);
-    expect(res.body.created).to.equal(2);
-    const verdict = await api.post<Record<string, any>>('/api/price-router/verify', { context: { product_type: 'coffee', currency: 'USD' }, proposed_price: '4.60' });
+    expect(res.body.created).to.equal(example.observations.length);
+    const verdict = await api.post<Record<string, any>>('/api/price-router/verify', { context: { product_type: example.observations[0]?.product_type, currency: 'USD' }, proposed_price: '1.20' });
     expect(verdict.status, verdict.text).to.equal(200);
-    expect(verdict.body.evidence).to.include({ ignored_older_than_max_age: 0, used: 2 });
+    expect(verdict.body.evidence).to.include({ ignored_older_than_max_age: 0, used: example.observations.length });
   });
 
   it('refuses contributions from an unclaimed agent sandbox with 403 and a reason', async () => {
