@@ -50,13 +50,18 @@ const contextKey = z
   .regex(CONTEXT_KEY, 'context keys are lowercase letters, digits and "_", starting with a letter (at most 40)')
   .refine((k) => !RESERVED_CONTEXT_KEYS.includes(k), { message: 'this key belongs at the top level of the observation, not in context' });
 
+/** An ISO date-time `h` hours before `now`, to the second: the form observed_at is shown in. */
+export const isoHoursAgo = (now: () => number, h: number): string => new Date(now() - h * 3_600_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+
 /**
  * observed_at: an ISO 8601 date-time with a time zone, not in the future, and within the retention
- * (OBSERVATIONS_RETENTION_DAYS): an older one would be deleted by the next prune after being "stored".
+ * (OBSERVATIONS_RETENTION_DAYS): an older one would be deleted by the next prune after being "stored". The form's
+ * suggestion is a time an hour before the refusal, read when it is made: a fixed date would itself age out of the
+ * retention, and a caller sending it back would be refused again.
  */
 function observedAt(now: () => number, retentionDays: number) {
   return z.iso
-    .datetime({ offset: true, message: 'observed_at must be an ISO 8601 date-time with a time zone, such as 2026-03-01T12:00:00Z' })
+    .datetime({ offset: true, error: () => `observed_at must be an ISO 8601 date-time with a time zone, such as ${isoHoursAgo(now, 1)}` })
     // Judged only as a date-time that passed: "2026-02-30T21:00:00Z" is refused as no date-time, and not also as too old
     // because Date.parse rolls it over to March (one issue per field).
     .refine((s) => !(Date.parse(s) > now() + OBSERVED_AT_SKEW_MS), { message: 'observed_at must not be in the future', when: (payload) => payload.issues.length === 0 })
@@ -104,9 +109,6 @@ export type ObservationInput = z.output<ReturnType<typeof observationItem>>;
  */
 export const EXAMPLE_PRODUCT_TYPE = 'example-product (replace with your product type)';
 export const EXAMPLE_SOURCE = 'example-source (replace with where the price was seen)';
-
-/** An ISO date-time `h` hours before `now`, to the second: the form observed_at is shown in. */
-export const isoHoursAgo = (now: () => number, h: number): string => new Date(now() - h * 3_600_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 /**
  * The stock example, for a body from which no observation can be made: one observation of a product type and source
