@@ -8,7 +8,7 @@ export const OBSERVED_AT_SKEW_MS = 5 * 60_000;
 
 /** A positive decimal string: up to 18 integer and 18 fractional digits, greater than zero. */
 const POSITIVE_DECIMAL = /^(0|[1-9]\d{0,17})(\.\d{1,18})?$/;
-export const isPositiveDecimal = (s: string): boolean => POSITIVE_DECIMAL.test(s) && /[1-9]/.test(s);
+const isPositiveDecimal = (s: string): boolean => POSITIVE_DECIMAL.test(s) && /[1-9]/.test(s);
 /** A JSON number whose plain decimal form is such a string (1e308 and 5e-324 are not: hundreds of digits). */
 const isPositiveDecimalNumber = (n: number): boolean => Number.isFinite(n) && n > 0 && isPositiveDecimal(dec(n).toFixed());
 /** A string that is no decimal at all ("abc", "2,000", " 20 ") is told so, not that it must be greater than 0. */
@@ -29,6 +29,24 @@ function amountReason(v: unknown, numbers: boolean): string | undefined {
   if (typeof v === 'number') return numbers ? undefined : `must be ${expected}, not a number: send it in quotes`;
   const kind = v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : typeof v === 'boolean' ? `a boolean (${String(v)})` : typeof v;
   return `must be ${expected}, not ${kind}`;
+}
+/** A double keeps 15 significant digits exactly: a longer number may not be the one sent (core/http/json-numbers.ts). */
+const EXACT_DIGITS = 15;
+/**
+ * The positive amount a refused value plainly means, as a decimal string, for an example made from what was sent:
+ * a number in its plain decimal form (20 → "20") when it arrived exactly, a string without its surrounding spaces or
+ * leading zeros ("0020.10" → "20.10"). undefined when that cannot be read: "2,000" could be two thousand or two, and
+ * 0, a negative or a missing amount has no price to keep.
+ */
+export function amountMeant(v: unknown): string | undefined {
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v) || v <= 0) return undefined;
+    const plain = dec(v).toFixed();
+    return plain.replace(/[.-]/g, '').replace(/^0+/, '').replace(/0+$/, '').length <= EXACT_DIGITS && isPositiveDecimal(plain) ? plain : undefined;
+  }
+  if (typeof v !== 'string') return undefined;
+  const plain = v.trim().replace(/^0+(?=\d)/, '');
+  return isPositiveDecimal(plain) ? plain : undefined;
 }
 const CONTEXT_KEY = /^[a-z][a-z0-9_]{0,39}$/;
 const RESERVED_CONTEXT_KEYS = ['product_type', 'currency', 'amount', 'price', 'observed_at', 'source'];
@@ -213,28 +231,34 @@ function verifyContextOf(contextSchema: ContextSchema) {
   return contextSchema.description === undefined ? extended : extended.describe(contextSchema.description);
 }
 
+/** A price field that is sent: null reads as absent, as in a compute context (docs/functions.md). */
+const isSent = (v: unknown): boolean => v !== undefined && v !== null;
+/** Sent, in JSON Schema: present and not null. */
+const sentSchema = (key: string) => ({ required: [key], properties: { [key]: { not: { type: 'null' } } } });
+
 /**
- * `{context, proposed_price}`; `price` is an alias accepted only when proposed_price is absent. The
- * alias rules run even when other fields fail, so every problem is reported at once. The context is
- * the compute context of the service's configured size (pricing's callSchemas).
+ * `{context, proposed_price}`; `price` is an alias accepted only when proposed_price is absent (null reads as absent,
+ * so `{"proposed_price": null, "price": 4}` is judged on 4). The alias rules run even when other fields fail, so
+ * every problem is reported at once. The context is the compute context of the service's configured size (pricing's
+ * callSchemas).
  */
 export function verifyBodyOf(contextSchema: ContextSchema) {
   return (
     z
       .strictObject({
         context: verifyContextOf(contextSchema),
-        proposed_price: priceValue.optional().describe('The price to judge.'),
-        price: priceValue.optional().describe('Alias of proposed_price, accepted only when proposed_price is absent.'),
+        proposed_price: priceValue.nullish().describe('The price to judge (null reads as absent).'),
+        price: priceValue.nullish().describe('Alias of proposed_price, accepted only when proposed_price is absent or null.'),
       })
-      .refine((b) => !(b.proposed_price === undefined && b.price === undefined), { path: ['proposed_price'], message: ALIAS_MISSING_MESSAGE, when: isObject })
-      .refine((b) => !(b.proposed_price !== undefined && b.price !== undefined), {
+      .refine((b) => isSent(b.proposed_price) || isSent(b.price), { path: ['proposed_price'], message: ALIAS_MISSING_MESSAGE, when: isObject })
+      .refine((b) => !(isSent(b.proposed_price) && isSent(b.price)), {
         path: ['price'],
         message: 'send proposed_price or its alias price, not both: price is accepted only when proposed_price is absent',
         when: isObject,
       })
       // What the refinements require, said in JSON Schema for OpenAPI and MCP's inputSchema (which cannot show a refinement):
-      // exactly one of the two, as both sent match both branches.
-      .meta({ oneOf: [{ required: ['proposed_price'] }, { required: ['price'] }] })
+      // exactly one of the two sent, as both sent match both branches.
+      .meta({ oneOf: [sentSchema('proposed_price'), sentSchema('price')] })
   );
 }
 export type VerifyBodySchema = ReturnType<typeof verifyBodyOf>;

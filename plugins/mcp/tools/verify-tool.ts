@@ -36,8 +36,9 @@ export function verifyTool(verification: () => VerificationService, demo: DemoBu
     run: async (args, ctx) => {
       const a = args as VerifyBody;
       ctx.progress(0.5, 1, 'verifying');
+      // null reads as absent (the body's alias rules): proposed_price null beside a price is judged on the price.
       const proposed = a.proposed_price ?? a.price;
-      if (proposed === undefined) throw new ApiError('validation_error', 'proposed_price is required.', { issues: [{ path: 'proposed_price', reason: 'required (alias: price)' }] });
+      if (proposed === undefined || proposed === null) throw new ApiError('validation_error', 'proposed_price is required.', { issues: [{ path: 'proposed_price', reason: 'required (alias: price)' }] });
       // As compute_price: a retried call under its key is answered, not counted again; the key and fingerprint are POST
       // /api/price-router/verify's, so a retry over REST is the same call. A key of the wrong shape is refused, keyless too.
       const key = ctx.idempotencyKey !== undefined ? checkedIdempotencyKey(ctx.idempotencyKey, '_meta.idempotency_key') : undefined;

@@ -1,5 +1,4 @@
-import { dec } from '../../../core/money';
-import { EXAMPLE_PRODUCT_TYPE, EXAMPLE_SOURCE, isoHoursAgo, isPositiveDecimal, observationItem } from '../schemas';
+import { amountMeant, EXAMPLE_PRODUCT_TYPE, EXAMPLE_SOURCE, isoHoursAgo, observationItem } from '../schemas';
 
 type Item = Record<string, unknown>;
 const isObject = (v: unknown): v is Item => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -7,25 +6,6 @@ const isObject = (v: unknown): v is Item => v !== null && typeof v === 'object' 
 const ITEM_KEYS = ['product_type', 'currency', 'amount', 'observed_at', 'source'];
 // eslint-disable-next-line no-control-regex -- the control characters an item's text is refused for, taken out
 const CONTROL_CHARS = /[\u0000-\u001F\u007F-\u009F]/g;
-/** A double keeps 15 significant digits exactly: a longer number may not be the one sent (core/http/json-numbers.ts). */
-const EXACT_DIGITS = 15;
-
-/**
- * The amount the caller meant, as the decimal string the field takes, or undefined when it cannot be read from what
- * was sent: a number in its plain decimal form (20 → "20") when it arrived exactly, a string without its surrounding
- * spaces or leading zeros ("0020.10" → "20.10"). Nothing else is guessed: "2,000" could be two thousand or two.
- */
-function amountOf(v: unknown): string | undefined {
-  if (typeof v === 'number') {
-    if (!Number.isFinite(v) || v <= 0) return undefined;
-    const plain = dec(v).toFixed();
-    return plain.replace(/[.-]/g, '').replace(/^0+/, '').replace(/0+$/, '').length <= EXACT_DIGITS && isPositiveDecimal(plain) ? plain : undefined;
-  }
-  if (typeof v !== 'string') return undefined;
-  const plain = v.trim().replace(/^0+(?=\d)/, '');
-  return isPositiveDecimal(plain) ? plain : undefined;
-}
-
 /**
  * One refused observation made into the example's: each field that passes kept as sent, what was refused corrected
  * where the caller's meaning is plain (an amount's form, a currency's spaces, a text's control characters), a refused
@@ -43,7 +23,7 @@ function itemOf(sent: unknown, fields: ReturnType<typeof observationItem>['shape
     const cleaned = typeof v === 'string' ? v.replace(CONTROL_CHARS, '').trim() : undefined;
     return cleaned !== undefined && passes(name, cleaned) ? cleaned : placeholder;
   };
-  const amount = amountOf(sent.amount);
+  const amount = amountMeant(sent.amount);
   const sentCurrency = typeof sent.currency === 'string' ? sent.currency.trim() : sent.currency;
   const currency = sent.currency === undefined || sent.currency === null ? 'USD' : passes('currency', sentCurrency) ? sentCurrency : undefined;
   if (amount === undefined || currency === undefined) return undefined;

@@ -234,9 +234,10 @@ describe('price verification API', function () {
   });
 
   describe('proposed_price and its alias price', () => {
-    it('declares exactly one of them required (oneOf: both sent match both) in the OpenAPI request bodies and in the MCP verify_price inputSchema', async () => {
+    it('declares exactly one of them sent, not null (oneOf: both sent match both; null reads as absent) in the OpenAPI request bodies and in the MCP verify_price inputSchema', async () => {
       const doc = (await client(svc.url).get<Record<string, any>>('/api/openapi.json?format=json')).body;
-      const need = [{ required: ['proposed_price'] }, { required: ['price'] }];
+      const sent = (key: string) => ({ required: [key], properties: { [key]: { not: { type: 'null' } } } });
+      const need = [sent('proposed_price'), sent('price')];
       for (const path of ['/api/price-router/verify', '/api/public/price-router/verify']) {
         let schema = doc.paths[path].post.requestBody.content['application/json'].schema as Record<string, any>;
         if (schema.$ref) schema = doc.components.schemas[(schema.$ref as string).split('/').pop() as string];
@@ -320,9 +321,11 @@ describe('price verification API', function () {
       const reasonFor = async (body: Record<string, unknown>) => ((await verify({ context: { product_type: 'widget' }, ...body })).body.issues as Array<{ path: string; reason: string }>);
       expect(await reasonFor({ proposed_price: '0020.10' })).to.deep.equal([{ path: 'proposed_price', reason: 'must not start with a leading zero: "20.10"' }]);
       expect(await reasonFor({ price: '00.5' })).to.deep.equal([{ path: 'price', reason: 'must not start with a leading zero: "0.5"' }]);
-      for (const [bad, kind] of [[[20], 'an array'], [{ amount: 20 }, 'an object'], [true, 'a boolean (true)'], [null, 'null']] as const) {
+      for (const [bad, kind] of [[[20], 'an array'], [{ amount: 20 }, 'an object'], [true, 'a boolean (true)']] as const) {
         expect(await reasonFor({ proposed_price: bad }), kind).to.deep.equal([{ path: 'proposed_price', reason: `must be a number or a decimal string, such as 12.5 or "12.50", not ${kind}` }]);
       }
+      // null reads as absent, as in a compute context: alone, the price is missing.
+      expect(await reasonFor({ proposed_price: null })).to.deep.equal([{ path: 'proposed_price', reason: 'proposed_price is required: a positive number or decimal string (the alias price is accepted when proposed_price is absent)' }]);
       const bound = await verify({ context: { product_type: 'widget', unit_cost: '007', max_price: [30] }, proposed_price: '20' });
       expect(bound.body.issues).to.deep.equal([
         { path: 'context.unit_cost', reason: 'unit_cost must not start with a leading zero: "7"' },
