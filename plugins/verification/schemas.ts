@@ -56,7 +56,9 @@ const RESERVED_CONTEXT_KEYS = ['product_type', 'currency', 'amount', 'price', 'o
 const NO_CONTROL_CHARS = /^[^\u0000-\u001F\u007F-\u009F]*$/;
 
 const PRODUCT_TYPE_MAX = 100;
-const productType = z.string().trim().min(1, 'product_type must not be empty').max(PRODUCT_TYPE_MAX).regex(NO_CONTROL_CHARS, 'product_type must not contain control characters');
+/** Said of an empty or blank product_type, by observations and verify alike. */
+const EMPTY_PRODUCT_TYPE = 'product_type must not be empty';
+const productType = z.string().trim().min(1, EMPTY_PRODUCT_TYPE).max(PRODUCT_TYPE_MAX).regex(NO_CONTROL_CHARS, 'product_type must not contain control characters');
 const currency = z
   .string()
   // As a compute context's currency, so USDC can be observed as it can be priced.
@@ -213,9 +215,14 @@ function verifyContextOf(contextSchema: ContextSchema) {
   const { product_type: productType, current_price: currentPrice } = contextSchema.shape;
   const bound = (key: string) => positiveAmount(`${key} `, BOUND_MESSAGE).optional();
   const extended = contextSchema.safeExtend({
-    // Judged against observations, stored under at most 100 characters: a longer name matches none, and would be
-    // echoed and recorded whole.
-    product_type: productType.unwrap().max(PRODUCT_TYPE_MAX, `product_type is at most ${PRODUCT_TYPE_MAX} characters, as observations store it (a longer one matches none)`).optional(),
+    // Judged against observations, stored under at most 100 characters and never empty: a longer name matches none, and
+    // would be echoed and recorded whole; an empty or blank one matches none either, and would spend a call on an
+    // unknown verdict. Refused by a pattern, not trimmed, so the JSON Schema states it and the name is judged as sent.
+    product_type: productType
+      .unwrap()
+      .regex(/\S/, EMPTY_PRODUCT_TYPE)
+      .max(PRODUCT_TYPE_MAX, `product_type is at most ${PRODUCT_TYPE_MAX} characters, as observations store it (a longer one matches none)`)
+      .optional(),
     // The digit limit only where the sign and size checks passed, so a value gets one reason (and no `abort`: an
     // explicitly aborted issue stops every later `when` refinement up the body, such as the context's size).
     current_price: currentPrice

@@ -169,6 +169,22 @@ describe('price verification API', function () {
     expect((await api.post('/api/price-router/verify', { context: { product_type: 'x'.repeat(100) }, proposed_price: 5 })).status).to.equal(200);
   });
 
+  it('refuses an empty or blank product_type with 400 at context.product_type in the words observations use, spending no call, on both verify routes and over MCP', async () => {
+    const api = client(svc.url, { 'x-api-key': caller.key });
+    const used = async () => ((await svc.sequelize.query(`SELECT count(*)::int AS n FROM usage_events WHERE workspace_id = $1`, { bind: [caller.workspaceId] }))[0][0] as { n: number }).n;
+    const before = await used();
+    for (const productType of ['', '   ', '\t']) {
+      const res = await api.post<Record<string, any>>('/api/price-router/verify', { context: { product_type: productType }, proposed_price: 20 });
+      expect(res.status, `${JSON.stringify(productType)}: ${res.text}`).to.equal(400);
+      expect(res.body.issues).to.deep.equal([{ path: 'context.product_type', reason: 'product_type must not be empty' }]);
+      const demo = await client(svc.url).post<Record<string, any>>('/api/public/price-router/verify', { context: { product_type: productType }, proposed_price: 20 });
+      expect(demo.status, demo.text).to.equal(400);
+    }
+    const tool = await api.post<Record<string, any>>('/api/mcp/rpc', { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'verify_price', arguments: { context: { product_type: '' }, proposed_price: 20 } } }, { accept: 'application/json, text/event-stream' });
+    expect(JSON.stringify(tool.body)).to.contain('product_type must not be empty');
+    expect(await used()).to.equal(before);
+  });
+
   it('takes current_price as the docs say (a non-negative number, 0 included), with one issue per refusal and a message saying so', async () => {
     const api = client(svc.url, { 'x-api-key': caller.key });
     const zero = await api.post<Record<string, any>>('/api/price-router/verify', { context: { product_type: 'widget', current_price: 0 }, proposed_price: '20.10' });
