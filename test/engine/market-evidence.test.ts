@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { anchored } from '../../engine/builtins/anchored';
 import { competitive, NETWORK_PROVENANCE } from '../../engine/builtins/competitive';
 import { MethodNotApplicable } from '../../engine/builtins/types';
@@ -38,6 +40,21 @@ describe('engine: built-ins positioned on the network\'s price observations (mar
     expect(r.confidence_factors).to.deep.include({ amount: 0.4 });
     expect(r.details).to.deep.include({ sources: 3 });
     expect(r.notes).to.include('the amount of evidence counts the 2 workspace(s) behind the 3 sources: a workspace counts once, however many labels it quotes under');
+  });
+
+  it("prices a product_type alone at the confidence docs/functions.md states: 0.6 × n/(n + 3) × agreement × independence, 0.075 to under 0.6", () => {
+    const doc = readFileSync(path.resolve(__dirname, '../../../docs/functions.md'), 'utf8').replace(/\s+/g, ' ');
+    expect(doc).to.contain('0.6 × n/(n + 3) × agreement × independence');
+    const agreeing = (n: number, workspaces = n) => run(competitive, { product_type: 'coffee' }, market({ source_prices: Array.from({ length: n }, () => 12), workspaces })).confidence;
+    // Each value the docs give for agreeing sources, with the words they give it in.
+    for (const [n, confidence, said] of [[2, 0.24, '0.24 with 2 sources'], [4, 0.343, '0.34 with 4'], [5, 0.375, '0.375 with 5'], [7, 0.42, '0.42 with 7'], [10, 0.461, '0.46 with 10'], [200, 0.591, '0.59 at the 200 sources']] as const) {
+      expect(agreeing(n), `${n} sources`).to.equal(confidence);
+      expect(doc).to.contain(said);
+    }
+    expect(agreeing(1, 1)).to.equal(0.075);
+    expect(doc).to.contain("one workspace's single source gives 0.075");
+    // Sources that disagree give less: the docs' values are the most each count gives.
+    expect(run(competitive, { product_type: 'coffee' }, market({ source_prices: [11, 12, 12.5, 13] })).confidence).to.be.below(agreeing(4));
   });
 
   it('a reference the provider computed (the service: verification\'s time-weighted statistic) is used as given', () => {
