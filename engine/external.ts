@@ -7,13 +7,19 @@ import type { Dec } from './builtins/inputs';
 import type { Context, MethodResult } from './builtins/types';
 import type { FunctionDescriptor } from './functions';
 
+/**
+ * The longest note an endpoint's answer may carry, in characters: the most of an endpoint's own words a caller is shown, in a
+ * note and in the quote of a refusal's reason alike.
+ */
+export const NOTE_MAX_CHARS = 500;
+
 /** What an owner's endpoint must answer: a positive price and a confidence in [0, 1]. */
 export const externalAnswer = z.object({
   // A decimal string of zero ("0.00") is no positive price either: the same rule as the number 0.
   price: z.union([z.number().positive().finite(), z.string().regex(/^\d+(\.\d+)?$/).refine((p) => /[1-9]/.test(p))]),
   currency: z.string().regex(CURRENCY_CODE).optional(),
   confidence: z.number().min(0).max(1),
-  notes: z.array(z.string().max(500)).max(20).optional(),
+  notes: z.array(z.string().max(NOTE_MAX_CHARS)).max(20).optional(),
   details: z.record(z.string(), z.unknown()).optional(),
 });
 
@@ -50,7 +56,7 @@ const ANSWER_RULES: Record<string, string> = {
   price: 'a positive number or a decimal string such as "12.50"',
   currency: 'a currency code of 3 to 5 letters such as "USD"',
   confidence: 'a number between 0 and 1',
-  notes: 'a list of at most 20 strings of at most 500 characters each',
+  notes: `a list of at most 20 strings of at most ${NOTE_MAX_CHARS} characters each`,
   details: 'an object',
 };
 
@@ -74,6 +80,58 @@ function notAPrice(error: z.ZodError, body: unknown): string {
  * (401, 403, 405, 410, 429, 5xx…) says something of the function or its endpoint, and stays a failure.
  */
 export const DECLINING_STATUSES: readonly number[] = [400, 404, 413, 422];
+
+/** Control and bidirectional-formatting characters: a quote is one line of the endpoint's words, never layout or a disguise. */
+const UNQUOTABLE = /[\p{Cc}\u200E\u200F\u202A-\u202E\u2066-\u2069]+/gu;
+
+/** The reason a JSON refusal gives in the fields frameworks and authors use for one: `error` (or its `message`), `message`, `detail`. */
+function reasonIn(body: unknown): unknown {
+  if (typeof body === 'string') return body;
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return undefined;
+  const b = body as Record<string, unknown>;
+  const error = b.error !== null && typeof b.error === 'object' && !Array.isArray(b.error) ? (b.error as Record<string, unknown>).message : b.error;
+  return [error, b.message, b.detail].find((v) => typeof v === 'string' && v.trim() !== '');
+}
+
+/** The registered address's parts a quote leaves out (longest first): the endpoint's answer may name where it runs. */
+function addressParts(endpointUrl: string): string[] {
+  try {
+    const url = new URL(endpointUrl);
+    return [endpointUrl, url.origin, url.host, url.hostname, url.pathname.length > 1 ? url.pathname : ''].filter((p) => p !== '').sort((a, b) => b.length - a.length);
+  } catch {
+    return [endpointUrl];
+  }
+}
+
+/**
+ * The reason an endpoint gave with its refusal of a context, fit to quote to any caller: the `error`, `message` or `detail`
+ * string of a JSON answer, or a plain-text answer; one line (control characters taken out), at most NOTE_MAX_CHARS, the
+ * registered address left out (the owner's business, as every failure told to others keeps it). None from an answer
+ * that states no reason so (empty, an HTML page, an object of other fields); the answer's headers are never quoted.
+ */
+export function refusalReason(answer: OutboundError['answer'], endpointUrl: string): string | undefined {
+  const text = answer?.text.trim() ?? '';
+  if (text === '') return undefined;
+  let said: unknown;
+  try {
+    said = reasonIn(JSON.parse(text) as unknown);
+  } catch {
+    // Text that is not JSON is quoted when it is meant as text: no markup (an error page), no other declared type.
+    said = !text.startsWith('<') && (answer?.type === undefined || /^text\/plain\b/i.test(answer.type)) ? text : undefined;
+  }
+  if (typeof said !== 'string') return undefined;
+  let line = said.replace(UNQUOTABLE, ' ');
+  for (const part of addressParts(endpointUrl)) line = line.replace(new RegExp(part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'gi'), '(its address)');
+  const chars = Array.from(line.replace(/\s+/g, ' ').trim());
+  if (chars.length === 0) return undefined;
+  return chars.length > NOTE_MAX_CHARS ? `${chars.slice(0, NOTE_MAX_CHARS - 1).join('').trimEnd()}…` : chars.join('');
+}
+
+/** The wording of a refusal by status, quoting the endpoint's reason when it gave one. */
+const refusedWording = (status: number, reason: string | undefined): string => `The endpoint refused this context (HTTP ${status})${reason === undefined ? '' : `, saying ${JSON.stringify(reason)}`}.`;
+
+/** Whether an attempt's error quotes the reason its endpoint gave with a refusal (refusedWording). */
+export const quotesRefusal = (error: string | undefined): boolean => /^The endpoint refused this context \(HTTP \d+\), saying "/.test(error ?? '');
 
 /**
  * The longest wait an endpoint's Retry-After is passed on with (seconds): a caller is not told to stay away for an hour
@@ -191,7 +249,7 @@ export class ExternalExecutor {
       if (err instanceof OutboundBlockedError || (err instanceof OutboundError && err.kind === 'protocol')) throw new ExternalFunctionError('blocked', err.message, forOthers);
       if (err instanceof OutboundError && err.kind === 'timeout') throw new ExternalFunctionError('timeout', err.message, forOthers);
       if (err instanceof OutboundError && err.kind === 'status' && err.status !== undefined && DECLINING_STATUSES.includes(err.status)) {
-        const said = `The endpoint refused this context (HTTP ${err.status}).`;
+        const said = refusedWording(err.status, refusalReason(err.answer, fn.endpointUrl));
         throw new ExternalFunctionError('declined', said, said);
       }
       const asked = err instanceof OutboundError && err.retryAfterS !== undefined ? Math.min(err.retryAfterS, MAX_UPSTREAM_RETRY_AFTER_S) : undefined;

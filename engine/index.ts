@@ -41,7 +41,7 @@ export type { BreakerView } from './stats/breaker';
 export type { CircuitBreakers, CallerBreakerView, ReaderBreakerView } from './stats/function-breakers';
 export type { LatencyStats, LatencySnapshot, LatencyView } from './stats/latency';
 export { NO_DATA, latencyView } from './stats/latency';
-export { externalAnswer } from './external';
+export { externalAnswer, quotesRefusal } from './external';
 export type { RequestSigner } from './external';
 export { roundRobinKey } from './routing/router';
 

@@ -58,6 +58,8 @@ export class OutboundError extends Error {
     readonly code?: string,
     /** A status answer's Retry-After, in seconds from now (delta-seconds or an HTTP date), when it sent a valid one. */
     readonly retryAfterS?: number,
+    /** A status answer's body and Content-Type, as received: the reason an endpoint gives with a refusal is in it. */
+    readonly answer?: { text: string; type: string | undefined },
   ) {
     super(message);
     this.name = 'OutboundError';
@@ -282,7 +284,9 @@ export class SafeHttpClient {
           res.on('end', () => {
             // A byte order mark before JSON is allowed to be ignored (RFC 8259, 8.1), and some servers send one.
             const text = Buffer.concat(chunks).toString('utf8').replace(/^\uFEFF/, '');
-            if (status < 200 || status >= 300) return finish(new OutboundError('status', `The endpoint answered HTTP ${status}.`, status, undefined, retryAfterSeconds(res.headers['retry-after'])));
+            if (status < 200 || status >= 300) {
+              return finish(new OutboundError('status', `The endpoint answered HTTP ${status}.`, status, undefined, retryAfterSeconds(res.headers['retry-after']), { text, type: res.headers['content-type'] }));
+            }
             try {
               finish(null, { status, body: JSON.parse(text) as unknown });
             } catch {

@@ -1,7 +1,7 @@
 import { sandboxRefusal } from '../../identity';
 import { ApiError, errorBodySchema } from '../../../core/errors';
 import type { ErrorExtras } from '../../../core/errors';
-import { BUILTINS, EngineError, NETWORK_OBSERVATIONS_CLAUSE } from '../../../engine';
+import { BUILTINS, EngineError, NETWORK_OBSERVATIONS_CLAUSE, quotesRefusal } from '../../../engine';
 import type { MarketEvidence } from '../../../engine';
 import { builtinSpelledAs } from './reserved-names';
 
@@ -154,15 +154,24 @@ function inputsOf(d: EngineError['details']): { inputs_by_function?: Record<stri
 
 /**
  * The hint of a 422 where an endpoint refused the context as a whole (HTTP 400, 404, 413, 422) and no input is missing:
- * there is no value to name, only the endpoint's answer, which the message quotes.
+ * there is no value to name, only the endpoint's answer, which the message quotes where it gave a reason.
  */
-function endpointRefusedHint(endpoints: string[], attempts: ReadonlyArray<{ function: string; outcome: string }>, opts: ErrorAudience): string {
+function endpointRefusedHint(endpoints: string[], attempts: ReadonlyArray<{ function: string; outcome: string; error?: string | undefined }>, opts: ErrorAudience): string {
   const many = endpoints.length > 1;
   const others = attempts.some((a) => a.outcome === 'not_applicable' && !endpoints.includes(a.function));
+  const refusals = attempts.filter((a) => a.outcome === 'not_applicable' && endpoints.includes(a.function));
+  const quoted = refusals.filter((a) => quotesRefusal(a.error)).length;
+  // Said only of what the message holds: an endpoint that answered its status alone (an empty body, an error page) gave none.
+  const quotes =
+    quoted === refusals.length
+      ? `and the message quotes ${many ? 'their answers' : 'its answer'}`
+      : quoted === 0
+        ? `without a reason the message could quote (${many ? 'their answers gave' : 'its answer gave'} none as text or as an error, message or detail field)`
+        : 'and the message quotes the answers that gave a reason'
   const way = opts.pinnedBy
     ? `Send a context that endpoint prices (its owner says what it reads), or omit ${opts.pinnedBy} to let routing choose a function that prices what you sent.`
     : `Send a context ${many ? 'these endpoints price' : 'that endpoint prices'} (${many ? 'their owners say' : 'its owner says'} what ${many ? 'they read' : 'it reads'}), or name another function with function_id.`;
-  return `No input is missing: the endpoint of ${endpoints.join(', ')} refused this context as sent, and the message quotes ${many ? 'their answers' : 'its answer'}${others ? " beside each other function's reason" : ''}. ${way}`;
+  return `No input is missing: the endpoint of ${endpoints.join(', ')} refused this context as sent, ${quotes}${others ? " beside each other function's reason" : ''}. ${way}`;
 }
 
 /**

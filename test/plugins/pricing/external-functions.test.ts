@@ -1008,7 +1008,7 @@ describe("pricing: a context an external endpoint refuses is the context's fault
       const fn = await listed(`/status/${status}`);
       const res = await stranger.post<Record<string, any>>('/api/compute/price', { context: EUR, function_id: fn.id });
       expect(res.status, res.text).to.equal(422);
-      expect(res.body).to.include({ code: 'insufficient_context', error: `The context cannot be priced by ${fn.name}: The endpoint refused this context (HTTP ${status}).` });
+      expect(res.body).to.include({ code: 'insufficient_context', error: `The context cannot be priced by ${fn.name}: The endpoint refused this context (HTTP ${status}), saying "no".` });
       expect(res.body.missing).to.deep.equal([]);
       expect(res.body.hint).to.equal(`No input is missing: the endpoint of ${fn.name} refused this context as sent, and the message quotes its answer. Send a context that endpoint prices (its owner says what it reads), or omit function_id to let routing choose a function that prices what you sent.`);
       // No built-in ran or was considered on this pinned call.
@@ -1064,9 +1064,9 @@ describe("pricing: a context an external endpoint refuses is the context's fault
       for (let i = 0; i < 6; i++) {
         const res = await stranger.post<Record<string, any>>('/api/compute/price', { context: EUR, function_id: fn.id });
         expect(res.status, res.text).to.equal(422);
-        expect(res.body).to.include({ code: 'insufficient_context', error: `The context cannot be priced by ${fn.name}: The endpoint refused this context (HTTP ${status}).` });
+        expect(res.body).to.include({ code: 'insufficient_context', error: `The context cannot be priced by ${fn.name}: The endpoint refused this context (HTTP ${status}), saying "no".` });
         expect(res.body).to.not.have.property('refused');
-        expect(res.body.attempts[0]).to.include({ outcome: 'not_applicable', error: `The endpoint refused this context (HTTP ${status}).` });
+        expect(res.body.attempts[0]).to.include({ outcome: 'not_applicable', error: `The endpoint refused this context (HTTP ${status}), saying "no".` });
       }
       expect(await breakerOf(fn.id)).to.include({ state: 'closed', failures: 0 });
       const own = await owner.post<Record<string, any>>('/api/compute/price', { context: USD, function_id: fn.id });

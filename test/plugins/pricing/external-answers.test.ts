@@ -1,0 +1,119 @@
+import { expect } from 'chai';
+import { client } from '../../support/http';
+import { sendJson, startUpstream } from '../../support/outbound';
+import type { Upstream } from '../../support/outbound';
+import { startTestService } from '../../support/service';
+import type { TestService } from '../../support/service';
+import { createKey, signUp } from '../../support/world';
+
+/**
+ * What the service reads in an external endpoint's answer, beyond a price: the reason it gives with a refusal of the
+ * context (quoted to the caller), and the optional fields it leaves null. Each endpoint is a real HTTP server of this
+ * test's own on 127.0.0.1, which OUTBOUND_ALLOW_LIST opens.
+ */
+
+let seq = 0;
+const uniqueName = (label: string) => `ans-${label}-${process.pid}-${Date.now().toString(36)}-${seq++}`;
+const CONTEXT = { product_type: 'coffee', currency: 'USD', current_price: 4.5 };
+
+describe('pricing: what an external endpoint answers besides a price', () => {
+  let svc: TestService;
+  let upstream: Upstream;
+  let owner: ReturnType<typeof client>;
+  let stranger: ReturnType<typeof client>;
+
+  before(async () => {
+    upstream = await startUpstream((req, res) => {
+      switch (req.path) {
+        case '/error-field':
+          return sendJson(res, 422, { error: 'no' });
+        case '/detail-field':
+          return sendJson(res, 400, { detail: 'product_id is required for this catalogue' });
+        case '/nested-error':
+          return sendJson(res, 422, { error: { code: 'unknown_sku', message: 'unknown SKU' } });
+        case '/plain-text':
+          res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' });
+          return void res.end('no such\u0007 product\r\n\u202Eyet\ttoday');
+        case '/long':
+          return sendJson(res, 422, { message: `${'too long '.repeat(200)}end` });
+        case '/names-itself':
+          return sendJson(res, 422, { error: `POST ${upstream.url('/names-itself')} refused: see 127.0.0.1:${upstream.port} logs` });
+        case '/html':
+          res.writeHead(404, { 'content-type': 'text/html' });
+          return void res.end('<html><body>Cannot POST /html</body></html>');
+        case '/empty':
+          res.writeHead(413);
+          return void res.end();
+        case '/other-fields':
+          return sendJson(res, 422, { code: 42, errors: ['a', 'b'] });
+        default:
+          return sendJson(res, 500, { error: 'unexpected path' });
+      }
+    });
+    svc = await startTestService({ config: { outbound: { allowList: ['127.0.0.1'] }, engine: { cacheTtlMs: 0 } } });
+    owner = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'ans-owner'), { name: 'o' })).key });
+    stranger = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'ans-stranger'), { name: 's' })).key });
+  });
+  after(async () => {
+    await svc.close();
+    await upstream.close();
+  });
+
+  /** A public active function at `path` of the test's endpoint. */
+  const listed = async (path: string) => {
+    const name = uniqueName(path.replace(/\W/g, ''));
+    const res = await owner.post<Record<string, any>>('/api/functions', { name, execution_type: 'external_api', endpoint_url: upstream.url(path), cost_per_unit: '0.002', is_public: true });
+    expect(res.status, res.text).to.equal(201);
+    expect((await owner.patch(`/api/functions/${res.body.function.id}`, { status: 'active' })).status).to.equal(200);
+    return { id: res.body.function.id as string, name };
+  };
+  const pinned = (as: ReturnType<typeof client>, id: string) => as.post<Record<string, any>>('/api/compute/price', { context: CONTEXT, function_id: id });
+
+  describe("an endpoint's refusal of the context quotes the reason it gave", () => {
+    it('quotes the error string of a JSON refusal in the message and the attempt, and the hint says so', async () => {
+      const fn = await listed('/error-field');
+      const res = await pinned(stranger, fn.id);
+      expect(res.status, res.text).to.equal(422);
+      expect(res.body).to.include({ code: 'insufficient_context', error: `The context cannot be priced by ${fn.name}: The endpoint refused this context (HTTP 422), saying "no".` });
+      expect(res.body.attempts[0]).to.include({ outcome: 'not_applicable', error: 'The endpoint refused this context (HTTP 422), saying "no".' });
+      expect(res.body.hint).to.match(new RegExp(`^No input is missing: the endpoint of ${fn.name} refused this context as sent, and the message quotes its answer\\. `));
+    });
+
+    it("quotes a detail field, an error object's message and a plain-text answer; a test run quotes it too", async () => {
+      const detail = await listed('/detail-field');
+      expect((await pinned(stranger, detail.id)).body.attempts[0].error).to.equal('The endpoint refused this context (HTTP 400), saying "product_id is required for this catalogue".');
+      const nested = await listed('/nested-error');
+      expect((await pinned(stranger, nested.id)).body.attempts[0].error).to.equal('The endpoint refused this context (HTTP 422), saying "unknown SKU".');
+      const text = await listed('/plain-text');
+      const tested = await stranger.post<Record<string, any>>(`/api/functions/${text.id}/test`, { context: CONTEXT });
+      expect(tested.status, tested.text).to.equal(200);
+      // Control and bidirectional characters taken out, the answer kept on one line.
+      expect(tested.body).to.include({ ok: false, error: 'The endpoint refused this context (HTTP 404), saying "no such product yet today".' });
+    });
+
+    it('bounds the quote to a note\'s length (500 characters) and never quotes the registered address', async () => {
+      const long = await listed('/long');
+      const error = (await pinned(stranger, long.id)).body.attempts[0].error as string;
+      const quote = JSON.parse(/saying (".*")\.$/.exec(error)?.[1] ?? '""') as string;
+      expect(Array.from(quote).length).to.be.within(490, 500);
+      expect(quote.endsWith('…')).to.equal(true);
+      const named = await listed('/names-itself');
+      for (const as of [stranger, owner]) {
+        const res = await pinned(as, named.id);
+        expect(res.status, res.text).to.equal(422);
+        expect(res.text).to.not.include('127.0.0.1').and.not.include(String(upstream.port)).and.not.include('/names-itself');
+        expect(res.body.attempts[0].error).to.equal('The endpoint refused this context (HTTP 422), saying "POST (its address) refused: see (its address) logs".');
+      }
+    });
+
+    it('an answer with no reason to quote (an HTML page, an empty body, other fields) keeps the status alone, and the hint does not claim a quote', async () => {
+      for (const [path, status] of [['/html', 404], ['/empty', 413], ['/other-fields', 422]] as const) {
+        const fn = await listed(path);
+        const res = await pinned(stranger, fn.id);
+        expect(res.status, res.text).to.equal(422);
+        expect(res.body.attempts[0].error, path).to.equal(`The endpoint refused this context (HTTP ${status}).`);
+        expect(res.body.hint, path).to.include('without a reason the message could quote').and.not.include('the message quotes');
+      }
+    });
+  });
+});
