@@ -13,14 +13,18 @@ import type { FunctionDescriptor } from './functions';
  */
 export const NOTE_MAX_CHARS = 500;
 
-/** What an owner's endpoint must answer: a positive price and a confidence in [0, 1]. */
+/**
+ * What an owner's endpoint must answer: a positive price and a confidence in [0, 1]. An optional field sent as null reads
+ * as absent, like a missing key (the service's rule for null elsewhere): serializers commonly write null for what is
+ * unset, and such an answer is a price, not a failure that would open the function's breaker.
+ */
 export const externalAnswer = z.object({
   // A decimal string of zero ("0.00") is no positive price either: the same rule as the number 0.
   price: z.union([z.number().positive().finite(), z.string().regex(/^\d+(\.\d+)?$/).refine((p) => /[1-9]/.test(p))]),
-  currency: z.string().regex(CURRENCY_CODE).optional(),
+  currency: z.string().regex(CURRENCY_CODE).nullish(),
   confidence: z.number().min(0).max(1),
-  notes: z.array(z.string().max(NOTE_MAX_CHARS)).max(20).optional(),
-  details: z.record(z.string(), z.unknown()).optional(),
+  notes: z.array(z.string().max(NOTE_MAX_CHARS)).max(20).nullish(),
+  details: z.record(z.string(), z.unknown()).nullish(),
 });
 
 /**
@@ -67,7 +71,8 @@ function notAPrice(error: z.ZodError, body: unknown): string {
   return fields
     .map((field) => {
       const rule = ANSWER_RULES[field] ?? 'as documented';
-      return (body as Record<string, unknown>)[field] === undefined ? `${field}: required, ${rule}` : `${field}: must be ${rule}`;
+      // null reads as absent (an optional field may be null): a required one sent as null is missing, not malformed.
+      return (body as Record<string, unknown>)[field] == null ? `${field}: required, ${rule}` : `${field}: must be ${rule}`;
     })
     .join('; ');
 }

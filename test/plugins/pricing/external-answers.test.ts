@@ -46,6 +46,16 @@ describe('pricing: what an external endpoint answers besides a price', () => {
           return void res.end();
         case '/other-fields':
           return sendJson(res, 422, { code: 42, errors: ['a', 'b'] });
+        case '/null-currency':
+          return sendJson(res, 200, { price: 12, confidence: 0.5, currency: null });
+        case '/null-notes':
+          return sendJson(res, 200, { price: 12, confidence: 0.5, notes: null });
+        case '/null-optionals':
+          return sendJson(res, 200, { price: '12.5', confidence: 0.5, currency: null, notes: null, details: null });
+        case '/null-price':
+          return sendJson(res, 200, { price: null, confidence: 0.5 });
+        case '/null-confidence':
+          return sendJson(res, 200, { price: 12, confidence: null, currency: null });
         default:
           return sendJson(res, 500, { error: 'unexpected path' });
       }
@@ -114,6 +124,32 @@ describe('pricing: what an external endpoint answers besides a price', () => {
         expect(res.body.attempts[0].error, path).to.equal(`The endpoint refused this context (HTTP ${status}).`);
         expect(res.body.hint, path).to.include('without a reason the message could quote').and.not.include('the message quotes');
       }
+    });
+  });
+
+  describe('an optional field of an answer sent as null reads as absent', () => {
+    it('a null currency is the context\'s currency, null notes none, null details none: a price (200), no failed attempt', async () => {
+      for (const path of ['/null-currency', '/null-notes', '/null-optionals']) {
+        const fn = await listed(path);
+        const res = await pinned(stranger, fn.id);
+        expect(res.status, `${path}: ${res.text}`).to.equal(200);
+        expect(res.body).to.include({ currency: 'USD', confidence: 0.5 });
+        expect(res.body.price).to.equal(path === '/null-optionals' ? '12.50' : '12.00');
+        expect(res.body.method.notes).to.deep.equal([]);
+        expect(res.body.method).to.not.have.property('details');
+        expect(res.body.trace.attempts.map((a: { outcome: string }) => a.outcome)).to.deep.equal(['ok']);
+      }
+    });
+
+    it('a null price or confidence is still a failed attempt (502), the field named as required', async () => {
+      const price = await listed('/null-price');
+      const noPrice = await pinned(stranger, price.id);
+      expect(noPrice.status, noPrice.text).to.equal(502);
+      expect(noPrice.body.attempts[0]).to.include({ outcome: 'failed', error: 'The endpoint\'s answer is not a price: price: required, a positive number or a decimal string such as "12.50".' });
+      const confidence = await listed('/null-confidence');
+      const noConfidence = await pinned(stranger, confidence.id);
+      expect(noConfidence.status, noConfidence.text).to.equal(502);
+      expect(noConfidence.body.attempts[0]).to.include({ outcome: 'failed', error: 'The endpoint\'s answer is not a price: confidence: required, a number between 0 and 1.' });
     });
   });
 });
