@@ -175,6 +175,19 @@ function endpointRefusedHint(endpoints: string[], attempts: ReadonlyArray<{ func
 }
 
 /**
+ * The hint of a 422 where no input is missing and the functions tried would not price values as sent (an endpoint
+ * answering in another currency): a pinned call already named its function, so it is offered routing instead.
+ */
+function declinedHint(inputs: readonly string[], attempts: ReadonlyArray<{ role: string; outcome: string }>, opts: ErrorAudience): string {
+  const values = inputs.join(' and ');
+  // A pinned call runs its policy's fallbacks too: what they would not price is named with them, not as the pin's alone.
+  const fallbacks = attempts.some((a) => a.role !== 'chosen' && a.outcome === 'not_applicable');
+  return opts.pinnedBy
+    ? `No input is missing: the function you named with ${opts.pinnedBy}${fallbacks ? " and your policy's fallbacks" : ''} would not price ${values} as sent (issues give why, attempts ${fallbacks ? "each function's" : 'its'} reason). Send a value ${fallbacks ? 'they price' : 'it prices'}, or omit ${opts.pinnedBy} to let routing choose a function that prices what you sent.`
+    : `No input is missing: the functions tried would not price ${values} as sent (issues give why, attempts each function's reason). Send a value they price, or name a function that prices this one with function_id.`;
+}
+
+/**
  * Who can mend addresses the outbound guard refuses, and how: the caller, by the PATCH of each of its own functions
  * (named by id); another workspace's owner, told apart by no id (the PATCH is not the caller's to send).
  */
@@ -324,7 +337,7 @@ function engineErrorBody(err: unknown, opts: ErrorAudience): unknown {
         // Every function that ran had its inputs and still could not price (a price too small for the currency's smallest unit, say).
         return new ApiError('insufficient_context', err.message, {
           hint: d.declined?.length
-            ? `No input is missing: the functions tried would not price ${d.declined.map((x) => x.input).join(' and ')} as sent (issues give why, attempts each function's reason). Send a value they price, or name a function that prices this one with function_id.`
+            ? declinedHint(d.declined.map((x) => x.input), d.attempts ?? [], opts)
             : d.endpointRefused?.length
               ? endpointRefusedHint(d.endpointRefused, d.attempts ?? [], opts)
               : 'No input is missing: the message gives the reason each function could not price this context and how to change the values it names.',

@@ -46,6 +46,8 @@ describe('pricing: what an external endpoint answers besides a price', () => {
           return void res.end();
         case '/other-fields':
           return sendJson(res, 422, { code: 42, errors: ['a', 'b'] });
+        case '/eur-only':
+          return sendJson(res, 200, { price: 12, confidence: 0.5, currency: 'EUR' });
         case '/null-currency':
           return sendJson(res, 200, { price: 12, confidence: 0.5, currency: null });
         case '/null-notes':
@@ -150,6 +152,32 @@ describe('pricing: what an external endpoint answers besides a price', () => {
       const noConfidence = await pinned(stranger, confidence.id);
       expect(noConfidence.status, noConfidence.text).to.equal(502);
       expect(noConfidence.body.attempts[0]).to.include({ outcome: 'failed', error: 'The endpoint\'s answer is not a price: confidence: required, a number between 0 and 1.' });
+    });
+  });
+
+  describe('a pinned call to an endpoint answering in another currency', () => {
+    it('is told to omit the field it pinned with (function_id or function_name), not to name a function it already named', async () => {
+      const fn = await listed('/eur-only');
+      const byId = await pinned(stranger, fn.id);
+      expect(byId.status, byId.text).to.equal(422);
+      expect(byId.body.refused).to.deep.equal(['currency']);
+      expect(byId.body.hint).to.equal(
+        'No input is missing: the function you named with function_id would not price currency as sent (issues give why, attempts its reason). Send a value it prices, or omit function_id to let routing choose a function that prices what you sent.',
+      );
+      const byName = await stranger.post<Record<string, any>>('/api/price-router', { context: CONTEXT, function_name: fn.name });
+      expect(byName.status, byName.text).to.equal(422);
+      expect(byName.body.hint).to.include('the function you named with function_name would not price currency as sent').and.include('omit function_name to let routing choose');
+      expect(byName.body.hint).to.not.include('name a function that prices this one');
+    });
+
+    it('a routed call the endpoint declines keeps the advice to name a function that prices the value', async () => {
+      const fn = await listed('/eur-only');
+      const router = client(svc.url, { 'x-api-key': (await createKey(svc, await signUp(svc, 'ans-router'), { name: 'r' })).key });
+      expect((await router.post('/api/routing-policies', { name: 'eur only', strategy: 'priority', is_default: true, config: { order: [fn.id] } })).status).to.equal(201);
+      const res = await router.post<Record<string, any>>('/api/compute/price', { context: CONTEXT });
+      expect(res.status, res.text).to.equal(422);
+      expect(res.body.refused).to.deep.equal(['currency']);
+      expect(res.body.hint).to.include('Send a value they price, or name a function that prices this one with function_id.');
     });
   });
 });
