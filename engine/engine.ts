@@ -331,7 +331,9 @@ export class PricingEngine {
     }
     // The function the call's outcome is counted under: the chosen one, else the first fallback that ran.
     const lead = first ?? (this.registry.find(attempts.find((a) => a.outcome !== 'skipped')?.id ?? '') as FunctionDescriptor);
-    const answer = failedCallAnswer({ calls, pinned: Boolean(pinned), decision, policy: req.policy, context: req.context, workspaceId: req.scope.workspaceId, caller, marketFor }, this.registry, this.breakers);
+    const failed = failedCallAnswer({ calls, pinned: Boolean(pinned), decision, policy: req.policy, context: req.context, workspaceId: req.scope.workspaceId, caller, marketFor }, this.registry, this.breakers);
+    // With the strategy the call ran under, which its usage event records beside the function it names.
+    const answer = new EngineError(failed.code, failed.message, { ...failed.details, strategy });
     this.requests.inc({ function: this.opts.labels.of(lead), outcome: answer.code });
     throw answer;
   }

@@ -52,7 +52,11 @@ export class EngineError extends Error {
   constructor(
     readonly code: EngineErrorCode,
     message: string,
-    readonly details: { candidates?: CandidateReport[]; decisive?: CandidateReport[]; attempts?: AttemptReport[]; missing?: string[]; refused?: string[]; retryAfterS?: number; functionId?: string; strategy?: string; policyStrategy?: string; permanent?: boolean; excludedCouldPrice?: CandidateReport[]; policyId?: string; refusedAt?: string[]; ownRefusedAt?: string[]; pinned?: boolean; suggestedId?: string; suggestedName?: string; declined?: Array<{ input: string; reason: string }>; chosenMissing?: string[]; endpointRefused?: string[]; ruleMatched?: boolean; rule?: AppliedRule } = {},
+    /**
+     * `reached`: the function a pinned call named, resolved within the caller's reach, that cannot run (a draft, inactive,
+     * a pipeline); never set for one missing or out of reach, whose refusal must not tell the two apart.
+     */
+    readonly details: { reached?: { id: string; name: string }; candidates?: CandidateReport[]; decisive?: CandidateReport[]; attempts?: AttemptReport[]; missing?: string[]; refused?: string[]; retryAfterS?: number; functionId?: string; strategy?: string; policyStrategy?: string; permanent?: boolean; excludedCouldPrice?: CandidateReport[]; policyId?: string; refusedAt?: string[]; ownRefusedAt?: string[]; pinned?: boolean; suggestedId?: string; suggestedName?: string; declined?: Array<{ input: string; reason: string }>; chosenMissing?: string[]; endpointRefused?: string[]; ruleMatched?: boolean; rule?: AppliedRule } = {},
   ) {
     super(message);
     this.name = 'EngineError';

@@ -26,10 +26,12 @@ export function resolvePinned(registry: FunctionRegistry, ref: PinnedRef, scope:
     }
     throw new EngineError('function_not_found', 'No pricing function with this id or name is available to you.', { functionId: key });
   }
+  // Within the caller's reach from here on: the call's usage event may name the function it named (`reached`).
+  const reached = { id: fn.id, name: fn.name };
   if (fn.status === 'draft') {
-    throw new EngineError('function_draft', `Function "${fn.name}" is a draft. Activate it with PATCH /api/functions/${fn.id} {"status":"active"} before routing to it.`, { functionId: fn.id });
+    throw new EngineError('function_draft', `Function "${fn.name}" is a draft. Activate it with PATCH /api/functions/${fn.id} {"status":"active"} before routing to it.`, { functionId: fn.id, reached });
   }
-  if (fn.status === 'inactive') throw new EngineError('function_inactive', `Function "${fn.name}" was deactivated by its owner.`, { functionId: fn.id });
-  if (fn.executionType === 'pipeline') throw new EngineError('pipeline_execution_unavailable', 'Pipeline execution is not available.', { functionId: fn.id });
+  if (fn.status === 'inactive') throw new EngineError('function_inactive', `Function "${fn.name}" was deactivated by its owner.`, { functionId: fn.id, reached });
+  if (fn.executionType === 'pipeline') throw new EngineError('pipeline_execution_unavailable', 'Pipeline execution is not available.', { functionId: fn.id, reached });
   return fn;
 }

@@ -49,6 +49,12 @@ interface AggregateRow {
 }
 
 /**
+ * The error codes of failed calls whose event names the function that refused them, not one that failed (the pricing
+ * plugin's failedCallFunction): counted nowhere, as docs/leaderboard.md says of a function unable to price the context.
+ */
+const REFUSED_BY_FUNCTION = ['insufficient_context', 'function_draft', 'function_inactive', 'pipeline_execution_unavailable'].map((c) => `'${c}'`).join(', ');
+
+/**
  * One pass over the window's usage events, grouped first per function and workspace, then per
  * function with each workspace mapped to its consumer: the owner of the workspace, else the owner
  * of its parent (claimed agent and test workspaces), else the workspace itself. So a person counts
@@ -65,7 +71,7 @@ interface AggregateRow {
  */
 const AGGREGATE_SQL = `
   WITH counted AS (
-    SELECT function_id, workspace_id, status, outcome, quality_score, confidence, failed_function_ids, cached
+    SELECT function_id, workspace_id, status, error_code, outcome, quality_score, confidence, failed_function_ids, cached
       FROM usage_events
      WHERE created_at >= $1
        AND workspace_id <> $2
@@ -74,8 +80,10 @@ const AGGREGATE_SQL = `
        AND error_code IS DISTINCT FROM 'not_delivered'
   ),
   calls AS (
+    -- A failed call's event also names a function that refused it without failing (the context it could not price, a
+    -- draft or inactive function pinned): the context's or the caller's doing, no call of the function's to count.
     SELECT function_id, workspace_id, status, outcome, quality_score, confidence, cached
-      FROM counted WHERE function_id IS NOT NULL
+      FROM counted WHERE function_id IS NOT NULL AND coalesce(error_code, '') NOT IN (${REFUSED_BY_FUNCTION})
     UNION ALL
     -- A function tried and failed during a call its event does not name (a fallback answered, or it
     -- was not the chosen one of a call where all failed): a failed call of that function.

@@ -1,4 +1,4 @@
-import type { AttemptReport } from '../../../engine';
+import type { AttemptReport, EngineError } from '../../../engine';
 import { callerFields, contextKeys } from '../../usage';
 import type { UsageEventInput } from '../../usage';
 import { DEMO_WORKSPACE_ID } from '../migrations/0001-pricing-schema';
@@ -20,6 +20,29 @@ export function failedOthers(attempts: readonly AttemptReport[], named: string |
   let ids: string[] | undefined;
   for (const a of attempts) if (a.id !== null && failedForReal(a) && a.id !== named && !ids?.includes(a.id)) (ids ??= []).push(a.id);
   return ids;
+}
+
+/**
+ * The function a failed call's event names, with the strategy that reached it ("explicit" for a pinned call, as a priced
+ * one records): the chosen function the call failed with, when its failure counts against it (failedForReal); the one
+ * whose attempt could not price the context (its endpoint refused it or answered in another currency, a built-in lacked
+ * inputs), the chosen one first; or the function a pinned call named that cannot run (a draft, inactive, a pipeline).
+ * Only functions within the caller's reach are named: attempts that ran, and `reached`, which the engine sets only on a
+ * function it resolved for the caller; a missing or unreachable one (404) names nothing, so its event tells nothing apart.
+ * Only the first counts against the function (leaderboard reliability): the others are the context's or the caller's doing.
+ */
+export function failedCallFunction(err: EngineError, pinned: boolean): Pick<UsageOutcome, 'functionId' | 'functionName' | 'strategy'> {
+  const attempts = err.details.attempts ?? [];
+  const attempt =
+    err.code === 'functions_failed'
+      ? attempts.find((a) => a.role === 'chosen' && failedForReal(a))
+      : err.code === 'insufficient_context'
+        ? (attempts.find((a) => a.role === 'chosen' && a.outcome === 'not_applicable') ?? attempts.find((a) => a.outcome === 'not_applicable'))
+        : undefined;
+  const fn = attempt?.id ? { id: attempt.id, name: attempt.function } : err.details.reached;
+  if (!fn) return {};
+  const strategy = pinned ? 'explicit' : err.details.strategy;
+  return { functionId: fn.id, functionName: fn.name, ...(strategy ? { strategy } : {}) };
 }
 
 /** The usage event of a call: its outcome and who made it. */

@@ -18,7 +18,7 @@ import { DEMO_WORKSPACE_ID } from '../migrations/0001-pricing-schema';
 import { callerGone, callerLeftSignal } from '../../../core/http/caller-gone';
 import { idempotencyKeyReused } from './compute-call';
 import type { ComputeCall, ComputeResult } from './compute-call';
-import { failedForReal, failedOthers, usageEventOf } from './compute-usage-event';
+import { failedCallFunction, failedOthers, usageEventOf } from './compute-usage-event';
 import { toApiError } from './engine-errors';
 import type { ErrorAudience } from './engine-errors';
 import type { MarketEvidenceSlot } from './market-evidence';
@@ -204,10 +204,11 @@ export class ComputeService {
       // A call refused for its body (400) or its plan (403) was refused before pricing and is no call (docs/routing.md); the
       // others are recorded with the code their caller was given.
       if (err instanceof EngineError && mapped instanceof ApiError && mapped.status !== 400 && mapped.status !== 403) {
-        // A call where every function failed names the chosen one, so its failure counts against it (leaderboard reliability).
-        const chosen = err.code === 'functions_failed' ? err.details.attempts?.find((a) => a.role === 'chosen' && failedForReal(a)) : undefined;
-        const named = chosen?.id ? { functionId: chosen.id, functionName: chosen.function } : {};
-        const failedFunctionIds = failedOthers(err.details.attempts ?? [], chosen?.id ?? undefined);
+        // A call where every function failed names the chosen one, so its failure counts against it (leaderboard reliability);
+        // a call a function it reached refused names that one, so the caller finds it by function (counted against nothing).
+        const named = failedCallFunction(err, Boolean(call.functionId || call.functionName));
+        // The failed functions but the chosen one the event names: one that refused the context did not fail.
+        const failedFunctionIds = failedOthers(err.details.attempts ?? [], err.code === 'functions_failed' ? (named.functionId ?? undefined) : undefined);
         const usageEventId = await this.recorder.record(usageEventOf(call, { ...named, failedFunctionIds, status: 'error', errorCode: mapped.code, cost: '0', billable: false, paidVia: null, latencyMs: ms(t0) }));
         // The failed call's record, named as a priced call's receipt names its own: a batch's items share one request id,
         // so this is how a failed item's event is found. A keyless demo call's record is nobody's to open (its receipt names no id).
