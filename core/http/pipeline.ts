@@ -10,6 +10,7 @@ import { callerGone } from './caller-gone';
 import { invalidJson, parseJsonBody, refuseUnstorableText, sentWithExactStrings, withInexactNumbers } from './json-body';
 import { bodyReadError, isUndecodablePath, undecodablePathError } from './middleware';
 import { runStages } from './direct-dispatch';
+import { answerForCaller, deprecationHeaders, methodNotAllowed } from './method-not-allowed';
 import { isStaticPath, templateMatcher, undecodableParam } from './path-templates';
 import { HANDLED, offeringKeylessTwin } from './route';
 import { sendBody } from './send-body';
@@ -120,13 +121,6 @@ export function sendReply(res: Response, reply: Reply): void {
     }
     sendBody(res, json, 'application/json; charset=utf-8', { etag: reply.etag === true });
   } else res.json(reply.body);
-}
-
-function deprecationHeaders(res: Response, d: Deprecation | undefined): void {
-  if (!d) return;
-  res.setHeader('Deprecation', `@${Math.floor(Date.parse(d.since) / 1000)}`);
-  if (d.sunset) res.setHeader('Sunset', new Date(d.sunset).toUTCString());
-  res.setHeader('Link', `<${d.link}>; rel="deprecation"; type="text/html"`);
 }
 
 /**
@@ -302,7 +296,7 @@ export function mountRoutes(router: Router, table: RouteTable, deps: PipelineDep
   // its parameter (GET /api/agents/register would be GET /api/agents/:id, answering 401 for an agent
   // id): mounted first, they answer the static path's 405.
   for (const [path, methods] of shadowedMethods(table)) {
-    const handler = otherMethods(path, table.all().filter(({ spec }) => spec.path === path).map(({ spec }) => spec));
+    const handler = otherMethods(path, table.all().filter(({ spec }) => spec.path === path).map(({ spec }) => spec), deps.hooks);
     for (const method of methods) router[method](path, handler);
   }
   for (const { spec } of table.all()) {
@@ -330,7 +324,7 @@ export function mountRoutes(router: Router, table: RouteTable, deps: PipelineDep
     earlier.push({ method: spec.method, matcher: templateMatcher(spec.path) });
   }
   for (const [path, specs] of specsByPath) {
-    router.all(path, otherMethods(path, specs));
+    router.all(path, otherMethods(path, specs, deps.hooks));
   }
   // Express fails to decode a parameter before any route runs; only here is it known which route that was.
   const paramAt = undecodableParam([...specsByPath.keys()]);
@@ -381,12 +375,15 @@ function shadowedMethods(table: RouteTable): Map<string, HttpMethod[]> {
  * of the path's routes when they have one (MCP's Origin rule covers every method). Named, so the
  * route listing (OpenAPI tests) tells these from operations.
  */
-function otherMethods(path: string, specs: RouteSpec[]): RequestHandler {
+function otherMethods(path: string, specs: RouteSpec[], hooks: Hooks): RequestHandler {
   const screening = specs.find((spec) => spec.screen);
   // A path of one route taking a body: the 405 shows a body it takes, so the retry with the right method works as sent.
   const only = specs.length === 1 ? specs[0] : undefined;
   const missing = Object.assign({}, ...specs.map((spec) => spec.missingMethods ?? {})) as NonNullable<RouteSpec['missingMethods']>;
-  const refuse = methodNotAllowed(path, specs.map((spec) => spec.method), pathDeprecation(specs), only?.body ? only.example : undefined, missing);
+  const declaring = new Map(specs.flatMap((spec) => Object.keys(spec.missingMethods ?? {}).map((m) => [m, spec] as const)));
+  const refuse = methodNotAllowed(path, specs.map((spec) => spec.method), pathDeprecation(specs), only?.body ? only.example : undefined, missing, (req, res, meant) =>
+    answerForCaller(hooks, requestContext(req, res, declaring.get(req.method.toLowerCase()) ?? (specs[0] as RouteSpec)), meant),
+  );
   const handler = screening ? screenedFirst(screening, refuse) : refuse;
   Object.defineProperty(handler, 'name', { value: METHOD_NOT_ALLOWED });
   return handler;
@@ -399,34 +396,5 @@ function screenedFirst(route: RouteSpec, then: RequestHandler): RequestHandler {
     const screened = route.screen?.(requestContext(req, res, route));
     if (screened === undefined) then(req, res, next);
     else if (screened !== HANDLED) sendReply(res, screened);
-  };
-}
-
-/** The 405 helper: `Allow` header plus a hint naming the methods the path accepts, and the path's deprecation signals. */
-export function methodNotAllowed(path: string, methods: readonly HttpMethod[], deprecated?: Deprecation, example?: unknown, missing: RouteSpec['missingMethods'] = {}): RequestHandler {
-  const allowed = methods.map((m) => m.toUpperCase());
-  if (allowed.includes('GET')) allowed.push('HEAD');
-  const allow = allowed.join(', ');
-  return (req, res, next) => {
-    res.locals.routeTemplate = path;
-    deprecationHeaders(res, deprecated);
-    if (req.method === 'OPTIONS') {
-      res.setHeader('Allow', `${allow}, OPTIONS`);
-      res.status(204).end();
-      return;
-    }
-    // The path as the caller sent it (not Express's template with its :params), the methods as a reader lists them.
-    const methods = allowed.filter((m) => m !== 'HEAD');
-    const listed = methods.length > 1 ? `${methods.slice(0, -1).join(', ')} or ${methods.at(-1) ?? ''}` : (methods[0] ?? '');
-    // A method the routes say what to do instead of (missingMethods) gets that hint and its example.
-    const meant = missing[req.method.toLowerCase() as HttpMethod];
-    const shown = meant ? meant.example : example;
-    next(
-      new ApiError('method_not_allowed', `${req.method} is not supported on ${req.path}.`, {
-        hint: meant?.hint ?? (example === undefined ? `Use ${listed} on this path.` : `Use ${listed} on this path; example is a body it takes.`),
-        headers: { Allow: allow },
-        ...(shown === undefined ? {} : { example: shown }),
-      }),
-    );
   };
 }

@@ -64,6 +64,19 @@ export interface Reply {
 export const HANDLED: unique symbol = Symbol('handled');
 export type HandlerResult = Reply | typeof HANDLED;
 
+/** The 405 of a method a path has no route for, as a route of the path declares it (`missingMethods`). */
+export interface MissingMethod {
+  /** The documented answer, and the one given where `forCaller` is not declared. */
+  hint: string;
+  example?: unknown;
+  /**
+   * The hint and example for this caller, where what it could do instead depends on who asks about what (a DELETE of a
+   * function: the withdrawing PATCH only to a caller who may send it). Called with the request's credential read (no
+   * credential, or one refused, is a null principal: the 405 holds whoever asks) and its path parameters as sent.
+   */
+  forCaller?: (ctx: RequestContext) => { hint: string; example?: unknown } | Promise<{ hint: string; example?: unknown }>;
+}
+
 export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, P extends z.ZodType = z.ZodType> {
   /** Stable operation id, e.g. `compute.price`; used by OpenAPI, decorators and tests. */
   id: string;
@@ -97,7 +110,7 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
    * What a caller trying a method the path has no route for is told in its 405, in place of the bare list of methods:
    * where the operation it likely meant lives (DELETE of a record that is withdrawn, never deleted, say).
    */
-  missingMethods?: Partial<Record<HttpMethod, { hint: string; example?: unknown }>>;
+  missingMethods?: Partial<Record<HttpMethod, MissingMethod>>;
   /** The route manages API keys (an agent token there answers 403 agent_cannot_manage_keys). */
   keyManagement?: boolean;
   /**

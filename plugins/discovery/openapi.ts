@@ -5,7 +5,7 @@ import { z } from 'zod';
 extendZodWithOpenApi(z);
 import { errorBodySchema } from '../../core/errors';
 import type { RegisteredRoute } from '../../core/http/pipeline';
-import type { HttpMethod, RouteSpec } from '../../core/http/route';
+import type { HttpMethod, MissingMethod, RouteSpec } from '../../core/http/route';
 
 export { openApiPath } from '../../core/http/route';
 import { openApiPath } from '../../core/http/route';
@@ -141,7 +141,8 @@ export function buildOpenApi(all: readonly RegisteredRoute[], info: { version: s
       operationId: `${refused.spec.id}.${refused.method}_not_allowed`,
       summary: `Not served: 405, Allow names the methods that are.`,
       tags: [...(refused.spec.tags ?? [refused.plugin])],
-      security: [],
+      // A 405 worded for its caller reads a credential if one is sent (never requires one, nor any scope).
+      security: refused.readsCredential ? securityOf({ ...refused.spec, auth: 'optional', scopes: [], handlerScopes: [], fullAccess: false }) : [],
       ...(refused.spec.params ? { request: { params: refused.spec.params as z.ZodObject } } : {}),
       responses: {
         405: {
@@ -170,17 +171,18 @@ export function buildOpenApi(all: readonly RegisteredRoute[], info: { version: s
 /**
  * The methods a path has no route for whose 405 a route declares (`missingMethods`: a GET of the keyless demo, a DELETE of
  * a function): each is documented as an operation answering 405 alone, so a client reading the document learns what
- * the call it might try gets. The 405 is sent before any guard, so it carries no rate or budget headers.
+ * the call it might try gets. The 405 is sent before any guard, so it carries no rate or budget headers; one worded for
+ * its caller (`forCaller`: the DELETE of a function) reads the credential sent, and is documented with the hint anyone gets.
  */
-export function refusedMethods(routes: readonly RegisteredRoute[]): Array<{ plugin: string; spec: RouteSpec; path: string; method: HttpMethod; hint: string }> {
+export function refusedMethods(routes: readonly RegisteredRoute[]): Array<{ plugin: string; spec: RouteSpec; path: string; method: HttpMethod; hint: string; readsCredential: boolean }> {
   const served = new Set(routes.map(({ spec }) => `${spec.method} ${spec.path}`));
-  const out: Array<{ plugin: string; spec: RouteSpec; path: string; method: HttpMethod; hint: string }> = [];
+  const out: Array<{ plugin: string; spec: RouteSpec; path: string; method: HttpMethod; hint: string; readsCredential: boolean }> = [];
   for (const { plugin, spec } of routes) {
-    for (const [method, meant] of Object.entries(spec.missingMethods ?? {}) as Array<[HttpMethod, { hint: string }]>) {
+    for (const [method, meant] of Object.entries(spec.missingMethods ?? {}) as Array<[HttpMethod, MissingMethod]>) {
       const key = `${method} ${spec.path}`;
       if (served.has(key)) continue;
       served.add(key);
-      out.push({ plugin, spec, path: spec.path, method, hint: meant.hint });
+      out.push({ plugin, spec, path: spec.path, method, hint: meant.hint, readsCredential: meant.forCaller !== undefined });
     }
   }
   return out;

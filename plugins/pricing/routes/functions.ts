@@ -20,6 +20,7 @@ import { functionCreateResponse, functionReadResponse, functionTestResponse, fun
 import { marketplaceOutsidePlan, pipelineUnavailable, toApiError } from '../services/engine-errors';
 import type { FunctionRecord, FunctionStore } from '../services/function-store';
 import { PATCH_CHANGING_NOTHING, createExampleFromSent, patchExampleFromSent } from './policy-example';
+import { functionDeletion } from './function-withdrawal';
 import { checkCallCost, checkEndpoint, checkEndpointFields, checkStoredEndpoint, checkTimeout, mendedCreate, refusedAfterSchema } from './function-checks';
 
 export interface FunctionRouteDeps {
@@ -140,6 +141,8 @@ export async function ownedFunction(d: Pick<FunctionRouteDeps, 'registry' | 'sto
 
 export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
   const owned = (p: Principal, id: string) => ownedFunction(d, p, id);
+  // The PATCH, which a DELETE's 405 offers only to a caller it would let through.
+  let update: RouteSpec;
   return [
     defineRoute({
       id: 'functions.list',
@@ -268,17 +271,12 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         );
       },
     }),
-    defineRoute({
+    (update = defineRoute({
       id: 'functions.update',
       method: 'patch',
       path: '/api/functions/:id',
-      // Usage records and policies name a function for good: it is withdrawn, never deleted.
-      missingMethods: {
-        delete: {
-          hint: 'Functions are never deleted (usage records and routing policies name them for good): a PATCH of this path with example {"status":"inactive"} withdraws one from routing and the marketplace; {"status":"active"} brings it back.',
-          example: { status: 'inactive' },
-        },
-      },
+      // Usage records and policies name a function for good: it is withdrawn, never deleted, by those who may PATCH it.
+      missingMethods: { delete: functionDeletion(d.registry, () => update) },
       summary: 'Owners and admins: activate, deactivate, list publicly, or change description, tags, cost or endpoint.',
       tags: ['Functions'],
       fullAccess: true,
@@ -340,7 +338,7 @@ export function functionRoutes(d: FunctionRouteDeps): RouteSpec[] {
         if (body.endpoint_url !== undefined && body.endpoint_url !== before.endpointUrl) d.breakers.expedite(fn.id);
         return ok({ function: functionView(fn, d, p.workspaceId, healthCallerOfPrincipal(p)), ...pipelineWarning(fn) });
       },
-    }),
+    }) as RouteSpec),
     defineRoute({
       id: 'functions.test',
       method: 'post',

@@ -440,6 +440,8 @@ describe('pricing: authoring workspace functions', function () {
   it('answers DELETE of a function with 405 saying functions are withdrawn, never deleted, and the PATCH that withdraws one as example', async () => {
     const made = await api().post<Record<string, any>>('/api/functions', draft('never-deleted'));
     expect(made.status, made.text).to.equal(201);
+    // Active: a draft is out of routing already, and its answer offers no withdrawal (function-deletion.test.ts).
+    expect((await api().patch(`/api/functions/${made.body.function.id}`, { status: 'active' })).status).to.equal(200);
     const res = await api().raw<Record<string, any>>('DELETE', `/api/functions/${made.body.function.id}`);
     expect(res.status, res.text).to.equal(405);
     expect(res.headers.get('allow')).to.equal('GET, PATCH, HEAD');
