@@ -165,7 +165,7 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     container.register(TOKENS.Routes, { useValue: routes });
 
     const readiness = new Map<string, ReadinessCheck>();
-    readiness.set('database', () => pingDatabase(sequelize));
+    readiness.set('database', () => pingDatabase(sequelize, pgPool));
     if (kv.kind === 'redis') readiness.set('redis', () => kv.ping());
     container.register(TOKENS.Readiness, { useValue: readiness });
     const starters: Array<() => Promise<void> | void> = [];

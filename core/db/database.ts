@@ -72,14 +72,19 @@ export function createSequelize(opts: DatabaseOptions, log: Logger): Sequelize {
   });
 }
 
-/** Resolves when the database answers a trivial query within `timeoutMs`. */
-export async function pingDatabase(sequelize: Sequelize, timeoutMs = 2000): Promise<void> {
+/**
+ * Resolves when the database answers a trivial query within `timeoutMs` on each pool: Sequelize's, and the hot
+ * path's (the usage writer's) when given. Each pool needs its own check: one may hold a live connection while the
+ * other cannot open one (a database shutting down, or refusing new connections, serves open sessions only), and a
+ * priced call, which cannot be answered without its usage record, depends on the hot pool.
+ */
+export async function pingDatabase(sequelize: Sequelize, hotPool?: Pool, timeoutMs = 2000): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
   });
   try {
-    await Promise.race([sequelize.query('SELECT 1'), timeout]);
+    await Promise.race([Promise.all([sequelize.query('SELECT 1'), hotPool?.query('SELECT 1')]), timeout]);
   } finally {
     clearTimeout(timer);
   }
