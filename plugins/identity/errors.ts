@@ -75,15 +75,25 @@ export function signInRefused(message: string, advice: string): ApiError {
   });
 }
 
+/** The revoked key a 401 explains: why (revoked_reason), and where it lived, for advice that names its workspace and agent. */
+export interface RevokedKeyFacts {
+  revoked_reason: string | null;
+  workspace_id: string;
+  agent_id: string | null;
+}
+
 /**
  * Why a key was revoked and what its holder can do now, by the reason stored with the revocation: "use a current key"
  * helps only after a rotation, and a holder cut off by a claim or a departure needs to know whom to ask.
  */
-const REVOKED_BECAUSE: Record<string, { why: string; advice: string }> = {
+const REVOKED_BECAUSE: Record<string, { why: string; advice: string | ((key: RevokedKeyFacts) => string) }> = {
   rotated: { why: 'it was rotated', advice: 'Use the new key that POST /api/api-keys/rotate returned; a rotated key stops working at once.' },
   claimed: {
     why: 'its sandbox workspace was claimed (by a person, or a key with workspace:claim), and the claim revokes the agent key unless the claimer keeps it',
-    advice: "The claimed workspace is now managed by its new owner: ask its owner or an admin for a key (they create one at POST /api/api-keys, or an agent-bound key at POST /api/agents/{id}/keys).",
+    // A person acts in their default workspace unless x-workspace-id names another: a key asked for without it lands
+    // there, not in the claimed workspace the agent keeps working for.
+    advice: (key) =>
+      `The claimed workspace is now managed by its new owner: ask its owner or an admin for a key made in it (${key.workspace_id}): signed in, they send the header x-workspace-id: ${key.workspace_id} with POST /api/agents/${key.agent_id ?? '{id}'}/keys (a key bound to this agent) or POST /api/api-keys; without that header the key is made in their own default workspace.`,
   },
   'creator left the workspace': {
     why: 'the person who created it left the workspace or was removed from it',
@@ -103,8 +113,8 @@ const NEW_TOKEN = 'then get a new access token at POST /api/oauth/token with it 
  * 401 for a revoked key, saying why (from revoked_reason) and what to do next; `viaToken` when the
  * key is the one behind an access token, whose holder also needs a new token.
  */
-export function revokedKey(reason: string | null, viaToken = false): ApiError {
-  const { message, advice } = revokedKeyExplained(reason, viaToken ? 'The key behind this access token' : 'This API key');
+export function revokedKey(key: RevokedKeyFacts, viaToken = false): ApiError {
+  const { message, advice } = revokedKeyExplained(key, viaToken ? 'The key behind this access token' : 'This API key');
   return invalidCredentials(message, viaToken ? `${advice.replace(/\.$/, '')}; ${NEW_TOKEN}` : advice);
 }
 
@@ -112,11 +122,12 @@ export function revokedKey(reason: string | null, viaToken = false): ApiError {
  * The sentence saying that `subject` ("This API key", "This client secret") was revoked and why, from revoked_reason, and
  * the advice that fits: revokedKey's, and the token endpoint's for a client secret that matched a revoked key.
  */
-export function revokedKeyExplained(reason: string | null, subject: string): { message: string; advice: string } {
-  const known = reason === null ? undefined : REVOKED_BECAUSE[reason];
+export function revokedKeyExplained(key: RevokedKeyFacts, subject: string): { message: string; advice: string } {
+  const known = key.revoked_reason === null ? undefined : REVOKED_BECAUSE[key.revoked_reason];
+  const advice = typeof known?.advice === 'function' ? known.advice(key) : known?.advice;
   return {
     message: `${subject} has been revoked${known ? `: ${known.why}` : ''}.`,
-    advice: known?.advice ?? 'Use a current key. People can create keys at POST /api/api-keys.',
+    advice: advice ?? 'Use a current key. People can create keys at POST /api/api-keys.',
   };
 }
 

@@ -11,6 +11,7 @@ export const apiKeySchema = z
   .object({
     id: z.string().describe('The key\'s id (key_…).'),
     name: z.string().describe('Its name.'),
+    workspace_id: z.string().describe('The workspace it acts in, the one it was made in (x-workspace-id, else the default one).'),
     kind: z.enum(['sandbox', 'agent', 'person', 'oauth_client']).describe('How it was issued: sandbox (agent registration), agent (minted for an agent), person, or oauth_client (OAuth registration); a claim does not change it.'),
     prefix: z.string().describe('The first 12 characters of the secret (pcs_sbx_…, pcs_usr_…), to recognise it.'),
     last4: z.string().describe('The secret\'s last four characters.'),
@@ -134,7 +135,22 @@ export const claimResponse = z.object({
   workspace: workspaceSchema,
   test_workspace: workspaceSchema,
   agent_key: z.enum(['kept', 'revoked']).describe('What became of the agent\'s key: kept (full access until revoked) when keep_key was true and the key had not expired; revoked otherwise (an expired key is never revived).'),
-});
+  hint: z.string().describe('How a person acts in the claimed workspace (the header x-workspace-id naming it), and what the agent needs now.'),
+  next: z
+    .array(
+      z.object({
+        action: z.string().describe('create_agent_key, create_api_key (agent key revoked), list_api_keys (kept), check_workspace.'),
+        method: z.string().describe('Its HTTP method.'),
+        path: z.string().describe('Its path.'),
+        headers: z.record(z.string(), z.string()).describe('x-workspace-id naming the claimed workspace, beside the person\'s credential.'),
+        body: z.looseObject({}).optional().describe('An example body.'),
+        description: z.string().describe('Who sends it and what it gives.'),
+      }),
+    )
+    .describe('Requests a person of the claimed workspace may make next, in it.'),
+})
+  // Both claim routes answer it: written once in the document.
+  .meta({ id: 'ClaimResult', description: 'What a claim did, and how a person acts in the claimed workspace.' });
 
 /** GET /api/agents/claim/{token}. */
 export const claimLinkResponse = z.object({

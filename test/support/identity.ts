@@ -27,6 +27,7 @@ export interface ErrorBody {
 export interface KeyView {
   id: string;
   name: string;
+  workspace_id: string;
   kind: string;
   prefix: string;
   last4: string;
@@ -92,6 +93,8 @@ export interface ClaimBody {
   workspace: WorkspaceView;
   test_workspace: WorkspaceView;
   agent_key: 'kept' | 'revoked';
+  hint: string;
+  next: Array<{ action: string; method: string; path: string; headers: Record<string, string>; body?: Record<string, unknown>; description: string }>;
 }
 
 export interface TokenBody {

@@ -78,7 +78,7 @@ export function looksLikeJwt(value: string): boolean {
 
 /** Checks that a key found by hash may be used now. */
 export function assertKeyUsable(found: CachedKey, now: number, viaToken = false): void {
-  if (found.key.revoked_at) throw revokedKey(found.key.revoked_reason, viaToken);
+  if (found.key.revoked_at) throw revokedKey(found.key, viaToken);
   const expired = keyExpiry(found, now, viaToken ? 'The key behind this access token' : 'This API key');
   if (expired) throw invalidCredentials(expired.message, expired.advice);
 }
@@ -88,7 +88,7 @@ export function assertKeyUsable(found: CachedKey, now: number, viaToken = false)
  * instead, or null while it may; `subject` names it in the sentence ("This client secret" at the token endpoint).
  */
 export function unusableKey(found: CachedKey, now: number, subject: string): { message: string; advice: string } | null {
-  if (found.key.revoked_at) return revokedKeyExplained(found.key.revoked_reason, subject);
+  if (found.key.revoked_at) return revokedKeyExplained(found.key, subject);
   return keyExpiry(found, now, subject);
 }
 

@@ -9,6 +9,7 @@ import { claimLinkReissueResponse, claimLinkResponse, claimResponse, registerRes
 import * as s from '../schemas';
 import { keyView } from '../services/key-service';
 import { workspaceView } from '../services/workspaces';
+import { claimAnswer } from './claim-answer';
 import type { IdentityDeps } from './deps';
 import { userAgentOf } from '../../../core/http/header-text';
 import { dailyQuotaRefusal } from '../../../core/daily-quota';
@@ -119,7 +120,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
           claimer: { type: 'api_key', keyId: principal.keyId, workspaceId: principal.workspaceId },
           keepKey: body.keep_key ?? false,
         });
-        return ok({ claimed: true, workspace: workspaceView(r.workspace), test_workspace: workspaceView(r.testWorkspace), agent_key: r.keptKeys.length ? 'kept' : 'revoked' });
+        return ok(claimAnswer(r));
       },
     }),
     defineRoute({
@@ -173,7 +174,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
           claimer: { type: 'person', personId: principal.personId },
           keepKey: body.keep_key ?? false,
         });
-        return ok({ claimed: true, workspace: workspaceView(r.workspace), test_workspace: workspaceView(r.testWorkspace), agent_key: r.keptKeys.length ? 'kept' : 'revoked' });
+        return ok(claimAnswer(r));
       },
     }),
     defineRoute({

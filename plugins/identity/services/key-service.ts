@@ -275,6 +275,8 @@ export function keyView(row: ApiKeyRow): Record<string, unknown> {
   return {
     id: row.id,
     name: row.name,
+    // A person may make a key in any workspace of theirs (x-workspace-id): the view says which one it was made in.
+    workspace_id: row.workspace_id,
     kind: row.kind,
     prefix: row.display_prefix,
     last4: row.last4,

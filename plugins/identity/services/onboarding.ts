@@ -45,6 +45,15 @@ export interface Registration {
   remainingForAddress: number;
 }
 
+/** What a claim did: the claimed workspace, its new test workspace, its agent, and the agent keys revoked or kept. */
+export interface ClaimOutcome {
+  workspace: WorkspaceRow;
+  testWorkspace: WorkspaceRow;
+  agentId: string | null;
+  revokedKeys: string[];
+  keptKeys: string[];
+}
+
 export type Claimer = { type: 'person'; personId: string } | { type: 'api_key'; keyId: string; workspaceId: string };
 
 /** Who an audit entry of a claim names: the person, or the key (also as the key it came through, as every entry by a key). */
@@ -152,7 +161,7 @@ export class Onboarding {
   async rotate(keyId: string, workspaceId: string): Promise<{ row: ApiKeyRow; secret: string; rotationsLeftToday: number }> {
     const old = await this.keys.get(workspaceId, keyId);
     // As authentication answers a revoked key (why, and what to do): a rotation racing this one got here first.
-    if (!old || old.revoked_at) throw old ? revokedKey(old.revoked_reason) : invalidCredentials('This key can no longer be rotated.');
+    if (!old || old.revoked_at) throw old ? revokedKey(old) : invalidCredentials('This key can no longer be rotated.');
     if (old.kind !== 'sandbox' && old.kind !== 'agent' && old.kind !== 'oauth_client') {
       throw new ApiError('forbidden', 'Only sandbox and agent keys rotate themselves.', { hint: 'People replace their keys in Settings: create a new key (POST /api/api-keys), then delete the old one.' });
     }
@@ -190,7 +199,7 @@ export class Onboarding {
       if (maker && !(await this.keys.holdMembership(workspaceId, maker, tx))) throw revokedMeanwhile();
       const locked = await this.sql.one<ApiKeyRow>('SELECT * FROM api_keys WHERE id = $1 FOR UPDATE', [keyId], tx);
       if (!locked) throw revokedMeanwhile();
-      if (locked.revoked_at) throw revokedKey(locked.revoked_reason);
+      if (locked.revoked_at) throw revokedKey(locked);
       const fresh = await this.keys.create(
         {
           workspaceId,
@@ -243,7 +252,7 @@ export class Onboarding {
    * limit) and effects (moves under the target, free plan, limits lift, test workspace, agent key
    * revoked unless kept, event for other plugins), atomically.
    */
-  async claim(input: { token: string; targetWorkspaceId: string; claimer: Claimer; keepKey: boolean }): Promise<{ workspace: WorkspaceRow; testWorkspace: WorkspaceRow; revokedKeys: string[]; keptKeys: string[] }> {
+  async claim(input: { token: string; targetWorkspaceId: string; claimer: Claimer; keepKey: boolean }): Promise<ClaimOutcome> {
     const notFound = unknownClaimLink;
     const result = await this.sql.tx(async (tx) => {
       const tokenRow = await this.sql.one<{ workspace_id: string; expires_at: Date; used_at: Date | null }>(
@@ -336,7 +345,9 @@ export class Onboarding {
         },
         tx,
       );
-      return { workspace: { ...claimed, test_workspace_id: testWorkspace.id }, testWorkspace, revokedKeys: revoked, keptKeys: kept };
+      // The agent registration made with the sandbox (a sandbox makes no other): the claim's answer names it, for its new key.
+      const agent = await this.sql.one<{ id: string }>('SELECT id FROM agents WHERE workspace_id = $1 ORDER BY created_at, id LIMIT 1', [sandbox.id], tx);
+      return { workspace: { ...claimed, test_workspace_id: testWorkspace.id }, testWorkspace, agentId: agent?.id ?? null, revokedKeys: revoked, keptKeys: kept };
     });
     if ('refused' in result) {
       // Recorded outside the transaction, which had nothing to keep.
