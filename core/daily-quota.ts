@@ -42,6 +42,11 @@ export interface DailyQuota {
   /** The refusals' hints, given the seconds until the quota resets. */
   addressHint: (retryAfter: number) => string;
   overallHint: (retryAfter: number) => string;
+  /**
+   * Told when a count is spent for the day (this one took its last place, or was refused), so what offers the counted
+   * request can stop offering it to that address, or to everyone (`overall`), without reading the counters.
+   */
+  onSpent?: (scope: 'address' | 'overall') => Promise<void>;
 }
 
 export interface DailyCount {
@@ -68,6 +73,7 @@ export async function countDaily(kv: KvStore, now: number, q: DailyQuota): Promi
     // A refused one is taken back too: the counter then holds what was let through, so a release after it
     // (a sign-up that created nothing) gives the address its place back instead of leaving it spent.
     await uncount(kv, addressKey, 1);
+    await q.onSpent?.('address');
     throw new ApiError('daily_quota_exceeded', `Daily ${q.what} quota reached for this network address (${q.perAddressPerDay} per day).`, {
       retry_after: retryAfter,
       limit,
@@ -78,12 +84,15 @@ export async function countDaily(kv: KvStore, now: number, q: DailyQuota): Promi
   if (overall > q.overallPerDay) {
     await uncount(kv, addressKey, 1);
     await uncount(kv, overallKey, 1);
+    await q.onSpent?.('overall');
     throw new ApiError('daily_quota_exceeded', `Daily ${q.what} quota of the service reached (${q.overallPerDay} per day).`, {
       retry_after: retryAfter,
       limit,
       hint: q.overallHint(retryAfter),
     });
   }
+  if (byAddress >= q.perAddressPerDay) await q.onSpent?.('address');
+  if (overall >= q.overallPerDay) await q.onSpent?.('overall');
   return {
     remainingForAddress: q.perAddressPerDay - byAddress,
     release: async () => {

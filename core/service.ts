@@ -12,6 +12,7 @@ import type { DependencyContainer } from 'tsyringe';
 import type { Sequelize } from 'sequelize';
 import type { DestinationStream } from 'pino';
 import type { Config } from '../config';
+import { clientIp } from './address';
 import { systemClock } from './clock';
 import type { Clock } from './clock';
 import { settlesWithin, withTimeout } from './deadline';
@@ -217,7 +218,8 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     app.use(router);
     // Steps and hints name only what is served and open now (paused self-registration is served, and closed).
     app.use(notFound((method, path) => routes.offers(method, path)));
-    const onError = errorHandler(log, (method, path) => routes.offers(method, path), () => publicUrl(), { repeatIntervalMs: config.log.repeatIntervalMs });
+    // A refusal is made for one caller: a route closed to its address (registrations spent) is not offered to it.
+    const onError = errorHandler(log, (method, path, req) => routes.offers(method, path, req ? clientIp(req) : undefined), () => publicUrl(), { repeatIntervalMs: config.log.repeatIntervalMs });
     app.use(onError);
 
     const inFlight = new Set<ServerResponse>();

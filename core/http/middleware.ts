@@ -196,7 +196,7 @@ export function hintWithServedRoutes(hint: string, serves: (method: string, path
  * route this instance does not serve (its plugin disabled) is left out; a step marked `available: false` (announced,
  * not built yet) is kept as it says so itself.
  */
-export function errorHandler(log: Logger, serves?: (method: string, path: string) => boolean, publicUrl?: () => string, opts: { repeatIntervalMs?: number } = {}) {
+export function errorHandler(log: Logger, serves?: (method: string, path: string, req?: Request) => boolean, publicUrl?: () => string, opts: { repeatIntervalMs?: number } = {}) {
   // A store's outage fails every request alike: one line per reason and route every LOG_REPEAT_INTERVAL_MS, with the count held back.
   // Kinds are reasons times declared routes (a fixed set): room for all, or the bound would forget each before it recurs.
   const outageLines = new RepeatedLines(opts.repeatIntervalMs ?? DEFAULT_REPEAT_INTERVAL_MS, 2000);
@@ -239,12 +239,12 @@ export function errorHandler(log: Logger, serves?: (method: string, path: string
     if (apiErr.extras.retry_after !== undefined && !res.getHeader('Retry-After')) res.setHeader('Retry-After', String(apiErr.extras.retry_after));
     const next = apiErr.extras.next;
     if (serves && Array.isArray(next)) {
-      const kept = next.filter((step) => step.available === false || typeof step.path !== 'string' || typeof step.method !== 'string' || serves(step.method, step.path));
+      const kept = next.filter((step) => step.available === false || typeof step.path !== 'string' || typeof step.method !== 'string' || serves(step.method, step.path, req));
       if (kept.length !== next.length) apiErr = apiErr.with({ next: kept });
     }
     const hint = apiErr.extras.hint;
     if (serves && typeof hint === 'string') {
-      const served = hintWithServedRoutes(hint, serves);
+      const served = hintWithServedRoutes(hint, (method, path) => serves(method, path, req));
       if (served !== hint) apiErr = apiErr.with({ hint: served });
     }
     res.status(apiErr.status).json(errorBody(apiErr, requestId));

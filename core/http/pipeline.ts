@@ -53,10 +53,13 @@ export class RouteTable {
     return this.routes.some(({ spec }) => spec.method === method.toLowerCase() && routePattern(spec.path).test(concrete));
   }
 
-  /** Whether `method path` is served and open now (not `closed`): what a next step or a link may offer. */
-  offers(method: string, path: string): boolean {
+  /**
+   * Whether `method path` is served and open now (not `closed`): what a next step or a link may offer; `address`, the
+   * caller's (clientIp) when the offer is made to one caller.
+   */
+  offers(method: string, path: string, address?: string): boolean {
     const concrete = path.split('?')[0]?.replace(/\{[^}/]+\}|<[^>/]+>/g, 'x') ?? '';
-    return this.routes.some(({ spec }) => spec.method === method.toLowerCase() && routePattern(spec.path).test(concrete) && !spec.closed?.());
+    return this.routes.some(({ spec }) => spec.method === method.toLowerCase() && routePattern(spec.path).test(concrete) && !spec.closed?.(address));
   }
 }
 

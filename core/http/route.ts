@@ -124,10 +124,12 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
    */
   authorizesEachOperation?: boolean;
   /**
-   * The route is served but refuses every call for now (self-registration paused: 503): while this holds, no refusal's
-   * next step, link or next action offers it.
+   * The route is served but refuses every call for now (self-registration paused: 503), or, given the caller's address
+   * (clientIp) where an answer is made for one caller, refuses that caller's (its registrations for the day spent):
+   * while this holds, no refusal's next step, link or next action offers it. Called while answering: it must be cheap
+   * (no store or database read).
    */
-  closed?: () => boolean;
+  closed?: (address?: string) => boolean;
   /** Whether an unclaimed agent sandbox (Agent Starter plan) may call the route (default: no). */
   sandbox?: boolean;
   /** Scopes required (checked by the registered authorizer). */

@@ -19,6 +19,7 @@ import { KeyCache } from './services/key-cache';
 import { KeyService } from './services/key-service';
 import { OAuthService } from './services/oauth';
 import { Onboarding } from './services/onboarding';
+import { SpentRegistrations } from './services/spent-registrations';
 import { loadOrCreateSecret, checkPepperUnchanged, checkTokenSecretUnchanged } from './services/secrets';
 import { Workspaces } from './services/workspaces';
 import { IDENTITY } from './tokens';
@@ -54,6 +55,12 @@ export type { IdentityAttributes, Role, Plan, KeyKind, WorkspaceRow, ApiKeyRow, 
 export { ROLE_RANK } from './domain';
 
 /**
+ * Addresses whose spent registrations are remembered (about 100 bytes each): each took REGISTRATIONS_PER_ADDRESS_PER_DAY
+ * registrations to get in, and past the bound the oldest is forgotten, which only offers it registration again.
+ */
+const SPENT_REGISTRATION_ADDRESSES = 10_000;
+
+/**
  * Workspaces, API keys and scopes, agent self-registration, claims, OAuth client credentials,
  * /api/me, and the authentication, authorization and rate-limit hooks every other plugin relies on.
  */
@@ -76,12 +83,15 @@ export const identityPlugin: PluginDefinition = {
     const workspaces = new Workspaces(sql);
     const idempotency = new IdempotencyKeys(sql, clock, ctx.log, config.limits.idempotencyKeyTtlHours);
     const audit = new AuditLog(sql);
-    const onboarding = new Onboarding(sql, kv, clock, config, keys, workspaces, audit, events);
+    const spentRegistrations = new SpentRegistrations(kv, clock, () => config.limits.rateLimit.ipv6Prefix, SPENT_REGISTRATION_ADDRESSES);
+    await spentRegistrations.start();
+    const onboarding = new Onboarding(sql, kv, clock, config, keys, workspaces, audit, events, spentRegistrations);
     const failures = new FailedAuthGuard(kv, config.limits.rateLimit.failedAuthPerAddressPer15Min, config.limits.rateLimit.ipv6Prefix);
     const oauth = new OAuthService(sql, keys, onboarding, clock, config, tokenSecret, failures);
     ctx.onClose(async () => {
       await keys.stop();
       await cache.stop();
+      await spentRegistrations.stop();
     });
 
     container.register(IDENTITY.Keys, { useValue: keys });
@@ -104,7 +114,7 @@ export const identityPlugin: PluginDefinition = {
     hooks.refuseUnrecognised = (req) => failures.refuse(clientIp(req), unrecognisedCredential(req) ?? invalidCredentials('The credential sent is not one this service recognises.'));
 
     const table = container.resolve<RouteTable>(TOKENS.Routes);
-    const deps = { config, sql, keys, workspaces, onboarding, oauth, audit, publicUrl: ctx.publicUrl, routes: () => table.all().map((r) => r.spec) };
+    const deps = { config, sql, keys, workspaces, onboarding, oauth, audit, spentRegistrations, publicUrl: ctx.publicUrl, routes: () => table.all().map((r) => r.spec) };
     for (const route of [...onboardingRoutes(deps), ...meRoutes(deps), ...oauthRoutes(deps)]) ctx.route(route);
   },
 };

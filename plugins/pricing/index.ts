@@ -91,7 +91,8 @@ export const pricingPlugin: PluginDefinition = {
       () => clock.now(),
       (ip, since) => keylessCallsSince(sql, ip, DEMO_WORKSPACE_ID, since),
       () => config.limits.rateLimit.ipv6Prefix,
-      () => config.identity.selfRegistrationOpen,
+      // The registration route's own rule (paused, or this address's registrations spent): an in-process lookup.
+      (ip) => !routes.find('agents.register')?.closed?.(ip),
     );
     container.register(PRICING.DemoBudget, { useValue: demoBudget });
     hooks.addGuard(demoBudget);

@@ -2,6 +2,7 @@ import type { Pool } from 'pg';
 import type { PluginDefinition } from '../../core/plugin';
 import type { FunctionRegistry } from '../../engine';
 import { TOKENS } from '../../core/tokens';
+import type { RouteTable } from '../../core/http/pipeline';
 import { PRICING } from '../pricing';
 import type { CallSchemas, MarketEvidenceSlot } from '../pricing';
 import { USAGE } from '../usage';
@@ -50,7 +51,12 @@ export const verificationPlugin: PluginDefinition = {
     const verdicts = ctx.metrics.counter({ name: 'price_verifications_total', help: 'Price verifications answered, by verdict (reasonable, high, low, unknown) and channel (api, mcp, demo).', labelNames: ['verdict', 'channel'] });
     // Every verdict's series exists from the start, so a share of unknown verdicts reads 0 rather than no data.
     for (const verdict of ['reasonable', 'high', 'low', 'unknown']) for (const channel of ['api', 'mcp', 'demo']) verdicts.inc({ verdict, channel }, 0);
-    const service = new VerificationService(store, hooks, recorder, config, clock, ctx.publicUrl, container.resolve<FunctionRegistry>(PRICING.Registry), (verdict, channel) => verdicts.inc({ verdict, channel }), container.resolve<CallReplays>(USAGE.Replays), kv);
+    const routeTable = container.resolve<RouteTable>(TOKENS.Routes);
+    const service = new VerificationService(store, hooks, recorder, config, clock, ctx.publicUrl, container.resolve<FunctionRegistry>(PRICING.Registry), (verdict, channel) => verdicts.inc({ verdict, channel }), container.resolve<CallReplays>(USAGE.Replays), kv, (ip) => {
+      // The registration route's own rule (paused, or this address's registrations spent): an in-process lookup.
+      const register = routeTable.find('agents.register');
+      return register !== undefined && !register.closed?.(ip);
+    });
     container.register(VERIFICATION.Service, { useValue: service });
     container.register(VERIFICATION.Observations, { useValue: store });
     // Compute positions against the same observations a verdict is judged on.

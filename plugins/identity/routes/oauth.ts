@@ -12,7 +12,7 @@ import { OAuthError } from '../services/oauth';
 import type { IdentityDeps } from './deps';
 import { userAgentOf } from '../../../core/http/header-text';
 import { dailyQuotaRefusal } from '../../../core/daily-quota';
-import { crossSiteRegistrationRefusal, pausedRegistrationRefusal, registrationScreen } from './registration-screen';
+import { crossSiteRegistrationRefusal, pausedRegistrationRefusal, registrationClosed, registrationScreen } from './registration-screen';
 
 const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 
@@ -28,7 +28,7 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
       method: 'post',
       path: '/api/oauth/register',
       screen: registrationScreen(d),
-      closed: () => !d.config.identity.selfRegistrationOpen,
+      closed: registrationClosed(d),
       summary: 'Dynamic client registration (RFC 7591 style): client credentials for a new sandbox workspace.',
       tags: ['OAuth'],
       auth: 'public',

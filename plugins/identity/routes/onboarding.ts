@@ -13,7 +13,7 @@ import { claimAnswer } from './claim-answer';
 import type { IdentityDeps } from './deps';
 import { userAgentOf } from '../../../core/http/header-text';
 import { dailyQuotaRefusal } from '../../../core/daily-quota';
-import { crossSiteRegistrationRefusal, pausedRegistrationRefusal, registrationScreen } from './registration-screen';
+import { crossSiteRegistrationRefusal, pausedRegistrationRefusal, registrationClosed, registrationScreen } from './registration-screen';
 
 /** What a credential of the wrong kind is told, by the pipeline (the route's `accepts`) and by the handler alike. */
 const CONFIRM_NEEDS_PERSON = {
@@ -36,7 +36,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       method: 'post',
       path: '/api/agents/register',
       screen: registrationScreen(d),
-      closed: () => !d.config.identity.selfRegistrationOpen,
+      closed: registrationClosed(d),
       summary: 'Create an Agent Starter sandbox workspace and key, with no credential.',
       tags: ['Agent onboarding'],
       auth: 'public',

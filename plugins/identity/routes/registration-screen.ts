@@ -26,6 +26,15 @@ export function registrationScreen(d: IdentityDeps): (ctx: RequestContext) => un
   };
 }
 
+/**
+ * The registration routes' `closed`: while self-registration is paused, and, for one caller (`address`), while its
+ * address's registrations for the day, or the service's, are spent: no answer offers it a registration it would be
+ * refused. An in-process lookup (services/spent-registrations.ts), no store read.
+ */
+export function registrationClosed(d: IdentityDeps): (address?: string) => boolean {
+  return (address) => !d.config.identity.selfRegistrationOpen || (address !== undefined && d.spentRegistrations.spent(address));
+}
+
 /** The registration routes' 503 in the OpenAPI document. */
 export const pausedRegistrationRefusal = {
   description: 'self_registration_closed: self-registration is paused (SELF_REGISTRATION_OPEN=false); retry after Retry-After (SELF_REGISTRATION_RETRY_AFTER_S), or have a person sign up.',

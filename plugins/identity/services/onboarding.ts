@@ -13,6 +13,7 @@ import type { KvStore } from '../../../core/kv';
 import type { ApiKeyRow, KeyKind, WorkspaceOrigin, WorkspaceRow } from '../domain';
 import type { AuditLog } from './audit';
 import type { KeyService } from './key-service';
+import type { SpentRegistrations } from './spent-registrations';
 import type { Workspaces } from './workspaces';
 
 /** The agent's key as a claim link's reader sees it: what keep_key would keep (an expired key is not kept). */
@@ -76,6 +77,7 @@ export class Onboarding {
     private readonly workspaces: Workspaces,
     private readonly audit: AuditLog,
     private readonly events: EventBus,
+    private readonly spentRegistrations?: SpentRegistrations,
   ) {}
 
   assertRegistrationOpen(): void {
@@ -108,6 +110,7 @@ export class Onboarding {
       recordedOverall: (since) => this.countSince('SELECT count(*)::int AS n FROM workspaces WHERE created_by_agent AND created_at >= $1', [since]),
       addressHint: (retryAfter) => `The quota resets at 00:00 UTC, in ${retryAfter} s. Reuse the key you already have, or rotate it (POST /api/api-keys/rotate).`,
       overallHint: (retryAfter) => `The quota resets at 00:00 UTC, in ${retryAfter} s. The keyless demo still answers meanwhile.`,
+      onSpent: async (scope) => this.spentRegistrations?.mark(scope === 'overall' ? { overall: true } : { address: ip }),
     });
     return counted.remainingForAddress;
   }

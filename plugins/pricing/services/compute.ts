@@ -3,6 +3,7 @@ import { callerScopeOf } from './caller-scope';
 import type { Config } from '../../../config';
 import type { AdmissionRequest, Reservation } from '../../../core/admission';
 import { freeReservation } from '../../../core/admission';
+import { clientIp } from '../../../core/address';
 import { ApiError } from '../../../core/errors';
 import type { Principal } from '../../../core/auth';
 import type { Hooks } from '../../../core/hooks';
@@ -308,7 +309,8 @@ export class ComputeService {
       ...(outcome.savings && !demo ? { savings: outcome.savings } : {}),
       // The pinned function as resolved (a function_name names it; a fallback may have answered in its place).
       next_actions: this.nextActionsOf(call, usageEventId, { price: outcome.result.price, strategy: outcome.strategy, pinnedFunctionId: pinned }, hasDefaultPolicy, reservation.remaining),
-      receipt: receipt(this.publicUrl(), recorded, usageEvent, p, this.config.identity.selfRegistrationOpen),
+      // A keyless caller's receipt offers registration only where this caller would get one (open, its daily ones not spent).
+      receipt: receipt(this.publicUrl(), recorded, usageEvent, p, mayCall(null, this.routes.find('agents.register'), clientIp(call.req))),
     };
     const left = remaining(p, reservation, call.rateLimit);
     if (left) body.remaining = left;
@@ -332,6 +334,7 @@ export class ComputeService {
       inBatch: call.operation === 'batch_item',
       hasDefaultPolicy,
       credentialIgnored: call.credentialIgnored === true,
+      address: clientIp(call.req),
     });
   }
 

@@ -24,8 +24,11 @@ export class DemoBudgetGuard implements Guard {
     private readonly recorded: (ip: string, since: Date) => Promise<number>,
     /** An IPv6 caller counts under its network of this many bits (core/address.ts: limitAddress). */
     private readonly ipv6Prefix: () => number,
-    /** Whether agents may register now (SELF_REGISTRATION_OPEN): the refusal offers a sandbox key only then. */
-    private readonly registrationOpen: () => boolean = () => true,
+    /**
+     * Whether a caller at this address may register now (SELF_REGISTRATION_OPEN, and its daily registrations not spent):
+     * the refusal offers a sandbox key only then.
+     */
+    private readonly registrationOpen: (ip: string) => boolean = () => true,
   ) {}
 
   /** Counts one keyless call of an address; the MCP endpoint calls it per keyless tool call. */
@@ -38,7 +41,7 @@ export class DemoBudgetGuard implements Guard {
     const used = await incrFromRecord(this.kv, `demo:${limitAddress(ip, this.ipv6Prefix())}:${hourStart}`, 1, 2 * HOUR_MS, () => this.recorded(ip, new Date(hourStart)));
     const allowed = used <= limit;
     const resetsAt = new Date(hourStart + HOUR_MS).toISOString();
-    return { allowed, limit, remaining: Math.max(0, limit - used), resetsAt, error: allowed ? null : this.refusal(limit, resetsAt, hourStart + HOUR_MS - now) };
+    return { allowed, limit, remaining: Math.max(0, limit - used), resetsAt, error: allowed ? null : this.refusal(limit, resetsAt, hourStart + HOUR_MS - now, this.registrationOpen(ip)) };
   }
 
   async run(ctx: RequestContext): Promise<void> {
@@ -51,9 +54,8 @@ export class DemoBudgetGuard implements Guard {
     if (b.error) throw b.error;
   }
 
-  private refusal(limit: number, resetsAt: string, retryAfterMs: number): ApiError {
+  private refusal(limit: number, resetsAt: string, retryAfterMs: number, open: boolean): ApiError {
     const retryAfter = Math.max(1, Math.ceil(retryAfterMs / 1000));
-    const open = this.registrationOpen();
     return new ApiError('rate_limited', `The demo budget of this address is used up (${limit} calls per hour).`, {
       retry_after: retryAfter,
       limit: { demo_calls_per_hour: limit, resets_at: resetsAt },

@@ -28,9 +28,12 @@ interface Candidate extends NextAction {
   priced?: boolean;
 }
 
-/** Whether a principal may make a request to a route, as the authorizer would judge it. */
-export function mayCall(principal: Principal | null, route: RouteSpec | undefined): boolean {
-  if (!route || route.closed?.()) return false;
+/**
+ * Whether a principal may make a request to a route, as the authorizer would judge it; `address`, the caller's
+ * (clientIp), for a route closed to some addresses (registration, once an address's daily registrations are spent).
+ */
+export function mayCall(principal: Principal | null, route: RouteSpec | undefined, address?: string): boolean {
+  if (!route || route.closed?.(address)) return false;
   if ((route.auth ?? 'required') === 'public') return true;
   if (!principal) return false;
   if (route.accepts && !route.accepts.includes(principal.kind)) return false;
@@ -71,6 +74,8 @@ export function nextActions(
     preference?: string | undefined;
     /** A keyless call that came with a credential it did not use: its caller is not offered a key of its own. */
     credentialIgnored?: boolean;
+    /** The caller's address (clientIp): a registration it would be refused (its daily ones spent) is not offered. */
+    address?: string | undefined;
   },
 ): NextAction[] {
   const candidates: Candidate[] = [
@@ -162,7 +167,7 @@ export function nextActions(
     if (c.when && !c.when(principal)) continue;
     if (c.priced && ctx.pricedCallsLeft !== undefined && pricedOffered >= ctx.pricedCallsLeft) continue;
     const route = routes.find(c.route);
-    if (!mayCall(principal, route)) continue;
+    if (!mayCall(principal, route, ctx.address)) continue;
     if (principal === null && (route?.auth ?? 'required') !== 'public') continue;
     const { route: _route, when: _when, priced: _priced, ...action } = c;
     const example = fittedExample(route, action.example);

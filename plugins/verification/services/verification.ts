@@ -1,3 +1,4 @@
+import { clientIp } from '../../../core/address';
 import type { Request } from 'express';
 import type { Reservation } from '../../../core/admission';
 import { freeReservation } from '../../../core/admission';
@@ -111,6 +112,8 @@ export class VerificationService {
     private readonly answered: (verdict: VerdictValue, channel: Channel) => void,
     private readonly replays: CallReplays,
     kv: KvStore,
+    /** Whether a keyless caller at this address would get a registration (open, its daily ones not spent): its receipt offers one then. */
+    private readonly registrationOffered: (address: string) => boolean = () => config.identity.selfRegistrationOpen,
   ) {
     this.turns = new KeyedTurns(kv);
   }
@@ -270,7 +273,7 @@ export class VerificationService {
       recorded = await this.recorder.recordAndSettle(usageEvent, reservation, () => callerGone(call.req));
     }
     this.answered(verdict.verdict, call.channel);
-    body.receipt = receipt(this.publicUrl(), recorded, usageEvent, p, this.config.identity.selfRegistrationOpen);
+    body.receipt = receipt(this.publicUrl(), recorded, usageEvent, p, this.registrationOffered(clientIp(call.req)));
     const left = remaining(p, reservation, call.rateLimit);
     if (left) body.remaining = left;
     return { body, headers: reservation.headers ?? {}, usageEventId: recorded.id, reservation };
