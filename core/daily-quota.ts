@@ -1,4 +1,5 @@
 import { ApiError, errorBodySchema } from './errors';
+import type { NextStep } from './errors';
 import { incrFromRecord, uncount } from './kv';
 import type { KvStore } from './kv';
 
@@ -42,6 +43,8 @@ export interface DailyQuota {
   /** The refusals' hints, given the seconds until the quota resets. */
   addressHint: (retryAfter: number) => string;
   overallHint: (retryAfter: number) => string;
+  /** What a refused caller can do instead today (never the counted request itself), as the other 429s list it. */
+  next?: NextStep[];
   /**
    * Told when a count is spent for the day (this one took its last place, or was refused), so what offers the counted
    * request can stop offering it to that address, or to everyone (`overall`), without reading the counters.
@@ -58,14 +61,18 @@ export interface DailyCount {
 
 /**
  * Counts one against the per-address and the overall daily limit, or refuses it with 429
- * `daily_quota_exceeded` (`retry_after` to midnight UTC, `limit` naming both limits, a hint). A refused
+ * `daily_quota_exceeded` (`retry_after` to midnight UTC, `limit` naming both limits, which one was reached (`scope`:
+ * address or service) and `resets_at`, a hint, and `next` when the quota gives one). A refused
  * one is taken back from every counter it reached.
  */
 export async function countDaily(kv: KvStore, now: number, q: DailyQuota): Promise<DailyCount> {
   const day = utcDay(now);
   const since = utcDayStart(now);
   const retryAfter = secondsUntilUtcMidnight(now);
-  const limit = { per_address_per_day: q.perAddressPerDay, overall_per_day: q.overallPerDay };
+  // As the other daily 429s state it (the sandbox's compute calls, the demo's hour): which count, and when it starts again.
+  const resetsAt = new Date(utcDayStart(now).getTime() + DAY_MS).toISOString();
+  const limit = (scope: 'address' | 'service') => ({ per_address_per_day: q.perAddressPerDay, overall_per_day: q.overallPerDay, scope, resets_at: resetsAt });
+  const next = q.next ? { next: q.next } : {};
   const addressKey = `${q.counter}:ip:${q.address}:${day}`;
   const overallKey = `${q.counter}:all:${day}`;
   const byAddress = await incrFromRecord(kv, addressKey, 1, 2 * DAY_MS, () => q.recordedForAddress(since));
@@ -76,8 +83,9 @@ export async function countDaily(kv: KvStore, now: number, q: DailyQuota): Promi
     await q.onSpent?.('address');
     throw new ApiError('daily_quota_exceeded', `Daily ${q.what} quota reached for this network address (${q.perAddressPerDay} per day).`, {
       retry_after: retryAfter,
-      limit,
+      limit: limit('address'),
       hint: q.addressHint(retryAfter),
+      ...next,
     });
   }
   const overall = await incrFromRecord(kv, overallKey, 1, 2 * DAY_MS, () => q.recordedOverall(since));
@@ -87,8 +95,9 @@ export async function countDaily(kv: KvStore, now: number, q: DailyQuota): Promi
     await q.onSpent?.('overall');
     throw new ApiError('daily_quota_exceeded', `Daily ${q.what} quota of the service reached (${q.overallPerDay} per day).`, {
       retry_after: retryAfter,
-      limit,
+      limit: limit('service'),
       hint: q.overallHint(retryAfter),
+      ...next,
     });
   }
   if (byAddress >= q.perAddressPerDay) await q.onSpent?.('address');

@@ -12,6 +12,21 @@ export const WHERE_TO_GET_A_CREDENTIAL: NextStep[] = [
   { action: 'try_demo', method: 'POST', path: '/api/public/compute/demo', body: { context: { current_price: 10, currency: 'USD' } }, description: 'Keyless demo pricing, rate limited per address.' },
 ];
 
+/**
+ * What a caller refused a registration for the day can do instead: none of it registers again. The keyless demo prices
+ * now, and a person's sign-up makes a workspace that no registration quota limits (SIGN_IN_STEPS' sign_up).
+ */
+export const INSTEAD_OF_REGISTERING: NextStep[] = [
+  ...WHERE_TO_GET_A_CREDENTIAL.filter((n) => n.action === 'try_demo'),
+  {
+    action: 'sign_up',
+    method: 'POST',
+    path: '/api/auth/signup',
+    body: { email: '<EMAIL>', password: '<PASSWORD>', date_of_birth: '<YYYY-MM-DD>' },
+    description: 'A person (18 or older) signs up for a workspace of their own and creates keys there (POST /api/api-keys).',
+  },
+];
+
 /** A claim token that matches no open claim link: most often one pasted with its prefix doubled or cut, else used or expired. */
 export function unknownClaimLink(): ApiError {
   return new ApiError('not_found', 'This claim link is unknown, already used, replaced or expired.', {

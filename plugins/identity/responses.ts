@@ -11,7 +11,7 @@ export const apiKeySchema = z
   .object({
     id: z.string().describe('The key\'s id (key_…).'),
     name: z.string().describe('Its name.'),
-    workspace_id: z.string().describe('The workspace it acts in, the one it was made in (x-workspace-id, else the default one).'),
+    workspace_id: z.string().describe('The workspace it acts in (where it was made).'),
     kind: z.enum(['sandbox', 'agent', 'person', 'oauth_client']).describe('How it was issued: sandbox (agent registration), agent (minted for an agent), person, or oauth_client (OAuth registration); a claim does not change it.'),
     prefix: z.string().describe('The first 12 characters of the secret (pcs_sbx_…, pcs_usr_…), to recognise it.'),
     last4: z.string().describe('The secret\'s last four characters.'),
@@ -135,7 +135,7 @@ export const claimResponse = z.object({
   workspace: workspaceSchema,
   test_workspace: workspaceSchema,
   agent_key: z.enum(['kept', 'revoked']).describe('What became of the agent\'s key: kept (full access until revoked) when keep_key was true and the key had not expired; revoked otherwise (an expired key is never revived).'),
-  hint: z.string().describe('How a person acts in the claimed workspace (the header x-workspace-id naming it), and what the agent needs now.'),
+  hint: z.string().describe('How a person acts in the claimed workspace (x-workspace-id), and what the agent needs now.'),
   next: z
     .array(
       z.object({

@@ -12,7 +12,7 @@ import { OAuthError } from '../services/oauth';
 import type { IdentityDeps } from './deps';
 import { userAgentOf } from '../../../core/http/header-text';
 import { dailyQuotaRefusal } from '../../../core/daily-quota';
-import { crossSiteRegistrationRefusal, pausedRegistrationRefusal, registrationClosed, registrationScreen } from './registration-screen';
+import { crossSiteRegistrationRefusal, pausedRegistrationRefusal, REGISTRATION_QUOTA_NEXT, registrationClosed, registrationScreen } from './registration-screen';
 
 const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 
@@ -41,7 +41,7 @@ export function oauthRoutes(d: IdentityDeps): RouteSpec[] {
           description: 'Metadata this server does not support (RFC 7591 invalid_client_metadata), or a body that is not JSON or fails validation (the common error shape).',
           schema: z.union([s.oauthErrorBody, errorBodySchema]),
         },
-        429: dailyQuotaRefusal('REGISTRATIONS_PER_ADDRESS_PER_DAY registrations from this network address today, or REGISTRATIONS_PER_DAY on the whole service', false),
+        429: dailyQuotaRefusal('REGISTRATIONS_PER_ADDRESS_PER_DAY registrations from this network address today, or REGISTRATIONS_PER_DAY on the whole service', false, REGISTRATION_QUOTA_NEXT),
         403: crossSiteRegistrationRefusal,
         503: pausedRegistrationRefusal,
       },

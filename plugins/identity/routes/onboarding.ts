@@ -13,7 +13,7 @@ import { claimAnswer } from './claim-answer';
 import type { IdentityDeps } from './deps';
 import { userAgentOf } from '../../../core/http/header-text';
 import { dailyQuotaRefusal } from '../../../core/daily-quota';
-import { crossSiteRegistrationRefusal, pausedRegistrationRefusal, registrationClosed, registrationScreen } from './registration-screen';
+import { crossSiteRegistrationRefusal, pausedRegistrationRefusal, REGISTRATION_QUOTA_NEXT, registrationClosed, registrationScreen } from './registration-screen';
 
 /** What a credential of the wrong kind is told, by the pipeline (the route's `accepts`) and by the handler alike. */
 const CONFIRM_NEEDS_PERSON = {
@@ -45,7 +45,7 @@ export function onboardingRoutes(d: IdentityDeps): RouteSpec[] {
       example: s.registerExample,
       responses: {
         201: { description: 'The sandbox, its key (shown once), a one-time claim link, plan, limits and changelog pointer.', schema: registerResponse },
-        429: dailyQuotaRefusal('REGISTRATIONS_PER_ADDRESS_PER_DAY registrations from this network address today, or REGISTRATIONS_PER_DAY on the whole service', false),
+        429: dailyQuotaRefusal('REGISTRATIONS_PER_ADDRESS_PER_DAY registrations from this network address today, or REGISTRATIONS_PER_DAY on the whole service', false, REGISTRATION_QUOTA_NEXT),
         403: crossSiteRegistrationRefusal,
         503: pausedRegistrationRefusal,
       },

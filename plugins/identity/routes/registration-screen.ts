@@ -35,6 +35,9 @@ export function registrationClosed(d: IdentityDeps): (address?: string) => boole
   return (address) => !d.config.identity.selfRegistrationOpen || (address !== undefined && d.spentRegistrations.spent(address));
 }
 
+/** What the registration routes' 429 adds in the OpenAPI document (dailyQuotaRefusal's `after`). */
+export const REGISTRATION_QUOTA_NEXT = '; next: try_demo, sign_up';
+
 /** The registration routes' 503 in the OpenAPI document. */
 export const pausedRegistrationRefusal = {
   description: 'self_registration_closed: self-registration is paused (SELF_REGISTRATION_OPEN=false); retry after Retry-After (SELF_REGISTRATION_RETRY_AFTER_S), or have a person sign up.',

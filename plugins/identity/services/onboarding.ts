@@ -3,7 +3,7 @@ import type { Config } from '../../../config';
 import type { Clock } from '../../../core/clock';
 import type { Sql } from '../../../core/db/sql';
 import { ApiError } from '../../../core/errors';
-import { invalidCredentials, revokedKey, unknownClaimLink } from '../errors';
+import { INSTEAD_OF_REGISTERING, invalidCredentials, revokedKey, unknownClaimLink } from '../errors';
 import type { EventBus } from '../../../core/events';
 import { addressDigests, limitAddress } from '../../../core/address';
 import { newId, randomToken } from '../../../core/ids';
@@ -108,8 +108,13 @@ export class Onboarding {
       overallPerDay,
       recordedForAddress: (since) => this.countSince('SELECT count(*)::int AS n FROM agents WHERE registered_from_hash = ANY($1) AND created_at >= $2', [addressDigests(ip), since]),
       recordedOverall: (since) => this.countSince('SELECT count(*)::int AS n FROM workspaces WHERE created_by_agent AND created_at >= $1', [since]),
-      addressHint: (retryAfter) => `The quota resets at 00:00 UTC, in ${retryAfter} s. Reuse the key you already have, or rotate it (POST /api/api-keys/rotate).`,
-      overallHint: (retryAfter) => `The quota resets at 00:00 UTC, in ${retryAfter} s. The keyless demo still answers meanwhile.`,
+      // The caller may hold no key (registrations from one address are often many programs'): a key is reused only if
+      // there is one, and what works without one is offered, as the other 429s do in next.
+      addressHint: (retryAfter) =>
+        `The quota resets at 00:00 UTC, in ${retryAfter} s. A sandbox key registered earlier keeps working: reuse it. Without one, the keyless demo prices meanwhile, or a person signs up (POST /api/auth/signup) for a workspace of their own; see next.`,
+      overallHint: (retryAfter) =>
+        `The whole service's quota resets at 00:00 UTC, in ${retryAfter} s. The keyless demo prices meanwhile, or a person signs up (POST /api/auth/signup) for a workspace of their own; see next.`,
+      next: INSTEAD_OF_REGISTERING,
       onSpent: async (scope) => this.spentRegistrations?.mark(scope === 'overall' ? { overall: true } : { address: ip }),
     });
     return counted.remainingForAddress;
