@@ -218,7 +218,8 @@ export function claimStep(offered: boolean): NextStep {
   return {
     action: 'claim',
     description: offered
-      ? 'Have this workspace claimed and the limits lift: give a person the claim link from your registration (they open it and confirm; lost it? POST /api/agents/claim-link with this key answers a new one), or give its token to a trusted agent whose key holds workspace:claim for POST /api/agents/claim. This sandbox key cannot claim its own workspace.'
+      ? // A token cannot ask for a claim link (403: a new link ends the one given out): an OAuth client sends its secret.
+        'Have this workspace claimed and the limits lift: give a person the claim link from your registration (they open it and confirm; lost it? POST /api/agents/claim-link answers a new one, sent with the sandbox key itself in x-api-key, for an OAuth client its client secret, never an access token), or give its token to a trusted agent whose key holds workspace:claim for POST /api/agents/claim. This sandbox key cannot claim its own workspace.'
       : 'Not offered by this service: it runs without sign-in (no accounts), so no person can claim this sandbox here and its limits stay.',
     method: 'POST',
     path: '/api/agents/claim',

@@ -76,6 +76,24 @@ export function looksLikeJwt(value: string): boolean {
 }
 
 
+/**
+ * A token (a JWT: an OAuth access token, a person token) sent in x-api-key, which takes keys only: "malformed key" would
+ * send its holder looking for a key they never had. Told by its shape, and its audience read without verifying it (only
+ * on this refusal's path), so the header it belongs in is named.
+ */
+function tokenSentAsKey(cred: { source: 'x-api-key' | 'bearer'; value: string }): ApiError | null {
+  if (cred.source !== 'x-api-key' || !looksLikeJwt(cred.value)) return null;
+  let audience: unknown;
+  try {
+    audience = decodeJwt(cred.value).aud;
+  } catch {
+    return null;
+  }
+  const what = audience === ACCESS_TOKEN_AUDIENCE ? 'an OAuth access token' : 'a token (a JWT)';
+  // The message is also the challenge's error_description: a header value, so ASCII only.
+  return invalidCredentials(`This is ${what}, not an API key: x-api-key takes API keys only.`, 'Send the token as Authorization: Bearer <token> instead, without x-api-key.');
+}
+
 /** Checks that a key found by hash may be used now. */
 export function assertKeyUsable(found: CachedKey, now: number, viaToken = false): void {
   if (found.key.revoked_at) throw revokedKey(found.key, viaToken);
@@ -127,7 +145,10 @@ export class ApiKeyAuthenticator implements Authenticator {
     // An address that sent too many rejected credentials is slowed down for every key, valid or not; each rejection counts.
     const principal = await this.failures.attempt(clientIp(req), async () => {
       if (!this.keys.isWellFormed(cred.value)) {
-        throw invalidCredentials('The API key is malformed.', 'Keys look like pcs_sbx_… , pcs_agt_… , pcs_usr_… or pcs_oac_… followed by 32 characters; send the whole key as returned when it was created.');
+        throw (
+          tokenSentAsKey(cred) ??
+          invalidCredentials('The API key is malformed.', 'Keys look like pcs_sbx_… , pcs_agt_… , pcs_usr_… or pcs_oac_… followed by 32 characters; send the whole key as returned when it was created.')
+        );
       }
       const record = await this.keys.lookup(cred.value);
       if (!record) throw invalidCredentials('The API key is not recognised.');
