@@ -1,6 +1,6 @@
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { MAX_TIMER_MS, bool, browserOrigin, decimal, int, isAddressOrCidr, isOrigin, isPort, isPostgresUrl, list, num, oneOf, optBool, optInt, optStr, proxyTrust, str } from './settings';
+import { MAX_TIMER_MS, bool, browserOrigin, decimal, int, isAddressOrCidr, isOrigin, isPort, isPostgresUrl, list, num, oneOf, optBool, optInt, optStr, proxyTrust, redisUrlProblem, str } from './settings';
 import type { ConfigOf, ConfigOverrides } from './settings';
 
 /**
@@ -101,9 +101,9 @@ export const settingsTree = {
     acquireTimeoutMs: int('DB_ACQUIRE_TIMEOUT_MS', 10000, 'Longest a statement waits for a connection of its pool, a free one or a new one (all DB_POOL_MAX in use under load); past it the request answers 503 service_unavailable.', { min: 1, max: MAX_TIMER_MS }),
   },
   redis: {
-    url: optStr('REDIS_URL', 'Redis URL (redis:// or rediss://), or the absolute path of its Unix socket. When set, counters, rate limits, caches and one-time marks are shared through Redis; otherwise they live in process.', {
+    url: optStr('REDIS_URL', 'Redis URL (redis:// or rediss://, with a port from 1 to 65535 and a database number of 0 or more as its path, such as redis://127.0.0.1:6379/0), or the absolute path of its Unix socket; a database number the server does not have stops the start. When set, counters, rate limits, caches and one-time marks are shared through Redis; otherwise they live in process.', {
       secret: true,
-      check: { test: (v) => /^(rediss?:\/\/\S+|\/\S+)$/.test(v.trim()), message: 'must be a redis:// or rediss:// URL (such as redis://127.0.0.1:6379) or the absolute path of a Unix socket' },
+      check: { problem: redisUrlProblem },
     }),
     keyPrefix: str('REDIS_KEY_PREFIX', 'pcs:', 'Prefix of every Redis key written by the service. Keys that must share a Redis Cluster slot carry it inside a hash tag (`{pcs:…}…`), so an ACL or a SCAN covers both `pcs:*` and `{pcs:*`.'),
     commandTimeoutMs: int(

@@ -94,9 +94,22 @@ export function str(env: string, dflt: string, doc: string, opts: Options & { pa
   return def(env, schema, dflt, doc, trimmed, opts);
 }
 
-export function optStr(env: string, doc: string, opts: Options & { url?: boolean; minLength?: number; check?: { test: (v: string) => boolean; message: string } } = {}): SettingDef<string | undefined> {
+/**
+ * A check of a setting's value: `test` and one `message`, or `problem`, which says what is wrong with this value
+ * (undefined when nothing is), for a setting whose values can be wrong in several ways worth telling apart.
+ */
+type StrCheck = { test: (v: string) => boolean; message: string } | { problem: (v: string) => string | undefined };
+
+export function optStr(env: string, doc: string, opts: Options & { url?: boolean; minLength?: number; check?: StrCheck } = {}): SettingDef<string | undefined> {
   let base: z.ZodType<string> = opts.url ? z.string().url() : z.string().min(opts.minLength ?? 1, { message: `must be at least ${opts.minLength ?? 1} characters` });
-  if (opts.check) base = base.refine(opts.check.test, { message: opts.check.message });
+  const check = opts.check;
+  if (check && 'test' in check) base = base.refine(check.test, { message: check.message });
+  else if (check) {
+    base = base.superRefine((v, ctx) => {
+      const message = check.problem(v);
+      if (message !== undefined) ctx.addIssue({ code: 'custom', message });
+    });
+  }
   return def<string | undefined>(env, base.optional(), undefined, doc, (raw) => (raw.trim() === '' ? undefined : raw.trim()), opts);
 }
 
@@ -171,6 +184,62 @@ export function isPostgresUrl(entry: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Which of a URL's user, password and path does not percent-decode (a % not followed by two hex digits): the
+ * Redis and PostgreSQL clients decode them with decodeURIComponent, whose URIError would end the start with a stack.
+ */
+export function undecodedParts(u: URL): string[] {
+  const parts: Array<[string, string]> = [
+    ['user', u.username],
+    ['password', u.password],
+    ['path', u.pathname],
+  ];
+  return parts
+    .filter(([, part]) => {
+      try {
+        decodeURIComponent(part);
+        return false;
+      } catch {
+        return true;
+      }
+    })
+    .map(([name]) => name);
+}
+
+const REDIS_URL_TAKES = 'must be a redis:// or rediss:// URL with a host, a port from 1 to 65535 and a database number as its path (such as redis://127.0.0.1:6379/0), or the absolute path of a Unix socket';
+
+/**
+ * What is wrong with a REDIS_URL, in the words of what it takes; undefined when ioredis reads it as meant. ioredis
+ * throws at start on a URL that does not parse (a port above 65535) and sends SELECT NaN for a database that is
+ * not a number, which Redis refuses with an error nothing handles; a database above the server's count is only
+ * known to the server, so that one is refused at connect (core/service.ts).
+ */
+export function redisUrlProblem(entry: string): string | undefined {
+  if (/\s/.test(entry)) return REDIS_URL_TAKES;
+  let db: string | null;
+  if (entry.startsWith('/') && !entry.startsWith('//')) {
+    // A Unix socket; ioredis takes options (db among them) after a ?.
+    const query = entry.indexOf('?');
+    db = query === -1 ? null : new URLSearchParams(entry.slice(query + 1)).get('db');
+  } else {
+    if (!/^rediss?:\/\//i.test(entry)) return REDIS_URL_TAKES;
+    let u: URL;
+    try {
+      u = new URL(entry);
+    } catch {
+      return `${REDIS_URL_TAKES}; this one is not a URL (a port above 65535 or not a number, say)`;
+    }
+    if (u.hostname === '') return `${REDIS_URL_TAKES}; this one names no host`;
+    if (u.port !== '' && !isPort(u.port)) return `${REDIS_URL_TAKES}; its port ${u.port} is not from 1 to 65535`;
+    const bad = undecodedParts(u);
+    if (bad.length > 0) return `${REDIS_URL_TAKES}; its ${bad.join(' and ')} ${bad.length > 1 ? 'are' : 'is'} not valid percent-encoding (write a % in them as %25)`;
+    const path = u.pathname.replace(/^\//, '');
+    db = path !== '' ? path : u.searchParams.get('db');
+  }
+  if (db !== null && !/^\d+$/.test(db)) return `${REDIS_URL_TAKES}; its database must be a whole number of 0 or more (such as /0), not ${JSON.stringify(db)}`;
+  return undefined;
 }
 
 /** A decimal amount kept as a string (money is never a float). */

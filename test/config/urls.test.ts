@@ -1,0 +1,39 @@
+import { expect } from 'chai';
+import { ConfigError, loadConfig } from '../../config';
+
+/** The one problem loadConfig reports for `env`, or undefined when it takes it. */
+function problem(env: Record<string, string>): string | undefined {
+  try {
+    loadConfig(env);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    expect(e.problems).to.have.length(1);
+    return e.problems[0];
+  }
+  return undefined;
+}
+
+describe('configuration: connection URLs', () => {
+  it('refuses a REDIS_URL ioredis cannot use (a port out of range, a database that is not a whole number, bad percent-encoding), saying what it takes and hiding the value', () => {
+    const refusals: Array<[string, string]> = [
+      ['redis://127.0.0.1:99999/7', 'this one is not a URL'],
+      ['redis://127.0.0.1:0/7', 'its port 0 is not from 1 to 65535'],
+      ['redis://127.0.0.1:6399/abc', 'its database must be a whole number of 0 or more (such as /0), not "abc"'],
+      ['redis://127.0.0.1:6399/-1', 'its database must be a whole number of 0 or more (such as /0), not "-1"'],
+      ['redis://127.0.0.1:6399/1.5', 'not "1.5"'],
+      ['redis://127.0.0.1:6399?db=x', 'not "x"'],
+      ['/tmp/redis.sock?db=x', 'not "x"'],
+      ['redis://:p%zz@127.0.0.1:6399/0', 'its password is not valid percent-encoding (write a % in them as %25)'],
+      ['redis://', 'this one names no host'],
+    ];
+    for (const [url, words] of refusals) {
+      const p = problem({ REDIS_URL: url });
+      expect(p, url).to.match(/^REDIS_URL \(redis\.url\) = \(hidden\) from environment variable REDIS_URL: must be a redis:\/\/ or rediss:\/\/ URL with a host, a port from 1 to 65535 and a database number as its path/);
+      expect(p, url).to.contain(words);
+      expect(p, url).not.to.contain('p%zz');
+    }
+    for (const url of ['redis://127.0.0.1:6399', 'redis://127.0.0.1:6399/', 'redis://127.0.0.1:6399/0', 'rediss://u:p%40ss@cache.example.com/15', 'redis://[::1]:6379/2', 'redis://h?db=3', '/tmp/redis.sock', '/tmp/redis.sock?db=2']) {
+      expect(loadConfig({ REDIS_URL: url }).redis.url, url).to.equal(url);
+    }
+  });
+});
