@@ -136,6 +136,8 @@ export async function startService(opts: ServiceOptions): Promise<Service> {
     // Commands are not queued while the first connection is made (core/kv/redis.ts). Without Redis at
     // start the key cache could not hear revocations from other instances: the start fails, to be retried.
     if (kv instanceof RedisKvStore && !(await kv.connected(config.redis.connectWaitMs))) {
+      const database = kv.databaseError;
+      if (database !== null) throw new StartupError(`Redis at REDIS_URL refused the database number in its path (${database}); name one the server has in REDIS_URL (redis://host:port/0 up to its databases setting less one, /15 by default), since starting again will not help.`);
       const why = kv.connectionError;
       const refused = why === null ? null : authRefusal(why);
       if (refused === 'credentials') throw new StartupError(`Redis at REDIS_URL refused the credentials it was given (${why}); check the user and password in REDIS_URL (redis://user:password@host:port), since starting again with the same ones will not help.`);

@@ -8,7 +8,10 @@ import { defineScripts } from './redis-scripts';
 import type { RedisWithScripts } from './redis-scripts';
 import { DEFAULT_REPEAT_INTERVAL_MS, RepeatedLines } from '../repeated-lines';
 import { slidingWindow } from './types';
+import { authRefusal, connectionFailure, databaseRefusal, isReplyError } from './redis-failures';
 import type { KvStore, RateLimitResult, Unsubscribe } from './types';
+
+export { authRefusal, connectionFailure } from './redis-failures';
 
 /** Most messages kept while Redis cannot be reached (the oldest give way). */
 const UNSENT_MAX = 10_000;
@@ -23,37 +26,6 @@ export interface RedisKvOptions {
   failureLogIntervalMs?: number;
 }
 
-/** Redis answered the command with an error (a script's refusal, a wrong type): Redis is there. */
-function isReplyError(err: unknown): boolean {
-  return err instanceof Error && err.name === 'ReplyError';
-}
-
-/**
- * Why a connection attempt failed, in one line: the error's message, else its code, else the
- * reasons inside an AggregateError (a host name with several addresses, each refused).
- */
-export function connectionFailure(err: unknown): string {
-  if (!(err instanceof Error)) return typeof err === 'string' && err !== '' ? err : 'unknown error';
-  // ioredis's words for a server that answered something other than Redis's protocol ("Please report this").
-  const foreign = /Protocol error, got "(.*?)" as reply type byte/.exec(err.message);
-  if (foreign) return `the server at REDIS_URL does not speak the Redis protocol (its answer began with ${JSON.stringify(foreign[1])}): check the host and port (an HTTP server, say, or TLS where rediss:// is needed)`;
-  if (err.message) return err.message;
-  const code = (err as NodeJS.ErrnoException).code;
-  const inner = err instanceof AggregateError ? err.errors.map((e: unknown) => (e instanceof Error ? e.message : String(e))).filter((m) => m !== '') : [];
-  if (inner.length > 0) return [...new Set(inner)].join('; ');
-  return code ?? err.name;
-}
-
-/**
- * Redis refused the connection for who it is: its credentials (a wrong password or user, none sent), or a user the ACL
- * does not let run what the service sends first (NOPERM). No retry mends either; null for anything else.
- */
-export function authRefusal(reason: string): 'credentials' | 'permission' | null {
-  if (/\bNOPERM\b/.test(reason)) return 'permission';
-  return /\b(WRONGPASS|NOAUTH)\b|invalid password|invalid username-password/i.test(reason) ? 'credentials' : null;
-}
-
-
 /**
  * Redis-backed store shared by every instance; scripts keep counters and limits atomic. A command
  * Redis does not answer (frozen, down, unreachable past the retries) fails with KvUnavailableError
@@ -64,6 +36,8 @@ export class RedisKvStore implements KvStore {
   private readonly client: RedisWithScripts;
   /** The last connection failure, for a start that cannot connect to say why. */
   private lastError: unknown = null;
+  /** Redis's refusal of REDIS_URL's database number, which no retry mends. */
+  private selectRefused: string | null = null;
   private subscriber: Redis | null = null;
   private readonly handlers = new Map<string, Set<(message: string) => void>>();
   /** Messages publish could not hand to Redis, sent when the connection is ready again. */
@@ -94,6 +68,7 @@ export class RedisKvStore implements KvStore {
     client.on('error', (err: unknown) => {
       // A command refused while disconnected says only that: the reason that broke the connection stays the one told.
       if (this.lastError === null || !/Stream isn't writeable/.test(err instanceof Error ? err.message : '')) this.lastError = err;
+      this.selectRefused ??= databaseRefusal(err);
       this.warnThrottled(this.failing, connectionFailure(err), 'key-value store connection failed');
     });
     client.on('ready', () => {
@@ -365,6 +340,11 @@ export class RedisKvStore implements KvStore {
     };
   }
 
+  /** Redis's refusal of the database number in REDIS_URL, if it refused it. */
+  get databaseError(): string | null {
+    return this.selectRefused;
+  }
+
   /** Why the connection last failed, if it did (a refused connection, a failed AUTH). */
   get connectionError(): string | null {
     if (this.lastError === null) return null;
@@ -383,9 +363,10 @@ export class RedisKvStore implements KvStore {
     try {
       return await new Promise<boolean>((resolve) => {
         onReady = () => resolve(true);
-        // Refused credentials end the wait at once: waiting the rest of `ms` for them to change would be for nothing.
+        // Refused credentials or database end the wait at once: waiting the rest of `ms` for them to change would be
+        // for nothing. The database's refusal comes before ioredis's ready, which would otherwise be taken as ready.
         onError = (err: unknown) => {
-          if (authRefusal(connectionFailure(err))) resolve(false);
+          if (authRefusal(connectionFailure(err)) || databaseRefusal(err)) resolve(false);
         };
         this.client.once('ready', onReady);
         this.client.on('error', onError);

@@ -1,5 +1,12 @@
 import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { ConfigError, loadConfig } from '../../config';
+import { requireRedisServer, startTestRedis } from '../support/redis';
+
+const root = path.resolve(__dirname, '../../..');
 
 /** The one problem loadConfig reports for `env`, or undefined when it takes it. */
 function problem(env: Record<string, string>): string | undefined {
@@ -34,6 +41,25 @@ describe('configuration: connection URLs', () => {
     }
     for (const url of ['redis://127.0.0.1:6399', 'redis://127.0.0.1:6399/', 'redis://127.0.0.1:6399/0', 'rediss://u:p%40ss@cache.example.com/15', 'redis://[::1]:6379/2', 'redis://h?db=3', '/tmp/redis.sock', '/tmp/redis.sock?db=2']) {
       expect(loadConfig({ REDIS_URL: url }).redis.url, url).to.equal(url);
+    }
+  });
+
+  it('stops the process at start in one sentence naming REDIS_URL, without a stack, when Redis refuses the database number in it (out of the server\'s range)', async function () {
+    this.timeout(60_000);
+    requireRedisServer(this);
+    // A Redis of the test's own (16 databases, the default): 99999 is a whole number it does not have.
+    const redis = await startTestRedis();
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'pcs-redis-db-'));
+    chmodSync(dataDir, 0o755);
+    try {
+      const res = spawnSync(process.execPath, [path.join(root, 'dist/core/main.js')], { env: { ...process.env, PORT: '0', DATA_DIR: dataDir, DATABASE_URL: '', REDIS_URL: `${redis.url}?db=99999`, REDIS_CONNECT_WAIT_MS: '20000', LOG_LEVEL: 'warn' }, encoding: 'utf8', timeout: 50_000 });
+      expect(res.status, res.stdout + res.stderr).to.equal(1);
+      expect(res.stderr).to.match(/^Redis at REDIS_URL refused the database number in its path \(ERR DB index is out of range\); name one the server has in REDIS_URL [^\n]*\.\n$/);
+      expect(res.stdout).not.to.contain('service listening');
+      expect(res.stdout + res.stderr).not.to.match(/^\s+at /m);
+    } finally {
+      await redis.close();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });
