@@ -1,6 +1,6 @@
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { MAX_TIMER_MS, bool, browserOrigin, decimal, int, isAddressOrCidr, isOrigin, isPort, isPostgresUrl, list, num, oneOf, optBool, optInt, optStr, proxyTrust, redisUrlProblem, str } from './settings';
+import { MAX_TIMER_MS, bool, browserOrigin, decimal, int, isAddressOrCidr, isOrigin, isPort, list, num, oneOf, optBool, optInt, optStr, postgresUrlProblem, proxyTrust, redisUrlProblem, str } from './settings';
 import type { ConfigOf, ConfigOverrides } from './settings';
 
 /**
@@ -66,9 +66,9 @@ export const settingsTree = {
     ),
   },
   database: {
-    url: optStr('DATABASE_URL', 'PostgreSQL connection URL (postgres:// or postgresql://). When unset an embedded PostgreSQL is started in DATA_DIR.', {
+    url: optStr('DATABASE_URL', 'PostgreSQL connection URL (postgres:// or postgresql://; a % in its user, password or database name written as %25). When unset an embedded PostgreSQL is started in DATA_DIR.', {
       secret: true,
-      check: { test: isPostgresUrl, message: 'must be a postgres:// or postgresql:// URL' },
+      check: { problem: postgresUrlProblem },
     }),
     dataDir: str('DATA_DIR', './data', 'Folder holding the embedded PostgreSQL cluster (without DATABASE_URL), and, with or without it, the usage events a stop could not mark not delivered (the database did not answer), which the next start marks.'),
     embeddedPort: int('EMBEDDED_PG_PORT', 0, 'Port of the embedded PostgreSQL (0 picks a free port).', { min: 0, max: 65535 }),

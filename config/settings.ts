@@ -176,14 +176,24 @@ export function isOrigin(entry: string): boolean {
 /** An origin as browsers send it in Origin (host in lower case, no default port, no slash); `*` stays. */
 export const browserOrigin = (entry: string): string => (entry === '*' ? entry : new URL(entry).origin);
 
-/** A PostgreSQL connection URL (postgres:// or postgresql://; a unix socket as `postgresql:///db?host=/run/postgresql`). */
-export function isPostgresUrl(entry: string): boolean {
+const POSTGRES_URL_TAKES = 'must be a postgres:// or postgresql:// URL';
+
+/**
+ * What is wrong with a PostgreSQL connection URL (postgres:// or postgresql://; a unix socket as
+ * `postgresql:///db?host=/run/postgresql`), undefined when nothing is. new URL does not decode the user, password
+ * and database, which Sequelize does (decodeURIComponent): a stray % there ended the start with a URIError.
+ */
+export function postgresUrlProblem(entry: string): string | undefined {
+  let u: URL;
   try {
-    const u = new URL(entry);
-    return u.protocol === 'postgres:' || u.protocol === 'postgresql:';
+    u = new URL(entry);
   } catch {
-    return false;
+    return POSTGRES_URL_TAKES;
   }
+  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') return POSTGRES_URL_TAKES;
+  const bad = undecodedParts(u).map((part) => (part === 'path' ? 'database name' : part));
+  if (bad.length > 0) return `${POSTGRES_URL_TAKES} whose user, password and database name are percent-encoded: its ${bad.join(' and ')} ${bad.length > 1 ? 'are' : 'is'} not (write a % in them as %25)`;
+  return undefined;
 }
 
 /**

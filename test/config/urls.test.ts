@@ -44,6 +44,20 @@ describe('configuration: connection URLs', () => {
     }
   });
 
+  it('refuses a DATABASE_URL whose user, password or database name does not percent-decode (Sequelize would end the start with a URIError), naming the part and hiding the value', () => {
+    const refusals: Array<[string, string]> = [
+      ['postgres://postgres:p%zz@127.0.0.1:38451/postgres', 'its password is not'],
+      ['postgres://us%er:pw@db/x', 'its user is not'],
+      ['postgresql://u:pw@db/pcs%', 'its database name is not'],
+    ];
+    for (const [url, words] of refusals) {
+      const p = problem({ DATABASE_URL: url });
+      expect(p, url).to.match(/^DATABASE_URL \(database\.url\) = \(hidden\) from environment variable DATABASE_URL: must be a postgres:\/\/ or postgresql:\/\/ URL whose user, password and database name are percent-encoded: /);
+      expect(p, url).to.contain(`${words} (write a % in them as %25)`);
+    }
+    expect(loadConfig({ DATABASE_URL: 'postgres://u:p%25zz@db/x' }).database.url).to.equal('postgres://u:p%25zz@db/x');
+  });
+
   it('stops the process at start in one sentence naming REDIS_URL, without a stack, when Redis refuses the database number in it (out of the server\'s range)', async function () {
     this.timeout(60_000);
     requireRedisServer(this);
