@@ -54,12 +54,32 @@ const DURATION_CAPS: Array<[RegExp, number]> = [
 
 const durationCap = (env: string): number | undefined => DURATION_CAPS.find(([unit]) => unit.test(env))?.[1];
 
+/**
+ * Digits as a number, unless there are too many to be kept exactly (past Number.MAX_SAFE_INTEGER): those stay as
+ * typed, so the refusal echoes what the operator wrote rather than its rounding (1e20 for twenty nines).
+ */
+function wholeFromEnv(raw: string): unknown {
+  const v = raw.trim();
+  return /^-?\d+$/.test(v) && Number.isSafeInteger(Number(v)) ? Number(v) : raw;
+}
+
+/** What a whole-number setting says of a value that is not one: digits kept as typed are too large (or small) for it. */
+const wholeMessage =
+  (min: number | undefined, max: number | undefined) =>
+  (issue: { code?: string; input?: unknown }): string | undefined => {
+    if (issue.code !== 'invalid_type') return undefined;
+    const typed = typeof issue.input === 'string' ? issue.input.trim() : '';
+    if (/^\d+$/.test(typed)) return `is too large: must be at most ${max ?? Number.MAX_SAFE_INTEGER}`;
+    if (/^-\d+$/.test(typed)) return `is too small: must be at least ${min ?? Number.MIN_SAFE_INTEGER}`;
+    return 'must be a whole number';
+  };
+
 export function int(env: string, dflt: number, doc: string, range: { min?: number; max?: number } = {}): SettingDef<number> {
-  let schema = z.number({ error: typeMessage('must be a whole number') }).int({ message: 'must be a whole number' });
   const max = range.max ?? durationCap(env);
+  let schema = z.number({ error: wholeMessage(range.min, max) }).int({ message: 'must be a whole number' });
   if (range.min !== undefined) schema = schema.min(range.min);
   if (max !== undefined) schema = schema.max(max);
-  return def(env, schema, dflt, doc, (raw) => (/^-?\d+$/.test(raw.trim()) ? Number(raw) : raw));
+  return def(env, schema, dflt, doc, wholeFromEnv);
 }
 
 export function num(env: string, dflt: number, doc: string, range: { min?: number; max?: number } = {}): SettingDef<number> {
@@ -114,7 +134,7 @@ export function optStr(env: string, doc: string, opts: Options & { url?: boolean
 }
 
 export function optInt(env: string, doc: string): SettingDef<number | undefined> {
-  return def<number | undefined>(env, z.number().int().optional(), undefined, doc, (raw) => (raw.trim() === '' ? undefined : /^-?\d+$/.test(raw.trim()) ? Number(raw) : raw));
+  return def<number | undefined>(env, z.number({ error: wholeMessage(undefined, undefined) }).int().optional(), undefined, doc, (raw) => (raw.trim() === '' ? undefined : wholeFromEnv(raw)));
 }
 
 export function oneOf<const T extends readonly [string, ...string[]]>(env: string, values: T, dflt: T[number], doc: string): SettingDef<T[number]> {

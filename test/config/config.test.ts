@@ -84,6 +84,22 @@ describe('configuration', () => {
     expect(problem({ SECURE_COOKIES: '2' })).to.match(/: must be true or false \(also 1\/0, yes\/no, on\/off\)$/);
   });
 
+  it('says a whole number too large to be kept exactly is too large, echoing it as typed rather than rounded', () => {
+    const problem = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+      } catch (e) {
+        return (e as ConfigError).problems[0];
+      }
+      return undefined;
+    };
+    expect(problem({ RATE_LIMIT_PER_WORKSPACE_PER_MINUTE: '99999999999999999999' })).to.match(/ = "99999999999999999999" from environment variable RATE_LIMIT_PER_WORKSPACE_PER_MINUTE: is too large: must be at most 9007199254740991$/);
+    // A setting with a maximum of its own says that one.
+    expect(problem({ PORT: '99999999999999999999' })).to.match(/^PORT \(server\.port\) = "99999999999999999999" from environment variable PORT: is too large: must be at most 65535$/);
+    expect(problem({ ENGINE_RANDOM_SEED: '-99999999999999999999' })).to.match(/ = "-99999999999999999999" from environment variable ENGINE_RANDOM_SEED: is too small: must be at least -9007199254740991$/);
+    expect(loadConfig({ RATE_LIMIT_PER_WORKSPACE_PER_MINUTE: '9007199254740991' }).limits).to.be.an('object');
+  });
+
   it('reads TRUST_PROXY as Express means it: true/false, digits as a hop count, otherwise a list', () => {
     expect(loadConfig({}).server.trustProxy).to.deep.equal(['loopback']);
     expect(loadConfig({ TRUST_PROXY: '1' }).server.trustProxy).to.equal(1);
