@@ -9,6 +9,16 @@ import { ConfigError, listSettings, loadConfig, misspelledSettings, renderConfig
 
 const root = path.resolve(__dirname, '../../..');
 
+/** The first problem the configuration check finds in `env`, or undefined when it passes. */
+function problem(env: Record<string, string>): string | undefined {
+  try {
+    loadConfig(env);
+  } catch (e) {
+    return (e as ConfigError).problems[0];
+  }
+  return undefined;
+}
+
 describe('configuration', () => {
   it('defaults every limit of SPEC\'s Limits table to SPEC\'s value', () => {
     const c = loadConfig({});
@@ -70,14 +80,6 @@ describe('configuration', () => {
   });
 
   it('says what a setting takes in words: a whole number, its bounds, the words a switch takes', () => {
-    const problem = (env: Record<string, string>) => {
-      try {
-        loadConfig(env);
-      } catch (e) {
-        return (e as ConfigError).problems[0];
-      }
-      return undefined;
-    };
     expect(problem({ PORT: '3.5' })).to.match(/: must be a whole number$/);
     expect(problem({ PORT: '99999' })).to.match(/: must be at most 65535$/);
     expect(problem({ ENGINE_THREADS: '-1' })).to.match(/: must be at least 0$/);
@@ -85,14 +87,6 @@ describe('configuration', () => {
   });
 
   it('says a whole number too large to be kept exactly is too large, echoing it as typed rather than rounded', () => {
-    const problem = (env: Record<string, string>) => {
-      try {
-        loadConfig(env);
-      } catch (e) {
-        return (e as ConfigError).problems[0];
-      }
-      return undefined;
-    };
     expect(problem({ RATE_LIMIT_PER_WORKSPACE_PER_MINUTE: '99999999999999999999' })).to.match(/ = "99999999999999999999" from environment variable RATE_LIMIT_PER_WORKSPACE_PER_MINUTE: is too large: must be at most 9007199254740991$/);
     // A setting with a maximum of its own says that one.
     expect(problem({ PORT: '99999999999999999999' })).to.match(/^PORT \(server\.port\) = "99999999999999999999" from environment variable PORT: is too large: must be at most 65535$/);
