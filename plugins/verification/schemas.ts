@@ -213,7 +213,8 @@ const isObject = (payload: { value: unknown }): boolean => typeof payload.value 
  */
 function verifyContextOf(contextSchema: ContextSchema) {
   const { product_type: productType, current_price: currentPrice } = contextSchema.shape;
-  const bound = (key: string) => positiveAmount(`${key} `, BOUND_MESSAGE).optional();
+  // null reads as absent, as compute's methods read these keys (docs/functions.md).
+  const bound = (key: string) => positiveAmount(`${key} `, BOUND_MESSAGE).nullish();
   const extended = contextSchema.safeExtend({
     // Judged against observations, stored under at most 100 characters and never empty: a longer name matches none, and
     // would be echoed and recorded whole; an empty or blank one matches none either, and would spend a call on an

@@ -420,6 +420,14 @@ describe('price verification API', function () {
       expect(fine.body.band).to.deep.equal({ lower: '6.50', upper: null, lower_open: false, upper_open: true, method: 'floor_only' });
     });
 
+    it('a bound sent as null reads as absent, as in a compute context: unit_cost null with min_price 5 is the floor 5, max_price null no ceiling', async () => {
+      const res = await verify({ context: { product_type: 'no-history', unit_cost: null, min_price: '5', max_price: null }, proposed_price: '4' });
+      expect(res.status, res.text).to.equal(200);
+      expect(res.body.verdict).to.equal('low');
+      expect(res.body.constraints).to.deep.equal({ floor: { value: '5.00', from: ['min_price'] }, ceiling: null });
+      expect(res.body.band).to.include({ lower: '5.00', upper: null, method: 'floor_only' });
+    });
+
     it('ceiling only: high above max_price', async () => {
       const res = await verify({ context: { product_type: 'no-history', max_price: '10' }, proposed_price: '12' });
       expect(res.body.verdict).to.equal('high');
