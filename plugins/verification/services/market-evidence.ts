@@ -6,10 +6,12 @@ import type { MarketEvidence } from '../../../engine';
 import type { MarketEvidenceSource } from '../../pricing';
 import type { Evidence, ObservationStore } from './observations';
 import type { ObservedProductTypes } from './product-types';
-import { pct, priceString } from './verdict';
+import { pct, shownBounds } from './verdict';
 import { enoughForVerdict, logBand, restsOnOneWorkspace, sourceMedians, splitAround, withoutCopies } from './weighted-stats';
 
 const DAY_MS = 86_400_000;
+
+const boundsAsNumbers = (b: { lower: Dec; upper: Dec }): { lower: number; upper: number } => ({ lower: b.lower.toNumber(), upper: b.upper.toNumber() });
 
 type Summary = Omit<MarketEvidence, 'product_type' | 'currency'>;
 
@@ -90,6 +92,6 @@ function summarise(evidence: Evidence, opts: SummaryOptions): Summary | null {
     // Rounded as the factor reads it, so the cached results keyed by it do not change as the weights age by the second.
     largest_source_share: totalWeight > 0 ? Math.round(((sources[0]?.weight ?? 0) / totalWeight) * 1000) / 1000 : 1,
     workspaces,
-    ...(band ? { band: { lower: Number(priceString(Math.exp(band.centre - band.hw))), upper: Number(priceString(Math.exp(band.centre + band.hw))) } } : {}),
+    ...(band ? { band: boundsAsNumbers(shownBounds(band)) } : {}),
   };
 }

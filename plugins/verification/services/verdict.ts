@@ -58,6 +58,11 @@ export function priceString(raw: number): string {
   return formatMoney(x, decimals);
 }
 
+/** A band's bounds as a verdict shows them (priceString): compute's market evidence carries the same ones. */
+export function shownBounds(band: LogBand): { lower: Dec; upper: Dec } {
+  return { lower: dec(priceString(Math.exp(band.centre - band.hw))), upper: dec(priceString(Math.exp(band.centre + band.hw))) };
+}
+
 function constraintDistance(p: Dec, bound: Dec, minRel: number): number {
   const d = Math.abs(Math.log(p.toNumber()) - Math.log(bound.toNumber()));
   const unit = Math.log(1 + Math.max(minRel, 0.01));
@@ -170,7 +175,7 @@ export function evaluateVerdict(input: VerdictInput): VerdictResult {
 
     // 5. The band: centre ± k robust standard deviations of log prices, never narrower than the minimum.
     const band = logBand(weighted, ref, t.bandK, t.minRelativeHalfWidth);
-    observationBand = { ...band, lower: dec(priceString(Math.exp(band.centre - band.hw))), upper: dec(priceString(Math.exp(band.centre + band.hw))) };
+    observationBand = { ...band, ...shownBounds(band) };
   }
 
   // 6. Independence disclosure.
